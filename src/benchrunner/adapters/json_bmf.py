@@ -1,0 +1,55 @@
+"""Bencher Metric Format: ``{"<benchmark>": {"<measure>": {"value": v, "lower_value"?: l,
+"upper_value"?: u}}}``."""
+
+from __future__ import annotations
+
+import json
+import math
+
+from benchrunner.adapters.base import AdapterError, Measurement
+
+MAX_BENCHMARK_NAME = 1024
+MAX_MEASURE_NAME = 64
+
+
+def _number(value: object, where: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise AdapterError(f"{where} must be a number, got {value!r}")
+    number = float(value)
+    if not math.isfinite(number):
+        raise AdapterError(f"{where} must be finite, got {value!r}")
+    return number
+
+
+def parse_bmf(text: str) -> list[Measurement]:
+    try:
+        document = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise AdapterError(f"not valid JSON (Bencher Metric Format): {exc}") from None
+    if not isinstance(document, dict) or not document:
+        raise AdapterError("Bencher Metric Format must be a non-empty JSON object of benchmarks")
+    found: list[Measurement] = []
+    for benchmark, measures in document.items():
+        if not benchmark or len(benchmark) > MAX_BENCHMARK_NAME:
+            raise AdapterError(f"benchmark name must be 1-{MAX_BENCHMARK_NAME} characters")
+        if not isinstance(measures, dict) or not measures:
+            raise AdapterError(f"benchmark {benchmark!r} must map measures to metrics")
+        for measure, metric in measures.items():
+            where = f"{benchmark!r} / {measure!r}"
+            if not measure or len(measure) > MAX_MEASURE_NAME:
+                raise AdapterError(f"measure name must be 1-{MAX_MEASURE_NAME} characters")
+            if not isinstance(metric, dict) or "value" not in metric:
+                raise AdapterError(f"{where} must be an object with a 'value'")
+            value = _number(metric["value"], f"{where} value")
+            lower = metric.get("lower_value")
+            upper = metric.get("upper_value")
+            found.append(
+                Measurement(
+                    benchmark=benchmark,
+                    measure=measure,
+                    value=value,
+                    lower_value=None if lower is None else _number(lower, f"{where} lower_value"),
+                    upper_value=None if upper is None else _number(upper, f"{where} upper_value"),
+                )
+            )
+    return found

@@ -1,0 +1,223 @@
+"""The wire: channel messages and the job payloads shared by server, runner and tests.
+
+Runner -> server: ready, running, heartbeat, completed, failed, canceled (seed 003).
+Server -> runner: ack, job, no_job, cancel, update (seed 003), error (SPEC section 5).
+Every message is a JSON object whose ``event`` field names its type.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+import re
+import uuid
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+
+MIN_POLL_TIMEOUT = 1
+MAX_POLL_TIMEOUT = 900
+DEFAULT_POLL_TIMEOUT = 30
+MAX_ITER = 1000
+DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
+
+
+class _Wire(BaseModel):
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+
+# ---------------------------------------------------------------- job payloads
+
+
+class JsonSpec(_Wire):
+    uuid: uuid.UUID
+    name: str
+    slug: str
+    architecture: Literal["x86_64", "aarch64"]
+    cpu: int = Field(ge=1, le=2**31 - 1)
+    memory: int = Field(ge=1, le=2**63 - 1)
+    disk: int = Field(ge=1, le=2**63 - 1)
+    network: bool = False
+    created: dt.datetime
+    modified: dt.datetime
+    archived: dt.datetime | None = None
+
+
+class JsonJobConfig(_Wire):
+    """What a runner needs to execute a job; nothing about repo, branch or adapter (seed 000).
+
+    Image jobs carry ``registry``/``project``/``digest`` and optional overrides; template jobs
+    carry ``template`` and its already-checked ``args``.
+    """
+
+    timeout: int = Field(ge=1, le=2**32 - 1)
+    iter: int = Field(default=1, ge=1, le=MAX_ITER)
+    file_paths: list[str] | None = None
+    # image jobs
+    registry: str | None = None
+    project: uuid.UUID | None = None
+    digest: str | None = None
+    entrypoint: list[str] | None = None
+    cmd: list[str] | None = None
+    env: dict[str, str] | None = None
+    # template jobs
+    template: str | None = None
+    args: dict[str, int | float | bool | str] | None = None
+
+    @property
+    def kind(self) -> Literal["image", "template"]:
+        return "template" if self.template is not None else "image"
+
+
+class JsonClaimedJob(_Wire):
+    uuid: uuid.UUID
+    spec: JsonSpec
+    config: JsonJobConfig
+    oci_token: str
+    timeout: int
+    created: dt.datetime
+    nonce: str
+
+
+class IterationResult(_Wire):
+    """One iteration's outcome on the runner; ``output`` maps collected file paths to text."""
+
+    exit_code: int | None = None
+    stdout: str | None = None
+    stderr: str | None = None
+    output: dict[str, str] | None = None
+
+
+class JsonJobOutput(_Wire):
+    """What is stored at ``{project}/output/v0/jobs/{job}`` and returned on a job read."""
+
+    results: list[IterationResult] = Field(default_factory=list)
+    error: str | None = None
+
+
+def results_hash(results: list[IterationResult]) -> str:
+    """SHA-256 of the canonical JSON of a result list: tells a resend from a different result."""
+    canonical = json.dumps(
+        [r.model_dump(mode="json") for r in results],
+        sort_keys=True,
+        separators=(",", ":"),
+        ensure_ascii=False,
+    )
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+# ---------------------------------------------------------------- runner -> server
+
+
+class RunnerMetadata(_Wire):
+    os: str | None = Field(default=None, max_length=128)
+    arch: str | None = Field(default=None, max_length=64)
+    version: str | None = Field(default=None, max_length=64)
+
+
+class Ready(_Wire):
+    event: Literal["ready"] = "ready"
+    poll_timeout: int | None = Field(default=None, ge=MIN_POLL_TIMEOUT, le=MAX_POLL_TIMEOUT)
+    os: str | None = Field(default=None, max_length=128)
+    arch: str | None = Field(default=None, max_length=64)
+    version: str | None = Field(default=None, max_length=64)
+    runner: RunnerMetadata | None = None
+
+    def metadata(self) -> RunnerMetadata:
+        """Metadata sent inline or nested as ``runner`` (both are accepted)."""
+        nested = self.runner or RunnerMetadata()
+        return RunnerMetadata(
+            os=self.os or nested.os,
+            arch=self.arch or nested.arch,
+            version=self.version or nested.version,
+        )
+
+
+class Running(_Wire):
+    event: Literal["running"] = "running"
+    job: uuid.UUID | None = None
+
+
+class Heartbeat(_Wire):
+    event: Literal["heartbeat"] = "heartbeat"
+
+
+class Completed(_Wire):
+    event: Literal["completed"] = "completed"
+    job: uuid.UUID
+    results: list[IterationResult]
+
+
+class Failed(_Wire):
+    event: Literal["failed"] = "failed"
+    job: uuid.UUID
+    results: list[IterationResult] = Field(default_factory=list)
+    error: str
+
+
+class Canceled(_Wire):
+    event: Literal["canceled"] = "canceled"
+    job: uuid.UUID
+
+
+RunnerMessage = Annotated[
+    Ready | Running | Heartbeat | Completed | Failed | Canceled,
+    Field(discriminator="event"),
+]
+TerminalMessage = Completed | Failed | Canceled
+runner_message = TypeAdapter[RunnerMessage](RunnerMessage)
+
+
+# ---------------------------------------------------------------- server -> runner
+
+
+class Ack(_Wire):
+    event: Literal["ack"] = "ack"
+    job: uuid.UUID | None = None
+
+
+class JobAssigned(JsonClaimedJob):
+    """``job``: the claimed job's fields inline beside the event (SPEC section 13)."""
+
+    event: Literal["job"] = "job"
+
+    def claimed(self) -> JsonClaimedJob:
+        return JsonClaimedJob.model_validate(self.model_dump(exclude={"event"}))
+
+
+class NoJob(_Wire):
+    event: Literal["no_job"] = "no_job"
+
+
+class Cancel(_Wire):
+    event: Literal["cancel"] = "cancel"
+    job: uuid.UUID | None = None
+
+
+class Update(_Wire):
+    event: Literal["update"] = "update"
+    version: str
+    url: str
+    checksum: str
+
+
+class Error(_Wire):
+    event: Literal["error"] = "error"
+    message: str
+
+
+ServerMessage = Annotated[
+    Ack | JobAssigned | NoJob | Cancel | Update | Error,
+    Field(discriminator="event"),
+]
+server_message = TypeAdapter[ServerMessage](ServerMessage)
+
+
+def encode(message: BaseModel) -> str:
+    """Compact JSON without null fields: a heartbeat is ``{"event":"heartbeat"}``."""
+    return message.model_dump_json(exclude_none=True)
+
+
+def is_digest(value: str) -> bool:
+    return DIGEST.fullmatch(value) is not None

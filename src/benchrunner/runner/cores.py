@@ -1,0 +1,92 @@
+"""Which CPU cores the runner's own threads use and which the benchmark gets.
+
+With more than one allowed core, the lowest one is the *housekeeping* core: the runner's threads
+(channel receiver, heartbeat, output readers, timers) live there, and job processes get the rest,
+so a heartbeat never preempts the benchmark. With one core nothing is pinned.
+
+On Linux ``os.sched_setaffinity(0, ...)`` called in a thread changes only that thread, and a
+child process or thread inherits the affinity of the thread that created it. Both facts are what
+this module relies on.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class CorePlan:
+    """``housekeeping`` is None (and ``job_cores`` empty) when nothing should be pinned."""
+
+    housekeeping: int | None = None
+    job_cores: frozenset[int] = frozenset()
+
+    @classmethod
+    def detect(cls) -> CorePlan:
+        """Split the cores this process may use; no pinning where affinity is unsupported."""
+        if not hasattr(os, "sched_getaffinity"):
+            return cls()
+        allowed = os.sched_getaffinity(0)
+        if len(allowed) <= 1:
+            return cls()
+        housekeeping = min(allowed)
+        return cls(housekeeping=housekeeping, job_cores=frozenset(allowed - {housekeeping}))
+
+    @property
+    def pinned(self) -> bool:
+        return self.housekeeping is not None
+
+    def describe(self) -> str:
+        if self.housekeeping is None:
+            return "no core pinning (a single core is available)"
+        jobs = ",".join(str(core) for core in sorted(self.job_cores))
+        return f"runner threads on core {self.housekeeping}, jobs on cores {jobs}"
+
+    def pin_to_housekeeping(self) -> None:
+        """Pin the calling thread to the housekeeping core for the rest of its life."""
+        if self.housekeeping is not None:
+            _set_thread_affinity({self.housekeeping})
+
+    @contextmanager
+    def housekeeping_affinity(self) -> Iterator[None]:
+        """The calling thread on the housekeeping core for the block, e.g. while a library
+        starts its background threads (they inherit it)."""
+        if self.housekeeping is None:
+            yield
+            return
+        with _thread_affinity({self.housekeeping}):
+            yield
+
+    @contextmanager
+    def job_affinity(self) -> Iterator[None]:
+        """The calling thread on the job cores for the block: wrap ``subprocess.Popen`` in it so
+        the child starts on the job cores (no window where it runs elsewhere)."""
+        if not self.job_cores:
+            yield
+            return
+        with _thread_affinity(set(self.job_cores)):
+            yield
+
+
+@contextmanager
+def _thread_affinity(cores: set[int]) -> Iterator[None]:
+    previous = os.sched_getaffinity(0)
+    _set_thread_affinity(cores)
+    try:
+        yield
+    finally:
+        _set_thread_affinity(previous)
+
+
+def _set_thread_affinity(cores: set[int]) -> None:
+    try:
+        os.sched_setaffinity(0, cores)
+    except OSError as exc:
+        # A cpuset shrunk under us (container resize): run unpinned rather than not at all.
+        log.warning("cannot pin thread to cores %s: %s", sorted(cores), exc)

@@ -1,0 +1,54 @@
+"""What every executor offers the agent: prepare a claimed job, run its iterations, stop it.
+
+    Executor.prepare(job) -> PreparedJob       refuses with ExecutorError (setup failure)
+    PreparedJob.run_iteration(i) -> IterationResult
+                                               ExecutorError if the iteration cannot start
+    PreparedJob.cancel()                       from any thread; ends the current iteration
+    PreparedJob.cleanup()                      always called once, last
+
+The agent turns results into ``completed``/``failed``/``canceled``; an executor never decides a
+job's outcome and never parses output.
+"""
+
+from __future__ import annotations
+
+import abc
+
+from benchrunner.protocol import IterationResult, JsonClaimedJob
+
+
+class ExecutorError(Exception):
+    """The executor refuses or cannot set up or start a job; ``str()`` is the user-facing reason
+    sent as the ``failed`` message's ``error``."""
+
+
+class PreparedJob(abc.ABC):
+    """One job, set up and ready to run; owned by one job thread (``cancel`` excepted)."""
+
+    @abc.abstractmethod
+    def run_iteration(self, index: int) -> IterationResult:
+        """Run iteration ``index`` (0-based) to its end and return what it produced.
+
+        After ``cancel()`` the running iteration ends promptly and later calls return at once
+        with ``exit_code=None``. Raises ExecutorError if the iteration cannot be started.
+        """
+
+    @abc.abstractmethod
+    def cancel(self) -> None:
+        """Stop the job: the current iteration's processes get SIGTERM, then SIGKILL after the
+        executor's kill grace. Thread-safe, idempotent, does not block."""
+
+    @abc.abstractmethod
+    def cleanup(self) -> None:
+        """Release everything the job used (processes, working directory). Idempotent."""
+
+
+class Executor(abc.ABC):
+    """Creates PreparedJobs; one per runner, shared by its successive jobs."""
+
+    name: str
+
+    @abc.abstractmethod
+    def prepare(self, job: JsonClaimedJob) -> PreparedJob:
+        """Check and set up ``job``. Raises ExecutorError with a clear reason if this executor
+        will not or cannot run it (wrong job kind, template not approved, bad arguments...)."""

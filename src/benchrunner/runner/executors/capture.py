@@ -1,0 +1,69 @@
+"""Bounded capture of a child's output pipe in a background thread.
+
+Both pipes of a child are read concurrently, each by its own StreamCapture, so a child that fills
+one pipe while we wait on the other cannot deadlock. Only the first ``limit`` bytes are kept; the
+rest is read and discarded so the child never blocks on a full pipe.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from typing import IO
+
+_CHUNK = 65536
+
+
+def truncation_marker(limit: int) -> str:
+    return f"[benchrunner: output truncated at {limit} bytes]"
+
+
+def bounded_text(data: bytes, limit: int, *, truncated: bool = False) -> str:
+    """UTF-8 text of at most ``limit`` bytes of ``data`` (invalid bytes replaced), ending with a
+    marker line when anything was cut."""
+    if len(data) > limit:
+        data, truncated = data[:limit], True
+    text = data.decode("utf-8", errors="replace")
+    if not truncated:
+        return text
+    if text and not text.endswith("\n"):
+        text += "\n"
+    return text + truncation_marker(limit) + "\n"
+
+
+class StreamCapture:
+    """Reads ``stream`` to EOF on a daemon thread; ``text()`` once ``join()`` returned True."""
+
+    def __init__(self, stream: IO[bytes], limit: int, name: str) -> None:
+        self._fd = stream.fileno()
+        self._stream = stream
+        self._limit = limit
+        self._chunks: list[bytes] = []
+        self._kept = 0
+        self._truncated = False
+        self._thread = threading.Thread(target=self._read, name=name, daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def join(self, timeout: float | None = None) -> bool:
+        """True once the pipe reached EOF (every writer closed it)."""
+        self._thread.join(timeout)
+        return not self._thread.is_alive()
+
+    def text(self) -> str:
+        return bounded_text(b"".join(self._chunks), self._limit, truncated=self._truncated)
+
+    def _read(self) -> None:
+        try:
+            while chunk := os.read(self._fd, _CHUNK):
+                room = self._limit - self._kept
+                if room <= 0:
+                    self._truncated = True
+                    continue
+                if len(chunk) > room:
+                    chunk, self._truncated = chunk[:room], True
+                self._chunks.append(chunk)
+                self._kept += len(chunk)
+        finally:
+            self._stream.close()

@@ -1,0 +1,151 @@
+"""A job process and everything it spawned, as one process group that can be stopped whole.
+
+The leader is started with ``start_new_session=True``, so its pid is also the group id and every
+descendant that does not call ``setsid``/``setpgid`` itself stays in the group. Stopping means
+SIGTERM to the group, then SIGKILL after a grace period, then waiting until the kernel reports
+the group empty.
+
+Orphans: when the leader dies first, its children are re-parented. The runner makes itself a
+*child subreaper* (Linux ``PR_SET_CHILD_SUBREAPER``) so they are re-parented to the runner, which
+reaps them; otherwise they would sit as zombies under an init that may never reap them (as in
+some containers and microVMs), and the group would never look empty.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import logging
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+log = logging.getLogger(__name__)
+
+_PR_SET_CHILD_SUBREAPER = 36
+_POLL_INTERVAL = 0.01
+_KILL_WAIT = 5.0
+
+_subreaper_lock = threading.Lock()
+_subreaper: bool | None = None
+
+
+def become_subreaper() -> bool:
+    """Make this process the reaper of its orphaned descendants (Linux only; once per process).
+
+    Returns False where unsupported; stopping a group then still works, but orphaned zombies
+    can make ``stop()`` wait out its timeouts.
+    """
+    global _subreaper
+    with _subreaper_lock:
+        if _subreaper is None:
+            _subreaper = _set_child_subreaper()
+        return _subreaper
+
+
+def _set_child_subreaper() -> bool:
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        if libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
+            raise OSError(ctypes.get_errno(), os.strerror(ctypes.get_errno()))
+    except (OSError, AttributeError) as exc:
+        log.warning("cannot become child subreaper (orphaned job processes may linger): %s", exc)
+        return False
+    return True
+
+
+class ProcessGroup:
+    """The group led by ``leader``. ``terminate``/``kill`` may be called from any thread;
+    ``stop`` only by the thread that waited for the leader."""
+
+    def __init__(self, leader: subprocess.Popen[bytes], kill_grace: float) -> None:
+        self.leader = leader
+        self.pgid = leader.pid
+        self._kill_grace = kill_grace
+        self._lock = threading.Lock()
+        self._kill_timer: threading.Timer | None = None
+        self._closed = False
+
+    def terminate(self) -> None:
+        """SIGTERM the group now and SIGKILL it after the kill grace unless it is gone by then.
+
+        Does not block; calling it again does not restart the grace period.
+        """
+        with self._lock:
+            if self._closed:
+                return
+            if self._kill_timer is None:
+                self._kill_timer = threading.Timer(self._kill_grace, self.kill)
+                self._kill_timer.daemon = True
+                self._kill_timer.start()
+        self._signal(signal.SIGTERM)
+
+    def kill(self) -> None:
+        with self._lock:
+            if self._closed:
+                return
+        self._signal(signal.SIGKILL)
+
+    def stop(self) -> bool:
+        """After the leader was waited for: end every process still in the group (SIGTERM,
+        SIGKILL after the kill grace) and return once it is empty. False if it would not empty
+        within the grace plus a few seconds (a process stuck in the kernel)."""
+        try:
+            if self._empty():
+                return True
+            self.terminate()
+            if self._wait_empty(self._kill_grace):
+                return True
+            self._signal(signal.SIGKILL)
+            if self._wait_empty(_KILL_WAIT):
+                return True
+            log.error("process group %d did not end after SIGKILL", self.pgid)
+            return False
+        finally:
+            self._close()
+
+    def _close(self) -> None:
+        with self._lock:
+            self._closed = True
+            timer, self._kill_timer = self._kill_timer, None
+        if timer is not None:
+            timer.cancel()
+
+    def _signal(self, sig: signal.Signals) -> None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.pgid, sig)
+
+    def _empty(self) -> bool:
+        self._reap()
+        try:
+            os.killpg(self.pgid, 0)
+        except ProcessLookupError:
+            return True
+        except PermissionError:
+            # Someone else's process now carries this group id: ours is gone.
+            return True
+        return False
+
+    def _wait_empty(self, timeout: float) -> bool:
+        # The kernel offers no notification for "this group is now empty"; poll briefly.
+        deadline = time.monotonic() + timeout
+        while not self._empty():
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(_POLL_INTERVAL)
+        return True
+
+    def _reap(self) -> None:
+        # Only after Popen has reaped the leader: waitpid(-pgid) would otherwise steal its status.
+        while True:
+            try:
+                pid, _ = os.waitpid(-self.pgid, os.WNOHANG)
+            except ChildProcessError:
+                return
+            if pid == 0:
+                return

@@ -1,0 +1,139 @@
+"""The on-disk spool of terminal results not yet acknowledged by the server.
+
+Every ``completed``/``failed``/``canceled`` message is written here *before* it is sent and
+removed only after the server's ``ack``, so a result survives a lost connection and a restarted
+runner process (SPEC section 5, "Reconnection and result delivery"). One file per job:
+``{spool}/{job_uuid}.json``, holding exactly the wire message.
+
+Writes are atomic: a temporary file in the same directory is written, flushed and fsynced, then
+renamed over the final name and the directory fsynced. A reader therefore sees either no file or
+a complete one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import tempfile
+import uuid
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from benchrunner.protocol import (
+    Canceled,
+    Completed,
+    Failed,
+    TerminalMessage,
+    encode,
+    runner_message,
+)
+
+log = logging.getLogger(__name__)
+
+_SUFFIX = ".json"
+_TEMP_PREFIX = ".spool-"
+_CORRUPT_SUFFIX = ".corrupt"
+
+
+class Spool:
+    """Terminal messages by job, oldest first. Not thread-safe per job: one writer per job."""
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+        directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+        self._remove_stale_temporaries()
+
+    def path(self, job: uuid.UUID) -> Path:
+        return self.directory / f"{job}{_SUFFIX}"
+
+    def write(self, message: TerminalMessage) -> Path:
+        """Store ``message`` durably, replacing any earlier one for the same job.
+
+        Raises OSError when the disk refuses; the caller decides whether to send anyway.
+        """
+        target = self.path(message.job)
+        data = encode(message).encode("utf-8")
+        fd, temp_name = tempfile.mkstemp(prefix=_TEMP_PREFIX, dir=self.directory)
+        temp = Path(temp_name)
+        try:
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(data)
+                handle.flush()
+                os.fsync(handle.fileno())
+            temp.replace(target)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                temp.unlink()
+            raise
+        self._sync_directory()
+        return target
+
+    def read(self, job: uuid.UUID) -> TerminalMessage | None:
+        """The spooled message for ``job``, or None if there is none (or it is unreadable)."""
+        return self._load(self.path(job))
+
+    def pending(self) -> list[TerminalMessage]:
+        """Every spooled message, oldest first (by modification time, then name).
+
+        A file that cannot be parsed is renamed to ``*.corrupt`` and logged, never resent.
+        """
+        entries: list[tuple[int, str, Path]] = []
+        for path in self.directory.iterdir():
+            if path.name.startswith(".") or path.suffix != _SUFFIX:
+                continue
+            try:
+                entries.append((path.stat().st_mtime_ns, path.name, path))
+            except FileNotFoundError:
+                continue
+        messages: list[TerminalMessage] = []
+        for _, _, path in sorted(entries):
+            message = self._load(path)
+            if message is not None:
+                messages.append(message)
+        return messages
+
+    def delete(self, job: uuid.UUID) -> None:
+        """Forget ``job``'s message; deleting a message that is not there is not an error."""
+        try:
+            self.path(job).unlink()
+        except FileNotFoundError:
+            return
+        self._sync_directory()
+
+    def _load(self, path: Path) -> TerminalMessage | None:
+        try:
+            raw = path.read_bytes()
+        except FileNotFoundError:
+            return None
+        try:
+            message = runner_message.validate_json(raw)
+        except ValidationError as exc:
+            self._quarantine(path, f"not a runner message: {exc.error_count()} error(s)")
+            return None
+        if not isinstance(message, Completed | Failed | Canceled):
+            self._quarantine(path, f"not a terminal message: {message.event!r}")
+            return None
+        if path.name != f"{message.job}{_SUFFIX}":
+            self._quarantine(path, f"holds job {message.job}, not the job its name says")
+            return None
+        return message
+
+    def _quarantine(self, path: Path, why: str) -> None:
+        log.error("spool file %s is unusable (%s); renamed to *%s", path, why, _CORRUPT_SUFFIX)
+        with contextlib.suppress(OSError):
+            path.replace(path.with_name(path.name + _CORRUPT_SUFFIX))
+
+    def _remove_stale_temporaries(self) -> None:
+        # Left behind only by a crash in the middle of write(); the final file was never renamed.
+        for path in self.directory.glob(f"{_TEMP_PREFIX}*"):
+            with contextlib.suppress(OSError):
+                path.unlink()
+
+    def _sync_directory(self) -> None:
+        fd = os.open(self.directory, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)

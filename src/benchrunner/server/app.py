@@ -1,0 +1,91 @@
+"""The FastAPI application and the process that serves it."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import AsyncIterator
+
+import uvicorn
+from fastapi import FastAPI
+
+from benchrunner import __version__
+from benchrunner.core.clock import Clock, SystemClock
+from benchrunner.core.templates import TemplateRegistry
+from benchrunner.server import errors, logs
+from benchrunner.server.blobs import LocalBlobStore
+from benchrunner.server.channel import ChannelHub
+from benchrunner.server.config import ServerSettings
+from benchrunner.server.context import ServerContext
+from benchrunner.server.lifecycle import Lifecycle
+from benchrunner.server.limits import BodyLimit
+from benchrunner.server.oci_tokens import load_or_create_secret
+from benchrunner.server.routes import channel, jobs, organizations, reports, run, runners, server, specs
+from benchrunner.server.store.engine import Database
+from benchrunner.server.store.migrate import upgrade
+
+log = logging.getLogger(__name__)
+
+
+def build_context(settings: ServerSettings, clock: Clock | None = None) -> ServerContext:
+    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    db = Database(settings.database_url())
+    upgrade(db.write_engine)
+    templates = (
+        TemplateRegistry.load(settings.templates) if settings.templates else TemplateRegistry.empty()
+    )
+    return ServerContext(
+        settings=settings,
+        db=db,
+        blobs=LocalBlobStore(settings.data_dir / "blobs"),
+        templates=templates,
+        clock=clock or SystemClock(),
+        secret_key=load_or_create_secret(settings.data_dir, settings.secret_key),
+    )
+
+
+def create_app(settings: ServerSettings, clock: Clock | None = None) -> FastAPI:
+    @contextlib.asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        ctx = build_context(settings, clock)
+        lifecycle = Lifecycle(ctx)
+        hub = ChannelHub()
+        app.state.ctx, app.state.lifecycle, app.state.hub = ctx, lifecycle, hub
+        await lifecycle.start()
+        log.info("benchrunner server %s ready on %s", __version__, settings.base_url())
+        try:
+            yield
+        finally:
+            await hub.close_all()
+            await lifecycle.stop()
+            ctx.db.close()
+
+    app = FastAPI(
+        title="benchrunner",
+        version=__version__,
+        lifespan=lifespan,
+        description="Continuous benchmarking on dedicated runners. Bencher-compatible /v0 API.",
+    )
+    errors.install(app)
+    for module in (organizations, specs, runners, jobs, reports, run, server, channel):
+        app.include_router(module.router)
+    app.add_middleware(BodyLimit, max_bytes=settings.request_body_max_bytes)
+    return app
+
+
+def serve(settings: ServerSettings) -> None:
+    """Run the server until SIGINT/SIGTERM; channels are closed with 1012 on the way out."""
+    logs.configure(settings.log_level)
+    config = uvicorn.Config(
+        create_app(settings),
+        host=settings.host,
+        port=settings.port,
+        ws="websockets-sansio",
+        ws_max_size=settings.request_body_max_bytes,
+        ws_ping_interval=20.0,
+        ws_ping_timeout=20.0,
+        log_config=None,
+        access_log=False,
+        timeout_graceful_shutdown=5,
+    )
+    uvicorn.Server(config).run()

@@ -1,0 +1,274 @@
+"""One runner's WebSocket channel (seed 003): ``/v0/runners/{runner}/channel``.
+
+The session reads messages with a deadline: while a job may be in flight, silence longer than
+the heartbeat timeout fails it (or cancels it past its hard timeout) and ends the channel. Only
+valid protocol messages move the deadline; invalid ones get an ``error`` event and change
+nothing. While a ``ready`` is outstanding the runner is allowed to be quiet.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import time
+
+from pydantic import BaseModel, ValidationError
+from starlette.websockets import WebSocket, WebSocketDisconnect, WebSocketState
+
+from benchrunner.core.states import IN_FLIGHT, JobStatus
+from benchrunner.core.timeouts import TimeoutVerdict
+from benchrunner.core.tokens import bearer, is_runner_token
+from benchrunner.protocol import (
+    DEFAULT_POLL_TIMEOUT,
+    Ack,
+    Cancel,
+    Canceled,
+    Completed,
+    Error,
+    Failed,
+    Heartbeat,
+    NoJob,
+    Ready,
+    Running,
+    encode,
+    runner_message,
+)
+from benchrunner.protocol import RunnerMessage as RunnerMessageT
+from benchrunner.server.lifecycle import Lifecycle
+from benchrunner.server.store import jobs, runners
+from benchrunner.server.store.runners import RunnerRow
+
+log = logging.getLogger(__name__)
+
+CLOSE_POLICY = 1008
+CLOSE_TIMEOUT = 4000
+
+
+class ChannelHub:
+    """The live channels of this process, so shutdown can close them with 1012."""
+
+    def __init__(self) -> None:
+        self.sessions: set[ChannelSession] = set()
+
+    async def close_all(self, code: int = 1012, reason: str = "server restarting") -> None:
+        for session in list(self.sessions):
+            await session.close(code, reason)
+
+    async def close_runner(self, runner_id: int, reason: str) -> None:
+        for session in list(self.sessions):
+            if session.runner.id == runner_id:
+                await session.close(CLOSE_POLICY, reason)
+
+
+async def authenticate(websocket: WebSocket, lifecycle: Lifecycle, runner_ref: str) -> RunnerRow | None:
+    token = bearer(websocket.headers.get("authorization"))
+    if token is None or not is_runner_token(token):
+        return None
+    return await lifecycle.ctx.db.read(runners.runner_authenticate, runner_ref, token)
+
+
+class ChannelSession:
+    def __init__(self, websocket: WebSocket, runner: RunnerRow, lifecycle: Lifecycle) -> None:
+        self.ws = websocket
+        self.runner = runner
+        self.life = lifecycle
+        self.ctx = lifecycle.ctx
+        self.job: jobs.JobRow | None = None
+        self._poll: asyncio.Task[None] | None = None
+        self._send_lock = asyncio.Lock()
+        self._deadline = 0.0
+        self._closed = False
+
+    # ------------------------------------------------------------ plumbing
+
+    async def send(self, message: BaseModel) -> None:
+        async with self._send_lock:
+            if self.ws.application_state == WebSocketState.CONNECTED:
+                with contextlib.suppress(RuntimeError, WebSocketDisconnect):
+                    await self.ws.send_text(encode(message))
+
+    async def close(self, code: int, reason: str) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        with contextlib.suppress(RuntimeError, WebSocketDisconnect):
+            await self.ws.close(code=code, reason=reason)
+
+    def _reset_deadline(self) -> None:
+        self._deadline = time.monotonic() + self.ctx.settings.heartbeat_timeout
+
+    def _push_cancel(self) -> None:
+        job = self.job
+        if job is not None:
+            asyncio.get_running_loop().create_task(self.send(Cancel(job=job.uuid)))
+
+    def _hold(self, job: jobs.JobRow) -> None:
+        self.job = job
+        self.life.attach(job.id, self._push_cancel)
+
+    def _release(self) -> None:
+        self.job = None
+
+    # ------------------------------------------------------------ the session
+
+    async def run(self) -> None:
+        in_flight = await self.ctx.db.read(jobs.job_list_in_flight_for_runner, self.runner.id)
+        if in_flight:
+            self._hold(in_flight[-1])  # a runner reconnecting mid-job
+        self._reset_deadline()
+        try:
+            await self._loop()
+        except WebSocketDisconnect:
+            pass
+        finally:
+            await self._end()
+
+    async def _loop(self) -> None:
+        receiving: asyncio.Task[dict[str, object]] | None = None
+        try:
+            while not self._closed:
+                if receiving is None:
+                    receiving = asyncio.create_task(self.ws.receive())
+                waits: set[asyncio.Future[object]] = {receiving}  # type: ignore[arg-type]
+                polling = self._poll is not None and not self._poll.done()
+                if polling:
+                    waits.add(self._poll)  # type: ignore[arg-type]
+                timeout = None if polling else max(0.0, self._deadline - time.monotonic())
+                done, _ = await asyncio.wait(
+                    waits, timeout=timeout, return_when=asyncio.FIRST_COMPLETED
+                )
+                if receiving in done:
+                    frame, receiving = receiving.result(), None
+                    if frame["type"] == "websocket.disconnect":
+                        return
+                    text = frame.get("text")
+                    if isinstance(text, str):
+                        await self._handle_text(text)
+                    else:
+                        await self.send(
+                            Error(message="binary messages are not part of the protocol")
+                        )
+                elif not done and time.monotonic() >= self._deadline:
+                    await self._heartbeat_timeout()
+                    return
+        finally:
+            if receiving is not None:
+                receiving.cancel()
+                with contextlib.suppress(asyncio.CancelledError, WebSocketDisconnect):
+                    await receiving
+
+    async def _handle_text(self, text: str) -> None:
+        try:
+            message = runner_message.validate_json(text)
+        except ValidationError as exc:
+            await self.send(Error(message=_explain(text, exc)))
+            return
+        self._reset_deadline()
+        try:
+            await self._dispatch(message)
+        except Exception:
+            log.exception("runner %s: handling %s failed", self.runner.slug, message.event)
+            await self.send(Error(message=f"internal error handling {message.event!r}; retry"))
+
+    async def _dispatch(self, message: RunnerMessageT) -> None:
+        if isinstance(message, Ready):
+            await self._ready(message)
+        elif isinstance(message, Running):
+            await self._running(message)
+        elif isinstance(message, Heartbeat):
+            await self._heartbeat()
+        else:
+            await self._terminal(message)
+
+    async def _ready(self, message: Ready) -> None:
+        if self._poll is not None and not self._poll.done():
+            await self.send(Error(message="a ready is already outstanding"))
+            return
+        if self.job is not None:
+            current = await self.ctx.db.read(jobs.job_get, self.job.id)
+            if current is not None and current.status in IN_FLIGHT:
+                await self.life.runner_abandoned(self.runner, current)
+            self._release()
+        now = self.ctx.clock.now()
+        await self.ctx.db.write(runners.runner_record_metadata, self.runner.id, message.metadata(), now)
+        poll_timeout = message.poll_timeout or DEFAULT_POLL_TIMEOUT
+        self._poll = asyncio.create_task(self._wait_for_job(poll_timeout))
+
+    async def _wait_for_job(self, poll_timeout: float) -> None:
+        assigned = await self.life.wait_for_job(self.runner, poll_timeout)
+        if assigned is None:
+            await self.send(NoJob())
+        else:
+            job = await self.ctx.db.read(jobs.job_get_by_uuid, assigned.uuid)
+            if job is not None:
+                self._hold(job)
+            await self.send(assigned)
+        self._reset_deadline()
+
+    async def _current(self, job_uuid: object | None) -> jobs.JobRow | None:
+        if job_uuid is not None and (self.job is None or self.job.uuid != job_uuid):
+            job = await self.ctx.db.read(jobs.job_get_by_uuid, job_uuid)
+            if job is None or job.runner_id != self.runner.id:
+                return None
+            self._hold(job)
+        return self.job
+
+    async def _running(self, message: Running) -> None:
+        job = await self._current(message.job)
+        if job is None:
+            await self.send(Error(message="running: no job of this runner is in flight"))
+            return
+        status = await self.life.running(self.runner, job)
+        if status in (JobStatus.CLAIMED, JobStatus.RUNNING):
+            await self.send(Ack(job=job.uuid))
+        elif status is None:
+            await self.send(Error(message=f"running: job {job.uuid} is not this runner's"))
+        else:
+            await self.send(Cancel(job=job.uuid))
+
+    async def _heartbeat(self) -> None:
+        if self.job is None:
+            await self.send(Ack())
+            return
+        answer = await self.life.heartbeat(self.runner, self.job)
+        await self.send(Cancel(job=self.job.uuid) if answer.cancel else Ack(job=self.job.uuid))
+
+    async def _terminal(self, message: Completed | Failed | Canceled) -> None:
+        reply = await self.life.deliver(self.runner, message)
+        if self.job is not None and self.job.uuid == message.job:
+            self._release()
+        await self.send(reply)
+
+    async def _heartbeat_timeout(self) -> None:
+        reason = "heartbeat_timeout"
+        if self.job is not None:
+            verdict = await self.life.watchdog.judge(self.job.id)
+            if verdict is TimeoutVerdict.RAN_TOO_LONG:
+                reason = "job_timeout_exceeded"
+            self._release()
+        log.info("runner %s silent for the heartbeat timeout; closing", self.runner.slug)
+        await self.close(CLOSE_TIMEOUT, reason)
+
+    async def _end(self) -> None:
+        if self._poll is not None and not self._poll.done():
+            self._poll.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._poll
+        if self.job is not None:
+            self.life.detach(self.job.id)
+            self._release()
+
+
+def _explain(text: str, exc: ValidationError) -> str:
+    try:
+        event = json.loads(text).get("event")
+    except (ValueError, AttributeError):
+        return "invalid message: not a JSON object"
+    if event is None:
+        return "invalid message: missing 'event'"
+    details = "; ".join(
+        f"{'.'.join(str(p) for p in e['loc'][1:]) or 'event'}: {e['msg']}" for e in exc.errors()
+    )
+    return f"invalid {event!r} message: {details}"[:1000]

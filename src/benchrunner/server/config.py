@@ -1,0 +1,38 @@
+"""Server settings: flags of ``benchrunner server`` or ``BENCHRUNNER_*`` environment variables."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class ServerSettings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="BENCHRUNNER_", extra="ignore")
+
+    host: str = "127.0.0.1"
+    port: int = Field(default=8080, ge=0, le=65535)
+    db: str = Field(default="", description="SQLAlchemy URL or SQLite file; default data-dir")
+    data_dir: Path = Path(".benchrunner")
+    templates: Path | None = None
+    public_url: str | None = Field(
+        default=None, description="URL runners and clients use to reach this server"
+    )
+    heartbeat_timeout: float = Field(default=90.0, gt=0)
+    job_timeout_grace: float = Field(default=60.0, ge=0)
+    request_body_max_bytes: int = Field(default=16 * 1024 * 1024, ge=1024)
+    oci_token_ttl: int = Field(default=600, ge=60, description="runner OCI pull token TTL, s")
+    secret_key: str | None = Field(
+        default=None, description="JWT signing key; generated into data-dir if unset"
+    )
+    anonymous_runs: bool = Field(
+        default=True, description="let unauthenticated POST /v0/run create unclaimed projects"
+    )
+    log_level: str = "info"
+
+    def database_url(self) -> str:
+        return self.db or f"sqlite:///{(self.data_dir / 'benchrunner.db').resolve()}"
+
+    def base_url(self) -> str:
+        return self.public_url or f"http://{self.host}:{self.port}"

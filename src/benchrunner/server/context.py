@@ -1,0 +1,30 @@
+"""Everything a request handler or a channel session needs, built once per server process."""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+
+from benchrunner.core.clock import Clock
+from benchrunner.core.templates import TemplateRegistry
+from benchrunner.server.blobs import BlobStore
+from benchrunner.server.config import ServerSettings
+from benchrunner.server.store.engine import Database
+
+
+@dataclass
+class ServerContext:
+    settings: ServerSettings
+    db: Database
+    blobs: BlobStore
+    templates: TemplateRegistry
+    clock: Clock
+    secret_key: str
+
+    @property
+    def heartbeat_timeout(self) -> dt.timedelta:
+        return dt.timedelta(seconds=self.settings.heartbeat_timeout)
+
+    @property
+    def job_timeout_grace(self) -> dt.timedelta:
+        return dt.timedelta(seconds=self.settings.job_timeout_grace)

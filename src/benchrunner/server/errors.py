@@ -1,0 +1,79 @@
+"""API errors as Bencher shapes them: ``{"message", "request_id", "error_code"?}``."""
+
+from __future__ import annotations
+
+import uuid
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+
+class ApiError(Exception):
+    def __init__(
+        self,
+        status: int,
+        message: str,
+        *,
+        error_code: str | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+        self.error_code = error_code
+        self.headers = headers or {}
+
+
+def bad_request(message: str) -> ApiError:
+    return ApiError(400, message, error_code="bad_request")
+
+
+def not_found(what: str, ref: str) -> ApiError:
+    return ApiError(404, f"{what} {ref!r} not found", error_code="not_found")
+
+
+def conflict(message: str) -> ApiError:
+    return ApiError(409, message, error_code="conflict")
+
+
+def forbidden(message: str) -> ApiError:
+    return ApiError(403, message, error_code="forbidden")
+
+
+def unauthorized(message: str = "authentication required: send Authorization: Bearer <token>") -> ApiError:
+    return ApiError(401, message, error_code="unauthorized", headers={"WWW-Authenticate": "Bearer"})
+
+
+def _body(message: str, error_code: str | None) -> dict[str, str]:
+    body = {"message": message, "request_id": str(uuid.uuid4())}
+    if error_code:
+        body["error_code"] = error_code
+    return body
+
+
+def _validation_message(exc: RequestValidationError) -> str:
+    parts = []
+    for error in exc.errors():
+        location = ".".join(str(p) for p in error.get("loc", ()) if p != "body")
+        parts.append(f"{location}: {error.get('msg')}" if location else str(error.get("msg")))
+    return "invalid request: " + "; ".join(parts)
+
+
+def install(app: FastAPI) -> None:
+    @app.exception_handler(ApiError)
+    async def _api_error(_request: Request, exc: ApiError) -> JSONResponse:
+        return JSONResponse(
+            _body(exc.message, exc.error_code), status_code=exc.status, headers=exc.headers
+        )
+
+    @app.exception_handler(RequestValidationError)
+    async def _invalid(_request: Request, exc: RequestValidationError) -> JSONResponse:
+        return JSONResponse(_body(_validation_message(exc), "bad_request"), status_code=400)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http(_request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        return JSONResponse(
+            _body(str(exc.detail), None), status_code=exc.status_code, headers=exc.headers
+        )

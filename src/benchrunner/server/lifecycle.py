@@ -1,0 +1,259 @@
+"""The job lifecycle as the runner protocols drive it: claim, running, heartbeat, terminal
+results, cancellation. Transport-agnostic: the channel calls it today; the per-job endpoints of
+seed 000 can call the same methods.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from benchrunner.core.states import IN_FLIGHT, JobStatus
+from benchrunner.core.tiers import UNLIMITED_MIN_PRIORITY, tier_of
+from benchrunner.core.timeouts import TimeoutVerdict, hard_timeout_exceeded
+from benchrunner.protocol import (
+    Ack,
+    Canceled,
+    Completed,
+    Error,
+    Failed,
+    JobAssigned,
+    JsonJobOutput,
+    results_hash,
+)
+from benchrunner.server.blobs import job_output_key
+from benchrunner.server.context import ServerContext
+from benchrunner.server.dispatcher import Dispatcher
+from benchrunner.server.oci_tokens import runner_pull_token
+from benchrunner.server.processing import Processor
+from benchrunner.server.store import jobs, runners
+from benchrunner.server.store.runners import RunnerRow
+from benchrunner.server.watchdog import Watchdog
+
+log = logging.getLogger("benchrunner.transitions")
+
+CancelPush = Callable[[], None]
+
+
+@dataclass(frozen=True)
+class HeartbeatAnswer:
+    cancel: bool
+    reason: str | None = None
+
+
+class Lifecycle:
+    def __init__(self, ctx: ServerContext) -> None:
+        self.ctx = ctx
+        self.processor = Processor(ctx)
+        self.watchdog = Watchdog(
+            ctx, on_finished=self.finished, on_completed=self.processor.enqueue
+        )
+        self.dispatcher = Dispatcher(self._claim, on_abandoned=lambda job: self.watchdog.watch(job.id))
+        self._cancel_pushers: dict[int, CancelPush] = {}
+
+    async def start(self) -> None:
+        self.processor.start()
+        self.dispatcher.start()
+        await self.watchdog.recover_at_startup()
+
+    async def stop(self) -> None:
+        self.watchdog.stop()
+        await self.dispatcher.stop()
+        await self.processor.stop()
+
+    # ------------------------------------------------------------ hooks
+
+    def finished(self, job: jobs.JobRow) -> None:
+        """A job left flight: stop its timer, and free capacity if its tier is limited."""
+        self.watchdog.forget(job.id)
+        self._cancel_pushers.pop(job.id, None)
+        if job.priority < UNLIMITED_MIN_PRIORITY:
+            self.dispatcher.capacity_freed()
+
+    def attach(self, job_id: int, push_cancel: CancelPush) -> None:
+        """A live connection holds this job: it gets ``cancel`` pushed the moment it happens."""
+        self._cancel_pushers[job_id] = push_cancel
+        self.watchdog.forget(job_id)
+
+    def detach(self, job_id: int) -> None:
+        """The connection holding this job is gone: the disconnect timeout takes over."""
+        self._cancel_pushers.pop(job_id, None)
+        self.watchdog.watch(job_id)
+
+    # ------------------------------------------------------------ claim
+
+    async def _claim(self, runner_id: int, runner_slug: str, nonce: str) -> jobs.JobRow | None:
+        now = self.ctx.clock.now()
+        job = await self.ctx.db.write(jobs.job_claim, runner_id, nonce, now, runner_slug)
+        if job is not None:
+            log.info(
+                "job claimed",
+                extra={"job": str(job.uuid), "runner": runner_slug, "from": "pending",
+                       "to": "claimed", "tier": tier_of(job.priority).value},
+            )
+        return job
+
+    async def wait_for_job(self, runner: RunnerRow, poll_timeout: float) -> JobAssigned | None:
+        spec_ids = await self.ctx.db.read(runners.runner_spec_ids, runner.id)
+        job = await self.dispatcher.wait_for_job(runner.id, runner.slug, spec_ids, poll_timeout)
+        if job is None:
+            return None
+        return await self.assignment(runner, job)
+
+    async def assignment(self, runner: RunnerRow, job: jobs.JobRow) -> JobAssigned:
+        spec = await self.ctx.db.read(runners.spec_by_id, job.spec_id)
+        now = self.ctx.clock.now()
+        token = runner_pull_token(
+            self.ctx.secret_key,
+            issuer=self.ctx.settings.base_url(),
+            runner_uuid=runner.uuid,
+            project_uuid=job.project_uuid,
+            ttl=dt.timedelta(seconds=self.ctx.settings.oci_token_ttl),
+            now=now,
+        )
+        return JobAssigned(
+            uuid=job.uuid,
+            spec=runners.spec_json(spec),
+            config=job.config,
+            oci_token=token,
+            timeout=job.timeout,
+            created=job.created,
+            nonce=job.nonce or "",
+        )
+
+    # ------------------------------------------------------------ running and heartbeats
+
+    async def running(self, runner: RunnerRow, job: jobs.JobRow) -> JobStatus | None:
+        now = self.ctx.clock.now()
+        status = await self.ctx.db.write(
+            jobs.job_mark_running, job.id, runner.id, now, runner.slug
+        )
+        if status == JobStatus.RUNNING and job.status == JobStatus.CLAIMED:
+            log.info("job running", extra={"job": str(job.uuid), "from": "claimed", "to": "running"})
+        return status
+
+    async def heartbeat(self, runner: RunnerRow, job: jobs.JobRow) -> HeartbeatAnswer:
+        """Refresh liveness; answer ``cancel`` if the job was canceled or ran too long."""
+        now = self.ctx.clock.now()
+        liveness = await self.ctx.db.write(jobs.job_touch, job.id, now)
+        if liveness is None or liveness.status not in IN_FLIGHT:
+            return HeartbeatAnswer(cancel=True, reason="job is no longer in flight")
+        if hard_timeout_exceeded(
+            liveness.started, liveness.timeout, self.ctx.job_timeout_grace, now
+        ):
+            await self.watchdog.enforce(job, TimeoutVerdict.RAN_TOO_LONG)
+            return HeartbeatAnswer(cancel=True, reason=TimeoutVerdict.RAN_TOO_LONG.value)
+        return HeartbeatAnswer(cancel=False)
+
+    # ------------------------------------------------------------ terminal results
+
+    async def deliver(
+        self, runner: RunnerRow, message: Completed | Failed | Canceled
+    ) -> Ack | Error:
+        """Apply a terminal message; resends are answered with ``ack`` and change nothing."""
+        job = await self.ctx.db.read(jobs.job_get_by_uuid, message.job)
+        if job is None or job.runner_id != runner.id:
+            return Error(message=f"job {message.job} is not claimed by this runner")
+        if isinstance(message, Completed):
+            return await self._completed(runner, job, message)
+        if isinstance(message, Failed):
+            return await self._failed(runner, job, message)
+        return await self._canceled(runner, job)
+
+    async def _store_output(self, job: jobs.JobRow, output: JsonJobOutput) -> None:
+        key = job_output_key(job.project_uuid, job.uuid)
+        data = output.model_dump_json(exclude_none=True).encode()
+        await asyncio.to_thread(self.ctx.blobs.put, key, data)
+
+    async def _stored_output(self, job: jobs.JobRow) -> JsonJobOutput | None:
+        raw = await asyncio.to_thread(
+            self.ctx.blobs.get, job_output_key(job.project_uuid, job.uuid)
+        )
+        return None if raw is None else JsonJobOutput.model_validate_json(raw)
+
+    async def _completed(self, runner: RunnerRow, job: jobs.JobRow, message: Completed) -> Ack | Error:
+        ack = Ack(job=job.uuid)
+        stored = False
+        for _attempt in range(3):
+            if job.status in (JobStatus.RUNNING, JobStatus.FAILED):
+                if not stored:  # durable before the transition, so an ack means it is safe
+                    await self._store_output(job, JsonJobOutput(results=message.results))
+                    stored = True
+                now = self.ctx.clock.now()
+                late = job.status == JobStatus.FAILED
+                if await self.ctx.db.write(jobs.job_mark_completed, job.id, now, runner.slug, late):
+                    log.info(
+                        "job completed",
+                        extra={"job": str(job.uuid), "from": job.status.wire, "to": "completed"},
+                    )
+                    self.finished(job)
+                    self.processor.enqueue(job.id)
+                    return ack
+            elif job.status in (JobStatus.COMPLETED, JobStatus.PROCESSED):
+                previous = await self._stored_output(job)
+                if previous is not None and results_hash(previous.results) != results_hash(
+                    message.results
+                ):
+                    return Error(
+                        message=f"job {job.uuid} already has a different result; "
+                        "the repeated completed message was rejected"
+                    )
+                return ack
+            elif job.status == JobStatus.CANCELED:
+                return ack  # terminal; a late result changes nothing
+            else:
+                return Error(
+                    message=f"job {job.uuid} is {job.status.wire}: send running before completed"
+                )
+            reread = await self.ctx.db.read(jobs.job_get, job.id)
+            if reread is None:
+                break
+            job = reread
+        return Error(message=f"job {job.uuid} changed concurrently; resend the result")
+
+    async def _failed(self, runner: RunnerRow, job: jobs.JobRow, message: Failed) -> Ack | Error:
+        output = JsonJobOutput(results=message.results, error=message.error)
+        if job.status in IN_FLIGHT:
+            await self._store_output(job, output)
+            now = self.ctx.clock.now()
+            reason = f"runner reported failure: {message.error}"[:2000]
+            if await self.ctx.db.write(jobs.job_mark_failed, job.id, now, runner.slug, reason):
+                log.info("job failed", extra={"job": str(job.uuid), "from": job.status.wire, "to": "failed"})
+                self.finished(job)
+        elif job.status == JobStatus.FAILED and await self._stored_output(job) is None:
+            await self._store_output(job, output)
+        return Ack(job=job.uuid)
+
+    async def _canceled(self, runner: RunnerRow, job: jobs.JobRow) -> Ack:
+        if job.status in IN_FLIGHT:
+            now = self.ctx.clock.now()
+            if await self.ctx.db.write(
+                jobs.job_mark_canceled, job.id, now, runner.slug, "runner canceled the job"
+            ):
+                self.finished(job)
+        return Ack(job=job.uuid)
+
+    # ------------------------------------------------------------ users
+
+    async def cancel(self, job: jobs.JobRow, actor: str) -> bool:
+        """A user cancels a pending, claimed or running job; the runner is told at once."""
+        now = self.ctx.clock.now()
+        moved = await self.ctx.db.write(
+            jobs.job_mark_canceled, job.id, now, actor, f"canceled by {actor}"
+        )
+        if moved:
+            push = self._cancel_pushers.get(job.id)
+            if push is not None:
+                push()
+            self.finished(job)
+        return bool(moved)
+
+    async def runner_abandoned(self, runner: RunnerRow, job: jobs.JobRow) -> None:
+        """The runner asked for new work while this job was in flight: it has lost the job."""
+        now = self.ctx.clock.now()
+        reason = "runner_lost_job: the runner asked for a new job while this one was in flight"
+        if await self.ctx.db.write(jobs.job_mark_failed, job.id, now, runner.slug, reason):
+            self.finished(job)

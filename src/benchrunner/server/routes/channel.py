@@ -1,0 +1,38 @@
+"""The runner channel endpoint: authenticate at the handshake, then hand over to a session."""
+
+from __future__ import annotations
+
+import logging
+
+from fastapi import APIRouter, WebSocket
+from fastapi.responses import JSONResponse
+
+from benchrunner.server.channel import ChannelHub, ChannelSession, authenticate
+from benchrunner.server.lifecycle import Lifecycle
+
+router = APIRouter(tags=["runner agent"])
+log = logging.getLogger(__name__)
+
+
+@router.websocket("/v0/runners/{runner}/channel")
+async def runner_channel(websocket: WebSocket, runner: str) -> None:
+    life: Lifecycle = websocket.app.state.lifecycle
+    hub: ChannelHub = websocket.app.state.hub
+    row = await authenticate(websocket, life, runner)
+    if row is None:
+        await websocket.send_denial_response(
+            JSONResponse(
+                {"message": "invalid runner token, unknown runner, or archived runner"},
+                status_code=401,
+            )
+        )
+        return
+    await websocket.accept()
+    session = ChannelSession(websocket, row, life)
+    hub.sessions.add(session)
+    log.info("runner %s connected", row.slug)
+    try:
+        await session.run()
+    finally:
+        hub.sessions.discard(session)
+        log.info("runner %s disconnected", row.slug)

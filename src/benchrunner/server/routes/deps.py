@@ -1,0 +1,98 @@
+"""Request dependencies: the server context, the caller, and resources by UUID or slug."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import Depends, Request, Response
+from sqlalchemy.engine import Connection
+
+from benchrunner.core.tokens import bearer, is_api_token
+from benchrunner.server.context import ServerContext
+from benchrunner.server.errors import forbidden, not_found, unauthorized
+from benchrunner.server.lifecycle import Lifecycle
+from benchrunner.server.store import accounts
+from benchrunner.server.store.accounts import ProjectRow, UserRow
+
+MAX_PER_PAGE = 255
+DEFAULT_PER_PAGE = 8
+
+
+def context(request: Request) -> ServerContext:
+    ctx: ServerContext = request.app.state.ctx
+    return ctx
+
+
+def lifecycle(request: Request) -> Lifecycle:
+    life: Lifecycle = request.app.state.lifecycle
+    return life
+
+
+Ctx = Annotated[ServerContext, Depends(context)]
+Life = Annotated[Lifecycle, Depends(lifecycle)]
+
+
+async def optional_user(request: Request, ctx: Ctx) -> UserRow | None:
+    token = bearer(request.headers.get("authorization"))
+    if token is None:
+        return None
+    if not is_api_token(token):
+        raise unauthorized("invalid API token")
+    user = await ctx.db.read(accounts.user_by_api_token, token, ctx.clock.now())
+    if user is None:
+        raise unauthorized("invalid or expired API token")
+    return user
+
+
+async def required_user(user: Annotated[UserRow | None, Depends(optional_user)]) -> UserRow:
+    if user is None:
+        raise unauthorized()
+    return user
+
+
+async def admin_user(user: Annotated[UserRow, Depends(required_user)]) -> UserRow:
+    if not user.admin:
+        raise forbidden("server admin permissions required")
+    return user
+
+
+MaybeUser = Annotated[UserRow | None, Depends(optional_user)]
+User = Annotated[UserRow, Depends(required_user)]
+Admin = Annotated[UserRow, Depends(admin_user)]
+
+
+def _can_see(conn: Connection, viewer: UserRow | None, project: ProjectRow) -> bool:
+    if project.visibility == "public":
+        return True
+    if viewer is None:
+        return False
+    return viewer.admin or accounts.role_of(conn, viewer.id, project.organization_id) is not None
+
+
+def _can_write(conn: Connection, viewer: UserRow | None, project: ProjectRow) -> bool:
+    """Members and admins write; anyone writes to an unclaimed organization's project."""
+    if viewer is not None and (
+        viewer.admin or accounts.role_of(conn, viewer.id, project.organization_id) is not None
+    ):
+        return True
+    return not accounts.organization_is_claimed(conn, project.organization_id)
+
+
+def project_access(
+    conn: Connection, viewer: UserRow | None, ref: str, *, write: bool
+) -> ProjectRow:
+    """The project, or 404 when the caller may not know it exists, or 403 to a visible one."""
+    project = accounts.project_get(conn, ref)
+    if project is None or not _can_see(conn, viewer, project):
+        raise not_found("project", ref)
+    if write and not _can_write(conn, viewer, project):
+        raise forbidden(f"you may not change project {ref!r}")
+    return project
+
+
+def paginate(
+    response: Response, items: list[Any], page: int, per_page: int
+) -> list[Any]:
+    response.headers["X-Total-Count"] = str(len(items))
+    start = (page - 1) * per_page
+    return items[start : start + per_page]

@@ -1,0 +1,125 @@
+"""Organizations and their projects."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from fastapi import APIRouter, Query, Response
+from pydantic import BaseModel, Field
+from sqlalchemy.engine import Connection
+
+from benchrunner.core.tiers import Plan
+from benchrunner.server.errors import forbidden, not_found
+from benchrunner.server.routes.deps import (
+    DEFAULT_PER_PAGE,
+    MAX_PER_PAGE,
+    Ctx,
+    MaybeUser,
+    User,
+    paginate,
+    project_access,
+)
+from benchrunner.server.store import accounts
+from benchrunner.server.store.accounts import OrganizationRow, UserRow
+from benchrunner.server.views import organization_view, project_view
+
+router = APIRouter(tags=["organizations"])
+
+
+class NewOrganization(BaseModel):
+    name: str = Field(min_length=1, max_length=64)
+    slug: str | None = Field(default=None, min_length=1, max_length=64)
+    plan: Plan = Plan.FREE
+
+
+class NewProject(BaseModel):
+    name: str = Field(min_length=1, max_length=64)
+    slug: str | None = Field(default=None, min_length=1, max_length=64)
+    visibility: Literal["public", "private"] = "public"
+
+
+def _org_visible(conn: Connection, viewer: UserRow, ref: str) -> OrganizationRow:
+    org = accounts.organization_get(conn, ref)
+    if org is None or not (viewer.admin or accounts.role_of(conn, viewer.id, org.id)):
+        raise not_found("organization", ref)
+    return org
+
+
+@router.post("/v0/organizations", status_code=201)
+async def create_organization(body: NewOrganization, user: User, ctx: Ctx) -> dict[str, Any]:
+    if body.plan != Plan.FREE and not user.admin:
+        raise forbidden("only a server admin may set a plan other than free")
+
+    def unit(conn: Connection) -> dict[str, Any]:
+        org = accounts.organization_create(
+            conn, body.name, body.plan, ctx.clock.now(), leader_id=user.id, slug=body.slug
+        )
+        return organization_view(org, claimed=True)
+
+    return await ctx.db.write(unit)
+
+
+@router.get("/v0/organizations")
+async def list_organizations(
+    user: User,
+    ctx: Ctx,
+    response: Response,
+    page: int = Query(1, ge=1),
+    per_page: int = Query(DEFAULT_PER_PAGE, ge=1, le=MAX_PER_PAGE),
+) -> list[dict[str, Any]]:
+    def unit(conn: Connection) -> list[dict[str, Any]]:
+        return [
+            organization_view(o, claimed=accounts.organization_is_claimed(conn, o.id))
+            for o in accounts.organization_list_for(conn, user)
+        ]
+
+    return paginate(response, await ctx.db.read(unit), page, per_page)
+
+
+@router.get("/v0/organizations/{organization}")
+async def get_organization(organization: str, user: User, ctx: Ctx) -> dict[str, Any]:
+    def unit(conn: Connection) -> dict[str, Any]:
+        org = _org_visible(conn, user, organization)
+        return organization_view(org, claimed=accounts.organization_is_claimed(conn, org.id))
+
+    return await ctx.db.read(unit)
+
+
+@router.post("/v0/organizations/{organization}/projects", status_code=201)
+async def create_project(
+    organization: str, body: NewProject, user: User, ctx: Ctx
+) -> dict[str, Any]:
+    def unit(conn: Connection) -> dict[str, Any]:
+        org = _org_visible(conn, user, organization)
+        project = accounts.project_create(
+            conn, org.id, body.name, body.visibility, ctx.clock.now(), slug=body.slug
+        )
+        return project_view(project, org.uuid)
+
+    return await ctx.db.write(unit)
+
+
+@router.get("/v0/organizations/{organization}/projects")
+async def list_projects(
+    organization: str,
+    user: User,
+    ctx: Ctx,
+    response: Response,
+    page: int = Query(1, ge=1),
+    per_page: int = Query(DEFAULT_PER_PAGE, ge=1, le=MAX_PER_PAGE),
+) -> list[dict[str, Any]]:
+    def unit(conn: Connection) -> list[dict[str, Any]]:
+        org = _org_visible(conn, user, organization)
+        return [project_view(p, org.uuid) for p in accounts.project_list(conn, org.id)]
+
+    return paginate(response, await ctx.db.read(unit), page, per_page)
+
+
+@router.get("/v0/projects/{project}")
+async def get_project(project: str, user: MaybeUser, ctx: Ctx) -> dict[str, Any]:
+    def unit(conn: Connection) -> dict[str, Any]:
+        row = project_access(conn, user, project, write=False)
+        org = accounts.organization_by_id(conn, row.organization_id)
+        return project_view(row, org.uuid)
+
+    return await ctx.db.read(unit)

@@ -1,0 +1,257 @@
+"""``POST /v0/run``: direct results, or a runner job from an image or a template (seed 000).
+
+| image | template | spec | results | mode                                   |
+|-------|----------|------|---------|----------------------------------------|
+| -     | -        | -    | set     | direct: parse now into a report        |
+| set   | -        | set  | -       | runner: image job                      |
+| -     | set      | set  | -       | runner: template job                   |
+| anything else                     | 400 naming the fields                  |
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from fastapi import APIRouter, Request
+from pydantic import BaseModel, ConfigDict, Field
+from sqlalchemy.engine import Connection
+
+from benchrunner import adapters
+from benchrunner.core import slugs
+from benchrunner.core.templates import TemplateError
+from benchrunner.core.tiers import Plan, priority_for
+from benchrunner.protocol import MAX_ITER, JsonJobConfig, is_digest
+from benchrunner.server.context import ServerContext
+from benchrunner.server.errors import bad_request, not_found
+from benchrunner.server.routes.deps import Ctx, Life, MaybeUser, project_access
+from benchrunner.server.store import accounts, jobs, reports, runners
+from benchrunner.server.store.accounts import ProjectRow, UserRow
+from benchrunner.server.views import report_view
+
+router = APIRouter(tags=["run"])
+
+DEFAULT_TIMEOUT = 3600
+
+
+class RunJob(BaseModel):
+    """Bencher's nested ``job`` object."""
+
+    model_config = ConfigDict(extra="forbid")
+    image: str | None = None
+    spec: str | None = None
+    entrypoint: list[str] | None = None
+    cmd: list[str] | None = None
+    env: dict[str, str] | None = None
+    timeout: int | None = Field(default=None, ge=1, le=2**32 - 1)
+    file_paths: list[str] | None = None
+    iter: int | None = Field(default=None, ge=1, le=MAX_ITER)
+
+
+class RunSettings(BaseModel):
+    adapter: str = "magic"
+    average: Literal["mean", "median"] | None = None
+    fold: Literal["min", "max", "mean", "median"] | None = None
+
+
+class RunBody(BaseModel):
+    project: str | None = Field(default=None, max_length=64)
+    branch: str = Field(default="main", min_length=1, max_length=256)
+    testbed: str = Field(default="localhost", min_length=1, max_length=64)
+    settings: RunSettings = Field(default_factory=RunSettings)
+    results: list[str] = Field(default_factory=list)
+    start_time: dt.datetime | None = None
+    end_time: dt.datetime | None = None
+    image: str | None = None
+    spec: str | None = None
+    template: str | None = None
+    args: dict[str, int | float | bool | str] | None = None
+    job: RunJob | None = None
+    context: dict[str, str] | None = None
+    idempotency_key: str | None = None
+
+
+@dataclass(frozen=True)
+class RunMode:
+    """What a valid body asks for once the validation table has been applied."""
+
+    mode: Literal["direct", "image", "template"]
+    image: str | None
+    spec: str | None
+    options: RunJob
+
+
+def validate_mode(body: RunBody) -> RunMode:
+    nested = body.job or RunJob()
+    for name in ("image", "spec"):
+        top, inner = getattr(body, name), getattr(nested, name)
+        if top is not None and inner is not None and top != inner:
+            raise bad_request(f"{name} is given twice (top level and job.{name}) with different values")
+    image = body.image or nested.image
+    spec = body.spec or nested.spec
+    has_results = bool(body.results)
+    if body.template is not None:
+        if image is not None:
+            raise bad_request("template and image are mutually exclusive: give one of them")
+        if has_results:
+            raise bad_request("cannot provide both results and template")
+        if spec is None:
+            raise bad_request("spec is required for template execution")
+        if nested.env or nested.entrypoint or nested.cmd:
+            raise bad_request("job.env, job.entrypoint and job.cmd are not allowed with a template")
+        return RunMode("template", None, spec, nested)
+    if body.args is not None:
+        raise bad_request("args are only allowed together with template")
+    if image is not None and spec is not None and has_results:
+        raise bad_request("cannot provide both results and image")
+    if image is not None and spec is None:
+        raise bad_request("spec is required for runner execution (image was given)")
+    if image is None and spec is not None:
+        raise bad_request("image or template is required for runner execution (spec was given)")
+    if image is not None:
+        if not is_digest(image):
+            raise bad_request("image must be a digest: sha256: followed by 64 lowercase hex")
+        return RunMode("image", image, spec, nested)
+    if not has_results:
+        raise bad_request(
+            "results are required for direct submission; for runner execution give "
+            "image + spec or template + spec"
+        )
+    if body.job is not None:
+        raise bad_request("job options need runner execution (image or template + spec)")
+    if body.start_time is None or body.end_time is None:
+        raise bad_request("start_time and end_time are required for direct submission")
+    return RunMode("direct", None, None, nested)
+
+
+def _parse_direct(adapter: str, results: list[str]) -> list[reports.MetricValue]:
+    values: list[reports.MetricValue] = []
+    for index, text in enumerate(results):
+        try:
+            found = adapters.parse(adapter, text)
+        except adapters.AdapterError as exc:
+            raise bad_request(f"results[{index}]: {exc}") from None
+        values.extend(
+            reports.MetricValue(index, m.benchmark, m.measure, m.value, m.lower_value, m.upper_value)
+            for m in found
+        )
+    return values
+
+
+def _resolve_project(
+    conn: Connection, ctx: ServerContext, user: UserRow | None, ref: str | None
+) -> ProjectRow:
+    if ref is not None and accounts.project_get(conn, ref) is not None:
+        return project_access(conn, user, ref, write=True)
+    if user is not None or not ctx.settings.anonymous_runs:
+        raise not_found("project", ref or "")
+    # Bencher's anonymous run: an unclaimed organization and a public project, made on the fly.
+    now = ctx.clock.now()
+    name = ref or f"project-{slugs.with_suffix('anonymous')}"
+    org = accounts.organization_create(conn, name, Plan.FREE, now, leader_id=None)
+    return accounts.project_create(conn, org.id, name, "public", now, slug=ref)
+
+
+def _job_config(ctx: ServerContext, body: RunBody, plan: RunMode, project: ProjectRow) -> JsonJobConfig:
+    options = plan.options
+    if plan.mode == "template":
+        assert body.template is not None
+        try:
+            template = ctx.templates.get(body.template)
+            args = template.resolve_args(body.args or {})
+        except TemplateError as exc:
+            raise bad_request(str(exc)) from None
+        timeout = options.timeout or template.timeout
+        if timeout > template.timeout:
+            raise bad_request(
+                f"job.timeout {timeout} exceeds template {template.name!r}'s limit of "
+                f"{template.timeout} s"
+            )
+        return JsonJobConfig(
+            template=template.name,
+            args=args,
+            timeout=timeout,
+            iter=options.iter or 1,
+            file_paths=options.file_paths,
+        )
+    return JsonJobConfig(
+        registry=ctx.settings.base_url(),
+        project=project.uuid,
+        digest=plan.image,
+        entrypoint=options.entrypoint,
+        cmd=options.cmd,
+        env=options.env,
+        timeout=options.timeout or DEFAULT_TIMEOUT,
+        iter=options.iter or 1,
+        file_paths=options.file_paths,
+    )
+
+
+@router.post("/v0/run", status_code=201)
+async def run(body: RunBody, request: Request, user: MaybeUser, ctx: Ctx, life: Life) -> dict[str, Any]:
+    plan = validate_mode(body)
+    if body.settings.adapter not in adapters.ADAPTERS:
+        raise bad_request(
+            f"settings.adapter {body.settings.adapter!r} is not supported "
+            f"(supported: {sorted(adapters.ADAPTERS)})"
+        )
+    direct_values = (
+        _parse_direct(body.settings.adapter, body.results) if plan.mode == "direct" else []
+    )
+    source_ip = request.client.host if request.client else "0.0.0.0"
+    actor = user.email if user else f"anonymous@{source_ip}"
+
+    def unit(conn: Connection) -> tuple[dict[str, Any], int | None]:
+        project = _resolve_project(conn, ctx, user, body.project)
+        now = ctx.clock.now()
+        report_id, _ = reports.report_create(
+            conn,
+            reports.NewReport(
+                project_id=project.id,
+                user_id=user.id if user else None,
+                branch=body.branch,
+                testbed=body.testbed,
+                adapter=body.settings.adapter,
+                start_time=body.start_time or now,
+                end_time=body.end_time or now,
+                now=now,
+            ),
+        )
+        spec_id: int | None = None
+        job_uuid = None
+        if plan.mode == "direct":
+            reports.metrics_add(conn, report_id, project.id, direct_values, now)
+        else:
+            assert plan.spec is not None
+            spec = runners.spec_get(conn, plan.spec)
+            if spec is None or spec.archived is not None:
+                raise bad_request(f"spec {plan.spec!r} not found (or archived)")
+            org = accounts.organization_by_id(conn, project.organization_id)
+            claimed = accounts.organization_is_claimed(conn, org.id)
+            _, job_uuid = jobs.job_create(
+                conn,
+                jobs.NewJob(
+                    report_id=report_id,
+                    organization_id=org.id,
+                    source_ip=source_ip,
+                    spec_id=spec.id,
+                    config=_job_config(ctx, body, plan, project),
+                    priority=priority_for(org.plan, claimed=claimed),
+                    now=now,
+                    actor=actor,
+                ),
+            )
+            spec_id = spec.id
+        view = report_view(
+            reports.report_row(conn, report_id),
+            project.uuid,
+            reports.report_metrics(conn, report_id),
+            job_uuid,
+        )
+        return view, spec_id
+
+    view, spec_id = await ctx.db.write(unit)
+    if spec_id is not None:
+        life.dispatcher.job_created(spec_id)
+    return view

@@ -1,0 +1,95 @@
+"""Hardware specs (server scoped, admin only; seed 000)."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from fastapi import APIRouter, Query, Response
+from pydantic import BaseModel, Field
+from sqlalchemy.engine import Connection
+
+from benchrunner.server.errors import conflict, not_found
+from benchrunner.server.routes.deps import DEFAULT_PER_PAGE, MAX_PER_PAGE, Admin, Ctx, paginate
+from benchrunner.server.store import runners
+from benchrunner.server.store.runners import NewSpec
+from benchrunner.server.views import spec_view
+
+router = APIRouter(tags=["specs"])
+
+
+class SpecBody(BaseModel):
+    name: str = Field(min_length=1, max_length=64)
+    slug: str | None = Field(default=None, min_length=1, max_length=64)
+    architecture: Literal["x86_64", "aarch64"]
+    cpu: int = Field(ge=1, le=2**31 - 1)
+    memory: int = Field(ge=1, le=2**63 - 1, description="bytes")
+    disk: int = Field(ge=1, le=2**63 - 1, description="bytes")
+    network: bool = False
+
+
+class SpecPatch(BaseModel):
+    name: str | None = Field(default=None, min_length=1, max_length=64)
+    slug: str | None = Field(default=None, min_length=1, max_length=64)
+    archived: bool | None = None
+
+
+def spec_or_404(conn: Connection, ref: str) -> Any:
+    row = runners.spec_get(conn, ref)
+    if row is None:
+        raise not_found("spec", ref)
+    return row
+
+
+@router.post("/v0/specs", status_code=201)
+async def create_spec(body: SpecBody, _admin: Admin, ctx: Ctx) -> dict[str, Any]:
+    params = NewSpec(**body.model_dump())
+    return spec_view(await ctx.db.write(runners.spec_create, params, ctx.clock.now()))
+
+
+@router.get("/v0/specs")
+async def list_specs(
+    _admin: Admin,
+    ctx: Ctx,
+    response: Response,
+    archived: bool = False,
+    page: int = Query(1, ge=1),
+    per_page: int = Query(DEFAULT_PER_PAGE, ge=1, le=MAX_PER_PAGE),
+) -> list[dict[str, Any]]:
+    rows = await ctx.db.read(lambda conn: runners.spec_list(conn, archived=archived))
+    return paginate(response, [spec_view(r) for r in rows], page, per_page)
+
+
+@router.get("/v0/specs/{spec}")
+async def get_spec(spec: str, _admin: Admin, ctx: Ctx) -> dict[str, Any]:
+    return spec_view(await ctx.db.read(spec_or_404, spec))
+
+
+@router.patch("/v0/specs/{spec}")
+async def update_spec(spec: str, body: SpecPatch, _admin: Admin, ctx: Ctx) -> dict[str, Any]:
+    def unit(conn: Connection) -> Any:
+        row = spec_or_404(conn, spec)
+        now = ctx.clock.now()
+        values: dict[str, Any] = {"modified": now}
+        if body.name is not None:
+            values["name"] = body.name
+        if body.slug is not None and body.slug != row.slug:
+            if runners.spec_get(conn, body.slug) is not None:
+                raise conflict(f"slug {body.slug!r} is taken")
+            values["slug"] = body.slug
+        if body.archived is not None:
+            values["archived"] = now if body.archived else None
+        return runners.spec_update(conn, row.id, values)
+
+    return spec_view(await ctx.db.write(unit))
+
+
+@router.delete("/v0/specs/{spec}", status_code=204)
+async def delete_spec(spec: str, _admin: Admin, ctx: Ctx) -> Response:
+    def unit(conn: Connection) -> None:
+        row = spec_or_404(conn, spec)
+        if runners.spec_is_referenced(conn, row.id):
+            raise conflict(f"spec {spec!r} is used by jobs or runners; archive it instead")
+        runners.spec_delete(conn, row.id)
+
+    await ctx.db.write(unit)
+    return Response(status_code=204)

@@ -1,0 +1,1 @@
+"""Storage: tables, migrations, the engine, and the named operations on them."""

@@ -1,0 +1,261 @@
+"""Users, API tokens, organizations, roles and projects."""
+
+from __future__ import annotations
+
+import datetime as dt
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from benchrunner.core import slugs
+from benchrunner.core.tokens import hash_token, new_api_token
+from benchrunner.core.tiers import Plan
+from benchrunner.server.store.tables import (
+    api_token,
+    organization,
+    organization_role,
+    project,
+    user,
+)
+
+
+@dataclass(frozen=True)
+class UserRow:
+    id: int
+    uuid: uuid.UUID
+    name: str
+    slug: str
+    email: str
+    admin: bool
+
+
+def _user(row: Any) -> UserRow:
+    return UserRow(row.id, row.uuid, row.name, row.slug, row.email, bool(row.admin))
+
+
+def unique_slug(conn: Connection, table: sa.Table, wanted: str) -> str:
+    """The slug itself if free, else slug plus a short random suffix (SPEC section 13)."""
+    slug = slugs.slugify(wanted)
+    while conn.execute(sa.select(table.c.id).where(table.c.slug == slug)).first() is not None:
+        slug = slugs.with_suffix(slugs.slugify(wanted))
+    return slug
+
+
+def user_get_or_create(
+    conn: Connection, email: str, name: str, *, admin: bool, now: dt.datetime
+) -> UserRow:
+    row = conn.execute(sa.select(user).where(user.c.email == email)).first()
+    if row is not None:
+        if admin and not row.admin:
+            conn.execute(user.update().where(user.c.id == row.id).values(admin=True, modified=now))
+            row = conn.execute(sa.select(user).where(user.c.id == row.id)).one()
+        return _user(row)
+    user_id = conn.execute(
+        user.insert()
+        .values(
+            uuid=uuid.uuid4(),
+            name=name[:64],
+            slug=unique_slug(conn, user, name),
+            email=email,
+            admin=admin,
+            created=now,
+            modified=now,
+        )
+        .returning(user.c.id)
+    ).scalar_one()
+    return _user(conn.execute(sa.select(user).where(user.c.id == user_id)).one())
+
+
+def api_token_issue(
+    conn: Connection,
+    user_id: int,
+    name: str,
+    now: dt.datetime,
+    make_token: Callable[[], str] = new_api_token,
+) -> str:
+    """A new API token for the user; only its hash is stored, the token is returned once."""
+    token = make_token()
+    conn.execute(
+        api_token.insert().values(
+            uuid=uuid.uuid4(),
+            user_id=user_id,
+            name=name[:64],
+            token_hash=hash_token(token),
+            created=now,
+        )
+    )
+    return token
+
+
+def user_by_api_token(conn: Connection, token: str, now: dt.datetime) -> UserRow | None:
+    row = conn.execute(
+        sa.select(user)
+        .join(api_token, api_token.c.user_id == user.c.id)
+        .where(
+            api_token.c.token_hash == hash_token(token),
+            sa.or_(api_token.c.expiration.is_(None), api_token.c.expiration > now),
+        )
+    ).first()
+    return _user(row) if row else None
+
+
+@dataclass(frozen=True)
+class OrganizationRow:
+    id: int
+    uuid: uuid.UUID
+    name: str
+    slug: str
+    plan: Plan
+    created: dt.datetime
+    modified: dt.datetime
+
+
+def _org(row: Any) -> OrganizationRow:
+    return OrganizationRow(
+        row.id, row.uuid, row.name, row.slug, Plan(row.plan), row.created, row.modified
+    )
+
+
+def organization_create(
+    conn: Connection,
+    name: str,
+    plan: Plan,
+    now: dt.datetime,
+    *,
+    leader_id: int | None,
+    slug: str | None = None,
+) -> OrganizationRow:
+    org_id = conn.execute(
+        organization.insert()
+        .values(
+            uuid=uuid.uuid4(),
+            name=name,
+            slug=unique_slug(conn, organization, slug or name),
+            plan=plan.value,
+            created=now,
+            modified=now,
+        )
+        .returning(organization.c.id)
+    ).scalar_one()
+    if leader_id is not None:
+        conn.execute(
+            organization_role.insert().values(
+                user_id=leader_id, organization_id=org_id, role="leader", created=now
+            )
+        )
+    return _org(conn.execute(sa.select(organization).where(organization.c.id == org_id)).one())
+
+
+def _by_ref(table: sa.Table, ref: str) -> sa.ColumnElement[bool]:
+    """UUID first, then slug (SPEC section 13)."""
+    try:
+        return table.c.uuid == uuid.UUID(ref)
+    except ValueError:
+        return table.c.slug == ref
+
+
+def by_ref(table: sa.Table, ref: str) -> sa.ColumnElement[bool]:
+    return _by_ref(table, ref)
+
+
+def organization_get(conn: Connection, ref: str) -> OrganizationRow | None:
+    row = conn.execute(sa.select(organization).where(_by_ref(organization, ref))).first()
+    return _org(row) if row else None
+
+
+def organization_by_id(conn: Connection, org_id: int) -> OrganizationRow:
+    return _org(conn.execute(sa.select(organization).where(organization.c.id == org_id)).one())
+
+
+def organization_list_for(conn: Connection, viewer: UserRow) -> list[OrganizationRow]:
+    query = sa.select(organization).order_by(organization.c.name)
+    if not viewer.admin:
+        query = query.join(
+            organization_role, organization_role.c.organization_id == organization.c.id
+        ).where(organization_role.c.user_id == viewer.id)
+    return [_org(r) for r in conn.execute(query)]
+
+
+def role_of(conn: Connection, user_id: int, org_id: int) -> str | None:
+    return conn.execute(
+        sa.select(organization_role.c.role).where(
+            organization_role.c.user_id == user_id, organization_role.c.organization_id == org_id
+        )
+    ).scalar()
+
+
+def organization_is_claimed(conn: Connection, org_id: int) -> bool:
+    """An organization with no members is unclaimed (SPEC section 2)."""
+    return (
+        conn.execute(
+            sa.select(organization_role.c.id)
+            .where(organization_role.c.organization_id == org_id)
+            .limit(1)
+        ).first()
+        is not None
+    )
+
+
+@dataclass(frozen=True)
+class ProjectRow:
+    id: int
+    uuid: uuid.UUID
+    organization_id: int
+    name: str
+    slug: str
+    visibility: str
+    created: dt.datetime
+    modified: dt.datetime
+
+
+def _project(row: Any) -> ProjectRow:
+    return ProjectRow(
+        row.id,
+        row.uuid,
+        row.organization_id,
+        row.name,
+        row.slug,
+        row.visibility,
+        row.created,
+        row.modified,
+    )
+
+
+def project_create(
+    conn: Connection,
+    org_id: int,
+    name: str,
+    visibility: str,
+    now: dt.datetime,
+    slug: str | None = None,
+) -> ProjectRow:
+    project_id = conn.execute(
+        project.insert()
+        .values(
+            uuid=uuid.uuid4(),
+            organization_id=org_id,
+            name=name,
+            slug=unique_slug(conn, project, slug or name),
+            visibility=visibility,
+            created=now,
+            modified=now,
+        )
+        .returning(project.c.id)
+    ).scalar_one()
+    return _project(conn.execute(sa.select(project).where(project.c.id == project_id)).one())
+
+
+def project_get(conn: Connection, ref: str) -> ProjectRow | None:
+    row = conn.execute(sa.select(project).where(_by_ref(project, ref))).first()
+    return _project(row) if row else None
+
+
+def project_list(conn: Connection, org_id: int) -> list[ProjectRow]:
+    rows = conn.execute(
+        sa.select(project).where(project.c.organization_id == org_id).order_by(project.c.name)
+    )
+    return [_project(r) for r in rows]

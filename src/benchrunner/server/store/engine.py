@@ -1,0 +1,121 @@
+"""Engines for the supported dialects and the thread hop between asyncio and the database.
+
+SQLite (embedded default): WAL mode, one writer thread whose transactions all begin with
+``BEGIN IMMEDIATE`` (so a claim's read and update are one serialized unit), and a small pool of
+reader threads. PostgreSQL: one pool shared by both executors.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import functools
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any, ParamSpec, TypeVar
+
+import sqlalchemy as sa
+from sqlalchemy import event
+from sqlalchemy.engine import Connection, Engine
+
+P = ParamSpec("P")
+T = TypeVar("T")
+
+
+def is_sqlite(url: str) -> bool:
+    return sa.make_url(url).get_backend_name() == "sqlite"
+
+
+def normalize_url(url: str) -> str:
+    """Accept ``postgresql://`` and pick psycopg 3; accept a bare file path for SQLite."""
+    if "://" not in url:
+        return f"sqlite:///{Path(url).resolve()}"
+    parsed = sa.make_url(url)
+    if parsed.get_backend_name() == "postgresql" and parsed.get_driver_name() != "psycopg":
+        return parsed.set(drivername="postgresql+psycopg").render_as_string(hide_password=False)
+    return url
+
+
+def _sqlite_engine(url: str, *, immediate: bool, pool_size: int) -> Engine:
+    engine = sa.create_engine(
+        url,
+        pool_size=pool_size,
+        max_overflow=0,
+        connect_args={"check_same_thread": False, "timeout": 30},
+    )
+
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_connection: Any, _record: Any) -> None:
+        dbapi_connection.isolation_level = None  # we issue BEGIN ourselves
+        cursor = dbapi_connection.cursor()
+        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute("PRAGMA synchronous=NORMAL")
+        cursor.execute("PRAGMA foreign_keys=ON")
+        cursor.execute("PRAGMA busy_timeout=30000")
+        cursor.close()
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(conn: Connection) -> None:
+        conn.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
+
+    return engine
+
+
+def make_engine(url: str, *, writer: bool = True, pool_size: int = 5) -> Engine:
+    url = normalize_url(url)
+    if is_sqlite(url):
+        return _sqlite_engine(url, immediate=writer, pool_size=pool_size)
+    return sa.create_engine(url, pool_size=pool_size, max_overflow=10, pool_pre_ping=True)
+
+
+class Database:
+    """Runs units of work (plain functions taking a Connection) off the event loop.
+
+    ``write`` units run one at a time on SQLite, each in its own transaction; ``read`` units may
+    run concurrently. A unit either commits as a whole or raises and rolls back.
+    """
+
+    def __init__(self, url: str, *, read_threads: int = 2, write_threads: int = 1) -> None:
+        self.url = normalize_url(url)
+        self.sqlite = is_sqlite(self.url)
+        if self.sqlite:
+            self.write_engine = make_engine(self.url, writer=True, pool_size=write_threads)
+            self.read_engine = make_engine(self.url, writer=False, pool_size=read_threads)
+        else:
+            self.write_engine = make_engine(
+                self.url, pool_size=max(read_threads, write_threads) + 2
+            )
+            self.read_engine = self.write_engine
+        self._writer = ThreadPoolExecutor(write_threads, thread_name_prefix="db-write")
+        self._readers = ThreadPoolExecutor(read_threads, thread_name_prefix="db-read")
+
+    def write_sync(self, unit: Callable[..., T], *args: Any) -> T:
+        with self.write_engine.begin() as conn:
+            return unit(conn, *args)
+
+    def read_sync(self, unit: Callable[..., T], *args: Any) -> T:
+        with self.read_engine.begin() as conn:
+            return unit(conn, *args)
+
+    async def write(self, unit: Callable[..., T], *args: Any) -> T:
+        return await self._hop(self._writer, self.write_sync, unit, *args)
+
+    async def read(self, unit: Callable[..., T], *args: Any) -> T:
+        return await self._hop(self._readers, self.read_sync, unit, *args)
+
+    @staticmethod
+    async def _hop(
+        pool: ThreadPoolExecutor, run: Callable[..., T], unit: Callable[..., T], *args: Any
+    ) -> T:
+        loop = asyncio.get_running_loop()
+        ctx = contextvars.copy_context()
+        call = functools.partial(ctx.run, run, unit, *args)
+        return await loop.run_in_executor(pool, call)
+
+    def close(self) -> None:
+        self._writer.shutdown(wait=True)
+        self._readers.shutdown(wait=True)
+        self.write_engine.dispose()
+        if self.read_engine is not self.write_engine:
+            self.read_engine.dispose()

@@ -1,0 +1,169 @@
+"""Reports and their metrics, with the branch/testbed/benchmark/measure names they refer to."""
+
+from __future__ import annotations
+
+import datetime as dt
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from benchrunner.core import slugs
+from benchrunner.server.store.tables import benchmark, branch, measure, metric, report, testbed
+
+
+def named_get_or_create(
+    conn: Connection, table: sa.Table, project_id: int, name: str, now: dt.datetime
+) -> int:
+    """The id of the project's row with this name, created if missing (Bencher's behaviour)."""
+    found = conn.execute(
+        sa.select(table.c.id).where(table.c.project_id == project_id, table.c.name == name)
+    ).scalar()
+    if found is not None:
+        return int(found)
+    return int(
+        conn.execute(
+            table.insert()
+            .values(
+                uuid=uuid.uuid4(),
+                project_id=project_id,
+                name=name,
+                slug=slugs.slugify(name),
+                created=now,
+            )
+            .returning(table.c.id)
+        ).scalar_one()
+    )
+
+
+@dataclass(frozen=True)
+class NewReport:
+    project_id: int
+    user_id: int | None
+    branch: str
+    testbed: str
+    adapter: str
+    start_time: dt.datetime
+    end_time: dt.datetime
+    now: dt.datetime
+
+
+def report_create(conn: Connection, params: NewReport) -> tuple[int, uuid.UUID]:
+    report_uuid = uuid.uuid4()
+    report_id = conn.execute(
+        report.insert()
+        .values(
+            uuid=report_uuid,
+            user_id=params.user_id,
+            project_id=params.project_id,
+            branch_id=named_get_or_create(
+                conn, branch, params.project_id, params.branch, params.now
+            ),
+            testbed_id=named_get_or_create(
+                conn, testbed, params.project_id, params.testbed, params.now
+            ),
+            adapter=params.adapter,
+            start_time=params.start_time,
+            end_time=params.end_time,
+            created=params.now,
+        )
+        .returning(report.c.id)
+    ).scalar_one()
+    return report_id, report_uuid
+
+
+@dataclass(frozen=True)
+class MetricValue:
+    iteration: int
+    benchmark: str
+    measure: str
+    value: float
+    lower_value: float | None
+    upper_value: float | None
+
+
+def metrics_add(
+    conn: Connection, report_id: int, project_id: int, values: list[MetricValue], now: dt.datetime
+) -> None:
+    benchmarks: dict[str, int] = {}
+    measures: dict[str, int] = {}
+    rows = []
+    for m in values:
+        if m.benchmark not in benchmarks:
+            benchmarks[m.benchmark] = named_get_or_create(
+                conn, benchmark, project_id, m.benchmark, now
+            )
+        if m.measure not in measures:
+            measures[m.measure] = named_get_or_create(conn, measure, project_id, m.measure, now)
+        rows.append(
+            {
+                "uuid": uuid.uuid4(),
+                "report_id": report_id,
+                "iteration": m.iteration,
+                "benchmark_id": benchmarks[m.benchmark],
+                "measure_id": measures[m.measure],
+                "value": m.value,
+                "lower_value": m.lower_value,
+                "upper_value": m.upper_value,
+            }
+        )
+    if rows:
+        conn.execute(metric.insert(), rows)
+
+
+def report_finish(
+    conn: Connection,
+    report_id: int,
+    *,
+    start_time: dt.datetime,
+    end_time: dt.datetime,
+    error: str | None,
+) -> None:
+    conn.execute(
+        report.update()
+        .where(report.c.id == report_id)
+        .values(start_time=start_time, end_time=end_time, error=error)
+    )
+
+
+def report_row(conn: Connection, report_id: int) -> Any:
+    return conn.execute(
+        sa.select(
+            report,
+            branch.c.name.label("branch_name"),
+            branch.c.uuid.label("branch_uuid"),
+            testbed.c.name.label("testbed_name"),
+            testbed.c.uuid.label("testbed_uuid"),
+        )
+        .join(branch, branch.c.id == report.c.branch_id)
+        .join(testbed, testbed.c.id == report.c.testbed_id)
+        .where(report.c.id == report_id)
+    ).one()
+
+
+def report_by_uuid(conn: Connection, report_uuid: uuid.UUID) -> Any:
+    return conn.execute(sa.select(report.c.id).where(report.c.uuid == report_uuid)).scalar()
+
+
+def report_metrics(conn: Connection, report_id: int) -> list[Any]:
+    return list(
+        conn.execute(
+            sa.select(
+                metric.c.uuid,
+                metric.c.iteration,
+                metric.c.value,
+                metric.c.lower_value,
+                metric.c.upper_value,
+                benchmark.c.name.label("benchmark"),
+                benchmark.c.uuid.label("benchmark_uuid"),
+                measure.c.name.label("measure"),
+                measure.c.uuid.label("measure_uuid"),
+            )
+            .join(benchmark, benchmark.c.id == metric.c.benchmark_id)
+            .join(measure, measure.c.id == metric.c.measure_id)
+            .where(metric.c.report_id == report_id)
+            .order_by(metric.c.iteration, benchmark.c.name, measure.c.name)
+        )
+    )

@@ -1,0 +1,259 @@
+"""Runners, specs and their association (seed 000), with the one combined token lookup."""
+
+from __future__ import annotations
+
+import datetime as dt
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from benchrunner.core.tokens import hash_token
+from benchrunner.protocol import JsonSpec, RunnerMetadata
+from benchrunner.server.store.accounts import by_ref, unique_slug
+from benchrunner.server.store.tables import job, runner, runner_spec, spec
+
+
+@dataclass(frozen=True)
+class RunnerRow:
+    id: int
+    uuid: uuid.UUID
+    name: str
+    slug: str
+    organization_id: int | None
+    paused: bool
+    os: str | None
+    arch: str | None
+    version: str | None
+    last_heartbeat: dt.datetime | None
+    created: dt.datetime
+    modified: dt.datetime
+    archived: dt.datetime | None
+
+
+def _runner(row: Any) -> RunnerRow:
+    return RunnerRow(
+        id=row.id,
+        uuid=row.uuid,
+        name=row.name,
+        slug=row.slug,
+        organization_id=row.organization_id,
+        paused=bool(row.paused),
+        os=row.os,
+        arch=row.arch,
+        version=row.version,
+        last_heartbeat=row.last_heartbeat,
+        created=row.created,
+        modified=row.modified,
+        archived=row.archived,
+    )
+
+
+def runner_create(
+    conn: Connection,
+    name: str,
+    token: str,
+    now: dt.datetime,
+    *,
+    slug: str | None = None,
+    organization_id: int | None = None,
+) -> RunnerRow:
+    runner_id = conn.execute(
+        runner.insert()
+        .values(
+            uuid=uuid.uuid4(),
+            name=name,
+            slug=unique_slug(conn, runner, slug or name),
+            token_hash=hash_token(token),
+            organization_id=organization_id,
+            paused=False,
+            created=now,
+            modified=now,
+        )
+        .returning(runner.c.id)
+    ).scalar_one()
+    return runner_by_id(conn, runner_id)
+
+
+def runner_by_id(conn: Connection, runner_id: int) -> RunnerRow:
+    return _runner(conn.execute(sa.select(runner).where(runner.c.id == runner_id)).one())
+
+
+def runner_get(conn: Connection, ref: str) -> RunnerRow | None:
+    row = conn.execute(sa.select(runner).where(by_ref(runner, ref))).first()
+    return _runner(row) if row else None
+
+
+def runner_authenticate(conn: Connection, ref: str, token: str) -> RunnerRow | None:
+    """Seed 000: one query by token hash AND path parameter, archived runners excluded."""
+    row = conn.execute(
+        sa.select(runner).where(
+            runner.c.token_hash == hash_token(token),
+            by_ref(runner, ref),
+            runner.c.archived.is_(None),
+        )
+    ).first()
+    return _runner(row) if row else None
+
+
+def runner_list(conn: Connection, *, archived: bool, name: str | None) -> list[RunnerRow]:
+    query = sa.select(runner).order_by(runner.c.name, runner.c.id)
+    if not archived:
+        query = query.where(runner.c.archived.is_(None))
+    if name:
+        query = query.where(runner.c.name == name)
+    return [_runner(r) for r in conn.execute(query)]
+
+
+def runner_update(conn: Connection, runner_id: int, values: dict[str, Any]) -> RunnerRow:
+    conn.execute(runner.update().where(runner.c.id == runner_id).values(**values))
+    return runner_by_id(conn, runner_id)
+
+
+def runner_rotate_token(conn: Connection, runner_id: int, token: str, now: dt.datetime) -> bool:
+    """Replace the token hash; the old token stops working at once. Archived: refused."""
+    result = conn.execute(
+        runner.update()
+        .where(runner.c.id == runner_id, runner.c.archived.is_(None))
+        .values(token_hash=hash_token(token), modified=now)
+    )
+    return result.rowcount == 1
+
+
+def runner_record_metadata(
+    conn: Connection, runner_id: int, meta: RunnerMetadata, now: dt.datetime
+) -> None:
+    conn.execute(
+        runner.update()
+        .where(runner.c.id == runner_id)
+        .values(os=meta.os, arch=meta.arch, version=meta.version, last_heartbeat=now)
+    )
+
+
+def runner_touch(conn: Connection, runner_id: int, now: dt.datetime) -> None:
+    conn.execute(runner.update().where(runner.c.id == runner_id).values(last_heartbeat=now))
+
+
+def runner_spec_ids(conn: Connection, runner_id: int) -> frozenset[int]:
+    rows = conn.execute(
+        sa.select(runner_spec.c.spec_id).where(runner_spec.c.runner_id == runner_id)
+    )
+    return frozenset(r.spec_id for r in rows)
+
+
+# ---------------------------------------------------------------- specs
+
+
+@dataclass(frozen=True)
+class NewSpec:
+    name: str
+    architecture: str
+    cpu: int
+    memory: int
+    disk: int
+    network: bool
+    slug: str | None = None
+
+
+def spec_json(row: Any) -> JsonSpec:
+    return JsonSpec(
+        uuid=row.uuid,
+        name=row.name,
+        slug=row.slug,
+        architecture=row.architecture,
+        cpu=row.cpu,
+        memory=row.memory,
+        disk=row.disk,
+        network=bool(row.network),
+        created=row.created,
+        modified=row.modified,
+        archived=row.archived,
+    )
+
+
+def spec_create(conn: Connection, params: NewSpec, now: dt.datetime) -> Any:
+    spec_id = conn.execute(
+        spec.insert()
+        .values(
+            uuid=uuid.uuid4(),
+            name=params.name,
+            slug=unique_slug(conn, spec, params.slug or params.name),
+            architecture=params.architecture,
+            cpu=params.cpu,
+            memory=params.memory,
+            disk=params.disk,
+            network=params.network,
+            created=now,
+            modified=now,
+        )
+        .returning(spec.c.id)
+    ).scalar_one()
+    return conn.execute(sa.select(spec).where(spec.c.id == spec_id)).one()
+
+
+def spec_get(conn: Connection, ref: str) -> Any:
+    return conn.execute(sa.select(spec).where(by_ref(spec, ref))).first()
+
+
+def spec_by_id(conn: Connection, spec_id: int) -> Any:
+    return conn.execute(sa.select(spec).where(spec.c.id == spec_id)).one()
+
+
+def spec_list(conn: Connection, *, archived: bool) -> list[Any]:
+    query = sa.select(spec).order_by(spec.c.name, spec.c.id)
+    if not archived:
+        query = query.where(spec.c.archived.is_(None))
+    return list(conn.execute(query))
+
+
+def spec_update(conn: Connection, spec_id: int, values: dict[str, Any]) -> Any:
+    conn.execute(spec.update().where(spec.c.id == spec_id).values(**values))
+    return spec_by_id(conn, spec_id)
+
+
+def spec_is_referenced(conn: Connection, spec_id: int) -> bool:
+    used_by_job = conn.execute(sa.select(job.c.id).where(job.c.spec_id == spec_id).limit(1))
+    if used_by_job.first() is not None:
+        return True
+    used_by_runner = conn.execute(
+        sa.select(runner_spec.c.id).where(runner_spec.c.spec_id == spec_id).limit(1)
+    )
+    return used_by_runner.first() is not None
+
+
+def spec_delete(conn: Connection, spec_id: int) -> None:
+    conn.execute(spec.delete().where(spec.c.id == spec_id))
+
+
+def runner_specs(conn: Connection, runner_id: int) -> list[Any]:
+    return list(
+        conn.execute(
+            sa.select(spec)
+            .join(runner_spec, runner_spec.c.spec_id == spec.c.id)
+            .where(runner_spec.c.runner_id == runner_id)
+            .order_by(spec.c.name)
+        )
+    )
+
+
+def runner_spec_add(conn: Connection, runner_id: int, spec_id: int) -> bool:
+    exists = conn.execute(
+        sa.select(runner_spec.c.id).where(
+            runner_spec.c.runner_id == runner_id, runner_spec.c.spec_id == spec_id
+        )
+    ).first()
+    if exists is not None:
+        return False
+    conn.execute(runner_spec.insert().values(runner_id=runner_id, spec_id=spec_id))
+    return True
+
+
+def runner_spec_remove(conn: Connection, runner_id: int, spec_id: int) -> bool:
+    result = conn.execute(
+        runner_spec.delete().where(
+            runner_spec.c.runner_id == runner_id, runner_spec.c.spec_id == spec_id
+        )
+    )
+    return result.rowcount == 1

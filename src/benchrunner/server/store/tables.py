@@ -1,0 +1,288 @@
+"""The schema: seed 000's runner, spec, runner_spec and job, plus SPEC section 2's tables.
+
+Timestamps are stored as naive UTC and read back as aware UTC (``UtcDateTime``).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Dialect
+
+metadata = sa.MetaData(
+    naming_convention={
+        "ix": "ix_%(table_name)s_%(column_0_name)s",
+        "uq": "uq_%(table_name)s_%(column_0_name)s",
+        "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+        "pk": "pk_%(table_name)s",
+        "ck": "ck_%(table_name)s_%(constraint_name)s",
+    }
+)
+
+
+class UtcDateTime(sa.TypeDecorator[dt.datetime]):
+    impl = sa.DateTime
+    cache_ok = True
+
+    def process_bind_param(self, value: Any, dialect: Dialect) -> dt.datetime | None:
+        if value is None:
+            return None
+        if not isinstance(value, dt.datetime):
+            raise TypeError(f"expected a datetime, got {value!r}")
+        if value.tzinfo is None:
+            raise ValueError("naive datetime given; use UTC-aware datetimes")
+        return value.astimezone(dt.UTC).replace(tzinfo=None)
+
+    def process_result_value(self, value: Any, dialect: Dialect) -> dt.datetime | None:
+        if value is None:
+            return None
+        assert isinstance(value, dt.datetime)
+        return value.replace(tzinfo=dt.UTC)
+
+
+def _id() -> sa.Column[int]:
+    return sa.Column("id", sa.Integer, primary_key=True, autoincrement=True)
+
+
+def _uuid() -> sa.Column[Any]:
+    return sa.Column("uuid", sa.Uuid, nullable=False, unique=True)
+
+
+def _ts(name: str, *, nullable: bool = False) -> sa.Column[dt.datetime]:
+    return sa.Column(name, UtcDateTime(), nullable=nullable)
+
+
+def _fk(name: str, target: str, ondelete: str, *, nullable: bool = False) -> sa.Column[int]:
+    return sa.Column(name, sa.Integer, sa.ForeignKey(target, ondelete=ondelete), nullable=nullable)
+
+
+organization = sa.Table(
+    "organization",
+    metadata,
+    _id(),
+    _uuid(),
+    sa.Column("name", sa.String(64), nullable=False),
+    sa.Column("slug", sa.String(64), nullable=False, unique=True),
+    sa.Column("plan", sa.String(16), nullable=False),
+    _ts("created"),
+    _ts("modified"),
+)
+
+user = sa.Table(
+    "user",
+    metadata,
+    _id(),
+    _uuid(),
+    sa.Column("name", sa.String(64), nullable=False),
+    sa.Column("slug", sa.String(64), nullable=False, unique=True),
+    sa.Column("email", sa.String(320), nullable=False, unique=True),
+    sa.Column("password_hash", sa.String(255), nullable=True),
+    sa.Column("admin", sa.Boolean, nullable=False, default=False),
+    _ts("created"),
+    _ts("modified"),
+)
+
+organization_role = sa.Table(
+    "organization_role",
+    metadata,
+    _id(),
+    _fk("user_id", "user.id", "CASCADE"),
+    _fk("organization_id", "organization.id", "CASCADE"),
+    sa.Column("role", sa.String(16), nullable=False),
+    _ts("created"),
+    sa.UniqueConstraint("user_id", "organization_id", name="uq_organization_role_user_org"),
+)
+
+api_token = sa.Table(
+    "api_token",
+    metadata,
+    _id(),
+    _uuid(),
+    _fk("user_id", "user.id", "CASCADE"),
+    sa.Column("name", sa.String(64), nullable=False),
+    sa.Column("token_hash", sa.String(64), nullable=False, unique=True),
+    _ts("created"),
+    _ts("expiration", nullable=True),
+)
+
+project = sa.Table(
+    "project",
+    metadata,
+    _id(),
+    _uuid(),
+    _fk("organization_id", "organization.id", "CASCADE"),
+    sa.Column("name", sa.String(64), nullable=False),
+    sa.Column("slug", sa.String(64), nullable=False, unique=True),
+    sa.Column("visibility", sa.String(16), nullable=False),
+    _ts("created"),
+    _ts("modified"),
+)
+
+runner = sa.Table(
+    "runner",
+    metadata,
+    _id(),
+    _uuid(),
+    sa.Column("name", sa.String(64), nullable=False),
+    sa.Column("slug", sa.String(64), nullable=False, unique=True),
+    sa.Column("token_hash", sa.String(64), nullable=False),
+    _ts("last_heartbeat", nullable=True),
+    _fk("organization_id", "organization.id", "CASCADE", nullable=True),
+    sa.Column("public_key", sa.String(64), nullable=True),
+    sa.Column("paused", sa.Boolean, nullable=False, default=False),
+    sa.Column("os", sa.String(128), nullable=True),
+    sa.Column("arch", sa.String(64), nullable=True),
+    sa.Column("version", sa.String(64), nullable=True),
+    _ts("created"),
+    _ts("modified"),
+    _ts("archived", nullable=True),
+    sa.Index("index_runner_token_hash", "token_hash"),
+)
+
+spec = sa.Table(
+    "spec",
+    metadata,
+    _id(),
+    _uuid(),
+    sa.Column("name", sa.String(64), nullable=False),
+    sa.Column("slug", sa.String(64), nullable=False, unique=True),
+    sa.Column("architecture", sa.String(16), nullable=False),
+    sa.Column("cpu", sa.Integer, nullable=False),
+    sa.Column("memory", sa.BigInteger, nullable=False),
+    sa.Column("disk", sa.BigInteger, nullable=False),
+    sa.Column("network", sa.Boolean, nullable=False, default=False),
+    _ts("created"),
+    _ts("modified"),
+    _ts("archived", nullable=True),
+)
+
+runner_spec = sa.Table(
+    "runner_spec",
+    metadata,
+    _id(),
+    _fk("runner_id", "runner.id", "CASCADE"),
+    _fk("spec_id", "spec.id", "RESTRICT"),
+    sa.UniqueConstraint("runner_id", "spec_id", name="uq_runner_spec_runner_spec"),
+)
+
+
+def _project_named(name: str, name_length: int) -> sa.Table:
+    return sa.Table(
+        name,
+        metadata,
+        _id(),
+        _uuid(),
+        _fk("project_id", "project.id", "CASCADE"),
+        sa.Column("name", sa.String(name_length), nullable=False),
+        sa.Column("slug", sa.String(64), nullable=False),
+        _ts("created"),
+        sa.UniqueConstraint("project_id", "name", name=f"uq_{name}_project_name"),
+    )
+
+
+branch = _project_named("branch", 256)
+testbed = _project_named("testbed", 64)
+benchmark = _project_named("benchmark", 1024)
+measure = _project_named("measure", 64)
+
+report = sa.Table(
+    "report",
+    metadata,
+    _id(),
+    _uuid(),
+    _fk("user_id", "user.id", "SET NULL", nullable=True),
+    _fk("project_id", "project.id", "CASCADE"),
+    _fk("branch_id", "branch.id", "CASCADE"),
+    _fk("testbed_id", "testbed.id", "CASCADE"),
+    sa.Column("adapter", sa.String(32), nullable=False),
+    _ts("start_time"),
+    _ts("end_time"),
+    sa.Column("error", sa.Text, nullable=True),
+    _ts("created"),
+    sa.Index("index_report_project_created", "project_id", "created"),
+)
+
+metric = sa.Table(
+    "metric",
+    metadata,
+    _id(),
+    _uuid(),
+    _fk("report_id", "report.id", "CASCADE"),
+    sa.Column("iteration", sa.Integer, nullable=False),
+    _fk("benchmark_id", "benchmark.id", "CASCADE"),
+    _fk("measure_id", "measure.id", "CASCADE"),
+    sa.Column("value", sa.Float, nullable=False),
+    sa.Column("lower_value", sa.Float, nullable=True),
+    sa.Column("upper_value", sa.Float, nullable=True),
+    sa.Index("index_metric_report_id", "report_id"),
+)
+
+job = sa.Table(
+    "job",
+    metadata,
+    _id(),
+    _uuid(),
+    _fk("report_id", "report.id", "CASCADE"),
+    _fk("organization_id", "organization.id", "CASCADE"),
+    sa.Column("source_ip", sa.String(45), nullable=False),
+    _fk("spec_id", "spec.id", "RESTRICT"),
+    sa.Column("config", sa.Text, nullable=False),
+    sa.Column("timeout", sa.Integer, nullable=False),
+    sa.Column("priority", sa.Integer, nullable=False),
+    sa.Column("status", sa.Integer, nullable=False),
+    _fk("runner_id", "runner.id", "RESTRICT", nullable=True),
+    _ts("claimed", nullable=True),
+    _ts("started", nullable=True),
+    _ts("completed", nullable=True),
+    _ts("last_heartbeat", nullable=True),
+    sa.Column("last_billed_minute", sa.Integer, nullable=True),
+    sa.Column("nonce", sa.String(64), nullable=True),
+    sa.Column("kind", sa.String(16), nullable=False),
+    _ts("created"),
+    _ts("modified"),
+)
+
+_PENDING = sa.text("status = 0")
+_IN_FLIGHT = sa.text("status IN (1, 2)")
+sa.Index(
+    "index_job_pending",
+    job.c.status,
+    job.c.priority.desc(),
+    job.c.created.asc(),
+    sqlite_where=_PENDING,
+    postgresql_where=_PENDING,
+)
+sa.Index(
+    "index_job_org_in_flight",
+    job.c.organization_id,
+    sqlite_where=_IN_FLIGHT,
+    postgresql_where=_IN_FLIGHT,
+)
+sa.Index(
+    "index_job_source_ip_in_flight",
+    job.c.source_ip,
+    sqlite_where=_IN_FLIGHT,
+    postgresql_where=_IN_FLIGHT,
+)
+sa.Index("index_job_in_flight", job.c.status, sqlite_where=_IN_FLIGHT, postgresql_where=_IN_FLIGHT)
+_HAS_RUNNER = sa.text("runner_id IS NOT NULL")
+sa.Index(
+    "index_job_runner_id", job.c.runner_id, sqlite_where=_HAS_RUNNER, postgresql_where=_HAS_RUNNER
+)
+sa.Index("index_job_spec_id", job.c.spec_id)
+sa.Index("index_job_report_id", job.c.report_id)
+
+job_event = sa.Table(
+    "job_event",
+    metadata,
+    _id(),
+    _fk("job_id", "job.id", "CASCADE"),
+    sa.Column("event_type", sa.String(64), nullable=False),
+    sa.Column("message", sa.Text, nullable=False),
+    sa.Column("actor", sa.String(128), nullable=True),
+    sa.Column("meta", sa.Text, nullable=False),
+    _ts("created"),
+    sa.Index("index_job_event_job_created", "job_id", "created"),
+)

@@ -1,0 +1,119 @@
+"""Heartbeat and hard timeouts away from a live connection, and startup recovery (seed 000).
+
+A job whose connection dropped gets a timer; when it fires, the job is judged from the
+database: still fresh (the runner reconnected) -> timer re-armed; ran too long -> canceled;
+otherwise -> failed. Startup fails orphaned claimed jobs, arms timers for the rest of the
+in-flight jobs, and re-processes completed ones.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+
+from benchrunner.core.states import JobStatus
+from benchrunner.core.timeouts import TimeoutVerdict, judge_silent_job
+from benchrunner.server.context import ServerContext
+from benchrunner.server.store import jobs
+
+log = logging.getLogger(__name__)
+
+SYSTEM = "system"
+
+
+class Watchdog:
+    def __init__(
+        self,
+        ctx: ServerContext,
+        *,
+        on_finished: Callable[[jobs.JobRow], None],
+        on_completed: Callable[[int], None],
+    ) -> None:
+        self._ctx = ctx
+        self._on_finished = on_finished
+        self._on_completed = on_completed
+        self._timers: dict[int, asyncio.Task[None]] = {}
+
+    def watch(self, job_id: int, delay: float | None = None) -> None:
+        """(Re)arm the timer of an in-flight job that no live connection is watching."""
+        self.forget(job_id)
+        wait = self._ctx.settings.heartbeat_timeout if delay is None else delay
+        self._timers[job_id] = asyncio.create_task(self._fire(job_id, wait), name=f"timeout-{job_id}")
+
+    def forget(self, job_id: int) -> None:
+        timer = self._timers.pop(job_id, None)
+        if timer is not None and timer is not asyncio.current_task():
+            timer.cancel()
+
+    def stop(self) -> None:
+        for job_id in list(self._timers):
+            self.forget(job_id)
+
+    async def _fire(self, job_id: int, delay: float) -> None:
+        await asyncio.sleep(delay)
+        self._timers.pop(job_id, None)
+        try:
+            await self.judge(job_id)
+        except Exception:
+            log.exception("timeout check of job %s failed; re-arming", job_id)
+            self.watch(job_id)
+
+    async def judge(self, job_id: int, *, reason_prefix: str = "") -> TimeoutVerdict | None:
+        """Decide an in-flight job's fate from the database; None if it is not in flight."""
+        job = await self._ctx.db.read(jobs.job_get, job_id)
+        if job is None or job.status not in (JobStatus.CLAIMED, JobStatus.RUNNING):
+            return None
+        now = self._ctx.clock.now()
+        verdict, remaining = judge_silent_job(
+            status=job.status,
+            started=job.started,
+            last_heartbeat=job.last_heartbeat,
+            timeout_seconds=job.timeout,
+            heartbeat_timeout=self._ctx.heartbeat_timeout,
+            grace=self._ctx.job_timeout_grace,
+            now=now,
+        )
+        if verdict is TimeoutVerdict.ALIVE:
+            self.watch(job_id, remaining.total_seconds())
+            return verdict
+        await self.enforce(job, verdict, reason_prefix)
+        return verdict
+
+    async def enforce(self, job: jobs.JobRow, verdict: TimeoutVerdict, prefix: str = "") -> bool:
+        now = self._ctx.clock.now()
+        if verdict is TimeoutVerdict.RAN_TOO_LONG:
+            reason = f"{prefix}job_timeout_exceeded: ran longer than {job.timeout} s plus grace"
+            moved = await self._ctx.db.write(jobs.job_mark_canceled, job.id, now, SYSTEM, reason)
+        else:
+            reason = f"{prefix}heartbeat_timeout: no heartbeat for {self._ctx.heartbeat_timeout}"
+            moved = await self._ctx.db.write(jobs.job_mark_failed, job.id, now, SYSTEM, reason)
+        if moved:
+            log.info("job %s: %s", job.uuid, reason)
+            self._on_finished(job)
+        return bool(moved)
+
+    async def recover_at_startup(self) -> None:
+        cutoff = self._ctx.clock.now() - self._ctx.heartbeat_timeout
+        orphans = await self._ctx.db.read(jobs.jobs_orphaned_claimed, cutoff)
+        for job_id in orphans:
+            job = await self._ctx.db.read(jobs.job_get, job_id)
+            now = self._ctx.clock.now()
+            reason = "orphaned: claimed before the server restarted and never started"
+            if job and await self._ctx.db.write(jobs.job_mark_failed, job_id, now, SYSTEM, reason):
+                self._on_finished(job)
+        in_flight = await self._ctx.db.read(
+            jobs.job_list_by_status, [JobStatus.CLAIMED, JobStatus.RUNNING]
+        )
+        for job in in_flight:
+            self.watch(job.id)
+        completed = await self._ctx.db.read(jobs.job_list_by_status, [JobStatus.COMPLETED])
+        for job in completed:
+            self._on_completed(job.id)
+        log.info(
+            "startup recovery: %d orphaned claimed jobs failed, %d in flight watched, "
+            "%d completed re-queued for processing",
+            len(orphans),
+            len(in_flight),
+            len(completed),
+        )
