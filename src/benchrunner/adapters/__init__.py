@@ -11,7 +11,7 @@ __all__ = ["ADAPTERS", "AdapterError", "Measurement", "parse"]
 
 
 def _magic(text: str) -> list[Measurement]:
-    """Detect the format. Only BMF is recognised so far; other harnesses come with their adapters."""
+    """Detect the format. Only BMF so far; other harnesses come with their adapters."""
     return parse_bmf(text)
 
 

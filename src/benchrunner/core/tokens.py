@@ -9,8 +9,8 @@ import hashlib
 import re
 import secrets
 
-RUNNER_TOKEN_PREFIX = "bencher_runner_"
-API_TOKEN_PREFIX = "benchrunner_api_"
+RUNNER_TOKEN_PREFIX = "bencher_runner_"  # noqa: S105 - a prefix, not a secret
+API_TOKEN_PREFIX = "benchrunner_api_"  # noqa: S105 - a prefix, not a secret
 _HEX64 = re.compile(r"[0-9a-f]{64}")
 RUNNER_TOKEN_LENGTH = len(RUNNER_TOKEN_PREFIX) + 64  # 79
 

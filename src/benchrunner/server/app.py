@@ -20,7 +20,16 @@ from benchrunner.server.context import ServerContext
 from benchrunner.server.lifecycle import Lifecycle
 from benchrunner.server.limits import BodyLimit
 from benchrunner.server.oci_tokens import load_or_create_secret
-from benchrunner.server.routes import channel, jobs, organizations, reports, run, runners, server, specs
+from benchrunner.server.routes import (
+    channel,
+    jobs,
+    organizations,
+    reports,
+    run,
+    runners,
+    server,
+    specs,
+)
 from benchrunner.server.store.engine import Database
 from benchrunner.server.store.migrate import upgrade
 
@@ -32,7 +41,9 @@ def build_context(settings: ServerSettings, clock: Clock | None = None) -> Serve
     db = Database(settings.database_url())
     upgrade(db.write_engine)
     templates = (
-        TemplateRegistry.load(settings.templates) if settings.templates else TemplateRegistry.empty()
+        TemplateRegistry.load(settings.templates)
+        if settings.templates
+        else TemplateRegistry.empty()
     )
     return ServerContext(
         settings=settings,

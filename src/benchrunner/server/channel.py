@@ -13,6 +13,7 @@ import contextlib
 import json
 import logging
 import time
+from typing import Any
 
 from pydantic import BaseModel, ValidationError
 from starlette.websockets import WebSocket, WebSocketDisconnect, WebSocketState
@@ -62,7 +63,9 @@ class ChannelHub:
                 await session.close(CLOSE_POLICY, reason)
 
 
-async def authenticate(websocket: WebSocket, lifecycle: Lifecycle, runner_ref: str) -> RunnerRow | None:
+async def authenticate(
+    websocket: WebSocket, lifecycle: Lifecycle, runner_ref: str
+) -> RunnerRow | None:
     token = bearer(websocket.headers.get("authorization"))
     if token is None or not is_runner_token(token):
         return None
@@ -126,15 +129,15 @@ class ChannelSession:
             await self._end()
 
     async def _loop(self) -> None:
-        receiving: asyncio.Task[dict[str, object]] | None = None
+        receiving: asyncio.Task[Any] | None = None
         try:
             while not self._closed:
                 if receiving is None:
                     receiving = asyncio.create_task(self.ws.receive())
-                waits: set[asyncio.Future[object]] = {receiving}  # type: ignore[arg-type]
+                waits: set[asyncio.Future[Any]] = {receiving}
                 polling = self._poll is not None and not self._poll.done()
-                if polling:
-                    waits.add(self._poll)  # type: ignore[arg-type]
+                if self._poll is not None and polling:
+                    waits.add(self._poll)
                 timeout = None if polling else max(0.0, self._deadline - time.monotonic())
                 done, _ = await asyncio.wait(
                     waits, timeout=timeout, return_when=asyncio.FIRST_COMPLETED
@@ -192,7 +195,9 @@ class ChannelSession:
                 await self.life.runner_abandoned(self.runner, current)
             self._release()
         now = self.ctx.clock.now()
-        await self.ctx.db.write(runners.runner_record_metadata, self.runner.id, message.metadata(), now)
+        await self.ctx.db.write(
+            runners.runner_record_metadata, self.runner.id, message.metadata(), now
+        )
         poll_timeout = message.poll_timeout or DEFAULT_POLL_TIMEOUT
         self._poll = asyncio.create_task(self._wait_for_job(poll_timeout))
 

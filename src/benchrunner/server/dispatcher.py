@@ -83,16 +83,16 @@ class Dispatcher:
     # ------------------------------------------------------------ waiting
 
     async def wait_for_job(
-        self, runner_id: int, runner_slug: str, spec_ids: frozenset[int], timeout: float
+        self, runner_id: int, runner_slug: str, spec_ids: frozenset[int], poll_timeout: float
     ) -> JobRow | None:
-        """The job claimed for this runner within ``timeout`` seconds, or None."""
+        """The job claimed for this runner within ``poll_timeout`` seconds, or None."""
         loop = asyncio.get_running_loop()
         waiter = Waiter(runner_id, runner_slug, spec_ids, loop.create_future())
         self._waiters[waiter] = None
         self._fresh.add(waiter)
         self._kick.set()
         try:
-            return await asyncio.wait_for(asyncio.shield(waiter.future), timeout)
+            return await asyncio.wait_for(asyncio.shield(waiter.future), poll_timeout)
         except TimeoutError:
             if waiter.claiming:  # a claim for us is in the database right now: take its result
                 return await waiter.future
@@ -141,9 +141,7 @@ class Dispatcher:
                 continue
             waiter.claiming = True
             try:
-                job = await self._claim(
-                    waiter.runner_id, waiter.runner_slug, secrets.token_hex(16)
-                )
+                job = await self._claim(waiter.runner_id, waiter.runner_slug, secrets.token_hex(16))
             except RunnerUnavailable:
                 continue
             finally:

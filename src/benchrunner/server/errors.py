@@ -42,7 +42,9 @@ def forbidden(message: str) -> ApiError:
     return ApiError(403, message, error_code="forbidden")
 
 
-def unauthorized(message: str = "authentication required: send Authorization: Bearer <token>") -> ApiError:
+def unauthorized(
+    message: str = "authentication required: send Authorization: Bearer <token>",
+) -> ApiError:
     return ApiError(401, message, error_code="unauthorized", headers={"WWW-Authenticate": "Bearer"})
 
 

@@ -51,7 +51,9 @@ class Lifecycle:
         self.watchdog = Watchdog(
             ctx, on_finished=self.finished, on_completed=self.processor.enqueue
         )
-        self.dispatcher = Dispatcher(self._claim, on_abandoned=lambda job: self.watchdog.watch(job.id))
+        self.dispatcher = Dispatcher(
+            self._claim, on_abandoned=lambda job: self.watchdog.watch(job.id)
+        )
         self._cancel_pushers: dict[int, CancelPush] = {}
 
     async def start(self) -> None:
@@ -91,8 +93,13 @@ class Lifecycle:
         if job is not None:
             log.info(
                 "job claimed",
-                extra={"job": str(job.uuid), "runner": runner_slug, "from": "pending",
-                       "to": "claimed", "tier": tier_of(job.priority).value},
+                extra={
+                    "job": str(job.uuid),
+                    "runner": runner_slug,
+                    "from": "pending",
+                    "to": "claimed",
+                    "tier": tier_of(job.priority).value,
+                },
             )
         return job
 
@@ -128,11 +135,11 @@ class Lifecycle:
 
     async def running(self, runner: RunnerRow, job: jobs.JobRow) -> JobStatus | None:
         now = self.ctx.clock.now()
-        status = await self.ctx.db.write(
-            jobs.job_mark_running, job.id, runner.id, now, runner.slug
-        )
+        status = await self.ctx.db.write(jobs.job_mark_running, job.id, runner.id, now, runner.slug)
         if status == JobStatus.RUNNING and job.status == JobStatus.CLAIMED:
-            log.info("job running", extra={"job": str(job.uuid), "from": "claimed", "to": "running"})
+            log.info(
+                "job running", extra={"job": str(job.uuid), "from": "claimed", "to": "running"}
+            )
         return status
 
     async def heartbeat(self, runner: RunnerRow, job: jobs.JobRow) -> HeartbeatAnswer:
@@ -174,7 +181,9 @@ class Lifecycle:
         )
         return None if raw is None else JsonJobOutput.model_validate_json(raw)
 
-    async def _completed(self, runner: RunnerRow, job: jobs.JobRow, message: Completed) -> Ack | Error:
+    async def _completed(
+        self, runner: RunnerRow, job: jobs.JobRow, message: Completed
+    ) -> Ack | Error:
         ack = Ack(job=job.uuid)
         stored = False
         for _attempt in range(3):
@@ -221,7 +230,10 @@ class Lifecycle:
             now = self.ctx.clock.now()
             reason = f"runner reported failure: {message.error}"[:2000]
             if await self.ctx.db.write(jobs.job_mark_failed, job.id, now, runner.slug, reason):
-                log.info("job failed", extra={"job": str(job.uuid), "from": job.status.wire, "to": "failed"})
+                log.info(
+                    "job failed",
+                    extra={"job": str(job.uuid), "from": job.status.wire, "to": "failed"},
+                )
                 self.finished(job)
         elif job.status == JobStatus.FAILED and await self._stored_output(job) is None:
             await self._store_output(job, output)

@@ -10,7 +10,9 @@ FIELDS = ("job", "runner", "from", "to", "tier", "error")
 class FieldsFormatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
         line = super().format(record)
-        extras = [f"{k}={getattr(record, k)}" for k in FIELDS if getattr(record, k, None) is not None]
+        extras = [
+            f"{k}={getattr(record, k)}" for k in FIELDS if getattr(record, k, None) is not None
+        ]
         return f"{line} {' '.join(extras)}" if extras else line
 
 

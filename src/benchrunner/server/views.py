@@ -103,13 +103,15 @@ def job_view(
     return view
 
 
-def report_view(report: Any, project_uuid: Any, metrics: list[Any], job_uuid: Any) -> dict[str, Any]:
+def report_view(
+    report: Any, project_uuid: Any, metrics: list[Any], job_uuid: Any
+) -> dict[str, Any]:
     iterations: dict[int, dict[str, Any]] = {}
     for m in metrics:
         benches = iterations.setdefault(m.iteration, {})
         bench = benches.setdefault(
-            m.benchmark, {"benchmark": {"name": m.benchmark, "uuid": str(m.benchmark_uuid)},
-                          "measures": []}
+            m.benchmark,
+            {"benchmark": {"name": m.benchmark, "uuid": str(m.benchmark_uuid)}, "measures": []},
         )
         bench["measures"].append(
             {

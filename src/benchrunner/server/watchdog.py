@@ -39,7 +39,9 @@ class Watchdog:
         """(Re)arm the timer of an in-flight job that no live connection is watching."""
         self.forget(job_id)
         wait = self._ctx.settings.heartbeat_timeout if delay is None else delay
-        self._timers[job_id] = asyncio.create_task(self._fire(job_id, wait), name=f"timeout-{job_id}")
+        self._timers[job_id] = asyncio.create_task(
+            self._fire(job_id, wait), name=f"timeout-{job_id}"
+        )
 
     def forget(self, job_id: int) -> None:
         timer = self._timers.pop(job_id, None)
@@ -100,7 +102,12 @@ class Watchdog:
             job = await self._ctx.db.read(jobs.job_get, job_id)
             now = self._ctx.clock.now()
             reason = "orphaned: claimed before the server restarted and never started"
-            if job and await self._ctx.db.write(jobs.job_mark_failed, job_id, now, SYSTEM, reason):
+            if job is None:
+                continue
+            failed: bool = await self._ctx.db.write(
+                jobs.job_mark_failed, job_id, now, SYSTEM, reason
+            )
+            if failed:
                 self._on_finished(job)
         in_flight = await self._ctx.db.read(
             jobs.job_list_by_status, [JobStatus.CLAIMED, JobStatus.RUNNING]

@@ -90,9 +90,7 @@ def project_access(
     return project
 
 
-def paginate(
-    response: Response, items: list[Any], page: int, per_page: int
-) -> list[Any]:
+def paginate(response: Response, items: list[Any], page: int, per_page: int) -> list[Any]:
     response.headers["X-Total-Count"] = str(len(items))
     start = (page - 1) * per_page
     return items[start : start + per_page]

@@ -30,8 +30,9 @@ from benchrunner.server.views import job_view
 router = APIRouter(tags=["jobs"])
 
 
-def job_in_project(conn: Connection, viewer: UserRow | None, project: str, ref: str, *,
-                   write: bool) -> JobRow:
+def job_in_project(
+    conn: Connection, viewer: UserRow | None, project: str, ref: str, *, write: bool
+) -> JobRow:
     row = project_access(conn, viewer, project, write=write)
     try:
         job_uuid = uuid.UUID(ref)
@@ -100,9 +101,7 @@ async def list_jobs(
         views = []
         for job in found:
             spec, runner_uuid, report_uuid = jobs.job_detail_refs(conn, job)
-            views.append(
-                job_view(job, spec=spec, runner_uuid=runner_uuid, report_uuid=report_uuid)
-            )
+            views.append(job_view(job, spec=spec, runner_uuid=runner_uuid, report_uuid=report_uuid))
         return views, total
 
     views, total = await ctx.db.read(unit)
@@ -125,8 +124,9 @@ async def cancel_job(
     if not await life.cancel(row, actor):
         current = await ctx.db.read(jobs.job_get, row.id)
         state = current.status.wire if current else "gone"
-        raise conflict(f"job {job} is already {state}; only pending, claimed or running jobs "
-                       "can be canceled")
+        raise conflict(
+            f"job {job} is already {state}; only pending, claimed or running jobs can be canceled"
+        )
     updated = await ctx.db.read(jobs.job_get, row.id)
     assert updated is not None
     return await full_job_view(ctx, updated)

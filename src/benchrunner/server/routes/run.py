@@ -87,7 +87,9 @@ def validate_mode(body: RunBody) -> RunMode:
     for name in ("image", "spec"):
         top, inner = getattr(body, name), getattr(nested, name)
         if top is not None and inner is not None and top != inner:
-            raise bad_request(f"{name} is given twice (top level and job.{name}) with different values")
+            raise bad_request(
+                f"{name} is given twice (top level and job.{name}) with different values"
+            )
     image = body.image or nested.image
     spec = body.spec or nested.spec
     has_results = bool(body.results)
@@ -133,7 +135,9 @@ def _parse_direct(adapter: str, results: list[str]) -> list[reports.MetricValue]
         except adapters.AdapterError as exc:
             raise bad_request(f"results[{index}]: {exc}") from None
         values.extend(
-            reports.MetricValue(index, m.benchmark, m.measure, m.value, m.lower_value, m.upper_value)
+            reports.MetricValue(
+                index, m.benchmark, m.measure, m.value, m.lower_value, m.upper_value
+            )
             for m in found
         )
     return values
@@ -153,7 +157,9 @@ def _resolve_project(
     return accounts.project_create(conn, org.id, name, "public", now, slug=ref)
 
 
-def _job_config(ctx: ServerContext, body: RunBody, plan: RunMode, project: ProjectRow) -> JsonJobConfig:
+def _job_config(
+    ctx: ServerContext, body: RunBody, plan: RunMode, project: ProjectRow
+) -> JsonJobConfig:
     options = plan.options
     if plan.mode == "template":
         assert body.template is not None
@@ -189,7 +195,9 @@ def _job_config(ctx: ServerContext, body: RunBody, plan: RunMode, project: Proje
 
 
 @router.post("/v0/run", status_code=201)
-async def run(body: RunBody, request: Request, user: MaybeUser, ctx: Ctx, life: Life) -> dict[str, Any]:
+async def run(
+    body: RunBody, request: Request, user: MaybeUser, ctx: Ctx, life: Life
+) -> dict[str, Any]:
     plan = validate_mode(body)
     if body.settings.adapter not in adapters.ADAPTERS:
         raise bad_request(

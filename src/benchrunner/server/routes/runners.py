@@ -123,9 +123,7 @@ async def update_runner(
 
 
 @router.post("/v0/runners/{runner}/token", status_code=201)
-async def rotate_token(
-    runner: str, _admin: Admin, ctx: Ctx, request: Request
-) -> dict[str, Any]:
+async def rotate_token(runner: str, _admin: Admin, ctx: Ctx, request: Request) -> dict[str, Any]:
     token = new_runner_token()
 
     def unit(conn: Connection) -> RunnerRow:

@@ -22,8 +22,10 @@ def _queue_depth(conn: Connection) -> dict[str, int]:
         .where(job.c.status.in_([0, 1, 2, 3]))
         .group_by(job.c.status)
     )
-    depth = {s.wire: 0 for s in (JobStatus.PENDING, JobStatus.CLAIMED, JobStatus.RUNNING,
-                                 JobStatus.COMPLETED)}
+    depth = {
+        s.wire: 0
+        for s in (JobStatus.PENDING, JobStatus.CLAIMED, JobStatus.RUNNING, JobStatus.COMPLETED)
+    }
     for status, count in rows:
         depth[JobStatus(status).wire] = int(count)
     return depth

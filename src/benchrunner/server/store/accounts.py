@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
-import uuid
+from uuid import UUID, uuid4
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -12,8 +12,8 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from benchrunner.core import slugs
-from benchrunner.core.tokens import hash_token, new_api_token
 from benchrunner.core.tiers import Plan
+from benchrunner.core.tokens import hash_token, new_api_token
 from benchrunner.server.store.tables import (
     api_token,
     organization,
@@ -26,7 +26,7 @@ from benchrunner.server.store.tables import (
 @dataclass(frozen=True)
 class UserRow:
     id: int
-    uuid: uuid.UUID
+    uuid: UUID
     name: str
     slug: str
     email: str
@@ -57,7 +57,7 @@ def user_get_or_create(
     user_id = conn.execute(
         user.insert()
         .values(
-            uuid=uuid.uuid4(),
+            uuid=uuid4(),
             name=name[:64],
             slug=unique_slug(conn, user, name),
             email=email,
@@ -81,7 +81,7 @@ def api_token_issue(
     token = make_token()
     conn.execute(
         api_token.insert().values(
-            uuid=uuid.uuid4(),
+            uuid=uuid4(),
             user_id=user_id,
             name=name[:64],
             token_hash=hash_token(token),
@@ -106,7 +106,7 @@ def user_by_api_token(conn: Connection, token: str, now: dt.datetime) -> UserRow
 @dataclass(frozen=True)
 class OrganizationRow:
     id: int
-    uuid: uuid.UUID
+    uuid: UUID
     name: str
     slug: str
     plan: Plan
@@ -132,7 +132,7 @@ def organization_create(
     org_id = conn.execute(
         organization.insert()
         .values(
-            uuid=uuid.uuid4(),
+            uuid=uuid4(),
             name=name,
             slug=unique_slug(conn, organization, slug or name),
             plan=plan.value,
@@ -153,7 +153,7 @@ def organization_create(
 def _by_ref(table: sa.Table, ref: str) -> sa.ColumnElement[bool]:
     """UUID first, then slug (SPEC section 13)."""
     try:
-        return table.c.uuid == uuid.UUID(ref)
+        return table.c.uuid == UUID(ref)
     except ValueError:
         return table.c.slug == ref
 
@@ -203,7 +203,7 @@ def organization_is_claimed(conn: Connection, org_id: int) -> bool:
 @dataclass(frozen=True)
 class ProjectRow:
     id: int
-    uuid: uuid.UUID
+    uuid: UUID
     organization_id: int
     name: str
     slug: str
@@ -236,7 +236,7 @@ def project_create(
     project_id = conn.execute(
         project.insert()
         .values(
-            uuid=uuid.uuid4(),
+            uuid=uuid4(),
             organization_id=org_id,
             name=name,
             slug=unique_slug(conn, project, slug or name),

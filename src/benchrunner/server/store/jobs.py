@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import uuid
+from uuid import UUID, uuid4
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,7 +35,7 @@ _IN_FLIGHT = [int(s) for s in IN_FLIGHT]
 @dataclass(frozen=True)
 class JobRow:
     id: int
-    uuid: uuid.UUID
+    uuid: UUID
     report_id: int
     organization_id: int
     source_ip: str
@@ -54,7 +54,7 @@ class JobRow:
     created: dt.datetime
     modified: dt.datetime
     project_id: int
-    project_uuid: uuid.UUID
+    project_uuid: UUID
 
     @classmethod
     def from_row(cls, row: Any) -> JobRow:
@@ -96,7 +96,7 @@ def job_get(conn: Connection, job_id: int) -> JobRow | None:
     return JobRow.from_row(row) if row else None
 
 
-def job_get_by_uuid(conn: Connection, job_uuid: uuid.UUID) -> JobRow | None:
+def job_get_by_uuid(conn: Connection, job_uuid: UUID) -> JobRow | None:
     row = conn.execute(_select_jobs().where(job.c.uuid == job_uuid)).first()
     return JobRow.from_row(row) if row else None
 
@@ -127,8 +127,8 @@ class NewJob:
     actor: str | None
 
 
-def job_create(conn: Connection, params: NewJob) -> tuple[int, uuid.UUID]:
-    job_uuid = uuid.uuid4()
+def job_create(conn: Connection, params: NewJob) -> tuple[int, UUID]:
+    job_uuid = uuid4()
     job_id = conn.execute(
         job.insert()
         .values(
@@ -210,7 +210,9 @@ def _eligible_jobs(runner_id: int, runner_org: int | None) -> sa.Select[Any]:
     org_busy = sa.exists().where(
         other.c.organization_id == job.c.organization_id, other.c.status.in_(_IN_FLIGHT)
     )
-    ip_busy = sa.exists().where(other.c.source_ip == job.c.source_ip, other.c.status.in_(_IN_FLIGHT))
+    ip_busy = sa.exists().where(
+        other.c.source_ip == job.c.source_ip, other.c.status.in_(_IN_FLIGHT)
+    )
     within_limits = sa.or_(
         job.c.priority >= UNLIMITED_MIN_PRIORITY,
         sa.and_(job.c.priority >= PER_ORGANIZATION_MIN_PRIORITY, ~org_busy),
@@ -418,11 +420,14 @@ def job_list_for_project(
     if status is not None:
         where.append(job.c.status == int(status))
     total = conn.execute(
-        sa.select(sa.func.count()).select_from(job.join(report, report.c.id == job.c.report_id))
+        sa.select(sa.func.count())
+        .select_from(job.join(report, report.c.id == job.c.report_id))
         .where(*where)
     ).scalar_one()
-    order = (job.c.created.asc(), job.c.id.asc()) if ascending else (
-        job.c.created.desc(), job.c.id.desc()
+    order = (
+        (job.c.created.asc(), job.c.id.asc())
+        if ascending
+        else (job.c.created.desc(), job.c.id.desc())
     )
     rows = conn.execute(_select_jobs().where(*where).order_by(*order).limit(limit).offset(offset))
     return [JobRow.from_row(r) for r in rows], int(total)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
-import uuid
+from uuid import UUID, uuid4
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,7 +19,7 @@ from benchrunner.server.store.tables import job, runner, runner_spec, spec
 @dataclass(frozen=True)
 class RunnerRow:
     id: int
-    uuid: uuid.UUID
+    uuid: UUID
     name: str
     slug: str
     organization_id: int | None
@@ -63,7 +63,7 @@ def runner_create(
     runner_id = conn.execute(
         runner.insert()
         .values(
-            uuid=uuid.uuid4(),
+            uuid=uuid4(),
             name=name,
             slug=unique_slug(conn, runner, slug or name),
             token_hash=hash_token(token),
@@ -177,7 +177,7 @@ def spec_create(conn: Connection, params: NewSpec, now: dt.datetime) -> Any:
     spec_id = conn.execute(
         spec.insert()
         .values(
-            uuid=uuid.uuid4(),
+            uuid=uuid4(),
             name=params.name,
             slug=unique_slug(conn, spec, params.slug or params.name),
             architecture=params.architecture,

@@ -1,0 +1,73 @@
+"""Pickup latency: client clock before ``POST /v0/run`` -> ``job`` message at an idle runner.
+
+One real server process on SQLite, one idle channel connection waiting with ``ready``. Each
+sample submits a template job, records when the channel receives it, completes it, and goes
+idle again. Prints p50/p90/p99 in milliseconds.
+
+    .venv/bin/python -m benchmarks.pickup_latency [--samples 500]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+from tests.harness import RawChannel, deploy
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--samples", type=int, default=500)
+    parser.add_argument("--warmup", type=int, default=20)
+    options = parser.parse_args()
+    with (
+        tempfile.TemporaryDirectory() as tmp,
+        deploy(Path(tmp), heartbeat_timeout=60.0) as deployment,
+    ):
+        channel: RawChannel = deployment.channel("idle")
+        body = {"project": "bench", "spec": "small", "template": "bench.noop"}
+        received: dict[str, float] = {}
+        arrived = threading.Event()
+        ready_again = threading.Event()
+
+        def idle_runner() -> None:
+            while True:
+                message = channel.ask({"event": "ready", "poll_timeout": 900}, timeout=900)
+                received[message["uuid"]] = time.perf_counter()
+                arrived.set()
+                channel.ask({"event": "running"})
+                channel.ask({"event": "completed", "job": message["uuid"], "results": []})
+                ready_again.set()
+
+        threading.Thread(target=idle_runner, daemon=True).start()
+        samples: list[float] = []
+        with deployment.admin() as client:
+            for index in range(options.warmup + options.samples):
+                arrived.clear()
+                ready_again.clear()
+                time.sleep(0.005)  # let the runner's ready reach the server and wait
+                before = time.perf_counter()
+                job = client.run(body)["job"]
+                if not arrived.wait(10):
+                    raise SystemExit(f"job {job} was not delivered within 10 s")
+                if index >= options.warmup:
+                    samples.append((received[job] - before) * 1000)
+                ready_again.wait(10)
+        print(
+            f"pickup latency over {len(samples)} samples (ms): "
+            f"p50 {percentile(samples, 0.5):.2f}  p90 {percentile(samples, 0.9):.2f}  "
+            f"p99 {percentile(samples, 0.99):.2f}  mean {statistics.mean(samples):.2f}"
+        )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,108 @@
+"""End-to-end throughput: no-op template jobs from pending to ``processed``.
+
+A real server process on SQLite; N runner connections (asyncio WebSocket clients in this
+process that answer each job at once, so the figure is the server's: claim, running, stored
+output, completion, processing). Jobs are submitted first; the clock runs from the moment the
+runners connect until every job is ``processed``.
+
+    .venv/bin/python -m benchmarks.throughput [--jobs 2000] [--runners 1 8 32]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import tempfile
+import time
+from pathlib import Path
+
+import httpx
+import websockets
+from tests.harness import Deployment, deploy
+
+RESULT = [{"exit_code": 0, "stdout": json.dumps({"noop": {"latency": {"value": 0}}})}]
+
+
+async def runner(url: str, token: str, stop: asyncio.Event) -> int:
+    done = 0
+    async with websockets.connect(
+        url, additional_headers={"Authorization": f"Bearer {token}"}
+    ) as ws:
+        while not stop.is_set():
+            await ws.send(json.dumps({"event": "ready", "poll_timeout": 1}))
+            message = json.loads(await ws.recv())
+            if message["event"] != "job":
+                continue
+            await ws.send('{"event":"running"}')
+            await ws.recv()
+            await ws.send(
+                json.dumps({"event": "completed", "job": message["uuid"], "results": RESULT})
+            )
+            await ws.recv()
+            done += 1
+    return done
+
+
+async def submit(deployment: Deployment, count: int) -> float:
+    headers = {"Authorization": f"Bearer {deployment.server.token}"}
+    body = {
+        "project": "bench",
+        "spec": "small",
+        "template": "bench.noop",
+        "settings": {"adapter": "json"},
+    }
+    started = time.perf_counter()
+    async with httpx.AsyncClient(base_url=deployment.server.url, headers=headers) as client:
+        for _ in range(count):
+            (await client.post("/v0/run", json=body)).raise_for_status()
+    return count / (time.perf_counter() - started)
+
+
+async def drained(deployment: Deployment) -> None:
+    async with httpx.AsyncClient(base_url=deployment.server.url) as client:
+        while True:
+            queue = (await client.get("/v0/server/health")).json()["queue"]
+            if not any(queue.values()):
+                return
+            await asyncio.sleep(0.02)
+
+
+async def measure(deployment: Deployment, jobs: int, connections: int) -> tuple[float, float]:
+    submit_rate = await submit(deployment, jobs)
+    tokens = [deployment.new_runner(f"bench-{connections}-{i}") for i in range(connections)]
+    stop = asyncio.Event()
+    started = time.perf_counter()
+    tasks = [
+        asyncio.create_task(
+            runner(f"{deployment.server.ws_url}/v0/runners/{slug}/channel", token, stop)
+        )
+        for slug, token in tokens
+    ]
+    await drained(deployment)
+    elapsed = time.perf_counter() - started
+    stop.set()
+    executed = sum(await asyncio.gather(*tasks))
+    assert executed == jobs, (executed, jobs)
+    return jobs / elapsed, submit_rate
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--jobs", type=int, default=2000)
+    parser.add_argument("--runners", type=int, nargs="+", default=[1, 8, 32])
+    options = parser.parse_args()
+    for connections in options.runners:
+        with (
+            tempfile.TemporaryDirectory() as tmp,
+            deploy(Path(tmp), heartbeat_timeout=60.0) as deployment,
+        ):
+            rate, submit_rate = asyncio.run(measure(deployment, options.jobs, connections))
+            print(
+                f"{connections:>3} runner connections: {rate:7.1f} jobs/s through processed "
+                f"({options.jobs} jobs; submission alone {submit_rate:.0f} jobs/s)"
+            )
+
+
+if __name__ == "__main__":
+    main()

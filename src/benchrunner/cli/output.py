@@ -1,0 +1,94 @@
+"""Everything the CLI prints: JSON for machines, Rich tables for people, one-line errors.
+
+Data goes to stdout; progress, hints and errors go to stderr, so ``--json`` output can be piped.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterable, Sequence
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from benchrunner.cli.sizes import format_size
+
+
+def out() -> Console:
+    # Built per call so that a swapped sys.stdout (tests, redirection) is always honoured.
+    return Console(highlight=False)
+
+
+def err() -> Console:
+    return Console(stderr=True, highlight=False)
+
+
+def print_json(data: object) -> None:
+    sys.stdout.write(json.dumps(data, indent=2) + "\n")
+
+
+def one_line(text: str) -> str:
+    return " ".join(str(text).split())
+
+
+def error(message: str) -> None:
+    """``error: <message>`` in red on stderr, on one line whatever the terminal width."""
+    err().print(Text(f"error: {one_line(message)}", style="red"), soft_wrap=True)
+
+
+def warning(message: str) -> None:
+    err().print(Text(f"warning: {one_line(message)}", style="yellow"), soft_wrap=True)
+
+
+def note(message: str) -> None:
+    """A hint for the person at the terminal, never part of the data."""
+    err().print(Text(message, style="dim"), soft_wrap=True)
+
+
+def cell(value: object) -> str:
+    """A JSON value as a table cell: ``-`` for nothing, yes/no for booleans."""
+    if value is None or value == "":
+        return "-"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, dict | list):
+        return json.dumps(value)
+    return str(value)
+
+
+def size_cell(value: object) -> str:
+    return format_size(value) if isinstance(value, int) and not isinstance(value, bool) else "-"
+
+
+def print_table(
+    columns: Sequence[str],
+    rows: Iterable[Sequence[object]],
+    *,
+    title: str | None = None,
+    total: int | None = None,
+) -> None:
+    table = Table(*columns, title=title, title_justify="left", header_style="bold")
+    count = 0
+    for row in rows:
+        table.add_row(*(cell(v) for v in row))
+        count += 1
+    if count == 0:
+        note(f"no {title.lower() if title else 'rows'}")
+        return
+    out().print(table)
+    if total is not None and total > count:
+        note(f"showing {count} of {total}; use --page and --per-page for more")
+
+
+def print_record(fields: Iterable[tuple[str, object]], *, title: str | None = None) -> None:
+    """One resource as an aligned ``field  value`` list."""
+    table = Table.grid(padding=(0, 2))
+    table.add_column(style="bold")
+    table.add_column()
+    for name, value in fields:
+        table.add_row(name, cell(value))
+    if title:
+        out().print(Text(title, style="bold underline"))
+    out().print(table)

@@ -1,0 +1,371 @@
+"""Typed HTTP client of the benchrunner ``/v0`` API, used by the CLI, the tests and the benchmarks.
+
+Errors::
+
+    ApiError            any non-2xx answer (``status`` and the server's ``message``), or no answer
+                        at all (``status == 0``: connection refused, DNS failure, timeout)
+    JobWaitTimeout      ``wait_for_job`` reached its deadline; a ``TimeoutError``, so an ``OSError``
+
+Every method returns the parsed JSON body; list methods return a ``Page`` (a list that also knows
+the ``X-Total-Count``). Resource references are UUIDs or slugs, as the server accepts them.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from types import TracebackType
+from typing import Any, Literal
+from urllib.parse import quote
+
+import httpx
+
+from benchrunner import __version__
+
+JsonObject = dict[str, Any]
+Plan = Literal["enterprise", "team", "free"]
+Visibility = Literal["public", "private"]
+Architecture = Literal["x86_64", "aarch64"]
+
+DEFAULT_PER_PAGE = 8
+MAX_PER_PAGE = 255
+FINAL_JOB_STATUSES = frozenset({"processed", "failed", "canceled"})
+"""Where ``wait_for_job`` stops: terminal states plus ``failed`` (only a late resend revives it)."""
+
+
+class ApiError(Exception):
+    """The server answered with an error status, or could not be reached (``status == 0``)."""
+
+    def __init__(
+        self,
+        status: int,
+        message: str,
+        *,
+        error_code: str | None = None,
+        request_id: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+        self.error_code = error_code
+        self.request_id = request_id
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class JobWaitTimeout(TimeoutError):
+    """The job did not reach a final status before the deadline; ``job`` is its last known state."""
+
+    def __init__(self, message: str, job: JsonObject) -> None:
+        super().__init__(message)
+        self.job = job
+
+
+class Page(list[JsonObject]):
+    """One page of a list endpoint; ``total`` is the server's ``X-Total-Count`` when it sent one."""
+
+    def __init__(self, items: list[JsonObject], total: int | None) -> None:
+        super().__init__(items)
+        self.total = total
+
+
+def _segment(ref: str) -> str:
+    """A reference made safe as one path segment, so ``a/b`` cannot reach another route."""
+    return quote(ref, safe="")
+
+
+def _error_from(response: httpx.Response) -> ApiError:
+    try:
+        body = response.json()
+    except ValueError:
+        body = None
+    if isinstance(body, dict) and isinstance(body.get("message"), str):
+        return ApiError(
+            response.status_code,
+            body["message"],
+            error_code=body.get("error_code"),
+            request_id=body.get("request_id"),
+        )
+    text = " ".join(response.text.split())[:200] or response.reason_phrase
+    return ApiError(response.status_code, f"HTTP {response.status_code}: {text}")
+
+
+class BenchrunnerClient:
+    """A synchronous client for one server; pass ``transport`` to talk to an in-process app."""
+
+    def __init__(
+        self,
+        host: str,
+        token: str | None,
+        timeout: float = 30,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
+        self.host = host.rstrip("/")
+        headers = {"User-Agent": f"benchrunner/{__version__}", "Accept": "application/json"}
+        if token:
+            headers["Authorization"] = f"Bearer {token}"
+        self._http = httpx.Client(
+            base_url=self.host, headers=headers, timeout=timeout, transport=transport
+        )
+
+    # -- plumbing -------------------------------------------------------------------------------
+
+    def close(self) -> None:
+        self._http.close()
+
+    def __enter__(self) -> BenchrunnerClient:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def _send(
+        self,
+        method: str,
+        path: str,
+        *,
+        json: object = None,
+        params: Mapping[str, str | int] | None = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> httpx.Response:
+        try:
+            response = self._http.request(method, path, json=json, params=params, headers=headers)
+        except httpx.TimeoutException as exc:
+            reason = str(exc) or "timed out"
+            raise ApiError(0, f"cannot reach server at {self.host}: {reason}") from exc
+        except httpx.TransportError as exc:
+            raise ApiError(0, f"cannot reach server at {self.host}: {exc}") from exc
+        if response.is_error:
+            raise _error_from(response)
+        return response
+
+    def _object(self, method: str, path: str, **kwargs: Any) -> JsonObject:
+        body = self._send(method, path, **kwargs).json()
+        if not isinstance(body, dict):
+            raise ApiError(0, f"{method} {path}: expected a JSON object, got {type(body).__name__}")
+        return body
+
+    def _page(self, path: str, params: Mapping[str, str | int]) -> Page:
+        response = self._send("GET", path, params=params)
+        body = response.json()
+        if not isinstance(body, list):
+            raise ApiError(0, f"GET {path}: expected a JSON array, got {type(body).__name__}")
+        total = response.headers.get("X-Total-Count")
+        return Page(body, int(total) if total and total.isdigit() else None)
+
+    @staticmethod
+    def _paging(page: int, per_page: int) -> dict[str, str | int]:
+        return {"page": page, "per_page": per_page}
+
+    # -- server ---------------------------------------------------------------------------------
+
+    def health(self) -> JsonObject:
+        return self._object("GET", "/v0/server/health")
+
+    def templates(self) -> list[JsonObject]:
+        return self._page("/v0/templates", {})
+
+    # -- organizations and projects -------------------------------------------------------------
+
+    def create_organization(
+        self, name: str, plan: Plan = "free", *, slug: str | None = None
+    ) -> JsonObject:
+        body: JsonObject = {"name": name, "plan": plan}
+        if slug is not None:
+            body["slug"] = slug
+        return self._object("POST", "/v0/organizations", json=body)
+
+    def list_organizations(self, *, page: int = 1, per_page: int = DEFAULT_PER_PAGE) -> Page:
+        return self._page("/v0/organizations", self._paging(page, per_page))
+
+    def get_organization(self, org: str) -> JsonObject:
+        return self._object("GET", f"/v0/organizations/{_segment(org)}")
+
+    def create_project(
+        self, org: str, name: str, visibility: Visibility = "public", *, slug: str | None = None
+    ) -> JsonObject:
+        body: JsonObject = {"name": name, "visibility": visibility}
+        if slug is not None:
+            body["slug"] = slug
+        return self._object("POST", f"/v0/organizations/{_segment(org)}/projects", json=body)
+
+    def list_projects(
+        self, org: str, *, page: int = 1, per_page: int = DEFAULT_PER_PAGE
+    ) -> Page:
+        return self._page(
+            f"/v0/organizations/{_segment(org)}/projects", self._paging(page, per_page)
+        )
+
+    def get_project(self, project: str) -> JsonObject:
+        return self._object("GET", f"/v0/projects/{_segment(project)}")
+
+    # -- specs ----------------------------------------------------------------------------------
+
+    def create_spec(
+        self,
+        name: str,
+        *,
+        architecture: Architecture,
+        cpu: int,
+        memory: int,
+        disk: int,
+        network: bool = False,
+        slug: str | None = None,
+    ) -> JsonObject:
+        body: JsonObject = {
+            "name": name,
+            "architecture": architecture,
+            "cpu": cpu,
+            "memory": memory,
+            "disk": disk,
+            "network": network,
+        }
+        if slug is not None:
+            body["slug"] = slug
+        return self._object("POST", "/v0/specs", json=body)
+
+    def list_specs(
+        self, *, archived: bool = False, page: int = 1, per_page: int = DEFAULT_PER_PAGE
+    ) -> Page:
+        params = {**self._paging(page, per_page), "archived": str(archived).lower()}
+        return self._page("/v0/specs", params)
+
+    def get_spec(self, spec: str) -> JsonObject:
+        return self._object("GET", f"/v0/specs/{_segment(spec)}")
+
+    def update_spec(
+        self,
+        spec: str,
+        *,
+        name: str | None = None,
+        slug: str | None = None,
+        archived: bool | None = None,
+    ) -> JsonObject:
+        body = _present(name=name, slug=slug, archived=archived)
+        return self._object("PATCH", f"/v0/specs/{_segment(spec)}", json=body)
+
+    def delete_spec(self, spec: str) -> None:
+        self._send("DELETE", f"/v0/specs/{_segment(spec)}")
+
+    # -- runners --------------------------------------------------------------------------------
+
+    def create_runner(
+        self, name: str, specs: list[str] | None = None, *, slug: str | None = None
+    ) -> JsonObject:
+        """The new runner plus its ``token``, which the server shows this once."""
+        body: JsonObject = {"name": name, "specs": list(specs or [])}
+        if slug is not None:
+            body["slug"] = slug
+        return self._object("POST", "/v0/runners", json=body)
+
+    def list_runners(
+        self, *, archived: bool = False, page: int = 1, per_page: int = DEFAULT_PER_PAGE
+    ) -> Page:
+        params = {**self._paging(page, per_page), "archived": str(archived).lower()}
+        return self._page("/v0/runners", params)
+
+    def get_runner(self, runner: str) -> JsonObject:
+        return self._object("GET", f"/v0/runners/{_segment(runner)}")
+
+    def update_runner(
+        self,
+        runner: str,
+        *,
+        name: str | None = None,
+        slug: str | None = None,
+        archived: bool | None = None,
+        paused: bool | None = None,
+    ) -> JsonObject:
+        """Change only the fields given; archiving or rotating closes the runner's channel."""
+        body = _present(name=name, slug=slug, archived=archived, paused=paused)
+        return self._object("PATCH", f"/v0/runners/{_segment(runner)}", json=body)
+
+    def rotate_runner_token(self, runner: str) -> JsonObject:
+        """``{uuid, token}``: the old token stops working at once (409 for an archived runner)."""
+        return self._object("POST", f"/v0/runners/{_segment(runner)}/token")
+
+    def list_runner_specs(self, runner: str) -> list[JsonObject]:
+        return self._page(f"/v0/runners/{_segment(runner)}/specs", {})
+
+    def add_runner_spec(self, runner: str, spec: str) -> JsonObject:
+        return self._object("POST", f"/v0/runners/{_segment(runner)}/specs", json={"spec": spec})
+
+    def remove_runner_spec(self, runner: str, spec: str) -> None:
+        self._send("DELETE", f"/v0/runners/{_segment(runner)}/specs/{_segment(spec)}")
+
+    # -- runs, reports and jobs -----------------------------------------------------------------
+
+    def run(self, body: Mapping[str, Any], *, idempotency_key: str | None = None) -> JsonObject:
+        """``POST /v0/run``: the report, with ``job`` (a UUID) when a runner will execute it."""
+        headers = {"Idempotency-Key": idempotency_key} if idempotency_key else None
+        return self._object("POST", "/v0/run", json=dict(body), headers=headers)
+
+    def get_report(self, project: str, report: str) -> JsonObject:
+        return self._object("GET", f"/v0/projects/{_segment(project)}/reports/{_segment(report)}")
+
+    def list_jobs(
+        self,
+        project: str,
+        *,
+        status: str | None = None,
+        page: int = 1,
+        per_page: int = DEFAULT_PER_PAGE,
+        direction: Literal["asc", "desc"] = "desc",
+    ) -> Page:
+        params: dict[str, str | int] = {**self._paging(page, per_page), "direction": direction}
+        if status is not None:
+            params["status"] = status
+        return self._page(f"/v0/projects/{_segment(project)}/jobs", params)
+
+    def get_job(self, project: str, job: str) -> JsonObject:
+        """The job with its ``events`` and, once finished, its ``output``."""
+        return self._object("GET", f"/v0/projects/{_segment(project)}/jobs/{_segment(job)}")
+
+    def cancel_job(self, project: str, job: str) -> JsonObject:
+        """The canceled job; ``ApiError`` 409 when it already finished."""
+        path = f"/v0/projects/{_segment(project)}/jobs/{_segment(job)}/cancel"
+        return self._object("POST", path)
+
+    def wait_for_job(
+        self,
+        project: str,
+        job: str,
+        timeout: float,
+        on_status: Callable[[JsonObject], None] | None = None,
+        *,
+        poll_interval: float = 0.2,
+    ) -> JsonObject:
+        """Poll the job until it is processed, failed or canceled and return its last read.
+
+        ``on_status`` is called with the job on the first read and on every status change.
+        Raises ``JobWaitTimeout`` (with the last read) when ``timeout`` seconds pass first, and
+        ``ApiError`` when a read fails.
+        """
+        deadline = time.monotonic() + timeout
+        last_status: str | None = None
+        while True:
+            current = self.get_job(project, job)
+            status = str(current.get("status"))
+            if status != last_status:
+                last_status = status
+                if on_status is not None:
+                    on_status(current)
+            if status in FINAL_JOB_STATUSES:
+                return current
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise JobWaitTimeout(
+                    f"job {job} is still {status} after {timeout:g} s", current
+                )
+            time.sleep(min(poll_interval, remaining))
+
+
+def _present(**fields: object) -> JsonObject:
+    """Only the fields that were given, for PATCH bodies."""
+    return {name: value for name, value in fields.items() if value is not None}

@@ -1,0 +1,447 @@
+"""The runner agent: one channel to the server, one job at a time, results never lost.
+
+Threads: the main thread runs the protocol (``_loop``) and is the only one that changes agent
+state; it reacts to events from one queue and to its own deadlines. The channel's receiver thread
+posts server messages and the channel's loss, the job thread (``job.py``) posts ``JobStarted``
+and ``JobFinished``, signal handlers post ``DrainRequested``. The heartbeat thread only sends.
+
+On every (re)connect: spooled results first, oldest first, each awaiting its ``ack`` (an
+``error`` means the server refuses it for good: it is dropped); then, if a job is still executing
+here, ``running`` again and heartbeats; otherwise ``ready``.
+
+Drain (SIGTERM or SIGINT): no more ``ready``. Idle, the agent closes the channel and exits 0 at
+once, even with a ``ready`` outstanding: a job the server claimed for us in that instant is left
+to the server's disconnect recovery, which fails it. A running job gets ``drain_grace`` seconds,
+then is canceled and reported ``failed``; its result gets a few seconds to be acked, then the
+agent exits 0 (an unacked result stays spooled for the next start). A second signal cancels the
+job at once.
+"""
+
+from __future__ import annotations
+
+import logging
+import platform
+import queue
+import random
+import time
+import uuid
+from importlib import metadata
+
+from pydantic import BaseModel
+
+from benchrunner.core.templates import TemplateRegistry
+from benchrunner.protocol import (
+    Ack,
+    Cancel,
+    Error,
+    Failed,
+    JobAssigned,
+    NoJob,
+    Ready,
+    Running,
+    TerminalMessage,
+    Update,
+)
+from benchrunner.runner.channel import ChannelClosedError, ChannelRefusedError, channel_url
+from benchrunner.runner.connector import Connector
+from benchrunner.runner.cores import CorePlan
+from benchrunner.runner.events import (
+    AgentEvent,
+    ChannelLost,
+    DrainRequested,
+    JobFinished,
+    JobStarted,
+    ServerEvent,
+    ServerMessage,
+)
+from benchrunner.runner.executors import Executor, ExecutorError, create_executor
+from benchrunner.runner.heartbeat import HeartbeatSender
+from benchrunner.runner.job import CancelReason, JobRun
+from benchrunner.runner.options import RunnerOptions
+from benchrunner.runner.outbox import Outbox
+from benchrunner.runner.signals import stop_signals_call
+from benchrunner.runner.spool import Spool
+
+__all__ = ["Agent", "RunnerOptions", "run_agent"]
+
+log = logging.getLogger("benchrunner.runner")
+
+EXIT_OK = 0
+EXIT_REFUSED = 2  # bad/archived key, unknown runner, or an unusable configuration
+
+READY_REPLY_MARGIN = 30.0  # beyond poll_timeout, for the reply to ready
+READY_RETRY = 1.0  # pause after the server refused ready or offered an update
+DELIVERY_GRACE = 5.0  # draining: how long the last result may take to be acked
+CLOSE_CODE_SERVER_RESTART = 1012
+
+
+def run_agent(options: RunnerOptions) -> int:
+    """Run the runner until drained (SIGTERM/SIGINT), refused, or after one job with ``once``.
+
+    Returns the process exit code: 0 after a drain or a ``once`` job; 2 if the server refuses
+    the runner key or runner (HTTP 401/403/404 at the handshake) or the options, templates file
+    or executor are unusable. Signals are handled only when called on the main thread.
+    """
+    if not logging.getLogger().handlers:
+        logging.basicConfig(
+            level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+        )
+    try:
+        agent = Agent(options)
+    except (ValueError, ExecutorError, OSError) as exc:
+        log.error("runner not started: %s", exc)
+        return EXIT_REFUSED
+    with stop_signals_call(agent.request_drain):
+        return agent.run()
+
+
+def runner_version() -> str:
+    try:
+        return metadata.version("benchrunner")[:64]
+    except metadata.PackageNotFoundError:
+        return "0+unknown"
+
+
+class Agent:
+    def __init__(
+        self,
+        options: RunnerOptions,
+        *,
+        executor: Executor | None = None,
+        rng: random.Random | None = None,
+    ) -> None:
+        """Raises ValueError (options, templates file), ExecutorError, or OSError (spool)."""
+        options.validate()
+        self._options = options
+        self._cores = CorePlan.detect()
+        templates = (
+            TemplateRegistry.load(options.templates)
+            if options.templates is not None
+            else TemplateRegistry.empty()
+        )
+        self._executor = executor or create_executor(
+            options.executor,
+            templates,
+            kill_grace=options.kill_grace,
+            max_output_bytes=options.max_output_bytes,
+            cores=self._cores,
+        )
+        self._spool = Spool(options.spool)
+        self._outbox = Outbox(self._spool)
+        self._events: queue.SimpleQueue[AgentEvent] = queue.SimpleQueue()
+        self._version = runner_version()
+        self._connector = Connector(
+            channel_url(options.host, options.runner),
+            options.key,
+            events=self._events,
+            cores=self._cores,
+            user_agent=f"benchrunner-runner/{self._version}",
+            rng=rng,
+        )
+        self._heartbeat = HeartbeatSender(options.heartbeat_interval, self._cores)
+        self._ready_deadline: float | None = None  # set iff a ready awaits its reply
+        self._ready_not_before = 0.0
+        self._job: JobRun | None = None
+        self._job_started = False
+        self._announced_on = 0  # generation of the channel that was sent running for _job
+        self._own_jobs: set[uuid.UUID] = set()
+        self._own_delivered = 0
+        self._drain_level = 0
+        self._drain_deadline: float | None = None
+        self._exit_deadline: float | None = None
+
+    def request_drain(self) -> None:
+        """Drain (first call) or cancel now (later calls). Safe from a signal handler or any
+        thread: SimpleQueue.put is reentrant."""
+        self._events.put(DrainRequested())
+
+    def run(self) -> int:
+        """Blocks until the agent stops; returns the exit code (see ``run_agent``)."""
+        spooled = self._outbox.load()
+        log.info(
+            "runner %s starting: executor %s, %s, %d spooled result(s)",
+            self._options.runner,
+            self._executor.name,
+            self._cores.describe(),
+            spooled,
+        )
+        self._heartbeat.start()
+        try:
+            return self._loop()
+        finally:
+            self._shutdown()
+
+    # ------------------------------------------------------------------ the loop
+
+    def _loop(self) -> int:
+        while True:
+            now = time.monotonic()
+            code = self._exit_code(now)
+            if code is not None:
+                return code
+            self._check_deadlines(now)
+            if self._connector.due(now):
+                try:
+                    if self._connector.connect() is not None:
+                        self._channel_changed()
+                except ChannelRefusedError as exc:
+                    log.error("%s; check the runner id and key (bad, rotated or archived)", exc)
+                    return EXIT_REFUSED
+            if self._connector.channel is not None:
+                self._act(time.monotonic())
+            event = self._next_event(time.monotonic())
+            if event is not None:
+                self._handle(event)
+
+    def _exit_code(self, now: float) -> int | None:
+        stopping = self._drain_level > 0 or (self._options.once and self._own_delivered > 0)
+        if not stopping or self._job is not None:
+            return None
+        if not self._outbox:
+            return EXIT_OK
+        if self._exit_deadline is not None and now >= self._exit_deadline:
+            log.warning("exiting with %d result(s) left in the spool", len(self._outbox))
+            return EXIT_OK
+        return None
+
+    def _check_deadlines(self, now: float) -> None:
+        if self._drain_deadline is not None and now >= self._drain_deadline:
+            self._drain_deadline = None
+            if self._job is not None:
+                log.warning("job %s outlived the drain grace; canceling it", self._job.uuid)
+                self._job.cancel(CancelReason.DRAIN)
+        if self._connector.channel is None:
+            return
+        if self._outbox.overdue(now):
+            log.warning("no reply to a result within its ack timeout; reconnecting")
+            self._drop_channel()
+        elif self._ready_deadline is not None and now >= self._ready_deadline:
+            log.warning("no reply to ready; reconnecting")
+            self._drop_channel()
+
+    def _act(self, now: float) -> None:
+        """Send what is due on the current channel: results first, then running, then ready."""
+        channel = self._connector.channel
+        assert channel is not None
+        if self._outbox:
+            self._heartbeat.detach()  # nothing may be sent between a result and its reply
+            self._outbox.send_next(channel, now, self._send)
+            return
+        if self._job is not None:
+            if self._job_started and self._announced_on != channel.generation:
+                if not self._send(Running(job=self._job.uuid), expect_ack=True):
+                    return
+                self._announced_on = channel.generation
+            if self._announced_on == channel.generation:
+                self._heartbeat.attach(channel)
+            return
+        once_taken = self._options.once and bool(self._own_jobs)
+        if (
+            self._ready_deadline is None
+            and self._drain_level == 0
+            and not once_taken
+            and now >= self._ready_not_before
+        ):
+            ready = Ready(
+                poll_timeout=self._options.poll_timeout,
+                os=platform.system().lower(),
+                arch=platform.machine(),
+                version=self._version,
+            )
+            if self._send(ready):
+                self._ready_deadline = now + self._options.poll_timeout + READY_REPLY_MARGIN
+
+    def _next_event(self, now: float) -> AgentEvent | None:
+        deadlines = [
+            self._drain_deadline,
+            self._exit_deadline,
+            self._ready_deadline,
+            self._outbox.deadline(),
+            self._connector.deadline(),
+            self._ready_not_before if self._ready_not_before > now else None,
+        ]
+        due = [deadline for deadline in deadlines if deadline is not None]
+        timeout = max(0.0, min(due) - now) if due else None
+        try:
+            return self._events.get(timeout=timeout)
+        except queue.Empty:
+            return None
+
+    # ------------------------------------------------------------------ events
+
+    def _handle(self, event: AgentEvent) -> None:
+        if isinstance(event, ServerEvent):
+            if self._connector.is_current(event.generation):
+                self._on_message(event.message)
+        elif isinstance(event, ChannelLost):
+            if self._connector.is_current(event.generation):
+                if event.code == CLOSE_CODE_SERVER_RESTART:
+                    log.info("server restarting (close code 1012)")
+                else:
+                    log.warning("channel closed: code %d %s", event.code, event.reason)
+                self._drop_channel()
+        elif isinstance(event, JobStarted):
+            if self._job is not None and self._job.uuid == event.job:
+                self._job_started = True
+                log.info("job %s started", event.job)
+        elif isinstance(event, JobFinished):
+            self._on_job_finished(event)
+        else:
+            self._on_drain()
+
+    def _on_message(self, message: ServerMessage) -> None:
+        if isinstance(message, Ack):
+            self._on_ack(message)
+        elif isinstance(message, JobAssigned):
+            self._on_job(message)
+        elif isinstance(message, NoJob):
+            self._ready_deadline = None
+        elif isinstance(message, Cancel):
+            self._on_cancel(message)
+        elif isinstance(message, Update):
+            log.warning("server offers version %s: self-update not supported yet", message.version)
+            self._ready_answered(pause=True)
+        else:
+            self._on_error(message)
+
+    def _on_ack(self, ack: Ack) -> None:
+        if self._outbox.in_flight is None:
+            channel = self._connector.channel
+            if channel is not None:
+                channel.settle_one()
+            return
+        delivered = self._outbox.accept(ack)
+        if delivered is None:
+            log.debug("ignoring ack for job %s: another result is awaited", ack.job)
+        else:
+            self._result_done(delivered, "delivered")
+
+    def _on_error(self, error: Error) -> None:
+        channel = self._connector.channel
+        refused = self._outbox.refuse()
+        if refused is not None:
+            log.error("server refused the result of job %s: %s", refused.job, error.message)
+            self._result_done(refused, "dropped from the spool")
+        elif channel is not None and channel.settle_one():
+            log.error("server error: %s", error.message)
+        elif self._ready_deadline is not None:
+            log.error("server refused ready: %s", error.message)
+            self._ready_answered(pause=True)
+        else:
+            log.error("server error: %s", error.message)
+
+    def _on_job(self, message: JobAssigned) -> None:
+        claimed = message.claimed()
+        self._ready_answered(pause=False)
+        if self._job is not None or self._drain_level:
+            busy = f"busy with job {self._job.uuid}" if self._job else "shutting down"
+            log.error("refusing job %s: runner is %s", claimed.uuid, busy)
+            self._outbox.add(Failed(job=claimed.uuid, error=f"runner was {busy}"), spooled=False)
+            return
+        config = claimed.config
+        what = f"template {config.template!r}" if config.template else f"image {config.digest}"
+        log.info(
+            "job %s received: %s, %d iteration(s), timeout %d s",
+            claimed.uuid,
+            what,
+            config.iter,
+            config.timeout,
+        )
+        self._job = JobRun(
+            claimed,
+            executor=self._executor,
+            spool=self._spool,
+            post=self._events.put,
+            cores=self._cores,
+        )
+        self._job_started = False
+        self._own_jobs.add(claimed.uuid)
+        self._job.start()
+
+    def _on_cancel(self, message: Cancel) -> None:
+        channel = self._connector.channel
+        if channel is not None:
+            channel.settle_one()  # the server may answer a heartbeat with cancel instead of ack
+        job = self._job
+        if job is not None and message.job in (None, job.uuid):
+            log.info("server canceled job %s", job.uuid)
+            job.cancel(CancelReason.SERVER)
+        else:
+            log.info("ignoring cancel for job %s: not running here", message.job)
+
+    def _on_job_finished(self, event: JobFinished) -> None:
+        self._job = None
+        self._job_started = False
+        self._heartbeat.detach()
+        self._outbox.add(event.message, spooled=True)
+        error = f": {event.message.error}" if isinstance(event.message, Failed) else ""
+        log.info(
+            "job %s finished: %s in %.3f s%s",
+            event.job,
+            event.message.event,
+            event.duration,
+            error,
+        )
+        self._drain_deadline = None
+        if self._drain_level and self._exit_deadline is None:
+            self._exit_deadline = time.monotonic() + DELIVERY_GRACE
+
+    def _on_drain(self) -> None:
+        self._drain_level += 1
+        now = time.monotonic()
+        job = self._job
+        if self._drain_level > 1:
+            log.warning("second stop signal: canceling now")
+            self._drain_deadline = None
+            if job is not None:
+                job.cancel(CancelReason.SHUTDOWN)
+            else:
+                self._exit_deadline = now
+        elif job is not None:
+            grace = self._options.drain_grace
+            log.info("draining: job %s may run %.0f s more; no new jobs", job.uuid, grace)
+            self._drain_deadline = now + grace
+        else:
+            log.info("draining: idle, exiting")
+            self._exit_deadline = now + DELIVERY_GRACE
+
+    # ------------------------------------------------------------------ helpers
+
+    def _ready_answered(self, *, pause: bool) -> None:
+        if self._ready_deadline is not None and pause:
+            self._ready_not_before = time.monotonic() + READY_RETRY
+        self._ready_deadline = None
+
+    def _result_done(self, message: TerminalMessage, how: str) -> None:
+        if message.job in self._own_jobs:
+            self._own_delivered += 1
+        log.info("job %s: %s result %s", message.job, message.event, how)
+
+    def _send(self, message: BaseModel, *, expect_ack: bool = False) -> bool:
+        channel = self._connector.channel
+        assert channel is not None
+        try:
+            channel.send(message, expect_ack=expect_ack)
+        except ChannelClosedError as exc:
+            log.warning("channel lost while sending %s: %s", type(message).__name__, exc)
+            self._drop_channel()
+            return False
+        return True
+
+    def _channel_changed(self) -> None:
+        self._heartbeat.detach()
+        self._ready_deadline = None
+        self._outbox.connection_lost()
+
+    def _drop_channel(self) -> None:
+        self._channel_changed()
+        self._connector.drop()
+
+    def _shutdown(self) -> None:
+        self._heartbeat.stop()
+        job = self._job
+        if job is not None:
+            # Only after a fatal refusal: the job's result stays spooled for the next start.
+            job.cancel(CancelReason.SHUTDOWN)
+            job.join(self._options.kill_grace + 5.0)
+        self._connector.close()

@@ -1,0 +1,196 @@
+"""The runner's WebSocket channel: one connection, one receiver thread, thread-safe sends.
+
+The receiver thread turns every frame into a ``ServerEvent`` (or, at the end, one
+``ChannelLost``) in the agent's event queue. ``send`` may be called from the main thread and the
+heartbeat thread at once; it also counts the messages that still await the server's reply, so the
+agent knows which ``ack`` answers what (the server answers in order, SPEC section 5).
+
+Errors, as seen by the agent:
+
+    ChannelRefusedError      handshake rejected with 401/403/404: bad, rotated or archived
+                             runner key, or unknown runner. Retrying cannot help.
+    ChannelUnavailableError  anything else while connecting (network, 5xx, timeout): retry.
+    ChannelClosedError       a send on a connection that is gone: reconnect.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import queue
+import threading
+import urllib.parse
+
+from pydantic import BaseModel, ValidationError
+from websockets.exceptions import ConnectionClosed, InvalidStatus, InvalidURI, WebSocketException
+from websockets.sync.client import ClientConnection, connect
+
+from benchrunner.protocol import encode, server_message
+from benchrunner.runner.cores import CorePlan
+from benchrunner.runner.events import AgentEvent, ChannelLost, ServerEvent
+
+log = logging.getLogger(__name__)
+
+MAX_MESSAGE_BYTES = 64 * 1024 * 1024
+FATAL_STATUSES = frozenset({401, 403, 404})
+_NO_CLOSE_FRAME = 1006
+
+
+class ChannelRefusedError(Exception):
+    def __init__(self, status: int, detail: str) -> None:
+        super().__init__(f"server refused the runner channel: HTTP {status}{detail}")
+        self.status = status
+
+
+class ChannelUnavailableError(Exception):
+    pass
+
+
+class ChannelClosedError(Exception):
+    pass
+
+
+def channel_url(host: str, runner: str) -> str:
+    """``http(s)://host[/prefix]`` -> ``ws(s)://host[/prefix]/v0/runners/{runner}/channel``.
+
+    Raises ValueError for a host that is not an http, https, ws or wss URL.
+    """
+    parts = urllib.parse.urlsplit(host.strip())
+    scheme = {"http": "ws", "https": "wss", "ws": "ws", "wss": "wss"}.get(parts.scheme.lower())
+    if scheme is None or not parts.netloc:
+        raise ValueError(f"runner host must be an http:// or https:// URL, got {host!r}")
+    if not runner:
+        raise ValueError("runner must be a runner UUID or slug")
+    path = f"{parts.path.rstrip('/')}/v0/runners/{urllib.parse.quote(runner, safe='')}/channel"
+    return urllib.parse.urlunsplit((scheme, parts.netloc, path, "", ""))
+
+
+class Channel:
+    def __init__(
+        self,
+        connection: ClientConnection,
+        generation: int,
+        events: queue.SimpleQueue[AgentEvent],
+        cores: CorePlan,
+    ) -> None:
+        self.generation = generation
+        self._connection = connection
+        self._events = events
+        self._cores = cores
+        self._lock = threading.Lock()
+        self._outstanding = 0
+        self._receiver = threading.Thread(
+            target=self._receive, name=f"channel-{generation}-receiver", daemon=True
+        )
+
+    @classmethod
+    def open(
+        cls,
+        url: str,
+        key: str,
+        *,
+        generation: int,
+        events: queue.SimpleQueue[AgentEvent],
+        cores: CorePlan,
+        user_agent: str,
+        open_timeout: float = 10.0,
+    ) -> Channel:
+        """Connect and start receiving. Raises ChannelRefusedError or ChannelUnavailableError."""
+        try:
+            with cores.housekeeping_affinity():  # the library's own threads inherit it
+                connection = connect(
+                    url,
+                    additional_headers={"Authorization": f"Bearer {key}"},
+                    user_agent_header=user_agent,
+                    max_size=MAX_MESSAGE_BYTES,
+                    open_timeout=open_timeout,
+                    close_timeout=2.0,
+                    legacy=True,
+                )
+        except InvalidStatus as exc:
+            status = exc.response.status_code
+            detail = _response_detail(exc.response.body)
+            if status in FATAL_STATUSES:
+                raise ChannelRefusedError(status, detail) from None
+            raise ChannelUnavailableError(f"HTTP {status}{detail}") from None
+        except InvalidURI as exc:
+            raise ChannelRefusedError(0, f" (invalid URL: {exc})") from None
+        except (OSError, TimeoutError, WebSocketException) as exc:
+            raise ChannelUnavailableError(str(exc) or type(exc).__name__) from None
+        channel = cls(connection, generation, events, cores)
+        channel._receiver.start()
+        return channel
+
+    @property
+    def outstanding(self) -> int:
+        """Messages sent with ``expect_ack`` whose ``ack``/``error`` has not been seen."""
+        with self._lock:
+            return self._outstanding
+
+    def send(self, message: BaseModel, *, expect_ack: bool = False) -> None:
+        """Send one protocol message (a model of ``benchrunner.protocol``).
+
+        Raises ChannelClosedError if the connection is gone.
+        """
+        data = encode(message)
+        with self._lock:
+            try:
+                self._connection.send(data)
+            except (ConnectionClosed, OSError) as exc:
+                raise ChannelClosedError(str(exc)) from None
+            if expect_ack:
+                self._outstanding += 1
+
+    def settle_one(self) -> bool:
+        """Count one reply against the oldest outstanding message; False if none was."""
+        with self._lock:
+            if self._outstanding == 0:
+                return False
+            self._outstanding -= 1
+            return True
+
+    def forget_outstanding(self) -> int:
+        """Stop waiting for replies the server is not going to send; returns how many."""
+        with self._lock:
+            count, self._outstanding = self._outstanding, 0
+            return count
+
+    def close(self, code: int = 1000, reason: str = "") -> None:
+        with contextlib.suppress(Exception):
+            self._connection.close(code, reason)
+
+    def _receive(self) -> None:
+        self._cores.pin_to_housekeeping()
+        code, reason = _NO_CLOSE_FRAME, ""
+        try:
+            while True:
+                raw = self._connection.recv()
+                try:
+                    message = server_message.validate_json(raw)
+                except ValidationError as exc:
+                    log.warning("ignoring an invalid message from the server: %s", _short(exc))
+                    continue
+                self._events.put(ServerEvent(self.generation, message))
+        except ConnectionClosed as exc:
+            if exc.rcvd is not None:
+                code, reason = exc.rcvd.code, exc.rcvd.reason
+        except Exception:
+            log.exception("channel receiver failed")
+        self._events.put(ChannelLost(self.generation, code, reason))
+
+
+def _response_detail(body: bytes | bytearray | None) -> str:
+    if not body:
+        return ""
+    text = bytes(body).decode("utf-8", errors="replace")
+    with contextlib.suppress(ValueError, AttributeError):
+        text = str(json.loads(text).get("message", text))
+    return f": {text[:200]}"
+
+
+def _short(exc: ValidationError) -> str:
+    errors = exc.errors()
+    if not errors:
+        return str(exc)
+    return f"{exc.error_count()} error(s), first: {errors[0]['loc']} {errors[0]['msg']}"

@@ -1,0 +1,91 @@
+"""Keeps the agent's channel: connects when due, drops it on loss, and spaces reconnects with
+jittered exponential backoff (reset after every successful connect)."""
+
+from __future__ import annotations
+
+import logging
+import queue
+import random
+import time
+
+from benchrunner.runner.backoff import Backoff
+from benchrunner.runner.channel import Channel, ChannelUnavailableError
+from benchrunner.runner.cores import CorePlan
+from benchrunner.runner.events import AgentEvent
+
+log = logging.getLogger(__name__)
+
+
+class Connector:
+    def __init__(
+        self,
+        url: str,
+        key: str,
+        *,
+        events: queue.SimpleQueue[AgentEvent],
+        cores: CorePlan,
+        user_agent: str,
+        rng: random.Random | None = None,
+    ) -> None:
+        self.url = url
+        self._key = key
+        self._events = events
+        self._cores = cores
+        self._user_agent = user_agent
+        self._backoff = Backoff(rng=rng)
+        self._generation = 0
+        self._next_attempt = 0.0
+        self.channel: Channel | None = None
+
+    def is_current(self, generation: int) -> bool:
+        return self.channel is not None and self.channel.generation == generation
+
+    def due(self, now: float) -> bool:
+        return self.channel is None and now >= self._next_attempt
+
+    def deadline(self) -> float | None:
+        """When the next connection attempt is due, while disconnected."""
+        return self._next_attempt if self.channel is None else None
+
+    def connect(self) -> Channel | None:
+        """One attempt; None (next attempt scheduled) if the server is unreachable.
+
+        Raises ChannelRefusedError when retrying cannot help (401/403/404).
+        """
+        self._generation += 1
+        try:
+            channel = Channel.open(
+                self.url,
+                self._key,
+                generation=self._generation,
+                events=self._events,
+                cores=self._cores,
+                user_agent=self._user_agent,
+            )
+        except ChannelUnavailableError as exc:
+            delay = self._schedule()
+            log.warning("cannot connect to %s: %s; retrying in %.2f s", self.url, exc, delay)
+            return None
+        self._backoff.reset()
+        self.channel = channel
+        log.info("connected to %s", self.url)
+        return channel
+
+    def drop(self) -> None:
+        """Close the current channel (if any) and schedule a reconnect."""
+        channel, self.channel = self.channel, None
+        if channel is None:
+            return
+        channel.close()
+        log.info("reconnecting in %.2f s", self._schedule())
+
+    def close(self) -> None:
+        """Final close: the runner is stopping."""
+        channel, self.channel = self.channel, None
+        if channel is not None:
+            channel.close(1001, "runner stopping")
+
+    def _schedule(self) -> float:
+        delay = self._backoff.next_delay()
+        self._next_attempt = time.monotonic() + delay
+        return delay

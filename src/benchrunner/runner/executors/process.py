@@ -1,0 +1,226 @@
+"""The ``process`` executor: a template job's argv run directly on this machine.
+
+Isolation is light (SPEC section 6): no shell, a new session and process group per iteration, an
+environment allowlist, a fresh working directory per job, the job cores as CPU affinity. Only
+templates listed in the runner's own templates file run here, with arguments re-checked against
+that file, whatever the server sent.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import threading
+import uuid
+from collections.abc import Mapping, Sequence
+from pathlib import Path, PurePosixPath
+
+from benchrunner.core.templates import TemplateError, TemplateRegistry
+from benchrunner.protocol import IterationResult, JsonClaimedJob
+from benchrunner.runner.cores import CorePlan
+from benchrunner.runner.executors.base import Executor, ExecutorError, PreparedJob
+from benchrunner.runner.executors.capture import StreamCapture, bounded_text
+from benchrunner.runner.executors.group import ProcessGroup, become_subreaper
+
+log = logging.getLogger(__name__)
+
+# Nothing else of the runner's environment reaches a job: above all not the runner key.
+ENV_ALLOWLIST = ("PATH", "HOME", "LANG", "LC_ALL", "TZ", "TMPDIR")
+
+
+class ProcessExecutor(Executor):
+    name = "process"
+
+    def __init__(
+        self,
+        templates: TemplateRegistry,
+        *,
+        kill_grace: float = 10.0,
+        max_output_bytes: int = 1_048_576,
+        cores: CorePlan | None = None,
+        workdir_root: Path | None = None,
+        environ: Mapping[str, str] | None = None,
+    ) -> None:
+        """``environ`` is where the allowlisted variables come from (default: the runner's own
+        environment); ``workdir_root`` holds the per-job working directories (default: TMPDIR)."""
+        self._templates = templates
+        self._kill_grace = kill_grace
+        self._max_output_bytes = max_output_bytes
+        self._cores = cores or CorePlan()
+        self._workdir_root = workdir_root
+        self._environ = os.environ if environ is None else environ
+        become_subreaper()
+
+    def prepare(self, job: JsonClaimedJob) -> ProcessJob:
+        config = job.config
+        if config.template is None:
+            raise ExecutorError(
+                "executor 'process' cannot run image jobs; start the runner with --executor sandbox"
+            )
+        if config.template not in self._templates:
+            approved = ", ".join(self._templates.names()) or "none"
+            raise ExecutorError(
+                f"template {config.template!r} is not approved on this runner "
+                f"(runner templates: {approved})"
+            )
+        try:
+            argv = self._templates.get(config.template).argv(config.args or {})
+        except TemplateError as exc:
+            raise ExecutorError(str(exc)) from None
+        file_paths = [_checked_file_path(path) for path in config.file_paths or []]
+        base_env = {name: self._environ[name] for name in ENV_ALLOWLIST if name in self._environ}
+        try:
+            workdir = Path(
+                tempfile.mkdtemp(prefix=f"benchrunner-{job.uuid}-", dir=self._workdir_root)
+            )
+        except OSError as exc:
+            raise ExecutorError(f"cannot create the job's working directory: {exc}") from None
+        return ProcessJob(
+            job=job.uuid,
+            argv=argv,
+            file_paths=file_paths if config.file_paths is not None else None,
+            workdir=workdir,
+            base_env=base_env,
+            kill_grace=self._kill_grace,
+            max_output_bytes=self._max_output_bytes,
+            cores=self._cores,
+        )
+
+
+class ProcessJob(PreparedJob):
+    def __init__(
+        self,
+        *,
+        job: uuid.UUID,
+        argv: Sequence[str],
+        file_paths: Sequence[str] | None,
+        workdir: Path,
+        base_env: Mapping[str, str],
+        kill_grace: float,
+        max_output_bytes: int,
+        cores: CorePlan,
+    ) -> None:
+        self.job = job
+        self.argv = list(argv)
+        self.workdir = workdir
+        self._file_paths = file_paths
+        self._base_env = dict(base_env)
+        self._kill_grace = kill_grace
+        self._limit = max_output_bytes
+        self._cores = cores
+        self._lock = threading.Lock()
+        self._group: ProcessGroup | None = None
+        self._canceled = False
+
+    def environment(self, index: int) -> dict[str, str]:
+        return {
+            **self._base_env,
+            "BENCHRUNNER_JOB": str(self.job),
+            "BENCHRUNNER_ITERATION": str(index),
+            "BENCHRUNNER_WORKDIR": str(self.workdir),
+        }
+
+    def run_iteration(self, index: int) -> IterationResult:
+        with self._lock:
+            # Under the lock so a concurrent cancel() either sees the group or stops the start.
+            if self._canceled:
+                return IterationResult(stderr="[benchrunner: canceled before the iteration]\n")
+            group = ProcessGroup(self._start(index), self._kill_grace)
+            self._group = group
+        leader = group.leader
+        assert leader.stdout is not None and leader.stderr is not None
+        stdout = StreamCapture(leader.stdout, self._limit, f"job-{self.job}-stdout")
+        stderr = StreamCapture(leader.stderr, self._limit, f"job-{self.job}-stderr")
+        stdout.start()
+        stderr.start()
+        returncode = leader.wait()
+        # A background process left in the group would perturb the next iteration and keep
+        # the pipes open: the group ends with its leader.
+        group.stop()
+        with self._lock:
+            self._group = None
+        notes: list[str] = []
+        for capture, stream in ((stdout, "stdout"), (stderr, "stderr")):
+            if not capture.join(self._kill_grace):
+                notes.append(
+                    f"[benchrunner: {stream} is held open by a process outside the job's "
+                    "process group; stopped reading]"
+                )
+        exit_code = returncode
+        if returncode < 0:
+            exit_code = 128 - returncode
+            notes.append(f"[benchrunner: killed by signal {signal.Signals(-returncode).name}]")
+        output = self._collect_files(notes)
+        stderr_text = stderr.text()
+        if notes:
+            if stderr_text and not stderr_text.endswith("\n"):
+                stderr_text += "\n"
+            stderr_text += "".join(f"{note}\n" for note in notes)
+        return IterationResult(
+            exit_code=exit_code, stdout=stdout.text(), stderr=stderr_text, output=output
+        )
+
+    def cancel(self) -> None:
+        with self._lock:
+            self._canceled = True
+            group = self._group
+        if group is not None:
+            group.terminate()
+
+    def cleanup(self) -> None:
+        with self._lock:
+            self._canceled = True
+            group = self._group
+        if group is not None:
+            group.kill()
+        shutil.rmtree(self.workdir, ignore_errors=True)
+
+    def _start(self, index: int) -> subprocess.Popen[bytes]:
+        try:
+            with self._cores.job_affinity():
+                return subprocess.Popen(
+                    self.argv,
+                    stdin=subprocess.DEVNULL,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE,
+                    cwd=self.workdir,
+                    env=self.environment(index),
+                    start_new_session=True,
+                    close_fds=True,
+                )
+        except OSError as exc:
+            raise ExecutorError(
+                f"iteration {index} could not start {self.argv[0]!r}: {exc.strerror or exc}"
+            ) from None
+
+    def _collect_files(self, notes: list[str]) -> dict[str, str] | None:
+        if self._file_paths is None:
+            return None
+        output: dict[str, str] = {}
+        for name in self._file_paths:
+            path = self.workdir / name  # an absolute name replaces the working directory
+            try:
+                with path.open("rb") as handle:
+                    data = handle.read(self._limit + 1)
+            except FileNotFoundError:
+                notes.append(f"[benchrunner: file_path {name!r} not found]")
+                continue
+            except OSError as exc:
+                notes.append(f"[benchrunner: file_path {name!r} could not be read: {exc.strerror}]")
+                continue
+            output[name] = bounded_text(data, self._limit)
+        return output
+
+
+def _checked_file_path(path: str) -> str:
+    if not path or "\x00" in path:
+        raise ExecutorError(f"file_path {path!r} is not a valid path")
+    if not PurePosixPath(path).is_absolute():
+        normalized = os.path.normpath(path)
+        if normalized == ".." or normalized.startswith("../"):
+            raise ExecutorError(f"file_path {path!r} escapes the job's working directory")
+    return path

@@ -1,0 +1,83 @@
+"""The heartbeat: ``{"event":"heartbeat"}`` every interval while a job executes.
+
+One long-lived thread on the housekeeping core. The agent ``attach``es it to the channel once
+``running`` was sent there, and ``detach``es it when the job finishes, before a terminal message
+is sent, and when the channel is lost. ``detach`` returns only when no heartbeat send is in
+progress, so nothing is sent after it: the server's next ``ack`` then cannot be a heartbeat's.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+
+from benchrunner.protocol import Heartbeat
+from benchrunner.runner.channel import Channel, ChannelClosedError
+from benchrunner.runner.cores import CorePlan
+
+log = logging.getLogger(__name__)
+
+
+class HeartbeatSender:
+    def __init__(self, interval: float, cores: CorePlan) -> None:
+        self._interval = interval
+        self._cores = cores
+        self._cond = threading.Condition()
+        self._channel: Channel | None = None
+        self._next_due = 0.0
+        self._stopped = False
+        self._thread = threading.Thread(target=self._run, name="heartbeat", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        with self._cond:
+            self._stopped = True
+            self._channel = None
+            self._cond.notify_all()
+        if self._thread.is_alive():
+            self._thread.join()
+
+    @property
+    def attached(self) -> bool:
+        with self._cond:
+            return self._channel is not None
+
+    def attach(self, channel: Channel) -> None:
+        """Heartbeat on ``channel``, first one interval from now. No-op if already attached."""
+        with self._cond:
+            if self._channel is channel:
+                return
+            self._channel = channel
+            self._next_due = time.monotonic() + self._interval
+            self._cond.notify_all()
+
+    def detach(self) -> None:
+        """Stop heartbeating; returns after any send in progress has finished."""
+        with self._cond:
+            self._channel = None
+            self._cond.notify_all()
+
+    def _run(self) -> None:
+        self._cores.pin_to_housekeeping()
+        with self._cond:
+            while not self._stopped:
+                channel = self._channel
+                if channel is None:
+                    self._cond.wait()
+                    continue
+                now = time.monotonic()
+                if now < self._next_due:
+                    self._cond.wait(self._next_due - now)
+                    continue
+                self._next_due += self._interval
+                if self._next_due <= now:  # skip missed beats rather than burst after a stall
+                    self._next_due = now + self._interval
+                try:
+                    # Sent while holding the condition: detach() waits for it to finish.
+                    channel.send(Heartbeat(), expect_ack=True)
+                except ChannelClosedError:
+                    # The receiver thread reports the loss; the agent will detach us.
+                    log.debug("heartbeat not sent: channel closed")

@@ -1,0 +1,178 @@
+"""One job, executed on its own thread from claim to a spooled terminal message.
+
+The thread prepares the job with the executor, posts ``JobStarted`` (the agent sends
+``running``), runs ``config.iter`` iterations under the job's local timeout, cleans up, writes
+the terminal message to the spool and posts ``JobFinished``. It always ends with exactly one
+terminal message, whatever happens:
+
+    all iterations exit 0                     completed
+    an iteration exits non-zero               failed  "iteration i exited with code c"
+    setup refused (ExecutorError)             failed  with the executor's reason, no results
+    config.timeout elapsed                    failed  "job exceeded its timeout of N s"
+    server sent cancel                        canceled
+    drain grace elapsed / second signal       failed  (a runner-side cancel is not ``canceled``,
+                                                       which acknowledges a server cancel)
+    a bug in the runner                       failed  "runner error: ..."
+"""
+
+from __future__ import annotations
+
+import enum
+import logging
+import os
+import threading
+import time
+from collections.abc import Callable
+
+from benchrunner.protocol import (
+    Canceled,
+    Completed,
+    Failed,
+    IterationResult,
+    JsonClaimedJob,
+    TerminalMessage,
+)
+from benchrunner.runner.cores import CorePlan
+from benchrunner.runner.events import AgentEvent, JobFinished, JobStarted
+from benchrunner.runner.executors.base import Executor, ExecutorError, PreparedJob
+from benchrunner.runner.spool import Spool
+
+log = logging.getLogger(__name__)
+
+CRASH_AFTER_SPOOL_ENV = "BENCHRUNNER_TEST_CRASH_AFTER_SPOOL"
+CRASH_AFTER_SPOOL_EXIT = 17
+
+
+class CancelReason(enum.Enum):
+    SERVER = "server"
+    TIMEOUT = "timeout"
+    DRAIN = "drain"
+    SHUTDOWN = "shutdown"
+
+
+class JobRun:
+    def __init__(
+        self,
+        job: JsonClaimedJob,
+        *,
+        executor: Executor,
+        spool: Spool,
+        post: Callable[[AgentEvent], None],
+        cores: CorePlan,
+    ) -> None:
+        self.job = job
+        self.uuid = job.uuid
+        self._executor = executor
+        self._spool = spool
+        self._post = post
+        self._cores = cores
+        self._lock = threading.Lock()
+        self._prepared: PreparedJob | None = None
+        self._reason: CancelReason | None = None
+        self._thread = threading.Thread(target=self._run, name=f"job-{job.uuid}", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def join(self, timeout: float | None = None) -> bool:
+        self._thread.join(timeout)
+        return not self._thread.is_alive()
+
+    @property
+    def cancel_reason(self) -> CancelReason | None:
+        with self._lock:
+            return self._reason
+
+    def cancel(self, reason: CancelReason) -> None:
+        """Stop the job for ``reason`` (the first reason given wins). Does not block."""
+        with self._lock:
+            if self._reason is not None:
+                return
+            self._reason = reason
+            prepared = self._prepared
+        if prepared is not None:
+            prepared.cancel()
+
+    def _run(self) -> None:
+        # Timers and output readers started from this thread inherit the housekeeping core.
+        self._cores.pin_to_housekeeping()
+        started = time.monotonic()
+        try:
+            message = self._execute()
+        except Exception as exc:
+            log.exception("job %s: unexpected runner error", self.uuid)
+            message = Failed(job=self.uuid, error=f"runner error: {type(exc).__name__}: {exc}")
+        try:
+            self._spool.write(message)
+        except OSError as exc:
+            # Better delivered without durability than not at all.
+            log.error("job %s: cannot write the result to the spool: %s", self.uuid, exc)
+        else:
+            _crash_after_spool_hook(message)
+        self._post(JobFinished(self.uuid, message, time.monotonic() - started))
+
+    def _execute(self) -> TerminalMessage:
+        try:
+            prepared = self._executor.prepare(self.job)
+        except ExecutorError as exc:
+            return Failed(job=self.uuid, error=str(exc))
+        with self._lock:
+            self._prepared = prepared
+            reason = self._reason
+        try:
+            if reason is not None:
+                return self._stopped(reason, [])
+            return self._iterate(prepared)
+        finally:
+            prepared.cleanup()
+
+    def _iterate(self, prepared: PreparedJob) -> TerminalMessage:
+        config = self.job.config
+        self._post(JobStarted(self.uuid))
+        timer = threading.Timer(config.timeout, self.cancel, args=(CancelReason.TIMEOUT,))
+        timer.daemon = True
+        timer.start()
+        results: list[IterationResult] = []
+        try:
+            for index in range(config.iter):
+                try:
+                    result = prepared.run_iteration(index)
+                except ExecutorError as exc:
+                    reason = self.cancel_reason
+                    if reason is not None:
+                        return self._stopped(reason, results)
+                    return Failed(job=self.uuid, results=results, error=str(exc))
+                reason = self.cancel_reason
+                if reason is not None:
+                    if result.exit_code is not None:
+                        results.append(result)
+                    return self._stopped(reason, results)
+                results.append(result)
+                log.debug("job %s: iteration %d exited %s", self.uuid, index, result.exit_code)
+                if result.exit_code != 0:
+                    return Failed(
+                        job=self.uuid,
+                        results=results,
+                        error=f"iteration {index} exited with code {result.exit_code}",
+                    )
+        finally:
+            timer.cancel()
+        return Completed(job=self.uuid, results=results)
+
+    def _stopped(self, reason: CancelReason, results: list[IterationResult]) -> TerminalMessage:
+        if reason is CancelReason.SERVER:
+            return Canceled(job=self.uuid)
+        if reason is CancelReason.TIMEOUT:
+            error = f"job exceeded its timeout of {self.job.config.timeout} s"
+        elif reason is CancelReason.DRAIN:
+            error = "runner drained: job canceled after drain grace period"
+        else:
+            error = "runner shut down: job canceled"
+        return Failed(job=self.uuid, results=results, error=error)
+
+
+def _crash_after_spool_hook(message: TerminalMessage) -> None:
+    """Test signal, a no-op in production: die between spooling a result and sending it, so a
+    system test can prove that a restarted runner redelivers it."""
+    if isinstance(message, Completed) and os.environ.get(CRASH_AFTER_SPOOL_ENV) == "1":
+        os._exit(CRASH_AFTER_SPOOL_EXIT)

@@ -1,0 +1,44 @@
+"""How a runner is configured: what ``benchrunner runner up`` passes to ``run_agent``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from benchrunner.protocol import MAX_POLL_TIMEOUT, MIN_POLL_TIMEOUT
+
+
+@dataclass(kw_only=True)
+class RunnerOptions:
+    """``host``: http(s) URL of the server (ws/wss derived). ``runner``: UUID or slug. ``key``:
+    ``bencher_runner_<64 hex>``, never logged or shown in ``repr``. ``templates``: this
+    machine's approved templates (None: no template job may run). ``spool``: directory of
+    undelivered results (created if missing). ``drain_grace``/``kill_grace``: seconds a job may
+    finish after SIGTERM / between SIGTERM and SIGKILL of its process group.
+    ``max_output_bytes``: per stream and iteration. ``once``: exit after one job."""
+
+    host: str
+    runner: str
+    key: str = field(repr=False)
+    templates: Path | None
+    executor: str = "process"
+    spool: Path
+    poll_timeout: int = 30
+    drain_grace: float = 300.0
+    kill_grace: float = 10.0
+    max_output_bytes: int = 1_048_576
+    heartbeat_interval: float = 1.0
+    once: bool = False
+
+    def validate(self) -> None:
+        """Raises ValueError naming the first unusable option."""
+        if not MIN_POLL_TIMEOUT <= self.poll_timeout <= MAX_POLL_TIMEOUT:
+            raise ValueError(f"poll_timeout must be {MIN_POLL_TIMEOUT}-{MAX_POLL_TIMEOUT} s")
+        if self.drain_grace < 0 or self.kill_grace < 0:
+            raise ValueError("drain_grace and kill_grace must not be negative")
+        if self.heartbeat_interval <= 0:
+            raise ValueError("heartbeat_interval must be positive")
+        if self.max_output_bytes < 1:
+            raise ValueError("max_output_bytes must be positive")
+        if not self.key:
+            raise ValueError("a runner key is required")

@@ -1,0 +1,383 @@
+"""Real processes for system tests: a server, runner agents, and raw channel connections.
+
+Everything is started as the user would start it (``python -m benchrunner ...``) on a free
+loopback port with its own data directory; waits are conditions with deadlines.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+from websockets.exceptions import ConnectionClosed
+from websockets.sync.client import ClientConnection, connect
+
+from benchrunner.client import BenchrunnerClient
+from benchrunner.server.bootstrap import bootstrap_admin
+
+T = TypeVar("T")
+REPO = Path(__file__).resolve().parents[1]
+
+TEST_TEMPLATES = """
+[templates."bench.sleep"]
+description = "Sleep, then report the time slept as a latency metric"
+command = ["python3", "-c", "import json,sys,time; ms=int(sys.argv[1]); time.sleep(ms/1000); print(json.dumps({'sleep': {'latency': {'value': ms}}}))", "{ms}"]
+timeout = 60
+
+[templates."bench.sleep".args.ms]
+type = "int"
+min = 0
+max = 60000
+default = 10
+
+[templates."bench.noop"]
+command = ["python3", "-c", "print('{\\"noop\\": {\\"latency\\": {\\"value\\": 0}}}')"]
+timeout = 30
+
+[templates."bench.family"]
+description = "Write the pids of a shell-less process family to a file, then sleep"
+command = ["python3", "-c", "import os,subprocess,sys,time; child=subprocess.Popen([sys.executable,'-c','import time; time.sleep(600)']); open(sys.argv[1],'w').write(f'{os.getpid()} {child.pid}'); time.sleep(600)", "{pidfile}"]
+timeout = 600
+
+[templates."bench.family".args.pidfile]
+type = "string"
+
+[templates."bench.garbage"]
+command = ["python3", "-c", "print('this is not json')"]
+timeout = 30
+"""
+
+
+def wait_until(
+    predicate: Callable[[], T | bool | None],
+    *,
+    timeout: float = 20.0,
+    interval: float = 0.05,
+    message: str = "condition",
+) -> T:
+    """Poll ``predicate`` until it returns something truthy; fail after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    last: Any = None
+    while time.monotonic() < deadline:
+        last = predicate()
+        if last:
+            return last  # type: ignore[return-value]
+        time.sleep(interval)
+    raise AssertionError(f"timed out after {timeout} s waiting for {message} (last: {last!r})")
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def cli(
+    *args: str,
+    env: dict[str, str] | None = None,
+    timeout: float = 120,
+    check: bool = True,
+) -> subprocess.CompletedProcess[str]:
+    result = subprocess.run(
+        [sys.executable, "-m", "benchrunner", *args],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **(env or {})},
+        timeout=timeout,
+        stdin=subprocess.DEVNULL,
+        check=False,
+    )
+    if check and result.returncode != 0:
+        raise AssertionError(
+            f"benchrunner {' '.join(args)} exited {result.returncode}\n"
+            f"stdout:\n{result.stdout}\nstderr:\n{result.stderr}"
+        )
+    return result
+
+
+@dataclass
+class ServerProcess:
+    data_dir: Path
+    templates: Path
+    heartbeat_timeout: float = 2.0
+    job_timeout_grace: float = 1.0
+    request_body_max_bytes: int = 16 * 1024 * 1024
+    port: int = field(default_factory=free_port)
+    proc: subprocess.Popen[bytes] | None = None
+    token: str = ""
+    starts: int = 0
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def db(self) -> str:
+        return f"sqlite:///{self.data_dir / 'benchrunner.db'}"
+
+    @property
+    def log(self) -> Path:
+        return self.data_dir / f"server-{self.starts}.log"
+
+    def start(self) -> ServerProcess:
+        if not self.token:
+            self.token = bootstrap_admin(self.db, "admin@test.dev")
+        self.starts += 1
+        with self.log.open("wb") as log:
+            self.proc = subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "benchrunner",
+                    "server",
+                    "--port",
+                    str(self.port),
+                    "--db",
+                    self.db,
+                    "--data-dir",
+                    str(self.data_dir),
+                    "--templates",
+                    str(self.templates),
+                    "--heartbeat-timeout",
+                    str(self.heartbeat_timeout),
+                    "--job-timeout-grace",
+                    str(self.job_timeout_grace),
+                    "--request-body-max-bytes",
+                    str(self.request_body_max_bytes),
+                ],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+            )
+        wait_until(self._healthy, timeout=30, message=f"server on {self.url} ({self.log})")
+        return self
+
+    def _healthy(self) -> bool:
+        assert self.proc is not None
+        if self.proc.poll() is not None:
+            raise AssertionError(f"server exited {self.proc.returncode}:\n{self.log.read_text()}")
+        try:
+            with BenchrunnerClient(self.url, None, timeout=2) as client:
+                client.health()
+            return True
+        except Exception:
+            return False
+
+    def kill(self, sig: int = signal.SIGKILL) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(sig)
+            self.proc.wait(timeout=30)
+
+    def client(self, token: str | None = "admin") -> BenchrunnerClient:
+        return BenchrunnerClient(self.url, self.token if token == "admin" else token)
+
+    @property
+    def ws_url(self) -> str:
+        return f"ws://127.0.0.1:{self.port}"
+
+
+@dataclass
+class RunnerProcess:
+    server: ServerProcess
+    slug: str
+    key: str
+    spool: Path
+    templates: Path
+    extra_env: dict[str, str] = field(default_factory=dict)
+    proc: subprocess.Popen[bytes] | None = None
+    starts: int = 0
+
+    @property
+    def log(self) -> Path:
+        return self.spool.parent / f"runner-{self.slug}-{self.starts}.log"
+
+    def start(self, **env: str) -> RunnerProcess:
+        self.starts += 1
+        with self.log.open("wb") as log:
+            self.proc = subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "benchrunner",
+                    "runner",
+                    "up",
+                    "--host",
+                    self.server.url,
+                    "--runner",
+                    self.slug,
+                    "--key",
+                    self.key,
+                    "--templates",
+                    str(self.templates),
+                    "--spool",
+                    str(self.spool),
+                    "--poll-timeout",
+                    "5",
+                    "--drain-grace",
+                    "5",
+                ],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                env={**os.environ, **self.extra_env, **env},
+            )
+        return self
+
+    def kill(self, sig: int = signal.SIGKILL) -> int:
+        assert self.proc is not None
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+        return self.proc.wait(timeout=60)
+
+    def output(self) -> str:
+        return self.log.read_text(errors="replace") if self.log.exists() else ""
+
+
+class RawChannel:
+    """A hand-driven runner connection, for protocol tests the real agent would never send."""
+
+    def __init__(self, server: ServerProcess, runner: str, token: str, **kwargs: Any) -> None:
+        self.ws: ClientConnection = connect(
+            f"{server.ws_url}/v0/runners/{runner}/channel",
+            additional_headers={"Authorization": f"Bearer {token}"},
+            open_timeout=10,
+            **kwargs,
+        )
+
+    def send(self, message: dict[str, Any] | str) -> None:
+        self.ws.send(message if isinstance(message, str) else json.dumps(message))
+
+    def recv(self, timeout: float = 10) -> dict[str, Any]:
+        return json.loads(self.ws.recv(timeout=timeout))  # type: ignore[no-any-return]
+
+    def ask(self, message: dict[str, Any] | str, timeout: float = 10) -> dict[str, Any]:
+        self.send(message)
+        return self.recv(timeout)
+
+    def claim(self, poll_timeout: int = 5) -> dict[str, Any]:
+        reply = self.ask({"event": "ready", "poll_timeout": poll_timeout}, timeout=poll_timeout + 5)
+        assert reply["event"] == "job", reply
+        return reply
+
+    def wait_closed(self, timeout: float = 30) -> tuple[int | None, str]:
+        """Read until the server closes; return the close code and reason."""
+        deadline = time.monotonic() + timeout
+        with contextlib.suppress(ConnectionClosed):
+            while time.monotonic() < deadline:
+                with contextlib.suppress(TimeoutError):
+                    self.ws.recv(timeout=max(0.01, deadline - time.monotonic()))
+        close = self.ws.protocol.close_rcvd
+        return (close.code, close.reason) if close else (None, "")
+
+    def close(self) -> None:
+        with contextlib.suppress(Exception):
+            self.ws.close()
+
+
+@dataclass
+class Deployment:
+    """A server with an organization, project, spec and runner credentials ready to use."""
+
+    server: ServerProcess
+    tmp: Path
+    org: str = "acme"
+    project: str = "bench"
+    spec: str = "small"
+    runners: list[RunnerProcess] = field(default_factory=list)
+    channels: list[RawChannel] = field(default_factory=list)
+
+    def admin(self) -> BenchrunnerClient:
+        return self.server.client()
+
+    def new_runner(self, name: str, specs: list[str] | None = None) -> tuple[str, str]:
+        with self.admin() as client:
+            created = client.create_runner(name, specs if specs is not None else [self.spec])
+        return created["slug"], created["token"]
+
+    def runner_process(self, name: str, templates: Path | None = None, **env: str) -> RunnerProcess:
+        slug, key = self.new_runner(name)
+        runner = RunnerProcess(
+            self.server,
+            slug,
+            key,
+            self.tmp / f"spool-{slug}",
+            templates or self.server.templates,
+            extra_env=env,
+        )
+        self.runners.append(runner)
+        return runner
+
+    def channel(self, name: str, specs: list[str] | None = None) -> RawChannel:
+        slug, key = self.new_runner(name, specs)
+        channel = RawChannel(self.server, slug, key)
+        self.channels.append(channel)
+        return channel
+
+    def submit(
+        self, template: str = "bench.sleep", args: dict[str, Any] | None = None, **job: Any
+    ) -> str:
+        body: dict[str, Any] = {
+            "project": self.project,
+            "spec": self.spec,
+            "template": template,
+            "args": args or {},
+            "settings": {"adapter": "json"},
+        }
+        if job:
+            body["job"] = job
+        with self.admin() as client:
+            return str(client.run(body)["job"])
+
+    def job(self, job_uuid: str) -> dict[str, Any]:
+        with self.admin() as client:
+            return client.get_job(self.project, job_uuid)
+
+    def status(self, job_uuid: str) -> str:
+        return str(self.job(job_uuid)["status"])
+
+    def wait_status(self, job_uuid: str, *statuses: str, timeout: float = 30) -> dict[str, Any]:
+        def reached() -> dict[str, Any] | None:
+            job = self.job(job_uuid)
+            return job if job["status"] in statuses else None
+
+        return wait_until(
+            reached,
+            timeout=timeout,
+            interval=0.1,
+            message=f"job {job_uuid} to become {'/'.join(statuses)}",
+        )
+
+
+@contextlib.contextmanager
+def deploy(tmp: Path, **server_options: Any) -> Iterator[Deployment]:
+    templates = tmp / "templates.toml"
+    templates.write_text(TEST_TEMPLATES)
+    server = ServerProcess(tmp / "data", templates, **server_options)
+    server.data_dir.mkdir(parents=True, exist_ok=True)
+    server.start()
+    deployment = Deployment(server, tmp)
+    with server.client() as client:
+        client.create_organization("acme", "team")
+        client.create_project("acme", "bench", "public")
+        client.create_spec(
+            name="small", architecture="x86_64", cpu=1, memory=1 << 30, disk=1 << 30, network=False
+        )
+    try:
+        yield deployment
+    finally:
+        for channel in deployment.channels:
+            channel.close()
+        for runner in deployment.runners:
+            if runner.proc is not None and runner.proc.poll() is None:
+                runner.kill(signal.SIGKILL)
+        server.kill(signal.SIGTERM)

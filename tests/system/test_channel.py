@@ -1,0 +1,290 @@
+"""The channel protocol at its edges: authentication, bad input, matching and limits."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from websockets.exceptions import InvalidStatus
+
+from tests.harness import Deployment, RawChannel, deploy, wait_until
+
+
+def _rejected(deployment: Deployment, runner: str, token: str) -> int:
+    with pytest.raises(InvalidStatus) as info:
+        RawChannel(deployment.server, runner, token)
+    return info.value.response.status_code
+
+
+def test_bad_rotated_and_archived_tokens_are_rejected(deployment: Deployment) -> None:
+    slug, token = deployment.new_runner("guarded")
+    assert _rejected(deployment, slug, "bencher_runner_" + "0" * 64) == 401
+    assert _rejected(deployment, slug, "not-a-runner-token") == 401
+    other, _ = deployment.new_runner("other")
+    assert _rejected(deployment, other, token) == 401  # right token, wrong runner
+    RawChannel(deployment.server, slug, token).close()
+    with deployment.admin() as client:
+        rotated = client.rotate_runner_token(slug)["token"]
+    assert _rejected(deployment, slug, token) == 401
+    RawChannel(deployment.server, slug, rotated).close()
+    with deployment.admin() as client:
+        client.update_runner(slug, archived=True)
+    assert _rejected(deployment, slug, rotated) == 401
+
+
+def test_invalid_messages_get_an_error_and_the_channel_stays_open(deployment: Deployment) -> None:
+    channel = deployment.channel("sloppy")
+    for bad in [
+        "not json",
+        "[1]",
+        '{"no": "event"}',
+        '{"event": "dance"}',
+        '{"event": "ready", "poll_timeout": 5000}',
+        '{"event": "completed"}',
+    ]:
+        assert channel.ask(bad)["event"] == "error", bad
+    channel.ws.send(b"\x00binary")
+    assert channel.recv()["event"] == "error"
+    assert channel.ask({"event": "ready", "poll_timeout": 1})["event"] == "no_job"
+
+
+def test_terminal_message_for_someone_elses_job_is_an_error(deployment: Deployment) -> None:
+    holder = deployment.channel("holder")
+    thief = deployment.channel("thief")
+    job_uuid = deployment.submit("bench.noop")
+    holder.claim()
+    reply = thief.ask({"event": "completed", "job": job_uuid, "results": []})
+    assert reply["event"] == "error"
+    assert deployment.status(job_uuid) == "claimed"
+
+
+def test_a_different_repeated_result_is_rejected(deployment: Deployment) -> None:
+    channel = deployment.channel("twice")
+    job_uuid = deployment.submit("bench.noop")
+    channel.claim()
+    channel.ask({"event": "running"})
+    result = {"exit_code": 0, "stdout": '{"x": {"y": {"value": 1}}}'}
+    done = {"event": "completed", "job": job_uuid, "results": [result]}
+    assert channel.ask(done) == {"event": "ack", "job": job_uuid}
+    assert channel.ask(done) == {"event": "ack", "job": job_uuid}  # a resend is fine
+    changed = {**done, "results": [{**result, "stdout": '{"x": {"y": {"value": 2}}}'}]}
+    assert channel.ask(changed)["event"] == "error"
+    job = deployment.wait_status(job_uuid, "processed")
+    assert job["output"]["results"] == [{**result, "stderr": None, "output": None}]
+
+
+def test_spec_mismatch_is_never_claimed(deployment: Deployment) -> None:
+    with deployment.admin() as client:
+        client.create_spec(
+            name="big", architecture="x86_64", cpu=64, memory=1 << 40, disk=1 << 40, network=False
+        )
+    channel = deployment.channel("small-only")
+    job_uuid = deployment.submit("bench.noop")  # spec small
+    with deployment.admin() as client:
+        big_job = client.run({"project": "bench", "spec": "big", "template": "bench.noop"})["job"]
+    assert channel.claim()["uuid"] == job_uuid
+    channel.ask({"event": "running"})
+    channel.ask({"event": "completed", "job": job_uuid, "results": []})
+    assert channel.ask({"event": "ready", "poll_timeout": 1})["event"] == "no_job"
+    assert deployment.status(big_job) == "pending"
+
+
+def test_paused_runner_claims_nothing_until_unpaused(deployment: Deployment) -> None:
+    channel = deployment.channel("sleepy")
+    slug = deployment.channels[-1].ws.request.path.split("/")[3]  # type: ignore[union-attr]
+    with deployment.admin() as client:
+        client.update_runner(slug, paused=True)
+    job_uuid = deployment.submit("bench.noop")
+    assert channel.ask({"event": "ready", "poll_timeout": 1})["event"] == "no_job"
+    channel.send({"event": "ready", "poll_timeout": 30})
+    with deployment.admin() as client:
+        client.update_runner(slug, paused=False)
+    assert channel.recv(timeout=10)["uuid"] == job_uuid
+
+
+def test_oversized_message_is_rejected_at_the_protocol_level(tmp_path: Path) -> None:
+    with deploy(tmp_path, request_body_max_bytes=64 * 1024) as deployment:
+        channel = deployment.channel("big-mouth")
+        channel.send({"event": "heartbeat", "padding": "x" * (100 * 1024)})
+        code, _ = channel.wait_closed(timeout=10)
+        assert code == 1009
+        with deployment.admin() as client:
+            response = httpx.post(
+                f"{deployment.server.url}/v0/run",
+                content=b"{" + b" " * (100 * 1024) + b"}",
+                headers={
+                    "Authorization": f"Bearer {deployment.server.token}",
+                    "Content-Type": "application/json",
+                },
+            )
+            assert client.health()["status"] == "ok"
+        assert response.status_code == 413
+        assert "exceeds" in response.json()["message"]
+
+
+def test_template_arguments_out_of_range_are_rejected(deployment: Deployment) -> None:
+    with deployment.admin() as client:
+        for args, message in [
+            ({"ms": 60001}, "must be <= 60000"),
+            ({"ms": -1}, "must be >= 0"),
+            ({"ms": "soon"}, "must be an int"),
+            ({"sec": 1}, "no argument"),
+        ]:
+            response = httpx.post(
+                f"{deployment.server.url}/v0/run",
+                json={"project": "bench", "spec": "small", "template": "bench.sleep", "args": args},
+                headers={"Authorization": f"Bearer {deployment.server.token}"},
+            )
+            assert response.status_code == 400, response.text
+            assert message in response.json()["message"]
+        assert client.list_jobs("bench") == []
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        ({"image": "sha256:" + "a" * 64}, "spec is required"),
+        ({"spec": "small"}, "image or template is required"),
+        (
+            {"image": "sha256:" + "a" * 64, "spec": "small", "results": ["{}"]},
+            "cannot provide both results and image",
+        ),
+        ({"template": "bench.noop"}, "spec is required for template"),
+        (
+            {"template": "bench.noop", "spec": "small", "image": "sha256:" + "a" * 64},
+            "mutually exclusive",
+        ),
+        (
+            {"template": "bench.noop", "spec": "small", "results": ["{}"]},
+            "cannot provide both results and template",
+        ),
+        ({}, "results are required"),
+        ({"template": "bench.nope", "spec": "small"}, "unknown template"),
+    ],
+)
+def test_run_validation_table(deployment: Deployment, body: dict[str, Any], message: str) -> None:
+    response = httpx.post(
+        f"{deployment.server.url}/v0/run",
+        json={"project": "bench", **body},
+        headers={"Authorization": f"Bearer {deployment.server.token}"},
+    )
+    assert response.status_code == 400
+    assert message in response.json()["message"]
+
+
+# ------------------------------------------------------------------------- tiers
+
+
+def _team_free_org(deployment: Deployment) -> None:
+    with deployment.admin() as client:
+        client.create_organization("cheap", "free")
+        client.create_project("cheap", "cheap-bench", "public")
+
+
+def test_free_tier_runs_one_job_at_a_time_per_organization(deployment: Deployment) -> None:
+    _team_free_org(deployment)
+    first, second = (deployment.channel(f"free-{i}") for i in range(2))
+    with deployment.admin() as client:
+        jobs = [
+            client.run({"project": "cheap-bench", "spec": "small", "template": "bench.noop"})["job"]
+            for _ in range(2)
+        ]
+    assert first.claim()["uuid"] == jobs[0]
+    assert second.ask({"event": "ready", "poll_timeout": 1})["event"] == "no_job"
+    second.send({"event": "ready", "poll_timeout": 30})
+    first.ask({"event": "running"})
+    first.ask({"event": "completed", "job": jobs[0], "results": []})
+    assert second.recv(timeout=10)["uuid"] == jobs[1]  # woken when the slot frees up
+
+
+def test_unclaimed_tier_runs_one_job_at_a_time_per_source_ip(deployment: Deployment) -> None:
+    def anonymous_run(source_ip: str) -> str:
+        transport = httpx.HTTPTransport(local_address=source_ip)
+        with httpx.Client(transport=transport) as client:
+            response = client.post(
+                f"{deployment.server.url}/v0/run",
+                json={"project": "anon-bench", "spec": "small", "template": "bench.noop"},
+            )
+        assert response.status_code == 201, response.text
+        return str(response.json()["job"])
+
+    a1, a2, b1 = anonymous_run("127.0.0.2"), anonymous_run("127.0.0.2"), anonymous_run("127.0.0.3")
+    with deployment.admin() as client:
+        jobs = client.list_jobs("anon-bench", per_page=10)
+    assert {j["priority"] for j in jobs} == {0}
+    channels = [deployment.channel(f"anon-{i}") for i in range(3)]
+    assert channels[0].claim()["uuid"] == a1
+    assert channels[1].claim()["uuid"] == b1
+    assert channels[2].ask({"event": "ready", "poll_timeout": 1})["event"] == "no_job"
+    channels[0].ask({"event": "running"})
+    channels[0].ask({"event": "failed", "job": a1, "results": [], "error": "boom"})
+    assert channels[2].claim()["uuid"] == a2
+
+
+# ------------------------------------------------------------------------- racing
+
+
+@pytest.fixture
+def busy(tmp_path: Path) -> Iterator[Deployment]:
+    with deploy(tmp_path, heartbeat_timeout=30.0) as deployment:
+        yield deployment
+
+
+def test_eight_connections_race_for_a_thousand_jobs_each_runs_once(busy: Deployment) -> None:
+    total = 1000
+    channels = [busy.channel(f"racer-{i}") for i in range(8)]
+    seen: Counter[str] = Counter()
+    lock = threading.Lock()
+    errors: list[BaseException] = []
+
+    def work(channel: RawChannel) -> None:
+        try:
+            while True:
+                reply = channel.ask({"event": "ready", "poll_timeout": 2}, timeout=30)
+                if reply["event"] == "no_job":
+                    with lock:
+                        if sum(seen.values()) >= total:
+                            return
+                    continue
+                job = reply["uuid"]
+                with lock:
+                    seen[job] += 1
+                assert channel.ask({"event": "running"})["event"] == "ack"
+                result = {"exit_code": 0, "stdout": json.dumps({"n": {"v": {"value": 1}}})}
+                done = channel.ask({"event": "completed", "job": job, "results": [result]})
+                assert done == {"event": "ack", "job": job}
+        except BaseException as exc:  # surfaced in the main thread
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(c,)) for c in channels]
+    for thread in threads:
+        thread.start()
+    submitted = []
+    with busy.admin() as client:
+        for _ in range(total):
+            submitted.append(
+                client.run({"project": "bench", "spec": "small", "template": "bench.noop"})["job"]
+            )
+    for thread in threads:
+        thread.join(timeout=300)
+    assert not errors, errors
+    assert set(seen) == set(submitted)
+    assert max(seen.values()) == 1
+    with busy.admin() as client:
+        wait_until(
+            lambda: client.health()["queue"]["completed"] == 0,
+            timeout=120,
+            message="all jobs processed",
+        )
+    response = httpx.get(
+        f"{busy.server.url}/v0/projects/bench/jobs",
+        params={"status": "processed"},
+        headers={"Authorization": f"Bearer {busy.server.token}"},
+    )
+    assert response.headers["X-Total-Count"] == str(total)

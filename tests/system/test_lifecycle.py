@@ -1,0 +1,122 @@
+"""A job's life through real server and runner processes."""
+
+from __future__ import annotations
+
+import os
+import signal
+from pathlib import Path
+
+from tests.harness import Deployment, wait_until
+
+
+def _gone(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    # a zombie still answers kill(0); it is gone once its state is Z or it is reaped
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split()[2] == "Z"
+    except FileNotFoundError:
+        return True
+
+
+def test_template_job_runs_through_processed_with_metrics(deployment: Deployment) -> None:
+    runner = deployment.runner_process("r1").start()
+    job_uuid = deployment.submit("bench.sleep", {"ms": 20}, iter=2)
+    job = deployment.wait_status(job_uuid, "processed")
+    assert [e["event_type"] for e in job["events"]] == [
+        "created",
+        "claimed",
+        "running",
+        "completed",
+        "processed",
+    ]
+    assert len(job["output"]["results"]) == 2
+    assert all(r["exit_code"] == 0 for r in job["output"]["results"])
+    with deployment.admin() as client:
+        report = client.get_report(deployment.project, job["report"])
+    assert report["error"] is None
+    assert report["start_time"] == job["started"] and report["end_time"] == job["completed"]
+    values = [
+        (b["benchmark"]["name"], m["measure"]["name"], m["metric"]["value"])
+        for iteration in report["results"]
+        for b in iteration
+        for m in b["measures"]
+    ]
+    assert values == [("sleep", "latency", 20.0), ("sleep", "latency", 20.0)]
+    assert runner.proc is not None and runner.proc.poll() is None
+
+
+def test_unparsable_output_is_recorded_on_the_report_and_the_job_still_processed(
+    deployment: Deployment,
+) -> None:
+    deployment.runner_process("r1").start()
+    job = deployment.wait_status(deployment.submit("bench.garbage"), "processed")
+    with deployment.admin() as client:
+        report = client.get_report(deployment.project, job["report"])
+    assert "could not parse output" in report["error"]
+    assert report["results"] == []
+
+
+def test_runner_refuses_a_template_it_does_not_list(deployment: Deployment, tmp_path: Path) -> None:
+    own = tmp_path / "runner-templates.toml"
+    own.write_text('[templates."bench.other"]\ncommand = ["true"]\n')
+    deployment.runner_process("picky", templates=own).start()
+    job = deployment.wait_status(deployment.submit("bench.noop"), "failed")
+    assert "not approved on this runner" in job["output"]["error"]
+
+
+def test_cancel_while_pending(deployment: Deployment) -> None:
+    job_uuid = deployment.submit("bench.noop")
+    with deployment.admin() as client:
+        canceled = client.cancel_job(deployment.project, job_uuid)
+    assert canceled["status"] == "canceled"
+    assert canceled["events"][-1]["actor"] == "admin@test.dev"
+    channel = deployment.channel("late")
+    assert channel.ask({"event": "ready", "poll_timeout": 1})["event"] == "no_job"
+
+
+def test_cancel_while_claimed_is_pushed_to_the_runner(deployment: Deployment) -> None:
+    channel = deployment.channel("raw")
+    job_uuid = deployment.submit("bench.noop")
+    assert channel.claim()["uuid"] == job_uuid
+    with deployment.admin() as client:
+        client.cancel_job(deployment.project, job_uuid)
+    assert channel.recv() == {"event": "cancel", "job": job_uuid}
+    assert channel.ask({"event": "canceled", "job": job_uuid}) == {"event": "ack", "job": job_uuid}
+    assert deployment.status(job_uuid) == "canceled"
+
+
+def test_cancel_while_running_kills_the_whole_process_group(
+    deployment: Deployment, tmp_path: Path
+) -> None:
+    runner = deployment.runner_process("r1").start()
+    pidfile = tmp_path / "family.pids"
+    job_uuid = deployment.submit("bench.family", {"pidfile": str(pidfile)})
+    deployment.wait_status(job_uuid, "running")
+    parent, child = (
+        int(p)
+        for p in wait_until(
+            lambda: pidfile.exists() and pidfile.read_text(), message="pid file"
+        ).split()
+    )
+    assert not _gone(parent) and not _gone(child)
+    with deployment.admin() as client:
+        client.cancel_job(deployment.project, job_uuid)
+    wait_until(lambda: _gone(parent) and _gone(child), timeout=20, message="process group gone")
+    job = deployment.wait_status(job_uuid, "canceled")
+    assert job["events"][-1]["event_type"] == "canceled"
+    # the runner carries on with the next job
+    assert deployment.wait_status(deployment.submit("bench.noop"), "processed")
+    assert runner.proc is not None and runner.proc.poll() is None
+
+
+def test_runner_drains_on_sigterm(deployment: Deployment) -> None:
+    runner = deployment.runner_process("r1").start()
+    job_uuid = deployment.submit("bench.sleep", {"ms": 1500})
+    deployment.wait_status(job_uuid, "running")
+    assert runner.proc is not None
+    runner.proc.send_signal(signal.SIGTERM)
+    assert runner.proc.wait(timeout=30) == 0
+    assert deployment.wait_status(job_uuid, "processed")

@@ -1,0 +1,65 @@
+"""Crashes: results survive a runner crash; jobs survive a server crash (seeds 000 and 003)."""
+
+from __future__ import annotations
+
+import json
+import signal
+import time
+from pathlib import Path
+
+from tests.harness import Deployment, deploy, wait_until
+
+
+def test_spooled_result_is_redelivered_after_the_runner_restarts(deployment: Deployment) -> None:
+    runner = deployment.runner_process("crashy").start(BENCHRUNNER_TEST_CRASH_AFTER_SPOOL="1")
+    job_uuid = deployment.submit("bench.sleep", {"ms": 5})
+    assert runner.proc is not None
+    assert runner.proc.wait(timeout=30) == 17  # crashed after spooling, before sending
+    spooled = runner.spool / f"{job_uuid}.json"
+    assert json.loads(spooled.read_text())["event"] == "completed"
+    assert deployment.status(job_uuid) == "running"
+    runner.start()
+    deployment.wait_status(job_uuid, "processed")
+    wait_until(lambda: not spooled.exists(), message="spool file deleted after ack")
+
+
+def test_redelivered_result_overrides_a_heartbeat_timeout_failure(deployment: Deployment) -> None:
+    runner = deployment.runner_process("crashy").start(BENCHRUNNER_TEST_CRASH_AFTER_SPOOL="1")
+    job_uuid = deployment.submit("bench.sleep", {"ms": 5})
+    assert runner.proc is not None and runner.proc.wait(timeout=30) == 17
+    deployment.wait_status(job_uuid, "failed")
+    runner.start()
+    job = deployment.wait_status(job_uuid, "processed")
+    kinds = [e["event_type"] for e in job["events"]]
+    assert kinds[-3:] == ["failed", "completed", "processed"]
+    assert job["output"]["results"][0]["exit_code"] == 0
+
+
+def test_server_killed_and_restarted(tmp_path: Path) -> None:
+    # A longer heartbeat timeout than the other tests: the runner must get back in (its
+    # reconnect backoff is capped at a few seconds) before the restarted server judges the job.
+    with deploy(tmp_path, heartbeat_timeout=6.0) as deployment:
+        _server_killed_and_restarted(deployment)
+
+
+def _server_killed_and_restarted(deployment: Deployment) -> None:
+    runner = deployment.runner_process("steady").start()
+    running = deployment.submit("bench.sleep", {"ms": 6000})
+    deployment.wait_status(running, "running")
+    orphan_channel = deployment.channel("orphan-holder")
+    orphan = deployment.submit("bench.noop")
+    assert orphan_channel.claim()["uuid"] == orphan
+    orphan_channel.close()
+    deployment.server.kill(signal.SIGKILL)
+    # Startup fails only claims older than the heartbeat timeout: let that much time pass.
+    time.sleep(deployment.server.heartbeat_timeout)
+    deployment.server.start()
+    job = deployment.wait_status(orphan, "failed")
+    assert "orphaned" in job["events"][-1]["message"]
+    finished = deployment.wait_status(running, "processed", timeout=40)
+    assert [e["event_type"] for e in finished["events"]][-3:] == [
+        "running",
+        "completed",
+        "processed",
+    ]
+    assert runner.proc is not None and runner.proc.poll() is None

@@ -1,0 +1,45 @@
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from benchrunner.adapters import AdapterError, Measurement, parse
+
+
+def test_bmf_with_bounds() -> None:
+    text = json.dumps(
+        {
+            "sort": {"latency": {"value": 12.5, "lower_value": 11, "upper_value": 14}},
+            "hash": {"throughput": {"value": 3}},
+        }
+    )
+    assert parse("json", text) == [
+        Measurement("sort", "latency", 12.5, 11.0, 14.0),
+        Measurement("hash", "throughput", 3.0, None, None),
+    ]
+    assert parse("magic", text) == parse("json", text)
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("not json", "not valid JSON"),
+        ("[]", "non-empty JSON object"),
+        ("{}", "non-empty JSON object"),
+        ('{"b": 1}', "must map measures"),
+        ('{"b": {"m": {"val": 1}}}', "must be an object with a 'value'"),
+        ('{"b": {"m": {"value": "1"}}}', "must be a number"),
+        ('{"b": {"m": {"value": true}}}', "must be a number"),
+        ('{"b": {"m": {"value": 1, "lower_value": "x"}}}', "lower_value must be a number"),
+        ('{"b": {"m": {"value": 1e999}}}', "must be finite"),
+    ],
+)
+def test_unparsable_output_says_why(text: str, message: str) -> None:
+    with pytest.raises(AdapterError, match=message):
+        parse("json", text)
+
+
+def test_unknown_adapter() -> None:
+    with pytest.raises(AdapterError, match="unknown adapter 'rust'"):
+        parse("rust", "{}")

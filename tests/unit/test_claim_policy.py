@@ -1,0 +1,201 @@
+"""The claim query against a real SQLite database built by the migrations (SPEC section 5)."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from sqlalchemy.engine import Connection
+
+from benchrunner.core.states import JobStatus
+from benchrunner.core.tiers import Plan, priority_for
+from benchrunner.protocol import JsonJobConfig
+from benchrunner.server.store import accounts, jobs, reports, runners
+from benchrunner.server.store.engine import Database
+from benchrunner.server.store.migrate import upgrade
+
+T0 = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
+
+
+@dataclass
+class World:
+    db: Database
+    tick: int = 0
+
+    def now(self) -> dt.datetime:
+        self.tick += 1
+        return T0 + dt.timedelta(milliseconds=self.tick)
+
+    def write(self, unit, *args):  # type: ignore[no-untyped-def]
+        return self.db.write_sync(unit, *args)
+
+    def spec(self, name: str) -> int:
+        params = runners.NewSpec(name, "x86_64", 1, 1 << 30, 1 << 30, False)
+        return int(self.write(runners.spec_create, params, self.now()).id)
+
+    def runner(self, name: str, spec_ids: list[int], org: int | None = None) -> int:
+        def unit(conn: Connection) -> int:
+            row = runners.runner_create(
+                conn, name, "bencher_runner_" + "0" * 64, self.now(), organization_id=org
+            )
+            for spec_id in spec_ids:
+                runners.runner_spec_add(conn, row.id, spec_id)
+            return row.id
+
+        return int(self.write(unit))
+
+    def org(self, name: str, plan: Plan, *, claimed: bool = True) -> tuple[int, int]:
+        def unit(conn: Connection) -> tuple[int, int]:
+            leader = (
+                accounts.user_get_or_create(conn, f"{name}@x", name, admin=False, now=self.now()).id
+                if claimed
+                else None
+            )
+            org = accounts.organization_create(conn, name, plan, self.now(), leader_id=leader)
+            project = accounts.project_create(conn, org.id, name, "public", self.now())
+            return org.id, project.id
+
+        return self.write(unit)  # type: ignore[no-any-return]
+
+    def job(self, org: tuple[int, int], spec_id: int, ip: str = "10.0.0.1") -> int:
+        org_id, project_id = org
+
+        def unit(conn: Connection) -> int:
+            now = self.now()
+            report_id, _ = reports.report_create(
+                conn, reports.NewReport(project_id, None, "main", "tb", "json", now, now, now)
+            )
+            organization = accounts.organization_by_id(conn, org_id)
+            claimed = accounts.organization_is_claimed(conn, org_id)
+            job_id, _ = jobs.job_create(
+                conn,
+                jobs.NewJob(
+                    report_id=report_id,
+                    organization_id=org_id,
+                    source_ip=ip,
+                    spec_id=spec_id,
+                    config=JsonJobConfig(timeout=60, template="t", args={}),
+                    priority=priority_for(organization.plan, claimed=claimed),
+                    now=now,
+                    actor=None,
+                ),
+            )
+            return job_id
+
+        return int(self.write(unit))
+
+    def claim(self, runner_id: int) -> int | None:
+        row = self.write(jobs.job_claim, runner_id, "nonce", self.now(), "r")
+        return None if row is None else int(row.id)
+
+    def finish(self, job_id: int) -> None:
+        def unit(conn: Connection) -> None:
+            jobs.job_mark_running(
+                conn, job_id, jobs.job_get(conn, job_id).runner_id, self.now(), "r"
+            )  # type: ignore[union-attr,arg-type]
+            assert jobs.job_mark_completed(conn, job_id, self.now(), "r", False)
+
+        self.write(unit)
+
+
+@pytest.fixture
+def world(tmp_path: Path) -> Iterator[World]:
+    db = Database(f"sqlite:///{tmp_path / 'claim.db'}")
+    upgrade(db.write_engine)
+    yield World(db)
+    db.close()
+
+
+def test_priority_then_fifo_then_id(world: World) -> None:
+    spec = world.spec("s")
+    runner = world.runner("r", [spec])
+    free = world.org("free", Plan.FREE)
+    team = world.org("team", Plan.TEAM)
+    enterprise = world.org("ent", Plan.ENTERPRISE)
+    order = [
+        world.job(team, spec),
+        world.job(free, spec),
+        world.job(enterprise, spec),
+        world.job(team, spec),
+        world.job(enterprise, spec),
+    ]
+    claimed = [world.claim(runner) for _ in range(5)]
+    assert claimed == [order[2], order[4], order[0], order[3], order[1]]
+    assert world.claim(runner) is None
+
+
+def test_spec_mismatch_is_never_claimed(world: World) -> None:
+    small, big = world.spec("small"), world.spec("big")
+    runner = world.runner("r", [small])
+    team = world.org("team", Plan.TEAM)
+    world.job(team, big)
+    assert world.claim(runner) is None
+    mine = world.job(team, small)
+    assert world.claim(runner) == mine
+
+
+def test_paused_and_archived_runners_claim_nothing(world: World) -> None:
+    spec = world.spec("s")
+    runner = world.runner("r", [spec])
+    world.job(world.org("team", Plan.TEAM), spec)
+    world.write(runners.runner_update, runner, {"paused": True})
+    with pytest.raises(jobs.RunnerUnavailable):
+        world.claim(runner)
+    world.write(runners.runner_update, runner, {"paused": False, "archived": T0})
+    with pytest.raises(jobs.RunnerUnavailable):
+        world.claim(runner)
+
+
+def test_free_tier_one_in_flight_per_organization(world: World) -> None:
+    spec = world.spec("s")
+    runner = world.runner("r", [spec])
+    free, other = world.org("free", Plan.FREE), world.org("other", Plan.FREE)
+    first, second = world.job(free, spec), world.job(free, spec)
+    third = world.job(other, spec)
+    assert world.claim(runner) == first
+    assert world.claim(runner) == third  # free's second waits; other free org is independent
+    assert world.claim(runner) is None
+    world.finish(first)
+    assert world.claim(runner) == second
+
+
+def test_unclaimed_tier_one_in_flight_per_source_ip(world: World) -> None:
+    spec = world.spec("s")
+    runner = world.runner("r", [spec])
+    anon_a = world.org("anon-a", Plan.FREE, claimed=False)
+    anon_b = world.org("anon-b", Plan.FREE, claimed=False)
+    a1 = world.job(anon_a, spec, ip="10.0.0.1")
+    a2 = world.job(anon_b, spec, ip="10.0.0.1")  # another org, same IP: still limited
+    b1 = world.job(anon_b, spec, ip="10.0.0.2")
+    assert world.claim(runner) == a1
+    assert world.claim(runner) == b1
+    assert world.claim(runner) is None
+    world.finish(a1)
+    assert world.claim(runner) == a2
+
+
+def test_organization_owned_runner_takes_only_its_organizations_jobs(world: World) -> None:
+    spec = world.spec("s")
+    team, other = world.org("team", Plan.TEAM), world.org("other", Plan.ENTERPRISE)
+    owned = world.runner("owned", [spec], org=team[0])
+    world.job(other, spec)
+    mine = world.job(team, spec)
+    assert world.claim(owned) == mine
+    assert world.claim(owned) is None
+
+
+def test_claim_records_runner_time_nonce_and_event(world: World) -> None:
+    spec = world.spec("s")
+    runner = world.runner("r", [spec])
+    job_id = world.job(world.org("team", Plan.TEAM), spec)
+    world.claim(runner)
+    row = world.db.read_sync(jobs.job_get, job_id)
+    assert row is not None
+    assert row.status is JobStatus.CLAIMED
+    assert row.runner_id == runner and row.nonce == "nonce"
+    assert row.claimed is not None and row.claimed == row.last_heartbeat
+    events = world.db.read_sync(jobs.job_events, job_id)
+    assert [e.event_type for e in events] == ["created", "claimed"]
