@@ -9,12 +9,10 @@ On every (re)connect: spooled results first, oldest first, each awaiting its ``a
 ``error`` means the server refuses it for good: it is dropped); then, if a job is still executing
 here, ``running`` again and heartbeats; otherwise ``ready``.
 
-Drain (SIGTERM or SIGINT): no more ``ready``. Idle, the agent closes the channel and exits 0 at
-once, even with a ``ready`` outstanding: a job the server claimed for us in that instant is left
-to the server's disconnect recovery, which fails it. A running job gets ``drain_grace`` seconds,
-then is canceled and reported ``failed``; its result gets a few seconds to be acked, then the
-agent exits 0 (an unacked result stays spooled for the next start). A second signal cancels the
-job at once.
+Drain (SIGTERM or SIGINT, see ``drain.py``): no more ``ready``. Idle, the agent closes the
+channel and exits 0 at once, even with a ``ready`` outstanding: a job the server claimed for us
+in that instant is left to the server's disconnect recovery, which fails it. A running job may
+finish within ``drain_grace``, else it is canceled and reported ``failed``.
 """
 
 from __future__ import annotations
@@ -45,6 +43,7 @@ from benchrunner.protocol import (
 from benchrunner.runner.channel import ChannelClosedError, ChannelRefusedError, channel_url
 from benchrunner.runner.connector import Connector
 from benchrunner.runner.cores import CorePlan
+from benchrunner.runner.drain import Drain
 from benchrunner.runner.events import (
     AgentEvent,
     ChannelLost,
@@ -71,7 +70,6 @@ EXIT_REFUSED = 2  # bad/archived key, unknown runner, or an unusable configurati
 
 READY_REPLY_MARGIN = 30.0  # beyond poll_timeout, for the reply to ready
 READY_RETRY = 1.0  # pause after the server refused ready or offered an update
-DELIVERY_GRACE = 5.0  # draining: how long the last result may take to be acked
 CLOSE_CODE_SERVER_RESTART = 1012
 
 
@@ -146,9 +144,7 @@ class Agent:
         self._announced_on = 0  # generation of the channel that was sent running for _job
         self._own_jobs: set[uuid.UUID] = set()
         self._own_delivered = 0
-        self._drain_level = 0
-        self._drain_deadline: float | None = None
-        self._exit_deadline: float | None = None
+        self._drain = Drain(options.drain_grace)
 
     def request_drain(self) -> None:
         """Drain (first call) or cancel now (later calls). Safe from a signal handler or any
@@ -194,22 +190,20 @@ class Agent:
                 self._handle(event)
 
     def _exit_code(self, now: float) -> int | None:
-        stopping = self._drain_level > 0 or (self._options.once and self._own_delivered > 0)
+        stopping = self._drain.requested or (self._options.once and self._own_delivered > 0)
         if not stopping or self._job is not None:
             return None
         if not self._outbox:
             return EXIT_OK
-        if self._exit_deadline is not None and now >= self._exit_deadline:
+        if self._drain.delivery_over(now):
             log.warning("exiting with %d result(s) left in the spool", len(self._outbox))
             return EXIT_OK
         return None
 
     def _check_deadlines(self, now: float) -> None:
-        if self._drain_deadline is not None and now >= self._drain_deadline:
-            self._drain_deadline = None
-            if self._job is not None:
-                log.warning("job %s outlived the drain grace; canceling it", self._job.uuid)
-                self._job.cancel(CancelReason.DRAIN)
+        if self._drain.job_overdue(now) and self._job is not None:
+            log.warning("job %s outlived the drain grace; canceling it", self._job.uuid)
+            self._job.cancel(CancelReason.DRAIN)
         if self._connector.channel is None:
             return
         if self._outbox.overdue(now):
@@ -238,7 +232,7 @@ class Agent:
         once_taken = self._options.once and bool(self._own_jobs)
         if (
             self._ready_deadline is None
-            and self._drain_level == 0
+            and not self._drain.requested
             and not once_taken
             and now >= self._ready_not_before
         ):
@@ -253,8 +247,7 @@ class Agent:
 
     def _next_event(self, now: float) -> AgentEvent | None:
         deadlines = [
-            self._drain_deadline,
-            self._exit_deadline,
+            *self._drain.deadlines(),
             self._ready_deadline,
             self._outbox.deadline(),
             self._connector.deadline(),
@@ -286,8 +279,11 @@ class Agent:
                 log.info("job %s started", event.job)
         elif isinstance(event, JobFinished):
             self._on_job_finished(event)
-        else:
-            self._on_drain()
+        elif isinstance(event, DrainRequested):
+            job = self._job
+            reason = self._drain.request(time.monotonic(), job_running=job is not None)
+            if job is not None and reason is not None:
+                job.cancel(reason)
 
     def _on_message(self, message: ServerMessage) -> None:
         if isinstance(message, Ack):
@@ -333,7 +329,7 @@ class Agent:
     def _on_job(self, message: JobAssigned) -> None:
         claimed = message.claimed()
         self._ready_answered(pause=False)
-        if self._job is not None or self._drain_level:
+        if self._job is not None or self._drain.requested:
             busy = f"busy with job {self._job.uuid}" if self._job else "shutting down"
             log.error("refusing job %s: runner is %s", claimed.uuid, busy)
             self._outbox.add(Failed(job=claimed.uuid, error=f"runner was {busy}"), spooled=False)
@@ -382,28 +378,7 @@ class Agent:
             event.duration,
             error,
         )
-        self._drain_deadline = None
-        if self._drain_level and self._exit_deadline is None:
-            self._exit_deadline = time.monotonic() + DELIVERY_GRACE
-
-    def _on_drain(self) -> None:
-        self._drain_level += 1
-        now = time.monotonic()
-        job = self._job
-        if self._drain_level > 1:
-            log.warning("second stop signal: canceling now")
-            self._drain_deadline = None
-            if job is not None:
-                job.cancel(CancelReason.SHUTDOWN)
-            else:
-                self._exit_deadline = now
-        elif job is not None:
-            grace = self._options.drain_grace
-            log.info("draining: job %s may run %.0f s more; no new jobs", job.uuid, grace)
-            self._drain_deadline = now + grace
-        else:
-            log.info("draining: idle, exiting")
-            self._exit_deadline = now + DELIVERY_GRACE
+        self._drain.job_finished(time.monotonic())
 
     # ------------------------------------------------------------------ helpers
 

@@ -31,6 +31,9 @@ from benchrunner.runner.cores import CorePlan
 from benchrunner.runner.events import AgentEvent, ChannelLost, ServerEvent
 
 log = logging.getLogger(__name__)
+# websockets logs every handshake header at DEBUG, the runner key included: never below INFO.
+_library_log = logging.getLogger(f"{__name__}.websockets")
+_library_log.setLevel(logging.INFO)
 
 MAX_MESSAGE_BYTES = 64 * 1024 * 1024
 FATAL_STATUSES = frozenset({401, 403, 404})
@@ -38,8 +41,8 @@ _NO_CLOSE_FRAME = 1006
 
 
 class ChannelRefusedError(Exception):
-    def __init__(self, status: int, detail: str) -> None:
-        super().__init__(f"server refused the runner channel: HTTP {status}{detail}")
+    def __init__(self, message: str, status: int | None = None) -> None:
+        super().__init__(message)
         self.status = status
 
 
@@ -106,16 +109,18 @@ class Channel:
                     max_size=MAX_MESSAGE_BYTES,
                     open_timeout=open_timeout,
                     close_timeout=2.0,
+                    logger=_library_log,
                     legacy=True,
                 )
         except InvalidStatus as exc:
             status = exc.response.status_code
             detail = _response_detail(exc.response.body)
             if status in FATAL_STATUSES:
-                raise ChannelRefusedError(status, detail) from None
+                message = f"server refused the runner channel: HTTP {status}{detail}"
+                raise ChannelRefusedError(message, status) from None
             raise ChannelUnavailableError(f"HTTP {status}{detail}") from None
         except InvalidURI as exc:
-            raise ChannelRefusedError(0, f" (invalid URL: {exc})") from None
+            raise ChannelRefusedError(f"invalid channel URL: {exc}") from None
         except (OSError, TimeoutError, WebSocketException) as exc:
             raise ChannelUnavailableError(str(exc) or type(exc).__name__) from None
         channel = cls(connection, generation, events, cores)

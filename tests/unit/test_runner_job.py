@@ -1,0 +1,215 @@
+"""A job from claim to spooled terminal message: outcomes, local timeout and cancel reasons, run
+with the real ``process`` executor."""
+
+from __future__ import annotations
+
+import datetime as dt
+import queue
+import sys
+import time
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from benchrunner.core.templates import TemplateRegistry
+from benchrunner.protocol import Canceled, Completed, Failed, JsonClaimedJob, TerminalMessage
+from benchrunner.runner.cores import CorePlan
+from benchrunner.runner.events import AgentEvent, JobFinished, JobStarted
+from benchrunner.runner.executors import ProcessExecutor
+from benchrunner.runner.job import CancelReason, JobRun
+from benchrunner.runner.spool import Spool
+
+TEMPLATES = TemplateRegistry.parse(
+    {
+        "templates": {
+            "script": {
+                "command": [sys.executable, "-c", "{code}"],
+                "args": {"code": {"type": "string"}},
+            }
+        }
+    }
+)
+# Prints its iteration; exits with the code listed for it (default 0); sleeps when told to.
+PER_ITERATION = (
+    "import os, sys, time; i = int(os.environ['BENCHRUNNER_ITERATION']); print(i); "
+    "time.sleep({sleeps}.get(i, 0)); sys.exit({codes}.get(i, 0))"
+)
+
+
+def claimed(
+    code: str, *, iterations: int = 1, timeout: int = 60, template: str = "script"
+) -> JsonClaimedJob:
+    now = dt.datetime.now(dt.UTC)
+    return JsonClaimedJob.model_validate(
+        {
+            "uuid": str(uuid.uuid4()),
+            "spec": {
+                "uuid": str(uuid.uuid4()),
+                "name": "local",
+                "slug": "local",
+                "architecture": "x86_64",
+                "cpu": 1,
+                "memory": 1,
+                "disk": 1,
+                "created": now,
+                "modified": now,
+            },
+            "config": {
+                "timeout": timeout,
+                "iter": iterations,
+                "template": template,
+                "args": {"code": code},
+            },
+            "oci_token": "token",
+            "timeout": timeout,
+            "created": now,
+            "nonce": "nonce",
+        }
+    )
+
+
+def per_iteration(
+    codes: dict[int, int] | None = None, sleeps: dict[int, float] | None = None
+) -> str:
+    return PER_ITERATION.format(codes=codes or {}, sleeps=sleeps or {})
+
+
+def wait_until(condition: Callable[[], bool], timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError("condition not met before the deadline")
+        time.sleep(0.01)
+
+
+class Harness:
+    def __init__(self, spool_dir: Path) -> None:
+        self.events: queue.SimpleQueue[AgentEvent] = queue.SimpleQueue()
+        self.spool = Spool(spool_dir)
+        self.executor = ProcessExecutor(TEMPLATES, kill_grace=2.0)
+
+    def start(self, job: JsonClaimedJob) -> JobRun:
+        run = JobRun(
+            job, executor=self.executor, spool=self.spool, post=self.events.put, cores=CorePlan()
+        )
+        run.start()
+        return run
+
+    def next_event(self) -> AgentEvent:
+        return self.events.get(timeout=20)
+
+    def finish(self, job: JsonClaimedJob) -> TerminalMessage:
+        return self.result_of(self.start(job))
+
+    def result_of(self, run: JobRun) -> TerminalMessage:
+        while True:
+            event = self.next_event()
+            if isinstance(event, JobFinished):
+                assert event.job == run.uuid
+                assert run.join(10)
+                # Spooled before the agent hears of it.
+                assert self.spool.read(run.uuid) == event.message
+                return event.message
+
+
+@pytest.fixture
+def harness(tmp_path: Path) -> Harness:
+    return Harness(tmp_path / "spool")
+
+
+def test_all_iterations_exit_zero_is_completed(harness: Harness) -> None:
+    job = claimed(per_iteration(), iterations=3)
+    message = harness.finish(job)
+    assert isinstance(message, Completed)
+    assert [(r.exit_code, r.stdout) for r in message.results] == [
+        (0, "0\n"),
+        (0, "1\n"),
+        (0, "2\n"),
+    ]
+
+
+def test_started_is_posted_before_finished(harness: Harness) -> None:
+    run = harness.start(claimed(per_iteration()))
+    assert harness.next_event() == JobStarted(run.uuid)
+    assert isinstance(harness.next_event(), JobFinished)
+
+
+def test_first_failing_iteration_fails_the_job_and_stops_it(harness: Harness) -> None:
+    message = harness.finish(claimed(per_iteration(codes={1: 3}), iterations=4))
+    assert isinstance(message, Failed)
+    assert message.error == "iteration 1 exited with code 3"
+    assert [r.exit_code for r in message.results] == [0, 3]
+
+
+def test_setup_refusal_fails_without_results_or_start(harness: Harness) -> None:
+    run = harness.start(claimed("pass", template="not.approved"))
+    event = harness.next_event()
+    assert isinstance(event, JobFinished)
+    assert event.message == Failed(
+        job=run.uuid,
+        results=[],
+        error="template 'not.approved' is not approved on this runner (runner templates: script)",
+    )
+
+
+def test_local_timeout_fails_the_job_with_the_results_so_far(harness: Harness) -> None:
+    job = claimed(per_iteration(sleeps={1: 30}), iterations=3, timeout=1)
+    message = harness.finish(job)
+    assert isinstance(message, Failed)
+    assert message.error == "job exceeded its timeout of 1 s"
+    assert [r.exit_code for r in message.results] == [0, 128 + 15]
+
+
+@pytest.mark.parametrize(
+    ("reason", "error"),
+    [
+        (CancelReason.DRAIN, "runner drained: job canceled after drain grace period"),
+        (CancelReason.SHUTDOWN, "runner shut down: job canceled"),
+    ],
+)
+def test_runner_side_cancel_is_reported_failed(
+    harness: Harness, tmp_path: Path, reason: CancelReason, error: str
+) -> None:
+    started = tmp_path / "started"
+    run = harness.start(
+        claimed(f"import time; open({str(started)!r}, 'w').close(); time.sleep(30)")
+    )
+    wait_until(started.exists)
+    run.cancel(reason)
+    message = harness.result_of(run)
+    assert isinstance(message, Failed)
+    assert message.error == error
+    assert [r.exit_code for r in message.results] == [128 + 15]
+
+
+def test_server_cancel_is_reported_canceled(harness: Harness) -> None:
+    run = harness.start(claimed(per_iteration(sleeps={0: 30})))
+    assert harness.next_event() == JobStarted(run.uuid)
+    run.cancel(CancelReason.SERVER)
+    run.cancel(CancelReason.DRAIN)  # the first reason wins
+    assert harness.result_of(run) == Canceled(job=run.uuid)
+
+
+def test_cancel_before_setup_runs_nothing(harness: Harness, tmp_path: Path) -> None:
+    marker = tmp_path / "ran"
+    job = claimed(f"open({str(marker)!r}, 'w').close()")
+    run = JobRun(
+        job,
+        executor=harness.executor,
+        spool=harness.spool,
+        post=harness.events.put,
+        cores=CorePlan(),
+    )
+    run.cancel(CancelReason.SERVER)
+    run.start()
+    assert harness.result_of(run) == Canceled(job=run.uuid)
+    assert not marker.exists()
+
+
+def test_crash_hook_is_inert_without_its_variable(
+    harness: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("BENCHRUNNER_TEST_CRASH_AFTER_SPOOL", raising=False)
+    assert isinstance(harness.finish(claimed(per_iteration())), Completed)

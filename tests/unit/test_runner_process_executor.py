@@ -1,0 +1,393 @@
+"""The ``process`` executor with real child processes: outputs, files, environment, process
+groups, and what it refuses."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from benchrunner.core.templates import TemplateRegistry
+from benchrunner.protocol import IterationResult, JsonClaimedJob
+from benchrunner.runner.cores import CorePlan
+from benchrunner.runner.executors import ExecutorError, ProcessExecutor
+from benchrunner.runner.executors.process import ENV_ALLOWLIST, ProcessJob
+
+PY = sys.executable
+TEMPLATES = TemplateRegistry.parse(
+    {
+        "templates": {
+            "script": {
+                "command": [PY, "-c", "{code}"],
+                "args": {"code": {"type": "string"}},
+            },
+            "bounded": {
+                "command": [PY, "-c", "import sys; print(sys.argv[1])", "{n}"],
+                "args": {"n": {"type": "int", "min": 1, "max": 10}},
+            },
+            "missing": {"command": ["/nonexistent/benchmark-binary"]},
+        }
+    }
+)
+
+
+def claimed(
+    template: str | None = "script",
+    *,
+    args: dict[str, Any] | None = None,
+    file_paths: list[str] | None = None,
+    digest: str | None = None,
+) -> JsonClaimedJob:
+    now = dt.datetime.now(dt.UTC)
+    config: dict[str, Any] = {"timeout": 60, "template": template, "args": args}
+    if digest is not None:
+        config.update(digest=digest, registry="localhost", project=str(uuid.uuid4()))
+    if file_paths is not None:
+        config["file_paths"] = file_paths
+    return JsonClaimedJob.model_validate(
+        {
+            "uuid": str(uuid.uuid4()),
+            "spec": {
+                "uuid": str(uuid.uuid4()),
+                "name": "local",
+                "slug": "local",
+                "architecture": "x86_64",
+                "cpu": 1,
+                "memory": 1,
+                "disk": 1,
+                "created": now,
+                "modified": now,
+            },
+            "config": config,
+            "oci_token": "token",
+            "timeout": 60,
+            "created": now,
+            "nonce": "nonce",
+        }
+    )
+
+
+def executor(**options: Any) -> ProcessExecutor:
+    return ProcessExecutor(TEMPLATES, **{"kill_grace": 2.0, **options})
+
+
+def script(code: str, **kwargs: Any) -> JsonClaimedJob:
+    return claimed("script", args={"code": code}, **kwargs)
+
+
+def wait_until(condition: Callable[[], bool], timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError("condition not met before the deadline")
+        time.sleep(0.01)
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def run_in_thread(
+    job: ProcessJob, index: int = 0
+) -> tuple[threading.Thread, list[IterationResult]]:
+    results: list[IterationResult] = []
+    thread = threading.Thread(target=lambda: results.append(job.run_iteration(index)))
+    thread.start()
+    return thread, results
+
+
+# A child that starts a grandchild in its own process group, records both pids in the working
+# directory, then waits (optionally ignoring SIGTERM, as does the grandchild).
+FAMILY = """
+import os, signal, subprocess, sys, time
+ignore = {ignore}
+if ignore:
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+grandchild = subprocess.Popen([sys.executable, "-c", {grandchild!r}])
+with open("pids.tmp", "w") as f:
+    f.write(f"{{os.getpid()}} {{grandchild.pid}}")
+os.rename("pids.tmp", "pids")
+{then}
+"""
+SLEEPER = "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(60)"
+
+
+def family(*, ignore_term: bool, then: str = "time.sleep(60)") -> str:
+    grandchild = SLEEPER if ignore_term else "import time; time.sleep(60)"
+    return FAMILY.format(ignore=ignore_term, grandchild=grandchild, then=then)
+
+
+def read_pids(job: ProcessJob) -> list[int]:
+    pids = job.workdir / "pids"
+    wait_until(pids.exists)
+    return [int(pid) for pid in pids.read_text().split()]
+
+
+# ---------------------------------------------------------------- outputs
+
+
+def test_iterations_report_exit_code_stdout_and_stderr() -> None:
+    code = (
+        "import os, sys; i = os.environ['BENCHRUNNER_ITERATION']; "
+        "print('iteration', i); sys.stderr.write('warn ' + i)"
+    )
+    job = executor().prepare(script(code))
+    try:
+        results = [job.run_iteration(index) for index in range(3)]
+    finally:
+        job.cleanup()
+    assert results == [
+        IterationResult(exit_code=0, stdout=f"iteration {i}\n", stderr=f"warn {i}")
+        for i in range(3)
+    ]
+
+
+def test_non_zero_exit_code_is_reported() -> None:
+    job = executor().prepare(script("import sys; print('bad'); sys.exit(3)"))
+    try:
+        result = job.run_iteration(0)
+    finally:
+        job.cleanup()
+    assert (result.exit_code, result.stdout) == (3, "bad\n")
+
+
+def test_file_paths_are_collected_after_each_iteration(tmp_path: Path) -> None:
+    absolute = tmp_path / "abs.txt"
+    code = (
+        "import os, pathlib; i = os.environ['BENCHRUNNER_ITERATION']; "
+        "pathlib.Path('out').mkdir(exist_ok=True); "
+        "pathlib.Path('out/result.json').write_text('{\"i\": ' + i + '}'); "
+        f"pathlib.Path({str(absolute)!r}).write_text('abs ' + i)"
+    )
+    paths = ["out/result.json", str(absolute), "never-written.txt"]
+    job = executor().prepare(script(code, file_paths=paths))
+    try:
+        results = [job.run_iteration(index) for index in range(2)]
+    finally:
+        job.cleanup()
+    for index, result in enumerate(results):
+        assert result.output == {
+            "out/result.json": f'{{"i": {index}}}',
+            str(absolute): f"abs {index}",
+        }
+        assert result.stderr == "[benchrunner: file_path 'never-written.txt' not found]\n"
+
+
+def test_no_file_paths_means_no_output_map() -> None:
+    job = executor().prepare(script("pass"))
+    try:
+        assert job.run_iteration(0).output is None
+    finally:
+        job.cleanup()
+
+
+def test_output_beyond_the_limit_is_truncated_with_a_marker_and_never_deadlocks() -> None:
+    # Far more than a pipe buffer on both streams: reading them one after the other would hang.
+    code = "import sys; sys.stderr.write('e' * 3_000_000); sys.stdout.write('o' * 3_000_000)"
+    job = executor(max_output_bytes=1000).prepare(script(code))
+    try:
+        result = job.run_iteration(0)
+    finally:
+        job.cleanup()
+    marker = "[benchrunner: output truncated at 1000 bytes]\n"
+    assert result.exit_code == 0
+    assert result.stdout == "o" * 1000 + "\n" + marker
+    assert result.stderr == "e" * 1000 + "\n" + marker
+
+
+def test_invalid_utf8_is_replaced() -> None:
+    job = executor().prepare(script("import sys; sys.stdout.buffer.write(b'ok \\xff\\n')"))
+    try:
+        assert job.run_iteration(0).stdout == "ok \ufffd\n"
+    finally:
+        job.cleanup()
+
+
+# ---------------------------------------------------------------- environment and workdir
+
+
+def test_environment_is_an_allowlist(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("BENCHRUNNER_RUNNER_KEY", "bencher_runner_" + "ab" * 32)
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "s3cret")
+    monkeypatch.setenv("TZ", "UTC")
+    job = executor().prepare(script("import json, os; print(json.dumps(dict(os.environ)))"))
+    try:
+        result = job.run_iteration(4)
+    finally:
+        job.cleanup()
+    assert result.stdout is not None
+    env = json.loads(result.stdout)
+    assert "s3cret" not in result.stdout and "bencher_runner_" not in result.stdout
+    # LC_CTYPE may be set by Python's own locale coercion inside the child.
+    assert set(env) - set(ENV_ALLOWLIST) - {"LC_CTYPE"} == {
+        "BENCHRUNNER_JOB",
+        "BENCHRUNNER_ITERATION",
+        "BENCHRUNNER_WORKDIR",
+    }
+    assert env["TZ"] == "UTC" and env["PATH"] == os.environ["PATH"]
+    assert env["BENCHRUNNER_JOB"] == str(job.job)
+    assert env["BENCHRUNNER_ITERATION"] == "4"
+    assert env["BENCHRUNNER_WORKDIR"] == str(job.workdir)
+
+
+def test_each_job_runs_in_a_fresh_working_directory_removed_at_cleanup(tmp_path: Path) -> None:
+    code = "import os; print(os.getcwd()); print(sorted(os.listdir()))"
+    first = executor(workdir_root=tmp_path).prepare(script(code))
+    second = executor(workdir_root=tmp_path).prepare(script(code))
+    try:
+        assert first.workdir != second.workdir
+        assert first.run_iteration(0).stdout == f"{first.workdir}\n[]\n"
+    finally:
+        first.cleanup()
+        second.cleanup()
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_job_process_runs_on_the_job_cores_only() -> None:
+    allowed = os.sched_getaffinity(0)
+    if len(allowed) < 2:
+        pytest.skip("needs two cores")
+    plan = CorePlan.detect()
+    job = executor(cores=plan).prepare(script("import os; print(sorted(os.sched_getaffinity(0)))"))
+    try:
+        result = job.run_iteration(0)
+    finally:
+        job.cleanup()
+    assert result.stdout == f"{sorted(plan.job_cores)}\n"
+    assert os.sched_getaffinity(0) == allowed  # the launching thread got its cores back
+
+
+# ---------------------------------------------------------------- stopping process groups
+
+
+def test_cancel_stops_the_whole_process_group() -> None:
+    job = executor().prepare(script(family(ignore_term=False)))
+    try:
+        thread, results = run_in_thread(job)
+        pids = read_pids(job)
+        job.cancel()
+        thread.join(10)
+        assert not thread.is_alive()
+    finally:
+        job.cleanup()
+    assert results[0].exit_code == 128 + 15
+    assert results[0].stderr == "[benchrunner: killed by signal SIGTERM]\n"
+    for pid in pids:
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)
+
+
+def test_processes_ignoring_sigterm_are_killed_after_the_grace() -> None:
+    job = executor(kill_grace=0.3).prepare(script(family(ignore_term=True)))
+    try:
+        thread, results = run_in_thread(job)
+        pids = read_pids(job)
+        job.cancel()
+        thread.join(10)
+        assert not thread.is_alive()
+    finally:
+        job.cleanup()
+    assert results[0].exit_code == 128 + 9
+    assert not any(alive(pid) for pid in pids)
+
+
+def test_processes_left_behind_by_a_finished_iteration_are_stopped() -> None:
+    # The grandchild inherits stdout: an executor that only waits for EOF would hang here.
+    job = executor().prepare(script(family(ignore_term=False, then="print('done')")))
+    try:
+        result = job.run_iteration(0)
+        pids = read_pids(job)
+    finally:
+        job.cleanup()
+    assert (result.exit_code, result.stdout) == (0, "done\n")
+    assert not any(alive(pid) for pid in pids)
+
+
+def test_cancel_before_an_iteration_starts_nothing() -> None:
+    job = executor().prepare(script("open('ran', 'w').close()"))
+    try:
+        job.cancel()
+        result = job.run_iteration(0)
+        assert not (job.workdir / "ran").exists()
+    finally:
+        job.cleanup()
+    assert result.exit_code is None
+
+
+# ---------------------------------------------------------------- refusals
+
+
+def test_template_not_approved_on_this_runner() -> None:
+    with pytest.raises(ExecutorError) as refused:
+        executor().prepare(claimed("bench.other"))
+    assert str(refused.value) == (
+        "template 'bench.other' is not approved on this runner "
+        "(runner templates: bounded, missing, script)"
+    )
+
+
+def test_runner_without_templates_refuses_every_template() -> None:
+    with pytest.raises(ExecutorError, match=r"\(runner templates: none\)"):
+        ProcessExecutor(TemplateRegistry.empty()).prepare(claimed("script"))
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        ({"n": 11}, "argument 'n' must be <= 10, got 11"),
+        ({"n": 0}, "argument 'n' must be >= 1, got 0"),
+        ({}, "template 'bounded' requires argument 'n'"),
+        ({"n": 2, "extra": 1}, "template 'bounded' has no argument(s) ['extra']"),
+    ],
+)
+def test_arguments_are_rechecked_against_the_runner_template(
+    args: dict[str, Any], message: str
+) -> None:
+    with pytest.raises(ExecutorError) as refused:
+        executor().prepare(claimed("bounded", args=args))
+    assert str(refused.value).startswith(message)
+
+
+def test_arguments_in_range_are_accepted() -> None:
+    job = executor().prepare(claimed("bounded", args={"n": 10}))
+    try:
+        assert job.argv == [PY, "-c", "import sys; print(sys.argv[1])", "10"]
+        assert job.run_iteration(0).stdout == "10\n"
+    finally:
+        job.cleanup()
+
+
+def test_image_jobs_are_refused() -> None:
+    with pytest.raises(ExecutorError) as refused:
+        executor().prepare(claimed(None, digest="sha256:" + "0" * 64))
+    assert str(refused.value) == (
+        "executor 'process' cannot run image jobs; start the runner with --executor sandbox"
+    )
+
+
+@pytest.mark.parametrize("path", ["../secret", "out/../../secret", ".."])
+def test_file_paths_escaping_the_working_directory_are_refused(path: str) -> None:
+    with pytest.raises(ExecutorError, match="escapes the job's working directory"):
+        executor().prepare(script("pass", file_paths=[path]))
+
+
+def test_a_command_that_cannot_start_is_an_executor_error() -> None:
+    job = executor().prepare(claimed("missing"))
+    try:
+        with pytest.raises(ExecutorError, match="could not start '/nonexistent/benchmark-binary'"):
+            job.run_iteration(0)
+    finally:
+        job.cleanup()
