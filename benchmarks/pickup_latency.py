@@ -10,6 +10,7 @@ idle again. Prints p50/p90/p99 in milliseconds.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import statistics
 import tempfile
 import threading
@@ -17,6 +18,7 @@ import time
 from pathlib import Path
 
 from tests.harness import RawChannel, deploy
+from websockets.exceptions import ConnectionClosed
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -40,6 +42,10 @@ def main() -> None:
         ready_again = threading.Event()
 
         def idle_runner() -> None:
+            with contextlib.suppress(ConnectionClosed):
+                serve_jobs()
+
+        def serve_jobs() -> None:
             while True:
                 message = channel.ask({"event": "ready", "poll_timeout": 900}, timeout=900)
                 received[message["uuid"]] = time.perf_counter()

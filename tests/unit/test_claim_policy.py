@@ -89,7 +89,7 @@ class World:
 
     def claim(self, runner_id: int) -> int | None:
         row = self.write(jobs.job_claim, runner_id, "nonce", self.now(), "r")
-        return None if row is None else int(row.id)
+        return None if row is None else int(row.job.id)
 
     def finish(self, job_id: int) -> None:
         def unit(conn: Connection) -> None:

@@ -202,13 +202,12 @@ class ChannelSession:
         self._poll = asyncio.create_task(self._wait_for_job(poll_timeout))
 
     async def _wait_for_job(self, poll_timeout: float) -> None:
-        assigned = await self.life.wait_for_job(self.runner, poll_timeout)
-        if assigned is None:
+        found = await self.life.wait_for_job(self.runner, poll_timeout)
+        if found is None:
             await self.send(NoJob())
         else:
-            job = await self.ctx.db.read(jobs.job_get_by_uuid, assigned.uuid)
-            if job is not None:
-                self._hold(job)
+            job, assigned = found
+            self._hold(job)
             await self.send(assigned)
         self._reset_deadline()
 

@@ -17,11 +17,11 @@ import secrets
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
-from benchrunner.server.store.jobs import JobRow, RunnerUnavailable
+from benchrunner.server.store.jobs import Claim, RunnerUnavailable
 
 log = logging.getLogger(__name__)
 
-ClaimFn = Callable[[int, str, str], Awaitable[JobRow | None]]
+ClaimFn = Callable[[int, str, str], Awaitable[Claim | None]]
 """(runner_id, runner_slug, nonce) -> claimed job, None, or raises RunnerUnavailable."""
 
 
@@ -30,7 +30,7 @@ class Waiter:
     runner_id: int
     runner_slug: str
     spec_ids: frozenset[int]
-    future: asyncio.Future[JobRow] = field(repr=False)
+    future: asyncio.Future[Claim] = field(repr=False)
     claiming: bool = False
 
 
@@ -39,7 +39,7 @@ class Dispatcher:
         self,
         claim: ClaimFn,
         *,
-        on_abandoned: Callable[[JobRow], None],
+        on_abandoned: Callable[[Claim], None],
         safety_interval: float = 5.0,
     ) -> None:
         self._claim = claim
@@ -84,7 +84,7 @@ class Dispatcher:
 
     async def wait_for_job(
         self, runner_id: int, runner_slug: str, spec_ids: frozenset[int], poll_timeout: float
-    ) -> JobRow | None:
+    ) -> Claim | None:
         """The job claimed for this runner within ``poll_timeout`` seconds, or None."""
         loop = asyncio.get_running_loop()
         waiter = Waiter(runner_id, runner_slug, spec_ids, loop.create_future())
@@ -107,7 +107,7 @@ class Dispatcher:
             self._waiters.pop(waiter, None)
             self._fresh.discard(waiter)
 
-    def _abandoned(self, future: asyncio.Future[JobRow]) -> None:
+    def _abandoned(self, future: asyncio.Future[Claim]) -> None:
         if not future.cancelled() and future.exception() is None:
             self._on_abandoned(future.result())
 
@@ -152,8 +152,8 @@ class Dispatcher:
                     created.pop(spec_id, None)
                 continue
             self.claims += 1
-            if created[job.spec_id] > 0:
-                created[job.spec_id] -= 1
+            if created[job.job.spec_id] > 0:
+                created[job.job.spec_id] -= 1
             self._waiters.pop(waiter, None)
             if not waiter.future.done():
                 waiter.future.set_result(job)

@@ -52,7 +52,7 @@ class Lifecycle:
             ctx, on_finished=self.finished, on_completed=self.processor.enqueue
         )
         self.dispatcher = Dispatcher(
-            self._claim, on_abandoned=lambda job: self.watchdog.watch(job.id)
+            self._claim, on_abandoned=lambda claim: self.watchdog.watch(claim.job.id)
         )
         self._cancel_pushers: dict[int, CancelPush] = {}
 
@@ -87,10 +87,11 @@ class Lifecycle:
 
     # ------------------------------------------------------------ claim
 
-    async def _claim(self, runner_id: int, runner_slug: str, nonce: str) -> jobs.JobRow | None:
+    async def _claim(self, runner_id: int, runner_slug: str, nonce: str) -> jobs.Claim | None:
         now = self.ctx.clock.now()
-        job = await self.ctx.db.write(jobs.job_claim, runner_id, nonce, now, runner_slug)
-        if job is not None:
+        claim = await self.ctx.db.write(jobs.job_claim, runner_id, nonce, now, runner_slug)
+        if claim is not None:
+            job = claim.job
             log.info(
                 "job claimed",
                 extra={
@@ -101,17 +102,19 @@ class Lifecycle:
                     "tier": tier_of(job.priority).value,
                 },
             )
-        return job
+        return claim
 
-    async def wait_for_job(self, runner: RunnerRow, poll_timeout: float) -> JobAssigned | None:
+    async def wait_for_job(
+        self, runner: RunnerRow, poll_timeout: float
+    ) -> tuple[jobs.JobRow, JobAssigned] | None:
         spec_ids = await self.ctx.db.read(runners.runner_spec_ids, runner.id)
-        job = await self.dispatcher.wait_for_job(runner.id, runner.slug, spec_ids, poll_timeout)
-        if job is None:
+        claim = await self.dispatcher.wait_for_job(runner.id, runner.slug, spec_ids, poll_timeout)
+        if claim is None:
             return None
-        return await self.assignment(runner, job)
+        return claim.job, self.assignment(runner, claim)
 
-    async def assignment(self, runner: RunnerRow, job: jobs.JobRow) -> JobAssigned:
-        spec = await self.ctx.db.read(runners.spec_by_id, job.spec_id)
+    def assignment(self, runner: RunnerRow, claim: jobs.Claim) -> JobAssigned:
+        job = claim.job
         now = self.ctx.clock.now()
         token = runner_pull_token(
             self.ctx.secret_key,
@@ -123,7 +126,7 @@ class Lifecycle:
         )
         return JobAssigned(
             uuid=job.uuid,
-            spec=runners.spec_json(spec),
+            spec=runners.spec_json(claim.spec),
             config=job.config,
             oci_token=token,
             timeout=job.timeout,

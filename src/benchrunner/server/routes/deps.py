@@ -18,12 +18,12 @@ MAX_PER_PAGE = 255
 DEFAULT_PER_PAGE = 8
 
 
-def context(request: Request) -> ServerContext:
+async def context(request: Request) -> ServerContext:
     ctx: ServerContext = request.app.state.ctx
     return ctx
 
 
-def lifecycle(request: Request) -> Lifecycle:
+async def lifecycle(request: Request) -> Lifecycle:
     life: Lifecycle = request.app.state.lifecycle
     return life
 

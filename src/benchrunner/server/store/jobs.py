@@ -201,6 +201,14 @@ def _transition(
 # ---------------------------------------------------------------- claim
 
 
+@dataclass(frozen=True)
+class Claim:
+    """A freshly claimed job and its spec, read in the claiming transaction."""
+
+    job: JobRow
+    spec: Any
+
+
 class RunnerUnavailable(Exception):
     """The runner is paused, archived or gone: it may claim nothing."""
 
@@ -231,7 +239,7 @@ def _eligible_jobs(runner_id: int, runner_org: int | None) -> sa.Select[Any]:
 
 def job_claim(
     conn: Connection, runner_id: int, nonce: str, now: dt.datetime, actor: str
-) -> JobRow | None:
+) -> Claim | None:
     """Claim the best eligible pending job for this runner (SPEC section 5), or None.
 
     Raises RunnerUnavailable if the runner may not claim at all. Atomic on SQLite because the
@@ -256,9 +264,10 @@ def job_claim(
         actor=actor,
         values={"runner_id": runner_id, "claimed": now, "last_heartbeat": now, "nonce": nonce},
     )
-    if moved is None:  # cannot happen under the write lock; stay honest if it does
+    claimed = job_get(conn, job_id) if moved is not None else None
+    if claimed is None:  # cannot happen under the write lock; stay honest if it does
         return None
-    return job_get(conn, job_id)
+    return Claim(claimed, conn.execute(sa.select(spec).where(spec.c.id == claimed.spec_id)).one())
 
 
 def pending_spec_ids(conn: Connection) -> set[int]:
