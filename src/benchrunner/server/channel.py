@@ -33,6 +33,7 @@ from benchrunner.protocol import (
     NoJob,
     Ready,
     Running,
+    RunnerMetadata,
     encode,
     runner_message,
 )
@@ -83,6 +84,7 @@ class ChannelSession:
         self._send_lock = asyncio.Lock()
         self._deadline = 0.0
         self._closed = False
+        self._metadata: RunnerMetadata | None = None
 
     # ------------------------------------------------------------ plumbing
 
@@ -194,10 +196,11 @@ class ChannelSession:
             if current is not None and current.status in IN_FLIGHT:
                 await self.life.runner_abandoned(self.runner, current)
             self._release()
-        now = self.ctx.clock.now()
-        await self.ctx.db.write(
-            runners.runner_record_metadata, self.runner.id, message.metadata(), now
-        )
+        metadata = message.metadata()
+        if metadata != self._metadata:  # the same on every ready: write it once
+            now = self.ctx.clock.now()
+            await self.ctx.db.write(runners.runner_record_metadata, self.runner.id, metadata, now)
+            self._metadata = metadata
         poll_timeout = message.poll_timeout or DEFAULT_POLL_TIMEOUT
         self._poll = asyncio.create_task(self._wait_for_job(poll_timeout))
 

@@ -148,7 +148,7 @@ class Lifecycle:
     async def heartbeat(self, runner: RunnerRow, job: jobs.JobRow) -> HeartbeatAnswer:
         """Refresh liveness; answer ``cancel`` if the job was canceled or ran too long."""
         now = self.ctx.clock.now()
-        liveness = await self.ctx.db.write(jobs.job_touch, job.id, now)
+        liveness = await self.ctx.db.write(jobs.job_touch, job.id, now, runner.id)
         if liveness is None or liveness.status not in IN_FLIGHT:
             return HeartbeatAnswer(cancel=True, reason="job is no longer in flight")
         if hard_timeout_exceeded(

@@ -87,6 +87,9 @@ class Database:
                 self.url, pool_size=max(read_threads, write_threads) + 2
             )
             self.read_engine = self.write_engine
+        # SQLite work is short and CPU-bound: running it on the event loop is faster than a
+        # thread hop (the GIL gives threads no parallelism here) and keeps writes serialized.
+        self.inline = self.sqlite
         self._writer = ThreadPoolExecutor(write_threads, thread_name_prefix="db-write")
         self._readers = ThreadPoolExecutor(read_threads, thread_name_prefix="db-read")
 
@@ -99,9 +102,13 @@ class Database:
             return unit(conn, *args)
 
     async def write(self, unit: Callable[..., T], *args: Any) -> T:
+        if self.inline:
+            return self.write_sync(unit, *args)
         return await self._hop(self._writer, self.write_sync, unit, *args)
 
     async def read(self, unit: Callable[..., T], *args: Any) -> T:
+        if self.inline:
+            return self.read_sync(unit, *args)
         return await self._hop(self._readers, self.read_sync, unit, *args)
 
     @staticmethod

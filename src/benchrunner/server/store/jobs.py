@@ -8,6 +8,7 @@ means someone else changed the job first; callers re-read and answer from the cu
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import json
 from uuid import UUID, uuid4
 from dataclasses import dataclass
@@ -83,21 +84,26 @@ class JobRow:
         )
 
 
+_JOBS = (
+    sa.select(job, report.c.project_id, project.c.uuid.label("project_uuid"))
+    .join(report, report.c.id == job.c.report_id)
+    .join(project, project.c.id == report.c.project_id)
+)
+_JOB_BY_ID = _JOBS.where(job.c.id == sa.bindparam("job_id"))
+_JOB_BY_UUID = _JOBS.where(job.c.uuid == sa.bindparam("job_uuid"))
+
+
 def _select_jobs() -> sa.Select[Any]:
-    return (
-        sa.select(job, report.c.project_id, project.c.uuid.label("project_uuid"))
-        .join(report, report.c.id == job.c.report_id)
-        .join(project, project.c.id == report.c.project_id)
-    )
+    return _JOBS
 
 
 def job_get(conn: Connection, job_id: int) -> JobRow | None:
-    row = conn.execute(_select_jobs().where(job.c.id == job_id)).first()
+    row = conn.execute(_JOB_BY_ID, {"job_id": job_id}).first()
     return JobRow.from_row(row) if row else None
 
 
 def job_get_by_uuid(conn: Connection, job_uuid: UUID) -> JobRow | None:
-    row = conn.execute(_select_jobs().where(job.c.uuid == job_uuid)).first()
+    row = conn.execute(_JOB_BY_UUID, {"job_uuid": job_uuid}).first()
     return JobRow.from_row(row) if row else None
 
 
@@ -151,6 +157,9 @@ def job_create(conn: Connection, params: NewJob) -> tuple[int, UUID]:
     return job_id, job_uuid
 
 
+_INSERT_EVENT = job_event.insert()
+
+
 def event_add(
     conn: Connection,
     job_id: int,
@@ -161,14 +170,32 @@ def event_add(
     now: dt.datetime,
 ) -> None:
     conn.execute(
-        job_event.insert().values(
-            job_id=job_id,
-            event_type=event_type,
-            message=message,
-            actor=actor,
-            meta=json.dumps(meta, sort_keys=True, default=str),
-            created=now,
+        _INSERT_EVENT,
+        {
+            "job_id": job_id,
+            "event_type": event_type,
+            "message": message,
+            "actor": actor,
+            "meta": json.dumps(meta, sort_keys=True, default=str),
+            "created": now,
+        },
+    )
+
+
+@functools.cache
+def _transition_statement(target: JobStatus, columns: tuple[str, ...]) -> sa.Update:
+    """One prepared ``UPDATE job SET status = target ... WHERE id = :id AND status IN (...)`` per
+    target and set of extra columns, so the hot path never rebuilds a statement."""
+    allowed = sorted(int(s) for s in sources_of(target))
+    return (
+        job.update()
+        .where(job.c.id == sa.bindparam("job_id"), job.c.status.in_(allowed))
+        .values(
+            status=int(target),
+            modified=sa.bindparam("now"),
+            **{name: sa.bindparam(f"v_{name}") for name in columns},
         )
+        .returning(job.c.id)
     )
 
 
@@ -182,17 +209,12 @@ def _transition(
     actor: str | None,
     meta: dict[str, Any] | None = None,
     values: dict[str, Any] | None = None,
-    sources: frozenset[JobStatus] | None = None,
 ) -> JobStatus | None:
-    """Compare-and-set to ``target``. Returns the status it moved from, or None if it didn't."""
-    allowed = sources if sources is not None else sources_of(target)
-    result = conn.execute(
-        job.update()
-        .where(job.c.id == job_id, job.c.status.in_([int(s) for s in allowed]))
-        .values(status=int(target), modified=now, **(values or {}))
-        .returning(sa.literal(1))
-    ).first()
-    if result is None:
+    """Compare-and-set to ``target``. Returns ``target`` if the job moved, else None."""
+    extra = values or {}
+    statement = _transition_statement(target, tuple(sorted(extra)))
+    params = {"job_id": job_id, "now": now, **{f"v_{k}": v for k, v in extra.items()}}
+    if conn.execute(statement, params).first() is None:
         return None
     event_add(conn, job_id, target.wire, message, actor, meta or {}, now)
     return target
@@ -213,7 +235,9 @@ class RunnerUnavailable(Exception):
     """The runner is paused, archived or gone: it may claim nothing."""
 
 
-def _eligible_jobs(runner_id: int, runner_org: int | None) -> sa.Select[Any]:
+@functools.cache
+def _eligible_jobs(organization_owned: bool) -> sa.Select[Any]:
+    """The claim query (SPEC section 5), prepared once: bind ``runner_id`` (and ``runner_org``)."""
     other = job.alias("other")
     org_busy = sa.exists().where(
         other.c.organization_id == job.c.organization_id, other.c.status.in_(_IN_FLIGHT)
@@ -226,15 +250,22 @@ def _eligible_jobs(runner_id: int, runner_org: int | None) -> sa.Select[Any]:
         sa.and_(job.c.priority >= PER_ORGANIZATION_MIN_PRIORITY, ~org_busy),
         sa.and_(job.c.priority < PER_ORGANIZATION_MIN_PRIORITY, ~ip_busy),
     )
-    runner_specs = sa.select(runner_spec.c.spec_id).where(runner_spec.c.runner_id == runner_id)
+    runner_specs = sa.select(runner_spec.c.spec_id).where(
+        runner_spec.c.runner_id == sa.bindparam("runner_id")
+    )
     query = sa.select(job.c.id).where(
         job.c.status == int(JobStatus.PENDING),
         job.c.spec_id.in_(runner_specs),
         within_limits,
     )
-    if runner_org is not None:
-        query = query.where(job.c.organization_id == runner_org)
+    if organization_owned:
+        query = query.where(job.c.organization_id == sa.bindparam("runner_org"))
     return query.order_by(job.c.priority.desc(), job.c.created.asc(), job.c.id.asc()).limit(1)
+
+
+_RUNNER_CLAIM_STATE = sa.select(runner.c.paused, runner.c.archived, runner.c.organization_id).where(
+    runner.c.id == sa.bindparam("runner_id")
+)
 
 
 def job_claim(
@@ -245,14 +276,13 @@ def job_claim(
     Raises RunnerUnavailable if the runner may not claim at all. Atomic on SQLite because the
     write transaction is ``BEGIN IMMEDIATE``.
     """
-    owner = conn.execute(
-        sa.select(runner.c.paused, runner.c.archived, runner.c.organization_id).where(
-            runner.c.id == runner_id
-        )
-    ).first()
+    owner = conn.execute(_RUNNER_CLAIM_STATE, {"runner_id": runner_id}).first()
     if owner is None or owner.paused or owner.archived is not None:
         raise RunnerUnavailable
-    job_id = conn.execute(_eligible_jobs(runner_id, owner.organization_id)).scalar()
+    owned = owner.organization_id is not None
+    job_id = conn.execute(
+        _eligible_jobs(owned), {"runner_id": runner_id, "runner_org": owner.organization_id}
+    ).scalar()
     if job_id is None:
         return None
     moved = _transition(
@@ -316,18 +346,32 @@ class Liveness:
     timeout: int
 
 
-def job_touch(conn: Connection, job_id: int, now: dt.datetime) -> Liveness | None:
-    """Heartbeat: refresh ``last_heartbeat`` of an in-flight job; report its state either way."""
-    row = conn.execute(
-        job.update()
-        .where(job.c.id == job_id, job.c.status.in_(_IN_FLIGHT))
-        .values(last_heartbeat=now)
-        .returning(job.c.status, job.c.started, job.c.timeout)
-    ).first()
+_TOUCH_RUNNER = (
+    runner.update()
+    .where(runner.c.id == sa.bindparam("runner_id"))
+    .values(last_heartbeat=sa.bindparam("now"))
+)
+_TOUCH_JOB = (
+    job.update()
+    .where(job.c.id == sa.bindparam("job_id"), job.c.status.in_(_IN_FLIGHT))
+    .values(last_heartbeat=sa.bindparam("now"))
+    .returning(job.c.status, job.c.started, job.c.timeout)
+)
+_JOB_LIVENESS = sa.select(job.c.status, job.c.started, job.c.timeout).where(
+    job.c.id == sa.bindparam("job_id")
+)
+
+
+def job_touch(
+    conn: Connection, job_id: int, now: dt.datetime, runner_id: int | None = None
+) -> Liveness | None:
+    """Heartbeat: refresh ``last_heartbeat`` of an in-flight job (and of its runner, if given);
+    report the job's state either way."""
+    if runner_id is not None:
+        conn.execute(_TOUCH_RUNNER, {"runner_id": runner_id, "now": now})
+    row = conn.execute(_TOUCH_JOB, {"job_id": job_id, "now": now}).first()
     if row is None:
-        row = conn.execute(
-            sa.select(job.c.status, job.c.started, job.c.timeout).where(job.c.id == job_id)
-        ).first()
+        row = conn.execute(_JOB_LIVENESS, {"job_id": job_id}).first()
         if row is None:
             return None
     return Liveness(JobStatus(row.status), row.started, row.timeout)
