@@ -195,9 +195,7 @@ class BenchrunnerClient:
             body["slug"] = slug
         return self._object("POST", f"/v0/organizations/{_segment(org)}/projects", json=body)
 
-    def list_projects(
-        self, org: str, *, page: int = 1, per_page: int = DEFAULT_PER_PAGE
-    ) -> Page:
+    def list_projects(self, org: str, *, page: int = 1, per_page: int = DEFAULT_PER_PAGE) -> Page:
         return self._page(
             f"/v0/organizations/{_segment(org)}/projects", self._paging(page, per_page)
         )
@@ -360,9 +358,7 @@ class BenchrunnerClient:
                 return current
             remaining = deadline - time.monotonic()
             if remaining <= 0:
-                raise JobWaitTimeout(
-                    f"job {job} is still {status} after {timeout:g} s", current
-                )
+                raise JobWaitTimeout(f"job {job} is still {status} after {timeout:g} s", current)
             time.sleep(min(poll_interval, remaining))
 
 

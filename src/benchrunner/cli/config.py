@@ -123,6 +123,6 @@ def require_project(settings: CliSettings) -> str:
     if settings.project is None:
         raise ValueError(
             "no project given: pass --project, set BENCHRUNNER_PROJECT, "
-            f"or add project = \"...\" to {config_path()}"
+            f'or add project = "..." to {config_path()}'
         )
     return settings.project

@@ -37,9 +37,7 @@ Project = Annotated[
         show_default=False,
     ),
 ]
-Json = Annotated[
-    bool, typer.Option("--json", help="Print machine-readable JSON only, to stdout.")
-]
+Json = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON only, to stdout.")]
 Page = Annotated[int, typer.Option("--page", min=1, help="Page of the list, from 1.")]
 PerPage = Annotated[
     int,
@@ -47,3 +45,8 @@ PerPage = Annotated[
 ]
 LIST_PER_PAGE = 50
 """Lists in a terminal show more than the API's default of 8 per page."""
+
+Ref = Annotated[str, typer.Argument(metavar="REF", help="Slug or UUID.")]
+Name = Annotated[str, typer.Argument(metavar="NAME", help="Display name (1-64 characters).")]
+OrgRef = Annotated[str, typer.Argument(metavar="ORG", help="Organization slug or UUID.")]
+SpecRef = Annotated[str, typer.Argument(metavar="SPEC", help="Spec slug or UUID.")]

@@ -5,20 +5,27 @@ Data goes to stdout; progress, hints and errors go to stderr, so ``--json`` outp
 
 from __future__ import annotations
 
+import datetime as dt
 import json
+import os
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
 from benchrunner.cli.sizes import format_size
+from benchrunner.client import JsonObject
+
+PIPE_WIDTH = 200
 
 
 def out() -> Console:
     # Built per call so that a swapped sys.stdout (tests, redirection) is always honoured.
-    return Console(highlight=False)
+    # Piped output is not squeezed into Rich's default 80 columns.
+    piped = not sys.stdout.isatty() and "COLUMNS" not in os.environ
+    return Console(highlight=False, width=PIPE_WIDTH if piped else None)
 
 
 def err() -> Console:
@@ -27,6 +34,14 @@ def err() -> Console:
 
 def print_json(data: object) -> None:
     sys.stdout.write(json.dumps(data, indent=2) + "\n")
+
+
+def show(data: JsonObject, as_json: bool, render: Callable[[JsonObject], None]) -> None:
+    """``data`` as JSON with ``--json``, else as ``render`` draws it."""
+    if as_json:
+        print_json(data)
+    else:
+        render(data)
 
 
 def one_line(text: str) -> str:
@@ -58,6 +73,18 @@ def cell(value: object) -> str:
     return str(value)
 
 
+def when(value: object, *, precise: bool = False) -> str:
+    """An API timestamp (ISO 8601, UTC) as ``2026-01-02 03:04:05``, milliseconds if precise."""
+    if not isinstance(value, str):
+        return cell(value)
+    try:
+        parsed = dt.datetime.fromisoformat(value)
+    except ValueError:
+        return value
+    text = parsed.strftime("%Y-%m-%d %H:%M:%S")
+    return f"{text}.{parsed.microsecond // 1000:03d}" if precise else text
+
+
 def size_cell(value: object) -> str:
     return format_size(value) if isinstance(value, int) and not isinstance(value, bool) else "-"
 
@@ -69,7 +96,10 @@ def print_table(
     title: str | None = None,
     total: int | None = None,
 ) -> None:
-    table = Table(*columns, title=title, title_justify="left", header_style="bold")
+    table = Table(title=title, title_justify="left", header_style="bold")
+    for column in columns:
+        # Fold, never truncate: people copy UUIDs out of these tables.
+        table.add_column(column, overflow="fold")
     count = 0
     for row in rows:
         table.add_row(*(cell(v) for v in row))

@@ -24,10 +24,15 @@ _SIZE = re.compile(r"(\d+(?:\.\d+)?)\s*([a-z]*)")
 _BINARY = ("B", "KiB", "MiB", "GiB", "TiB", "PiB")
 
 
-def parse_size(text: str) -> int:
+def parse_size(text: str | int) -> int:
     """Bytes in ``text``: SI suffixes (k, M, G, T, optional B) are powers of 1000, ``KiB``... of
     1024; case does not matter. Raises ``ValueError`` for anything else or a size below 1 byte.
+    An int is already bytes (Typer passes defaults through the parser too).
     """
+    if isinstance(text, int):
+        if text < 1:
+            raise ValueError(f"invalid size {text}: must be at least 1 byte")
+        return text
     match = _SIZE.fullmatch(text.strip().lower())
     if match is None or match.group(2) not in _UNITS:
         raise ValueError(

@@ -351,6 +351,7 @@ class Agent:
             cores=self._cores,
         )
         self._job_started = False
+        self._announced_on = 0  # a new job must say running again, even on the same channel
         self._own_jobs.add(claimed.uuid)
         self._job.start()
 

@@ -1,0 +1,311 @@
+"""``benchrunner runner <verb>``: run the agent on this machine (``up``), or administer runners."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from benchrunner.cli import output
+from benchrunner.cli.config import resolve
+from benchrunner.cli.options import (
+    LIST_PER_PAGE,
+    Host,
+    Json,
+    Name,
+    Page,
+    PerPage,
+    Ref,
+    SpecRef,
+    Token,
+)
+from benchrunner.cli.resource_cmds import Archived, Slug, spec_table
+from benchrunner.cli.sizes import parse_size
+from benchrunner.client import JsonObject
+
+runner_app = typer.Typer(help="Run a runner agent, or administer runners.", no_args_is_help=True)
+
+_AGENT = "Agent"
+
+
+def default_spool(runner: str) -> Path:
+    # One directory per runner: a result spooled by one runner means nothing to another.
+    return Path.home() / ".local" / "share" / "benchrunner" / "spool" / runner
+
+
+@runner_app.command("up")
+def up(
+    runner: Annotated[
+        str, typer.Option(envvar="BENCHRUNNER_RUNNER", help="This runner's slug or UUID.")
+    ],
+    key: Annotated[
+        str,
+        typer.Option(
+            envvar="BENCHRUNNER_RUNNER_KEY",
+            show_default=False,
+            help="Runner token (bencher_runner_...). Prefer the environment variable: "
+            "command lines are visible to other users.",
+        ),
+    ],
+    host: Annotated[
+        str | None,
+        typer.Option(
+            show_default=False,
+            help="Server URL. Else $BENCHRUNNER_HOST, the config file, http://127.0.0.1:8080.",
+        ),
+    ] = None,
+    templates: Annotated[
+        Path | None,
+        typer.Option(
+            envvar="BENCHRUNNER_TEMPLATES",
+            metavar="FILE",
+            show_default=False,
+            help="TOML file of the templates this machine approves; none: no template jobs.",
+        ),
+    ] = None,
+    executor: Annotated[
+        str, typer.Option(envvar="BENCHRUNNER_EXECUTOR", help="How jobs are isolated.")
+    ] = "process",
+    spool: Annotated[
+        Path | None,
+        typer.Option(
+            envvar="BENCHRUNNER_SPOOL",
+            metavar="DIR",
+            show_default=False,
+            help="Undelivered results [default: ~/.local/share/benchrunner/spool/<runner>].",
+        ),
+    ] = None,
+    poll_timeout: Annotated[
+        int,
+        typer.Option(
+            envvar="BENCHRUNNER_POLL_TIMEOUT",
+            metavar="SECONDS",
+            help="How long the server holds a ready runner before answering no-job.",
+            rich_help_panel=_AGENT,
+        ),
+    ] = 30,
+    drain_grace: Annotated[
+        float,
+        typer.Option(
+            envvar="BENCHRUNNER_DRAIN_GRACE",
+            metavar="SECONDS",
+            help="After SIGTERM, how long a running job may go on before it is canceled.",
+            rich_help_panel=_AGENT,
+        ),
+    ] = 300.0,
+    kill_grace: Annotated[
+        float,
+        typer.Option(
+            envvar="BENCHRUNNER_KILL_GRACE",
+            metavar="SECONDS",
+            help="Between SIGTERM and SIGKILL of a canceled job's processes.",
+            rich_help_panel=_AGENT,
+        ),
+    ] = 10.0,
+    max_output_bytes: Annotated[
+        int,
+        typer.Option(
+            envvar="BENCHRUNNER_MAX_OUTPUT_BYTES",
+            parser=parse_size,
+            metavar="SIZE",
+            help="Output kept per stream and iteration [default: 1MiB].",
+            show_default=False,
+            rich_help_panel=_AGENT,
+        ),
+    ] = 1_048_576,
+    once: Annotated[
+        bool, typer.Option("--once", help="Exit after one job.", rich_help_panel=_AGENT)
+    ] = False,
+) -> None:
+    """Connect to the server and run its jobs, one at a time, until SIGTERM or SIGINT.
+
+    The first signal drains (no new jobs; a running job gets --drain-grace), a second one
+    cancels the running job at once. Exit code 0 after a drain, 2 if the server refuses the
+    runner or key or the configuration is unusable.
+    """
+    from benchrunner.runner.agent import RunnerOptions, run_agent
+
+    options = RunnerOptions(
+        host=resolve(host, None).host,
+        runner=runner,
+        key=key,
+        templates=templates,
+        executor=executor,
+        spool=spool or default_spool(runner),
+        poll_timeout=poll_timeout,
+        drain_grace=drain_grace,
+        kill_grace=kill_grace,
+        max_output_bytes=max_output_bytes,
+        once=once,
+    )
+    options.validate()
+    raise typer.Exit(run_agent(options))
+
+
+# -- administration (server API, admin only) ----------------------------------------------------
+
+
+def _runner_record(runner: JsonObject) -> None:
+    specs = ", ".join(s["slug"] for s in runner.get("specs", [])) or None
+    output.print_record(
+        [
+            ("slug", runner.get("slug")),
+            ("name", runner.get("name")),
+            ("uuid", runner.get("uuid")),
+            ("specs", specs),
+            ("paused", runner.get("paused")),
+            ("archived", output.when(runner.get("archived"))),
+            ("last heartbeat", output.when(runner.get("last_heartbeat"))),
+            (
+                "os / arch / version",
+                " / ".join(str(runner.get(k) or "-") for k in ("os", "arch", "version")),
+            ),
+        ]
+    )
+
+
+def _print_token(runner: str, token: str) -> None:
+    output.out().print(f"token: {token}", soft_wrap=True, markup=False)
+    output.warning("the token is shown only this once; store it now")
+    output.note(
+        f"start the runner with: BENCHRUNNER_RUNNER_KEY=<token> "
+        f"benchrunner runner up --runner {runner} --host <server URL>"
+    )
+
+
+@runner_app.command("create")
+def runner_create(
+    name: Name,
+    spec: Annotated[
+        list[str] | None,
+        typer.Option("--spec", help="Spec slug or UUID the runner offers; repeat for several."),
+    ] = None,
+    slug: Slug = None,
+    host: Host = None,
+    token: Token = None,
+    as_json: Json = False,
+) -> None:
+    """Create a runner (admin) and print its token, which is shown only once."""
+    with resolve(host, token).client() as client:
+        runner = client.create_runner(name, spec or [], slug=slug)
+    if as_json:
+        output.print_json(runner)
+        return
+    _runner_record(runner)
+    _print_token(runner["slug"], runner["token"])
+
+
+@runner_app.command("list")
+def runner_list(
+    archived: Archived = False,
+    page: Page = 1,
+    per_page: PerPage = LIST_PER_PAGE,
+    host: Host = None,
+    token: Token = None,
+    as_json: Json = False,
+) -> None:
+    """Runners (admin)."""
+    with resolve(host, token).client() as client:
+        found = client.list_runners(archived=archived, page=page, per_page=per_page)
+    if as_json:
+        output.print_json(found)
+        return
+    rows = [
+        (
+            r["slug"],
+            ", ".join(s["slug"] for s in r["specs"]),
+            r["paused"],
+            output.when(r["last_heartbeat"]),
+            r["version"],
+            r["uuid"],
+        )
+        for r in found
+    ]
+    output.print_table(
+        ("slug", "specs", "paused", "last heartbeat", "version", "uuid"),
+        rows,
+        title="Runners",
+        total=found.total,
+    )
+
+
+@runner_app.command("show")
+def runner_show(ref: Ref, host: Host = None, token: Token = None, as_json: Json = False) -> None:
+    """One runner, by slug or UUID (admin)."""
+    with resolve(host, token).client() as client:
+        output.show(client.get_runner(ref), as_json, _runner_record)
+
+
+def _update(
+    ref: str,
+    host: str | None,
+    token: str | None,
+    as_json: bool,
+    *,
+    paused: bool | None = None,
+    archived: bool | None = None,
+) -> None:
+    with resolve(host, token).client() as client:
+        output.show(
+            client.update_runner(ref, paused=paused, archived=archived), as_json, _runner_record
+        )
+
+
+@runner_app.command("pause")
+def runner_pause(ref: Ref, host: Host = None, token: Token = None, as_json: Json = False) -> None:
+    """Stop offering jobs to a runner; its running job continues (admin)."""
+    _update(ref, host, token, as_json, paused=True)
+
+
+@runner_app.command("unpause")
+def runner_unpause(ref: Ref, host: Host = None, token: Token = None, as_json: Json = False) -> None:
+    """Offer jobs to a paused runner again (admin)."""
+    _update(ref, host, token, as_json, paused=False)
+
+
+@runner_app.command("archive")
+def runner_archive(ref: Ref, host: Host = None, token: Token = None, as_json: Json = False) -> None:
+    """Archive a runner: its token stops working and its channel is closed (admin)."""
+    _update(ref, host, token, as_json, archived=True)
+
+
+@runner_app.command("rotate-token")
+def runner_rotate_token(
+    ref: Ref, host: Host = None, token: Token = None, as_json: Json = False
+) -> None:
+    """Issue a new runner token; the old one stops working at once (admin)."""
+    with resolve(host, token).client() as client:
+        rotated = client.rotate_runner_token(ref)
+    if as_json:
+        output.print_json(rotated)
+        return
+    _print_token(ref, rotated["token"])
+
+
+@runner_app.command("add-spec")
+def runner_add_spec(
+    ref: Ref, spec: SpecRef, host: Host = None, token: Token = None, as_json: Json = False
+) -> None:
+    """Let runner REF take jobs that ask for SPEC (admin)."""
+    with resolve(host, token).client() as client:
+        client.add_runner_spec(ref, spec)
+        specs = client.list_runner_specs(ref)
+    if as_json:
+        output.print_json(specs)
+        return
+    spec_table(specs)
+
+
+@runner_app.command("remove-spec")
+def runner_remove_spec(
+    ref: Ref, spec: SpecRef, host: Host = None, token: Token = None, as_json: Json = False
+) -> None:
+    """Stop runner REF taking jobs that ask for SPEC (admin)."""
+    with resolve(host, token).client() as client:
+        client.remove_runner_spec(ref, spec)
+        specs = client.list_runner_specs(ref)
+    if as_json:
+        output.print_json(specs)
+        return
+    spec_table(specs)

@@ -1,0 +1,125 @@
+"""``benchrunner server``: run the API server in the foreground."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+if TYPE_CHECKING:
+    from pydantic import ValidationError
+
+    from benchrunner.server.config import ServerSettings
+
+
+def settings_from(given: dict[str, Any]) -> ServerSettings:
+    """ServerSettings from the flags that were given; the rest come from ``BENCHRUNNER_*`` or
+    defaults. Raises ``ValueError`` with every invalid setting on one line.
+    """
+    from pydantic import ValidationError
+
+    from benchrunner.server.config import ServerSettings
+
+    try:
+        return ServerSettings(**{k: v for k, v in given.items() if v is not None})
+    except ValidationError as exc:
+        raise ValueError(f"invalid server settings: {_describe(exc)}") from None
+
+
+def _describe(exc: ValidationError) -> str:
+    return "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors())
+
+
+def server(
+    host: Annotated[
+        str | None,
+        typer.Option(help="Interface to listen on [default: 127.0.0.1].", show_default=False),
+    ] = None,
+    port: Annotated[
+        int | None, typer.Option(help="Port to listen on [default: 8080].", show_default=False)
+    ] = None,
+    db: Annotated[
+        str | None,
+        typer.Option(
+            metavar="URL",
+            help="SQLAlchemy URL (sqlite:///... or postgresql://...) "
+            "[default: sqlite in the data dir].",
+            show_default=False,
+        ),
+    ] = None,
+    data_dir: Annotated[
+        Path | None,
+        typer.Option(
+            help="Blobs, keys and the default SQLite file [default: .benchrunner].",
+            show_default=False,
+        ),
+    ] = None,
+    templates: Annotated[
+        Path | None,
+        typer.Option(metavar="FILE", help="TOML file of approved templates.", show_default=False),
+    ] = None,
+    heartbeat_timeout: Annotated[
+        float | None,
+        typer.Option(
+            metavar="SECONDS",
+            help="Fail a job whose runner is silent this long [default: 90].",
+            show_default=False,
+        ),
+    ] = None,
+    job_timeout_grace: Annotated[
+        float | None,
+        typer.Option(
+            metavar="SECONDS",
+            help="Cancel a job this long after its timeout [default: 60].",
+            show_default=False,
+        ),
+    ] = None,
+    request_body_max_bytes: Annotated[
+        int | None,
+        typer.Option(
+            metavar="N",
+            help="Largest request body or channel message [default: 16 MiB].",
+            show_default=False,
+        ),
+    ] = None,
+    public_url: Annotated[
+        str | None,
+        typer.Option(
+            metavar="URL",
+            help="URL runners and clients use to reach this server.",
+            show_default=False,
+        ),
+    ] = None,
+    log_level: Annotated[
+        str | None,
+        typer.Option(
+            metavar="LEVEL",
+            help="debug, info, warning or error [default: info].",
+            show_default=False,
+        ),
+    ] = None,
+) -> None:
+    """Run the server until SIGINT or SIGTERM.
+
+    Every flag may also be set as `BENCHRUNNER_<FLAG>` (e.g. `BENCHRUNNER_DB`); flags win.
+    `BENCHRUNNER_SECRET_KEY`, `BENCHRUNNER_OCI_TOKEN_TTL` and `BENCHRUNNER_ANONYMOUS_RUNS`
+    exist only as environment variables.
+    """
+    settings = settings_from(
+        {
+            "host": host,
+            "port": port,
+            "db": db,
+            "data_dir": data_dir,
+            "templates": templates,
+            "heartbeat_timeout": heartbeat_timeout,
+            "job_timeout_grace": job_timeout_grace,
+            "request_body_max_bytes": request_body_max_bytes,
+            "public_url": public_url,
+            "log_level": log_level,
+        }
+    )
+    from benchrunner.server.app import serve
+
+    serve(settings)
