@@ -71,7 +71,7 @@ def wait_until(
     while time.monotonic() < deadline:
         last = predicate()
         if last:
-            return last  # type: ignore[return-value]
+            return last  # type: ignore[no-any-return]
         time.sleep(interval)
     raise AssertionError(f"timed out after {timeout} s waiting for {message} (last: {last!r})")
 
@@ -251,6 +251,7 @@ class RawChannel:
             f"{server.ws_url}/v0/runners/{runner}/channel",
             additional_headers={"Authorization": f"Bearer {token}"},
             open_timeout=10,
+            legacy=True,
             **kwargs,
         )
 

@@ -46,10 +46,14 @@ def test_benchrunner_up_and_the_tour(tmp_path: Path) -> None:
     log = (tmp_path / "up.log").open("wb")
     up = subprocess.Popen(
         [sys.executable, "-m", "benchrunner", "up"],
-        env=env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        stdin=subprocess.DEVNULL,
     )
     config = tmp_path / ".config" / "benchrunner" / "config.toml"
     try:
+
         def up_and_running() -> bool:
             assert up.poll() is None, (tmp_path / "up.log").read_text()
             return config.exists() and "token" in config.read_text()
@@ -65,8 +69,18 @@ def test_benchrunner_up_and_the_tour(tmp_path: Path) -> None:
             result = cli(*argv[1:], env=env, timeout=120)
             if "--wait" in argv:
                 assert "processed" in result.stdout, result.stdout
-        waited = cli("run", "--spec", "local", "--template", "bench.sleep", "--arg", "ms=5",
-                     "--wait", "--json", env=env)
+        waited = cli(
+            "run",
+            "--spec",
+            "local",
+            "--template",
+            "bench.sleep",
+            "--arg",
+            "ms=5",
+            "--wait",
+            "--json",
+            env=env,
+        )
         assert '"processed"' in waited.stdout
     finally:
         up.send_signal(signal.SIGINT)

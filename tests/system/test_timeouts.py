@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import signal
 import time
+from typing import Any
 
 from tests.harness import Deployment
 
 
-def _reasons(job: dict[str, object]) -> list[str]:
-    return [e["message"] for e in job["events"]]  # type: ignore[attr-defined,index]
+def _reasons(job: dict[str, Any]) -> list[str]:
+    return [str(e["message"]) for e in job["events"]]
 
 
 def test_silent_runner_fails_its_job_and_the_channel_closes(deployment: Deployment) -> None:

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, TypeVar
 
 import pytest
 from sqlalchemy.engine import Connection
@@ -18,6 +19,7 @@ from benchrunner.server.store.engine import Database
 from benchrunner.server.store.migrate import upgrade
 
 T0 = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
+T = TypeVar("T")
 
 
 @dataclass
@@ -29,7 +31,7 @@ class World:
         self.tick += 1
         return T0 + dt.timedelta(milliseconds=self.tick)
 
-    def write(self, unit, *args):  # type: ignore[no-untyped-def]
+    def write(self, unit: Callable[..., T], *args: Any) -> T:
         return self.db.write_sync(unit, *args)
 
     def spec(self, name: str) -> int:
@@ -58,7 +60,7 @@ class World:
             project = accounts.project_create(conn, org.id, name, "public", self.now())
             return org.id, project.id
 
-        return self.write(unit)  # type: ignore[no-any-return]
+        return self.write(unit)
 
     def job(self, org: tuple[int, int], spec_id: int, ip: str = "10.0.0.1") -> int:
         org_id, project_id = org
@@ -93,9 +95,9 @@ class World:
 
     def finish(self, job_id: int) -> None:
         def unit(conn: Connection) -> None:
-            jobs.job_mark_running(
-                conn, job_id, jobs.job_get(conn, job_id).runner_id, self.now(), "r"
-            )  # type: ignore[union-attr,arg-type]
+            row = jobs.job_get(conn, job_id)
+            assert row is not None and row.runner_id is not None
+            jobs.job_mark_running(conn, job_id, row.runner_id, self.now(), "r")
             assert jobs.job_mark_completed(conn, job_id, self.now(), "r", False)
 
         self.write(unit)

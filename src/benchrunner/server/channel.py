@@ -32,8 +32,8 @@ from benchrunner.protocol import (
     Heartbeat,
     NoJob,
     Ready,
-    Running,
     RunnerMetadata,
+    Running,
     encode,
     runner_message,
 )

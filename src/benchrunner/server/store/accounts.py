@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import datetime as dt
-from uuid import UUID, uuid4
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
+from uuid import UUID, uuid4
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection

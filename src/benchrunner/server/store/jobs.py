@@ -10,9 +10,9 @@ from __future__ import annotations
 import datetime as dt
 import functools
 import json
-from uuid import UUID, uuid4
 from dataclasses import dataclass
 from typing import Any
+from uuid import UUID, uuid4
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import datetime as dt
-from uuid import UUID, uuid4
 from dataclasses import dataclass
 from typing import Any
+from uuid import UUID, uuid4
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
