@@ -6,7 +6,12 @@ import json
 import signal
 import time
 from pathlib import Path
+from uuid import UUID
 
+import sqlalchemy as sa
+
+from benchrunner.server.store.engine import Database
+from benchrunner.server.store.tables import job, metric, report
 from tests.harness import Deployment, deploy, wait_until
 
 
@@ -63,3 +68,37 @@ def _server_killed_and_restarted(deployment: Deployment) -> None:
         "processed",
     ]
     assert runner.proc is not None and runner.proc.poll() is None
+
+
+def test_completed_but_unprocessed_jobs_are_processed_at_startup(deployment: Deployment) -> None:
+    channel = deployment.channel("quick")
+    job_uuid = deployment.submit("bench.noop")
+    channel.claim()
+    channel.ask({"event": "running"})
+    result = {"exit_code": 0, "stdout": '{"noop": {"latency": {"value": 7}}}'}
+    channel.ask({"event": "completed", "job": job_uuid, "results": [result]})
+    report_uuid = deployment.wait_status(job_uuid, "processed")["report"]
+    channel.close()
+    deployment.server.kill(signal.SIGTERM)
+    # Rewind to the moment between "output stored" and "metrics parsed", as a crash would leave it.
+    db = Database(deployment.server.db)
+    with db.write_engine.begin() as conn:
+        conn.execute(job.update().where(job.c.uuid == UUID(job_uuid)).values(status=3))
+        report_id = conn.execute(
+            sa.select(report.c.id).where(report.c.uuid == UUID(report_uuid))
+        ).scalar_one()
+        conn.execute(metric.delete().where(metric.c.report_id == report_id))
+    db.close()
+    deployment.server.start()
+    deployment.wait_status(job_uuid, "processed")
+    with deployment.admin() as client:
+        results = client.get_report(deployment.project, report_uuid)["results"]
+    assert results[0][0]["measures"][0]["metric"]["value"] == 7.0
+
+
+def test_server_sigterm_closes_channels_with_1012(deployment: Deployment) -> None:
+    channel = deployment.channel("listener")
+    assert channel.ask({"event": "heartbeat"})["event"] == "ack"
+    deployment.server.kill(signal.SIGTERM)
+    code, _ = channel.wait_closed(timeout=15)
+    assert code == 1012

@@ -9,9 +9,12 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
 class ServerSettings(BaseSettings):
-    model_config = SettingsConfigDict(env_prefix="BENCHRUNNER_", extra="ignore")
+    model_config = SettingsConfigDict(
+        env_prefix="BENCHRUNNER_", extra="ignore", populate_by_name=True
+    )
 
-    host: str = "127.0.0.1"
+    # Not BENCHRUNNER_HOST: for every client command that names the server's URL.
+    host: str = Field(default="127.0.0.1", validation_alias="BENCHRUNNER_LISTEN_HOST")
     port: int = Field(default=8080, ge=0, le=65535)
     db: str = Field(default="", description="SQLAlchemy URL or SQLite file; default data-dir")
     data_dir: Path = Path(".benchrunner")
