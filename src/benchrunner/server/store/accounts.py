@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -91,15 +92,18 @@ def api_token_issue(
     return token
 
 
+_USER_BY_TOKEN = (
+    sa.select(user)
+    .join(api_token, api_token.c.user_id == user.c.id)
+    .where(
+        api_token.c.token_hash == sa.bindparam("token_hash"),
+        sa.or_(api_token.c.expiration.is_(None), api_token.c.expiration > sa.bindparam("now")),
+    )
+)
+
+
 def user_by_api_token(conn: Connection, token: str, now: dt.datetime) -> UserRow | None:
-    row = conn.execute(
-        sa.select(user)
-        .join(api_token, api_token.c.user_id == user.c.id)
-        .where(
-            api_token.c.token_hash == hash_token(token),
-            sa.or_(api_token.c.expiration.is_(None), api_token.c.expiration > now),
-        )
-    ).first()
+    row = conn.execute(_USER_BY_TOKEN, {"token_hash": hash_token(token), "now": now}).first()
     return _user(row) if row else None
 
 
@@ -150,25 +154,32 @@ def organization_create(
     return _org(conn.execute(sa.select(organization).where(organization.c.id == org_id)).one())
 
 
-def _by_ref(table: sa.Table, ref: str) -> sa.ColumnElement[bool]:
-    """UUID first, then slug (SPEC section 13)."""
+@functools.cache
+def _select_by(table: sa.Table, column: str) -> sa.Select[Any]:
+    return sa.select(table).where(table.c[column] == sa.bindparam("ref"))
+
+
+def ref_param(ref: str) -> tuple[str, object]:
+    """A reference is a UUID if it parses as one, else a slug (SPEC section 13)."""
     try:
-        return table.c.uuid == UUID(ref)
+        return "uuid", UUID(ref)
     except ValueError:
-        return table.c.slug == ref
+        return "slug", ref
 
 
-def by_ref(table: sa.Table, ref: str) -> sa.ColumnElement[bool]:
-    return _by_ref(table, ref)
+def select_by_ref(conn: Connection, table: sa.Table, ref: str) -> Any:
+    """The row of ``table`` whose UUID or slug is ``ref``, or None; a prepared statement."""
+    column, value = ref_param(ref)
+    return conn.execute(_select_by(table, column), {"ref": value}).first()
 
 
 def organization_get(conn: Connection, ref: str) -> OrganizationRow | None:
-    row = conn.execute(sa.select(organization).where(_by_ref(organization, ref))).first()
+    row = select_by_ref(conn, organization, ref)
     return _org(row) if row else None
 
 
 def organization_by_id(conn: Connection, org_id: int) -> OrganizationRow:
-    return _org(conn.execute(sa.select(organization).where(organization.c.id == org_id)).one())
+    return _org(conn.execute(_select_by(organization, "id"), {"ref": org_id}).one())
 
 
 def organization_list_for(conn: Connection, viewer: UserRow) -> list[OrganizationRow]:
@@ -180,24 +191,24 @@ def organization_list_for(conn: Connection, viewer: UserRow) -> list[Organizatio
     return [_org(r) for r in conn.execute(query)]
 
 
+_ROLE = sa.select(organization_role.c.role).where(
+    organization_role.c.user_id == sa.bindparam("user_id"),
+    organization_role.c.organization_id == sa.bindparam("org_id"),
+)
+_ANY_MEMBER = (
+    sa.select(organization_role.c.id)
+    .where(organization_role.c.organization_id == sa.bindparam("org_id"))
+    .limit(1)
+)
+
+
 def role_of(conn: Connection, user_id: int, org_id: int) -> str | None:
-    return conn.execute(
-        sa.select(organization_role.c.role).where(
-            organization_role.c.user_id == user_id, organization_role.c.organization_id == org_id
-        )
-    ).scalar()
+    return conn.execute(_ROLE, {"user_id": user_id, "org_id": org_id}).scalar()
 
 
 def organization_is_claimed(conn: Connection, org_id: int) -> bool:
     """An organization with no members is unclaimed (SPEC section 2)."""
-    return (
-        conn.execute(
-            sa.select(organization_role.c.id)
-            .where(organization_role.c.organization_id == org_id)
-            .limit(1)
-        ).first()
-        is not None
-    )
+    return conn.execute(_ANY_MEMBER, {"org_id": org_id}).first() is not None
 
 
 @dataclass(frozen=True)
@@ -250,7 +261,7 @@ def project_create(
 
 
 def project_get(conn: Connection, ref: str) -> ProjectRow | None:
-    row = conn.execute(sa.select(project).where(_by_ref(project, ref))).first()
+    row = select_by_ref(conn, project, ref)
     return _project(row) if row else None
 
 

@@ -107,12 +107,13 @@ def job_get_by_uuid(conn: Connection, job_uuid: UUID) -> JobRow | None:
     return JobRow.from_row(row) if row else None
 
 
+_IN_FLIGHT_FOR_RUNNER = _JOBS.where(
+    job.c.runner_id == sa.bindparam("runner_id"), job.c.status.in_(_IN_FLIGHT)
+).order_by(job.c.claimed)
+
+
 def job_list_in_flight_for_runner(conn: Connection, runner_id: int) -> list[JobRow]:
-    rows = conn.execute(
-        _select_jobs()
-        .where(job.c.runner_id == runner_id, job.c.status.in_(_IN_FLIGHT))
-        .order_by(job.c.claimed)
-    )
+    rows = conn.execute(_IN_FLIGHT_FOR_RUNNER, {"runner_id": runner_id})
     return [JobRow.from_row(r) for r in rows]
 
 
@@ -133,26 +134,26 @@ class NewJob:
     actor: str | None
 
 
+_INSERT_JOB = job.insert().returning(job.c.id)
+
+
 def job_create(conn: Connection, params: NewJob) -> tuple[int, UUID]:
     job_uuid = uuid4()
-    job_id = conn.execute(
-        job.insert()
-        .values(
-            uuid=job_uuid,
-            report_id=params.report_id,
-            organization_id=params.organization_id,
-            source_ip=params.source_ip,
-            spec_id=params.spec_id,
-            config=params.config.model_dump_json(exclude_none=True),
-            timeout=params.config.timeout,
-            priority=params.priority,
-            status=int(JobStatus.PENDING),
-            kind=params.config.kind,
-            created=params.now,
-            modified=params.now,
-        )
-        .returning(job.c.id)
-    ).scalar_one()
+    row = {
+        "uuid": job_uuid,
+        "report_id": params.report_id,
+        "organization_id": params.organization_id,
+        "source_ip": params.source_ip,
+        "spec_id": params.spec_id,
+        "config": params.config.model_dump_json(exclude_none=True),
+        "timeout": params.config.timeout,
+        "priority": params.priority,
+        "status": int(JobStatus.PENDING),
+        "kind": params.config.kind,
+        "created": params.now,
+        "modified": params.now,
+    }
+    job_id = conn.execute(_INSERT_JOB, row).scalar_one()
     event_add(conn, job_id, "created", "job created", params.actor, {}, params.now)
     return job_id, job_uuid
 
@@ -263,6 +264,7 @@ def _eligible_jobs(organization_owned: bool) -> sa.Select[Any]:
     return query.order_by(job.c.priority.desc(), job.c.created.asc(), job.c.id.asc()).limit(1)
 
 
+_SPEC = sa.select(spec).where(spec.c.id == sa.bindparam("spec_id"))
 _RUNNER_CLAIM_STATE = sa.select(runner.c.paused, runner.c.archived, runner.c.organization_id).where(
     runner.c.id == sa.bindparam("runner_id")
 )
@@ -297,7 +299,7 @@ def job_claim(
     claimed = job_get(conn, job_id) if moved is not None else None
     if claimed is None:  # cannot happen under the write lock; stay honest if it does
         return None
-    return Claim(claimed, conn.execute(sa.select(spec).where(spec.c.id == claimed.spec_id)).one())
+    return Claim(claimed, conn.execute(_SPEC, {"spec_id": claimed.spec_id}).one())
 
 
 def pending_spec_ids(conn: Connection) -> set[int]:
@@ -310,6 +312,9 @@ def pending_spec_ids(conn: Connection) -> set[int]:
 # ---------------------------------------------------------------- transitions
 
 
+_JOB_OWNER = sa.select(job.c.status, job.c.runner_id).where(job.c.id == sa.bindparam("job_id"))
+
+
 def job_mark_running(
     conn: Connection, job_id: int, runner_id: int, now: dt.datetime, actor: str
 ) -> JobStatus | None:
@@ -317,9 +322,7 @@ def job_mark_running(
 
     Returns the job's status afterwards, or None if it is not this runner's job.
     """
-    current = conn.execute(
-        sa.select(job.c.status, job.c.runner_id).where(job.c.id == job_id)
-    ).first()
+    current = conn.execute(_JOB_OWNER, {"job_id": job_id}).first()
     if current is None or current.runner_id != runner_id:
         return None
     status = JobStatus(current.status)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import uuid
 from dataclasses import dataclass
 from typing import Any
@@ -14,28 +15,30 @@ from benchrunner.core import slugs
 from benchrunner.server.store.tables import benchmark, branch, measure, metric, report, testbed
 
 
+@functools.cache
+def _named(table: sa.Table) -> tuple[sa.Select[Any], sa.Insert]:
+    find = sa.select(table.c.id).where(
+        table.c.project_id == sa.bindparam("project_id"), table.c.name == sa.bindparam("name")
+    )
+    return find, table.insert().returning(table.c.id)
+
+
 def named_get_or_create(
     conn: Connection, table: sa.Table, project_id: int, name: str, now: dt.datetime
 ) -> int:
     """The id of the project's row with this name, created if missing (Bencher's behaviour)."""
-    found = conn.execute(
-        sa.select(table.c.id).where(table.c.project_id == project_id, table.c.name == name)
-    ).scalar()
+    find, insert = _named(table)
+    found = conn.execute(find, {"project_id": project_id, "name": name}).scalar()
     if found is not None:
         return int(found)
-    return int(
-        conn.execute(
-            table.insert()
-            .values(
-                uuid=uuid.uuid4(),
-                project_id=project_id,
-                name=name,
-                slug=slugs.slugify(name),
-                created=now,
-            )
-            .returning(table.c.id)
-        ).scalar_one()
-    )
+    row = {
+        "uuid": uuid.uuid4(),
+        "project_id": project_id,
+        "name": name,
+        "slug": slugs.slugify(name),
+        "created": now,
+    }
+    return int(conn.execute(insert, row).scalar_one())
 
 
 @dataclass(frozen=True)
@@ -50,27 +53,28 @@ class NewReport:
     now: dt.datetime
 
 
+_INSERT_REPORT = report.insert().returning(report.c.id)
+
+
 def report_create(conn: Connection, params: NewReport) -> tuple[int, uuid.UUID]:
     report_uuid = uuid.uuid4()
-    report_id = conn.execute(
-        report.insert()
-        .values(
-            uuid=report_uuid,
-            user_id=params.user_id,
-            project_id=params.project_id,
-            branch_id=named_get_or_create(
-                conn, branch, params.project_id, params.branch, params.now
-            ),
-            testbed_id=named_get_or_create(
-                conn, testbed, params.project_id, params.testbed, params.now
-            ),
-            adapter=params.adapter,
-            start_time=params.start_time,
-            end_time=params.end_time,
-            created=params.now,
-        )
-        .returning(report.c.id)
-    ).scalar_one()
+    row = {
+        "uuid": report_uuid,
+        "user_id": params.user_id,
+        "project_id": params.project_id,
+        "branch_id": named_get_or_create(
+            conn, branch, params.project_id, params.branch, params.now
+        ),
+        "testbed_id": named_get_or_create(
+            conn, testbed, params.project_id, params.testbed, params.now
+        ),
+        "adapter": params.adapter,
+        "start_time": params.start_time,
+        "end_time": params.end_time,
+        "error": None,
+        "created": params.now,
+    }
+    report_id = conn.execute(_INSERT_REPORT, row).scalar_one()
     return report_id, report_uuid
 
 
@@ -82,6 +86,9 @@ class MetricValue:
     value: float
     lower_value: float | None
     upper_value: float | None
+
+
+_INSERT_METRIC = metric.insert()
 
 
 def metrics_add(
@@ -110,7 +117,18 @@ def metrics_add(
             }
         )
     if rows:
-        conn.execute(metric.insert(), rows)
+        conn.execute(_INSERT_METRIC, rows)
+
+
+_FINISH_REPORT = (
+    report.update()
+    .where(report.c.id == sa.bindparam("report_id"))
+    .values(
+        start_time=sa.bindparam("start_time"),
+        end_time=sa.bindparam("end_time"),
+        error=sa.bindparam("error"),
+    )
+)
 
 
 def report_finish(
@@ -122,48 +140,50 @@ def report_finish(
     error: str | None,
 ) -> None:
     conn.execute(
-        report.update()
-        .where(report.c.id == report_id)
-        .values(start_time=start_time, end_time=end_time, error=error)
+        _FINISH_REPORT,
+        {"report_id": report_id, "start_time": start_time, "end_time": end_time, "error": error},
     )
+
+
+_REPORT = (
+    sa.select(
+        report,
+        branch.c.name.label("branch_name"),
+        branch.c.uuid.label("branch_uuid"),
+        testbed.c.name.label("testbed_name"),
+        testbed.c.uuid.label("testbed_uuid"),
+    )
+    .join(branch, branch.c.id == report.c.branch_id)
+    .join(testbed, testbed.c.id == report.c.testbed_id)
+    .where(report.c.id == sa.bindparam("report_id"))
+)
+_REPORT_ID = sa.select(report.c.id).where(report.c.uuid == sa.bindparam("report_uuid"))
+_METRICS = (
+    sa.select(
+        metric.c.uuid,
+        metric.c.iteration,
+        metric.c.value,
+        metric.c.lower_value,
+        metric.c.upper_value,
+        benchmark.c.name.label("benchmark"),
+        benchmark.c.uuid.label("benchmark_uuid"),
+        measure.c.name.label("measure"),
+        measure.c.uuid.label("measure_uuid"),
+    )
+    .join(benchmark, benchmark.c.id == metric.c.benchmark_id)
+    .join(measure, measure.c.id == metric.c.measure_id)
+    .where(metric.c.report_id == sa.bindparam("report_id"))
+    .order_by(metric.c.iteration, benchmark.c.name, measure.c.name)
+)
 
 
 def report_row(conn: Connection, report_id: int) -> Any:
-    return conn.execute(
-        sa.select(
-            report,
-            branch.c.name.label("branch_name"),
-            branch.c.uuid.label("branch_uuid"),
-            testbed.c.name.label("testbed_name"),
-            testbed.c.uuid.label("testbed_uuid"),
-        )
-        .join(branch, branch.c.id == report.c.branch_id)
-        .join(testbed, testbed.c.id == report.c.testbed_id)
-        .where(report.c.id == report_id)
-    ).one()
+    return conn.execute(_REPORT, {"report_id": report_id}).one()
 
 
 def report_by_uuid(conn: Connection, report_uuid: uuid.UUID) -> Any:
-    return conn.execute(sa.select(report.c.id).where(report.c.uuid == report_uuid)).scalar()
+    return conn.execute(_REPORT_ID, {"report_uuid": report_uuid}).scalar()
 
 
 def report_metrics(conn: Connection, report_id: int) -> list[Any]:
-    return list(
-        conn.execute(
-            sa.select(
-                metric.c.uuid,
-                metric.c.iteration,
-                metric.c.value,
-                metric.c.lower_value,
-                metric.c.upper_value,
-                benchmark.c.name.label("benchmark"),
-                benchmark.c.uuid.label("benchmark_uuid"),
-                measure.c.name.label("measure"),
-                measure.c.uuid.label("measure_uuid"),
-            )
-            .join(benchmark, benchmark.c.id == metric.c.benchmark_id)
-            .join(measure, measure.c.id == metric.c.measure_id)
-            .where(metric.c.report_id == report_id)
-            .order_by(metric.c.iteration, benchmark.c.name, measure.c.name)
-        )
-    )
+    return list(conn.execute(_METRICS, {"report_id": report_id}))

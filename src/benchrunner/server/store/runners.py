@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import functools
 from dataclasses import dataclass
 from typing import Any
 from uuid import UUID, uuid4
@@ -12,7 +13,7 @@ from sqlalchemy.engine import Connection
 
 from benchrunner.core.tokens import hash_token
 from benchrunner.protocol import JsonSpec, RunnerMetadata
-from benchrunner.server.store.accounts import by_ref, unique_slug
+from benchrunner.server.store.accounts import ref_param, select_by_ref, unique_slug
 from benchrunner.server.store.tables import job, runner, runner_spec, spec
 
 
@@ -82,18 +83,24 @@ def runner_by_id(conn: Connection, runner_id: int) -> RunnerRow:
 
 
 def runner_get(conn: Connection, ref: str) -> RunnerRow | None:
-    row = conn.execute(sa.select(runner).where(by_ref(runner, ref))).first()
+    row = select_by_ref(conn, runner, ref)
     return _runner(row) if row else None
+
+
+@functools.cache
+def _authenticate(column: str) -> sa.Select[Any]:
+    return sa.select(runner).where(
+        runner.c.token_hash == sa.bindparam("token_hash"),
+        runner.c[column] == sa.bindparam("ref"),
+        runner.c.archived.is_(None),
+    )
 
 
 def runner_authenticate(conn: Connection, ref: str, token: str) -> RunnerRow | None:
     """Seed 000: one query by token hash AND path parameter, archived runners excluded."""
+    column, value = ref_param(ref)
     row = conn.execute(
-        sa.select(runner).where(
-            runner.c.token_hash == hash_token(token),
-            by_ref(runner, ref),
-            runner.c.archived.is_(None),
-        )
+        _authenticate(column), {"token_hash": hash_token(token), "ref": value}
     ).first()
     return _runner(row) if row else None
 
@@ -136,10 +143,13 @@ def runner_touch(conn: Connection, runner_id: int, now: dt.datetime) -> None:
     conn.execute(runner.update().where(runner.c.id == runner_id).values(last_heartbeat=now))
 
 
+_RUNNER_SPEC_IDS = sa.select(runner_spec.c.spec_id).where(
+    runner_spec.c.runner_id == sa.bindparam("runner_id")
+)
+
+
 def runner_spec_ids(conn: Connection, runner_id: int) -> frozenset[int]:
-    rows = conn.execute(
-        sa.select(runner_spec.c.spec_id).where(runner_spec.c.runner_id == runner_id)
-    )
+    rows = conn.execute(_RUNNER_SPEC_IDS, {"runner_id": runner_id})
     return frozenset(r.spec_id for r in rows)
 
 
@@ -194,11 +204,14 @@ def spec_create(conn: Connection, params: NewSpec, now: dt.datetime) -> Any:
 
 
 def spec_get(conn: Connection, ref: str) -> Any:
-    return conn.execute(sa.select(spec).where(by_ref(spec, ref))).first()
+    return select_by_ref(conn, spec, ref)
+
+
+_SPEC_BY_ID = sa.select(spec).where(spec.c.id == sa.bindparam("spec_id"))
 
 
 def spec_by_id(conn: Connection, spec_id: int) -> Any:
-    return conn.execute(sa.select(spec).where(spec.c.id == spec_id)).one()
+    return conn.execute(_SPEC_BY_ID, {"spec_id": spec_id}).one()
 
 
 def spec_list(conn: Connection, *, archived: bool) -> list[Any]:
