@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import json
 import logging
 import time
@@ -228,6 +229,8 @@ class ChannelSession:
             await self.send(Error(message="running: no job of this runner is in flight"))
             return
         status = await self.life.running(self.runner, job)
+        if status is not None and self.job is job:
+            self.job = dataclasses.replace(job, status=status)
         if status in (JobStatus.CLAIMED, JobStatus.RUNNING):
             await self.send(Ack(job=job.uuid))
         elif status is None:
@@ -243,7 +246,7 @@ class ChannelSession:
         await self.send(Cancel(job=self.job.uuid) if answer.cancel else Ack(job=self.job.uuid))
 
     async def _terminal(self, message: Completed | Failed | Canceled) -> None:
-        reply = await self.life.deliver(self.runner, message)
+        reply = await self.life.deliver(self.runner, message, self.job)
         if self.job is not None and self.job.uuid == message.job:
             self._release()
         await self.send(reply)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import logging
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -36,6 +37,7 @@ from benchrunner.server.watchdog import Watchdog
 log = logging.getLogger("benchrunner.transitions")
 
 CancelPush = Callable[[], None]
+SPEC_CACHE_SECONDS = 5.0
 
 
 @dataclass(frozen=True)
@@ -55,6 +57,7 @@ class Lifecycle:
             self._claim, on_abandoned=lambda claim: self.watchdog.watch(claim.job.id)
         )
         self._cancel_pushers: dict[int, CancelPush] = {}
+        self._spec_cache: dict[int, tuple[float, frozenset[int]]] = {}
 
     async def start(self) -> None:
         self.processor.start()
@@ -107,11 +110,22 @@ class Lifecycle:
     async def wait_for_job(
         self, runner: RunnerRow, poll_timeout: float
     ) -> tuple[jobs.JobRow, JobAssigned] | None:
-        spec_ids = await self.ctx.db.read(runners.runner_spec_ids, runner.id)
+        spec_ids = await self._spec_ids(runner.id)
         claim = await self.dispatcher.wait_for_job(runner.id, runner.slug, spec_ids, poll_timeout)
         if claim is None:
             return None
         return claim.job, self.assignment(runner, claim)
+
+    async def _spec_ids(self, runner_id: int) -> frozenset[int]:
+        """A runner's specs, re-read at most every few seconds: they only steer wake-ups (the
+        claim query itself always reads the live association)."""
+        now = time.monotonic()
+        cached = self._spec_cache.get(runner_id)
+        if cached is not None and cached[0] > now:
+            return cached[1]
+        spec_ids = await self.ctx.db.read(runners.runner_spec_ids, runner_id)
+        self._spec_cache[runner_id] = (now + SPEC_CACHE_SECONDS, spec_ids)
+        return spec_ids
 
     def assignment(self, runner: RunnerRow, claim: jobs.Claim) -> JobAssigned:
         job = claim.job
@@ -161,10 +175,19 @@ class Lifecycle:
     # ------------------------------------------------------------ terminal results
 
     async def deliver(
-        self, runner: RunnerRow, message: Completed | Failed | Canceled
+        self,
+        runner: RunnerRow,
+        message: Completed | Failed | Canceled,
+        known: jobs.JobRow | None = None,
     ) -> Ack | Error:
-        """Apply a terminal message; resends are answered with ``ack`` and change nothing."""
-        job = await self.ctx.db.read(jobs.job_get_by_uuid, message.job)
+        """Apply a terminal message; resends are answered with ``ack`` and change nothing.
+
+        ``known`` is the caller's latest view of the job, saving a read; a stale status is
+        harmless because every transition is a compare-and-set that re-reads on a miss.
+        """
+        job = known if known is not None and known.uuid == message.job else None
+        if job is None:
+            job = await self.ctx.db.read(jobs.job_get_by_uuid, message.job)
         if job is None or job.runner_id != runner.id:
             return Error(message=f"job {message.job} is not claimed by this runner")
         if isinstance(message, Completed):
