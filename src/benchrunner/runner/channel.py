@@ -109,6 +109,7 @@ class Channel:
                     max_size=MAX_MESSAGE_BYTES,
                     open_timeout=open_timeout,
                     close_timeout=2.0,
+                    compression=None,  # small JSON messages: deflate costs more CPU than it saves
                     logger=_library_log,
                     legacy=True,
                 )

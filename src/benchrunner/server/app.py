@@ -93,6 +93,7 @@ def serve(settings: ServerSettings) -> None:
         port=settings.port,
         ws="websockets-sansio",
         ws_max_size=settings.request_body_max_bytes,
+        ws_per_message_deflate=False,  # small JSON messages: deflate costs more than it saves
         ws_ping_interval=20.0,
         ws_ping_timeout=20.0,
         log_config=None,

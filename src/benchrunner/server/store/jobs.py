@@ -184,13 +184,16 @@ def event_add(
 
 
 @functools.cache
-def _transition_statement(target: JobStatus, columns: tuple[str, ...]) -> sa.Update:
+def _transition_statement(
+    target: JobStatus, columns: tuple[str, ...], runner_guard: bool
+) -> sa.Update:
     """One prepared ``UPDATE job SET status = target ... WHERE id = :id AND status IN (...)`` per
-    target and set of extra columns, so the hot path never rebuilds a statement."""
+    target, set of extra columns and guard, so the hot path never rebuilds a statement."""
     allowed = sorted(int(s) for s in sources_of(target))
+    guard = [job.c.runner_id == sa.bindparam("owner_id")] if runner_guard else []
     return (
         job.update()
-        .where(job.c.id == sa.bindparam("job_id"), job.c.status.in_(allowed))
+        .where(job.c.id == sa.bindparam("job_id"), job.c.status.in_(allowed), *guard)
         .values(
             status=int(target),
             modified=sa.bindparam("now"),
@@ -210,11 +213,15 @@ def _transition(
     actor: str | None,
     meta: dict[str, Any] | None = None,
     values: dict[str, Any] | None = None,
+    runner_id: int | None = None,
 ) -> JobStatus | None:
-    """Compare-and-set to ``target``. Returns ``target`` if the job moved, else None."""
+    """Compare-and-set to ``target`` (only if the job is ``runner_id``'s, when given).
+    Returns ``target`` if the job moved, else None."""
     extra = values or {}
-    statement = _transition_statement(target, tuple(sorted(extra)))
+    statement = _transition_statement(target, tuple(sorted(extra)), runner_id is not None)
     params = {"job_id": job_id, "now": now, **{f"v_{k}": v for k, v in extra.items()}}
+    if runner_id is not None:
+        params["owner_id"] = runner_id
     if conn.execute(statement, params).first() is None:
         return None
     event_add(conn, job_id, target.wire, message, actor, meta or {}, now)
@@ -322,21 +329,22 @@ def job_mark_running(
 
     Returns the job's status afterwards, or None if it is not this runner's job.
     """
+    started = _transition(
+        conn,
+        job_id,
+        JobStatus.RUNNING,
+        now,
+        message="runner started the benchmark",
+        actor=actor,
+        values={"started": now, "last_heartbeat": now},
+        runner_id=runner_id,
+    )
+    if started is not None:
+        return started
     current = conn.execute(_JOB_OWNER, {"job_id": job_id}).first()
     if current is None or current.runner_id != runner_id:
         return None
     status = JobStatus(current.status)
-    if status == JobStatus.CLAIMED:
-        _transition(
-            conn,
-            job_id,
-            JobStatus.RUNNING,
-            now,
-            message="runner started the benchmark",
-            actor=actor,
-            values={"started": now, "last_heartbeat": now},
-        )
-        return JobStatus.RUNNING
     if status == JobStatus.RUNNING:
         job_touch(conn, job_id, now)
     return status
