@@ -79,10 +79,16 @@ def _can_write(conn: Connection, viewer: UserRow | None, project: ProjectRow) ->
 
 
 def project_access(
-    conn: Connection, viewer: UserRow | None, ref: str, *, write: bool
+    conn: Connection,
+    viewer: UserRow | None,
+    ref: str,
+    *,
+    write: bool,
+    found: ProjectRow | None = None,
 ) -> ProjectRow:
-    """The project, or 404 when the caller may not know it exists, or 403 to a visible one."""
-    project = accounts.project_get(conn, ref)
+    """The project (``found`` if already read), or 404 when the caller may not know it exists,
+    or 403 to a visible one."""
+    project = found or accounts.project_get(conn, ref)
     if project is None or not _can_see(conn, viewer, project):
         raise not_found("project", ref)
     if write and not _can_write(conn, viewer, project):

@@ -10,9 +10,11 @@
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 from dataclasses import dataclass
 from typing import Any, Literal
+from uuid import UUID
 
 from fastapi import APIRouter, Request
 from pydantic import BaseModel, ConfigDict, Field
@@ -146,8 +148,9 @@ def _parse_direct(adapter: str, results: list[str]) -> list[reports.MetricValue]
 def _resolve_project(
     conn: Connection, ctx: ServerContext, user: UserRow | None, ref: str | None
 ) -> ProjectRow:
-    if ref is not None and accounts.project_get(conn, ref) is not None:
-        return project_access(conn, user, ref, write=True)
+    found = accounts.project_get(conn, ref) if ref is not None else None
+    if ref is not None and found is not None:
+        return project_access(conn, user, ref, write=True, found=found)
     if user is not None or not ctx.settings.anonymous_runs:
         raise not_found("project", ref or "")
     # Bencher's anonymous run: an unclaimed organization and a public project, made on the fly.
@@ -210,7 +213,7 @@ async def run(
     source_ip = request.client.host if request.client else "0.0.0.0"
     actor = user.email if user else f"anonymous@{source_ip}"
 
-    def unit(conn: Connection) -> tuple[dict[str, Any], int | None]:
+    def unit(conn: Connection) -> tuple[int, UUID, UUID | None, int | None]:
         project = _resolve_project(conn, ctx, user, body.project)
         now = ctx.clock.now()
         report_id, _ = reports.report_create(
@@ -251,15 +254,15 @@ async def run(
                 ),
             )
             spec_id = spec.id
-        view = report_view(
-            reports.report_row(conn, report_id),
-            project.uuid,
-            reports.report_metrics(conn, report_id),
-            job_uuid,
-        )
-        return view, spec_id
+        return report_id, project.uuid, job_uuid, spec_id
 
-    view, spec_id = await ctx.db.write(unit)
+    report_id, project_uuid, job_uuid, spec_id = await ctx.db.write(unit)
     if spec_id is not None:
         life.dispatcher.job_created(spec_id)
-    return view
+        await asyncio.sleep(0)  # let the dispatcher hand the job to an idle runner first
+
+    def view(conn: Connection) -> dict[str, Any]:
+        row = reports.report_row(conn, report_id)
+        return report_view(row, project_uuid, reports.report_metrics(conn, report_id), job_uuid)
+
+    return await ctx.db.read(view)
