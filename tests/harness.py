@@ -28,18 +28,9 @@ from benchrunner.server.bootstrap import bootstrap_admin
 T = TypeVar("T")
 REPO = Path(__file__).resolve().parents[1]
 
-TEST_TEMPLATES = """
-[templates."bench.sleep"]
-description = "Sleep, then report the time slept as a latency metric"
-command = ["python3", "-c", "import json,sys,time; ms=int(sys.argv[1]); time.sleep(ms/1000); print(json.dumps({'sleep': {'latency': {'value': ms}}}))", "{ms}"]
-timeout = 60
-
-[templates."bench.sleep".args.ms]
-type = "int"
-min = 0
-max = 60000
-default = 10
-
+TEST_TEMPLATES = (
+    (Path(__file__).with_name("issue_templates.toml")).read_text()
+    + """
 [templates."bench.noop"]
 command = ["python3", "-c", "print('{\\"noop\\": {\\"latency\\": {\\"value\\": 0}}}')"]
 timeout = 30
@@ -56,6 +47,7 @@ type = "string"
 command = ["python3", "-c", "print('this is not json')"]
 timeout = 30
 """
+)
 
 
 def wait_until(

@@ -7,18 +7,7 @@ import pytest
 
 from benchrunner.core.templates import TemplateError, TemplateRegistry
 
-ISSUE_EXAMPLE = """
-[templates."bench.sleep"]
-description = "Sleep, then report the time slept as a latency metric"
-command = ["python3", "-c", "import json,sys,time; ms=int(sys.argv[1]); time.sleep(ms/1000); print(json.dumps({'sleep': {'latency': {'value': ms}}}))", "{ms}"]
-timeout = 60
-
-[templates."bench.sleep".args.ms]
-type = "int"
-min = 0
-max = 60000
-default = 10
-"""
+ISSUE_EXAMPLE = (Path(__file__).parents[1] / "issue_templates.toml").read_text()
 
 TYPES = {
     "templates": {

@@ -18,9 +18,11 @@ from benchrunner.server.routes.deps import (
     Life,
     paginate,
 )
+from benchrunner.server.routes.renames import identity_changes
 from benchrunner.server.routes.specs import spec_or_404
 from benchrunner.server.store import runners
 from benchrunner.server.store.runners import RunnerRow
+from benchrunner.server.store.tables import runner as runner_table
 from benchrunner.server.views import runner_view, spec_view
 
 router = APIRouter(tags=["runners"])
@@ -99,16 +101,15 @@ async def update_runner(
 ) -> dict[str, Any]:
     def unit(conn: Connection) -> tuple[RunnerRow, dict[str, Any]]:
         row = runner_or_404(conn, runner)
-        now = ctx.clock.now()
-        values: dict[str, Any] = {"modified": now}
-        if body.name is not None:
-            values["name"] = body.name
-        if body.slug is not None and body.slug != row.slug:
-            if runners.runner_get(conn, body.slug) is not None:
-                raise conflict(f"slug {body.slug!r} is taken")
-            values["slug"] = body.slug
-        if body.archived is not None:
-            values["archived"] = now if body.archived else None
+        values = identity_changes(
+            conn,
+            runner_table,
+            row,
+            name=body.name,
+            slug=body.slug,
+            archived=body.archived,
+            now=ctx.clock.now(),
+        )
         if body.paused is not None:
             values["paused"] = body.paused
         updated = runners.runner_update(conn, row.id, values)

@@ -10,8 +10,10 @@ from sqlalchemy.engine import Connection
 
 from benchrunner.server.errors import conflict, not_found
 from benchrunner.server.routes.deps import DEFAULT_PER_PAGE, MAX_PER_PAGE, Admin, Ctx, paginate
+from benchrunner.server.routes.renames import identity_changes
 from benchrunner.server.store import runners
 from benchrunner.server.store.runners import NewSpec
+from benchrunner.server.store.tables import spec as spec_table
 from benchrunner.server.views import spec_view
 
 router = APIRouter(tags=["specs"])
@@ -68,16 +70,15 @@ async def get_spec(spec: str, _admin: Admin, ctx: Ctx) -> dict[str, Any]:
 async def update_spec(spec: str, body: SpecPatch, _admin: Admin, ctx: Ctx) -> dict[str, Any]:
     def unit(conn: Connection) -> Any:
         row = spec_or_404(conn, spec)
-        now = ctx.clock.now()
-        values: dict[str, Any] = {"modified": now}
-        if body.name is not None:
-            values["name"] = body.name
-        if body.slug is not None and body.slug != row.slug:
-            if runners.spec_get(conn, body.slug) is not None:
-                raise conflict(f"slug {body.slug!r} is taken")
-            values["slug"] = body.slug
-        if body.archived is not None:
-            values["archived"] = now if body.archived else None
+        values = identity_changes(
+            conn,
+            spec_table,
+            row,
+            name=body.name,
+            slug=body.slug,
+            archived=body.archived,
+            now=ctx.clock.now(),
+        )
         return runners.spec_update(conn, row.id, values)
 
     return spec_view(await ctx.db.write(unit))
