@@ -1,0 +1,108 @@
+"""The admin and project API over real HTTP: addressing, permissions, pagination, errors."""
+
+from __future__ import annotations
+
+import httpx
+import pytest
+
+from benchrunner.client import ApiError
+from benchrunner.server.bootstrap import bootstrap_admin
+from tests.harness import Deployment
+
+
+def test_resources_by_uuid_or_slug(deployment: Deployment) -> None:
+    with deployment.admin() as client:
+        spec = client.get_spec("small")
+        assert client.get_spec(spec["uuid"])["slug"] == "small"
+        runner = client.create_runner("Bench 01", ["small"])
+        assert runner["slug"] == "bench-01"
+        assert client.get_runner(runner["uuid"])["specs"][0]["uuid"] == spec["uuid"]
+        project = client.get_project("bench")
+        assert client.get_project(project["uuid"])["slug"] == "bench"
+        taken = client.create_runner("Bench 01")
+        assert taken["slug"].startswith("bench-01-") and taken["slug"] != "bench-01"
+
+
+def test_patch_runner_pause_rename_and_bad_slug(deployment: Deployment) -> None:
+    with deployment.admin() as client:
+        client.create_runner("r1", ["small"])
+        updated = client.update_runner("r1", name="Runner One", paused=True)
+        assert (updated["name"], updated["paused"]) == ("Runner One", True)
+        with pytest.raises(ApiError) as bad:
+            client.update_runner("r1", slug="Not A Slug")
+        assert bad.value.status == 400 and "'not-a-slug'" in bad.value.message
+        client.create_runner("r2")
+        with pytest.raises(ApiError) as taken:
+            client.update_runner("r1", slug="r2")
+        assert taken.value.status == 409
+
+
+def test_a_spec_in_use_cannot_be_deleted(deployment: Deployment) -> None:
+    deployment.submit("bench.noop")
+    with deployment.admin() as client:
+        with pytest.raises(ApiError) as used:
+            client.delete_spec("small")
+        assert used.value.status == 409
+        client.create_spec("spare", architecture="x86_64", cpu=1, memory=1, disk=1)
+        client.delete_spec("spare")
+        with pytest.raises(ApiError) as gone:
+            client.get_spec("spare")
+        assert gone.value.status == 404
+
+
+def test_pagination_headers(deployment: Deployment) -> None:
+    for _ in range(5):
+        deployment.submit("bench.noop")
+    with deployment.admin() as client:
+        page = client.list_jobs("bench", per_page=2, page=2)
+    assert len(page) == 2 and page.total == 5
+
+
+def test_private_projects_are_invisible_to_outsiders(deployment: Deployment) -> None:
+    outsider_token = bootstrap_admin(deployment.server.db, "admin2@test.dev")
+    with deployment.admin() as client:
+        client.create_project("acme", "secret", "private")
+        job = client.run({"project": "secret", "spec": "small", "template": "bench.noop"})["job"]
+    # An anonymous caller cannot tell a private project from a missing one.
+    anonymous = httpx.get(f"{deployment.server.url}/v0/projects/secret/jobs/{job}")
+    assert anonymous.status_code == 404
+    assert "not found" in anonymous.json()["message"]
+    # Runner and spec administration is for server admins only.
+    with deployment.server.client(outsider_token) as admin2:
+        assert admin2.get_project("secret")["visibility"] == "private"  # admins see everything
+    response = httpx.post(
+        f"{deployment.server.url}/v0/runners",
+        json={"name": "x"},
+        headers={"Authorization": "Bearer benchrunner_api_" + "0" * 64},
+    )
+    assert response.status_code == 401
+
+
+def test_anonymous_cannot_write_to_a_claimed_organization(deployment: Deployment) -> None:
+    response = httpx.post(
+        f"{deployment.server.url}/v0/run",
+        json={"project": "bench", "spec": "small", "template": "bench.noop"},
+    )
+    assert response.status_code == 403
+    assert response.json()["message"] == "you may not change project 'bench'"
+
+
+def test_direct_results_are_parsed_at_once(deployment: Deployment) -> None:
+    body = {
+        "project": "bench",
+        "branch": "feature/x",
+        "testbed": "ci",
+        "settings": {"adapter": "json"},
+        "results": ['{"sort": {"latency": {"value": 3.5, "lower_value": 3, "upper_value": 4}}}'],
+        "start_time": "2026-01-01T00:00:00Z",
+        "end_time": "2026-01-01T00:01:00Z",
+    }
+    with deployment.admin() as client:
+        report = client.run(body)
+        assert "job" not in report
+        metric = report["results"][0][0]["measures"][0]["metric"]
+        assert (metric["value"], metric["lower_value"], metric["upper_value"]) == (3.5, 3, 4)
+        assert report["branch"]["name"] == "feature/x"
+        with pytest.raises(ApiError) as bad:
+            client.run({**body, "results": ["not json"]})
+        assert bad.value.status == 400 and "results[0]" in bad.value.message
