@@ -8,7 +8,10 @@ STAMP := $(VENV)/.installed
 .PHONY: install up test lint clean
 
 $(STAMP): requirements.lock pyproject.toml
-	$(PYTHON) -m venv $(VENV)
+	@# Debian's python3 may lack ensurepip (package python3-venv): fall back to virtualenv.
+	$(PYTHON) -m venv $(VENV) || { rm -rf $(VENV) && \
+	  $(PYTHON) -m pip install --quiet --target .tools virtualenv && \
+	  PYTHONPATH=.tools $(PYTHON) -m virtualenv --quiet $(VENV); }
 	$(BIN)/pip install --quiet --require-hashes --no-deps -r requirements.lock
 	$(BIN)/pip install --quiet --no-deps -e .
 	touch $(STAMP)
