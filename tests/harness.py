@@ -43,6 +43,10 @@ timeout = 600
 [templates."bench.family".args.pidfile]
 type = "string"
 
+[templates."bench.chatty"]
+command = ["python3", "-c", "print('x' * 200000)"]
+timeout = 30
+
 [templates."bench.garbage"]
 command = ["python3", "-c", "print('this is not json')"]
 timeout = 30

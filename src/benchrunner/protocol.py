@@ -51,7 +51,7 @@ class JsonJobConfig(_Wire):
     carry ``template`` and its already-checked ``args``.
     """
 
-    timeout: int = Field(ge=1, le=2**32 - 1)
+    timeout: int = Field(ge=1, le=2**31 - 1)
     iter: int = Field(default=1, ge=1, le=MAX_ITER)
     file_paths: list[str] | None = None
     # image jobs

@@ -12,7 +12,7 @@ import sqlalchemy as sa
 
 from benchrunner.server.store.engine import Database
 from benchrunner.server.store.tables import job, metric, report
-from tests.harness import Deployment, deploy, wait_until
+from tests.harness import Deployment, RawChannel, deploy, wait_until
 
 
 def test_spooled_result_is_redelivered_after_the_runner_restarts(deployment: Deployment) -> None:
@@ -102,3 +102,51 @@ def test_server_sigterm_closes_channels_with_1012(deployment: Deployment) -> Non
     deployment.server.kill(signal.SIGTERM)
     code, _ = channel.wait_closed(timeout=15)
     assert code == 1012
+
+
+def test_a_result_whose_running_was_lost_still_completes(deployment: Deployment) -> None:
+    channel = deployment.channel("hasty")
+    job_uuid = deployment.submit("bench.noop")
+    channel.claim()
+    result = {"exit_code": 0, "stdout": '{"noop": {"latency": {"value": 1}}}'}
+    reply = channel.ask({"event": "completed", "job": job_uuid, "results": [result]})
+    assert reply == {"event": "ack", "job": job_uuid}
+    job = deployment.wait_status(job_uuid, "processed")
+    assert [e["event_type"] for e in job["events"]][-4:] == [
+        "claimed",
+        "running",
+        "completed",
+        "processed",
+    ]
+
+
+def test_reconnecting_without_heartbeats_does_not_outlive_the_hard_timeout(
+    deployment: Deployment,
+) -> None:
+    slug, token = deployment.new_runner("flappy")
+    channel = RawChannel(deployment.server, slug, token)
+    job_uuid = deployment.submit("bench.noop", timeout=1)
+    channel.claim()
+    channel.ask({"event": "running"})
+    deadline = time.monotonic() + 20
+    reply: dict[str, object] = {}
+    while time.monotonic() < deadline and deployment.status(job_uuid) == "running":
+        channel.close()
+        channel = RawChannel(deployment.server, slug, token)
+        reply = channel.ask({"event": "running", "job": job_uuid})
+    channel.close()
+    assert deployment.status(job_uuid) == "canceled"
+    assert reply.get("event") in ("ack", "cancel", None)
+
+
+def test_a_result_too_large_for_the_server_fails_the_job_instead_of_looping(
+    tmp_path: Path,
+) -> None:
+    with deploy(tmp_path, request_body_max_bytes=64 * 1024) as deployment:
+        runner = deployment.runner_process("chatty").start()
+        job = deployment.wait_status(deployment.submit("bench.chatty"), "failed", timeout=40)
+        assert "message size limit" in job["output"]["error"]
+        assert job["output"]["results"] == [
+            {"exit_code": 0, "stdout": None, "stderr": None, "output": None}
+        ]
+        assert runner.proc is not None and runner.proc.poll() is None

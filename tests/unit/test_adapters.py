@@ -33,6 +33,8 @@ def test_bmf_with_bounds() -> None:
         ('{"b": {"m": {"value": true}}}', "must be a number"),
         ('{"b": {"m": {"value": 1, "lower_value": "x"}}}', "lower_value must be a number"),
         ('{"b": {"m": {"value": 1e999}}}', "must be finite"),
+        ('{"b": {"m": {"value": 1' + "0" * 400 + "}}}", "too large for a float"),
+        ('{"b": {"m": {"value": 1' + "0" * 5000 + "}}}", "not valid JSON"),
     ],
 )
 def test_unparsable_output_says_why(text: str, message: str) -> None:

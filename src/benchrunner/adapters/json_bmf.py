@@ -15,7 +15,10 @@ MAX_MEASURE_NAME = 64
 def _number(value: object, where: str) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise AdapterError(f"{where} must be a number, got {value!r}")
-    number = float(value)
+    try:
+        number = float(value)
+    except OverflowError:
+        raise AdapterError(f"{where} is too large for a float") from None
     if not math.isfinite(number):
         raise AdapterError(f"{where} must be finite, got {value!r}")
     return number
@@ -24,7 +27,7 @@ def _number(value: object, where: str) -> float:
 def parse_bmf(text: str) -> list[Measurement]:
     try:
         document = json.loads(text)
-    except json.JSONDecodeError as exc:
+    except ValueError as exc:  # JSONDecodeError, or an integer with too many digits
         raise AdapterError(f"not valid JSON (Bencher Metric Format): {exc}") from None
     if not isinstance(document, dict) or not document:
         raise AdapterError("Bencher Metric Format must be a non-empty JSON object of benchmarks")

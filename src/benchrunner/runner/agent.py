@@ -71,6 +71,7 @@ EXIT_REFUSED = 2  # bad/archived key, unknown runner, or an unusable configurati
 READY_REPLY_MARGIN = 30.0  # beyond poll_timeout, for the reply to ready
 READY_RETRY = 1.0  # pause after the server refused ready or offered an update
 CLOSE_CODE_SERVER_RESTART = 1012
+CLOSE_CODE_MESSAGE_TOO_BIG = 1009
 
 
 def run_agent(options: RunnerOptions) -> int:
@@ -270,6 +271,8 @@ class Agent:
             if self._connector.is_current(event.generation):
                 if event.code == CLOSE_CODE_SERVER_RESTART:
                     log.info("server restarting (close code 1012)")
+                elif event.code == CLOSE_CODE_MESSAGE_TOO_BIG and self._outbox.shrink_in_flight():
+                    log.error("result too large for the server; sending a failure instead")
                 else:
                     log.warning("channel closed: code %d %s", event.code, event.reason)
                 self._drop_channel()

@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
-from benchrunner.protocol import Ack, TerminalMessage
+from benchrunner.protocol import Ack, Canceled, Failed, IterationResult, TerminalMessage
 from benchrunner.runner.channel import Channel
 from benchrunner.runner.spool import Spool
 
@@ -82,6 +82,26 @@ class Outbox:
         if self.in_flight is None:
             return None
         return self._forget_head()
+
+    def shrink_in_flight(self) -> TerminalMessage | None:
+        """The server closed the channel because the in-flight result exceeded its message size
+        limit (close code 1009): resending it would fail forever. Replace it, in the spool too,
+        by a ``failed`` that keeps each iteration's exit code and says why the rest is gone."""
+        head = self.in_flight
+        if head is None or isinstance(head, Canceled):
+            return None
+        small = Failed(
+            job=head.job,
+            results=[IterationResult(exit_code=r.exit_code) for r in head.results],
+            error="the result exceeded the server's message size limit "
+            "(request_body_max_bytes): stdout, stderr and collected files were dropped",
+        )
+        try:
+            self._spool.write(small)
+        except OSError as exc:
+            log.error("cannot spool the shrunk result of job %s: %s", head.job, exc)
+        self._pending[0] = small
+        return small
 
     def connection_lost(self) -> None:
         """The in-flight result (if any) is sent again on the next channel."""

@@ -47,6 +47,7 @@ log = logging.getLogger(__name__)
 
 CLOSE_POLICY = 1008
 CLOSE_TIMEOUT = 4000
+CLOSE_INTERNAL_ERROR = 1011
 
 
 class ChannelHub:
@@ -176,7 +177,12 @@ class ChannelSession:
             await self._dispatch(message)
         except Exception:
             log.exception("runner %s: handling %s failed", self.runner.slug, message.event)
-            await self.send(Error(message=f"internal error handling {message.event!r}; retry"))
+            if isinstance(message, Completed | Failed | Canceled):
+                # An ``error`` would make the runner drop its spooled result; closing makes it
+                # resend on the next connection instead.
+                await self.close(CLOSE_INTERNAL_ERROR, "internal error; resend the result")
+            else:
+                await self.send(Error(message=f"internal error handling {message.event!r}"))
 
     async def _dispatch(self, message: RunnerMessageT) -> None:
         if isinstance(message, Ready):
@@ -206,7 +212,11 @@ class ChannelSession:
         self._poll = asyncio.create_task(self._wait_for_job(poll_timeout))
 
     async def _wait_for_job(self, poll_timeout: float) -> None:
-        found = await self.life.wait_for_job(self.runner, poll_timeout)
+        try:
+            found = await self.life.wait_for_job(self.runner, poll_timeout)
+        except Exception:
+            log.exception("runner %s: waiting for a job failed", self.runner.slug)
+            found = None
         if found is None:
             await self.send(NoJob())
         else:
@@ -247,7 +257,7 @@ class ChannelSession:
 
     async def _terminal(self, message: Completed | Failed | Canceled) -> None:
         reply = await self.life.deliver(self.runner, message, self.job)
-        if self.job is not None and self.job.uuid == message.job:
+        if isinstance(reply, Ack) and self.job is not None and self.job.uuid == message.job:
             self._release()
         await self.send(reply)
 
@@ -267,7 +277,7 @@ class ChannelSession:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._poll
         if self.job is not None:
-            self.life.detach(self.job.id)
+            self.life.detach(self.job.id, self._push_cancel)
             self._release()
 
 

@@ -30,8 +30,19 @@ class Waiter:
     runner_id: int
     runner_slug: str
     spec_ids: frozenset[int]
+    organization_id: int | None
     future: asyncio.Future[Claim] = field(repr=False)
     claiming: bool = False
+    """A claim for this waiter is running in the database right now."""
+    settled: asyncio.Event = field(default_factory=asyncio.Event, repr=False)
+    """Set after every claim attempt for this waiter."""
+    abandoned: bool = False
+    """The connection went away: what is claimed for it goes to ``on_abandoned``."""
+
+    @property
+    def pool(self) -> tuple[frozenset[int], int | None]:
+        """Waiters in the same pool see the same eligible jobs."""
+        return self.spec_ids, self.organization_id
 
 
 class Dispatcher:
@@ -83,33 +94,39 @@ class Dispatcher:
     # ------------------------------------------------------------ waiting
 
     async def wait_for_job(
-        self, runner_id: int, runner_slug: str, spec_ids: frozenset[int], poll_timeout: float
+        self,
+        runner_id: int,
+        runner_slug: str,
+        spec_ids: frozenset[int],
+        organization_id: int | None,
+        poll_timeout: float,
     ) -> Claim | None:
-        """The job claimed for this runner within ``poll_timeout`` seconds, or None."""
+        """The job claimed for this runner within ``poll_timeout`` seconds, or None.
+
+        If the caller is cancelled (its connection went away), a job already or still being
+        claimed for it is handed to ``on_abandoned`` so that it cannot sit in ``claimed``.
+        """
         loop = asyncio.get_running_loop()
-        waiter = Waiter(runner_id, runner_slug, spec_ids, loop.create_future())
+        waiter = Waiter(runner_id, runner_slug, spec_ids, organization_id, loop.create_future())
         self._waiters[waiter] = None
         self._fresh.add(waiter)
         self._kick.set()
         try:
             return await asyncio.wait_for(asyncio.shield(waiter.future), poll_timeout)
         except TimeoutError:
-            if waiter.claiming:  # a claim for us is in the database right now: take its result
-                return await waiter.future
+            self._waiters.pop(waiter, None)
+            while waiter.claiming:  # a claim for us is in the database right now: take it
+                waiter.settled.clear()
+                await waiter.settled.wait()
             return waiter.future.result() if waiter.future.done() else None
         except asyncio.CancelledError:
-            # The connection went away while a claim for it was in flight: whatever it claims
-            # must still be watched, or it would sit in ``claimed`` until a restart.
-            if waiter.claiming:
-                waiter.future.add_done_callback(self._abandoned)
+            waiter.abandoned = True
+            if waiter.future.done() and not waiter.future.cancelled():
+                self._on_abandoned(waiter.future.result())
             raise
         finally:
             self._waiters.pop(waiter, None)
             self._fresh.discard(waiter)
-
-    def _abandoned(self, future: asyncio.Future[Claim]) -> None:
-        if not future.cancelled() and future.exception() is None:
-            self._on_abandoned(future.result())
 
     # ------------------------------------------------------------ the claiming task
 
@@ -132,28 +149,33 @@ class Dispatcher:
         full, self._full_round = self._full_round, False
         fresh, self._fresh = self._fresh, set()
         created, self._created = self._created, collections.Counter()
-        exhausted: set[frozenset[int]] = set()
+        exhausted: set[tuple[frozenset[int], int | None]] = set()
         for waiter in list(self._waiters):
             if waiter.future.done() or waiter not in self._waiters:
                 continue
             wanted = full or waiter in fresh or any(created[s] > 0 for s in waiter.spec_ids)
-            if not wanted or waiter.spec_ids in exhausted:
+            if not wanted or waiter.pool in exhausted:
                 continue
             waiter.claiming = True
             try:
-                job = await self._claim(waiter.runner_id, waiter.runner_slug, secrets.token_hex(16))
+                claim = await self._claim(
+                    waiter.runner_id, waiter.runner_slug, secrets.token_hex(16)
+                )
             except RunnerUnavailable:
                 continue
             finally:
                 waiter.claiming = False
-            if job is None:
-                exhausted.add(waiter.spec_ids)
+                waiter.settled.set()
+            if claim is None:
+                exhausted.add(waiter.pool)
                 for spec_id in waiter.spec_ids:
                     created.pop(spec_id, None)
                 continue
             self.claims += 1
-            if created[job.job.spec_id] > 0:
-                created[job.job.spec_id] -= 1
+            if created[claim.job.spec_id] > 0:
+                created[claim.job.spec_id] -= 1
             self._waiters.pop(waiter, None)
-            if not waiter.future.done():
-                waiter.future.set_result(job)
+            if waiter.abandoned:
+                self._on_abandoned(claim)
+            elif not waiter.future.done():
+                waiter.future.set_result(claim)

@@ -79,13 +79,17 @@ class Lifecycle:
             self.dispatcher.capacity_freed()
 
     def attach(self, job_id: int, push_cancel: CancelPush) -> None:
-        """A live connection holds this job: it gets ``cancel`` pushed the moment it happens."""
-        self._cancel_pushers[job_id] = push_cancel
-        self.watchdog.forget(job_id)
+        """A live connection holds this job: it gets ``cancel`` pushed the moment it happens.
 
-    def detach(self, job_id: int) -> None:
+        Any timer stays armed: it re-reads ``last_heartbeat`` when it fires, so a reconnecting
+        runner that heartbeats keeps the job, and one that only reconnects does not.
+        """
+        self._cancel_pushers[job_id] = push_cancel
+
+    def detach(self, job_id: int, push_cancel: CancelPush) -> None:
         """The connection holding this job is gone: the disconnect timeout takes over."""
-        self._cancel_pushers.pop(job_id, None)
+        if self._cancel_pushers.get(job_id) == push_cancel:  # bound methods compare by ==
+            del self._cancel_pushers[job_id]
         self.watchdog.watch(job_id)
 
     # ------------------------------------------------------------ claim
@@ -111,10 +115,16 @@ class Lifecycle:
         self, runner: RunnerRow, poll_timeout: float
     ) -> tuple[jobs.JobRow, JobAssigned] | None:
         spec_ids = await self._spec_ids(runner.id)
-        claim = await self.dispatcher.wait_for_job(runner.id, runner.slug, spec_ids, poll_timeout)
+        claim = await self.dispatcher.wait_for_job(
+            runner.id, runner.slug, spec_ids, runner.organization_id, poll_timeout
+        )
         if claim is None:
             return None
-        return claim.job, self.assignment(runner, claim)
+        try:
+            return claim.job, self.assignment(runner, claim)
+        except Exception:
+            self.watchdog.watch(claim.job.id)  # claimed but never delivered
+            raise
 
     async def _spec_ids(self, runner_id: int) -> frozenset[int]:
         """A runner's specs, re-read at most every few seconds: they only steer wake-ups (the
@@ -157,6 +167,11 @@ class Lifecycle:
             log.info(
                 "job running", extra={"job": str(job.uuid), "from": "claimed", "to": "running"}
             )
+        elif status == JobStatus.RUNNING and hard_timeout_exceeded(
+            job.started, job.timeout, self.ctx.job_timeout_grace, now
+        ):  # a resent `running` refreshes liveness, never the hard timeout
+            await self.watchdog.enforce(job, TimeoutVerdict.RAN_TOO_LONG)
+            return JobStatus.CANCELED
         return status
 
     async def heartbeat(self, runner: RunnerRow, job: jobs.JobRow) -> HeartbeatAnswer:
@@ -212,6 +227,11 @@ class Lifecycle:
     ) -> Ack | Error:
         ack = Ack(job=job.uuid)
         stored = False
+        if job.status == JobStatus.CLAIMED:
+            # The runner's `running` was lost with a connection; its result is still real.
+            await self.running(runner, job)
+            started: jobs.JobRow | None = await self.ctx.db.read(jobs.job_get, job.id)
+            job = started or job
         for _attempt in range(3):
             if job.status in (JobStatus.RUNNING, JobStatus.FAILED):
                 if not stored:  # durable before the transition, so an ack means it is safe

@@ -44,6 +44,9 @@ def measure_output(
                 found = adapters.parse(adapter, text)
             except adapters.AdapterError as exc:
                 return [], f"iteration {index}: adapter {adapter!r} could not parse output: {exc}"
+            except Exception as exc:  # an adapter bug must not wedge the job in `completed`
+                log.exception("adapter %s crashed", adapter)
+                return [], f"iteration {index}: adapter {adapter!r} failed: {exc!r}"
             values.extend(
                 reports.MetricValue(
                     index, m.benchmark, m.measure, m.value, m.lower_value, m.upper_value

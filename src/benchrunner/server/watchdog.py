@@ -36,8 +36,11 @@ class Watchdog:
         self._timers: dict[int, asyncio.Task[None]] = {}
 
     def watch(self, job_id: int, delay: float | None = None) -> None:
-        """(Re)arm the timer of an in-flight job that no live connection is watching."""
-        self.forget(job_id)
+        """Arm the timer of an in-flight job. An armed timer is never pushed back: a runner
+        that keeps reconnecting without heartbeating must not keep its job alive."""
+        current = self._timers.get(job_id)
+        if current is not None and not current.done():
+            return
         wait = self._ctx.settings.heartbeat_timeout if delay is None else delay
         self._timers[job_id] = asyncio.create_task(
             self._fire(job_id, wait), name=f"timeout-{job_id}"

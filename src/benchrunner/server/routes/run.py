@@ -46,7 +46,7 @@ class RunJob(BaseModel):
     entrypoint: list[str] | None = None
     cmd: list[str] | None = None
     env: dict[str, str] | None = None
-    timeout: int | None = Field(default=None, ge=1, le=2**32 - 1)
+    timeout: int | None = Field(default=None, ge=1, le=2**31 - 1)
     file_paths: list[str] | None = None
     iter: int | None = Field(default=None, ge=1, le=MAX_ITER)
 
@@ -126,6 +126,8 @@ def validate_mode(body: RunBody) -> RunMode:
         raise bad_request("job options need runner execution (image or template + spec)")
     if body.start_time is None or body.end_time is None:
         raise bad_request("start_time and end_time are required for direct submission")
+    if body.start_time > body.end_time:
+        raise bad_request("start_time must not be after end_time")
     return RunMode("direct", None, None, nested)
 
 

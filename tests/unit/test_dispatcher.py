@@ -1,0 +1,114 @@
+"""The dispatcher's hand-off rules, with the claim query replaced by a scripted one."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Coroutine
+from typing import Any
+
+from benchrunner.server.dispatcher import Dispatcher
+from benchrunner.server.store.jobs import Claim
+
+
+def claim_for(job_id: int, spec_id: int = 1) -> Claim:
+    class Row:
+        id = job_id
+
+    row: Any = Row()
+    row.spec_id = spec_id
+    return Claim(job=row, spec=None)
+
+
+async def settle() -> None:
+    for _ in range(20):
+        await asyncio.sleep(0)
+
+
+def run(test: Callable[[], Coroutine[Any, Any, None]]) -> None:
+    asyncio.run(test())
+
+
+def test_a_runner_that_cannot_take_a_job_does_not_block_one_that_can() -> None:
+    async def scenario() -> None:
+        jobs = {2: [claim_for(10)]}  # only runner 2 (server-scoped) may take job 10
+
+        async def claim(runner_id: int, _slug: str, _nonce: str) -> Claim | None:
+            found = jobs.get(runner_id)
+            return found.pop() if found else None
+
+        dispatcher = Dispatcher(claim, on_abandoned=lambda _c: None, safety_interval=3600)
+        dispatcher.start()
+        owned = asyncio.create_task(dispatcher.wait_for_job(1, "owned", frozenset({1}), 7, 5))
+        await settle()
+        scoped = asyncio.create_task(dispatcher.wait_for_job(2, "scoped", frozenset({1}), None, 5))
+        await settle()
+        dispatcher.job_created(1)
+        result = await asyncio.wait_for(scoped, 1)
+        assert result is not None and result.job.id == 10
+        owned.cancel()
+        await dispatcher.stop()
+
+    run(scenario)
+
+
+def test_a_claim_for_a_connection_that_went_away_is_handed_over() -> None:
+    async def scenario() -> None:
+        abandoned: list[Claim] = []
+        gate = asyncio.Event()
+
+        async def claim(_runner: int, _slug: str, _nonce: str) -> Claim | None:
+            await gate.wait()  # the claim is "in the database" while the connection drops
+            return claim_for(11)
+
+        dispatcher = Dispatcher(claim, on_abandoned=abandoned.append, safety_interval=3600)
+        dispatcher.start()
+        waiting = asyncio.create_task(dispatcher.wait_for_job(1, "r", frozenset({1}), None, 5))
+        await settle()
+        waiting.cancel()
+        await settle()
+        gate.set()
+        await settle()
+        assert [c.job.id for c in abandoned] == [11]
+        await dispatcher.stop()
+
+    run(scenario)
+
+
+def test_a_claim_that_lands_as_the_poll_times_out_is_not_lost() -> None:
+    async def scenario() -> None:
+        gate = asyncio.Event()
+
+        async def claim(_runner: int, _slug: str, _nonce: str) -> Claim | None:
+            await gate.wait()
+            return claim_for(12)
+
+        dispatcher = Dispatcher(claim, on_abandoned=lambda _c: None, safety_interval=3600)
+        dispatcher.start()
+        waiting = asyncio.create_task(dispatcher.wait_for_job(1, "r", frozenset({1}), None, 0.05))
+        await asyncio.sleep(0.1)  # the poll timeout passes while the claim is in flight
+        assert not waiting.done()
+        gate.set()
+        result = await asyncio.wait_for(waiting, 1)
+        assert result is not None and result.job.id == 12
+        await dispatcher.stop()
+
+    run(scenario)
+
+
+def test_a_poll_that_times_out_with_an_empty_claim_answers_none() -> None:
+    async def scenario() -> None:
+        gate = asyncio.Event()
+
+        async def claim(_runner: int, _slug: str, _nonce: str) -> Claim | None:
+            await gate.wait()
+            return None
+
+        dispatcher = Dispatcher(claim, on_abandoned=lambda _c: None, safety_interval=3600)
+        dispatcher.start()
+        waiting = asyncio.create_task(dispatcher.wait_for_job(1, "r", frozenset({1}), None, 0.05))
+        await asyncio.sleep(0.1)
+        gate.set()
+        assert await asyncio.wait_for(waiting, 1) is None
+        await dispatcher.stop()
+
+    run(scenario)
