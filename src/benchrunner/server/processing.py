@@ -56,6 +56,14 @@ def measure_output(
     return values, None
 
 
+MAX_BATCH = 64
+
+
+def _completed(conn: Connection, job_ids: list[int]) -> list[jobs.JobRow]:
+    found = (jobs.job_get(conn, job_id) for job_id in job_ids)
+    return [job for job in found if job is not None and job.status == JobStatus.COMPLETED]
+
+
 class Processor:
     def __init__(self, ctx: ServerContext) -> None:
         self._ctx = ctx
@@ -77,23 +85,36 @@ class Processor:
 
     async def _run(self) -> None:
         while True:
-            job_id = await self._queue.get()
+            batch = [await self._queue.get()]
+            while len(batch) < MAX_BATCH and not self._queue.empty():
+                batch.append(self._queue.get_nowait())
             try:
-                await self.process(job_id)
+                await self.process(batch)
             except Exception:
-                log.exception("processing job %s failed; it stays completed until restart", job_id)
+                log.exception("processing %d jobs together failed; trying one by one", len(batch))
+                for job_id in batch:
+                    try:
+                        await self.process([job_id])
+                    except Exception:
+                        log.exception("processing job %s failed; it stays completed", job_id)
 
-    async def process(self, job_id: int) -> None:
-        job = await self._ctx.db.read(jobs.job_get, job_id)
-        if job is None or job.status != JobStatus.COMPLETED:
+    async def process(self, job_ids: list[int]) -> None:
+        """Process completed jobs in one write transaction (all or none of them commit)."""
+        found = await self._ctx.db.read(_completed, job_ids)
+        if not found:
             return
-        raw = await asyncio.to_thread(
-            self._ctx.blobs.get, job_output_key(job.project_uuid, job.uuid)
-        )
-        output = JsonJobOutput.model_validate_json(raw) if raw is not None else None
-        done = await self._ctx.db.write(self._commit, job_id, output)
-        if done:
-            self.processed += 1
+        outputs = await asyncio.to_thread(self._read_outputs, found)
+        self.processed += await self._ctx.db.write(self._commit_all, outputs)
+
+    def _read_outputs(self, found: list[jobs.JobRow]) -> dict[int, JsonJobOutput | None]:
+        outputs: dict[int, JsonJobOutput | None] = {}
+        for job in found:
+            raw = self._ctx.blobs.get(job_output_key(job.project_uuid, job.uuid))
+            outputs[job.id] = None if raw is None else JsonJobOutput.model_validate_json(raw)
+        return outputs
+
+    def _commit_all(self, conn: Connection, outputs: dict[int, JsonJobOutput | None]) -> int:
+        return sum(self._commit(conn, job_id, output) for job_id, output in outputs.items())
 
     def _commit(self, conn: Connection, job_id: int, output: JsonJobOutput | None) -> bool:
         job = jobs.job_get(conn, job_id)
