@@ -309,13 +309,6 @@ def job_claim(
     return Claim(claimed, conn.execute(_SPEC, {"spec_id": claimed.spec_id}).one())
 
 
-def pending_spec_ids(conn: Connection) -> set[int]:
-    rows = conn.execute(
-        sa.select(job.c.spec_id).where(job.c.status == int(JobStatus.PENDING)).distinct()
-    )
-    return {r.spec_id for r in rows}
-
-
 # ---------------------------------------------------------------- transitions
 
 
@@ -445,10 +438,6 @@ def job_mark_processed(conn: Connection, job_id: int, now: dt.datetime, message:
         _transition(conn, job_id, JobStatus.PROCESSED, now, message=message, actor="system")
         is not None
     )
-
-
-def job_reset_completed_time(conn: Connection, job_id: int, completed: dt.datetime) -> None:
-    conn.execute(job.update().where(job.c.id == job_id).values(completed=completed))
 
 
 # ---------------------------------------------------------------- recovery reads
