@@ -3,11 +3,9 @@ with the real ``process`` executor."""
 
 from __future__ import annotations
 
-import datetime as dt
 import queue
 import sys
 import time
-import uuid
 from collections.abc import Callable
 from pathlib import Path
 
@@ -20,6 +18,7 @@ from benchrunner.runner.events import AgentEvent, JobFinished, JobStarted
 from benchrunner.runner.executors import ProcessExecutor
 from benchrunner.runner.job import CancelReason, JobRun
 from benchrunner.runner.spool import Spool
+from tests.unit.claimed_jobs import claimed_job
 
 TEMPLATES = TemplateRegistry.parse(
     {
@@ -41,32 +40,8 @@ PER_ITERATION = (
 def claimed(
     code: str, *, iterations: int = 1, timeout: int = 60, template: str = "script"
 ) -> JsonClaimedJob:
-    now = dt.datetime.now(dt.UTC)
-    return JsonClaimedJob.model_validate(
-        {
-            "uuid": str(uuid.uuid4()),
-            "spec": {
-                "uuid": str(uuid.uuid4()),
-                "name": "local",
-                "slug": "local",
-                "architecture": "x86_64",
-                "cpu": 1,
-                "memory": 1,
-                "disk": 1,
-                "created": now,
-                "modified": now,
-            },
-            "config": {
-                "timeout": timeout,
-                "iter": iterations,
-                "template": template,
-                "args": {"code": code},
-            },
-            "oci_token": "token",
-            "timeout": timeout,
-            "created": now,
-            "nonce": "nonce",
-        }
+    return claimed_job(
+        {"timeout": timeout, "iter": iterations, "template": template, "args": {"code": code}}
     )
 
 

@@ -3,7 +3,6 @@ groups, and what it refuses."""
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 import os
 import sys
@@ -21,6 +20,7 @@ from benchrunner.protocol import IterationResult, JsonClaimedJob
 from benchrunner.runner.cores import CorePlan
 from benchrunner.runner.executors import ExecutorError, ProcessExecutor
 from benchrunner.runner.executors.process import ENV_ALLOWLIST, ProcessJob
+from tests.unit.claimed_jobs import claimed_job
 
 PY = sys.executable
 TEMPLATES = TemplateRegistry.parse(
@@ -47,33 +47,12 @@ def claimed(
     file_paths: list[str] | None = None,
     digest: str | None = None,
 ) -> JsonClaimedJob:
-    now = dt.datetime.now(dt.UTC)
     config: dict[str, Any] = {"timeout": 60, "template": template, "args": args}
     if digest is not None:
         config.update(digest=digest, registry="localhost", project=str(uuid.uuid4()))
     if file_paths is not None:
         config["file_paths"] = file_paths
-    return JsonClaimedJob.model_validate(
-        {
-            "uuid": str(uuid.uuid4()),
-            "spec": {
-                "uuid": str(uuid.uuid4()),
-                "name": "local",
-                "slug": "local",
-                "architecture": "x86_64",
-                "cpu": 1,
-                "memory": 1,
-                "disk": 1,
-                "created": now,
-                "modified": now,
-            },
-            "config": config,
-            "oci_token": "token",
-            "timeout": 60,
-            "created": now,
-            "nonce": "nonce",
-        }
-    )
+    return claimed_job(config)
 
 
 def executor(**options: Any) -> ProcessExecutor:
