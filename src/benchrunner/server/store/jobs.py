@@ -7,6 +7,7 @@ means someone else changed the job first; callers re-read and answer from the cu
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import functools
 import json
@@ -261,7 +262,7 @@ def _eligible_jobs(organization_owned: bool) -> sa.Select[Any]:
     runner_specs = sa.select(runner_spec.c.spec_id).where(
         runner_spec.c.runner_id == sa.bindparam("runner_id")
     )
-    query = sa.select(job.c.id).where(
+    query = _JOBS.where(
         job.c.status == int(JobStatus.PENDING),
         job.c.spec_id.in_(runner_specs),
         within_limits,
@@ -289,23 +290,31 @@ def job_claim(
     if owner is None or owner.paused or owner.archived is not None:
         raise RunnerUnavailable
     owned = owner.organization_id is not None
-    job_id = conn.execute(
+    row = conn.execute(
         _eligible_jobs(owned), {"runner_id": runner_id, "runner_org": owner.organization_id}
-    ).scalar()
-    if job_id is None:
+    ).first()
+    if row is None:
         return None
+    claimed_values: dict[str, Any] = {
+        "runner_id": runner_id,
+        "claimed": now,
+        "last_heartbeat": now,
+        "nonce": nonce,
+    }
     moved = _transition(
         conn,
-        job_id,
+        row.id,
         JobStatus.CLAIMED,
         now,
         message="claimed by runner",
         actor=actor,
-        values={"runner_id": runner_id, "claimed": now, "last_heartbeat": now, "nonce": nonce},
+        values=claimed_values,
     )
-    claimed = job_get(conn, job_id) if moved is not None else None
-    if claimed is None:  # cannot happen under the write lock; stay honest if it does
+    if moved is None:  # cannot happen under the write lock; stay honest if it does
         return None
+    claimed = dataclasses.replace(
+        JobRow.from_row(row), status=JobStatus.CLAIMED, modified=now, **claimed_values
+    )
     return Claim(claimed, conn.execute(_SPEC, {"spec_id": claimed.spec_id}).one())
 
 
