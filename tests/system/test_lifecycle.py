@@ -77,15 +77,18 @@ def test_cancel_while_pending(deployment: Deployment) -> None:
     assert channel.ask({"event": "ready", "poll_timeout": 1})["event"] == "no_job"
 
 
-def test_cancel_while_claimed_is_pushed_to_the_runner(deployment: Deployment) -> None:
+def test_cancel_while_claimed_reaches_the_runner_when_it_starts(deployment: Deployment) -> None:
     channel = deployment.channel("raw")
     job_uuid = deployment.submit("bench.noop")
     assert channel.claim()["uuid"] == job_uuid
     with deployment.admin() as client:
         client.cancel_job(deployment.project, job_uuid)
-    assert channel.recv() == {"event": "cancel", "job": job_uuid}
+    assert channel.ask({"event": "running"}) == {"event": "cancel", "job": job_uuid}
+    assert channel.ask({"event": "heartbeat"}) == {"event": "cancel", "job": job_uuid}
     assert channel.ask({"event": "canceled", "job": job_uuid}) == {"event": "ack", "job": job_uuid}
-    assert deployment.status(job_uuid) == "canceled"
+    job = deployment.job(job_uuid)
+    assert job["status"] == "canceled"
+    assert [e["event_type"] for e in job["events"]] == ["created", "claimed", "canceled"]
 
 
 def test_cancel_while_running_kills_the_whole_process_group(

@@ -106,14 +106,8 @@ class ChannelSession:
     def _reset_deadline(self) -> None:
         self._deadline = time.monotonic() + self.ctx.settings.heartbeat_timeout
 
-    def _push_cancel(self) -> None:
-        job = self.job
-        if job is not None:
-            asyncio.get_running_loop().create_task(self.send(Cancel(job=job.uuid)))
-
     def _hold(self, job: jobs.JobRow) -> None:
         self.job = job
-        self.life.attach(job.id, self._push_cancel)
 
     def _release(self) -> None:
         self.job = None
@@ -277,7 +271,7 @@ class ChannelSession:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._poll
         if self.job is not None:
-            self.life.detach(self.job.id, self._push_cancel)
+            self.life.detach(self.job.id)
             self._release()
 
 

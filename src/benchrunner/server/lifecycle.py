@@ -9,7 +9,6 @@ import asyncio
 import datetime as dt
 import logging
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 
 from benchrunner.core.states import IN_FLIGHT, JobStatus
@@ -36,7 +35,6 @@ from benchrunner.server.watchdog import Watchdog
 
 log = logging.getLogger("benchrunner.transitions")
 
-CancelPush = Callable[[], None]
 SPEC_CACHE_SECONDS = 5.0
 
 
@@ -56,7 +54,6 @@ class Lifecycle:
         self.dispatcher = Dispatcher(
             self._claim, on_abandoned=lambda claim: self.watchdog.watch(claim.job.id)
         )
-        self._cancel_pushers: dict[int, CancelPush] = {}
         self._spec_cache: dict[int, tuple[float, frozenset[int]]] = {}
 
     async def start(self) -> None:
@@ -74,22 +71,15 @@ class Lifecycle:
     def finished(self, job: jobs.JobRow) -> None:
         """A job left flight: stop its timer, and free capacity if its tier is limited."""
         self.watchdog.forget(job.id)
-        self._cancel_pushers.pop(job.id, None)
         if job.priority < UNLIMITED_MIN_PRIORITY:
             self.dispatcher.capacity_freed()
 
-    def attach(self, job_id: int, push_cancel: CancelPush) -> None:
-        """A live connection holds this job: it gets ``cancel`` pushed the moment it happens.
+    def detach(self, job_id: int) -> None:
+        """The connection holding this job is gone: the disconnect timeout takes over.
 
-        Any timer stays armed: it re-reads ``last_heartbeat`` when it fires, so a reconnecting
-        runner that heartbeats keeps the job, and one that only reconnects does not.
+        An armed timer is kept: it re-reads ``last_heartbeat`` when it fires, so a runner that
+        reconnects and heartbeats keeps its job, and one that only reconnects does not.
         """
-        self._cancel_pushers[job_id] = push_cancel
-
-    def detach(self, job_id: int, push_cancel: CancelPush) -> None:
-        """The connection holding this job is gone: the disconnect timeout takes over."""
-        if self._cancel_pushers.get(job_id) == push_cancel:  # bound methods compare by ==
-            del self._cancel_pushers[job_id]
         self.watchdog.watch(job_id)
 
     # ------------------------------------------------------------ claim
@@ -297,15 +287,14 @@ class Lifecycle:
     # ------------------------------------------------------------ users
 
     async def cancel(self, job: jobs.JobRow, actor: str) -> bool:
-        """A user cancels a pending, claimed or running job; the runner is told at once."""
+        """A user cancels a pending, claimed or running job. Its runner is told in the reply to
+        its next heartbeat (or ``running``), as the published protocol has it: replies stay in
+        the order of the runner's messages, so the runner can match each to what it sent."""
         now = self.ctx.clock.now()
         moved = await self.ctx.db.write(
             jobs.job_mark_canceled, job.id, now, actor, f"canceled by {actor}"
         )
         if moved:
-            push = self._cancel_pushers.get(job.id)
-            if push is not None:
-                push()
             self.finished(job)
         return bool(moved)
 
