@@ -14,7 +14,7 @@ from sqlalchemy.engine import Connection
 from benchrunner.core.states import JobStatus
 from benchrunner.core.tiers import Plan, priority_for
 from benchrunner.protocol import JsonJobConfig
-from benchrunner.server.store import accounts, jobs, reports, runners
+from benchrunner.server.store import accounts, claims, jobs, reports, runners, transitions
 from benchrunner.server.store.engine import Database
 from benchrunner.server.store.migrate import upgrade
 
@@ -90,15 +90,15 @@ class World:
         return int(self.write(unit))
 
     def claim(self, runner_id: int) -> int | None:
-        row = self.write(jobs.job_claim, runner_id, "nonce", self.now(), "r")
+        row = self.write(claims.job_claim, runner_id, "nonce", self.now(), "r")
         return None if row is None else int(row.job.id)
 
     def finish(self, job_id: int) -> None:
         def unit(conn: Connection) -> None:
             row = jobs.job_get(conn, job_id)
             assert row is not None and row.runner_id is not None
-            jobs.job_mark_running(conn, job_id, row.runner_id, self.now(), "r")
-            assert jobs.job_mark_completed(conn, job_id, self.now(), "r", False)
+            transitions.job_mark_running(conn, job_id, row.runner_id, self.now(), "r")
+            assert transitions.job_mark_completed(conn, job_id, self.now(), "r", False)
 
         self.write(unit)
 
@@ -144,10 +144,10 @@ def test_paused_and_archived_runners_claim_nothing(world: World) -> None:
     runner = world.runner("r", [spec])
     world.job(world.org("team", Plan.TEAM), spec)
     world.write(runners.runner_update, runner, {"paused": True})
-    with pytest.raises(jobs.RunnerUnavailable):
+    with pytest.raises(claims.RunnerUnavailable):
         world.claim(runner)
     world.write(runners.runner_update, runner, {"paused": False, "archived": T0})
-    with pytest.raises(jobs.RunnerUnavailable):
+    with pytest.raises(claims.RunnerUnavailable):
         world.claim(runner)
 
 

@@ -7,7 +7,7 @@ from collections.abc import Callable, Coroutine
 from typing import Any
 
 from benchrunner.server.dispatcher import Dispatcher
-from benchrunner.server.store.jobs import Claim
+from benchrunner.server.store.claims import Claim
 
 
 def claim_for(job_id: int, spec_id: int = 1) -> Claim:

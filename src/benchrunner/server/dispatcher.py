@@ -17,7 +17,7 @@ import secrets
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
-from benchrunner.server.store.jobs import Claim, RunnerUnavailable
+from benchrunner.server.store.claims import Claim, RunnerUnavailable
 
 log = logging.getLogger(__name__)
 

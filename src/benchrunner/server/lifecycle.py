@@ -29,7 +29,7 @@ from benchrunner.server.context import ServerContext
 from benchrunner.server.dispatcher import Dispatcher
 from benchrunner.server.oci_tokens import runner_pull_token
 from benchrunner.server.processing import Processor
-from benchrunner.server.store import jobs, runners
+from benchrunner.server.store import claims, jobs, runners, transitions
 from benchrunner.server.store.runners import RunnerRow
 from benchrunner.server.watchdog import Watchdog
 
@@ -84,9 +84,9 @@ class Lifecycle:
 
     # ------------------------------------------------------------ claim
 
-    async def _claim(self, runner_id: int, runner_slug: str, nonce: str) -> jobs.Claim | None:
+    async def _claim(self, runner_id: int, runner_slug: str, nonce: str) -> claims.Claim | None:
         now = self.ctx.clock.now()
-        claim = await self.ctx.db.write(jobs.job_claim, runner_id, nonce, now, runner_slug)
+        claim = await self.ctx.db.write(claims.job_claim, runner_id, nonce, now, runner_slug)
         if claim is not None:
             job = claim.job
             log.info(
@@ -127,7 +127,7 @@ class Lifecycle:
         self._spec_cache[runner_id] = (now + SPEC_CACHE_SECONDS, spec_ids)
         return spec_ids
 
-    def assignment(self, runner: RunnerRow, claim: jobs.Claim) -> JobAssigned:
+    def assignment(self, runner: RunnerRow, claim: claims.Claim) -> JobAssigned:
         job = claim.job
         now = self.ctx.clock.now()
         token = runner_pull_token(
@@ -152,7 +152,9 @@ class Lifecycle:
 
     async def running(self, runner: RunnerRow, job: jobs.JobRow) -> JobStatus | None:
         now = self.ctx.clock.now()
-        status = await self.ctx.db.write(jobs.job_mark_running, job.id, runner.id, now, runner.slug)
+        status = await self.ctx.db.write(
+            transitions.job_mark_running, job.id, runner.id, now, runner.slug
+        )
         if status == JobStatus.RUNNING and job.status == JobStatus.CLAIMED:
             log.info(
                 "job running", extra={"job": str(job.uuid), "from": "claimed", "to": "running"}
@@ -167,7 +169,7 @@ class Lifecycle:
     async def heartbeat(self, runner: RunnerRow, job: jobs.JobRow) -> HeartbeatAnswer:
         """Refresh liveness; answer ``cancel`` if the job was canceled or ran too long."""
         now = self.ctx.clock.now()
-        liveness = await self.ctx.db.write(jobs.job_touch, job.id, now, runner.id)
+        liveness = await self.ctx.db.write(transitions.job_touch, job.id, now, runner.id)
         if liveness is None or liveness.status not in IN_FLIGHT:
             return HeartbeatAnswer(cancel=True, reason="job is no longer in flight")
         if hard_timeout_exceeded(
@@ -229,7 +231,9 @@ class Lifecycle:
                     stored = True
                 now = self.ctx.clock.now()
                 late = job.status == JobStatus.FAILED
-                if await self.ctx.db.write(jobs.job_mark_completed, job.id, now, runner.slug, late):
+                if await self.ctx.db.write(
+                    transitions.job_mark_completed, job.id, now, runner.slug, late
+                ):
                     log.info(
                         "job completed",
                         extra={"job": str(job.uuid), "from": job.status.wire, "to": "completed"},
@@ -265,7 +269,9 @@ class Lifecycle:
             await self._store_output(job, output)
             now = self.ctx.clock.now()
             reason = f"runner reported failure: {message.error}"[:2000]
-            if await self.ctx.db.write(jobs.job_mark_failed, job.id, now, runner.slug, reason):
+            if await self.ctx.db.write(
+                transitions.job_mark_failed, job.id, now, runner.slug, reason
+            ):
                 log.info(
                     "job failed",
                     extra={"job": str(job.uuid), "from": job.status.wire, "to": "failed"},
@@ -279,7 +285,7 @@ class Lifecycle:
         if job.status in IN_FLIGHT:
             now = self.ctx.clock.now()
             if await self.ctx.db.write(
-                jobs.job_mark_canceled, job.id, now, runner.slug, "runner canceled the job"
+                transitions.job_mark_canceled, job.id, now, runner.slug, "runner canceled the job"
             ):
                 self.finished(job)
         return Ack(job=job.uuid)
@@ -292,7 +298,7 @@ class Lifecycle:
         the order of the runner's messages, so the runner can match each to what it sent."""
         now = self.ctx.clock.now()
         moved = await self.ctx.db.write(
-            jobs.job_mark_canceled, job.id, now, actor, f"canceled by {actor}"
+            transitions.job_mark_canceled, job.id, now, actor, f"canceled by {actor}"
         )
         if moved:
             self.finished(job)
@@ -302,5 +308,5 @@ class Lifecycle:
         """The runner asked for new work while this job was in flight: it has lost the job."""
         now = self.ctx.clock.now()
         reason = "runner_lost_job: the runner asked for a new job while this one was in flight"
-        if await self.ctx.db.write(jobs.job_mark_failed, job.id, now, runner.slug, reason):
+        if await self.ctx.db.write(transitions.job_mark_failed, job.id, now, runner.slug, reason):
             self.finished(job)

@@ -17,7 +17,7 @@ from benchrunner.core.states import JobStatus
 from benchrunner.protocol import IterationResult, JsonJobOutput
 from benchrunner.server.blobs import job_output_key
 from benchrunner.server.context import ServerContext
-from benchrunner.server.store import jobs, reports
+from benchrunner.server.store import jobs, reports, transitions
 
 log = logging.getLogger(__name__)
 
@@ -123,7 +123,7 @@ class Processor:
         report = reports.report_row(conn, job.report_id)
         values, error = measure_output(report.adapter, output)
         now = self._ctx.clock.now()
-        if not jobs.job_mark_processed(
+        if not transitions.job_mark_processed(
             conn,
             job_id,
             now,

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from benchrunner.core.states import JobStatus
 from benchrunner.core.timeouts import TimeoutVerdict, judge_silent_job
 from benchrunner.server.context import ServerContext
-from benchrunner.server.store import jobs
+from benchrunner.server.store import jobs, transitions
 
 log = logging.getLogger(__name__)
 
@@ -89,10 +89,14 @@ class Watchdog:
         now = self._ctx.clock.now()
         if verdict is TimeoutVerdict.RAN_TOO_LONG:
             reason = f"{prefix}job_timeout_exceeded: ran longer than {job.timeout} s plus grace"
-            moved = await self._ctx.db.write(jobs.job_mark_canceled, job.id, now, SYSTEM, reason)
+            moved = await self._ctx.db.write(
+                transitions.job_mark_canceled, job.id, now, SYSTEM, reason
+            )
         else:
             reason = f"{prefix}heartbeat_timeout: no heartbeat for {self._ctx.heartbeat_timeout}"
-            moved = await self._ctx.db.write(jobs.job_mark_failed, job.id, now, SYSTEM, reason)
+            moved = await self._ctx.db.write(
+                transitions.job_mark_failed, job.id, now, SYSTEM, reason
+            )
         if moved:
             log.info("job %s: %s", job.uuid, reason)
             self._on_finished(job)
@@ -108,7 +112,7 @@ class Watchdog:
             if job is None:
                 continue
             failed: bool = await self._ctx.db.write(
-                jobs.job_mark_failed, job_id, now, SYSTEM, reason
+                transitions.job_mark_failed, job_id, now, SYSTEM, reason
             )
             if failed:
                 self._on_finished(job)

@@ -1,0 +1,106 @@
+"""The claim (SPEC section 5): the best eligible pending job for a runner, moved to ``claimed``."""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import functools
+from dataclasses import dataclass
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from benchrunner.core.states import IN_FLIGHT, JobStatus
+from benchrunner.core.tiers import PER_ORGANIZATION_MIN_PRIORITY, UNLIMITED_MIN_PRIORITY
+from benchrunner.server.store.jobs import JOBS, JobRow
+from benchrunner.server.store.tables import job, runner, runner_spec, spec
+from benchrunner.server.store.transitions import transition
+
+_IN_FLIGHT = [int(s) for s in IN_FLIGHT]
+
+
+@dataclass(frozen=True)
+class Claim:
+    """A freshly claimed job and its spec, read in the claiming transaction."""
+
+    job: JobRow
+    spec: Any
+
+
+class RunnerUnavailable(Exception):
+    """The runner is paused, archived or gone: it may claim nothing."""
+
+
+@functools.cache
+def _eligible_jobs(organization_owned: bool) -> sa.Select[Any]:
+    """The claim query (SPEC section 5), prepared once: bind ``runner_id`` (and ``runner_org``)."""
+    other = job.alias("other")
+    org_busy = sa.exists().where(
+        other.c.organization_id == job.c.organization_id, other.c.status.in_(_IN_FLIGHT)
+    )
+    ip_busy = sa.exists().where(
+        other.c.source_ip == job.c.source_ip, other.c.status.in_(_IN_FLIGHT)
+    )
+    within_limits = sa.or_(
+        job.c.priority >= UNLIMITED_MIN_PRIORITY,
+        sa.and_(job.c.priority >= PER_ORGANIZATION_MIN_PRIORITY, ~org_busy),
+        sa.and_(job.c.priority < PER_ORGANIZATION_MIN_PRIORITY, ~ip_busy),
+    )
+    runner_specs = sa.select(runner_spec.c.spec_id).where(
+        runner_spec.c.runner_id == sa.bindparam("runner_id")
+    )
+    query = JOBS.where(
+        job.c.status == int(JobStatus.PENDING),
+        job.c.spec_id.in_(runner_specs),
+        within_limits,
+    )
+    if organization_owned:
+        query = query.where(job.c.organization_id == sa.bindparam("runner_org"))
+    return query.order_by(job.c.priority.desc(), job.c.created.asc(), job.c.id.asc()).limit(1)
+
+
+_SPEC = sa.select(spec).where(spec.c.id == sa.bindparam("spec_id"))
+_RUNNER_CLAIM_STATE = sa.select(runner.c.paused, runner.c.archived, runner.c.organization_id).where(
+    runner.c.id == sa.bindparam("runner_id")
+)
+
+
+def job_claim(
+    conn: Connection, runner_id: int, nonce: str, now: dt.datetime, actor: str
+) -> Claim | None:
+    """Claim the best eligible pending job for this runner (SPEC section 5), or None.
+
+    Raises RunnerUnavailable if the runner may not claim at all. Atomic on SQLite because the
+    write transaction is ``BEGIN IMMEDIATE``.
+    """
+    owner = conn.execute(_RUNNER_CLAIM_STATE, {"runner_id": runner_id}).first()
+    if owner is None or owner.paused or owner.archived is not None:
+        raise RunnerUnavailable
+    owned = owner.organization_id is not None
+    row = conn.execute(
+        _eligible_jobs(owned), {"runner_id": runner_id, "runner_org": owner.organization_id}
+    ).first()
+    if row is None:
+        return None
+    claimed_values: dict[str, Any] = {
+        "runner_id": runner_id,
+        "claimed": now,
+        "last_heartbeat": now,
+        "nonce": nonce,
+    }
+    moved = transition(
+        conn,
+        row.id,
+        JobStatus.CLAIMED,
+        now,
+        message="claimed by runner",
+        actor=actor,
+        values=claimed_values,
+    )
+    if moved is None:  # cannot happen under the write lock; stay honest if it does
+        return None
+    claimed = dataclasses.replace(
+        JobRow.from_row(row), status=JobStatus.CLAIMED, modified=now, **claimed_values
+    )
+    return Claim(claimed, conn.execute(_SPEC, {"spec_id": claimed.spec_id}).one())

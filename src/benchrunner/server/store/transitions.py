@@ -1,0 +1,218 @@
+"""Every status change of a job: one guarded ``UPDATE ... WHERE id = ? AND status IN (sources)``
+plus a ``job_event`` row, in the caller's transaction (SPEC section 2). Zero rows updated means
+someone else changed the job first; callers re-read and answer from the current state.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import functools
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from benchrunner.core.states import IN_FLIGHT, JobStatus, sources_of
+from benchrunner.server.store.tables import job, job_event, runner
+
+_IN_FLIGHT = [int(s) for s in IN_FLIGHT]
+
+
+_INSERT_EVENT = job_event.insert()
+
+
+def event_add(
+    conn: Connection,
+    job_id: int,
+    event_type: str,
+    message: str,
+    actor: str | None,
+    meta: dict[str, Any],
+    now: dt.datetime,
+) -> None:
+    conn.execute(
+        _INSERT_EVENT,
+        {
+            "job_id": job_id,
+            "event_type": event_type,
+            "message": message,
+            "actor": actor,
+            "meta": json.dumps(meta, sort_keys=True, default=str),
+            "created": now,
+        },
+    )
+
+
+@functools.cache
+def _transition_statement(
+    target: JobStatus, columns: tuple[str, ...], runner_guard: bool
+) -> sa.Update:
+    """One prepared ``UPDATE job SET status = target ... WHERE id = :id AND status IN (...)`` per
+    target, set of extra columns and guard, so the hot path never rebuilds a statement."""
+    allowed = sorted(int(s) for s in sources_of(target))
+    guard = [job.c.runner_id == sa.bindparam("owner_id")] if runner_guard else []
+    return (
+        job.update()
+        .where(job.c.id == sa.bindparam("job_id"), job.c.status.in_(allowed), *guard)
+        .values(
+            status=int(target),
+            modified=sa.bindparam("now"),
+            **{name: sa.bindparam(f"v_{name}") for name in columns},
+        )
+        .returning(job.c.id)
+    )
+
+
+def transition(
+    conn: Connection,
+    job_id: int,
+    target: JobStatus,
+    now: dt.datetime,
+    *,
+    message: str,
+    actor: str | None,
+    meta: dict[str, Any] | None = None,
+    values: dict[str, Any] | None = None,
+    runner_id: int | None = None,
+) -> JobStatus | None:
+    """Compare-and-set to ``target`` (only if the job is ``runner_id``'s, when given).
+    Returns ``target`` if the job moved, else None."""
+    extra = values or {}
+    statement = _transition_statement(target, tuple(sorted(extra)), runner_id is not None)
+    params = {"job_id": job_id, "now": now, **{f"v_{k}": v for k, v in extra.items()}}
+    if runner_id is not None:
+        params["owner_id"] = runner_id
+    if conn.execute(statement, params).first() is None:
+        return None
+    event_add(conn, job_id, target.wire, message, actor, meta or {}, now)
+    return target
+
+
+_JOB_OWNER = sa.select(job.c.status, job.c.runner_id).where(job.c.id == sa.bindparam("job_id"))
+
+
+def job_mark_running(
+    conn: Connection, job_id: int, runner_id: int, now: dt.datetime, actor: str
+) -> JobStatus | None:
+    """claimed -> running (sets started); running again only refreshes liveness.
+
+    Returns the job's status afterwards, or None if it is not this runner's job.
+    """
+    started = transition(
+        conn,
+        job_id,
+        JobStatus.RUNNING,
+        now,
+        message="runner started the benchmark",
+        actor=actor,
+        values={"started": now, "last_heartbeat": now},
+        runner_id=runner_id,
+    )
+    if started is not None:
+        return started
+    current = conn.execute(_JOB_OWNER, {"job_id": job_id}).first()
+    if current is None or current.runner_id != runner_id:
+        return None
+    status = JobStatus(current.status)
+    if status == JobStatus.RUNNING:
+        job_touch(conn, job_id, now)
+    return status
+
+
+@dataclass(frozen=True)
+class Liveness:
+    status: JobStatus
+    started: dt.datetime | None
+    timeout: int
+
+
+_TOUCH_RUNNER = (
+    runner.update()
+    .where(runner.c.id == sa.bindparam("runner_id"))
+    .values(last_heartbeat=sa.bindparam("now"))
+)
+_TOUCH_JOB = (
+    job.update()
+    .where(job.c.id == sa.bindparam("job_id"), job.c.status.in_(_IN_FLIGHT))
+    .values(last_heartbeat=sa.bindparam("now"))
+    .returning(job.c.status, job.c.started, job.c.timeout)
+)
+_JOB_LIVENESS = sa.select(job.c.status, job.c.started, job.c.timeout).where(
+    job.c.id == sa.bindparam("job_id")
+)
+
+
+def job_touch(
+    conn: Connection, job_id: int, now: dt.datetime, runner_id: int | None = None
+) -> Liveness | None:
+    """Heartbeat: refresh ``last_heartbeat`` of an in-flight job (and of its runner, if given);
+    report the job's state either way."""
+    if runner_id is not None:
+        conn.execute(_TOUCH_RUNNER, {"runner_id": runner_id, "now": now})
+    row = conn.execute(_TOUCH_JOB, {"job_id": job_id, "now": now}).first()
+    if row is None:
+        row = conn.execute(_JOB_LIVENESS, {"job_id": job_id}).first()
+        if row is None:
+            return None
+    return Liveness(JobStatus(row.status), row.started, row.timeout)
+
+
+def job_mark_completed(
+    conn: Connection, job_id: int, now: dt.datetime, actor: str, late: bool
+) -> bool:
+    message = "runner delivered a result after the job had failed" if late else "runner completed"
+    return (
+        transition(
+            conn,
+            job_id,
+            JobStatus.COMPLETED,
+            now,
+            message=message,
+            actor=actor,
+            values={"completed": now},
+        )
+        is not None
+    )
+
+
+def job_mark_failed(
+    conn: Connection, job_id: int, now: dt.datetime, actor: str, reason: str
+) -> bool:
+    return (
+        transition(
+            conn,
+            job_id,
+            JobStatus.FAILED,
+            now,
+            message=reason,
+            actor=actor,
+            values={"completed": now},
+        )
+        is not None
+    )
+
+
+def job_mark_canceled(
+    conn: Connection, job_id: int, now: dt.datetime, actor: str | None, reason: str
+) -> bool:
+    return (
+        transition(
+            conn,
+            job_id,
+            JobStatus.CANCELED,
+            now,
+            message=reason,
+            actor=actor,
+            values={"completed": now},
+        )
+        is not None
+    )
+
+
+def job_mark_processed(conn: Connection, job_id: int, now: dt.datetime, message: str) -> bool:
+    return (
+        transition(conn, job_id, JobStatus.PROCESSED, now, message=message, actor="system")
+        is not None
+    )
