@@ -252,8 +252,17 @@ def test_job_process_runs_on_the_job_cores_only() -> None:
 # ---------------------------------------------------------------- stopping process groups
 
 
-def test_cancel_stops_the_whole_process_group() -> None:
-    job = executor().prepare(script(family(ignore_term=False)))
+@pytest.mark.parametrize(
+    ("ignore_term", "exit_code", "stderr"),
+    [
+        (False, 128 + 15, "[benchrunner: killed by signal SIGTERM]\n"),
+        (True, 128 + 9, None),  # ignores SIGTERM: SIGKILL after the grace
+    ],
+)
+def test_cancel_stops_the_whole_process_group(
+    ignore_term: bool, exit_code: int, stderr: str | None
+) -> None:
+    job = executor(kill_grace=0.3).prepare(script(family(ignore_term=ignore_term)))
     try:
         thread, results = run_in_thread(job)
         pids = read_pids(job)
@@ -262,24 +271,9 @@ def test_cancel_stops_the_whole_process_group() -> None:
         assert not thread.is_alive()
     finally:
         job.cleanup()
-    assert results[0].exit_code == 128 + 15
-    assert results[0].stderr == "[benchrunner: killed by signal SIGTERM]\n"
-    for pid in pids:
-        with pytest.raises(ProcessLookupError):
-            os.kill(pid, 0)
-
-
-def test_processes_ignoring_sigterm_are_killed_after_the_grace() -> None:
-    job = executor(kill_grace=0.3).prepare(script(family(ignore_term=True)))
-    try:
-        thread, results = run_in_thread(job)
-        pids = read_pids(job)
-        job.cancel()
-        thread.join(10)
-        assert not thread.is_alive()
-    finally:
-        job.cleanup()
-    assert results[0].exit_code == 128 + 9
+    assert results[0].exit_code == exit_code
+    if stderr is not None:
+        assert results[0].stderr == stderr
     assert not any(alive(pid) for pid in pids)
 
 

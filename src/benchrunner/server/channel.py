@@ -38,7 +38,7 @@ from benchrunner.protocol import (
     encode,
     runner_message,
 )
-from benchrunner.protocol import RunnerMessage as RunnerMessageT
+from benchrunner.protocol import RunnerMessage as RunnerMessage
 from benchrunner.server.lifecycle import Lifecycle
 from benchrunner.server.store import jobs, runners
 from benchrunner.server.store.runners import RunnerRow
@@ -106,18 +106,12 @@ class ChannelSession:
     def _reset_deadline(self) -> None:
         self._deadline = time.monotonic() + self.ctx.settings.heartbeat_timeout
 
-    def _hold(self, job: jobs.JobRow) -> None:
-        self.job = job
-
-    def _release(self) -> None:
-        self.job = None
-
     # ------------------------------------------------------------ the session
 
     async def run(self) -> None:
         in_flight = await self.ctx.db.read(jobs.job_list_in_flight_for_runner, self.runner.id)
         if in_flight:
-            self._hold(in_flight[-1])  # a runner reconnecting mid-job
+            self.job = in_flight[-1]  # a runner reconnecting mid-job
         self._reset_deadline()
         try:
             await self._loop()
@@ -178,7 +172,7 @@ class ChannelSession:
             else:
                 await self.send(Error(message=f"internal error handling {message.event!r}"))
 
-    async def _dispatch(self, message: RunnerMessageT) -> None:
+    async def _dispatch(self, message: RunnerMessage) -> None:
         if isinstance(message, Ready):
             await self._ready(message)
         elif isinstance(message, Running):
@@ -196,7 +190,7 @@ class ChannelSession:
             current = await self.ctx.db.read(jobs.job_get, self.job.id)
             if current is not None and current.status in IN_FLIGHT:
                 await self.life.runner_abandoned(self.runner, current)
-            self._release()
+            self.job = None
         metadata = message.metadata()
         if metadata != self._metadata:  # the same on every ready: write it once
             now = self.ctx.clock.now()
@@ -215,7 +209,7 @@ class ChannelSession:
             await self.send(NoJob())
         else:
             job, assigned = found
-            self._hold(job)
+            self.job = job
             await self.send(assigned)
         self._reset_deadline()
 
@@ -224,7 +218,7 @@ class ChannelSession:
             job = await self.ctx.db.read(jobs.job_get_by_uuid, job_uuid)
             if job is None or job.runner_id != self.runner.id:
                 return None
-            self._hold(job)
+            self.job = job
         return self.job
 
     async def _running(self, message: Running) -> None:
@@ -246,13 +240,13 @@ class ChannelSession:
         if self.job is None:
             await self.send(Ack())
             return
-        answer = await self.life.heartbeat(self.runner, self.job)
-        await self.send(Cancel(job=self.job.uuid) if answer.cancel else Ack(job=self.job.uuid))
+        cancel = await self.life.heartbeat(self.runner, self.job)
+        await self.send(Cancel(job=self.job.uuid) if cancel else Ack(job=self.job.uuid))
 
     async def _terminal(self, message: Completed | Failed | Canceled) -> None:
         reply = await self.life.deliver(self.runner, message, self.job)
         if isinstance(reply, Ack) and self.job is not None and self.job.uuid == message.job:
-            self._release()
+            self.job = None
         await self.send(reply)
 
     async def _heartbeat_timeout(self) -> None:
@@ -261,7 +255,7 @@ class ChannelSession:
             verdict = await self.life.watchdog.judge(self.job.id)
             if verdict is TimeoutVerdict.RAN_TOO_LONG:
                 reason = "job_timeout_exceeded"
-            self._release()
+            self.job = None
         log.info("runner %s silent for the heartbeat timeout; closing", self.runner.slug)
         await self.close(CLOSE_TIMEOUT, reason)
 
@@ -272,7 +266,7 @@ class ChannelSession:
                 await self._poll
         if self.job is not None:
             self.life.detach(self.job.id)
-            self._release()
+            self.job = None
 
 
 def _explain(text: str, exc: ValidationError) -> str:

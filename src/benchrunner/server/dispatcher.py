@@ -63,7 +63,6 @@ class Dispatcher:
         self._kick = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._ticker: asyncio.Task[None] | None = None
-        self.claims = 0  # observed by /metrics and tests
 
     def start(self) -> None:
         self._task = asyncio.create_task(self._run(), name="dispatcher")
@@ -171,7 +170,6 @@ class Dispatcher:
                 for spec_id in waiter.spec_ids:
                     created.pop(spec_id, None)
                 continue
-            self.claims += 1
             if created[claim.job.spec_id] > 0:
                 created[claim.job.spec_id] -= 1
             self._waiters.pop(waiter, None)

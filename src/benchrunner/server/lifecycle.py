@@ -6,10 +6,10 @@ seed 000 can call the same methods.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import datetime as dt
 import logging
 import time
-from dataclasses import dataclass
 
 from benchrunner.core.states import IN_FLIGHT, JobStatus
 from benchrunner.core.tiers import UNLIMITED_MIN_PRIORITY, tier_of
@@ -36,12 +36,6 @@ from benchrunner.server.watchdog import Watchdog
 log = logging.getLogger("benchrunner.transitions")
 
 SPEC_CACHE_SECONDS = 5.0
-
-
-@dataclass(frozen=True)
-class HeartbeatAnswer:
-    cancel: bool
-    reason: str | None = None
 
 
 class Lifecycle:
@@ -166,18 +160,19 @@ class Lifecycle:
             return JobStatus.CANCELED
         return status
 
-    async def heartbeat(self, runner: RunnerRow, job: jobs.JobRow) -> HeartbeatAnswer:
-        """Refresh liveness; answer ``cancel`` if the job was canceled or ran too long."""
+    async def heartbeat(self, runner: RunnerRow, job: jobs.JobRow) -> bool:
+        """Refresh liveness. True means: answer ``cancel`` (the job was canceled, or ran past its
+        hard timeout and is canceled now)."""
         now = self.ctx.clock.now()
         liveness = await self.ctx.db.write(transitions.job_touch, job.id, now, runner.id)
         if liveness is None or liveness.status not in IN_FLIGHT:
-            return HeartbeatAnswer(cancel=True, reason="job is no longer in flight")
+            return True
         if hard_timeout_exceeded(
             liveness.started, liveness.timeout, self.ctx.job_timeout_grace, now
         ):
             await self.watchdog.enforce(job, TimeoutVerdict.RAN_TOO_LONG)
-            return HeartbeatAnswer(cancel=True, reason=TimeoutVerdict.RAN_TOO_LONG.value)
-        return HeartbeatAnswer(cancel=False)
+            return True
+        return False
 
     # ------------------------------------------------------------ terminal results
 
@@ -221,9 +216,9 @@ class Lifecycle:
         stored = False
         if job.status == JobStatus.CLAIMED:
             # The runner's `running` was lost with a connection; its result is still real.
-            await self.running(runner, job)
-            started: jobs.JobRow | None = await self.ctx.db.read(jobs.job_get, job.id)
-            job = started or job
+            status = await self.running(runner, job)
+            if status is not None:
+                job = dataclasses.replace(job, status=status)
         for _attempt in range(3):
             if job.status in (JobStatus.RUNNING, JobStatus.FAILED):
                 if not stored:  # durable before the transition, so an ack means it is safe

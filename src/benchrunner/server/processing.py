@@ -69,7 +69,6 @@ class Processor:
         self._ctx = ctx
         self._queue: asyncio.Queue[int] = asyncio.Queue()
         self._task: asyncio.Task[None] | None = None
-        self.processed = 0
 
     def start(self) -> None:
         self._task = asyncio.create_task(self._run(), name="processor")
@@ -104,7 +103,7 @@ class Processor:
         if not found:
             return
         outputs = await asyncio.to_thread(self._read_outputs, found)
-        self.processed += await self._ctx.db.write(self._commit_all, outputs)
+        await self._ctx.db.write(self._commit_all, outputs)
 
     def _read_outputs(self, found: list[jobs.JobRow]) -> dict[int, JsonJobOutput | None]:
         outputs: dict[int, JsonJobOutput | None] = {}
@@ -113,8 +112,9 @@ class Processor:
             outputs[job.id] = None if raw is None else JsonJobOutput.model_validate_json(raw)
         return outputs
 
-    def _commit_all(self, conn: Connection, outputs: dict[int, JsonJobOutput | None]) -> int:
-        return sum(self._commit(conn, job_id, output) for job_id, output in outputs.items())
+    def _commit_all(self, conn: Connection, outputs: dict[int, JsonJobOutput | None]) -> None:
+        for job_id, output in outputs.items():
+            self._commit(conn, job_id, output)
 
     def _commit(self, conn: Connection, job_id: int, output: JsonJobOutput | None) -> bool:
         job = jobs.job_get(conn, job_id)

@@ -105,16 +105,10 @@ class Watchdog:
     async def recover_at_startup(self) -> None:
         cutoff = self._ctx.clock.now() - self._ctx.heartbeat_timeout
         orphans = await self._ctx.db.read(jobs.jobs_orphaned_claimed, cutoff)
-        for job_id in orphans:
-            job = await self._ctx.db.read(jobs.job_get, job_id)
+        reason = "orphaned: claimed before the server restarted and never started"
+        for job in orphans:
             now = self._ctx.clock.now()
-            reason = "orphaned: claimed before the server restarted and never started"
-            if job is None:
-                continue
-            failed: bool = await self._ctx.db.write(
-                transitions.job_mark_failed, job_id, now, SYSTEM, reason
-            )
-            if failed:
+            if await self._ctx.db.write(transitions.job_mark_failed, job.id, now, SYSTEM, reason):
                 self._on_finished(job)
         in_flight = await self._ctx.db.read(
             jobs.job_list_by_status, [JobStatus.CLAIMED, JobStatus.RUNNING]

@@ -86,10 +86,6 @@ _JOB_BY_ID = JOBS.where(job.c.id == sa.bindparam("job_id"))
 _JOB_BY_UUID = JOBS.where(job.c.uuid == sa.bindparam("job_uuid"))
 
 
-def _select_jobs() -> sa.Select[Any]:
-    return JOBS
-
-
 def job_get(conn: Connection, job_id: int) -> JobRow | None:
     row = conn.execute(_JOB_BY_ID, {"job_id": job_id}).first()
     return JobRow.from_row(row) if row else None
@@ -111,7 +107,7 @@ def job_list_in_flight_for_runner(conn: Connection, runner_id: int) -> list[JobR
 
 
 def job_list_by_status(conn: Connection, statuses: list[JobStatus]) -> list[JobRow]:
-    rows = conn.execute(_select_jobs().where(job.c.status.in_([int(s) for s in statuses])))
+    rows = conn.execute(JOBS.where(job.c.status.in_([int(s) for s in statuses])))
     return [JobRow.from_row(r) for r in rows]
 
 
@@ -154,10 +150,10 @@ def job_create(conn: Connection, params: NewJob) -> tuple[int, UUID]:
 # ---------------------------------------------------------------- recovery reads
 
 
-def jobs_orphaned_claimed(conn: Connection, older_than: dt.datetime) -> list[int]:
+def jobs_orphaned_claimed(conn: Connection, older_than: dt.datetime) -> list[JobRow]:
     """Claimed jobs whose claim (or creation) is older than the cut-off (seed 000)."""
     rows = conn.execute(
-        sa.select(job.c.id).where(
+        JOBS.where(
             job.c.status == int(JobStatus.CLAIMED),
             sa.or_(
                 job.c.claimed < older_than,
@@ -165,7 +161,7 @@ def jobs_orphaned_claimed(conn: Connection, older_than: dt.datetime) -> list[int
             ),
         )
     )
-    return [r.id for r in rows]
+    return [JobRow.from_row(r) for r in rows]
 
 
 # ---------------------------------------------------------------- listings
@@ -193,7 +189,7 @@ def job_list_for_project(
         if ascending
         else (job.c.created.desc(), job.c.id.desc())
     )
-    rows = conn.execute(_select_jobs().where(*where).order_by(*order).limit(limit).offset(offset))
+    rows = conn.execute(JOBS.where(*where).order_by(*order).limit(limit).offset(offset))
     return [JobRow.from_row(r) for r in rows], int(total)
 
 
@@ -208,7 +204,7 @@ def job_events(conn: Connection, job_id: int) -> list[Any]:
 
 
 def job_for_report(conn: Connection, report_id: int) -> JobRow | None:
-    row = conn.execute(_select_jobs().where(job.c.report_id == report_id)).first()
+    row = conn.execute(JOBS.where(job.c.report_id == report_id)).first()
     return JobRow.from_row(row) if row else None
 
 

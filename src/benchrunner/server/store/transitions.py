@@ -159,56 +159,38 @@ def job_touch(
     return Liveness(JobStatus(row.status), row.started, row.timeout)
 
 
+def _finish(
+    conn: Connection,
+    job_id: int,
+    target: JobStatus,
+    now: dt.datetime,
+    actor: str | None,
+    message: str,
+) -> bool:
+    """A move to completed, failed or canceled: each stamps ``completed``."""
+    moved = transition(
+        conn, job_id, target, now, message=message, actor=actor, values={"completed": now}
+    )
+    return moved is not None
+
+
 def job_mark_completed(
     conn: Connection, job_id: int, now: dt.datetime, actor: str, late: bool
 ) -> bool:
     message = "runner delivered a result after the job had failed" if late else "runner completed"
-    return (
-        transition(
-            conn,
-            job_id,
-            JobStatus.COMPLETED,
-            now,
-            message=message,
-            actor=actor,
-            values={"completed": now},
-        )
-        is not None
-    )
+    return _finish(conn, job_id, JobStatus.COMPLETED, now, actor, message)
 
 
 def job_mark_failed(
     conn: Connection, job_id: int, now: dt.datetime, actor: str, reason: str
 ) -> bool:
-    return (
-        transition(
-            conn,
-            job_id,
-            JobStatus.FAILED,
-            now,
-            message=reason,
-            actor=actor,
-            values={"completed": now},
-        )
-        is not None
-    )
+    return _finish(conn, job_id, JobStatus.FAILED, now, actor, reason)
 
 
 def job_mark_canceled(
     conn: Connection, job_id: int, now: dt.datetime, actor: str | None, reason: str
 ) -> bool:
-    return (
-        transition(
-            conn,
-            job_id,
-            JobStatus.CANCELED,
-            now,
-            message=reason,
-            actor=actor,
-            values={"completed": now},
-        )
-        is not None
-    )
+    return _finish(conn, job_id, JobStatus.CANCELED, now, actor, reason)
 
 
 def job_mark_processed(conn: Connection, job_id: int, now: dt.datetime, message: str) -> bool:
