@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install up test lint clean
+.PHONY: install system-packages up test lint clean
 
 $(STAMP): requirements.lock pyproject.toml
 	@# Debian's python3 may lack ensurepip (package python3-venv): fall back to virtualenv.
@@ -21,7 +21,10 @@ install: $(STAMP)
 up: $(STAMP)
 	$(BIN)/benchrunner up
 
-test: $(STAMP)
+system-packages:
+	bash tools/system-packages.sh
+
+test: $(STAMP) system-packages
 	$(BIN)/pytest -q -p no:cacheprovider
 
 lint: $(STAMP)

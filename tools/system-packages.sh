@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Debian packages the test suite drives for real: the OCI runtime (runc), OCI clients (skopeo,
+# umoci) and a static busybox for test images. Installs only what is missing; needs root + apt.
+set -euo pipefail
+declare -A wanted=([runc]=runc [skopeo]=skopeo [umoci]=umoci [busybox]=busybox-static)
+missing=()
+for command in "${!wanted[@]}"; do
+  command -v "$command" >/dev/null 2>&1 || missing+=("${wanted[$command]}")
+done
+[ "${#missing[@]}" -eq 0 ] && exit 0
+if [ "$(id -u)" -ne 0 ] || ! command -v apt-get >/dev/null 2>&1; then
+  echo "missing system packages: ${missing[*]} (install them with your package manager)" >&2
+  exit 1
+fi
+echo "installing system packages: ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
