@@ -1,4 +1,8 @@
-"""Bounded request bodies: 413 before a handler reads more than ``request_body_max_bytes``."""
+"""Bounded request bodies: 413 before a handler reads more than ``request_body_max_bytes``.
+
+Paths under a prefix in ``overrides`` get that prefix's limit instead: the registry's ``/v2/``
+takes image layers (1 GiB by default), which its handlers stream to disk, never into memory.
+"""
 
 from __future__ import annotations
 
@@ -12,17 +16,27 @@ class BodyTooLarge(Exception):
 
 
 class BodyLimit:
-    def __init__(self, app: ASGIApp, max_bytes: int) -> None:
+    def __init__(
+        self, app: ASGIApp, max_bytes: int, overrides: dict[str, int] | None = None
+    ) -> None:
         self.app = app
         self.max_bytes = max_bytes
+        self.overrides = overrides or {}
+
+    def _limit(self, path: str) -> int:
+        for prefix, limit in self.overrides.items():
+            if path == prefix.rstrip("/") or path.startswith(prefix):
+                return limit
+        return self.max_bytes
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        max_bytes = self._limit(scope.get("path", ""))
         declared = dict(scope.get("headers", [])).get(b"content-length")
-        if declared is not None and declared.isdigit() and int(declared) > self.max_bytes:
-            await self._reject(send)
+        if declared is not None and declared.isdigit() and int(declared) > max_bytes:
+            await self._reject(send, max_bytes)
             return
         seen = 0
         started = False
@@ -32,7 +46,7 @@ class BodyLimit:
             message = await receive()
             if message["type"] == "http.request":
                 seen += len(message.get("body", b""))
-                if seen > self.max_bytes:
+                if seen > max_bytes:
                     raise BodyTooLarge
             return message
 
@@ -46,11 +60,11 @@ class BodyLimit:
             await self.app(scope, counting_receive, tracking_send)
         except BodyTooLarge:
             if not started:
-                await self._reject(send)
+                await self._reject(send, max_bytes)
 
-    async def _reject(self, send: Send) -> None:
+    async def _reject(self, send: Send, max_bytes: int) -> None:
         body = json.dumps(
-            {"message": f"request body exceeds {self.max_bytes} bytes", "error_code": "too_large"}
+            {"message": f"request body exceeds {max_bytes} bytes", "error_code": "too_large"}
         ).encode()
         await send(
             {
