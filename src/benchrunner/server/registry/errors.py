@@ -40,15 +40,20 @@ class RegistryError(Exception):
         self.headers = headers or {}
 
 
-def error_response(exc: RegistryError) -> JSONResponse:
+def error_response(exc: RegistryError, *, close: bool = False) -> JSONResponse:
+    headers = dict(exc.headers)
+    if close:
+        headers["Connection"] = "close"
     return JSONResponse(
         {"errors": [{"code": exc.code, "message": exc.message}]},
         status_code=exc.status,
-        headers=exc.headers,
+        headers=headers,
     )
 
 
 def install(app: FastAPI) -> None:
     @app.exception_handler(RegistryError)
-    async def _registry_error(_request: Request, exc: RegistryError) -> JSONResponse:
-        return error_response(exc)
+    async def _registry_error(request: Request, exc: RegistryError) -> JSONResponse:
+        # A refused upload may leave its body unread on the socket: close the connection so
+        # the client does not send its next request into the rest of that body.
+        return error_response(exc, close=request.method in ("POST", "PUT", "PATCH"))
