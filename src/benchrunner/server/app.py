@@ -90,11 +90,7 @@ def create_app(settings: ServerSettings, clock: Clock | None = None) -> FastAPI:
         app.include_router(module.router)
     for registry_module in (token_routes, blob_routes, upload_routes, manifest_routes):
         app.include_router(registry_module.router)
-    app.add_middleware(
-        BodyLimit,
-        max_bytes=settings.request_body_max_bytes,
-        overrides={"/v2/": settings.registry_max_body_bytes},
-    )
+    app.add_middleware(BodyLimit, max_bytes=settings.request_body_max_bytes, exempt=("/v2/",))
     return app
 
 

@@ -1,7 +1,8 @@
 """Bounded request bodies: 413 before a handler reads more than ``request_body_max_bytes``.
 
-Paths under a prefix in ``overrides`` get that prefix's limit instead: the registry's ``/v2/``
-takes image layers (1 GiB by default), which its handlers stream to disk, never into memory.
+Paths under a prefix in ``exempt`` are left to their handlers, which bound bodies themselves: the
+registry's ``/v2/`` takes image layers (1 GiB by default), streamed to disk, never into memory,
+and answers in the Distribution Spec's error format.
 """
 
 from __future__ import annotations
@@ -16,24 +17,19 @@ class BodyTooLarge(Exception):
 
 
 class BodyLimit:
-    def __init__(
-        self, app: ASGIApp, max_bytes: int, overrides: dict[str, int] | None = None
-    ) -> None:
+    def __init__(self, app: ASGIApp, max_bytes: int, exempt: tuple[str, ...] = ()) -> None:
         self.app = app
         self.max_bytes = max_bytes
-        self.overrides = overrides or {}
+        self.exempt = exempt
 
-    def _limit(self, path: str) -> int:
-        for prefix, limit in self.overrides.items():
-            if path == prefix.rstrip("/") or path.startswith(prefix):
-                return limit
-        return self.max_bytes
+    def _exempt(self, path: str) -> bool:
+        return any(path == prefix.rstrip("/") or path.startswith(prefix) for prefix in self.exempt)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
+        if scope["type"] != "http" or self._exempt(scope.get("path", "")):
             await self.app(scope, receive, send)
             return
-        max_bytes = self._limit(scope.get("path", ""))
+        max_bytes = self.max_bytes
         declared = dict(scope.get("headers", [])).get(b"content-length")
         if declared is not None and declared.isdigit() and int(declared) > max_bytes:
             await self._reject(send, max_bytes)

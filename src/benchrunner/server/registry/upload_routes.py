@@ -20,6 +20,10 @@ router = APIRouter(tags=["registry"])
 CONTENT_RANGE = re.compile(r"(?:bytes[ =])?(\d+)-(\d+)(?:/(?:\d+|\*))?")
 
 
+def _length(request: Request) -> str | None:
+    return request.headers.get("content-length")
+
+
 def _uploads(ctx: Ctx) -> Uploads:
     return Uploads(ctx.blobs, ctx.settings.registry_max_body_bytes)
 
@@ -89,7 +93,7 @@ async def upload_start(ctx: Ctx, request: Request, name: str) -> Response:
         sha256_hex(digest)
     upload_id = await uploads.create()
     if digest is not None:
-        await uploads.append(upload_id, request.stream(), 0)
+        await uploads.append(upload_id, request.stream(), 0, _length(request))
         return await _complete(ctx, name, project, upload_id, digest)
     return Response(status_code=202, headers=_session_headers(ctx, name, project, upload_id, 0))
 
@@ -118,7 +122,7 @@ async def upload_chunk(ctx: Ctx, request: Request, name: str, session: str) -> R
             raise RegistryError(
                 "BLOB_UPLOAD_INVALID", "Content-Length does not match Content-Range"
             )
-    size = await uploads.append(upload_id, request.stream(), size)
+    size = await uploads.append(upload_id, request.stream(), size, _length(request))
     return Response(status_code=202, headers=_session_headers(ctx, name, project, upload_id, size))
 
 
@@ -132,7 +136,7 @@ async def upload_finish(ctx: Ctx, request: Request, name: str, session: str) -> 
     sha256_hex(digest)
     uploads = _uploads(ctx)
     size = await uploads.size(upload_id)
-    await uploads.append(upload_id, request.stream(), size)
+    await uploads.append(upload_id, request.stream(), size, _length(request))
     return await _complete(ctx, name, project, upload_id, digest)
 
 

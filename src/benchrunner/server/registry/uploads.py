@@ -58,9 +58,22 @@ class Uploads:
     async def create(self) -> str:
         return await anyio.to_thread.run_sync(self.store.upload_create)
 
-    async def append(self, upload_id: str, body: AsyncIterator[bytes], already: int) -> int:
-        """Stream ``body`` onto the upload (which holds ``already`` bytes); the new size."""
+    def _too_large(self) -> RegistryError:
+        return RegistryError(
+            "SIZE_INVALID",
+            f"blob exceeds the registry's limit of {self.max_bytes} bytes; the upload was dropped",
+            status=413,
+        )
+
+    async def append(
+        self, upload_id: str, body: AsyncIterator[bytes], already: int, declared: str | None
+    ) -> int:
+        """Stream ``body`` (of ``declared`` Content-Length, if any) onto the upload, which holds
+        ``already`` bytes; the new size. Over the limit, the upload is dropped."""
         limit = self.max_bytes
+        if declared is not None and declared.isdigit() and already + int(declared) > limit:
+            await self.abort(upload_id)
+            raise self._too_large()
 
         async def next_chunk() -> bytes:
             return await body.__anext__()
@@ -84,11 +97,7 @@ class Uploads:
             raise RegistryError("BLOB_UPLOAD_UNKNOWN", "upload session not found") from None
         except TooLarge:
             await self.abort(upload_id)
-            raise RegistryError(
-                "SIZE_INVALID",
-                f"blob exceeds the registry's limit of {limit} bytes; the upload was dropped",
-                status=413,
-            ) from None
+            raise self._too_large() from None
 
     async def commit(self, upload_id: str, digest: str) -> int:
         """Move the upload under its digest, if it hashes to it; the blob's size."""
