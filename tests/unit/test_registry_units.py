@@ -98,7 +98,8 @@ def test_invalid_manifests_say_why(content: bytes, content_type: str | None, mes
     ("text", "expected"),
     [
         ("repository:bench:pull", Scope("bench", frozenset({"pull"}))),
-        ("repository:bench:pull,push,*", Scope("bench", frozenset({"pull", "push"}))),
+        ("repository:bench:pull,push,nope", Scope("bench", frozenset({"pull", "push"}))),
+        ("repository:bench:*", Scope("bench", frozenset({"pull", "push", "delete"}))),
         ("repository:bench:", Scope("bench", frozenset())),
         ("registry:catalog:*", None),
         ("repository::pull", None),

@@ -51,7 +51,10 @@ class Scope:
         name, _, actions = rest.rpartition(":")
         if kind != "repository" or not name:
             return None
-        return cls(name, frozenset(a for a in actions.split(",") if a in KNOWN_ACTIONS))
+        asked = set(actions.split(","))
+        if "*" in asked:  # the token spec's "every action"
+            asked |= set(KNOWN_ACTIONS)
+        return cls(name, frozenset(a for a in asked if a in KNOWN_ACTIONS))
 
     def render(self) -> str:
         return f"repository:{self.name}:{','.join(sorted(self.actions))}"

@@ -27,11 +27,24 @@ def blob_size(conn: Connection, project_id: int, digest: str) -> int | None:
     ).scalar()
 
 
+def _insert_unless_present(conn: Connection, statement: sa.Insert) -> bool:
+    """Run an insert that may race an identical one from another request (two clients pushing
+    the same layer); False when a unique constraint says the row is already there. The savepoint
+    keeps the outer transaction usable after the conflict on every engine."""
+    try:
+        with conn.begin_nested():
+            conn.execute(statement)
+    except sa.exc.IntegrityError:
+        return False
+    return True
+
+
 def blob_link(conn: Connection, project_id: int, digest: str, size: int, now: dt.datetime) -> None:
     """Let the project read the blob (idempotent)."""
     if blob_size(conn, project_id, digest) is None:
-        conn.execute(
-            oci_blob.insert().values(project_id=project_id, digest=digest, size=size, created=now)
+        _insert_unless_present(
+            conn,
+            oci_blob.insert().values(project_id=project_id, digest=digest, size=size, created=now),
         )
 
 
@@ -115,15 +128,13 @@ def manifest_put(
     conn: Connection, project_id: int, manifest: NewManifest, tag: str | None, now: dt.datetime
 ) -> None:
     """Store the manifest (a no-op if the project has it) and point ``tag`` at it."""
-    manifest_id = conn.execute(
-        sa.select(oci_manifest.c.id).where(
-            oci_manifest.c.project_id == project_id, oci_manifest.c.digest == manifest.digest
-        )
-    ).scalar()
-    if manifest_id is None:
-        manifest_id = conn.execute(
-            oci_manifest.insert()
-            .values(
+    by_digest = sa.select(oci_manifest.c.id).where(
+        oci_manifest.c.project_id == project_id, oci_manifest.c.digest == manifest.digest
+    )
+    if conn.execute(by_digest).scalar() is None:
+        _insert_unless_present(
+            conn,
+            oci_manifest.insert().values(
                 project_id=project_id,
                 digest=manifest.digest,
                 media_type=manifest.media_type,
@@ -132,22 +143,25 @@ def manifest_put(
                 annotations=manifest.annotations,
                 content=manifest.content,
                 created=now,
-            )
-            .returning(oci_manifest.c.id)
-        ).scalar_one()
+            ),
+        )
     if tag is None:
         return
-    updated = conn.execute(
+    manifest_id = conn.execute(by_digest).scalar_one()
+    point = (
         oci_tag.update()
         .where(oci_tag.c.project_id == project_id, oci_tag.c.name == tag)
         .values(manifest_id=manifest_id, modified=now)
     )
-    if updated.rowcount == 0:
-        conn.execute(
+    if conn.execute(point).rowcount == 0:
+        created = _insert_unless_present(
+            conn,
             oci_tag.insert().values(
                 project_id=project_id, name=tag, manifest_id=manifest_id, modified=now
-            )
+            ),
         )
+        if not created:  # another push created the tag meanwhile: the later push wins
+            conn.execute(point)
 
 
 def manifest_by_digest(conn: Connection, project_id: int, digest: str) -> ManifestRow | None:
