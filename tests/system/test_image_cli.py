@@ -92,3 +92,17 @@ def test_run_image_stores_a_digest_for_a_tag_or_a_local_path(
     unknown = cli(*common, "--image", "no-such-tag", env=env, check=False)
     assert unknown.returncode == 1
     assert "no image tagged 'no-such-tag' in project 'bench'" in unknown.stderr
+
+
+def test_multi_platform_layout_pushes_its_index(deployment: Deployment, tmp_path: Path) -> None:
+    env = cli_env(deployment, tmp_path)
+    arm = busybox_image(architecture="arm64", config={"Cmd": ["/bin/true"]})
+    layout = write_layout(tmp_path / "layout", [busybox_image(), arm], tag="multi")
+    assert cli("image", "push", str(layout.path), env=env).stdout.strip() == layout.digest
+    with registry(deployment) as client:
+        index = client.get("/bench/manifests/multi")
+        assert index.headers["Content-Type"] == "application/vnd.oci.image.index.v1+json"
+        for child in index.json()["manifests"]:
+            manifest = client.get(f"/bench/manifests/{child['digest']}").json()
+            for blob in [manifest["config"], *manifest["layers"]]:
+                assert client.head(f"/bench/blobs/{blob['digest']}").status_code == 200

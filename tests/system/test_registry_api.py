@@ -55,6 +55,7 @@ def test_base_endpoint_challenges_then_accepts_a_token(deployment: Deployment) -
     response = httpx.get(f"{server.url}/v2/")
     assert response.status_code == 401
     assert error_code(response) == "UNAUTHORIZED"
+    assert response.headers["Docker-Distribution-API-Version"] == "registry/2.0"
     challenge = response.headers["WWW-Authenticate"]
     assert challenge == (
         f'Bearer realm="{server.url}/v0/auth/oci/token",service="127.0.0.1:{server.port}"'

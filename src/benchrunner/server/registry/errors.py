@@ -41,7 +41,8 @@ class RegistryError(Exception):
 
 
 def error_response(exc: RegistryError, *, close: bool = False) -> JSONResponse:
-    headers = dict(exc.headers)
+    # Docker's client looks for this header, on the 401 of /v2/ too, to confirm a v2 registry.
+    headers = {"Docker-Distribution-API-Version": "registry/2.0", **exc.headers}
     if close:
         headers["Connection"] = "close"
     return JSONResponse(
