@@ -87,12 +87,15 @@ def test_monolithic_upload_then_head_get_and_delete(pusher: httpx.Client) -> Non
     assert error_code(missing) == "BLOB_UNKNOWN"
 
 
-def test_wrong_digest_is_refused_and_nothing_is_stored(pusher: httpx.Client) -> None:
+def test_wrong_digest_is_refused_and_nothing_is_stored(
+    deployment: Deployment, pusher: httpx.Client
+) -> None:
     claimed = digest_of(b"something else")
     response = pusher.post("/bench/blobs/uploads/", params={"digest": claimed}, content=b"data")
     assert response.status_code == 400
     assert error_code(response) == "DIGEST_INVALID"
     assert pusher.head(f"/bench/blobs/{claimed}").status_code == 404
+    assert list((deployment.server.data_dir / "blobs" / "_uploads").iterdir()) == []
     bad = pusher.post("/bench/blobs/uploads/", params={"digest": "md5:abc"}, content=b"x")
     assert error_code(bad) == "DIGEST_INVALID"
 

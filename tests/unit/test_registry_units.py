@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -42,6 +43,17 @@ def test_unknown_or_malformed_upload_ids_are_not_found(tmp_path: Path) -> None:
             store.upload_append(upload, [b"x"])
     store.upload_abort("../etc")
     assert store.read("missing") is None and store.size("missing") is None
+
+
+def test_idle_uploads_expire(tmp_path: Path) -> None:
+    store = LocalBlobStore(tmp_path)
+    idle, busy = store.upload_create(), store.upload_create()
+    staged = tmp_path / "_uploads" / idle
+    os.utime(staged, (staged.stat().st_atime, staged.stat().st_mtime - 7200))
+    assert store.upload_expire(3600) == 1
+    with pytest.raises(UploadNotFound):
+        store.upload_size(idle)
+    assert store.upload_size(busy) == 0
 
 
 def _manifest(**fields: object) -> bytes:

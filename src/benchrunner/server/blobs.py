@@ -19,6 +19,7 @@ import hashlib
 import os
 import secrets
 import tempfile
+import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path, PurePosixPath
 from typing import BinaryIO, Protocol
@@ -76,6 +77,10 @@ class BlobStore(Protocol):
 
     def upload_abort(self, upload_id: str) -> None:
         """Forget the upload and its bytes; a no-op for an unknown id."""
+        ...
+
+    def upload_expire(self, idle_seconds: float) -> int:
+        """Abort uploads nothing was appended to for ``idle_seconds``; how many."""
         ...
 
 
@@ -195,6 +200,16 @@ class LocalBlobStore:
     def upload_abort(self, upload_id: str) -> None:
         with contextlib.suppress(UploadNotFound):
             self._upload_path(upload_id).unlink(missing_ok=True)
+
+    def upload_expire(self, idle_seconds: float) -> int:
+        cutoff = time.time() - idle_seconds
+        expired = 0
+        for staged in (self.root / _UPLOADS).iterdir():
+            with contextlib.suppress(FileNotFoundError):  # committed or aborted meanwhile
+                if staged.stat().st_mtime < cutoff:
+                    staged.unlink()
+                    expired += 1
+        return expired
 
 
 def _chunks(handle: BinaryIO, chunk_size: int, *, close: bool = True) -> Iterator[bytes]:

@@ -93,8 +93,12 @@ async def upload_start(ctx: Ctx, request: Request, name: str) -> Response:
         sha256_hex(digest)
     upload_id = await uploads.create()
     if digest is not None:
-        await uploads.append(upload_id, request.stream(), 0, _length(request))
-        return await _complete(ctx, name, project, upload_id, digest)
+        try:
+            await uploads.append(upload_id, request.stream(), 0, _length(request))
+            return await _complete(ctx, name, project, upload_id, digest)
+        except BaseException:
+            await uploads.abort(upload_id)  # the client never learned this upload's id
+            raise
     return Response(status_code=202, headers=_session_headers(ctx, name, project, upload_id, 0))
 
 

@@ -20,6 +20,8 @@ from benchrunner.server.blobs import BlobStore, DigestMismatch, UploadNotFound
 from benchrunner.server.registry.errors import RegistryError
 from benchrunner.server.registry.references import blob_key, sha256_hex
 
+UPLOAD_IDLE_SECONDS = 24 * 3600  # an upload untouched this long is abandoned
+
 
 def _mac(secret: str, project_uuid: str, upload_id: str) -> str:
     message = f"{project_uuid}/{upload_id}".encode()
@@ -56,7 +58,14 @@ class Uploads:
             raise RegistryError("BLOB_UPLOAD_UNKNOWN", "upload session not found") from None
 
     async def create(self) -> str:
-        return await anyio.to_thread.run_sync(self.store.upload_create)
+        """A new upload; abandoned ones are swept first (in-flight uploads are few, so the
+        sweep is cheap and needs no timer)."""
+
+        def sweep_and_create() -> str:
+            self.store.upload_expire(UPLOAD_IDLE_SECONDS)
+            return self.store.upload_create()
+
+        return await anyio.to_thread.run_sync(sweep_and_create)
 
     def _too_large(self) -> RegistryError:
         return RegistryError(
