@@ -81,6 +81,13 @@ def test_monolithic_upload_then_head_get_and_delete(pusher: httpx.Client) -> Non
     assert head.headers["Docker-Content-Digest"] == digest
     got = pusher.get(f"/bench/blobs/{digest}")
     assert got.content == data
+    for wanted, part in (("bytes=5-9", data[5:10]), ("bytes=11990-", data[11990:])):
+        partial = pusher.get(f"/bench/blobs/{digest}", headers={"Range": wanted})
+        assert partial.status_code == 206
+        assert partial.content == part
+        assert partial.headers["Content-Range"].endswith(f"/{len(data)}")
+    outside = pusher.get(f"/bench/blobs/{digest}", headers={"Range": "bytes=20000-"})
+    assert outside.status_code == 416
     assert pusher.delete(f"/bench/blobs/{digest}").status_code == 202
     missing = pusher.get(f"/bench/blobs/{digest}")
     assert missing.status_code == 404

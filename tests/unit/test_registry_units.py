@@ -32,6 +32,8 @@ def test_upload_appends_then_commits_under_its_digest(tmp_path: Path) -> None:
     assert store.size("oci/x") == 6
     chunks = store.read("oci/x", chunk_size=4)
     assert chunks is not None and list(chunks) == [b"abcd", b"ef"]
+    part = store.read("oci/x", 1, 4, chunk_size=3)
+    assert part is not None and list(part) == [b"bcd", b"e"]
     with pytest.raises(UploadNotFound):
         store.upload_size(upload)
 

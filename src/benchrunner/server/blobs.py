@@ -50,8 +50,11 @@ class BlobStore(Protocol):
         """The size of the blob under ``key`` in bytes, or None when there is none."""
         ...
 
-    def read(self, key: str, chunk_size: int = READ_CHUNK) -> Iterator[bytes] | None:
-        """The blob's bytes in chunks of at most ``chunk_size``, or None when there is none."""
+    def read(
+        self, key: str, offset: int = 0, length: int | None = None, chunk_size: int = READ_CHUNK
+    ) -> Iterator[bytes] | None:
+        """The blob's bytes from ``offset`` (``length`` of them, else to the end) in chunks of
+        at most ``chunk_size``, or None when there is no such blob."""
         ...
 
     def upload_create(self) -> str:
@@ -138,12 +141,15 @@ class LocalBlobStore:
         except FileNotFoundError:
             return None
 
-    def read(self, key: str, chunk_size: int = READ_CHUNK) -> Iterator[bytes] | None:
+    def read(
+        self, key: str, offset: int = 0, length: int | None = None, chunk_size: int = READ_CHUNK
+    ) -> Iterator[bytes] | None:
         try:
             handle = self._path(key).open("rb")
         except FileNotFoundError:
             return None
-        return _chunks(handle, chunk_size)
+        handle.seek(offset)
+        return _chunks(handle, chunk_size, limit=length)
 
     def _upload_path(self, upload_id: str) -> Path:
         if not upload_id or not all(c.isalnum() or c in "-_" for c in upload_id):
@@ -212,9 +218,17 @@ class LocalBlobStore:
         return expired
 
 
-def _chunks(handle: BinaryIO, chunk_size: int, *, close: bool = True) -> Iterator[bytes]:
+def _chunks(
+    handle: BinaryIO, chunk_size: int, *, close: bool = True, limit: int | None = None
+) -> Iterator[bytes]:
+    left = limit
     try:
-        while chunk := handle.read(chunk_size):
+        while left is None or left > 0:
+            chunk = handle.read(chunk_size if left is None else min(chunk_size, left))
+            if not chunk:
+                break
+            if left is not None:
+                left -= len(chunk)
             yield chunk
     finally:
         if close:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from fastapi import APIRouter, Request, Response
 from fastapi.responses import StreamingResponse
 
@@ -12,6 +14,7 @@ from benchrunner.server.routes.deps import Ctx
 from benchrunner.server.store import registry
 
 router = APIRouter(tags=["registry"])
+BYTE_RANGE = re.compile(r"bytes=(\d*)-(\d*)")
 
 
 @router.get("/v2/")
@@ -38,12 +41,44 @@ async def blob_get(ctx: Ctx, request: Request, name: str, digest: str) -> Respon
         "Docker-Content-Digest": digest,
         "Content-Type": "application/octet-stream",
     }
+    headers["Accept-Ranges"] = "bytes"
     if request.method == "HEAD":
         return Response(status_code=200, headers=headers)
-    chunks = ctx.blobs.read(key)
+    start, end = 0, size - 1
+    wanted = request.headers.get("range")
+    if wanted:
+        start, end = _byte_range(wanted, size)
+        headers["Content-Range"] = f"bytes {start}-{end}/{size}"
+        headers["Content-Length"] = str(end - start + 1)
+    chunks = ctx.blobs.read(key, start, end - start + 1)
     if chunks is None:
         raise RegistryError("BLOB_UNKNOWN", f"blob {digest} is missing from the blob store")
-    return StreamingResponse(chunks, headers=headers, media_type="application/octet-stream")
+    return StreamingResponse(
+        chunks,
+        status_code=206 if wanted else 200,
+        headers=headers,
+        media_type="application/octet-stream",
+    )
+
+
+def _byte_range(header: str, size: int) -> tuple[int, int]:
+    """``bytes=a-b``, ``bytes=a-`` or ``bytes=-n`` as inclusive offsets; 416 if unsatisfiable."""
+    match = BYTE_RANGE.fullmatch(header.strip())
+    first, last = (match.group(1), match.group(2)) if match else ("", "")
+    if not match or (first == "" and last == ""):
+        start, end = -1, -1
+    elif first == "":
+        start, end = max(size - int(last), 0), size - 1
+    else:
+        start, end = int(first), min(int(last), size - 1) if last else size - 1
+    if not 0 <= start <= end < size:
+        raise RegistryError(  # the spec names no code for this; SIZE_INVALID is nearest
+            "SIZE_INVALID",
+            f"range {header!r} not satisfiable for a blob of {size} bytes",
+            status=416,
+            headers={"Content-Range": f"bytes */{size}"},
+        )
+    return start, end
 
 
 @router.delete("/v2/{name}/blobs/{digest}")
