@@ -316,3 +316,10 @@ def test_bad_manifest_json_is_a_clear_error(pusher: httpx.Client) -> None:
     response = pusher.put("/bench/manifests/v1", content=body)
     assert response.status_code == 400
     assert "schemaVersion 2" in response.json()["errors"][0]["message"]
+
+
+def test_nested_names_get_a_spec_error(pusher: httpx.Client) -> None:
+    response = pusher.get("/acme/bench/manifests/v1")
+    assert response.status_code == 404
+    assert error_code(response) == "NAME_UNKNOWN"
+    assert "without slashes" in response.json()["errors"][0]["message"]

@@ -147,3 +147,18 @@ async def referrers(ctx: Ctx, request: Request, name: str, digest: str) -> Respo
     }
     headers = {"OCI-Filters-Applied": "artifactType"} if artifact_type else {}
     return Response(json.dumps(index), media_type=manifests.OCI_INDEX, headers=headers)
+
+
+# Registered after every other /v2/ route (this module's router is included last).
+@router.api_route(
+    "/v2/{rest:path}",
+    methods=["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE"],
+    include_in_schema=False,
+)
+async def unknown(rest: str) -> Response:
+    """A path no registry route matches, most often a name with a slash (``org/project``)."""
+    raise RegistryError(
+        "NAME_UNKNOWN",
+        f"no registry endpoint at /v2/{rest}: a repository is a project slug or UUID, "
+        "without slashes",
+    )
