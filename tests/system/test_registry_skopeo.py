@@ -114,3 +114,20 @@ def test_private_project_and_wrong_token_are_refused(
     rejected = push(deployment, source.path, "bench:v1", wrong)
     assert rejected.returncode != 0
     assert "401" in rejected.stderr or "unauthorized" in rejected.stderr.lower()
+
+
+def test_list_tags_and_delete(deployment: Deployment, tmp_path: Path) -> None:
+    source = write_layout(tmp_path / "src", [busybox_image()], tag="v1")
+    creds = f"ci:{deployment.server.token}"
+    for tag in ("v1", "v2"):
+        assert push(deployment, source.path, f"bench:{tag}", creds).returncode == 0
+    host = deployment.server.url.removeprefix("http://")
+    listed = skopeo("list-tags", "--tls-verify=false", f"--creds={creds}", f"docker://{host}/bench")
+    assert listed.returncode == 0, listed.stderr
+    assert json.loads(listed.stdout)["Tags"] == ["v1", "v2"]
+    deleted = skopeo(
+        "delete", "--tls-verify=false", f"--creds={creds}", f"docker://{host}/bench:v1"
+    )
+    assert deleted.returncode == 0, deleted.stderr
+    listed = skopeo("list-tags", "--tls-verify=false", f"--creds={creds}", f"docker://{host}/bench")
+    assert json.loads(listed.stdout)["Tags"] == []  # by digest: every tag of that manifest goes
