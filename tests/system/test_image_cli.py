@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import shutil
+import subprocess
 from pathlib import Path
 
 import httpx
+import pytest
 
 from tests.harness import Deployment, cli
 from tests.oci_layout import (
@@ -106,3 +109,30 @@ def test_multi_platform_layout_pushes_its_index(deployment: Deployment, tmp_path
             manifest = client.get(f"/bench/manifests/{child['digest']}").json()
             for blob in [manifest["config"], *manifest["layers"]]:
                 assert client.head(f"/bench/blobs/{blob['digest']}").status_code == 200
+
+
+@pytest.mark.skipif(shutil.which("skopeo") is None, reason="skopeo not installed")
+@pytest.mark.parametrize("transport", ["docker-archive", "oci-archive"])
+def test_tarballs_written_by_skopeo_push(
+    deployment: Deployment, tmp_path: Path, transport: str
+) -> None:
+    layout = write_layout(tmp_path / "layout", [busybox_image()], tag="v1")
+    tarball = tmp_path / "image.tar"
+    target = (
+        f"{transport}:{tarball}:bench:v1"
+        if transport == "docker-archive"
+        else f"{transport}:{tarball}:v1"
+    )
+    subprocess.run(
+        ["skopeo", "--insecure-policy", "copy", f"oci:{layout.path}:v1", target],
+        check=True,
+        capture_output=True,
+        timeout=120,
+    )
+    env = cli_env(deployment, tmp_path)
+    digest = cli("image", "push", str(tarball), "--tag", transport, env=env).stdout.strip()
+    with registry(deployment) as client:
+        manifest = client.get(f"/bench/manifests/{transport}")
+        assert manifest.headers["Docker-Content-Digest"] == digest
+        for blob in [manifest.json()["config"], *manifest.json()["layers"]]:
+            assert client.head(f"/bench/blobs/{blob['digest']}").status_code == 200
