@@ -49,7 +49,10 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3)
     options = parser.parse_args()
     pushes, pulls = [], []
-    with tempfile.TemporaryDirectory() as tmp, deploy(Path(tmp)) as deployment:
+    with (
+        tempfile.TemporaryDirectory() as tmp,
+        deploy(Path(tmp), f"sqlite:///{Path(tmp) / 'benchrunner.db'}") as deployment,
+    ):
         server = deployment.server
         assert server.proc is not None
         layer_path = Path(tmp) / "layer"

@@ -15,9 +15,11 @@ REGISTRY_LIMIT = 1024 * 1024
 
 
 @pytest.fixture
-def small_limits(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Deployment]:
+def small_limits(
+    tmp_path: Path, database_url: str, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[Deployment]:
     monkeypatch.setenv("BENCHRUNNER_REGISTRY_MAX_BODY_BYTES", str(REGISTRY_LIMIT))
-    with deploy(tmp_path, request_body_max_bytes=API_LIMIT) as deployment:
+    with deploy(tmp_path, database_url, request_body_max_bytes=API_LIMIT) as deployment:
         yield deployment
 
 

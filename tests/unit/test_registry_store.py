@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from sqlalchemy.engine import Connection
@@ -21,8 +20,8 @@ D2 = "sha256:" + "2" * 64
 
 
 @pytest.fixture
-def db(tmp_path: Path) -> Iterator[Database]:
-    database = Database(f"sqlite:///{tmp_path / 'r.db'}", read_threads=1)
+def db(database_url: str) -> Iterator[Database]:
+    database = Database(database_url, read_threads=1)
     upgrade(database.write_engine)
     yield database
     database.close()
@@ -61,11 +60,13 @@ def test_a_tag_created_by_a_racing_push_is_overwritten_not_an_error(db: Database
         project = _project(conn)
         registry.manifest_put(conn, project, _manifest(D1), None, utcnow())
         registry.manifest_put(conn, project, _manifest(D2), "v1", utcnow())
+        other = registry.manifest_by_digest(conn, project, D1)
+        assert other is not None
         # what the other push leaves behind between our UPDATE and our INSERT
         assert not registry._insert_unless_present(
             conn,
             oci_tag.insert().values(
-                project_id=project, name="v1", manifest_id=1, modified=utcnow()
+                project_id=project, name="v1", manifest_id=other.id, modified=utcnow()
             ),
         )
         tagged = registry.manifest_by_tag(conn, project, "v1")
