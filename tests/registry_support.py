@@ -13,6 +13,7 @@ from benchrunner.server.store import accounts
 from benchrunner.server.store.engine import Database
 from benchrunner.server.store.tables import organization_role
 from tests.harness import ServerProcess
+from tests.oci_layout import OCI_CONFIG, OCI_MANIFEST, canonical, descriptor
 
 
 def make_user(server: ServerProcess, email: str, member_of: str | None = None) -> str:
@@ -72,3 +73,32 @@ def push_blob(client: httpx.Client, repo: str, data: bytes) -> str:
     response = client.post(f"/{repo}/blobs/uploads/", params={"digest": digest}, content=data)
     assert response.status_code == 201, response.text
     return digest
+
+
+def image_manifest(config: bytes, layers: list[bytes], **extra: object) -> bytes:
+    return canonical(
+        {
+            "schemaVersion": 2,
+            "mediaType": OCI_MANIFEST,
+            "config": descriptor(OCI_CONFIG, config),
+            "layers": [descriptor("application/vnd.oci.image.layer.v1.tar", x) for x in layers],
+            **extra,
+        }
+    )
+
+
+def push_image(
+    client: httpx.Client, repo: str, tag: str | None, layer: bytes, **extra: object
+) -> str:
+    """Push a one-layer image; by digest when ``tag`` is None. Its manifest digest."""
+    config, manifest = b"{}", image_manifest(b"{}", [layer], **extra)
+    push_blob(client, repo, config)
+    push_blob(client, repo, layer)
+    response = client.put(
+        f"/{repo}/manifests/{tag or digest_of(manifest)}",
+        content=manifest,
+        headers={"Content-Type": OCI_MANIFEST},
+    )
+    assert response.status_code == 201, response.text
+    assert response.headers["Docker-Content-Digest"] == digest_of(manifest)
+    return digest_of(manifest)

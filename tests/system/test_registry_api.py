@@ -10,8 +10,16 @@ import httpx
 import pytest
 
 from tests.harness import Deployment
-from tests.oci_layout import OCI_CONFIG, OCI_INDEX, OCI_MANIFEST, canonical, descriptor
-from tests.registry_support import digest_of, error_code, push_blob, registry_token, v2
+from tests.oci_layout import OCI_INDEX, OCI_MANIFEST, canonical, descriptor
+from tests.registry_support import (
+    digest_of,
+    error_code,
+    image_manifest,
+    push_blob,
+    push_image,
+    registry_token,
+    v2,
+)
 
 PUSH = "repository:bench:pull,push,delete"
 
@@ -19,35 +27,6 @@ PUSH = "repository:bench:pull,push,delete"
 @pytest.fixture
 def pusher(deployment: Deployment) -> httpx.Client:
     return v2(deployment.server, registry_token(deployment.server, deployment.server.token, PUSH))
-
-
-def image_manifest(config: bytes, layers: list[bytes], **extra: object) -> bytes:
-    return canonical(
-        {
-            "schemaVersion": 2,
-            "mediaType": OCI_MANIFEST,
-            "config": descriptor(OCI_CONFIG, config),
-            "layers": [descriptor("application/vnd.oci.image.layer.v1.tar", x) for x in layers],
-            **extra,
-        }
-    )
-
-
-def push_image(
-    client: httpx.Client, repo: str, tag: str | None, layer: bytes, **extra: object
-) -> str:
-    """Push a one-layer image; by digest when ``tag`` is None. Its manifest digest."""
-    config, manifest = b"{}", image_manifest(b"{}", [layer], **extra)
-    push_blob(client, repo, config)
-    push_blob(client, repo, layer)
-    response = client.put(
-        f"/{repo}/manifests/{tag or digest_of(manifest)}",
-        content=manifest,
-        headers={"Content-Type": OCI_MANIFEST},
-    )
-    assert response.status_code == 201, response.text
-    assert response.headers["Docker-Content-Digest"] == digest_of(manifest)
-    return digest_of(manifest)
 
 
 def test_base_endpoint_challenges_then_accepts_a_token(deployment: Deployment) -> None:

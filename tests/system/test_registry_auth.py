@@ -6,10 +6,18 @@ import datetime as dt
 import uuid
 
 import httpx
+import jwt
 
 from benchrunner.server.oci_tokens import runner_pull_token
 from tests.harness import Deployment
-from tests.registry_support import error_code, make_user, push_blob, registry_token, v2
+from tests.registry_support import (
+    error_code,
+    make_user,
+    push_blob,
+    push_image,
+    registry_token,
+    v2,
+)
 
 
 def test_private_project_is_invisible_to_an_outsider(deployment: Deployment) -> None:
@@ -82,10 +90,12 @@ def test_runner_claim_token_pulls_its_project_only(deployment: Deployment) -> No
         server, server.token, "repository:bench:push", "repository:other:push"
     )
     with v2(server, admin_token) as client:
-        digest = push_blob(client, "bench", b"job layer")
-        push_blob(client, "other", b"job layer")
-    oci_token = _claimed_oci_token(deployment, digest)
+        image = push_image(client, "bench", "v1", b"job layer")
+        digest = push_blob(client, "other", b"job layer")
+    oci_token = _claimed_oci_token(deployment, image)
+    runner = jwt.decode(oci_token, options={"verify_signature": False})["sub"]
     with v2(server, oci_token) as client:
+        assert client.get(f"/bench/manifests/{image}").status_code == 200
         for repo in ("bench", bench_uuid):
             assert client.get(f"/{repo}/blobs/{digest}").content == b"job layer"
         other = client.get(f"/other/blobs/{digest}")
@@ -94,6 +104,8 @@ def test_runner_claim_token_pulls_its_project_only(deployment: Deployment) -> No
         assert push.status_code == 403
         assert error_code(push) == "DENIED"
         assert client.delete(f"/bench/blobs/{digest}").status_code == 403
+    # the audit trail: the pull is logged under the runner's UUID
+    assert f"GET {image} of project {bench_uuid} by {runner}" in server.log.read_text()
 
 
 def test_runner_token_is_refused_after_expiry(deployment: Deployment) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 from urllib.parse import urlencode
 
 from fastapi import APIRouter, Request, Response
@@ -17,6 +18,7 @@ from benchrunner.server.store import registry
 from benchrunner.server.store.registry import ManifestRow, NewManifest
 
 router = APIRouter(tags=["registry"])
+log = logging.getLogger(__name__)
 MAX_TAGS_PAGE = 1000
 
 
@@ -33,9 +35,17 @@ async def _read_manifest(ctx: Ctx, project_id: int, name: str, reference: str) -
 
 @router.api_route("/v2/{name}/manifests/{reference}", methods=["GET", "HEAD"])
 async def manifest_get(ctx: Ctx, request: Request, name: str, reference: str) -> Response:
-    project, _ = await authorize(ctx, request, name, "pull")
+    project, caller = await authorize(ctx, request, name, "pull")
     manifest = await _read_manifest(ctx, project.id, name, reference)
     headers = {"Docker-Content-Digest": manifest.digest, "Content-Type": manifest.media_type}
+    # The audit trail of seed 000: a runner's token names the runner as its subject.
+    log.info(
+        "registry: %s %s of project %s by %s",
+        request.method,
+        manifest.digest,
+        project.uuid,
+        caller.subject,
+    )
     if request.method == "HEAD":
         headers["Content-Length"] = str(len(manifest.content))
         return Response(status_code=200, headers=headers)
@@ -58,7 +68,7 @@ async def _body(request: Request, limit: int) -> bytes:
 @router.put("/v2/{name}/manifests/{reference}")
 async def manifest_put(ctx: Ctx, request: Request, name: str, reference: str) -> Response:
     """Store a manifest whose blobs (or, for an index, manifests) the repository already holds."""
-    project, _ = await authorize(ctx, request, name, "push")
+    project, caller = await authorize(ctx, request, name, "push")
     content = await _body(request, manifests.MAX_MANIFEST_BYTES)
     digest = "sha256:" + hashlib.sha256(content).hexdigest()
     tag = None
@@ -84,6 +94,9 @@ async def manifest_put(ctx: Ctx, request: Request, name: str, reference: str) ->
         content=content,
     )
     await ctx.db.write(registry.manifest_put, project.id, row, tag, ctx.clock.now())
+    log.info(
+        "registry: PUT %s (tag %s) to project %s by %s", digest, tag, project.uuid, caller.subject
+    )
     headers = {
         "Location": f"/v2/{name}/manifests/{digest}",
         "Docker-Content-Digest": digest,
