@@ -160,7 +160,7 @@ async def authorize(
     ctx: ServerContext, request: Request, name: str, action: str
 ) -> tuple[ProjectRow, Caller]:
     """The project behind repository ``name`` if the caller's token allows ``action`` on it."""
-    scope = Scope(name, frozenset({"pull", action}) if action != "pull" else frozenset({"pull"}))
+    scope = Scope(name, frozenset({"pull", action}))  # what a client should ask the token for
     unauthorized = RegistryError(
         "UNAUTHORIZED", "authentication required", headers=challenge(ctx, request, scope)
     )

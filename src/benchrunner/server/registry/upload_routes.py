@@ -40,19 +40,21 @@ def _session_headers(
     }
 
 
+def _created(name: str, digest: str) -> Response:
+    headers = {
+        "Location": f"/v2/{name}/blobs/{digest}",
+        "Docker-Content-Digest": digest,
+        "Content-Length": "0",
+    }
+    return Response(status_code=201, headers=headers)
+
+
 async def _complete(
     ctx: Ctx, name: str, project: ProjectRow, upload_id: str, digest: str
 ) -> Response:
     size = await _uploads(ctx).commit(upload_id, digest)
     await ctx.db.write(registry.blob_link, project.id, digest, size, ctx.clock.now())
-    return Response(
-        status_code=201,
-        headers={
-            "Location": f"/v2/{name}/blobs/{digest}",
-            "Docker-Content-Digest": digest,
-            "Content-Length": "0",
-        },
-    )
+    return _created(name, digest)
 
 
 async def _mount(
@@ -67,14 +69,7 @@ async def _mount(
     if size is None:
         return None
     await ctx.db.write(registry.blob_link, project.id, digest, size, ctx.clock.now())
-    return Response(
-        status_code=201,
-        headers={
-            "Location": f"/v2/{name}/blobs/{digest}",
-            "Docker-Content-Digest": digest,
-            "Content-Length": "0",
-        },
-    )
+    return _created(name, digest)
 
 
 @router.post("/v2/{name}/blobs/uploads/")
