@@ -7,7 +7,9 @@ import uuid
 
 import httpx
 import jwt
+import pytest
 
+from benchrunner.client import ApiError
 from benchrunner.server.oci_tokens import runner_pull_token
 from tests.harness import Deployment
 from tests.registry_support import (
@@ -145,3 +147,17 @@ def test_runner_token_is_refused_after_expiry(deployment: Deployment) -> None:
         ).status_code
         == 401
     )
+
+
+def test_an_image_job_needs_its_image_in_the_projects_registry(deployment: Deployment) -> None:
+    with deployment.admin() as admin, pytest.raises(ApiError) as refused:
+        admin.run(
+            {
+                "project": deployment.project,
+                "spec": deployment.spec,
+                "image": "sha256:" + "a" * 64,
+                "settings": {"adapter": "json"},
+            }
+        )
+    assert refused.value.status == 400
+    assert "push it first" in refused.value.message

@@ -173,6 +173,10 @@ def manifest_by_digest(conn: Connection, project_id: int, digest: str) -> Manife
     return _manifest(row) if row else None
 
 
+def manifest_exists(conn: Connection, project_id: int, digest: str) -> bool:
+    return not manifests_missing(conn, project_id, [digest])
+
+
 def manifest_by_tag(conn: Connection, project_id: int, tag: str) -> ManifestRow | None:
     row = conn.execute(
         sa.select(oci_manifest)
