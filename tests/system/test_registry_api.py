@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+import socket
 
 import httpx
 import pytest
@@ -302,3 +303,33 @@ def test_nested_names_get_a_spec_error(pusher: httpx.Client) -> None:
     assert response.status_code == 404
     assert error_code(response) == "NAME_UNKNOWN"
     assert "without slashes" in response.json()["errors"][0]["message"]
+
+
+def test_an_interrupted_chunk_leaves_a_session_that_resumes(
+    deployment: Deployment, pusher: httpx.Client
+) -> None:
+    server = deployment.server
+    data = b"a" * 1000 + b"b" * 1000
+    location = pusher.post("/bench/blobs/uploads/").headers["Location"]
+    request = (
+        f"PATCH {location} HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+        f"Authorization: {pusher.headers['Authorization']}\r\n"
+        "Content-Type: application/octet-stream\r\nContent-Length: 4096\r\n\r\n"
+    ).encode()
+    with socket.create_connection(("127.0.0.1", server.port)) as raw:
+        raw.sendall(request + data[:1000])  # then the client goes away
+    # As a resuming client does: ask how much arrived (the server may have taken none of it),
+    # and send the rest.
+    status = pusher.get(server.url + location)
+    assert status.status_code == 204
+    end = int(status.headers["Range"].split("-")[1])
+    held = 0 if end == 0 else end + 1
+    assert held in (0, 1000)
+    done = pusher.put(
+        server.url + status.headers["Location"],
+        params={"digest": digest_of(data)},
+        content=data[held:],
+    )
+    assert done.status_code == 201, done.text
+    assert pusher.get(f"/bench/blobs/{digest_of(data)}").content == data
+    assert "Traceback" not in server.log.read_text()

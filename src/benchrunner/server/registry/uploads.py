@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import anyio
 import anyio.to_thread
 from anyio.from_thread import run as run_from_thread
+from starlette.requests import ClientDisconnect
 
 from benchrunner.server.blobs import BlobStore, DigestMismatch, UploadNotFound
 from benchrunner.server.registry.errors import RegistryError
@@ -104,6 +105,9 @@ class Uploads:
             return await anyio.to_thread.run_sync(self.store.upload_append, upload_id, chunks())
         except UploadNotFound:
             raise RegistryError("BLOB_UPLOAD_UNKNOWN", "upload session not found") from None
+        except ClientDisconnect:
+            # What arrived is kept: the client may ask for the upload's status and resume.
+            raise RegistryError("BLOB_UPLOAD_INVALID", "the client went away mid-upload") from None
         except TooLarge:
             await self.abort(upload_id)
             raise self._too_large() from None
