@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated
 
@@ -21,6 +22,7 @@ from benchrunner import images
 from benchrunner.cli import output
 from benchrunner.cli.config import CliSettings, require_project, resolve
 from benchrunner.cli.options import Host, Json, Project, Token
+from benchrunner.cli.sizes import format_size
 from benchrunner.protocol import is_digest
 from benchrunner.registry_client import RegistryClient
 
@@ -39,14 +41,30 @@ def split_source(source: str) -> tuple[Path, str | None]:
     raise ValueError(f"{source} is not an image directory or tarball (nothing at that path)")
 
 
+@dataclass
+class _Tally:
+    sent: int = 0
+    sent_bytes: int = 0
+    skipped: int = 0
+
+    def summary(self) -> str:
+        return (
+            f"{self.sent} blob(s) pushed ({format_size(self.sent_bytes)}), "
+            f"{self.skipped} already in the registry"
+        )
+
+
 def _progress_hooks(
-    progress: Progress,
+    progress: Progress, tally: _Tally
 ) -> Callable[[images.Blob, bool], Callable[[int], None] | None]:
     def on_blob(blob: images.Blob, skipped: bool) -> Callable[[int], None] | None:
         label = blob.digest.removeprefix("sha256:")[:12]
         if skipped:
+            tally.skipped += 1
             progress.console.print(f"{label}: already in the registry", markup=False)
             return None
+        tally.sent += 1
+        tally.sent_bytes += blob.size
         task = progress.add_task(label, total=blob.size)
         return lambda n: progress.advance(task, n)
 
@@ -70,11 +88,15 @@ def push_local(
         DownloadColumn(),
         TransferSpeedColumn(),
     )
+    tally = _Tally()
     with (
         RegistryClient(settings.host, settings.token) as registry,
         Progress(*columns, console=output.err(), disable=quiet, transient=False) as progress,
     ):
-        return registry.push_image(project, image, tag, _progress_hooks(progress)), tag
+        digest = registry.push_image(project, image, tag, _progress_hooks(progress, tally))
+    if not quiet:
+        output.note(tally.summary())
+    return digest, tag
 
 
 def resolve_image(settings: CliSettings, image: str) -> str:
