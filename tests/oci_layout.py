@@ -188,3 +188,34 @@ def write_layout(path: Path, images: list[Image], tag: str = "latest") -> Layout
 
 def _uncompressed(layer: bytes, media_type: str) -> bytes:
     return gzip.decompress(layer) if media_type.endswith("+gzip") else layer
+
+
+def write_oci_archive(layout: Layout, path: Path) -> Path:
+    """The layout as an OCI archive: the same files in one tarball."""
+    with tarfile.open(path, "w") as tar:
+        for member in sorted(layout.path.rglob("*")):
+            if member.is_file():
+                tar.add(member, arcname=member.relative_to(layout.path).as_posix())
+    return path
+
+
+def write_docker_save(path: Path, image: Image, repo_tag: str = "bench:latest") -> str:
+    """A tarball in ``docker save``'s classic form (``manifest.json``, ``<id>.json``,
+    ``<id>/layer.tar`` uncompressed); returns the sha256 of its config."""
+    layers = [_uncompressed(layer, image.layer_media_type) for layer in image.layers]
+    config = image.config_bytes([sha256_digest(layer) for layer in layers])
+    config_id = sha256_digest(config).removeprefix("sha256:")
+    files = {f"{config_id}.json": config}
+    names = []
+    for layer in layers:
+        name = f"{sha256_digest(layer).removeprefix('sha256:')}/layer.tar"
+        files[name] = layer
+        names.append(name)
+    manifest = [{"Config": f"{config_id}.json", "RepoTags": [repo_tag], "Layers": names}]
+    files["manifest.json"] = json.dumps(manifest).encode()
+    with tarfile.open(path, "w") as tar:
+        for name, data in files.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    return sha256_digest(config)

@@ -12,6 +12,7 @@ from typer.core import TyperGroup
 from benchrunner import __version__
 from benchrunner.cli import output
 from benchrunner.cli.admin_cmds import admin_app
+from benchrunner.cli.image_cmds import image_app
 from benchrunner.cli.job_cmds import job_app
 from benchrunner.cli.resource_cmds import org_app, project_app, spec_app
 from benchrunner.cli.run_cmds import run
@@ -97,6 +98,7 @@ def _root(
 app.command("up")(up)
 app.command("run")(run)
 app.add_typer(job_app, name="job")
+app.add_typer(image_app, name="image")
 app.add_typer(template_app, name="template")
 app.add_typer(org_app, name="org")
 app.add_typer(project_app, name="project")

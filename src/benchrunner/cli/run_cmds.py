@@ -14,6 +14,7 @@ import typer
 from benchrunner.cli import output
 from benchrunner.cli.config import resolve
 from benchrunner.cli.follow import follow_job
+from benchrunner.cli.image_cmds import resolve_image
 from benchrunner.cli.options import Host, Json, Project, Token
 from benchrunner.cli.views import print_report
 
@@ -144,7 +145,10 @@ def run(
     image: Annotated[
         str | None,
         typer.Option(
-            metavar="DIGEST", help="OCI image digest to run (sha256:...).", rich_help_panel=_JOB
+            metavar="IMAGE",
+            help="OCI image to run: a digest (sha256:...), a tag in the project's repository "
+            "(resolved to its digest now), or a local image path (pushed first).",
+            rich_help_panel=_JOB,
         ),
     ] = None,
     iterations: Annotated[
@@ -186,13 +190,16 @@ def run(
     """Submit a benchmark run: a job for a runner, or results measured elsewhere.
 
     **Runner job**: `--spec S` with `--template T [--arg name=value ...]` or
-    `--image sha256:...`. With `--wait` the command follows the job, prints its metrics, and
-    exits 1 if the job fails, is canceled or its report has an error.
+    `--image sha256:...|TAG|PATH` (the job always stores the digest). With `--wait` the
+    command follows the job, prints its metrics, and exits 1 if the job fails, is canceled or
+    its report has an error.
 
     **Direct**: `--results FILE` (Bencher Metric Format JSON) stores the metrics at once; no
     runner is involved.
     """
     settings = resolve(host, token, project)
+    if image is not None and not results:
+        image = resolve_image(settings, image)
     body = build_body(
         project=settings.project,
         branch=branch,

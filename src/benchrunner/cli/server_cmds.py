@@ -120,8 +120,9 @@ def server(
     """Run the server until SIGINT or SIGTERM.
 
     Every flag may also be set as `BENCHRUNNER_<FLAG>` (e.g. `BENCHRUNNER_DB`); flags win.
-    `BENCHRUNNER_SECRET_KEY`, `BENCHRUNNER_OCI_TOKEN_TTL` and `BENCHRUNNER_ANONYMOUS_RUNS`
-    exist only as environment variables.
+    `BENCHRUNNER_SECRET_KEY`, `BENCHRUNNER_OCI_TOKEN_TTL`, `BENCHRUNNER_ANONYMOUS_RUNS`,
+    `BENCHRUNNER_REGISTRY_TOKEN_TTL` and `BENCHRUNNER_REGISTRY_MAX_BODY_BYTES` (largest blob
+    upload, default 1 GiB) exist only as environment variables.
     """
     settings = settings_from(
         {

@@ -20,6 +20,13 @@ from benchrunner.server.context import ServerContext
 from benchrunner.server.lifecycle import Lifecycle
 from benchrunner.server.limits import BodyLimit
 from benchrunner.server.oci_tokens import load_or_create_secret
+from benchrunner.server.registry import (
+    blob_routes,
+    manifest_routes,
+    token_routes,
+    upload_routes,
+)
+from benchrunner.server.registry import errors as registry_errors
 from benchrunner.server.routes import (
     channel,
     jobs,
@@ -78,9 +85,12 @@ def create_app(settings: ServerSettings, clock: Clock | None = None) -> FastAPI:
         description="Continuous benchmarking on dedicated runners. Bencher-compatible /v0 API.",
     )
     errors.install(app)
+    registry_errors.install(app)
     for module in (organizations, specs, runners, jobs, reports, run, server, channel):
         app.include_router(module.router)
-    app.add_middleware(BodyLimit, max_bytes=settings.request_body_max_bytes)
+    for registry_module in (token_routes, blob_routes, upload_routes, manifest_routes):
+        app.include_router(registry_module.router)
+    app.add_middleware(BodyLimit, max_bytes=settings.request_body_max_bytes, exempt=("/v2/",))
     return app
 
 

@@ -1,16 +1,44 @@
-"""The blob store: job outputs now, image layers later. Local directory by default.
+"""The blob store: job outputs and OCI image blobs. Local directory by default.
 
 Keys are relative POSIX paths such as ``{project_uuid}/output/v0/jobs/{job_uuid}``. A ``put``
 returns only once the bytes are durable (fsync), so an ``ack`` sent after it means the output
 survives a crash.
+
+Large blobs (image layers up to the registry's body limit) never pass through memory whole: they
+are written through an *upload* (``upload_create``, any number of ``upload_append`` calls, then
+``upload_commit`` under a key, which checks the SHA-256 of everything appended) and read back with
+``read`` in chunks. An object store would map an upload onto a multipart upload; the local store
+keeps it as a staging file under ``_uploads/``. Every operation is blocking: call them off the
+event loop.
 """
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import os
+import secrets
 import tempfile
+import time
+from collections.abc import Iterable, Iterator
 from pathlib import Path, PurePosixPath
-from typing import Protocol
+from typing import BinaryIO, Protocol
+
+READ_CHUNK = 1 << 20
+_UPLOADS = "_uploads"
+
+
+class DigestMismatch(Exception):
+    """The bytes of an upload do not hash to the digest the client named."""
+
+    def __init__(self, expected: str, actual: str) -> None:
+        super().__init__(f"content hashes to sha256:{actual}, not sha256:{expected}")
+        self.expected = expected
+        self.actual = actual
+
+
+class UploadNotFound(Exception):
+    """No upload with this id: never created, already committed, or aborted."""
 
 
 class BlobStore(Protocol):
@@ -18,15 +46,64 @@ class BlobStore(Protocol):
     def get(self, key: str) -> bytes | None: ...
     def delete(self, key: str) -> None: ...
 
+    def size(self, key: str) -> int | None:
+        """The size of the blob under ``key`` in bytes, or None when there is none."""
+        ...
+
+    def read(
+        self, key: str, offset: int = 0, length: int | None = None, chunk_size: int = READ_CHUNK
+    ) -> Iterator[bytes] | None:
+        """The blob's bytes from ``offset`` (``length`` of them, else to the end) in chunks of
+        at most ``chunk_size``, or None when there is no such blob."""
+        ...
+
+    def upload_create(self) -> str:
+        """Start an empty upload and return its id (URL-safe, unguessable)."""
+        ...
+
+    def upload_size(self, upload_id: str) -> int:
+        """Bytes appended so far; raises ``UploadNotFound``."""
+        ...
+
+    def upload_append(self, upload_id: str, chunks: Iterable[bytes]) -> int:
+        """Append the chunks, durably, and return the new size; raises ``UploadNotFound``."""
+        ...
+
+    def upload_commit(self, upload_id: str, key: str, sha256_hex: str) -> int:
+        """Store the upload under ``key`` if its SHA-256 is ``sha256_hex`` and return its size.
+
+        Raises ``DigestMismatch`` (the upload is kept, so the client may append more or abort)
+        or ``UploadNotFound``. When ``key`` already holds a blob the upload is simply dropped:
+        keys of content-addressed blobs name their bytes.
+        """
+        ...
+
+    def upload_abort(self, upload_id: str) -> None:
+        """Forget the upload and its bytes; a no-op for an unknown id."""
+        ...
+
+    def upload_expire(self, idle_seconds: float) -> int:
+        """Abort uploads nothing was appended to for ``idle_seconds``; how many."""
+        ...
+
 
 def job_output_key(project_uuid: object, job_uuid: object) -> str:
     return f"{project_uuid}/output/v0/jobs/{job_uuid}"
+
+
+def _fsync_dir(path: Path) -> None:
+    dir_fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(dir_fd)
+    finally:
+        os.close(dir_fd)
 
 
 class LocalBlobStore:
     def __init__(self, root: Path) -> None:
         self.root = root
         root.mkdir(parents=True, exist_ok=True)
+        (root / _UPLOADS).mkdir(exist_ok=True)
 
     def _path(self, key: str) -> Path:
         parts = PurePosixPath(key).parts
@@ -47,11 +124,7 @@ class LocalBlobStore:
         except BaseException:
             Path(tmp).unlink(missing_ok=True)
             raise
-        dir_fd = os.open(path.parent, os.O_RDONLY)
-        try:
-            os.fsync(dir_fd)
-        finally:
-            os.close(dir_fd)
+        _fsync_dir(path.parent)
 
     def get(self, key: str) -> bytes | None:
         try:
@@ -61,3 +134,102 @@ class LocalBlobStore:
 
     def delete(self, key: str) -> None:
         self._path(key).unlink(missing_ok=True)
+
+    def size(self, key: str) -> int | None:
+        try:
+            return self._path(key).stat().st_size
+        except FileNotFoundError:
+            return None
+
+    def read(
+        self, key: str, offset: int = 0, length: int | None = None, chunk_size: int = READ_CHUNK
+    ) -> Iterator[bytes] | None:
+        try:
+            handle = self._path(key).open("rb")
+        except FileNotFoundError:
+            return None
+        handle.seek(offset)
+        return _chunks(handle, chunk_size, limit=length)
+
+    def _upload_path(self, upload_id: str) -> Path:
+        if not upload_id or not all(c.isalnum() or c in "-_" for c in upload_id):
+            raise UploadNotFound(upload_id)
+        return self.root / _UPLOADS / upload_id
+
+    def upload_create(self) -> str:
+        upload_id = secrets.token_urlsafe(24)
+        self._upload_path(upload_id).touch(exist_ok=False)
+        return upload_id
+
+    def upload_size(self, upload_id: str) -> int:
+        try:
+            return self._upload_path(upload_id).stat().st_size
+        except FileNotFoundError:
+            raise UploadNotFound(upload_id) from None
+
+    def upload_append(self, upload_id: str, chunks: Iterable[bytes]) -> int:
+        try:
+            handle = self._upload_path(upload_id).open("r+b")
+        except FileNotFoundError:
+            raise UploadNotFound(upload_id) from None
+        with handle:
+            handle.seek(0, os.SEEK_END)
+            for chunk in chunks:
+                handle.write(chunk)
+            handle.flush()
+            os.fsync(handle.fileno())
+            return handle.tell()
+
+    def upload_commit(self, upload_id: str, key: str, sha256_hex: str) -> int:
+        staged = self._upload_path(upload_id)
+        hasher = hashlib.sha256()
+        try:
+            handle = staged.open("rb")
+        except FileNotFoundError:
+            raise UploadNotFound(upload_id) from None
+        with handle:
+            size = 0
+            for chunk in _chunks(handle, READ_CHUNK, close=False):
+                hasher.update(chunk)
+                size += len(chunk)
+        if hasher.hexdigest() != sha256_hex:
+            raise DigestMismatch(sha256_hex, hasher.hexdigest())
+        path = self._path(key)
+        if path.exists():
+            staged.unlink(missing_ok=True)
+            return size
+        path.parent.mkdir(parents=True, exist_ok=True)
+        staged.replace(path)
+        _fsync_dir(path.parent)
+        return size
+
+    def upload_abort(self, upload_id: str) -> None:
+        with contextlib.suppress(UploadNotFound):
+            self._upload_path(upload_id).unlink(missing_ok=True)
+
+    def upload_expire(self, idle_seconds: float) -> int:
+        cutoff = time.time() - idle_seconds
+        expired = 0
+        for staged in (self.root / _UPLOADS).iterdir():
+            with contextlib.suppress(FileNotFoundError):  # committed or aborted meanwhile
+                if staged.stat().st_mtime < cutoff:
+                    staged.unlink()
+                    expired += 1
+        return expired
+
+
+def _chunks(
+    handle: BinaryIO, chunk_size: int, *, close: bool = True, limit: int | None = None
+) -> Iterator[bytes]:
+    left = limit
+    try:
+        while left is None or left > 0:
+            chunk = handle.read(chunk_size if left is None else min(chunk_size, left))
+            if not chunk:
+                break
+            if left is not None:
+                left -= len(chunk)
+            yield chunk
+    finally:
+        if close:
+            handle.close()

@@ -32,6 +32,12 @@ class ServerSettings(BaseSettings):
     )
     request_body_max_bytes: int = Field(default=16 * 1024 * 1024, ge=1024)
     oci_token_ttl: int = Field(default=600, ge=60, description="runner OCI pull token TTL, s")
+    registry_token_ttl: int = Field(
+        default=300, ge=60, description="TTL of registry tokens issued to users, s"
+    )
+    registry_max_body_bytes: int = Field(
+        default=1024 * 1024 * 1024, ge=1024, description="largest blob upload to /v2/"
+    )
     secret_key: str | None = Field(
         default=None, description="JWT signing key; generated into data-dir if unset"
     )

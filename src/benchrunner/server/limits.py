@@ -1,4 +1,9 @@
-"""Bounded request bodies: 413 before a handler reads more than ``request_body_max_bytes``."""
+"""Bounded request bodies: 413 before a handler reads more than ``request_body_max_bytes``.
+
+Paths under a prefix in ``exempt`` are left to their handlers, which bound bodies themselves: the
+registry's ``/v2/`` takes image layers (1 GiB by default), streamed to disk, never into memory,
+and answers in the Distribution Spec's error format.
+"""
 
 from __future__ import annotations
 
@@ -12,17 +17,22 @@ class BodyTooLarge(Exception):
 
 
 class BodyLimit:
-    def __init__(self, app: ASGIApp, max_bytes: int) -> None:
+    def __init__(self, app: ASGIApp, max_bytes: int, exempt: tuple[str, ...] = ()) -> None:
         self.app = app
         self.max_bytes = max_bytes
+        self.exempt = exempt
+
+    def _exempt(self, path: str) -> bool:
+        return any(path == prefix.rstrip("/") or path.startswith(prefix) for prefix in self.exempt)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
+        if scope["type"] != "http" or self._exempt(scope.get("path", "")):
             await self.app(scope, receive, send)
             return
+        max_bytes = self.max_bytes
         declared = dict(scope.get("headers", [])).get(b"content-length")
-        if declared is not None and declared.isdigit() and int(declared) > self.max_bytes:
-            await self._reject(send)
+        if declared is not None and declared.isdigit() and int(declared) > max_bytes:
+            await self._reject(send, max_bytes)
             return
         seen = 0
         started = False
@@ -32,7 +42,7 @@ class BodyLimit:
             message = await receive()
             if message["type"] == "http.request":
                 seen += len(message.get("body", b""))
-                if seen > self.max_bytes:
+                if seen > max_bytes:
                     raise BodyTooLarge
             return message
 
@@ -46,11 +56,11 @@ class BodyLimit:
             await self.app(scope, counting_receive, tracking_send)
         except BodyTooLarge:
             if not started:
-                await self._reject(send)
+                await self._reject(send, max_bytes)
 
-    async def _reject(self, send: Send) -> None:
+    async def _reject(self, send: Send, max_bytes: int) -> None:
         body = json.dumps(
-            {"message": f"request body exceeds {self.max_bytes} bytes", "error_code": "too_large"}
+            {"message": f"request body exceeds {max_bytes} bytes", "error_code": "too_large"}
         ).encode()
         await send(
             {

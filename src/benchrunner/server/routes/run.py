@@ -28,7 +28,7 @@ from benchrunner.protocol import MAX_ITER, JsonJobConfig, is_digest
 from benchrunner.server.context import ServerContext
 from benchrunner.server.errors import bad_request, not_found
 from benchrunner.server.routes.deps import Ctx, Life, MaybeUser, project_access
-from benchrunner.server.store import accounts, jobs, reports, runners
+from benchrunner.server.store import accounts, jobs, registry, reports, runners
 from benchrunner.server.store.accounts import ProjectRow, UserRow
 from benchrunner.server.views import report_view
 
@@ -240,6 +240,13 @@ async def run(
             spec = runners.spec_get(conn, plan.spec)
             if spec is None or spec.archived is not None:
                 raise bad_request(f"spec {plan.spec!r} not found (or archived)")
+            if plan.image is not None and not registry.manifest_exists(
+                conn, project.id, plan.image
+            ):
+                raise bad_request(
+                    f"image {plan.image} is not in project {project.slug!r}'s registry: "
+                    "push it first (benchrunner image push)"
+                )
             org = accounts.organization_by_id(conn, project.organization_id)
             claimed = accounts.organization_is_claimed(conn, org.id)
             _, job_uuid = jobs.job_create(

@@ -297,3 +297,44 @@ job_event = sa.Table(
     _ts("created"),
     sa.Index("index_job_event_job_created", "job_id", "created"),
 )
+
+# The OCI registry (one repository per project). Blob bytes live in the blob store, addressed by
+# digest; a row here says which project may read them. Manifests are small (<= 4 MiB) and kept
+# in the row so a read needs no second store.
+oci_blob = sa.Table(
+    "oci_blob",
+    metadata,
+    _id(),
+    _fk("project_id", "project.id", "CASCADE"),
+    sa.Column("digest", sa.String(128), nullable=False),
+    sa.Column("size", sa.BigInteger, nullable=False),
+    _ts("created"),
+    sa.UniqueConstraint("project_id", "digest", name="uq_oci_blob_project_digest"),
+)
+
+oci_manifest = sa.Table(
+    "oci_manifest",
+    metadata,
+    _id(),
+    _fk("project_id", "project.id", "CASCADE"),
+    sa.Column("digest", sa.String(128), nullable=False),
+    sa.Column("media_type", sa.String(255), nullable=False),
+    sa.Column("artifact_type", sa.String(255), nullable=True),
+    sa.Column("subject", sa.String(128), nullable=True),
+    sa.Column("annotations", sa.Text, nullable=True),
+    sa.Column("content", sa.LargeBinary, nullable=False),
+    _ts("created"),
+    sa.UniqueConstraint("project_id", "digest", name="uq_oci_manifest_project_digest"),
+    sa.Index("index_oci_manifest_subject", "project_id", "subject"),
+)
+
+oci_tag = sa.Table(
+    "oci_tag",
+    metadata,
+    _id(),
+    _fk("project_id", "project.id", "CASCADE"),
+    sa.Column("name", sa.String(128), nullable=False),
+    _fk("manifest_id", "oci_manifest.id", "CASCADE"),
+    _ts("modified"),
+    sa.UniqueConstraint("project_id", "name", name="uq_oci_tag_project_name"),
+)
