@@ -32,7 +32,7 @@ import stat
 import tarfile
 from collections.abc import Iterator
 from pathlib import Path
-from typing import IO
+from typing import IO, cast
 
 import zstandard
 
@@ -78,7 +78,7 @@ def _decompressed(raw: IO[bytes]) -> Iterator[IO[bytes]]:
     raw.seek(0)
     if magic.startswith(_GZIP_MAGIC):
         with gzip.GzipFile(fileobj=raw, mode="rb") as stream:
-            yield stream
+            yield cast(IO[bytes], stream)
     elif magic == _ZSTD_MAGIC:
         with zstandard.ZstdDecompressor().stream_reader(raw) as zstream:
             yield zstream
