@@ -6,87 +6,42 @@ The server's real ``/v2/`` registry lives in another branch; the end-to-end pull
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterator
-from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
 
 from benchrunner.runner.oci.cache import ImageCache
 from benchrunner.runner.oci.pull import PulledImage, PullError, Registry, pull_image
-from tests.oci_layout import Layout, busybox_image, sha256_digest, write_layout
-
-REPO = "0f3c5a52-3c7f-4f55-9d0e-5a2b7d7a1c11"
-TOKEN = "test-pull-token"
-
-
-@dataclass
-class FakeRegistry:
-    """Serves ``blobs`` (digest -> bytes) for REPO to requests bearing TOKEN; ``tamper``
-    replaces what is served for a digest."""
-
-    blobs: dict[str, bytes]
-    tamper: dict[str, bytes] = field(default_factory=dict)
-    requests: list[str] = field(default_factory=list)
-    url: str = ""
+from tests.oci_layout import busybox_image, sha256_digest, write_layout
+from tests.oci_registry import REPOSITORY, TOKEN, LocalRegistry, local_registry
 
 
 @pytest.fixture
-def registry() -> Iterator[FakeRegistry]:
-    state = FakeRegistry(blobs={})
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            state.requests.append(self.path)
-            if self.headers.get("Authorization") != f"Bearer {TOKEN}":
-                self._answer(401, b'{"errors":[{"code":"UNAUTHORIZED"}]}')
-                return
-            prefix, _, digest = self.path.rpartition("/")
-            if prefix not in (f"/v2/{REPO}/manifests", f"/v2/{REPO}/blobs"):
-                self._answer(404, b"{}")
-                return
-            body = state.tamper.get(digest, state.blobs.get(digest))
-            self._answer(404, b"{}") if body is None else self._answer(200, body)
-
-        def _answer(self, status: int, body: bytes) -> None:
-            self.send_response(status)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, format: str, *args: object) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    state.url = f"http://127.0.0.1:{server.server_address[1]}"
-    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
-    thread.start()
-    yield state
-    server.shutdown()
-    server.server_close()
+def registry() -> Iterator[LocalRegistry]:
+    with local_registry() as running:
+        yield running
 
 
-def serve(registry: FakeRegistry, layout: Layout) -> None:
-    registry.blobs.update(layout.blobs)
-
-
-def pull(registry: FakeRegistry, cache: ImageCache, digest: str, token: str = TOKEN) -> PulledImage:
+def pull(
+    registry: LocalRegistry, cache: ImageCache, digest: str, token: str = TOKEN
+) -> PulledImage:
     client = Registry(registry.url, token)
     try:
-        return pull_image(client, cache, repository=REPO, digest=digest, architecture="x86_64")
+        return pull_image(
+            client, cache, repository=REPOSITORY, digest=digest, architecture="x86_64"
+        )
     finally:
         client.close()
 
 
 def test_a_second_pull_of_the_same_image_downloads_nothing(
-    registry: FakeRegistry, tmp_path: Path
+    registry: LocalRegistry, tmp_path: Path
 ) -> None:
     layout = write_layout(
         tmp_path / "layout", [busybox_image({"Cmd": ["/bin/true"], "Env": ["A=1"]})]
     )
-    serve(registry, layout)
+    registry.serve(layout)
     cache = ImageCache(tmp_path / "cache")
     first = pull(registry, cache, layout.digest)
     assert len(registry.requests) == 3  # manifest, config, one layer
@@ -98,31 +53,33 @@ def test_a_second_pull_of_the_same_image_downloads_nothing(
 
 
 def test_the_platform_of_the_spec_is_chosen_from_an_index(
-    registry: FakeRegistry, tmp_path: Path
+    registry: LocalRegistry, tmp_path: Path
 ) -> None:
     amd = busybox_image({"Cmd": ["amd64"]})
     arm = busybox_image({"Cmd": ["arm64"]}, architecture="arm64")
     layout = write_layout(tmp_path / "layout", [arm, amd])
-    serve(registry, layout)
+    registry.serve(layout)
     pulled = pull(registry, ImageCache(tmp_path / "cache"), layout.digest)
     assert pulled.config.cmd == ["amd64"]
     assert pulled.manifest_digest != layout.digest
 
 
 def test_an_index_without_the_spec_platform_is_refused(
-    registry: FakeRegistry, tmp_path: Path
+    registry: LocalRegistry, tmp_path: Path
 ) -> None:
     arm = busybox_image(architecture="arm64")
     ppc = busybox_image(architecture="ppc64le")
     layout = write_layout(tmp_path / "layout", [arm, ppc])
-    serve(registry, layout)
+    registry.serve(layout)
     with pytest.raises(PullError, match="no linux/amd64 manifest"):
         pull(registry, ImageCache(tmp_path / "cache"), layout.digest)
 
 
-def test_a_tampered_layer_is_refused_and_not_cached(registry: FakeRegistry, tmp_path: Path) -> None:
+def test_a_tampered_layer_is_refused_and_not_cached(
+    registry: LocalRegistry, tmp_path: Path
+) -> None:
     layout = write_layout(tmp_path / "layout", [busybox_image()])
-    serve(registry, layout)
+    registry.serve(layout)
     layer = max(layout.blobs, key=lambda digest: len(layout.blobs[digest]))
     registry.tamper[layer] = layout.blobs[layer][:-1] + bytes([layout.blobs[layer][-1] ^ 1])
     cache = ImageCache(tmp_path / "cache")
@@ -132,9 +89,9 @@ def test_a_tampered_layer_is_refused_and_not_cached(registry: FakeRegistry, tmp_
     assert list((cache.root / "tmp").iterdir()) == []
 
 
-def test_a_tampered_manifest_is_refused(registry: FakeRegistry, tmp_path: Path) -> None:
+def test_a_tampered_manifest_is_refused(registry: LocalRegistry, tmp_path: Path) -> None:
     layout = write_layout(tmp_path / "layout", [busybox_image()])
-    serve(registry, layout)
+    registry.serve(layout)
     registry.tamper[layout.digest] = b'{"schemaVersion":2,"layers":[]}'
     with pytest.raises(PullError, match="wrong content"):
         pull(registry, ImageCache(tmp_path / "cache"), layout.digest)
@@ -151,10 +108,10 @@ def test_a_tampered_manifest_is_refused(registry: FakeRegistry, tmp_path: Path) 
     ids=["unknown", "bad-token", "other-algorithm", "path-in-digest"],
 )
 def test_pull_errors_are_clear(
-    registry: FakeRegistry, tmp_path: Path, digest: str | None, token: str, reason: str
+    registry: LocalRegistry, tmp_path: Path, digest: str | None, token: str, reason: str
 ) -> None:
     layout = write_layout(tmp_path / "layout", [busybox_image()])
-    serve(registry, layout)
+    registry.serve(layout)
     with pytest.raises(PullError, match=reason):
         pull(registry, ImageCache(tmp_path / "cache"), digest or layout.digest, token)
 
@@ -165,7 +122,7 @@ def test_an_unreachable_registry_is_a_pull_error(tmp_path: Path) -> None:
         pull_image(
             client,
             ImageCache(tmp_path / "cache"),
-            repository=REPO,
+            repository=REPOSITORY,
             digest=sha256_digest(b"x"),
             architecture="x86_64",
         )

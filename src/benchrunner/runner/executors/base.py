@@ -47,6 +47,9 @@ class Executor(abc.ABC):
     """Creates PreparedJobs; one per runner, shared by its successive jobs."""
 
     name: str
+    # True: the job is reported running (and heartbeats flow) while ``prepare`` runs, because
+    # setup may take long (an image pull); a setup refusal then follows ``running``.
+    starts_before_setup: bool = False
 
     @abc.abstractmethod
     def prepare(self, job: JsonClaimedJob) -> PreparedJob:

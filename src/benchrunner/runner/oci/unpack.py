@@ -86,6 +86,43 @@ def _decompressed(raw: IO[bytes]) -> Iterator[IO[bytes]]:
         yield raw
 
 
+def read_in_root(rootfs: Path, path: str, limit: int) -> bytes | None:
+    """At most ``limit`` bytes of the regular file ``path`` as seen from inside ``rootfs``
+    (symlinks resolved within it, never to the host's files); None if it is absent.
+    Raises UnpackError if the path leaves the root or is not a regular file."""
+    parts = tuple(part for part in path.split("/") if part not in ("", "."))
+    if not parts:
+        raise UnpackError(f"{path!r} is a directory")
+    root_fd = os.open(rootfs, _DIR_FLAGS)
+    try:
+        for _ in range(_MAX_SYMLINK_HOPS):
+            try:
+                parent = _open_directory(root_fd, parts[:-1], path, create=False)
+            except UnpackError as exc:
+                if "does not exist" in str(exc):
+                    return None
+                raise
+            try:
+                info = _lstat(parent, parts[-1])
+                if info is None:
+                    return None
+                if stat.S_ISLNK(info.st_mode):
+                    target = os.readlink(parts[-1], dir_fd=parent)
+                    base = () if target.startswith("/") else parts[:-1]
+                    parts = (*base, *target.split("/"))
+                    continue
+                if not stat.S_ISREG(info.st_mode):
+                    raise UnpackError(f"{path!r} is not a regular file")
+                fd = os.open(parts[-1], os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=parent)
+                with os.fdopen(fd, "rb") as handle:
+                    return handle.read(limit)
+            finally:
+                os.close(parent)
+        raise UnpackError(f"{path!r}: too many symlinks")
+    finally:
+        os.close(root_fd)
+
+
 def _apply(root_fd: int, archive: tarfile.TarFile) -> None:
     created: set[tuple[str, ...]] = set()
     for member in archive:
