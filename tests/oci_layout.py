@@ -27,7 +27,10 @@ OCI_LAYER_TAR = "application/vnd.oci.image.layer.v1.tar"
 OCI_LAYER_ZSTD = "application/vnd.oci.image.layer.v1.tar+zstd"
 
 BUSYBOX = Path("/usr/bin/busybox")
-BUSYBOX_APPLETS = ("sh", "cat", "echo", "ls", "sleep", "true", "false", "dd", "head", "grep")
+BUSYBOX_APPLETS = (
+    *("sh", "cat", "echo", "ls", "sleep", "true", "false", "dd", "head", "grep"),
+    *("nc", "id", "pwd", "env", "ln", "rm", "mkdir", "sha256sum", "seq", "test"),
+)
 
 
 def sha256_digest(data: bytes) -> str:
