@@ -70,34 +70,43 @@ class PulledImage:
 
 
 class Registry:
-    """The registry at ``base_url`` (``/v2/`` is appended), with ``token`` as Bearer."""
+    """The registry at ``base_url`` (``/v2/`` is appended), with ``token`` as Bearer. The HTTP
+    client is made on the first request: a pull served from the cache makes none."""
 
     def __init__(
         self, base_url: str, token: str, *, transport: httpx.BaseTransport | None = None
     ) -> None:
-        self._client = httpx.Client(
-            base_url=base_url.rstrip("/") + "/v2/",
-            headers={"Authorization": f"Bearer {token}"},
-            timeout=httpx.Timeout(30.0, connect=10.0),
-            follow_redirects=True,  # httpx drops Authorization on a redirect to another host
-            transport=transport,
-        )
+        self._base_url = base_url.rstrip("/") + "/v2/"
+        self._token = token
+        self._transport = transport
+        self._http: httpx.Client | None = None
 
     def close(self) -> None:
-        self._client.close()
+        if self._http is not None:
+            self._http.close()
 
     def manifest(self, repository: str, digest: str) -> httpx.Response:
-        return self._get(f"{repository}/manifests/{digest}", {"Accept": ", ".join(MANIFEST_TYPES)})
+        response = self._client().get(
+            f"{repository}/manifests/{digest}", headers={"Accept": ", ".join(MANIFEST_TYPES)}
+        )
+        _check(response, f"{repository}/manifests/{digest}")
+        return response
 
     def blob_chunks(self, repository: str, digest: str) -> Iterator[bytes]:
-        with self._client.stream("GET", f"{repository}/blobs/{digest}") as response:
+        with self._client().stream("GET", f"{repository}/blobs/{digest}") as response:
             _check(response, f"blob {digest}")
             yield from response.iter_bytes(_CHUNK)
 
-    def _get(self, path: str, headers: dict[str, str]) -> httpx.Response:
-        response = self._client.get(path, headers=headers)
-        _check(response, path)
-        return response
+    def _client(self) -> httpx.Client:
+        if self._http is None:
+            self._http = httpx.Client(
+                base_url=self._base_url,
+                headers={"Authorization": f"Bearer {self._token}"},
+                timeout=httpx.Timeout(30.0, connect=10.0),
+                follow_redirects=True,  # httpx drops Authorization on a redirect to another host
+                transport=self._transport,
+            )
+        return self._http
 
 
 def pull_image(
