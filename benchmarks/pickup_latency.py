@@ -35,7 +35,9 @@ def main() -> None:
     options = parser.parse_args()
     with (
         tempfile.TemporaryDirectory() as tmp,
-        deploy(Path(tmp), heartbeat_timeout=60.0) as deployment,
+        deploy(
+            Path(tmp), f"sqlite:///{Path(tmp) / 'benchrunner.db'}", heartbeat_timeout=60.0
+        ) as deployment,
     ):
         channel: RawChannel = deployment.channel("idle")
         body = {"project": "bench", "spec": "small", "template": "bench.noop"}

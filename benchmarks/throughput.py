@@ -95,7 +95,9 @@ def main() -> None:
     for connections in options.runners:
         with (
             tempfile.TemporaryDirectory() as tmp,
-            deploy(Path(tmp), heartbeat_timeout=60.0) as deployment,
+            deploy(
+                Path(tmp), f"sqlite:///{Path(tmp) / 'benchrunner.db'}", heartbeat_timeout=60.0
+            ) as deployment,
         ):
             rate, submit_rate = asyncio.run(measure(deployment, options.jobs, connections))
             print(

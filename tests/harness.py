@@ -47,6 +47,23 @@ type = "string"
 command = ["python3", "-c", "print('x' * 200000)"]
 timeout = 30
 
+[templates."bench.tally"]
+description = "Sleep, then append this job's tag to a shared file: counts executions per job"
+command = ["python3", "-c", "import sys,time; time.sleep(int(sys.argv[3])/1000); open(sys.argv[1], 'a').write(sys.argv[2] + chr(10)); print('{\\"tally\\": {\\"latency\\": {\\"value\\": 1}}}')", "{file}", "{tag}", "{ms}"]
+timeout = 60
+
+[templates."bench.tally".args.ms]
+type = "int"
+min = 0
+max = 10000
+default = 0
+
+[templates."bench.tally".args.file]
+type = "string"
+
+[templates."bench.tally".args.tag]
+type = "string"
+
 [templates."bench.garbage"]
 command = ["python3", "-c", "print('this is not json')"]
 timeout = 30
@@ -105,8 +122,12 @@ def cli(
 class ServerProcess:
     data_dir: Path
     templates: Path
+    db: str
     heartbeat_timeout: float = 2.0
     job_timeout_grace: float = 1.0
+    sweep_interval: float = 0.5
+    claim_poll_interval: float = 5.0
+    name: str = "server"
     request_body_max_bytes: int = 16 * 1024 * 1024
     port: int = field(default_factory=free_port)
     proc: subprocess.Popen[bytes] | None = None
@@ -118,12 +139,8 @@ class ServerProcess:
         return f"http://127.0.0.1:{self.port}"
 
     @property
-    def db(self) -> str:
-        return f"sqlite:///{self.data_dir / 'benchrunner.db'}"
-
-    @property
     def log(self) -> Path:
-        return self.data_dir / f"server-{self.starts}.log"
+        return self.data_dir / f"{self.name}-{self.starts}.log"
 
     def start(self) -> ServerProcess:
         if not self.token:
@@ -148,6 +165,10 @@ class ServerProcess:
                     str(self.heartbeat_timeout),
                     "--job-timeout-grace",
                     str(self.job_timeout_grace),
+                    "--sweep-interval",
+                    str(self.sweep_interval),
+                    "--claim-poll-interval",
+                    str(self.claim_poll_interval),
                     "--request-body-max-bytes",
                     str(self.request_body_max_bytes),
                 ],
@@ -192,10 +213,16 @@ class RunnerProcess:
     extra_env: dict[str, str] = field(default_factory=dict)
     proc: subprocess.Popen[bytes] | None = None
     starts: int = 0
+    servers: list[ServerProcess] = field(default_factory=list)
+    """Server replicas to connect to in turn; empty: just ``server``."""
 
     @property
     def log(self) -> Path:
         return self.spool.parent / f"runner-{self.slug}-{self.starts}.log"
+
+    @property
+    def hosts(self) -> str:
+        return ",".join(s.url for s in self.servers or [self.server])
 
     def start(self, **env: str) -> RunnerProcess:
         self.starts += 1
@@ -208,7 +235,7 @@ class RunnerProcess:
                     "runner",
                     "up",
                     "--host",
-                    self.server.url,
+                    self.hosts,
                     "--runner",
                     self.slug,
                     "--key",
@@ -292,16 +319,43 @@ class Deployment:
     spec: str = "small"
     runners: list[RunnerProcess] = field(default_factory=list)
     channels: list[RawChannel] = field(default_factory=list)
+    replicas: list[ServerProcess] = field(default_factory=list)
+    """Further server processes on the same database and data directory (PostgreSQL)."""
 
     def admin(self) -> BenchrunnerClient:
         return self.server.client()
+
+    def add_replica(self, name: str) -> ServerProcess:
+        """Start another server on this deployment's database, sharing its data directory
+        (blob store and secret key), as replicas behind a load balancer would."""
+        first = self.server
+        replica = ServerProcess(
+            first.data_dir,
+            first.templates,
+            first.db,
+            heartbeat_timeout=first.heartbeat_timeout,
+            job_timeout_grace=first.job_timeout_grace,
+            request_body_max_bytes=first.request_body_max_bytes,
+            sweep_interval=first.sweep_interval,
+            claim_poll_interval=first.claim_poll_interval,
+            name=name,
+            token=first.token,
+        )
+        self.replicas.append(replica)
+        return replica.start()
 
     def new_runner(self, name: str, specs: list[str] | None = None) -> tuple[str, str]:
         with self.admin() as client:
             created = client.create_runner(name, specs if specs is not None else [self.spec])
         return created["slug"], created["token"]
 
-    def runner_process(self, name: str, templates: Path | None = None, **env: str) -> RunnerProcess:
+    def runner_process(
+        self,
+        name: str,
+        templates: Path | None = None,
+        servers: list[ServerProcess] | None = None,
+        **env: str,
+    ) -> RunnerProcess:
         slug, key = self.new_runner(name)
         runner = RunnerProcess(
             self.server,
@@ -310,13 +364,16 @@ class Deployment:
             self.tmp / f"spool-{slug}",
             templates or self.server.templates,
             extra_env=env,
+            servers=servers or [],
         )
         self.runners.append(runner)
         return runner
 
-    def channel(self, name: str, specs: list[str] | None = None) -> RawChannel:
+    def channel(
+        self, name: str, specs: list[str] | None = None, server: ServerProcess | None = None
+    ) -> RawChannel:
         slug, key = self.new_runner(name, specs)
-        channel = RawChannel(self.server, slug, key)
+        channel = RawChannel(server or self.server, slug, key)
         self.channels.append(channel)
         return channel
 
@@ -356,10 +413,12 @@ class Deployment:
 
 
 @contextlib.contextmanager
-def deploy(tmp: Path, **server_options: Any) -> Iterator[Deployment]:
+def deploy(tmp: Path, db: str, **server_options: Any) -> Iterator[Deployment]:
+    """A server on database ``db`` (a fresh one: see ``tests.databases``) with an
+    organization, project and spec."""
     templates = tmp / "templates.toml"
     templates.write_text(TEST_TEMPLATES)
-    server = ServerProcess(tmp / "data", templates, **server_options)
+    server = ServerProcess(tmp / "data", templates, db, **server_options)
     server.data_dir.mkdir(parents=True, exist_ok=True)
     server.start()
     deployment = Deployment(server, tmp)
@@ -377,4 +436,6 @@ def deploy(tmp: Path, **server_options: Any) -> Iterator[Deployment]:
         for runner in deployment.runners:
             if runner.proc is not None and runner.proc.poll() is None:
                 runner.kill(signal.SIGKILL)
+        for replica in deployment.replicas:
+            replica.kill(signal.SIGTERM)
         server.kill(signal.SIGTERM)

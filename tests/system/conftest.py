@@ -9,6 +9,6 @@ from tests.harness import Deployment, deploy
 
 
 @pytest.fixture
-def deployment(tmp_path: Path) -> Iterator[Deployment]:
-    with deploy(tmp_path) as deployment:
+def deployment(tmp_path: Path, database_url: str) -> Iterator[Deployment]:
+    with deploy(tmp_path, database_url) as deployment:
         yield deployment

@@ -108,8 +108,10 @@ def test_paused_runner_claims_nothing_until_unpaused(deployment: Deployment) -> 
     assert channel.recv(timeout=10)["uuid"] == job_uuid
 
 
-def test_oversized_message_is_rejected_at_the_protocol_level(tmp_path: Path) -> None:
-    with deploy(tmp_path, request_body_max_bytes=64 * 1024) as deployment:
+def test_oversized_message_is_rejected_at_the_protocol_level(
+    tmp_path: Path, database_url: str
+) -> None:
+    with deploy(tmp_path, database_url, request_body_max_bytes=64 * 1024) as deployment:
         channel = deployment.channel("big-mouth")
         channel.send({"event": "heartbeat", "padding": "x" * (100 * 1024)})
         code, _ = channel.wait_closed(timeout=10)
@@ -231,8 +233,8 @@ def test_unclaimed_tier_runs_one_job_at_a_time_per_source_ip(deployment: Deploym
 
 
 @pytest.fixture
-def busy(tmp_path: Path) -> Iterator[Deployment]:
-    with deploy(tmp_path, heartbeat_timeout=30.0) as deployment:
+def busy(tmp_path: Path, database_url: str) -> Iterator[Deployment]:
+    with deploy(tmp_path, database_url, heartbeat_timeout=30.0) as deployment:
         yield deployment
 
 

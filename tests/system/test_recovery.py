@@ -40,10 +40,10 @@ def test_redelivered_result_overrides_a_heartbeat_timeout_failure(deployment: De
     assert job["output"]["results"][0]["exit_code"] == 0
 
 
-def test_server_killed_and_restarted(tmp_path: Path) -> None:
+def test_server_killed_and_restarted(tmp_path: Path, database_url: str) -> None:
     # A longer heartbeat timeout than the other tests: the runner must get back in (its
     # reconnect backoff is capped at a few seconds) before the restarted server judges the job.
-    with deploy(tmp_path, heartbeat_timeout=6.0) as deployment:
+    with deploy(tmp_path, database_url, heartbeat_timeout=6.0) as deployment:
         _server_killed_and_restarted(deployment)
 
 
@@ -141,9 +141,9 @@ def test_reconnecting_without_heartbeats_does_not_outlive_the_hard_timeout(
 
 
 def test_a_result_too_large_for_the_server_fails_the_job_instead_of_looping(
-    tmp_path: Path,
+    tmp_path: Path, database_url: str
 ) -> None:
-    with deploy(tmp_path, request_body_max_bytes=64 * 1024) as deployment:
+    with deploy(tmp_path, database_url, request_body_max_bytes=64 * 1024) as deployment:
         runner = deployment.runner_process("chatty").start()
         job = deployment.wait_status(deployment.submit("bench.chatty"), "failed", timeout=40)
         assert "message size limit" in job["output"]["error"]

@@ -1,11 +1,10 @@
-"""The claim query against a real SQLite database built by the migrations (SPEC section 5)."""
+"""The claim query against a real database of each engine, built by the migrations (SPEC 5)."""
 
 from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
@@ -104,8 +103,8 @@ class World:
 
 
 @pytest.fixture
-def world(tmp_path: Path) -> Iterator[World]:
-    db = Database(f"sqlite:///{tmp_path / 'claim.db'}")
+def world(database_url: str) -> Iterator[World]:
+    db = Database(database_url)
     upgrade(db.write_engine)
     yield World(db)
     db.close()

@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from benchrunner.cli import output
-from benchrunner.cli.config import resolve
+from benchrunner.cli.config import normalize_host, resolve
 from benchrunner.cli.options import (
     LIST_PER_PAGE,
     Host,
@@ -57,7 +57,8 @@ def up(
         str | None,
         typer.Option(
             show_default=False,
-            help="Server URL. Else $BENCHRUNNER_HOST, the config file, http://127.0.0.1:8080.",
+            help="Server URL, or several replicas' URLs separated by commas (tried in turn). "
+            "Else $BENCHRUNNER_HOST, the config file, http://127.0.0.1:8080.",
         ),
     ] = None,
     templates: Annotated[
@@ -155,7 +156,7 @@ def up(
     from benchrunner.runner.agent import RunnerOptions, run_agent
 
     options = RunnerOptions(
-        host=resolve(host, None).host,
+        host=",".join(normalize_host(h) for h in resolve(host, None).host.split(",") if h.strip()),
         runner=runner,
         key=key,
         templates=templates,

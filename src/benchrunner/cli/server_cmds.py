@@ -75,6 +75,23 @@ def server(
             show_default=False,
         ),
     ] = None,
+    sweep_interval: Annotated[
+        float | None,
+        typer.Option(
+            metavar="SECONDS",
+            help="How often the sweeper looks for jobs whose heartbeats stopped [default: 10].",
+            show_default=False,
+        ),
+    ] = None,
+    claim_poll_interval: Annotated[
+        float | None,
+        typer.Option(
+            metavar="SECONDS",
+            help="Safety net: waiting runners look for jobs this often even without a "
+            "wake-up [default: 5].",
+            show_default=False,
+        ),
+    ] = None,
     request_body_max_bytes: Annotated[
         int | None,
         typer.Option(
@@ -115,6 +132,8 @@ def server(
             "templates": templates,
             "heartbeat_timeout": heartbeat_timeout,
             "job_timeout_grace": job_timeout_grace,
+            "sweep_interval": sweep_interval,
+            "claim_poll_interval": claim_poll_interval,
             "request_body_max_bytes": request_body_max_bytes,
             "public_url": public_url,
             "log_level": log_level,

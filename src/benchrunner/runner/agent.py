@@ -133,7 +133,7 @@ class Agent:
         self._events: queue.SimpleQueue[AgentEvent] = queue.SimpleQueue()
         self._version = runner_version()
         self._connector = Connector(
-            channel_url(options.host, options.runner),
+            [channel_url(host, options.runner) for host in options.hosts],
             options.key,
             events=self._events,
             cores=self._cores,

@@ -1,5 +1,6 @@
 """Keeps the agent's channel: connects when due, drops it on loss, and spaces reconnects with
-jittered exponential backoff (reset after every successful connect)."""
+jittered exponential backoff (reset after every successful connect). Given several server
+replicas, each new attempt after a failure or a lost channel goes to the next one in turn."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import logging
 import queue
 import random
 import time
+from collections.abc import Sequence
 
 from benchrunner.runner.backoff import Backoff
 from benchrunner.runner.channel import Channel, ChannelUnavailableError
@@ -19,7 +21,7 @@ log = logging.getLogger(__name__)
 class Connector:
     def __init__(
         self,
-        url: str,
+        urls: Sequence[str],
         key: str,
         *,
         events: queue.SimpleQueue[AgentEvent],
@@ -27,7 +29,10 @@ class Connector:
         user_agent: str,
         rng: random.Random | None = None,
     ) -> None:
-        self.url = url
+        if not urls:
+            raise ValueError("no server URL to connect to")
+        self._urls = list(urls)
+        self._current = 0
         self._key = key
         self._events = events
         self._cores = cores
@@ -36,6 +41,10 @@ class Connector:
         self._generation = 0
         self._next_attempt = 0.0
         self.channel: Channel | None = None
+
+    @property
+    def url(self) -> str:
+        return self._urls[self._current]
 
     def is_current(self, generation: int) -> bool:
         return self.channel is not None and self.channel.generation == generation
@@ -63,8 +72,9 @@ class Connector:
                 user_agent=self._user_agent,
             )
         except ChannelUnavailableError as exc:
+            failed = self.url
             delay = self._schedule()
-            log.warning("cannot connect to %s: %s; retrying in %.2f s", self.url, exc, delay)
+            log.warning("cannot connect to %s: %s; retrying in %.2f s", failed, exc, delay)
             return None
         self._backoff.reset()
         self.channel = channel
@@ -86,6 +96,7 @@ class Connector:
             channel.close(1001, "runner stopping")
 
     def _schedule(self) -> float:
+        self._current = (self._current + 1) % len(self._urls)
         delay = self._backoff.next_delay()
         self._next_attempt = time.monotonic() + delay
         return delay

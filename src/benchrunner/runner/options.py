@@ -10,7 +10,8 @@ from benchrunner.protocol import MAX_POLL_TIMEOUT, MIN_POLL_TIMEOUT
 
 @dataclass(kw_only=True)
 class RunnerOptions:
-    """``host``: http(s) URL of the server (ws/wss derived). ``runner``: UUID or slug. ``key``:
+    """``host``: http(s) URL of the server (ws/wss derived), or several replicas' URLs separated
+    by commas, tried in turn whenever a connection fails or ends. ``runner``: UUID or slug. ``key``:
     ``bencher_runner_<64 hex>``, never logged or shown in ``repr``. ``templates``: this
     machine's approved templates (None: no template job may run). ``spool``: directory of
     undelivered results (created if missing). ``drain_grace``/``kill_grace``: seconds a job may
@@ -35,8 +36,14 @@ class RunnerOptions:
     sandbox_dir: Path | None = None
     oci_runtime: str = "runc"
 
+    @property
+    def hosts(self) -> list[str]:
+        return [h.strip() for h in self.host.split(",") if h.strip()]
+
     def validate(self) -> None:
         """Raises ValueError naming the first unusable option."""
+        if not self.hosts:
+            raise ValueError("host must name at least one server URL")
         if not MIN_POLL_TIMEOUT <= self.poll_timeout <= MAX_POLL_TIMEOUT:
             raise ValueError(f"poll_timeout must be {MIN_POLL_TIMEOUT}-{MAX_POLL_TIMEOUT} s")
         if self.drain_grace < 0 or self.kill_grace < 0:

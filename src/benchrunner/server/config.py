@@ -24,6 +24,12 @@ class ServerSettings(BaseSettings):
     )
     heartbeat_timeout: float = Field(default=90.0, gt=0)
     job_timeout_grace: float = Field(default=60.0, ge=0)
+    claim_poll_interval: float = Field(
+        default=5.0, gt=0, description="safety-net poll of waiting claims, between wake-ups"
+    )
+    sweep_interval: float = Field(
+        default=10.0, gt=0, description="seconds between the sweeper's checks of stale jobs"
+    )
     request_body_max_bytes: int = Field(default=16 * 1024 * 1024, ge=1024)
     oci_token_ttl: int = Field(default=600, ge=60, description="runner OCI pull token TTL, s")
     secret_key: str | None = Field(

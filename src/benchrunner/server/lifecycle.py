@@ -27,10 +27,13 @@ from benchrunner.protocol import (
 from benchrunner.server.blobs import job_output_key
 from benchrunner.server.context import ServerContext
 from benchrunner.server.dispatcher import Dispatcher
+from benchrunner.server.leadership import AdvisoryLockLeadership, Leadership, SoleLeadership
 from benchrunner.server.oci_tokens import runner_pull_token
 from benchrunner.server.processing import Processor
 from benchrunner.server.store import claims, jobs, runners, transitions
 from benchrunner.server.store.runners import RunnerRow
+from benchrunner.server.sweeper import Sweeper
+from benchrunner.server.wakeups import LocalWakeups, PostgresWakeups, Wakeups
 from benchrunner.server.watchdog import Watchdog
 
 log = logging.getLogger("benchrunner.transitions")
@@ -46,17 +49,31 @@ class Lifecycle:
             ctx, on_finished=self.finished, on_completed=self.processor.enqueue
         )
         self.dispatcher = Dispatcher(
-            self._claim, on_abandoned=lambda claim: self.watchdog.watch(claim.job.id)
+            self._claim,
+            on_abandoned=lambda claim: self.watchdog.watch(claim.job.id),
+            safety_interval=ctx.settings.claim_poll_interval,
         )
+        self.wakeups: Wakeups
+        leadership: Leadership
+        if ctx.db.sqlite:
+            self.wakeups, leadership = LocalWakeups(self.dispatcher), SoleLeadership()
+        else:
+            self.wakeups = PostgresWakeups(self.dispatcher, ctx.db.url)
+            leadership = AdvisoryLockLeadership(ctx.db.url)
+        self.sweeper = Sweeper(ctx, self.watchdog, leadership, ctx.settings.sweep_interval)
         self._spec_cache: dict[int, tuple[float, frozenset[int]]] = {}
 
     async def start(self) -> None:
         self.processor.start()
         self.dispatcher.start()
+        await self.wakeups.start()
         await self.watchdog.recover_at_startup()
+        self.sweeper.start()
 
     async def stop(self) -> None:
+        await self.sweeper.stop()
         self.watchdog.stop()
+        await self.wakeups.stop()
         await self.dispatcher.stop()
         await self.processor.stop()
 
@@ -66,7 +83,7 @@ class Lifecycle:
         """A job left flight: stop its timer, and free capacity if its tier is limited."""
         self.watchdog.forget(job.id)
         if job.priority < UNLIMITED_MIN_PRIORITY:
-            self.dispatcher.capacity_freed()
+            self.wakeups.capacity_freed()
 
     def detach(self, job_id: int) -> None:
         """The connection holding this job is gone: the disconnect timeout takes over.

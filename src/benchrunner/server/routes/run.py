@@ -260,7 +260,7 @@ async def run(
 
     report_id, project_uuid, job_uuid, spec_id = await ctx.db.write(unit)
     if spec_id is not None:
-        life.dispatcher.job_created(spec_id)
+        life.wakeups.job_created(spec_id)
         await asyncio.sleep(0)  # let the dispatcher hand the job to an idle runner first
 
     def view(conn: Connection) -> dict[str, Any]:

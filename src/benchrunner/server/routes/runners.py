@@ -117,7 +117,7 @@ async def update_runner(
 
     before, view = await ctx.db.write(unit)
     if body.paused is False and before.paused:
-        life.dispatcher.capacity_freed()
+        life.wakeups.capacity_freed()
     if body.archived and before.archived is None:
         await _close_channels(request, before.id, "runner archived")
     return view
@@ -158,7 +158,7 @@ async def add_runner_spec(
         return spec_view(spec)
 
     view = await ctx.db.write(unit)
-    life.dispatcher.capacity_freed()
+    life.wakeups.capacity_freed()
     return view
 
 

@@ -40,7 +40,7 @@ async def health(ctx: Ctx, life: Life, request: Request) -> dict[str, Any]:
         "queue": await ctx.db.read(_queue_depth),
         "connected_runners": len(request.app.state.hub.sessions),
         "waiting_runners": life.dispatcher.waiting,
-        "sweeper_leader": None,
+        "sweeper_leader": life.sweeper.leader,
     }
 
 

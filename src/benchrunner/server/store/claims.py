@@ -13,6 +13,7 @@ from sqlalchemy.engine import Connection
 
 from benchrunner.core.states import IN_FLIGHT, JobStatus
 from benchrunner.core.tiers import PER_ORGANIZATION_MIN_PRIORITY, UNLIMITED_MIN_PRIORITY
+from benchrunner.server.store import tier_locks
 from benchrunner.server.store.jobs import JOBS, JobRow
 from benchrunner.server.store.tables import job, runner, runner_spec, spec
 from benchrunner.server.store.transitions import transition
@@ -33,8 +34,13 @@ class RunnerUnavailable(Exception):
 
 
 @functools.cache
-def _eligible_jobs(organization_owned: bool) -> sa.Select[Any]:
-    """The claim query (SPEC section 5), prepared once: bind ``runner_id`` (and ``runner_org``)."""
+def _eligible_jobs(organization_owned: bool, excluding: bool = False) -> sa.Select[Any]:
+    """The claim query (SPEC section 5), prepared once: bind ``runner_id`` (and ``runner_org``;
+    with ``excluding``, also the ``busy_orgs`` and ``busy_ips`` whose tier locks were taken).
+
+    ``FOR UPDATE SKIP LOCKED`` lets concurrent claims on PostgreSQL pass each other's candidate
+    rows instead of queueing behind them; SQLite, whose writers are serialized, ignores it.
+    """
     other = job.alias("other")
     org_busy = sa.exists().where(
         other.c.organization_id == job.c.organization_id, other.c.status.in_(_IN_FLIGHT)
@@ -42,10 +48,14 @@ def _eligible_jobs(organization_owned: bool) -> sa.Select[Any]:
     ip_busy = sa.exists().where(
         other.c.source_ip == job.c.source_ip, other.c.status.in_(_IN_FLIGHT)
     )
+    per_organization = sa.and_(
+        job.c.priority >= PER_ORGANIZATION_MIN_PRIORITY, job.c.priority < UNLIMITED_MIN_PRIORITY
+    )
+    per_source_ip = job.c.priority < PER_ORGANIZATION_MIN_PRIORITY
     within_limits = sa.or_(
         job.c.priority >= UNLIMITED_MIN_PRIORITY,
-        sa.and_(job.c.priority >= PER_ORGANIZATION_MIN_PRIORITY, ~org_busy),
-        sa.and_(job.c.priority < PER_ORGANIZATION_MIN_PRIORITY, ~ip_busy),
+        sa.and_(per_organization, ~org_busy),
+        sa.and_(per_source_ip, ~ip_busy),
     )
     runner_specs = sa.select(runner_spec.c.spec_id).where(
         runner_spec.c.runner_id == sa.bindparam("runner_id")
@@ -57,7 +67,46 @@ def _eligible_jobs(organization_owned: bool) -> sa.Select[Any]:
     )
     if organization_owned:
         query = query.where(job.c.organization_id == sa.bindparam("runner_org"))
-    return query.order_by(job.c.priority.desc(), job.c.created.asc(), job.c.id.asc()).limit(1)
+    if excluding:
+        busy_orgs: sa.BindParameter[int] = sa.bindparam("busy_orgs", expanding=True)
+        busy_ips: sa.BindParameter[str] = sa.bindparam("busy_ips", expanding=True)
+        query = query.where(
+            ~sa.and_(per_organization, job.c.organization_id.in_(busy_orgs)),
+            ~sa.and_(per_source_ip, job.c.source_ip.in_(busy_ips)),
+        )
+    return (
+        query.order_by(job.c.priority.desc(), job.c.created.asc(), job.c.id.asc())
+        .limit(1)
+        .with_for_update(of=job, skip_locked=True)
+    )
+
+
+MAX_TIER_LOCK_ATTEMPTS = 16
+"""Candidates tried per claim whose tier limit turned out busy; past that the claim returns
+None and the dispatcher's next wake-up (or its safety tick) tries again."""
+
+
+def _best_eligible(conn: Connection, runner_id: int, runner_org: int | None) -> Any | None:
+    """The best pending job this runner may claim, row-locked, with its tier limit locked."""
+    owned = runner_org is not None
+    params: dict[str, Any] = {"runner_id": runner_id, "runner_org": runner_org}
+    row = conn.execute(_eligible_jobs(owned), params).first()
+    busy_orgs: set[int] = set()
+    busy_ips: set[str] = set()
+    for _ in range(MAX_TIER_LOCK_ATTEMPTS):
+        if row is None or not tier_locks.needs_tier_lock(conn, row.priority):
+            return row
+        if tier_locks.claim_within_tier_limit(
+            conn, row.priority, row.organization_id, row.source_ip
+        ):
+            return row
+        if row.priority >= PER_ORGANIZATION_MIN_PRIORITY:
+            busy_orgs.add(row.organization_id)
+        else:
+            busy_ips.add(row.source_ip)
+        params.update(busy_orgs=sorted(busy_orgs), busy_ips=sorted(busy_ips))
+        row = conn.execute(_eligible_jobs(owned, excluding=True), params).first()
+    return None
 
 
 _SPEC = sa.select(spec).where(spec.c.id == sa.bindparam("spec_id"))
@@ -72,15 +121,13 @@ def job_claim(
     """Claim the best eligible pending job for this runner (SPEC section 5), or None.
 
     Raises RunnerUnavailable if the runner may not claim at all. Atomic on SQLite because the
-    write transaction is ``BEGIN IMMEDIATE``.
+    write transaction is ``BEGIN IMMEDIATE``; on PostgreSQL by the row lock of ``FOR UPDATE
+    SKIP LOCKED``, the guarded transition, and the tier locks of ``tier_locks``.
     """
     owner = conn.execute(_RUNNER_CLAIM_STATE, {"runner_id": runner_id}).first()
     if owner is None or owner.paused or owner.archived is not None:
         raise RunnerUnavailable
-    owned = owner.organization_id is not None
-    row = conn.execute(
-        _eligible_jobs(owned), {"runner_id": runner_id, "runner_org": owner.organization_id}
-    ).first()
+    row = _best_eligible(conn, runner_id, owner.organization_id)
     if row is None:
         return None
     claimed_values: dict[str, Any] = {
@@ -98,7 +145,7 @@ def job_claim(
         actor=actor,
         values=claimed_values,
     )
-    if moved is None:  # cannot happen under the write lock; stay honest if it does
+    if moved is None:  # cannot happen under the row lock; stay honest if it does
         return None
     claimed = dataclasses.replace(
         JobRow.from_row(row), status=JobStatus.CLAIMED, modified=now, **claimed_values

@@ -76,9 +76,13 @@ class Database:
     run concurrently. A unit either commits as a whole or raises and rolls back.
     """
 
-    def __init__(self, url: str, *, read_threads: int = 2, write_threads: int = 1) -> None:
+    def __init__(
+        self, url: str, *, read_threads: int = 2, write_threads: int | None = None
+    ) -> None:
         self.url = normalize_url(url)
         self.sqlite = is_sqlite(self.url)
+        # SQLite has one writer whatever we do; PostgreSQL overlaps writes (row locks suffice).
+        write_threads = write_threads or (1 if self.sqlite else 4)
         if self.sqlite:
             self.write_engine = make_engine(self.url, writer=True, pool_size=write_threads)
             self.read_engine = make_engine(self.url, writer=False, pool_size=read_threads)

@@ -164,6 +164,20 @@ def jobs_orphaned_claimed(conn: Connection, older_than: dt.datetime) -> list[Job
     return [JobRow.from_row(r) for r in rows]
 
 
+_SILENT_IN_FLIGHT = JOBS.where(
+    job.c.status.in_(_IN_FLIGHT),
+    sa.or_(
+        job.c.last_heartbeat < sa.bindparam("cutoff"),
+        sa.and_(job.c.last_heartbeat.is_(None), job.c.modified < sa.bindparam("cutoff")),
+    ),
+).order_by(job.c.id)
+
+
+def jobs_silent_in_flight(conn: Connection, cutoff: dt.datetime) -> list[JobRow]:
+    """Claimed or running jobs with no heartbeat since ``cutoff`` (the sweeper's candidates)."""
+    return [JobRow.from_row(r) for r in conn.execute(_SILENT_IN_FLIGHT, {"cutoff": cutoff})]
+
+
 # ---------------------------------------------------------------- listings
 
 

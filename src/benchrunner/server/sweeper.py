@@ -1,0 +1,76 @@
+"""The sweeper (SPEC section 5): in-flight jobs whose heartbeats stopped, whatever replica held
+their connection.
+
+Each replica's own timers end the jobs of connections it saw drop. A replica that dies takes
+those timers with it; the sweeper, run by one leader among the replicas, finds such jobs from
+``last_heartbeat`` alone and lets the watchdog judge them (failed, or canceled past the hard
+timeout). It waits one sweep interval beyond the heartbeat timeout so that a live replica's own
+timer, which also closes the channel with the reason, acts first.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import datetime as dt
+import logging
+
+from benchrunner.core.timeouts import TimeoutVerdict
+from benchrunner.server.context import ServerContext
+from benchrunner.server.leadership import Leadership
+from benchrunner.server.store import jobs
+from benchrunner.server.watchdog import Watchdog
+
+log = logging.getLogger(__name__)
+
+
+class Sweeper:
+    def __init__(
+        self, ctx: ServerContext, watchdog: Watchdog, leadership: Leadership, interval: float
+    ) -> None:
+        self._ctx = ctx
+        self._watchdog = watchdog
+        self._leadership = leadership
+        self._interval = interval
+        self._task: asyncio.Task[None] | None = None
+
+    @property
+    def leader(self) -> bool:
+        return self._leadership.leader
+
+    def start(self) -> None:
+        self._task = asyncio.create_task(self._run(), name="sweeper")
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+        await self._leadership.release()
+
+    async def _run(self) -> None:
+        while True:
+            try:
+                if await self._leadership.hold():
+                    await self.sweep()
+            except Exception:
+                log.exception("sweep failed; trying again next interval")
+            await asyncio.sleep(self._interval)
+
+    async def sweep(self) -> int:
+        """Judge every in-flight job silent for longer than the heartbeat timeout plus one
+        interval; return how many were ended."""
+        cutoff = (
+            self._ctx.clock.now()
+            - self._ctx.heartbeat_timeout
+            - dt.timedelta(seconds=self._interval)
+        )
+        stale = await self._ctx.db.read(jobs.jobs_silent_in_flight, cutoff)
+        ended = 0
+        for job in stale:
+            verdict = await self._watchdog.judge(job.id)
+            if verdict not in (None, TimeoutVerdict.ALIVE):
+                ended += 1
+        if ended:
+            log.info("sweeper ended %d in-flight jobs whose heartbeats stopped", ended)
+        return ended

@@ -1,0 +1,144 @@
+"""Wake-ups for waiting claims, within one server process and across replicas (SPEC section 5).
+
+``job_created`` and ``capacity_freed`` always wake this process's dispatcher at once. On
+PostgreSQL they are also broadcast with ``NOTIFY`` on one channel, and every replica ``LISTEN``s
+to it, so a job created through replica A reaches an idle runner waiting on replica B without a
+poll. Payloads are ``<replica id> job <spec id>`` or ``<replica id> capacity``; a replica
+ignores its own. After the listening connection is lost and regained, notifications may have
+been missed, so the dispatcher gets a full round.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import secrets
+from typing import Any, Protocol
+
+import psycopg
+from psycopg import sql
+
+from benchrunner.server.dispatcher import Dispatcher
+from benchrunner.server.store.listen import libpq_url
+
+log = logging.getLogger(__name__)
+
+CHANNEL = "benchrunner_wakeup"
+RECONNECT_DELAY = 1.0
+
+
+class Wakeups(Protocol):
+    def job_created(self, spec_id: int) -> None: ...
+    def capacity_freed(self) -> None: ...
+    async def start(self) -> None: ...
+    async def stop(self) -> None: ...
+
+
+class LocalWakeups:
+    """One server process (SQLite): the dispatcher is all there is to wake."""
+
+    def __init__(self, dispatcher: Dispatcher) -> None:
+        self._dispatcher = dispatcher
+
+    def job_created(self, spec_id: int) -> None:
+        self._dispatcher.job_created(spec_id)
+
+    def capacity_freed(self) -> None:
+        self._dispatcher.capacity_freed()
+
+    async def start(self) -> None:
+        return None
+
+    async def stop(self) -> None:
+        return None
+
+
+class PostgresWakeups:
+    """Wake this replica at once and the others through LISTEN/NOTIFY."""
+
+    def __init__(self, dispatcher: Dispatcher, database_url: str) -> None:
+        self._dispatcher = dispatcher
+        self._conninfo = libpq_url(database_url)
+        self.replica = secrets.token_hex(6)
+        self._outbox: asyncio.Queue[str] = asyncio.Queue()
+        self._tasks: list[asyncio.Task[None]] = []
+        self.listening = asyncio.Event()
+        """Set while the LISTEN connection is up (tests and health wait on it)."""
+
+    def job_created(self, spec_id: int) -> None:
+        self._dispatcher.job_created(spec_id)
+        self._outbox.put_nowait(f"job {spec_id}")
+
+    def capacity_freed(self) -> None:
+        self._dispatcher.capacity_freed()
+        self._outbox.put_nowait("capacity")
+
+    async def start(self) -> None:
+        self._tasks = [
+            asyncio.create_task(self._listen(), name="wakeups-listen"),
+            asyncio.create_task(self._send(), name="wakeups-notify"),
+        ]
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self.listening.wait(), 10)
+
+    async def stop(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+    def _received(self, payload: str) -> None:
+        replica, _, what = payload.partition(" ")
+        if replica == self.replica:
+            return
+        kind, _, spec_id = what.partition(" ")
+        if kind == "job" and spec_id.isdigit():
+            self._dispatcher.job_created(int(spec_id))
+        else:
+            self._dispatcher.capacity_freed()
+
+    async def _listen(self) -> None:
+        regained = False
+        while True:
+            try:
+                async with await psycopg.AsyncConnection.connect(
+                    self._conninfo, autocommit=True
+                ) as conn:
+                    await conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(CHANNEL)))
+                    self.listening.set()
+                    if regained:
+                        self._dispatcher.capacity_freed()
+                    async for notify in conn.notifies():
+                        self._received(notify.payload)
+            except psycopg.Error as exc:
+                log.warning("wake-up listener lost its connection (%s); reconnecting", exc)
+            self.listening.clear()
+            regained = True
+            await asyncio.sleep(RECONNECT_DELAY)
+
+    async def _send(self) -> None:
+        conn: psycopg.AsyncConnection[Any] | None = None
+        try:
+            while True:
+                payloads = {await self._outbox.get()}
+                while not self._outbox.empty():  # a burst of jobs costs one NOTIFY per spec
+                    payloads.add(self._outbox.get_nowait())
+                try:
+                    if conn is None or conn.closed:
+                        conn = await psycopg.AsyncConnection.connect(
+                            self._conninfo, autocommit=True
+                        )
+                    for payload in sorted(payloads):
+                        await conn.execute(
+                            "SELECT pg_notify(%s, %s)", (CHANNEL, f"{self.replica} {payload}")
+                        )
+                except psycopg.Error as exc:
+                    # The other replicas' safety ticks cover what this broadcast would have woken.
+                    log.warning("could not broadcast a wake-up (%s)", exc)
+                    if conn is not None:
+                        await conn.close()
+                    conn = None
+        finally:
+            if conn is not None:
+                await conn.close()

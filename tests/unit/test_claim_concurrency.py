@@ -1,0 +1,95 @@
+"""Claims racing from several replicas at the same instant stay exact (SPEC section 5).
+
+Each "replica" is its own Database (own engine and connections) on one shared database; all of
+them claim at once behind a barrier, round after round. After every round: no job was claimed
+twice, and no free organization or unclaimed source IP has more than one job in flight.
+"""
+
+from __future__ import annotations
+
+import collections
+import threading
+from collections.abc import Iterator
+
+import pytest
+
+from benchrunner.core.tiers import Plan
+from benchrunner.server.store import claims, jobs
+from benchrunner.server.store.engine import Database
+from benchrunner.server.store.migrate import upgrade
+from tests.unit.test_claim_policy import World
+
+REPLICAS = 6
+
+
+@pytest.fixture
+def replicas(database_url: str) -> Iterator[list[Database]]:
+    databases = [Database(database_url) for _ in range(REPLICAS)]
+    upgrade(databases[0].write_engine)
+    yield databases
+    for db in databases:
+        db.close()
+
+
+def _claim_round(replicas: list[Database], runner_ids: list[int], world: World) -> list[int]:
+    barrier = threading.Barrier(len(replicas))
+    claimed: list[int] = []
+    errors: list[BaseException] = []
+    lock = threading.Lock()
+
+    def claim(db: Database, runner_id: int) -> None:
+        try:
+            barrier.wait(timeout=30)
+            found = db.write_sync(claims.job_claim, runner_id, "nonce", world.now(), "race")
+            if found is not None:
+                with lock:
+                    claimed.append(found.job.id)
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [
+        threading.Thread(target=claim, args=(db, runner_id))
+        for db, runner_id in zip(replicas, runner_ids, strict=True)
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    assert not errors, errors
+    return claimed
+
+
+def test_replicas_claiming_at_once_never_exceed_tier_limits(replicas: list[Database]) -> None:
+    world = World(replicas[0])
+    spec = world.spec("s")
+    runner_ids = [world.runner(f"r{i}", [spec]) for i in range(REPLICAS)]
+    free_orgs = [world.org(f"free{i}", Plan.FREE) for i in range(2)]
+    anonymous = world.org("anon", Plan.FREE, claimed=False)
+    team = world.org("team", Plan.TEAM)
+    organization_of: dict[int, str] = {}
+    ip_of: dict[int, str] = {}
+    for _ in range(4):
+        for index, org in enumerate(free_orgs):
+            organization_of[world.job(org, spec)] = f"free{index}"
+        for ip in ("10.0.0.1", "10.0.0.2"):
+            ip_of[world.job(anonymous, spec, ip=ip)] = ip
+    team_jobs = {world.job(team, spec) for _ in range(6)}
+    everything = set(organization_of) | set(ip_of) | team_jobs
+
+    seen: collections.Counter[int] = collections.Counter()
+    rounds = 0
+    while sum(seen.values()) < len(everything):
+        rounds += 1
+        assert rounds <= 40, f"claims stalled: {len(everything) - len(seen)} jobs never claimed"
+        claimed = _claim_round(replicas, runner_ids, world)
+        seen.update(claimed)
+        in_flight_orgs = [organization_of[j] for j in claimed if j in organization_of]
+        in_flight_ips = [ip_of[j] for j in claimed if j in ip_of]
+        assert len(in_flight_orgs) == len(set(in_flight_orgs)), f"round {rounds}: {claimed}"
+        assert len(in_flight_ips) == len(set(in_flight_ips)), f"round {rounds}: {claimed}"
+        for job_id in claimed:
+            world.finish(job_id)
+    assert set(seen) == everything
+    assert max(seen.values()) == 1, "a job was claimed twice"
+    remaining = world.db.read_sync(jobs.job_list_by_status, [0, 1, 2])
+    assert remaining == []
