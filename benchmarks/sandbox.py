@@ -4,8 +4,9 @@ footprint on a CPU-bound benchmark. Needs root and runc; prints medians.
     .venv/bin/python -m benchmarks.sandbox [--runs 7] [--layer-mib 64] [--loop 1000000]
 
 pull:     the busybox image plus one incompressible layer of --layer-mib MiB, served by a
-          loopback registry (tests/oci_registry.py, a stdlib HTTP server, not the server's own
-          /v2/); cold = empty cache (download, sha256, unpack), warm = everything cached.
+          loopback registry (tests/oci_registry.py, a stdlib HTTP server) and, where the server
+          has its /v2/ registry, by a real server (pushed with skopeo, pulled with the OCI token
+          of a claimed job); cold = empty cache (download, sha256, unpack), warm = all cached.
 start:    one iteration of an image job running busybox `true` (runc run + delete, limits
           and namespaces included; setup excluded and timed apart) vs the same busybox binary
           run directly with subprocess.
@@ -28,7 +29,17 @@ import uuid
 from collections.abc import Callable
 from pathlib import Path
 
-from tests.oci_layout import BUSYBOX, TarEntry, busybox_image, gzip_bytes, tar_bytes, write_layout
+import httpx
+from tests.harness import deploy
+from tests.oci_layout import (
+    BUSYBOX,
+    Layout,
+    TarEntry,
+    busybox_image,
+    gzip_bytes,
+    tar_bytes,
+    write_layout,
+)
 from tests.oci_registry import REPOSITORY, TOKEN, LocalRegistry, local_registry
 
 from benchrunner.protocol import JsonClaimedJob, JsonJobConfig, JsonSpec
@@ -79,18 +90,53 @@ def claimed(digest: str, entrypoint: list[str]) -> JsonClaimedJob:
     )  # fmt: skip
 
 
-def bench_pull(tmp: Path, registry: LocalRegistry, runs: int, layer_mib: int) -> None:
+def pull_layout(tmp: Path, layer_mib: int) -> Layout:
     image = busybox_image()
     image.layers.append(gzip_bytes(tar_bytes([TarEntry("data.bin", os.urandom(layer_mib * MiB))])))
-    layout = write_layout(tmp / "pull-layout", [image])
+    return write_layout(tmp / "pull-layout", [image])
+
+
+def bench_pull_local(tmp: Path, registry: LocalRegistry, runs: int, layout: Layout) -> None:
     registry.serve(layout)
-    size = sum(len(layer) for layer in image.layers) / MiB
+    bench_pull(tmp, "loopback stdlib registry", registry.url, REPOSITORY, TOKEN, runs, layout)
+
+
+def bench_pull_server(tmp: Path, runs: int, layout: Layout) -> None:
+    directory = tmp / "deployment"
+    directory.mkdir()
+    database = f"sqlite:///{directory / 'benchrunner.db'}"
+    with deploy(directory, database, heartbeat_timeout=600.0) as deployment:
+        if httpx.get(f"{deployment.server.url}/v2/").status_code == 404:
+            print("pull from the server's /v2/: not measured (no registry in this server)")
+            return
+        with deployment.admin() as client:
+            project = str(client.get_project(deployment.project)["uuid"])
+        host = deployment.server.url.removeprefix("http://")
+        subprocess.run(
+            ["skopeo", "copy", "--quiet", "--dest-tls-verify=false",
+             "--dest-creds", f"admin:{deployment.server.token}",
+             f"oci:{layout.path}:{layout.tag}", f"docker://{host}/{project}:{layout.tag}"],
+            check=True, capture_output=True,
+        )  # fmt: skip
+        channel = deployment.channel("puller")
+        with deployment.admin() as client:
+            client.run(
+                {"project": deployment.project, "spec": deployment.spec, "image": layout.digest}
+            )
+        token = channel.claim()["oci_token"]
+        bench_pull(tmp, "the server's /v2/", deployment.server.url, project, token, runs, layout)
+
+
+def bench_pull(
+    tmp: Path, source: str, url: str, repository: str, token: str, runs: int, layout: Layout
+) -> None:
+    size = sum(len(blob) for blob in layout.blobs.values()) / MiB
 
     def pull(cache: ImageCache) -> None:
-        client = Registry(registry.url, TOKEN)
+        client = Registry(url, token)
         try:
             pulled = pull_image(
-                client, cache, repository=REPOSITORY, digest=layout.digest, architecture="x86_64"
+                client, cache, repository=repository, digest=layout.digest, architecture="x86_64"
             )
             cache.rootfs(pulled.manifest_digest, pulled.layers)
         finally:
@@ -106,8 +152,8 @@ def bench_pull(tmp: Path, registry: LocalRegistry, runs: int, layer_mib: int) ->
             pull(cache)
             samples.append(time.perf_counter() - started)
         shutil.rmtree(cache_dir)
-    print(f"pull cold ({size:.1f} MiB of layers): {summary(cold)}")
-    print(f"pull warm (cached):               {summary(warm)}")
+    print(f"pull cold from {source} ({size:.1f} MiB): {summary(cold)}")
+    print(f"pull warm from {source} (cached): {summary(warm)}")
 
 
 def bench_start(executor: SandboxExecutor, digest: str, runs: int) -> None:
@@ -152,6 +198,8 @@ def bench_cpu(executor: SandboxExecutor, digest: str, runs: int, loop: int, core
         prepared.cleanup()
     print(f"cpu loop in sandbox (core {core}):   {summary(inside, 's')}")
     print(f"cpu loop direct (core {core}):       {summary(outside, 's')}")
+    print("  sandbox samples: " + " ".join(f"{value:.2f}" for value in inside))
+    print("  direct samples:  " + " ".join(f"{value:.2f}" for value in outside))
     ratio = statistics.median(inside) / statistics.median(outside) - 1
     print(f"sandbox vs direct, median wall:    {ratio:+.2%}")
 
@@ -164,7 +212,9 @@ def main() -> None:
     options = parser.parse_args()
     with tempfile.TemporaryDirectory() as name, local_registry() as registry:
         tmp = Path(name)
-        bench_pull(tmp, registry, options.runs, options.layer_mib)
+        layout = pull_layout(tmp, options.layer_mib)
+        bench_pull_local(tmp, registry, options.runs, layout)
+        bench_pull_server(tmp, options.runs, layout)
         layout = write_layout(tmp / "layout", [busybox_image()])
         registry.serve(layout)
         cores = CorePlan.detect()
