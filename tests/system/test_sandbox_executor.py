@@ -203,6 +203,29 @@ def test_cancel_kills_the_container_even_if_it_ignores_sigterm(
         prepared.cleanup()
 
 
+def test_a_cancel_before_the_runtime_created_the_container_still_stops_it(
+    executor: SandboxExecutor, jobs: Jobs
+) -> None:
+    # The job handles SIGTERM: a lost SIGTERM would show as a SIGKILL after the grace.
+    prepared = executor.prepare(jobs.claimed(**shell("trap 'exit 3' TERM; sleep 600 & wait")))
+    assert isinstance(prepared, SandboxJob)
+    outcome: queue.SimpleQueue[IterationResult] = queue.SimpleQueue()
+    thread = threading.Thread(target=lambda: outcome.put(prepared.run_iteration(0)), daemon=True)
+    thread.start()
+    try:
+        wait_until(lambda: prepared.container is not None, timeout=30, interval=0.001)
+        prepared.cancel()  # runc is only starting: its first kill finds no container
+        result = outcome.get(timeout=KILL_GRACE + 20)
+        assert result.exit_code == 3, result.stderr
+    finally:
+        prepared.cleanup()
+
+
+def test_a_spec_beyond_the_machine_memory_is_refused(executor: SandboxExecutor, jobs: Jobs) -> None:
+    with pytest.raises(ExecutorError, match="bytes of memory; this machine has"):
+        executor.prepare(jobs.claimed(memory=1 << 60, **shell("true")))
+
+
 def test_timeout_fails_the_job_and_kills_the_container(
     executor: SandboxExecutor, jobs: Jobs, tmp_path: Path
 ) -> None:

@@ -12,12 +12,15 @@ Template jobs are refused here: a runner that should run both kinds runs one age
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
+import shutil
 import signal
 import subprocess
 import threading
+import time
 import uuid
 from collections.abc import Sequence
 from pathlib import Path, PurePosixPath
@@ -46,6 +49,8 @@ log = logging.getLogger(__name__)
 
 DEFAULT_PIDS_LIMIT = 4096
 _PASSWD_LIMIT = 1 << 20
+_SIGNAL_RETRY = 0.1
+_KILL_WAIT = 10.0
 
 
 class SandboxExecutor(Executor):
@@ -93,6 +98,7 @@ class SandboxExecutor(Executor):
                 "started with --executor process"
             )
         cores = self._job_cores(spec.cpu)
+        self._check_capacity(spec.memory, spec.disk)
         registry = Registry(self._registry_url, job.oci_token)
         try:
             image = pull_image(
@@ -127,6 +133,18 @@ class SandboxExecutor(Executor):
             kill_grace=self._kill_grace,
             max_output_bytes=self._max_output_bytes,
         )
+
+    def _check_capacity(self, memory: int, disk: int) -> None:
+        physical = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+        if memory > physical:
+            raise ExecutorError(
+                f"spec asks for {memory} bytes of memory; this machine has {physical}"
+            )
+        free = shutil.disk_usage(self._jobs_root).free
+        if disk > free:
+            raise ExecutorError(
+                f"spec asks for {disk} bytes of disk; {self._jobs_root} has {free} free"
+            )
 
     def _job_cores(self, wanted: int) -> frozenset[int]:
         available = sorted(self._cores.job_cores)
@@ -163,9 +181,16 @@ class SandboxJob(PreparedJob):
         self._limit = max_output_bytes
         self._lock = threading.Lock()
         self._container: str | None = None
+        self._child: subprocess.Popen[bytes] | None = None
         self._finished = threading.Event()
         self._canceled = False
         self._cleaned = False
+
+    @property
+    def container(self) -> str | None:
+        """The id of the container of the running iteration, if one is running."""
+        with self._lock:
+            return self._container
 
     def container_id(self, index: int) -> str:
         return f"benchrunner-{self.job}-{index}"
@@ -198,6 +223,7 @@ class SandboxJob(PreparedJob):
             self._finished.clear()
             child = self._start(index, container)
             self._container = container
+            self._child = child
         assert child.stdout is not None and child.stderr is not None
         stdout = StreamCapture(child.stdout, self._limit, f"job-{self.job}-stdout")
         stderr = StreamCapture(child.stderr, self._limit, f"job-{self.job}-stderr")
@@ -206,6 +232,7 @@ class SandboxJob(PreparedJob):
         returncode = child.wait()
         with self._lock:
             self._container = None
+            self._child = None
             self._finished.set()
         self._runtime.delete(container)
         notes: list[str] = []
@@ -253,9 +280,32 @@ class SandboxJob(PreparedJob):
         self.rootfs.remove()
 
     def _stop(self, container: str) -> None:
-        self._runtime.kill(container, "TERM")
-        if not self._finished.wait(self._kill_grace):
-            self._runtime.kill(container, "KILL")
+        """SIGTERM, SIGKILL after the kill grace, retried: the runtime may not have created the
+        container yet when the cancel comes, and a signal to a missing container is lost."""
+        grace_end = time.monotonic() + self._kill_grace
+        signal_name = "TERM"
+        give_up = grace_end + _KILL_WAIT
+        while not self._finished.is_set():
+            now = time.monotonic()
+            if signal_name == "TERM" and now >= grace_end:
+                signal_name = "KILL"
+            if now >= give_up:
+                log.error("container %s did not stop; killing its runtime process", container)
+                self._kill_runtime()
+                return
+            if self._runtime.kill(container, signal_name) and signal_name == "TERM":
+                # Delivered: wait out the grace before escalating.
+                if self._finished.wait(max(0.0, grace_end - time.monotonic())):
+                    return
+                continue
+            self._finished.wait(_SIGNAL_RETRY)
+
+    def _kill_runtime(self) -> None:
+        with self._lock:
+            child = self._child
+        if child is not None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(child.pid, signal.SIGKILL)
 
     def _start(self, index: int, container: str) -> subprocess.Popen[bytes]:
         try:
