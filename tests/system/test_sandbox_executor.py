@@ -40,6 +40,7 @@ pytestmark = [
 ]
 
 MiB = 1024 * 1024
+JOB_CGROUPS = Path("/sys/fs/cgroup/pids/benchrunner")  # cgroup v1, as on our machines
 KILL_GRACE = 2.0
 
 
@@ -63,6 +64,8 @@ def executor(tmp_path: Path, registry: LocalRegistry) -> Iterator[SandboxExecuto
     assert executor.runtime.containers() == []
     assert str(tmp_path) not in Path("/proc/self/mounts").read_text()
     assert list((tmp_path / "sandbox" / "jobs").iterdir()) == []
+    # runc removes a container's cgroups with it: no process of a job can be left in one.
+    assert list(JOB_CGROUPS.glob("benchrunner-*")) == []
 
 
 class Jobs:

@@ -6,14 +6,34 @@ The server's real ``/v2/`` registry lives in another branch; the end-to-end pull
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from benchrunner.runner.oci.cache import ImageCache
-from benchrunner.runner.oci.pull import PulledImage, PullError, Registry, pull_image
-from tests.oci_layout import busybox_image, sha256_digest, write_layout
+from benchrunner.runner.oci.pull import (
+    DOCKER_MANIFEST,
+    DOCKER_MANIFEST_LIST,
+    PulledImage,
+    PullError,
+    Registry,
+    pull_image,
+)
+from tests.oci_layout import (
+    BUSYBOX,
+    OCI_LAYER_ZSTD,
+    Image,
+    busybox_entries,
+    busybox_image,
+    canonical,
+    descriptor,
+    sha256_digest,
+    tar_bytes,
+    write_layout,
+    zstd_bytes,
+)
 from tests.oci_registry import REPOSITORY, TOKEN, LocalRegistry, local_registry
 
 
@@ -127,3 +147,47 @@ def test_an_unreachable_registry_is_a_pull_error(tmp_path: Path) -> None:
             architecture="x86_64",
         )
     client.close()
+
+
+def test_a_zstd_image_is_pulled_and_unpacked(registry: LocalRegistry, tmp_path: Path) -> None:
+    image = Image(
+        layers=[zstd_bytes(tar_bytes(busybox_entries()))],
+        config={"Cmd": ["/bin/sh"]},
+        layer_media_type=OCI_LAYER_ZSTD,
+    )
+    layout = write_layout(tmp_path / "layout", [image])
+    registry.serve(layout)
+    cache = ImageCache(tmp_path / "cache")
+    pulled = pull(registry, cache, layout.digest)
+    rootfs = cache.rootfs(pulled.manifest_digest, pulled.layers)
+    assert (rootfs / "bin" / "busybox").stat().st_size == BUSYBOX.stat().st_size
+
+
+def test_docker_media_types_are_understood(registry: LocalRegistry, tmp_path: Path) -> None:
+    layout = write_layout(tmp_path / "layout", [busybox_image({"Cmd": ["docker"]})])
+    manifest = json.loads(layout.blobs[layout.digest])
+    manifest["mediaType"] = DOCKER_MANIFEST
+    manifest["config"]["mediaType"] = "application/vnd.docker.container.image.v1+json"
+    for layer in manifest["layers"]:
+        layer["mediaType"] = "application/vnd.docker.image.rootfs.diff.tar.gzip"
+    manifest_bytes = canonical(manifest)
+    listing = canonical(
+        {
+            "schemaVersion": 2,
+            "mediaType": DOCKER_MANIFEST_LIST,
+            "manifests": [
+                descriptor(
+                    DOCKER_MANIFEST,
+                    manifest_bytes,
+                    platform={"architecture": "amd64", "os": "linux"},
+                )
+            ],
+        }
+    )
+    registry.serve(layout)
+    registry.blobs.update(
+        {sha256_digest(manifest_bytes): manifest_bytes, sha256_digest(listing): listing}
+    )
+    pulled = pull(registry, ImageCache(tmp_path / "cache"), sha256_digest(listing))
+    assert pulled.manifest_digest == sha256_digest(manifest_bytes)
+    assert pulled.config.cmd == ["docker"]

@@ -125,7 +125,8 @@ class Agent:
             max_output_bytes=options.max_output_bytes,
             cores=self._cores,
             registry_url=options.host,
-            sandbox_dir=options.sandbox_dir or options.spool.parent / "sandbox",
+            sandbox_dir=options.sandbox_dir
+            or options.spool.with_name(f"{options.spool.name}-sandbox"),
             oci_runtime=options.oci_runtime,
         )
         self._spool = Spool(options.spool)
