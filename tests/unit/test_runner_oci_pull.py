@@ -16,6 +16,7 @@ from benchrunner.runner.oci.cache import ImageCache
 from benchrunner.runner.oci.pull import (
     DOCKER_MANIFEST,
     DOCKER_MANIFEST_LIST,
+    MAX_DOCUMENT_BYTES,
     PulledImage,
     PullError,
     Registry,
@@ -191,3 +192,13 @@ def test_docker_media_types_are_understood(registry: LocalRegistry, tmp_path: Pa
     pulled = pull(registry, ImageCache(tmp_path / "cache"), sha256_digest(listing))
     assert pulled.manifest_digest == sha256_digest(manifest_bytes)
     assert pulled.config.cmd == ["docker"]
+
+
+def test_an_oversized_manifest_is_refused_without_reading_it_all(
+    registry: LocalRegistry, tmp_path: Path
+) -> None:
+    layout = write_layout(tmp_path / "layout", [busybox_image()])
+    registry.serve(layout)
+    registry.tamper[layout.digest] = b" " * (MAX_DOCUMENT_BYTES + 2 * 1024 * 1024)
+    with pytest.raises(PullError, match="larger than"):
+        pull(registry, ImageCache(tmp_path / "cache"), layout.digest)

@@ -85,12 +85,18 @@ class Registry:
         if self._http is not None:
             self._http.close()
 
-    def manifest(self, repository: str, digest: str) -> httpx.Response:
-        response = self._client().get(
-            f"{repository}/manifests/{digest}", headers={"Accept": ", ".join(MANIFEST_TYPES)}
-        )
-        _check(response, f"{repository}/manifests/{digest}")
-        return response
+    def manifest(self, repository: str, digest: str) -> bytes:
+        """The manifest's bytes; PullError past MAX_DOCUMENT_BYTES (read no further)."""
+        path = f"{repository}/manifests/{digest}"
+        headers = {"Accept": ", ".join(MANIFEST_TYPES)}
+        with self._client().stream("GET", path, headers=headers) as response:
+            _check(response, path)
+            body = bytearray()
+            for chunk in response.iter_bytes(_CHUNK):
+                body += chunk
+                if len(body) > MAX_DOCUMENT_BYTES:
+                    raise PullError(f"manifest {digest} is larger than {MAX_DOCUMENT_BYTES} bytes")
+        return bytes(body)
 
     def blob_chunks(self, repository: str, digest: str) -> Iterator[bytes]:
         with self._client().stream("GET", f"{repository}/blobs/{digest}") as response:
@@ -169,10 +175,7 @@ def _document(
     check_digest(digest)
     path = cache.blob(digest)
     if path is None:
-        body = registry.manifest(repository, digest).content
-        if len(body) > MAX_DOCUMENT_BYTES:
-            raise PullError(f"manifest {digest} is larger than {MAX_DOCUMENT_BYTES} bytes")
-        path = cache.store_blob(digest, [body])
+        path = cache.store_blob(digest, [registry.manifest(repository, digest)])
     return _json(path.read_bytes(), f"manifest {digest}")
 
 
