@@ -1,10 +1,12 @@
 """Pickup latency: client clock before ``POST /v0/run`` -> ``job`` message at an idle runner.
 
-One real server process on SQLite, one idle channel connection waiting with ``ready``. Each
-sample submits a template job, records when the channel receives it, completes it, and goes
-idle again. Prints p50/p90/p99 in milliseconds.
+One real server process, one idle channel connection waiting with ``ready``. Each sample
+submits a template job, records when the channel receives it, completes it, and goes idle
+again. Prints p50/p90/p99 in milliseconds. With ``--replicas 2`` (PostgreSQL) the runner waits
+on replica B and jobs are submitted through replica A, so every pickup crosses LISTEN/NOTIFY.
 
     .venv/bin/python -m benchmarks.pickup_latency [--samples 500]
+        [--engine sqlite|postgresql] [--replicas 1|2]
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import time
 from http.client import HTTPConnection
 from pathlib import Path
 
+from tests.databases import fresh_database
 from tests.harness import RawChannel, deploy, wait_until
 from websockets.exceptions import ConnectionClosed
 
@@ -32,14 +35,18 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--samples", type=int, default=500)
     parser.add_argument("--warmup", type=int, default=20)
+    parser.add_argument("--engine", choices=["sqlite", "postgresql"], default="sqlite")
+    parser.add_argument("--replicas", type=int, choices=[1, 2], default=1)
     options = parser.parse_args()
+    if options.replicas == 2 and options.engine != "postgresql":
+        parser.error("two replicas need --engine postgresql")
     with (
         tempfile.TemporaryDirectory() as tmp,
-        deploy(
-            Path(tmp), f"sqlite:///{Path(tmp) / 'benchrunner.db'}", heartbeat_timeout=60.0
-        ) as deployment,
+        fresh_database(options.engine, Path(tmp)) as url,
+        deploy(Path(tmp), url, heartbeat_timeout=60.0) as deployment,
     ):
-        channel: RawChannel = deployment.channel("idle")
+        waiting_on = deployment.add_replica("replica-b") if options.replicas == 2 else None
+        channel: RawChannel = deployment.channel("idle", server=waiting_on)
         body = {"project": "bench", "spec": "small", "template": "bench.noop"}
         received: dict[str, float] = {}
         arrived = threading.Event()
@@ -67,7 +74,7 @@ def main() -> None:
             "Content-Type": "application/json",
         }
         payload = json.dumps(body)
-        with deployment.admin() as client:
+        with (waiting_on or deployment.server).client() as client:
             for index in range(options.warmup + options.samples):
                 arrived.clear()
                 ready_again.clear()
@@ -82,6 +89,7 @@ def main() -> None:
                     samples.append((received[job] - before) * 1000)
                 ready_again.wait(10)
         print(
+            f"{options.engine}, {options.replicas} replica(s): "
             f"pickup latency over {len(samples)} samples (ms): "
             f"p50 {percentile(samples, 0.5):.2f}  p90 {percentile(samples, 0.9):.2f}  "
             f"p99 {percentile(samples, 0.99):.2f}  mean {statistics.mean(samples):.2f}"

@@ -1,11 +1,13 @@
 """End-to-end throughput: no-op template jobs from pending to ``processed``.
 
-A real server process on SQLite; N runner connections (asyncio WebSocket clients in this
-process that answer each job at once, so the figure is the server's: claim, running, stored
-output, completion, processing). Jobs are submitted first; the clock runs from the moment the
-runners connect until every job is ``processed``.
+Real server processes; N runner connections (asyncio WebSocket clients in this process that
+answer each job at once, so the figure is the server's: claim, running, stored output,
+completion, processing). Jobs are submitted first; the clock runs from the moment the runners
+connect until every job is ``processed``. With ``--replicas 2`` (PostgreSQL) the runners are
+split evenly over two replicas of one database.
 
     .venv/bin/python -m benchmarks.throughput [--jobs 2000] [--runners 1 8 32]
+        [--engine sqlite|postgresql] [--replicas 1|2]
 """
 
 from __future__ import annotations
@@ -19,7 +21,8 @@ from pathlib import Path
 
 import httpx
 import websockets
-from tests.harness import Deployment, deploy
+from tests.databases import fresh_database
+from tests.harness import Deployment, ServerProcess, deploy
 
 RESULT = [{"exit_code": 0, "stdout": json.dumps({"noop": {"latency": {"value": 0}}})}]
 
@@ -68,16 +71,18 @@ async def drained(deployment: Deployment) -> None:
             await asyncio.sleep(0.02)
 
 
-async def measure(deployment: Deployment, jobs: int, connections: int) -> tuple[float, float]:
+async def measure(
+    deployment: Deployment, servers: list[ServerProcess], jobs: int, connections: int
+) -> tuple[float, float]:
     submit_rate = await submit(deployment, jobs)
     tokens = [deployment.new_runner(f"bench-{connections}-{i}") for i in range(connections)]
     stop = asyncio.Event()
     started = time.perf_counter()
     tasks = [
         asyncio.create_task(
-            runner(f"{deployment.server.ws_url}/v0/runners/{slug}/channel", token, stop)
+            runner(f"{servers[i % len(servers)].ws_url}/v0/runners/{slug}/channel", token, stop)
         )
-        for slug, token in tokens
+        for i, (slug, token) in enumerate(tokens)
     ]
     await drained(deployment)
     elapsed = time.perf_counter() - started
@@ -91,16 +96,23 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--jobs", type=int, default=2000)
     parser.add_argument("--runners", type=int, nargs="+", default=[1, 8, 32])
+    parser.add_argument("--engine", choices=["sqlite", "postgresql"], default="sqlite")
+    parser.add_argument("--replicas", type=int, choices=[1, 2], default=1)
     options = parser.parse_args()
+    if options.replicas == 2 and options.engine != "postgresql":
+        parser.error("two replicas need --engine postgresql")
     for connections in options.runners:
         with (
             tempfile.TemporaryDirectory() as tmp,
-            deploy(
-                Path(tmp), f"sqlite:///{Path(tmp) / 'benchrunner.db'}", heartbeat_timeout=60.0
-            ) as deployment,
+            fresh_database(options.engine, Path(tmp)) as url,
+            deploy(Path(tmp), url, heartbeat_timeout=60.0) as deployment,
         ):
-            rate, submit_rate = asyncio.run(measure(deployment, options.jobs, connections))
+            servers = [deployment.server]
+            if options.replicas == 2:
+                servers.append(deployment.add_replica("replica-b"))
+            rate, submit_rate = asyncio.run(measure(deployment, servers, options.jobs, connections))
             print(
+                f"{options.engine}, {options.replicas} replica(s), "
                 f"{connections:>3} runner connections: {rate:7.1f} jobs/s through processed "
                 f"({options.jobs} jobs; submission alone {submit_rate:.0f} jobs/s)"
             )

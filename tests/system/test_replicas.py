@@ -112,6 +112,7 @@ def _finished(view: dict[str, Any]) -> dict[str, Any] | None:
 # ------------------------------------------------------------------ the whole system
 
 
+@pytest.mark.timeout(900)
 def test_two_replicas_share_the_queue_and_survive_losing_one(
     tmp_path: Path, two_replicas: tuple[Deployment, ServerProcess]
 ) -> None:

@@ -5,7 +5,9 @@ Each replica's own timers end the jobs of connections it saw drop. A replica tha
 those timers with it; the sweeper, run by one leader among the replicas, finds such jobs from
 ``last_heartbeat`` alone and lets the watchdog judge them (failed, or canceled past the hard
 timeout). It waits one sweep interval beyond the heartbeat timeout so that a live replica's own
-timer, which also closes the channel with the reason, acts first.
+timer, which also closes the channel with the reason, acts first. And it sweeps only after
+leading for a whole heartbeat timeout: when every server was down (a restart), runners need that
+long to reconnect and heartbeat again before their silence counts.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import asyncio
 import contextlib
 import datetime as dt
 import logging
+import time
 
 from benchrunner.core.timeouts import TimeoutVerdict
 from benchrunner.server.context import ServerContext
@@ -33,6 +36,7 @@ class Sweeper:
         self._leadership = leadership
         self._interval = interval
         self._task: asyncio.Task[None] | None = None
+        self._leading_since: float | None = None
 
     @property
     def leader(self) -> bool:
@@ -51,7 +55,11 @@ class Sweeper:
     async def _run(self) -> None:
         while True:
             try:
-                if await self._leadership.hold():
+                if not await self._leadership.hold():
+                    self._leading_since = None
+                elif self._leading_since is None:
+                    self._leading_since = time.monotonic()
+                elif time.monotonic() - self._leading_since >= self._ctx.settings.heartbeat_timeout:
                     await self.sweep()
             except Exception:
                 log.exception("sweep failed; trying again next interval")

@@ -11,14 +11,12 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from benchrunner.core.states import IN_FLIGHT, JobStatus
+from benchrunner.core.states import JobStatus
 from benchrunner.core.tiers import PER_ORGANIZATION_MIN_PRIORITY, UNLIMITED_MIN_PRIORITY
 from benchrunner.server.store import tier_locks
 from benchrunner.server.store.jobs import JOBS, JobRow
-from benchrunner.server.store.tables import job, runner, runner_spec, spec
+from benchrunner.server.store.tables import in_flight, job, runner, runner_spec, spec
 from benchrunner.server.store.transitions import transition
-
-_IN_FLIGHT = [int(s) for s in IN_FLIGHT]
 
 
 @dataclass(frozen=True)
@@ -43,11 +41,9 @@ def _eligible_jobs(organization_owned: bool, excluding: bool = False) -> sa.Sele
     """
     other = job.alias("other")
     org_busy = sa.exists().where(
-        other.c.organization_id == job.c.organization_id, other.c.status.in_(_IN_FLIGHT)
+        other.c.organization_id == job.c.organization_id, in_flight(other.c.status)
     )
-    ip_busy = sa.exists().where(
-        other.c.source_ip == job.c.source_ip, other.c.status.in_(_IN_FLIGHT)
-    )
+    ip_busy = sa.exists().where(other.c.source_ip == job.c.source_ip, in_flight(other.c.status))
     per_organization = sa.and_(
         job.c.priority >= PER_ORGANIZATION_MIN_PRIORITY, job.c.priority < UNLIMITED_MIN_PRIORITY
     )

@@ -11,9 +11,10 @@ from uuid import UUID, uuid4
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from benchrunner.core.states import IN_FLIGHT, JobStatus
+from benchrunner.core.states import JobStatus
 from benchrunner.protocol import JsonJobConfig
 from benchrunner.server.store.tables import (
+    in_flight,
     job,
     job_event,
     project,
@@ -22,8 +23,6 @@ from benchrunner.server.store.tables import (
     spec,
 )
 from benchrunner.server.store.transitions import event_add
-
-_IN_FLIGHT = [int(s) for s in IN_FLIGHT]
 
 
 @dataclass(frozen=True)
@@ -97,7 +96,7 @@ def job_get_by_uuid(conn: Connection, job_uuid: UUID) -> JobRow | None:
 
 
 _IN_FLIGHT_FOR_RUNNER = JOBS.where(
-    job.c.runner_id == sa.bindparam("runner_id"), job.c.status.in_(_IN_FLIGHT)
+    job.c.runner_id == sa.bindparam("runner_id"), in_flight(job.c.status)
 ).order_by(job.c.claimed)
 
 
@@ -151,21 +150,16 @@ def job_create(conn: Connection, params: NewJob) -> tuple[int, UUID]:
 
 
 def jobs_orphaned_claimed(conn: Connection, older_than: dt.datetime) -> list[JobRow]:
-    """Claimed jobs whose claim (or creation) is older than the cut-off (seed 000)."""
-    rows = conn.execute(
-        JOBS.where(
-            job.c.status == int(JobStatus.CLAIMED),
-            sa.or_(
-                job.c.claimed < older_than,
-                sa.and_(job.c.claimed.is_(None), job.c.created < older_than),
-            ),
-        )
-    )
+    """Claimed jobs silent since the cut-off: no heartbeat (or, lacking one, no claim or
+    creation) after it (seed 000). A job another live replica holds keeps heartbeating, so
+    a replica starting up never takes it for an orphan."""
+    last_sign = sa.func.coalesce(job.c.last_heartbeat, job.c.claimed, job.c.created)
+    rows = conn.execute(JOBS.where(job.c.status == int(JobStatus.CLAIMED), last_sign < older_than))
     return [JobRow.from_row(r) for r in rows]
 
 
 _SILENT_IN_FLIGHT = JOBS.where(
-    job.c.status.in_(_IN_FLIGHT),
+    in_flight(job.c.status),
     sa.or_(
         job.c.last_heartbeat < sa.bindparam("cutoff"),
         sa.and_(job.c.last_heartbeat.is_(None), job.c.modified < sa.bindparam("cutoff")),

@@ -246,6 +246,17 @@ job = sa.Table(
 
 _PENDING = sa.text("status = 0")
 _IN_FLIGHT = sa.text("status IN (1, 2)")
+
+
+def in_flight(status: sa.ColumnElement[int]) -> sa.ColumnElement[bool]:
+    """``status IN (1, 2)`` with the values written out, as the partial indexes below say it.
+
+    SQLite uses a partial index only when the query repeats the index's WHERE term; with bound
+    parameters instead of literals it scans the whole table.
+    """
+    return status.in_([sa.literal_column("1"), sa.literal_column("2")])
+
+
 sa.Index(
     "index_job_pending",
     job.c.status,

@@ -15,11 +15,9 @@ from __future__ import annotations
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from benchrunner.core.states import IN_FLIGHT
 from benchrunner.core.tiers import PER_ORGANIZATION_MIN_PRIORITY, UNLIMITED_MIN_PRIORITY
-from benchrunner.server.store.tables import job
+from benchrunner.server.store.tables import in_flight, job
 
-_IN_FLIGHT = [int(s) for s in IN_FLIGHT]
 # First key of the two-key advisory lock: which limit the second key belongs to.
 ORGANIZATION_LIMIT = 1
 SOURCE_IP_LIMIT = 2
@@ -32,11 +30,11 @@ _TRY_LOCK_SOURCE_IP = sa.select(
 )
 _ORGANIZATION_IN_FLIGHT = sa.select(
     sa.exists().where(
-        job.c.organization_id == sa.bindparam("organization_id"), job.c.status.in_(_IN_FLIGHT)
+        job.c.organization_id == sa.bindparam("organization_id"), in_flight(job.c.status)
     )
 )
 _SOURCE_IP_IN_FLIGHT = sa.select(
-    sa.exists().where(job.c.source_ip == sa.bindparam("source_ip"), job.c.status.in_(_IN_FLIGHT))
+    sa.exists().where(job.c.source_ip == sa.bindparam("source_ip"), in_flight(job.c.status))
 )
 
 
