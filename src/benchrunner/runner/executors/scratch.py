@@ -76,8 +76,8 @@ class JobRootfs:
         options = (
             f"lowerdir={lower},upperdir={self.scratch / 'upper'},workdir={self.scratch / 'work'}"
         )
-        _run("mount the job's root filesystem", ["mount", "-t", "overlay", "overlay", "-o", options,
-                                                 str(self.rootfs)])  # fmt: skip
+        overlay = ["mount", "-t", "overlay", "overlay", "-o", options, str(self.rootfs)]
+        _run("mount the job's root filesystem", overlay)
         self._mounted.append(self.rootfs)
 
     @classmethod
