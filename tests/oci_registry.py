@@ -4,7 +4,9 @@ records every request so a test can tell a cached pull from a download."""
 
 from __future__ import annotations
 
+import contextlib
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -14,16 +16,19 @@ from tests.oci_layout import Layout
 
 REPOSITORY = "0f3c5a52-3c7f-4f55-9d0e-5a2b7d7a1c11"
 TOKEN = "test-pull-token"
+_SLOW_CHUNK = 64 * 1024
 
 
 @dataclass
 class LocalRegistry:
-    """``tamper`` replaces what is served for a digest."""
+    """``tamper`` replaces what is served for a digest; ``chunk_delay`` > 0 serves bodies
+    slowly, 64 KiB at a time, so a test can act while a download is under way."""
 
     url: str
     blobs: dict[str, bytes] = field(default_factory=dict)
     tamper: dict[str, bytes] = field(default_factory=dict)
     requests: list[str] = field(default_factory=list)
+    chunk_delay: float = 0.0
 
     def serve(self, layout: Layout) -> None:
         self.blobs.update(layout.blobs)
@@ -53,7 +58,14 @@ def local_registry() -> Iterator[LocalRegistry]:
             self.send_response(status)
             self.send_header("Content-Length", str(len(body)))
             self.end_headers()
-            self.wfile.write(body)
+            if not state.chunk_delay:
+                self.wfile.write(body)
+                return
+            with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+                for start in range(0, len(body), _SLOW_CHUNK):
+                    self.wfile.write(body[start : start + _SLOW_CHUNK])
+                    self.wfile.flush()
+                    time.sleep(state.chunk_delay)
 
         def log_message(self, format: str, *args: object) -> None:
             pass

@@ -20,12 +20,19 @@ from typing import Any
 
 import pytest
 
-from benchrunner.protocol import Failed, IterationResult, JsonClaimedJob, JsonJobConfig, JsonSpec
+from benchrunner.protocol import (
+    Canceled,
+    Failed,
+    IterationResult,
+    JsonClaimedJob,
+    JsonJobConfig,
+    JsonSpec,
+)
 from benchrunner.runner.cores import CorePlan
-from benchrunner.runner.events import AgentEvent, JobFinished
+from benchrunner.runner.events import AgentEvent, JobFinished, JobStarted
 from benchrunner.runner.executors import ExecutorError
 from benchrunner.runner.executors.sandbox import SandboxExecutor, SandboxJob
-from benchrunner.runner.job import JobRun
+from benchrunner.runner.job import CancelReason, JobRun
 from benchrunner.runner.spool import Spool
 from tests.harness import wait_until
 from tests.oci_layout import Image, TarEntry, busybox_image, gzip_bytes, tar_bytes, write_layout
@@ -222,6 +229,64 @@ def test_a_cancel_before_the_runtime_created_the_container_still_stops_it(
         assert result.exit_code == 3, result.stderr
     finally:
         prepared.cleanup()
+
+
+def test_a_cancel_during_the_pull_interrupts_it(
+    executor: SandboxExecutor, jobs: Jobs, registry: LocalRegistry
+) -> None:
+    image = busybox_image()
+    image.layers.append(gzip_bytes(tar_bytes([TarEntry("big", os.urandom(8 * MiB))])))
+    job = jobs.claimed(image, **shell("true"))
+    outcome: queue.SimpleQueue[BaseException | None] = queue.SimpleQueue()
+
+    def prepare() -> None:
+        try:
+            executor.prepare(job).cleanup()
+            outcome.put(None)
+        except BaseException as exc:
+            outcome.put(exc)
+
+    registry.chunk_delay = 0.05  # 8 MiB at 64 KiB per 50 ms: about 6 s
+    try:
+        asked = len(registry.requests)
+        threading.Thread(target=prepare, daemon=True).start()
+        wait_until(lambda: any("/blobs/" in path for path in registry.requests[asked:]))
+        started = time.monotonic()
+        executor.interrupt_setup(job.uuid)
+        error = outcome.get(timeout=30)
+    finally:
+        registry.chunk_delay = 0.0
+    assert isinstance(error, ExecutorError)
+    assert "pull interrupted" in str(error)
+    assert time.monotonic() - started < 3.0
+    assert list((executor.cache.root / "tmp").iterdir()) == []
+
+
+def test_a_server_cancel_during_the_pull_cancels_the_job(
+    executor: SandboxExecutor, jobs: Jobs, registry: LocalRegistry, tmp_path: Path
+) -> None:
+    image = busybox_image()
+    image.layers.append(gzip_bytes(tar_bytes([TarEntry("big", os.urandom(8 * MiB))])))
+    events: queue.SimpleQueue[AgentEvent] = queue.SimpleQueue()
+    job = jobs.claimed(image, **shell("true"))
+    run_ = JobRun(
+        job, executor=executor, spool=Spool(tmp_path / "spool"), post=events.put, cores=CorePlan()
+    )
+    registry.chunk_delay = 0.05
+    try:
+        asked = len(registry.requests)
+        run_.start()
+        wait_until(lambda: any("/blobs/" in path for path in registry.requests[asked:]))
+        run_.cancel(CancelReason.SERVER)
+        assert run_.join(10)
+    finally:
+        registry.chunk_delay = 0.0
+    kinds = []
+    while not events.empty():
+        kinds.append(events.get_nowait())
+    assert kinds[0] == JobStarted(job.uuid)  # running was reported before the pull
+    assert isinstance(kinds[-1], JobFinished)
+    assert kinds[-1].message == Canceled(job=job.uuid)
 
 
 def test_a_spec_beyond_the_machine_memory_is_refused(executor: SandboxExecutor, jobs: Jobs) -> None:

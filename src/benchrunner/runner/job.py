@@ -94,6 +94,8 @@ class JobRun:
             prepared = self._prepared
         if prepared is not None:
             prepared.cancel()
+        else:
+            self._executor.interrupt_setup(self.uuid)
 
     def _run(self) -> None:
         # Timers and output readers started from this thread inherit the housekeeping core.
@@ -114,11 +116,17 @@ class JobRun:
         self._post(JobFinished(self.uuid, message, time.monotonic() - started))
 
     def _execute(self) -> TerminalMessage:
+        reason = self.cancel_reason
+        if reason is not None:  # canceled before its thread even started: set nothing up
+            return self._stopped(reason, [])
         if self._executor.starts_before_setup:
             self._post(JobStarted(self.uuid))
         try:
             prepared = self._executor.prepare(self.job)
         except ExecutorError as exc:
+            reason = self.cancel_reason
+            if reason is not None:  # the setup gave up because the job was canceled
+                return self._stopped(reason, [])
             return Failed(job=self.uuid, error=str(exc))
         with self._lock:
             self._prepared = prepared

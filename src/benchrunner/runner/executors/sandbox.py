@@ -4,6 +4,7 @@
              a writable layer of spec.disk bytes -> image config resolved (args, env, cwd, user)
     each iteration: config.json written -> ``runc run`` in the foreground, its output captured
              -> ``runc delete`` -> file_paths read from inside the container's root filesystem
+    cancel during setup: the pull stops at its next chunk (``interrupt_setup``)
     cancel/timeout: ``runc kill TERM``, ``KILL`` after the kill grace
     cleanup: container deleted, overlay and writable layer unmounted and removed
 
@@ -77,6 +78,8 @@ class SandboxExecutor(Executor):
         self._cores = cores or CorePlan.detect()
         self._pids_limit = pids_limit
         self._jobs_root = work_root / "jobs"
+        self._lock = threading.Lock()
+        self._setups: dict[uuid.UUID, threading.Event] = {}
         try:
             self.cache = ImageCache(work_root / "images")
             self.runtime = OciRuntime(runtime, work_root / "runtime")
@@ -99,7 +102,27 @@ class SandboxExecutor(Executor):
             )
         cores = self._job_cores(spec.cpu)
         self._check_capacity(spec.memory, spec.disk)
-        registry = Registry(self._registry_url, job.oci_token)
+        interrupted = threading.Event()
+        with self._lock:
+            self._setups[job.uuid] = interrupted
+        try:
+            return self._prepare(job, cores, interrupted)
+        finally:
+            with self._lock:
+                del self._setups[job.uuid]
+
+    def interrupt_setup(self, job: uuid.UUID) -> None:
+        with self._lock:
+            interrupted = self._setups.get(job)
+        if interrupted is not None:
+            interrupted.set()
+
+    def _prepare(
+        self, job: JsonClaimedJob, cores: frozenset[int], interrupted: threading.Event
+    ) -> SandboxJob:
+        config, spec = job.config, job.spec
+        assert config.digest is not None and config.project is not None
+        registry = Registry(self._registry_url, job.oci_token, interrupted=interrupted)
         try:
             image = pull_image(
                 registry,
@@ -118,6 +141,8 @@ class SandboxExecutor(Executor):
         except (BundleError, UnpackError) as exc:
             raise ExecutorError(f"image {config.digest}: {exc}") from None
         file_paths = [_checked_file_path(path) for path in config.file_paths or []]
+        if interrupted.is_set():
+            raise ExecutorError("setup interrupted")
         try:
             job_rootfs = JobRootfs.create(self._jobs_root / str(job.uuid), lower, spec.disk)
         except ScratchError as exc:

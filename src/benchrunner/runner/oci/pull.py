@@ -11,6 +11,7 @@ Authentication is the job's short-lived Bearer token; nothing else is ever sent.
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -71,13 +72,20 @@ class PulledImage:
 
 class Registry:
     """The registry at ``base_url`` (``/v2/`` is appended), with ``token`` as Bearer. The HTTP
-    client is made on the first request: a pull served from the cache makes none."""
+    client is made on the first request: a pull served from the cache makes none. Once
+    ``interrupted`` is set, the next request or chunk raises PullError."""
 
     def __init__(
-        self, base_url: str, token: str, *, transport: httpx.BaseTransport | None = None
+        self,
+        base_url: str,
+        token: str,
+        *,
+        interrupted: threading.Event | None = None,
+        transport: httpx.BaseTransport | None = None,
     ) -> None:
         self._base_url = base_url.rstrip("/") + "/v2/"
         self._token = token
+        self._interrupted = interrupted or threading.Event()
         self._transport = transport
         self._http: httpx.Client | None = None
 
@@ -93,6 +101,7 @@ class Registry:
             _check(response, path)
             body = bytearray()
             for chunk in response.iter_bytes(_CHUNK):
+                self._check_interrupted()
                 body += chunk
                 if len(body) > MAX_DOCUMENT_BYTES:
                     raise PullError(f"manifest {digest} is larger than {MAX_DOCUMENT_BYTES} bytes")
@@ -101,9 +110,16 @@ class Registry:
     def blob_chunks(self, repository: str, digest: str) -> Iterator[bytes]:
         with self._client().stream("GET", f"{repository}/blobs/{digest}") as response:
             _check(response, f"blob {digest}")
-            yield from response.iter_bytes(_CHUNK)
+            for chunk in response.iter_bytes(_CHUNK):
+                self._check_interrupted()
+                yield chunk
+
+    def _check_interrupted(self) -> None:
+        if self._interrupted.is_set():
+            raise PullError("pull interrupted")
 
     def _client(self) -> httpx.Client:
+        self._check_interrupted()
         if self._http is None:
             self._http = httpx.Client(
                 base_url=self._base_url,
