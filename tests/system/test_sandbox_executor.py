@@ -180,7 +180,7 @@ def test_the_memory_limit_kills_an_allocator(executor: SandboxExecutor, jobs: Jo
     allocate = ["dd", "if=/dev/zero", "of=/dev/null", "bs=200M", "count=1"]
     result = run(executor, jobs.claimed(memory=64 * MiB, entrypoint=allocate))
     assert result.exit_code == 128 + 9
-    assert "killed by signal SIGKILL" in (result.stderr or "")
+    assert "exit code 137: killed by SIGKILL" in (result.stderr or "")
     fits = run(executor, jobs.claimed(memory=256 * MiB, entrypoint=allocate))
     assert fits.exit_code == 0, fits.stderr
 

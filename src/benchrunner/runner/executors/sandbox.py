@@ -270,8 +270,12 @@ class SandboxJob(PreparedJob):
             notes.append(
                 f"[benchrunner: runtime killed by signal {signal.Signals(-returncode).name}]"
             )
-        elif returncode > 128 and returncode - 128 in signal.valid_signals():
-            notes.append(f"[benchrunner: killed by signal {signal.Signals(returncode - 128).name}]")
+        elif (name := _signal_name(returncode - 128)) is not None:
+            # The runtime reports a signal as 128 + its number, like a shell: ambiguous.
+            notes.append(
+                f"[benchrunner: exit code {returncode}: killed by {name} "
+                "(or exited with that code)]"
+            )
         output = self._collect_files(notes)
         stderr_text = stderr.text()
         if notes:
@@ -387,6 +391,13 @@ def _process(
         uid=uid,
         gid=gid,
     )
+
+
+def _signal_name(number: int) -> str | None:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return None
 
 
 def _checked_file_path(path: str) -> str:
