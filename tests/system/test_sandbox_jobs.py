@@ -38,6 +38,28 @@ def sandbox_runner(deployment: Deployment, name: str) -> Path:
     return sandbox_dir
 
 
+def has_registry(deployment: Deployment) -> bool:
+    return httpx.get(f"{deployment.server.url}/v2/").status_code != 404
+
+
+def skopeo(*args: str) -> None:
+    subprocess.run(["skopeo", *args], check=True, capture_output=True, timeout=120)
+
+
+def repository(deployment: Deployment, project: str) -> str:
+    """The project's repository in the server's registry, as skopeo names it."""
+    return f"docker://{deployment.server.url.removeprefix('http://')}/{project}"
+
+
+def push(deployment: Deployment, layout: Path, tag: str, project: str) -> None:
+    source = f"oci:{layout}:{tag}"
+    target = f"{repository(deployment, project)}:{tag}"
+    credentials = f"admin:{deployment.server.token}"
+    skopeo(
+        "copy", "--quiet", "--dest-tls-verify=false", "--dest-creds", credentials, source, target
+    )
+
+
 def project_uuid(deployment: Deployment) -> str:
     with deployment.admin() as client:
         return str(client.get_project(deployment.project)["uuid"])
@@ -56,21 +78,12 @@ def submit_image(deployment: Deployment, digest: str, **job: object) -> str:
 
 
 def test_an_image_pushed_with_skopeo_runs_in_the_sandbox(deployment: Deployment) -> None:
-    if httpx.get(f"{deployment.server.url}/v2/").status_code == 404:
+    if not has_registry(deployment):
         pytest.skip("the server's /v2/ registry is not in this branch yet")
-    project = project_uuid(deployment)
     script = f"echo '{json.dumps(RESULT)}' | tee result.json"
     image = busybox_image({"Entrypoint": ["/bin/sh", "-c"], "Cmd": [script], "WorkingDir": "/tmp"})
     layout = write_layout(deployment.tmp / "layout", [image])
-    host = deployment.server.url.removeprefix("http://")
-    subprocess.run(
-        [
-            "skopeo", "copy", "--quiet", "--dest-tls-verify=false",
-            "--dest-creds", f"admin:{deployment.server.token}",
-            f"oci:{layout.path}:{layout.tag}", f"docker://{host}/{project}:{layout.tag}",
-        ],
-        check=True, capture_output=True, timeout=120,
-    )  # fmt: skip
+    push(deployment, layout.path, layout.tag, project_uuid(deployment))
     sandbox_dir = sandbox_runner(deployment, "sandboxed")
 
     first = submit_image(deployment, layout.digest, file_paths=["result.json"])
@@ -91,12 +104,23 @@ def test_an_image_pushed_with_skopeo_runs_in_the_sandbox(deployment: Deployment)
 def test_an_image_missing_from_the_registry_fails_the_job_clearly(
     deployment: Deployment,
 ) -> None:
+    project = project_uuid(deployment)
+    if has_registry(deployment):
+        # The server checks the image at submission: delete it between submission and pull.
+        layout = write_layout(deployment.tmp / "layout", [busybox_image()])
+        push(deployment, layout.path, layout.tag, project)
+        digest = layout.digest
+        job_uuid = submit_image(deployment, digest)
+        credentials = f"admin:{deployment.server.token}"
+        image = f"{repository(deployment, project)}@{digest}"
+        skopeo("delete", "--tls-verify=false", "--creds", credentials, image)
+    else:
+        digest = UNKNOWN_DIGEST
+        job_uuid = submit_image(deployment, digest)
     sandbox_runner(deployment, "sandboxed")
-    job_uuid = submit_image(deployment, UNKNOWN_DIGEST)
     job = deployment.wait_status(job_uuid, "failed", timeout=60)
     assert job["output"]["error"] == (
-        f"image {UNKNOWN_DIGEST}: {project_uuid(deployment)}/manifests/"
-        f"{UNKNOWN_DIGEST}: not found in the registry"
+        f"image {digest}: {project}/manifests/{digest}: not found in the registry"
     )
 
 
