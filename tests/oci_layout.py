@@ -17,14 +17,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import zstandard
+
 OCI_MANIFEST = "application/vnd.oci.image.manifest.v1+json"
 OCI_INDEX = "application/vnd.oci.image.index.v1+json"
 OCI_CONFIG = "application/vnd.oci.image.config.v1+json"
 OCI_LAYER_GZIP = "application/vnd.oci.image.layer.v1.tar+gzip"
 OCI_LAYER_TAR = "application/vnd.oci.image.layer.v1.tar"
+OCI_LAYER_ZSTD = "application/vnd.oci.image.layer.v1.tar+zstd"
 
 BUSYBOX = Path("/usr/bin/busybox")
-BUSYBOX_APPLETS = ("sh", "cat", "echo", "ls", "sleep", "true", "false", "dd", "head", "grep")
+BUSYBOX_APPLETS = (
+    *("sh", "cat", "echo", "ls", "sleep", "true", "false", "dd", "head", "grep"),
+    *("nc", "id", "pwd", "env", "ln", "rm", "mkdir", "sha256sum", "seq", "test"),
+)
 
 
 def sha256_digest(data: bytes) -> str:
@@ -68,6 +74,10 @@ def tar_bytes(entries: list[TarEntry]) -> bytes:
 
 def gzip_bytes(data: bytes) -> bytes:
     return gzip.compress(data, mtime=0)
+
+
+def zstd_bytes(data: bytes) -> bytes:
+    return zstandard.ZstdCompressor().compress(data)
 
 
 def busybox_entries(extra: list[TarEntry] | None = None) -> list[TarEntry]:
@@ -187,7 +197,11 @@ def write_layout(path: Path, images: list[Image], tag: str = "latest") -> Layout
 
 
 def _uncompressed(layer: bytes, media_type: str) -> bytes:
-    return gzip.decompress(layer) if media_type.endswith("+gzip") else layer
+    if media_type.endswith("+gzip"):
+        return gzip.decompress(layer)
+    if media_type.endswith("+zstd"):
+        return zstandard.ZstdDecompressor().decompressobj().decompress(layer)
+    return layer
 
 
 def write_oci_archive(layout: Layout, path: Path) -> Path:

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Debian packages the test suite drives for real: the OCI runtime (runc), OCI clients (skopeo,
-# umoci) and a static busybox for test images. Installs only what is missing; needs root + apt.
+# umoci), a static busybox for test images, and mkfs.ext4 for the sandbox's writable layers.
+# Installs only what is missing; needs root + apt.
 set -euo pipefail
-declare -A wanted=([runc]=runc [skopeo]=skopeo [umoci]=umoci [busybox]=busybox-static)
+declare -A wanted=([runc]=runc [skopeo]=skopeo [umoci]=umoci [busybox]=busybox-static [mkfs.ext4]=e2fsprogs)
 missing=()
 for command in "${!wanted[@]}"; do
   command -v "$command" >/dev/null 2>&1 || missing+=("${wanted[$command]}")

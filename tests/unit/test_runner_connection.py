@@ -87,7 +87,8 @@ def test_invalid_options(tmp_path: Path, changes: dict[str, object], message: st
 @pytest.mark.parametrize(
     ("changes", "logged"),
     [
-        ({"executor": "sandbox"}, "executor 'sandbox' is not available"),
+        ({"executor": "microvm"}, "executor 'microvm' is not available"),
+        ({"executor": "sandbox", "oci_runtime": "podman"}, "unknown OCI runtime 'podman'"),
         ({"executor": "docker"}, "unknown executor 'docker'"),
         ({"host": "localhost:8080"}, "runner host must be an http:// or https:// URL"),
         ({"templates": Path("/nonexistent/templates.toml")}, "cannot read templates file"),

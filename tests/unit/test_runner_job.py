@@ -129,6 +129,19 @@ def test_setup_refusal_fails_without_results_or_start(harness: Harness) -> None:
     )
 
 
+def test_an_executor_with_a_slow_setup_reports_running_before_it(harness: Harness) -> None:
+    # What the sandbox does, so that heartbeats flow while it pulls an image.
+    harness.executor.starts_before_setup = True
+    run = harness.start(claimed("pass", template="not.approved"))
+    assert harness.next_event() == JobStarted(run.uuid)
+    message = harness.result_of(run)
+    assert isinstance(message, Failed)
+    assert message.error is not None and "not approved" in message.error
+    completed = harness.start(claimed(per_iteration()))
+    assert harness.next_event() == JobStarted(completed.uuid)  # once, not again per iteration
+    assert isinstance(harness.next_event(), JobFinished)
+
+
 def test_local_timeout_fails_the_job_with_the_results_so_far(harness: Harness) -> None:
     job = claimed(per_iteration(sleeps={1: 30}), iterations=3, timeout=1)
     message = harness.finish(job)

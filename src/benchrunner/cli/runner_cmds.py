@@ -34,6 +34,11 @@ def default_spool(runner: str) -> Path:
     return Path.home() / ".local" / "share" / "benchrunner" / "spool" / runner
 
 
+def default_sandbox_dir(runner: str) -> Path:
+    # One per runner: a runner removes the containers it finds in its own state directory.
+    return Path.home() / ".local" / "share" / "benchrunner" / "sandbox" / runner
+
+
 @runner_app.command("up")
 def up(
     runner: Annotated[
@@ -66,7 +71,11 @@ def up(
         ),
     ] = None,
     executor: Annotated[
-        str, typer.Option(envvar="BENCHRUNNER_EXECUTOR", help="How jobs are isolated.")
+        str,
+        typer.Option(
+            envvar="BENCHRUNNER_EXECUTOR",
+            help="How jobs are isolated: process (template jobs) or sandbox (image jobs).",
+        ),
     ] = "process",
     spool: Annotated[
         Path | None,
@@ -118,6 +127,25 @@ def up(
     once: Annotated[
         bool, typer.Option("--once", help="Exit after one job.", rich_help_panel=_AGENT)
     ] = False,
+    sandbox_dir: Annotated[
+        Path | None,
+        typer.Option(
+            envvar="BENCHRUNNER_SANDBOX_DIR",
+            metavar="DIR",
+            show_default=False,
+            help="Sandbox image cache and job directories "
+            "[default: ~/.local/share/benchrunner/sandbox/<runner>].",
+            rich_help_panel=_AGENT,
+        ),
+    ] = None,
+    oci_runtime: Annotated[
+        str,
+        typer.Option(
+            envvar="BENCHRUNNER_OCI_RUNTIME",
+            help="OCI runtime of the sandbox executor: runc or crun.",
+            rich_help_panel=_AGENT,
+        ),
+    ] = "runc",
 ) -> None:
     """Connect to the server and run its jobs, one at a time, until SIGTERM or SIGINT.
 
@@ -139,6 +167,8 @@ def up(
         kill_grace=kill_grace,
         max_output_bytes=max_output_bytes,
         once=once,
+        sandbox_dir=sandbox_dir or default_sandbox_dir(runner),
+        oci_runtime=oci_runtime,
     )
     options.validate()
     raise typer.Exit(run_agent(options))

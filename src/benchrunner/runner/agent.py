@@ -124,6 +124,10 @@ class Agent:
             kill_grace=options.kill_grace,
             max_output_bytes=options.max_output_bytes,
             cores=self._cores,
+            registry_url=options.host,
+            sandbox_dir=options.sandbox_dir
+            or options.spool.with_name(f"{options.spool.name}-sandbox"),
+            oci_runtime=options.oci_runtime,
         )
         self._spool = Spool(options.spool)
         self._outbox = Outbox(self._spool)
@@ -154,6 +158,8 @@ class Agent:
 
     def run(self) -> int:
         """Blocks until the agent stops; returns the exit code (see ``run_agent``)."""
+        # The main loop too stays off the job cores; threads started from here inherit it.
+        self._cores.pin_to_housekeeping()
         spooled = self._outbox.load()
         log.info(
             "runner %s starting: executor %s, %s, %d spooled result(s)",

@@ -8,6 +8,8 @@ terminal message, whatever happens:
     all iterations exit 0                     completed
     an iteration exits non-zero               failed  "iteration i exited with code c"
     setup refused (ExecutorError)             failed  with the executor's reason, no results
+                                              (``running`` first if the executor starts
+                                              before setup, as the sandbox does for its pull)
     config.timeout elapsed                    failed  "job exceeded its timeout of N s"
     server sent cancel                        canceled
     drain grace elapsed / second signal       failed  (a runner-side cancel is not ``canceled``,
@@ -92,6 +94,8 @@ class JobRun:
             prepared = self._prepared
         if prepared is not None:
             prepared.cancel()
+        else:
+            self._executor.interrupt_setup(self.uuid)
 
     def _run(self) -> None:
         # Timers and output readers started from this thread inherit the housekeeping core.
@@ -112,9 +116,17 @@ class JobRun:
         self._post(JobFinished(self.uuid, message, time.monotonic() - started))
 
     def _execute(self) -> TerminalMessage:
+        reason = self.cancel_reason
+        if reason is not None:  # canceled before its thread even started: set nothing up
+            return self._stopped(reason, [])
+        if self._executor.starts_before_setup:
+            self._post(JobStarted(self.uuid))
         try:
             prepared = self._executor.prepare(self.job)
         except ExecutorError as exc:
+            reason = self.cancel_reason
+            if reason is not None:  # the setup gave up because the job was canceled
+                return self._stopped(reason, [])
             return Failed(job=self.uuid, error=str(exc))
         with self._lock:
             self._prepared = prepared
@@ -128,7 +140,8 @@ class JobRun:
 
     def _iterate(self, prepared: PreparedJob) -> TerminalMessage:
         config = self.job.config
-        self._post(JobStarted(self.uuid))
+        if not self._executor.starts_before_setup:
+            self._post(JobStarted(self.uuid))
         timer = threading.Timer(config.timeout, self.cancel, args=(CancelReason.TIMEOUT,))
         timer.daemon = True
         timer.start()

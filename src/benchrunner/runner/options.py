@@ -16,7 +16,10 @@ class RunnerOptions:
     machine's approved templates (None: no template job may run). ``spool``: directory of
     undelivered results (created if missing). ``drain_grace``/``kill_grace``: seconds a job may
     finish after SIGTERM / between SIGTERM and SIGKILL of its process group.
-    ``max_output_bytes``: per stream and iteration. ``once``: exit after one job."""
+    ``max_output_bytes``: per stream and iteration. ``once``: exit after one job.
+    ``sandbox_dir``: the sandbox executor's image cache, runtime state and job directories
+    (one per runner: leftover containers found there at start are removed).
+    ``oci_runtime``: ``runc`` or ``crun``."""
 
     host: str
     runner: str
@@ -30,6 +33,8 @@ class RunnerOptions:
     max_output_bytes: int = 1_048_576
     heartbeat_interval: float = 1.0
     once: bool = False
+    sandbox_dir: Path | None = None
+    oci_runtime: str = "runc"
 
     @property
     def hosts(self) -> list[str]:

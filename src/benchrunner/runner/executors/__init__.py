@@ -1,10 +1,12 @@
 """Executors: how a claimed job is run on this machine (SPEC section 6).
 
-Only ``process`` exists so far; ``sandbox`` (OCI bundle under runc/crun) and ``microvm``
-(Firecracker) will implement the same ``Executor`` interface.
+``process`` runs template jobs, ``sandbox`` runs image jobs in an OCI runtime bundle (runc or
+crun); ``microvm`` (Firecracker) will implement the same ``Executor`` interface.
 """
 
 from __future__ import annotations
+
+from pathlib import Path
 
 from benchrunner.core.templates import TemplateRegistry
 from benchrunner.runner.cores import CorePlan
@@ -30,12 +32,28 @@ def create_executor(
     kill_grace: float,
     max_output_bytes: int,
     cores: CorePlan,
+    registry_url: str,
+    sandbox_dir: Path,
+    oci_runtime: str = "runc",
 ) -> Executor:
-    """The executor called ``name``. Raises ExecutorError for an unknown or not yet available
-    executor."""
+    """The executor called ``name``. ``registry_url`` (the runner's server), ``sandbox_dir``
+    (image cache, runtime state, job directories) and ``oci_runtime`` matter to ``sandbox``
+    only. Raises ExecutorError for an unknown, not yet available or unusable executor."""
     if name == "process":
         return ProcessExecutor(
             templates, kill_grace=kill_grace, max_output_bytes=max_output_bytes, cores=cores
+        )
+    if name == "sandbox":
+        # Imported here: the process executor must work where the sandbox's needs are absent.
+        from benchrunner.runner.executors.sandbox import SandboxExecutor
+
+        return SandboxExecutor(
+            registry_url=registry_url,
+            work_root=sandbox_dir,
+            kill_grace=kill_grace,
+            max_output_bytes=max_output_bytes,
+            cores=cores,
+            runtime=oci_runtime,
         )
     if name in KNOWN_EXECUTORS:
         raise ExecutorError(f"executor {name!r} is not available in this version; use 'process'")

@@ -5,6 +5,7 @@
                                                ExecutorError if the iteration cannot start
     PreparedJob.cancel()                       from any thread; ends the current iteration
     PreparedJob.cleanup()                      always called once, last
+    Executor.interrupt_setup(job)              from any thread; a running prepare gives up
 
 The agent turns results into ``completed``/``failed``/``canceled``; an executor never decides a
 job's outcome and never parses output.
@@ -13,6 +14,7 @@ job's outcome and never parses output.
 from __future__ import annotations
 
 import abc
+import uuid
 
 from benchrunner.protocol import IterationResult, JsonClaimedJob
 
@@ -47,6 +49,15 @@ class Executor(abc.ABC):
     """Creates PreparedJobs; one per runner, shared by its successive jobs."""
 
     name: str
+    # True: the job is reported running (and heartbeats flow) while ``prepare`` runs, because
+    # setup may take long (an image pull); a setup refusal then follows ``running``.
+    starts_before_setup: bool = False
+
+    def interrupt_setup(self, job: uuid.UUID) -> None:
+        """Ask ``prepare(job)``, running on another thread, to give up soon: it then raises
+        ExecutorError. A no-op where setup is short (the default) or ``job`` is not being
+        prepared. Thread-safe, does not block."""
+        return None
 
     @abc.abstractmethod
     def prepare(self, job: JsonClaimedJob) -> PreparedJob:

@@ -1,0 +1,406 @@
+"""The ``sandbox`` executor: an image job run by an OCI runtime (runc) in its own namespaces.
+
+    prepare: cores for spec.cpu -> pull by digest (job's token) -> cached rootfs -> overlay with
+             a writable layer of spec.disk bytes -> image config resolved (args, env, cwd, user)
+    each iteration: config.json written -> ``runc run`` in the foreground, its output captured
+             -> ``runc delete`` -> file_paths read from inside the container's root filesystem
+    cancel during setup: the pull stops at its next chunk (``interrupt_setup``)
+    cancel/timeout: ``runc kill TERM``, ``KILL`` after the kill grace
+    cleanup: container deleted, overlay and writable layer unmounted and removed
+
+Template jobs are refused here: a runner that should run both kinds runs one agent per executor.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import shutil
+import signal
+import subprocess
+import threading
+import time
+import uuid
+from collections.abc import Sequence
+from pathlib import Path, PurePosixPath
+
+from benchrunner.protocol import IterationResult, JsonClaimedJob
+from benchrunner.runner.cores import CorePlan
+from benchrunner.runner.executors.base import Executor, ExecutorError, PreparedJob
+from benchrunner.runner.executors.bundle import (
+    BundleError,
+    Limits,
+    Process,
+    process_args,
+    process_env,
+    resolve_user,
+    runtime_config,
+    working_dir,
+)
+from benchrunner.runner.executors.capture import StreamCapture, bounded_text
+from benchrunner.runner.executors.runtime import OciRuntime, OciRuntimeError
+from benchrunner.runner.executors.scratch import JobRootfs, ScratchError
+from benchrunner.runner.oci.cache import CacheError, ImageCache
+from benchrunner.runner.oci.pull import ImageConfig, PullError, Registry, pull_image
+from benchrunner.runner.oci.unpack import UnpackError, read_in_root
+
+log = logging.getLogger(__name__)
+
+DEFAULT_PIDS_LIMIT = 4096
+_PASSWD_LIMIT = 1 << 20
+_SIGNAL_RETRY = 0.1
+_KILL_WAIT = 10.0
+
+
+class SandboxExecutor(Executor):
+    name = "sandbox"
+    starts_before_setup = True  # a pull can take long: heartbeats must flow meanwhile
+
+    def __init__(
+        self,
+        *,
+        registry_url: str,
+        work_root: Path,
+        kill_grace: float = 10.0,
+        max_output_bytes: int = 1_048_576,
+        cores: CorePlan | None = None,
+        runtime: str = "runc",
+        pids_limit: int = DEFAULT_PIDS_LIMIT,
+    ) -> None:
+        """``registry_url``: the runner's own server (the job's token is sent nowhere else).
+        ``work_root`` holds the image cache, the runtime state and the per-job directories.
+        Raises ExecutorError if the runtime or the work directory is unusable."""
+        self._registry_url = registry_url
+        self._kill_grace = kill_grace
+        self._max_output_bytes = max_output_bytes
+        self._cores = cores or CorePlan.detect()
+        self._pids_limit = pids_limit
+        self._jobs_root = work_root / "jobs"
+        self._lock = threading.Lock()
+        self._setups: dict[uuid.UUID, threading.Event] = {}
+        try:
+            self.cache = ImageCache(work_root / "images")
+            self.runtime = OciRuntime(runtime, work_root / "runtime")
+            self._jobs_root.mkdir(parents=True, exist_ok=True)
+        except (CacheError, OciRuntimeError, OSError) as exc:
+            raise ExecutorError(f"sandbox executor unavailable: {exc}") from None
+        for leftover in self.runtime.containers():
+            log.warning("removing container %s left by an earlier run", leftover)
+            self.runtime.delete(leftover)
+        for directory in self._jobs_root.iterdir():
+            log.warning("removing job directory %s left by an earlier run", directory)
+            JobRootfs.discard(directory)
+
+    def prepare(self, job: JsonClaimedJob) -> SandboxJob:
+        config, spec = job.config, job.spec
+        if config.kind != "image" or config.digest is None or config.project is None:
+            raise ExecutorError(
+                "executor 'sandbox' runs image jobs only; run template jobs on a runner "
+                "started with --executor process"
+            )
+        cores = self._job_cores(spec.cpu)
+        self._check_capacity(spec.memory, spec.disk)
+        interrupted = threading.Event()
+        with self._lock:
+            self._setups[job.uuid] = interrupted
+        try:
+            return self._prepare(job, cores, interrupted)
+        finally:
+            with self._lock:
+                del self._setups[job.uuid]
+
+    def interrupt_setup(self, job: uuid.UUID) -> None:
+        with self._lock:
+            interrupted = self._setups.get(job)
+        if interrupted is not None:
+            interrupted.set()
+
+    def _prepare(
+        self, job: JsonClaimedJob, cores: frozenset[int], interrupted: threading.Event
+    ) -> SandboxJob:
+        config, spec = job.config, job.spec
+        assert config.digest is not None and config.project is not None
+        registry = Registry(self._registry_url, job.oci_token, interrupted=interrupted)
+        try:
+            image = pull_image(
+                registry,
+                self.cache,
+                repository=str(config.project),
+                digest=config.digest,
+                architecture=spec.architecture,
+            )
+            lower = self.cache.rootfs(image.manifest_digest, image.layers)
+        except (PullError, CacheError) as exc:
+            raise ExecutorError(f"image {config.digest}: {exc}") from None
+        finally:
+            registry.close()
+        try:
+            process = _process(image.config, lower, config.entrypoint, config.cmd, config.env)
+        except (BundleError, UnpackError) as exc:
+            raise ExecutorError(f"image {config.digest}: {exc}") from None
+        file_paths = [_checked_file_path(path) for path in config.file_paths or []]
+        if interrupted.is_set():
+            raise ExecutorError("setup interrupted")
+        try:
+            job_rootfs = JobRootfs.create(self._jobs_root / str(job.uuid), lower, spec.disk)
+        except ScratchError as exc:
+            raise ExecutorError(str(exc)) from None
+        return SandboxJob(
+            job=job.uuid,
+            process=process,
+            limits=Limits(cpus=cores, memory=spec.memory, pids=self._pids_limit),
+            network=spec.network,
+            rootfs=job_rootfs,
+            runtime=self.runtime,
+            file_paths=file_paths if config.file_paths is not None else None,
+            kill_grace=self._kill_grace,
+            max_output_bytes=self._max_output_bytes,
+        )
+
+    def _check_capacity(self, memory: int, disk: int) -> None:
+        physical = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+        if memory > physical:
+            raise ExecutorError(
+                f"spec asks for {memory} bytes of memory; this machine has {physical}"
+            )
+        free = shutil.disk_usage(self._jobs_root).free
+        if disk > free:
+            raise ExecutorError(
+                f"spec asks for {disk} bytes of disk; {self._jobs_root} has {free} free"
+            )
+
+    def _job_cores(self, wanted: int) -> frozenset[int]:
+        available = sorted(self._cores.job_cores)
+        if wanted > len(available):
+            raise ExecutorError(
+                f"spec asks for {wanted} dedicated core(s); this machine can give "
+                f"{len(available)} (one core stays with the runner)"
+            )
+        return frozenset(available[:wanted])
+
+
+class SandboxJob(PreparedJob):
+    def __init__(
+        self,
+        *,
+        job: uuid.UUID,
+        process: Process,
+        limits: Limits,
+        network: bool,
+        rootfs: JobRootfs,
+        runtime: OciRuntime,
+        file_paths: Sequence[str] | None,
+        kill_grace: float,
+        max_output_bytes: int,
+    ) -> None:
+        self.job = job
+        self.process = process
+        self.limits = limits
+        self.rootfs = rootfs
+        self._network = network
+        self._runtime = runtime
+        self._file_paths = file_paths
+        self._kill_grace = kill_grace
+        self._limit = max_output_bytes
+        self._lock = threading.Lock()
+        self._container: str | None = None
+        self._child: subprocess.Popen[bytes] | None = None
+        self._finished = threading.Event()
+        self._canceled = False
+        self._cleaned = False
+
+    @property
+    def container(self) -> str | None:
+        """The id of the container of the running iteration, if one is running."""
+        with self._lock:
+            return self._container
+
+    def container_id(self, index: int) -> str:
+        return f"benchrunner-{self.job}-{index}"
+
+    def config(self, index: int) -> dict[str, object]:
+        process = Process(
+            args=self.process.args,
+            env=[
+                *self.process.env,
+                f"BENCHRUNNER_JOB={self.job}",
+                f"BENCHRUNNER_ITERATION={index}",
+            ],
+            cwd=self.process.cwd,
+            uid=self.process.uid,
+            gid=self.process.gid,
+        )
+        return runtime_config(
+            process,
+            self.limits,
+            network=self._network,
+            cgroups_path=f"/benchrunner/{self.container_id(index)}",
+        )
+
+    def run_iteration(self, index: int) -> IterationResult:
+        container = self.container_id(index)
+        (self.rootfs.bundle / "config.json").write_text(json.dumps(self.config(index)))
+        with self._lock:
+            if self._canceled:
+                return IterationResult(stderr="[benchrunner: canceled before the iteration]\n")
+            self._finished.clear()
+            child = self._start(index, container)
+            self._container = container
+            self._child = child
+        assert child.stdout is not None and child.stderr is not None
+        stdout = StreamCapture(child.stdout, self._limit, f"job-{self.job}-stdout")
+        stderr = StreamCapture(child.stderr, self._limit, f"job-{self.job}-stderr")
+        stdout.start()
+        stderr.start()
+        returncode = child.wait()
+        with self._lock:
+            self._container = None
+            self._child = None
+            self._finished.set()
+        self._runtime.delete(container)
+        notes: list[str] = []
+        for capture, stream in ((stdout, "stdout"), (stderr, "stderr")):
+            if not capture.join(self._kill_grace):
+                notes.append(f"[benchrunner: {stream} held open after the container ended]")
+        exit_code = returncode
+        if returncode < 0:  # the runtime itself was killed
+            exit_code = 128 - returncode
+            notes.append(
+                f"[benchrunner: runtime killed by signal {signal.Signals(-returncode).name}]"
+            )
+        elif (name := _signal_name(returncode - 128)) is not None:
+            # The runtime reports a signal as 128 + its number, like a shell: ambiguous.
+            notes.append(
+                f"[benchrunner: exit code {returncode}: killed by {name} "
+                "(or exited with that code)]"
+            )
+        output = self._collect_files(notes)
+        stderr_text = stderr.text()
+        if notes:
+            if stderr_text and not stderr_text.endswith("\n"):
+                stderr_text += "\n"
+            stderr_text += "".join(f"{note}\n" for note in notes)
+        return IterationResult(
+            exit_code=exit_code, stdout=stdout.text(), stderr=stderr_text, output=output
+        )
+
+    def cancel(self) -> None:
+        with self._lock:
+            self._canceled = True
+            container = self._container
+        if container is not None:
+            threading.Thread(
+                target=self._stop, args=(container,), name=f"stop-{container}", daemon=True
+            ).start()
+
+    def cleanup(self) -> None:
+        with self._lock:
+            self._canceled = True
+            container, already = self._container, self._cleaned
+            self._cleaned = True
+        if already:
+            return
+        if container is not None:
+            self._runtime.kill(container, "KILL")
+            self._finished.wait(self._kill_grace)
+            self._runtime.delete(container)
+        self.rootfs.remove()
+
+    def _stop(self, container: str) -> None:
+        """SIGTERM, SIGKILL after the kill grace, retried: the runtime may not have created the
+        container yet when the cancel comes, and a signal to a missing container is lost."""
+        grace_end = time.monotonic() + self._kill_grace
+        signal_name = "TERM"
+        give_up = grace_end + _KILL_WAIT
+        while not self._finished.is_set():
+            now = time.monotonic()
+            if signal_name == "TERM" and now >= grace_end:
+                signal_name = "KILL"
+            if now >= give_up:
+                log.error("container %s did not stop; killing its runtime process", container)
+                self._kill_runtime()
+                return
+            if self._runtime.kill(container, signal_name) and signal_name == "TERM":
+                # Delivered: wait out the grace before escalating.
+                if self._finished.wait(max(0.0, grace_end - time.monotonic())):
+                    return
+                continue
+            self._finished.wait(_SIGNAL_RETRY)
+
+    def _kill_runtime(self) -> None:
+        with self._lock:
+            child = self._child
+        if child is not None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(child.pid, signal.SIGKILL)
+
+    def _start(self, index: int, container: str) -> subprocess.Popen[bytes]:
+        try:
+            return subprocess.Popen(
+                self._runtime.run_argv(self.rootfs.bundle, container),
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                start_new_session=True,
+                close_fds=True,
+                env={"PATH": os.environ.get("PATH", "/usr/sbin:/usr/bin:/sbin:/bin")},
+            )
+        except OSError as exc:
+            raise ExecutorError(
+                f"iteration {index} could not start {self._runtime.name}: {exc.strerror or exc}"
+            ) from None
+
+    def _collect_files(self, notes: list[str]) -> dict[str, str] | None:
+        if self._file_paths is None:
+            return None
+        output: dict[str, str] = {}
+        for name in self._file_paths:
+            path = str(PurePosixPath(self.process.cwd) / name)  # absolute names stay absolute
+            try:
+                data = read_in_root(self.rootfs.rootfs, path, self._limit + 1)
+            except (UnpackError, OSError) as exc:
+                notes.append(f"[benchrunner: file_path {name!r} could not be read: {exc}]")
+                continue
+            if data is None:
+                notes.append(f"[benchrunner: file_path {name!r} not found]")
+                continue
+            output[name] = bounded_text(data, self._limit)
+        return output
+
+
+def _process(
+    image: ImageConfig,
+    rootfs: Path,
+    entrypoint: list[str] | None,
+    cmd: list[str] | None,
+    env: dict[str, str] | None,
+) -> Process:
+    def text(path: str) -> str | None:
+        data = read_in_root(rootfs, path, _PASSWD_LIMIT)
+        return None if data is None else data.decode("utf-8", errors="replace")
+
+    uid, gid = 0, 0
+    if image.user:
+        uid, gid = resolve_user(image.user, text("/etc/passwd"), text("/etc/group"))
+    return Process(
+        args=process_args(image.entrypoint, image.cmd, entrypoint, cmd),
+        env=process_env(image.env, env),
+        cwd=working_dir(image.working_dir),
+        uid=uid,
+        gid=gid,
+    )
+
+
+def _signal_name(number: int) -> str | None:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return None
+
+
+def _checked_file_path(path: str) -> str:
+    if not path or "\x00" in path:
+        raise ExecutorError(f"file_path {path!r} is not a valid path")
+    return path

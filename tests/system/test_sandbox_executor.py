@@ -1,0 +1,388 @@
+"""The sandbox executor with real runc, mounts and cgroups, on the busybox test image.
+
+The image is served by a loopback registry (``tests/oci_registry.py``); the pull from the
+server's own registry is covered by ``test_sandbox_jobs.py``. Needs root and runc.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import queue
+import shutil
+import socket
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from benchrunner.protocol import (
+    Canceled,
+    Failed,
+    IterationResult,
+    JsonClaimedJob,
+    JsonJobConfig,
+    JsonSpec,
+)
+from benchrunner.runner.cores import CorePlan
+from benchrunner.runner.events import AgentEvent, JobFinished, JobStarted
+from benchrunner.runner.executors import ExecutorError
+from benchrunner.runner.executors.sandbox import SandboxExecutor, SandboxJob
+from benchrunner.runner.job import CancelReason, JobRun
+from benchrunner.runner.spool import Spool
+from tests.harness import wait_until
+from tests.oci_layout import Image, TarEntry, busybox_image, gzip_bytes, tar_bytes, write_layout
+from tests.oci_registry import REPOSITORY, TOKEN, LocalRegistry, local_registry
+
+pytestmark = [
+    pytest.mark.system,
+    pytest.mark.skipif(
+        os.geteuid() != 0 or shutil.which("runc") is None, reason="needs root and runc"
+    ),
+    pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs a core for the job"),
+]
+
+MiB = 1024 * 1024
+JOB_CGROUPS = Path("/sys/fs/cgroup/pids/benchrunner")  # cgroup v1, as on our machines
+KILL_GRACE = 2.0
+
+
+@pytest.fixture(scope="module")
+def registry() -> Iterator[LocalRegistry]:
+    with local_registry() as running:
+        yield running
+
+
+@pytest.fixture
+def executor(tmp_path: Path, registry: LocalRegistry) -> Iterator[SandboxExecutor]:
+    executor = SandboxExecutor(
+        registry_url=registry.url,
+        work_root=tmp_path / "sandbox",
+        kill_grace=KILL_GRACE,
+        max_output_bytes=64 * 1024,
+        cores=CorePlan.detect(),
+    )
+    yield executor
+    # Whatever the test did: no container, no mount, no job directory left.
+    assert executor.runtime.containers() == []
+    assert str(tmp_path) not in Path("/proc/self/mounts").read_text()
+    assert list((tmp_path / "sandbox" / "jobs").iterdir()) == []
+    # runc removes a container's cgroups with it: no process of a job can be left in one.
+    assert list(JOB_CGROUPS.glob("benchrunner-*")) == []
+
+
+class Jobs:
+    """Builds claimed image jobs on images served by the registry."""
+
+    def __init__(self, tmp_path: Path, registry: LocalRegistry) -> None:
+        self._tmp = tmp_path
+        self._registry = registry
+
+    def claimed(
+        self,
+        image: Image | None = None,
+        *,
+        cpu: int = 1,
+        memory: int = 256 * MiB,
+        disk: int = 64 * MiB,
+        network: bool = False,
+        timeout: int = 60,
+        **config: Any,
+    ) -> JsonClaimedJob:
+        layout = write_layout(self._tmp / f"layout-{uuid.uuid4()}", [image or busybox_image()])
+        self._registry.serve(layout)
+        now = dt.datetime.now(dt.UTC)
+        spec = JsonSpec(
+            uuid=uuid.uuid4(),
+            name="sandbox",
+            slug="sandbox",
+            architecture="x86_64",
+            cpu=cpu,
+            memory=memory,
+            disk=disk,
+            network=network,
+            created=now,
+            modified=now,
+        )
+        job_config = JsonJobConfig(
+            timeout=timeout, project=uuid.UUID(REPOSITORY), digest=layout.digest, **config
+        )
+        return JsonClaimedJob(
+            uuid=uuid.uuid4(),
+            spec=spec,
+            config=job_config,
+            oci_token=TOKEN,
+            timeout=timeout,
+            created=now,
+            nonce="nonce",
+        )
+
+
+@pytest.fixture
+def jobs(tmp_path: Path, registry: LocalRegistry) -> Jobs:
+    return Jobs(tmp_path, registry)
+
+
+def run(executor: SandboxExecutor, job: JsonClaimedJob, index: int = 0) -> IterationResult:
+    prepared = executor.prepare(job)
+    try:
+        return prepared.run_iteration(index)
+    finally:
+        prepared.cleanup()
+
+
+def shell(script: str, **config: Any) -> dict[str, Any]:
+    return {"entrypoint": ["/bin/sh", "-c", script], **config}
+
+
+def test_no_network_inside_without_spec_network(executor: SandboxExecutor, jobs: Jobs) -> None:
+    with socket.create_server(("127.0.0.1", 0)) as host_server:
+        port = host_server.getsockname()[1]
+        # (busybox-static's wget crashes in its resolver: nc it is)
+        script = f"ls /sys/class/net; echo x | nc -w 3 127.0.0.1 {port} || echo unreachable"
+        result = run(executor, jobs.claimed(**shell(script)))
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout == "lo\nunreachable\n"
+
+
+def test_spec_network_shares_the_host_network(executor: SandboxExecutor, jobs: Jobs) -> None:
+    with socket.create_server(("127.0.0.1", 0)) as host_server:
+        port = host_server.getsockname()[1]
+        accepted: list[bool] = []
+        thread = threading.Thread(
+            target=lambda: accepted.append(bool(host_server.accept())), daemon=True
+        )
+        thread.start()
+        script = f"echo x | nc -w 3 127.0.0.1 {port}; echo done"
+        run(executor, jobs.claimed(network=True, **shell(script)))
+        thread.join(5)
+    assert accepted == [True]
+
+
+def test_the_job_runs_on_its_dedicated_cores_only(executor: SandboxExecutor, jobs: Jobs) -> None:
+    result = run(executor, jobs.claimed(**shell("grep Cpus_allowed_list /proc/self/status")))
+    job_core = min(CorePlan.detect().job_cores)
+    assert result.stdout == f"Cpus_allowed_list:\t{job_core}\n"
+
+
+def test_a_spec_the_machine_cannot_honour_is_refused(executor: SandboxExecutor, jobs: Jobs) -> None:
+    cores = len(os.sched_getaffinity(0))
+    with pytest.raises(ExecutorError, match=f"asks for {cores} dedicated core"):
+        executor.prepare(jobs.claimed(cpu=cores, **shell("true")))
+
+
+def test_the_memory_limit_kills_an_allocator(executor: SandboxExecutor, jobs: Jobs) -> None:
+    # dd reads /dev/zero into one buffer of bs bytes: every page of it is touched.
+    allocate = ["dd", "if=/dev/zero", "of=/dev/null", "bs=200M", "count=1"]
+    result = run(executor, jobs.claimed(memory=64 * MiB, entrypoint=allocate))
+    assert result.exit_code == 128 + 9
+    assert "exit code 137: killed by SIGKILL" in (result.stderr or "")
+    fits = run(executor, jobs.claimed(memory=256 * MiB, entrypoint=allocate))
+    assert fits.exit_code == 0, fits.stderr
+
+
+def test_the_disk_limit_stops_a_writer(executor: SandboxExecutor, jobs: Jobs) -> None:
+    write = ["dd", "if=/dev/zero", "of=/tmp/fill", "bs=1M", "count=100"]
+    result = run(executor, jobs.claimed(disk=32 * MiB, entrypoint=write))
+    assert result.exit_code != 0
+    assert "No space left on device" in (result.stderr or "")
+
+
+def test_cancel_kills_the_container_even_if_it_ignores_sigterm(
+    executor: SandboxExecutor, jobs: Jobs
+) -> None:
+    prepared = executor.prepare(jobs.claimed(**shell("trap '' TERM; sleep 600 & wait")))
+    assert isinstance(prepared, SandboxJob)
+    outcome: queue.SimpleQueue[IterationResult] = queue.SimpleQueue()
+    thread = threading.Thread(target=lambda: outcome.put(prepared.run_iteration(0)), daemon=True)
+    thread.start()
+    try:
+        wait_until(lambda: executor.runtime.containers(), timeout=30)
+        started = time.monotonic()
+        prepared.cancel()
+        result = outcome.get(timeout=KILL_GRACE + 20)
+        assert time.monotonic() - started >= KILL_GRACE * 0.9  # SIGTERM was ignored
+        assert result.exit_code == 128 + 9
+        assert executor.runtime.containers() == []
+        assert prepared.run_iteration(1).exit_code is None  # nothing runs after a cancel
+    finally:
+        prepared.cleanup()
+
+
+def test_a_cancel_before_the_runtime_created_the_container_still_stops_it(
+    executor: SandboxExecutor, jobs: Jobs
+) -> None:
+    # The job handles SIGTERM: a lost SIGTERM would show as a SIGKILL after the grace.
+    prepared = executor.prepare(jobs.claimed(**shell("trap 'exit 3' TERM; sleep 600 & wait")))
+    assert isinstance(prepared, SandboxJob)
+    outcome: queue.SimpleQueue[IterationResult] = queue.SimpleQueue()
+    thread = threading.Thread(target=lambda: outcome.put(prepared.run_iteration(0)), daemon=True)
+    thread.start()
+    try:
+        wait_until(lambda: prepared.container is not None, timeout=30, interval=0.001)
+        prepared.cancel()  # runc is only starting: its first kill finds no container
+        result = outcome.get(timeout=KILL_GRACE + 20)
+        assert result.exit_code == 3, result.stderr
+    finally:
+        prepared.cleanup()
+
+
+def test_a_cancel_during_the_pull_interrupts_it(
+    executor: SandboxExecutor, jobs: Jobs, registry: LocalRegistry
+) -> None:
+    image = busybox_image()
+    image.layers.append(gzip_bytes(tar_bytes([TarEntry("big", os.urandom(8 * MiB))])))
+    job = jobs.claimed(image, **shell("true"))
+    outcome: queue.SimpleQueue[BaseException | None] = queue.SimpleQueue()
+
+    def prepare() -> None:
+        try:
+            executor.prepare(job).cleanup()
+            outcome.put(None)
+        except BaseException as exc:
+            outcome.put(exc)
+
+    registry.chunk_delay = 0.05  # 8 MiB at 64 KiB per 50 ms: about 6 s
+    try:
+        asked = len(registry.requests)
+        threading.Thread(target=prepare, daemon=True).start()
+        wait_until(lambda: any("/blobs/" in path for path in registry.requests[asked:]))
+        started = time.monotonic()
+        executor.interrupt_setup(job.uuid)
+        error = outcome.get(timeout=30)
+    finally:
+        registry.chunk_delay = 0.0
+    assert isinstance(error, ExecutorError)
+    assert "pull interrupted" in str(error)
+    assert time.monotonic() - started < 3.0
+    assert list((executor.cache.root / "tmp").iterdir()) == []
+
+
+def test_a_server_cancel_during_the_pull_cancels_the_job(
+    executor: SandboxExecutor, jobs: Jobs, registry: LocalRegistry, tmp_path: Path
+) -> None:
+    image = busybox_image()
+    image.layers.append(gzip_bytes(tar_bytes([TarEntry("big", os.urandom(8 * MiB))])))
+    events: queue.SimpleQueue[AgentEvent] = queue.SimpleQueue()
+    job = jobs.claimed(image, **shell("true"))
+    run_ = JobRun(
+        job, executor=executor, spool=Spool(tmp_path / "spool"), post=events.put, cores=CorePlan()
+    )
+    registry.chunk_delay = 0.05
+    try:
+        asked = len(registry.requests)
+        run_.start()
+        wait_until(lambda: any("/blobs/" in path for path in registry.requests[asked:]))
+        run_.cancel(CancelReason.SERVER)
+        assert run_.join(10)
+    finally:
+        registry.chunk_delay = 0.0
+    kinds = []
+    while not events.empty():
+        kinds.append(events.get_nowait())
+    assert kinds[0] == JobStarted(job.uuid)  # running was reported before the pull
+    assert isinstance(kinds[-1], JobFinished)
+    assert kinds[-1].message == Canceled(job=job.uuid)
+
+
+def test_a_spec_beyond_the_machine_memory_is_refused(executor: SandboxExecutor, jobs: Jobs) -> None:
+    with pytest.raises(ExecutorError, match="bytes of memory; this machine has"):
+        executor.prepare(jobs.claimed(memory=1 << 60, **shell("true")))
+
+
+def test_timeout_fails_the_job_and_kills_the_container(
+    executor: SandboxExecutor, jobs: Jobs, tmp_path: Path
+) -> None:
+    events: queue.SimpleQueue[AgentEvent] = queue.SimpleQueue()
+    job = jobs.claimed(timeout=2, entrypoint=["sleep", "600"])
+    run_ = JobRun(
+        job, executor=executor, spool=Spool(tmp_path / "spool"), post=events.put, cores=CorePlan()
+    )
+    run_.start()
+    assert run_.join(60)
+    finished: list[JobFinished] = []
+    while not events.empty():
+        event = events.get_nowait()
+        if isinstance(event, JobFinished):
+            finished.append(event)
+    message = finished[0].message
+    assert isinstance(message, Failed)
+    assert message.error == "job exceeded its timeout of 2 s"
+    assert [result.exit_code for result in message.results] in ([128 + 15], [128 + 9])
+
+
+def test_a_second_job_sees_nothing_of_the_first(executor: SandboxExecutor, jobs: Jobs) -> None:
+    image = busybox_image()
+    first = run(
+        executor, jobs.claimed(image, **shell("echo secret > /tmp/left; echo >> /etc/passwd"))
+    )
+    assert first.exit_code == 0, first.stderr
+    second = run(
+        executor, jobs.claimed(image, **shell("test ! -e /tmp/left; grep -c '' /etc/passwd"))
+    )
+    assert second.exit_code == 0, second.stderr
+    assert second.stdout == "2\n"
+
+
+def test_image_env_workdir_and_user_are_honoured_and_job_env_added(
+    executor: SandboxExecutor, jobs: Jobs
+) -> None:
+    image = busybox_image(
+        {
+            "Entrypoint": ["/bin/sh", "-c"],
+            "Cmd": ['echo "$FROM_IMAGE $FROM_JOB"; pwd; id -u'],
+            "Env": ["FROM_IMAGE=image", "FROM_JOB=image"],
+            "WorkingDir": "/tmp",
+            "User": "nobody",
+        }
+    )
+    result = run(executor, jobs.claimed(image, env={"FROM_JOB": "job"}))
+    assert result.stdout == "image job\n/tmp\n65534\n"
+
+
+def test_job_cmd_overrides_the_image_cmd(executor: SandboxExecutor, jobs: Jobs) -> None:
+    image = busybox_image({"Entrypoint": ["echo"], "Cmd": ["from image"]})
+    assert run(executor, jobs.claimed(image)).stdout == "from image\n"
+    assert run(executor, jobs.claimed(image, cmd=["from", "job"])).stdout == "from job\n"
+
+
+def test_file_paths_are_read_from_inside_the_container(
+    executor: SandboxExecutor, jobs: Jobs, tmp_path: Path
+) -> None:
+    host_file = tmp_path / "host-secret"
+    host_file.write_text("host data")
+    script = f"echo rel > out.json; echo abs > /tmp/abs.txt; ln -s {host_file} /tmp/escape"
+    image = busybox_image({"WorkingDir": "/tmp"})
+    result = run(
+        executor,
+        jobs.claimed(
+            image,
+            file_paths=["out.json", "/tmp/abs.txt", "missing.txt", "/tmp/escape"],
+            **shell(script),
+        ),
+    )
+    assert result.output == {"out.json": "rel\n", "/tmp/abs.txt": "abs\n"}
+    assert "file_path 'missing.txt' not found" in (result.stderr or "")
+    # The symlink resolves inside the container's root, where that host path does not exist.
+    assert "file_path '/tmp/escape' not found" in (result.stderr or "")
+
+
+def test_a_hostile_image_is_a_clear_job_error(executor: SandboxExecutor, jobs: Jobs) -> None:
+    hostile = gzip_bytes(tar_bytes([TarEntry("../../escape", b"x")]))
+    image = busybox_image()
+    image.layers.append(hostile)
+    with pytest.raises(ExecutorError, match=r"'\.\.' in '\.\./\.\./escape' could escape the root"):
+        executor.prepare(jobs.claimed(image, **shell("true")))
+
+
+def test_template_jobs_are_refused(executor: SandboxExecutor, jobs: Jobs) -> None:
+    job = jobs.claimed(**shell("true"))
+    template_job = job.model_copy(
+        update={"config": JsonJobConfig(timeout=10, template="bench.noop", args={})}
+    )
+    with pytest.raises(ExecutorError, match="runs image jobs only"):
+        executor.prepare(template_job)

@@ -1,0 +1,131 @@
+"""Image jobs end to end: a real server, a runner started with ``--executor sandbox``, runc.
+
+The push-and-run test needs the server's ``/v2/`` registry, built in another branch: it skips
+only while ``/v2/`` answers 404 and runs as is once the branches are merged.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.harness import Deployment
+from tests.oci_layout import busybox_image, write_layout
+
+pytestmark = [
+    pytest.mark.system,
+    pytest.mark.skipif(
+        os.geteuid() != 0 or shutil.which("runc") is None, reason="needs root and runc"
+    ),
+    pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs a core for the job"),
+]
+
+RESULT = {"sandboxed": {"latency": {"value": 42.0}}}
+UNKNOWN_DIGEST = "sha256:" + "0" * 64
+
+
+def sandbox_runner(deployment: Deployment, name: str) -> Path:
+    sandbox_dir = deployment.tmp / f"sandbox-{name}"
+    deployment.runner_process(
+        name, BENCHRUNNER_EXECUTOR="sandbox", BENCHRUNNER_SANDBOX_DIR=str(sandbox_dir)
+    ).start()
+    return sandbox_dir
+
+
+def has_registry(deployment: Deployment) -> bool:
+    return httpx.get(f"{deployment.server.url}/v2/").status_code != 404
+
+
+def skopeo(*args: str) -> None:
+    subprocess.run(["skopeo", *args], check=True, capture_output=True, timeout=120)
+
+
+def repository(deployment: Deployment, project: str) -> str:
+    """The project's repository in the server's registry, as skopeo names it."""
+    return f"docker://{deployment.server.url.removeprefix('http://')}/{project}"
+
+
+def push(deployment: Deployment, layout: Path, tag: str, project: str) -> None:
+    source = f"oci:{layout}:{tag}"
+    target = f"{repository(deployment, project)}:{tag}"
+    credentials = f"admin:{deployment.server.token}"
+    skopeo(
+        "copy", "--quiet", "--dest-tls-verify=false", "--dest-creds", credentials, source, target
+    )
+
+
+def project_uuid(deployment: Deployment) -> str:
+    with deployment.admin() as client:
+        return str(client.get_project(deployment.project)["uuid"])
+
+
+def submit_image(deployment: Deployment, digest: str, **job: object) -> str:
+    body = {
+        "project": deployment.project,
+        "spec": deployment.spec,
+        "image": digest,
+        "settings": {"adapter": "json"},
+        "job": {"timeout": 60, **job},
+    }
+    with deployment.admin() as client:
+        return str(client.run(body)["job"])
+
+
+def test_an_image_pushed_with_skopeo_runs_in_the_sandbox(deployment: Deployment) -> None:
+    if not has_registry(deployment):
+        pytest.skip("the server's /v2/ registry is not in this branch yet")
+    script = f"echo '{json.dumps(RESULT)}' | tee result.json"
+    image = busybox_image({"Entrypoint": ["/bin/sh", "-c"], "Cmd": [script], "WorkingDir": "/tmp"})
+    layout = write_layout(deployment.tmp / "layout", [image])
+    push(deployment, layout.path, layout.tag, project_uuid(deployment))
+    sandbox_dir = sandbox_runner(deployment, "sandboxed")
+
+    first = submit_image(deployment, layout.digest, file_paths=["result.json"])
+    job = deployment.wait_status(first, "processed", "completed", "failed", timeout=120)
+    assert job["status"] in ("processed", "completed"), job
+    result = job["output"]["results"][0]
+    assert json.loads(result["stdout"]) == RESULT
+    assert json.loads(result["output"]["result.json"]) == RESULT
+
+    blobs = sorted((sandbox_dir / "images" / "blobs" / "sha256").iterdir())
+    second = submit_image(deployment, layout.digest)
+    job = deployment.wait_status(second, "processed", "completed", "failed", timeout=120)
+    assert job["status"] in ("processed", "completed"), job
+    # The second job downloaded nothing: the same blobs, untouched.
+    assert sorted((sandbox_dir / "images" / "blobs" / "sha256").iterdir()) == blobs
+
+
+def test_an_image_missing_from_the_registry_fails_the_job_clearly(
+    deployment: Deployment,
+) -> None:
+    project = project_uuid(deployment)
+    if has_registry(deployment):
+        # The server checks the image at submission: delete it between submission and pull.
+        layout = write_layout(deployment.tmp / "layout", [busybox_image()])
+        push(deployment, layout.path, layout.tag, project)
+        digest = layout.digest
+        job_uuid = submit_image(deployment, digest)
+        credentials = f"admin:{deployment.server.token}"
+        image = f"{repository(deployment, project)}@{digest}"
+        skopeo("delete", "--tls-verify=false", "--creds", credentials, image)
+    else:
+        digest = UNKNOWN_DIGEST
+        job_uuid = submit_image(deployment, digest)
+    sandbox_runner(deployment, "sandboxed")
+    job = deployment.wait_status(job_uuid, "failed", timeout=60)
+    assert job["output"]["error"] == (
+        f"image {digest}: {project}/manifests/{digest}: not found in the registry"
+    )
+
+
+def test_a_sandbox_runner_refuses_template_jobs_clearly(deployment: Deployment) -> None:
+    sandbox_runner(deployment, "sandboxed")
+    job_uuid = deployment.submit("bench.noop")
+    job = deployment.wait_status(job_uuid, "failed", timeout=60)
+    assert "runs image jobs only" in job["output"]["error"]
