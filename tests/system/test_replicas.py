@@ -19,7 +19,7 @@ import sqlalchemy as sa
 
 from benchrunner.core.states import JobStatus
 from benchrunner.server.store.engine import make_engine
-from benchrunner.server.store.tables import job, job_event
+from benchrunner.server.store.tables import job, job_event, metric, report
 from tests.databases import postgres_database
 from tests.harness import Deployment, ServerProcess, deploy, wait_until
 
@@ -103,6 +103,38 @@ def test_a_dead_replicas_in_flight_jobs_are_swept_by_the_survivor(
             job_view = wait_until(ended, timeout=30, message=f"the sweeper to end {job_uuid}")
             assert job_view["status"] == "failed"
             assert any("heartbeat_timeout" in e["message"] for e in job_view["events"])
+
+
+def test_results_a_dead_replica_stored_but_never_processed_are_processed_by_the_survivor(
+    two_replicas: tuple[Deployment, ServerProcess],
+) -> None:
+    deployment, replica_b = two_replicas
+    channel = deployment.channel("quick-on-a")
+    job_uuid = deployment.submit("bench.noop")
+    assert channel.claim()["uuid"] == job_uuid
+    channel.ask({"event": "running"})
+    result = {"exit_code": 0, "stdout": '{"noop": {"latency": {"value": 7}}}'}
+    channel.ask({"event": "completed", "job": job_uuid, "results": [result]})
+    report_uuid = deployment.wait_status(job_uuid, "processed")["report"]
+    channel.close()
+    deployment.server.kill(signal.SIGKILL)
+    # Rewind to what A's death between "result stored" and "processed" leaves behind.
+    engine = make_engine(replica_b.db, writer=True)
+    with engine.begin() as conn:
+        conn.execute(job.update().where(job.c.uuid == UUID(job_uuid)).values(status=3))
+        report_id = conn.execute(
+            sa.select(report.c.id).where(report.c.uuid == UUID(report_uuid))
+        ).scalar_one()
+        conn.execute(metric.delete().where(metric.c.report_id == report_id))
+    engine.dispose()
+    with replica_b.client() as client:  # B keeps running: no restart re-queues the job
+        wait_until(
+            lambda: client.get_job(deployment.project, job_uuid)["status"] == "processed",
+            timeout=30,
+            message="the survivor's sweeper to process the orphaned result",
+        )
+        results = client.get_report(deployment.project, report_uuid)["results"]
+    assert results[0][0]["measures"][0]["metric"]["value"] == 7.0
 
 
 def _finished(view: dict[str, Any]) -> dict[str, Any] | None:

@@ -60,7 +60,13 @@ class Lifecycle:
         else:
             self.wakeups = PostgresWakeups(self.dispatcher, ctx.db.url)
             leadership = AdvisoryLockLeadership(ctx.db.url)
-        self.sweeper = Sweeper(ctx, self.watchdog, leadership, ctx.settings.sweep_interval)
+        self.sweeper = Sweeper(
+            ctx,
+            self.watchdog,
+            leadership,
+            ctx.settings.sweep_interval,
+            on_completed=self.processor.enqueue,
+        )
         self._spec_cache: dict[int, tuple[float, frozenset[int]]] = {}
 
     async def start(self) -> None:

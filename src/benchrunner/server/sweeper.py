@@ -8,6 +8,10 @@ timeout). It waits one sweep interval beyond the heartbeat timeout so that a liv
 timer, which also closes the channel with the reason, acts first. And it sweeps only after
 leading for a whole heartbeat timeout: when every server was down (a restart), runners need that
 long to reconnect and heartbeat again before their silence counts.
+
+It also re-queues for processing the jobs left ``completed`` for longer than the heartbeat
+timeout: their results were stored, but the replica that took them died before its processor
+got to them. Processing is a guarded transition, so a job re-queued twice is processed once.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ import contextlib
 import datetime as dt
 import logging
 import time
+from collections.abc import Callable
 
 from benchrunner.core.timeouts import TimeoutVerdict
 from benchrunner.server.context import ServerContext
@@ -26,12 +31,21 @@ from benchrunner.server.watchdog import Watchdog
 
 log = logging.getLogger(__name__)
 
+UNPROCESSED_BATCH = 500
+
 
 class Sweeper:
     def __init__(
-        self, ctx: ServerContext, watchdog: Watchdog, leadership: Leadership, interval: float
+        self,
+        ctx: ServerContext,
+        watchdog: Watchdog,
+        leadership: Leadership,
+        interval: float,
+        *,
+        on_completed: Callable[[int], None],
     ) -> None:
         self._ctx = ctx
+        self._on_completed = on_completed
         self._watchdog = watchdog
         self._leadership = leadership
         self._interval = interval
@@ -81,4 +95,11 @@ class Sweeper:
                 ended += 1
         if ended:
             log.info("sweeper ended %d in-flight jobs whose heartbeats stopped", ended)
+        unprocessed = await self._ctx.db.read(
+            jobs.jobs_completed_unprocessed, cutoff, UNPROCESSED_BATCH
+        )
+        for job_id in unprocessed:
+            self._on_completed(job_id)
+        if unprocessed:
+            log.info("sweeper re-queued %d completed jobs for processing", len(unprocessed))
         return ended

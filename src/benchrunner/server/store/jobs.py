@@ -167,6 +167,20 @@ _SILENT_IN_FLIGHT = JOBS.where(
 ).order_by(job.c.id)
 
 
+_UNPROCESSED = (
+    sa.select(job.c.id)
+    .where(job.c.status == sa.literal_column("3"), job.c.modified < sa.bindparam("cutoff"))
+    .order_by(job.c.modified)
+    .limit(sa.bindparam("limit"))
+)
+
+
+def jobs_completed_unprocessed(conn: Connection, cutoff: dt.datetime, limit: int) -> list[int]:
+    """Ids of jobs ``completed`` since before ``cutoff`` and still not processed: their
+    results are stored, but the replica that would have processed them died."""
+    return list(conn.execute(_UNPROCESSED, {"cutoff": cutoff, "limit": limit}).scalars())
+
+
 def jobs_silent_in_flight(conn: Connection, cutoff: dt.datetime) -> list[JobRow]:
     """Claimed or running jobs with no heartbeat since ``cutoff`` (the sweeper's candidates)."""
     return [JobRow.from_row(r) for r in conn.execute(_SILENT_IN_FLIGHT, {"cutoff": cutoff})]

@@ -278,6 +278,14 @@ sa.Index(
     postgresql_where=_IN_FLIGHT,
 )
 sa.Index("index_job_in_flight", job.c.status, sqlite_where=_IN_FLIGHT, postgresql_where=_IN_FLIGHT)
+_COMPLETED = sa.text("status = 3")
+# Completed jobs not yet processed, oldest first: the sweeper re-queues those a dead replica left.
+sa.Index(
+    "index_job_completed",
+    job.c.modified,
+    sqlite_where=_COMPLETED,
+    postgresql_where=_COMPLETED,
+)
 _HAS_RUNNER = sa.text("runner_id IS NOT NULL")
 sa.Index(
     "index_job_runner_id", job.c.runner_id, sqlite_where=_HAS_RUNNER, postgresql_where=_HAS_RUNNER
