@@ -31,6 +31,15 @@ def bounded_text(data: bytes, limit: int, *, truncated: bool = False) -> str:
     return text + truncation_marker(limit) + "\n"
 
 
+def with_notes(stderr: str, notes: list[str]) -> str:
+    """The iteration's stderr followed by the runner's own notes, one per line."""
+    if not notes:
+        return stderr
+    if stderr and not stderr.endswith("\n"):
+        stderr += "\n"
+    return stderr + "".join(f"{note}\n" for note in notes)
+
+
 class StreamCapture:
     """Reads ``stream`` to EOF on a daemon thread; ``text()`` once ``join()`` returned True."""
 

@@ -23,7 +23,7 @@ from benchrunner.core.templates import TemplateError, TemplateRegistry
 from benchrunner.protocol import IterationResult, JsonClaimedJob
 from benchrunner.runner.cores import CorePlan
 from benchrunner.runner.executors.base import Executor, ExecutorError, PreparedJob
-from benchrunner.runner.executors.capture import StreamCapture, bounded_text
+from benchrunner.runner.executors.capture import StreamCapture, bounded_text, with_notes
 from benchrunner.runner.executors.group import ProcessGroup, become_subreaper
 
 log = logging.getLogger(__name__)
@@ -155,13 +155,11 @@ class ProcessJob(PreparedJob):
             exit_code = 128 - returncode
             notes.append(f"[benchrunner: killed by signal {signal.Signals(-returncode).name}]")
         output = self._collect_files(notes)
-        stderr_text = stderr.text()
-        if notes:
-            if stderr_text and not stderr_text.endswith("\n"):
-                stderr_text += "\n"
-            stderr_text += "".join(f"{note}\n" for note in notes)
         return IterationResult(
-            exit_code=exit_code, stdout=stdout.text(), stderr=stderr_text, output=output
+            exit_code=exit_code,
+            stdout=stdout.text(),
+            stderr=with_notes(stderr.text(), notes),
+            output=output,
         )
 
     def cancel(self) -> None:

@@ -39,7 +39,7 @@ from benchrunner.runner.executors.bundle import (
     runtime_config,
     working_dir,
 )
-from benchrunner.runner.executors.capture import StreamCapture, bounded_text
+from benchrunner.runner.executors.capture import StreamCapture, bounded_text, with_notes
 from benchrunner.runner.executors.runtime import OciRuntime, OciRuntimeError
 from benchrunner.runner.executors.scratch import JobRootfs, ScratchError
 from benchrunner.runner.oci.cache import CacheError, ImageCache
@@ -277,13 +277,11 @@ class SandboxJob(PreparedJob):
                 "(or exited with that code)]"
             )
         output = self._collect_files(notes)
-        stderr_text = stderr.text()
-        if notes:
-            if stderr_text and not stderr_text.endswith("\n"):
-                stderr_text += "\n"
-            stderr_text += "".join(f"{note}\n" for note in notes)
         return IterationResult(
-            exit_code=exit_code, stdout=stdout.text(), stderr=stderr_text, output=output
+            exit_code=exit_code,
+            stdout=stdout.text(),
+            stderr=with_notes(stderr.text(), notes),
+            output=output,
         )
 
     def cancel(self) -> None:
