@@ -79,9 +79,9 @@ class Sweeper:
                 log.exception("sweep failed; trying again next interval")
             await asyncio.sleep(self._interval)
 
-    async def sweep(self) -> int:
+    async def sweep(self) -> None:
         """Judge every in-flight job silent for longer than the heartbeat timeout plus one
-        interval; return how many were ended."""
+        interval, and re-queue the completed jobs left unprocessed as long."""
         cutoff = (
             self._ctx.clock.now()
             - self._ctx.heartbeat_timeout
@@ -89,8 +89,8 @@ class Sweeper:
         )
         stale = await self._ctx.db.read(jobs.jobs_silent_in_flight, cutoff)
         ended = 0
-        for job in stale:
-            verdict = await self._watchdog.judge(job.id)
+        for job_id in stale:
+            verdict = await self._watchdog.judge(job_id)
             if verdict not in (None, TimeoutVerdict.ALIVE):
                 ended += 1
         if ended:
@@ -102,4 +102,3 @@ class Sweeper:
             self._on_completed(job_id)
         if unprocessed:
             log.info("sweeper re-queued %d completed jobs for processing", len(unprocessed))
-        return ended

@@ -158,13 +158,17 @@ def jobs_orphaned_claimed(conn: Connection, older_than: dt.datetime) -> list[Job
     return [JobRow.from_row(r) for r in rows]
 
 
-_SILENT_IN_FLIGHT = JOBS.where(
-    in_flight(job.c.status),
-    sa.or_(
-        job.c.last_heartbeat < sa.bindparam("cutoff"),
-        sa.and_(job.c.last_heartbeat.is_(None), job.c.modified < sa.bindparam("cutoff")),
-    ),
-).order_by(job.c.id)
+_SILENT_IN_FLIGHT = (
+    sa.select(job.c.id)
+    .where(
+        in_flight(job.c.status),
+        sa.or_(
+            job.c.last_heartbeat < sa.bindparam("cutoff"),
+            sa.and_(job.c.last_heartbeat.is_(None), job.c.modified < sa.bindparam("cutoff")),
+        ),
+    )
+    .order_by(job.c.id)
+)
 
 
 _UNPROCESSED = (
@@ -181,9 +185,10 @@ def jobs_completed_unprocessed(conn: Connection, cutoff: dt.datetime, limit: int
     return list(conn.execute(_UNPROCESSED, {"cutoff": cutoff, "limit": limit}).scalars())
 
 
-def jobs_silent_in_flight(conn: Connection, cutoff: dt.datetime) -> list[JobRow]:
-    """Claimed or running jobs with no heartbeat since ``cutoff`` (the sweeper's candidates)."""
-    return [JobRow.from_row(r) for r in conn.execute(_SILENT_IN_FLIGHT, {"cutoff": cutoff})]
+def jobs_silent_in_flight(conn: Connection, cutoff: dt.datetime) -> list[int]:
+    """Ids of claimed or running jobs with no heartbeat since ``cutoff`` (the sweeper's
+    candidates; the watchdog re-reads each one as it judges it)."""
+    return list(conn.execute(_SILENT_IN_FLIGHT, {"cutoff": cutoff}).scalars())
 
 
 # ---------------------------------------------------------------- listings
