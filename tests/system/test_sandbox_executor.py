@@ -60,7 +60,7 @@ def registry() -> Iterator[LocalRegistry]:
 @pytest.fixture
 def executor(tmp_path: Path, registry: LocalRegistry) -> Iterator[SandboxExecutor]:
     executor = SandboxExecutor(
-        registry_url=registry.url,
+        registry_url=lambda: registry.url,
         work_root=tmp_path / "sandbox",
         kill_grace=KILL_GRACE,
         max_output_bytes=64 * 1024,

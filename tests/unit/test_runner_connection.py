@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import queue
 import random
 from pathlib import Path
 
@@ -10,6 +11,9 @@ import pytest
 from benchrunner.runner import RunnerOptions, run_agent
 from benchrunner.runner.backoff import Backoff
 from benchrunner.runner.channel import channel_url
+from benchrunner.runner.connector import Connector
+from benchrunner.runner.cores import CorePlan
+from tests.harness import free_port
 
 KEY = "bencher_runner_" + "ab" * 32
 
@@ -101,3 +105,20 @@ def test_unusable_configuration_exits_2_without_connecting(
     assert run_agent(options(tmp_path, **changes)) == 2
     assert logged in caplog.text
     assert KEY not in caplog.text
+
+
+def test_connector_moves_to_the_next_replica_and_names_its_host() -> None:
+    dead = [f"http://127.0.0.1:{free_port()}", f"http://127.0.0.1:{free_port()}"]
+    connector = Connector(
+        dead,
+        "r1",
+        "bencher_runner_" + "0" * 64,
+        events=queue.SimpleQueue(),
+        cores=CorePlan(),
+        user_agent="test",
+    )
+    assert connector.host == dead[0]
+    assert connector.url == channel_url(dead[0], "r1")
+    assert connector.connect() is None  # nothing listens there
+    assert connector.host == dead[1]  # the sandbox pulls from this one next
+    assert connector.url == channel_url(dead[1], "r1")

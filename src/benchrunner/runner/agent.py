@@ -40,7 +40,7 @@ from benchrunner.protocol import (
     TerminalMessage,
     Update,
 )
-from benchrunner.runner.channel import ChannelClosedError, ChannelRefusedError, channel_url
+from benchrunner.runner.channel import ChannelClosedError, ChannelRefusedError
 from benchrunner.runner.connector import Connector
 from benchrunner.runner.cores import CorePlan
 from benchrunner.runner.drain import Drain
@@ -124,7 +124,7 @@ class Agent:
             kill_grace=options.kill_grace,
             max_output_bytes=options.max_output_bytes,
             cores=self._cores,
-            registry_url=options.host,
+            registry_url=lambda: self._connector.host,
             sandbox_dir=options.sandbox_dir
             or options.spool.with_name(f"{options.spool.name}-sandbox"),
             oci_runtime=options.oci_runtime,
@@ -134,7 +134,8 @@ class Agent:
         self._events: queue.SimpleQueue[AgentEvent] = queue.SimpleQueue()
         self._version = runner_version()
         self._connector = Connector(
-            [channel_url(host, options.runner) for host in options.hosts],
+            options.hosts,
+            options.runner,
             options.key,
             events=self._events,
             cores=self._cores,

@@ -11,7 +11,7 @@ import time
 from collections.abc import Sequence
 
 from benchrunner.runner.backoff import Backoff
-from benchrunner.runner.channel import Channel, ChannelUnavailableError
+from benchrunner.runner.channel import Channel, ChannelUnavailableError, channel_url
 from benchrunner.runner.cores import CorePlan
 from benchrunner.runner.events import AgentEvent
 
@@ -21,7 +21,8 @@ log = logging.getLogger(__name__)
 class Connector:
     def __init__(
         self,
-        urls: Sequence[str],
+        hosts: Sequence[str],
+        runner: str,
         key: str,
         *,
         events: queue.SimpleQueue[AgentEvent],
@@ -29,9 +30,10 @@ class Connector:
         user_agent: str,
         rng: random.Random | None = None,
     ) -> None:
-        if not urls:
+        if not hosts:
             raise ValueError("no server URL to connect to")
-        self._urls = list(urls)
+        self._hosts = list(hosts)
+        self._urls = [channel_url(host, runner) for host in hosts]
         self._current = 0
         self._key = key
         self._events = events
@@ -44,7 +46,13 @@ class Connector:
 
     @property
     def url(self) -> str:
+        """The channel URL of the server this connector is on (or tries next)."""
         return self._urls[self._current]
+
+    @property
+    def host(self) -> str:
+        """The http(s) URL of that server: where its registry is too."""
+        return self._hosts[self._current]
 
     def is_current(self, generation: int) -> bool:
         return self.channel is not None and self.channel.generation == generation

@@ -6,6 +6,7 @@ crun); ``microvm`` (Firecracker) will implement the same ``Executor`` interface.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from benchrunner.core.templates import TemplateRegistry
@@ -32,13 +33,14 @@ def create_executor(
     kill_grace: float,
     max_output_bytes: int,
     cores: CorePlan,
-    registry_url: str,
+    registry_url: Callable[[], str],
     sandbox_dir: Path,
     oci_runtime: str = "runc",
 ) -> Executor:
-    """The executor called ``name``. ``registry_url`` (the runner's server), ``sandbox_dir``
-    (image cache, runtime state, job directories) and ``oci_runtime`` matter to ``sandbox``
-    only. Raises ExecutorError for an unknown, not yet available or unusable executor."""
+    """The executor called ``name``. ``registry_url`` (gives the URL of the server the runner
+    is connected to), ``sandbox_dir`` (image cache, runtime state, job directories) and
+    ``oci_runtime`` matter to ``sandbox`` only. Raises ExecutorError for an unknown, not yet
+    available or unusable executor."""
     if name == "process":
         return ProcessExecutor(
             templates, kill_grace=kill_grace, max_output_bytes=max_output_bytes, cores=cores

@@ -23,7 +23,7 @@ import subprocess
 import threading
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path, PurePosixPath
 
 from benchrunner.protocol import IterationResult, JsonClaimedJob
@@ -61,7 +61,7 @@ class SandboxExecutor(Executor):
     def __init__(
         self,
         *,
-        registry_url: str,
+        registry_url: Callable[[], str],
         work_root: Path,
         kill_grace: float = 10.0,
         max_output_bytes: int = 1_048_576,
@@ -69,7 +69,8 @@ class SandboxExecutor(Executor):
         runtime: str = "runc",
         pids_limit: int = DEFAULT_PIDS_LIMIT,
     ) -> None:
-        """``registry_url``: the runner's own server (the job's token is sent nowhere else).
+        """``registry_url``: gives the URL of the server the runner is connected to now (the job's
+        token is sent nowhere else).
         ``work_root`` holds the image cache, the runtime state and the per-job directories.
         Raises ExecutorError if the runtime or the work directory is unusable."""
         self._registry_url = registry_url
@@ -122,7 +123,7 @@ class SandboxExecutor(Executor):
     ) -> SandboxJob:
         config, spec = job.config, job.spec
         assert config.digest is not None and config.project is not None
-        registry = Registry(self._registry_url, job.oci_token, interrupted=interrupted)
+        registry = Registry(self._registry_url(), job.oci_token, interrupted=interrupted)
         try:
             image = pull_image(
                 registry,
