@@ -20,6 +20,7 @@ MIN_POLL_TIMEOUT = 1
 MAX_POLL_TIMEOUT = 900
 DEFAULT_POLL_TIMEOUT = 30
 MAX_ITER = 1000
+MAX_TIMEOUT = 2**31 - 1  # seconds; the database column is a 32-bit integer
 DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
 
 
@@ -51,7 +52,7 @@ class JsonJobConfig(_Wire):
     carry ``template`` and its already-checked ``args``.
     """
 
-    timeout: int = Field(ge=1, le=2**31 - 1)
+    timeout: int = Field(ge=1, le=MAX_TIMEOUT)
     iter: int = Field(default=1, ge=1, le=MAX_ITER)
     file_paths: list[str] | None = None
     # image jobs

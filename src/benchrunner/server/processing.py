@@ -13,7 +13,6 @@ import logging
 from sqlalchemy.engine import Connection
 
 from benchrunner import adapters
-from benchrunner.core.states import JobStatus
 from benchrunner.protocol import IterationResult, JsonJobOutput
 from benchrunner.server.blobs import job_output_key
 from benchrunner.server.context import ServerContext
@@ -59,11 +58,6 @@ def measure_output(
 MAX_BATCH = 64
 
 
-def _completed(conn: Connection, job_ids: list[int]) -> list[jobs.JobRow]:
-    found = (jobs.job_get(conn, job_id) for job_id in job_ids)
-    return [job for job in found if job is not None and job.status == JobStatus.COMPLETED]
-
-
 class Processor:
     def __init__(self, ctx: ServerContext) -> None:
         self._ctx = ctx
@@ -99,27 +93,31 @@ class Processor:
 
     async def process(self, job_ids: list[int]) -> None:
         """Process completed jobs in one write transaction (all or none of them commit)."""
-        found = await self._ctx.db.read(_completed, job_ids)
+        found = await self._ctx.db.read(jobs.jobs_completed_among, job_ids)
         if not found:
             return
         outputs = await asyncio.to_thread(self._read_outputs, found)
         await self._ctx.db.write(self._commit_all, outputs)
 
-    def _read_outputs(self, found: list[jobs.JobRow]) -> dict[int, JsonJobOutput | None]:
-        outputs: dict[int, JsonJobOutput | None] = {}
+    def _read_outputs(
+        self, found: list[jobs.JobRow]
+    ) -> list[tuple[jobs.JobRow, JsonJobOutput | None]]:
+        outputs: list[tuple[jobs.JobRow, JsonJobOutput | None]] = []
         for job in found:
             raw = self._ctx.blobs.get(job_output_key(job.project_uuid, job.uuid))
-            outputs[job.id] = None if raw is None else JsonJobOutput.model_validate_json(raw)
+            outputs.append((job, None if raw is None else JsonJobOutput.model_validate_json(raw)))
         return outputs
 
-    def _commit_all(self, conn: Connection, outputs: dict[int, JsonJobOutput | None]) -> None:
-        for job_id, output in outputs.items():
-            self._commit(conn, job_id, output)
+    def _commit_all(
+        self, conn: Connection, outputs: list[tuple[jobs.JobRow, JsonJobOutput | None]]
+    ) -> None:
+        for job, output in outputs:
+            self._commit(conn, job, output)
 
-    def _commit(self, conn: Connection, job_id: int, output: JsonJobOutput | None) -> bool:
-        job = jobs.job_get(conn, job_id)
-        if job is None or job.status != JobStatus.COMPLETED:
-            return False
+    def _commit(self, conn: Connection, job: jobs.JobRow, output: JsonJobOutput | None) -> bool:
+        """Parse and store one job's metrics. The guarded move to ``processed`` comes first, so
+        a job another replica (or an earlier batch) processed meanwhile adds nothing."""
+        job_id = job.id
         report = reports.report_row(conn, job.report_id)
         values, error = measure_output(report.adapter, output)
         now = self._ctx.clock.now()

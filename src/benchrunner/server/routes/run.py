@@ -24,7 +24,7 @@ from benchrunner import adapters
 from benchrunner.core import slugs
 from benchrunner.core.templates import TemplateError
 from benchrunner.core.tiers import Plan, priority_for
-from benchrunner.protocol import MAX_ITER, JsonJobConfig, is_digest
+from benchrunner.protocol import MAX_ITER, MAX_TIMEOUT, JsonJobConfig, is_digest
 from benchrunner.server.context import ServerContext
 from benchrunner.server.errors import bad_request, not_found
 from benchrunner.server.routes.deps import Ctx, Life, MaybeUser, project_access
@@ -46,7 +46,7 @@ class RunJob(BaseModel):
     entrypoint: list[str] | None = None
     cmd: list[str] | None = None
     env: dict[str, str] | None = None
-    timeout: int | None = Field(default=None, ge=1, le=2**31 - 1)
+    timeout: int | None = Field(default=None, ge=1, le=MAX_TIMEOUT)
     file_paths: list[str] | None = None
     iter: int | None = Field(default=None, ge=1, le=MAX_ITER)
 

@@ -13,9 +13,9 @@ from sqlalchemy.engine import Connection
 
 from benchrunner.core.states import JobStatus
 from benchrunner.core.tiers import PER_ORGANIZATION_MIN_PRIORITY, UNLIMITED_MIN_PRIORITY
-from benchrunner.server.store import tier_locks
+from benchrunner.server.store import runners, tier_locks
 from benchrunner.server.store.jobs import JOBS, JobRow
-from benchrunner.server.store.tables import in_flight, job, runner, runner_spec, spec
+from benchrunner.server.store.tables import in_flight, job, runner
 from benchrunner.server.store.transitions import transition
 
 
@@ -53,12 +53,9 @@ def _eligible_jobs(organization_owned: bool, excluding: bool = False) -> sa.Sele
         sa.and_(per_organization, ~org_busy),
         sa.and_(per_source_ip, ~ip_busy),
     )
-    runner_specs = sa.select(runner_spec.c.spec_id).where(
-        runner_spec.c.runner_id == sa.bindparam("runner_id")
-    )
     query = JOBS.where(
         job.c.status == int(JobStatus.PENDING),
-        job.c.spec_id.in_(runner_specs),
+        job.c.spec_id.in_(runners.RUNNER_SPEC_IDS),
         within_limits,
     )
     if organization_owned:
@@ -105,7 +102,6 @@ def _best_eligible(conn: Connection, runner_id: int, runner_org: int | None) -> 
     return None
 
 
-_SPEC = sa.select(spec).where(spec.c.id == sa.bindparam("spec_id"))
 _RUNNER_CLAIM_STATE = sa.select(runner.c.paused, runner.c.archived, runner.c.organization_id).where(
     runner.c.id == sa.bindparam("runner_id")
 )
@@ -146,4 +142,4 @@ def job_claim(
     claimed = dataclasses.replace(
         JobRow.from_row(row), status=JobStatus.CLAIMED, modified=now, **claimed_values
     )
-    return Claim(claimed, conn.execute(_SPEC, {"spec_id": claimed.spec_id}).one())
+    return Claim(claimed, runners.spec_by_id(conn, claimed.spec_id))

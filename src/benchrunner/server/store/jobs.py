@@ -171,6 +171,17 @@ _SILENT_IN_FLIGHT = (
 )
 
 
+_COMPLETED_AMONG = JOBS.where(
+    job.c.id.in_(sa.bindparam("ids", expanding=True)),
+    job.c.status == int(JobStatus.COMPLETED),
+)
+
+
+def jobs_completed_among(conn: Connection, job_ids: list[int]) -> list[JobRow]:
+    """Those of ``job_ids`` still ``completed`` (not yet processed), in one query."""
+    return [JobRow.from_row(r) for r in conn.execute(_COMPLETED_AMONG, {"ids": job_ids})]
+
+
 _UNPROCESSED = (
     sa.select(job.c.id)
     .where(job.c.status == sa.literal_column("3"), job.c.modified < sa.bindparam("cutoff"))

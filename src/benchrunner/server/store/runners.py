@@ -139,13 +139,13 @@ def runner_record_metadata(
     )
 
 
-_RUNNER_SPEC_IDS = sa.select(runner_spec.c.spec_id).where(
+RUNNER_SPEC_IDS = sa.select(runner_spec.c.spec_id).where(
     runner_spec.c.runner_id == sa.bindparam("runner_id")
 )
 
 
 def runner_spec_ids(conn: Connection, runner_id: int) -> frozenset[int]:
-    rows = conn.execute(_RUNNER_SPEC_IDS, {"runner_id": runner_id})
+    rows = conn.execute(RUNNER_SPEC_IDS, {"runner_id": runner_id})
     return frozenset(r.spec_id for r in rows)
 
 

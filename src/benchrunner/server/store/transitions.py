@@ -14,11 +14,8 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from benchrunner.core.states import IN_FLIGHT, JobStatus, sources_of
-from benchrunner.server.store.tables import job, job_event, runner
-
-_IN_FLIGHT = [int(s) for s in IN_FLIGHT]
-
+from benchrunner.core.states import JobStatus, sources_of
+from benchrunner.server.store.tables import in_flight, job, job_event, runner
 
 _INSERT_EVENT = job_event.insert()
 
@@ -135,7 +132,7 @@ _TOUCH_RUNNER = (
 )
 _TOUCH_JOB = (
     job.update()
-    .where(job.c.id == sa.bindparam("job_id"), job.c.status.in_(_IN_FLIGHT))
+    .where(job.c.id == sa.bindparam("job_id"), in_flight(job.c.status))
     .values(last_heartbeat=sa.bindparam("now"))
     .returning(job.c.status, job.c.started, job.c.timeout)
 )
