@@ -72,7 +72,6 @@ class Process:
     cwd: str
     uid: int
     gid: int
-    additional_gids: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -142,15 +141,7 @@ def runtime_config(
         "hostname": HOSTNAME,
         "process": {
             "terminal": False,
-            "user": {
-                "uid": process.uid,
-                "gid": process.gid,
-                **(
-                    {"additionalGids": list(process.additional_gids)}
-                    if process.additional_gids
-                    else {}
-                ),
-            },
+            "user": {"uid": process.uid, "gid": process.gid},
             "args": process.args,
             "env": process.env,
             "cwd": process.cwd,

@@ -62,14 +62,8 @@ class OciRuntime:
         except (ValueError, TypeError, KeyError):
             return []
 
-    def version(self) -> str:
-        output = self._call("--version")
-        return (output or "").splitlines()[0] if output else "unknown"
-
     def _call(self, *args: str) -> str | None:
         argv = [self.binary, "--root", str(self.state_root), *args]
-        if args[0] == "--version":
-            argv = [self.binary, "--version"]
         try:
             result = subprocess.run(
                 argv,

@@ -56,13 +56,6 @@ def blob_unlink(conn: Connection, project_id: int, digest: str) -> bool:
     return result.rowcount > 0
 
 
-def blob_linked_anywhere(conn: Connection, digest: str) -> bool:
-    return (
-        conn.execute(sa.select(oci_blob.c.id).where(oci_blob.c.digest == digest).limit(1)).first()
-        is not None
-    )
-
-
 def blobs_missing(conn: Connection, project_id: int, digests: Collection[str]) -> list[str]:
     """The digests among ``digests`` this project does not hold, in the order given."""
     if not digests:
