@@ -1,6 +1,7 @@
-"""A minimal read-only OCI registry on loopback, for runner tests while the server's own
-``/v2/`` is not in this branch: serves blobs and manifests by digest to one Bearer token, and
-records every request so a test can tell a cached pull from a download."""
+"""A minimal read-only OCI registry on loopback, for the pull client's own tests: serves blobs
+and manifests by digest to one Bearer token, records every request so a test can tell a cached
+pull from a download, and can be made slow (``chunk_delay``) or hostile (``tamper``), which the
+server's real ``/v2/`` cannot. End-to-end tests use the real ``/v2/``."""
 
 from __future__ import annotations
 

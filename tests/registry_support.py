@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 from typing import Any
 
 import httpx
@@ -13,7 +12,7 @@ from benchrunner.server.store import accounts
 from benchrunner.server.store.engine import Database
 from benchrunner.server.store.tables import organization_role
 from tests.harness import ServerProcess
-from tests.oci_layout import OCI_CONFIG, OCI_MANIFEST, canonical, descriptor
+from tests.oci_layout import OCI_CONFIG, OCI_MANIFEST, canonical, descriptor, sha256_digest
 
 
 def make_user(server: ServerProcess, email: str, member_of: str | None = None) -> str:
@@ -41,10 +40,6 @@ def make_user(server: ServerProcess, email: str, member_of: str | None = None) -
         db.close()
 
 
-def digest_of(data: bytes) -> str:
-    return "sha256:" + hashlib.sha256(data).hexdigest()
-
-
 def registry_token(server: ServerProcess, api_token: str | None, *scopes: str) -> str:
     """Run the Docker token flow: Basic credentials (or none) for a registry JWT."""
     auth = ("anyone", api_token) if api_token else None
@@ -69,7 +64,7 @@ def error_code(response: httpx.Response) -> str:
 
 
 def push_blob(client: httpx.Client, repo: str, data: bytes) -> str:
-    digest = digest_of(data)
+    digest = sha256_digest(data)
     response = client.post(f"/{repo}/blobs/uploads/", params={"digest": digest}, content=data)
     assert response.status_code == 201, response.text
     return digest
@@ -95,10 +90,10 @@ def push_image(
     push_blob(client, repo, config)
     push_blob(client, repo, layer)
     response = client.put(
-        f"/{repo}/manifests/{tag or digest_of(manifest)}",
+        f"/{repo}/manifests/{tag or sha256_digest(manifest)}",
         content=manifest,
         headers={"Content-Type": OCI_MANIFEST},
     )
     assert response.status_code == 201, response.text
-    assert response.headers["Docker-Content-Digest"] == digest_of(manifest)
-    return digest_of(manifest)
+    assert response.headers["Docker-Content-Digest"] == sha256_digest(manifest)
+    return sha256_digest(manifest)

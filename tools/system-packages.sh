@@ -10,8 +10,9 @@ for command in "${!wanted[@]}"; do
 done
 [ "${#missing[@]}" -eq 0 ] && exit 0
 if [ "$(id -u)" -ne 0 ] || ! command -v apt-get >/dev/null 2>&1; then
-  echo "missing system packages: ${missing[*]} (install them with your package manager)" >&2
-  exit 1
+  # Not fatal: the tests that need these tools skip themselves where they are missing.
+  echo "warning: missing system packages: ${missing[*]}; the tests that need them will skip" >&2
+  exit 0
 fi
 echo "installing system packages: ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive

@@ -8,6 +8,7 @@ import pytest
 from benchrunner.client import ApiError
 from benchrunner.server.bootstrap import bootstrap_admin
 from tests.harness import Deployment
+from tests.registry_support import make_user
 
 
 def test_resources_by_uuid_or_slug(deployment: Deployment) -> None:
@@ -59,7 +60,7 @@ def test_pagination_headers(deployment: Deployment) -> None:
 
 
 def test_private_projects_are_invisible_to_outsiders(deployment: Deployment) -> None:
-    outsider_token = bootstrap_admin(deployment.server.db, "admin2@test.dev")
+    admin2_token = bootstrap_admin(deployment.server.db, "admin2@test.dev")
     with deployment.admin() as client:
         client.create_project("acme", "secret", "private")
         job = client.run({"project": "secret", "spec": "small", "template": "bench.noop"})["job"]
@@ -67,9 +68,18 @@ def test_private_projects_are_invisible_to_outsiders(deployment: Deployment) -> 
     anonymous = httpx.get(f"{deployment.server.url}/v0/projects/secret/jobs/{job}")
     assert anonymous.status_code == 404
     assert "not found" in anonymous.json()["message"]
-    # Runner and spec administration is for server admins only.
-    with deployment.server.client(outsider_token) as admin2:
+    with deployment.server.client(admin2_token) as admin2:
         assert admin2.get_project("secret")["visibility"] == "private"  # admins see everything
+    # A signed-in user outside the organization cannot tell it from a missing one either.
+    outsider_token = make_user(deployment.server, "outsider@test.dev")
+    with deployment.server.client(outsider_token) as outsider:
+        with pytest.raises(ApiError) as hidden:
+            outsider.get_project("secret")
+        assert hidden.value.status == 404
+        # Runner and spec administration is for server admins only.
+        with pytest.raises(ApiError) as refused:
+            outsider.create_runner("x", [deployment.spec])
+        assert refused.value.status == 403
     response = httpx.post(
         f"{deployment.server.url}/v0/runners",
         json={"name": "x"},

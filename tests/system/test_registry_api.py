@@ -11,9 +11,8 @@ import httpx
 import pytest
 
 from tests.harness import Deployment
-from tests.oci_layout import OCI_INDEX, OCI_MANIFEST, canonical, descriptor
+from tests.oci_layout import OCI_INDEX, OCI_MANIFEST, canonical, descriptor, sha256_digest
 from tests.registry_support import (
-    digest_of,
     error_code,
     image_manifest,
     push_blob,
@@ -77,7 +76,7 @@ def test_monolithic_upload_then_head_get_and_delete(pusher: httpx.Client) -> Non
 def test_wrong_digest_is_refused_and_nothing_is_stored(
     deployment: Deployment, pusher: httpx.Client
 ) -> None:
-    claimed = digest_of(b"something else")
+    claimed = sha256_digest(b"something else")
     response = pusher.post("/bench/blobs/uploads/", params={"digest": claimed}, content=b"data")
     assert response.status_code == 400
     assert error_code(response) == "DIGEST_INVALID"
@@ -115,9 +114,9 @@ def test_chunked_upload_checks_ranges(deployment: Deployment, pusher: httpx.Clie
     assert status.status_code == 204
     assert status.headers["Range"] == f"0-{offset - 1}"
     data = b"".join(chunks)
-    done = pusher.put(base + location, params={"digest": digest_of(data)})
+    done = pusher.put(base + location, params={"digest": sha256_digest(data)})
     assert done.status_code == 201, done.text
-    assert pusher.get(f"/bench/blobs/{digest_of(data)}").content == data
+    assert pusher.get(f"/bench/blobs/{sha256_digest(data)}").content == data
 
 
 def test_upload_sessions_are_bound_to_their_repository(
@@ -146,7 +145,7 @@ def test_manifest_by_tag_and_digest_with_tag_pagination(pusher: httpx.Client) ->
     by_tag = pusher.get("/bench/manifests/v1")
     assert by_tag.headers["Content-Type"] == OCI_MANIFEST
     assert by_tag.headers["Docker-Content-Digest"] == digest
-    assert digest_of(by_tag.content) == digest
+    assert sha256_digest(by_tag.content) == digest
     head = pusher.head(f"/bench/manifests/{digest}")
     assert head.status_code == 200
     assert head.headers["Content-Length"] == str(len(by_tag.content))
@@ -179,7 +178,7 @@ def test_manifest_needs_its_blobs_and_a_matching_digest(pusher: httpx.Client) ->
     assert missing.status_code == 400
     assert error_code(missing) == "MANIFEST_BLOB_UNKNOWN"
     wrong = pusher.put(
-        f"/bench/manifests/{digest_of(b'other')}",
+        f"/bench/manifests/{sha256_digest(b'other')}",
         content=manifest,
         headers={"Content-Type": OCI_MANIFEST},
     )
@@ -226,7 +225,7 @@ def test_referrers_list_manifests_by_subject_and_filter_by_artifact_type(
     )
     assert only.headers["OCI-Filters-Applied"] == "artifactType"
     assert [m["digest"] for m in only.json()["manifests"]] == [refs["application/vnd.example.sbom"]]
-    none = pusher.get(f"/bench/referrers/{digest_of(b'nothing')}")
+    none = pusher.get(f"/bench/referrers/{sha256_digest(b'nothing')}")
     assert none.status_code == 200
     assert none.json()["manifests"] == []
 
@@ -327,9 +326,9 @@ def test_an_interrupted_chunk_leaves_a_session_that_resumes(
     assert held in (0, 1000)
     done = pusher.put(
         server.url + status.headers["Location"],
-        params={"digest": digest_of(data)},
+        params={"digest": sha256_digest(data)},
         content=data[held:],
     )
     assert done.status_code == 201, done.text
-    assert pusher.get(f"/bench/blobs/{digest_of(data)}").content == data
+    assert pusher.get(f"/bench/blobs/{sha256_digest(data)}").content == data
     assert "Traceback" not in server.log.read_text()

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from tests.harness import Deployment, deploy
-from tests.registry_support import digest_of, error_code, push_blob, registry_token, v2
+from tests.oci_layout import sha256_digest
+from tests.registry_support import error_code, push_blob, registry_token, v2
 
 API_LIMIT = 64 * 1024
 REGISTRY_LIMIT = 1024 * 1024
@@ -31,7 +32,7 @@ def test_blob_limit_is_the_registrys_not_the_apis(small_limits: Deployment) -> N
         assert client.get(f"/bench/blobs/{push_blob(client, 'bench', layer)}").content == layer
         too_big = b"y" * (REGISTRY_LIMIT + 1)
         refused = client.post(
-            "/bench/blobs/uploads/", params={"digest": digest_of(too_big)}, content=too_big
+            "/bench/blobs/uploads/", params={"digest": sha256_digest(too_big)}, content=too_big
         )
         assert refused.status_code == 413
         assert error_code(refused) == "SIZE_INVALID"

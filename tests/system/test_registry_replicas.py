@@ -12,8 +12,8 @@ import pytest
 
 from tests.databases import postgres_database
 from tests.harness import Deployment, ServerProcess, deploy
-from tests.oci_layout import busybox_image, write_layout
-from tests.registry_support import digest_of, registry_token, v2
+from tests.oci_layout import busybox_image, sha256_digest, write_layout
+from tests.registry_support import registry_token, v2
 
 pytestmark = pytest.mark.postgresql
 
@@ -44,10 +44,10 @@ def test_an_upload_session_moves_between_replicas(
         )
         assert second.status_code == 202, second.text
         done = on_a.put(
-            replica_a.url + second.headers["Location"], params={"digest": digest_of(data)}
+            replica_a.url + second.headers["Location"], params={"digest": sha256_digest(data)}
         )
         assert done.status_code == 201, done.text
-        assert on_b.get(f"/bench/blobs/{digest_of(data)}").content == data
+        assert on_b.get(f"/bench/blobs/{sha256_digest(data)}").content == data
 
 
 @pytest.mark.skipif(shutil.which("skopeo") is None, reason="skopeo not installed")

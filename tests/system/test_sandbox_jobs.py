@@ -1,7 +1,7 @@
 """Image jobs end to end: a real server, a runner started with ``--executor sandbox``, runc.
 
-The push-and-run test needs the server's ``/v2/`` registry, built in another branch: it skips
-only while ``/v2/`` answers 404 and runs as is once the branches are merged.
+Images are pushed with skopeo to the server's own ``/v2/`` registry and pulled from it by the
+runner with the job's OCI token.
 """
 
 from __future__ import annotations
@@ -12,7 +12,6 @@ import shutil
 import subprocess
 from pathlib import Path
 
-import httpx
 import pytest
 
 from tests.harness import Deployment
@@ -27,7 +26,6 @@ pytestmark = [
 ]
 
 RESULT = {"sandboxed": {"latency": {"value": 42.0}}}
-UNKNOWN_DIGEST = "sha256:" + "0" * 64
 
 
 def sandbox_runner(deployment: Deployment, name: str) -> Path:
@@ -36,10 +34,6 @@ def sandbox_runner(deployment: Deployment, name: str) -> Path:
         name, BENCHRUNNER_EXECUTOR="sandbox", BENCHRUNNER_SANDBOX_DIR=str(sandbox_dir)
     ).start()
     return sandbox_dir
-
-
-def has_registry(deployment: Deployment) -> bool:
-    return httpx.get(f"{deployment.server.url}/v2/").status_code != 404
 
 
 def skopeo(*args: str) -> None:
@@ -78,8 +72,6 @@ def submit_image(deployment: Deployment, digest: str, **job: object) -> str:
 
 
 def test_an_image_pushed_with_skopeo_runs_in_the_sandbox(deployment: Deployment) -> None:
-    if not has_registry(deployment):
-        pytest.skip("the server's /v2/ registry is not in this branch yet")
     script = f"echo '{json.dumps(RESULT)}' | tee result.json"
     image = busybox_image({"Entrypoint": ["/bin/sh", "-c"], "Cmd": [script], "WorkingDir": "/tmp"})
     layout = write_layout(deployment.tmp / "layout", [image])
@@ -105,18 +97,14 @@ def test_an_image_missing_from_the_registry_fails_the_job_clearly(
     deployment: Deployment,
 ) -> None:
     project = project_uuid(deployment)
-    if has_registry(deployment):
-        # The server checks the image at submission: delete it between submission and pull.
-        layout = write_layout(deployment.tmp / "layout", [busybox_image()])
-        push(deployment, layout.path, layout.tag, project)
-        digest = layout.digest
-        job_uuid = submit_image(deployment, digest)
-        credentials = f"admin:{deployment.server.token}"
-        image = f"{repository(deployment, project)}@{digest}"
-        skopeo("delete", "--tls-verify=false", "--creds", credentials, image)
-    else:
-        digest = UNKNOWN_DIGEST
-        job_uuid = submit_image(deployment, digest)
+    # The server checks the image at submission: delete it between submission and pull.
+    layout = write_layout(deployment.tmp / "layout", [busybox_image()])
+    push(deployment, layout.path, layout.tag, project)
+    digest = layout.digest
+    job_uuid = submit_image(deployment, digest)
+    credentials = f"admin:{deployment.server.token}"
+    image = f"{repository(deployment, project)}@{digest}"
+    skopeo("delete", "--tls-verify=false", "--creds", credentials, image)
     sandbox_runner(deployment, "sandboxed")
     job = deployment.wait_status(job_uuid, "failed", timeout=60)
     assert job["output"]["error"] == (

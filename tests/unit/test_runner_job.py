@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import queue
 import sys
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -18,6 +16,7 @@ from benchrunner.runner.events import AgentEvent, JobFinished, JobStarted
 from benchrunner.runner.executors import ProcessExecutor
 from benchrunner.runner.job import CancelReason, JobRun
 from benchrunner.runner.spool import Spool
+from tests.harness import wait_until
 from tests.unit.claimed_jobs import claimed_job
 
 TEMPLATES = TemplateRegistry.parse(
@@ -49,14 +48,6 @@ def per_iteration(
     codes: dict[int, int] | None = None, sleeps: dict[int, float] | None = None
 ) -> str:
     return PER_ITERATION.format(codes=codes or {}, sleeps=sleeps or {})
-
-
-def wait_until(condition: Callable[[], bool], timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not met before the deadline")
-        time.sleep(0.01)
 
 
 class Harness:
@@ -190,9 +181,14 @@ def test_cancel_before_setup_runs_nothing(harness: Harness, tmp_path: Path) -> N
         post=harness.events.put,
         cores=CorePlan(),
     )
+    # An executor that reports running before setup would otherwise announce (and prepare) it.
+    harness.executor.starts_before_setup = True
     run.cancel(CancelReason.SERVER)
     run.start()
-    assert harness.result_of(run) == Canceled(job=run.uuid)
+    finished = harness.next_event()
+    assert isinstance(finished, JobFinished), finished  # no JobStarted: nothing was set up
+    assert finished.message == Canceled(job=run.uuid)
+    assert run.join(10)
     assert not marker.exists()
 
 

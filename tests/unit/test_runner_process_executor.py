@@ -7,9 +7,7 @@ import json
 import os
 import sys
 import threading
-import time
 import uuid
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +18,7 @@ from benchrunner.protocol import IterationResult, JsonClaimedJob
 from benchrunner.runner.cores import CorePlan
 from benchrunner.runner.executors import ExecutorError, ProcessExecutor
 from benchrunner.runner.executors.process import ENV_ALLOWLIST, ProcessJob
+from tests.harness import wait_until
 from tests.unit.claimed_jobs import claimed_job
 
 PY = sys.executable
@@ -61,14 +60,6 @@ def executor(**options: Any) -> ProcessExecutor:
 
 def script(code: str, **kwargs: Any) -> JsonClaimedJob:
     return claimed("script", args={"code": code}, **kwargs)
-
-
-def wait_until(condition: Callable[[], bool], timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not met before the deadline")
-        time.sleep(0.01)
 
 
 def alive(pid: int) -> bool:
