@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pydantic import Field
+from pydantic import Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -35,6 +35,12 @@ class ServerSettings(BaseSettings):
     registry_token_ttl: int = Field(
         default=300, ge=60, description="TTL of registry tokens issued to users, s"
     )
+    processing_batch_bytes: int | None = Field(
+        default=None,
+        ge=1024,
+        description="bytes of job outputs read and parsed together; a larger output is "
+        "refused with an error on its report; default 4 x request_body_max_bytes",
+    )
     registry_max_body_bytes: int = Field(
         default=1024 * 1024 * 1024, ge=1024, description="largest blob upload to /v2/"
     )
@@ -45,6 +51,21 @@ class ServerSettings(BaseSettings):
         default=True, description="let unauthenticated POST /v0/run create unclaimed projects"
     )
     log_level: str = "info"
+
+    @model_validator(mode="after")
+    def _outputs_fit_a_batch(self) -> ServerSettings:
+        if self.processing_batch_bytes is not None and (
+            self.processing_batch_bytes < self.request_body_max_bytes
+        ):
+            raise ValueError(
+                "processing_batch_bytes must be at least request_body_max_bytes: "
+                "a job output as large as the largest message must still be processed"
+            )
+        return self
+
+    def processing_budget(self) -> int:
+        """Bytes of job outputs one processing batch reads and parses at most."""
+        return self.processing_batch_bytes or 4 * self.request_body_max_bytes
 
     def database_url(self) -> str:
         return self.db or f"sqlite:///{(self.data_dir / 'benchrunner.db').resolve()}"

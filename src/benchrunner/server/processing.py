@@ -1,7 +1,14 @@
 """Completed job -> adapter -> metrics in the report -> ``processed`` (SPEC section 7).
 
-Runs in one write transaction per job: the metrics, the report's times and the transition
-commit together, so a crash half-way leaves the job ``completed`` and startup re-processes it.
+Runs in one write transaction per batch: the metrics, the reports' times and the transitions
+commit together, so a crash half-way leaves the jobs ``completed`` and startup re-processes them.
+
+A job is processed once whatever its output holds. An output that cannot be read (missing,
+unreadable), is too large, or does not parse as a job output ends the job ``processed`` with the
+reason on its report: leaving it ``completed`` would have the sweeper re-queue it forever.
+
+Memory is bounded by bytes, not only by count: the outputs of one batch are read and parsed
+together only up to ``processing_batch_bytes``; the rest wait for the next batch.
 """
 
 from __future__ import annotations
@@ -9,16 +16,26 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
+from pydantic import ValidationError
 from sqlalchemy.engine import Connection
 
 from benchrunner import adapters
 from benchrunner.protocol import IterationResult, JsonJobOutput
-from benchrunner.server.blobs import job_output_key
+from benchrunner.server.blobs import BlobStore, job_output_key
 from benchrunner.server.context import ServerContext
 from benchrunner.server.store import jobs, reports, transitions
 
 log = logging.getLogger(__name__)
+
+MAX_BATCH = 64
+"""Jobs taken from the queue (and read from the job table) at once."""
+
+
+class UnusableOutput(Exception):
+    """A job's stored output cannot be read or parsed; the message goes on its report."""
 
 
 def _texts(result: IterationResult) -> list[str]:
@@ -29,11 +46,9 @@ def _texts(result: IterationResult) -> list[str]:
 
 
 def measure_output(
-    adapter: str, output: JsonJobOutput | None
+    adapter: str, output: JsonJobOutput
 ) -> tuple[list[reports.MetricValue], str | None]:
     """Metrics of every iteration, or the first parse error (and no metrics)."""
-    if output is None:
-        return [], "the job's output is missing from the blob store"
     if not output.results:
         return [], "the job produced no iterations"
     values: list[reports.MetricValue] = []
@@ -55,13 +70,96 @@ def measure_output(
     return values, None
 
 
-MAX_BATCH = 64
+def output_size(blobs: BlobStore, key: str) -> int:
+    """Bytes of the stored output, 0 when missing or unreadable (reading it will say why)."""
+    try:
+        return blobs.size(key) or 0
+    except OSError:
+        return 0
+
+
+def load_output(blobs: BlobStore, key: str, max_bytes: int) -> JsonJobOutput:
+    """The stored output under ``key``, read whole only when at most ``max_bytes`` long.
+
+    Raises ``UnusableOutput`` when it is missing, unreadable, larger than ``max_bytes`` or not a
+    valid job output. The message names no server path: it is shown on the job's report.
+    """
+    try:
+        size = blobs.size(key)
+        if size is None:
+            raise UnusableOutput("the job's output is missing from the blob store")
+        if size > max_bytes:
+            raise UnusableOutput(_too_large(size, max_bytes))
+        chunks = blobs.read(key, length=max_bytes + 1)
+        if chunks is None:
+            raise UnusableOutput("the job's output is missing from the blob store")
+        raw = b"".join(chunks)
+    except OSError as exc:
+        reason = exc.strerror or type(exc).__name__
+        raise UnusableOutput(f"the job's output could not be read: {reason}") from None
+    if len(raw) > max_bytes:  # it grew between the size check and the read
+        raise UnusableOutput(_too_large(len(raw), max_bytes))
+    try:
+        return JsonJobOutput.model_validate_json(raw)
+    except ValidationError as exc:
+        first = exc.errors(include_url=False, include_input=False)[0]
+        where = ".".join(str(part) for part in first["loc"]) or "the document"
+        raise UnusableOutput(
+            f"the job's stored output is not a valid job output: {first['msg'][:200]} "
+            f"at {where[:200]}"
+        ) from None
+
+
+def _too_large(size: int, max_bytes: int) -> str:
+    return (
+        f"the job's output is {size} bytes, more than the {max_bytes} bytes processing reads "
+        "(BENCHRUNNER_PROCESSING_BATCH_BYTES)"
+    )
+
+
+def byte_batches(sizes: Sequence[int], budget: int) -> list[range]:
+    """Consecutive index ranges whose sizes add up to at most ``budget``; an item larger than
+    the budget alone makes a batch of one (it is refused unread)."""
+    batches: list[range] = []
+    start, total = 0, 0
+    for index, size in enumerate(sizes):
+        if index > start and total + size > budget:
+            batches.append(range(start, index))
+            start, total = index, 0
+        total += size
+    if start < len(sizes):
+        batches.append(range(start, len(sizes)))
+    return batches
+
+
+@dataclass(frozen=True)
+class _Loaded:
+    job: jobs.JobRow
+    output: JsonJobOutput | None
+    error: str | None
 
 
 class Processor:
-    def __init__(self, ctx: ServerContext) -> None:
+    """Processes completed jobs in the background, each queued once however often it is
+    enqueued (by the channel, startup recovery and the sweeper alike).
+
+    ``on_batch`` is called with the job ids of each batch after it commits: a no-op in
+    production, it lets tests observe batch boundaries.
+    """
+
+    def __init__(
+        self,
+        ctx: ServerContext,
+        *,
+        batch_bytes: int | None = None,
+        on_batch: Callable[[list[int]], None] | None = None,
+    ) -> None:
         self._ctx = ctx
+        self._budget = batch_bytes or ctx.settings.processing_budget()
+        self._on_batch = on_batch or (lambda _ids: None)
         self._queue: asyncio.Queue[int] = asyncio.Queue()
+        self._queued: set[int] = set()
+        """Jobs waiting in the queue or being processed."""
         self._task: asyncio.Task[None] | None = None
 
     def start(self) -> None:
@@ -74,7 +172,21 @@ class Processor:
                 await self._task
 
     def enqueue(self, job_id: int) -> None:
+        """Queue a job for processing unless it is queued or being processed already."""
+        if job_id in self._queued:
+            return
+        self._queued.add(job_id)
         self._queue.put_nowait(job_id)
+
+    @property
+    def waiting(self) -> int:
+        """Jobs in the queue, not yet taken into a batch."""
+        return self._queue.qsize()
+
+    @property
+    def backlog(self) -> int:
+        """Jobs queued or being processed."""
+        return len(self._queued)
 
     async def _run(self) -> None:
         while True:
@@ -82,50 +194,70 @@ class Processor:
             while len(batch) < MAX_BATCH and not self._queue.empty():
                 batch.append(self._queue.get_nowait())
             try:
-                await self.process(batch)
-            except Exception:
-                log.exception("processing %d jobs together failed; trying one by one", len(batch))
-                for job_id in batch:
-                    try:
-                        await self.process([job_id])
-                    except Exception:
-                        log.exception("processing job %s failed; it stays completed", job_id)
+                await self._process_or_one_by_one(batch)
+            finally:
+                self._queued.difference_update(batch)
+
+    async def _process_or_one_by_one(self, batch: list[int]) -> None:
+        try:
+            await self.process(batch)
+        except Exception:
+            log.exception("processing %d jobs together failed; trying one by one", len(batch))
+            for job_id in batch:
+                try:
+                    await self.process([job_id])
+                except Exception:
+                    log.exception("processing job %s failed; it stays completed", job_id)
 
     async def process(self, job_ids: list[int]) -> None:
-        """Process completed jobs in one write transaction (all or none of them commit)."""
+        """Process those of ``job_ids`` still completed, in batches of at most the byte budget
+        of outputs; each batch commits in one write transaction (all or none of its jobs)."""
         found = await self._ctx.db.read(jobs.jobs_completed_among, job_ids)
         if not found:
             return
-        outputs = await asyncio.to_thread(self._read_outputs, found)
-        await self._ctx.db.write(self._commit_all, outputs)
+        sizes = await asyncio.to_thread(self._sizes, found)
+        for indexes in byte_batches(sizes, self._budget):
+            group = [found[i] for i in indexes]
+            loaded = await asyncio.to_thread(self._load_all, group)
+            await self._ctx.db.write(self._commit_all, loaded)
+            self._on_batch([job.id for job in group])
 
-    def _read_outputs(
-        self, found: list[jobs.JobRow]
-    ) -> list[tuple[jobs.JobRow, JsonJobOutput | None]]:
-        outputs: list[tuple[jobs.JobRow, JsonJobOutput | None]] = []
-        for job in found:
-            raw = self._ctx.blobs.get(job_output_key(job.project_uuid, job.uuid))
-            outputs.append((job, None if raw is None else JsonJobOutput.model_validate_json(raw)))
-        return outputs
+    def _sizes(self, found: list[jobs.JobRow]) -> list[int]:
+        return [
+            output_size(self._ctx.blobs, job_output_key(job.project_uuid, job.uuid))
+            for job in found
+        ]
 
-    def _commit_all(
-        self, conn: Connection, outputs: list[tuple[jobs.JobRow, JsonJobOutput | None]]
-    ) -> None:
-        for job, output in outputs:
-            self._commit(conn, job, output)
+    def _load_all(self, group: list[jobs.JobRow]) -> list[_Loaded]:
+        loaded: list[_Loaded] = []
+        for job in group:
+            key = job_output_key(job.project_uuid, job.uuid)
+            try:
+                loaded.append(_Loaded(job, load_output(self._ctx.blobs, key, self._budget), None))
+            except UnusableOutput as exc:
+                loaded.append(_Loaded(job, None, str(exc)))
+        return loaded
 
-    def _commit(self, conn: Connection, job: jobs.JobRow, output: JsonJobOutput | None) -> bool:
+    def _commit_all(self, conn: Connection, loaded: list[_Loaded]) -> None:
+        for item in loaded:
+            self._commit(conn, item)
+
+    def _commit(self, conn: Connection, item: _Loaded) -> bool:
         """Parse and store one job's metrics. The guarded move to ``processed`` comes first, so
         a job another replica (or an earlier batch) processed meanwhile adds nothing."""
-        job_id = job.id
+        job = item.job
         report = reports.report_row(conn, job.report_id)
-        values, error = measure_output(report.adapter, output)
+        if item.output is None:
+            values: list[reports.MetricValue] = []
+            error = item.error
+        else:
+            values, error = measure_output(report.adapter, item.output)
         now = self._ctx.clock.now()
         if not transitions.job_mark_processed(
             conn,
-            job_id,
+            job.id,
             now,
-            message=f"parsed {len(values)} metrics" if error is None else f"adapter error: {error}",
+            message=f"parsed {len(values)} metrics" if error is None else f"not parsed: {error}",
         ):
             return False
         reports.metrics_add(conn, job.report_id, job.project_id, values, now)

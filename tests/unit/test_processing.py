@@ -1,0 +1,220 @@
+"""Processing against a real database of each engine and a real blob store: poison outputs end
+``processed`` once with their error, each job is queued once, and batches are bounded in bytes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+
+from benchrunner.core.clock import SystemClock
+from benchrunner.core.states import JobStatus
+from benchrunner.core.templates import TemplateRegistry
+from benchrunner.core.tiers import Plan
+from benchrunner.server.blobs import LocalBlobStore, job_output_key
+from benchrunner.server.config import ServerSettings
+from benchrunner.server.context import ServerContext
+from benchrunner.server.processing import Processor, byte_batches
+from benchrunner.server.store import jobs
+from benchrunner.server.store.engine import Database
+from benchrunner.server.store.migrate import upgrade
+from benchrunner.server.store.tables import job_event, metric, report
+from tests.unit.test_claim_policy import World
+
+GOOD = b'{"results": [{"exit_code": 0, "stdout": "{\\"b\\": {\\"latency\\": {\\"value\\": 3}}}"}]}'
+
+
+class RecordingBlobStore(LocalBlobStore):
+    """The local store, noting every output read; a read can be held back by ``gate``."""
+
+    def __init__(self, root: Path, trace: list[tuple[str, object]]) -> None:
+        super().__init__(root)
+        self.trace = trace
+        self.gate = threading.Event()
+        self.gate.set()
+
+    def read(self, key: str, *args: object, **kwargs: object):  # type: ignore[no-untyped-def]
+        self.gate.wait(timeout=30)
+        self.trace.append(("read", key))
+        return super().read(key, *args, **kwargs)  # type: ignore[arg-type]
+
+
+@dataclass
+class Setup:
+    world: World
+    ctx: ServerContext
+    blobs: RecordingBlobStore
+    trace: list[tuple[str, object]] = field(default_factory=list)
+    jobs_made: int = 0
+    org: tuple[int, int] = (0, 0)
+
+    def completed_job(self, output: bytes | None) -> int:
+        """A job taken through claim, running and completed, its output stored as given."""
+        self.jobs_made += 1
+        if self.jobs_made == 1:
+            self.org = self.world.org("acme", Plan.TEAM)
+        spec = self.world.spec(f"s{self.jobs_made}")
+        runner = self.world.runner(f"r{self.jobs_made}", [spec])
+        job_id = self.world.job(self.org, spec)
+        assert self.world.claim(runner) == job_id
+        self.world.finish(job_id)
+        row = self.world.db.read_sync(jobs.job_get, job_id)
+        assert row is not None and row.status == JobStatus.COMPLETED
+        if output is not None:
+            self.blobs.put(job_output_key(row.project_uuid, row.uuid), output)
+        return job_id
+
+    def output_path(self, job_id: int) -> Path:
+        row = self.world.db.read_sync(jobs.job_get, job_id)
+        assert row is not None
+        return self.blobs.root / job_output_key(row.project_uuid, row.uuid)
+
+    def outcome(self, job_id: int) -> tuple[JobStatus, str | None, int, int]:
+        """Status, report error, metrics stored, and ``processed`` events."""
+
+        def read(conn: sa.Connection) -> tuple[JobStatus, str | None, int, int]:
+            row = jobs.job_get(conn, job_id)
+            assert row is not None
+            error = conn.execute(
+                sa.select(report.c.error).where(report.c.id == row.report_id)
+            ).scalar_one()
+            metrics = conn.execute(
+                sa.select(sa.func.count()).where(metric.c.report_id == row.report_id)
+            ).scalar_one()
+            processed = conn.execute(
+                sa.select(sa.func.count()).where(
+                    job_event.c.job_id == job_id,
+                    job_event.c.event_type == "processed",
+                )
+            ).scalar_one()
+            return row.status, error, metrics, processed
+
+        return self.world.db.read_sync(read)
+
+
+@pytest.fixture
+def setup(database_url: str, tmp_path: Path) -> Iterator[Setup]:
+    db = Database(database_url)
+    upgrade(db.write_engine)
+    trace: list[tuple[str, object]] = []
+    blobs = RecordingBlobStore(tmp_path / "blobs", trace)
+    ctx = ServerContext(
+        settings=ServerSettings(data_dir=tmp_path, db=database_url),
+        db=db,
+        blobs=blobs,
+        templates=TemplateRegistry.empty(),
+        clock=SystemClock(),
+        secret_key="k",
+    )
+    yield Setup(World(db), ctx, blobs, trace)
+    db.close()
+
+
+def test_unusable_outputs_are_processed_once_with_their_error(setup: Setup) -> None:
+    budget = 64 * 1024
+    nested = b'{"results": [{"output": ' + b"[" * 5000 + b"]" * 5000 + b"}]}"
+    huge = b'{"results": [{"stdout": "' + b"x" * budget + b'"}]}'
+    cases = {
+        "missing": (None, "missing from the blob store"),
+        "not json": (b"\x00\xffthis is not json", "not a valid job output"),
+        "wrong shape": (json.dumps({"results": "nope"}).encode(), "not a valid job output"),
+        "nested": (nested, "not a valid job output"),
+        "huge": (huge, f"more than the {budget} bytes processing reads"),
+        "unreadable": (b"", "could not be read"),
+    }
+    ids = {name: setup.completed_job(output) for name, (output, _) in cases.items()}
+    unreadable = setup.output_path(ids["unreadable"])
+    unreadable.unlink()
+    unreadable.mkdir()  # reading a directory fails with an OSError, as a broken disk would
+    good = setup.completed_job(GOOD)
+    processor = Processor(setup.ctx, batch_bytes=budget)
+
+    asyncio.run(processor.process([good, *ids.values()]))
+
+    assert setup.outcome(good) == (JobStatus.PROCESSED, None, 1, 1)
+    for name, (_, expected) in cases.items():
+        status, error, metrics, processed = setup.outcome(ids[name])
+        assert (status, metrics, processed) == (JobStatus.PROCESSED, 0, 1), name
+        assert error is not None and expected in error, (name, error)
+        assert str(setup.blobs.root) not in error  # no server path on a report
+    # Nothing is left for the sweeper to re-queue, and processing again changes nothing.
+    asyncio.run(processor.process(list(ids.values())))
+    assert all(setup.outcome(i)[3] == 1 for i in ids.values())
+
+
+def test_a_huge_output_is_refused_unread(setup: Setup) -> None:
+    huge = setup.completed_job(b'{"results": [{"stdout": "' + b"x" * 4096 + b'"}]}')
+    asyncio.run(Processor(setup.ctx, batch_bytes=1024).process([huge]))
+    assert setup.outcome(huge)[0] == JobStatus.PROCESSED
+    assert setup.trace == []
+
+
+def test_batches_are_bounded_in_bytes(setup: Setup) -> None:
+    output = json.loads(GOOD)
+    output["results"][0]["stderr"] = "e" * 30_000
+    sized = json.dumps(output).encode()
+    ids = [setup.completed_job(sized) for _ in range(7)]
+    budget = 2 * len(sized) + 100  # two outputs fit, three do not
+    setup.trace.clear()
+
+    def committed(batch: list[int]) -> None:
+        setup.trace.append(("commit", batch))
+
+    processor = Processor(setup.ctx, batch_bytes=budget, on_batch=committed)
+    asyncio.run(processor.process(ids))
+
+    commits = [batch for kind, batch in setup.trace if kind == "commit"]
+    assert commits == [ids[0:2], ids[2:4], ids[4:6], ids[6:7]]
+    # Each batch's outputs are read after the previous batch committed: never all at once.
+    kinds = [kind for kind, _ in setup.trace]
+    assert kinds == ["read", "read", "commit"] * 3 + ["read", "commit"]
+    assert all(setup.outcome(i) == (JobStatus.PROCESSED, None, 1, 1) for i in ids)
+
+
+@pytest.mark.parametrize(
+    ("sizes", "budget", "expected"),
+    [
+        ([], 10, []),
+        ([5], 10, [[0]]),
+        ([5, 5, 5], 10, [[0, 1], [2]]),
+        ([20, 1, 1], 10, [[0], [1, 2]]),
+        ([1, 20, 1], 10, [[0], [1], [2]]),
+        ([0, 0, 10, 0], 10, [[0, 1, 2, 3]]),
+    ],
+)
+def test_byte_batches(sizes: list[int], budget: int, expected: list[list[int]]) -> None:
+    assert [list(r) for r in byte_batches(sizes, budget)] == expected
+
+
+def test_a_job_enqueued_by_everyone_at_once_is_queued_and_processed_once(setup: Setup) -> None:
+    job_id = setup.completed_job(GOOD)
+    batches: list[list[int]] = []
+
+    async def scenario() -> None:
+        processor = Processor(setup.ctx, on_batch=batches.append)
+        for _source in ("channel", "recovery", "sweeper"):
+            processor.enqueue(job_id)
+        assert processor.waiting == 1
+        setup.blobs.gate.clear()  # hold the read: the job is being processed
+        processor.start()
+        while processor.waiting:
+            await asyncio.sleep(0.01)
+        processor.enqueue(job_id)  # the sweeper again, while it is in progress
+        assert processor.waiting == 0
+        setup.blobs.gate.set()
+        async with asyncio.timeout(30):
+            while processor.backlog:
+                await asyncio.sleep(0.01)
+        await processor.stop()
+
+    asyncio.run(scenario())
+    assert batches == [[job_id]]
+    assert [kind for kind, _ in setup.trace] == ["read"]
+    assert setup.outcome(job_id)[3] == 1
