@@ -18,7 +18,7 @@ from benchrunner.core.clock import SystemClock
 from benchrunner.core.states import JobStatus
 from benchrunner.core.templates import TemplateRegistry
 from benchrunner.core.tiers import Plan
-from benchrunner.server.blobs import LocalBlobStore, job_output_key
+from benchrunner.server.blobs import READ_CHUNK, LocalBlobStore, job_output_key
 from benchrunner.server.config import ServerSettings
 from benchrunner.server.context import ServerContext
 from benchrunner.server.processing import Processor, byte_batches
@@ -39,11 +39,15 @@ class RecordingBlobStore(LocalBlobStore):
         self.trace = trace
         self.gate = threading.Event()
         self.gate.set()
+        self.reading = threading.Event()
 
-    def read(self, key: str, *args: object, **kwargs: object):  # type: ignore[no-untyped-def]
+    def read(
+        self, key: str, offset: int = 0, length: int | None = None, chunk_size: int = READ_CHUNK
+    ) -> Iterator[bytes] | None:
+        self.reading.set()
         self.gate.wait(timeout=30)
         self.trace.append(("read", key))
-        return super().read(key, *args, **kwargs)  # type: ignore[arg-type]
+        return super().read(key, offset, length, chunk_size)
 
 
 @dataclass
@@ -126,7 +130,7 @@ def test_unusable_outputs_are_processed_once_with_their_error(setup: Setup) -> N
         "not json": (b"\x00\xffthis is not json", "not a valid job output"),
         "wrong shape": (json.dumps({"results": "nope"}).encode(), "not a valid job output"),
         "nested": (nested, "not a valid job output"),
-        "huge": (huge, f"more than the {budget} bytes processing reads"),
+        "huge": (huge, f"more than the {budget} bytes the server reads"),
         "unreadable": (b"", "could not be read"),
     }
     ids = {name: setup.completed_job(output) for name, (output, _) in cases.items()}
@@ -198,20 +202,24 @@ def test_a_job_enqueued_by_everyone_at_once_is_queued_and_processed_once(setup: 
     batches: list[list[int]] = []
 
     async def scenario() -> None:
-        processor = Processor(setup.ctx, on_batch=batches.append)
+        done = asyncio.Event()
+
+        def committed(batch: list[int]) -> None:
+            batches.append(batch)
+            done.set()
+
+        processor = Processor(setup.ctx, on_batch=committed)
         for _source in ("channel", "recovery", "sweeper"):
             processor.enqueue(job_id)
         assert processor.waiting == 1
         setup.blobs.gate.clear()  # hold the read: the job is being processed
         processor.start()
-        while processor.waiting:
-            await asyncio.sleep(0.01)
+        assert await asyncio.to_thread(setup.blobs.reading.wait, 30)
         processor.enqueue(job_id)  # the sweeper again, while it is in progress
         assert processor.waiting == 0
         setup.blobs.gate.set()
-        async with asyncio.timeout(30):
-            while processor.backlog:
-                await asyncio.sleep(0.01)
+        await asyncio.wait_for(done.wait(), 30)
+        assert processor.backlog == 0
         await processor.stop()
 
     asyncio.run(scenario())

@@ -19,23 +19,19 @@ import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from pydantic import ValidationError
 from sqlalchemy.engine import Connection
 
 from benchrunner import adapters
 from benchrunner.protocol import IterationResult, JsonJobOutput
-from benchrunner.server.blobs import BlobStore, job_output_key
+from benchrunner.server.blobs import job_output_key
 from benchrunner.server.context import ServerContext
+from benchrunner.server.outputs import UnusableOutput, load_output, output_size
 from benchrunner.server.store import jobs, reports, transitions
 
 log = logging.getLogger(__name__)
 
 MAX_BATCH = 64
 """Jobs taken from the queue (and read from the job table) at once."""
-
-
-class UnusableOutput(Exception):
-    """A job's stored output cannot be read or parsed; the message goes on its report."""
 
 
 def _texts(result: IterationResult) -> list[str]:
@@ -68,53 +64,6 @@ def measure_output(
                 for m in found
             )
     return values, None
-
-
-def output_size(blobs: BlobStore, key: str) -> int:
-    """Bytes of the stored output, 0 when missing or unreadable (reading it will say why)."""
-    try:
-        return blobs.size(key) or 0
-    except OSError:
-        return 0
-
-
-def load_output(blobs: BlobStore, key: str, max_bytes: int) -> JsonJobOutput:
-    """The stored output under ``key``, read whole only when at most ``max_bytes`` long.
-
-    Raises ``UnusableOutput`` when it is missing, unreadable, larger than ``max_bytes`` or not a
-    valid job output. The message names no server path: it is shown on the job's report.
-    """
-    try:
-        size = blobs.size(key)
-        if size is None:
-            raise UnusableOutput("the job's output is missing from the blob store")
-        if size > max_bytes:
-            raise UnusableOutput(_too_large(size, max_bytes))
-        chunks = blobs.read(key, length=max_bytes + 1)
-        if chunks is None:
-            raise UnusableOutput("the job's output is missing from the blob store")
-        raw = b"".join(chunks)
-    except OSError as exc:
-        reason = exc.strerror or type(exc).__name__
-        raise UnusableOutput(f"the job's output could not be read: {reason}") from None
-    if len(raw) > max_bytes:  # it grew between the size check and the read
-        raise UnusableOutput(_too_large(len(raw), max_bytes))
-    try:
-        return JsonJobOutput.model_validate_json(raw)
-    except ValidationError as exc:
-        first = exc.errors(include_url=False, include_input=False)[0]
-        where = ".".join(str(part) for part in first["loc"]) or "the document"
-        raise UnusableOutput(
-            f"the job's stored output is not a valid job output: {first['msg'][:200]} "
-            f"at {where[:200]}"
-        ) from None
-
-
-def _too_large(size: int, max_bytes: int) -> str:
-    return (
-        f"the job's output is {size} bytes, more than the {max_bytes} bytes processing reads "
-        "(BENCHRUNNER_PROCESSING_BATCH_BYTES)"
-    )
 
 
 def byte_batches(sizes: Sequence[int], budget: int) -> list[range]:

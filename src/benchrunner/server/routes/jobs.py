@@ -14,6 +14,7 @@ from benchrunner.protocol import JsonJobOutput
 from benchrunner.server.blobs import job_output_key
 from benchrunner.server.context import ServerContext
 from benchrunner.server.errors import bad_request, conflict, not_found
+from benchrunner.server.outputs import OutputMissing, UnusableOutput, load_output
 from benchrunner.server.routes.deps import (
     DEFAULT_PER_PAGE,
     MAX_PER_PAGE,
@@ -47,10 +48,15 @@ def job_in_project(
 async def job_output(ctx: ServerContext, job: JobRow) -> dict[str, Any] | None:
     if job.status not in FINISHED:
         return None
-    raw = await asyncio.to_thread(ctx.blobs.get, job_output_key(job.project_uuid, job.uuid))
-    if raw is None:
+    key = job_output_key(job.project_uuid, job.uuid)
+    try:
+        output = await asyncio.to_thread(
+            load_output, ctx.blobs, key, ctx.settings.processing_budget()
+        )
+    except OutputMissing:
         return None
-    output = JsonJobOutput.model_validate_json(raw)
+    except UnusableOutput as exc:  # shown as the output's error, never a 500
+        output = JsonJobOutput(error=str(exc))
     return output.model_dump(mode="json")
 
 

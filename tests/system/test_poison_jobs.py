@@ -1,0 +1,99 @@
+"""Poison jobs: a completed job whose stored output cannot be read or parsed is processed once,
+with the reason on its report, and the sweeper does not pick it up again (issue 8, point 7)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from uuid import UUID
+
+import sqlalchemy as sa
+
+from benchrunner.server.store.engine import Database
+from benchrunner.server.store.tables import job, job_event, metric, report
+from tests.harness import Deployment, wait_until
+
+
+def _processed_job(deployment: Deployment, name: str) -> str:
+    channel = deployment.channel(name)
+    job_uuid = deployment.submit("bench.noop")
+    channel.claim()
+    channel.ask({"event": "running"})
+    result = {"exit_code": 0, "stdout": '{"noop": {"latency": {"value": 7}}}'}
+    channel.ask({"event": "completed", "job": job_uuid, "results": [result]})
+    deployment.wait_status(job_uuid, "processed")
+    channel.close()
+    return job_uuid
+
+
+def _rewind_to_completed(deployment: Deployment, job_uuid: str) -> None:
+    """Back to the moment between "output stored" and "metrics parsed", as a replica that died
+    there leaves it: still ``completed``, no metrics, no ``processed`` event."""
+    db = Database(deployment.server.db)
+    try:
+        with db.write_engine.begin() as conn:
+            job_id, report_id = conn.execute(
+                sa.select(job.c.id, job.c.report_id).where(job.c.uuid == UUID(job_uuid))
+            ).one()
+            conn.execute(job.update().where(job.c.id == job_id).values(status=3))
+            conn.execute(
+                job_event.delete().where(
+                    job_event.c.job_id == job_id, job_event.c.event_type == "processed"
+                )
+            )
+            conn.execute(metric.delete().where(metric.c.report_id == report_id))
+            conn.execute(report.update().where(report.c.id == report_id).values(error=None))
+    finally:
+        db.close()
+
+
+def _output_path(deployment: Deployment, job_uuid: str) -> Path:
+    (path,) = (deployment.server.data_dir / "blobs").glob(f"*/output/v0/jobs/{job_uuid}")
+    return path
+
+
+def _events(deployment: Deployment, job_uuid: str) -> list[str]:
+    return [e["event_type"] for e in deployment.job(job_uuid)["events"]]
+
+
+def _report_error(deployment: Deployment, job_uuid: str) -> str | None:
+    with deployment.admin() as client:
+        found = client.get_report(deployment.project, deployment.job(job_uuid)["report"])
+    error = found.get("error")
+    return None if error is None else str(error)
+
+
+def test_a_poison_job_is_processed_once_and_not_swept_again(deployment: Deployment) -> None:
+    garbage = _processed_job(deployment, "garbage")
+    unreadable = _processed_job(deployment, "unreadable")
+    marker = _processed_job(deployment, "marker")
+    log = deployment.server.log
+    mark = len(log.read_text())
+
+    _rewind_to_completed(deployment, garbage)
+    _output_path(deployment, garbage).write_bytes(b"\x00garbage, not a job output\xff" * 100)
+    _rewind_to_completed(deployment, unreadable)
+    path = _output_path(deployment, unreadable)
+    path.unlink()
+    path.mkdir()  # reading it fails with an OSError, as a broken disk would
+
+    # The sweeper finds both left `completed` past the heartbeat timeout and re-queues them.
+    deployment.wait_status(garbage, "processed")
+    deployment.wait_status(unreadable, "processed")
+    garbage_error = _report_error(deployment, garbage)
+    assert garbage_error is not None and "not a valid job output" in garbage_error
+    unreadable_error = _report_error(deployment, unreadable)
+    assert unreadable_error is not None and "could not be read" in unreadable_error
+    assert str(deployment.server.data_dir) not in unreadable_error
+
+    # A healthy job rewound now is only processed by a later sweep: once it is, the sweeper
+    # has looked again since, and left the poison jobs alone.
+    _rewind_to_completed(deployment, marker)
+    deployment.wait_status(marker, "processed")
+    tail = log.read_text()[mark:]
+    for poison in (garbage, unreadable):
+        assert _events(deployment, poison).count("processed") == 1
+        attempts = [line for line in tail.splitlines() if f"job={poison}" in line]
+        assert len(attempts) == 1, attempts
+        assert "job processed" in attempts[0]
+    assert "Traceback" not in tail
+    wait_until(lambda: _events(deployment, marker).count("processed") == 1)
