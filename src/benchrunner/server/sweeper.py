@@ -11,7 +11,11 @@ long to reconnect and heartbeat again before their silence counts.
 
 It also re-queues for processing the jobs left ``completed`` for longer than the heartbeat
 timeout: their results were stored, but the replica that took them died before its processor
-got to them. Processing is a guarded transition, so a job re-queued twice is processed once.
+got to them. Processing is a guarded transition, so a job re-queued twice is processed once, and
+it ends every job it reads ``processed`` (with the error on the report when its output is
+unusable), so no job is re-queued forever.
+
+Time since taking the lead is measured on an injected monotonic clock, so tests can move it.
 """
 
 from __future__ import annotations
@@ -43,6 +47,7 @@ class Sweeper:
         interval: float,
         *,
         on_completed: Callable[[int], None],
+        monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
         self._ctx = ctx
         self._on_completed = on_completed
@@ -50,6 +55,7 @@ class Sweeper:
         self._leadership = leadership
         self._interval = interval
         self._task: asyncio.Task[None] | None = None
+        self._monotonic = monotonic
         self._leading_since: float | None = None
 
     @property
@@ -69,15 +75,24 @@ class Sweeper:
     async def _run(self) -> None:
         while True:
             try:
-                if not await self._leadership.hold():
-                    self._leading_since = None
-                elif self._leading_since is None:
-                    self._leading_since = time.monotonic()
-                elif time.monotonic() - self._leading_since >= self._ctx.settings.heartbeat_timeout:
-                    await self.sweep()
+                await self.step()
             except Exception:
                 log.exception("sweep failed; trying again next interval")
             await asyncio.sleep(self._interval)
+
+    async def step(self) -> bool:
+        """One interval's work: keep or take the lead, and sweep once this replica has led for
+        a whole heartbeat timeout. Whether it swept."""
+        if not await self._leadership.hold():
+            self._leading_since = None
+            return False
+        now = self._monotonic()
+        if self._leading_since is None:
+            self._leading_since = now
+        if now - self._leading_since < self._ctx.settings.heartbeat_timeout:
+            return False
+        await self.sweep()
+        return True
 
     async def sweep(self) -> None:
         """Judge every in-flight job silent for longer than the heartbeat timeout plus one
