@@ -4,8 +4,13 @@
 PostgreSQL they are also broadcast with ``NOTIFY`` on one channel, and every replica ``LISTEN``s
 to it, so a job created through replica A reaches an idle runner waiting on replica B without a
 poll. Payloads are ``<replica id> job <spec id>`` or ``<replica id> capacity``; a replica
-ignores its own. After the listening connection is lost and regained, notifications may have
-been missed, so the dispatcher gets a full round.
+ignores its own; anything else that arrives on the channel gives the dispatcher a full round,
+which is always safe. After the listening connection is lost and regained, notifications may
+have been missed, so the dispatcher gets a full round.
+
+Both tasks outlive any error, not only the driver's: a failing connection is logged (without
+the connection string) and retried after a delay that doubles up to ``RECONNECT_MAX_DELAY``; a
+wake-up whose handling raises is logged and the listener carries on.
 """
 
 from __future__ import annotations
@@ -14,18 +19,26 @@ import asyncio
 import contextlib
 import logging
 import secrets
+from collections.abc import Callable
 from typing import Any, Protocol
 
 import psycopg
 from psycopg import sql
 
-from benchrunner.server.dispatcher import Dispatcher
-from benchrunner.server.store.listen import libpq_url
+from benchrunner.server.store.listen import connect_session, describe_error, libpq_url
 
 log = logging.getLogger(__name__)
 
 CHANNEL = "benchrunner_wakeup"
 RECONNECT_DELAY = 1.0
+RECONNECT_MAX_DELAY = 30.0
+
+
+class Wakeable(Protocol):
+    """What wake-ups wake: the dispatcher."""
+
+    def job_created(self, spec_id: int) -> None: ...
+    def capacity_freed(self) -> None: ...
 
 
 class Wakeups(Protocol):
@@ -38,7 +51,7 @@ class Wakeups(Protocol):
 class LocalWakeups:
     """One server process (SQLite): the dispatcher is all there is to wake."""
 
-    def __init__(self, dispatcher: Dispatcher) -> None:
+    def __init__(self, dispatcher: Wakeable) -> None:
         self._dispatcher = dispatcher
 
     def job_created(self, spec_id: int) -> None:
@@ -57,7 +70,7 @@ class LocalWakeups:
 class PostgresWakeups:
     """Wake this replica at once and the others through LISTEN/NOTIFY."""
 
-    def __init__(self, dispatcher: Dispatcher, database_url: str) -> None:
+    def __init__(self, dispatcher: Wakeable, database_url: str) -> None:
         self._dispatcher = dispatcher
         self._conninfo = libpq_url(database_url)
         self.replica = secrets.token_hex(6)
@@ -93,29 +106,40 @@ class PostgresWakeups:
         if replica == self.replica:
             return
         kind, _, spec_id = what.partition(" ")
-        if kind == "job" and spec_id.isdigit():
+        if kind == "job" and spec_id.isascii() and spec_id.isdigit():
             self._dispatcher.job_created(int(spec_id))
         else:
             self._dispatcher.capacity_freed()
 
+    def _deliver(self, wake: Callable[..., None], *args: str) -> None:
+        try:
+            wake(*args)
+        except Exception:
+            log.exception("handling a wake-up failed; the listener carries on")
+
     async def _listen(self) -> None:
         regained = False
+        delay = RECONNECT_DELAY
         while True:
             try:
-                async with await psycopg.AsyncConnection.connect(
-                    self._conninfo, autocommit=True
-                ) as conn:
+                async with await connect_session(self._conninfo) as conn:
                     await conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(CHANNEL)))
                     self.listening.set()
-                    if regained:
-                        self._dispatcher.capacity_freed()
+                    delay = RECONNECT_DELAY
+                    if regained:  # what was missed meanwhile: a full round
+                        self._deliver(self._dispatcher.capacity_freed)
                     async for notify in conn.notifies():
-                        self._received(notify.payload)
-            except psycopg.Error as exc:
-                log.warning("wake-up listener lost its connection (%s); reconnecting", exc)
+                        self._deliver(self._received, notify.payload)
+            except Exception as exc:
+                log.warning(
+                    "wake-up listener lost its connection (%s); reconnecting in %.0f s",
+                    describe_error(exc, self._conninfo),
+                    delay,
+                )
             self.listening.clear()
             regained = True
-            await asyncio.sleep(RECONNECT_DELAY)
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, RECONNECT_MAX_DELAY)
 
     async def _send(self) -> None:
         conn: psycopg.AsyncConnection[Any] | None = None
@@ -126,19 +150,21 @@ class PostgresWakeups:
                     payloads.add(self._outbox.get_nowait())
                 try:
                     if conn is None or conn.closed:
-                        conn = await psycopg.AsyncConnection.connect(
-                            self._conninfo, autocommit=True
-                        )
+                        conn = await connect_session(self._conninfo)
                     for payload in sorted(payloads):
                         await conn.execute(
                             "SELECT pg_notify(%s, %s)", (CHANNEL, f"{self.replica} {payload}")
                         )
-                except psycopg.Error as exc:
+                except Exception as exc:
                     # The other replicas' safety ticks cover what this broadcast would have woken.
-                    log.warning("could not broadcast a wake-up (%s)", exc)
+                    log.warning(
+                        "could not broadcast a wake-up (%s)", describe_error(exc, self._conninfo)
+                    )
                     if conn is not None:
-                        await conn.close()
+                        with contextlib.suppress(Exception):
+                            await conn.close()
                     conn = None
         finally:
             if conn is not None:
-                await conn.close()
+                with contextlib.suppress(Exception):
+                    await conn.close()

@@ -1,10 +1,30 @@
 """PostgreSQL connections outside the SQLAlchemy pools: one per LISTEN, one for NOTIFY, one per
 session-level advisory lock. Each must be a single long-lived session, which a pool cannot give.
+
+They are opened with a connect timeout, so an unreachable or blackholed database fails the
+attempt instead of hanging the task that waits on it, and with TCP keepalives, so a peer that
+vanishes while a LISTEN waits is noticed within about a minute.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
+import psycopg
 import sqlalchemy as sa
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+CONNECT_TIMEOUT = 5
+"""Seconds; libpq counts whole seconds, at least 2."""
+
+SESSION_DEFAULTS: dict[str, str | int] = {
+    "connect_timeout": CONNECT_TIMEOUT,
+    "keepalives": 1,
+    "keepalives_idle": 30,
+    "keepalives_interval": 10,
+    "keepalives_count": 3,
+}
+"""Applied where the database URL does not set them itself."""
 
 
 def libpq_url(sqlalchemy_url: str) -> str:
@@ -14,3 +34,25 @@ def libpq_url(sqlalchemy_url: str) -> str:
         .set(drivername="postgresql")
         .render_as_string(hide_password=False)
     )
+
+
+def session_conninfo(conninfo: str) -> str:
+    """``conninfo`` with the connect timeout and keepalives of ``SESSION_DEFAULTS`` added."""
+    params: dict[str, Any] = {**SESSION_DEFAULTS, **conninfo_to_dict(conninfo)}
+    return make_conninfo("", **params)
+
+
+async def connect_session(conninfo: str) -> psycopg.AsyncConnection[Any]:
+    """An autocommit connection of its own; raises ``psycopg.OperationalError`` when the
+    database cannot be reached within the connect timeout."""
+    return await psycopg.AsyncConnection.connect(session_conninfo(conninfo), autocommit=True)
+
+
+def describe_error(exc: BaseException, conninfo: str) -> str:
+    """``exc`` for a log line: its type and message, with the connection's password (should a
+    driver ever echo it) masked."""
+    text = f"{type(exc).__name__}: {exc}".strip()
+    password = conninfo_to_dict(conninfo).get("password")
+    if password:
+        text = text.replace(str(password), "***")
+    return text[:500]
