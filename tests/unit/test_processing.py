@@ -226,3 +226,10 @@ def test_a_job_enqueued_by_everyone_at_once_is_queued_and_processed_once(setup: 
     assert batches == [[job_id]]
     assert [kind for kind, _ in setup.trace] == ["read"]
     assert setup.outcome(job_id)[3] == 1
+
+
+def test_the_byte_budget_defaults_to_four_largest_messages_and_holds_at_least_one() -> None:
+    assert ServerSettings(request_body_max_bytes=1 << 20).processing_budget() == 4 << 20
+    assert ServerSettings(processing_batch_bytes=1 << 30).processing_budget() == 1 << 30
+    with pytest.raises(ValueError, match="at least request_body_max_bytes"):
+        ServerSettings(request_body_max_bytes=1 << 20, processing_batch_bytes=1 << 19)
