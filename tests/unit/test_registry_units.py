@@ -5,12 +5,13 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import time
 from pathlib import Path
 
 import pytest
 
 from benchrunner.server.blobs import DigestMismatch, LocalBlobStore, UploadNotFound
-from benchrunner.server.registry import manifests
+from benchrunner.server.registry import manifests, references
 from benchrunner.server.registry.access import Scope
 from benchrunner.server.registry.errors import RegistryError
 
@@ -40,7 +41,7 @@ def test_upload_appends_then_commits_under_its_digest(tmp_path: Path) -> None:
 
 def test_unknown_or_malformed_upload_ids_are_not_found(tmp_path: Path) -> None:
     store = LocalBlobStore(tmp_path)
-    for upload in ("nope", "../etc", ""):
+    for upload in ("nope", "../etc", "", "\u00e9t\u00e9", "\u0661\u0662", "a" * 201):
         with pytest.raises(UploadNotFound):
             store.upload_append(upload, [b"x"])
     store.upload_abort("../etc")
@@ -52,10 +53,36 @@ def test_idle_uploads_expire(tmp_path: Path) -> None:
     idle, busy = store.upload_create(), store.upload_create()
     staged = tmp_path / "_uploads" / idle
     os.utime(staged, (staged.stat().st_atime, staged.stat().st_mtime - 7200))
-    assert store.upload_expire(3600) == 1
+    assert store.upload_expire(time.time() - 3600) == 1
     with pytest.raises(UploadNotFound):
         store.upload_size(idle)
     assert store.upload_size(busy) == 0
+
+
+def test_an_idle_upload_cannot_be_resumed_and_a_resumed_one_is_touched(tmp_path: Path) -> None:
+    store = LocalBlobStore(tmp_path)
+    idle, used = store.upload_create(), store.upload_create()
+    for upload in (idle, used):
+        staged = tmp_path / "_uploads" / upload
+        os.utime(staged, (0, time.time() - 7200))
+    store.upload_append(used, [b"abc"])  # an append is a use
+    with pytest.raises(UploadNotFound):
+        store.upload_resume(idle, time.time() - 3600)
+    assert not (tmp_path / "_uploads" / idle).exists()
+    assert store.upload_resume(used, time.time() - 3600) == 3
+
+
+def test_uploads_are_counted_by_owner(tmp_path: Path) -> None:
+    store = LocalBlobStore(tmp_path)
+    first = store.upload_create(["repo1", "alice"])
+    store.upload_create(["repo1", "bob"])
+    store.upload_create(["repo2", "alice"])
+    store.upload_create()
+    assert [store.upload_count(o) for o in ("repo1", "repo2", "alice", "bob")] == [2, 1, 2, 1]
+    store.upload_abort(first)
+    assert store.upload_count("repo1") == store.upload_count("alice") == 1
+    with pytest.raises(ValueError, match="owners"):
+        store.upload_create(["no_underscores"])
 
 
 def _manifest(**fields: object) -> bytes:
@@ -121,3 +148,35 @@ def test_invalid_manifests_say_why(content: bytes, content_type: str | None, mes
 )
 def test_scopes(text: str, expected: Scope | None) -> None:
     assert Scope.parse(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("name", "valid"),
+    [
+        ("bench", True),
+        ("b", True),
+        ("my-bench.v2_x__y---z", True),
+        ("0b1c6d1e-2f3a-4b5c-8d9e-0f1a2b3c4d5e", True),
+        ("a" * 255, True),
+        ("a" * 256, False),
+        ("", False),
+        ("Bench", False),
+        ("a..b", False),
+        ("a___b", False),
+        ("-bench", False),
+        ("bench-", False),
+        ("acme/bench", False),  # a path of components: no route takes one
+        ("b\u00e9nch", False),
+        ("\u2603", False),
+        ("a\x00b", False),
+        ("a\nb", False),
+        ("a b", False),
+        ("\u0661", False),  # a digit to str.isdigit, not to the grammar
+    ],
+)
+def test_repository_names_follow_the_spec_grammar(name: str, valid: bool) -> None:
+    assert references.is_name(name) is valid
+    if not valid:
+        with pytest.raises(RegistryError) as refused:
+            references.check_name(name)
+        assert refused.value.code == "NAME_INVALID"

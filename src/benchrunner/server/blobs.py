@@ -10,6 +10,12 @@ are written through an *upload* (``upload_create``, any number of ``upload_appen
 ``read`` in chunks. An object store would map an upload onto a multipart upload; the local store
 keeps it as a staging file under ``_uploads/``. Every operation is blocking: call them off the
 event loop.
+
+An upload may carry *owners* (short labels such as a hash of its repository), which
+``upload_count`` counts so that callers can cap open uploads. The local store writes them into
+the staging file's name, so the count is one directory listing and holds for every server
+sharing the directory. An upload is *idle* since its last append or ``upload_resume``; times
+are POSIX timestamps, compared with the staging file's modification time.
 """
 
 from __future__ import annotations
@@ -17,15 +23,17 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import re
 import secrets
 import tempfile
-import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path, PurePosixPath
 from typing import BinaryIO, Protocol
 
 READ_CHUNK = 1 << 20
 _UPLOADS = "_uploads"
+_UPLOAD_ID = re.compile(r"[A-Za-z0-9_-]{1,200}")
+_OWNER = re.compile(r"[0-9a-z]{1,64}")
 
 
 class DigestMismatch(Exception):
@@ -57,12 +65,22 @@ class BlobStore(Protocol):
         at most ``chunk_size``, or None when there is no such blob."""
         ...
 
-    def upload_create(self) -> str:
-        """Start an empty upload and return its id (URL-safe, unguessable)."""
+    def upload_create(self, owners: Sequence[str] = ()) -> str:
+        """Start an empty upload owned by ``owners`` (each ``[0-9a-z]+``) and return its id
+        (URL-safe, unguessable)."""
+        ...
+
+    def upload_count(self, owner: str) -> int:
+        """How many uploads ``owner`` has."""
         ...
 
     def upload_size(self, upload_id: str) -> int:
         """Bytes appended so far; raises ``UploadNotFound``."""
+        ...
+
+    def upload_resume(self, upload_id: str, idle_before: float) -> int:
+        """Mark the upload as used now and return its size; ``UploadNotFound`` when there is
+        none or it was idle since before ``idle_before`` (it is then aborted)."""
         ...
 
     def upload_append(self, upload_id: str, chunks: Iterable[bytes]) -> int:
@@ -82,8 +100,8 @@ class BlobStore(Protocol):
         """Forget the upload and its bytes; a no-op for an unknown id."""
         ...
 
-    def upload_expire(self, idle_seconds: float) -> int:
-        """Abort uploads nothing was appended to for ``idle_seconds``; how many."""
+    def upload_expire(self, idle_before: float) -> int:
+        """Abort the uploads idle since before ``idle_before``; how many."""
         ...
 
 
@@ -152,20 +170,38 @@ class LocalBlobStore:
         return _chunks(handle, chunk_size, limit=length)
 
     def _upload_path(self, upload_id: str) -> Path:
-        if not upload_id or not all(c.isalnum() or c in "-_" for c in upload_id):
+        if _UPLOAD_ID.fullmatch(upload_id) is None:
             raise UploadNotFound(upload_id)
         return self.root / _UPLOADS / upload_id
 
-    def upload_create(self) -> str:
-        upload_id = secrets.token_urlsafe(24)
+    def upload_create(self, owners: Sequence[str] = ()) -> str:
+        if not all(_OWNER.fullmatch(owner) for owner in owners):
+            raise ValueError(f"invalid upload owners {owners!r}")
+        upload_id = "_".join([*owners, secrets.token_hex(16)])
         self._upload_path(upload_id).touch(exist_ok=False)
         return upload_id
+
+    def upload_count(self, owner: str) -> int:
+        staged = (self.root / _UPLOADS).iterdir()
+        return sum(owner in path.name.split("_")[:-1] for path in staged)
 
     def upload_size(self, upload_id: str) -> int:
         try:
             return self._upload_path(upload_id).stat().st_size
         except FileNotFoundError:
             raise UploadNotFound(upload_id) from None
+
+    def upload_resume(self, upload_id: str, idle_before: float) -> int:
+        path = self._upload_path(upload_id)
+        try:
+            status = path.stat()
+            if status.st_mtime < idle_before:
+                path.unlink()
+                raise UploadNotFound(upload_id)
+            os.utime(path)
+        except FileNotFoundError:
+            raise UploadNotFound(upload_id) from None
+        return status.st_size
 
     def upload_append(self, upload_id: str, chunks: Iterable[bytes]) -> int:
         try:
@@ -207,12 +243,11 @@ class LocalBlobStore:
         with contextlib.suppress(UploadNotFound):
             self._upload_path(upload_id).unlink(missing_ok=True)
 
-    def upload_expire(self, idle_seconds: float) -> int:
-        cutoff = time.time() - idle_seconds
+    def upload_expire(self, idle_before: float) -> int:
         expired = 0
         for staged in (self.root / _UPLOADS).iterdir():
             with contextlib.suppress(FileNotFoundError):  # committed or aborted meanwhile
-                if staged.stat().st_mtime < cutoff:
+                if staged.stat().st_mtime < idle_before:
                     staged.unlink()
                     expired += 1
         return expired

@@ -44,6 +44,15 @@ class ServerSettings(BaseSettings):
     registry_max_body_bytes: int = Field(
         default=1024 * 1024 * 1024, ge=1024, description="largest blob upload to /v2/"
     )
+    registry_upload_ttl: int = Field(
+        default=900, ge=1, description="idle seconds after which a blob upload session expires"
+    )
+    registry_uploads_per_repository: int = Field(
+        default=64, ge=1, description="open blob upload sessions a repository may have"
+    )
+    registry_uploads_per_user: int = Field(
+        default=16, ge=1, description="open blob upload sessions one user may have"
+    )
     secret_key: str | None = Field(
         default=None, description="JWT signing key; generated into data-dir if unset"
     )

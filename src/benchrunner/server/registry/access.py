@@ -5,7 +5,9 @@ A request to ``/v2/`` carries ``Authorization: Bearer <jwt>``, signed with the s
 Entries name a project by UUID (grants are only ever issued under the UUID, so a slug and a UUID
 reach the same repository). The runner's claim token has exactly this shape.
 
-Answers, in order: no or bad token -> ``401 UNAUTHORIZED`` with a challenge naming the scope the
+Answers, in order: a name outside the spec's grammar -> ``400 NAME_INVALID`` (whoever asks: it
+says nothing about any project, and such a name must never reach a query or the challenge
+header); no or bad token -> ``401 UNAUTHORIZED`` with a challenge naming the scope the
 client should ask for; a token that never asked about this repository -> the same ``401``; a
 token whose entry for it grants nothing (what the token endpoint issues for a project the caller
 may not see, or one that does not exist) -> ``404 NAME_UNKNOWN``, so outsiders cannot tell a
@@ -29,6 +31,7 @@ from benchrunner.server.context import ServerContext
 from benchrunner.server.errors import ApiError
 from benchrunner.server.oci_tokens import ALGORITHM, OCI_AUDIENCE
 from benchrunner.server.registry.errors import RegistryError
+from benchrunner.server.registry.references import check_name
 from benchrunner.server.routes.deps import project_access
 from benchrunner.server.store import accounts
 from benchrunner.server.store.accounts import ProjectRow
@@ -160,6 +163,7 @@ async def authorize(
     ctx: ServerContext, request: Request, name: str, action: str
 ) -> tuple[ProjectRow, Caller]:
     """The project behind repository ``name`` if the caller's token allows ``action`` on it."""
+    check_name(name)
     scope = Scope(name, frozenset({"pull", action}))  # what a client should ask the token for
     unauthorized = RegistryError(
         "UNAUTHORIZED", "authentication required", headers=challenge(ctx, request, scope)

@@ -14,7 +14,9 @@ from benchrunner.server.routes.deps import Ctx
 from benchrunner.server.store import registry
 
 router = APIRouter(tags=["registry"])
-BYTE_RANGE = re.compile(r"bytes=(\d*)-(\d*)")
+# ASCII digits only (\d takes any script's), and few enough for int(): a longer number is no
+# offset into any blob, so the range is simply unsatisfiable.
+BYTE_RANGE = re.compile(r"bytes=([0-9]{0,19})-([0-9]{0,19})")
 
 
 @router.get("/v2/")

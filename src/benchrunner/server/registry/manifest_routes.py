@@ -12,7 +12,13 @@ from fastapi import APIRouter, Request, Response
 from benchrunner.server.registry import manifests
 from benchrunner.server.registry.access import authorize
 from benchrunner.server.registry.errors import RegistryError
-from benchrunner.server.registry.references import check_tag, is_digest, sha256_hex
+from benchrunner.server.registry.references import (
+    check_tag,
+    is_digest,
+    is_media_type,
+    is_tag,
+    sha256_hex,
+)
 from benchrunner.server.routes.deps import Ctx
 from benchrunner.server.store import registry
 from benchrunner.server.store.registry import ManifestRow, NewManifest
@@ -121,14 +127,23 @@ async def manifest_delete(ctx: Ctx, request: Request, name: str, reference: str)
     return Response(status_code=202, headers={"Content-Length": "0"})
 
 
+def _page_size(raw: str | None) -> int | None:
+    """``n`` of a tag list, at most MAX_TAGS_PAGE (a larger one gets a page and a Link)."""
+    if raw is None:
+        return None
+    if not raw.isascii() or not raw.isdigit():
+        raise RegistryError("UNSUPPORTED", "n must be a non-negative integer", status=400)
+    digits = raw.lstrip("0")
+    return MAX_TAGS_PAGE if len(digits) > 9 else min(int(digits or "0"), MAX_TAGS_PAGE)
+
+
 @router.get("/v2/{name}/tags/list")
 async def tags_list(ctx: Ctx, request: Request, name: str) -> Response:
     project, _ = await authorize(ctx, request, name, "pull")
     last = request.query_params.get("last") or None
-    raw_n = request.query_params.get("n")
-    if raw_n is not None and not raw_n.isdigit():
-        raise RegistryError("UNSUPPORTED", "n must be a non-negative integer", status=400)
-    n = min(int(raw_n), MAX_TAGS_PAGE) if raw_n is not None else None
+    if last is not None and not is_tag(last):
+        raise RegistryError("UNSUPPORTED", "last must be a tag", status=400)
+    n = _page_size(request.query_params.get("n"))
     tags = [] if n == 0 else await ctx.db.read(registry.tags_list, project.id, last, n)
     headers = {}
     if n and len(tags) == n:
@@ -147,6 +162,8 @@ async def referrers(ctx: Ctx, request: Request, name: str, digest: str) -> Respo
     project, _ = await authorize(ctx, request, name, "pull")
     sha256_hex(digest)
     artifact_type = request.query_params.get("artifactType") or None
+    if artifact_type is not None and not is_media_type(artifact_type):
+        raise RegistryError("UNSUPPORTED", "artifactType must be a media type", status=400)
     rows = await ctx.db.read(registry.referrers, project.id, digest, artifact_type)
     index = {
         "schemaVersion": 2,

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from benchrunner.server.registry.errors import RegistryError
+from benchrunner.server.registry.references import is_any_digest, is_media_type
 
 OCI_MANIFEST = "application/vnd.oci.image.manifest.v1+json"
 OCI_INDEX = "application/vnd.oci.image.index.v1+json"
@@ -35,10 +36,23 @@ class ParsedManifest:
 def _descriptor_digest(value: Any, where: str) -> str:
     if not isinstance(value, dict) or not isinstance(value.get("digest"), str):
         raise RegistryError("MANIFEST_INVALID", f"{where} must be a descriptor with a digest")
-    if not isinstance(value.get("size"), int) or value["size"] < 0:
-        raise RegistryError("MANIFEST_INVALID", f"{where} must have a non-negative size")
     digest: str = value["digest"]
+    if not is_any_digest(digest):
+        raise RegistryError("MANIFEST_INVALID", f"{where} has an invalid digest {digest!r}")
+    size = value.get("size")
+    if not isinstance(size, int) or isinstance(size, bool) or size < 0:
+        raise RegistryError("MANIFEST_INVALID", f"{where} must have a non-negative size")
     return digest
+
+
+def _media_type(value: Any, where: str) -> str | None:
+    """An optional media type field; MANIFEST_INVALID unless absent or a media type."""
+    if value is None:
+        return None
+    if not is_media_type(value):
+        raise RegistryError("MANIFEST_INVALID", f"{where} must be a media type")
+    media_type: str = value
+    return media_type
 
 
 def parse(content: bytes, content_type: str | None) -> ParsedManifest:
@@ -51,7 +65,7 @@ def parse(content: bytes, content_type: str | None) -> ParsedManifest:
         raise RegistryError("MANIFEST_INVALID", "manifest must be a JSON object")
     if document.get("schemaVersion") != 2:
         raise RegistryError("MANIFEST_INVALID", "only schemaVersion 2 manifests are accepted")
-    declared = document.get("mediaType")
+    declared = _media_type(document.get("mediaType"), "mediaType")
     header = (content_type or "").split(";")[0].strip() or None
     media_type = declared or header
     if declared and header and declared != header:
@@ -67,9 +81,12 @@ def parse(content: bytes, content_type: str | None) -> ParsedManifest:
     if "subject" in document:
         subject = _descriptor_digest(document["subject"], "subject")
     annotations = document.get("annotations")
-    if annotations is not None and not isinstance(annotations, dict):
-        raise RegistryError("MANIFEST_INVALID", "annotations must be an object")
-    artifact_type = document.get("artifactType")
+    if annotations is not None and (
+        not isinstance(annotations, dict)
+        or not all(isinstance(v, str) for v in annotations.values())
+    ):
+        raise RegistryError("MANIFEST_INVALID", "annotations must map strings to strings")
+    artifact_type = _media_type(document.get("artifactType"), "artifactType")
 
     if media_type in IMAGE_TYPES:
         config = document.get("config")
@@ -82,9 +99,7 @@ def parse(content: bytes, content_type: str | None) -> ParsedManifest:
             _descriptor_digest(layer, f"layers[{i}]") for i, layer in enumerate(layers)
         ]
         if artifact_type is None:
-            artifact_type = (
-                config["mediaType"] if isinstance(config.get("mediaType"), str) else None
-            )
+            artifact_type = _media_type(config.get("mediaType"), "config.mediaType")
         return ParsedManifest(
             media_type, [config_digest, *layer_digests], [], subject, artifact_type, annotations
         )

@@ -26,6 +26,7 @@ from benchrunner.server.registry.access import (
     public_base,
     user_token,
 )
+from benchrunner.server.registry.references import is_name
 from benchrunner.server.routes.deps import Ctx
 from benchrunner.server.store import accounts
 from benchrunner.server.store.accounts import UserRow
@@ -49,9 +50,9 @@ def _basic_password(authorization: str | None) -> str | None:
     scheme, _, value = authorization.partition(" ")
     if scheme.lower() != "basic":
         raise _refused()
-    try:
+    try:  # ValueError: a header with bytes outside ASCII, which b64decode refuses to take
         decoded = base64.b64decode(value.strip(), validate=True).decode()
-    except (binascii.Error, UnicodeDecodeError):
+    except (binascii.Error, ValueError):
         raise _refused() from None
     _, _, password = decoded.partition(":")
     return password
@@ -69,6 +70,9 @@ async def _issue(
         if viewer is None:
             raise _refused()
     wanted = [s for s in (Scope.parse(text) for text in scopes) if s is not None]
+    for scope in wanted:
+        if not is_name(scope.name):
+            raise bad_request(f"invalid repository name {scope.name!r} in scope")
 
     def grants(conn: Connection) -> list[tuple[str, frozenset[str]]]:
         return [granted_actions(conn, viewer, scope) for scope in wanted]

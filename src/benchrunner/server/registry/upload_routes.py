@@ -10,14 +10,15 @@ from fastapi import APIRouter, Request, Response
 
 from benchrunner.server.registry.access import Caller, authorize, may
 from benchrunner.server.registry.errors import RegistryError
-from benchrunner.server.registry.references import sha256_hex
-from benchrunner.server.registry.uploads import Uploads, session_id, upload_id_of
+from benchrunner.server.registry.references import check_name, sha256_hex
+from benchrunner.server.registry.uploads import SessionLimits, Uploads, session_id, upload_id_of
 from benchrunner.server.routes.deps import Ctx
 from benchrunner.server.store import accounts, registry
 from benchrunner.server.store.accounts import ProjectRow
 
 router = APIRouter(tags=["registry"])
-CONTENT_RANGE = re.compile(r"(?:bytes[ =])?(\d+)-(\d+)(?:/(?:\d+|\*))?")
+# ASCII digits, at most 19 of them: offsets past 2**63 are no offsets into any upload.
+CONTENT_RANGE = re.compile(r"(?:bytes[ =])?([0-9]{1,19})-([0-9]{1,19})(?:/(?:[0-9]{1,19}|\*))?")
 
 
 def _length(request: Request) -> str | None:
@@ -25,7 +26,13 @@ def _length(request: Request) -> str | None:
 
 
 def _uploads(ctx: Ctx) -> Uploads:
-    return Uploads(ctx.blobs, ctx.settings.registry_max_body_bytes)
+    settings = ctx.settings
+    limits = SessionLimits(
+        ttl=settings.registry_upload_ttl,
+        per_repository=settings.registry_uploads_per_repository,
+        per_user=settings.registry_uploads_per_user,
+    )
+    return Uploads(ctx.blobs, settings.registry_max_body_bytes, limits, ctx.clock)
 
 
 def _session_headers(
@@ -61,7 +68,6 @@ async def _mount(
     ctx: Ctx, name: str, project: ProjectRow, caller: Caller, digest: str, source: str
 ) -> Response | None:
     """A 201 when the blob could be linked from ``source``; None to fall back to a session."""
-    sha256_hex(digest)
     origin = await ctx.db.read(accounts.project_get, source)
     if origin is None or not may(caller, origin, "pull"):
         return None
@@ -78,6 +84,10 @@ async def upload_start(ctx: Ctx, request: Request, name: str) -> Response:
     project, caller = await authorize(ctx, request, name, "push")
     params = request.query_params
     mount, source = params.get("mount"), params.get("from")
+    if mount is not None:
+        sha256_hex(mount)
+    if source is not None:
+        check_name(source)
     if mount and source:
         mounted = await _mount(ctx, name, project, caller, mount, source)
         if mounted is not None:
@@ -86,7 +96,7 @@ async def upload_start(ctx: Ctx, request: Request, name: str) -> Response:
     digest = params.get("digest")
     if digest is not None:
         sha256_hex(digest)
-    upload_id = await uploads.create()
+    upload_id = await uploads.create(str(project.uuid), caller.subject)
     if digest is not None:
         try:
             await uploads.append(upload_id, request.stream(), 0, _length(request))
