@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import os
+import signal
+import subprocess
 import sys
 import threading
 import uuid
@@ -15,10 +17,11 @@ import pytest
 
 from benchrunner.core.templates import TemplateRegistry
 from benchrunner.protocol import IterationResult, JsonClaimedJob
+from benchrunner.runner import procfs
 from benchrunner.runner.cores import CorePlan
 from benchrunner.runner.executors import ExecutorError, ProcessExecutor
 from benchrunner.runner.executors.process import ENV_ALLOWLIST, ProcessJob
-from tests.harness import wait_until
+from tests.harness import REPO, wait_until
 from tests.unit.claimed_jobs import claimed_job
 
 PY = sys.executable
@@ -68,6 +71,11 @@ def alive(pid: int) -> bool:
     except ProcessLookupError:
         return False
     return True
+
+
+def running(pid: int) -> procfs.ProcessInfo | None:
+    info = procfs.process(pid)
+    return None if info is None or info.ended else info
 
 
 def run_in_thread(
@@ -339,6 +347,43 @@ def test_processes_left_behind_by_a_finished_iteration_are_stopped() -> None:
         job.cleanup()
     assert (result.exit_code, result.stdout) == (0, "done\n")
     assert not any(alive(pid) for pid in pids)
+
+
+# A stand-in for the runner: it runs one iteration on a job thread, as the agent does, and
+# nothing else (no guard, no in-flight records): only the parent-death signal can stop the job.
+RUNNER_STAND_IN = """
+import sys, threading, time
+from benchrunner.core.templates import TemplateRegistry
+from benchrunner.runner.executors import ProcessExecutor
+from tests.unit.claimed_jobs import claimed_job
+
+code = "import os, sys, time; open(sys.argv[1], 'w').write(str(os.getpid())); time.sleep(600)"
+templates = TemplateRegistry.parse(
+    {"templates": {"sleep": {"command": [sys.executable, "-c", code, sys.argv[1]]}}}
+)
+job = ProcessExecutor(templates).prepare(claimed_job({"timeout": 600, "template": "sleep"}))
+threading.Thread(target=job.run_iteration, args=(0,), name="job").start()
+time.sleep(600)
+"""
+
+
+def test_the_job_leader_dies_with_a_runner_killed_by_sigkill(tmp_path: Path) -> None:
+    pidfile = tmp_path / "leader.pid"
+    runner = subprocess.Popen(
+        [PY, "-c", RUNNER_STAND_IN, str(pidfile)], cwd=REPO, stdin=subprocess.DEVNULL
+    )
+    try:
+        leader = int(wait_until(lambda: pidfile.exists() and pidfile.read_text()))
+        assert alive(leader)
+    finally:
+        runner.kill()
+        runner.wait(10)
+    try:
+        # Dead, or a zombie: this test process may be the subreaper it was re-parented to.
+        wait_until(lambda: running(leader) is None, timeout=10, message="the job leader to die")
+    finally:
+        if running(leader) is not None:
+            os.kill(leader, signal.SIGKILL)
 
 
 def test_cancel_before_an_iteration_starts_nothing() -> None:
