@@ -43,6 +43,7 @@ JOB_VARIABLE = "BENCHRUNNER_JOB"
 """Set to the job's UUID in the environment of every job process, container included."""
 
 _SUFFIX = ".json"
+_TEMP_PREFIX = ".in-flight-"
 _STOP_WAIT = 5.0
 _POLL = 0.02
 _RUNTIME_TIMEOUT = 30.0
@@ -140,6 +141,9 @@ class InFlight:
             else:
                 stopped += _stop(record)
             self.forget(record.job)
+        for temporary in self.directory.glob(f"{_TEMP_PREFIX}*"):  # a write cut short
+            with contextlib.suppress(OSError):
+                temporary.unlink()
         return stopped
 
     def _path(self, job: uuid.UUID) -> Path:
@@ -148,7 +152,7 @@ class InFlight:
     def _write(self, record: JobRecord) -> None:
         # Atomic, so a reader never sees half a record; no fsync: a record matters only while
         # this boot lasts, and a process's death does not lose the page cache.
-        fd, name = tempfile.mkstemp(prefix=".in-flight-", dir=self.directory)
+        fd, name = tempfile.mkstemp(prefix=_TEMP_PREFIX, dir=self.directory)
         temp = Path(name)
         try:
             with os.fdopen(fd, "w") as handle:
