@@ -67,6 +67,19 @@ type = "string"
 [templates."bench.garbage"]
 command = ["python3", "-c", "print('this is not json')"]
 timeout = 30
+
+[templates."bench.environ"]
+description = "Print the job's environment as JSON"
+command = ["python3", "-c", "import json,os; print(json.dumps(dict(os.environ)))"]
+timeout = 30
+
+[templates."bench.links"]
+description = "Write result.json, then link a file from outside and /proc/self/environ into the working directory"
+command = ["python3", "-c", "import os,sys; open('result.json','w').write('{}'); os.symlink('/proc/self/environ','environ'); os.symlink(sys.argv[1],'linked'); os.link(sys.argv[1],'hard')", "{secret}"]
+timeout = 30
+
+[templates."bench.links".args.secret]
+type = "string"
 """
 )
 

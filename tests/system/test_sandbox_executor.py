@@ -7,10 +7,13 @@ server's own registry is covered by ``test_sandbox_jobs.py``. Needs root and run
 from __future__ import annotations
 
 import datetime as dt
+import logging
 import os
 import queue
 import shutil
 import socket
+import subprocess
+import sys
 import threading
 import time
 import uuid
@@ -28,13 +31,14 @@ from benchrunner.protocol import (
     JsonJobConfig,
     JsonSpec,
 )
+from benchrunner.runner.agent import IN_FLIGHT_DIR, Agent, RunnerOptions
 from benchrunner.runner.cores import CorePlan
 from benchrunner.runner.events import AgentEvent, JobFinished, JobStarted
 from benchrunner.runner.executors import ExecutorError
 from benchrunner.runner.executors.sandbox import SandboxExecutor, SandboxJob
 from benchrunner.runner.job import CancelReason, JobRun
 from benchrunner.runner.spool import Spool
-from tests.harness import wait_until
+from tests.harness import REPO, wait_until
 from tests.oci_layout import Image, TarEntry, busybox_image, gzip_bytes, tar_bytes, write_layout
 from tests.oci_registry import REPOSITORY, TOKEN, LocalRegistry, local_registry
 
@@ -355,20 +359,142 @@ def test_file_paths_are_read_from_inside_the_container(
 ) -> None:
     host_file = tmp_path / "host-secret"
     host_file.write_text("host data")
-    script = f"echo rel > out.json; echo abs > /tmp/abs.txt; ln -s {host_file} /tmp/escape"
-    image = busybox_image({"WorkingDir": "/tmp"})
-    result = run(
-        executor,
-        jobs.claimed(
-            image,
-            file_paths=["out.json", "/tmp/abs.txt", "missing.txt", "/tmp/escape"],
-            **shell(script),
-        ),
+    script = (
+        "echo rel > out.json; echo abs > /tmp/abs.txt; ln -s /tmp/abs.txt /tmp/link; "
+        f"ln -s {host_file} /tmp/escape; ln -s ../../../.. /tmp/up; mkfifo /tmp/pipe; "
+        "ln /etc/passwd /tmp/passwd"
     )
-    assert result.output == {"out.json": "rel\n", "/tmp/abs.txt": "abs\n"}
-    assert "file_path 'missing.txt' not found" in (result.stderr or "")
-    # The symlink resolves inside the container's root, where that host path does not exist.
-    assert "file_path '/tmp/escape' not found" in (result.stderr or "")
+    image = busybox_image({"WorkingDir": "/tmp"})
+    paths = [
+        "out.json",
+        "/tmp/abs.txt",
+        "link",
+        "missing.txt",
+        "/tmp/escape",
+        "/proc/self/environ",
+        "../../../etc/hostname",
+        f"up{tmp_path}/host-secret",
+        "pipe",
+        "",
+        "passwd",
+    ]
+    result = run(executor, jobs.claimed(image, file_paths=paths, **shell(script)))
+    assert result.exit_code == 0, result.stderr
+    assert result.output is not None
+    assert result.output.pop("passwd").startswith("root:")  # a hard link is the image's own file
+    assert result.output == {"out.json": "rel\n", "/tmp/abs.txt": "abs\n", "link": "abs\n"}
+    # An absolute path or symlink resolves inside the container's root, where neither that
+    # host path nor the container's /proc mount exists; one climbing above that root is refused.
+    outside = "the container's root"
+    assert result.stderr == "".join(
+        f"[benchrunner: file_path {name!r} {reason}]\n"
+        for name, reason in [
+            ("missing.txt", "not found"),
+            ("/tmp/escape", "not found"),
+            ("/proc/self/environ", "not found"),
+            ("../../../etc/hostname", f"refused: '..' on its path leaves {outside}"),
+            (f"up{tmp_path}/host-secret", f"refused: '..' on its path leaves {outside}"),
+            ("pipe", "refused: not a regular file"),
+            ("", "refused: not a valid path"),
+        ]
+    )
+
+
+# A stand-in for a sandbox runner: records in flight (and starts the guard, if asked), then runs
+# one iteration of the job read from stdin, until it is killed.
+RUNNER_STAND_IN = """
+import sys
+from pathlib import Path
+from benchrunner.protocol import JsonClaimedJob
+from benchrunner.runner.agent import IN_FLIGHT_DIR, Agent, RunnerOptions
+from benchrunner.runner.cores import CorePlan
+from benchrunner.runner.executors.sandbox import SandboxExecutor
+from benchrunner.runner.guard import Guard
+from benchrunner.runner.inflight import InFlight
+
+registry, work_root, in_flight_dir, guard = sys.argv[1:]
+job = JsonClaimedJob.model_validate_json(sys.stdin.read())
+in_flight = InFlight(Path(in_flight_dir))
+if guard == "guard":
+    Guard(in_flight.directory)
+executor = SandboxExecutor(
+    registry_url=lambda: registry,
+    work_root=Path(work_root),
+    cores=CorePlan.detect(),
+    in_flight=in_flight,
+)
+executor.prepare(job).run_iteration(0)
+"""
+
+
+def kill_a_runner_mid_job(
+    executor: SandboxExecutor, jobs: Jobs, registry: LocalRegistry, tmp_path: Path, guard: bool
+) -> str:
+    """Start a stand-in runner on ``executor``'s work directory, SIGKILL it once its job's
+    container runs; returns the container's id."""
+    job = jobs.claimed(entrypoint=["sleep", "600"])
+    runner = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            RUNNER_STAND_IN,
+            registry.url,
+            str(tmp_path / "sandbox"),
+            str(tmp_path / "spool" / IN_FLIGHT_DIR),
+            "guard" if guard else "-",
+        ],
+        stdin=subprocess.PIPE,
+        cwd=REPO,
+    )
+    try:
+        assert runner.stdin is not None
+        runner.stdin.write(job.model_dump_json().encode())
+        runner.stdin.close()
+        wait_until(executor.runtime.containers, timeout=60, message="the job's container")
+    finally:
+        runner.kill()
+        runner.wait(30)
+    return f"benchrunner-{job.uuid}-0"
+
+
+def test_a_container_dies_with_its_runner(
+    executor: SandboxExecutor, jobs: Jobs, registry: LocalRegistry, tmp_path: Path
+) -> None:
+    kill_a_runner_mid_job(executor, jobs, registry, tmp_path, guard=True)
+    in_flight = tmp_path / "spool" / IN_FLIGHT_DIR
+
+    def removed() -> bool:
+        return executor.runtime.containers() == [] and list(in_flight.iterdir()) == []
+
+    try:
+        wait_until(removed, timeout=30, message="the guard to remove the container")
+    finally:
+        # The next start removes the mounts the job left (checked by the fixture).
+        SandboxExecutor(registry_url=lambda: registry.url, work_root=tmp_path / "sandbox")
+
+
+def test_a_container_left_running_is_removed_at_the_next_start(
+    executor: SandboxExecutor,
+    jobs: Jobs,
+    registry: LocalRegistry,
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    container = kill_a_runner_mid_job(executor, jobs, registry, tmp_path, guard=False)
+    assert executor.runtime.containers() == [container]  # nothing stopped it (no guard)
+    options = RunnerOptions(
+        host="http://127.0.0.1:9",
+        runner="r1",
+        key="bencher_runner_" + "0" * 64,
+        templates=None,
+        executor="sandbox",
+        spool=tmp_path / "spool",
+        sandbox_dir=tmp_path / "sandbox",
+    )
+    caplog.set_level(logging.WARNING)
+    Agent(options)  # a start, up to the first claim
+    assert executor.runtime.containers() == []
+    assert f"removed container {container} left by job" in caplog.text
 
 
 def test_a_hostile_image_is_a_clear_job_error(executor: SandboxExecutor, jobs: Jobs) -> None:

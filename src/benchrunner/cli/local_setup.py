@@ -21,6 +21,7 @@ PROJECT = "demo"
 SPEC = "local"
 RUNNER = "local"
 TEMPLATES_FILE = "templates.toml"
+RUNNER_KEY_FILE = "runner.key"
 
 _ARCHITECTURES: dict[str, Literal["x86_64", "aarch64"]] = {
     "x86_64": "x86_64",
@@ -76,6 +77,18 @@ def ensure_templates(data_dir: Path) -> Path:
     if not path.exists():
         demo = resources.files("benchrunner").joinpath("demo_templates.toml")
         path.write_text(demo.read_text(encoding="utf-8"), encoding="utf-8")
+    return path
+
+
+def write_runner_key(data_dir: Path, key: str) -> Path:
+    """``<data-dir>/runner.key`` holding ``key``, mode 0600 from its creation on: how ``up``
+    hands its runner the key. Neither the environment nor the command line would do: a job
+    runs as the same user as its runner and could read them in ``/proc``."""
+    path = data_dir / RUNNER_KEY_FILE
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        os.fchmod(fd, 0o600)  # an older file may have had another mode
+        handle.write(key + "\n")
     return path
 
 

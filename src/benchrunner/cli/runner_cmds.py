@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import stat
 from pathlib import Path
 from typing import Annotated
 
@@ -27,6 +29,7 @@ from benchrunner.client import JsonObject
 runner_app = typer.Typer(help="Run a runner agent, or administer runners.", no_args_is_help=True)
 
 _AGENT = "Agent"
+_KEY_FILE_LIMIT = 4096
 
 
 def default_spool(runner: str) -> Path:
@@ -39,20 +42,65 @@ def default_sandbox_dir(runner: str) -> Path:
     return Path.home() / ".local" / "share" / "benchrunner" / "sandbox" / runner
 
 
+def runner_key(key: str | None, key_file: Path | None) -> str:
+    """The runner token from ``--key`` or ``--key-file`` (exactly one). A key file must be a
+    regular file that no one but its owner may read or write, like an SSH private key.
+    Raises ValueError with the reason."""
+    if (key is None) == (key_file is None):
+        raise ValueError(
+            "give the runner key once: --key-file FILE ($BENCHRUNNER_RUNNER_KEY_FILE) "
+            "or --key ($BENCHRUNNER_RUNNER_KEY)"
+        )
+    if key is not None:
+        return key.strip()
+    assert key_file is not None
+    try:
+        fd = os.open(key_file, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as exc:
+        raise ValueError(f"cannot read key file {key_file}: {exc.strerror}") from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise ValueError(f"key file {key_file} is not a regular file")
+        if info.st_mode & 0o077:
+            raise ValueError(
+                f"key file {key_file} is open to other users (mode "
+                f"{stat.S_IMODE(info.st_mode):04o}); run: chmod 600 {key_file}"
+            )
+        data = os.read(fd, _KEY_FILE_LIMIT)
+    finally:
+        os.close(fd)
+    text = data.decode("utf-8", errors="replace").strip()
+    if not text or "\n" in text:
+        raise ValueError(f"key file {key_file} must hold the runner key alone, on one line")
+    return text
+
+
 @runner_app.command("up")
 def up(
     runner: Annotated[
         str, typer.Option(envvar="BENCHRUNNER_RUNNER", help="This runner's slug or UUID.")
     ],
+    key_file: Annotated[
+        Path | None,
+        typer.Option(
+            envvar="BENCHRUNNER_RUNNER_KEY_FILE",
+            metavar="FILE",
+            show_default=False,
+            help="File holding the runner token (bencher_runner_...), readable by its owner "
+            "only (mode 0600). The preferred way: neither the environment nor the command "
+            "line of a process is secret from the jobs it runs.",
+        ),
+    ] = None,
     key: Annotated[
-        str,
+        str | None,
         typer.Option(
             envvar="BENCHRUNNER_RUNNER_KEY",
             show_default=False,
-            help="Runner token (bencher_runner_...). Prefer the environment variable: "
-            "command lines are visible to other users.",
+            help="Runner token itself; prefer --key-file. On the command line it is visible "
+            "to every user of the machine.",
         ),
-    ],
+    ] = None,
     host: Annotated[
         str | None,
         typer.Option(
@@ -158,7 +206,7 @@ def up(
     options = RunnerOptions(
         host=",".join(normalize_host(h) for h in resolve(host, None).host.split(",") if h.strip()),
         runner=runner,
-        key=key,
+        key=runner_key(key, key_file),
         templates=templates,
         executor=executor,
         spool=spool or default_spool(runner),
@@ -200,8 +248,8 @@ def _print_token(runner: str, token: str) -> None:
     output.out().print(f"token: {token}", soft_wrap=True, markup=False)
     output.warning("the token is shown only this once; store it now")
     output.note(
-        f"start the runner with: BENCHRUNNER_RUNNER_KEY=<token> "
-        f"benchrunner runner up --runner {runner} --host <server URL>"
+        "start the runner with the token in a file of mode 0600: "
+        f"benchrunner runner up --runner {runner} --key-file <file> --host <server URL>"
     )
 
 

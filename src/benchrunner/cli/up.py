@@ -2,7 +2,9 @@
 
 Order of events: data dir and templates file; admin token (migrating the database); the server
 as a child process, awaited through its health endpoint; the local resources through the API; the
-runner as a child process; the config file; a panel of what to try. Then it waits. SIGINT, SIGTERM
+runner's key in ``<data-dir>/runner.key`` (mode 0600: not the environment, not the command line,
+both of which a job could read in ``/proc``); the runner as a child process; the config file; a
+panel of what to try. Then it waits. SIGINT, SIGTERM
 or SIGHUP stop the runner first (it drains) and then the server; another signal hurries them.
 """
 
@@ -26,7 +28,13 @@ from rich.table import Table
 from benchrunner.cli import output
 from benchrunner.cli.children import Child, describe_exit
 from benchrunner.cli.config import config_path, save_config
-from benchrunner.cli.local_setup import LocalSetup, ensure_templates, provision, this_machine
+from benchrunner.cli.local_setup import (
+    LocalSetup,
+    ensure_templates,
+    provision,
+    this_machine,
+    write_runner_key,
+)
 from benchrunner.client import ApiError, BenchrunnerClient
 
 ADMIN_EMAIL = "admin@localhost"
@@ -95,10 +103,9 @@ def _port_taken(host: str, port: int) -> bool:
         return False
 
 
-def _child_env(**extra: str) -> dict[str, str]:
+def _child_env() -> dict[str, str]:
     # up decides the children's whole configuration: none of the user's BENCHRUNNER_* leak in.
-    env = {k: v for k, v in os.environ.items() if not k.startswith("BENCHRUNNER_")}
-    return {**env, **extra}
+    return {k: v for k, v in os.environ.items() if not k.startswith("BENCHRUNNER_")}
 
 
 def _wait_healthy(url: str, server: Child, signals: StopSignals) -> None:
@@ -232,6 +239,7 @@ def _run(
     with BenchrunnerClient(url, token) as client:
         setup = provision(client, this_machine(data_dir))
     signals.check()
+    key_file = write_runner_key(data_dir, setup.runner_token)
     runner = Child(
         "runner",
         [
@@ -242,6 +250,8 @@ def _run(
             url,
             "--runner",
             setup.runner,
+            "--key-file",
+            str(key_file),
             "--templates",
             str(templates),
             "--spool",
@@ -250,7 +260,7 @@ def _run(
             str(RUNNER_DRAIN_GRACE),
         ],
         data_dir / "runner.log",
-        _child_env(BENCHRUNNER_RUNNER_KEY=setup.runner_token),
+        _child_env(),
     )
     children.insert(0, runner)  # stopped first
     config = config_path()

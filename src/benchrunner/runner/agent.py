@@ -9,6 +9,10 @@ On every (re)connect: spooled results first, oldest first, each awaiting its ``a
 ``error`` means the server refuses it for good: it is dropped); then, if a job is still executing
 here, ``running`` again and heartbeats; otherwise ``ready``.
 
+A killed runner leaves nothing running: before anything else, a start stops what the in-flight
+records of an earlier run still name (``inflight.py``), then starts the guard (``guard.py``) that
+does the same the moment this run ends, however it ends.
+
 Drain (SIGTERM or SIGINT, see ``drain.py``): no more ``ready``. Idle, the agent closes the
 channel and exits 0 at once, even with a ``ready`` outstanding: a job the server claimed for us
 in that instant is left to the server's disconnect recovery, which fails it. A running job may
@@ -54,7 +58,9 @@ from benchrunner.runner.events import (
     ServerMessage,
 )
 from benchrunner.runner.executors import Executor, ExecutorError, create_executor
+from benchrunner.runner.guard import Guard
 from benchrunner.runner.heartbeat import HeartbeatSender
+from benchrunner.runner.inflight import InFlight
 from benchrunner.runner.job import CancelReason, JobRun
 from benchrunner.runner.options import RunnerOptions
 from benchrunner.runner.outbox import Outbox
@@ -70,6 +76,7 @@ EXIT_REFUSED = 2  # bad/archived key, unknown runner, or an unusable configurati
 
 READY_REPLY_MARGIN = 30.0  # beyond poll_timeout, for the reply to ready
 READY_RETRY = 1.0  # pause after the server refused ready or offered an update
+IN_FLIGHT_DIR = "in-flight"  # in the spool directory
 CLOSE_CODE_SERVER_RESTART = 1012
 CLOSE_CODE_MESSAGE_TOO_BIG = 1009
 
@@ -113,6 +120,12 @@ class Agent:
         options.validate()
         self._options = options
         self._cores = CorePlan.detect()
+        self._spool = Spool(options.spool)
+        self._in_flight = InFlight(options.spool / IN_FLIGHT_DIR)
+        # Before the executor (the sandbox's removes containers) and long before any claim.
+        stopped = self._in_flight.stop_leftovers()
+        if stopped:
+            log.warning("stopped %d process(es) or container(s) left by an earlier run", stopped)
         templates = (
             TemplateRegistry.load(options.templates)
             if options.templates is not None
@@ -128,8 +141,9 @@ class Agent:
             sandbox_dir=options.sandbox_dir
             or options.spool.with_name(f"{options.spool.name}-sandbox"),
             oci_runtime=options.oci_runtime,
+            in_flight=self._in_flight,
         )
-        self._spool = Spool(options.spool)
+        self._guard: Guard | None = None
         self._outbox = Outbox(self._spool)
         self._events: queue.SimpleQueue[AgentEvent] = queue.SimpleQueue()
         self._version = runner_version()
@@ -169,6 +183,10 @@ class Agent:
             self._cores.describe(),
             spooled,
         )
+        try:
+            self._guard = Guard(self._in_flight.directory)
+        except OSError as exc:
+            log.error("cannot start the guard (a job may outlive a killed runner): %s", exc)
         self._heartbeat.start()
         try:
             return self._loop()
@@ -431,3 +449,5 @@ class Agent:
             job.cancel(CancelReason.SHUTDOWN)
             job.join(self._options.kill_grace + 5.0)
         self._connector.close()
+        if self._guard is not None:
+            self._guard.close()  # it stops whatever the job could not

@@ -13,6 +13,7 @@ from benchrunner.core.templates import TemplateRegistry
 from benchrunner.runner.cores import CorePlan
 from benchrunner.runner.executors.base import Executor, ExecutorError, PreparedJob
 from benchrunner.runner.executors.process import ProcessExecutor
+from benchrunner.runner.inflight import InFlight
 
 KNOWN_EXECUTORS = ("process", "sandbox", "microvm")
 
@@ -36,14 +37,19 @@ def create_executor(
     registry_url: Callable[[], str],
     sandbox_dir: Path,
     oci_runtime: str = "runc",
+    in_flight: InFlight | None = None,
 ) -> Executor:
     """The executor called ``name``. ``registry_url`` (gives the URL of the server the runner
     is connected to), ``sandbox_dir`` (image cache, runtime state, job directories) and
-    ``oci_runtime`` matter to ``sandbox`` only. Raises ExecutorError for an unknown, not yet
-    available or unusable executor."""
+    ``oci_runtime`` matter to ``sandbox`` only; ``in_flight`` records what each job runs.
+    Raises ExecutorError for an unknown, not yet available or unusable executor."""
     if name == "process":
         return ProcessExecutor(
-            templates, kill_grace=kill_grace, max_output_bytes=max_output_bytes, cores=cores
+            templates,
+            kill_grace=kill_grace,
+            max_output_bytes=max_output_bytes,
+            cores=cores,
+            in_flight=in_flight,
         )
     if name == "sandbox":
         # Imported here: the process executor must work where the sandbox's needs are absent.
@@ -56,6 +62,7 @@ def create_executor(
             max_output_bytes=max_output_bytes,
             cores=cores,
             runtime=oci_runtime,
+            in_flight=in_flight,
         )
     if name in KNOWN_EXECUTORS:
         raise ExecutorError(f"executor {name!r} is not available in this version; use 'process'")

@@ -1,9 +1,17 @@
 """A job process and everything it spawned, as one process group that can be stopped whole.
 
-The leader is started with ``start_new_session=True``, so its pid is also the group id and every
-descendant that does not call ``setsid``/``setpgid`` itself stays in the group. Stopping means
-SIGTERM to the group, then SIGKILL after a grace period, then waiting until the kernel reports
-the group empty.
+The leader is started by ``start_leader`` in a new session, so its pid is also the group id and
+every descendant that does not call ``setsid``/``setpgid`` itself stays in the group. Stopping
+means SIGTERM to the group, then SIGKILL after a grace period, then waiting until the kernel
+reports the group empty.
+
+The runner's death: the leader is armed with a parent-death signal (Linux
+``PR_SET_PDEATHSIG``, SIGKILL), so it dies with the runner even when nothing of the runner can
+act any more. That signal fires when the *thread* that forked the leader ends, not only the
+process: the leader is forked by the job's thread, which outlives it (it waits for the leader
+and stops the group before it returns), so it fires only once the iteration is over or the
+runner died. It reaches the leader only: the rest of the group is stopped by the runner's guard
+process, or at the runner's next start, from the in-flight record (``runner/inflight.py``).
 
 Orphans: when the leader dies first, its children are re-parented. The runner makes itself a
 *child subreaper* (Linux ``PR_SET_CHILD_SUBREAPER``) so they are re-parented to the runner, which
@@ -22,9 +30,12 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 
 log = logging.getLogger(__name__)
 
+_PR_SET_PDEATHSIG = 1
 _PR_SET_CHILD_SUBREAPER = 36
 _POLL_INTERVAL = 0.01
 _KILL_WAIT = 5.0
@@ -57,6 +68,60 @@ def _set_child_subreaper() -> bool:
         log.warning("cannot become child subreaper (orphaned job processes may linger): %s", exc)
         return False
     return True
+
+
+def start_leader(
+    argv: Sequence[str], *, env: Mapping[str, str], cwd: Path | None = None
+) -> subprocess.Popen[bytes]:
+    """``argv`` started as the leader of a new session and process group, armed to be killed
+    when the runner dies; no stdin, stdout and stderr piped, no other descriptor inherited.
+    Raises OSError if it cannot be started."""
+    return subprocess.Popen(
+        list(argv),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=cwd,
+        env=dict(env),
+        start_new_session=True,
+        close_fds=True,
+        preexec_fn=_die_with(os.getpid()),
+    )
+
+
+def _die_with(runner: int) -> Callable[[], None] | None:
+    """The code run in the child between fork and exec: arm the parent-death signal, and die
+    at once if the runner already died before it was armed. None where unsupported.
+
+    Runs in a child forked from a threaded process: it only calls a C function loaded before
+    the fork and never takes a lock that another thread might have held.
+    """
+    prctl = _prctl()
+    if prctl is None:
+        return None
+
+    kill = int(signal.SIGKILL)
+
+    def arm() -> None:
+        prctl(_PR_SET_PDEATHSIG, kill, 0, 0, 0)
+        if os.getppid() != runner:
+            os._exit(1)
+
+    return arm
+
+
+_libc_lock = threading.Lock()
+_libc_prctl: Callable[..., int] | None = None
+
+
+def _prctl() -> Callable[..., int] | None:
+    global _libc_prctl
+    if not sys.platform.startswith("linux"):
+        return None
+    with _libc_lock:
+        if _libc_prctl is None:
+            _libc_prctl = ctypes.CDLL(None, use_errno=True).prctl
+        return _libc_prctl
 
 
 class ProcessGroup:

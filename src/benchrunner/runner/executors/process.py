@@ -1,9 +1,14 @@
 """The ``process`` executor: a template job's argv run directly on this machine.
 
-Isolation is light (SPEC section 6): no shell, a new session and process group per iteration, an
-environment allowlist, a fresh working directory per job, the job cores as CPU affinity. Only
-templates listed in the runner's own templates file run here, with arguments re-checked against
-that file, whatever the server sent.
+Isolation is light (SPEC section 6): no shell, a new session and process group per iteration
+(killed with the runner, see ``group.py``), an environment allowlist, a fresh working directory
+per job, the job cores as CPU affinity. Only templates listed in the runner's own templates file
+run here, with arguments re-checked against that file, whatever the server sent.
+
+``file_paths`` are read by the runner after each iteration, confined to the job's working
+directory (``runner/confined.py``): an absolute path, a ``..`` or a symlink leading out, a file
+hard-linked from elsewhere or anything but a regular file is refused with a note on stderr, and
+the other files are still collected.
 """
 
 from __future__ import annotations
@@ -17,14 +22,16 @@ import tempfile
 import threading
 import uuid
 from collections.abc import Mapping, Sequence
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 
 from benchrunner.core.templates import TemplateError, TemplateRegistry
 from benchrunner.protocol import IterationResult, JsonClaimedJob
+from benchrunner.runner.confined import ConfinedPathError, Confinement, read_file
 from benchrunner.runner.cores import CorePlan
 from benchrunner.runner.executors.base import Executor, ExecutorError, PreparedJob
 from benchrunner.runner.executors.capture import StreamCapture, bounded_text, with_notes
-from benchrunner.runner.executors.group import ProcessGroup, become_subreaper
+from benchrunner.runner.executors.group import ProcessGroup, become_subreaper, start_leader
+from benchrunner.runner.inflight import JOB_VARIABLE, InFlight
 
 log = logging.getLogger(__name__)
 
@@ -44,10 +51,13 @@ class ProcessExecutor(Executor):
         cores: CorePlan | None = None,
         workdir_root: Path | None = None,
         environ: Mapping[str, str] | None = None,
+        in_flight: InFlight | None = None,
     ) -> None:
         """``environ`` is where the allowlisted variables come from (default: the runner's own
-        environment); ``workdir_root`` holds the per-job working directories (default: TMPDIR)."""
+        environment); ``workdir_root`` holds the per-job working directories (default: TMPDIR);
+        ``in_flight`` records each job's process group (None: not recorded)."""
         self._templates = templates
+        self._in_flight = in_flight
         self._kill_grace = kill_grace
         self._max_output_bytes = max_output_bytes
         self._cores = cores or CorePlan()
@@ -71,7 +81,6 @@ class ProcessExecutor(Executor):
             argv = self._templates.get(config.template).argv(config.args or {})
         except TemplateError as exc:
             raise ExecutorError(str(exc)) from None
-        file_paths = [_checked_file_path(path) for path in config.file_paths or []]
         base_env = {name: self._environ[name] for name in ENV_ALLOWLIST if name in self._environ}
         try:
             workdir = Path(
@@ -82,12 +91,13 @@ class ProcessExecutor(Executor):
         return ProcessJob(
             job=job.uuid,
             argv=argv,
-            file_paths=file_paths if config.file_paths is not None else None,
+            file_paths=config.file_paths,
             workdir=workdir,
             base_env=base_env,
             kill_grace=self._kill_grace,
             max_output_bytes=self._max_output_bytes,
             cores=self._cores,
+            in_flight=self._in_flight,
         )
 
 
@@ -103,6 +113,7 @@ class ProcessJob(PreparedJob):
         kill_grace: float,
         max_output_bytes: int,
         cores: CorePlan,
+        in_flight: InFlight | None = None,
     ) -> None:
         self.job = job
         self.argv = list(argv)
@@ -112,6 +123,7 @@ class ProcessJob(PreparedJob):
         self._kill_grace = kill_grace
         self._limit = max_output_bytes
         self._cores = cores
+        self._in_flight = in_flight
         self._lock = threading.Lock()
         self._group: ProcessGroup | None = None
         self._canceled = False
@@ -119,7 +131,7 @@ class ProcessJob(PreparedJob):
     def environment(self, index: int) -> dict[str, str]:
         return {
             **self._base_env,
-            "BENCHRUNNER_JOB": str(self.job),
+            JOB_VARIABLE: str(self.job),
             "BENCHRUNNER_ITERATION": str(index),
             "BENCHRUNNER_WORKDIR": str(self.workdir),
         }
@@ -175,50 +187,53 @@ class ProcessJob(PreparedJob):
             group = self._group
         if group is not None:
             group.kill()
+        if self._in_flight is not None:
+            self._in_flight.forget(self.job)
         shutil.rmtree(self.workdir, ignore_errors=True)
 
     def _start(self, index: int) -> subprocess.Popen[bytes]:
+        if self._in_flight is not None:
+            try:
+                self._in_flight.job(self.job)
+            except OSError as exc:
+                # Unrecorded, its processes could outlive a runner killed now: do not start.
+                raise ExecutorError(f"cannot record the job before it starts: {exc}") from None
         try:
             with self._cores.job_affinity():
-                return subprocess.Popen(
-                    self.argv,
-                    stdin=subprocess.DEVNULL,
-                    stdout=subprocess.PIPE,
-                    stderr=subprocess.PIPE,
-                    cwd=self.workdir,
-                    env=self.environment(index),
-                    start_new_session=True,
-                    close_fds=True,
-                )
+                leader = start_leader(self.argv, env=self.environment(index), cwd=self.workdir)
         except OSError as exc:
             raise ExecutorError(
                 f"iteration {index} could not start {self.argv[0]!r}: {exc.strerror or exc}"
             ) from None
+        if self._in_flight is not None:
+            try:
+                self._in_flight.group(self.job, leader.pid)
+            except OSError as exc:
+                # The job's record stands: its processes are still found by their environment.
+                log.warning("job %s: cannot record process group %d: %s", self.job, leader.pid, exc)
+        return leader
 
     def _collect_files(self, notes: list[str]) -> dict[str, str] | None:
         if self._file_paths is None:
             return None
         output: dict[str, str] = {}
         for name in self._file_paths:
-            path = self.workdir / name  # an absolute name replaces the working directory
             try:
-                with path.open("rb") as handle:
-                    data = handle.read(self._limit + 1)
-            except FileNotFoundError:
-                notes.append(f"[benchrunner: file_path {name!r} not found]")
+                data = read_file(
+                    self.workdir,
+                    name,
+                    self._limit + 1,
+                    confinement=Confinement.DIRECTORY,
+                    root_name="the job's working directory",
+                )
+            except ConfinedPathError as exc:
+                notes.append(f"[benchrunner: file_path {name!r} refused: {exc}]")
                 continue
             except OSError as exc:
                 notes.append(f"[benchrunner: file_path {name!r} could not be read: {exc.strerror}]")
                 continue
+            if data is None:
+                notes.append(f"[benchrunner: file_path {name!r} not found]")
+                continue
             output[name] = bounded_text(data, self._limit)
         return output
-
-
-def _checked_file_path(path: str) -> str:
-    if not path or "\x00" in path:
-        raise ExecutorError(f"file_path {path!r} is not a valid path")
-    if not PurePosixPath(path).is_absolute():
-        normalized = os.path.normpath(path)
-        if normalized == ".." or normalized.startswith("../"):
-            raise ExecutorError(f"file_path {path!r} escapes the job's working directory")
-    return path

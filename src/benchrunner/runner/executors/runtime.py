@@ -39,9 +39,13 @@ class OciRuntime:
         self.state_root = state_root
         state_root.mkdir(parents=True, exist_ok=True, mode=0o700)
 
+    @property
+    def command(self) -> tuple[str, ...]:
+        """The command line before the verb: the binary and this runner's state directory."""
+        return (self.binary, "--root", str(self.state_root))
+
     def run_argv(self, bundle: Path, container: str) -> list[str]:
-        return [self.binary, "--root", str(self.state_root), "run", "--bundle", str(bundle),
-                container]  # fmt: skip
+        return [*self.command, "run", "--bundle", str(bundle), container]
 
     def kill(self, container: str, signal_name: str) -> bool:
         """Signal the container's init (its PID namespace dies with it). False if the
@@ -63,7 +67,7 @@ class OciRuntime:
             return []
 
     def _call(self, *args: str) -> str | None:
-        argv = [self.binary, "--root", str(self.state_root), *args]
+        argv = [*self.command, *args]
         try:
             result = subprocess.run(
                 argv,

@@ -2,11 +2,23 @@
 
     prepare: cores for spec.cpu -> pull by digest (job's token) -> cached rootfs -> overlay with
              a writable layer of spec.disk bytes -> image config resolved (args, env, cwd, user)
-    each iteration: config.json written -> ``runc run`` in the foreground, its output captured
-             -> ``runc delete`` -> file_paths read from inside the container's root filesystem
+    each iteration: container recorded in flight -> config.json written -> ``runc run`` in the
+             foreground (killed with the runner), its output captured -> ``runc delete`` ->
+             file_paths read from inside the container's root filesystem
     cancel during setup: the pull stops at its next chunk (``interrupt_setup``)
     cancel/timeout: ``runc kill TERM``, ``KILL`` after the kill grace
     cleanup: container deleted, overlay and writable layer unmounted and removed
+
+``file_paths`` are resolved inside the container's root filesystem as the container sees it
+(``runner/confined.py``): relative to the working directory, absolute paths and symlinks from
+its root; a ``..`` or symlink climbing above that root, or anything but a regular file, is
+refused with a note on stderr, and the other files are still collected. The files are read once
+the container has ended (no process can change them any more), from the host's side, where the
+container's own mounts (``/proc``, ``/sys``, ``/dev``) do not exist; a hard link can only name
+another file of the container's own filesystems.
+
+A runner killed while a container runs: its guard removes the container at once, and the next
+start removes whatever is recorded in flight or listed under the runtime's state directory.
 
 Template jobs are refused here: a runner that should run both kinds runs one agent per executor.
 """
@@ -27,6 +39,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path, PurePosixPath
 
 from benchrunner.protocol import IterationResult, JsonClaimedJob
+from benchrunner.runner.confined import ConfinedPathError, Confinement, read_file
 from benchrunner.runner.cores import CorePlan
 from benchrunner.runner.executors.base import Executor, ExecutorError, PreparedJob
 from benchrunner.runner.executors.bundle import (
@@ -40,11 +53,12 @@ from benchrunner.runner.executors.bundle import (
     working_dir,
 )
 from benchrunner.runner.executors.capture import StreamCapture, bounded_text, with_notes
+from benchrunner.runner.executors.group import start_leader
 from benchrunner.runner.executors.runtime import OciRuntime, OciRuntimeError
 from benchrunner.runner.executors.scratch import JobRootfs, ScratchError
+from benchrunner.runner.inflight import JOB_VARIABLE, InFlight
 from benchrunner.runner.oci.cache import CacheError, ImageCache
 from benchrunner.runner.oci.pull import ImageConfig, PullError, Registry, pull_image
-from benchrunner.runner.oci.unpack import UnpackError, read_in_root
 
 log = logging.getLogger(__name__)
 
@@ -68,12 +82,15 @@ class SandboxExecutor(Executor):
         cores: CorePlan | None = None,
         runtime: str = "runc",
         pids_limit: int = DEFAULT_PIDS_LIMIT,
+        in_flight: InFlight | None = None,
     ) -> None:
         """``registry_url``: gives the URL of the server the runner is connected to now (the job's
         token is sent nowhere else).
         ``work_root`` holds the image cache, the runtime state and the per-job directories.
+        ``in_flight`` records each job's container (None: not recorded).
         Raises ExecutorError if the runtime or the work directory is unusable."""
         self._registry_url = registry_url
+        self._in_flight = in_flight
         self._kill_grace = kill_grace
         self._max_output_bytes = max_output_bytes
         self._cores = cores or CorePlan.detect()
@@ -139,9 +156,8 @@ class SandboxExecutor(Executor):
             registry.close()
         try:
             process = _process(image.config, lower, config.entrypoint, config.cmd, config.env)
-        except (BundleError, UnpackError) as exc:
+        except BundleError as exc:
             raise ExecutorError(f"image {config.digest}: {exc}") from None
-        file_paths = [_checked_file_path(path) for path in config.file_paths or []]
         if interrupted.is_set():
             raise ExecutorError("setup interrupted")
         try:
@@ -155,9 +171,10 @@ class SandboxExecutor(Executor):
             network=spec.network,
             rootfs=job_rootfs,
             runtime=self.runtime,
-            file_paths=file_paths if config.file_paths is not None else None,
+            file_paths=config.file_paths,
             kill_grace=self._kill_grace,
             max_output_bytes=self._max_output_bytes,
+            in_flight=self._in_flight,
         )
 
     def _check_capacity(self, memory: int, disk: int) -> None:
@@ -195,6 +212,7 @@ class SandboxJob(PreparedJob):
         file_paths: Sequence[str] | None,
         kill_grace: float,
         max_output_bytes: int,
+        in_flight: InFlight | None = None,
     ) -> None:
         self.job = job
         self.process = process
@@ -205,6 +223,7 @@ class SandboxJob(PreparedJob):
         self._file_paths = file_paths
         self._kill_grace = kill_grace
         self._limit = max_output_bytes
+        self._in_flight = in_flight
         self._lock = threading.Lock()
         self._container: str | None = None
         self._child: subprocess.Popen[bytes] | None = None
@@ -226,7 +245,7 @@ class SandboxJob(PreparedJob):
             args=self.process.args,
             env=[
                 *self.process.env,
-                f"BENCHRUNNER_JOB={self.job}",
+                f"{JOB_VARIABLE}={self.job}",
                 f"BENCHRUNNER_ITERATION={index}",
             ],
             cwd=self.process.cwd,
@@ -305,6 +324,8 @@ class SandboxJob(PreparedJob):
             self._runtime.kill(container, "KILL")
             self._finished.wait(self._kill_grace)
             self._runtime.delete(container)
+        if self._in_flight is not None:
+            self._in_flight.forget(self.job)
         self.rootfs.remove()
 
     def _stop(self, container: str) -> None:
@@ -336,14 +357,17 @@ class SandboxJob(PreparedJob):
                 os.killpg(child.pid, signal.SIGKILL)
 
     def _start(self, index: int, container: str) -> subprocess.Popen[bytes]:
+        if self._in_flight is not None:
+            try:
+                # Before the runtime starts: a runner killed from then on leaves it recorded.
+                self._in_flight.container(self.job, container, self._runtime.command)
+            except OSError as exc:
+                raise ExecutorError(
+                    f"cannot record the container before it starts: {exc}"
+                ) from None
         try:
-            return subprocess.Popen(
+            return start_leader(
                 self._runtime.run_argv(self.rootfs.bundle, container),
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                start_new_session=True,
-                close_fds=True,
                 env={"PATH": os.environ.get("PATH", "/usr/sbin:/usr/bin:/sbin:/bin")},
             )
         except OSError as exc:
@@ -356,11 +380,22 @@ class SandboxJob(PreparedJob):
             return None
         output: dict[str, str] = {}
         for name in self._file_paths:
-            path = str(PurePosixPath(self.process.cwd) / name)  # absolute names stay absolute
             try:
-                data = read_in_root(self.rootfs.rootfs, path, self._limit + 1)
-            except (UnpackError, OSError) as exc:
-                notes.append(f"[benchrunner: file_path {name!r} could not be read: {exc}]")
+                if not name or "\x00" in name:
+                    raise ConfinedPathError("not a valid path")
+                data = read_file(
+                    self.rootfs.rootfs,
+                    # Relative to the container's working directory; absolute names stay absolute.
+                    str(PurePosixPath(self.process.cwd) / name),
+                    self._limit + 1,
+                    confinement=Confinement.CONTAINER,
+                    root_name="the container's root",
+                )
+            except ConfinedPathError as exc:
+                notes.append(f"[benchrunner: file_path {name!r} refused: {exc}]")
+                continue
+            except OSError as exc:
+                notes.append(f"[benchrunner: file_path {name!r} could not be read: {exc.strerror}]")
                 continue
             if data is None:
                 notes.append(f"[benchrunner: file_path {name!r} not found]")
@@ -377,7 +412,10 @@ def _process(
     env: dict[str, str] | None,
 ) -> Process:
     def text(path: str) -> str | None:
-        data = read_in_root(rootfs, path, _PASSWD_LIMIT)
+        try:
+            data = read_file(rootfs, path, _PASSWD_LIMIT, confinement=Confinement.CONTAINER)
+        except ConfinedPathError as exc:
+            raise BundleError(f"{path}: {exc}") from None
         return None if data is None else data.decode("utf-8", errors="replace")
 
     uid, gid = 0, 0
@@ -397,9 +435,3 @@ def _signal_name(number: int) -> str | None:
         return signal.Signals(number).name
     except ValueError:
         return None
-
-
-def _checked_file_path(path: str) -> str:
-    if not path or "\x00" in path:
-        raise ExecutorError(f"file_path {path!r} is not a valid path")
-    return path

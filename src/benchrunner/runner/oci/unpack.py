@@ -10,8 +10,8 @@ Safety rules (a hostile layer is refused with an UnpackError naming the entry):
 - entry names and hard-link targets are relative to the root: a leading ``/`` is stripped (as
   container runtimes do), and any ``..`` component is refused outright;
 - paths are resolved one component at a time from a descriptor of the root (``*at`` calls with
-  ``O_NOFOLLOW``), never through the host's path resolution, so nothing is written through a
-  symlink to outside the root;
+  ``O_NOFOLLOW``, see ``runner/confined.py``), never through the host's path resolution, so
+  nothing is written through a symlink to outside the root;
 - a symlink met as a *parent* component is followed inside the root: an absolute target starts
   again at the root (what it means inside the container), a relative target that climbs above
   the root is refused;
@@ -36,14 +36,14 @@ from typing import IO, cast
 
 import zstandard
 
+from benchrunner.runner.confined import DIR_FLAGS, ConfinedPathError, open_directory
+
 WHITEOUT_PREFIX = ".wh."
 OPAQUE_WHITEOUT = ".wh..wh..opq"
 
 _GZIP_MAGIC = b"\x1f\x8b"
 _ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
-_MAX_SYMLINK_HOPS = 40
 _CHUNK = 1 << 20
-_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
 class UnpackError(Exception):
@@ -56,7 +56,7 @@ def apply_layer(rootfs: Path, layer: Path) -> None:
     Raises UnpackError for a hostile or corrupt layer; ``rootfs`` is then partly written and
     should be discarded.
     """
-    root_fd = os.open(rootfs, _DIR_FLAGS)
+    root_fd = os.open(rootfs, DIR_FLAGS)
     try:
         with layer.open("rb") as raw, _decompressed(raw) as stream:
             try:
@@ -84,43 +84,6 @@ def _decompressed(raw: IO[bytes]) -> Iterator[IO[bytes]]:
             yield zstream
     else:
         yield raw
-
-
-def read_in_root(rootfs: Path, path: str, limit: int) -> bytes | None:
-    """At most ``limit`` bytes of the regular file ``path`` as seen from inside ``rootfs``
-    (symlinks resolved within it, never to the host's files); None if it is absent.
-    Raises UnpackError if the path leaves the root or is not a regular file."""
-    parts = tuple(part for part in path.split("/") if part not in ("", "."))
-    if not parts:
-        raise UnpackError(f"{path!r} is a directory")
-    root_fd = os.open(rootfs, _DIR_FLAGS)
-    try:
-        for _ in range(_MAX_SYMLINK_HOPS):
-            try:
-                parent = _open_directory(root_fd, parts[:-1], path, create=False)
-            except UnpackError as exc:
-                if "does not exist" in str(exc):
-                    return None
-                raise
-            try:
-                info = _lstat(parent, parts[-1])
-                if info is None:
-                    return None
-                if stat.S_ISLNK(info.st_mode):
-                    target = os.readlink(parts[-1], dir_fd=parent)
-                    base = () if target.startswith("/") else parts[:-1]
-                    parts = (*base, *target.split("/"))
-                    continue
-                if not stat.S_ISREG(info.st_mode):
-                    raise UnpackError(f"{path!r} is not a regular file")
-                fd = os.open(parts[-1], os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=parent)
-                with os.fdopen(fd, "rb") as handle:
-                    return handle.read(limit)
-            finally:
-                os.close(parent)
-        raise UnpackError(f"{path!r}: too many symlinks")
-    finally:
-        os.close(root_fd)
 
 
 def _apply(root_fd: int, archive: tarfile.TarFile) -> None:
@@ -164,46 +127,10 @@ def _parent(root_fd: int, parts: tuple[str, ...], entry: str) -> Iterator[int]:
 def _open_directory(root_fd: int, parts: tuple[str, ...], entry: str, *, create: bool) -> int:
     """A new descriptor of the directory ``parts`` under the root, following symlinks only
     inside the root and creating missing directories if ``create``."""
-    stack = [os.dup(root_fd)]
-    pending = list(reversed(parts))
-    hops = 0
     try:
-        while pending:
-            part = pending.pop()
-            if part in ("", "."):
-                continue
-            if part == "..":
-                if len(stack) == 1:
-                    raise UnpackError(
-                        f"layer entry {entry!r}: a symlink on its path leaves the root"
-                    )
-                os.close(stack.pop())
-                continue
-            current = stack[-1]
-            try:
-                info = os.lstat(part, dir_fd=current)
-            except FileNotFoundError:
-                if not create:
-                    raise UnpackError(f"layer entry {entry!r}: {part!r} does not exist") from None
-                os.mkdir(part, 0o755, dir_fd=current)
-                info = os.lstat(part, dir_fd=current)
-            if stat.S_ISLNK(info.st_mode):
-                hops += 1
-                if hops > _MAX_SYMLINK_HOPS:
-                    raise UnpackError(f"layer entry {entry!r}: too many symlinks on its path")
-                target = os.readlink(part, dir_fd=current)
-                if target.startswith("/"):
-                    while len(stack) > 1:
-                        os.close(stack.pop())
-                pending.extend(reversed(target.split("/")))
-                continue
-            if not stat.S_ISDIR(info.st_mode):
-                raise UnpackError(f"layer entry {entry!r}: {part!r} on its path is not a directory")
-            stack.append(os.open(part, _DIR_FLAGS, dir_fd=current))
-        return stack.pop()
-    finally:
-        for fd in stack:
-            os.close(fd)
+        return open_directory(root_fd, parts, create=create)
+    except ConfinedPathError as exc:
+        raise UnpackError(f"layer entry {entry!r}: {exc}") from None
 
 
 def _write_entry(
@@ -219,7 +146,7 @@ def _write_entry(
             existing = None
         if existing is None:
             os.mkdir(name, 0o700, dir_fd=parent)
-        fd = os.open(name, _DIR_FLAGS, dir_fd=parent)
+        fd = os.open(name, DIR_FLAGS, dir_fd=parent)
         try:
             os.fchown(fd, member.uid, member.gid)
             os.fchmod(fd, stat.S_IMODE(member.mode))

@@ -1,0 +1,118 @@
+"""What a job can reach and outlive, through real server and runner processes: not the runner's
+key or any file outside its directory, and not a runner killed with SIGKILL."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+from benchrunner.runner import procfs
+from benchrunner.runner.agent import IN_FLIGHT_DIR
+from benchrunner.runner.inflight import JOB_VARIABLE, InFlight
+from tests.harness import Deployment, wait_until
+
+
+def gone(pid: int) -> bool:
+    # A zombie is gone too: this test process may be the subreaper it was re-parented to.
+    info = procfs.process(pid)
+    return info is None or info.ended
+
+
+def read_pids(pidfile: Path) -> list[int]:
+    text = wait_until(lambda: pidfile.exists() and pidfile.read_text(), message="pid file")
+    return [int(pid) for pid in text.split()]
+
+
+def test_a_job_sees_none_of_the_runners_own_variables(deployment: Deployment) -> None:
+    runner = deployment.runner_process("r1", BENCHRUNNER_TOKEN="admin-token-secret")
+    runner.start(BENCHRUNNER_RUNNER_KEY=runner.key)
+    job = deployment.wait_status(deployment.submit("bench.environ"), "processed")
+    environ = json.loads(job["output"]["results"][0]["stdout"])
+    assert {name for name in environ if name.startswith("BENCHRUNNER_")} == {
+        "BENCHRUNNER_JOB",
+        "BENCHRUNNER_ITERATION",
+        "BENCHRUNNER_WORKDIR",
+    }
+    assert runner.key not in json.dumps(job) and "admin-token-secret" not in json.dumps(job)
+
+
+def test_files_linked_in_from_outside_are_refused_and_the_jobs_own_collected(
+    deployment: Deployment, tmp_path: Path
+) -> None:
+    secret = tmp_path / "config.toml"
+    secret.write_text('token = "admin-token-secret"\n')
+    deployment.runner_process("r1").start()
+    job_uuid = deployment.submit(
+        "bench.links",
+        {"secret": str(secret)},
+        file_paths=["environ", "linked", "hard", "result.json"],
+    )
+    result = deployment.wait_status(job_uuid, "processed")["output"]["results"][0]
+    assert result["output"] == {"result.json": "{}"}
+    for name in ("environ", "linked", "hard"):
+        assert f"[benchrunner: file_path '{name}' refused: " in result["stderr"]
+    assert "admin-token-secret" not in json.dumps(result)
+
+
+def test_a_runner_killed_by_sigkill_leaves_no_job_process_running(
+    deployment: Deployment, tmp_path: Path
+) -> None:
+    runner = deployment.runner_process("r1").start()
+    pidfile = tmp_path / "family.pids"
+    job_uuid = deployment.submit("bench.family", {"pidfile": str(pidfile)})
+    deployment.wait_status(job_uuid, "running")
+    leader, child = read_pids(pidfile)
+    assert not gone(leader) and not gone(child)
+    try:
+        runner.kill(signal.SIGKILL)
+        # The leader by its parent-death signal, its child by the runner's guard.
+        wait_until(lambda: gone(leader) and gone(child), timeout=20, message="the job to die")
+    finally:
+        for pid in (leader, child):
+            if not gone(pid):
+                os.kill(pid, signal.SIGKILL)
+    assert "killed process group" in runner.output()
+    assert list((runner.spool / IN_FLIGHT_DIR).iterdir()) == []
+
+
+def test_a_job_left_running_is_killed_at_the_next_start_before_any_claim(
+    deployment: Deployment, tmp_path: Path
+) -> None:
+    # A job whose runner died and whose guard could not act (killed too): its process group
+    # still runs, recorded in the runner's spool.
+    runner = deployment.runner_process("r1")
+    job = uuid.uuid4()
+    pidfile = tmp_path / "family.pids"
+    family = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import os, subprocess, sys, time; "
+            "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(600)']); "
+            "open(sys.argv[1], 'w').write(f'{os.getpid()} {child.pid}'); time.sleep(600)",
+            str(pidfile),
+        ],
+        env={"PATH": os.environ["PATH"], JOB_VARIABLE: str(job)},
+        start_new_session=True,
+    )
+    try:
+        leader, child = read_pids(pidfile)
+        in_flight = InFlight(runner.spool / IN_FLIGHT_DIR)
+        in_flight.job(job)
+        in_flight.group(job, family.pid)
+        waiting = deployment.submit("bench.noop")
+        runner.start()
+        wait_until(lambda: gone(leader) and gone(child), timeout=30, message="the leftover job")
+        deployment.wait_status(waiting, "processed")
+    finally:
+        family.kill()
+        family.wait(10)
+        if not gone(child):
+            os.kill(child, signal.SIGKILL)
+    log = runner.output()
+    assert log.index(f"killed process group {leader}") < log.index(f"job {waiting} received")
