@@ -401,10 +401,15 @@ class Deployment:
         return channel
 
     def submit(
-        self, template: str = "bench.sleep", args: dict[str, Any] | None = None, **job: Any
+        self,
+        template: str = "bench.sleep",
+        args: dict[str, Any] | None = None,
+        *,
+        project: str | None = None,
+        **job: Any,
     ) -> str:
         body: dict[str, Any] = {
-            "project": self.project,
+            "project": project or self.project,
             "spec": self.spec,
             "template": template,
             "args": args or {},
@@ -415,16 +420,18 @@ class Deployment:
         with self.admin() as client:
             return str(client.run(body)["job"])
 
-    def job(self, job_uuid: str) -> dict[str, Any]:
+    def job(self, job_uuid: str, project: str | None = None) -> dict[str, Any]:
         with self.admin() as client:
-            return client.get_job(self.project, job_uuid)
+            return client.get_job(project or self.project, job_uuid)
 
-    def status(self, job_uuid: str) -> str:
-        return str(self.job(job_uuid)["status"])
+    def status(self, job_uuid: str, project: str | None = None) -> str:
+        return str(self.job(job_uuid, project)["status"])
 
-    def wait_status(self, job_uuid: str, *statuses: str, timeout: float = 30) -> dict[str, Any]:
+    def wait_status(
+        self, job_uuid: str, *statuses: str, timeout: float = 30, project: str | None = None
+    ) -> dict[str, Any]:
         def reached() -> dict[str, Any] | None:
-            job = self.job(job_uuid)
+            job = self.job(job_uuid, project)
             return job if job["status"] in statuses else None
 
         return wait_until(

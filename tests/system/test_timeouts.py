@@ -67,7 +67,7 @@ def test_hard_timeout_cancels_a_job_that_keeps_heartbeating(deployment: Deployme
 
     def canceled_while_heartbeating() -> bool:
         replies.append(channel.ask({"event": "heartbeat"}))
-        return replies[-1]["event"] == "cancel"
+        return bool(replies[-1]["event"] == "cancel")
 
     wait_until(canceled_while_heartbeating, timeout=15, interval=0.25, message="a cancel")
     assert replies[-1] == {"event": "cancel", "job": job_uuid}

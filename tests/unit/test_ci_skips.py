@@ -9,7 +9,7 @@ from pathlib import Path
 
 from tests.harness import REPO
 
-SUITE = '''
+SUITE = """
 import pytest
 
 def test_runs():
@@ -25,7 +25,7 @@ def test_skips_itself():
 @pytest.mark.xfail(strict=True, reason="a known bug")
 def test_known_bug():
     assert False
-'''
+"""
 
 
 def _run(tmp_path: Path, ci: str) -> subprocess.CompletedProcess[str]:
