@@ -1,9 +1,15 @@
-"""Fixtures for every test tier: ``database_url`` runs a test once per engine."""
+"""Fixtures for every test tier: ``database_url`` runs a test once per engine.
+
+Under ``CI=true`` a skipped test is an error: CI must run every test (the runc and skopeo
+tests, the PostgreSQL half), so a missing tool or engine there fails loudly instead of
+leaving a green run that proved less.
+"""
 
 from __future__ import annotations
 
 import collections
-from collections.abc import Iterator
+import os
+from collections.abc import Generator, Iterator
 from pathlib import Path
 
 import pytest
@@ -13,11 +19,28 @@ from tests.databases import ENGINES, fresh_database
 _passed_by_engine: collections.Counter[str] = collections.Counter()
 
 
+def in_ci() -> bool:
+    return os.environ.get("CI", "").lower() == "true"
+
+
 @pytest.fixture(params=ENGINES)
 def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
     """A fresh, empty database of each engine in turn (the same test runs on both)."""
     with fresh_database(str(request.param), tmp_path) as url:
         yield url
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    report = yield
+    if in_ci() and report.skipped and not hasattr(report, "wasxfail"):
+        reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else report.longrepr
+        reason = str(reason).removeprefix("Skipped: ")
+        report.outcome = "failed"
+        report.longrepr = f"skipped under CI=true, where every test must run: {reason}"
+    return report
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:

@@ -28,6 +28,12 @@ from benchrunner.server.bootstrap import bootstrap_admin
 T = TypeVar("T")
 REPO = Path(__file__).resolve().parents[1]
 
+HEARTBEAT_TIMEOUT = 10.0
+"""The servers' default in tests: ten of the runner's 1 s heartbeats, so a loaded machine that
+delays a few of them fails no job."""
+SHORT_HEARTBEAT_TIMEOUT = 2.0
+"""For the tests of the heartbeat timeout itself, which set it explicitly."""
+
 TEST_TEMPLATES = (
     (Path(__file__).with_name("issue_templates.toml")).read_text()
     + """
@@ -42,6 +48,22 @@ timeout = 600
 
 [templates."bench.family".args.pidfile]
 type = "string"
+
+[templates."bench.stage"]
+description = "Write the pid to a start file, sleep, then create an end file: shows that the job was running at a given moment"
+command = ["python3", "-c", "import os,sys,time; open(sys.argv[1],'w').write(str(os.getpid())); time.sleep(int(sys.argv[3])/1000); open(sys.argv[2],'w').close(); print('{\\"stage\\": {\\"latency\\": {\\"value\\": 1}}}')", "{started}", "{finished}", "{ms}"]
+timeout = 600
+
+[templates."bench.stage".args.started]
+type = "string"
+
+[templates."bench.stage".args.finished]
+type = "string"
+
+[templates."bench.stage".args.ms]
+type = "int"
+min = 0
+max = 600000
 
 [templates."bench.chatty"]
 command = ["python3", "-c", "print('x' * 200000)"]
@@ -136,7 +158,7 @@ class ServerProcess:
     data_dir: Path
     templates: Path
     db: str
-    heartbeat_timeout: float = 2.0
+    heartbeat_timeout: float = HEARTBEAT_TIMEOUT
     job_timeout_grace: float = 1.0
     sweep_interval: float = 0.5
     claim_poll_interval: float = 5.0
@@ -224,6 +246,7 @@ class RunnerProcess:
     spool: Path
     templates: Path
     extra_env: dict[str, str] = field(default_factory=dict)
+    drain_grace: float = 5.0
     proc: subprocess.Popen[bytes] | None = None
     starts: int = 0
     servers: list[ServerProcess] = field(default_factory=list)
@@ -260,7 +283,7 @@ class RunnerProcess:
                     "--poll-timeout",
                     "5",
                     "--drain-grace",
-                    "5",
+                    str(self.drain_grace),
                 ],
                 stdout=log,
                 stderr=subprocess.STDOUT,
@@ -391,10 +414,15 @@ class Deployment:
         return channel
 
     def submit(
-        self, template: str = "bench.sleep", args: dict[str, Any] | None = None, **job: Any
+        self,
+        template: str = "bench.sleep",
+        args: dict[str, Any] | None = None,
+        *,
+        project: str | None = None,
+        **job: Any,
     ) -> str:
         body: dict[str, Any] = {
-            "project": self.project,
+            "project": project or self.project,
             "spec": self.spec,
             "template": template,
             "args": args or {},
@@ -405,16 +433,18 @@ class Deployment:
         with self.admin() as client:
             return str(client.run(body)["job"])
 
-    def job(self, job_uuid: str) -> dict[str, Any]:
+    def job(self, job_uuid: str, project: str | None = None) -> dict[str, Any]:
         with self.admin() as client:
-            return client.get_job(self.project, job_uuid)
+            return client.get_job(project or self.project, job_uuid)
 
-    def status(self, job_uuid: str) -> str:
-        return str(self.job(job_uuid)["status"])
+    def status(self, job_uuid: str, project: str | None = None) -> str:
+        return str(self.job(job_uuid, project)["status"])
 
-    def wait_status(self, job_uuid: str, *statuses: str, timeout: float = 30) -> dict[str, Any]:
+    def wait_status(
+        self, job_uuid: str, *statuses: str, timeout: float = 30, project: str | None = None
+    ) -> dict[str, Any]:
         def reached() -> dict[str, Any] | None:
-            job = self.job(job_uuid)
+            job = self.job(job_uuid, project)
             return job if job["status"] in statuses else None
 
         return wait_until(

@@ -66,7 +66,7 @@ def local_registry() -> Iterator[LocalRegistry]:
                 for start in range(0, len(body), _SLOW_CHUNK):
                     self.wfile.write(body[start : start + _SLOW_CHUNK])
                     self.wfile.flush()
-                    time.sleep(state.chunk_delay)
+                    time.sleep(state.chunk_delay)  # the scenario: a slow registry
 
         def log_message(self, format: str, *args: object) -> None:
             pass

@@ -115,11 +115,46 @@ def test_cancel_while_running_kills_the_whole_process_group(
     assert runner.proc is not None and runner.proc.poll() is None
 
 
-def test_runner_drains_on_sigterm(deployment: Deployment) -> None:
-    runner = deployment.runner_process("r1").start()
-    job_uuid = deployment.submit("bench.sleep", {"ms": 1500})
-    deployment.wait_status(job_uuid, "running")
+def _stage(deployment: Deployment, tmp_path: Path, ms: int) -> tuple[str, Path, Path]:
+    """A job that writes its pid to ``started``, sleeps ``ms``, then creates ``finished``."""
+    started, finished = tmp_path / "started", tmp_path / "finished"
+    job_uuid = deployment.submit(
+        "bench.stage", {"started": str(started), "finished": str(finished), "ms": ms}
+    )
+    return job_uuid, started, finished
+
+
+def test_runner_drains_on_sigterm_and_lets_the_running_job_finish(
+    deployment: Deployment, tmp_path: Path
+) -> None:
+    runner = deployment.runner_process("r1")
+    runner.drain_grace = 60
+    runner.start()
+    job_uuid, started, finished = _stage(deployment, tmp_path, ms=5000)
+    wait_until(lambda: started.exists() and started.read_text(), message="the job to start")
+    assert not finished.exists()
     assert runner.proc is not None
     runner.proc.send_signal(signal.SIGTERM)
-    assert runner.proc.wait(timeout=30) == 0
-    assert deployment.wait_status(job_uuid, "processed")
+    assert runner.proc.wait(timeout=60) == 0
+    # The runner saw the job running when SIGTERM came, and the job then ran to its end.
+    assert "draining: the running job may take" in runner.output()
+    assert finished.exists()
+    job = deployment.wait_status(job_uuid, "processed")
+    assert [e["event_type"] for e in job["events"]][-3:] == ["running", "completed", "processed"]
+
+
+def test_runner_drain_cancels_a_job_that_outlives_the_grace(
+    deployment: Deployment, tmp_path: Path
+) -> None:
+    runner = deployment.runner_process("r1")
+    runner.drain_grace = 1
+    runner.start()
+    job_uuid, started, finished = _stage(deployment, tmp_path, ms=600_000)
+    pid = int(wait_until(lambda: started.exists() and started.read_text(), message="job start"))
+    assert runner.proc is not None
+    runner.proc.send_signal(signal.SIGTERM)
+    assert runner.proc.wait(timeout=60) == 0
+    assert "draining: the running job may take" in runner.output()
+    assert _gone(pid) and not finished.exists()
+    job = deployment.wait_status(job_uuid, "failed")
+    assert "canceled after drain grace" in job["output"]["error"]

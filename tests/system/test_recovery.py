@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import signal
 import time
@@ -12,7 +13,13 @@ import sqlalchemy as sa
 
 from benchrunner.server.store.engine import Database
 from benchrunner.server.store.tables import job, metric, report
-from tests.harness import Deployment, RawChannel, deploy, wait_until
+from tests.harness import (
+    SHORT_HEARTBEAT_TIMEOUT,
+    Deployment,
+    RawChannel,
+    deploy,
+    wait_until,
+)
 
 
 def test_spooled_result_is_redelivered_after_the_runner_restarts(deployment: Deployment) -> None:
@@ -28,21 +35,25 @@ def test_spooled_result_is_redelivered_after_the_runner_restarts(deployment: Dep
     wait_until(lambda: not spooled.exists(), message="spool file deleted after ack")
 
 
-def test_redelivered_result_overrides_a_heartbeat_timeout_failure(deployment: Deployment) -> None:
-    runner = deployment.runner_process("crashy").start(BENCHRUNNER_TEST_CRASH_AFTER_SPOOL="1")
-    job_uuid = deployment.submit("bench.sleep", {"ms": 5})
-    assert runner.proc is not None and runner.proc.wait(timeout=30) == 17
-    deployment.wait_status(job_uuid, "failed")
-    runner.start()
-    job = deployment.wait_status(job_uuid, "processed")
+def test_redelivered_result_overrides_a_heartbeat_timeout_failure(
+    tmp_path: Path, database_url: str
+) -> None:
+    with deploy(tmp_path, database_url, heartbeat_timeout=SHORT_HEARTBEAT_TIMEOUT) as deployment:
+        runner = deployment.runner_process("crashy").start(BENCHRUNNER_TEST_CRASH_AFTER_SPOOL="1")
+        job_uuid = deployment.submit("bench.sleep", {"ms": 5})
+        assert runner.proc is not None and runner.proc.wait(timeout=30) == 17
+        deployment.wait_status(job_uuid, "failed")
+        runner.start()
+        job = deployment.wait_status(job_uuid, "processed")
     kinds = [e["event_type"] for e in job["events"]]
     assert kinds[-3:] == ["failed", "completed", "processed"]
     assert job["output"]["results"][0]["exit_code"] == 0
 
 
 def test_server_killed_and_restarted(tmp_path: Path, database_url: str) -> None:
-    # A longer heartbeat timeout than the other tests: the runner must get back in (its
-    # reconnect backoff is capped at a few seconds) before the restarted server judges the job.
+    # The heartbeat timeout is under test (startup fails claims older than it), so the server
+    # stays down that long: short, but above the runner's reconnect backoff (capped at a few
+    # seconds), so that the runner gets back in before the restarted server judges its job.
     with deploy(tmp_path, database_url, heartbeat_timeout=6.0) as deployment:
         _server_killed_and_restarted(deployment)
 
@@ -55,8 +66,10 @@ def _server_killed_and_restarted(deployment: Deployment) -> None:
     orphan = deployment.submit("bench.noop")
     assert orphan_channel.claim()["uuid"] == orphan
     orphan_channel.close()
+    killed = dt.datetime.now(dt.UTC)
     deployment.server.kill(signal.SIGKILL)
-    # Startup fails only claims older than the heartbeat timeout: let that much time pass.
+    # The scenario, not a wait for a condition: the server stays down for the heartbeat
+    # timeout, since startup fails only claims older than that.
     time.sleep(deployment.server.heartbeat_timeout)
     deployment.server.start()
     job = deployment.wait_status(orphan, "failed")
@@ -67,6 +80,9 @@ def _server_killed_and_restarted(deployment: Deployment) -> None:
         "completed",
         "processed",
     ]
+    # The job was still running when the server died: its result came to the new server.
+    completed = dt.datetime.fromisoformat(finished["events"][-2]["created"])
+    assert completed > killed, (completed, killed)
     assert runner.proc is not None and runner.proc.poll() is None
 
 
@@ -128,13 +144,19 @@ def test_reconnecting_without_heartbeats_does_not_outlive_the_hard_timeout(
     job_uuid = deployment.submit("bench.noop", timeout=1)
     channel.claim()
     channel.ask({"event": "running"})
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline and deployment.status(job_uuid) == "running":
-        channel.close()
-        channel = RawChannel(deployment.server, slug, token)
-        channel.ask({"event": "running", "job": job_uuid})
-    channel.close()
-    assert deployment.status(job_uuid) == "canceled"
+    channels = [channel]
+
+    def ended_while_reconnecting() -> bool:
+        channels[-1].close()
+        channels.append(RawChannel(deployment.server, slug, token))
+        channels[-1].ask({"event": "running", "job": job_uuid})
+        return deployment.status(job_uuid) != "running"
+
+    wait_until(ended_while_reconnecting, timeout=20, interval=0, message="the job to end")
+    channels[-1].close()
+    job = deployment.job(job_uuid)
+    assert job["status"] == "canceled"
+    assert "job_timeout_exceeded" in job["events"][-1]["message"]
     again = RawChannel(deployment.server, slug, token)
     assert again.ask({"event": "running", "job": job_uuid}) == {"event": "cancel", "job": job_uuid}
     again.close()

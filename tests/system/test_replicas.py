@@ -7,6 +7,7 @@ real replicas (``benchrunner server`` processes) on one fresh database and one d
 from __future__ import annotations
 
 import collections
+import contextlib
 import datetime as dt
 import signal
 from collections.abc import Iterator
@@ -21,15 +22,37 @@ from benchrunner.core.states import JobStatus
 from benchrunner.server.store.engine import make_engine
 from benchrunner.server.store.tables import job, job_event, metric, report
 from tests.databases import postgres_database
-from tests.harness import Deployment, ServerProcess, deploy, wait_until
+from tests.harness import (
+    SHORT_HEARTBEAT_TIMEOUT,
+    Deployment,
+    ServerProcess,
+    deploy,
+    wait_until,
+)
 
 pytestmark = pytest.mark.postgresql
 
 
+@contextlib.contextmanager
+def _replicas(tmp_path: Path, **options: Any) -> Iterator[tuple[Deployment, ServerProcess]]:
+    with (
+        postgres_database() as url,
+        deploy(tmp_path, url, claim_poll_interval=60.0, **options) as first,
+    ):
+        yield first, first.add_replica("replica-b")
+
+
 @pytest.fixture
 def two_replicas(tmp_path: Path) -> Iterator[tuple[Deployment, ServerProcess]]:
-    with postgres_database() as url, deploy(tmp_path, url, claim_poll_interval=60.0) as first:
-        yield first, first.add_replica("replica-b")
+    with _replicas(tmp_path) as replicas:
+        yield replicas
+
+
+@pytest.fixture
+def two_replicas_short_heartbeat(tmp_path: Path) -> Iterator[tuple[Deployment, ServerProcess]]:
+    """For the sweeper's tests, where the heartbeat timeout is what is under test."""
+    with _replicas(tmp_path, heartbeat_timeout=SHORT_HEARTBEAT_TIMEOUT) as replicas:
+        yield replicas
 
 
 def health(server: ServerProcess) -> dict[str, Any]:
@@ -82,9 +105,9 @@ def test_sweeper_leadership_moves_when_the_leader_dies(
 
 
 def test_a_dead_replicas_in_flight_jobs_are_swept_by_the_survivor(
-    two_replicas: tuple[Deployment, ServerProcess],
+    two_replicas_short_heartbeat: tuple[Deployment, ServerProcess],
 ) -> None:
-    deployment, replica_b = two_replicas
+    deployment, replica_b = two_replicas_short_heartbeat
     running_on_a = deployment.channel("on-a")
     running = deployment.submit("bench.sleep", {"ms": 60000})
     assert running_on_a.claim()["uuid"] == running

@@ -85,12 +85,18 @@ def test_an_image_pushed_with_skopeo_runs_in_the_sandbox(deployment: Deployment)
     assert json.loads(result["stdout"]) == RESULT
     assert json.loads(result["output"]["result.json"]) == RESULT
 
-    blobs = sorted((sandbox_dir / "images" / "blobs" / "sha256").iterdir())
+    blobs = _files(sandbox_dir / "images" / "blobs" / "sha256")
+    assert blobs
     second = submit_image(deployment, layout.digest)
     job = deployment.wait_status(second, "processed", "completed", "failed", timeout=120)
     assert job["status"] in ("processed", "completed"), job
-    # The second job downloaded nothing: the same blobs, untouched.
-    assert sorted((sandbox_dir / "images" / "blobs" / "sha256").iterdir()) == blobs
+    # The second job downloaded nothing: the same blobs, untouched (a fetch again would have
+    # renamed a new file over each: a new inode).
+    assert _files(sandbox_dir / "images" / "blobs" / "sha256") == blobs
+
+
+def _files(directory: Path) -> list[tuple[str, int, int]]:
+    return sorted((p.name, p.stat().st_ino, p.stat().st_mtime_ns) for p in directory.iterdir())
 
 
 def test_an_image_missing_from_the_registry_fails_the_job_clearly(

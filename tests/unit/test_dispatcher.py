@@ -20,6 +20,7 @@ def claim_for(job_id: int, spec_id: int = 1) -> Claim:
 
 
 async def settle() -> None:
+    """Let every ready task run a few steps: event-loop turns, not time."""
     for _ in range(20):
         await asyncio.sleep(0)
 
@@ -106,7 +107,7 @@ def test_a_poll_that_times_out_with_an_empty_claim_answers_none() -> None:
         dispatcher = Dispatcher(claim, on_abandoned=lambda _c: None, safety_interval=3600)
         dispatcher.start()
         waiting = asyncio.create_task(dispatcher.wait_for_job(1, "r", frozenset({1}), None, 0.05))
-        await asyncio.sleep(0.1)
+        await asyncio.sleep(0.1)  # the scenario: the poll timeout passes with the claim open
         gate.set()
         assert await asyncio.wait_for(waiting, 1) is None
         await dispatcher.stop()

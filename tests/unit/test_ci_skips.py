@@ -1,0 +1,58 @@
+"""Under CI=true a skipped test fails the run (tests/conftest.py): checked on a throwaway suite."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.harness import REPO
+
+SUITE = """
+import pytest
+
+def test_runs():
+    pass
+
+@pytest.mark.skipif(True, reason="runc not installed")
+def test_needs_a_tool():
+    pass
+
+def test_skips_itself():
+    pytest.skip("no engine")
+
+@pytest.mark.xfail(strict=True, reason="a known bug")
+def test_known_bug():
+    assert False
+"""
+
+
+def _run(tmp_path: Path, ci: str) -> subprocess.CompletedProcess[str]:
+    tests = tmp_path / "tests"
+    tests.mkdir(exist_ok=True)
+    shutil.copy(REPO / "tests" / "conftest.py", tests / "conftest.py")
+    (tests / "test_suite.py").write_text(SUITE)
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rA", str(tests)],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        env={"CI": ci, "PATH": "/usr/bin:/bin", "PYTHONPATH": str(REPO)},
+        timeout=120,
+        check=False,
+    )
+
+
+def test_a_skip_is_an_error_under_ci(tmp_path: Path) -> None:
+    result = _run(tmp_path, "true")
+    assert result.returncode == 1, result.stdout
+    assert "1 failed, 1 passed, 1 xfailed, 1 error in" in result.stdout  # skip in call / setup
+    assert "skipped under CI=true, where every test must run: runc not installed" in result.stdout
+    assert "skipped under CI=true, where every test must run: no engine" in result.stdout
+
+
+def test_a_skip_is_a_skip_elsewhere(tmp_path: Path) -> None:
+    result = _run(tmp_path, "")
+    assert result.returncode == 0, result.stdout
+    assert "1 passed, 2 skipped, 1 xfailed" in result.stdout
