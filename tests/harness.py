@@ -260,8 +260,21 @@ class RunnerProcess:
     def hosts(self) -> str:
         return ",".join(s.url for s in self.servers or [self.server])
 
+    @property
+    def key_file(self) -> Path:
+        """The runner key as README tells operators to pass it: a 0600 file, never argv."""
+        path = self.spool.parent / f"runner-{self.slug}.key"
+        if not path.exists():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            with os.fdopen(fd, "w") as file:
+                file.write(self.key + "\n")
+        return path
+
     def start(self, **env: str) -> RunnerProcess:
         self.starts += 1
+        # A key given in the environment (a test of that path) replaces the key file.
+        key_args = [] if "BENCHRUNNER_RUNNER_KEY" in env else ["--key-file", str(self.key_file)]
         with self.log.open("wb") as log:
             self.proc = subprocess.Popen(
                 [
@@ -274,8 +287,7 @@ class RunnerProcess:
                     self.hosts,
                     "--runner",
                     self.slug,
-                    "--key",
-                    self.key,
+                    *key_args,
                     "--templates",
                     str(self.templates),
                     "--spool",

@@ -370,7 +370,6 @@ def test_no_process_logged_a_traceback(chaos: Outcome) -> None:
     assert not chaos.tracebacks, f"tracebacks in {chaos.tracebacks}; {chaos.report()}"
 
 
-@pytest.mark.xfail(strict=True, reason="orphan fix in i8-runner")
 def test_a_killed_runner_leaves_no_process_of_its_job(chaos: Outcome) -> None:
     assert not chaos.survivors, f"orphans: {chaos.survivors}; {chaos.report()}"
 
