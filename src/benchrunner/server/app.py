@@ -16,6 +16,11 @@ from benchrunner.server import errors, logs
 from benchrunner.server.blobs import LocalBlobStore
 from benchrunner.server.channel import ChannelHub
 from benchrunner.server.config import ServerSettings
+from benchrunner.server.connections import (
+    ConnectionLimits,
+    default_max_connections,
+    protocol_class,
+)
 from benchrunner.server.context import ServerContext
 from benchrunner.server.lifecycle import Lifecycle
 from benchrunner.server.limits import BodyLimit
@@ -97,10 +102,18 @@ def create_app(settings: ServerSettings, clock: Clock | None = None) -> FastAPI:
 def serve(settings: ServerSettings) -> None:
     """Run the server until SIGINT/SIGTERM; channels are closed with 1012 on the way out."""
     logs.configure(settings.log_level)
+    limits = ConnectionLimits(
+        read_timeout=settings.request_read_timeout,
+        body_min_rate=settings.request_body_min_rate,
+        max_connections=settings.max_connections or default_max_connections(),
+    )
     config = uvicorn.Config(
         create_app(settings),
         host=settings.host,
         port=settings.port,
+        http=protocol_class(limits),
+        # No use queueing more handshakes than the connections we would keep open.
+        backlog=min(2048, limits.max_connections),
         ws="websockets-sansio",
         ws_max_size=settings.request_body_max_bytes,
         ws_per_message_deflate=False,  # small JSON messages: deflate costs more than it saves
