@@ -27,7 +27,6 @@ import asyncio
 import json
 import logging
 import resource
-import uuid
 from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -35,6 +34,8 @@ from typing import Any, ClassVar
 from uvicorn.config import Config
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 from uvicorn.server import ServerState
+
+from benchrunner.server.errors import error_body
 
 log = logging.getLogger(__name__)
 
@@ -203,11 +204,7 @@ class BoundedHttpProtocol(HttpToolsProtocol):
 
 def _request_timeout(seconds: float) -> bytes:
     body = json.dumps(
-        {
-            "message": f"request not received within {seconds:g} s",
-            "request_id": str(uuid.uuid4()),
-            "error_code": "request_timeout",
-        }
+        error_body(f"request not received within {seconds:g} s", "request_timeout")
     ).encode()
     head = (
         "HTTP/1.1 408 Request Timeout\r\n"
