@@ -12,7 +12,7 @@ from fastapi import FastAPI
 from benchrunner import __version__
 from benchrunner.core.clock import Clock, SystemClock
 from benchrunner.core.templates import TemplateRegistry
-from benchrunner.server import errors, logs
+from benchrunner.server import errors, logs, openapi
 from benchrunner.server.blobs import LocalBlobStore
 from benchrunner.server.channel import ChannelHub
 from benchrunner.server.config import ServerSettings
@@ -91,10 +91,15 @@ def create_app(settings: ServerSettings, clock: Clock | None = None) -> FastAPI:
     )
     errors.install(app)
     registry_errors.install(app)
-    for module in (organizations, specs, runners, jobs, reports, run, server, channel):
-        app.include_router(module.router)
-    for registry_module in (token_routes, blob_routes, upload_routes, manifest_routes):
+    api = [
+        m.router
+        for m in (organizations, specs, runners, jobs, reports, run, server, channel, token_routes)
+    ]
+    for router in api:
+        app.include_router(router)
+    for registry_module in (blob_routes, upload_routes, manifest_routes):
         app.include_router(registry_module.router)
+    openapi.install(app, api)
     app.add_middleware(BodyLimit, max_bytes=settings.request_body_max_bytes, exempt=("/v2/",))
     return app
 
