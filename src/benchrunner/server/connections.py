@@ -39,9 +39,8 @@ from benchrunner.server.errors import error_body
 
 log = logging.getLogger(__name__)
 
-# Descriptors kept free for everything else the server opens: database connections, blob
-# files, log files. The cap defaults to half of the process's limit.
-_UNLIMITED_FDS = 65536
+_UNLIMITED_FDS = 65536  # the limit assumed when ``ulimit -n`` is unlimited
+_FULL_WARNING_INTERVAL = 60.0  # seconds between two warnings that the cap was reached
 
 
 @dataclass(frozen=True)
@@ -55,7 +54,8 @@ class ConnectionLimits:
 
 
 def default_max_connections() -> int:
-    """Half of this process's open-file limit (``ulimit -n``), which it cannot raise."""
+    """Half of this process's open-file limit (``ulimit -n``): the other half stays free for
+    everything else the server opens (database connections, blobs, logs)."""
     soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
     limit = _UNLIMITED_FDS if soft == resource.RLIM_INFINITY else soft
     return max(1, limit // 2)
@@ -68,6 +68,7 @@ class _Book:
     def __init__(self) -> None:
         self.waiting: OrderedDict[BoundedHttpProtocol, None] = OrderedDict()
         self.closing: set[BoundedHttpProtocol] = set()
+        self.last_full_warning: float | None = None
 
 
 class BoundedHttpProtocol(HttpToolsProtocol):
@@ -184,6 +185,15 @@ class BoundedHttpProtocol(HttpToolsProtocol):
     # The cap
 
     def _make_room(self) -> None:
+        now = self.loop.time()
+        last = self.book.last_full_warning
+        if last is None or now - last >= _FULL_WARNING_INTERVAL:
+            self.book.last_full_warning = now
+            log.warning(
+                "%d connections open (--max-connections): closing those that wait longest "
+                "for a request",
+                self.limits.max_connections,
+            )
         victim = next((c for c in self.book.waiting if c is not self), self)
         victim._close(answer=False)
 
