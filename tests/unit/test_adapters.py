@@ -35,6 +35,9 @@ def test_bmf_with_bounds() -> None:
         ('{"b": {"m": {"value": 1e999}}}', "must be finite"),
         ('{"b": {"m": {"value": 1' + "0" * 400 + "}}}", "too large for a float"),
         ('{"b": {"m": {"value": 1' + "0" * 5000 + "}}}", "not valid JSON"),
+        ("[" * 100_000 + "]" * 100_000, "nested too deeply"),
+        ('{"b\\u0000": {"m": {"value": 1}}}', "benchmark name .* has a NUL character"),
+        ('{"b": {"m\\ud800": {"value": 1}}}', "measure name .* has a lone surrogate"),
     ],
 )
 def test_unparsable_output_says_why(text: str, message: str) -> None:

@@ -24,23 +24,35 @@ def _number(value: object, where: str) -> float:
     return number
 
 
+def _name(name: str, what: str, longest: int) -> None:
+    if not name or len(name) > longest:
+        raise AdapterError(f"{what} name must be 1-{longest} characters")
+    # Names are stored as text: PostgreSQL refuses NUL, and a lone surrogate is not UTF-8.
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        raise AdapterError(f"{what} name {name!r} has a lone surrogate") from None
+    if "\x00" in name:
+        raise AdapterError(f"{what} name {name!r} has a NUL character")
+
+
 def parse_bmf(text: str) -> list[Measurement]:
     try:
         document = json.loads(text)
     except ValueError as exc:  # JSONDecodeError, or an integer with too many digits
         raise AdapterError(f"not valid JSON (Bencher Metric Format): {exc}") from None
+    except RecursionError:
+        raise AdapterError("not valid Bencher Metric Format: nested too deeply") from None
     if not isinstance(document, dict) or not document:
         raise AdapterError("Bencher Metric Format must be a non-empty JSON object of benchmarks")
     found: list[Measurement] = []
     for benchmark, measures in document.items():
-        if not benchmark or len(benchmark) > MAX_BENCHMARK_NAME:
-            raise AdapterError(f"benchmark name must be 1-{MAX_BENCHMARK_NAME} characters")
+        _name(benchmark, "benchmark", MAX_BENCHMARK_NAME)
         if not isinstance(measures, dict) or not measures:
             raise AdapterError(f"benchmark {benchmark!r} must map measures to metrics")
         for measure, metric in measures.items():
             where = f"{benchmark!r} / {measure!r}"
-            if not measure or len(measure) > MAX_MEASURE_NAME:
-                raise AdapterError(f"measure name must be 1-{MAX_MEASURE_NAME} characters")
+            _name(measure, "measure", MAX_MEASURE_NAME)
             if not isinstance(metric, dict) or "value" not in metric:
                 raise AdapterError(f"{where} must be an object with a 'value'")
             value = _number(metric["value"], f"{where} value")

@@ -100,6 +100,25 @@ def server(
             show_default=False,
         ),
     ] = None,
+    request_read_timeout: Annotated[
+        float | None,
+        typer.Option(
+            metavar="SECONDS",
+            help="Answer 408 and close a connection whose request headers have not all arrived "
+            "this long after it opened or the request began; a body may take longer only "
+            "while it keeps coming [default: 30].",
+            show_default=False,
+        ),
+    ] = None,
+    max_connections: Annotated[
+        int | None,
+        typer.Option(
+            metavar="N",
+            help="Open connections beyond which the one waiting longest for a request is "
+            "closed [default: half of ulimit -n].",
+            show_default=False,
+        ),
+    ] = None,
     public_url: Annotated[
         str | None,
         typer.Option(
@@ -121,8 +140,9 @@ def server(
 
     Every flag may also be set as `BENCHRUNNER_<FLAG>` (e.g. `BENCHRUNNER_DB`); flags win.
     `BENCHRUNNER_SECRET_KEY`, `BENCHRUNNER_OCI_TOKEN_TTL`, `BENCHRUNNER_ANONYMOUS_RUNS`,
-    `BENCHRUNNER_REGISTRY_TOKEN_TTL` and `BENCHRUNNER_REGISTRY_MAX_BODY_BYTES` (largest blob
-    upload, default 1 GiB) exist only as environment variables.
+    `BENCHRUNNER_REGISTRY_TOKEN_TTL`, `BENCHRUNNER_REGISTRY_MAX_BODY_BYTES` (largest blob
+    upload, default 1 GiB) and `BENCHRUNNER_REQUEST_BODY_MIN_RATE` (bytes a second a request
+    body must keep up, default 16384) exist only as environment variables.
     """
     settings = settings_from(
         {
@@ -136,6 +156,8 @@ def server(
             "sweep_interval": sweep_interval,
             "claim_poll_interval": claim_poll_interval,
             "request_body_max_bytes": request_body_max_bytes,
+            "request_read_timeout": request_read_timeout,
+            "max_connections": max_connections,
             "public_url": public_url,
             "log_level": log_level,
         }

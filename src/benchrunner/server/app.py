@@ -12,10 +12,15 @@ from fastapi import FastAPI
 from benchrunner import __version__
 from benchrunner.core.clock import Clock, SystemClock
 from benchrunner.core.templates import TemplateRegistry
-from benchrunner.server import errors, logs
+from benchrunner.server import errors, logs, openapi
 from benchrunner.server.blobs import LocalBlobStore
 from benchrunner.server.channel import ChannelHub
 from benchrunner.server.config import ServerSettings
+from benchrunner.server.connections import (
+    ConnectionLimits,
+    default_max_connections,
+    protocol_class,
+)
 from benchrunner.server.context import ServerContext
 from benchrunner.server.lifecycle import Lifecycle
 from benchrunner.server.limits import BodyLimit
@@ -86,10 +91,15 @@ def create_app(settings: ServerSettings, clock: Clock | None = None) -> FastAPI:
     )
     errors.install(app)
     registry_errors.install(app)
-    for module in (organizations, specs, runners, jobs, reports, run, server, channel):
-        app.include_router(module.router)
-    for registry_module in (token_routes, blob_routes, upload_routes, manifest_routes):
+    api = [
+        m.router
+        for m in (organizations, specs, runners, jobs, reports, run, server, channel, token_routes)
+    ]
+    for router in api:
+        app.include_router(router)
+    for registry_module in (blob_routes, upload_routes, manifest_routes):
         app.include_router(registry_module.router)
+    openapi.install(app, api)
     app.add_middleware(BodyLimit, max_bytes=settings.request_body_max_bytes, exempt=("/v2/",))
     return app
 
@@ -97,10 +107,18 @@ def create_app(settings: ServerSettings, clock: Clock | None = None) -> FastAPI:
 def serve(settings: ServerSettings) -> None:
     """Run the server until SIGINT/SIGTERM; channels are closed with 1012 on the way out."""
     logs.configure(settings.log_level)
+    limits = ConnectionLimits(
+        read_timeout=settings.request_read_timeout,
+        body_min_rate=settings.request_body_min_rate,
+        max_connections=settings.max_connections or default_max_connections(),
+    )
     config = uvicorn.Config(
         create_app(settings),
         host=settings.host,
         port=settings.port,
+        http=protocol_class(limits),
+        # No use queueing more handshakes than the connections we would keep open.
+        backlog=min(2048, limits.max_connections),
         ws="websockets-sansio",
         ws_max_size=settings.request_body_max_bytes,
         ws_per_message_deflate=False,  # small JSON messages: deflate costs more than it saves

@@ -31,6 +31,15 @@ class ServerSettings(BaseSettings):
         default=10.0, gt=0, description="seconds between the sweeper's checks of stale jobs"
     )
     request_body_max_bytes: int = Field(default=16 * 1024 * 1024, ge=1024)
+    request_read_timeout: float = Field(
+        default=30.0, gt=0, description="seconds to send a request's headers (and body, at least)"
+    )
+    request_body_min_rate: int = Field(
+        default=16 * 1024, ge=1, description="bytes/s a body must keep up past the read timeout"
+    )
+    max_connections: int | None = Field(
+        default=None, ge=1, description="open connections; default half of the open-file limit"
+    )
     oci_token_ttl: int = Field(default=600, ge=60, description="runner OCI pull token TTL, s")
     registry_token_ttl: int = Field(
         default=300, ge=60, description="TTL of registry tokens issued to users, s"

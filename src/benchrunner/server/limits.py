@@ -11,6 +11,8 @@ import json
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from benchrunner.server.errors import error_body
+
 
 class BodyTooLarge(Exception):
     pass
@@ -60,7 +62,7 @@ class BodyLimit:
 
     async def _reject(self, send: Send, max_bytes: int) -> None:
         body = json.dumps(
-            {"message": f"request body exceeds {max_bytes} bytes", "error_code": "too_large"}
+            error_body(f"request body exceeds {max_bytes} bytes", "too_large")
         ).encode()
         await send(
             {
