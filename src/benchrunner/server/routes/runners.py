@@ -18,7 +18,7 @@ from benchrunner.server.routes.deps import (
     Life,
     paginate,
 )
-from benchrunner.server.routes.renames import identity_changes
+from benchrunner.server.routes.renames import identity_changes, slug_taken
 from benchrunner.server.routes.specs import spec_or_404
 from benchrunner.server.store import runners
 from benchrunner.server.store.runners import RunnerRow
@@ -113,6 +113,8 @@ async def update_runner(
         if body.paused is not None:
             values["paused"] = body.paused
         updated = runners.runner_update(conn, row.id, values)
+        if updated is None:
+            raise slug_taken(values["slug"])
         return row, _view(conn, updated)
 
     before, view = await ctx.db.write(unit)

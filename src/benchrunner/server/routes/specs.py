@@ -10,7 +10,7 @@ from sqlalchemy.engine import Connection
 
 from benchrunner.server.errors import conflict, not_found
 from benchrunner.server.routes.deps import DEFAULT_PER_PAGE, MAX_PER_PAGE, Admin, Ctx, paginate
-from benchrunner.server.routes.renames import identity_changes
+from benchrunner.server.routes.renames import identity_changes, slug_taken
 from benchrunner.server.store import runners
 from benchrunner.server.store.runners import NewSpec
 from benchrunner.server.store.tables import spec as spec_table
@@ -79,7 +79,10 @@ async def update_spec(spec: str, body: SpecPatch, _admin: Admin, ctx: Ctx) -> di
             archived=body.archived,
             now=ctx.clock.now(),
         )
-        return runners.spec_update(conn, row.id, values)
+        updated = runners.spec_update(conn, row.id, values)
+        if updated is None:
+            raise slug_taken(values["slug"])
+        return updated
 
     return spec_view(await ctx.db.write(unit))
 
