@@ -35,6 +35,10 @@ def test_bmf_with_bounds() -> None:
         ('{"b": {"m": {"value": 1e999}}}', "must be finite"),
         ('{"b": {"m": {"value": 1' + "0" * 400 + "}}}", "too large for a float"),
         ('{"b": {"m": {"value": 1' + "0" * 5000 + "}}}", "not valid JSON"),
+        ('{"b\\u0000": {"m": {"value": 1}}}', "benchmark name must not contain a NUL"),
+        ('{"b": {"m\\u0000": {"value": 1}}}', "measure name must not contain a NUL"),
+        ('{"b\\ud800": {"m": {"value": 1}}}', "benchmark name must be Unicode text"),
+        ('{"": {"m": {"value": 1}}}', "benchmark name must be 1-1024 characters"),
     ],
 )
 def test_unparsable_output_says_why(text: str, message: str) -> None:

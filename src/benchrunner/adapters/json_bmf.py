@@ -24,6 +24,18 @@ def _number(value: object, where: str) -> float:
     return number
 
 
+def _name_problem(name: str, limit: int) -> str | None:
+    if not name or len(name) > limit:
+        return f"must be 1-{limit} characters"
+    if "\x00" in name:
+        return "must not contain a NUL character"
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return "must be Unicode text (it holds a lone surrogate)"
+    return None
+
+
 def parse_bmf(text: str) -> list[Measurement]:
     try:
         document = json.loads(text)
@@ -33,14 +45,16 @@ def parse_bmf(text: str) -> list[Measurement]:
         raise AdapterError("Bencher Metric Format must be a non-empty JSON object of benchmarks")
     found: list[Measurement] = []
     for benchmark, measures in document.items():
-        if not benchmark or len(benchmark) > MAX_BENCHMARK_NAME:
-            raise AdapterError(f"benchmark name must be 1-{MAX_BENCHMARK_NAME} characters")
+        problem = _name_problem(benchmark, MAX_BENCHMARK_NAME)
+        if problem is not None:
+            raise AdapterError(f"benchmark name {problem}")
         if not isinstance(measures, dict) or not measures:
             raise AdapterError(f"benchmark {benchmark!r} must map measures to metrics")
         for measure, metric in measures.items():
             where = f"{benchmark!r} / {measure!r}"
-            if not measure or len(measure) > MAX_MEASURE_NAME:
-                raise AdapterError(f"measure name must be 1-{MAX_MEASURE_NAME} characters")
+            problem = _name_problem(measure, MAX_MEASURE_NAME)
+            if problem is not None:
+                raise AdapterError(f"measure name {problem}")
             if not isinstance(metric, dict) or "value" not in metric:
                 raise AdapterError(f"{where} must be an object with a 'value'")
             value = _number(metric["value"], f"{where} value")

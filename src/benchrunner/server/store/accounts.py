@@ -12,6 +12,7 @@ from uuid import UUID, uuid4
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from benchrunner.core import slugs
 from benchrunner.core.tiers import Plan
 from benchrunner.core.tokens import hash_token, new_api_token
 from benchrunner.server.store.conflicts import insert_with_slug
@@ -155,8 +156,12 @@ def ref_param(ref: str) -> tuple[str, object]:
 
 
 def select_by_ref(conn: Connection, table: sa.Table, ref: str) -> Any:
-    """The row of ``table`` whose UUID or slug is ``ref``, or None; a prepared statement."""
+    """The row of ``table`` whose UUID or slug is ``ref``, or None; a prepared statement.
+    A ref that is neither cannot match, and is not sent to the database (it may hold text
+    PostgreSQL refuses, such as NUL)."""
     column, value = ref_param(ref)
+    if column == "slug" and not slugs.is_slug(ref):
+        return None
     return conn.execute(_select_by(table, column), {"ref": value}).first()
 
 

@@ -11,6 +11,7 @@ from uuid import UUID, uuid4
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from benchrunner.core import slugs
 from benchrunner.core.tokens import hash_token
 from benchrunner.protocol import JsonSpec, RunnerMetadata
 from benchrunner.server.store.accounts import ref_param, select_by_ref
@@ -101,6 +102,8 @@ def _authenticate(column: str) -> sa.Select[Any]:
 def runner_authenticate(conn: Connection, ref: str, token: str) -> RunnerRow | None:
     """Seed 000: one query by token hash AND path parameter, archived runners excluded."""
     column, value = ref_param(ref)
+    if column == "slug" and not slugs.is_slug(ref):
+        return None
     row = conn.execute(
         _authenticate(column), {"token_hash": hash_token(token), "ref": value}
     ).first()
