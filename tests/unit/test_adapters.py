@@ -38,6 +38,9 @@ def test_bmf_with_bounds() -> None:
         ("[" * 100_000 + "]" * 100_000, "nested too deeply"),
         ('{"b\\u0000": {"m": {"value": 1}}}', "benchmark name .* has a NUL character"),
         ('{"b": {"m\\ud800": {"value": 1}}}', "measure name .* has a lone surrogate"),
+        ('{"b": {"m\\u0000": {"value": 1}}}', "measure name .* has a NUL character"),
+        ('{"b\\ud800": {"m": {"value": 1}}}', "benchmark name .* has a lone surrogate"),
+        ('{"": {"m": {"value": 1}}}', "benchmark name must be 1-1024 characters"),
     ],
 )
 def test_unparsable_output_says_why(text: str, message: str) -> None:

@@ -1,4 +1,5 @@
-"""Bounded request bodies: 413 before a handler reads more than ``request_body_max_bytes``.
+"""Bounded request bodies: 413 before a handler runs when a body, declared (Content-Length)
+or chunked, exceeds ``request_body_max_bytes``.
 
 Paths under a prefix in ``exempt`` are left to their handlers, which bound bodies themselves: the
 registry's ``/v2/`` takes image layers (1 GiB by default), streamed to disk, never into memory,
@@ -12,10 +13,6 @@ import json
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from benchrunner.server.errors import error_body
-
-
-class BodyTooLarge(Exception):
-    pass
 
 
 class BodyLimit:
@@ -36,29 +33,14 @@ class BodyLimit:
         if declared is not None and declared.isdigit() and int(declared) > max_bytes:
             await self._reject(send, max_bytes)
             return
-        seen = 0
-        started = False
-
-        async def counting_receive() -> Message:
-            nonlocal seen
-            message = await receive()
-            if message["type"] == "http.request":
-                seen += len(message.get("body", b""))
-                if seen > max_bytes:
-                    raise BodyTooLarge
-            return message
-
-        async def tracking_send(message: Message) -> None:
-            nonlocal started
-            if message["type"] == "http.response.start":
-                started = True
-            await send(message)
-
-        try:
-            await self.app(scope, counting_receive, tracking_send)
-        except BodyTooLarge:
-            if not started:
-                await self._reject(send, max_bytes)
+        # Without a declared length (a chunked body) only reading tells: read the body here,
+        # within the limit, so an oversized one is refused as a declared one is, before any
+        # handler runs. The handlers behind this read whole JSON bodies anyway.
+        body = await _read_within(receive, max_bytes)
+        if body is None:
+            await self._reject(send, max_bytes)
+            return
+        await self.app(scope, _replay(body, receive), send)
 
     async def _reject(self, send: Send, max_bytes: int) -> None:
         body = json.dumps(
@@ -72,3 +54,35 @@ class BodyLimit:
             }
         )
         await send({"type": "http.response.body", "body": body})
+
+
+async def _read_within(receive: Receive, max_bytes: int) -> bytes | None:
+    """The whole request body, or None as soon as it exceeds ``max_bytes``."""
+    parts: list[bytes] = []
+    seen = 0
+    while True:
+        message = await receive()
+        if message["type"] != "http.request":
+            return b"".join(parts)  # disconnected: the handler will see it too
+        chunk = message.get("body", b"")
+        seen += len(chunk)
+        if seen > max_bytes:
+            return None
+        parts.append(chunk)
+        if not message.get("more_body", False):
+            return b"".join(parts)
+
+
+def _replay(body: bytes, receive: Receive) -> Receive:
+    """A ``receive`` that hands the app the body already read, then the real channel (for
+    the disconnect the app may wait on)."""
+    sent = False
+
+    async def replay() -> Message:
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()
+
+    return replay

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Annotated, Any
 
-from fastapi import Depends, Request, Response
+from fastapi import Depends, Query, Request, Response
 from sqlalchemy.engine import Connection
 
 from benchrunner.core.tokens import bearer, is_api_token
@@ -16,6 +17,8 @@ from benchrunner.server.store.accounts import ProjectRow, UserRow
 
 MAX_PER_PAGE = 255
 DEFAULT_PER_PAGE = 8
+# (MAX_PAGE - 1) * MAX_PER_PAGE stays far inside a signed 64-bit OFFSET on both engines.
+MAX_PAGE = 2**31 - 1
 
 
 async def context(request: Request) -> ServerContext:
@@ -61,7 +64,9 @@ User = Annotated[UserRow, Depends(required_user)]
 Admin = Annotated[UserRow, Depends(admin_user)]
 
 
-def _can_see(conn: Connection, viewer: UserRow | None, project: ProjectRow) -> bool:
+def can_see(conn: Connection, viewer: UserRow | None, project: ProjectRow) -> bool:
+    """Public projects are seen by everyone; private ones by their organization's members and
+    server admins only."""
     if project.visibility == "public":
         return True
     if viewer is None:
@@ -70,12 +75,14 @@ def _can_see(conn: Connection, viewer: UserRow | None, project: ProjectRow) -> b
 
 
 def _can_write(conn: Connection, viewer: UserRow | None, project: ProjectRow) -> bool:
-    """Members and admins write; anyone writes to an unclaimed organization's project."""
+    """Members and admins write; anyone writes to an unclaimed organization's public project."""
     if viewer is not None and (
         viewer.admin or accounts.role_of(conn, viewer.id, project.organization_id) is not None
     ):
         return True
-    return not accounts.organization_is_claimed(conn, project.organization_id)
+    return project.visibility == "public" and not accounts.organization_is_claimed(
+        conn, project.organization_id
+    )
 
 
 def project_access(
@@ -89,14 +96,39 @@ def project_access(
     """The project (``found`` if already read), or 404 when the caller may not know it exists,
     or 403 to a visible one."""
     project = found or accounts.project_get(conn, ref)
-    if project is None or not _can_see(conn, viewer, project):
+    if project is None or not can_see(conn, viewer, project):
         raise not_found("project", ref)
     if write and not _can_write(conn, viewer, project):
         raise forbidden(f"you may not change project {ref!r}")
     return project
 
 
-def paginate(response: Response, items: list[Any], page: int, per_page: int) -> list[Any]:
+@dataclass(frozen=True)
+class Pagination:
+    """One page of a list: ``page`` counts from 1, ``per_page`` items each."""
+
+    page: int
+    per_page: int
+
+    @property
+    def offset(self) -> int:
+        return (self.page - 1) * self.per_page
+
+
+async def pagination(
+    page: Annotated[int, Query(ge=1, le=MAX_PAGE, description="page number, from 1")] = 1,
+    per_page: Annotated[
+        int, Query(ge=1, le=MAX_PER_PAGE, description="items per page")
+    ] = DEFAULT_PER_PAGE,
+) -> Pagination:
+    """Every list's ``page`` and ``per_page``, bounded here so that no list can compute an
+    offset the database cannot hold (a larger page is a 400, naming the bound)."""
+    return Pagination(page, per_page)
+
+
+Page = Annotated[Pagination, Depends(pagination)]
+
+
+def paginate(response: Response, items: list[Any], pages: Pagination) -> list[Any]:
     response.headers["X-Total-Count"] = str(len(items))
-    start = (page - 1) * per_page
-    return items[start : start + per_page]
+    return items[pages.offset : pages.offset + pages.per_page]

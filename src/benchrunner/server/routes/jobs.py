@@ -6,7 +6,7 @@ import asyncio
 import uuid
 from typing import Any, Literal
 
-from fastapi import APIRouter, Query, Response
+from fastapi import APIRouter, Response
 from sqlalchemy.engine import Connection
 
 from benchrunner.core.states import FINISHED, JobStatus
@@ -16,11 +16,10 @@ from benchrunner.server.context import ServerContext
 from benchrunner.server.errors import bad_request, conflict, not_found
 from benchrunner.server.outputs import OutputMissing, UnusableOutput, load_output
 from benchrunner.server.routes.deps import (
-    DEFAULT_PER_PAGE,
-    MAX_PER_PAGE,
     Ctx,
     Life,
     MaybeUser,
+    Page,
     project_access,
 )
 from benchrunner.server.store import jobs
@@ -84,10 +83,9 @@ async def list_jobs(
     user: MaybeUser,
     ctx: Ctx,
     response: Response,
+    pages: Page,
     status: str | None = None,
     direction: Literal["asc", "desc"] = "desc",
-    page: int = Query(1, ge=1),
-    per_page: int = Query(DEFAULT_PER_PAGE, ge=1, le=MAX_PER_PAGE),
 ) -> list[dict[str, Any]]:
     try:
         wanted = None if status is None else JobStatus.from_wire(status)
@@ -101,8 +99,8 @@ async def list_jobs(
             row.id,
             status=wanted,
             ascending=direction == "asc",
-            limit=per_page,
-            offset=(page - 1) * per_page,
+            limit=pages.per_page,
+            offset=pages.offset,
         )
         views = []
         for job in found:

@@ -4,17 +4,17 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from fastapi import APIRouter, Query, Response
-from pydantic import BaseModel, Field
+from fastapi import APIRouter, Response
+from pydantic import Field
 from sqlalchemy.engine import Connection
 
 from benchrunner.core.tiers import Plan
 from benchrunner.server.errors import forbidden, not_found
+from benchrunner.server.routes.bodies import ApiBody
 from benchrunner.server.routes.deps import (
-    DEFAULT_PER_PAGE,
-    MAX_PER_PAGE,
     Ctx,
     MaybeUser,
+    Page,
     User,
     paginate,
     project_access,
@@ -26,13 +26,13 @@ from benchrunner.server.views import organization_view, project_view
 router = APIRouter(tags=["organizations"])
 
 
-class NewOrganization(BaseModel):
+class NewOrganization(ApiBody):
     name: str = Field(min_length=1, max_length=64)
     slug: str | None = Field(default=None, min_length=1, max_length=64)
     plan: Plan = Plan.FREE
 
 
-class NewProject(BaseModel):
+class NewProject(ApiBody):
     name: str = Field(min_length=1, max_length=64)
     slug: str | None = Field(default=None, min_length=1, max_length=64)
     visibility: Literal["public", "private"] = "public"
@@ -64,8 +64,7 @@ async def list_organizations(
     user: User,
     ctx: Ctx,
     response: Response,
-    page: int = Query(1, ge=1),
-    per_page: int = Query(DEFAULT_PER_PAGE, ge=1, le=MAX_PER_PAGE),
+    pages: Page,
 ) -> list[dict[str, Any]]:
     def unit(conn: Connection) -> list[dict[str, Any]]:
         return [
@@ -73,7 +72,7 @@ async def list_organizations(
             for o in accounts.organization_list_for(conn, user)
         ]
 
-    return paginate(response, await ctx.db.read(unit), page, per_page)
+    return paginate(response, await ctx.db.read(unit), pages)
 
 
 @router.get("/v0/organizations/{organization}")
@@ -105,14 +104,13 @@ async def list_projects(
     user: User,
     ctx: Ctx,
     response: Response,
-    page: int = Query(1, ge=1),
-    per_page: int = Query(DEFAULT_PER_PAGE, ge=1, le=MAX_PER_PAGE),
+    pages: Page,
 ) -> list[dict[str, Any]]:
     def unit(conn: Connection) -> list[dict[str, Any]]:
         org = _org_visible(conn, user, organization)
         return [project_view(p, org.uuid) for p in accounts.project_list(conn, org.id)]
 
-    return paginate(response, await ctx.db.read(unit), page, per_page)
+    return paginate(response, await ctx.db.read(unit), pages)
 
 
 @router.get("/v0/projects/{project}")

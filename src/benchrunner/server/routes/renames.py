@@ -9,8 +9,13 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from benchrunner.core import slugs
-from benchrunner.server.errors import bad_request, conflict
+from benchrunner.server.errors import ApiError, bad_request, conflict
 from benchrunner.server.store.accounts import select_by_ref
+
+
+def slug_taken(slug: str) -> ApiError:
+    """A rename to a taken slug: 409, whatever holds it (only server admins rename)."""
+    return conflict(f"slug {slug!r} is taken")
 
 
 def identity_changes(
@@ -34,7 +39,7 @@ def identity_changes(
                 f"(e.g. {slugs.slugify(slug)!r})"
             )
         if select_by_ref(conn, table, slug) is not None:
-            raise conflict(f"slug {slug!r} is taken")
+            raise slug_taken(slug)
         values["slug"] = slug
     if archived is not None:
         values["archived"] = now if archived else None

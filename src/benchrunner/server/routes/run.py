@@ -13,11 +13,12 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 from dataclasses import dataclass
+from pathlib import PurePosixPath
 from typing import Any, Literal
 from uuid import UUID
 
 from fastapi import APIRouter, Request
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AwareDatetime, ConfigDict, Field, field_validator
 from sqlalchemy.engine import Connection
 
 from benchrunner import adapters
@@ -27,7 +28,8 @@ from benchrunner.core.tiers import Plan, priority_for
 from benchrunner.protocol import MAX_ITER, MAX_TIMEOUT, JsonJobConfig, is_digest
 from benchrunner.server.context import ServerContext
 from benchrunner.server.errors import bad_request, not_found
-from benchrunner.server.routes.deps import Ctx, Life, MaybeUser, project_access
+from benchrunner.server.routes.bodies import ApiBody
+from benchrunner.server.routes.deps import Ctx, Life, MaybeUser, can_see, project_access
 from benchrunner.server.store import accounts, jobs, registry, reports, runners
 from benchrunner.server.store.accounts import ProjectRow, UserRow
 from benchrunner.server.views import report_view
@@ -35,9 +37,10 @@ from benchrunner.server.views import report_view
 router = APIRouter(tags=["run"])
 
 DEFAULT_TIMEOUT = 3600
+MAX_FILE_PATH = 4096
 
 
-class RunJob(BaseModel):
+class RunJob(ApiBody):
     """Bencher's nested ``job`` object."""
 
     model_config = ConfigDict(extra="forbid")
@@ -51,20 +54,20 @@ class RunJob(BaseModel):
     iter: int | None = Field(default=None, ge=1, le=MAX_ITER)
 
 
-class RunSettings(BaseModel):
+class RunSettings(ApiBody):
     adapter: str = "magic"
     average: Literal["mean", "median"] | None = None
     fold: Literal["min", "max", "mean", "median"] | None = None
 
 
-class RunBody(BaseModel):
+class RunBody(ApiBody):
     project: str | None = Field(default=None, max_length=64)
     branch: str = Field(default="main", min_length=1, max_length=256)
     testbed: str = Field(default="localhost", min_length=1, max_length=64)
     settings: RunSettings = Field(default_factory=RunSettings)
     results: list[str] = Field(default_factory=list)
-    start_time: dt.datetime | None = None
-    end_time: dt.datetime | None = None
+    start_time: AwareDatetime | None = None
+    end_time: AwareDatetime | None = None
     image: str | None = None
     spec: str | None = None
     template: str | None = None
@@ -72,6 +75,18 @@ class RunBody(BaseModel):
     job: RunJob | None = None
     context: dict[str, str] | None = None
     idempotency_key: str | None = None
+
+    @field_validator("start_time", "end_time")
+    @classmethod
+    def _in_utc(cls, value: dt.datetime | None) -> dt.datetime | None:
+        """Stored as UTC; a time that has no UTC equivalent (year 1 east of Greenwich, year
+        9999 west of it) is refused."""
+        if value is None:
+            return None
+        try:
+            return value.astimezone(dt.UTC)
+        except OverflowError:
+            raise ValueError("is out of range once converted to UTC") from None
 
 
 @dataclass(frozen=True)
@@ -82,6 +97,30 @@ class RunMode:
     image: str | None
     spec: str | None
     options: RunJob
+
+
+def file_path_problem(path: str) -> str | None:
+    """Why ``path`` may not name a file to collect, or None. File paths are relative to the
+    job's working directory and stay inside it, for every executor: an absolute path would
+    read the runner's own files, and ``..`` climbs out."""
+    if not path:
+        return "is empty"
+    if "\x00" in path:
+        return "contains a NUL character"
+    if len(path) > MAX_FILE_PATH:
+        return f"is longer than {MAX_FILE_PATH} characters"
+    if path.startswith("/"):
+        return "is absolute; give a path relative to the job's working directory"
+    if ".." in PurePosixPath(path).parts:
+        return "climbs out of the job's working directory with '..'"
+    return None
+
+
+def check_file_paths(paths: list[str] | None) -> None:
+    for index, path in enumerate(paths or []):
+        problem = file_path_problem(path)
+        if problem is not None:
+            raise bad_request(f"job.file_paths[{index}] {path!r} {problem}")
 
 
 def validate_mode(body: RunBody) -> RunMode:
@@ -104,6 +143,7 @@ def validate_mode(body: RunBody) -> RunMode:
             raise bad_request("spec is required for template execution")
         if nested.env or nested.entrypoint or nested.cmd:
             raise bad_request("job.env, job.entrypoint and job.cmd are not allowed with a template")
+        check_file_paths(nested.file_paths)
         return RunMode("template", None, spec, nested)
     if body.args is not None:
         raise bad_request("args are only allowed together with template")
@@ -116,6 +156,7 @@ def validate_mode(body: RunBody) -> RunMode:
     if image is not None:
         if not is_digest(image):
             raise bad_request("image must be a digest: sha256: followed by 64 lowercase hex")
+        check_file_paths(nested.file_paths)
         return RunMode("image", image, spec, nested)
     if not has_results:
         raise bad_request(
@@ -150,16 +191,59 @@ def _parse_direct(adapter: str, results: list[str]) -> list[reports.MetricValue]
 def _resolve_project(
     conn: Connection, ctx: ServerContext, user: UserRow | None, ref: str | None
 ) -> ProjectRow:
-    found = accounts.project_get(conn, ref) if ref is not None else None
-    if ref is not None and found is not None:
-        return project_access(conn, user, ref, write=True, found=found)
+    """The project a run goes to: one the caller can see (then it must be allowed to write to
+    it), else, for an anonymous caller, a new unclaimed public project.
+
+    A project the caller may not see is treated as missing, so the answer never tells a
+    private project from no project: 404 to a signed-in caller, and to an anonymous one a new
+    project whose slug, being taken, gets a random suffix as any taken slug does.
+    """
+    if ref is not None:
+        found = accounts.project_get(conn, ref)
+        if found is not None and can_see(conn, user, found):
+            return project_access(conn, user, ref, write=True, found=found)
     if user is not None or not ctx.settings.anonymous_runs:
         raise not_found("project", ref or "")
-    # Bencher's anonymous run: an unclaimed organization and a public project, made on the fly.
+    if ref is None:
+        return _unclaimed_project(conn, ctx, f"project-{slugs.with_suffix('anonymous')}")
+    if accounts.ref_param(ref)[0] == "uuid":
+        raise not_found("project", ref)  # a run can name a new project by slug only
+    if not slugs.is_slug(ref):
+        raise bad_request(
+            f"project {ref!r} is neither a UUID nor a slug: use lowercase letters, digits and "
+            f"'-' (e.g. {slugs.slugify(ref)!r})"
+        )
+    created = _unclaimed_project_exactly(conn, ctx, ref)
+    if created is not None:
+        return created
+    # Taken: by a concurrent anonymous run that has just created it (then use it), or by a
+    # project this caller may not use (then a new one, as above).
+    found = accounts.project_get(conn, ref)
+    if found is not None and can_see(conn, None, found):
+        return project_access(conn, None, ref, write=True, found=found)
+    return _unclaimed_project(conn, ctx, ref)
+
+
+def _unclaimed_project(conn: Connection, ctx: ServerContext, name: str) -> ProjectRow:
+    """Bencher's anonymous run: an unclaimed organization and a public project, made on the
+    fly (a taken slug gets a random suffix)."""
     now = ctx.clock.now()
-    name = ref or f"project-{slugs.with_suffix('anonymous')}"
     org = accounts.organization_create(conn, name, Plan.FREE, now, leader_id=None)
-    return accounts.project_create(conn, org.id, name, "public", now, slug=ref)
+    return accounts.project_create(conn, org.id, name, "public", now, slug=name)
+
+
+def _unclaimed_project_exactly(
+    conn: Connection, ctx: ServerContext, slug: str
+) -> ProjectRow | None:
+    """As ``_unclaimed_project`` with exactly this slug, or None (nothing created) when the
+    slug is taken."""
+    now = ctx.clock.now()
+    with conn.begin_nested() as attempt:
+        org = accounts.organization_create(conn, slug, Plan.FREE, now, leader_id=None)
+        created = accounts.project_create_with_slug(conn, org.id, slug, "public", now, slug)
+        if created is None:
+            attempt.rollback()  # the organization made for it goes too
+    return created
 
 
 def _job_config(

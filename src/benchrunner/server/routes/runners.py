@@ -2,23 +2,23 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Request, Response
-from pydantic import BaseModel, Field
+from pydantic import Field
 from sqlalchemy.engine import Connection
 
 from benchrunner.core.tokens import new_runner_token
-from benchrunner.server.errors import conflict, not_found
+from benchrunner.server.errors import bad_request, conflict, not_found
+from benchrunner.server.routes.bodies import ApiBody, text_problem
 from benchrunner.server.routes.deps import (
-    DEFAULT_PER_PAGE,
-    MAX_PER_PAGE,
     Admin,
     Ctx,
     Life,
+    Page,
     paginate,
 )
-from benchrunner.server.routes.renames import identity_changes
+from benchrunner.server.routes.renames import identity_changes, slug_taken
 from benchrunner.server.routes.specs import spec_or_404
 from benchrunner.server.store import runners
 from benchrunner.server.store.runners import RunnerRow
@@ -28,20 +28,20 @@ from benchrunner.server.views import runner_view, spec_view
 router = APIRouter(tags=["runners"])
 
 
-class NewRunner(BaseModel):
+class NewRunner(ApiBody):
     name: str = Field(min_length=1, max_length=64)
     slug: str | None = Field(default=None, min_length=1, max_length=64)
     specs: list[str] = Field(default_factory=list, description="spec UUIDs or slugs to attach")
 
 
-class RunnerPatch(BaseModel):
+class RunnerPatch(ApiBody):
     name: str | None = Field(default=None, min_length=1, max_length=64)
     slug: str | None = Field(default=None, min_length=1, max_length=64)
     archived: bool | None = None
     paused: bool | None = None
 
 
-class SpecRef(BaseModel):
+class SpecRef(ApiBody):
     spec: str = Field(min_length=1, description="spec UUID or slug")
 
 
@@ -79,15 +79,18 @@ async def list_runners(
     _admin: Admin,
     ctx: Ctx,
     response: Response,
+    pages: Page,
     archived: bool = False,
-    name: str | None = None,
-    page: int = Query(1, ge=1),
-    per_page: int = Query(DEFAULT_PER_PAGE, ge=1, le=MAX_PER_PAGE),
+    name: Annotated[str | None, Query(max_length=64, description="runners with this name")] = None,
 ) -> list[dict[str, Any]]:
+    problem = None if name is None else text_problem(name)
+    if problem is not None:
+        raise bad_request(f"name {problem}")
+
     def unit(conn: Connection) -> list[dict[str, Any]]:
         return [_view(conn, r) for r in runners.runner_list(conn, archived=archived, name=name)]
 
-    return paginate(response, await ctx.db.read(unit), page, per_page)
+    return paginate(response, await ctx.db.read(unit), pages)
 
 
 @router.get("/v0/runners/{runner}")
@@ -113,6 +116,8 @@ async def update_runner(
         if body.paused is not None:
             values["paused"] = body.paused
         updated = runners.runner_update(conn, row.id, values)
+        if updated is None:
+            raise slug_taken(values["slug"])
         return row, _view(conn, updated)
 
     before, view = await ctx.db.write(unit)

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from fastapi import APIRouter, Query, Response
-from pydantic import BaseModel, Field
+from fastapi import APIRouter, Response
+from pydantic import Field
 from sqlalchemy.engine import Connection
 
 from benchrunner.server.errors import conflict, not_found
-from benchrunner.server.routes.deps import DEFAULT_PER_PAGE, MAX_PER_PAGE, Admin, Ctx, paginate
-from benchrunner.server.routes.renames import identity_changes
+from benchrunner.server.routes.bodies import ApiBody
+from benchrunner.server.routes.deps import Admin, Ctx, Page, paginate
+from benchrunner.server.routes.renames import identity_changes, slug_taken
 from benchrunner.server.store import runners
 from benchrunner.server.store.runners import NewSpec
 from benchrunner.server.store.tables import spec as spec_table
@@ -19,7 +20,7 @@ from benchrunner.server.views import spec_view
 router = APIRouter(tags=["specs"])
 
 
-class SpecBody(BaseModel):
+class SpecBody(ApiBody):
     name: str = Field(min_length=1, max_length=64)
     slug: str | None = Field(default=None, min_length=1, max_length=64)
     architecture: Literal["x86_64", "aarch64"]
@@ -29,7 +30,7 @@ class SpecBody(BaseModel):
     network: bool = False
 
 
-class SpecPatch(BaseModel):
+class SpecPatch(ApiBody):
     name: str | None = Field(default=None, min_length=1, max_length=64)
     slug: str | None = Field(default=None, min_length=1, max_length=64)
     archived: bool | None = None
@@ -53,12 +54,11 @@ async def list_specs(
     _admin: Admin,
     ctx: Ctx,
     response: Response,
+    pages: Page,
     archived: bool = False,
-    page: int = Query(1, ge=1),
-    per_page: int = Query(DEFAULT_PER_PAGE, ge=1, le=MAX_PER_PAGE),
 ) -> list[dict[str, Any]]:
     rows = await ctx.db.read(lambda conn: runners.spec_list(conn, archived=archived))
-    return paginate(response, [spec_view(r) for r in rows], page, per_page)
+    return paginate(response, [spec_view(r) for r in rows], pages)
 
 
 @router.get("/v0/specs/{spec}")
@@ -79,7 +79,10 @@ async def update_spec(spec: str, body: SpecPatch, _admin: Admin, ctx: Ctx) -> di
             archived=body.archived,
             now=ctx.clock.now(),
         )
-        return runners.spec_update(conn, row.id, values)
+        updated = runners.spec_update(conn, row.id, values)
+        if updated is None:
+            raise slug_taken(values["slug"])
+        return updated
 
     return spec_view(await ctx.db.write(unit))
 

@@ -15,6 +15,7 @@ from sqlalchemy.engine import Connection
 from benchrunner.core import slugs
 from benchrunner.core.tiers import Plan
 from benchrunner.core.tokens import hash_token, new_api_token
+from benchrunner.server.store.conflicts import insert_with_slug
 from benchrunner.server.store.tables import (
     api_token,
     organization,
@@ -38,37 +39,32 @@ def _user(row: Any) -> UserRow:
     return UserRow(row.id, row.uuid, row.name, row.slug, row.email, bool(row.admin))
 
 
-def unique_slug(conn: Connection, table: sa.Table, wanted: str) -> str:
-    """The slug itself if free, else slug plus a short random suffix (SPEC section 13)."""
-    slug = slugs.slugify(wanted)
-    while conn.execute(sa.select(table.c.id).where(table.c.slug == slug)).first() is not None:
-        slug = slugs.with_suffix(slugs.slugify(wanted))
-    return slug
+_USER_BY_EMAIL = sa.select(user).where(user.c.email == sa.bindparam("email"))
 
 
 def user_get_or_create(
     conn: Connection, email: str, name: str, *, admin: bool, now: dt.datetime
 ) -> UserRow:
-    row = conn.execute(sa.select(user).where(user.c.email == email)).first()
-    if row is not None:
-        if admin and not row.admin:
-            conn.execute(user.update().where(user.c.id == row.id).values(admin=True, modified=now))
-            row = conn.execute(sa.select(user).where(user.c.id == row.id)).one()
-        return _user(row)
-    user_id = conn.execute(
-        user.insert()
-        .values(
-            uuid=uuid4(),
-            name=name[:64],
-            slug=unique_slug(conn, user, name),
-            email=email,
-            admin=admin,
-            created=now,
-            modified=now,
-        )
-        .returning(user.c.id)
-    ).scalar_one()
-    return _user(conn.execute(sa.select(user).where(user.c.id == user_id)).one())
+    """The user with this email, created if missing (and made an admin if ``admin``); a
+    concurrent create of the same email yields the one row."""
+    row = conn.execute(_USER_BY_EMAIL, {"email": email}).first()
+    if row is None:
+        values = {
+            "uuid": uuid4(),
+            "name": name[:64],
+            "email": email,
+            "admin": admin,
+            "created": now,
+            "modified": now,
+        }
+        user_id = insert_with_slug(conn, user, values, name)
+        row = conn.execute(_USER_BY_EMAIL, {"email": email}).one()
+        if user_id is not None:
+            return _user(row)
+    if admin and not row.admin:
+        conn.execute(user.update().where(user.c.id == row.id).values(admin=True, modified=now))
+        row = conn.execute(_USER_BY_EMAIL, {"email": email}).one()
+    return _user(row)
 
 
 def api_token_issue(
@@ -133,18 +129,10 @@ def organization_create(
     leader_id: int | None,
     slug: str | None = None,
 ) -> OrganizationRow:
-    org_id = conn.execute(
-        organization.insert()
-        .values(
-            uuid=uuid4(),
-            name=name,
-            slug=unique_slug(conn, organization, slug or name),
-            plan=plan.value,
-            created=now,
-            modified=now,
-        )
-        .returning(organization.c.id)
-    ).scalar_one()
+    """A new organization; a taken slug gets a random suffix."""
+    values = {"uuid": uuid4(), "name": name, "plan": plan.value, "created": now, "modified": now}
+    org_id = insert_with_slug(conn, organization, values, slug or name)
+    assert org_id is not None  # the slug is the only unique column a create can meet
     if leader_id is not None:
         conn.execute(
             organization_role.insert().values(
@@ -168,8 +156,12 @@ def ref_param(ref: str) -> tuple[str, object]:
 
 
 def select_by_ref(conn: Connection, table: sa.Table, ref: str) -> Any:
-    """The row of ``table`` whose UUID or slug is ``ref``, or None; a prepared statement."""
+    """The row of ``table`` whose UUID or slug is ``ref``, or None; a prepared statement.
+    A ref that is neither cannot match, and is not sent to the database (it may hold text
+    PostgreSQL refuses, such as NUL)."""
     column, value = ref_param(ref)
+    if column == "slug" and not slugs.is_slug(ref):
+        return None
     return conn.execute(_select_by(table, column), {"ref": value}).first()
 
 
@@ -236,6 +228,30 @@ def _project(row: Any) -> ProjectRow:
     )
 
 
+def _project_insert(
+    conn: Connection,
+    org_id: int,
+    name: str,
+    visibility: str,
+    now: dt.datetime,
+    slug: str,
+    *,
+    exact: bool,
+) -> ProjectRow | None:
+    values = {
+        "uuid": uuid4(),
+        "organization_id": org_id,
+        "name": name,
+        "visibility": visibility,
+        "created": now,
+        "modified": now,
+    }
+    project_id = insert_with_slug(conn, project, values, slug, exact=exact)
+    if project_id is None:
+        return None
+    return _project(conn.execute(sa.select(project).where(project.c.id == project_id)).one())
+
+
 def project_create(
     conn: Connection,
     org_id: int,
@@ -244,20 +260,18 @@ def project_create(
     now: dt.datetime,
     slug: str | None = None,
 ) -> ProjectRow:
-    project_id = conn.execute(
-        project.insert()
-        .values(
-            uuid=uuid4(),
-            organization_id=org_id,
-            name=name,
-            slug=unique_slug(conn, project, slug or name),
-            visibility=visibility,
-            created=now,
-            modified=now,
-        )
-        .returning(project.c.id)
-    ).scalar_one()
-    return _project(conn.execute(sa.select(project).where(project.c.id == project_id)).one())
+    """A new project; a taken slug gets a random suffix."""
+    created = _project_insert(conn, org_id, name, visibility, now, slug or name, exact=False)
+    assert created is not None  # the slug is the only unique column a create can meet
+    return created
+
+
+def project_create_with_slug(
+    conn: Connection, org_id: int, name: str, visibility: str, now: dt.datetime, slug: str
+) -> ProjectRow | None:
+    """A new project with exactly this slug, or None when the slug is taken (perhaps by a
+    create racing this one, which has then committed)."""
+    return _project_insert(conn, org_id, name, visibility, now, slug, exact=True)
 
 
 def project_get(conn: Connection, ref: str) -> ProjectRow | None:

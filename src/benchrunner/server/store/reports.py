@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import functools
 import uuid
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -12,33 +13,66 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from benchrunner.core import slugs
+from benchrunner.server.store.conflicts import insert_or_skip
 from benchrunner.server.store.tables import benchmark, branch, measure, metric, report, testbed
+
+IN_LIST_CHUNK = 500  # names per IN (...): far below SQLite's limit on bound parameters
 
 
 @functools.cache
-def _named(table: sa.Table) -> tuple[sa.Select[Any], sa.Insert]:
-    find = sa.select(table.c.id).where(
-        table.c.project_id == sa.bindparam("project_id"), table.c.name == sa.bindparam("name")
+def _named_ids(table: sa.Table) -> sa.Select[Any]:
+    return sa.select(table.c.id, table.c.name).where(
+        table.c.project_id == sa.bindparam("project_id"),
+        table.c.name.in_(sa.bindparam("names", expanding=True)),
     )
-    return find, table.insert().returning(table.c.id)
+
+
+def _find_named(
+    conn: Connection, table: sa.Table, project_id: int, names: list[str]
+) -> dict[str, int]:
+    found: dict[str, int] = {}
+    for start in range(0, len(names), IN_LIST_CHUNK):
+        chunk = names[start : start + IN_LIST_CHUNK]
+        rows = conn.execute(_named_ids(table), {"project_id": project_id, "names": chunk})
+        found.update((row.name, int(row.id)) for row in rows)
+    return found
+
+
+def named_ids(
+    conn: Connection, table: sa.Table, project_id: int, names: Iterable[str], now: dt.datetime
+) -> dict[str, int]:
+    """The ids of the project's branches (testbeds, benchmarks, measures) with these names,
+    those missing created (Bencher's behaviour).
+
+    A name a concurrent transaction creates at the same moment is inserted once: the insert
+    skips on conflict and the row is read back. Missing names are inserted in sorted order,
+    and callers go branch, testbed, benchmark, measure, so two transactions creating
+    overlapping names wait for each other instead of deadlocking.
+    """
+    wanted = sorted(set(names))
+    found = _find_named(conn, table, project_id, wanted)
+    missing = [name for name in wanted if name not in found]
+    if missing:
+        rows = [
+            {
+                "uuid": uuid.uuid4(),
+                "project_id": project_id,
+                "name": name,
+                "slug": slugs.slugify(name),
+                "created": now,
+            }
+            for name in missing
+        ]
+        conn.execute(insert_or_skip(conn, table, ("project_id", "name")), rows)
+        found.update(_find_named(conn, table, project_id, missing))
+    return found
 
 
 def named_get_or_create(
     conn: Connection, table: sa.Table, project_id: int, name: str, now: dt.datetime
 ) -> int:
-    """The id of the project's row with this name, created if missing (Bencher's behaviour)."""
-    find, insert = _named(table)
-    found = conn.execute(find, {"project_id": project_id, "name": name}).scalar()
-    if found is not None:
-        return int(found)
-    row = {
-        "uuid": uuid.uuid4(),
-        "project_id": project_id,
-        "name": name,
-        "slug": slugs.slugify(name),
-        "created": now,
-    }
-    return int(conn.execute(insert, row).scalar_one())
+    """The id of the project's row with this name, created if missing."""
+    return named_ids(conn, table, project_id, [name], now)[name]
 
 
 @dataclass(frozen=True)
@@ -94,16 +128,10 @@ _INSERT_METRIC = metric.insert()
 def metrics_add(
     conn: Connection, report_id: int, project_id: int, values: list[MetricValue], now: dt.datetime
 ) -> None:
-    benchmarks: dict[str, int] = {}
-    measures: dict[str, int] = {}
+    benchmarks = named_ids(conn, benchmark, project_id, (m.benchmark for m in values), now)
+    measures = named_ids(conn, measure, project_id, (m.measure for m in values), now)
     rows = []
     for m in values:
-        if m.benchmark not in benchmarks:
-            benchmarks[m.benchmark] = named_get_or_create(
-                conn, benchmark, project_id, m.benchmark, now
-            )
-        if m.measure not in measures:
-            measures[m.measure] = named_get_or_create(conn, measure, project_id, m.measure, now)
         rows.append(
             {
                 "uuid": uuid.uuid4(),

@@ -11,9 +11,15 @@ from uuid import UUID, uuid4
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from benchrunner.core import slugs
 from benchrunner.core.tokens import hash_token
 from benchrunner.protocol import JsonSpec, RunnerMetadata
-from benchrunner.server.store.accounts import ref_param, select_by_ref, unique_slug
+from benchrunner.server.store.accounts import ref_param, select_by_ref
+from benchrunner.server.store.conflicts import (
+    insert_or_skip,
+    insert_with_slug,
+    update_unless_taken,
+)
 from benchrunner.server.store.tables import job, runner, runner_spec, spec
 
 
@@ -61,20 +67,17 @@ def runner_create(
     slug: str | None = None,
     organization_id: int | None = None,
 ) -> RunnerRow:
-    runner_id = conn.execute(
-        runner.insert()
-        .values(
-            uuid=uuid4(),
-            name=name,
-            slug=unique_slug(conn, runner, slug or name),
-            token_hash=hash_token(token),
-            organization_id=organization_id,
-            paused=False,
-            created=now,
-            modified=now,
-        )
-        .returning(runner.c.id)
-    ).scalar_one()
+    values = {
+        "uuid": uuid4(),
+        "name": name,
+        "token_hash": hash_token(token),
+        "organization_id": organization_id,
+        "paused": False,
+        "created": now,
+        "modified": now,
+    }
+    runner_id = insert_with_slug(conn, runner, values, slug or name)
+    assert runner_id is not None  # the slug is the only unique column a create can meet
     return runner_by_id(conn, runner_id)
 
 
@@ -99,6 +102,8 @@ def _authenticate(column: str) -> sa.Select[Any]:
 def runner_authenticate(conn: Connection, ref: str, token: str) -> RunnerRow | None:
     """Seed 000: one query by token hash AND path parameter, archived runners excluded."""
     column, value = ref_param(ref)
+    if column == "slug" and not slugs.is_slug(ref):
+        return None
     row = conn.execute(
         _authenticate(column), {"token_hash": hash_token(token), "ref": value}
     ).first()
@@ -114,8 +119,13 @@ def runner_list(conn: Connection, *, archived: bool, name: str | None) -> list[R
     return [_runner(r) for r in conn.execute(query)]
 
 
-def runner_update(conn: Connection, runner_id: int, values: dict[str, Any]) -> RunnerRow:
-    conn.execute(runner.update().where(runner.c.id == runner_id).values(**values))
+def runner_update(conn: Connection, runner_id: int, values: dict[str, Any]) -> RunnerRow | None:
+    """The runner after the update, or None (nothing changed) when a new slug in ``values``
+    was taken meanwhile by a concurrent create or rename."""
+    if not update_unless_taken(
+        conn, runner.update().where(runner.c.id == runner_id).values(**values)
+    ):
+        return None
     return runner_by_id(conn, runner_id)
 
 
@@ -180,22 +190,19 @@ def spec_json(row: Any) -> JsonSpec:
 
 
 def spec_create(conn: Connection, params: NewSpec, now: dt.datetime) -> Any:
-    spec_id = conn.execute(
-        spec.insert()
-        .values(
-            uuid=uuid4(),
-            name=params.name,
-            slug=unique_slug(conn, spec, params.slug or params.name),
-            architecture=params.architecture,
-            cpu=params.cpu,
-            memory=params.memory,
-            disk=params.disk,
-            network=params.network,
-            created=now,
-            modified=now,
-        )
-        .returning(spec.c.id)
-    ).scalar_one()
+    values = {
+        "uuid": uuid4(),
+        "name": params.name,
+        "architecture": params.architecture,
+        "cpu": params.cpu,
+        "memory": params.memory,
+        "disk": params.disk,
+        "network": params.network,
+        "created": now,
+        "modified": now,
+    }
+    spec_id = insert_with_slug(conn, spec, values, params.slug or params.name)
+    assert spec_id is not None  # the slug is the only unique column a create can meet
     return conn.execute(sa.select(spec).where(spec.c.id == spec_id)).one()
 
 
@@ -218,7 +225,9 @@ def spec_list(conn: Connection, *, archived: bool) -> list[Any]:
 
 
 def spec_update(conn: Connection, spec_id: int, values: dict[str, Any]) -> Any:
-    conn.execute(spec.update().where(spec.c.id == spec_id).values(**values))
+    """The spec row after the update, or None as for ``runner_update``."""
+    if not update_unless_taken(conn, spec.update().where(spec.c.id == spec_id).values(**values)):
+        return None
     return spec_by_id(conn, spec_id)
 
 
@@ -248,15 +257,12 @@ def runner_specs(conn: Connection, runner_id: int) -> list[Any]:
 
 
 def runner_spec_add(conn: Connection, runner_id: int, spec_id: int) -> bool:
-    exists = conn.execute(
-        sa.select(runner_spec.c.id).where(
-            runner_spec.c.runner_id == runner_id, runner_spec.c.spec_id == spec_id
-        )
-    ).first()
-    if exists is not None:
-        return False
-    conn.execute(runner_spec.insert().values(runner_id=runner_id, spec_id=spec_id))
-    return True
+    """Attach the spec to the runner; False if it already was (or a concurrent add won)."""
+    statement = insert_or_skip(conn, runner_spec, ("runner_id", "spec_id"))
+    added = conn.execute(
+        statement.returning(runner_spec.c.id), {"runner_id": runner_id, "spec_id": spec_id}
+    )
+    return added.scalar() is not None
 
 
 def runner_spec_remove(conn: Connection, runner_id: int, spec_id: int) -> bool:

@@ -1,0 +1,55 @@
+"""What every JSON request body must satisfy before its own fields are read.
+
+JSON can carry text that the stores cannot keep: ``\\u0000`` (PostgreSQL text refuses NUL) and
+lone surrogates such as ``\\ud800`` (not encodable as UTF-8, so neither storable nor echoed
+back). Found anywhere in a body, keys included, they are a 400 naming the field, never a 500.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, model_validator
+
+
+def text_problem(value: str) -> str | None:
+    """Why ``value`` cannot be stored as text, or None."""
+    if "\x00" in value:
+        return "contains a NUL character"
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return "contains a lone surrogate (not Unicode text)"
+    return None
+
+
+def _find_bad_text(value: Any, where: str) -> str | None:
+    if isinstance(value, str):
+        problem = text_problem(value)
+        return None if problem is None else f"{where or 'body'} {problem}"
+    if isinstance(value, dict):
+        for key, item in value.items():
+            inner = f"{where}.{key}" if where else str(key)
+            if isinstance(key, str) and text_problem(key) is not None:
+                return f"a key in {where or 'the body'} {text_problem(key)}"
+            found = _find_bad_text(item, inner)
+            if found is not None:
+                return found
+    if isinstance(value, list):
+        for index, item in enumerate(value):
+            found = _find_bad_text(item, f"{where}[{index}]")
+            if found is not None:
+                return found
+    return None
+
+
+class ApiBody(BaseModel):
+    """The base of every request body model: plain text only, anywhere in it."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _plain_text_only(cls, data: Any) -> Any:
+        problem = _find_bad_text(data, "")
+        if problem is not None:
+            raise ValueError(problem)
+        return data

@@ -1,0 +1,373 @@
+"""The /v0 API under hostile input (issue 8): file paths that climb out, chunked bodies over
+the limit, absurd pages, and private projects that must not exist for outsiders."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.harness import Deployment, deploy, wait_until
+from tests.registry_support import make_user
+
+# ------------------------------------------------------------------------- file paths
+
+
+@pytest.mark.parametrize(
+    ("path", "problem"),
+    [
+        ("/proc/self/environ", "is absolute"),
+        ("/home/me/.config/benchrunner/config.toml", "is absolute"),
+        ("../secret", "climbs out"),
+        ("out/../../secret", "climbs out"),
+        ("..", "climbs out"),
+        ("", "is empty"),
+        ("out\x00.json", "NUL"),
+    ],
+)
+def test_run_refuses_file_paths_outside_the_jobs_directory(
+    deployment: Deployment, path: str, problem: str
+) -> None:
+    template = {"template": "bench.noop"}
+    image = {"image": "sha256:" + "0" * 64}
+    for kind in (template, image):
+        body = {
+            "project": deployment.project,
+            "spec": deployment.spec,
+            **kind,
+            "job": {"file_paths": ["results.json", path]},
+        }
+        response = post_run(deployment, body, token=deployment.server.token)
+        assert response.status_code == 400, (kind, response.text)
+        message = response.json()["message"]
+        assert "job.file_paths[1]" in message and problem in message, message
+        if "\x00" not in path:  # (NUL is refused for any field, before file paths are read)
+            assert message.startswith(f"job.file_paths[1] {path!r} "), message
+    with deployment.admin() as client:
+        assert client.list_jobs(deployment.project).total == 0
+
+
+def test_run_accepts_file_paths_inside_the_jobs_directory(deployment: Deployment) -> None:
+    paths = ["results.json", "out/metrics.json", "./out/x..y", "a/./b"]
+    job_uuid = deployment.submit("bench.noop", file_paths=paths)
+    assert deployment.job(job_uuid)["config"]["file_paths"] == paths
+
+
+def post_run(deployment: Deployment, body: dict[str, Any], token: str | None) -> httpx.Response:
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    return httpx.post(f"{deployment.server.url}/v0/run", json=body, headers=headers)
+
+
+# ------------------------------------------------------------------------- bodies and pages
+
+
+@pytest.fixture
+def small_bodies(tmp_path: Path, database_url: str) -> Iterator[Deployment]:
+    with deploy(tmp_path, database_url, request_body_max_bytes=64 * 1024) as deployment:
+        yield deployment
+
+
+def test_a_chunked_body_over_the_limit_is_413_as_a_declared_one_is(
+    small_bodies: Deployment,
+) -> None:
+    url = f"{small_bodies.server.url}/v0/run"
+    headers = {
+        "Authorization": f"Bearer {small_bodies.server.token}",
+        "Content-Type": "application/json",
+    }
+
+    def chunks(count: int) -> Iterator[bytes]:
+        yield b"{"
+        for _ in range(count):
+            yield b" " * 8192
+        yield b"}"
+
+    declared = httpx.post(url, content=b"".join(chunks(20)), headers=headers)
+    chunked = httpx.post(url, content=chunks(20), headers=headers)
+    assert "content-length" not in chunked.request.headers
+    assert chunked.request.headers["transfer-encoding"] == "chunked"
+    for response in (declared, chunked):
+        assert response.status_code == 413, response.text
+        assert response.json()["message"] == "request body exceeds 65536 bytes"
+    # A chunked body within the limit still reaches the handler whole.
+    body = b'{"project": "bench", "spec": "small", "template": "bench.noop"}'
+    within = httpx.post(url, content=iter([body[:10], body[10:]]), headers=headers)
+    assert within.status_code == 201, within.text
+    with small_bodies.admin() as client:
+        assert client.health()["status"] == "ok"
+
+
+LISTS = [
+    "/v0/projects/bench/jobs",
+    "/v0/organizations",
+    "/v0/organizations/acme/projects",
+    "/v0/specs",
+    "/v0/runners",
+]
+
+
+ABSURD_PAGES = [
+    {"page": "9223372036854775807"},
+    {"page": "99999999999999999999999"},
+    {"page": "2147483648", "per_page": "255"},
+    {"per_page": "9223372036854775807"},
+    {"page": "0"},
+    {"page": "-1"},
+]
+
+
+def test_an_absurd_page_is_400_on_every_list_and_the_last_page_is_empty(
+    deployment: Deployment,
+) -> None:
+    deployment.submit("bench.noop")
+    deployment.new_runner("r1")
+    headers = {"Authorization": f"Bearer {deployment.server.token}"}
+    with httpx.Client(base_url=deployment.server.url, headers=headers) as client:
+        for path in LISTS:
+            for params in ABSURD_PAGES:
+                response = client.get(path, params=params)
+                assert response.status_code == 400, (path, params, response.text)
+                assert "page" in response.json()["message"]
+            last = client.get(path, params={"page": "2147483647", "per_page": "255"})
+            assert last.status_code == 200, (path, last.text)
+            assert last.json() == []
+            assert int(last.headers["X-Total-Count"]) >= 1, path
+
+
+# ------------------------------------------------------------------------- text and times
+
+
+def test_text_the_database_cannot_store_is_400_naming_the_field(deployment: Deployment) -> None:
+    """NUL and lone surrogates: PostgreSQL refuses the first, UTF-8 cannot encode the second."""
+    direct: dict[str, Any] = {
+        "project": "bench",
+        "settings": {"adapter": "json"},
+        "results": ['{"sort": {"latency": {"value": 1}}}'],
+        "start_time": "2026-01-01T00:00:00Z",
+        "end_time": "2026-01-01T00:01:00Z",
+    }
+    template = {"project": "bench", "spec": "small", "template": "bench.noop"}
+    cases: list[tuple[str, dict[str, Any], str]] = [
+        ("/v0/run", {**direct, "branch": "main\x00"}, "branch contains a NUL character"),
+        ("/v0/run", {**direct, "testbed": "ci\ud800"}, "testbed contains a lone surrogate"),
+        ("/v0/run", {**template, "args": {"x\x00": 1}}, "a key in args contains a NUL"),
+        ("/v0/run", {**template, "job": {"file_paths": ["a\ud800"]}}, "job.file_paths[0]"),
+        (
+            "/v0/run",
+            {**direct, "results": ['{"sort\\u0000": {"latency": {"value": 1}}}']},
+            "results[0]: benchmark name must not contain a NUL character",
+        ),
+        ("/v0/organizations", {"name": "a\x00"}, "name contains a NUL"),
+        ("/v0/organizations/acme/projects", {"name": "p", "slug": "\ud800"}, "slug contains"),
+        ("/v0/runners", {"name": "r\x00"}, "name contains a NUL"),
+        (
+            "/v0/specs",
+            {"name": "s\x00", "architecture": "x86_64", "cpu": 1, "memory": 1, "disk": 1},
+            "name contains a NUL",
+        ),
+    ]
+    headers = {
+        "Authorization": f"Bearer {deployment.server.token}",
+        "Content-Type": "application/json",
+    }
+    with httpx.Client(base_url=deployment.server.url, headers=headers) as client:
+        for path, body, message in cases:
+            # json.dumps writes a lone surrogate as its \ud800 escape, as a hostile client would.
+            response = client.post(path, content=json.dumps(body))
+            assert response.status_code == 400, (path, body, response.text)
+            assert message in response.json()["message"], (path, response.text)
+        listed = client.get("/v0/runners", params={"name": "r\x00"})
+        assert listed.status_code == 400 and "name contains a NUL" in listed.text
+        for path in (
+            "/v0/projects/be%00nch",
+            "/v0/projects/be%00nch/jobs",
+            "/v0/organizations/a%00",
+            "/v0/organizations/a%00/projects",
+            "/v0/specs/s%00",
+            "/v0/runners/r%00",
+        ):
+            assert client.get(path).status_code == 404, path
+    with deployment.admin() as admin:
+        assert admin.list_jobs("bench").total == 0
+
+
+@pytest.mark.parametrize(
+    ("start", "end", "message"),
+    [
+        ("2026-01-01T00:00:00", "2026-01-01T00:01:00", "start_time: Input should have timezone"),
+        ("2026-01-01T00:00:00Z", "2026-01-01T00:01:00", "end_time: Input should have timezone"),
+        ("9999-12-31T23:59:59-23:59", "9999-12-31T23:59:59-23:59", "out of range"),
+        ("0001-01-01T00:00:00+01:00", "0001-01-01T00:00:00+01:00", "out of range"),
+    ],
+)
+def test_times_without_a_zone_or_beyond_utc_are_400(
+    deployment: Deployment, start: str, end: str, message: str
+) -> None:
+    body = {
+        "project": "bench",
+        "settings": {"adapter": "json"},
+        "results": ['{"sort": {"latency": {"value": 1}}}'],
+        "start_time": start,
+        "end_time": end,
+    }
+    response = post_run(deployment, body, token=deployment.server.token)
+    assert response.status_code == 400, response.text
+    assert message in response.json()["message"]
+
+
+def test_times_in_any_zone_are_stored_as_utc(deployment: Deployment) -> None:
+    body = {
+        "project": "bench",
+        "settings": {"adapter": "json"},
+        "results": ['{"sort": {"latency": {"value": 1}}}'],
+        "start_time": "2026-01-01T02:00:00+02:00",
+        "end_time": "2026-01-01T00:01:00Z",
+    }
+    response = post_run(deployment, body, token=deployment.server.token)
+    assert response.status_code == 201, response.text
+    assert response.json()["start_time"] == "2026-01-01T00:00:00Z"
+
+
+# ------------------------------------------------------------------------- private projects
+
+
+def _complete_with_output(deployment: Deployment, job_uuid: str) -> None:
+    channel = deployment.channel("private-runner")
+    assert channel.claim()["uuid"] == job_uuid
+    channel.ask({"event": "running"})
+    result = {"exit_code": 0, "stdout": "{}", "output": {"out.json": "the private output"}}
+    done = channel.ask({"event": "completed", "job": job_uuid, "results": [result]})
+    assert done["event"] == "ack", done
+
+
+def _reads(project: str, job: str, report: str) -> list[tuple[str, str]]:
+    return [
+        ("GET", f"/v0/projects/{project}"),
+        ("GET", f"/v0/projects/{project}/jobs"),
+        ("GET", f"/v0/projects/{project}/jobs/{job}"),
+        ("POST", f"/v0/projects/{project}/jobs/{job}/cancel"),
+        ("GET", f"/v0/projects/{project}/reports/{report}"),
+    ]
+
+
+def test_a_private_projects_jobs_reports_and_outputs_are_404_to_outsiders(
+    deployment: Deployment,
+) -> None:
+    member = make_user(deployment.server, "member@test.dev", member_of="acme")
+    outsider = make_user(deployment.server, "outsider@test.dev")
+    with deployment.admin() as client:
+        secret = client.create_project("acme", "secret", "private")
+        run = client.run({"project": "secret", "spec": "small", "template": "bench.noop"})
+    job, report = run["job"], run["uuid"]
+    _complete_with_output(deployment, job)
+    with deployment.admin() as client:
+        wait_until(
+            lambda: client.get_job("secret", job)["status"] == "processed",
+            message="the private job processed",
+        )
+
+    base = deployment.server.url
+    with httpx.Client(base_url=base, headers={"Authorization": f"Bearer {member}"}) as as_member:
+        seen = as_member.get(f"/v0/projects/secret/jobs/{job}")
+        assert seen.status_code == 200
+        assert seen.json()["output"]["results"][0]["output"] == {"out.json": "the private output"}
+        assert as_member.get(f"/v0/projects/secret/reports/{report}").status_code == 200
+
+    missing = "00000000-0000-4000-8000-000000000000"
+    for token in (outsider, None):
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        with httpx.Client(base_url=base, headers=headers) as caller:
+            for ref in ("secret", secret["uuid"]):
+                hidden = _reads(ref, job, report)
+                absent = _reads("no-such-project", missing, missing)
+                for (method, path), (_, path_absent) in zip(hidden, absent, strict=True):
+                    answer = caller.request(method, path)
+                    assert answer.status_code == 404, (token, path, answer.text)
+                    assert "private output" not in answer.text
+                    # Word for word what a project that does not exist gets.
+                    alike = caller.request(method, path_absent)
+                    assert alike.status_code == 404
+                    assert _without_refs(answer.json(), ref, job, report) == _without_refs(
+                        alike.json(), "no-such-project", missing, missing
+                    )
+            # Nor through a public project's path.
+            for path in (f"/v0/projects/bench/jobs/{job}", f"/v0/projects/bench/reports/{report}"):
+                assert caller.get(path).status_code == 404
+    with deployment.admin() as client:
+        assert client.get_job("secret", job)["status"] == "processed"  # the cancels did nothing
+
+
+def _without_refs(body: dict[str, Any], *refs: str) -> tuple[str, str | None]:
+    message = body["message"]
+    for ref in refs:
+        message = message.replace(ref, "REF")
+    return message, body.get("error_code")
+
+
+def test_an_anonymous_run_never_lands_in_a_private_project(deployment: Deployment) -> None:
+    with deployment.admin() as client:
+        secret = client.create_project("acme", "secret", "private")
+    anonymous = post_run(
+        deployment, {"project": "secret", "spec": "small", "template": "bench.noop"}, token=None
+    )
+    # As for any taken slug: a new unclaimed project with a random suffix, and no hint of
+    # what holds the slug.
+    assert anonymous.status_code == 201, anonymous.text
+    assert anonymous.json()["project"] != secret["uuid"]
+    with deployment.admin() as client:
+        assert client.list_jobs("secret").total == 0
+        landed = client.get_project(anonymous.json()["project"])
+    assert landed["slug"].startswith("secret-") and landed["visibility"] == "public"
+    assert "secret" not in anonymous.text.replace(landed["slug"], "")
+    # A free slug is taken as asked, and the next anonymous run goes to the same project.
+    first = post_run(
+        deployment, {"project": "fresh", "spec": "small", "template": "bench.noop"}, None
+    )
+    again = post_run(
+        deployment, {"project": "fresh", "spec": "small", "template": "bench.noop"}, None
+    )
+    assert first.status_code == again.status_code == 201
+    assert first.json()["project"] == again.json()["project"]
+    with deployment.admin() as client:
+        assert client.get_project("fresh")["uuid"] == first.json()["project"]
+
+
+def test_a_private_project_of_an_unclaimed_organization_takes_no_anonymous_runs(
+    deployment: Deployment,
+) -> None:
+    body = {"project": "drive-by", "spec": "small", "template": "bench.noop"}
+    assert post_run(deployment, body, token=None).status_code == 201
+    with deployment.admin() as client:
+        org = client.get_project("drive-by")["organization"]
+        hidden = client.create_project(org, "hidden", "private")
+    landed = post_run(deployment, {**body, "project": "hidden"}, token=None)
+    assert landed.status_code == 201, landed.text
+    assert landed.json()["project"] != hidden["uuid"]
+    with deployment.admin() as client:
+        assert client.list_jobs("hidden").total == 0
+
+
+def test_a_signed_in_outsider_gets_the_missing_projects_answer(deployment: Deployment) -> None:
+    outsider = make_user(deployment.server, "outsider@test.dev")
+    with deployment.admin() as client:
+        client.create_project("acme", "secret", "private")
+    body = {"spec": "small", "template": "bench.noop"}
+    hidden = post_run(deployment, {**body, "project": "secret"}, token=outsider)
+    absent = post_run(deployment, {**body, "project": "nowhere"}, token=outsider)
+    assert hidden.status_code == absent.status_code == 404
+    assert _without_refs(hidden.json(), "secret") == _without_refs(absent.json(), "nowhere")
+
+
+def test_a_run_names_a_new_project_by_slug_only(deployment: Deployment) -> None:
+    body = {"spec": "small", "template": "bench.noop"}
+    not_a_slug = post_run(deployment, {**body, "project": "My Project"}, token=None)
+    assert not_a_slug.status_code == 400
+    assert "'my-project'" in not_a_slug.json()["message"]
+    unknown_uuid = post_run(
+        deployment, {**body, "project": "00000000-0000-4000-8000-000000000000"}, token=None
+    )
+    assert unknown_uuid.status_code == 404
