@@ -148,7 +148,7 @@ def _every_server_message() -> list[ServerMessage]:
     template = JsonJobConfig(
         timeout=60, template="bench.sleep", args={"ms": 20, "f": 1.5, "b": True, "s": "x"}
     )
-    return [
+    assigned: list[ServerMessage] = [
         JobAssigned(
             uuid=job,
             spec=spec,
@@ -159,7 +159,8 @@ def _every_server_message() -> list[ServerMessage]:
             nonce="n",
         )
         for config in (image, template)
-    ] + [Ack(), Ack(job=job), NoJob(), Cancel(job=job), Error(message="no")]
+    ]
+    return [*assigned, Ack(), Ack(job=job), NoJob(), Cancel(job=job), Error(message="no")]
 
 
 @pytest.mark.parametrize("message", _every_server_message(), ids=lambda m: m.event)
