@@ -91,3 +91,24 @@ def test_invalid_utf8_from_a_client_is_one_warning_line() -> None:
     line = _formatted(record)
     assert line.startswith("WARNING uvicorn.error: ") and "1007" in line
     assert "Traceback" not in line and len(line.splitlines()) == 1
+
+
+def test_a_denied_channel_handshake_is_not_an_error() -> None:
+    record = logging.LogRecord(
+        "uvicorn.error",
+        logging.ERROR,
+        __file__,
+        1,
+        "ASGI callable returned without completing handshake.",
+        None,
+        None,
+    )
+    root = logging.getLogger()
+    level = root.level
+    try:
+        root.setLevel(logging.INFO)
+        assert _formatted(record) == ""  # a debug line now, below the server's level
+        root.setLevel(logging.DEBUG)
+        assert _formatted(record).startswith("DEBUG uvicorn.error: ASGI callable returned")
+    finally:
+        root.setLevel(level)
