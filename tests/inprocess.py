@@ -26,7 +26,6 @@ from benchrunner.server.bootstrap import bootstrap_admin
 from benchrunner.server.config import ServerSettings
 from tests.harness import TEST_TEMPLATES, RawChannel, free_port, wait_until
 
-
 LONG_TEMPLATE = """
 [templates."bench.hour"]
 description = "Never run: a raw channel takes it, and time is the test's"

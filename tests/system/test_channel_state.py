@@ -3,12 +3,16 @@ when a channel ends, and does not grow with the number of jobs a runner runs."""
 
 from __future__ import annotations
 
+import asyncio
+import threading
 from pathlib import Path
 
 from benchrunner.server.channel import ChannelHub
+from benchrunner.server.dispatcher import Dispatcher
 from benchrunner.server.lifecycle import Lifecycle
+from benchrunner.server.store.claims import Claim
 from tests.harness import wait_until
-from tests.inprocess import serve_in_process
+from tests.inprocess import InProcessChannel, serve_in_process
 
 RUNNERS = 20
 JOBS = 30
@@ -59,3 +63,40 @@ def test_per_runner_state_does_not_grow_with_jobs(tmp_path: Path, database_url: 
         channel.close()
         wait_until(lambda: not hub.sessions, message="the channel's session ended")
         assert set(_sizes(life, hub).values()) == {0}, _sizes(life, hub)
+
+
+def test_a_claim_landing_for_a_superseded_channel_fails_at_once(
+    tmp_path: Path, database_url: str
+) -> None:
+    """The claim is in the database while the runner reconnects: the job must neither reach
+    the old channel nor sit ``claimed`` until the (300 s) heartbeat timeout."""
+    with serve_in_process(tmp_path, database_url, heartbeat_timeout=300.0) as server:
+        dispatcher: Dispatcher = server.state("lifecycle").dispatcher
+        claim = dispatcher._claim
+        entered, release = threading.Event(), threading.Event()
+
+        async def gated(runner_id: int, slug: str, nonce: str) -> Claim | None:
+            entered.set()
+            await asyncio.to_thread(release.wait, 30)
+            return await claim(runner_id, slug, nonce)
+
+        dispatcher._claim = gated
+        with server.admin() as client:
+            created = client.create_runner("reconnecting", ["small"])
+        ws_url = f"ws://127.0.0.1:{server.port}"
+        old = InProcessChannel(ws_url, created["slug"], created["token"])
+        old.send({"event": "ready", "poll_timeout": 900})
+        job_uuid = server.submit()
+        assert entered.wait(10), "the claim never started"
+        new = InProcessChannel(ws_url, created["slug"], created["token"])
+        assert old.wait_closed(timeout=10) == (4001, "superseded")
+        release.set()
+        job = wait_until(
+            lambda: (j := server.job(job_uuid))["status"] == "failed" and j,
+            timeout=15,
+            message="the undelivered job failed",
+        )
+        assert any("undelivered" in str(e["message"]) for e in job["events"])
+        dispatcher._claim = claim
+        assert new.ask({"event": "heartbeat"}) == {"event": "ack"}
+        new.close()

@@ -7,7 +7,6 @@ server then still serves a normal runner, and its log holds no traceback.
 from __future__ import annotations
 
 import collections
-import json
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -96,7 +95,7 @@ class Hostile:
         self.deployment.channels.append(channel)
         return channel
 
-    def error(self, frame: str | bytes) -> dict[str, Any]:
+    def error(self, frame: str | bytes | dict[str, Any]) -> dict[str, Any]:
         """Send a frame that must be answered with ``error``, the channel staying open."""
         if isinstance(frame, bytes):
             self.channel.ws.send(frame)
@@ -104,7 +103,7 @@ class Hostile:
             self.channel.send(frame)
         self.tally.frames += 1
         reply = self.channel.recv()
-        assert reply["event"] == "error", (frame[:80], reply)
+        assert reply["event"] == "error", (str(frame)[:80], reply)
         self.tally.errors += 1
         return reply
 
@@ -133,8 +132,8 @@ def test_a_hostile_client_gets_errors_and_closes_and_everyone_else_is_served(
     for frame in MALFORMED:
         hostile.error(frame)
     # Binary frames, whatever they hold.
-    for frame in (b"\x00binary", b'{"event": "heartbeat"}', b"\xff" * 100):
-        hostile.error(frame)
+    for binary in (b"\x00binary", b'{"event": "heartbeat"}', b"\xff" * 100):
+        hostile.error(binary)
     # Deep nesting, in every shape.
     for depth in (201, 1_000, 10_000, 30_000):
         message = hostile.error('{"event": "heartbeat", "x": ' + "[" * depth + "]" * depth + "}")
@@ -150,19 +149,20 @@ def test_a_hostile_client_gets_errors_and_closes_and_everyone_else_is_served(
         hostile.error({"event": "running", "job": never})
     hostile.error({"event": "running"})  # nothing of its own in flight
     # Another runner's job: the hostile runner can neither finish, fail, cancel nor run it.
-    for frame in (
+    stolen: list[dict[str, Any]] = [
         {"event": "completed", "job": victims_job, "results": [{"exit_code": 0}]},
         {"event": "failed", "job": victims_job, "results": [], "error": "stolen"},
         {"event": "canceled", "job": victims_job},
         {"event": "running", "job": victims_job},
-    ):
+    ]
+    for message in stolen:
         for _ in range(10):
-            hostile.error(json.dumps(frame))
+            hostile.error(message)
     assert deployment.status(victims_job) == "running"
     # A second ready while one is outstanding.
     hostile.channel.send({"event": "ready", "poll_timeout": 900})
     tally.frames += 1
-    hostile.error(json.dumps({"event": "ready", "poll_timeout": 900}))
+    hostile.error({"event": "ready", "poll_timeout": 900})
     # A flood of frames sent without reading a reply, then every reply read.
     for _ in range(FLOOD):
         hostile.channel.send("not json")

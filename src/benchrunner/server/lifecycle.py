@@ -155,7 +155,7 @@ class Lifecycle:
         try:
             return claim.job, self.assignment(runner, claim)
         except Exception:
-            self.watchdog.watch(claim.job.id)  # claimed but never delivered
+            self.undelivered(claim.job)
             raise
 
     async def _spec_ids(self, runner_id: int) -> frozenset[int]:
