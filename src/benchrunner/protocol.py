@@ -26,9 +26,9 @@ MAX_ITER = 1000
 MAX_TIMEOUT = 2**31 - 1  # seconds; the database column is a 32-bit integer
 DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
 MAX_NESTING = 200
-"""Arrays and objects nested deeper than this are refused by the JSON parser (pydantic's jiter),
-which counts its depth instead of recursing on the stack: a channel message nested 100,000 deep
-is an ordinary validation error."""
+"""Levels of arrays and objects a message may nest. The JSON parser (pydantic's jiter) refuses
+one a level or two deeper, depending on the shape, and counts depth instead of recursing on the
+stack: a channel message nested 100,000 deep is an ordinary validation error."""
 
 
 class _Wire(BaseModel):
