@@ -2,7 +2,10 @@
 
 Runner -> server: ready, running, heartbeat, completed, failed, canceled (seed 003).
 Server -> runner: ack, job, no_job, cancel, update (seed 003), error (SPEC section 5).
-Every message is a JSON object whose ``event`` field names its type.
+Every message is a JSON object whose ``event`` field names its type. Messages read from the
+channel are validated strictly (``parse_runner_message``, ``parse_server_message``): a JSON value
+of the wrong type is an error, never coerced (``true`` is not a poll timeout, ``"0"`` is not an
+exit code).
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ import re
 import uuid
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 MIN_POLL_TIMEOUT = 1
 MAX_POLL_TIMEOUT = 900
@@ -22,6 +25,10 @@ DEFAULT_POLL_TIMEOUT = 30
 MAX_ITER = 1000
 MAX_TIMEOUT = 2**31 - 1  # seconds; the database column is a 32-bit integer
 DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
+MAX_NESTING = 200
+"""Levels of arrays and objects a message may nest. The JSON parser (pydantic's jiter) refuses
+one a level or two deeper, depending on the shape, and counts depth instead of recursing on the
+stack: a channel message nested 100,000 deep is an ordinary validation error."""
 
 
 class _Wire(BaseModel):
@@ -170,6 +177,44 @@ TerminalMessage = Completed | Failed | Canceled
 runner_message = TypeAdapter[RunnerMessage](RunnerMessage)
 
 
+def parse_runner_message(data: str | bytes) -> RunnerMessage:
+    """A runner's message from its JSON text, validated strictly.
+
+    Raises ValidationError for anything else: invalid JSON or UTF-8, nesting deeper than
+    ``MAX_NESTING``, not an object, an unknown or missing ``event``, a field of the wrong type.
+    ``explain_invalid`` turns the error into the text of an ``error`` event.
+    """
+    return runner_message.validate_json(data, strict=True)
+
+
+def explain_invalid(exc: ValidationError) -> str:
+    """One line for the sender of an invalid message, built from the error alone: the message
+    is never parsed a second time (it may be nested too deeply for a recursive parser)."""
+    errors = exc.errors(include_url=False, include_input=False)
+    first = errors[0] if errors else None
+    if first is None:
+        return "invalid message"
+    kind = first["type"]
+    if kind == "json_invalid":
+        if "recursion limit" in first["msg"]:
+            return f"invalid message: nested deeper than {MAX_NESTING} levels"
+        return "invalid message: not valid JSON"
+    if kind in ("dict_type", "model_type", "model_attributes_type") and not first["loc"]:
+        return "invalid message: not a JSON object"
+    if kind == "union_tag_not_found":
+        return "invalid message: missing 'event'"
+    if kind == "union_tag_invalid":
+        tag = str((first.get("ctx") or {}).get("tag", ""))[:64]
+        return f"invalid message: unknown event {tag!r}"
+    if not first["loc"]:
+        return f"invalid message: {first['msg']}"[:1000]
+    event = first["loc"][0]
+    details = "; ".join(
+        f"{'.'.join(str(p) for p in e['loc'][1:]) or 'event'}: {e['msg']}" for e in errors
+    )
+    return f"invalid {event!r} message: {details}"[:1000]
+
+
 # ---------------------------------------------------------------- server -> runner
 
 
@@ -213,6 +258,11 @@ ServerMessage = Annotated[
     Field(discriminator="event"),
 ]
 server_message = TypeAdapter[ServerMessage](ServerMessage)
+
+
+def parse_server_message(data: str | bytes) -> ServerMessage:
+    """The server's message from its JSON text, validated strictly; raises ValidationError."""
+    return server_message.validate_json(data, strict=True)
 
 
 def encode(message: BaseModel) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import threading
+import uuid
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -13,6 +14,7 @@ import httpx
 import pytest
 from websockets.exceptions import InvalidStatus
 
+from tests.databases import postgres_database
 from tests.harness import Deployment, RawChannel, deploy, wait_until
 
 
@@ -38,20 +40,85 @@ def test_bad_rotated_and_archived_tokens_are_rejected(deployment: Deployment) ->
     assert _rejected(deployment, slug, rotated) == 401
 
 
+def _nested(depth: int) -> str:
+    return '{"event": "heartbeat", "x": ' + "[" * depth + "]" * depth + "}"
+
+
 def test_invalid_messages_get_an_error_and_the_channel_stays_open(deployment: Deployment) -> None:
     channel = deployment.channel("sloppy")
-    for bad in [
-        "not json",
-        "[1]",
-        '{"no": "event"}',
-        '{"event": "dance"}',
-        '{"event": "ready", "poll_timeout": 5000}',
-        '{"event": "completed"}',
+    job = str(uuid.uuid4())
+    for bad, explained in [
+        ("not json", "not valid JSON"),
+        ("[1]", "not a JSON object"),
+        ('{"no": "event"}', "missing 'event'"),
+        ('{"event": "dance"}', "unknown event 'dance'"),
+        ('{"event": "ready", "poll_timeout": 5000}', "less than or equal to 900"),
+        ('{"event": "ready", "poll_timeout": true}', "valid integer"),
+        ('{"event": "ready", "poll_timeout": "5"}', "valid integer"),
+        (f'{{"event": "completed", "job": "{job}", "results": [{{"exit_code": "0"}}]}}', "integer"),
+        ('{"event": "completed"}', "job: Field required"),
+        (_nested(1_000), "nested deeper than 200 levels"),
+        (_nested(100_000), "nested deeper than 200 levels"),
+        ("[" * 100_000, "nested deeper than 200 levels"),
     ]:
-        assert channel.ask(bad)["event"] == "error", bad
+        reply = channel.ask(bad)
+        assert reply["event"] == "error" and explained in reply["message"], (bad[:60], reply)
     channel.ws.send(b"\x00binary")
     assert channel.recv()["event"] == "error"
     assert channel.ask({"event": "ready", "poll_timeout": 1})["event"] == "no_job"
+    assert "Traceback" not in deployment.server.log.read_text()
+
+
+def test_a_text_message_that_is_not_utf8_closes_with_1007_without_a_traceback(
+    deployment: Deployment,
+) -> None:
+    channel = deployment.channel("garbled")
+    channel.ws.send(b'{"event": "heartbeat\xff"}', text=True)
+    assert channel.wait_closed(timeout=10)[0] == 1007
+    with deployment.admin() as client:
+        assert client.health()["status"] == "ok"
+    log = deployment.server.log.read_text()
+    assert "not UTF-8; closed with 1007" in log
+    assert "Traceback" not in log
+
+
+def test_a_reconnecting_runner_supersedes_its_older_channel(deployment: Deployment) -> None:
+    slug, key = deployment.new_runner("flaky")
+    old = RawChannel(deployment.server, slug, key)
+    deployment.channels.append(old)
+    old.send({"event": "ready", "poll_timeout": 900})  # the old socket waits for a job...
+    new = RawChannel(deployment.server, slug, key)
+    deployment.channels.append(new)
+    assert old.wait_closed(timeout=10) == (4001, "superseded")
+    job_uuid = deployment.submit("bench.noop")  # ...which must not go to it
+    assert new.claim()["uuid"] == job_uuid
+    assert new.ask({"event": "running"}) == {"event": "ack", "job": job_uuid}
+    assert new.ask({"event": "completed", "job": job_uuid, "results": []})["event"] == "ack"
+    with deployment.admin() as client:
+        assert client.health()["connected_runners"] == 1
+
+
+@pytest.mark.postgresql
+def test_a_job_claimed_into_a_lost_channel_fails_at_the_runners_next_ready(
+    tmp_path: Path,
+) -> None:
+    """Runner R's old connection on replica A is half-open (A cannot tell) and still has a
+    ``ready`` waiting; R is connected again on replica B. A job claimed through A goes into the
+    void; R's next ``ready`` on B fails it at once instead of after A's timeouts."""
+    with postgres_database() as url, deploy(tmp_path, url, heartbeat_timeout=60.0) as deployment:
+        replica_b = deployment.add_replica("replica-b")
+        slug, key = deployment.new_runner("split")
+        lost = RawChannel(deployment.server, slug, key)
+        deployment.channels.append(lost)
+        lost.send({"event": "ready", "poll_timeout": 900})
+        current = RawChannel(replica_b, slug, key)
+        deployment.channels.append(current)
+        job_uuid = deployment.submit("bench.noop")
+        deployment.wait_status(job_uuid, "claimed")
+        current.send({"event": "ready", "poll_timeout": 1})
+        job = deployment.wait_status(job_uuid, "failed", timeout=10)
+        assert any("runner_lost_job" in str(e["message"]) for e in job["events"])
+        assert current.recv(timeout=10)["event"] == "no_job"
 
 
 def test_terminal_message_for_someone_elses_job_is_an_error(deployment: Deployment) -> None:

@@ -1,18 +1,39 @@
 from __future__ import annotations
 
+import datetime as dt
 import uuid
 
 import pytest
 from pydantic import ValidationError
 
 from benchrunner.protocol import (
+    MAX_NESTING,
+    Ack,
+    Cancel,
+    Canceled,
     Completed,
+    Error,
+    Failed,
     Heartbeat,
+    IterationResult,
+    JobAssigned,
+    JsonJobConfig,
+    JsonSpec,
+    NoJob,
     Ready,
+    RunnerMessage,
+    RunnerMetadata,
+    Running,
+    ServerMessage,
     encode,
+    explain_invalid,
+    parse_runner_message,
+    parse_server_message,
     runner_message,
     server_message,
 )
+
+JOB = uuid.uuid4()
 
 
 def test_heartbeat_is_at_most_50_bytes() -> None:
@@ -50,3 +71,142 @@ def test_terminal_round_trip() -> None:
     message = Completed(job=job, results=[])
     assert runner_message.validate_json(encode(message)) == message
     assert server_message.validate_json(f'{{"event":"ack","job":"{job}"}}').event == "ack"
+
+
+# ---------------------------------------------------------------- strict wire validation
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"event":"ready","poll_timeout":true}',
+        '{"event":"ready","poll_timeout":"30"}',
+        '{"event":"ready","poll_timeout":5.0}',
+        '{"event":"ready","os":7}',
+        '{"event":"running","job":1}',
+        f'{{"event":"completed","job":"{JOB}","results":[{{"exit_code":"0"}}]}}',
+        f'{{"event":"completed","job":"{JOB}","results":[{{"exit_code":0.0}}]}}',
+        f'{{"event":"completed","job":"{JOB}","results":[{{"stdout":1}}]}}',
+        f'{{"event":"completed","job":"{JOB}","results":{{}}}}',
+        f'{{"event":"failed","job":"{JOB}","error":false}}',
+    ],
+)
+def test_runner_messages_are_not_coerced(text: str) -> None:
+    with pytest.raises(ValidationError):
+        parse_runner_message(text)
+
+
+def _every_runner_message() -> list[RunnerMessage]:
+    job = uuid.uuid4()
+    results = [
+        IterationResult(exit_code=0, stdout="{}", stderr="", output={"out.json": "{}"}),
+        IterationResult(exit_code=None, stderr="killed"),
+    ]
+    return [
+        Ready(poll_timeout=30, os="linux", arch="x86_64", version="0.1.0"),
+        Ready(runner=RunnerMetadata(os="linux")),
+        Running(job=job),
+        Running(),
+        Heartbeat(),
+        Completed(job=job, results=results),
+        Failed(job=job, results=results, error="boom"),
+        Canceled(job=job),
+    ]
+
+
+@pytest.mark.parametrize("message", _every_runner_message(), ids=lambda m: m.event)
+def test_what_our_runner_sends_validates_strictly(message: RunnerMessage) -> None:
+    assert parse_runner_message(encode(message)) == message
+
+
+def _every_server_message() -> list[ServerMessage]:
+    job = uuid.uuid4()
+    now = dt.datetime.now(dt.UTC)
+    spec = JsonSpec(
+        uuid=uuid.uuid4(),
+        name="small",
+        slug="small",
+        architecture="x86_64",
+        cpu=2,
+        memory=1 << 30,
+        disk=1 << 30,
+        network=True,
+        created=now,
+        modified=now,
+    )
+    image = JsonJobConfig(
+        timeout=60,
+        iter=3,
+        registry="http://127.0.0.1:8080",
+        project=uuid.uuid4(),
+        digest="sha256:" + "a" * 64,
+        entrypoint=["/bin/sh"],
+        cmd=["-c", "true"],
+        env={"A": "1"},
+        file_paths=["out.json"],
+    )
+    template = JsonJobConfig(
+        timeout=60, template="bench.sleep", args={"ms": 20, "f": 1.5, "b": True, "s": "x"}
+    )
+    assigned: list[ServerMessage] = [
+        JobAssigned(
+            uuid=job,
+            spec=spec,
+            config=config,
+            oci_token="eyJ.x.y",
+            timeout=60,
+            created=now,
+            nonce="n",
+        )
+        for config in (image, template)
+    ]
+    return [*assigned, Ack(), Ack(job=job), NoJob(), Cancel(job=job), Error(message="no")]
+
+
+@pytest.mark.parametrize("message", _every_server_message(), ids=lambda m: m.event)
+def test_what_the_server_sends_validates_strictly(message: ServerMessage) -> None:
+    assert parse_server_message(encode(message)) == message
+
+
+# ---------------------------------------------------------------- hostile input
+
+
+def _nested(depth: int) -> str:
+    return '{"event":"heartbeat","x":' + "[" * depth + "]" * depth + "}"
+
+
+def test_nesting_up_to_the_limit_parses() -> None:
+    inner = MAX_NESTING - 1  # the message object itself is the first level
+    assert parse_runner_message(_nested(inner)) == Heartbeat()
+    objects = '{"event":"heartbeat","x":' + '{"a":' * (inner - 1) + "1" + "}" * inner
+    assert parse_runner_message(objects) == Heartbeat()
+
+
+@pytest.mark.parametrize("depth", [1_000, 100_000])
+def test_deep_nesting_is_an_error_not_a_recursion(depth: int) -> None:
+    for text in (_nested(depth), "[" * depth + "]" * depth, '{"a":' * depth):
+        with pytest.raises(ValidationError) as info:
+            parse_runner_message(text)
+        assert (
+            explain_invalid(info.value)
+            == f"invalid message: nested deeper than {MAX_NESTING} levels"
+        )
+
+
+@pytest.mark.parametrize(
+    ("data", "explained"),
+    [
+        ("not json", "invalid message: not valid JSON"),
+        (b'{"event":"heartbeat\xff"}', "invalid message: not valid JSON"),
+        ("[1]", "invalid message: not a JSON object"),
+        ("null", "invalid message: not a JSON object"),
+        ('{"no":"event"}', "invalid message: missing 'event'"),
+        ('{"event":"dance"}', "invalid message: unknown event 'dance'"),
+        ('{"event":"ready","poll_timeout":true}', "invalid 'ready' message: poll_timeout:"),
+        ('{"event":"completed"}', "invalid 'completed' message: job: Field required"),
+    ],
+)
+def test_invalid_messages_are_explained(data: str | bytes, explained: str) -> None:
+    with pytest.raises(ValidationError) as info:
+        parse_runner_message(data)
+    assert explain_invalid(info.value).startswith(explained)

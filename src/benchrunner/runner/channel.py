@@ -26,7 +26,7 @@ from pydantic import BaseModel, ValidationError
 from websockets.exceptions import ConnectionClosed, InvalidStatus, InvalidURI, WebSocketException
 from websockets.sync.client import ClientConnection, connect
 
-from benchrunner.protocol import encode, server_message
+from benchrunner.protocol import encode, parse_server_message
 from benchrunner.runner.cores import CorePlan
 from benchrunner.runner.events import AgentEvent, ChannelLost, ServerEvent
 
@@ -173,7 +173,7 @@ class Channel:
             while True:
                 raw = self._connection.recv()
                 try:
-                    message = server_message.validate_json(raw)
+                    message = parse_server_message(raw)
                 except ValidationError as exc:
                     log.warning("ignoring an invalid message from the server: %s", _short(exc))
                     continue

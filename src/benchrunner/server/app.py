@@ -10,7 +10,7 @@ import uvicorn
 from fastapi import FastAPI
 
 from benchrunner import __version__
-from benchrunner.core.clock import Clock, SystemClock
+from benchrunner.core.clock import Clock, MonotonicClock, SystemClock, SystemMonotonicClock
 from benchrunner.core.templates import TemplateRegistry
 from benchrunner.server import errors, logs, openapi
 from benchrunner.server.blobs import LocalBlobStore
@@ -48,7 +48,9 @@ from benchrunner.server.store.migrate import upgrade
 log = logging.getLogger(__name__)
 
 
-def build_context(settings: ServerSettings, clock: Clock | None = None) -> ServerContext:
+def build_context(
+    settings: ServerSettings, clock: Clock | None = None, monotonic: MonotonicClock | None = None
+) -> ServerContext:
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     db = Database(settings.database_url())
     upgrade(db.write_engine)
@@ -64,13 +66,18 @@ def build_context(settings: ServerSettings, clock: Clock | None = None) -> Serve
         templates=templates,
         clock=clock or SystemClock(),
         secret_key=load_or_create_secret(settings.data_dir, settings.secret_key),
+        monotonic=monotonic or SystemMonotonicClock(),
     )
 
 
-def create_app(settings: ServerSettings, clock: Clock | None = None) -> FastAPI:
+def create_app(
+    settings: ServerSettings, clock: Clock | None = None, monotonic: MonotonicClock | None = None
+) -> FastAPI:
+    """The application; ``clock`` and ``monotonic`` replace the system's time (tests)."""
+
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        ctx = build_context(settings, clock)
+        ctx = build_context(settings, clock, monotonic)
         lifecycle = Lifecycle(ctx)
         hub = ChannelHub()
         app.state.ctx, app.state.lifecycle, app.state.hub = ctx, lifecycle, hub

@@ -4,6 +4,15 @@ The session reads messages with a deadline: while a job may be in flight, silenc
 the heartbeat timeout fails it (or cancels it past its hard timeout) and ends the channel. Only
 valid protocol messages move the deadline; invalid ones get an ``error`` event and change
 nothing. While a ``ready`` is outstanding the runner is allowed to be quiet.
+
+A runner has one live channel per server process: a new connection supersedes the older one,
+which is closed with 4001 ``superseded`` and whose waiting ``ready`` is withdrawn, so a
+half-open socket cannot take a job into the void.
+
+Close codes: 1007 a text message that is not UTF-8 (RFC 6455), 1008 the runner was archived
+or its key rotated, 1009 a message over the size limit, 1011 the server failed storing a
+result (resend it), 1012 the server is restarting, 4000 ``heartbeat_timeout`` or
+``job_timeout_exceeded``, 4001 ``superseded``.
 """
 
 from __future__ import annotations
@@ -11,15 +20,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-import json
 import logging
-import time
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
 from starlette.websockets import WebSocket, WebSocketDisconnect, WebSocketState
 
-from benchrunner.core.states import IN_FLIGHT, JobStatus
+from benchrunner.core.states import JobStatus
 from benchrunner.core.timeouts import TimeoutVerdict
 from benchrunner.core.tokens import bearer, is_runner_token
 from benchrunner.protocol import (
@@ -36,7 +43,8 @@ from benchrunner.protocol import (
     RunnerMetadata,
     Running,
     encode,
-    runner_message,
+    explain_invalid,
+    parse_runner_message,
 )
 from benchrunner.protocol import RunnerMessage as RunnerMessage
 from benchrunner.server.lifecycle import Lifecycle
@@ -47,14 +55,33 @@ log = logging.getLogger(__name__)
 
 CLOSE_POLICY = 1008
 CLOSE_TIMEOUT = 4000
+CLOSE_SUPERSEDED = 4001
 CLOSE_INTERNAL_ERROR = 1011
 
 
 class ChannelHub:
-    """The live channels of this process, so shutdown can close them with 1012."""
+    """The live channels of this process: the newest one of each runner supersedes the rest,
+    and shutdown closes them all with 1012."""
 
     def __init__(self) -> None:
         self.sessions: set[ChannelSession] = set()
+        self._newest: dict[int, ChannelSession] = {}
+
+    def open(self, session: ChannelSession) -> None:
+        """Register a new channel; the runner's older one on this process is superseded."""
+        older = self._newest.get(session.runner.id)
+        self._newest[session.runner.id] = session
+        self.sessions.add(session)
+        if older is not None:
+            older.supersede()
+
+    def discard(self, session: ChannelSession) -> bool:
+        """Forget an ended channel; True if its runner has no newer one here."""
+        self.sessions.discard(session)
+        if self._newest.get(session.runner.id) is session:
+            del self._newest[session.runner.id]
+            return True
+        return False
 
     async def close_all(self, code: int = 1012, reason: str = "server restarting") -> None:
         for session in list(self.sessions):
@@ -82,10 +109,14 @@ class ChannelSession:
         self.life = lifecycle
         self.ctx = lifecycle.ctx
         self.job: jobs.JobRow | None = None
+        self._clock = lifecycle.ctx.monotonic
         self._poll: asyncio.Task[None] | None = None
         self._send_lock = asyncio.Lock()
         self._deadline = 0.0
         self._closed = False
+        self._stopping = asyncio.Event()
+        """Set when the session must end: closed, or superseded by a newer channel."""
+        self.superseded = False
         self._metadata: RunnerMetadata | None = None
 
     # ------------------------------------------------------------ plumbing
@@ -100,11 +131,23 @@ class ChannelSession:
         if self._closed:
             return
         self._closed = True
+        self._stop_waiting()
         with contextlib.suppress(RuntimeError, WebSocketDisconnect):
             await self.ws.close(code=code, reason=reason)
 
+    def supersede(self) -> None:
+        """A newer channel of this runner opened: stop at once, without waiting on this socket
+        (it may be half-open); the session's own task sends the close frame."""
+        self.superseded = True
+        self._stop_waiting()
+
+    def _stop_waiting(self) -> None:
+        self._stopping.set()
+        if self._poll is not None and not self._poll.done():
+            self._poll.cancel()  # a claim still landing for it is failed by the lifecycle
+
     def _reset_deadline(self) -> None:
-        self._deadline = time.monotonic() + self.ctx.settings.heartbeat_timeout
+        self._deadline = self._clock.monotonic() + self.ctx.settings.heartbeat_timeout
 
     # ------------------------------------------------------------ the session
 
@@ -113,6 +156,9 @@ class ChannelSession:
         if in_flight:
             self.job = in_flight[-1]  # a runner reconnecting mid-job
         self._reset_deadline()
+        if self._stopping.is_set():  # superseded before it started
+            await self.close(CLOSE_SUPERSEDED, "superseded")
+            return
         try:
             await self._loop()
         except WebSocketDisconnect:
@@ -122,18 +168,25 @@ class ChannelSession:
 
     async def _loop(self) -> None:
         receiving: asyncio.Task[Any] | None = None
+        timer: asyncio.Task[None] | None = None
+        stopping = asyncio.create_task(self._stopping.wait())
         try:
             while not self._closed:
                 if receiving is None:
                     receiving = asyncio.create_task(self.ws.receive())
-                waits: set[asyncio.Future[Any]] = {receiving}
-                polling = self._poll is not None and not self._poll.done()
-                if self._poll is not None and polling:
-                    waits.add(self._poll)
-                timeout = None if polling else max(0.0, self._deadline - time.monotonic())
-                done, _ = await asyncio.wait(
-                    waits, timeout=timeout, return_when=asyncio.FIRST_COMPLETED
-                )
+                waits: set[asyncio.Future[Any]] = {receiving, stopping}
+                if self._poll is not None and not self._poll.done():
+                    waits.add(self._poll)  # no deadline while a ready is outstanding
+                else:
+                    if timer is None or timer.done():
+                        timer = asyncio.create_task(self._clock.sleep_until(self._deadline))
+                    waits.add(timer)
+                done, _ = await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+                if stopping in done:
+                    if self.superseded:
+                        log.info("runner %s reconnected: older channel closed", self.runner.slug)
+                        await self.close(CLOSE_SUPERSEDED, "superseded")
+                    return
                 if receiving in done:
                     frame, receiving = receiving.result(), None
                     if frame["type"] == "websocket.disconnect":
@@ -145,20 +198,21 @@ class ChannelSession:
                         await self.send(
                             Error(message="binary messages are not part of the protocol")
                         )
-                elif not done and time.monotonic() >= self._deadline:
+                elif timer in done and self._clock.monotonic() >= self._deadline:
                     await self._heartbeat_timeout()
                     return
         finally:
-            if receiving is not None:
-                receiving.cancel()
-                with contextlib.suppress(asyncio.CancelledError, WebSocketDisconnect):
-                    await receiving
+            for task in (receiving, timer, stopping):
+                if task is not None:
+                    task.cancel()
+                    with contextlib.suppress(asyncio.CancelledError, WebSocketDisconnect):
+                        await task
 
     async def _handle_text(self, text: str) -> None:
         try:
-            message = runner_message.validate_json(text)
+            message = parse_runner_message(text)
         except ValidationError as exc:
-            await self.send(Error(message=_explain(text, exc)))
+            await self.send(Error(message=explain_invalid(exc)))
             return
         self._reset_deadline()
         try:
@@ -186,11 +240,11 @@ class ChannelSession:
         if self._poll is not None and not self._poll.done():
             await self.send(Error(message="a ready is already outstanding"))
             return
-        if self.job is not None:
-            current = await self.ctx.db.read(jobs.job_get, self.job.id)
-            if current is not None and current.status in IN_FLIGHT:
-                await self.life.runner_abandoned(self.runner, current)
-            self.job = None
+        # A runner asks for work only when it holds none: whatever is still in flight for it is
+        # lost, whether this channel knew it or it was claimed into an older, half-open one.
+        for lost in await self.ctx.db.read(jobs.job_list_in_flight_for_runner, self.runner.id):
+            await self.life.runner_abandoned(self.runner, lost)
+        self.job = None
         metadata = message.metadata()
         if metadata != self._metadata:  # the same on every ready: write it once
             now = self.ctx.clock.now()
@@ -205,6 +259,9 @@ class ChannelSession:
         except Exception:
             log.exception("runner %s: waiting for a job failed", self.runner.slug)
             found = None
+        if found is not None and self._stopping.is_set():
+            self.life.undelivered(found[0])  # never into a closed or superseded channel
+            return
         if found is None:
             await self.send(NoJob())
         else:
@@ -267,16 +324,3 @@ class ChannelSession:
         if self.job is not None:
             self.life.detach(self.job.id)
             self.job = None
-
-
-def _explain(text: str, exc: ValidationError) -> str:
-    try:
-        event = json.loads(text).get("event")
-    except (ValueError, AttributeError):
-        return "invalid message: not a JSON object"
-    if event is None:
-        return "invalid message: missing 'event'"
-    details = "; ".join(
-        f"{'.'.join(str(p) for p in e['loc'][1:]) or 'event'}: {e['msg']}" for e in exc.errors()
-    )
-    return f"invalid {event!r} message: {details}"[:1000]

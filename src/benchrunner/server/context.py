@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import datetime as dt
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from benchrunner.core.clock import Clock
+from benchrunner.core.clock import Clock, MonotonicClock, SystemMonotonicClock
 from benchrunner.core.templates import TemplateRegistry
 from benchrunner.server.blobs import BlobStore
 from benchrunner.server.config import ServerSettings
@@ -20,6 +20,7 @@ class ServerContext:
     templates: TemplateRegistry
     clock: Clock
     secret_key: str
+    monotonic: MonotonicClock = field(default_factory=SystemMonotonicClock)
 
     @property
     def heartbeat_timeout(self) -> dt.timedelta:

@@ -9,7 +9,6 @@ import asyncio
 import dataclasses
 import datetime as dt
 import logging
-import time
 
 from benchrunner.core.states import IN_FLIGHT, JobStatus
 from benchrunner.core.tiers import UNLIMITED_MIN_PRIORITY, tier_of
@@ -34,7 +33,7 @@ from benchrunner.server.store import claims, jobs, runners, transitions
 from benchrunner.server.store.runners import RunnerRow
 from benchrunner.server.sweeper import Sweeper
 from benchrunner.server.wakeups import LocalWakeups, PostgresWakeups, Wakeups
-from benchrunner.server.watchdog import Watchdog
+from benchrunner.server.watchdog import SYSTEM, Watchdog
 
 log = logging.getLogger("benchrunner.transitions")
 
@@ -50,7 +49,7 @@ class Lifecycle:
         )
         self.dispatcher = Dispatcher(
             self._claim,
-            on_abandoned=lambda claim: self.watchdog.watch(claim.job.id),
+            on_abandoned=lambda claim: self.undelivered(claim.job),
             safety_interval=ctx.settings.claim_poll_interval,
         )
         self.wakeups: Wakeups
@@ -68,6 +67,8 @@ class Lifecycle:
             on_completed=self.processor.enqueue,
         )
         self._spec_cache: dict[int, tuple[float, frozenset[int]]] = {}
+        """Per connected runner; dropped when its channel ends (``runner_disconnected``)."""
+        self._undelivered: set[asyncio.Task[None]] = set()
 
     async def start(self) -> None:
         self.processor.start()
@@ -90,6 +91,30 @@ class Lifecycle:
         self.watchdog.forget(job.id)
         if job.priority < UNLIMITED_MIN_PRIORITY:
             self.wakeups.capacity_freed()
+
+    def runner_disconnected(self, runner_id: int) -> None:
+        """The runner has no channel left on this server: drop what was kept for it."""
+        self._spec_cache.pop(runner_id, None)
+
+    def undelivered(self, job: jobs.JobRow) -> None:
+        """A job was claimed for a channel that ended (or was superseded) before the job was
+        sent: no runner has it, so it fails now instead of after the heartbeat timeout."""
+        task = asyncio.create_task(self._fail_undelivered(job), name=f"undelivered-{job.id}")
+        self._undelivered.add(task)
+        task.add_done_callback(self._undelivered.discard)
+
+    async def _fail_undelivered(self, job: jobs.JobRow) -> None:
+        reason = "undelivered: the runner's channel closed before the claimed job was sent"
+        try:
+            now = self.ctx.clock.now()
+            if await self.ctx.db.write(transitions.job_mark_failed, job.id, now, SYSTEM, reason):
+                log.info(
+                    "job failed", extra={"job": str(job.uuid), "from": "claimed", "to": "failed"}
+                )
+                self.finished(job)
+        except Exception:
+            log.exception("failing undelivered job %s failed; its timeout takes over", job.uuid)
+            self.watchdog.watch(job.id)
 
     def detach(self, job_id: int) -> None:
         """The connection holding this job is gone: the disconnect timeout takes over.
@@ -130,13 +155,13 @@ class Lifecycle:
         try:
             return claim.job, self.assignment(runner, claim)
         except Exception:
-            self.watchdog.watch(claim.job.id)  # claimed but never delivered
+            self.undelivered(claim.job)
             raise
 
     async def _spec_ids(self, runner_id: int) -> frozenset[int]:
         """A runner's specs, re-read at most every few seconds: they only steer wake-ups (the
         claim query itself always reads the live association)."""
-        now = time.monotonic()
+        now = self.ctx.monotonic.monotonic()
         cached = self._spec_cache.get(runner_id)
         if cached is not None and cached[0] > now:
             return cached[1]

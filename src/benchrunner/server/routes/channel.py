@@ -29,10 +29,11 @@ async def runner_channel(websocket: WebSocket, runner: str) -> None:
         return
     await websocket.accept()
     session = ChannelSession(websocket, row, life)
-    hub.sessions.add(session)
+    hub.open(session)
     log.info("runner %s connected", row.slug)
     try:
         await session.run()
     finally:
-        hub.sessions.discard(session)
+        if hub.discard(session):
+            life.runner_disconnected(row.id)
         log.info("runner %s disconnected", row.slug)

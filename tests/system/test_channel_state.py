@@ -1,0 +1,102 @@
+"""What the server keeps in memory per runner and per connection stays bounded: it is dropped
+when a channel ends, and does not grow with the number of jobs a runner runs."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from pathlib import Path
+
+from benchrunner.server.channel import ChannelHub
+from benchrunner.server.dispatcher import Dispatcher
+from benchrunner.server.lifecycle import Lifecycle
+from benchrunner.server.store.claims import Claim
+from tests.harness import wait_until
+from tests.inprocess import InProcessChannel, serve_in_process
+
+RUNNERS = 20
+JOBS = 30
+
+
+def _sizes(life: Lifecycle, hub: ChannelHub) -> dict[str, int]:
+    return {
+        "channels": len(hub.sessions),
+        "newest channels": len(hub._newest),
+        "spec cache": len(life._spec_cache),
+        "waiting claims": life.dispatcher.waiting,
+        "timers": len(life.watchdog._timers),
+        "undelivered": len(life._undelivered),
+    }
+
+
+def test_per_runner_state_is_dropped_when_channels_end(tmp_path: Path, database_url: str) -> None:
+    with serve_in_process(tmp_path, database_url, heartbeat_timeout=300.0) as server:
+        life, hub = server.state("lifecycle"), server.state("hub")
+        for i in range(RUNNERS):
+            channel = server.channel(f"passing-{i}")
+            job_uuid = server.submit()
+            assert channel.claim()["uuid"] == job_uuid
+            assert _sizes(life, hub)["spec cache"] == 1
+            channel.ask({"event": "running"})
+            channel.ask({"event": "completed", "job": job_uuid, "results": []})
+            channel.close()
+            wait_until(lambda: not hub.sessions, message="the channel's session ended")
+        assert set(_sizes(life, hub).values()) == {0}, _sizes(life, hub)
+
+
+def test_per_runner_state_does_not_grow_with_jobs(tmp_path: Path, database_url: str) -> None:
+    with serve_in_process(tmp_path, database_url, heartbeat_timeout=300.0) as server:
+        life, hub = server.state("lifecycle"), server.state("hub")
+        channel = server.channel("busy")
+        for _ in range(JOBS):
+            job_uuid = server.submit()
+            assert channel.claim()["uuid"] == job_uuid
+            channel.ask({"event": "running"})
+            channel.ask({"event": "heartbeat"})
+            assert channel.ask({"event": "completed", "job": job_uuid, "results": []}) == {
+                "event": "ack",
+                "job": job_uuid,
+            }
+            sizes = _sizes(life, hub)
+            assert sizes["spec cache"] <= 1 and sizes["timers"] == 0, sizes
+            assert sizes["channels"] == sizes["newest channels"] == 1, sizes
+        channel.close()
+        wait_until(lambda: not hub.sessions, message="the channel's session ended")
+        assert set(_sizes(life, hub).values()) == {0}, _sizes(life, hub)
+
+
+def test_a_claim_landing_for_a_superseded_channel_fails_at_once(
+    tmp_path: Path, database_url: str
+) -> None:
+    """The claim is in the database while the runner reconnects: the job must neither reach
+    the old channel nor sit ``claimed`` until the (300 s) heartbeat timeout."""
+    with serve_in_process(tmp_path, database_url, heartbeat_timeout=300.0) as server:
+        dispatcher: Dispatcher = server.state("lifecycle").dispatcher
+        claim = dispatcher._claim
+        entered, release = threading.Event(), threading.Event()
+
+        async def gated(runner_id: int, slug: str, nonce: str) -> Claim | None:
+            entered.set()
+            await asyncio.to_thread(release.wait, 30)
+            return await claim(runner_id, slug, nonce)
+
+        dispatcher._claim = gated
+        with server.admin() as client:
+            created = client.create_runner("reconnecting", ["small"])
+        ws_url = f"ws://127.0.0.1:{server.port}"
+        old = InProcessChannel(ws_url, created["slug"], created["token"])
+        old.send({"event": "ready", "poll_timeout": 900})
+        job_uuid = server.submit()
+        assert entered.wait(10), "the claim never started"
+        new = InProcessChannel(ws_url, created["slug"], created["token"])
+        assert old.wait_closed(timeout=10) == (4001, "superseded")
+        release.set()
+        job = wait_until(
+            lambda: (j := server.job(job_uuid))["status"] == "failed" and j,
+            timeout=15,
+            message="the undelivered job failed",
+        )
+        assert any("undelivered" in str(e["message"]) for e in job["events"])
+        dispatcher._claim = claim
+        assert new.ask({"event": "heartbeat"}) == {"event": "ack"}
+        new.close()
