@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from tests.harness import SHORT_HEARTBEAT_TIMEOUT, Deployment, deploy, wait_until
+from tests.harness import SHORT_HEARTBEAT_TIMEOUT, Deployment, deploy
 
 
 @pytest.fixture
