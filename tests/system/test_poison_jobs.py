@@ -97,3 +97,24 @@ def test_a_poison_job_is_processed_once_and_not_swept_again(deployment: Deployme
         assert "job processed" in attempts[0]
     assert "Traceback" not in tail
     wait_until(lambda: _events(deployment, marker).count("processed") == 1)
+
+
+def test_a_resent_result_for_a_job_whose_stored_output_is_garbage_is_acked(
+    deployment: Deployment,
+) -> None:
+    """The check that a resend matches the stored result must not trip over a stored output
+    it cannot read: the job is finished, so the resend is acknowledged and changes nothing."""
+    channel = deployment.channel("resender")
+    job_uuid = deployment.submit("bench.noop")
+    channel.claim()
+    channel.ask({"event": "running"})
+    result = {"exit_code": 0, "stdout": '{"noop": {"latency": {"value": 7}}}'}
+    completed = {"event": "completed", "job": job_uuid, "results": [result]}
+    assert channel.ask(completed)["event"] == "ack"
+    deployment.wait_status(job_uuid, "processed")
+    _output_path(deployment, job_uuid).write_bytes(b"\x00garbage, not a job output\xff")
+
+    assert channel.ask(completed)["event"] == "ack"
+    assert channel.ask({"event": "heartbeat"})["event"] == "ack"  # the channel is still open
+    assert _events(deployment, job_uuid)[-1] == "processed"
+    assert "Traceback" not in deployment.server.log.read_text()

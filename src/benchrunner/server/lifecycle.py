@@ -28,6 +28,7 @@ from benchrunner.server.context import ServerContext
 from benchrunner.server.dispatcher import Dispatcher
 from benchrunner.server.leadership import AdvisoryLockLeadership, Leadership, SoleLeadership
 from benchrunner.server.oci_tokens import runner_pull_token
+from benchrunner.server.outputs import OutputMissing, UnusableOutput, load_output
 from benchrunner.server.processing import Processor
 from benchrunner.server.store import claims, jobs, runners, transitions
 from benchrunner.server.store.runners import RunnerRow
@@ -252,10 +253,21 @@ class Lifecycle:
         await asyncio.to_thread(self.ctx.blobs.put, key, data)
 
     async def _stored_output(self, job: jobs.JobRow) -> JsonJobOutput | None:
-        raw = await asyncio.to_thread(
-            self.ctx.blobs.get, job_output_key(job.project_uuid, job.uuid)
-        )
-        return None if raw is None else JsonJobOutput.model_validate_json(raw)
+        """The job's stored output; None when there is none. Raises ``UnusableOutput`` when one
+        is stored but cannot be read back (processing gave that job its error already)."""
+        try:
+            return await asyncio.to_thread(
+                load_output,
+                self.ctx.blobs,
+                job_output_key(job.project_uuid, job.uuid),
+                self.ctx.settings.processing_budget(),
+            )
+        except OutputMissing:
+            return None
+
+    async def _has_output(self, job: jobs.JobRow) -> bool:
+        key = job_output_key(job.project_uuid, job.uuid)
+        return await asyncio.to_thread(self.ctx.blobs.size, key) is not None
 
     async def _completed(
         self, runner: RunnerRow, job: jobs.JobRow, message: Completed
@@ -285,7 +297,10 @@ class Lifecycle:
                     self.processor.enqueue(job.id)
                     return ack
             elif job.status in (JobStatus.COMPLETED, JobStatus.PROCESSED):
-                previous = await self._stored_output(job)
+                try:
+                    previous = await self._stored_output(job)
+                except UnusableOutput:
+                    return ack  # nothing to compare with; the job is finished either way
                 if previous is not None and results_hash(previous.results) != results_hash(
                     message.results
                 ):
@@ -320,7 +335,7 @@ class Lifecycle:
                     extra={"job": str(job.uuid), "from": job.status.wire, "to": "failed"},
                 )
                 self.finished(job)
-        elif job.status == JobStatus.FAILED and await self._stored_output(job) is None:
+        elif job.status == JobStatus.FAILED and not await self._has_output(job):
             await self._store_output(job, output)
         return Ack(job=job.uuid)
 
