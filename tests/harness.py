@@ -247,6 +247,7 @@ class RunnerProcess:
     templates: Path
     extra_env: dict[str, str] = field(default_factory=dict)
     drain_grace: float = 5.0
+    extra_args: list[str] = field(default_factory=list)
     proc: subprocess.Popen[bytes] | None = None
     starts: int = 0
     servers: list[ServerProcess] = field(default_factory=list)
@@ -296,6 +297,7 @@ class RunnerProcess:
                     "5",
                     "--drain-grace",
                     str(self.drain_grace),
+                    *self.extra_args,
                 ],
                 stdout=log,
                 stderr=subprocess.STDOUT,

@@ -162,8 +162,10 @@ class Agent:
         self._job: JobRun | None = None
         self._job_started = False
         self._announced_on = 0  # generation of the channel that was sent running for _job
-        self._own_jobs: set[uuid.UUID] = set()
-        self._own_delivered = 0
+        # The first job this process took: in `once` mode, the one whose delivery ends the run.
+        # One value, not a set of every job run, so a long-lived runner holds nothing per job.
+        self._first_job: uuid.UUID | None = None
+        self._first_delivered = False
         self._drain = Drain(options.drain_grace)
 
     def request_drain(self) -> None:
@@ -216,7 +218,7 @@ class Agent:
                 self._handle(event)
 
     def _exit_code(self, now: float) -> int | None:
-        stopping = self._drain.requested or (self._options.once and self._own_delivered > 0)
+        stopping = self._drain.requested or (self._options.once and self._first_delivered)
         if not stopping or self._job is not None:
             return None
         if not self._outbox:
@@ -255,7 +257,7 @@ class Agent:
             if self._announced_on == channel.generation:
                 self._heartbeat.attach(channel)
             return
-        once_taken = self._options.once and bool(self._own_jobs)
+        once_taken = self._options.once and self._first_job is not None
         if (
             self._ready_deadline is None
             and not self._drain.requested
@@ -380,7 +382,8 @@ class Agent:
         )
         self._job_started = False
         self._announced_on = 0  # a new job must say running again, even on the same channel
-        self._own_jobs.add(claimed.uuid)
+        if self._first_job is None:
+            self._first_job = claimed.uuid
         self._job.start()
 
     def _on_cancel(self, message: Cancel) -> None:
@@ -417,8 +420,8 @@ class Agent:
         self._ready_deadline = None
 
     def _result_done(self, message: TerminalMessage, how: str) -> None:
-        if message.job in self._own_jobs:
-            self._own_delivered += 1
+        if message.job == self._first_job:
+            self._first_delivered = True
         log.info("job %s: %s result %s", message.job, message.event, how)
 
     def _send(self, message: BaseModel, *, expect_ack: bool = False) -> bool:
