@@ -38,8 +38,11 @@ class SteadyClock:
     def __init__(self) -> None:
         self.at = 1000.0
 
-    def __call__(self) -> float:
+    def monotonic(self) -> float:
         return self.at
+
+    async def sleep_until(self, deadline: float) -> None:
+        raise AssertionError("step() never waits")
 
 
 class SwitchedLeadership:
@@ -71,6 +74,7 @@ def test_the_leader_sweeps_only_after_leading_for_a_heartbeat_timeout(
     world.write(transitions.job_mark_running, job_id, runner, world.now(), "r")
     # Silent far longer than the heartbeat timeout, not yet past its hard timeout (60 s + 60 s).
     wall = WallClock(T0 + dt.timedelta(seconds=100))
+    steady = SteadyClock()
     ctx = ServerContext(
         settings=ServerSettings(
             data_dir=tmp_path, db=world.db.url, heartbeat_timeout=HEARTBEAT_TIMEOUT
@@ -79,14 +83,12 @@ def test_the_leader_sweeps_only_after_leading_for_a_heartbeat_timeout(
         blobs=LocalBlobStore(tmp_path / "blobs"),
         templates=TemplateRegistry.empty(),
         clock=wall,
+        monotonic=steady,
         secret_key="k",
     )
     watchdog = Watchdog(ctx, on_finished=lambda _job: None, on_completed=lambda _id: None)
     leadership = SwitchedLeadership()
-    steady = SteadyClock()
-    sweeper = Sweeper(
-        ctx, watchdog, leadership, 1.0, on_completed=lambda _id: None, monotonic=steady
-    )
+    sweeper = Sweeper(ctx, watchdog, leadership, 1.0, on_completed=lambda _id: None)
 
     def status() -> JobStatus:
         row = world.db.read_sync(jobs.job_get, job_id)

@@ -15,7 +15,7 @@ got to them. Processing is a guarded transition, so a job re-queued twice is pro
 it ends every job it reads ``processed`` (with the error on the report when its output is
 unusable), so no job is re-queued forever.
 
-Time since taking the lead is measured on an injected monotonic clock, so tests can move it.
+Time since taking the lead is measured on the context's monotonic clock, so tests can move it.
 """
 
 from __future__ import annotations
@@ -24,7 +24,6 @@ import asyncio
 import contextlib
 import datetime as dt
 import logging
-import time
 from collections.abc import Callable
 
 from benchrunner.core.timeouts import TimeoutVerdict
@@ -47,7 +46,6 @@ class Sweeper:
         interval: float,
         *,
         on_completed: Callable[[int], None],
-        monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
         self._ctx = ctx
         self._on_completed = on_completed
@@ -55,7 +53,6 @@ class Sweeper:
         self._leadership = leadership
         self._interval = interval
         self._task: asyncio.Task[None] | None = None
-        self._monotonic = monotonic
         self._leading_since: float | None = None
 
     @property
@@ -78,7 +75,8 @@ class Sweeper:
                 await self.step()
             except Exception:
                 log.exception("sweep failed; trying again next interval")
-            await asyncio.sleep(self._interval)
+            clock = self._ctx.monotonic
+            await clock.sleep_until(clock.monotonic() + self._interval)
 
     async def step(self) -> bool:
         """One interval's work: keep or take the lead, and sweep once this replica has led for
@@ -86,7 +84,7 @@ class Sweeper:
         if not await self._leadership.hold():
             self._leading_since = None
             return False
-        now = self._monotonic()
+        now = self._ctx.monotonic.monotonic()
         if self._leading_since is None:
             self._leading_since = now
         if now - self._leading_since < self._ctx.settings.heartbeat_timeout:

@@ -56,7 +56,8 @@ class Watchdog:
             self.forget(job_id)
 
     async def _fire(self, job_id: int, delay: float) -> None:
-        await asyncio.sleep(delay)
+        clock = self._ctx.monotonic
+        await clock.sleep_until(clock.monotonic() + delay)
         self._timers.pop(job_id, None)
         try:
             await self.judge(job_id)
