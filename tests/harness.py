@@ -228,7 +228,14 @@ class ServerProcess:
     def kill(self, sig: int = signal.SIGKILL) -> None:
         if self.proc is not None and self.proc.poll() is None:
             self.proc.send_signal(sig)
-            self.proc.wait(timeout=30)
+            try:
+                self.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()  # never leave a server behind, whatever the test says next
+                self.proc.wait(timeout=30)
+                raise AssertionError(
+                    f"server did not exit within 30 s of signal {sig}:\n{self.log.read_text()}"
+                ) from None
 
     def client(self, token: str | None = "admin") -> BenchrunnerClient:
         return BenchrunnerClient(self.url, self.token if token == "admin" else token)

@@ -159,7 +159,7 @@ def test_text_the_database_cannot_store_is_400_naming_the_field(deployment: Depl
         (
             "/v0/run",
             {**direct, "results": ['{"sort\\u0000": {"latency": {"value": 1}}}']},
-            "results[0]: benchmark name must not contain a NUL character",
+            "results[0]: benchmark name 'sort\\x00' has a NUL character",
         ),
         ("/v0/organizations", {"name": "a\x00"}, "name contains a NUL"),
         ("/v0/organizations/acme/projects", {"name": "p", "slug": "\ud800"}, "slug contains"),

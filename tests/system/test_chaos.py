@@ -215,6 +215,9 @@ def _scenario(deployment: Deployment, engine: str, pidfile: Path) -> Outcome:
     view = deployment.wait_status(stopped, "running", project=URGENT, timeout=60)
     sleeper = by_uuid[view["runner"]]
     assert sleeper.proc is not None
+    # `running` is reported before the job's process starts: stop the runner only once it has,
+    # or the stop would freeze a job that never began.
+    wait_until(lambda: _job_process_started(stopped), message="the stopped job's process")
     sleeper.proc.send_signal(signal.SIGSTOP)
     try:
         # "processed" only if the job ended before the stop: the fault missed (checked below).
@@ -251,6 +254,16 @@ def _scenario(deployment: Deployment, engine: str, pidfile: Path) -> Outcome:
         seconds=time.monotonic() - began,
         figures_path=deployment.tmp / f"chaos-{engine}.json",
     )
+
+
+def _job_process_started(job_uuid: str) -> bool:
+    """Whether a process of the job runs: the runner gives each job ``BENCHRUNNER_JOB``."""
+    marker = f"BENCHRUNNER_JOB={job_uuid}".encode()
+    for environ in Path("/proc").glob("[0-9]*/environ"):
+        with contextlib.suppress(OSError):
+            if marker in environ.read_bytes().split(b"\0"):
+                return True
+    return False
 
 
 def _by_uuid(deployment: Deployment, runners: list[RunnerProcess]) -> dict[str, RunnerProcess]:

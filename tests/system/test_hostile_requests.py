@@ -56,10 +56,15 @@ def test_hostile_text_gets_a_clear_4xx_on_one_connection(deployment: Deployment)
                 "/v0/specs",
                 {"name": "s\x00", "architecture": "x86_64", "cpu": 1, "memory": 1, "disk": 1},
             ),
-            client.get("/v0/projects/a%00b", headers=admin),
             client.get("/v0/runners", params={"name": "a\x00"}, headers=admin),
-            client.get("/v0/auth/oci/token", params={"scope": "repository:a\x00:pull"}),
         ]
+        # A reference that is neither a UUID nor a slug names nothing: 404 before any query.
+        response = client.get("/v0/projects/a%00b", headers=admin)
+        assert response.status_code == 404, response.text
+        # A scope naming a repository outside the name grammar: 400 on both engines.
+        response = client.get("/v0/auth/oci/token", params={"scope": "repository:a\x00:pull"})
+        assert response.status_code == 400, response.text
+        assert "invalid repository name" in response.json()["message"]
         for response in nul_requests:
             assert response.status_code < 500, response.text
             if postgres:

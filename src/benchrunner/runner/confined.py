@@ -96,7 +96,13 @@ def open_directory(
                 hops += 1
                 if hops > MAX_SYMLINK_HOPS:
                     raise ConfinedPathError("too many symlinks on its path")
-                target = os.readlink(part, dir_fd=current)
+                try:
+                    target = os.readlink(part, dir_fd=current)
+                except OSError as exc:
+                    # Removed or replaced since the lstat: a race, refused like the one below.
+                    raise ConfinedPathError(
+                        f"{part!r} changed while it was resolved: {exc}"
+                    ) from None
                 if target.startswith("/"):
                     if not absolute_links:
                         raise ConfinedPathError(

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable
 
 import uvicorn
 from fastapi import FastAPI
@@ -70,6 +71,17 @@ def build_context(
     )
 
 
+SHUTDOWN_STEP_TIMEOUT = 10.0
+
+
+async def _shutdown_step(name: str, step: Awaitable[None]) -> None:
+    try:
+        async with asyncio.timeout(SHUTDOWN_STEP_TIMEOUT):
+            await step
+    except TimeoutError:
+        log.error("shutdown: %s took over %.0f s; going on without it", name, SHUTDOWN_STEP_TIMEOUT)
+
+
 def create_app(
     settings: ServerSettings, clock: Clock | None = None, monotonic: MonotonicClock | None = None
 ) -> FastAPI:
@@ -86,8 +98,9 @@ def create_app(
         try:
             yield
         finally:
-            await hub.close_all()
-            await lifecycle.stop()
+            # Each step is bounded: a stuck one is logged by name, and the server still exits.
+            await _shutdown_step("closing runner channels", hub.close_all())
+            await _shutdown_step("stopping background tasks", lifecycle.stop())
             ctx.db.close()
 
     app = FastAPI(

@@ -59,7 +59,10 @@ class AdvisoryLockLeadership:
 
     async def hold(self) -> bool:
         try:
-            await asyncio.wait_for(self._hold(), HOLD_TIMEOUT)
+            # asyncio.timeout, not wait_for: on Python 3.11 wait_for can swallow a cancel that
+            # lands as the check finishes, and the sweeper would then never stop.
+            async with asyncio.timeout(HOLD_TIMEOUT):
+                await self._hold()
         except Exception as exc:
             if self.leader:
                 log.warning(

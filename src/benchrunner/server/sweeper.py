@@ -54,6 +54,7 @@ class Sweeper:
         self._interval = interval
         self._task: asyncio.Task[None] | None = None
         self._leading_since: float | None = None
+        self._stopping = False
 
     @property
     def leader(self) -> bool:
@@ -63,6 +64,7 @@ class Sweeper:
         self._task = asyncio.create_task(self._run(), name="sweeper")
 
     async def stop(self) -> None:
+        self._stopping = True  # the loop ends even if a cancel is lost inside a library call
         if self._task is not None:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -70,7 +72,7 @@ class Sweeper:
         await self._leadership.release()
 
     async def _run(self) -> None:
-        while True:
+        while not self._stopping:
             try:
                 await self.step()
             except Exception:

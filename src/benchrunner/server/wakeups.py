@@ -32,6 +32,7 @@ log = logging.getLogger(__name__)
 CHANNEL = "benchrunner_wakeup"
 RECONNECT_DELAY = 1.0
 RECONNECT_MAX_DELAY = 30.0
+STOP_TIMEOUT = 5.0
 
 
 class Wakeable(Protocol):
@@ -98,8 +99,10 @@ class PostgresWakeups:
     async def stop(self) -> None:
         for task in self._tasks:
             task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        if self._tasks:
+            _, pending = await asyncio.wait(self._tasks, timeout=STOP_TIMEOUT)
+            if pending:
+                log.warning("wake-up tasks did not stop within %.0f s; left behind", STOP_TIMEOUT)
 
     def _received(self, payload: str) -> None:
         replica, _, what = payload.partition(" ")
@@ -122,7 +125,10 @@ class PostgresWakeups:
         delay = RECONNECT_DELAY
         while True:
             try:
-                async with await connect_session(self._conninfo) as conn:
+                conn = await connect_session(self._conninfo)
+                # Closed, not left through `async with`: that would roll back, which waits for
+                # the lock a cancelled `notifies()` generator still holds, and a stop would hang.
+                try:
                     await conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(CHANNEL)))
                     self.listening.set()
                     delay = RECONNECT_DELAY
@@ -130,6 +136,9 @@ class PostgresWakeups:
                         self._deliver(self._dispatcher.capacity_freed)
                     async for notify in conn.notifies():
                         self._deliver(self._received, notify.payload)
+                finally:
+                    with contextlib.suppress(Exception):
+                        await conn.close()
             except Exception as exc:
                 log.warning(
                     "wake-up listener lost its connection (%s); reconnecting in %.0f s",
