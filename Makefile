@@ -25,7 +25,7 @@ system-packages:
 	bash tools/system-packages.sh
 
 test: $(STAMP) system-packages
-	$(BIN)/pytest -q -p no:cacheprovider
+	$(BIN)/pytest -q -p no:cacheprovider --durations=15
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks
