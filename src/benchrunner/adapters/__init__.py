@@ -1,30 +1,80 @@
-"""Harness output -> Bencher Metric Format measurements. Pure functions, one module a harness."""
+"""Harness output -> Bencher Metric Format measurements. Pure functions, one module a harness.
+
+Adapter names are Bencher's (``settings.adapter``). A language name means ``magic`` limited to
+that language's harnesses; ``magic`` tries every harness and takes the first that reads the
+output, as Bencher's does.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import importlib
+from collections.abc import Sequence
+from typing import cast
 
-from benchrunner.adapters.base import AdapterError, Measurement
-from benchrunner.adapters.json_bmf import parse_bmf
+from benchrunner.adapters.base import (
+    Adapter,
+    AdapterError,
+    Average,
+    Fold,
+    Measurement,
+    Settings,
+)
 
-__all__ = ["ADAPTERS", "AdapterError", "Measurement", "parse"]
+__all__ = [
+    "ADAPTERS",
+    "AdapterError",
+    "Average",
+    "Fold",
+    "Measurement",
+    "Settings",
+    "parse",
+]
 
-
-def _magic(text: str) -> list[Measurement]:
-    """Detect the format. Only BMF so far; other harnesses come with their adapters."""
-    return parse_bmf(text)
-
-
-ADAPTERS: dict[str, Callable[[str], list[Measurement]]] = {
-    "json": parse_bmf,
-    "magic": _magic,
+HARNESSES: dict[str, str] = {
+    "json": "json_bmf",
 }
+"""Adapter name -> module of this package that reads that harness."""
+
+ALIASES: dict[str, str] = {}
+
+LANGUAGES: dict[str, tuple[str, ...]] = {}
+"""Language name -> the harnesses its ``magic`` tries, in order."""
+
+MAGIC_ORDER: tuple[str, ...] = ("json", *(h for group in LANGUAGES.values() for h in group))
+
+ADAPTERS: frozenset[str] = frozenset({"magic", *HARNESSES, *ALIASES, *LANGUAGES})
+"""Every name ``settings.adapter`` accepts."""
 
 
-def parse(adapter: str, text: str) -> list[Measurement]:
+def _harness(name: str) -> Adapter:
+    module = importlib.import_module(f"{__name__}.{HARNESSES[name]}")
+    return cast(Adapter, module.parse)
+
+
+def _first_that_reads(
+    names: Sequence[str], label: str, text: str, settings: Settings
+) -> list[Measurement]:
+    for name in names:
+        try:
+            found = _harness(name)(text, settings)
+        except AdapterError:
+            continue
+        if found:
+            return found
+    raise AdapterError(
+        f"adapter {label!r} found no benchmark results in the output "
+        f"(tried {', '.join(names)}); name the harness with settings.adapter for its own error"
+    )
+
+
+def parse(adapter: str, text: str, settings: Settings | None = None) -> list[Measurement]:
     """Parse one iteration's output. Raises AdapterError with a message a user can act on."""
-    try:
-        run = ADAPTERS[adapter]
-    except KeyError:
-        raise AdapterError(f"unknown adapter {adapter!r} (supported: {sorted(ADAPTERS)})") from None
-    return run(text)
+    settings = settings or Settings()
+    name = ALIASES.get(adapter, adapter)
+    if name == "magic":
+        return _first_that_reads(MAGIC_ORDER, adapter, text, settings)
+    if name in LANGUAGES:
+        return _first_that_reads(LANGUAGES[name], adapter, text, settings)
+    if name not in HARNESSES:
+        raise AdapterError(f"unknown adapter {adapter!r} (supported: {sorted(ADAPTERS)})")
+    return _harness(name)(text, settings)

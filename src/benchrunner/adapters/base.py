@@ -1,8 +1,24 @@
-"""What every adapter returns, and the one error it raises."""
+"""What every adapter takes and returns, and the one error it raises.
+
+An adapter is a module of this package with a function ``parse(text, settings)`` that turns
+one iteration's output of one harness into measurements in Bencher Metric Format terms: a
+benchmark name, a measure slug (``latency`` in nanoseconds, ``throughput`` in operations per
+second, or another the harness reports) and a value with optional lower and upper values.
+Adapters are pure: no I/O, no clock, no globals that change.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal, Protocol
+
+Average = Literal["mean", "median"]
+Fold = Literal["min", "max", "mean", "median"]
+
+LATENCY = "latency"
+"""Nanoseconds per operation (Bencher's built-in ``latency`` measure)."""
+THROUGHPUT = "throughput"
+"""Operations per second (Bencher's built-in ``throughput`` measure)."""
 
 
 class AdapterError(ValueError):
@@ -16,3 +32,15 @@ class Measurement:
     value: float
     lower_value: float | None = None
     upper_value: float | None = None
+
+
+@dataclass(frozen=True)
+class Settings:
+    """``settings`` of ``POST /v0/run`` that reach an adapter. ``average`` chooses the central
+    value a harness reports both ways (None: the adapter's own default, as Bencher's)."""
+
+    average: Average | None = None
+
+
+class Adapter(Protocol):
+    def __call__(self, text: str, settings: Settings, /) -> list[Measurement]: ...
