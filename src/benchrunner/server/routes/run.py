@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import datetime as dt
 from dataclasses import dataclass
 from pathlib import PurePosixPath
@@ -302,17 +303,16 @@ async def run(
     def unit(conn: Connection) -> tuple[int, UUID, UUID | None, int | None]:
         project = _resolve_project(conn, ctx, user, body.project)
         now = ctx.clock.now()
+        new = reports.new_report_on(
+            conn, project.id, body.branch, body.testbed, body.settings.adapter, now
+        )
         report_id, _ = reports.report_create(
             conn,
-            reports.NewReport(
-                project_id=project.id,
+            dataclasses.replace(
+                new,
                 user_id=user.id if user else None,
-                branch=body.branch,
-                testbed=body.testbed,
-                adapter=body.settings.adapter,
                 start_time=body.start_time or now,
                 end_time=body.end_time or now,
-                now=now,
             ),
         )
         spec_id: int | None = None
