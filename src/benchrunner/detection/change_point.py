@@ -162,11 +162,19 @@ def _t_test(left: Series, right: Series) -> tuple[float, float]:
     (0, 1) when it cannot tell (too few points, or both sides constant and equal)."""
     if len(left) + len(right) < _TESTABLE:
         return 0.0, 1.0
-    result = stats.ttest_ind(left, right)
+    # the same test as stats.ttest_ind(left, right), without its per-call overhead
+    result = stats.ttest_ind_from_stats(
+        np.mean(left), _deviation(left), len(left), np.mean(right), _deviation(right), len(right)
+    )
     statistic, pvalue = float(result.statistic), float(result.pvalue)
     if math.isnan(pvalue):
         return 0.0, 1.0
     return abs(statistic), pvalue
+
+
+def _deviation(values: Series) -> float:
+    """Sample standard deviation; a single point adds nothing to the pooled variance."""
+    return float(np.std(values, ddof=1)) if len(values) > 1 else 0.0
 
 
 def _judge(values: Series, points: list[int]) -> list[_Verdict]:
