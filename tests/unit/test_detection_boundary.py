@@ -257,3 +257,9 @@ def test_a_missing_boundary_is_no_limit_on_that_side(
 )
 def test_outside(bounds: Limits, value: float, side: str | None) -> None:
     assert outside(bounds, value) == side
+
+
+def test_a_test_given_as_its_name_draws_the_same_limits() -> None:
+    by_name = Model("z_score", upper_boundary=0.975)  # type: ignore[arg-type]
+    assert limits(by_name, CLASSIC) == limits(Model(T.Z_SCORE, upper_boundary=0.975), CLASSIC)
+    assert limits(Model("change_point"), CLASSIC) is None  # type: ignore[arg-type]

@@ -9,7 +9,7 @@ import pytest
 from scipy import stats
 
 from benchrunner.detection import ChangePoint, change_points
-from benchrunner.detection.change_point import _best_split
+from benchrunner.detection.change_point import _best_split, _relaxed
 
 SEEDS = range(5)
 
@@ -183,3 +183,13 @@ def test_best_split_maximises_qhat(size: int) -> None:
         assert qhat == pytest.approx(best[0], rel=1e-9)
         at_tau = max(naive_qhat(values[:tau], values[tau:k]) for k in range(tau + 1, size + 1))
         assert at_tau == pytest.approx(qhat, rel=1e-9)
+
+
+@pytest.mark.parametrize(
+    ("max_pvalue", "first_pass"),
+    [(0.001, 0.01), (0.01, 0.1), (0.049, 0.49), (0.05, 0.1), (0.25, 0.5), (0.5, 0.5), (1.0, 1.0)],
+)
+def test_the_first_pass_is_relaxed_as_otava_relaxes_it(
+    max_pvalue: float, first_pass: float
+) -> None:
+    assert _relaxed(max_pvalue) == pytest.approx(first_pass)
