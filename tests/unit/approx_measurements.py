@@ -28,3 +28,13 @@ def assert_measurements(found: Sequence[Measurement], expected: Sequence[Measure
         assert present == pytest.approx([n for n in wanted if n is not None], rel=1e-9), (
             got.benchmark
         )
+
+
+def spreads(measurement: Measurement) -> tuple[float, float]:
+    """How far below and above the value lower and upper lie (both must be there)."""
+    assert measurement.lower_value is not None, measurement
+    assert measurement.upper_value is not None, measurement
+    return (
+        measurement.value - measurement.lower_value,
+        measurement.upper_value - measurement.value,
+    )
