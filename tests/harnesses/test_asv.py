@@ -100,7 +100,7 @@ def asv_run(tmp_path_factory: pytest.TempPathFactory) -> AsvRun:
 def test_timed_benchmarks_are_latencies_as_asv_measured_them(asv_run: AsvRun) -> None:
     found = parse("python_asv", asv_run.console)
     assert sorted(m.benchmark for m in found) == TIMED  # failed, memory and tracking rows skipped
-    assert parse("python_asv", asv_run.console, Settings("median")) == found
+    assert parse("python_asv", asv_run.console, Settings(average="median")) == found
     for measurement in found:
         [median] = asv_run.results.get_result_value(measurement.benchmark, [])
         [stats] = asv_run.results.get_result_stats(measurement.benchmark, [])
@@ -126,7 +126,7 @@ def test_the_rows_bencher_skips_are_there(asv_run: AsvRun) -> None:
 
 def test_asv_has_no_mean(asv_run: AsvRun) -> None:
     with pytest.raises(AdapterError, match="python_asv: asv prints a median"):
-        parse("python_asv", asv_run.console, Settings("mean"))
+        parse("python_asv", asv_run.console, Settings(average="mean"))
 
 
 def test_language_and_magic_read_it_as_the_adapter(asv_run: AsvRun) -> None:

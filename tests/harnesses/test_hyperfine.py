@@ -46,7 +46,7 @@ def test_every_command_is_a_latency_as_hyperfine_timed_it(exports: dict[str, str
     text = exports["two"]
     recorded = json.loads(text)["results"]
     by_mean = parse("shell_hyperfine", text)
-    by_median = parse("shell_hyperfine", text, Settings("median"))
+    by_median = parse("shell_hyperfine", text, Settings(average="median"))
     assert [m.benchmark for m in by_mean] == ["nothing", "sleep 0.02"]
     assert [m.benchmark for m in by_median] == ["nothing", "sleep 0.02"]
     for result, mean, median in zip(recorded, by_mean, by_median, strict=True):
@@ -69,7 +69,7 @@ def test_a_single_run_has_no_spread_by_mean(exports: dict[str, str]) -> None:
     [mean] = parse("shell_hyperfine", exports["once"])
     assert mean.value == pytest.approx(result["times"][0] * 1e9, rel=1e-9)
     assert (mean.lower_value, mean.upper_value) == (None, None)
-    [median] = parse("shell_hyperfine", exports["once"], Settings("median"))
+    [median] = parse("shell_hyperfine", exports["once"], Settings(average="median"))
     assert median.lower_value == median.value == median.upper_value
 
 
@@ -77,6 +77,6 @@ def test_a_single_run_has_no_spread_by_mean(exports: dict[str, str]) -> None:
 def test_language_and_magic_read_it_as_the_adapter(exports: dict[str, str], export: str) -> None:
     text = exports[export]
     for average in (None, "mean", "median"):
-        named = parse("shell_hyperfine", text, Settings(average))
-        assert parse("shell", text, Settings(average)) == named
-        assert parse("magic", text, Settings(average)) == named
+        named = parse("shell_hyperfine", text, Settings(average=average))
+        assert parse("shell", text, Settings(average=average)) == named
+        assert parse("magic", text, Settings(average=average)) == named

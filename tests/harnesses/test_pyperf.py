@@ -54,7 +54,7 @@ def test_every_benchmark_is_a_latency_as_pyperf_computes_it(
     text = result_files[file].read_text(encoding="utf-8")
     benchmarks = pyperf.BenchmarkSuite.load(str(result_files[file])).get_benchmarks()
     by_mean = parse("python_pyperf", text)
-    by_median = parse("python_pyperf", text, Settings("median"))
+    by_median = parse("python_pyperf", text, Settings(average="median"))
     assert [b.get_name() for b in benchmarks] == names
     assert [m.benchmark for m in by_mean] == names
     assert [m.benchmark for m in by_median] == names
@@ -86,6 +86,6 @@ def test_language_and_magic_read_it_as_the_adapter(
 ) -> None:
     text = result_files[file].read_text(encoding="utf-8")
     for average in (None, "mean", "median"):
-        named = parse("python_pyperf", text, Settings(average))
-        assert parse("python", text, Settings(average)) == named
-        assert parse("magic", text, Settings(average)) == named
+        named = parse("python_pyperf", text, Settings(average=average))
+        assert parse("python", text, Settings(average=average)) == named
+        assert parse("magic", text, Settings(average=average)) == named

@@ -61,7 +61,7 @@ def test_every_test_is_a_latency_as_the_harness_measured_it(export: str) -> None
         "test_tiny.py::test_sorted[1000]",
     }
     by_mean = parse("python_pytest", export)
-    by_median = parse("python_pytest", export, Settings("median"))
+    by_median = parse("python_pytest", export, Settings(average="median"))
     assert [m.benchmark for m in by_mean] == list(reported)
     assert [m.benchmark for m in by_median] == list(reported)
     for mean, median in zip(by_mean, by_median, strict=True):
@@ -83,6 +83,6 @@ def test_every_test_is_a_latency_as_the_harness_measured_it(export: str) -> None
 
 def test_language_and_magic_read_it_as_the_adapter(export: str) -> None:
     for average in (None, "mean", "median"):
-        named = parse("python_pytest", export, Settings(average))
-        assert parse("python", export, Settings(average)) == named
-        assert parse("magic", export, Settings(average)) == named
+        named = parse("python_pytest", export, Settings(average=average))
+        assert parse("python", export, Settings(average=average)) == named
+        assert parse("magic", export, Settings(average=average)) == named

@@ -22,14 +22,14 @@ EXPECTED = [
 
 @pytest.mark.parametrize("average", [None, "median"])
 def test_console_output_gives_latency_per_timed_benchmark(average: Average | None) -> None:
-    assert_measurements(parse("python_asv", TEXT, Settings(average)), EXPECTED)
+    assert_measurements(parse("python_asv", TEXT, Settings(average=average)), EXPECTED)
 
 
 def test_asv_has_no_mean() -> None:
     with pytest.raises(
         AdapterError, match=r"python_asv: asv prints a median .* 'mean' reads nothing"
     ):
-        parse("python_asv", TEXT, Settings("mean"))
+        parse("python_asv", TEXT, Settings(average="mean"))
 
 
 def test_language_and_magic_read_it_alike() -> None:

@@ -54,7 +54,7 @@ CASES = [
 def test_result_file_gives_latency_per_benchmark(
     text: str, average: Average | None, expected: list[Measurement]
 ) -> None:
-    assert_measurements(parse("python_pyperf", text, Settings(average)), expected)
+    assert_measurements(parse("python_pyperf", text, Settings(average=average)), expected)
 
 
 @pytest.mark.parametrize("text", [SUITE, ONE_VALUE, WITH_MEMORY])
@@ -157,6 +157,6 @@ def test_a_huge_file_is_read_whole() -> None:
         f'{{"version": "1.0", "metadata": {{"name": "big"}}, "benchmarks": [{{"runs": {runs}}}]}}'
     )
     assert len(text) > 10_000_000
-    [found] = parse("python_pyperf", text, Settings("median"))
+    [found] = parse("python_pyperf", text, Settings(average="median"))
     assert found.benchmark == "big"
     assert found.value == pytest.approx(2_000)

@@ -43,7 +43,7 @@ SPLIT = "benchmarks/test_text.py::test_split[1024]"
 def test_export_gives_latency_per_test(
     average: Average | None, expected: list[Measurement]
 ) -> None:
-    assert_measurements(parse("python_pytest", TEXT, Settings(average)), expected)
+    assert_measurements(parse("python_pytest", TEXT, Settings(average=average)), expected)
 
 
 def test_language_and_magic_read_it_alike() -> None:

@@ -43,7 +43,7 @@ ZSTD = "zstd -q -f corpus.txt"
 def test_export_gives_latency_per_command(
     average: Average | None, expected: list[Measurement]
 ) -> None:
-    assert_measurements(parse("shell_hyperfine", TEXT, Settings(average)), expected)
+    assert_measurements(parse("shell_hyperfine", TEXT, Settings(average=average)), expected)
 
 
 def test_language_and_magic_read_it_alike() -> None:
@@ -104,10 +104,10 @@ def test_unreadable_export_says_what(text: str, message: str) -> None:
 @pytest.mark.parametrize("average", ["mean", "median"])
 def test_stddev_may_be_null_or_absent_but_not_anything_else(average: Average) -> None:
     for stddev in (None, KeyError):
-        [_, zstd] = parse("shell_hyperfine", _export(stddev=stddev), Settings(average))
+        [_, zstd] = parse("shell_hyperfine", _export(stddev=stddev), Settings(average=average))
         assert zstd.value == pytest.approx(62.5e6)
     with pytest.raises(AdapterError, match=r"results\[1\]\.stddev must be a number"):
-        parse("shell_hyperfine", _export(stddev="x"), Settings(average))
+        parse("shell_hyperfine", _export(stddev="x"), Settings(average=average))
 
 
 def test_binary_garbage_is_refused() -> None:

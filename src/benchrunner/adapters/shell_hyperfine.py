@@ -54,11 +54,7 @@ def _command(result: JsonObject, where: str, settings: Settings) -> Measurement:
         key: to_nanoseconds(number_member(result, key, where), "s", path(where, key))
         for key in ("mean", "median", "min", "max")
     }
-    stddev = result.get("stddev")  # null (or absent) after a single run
-    if stddev is not None:
-        stddev = to_nanoseconds(
-            as_number(stddev, path(where, "stddev")), "s", path(where, "stddev")
-        )
+    stddev = _stddev(result, where)
     # Read for their shape only: hyperfine always writes them, and Bencher requires them.
     for key in ("user", "system"):
         number_member(result, key, where)
@@ -73,6 +69,15 @@ def _command(result: JsonObject, where: str, settings: Settings) -> Measurement:
         return Measurement(name, LATENCY, value)
     lower, upper = plus_minus(value, stddev, where)
     return Measurement(name, LATENCY, value, lower, upper)
+
+
+def _stddev(result: JsonObject, where: str) -> float | None:
+    """``stddev`` in nanoseconds, or None where hyperfine wrote null (after a single run)."""
+    seconds = result.get("stddev")
+    if seconds is None:
+        return None
+    where = path(where, "stddev")
+    return to_nanoseconds(as_number(seconds, where), "s", where)
 
 
 def _check_exit_codes(value: object, where: str) -> None:
