@@ -117,8 +117,12 @@ def test_binary_garbage_and_huge_text_are_refused() -> None:
 
 def test_a_huge_export_is_read_whole() -> None:
     document = json.loads(TEXT)
-    entry = document["benchmarks"][0]
-    document["benchmarks"] = [{**entry, "fullname": f"b.py::test[{i}]"} for i in range(20_000)]
-    found = parse("python_pytest", json.dumps(document))
-    assert len(found) == 20_000
-    assert found[-1].benchmark == "b.py::test[19999]"
+    entry = json.dumps({**document["benchmarks"][0], "fullname": "b.py::test[{}]"})
+    infos = json.dumps({key: document[key] for key in ("machine_info", "commit_info")})
+    head = infos.removesuffix("}") + ', "benchmarks": ['
+    entries = ", ".join(entry.replace("{}", str(i)) for i in range(18_000))
+    text = f"{head}{entries}]}}"
+    assert len(text) > 10_000_000
+    found = parse("python_pytest", text)
+    assert len(found) == 18_000
+    assert found[-1] == Measurement("b.py::test[17999]", "latency", 125_000, 120_000, 130_000)
