@@ -32,12 +32,19 @@ __all__ = [
 
 HARNESSES: dict[str, str] = {
     "json": "json_bmf",
+    "python_asv": "python_asv",
+    "python_pytest": "python_pytest",
+    "python_pyperf": "python_pyperf",
+    "shell_hyperfine": "shell_hyperfine",
 }
 """Adapter name -> module of this package that reads that harness."""
 
 ALIASES: dict[str, str] = {}
 
-LANGUAGES: dict[str, tuple[str, ...]] = {}
+LANGUAGES: dict[str, tuple[str, ...]] = {
+    "python": ("python_asv", "python_pytest", "python_pyperf"),
+    "shell": ("shell_hyperfine",),
+}
 """Language name -> the harnesses its ``magic`` tries, in order."""
 
 MAGIC_ORDER: tuple[str, ...] = ("json", *(h for group in LANGUAGES.values() for h in group))
