@@ -32,12 +32,21 @@ __all__ = [
 
 HARNESSES: dict[str, str] = {
     "json": "json_bmf",
+    "java_jmh": "java_jmh",
+    "c_sharp_dot_net": "c_sharp_dot_net",
+    "js_benchmark": "js_benchmark",
+    "js_time": "js_time",
+    "js_vitest": "js_vitest",
 }
 """Adapter name -> module of this package that reads that harness."""
 
 ALIASES: dict[str, str] = {}
 
-LANGUAGES: dict[str, tuple[str, ...]] = {}
+LANGUAGES: dict[str, tuple[str, ...]] = {
+    "java": ("java_jmh",),
+    "c_sharp": ("c_sharp_dot_net",),
+    "js": ("js_benchmark", "js_time", "js_vitest"),
+}
 """Language name -> the harnesses its ``magic`` tries, in order."""
 
 MAGIC_ORDER: tuple[str, ...] = ("json", *(h for group in LANGUAGES.values() for h in group))
