@@ -27,6 +27,7 @@ from benchrunner.adapters.values import (
 HARNESS = "js_time"
 _NODE_CLOCKS = {"(m:ss.mmm)": 2, "(h:mm:ss.mmm)": 3}
 """Node's suffix for a duration of a minute or more -> how many ``:``-separated parts."""
+_LINE_ENDINGS = ("ended", "s", ".mmm)")  # browser; Node: ms or s; Node: (m:ss.mmm)
 _CLOCK_DIGITS = 12  # hours or minutes longer than this are not a timer Node printed
 
 
@@ -39,6 +40,8 @@ def parse(text: str, settings: Settings) -> list[Measurement]:
         )
     found: list[Measurement] = []
     for number, line in lines(text):
+        if not line.endswith(_LINE_ENDINGS) or ":" not in line:  # most lines: cheaply out
+            continue
         try:
             measurement = _browser_timer(line) or _node_timer(line)
         except AdapterError as exc:
@@ -96,18 +99,21 @@ def _node_timer(line: str) -> Measurement | None:
     return None if nanoseconds is None else _timer(label, nanoseconds)
 
 
-def _plain_decimal(text: str) -> bool:
-    """Digits with an optional fraction, as JavaScript's ``toFixed`` prints them."""
-    whole, _, fraction = text.partition(".")
-    return text.isascii() and whole.isdigit() and (not fraction or fraction.isdigit())
+def _plain_decimal(text: str, fraction_digits: int | None = None) -> bool:
+    """Digits with an optional fraction, as JavaScript's ``toFixed`` prints them; exactly
+    ``fraction_digits`` after the point when given."""
+    whole, point, fraction = text.partition(".")
+    if fraction_digits is not None and (not point or len(fraction) != fraction_digits):
+        return False
+    return text.isascii() and whole.isdigit() and (not point or fraction.isdigit())
 
 
 def _node_short(duration: str) -> float | None:
-    """``12.345ms`` or ``1.234s`` in nanoseconds."""
-    for unit in ("ms", "s"):
+    """``12.345ms`` (up to three decimals) or ``1.234s`` (exactly three) in nanoseconds."""
+    for unit, fraction_digits in (("ms", None), ("s", 3)):
         amount = duration.removesuffix(unit)
         if amount != duration:
-            if not _plain_decimal(amount):
+            if not _plain_decimal(amount, fraction_digits):
                 return None
             return parse_number(amount, "duration") * NANOSECONDS_PER[unit]
     return None
@@ -118,12 +124,14 @@ def _node_clock(duration: str, parts: int) -> float | None:
     fields = duration.split(":")
     if len(fields) != parts:
         return None
-    *whole, seconds = fields
-    if not all(f.isascii() and f.isdigit() and len(f) <= _CLOCK_DIGITS for f in whole):
+    first, *padded, seconds = fields
+    if not all(f.isascii() and f.isdigit() and len(f) == 2 for f in padded):
         return None
-    if not _plain_decimal(seconds):
+    if not (first.isascii() and first.isdigit() and len(first) <= _CLOCK_DIGITS):
         return None
-    total = 0.0
-    for field in whole:
+    if len(seconds) != 6 or not _plain_decimal(seconds, 3):
+        return None
+    total = float(int(first))
+    for field in padded:
         total = total * 60 + int(field)
     return (total * 60 + parse_number(seconds, "duration")) * NANOSECONDS_PER["s"]
