@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Debian packages the test suite drives for real: the OCI runtime (runc), OCI clients (skopeo,
-# umoci), a static busybox for test images, and mkfs.ext4 for the sandbox's writable layers.
+# umoci), a static busybox for test images, and mkfs.ext4 for the sandbox's writable layers;
+# Node.js and npm for the JavaScript harness tests (tests/harnesses/js pins versions for Node >= 18).
 # Installs only what is missing; needs root + apt.
 set -euo pipefail
-declare -A wanted=([runc]=runc [skopeo]=skopeo [umoci]=umoci [busybox]=busybox-static [mkfs.ext4]=e2fsprogs)
+declare -A wanted=([runc]=runc [skopeo]=skopeo [umoci]=umoci [busybox]=busybox-static [mkfs.ext4]=e2fsprogs [node]=nodejs [npm]=npm)
 missing=()
 for command in "${!wanted[@]}"; do
   command -v "$command" >/dev/null 2>&1 || missing+=("${wanted[$command]}")
