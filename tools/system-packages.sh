@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Debian packages the test suite drives for real: the OCI runtime (runc), OCI clients (skopeo,
 # umoci), a static busybox for test images, mkfs.ext4 for the sandbox's writable layers, and the
-# benchmark harnesses whose output the adapters' tests read (hyperfine).
+# benchmark harnesses whose output the adapters' tests read: hyperfine, and Node.js with npm
+# (tests/harnesses/js pins versions for Node >= 18).
 # Installs only what is missing; needs root + apt.
 set -euo pipefail
-declare -A wanted=([runc]=runc [skopeo]=skopeo [umoci]=umoci [busybox]=busybox-static [mkfs.ext4]=e2fsprogs [hyperfine]=hyperfine)
+declare -A wanted=([runc]=runc [skopeo]=skopeo [umoci]=umoci [busybox]=busybox-static [mkfs.ext4]=e2fsprogs [hyperfine]=hyperfine [node]=nodejs [npm]=npm)
 missing=()
 for command in "${!wanted[@]}"; do
   command -v "$command" >/dev/null 2>&1 || missing+=("${wanted[$command]}")

@@ -32,6 +32,11 @@ __all__ = [
 
 HARNESSES: dict[str, str] = {
     "json": "json_bmf",
+    "java_jmh": "java_jmh",
+    "c_sharp_dot_net": "c_sharp_dot_net",
+    "js_benchmark": "js_benchmark",
+    "js_time": "js_time",
+    "js_vitest": "js_vitest",
     "python_asv": "python_asv",
     "python_pytest": "python_pytest",
     "python_pyperf": "python_pyperf",
@@ -42,6 +47,9 @@ HARNESSES: dict[str, str] = {
 ALIASES: dict[str, str] = {}
 
 LANGUAGES: dict[str, tuple[str, ...]] = {
+    "java": ("java_jmh",),
+    "c_sharp": ("c_sharp_dot_net",),
+    "js": ("js_benchmark", "js_time", "js_vitest"),
     "python": ("python_asv", "python_pytest", "python_pyperf"),
     "shell": ("shell_hyperfine",),
 }
