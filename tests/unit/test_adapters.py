@@ -49,5 +49,5 @@ def test_unparsable_output_says_why(text: str, message: str) -> None:
 
 
 def test_unknown_adapter() -> None:
-    with pytest.raises(AdapterError, match="unknown adapter 'rust'"):
-        parse("rust", "{}")
+    with pytest.raises(AdapterError, match="unknown adapter 'cobol'"):
+        parse("cobol", "{}")

@@ -32,12 +32,22 @@ __all__ = [
 
 HARNESSES: dict[str, str] = {
     "json": "json_bmf",
+    "rust_bench": "rust_bench",
+    "rust_criterion": "rust_criterion",
+    "rust_iai": "rust_iai",
+    "rust_gungraun": "rust_gungraun",
+    "dart_benchmark_harness": "dart_benchmark_harness",
 }
 """Adapter name -> module of this package that reads that harness."""
 
-ALIASES: dict[str, str] = {}
+ALIASES: dict[str, str] = {
+    "rust_iai_callgrind": "rust_gungraun",
+}
 
-LANGUAGES: dict[str, tuple[str, ...]] = {}
+LANGUAGES: dict[str, tuple[str, ...]] = {
+    "rust": ("rust_bench", "rust_criterion", "rust_iai", "rust_gungraun"),
+    "dart": ("dart_benchmark_harness",),
+}
 """Language name -> the harnesses its ``magic`` tries, in order."""
 
 MAGIC_ORDER: tuple[str, ...] = ("json", *(h for group in LANGUAGES.values() for h in group))
