@@ -43,6 +43,12 @@ HOSTILE: dict[str, Callable[[], str]] = {
     "garbage": lambda: _garbage(),
     "NUL": lambda: "\x00" * TEN_MB,
     "deep JSON": lambda: "[" * (TEN_MB // 2) + "]" * (TEN_MB // 2),
+    "deep JSON object": lambda: '{"a":' * (TEN_MB // 10) + "1" + "}" * (TEN_MB // 10),
+    "unclosed pretty JSON": lambda: "{\n" + '  "version": "6",\n' * (TEN_MB // 18),
+    "NaN in a summary": lambda: (
+        '{"version":"6","module_path":"m","profiles":[{"tool":"DHAT","summaries":{"total":'
+        '{"summary":{"Dhat":{"TotalBytes":{"metrics":{"Left":{"Float":NaN}}}}}}}}]}'
+    ),
 }
 
 

@@ -17,6 +17,23 @@ def metrics(name: str, pairs: list[tuple[str, float]]) -> list[Measurement]:
     return [Measurement(name, slug, value) for slug, value in pairs]
 
 
+JSON_INSERT = metrics(
+    "store_bench::insert_group::insert::small",
+    [
+        ("instructions", 1200),
+        ("estimated-cycles", 1500),
+        ("d1-miss-rate", 0.5),
+        ("total-bytes", 64),
+        ("maximum-blocks", 2),
+        ("memcheck-errors", 0),
+        ("memcheck-suppressed-contexts", 1),
+    ],
+)
+JSON_INSERT_MANY = metrics(
+    "store_bench::insert_group::insert_many",
+    [("instructions", 9000), ("total-read-write", 12000), ("bc", 40)],
+)
+
 SAMPLES = {
     "first_run.txt": [
         *metrics(SMALL, list(zip(CACHE, [2400, 3100, 2, 6, 3108, 3320], strict=True))),
@@ -60,6 +77,10 @@ SAMPLES = {
             ("drd-contexts", 3),
         ],
     ),
+    # JSON summaries (one per line, or pretty) are read instead of the console text; a
+    # summary of another version and cargo's own JSON are passed over.
+    "json_lines.txt": [*JSON_INSERT, *JSON_INSERT_MANY],
+    "json_pretty.txt": [*JSON_INSERT_MANY, *JSON_INSERT],
     "ansi.txt": [Measurement("colour_bench::paint_group::paint red:0xff0000", "instructions", 700)],
     "wrapped_name.txt": [
         Measurement(
@@ -162,3 +183,26 @@ def test_an_average_cannot_be_read(average: str) -> None:
 def test_unreadable_output_says_why(text: str, message: str) -> None:
     with pytest.raises(AdapterError, match=f"^rust_gungraun: .*{message}"):
         parse("rust_gungraun", text)
+
+
+def _summary(metrics: str) -> str:
+    return (
+        '{"version":"6","module_path":"m::g::f","id":"a","profiles":[{"tool":"Callgrind",'
+        '"summaries":{"total":{"summary":{"Callgrind":{' + metrics + "}}}}}]}\n"
+    )
+
+
+def test_a_json_summary_bencher_cannot_read_is_passed_over() -> None:
+    unknown = _summary('"Xyz":{"metrics":{"Left":{"Int":1}}}')
+    negative = _summary('"Ir":{"metrics":{"Left":{"Int":-1}}}')
+    good = _summary('"Ir":{"metrics":{"Both":[{"Int":7},{"Int":9}]}}')
+    assert parse("rust_gungraun", unknown + negative + good) == [
+        Measurement("m::g::f::a", "instructions", 7)
+    ]
+    with pytest.raises(AdapterError, match=r"^rust_gungraun: no benchmark found"):
+        parse("rust_gungraun", unknown + negative)
+
+
+def test_a_json_summary_with_nan_says_why() -> None:
+    with pytest.raises(AdapterError, match=r"^rust_gungraun: 'm::g::f::a' Ir must be finite"):
+        parse("rust_gungraun", _summary('"Ir":{"metrics":{"Left":{"Float":NaN}}}'))

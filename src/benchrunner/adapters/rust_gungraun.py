@@ -11,6 +11,9 @@ blocks of metric lines, one block per Valgrind tool, each but Callgrind's under 
 measure slug for that tool and label (``rust_gungraun_measures``); Callgrind without cache
 simulation prints only ``Instructions``. ANSI colour codes are removed first. Regression and
 summary lines are passed over.
+
+Gungraun's JSON summaries (``rust_gungraun_json``) are read instead when the output holds any,
+as Bencher tries them first.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ import re
 
 from benchrunner.adapters.base import AdapterError, Measurement, Settings
 from benchrunner.adapters.duplicates import keep_last
+from benchrunner.adapters.rust_gungraun_json import parse_summaries
 from benchrunner.adapters.rust_gungraun_measures import TOOLS
 from benchrunner.adapters.text_lines import (
     NUMBER,
@@ -106,8 +110,12 @@ def _next_indented(rows: list[str]) -> list[int]:
 
 
 def parse(text: str, settings: Settings) -> list[Measurement]:
-    """The measures of each benchmark, benchmarks and tools in output order."""
+    """The measures of each benchmark, benchmarks and tools in output order; a measure a
+    benchmark reports twice keeps its last value (Bencher's results map)."""
     check_average(HARNESS, settings.average, None)
+    summaries = parse_summaries(text)
+    if summaries:
+        return keep_last(summaries)
     rows = _rows(_ANSI.sub("", text))
     ends = _next_indented(rows)
     found: list[Measurement] = []
@@ -136,6 +144,6 @@ def parse(text: str, settings: Settings) -> list[Measurement]:
     if not found:
         raise AdapterError(
             f"{HARNESS}: no benchmark found (a '<module>::<group>::<function>' line followed by "
-            "'  <metric>: <new>|<old> ...' lines)"
+            "'  <metric>: <new>|<old> ...' lines, or a JSON summary of version 6)"
         )
     return keep_last(found)

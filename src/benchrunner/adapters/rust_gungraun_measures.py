@@ -53,6 +53,8 @@ CALLGRIND: dict[str, str] = {
 }
 
 DHAT: dict[str, str] = {
+    "Total units": "total-units",
+    "Total events": "total-events",
     "Total bytes": "total-bytes",
     "Total blocks": "total-blocks",
     "At t-gmax bytes": "at-t-gmax-bytes",
@@ -61,6 +63,9 @@ DHAT: dict[str, str] = {
     "At t-end blocks": "at-t-end-blocks",
     "Reads bytes": "reads-bytes",
     "Writes bytes": "writes-bytes",
+    "Total lifetimes": "total-lifetimes",
+    "Maximum bytes": "maximum-bytes",
+    "Maximum blocks": "maximum-blocks",
 }
 
 
@@ -83,3 +88,89 @@ TOOLS: tuple[tuple[str, dict[str, str]], ...] = (
 )
 """Tool banner name -> labels, in the order Bencher tries them. A block without a banner is
 Callgrind's (the default tool, whose banner Gungraun prints only when other tools ran)."""
+
+
+# Gungraun's JSON summary (version 6) names metrics by its Rust enum variants.
+CACHE_EVENTS: dict[str, str] = {
+    "Ir": "instructions",
+    "Dr": "dr",
+    "Dw": "dw",
+    "I1mr": "i1mr",
+    "D1mr": "d1mr",
+    "D1mw": "d1mw",
+    "ILmr": "ilmr",
+    "DLmr": "dlmr",
+    "DLmw": "dlmw",
+    "I1MissRate": "i1-miss-rate",
+    "LLiMissRate": "lli-miss-rate",
+    "D1MissRate": "d1-miss-rate",
+    "LLdMissRate": "lld-miss-rate",
+    "LLMissRate": "ll-miss-rate",
+    "L1hits": "l1-hits",
+    "LLhits": "ll-hits",
+    "RamHits": "ram-hits",
+    "L1HitRate": "l1-hit-rate",
+    "LLHitRate": "ll-hit-rate",
+    "RamHitRate": "ram-hit-rate",
+    "TotalRW": "total-read-write",
+    "EstimatedCycles": "estimated-cycles",
+    "Bc": "bc",
+    "Bcm": "bcm",
+    "Bi": "bi",
+    "Bim": "bim",
+}
+"""Cachegrind's metrics in the JSON summary (Callgrind reports these and more)."""
+
+CALLGRIND_EVENTS: dict[str, str] = {
+    **CACHE_EVENTS,
+    "SysCount": "sys-count",
+    "SysTime": "sys-time",
+    "SysCpuTime": "sys-cpu-time",
+    "Ge": "global-bus-events",
+    "ILdmr": "ildmr",
+    "DLdmr": "dldmr",
+    "DLdmw": "dldmw",
+    "AcCost1": "accost1",
+    "AcCost2": "accost2",
+    "SpLoss1": "sploss1",
+    "SpLoss2": "sploss2",
+}
+
+DHAT_EVENTS: dict[str, str] = {
+    "TotalUnits": "total-units",
+    "TotalEvents": "total-events",
+    "TotalBytes": "total-bytes",
+    "TotalBlocks": "total-blocks",
+    "AtTGmaxBytes": "at-t-gmax-bytes",
+    "AtTGmaxBlocks": "at-t-gmax-blocks",
+    "AtTEndBytes": "at-t-end-bytes",
+    "AtTEndBlocks": "at-t-end-blocks",
+    "ReadsBytes": "reads-bytes",
+    "WritesBytes": "writes-bytes",
+    "TotalLifetimes": "total-lifetimes",
+    "MaximumBytes": "maximum-bytes",
+    "MaximumBlocks": "maximum-blocks",
+}
+
+
+def _error_events(prefix: str) -> dict[str, str]:
+    return {
+        "Errors": f"{prefix}-errors",
+        "Contexts": f"{prefix}-contexts",
+        "SuppressedErrors": f"{prefix}-suppressed-errors",
+        "SuppressedContexts": f"{prefix}-suppressed-contexts",
+    }
+
+
+SUMMARY_KINDS: dict[str, dict[str, dict[str, str]]] = {
+    "Callgrind": {"": CALLGRIND_EVENTS},
+    "Cachegrind": {"": CACHE_EVENTS},
+    "Dhat": {"": DHAT_EVENTS},
+    "ErrorTool": {
+        "Memcheck": _error_events("memcheck"),
+        "Helgrind": _error_events("helgrind"),
+        "DRD": _error_events("drd"),
+    },
+}
+"""Summary kind -> (profile tool, or "" for any) -> metric name -> slug. An error tool's
+metrics are filed under the tool that reported them; other tools report none."""
