@@ -65,6 +65,7 @@ def test_line_shapes(text: str, expected: list[Measurement]) -> None:
     [
         # A time line with no line before it has no name.
         "        time:   [1 ns 2 ns 3 ns]\n",
+        "\n        time:   [1 ns 2 ns 3 ns]\n",
         "fnv     time:   [1 ns 2 ns 3 ns] extra\n",
         "fnv     time:   [1 ns 2 ns]\n",
         "fnv     time:   [1 ns 2 ns 3 ks]\n",

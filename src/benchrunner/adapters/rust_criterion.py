@@ -66,7 +66,7 @@ def parse(text: str, settings: Settings) -> list[Measurement]:
             continue
         name = line[:at].rstrip(" \t")
         if not name:
-            if previous is None:
+            if not previous:  # no line before, or an empty one: Bencher has no name to use
                 continue
             name = previous
         check_benchmark_name(HARNESS, name)
