@@ -49,8 +49,8 @@ def test_unparsable_output_says_why(text: str, message: str) -> None:
 
 
 def test_unknown_adapter() -> None:
-    with pytest.raises(AdapterError, match="unknown adapter 'rust'"):
-        parse("rust", "{}")
+    with pytest.raises(AdapterError, match="unknown adapter 'cobol'"):
+        parse("cobol", "{}")
 
 
 def test_bencher_ignore_suffix_drops_a_benchmark_and_the_last_duplicate_wins() -> None:

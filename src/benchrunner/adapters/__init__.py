@@ -32,26 +32,36 @@ __all__ = [
 
 HARNESSES: dict[str, str] = {
     "json": "json_bmf",
-    "java_jmh": "java_jmh",
     "c_sharp_dot_net": "c_sharp_dot_net",
+    "java_jmh": "java_jmh",
     "js_benchmark": "js_benchmark",
     "js_time": "js_time",
     "js_vitest": "js_vitest",
     "python_asv": "python_asv",
     "python_pytest": "python_pytest",
     "python_pyperf": "python_pyperf",
+    "rust_bench": "rust_bench",
+    "rust_criterion": "rust_criterion",
+    "rust_iai": "rust_iai",
+    "rust_gungraun": "rust_gungraun",
     "shell_hyperfine": "shell_hyperfine",
+    "dart_benchmark_harness": "dart_benchmark_harness",
 }
 """Adapter name -> module of this package that reads that harness."""
 
-ALIASES: dict[str, str] = {}
+ALIASES: dict[str, str] = {
+    "rust_iai_callgrind": "rust_gungraun",
+}
 
+# Bencher's magic order: json, C#, C++, Go, Java, JS, Python, Ruby, Rust, shell, then Dart.
 LANGUAGES: dict[str, tuple[str, ...]] = {
-    "java": ("java_jmh",),
     "c_sharp": ("c_sharp_dot_net",),
+    "java": ("java_jmh",),
     "js": ("js_benchmark", "js_time", "js_vitest"),
     "python": ("python_asv", "python_pytest", "python_pyperf"),
+    "rust": ("rust_bench", "rust_criterion", "rust_iai", "rust_gungraun"),
     "shell": ("shell_hyperfine",),
+    "dart": ("dart_benchmark_harness",),
 }
 """Language name -> the harnesses its ``magic`` tries, in order."""
 
@@ -89,12 +99,12 @@ IGNORE_SUFFIX = "-bencher-ignore"
 def kept(found: Sequence[Measurement]) -> list[Measurement]:
     """What a report keeps of one iteration's measurements, as Bencher keeps them: benchmarks
     named ``...-bencher-ignore`` dropped, and one measurement per benchmark and measure, the
-    last one printed (asv, for one, prints a benchmark once per environment)."""
+    last one printed, in the place of the first (asv prints a benchmark once per environment,
+    `go test -count 3` three times)."""
     last: dict[tuple[str, str], Measurement] = {}
     for m in found:
         if m.benchmark.endswith(IGNORE_SUFFIX):
             continue
-        last.pop((m.benchmark, m.measure), None)
         last[(m.benchmark, m.measure)] = m
     return list(last.values())
 
