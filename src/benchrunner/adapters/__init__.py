@@ -32,12 +32,20 @@ __all__ = [
 
 HARNESSES: dict[str, str] = {
     "json": "json_bmf",
+    "cpp_catch2": "cpp_catch2",
+    "cpp_google": "cpp_google",
+    "go_bench": "go_bench",
+    "ruby_benchmark": "ruby_benchmark",
 }
 """Adapter name -> module of this package that reads that harness."""
 
 ALIASES: dict[str, str] = {}
 
-LANGUAGES: dict[str, tuple[str, ...]] = {}
+LANGUAGES: dict[str, tuple[str, ...]] = {
+    "cpp": ("cpp_catch2", "cpp_google"),
+    "go": ("go_bench",),
+    "ruby": ("ruby_benchmark",),
+}
 """Language name -> the harnesses its ``magic`` tries, in order."""
 
 MAGIC_ORDER: tuple[str, ...] = ("json", *(h for group in LANGUAGES.values() for h in group))
