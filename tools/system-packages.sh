@@ -1,12 +1,20 @@
 #!/usr/bin/env bash
 # Debian packages the test suite drives for real: the OCI runtime (runc), OCI clients (skopeo,
-# umoci), a static busybox for test images, and mkfs.ext4 for the sandbox's writable layers.
-# Installs only what is missing; needs root + apt.
+# umoci), a static busybox for test images, and mkfs.ext4 for the sandbox's writable layers;
+# the benchmark harnesses the adapters are tested on (g++ with Google Benchmark and Catch2, Go,
+# Ruby). Installs only what is missing; needs root + apt.
 set -euo pipefail
-declare -A wanted=([runc]=runc [skopeo]=skopeo [umoci]=umoci [busybox]=busybox-static [mkfs.ext4]=e2fsprogs)
+declare -A wanted=([runc]=runc [skopeo]=skopeo [umoci]=umoci [busybox]=busybox-static [mkfs.ext4]=e2fsprogs
+  [g++]=g++ [go]=golang-go [ruby]=ruby)
+# Libraries and headers have no command: a file of theirs stands for them.
+declare -A wanted_files=([/usr/include/benchmark/benchmark.h]=libbenchmark-dev
+  [/usr/include/catch2/catch.hpp]=catch2)
 missing=()
 for command in "${!wanted[@]}"; do
   command -v "$command" >/dev/null 2>&1 || missing+=("${wanted[$command]}")
+done
+for file in "${!wanted_files[@]}"; do
+  [ -e "$file" ] || missing+=("${wanted_files[$file]}")
 done
 [ "${#missing[@]}" -eq 0 ] && exit 0
 if [ "$(id -u)" -ne 0 ] || ! command -v apt-get >/dev/null 2>&1; then
