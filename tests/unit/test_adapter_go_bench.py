@@ -76,6 +76,7 @@ def test_result_lines(line: str, expected: Measurement) -> None:
         "BenchmarkA 10 3 ns/op 4.0",  # ... and a blank after it, as in Bencher
         "BenchmarkA 10 3 ns/op ",
         "BenchmarkA ten 3 ns/op",
+        "BenchmarkA , 3 ns/op",  # no digit in the iterations
         "BenchmarkA 10 -3 ns/op",
         "BenchmarkA 10 3e2 ns/op",
         "BenchmarkA 10 1.2.3 ns/op",

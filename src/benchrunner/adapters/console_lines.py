@@ -24,7 +24,8 @@ BLANKS = " \t"
 
 NUMBER = r"[0-9.,]++"
 """A number as Bencher reads it in console output (convert it with ``read_number``)."""
-INTEGER = r"[0-9,]++"
+INTEGER = r",*+[0-9][0-9,]*+"
+"""Digits with thousands separators, as Bencher's ``parse_u64`` reads them (a digit at least)."""
 TIME_UNIT = r"ps|ns|μs|µs|us|ms|s"
 """Bencher's time units, longest first where one is the start of another
 (``values.to_nanoseconds`` converts them)."""

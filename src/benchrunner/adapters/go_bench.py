@@ -16,7 +16,14 @@ from __future__ import annotations
 import re
 
 from benchrunner.adapters.base import LATENCY, AdapterError, Measurement, Settings
-from benchrunner.adapters.console_lines import check_average, read_number
+from benchrunner.adapters.console_lines import (
+    BLANK,
+    INTEGER,
+    NUMBER,
+    TIME_UNIT,
+    check_average,
+    read_number,
+)
 from benchrunner.adapters.duplicates import keep_last
 from benchrunner.adapters.go_test2json import console_lines
 from benchrunner.adapters.values import MAX_BENCHMARK_NAME, check_name, to_nanoseconds
@@ -25,8 +32,8 @@ HARNESS = "go_bench"
 
 # Anchored at the start and possessive throughout, so a line is matched in one pass.
 _RESULT = re.compile(
-    r"(Benchmark[^ \t]*+)[ \t]++[0-9,]++[ \t]++([0-9.,]++)[ \t]++(ps|ns|μs|µs|us|ms|s)/op"
-    r"(?:[ \t]++([0-9.,]++)[ \t].*+)?+"
+    rf"(Benchmark[^ \t]*+){BLANK}++{INTEGER}{BLANK}++({NUMBER}){BLANK}++({TIME_UNIT})/op"
+    rf"(?:{BLANK}++({NUMBER}){BLANK}.*+)?+"
 )
 
 
