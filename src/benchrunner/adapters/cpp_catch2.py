@@ -101,14 +101,14 @@ def parse(text: str, settings: Settings) -> list[Measurement]:
         where = f"{HARNESS}: line {number}"
         if name is not None:
             first = _first_of_three(line, where)
-            if first is not None and mean is None:
-                mean = first
-                continue
-            if first is not None and mean is not None:
-                found.append(Measurement(name, LATENCY, mean, mean - first, mean + first))
-            name, mean = None, None
             if first is not None:
+                if mean is None:
+                    mean = first
+                else:  # first is the standard deviation
+                    found.append(Measurement(name, LATENCY, mean, mean - first, mean + first))
+                    name, mean = None, None
                 continue
+            name, mean = None, None  # the rows broke off; this line may start another benchmark
         on_first_row = _name_on_first_row(line, where)
         if on_first_row is not None:
             name = " ".join([*_wrapped_start(name_rows, len(line)), on_first_row])
