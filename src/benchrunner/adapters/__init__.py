@@ -35,7 +35,16 @@ HARNESSES: dict[str, str] = {
     "cpp_catch2": "cpp_catch2",
     "cpp_google": "cpp_google",
     "go_bench": "go_bench",
+    "java_jmh": "java_jmh",
+    "c_sharp_dot_net": "c_sharp_dot_net",
+    "js_benchmark": "js_benchmark",
+    "js_time": "js_time",
+    "js_vitest": "js_vitest",
+    "python_asv": "python_asv",
+    "python_pytest": "python_pytest",
+    "python_pyperf": "python_pyperf",
     "ruby_benchmark": "ruby_benchmark",
+    "shell_hyperfine": "shell_hyperfine",
 }
 """Adapter name -> module of this package that reads that harness."""
 
@@ -44,7 +53,12 @@ ALIASES: dict[str, str] = {}
 LANGUAGES: dict[str, tuple[str, ...]] = {
     "cpp": ("cpp_catch2", "cpp_google"),
     "go": ("go_bench",),
+    "java": ("java_jmh",),
+    "c_sharp": ("c_sharp_dot_net",),
+    "js": ("js_benchmark", "js_time", "js_vitest"),
+    "python": ("python_asv", "python_pytest", "python_pyperf"),
     "ruby": ("ruby_benchmark",),
+    "shell": ("shell_hyperfine",),
 }
 """Language name -> the harnesses its ``magic`` tries, in order."""
 
