@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from benchrunner.adapters import AdapterError, Average, Measurement, Settings, parse
+from benchrunner.adapters import AdapterError, Average, Measurement, Settings, java_jmh, parse
 from tests.unit.measurements_close import assert_measurements
 
 SAMPLES = Path(__file__).parents[1] / "adapter_samples" / "java_jmh"
@@ -33,8 +33,10 @@ MODES = [
 @pytest.mark.parametrize("average", [None, "mean"])
 def test_every_mode_and_unit(average: Average | None) -> None:
     text = (SAMPLES / "modes.json").read_text()
-    found = parse("java_jmh", text, Settings(average=average))
+    found = java_jmh.parse(text, Settings(average=average))
     assert_measurements(found, MODES)
+    # A report keeps one measurement per benchmark and measure, the last, as Bencher's map does.
+    assert_measurements(parse("java_jmh", text, Settings(average=average)), MODES[1:])
 
 
 def test_language_group_and_magic_read_it_the_same() -> None:

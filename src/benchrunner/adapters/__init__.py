@@ -89,9 +89,24 @@ def _first_that_reads(
     )
 
 
-def parse(adapter: str, text: str, settings: Settings | None = None) -> list[Measurement]:
-    """Parse one iteration's output. Raises AdapterError with a message a user can act on."""
-    settings = settings or Settings()
+IGNORE_SUFFIX = "-bencher-ignore"
+"""Bencher's way to leave a benchmark out of a report: a name ending in this suffix."""
+
+
+def kept(found: Sequence[Measurement]) -> list[Measurement]:
+    """What a report keeps of one iteration's measurements, as Bencher keeps them: benchmarks
+    named ``...-bencher-ignore`` dropped, and one measurement per benchmark and measure, the
+    last one printed (asv, for one, prints a benchmark once per environment)."""
+    last: dict[tuple[str, str], Measurement] = {}
+    for m in found:
+        if m.benchmark.endswith(IGNORE_SUFFIX):
+            continue
+        last.pop((m.benchmark, m.measure), None)
+        last[(m.benchmark, m.measure)] = m
+    return list(last.values())
+
+
+def _read(adapter: str, text: str, settings: Settings) -> list[Measurement]:
     name = ALIASES.get(adapter, adapter)
     if name == "magic":
         return _first_that_reads(MAGIC_ORDER, adapter, text, settings)
@@ -100,3 +115,9 @@ def parse(adapter: str, text: str, settings: Settings | None = None) -> list[Mea
     if name not in HARNESSES:
         raise AdapterError(f"unknown adapter {adapter!r} (supported: {sorted(ADAPTERS)})")
     return _harness(name)(text, settings)
+
+
+def parse(adapter: str, text: str, settings: Settings | None = None) -> list[Measurement]:
+    """Parse one iteration's output into the measurements a report keeps (see ``kept``).
+    Raises AdapterError with a message a user can act on."""
+    return kept(_read(adapter, text, settings or Settings()))
