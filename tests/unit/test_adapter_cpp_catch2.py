@@ -65,7 +65,7 @@ ROWS = (
             "setting up\n" + ROWS.format(name="two"),
             [Measurement("two", "latency", 250.0, 240.0, 260.0)],
         ),
-        # A name printed twice keeps its last result.
+        # A name printed twice: a report keeps its last result.
         (
             ROWS.format(name="dup") + ROWS.format(name="dup").replace("250 ns", "350 ns"),
             [Measurement("dup", "latency", 350.0, 340.0, 360.0)],

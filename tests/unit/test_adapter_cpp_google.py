@@ -39,7 +39,7 @@ def entry(**fields: object) -> dict[str, object]:
         (
             "repetitions.json",
             [
-                # Three repetitions under one name: the last (16 us) is kept, in the first's place.
+                # Three repetitions under one name: a report keeps the last (16 us).
                 Measurement("BM_sort/1024", "latency", 16_000.0),
                 Measurement("BM_sort/1024_mean", "latency", 13_000.0),
                 Measurement("BM_sort/1024_median", "latency", 13_000.0),

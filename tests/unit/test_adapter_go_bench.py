@@ -13,7 +13,7 @@ from benchrunner.adapters.go_test2json import console_lines
 SAMPLES = Path(__file__).parents[1] / "adapter_samples" / "go_bench"
 
 PLAIN = [
-    # -count 2: the last of BenchmarkPut-4's results (1058) in the place of the first.
+    # -count 2: a report keeps the last of BenchmarkPut-4's results (1058).
     Measurement("BenchmarkPut-4", "latency", 1058.0),
     Measurement("BenchmarkGet/hit-4", "latency", 241.5),
     Measurement("BenchmarkGet/miss_path-4", "latency", 118.25),

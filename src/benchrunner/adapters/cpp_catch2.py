@@ -22,18 +22,9 @@ from __future__ import annotations
 import re
 
 from benchrunner.adapters.base import LATENCY, AdapterError, Measurement, Settings
-from benchrunner.adapters.console_lines import (
-    BLANK,
-    BLANKS,
-    INTEGER,
-    NUMBER,
-    SEPARATOR,
-    TIME_UNIT,
-    check_average,
-    lines,
-    read_number,
-)
-from benchrunner.adapters.duplicates import keep_last
+from benchrunner.adapters.bounds import plus_minus
+from benchrunner.adapters.console_patterns import BLANK, INTEGER, NUMBER, SEPARATOR, TIME_UNIT
+from benchrunner.adapters.tail_tokens import WHITESPACE, decimal, lines
 from benchrunner.adapters.values import MAX_BENCHMARK_NAME, check_name, to_nanoseconds
 
 HARNESS = "cpp_catch2"
@@ -49,7 +40,7 @@ _FIRST_ROW = re.compile(
 
 def _nanoseconds(value: str, unit: str, where: str) -> float | None:
     """``<value> <unit>`` as nanoseconds, or None when ``value`` is not a number."""
-    amount = read_number(value, where)
+    amount = decimal(value, where)
     if amount is None:
         return None
     if unit == _MINUTES:
@@ -86,18 +77,21 @@ def _wrapped_start(rows: list[str], width: int) -> list[str]:
     start = len(rows)
     while start > 0 and len(rows[start - 1]) == width:
         start -= 1
-    return [row.strip(BLANKS) for row in rows[start:]]
+    return [row.strip(WHITESPACE) for row in rows[start:]]
 
 
 def parse(text: str, settings: Settings) -> list[Measurement]:
-    """Latency per benchmark, in the order Catch2 printed them (a name printed twice keeps
-    its last result, as in Bencher)."""
-    check_average(HARNESS, settings.average, ("mean",), "a mean per benchmark")
+    """Latency per benchmark, in the order Catch2 printed them."""
+    if settings.average == "median":
+        raise AdapterError(
+            f"{HARNESS}: Catch2 prints a mean per benchmark, no median; settings.average "
+            "'median' cannot be read from it (use 'mean' or leave it unset)"
+        )
     found: list[Measurement] = []
     name_rows: list[str] = []  # padded text rows since the last blank row: a wrapped name?
     name: str | None = None  # the benchmark whose mean and std dev rows come next
     mean: float | None = None
-    for number, line in enumerate(lines(text), start=1):
+    for number, line in lines(text):
         where = f"{HARNESS}: line {number}"
         if name is not None:
             first = _first_of_three(line, where)
@@ -105,7 +99,8 @@ def parse(text: str, settings: Settings) -> list[Measurement]:
                 if mean is None:
                     mean = first
                 else:  # first is the standard deviation
-                    found.append(Measurement(name, LATENCY, mean, mean - first, mean + first))
+                    lower, upper = plus_minus(mean, first, where)
+                    found.append(Measurement(name, LATENCY, mean, lower, upper))
                     name, mean = None, None
                 continue
             name, mean = None, None  # the rows broke off; this line may start another benchmark
@@ -114,7 +109,7 @@ def parse(text: str, settings: Settings) -> list[Measurement]:
             name = " ".join([*_wrapped_start(name_rows, len(line)), on_first_row])
             check_name(name, "benchmark", MAX_BENCHMARK_NAME)
             name_rows = []
-        elif line.strip(BLANKS) and line.endswith((" ", "\t")):
+        elif line.strip(WHITESPACE) and line.endswith((" ", "\t")):
             name_rows.append(line)
         else:
             name_rows = []
@@ -123,4 +118,4 @@ def parse(text: str, settings: Settings) -> list[Measurement]:
             f"{HARNESS}: no benchmark found (a row '<name> <samples> <iterations> <estimated>' "
             "followed by its 'mean' and 'std dev' rows)"
         )
-    return keep_last(found)
+    return found

@@ -4,10 +4,11 @@ document ``--benchmark_out=FILE`` writes (``--benchmark_out_format=json``, its d
 As Bencher reads it: every entry of ``benchmarks`` is a benchmark named by its ``name``, with a
 ``latency`` of its ``real_time`` in its ``time_unit`` (ns, us, ms, s) as nanoseconds, and no
 lower or upper value. With ``--benchmark_repetitions`` every repetition is printed under the
-same name (the last one is kept, as in Bencher's results map) and the aggregates are entries of
-their own: ``<name>_mean``, ``<name>_median``, ``<name>_stddev``. ``settings.average`` may be
-unset or ``mean`` (Bencher reads the output the same way for both); ``median`` finds no result
-in Bencher, and is an AdapterError here: the medians are the ``<name>_median`` benchmarks.
+same name (a report keeps the last, as Bencher's results map does) and the aggregates are
+entries of their own: ``<name>_mean``, ``<name>_median``, ``<name>_stddev``.
+``settings.average`` may be unset or ``mean`` (Bencher reads the output the same way for both);
+``median`` finds no result in Bencher, and is an AdapterError here: the medians are the
+``<name>_median`` benchmarks.
 
 Where Bencher would record a number that is not a time, the entry is left out: a benchmark that
 failed (``error_occurred``, whose ``real_time`` is 0), an aggregate whose ``aggregate_unit`` is
@@ -21,15 +22,9 @@ import json
 from typing import Any
 
 from benchrunner.adapters.base import LATENCY, AdapterError, Measurement, Settings
-from benchrunner.adapters.console_lines import check_average
-from benchrunner.adapters.duplicates import keep_last
 from benchrunner.adapters.values import MAX_BENCHMARK_NAME, check_name, number, to_nanoseconds
 
 HARNESS = "cpp_google"
-_REPORTS = (
-    "every repetition and aggregate as a benchmark of its own "
-    "(the medians are the '<name>_median' benchmarks)"
-)
 
 
 def _document(text: str) -> dict[str, Any]:
@@ -80,7 +75,12 @@ def _measurement(entry: object, where: str) -> Measurement | None:
 
 def parse(text: str, settings: Settings) -> list[Measurement]:
     """Latency per entry of ``benchmarks``, in the order Google Benchmark printed them."""
-    check_average(HARNESS, settings.average, ("mean",), _REPORTS)
+    if settings.average == "median":
+        raise AdapterError(
+            f"{HARNESS}: settings.average 'median' cannot be read (as in Bencher): Google "
+            "Benchmark reports every repetition and aggregate as a benchmark of its own, the "
+            "medians as '<name>_median'; use 'mean' or leave settings.average unset"
+        )
     found: list[Measurement] = []
     for index, entry in enumerate(_document(text)["benchmarks"]):
         measurement = _measurement(entry, f"{HARNESS}: benchmarks[{index}]")
@@ -88,4 +88,4 @@ def parse(text: str, settings: Settings) -> list[Measurement]:
             found.append(measurement)
     if not found:
         raise AdapterError(f"{HARNESS}: 'benchmarks' has no entry with a time")
-    return keep_last(found)
+    return found

@@ -4,9 +4,8 @@ A result is a line ``Benchmark<name>[-<procs>] <iterations> <n> ns/op`` with, op
 ``<number> <unit>`` columns after it (``MB/s``, ``B/op``, ``allocs/op`` with ``-benchmem``, and
 ``b.ReportMetric``'s own). As Bencher reads it: a ``latency`` of ``<n>`` (Go's mean time per
 operation) in nanoseconds, under the name as printed, ``-<procs>`` suffix included; the other
-columns are not measures in Bencher and are not read; every other line is passed over. A
-benchmark printed several times (``-count``) keeps its last result, as in Bencher. Go reports a
-mean only, so ``settings.average`` ``median`` finds nothing (as in Bencher).
+columns are not measures in Bencher and are not read; every other line is passed over. Go
+reports a mean only, so ``settings.average`` ``median`` finds nothing (as in Bencher).
 
 Beyond Bencher: the ``go test -json`` stream is read too, recognised by its shape.
 """
@@ -16,16 +15,9 @@ from __future__ import annotations
 import re
 
 from benchrunner.adapters.base import LATENCY, AdapterError, Measurement, Settings
-from benchrunner.adapters.console_lines import (
-    BLANK,
-    INTEGER,
-    NUMBER,
-    TIME_UNIT,
-    check_average,
-    read_number,
-)
-from benchrunner.adapters.duplicates import keep_last
+from benchrunner.adapters.console_patterns import BLANK, INTEGER, NUMBER, TIME_UNIT
 from benchrunner.adapters.go_test2json import console_lines
+from benchrunner.adapters.tail_tokens import decimal
 from benchrunner.adapters.values import MAX_BENCHMARK_NAME, check_name, to_nanoseconds
 
 HARNESS = "go_bench"
@@ -42,8 +34,8 @@ def _measurement(line: str, where: str) -> Measurement | None:
     if match is None:
         return None
     name, per_op, unit, next_column = match.groups()
-    value = read_number(per_op, where)
-    if value is None or (next_column is not None and read_number(next_column, where) is None):
+    value = decimal(per_op, where)
+    if value is None or (next_column is not None and decimal(next_column, where) is None):
         return None
     check_name(name, "benchmark", MAX_BENCHMARK_NAME)
     return Measurement(name, LATENCY, to_nanoseconds(value, unit, where))
@@ -51,7 +43,11 @@ def _measurement(line: str, where: str) -> Measurement | None:
 
 def parse(text: str, settings: Settings) -> list[Measurement]:
     """Latency per benchmark result line, in the order ``go test`` printed them."""
-    check_average(HARNESS, settings.average, ("mean",), "a mean (ns/op) per benchmark")
+    if settings.average == "median":
+        raise AdapterError(
+            f"{HARNESS}: go test prints a mean (ns/op) per benchmark, no median; "
+            "settings.average 'median' cannot be read from it (use 'mean' or leave it unset)"
+        )
     found: list[Measurement] = []
     for number, line in enumerate(console_lines(text), start=1):
         if line.startswith("Benchmark"):
@@ -63,4 +59,4 @@ def parse(text: str, settings: Settings) -> list[Measurement]:
             f"{HARNESS}: no 'Benchmark<name> <iterations> <n> ns/op' line found "
             "(in go test -bench output, or in the Output of go test -json events)"
         )
-    return keep_last(found)
+    return found

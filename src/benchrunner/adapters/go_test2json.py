@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 
-from benchrunner.adapters.console_lines import lines
+from benchrunner.adapters.tail_tokens import lines
 
 
 def _event(line: str) -> dict[str, object] | None:
@@ -32,9 +32,10 @@ def _event(line: str) -> dict[str, object] | None:
 
 
 def console_lines(text: str) -> Iterator[str]:
-    """The console lines ``text`` holds, whether it is a test2json stream or plain output."""
+    """The console lines ``text`` holds, whether it is a test2json stream or plain output
+    (split as ``tail_tokens.lines`` splits them)."""
     partial: dict[str, list[str]] = {}  # package -> its printed text since its last newline
-    for line in lines(text):
+    for _, line in lines(text):
         event = _event(line)
         if event is None:
             yield line
@@ -49,10 +50,10 @@ def console_lines(text: str) -> Iterator[str]:
             continue
         first, *middle, last = output.split("\n")
         pending.append(first)
-        yield from lines("".join(pending) + "\n")
+        yield "".join(pending).removesuffix("\r")
         for complete in middle:
-            yield from lines(complete + "\n")
+            yield complete.removesuffix("\r")
         pending[:] = [last] if last else []
     for pending in partial.values():
         if pending:
-            yield from lines("".join(pending))
+            yield "".join(pending).removesuffix("\r")

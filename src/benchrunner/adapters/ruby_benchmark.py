@@ -13,8 +13,6 @@ report; so ``bmbm``'s rehearsal (which has no caption) is passed over, and so is
 row and every row after it in its report. Ruby prints one time per block, neither a mean nor a
 median, so ``settings.average`` must be left unset (in Bencher either finds nothing).
 
-A label reported twice keeps its last time, as in Bencher's results map.
-
 Beyond Bencher: a caption right after the last row of a report starts the next report (Bencher
 passes over the line that ends a report, and so over a report printed right after another);
 blanks after the caption or after a row are allowed, and so is a real time too wide for its
@@ -26,15 +24,8 @@ from __future__ import annotations
 import re
 
 from benchrunner.adapters.base import LATENCY, AdapterError, Measurement, Settings
-from benchrunner.adapters.console_lines import (
-    BLANK,
-    NUMBER,
-    SEPARATOR,
-    check_average,
-    lines,
-    read_number,
-)
-from benchrunner.adapters.duplicates import keep_last
+from benchrunner.adapters.console_patterns import BLANK, NUMBER, SEPARATOR
+from benchrunner.adapters.tail_tokens import decimal, lines
 from benchrunner.adapters.values import MAX_BENCHMARK_NAME, check_name, to_nanoseconds
 
 HARNESS = "ruby_benchmark"
@@ -55,8 +46,8 @@ def _row(line: str, where: str) -> Measurement | None:
     if match is None:
         return None
     label, *times, real = match.groups()
-    seconds = read_number(real, where)
-    if seconds is None or any(read_number(time, where) is None for time in times):
+    seconds = decimal(real, where)
+    if seconds is None or any(decimal(time, where) is None for time in times):
         return None
     check_name(label, "benchmark", MAX_BENCHMARK_NAME)
     return Measurement(label, LATENCY, to_nanoseconds(seconds, "s", where))
@@ -64,12 +55,15 @@ def _row(line: str, where: str) -> Measurement | None:
 
 def parse(text: str, settings: Settings) -> list[Measurement]:
     """Latency per labelled report row, in the order Ruby printed them."""
-    check_average(
-        HARNESS, settings.average, (), "one real time per block, neither a mean nor a median"
-    )
+    if settings.average is not None:
+        raise AdapterError(
+            f"{HARNESS}: Ruby's Benchmark prints one real time per block, neither a mean nor a "
+            f"median; settings.average {settings.average!r} cannot be read from it (as in "
+            "Bencher): leave it unset"
+        )
     found: list[Measurement] = []
     in_report = False
-    for number, line in enumerate(lines(text), start=1):
+    for number, line in lines(text):
         if not in_report:
             in_report = _is_caption(line)
             continue
@@ -83,4 +77,4 @@ def parse(text: str, settings: Settings) -> list[Measurement]:
             f"{HARNESS}: no report found (a caption 'user system total real' followed by "
             "rows '<label> <user> <system> <total> (<real>)')"
         )
-    return keep_last(found)
+    return found
