@@ -33,6 +33,9 @@ __all__ = [
 HARNESSES: dict[str, str] = {
     "json": "json_bmf",
     "c_sharp_dot_net": "c_sharp_dot_net",
+    "cpp_catch2": "cpp_catch2",
+    "cpp_google": "cpp_google",
+    "go_bench": "go_bench",
     "java_jmh": "java_jmh",
     "js_benchmark": "js_benchmark",
     "js_time": "js_time",
@@ -40,6 +43,7 @@ HARNESSES: dict[str, str] = {
     "python_asv": "python_asv",
     "python_pytest": "python_pytest",
     "python_pyperf": "python_pyperf",
+    "ruby_benchmark": "ruby_benchmark",
     "rust_bench": "rust_bench",
     "rust_criterion": "rust_criterion",
     "rust_iai": "rust_iai",
@@ -56,9 +60,12 @@ ALIASES: dict[str, str] = {
 # Bencher's magic order: json, C#, C++, Go, Java, JS, Python, Ruby, Rust, shell, then Dart.
 LANGUAGES: dict[str, tuple[str, ...]] = {
     "c_sharp": ("c_sharp_dot_net",),
+    "cpp": ("cpp_catch2", "cpp_google"),
+    "go": ("go_bench",),
     "java": ("java_jmh",),
     "js": ("js_benchmark", "js_time", "js_vitest"),
     "python": ("python_asv", "python_pytest", "python_pyperf"),
+    "ruby": ("ruby_benchmark",),
     "rust": ("rust_bench", "rust_criterion", "rust_iai", "rust_gungraun"),
     "shell": ("shell_hyperfine",),
     "dart": ("dart_benchmark_harness",),
