@@ -3,11 +3,11 @@
 # umoci), a static busybox for test images, mkfs.ext4 for the sandbox's writable layers, and the
 # benchmark harnesses whose output the adapters' tests read: hyperfine, Node.js with npm
 # (tests/harnesses/js pins versions for Node >= 18), g++ with Google Benchmark and Catch2, Go and
-# Ruby.
+# Ruby; git for the asv project the asv test builds.
 # Installs only what is missing; needs root + apt.
 set -euo pipefail
 declare -A wanted=([runc]=runc [skopeo]=skopeo [umoci]=umoci [busybox]=busybox-static [mkfs.ext4]=e2fsprogs [hyperfine]=hyperfine [node]=nodejs [npm]=npm
-  [g++]=g++ [go]=golang-go [ruby]=ruby)
+  [g++]=g++ [go]=golang-go [ruby]=ruby [git]=git)
 # Libraries and headers have no command: a file of theirs stands for them.
 declare -A wanted_files=([/usr/include/benchmark/benchmark.h]=libbenchmark-dev
   [/usr/include/catch2/catch.hpp]=catch2)
