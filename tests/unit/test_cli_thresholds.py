@@ -1,0 +1,179 @@
+"""``--threshold-*`` flags -> ``thresholds`` {models, reset}, with Bencher's pairing and rules."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from benchrunner.cli.thresholds import ThresholdFlags, ThresholdsError, thresholds_body
+
+
+def flags(**given: Any) -> ThresholdFlags:
+    return ThresholdFlags(**given)
+
+
+@pytest.mark.parametrize(
+    ("given", "sent"),
+    [
+        ({}, None),
+        ({"reset": True}, {"reset": True}),
+        (
+            {"measures": ["latency"], "tests": ["static"], "upper_boundaries": ["100"]},
+            {"models": {"latency": {"test": "static", "upper_boundary": 100.0}}},
+        ),
+        (
+            {
+                "measures": ["latency"],
+                "tests": ["percentage"],
+                "min_sample_sizes": ["2"],
+                "max_sample_sizes": ["30"],
+                "windows": ["3600"],
+                "lower_boundaries": ["0"],
+                "upper_boundaries": ["0.1"],
+            },
+            {
+                "models": {
+                    "latency": {
+                        "test": "percentage",
+                        "min_sample_size": 2,
+                        "max_sample_size": 30,
+                        "window": 3600,
+                        "lower_boundary": 0.0,
+                        "upper_boundary": 0.1,
+                    }
+                }
+            },
+        ),
+        (
+            # the n-th option belongs to the n-th measure; _ leaves it out of that one
+            {
+                "measures": ["latency", "throughput", "instructions"],
+                "tests": ["z_score", "iqr", "delta_iqr"],
+                "lower_boundaries": ["_", "1.5"],
+                "upper_boundaries": ["0.95", "_", "3"],
+                "reset": True,
+            },
+            {
+                "models": {
+                    "latency": {"test": "z_score", "upper_boundary": 0.95},
+                    "throughput": {"test": "iqr", "lower_boundary": 1.5},
+                    "instructions": {"test": "delta_iqr", "upper_boundary": 3.0},
+                },
+                "reset": True,
+            },
+        ),
+        (
+            {"measures": ["x"], "tests": ["t_test"], "lower_boundaries": ["0.5"]},
+            {"models": {"x": {"test": "t_test", "lower_boundary": 0.5}}},
+        ),
+        (
+            {"measures": ["x"], "tests": ["static"], "lower_boundaries": ["-5"]},
+            {"models": {"x": {"test": "static", "lower_boundary": -5.0}}},
+        ),
+    ],
+)
+def test_thresholds_body(given: dict[str, Any], sent: dict[str, Any] | None) -> None:
+    assert thresholds_body(flags(**given)) == sent
+
+
+@pytest.mark.parametrize(
+    ("given", "message"),
+    [
+        ({"tests": ["t_test"]}, "--threshold-test is given 1 times for 0 --threshold-measure"),
+        (
+            {"measures": ["a"], "tests": ["static"], "upper_boundaries": ["1", "2"]},
+            "--threshold-upper-boundary is given 2 times for 1 --threshold-measure (extra: 2)",
+        ),
+        (
+            {"windows": ["60"]},
+            "--threshold-window is given 1 times for 0 --threshold-measure",
+        ),
+        ({"measures": ["latency"]}, "the threshold for measure 'latency' has no test"),
+        (
+            {"measures": ["a", "b"], "tests": ["static"], "upper_boundaries": ["1"]},
+            "the threshold for measure 'b' has no test",
+        ),
+        ({"measures": ["a"], "tests": ["ttest"]}, "--threshold-test 'ttest' (measure 'a')"),
+        ({"measures": ["a"], "tests": ["t_test"]}, "needs --threshold-lower-boundary"),
+        (
+            {"measures": ["a", "a"], "tests": ["static", "static"]},
+            "--threshold-measure 'a' is given twice",
+        ),
+        ({"measures": [" "], "tests": ["static"]}, "--threshold-measure cannot be empty"),
+        (
+            {
+                "measures": ["a"],
+                "tests": ["static"],
+                "windows": ["60"],
+                "upper_boundaries": ["1"],
+            },
+            "a static threshold (measure 'a') takes no window",
+        ),
+        (
+            {
+                "measures": ["a"],
+                "tests": ["static"],
+                "lower_boundaries": ["2"],
+                "upper_boundaries": ["1"],
+            },
+            "lower boundary 2 above its upper boundary 1",
+        ),
+        (
+            {
+                "measures": ["a"],
+                "tests": ["percentage"],
+                "min_sample_sizes": ["10"],
+                "max_sample_sizes": ["5"],
+                "upper_boundaries": ["0.1"],
+            },
+            "min sample size 10 above its max sample size 5",
+        ),
+        (
+            {"measures": ["a"], "tests": ["t_test"], "upper_boundaries": ["0.4"]},
+            "needs its upper boundary in [0.5, 1)",
+        ),
+        (
+            {"measures": ["a"], "tests": ["z_score"], "upper_boundaries": ["1"]},
+            "needs its upper boundary in [0.5, 1)",
+        ),
+        (
+            {"measures": ["a"], "tests": ["percentage"], "lower_boundaries": ["-0.1"]},
+            "needs its lower boundary >= 0",
+        ),
+        (
+            {"measures": ["a"], "tests": ["iqr"], "upper_boundaries": ["nan"]},
+            "--threshold-upper-boundary 'nan' (measure 'a') must be a finite number",
+        ),
+        (
+            {"measures": ["a"], "tests": ["iqr"], "upper_boundaries": ["lots"]},
+            "--threshold-upper-boundary 'lots' (measure 'a') is not a number",
+        ),
+        (
+            {
+                "measures": ["a"],
+                "tests": ["iqr"],
+                "min_sample_sizes": ["1"],
+                "upper_boundaries": ["2"],
+            },
+            "--threshold-min-sample-size '1' (measure 'a') must be between 2 and 4294967295",
+        ),
+        (
+            {"measures": ["a"], "tests": ["iqr"], "windows": ["0"], "upper_boundaries": ["2"]},
+            "--threshold-window '0' (measure 'a') must be between 1 and 4294967295",
+        ),
+        (
+            {
+                "measures": ["a"],
+                "tests": ["iqr"],
+                "max_sample_sizes": ["2.5"],
+                "upper_boundaries": ["2"],
+            },
+            "--threshold-max-sample-size '2.5' (measure 'a') is not a whole number",
+        ),
+    ],
+)
+def test_invalid_thresholds_name_the_flag(given: dict[str, Any], message: str) -> None:
+    with pytest.raises(ThresholdsError) as raised:
+        thresholds_body(flags(**given))
+    assert message in str(raised.value)
