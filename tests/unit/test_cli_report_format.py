@@ -240,3 +240,25 @@ def test_names_print_as_they_are_not_as_markup(capsys: pytest.CaptureFixture[str
     report["results"][0][1]["benchmark"]["name"] = "[bold]parse[/]"
     print_report(report)
     assert "[bold]parse[/]" in capsys.readouterr().out
+
+
+def test_alert_lines_of_an_alert_outside_the_report() -> None:
+    """A change point found in the history is an alert on an earlier report's metric."""
+    report = without_thresholds()
+    report["alerts"] = [
+        {
+            "uuid": "a-9",
+            "report": "r-0",
+            "raised_by": "r-2",
+            "benchmark": {"name": "a"},
+            "measure": {"name": "Latency", "units": "nanoseconds (ns)"},
+            "metric": {"uuid": "elsewhere", "value": 7.0},
+            "boundary": {"baseline": 5.0, "lower_limit": None, "upper_limit": None},
+            "limit": "upper",
+            "status": "active",
+            "change": {"before": 5.0, "after": 7.5, "magnitude": 0.5, "pvalue": 0.0001},
+        }
+    ]
+    assert alert_lines(report) == ["a Latency: changed from 5 ns to 7.5 ns (+50.00%) at report r-0"]
+    assert report_rows(report)[1].alert is None
+    assert comment_markdown(report).endswith("🚨 **1 alert**\n")

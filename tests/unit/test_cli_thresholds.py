@@ -71,6 +71,40 @@ def flags(**given: Any) -> ThresholdFlags:
             {"measures": ["x"], "tests": ["static"], "lower_boundaries": ["-5"]},
             {"models": {"x": {"test": "static", "lower_boundary": -5.0}}},
         ),
+        (
+            {"measures": ["x", "y"], "tests": ["t", "z"], "upper_boundaries": ["0.9", "0.9"]},
+            {
+                "models": {
+                    "x": {"test": "t_test", "upper_boundary": 0.9},
+                    "y": {"test": "z_score", "upper_boundary": 0.9},
+                }
+            },
+        ),
+        (
+            {
+                "measures": ["latency", "throughput"],
+                "tests": ["percentage", "change_point"],
+                "max_sample_sizes": ["_", "100"],
+                "upper_boundaries": ["0.1"],
+                "max_pvalues": ["_", "0.01"],
+                "min_magnitudes": ["_", "0.05"],
+            },
+            {
+                "models": {
+                    "latency": {"test": "percentage", "upper_boundary": 0.1},
+                    "throughput": {
+                        "test": "change_point",
+                        "max_sample_size": 100,
+                        "max_pvalue": 0.01,
+                        "min_magnitude": 0.05,
+                    },
+                }
+            },
+        ),
+        (
+            {"measures": ["x"], "tests": ["change_point"]},
+            {"models": {"x": {"test": "change_point"}}},
+        ),
     ],
 )
 def test_thresholds_body(given: dict[str, Any], sent: dict[str, Any] | None) -> None:
@@ -170,6 +204,36 @@ def test_thresholds_body(given: dict[str, Any], sent: dict[str, Any] | None) -> 
                 "upper_boundaries": ["2"],
             },
             "--threshold-max-sample-size '2.5' (measure 'a') is not a whole number",
+        ),
+        (
+            {"measures": ["a"], "tests": ["change_point"], "upper_boundaries": ["0.1"]},
+            "a change_point threshold (measure 'a') takes no upper boundary",
+        ),
+        (
+            {"measures": ["a"], "tests": ["change_point"], "max_pvalues": ["0"]},
+            "the max p-value (measure 'a') must be in (0, 1], not 0",
+        ),
+        (
+            {"measures": ["a"], "tests": ["change_point"], "min_magnitudes": ["-1"]},
+            "the min magnitude (measure 'a') must be >= 0",
+        ),
+        (
+            {
+                "measures": ["a"],
+                "tests": ["percentage"],
+                "upper_boundaries": ["0.1"],
+                "max_pvalues": ["0.01"],
+            },
+            "max_pvalue is for change_point thresholds, not percentage (measure 'a')",
+        ),
+        (
+            {
+                "measures": ["a"],
+                "tests": ["change_point"],
+                "min_sample_sizes": ["9"],
+                "max_sample_sizes": ["3"],
+            },
+            "min sample size 9 above its max sample size 3",
         ),
     ],
 )

@@ -210,28 +210,42 @@ def row_cells(row: MetricRow) -> tuple[str, ...]:
 
 
 def alert_lines(report: Mapping[str, Any]) -> list[str]:
-    """One sentence per alert: which metric crossed which limit, and by how much."""
+    """One sentence per alert: which metric crossed which limit and by how much, or, for a
+    change point (an alert with ``change``), from which level to which the series stepped.
+    """
     rows = {row.metric: row for row in report_rows(report) if row.metric}
-    lines = []
-    for alert in report_alerts(report):
-        metric = _mapping(alert.get("metric"))
-        boundary = _mapping(alert.get("boundary"))
-        benchmark = _name(alert.get("benchmark"))
-        value = _real(metric.get("value"))
-        row = rows.get(str(metric.get("uuid")))
-        units = row.units if row else ""
-        measure = f" {row.measure}" if row else ""
+    return [_alert_line(alert, rows) for alert in report_alerts(report)]
+
+
+def _alert_line(alert: Mapping[str, Any], rows: Mapping[str, MetricRow]) -> str:
+    metric = _mapping(alert.get("metric"))
+    boundary = _mapping(alert.get("boundary"))
+    row = rows.get(str(metric.get("uuid")))
+    measure = _mapping(alert.get("measure"))
+    units = row.units if row else str(measure.get("units") or "")
+    name = row.measure if row else (_name(measure) if measure else "")
+    what = " ".join(part for part in (_name(alert.get("benchmark")), name) if part)
+    value = _real(metric.get("value"))
+    change = _mapping(alert.get("change"))
+    if change:
+        before, after = _real(change.get("before")), _real(change.get("after"))
+        line = (
+            f"{what}: changed from {with_units(before, units)} to {with_units(after, units)} "
+            f"({format_change(change_percent(after, before))})"
+        )
+        if alert.get("report") and alert.get("report") != alert.get("raised_by"):
+            line += f" at report {alert['report']}"
+    else:
         limit = str(alert.get("limit") or "?")
         baseline = _real(boundary.get("baseline"))
         line = (
-            f"{benchmark}{measure}: {with_units(value, units)} is "
+            f"{what}: {with_units(value, units)} is "
             f"{'below' if limit == 'lower' else 'above'} the {limit} limit "
             f"{with_units(boundary.get(f'{limit}_limit'), units)} (baseline "
             f"{with_units(baseline, units)}, {format_change(change_percent(value, baseline))})"
         )
-        status = alert.get("status") or "active"
-        lines.append(line if status == "active" else f"{line} [{status}]")
-    return lines
+    status = alert.get("status") or "active"
+    return line if status == "active" else f"{line} [{status}]"
 
 
 def count_text(count: int) -> str:

@@ -112,7 +112,7 @@ def run(
     start_point_max_versions: Annotated[
         int,
         typer.Option(
-            min=0,
+            min=1,
             max=MAX_U32,
             help="Versions of --start-point's history to clone.",
             rich_help_panel=_HISTORY,
@@ -181,7 +181,8 @@ def run(
         list[str] | None,
         typer.Option(
             metavar="TEST",
-            help="static, percentage, z_score, t_test, log_normal, iqr or delta_iqr.",
+            help="static, percentage, z_score, t_test, log_normal, iqr, delta_iqr, or "
+            "change_point (steps in the history, found by E-divisive means).",
             rich_help_panel=_THRESHOLDS,
         ),
     ] = None,
@@ -218,6 +219,22 @@ def run(
         typer.Option(
             metavar="X|_",
             help="Upper boundary (for a larger-is-worse measure such as latency).",
+            rich_help_panel=_THRESHOLDS,
+        ),
+    ] = None,
+    threshold_max_pvalue: Annotated[
+        list[str] | None,
+        typer.Option(
+            metavar="P|_",
+            help="change_point only: largest p-value of a step that alerts (default 0.001).",
+            rich_help_panel=_THRESHOLDS,
+        ),
+    ] = None,
+    threshold_min_magnitude: Annotated[
+        list[str] | None,
+        typer.Option(
+            metavar="X|_",
+            help="change_point only: smallest relative step that alerts (0.05 is 5 %).",
             rich_help_panel=_THRESHOLDS,
         ),
     ] = None,
@@ -355,6 +372,8 @@ def run(
             windows=threshold_window or [],
             lower_boundaries=threshold_lower_boundary or [],
             upper_boundaries=threshold_upper_boundary or [],
+            max_pvalues=threshold_max_pvalue or [],
+            min_magnitudes=threshold_min_magnitude or [],
             reset=thresholds_reset,
         ),
     )

@@ -4,6 +4,9 @@ As Bencher's CLI: each ``--threshold-measure`` starts a threshold; the n-th ``--
 ``--threshold-min-sample-size``, ... belong to the n-th measure. A threshold that should leave an
 option out while a later one sets it writes ``_`` in its place. The model is checked here with
 Bencher's rules so that a typo is a usage error before anything is sent.
+
+Beyond Bencher: the ``change_point`` test, with ``--threshold-max-pvalue`` and
+``--threshold-min-magnitude`` (the same positional pairing), and no boundaries.
 """
 
 from __future__ import annotations
@@ -13,8 +16,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
-TestName = Literal["static", "percentage", "z_score", "t_test", "log_normal", "iqr", "delta_iqr"]
+TestName = Literal[
+    "static", "percentage", "z_score", "t_test", "log_normal", "iqr", "delta_iqr", "change_point"
+]
 TESTS: tuple[str, ...] = get_args(TestName)
+TEST_ALIASES = {"z": "z_score", "t": "t_test"}
+"""Short names Bencher also accepts; the body carries the full name."""
 SKIP = "_"
 """Written in place of an option a threshold does not set."""
 
@@ -37,6 +44,8 @@ class ThresholdFlags:
     windows: Sequence[str] = ()
     lower_boundaries: Sequence[str] = ()
     upper_boundaries: Sequence[str] = ()
+    max_pvalues: Sequence[str] = ()
+    min_magnitudes: Sequence[str] = ()
     reset: bool = False
 
 
@@ -47,6 +56,8 @@ _FLAG = {
     "windows": "--threshold-window",
     "lower_boundaries": "--threshold-lower-boundary",
     "upper_boundaries": "--threshold-upper-boundary",
+    "max_pvalues": "--threshold-max-pvalue",
+    "min_magnitudes": "--threshold-min-magnitude",
 }
 
 
@@ -90,7 +101,7 @@ def thresholds_body(flags: ThresholdFlags) -> dict[str, Any] | None:
 
 
 def _model(measure: str, index: int, flags: ThresholdFlags) -> dict[str, Any]:
-    test = flags.tests[index]
+    test = TEST_ALIASES.get(flags.tests[index], flags.tests[index])
     if test not in TESTS:
         raise ThresholdsError(
             f"--threshold-test {test!r} (measure {measure!r}) is not one of {', '.join(TESTS)}"
@@ -101,8 +112,10 @@ def _model(measure: str, index: int, flags: ThresholdFlags) -> dict[str, Any]:
         ("min_sample_sizes", "min_sample_size", _sample_size),
         ("max_sample_sizes", "max_sample_size", _sample_size),
         ("windows", "window", _window),
-        ("lower_boundaries", "lower_boundary", _boundary),
-        ("upper_boundaries", "upper_boundary", _boundary),
+        ("lower_boundaries", "lower_boundary", _number),
+        ("upper_boundaries", "upper_boundary", _number),
+        ("max_pvalues", "max_pvalue", _number),
+        ("min_magnitudes", "min_magnitude", _number),
     ):
         given: Sequence[str] = getattr(flags, name)
         if index < len(given) and given[index].strip() != SKIP:
@@ -113,32 +126,31 @@ def _model(measure: str, index: int, flags: ThresholdFlags) -> dict[str, Any]:
 
 def check_model(model: dict[str, Any], where: str) -> None:
     """Bencher's model rules: a static test takes no sample sizes or window and needs
-    lower <= upper; every test needs a boundary, in its test's range; min <= max sample size.
+    lower <= upper; every other test needs min <= max sample size and a boundary in its test's
+    range; ``change_point`` takes no boundary, a ``max_pvalue`` in (0, 1] and a
+    ``min_magnitude`` >= 0, which no other test takes.
     """
     test = model["test"]
-    lower, upper = model.get("lower_boundary"), model.get("upper_boundary")
-    if lower is None and upper is None:
-        raise ThresholdsError(
-            f"the {test} threshold {where} needs --threshold-lower-boundary, "
-            "--threshold-upper-boundary or both"
-        )
-    if test == "static":
-        for key in ("min_sample_size", "max_sample_size", "window"):
+    if test != "change_point":
+        for key in ("max_pvalue", "min_magnitude"):
             if key in model:
-                raise ThresholdsError(
-                    f"a static threshold {where} takes no {key.replace('_', ' ')} "
-                    "(its boundaries are the limits themselves)"
-                )
-        if lower is not None and upper is not None and lower > upper:
-            raise ThresholdsError(
-                f"the static threshold {where} has a lower boundary {lower:g} above its "
-                f"upper boundary {upper:g}"
-            )
+                raise ThresholdsError(f"{key} is for change_point thresholds, not {test} {where}")
+    if test == "static":
+        _check_static(model, where)
         return
     low, high = model.get("min_sample_size"), model.get("max_sample_size")
     if low is not None and high is not None and low > high:
         raise ThresholdsError(
             f"the threshold {where} has a min sample size {low} above its max sample size {high}"
+        )
+    if test == "change_point":
+        _check_change_point(model, where)
+        return
+    lower, upper = model.get("lower_boundary"), model.get("upper_boundary")
+    if lower is None and upper is None:
+        raise ThresholdsError(
+            f"the {test} threshold {where} needs --threshold-lower-boundary, "
+            "--threshold-upper-boundary or both"
         )
     for side, boundary in (("lower", lower), ("upper", upper)):
         if boundary is None:
@@ -152,6 +164,42 @@ def check_model(model: dict[str, Any], where: str) -> None:
             raise ThresholdsError(
                 f"the {test} threshold {where} needs its {side} boundary >= 0, not {boundary:g}"
             )
+
+
+def _check_static(model: dict[str, Any], where: str) -> None:
+    lower, upper = model.get("lower_boundary"), model.get("upper_boundary")
+    for key in ("min_sample_size", "max_sample_size", "window"):
+        if key in model:
+            raise ThresholdsError(
+                f"a static threshold {where} takes no {key.replace('_', ' ')} "
+                "(its boundaries are the limits themselves)"
+            )
+    if lower is None and upper is None:
+        raise ThresholdsError(
+            f"the static threshold {where} needs --threshold-lower-boundary, "
+            "--threshold-upper-boundary or both"
+        )
+    if lower is not None and upper is not None and lower > upper:
+        raise ThresholdsError(
+            f"the static threshold {where} has a lower boundary {lower:g} above its "
+            f"upper boundary {upper:g}"
+        )
+
+
+def _check_change_point(model: dict[str, Any], where: str) -> None:
+    for key in ("lower_boundary", "upper_boundary"):
+        if key in model:
+            raise ThresholdsError(
+                f"a change_point threshold {where} takes no {key.replace('_', ' ')}: it reports "
+                "steps either way (--threshold-min-magnitude ignores small ones)"
+            )
+    pvalue, magnitude = model.get("max_pvalue"), model.get("min_magnitude")
+    if pvalue is not None and not 0 < pvalue <= 1:
+        raise ThresholdsError(f"the max p-value {where} must be in (0, 1], not {pvalue:g}")
+    if magnitude is not None and magnitude < 0:
+        raise ThresholdsError(
+            f"the min magnitude {where} must be >= 0 (0.05 is 5 %), not {magnitude:g}"
+        )
 
 
 def _integer(text: str, what: str, minimum: int) -> int:
@@ -172,7 +220,7 @@ def _window(text: str, what: str) -> int:
     return _integer(text, what, 1)
 
 
-def _boundary(text: str, what: str) -> float:
+def _number(text: str, what: str) -> float:
     try:
         value = float(text.strip())
     except ValueError:
