@@ -67,7 +67,7 @@ class World:
         def unit(conn: Connection) -> int:
             now = self.now()
             report_id, _ = reports.report_create(
-                conn, reports.NewReport(project_id, None, "main", "tb", "json", now, now, now)
+                conn, reports.new_report_on(conn, project_id, "main", "tb", "json", now)
             )
             organization = accounts.organization_by_id(conn, org_id)
             claimed = accounts.organization_is_claimed(conn, org_id)

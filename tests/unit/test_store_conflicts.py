@@ -138,7 +138,7 @@ def test_metrics_naming_the_same_new_benchmarks_from_two_replicas(
 ) -> None:
     def unit(conn: Connection) -> int:
         report_id, _ = reports.report_create(
-            conn, reports.NewReport(project_id, None, "main", "ci", "json", NOW, NOW, NOW)
+            conn, reports.new_report_on(conn, project_id, "main", "ci", "json", NOW)
         )
         values = [
             reports.MetricValue(0, name, measure_name, 1.0, None, None)

@@ -34,14 +34,21 @@ from benchrunner.server.registry import (
 )
 from benchrunner.server.registry import errors as registry_errors
 from benchrunner.server.routes import (
+    alerts,
+    baselines,
+    benchmarks,
+    branches,
     channel,
     jobs,
+    measures,
     organizations,
     reports,
     run,
     runners,
     server,
     specs,
+    testbeds,
+    thresholds,
 )
 from benchrunner.server.store.engine import Database
 from benchrunner.server.store.migrate import upgrade
@@ -113,7 +120,24 @@ def create_app(
     registry_errors.install(app)
     api = [
         m.router
-        for m in (organizations, specs, runners, jobs, reports, run, server, channel, token_routes)
+        for m in (
+            organizations,
+            specs,
+            runners,
+            jobs,
+            reports,
+            branches,
+            testbeds,
+            benchmarks,
+            measures,
+            thresholds,
+            alerts,
+            baselines,
+            run,
+            server,
+            channel,
+            token_routes,
+        )
     ]
     for router in api:
         app.include_router(router)

@@ -66,6 +66,12 @@ HANDLER_ERRORS: dict[str, frozenset[int]] = {
     "POST /v0/runners/{runner}/token": frozenset({409}),  # archived runner
     "PATCH /v0/specs/{spec}": frozenset({409}),  # slug taken
     "DELETE /v0/specs/{spec}": frozenset({409}),  # spec in use
+    "PATCH /v0/projects/{project}/benchmarks/{ref}": frozenset({403}),
+    "POST /v0/projects/{project}/thresholds": frozenset({403, 404, 409}),  # 404: a name in it
+    "PUT /v0/projects/{project}/thresholds/{threshold}": frozenset({403}),
+    "DELETE /v0/projects/{project}/thresholds/{threshold}": frozenset({403}),
+    "PATCH /v0/projects/{project}/alerts/{alert}": frozenset({403}),
+    "POST /v0/projects/{project}/baselines": frozenset({403}),
     "GET /v0/auth/oci/token": frozenset({400, 401}),  # 400: a scope the database refuses
     "POST /v0/auth/oci/token": frozenset({400, 401, 413}),
 }

@@ -1,4 +1,5 @@
-"""Completed job -> adapter -> metrics in the report -> ``processed`` (SPEC section 7).
+"""Completed job -> adapter -> metrics in the report -> thresholds judged -> ``processed``
+(SPEC section 7).
 
 Runs in one write transaction per batch: the metrics, the reports' times and the transitions
 commit together, so a crash half-way leaves the jobs ``completed`` and startup re-processes them.
@@ -25,7 +26,9 @@ from benchrunner import adapters
 from benchrunner.protocol import IterationResult, JsonJobOutput
 from benchrunner.server.blobs import job_output_key
 from benchrunner.server.context import ServerContext
+from benchrunner.server.evaluation import evaluate_report
 from benchrunner.server.outputs import UnusableOutput, load_output, output_size
+from benchrunner.server.results import report_metrics
 from benchrunner.server.store import jobs, reports, transitions
 
 log = logging.getLogger(__name__)
@@ -42,28 +45,28 @@ def _texts(result: IterationResult) -> list[str]:
 
 
 def measure_output(
-    adapter: str, output: JsonJobOutput
+    adapter: str,
+    output: JsonJobOutput,
+    settings: adapters.Settings | None = None,
+    fold: adapters.Fold | None = None,
 ) -> tuple[list[reports.MetricValue], str | None]:
-    """Metrics of every iteration, or the first parse error (and no metrics)."""
+    """Metrics of every iteration (folded into one with ``fold``), or the first parse error
+    (and no metrics)."""
     if not output.results:
         return [], "the job produced no iterations"
-    values: list[reports.MetricValue] = []
+    iterations: list[list[adapters.Measurement]] = []
     for index, result in enumerate(output.results):
+        found: list[adapters.Measurement] = []
         for text in _texts(result):
             try:
-                found = adapters.parse(adapter, text)
+                found.extend(adapters.parse(adapter, text, settings))
             except adapters.AdapterError as exc:
                 return [], f"iteration {index}: adapter {adapter!r} could not parse output: {exc}"
             except Exception as exc:  # an adapter bug must not wedge the job in `completed`
                 log.exception("adapter %s crashed", adapter)
                 return [], f"iteration {index}: adapter {adapter!r} failed: {exc!r}"
-            values.extend(
-                reports.MetricValue(
-                    index, m.benchmark, m.measure, m.value, m.lower_value, m.upper_value
-                )
-                for m in found
-            )
-    return values, None
+        iterations.append(found)
+    return report_metrics(iterations, fold), None
 
 
 def byte_batches(sizes: Sequence[int], budget: int) -> list[range]:
@@ -200,7 +203,12 @@ class Processor:
             values: list[reports.MetricValue] = []
             error = item.error
         else:
-            values, error = measure_output(report.adapter, item.output)
+            values, error = measure_output(
+                report.adapter,
+                item.output,
+                adapters.Settings(average=report.average),
+                report.fold,
+            )
         now = self._ctx.clock.now()
         if not transitions.job_mark_processed(
             conn,
@@ -209,7 +217,7 @@ class Processor:
             message=f"parsed {len(values)} metrics" if error is None else f"not parsed: {error}",
         ):
             return False
-        reports.metrics_add(conn, job.report_id, job.project_id, values, now)
+        stored = reports.metrics_add(conn, job.report_id, job.project_id, values, now)
         reports.report_finish(
             conn,
             job.report_id,
@@ -217,6 +225,7 @@ class Processor:
             end_time=job.completed or now,
             error=error,
         )
+        evaluate_report(conn, job.report_id, stored, now)
         log.info(
             "job processed",
             extra={"job": str(job.uuid), "from": "completed", "to": "processed", "error": error},

@@ -5,6 +5,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from sqlalchemy.engine import Connection
+
+from benchrunner.server.store import alerts as store_alerts
+from benchrunner.server.store import branches, jobs, reports
 from benchrunner.server.store.accounts import OrganizationRow, ProjectRow
 from benchrunner.server.store.jobs import JobRow
 from benchrunner.server.store.runners import RunnerRow, spec_json
@@ -103,41 +107,216 @@ def job_view(
     return view
 
 
-def report_view(
-    report: Any, project_uuid: Any, metrics: list[Any], job_uuid: Any
+def named_view(uuid: Any, name: str, slug: str) -> dict[str, Any]:
+    return {"uuid": str(uuid), "name": name, "slug": slug}
+
+
+def model_view(row: Any, *, prefix: str = "") -> dict[str, Any]:
+    """A threshold model; ``prefix`` names columns read with a label prefix (``model_``)."""
+
+    def column(name: str) -> Any:
+        return getattr(row, f"{prefix}{name}" if prefix and name in _PREFIXED else name)
+
+    view: dict[str, Any] = {
+        "uuid": str(column("uuid")),
+        "test": row.test,
+        "min_sample_size": row.min_sample_size,
+        "max_sample_size": row.max_sample_size,
+        "window": row.window_seconds,
+        "lower_boundary": row.lower_boundary,
+        "upper_boundary": row.upper_boundary,
+        "created": iso(column("created")),
+        "replaced": iso(column("replaced")),
+    }
+    if row.test == "change_point":
+        view["max_pvalue"] = row.max_pvalue
+        view["min_magnitude"] = row.min_magnitude
+    return view
+
+
+_PREFIXED = frozenset({"uuid", "created", "replaced"})
+
+
+def boundary_view(row: Any) -> dict[str, Any]:
+    return {
+        "baseline": row.baseline,
+        "lower_limit": row.lower_limit,
+        "upper_limit": row.upper_limit,
+    }
+
+
+def threshold_view(
+    row: Any, current: Any | None, models: list[Any] | None = None
 ) -> dict[str, Any]:
+    """A threshold (a row of ``store.thresholds``' reads) with its current model and, when
+    given, every model it has had, newest first."""
+    view: dict[str, Any] = {
+        "uuid": str(row.uuid),
+        "project": str(row.project_uuid),
+        "branch": named_view(row.branch_uuid, row.branch_name, row.branch_slug),
+        "testbed": named_view(row.testbed_uuid, row.testbed_name, row.testbed_slug),
+        "measure": {
+            **named_view(row.measure_uuid, row.measure_name, row.measure_slug),
+            "units": row.measure_units,
+        },
+        "benchmark": None
+        if row.benchmark_uuid is None
+        else named_view(row.benchmark_uuid, row.benchmark_name, row.benchmark_slug),
+        "model": None if current is None else model_view(current),
+        "created": iso(row.created),
+        "modified": iso(row.modified),
+    }
+    if models is not None:
+        view["models"] = [model_view(m) for m in models]
+    return view
+
+
+def alert_view(row: Any) -> dict[str, Any]:
+    """An alert (a row of ``store.alerts``' reads). ``report`` is the report of the metric
+    the alert is on; ``raised_by`` the report whose evaluation raised it (later than
+    ``report`` for a change point found in the history)."""
+    change = None
+    if row.change_pvalue is not None:
+        change = {
+            "before": row.change_before,
+            "after": row.change_after,
+            "magnitude": row.change_magnitude,
+            "pvalue": row.change_pvalue,
+        }
+    return {
+        "uuid": str(row.uuid),
+        "report": str(row.metric_report_uuid),
+        "raised_by": str(row.raised_uuid),
+        "iteration": row.iteration,
+        "threshold": {
+            "uuid": str(row.threshold_uuid),
+            "model": model_view(row, prefix="model_"),
+        },
+        "branch": named_view(row.branch_uuid, row.branch_name, row.branch_slug),
+        "testbed": named_view(row.testbed_uuid, row.testbed_name, row.testbed_slug),
+        "benchmark": named_view(row.benchmark_uuid, row.benchmark_name, row.benchmark_slug),
+        "measure": {
+            **named_view(row.measure_uuid, row.measure_name, row.measure_slug),
+            "units": row.measure_units,
+        },
+        "metric": {
+            "uuid": str(row.metric_uuid),
+            "value": row.value,
+            "lower_value": row.lower_value,
+            "upper_value": row.upper_value,
+        },
+        "boundary": boundary_view(row),
+        "limit": row.limit,
+        "status": row.status,
+        "change": change,
+        "created": iso(row.created),
+        "modified": iso(row.modified),
+    }
+
+
+def _measure_entry(m: Any, found: Any | None) -> dict[str, Any]:
+    entry: dict[str, Any] = {
+        "measure": {
+            **named_view(m.measure_uuid, m.measure, m.measure_slug),
+            "units": m.measure_units,
+        },
+        "metric": {
+            "uuid": str(m.uuid),
+            "value": m.value,
+            "lower_value": m.lower_value,
+            "upper_value": m.upper_value,
+        },
+    }
+    if found is not None:
+        entry["threshold"] = {
+            "uuid": str(found.threshold_uuid),
+            "model": model_view(found, prefix="model_"),
+        }
+        entry["boundary"] = boundary_view(found)
+    return entry
+
+
+def report_view(
+    report: Any,
+    metrics: list[Any],
+    job_uuid: Any,
+    *,
+    boundaries: dict[int, Any] | None = None,
+    alerts: list[Any] | None = None,
+    start_point: Any | None = None,
+) -> dict[str, Any]:
+    """A report in Bencher's shape: project, branch (with its head's version and start
+    point) and testbed as objects, results per iteration -> benchmark -> measures with metric,
+    threshold and boundary, and the alerts its evaluation raised."""
+    found = boundaries or {}
     iterations: dict[int, dict[str, Any]] = {}
     for m in metrics:
         benches = iterations.setdefault(m.iteration, {})
         bench = benches.setdefault(
             m.benchmark,
-            {"benchmark": {"name": m.benchmark, "uuid": str(m.benchmark_uuid)}, "measures": []},
-        )
-        bench["measures"].append(
             {
-                "measure": {"name": m.measure, "uuid": str(m.measure_uuid)},
-                "metric": {
-                    "uuid": str(m.uuid),
-                    "value": m.value,
-                    "lower_value": m.lower_value,
-                    "upper_value": m.upper_value,
-                },
-            }
+                "benchmark": named_view(m.benchmark_uuid, m.benchmark, m.benchmark_slug),
+                "measures": [],
+            },
         )
+        bench["measures"].append(_measure_entry(m, found.get(m.id)))
     results = [list(iterations[i].values()) for i in sorted(iterations)]
+    head_start = None
+    if start_point is not None:
+        head_start = {
+            "branch": named_view(start_point.uuid, start_point.name, start_point.slug),
+            "version": {"number": report.start_point_version, "hash": None},
+            "max_versions": report.start_point_max_versions,
+        }
     view: dict[str, Any] = {
         "uuid": str(report.uuid),
-        "project": str(project_uuid),
-        "branch": {"name": report.branch_name, "uuid": str(report.branch_uuid)},
-        "testbed": {"name": report.testbed_name, "uuid": str(report.testbed_uuid)},
+        "project": named_view(report.project_uuid, report.project_name, report.project_slug),
+        "branch": {
+            **named_view(report.branch_uuid, report.branch_name, report.branch_slug),
+            "head": {
+                "version": {"number": report.version, "hash": report.hash},
+                "start_point": head_start,
+                "created": iso(report.head_reset or report.branch_created),
+            },
+            "created": iso(report.branch_created),
+        },
+        "testbed": {
+            **named_view(report.testbed_uuid, report.testbed_name, report.testbed_slug),
+            "created": iso(report.testbed_created),
+        },
         "adapter": report.adapter,
+        "settings": {"adapter": report.adapter, "average": report.average, "fold": report.fold},
         "start_time": iso(report.start_time),
         "end_time": iso(report.end_time),
         "results": results,
         "error": report.error,
-        "alerts": [],
+        "alerts": [alert_view(a) for a in alerts or []],
         "created": iso(report.created),
     }
     if job_uuid is not None:
         view["job"] = str(job_uuid)
     return view
+
+
+def full_report_view(
+    conn: Connection, report_id: int, job_uuid: Any = None, *, with_job: bool = False
+) -> dict[str, Any]:
+    """``report_view`` of a stored report, read in one transaction. ``with_job`` looks the
+    job up (a report read later) instead of taking ``job_uuid``."""
+    row = reports.report_row(conn, report_id)
+    if with_job:
+        job = jobs.job_for_report(conn, report_id)
+        job_uuid = job.uuid if job is not None else None
+    start_point = (
+        None
+        if row.start_point_branch_id is None
+        else branches.branch_by_id(conn, row.start_point_branch_id)
+    )
+    return report_view(
+        row,
+        reports.report_metrics(conn, report_id),
+        job_uuid,
+        boundaries=store_alerts.report_boundaries(conn, report_id),
+        alerts=store_alerts.alerts_raised_by(conn, report_id),
+        start_point=start_point,
+    )

@@ -10,8 +10,8 @@ from sqlalchemy.engine import Connection
 
 from benchrunner.server.errors import not_found
 from benchrunner.server.routes.deps import Ctx, MaybeUser, project_access
-from benchrunner.server.store import jobs, reports
-from benchrunner.server.views import report_view
+from benchrunner.server.store import reports
+from benchrunner.server.views import full_report_view
 
 router = APIRouter(tags=["reports"])
 
@@ -29,9 +29,6 @@ async def get_report(project: str, report: str, user: MaybeUser, ctx: Ctx) -> di
         found = reports.report_row(conn, report_id)
         if found.project_id != row.id:
             raise not_found("report", report)
-        job = jobs.job_for_report(conn, report_id)
-        return report_view(
-            found, row.uuid, reports.report_metrics(conn, report_id), job.uuid if job else None
-        )
+        return full_report_view(conn, report_id, with_job=True)
 
     return await ctx.db.read(unit)

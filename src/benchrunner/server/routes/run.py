@@ -25,14 +25,33 @@ from benchrunner import adapters
 from benchrunner.core import slugs
 from benchrunner.core.templates import TemplateError
 from benchrunner.core.tiers import Plan, priority_for
+from benchrunner.detection.models import Model
 from benchrunner.protocol import MAX_ITER, MAX_TIMEOUT, JsonJobConfig, is_digest
 from benchrunner.server.context import ServerContext
 from benchrunner.server.errors import bad_request, not_found
+from benchrunner.server.evaluation import evaluate_report
+from benchrunner.server.results import report_metrics
 from benchrunner.server.routes.bodies import ApiBody
 from benchrunner.server.routes.deps import Ctx, Life, MaybeUser, can_see, project_access
-from benchrunner.server.store import accounts, jobs, registry, reports, runners
+from benchrunner.server.routes.model_bodies import (
+    MAX_COUNT,
+    ThresholdModelBody,
+    checked_hash,
+    checked_model,
+    is_git_hash,
+)
+from benchrunner.server.store import (
+    accounts,
+    branches,
+    jobs,
+    registry,
+    reports,
+    runners,
+    thresholds,
+)
 from benchrunner.server.store.accounts import ProjectRow, UserRow
-from benchrunner.server.views import report_view
+from benchrunner.server.store.tables import testbed
+from benchrunner.server.views import full_report_view
 
 router = APIRouter(tags=["run"])
 
@@ -60,10 +79,38 @@ class RunSettings(ApiBody):
     fold: Literal["min", "max", "mean", "median"] | None = None
 
 
+class RunStartPoint(ApiBody):
+    """Bencher's ``start_point``: the branch a new branch's history starts from."""
+
+    model_config = ConfigDict(extra="forbid")
+    branch: str | None = Field(default=None, min_length=1, max_length=256)
+    hash: str | None = None
+    max_versions: int = Field(default=branches.DEFAULT_MAX_VERSIONS, ge=1, le=MAX_COUNT)
+    clone_thresholds: bool = False
+    reset: bool = False
+
+    @field_validator("hash")
+    @classmethod
+    def _git_hash(cls, value: str | None) -> str | None:
+        return None if value is None else checked_hash(value)
+
+
+class RunThresholds(ApiBody):
+    """Bencher's ``thresholds``: models by measure for this branch and testbed; ``reset``
+    removes the branch/testbed's thresholds of measures not listed."""
+
+    model_config = ConfigDict(extra="forbid")
+    models: dict[str, ThresholdModelBody] = Field(default_factory=dict)
+    reset: bool = False
+
+
 class RunBody(ApiBody):
     project: str | None = Field(default=None, max_length=64)
-    branch: str = Field(default="main", min_length=1, max_length=256)
-    testbed: str = Field(default="localhost", min_length=1, max_length=64)
+    branch: str | None = Field(default=None, min_length=1, max_length=256)
+    testbed: str | None = Field(default=None, min_length=1, max_length=64)
+    hash: str | None = None
+    start_point: RunStartPoint | None = None
+    thresholds: RunThresholds | None = None
     settings: RunSettings = Field(default_factory=RunSettings)
     results: list[str] = Field(default_factory=list)
     start_time: AwareDatetime | None = None
@@ -75,6 +122,11 @@ class RunBody(ApiBody):
     job: RunJob | None = None
     context: dict[str, str] | None = None
     idempotency_key: str | None = None
+
+    @field_validator("hash")
+    @classmethod
+    def _git_hash(cls, value: str | None) -> str | None:
+        return None if value is None else checked_hash(value)
 
     @field_validator("start_time", "end_time")
     @classmethod
@@ -172,20 +224,77 @@ def validate_mode(body: RunBody) -> RunMode:
     return RunMode("direct", None, None, nested)
 
 
-def _parse_direct(adapter: str, results: list[str]) -> list[reports.MetricValue]:
-    values: list[reports.MetricValue] = []
-    for index, text in enumerate(results):
+def _parse_direct(body: RunBody) -> list[reports.MetricValue]:
+    settings = adapters.Settings(average=body.settings.average)
+    iterations: list[list[adapters.Measurement]] = []
+    for index, text in enumerate(body.results):
         try:
-            found = adapters.parse(adapter, text)
+            iterations.append(adapters.parse(body.settings.adapter, text, settings))
         except adapters.AdapterError as exc:
             raise bad_request(f"results[{index}]: {exc}") from None
-        values.extend(
-            reports.MetricValue(
-                index, m.benchmark, m.measure, m.value, m.lower_value, m.upper_value
-            )
-            for m in found
-        )
-    return values
+    return report_metrics(iterations, body.settings.fold)
+
+
+@dataclass(frozen=True)
+class Target:
+    """Branch, hash and testbed of a run: the body's, else the context's (Bencher's CLI fills
+    ``bencher.dev/v0/branch/ref/name``, ``.../branch/hash`` and ``.../testbed/os``), else
+    Bencher's defaults. A context value that is not a valid name or hash is not used."""
+
+    branch: str
+    hash: str | None
+    testbed: str
+
+
+CONTEXT_BRANCH = "bencher.dev/v0/branch/ref/name"
+CONTEXT_HASH = "bencher.dev/v0/branch/hash"
+CONTEXT_TESTBED = "bencher.dev/v0/testbed/os"
+DEFAULT_BRANCH = "main"
+DEFAULT_TESTBED = "localhost"
+
+
+def run_target(body: RunBody) -> Target:
+    context = body.context or {}
+
+    def named(key: str, longest: int) -> str | None:
+        value = context.get(key)
+        return value if value and len(value) <= longest else None
+
+    context_hash = context.get(CONTEXT_HASH)
+    if context_hash is not None and not is_git_hash(context_hash):
+        context_hash = None
+    return Target(
+        branch=body.branch or named(CONTEXT_BRANCH, 256) or DEFAULT_BRANCH,
+        hash=body.hash or (context_hash.lower() if context_hash else None),
+        testbed=body.testbed or named(CONTEXT_TESTBED, 64) or DEFAULT_TESTBED,
+    )
+
+
+def threshold_models(body: RunBody) -> dict[str, Model]:
+    """The body's threshold models, validated: 400 naming the measure and parameter."""
+    if body.thresholds is None:
+        return {}
+    return {
+        key: checked_model(found, f"thresholds.models.{key}")
+        for key, found in body.thresholds.models.items()
+    }
+
+
+def _apply_thresholds(
+    conn: Connection,
+    project_id: int,
+    branch_id: int,
+    testbed_id: int,
+    models: dict[str, Model],
+    reset: bool,
+    now: dt.datetime,
+) -> None:
+    measures = reports.measure_ids(conn, project_id, models, now)
+    for key, model in sorted(models.items()):
+        key_ids = thresholds.SeriesKey(branch_id, testbed_id, measures[key])
+        thresholds.threshold_put(conn, project_id, key_ids, model, now)
+    if reset:
+        thresholds.thresholds_reset(conn, branch_id, testbed_id, measures.values())
 
 
 def _resolve_project(
@@ -293,8 +402,16 @@ async def run(
             f"settings.adapter {body.settings.adapter!r} is not supported "
             f"(supported: {sorted(adapters.ADAPTERS)})"
         )
-    direct_values = (
-        _parse_direct(body.settings.adapter, body.results) if plan.mode == "direct" else []
+    direct_values = _parse_direct(body) if plan.mode == "direct" else []
+    target = run_target(body)
+    models = threshold_models(body)
+    start = body.start_point
+    start_point = (
+        None
+        if start is None
+        else branches.StartPoint(
+            start.branch, start.hash, start.max_versions, start.clone_thresholds, start.reset
+        )
     )
     source_ip = request.client.host if request.client else "0.0.0.0"
     actor = user.email if user else f"anonymous@{source_ip}"
@@ -302,14 +419,30 @@ async def run(
     def unit(conn: Connection) -> tuple[int, UUID, UUID | None, int | None]:
         project = _resolve_project(conn, ctx, user, body.project)
         now = ctx.clock.now()
+        on = branches.branch_for_run(conn, project.id, target.branch, start_point, now)
+        testbed_id = reports.named_get_or_create(conn, testbed, project.id, target.testbed, now)
+        if (
+            on.new_head
+            and on.start_point_branch_id is not None
+            and start_point is not None
+            and start_point.clone_thresholds
+        ):
+            thresholds.thresholds_clone(conn, project.id, on.start_point_branch_id, on.id, now)
+        if body.thresholds is not None:
+            _apply_thresholds(
+                conn, project.id, on.id, testbed_id, models, body.thresholds.reset, now
+            )
         report_id, _ = reports.report_create(
             conn,
             reports.NewReport(
                 project_id=project.id,
                 user_id=user.id if user else None,
-                branch=body.branch,
-                testbed=body.testbed,
+                branch_id=on.id,
+                testbed_id=testbed_id,
                 adapter=body.settings.adapter,
+                average=body.settings.average,
+                fold=body.settings.fold,
+                hash=target.hash,
                 start_time=body.start_time or now,
                 end_time=body.end_time or now,
                 now=now,
@@ -318,7 +451,8 @@ async def run(
         spec_id: int | None = None
         job_uuid = None
         if plan.mode == "direct":
-            reports.metrics_add(conn, report_id, project.id, direct_values, now)
+            stored = reports.metrics_add(conn, report_id, project.id, direct_values, now)
+            evaluate_report(conn, report_id, stored, now)
         else:
             assert plan.spec is not None
             spec = runners.spec_get(conn, plan.spec)
@@ -349,13 +483,9 @@ async def run(
             spec_id = spec.id
         return report_id, project.uuid, job_uuid, spec_id
 
-    report_id, project_uuid, job_uuid, spec_id = await ctx.db.write(unit)
+    report_id, _, job_uuid, spec_id = await ctx.db.write(unit)
     if spec_id is not None:
         life.wakeups.job_created(spec_id)
         await asyncio.sleep(0)  # let the dispatcher hand the job to an idle runner first
 
-    def view(conn: Connection) -> dict[str, Any]:
-        row = reports.report_row(conn, report_id)
-        return report_view(row, project_uuid, reports.report_metrics(conn, report_id), job_uuid)
-
-    return await ctx.db.read(view)
+    return await ctx.db.read(full_report_view, report_id, job_uuid)

@@ -13,8 +13,17 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from benchrunner.core import slugs
+from benchrunner.core.measures import measure_spec
 from benchrunner.server.store.conflicts import insert_or_skip
-from benchrunner.server.store.tables import benchmark, branch, measure, metric, report, testbed
+from benchrunner.server.store.tables import (
+    benchmark,
+    branch,
+    measure,
+    metric,
+    project,
+    report,
+    testbed,
+)
 
 IN_LIST_CHUNK = 500  # names per IN (...): far below SQLite's limit on bound parameters
 
@@ -68,6 +77,59 @@ def named_ids(
     return found
 
 
+_MEASURES_BY_SLUG = (
+    sa.select(measure.c.id, measure.c.slug)
+    .where(
+        measure.c.project_id == sa.bindparam("project_id"),
+        measure.c.slug.in_(sa.bindparam("slugs", expanding=True)),
+    )
+    .order_by(measure.c.id.desc())  # the oldest of a slug read last, so it wins
+)
+
+
+def _measures_by_slug(conn: Connection, project_id: int, wanted: list[str]) -> dict[str, int]:
+    found: dict[str, int] = {}
+    for start in range(0, len(wanted), IN_LIST_CHUNK):
+        chunk = wanted[start : start + IN_LIST_CHUNK]
+        rows = conn.execute(_MEASURES_BY_SLUG, {"project_id": project_id, "slugs": chunk})
+        found.update((row.slug, int(row.id)) for row in rows)
+    return found
+
+
+def measure_ids(
+    conn: Connection, project_id: int, keys: Iterable[str], now: dt.datetime
+) -> dict[str, int]:
+    """The ids of the project's measures that results' measure keys name, those missing
+    created as Bencher creates them (built-in ones with its name and units; see
+    ``core.measures``). A key finds its measure by slug, so ``latency`` and ``Latency`` are one
+    measure."""
+    specs = {key: measure_spec(key) for key in set(keys)}
+    wanted = sorted({spec.slug for spec in specs.values()})
+    found = _measures_by_slug(conn, project_id, wanted)
+    missing = sorted(
+        {spec for spec in specs.values() if spec.slug not in found}, key=lambda s: s.slug
+    )
+    if missing:
+        rows = [
+            {
+                "uuid": uuid.uuid4(),
+                "project_id": project_id,
+                "name": spec.name,
+                "slug": spec.slug,
+                "units": spec.units,
+                "created": now,
+            }
+            for spec in missing
+        ]
+        conn.execute(insert_or_skip(conn, measure, ("project_id", "name")), rows)
+        found.update(_measures_by_slug(conn, project_id, [spec.slug for spec in missing]))
+        # A name taken by a measure of another slug (renamed): that measure is the one meant.
+        unfound = [spec for spec in missing if spec.slug not in found]
+        by_name = _find_named(conn, measure, project_id, [spec.name for spec in unfound])
+        found.update((spec.slug, by_name[spec.name]) for spec in unfound if spec.name in by_name)
+    return {key: found[spec.slug] for key, spec in specs.items() if spec.slug in found}
+
+
 def named_get_or_create(
     conn: Connection, table: sa.Table, project_id: int, name: str, now: dt.datetime
 ) -> int:
@@ -79,15 +141,60 @@ def named_get_or_create(
 class NewReport:
     project_id: int
     user_id: int | None
-    branch: str
-    testbed: str
+    branch_id: int
+    testbed_id: int
     adapter: str
+    average: str | None
+    fold: str | None
+    hash: str | None
     start_time: dt.datetime
     end_time: dt.datetime
     now: dt.datetime
 
 
+def new_report_on(
+    conn: Connection, project_id: int, branch_name: str, testbed_name: str, adapter: str, now: Any
+) -> NewReport:
+    """A report of no user on these branch and testbed (created if missing), with no
+    settings or hash, starting and ending ``now``."""
+    return NewReport(
+        project_id=project_id,
+        user_id=None,
+        branch_id=named_get_or_create(conn, branch, project_id, branch_name, now),
+        testbed_id=named_get_or_create(conn, testbed, project_id, testbed_name, now),
+        adapter=adapter,
+        average=None,
+        fold=None,
+        hash=None,
+        start_time=now,
+        end_time=now,
+        now=now,
+    )
+
+
 _INSERT_REPORT = report.insert().returning(report.c.id)
+_LATEST_VERSION = (
+    sa.select(report.c.version, report.c.hash)
+    .where(report.c.branch_id == sa.bindparam("branch_id"), report.c.version.is_not(None))
+    .order_by(report.c.version.desc(), report.c.id.desc())
+    .limit(1)
+)
+_BRANCH_START = sa.select(branch.c.start_point_version).where(
+    branch.c.id == sa.bindparam("branch_id")
+)
+
+
+def next_version(conn: Connection, branch_id: int, git_hash: str | None) -> int:
+    """The branch version a new report gets: the latest version's number when it has the same
+    hash, else the next number (a report without a hash always starts a new version). A branch's
+    first version follows its start point's version."""
+    latest = conn.execute(_LATEST_VERSION, {"branch_id": branch_id}).first()
+    if latest is None:
+        start = conn.execute(_BRANCH_START, {"branch_id": branch_id}).scalar()
+        return int(start or 0) + 1
+    if git_hash is not None and latest.hash == git_hash:
+        return int(latest.version)
+    return int(latest.version) + 1
 
 
 def report_create(conn: Connection, params: NewReport) -> tuple[int, uuid.UUID]:
@@ -96,13 +203,13 @@ def report_create(conn: Connection, params: NewReport) -> tuple[int, uuid.UUID]:
         "uuid": report_uuid,
         "user_id": params.user_id,
         "project_id": params.project_id,
-        "branch_id": named_get_or_create(
-            conn, branch, params.project_id, params.branch, params.now
-        ),
-        "testbed_id": named_get_or_create(
-            conn, testbed, params.project_id, params.testbed, params.now
-        ),
+        "branch_id": params.branch_id,
+        "testbed_id": params.testbed_id,
         "adapter": params.adapter,
+        "average": params.average,
+        "fold": params.fold,
+        "hash": params.hash,
+        "version": next_version(conn, params.branch_id, params.hash),
         "start_time": params.start_time,
         "end_time": params.end_time,
         "error": None,
@@ -122,30 +229,49 @@ class MetricValue:
     upper_value: float | None
 
 
-_INSERT_METRIC = metric.insert()
+@dataclass(frozen=True)
+class StoredMetric:
+    """A metric as evaluation needs it."""
+
+    id: int
+    benchmark_id: int
+    measure_id: int
+    value: float
+
+
+_INSERT_METRIC = metric.insert().returning(
+    metric.c.id,
+    metric.c.benchmark_id,
+    metric.c.measure_id,
+    metric.c.value,
+    sort_by_parameter_order=True,
+)
 
 
 def metrics_add(
     conn: Connection, report_id: int, project_id: int, values: list[MetricValue], now: dt.datetime
-) -> None:
+) -> list[StoredMetric]:
     benchmarks = named_ids(conn, benchmark, project_id, (m.benchmark for m in values), now)
-    measures = named_ids(conn, measure, project_id, (m.measure for m in values), now)
-    rows = []
-    for m in values:
-        rows.append(
-            {
-                "uuid": uuid.uuid4(),
-                "report_id": report_id,
-                "iteration": m.iteration,
-                "benchmark_id": benchmarks[m.benchmark],
-                "measure_id": measures[m.measure],
-                "value": m.value,
-                "lower_value": m.lower_value,
-                "upper_value": m.upper_value,
-            }
-        )
-    if rows:
-        conn.execute(_INSERT_METRIC, rows)
+    measures = measure_ids(conn, project_id, (m.measure for m in values), now)
+    rows = [
+        {
+            "uuid": uuid.uuid4(),
+            "report_id": report_id,
+            "iteration": m.iteration,
+            "benchmark_id": benchmarks[m.benchmark],
+            "measure_id": measures[m.measure],
+            "value": m.value,
+            "lower_value": m.lower_value,
+            "upper_value": m.upper_value,
+        }
+        for m in values
+    ]
+    if not rows:
+        return []
+    return [
+        StoredMetric(row.id, row.benchmark_id, row.measure_id, row.value)
+        for row in conn.execute(_INSERT_METRIC, rows)
+    ]
 
 
 _FINISH_REPORT = (
@@ -178,9 +304,21 @@ _REPORT = (
         report,
         branch.c.name.label("branch_name"),
         branch.c.uuid.label("branch_uuid"),
+        branch.c.slug.label("branch_slug"),
+        branch.c.created.label("branch_created"),
+        branch.c.start_point_branch_id,
+        branch.c.start_point_version,
+        branch.c.start_point_max_versions,
+        branch.c.head_reset,
         testbed.c.name.label("testbed_name"),
         testbed.c.uuid.label("testbed_uuid"),
+        testbed.c.slug.label("testbed_slug"),
+        testbed.c.created.label("testbed_created"),
+        project.c.uuid.label("project_uuid"),
+        project.c.name.label("project_name"),
+        project.c.slug.label("project_slug"),
     )
+    .join(project, project.c.id == report.c.project_id)
     .join(branch, branch.c.id == report.c.branch_id)
     .join(testbed, testbed.c.id == report.c.testbed_id)
     .where(report.c.id == sa.bindparam("report_id"))
@@ -188,6 +326,7 @@ _REPORT = (
 _REPORT_ID = sa.select(report.c.id).where(report.c.uuid == sa.bindparam("report_uuid"))
 _METRICS = (
     sa.select(
+        metric.c.id,
         metric.c.uuid,
         metric.c.iteration,
         metric.c.value,
@@ -195,8 +334,11 @@ _METRICS = (
         metric.c.upper_value,
         benchmark.c.name.label("benchmark"),
         benchmark.c.uuid.label("benchmark_uuid"),
+        benchmark.c.slug.label("benchmark_slug"),
         measure.c.name.label("measure"),
         measure.c.uuid.label("measure_uuid"),
+        measure.c.slug.label("measure_slug"),
+        measure.c.units.label("measure_units"),
     )
     .join(benchmark, benchmark.c.id == metric.c.benchmark_id)
     .join(measure, measure.c.id == metric.c.measure_id)

@@ -168,7 +168,7 @@ runner_spec = sa.Table(
 )
 
 
-def _project_named(name: str, name_length: int) -> sa.Table:
+def _project_named(name: str, name_length: int, *extra: Any) -> sa.Table:
     return sa.Table(
         name,
         metadata,
@@ -179,13 +179,29 @@ def _project_named(name: str, name_length: int) -> sa.Table:
         sa.Column("slug", sa.String(64), nullable=False),
         _ts("created"),
         sa.UniqueConstraint("project_id", "name", name=f"uq_{name}_project_name"),
+        *extra,
     )
 
 
-branch = _project_named("branch", 256)
+# A branch's history is its own reports since ``head_reset`` (None: since it was created) plus,
+# when it has a start point, the start point branch's reports of versions
+# (start_point_version - start_point_max_versions, start_point_version].
+branch = _project_named(
+    "branch",
+    256,
+    _fk("start_point_branch_id", "branch.id", "SET NULL", nullable=True),
+    sa.Column("start_point_version", sa.Integer, nullable=True),
+    sa.Column("start_point_max_versions", sa.Integer, nullable=True),
+    _ts("head_reset", nullable=True),
+)
 testbed = _project_named("testbed", 64)
-benchmark = _project_named("benchmark", 1024)
-measure = _project_named("measure", 64)
+benchmark = _project_named(
+    "benchmark", 1024, sa.Column("ignored", sa.Boolean, nullable=False, default=False)
+)
+measure = _project_named(
+    "measure", 64, sa.Column("units", sa.String(64), nullable=False, default="units")
+)
+sa.Index("index_measure_project_slug", measure.c.project_id, measure.c.slug)
 
 report = sa.Table(
     "report",
@@ -200,8 +216,15 @@ report = sa.Table(
     _ts("start_time"),
     _ts("end_time"),
     sa.Column("error", sa.Text, nullable=True),
+    sa.Column("average", sa.String(16), nullable=True),
+    sa.Column("fold", sa.String(16), nullable=True),
+    sa.Column("hash", sa.String(64), nullable=True),
+    sa.Column("version", sa.Integer, nullable=True),
     _ts("created"),
     sa.Index("index_report_project_created", "project_id", "created"),
+    # A series' history: one branch and testbed, by time; and a branch's latest version.
+    sa.Index("index_report_branch_testbed_start", "branch_id", "testbed_id", "start_time"),
+    sa.Index("index_report_branch_version", "branch_id", "version"),
 )
 
 metric = sa.Table(
@@ -217,6 +240,124 @@ metric = sa.Table(
     sa.Column("lower_value", sa.Float, nullable=True),
     sa.Column("upper_value", sa.Float, nullable=True),
     sa.Index("index_metric_report_id", "report_id"),
+    # History of one benchmark and measure: bounded by that series, whatever other projects hold.
+    sa.Index("index_metric_benchmark_measure_report", "benchmark_id", "measure_id", "report_id"),
+)
+
+# A threshold judges one measure on one branch and testbed: every benchmark of it
+# (benchmark_id NULL), or one benchmark (an override, which wins over the measure's).
+threshold = sa.Table(
+    "threshold",
+    metadata,
+    _id(),
+    _uuid(),
+    _fk("project_id", "project.id", "CASCADE"),
+    _fk("branch_id", "branch.id", "CASCADE"),
+    _fk("testbed_id", "testbed.id", "CASCADE"),
+    _fk("measure_id", "measure.id", "CASCADE"),
+    _fk("benchmark_id", "benchmark.id", "CASCADE", nullable=True),
+    _ts("created"),
+    _ts("modified"),
+    sa.UniqueConstraint(
+        "branch_id",
+        "testbed_id",
+        "measure_id",
+        "benchmark_id",
+        name="uq_threshold_branch_testbed_measure_benchmark",
+    ),
+    sa.Index("index_threshold_project", "project_id"),
+)
+_FOR_EVERY_BENCHMARK = sa.text("benchmark_id IS NULL")
+# NULLs are distinct in a unique constraint: one measure-wide threshold per series needs this.
+sa.Index(
+    "uq_threshold_measure_wide",
+    threshold.c.branch_id,
+    threshold.c.testbed_id,
+    threshold.c.measure_id,
+    unique=True,
+    sqlite_where=_FOR_EVERY_BENCHMARK,
+    postgresql_where=_FOR_EVERY_BENCHMARK,
+)
+
+# A threshold's models: the current one has ``replaced`` NULL; updating a threshold inserts a
+# new model and stamps the old one, so a boundary always names the model that drew it.
+model = sa.Table(
+    "model",
+    metadata,
+    _id(),
+    _uuid(),
+    _fk("threshold_id", "threshold.id", "CASCADE"),
+    sa.Column("test", sa.String(16), nullable=False),
+    sa.Column("min_sample_size", sa.Integer, nullable=True),
+    sa.Column("max_sample_size", sa.Integer, nullable=True),
+    sa.Column("window_seconds", sa.Integer, nullable=True),
+    sa.Column("lower_boundary", sa.Float, nullable=True),
+    sa.Column("upper_boundary", sa.Float, nullable=True),
+    sa.Column("max_pvalue", sa.Float, nullable=True),
+    sa.Column("min_magnitude", sa.Float, nullable=True),
+    _ts("created"),
+    _ts("replaced", nullable=True),
+    sa.Index("index_model_threshold", "threshold_id"),
+)
+_CURRENT = sa.text("replaced IS NULL")
+sa.Index(
+    "uq_model_current",
+    model.c.threshold_id,
+    unique=True,
+    sqlite_where=_CURRENT,
+    postgresql_where=_CURRENT,
+)
+
+# What a metric was judged against: the limits its threshold's model drew from its history.
+boundary = sa.Table(
+    "boundary",
+    metadata,
+    _id(),
+    _fk("metric_id", "metric.id", "CASCADE"),
+    _fk("threshold_id", "threshold.id", "CASCADE"),
+    _fk("model_id", "model.id", "CASCADE"),
+    sa.Column("baseline", sa.Float, nullable=True),
+    sa.Column("lower_limit", sa.Float, nullable=True),
+    sa.Column("upper_limit", sa.Float, nullable=True),
+    sa.UniqueConstraint("metric_id", name="uq_boundary_metric_id"),
+    sa.Index("index_boundary_threshold", "threshold_id"),
+)
+
+# One alert per boundary. ``report_id`` is the report whose evaluation raised it: the metric's
+# own report for a limit, a later one for a change point found in the history.
+alert = sa.Table(
+    "alert",
+    metadata,
+    _id(),
+    _uuid(),
+    _fk("boundary_id", "boundary.id", "CASCADE"),
+    _fk("report_id", "report.id", "CASCADE"),
+    sa.Column("limit", sa.String(8), nullable=False),
+    sa.Column("status", sa.String(16), nullable=False),
+    sa.Column("change_before", sa.Float, nullable=True),
+    sa.Column("change_after", sa.Float, nullable=True),
+    sa.Column("change_magnitude", sa.Float, nullable=True),
+    sa.Column("change_pvalue", sa.Float, nullable=True),
+    _ts("created"),
+    _ts("modified"),
+    sa.UniqueConstraint("boundary_id", name="uq_alert_boundary_id"),
+    sa.Index("index_alert_report", "report_id"),
+)
+
+# "This change was intended": the branch/testbed's history (of one measure, or of every one)
+# before ``report_id`` no longer counts.
+baseline_reset = sa.Table(
+    "baseline_reset",
+    metadata,
+    _id(),
+    _uuid(),
+    _fk("project_id", "project.id", "CASCADE"),
+    _fk("branch_id", "branch.id", "CASCADE"),
+    _fk("testbed_id", "testbed.id", "CASCADE"),
+    _fk("measure_id", "measure.id", "CASCADE", nullable=True),
+    _fk("report_id", "report.id", "CASCADE"),
+    _ts("created"),
+    sa.Index("index_baseline_reset_branch_testbed", "branch_id", "testbed_id"),
 )
 
 job = sa.Table(

@@ -1,0 +1,175 @@
+"""A report's metrics judged against their thresholds (SPEC section 7): boundaries and alerts.
+
+Runs in the transaction that stored the metrics: in the request for a direct run (so the
+answer carries the alerts), in processing for a runner job — never in the channel.
+
+For each metric: the threshold is the benchmark's override if it has one, else the measure's;
+ignored benchmarks are never judged. The history (``store.history``) is cut to the model's
+window before the report's start time, to its sample size, and to the latest baseline reset.
+
+- A limit test draws limits from the history; too few values draw none, and the metric then
+  has no boundary. Otherwise the boundary is stored, and a value strictly outside a limit
+  raises an alert on that side.
+- ``change_point`` looks for steps in the history followed by the new value. A step is one
+  alert, on the metric where the series changed, raised once: a step near one already alerted
+  (closer to it than to any other step found) is the same step seen again.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from benchrunner.detection.boundary import limits, outside
+from benchrunner.detection.change_point import ChangePoint, change_points
+from benchrunner.detection.models import DEFAULT_MAX_PVALUE, DEFAULT_MIN_MAGNITUDE, TestKind
+from benchrunner.server.store import alerts, history, reports, thresholds
+from benchrunner.server.store.history import Point
+from benchrunner.server.store.tables import benchmark
+
+
+@dataclass(frozen=True)
+class _Judged:
+    """One threshold's metrics of the report."""
+
+    threshold: Any
+    metrics: list[reports.StoredMetric]
+
+
+_IGNORED = sa.select(benchmark.c.id).where(
+    benchmark.c.id.in_(sa.bindparam("ids", expanding=True)), benchmark.c.ignored.is_(True)
+)
+
+
+def _ignored(conn: Connection, benchmark_ids: set[int]) -> set[int]:
+    if not benchmark_ids:
+        return set()
+    return set(conn.execute(_IGNORED, {"ids": sorted(benchmark_ids)}).scalars())
+
+
+def _group(
+    found: list[Any], metrics: Sequence[reports.StoredMetric], ignored: set[int]
+) -> list[_Judged]:
+    wide = {t.measure_id: t for t in found if t.benchmark_id is None}
+    override = {(t.measure_id, t.benchmark_id): t for t in found if t.benchmark_id is not None}
+    groups: dict[int, _Judged] = {}
+    for m in metrics:
+        if m.benchmark_id in ignored:
+            continue
+        chosen = override.get((m.measure_id, m.benchmark_id)) or wide.get(m.measure_id)
+        if chosen is not None:
+            groups.setdefault(chosen.threshold_id, _Judged(chosen, [])).metrics.append(m)
+    return list(groups.values())
+
+
+def evaluate_report(
+    conn: Connection, report_id: int, metrics: Sequence[reports.StoredMetric], now: dt.datetime
+) -> int:
+    """Judge the report's newly stored metrics; returns how many alerts were raised."""
+    if not metrics:
+        return 0
+    row = reports.report_row(conn, report_id)
+    scope = history.scope_of(row)
+    found = thresholds.thresholds_for(
+        conn, row.branch_id, row.testbed_id, {m.measure_id for m in metrics}
+    )
+    if not found:
+        return 0
+    ignored = _ignored(conn, {m.benchmark_id for m in metrics})
+    raised = 0
+    cutoffs: dict[int, dt.datetime | None] = {}
+    for judged in _group(found, metrics, ignored):
+        t = judged.threshold
+        if t.measure_id not in cutoffs:
+            cutoffs[t.measure_id] = history.reset_cutoff(conn, scope, t.measure_id)
+        since = _since(row.start_time, t.window_seconds, cutoffs[t.measure_id])
+        series = history.series_history(
+            conn,
+            scope,
+            t.measure_id,
+            sorted({m.benchmark_id for m in judged.metrics}),
+            since=since,
+            max_samples=t.max_sample_size,
+        )
+        model = thresholds.model_of(t)
+        for m in judged.metrics:
+            past = series.get(m.benchmark_id, [])
+            if model.test is TestKind.CHANGE_POINT:
+                raised += _judge_changes(conn, t, report_id, m, past, now)
+            else:
+                raised += _judge_limits(conn, t, report_id, m, past, now)
+    return raised
+
+
+def _since(start: dt.datetime, window: int | None, reset: dt.datetime | None) -> dt.datetime | None:
+    bounds = [b for b in (reset, start - dt.timedelta(seconds=window) if window else None) if b]
+    return max(bounds) if bounds else None
+
+
+def _judge_limits(
+    conn: Connection,
+    t: Any,
+    report_id: int,
+    m: reports.StoredMetric,
+    past: list[Point],
+    now: dt.datetime,
+) -> int:
+    drawn = limits(thresholds.model_of(t), [p.value for p in past])
+    if drawn is None:
+        return 0
+    boundary_id = alerts.boundary_put(
+        conn, m.id, t.threshold_id, t.id, drawn.baseline, drawn.lower_limit, drawn.upper_limit
+    )
+    side = outside(drawn, m.value)
+    if side is None:
+        return 0
+    return int(alerts.alert_raise(conn, boundary_id, report_id, side, now))
+
+
+def _judge_changes(
+    conn: Connection,
+    t: Any,
+    report_id: int,
+    m: reports.StoredMetric,
+    past: list[Point],
+    now: dt.datetime,
+) -> int:
+    points = [*past, Point(m.id, m.value)]
+    found = change_points(
+        [p.value for p in points],
+        max_pvalue=t.max_pvalue if t.max_pvalue is not None else DEFAULT_MAX_PVALUE,
+        min_magnitude=t.min_magnitude if t.min_magnitude is not None else DEFAULT_MIN_MAGNITUDE,
+    )
+    segment_start = found[-1].index if found else 0
+    level = statistics.fmean(p.value for p in points[segment_start:])
+    alerts.boundary_put(conn, m.id, t.threshold_id, t.id, level, None, None)
+    if not found:
+        return 0
+    alerted = alerts.change_alerted(conn, [p.metric_id for p in points])
+    alerted_at = [i for i, p in enumerate(points) if p.metric_id in alerted]
+    raised = 0
+    for k, change in enumerate(found):
+        if _seen(found, k, alerted_at):
+            continue
+        where = points[change.index]
+        boundary_id = alerts.boundary_put(
+            conn, where.metric_id, t.threshold_id, t.id, change.before, None, None
+        )
+        side: alerts.Limit = "upper" if change.after > change.before else "lower"
+        step = alerts.Change(change.before, change.after, change.magnitude, change.pvalue)
+        raised += int(alerts.alert_raise(conn, boundary_id, report_id, side, now, step))
+    return raised
+
+
+def _seen(found: list[ChangePoint], k: int, alerted_at: list[int]) -> bool:
+    """Whether an alerted index lies nearer to step ``k`` than to its neighbouring steps."""
+    here = found[k].index
+    low = (found[k - 1].index + here) / 2 if k > 0 else -1
+    high = (here + found[k + 1].index) / 2 if k + 1 < len(found) else float("inf")
+    return any(low < i < high for i in alerted_at)

@@ -1,0 +1,102 @@
+"""A project's alerts: list with filters, read one, and ``PATCH`` its status (``active``,
+``dismissed``, ``silenced``)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, Query, Response
+from pydantic import ConfigDict
+from sqlalchemy.engine import Connection
+
+from benchrunner.server.errors import not_found
+from benchrunner.server.routes.bodies import ApiBody
+from benchrunner.server.routes.deps import Ctx, MaybeUser, Page, project_access
+from benchrunner.server.routes.dimensions import optional_id, report_in_project
+from benchrunner.server.store import alerts
+from benchrunner.server.store.alerts import AlertStatus
+from benchrunner.server.store.tables import benchmark, branch, measure, testbed
+from benchrunner.server.views import alert_view
+
+router = APIRouter(tags=["alerts"])
+
+
+@router.get("/v0/projects/{project}/alerts")
+async def list_alerts(
+    project: str,
+    user: MaybeUser,
+    ctx: Ctx,
+    response: Response,
+    pages: Page,
+    status: AlertStatus | None = None,
+    branch_ref: Annotated[str | None, Query(alias="branch")] = None,
+    testbed_ref: Annotated[str | None, Query(alias="testbed")] = None,
+    benchmark_ref: Annotated[str | None, Query(alias="benchmark")] = None,
+    measure_ref: Annotated[str | None, Query(alias="measure")] = None,
+    report: str | None = None,
+    direction: Literal["asc", "desc"] = "desc",
+) -> list[dict[str, Any]]:
+    """Newest first by default. ``report`` is the report whose evaluation raised the alerts;
+    the other filters name a branch, testbed, benchmark or measure by UUID, slug or name."""
+
+    def unit(conn: Connection) -> tuple[list[dict[str, Any]], int]:
+        row = project_access(conn, user, project, write=False)
+        where = alerts.AlertFilter(
+            status=status,
+            branch_id=optional_id(conn, branch, row.id, branch_ref, "branch"),
+            testbed_id=optional_id(conn, testbed, row.id, testbed_ref, "testbed"),
+            benchmark_id=optional_id(conn, benchmark, row.id, benchmark_ref, "benchmark"),
+            measure_id=optional_id(conn, measure, row.id, measure_ref, "measure"),
+            report_id=report_in_project(conn, row.id, report),
+        )
+        found, total = alerts.alert_list(
+            conn,
+            row.id,
+            where,
+            ascending=direction == "asc",
+            limit=pages.per_page,
+            offset=pages.offset,
+        )
+        return [alert_view(a) for a in found], total
+
+    views, total = await ctx.db.read(unit)
+    response.headers["X-Total-Count"] = str(total)
+    return views
+
+
+def _alert(conn: Connection, project_id: int, ref: str) -> Any:
+    found = alerts.alert_get(conn, project_id, ref)
+    if found is None:
+        raise not_found("alert", ref)
+    return found
+
+
+@router.get("/v0/projects/{project}/alerts/{alert}")
+async def get_alert(project: str, alert: str, user: MaybeUser, ctx: Ctx) -> dict[str, Any]:
+    def unit(conn: Connection) -> dict[str, Any]:
+        row = project_access(conn, user, project, write=False)
+        return alert_view(_alert(conn, row.id, alert))
+
+    return await ctx.db.read(unit)
+
+
+class AlertUpdate(ApiBody):
+    model_config = ConfigDict(extra="forbid")
+    status: AlertStatus | None = None
+
+
+@router.patch("/v0/projects/{project}/alerts/{alert}")
+async def update_alert(
+    project: str, alert: str, body: AlertUpdate, user: MaybeUser, ctx: Ctx
+) -> dict[str, Any]:
+    """Set the alert's status: ``dismissed`` (seen, not a regression), ``silenced``, or back
+    to ``active``."""
+
+    def unit(conn: Connection) -> dict[str, Any]:
+        row = project_access(conn, user, project, write=True)
+        found = _alert(conn, row.id, alert)
+        if body.status is not None and body.status != found.status:
+            alerts.alert_set_status(conn, found.id, body.status, ctx.clock.now())
+        return alert_view(_alert(conn, row.id, alert))
+
+    return await ctx.db.write(unit)

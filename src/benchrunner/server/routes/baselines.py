@@ -1,0 +1,83 @@
+"""``POST /v0/projects/{project}/baselines``: "this change was intended".
+
+From the given report onward, a branch/testbed's series (of one measure, or of every measure)
+are judged against a new baseline: history before that report no longer counts, and the
+active alerts on metrics of that report and later ones are dismissed.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter
+from pydantic import ConfigDict, Field
+from sqlalchemy.engine import Connection
+
+from benchrunner.server.errors import bad_request
+from benchrunner.server.routes.bodies import ApiBody
+from benchrunner.server.routes.deps import Ctx, MaybeUser, project_access
+from benchrunner.server.routes.dimensions import in_project, report_in_project
+from benchrunner.server.store import alerts, reports
+from benchrunner.server.store.tables import branch, measure, testbed
+from benchrunner.server.views import iso, named_view
+
+router = APIRouter(tags=["baselines"])
+
+
+class BaselineReset(ApiBody):
+    model_config = ConfigDict(extra="forbid")
+    branch: str = Field(min_length=1, max_length=256)
+    testbed: str = Field(min_length=1, max_length=64)
+    measure: str | None = Field(default=None, min_length=1, max_length=64)
+    report: str = Field(min_length=1, max_length=64)
+
+
+@router.post("/v0/projects/{project}/baselines", status_code=201)
+async def reset_baseline(
+    project: str, body: BaselineReset, user: MaybeUser, ctx: Ctx
+) -> dict[str, Any]:
+    """The report must be on that branch and testbed. Answers the reset with how many alerts
+    it dismissed."""
+
+    def unit(conn: Connection) -> dict[str, Any]:
+        row = project_access(conn, user, project, write=True)
+        on_branch = in_project(conn, branch, row.id, body.branch, "branch")
+        on_testbed = in_project(conn, testbed, row.id, body.testbed, "testbed")
+        of_measure = (
+            None
+            if body.measure is None
+            else in_project(conn, measure, row.id, body.measure, "measure")
+        )
+        report_id = report_in_project(conn, row.id, body.report)
+        assert report_id is not None
+        found = reports.report_row(conn, report_id)
+        if found.branch_id != on_branch.id or found.testbed_id != on_testbed.id:
+            raise bad_request(
+                f"report {body.report} is not on branch {body.branch!r} and testbed "
+                f"{body.testbed!r}"
+            )
+        now = ctx.clock.now()
+        reset_uuid, dismissed = alerts.baseline_reset_add(
+            conn,
+            row.id,
+            on_branch.id,
+            on_testbed.id,
+            None if of_measure is None else of_measure.id,
+            report_id,
+            found.start_time,
+            now,
+        )
+        return {
+            "uuid": str(reset_uuid),
+            "project": str(row.uuid),
+            "branch": named_view(on_branch.uuid, on_branch.name, on_branch.slug),
+            "testbed": named_view(on_testbed.uuid, on_testbed.name, on_testbed.slug),
+            "measure": None
+            if of_measure is None
+            else named_view(of_measure.uuid, of_measure.name, of_measure.slug),
+            "report": str(found.uuid),
+            "dismissed": dismissed,
+            "created": iso(now),
+        }
+
+    return await ctx.db.write(unit)

@@ -1,0 +1,47 @@
+"""A project's benchmarks (``GET`` list and one) and ``PATCH`` to ignore one: an ignored
+benchmark's metrics are still stored but never judged against a threshold (without renaming
+it to ``...-bencher-ignore``, Bencher's only way)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter
+from pydantic import ConfigDict
+from sqlalchemy.engine import Connection
+
+from benchrunner.server.routes.bodies import ApiBody
+from benchrunner.server.routes.deps import Ctx, MaybeUser, project_access
+from benchrunner.server.routes.dimensions import add_reads, dimension_view, in_project
+from benchrunner.server.store import dimensions
+from benchrunner.server.store.tables import benchmark
+
+router = APIRouter(tags=["benchmarks"])
+
+
+def benchmark_view(row: Any, project_uuid: Any) -> dict[str, Any]:
+    return {**dimension_view(row, project_uuid), "ignored": row.ignored}
+
+
+add_reads(router, "benchmarks", "benchmark", benchmark, benchmark_view)
+
+
+class BenchmarkUpdate(ApiBody):
+    model_config = ConfigDict(extra="forbid")
+    ignored: bool | None = None
+
+
+@router.patch("/v0/projects/{project}/benchmarks/{ref}")
+async def update_benchmark(
+    project: str, ref: str, body: BenchmarkUpdate, user: MaybeUser, ctx: Ctx
+) -> dict[str, Any]:
+    """Set ``ignored``: members of the project's organization only."""
+
+    def unit(conn: Connection) -> dict[str, Any]:
+        row = project_access(conn, user, project, write=True)
+        found = in_project(conn, benchmark, row.id, ref, "benchmark")
+        if body.ignored is not None:
+            dimensions.benchmark_set_ignored(conn, found.id, body.ignored)
+        return benchmark_view(in_project(conn, benchmark, row.id, ref, "benchmark"), row.uuid)
+
+    return await ctx.db.write(unit)

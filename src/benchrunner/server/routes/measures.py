@@ -1,0 +1,19 @@
+"""A project's measures (``GET`` list and one), with their units."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter
+
+from benchrunner.server.routes.dimensions import add_reads, dimension_view
+from benchrunner.server.store.tables import measure
+
+router = APIRouter(tags=["measures"])
+
+
+def measure_view(row: Any, project_uuid: Any) -> dict[str, Any]:
+    return {**dimension_view(row, project_uuid), "units": row.units}
+
+
+add_reads(router, "measures", "measure", measure, measure_view)

@@ -1,0 +1,12 @@
+"""A project's testbeds (``GET`` list and one)."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter
+
+from benchrunner.server.routes.dimensions import add_reads
+from benchrunner.server.store.tables import testbed
+
+router = APIRouter(tags=["testbeds"])
+
+add_reads(router, "testbeds", "testbed", testbed)

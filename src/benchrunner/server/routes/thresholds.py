@@ -1,0 +1,156 @@
+"""A project's thresholds: list, create, read (with every model it has had), replace the model
+(the old one is kept as history), delete.
+
+A threshold's body is Bencher's: ``branch``, ``testbed`` and ``measure`` (UUID, slug or name)
+and the model's fields beside them (``test``, ``min_sample_size``, ``max_sample_size``,
+``window``, ``lower_boundary``, ``upper_boundary``; ``max_pvalue`` and ``min_magnitude`` for
+``change_point``). ``benchmark`` makes it an override for that one benchmark.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, Query, Response
+from pydantic import ConfigDict, Field
+from sqlalchemy.engine import Connection
+
+from benchrunner.server.errors import conflict, not_found
+from benchrunner.server.routes.deps import Ctx, MaybeUser, Page, project_access
+from benchrunner.server.routes.dimensions import in_project, optional_id
+from benchrunner.server.routes.model_bodies import ThresholdModelBody, checked_model
+from benchrunner.server.store import thresholds
+from benchrunner.server.store.tables import benchmark, branch, measure, testbed
+from benchrunner.server.views import threshold_view
+
+router = APIRouter(tags=["thresholds"])
+
+
+class ThresholdCreate(ThresholdModelBody):
+    model_config = ConfigDict(extra="forbid")
+    branch: str = Field(min_length=1, max_length=256)
+    testbed: str = Field(min_length=1, max_length=64)
+    measure: str = Field(min_length=1, max_length=64)
+    benchmark: str | None = Field(default=None, min_length=1, max_length=1024)
+
+
+def _view(conn: Connection, threshold_id: int, *, history: bool) -> dict[str, Any]:
+    row = thresholds.threshold_by_id(conn, threshold_id)
+    models = thresholds.models_of(conn, threshold_id) if history else None
+    return threshold_view(row, thresholds.current_model(conn, threshold_id), models)
+
+
+@router.get("/v0/projects/{project}/thresholds")
+async def list_thresholds(
+    project: str,
+    user: MaybeUser,
+    ctx: Ctx,
+    response: Response,
+    pages: Page,
+    branch_ref: Annotated[str | None, Query(alias="branch")] = None,
+    testbed_ref: Annotated[str | None, Query(alias="testbed")] = None,
+    measure_ref: Annotated[str | None, Query(alias="measure")] = None,
+    benchmark_ref: Annotated[str | None, Query(alias="benchmark")] = None,
+    direction: Literal["asc", "desc"] = "asc",
+) -> list[dict[str, Any]]:
+    """Filters name a branch, testbed, measure or benchmark by UUID, slug or name."""
+
+    def unit(conn: Connection) -> tuple[list[dict[str, Any]], int]:
+        row = project_access(conn, user, project, write=False)
+        where = thresholds.ThresholdFilter(
+            branch_id=optional_id(conn, branch, row.id, branch_ref, "branch"),
+            testbed_id=optional_id(conn, testbed, row.id, testbed_ref, "testbed"),
+            measure_id=optional_id(conn, measure, row.id, measure_ref, "measure"),
+            benchmark_id=optional_id(conn, benchmark, row.id, benchmark_ref, "benchmark"),
+        )
+        found, total = thresholds.threshold_list(
+            conn,
+            row.id,
+            where,
+            ascending=direction == "asc",
+            limit=pages.per_page,
+            offset=pages.offset,
+        )
+        views = [threshold_view(t, thresholds.current_model(conn, t.id)) for t in found]
+        return views, total
+
+    views, total = await ctx.db.read(unit)
+    response.headers["X-Total-Count"] = str(total)
+    return views
+
+
+@router.post("/v0/projects/{project}/thresholds", status_code=201)
+async def create_threshold(
+    project: str, body: ThresholdCreate, user: MaybeUser, ctx: Ctx
+) -> dict[str, Any]:
+    """409 when the branch/testbed/measure (/benchmark) has a threshold already: update
+    that one's model instead."""
+    model = checked_model(body, "threshold")
+
+    def unit(conn: Connection) -> dict[str, Any]:
+        row = project_access(conn, user, project, write=True)
+        key = thresholds.SeriesKey(
+            branch_id=in_project(conn, branch, row.id, body.branch, "branch").id,
+            testbed_id=in_project(conn, testbed, row.id, body.testbed, "testbed").id,
+            measure_id=in_project(conn, measure, row.id, body.measure, "measure").id,
+            benchmark_id=optional_id(conn, benchmark, row.id, body.benchmark, "benchmark"),
+        )
+        if thresholds.threshold_find(conn, key) is not None:
+            raise conflict(
+                "this branch, testbed and measure"
+                + (" and benchmark" if key.benchmark_id is not None else "")
+                + " have a threshold already: update its model with PUT"
+            )
+        threshold_id, created = thresholds.threshold_put(conn, row.id, key, model, ctx.clock.now())
+        if not created:
+            raise conflict("a threshold for this series was created meanwhile")
+        return _view(conn, threshold_id, history=True)
+
+    return await ctx.db.write(unit)
+
+
+def _threshold_id(conn: Connection, project_id: int, ref: str) -> int:
+    found = thresholds.threshold_get(conn, project_id, ref)
+    if found is None:
+        raise not_found("threshold", ref)
+    return int(found.id)
+
+
+@router.get("/v0/projects/{project}/thresholds/{threshold}")
+async def get_threshold(project: str, threshold: str, user: MaybeUser, ctx: Ctx) -> dict[str, Any]:
+    """The threshold with its current ``model`` and ``models``: every model it has had,
+    newest first (``replaced`` says when each stopped being current)."""
+
+    def unit(conn: Connection) -> dict[str, Any]:
+        row = project_access(conn, user, project, write=False)
+        return _view(conn, _threshold_id(conn, row.id, threshold), history=True)
+
+    return await ctx.db.read(unit)
+
+
+@router.put("/v0/projects/{project}/thresholds/{threshold}")
+async def update_threshold(
+    project: str, threshold: str, body: ThresholdModelBody, user: MaybeUser, ctx: Ctx
+) -> dict[str, Any]:
+    """Replace the threshold's model (the same model again changes nothing)."""
+    model = checked_model(body, "threshold")
+
+    def unit(conn: Connection) -> dict[str, Any]:
+        row = project_access(conn, user, project, write=True)
+        threshold_id = _threshold_id(conn, row.id, threshold)
+        thresholds.model_replace(conn, threshold_id, model, ctx.clock.now())
+        return _view(conn, threshold_id, history=True)
+
+    return await ctx.db.write(unit)
+
+
+@router.delete("/v0/projects/{project}/thresholds/{threshold}", status_code=204)
+async def delete_threshold(project: str, threshold: str, user: MaybeUser, ctx: Ctx) -> Response:
+    """Delete the threshold with its models, boundaries and alerts."""
+
+    def unit(conn: Connection) -> None:
+        row = project_access(conn, user, project, write=True)
+        thresholds.threshold_delete(conn, _threshold_id(conn, row.id, threshold))
+
+    await ctx.db.write(unit)
+    return Response(status_code=204)

@@ -1,0 +1,313 @@
+"""Boundaries (what a metric was judged against), alerts (a metric outside a limit, or a change
+point), and baseline resets (an intended change: the history before it no longer counts)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from benchrunner.server.store.conflicts import insert_or_skip
+from benchrunner.server.store.tables import (
+    alert,
+    baseline_reset,
+    benchmark,
+    boundary,
+    branch,
+    measure,
+    metric,
+    model,
+    report,
+    testbed,
+    threshold,
+)
+
+AlertStatus = Literal["active", "dismissed", "silenced"]
+Limit = Literal["lower", "upper"]
+STATUSES: tuple[AlertStatus, ...] = ("active", "dismissed", "silenced")
+
+
+@dataclass(frozen=True)
+class Change:
+    """A change point's step, kept on its alert."""
+
+    before: float
+    after: float
+    magnitude: float
+    pvalue: float
+
+
+_BOUNDARY_OF = sa.select(boundary.c.id).where(boundary.c.metric_id == sa.bindparam("metric_id"))
+
+
+def boundary_put(
+    conn: Connection,
+    metric_id: int,
+    threshold_id: int,
+    model_id: int,
+    baseline: float | None,
+    lower_limit: float | None,
+    upper_limit: float | None,
+) -> int:
+    """The metric's boundary: stored now, or the one it already has (a metric is judged once)."""
+    row = {
+        "metric_id": metric_id,
+        "threshold_id": threshold_id,
+        "model_id": model_id,
+        "baseline": baseline,
+        "lower_limit": lower_limit,
+        "upper_limit": upper_limit,
+    }
+    inserted = conn.execute(
+        insert_or_skip(conn, boundary, ("metric_id",)).returning(boundary.c.id), row
+    ).scalar()
+    if inserted is not None:
+        return int(inserted)
+    return int(conn.execute(_BOUNDARY_OF, {"metric_id": metric_id}).scalar_one())
+
+
+def alert_raise(
+    conn: Connection,
+    boundary_id: int,
+    report_id: int,
+    limit: Limit,
+    now: dt.datetime,
+    change: Change | None = None,
+) -> bool:
+    """An active alert on the boundary, raised by ``report_id``; False when it has one."""
+    row = {
+        "uuid": uuid.uuid4(),
+        "boundary_id": boundary_id,
+        "report_id": report_id,
+        "limit": limit,
+        "status": "active",
+        "change_before": change.before if change else None,
+        "change_after": change.after if change else None,
+        "change_magnitude": change.magnitude if change else None,
+        "change_pvalue": change.pvalue if change else None,
+        "created": now,
+        "modified": now,
+    }
+    statement = insert_or_skip(conn, alert, ("boundary_id",)).returning(alert.c.id)
+    return conn.execute(statement, row).scalar() is not None
+
+
+_CHANGE_ALERTED = (
+    sa.select(boundary.c.metric_id)
+    .join(alert, alert.c.boundary_id == boundary.c.id)
+    .where(
+        boundary.c.metric_id.in_(sa.bindparam("metric_ids", expanding=True)),
+        alert.c.change_pvalue.is_not(None),
+    )
+)
+
+
+def change_alerted(conn: Connection, metric_ids: Sequence[int]) -> set[int]:
+    """Those of the metrics that carry a change-point alert already."""
+    found: set[int] = set()
+    for start in range(0, len(metric_ids), 500):
+        chunk = list(metric_ids[start : start + 500])
+        found.update(int(m) for m in conn.execute(_CHANGE_ALERTED, {"metric_ids": chunk}).scalars())
+    return found
+
+
+# Reads: an alert with everything its JSON shows.
+_RAISED = report.alias("raised")
+_VIEW = (
+    sa.select(
+        alert,
+        boundary.c.baseline,
+        boundary.c.lower_limit,
+        boundary.c.upper_limit,
+        metric.c.uuid.label("metric_uuid"),
+        metric.c.iteration,
+        metric.c.value,
+        metric.c.lower_value,
+        metric.c.upper_value,
+        report.c.uuid.label("metric_report_uuid"),
+        report.c.project_id,
+        _RAISED.c.uuid.label("raised_uuid"),
+        benchmark.c.uuid.label("benchmark_uuid"),
+        benchmark.c.name.label("benchmark_name"),
+        benchmark.c.slug.label("benchmark_slug"),
+        measure.c.uuid.label("measure_uuid"),
+        measure.c.name.label("measure_name"),
+        measure.c.slug.label("measure_slug"),
+        measure.c.units.label("measure_units"),
+        branch.c.uuid.label("branch_uuid"),
+        branch.c.name.label("branch_name"),
+        branch.c.slug.label("branch_slug"),
+        testbed.c.uuid.label("testbed_uuid"),
+        testbed.c.name.label("testbed_name"),
+        testbed.c.slug.label("testbed_slug"),
+        threshold.c.uuid.label("threshold_uuid"),
+        model.c.uuid.label("model_uuid"),
+        model.c.test,
+        model.c.min_sample_size,
+        model.c.max_sample_size,
+        model.c.window_seconds,
+        model.c.lower_boundary,
+        model.c.upper_boundary,
+        model.c.max_pvalue,
+        model.c.min_magnitude,
+        model.c.created.label("model_created"),
+        model.c.replaced.label("model_replaced"),
+    )
+    .join(boundary, boundary.c.id == alert.c.boundary_id)
+    .join(metric, metric.c.id == boundary.c.metric_id)
+    .join(report, report.c.id == metric.c.report_id)
+    .join(_RAISED, _RAISED.c.id == alert.c.report_id)
+    .join(benchmark, benchmark.c.id == metric.c.benchmark_id)
+    .join(measure, measure.c.id == metric.c.measure_id)
+    .join(branch, branch.c.id == report.c.branch_id)
+    .join(testbed, testbed.c.id == report.c.testbed_id)
+    .join(threshold, threshold.c.id == boundary.c.threshold_id)
+    .join(model, model.c.id == boundary.c.model_id)
+)
+
+
+def alerts_raised_by(conn: Connection, report_id: int) -> list[Any]:
+    statement = _VIEW.where(alert.c.report_id == report_id).order_by(alert.c.id)
+    return list(conn.execute(statement))
+
+
+@dataclass(frozen=True)
+class AlertFilter:
+    status: AlertStatus | None = None
+    branch_id: int | None = None
+    testbed_id: int | None = None
+    benchmark_id: int | None = None
+    measure_id: int | None = None
+    report_id: int | None = None
+    """The report whose evaluation raised the alerts."""
+
+
+def alert_list(
+    conn: Connection,
+    project_id: int,
+    where: AlertFilter,
+    *,
+    ascending: bool,
+    limit: int,
+    offset: int,
+) -> tuple[list[Any], int]:
+    statement = _VIEW.where(_RAISED.c.project_id == project_id)
+    for column, wanted in (
+        (alert.c.status, where.status),
+        (report.c.branch_id, where.branch_id),
+        (report.c.testbed_id, where.testbed_id),
+        (metric.c.benchmark_id, where.benchmark_id),
+        (metric.c.measure_id, where.measure_id),
+        (alert.c.report_id, where.report_id),
+    ):
+        if wanted is not None:
+            statement = statement.where(column == wanted)
+    total = conn.execute(sa.select(sa.func.count()).select_from(statement.subquery())).scalar_one()
+    order = alert.c.created.asc() if ascending else alert.c.created.desc()
+    rows = conn.execute(statement.order_by(order, alert.c.id).limit(limit).offset(offset)).all()
+    return list(rows), int(total)
+
+
+def alert_get(conn: Connection, project_id: int, ref: str) -> Any | None:
+    try:
+        alert_uuid = uuid.UUID(ref)
+    except ValueError:
+        return None
+    statement = _VIEW.where(_RAISED.c.project_id == project_id, alert.c.uuid == alert_uuid)
+    return conn.execute(statement).first()
+
+
+_SET_STATUS = (
+    alert.update()
+    .where(alert.c.id == sa.bindparam("alert_id"))
+    .values(status=sa.bindparam("status"), modified=sa.bindparam("now"))
+)
+
+
+def alert_set_status(
+    conn: Connection, alert_id: int, status: AlertStatus, now: dt.datetime
+) -> None:
+    conn.execute(_SET_STATUS, {"alert_id": alert_id, "status": status, "now": now})
+
+
+def baseline_reset_add(
+    conn: Connection,
+    project_id: int,
+    branch_id: int,
+    testbed_id: int,
+    measure_id: int | None,
+    report_id: int,
+    start_time: dt.datetime,
+    now: dt.datetime,
+) -> tuple[uuid.UUID, int]:
+    """Record the reset and dismiss the series' active alerts from the report onward (by the
+    metric's report start time). Returns the reset's UUID and how many alerts it dismissed."""
+    reset_uuid = uuid.uuid4()
+    conn.execute(
+        baseline_reset.insert(),
+        {
+            "uuid": reset_uuid,
+            "project_id": project_id,
+            "branch_id": branch_id,
+            "testbed_id": testbed_id,
+            "measure_id": measure_id,
+            "report_id": report_id,
+            "created": now,
+        },
+    )
+    affected = (
+        sa.select(boundary.c.id)
+        .join(metric, metric.c.id == boundary.c.metric_id)
+        .join(report, report.c.id == metric.c.report_id)
+        .where(
+            report.c.branch_id == branch_id,
+            report.c.testbed_id == testbed_id,
+            report.c.start_time >= start_time,
+        )
+    )
+    if measure_id is not None:
+        affected = affected.where(metric.c.measure_id == measure_id)
+    dismissed = conn.execute(
+        alert.update()
+        .where(alert.c.status == "active", alert.c.boundary_id.in_(affected.scalar_subquery()))
+        .values(status="dismissed", modified=now)
+    )
+    return reset_uuid, int(dismissed.rowcount or 0)
+
+
+_REPORT_BOUNDARIES = (
+    sa.select(
+        boundary.c.metric_id,
+        boundary.c.baseline,
+        boundary.c.lower_limit,
+        boundary.c.upper_limit,
+        threshold.c.uuid.label("threshold_uuid"),
+        model.c.uuid.label("model_uuid"),
+        model.c.test,
+        model.c.min_sample_size,
+        model.c.max_sample_size,
+        model.c.window_seconds,
+        model.c.lower_boundary,
+        model.c.upper_boundary,
+        model.c.max_pvalue,
+        model.c.min_magnitude,
+        model.c.created.label("model_created"),
+        model.c.replaced.label("model_replaced"),
+    )
+    .join(metric, metric.c.id == boundary.c.metric_id)
+    .join(threshold, threshold.c.id == boundary.c.threshold_id)
+    .join(model, model.c.id == boundary.c.model_id)
+    .where(metric.c.report_id == sa.bindparam("report_id"))
+)
+
+
+def report_boundaries(conn: Connection, report_id: int) -> dict[int, Any]:
+    """The boundaries of a report's metrics, by metric id."""
+    return {
+        row.metric_id: row for row in conn.execute(_REPORT_BOUNDARIES, {"report_id": report_id})
+    }

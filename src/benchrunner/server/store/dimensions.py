@@ -1,0 +1,63 @@
+"""A project's branches, testbeds, benchmarks and measures: the names a report's metrics are
+filed under. Each is found by UUID, slug or name, in that order (SPEC section 13)."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from benchrunner.server.store.tables import benchmark
+
+
+def dimension_get(conn: Connection, table: sa.Table, project_id: int, ref: str) -> Any | None:
+    """The project's row of ``table`` named by ``ref``: a UUID, else a slug (the oldest row
+    with it), else a name."""
+    in_project = table.c.project_id == project_id
+    try:
+        ref_uuid = uuid.UUID(ref)
+    except ValueError:
+        pass
+    else:
+        found = conn.execute(sa.select(table).where(in_project, table.c.uuid == ref_uuid)).first()
+        if found is not None:
+            return found
+    for column in (table.c.slug, table.c.name):
+        statement = sa.select(table).where(in_project, column == ref).order_by(table.c.id)
+        found = conn.execute(statement.limit(1)).first()
+        if found is not None:
+            return found
+    return None
+
+
+def dimension_list(
+    conn: Connection,
+    table: sa.Table,
+    project_id: int,
+    *,
+    name: str | None,
+    ascending: bool,
+    limit: int,
+    offset: int,
+) -> tuple[list[Any], int]:
+    """One page of the project's rows, by name; ``name`` keeps only that exact name."""
+    statement = sa.select(table).where(table.c.project_id == project_id)
+    if name is not None:
+        statement = statement.where(table.c.name == name)
+    total = conn.execute(sa.select(sa.func.count()).select_from(statement.subquery())).scalar_one()
+    order = table.c.name.asc() if ascending else table.c.name.desc()
+    rows = conn.execute(statement.order_by(order, table.c.id).limit(limit).offset(offset)).all()
+    return list(rows), int(total)
+
+
+_SET_IGNORED = (
+    benchmark.update()
+    .where(benchmark.c.id == sa.bindparam("benchmark_id"))
+    .values(ignored=sa.bindparam("ignored"))
+)
+
+
+def benchmark_set_ignored(conn: Connection, benchmark_id: int, ignored: bool) -> None:
+    conn.execute(_SET_IGNORED, {"benchmark_id": benchmark_id, "ignored": ignored})

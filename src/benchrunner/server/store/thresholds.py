@@ -1,0 +1,335 @@
+"""Thresholds and their models.
+
+A threshold judges one measure on one branch and testbed, for every benchmark of it or, as an
+override, for one benchmark. Its current model is the one not yet ``replaced``; a new model
+replaces it and the old one stays, so every boundary keeps naming the model that drew it.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import uuid
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from benchrunner.detection.models import Model, TestKind
+from benchrunner.server.store.conflicts import insert_or_skip
+from benchrunner.server.store.tables import (
+    benchmark,
+    branch,
+    measure,
+    model,
+    project,
+    testbed,
+    threshold,
+)
+
+
+def model_of(row: Any) -> Model:
+    """The detection model a stored model row holds."""
+    return Model(
+        test=TestKind(row.test),
+        min_sample_size=row.min_sample_size,
+        max_sample_size=row.max_sample_size,
+        window=row.window_seconds,
+        lower_boundary=row.lower_boundary,
+        upper_boundary=row.upper_boundary,
+        max_pvalue=row.max_pvalue,
+        min_magnitude=row.min_magnitude,
+    )
+
+
+def _model_values(params: Model) -> dict[str, Any]:
+    return {
+        "test": params.test.value,
+        "min_sample_size": params.min_sample_size,
+        "max_sample_size": params.max_sample_size,
+        "window_seconds": params.window,
+        "lower_boundary": params.lower_boundary,
+        "upper_boundary": params.upper_boundary,
+        "max_pvalue": params.max_pvalue,
+        "min_magnitude": params.min_magnitude,
+    }
+
+
+@dataclass(frozen=True)
+class SeriesKey:
+    branch_id: int
+    testbed_id: int
+    measure_id: int
+    benchmark_id: int | None = None
+    """None: the measure's threshold for every benchmark."""
+
+
+_FIND_SERIES = sa.select(threshold.c.id).where(
+    threshold.c.branch_id == sa.bindparam("branch_id"),
+    threshold.c.testbed_id == sa.bindparam("testbed_id"),
+    threshold.c.measure_id == sa.bindparam("measure_id"),
+)
+_FIND_WIDE = _FIND_SERIES.where(threshold.c.benchmark_id.is_(None))
+_FIND_OVERRIDE = _FIND_SERIES.where(threshold.c.benchmark_id == sa.bindparam("benchmark_id"))
+_LOCK = sa.select(threshold.c.id).where(threshold.c.id == sa.bindparam("id")).with_for_update()
+_CURRENT_MODEL = sa.select(model).where(
+    model.c.threshold_id == sa.bindparam("threshold_id"), model.c.replaced.is_(None)
+)
+_REPLACE_CURRENT = (
+    model.update()
+    .where(model.c.threshold_id == sa.bindparam("of_threshold"), model.c.replaced.is_(None))
+    .values(replaced=sa.bindparam("now"))
+)
+_INSERT_MODEL = model.insert()
+_TOUCH = (
+    threshold.update()
+    .where(threshold.c.id == sa.bindparam("threshold_id"))
+    .values(modified=sa.bindparam("now"))
+)
+
+
+def threshold_find(conn: Connection, key: SeriesKey) -> int | None:
+    params = {
+        "branch_id": key.branch_id,
+        "testbed_id": key.testbed_id,
+        "measure_id": key.measure_id,
+    }
+    if key.benchmark_id is None:
+        found = conn.execute(_FIND_WIDE, params).scalar()
+    else:
+        found = conn.execute(_FIND_OVERRIDE, {**params, "benchmark_id": key.benchmark_id}).scalar()
+    return None if found is None else int(found)
+
+
+def threshold_put(
+    conn: Connection, project_id: int, key: SeriesKey, params: Model, now: dt.datetime
+) -> tuple[int, bool]:
+    """Create the threshold of ``key`` with model ``params``, or give the existing one that
+    model (unchanged when it already has it). Returns the threshold's id and whether it was
+    created. Concurrent puts of one threshold take turns on its row."""
+    row = {
+        "uuid": uuid.uuid4(),
+        "project_id": project_id,
+        "branch_id": key.branch_id,
+        "testbed_id": key.testbed_id,
+        "measure_id": key.measure_id,
+        "benchmark_id": key.benchmark_id,
+        "created": now,
+        "modified": now,
+    }
+    inserted = conn.execute(insert_or_skip(conn, threshold).returning(threshold.c.id), row)
+    threshold_id = inserted.scalar()
+    created = threshold_id is not None
+    if threshold_id is None:
+        threshold_id = threshold_find(conn, key)
+        assert threshold_id is not None, "a threshold that conflicts on insert exists"
+    model_replace(conn, int(threshold_id), params, now)
+    return int(threshold_id), created
+
+
+def model_replace(conn: Connection, threshold_id: int, params: Model, now: dt.datetime) -> bool:
+    """Make ``params`` the threshold's current model; False when it already is."""
+    conn.execute(_LOCK, {"id": threshold_id})
+    current = conn.execute(_CURRENT_MODEL, {"threshold_id": threshold_id}).first()
+    if current is not None and model_of(current) == params:
+        return False
+    conn.execute(_REPLACE_CURRENT, {"of_threshold": threshold_id, "now": now})
+    conn.execute(
+        _INSERT_MODEL,
+        {
+            "uuid": uuid.uuid4(),
+            "threshold_id": threshold_id,
+            **_model_values(params),
+            "created": now,
+            "replaced": None,
+        },
+    )
+    if current is not None:
+        conn.execute(_TOUCH, {"threshold_id": threshold_id, "now": now})
+    return True
+
+
+_DELETE = threshold.delete().where(threshold.c.id == sa.bindparam("threshold_id"))
+
+
+def threshold_delete(conn: Connection, threshold_id: int) -> None:
+    conn.execute(_DELETE, {"threshold_id": threshold_id})
+
+
+_RESET = threshold.delete().where(
+    threshold.c.branch_id == sa.bindparam("branch_id"),
+    threshold.c.testbed_id == sa.bindparam("testbed_id"),
+    threshold.c.measure_id.not_in(sa.bindparam("keep", expanding=True)),
+)
+
+
+def thresholds_reset(
+    conn: Connection, branch_id: int, testbed_id: int, keep_measure_ids: Iterable[int]
+) -> None:
+    """Remove the branch/testbed's thresholds (overrides too) of every measure not kept."""
+    keep = list(keep_measure_ids) or [-1]
+    conn.execute(_RESET, {"branch_id": branch_id, "testbed_id": testbed_id, "keep": keep})
+
+
+_CLONE_SOURCE = (
+    sa.select(
+        threshold.c.testbed_id,
+        threshold.c.measure_id,
+        threshold.c.benchmark_id,
+        *(c for c in model.c if c.name not in ("id", "uuid", "threshold_id", "created")),
+    )
+    .join(model, sa.and_(model.c.threshold_id == threshold.c.id, model.c.replaced.is_(None)))
+    .where(threshold.c.branch_id == sa.bindparam("branch_id"))
+    .order_by(threshold.c.id)
+)
+
+
+def thresholds_clone(
+    conn: Connection, project_id: int, from_branch: int, to_branch: int, now: dt.datetime
+) -> None:
+    """Copy the start point branch's thresholds (every testbed, with their current models)
+    onto a branch; thresholds it already has keep their own model."""
+    for row in conn.execute(_CLONE_SOURCE, {"branch_id": from_branch}).all():
+        key = SeriesKey(to_branch, row.testbed_id, row.measure_id, row.benchmark_id)
+        if threshold_find(conn, key) is None:
+            threshold_put(conn, project_id, key, model_of(row), now)
+
+
+# Reads for the API: a threshold with its branch, testbed, measure, benchmark and current model.
+_B, _T, _M, _K = (
+    branch.alias("b"),
+    testbed.alias("t"),
+    measure.alias("m"),
+    benchmark.alias("k"),
+)
+_VIEW = (
+    sa.select(
+        threshold,
+        project.c.uuid.label("project_uuid"),
+        _B.c.uuid.label("branch_uuid"),
+        _B.c.name.label("branch_name"),
+        _B.c.slug.label("branch_slug"),
+        _T.c.uuid.label("testbed_uuid"),
+        _T.c.name.label("testbed_name"),
+        _T.c.slug.label("testbed_slug"),
+        _M.c.uuid.label("measure_uuid"),
+        _M.c.name.label("measure_name"),
+        _M.c.slug.label("measure_slug"),
+        _M.c.units.label("measure_units"),
+        _K.c.uuid.label("benchmark_uuid"),
+        _K.c.name.label("benchmark_name"),
+        _K.c.slug.label("benchmark_slug"),
+    )
+    .join(project, project.c.id == threshold.c.project_id)
+    .join(_B, _B.c.id == threshold.c.branch_id)
+    .join(_T, _T.c.id == threshold.c.testbed_id)
+    .join(_M, _M.c.id == threshold.c.measure_id)
+    .outerjoin(_K, _K.c.id == threshold.c.benchmark_id)
+)
+
+
+@dataclass(frozen=True)
+class ThresholdFilter:
+    branch_id: int | None = None
+    testbed_id: int | None = None
+    measure_id: int | None = None
+    benchmark_id: int | None = None
+
+
+def _filtered(project_id: int, where: ThresholdFilter) -> sa.Select[Any]:
+    statement = _VIEW.where(threshold.c.project_id == project_id)
+    for column, wanted in (
+        (threshold.c.branch_id, where.branch_id),
+        (threshold.c.testbed_id, where.testbed_id),
+        (threshold.c.measure_id, where.measure_id),
+        (threshold.c.benchmark_id, where.benchmark_id),
+    ):
+        if wanted is not None:
+            statement = statement.where(column == wanted)
+    return statement
+
+
+def threshold_list(
+    conn: Connection,
+    project_id: int,
+    where: ThresholdFilter,
+    *,
+    ascending: bool,
+    limit: int,
+    offset: int,
+) -> tuple[list[Any], int]:
+    statement = _filtered(project_id, where)
+    total = conn.execute(sa.select(sa.func.count()).select_from(statement.subquery())).scalar_one()
+    order = threshold.c.created.asc() if ascending else threshold.c.created.desc()
+    rows = conn.execute(statement.order_by(order, threshold.c.id).limit(limit).offset(offset)).all()
+    return list(rows), int(total)
+
+
+_BY_UUID = _VIEW.where(
+    threshold.c.project_id == sa.bindparam("project_id"),
+    threshold.c.uuid == sa.bindparam("threshold_uuid"),
+)
+_BY_ID = _VIEW.where(threshold.c.id == sa.bindparam("threshold_id"))
+
+
+def threshold_get(conn: Connection, project_id: int, ref: str) -> Any | None:
+    try:
+        threshold_uuid = uuid.UUID(ref)
+    except ValueError:
+        return None
+    return conn.execute(
+        _BY_UUID, {"project_id": project_id, "threshold_uuid": threshold_uuid}
+    ).first()
+
+
+def threshold_by_id(conn: Connection, threshold_id: int) -> Any:
+    return conn.execute(_BY_ID, {"threshold_id": threshold_id}).one()
+
+
+_MODELS = (
+    sa.select(model)
+    .where(model.c.threshold_id == sa.bindparam("threshold_id"))
+    .order_by(model.c.created.desc(), model.c.id.desc())
+)
+
+
+def current_model(conn: Connection, threshold_id: int) -> Any | None:
+    return conn.execute(_CURRENT_MODEL, {"threshold_id": threshold_id}).first()
+
+
+def models_of(conn: Connection, threshold_id: int) -> list[Any]:
+    """Every model the threshold has had, newest first."""
+    return list(conn.execute(_MODELS, {"threshold_id": threshold_id}))
+
+
+# Evaluation: the thresholds (with current models) of a branch/testbed's measures.
+_FOR_SERIES = (
+    sa.select(
+        threshold.c.id.label("threshold_id"),
+        threshold.c.uuid.label("threshold_uuid"),
+        threshold.c.measure_id,
+        threshold.c.benchmark_id,
+        *(column for column in model.c if column.name != "threshold_id"),
+    )
+    .join(model, sa.and_(model.c.threshold_id == threshold.c.id, model.c.replaced.is_(None)))
+    .where(
+        threshold.c.branch_id == sa.bindparam("branch_id"),
+        threshold.c.testbed_id == sa.bindparam("testbed_id"),
+        threshold.c.measure_id.in_(sa.bindparam("measure_ids", expanding=True)),
+    )
+)
+
+
+def thresholds_for(
+    conn: Connection, branch_id: int, testbed_id: int, measure_ids: Iterable[int]
+) -> list[Any]:
+    wanted = sorted(set(measure_ids))
+    if not wanted:
+        return []
+    return list(
+        conn.execute(
+            _FOR_SERIES,
+            {"branch_id": branch_id, "testbed_id": testbed_id, "measure_ids": wanted},
+        )
+    )
