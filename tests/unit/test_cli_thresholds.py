@@ -128,8 +128,15 @@ def test_thresholds_body(given: dict[str, Any], sent: dict[str, Any] | None) -> 
             {"measures": ["a", "b"], "tests": ["static"], "upper_boundaries": ["1"]},
             "the threshold for measure 'b' has no test",
         ),
-        ({"measures": ["a"], "tests": ["ttest"]}, "--threshold-test 'ttest' (measure 'a')"),
-        ({"measures": ["a"], "tests": ["t_test"]}, "needs --threshold-lower-boundary"),
+        (
+            {"measures": ["a"], "tests": ["ttest"]},
+            "--threshold-test (measure 'a'): test 'ttest' is not one of: static, percentage,",
+        ),
+        (
+            {"measures": ["a"], "tests": ["t_test"]},
+            "the t_test threshold (measure 'a'): a t_test model needs --threshold-lower-boundary, "
+            "--threshold-upper-boundary or both",
+        ),
         (
             {"measures": ["a", "a"], "tests": ["static", "static"]},
             "--threshold-measure 'a' is given twice",
@@ -142,7 +149,7 @@ def test_thresholds_body(given: dict[str, Any], sent: dict[str, Any] | None) -> 
                 "windows": ["60"],
                 "upper_boundaries": ["1"],
             },
-            "a static threshold (measure 'a') takes no window",
+            "a static model takes no --threshold-window",
         ),
         (
             {
@@ -151,7 +158,8 @@ def test_thresholds_body(given: dict[str, Any], sent: dict[str, Any] | None) -> 
                 "lower_boundaries": ["2"],
                 "upper_boundaries": ["1"],
             },
-            "lower boundary 2 above its upper boundary 1",
+            "--threshold-lower-boundary (2.0) of a static model must not be greater than "
+            "--threshold-upper-boundary (1.0)",
         ),
         (
             {
@@ -161,19 +169,21 @@ def test_thresholds_body(given: dict[str, Any], sent: dict[str, Any] | None) -> 
                 "max_sample_sizes": ["5"],
                 "upper_boundaries": ["0.1"],
             },
-            "min sample size 10 above its max sample size 5",
+            "--threshold-max-sample-size (5) must be greater than or equal to "
+            "--threshold-min-sample-size (10)",
         ),
         (
             {"measures": ["a"], "tests": ["t_test"], "upper_boundaries": ["0.4"]},
-            "needs its upper boundary in [0.5, 1)",
+            "--threshold-upper-boundary of a t_test model must be a cumulative probability in "
+            "[0.5, 1.0)",
         ),
         (
             {"measures": ["a"], "tests": ["z_score"], "upper_boundaries": ["1"]},
-            "needs its upper boundary in [0.5, 1)",
+            "the z_score threshold (measure 'a'): --threshold-upper-boundary of a z_score model",
         ),
         (
             {"measures": ["a"], "tests": ["percentage"], "lower_boundaries": ["-0.1"]},
-            "needs its lower boundary >= 0",
+            "--threshold-lower-boundary of a percentage model must be a fraction >= 0",
         ),
         (
             {"measures": ["a"], "tests": ["iqr"], "upper_boundaries": ["nan"]},
@@ -190,11 +200,11 @@ def test_thresholds_body(given: dict[str, Any], sent: dict[str, Any] | None) -> 
                 "min_sample_sizes": ["1"],
                 "upper_boundaries": ["2"],
             },
-            "--threshold-min-sample-size '1' (measure 'a') must be between 2 and 4294967295",
+            "--threshold-min-sample-size must be an integer from 2 to 4294967295, got 1",
         ),
         (
             {"measures": ["a"], "tests": ["iqr"], "windows": ["0"], "upper_boundaries": ["2"]},
-            "--threshold-window '0' (measure 'a') must be between 1 and 4294967295",
+            "--threshold-window must be an integer from 1 to 4294967295 seconds, got 0",
         ),
         (
             {
@@ -207,15 +217,15 @@ def test_thresholds_body(given: dict[str, Any], sent: dict[str, Any] | None) -> 
         ),
         (
             {"measures": ["a"], "tests": ["change_point"], "upper_boundaries": ["0.1"]},
-            "a change_point threshold (measure 'a') takes no upper boundary",
+            "a change_point model takes no --threshold-upper-boundary",
         ),
         (
             {"measures": ["a"], "tests": ["change_point"], "max_pvalues": ["0"]},
-            "the max p-value (measure 'a') must be in (0, 1], not 0",
+            "(measure 'a'): --threshold-max-pvalue must be in (0, 1], got 0.0",
         ),
         (
             {"measures": ["a"], "tests": ["change_point"], "min_magnitudes": ["-1"]},
-            "the min magnitude (measure 'a') must be >= 0",
+            "--threshold-min-magnitude must be a relative change >= 0",
         ),
         (
             {
@@ -224,7 +234,8 @@ def test_thresholds_body(given: dict[str, Any], sent: dict[str, Any] | None) -> 
                 "upper_boundaries": ["0.1"],
                 "max_pvalues": ["0.01"],
             },
-            "max_pvalue is for change_point thresholds, not percentage (measure 'a')",
+            "the percentage threshold (measure 'a'): --threshold-max-pvalue is a parameter of "
+            "change_point only",
         ),
         (
             {
@@ -233,7 +244,8 @@ def test_thresholds_body(given: dict[str, Any], sent: dict[str, Any] | None) -> 
                 "min_sample_sizes": ["9"],
                 "max_sample_sizes": ["3"],
             },
-            "min sample size 9 above its max sample size 3",
+            "--threshold-max-sample-size (3) must be greater than or equal to "
+            "--threshold-min-sample-size (9)",
         ),
     ],
 )

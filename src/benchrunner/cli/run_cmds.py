@@ -18,8 +18,9 @@ from benchrunner.cli.follow import EXIT_FAILED, follow_job, report_failure
 from benchrunner.cli.image_cmds import resolve_image
 from benchrunner.cli.options import Host, Json, Project, Token
 from benchrunner.cli.run_body import DEFAULT_MAX_VERSIONS, RunFlags, StartPointFlags, build_body
-from benchrunner.cli.thresholds import MAX_U32, ThresholdFlags
+from benchrunner.cli.thresholds import ThresholdFlags
 from benchrunner.cli.views import print_report
+from benchrunner.detection.models import MAX_COUNT
 
 _ARG_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _JOB = "Runner job"
@@ -113,7 +114,7 @@ def run(
         int,
         typer.Option(
             min=1,
-            max=MAX_U32,
+            max=MAX_COUNT,
             help="Versions of --start-point's history to clone.",
             rich_help_panel=_HISTORY,
         ),
