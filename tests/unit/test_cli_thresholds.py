@@ -253,3 +253,15 @@ def test_invalid_thresholds_name_the_flag(given: dict[str, Any], message: str) -
     with pytest.raises(ThresholdsError) as raised:
         thresholds_body(flags(**given))
     assert message in str(raised.value)
+
+
+def test_a_misplaced_option_names_the_pairing() -> None:
+    """Bencher's pairing by position: the first lower boundary is the first measure's."""
+    misplaced = flags(
+        measures=["latency", "throughput"],
+        tests=["t_test", "percentage"],
+        upper_boundaries=["0.99"],
+        lower_boundaries=["0.1"],
+    )
+    with pytest.raises(ThresholdsError, match="write _ where a measure takes none"):
+        thresholds_body(misplaced)

@@ -95,7 +95,15 @@ def thresholds_body(flags: ThresholdFlags) -> dict[str, Any] | None:
                 f"the threshold for measure {measure!r} has no test: give a --threshold-test "
                 f"({', '.join(TestKind)}) for each --threshold-measure"
             )
-        models[measure] = _model(measure, index, flags)
+        try:
+            models[measure] = _model(measure, index, flags)
+        except ThresholdsError as exc:
+            if len(measures) == 1:
+                raise
+            raise ThresholdsError(
+                f"{exc} (with several --threshold-measure, the n-th of each --threshold-* "
+                "option goes to the n-th measure: write _ where a measure takes none)"
+            ) from None
     if not models and not flags.reset:
         return None
     body: dict[str, Any] = {}
