@@ -191,8 +191,9 @@ def test_only_alerts_prints_nothing_without_an_alert(
     api.report = without_thresholds()
     summary = tmp_path / "summary.md"
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
-    quiet = invoke(api, "report", "comment", "r-2", "--only-alerts")
-    assert (quiet.exit_code, quiet.stdout) == (0, "")
+    for flag in ("--only-alerts", "--ci-only-on-alert"):
+        quiet = invoke(api, "report", "comment", "r-2", flag)
+        assert (quiet.exit_code, quiet.stdout) == (0, "")
     assert not summary.exists()
     loud = invoke(api, "report", "comment", "r-2")
     assert loud.stdout.endswith("**0 alerts**\n")

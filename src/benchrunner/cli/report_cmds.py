@@ -52,7 +52,9 @@ def report_comment(
         bool,
         typer.Option(
             "--only-alerts",
-            help="Print nothing (and exit 0) unless the report has an active alert.",
+            "--ci-only-on-alert",
+            help="Print nothing (and exit 0) unless the report has an active alert "
+            "(--ci-only-on-alert: Bencher's name).",
         ),
     ] = False,
     project: Project = None,
