@@ -120,6 +120,7 @@ def test_start_point_is_sent_as_bencher_sends_it(
         ({"results": ["{}"], "spec": "s"}, "cannot be combined"),
         ({"results": ["{}"], "timeout": 5}, "cannot be combined"),
         ({"results": ["{}"], "iterations": 2}, "--iter 2 does not match the 1 --results"),
+        ({"results": ["{}"] * 3, "iterations": 2}, "--iter 2 does not match the 3 --results"),
         ({"results": ["{}"], "adapter": "cobol"}, "--adapter 'cobol' is not one of: "),
         ({"results": ["{}"], "hash": "abc123"}, "--hash 'abc123' is not a full git commit hash"),
         (
@@ -150,9 +151,12 @@ def test_invalid_flags_are_usage_errors_naming_them(given: dict[str, Any], messa
     assert message in str(raised.value)
 
 
-def test_iter_may_repeat_the_number_of_results() -> None:
-    assert body(results=["{}", "{}"], iterations=2)["results"] == ["{}", "{}"]
-    assert "job" not in body(results=["{}"], iterations=1)
+@pytest.mark.parametrize("iterations", [None, 1, 3])
+def test_iter_may_be_one_or_the_number_of_results(iterations: int | None) -> None:
+    made = body(results=["{}"] * 3, iterations=iterations, fold="median")
+    assert made["results"] == ["{}"] * 3
+    assert made["settings"] == {"adapter": "magic", "fold": "median"}
+    assert "job" not in made
 
 
 def test_direct_times_are_utc() -> None:

@@ -168,10 +168,11 @@ def build_body(flags: RunFlags, now: dt.datetime) -> dict[str, Any]:
 
 
 def _direct(flags: RunFlags, job_options: dict[str, Any], now: dt.datetime) -> dict[str, Any]:
-    # In direct mode each --results is one iteration, as each --file is in Bencher's CLI:
-    # --iter may repeat that count but cannot change it.
+    # In direct mode each --results is one iteration, as each --file of one run is in
+    # Bencher's CLI: --iter may be 1 (Bencher's "--iter 1 --fold ..." over several files) or
+    # repeat the count, but cannot change it.
     iterations = job_options.pop("iter", len(flags.results))
-    if iterations != len(flags.results):
+    if iterations not in (1, len(flags.results)):
         raise _usage(
             f"--iter {iterations} does not match the {len(flags.results)} --results given "
             "(in direct mode each --results is one iteration)"

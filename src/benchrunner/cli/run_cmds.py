@@ -288,7 +288,8 @@ def run(
         typer.Option(
             "--iter",
             min=1,
-            help="Iterations (default 1). With --results: the number of --results given.",
+            help="Iterations (default 1). With --results, each --results is one iteration "
+            "(--iter may then be 1, as in Bencher's --iter 1 --fold, or their number).",
             rich_help_panel=_JOB,
         ),
     ] = None,
