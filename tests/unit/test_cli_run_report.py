@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import platform
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -14,6 +15,7 @@ import pytest
 from typer.testing import CliRunner
 
 from benchrunner.cli.main import app
+from benchrunner.cli.run_context import os_context
 from tests.unit.report_samples import with_thresholds, without_thresholds
 
 
@@ -102,6 +104,8 @@ def test_run_sends_the_threshold_and_err_fails_on_the_alert(api: FakeApi) -> Non
         "models": {"latency": {"test": "percentage", "upper_boundary": 0.1}}
     }
     assert api.bodies[0]["settings"] == {"adapter": "magic"}
+    assert os_context(platform.system()).items() <= api.bodies[0]["context"].items()
+    assert "branch" not in api.bodies[0] and "testbed" not in api.bodies[0]
     assert "🚨 upper" in result.stdout
     assert result.stderr.startswith("error: 1 alert detected in report r-1 (--err)")
 
@@ -198,3 +202,10 @@ def test_only_alerts_prints_nothing_without_an_alert(
     loud = invoke(api, "report", "comment", "r-2")
     assert loud.stdout.endswith("**0 alerts**\n")
     assert summary.read_text() == loud.stdout
+
+
+def test_no_context_sends_none(api: FakeApi) -> None:
+    result = invoke(api, "run", "--results", RESULTS, "--no-context", "--testbed", "ci")
+    assert result.exit_code == 0, result.output
+    assert "context" not in api.bodies[0]
+    assert api.bodies[0]["testbed"] == "ci"

@@ -54,6 +54,9 @@ class RunFlags:
     timeout: int | None = None
     file_paths: Sequence[str] = ()
     results: Sequence[str] = ()
+    context: Mapping[str, str] = field(default_factory=dict)
+    """Bencher's ``bencher.dev/v0/...`` map (``run_context``); the server reads branch, hash
+    and testbed from it when the flags leave them out."""
     start_point: StartPointFlags = StartPointFlags()
     thresholds: ThresholdFlags = field(default_factory=ThresholdFlags)
 
@@ -131,6 +134,8 @@ def _history(flags: RunFlags) -> dict[str, Any]:
         raise _usage(str(exc)) from None
     if thresholds is not None:
         body["thresholds"] = thresholds
+    if flags.context:
+        body["context"] = dict(flags.context)
     return body
 
 

@@ -18,6 +18,7 @@ from benchrunner.cli.follow import EXIT_FAILED, follow_job, report_failure
 from benchrunner.cli.image_cmds import resolve_image
 from benchrunner.cli.options import Host, Json, Project, Token
 from benchrunner.cli.run_body import DEFAULT_MAX_VERSIONS, RunFlags, StartPointFlags, build_body
+from benchrunner.cli.run_context import run_context
 from benchrunner.cli.thresholds import ThresholdFlags
 from benchrunner.cli.views import print_report
 from benchrunner.detection.models import MAX_COUNT
@@ -77,8 +78,8 @@ def run(
         str | None,
         typer.Option(
             envvar="BENCHRUNNER_BRANCH",
-            help="Branch name, slug or UUID; created on first use. [default: the server's: "
-            "the context's branch, else main]",
+            help="Branch name, slug or UUID; created on first use. [default: the git branch "
+            "checked out (sent as context), else main]",
             show_default=False,
             rich_help_panel=_HISTORY,
         ),
@@ -88,7 +89,8 @@ def run(
         typer.Option(
             "--hash",
             metavar="SHA",
-            help="Full git commit hash of the code measured: the report's version on its branch.",
+            help="Full git commit hash of the code measured: the report's version on its "
+            "branch. [default: the commit checked out, sent as context]",
             rich_help_panel=_HISTORY,
         ),
     ] = None,
@@ -135,12 +137,21 @@ def run(
             rich_help_panel=_HISTORY,
         ),
     ] = False,
+    no_context: Annotated[
+        bool,
+        typer.Option(
+            "--no-context",
+            help="Send no context (git branch, commit and repository, operating system), "
+            "which otherwise names the branch, hash and testbed the flags leave out.",
+            rich_help_panel=_HISTORY,
+        ),
+    ] = False,
     testbed: Annotated[
         str | None,
         typer.Option(
             envvar="BENCHRUNNER_TESTBED",
-            help="Testbed name, slug or UUID; created on first use. [default: the server's: "
-            "the context's, else localhost]",
+            help="Testbed name, slug or UUID; created on first use. [default: this machine's "
+            "operating system (Linux, macOS or Windows, sent as context), else localhost]",
             show_default=False,
             rich_help_panel=_HISTORY,
         ),
@@ -348,6 +359,7 @@ def run(
         branch=branch,
         testbed=testbed,
         hash=git_hash,
+        context={} if no_context else run_context(),
         adapter=adapter,
         average=average,
         fold=fold,
