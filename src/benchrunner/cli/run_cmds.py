@@ -11,7 +11,6 @@ from typing import Annotated
 
 import typer
 
-from benchrunner.adapters import Average, Fold
 from benchrunner.cli import output
 from benchrunner.cli.config import resolve
 from benchrunner.cli.follow import EXIT_FAILED, follow_job, report_failure
@@ -19,16 +18,37 @@ from benchrunner.cli.image_cmds import resolve_image
 from benchrunner.cli.options import Host, Json, Project, Token
 from benchrunner.cli.run_body import DEFAULT_MAX_VERSIONS, RunFlags, StartPointFlags, build_body
 from benchrunner.cli.run_context import run_context
+from benchrunner.cli.run_options import (
+    AdapterName,
+    AverageOption,
+    Branch,
+    Err,
+    FoldOption,
+    GitHash,
+    NoContext,
+    StartPoint,
+    StartPointCloneThresholds,
+    StartPointHash,
+    StartPointMaxVersions,
+    StartPointReset,
+    Testbed,
+    ThresholdLowerBoundary,
+    ThresholdMaxPvalue,
+    ThresholdMaxSampleSize,
+    ThresholdMeasure,
+    ThresholdMinMagnitude,
+    ThresholdMinSampleSize,
+    ThresholdsReset,
+    ThresholdTest,
+    ThresholdUpperBoundary,
+    ThresholdWindow,
+)
 from benchrunner.cli.thresholds import ThresholdFlags
 from benchrunner.cli.views import print_report
-from benchrunner.detection.models import MAX_COUNT
 
 _ARG_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _JOB = "Runner job"
 _DIRECT = "Direct results"
-_HISTORY = "Branch and history"
-_PARSING = "Reading the output"
-_THRESHOLDS = "Thresholds and alerts"
 
 
 def parse_template_args(items: Sequence[str]) -> dict[str, str]:
@@ -74,198 +94,29 @@ def _project_ref(project: object) -> str:
 
 def run(
     project: Project = None,
-    branch: Annotated[
-        str | None,
-        typer.Option(
-            envvar="BENCHRUNNER_BRANCH",
-            help="Branch name, slug or UUID; created on first use. [default: the git branch "
-            "checked out (sent as context), else main]",
-            show_default=False,
-            rich_help_panel=_HISTORY,
-        ),
-    ] = None,
-    git_hash: Annotated[
-        str | None,
-        typer.Option(
-            "--hash",
-            metavar="SHA",
-            help="Full git commit hash of the code measured: the report's version on its "
-            "branch. [default: the commit checked out, sent as context]",
-            rich_help_panel=_HISTORY,
-        ),
-    ] = None,
-    start_point: Annotated[
-        str | None,
-        typer.Option(
-            "--start-point",
-            metavar="BRANCH",
-            help="Branch a new --branch starts from: its recent history (and with "
-            "--start-point-clone-thresholds its thresholds) are cloned.",
-            rich_help_panel=_HISTORY,
-        ),
-    ] = None,
-    start_point_hash: Annotated[
-        str | None,
-        typer.Option(
-            metavar="SHA",
-            help="Start from this version of --start-point (full git hash).",
-            rich_help_panel=_HISTORY,
-        ),
-    ] = None,
-    start_point_max_versions: Annotated[
-        int,
-        typer.Option(
-            min=1,
-            max=MAX_COUNT,
-            help="Versions of --start-point's history to clone.",
-            rich_help_panel=_HISTORY,
-        ),
-    ] = DEFAULT_MAX_VERSIONS,
-    start_point_clone_thresholds: Annotated[
-        bool,
-        typer.Option(
-            "--start-point-clone-thresholds",
-            help="Also clone --start-point's thresholds.",
-            rich_help_panel=_HISTORY,
-        ),
-    ] = False,
-    start_point_reset: Annotated[
-        bool,
-        typer.Option(
-            "--start-point-reset",
-            help="Reset --branch's history: empty, or a fresh copy of --start-point.",
-            rich_help_panel=_HISTORY,
-        ),
-    ] = False,
-    no_context: Annotated[
-        bool,
-        typer.Option(
-            "--no-context",
-            help="Send no context (git branch, commit and repository, operating system), "
-            "which otherwise names the branch, hash and testbed the flags leave out.",
-            rich_help_panel=_HISTORY,
-        ),
-    ] = False,
-    testbed: Annotated[
-        str | None,
-        typer.Option(
-            envvar="BENCHRUNNER_TESTBED",
-            help="Testbed name, slug or UUID; created on first use. [default: this machine's "
-            "operating system (Linux, macOS or Windows, sent as context), else localhost]",
-            show_default=False,
-            rich_help_panel=_HISTORY,
-        ),
-    ] = None,
-    adapter: Annotated[
-        str,
-        typer.Option(
-            envvar="BENCHRUNNER_ADAPTER",
-            help="How to read the benchmark output: magic (detects the format), json, or a "
-            "harness by Bencher's names (rust_criterion, python_pytest, go_bench, ...).",
-            rich_help_panel=_PARSING,
-        ),
-    ] = "magic",
-    average: Annotated[
-        Average | None,
-        typer.Option(
-            help="Central value of harnesses that report both: mean or median.",
-            rich_help_panel=_PARSING,
-        ),
-    ] = None,
-    fold: Annotated[
-        Fold | None,
-        typer.Option(
-            help="Fold the iterations into one result: min, max, mean or median.",
-            rich_help_panel=_PARSING,
-        ),
-    ] = None,
-    threshold_measure: Annotated[
-        list[str] | None,
-        typer.Option(
-            metavar="MEASURE",
-            help="Measure of a threshold on --branch and --testbed; repeat for several. Each "
-            "starts a threshold: the n-th --threshold-* option belongs to the n-th measure "
-            "(write _ to leave an option out).",
-            rich_help_panel=_THRESHOLDS,
-        ),
-    ] = None,
-    threshold_test: Annotated[
-        list[str] | None,
-        typer.Option(
-            metavar="TEST",
-            help="static, percentage, z_score, t_test, log_normal, iqr, delta_iqr, or "
-            "change_point (steps in the history, found by E-divisive means).",
-            rich_help_panel=_THRESHOLDS,
-        ),
-    ] = None,
-    threshold_min_sample_size: Annotated[
-        list[str] | None,
-        typer.Option(
-            metavar="N|_", help="Fewest samples to judge by (>= 2).", rich_help_panel=_THRESHOLDS
-        ),
-    ] = None,
-    threshold_max_sample_size: Annotated[
-        list[str] | None,
-        typer.Option(
-            metavar="N|_", help="Most recent samples to judge by.", rich_help_panel=_THRESHOLDS
-        ),
-    ] = None,
-    threshold_window: Annotated[
-        list[str] | None,
-        typer.Option(
-            metavar="SECONDS|_",
-            help="Only samples this recent.",
-            rich_help_panel=_THRESHOLDS,
-        ),
-    ] = None,
-    threshold_lower_boundary: Annotated[
-        list[str] | None,
-        typer.Option(
-            metavar="X|_",
-            help="Lower boundary (for a smaller-is-worse measure such as throughput).",
-            rich_help_panel=_THRESHOLDS,
-        ),
-    ] = None,
-    threshold_upper_boundary: Annotated[
-        list[str] | None,
-        typer.Option(
-            metavar="X|_",
-            help="Upper boundary (for a larger-is-worse measure such as latency).",
-            rich_help_panel=_THRESHOLDS,
-        ),
-    ] = None,
-    threshold_max_pvalue: Annotated[
-        list[str] | None,
-        typer.Option(
-            metavar="P|_",
-            help="change_point only: largest p-value of a step that alerts (default 0.001).",
-            rich_help_panel=_THRESHOLDS,
-        ),
-    ] = None,
-    threshold_min_magnitude: Annotated[
-        list[str] | None,
-        typer.Option(
-            metavar="X|_",
-            help="change_point only: smallest relative step that alerts (0.05 is 5 %).",
-            rich_help_panel=_THRESHOLDS,
-        ),
-    ] = None,
-    thresholds_reset: Annotated[
-        bool,
-        typer.Option(
-            "--thresholds-reset",
-            help="Remove the model of every threshold of --branch and --testbed not given here.",
-            rich_help_panel=_THRESHOLDS,
-        ),
-    ] = False,
-    err: Annotated[
-        bool,
-        typer.Option(
-            "--err",
-            help="Exit 1 when the report raised an alert (a runner job needs --wait).",
-            rich_help_panel=_THRESHOLDS,
-        ),
-    ] = False,
+    branch: Branch = None,
+    git_hash: GitHash = None,
+    start_point: StartPoint = None,
+    start_point_hash: StartPointHash = None,
+    start_point_max_versions: StartPointMaxVersions = DEFAULT_MAX_VERSIONS,
+    start_point_clone_thresholds: StartPointCloneThresholds = False,
+    start_point_reset: StartPointReset = False,
+    no_context: NoContext = False,
+    testbed: Testbed = None,
+    adapter: AdapterName = "magic",
+    average: AverageOption = None,
+    fold: FoldOption = None,
+    threshold_measure: ThresholdMeasure = None,
+    threshold_test: ThresholdTest = None,
+    threshold_min_sample_size: ThresholdMinSampleSize = None,
+    threshold_max_sample_size: ThresholdMaxSampleSize = None,
+    threshold_window: ThresholdWindow = None,
+    threshold_lower_boundary: ThresholdLowerBoundary = None,
+    threshold_upper_boundary: ThresholdUpperBoundary = None,
+    threshold_max_pvalue: ThresholdMaxPvalue = None,
+    threshold_min_magnitude: ThresholdMinMagnitude = None,
+    thresholds_reset: ThresholdsReset = False,
+    err: Err = False,
     spec: Annotated[
         str | None, typer.Option(help="Hardware spec the job needs.", rich_help_panel=_JOB)
     ] = None,
