@@ -96,6 +96,9 @@ def test_usage_errors_exit_2(unreachable: str, argv: list[str]) -> None:
 def test_help_lists_every_noun() -> None:
     result = CliRunner().invoke(app, ["--help"])
     assert result.exit_code == 0
-    nouns = ("up", "run", "job", "template", "org", "project", "spec", "runner", "admin", "server")
+    nouns = (
+        *("up", "run", "job", "report", "template", "org", "project", "spec", "runner"),
+        *("admin", "server"),
+    )
     for noun in nouns:
         assert noun in result.stdout

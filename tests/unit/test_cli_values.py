@@ -1,4 +1,4 @@
-"""Pure parts of the CLI: sizes, template arguments, run bodies, metric formatting."""
+"""Pure parts of the CLI: sizes, template arguments, results files, local set-up values."""
 
 from __future__ import annotations
 
@@ -9,11 +9,10 @@ import pytest
 import typer
 
 from benchrunner.cli.local_setup import architecture, memory_total
-from benchrunner.cli.run_cmds import build_body, parse_template_args, read_results
+from benchrunner.cli.run_cmds import parse_template_args, read_results
 from benchrunner.cli.sizes import format_size, parse_size
 from benchrunner.cli.template_cmds import describe_arg
 from benchrunner.cli.up import client_url
-from benchrunner.cli.views import metric_rows, number
 
 
 @pytest.mark.parametrize(
@@ -83,70 +82,6 @@ def test_template_args_refuse(items: list[str], message: str) -> None:
         parse_template_args(items)
 
 
-def _body(**given: Any) -> dict[str, Any]:
-    options: dict[str, Any] = {
-        "project": "demo",
-        "branch": "main",
-        "testbed": "localhost",
-        "adapter": "magic",
-        "spec": None,
-        "template": None,
-        "image": None,
-        "args": {},
-        "iterations": None,
-        "timeout": None,
-        "file_paths": [],
-        "results": [],
-    }
-    return build_body(**{**options, **given})
-
-
-def test_template_body() -> None:
-    body = _body(spec="local", template="bench.sleep", args={"ms": "20"}, iterations=3)
-    assert body == {
-        "project": "demo",
-        "branch": "main",
-        "testbed": "localhost",
-        "settings": {"adapter": "magic"},
-        "spec": "local",
-        "template": "bench.sleep",
-        "args": {"ms": "20"},
-        "job": {"iter": 3},
-    }
-
-
-def test_image_body() -> None:
-    digest = "sha256:" + "a" * 64
-    body = _body(spec="local", image=digest, timeout=30, file_paths=["out.json"])
-    assert body["image"] == digest
-    assert body["job"] == {"timeout": 30, "file_paths": ["out.json"]}
-    assert "template" not in body and "args" not in body
-
-
-def test_direct_body_has_times_and_no_project_when_none() -> None:
-    body = _body(project=None, results=['{"b": {"latency": {"value": 1}}}'])
-    assert "project" not in body
-    assert body["results"] == ['{"b": {"latency": {"value": 1}}}']
-    assert body["start_time"] == body["end_time"]
-    assert body["start_time"].endswith("+00:00")
-
-
-@pytest.mark.parametrize(
-    ("given", "message"),
-    [
-        ({}, "nothing to run"),
-        ({"template": "t"}, "--spec is required"),
-        ({"spec": "s", "template": "t", "image": "sha256:x"}, "either --template or --image"),
-        ({"spec": "s", "image": "sha256:x", "args": {"a": "1"}}, "--arg is only for --template"),
-        ({"results": ["{}"], "spec": "s"}, "cannot be combined"),
-        ({"results": ["{}"], "iterations": 2}, "cannot be combined"),
-    ],
-)
-def test_invalid_mode_mixes_name_the_flags(given: dict[str, Any], message: str) -> None:
-    with pytest.raises(typer.BadParameter, match=message):
-        _body(**given)
-
-
 def test_read_results_inline_and_file(tmp_path: Path) -> None:
     path = tmp_path / "results.json"
     path.write_text('{"from": {"file": {"value": 1}}}')
@@ -154,40 +89,6 @@ def test_read_results_inline_and_file(tmp_path: Path) -> None:
     assert read_results([inline, str(path)]) == [inline, path.read_text()]
     with pytest.raises(OSError):
         read_results([str(tmp_path / "missing.json")])
-
-
-@pytest.mark.parametrize(
-    ("value", "text"),
-    [
-        (20, "20"),
-        (20.0, "20"),
-        (0.5, "0.5"),
-        (1234.56, "1234.6"),
-        (0.000123, "0.000123"),
-        (None, "-"),
-        (1e20, "100000000000000000000.0"),
-    ],
-)
-def test_metric_number(value: object, text: str) -> None:
-    assert number(value) == text
-
-
-def test_metric_rows_walk_iterations_benchmarks_measures() -> None:
-    def measure(name: str, value: float) -> dict[str, Any]:
-        metric = {"value": value, "lower_value": None, "upper_value": None}
-        return {"measure": {"name": name}, "metric": metric}
-
-    report = {
-        "results": [
-            [{"benchmark": {"name": "a"}, "measures": [measure("latency", 1), measure("x", 2)]}],
-            [{"benchmark": {"name": "a"}, "measures": [measure("latency", 3)]}],
-        ]
-    }
-    assert list(metric_rows(report)) == [
-        ("0", "a", "latency", "1", "-", "-"),
-        ("0", "a", "x", "2", "-", "-"),
-        ("1", "a", "latency", "3", "-", "-"),
-    ]
 
 
 @pytest.mark.parametrize(

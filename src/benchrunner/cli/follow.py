@@ -2,18 +2,43 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from benchrunner.cli import output
+from benchrunner.cli.report_format import active_alerts, count_text
 from benchrunner.cli.views import event_line, failure_reason, print_report
 from benchrunner.client import BenchrunnerClient, JsonObject
 
+EXIT_FAILED = 1
+"""The job failed, its report has an error, or (with ``--err``) it raised an alert. Bencher's
+CLI also exits 1 for ``--err`` ("Alerts detected"), so CI scripts written for it still work."""
 EXIT_INTERRUPTED = 130
 
 
+def report_failure(report: Mapping[str, Any], *, err: bool) -> str | None:
+    """Why a finished run should fail its CI step: the report's error (an adapter that could
+    not read the output), or with ``err`` its active alerts; None when it passes."""
+    if report.get("error"):
+        return f"report {report.get('uuid')} has an error: {report['error']}"
+    alerts = len(active_alerts(report))
+    if err and alerts:
+        return f"{count_text(alerts)} detected in report {report.get('uuid')} (--err)"
+    return None
+
+
 def follow_job(
-    client: BenchrunnerClient, project: str, job: str, timeout: float, *, as_json: bool
+    client: BenchrunnerClient,
+    project: str,
+    job: str,
+    timeout: float,
+    *,
+    as_json: bool,
+    err: bool = False,
 ) -> int:
     """Wait for ``job`` and print how it ended; the exit code: 0 only for a processed job whose
-    report has no error, 1 otherwise, 130 when the user stopped following with Ctrl-C.
+    report has no error (and, with ``err``, no alert), 1 otherwise, 130 when the user stopped
+    following with Ctrl-C.
 
     Raises ``JobWaitTimeout`` after ``timeout`` seconds and ``ApiError`` if a read fails.
     """
@@ -38,15 +63,22 @@ def follow_job(
         return EXIT_INTERRUPTED
 
     report = client.get_report(project, final["report"])
-    ok = final.get("status") == "processed" and not report.get("error")
+    processed = final.get("status") == "processed"
     if as_json:
         output.print_json({"job": final, "report": report})
     else:
         output.out().print(f"job {job}: {final.get('status')}", markup=False, soft_wrap=True)
-        if final.get("status") == "processed":
+        if processed:
             print_report(report)
-    if not ok:
+    if not processed:
         reason = report.get("error") or failure_reason(final)
         output.error(f"job {job} {final.get('status')}: {reason}")
         output.note(f"its output: benchrunner job logs {job} --project {project}")
-    return 0 if ok else 1
+        return EXIT_FAILED
+    failure = report_failure(report, err=err)
+    if failure is not None:
+        output.error(failure)
+        if report.get("error"):
+            output.note(f"its output: benchrunner job logs {job} --project {project}")
+        return EXIT_FAILED
+    return 0

@@ -14,6 +14,7 @@ from benchrunner.cli import output
 from benchrunner.cli.admin_cmds import admin_app
 from benchrunner.cli.image_cmds import image_app
 from benchrunner.cli.job_cmds import job_app
+from benchrunner.cli.report_cmds import report_app
 from benchrunner.cli.resource_cmds import org_app, project_app, spec_app
 from benchrunner.cli.run_cmds import run
 from benchrunner.cli.runner_cmds import runner_app
@@ -98,6 +99,7 @@ def _root(
 app.command("up")(up)
 app.command("run")(run)
 app.add_typer(job_app, name="job")
+app.add_typer(report_app, name="report")
 app.add_typer(image_app, name="image")
 app.add_typer(template_app, name="template")
 app.add_typer(org_app, name="org")

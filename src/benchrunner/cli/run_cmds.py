@@ -7,15 +7,43 @@ import re
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
 from benchrunner.cli import output
 from benchrunner.cli.config import resolve
-from benchrunner.cli.follow import follow_job
+from benchrunner.cli.follow import EXIT_FAILED, follow_job, report_failure
 from benchrunner.cli.image_cmds import resolve_image
 from benchrunner.cli.options import Host, Json, Project, Token
+from benchrunner.cli.run_body import DEFAULT_MAX_VERSIONS, RunFlags, StartPointFlags, build_body
+from benchrunner.cli.run_context import run_context
+from benchrunner.cli.run_options import (
+    AdapterName,
+    AverageOption,
+    Branch,
+    Err,
+    FoldOption,
+    GitHash,
+    NoContext,
+    StartPoint,
+    StartPointCloneThresholds,
+    StartPointHash,
+    StartPointMaxVersions,
+    StartPointReset,
+    Testbed,
+    ThresholdLowerBoundary,
+    ThresholdMaxPvalue,
+    ThresholdMaxSampleSize,
+    ThresholdMeasure,
+    ThresholdMinMagnitude,
+    ThresholdMinSampleSize,
+    ThresholdsReset,
+    ThresholdTest,
+    ThresholdUpperBoundary,
+    ThresholdWindow,
+)
+from benchrunner.cli.thresholds import ThresholdFlags
 from benchrunner.cli.views import print_report
 
 _ARG_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -57,72 +85,38 @@ def read_results(items: Sequence[str]) -> list[str]:
     return texts
 
 
-def _usage(message: str) -> typer.BadParameter:
-    return typer.BadParameter(message)
-
-
-def build_body(
-    *,
-    project: str | None,
-    branch: str,
-    testbed: str,
-    adapter: str,
-    spec: str | None,
-    template: str | None,
-    image: str | None,
-    args: dict[str, str],
-    iterations: int | None,
-    timeout: int | None,
-    file_paths: Sequence[str],
-    results: Sequence[str],
-) -> dict[str, Any]:
-    """The ``POST /v0/run`` body for one of the three modes; ``typer.BadParameter`` for mixes the
-    server would refuse anyway, so the message can name the flags.
-    """
-    body: dict[str, Any] = {"branch": branch, "testbed": testbed, "settings": {"adapter": adapter}}
-    if project is not None:
-        body["project"] = project
-    job_options = {
-        key: value
-        for key, value in (
-            ("iter", iterations),
-            ("timeout", timeout),
-            ("file_paths", list(file_paths) or None),
-        )
-        if value is not None
-    }
-    if results:
-        if template or image or spec or args or job_options:
-            raise _usage(
-                "--results (direct mode) cannot be combined with --spec, --template, "
-                "--image, --arg, --iter, --timeout or --file-path"
-            )
-        now = dt.datetime.now(dt.UTC).isoformat()
-        return {**body, "results": list(results), "start_time": now, "end_time": now}
-    if template and image:
-        raise _usage("give either --template or --image, not both")
-    if not (template or image):
-        raise _usage("nothing to run: give --template or --image with --spec, or --results")
-    if not spec:
-        raise _usage("--spec is required to run a template or an image")
-    if args and not template:
-        raise _usage("--arg is only for --template")
-    body["spec"] = spec
-    if template:
-        body["template"] = template
-        body["args"] = args
-    else:
-        body["image"] = image
-    if job_options:
-        body["job"] = job_options
-    return body
+def _project_ref(project: object) -> str:
+    """The report's ``project``: a UUID string, or Bencher's project object."""
+    if isinstance(project, dict):
+        return str(project.get("slug") or project.get("uuid"))
+    return str(project)
 
 
 def run(
     project: Project = None,
-    branch: Annotated[str, typer.Option(help="Branch the results belong to.")] = "main",
-    testbed: Annotated[str, typer.Option(help="Testbed the results belong to.")] = "localhost",
-    adapter: Annotated[str, typer.Option(help="How to parse the benchmark output.")] = "magic",
+    branch: Branch = None,
+    git_hash: GitHash = None,
+    start_point: StartPoint = None,
+    start_point_hash: StartPointHash = None,
+    start_point_max_versions: StartPointMaxVersions = DEFAULT_MAX_VERSIONS,
+    start_point_clone_thresholds: StartPointCloneThresholds = False,
+    start_point_reset: StartPointReset = False,
+    no_context: NoContext = False,
+    testbed: Testbed = None,
+    adapter: AdapterName = "magic",
+    average: AverageOption = None,
+    fold: FoldOption = None,
+    threshold_measure: ThresholdMeasure = None,
+    threshold_test: ThresholdTest = None,
+    threshold_min_sample_size: ThresholdMinSampleSize = None,
+    threshold_max_sample_size: ThresholdMaxSampleSize = None,
+    threshold_window: ThresholdWindow = None,
+    threshold_lower_boundary: ThresholdLowerBoundary = None,
+    threshold_upper_boundary: ThresholdUpperBoundary = None,
+    threshold_max_pvalue: ThresholdMaxPvalue = None,
+    threshold_min_magnitude: ThresholdMinMagnitude = None,
+    thresholds_reset: ThresholdsReset = False,
+    err: Err = False,
     spec: Annotated[
         str | None, typer.Option(help="Hardware spec the job needs.", rich_help_panel=_JOB)
     ] = None,
@@ -153,7 +147,13 @@ def run(
     ] = None,
     iterations: Annotated[
         int | None,
-        typer.Option("--iter", min=1, help="Iterations (default 1).", rich_help_panel=_JOB),
+        typer.Option(
+            "--iter",
+            min=1,
+            help="Iterations (default 1). With --results, each --results is one iteration "
+            "(--iter may then be 1, as in Bencher's --iter 1 --fold, or their number).",
+            rich_help_panel=_JOB,
+        ),
     ] = None,
     timeout: Annotated[
         int | None, typer.Option(min=1, help="Job timeout in seconds.", rich_help_panel=_JOB)
@@ -172,13 +172,13 @@ def run(
         typer.Option(
             "--results",
             metavar="FILE|JSON",
-            help="Benchmark results (file, - for stdin, or inline JSON) to submit directly, "
+            help="Benchmark output (file, - for stdin, or inline JSON) to submit directly, "
             "with no runner; repeat for several iterations.",
             rich_help_panel=_DIRECT,
         ),
     ] = None,
     wait: Annotated[
-        bool, typer.Option("--wait", help="Follow the job until it ends, then print its metrics.")
+        bool, typer.Option("--wait", help="Follow the job until it ends, then print its report.")
     ] = False,
     wait_timeout: Annotated[
         float, typer.Option(min=1, help="Give up following after this many seconds.")
@@ -191,20 +191,29 @@ def run(
 
     **Runner job**: `--spec S` with `--template T [--arg name=value ...]` or
     `--image sha256:...|TAG|PATH` (the job always stores the digest). With `--wait` the
-    command follows the job, prints its metrics, and exits 1 if the job fails, is canceled or
+    command follows the job, prints its report, and exits 1 if the job fails, is canceled or
     its report has an error.
 
-    **Direct**: `--results FILE` (Bencher Metric Format JSON) stores the metrics at once; no
-    runner is involved.
+    **Direct**: `--results FILE` (the harness's output, read by `--adapter`) stores the
+    metrics at once; no runner is involved.
+
+    The report prints as a table: each metric with its baseline, its change against it, the
+    threshold's limits and an alert marker. `--err` exits 1 when the report raised an alert.
     """
+    if err and not results and not wait:
+        raise typer.BadParameter(
+            "--err needs --wait for a runner job: its alerts come when the job is processed"
+        )
     settings = resolve(host, token, project)
-    if image is not None and not results:
-        image = resolve_image(settings, image)
-    body = build_body(
+    flags = RunFlags(
         project=settings.project,
         branch=branch,
         testbed=testbed,
+        hash=git_hash,
+        context={} if no_context else run_context(),
         adapter=adapter,
+        average=average,
+        fold=fold,
         spec=spec,
         template=template,
         image=image,
@@ -213,16 +222,39 @@ def run(
         timeout=timeout,
         file_paths=file_path or [],
         results=read_results(results or []),
+        start_point=StartPointFlags(
+            branch=start_point,
+            hash=start_point_hash,
+            max_versions=start_point_max_versions,
+            clone_thresholds=start_point_clone_thresholds,
+            reset=start_point_reset,
+        ),
+        thresholds=ThresholdFlags(
+            measures=threshold_measure or [],
+            tests=threshold_test or [],
+            min_sample_sizes=threshold_min_sample_size or [],
+            max_sample_sizes=threshold_max_sample_size or [],
+            windows=threshold_window or [],
+            lower_boundaries=threshold_lower_boundary or [],
+            upper_boundaries=threshold_upper_boundary or [],
+            max_pvalues=threshold_max_pvalue or [],
+            min_magnitudes=threshold_min_magnitude or [],
+            reset=thresholds_reset,
+        ),
     )
+    body = build_body(flags, dt.datetime.now(dt.UTC))  # usage errors before any image push
+    if "image" in body:
+        body["image"] = resolve_image(settings, body["image"])
     with settings.client() as client:
         report = client.run(body)
         job = report.get("job")
-        project_ref = settings.project or report["project"]
+        project_ref = settings.project or _project_ref(report.get("project"))
         if job is None:
-            if as_json:
-                output.print_json(report)
-            else:
-                print_report(report)
+            output.show(report, as_json, print_report)
+            failure = report_failure(report, err=err)
+            if failure is not None:
+                output.error(failure)
+                raise typer.Exit(EXIT_FAILED)
             return
         if not wait:
             if as_json:
@@ -231,5 +263,5 @@ def run(
             output.out().print(f"job {job} submitted (report {report['uuid']})", markup=False)
             output.note(f"follow it: benchrunner job show {job} --project {project_ref}")
             return
-        code = follow_job(client, project_ref, job, wait_timeout, as_json=as_json)
+        code = follow_job(client, project_ref, job, wait_timeout, as_json=as_json, err=err)
     raise typer.Exit(code)

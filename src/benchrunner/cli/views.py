@@ -2,53 +2,65 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
+from rich.table import Table
 from rich.text import Text
 
 from benchrunner.cli import output
+from benchrunner.cli.report_format import (
+    ALERT,
+    TABLE_COLUMNS,
+    MetricRow,
+    alert_lines,
+    count_text,
+    report_rows,
+    row_cells,
+    several_iterations,
+)
 from benchrunner.client import JsonObject
 
 
-def number(value: object) -> str:
-    """Metric values short but exact enough to compare: 20, 0.5, 1234.5, 0.000123."""
-    if not isinstance(value, int | float) or isinstance(value, bool):
-        return output.cell(value)
-    if float(value).is_integer() and abs(value) < 1e15:
-        return str(int(value))
-    if abs(value) >= 1000:
-        return f"{value:.1f}"
-    return f"{value:.6g}"
-
-
-def metric_rows(report: JsonObject) -> Iterator[tuple[str, ...]]:
-    for iteration, benchmarks in enumerate(report.get("results") or []):
-        for bench in benchmarks:
-            for measure in bench["measures"]:
-                metric = measure["metric"]
-                yield (
-                    str(iteration),
-                    bench["benchmark"]["name"],
-                    measure["measure"]["name"],
-                    number(metric.get("value")),
-                    number(metric.get("lower_value")),
-                    number(metric.get("upper_value")),
-                )
-
-
 def print_report(report: JsonObject) -> None:
+    """The report's metrics as a table (value, baseline, change, limits, alert), then its
+    error and its alerts, one line each."""
     branch = (report.get("branch") or {}).get("name")
     testbed = (report.get("testbed") or {}).get("name")
-    rows = list(metric_rows(report))
-    output.out().print(
-        Text(f"report {report['uuid']}: branch {branch}, testbed {testbed}", style="bold"),
+    console = output.out()
+    console.print(
+        Text(f"report {report.get('uuid')}: branch {branch}, testbed {testbed}", style="bold"),
         soft_wrap=True,
     )
-    if not rows:
+    rows = report_rows(report)
+    if rows:
+        console.print(_metrics_table(rows))
+    else:
         output.note("no metrics")
-        return
-    output.print_table(("iteration", "benchmark", "measure", "value", "lower", "upper"), rows)
+    if report.get("error"):
+        console.print(Text(f"error: {report['error']}", style="red"), soft_wrap=True)
+    lines = alert_lines(report)
+    if lines:
+        console.print(Text(f"{count_text(len(lines))}:", style="bold red"))
+        for line in lines:
+            console.print(Text(f"{ALERT} {line}", style="red"), soft_wrap=True)
+
+
+def _metrics_table(rows: list[MetricRow]) -> Table:
+    table = Table(header_style="bold")
+    iterations = several_iterations(rows)
+    if iterations:
+        table.add_column("iteration", justify="right")
+    for column in TABLE_COLUMNS:
+        numeric = column not in ("benchmark", "measure")
+        table.add_column(column, justify="right" if numeric else "left", overflow="fold")
+    table.add_column("alert")
+    for row in rows:
+        cells = list(row_cells(row))
+        if iterations:
+            cells.insert(0, str(row.iteration))
+        style = "red" if row.alert is not None and row.alert.active else None
+        table.add_row(*(Text(cell) for cell in cells), style=style)  # names are not markup
+    return table
 
 
 def job_summary(job: JsonObject) -> str:

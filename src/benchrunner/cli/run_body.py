@@ -1,0 +1,191 @@
+"""The ``POST /v0/run`` body that ``benchrunner run`` sends, built from its flags as Bencher's
+CLI builds it: ``settings`` {adapter, average, fold}, ``hash``, ``start_point``, ``thresholds``.
+
+Pure: the flags and the time in, the body out; ``typer.BadParameter`` for combinations the
+server would refuse anyway, so that the message can name the flags.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import typer
+
+from benchrunner import adapters
+from benchrunner.cli.thresholds import ThresholdFlags, ThresholdsError, thresholds_body
+
+DEFAULT_MAX_VERSIONS = 255
+"""Bencher's default for ``--start-point-max-versions``."""
+
+_GIT_HASH = re.compile(r"[0-9a-fA-F]{40}|[0-9a-fA-F]{64}")
+
+
+@dataclass(frozen=True)
+class StartPointFlags:
+    """``--start-point*``: the branch a new branch starts from, as Bencher's CLI sends it."""
+
+    branch: str | None = None
+    hash: str | None = None
+    max_versions: int = DEFAULT_MAX_VERSIONS
+    clone_thresholds: bool = False
+    reset: bool = False
+
+
+@dataclass(frozen=True)
+class RunFlags:
+    """Everything ``benchrunner run`` reads from its flags, files already read."""
+
+    project: str | None = None
+    branch: str | None = None
+    testbed: str | None = None
+    hash: str | None = None
+    adapter: str = "magic"
+    average: str | None = None
+    fold: str | None = None
+    spec: str | None = None
+    template: str | None = None
+    image: str | None = None
+    args: Mapping[str, str] = field(default_factory=dict)
+    iterations: int | None = None
+    timeout: int | None = None
+    file_paths: Sequence[str] = ()
+    results: Sequence[str] = ()
+    context: Mapping[str, str] = field(default_factory=dict)
+    """Bencher's ``bencher.dev/v0/...`` map (``run_context``); the server reads branch, hash
+    and testbed from it when the flags leave them out."""
+    start_point: StartPointFlags = StartPointFlags()
+    thresholds: ThresholdFlags = field(default_factory=ThresholdFlags)
+
+
+def _usage(message: str) -> typer.BadParameter:
+    return typer.BadParameter(message)
+
+
+def check_git_hash(value: str, flag: str) -> str:
+    """A full git commit hash (40 hex digits, or 64 for SHA-256 repositories), as Bencher takes."""
+    if _GIT_HASH.fullmatch(value) is None:
+        raise _usage(f"{flag} {value!r} is not a full git commit hash (40 or 64 hex digits)")
+    return value
+
+
+def start_point_body(flags: StartPointFlags) -> dict[str, Any] | None:
+    """Bencher's ``start_point``: sent when a start branch is named or ``--start-point-reset``
+    is given, then always with ``max_versions``, ``clone_thresholds`` and ``reset``.
+    """
+    if flags.branch is None:
+        for given, flag in (
+            (flags.hash is not None, "--start-point-hash"),
+            (flags.max_versions != DEFAULT_MAX_VERSIONS, "--start-point-max-versions"),
+            (flags.clone_thresholds, "--start-point-clone-thresholds"),
+        ):
+            if given:
+                raise _usage(f"{flag} needs --start-point BRANCH")
+        if not flags.reset:
+            return None
+    body: dict[str, Any] = {}
+    if flags.branch is not None:
+        if not flags.branch.strip():
+            raise _usage("--start-point cannot be empty")
+        body["branch"] = flags.branch
+    if flags.hash is not None:
+        body["hash"] = check_git_hash(flags.hash, "--start-point-hash")
+    body["max_versions"] = flags.max_versions
+    body["clone_thresholds"] = flags.clone_thresholds
+    body["reset"] = flags.reset
+    return body
+
+
+def _settings(flags: RunFlags) -> dict[str, Any]:
+    if flags.adapter not in adapters.ADAPTERS:
+        raise _usage(
+            f"--adapter {flags.adapter!r} is not one of: {', '.join(sorted(adapters.ADAPTERS))}"
+        )
+    settings: dict[str, Any] = {"adapter": flags.adapter}
+    if flags.average is not None:
+        settings["average"] = flags.average
+    if flags.fold is not None:
+        settings["fold"] = flags.fold
+    return settings
+
+
+def _history(flags: RunFlags) -> dict[str, Any]:
+    """Where the results go: project, branch (with its version and start point), testbed,
+    thresholds. Absent flags stay absent, so the server's defaults and context decide."""
+    body: dict[str, Any] = {}
+    for key, value in (
+        ("project", flags.project),
+        ("branch", flags.branch),
+        ("testbed", flags.testbed),
+    ):
+        if value is not None:
+            body[key] = value
+    if flags.hash is not None:
+        body["hash"] = check_git_hash(flags.hash, "--hash")
+    start_point = start_point_body(flags.start_point)
+    if start_point is not None:
+        body["start_point"] = start_point
+    try:
+        thresholds = thresholds_body(flags.thresholds)
+    except ThresholdsError as exc:
+        raise _usage(str(exc)) from None
+    if thresholds is not None:
+        body["thresholds"] = thresholds
+    if flags.context:
+        body["context"] = dict(flags.context)
+    return body
+
+
+def build_body(flags: RunFlags, now: dt.datetime) -> dict[str, Any]:
+    """The body for one of the three modes (direct results, template job, image job)."""
+    body = {**_history(flags), "settings": _settings(flags)}
+    job_options = {
+        key: value
+        for key, value in (
+            ("iter", flags.iterations),
+            ("timeout", flags.timeout),
+            ("file_paths", list(flags.file_paths) or None),
+        )
+        if value is not None
+    }
+    if flags.results:
+        return {**body, **_direct(flags, job_options, now)}
+    if flags.template and flags.image:
+        raise _usage("give either --template or --image, not both")
+    if not (flags.template or flags.image):
+        raise _usage("nothing to run: give --template or --image with --spec, or --results")
+    if not flags.spec:
+        raise _usage("--spec is required to run a template or an image")
+    if flags.args and not flags.template:
+        raise _usage("--arg is only for --template")
+    body["spec"] = flags.spec
+    if flags.template:
+        body["template"] = flags.template
+        body["args"] = dict(flags.args)
+    else:
+        body["image"] = flags.image
+    if job_options:
+        body["job"] = job_options
+    return body
+
+
+def _direct(flags: RunFlags, job_options: dict[str, Any], now: dt.datetime) -> dict[str, Any]:
+    # In direct mode each --results is one iteration, as each --file of one run is in
+    # Bencher's CLI: --iter may be 1 (Bencher's "--iter 1 --fold ..." over several files) or
+    # repeat the count, but cannot change it.
+    iterations = job_options.pop("iter", len(flags.results))
+    if iterations not in (1, len(flags.results)):
+        raise _usage(
+            f"--iter {iterations} does not match the {len(flags.results)} --results given "
+            "(in direct mode each --results is one iteration)"
+        )
+    if flags.template or flags.image or flags.spec or flags.args or job_options:
+        raise _usage(
+            "--results (direct mode) cannot be combined with --spec, --template, "
+            "--image, --arg, --timeout or --file-path"
+        )
+    stamp = now.astimezone(dt.UTC).isoformat()
+    return {"results": list(flags.results), "start_time": stamp, "end_time": stamp}
