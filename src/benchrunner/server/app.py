@@ -37,6 +37,7 @@ from benchrunner.server.routes import (
     channel,
     jobs,
     organizations,
+    perf,
     reports,
     run,
     runners,
@@ -113,7 +114,18 @@ def create_app(
     registry_errors.install(app)
     api = [
         m.router
-        for m in (organizations, specs, runners, jobs, reports, run, server, channel, token_routes)
+        for m in (
+            organizations,
+            specs,
+            runners,
+            jobs,
+            reports,
+            perf,
+            run,
+            server,
+            channel,
+            token_routes,
+        )
     ]
     for router in api:
         app.include_router(router)
