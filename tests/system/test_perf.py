@@ -19,7 +19,11 @@ T0 = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
 
 
 def _direct(
-    client: BenchrunnerClient, branch: str, at: dt.datetime, values: dict[str, float]
+    client: BenchrunnerClient,
+    branch: str,
+    at: dt.datetime,
+    values: dict[str, float],
+    **extra: Any,
 ) -> dict[str, Any]:
     results = {name: {"latency": {"value": value}} for name, value in values.items()}
     return client.run(
@@ -30,6 +34,7 @@ def _direct(
             "start_time": at.isoformat(),
             "end_time": (at + dt.timedelta(seconds=5)).isoformat(),
             "results": [json.dumps(results)],
+            **extra,
         }
     )
 
@@ -89,6 +94,37 @@ def test_perf_keeps_to_the_time_range_and_accepts_uuids(deployment: Deployment) 
         for r in perf["results"]
     }
     assert values == {"sort": [101.0, 102.0, 103.0], "hash": [50.0, 50.0, 50.0]}
+
+
+def test_perf_points_carry_their_boundary_and_alert(deployment: Deployment) -> None:
+    thresholds = {"models": {"latency": {"test": "percentage", "upper_boundary": 0.1}}}
+    with deployment.admin() as client:
+        for day, value in enumerate([100.0, 100.0, 100.0, 150.0]):
+            at = T0 + dt.timedelta(days=day)
+            last = _direct(client, "main", at, {"sort": value}, thresholds=thresholds)
+        assert [a["limit"] for a in last["alerts"]] == ["upper"]
+        query = PerfQuery(
+            branches=["main"],
+            testbeds=["box"],
+            benchmarks=["sort"],
+            measures=["latency"],
+            start_time=T0,
+            end_time=T0 + dt.timedelta(days=30),
+        )
+        perf = client.perf("bench", query).json()
+        rows = list(csv.DictReader(io.StringIO(client.perf("bench", query, kind="csv").text)))
+    [series] = perf["results"]
+    points = series["metrics"]
+    assert "boundary" not in points[0]  # no history yet: no limits drawn
+    regressed = points[-1]
+    assert regressed["threshold"]["model"]["test"] == "percentage"
+    assert regressed["boundary"]["baseline"] == 100.0
+    assert regressed["boundary"]["upper_limit"] == pytest.approx(110.0)
+    assert regressed["alert"]["limit"] == "upper"
+    assert regressed["alert"]["status"] == "active"
+    assert [p.get("alert") is None for p in points] == [True, True, True, False]
+    assert [r["alert"] for r in rows] == ["", "", "", "upper"]
+    assert float(rows[-1]["upper_limit"]) == pytest.approx(110.0)
 
 
 def test_perf_as_csv_and_png(deployment: Deployment) -> None:

@@ -19,16 +19,17 @@ from fastapi import APIRouter, Query, Response
 from sqlalchemy.engine import Connection
 
 from benchrunner.server.context import ServerContext
-from benchrunner.server.errors import bad_request, not_found
+from benchrunner.server.errors import bad_request
 from benchrunner.server.perf.csv_export import perf_csv
 from benchrunner.server.perf.plot import perf_png
 from benchrunner.server.perf.series import Point, Series
 from benchrunner.server.routes.deps import Ctx, MaybeUser, project_access
+from benchrunner.server.routes.dimensions import in_project
 from benchrunner.server.store import accounts
 from benchrunner.server.store.accounts import UserRow
-from benchrunner.server.store.perf import MAX_SERIES, PerfQuery, named_row, perf_points
+from benchrunner.server.store.perf import MAX_SERIES, PerfQuery, perf_points
 from benchrunner.server.store.tables import benchmark, branch, measure, testbed
-from benchrunner.server.views import iso, project_view
+from benchrunner.server.views import boundary_view, iso, model_view, named_view, project_view
 
 router = APIRouter(tags=["perf"])
 
@@ -81,9 +82,7 @@ def _resolve(
 ) -> dict[int, Any]:
     found: dict[int, Any] = {}
     for ref in _split(refs, what):
-        row = named_row(conn, table, project_id, ref)
-        if row is None:
-            raise not_found(_SINGULAR[what], ref)
+        row = in_project(conn, table, project_id, ref, _SINGULAR[what])
         found[row.id] = row
     return found
 
@@ -153,7 +152,7 @@ async def _query(
 
 
 def _named(row: Any) -> dict[str, Any]:
-    return {"uuid": str(row.uuid), "name": row.name, "slug": row.slug}
+    return named_view(row.uuid, row.name, row.slug)
 
 
 def _keys(found: _Resolved) -> list[tuple[int, int, int, int]]:
@@ -173,20 +172,6 @@ def _by_series(found: _Resolved) -> dict[tuple[int, int, int, int], list[Any]]:
     return grouped
 
 
-def _model(p: Any) -> dict[str, Any]:
-    return {
-        "uuid": str(p.model_uuid),
-        "test": p.test,
-        "min_sample_size": p.min_sample_size,
-        "max_sample_size": p.max_sample_size,
-        "window": p.window_seconds,
-        "lower_boundary": p.lower_boundary,
-        "upper_boundary": p.upper_boundary,
-        "max_pvalue": p.max_pvalue,
-        "min_magnitude": p.min_magnitude,
-    }
-
-
 def _point_view(p: Any) -> dict[str, Any]:
     view: dict[str, Any] = {
         "report": str(p.report_uuid),
@@ -202,12 +187,11 @@ def _point_view(p: Any) -> dict[str, Any]:
         "version": {"number": p.version, "hash": p.hash},
     }
     if p.threshold_uuid is not None:
-        view["threshold"] = {"uuid": str(p.threshold_uuid), "model": _model(p)}
-        view["boundary"] = {
-            "baseline": p.baseline,
-            "lower_limit": p.lower_limit,
-            "upper_limit": p.upper_limit,
+        view["threshold"] = {
+            "uuid": str(p.threshold_uuid),
+            "model": model_view(p, prefix="model_"),
         }
+        view["boundary"] = boundary_view(p)
     if p.alert_uuid is not None:
         view["alert"] = {
             "uuid": str(p.alert_uuid),

@@ -9,8 +9,6 @@ or other projects' history.
 from __future__ import annotations
 
 import datetime as dt
-import functools
-import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -29,50 +27,6 @@ from benchrunner.server.store.tables import (
 
 MAX_SERIES = 256
 """Series (branches times testbeds times benchmarks times measures) one query may ask for."""
-
-
-@functools.cache
-def _by_uuid(table: sa.Table) -> sa.Select[Any]:
-    return sa.select(table).where(
-        table.c.project_id == sa.bindparam("project_id"), table.c.uuid == sa.bindparam("ref")
-    )
-
-
-@functools.cache
-def _by_name(table: sa.Table) -> sa.Select[Any]:
-    return sa.select(table).where(
-        table.c.project_id == sa.bindparam("project_id"), table.c.name == sa.bindparam("ref")
-    )
-
-
-@functools.cache
-def _by_slug(table: sa.Table) -> sa.Select[Any]:
-    return (
-        sa.select(table)
-        .where(
-            table.c.project_id == sa.bindparam("project_id"), table.c.slug == sa.bindparam("ref")
-        )
-        .order_by(table.c.id)
-        .limit(1)
-    )
-
-
-def named_row(conn: Connection, table: sa.Table, project_id: int, ref: str) -> Any | None:
-    """The project's branch (testbed, benchmark, measure) that ``ref`` names: a UUID, else the
-    exact name, else the slug; None when there is none."""
-    try:
-        as_uuid: uuid.UUID | None = uuid.UUID(ref)
-    except ValueError:
-        as_uuid = None
-    if as_uuid is not None:
-        row = conn.execute(_by_uuid(table), {"project_id": project_id, "ref": as_uuid}).first()
-        if row is not None:
-            return row
-    for query in (_by_name(table), _by_slug(table)):
-        row = conn.execute(query, {"project_id": project_id, "ref": ref}).first()
-        if row is not None:
-            return row
-    return None
 
 
 @dataclass(frozen=True)
@@ -105,6 +59,8 @@ _POINTS = (
         boundary.c.lower_limit,
         boundary.c.upper_limit,
         model.c.uuid.label("model_uuid"),
+        model.c.created.label("model_created"),
+        model.c.replaced.label("model_replaced"),
         model.c.test,
         model.c.min_sample_size,
         model.c.max_sample_size,
