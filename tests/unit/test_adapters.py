@@ -67,3 +67,16 @@ def test_bencher_ignore_suffix_drops_a_benchmark_and_the_last_duplicate_wins() -
     assert parse("python_asv", lines) == [
         Measurement("benchmarks.Suite.time_x", "latency", 2000.0, 1990.0, 2010.0)
     ]
+
+
+@pytest.mark.parametrize(
+    ("text", "reason"),
+    [
+        ('{"b\\ud800": {"m": {"value": 1}}}', "lone surrogate"),
+        ('{"b": {"m": {"value": "1"}}}', "must be a number"),
+        ("[" * 100_000 + "]" * 100_000, "nested too deeply"),
+    ],
+)
+def test_magic_says_what_was_wrong_with_json(text: str, reason: str) -> None:
+    with pytest.raises(AdapterError, match=f"as Bencher Metric Format: .*{reason}"):
+        parse("magic", text)

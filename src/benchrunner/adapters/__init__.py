@@ -86,17 +86,23 @@ def _harness(name: str) -> Adapter:
 def _first_that_reads(
     names: Sequence[str], label: str, text: str, settings: Settings
 ) -> list[Measurement]:
+    errors: dict[str, str] = {}
     for name in names:
         try:
             found = _harness(name)(text, settings)
-        except AdapterError:
+        except AdapterError as exc:
+            errors[name] = str(exc)
             continue
         if found:
             return found
-    raise AdapterError(
+    message = (
         f"adapter {label!r} found no benchmark results in the output "
         f"(tried {', '.join(names)}); name the harness with settings.adapter for its own error"
     )
+    # JSON is most likely meant as Bencher Metric Format: say what was wrong with it.
+    if "json" in errors and text.lstrip().startswith(("{", "[")):
+        message += f"; as Bencher Metric Format: {errors['json']}"
+    raise AdapterError(message)
 
 
 IGNORE_SUFFIX = "-bencher-ignore"
