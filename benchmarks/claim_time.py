@@ -74,7 +74,7 @@ def populate(engine: Engine, depth: int) -> int:
         org = accounts.organization_create(conn, "org", Plan.TEAM, T0, leader_id=leader)
         project = accounts.project_create(conn, org.id, "p", "public", T0)
         report_id, _ = reports.report_create(
-            conn, reports.NewReport(project.id, None, "main", "tb", "json", T0, T0, T0)
+            conn, reports.new_report_on(conn, project.id, "main", "tb", "json", T0)
         )
     for start in range(0, depth, CHUNK):
         rows = [
