@@ -28,6 +28,9 @@ JsonObject = dict[str, Any]
 Plan = Literal["enterprise", "team", "free"]
 Visibility = Literal["public", "private"]
 Architecture = Literal["x86_64", "aarch64"]
+AlertStatus = Literal["active", "dismissed", "silenced"]
+Dimension = Literal["branches", "testbeds", "benchmarks", "measures"]
+"""The four kinds of a project's history that share one list endpoint's shape."""
 
 DEFAULT_PER_PAGE = 8
 MAX_PER_PAGE = 255
@@ -346,6 +349,127 @@ class BenchrunnerClient:
             path += f"/{kind}"
         return self._send("GET", path, params=query.params())
 
+    # -- history: dimensions, thresholds, alerts, baselines --------------------------------------
+
+    def list_dimensions(
+        self,
+        project: str,
+        dimension: Dimension,
+        *,
+        name: str | None = None,
+        page: int = 1,
+        per_page: int = DEFAULT_PER_PAGE,
+    ) -> Page:
+        """``GET /v0/projects/{project}/{branches|testbeds|benchmarks|measures}``, by name;
+        ``name`` keeps only the one so named."""
+        params = {**self._paging(page, per_page), **_present(name=name)}
+        return self._page(f"/v0/projects/{_segment(project)}/{dimension}", params)
+
+    def update_benchmark(self, project: str, benchmark: str, *, ignored: bool) -> JsonObject:
+        """Ignore a benchmark (its metrics are stored but never judged), or stop ignoring it."""
+        path = f"/v0/projects/{_segment(project)}/benchmarks/{_segment(benchmark)}"
+        return self._object("PATCH", path, json={"ignored": ignored})
+
+    def list_thresholds(
+        self,
+        project: str,
+        *,
+        branch: str | None = None,
+        testbed: str | None = None,
+        measure: str | None = None,
+        benchmark: str | None = None,
+        page: int = 1,
+        per_page: int = DEFAULT_PER_PAGE,
+    ) -> Page:
+        """Thresholds with their current ``model``; filters are UUIDs, slugs or names."""
+        filters = _present(branch=branch, testbed=testbed, measure=measure, benchmark=benchmark)
+        return self._page(
+            f"/v0/projects/{_segment(project)}/thresholds",
+            {**self._paging(page, per_page), **filters},
+        )
+
+    def get_threshold(self, project: str, threshold: str) -> JsonObject:
+        """The threshold with its ``model`` and ``models`` (every model it had, newest first)."""
+        path = f"/v0/projects/{_segment(project)}/thresholds/{_segment(threshold)}"
+        return self._object("GET", path)
+
+    def create_threshold(
+        self,
+        project: str,
+        *,
+        branch: str,
+        testbed: str,
+        measure: str,
+        model: Mapping[str, Any],
+        benchmark: str | None = None,
+    ) -> JsonObject:
+        """A threshold for the series; ``benchmark`` makes it an override for that benchmark.
+        ``model`` is ``{"test": ..., parameters...}``; ``ApiError`` 409 when the series has one."""
+        body: JsonObject = {"branch": branch, "testbed": testbed, "measure": measure, **model}
+        if benchmark is not None:
+            body["benchmark"] = benchmark
+        return self._object("POST", f"/v0/projects/{_segment(project)}/thresholds", json=body)
+
+    def update_threshold(
+        self, project: str, threshold: str, model: Mapping[str, Any]
+    ) -> JsonObject:
+        """Replace the threshold's model; the old one stays in its ``models``."""
+        path = f"/v0/projects/{_segment(project)}/thresholds/{_segment(threshold)}"
+        return self._object("PUT", path, json=dict(model))
+
+    def delete_threshold(self, project: str, threshold: str) -> None:
+        """Delete the threshold with its models, boundaries and alerts."""
+        self._send("DELETE", f"/v0/projects/{_segment(project)}/thresholds/{_segment(threshold)}")
+
+    def list_alerts(
+        self,
+        project: str,
+        *,
+        status: AlertStatus | None = None,
+        branch: str | None = None,
+        testbed: str | None = None,
+        benchmark: str | None = None,
+        measure: str | None = None,
+        report: str | None = None,
+        page: int = 1,
+        per_page: int = DEFAULT_PER_PAGE,
+    ) -> Page:
+        """Alerts, newest first; ``report`` is the UUID of the report that raised them."""
+        filters = _present(
+            status=status,
+            branch=branch,
+            testbed=testbed,
+            benchmark=benchmark,
+            measure=measure,
+            report=report,
+        )
+        return self._page(
+            f"/v0/projects/{_segment(project)}/alerts", {**self._paging(page, per_page), **filters}
+        )
+
+    def get_alert(self, project: str, alert: str) -> JsonObject:
+        return self._object("GET", f"/v0/projects/{_segment(project)}/alerts/{_segment(alert)}")
+
+    def update_alert(self, project: str, alert: str, status: AlertStatus) -> JsonObject:
+        """Set the alert's status (``dismissed``, ``silenced`` or back to ``active``)."""
+        path = f"/v0/projects/{_segment(project)}/alerts/{_segment(alert)}"
+        return self._object("PATCH", path, json={"status": status})
+
+    def reset_baseline(
+        self,
+        project: str,
+        *,
+        branch: str,
+        testbed: str,
+        report: str,
+        measure: str | None = None,
+    ) -> JsonObject:
+        """Mark a change as intended: from ``report`` on, the branch/testbed's series (of
+        ``measure``, or of every measure) are judged against a new baseline. The answer's
+        ``dismissed`` counts the active alerts it dismissed."""
+        body = _present(branch=branch, testbed=testbed, report=report, measure=measure)
+        return self._object("POST", f"/v0/projects/{_segment(project)}/baselines", json=body)
+
     def list_jobs(
         self,
         project: str,
@@ -401,6 +525,6 @@ class BenchrunnerClient:
             time.sleep(min(poll_interval, remaining))
 
 
-def _present(**fields: object) -> JsonObject:
-    """Only the fields that were given, for PATCH bodies."""
+def _present(**fields: Any) -> JsonObject:
+    """Only the fields that were given, for PATCH bodies and query filters."""
     return {name: value for name, value in fields.items() if value is not None}

@@ -134,7 +134,7 @@ def test_thresholds_body(given: dict[str, Any], sent: dict[str, Any] | None) -> 
         ),
         (
             {"measures": ["a"], "tests": ["t_test"]},
-            "the t_test threshold (measure 'a'): a t_test model needs --threshold-lower-boundary, "
+            "the t_test threshold (measure 'a'): the t_test test needs --threshold-lower-boundary, "
             "--threshold-upper-boundary or both",
         ),
         (
@@ -174,16 +174,15 @@ def test_thresholds_body(given: dict[str, Any], sent: dict[str, Any] | None) -> 
         ),
         (
             {"measures": ["a"], "tests": ["t_test"], "upper_boundaries": ["0.4"]},
-            "--threshold-upper-boundary of a t_test model must be a cumulative probability in "
-            "[0.5, 1.0)",
+            "--threshold-upper-boundary of t_test must be a cumulative probability in [0.5, 1.0)",
         ),
         (
             {"measures": ["a"], "tests": ["z_score"], "upper_boundaries": ["1"]},
-            "the z_score threshold (measure 'a'): --threshold-upper-boundary of a z_score model",
+            "the z_score threshold (measure 'a'): --threshold-upper-boundary of z_score must be",
         ),
         (
             {"measures": ["a"], "tests": ["percentage"], "lower_boundaries": ["-0.1"]},
-            "--threshold-lower-boundary of a percentage model must be a fraction >= 0",
+            "--threshold-lower-boundary of percentage must be a fraction >= 0",
         ),
         (
             {"measures": ["a"], "tests": ["iqr"], "upper_boundaries": ["nan"]},

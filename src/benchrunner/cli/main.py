@@ -12,14 +12,18 @@ from typer.core import TyperGroup
 from benchrunner import __version__
 from benchrunner.cli import output
 from benchrunner.cli.admin_cmds import admin_app
+from benchrunner.cli.alert_cmds import alert_app, baseline_app
+from benchrunner.cli.dimension_cmds import benchmark_app, branch_app, measure_app, testbed_app
 from benchrunner.cli.image_cmds import image_app
 from benchrunner.cli.job_cmds import job_app
+from benchrunner.cli.perf_cmds import perf
 from benchrunner.cli.report_cmds import report_app
 from benchrunner.cli.resource_cmds import org_app, project_app, spec_app
 from benchrunner.cli.run_cmds import run
 from benchrunner.cli.runner_cmds import runner_app
 from benchrunner.cli.server_cmds import server
 from benchrunner.cli.template_cmds import template_app
+from benchrunner.cli.threshold_cmds import threshold_app
 from benchrunner.cli.up import up
 from benchrunner.client import ApiError
 
@@ -100,6 +104,14 @@ app.command("up")(up)
 app.command("run")(run)
 app.add_typer(job_app, name="job")
 app.add_typer(report_app, name="report")
+app.add_typer(threshold_app, name="threshold")
+app.add_typer(alert_app, name="alert")
+app.add_typer(baseline_app, name="baseline")
+app.add_typer(benchmark_app, name="benchmark")
+app.add_typer(branch_app, name="branch")
+app.add_typer(testbed_app, name="testbed")
+app.add_typer(measure_app, name="measure")
+app.command("perf")(perf)
 app.add_typer(image_app, name="image")
 app.add_typer(template_app, name="template")
 app.add_typer(org_app, name="org")

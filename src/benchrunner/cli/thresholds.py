@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -116,30 +116,57 @@ def thresholds_body(flags: ThresholdFlags) -> dict[str, Any] | None:
 
 def _model(measure: str, index: int, flags: ThresholdFlags) -> dict[str, Any]:
     where = f"(measure {measure!r})"
-    try:
-        test = parse_test(flags.tests[index])
-    except ModelError as exc:
-        raise ThresholdsError(f"--threshold-test {where}: {exc}") from None
-    model: dict[str, Any] = {"test": test.value}
+    parameters: dict[str, int | float] = {}
     for name, key in _PARAMETER.items():
         given: Sequence[str] = getattr(flags, name)
         if index < len(given) and given[index].strip() != SKIP:
             what = f"{_FLAG[name]} {given[index]!r} {where}"
-            model[key] = (
+            parameters[key] = (
                 _integer(given[index], what) if key in _INTEGERS else _real(given[index], what)
             )
+    return model_body(flags.tests[index], parameters, flag_prefix="--threshold-", where=where)
+
+
+def model_body(
+    test: str,
+    parameters: Mapping[str, int | float | None],
+    *,
+    flag_prefix: str = "--",
+    where: str = "",
+) -> dict[str, Any]:
+    """``{"test": ..., parameter: value}`` (the parameters that are not None), checked with
+    the server's rules. ``ThresholdsError`` names the flag (``flag_prefix`` + the parameter,
+    dashed) and ``where``, e.g. ``(measure 'latency')``.
+    """
+    where = f" {where}" if where else ""
+    try:
+        kind = parse_test(test)
+    except ModelError as exc:
+        raise ThresholdsError(f"{flag_prefix}test{where}: {exc}") from None
+    model: dict[str, Any] = {"test": kind.value}
+    for key, value in parameters.items():
+        if value is None:
+            continue
+        if isinstance(value, float) and not math.isfinite(value):
+            raise ThresholdsError(f"{_flag(flag_prefix, key)} {value}{where} must be finite")
+        model[key] = value
     try:
         # Checked, not sent as validated: change_point's defaults stay the server's to fill.
-        validate(Model(**{**model, "test": test}))
+        validate(Model(**{**model, "test": kind}))
     except ModelError as exc:
-        raise ThresholdsError(f"the {test} threshold {where}: {_in_flags(str(exc))}") from None
+        message = _in_flags(str(exc), flag_prefix)
+        raise ThresholdsError(f"the {kind} threshold{where}: {message}") from None
     return model
 
 
-def _in_flags(message: str) -> str:
+def _flag(prefix: str, key: str) -> str:
+    return prefix + key.replace("_", "-")
+
+
+def _in_flags(message: str, prefix: str) -> str:
     """The validator names body keys; the user typed flags."""
-    for name, key in _PARAMETER.items():
-        message = re.sub(rf"\b(an? )?{key}\b", _FLAG[name], message)
+    for key in _PARAMETER.values():
+        message = re.sub(rf"\b(an? )?{key}\b", _flag(prefix, key), message)
     return message
 
 

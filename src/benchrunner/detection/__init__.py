@@ -11,9 +11,37 @@ gets back limits, the side a value is outside of, or the change points of a seri
 
 from __future__ import annotations
 
-from benchrunner.detection.boundary import Limits, Side, limits, outside
-from benchrunner.detection.change_point import ChangePoint, change_points
-from benchrunner.detection.models import Model, ModelError, TestKind, parse_test, validate
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from benchrunner.detection.boundary import Limits, Side, limits, outside
+    from benchrunner.detection.change_point import ChangePoint, change_points
+    from benchrunner.detection.models import Model, ModelError, TestKind, parse_test, validate
+
+_HOME = {
+    "ChangePoint": "change_point",
+    "change_points": "change_point",
+    "Limits": "boundary",
+    "Side": "boundary",
+    "limits": "boundary",
+    "outside": "boundary",
+    "Model": "models",
+    "ModelError": "models",
+    "TestKind": "models",
+    "parse_test": "models",
+    "validate": "models",
+}
+"""Where each name lives. Imported on first use: ``models`` alone (what the CLI checks
+thresholds with) must not pay for SciPy, which ``boundary`` loads."""
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOME.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{__name__}.{home}"), name)
+
 
 __all__ = [
     "ChangePoint",

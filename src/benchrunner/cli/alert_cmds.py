@@ -1,0 +1,217 @@
+"""``benchrunner alert list|show|dismiss|silence|activate`` and ``benchrunner baseline reset``.
+
+An alert is raised when a metric falls strictly outside its threshold's limits. ``dismiss``
+says it was seen and is no regression, ``silence`` mutes it, ``activate`` undoes either.
+``baseline reset`` says a change was intended: from a report on, the series is judged
+against a new baseline, and the active alerts from that report on are dismissed.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import typer
+
+from benchrunner.cli import output
+from benchrunner.cli.config import require_project, resolve
+from benchrunner.cli.history_format import ALERT_COLUMNS, alert_row, crossed_limit, units_of
+from benchrunner.cli.options import LIST_PER_PAGE, Host, Json, Page, PerPage, Project, Token
+from benchrunner.cli.report_format import change_percent, format_change, with_units
+from benchrunner.client import AlertStatus, JsonObject
+
+alert_app = typer.Typer(
+    help="Alerts: metrics outside their threshold's limits.", no_args_is_help=True
+)
+baseline_app = typer.Typer(
+    help="Baselines: declare a change intended, so it stops raising alerts.",
+    no_args_is_help=True,
+)
+
+AlertRef = Annotated[str, typer.Argument(metavar="ALERT", help="Alert UUID.")]
+_FILTER = "Filters"
+
+
+def _filter(help_text: str) -> Any:
+    return typer.Option(help=help_text, show_default=False, rich_help_panel=_FILTER)
+
+
+def print_alert(alert: JsonObject) -> None:
+    units = units_of(alert)
+    metric = alert.get("metric") or {}
+    boundary = alert.get("boundary") or {}
+    threshold = alert.get("threshold") or {}
+    change = alert.get("change")
+    fields: list[tuple[str, object]] = [
+        ("alert", alert.get("uuid")),
+        ("status", alert.get("status")),
+        ("benchmark", (alert.get("benchmark") or {}).get("name")),
+        ("measure", (alert.get("measure") or {}).get("name")),
+        ("branch", (alert.get("branch") or {}).get("name")),
+        ("testbed", (alert.get("testbed") or {}).get("name")),
+        ("value", with_units(metric.get("value"), units)),
+        ("baseline", with_units(boundary.get("baseline"), units)),
+        ("change", format_change(change_percent(metric.get("value"), boundary.get("baseline")))),
+        ("crossed", crossed_limit(alert)),
+        ("report", alert.get("report")),
+        ("raised by", alert.get("raised_by")),
+        ("threshold", threshold.get("uuid")),
+        ("test", (threshold.get("model") or {}).get("test")),
+    ]
+    if isinstance(change, dict):
+        fields.append(
+            (
+                "change point",
+                f"{with_units(change.get('before'), units)} -> "
+                f"{with_units(change.get('after'), units)} (p = {change.get('pvalue')})",
+            )
+        )
+    fields += [
+        ("created", output.when(alert.get("created"))),
+        ("modified", output.when(alert.get("modified"))),
+    ]
+    output.print_record(fields)
+
+
+@alert_app.command("list")
+def alert_list(
+    status: Annotated[AlertStatus | None, _filter("Only alerts with this status.")] = None,
+    branch: Annotated[str | None, _filter("Only this branch's.")] = None,
+    testbed: Annotated[str | None, _filter("Only this testbed's.")] = None,
+    benchmark: Annotated[str | None, _filter("Only this benchmark's.")] = None,
+    measure: Annotated[str | None, _filter("Only this measure's.")] = None,
+    report: Annotated[str | None, _filter("Only those this report (UUID) raised.")] = None,
+    page: Page = 1,
+    per_page: PerPage = LIST_PER_PAGE,
+    project: Project = None,
+    host: Host = None,
+    token: Token = None,
+    as_json: Json = False,
+) -> None:
+    """The project's alerts, newest first (names, slugs or UUIDs filter)."""
+    settings = resolve(host, token, project)
+    with settings.client() as client:
+        found = client.list_alerts(
+            require_project(settings),
+            status=status,
+            branch=branch,
+            testbed=testbed,
+            benchmark=benchmark,
+            measure=measure,
+            report=report,
+            page=page,
+            per_page=per_page,
+        )
+    if as_json:
+        output.print_json(found)
+        return
+    rows = [alert_row(a) for a in found]
+    output.print_table(ALERT_COLUMNS, rows, title="Alerts", total=found.total)
+
+
+@alert_app.command("show")
+def alert_show(
+    alert: AlertRef,
+    project: Project = None,
+    host: Host = None,
+    token: Token = None,
+    as_json: Json = False,
+) -> None:
+    """One alert: the metric, its baseline and the limit it crossed."""
+    settings = resolve(host, token, project)
+    with settings.client() as client:
+        found = client.get_alert(require_project(settings), alert)
+    output.show(found, as_json, print_alert)
+
+
+def _set_status(
+    alert: str,
+    status: AlertStatus,
+    project: str | None,
+    host: str | None,
+    token: str | None,
+    as_json: bool,
+) -> None:
+    settings = resolve(host, token, project)
+    with settings.client() as client:
+        updated = client.update_alert(require_project(settings), alert, status)
+    output.show(updated, as_json, print_alert)
+
+
+@alert_app.command("dismiss")
+def alert_dismiss(
+    alert: AlertRef,
+    project: Project = None,
+    host: Host = None,
+    token: Token = None,
+    as_json: Json = False,
+) -> None:
+    """Seen, and not a regression."""
+    _set_status(alert, "dismissed", project, host, token, as_json)
+
+
+@alert_app.command("silence")
+def alert_silence(
+    alert: AlertRef,
+    project: Project = None,
+    host: Host = None,
+    token: Token = None,
+    as_json: Json = False,
+) -> None:
+    """Mute the alert: it no longer counts as active."""
+    _set_status(alert, "silenced", project, host, token, as_json)
+
+
+@alert_app.command("activate")
+def alert_activate(
+    alert: AlertRef,
+    project: Project = None,
+    host: Host = None,
+    token: Token = None,
+    as_json: Json = False,
+) -> None:
+    """Make a dismissed or silenced alert active again."""
+    _set_status(alert, "active", project, host, token, as_json)
+
+
+@baseline_app.command("reset")
+def baseline_reset(
+    branch: Annotated[str, typer.Option(help="Branch (name, slug or UUID).", show_default=False)],
+    testbed: Annotated[str, typer.Option(help="Testbed (name, slug or UUID).", show_default=False)],
+    report: Annotated[
+        str,
+        typer.Option(
+            help="The report (UUID) from which on the change is intended.", show_default=False
+        ),
+    ],
+    measure: Annotated[
+        str | None, typer.Option(help="Only this measure (else every measure).")
+    ] = None,
+    project: Project = None,
+    host: Host = None,
+    token: Token = None,
+    as_json: Json = False,
+) -> None:
+    """This change was intended: from REPORT on, judge the branch/testbed's series against a
+    new baseline (history before it no longer counts) and dismiss the active alerts of that
+    report and later ones."""
+    settings = resolve(host, token, project)
+    with settings.client() as client:
+        reset = client.reset_baseline(
+            require_project(settings),
+            branch=branch,
+            testbed=testbed,
+            report=report,
+            measure=measure,
+        )
+    if as_json:
+        output.print_json(reset)
+        return
+    dismissed = int(reset.get("dismissed") or 0)
+    of = reset.get("measure")
+    what = f"measure {of.get('name')}" if isinstance(of, dict) else "every measure"
+    output.out().print(
+        f"baseline reset on branch {branch}, testbed {testbed}, {what}, from report "
+        f"{reset.get('report')}: {dismissed} alert{'' if dismissed == 1 else 's'} dismissed",
+        soft_wrap=True,
+        markup=False,
+    )

@@ -1,0 +1,196 @@
+"""Thresholds, alerts and perf series as rows people read, and the perf command's times.
+
+Pure: JSON of the thresholds, alerts and perf routes in, strings out. Numbers and units are
+written as the report table writes them (``report_format``); anything missing shows as ``—``.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Mapping
+from typing import Any
+
+from benchrunner.cli.report_format import (
+    MISSING,
+    AlertMark,
+    alert_cell,
+    format_number,
+    unit_symbol,
+    with_units,
+)
+
+_PARAMETERS = (
+    ("lower_boundary", "lower"),
+    ("upper_boundary", "upper"),
+    ("min_sample_size", "min"),
+    ("max_sample_size", "max"),
+    ("window", "window"),
+    ("max_pvalue", "max p"),
+    ("min_magnitude", "min magnitude"),
+)
+"""A model's parameters in the order ``model_text`` shows them, with their short names."""
+
+
+def _name(thing: object) -> str:
+    if isinstance(thing, Mapping):
+        return str(thing.get("name") or thing.get("slug") or thing.get("uuid") or MISSING)
+    return MISSING if thing is None else str(thing)
+
+
+def model_text(model: Mapping[str, Any] | None) -> str:
+    """``percentage: upper 0.1, min 2, window 3600 s``: the test, then the parameters set."""
+    if not model:
+        return MISSING
+    parts = []
+    for key, label in _PARAMETERS:
+        value = model.get(key)
+        if value is None:
+            continue
+        text = format_number(value)
+        parts.append(f"{label} {text} s" if key == "window" else f"{label} {text}")
+    test = str(model.get("test") or MISSING)
+    return f"{test}: {', '.join(parts)}" if parts else test
+
+
+def threshold_scope(threshold: Mapping[str, Any]) -> str:
+    """The benchmark an override applies to, or ``all benchmarks``."""
+    benchmark = threshold.get("benchmark")
+    return _name(benchmark) if benchmark else "all benchmarks"
+
+
+def threshold_row(threshold: Mapping[str, Any]) -> tuple[str, ...]:
+    return (
+        str(threshold.get("uuid")),
+        _name(threshold.get("branch")),
+        _name(threshold.get("testbed")),
+        _name(threshold.get("measure")),
+        threshold_scope(threshold),
+        model_text(threshold.get("model")),
+    )
+
+
+THRESHOLD_COLUMNS = ("uuid", "branch", "testbed", "measure", "benchmark", "model")
+
+
+def units_of(thing: Mapping[str, Any]) -> str:
+    """The units of the measure of an alert or a perf series."""
+    measure = thing.get("measure")
+    return str(measure.get("units") or "") if isinstance(measure, Mapping) else ""
+
+
+def crossed_limit(alert: Mapping[str, Any]) -> str:
+    """``upper 110 ns``: which limit the value crossed, and that limit's value."""
+    limit = str(alert.get("limit") or MISSING)
+    boundary = alert.get("boundary") or {}
+    value = boundary.get(f"{limit}_limit") if limit in ("lower", "upper") else None
+    return f"{limit} {with_units(value, units_of(alert))}" if value is not None else limit
+
+
+def alert_row(alert: Mapping[str, Any]) -> tuple[str, ...]:
+    units = units_of(alert)
+    return (
+        str(alert.get("uuid")),
+        str(alert.get("status") or MISSING),
+        _name(alert.get("benchmark")),
+        _name(alert.get("measure")),
+        _name(alert.get("branch")),
+        _name(alert.get("testbed")),
+        with_units((alert.get("metric") or {}).get("value"), units),
+        with_units((alert.get("boundary") or {}).get("baseline"), units),
+        crossed_limit(alert),
+    )
+
+
+ALERT_COLUMNS = (
+    "uuid",
+    "status",
+    "benchmark",
+    "measure",
+    "branch",
+    "testbed",
+    "value",
+    "baseline",
+    "crossed",
+)
+
+
+def series_title(series: Mapping[str, Any]) -> str:
+    """``sort · latency (ns) · branch main · testbed ci``."""
+    symbol = unit_symbol(units_of(series))
+    measure = _name(series.get("measure")) + (f" ({symbol})" if symbol else "")
+    return (
+        f"{_name(series.get('benchmark'))} · {measure} · branch {_name(series.get('branch'))}"
+        f" · testbed {_name(series.get('testbed'))}"
+    )
+
+
+def version_text(version: object) -> str:
+    """``3 (abc1234)``: the branch version and its hash, shortened as git does."""
+    if not isinstance(version, Mapping):
+        return MISSING
+    number = version.get("number")
+    text = MISSING if number is None else str(number)
+    commit = version.get("hash")
+    return f"{text} ({str(commit)[:7]})" if commit else text
+
+
+def _alert_mark(point: Mapping[str, Any]) -> str:
+    alert = point.get("alert")
+    if not isinstance(alert, Mapping):
+        return ""
+    return alert_cell(AlertMark(str(alert.get("limit")), str(alert.get("status"))))
+
+
+def perf_rows(series: Mapping[str, Any]) -> list[tuple[str, ...]]:
+    """One row per point, oldest first: time, version, value, baseline, limits, alert."""
+    units = units_of(series)
+    rows: list[tuple[str, ...]] = []
+    for point in series.get("metrics") or []:
+        boundary = point.get("boundary") or {}
+        rows.append(
+            (
+                _time(point.get("start_time")),
+                version_text(point.get("version")),
+                with_units((point.get("metric") or {}).get("value"), units),
+                with_units(boundary.get("baseline"), units),
+                with_units(boundary.get("lower_limit"), units),
+                with_units(boundary.get("upper_limit"), units),
+                _alert_mark(point),
+            )
+        )
+    return rows
+
+
+PERF_COLUMNS = ("time (UTC)", "version", "value", "baseline", "lower limit", "upper limit", "alert")
+
+
+def _time(value: object) -> str:
+    if not isinstance(value, str):
+        return MISSING
+    try:
+        return dt.datetime.fromisoformat(value).strftime("%Y-%m-%d %H:%M:%S")
+    except ValueError:
+        return value
+
+
+def parse_time(text: str, *, end: bool = False) -> dt.datetime:
+    """``--start``/``--end``: an ISO 8601 time (UTC unless it says otherwise) or a date. A date
+    starts at its midnight; as ``end`` it covers its whole day (up to its last millisecond).
+
+    Raises ValueError naming what could not be read.
+    """
+    text = text.strip()
+    try:
+        day = dt.date.fromisoformat(text)
+    except ValueError:
+        pass
+    else:
+        start = dt.datetime.combine(day, dt.time(), dt.UTC)
+        return start + dt.timedelta(days=1, milliseconds=-1) if end else start
+    try:
+        moment = dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        raise ValueError(
+            f"{text!r} is not a date (2026-01-31) or an ISO 8601 time (2026-01-31T12:00:00Z)"
+        ) from None
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=dt.UTC)

@@ -1,0 +1,238 @@
+"""``benchrunner threshold list|show|create|update|delete``: a project's thresholds.
+
+A threshold judges one branch/testbed/measure series (every benchmark of it, or one benchmark
+when ``--benchmark`` makes it an override). Models are checked here with the server's rules
+(``cli.thresholds.model_body``) so that a typo is a usage error before anything is sent.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import typer
+
+from benchrunner.cli import output
+from benchrunner.cli.config import require_project, resolve
+from benchrunner.cli.history_format import (
+    THRESHOLD_COLUMNS,
+    model_text,
+    threshold_row,
+    threshold_scope,
+)
+from benchrunner.cli.options import LIST_PER_PAGE, Host, Json, Page, PerPage, Project, Token
+from benchrunner.cli.thresholds import ThresholdsError, model_body
+from benchrunner.client import JsonObject
+from benchrunner.detection.models import TestKind
+
+threshold_app = typer.Typer(
+    help="Thresholds: which test judges a branch/testbed/measure series.", no_args_is_help=True
+)
+
+ThresholdRef = Annotated[str, typer.Argument(metavar="THRESHOLD", help="Threshold UUID.")]
+_MODEL = "Model"
+_FILTER = "Filters"
+
+
+def _option(help_text: str, panel: str) -> Any:
+    return typer.Option(help=help_text, show_default=False, rich_help_panel=panel)
+
+
+Test = Annotated[
+    str,
+    typer.Option(
+        "--test",
+        help=f"The test: {', '.join(TestKind)}.",
+        show_default=False,
+        rich_help_panel=_MODEL,
+    ),
+]
+MinSampleSize = Annotated[int | None, _option("Fewest history values to judge by.", _MODEL)]
+MaxSampleSize = Annotated[int | None, _option("Most (newest) history values used.", _MODEL)]
+Window = Annotated[int | None, _option("Only history this recent, in seconds.", _MODEL)]
+LowerBoundary = Annotated[float | None, _option("The test's lower boundary.", _MODEL)]
+UpperBoundary = Annotated[float | None, _option("The test's upper boundary.", _MODEL)]
+MaxPvalue = Annotated[float | None, _option("change_point: largest p-value reported.", _MODEL)]
+MinMagnitude = Annotated[
+    float | None, _option("change_point: smallest relative change reported.", _MODEL)
+]
+
+
+def _model(test: str, **parameters: int | float | None) -> dict[str, Any]:
+    try:
+        return model_body(test, parameters)
+    except ThresholdsError as exc:
+        raise typer.BadParameter(str(exc)) from None
+
+
+def print_threshold(threshold: JsonObject) -> None:
+    """The threshold's series and current model, then every model it has had."""
+    output.print_record(
+        [
+            ("threshold", threshold.get("uuid")),
+            ("branch", (threshold.get("branch") or {}).get("name")),
+            ("testbed", (threshold.get("testbed") or {}).get("name")),
+            ("measure", (threshold.get("measure") or {}).get("name")),
+            ("benchmark", threshold_scope(threshold)),
+            ("model", model_text(threshold.get("model"))),
+            ("created", output.when(threshold.get("created"))),
+            ("modified", output.when(threshold.get("modified"))),
+        ]
+    )
+    models = threshold.get("models") or []
+    rows = [
+        (
+            m.get("uuid"),
+            model_text(m),
+            output.when(m.get("created")),
+            output.when(m.get("replaced")) if m.get("replaced") else "current",
+        )
+        for m in models
+    ]
+    output.print_table(("model", "test", "created", "replaced"), rows, title="Models")
+
+
+@threshold_app.command("list")
+def threshold_list(
+    branch: Annotated[str | None, _option("Only this branch's.", _FILTER)] = None,
+    testbed: Annotated[str | None, _option("Only this testbed's.", _FILTER)] = None,
+    measure: Annotated[str | None, _option("Only this measure's.", _FILTER)] = None,
+    benchmark: Annotated[str | None, _option("Only overrides for this benchmark.", _FILTER)] = None,
+    page: Page = 1,
+    per_page: PerPage = LIST_PER_PAGE,
+    project: Project = None,
+    host: Host = None,
+    token: Token = None,
+    as_json: Json = False,
+) -> None:
+    """The project's thresholds with their current models (names, slugs or UUIDs filter)."""
+    settings = resolve(host, token, project)
+    with settings.client() as client:
+        found = client.list_thresholds(
+            require_project(settings),
+            branch=branch,
+            testbed=testbed,
+            measure=measure,
+            benchmark=benchmark,
+            page=page,
+            per_page=per_page,
+        )
+    if as_json:
+        output.print_json(found)
+        return
+    rows = [threshold_row(t) for t in found]
+    output.print_table(THRESHOLD_COLUMNS, rows, title="Thresholds", total=found.total)
+
+
+@threshold_app.command("show")
+def threshold_show(
+    threshold: ThresholdRef,
+    project: Project = None,
+    host: Host = None,
+    token: Token = None,
+    as_json: Json = False,
+) -> None:
+    """One threshold: its current model and every model it has had, newest first."""
+    settings = resolve(host, token, project)
+    with settings.client() as client:
+        found = client.get_threshold(require_project(settings), threshold)
+    output.show(found, as_json, print_threshold)
+
+
+@threshold_app.command("create")
+def threshold_create(
+    branch: Annotated[str, typer.Option(help="Branch (name, slug or UUID).", show_default=False)],
+    testbed: Annotated[str, typer.Option(help="Testbed (name, slug or UUID).", show_default=False)],
+    measure: Annotated[str, typer.Option(help="Measure (name, slug or UUID).", show_default=False)],
+    test: Test,
+    benchmark: Annotated[
+        str | None,
+        typer.Option(help="Only this benchmark (an override of the measure's threshold)."),
+    ] = None,
+    min_sample_size: MinSampleSize = None,
+    max_sample_size: MaxSampleSize = None,
+    window: Window = None,
+    lower_boundary: LowerBoundary = None,
+    upper_boundary: UpperBoundary = None,
+    max_pvalue: MaxPvalue = None,
+    min_magnitude: MinMagnitude = None,
+    project: Project = None,
+    host: Host = None,
+    token: Token = None,
+    as_json: Json = False,
+) -> None:
+    """Create a threshold for a branch/testbed/measure series (the branch, testbed and
+    measure must exist: a first `benchrunner run` creates them). A series that has one
+    already is an error: change its model with `threshold update`."""
+    model = _model(
+        test,
+        min_sample_size=min_sample_size,
+        max_sample_size=max_sample_size,
+        window=window,
+        lower_boundary=lower_boundary,
+        upper_boundary=upper_boundary,
+        max_pvalue=max_pvalue,
+        min_magnitude=min_magnitude,
+    )
+    settings = resolve(host, token, project)
+    with settings.client() as client:
+        created = client.create_threshold(
+            require_project(settings),
+            branch=branch,
+            testbed=testbed,
+            measure=measure,
+            benchmark=benchmark,
+            model=model,
+        )
+    output.show(created, as_json, print_threshold)
+
+
+@threshold_app.command("update")
+def threshold_update(
+    threshold: ThresholdRef,
+    test: Test,
+    min_sample_size: MinSampleSize = None,
+    max_sample_size: MaxSampleSize = None,
+    window: Window = None,
+    lower_boundary: LowerBoundary = None,
+    upper_boundary: UpperBoundary = None,
+    max_pvalue: MaxPvalue = None,
+    min_magnitude: MinMagnitude = None,
+    project: Project = None,
+    host: Host = None,
+    token: Token = None,
+    as_json: Json = False,
+) -> None:
+    """Give the threshold a new model (the whole model: parameters left out are unset). The
+    old model stays in its history."""
+    model = _model(
+        test,
+        min_sample_size=min_sample_size,
+        max_sample_size=max_sample_size,
+        window=window,
+        lower_boundary=lower_boundary,
+        upper_boundary=upper_boundary,
+        max_pvalue=max_pvalue,
+        min_magnitude=min_magnitude,
+    )
+    settings = resolve(host, token, project)
+    with settings.client() as client:
+        updated = client.update_threshold(require_project(settings), threshold, model)
+    output.show(updated, as_json, print_threshold)
+
+
+@threshold_app.command("delete")
+def threshold_delete(
+    threshold: ThresholdRef,
+    project: Project = None,
+    host: Host = None,
+    token: Token = None,
+    as_json: Json = False,
+) -> None:
+    """Delete the threshold with its models, boundaries and alerts."""
+    settings = resolve(host, token, project)
+    with settings.client() as client:
+        client.delete_threshold(require_project(settings), threshold)
+    if as_json:
+        output.print_json({"uuid": threshold, "deleted": True})
+    else:
+        output.note(f"deleted threshold {threshold}")
