@@ -311,7 +311,7 @@ def test_a_bad_perf_time_is_a_usage_error_before_any_request() -> None:
         (
             "branches",
             {"name": "main", "slug": "main", "head_reset": None, "uuid": "u", "created": None},
-            ("name", "slug", "head_reset", "uuid", "created"),
+            ("name", "slug", "head reset", "uuid", "created"),
             ("main", "main", "-", "u", "-"),
         ),
     ],

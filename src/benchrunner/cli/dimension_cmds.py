@@ -37,7 +37,8 @@ EXTRA_COLUMNS: dict[Dimension, tuple[str, ...]] = {
 
 
 def dimension_columns(dimension: Dimension) -> tuple[str, ...]:
-    return ("name", "slug", *EXTRA_COLUMNS[dimension], "uuid", "created")
+    extra = (key.replace("_", " ") for key in EXTRA_COLUMNS[dimension])
+    return ("name", "slug", *extra, "uuid", "created")
 
 
 def dimension_row(dimension: Dimension, item: JsonObject) -> tuple[object, ...]:
