@@ -104,12 +104,12 @@ def test_lines_bencher_passes_over(line: str) -> None:
         (
             "test " + "n" * 1025 + " ... bench: 5 ns/iter (+/- 1)\n",
             Settings(),
-            "^rust_bench: benchmark name must be 1-1024 characters",
+            "^rust_bench: line 1: benchmark name must be 1-1024 characters",
         ),
         (
             "test a\x00b ... bench: 5 ns/iter (+/- 1)\n",
             Settings(),
-            "^rust_bench: benchmark name .* has a NUL character",
+            "^rust_bench: line 1: benchmark name .* has a NUL character",
         ),
     ],
 )

@@ -98,7 +98,7 @@ def test_lines_bencher_passes_over(text: str) -> None:
         (
             "n" * 1025 + "\n        time:   [1 ns 2 ns 3 ns]\n",
             Settings(),
-            "^rust_criterion: benchmark name must be 1-1024 characters",
+            "^rust_criterion: line 2: benchmark name must be 1-1024 characters",
         ),
     ],
 )

@@ -42,5 +42,16 @@ class Settings:
     average: Average | None = None
 
 
+def check_average(harness: str, average: Average | None, reports: Average | None) -> None:
+    """Bencher's rule for a harness that prints one central value: ``settings.average`` either
+    names that value (``reports``) or is left out; asking for the other one finds nothing."""
+    if average is not None and average != reports:
+        printed = f"only a {reports}" if reports else "a single value, neither mean nor median"
+        raise AdapterError(
+            f"{harness}: the harness prints {printed} per benchmark; "
+            f"settings.average {average!r} cannot be read from it"
+        )
+
+
 class Adapter(Protocol):
     def __call__(self, text: str, settings: Settings, /) -> list[Measurement]: ...

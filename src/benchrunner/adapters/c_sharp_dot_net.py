@@ -15,8 +15,8 @@ As Bencher's ``c_sharp_dot_net``:
 from __future__ import annotations
 
 from benchrunner.adapters.base import LATENCY, AdapterError, Measurement, Settings
-from benchrunner.adapters.finite import finite_measurement
-from benchrunner.adapters.json_reading import (
+from benchrunner.adapters.json_fields import (
+    JsonObject,
     as_array,
     as_object,
     as_string,
@@ -25,7 +25,13 @@ from benchrunner.adapters.json_reading import (
     name_member,
     number_member,
 )
-from benchrunner.adapters.values import MAX_BENCHMARK_NAME, check_name, number
+from benchrunner.adapters.values import (
+    MAX_BENCHMARK_NAME,
+    check_benchmark_name,
+    check_name,
+    finite_measurement,
+    number,
+)
 
 HARNESS = "c_sharp_dot_net"
 
@@ -56,7 +62,7 @@ def parse(text: str, settings: Settings) -> list[Measurement]:
     return found
 
 
-def _benchmark(benchmark: dict[str, object], where: str, settings: Settings) -> list[Measurement]:
+def _benchmark(benchmark: JsonObject, where: str, settings: Settings) -> list[Measurement]:
     name = _name(benchmark, where)
     statistics_where = f"{where}.Statistics"
     statistics = as_object(member(benchmark, "Statistics", where), statistics_where)
@@ -75,7 +81,7 @@ def _benchmark(benchmark: dict[str, object], where: str, settings: Settings) -> 
     return found
 
 
-def _name(benchmark: dict[str, object], where: str) -> str:
+def _name(benchmark: JsonObject, where: str) -> str:
     method = name_member(benchmark, "Method", where)
     namespace = benchmark.get("Namespace")
     if namespace is None:
@@ -83,11 +89,11 @@ def _name(benchmark: dict[str, object], where: str) -> str:
     namespace = as_string(namespace, f"{where}.Namespace")
     check_name(namespace, f"{where}.Namespace", MAX_BENCHMARK_NAME)
     name = f"{namespace}.{method}"
-    check_name(name, f"{where}: benchmark", MAX_BENCHMARK_NAME)
+    check_benchmark_name(where, name)
     return name
 
 
-def _count(fields: dict[str, object], key: str, where: str) -> float:
+def _count(fields: JsonObject, key: str, where: str) -> float:
     raw = member(fields, key, where)
     count = number(raw, f"{where}.{key}")
     if not isinstance(raw, int) or count < 0:

@@ -22,10 +22,17 @@ from __future__ import annotations
 import re
 
 from benchrunner.adapters.base import LATENCY, AdapterError, Measurement, Settings
-from benchrunner.adapters.bounds import plus_minus
-from benchrunner.adapters.console_patterns import BLANK, INTEGER, NUMBER, SEPARATOR, TIME_UNIT
-from benchrunner.adapters.tail_tokens import WHITESPACE, decimal, lines
-from benchrunner.adapters.values import MAX_BENCHMARK_NAME, check_name, to_nanoseconds
+from benchrunner.adapters.console_text import (
+    BLANK,
+    INTEGER,
+    NUMBER,
+    SEPARATOR,
+    TIME_UNIT,
+    WHITESPACE,
+    decimal,
+    lines,
+)
+from benchrunner.adapters.values import check_benchmark_name, plus_minus, to_nanoseconds
 
 HARNESS = "cpp_catch2"
 _MINUTES = "m"
@@ -91,7 +98,7 @@ def parse(text: str, settings: Settings) -> list[Measurement]:
     name_rows: list[str] = []  # padded text rows since the last blank row: a wrapped name?
     name: str | None = None  # the benchmark whose mean and std dev rows come next
     mean: float | None = None
-    for number, line in lines(text):
+    for number, line in enumerate(lines(text), start=1):
         where = f"{HARNESS}: line {number}"
         if name is not None:
             first = _first_of_three(line, where)
@@ -107,7 +114,7 @@ def parse(text: str, settings: Settings) -> list[Measurement]:
         on_first_row = _name_on_first_row(line, where)
         if on_first_row is not None:
             name = " ".join([*_wrapped_start(name_rows, len(line)), on_first_row])
-            check_name(name, "benchmark", MAX_BENCHMARK_NAME)
+            check_benchmark_name(where, name)
             name_rows = []
         elif line.strip(WHITESPACE) and line.endswith((" ", "\t")):
             name_rows.append(line)

@@ -22,7 +22,7 @@ import json
 from typing import Any
 
 from benchrunner.adapters.base import LATENCY, AdapterError, Measurement, Settings
-from benchrunner.adapters.values import MAX_BENCHMARK_NAME, check_name, number, to_nanoseconds
+from benchrunner.adapters.values import check_benchmark_name, number, to_nanoseconds
 
 HARNESS = "cpp_google"
 
@@ -63,7 +63,7 @@ def _measurement(entry: object, where: str) -> Measurement | None:
     name = entry.get("name")
     if not isinstance(name, str):
         raise AdapterError(f"{where}.name must be a string")
-    check_name(name, "benchmark", MAX_BENCHMARK_NAME)
+    check_benchmark_name(where, name)
     if "real_time" not in entry:
         raise AdapterError(f"{where}.real_time is missing")
     real_time = number(entry["real_time"], f"{where}.real_time")

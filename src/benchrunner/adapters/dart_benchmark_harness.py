@@ -10,20 +10,14 @@ from __future__ import annotations
 
 import re
 
-from benchrunner.adapters.base import LATENCY, AdapterError, Measurement, Settings
-from benchrunner.adapters.text_lines import (
-    NUMBER,
-    check_average,
-    check_benchmark_name,
-    lines,
-    read_number,
-)
-from benchrunner.adapters.values import to_nanoseconds
+from benchrunner.adapters.base import LATENCY, AdapterError, Measurement, Settings, check_average
+from benchrunner.adapters.console_text import BLANK, NUMBER, decimal, lines
+from benchrunner.adapters.values import check_benchmark_name, to_nanoseconds
 
 HARNESS = "dart_benchmark_harness"
 
 _MARK = "(RunTime):"
-_TIME = re.compile(rf"[ \t]*+({NUMBER})[ \t]++us\.[ \t]*+")
+_TIME = re.compile(rf"{BLANK}*+({NUMBER}){BLANK}++us\.{BLANK}*+")
 
 
 def parse(text: str, settings: Settings) -> list[Measurement]:
@@ -38,13 +32,13 @@ def parse(text: str, settings: Settings) -> list[Measurement]:
         if match is None:
             continue
         where = f"{HARNESS}: line {number}"
-        micros = read_number(match.group(1), where)
+        micros = decimal(match.group(1), where)
         if micros is None:
             continue
         name = line[:at].strip()
         if not name:  # Bencher passes over a result without a name
             continue
-        check_benchmark_name(HARNESS, name)
+        check_benchmark_name(where, name)
         found.append(Measurement(name, LATENCY, to_nanoseconds(micros, "us", where)))
     if not found:
         raise AdapterError(f"{HARNESS}: no '<name>(RunTime): <n> us.' line found")

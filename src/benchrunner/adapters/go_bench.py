@@ -15,10 +15,9 @@ from __future__ import annotations
 import re
 
 from benchrunner.adapters.base import LATENCY, AdapterError, Measurement, Settings
-from benchrunner.adapters.console_patterns import BLANK, INTEGER, NUMBER, TIME_UNIT
+from benchrunner.adapters.console_text import BLANK, INTEGER, NUMBER, TIME_UNIT, decimal
 from benchrunner.adapters.go_test2json import console_lines
-from benchrunner.adapters.tail_tokens import decimal
-from benchrunner.adapters.values import MAX_BENCHMARK_NAME, check_name, to_nanoseconds
+from benchrunner.adapters.values import check_benchmark_name, to_nanoseconds
 
 HARNESS = "go_bench"
 
@@ -37,7 +36,7 @@ def _measurement(line: str, where: str) -> Measurement | None:
     value = decimal(per_op, where)
     if value is None or (next_column is not None and decimal(next_column, where) is None):
         return None
-    check_name(name, "benchmark", MAX_BENCHMARK_NAME)
+    check_benchmark_name(where, name)
     return Measurement(name, LATENCY, to_nanoseconds(value, unit, where))
 
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 
-from benchrunner.adapters.tail_tokens import lines
+from benchrunner.adapters.console_text import lines
 
 
 def _event(line: str) -> dict[str, object] | None:
@@ -33,9 +33,9 @@ def _event(line: str) -> dict[str, object] | None:
 
 def console_lines(text: str) -> Iterator[str]:
     """The console lines ``text`` holds, whether it is a test2json stream or plain output
-    (split as ``tail_tokens.lines`` splits them)."""
+    (split as ``console_text.lines`` splits them)."""
     partial: dict[str, list[str]] = {}  # package -> its printed text since its last newline
-    for _, line in lines(text):
+    for line in lines(text):
         event = _event(line)
         if event is None:
             yield line

@@ -17,31 +17,24 @@ refused, as Bencher refuses it.
 from __future__ import annotations
 
 from benchrunner.adapters.base import LATENCY, THROUGHPUT, AdapterError, Measurement, Settings
-from benchrunner.adapters.finite import finite_measurement
-from benchrunner.adapters.json_reading import (
+from benchrunner.adapters.json_fields import (
+    JsonObject,
     as_array,
     as_object,
-    as_string,
     load,
     member,
     name_member,
     number_member,
+    string_member,
 )
-from benchrunner.adapters.values import NANOSECONDS_PER, number
+from benchrunner.adapters.values import (
+    NANOSECONDS_PER,
+    SECONDS_PER,
+    finite_measurement,
+    number,
+)
 
 HARNESS = "java_jmh"
-
-SECONDS_PER: dict[str, float] = {
-    "ps": 1.0 / 1_000_000_000_000.0,
-    "ns": 1.0 / 1_000_000_000.0,
-    "us": 1.0 / 1_000_000.0,
-    "µs": 1.0 / 1_000_000.0,  # MICRO SIGN
-    "μs": 1.0 / 1_000_000.0,  # GREEK SMALL LETTER MU
-    "ms": 1.0 / 1_000.0,
-    "s": 1.0,
-}
-"""Seconds in one unit; operations per unit are divided by it, as Bencher does (so ``ops/ns``
-is not exactly ``* 1e9``, the same float Bencher stores)."""
 
 
 def parse(text: str, settings: Settings) -> list[Measurement]:
@@ -61,7 +54,7 @@ def parse(text: str, settings: Settings) -> list[Measurement]:
     return found
 
 
-def _run(run: dict[str, object], where: str) -> Measurement:
+def _run(run: JsonObject, where: str) -> Measurement:
     name = name_member(run, "benchmark", where)
     member(run, "secondaryMetrics", where)  # every JMH result has it; Bencher requires it
     metric_where = f"{where}.primaryMetric"
@@ -74,7 +67,7 @@ def _run(run: dict[str, object], where: str) -> Measurement:
         number(bound, f"{metric_where}.scoreConfidence[{i}]") for i, bound in enumerate(confidence)
     )
     unit_where = f"{metric_where}.scoreUnit"
-    unit = as_string(member(metric, "scoreUnit", metric_where), unit_where)
+    unit = string_member(metric, "scoreUnit", metric_where)
     if unit.endswith("/op"):
         scale = _unit(NANOSECONDS_PER, unit.removesuffix("/op"), unit, unit_where)
         values = (score * scale, lower * scale, upper * scale)

@@ -10,9 +10,8 @@ ignored.
 from __future__ import annotations
 
 from benchrunner.adapters.base import THROUGHPUT, AdapterError, Measurement, Settings
-from benchrunner.adapters.finite import finite_measurement
-from benchrunner.adapters.tail_tokens import decimal, lines, split_tail, unsigned
-from benchrunner.adapters.values import MAX_BENCHMARK_NAME, check_name
+from benchrunner.adapters.console_text import decimal, lines, split_tail, unsigned
+from benchrunner.adapters.values import check_benchmark_name, finite_measurement
 
 HARNESS = "js_benchmark"
 _TAIL_TOKENS = 7  # x, <ops/sec>, ops/sec, ±<percent>%, (<runs>, runs, sampled)
@@ -26,7 +25,7 @@ def parse(text: str, settings: Settings) -> list[Measurement]:
             "settings.average 'median' or unset"
         )
     found: list[Measurement] = []
-    for number, line in lines(text):
+    for number, line in enumerate(lines(text), start=1):
         if not line.endswith("sampled)") or "ops/sec" not in line:  # most lines: cheaply out
             continue
         try:
@@ -57,6 +56,6 @@ def _result(line: str, where: str) -> Measurement | None:
     percent = decimal(margin[1:-1], f"{where}: ±%")
     if value is None or percent is None:
         return None
-    check_name(name, f"{where}: benchmark", MAX_BENCHMARK_NAME)
+    check_benchmark_name(where, name)
     error = value * (percent / 100.0)
     return finite_measurement(name, THROUGHPUT, value, value - error, value + error)

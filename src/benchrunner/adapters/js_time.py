@@ -15,12 +15,12 @@ Bencher refuses the output when it is set, and so does this adapter.
 from __future__ import annotations
 
 from benchrunner.adapters.base import LATENCY, AdapterError, Measurement, Settings
-from benchrunner.adapters.finite import finite_measurement
-from benchrunner.adapters.tail_tokens import lines, split_tail, unsigned
+from benchrunner.adapters.console_text import lines, split_tail, unsigned
 from benchrunner.adapters.values import (
     MAX_BENCHMARK_NAME,
     NANOSECONDS_PER,
     check_name,
+    finite_measurement,
     parse_number,
 )
 
@@ -39,7 +39,7 @@ def parse(text: str, settings: Settings) -> list[Measurement]:
             "Bencher reads it only with settings.average unset"
         )
     found: list[Measurement] = []
-    for number, line in lines(text):
+    for number, line in enumerate(lines(text), start=1):
         if not line.endswith(_LINE_ENDINGS) or ":" not in line:  # most lines: cheaply out
             continue
         try:
@@ -63,7 +63,7 @@ def _label(head: str) -> str | None:
 
 
 def _timer(label: str, nanoseconds: float) -> Measurement:
-    check_name(label, "benchmark", MAX_BENCHMARK_NAME)
+    check_name(label, "benchmark", MAX_BENCHMARK_NAME)  # the caller names harness and line
     return finite_measurement(label, LATENCY, nanoseconds)
 
 

@@ -16,8 +16,8 @@ long. The absolute ``filepath`` is not used, so names do not depend on the check
 from __future__ import annotations
 
 from benchrunner.adapters.base import LATENCY, THROUGHPUT, AdapterError, Measurement, Settings
-from benchrunner.adapters.finite import finite_measurement
-from benchrunner.adapters.json_reading import (
+from benchrunner.adapters.json_fields import (
+    JsonObject,
     as_array,
     as_object,
     as_string,
@@ -26,7 +26,11 @@ from benchrunner.adapters.json_reading import (
     name_member,
     number_member,
 )
-from benchrunner.adapters.values import MAX_BENCHMARK_NAME, NANOSECONDS_PER
+from benchrunner.adapters.values import (
+    MAX_BENCHMARK_NAME,
+    NANOSECONDS_PER,
+    finite_measurement,
+)
 
 HARNESS = "js_vitest"
 
@@ -62,7 +66,7 @@ def _measurements(document: object, settings: Settings) -> list[Measurement]:
 
 
 def _benchmark(
-    full_name: str, benchmark: dict[str, object], where: str, settings: Settings
+    full_name: str, benchmark: JsonObject, where: str, settings: Settings
 ) -> list[Measurement]:
     name = _joined(full_name, name_member(benchmark, "name", where))
     hz, mean, median, sd, rme = (

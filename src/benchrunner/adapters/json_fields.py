@@ -1,23 +1,22 @@
-"""Typed reads from a harness's JSON export. Each error names the path of the field that could
-not be read (``benchmarks[3].stats.mean is missing``); the adapter puts its own name in front.
+"""Typed reads from a harness's JSON export: parse it once, then fetch members by the path an
+error message names (``benchmarks[3].stats.mean is missing``).
+
+Every function raises AdapterError without the harness's name; the adapter puts it in front at
+its boundary, so one message reads ``python_pytest: benchmarks[3].stats.mean is missing``.
 """
 
 from __future__ import annotations
 
 import json
-import reprlib
 
 from benchrunner.adapters.base import AdapterError
-from benchrunner.adapters.values import number
+from benchrunner.adapters.values import brief, check_benchmark_name, number
 
 JsonObject = dict[str, object]
 
-_BRIEF = reprlib.Repr()
-_BRIEF.maxstring = _BRIEF.maxlong = _BRIEF.maxother = 40
-
 
 def load(text: str) -> object:
-    """The JSON document in ``text``, or an AdapterError when it is not JSON."""
+    """The JSON document in ``text``; not JSON, or nested too deeply for Python, is an error."""
     try:
         return json.loads(text)
     except ValueError as exc:  # JSONDecodeError, or an integer with too many digits
@@ -39,39 +38,37 @@ def as_object(value: object, where: str) -> JsonObject:
     return value
 
 
-def as_list(value: object, where: str) -> list[object]:
+def as_array(value: object, where: str) -> list[object]:
     if not isinstance(value, list):
         raise AdapterError(f"{where or 'the document'} must be a JSON array")
     return value
 
 
-def member(document: JsonObject, key: str, where: str) -> object:
-    """``document[key]``, where ``document`` is the object at path ``where``."""
+def as_string(value: object, where: str) -> str:
+    if not isinstance(value, str):
+        raise AdapterError(f"{where} must be a string, got {brief(value)}")
+    return value
+
+
+def member(parent: JsonObject, key: str, where: str) -> object:
+    """``parent[key]``, where ``parent`` is the object at path ``where``."""
     try:
-        return document[key]
+        return parent[key]
     except KeyError:
         raise AdapterError(f"{path(where, key)} is missing") from None
 
 
-def as_number(value: object, where: str) -> float:
-    """``value`` as a finite float; a bool, a string, NaN or infinity is an AdapterError."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise AdapterError(f"{where} must be a number, got {brief(value)}")
-    return number(value, where)
+def number_member(parent: JsonObject, key: str, where: str) -> float:
+    """``parent[key]`` as a finite float (see ``values.number``)."""
+    return number(member(parent, key, where), path(where, key))
 
 
-def number_member(document: JsonObject, key: str, where: str) -> float:
-    """``document[key]`` as a finite float."""
-    return as_number(member(document, key, where), path(where, key))
+def string_member(parent: JsonObject, key: str, where: str) -> str:
+    return as_string(member(parent, key, where), path(where, key))
 
 
-def text_member(document: JsonObject, key: str, where: str) -> str:
-    value = member(document, key, where)
-    if not isinstance(value, str):
-        raise AdapterError(f"{path(where, key)} must be a string, got {brief(value)}")
-    return value
-
-
-def brief(value: object) -> str:
-    """A value for an error message, cut short: an export can hold megabytes in one field."""
-    return _BRIEF.repr(value)
+def name_member(parent: JsonObject, key: str, where: str) -> str:
+    """A string member that must be a benchmark name the store can hold."""
+    name = string_member(parent, key, where)
+    check_benchmark_name(path(where, key), name)
+    return name

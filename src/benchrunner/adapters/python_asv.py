@@ -18,14 +18,22 @@ from __future__ import annotations
 import re
 
 from benchrunner.adapters.base import LATENCY, AdapterError, Measurement, Settings
-from benchrunner.adapters.bounds import plus_minus
-from benchrunner.adapters.values import MAX_BENCHMARK_NAME, check_name, to_nanoseconds
+from benchrunner.adapters.console_text import (
+    BLANK,
+    NUMBER,
+    TIME_UNIT,
+    WHITESPACE,
+    decimal,
+    is_decimal,
+    lines,
+)
+from benchrunner.adapters.values import check_benchmark_name, plus_minus, to_nanoseconds
 
 HARNESS = "python_asv"
 
 # Linear: no two neighbouring parts can match the same character, so nothing backtracks.
-_PROGRESS = re.compile(r"\[[ \t]*([0-9.,]+)%\][ \t]+·+[ \t]+")
-_TIME = re.compile(r"([0-9.,]+)±([0-9.,]+)(ps|ns|μs|µs|us|ms|s)")
+_PROGRESS = re.compile(rf"\[{BLANK}*+({NUMBER})%\]{BLANK}++·++{BLANK}++")
+_TIME = re.compile(rf"({NUMBER})±({NUMBER})({TIME_UNIT})")
 
 
 def parse(text: str, settings: Settings) -> list[Measurement]:
@@ -36,8 +44,8 @@ def parse(text: str, settings: Settings) -> list[Measurement]:
             "settings.average 'mean' reads nothing from it (use 'median' or leave it unset)"
         )
     found = []
-    for number, line in enumerate(text.split("\n"), start=1):
-        measurement = _result(line.removesuffix("\r"), number)
+    for number, line in enumerate(lines(text), start=1):
+        measurement = _result(line, number)
         if measurement is not None:
             found.append(measurement)
     if not found:
@@ -51,32 +59,23 @@ def _result(line: str, number: int) -> Measurement | None:
     if "±" not in line:  # most lines of a long log: leave them at C speed
         return None
     progress = _PROGRESS.match(line)
-    if progress is None or _decimal(progress.group(1)) is None:
+    if progress is None or not is_decimal(progress.group(1)):
         return None
     name_starts = progress.end()
     name_ends = line.find(" ", name_starts)
     if name_ends <= name_starts:
         return None
-    after_name = line[name_ends:].lstrip(" \t")
+    after_name = line[name_ends:].lstrip(WHITESPACE)
     time = _TIME.fullmatch(after_name)
     if time is None:
         return None
     median_text, spread_text, unit = time.groups()
-    median, spread = _decimal(median_text), _decimal(spread_text)
+    where = f"{HARNESS}: line {number}"
+    median, spread = decimal(median_text, where), decimal(spread_text, where)
     if median is None or spread is None:
         return None
     name = line[name_starts:name_ends]
-    check_name(name, "benchmark", MAX_BENCHMARK_NAME)
-    where = f"{HARNESS}: line {number}"
+    check_benchmark_name(where, name)
     value = to_nanoseconds(median, unit, where)
     lower, upper = plus_minus(value, to_nanoseconds(spread, unit, where), where)
     return Measurement(name, LATENCY, value, lower, upper)
-
-
-def _decimal(text: str) -> float | None:
-    """A number as Bencher reads asv's (digits, points, thousands commas), or None when those
-    characters do not make one. Too many digits give infinity, which to_nanoseconds refuses."""
-    try:
-        return float(text.replace(",", ""))
-    except ValueError:
-        return None

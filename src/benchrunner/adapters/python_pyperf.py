@@ -20,18 +20,15 @@ import statistics
 from collections.abc import Sequence
 
 from benchrunner.adapters.base import LATENCY, AdapterError, Measurement, Settings
-from benchrunner.adapters.bounds import plus_minus
-from benchrunner.adapters.json_fields import (
-    JsonObject,
-    as_list,
-    as_number,
-    as_object,
+from benchrunner.adapters.json_fields import JsonObject, as_array, as_object, load, member, path
+from benchrunner.adapters.values import (
+    MAX_BENCHMARK_NAME,
     brief,
-    load,
-    member,
-    path,
+    check_name,
+    number,
+    plus_minus,
+    to_nanoseconds,
 )
-from benchrunner.adapters.values import MAX_BENCHMARK_NAME, check_name, to_nanoseconds
 
 HARNESS = "python_pyperf"
 
@@ -58,7 +55,7 @@ def _measurements(document: object, settings: Settings) -> list[Measurement]:
             f"version is {brief(version)}; pyperf's format {FORMAT_VERSION!r} is read"
         )
     suite_metadata = _metadata(root, "")
-    benchmarks = as_list(member(root, "benchmarks", ""), "benchmarks")
+    benchmarks = as_array(member(root, "benchmarks", ""), "benchmarks")
     if not benchmarks:
         raise AdapterError("benchmarks is empty: the file holds no benchmark")
     found = []
@@ -68,9 +65,9 @@ def _measurements(document: object, settings: Settings) -> list[Measurement]:
         benchmark = as_object(entry, where)
         common = {**suite_metadata, **_metadata(benchmark, where)}
         runs = [
-            as_object(run, path(path(where, "runs"), number))
-            for number, run in enumerate(
-                as_list(member(benchmark, "runs", where), path(where, "runs"))
+            as_object(run, path(path(where, "runs"), run_index))
+            for run_index, run in enumerate(
+                as_array(member(benchmark, "runs", where), path(where, "runs"))
             )
         ]
         unit = _run_metadata("unit", common, runs, where, default="second")
@@ -100,8 +97,8 @@ def _run_metadata(
 ) -> object:
     """The value of metadata ``key`` every run of a benchmark has (pyperf's common metadata)."""
     seen: object = _NO_VALUE
-    for number, run in enumerate(runs):
-        own = _metadata(run, path(path(where, "runs"), number))
+    for run_index, run in enumerate(runs):
+        own = _metadata(run, path(path(where, "runs"), run_index))
         value = own.get(key, common.get(key, default))
         if seen is not _NO_VALUE and value != seen:
             raise AdapterError(f"{where}: its runs disagree on metadata {key!r}")
@@ -112,14 +109,14 @@ def _run_metadata(
 def _values(runs: Sequence[JsonObject], where: str) -> list[float]:
     """Every run's values in seconds; runs without ``values`` (calibration) add none."""
     values: list[float] = []
-    for number, run in enumerate(runs):
-        run_where = path(path(where, "runs"), number)
-        raw = as_list(run.get("values", []), path(run_where, "values"))
+    for run_index, run in enumerate(runs):
+        run_where = path(path(where, "runs"), run_index)
+        raw = as_array(run.get("values", []), path(run_where, "values"))
         for i, value in enumerate(raw):
             if type(value) is float and math.isfinite(value):  # the usual case, read fast
                 values.append(value)
             else:
-                values.append(as_number(value, path(path(run_where, "values"), i)))
+                values.append(number(value, path(path(run_where, "values"), i)))
     if not values:
         raise AdapterError(f"{where} has no values: none of its runs measured anything")
     return values

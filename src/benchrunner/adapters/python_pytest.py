@@ -10,17 +10,16 @@ whole ``stats.iqr``. All four stats must be there, as Bencher requires, whicheve
 from __future__ import annotations
 
 from benchrunner.adapters.base import LATENCY, AdapterError, Measurement, Settings
-from benchrunner.adapters.bounds import plus_minus
 from benchrunner.adapters.json_fields import (
-    as_list,
+    as_array,
     as_object,
     load,
     member,
+    name_member,
     number_member,
     path,
-    text_member,
 )
-from benchrunner.adapters.values import MAX_BENCHMARK_NAME, check_name, to_nanoseconds
+from benchrunner.adapters.values import plus_minus, to_nanoseconds
 
 HARNESS = "python_pytest"
 
@@ -42,7 +41,7 @@ def _measurements(document: object, settings: Settings) -> list[Measurement]:
     # export apart from other JSON with a "benchmarks" array (pyperf's).
     for key in ("machine_info", "commit_info"):
         member(root, key, "")
-    benchmarks = as_list(member(root, "benchmarks", ""), "benchmarks")
+    benchmarks = as_array(member(root, "benchmarks", ""), "benchmarks")
     if not benchmarks:
         raise AdapterError("benchmarks is empty: no test was benchmarked")
     centre_key, spread_key = _CENTRE_AND_SPREAD[settings.average or "mean"]
@@ -50,8 +49,7 @@ def _measurements(document: object, settings: Settings) -> list[Measurement]:
     for index, entry in enumerate(benchmarks):
         where = path("benchmarks", index)
         benchmark = as_object(entry, where)
-        name = text_member(benchmark, "fullname", where)
-        check_name(name, "benchmark", MAX_BENCHMARK_NAME)
+        name = name_member(benchmark, "fullname", where)
         stats_where = path(where, "stats")
         stats = as_object(member(benchmark, "stats", where), stats_where)
         seconds = {

@@ -24,9 +24,8 @@ from __future__ import annotations
 import re
 
 from benchrunner.adapters.base import LATENCY, AdapterError, Measurement, Settings
-from benchrunner.adapters.console_patterns import BLANK, NUMBER, SEPARATOR
-from benchrunner.adapters.tail_tokens import decimal, lines
-from benchrunner.adapters.values import MAX_BENCHMARK_NAME, check_name, to_nanoseconds
+from benchrunner.adapters.console_text import BLANK, NUMBER, SEPARATOR, decimal, lines
+from benchrunner.adapters.values import check_benchmark_name, to_nanoseconds
 
 HARNESS = "ruby_benchmark"
 _CAPTION = re.compile(rf"{BLANK}++user{BLANK}++system{BLANK}++total{BLANK}++real{BLANK}*+")
@@ -49,7 +48,7 @@ def _row(line: str, where: str) -> Measurement | None:
     seconds = decimal(real, where)
     if seconds is None or any(decimal(time, where) is None for time in times):
         return None
-    check_name(label, "benchmark", MAX_BENCHMARK_NAME)
+    check_benchmark_name(where, label)
     return Measurement(label, LATENCY, to_nanoseconds(seconds, "s", where))
 
 
@@ -63,7 +62,7 @@ def parse(text: str, settings: Settings) -> list[Measurement]:
         )
     found: list[Measurement] = []
     in_report = False
-    for number, line in lines(text):
+    for number, line in enumerate(lines(text), start=1):
         if not in_report:
             in_report = _is_caption(line)
             continue

@@ -11,23 +11,16 @@ from __future__ import annotations
 
 import re
 
-from benchrunner.adapters.base import LATENCY, AdapterError, Measurement, Settings
-from benchrunner.adapters.text_lines import (
-    NUMBER,
-    TIME_UNIT,
-    check_average,
-    check_benchmark_name,
-    lines,
-    read_number,
-)
-from benchrunner.adapters.values import to_nanoseconds
+from benchrunner.adapters.base import LATENCY, AdapterError, Measurement, Settings, check_average
+from benchrunner.adapters.console_text import BLANK, NUMBER, TIME_UNIT, decimal, lines
+from benchrunner.adapters.values import check_benchmark_name, to_nanoseconds
 
 HARNESS = "rust_bench"
 
 # The name runs to the first space (possessive, so it cannot give back a tab to the separator).
 _RESULT = re.compile(
-    rf"test[ \t]++([^ ]++)[ \t]++\.\.\.[ \t]++bench:[ \t]++({NUMBER})[ \t]++({TIME_UNIT})/iter"
-    rf"[ \t]++\(\+/-[ \t]++({NUMBER})\)"
+    rf"test{BLANK}++([^ ]++){BLANK}++\.\.\.{BLANK}++bench:{BLANK}++({NUMBER}){BLANK}++"
+    rf"({TIME_UNIT})/iter{BLANK}++\(\+/-{BLANK}++({NUMBER})\)"
 )
 
 
@@ -43,11 +36,11 @@ def parse(text: str, settings: Settings) -> list[Measurement]:
             continue
         name, median, unit, spread = match.groups()
         where = f"{HARNESS}: line {number}"
-        value = read_number(median, where)
-        deviation = read_number(spread, where)
+        value = decimal(median, where)
+        deviation = decimal(spread, where)
         if value is None or deviation is None:
             continue
-        check_benchmark_name(HARNESS, name)
+        check_benchmark_name(where, name)
         value = to_nanoseconds(value, unit, where)
         deviation = to_nanoseconds(deviation, unit, where)
         found.append(Measurement(name, LATENCY, value, value - deviation, value + deviation))

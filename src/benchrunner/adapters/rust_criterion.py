@@ -14,23 +14,16 @@ from __future__ import annotations
 
 import re
 
-from benchrunner.adapters.base import LATENCY, AdapterError, Measurement, Settings
-from benchrunner.adapters.text_lines import (
-    NUMBER,
-    TIME_UNIT,
-    check_average,
-    check_benchmark_name,
-    lines,
-    read_number,
-)
-from benchrunner.adapters.values import to_nanoseconds
+from benchrunner.adapters.base import LATENCY, AdapterError, Measurement, Settings, check_average
+from benchrunner.adapters.console_text import BLANK, NUMBER, TIME_UNIT, WHITESPACE, decimal, lines
+from benchrunner.adapters.values import check_benchmark_name, to_nanoseconds
 
 HARNESS = "rust_criterion"
 
 _TIME = "time:"
-_ESTIMATE = rf"({NUMBER})[ \t]++({TIME_UNIT})"
+_ESTIMATE = rf"({NUMBER}){BLANK}++({TIME_UNIT})"
 # What follows the last "time:" of a result line, up to the end of the line.
-_INTERVAL = re.compile(rf"[ \t]++\[{_ESTIMATE}[ \t]++{_ESTIMATE}[ \t]++{_ESTIMATE}\]")
+_INTERVAL = re.compile(rf"{BLANK}++\[{_ESTIMATE}{BLANK}++{_ESTIMATE}{BLANK}++{_ESTIMATE}\]")
 
 
 def _interval(tail: str, where: str) -> tuple[float, float, float] | None:
@@ -40,7 +33,7 @@ def _interval(tail: str, where: str) -> tuple[float, float, float] | None:
         return None
     found: list[float] = []
     for index in (1, 3, 5):
-        number = read_number(match.group(index), where)
+        number = decimal(match.group(index), where)
         if number is None:
             return None
         found.append(to_nanoseconds(number, match.group(index + 1), where))
@@ -57,18 +50,18 @@ def parse(text: str, settings: Settings) -> list[Measurement]:
         previous, prior = prior, line
         # The interval holds no "time:", so a result's own "time:" is the line's last one.
         at = line.rfind(_TIME)
-        if at <= 0 or line[at - 1] not in " \t":
+        if at <= 0 or line[at - 1] not in WHITESPACE:
             continue
         where = f"{HARNESS}: line {number}"
         interval = _interval(line[at + len(_TIME) :], where)
         if interval is None:
             continue
-        name = line[:at].rstrip(" \t")
+        name = line[:at].rstrip(WHITESPACE)
         if not name:
             if not previous:  # no line before, or an empty one: Bencher has no name to use
                 continue
             name = previous
-        check_benchmark_name(HARNESS, name)
+        check_benchmark_name(where, name)
         lower, estimate, upper = interval
         found.append(Measurement(name, LATENCY, estimate, lower, upper))
     if not found:

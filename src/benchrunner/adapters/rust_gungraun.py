@@ -20,16 +20,11 @@ from __future__ import annotations
 
 import re
 
-from benchrunner.adapters.base import AdapterError, Measurement, Settings
+from benchrunner.adapters.base import AdapterError, Measurement, Settings, check_average
+from benchrunner.adapters.console_text import BLANK, NUMBER, decimal, is_decimal
 from benchrunner.adapters.rust_gungraun_json import parse_summaries
 from benchrunner.adapters.rust_gungraun_measures import TOOLS
-from benchrunner.adapters.text_lines import (
-    NUMBER,
-    check_average,
-    check_benchmark_name,
-    is_number,
-    read_number,
-)
+from benchrunner.adapters.values import check_benchmark_name
 
 HARNESS = "rust_gungraun"
 
@@ -40,12 +35,12 @@ _HEADER = re.compile(r"[^: \t\r\n]++::[^: \t\r\n]++::")
 
 _INFINITY = r"(?:[+]++|-++)inf(?:[+]++|-++)"
 _METRIC = re.compile(
-    rf"[ \t]++([^:]++):[ \t]++({NUMBER})\|"
-    rf"(?:N/A[ \t]++\(\*++\)"
-    rf"|({NUMBER})[ \t]*+(?:\(No change\)"
-    rf"|\((?:{_INFINITY}|[+-]({NUMBER})%)\)[ \t]++\[(?:{_INFINITY}|[+-]({NUMBER})x)\]))"
+    rf"{BLANK}++([^:]++):{BLANK}++({NUMBER})\|"
+    rf"(?:N/A{BLANK}++\(\*++\)"
+    rf"|({NUMBER}){BLANK}*+(?:\(No change\)"
+    rf"|\((?:{_INFINITY}|[+-]({NUMBER})%)\){BLANK}++\[(?:{_INFINITY}|[+-]({NUMBER})x)\]))"
 )
-_BANNERS = {tool: re.compile(rf"[ \t]++=++ {tool} =++") for tool, _ in TOOLS}
+_BANNERS = {tool: re.compile(rf"{BLANK}++=++ {tool} =++") for tool, _ in TOOLS}
 
 
 def _rows(text: str) -> list[str]:
@@ -65,9 +60,9 @@ def _metric(line: str, where: str) -> tuple[str, float] | None:
     match = _METRIC.fullmatch(line)
     if match is None:
         return None
-    if not all(token is None or is_number(token) for token in match.groups()[1:]):
+    if not all(token is None or is_decimal(token) for token in match.groups()[1:]):
         return None
-    value = read_number(match.group(2), where)
+    value = decimal(match.group(2), where)
     return None if value is None else (match.group(1), value)
 
 

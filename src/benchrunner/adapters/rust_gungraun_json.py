@@ -15,13 +15,11 @@ import json
 from collections.abc import Iterator
 
 from benchrunner.adapters.base import Measurement
+from benchrunner.adapters.console_text import lines
 from benchrunner.adapters.rust_gungraun_measures import SUMMARY_KINDS
-from benchrunner.adapters.text_lines import check_benchmark_name, lines
-from benchrunner.adapters.values import number
+from benchrunner.adapters.values import U64_MAX, check_benchmark_name, number
 
 HARNESS = "rust_gungraun"
-
-_U64_MAX = 2**64 - 1
 
 
 class _NotASummary(Exception):
@@ -67,7 +65,7 @@ def _new_value(diff: object, where: str) -> float | None:
         raise _NotASummary("metric")
     ((kind, value),) = new.items()
     if kind == "Int" and isinstance(value, int) and not isinstance(value, bool):
-        if not 0 <= value <= _U64_MAX:
+        if not 0 <= value <= U64_MAX:
             raise _NotASummary("metric")
     elif kind != "Float" or not isinstance(value, int | float) or isinstance(value, bool):
         raise _NotASummary("metric")

@@ -11,16 +11,9 @@ from __future__ import annotations
 
 import re
 
-from benchrunner.adapters.base import AdapterError, Measurement, Settings
-from benchrunner.adapters.text_lines import (
-    INTEGER,
-    NUMBER,
-    check_average,
-    check_benchmark_name,
-    is_number,
-    lines,
-)
-from benchrunner.adapters.values import number
+from benchrunner.adapters.base import AdapterError, Measurement, Settings, check_average
+from benchrunner.adapters.console_text import BLANK, INTEGER, NUMBER, is_decimal, lines
+from benchrunner.adapters.values import U64_MAX, check_benchmark_name, number
 
 HARNESS = "rust_iai"
 
@@ -33,13 +26,11 @@ MEASURES: tuple[tuple[str, str], ...] = (
 )
 """Iai's label and Bencher's measure slug, in the order Iai prints them."""
 
-_U64_MAX = 2**64 - 1
-
 
 def _count_pattern(label: str) -> re.Pattern[str]:
     return re.compile(
-        rf"[ \t]*+{re.escape(label)}:[ \t]++({INTEGER})"
-        rf"(?:[ \t]++\((?:No change|[+-]({NUMBER})%)\))?"
+        rf"{BLANK}*+{re.escape(label)}:{BLANK}++({INTEGER})"
+        rf"(?:{BLANK}++\((?:No change|[+-]({NUMBER})%)\))?"
     )
 
 
@@ -53,13 +44,11 @@ def _count(pattern: re.Pattern[str], line: str) -> int | None:
     if match is None:
         return None
     change = match.group(2)
-    if change is not None and not is_number(change):
+    if change is not None and not is_decimal(change):
         return None
     digits = match.group(1).replace(",", "")
-    if not digits:
-        return None
     count = int(digits)
-    return count if count <= _U64_MAX else None
+    return count if count <= U64_MAX else None
 
 
 def _result_at(window: list[str]) -> list[int] | None:

@@ -10,20 +10,17 @@ and lower/upper are ``min`` and ``max``. The fields Bencher requires must be the
 from __future__ import annotations
 
 from benchrunner.adapters.base import LATENCY, AdapterError, Measurement, Settings
-from benchrunner.adapters.bounds import plus_minus
 from benchrunner.adapters.json_fields import (
     JsonObject,
-    as_list,
-    as_number,
+    as_array,
     as_object,
-    brief,
     load,
     member,
+    name_member,
     number_member,
     path,
-    text_member,
 )
-from benchrunner.adapters.values import MAX_BENCHMARK_NAME, check_name, to_nanoseconds
+from benchrunner.adapters.values import brief, number, plus_minus, to_nanoseconds
 
 HARNESS = "shell_hyperfine"
 
@@ -38,7 +35,7 @@ def parse(text: str, settings: Settings) -> list[Measurement]:
 
 
 def _measurements(document: object, settings: Settings) -> list[Measurement]:
-    results = as_list(member(as_object(document, ""), "results", ""), "results")
+    results = as_array(member(as_object(document, ""), "results", ""), "results")
     if not results:
         raise AdapterError("results is empty: no command was benchmarked")
     return [
@@ -48,8 +45,7 @@ def _measurements(document: object, settings: Settings) -> list[Measurement]:
 
 
 def _command(result: JsonObject, where: str, settings: Settings) -> Measurement:
-    name = text_member(result, "command", where)
-    check_name(name, "benchmark", MAX_BENCHMARK_NAME)
+    name = name_member(result, "command", where)
     nanoseconds = {
         key: to_nanoseconds(number_member(result, key, where), "s", path(where, key))
         for key in ("mean", "median", "min", "max")
@@ -77,11 +73,11 @@ def _stddev(result: JsonObject, where: str) -> float | None:
     if seconds is None:
         return None
     where = path(where, "stddev")
-    return to_nanoseconds(as_number(seconds, where), "s", where)
+    return to_nanoseconds(number(seconds, where), "s", where)
 
 
 def _check_exit_codes(value: object, where: str) -> None:
-    for index, code in enumerate(as_list(value, where)):
+    for index, code in enumerate(as_array(value, where)):
         if code is not None and (isinstance(code, bool) or not isinstance(code, int)):
             raise AdapterError(
                 f"{path(where, index)} must be an integer or null, got {brief(code)}"
