@@ -111,6 +111,11 @@ def test_lines_bencher_passes_over(line: str) -> None:
             Settings(),
             "^rust_bench: line 1: benchmark name .* has a NUL character",
         ),
+        (  # each number is finite, but the upper value overflows
+            "test a ... bench: 1" + "0" * 308 + " ns/iter (+/- 1" + "0" * 308 + ")\n",
+            Settings(),
+            "^rust_bench: line 1: .* ± .* is too large$",
+        ),
     ],
 )
 def test_unreadable_output_says_why(text: str, settings: Settings, message: str) -> None:

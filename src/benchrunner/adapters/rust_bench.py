@@ -13,7 +13,7 @@ import re
 
 from benchrunner.adapters.base import LATENCY, AdapterError, Measurement, Settings, check_average
 from benchrunner.adapters.console_text import BLANK, NUMBER, TIME_UNIT, decimal, lines
-from benchrunner.adapters.values import check_benchmark_name, to_nanoseconds
+from benchrunner.adapters.values import check_benchmark_name, plus_minus, to_nanoseconds
 
 HARNESS = "rust_bench"
 
@@ -42,8 +42,8 @@ def parse(text: str, settings: Settings) -> list[Measurement]:
             continue
         check_benchmark_name(where, name)
         value = to_nanoseconds(value, unit, where)
-        deviation = to_nanoseconds(deviation, unit, where)
-        found.append(Measurement(name, LATENCY, value, value - deviation, value + deviation))
+        lower, upper = plus_minus(value, to_nanoseconds(deviation, unit, where), where)
+        found.append(Measurement(name, LATENCY, value, lower, upper))
     if not found:
         raise AdapterError(f"{HARNESS}: no 'test <name> ... bench: <n> ns/iter' line found")
     return found
