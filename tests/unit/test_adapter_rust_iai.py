@@ -75,3 +75,13 @@ def test_an_average_cannot_be_read(average: str) -> None:
 def test_a_name_too_long_is_an_error() -> None:
     with pytest.raises(AdapterError, match=r"^rust_iai: benchmark name must be 1-1024"):
         parse("rust_iai", BLOCK.format(name="n" * 1025, i="1"))
+
+
+def test_a_count_of_thousands_of_digits_is_no_result() -> None:
+    """Bencher reads counts as u64s: more digits than Python converts (4,300) make no result,
+    not a ValueError escaping the adapter (``magic`` catches only AdapterError)."""
+    text = BLOCK.format(name="b", i="1" * 5000)
+    with pytest.raises(AdapterError, match=r"^rust_iai: no benchmark found"):
+        parse("rust_iai", text)
+    with pytest.raises(AdapterError, match=r"^adapter 'rust' found no benchmark results"):
+        parse("rust", text)

@@ -12,8 +12,8 @@ from __future__ import annotations
 import re
 
 from benchrunner.adapters.base import AdapterError, Measurement, Settings, check_average
-from benchrunner.adapters.console_text import BLANK, INTEGER, NUMBER, is_decimal, lines
-from benchrunner.adapters.values import U64_MAX, check_benchmark_name, number
+from benchrunner.adapters.console_text import BLANK, INTEGER, NUMBER, is_decimal, lines, unsigned
+from benchrunner.adapters.values import check_benchmark_name, number
 
 HARNESS = "rust_iai"
 
@@ -46,9 +46,7 @@ def _count(pattern: re.Pattern[str], line: str) -> int | None:
     change = match.group(2)
     if change is not None and not is_decimal(change):
         return None
-    digits = match.group(1).replace(",", "")
-    count = int(digits)
-    return count if count <= U64_MAX else None
+    return unsigned(match.group(1))
 
 
 def _result_at(window: list[str]) -> list[int] | None:
