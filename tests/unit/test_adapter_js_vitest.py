@@ -107,6 +107,8 @@ def test_names(full_name: str, name: str) -> None:
         (report("g", mean=1e303), "latency is too large"),
         (report("g", name=""), "benchmark name must be 1-1024"),
         (report("g", name="\x00"), "NUL"),
+        (report("g\x00"), r"benchmarks\[0\]: benchmark name 'g\\x00 > b' has a NUL character"),
+        (report("g\ud800"), r"benchmarks\[0\]: benchmark name .* has a lone surrogate"),
         (report("g", name=7), r"benchmarks\[0\].name must be a string"),
     ],
 )

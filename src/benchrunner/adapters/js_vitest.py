@@ -29,6 +29,7 @@ from benchrunner.adapters.json_fields import (
 from benchrunner.adapters.values import (
     MAX_BENCHMARK_NAME,
     NANOSECONDS_PER,
+    check_benchmark_name,
     finite_measurement,
 )
 
@@ -69,6 +70,7 @@ def _benchmark(
     full_name: str, benchmark: JsonObject, where: str, settings: Settings
 ) -> list[Measurement]:
     name = _joined(full_name, name_member(benchmark, "name", where))
+    check_benchmark_name(where, name)  # fullName is read as any string
     hz, mean, median, sd, rme = (
         number_member(benchmark, key, where) for key in ("hz", "mean", "median", "sd", "rme")
     )
