@@ -10,6 +10,7 @@ Adapters are pure: no I/O, no clock, no globals that change.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from types import TracebackType
 from typing import Literal, Protocol
 
 Average = Literal["mean", "median"]
@@ -40,6 +41,27 @@ class Settings:
     value a harness reports both ways (None: the adapter's own default, as Bencher's)."""
 
     average: Average | None = None
+
+
+class _ErrorsNamed:
+    def __init__(self, prefix: str) -> None:
+        self._prefix = prefix
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, _: TracebackType | None
+    ) -> None:
+        if isinstance(exc, AdapterError):
+            raise AdapterError(f"{self._prefix}: {exc}") from None
+
+
+def errors_named(prefix: str) -> _ErrorsNamed:
+    """``with errors_named(HARNESS):`` raises an AdapterError from inside again with
+    ``<prefix>: `` in front of its message, so helpers that name only a field or a value give
+    an error that names the harness (and the line, when ``prefix`` holds it)."""
+    return _ErrorsNamed(prefix)
 
 
 def check_average(harness: str, average: Average | None, reports: Average | None) -> None:

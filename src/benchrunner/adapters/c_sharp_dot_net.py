@@ -14,7 +14,7 @@ As Bencher's ``c_sharp_dot_net``:
 
 from __future__ import annotations
 
-from benchrunner.adapters.base import LATENCY, AdapterError, Measurement, Settings
+from benchrunner.adapters.base import LATENCY, AdapterError, Measurement, Settings, errors_named
 from benchrunner.adapters.json_fields import (
     JsonObject,
     as_array,
@@ -47,7 +47,7 @@ MEMORY_MEASURES: tuple[tuple[str, str], ...] = (
 
 def parse(text: str, settings: Settings) -> list[Measurement]:
     """Each benchmark's latency (then its memory measures), in export order."""
-    try:
+    with errors_named(HARNESS):
         export = as_object(load(text), "the export")
         member(export, "HostEnvironmentInfo", "")  # every export has it; Bencher requires it
         benchmarks = as_array(member(export, "Benchmarks", ""), "Benchmarks")
@@ -55,8 +55,6 @@ def parse(text: str, settings: Settings) -> list[Measurement]:
         for i, benchmark in enumerate(benchmarks):
             where = f"Benchmarks[{i}]"
             found.extend(_benchmark(as_object(benchmark, where), where, settings))
-    except AdapterError as exc:
-        raise AdapterError(f"{HARNESS}: {exc}") from None
     if not found:
         raise AdapterError(f"{HARNESS}: the export's Benchmarks array is empty")
     return found

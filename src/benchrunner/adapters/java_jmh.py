@@ -16,7 +16,14 @@ refused, as Bencher refuses it.
 
 from __future__ import annotations
 
-from benchrunner.adapters.base import LATENCY, THROUGHPUT, AdapterError, Measurement, Settings
+from benchrunner.adapters.base import (
+    LATENCY,
+    THROUGHPUT,
+    AdapterError,
+    Measurement,
+    Settings,
+    errors_named,
+)
 from benchrunner.adapters.json_fields import (
     JsonObject,
     as_array,
@@ -44,11 +51,9 @@ def parse(text: str, settings: Settings) -> list[Measurement]:
             f"{HARNESS}: JMH reports no median; Bencher reads it only with "
             "settings.average 'mean' or unset"
         )
-    try:
+    with errors_named(HARNESS):
         runs = as_array(load(text), "the result file")
         found = [_run(as_object(run, f"[{i}]"), f"[{i}]") for i, run in enumerate(runs)]
-    except AdapterError as exc:
-        raise AdapterError(f"{HARNESS}: {exc}") from None
     if not found:
         raise AdapterError(f"{HARNESS}: the result file is an empty array")
     return found

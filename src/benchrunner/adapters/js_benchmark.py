@@ -9,7 +9,7 @@ ignored.
 
 from __future__ import annotations
 
-from benchrunner.adapters.base import THROUGHPUT, AdapterError, Measurement, Settings
+from benchrunner.adapters.base import THROUGHPUT, AdapterError, Measurement, Settings, errors_named
 from benchrunner.adapters.console_text import decimal, lines, split_tail, unsigned
 from benchrunner.adapters.values import check_benchmark_name, finite_measurement
 
@@ -28,10 +28,8 @@ def parse(text: str, settings: Settings) -> list[Measurement]:
     for number, line in enumerate(lines(text), start=1):
         if not line.endswith("sampled)") or "ops/sec" not in line:  # most lines: cheaply out
             continue
-        try:
+        with errors_named(HARNESS):
             measurement = _result(line, f"line {number}")
-        except AdapterError as exc:
-            raise AdapterError(f"{HARNESS}: {exc}") from None
         if measurement is not None:
             found.append(measurement)
     if not found:

@@ -14,7 +14,7 @@ Bencher refuses the output when it is set, and so does this adapter.
 
 from __future__ import annotations
 
-from benchrunner.adapters.base import LATENCY, AdapterError, Measurement, Settings
+from benchrunner.adapters.base import LATENCY, AdapterError, Measurement, Settings, errors_named
 from benchrunner.adapters.console_text import lines, split_tail, unsigned
 from benchrunner.adapters.values import (
     MAX_BENCHMARK_NAME,
@@ -42,10 +42,8 @@ def parse(text: str, settings: Settings) -> list[Measurement]:
     for number, line in enumerate(lines(text), start=1):
         if not line.endswith(_LINE_ENDINGS) or ":" not in line:  # most lines: cheaply out
             continue
-        try:
+        with errors_named(f"{HARNESS}: line {number}"):
             measurement = _browser_timer(line) or _node_timer(line)
-        except AdapterError as exc:
-            raise AdapterError(f"{HARNESS}: line {number}: {exc}") from None
         if measurement is not None:
             found.append(measurement)
     if not found:

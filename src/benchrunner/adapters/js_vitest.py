@@ -15,7 +15,14 @@ long. The absolute ``filepath`` is not used, so names do not depend on the check
 
 from __future__ import annotations
 
-from benchrunner.adapters.base import LATENCY, THROUGHPUT, AdapterError, Measurement, Settings
+from benchrunner.adapters.base import (
+    LATENCY,
+    THROUGHPUT,
+    AdapterError,
+    Measurement,
+    Settings,
+    errors_named,
+)
 from benchrunner.adapters.json_fields import (
     JsonObject,
     as_array,
@@ -38,10 +45,8 @@ HARNESS = "js_vitest"
 
 def parse(text: str, settings: Settings) -> list[Measurement]:
     """A latency and a throughput measurement per benchmark, files and groups in report order."""
-    try:
+    with errors_named(HARNESS):
         found = _measurements(load(text), settings)
-    except AdapterError as exc:
-        raise AdapterError(f"{HARNESS}: {exc}") from None
     if not found:
         raise AdapterError(f"{HARNESS}: the report has no benchmark in files[].groups[]")
     return found

@@ -19,7 +19,7 @@ import math
 import statistics
 from collections.abc import Sequence
 
-from benchrunner.adapters.base import LATENCY, AdapterError, Measurement, Settings
+from benchrunner.adapters.base import LATENCY, AdapterError, Measurement, Settings, errors_named
 from benchrunner.adapters.json_fields import JsonObject, as_array, as_object, load, member, path
 from benchrunner.adapters.values import (
     MAX_BENCHMARK_NAME,
@@ -41,10 +41,8 @@ _NO_VALUE = object()
 def parse(text: str, settings: Settings) -> list[Measurement]:
     """One measurement per benchmark measured in seconds, in the file's order; AdapterError
     naming the field when ``text`` is not a pyperf result file or has no such benchmark."""
-    try:
+    with errors_named(HARNESS):
         return _measurements(load(text), settings)
-    except AdapterError as exc:
-        raise AdapterError(f"{HARNESS}: {exc}") from None
 
 
 def _measurements(document: object, settings: Settings) -> list[Measurement]:

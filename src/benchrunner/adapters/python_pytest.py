@@ -9,7 +9,7 @@ whole ``stats.iqr``. All four stats must be there, as Bencher requires, whicheve
 
 from __future__ import annotations
 
-from benchrunner.adapters.base import LATENCY, AdapterError, Measurement, Settings
+from benchrunner.adapters.base import LATENCY, AdapterError, Measurement, Settings, errors_named
 from benchrunner.adapters.json_fields import (
     as_array,
     as_object,
@@ -29,10 +29,8 @@ _CENTRE_AND_SPREAD = {"mean": ("mean", "stddev"), "median": ("median", "iqr")}
 def parse(text: str, settings: Settings) -> list[Measurement]:
     """One measurement per benchmarked test, in the export's order; AdapterError naming the
     field when ``text`` is not a pytest-benchmark export."""
-    try:
+    with errors_named(HARNESS):
         return _measurements(load(text), settings)
-    except AdapterError as exc:
-        raise AdapterError(f"{HARNESS}: {exc}") from None
 
 
 def _measurements(document: object, settings: Settings) -> list[Measurement]:

@@ -9,7 +9,7 @@ and lower/upper are ``min`` and ``max``. The fields Bencher requires must be the
 
 from __future__ import annotations
 
-from benchrunner.adapters.base import LATENCY, AdapterError, Measurement, Settings
+from benchrunner.adapters.base import LATENCY, AdapterError, Measurement, Settings, errors_named
 from benchrunner.adapters.json_fields import (
     JsonObject,
     as_array,
@@ -28,10 +28,8 @@ HARNESS = "shell_hyperfine"
 def parse(text: str, settings: Settings) -> list[Measurement]:
     """One measurement per command, in the export's order; AdapterError naming the field when
     ``text`` is not a hyperfine export."""
-    try:
+    with errors_named(HARNESS):
         return _measurements(load(text), settings)
-    except AdapterError as exc:
-        raise AdapterError(f"{HARNESS}: {exc}") from None
 
 
 def _measurements(document: object, settings: Settings) -> list[Measurement]:
