@@ -12,8 +12,10 @@ the ``X-Total-Count``). Resource references are UUIDs or slugs, as the server ac
 
 from __future__ import annotations
 
+import datetime as dt
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Literal
 from urllib.parse import quote
@@ -89,6 +91,33 @@ def _error_from(response: httpx.Response) -> ApiError:
         )
     text = " ".join(response.text.split())[:200] or response.reason_phrase
     return ApiError(response.status_code, f"HTTP {response.status_code}: {text}")
+
+
+@dataclass(frozen=True)
+class PerfQuery:
+    """What a perf query asks for: UUIDs, names or slugs, and times as aware datetimes."""
+
+    branches: Sequence[str]
+    testbeds: Sequence[str]
+    benchmarks: Sequence[str]
+    measures: Sequence[str]
+    start_time: dt.datetime | None = None
+    end_time: dt.datetime | None = None
+    title: str | None = None
+
+    def params(self) -> dict[str, str | int]:
+        params: dict[str, str | int] = {
+            "branches": ",".join(self.branches),
+            "testbeds": ",".join(self.testbeds),
+            "benchmarks": ",".join(self.benchmarks),
+            "measures": ",".join(self.measures),
+        }
+        for name, value in (("start_time", self.start_time), ("end_time", self.end_time)):
+            if value is not None:
+                params[name] = int(value.timestamp() * 1000)
+        if self.title:
+            params["title"] = self.title
+        return params
 
 
 class BenchrunnerClient:
@@ -306,6 +335,16 @@ class BenchrunnerClient:
 
     def get_report(self, project: str, report: str) -> JsonObject:
         return self._object("GET", f"/v0/projects/{_segment(project)}/reports/{_segment(report)}")
+
+    def perf(
+        self, project: str, query: PerfQuery, *, kind: Literal["json", "csv", "img"] = "json"
+    ) -> httpx.Response:
+        """``GET /v0/projects/{project}/perf`` (or its ``/csv`` or ``/img`` form): the raw
+        response, JSON, CSV text or PNG bytes."""
+        path = f"/v0/projects/{_segment(project)}/perf"
+        if kind != "json":
+            path += f"/{kind}"
+        return self._send("GET", path, params=query.params())
 
     def list_jobs(
         self,

@@ -1,0 +1,154 @@
+"""The perf query: the metrics of chosen branches, testbeds, benchmarks and measures over a time
+range, each with its report's version, its boundary and its alert (issue 9, point 6).
+
+One statement reads every point: it starts from ``metric`` by (benchmark, measure), the index a
+series' history uses, so its cost follows the size of the series asked for, not of the project's
+or other projects' history.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import functools
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from benchrunner.server.store.tables import (
+    alert,
+    boundary,
+    metric,
+    model,
+    report,
+    threshold,
+)
+
+MAX_SERIES = 256
+"""Series (branches times testbeds times benchmarks times measures) one query may ask for."""
+
+
+@functools.cache
+def _by_uuid(table: sa.Table) -> sa.Select[Any]:
+    return sa.select(table).where(
+        table.c.project_id == sa.bindparam("project_id"), table.c.uuid == sa.bindparam("ref")
+    )
+
+
+@functools.cache
+def _by_name(table: sa.Table) -> sa.Select[Any]:
+    return sa.select(table).where(
+        table.c.project_id == sa.bindparam("project_id"), table.c.name == sa.bindparam("ref")
+    )
+
+
+@functools.cache
+def _by_slug(table: sa.Table) -> sa.Select[Any]:
+    return (
+        sa.select(table)
+        .where(
+            table.c.project_id == sa.bindparam("project_id"), table.c.slug == sa.bindparam("ref")
+        )
+        .order_by(table.c.id)
+        .limit(1)
+    )
+
+
+def named_row(conn: Connection, table: sa.Table, project_id: int, ref: str) -> Any | None:
+    """The project's branch (testbed, benchmark, measure) that ``ref`` names: a UUID, else the
+    exact name, else the slug; None when there is none."""
+    try:
+        as_uuid: uuid.UUID | None = uuid.UUID(ref)
+    except ValueError:
+        as_uuid = None
+    if as_uuid is not None:
+        row = conn.execute(_by_uuid(table), {"project_id": project_id, "ref": as_uuid}).first()
+        if row is not None:
+            return row
+    for query in (_by_name(table), _by_slug(table)):
+        row = conn.execute(query, {"project_id": project_id, "ref": ref}).first()
+        if row is not None:
+            return row
+    return None
+
+
+@dataclass(frozen=True)
+class PerfQuery:
+    branch_ids: Sequence[int]
+    testbed_ids: Sequence[int]
+    benchmark_ids: Sequence[int]
+    measure_ids: Sequence[int]
+    start_time: dt.datetime
+    end_time: dt.datetime
+
+
+_POINTS = (
+    sa.select(
+        report.c.branch_id,
+        report.c.testbed_id,
+        metric.c.benchmark_id,
+        metric.c.measure_id,
+        report.c.uuid.label("report_uuid"),
+        report.c.start_time,
+        report.c.end_time,
+        report.c.version,
+        report.c.hash,
+        metric.c.uuid.label("metric_uuid"),
+        metric.c.iteration,
+        metric.c.value,
+        metric.c.lower_value,
+        metric.c.upper_value,
+        boundary.c.baseline,
+        boundary.c.lower_limit,
+        boundary.c.upper_limit,
+        model.c.uuid.label("model_uuid"),
+        model.c.test,
+        model.c.min_sample_size,
+        model.c.max_sample_size,
+        model.c.window_seconds,
+        model.c.lower_boundary,
+        model.c.upper_boundary,
+        model.c.max_pvalue,
+        model.c.min_magnitude,
+        threshold.c.uuid.label("threshold_uuid"),
+        alert.c.uuid.label("alert_uuid"),
+        alert.c.limit.label("alert_limit"),
+        alert.c.status.label("alert_status"),
+        alert.c.modified.label("alert_modified"),
+    )
+    .select_from(metric)
+    .join(report, report.c.id == metric.c.report_id)
+    .outerjoin(boundary, boundary.c.metric_id == metric.c.id)
+    .outerjoin(model, model.c.id == boundary.c.model_id)
+    .outerjoin(threshold, threshold.c.id == boundary.c.threshold_id)
+    .outerjoin(alert, alert.c.boundary_id == boundary.c.id)
+    .where(
+        metric.c.benchmark_id.in_(sa.bindparam("benchmark_ids", expanding=True)),
+        metric.c.measure_id.in_(sa.bindparam("measure_ids", expanding=True)),
+        report.c.branch_id.in_(sa.bindparam("branch_ids", expanding=True)),
+        report.c.testbed_id.in_(sa.bindparam("testbed_ids", expanding=True)),
+        report.c.start_time >= sa.bindparam("start_time"),
+        report.c.start_time <= sa.bindparam("end_time"),
+    )
+    .order_by(report.c.start_time, report.c.id, metric.c.iteration)
+)
+
+
+def perf_points(conn: Connection, query: PerfQuery) -> list[Any]:
+    """Every point of the query, oldest first (then by report and iteration)."""
+    return list(
+        conn.execute(
+            _POINTS,
+            {
+                "benchmark_ids": list(query.benchmark_ids),
+                "measure_ids": list(query.measure_ids),
+                "branch_ids": list(query.branch_ids),
+                "testbed_ids": list(query.testbed_ids),
+                "start_time": query.start_time,
+                "end_time": query.end_time,
+            },
+        )
+    )
