@@ -317,10 +317,10 @@ def test_an_anonymous_run_never_lands_in_a_private_project(deployment: Deploymen
     # As for any taken slug: a new unclaimed project with a random suffix, and no hint of
     # what holds the slug.
     assert anonymous.status_code == 201, anonymous.text
-    assert anonymous.json()["project"] != secret["uuid"]
+    assert anonymous.json()["project"]["uuid"] != secret["uuid"]
     with deployment.admin() as client:
         assert client.list_jobs("secret").total == 0
-        landed = client.get_project(anonymous.json()["project"])
+        landed = client.get_project(anonymous.json()["project"]["uuid"])
     assert landed["slug"].startswith("secret-") and landed["visibility"] == "public"
     assert "secret" not in anonymous.text.replace(landed["slug"], "")
     # A free slug is taken as asked, and the next anonymous run goes to the same project.
@@ -331,9 +331,9 @@ def test_an_anonymous_run_never_lands_in_a_private_project(deployment: Deploymen
         deployment, {"project": "fresh", "spec": "small", "template": "bench.noop"}, None
     )
     assert first.status_code == again.status_code == 201
-    assert first.json()["project"] == again.json()["project"]
+    assert first.json()["project"]["uuid"] == again.json()["project"]["uuid"]
     with deployment.admin() as client:
-        assert client.get_project("fresh")["uuid"] == first.json()["project"]
+        assert client.get_project("fresh")["uuid"] == first.json()["project"]["uuid"]
 
 
 def test_a_private_project_of_an_unclaimed_organization_takes_no_anonymous_runs(
@@ -346,7 +346,7 @@ def test_a_private_project_of_an_unclaimed_organization_takes_no_anonymous_runs(
         hidden = client.create_project(org, "hidden", "private")
     landed = post_run(deployment, {**body, "project": "hidden"}, token=None)
     assert landed.status_code == 201, landed.text
-    assert landed.json()["project"] != hidden["uuid"]
+    assert landed.json()["project"]["uuid"] != hidden["uuid"]
     with deployment.admin() as client:
         assert client.list_jobs("hidden").total == 0
 

@@ -39,7 +39,7 @@ def test_template_job_runs_through_processed_with_metrics(deployment: Deployment
     assert report["error"] is None
     assert report["start_time"] == job["started"] and report["end_time"] == job["completed"]
     values = [
-        (b["benchmark"]["name"], m["measure"]["name"], m["metric"]["value"])
+        (b["benchmark"]["name"], m["measure"]["slug"], m["metric"]["value"])
         for iteration in report["results"]
         for b in iteration
         for m in b["measures"]

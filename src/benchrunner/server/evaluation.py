@@ -88,7 +88,7 @@ def evaluate_report(
         t = judged.threshold
         if t.measure_id not in cutoffs:
             cutoffs[t.measure_id] = history.reset_cutoff(conn, scope, t.measure_id)
-        since = _since(row.start_time, t.window_seconds, cutoffs[t.measure_id])
+        since = history_since(row.start_time, t.window_seconds, cutoffs[t.measure_id])
         series = history.series_history(
             conn,
             scope,
@@ -107,7 +107,9 @@ def evaluate_report(
     return raised
 
 
-def _since(start: dt.datetime, window: int | None, reset: dt.datetime | None) -> dt.datetime | None:
+def history_since(
+    start: dt.datetime, window: int | None, reset: dt.datetime | None
+) -> dt.datetime | None:
     bounds = [b for b in (reset, start - dt.timedelta(seconds=window) if window else None) if b]
     return max(bounds) if bounds else None
 
@@ -155,7 +157,7 @@ def _judge_changes(
     alerted_at = [i for i, p in enumerate(points) if p.metric_id in alerted]
     raised = 0
     for k, change in enumerate(found):
-        if _seen(found, k, alerted_at):
+        if already_alerted(found, k, alerted_at):
             continue
         where = points[change.index]
         boundary_id = alerts.boundary_put(
@@ -167,7 +169,7 @@ def _judge_changes(
     return raised
 
 
-def _seen(found: list[ChangePoint], k: int, alerted_at: list[int]) -> bool:
+def already_alerted(found: list[ChangePoint], k: int, alerted_at: list[int]) -> bool:
     """Whether an alerted index lies nearer to step ``k`` than to its neighbouring steps."""
     here = found[k].index
     low = (found[k - 1].index + here) / 2 if k > 0 else -1

@@ -1,0 +1,345 @@
+"""Thresholds, boundaries and alerts over real HTTP, on both engines: direct runs build a
+history, a regression raises an alert in the run's answer, and the thresholds, alerts,
+benchmarks and baselines routes change what is judged and how.
+
+One server per engine serves the whole module (starting one costs more than these tests'
+requests); each test works in a project of its own.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.databases import ENGINES, fresh_database
+from tests.harness import Deployment, deploy
+
+T0 = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
+LATENCY_10PCT = {"test": "percentage", "upper_boundary": 0.1, "min_sample_size": 3}
+
+
+class Api:
+    """The project's API as the admin (or anonymously), answers unchecked."""
+
+    def __init__(self, deployment: Deployment, project: str, *, anonymous: bool = False) -> None:
+        headers = {} if anonymous else {"Authorization": f"Bearer {deployment.server.token}"}
+        self.http = httpx.Client(base_url=deployment.server.url, headers=headers, timeout=30)
+        self.slug = project
+        self.project = f"/v0/projects/{project}"
+        self.minute = 0
+
+    def run(self, results: dict[str, Any] | list[dict[str, Any]], **body: Any) -> dict[str, Any]:
+        """A direct run one minute after the previous one; 201 expected."""
+        answer = self.run_raw(results, **body)
+        assert answer.status_code == 201, answer.text
+        found: dict[str, Any] = answer.json()
+        return found
+
+    def run_raw(
+        self, results: dict[str, Any] | list[dict[str, Any]], **body: Any
+    ) -> httpx.Response:
+        self.minute += 1
+        at = (T0 + dt.timedelta(minutes=self.minute)).isoformat()
+        iterations = results if isinstance(results, list) else [results]
+        payload = {
+            "project": self.slug,
+            "branch": "main",
+            "testbed": "ci",
+            "start_time": at,
+            "end_time": at,
+            "settings": {"adapter": "json"},
+            "results": [json.dumps(r) for r in iterations],
+            **body,
+        }
+        return self.http.post("/v0/run", json=payload)
+
+    def get(self, path: str, **params: Any) -> Any:
+        answer = self.http.get(f"{self.project}{path}", params=params)
+        assert answer.status_code == 200, answer.text
+        return answer.json()
+
+
+@pytest.fixture(scope="module", params=ENGINES)
+def shared(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Deployment]:
+    tmp = tmp_path_factory.mktemp("thresholds")
+    with fresh_database(str(request.param), tmp) as url, deploy(tmp, url) as deployment:
+        yield deployment
+
+
+@pytest.fixture
+def api(shared: Deployment, request: pytest.FixtureRequest) -> Iterator[Api]:
+    """The API of a new public project named after the test."""
+    slug = request.node.originalname.removeprefix("test_").replace("_", "-")[:64]
+    with shared.admin() as client:
+        client.create_project("acme", slug, "public")
+    client_api = Api(shared, slug)
+    yield client_api
+    client_api.http.close()
+
+
+def latency(**values: float) -> dict[str, Any]:
+    return {name: {"latency": {"value": value}} for name, value in values.items()}
+
+
+def measures_of(report: dict[str, Any], benchmark: str) -> dict[str, Any]:
+    """The benchmark's measures in the report's first iteration, by measure slug."""
+    for result in report["results"][0]:
+        if result["benchmark"]["name"] == benchmark:
+            return {m["measure"]["slug"]: m for m in result["measures"]}
+    raise AssertionError(f"no {benchmark} in {report['results']}")
+
+
+def test_a_regression_raises_an_alert_in_the_answer(api: Api) -> None:
+    first = api.run(
+        latency(parse=100, write=100), thresholds={"models": {"latency": LATENCY_10PCT}}
+    )
+    assert first["alerts"] == []
+    assert measures_of(first, "parse")["latency"]["measure"]["units"] == "nanoseconds (ns)"
+    # Too few samples (min_sample_size 3): the threshold is shown, no boundary, no alert.
+    early = api.run(latency(parse=500, write=100))
+    assert "boundary" not in measures_of(early, "parse")["latency"] and early["alerts"] == []
+    for value in (100, 102, 98):
+        api.run(latency(parse=value, write=value))
+    regressed = api.run(latency(parse=130, write=105))
+    parse = measures_of(regressed, "parse")["latency"]
+    assert parse["threshold"]["model"]["test"] == "percentage"
+    # History: 100, 500, 100, 102, 98 -> mean 180, upper limit 198: the outlier hides 130.
+    assert parse["boundary"]["baseline"] == pytest.approx(180.0)
+    assert regressed["alerts"] == []
+    for value in (100, 100, 100, 100, 100):
+        api.run(latency(parse=value, write=value))
+    newest = {**LATENCY_10PCT, "max_sample_size": 5}  # only the five steady values count
+    regressed = api.run(latency(parse=130, write=105), thresholds={"models": {"latency": newest}})
+    [alert] = regressed["alerts"]
+    assert alert["limit"] == "upper" and alert["status"] == "active"
+    assert alert["benchmark"]["name"] == "parse" and alert["metric"]["value"] == 130
+    assert alert["boundary"]["upper_limit"] < 130 and alert["report"] == regressed["uuid"]
+    assert api.get(f"/reports/{regressed['uuid']}")["alerts"] == regressed["alerts"]
+
+    listed = api.http.get(f"{api.project}/alerts", params={"status": "active"})
+    assert listed.headers["X-Total-Count"] == "1" and listed.json()[0]["uuid"] == alert["uuid"]
+    assert api.get("/alerts", benchmark="write") == []
+    assert len(api.get("/alerts", report=regressed["uuid"], measure="latency")) == 1
+    dismissed = api.http.patch(
+        f"{api.project}/alerts/{alert['uuid']}", json={"status": "dismissed"}
+    )
+    assert dismissed.status_code == 200 and dismissed.json()["status"] == "dismissed"
+    assert api.get("/alerts", status="active") == []
+    assert api.get(f"/alerts/{alert['uuid']}")["status"] == "dismissed"
+    bad = api.http.patch(f"{api.project}/alerts/{alert['uuid']}", json={"status": "gone"})
+    assert bad.status_code == 400 and "status" in bad.json()["message"]
+
+
+def test_overrides_ignored_benchmarks_and_bencher_ignore(api: Api) -> None:
+    models = {"latency": {"test": "static", "upper_boundary": 1000}}
+    api.run(latency(fast=10, slow=10, skip=10), thresholds={"models": models})
+    threshold = api.get("/thresholds")[0]
+    override = api.http.post(
+        f"{api.project}/thresholds",
+        json={
+            "branch": "main",
+            "testbed": "ci",
+            "measure": "latency",
+            "benchmark": "fast",
+            "test": "static",
+            "upper_boundary": 50,
+        },
+    )
+    assert override.status_code == 201, override.text
+    assert override.json()["benchmark"]["name"] == "fast"
+    ignored = api.http.patch(f"{api.project}/benchmarks/skip", json={"ignored": True})
+    assert ignored.status_code == 200 and ignored.json()["ignored"] is True
+
+    report = api.run({**latency(fast=60, slow=60, skip=5000), **latency(**{"x-bencher-ignore": 1})})
+    names = {r["benchmark"]["name"] for r in report["results"][0]}
+    assert names == {"fast", "slow", "skip"}  # -bencher-ignore dropped, ignored one stored
+    assert measures_of(report, "fast")["latency"]["threshold"]["uuid"] == override.json()["uuid"]
+    assert measures_of(report, "slow")["latency"]["threshold"]["uuid"] == threshold["uuid"]
+    assert "threshold" not in measures_of(report, "skip")["latency"]
+    assert [a["benchmark"]["name"] for a in report["alerts"]] == ["fast"]
+    assert [b["name"] for b in api.get("/benchmarks")] == ["fast", "skip", "slow"]
+
+
+def test_thresholds_crud_keeps_the_model_history(api: Api, shared: Deployment) -> None:
+    api.run(latency(a=1))
+    created = api.http.post(
+        f"{api.project}/thresholds",
+        json={"branch": "main", "testbed": "ci", "measure": "Latency", **LATENCY_10PCT},
+    )
+    assert created.status_code == 201, created.text
+    threshold = created.json()
+    again = api.http.post(
+        f"{api.project}/thresholds",
+        json={"branch": "main", "testbed": "ci", "measure": "latency", **LATENCY_10PCT},
+    )
+    assert again.status_code == 409
+    bad = api.http.put(
+        f"{api.project}/thresholds/{threshold['uuid']}",
+        json={"test": "z_score", "upper_boundary": 2},
+    )
+    assert bad.status_code == 400 and "upper_boundary" in bad.json()["message"]
+    updated = api.http.put(
+        f"{api.project}/thresholds/{threshold['uuid']}",
+        json={"test": "t_test", "upper_boundary": 0.99, "max_sample_size": 64},
+    )
+    assert updated.status_code == 200, updated.text
+    shown = api.get(f"/thresholds/{threshold['uuid']}")
+    assert shown["model"]["test"] == "t_test"
+    assert [m["test"] for m in shown["models"]] == ["t_test", "percentage"]
+    assert shown["models"][1]["replaced"] is not None and shown["models"][0]["replaced"] is None
+    assert len(api.get("/thresholds", measure="latency", branch="main")) == 1
+    assert api.get("/thresholds", testbed="ci", per_page=1, page=2) == []
+
+    # POST /v0/run: a bad model is a 400 naming it; reset drops the measures not listed.
+    refused = api.run_raw(
+        latency(a=1), thresholds={"models": {"latency": {"test": "iqr", "upper_boundary": -1}}}
+    )
+    assert refused.status_code == 400
+    assert "thresholds.models.latency" in refused.json()["message"]
+    assert "upper_boundary" in refused.json()["message"]
+    api.run(
+        {"a": {"latency": {"value": 1}, "throughput": {"value": 5}}},
+        thresholds={"models": {"throughput": {"test": "static", "lower_boundary": 1}}},
+    )
+    assert len(api.get("/thresholds")) == 2
+    api.run(
+        {"a": {"throughput": {"value": 5}}},
+        thresholds={
+            "models": {"throughput": {"test": "static", "lower_boundary": 1}},
+            "reset": True,
+        },
+    )
+    [kept] = api.get("/thresholds")
+    assert kept["measure"]["units"] == "operations / second (ops/s)"
+    deleted = api.http.delete(f"{api.project}/thresholds/{kept['uuid']}")
+    assert deleted.status_code == 204 and api.get("/thresholds") == []
+
+    with shared.admin() as client:
+        client.create_project("acme", "secret", "private")
+    anonymous = Api(shared, api.slug, anonymous=True)
+    assert anonymous.http.get("/v0/projects/secret/thresholds").status_code == 404
+    assert anonymous.http.get(f"{api.project}/measures").status_code == 200
+    refused = anonymous.http.patch(f"{api.project}/benchmarks/a", json={"ignored": True})
+    assert refused.status_code == 403  # the project's organization is claimed
+    anonymous.http.close()
+
+
+def test_versions_context_start_points_and_fold(api: Api) -> None:
+    sha = "ab" * 20
+    first = api.run(latency(a=1), hash=sha)
+    assert first["branch"]["head"]["version"] == {"number": 1, "hash": sha}
+    assert api.run(latency(a=1), hash=sha)["branch"]["head"]["version"]["number"] == 1
+    assert api.run(latency(a=1), hash="cd" * 20)["branch"]["head"]["version"]["number"] == 2
+    assert api.run(latency(a=1))["branch"]["head"]["version"]["number"] == 3
+
+    context = {
+        "bencher.dev/v0/branch/ref/name": "feature",
+        "bencher.dev/v0/branch/hash": "EF" * 20,
+        "bencher.dev/v0/testbed/os": "linux",
+    }
+    from_context = api.run(latency(a=1), branch=None, testbed=None, context=context)
+    assert from_context["branch"]["name"] == "feature"
+    assert from_context["branch"]["head"]["version"]["hash"] == "ef" * 20
+    assert from_context["testbed"]["name"] == "linux"
+    assert api.run(latency(a=1), context=context)["branch"]["name"] == "main"  # body wins
+
+    # main: a threshold and a steady history on testbed ci; a new branch starting from main
+    # inherits both, so its first regressed value already raises an alert.
+    api.run(latency(b=100), thresholds={"models": {"latency": LATENCY_10PCT}})
+    for _ in range(3):
+        api.run(latency(b=100))
+    start = {"branch": "main", "clone_thresholds": True}
+    branched = api.run(latency(b=150), branch="pr-1", start_point=start)
+    assert branched["branch"]["head"]["start_point"]["branch"]["name"] == "main"
+    assert [a["limit"] for a in branched["alerts"]] == ["upper"]
+    assert len(api.get("/thresholds", branch="pr-1")) == 1
+    # reset: the branch's history starts over (nothing inherited, nothing of its own).
+    fresh = api.run(latency(b=150), branch="pr-1", start_point={"reset": True})
+    assert "boundary" not in measures_of(fresh, "b")["latency"]
+    assert api.get("/branches/pr-1")["start_point"] is None
+
+    folded = api.run(
+        [latency(a=3), latency(a=1), latency(a=2)], settings={"adapter": "json", "fold": "median"}
+    )
+    assert (
+        len(folded["results"]) == 1 and measures_of(folded, "a")["latency"]["metric"]["value"] == 2
+    )
+    assert folded["settings"]["fold"] == "median"
+    unfolded = api.run([latency(a=3), latency(a=1)])
+    assert len(unfolded["results"]) == 2
+
+
+def test_a_baseline_reset_dismisses_and_rebaselines(api: Api) -> None:
+    api.run(latency(a=100), thresholds={"models": {"latency": LATENCY_10PCT}})
+    for _ in range(3):
+        api.run(latency(a=100))
+    intended = api.run(latency(a=200))
+    assert len(intended["alerts"]) == 1
+    reset = api.http.post(
+        f"{api.project}/baselines",
+        json={"branch": "main", "testbed": "ci", "measure": "latency", "report": intended["uuid"]},
+    )
+    assert reset.status_code == 201, reset.text
+    assert reset.json()["dismissed"] == 1
+    assert api.get("/alerts", status="dismissed")[0]["report"] == intended["uuid"]
+    # History now starts at the intended report: 200 is the baseline, too few samples yet...
+    assert "boundary" not in measures_of(api.run(latency(a=200)), "a")["latency"]
+    api.run(latency(a=200))
+    judged = api.run(latency(a=205))
+    assert measures_of(judged, "a")["latency"]["boundary"]["baseline"] == pytest.approx(200.0)
+    assert judged["alerts"] == []
+    elsewhere = api.http.post(
+        f"{api.project}/baselines",
+        json={"branch": "main", "testbed": "other", "report": intended["uuid"]},
+    )
+    assert elsewhere.status_code == 404
+
+
+def test_change_points_raise_one_alert_per_step(api: Api) -> None:
+    model = {"test": "change_point", "max_pvalue": 0.01, "min_magnitude": 0.05}
+    api.run(latency(a=100), thresholds={"models": {"latency": model}})
+    raised = []
+    steady = [100, 101, 99, 100, 102, 98, 100, 101, 99, 100]
+    for value in [*steady, *(v + 50 for v in steady)]:
+        raised.extend(api.run(latency(a=value))["alerts"])
+    assert len(raised) == 1, raised
+    [step] = raised
+    assert step["limit"] == "upper" and step["change"]["magnitude"] == pytest.approx(0.5, abs=0.05)
+    assert step["metric"]["value"] == 150  # on the first value after the step
+
+
+def test_a_runner_job_is_judged_when_processed(api: Api, shared: Deployment) -> None:
+    for _ in range(3):
+        api.run(
+            {"sleep": {"latency": {"value": 10}}}, thresholds={"models": {"latency": LATENCY_10PCT}}
+        )
+    runner = shared.runner_process(f"judge-{api.slug}"[:64]).start()
+    submitted = api.http.post(
+        "/v0/run",
+        json={
+            "project": api.slug,
+            "branch": "main",
+            "testbed": "ci",
+            "spec": shared.spec,
+            "template": "bench.sleep",
+            "args": {"ms": 40},
+            "job": {"iter": 2},
+            "settings": {"adapter": "json", "fold": "max"},
+        },
+    )
+    assert submitted.status_code == 201, submitted.text
+    assert submitted.json()["alerts"] == [] and submitted.json()["settings"]["fold"] == "max"
+    shared.wait_status(submitted.json()["job"], "processed", project=api.slug, timeout=60)
+    report = api.get(f"/reports/{submitted.json()['uuid']}")
+    assert len(report["results"]) == 1  # two iterations folded into one
+    [alert] = report["alerts"]
+    assert (alert["limit"], alert["metric"]["value"]) == ("upper", 40)
+    assert alert["boundary"]["upper_limit"] == pytest.approx(11.0)
+    runner.kill()

@@ -1,0 +1,155 @@
+"""Pure pieces of turning a run into judged metrics: measure names, folding and ignoring,
+branch/hash/testbed from the context, model and hash validation, change-point bookkeeping."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+import pytest
+
+from benchrunner.adapters.base import Measurement
+from benchrunner.core.measures import measure_spec
+from benchrunner.detection.change_point import ChangePoint
+from benchrunner.server.errors import ApiError
+from benchrunner.server.evaluation import already_alerted, history_since
+from benchrunner.server.results import report_metrics
+from benchrunner.server.routes.model_bodies import ThresholdModelBody, checked_model, is_git_hash
+from benchrunner.server.routes.run import RunBody, run_target
+
+
+@pytest.mark.parametrize(
+    ("key", "name", "slug", "units"),
+    [
+        ("latency", "Latency", "latency", "nanoseconds (ns)"),
+        ("Latency", "Latency", "latency", "nanoseconds (ns)"),
+        ("throughput", "Throughput", "throughput", "operations / second (ops/s)"),
+        ("file-size", "File Size", "file-size", "bytes (B)"),
+        ("Build Time", "Build Time", "build-time", "seconds (s)"),
+        ("instructions", "Instructions", "instructions", "instructions"),
+        ("estimated-cycles", "Estimated Cycles", "estimated-cycles", "cycles"),
+        ("l1-hits", "L1 Hits", "l1-hits", "hits"),
+        ("Peak RSS", "Peak RSS", "peak-rss", "units"),
+    ],
+)
+def test_measures_get_bencher_names_and_units(key: str, name: str, slug: str, units: str) -> None:
+    spec = measure_spec(key)
+    assert (spec.name, spec.slug, spec.units) == (name, slug, units)
+
+
+def m(benchmark: str, value: float) -> Measurement:
+    return Measurement(benchmark, "latency", value)
+
+
+@pytest.mark.parametrize(
+    ("fold", "expected"),
+    [
+        (None, [(0, "a", 3.0), (1, "a", 1.0), (2, "a", 2.0)]),
+        ("min", [(0, "a", 1.0)]),
+        ("max", [(0, "a", 3.0)]),
+        ("median", [(0, "a", 2.0)]),
+        ("mean", [(0, "a", 2.0)]),
+    ],
+)
+def test_fold_and_bencher_ignore(fold: Any, expected: list[tuple[int, str, float]]) -> None:
+    iterations = [[m("a", v), m("b-bencher-ignore", v)] for v in (3.0, 1.0, 2.0)]
+    found = report_metrics(iterations, fold)
+    assert [(v.iteration, v.benchmark, v.value) for v in found] == expected
+
+
+SHA = "a" * 40
+CONTEXT = {
+    "bencher.dev/v0/branch/ref/name": "feature/x",
+    "bencher.dev/v0/branch/hash": "B" * 40,
+    "bencher.dev/v0/testbed/os": "linux",
+}
+
+
+@pytest.mark.parametrize(
+    ("body", "expected"),
+    [
+        ({}, ("main", None, "localhost")),
+        ({"context": CONTEXT}, ("feature/x", "b" * 40, "linux")),
+        (
+            {"context": CONTEXT, "branch": "dev", "hash": SHA, "testbed": "ci"},
+            ("dev", SHA, "ci"),
+        ),
+        ({"context": {"bencher.dev/v0/branch/hash": "not-a-hash"}}, ("main", None, "localhost")),
+        ({"context": {"bencher.dev/v0/branch/ref/name": ""}}, ("main", None, "localhost")),
+    ],
+)
+def test_body_then_context_then_defaults(
+    body: dict[str, Any], expected: tuple[str, str | None, str]
+) -> None:
+    target = run_target(RunBody.model_validate({"results": ["{}"], **body}))
+    assert (target.branch, target.hash, target.testbed) == expected
+
+
+@pytest.mark.parametrize(
+    ("value", "valid"),
+    [("a" * 40, True), ("A" * 64, True), ("a" * 39, False), ("g" * 40, False), ("", False)],
+)
+def test_git_hashes(value: str, valid: bool) -> None:
+    assert is_git_hash(value) is valid
+
+
+@pytest.mark.parametrize(
+    ("model", "named"),
+    [
+        ({"test": "percentage", "upper_boundary": -0.1}, "upper_boundary"),
+        ({"test": "z_score", "lower_boundary": 2.0}, "lower_boundary"),
+        ({"test": "t_test", "upper_boundary": 0.99, "min_sample_size": 1}, "min_sample_size"),
+        ({"test": "iqr", "upper_boundary": 1, "window": 2**33}, "window"),
+        ({"test": "percentage", "upper_boundary": float("inf")}, "upper_boundary"),
+        ({"test": "bogus", "upper_boundary": 1}, "bogus"),
+    ],
+)
+def test_bad_models_are_400_naming_the_parameter(model: dict[str, Any], named: str) -> None:
+    with pytest.raises(ApiError) as refused:
+        checked_model(ThresholdModelBody.model_validate(model), "thresholds.models.latency")
+    assert refused.value.status == 400
+    assert "thresholds.models.latency" in refused.value.message and named in refused.value.message
+
+
+def test_a_good_model_passes() -> None:
+    body = ThresholdModelBody(test="t", upper_boundary=0.99, max_sample_size=64)
+    assert checked_model(body, "x").test.value == "t_test"
+
+
+def step(index: int) -> ChangePoint:
+    return ChangePoint(index, 1.0, 2.0, 1.0, 0.0)
+
+
+@pytest.mark.parametrize(
+    ("found", "k", "alerted", "seen"),
+    [
+        ([step(10)], 0, [], False),
+        ([step(10)], 0, [11], True),  # the same step, found one value later
+        ([step(10), step(20)], 1, [10], False),  # the earlier step's alert
+        ([step(10), step(20)], 1, [16], True),
+        ([step(10), step(20)], 0, [15], False),  # halfway belongs to neither
+    ],
+)
+def test_a_step_already_alerted_is_not_alerted_again(
+    found: list[ChangePoint], k: int, alerted: list[int], seen: bool
+) -> None:
+    assert already_alerted(found, k, alerted) is seen
+
+
+START = dt.datetime(2026, 1, 2, tzinfo=dt.UTC)
+
+
+@pytest.mark.parametrize(
+    ("window", "reset", "expected"),
+    [
+        (None, None, None),
+        (3600, None, START - dt.timedelta(hours=1)),
+        (None, START - dt.timedelta(days=3), START - dt.timedelta(days=3)),
+        (3600, START - dt.timedelta(minutes=5), START - dt.timedelta(minutes=5)),
+        (60, START - dt.timedelta(days=1), START - dt.timedelta(minutes=1)),
+    ],
+)
+def test_history_starts_at_the_later_of_window_and_reset(
+    window: int | None, reset: dt.datetime | None, expected: dt.datetime | None
+) -> None:
+    assert history_since(START, window, reset) == expected
