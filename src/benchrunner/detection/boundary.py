@@ -60,7 +60,7 @@ def limits(model: Model, history: Sequence[float]) -> Limits | None:
     ``change_point``, whose verdicts come from ``change_points`` instead.
     """
     lower, upper = model.lower_boundary, model.upper_boundary
-    if model.test is TestKind.CHANGE_POINT or (lower is None and upper is None):
+    if model.test == TestKind.CHANGE_POINT or (lower is None and upper is None):
         return None
     values = np.asarray(history, dtype=np.float64)
     if model.max_sample_size is not None:
@@ -69,7 +69,7 @@ def limits(model: Model, history: Sequence[float]) -> Limits | None:
         return None
     with warnings.catch_warnings(), np.errstate(all="ignore"):
         warnings.simplefilter("ignore", RuntimeWarning)
-        return _DRAW[model.test](values, lower, upper)
+        return _DRAW[TestKind(model.test)](values, lower, upper)
 
 
 def outside(limits: Limits, value: float) -> Side | None:

@@ -126,23 +126,23 @@ def validate(model: Model) -> Model:
         if getattr(model, name) is not None:
             raise ModelError(f"{name} is a parameter of change_point only, not of {test}")
     if model.lower_boundary is None and model.upper_boundary is None:
-        raise ModelError(f"a {test} model needs a lower_boundary, an upper_boundary or both")
+        raise ModelError(f"the {test} test needs a lower_boundary, an upper_boundary or both")
     for side in ("lower_boundary", "upper_boundary"):
         value = _number(model, side)
         if value is None:
             continue
         if test in _CDF_TESTS and not 0.5 <= value < 1.0:
             raise ModelError(
-                f"{side} of a {test} model must be a cumulative probability in [0.5, 1.0) "
+                f"{side} of {test} must be a cumulative probability in [0.5, 1.0) "
                 f"(0.977 is two standard deviations), got {value}"
             )
         if test is TestKind.PERCENTAGE and value < 0:
             raise ModelError(
-                f"{side} of a percentage model must be a fraction >= 0 (0.1 is 10 %), got {value}"
+                f"{side} of percentage must be a fraction >= 0 (0.1 is 10 %), got {value}"
             )
         if test in _IQR_TESTS and value < 0:
             raise ModelError(
-                f"{side} of a {test} model must be a multiplier of the inter-quartile range "
+                f"{side} of {test} must be a multiplier of the inter-quartile range "
                 f">= 0, got {value}"
             )
     return model

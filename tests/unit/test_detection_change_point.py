@@ -1,0 +1,195 @@
+from __future__ import annotations
+
+import itertools
+import math
+import statistics
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from benchrunner.detection import ChangePoint, change_points
+from benchrunner.detection.change_point import _best_split, _relaxed
+
+SEEDS = range(5)
+
+
+def noisy(seed: int, *segments: tuple[float, int]) -> list[float]:
+    """Segments of (level, length) with 1 % Gaussian noise, the same for the same seed."""
+    rng = np.random.default_rng(seed)
+    return [float(x) for level, size in segments for x in rng.normal(level, level / 100, size)]
+
+
+def test_a_clean_step() -> None:
+    series = [10.0] * 20 + [12.0] * 20
+    assert change_points(series) == [ChangePoint(20, 10.0, 12.0, 0.2, 0.0)]
+
+
+def test_a_small_step_worked_by_hand() -> None:
+    """Means 2 and 12, each side's sample variance 1: pooled variance 1, standard error
+    sqrt(1/3 + 1/3), t = 10 / sqrt(2/3) with 4 degrees of freedom."""
+    [point] = change_points([1.0, 2.0, 3.0, 11.0, 12.0, 13.0])
+    t = 10 / math.sqrt(2 / 3)
+    assert (point.index, point.before, point.after, point.magnitude) == (3, 2.0, 12.0, 5.0)
+    assert point.pvalue == pytest.approx(2 * stats.t.sf(t, 4), rel=1e-9)
+    assert change_points([1.0, 2.0, 3.0, 11.0, 12.0, 13.0], max_pvalue=point.pvalue / 2) == []
+
+
+def test_a_drop_has_a_negative_magnitude() -> None:
+    [point] = change_points([50.0] * 10 + [40.0] * 10)
+    assert point.index == 10
+    assert point.magnitude == pytest.approx(-0.2)
+
+
+@pytest.mark.parametrize("after", [1, 2, 5, 30, 100, 300])
+@pytest.mark.parametrize("seed", SEEDS)
+def test_one_step_is_one_change_point(seed: int, after: int) -> None:
+    """+20 % after 30 stable points: one change point at the step, however long the series
+    runs on after it (a single new value included)."""
+    series = noisy(seed, (100.0, 30), (120.0, after))
+    [point] = change_points(series)
+    assert point.index == 30
+    assert point.before == pytest.approx(statistics.fmean(series[:30]))
+    assert point.after == pytest.approx(statistics.fmean(series[30:]))
+    assert point.magnitude == pytest.approx(0.2, abs=0.04)
+    assert point.pvalue <= 0.001
+
+
+@pytest.mark.parametrize("size", [30, 60, 200])
+@pytest.mark.parametrize("seed", SEEDS)
+def test_a_flat_noisy_series_has_none(seed: int, size: int) -> None:
+    assert change_points(noisy(seed, (100.0, size))) == []
+
+
+def test_noise_alone_rarely_makes_a_change_point() -> None:
+    """E-divisive picks the best split before testing it, so noise alone passes now and then
+    (3 of these 100 series at the defaults); a min_magnitude above the noise removes them."""
+    series = [noisy(seed, (100.0, 60)) for seed in range(100, 200)]
+    assert sum(bool(change_points(s)) for s in series) <= 6
+    assert not any(change_points(s, min_magnitude=0.05) for s in series)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_two_steps_are_two_change_points(seed: int) -> None:
+    series = noisy(seed, (100.0, 30), (120.0, 40), (100.0, 50))
+    found = change_points(series)
+    assert [(p.index, round(p.magnitude, 1)) for p in found] == [(30, 0.2), (70, -0.2)]
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_an_early_step_in_a_long_series_is_found(seed: int) -> None:
+    """Windows overlap from the start, so a step after 6 points is judged among few points,
+    not drowned in the 200 after it."""
+    assert [p.index for p in change_points(noisy(seed, (100.0, 6), (120.0, 200)))] == [6]
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_min_magnitude_drops_small_changes(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    series = [100.0 + x for x in rng.normal(0, 0.1, 40)] + [
+        103.0 + x for x in rng.normal(0, 0.1, 40)
+    ]
+    [point] = change_points(series)
+    assert (point.index, round(point.magnitude, 2)) == (40, 0.03)
+    assert change_points(series, min_magnitude=0.05) == []
+    assert change_points(series, min_magnitude=0.03 * 0.9) == [point]
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_every_change_point_passes_and_describes_its_segments(seed: int) -> None:
+    series = noisy(seed, (50.0, 45), (55.0, 20), (54.0, 25), (80.0, 90), (60.0, 3))
+    found = change_points(series, window=20, max_pvalue=0.01, min_magnitude=0.02)
+    assert found, "the 80 -> 60 and 55 -> 80 steps at least"
+    edges = [0, *(p.index for p in found), len(series)]
+    segments = [(edges[i], edges[i + 1], edges[i + 2]) for i in range(len(found))]
+    for point, (start, index, stop) in zip(found, segments, strict=True):
+        assert point.index == index
+        assert point.before == pytest.approx(statistics.fmean(series[start:index]))
+        assert point.after == pytest.approx(statistics.fmean(series[index:stop]))
+        assert point.magnitude == pytest.approx((point.after - point.before) / point.before)
+        assert point.pvalue <= 0.01 and abs(point.magnitude) >= 0.02
+        expected = stats.ttest_ind(series[start:index], series[index:stop]).pvalue
+        assert point.pvalue == pytest.approx(expected)
+
+
+def test_same_series_same_answer() -> None:
+    series = noisy(7, (100.0, 40), (130.0, 40), (90.0, 40))
+    first = change_points(series)
+    assert first == change_points(tuple(series)) == change_points(np.array(series).tolist())
+    assert [p.index for p in first] == [40, 80]
+
+
+@pytest.mark.parametrize(
+    "series",
+    [[], [5.0], [1.0, 2.0], [3.0] * 50, [0.0] * 10],
+)
+def test_nothing_to_find(series: list[float]) -> None:
+    assert change_points(series) == []
+
+
+def test_a_change_from_zero_has_no_relative_magnitude() -> None:
+    [point] = change_points([0.0] * 10 + [5.0] * 10)
+    assert (point.index, point.before, point.after, point.magnitude) == (10, 0.0, 5.0, 0.0)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"window": 1}, "window must be an integer number of points >= 2, got 1"),
+        ({"window": True}, "window must be an integer"),
+        ({"window": 2.5}, "window must be an integer"),
+        ({"max_pvalue": 0.0}, r"max_pvalue must be in \(0, 1\], got 0.0"),
+        ({"max_pvalue": 1.5}, r"max_pvalue must be in \(0, 1\]"),
+        ({"max_pvalue": math.nan}, r"max_pvalue must be in \(0, 1\]"),
+        ({"min_magnitude": -0.1}, "min_magnitude must be >= 0, got -0.1"),
+        ({"min_magnitude": math.nan}, "min_magnitude must be >= 0"),
+    ],
+)
+def test_bad_parameters(kwargs: dict[str, float], message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        change_points([1.0, 2.0, 3.0], **kwargs)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("bad", [math.nan, math.inf, -math.inf])
+def test_a_value_that_is_not_finite_is_named(bad: float) -> None:
+    with pytest.raises(ValueError, match=rf"series\[2\] is {bad}, not a finite number"):
+        change_points([1.0, 2.0, bad, 4.0])
+
+
+def naive_qhat(left: list[float], right: list[float]) -> float:
+    """Matteson and James's Q-hat written out: (nm/(n+m)) times the energy distance."""
+    n, m = len(left), len(right)
+    between = statistics.fmean(abs(x - y) for x in left for y in right)
+    within_left = (
+        statistics.fmean(abs(x - y) for x, y in itertools.combinations(left, 2)) if n > 1 else 0.0
+    )
+    within_right = (
+        statistics.fmean(abs(x - y) for x, y in itertools.combinations(right, 2)) if m > 1 else 0.0
+    )
+    return n * m / (n + m) * (2 * between - within_left - within_right)
+
+
+@pytest.mark.parametrize("size", [2, 3, 5, 8, 13])
+def test_best_split_maximises_qhat(size: int) -> None:
+    rng = np.random.default_rng(size)
+    for _ in range(10):
+        values = [float(x) for x in rng.normal(0, 1, size)]
+        best = max(
+            (naive_qhat(values[:tau], values[tau:kappa]), tau)
+            for tau in range(1, size)
+            for kappa in range(tau + 1, size + 1)
+        )
+        qhat, tau = _best_split(np.array(values))
+        assert qhat == pytest.approx(best[0], rel=1e-9)
+        at_tau = max(naive_qhat(values[:tau], values[tau:k]) for k in range(tau + 1, size + 1))
+        assert at_tau == pytest.approx(qhat, rel=1e-9)
+
+
+@pytest.mark.parametrize(
+    ("max_pvalue", "first_pass"),
+    [(0.001, 0.01), (0.01, 0.1), (0.049, 0.49), (0.05, 0.1), (0.25, 0.5), (0.5, 0.5), (1.0, 1.0)],
+)
+def test_the_first_pass_is_relaxed_as_otava_relaxes_it(
+    max_pvalue: float, first_pass: float
+) -> None:
+    assert _relaxed(max_pvalue) == pytest.approx(first_pass)
