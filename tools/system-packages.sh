@@ -1,12 +1,22 @@
 #!/usr/bin/env bash
 # Debian packages the test suite drives for real: the OCI runtime (runc), OCI clients (skopeo,
-# umoci), a static busybox for test images, and mkfs.ext4 for the sandbox's writable layers.
+# umoci), a static busybox for test images, mkfs.ext4 for the sandbox's writable layers, and the
+# benchmark harnesses whose output the adapters' tests read: hyperfine, Node.js with npm
+# (tests/harnesses/js pins versions for Node >= 18), g++ with Google Benchmark and Catch2, Go and
+# Ruby; git for the asv project the asv test builds.
 # Installs only what is missing; needs root + apt.
 set -euo pipefail
-declare -A wanted=([runc]=runc [skopeo]=skopeo [umoci]=umoci [busybox]=busybox-static [mkfs.ext4]=e2fsprogs)
+declare -A wanted=([runc]=runc [skopeo]=skopeo [umoci]=umoci [busybox]=busybox-static [mkfs.ext4]=e2fsprogs [hyperfine]=hyperfine [node]=nodejs [npm]=npm
+  [g++]=g++ [go]=golang-go [ruby]=ruby [git]=git)
+# Libraries and headers have no command: a file of theirs stands for them.
+declare -A wanted_files=([/usr/include/benchmark/benchmark.h]=libbenchmark-dev
+  [/usr/include/catch2/catch.hpp]=catch2)
 missing=()
 for command in "${!wanted[@]}"; do
   command -v "$command" >/dev/null 2>&1 || missing+=("${wanted[$command]}")
+done
+for file in "${!wanted_files[@]}"; do
+  [ -e "$file" ] || missing+=("${wanted_files[$file]}")
 done
 [ "${#missing[@]}" -eq 0 ] && exit 0
 if [ "$(id -u)" -ne 0 ] || ! command -v apt-get >/dev/null 2>&1; then

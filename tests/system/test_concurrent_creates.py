@@ -138,7 +138,7 @@ def test_forty_first_submissions_through_two_replicas_make_one_row_each(
                 assert count(testbed, f"box-{round_}") == 1
                 assert [count(benchmark, name) for name in names] == [1] * 5
                 assert count(measure, f"size-{round_}") == 1
-                assert count(measure, "latency") == 1
+                assert count(measure, "Latency") == 1  # Bencher's name of the built-in measure
                 reports = conn.execute(
                     sa.select(sa.func.count())
                     .select_from(report.join(branch, branch.c.id == report.c.branch_id))

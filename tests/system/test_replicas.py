@@ -116,6 +116,7 @@ def test_a_dead_replicas_in_flight_jobs_are_swept_by_the_survivor(
     claimed = deployment.submit("bench.sleep", {"ms": 60000})
     assert claimed_on_a.claim()["uuid"] == claimed
     deployment.server.kill(signal.SIGKILL)  # neither job's connection survives anywhere
+    killed_at = dt.datetime.now(dt.UTC)
 
     with replica_b.client() as client:
         for job_uuid in (running, claimed):
@@ -125,7 +126,10 @@ def test_a_dead_replicas_in_flight_jobs_are_swept_by_the_survivor(
 
             job_view = wait_until(ended, timeout=30, message=f"the sweeper to end {job_uuid}")
             assert job_view["status"] == "failed"
-            assert any("heartbeat_timeout" in e["message"] for e in job_view["events"])
+            [failure] = [e for e in job_view["events"] if e["event_type"] == "failed"]
+            assert "heartbeat_timeout" in failure["message"]
+            # Failed after A died, so by B's sweeper, not by A's own timer before the kill.
+            assert dt.datetime.fromisoformat(failure["created"]) >= killed_at, failure
 
 
 def test_results_a_dead_replica_stored_but_never_processed_are_processed_by_the_survivor(

@@ -49,5 +49,21 @@ def test_unparsable_output_says_why(text: str, message: str) -> None:
 
 
 def test_unknown_adapter() -> None:
-    with pytest.raises(AdapterError, match="unknown adapter 'rust'"):
-        parse("rust", "{}")
+    with pytest.raises(AdapterError, match="unknown adapter 'cobol'"):
+        parse("cobol", "{}")
+
+
+def test_bencher_ignore_suffix_drops_a_benchmark_and_the_last_duplicate_wins() -> None:
+    text = json.dumps(
+        {
+            "sort": {"latency": {"value": 1}},
+            "slow-bencher-ignore": {"latency": {"value": 2}},
+        }
+    )
+    assert parse("json", text) == [Measurement("sort", "latency", 1.0)]
+    lines = "\n".join(
+        f"[ 50.00%] ··· benchmarks.Suite.time_x{' ' * 20}{value}±0.01μs" for value in (1, 2)
+    )
+    assert parse("python_asv", lines) == [
+        Measurement("benchmarks.Suite.time_x", "latency", 2000.0, 1990.0, 2010.0)
+    ]

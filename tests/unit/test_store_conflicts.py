@@ -20,7 +20,8 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
 from benchrunner.core.tiers import Plan
-from benchrunner.server.store import accounts, reports, runners
+from benchrunner.detection.models import Model, TestKind
+from benchrunner.server.store import accounts, reports, runners, thresholds
 from benchrunner.server.store.conflicts import insert_with_slug
 from benchrunner.server.store.engine import make_engine
 from benchrunner.server.store.migrate import upgrade
@@ -28,12 +29,14 @@ from benchrunner.server.store.tables import (
     benchmark,
     branch,
     measure,
+    model,
     organization,
     project,
     runner,
     runner_spec,
     spec,
     testbed,
+    threshold,
     user,
 )
 from tests.databases import postgres_database
@@ -240,3 +243,28 @@ def test_two_replicas_renaming_to_one_slug_leave_one_holder(replicas: Replicas) 
     first, second = replicas.race(rename)
     assert (first, second) == ("wanted", None)
     assert replicas.count(runner, runner.c.slug == "wanted") == 1
+
+
+def test_one_threshold_from_two_replicas_with_their_models_in_turn(
+    replicas: Replicas, project_id: int
+) -> None:
+    def series(conn: Connection) -> thresholds.SeriesKey:
+        return thresholds.SeriesKey(
+            reports.named_get_or_create(conn, branch, project_id, "main", NOW),
+            reports.named_get_or_create(conn, testbed, project_id, "ci", NOW),
+            reports.measure_ids(conn, project_id, ["latency"], NOW)["latency"],
+        )
+
+    key = replicas.setup(series)
+    models = iter(
+        [Model(TestKind.STATIC, upper_boundary=1.0), Model(TestKind.STATIC, upper_boundary=2.0)]
+    )
+
+    def put(conn: Connection) -> tuple[int, bool]:
+        return thresholds.threshold_put(conn, project_id, key, next(models), NOW)
+
+    (first, created), (second, again) = replicas.race(put)
+    assert first == second and (created, again) == (True, False)
+    assert replicas.count(threshold) == 1
+    assert replicas.count(model) == 2 and replicas.count(model, model.c.replaced.is_(None)) == 1
+    assert replicas.count(model, model.c.upper_boundary == 2.0, model.c.replaced.is_(None)) == 1

@@ -32,12 +32,44 @@ __all__ = [
 
 HARNESSES: dict[str, str] = {
     "json": "json_bmf",
+    "c_sharp_dot_net": "c_sharp_dot_net",
+    "cpp_catch2": "cpp_catch2",
+    "cpp_google": "cpp_google",
+    "go_bench": "go_bench",
+    "java_jmh": "java_jmh",
+    "js_benchmark": "js_benchmark",
+    "js_time": "js_time",
+    "js_vitest": "js_vitest",
+    "python_asv": "python_asv",
+    "python_pytest": "python_pytest",
+    "python_pyperf": "python_pyperf",
+    "ruby_benchmark": "ruby_benchmark",
+    "rust_bench": "rust_bench",
+    "rust_criterion": "rust_criterion",
+    "rust_iai": "rust_iai",
+    "rust_gungraun": "rust_gungraun",
+    "shell_hyperfine": "shell_hyperfine",
+    "dart_benchmark_harness": "dart_benchmark_harness",
 }
 """Adapter name -> module of this package that reads that harness."""
 
-ALIASES: dict[str, str] = {}
+ALIASES: dict[str, str] = {
+    "rust_iai_callgrind": "rust_gungraun",
+}
 
-LANGUAGES: dict[str, tuple[str, ...]] = {}
+# Bencher's magic order: json, C#, C++, Go, Java, JS, Python, Ruby, Rust, shell, then Dart.
+LANGUAGES: dict[str, tuple[str, ...]] = {
+    "c_sharp": ("c_sharp_dot_net",),
+    "cpp": ("cpp_catch2", "cpp_google"),
+    "go": ("go_bench",),
+    "java": ("java_jmh",),
+    "js": ("js_benchmark", "js_time", "js_vitest"),
+    "python": ("python_asv", "python_pytest", "python_pyperf"),
+    "ruby": ("ruby_benchmark",),
+    "rust": ("rust_bench", "rust_criterion", "rust_iai", "rust_gungraun"),
+    "shell": ("shell_hyperfine",),
+    "dart": ("dart_benchmark_harness",),
+}
 """Language name -> the harnesses its ``magic`` tries, in order."""
 
 MAGIC_ORDER: tuple[str, ...] = ("json", *(h for group in LANGUAGES.values() for h in group))
@@ -67,9 +99,24 @@ def _first_that_reads(
     )
 
 
-def parse(adapter: str, text: str, settings: Settings | None = None) -> list[Measurement]:
-    """Parse one iteration's output. Raises AdapterError with a message a user can act on."""
-    settings = settings or Settings()
+IGNORE_SUFFIX = "-bencher-ignore"
+"""Bencher's way to leave a benchmark out of a report: a name ending in this suffix."""
+
+
+def kept(found: Sequence[Measurement]) -> list[Measurement]:
+    """What a report keeps of one iteration's measurements, as Bencher keeps them: benchmarks
+    named ``...-bencher-ignore`` dropped, and one measurement per benchmark and measure, the
+    last one printed, in the place of the first (asv prints a benchmark once per environment,
+    `go test -count 3` three times)."""
+    last: dict[tuple[str, str], Measurement] = {}
+    for m in found:
+        if m.benchmark.endswith(IGNORE_SUFFIX):
+            continue
+        last[(m.benchmark, m.measure)] = m
+    return list(last.values())
+
+
+def _read(adapter: str, text: str, settings: Settings) -> list[Measurement]:
     name = ALIASES.get(adapter, adapter)
     if name == "magic":
         return _first_that_reads(MAGIC_ORDER, adapter, text, settings)
@@ -78,3 +125,9 @@ def parse(adapter: str, text: str, settings: Settings | None = None) -> list[Mea
     if name not in HARNESSES:
         raise AdapterError(f"unknown adapter {adapter!r} (supported: {sorted(ADAPTERS)})")
     return _harness(name)(text, settings)
+
+
+def parse(adapter: str, text: str, settings: Settings | None = None) -> list[Measurement]:
+    """Parse one iteration's output into the measurements a report keeps (see ``kept``).
+    Raises AdapterError with a message a user can act on."""
+    return kept(_read(adapter, text, settings or Settings()))

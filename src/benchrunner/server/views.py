@@ -244,6 +244,7 @@ def report_view(
     boundaries: dict[int, Any] | None = None,
     alerts: list[Any] | None = None,
     start_point: Any | None = None,
+    start_point_hash: str | None = None,
 ) -> dict[str, Any]:
     """A report in Bencher's shape: project, branch (with its head's version and start
     point) and testbed as objects, results per iteration -> benchmark -> measures with metric,
@@ -265,7 +266,7 @@ def report_view(
     if start_point is not None:
         head_start = {
             "branch": named_view(start_point.uuid, start_point.name, start_point.slug),
-            "version": {"number": report.start_point_version, "hash": None},
+            "version": {"number": report.start_point_version, "hash": start_point_hash},
             "max_versions": report.start_point_max_versions,
         }
     view: dict[str, Any] = {
@@ -307,11 +308,13 @@ def full_report_view(
     if with_job:
         job = jobs.job_for_report(conn, report_id)
         job_uuid = job.uuid if job is not None else None
-    start_point = (
-        None
-        if row.start_point_branch_id is None
-        else branches.branch_by_id(conn, row.start_point_branch_id)
-    )
+    start_point = start_hash = None
+    if row.start_point_branch_id is not None:
+        start_point = branches.branch_by_id(conn, row.start_point_branch_id)
+        if row.start_point_version is not None:
+            start_hash = branches.version_hash(
+                conn, row.start_point_branch_id, row.start_point_version
+            )
     return report_view(
         row,
         reports.report_metrics(conn, report_id),
@@ -319,4 +322,5 @@ def full_report_view(
         boundaries=store_alerts.report_boundaries(conn, report_id),
         alerts=store_alerts.alerts_raised_by(conn, report_id),
         start_point=start_point,
+        start_point_hash=start_hash,
     )

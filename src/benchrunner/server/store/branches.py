@@ -96,6 +96,19 @@ def start_point_version(conn: Connection, branch_id: int, git_hash: str | None) 
     return int(conn.execute(_LATEST, {"branch_id": branch_id}).scalar() or 0)
 
 
+_HASH_OF_VERSION = sa.select(sa.func.max(report.c.hash)).where(
+    report.c.branch_id == sa.bindparam("branch_id"), report.c.version == sa.bindparam("version")
+)
+
+
+def version_hash(conn: Connection, branch_id: int, version: int) -> str | None:
+    """The git hash of the branch's version, None when its reports gave none."""
+    found: str | None = conn.execute(
+        _HASH_OF_VERSION, {"branch_id": branch_id, "version": version}
+    ).scalar()
+    return found
+
+
 _SET_HEAD = (
     branch.update()
     .where(branch.c.id == sa.bindparam("branch_id"))

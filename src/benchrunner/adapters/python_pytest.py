@@ -1,0 +1,65 @@
+"""pytest-benchmark's JSON export (``pytest --benchmark-json=FILE``) -> latency per test.
+
+Each entry of ``benchmarks`` is one test, named by its ``fullname`` (``bench.py::test_fib[10]``);
+its ``stats`` are in seconds. As Bencher's ``python_pytest``: with ``average`` ``mean`` (the
+default) the value is ``stats.mean`` and lower/upper are the mean minus/plus ``stats.stddev``;
+with ``median`` the value is ``stats.median`` and lower/upper are the median minus/plus the
+whole ``stats.iqr``. All four stats must be there, as Bencher requires, whichever is used.
+"""
+
+from __future__ import annotations
+
+from benchrunner.adapters.base import LATENCY, AdapterError, Measurement, Settings
+from benchrunner.adapters.bounds import plus_minus
+from benchrunner.adapters.json_fields import (
+    as_list,
+    as_object,
+    load,
+    member,
+    number_member,
+    path,
+    text_member,
+)
+from benchrunner.adapters.values import MAX_BENCHMARK_NAME, check_name, to_nanoseconds
+
+HARNESS = "python_pytest"
+
+_CENTRE_AND_SPREAD = {"mean": ("mean", "stddev"), "median": ("median", "iqr")}
+
+
+def parse(text: str, settings: Settings) -> list[Measurement]:
+    """One measurement per benchmarked test, in the export's order; AdapterError naming the
+    field when ``text`` is not a pytest-benchmark export."""
+    try:
+        return _measurements(load(text), settings)
+    except AdapterError as exc:
+        raise AdapterError(f"{HARNESS}: {exc}") from None
+
+
+def _measurements(document: object, settings: Settings) -> list[Measurement]:
+    root = as_object(document, "")
+    # pytest-benchmark always writes these two; Bencher requires them, and they tell this
+    # export apart from other JSON with a "benchmarks" array (pyperf's).
+    for key in ("machine_info", "commit_info"):
+        member(root, key, "")
+    benchmarks = as_list(member(root, "benchmarks", ""), "benchmarks")
+    if not benchmarks:
+        raise AdapterError("benchmarks is empty: no test was benchmarked")
+    centre_key, spread_key = _CENTRE_AND_SPREAD[settings.average or "mean"]
+    found = []
+    for index, entry in enumerate(benchmarks):
+        where = path("benchmarks", index)
+        benchmark = as_object(entry, where)
+        name = text_member(benchmark, "fullname", where)
+        check_name(name, "benchmark", MAX_BENCHMARK_NAME)
+        stats_where = path(where, "stats")
+        stats = as_object(member(benchmark, "stats", where), stats_where)
+        seconds = {
+            key: number_member(stats, key, stats_where)
+            for key in ("mean", "stddev", "median", "iqr")
+        }
+        value = to_nanoseconds(seconds[centre_key], "s", path(stats_where, centre_key))
+        spread = to_nanoseconds(seconds[spread_key], "s", path(stats_where, spread_key))
+        lower, upper = plus_minus(value, spread, stats_where)
+        found.append(Measurement(name, LATENCY, value, lower, upper))
+    return found

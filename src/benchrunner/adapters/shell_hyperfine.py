@@ -1,0 +1,88 @@
+"""hyperfine's JSON export (``hyperfine --export-json FILE``) -> latency per command.
+
+Each entry of ``results`` is one command, named by its ``command`` (the ``--command-name`` when
+one was given); its times are in seconds. As Bencher's ``shell_hyperfine``: with ``average``
+``mean`` (the default) the value is ``mean`` and lower/upper are the mean minus/plus ``stddev``
+(none when hyperfine wrote ``null``, after a single run); with ``median`` the value is ``median``
+and lower/upper are ``min`` and ``max``. The fields Bencher requires must be there.
+"""
+
+from __future__ import annotations
+
+from benchrunner.adapters.base import LATENCY, AdapterError, Measurement, Settings
+from benchrunner.adapters.bounds import plus_minus
+from benchrunner.adapters.json_fields import (
+    JsonObject,
+    as_list,
+    as_number,
+    as_object,
+    brief,
+    load,
+    member,
+    number_member,
+    path,
+    text_member,
+)
+from benchrunner.adapters.values import MAX_BENCHMARK_NAME, check_name, to_nanoseconds
+
+HARNESS = "shell_hyperfine"
+
+
+def parse(text: str, settings: Settings) -> list[Measurement]:
+    """One measurement per command, in the export's order; AdapterError naming the field when
+    ``text`` is not a hyperfine export."""
+    try:
+        return _measurements(load(text), settings)
+    except AdapterError as exc:
+        raise AdapterError(f"{HARNESS}: {exc}") from None
+
+
+def _measurements(document: object, settings: Settings) -> list[Measurement]:
+    results = as_list(member(as_object(document, ""), "results", ""), "results")
+    if not results:
+        raise AdapterError("results is empty: no command was benchmarked")
+    return [
+        _command(as_object(entry, path("results", index)), path("results", index), settings)
+        for index, entry in enumerate(results)
+    ]
+
+
+def _command(result: JsonObject, where: str, settings: Settings) -> Measurement:
+    name = text_member(result, "command", where)
+    check_name(name, "benchmark", MAX_BENCHMARK_NAME)
+    nanoseconds = {
+        key: to_nanoseconds(number_member(result, key, where), "s", path(where, key))
+        for key in ("mean", "median", "min", "max")
+    }
+    stddev = _stddev(result, where)
+    # Read for their shape only: hyperfine always writes them, and Bencher requires them.
+    for key in ("user", "system"):
+        number_member(result, key, where)
+    _check_exit_codes(member(result, "exit_codes", where), path(where, "exit_codes"))
+
+    if (settings.average or "mean") == "median":
+        return Measurement(
+            name, LATENCY, nanoseconds["median"], nanoseconds["min"], nanoseconds["max"]
+        )
+    value = nanoseconds["mean"]
+    if stddev is None:
+        return Measurement(name, LATENCY, value)
+    lower, upper = plus_minus(value, stddev, where)
+    return Measurement(name, LATENCY, value, lower, upper)
+
+
+def _stddev(result: JsonObject, where: str) -> float | None:
+    """``stddev`` in nanoseconds, or None where hyperfine wrote null (after a single run)."""
+    seconds = result.get("stddev")
+    if seconds is None:
+        return None
+    where = path(where, "stddev")
+    return to_nanoseconds(as_number(seconds, where), "s", where)
+
+
+def _check_exit_codes(value: object, where: str) -> None:
+    for index, code in enumerate(as_list(value, where)):
+        if code is not None and (isinstance(code, bool) or not isinstance(code, int)):
+            raise AdapterError(
+                f"{path(where, index)} must be an integer or null, got {brief(code)}"
+            )
