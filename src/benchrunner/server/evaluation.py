@@ -97,13 +97,11 @@ def evaluate_report(
             since=since,
             max_samples=t.max_sample_size,
         )
-        model = thresholds.model_of(t)
+        if thresholds.model_of(t).test is not TestKind.CHANGE_POINT:
+            raised += _judge_limits(conn, t, report_id, judged.metrics, series, now)
+            continue
         for m in judged.metrics:
-            past = series.get(m.benchmark_id, [])
-            if model.test is TestKind.CHANGE_POINT:
-                raised += _judge_changes(conn, t, report_id, m, past, now)
-            else:
-                raised += _judge_limits(conn, t, report_id, m, past, now)
+            raised += _judge_changes(conn, t, report_id, m, series.get(m.benchmark_id, []), now)
     return raised
 
 
@@ -118,20 +116,28 @@ def _judge_limits(
     conn: Connection,
     t: Any,
     report_id: int,
-    m: reports.StoredMetric,
-    past: list[Point],
+    metrics: list[reports.StoredMetric],
+    series: dict[int, list[Point]],
     now: dt.datetime,
 ) -> int:
-    drawn = limits(thresholds.model_of(t), [p.value for p in past])
-    if drawn is None:
-        return 0
-    boundary_id = alerts.boundary_put(
-        conn, m.id, t.threshold_id, t.id, drawn.baseline, drawn.lower_limit, drawn.upper_limit
+    """Each metric's limits from its series; their boundaries are stored in one batch (a
+    report's thousands of metrics are not thousands of statements)."""
+    model = thresholds.model_of(t)
+    drawn = [(m, limits(model, [p.value for p in series.get(m.benchmark_id, [])])) for m in metrics]
+    bounded = [(m, d) for m, d in drawn if d is not None]
+    boundary_ids = alerts.boundaries_put(
+        conn,
+        [
+            alerts.NewBoundary(m.id, t.threshold_id, t.id, d.baseline, d.lower_limit, d.upper_limit)
+            for m, d in bounded
+        ],
     )
-    side = outside(drawn, m.value)
-    if side is None:
-        return 0
-    return int(alerts.alert_raise(conn, boundary_id, report_id, side, now))
+    raised = 0
+    for (m, d), boundary_id in zip(bounded, boundary_ids, strict=True):
+        side = outside(d, m.value)
+        if side is not None:
+            raised += int(alerts.alert_raise(conn, boundary_id, report_id, side, now))
+    return raised
 
 
 def _judge_changes(

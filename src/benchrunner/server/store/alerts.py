@@ -71,6 +71,34 @@ def boundary_put(
     return int(conn.execute(_BOUNDARY_OF, {"metric_id": metric_id}).scalar_one())
 
 
+@dataclass(frozen=True)
+class NewBoundary:
+    metric_id: int
+    threshold_id: int
+    model_id: int
+    baseline: float | None
+    lower_limit: float | None
+    upper_limit: float | None
+
+
+_BOUNDARIES_OF = sa.select(boundary.c.metric_id, boundary.c.id).where(
+    boundary.c.metric_id.in_(sa.bindparam("metric_ids", expanding=True))
+)
+
+
+def boundaries_put(conn: Connection, rows: Sequence[NewBoundary]) -> list[int]:
+    """``boundary_put`` of many metrics in one batch; their boundary ids, in order."""
+    if not rows:
+        return []
+    conn.execute(insert_or_skip(conn, boundary, ("metric_id",)), [vars(r) for r in rows])
+    wanted = [r.metric_id for r in rows]
+    found: dict[int, int] = {}
+    for start in range(0, len(wanted), 500):
+        chunk = wanted[start : start + 500]
+        found.update((m, b) for m, b in conn.execute(_BOUNDARIES_OF, {"metric_ids": chunk}).all())
+    return [found[metric_id] for metric_id in wanted]
+
+
 def alert_raise(
     conn: Connection,
     boundary_id: int,

@@ -3,9 +3,10 @@ point's inherited versions), testbed, benchmark and measure.
 
 One query reads the history of many benchmarks of one measure at once, newest first per
 benchmark and cut to the model's sample size in the database (a window function), so
-processing a report costs one query per threshold, not one per metric. The query walks
-``metric (benchmark_id, measure_id, report_id)``: its cost follows the series' own length,
-never other projects' history.
+processing a report costs a few queries per threshold, not one per metric. The query walks
+``metric (benchmark_id, measure_id, report_id)`` within the scope's newest reports (read from
+``report (branch_id, testbed_id, start_time)``): its cost follows the model's sample size and
+the series' own length at most, never other projects' history.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
@@ -23,8 +24,9 @@ from benchrunner.server.store.tables import baseline_reset, metric, report
 IN_LIST_CHUNK = 500
 
 
-@dataclass(frozen=True)
-class Point:
+class Point(NamedTuple):
+    """A value of the history (a tuple: a report's evaluation makes ~200,000 of them)."""
+
     metric_id: int
     value: float
 
@@ -100,6 +102,62 @@ def _branch_condition(scope: Scope) -> sa.ColumnElement[bool]:
     return sa.or_(own, inherited)
 
 
+def _in_scope(scope: Scope, since: dt.datetime | None) -> list[sa.ColumnElement[bool]]:
+    """The reports whose metrics are the history: the scope's, judged report excluded."""
+    conditions = [
+        report.c.testbed_id == scope.testbed_id,
+        report.c.id != scope.report_id,
+        report.c.start_time <= scope.until,
+        _branch_condition(scope),
+    ]
+    if since is not None:
+        conditions.append(report.c.start_time >= since)
+    return conditions
+
+
+_NEWEST_FIRST = (report.c.start_time.desc(), report.c.id.desc())
+
+
+def _ranked(conditions: list[sa.ColumnElement[bool]], max_samples: int | None) -> sa.Select[Any]:
+    """Each benchmark's metrics in ``conditions``, newest first, cut to ``max_samples``; the
+    statement's output is oldest first per benchmark."""
+    ranked = (
+        sa.select(
+            metric.c.benchmark_id,
+            metric.c.id.label("metric_id"),
+            metric.c.value,
+            sa.func.row_number()
+            .over(partition_by=metric.c.benchmark_id, order_by=(*_NEWEST_FIRST, metric.c.id.desc()))
+            .label("rank"),
+        )
+        .join(report, report.c.id == metric.c.report_id)
+        .where(
+            metric.c.measure_id == sa.bindparam("measure_id"),
+            metric.c.benchmark_id.in_(sa.bindparam("benchmark_ids", expanding=True)),
+            *conditions,
+        )
+    )
+    inner = ranked.subquery()
+    statement = sa.select(inner.c.benchmark_id, inner.c.metric_id, inner.c.value)
+    if max_samples is not None:
+        statement = statement.where(inner.c.rank <= max_samples)
+    return statement.order_by(inner.c.benchmark_id, inner.c.rank.desc())
+
+
+def _read(
+    conn: Connection,
+    statement: sa.Select[Any],
+    measure_id: int,
+    benchmark_ids: list[int],
+    found: dict[int, list[Point]],
+) -> None:
+    for start in range(0, len(benchmark_ids), IN_LIST_CHUNK):
+        chunk = benchmark_ids[start : start + IN_LIST_CHUNK]
+        params = {"measure_id": measure_id, "benchmark_ids": chunk}
+        for benchmark_id, metric_id, value in conn.execute(statement, params).tuples().all():
+            found[benchmark_id].append(Point(metric_id, value))
+
+
 def series_history(
     conn: Connection,
     scope: Scope,
@@ -110,41 +168,28 @@ def series_history(
     max_samples: int | None,
 ) -> dict[int, list[Point]]:
     """Each benchmark's history, oldest first: at most ``max_samples`` newest values
-    (None: all), none older than ``since``, never the judged report's own."""
-    ranked = (
-        sa.select(
-            metric.c.benchmark_id,
-            metric.c.id.label("metric_id"),
-            metric.c.value,
-            report.c.start_time,
-            sa.func.row_number()
-            .over(
-                partition_by=metric.c.benchmark_id,
-                order_by=(report.c.start_time.desc(), report.c.id.desc()),
-            )
-            .label("rank"),
-        )
-        .join(report, report.c.id == metric.c.report_id)
-        .where(
-            metric.c.measure_id == sa.bindparam("measure_id"),
-            metric.c.benchmark_id.in_(sa.bindparam("benchmark_ids", expanding=True)),
-            report.c.testbed_id == scope.testbed_id,
-            report.c.id != scope.report_id,
-            report.c.start_time <= scope.until,
-            _branch_condition(scope),
-        )
-    )
-    if since is not None:
-        ranked = ranked.where(report.c.start_time >= since)
-    inner = ranked.subquery()
-    statement = sa.select(inner.c.benchmark_id, inner.c.metric_id, inner.c.value)
-    if max_samples is not None:
-        statement = statement.where(inner.c.rank <= max_samples)
-    statement = statement.order_by(inner.c.benchmark_id, inner.c.rank.desc())
+    (None: all), none older than ``since``, never the judged report's own. Of one report's
+    values (its iterations) the last stored counts as the newest.
+
+    With ``max_samples``, the newest ``max_samples`` reports in scope are read first: a
+    benchmark with that many values among them has its newest values there, since every
+    later report in the order comes before every earlier one. Only a benchmark with fewer (it
+    missed some of those reports) reads its whole series. So a report's evaluation reads about
+    ``max_samples`` values per series, not the series' whole length."""
+    conditions = _in_scope(scope, since)
     found: dict[int, list[Point]] = {benchmark_id: [] for benchmark_id in benchmark_ids}
     ids = sorted(set(benchmark_ids))
-    for start in range(0, len(ids), IN_LIST_CHUNK):
-        chunk = ids[start : start + IN_LIST_CHUNK]
-        for row in conn.execute(statement, {"measure_id": measure_id, "benchmark_ids": chunk}):
-            found[row.benchmark_id].append(Point(row.metric_id, row.value))
+    if max_samples is None:
+        _read(conn, _ranked(conditions, None), measure_id, ids, found)
+        return found
+    newest = sa.select(report.c.id).where(*conditions).order_by(*_NEWEST_FIRST).limit(max_samples)
+    recent = [int(i) for i in conn.execute(newest).scalars()]
+    among = _ranked([*conditions, report.c.id.in_(recent)], max_samples)
+    _read(conn, among, measure_id, ids, found)
+    if len(recent) < max_samples:
+        return found  # those are all the reports in scope
+    short = [b for b in ids if len(found[b]) < max_samples]
+    for b in short:
+        found[b] = []
+    _read(conn, _ranked(conditions, max_samples), measure_id, short, found)
     return found

@@ -1,0 +1,450 @@
+"""Reports at scale (issue 9, point 8): a project of 1,000 benchmarks x 3 measures with 1,000
+reports of history, thresholds on every measure.
+
+Builds a fresh database (the server's own migrations) and fills it in bulk, straight into the
+tables: project A (the one measured) with ``--reports`` reports in the last year, each with a
+metric of every benchmark and measure, and a measure-wide ``t_test`` threshold (max sample size
+64) on each measure of its branch and testbed. Then it measures, with repeats:
+
+- **process**: one new report of every benchmark and measure, as processing stores and judges
+  it (``reports.metrics_add``, ``reports.report_finish``, ``evaluation.evaluate_report``) in a
+  transaction that is rolled back, so every repeat sees the same history;
+- **perf**: the perf query of one benchmark's year (``store.perf.perf_points``), for one measure
+  and for all three, and the same through ``GET /v0/projects/{project}/perf`` of an in-process
+  app.
+
+It then adds project B, ``--other-factor`` times A's rows (reports in the same year), and
+measures the same again in the same run: the figures must not follow B's size. Last, it prints
+the plans of the history and perf queries as they ran (``EXPLAIN QUERY PLAN`` on SQLite,
+``EXPLAIN ANALYZE`` on PostgreSQL).
+
+    .venv/bin/python -m benchmarks.reports_scale --engine sqlite|postgresql
+        [--benchmarks 1000] [--measures 3] [--reports 1000] [--other-factor 3] [--repeats 7]
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import datetime as dt
+import io
+import random
+import statistics
+import tempfile
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import sqlalchemy as sa
+from fastapi.testclient import TestClient
+from sqlalchemy.engine import Connection, Engine
+from tests.databases import fresh_database
+
+from benchrunner.core.tiers import Plan
+from benchrunner.detection.models import Model, TestKind
+from benchrunner.server.app import create_app
+from benchrunner.server.config import ServerSettings
+from benchrunner.server.evaluation import evaluate_report
+from benchrunner.server.store import accounts, reports, thresholds
+from benchrunner.server.store.engine import make_engine
+from benchrunner.server.store.migrate import upgrade
+from benchrunner.server.store.perf import PerfQuery, perf_points
+from benchrunner.server.store.tables import benchmark, branch, measure, metric, report, testbed
+
+NOW = dt.datetime.now(dt.UTC).replace(microsecond=0)
+YEAR = dt.timedelta(days=365)
+MEASURES = ("latency", "throughput", "memory")
+MODEL = Model(TestKind.T_TEST, min_sample_size=2, max_sample_size=64, upper_boundary=0.99)
+CHUNK = 20_000
+OUTLIERS = 0.01
+"""Share of the judged report's metrics set 30 % above their series: they raise alerts."""
+
+
+@dataclass(frozen=True)
+class Project:
+    id: int
+    slug: str
+    branch_id: int
+    testbed_id: int
+    benchmark_ids: list[int]
+    measure_ids: list[int]
+    rows: int
+
+
+def _named_rows(project_id: int, names: list[str], **extra: Any) -> list[dict[str, Any]]:
+    return [
+        {
+            "uuid": uuid.uuid4(),
+            "project_id": project_id,
+            "name": name,
+            "slug": name.replace("_", "-"),
+            "created": NOW - 2 * YEAR,
+            **extra,
+        }
+        for name in names
+    ]
+
+
+def _ids(conn: Connection, table: sa.Table, project_id: int) -> list[int]:
+    query = sa.select(table.c.id).where(table.c.project_id == project_id).order_by(table.c.id)
+    return [int(i) for i in conn.execute(query).scalars()]
+
+
+def _base(benchmark_index: int, measure_index: int) -> float:
+    return 100.0 + 10.0 * benchmark_index + 1000.0 * measure_index
+
+
+def build_project(
+    engine: Engine, org_id: int, slug: str, n_benchmarks: int, n_measures: int, n_reports: int
+) -> Project:
+    """A project with its reports spread evenly over the last year, bulk-loaded."""
+    with engine.begin() as conn:
+        project = accounts.project_create(conn, org_id, slug, "public", NOW - 2 * YEAR)
+        conn.execute(branch.insert(), _named_rows(project.id, ["main"]))
+        conn.execute(testbed.insert(), _named_rows(project.id, ["box"]))
+        names = [f"bench_{b:04d}" for b in range(n_benchmarks)]
+        conn.execute(benchmark.insert(), _named_rows(project.id, names, ignored=False))
+        conn.execute(measure.insert(), _named_rows(project.id, list(MEASURES[:n_measures])))
+        branch_id = _ids(conn, branch, project.id)[0]
+        testbed_id = _ids(conn, testbed, project.id)[0]
+        benchmark_ids = _ids(conn, benchmark, project.id)
+        measure_ids = _ids(conn, measure, project.id)
+        step = (YEAR - dt.timedelta(hours=1)) / n_reports
+        starts = [NOW - YEAR + step * k for k in range(n_reports)]
+        report_rows = [
+            {
+                "uuid": uuid.uuid4(),
+                "project_id": project.id,
+                "branch_id": branch_id,
+                "testbed_id": testbed_id,
+                "adapter": "json",
+                "version": k + 1,
+                "start_time": start,
+                "end_time": start + dt.timedelta(minutes=5),
+                "created": start,
+            }
+            for k, start in enumerate(starts)
+        ]
+        conn.execute(report.insert(), report_rows)
+        report_ids = _ids(conn, report, project.id)
+    series = [
+        (b, m, bid, mid) for b, bid in enumerate(benchmark_ids) for m, mid in enumerate(measure_ids)
+    ]
+    rng = random.Random(slug)
+    rows = ((rid, bid, mid, _base(b, m) * rng.gauss(1, 0.01)) for rid in report_ids
+            for b, m, bid, mid in series)  # fmt: skip
+    _bulk_metrics(engine, rows)
+    with engine.connect() as conn:  # the bulk rows read back through the table's types
+        first = conn.execute(sa.select(metric).where(metric.c.report_id == report_ids[0])).first()
+        assert first is not None and isinstance(first.uuid, uuid.UUID)
+    if engine.dialect.name == "postgresql":
+        with engine.connect() as conn:  # what autovacuum would have done after the load
+            conn.execution_options(isolation_level="AUTOCOMMIT").exec_driver_sql("ANALYZE")
+    return Project(
+        project.id,
+        slug,
+        branch_id,
+        testbed_id,
+        benchmark_ids,
+        measure_ids,
+        len(report_ids) * len(series),
+    )
+
+
+def _bulk_metrics(engine: Engine, rows: Iterator[tuple[int, int, int, float]]) -> None:
+    """Metrics (iteration 0) in batches: PostgreSQL's COPY, SQLite's executemany."""
+    if engine.dialect.name == "postgresql":
+        raw = engine.raw_connection()
+        try:
+            cursor = raw.cursor()
+            copy = "COPY metric (uuid, report_id, iteration, benchmark_id, measure_id, value) FROM STDIN"  # noqa: E501
+            with cursor.copy(copy) as copying:
+                buffer = io.StringIO()
+                for n, (rid, bid, mid, value) in enumerate(rows, 1):
+                    buffer.write(f"{uuid.uuid4()}\t{rid}\t0\t{bid}\t{mid}\t{value!r}\n")
+                    if n % CHUNK == 0:
+                        copying.write(buffer.getvalue())
+                        buffer = io.StringIO()
+                copying.write(buffer.getvalue())
+            raw.commit()
+        finally:
+            raw.close()
+        return
+    raw = engine.raw_connection()
+    try:
+        cursor = raw.cursor()
+        cursor.execute("PRAGMA cache_size=-2000000")  # 2 GB for the load: indexes stay in memory
+        cursor.execute("BEGIN")
+        insert = (
+            "INSERT INTO metric (uuid, report_id, iteration, benchmark_id, measure_id, value)"
+            " VALUES (?, ?, 0, ?, ?, ?)"
+        )
+        batch: list[tuple[str, int, int, int, float]] = []
+        for rid, bid, mid, value in rows:
+            batch.append((uuid.uuid4().hex, rid, bid, mid, value))  # sa.Uuid's SQLite form
+            if len(batch) == CHUNK:
+                cursor.executemany(insert, batch)
+                batch = []
+        cursor.executemany(insert, batch)
+        cursor.execute("COMMIT")
+        cursor.execute("PRAGMA cache_size=-2000")  # back to SQLite's default for the figures
+    finally:
+        raw.close()
+
+
+def add_thresholds(engine: Engine, project: Project) -> None:
+    with engine.begin() as conn:
+        for measure_id in project.measure_ids:
+            key = thresholds.SeriesKey(project.branch_id, project.testbed_id, measure_id)
+            thresholds.threshold_put(conn, project.id, key, MODEL, NOW)
+
+
+class StatementLog:
+    """The SQL statements a block of work ran (text and parameters), to count and explain."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+        self.statements: list[tuple[str, Any]] = []
+        self.on = False
+
+    def __call__(self, conn: Any, cursor: Any, statement: str, params: Any, *_: Any) -> None:
+        if self.on:
+            self.statements.append((statement, params))
+
+    def __enter__(self) -> StatementLog:
+        sa.event.listen(self.engine, "before_cursor_execute", self)
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        sa.event.remove(self.engine, "before_cursor_execute", self)
+
+
+def _new_values(project: Project, rng: random.Random) -> list[reports.MetricValue]:
+    values = []
+    for b in range(len(project.benchmark_ids)):
+        for m in range(len(project.measure_ids)):
+            shift = 1.3 if rng.random() < OUTLIERS else 1.0
+            values.append(
+                reports.MetricValue(
+                    0,
+                    f"bench_{b:04d}",
+                    MEASURES[m],
+                    _base(b, m) * rng.gauss(1, 0.01) * shift,
+                    None,
+                    None,
+                )
+            )
+    return values
+
+
+@dataclass
+class ProcessTimes:
+    store: list[float]
+    evaluate: list[float]
+    alerts: list[int]
+    statements: int
+
+
+def time_processing(
+    engine: Engine, project: Project, repeats: int, log: StatementLog
+) -> ProcessTimes:
+    """Store and judge one new report, ``repeats`` times (after one warm-up), rolled back."""
+    times = ProcessTimes([], [], [], 0)
+    rng = random.Random(1)
+    with engine.connect() as conn:
+        for k in range(repeats + 1):
+            values = _new_values(project, rng)
+            transaction = conn.begin()
+            params = reports.NewReport(
+                project.id, None, project.branch_id, project.testbed_id,
+                "json", None, None, None, NOW, NOW, NOW,
+            )  # fmt: skip
+            report_id, _ = reports.report_create(conn, params)
+            started = time.perf_counter()
+            stored = reports.metrics_add(conn, report_id, project.id, values, NOW)
+            reports.report_finish(conn, report_id, start_time=NOW, end_time=NOW, error=None)
+            stored_at = time.perf_counter()
+            log.on, log.statements = k == repeats, []
+            raised = evaluate_report(conn, report_id, stored, NOW)
+            log.on = False
+            done = time.perf_counter()
+            transaction.rollback()
+            assert len(stored) == len(values)
+            if k == 0:
+                continue  # the first run warms caches and prepared statements
+            times.store.append((stored_at - started) * 1000)
+            times.evaluate.append((done - stored_at) * 1000)
+            times.alerts.append(raised)
+        times.statements = len(log.statements)
+    return times
+
+
+def _perf_query(project: Project, measures: int) -> PerfQuery:
+    return PerfQuery(
+        [project.branch_id],
+        [project.testbed_id],
+        [project.benchmark_ids[len(project.benchmark_ids) // 2]],
+        project.measure_ids[:measures],
+        NOW - YEAR,
+        NOW,
+    )
+
+
+def time_perf(
+    engine: Engine, project: Project, measures: int, repeats: int
+) -> tuple[list[float], int]:
+    query = _perf_query(project, measures)
+    timings: list[float] = []
+    found = 0
+    with engine.connect() as conn:
+        for k in range(repeats + 1):
+            started = time.perf_counter()
+            found = len(perf_points(conn, query))
+            elapsed = time.perf_counter() - started
+            conn.rollback()
+            if k:
+                timings.append(elapsed * 1000)
+    return timings, found
+
+
+def time_perf_route(
+    url: str, data_dir: Path, project: Project, measures: int, repeats: int
+) -> tuple[list[float], int]:
+    params = {
+        "branches": "main",
+        "testbeds": "box",
+        "benchmarks": f"bench_{len(project.benchmark_ids) // 2:04d}",
+        "measures": ",".join(MEASURES[:measures]),
+        "start_time": str(int((NOW - YEAR).timestamp() * 1000)),
+        "end_time": str(int(NOW.timestamp() * 1000)),
+    }
+    settings = ServerSettings(db=url, data_dir=data_dir)
+    timings: list[float] = []
+    points = 0
+    with TestClient(create_app(settings)) as client:
+        for k in range(repeats + 1):
+            started = time.perf_counter()
+            response = client.get(f"/v0/projects/{project.slug}/perf", params=params)
+            elapsed = time.perf_counter() - started
+            response.raise_for_status()
+            points = sum(len(r["metrics"]) for r in response.json()["results"])
+            if k:
+                timings.append(elapsed * 1000)
+    return timings, points
+
+
+def _spread(values: list[float]) -> str:
+    return (
+        f"median {statistics.median(values):8.1f} ms (min {min(values):.1f}, max {max(values):.1f})"
+    )
+
+
+def measure_all(
+    engine: Engine, url: str, data_dir: Path, project: Project, repeats: int, label: str
+) -> StatementLog:
+    print(f"\n== {label}", flush=True)
+    with StatementLog(engine) as log:
+        times = time_processing(engine, project, repeats, log)
+    n = len(project.benchmark_ids) * len(project.measure_ids)
+    print(f"  process one report of {n:,} metrics ({repeats} runs, rolled back):")
+    print(f"    store metrics (metrics_add + report_finish): {_spread(times.store)}")
+    print(f"    evaluate_report:                             {_spread(times.evaluate)}")
+    totals = [s + e for s, e in zip(times.store, times.evaluate, strict=True)]
+    print(f"    total:                                       {_spread(totals)}")
+    print(f"    alerts raised per run: {times.alerts}; evaluation statements: {times.statements}")
+    for measures in (1, len(project.measure_ids)):
+        timings, points = time_perf(engine, project, measures, repeats * 3)
+        print(f"  perf store query, 1 benchmark x {measures} measure(s), {points:,} points: "
+              f"{_spread(timings)}")  # fmt: skip
+    for measures in (1, len(project.measure_ids)):
+        timings, points = time_perf_route(url, data_dir, project, measures, repeats * 3)
+        print(f"  perf HTTP route, 1 benchmark x {measures} measure(s), {points:,} points:  "
+              f"{_spread(timings)}")  # fmt: skip
+    return log
+
+
+def explain(engine: Engine, statement: str, params: Any) -> str:
+    if engine.dialect.name == "sqlite":
+        prefix = "EXPLAIN QUERY PLAN "
+    else:
+        prefix = "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) "
+    with engine.connect() as conn:
+        rows = conn.exec_driver_sql(prefix + statement, params).all()
+        conn.rollback()
+    return "\n".join("    " + str(row[-1]) for row in rows)
+
+
+def print_plans(engine: Engine, project: Project, log: StatementLog) -> None:
+    newest = [s for s in log.statements if s[0].startswith("SELECT report.id") and "LIMIT" in s[0]]
+    if newest:
+        print("\n  plan of the history's newest reports (one of the evaluation's, as it ran):")
+        print(explain(engine, *newest[0]))
+    history = [s for s in log.statements if "row_number()" in s[0].lower()]
+    if history:
+        print("\n  plan of the history query (one of the evaluation's, as it ran):")
+        print(explain(engine, *history[0]))
+    with StatementLog(engine) as perf_log, engine.connect() as conn:
+        perf_log.on = True
+        perf_points(conn, _perf_query(project, len(project.measure_ids)))
+        perf_log.on = False
+    points = [s for s in perf_log.statements if "FROM metric" in s[0]]
+    print("\n  plan of the perf query (1 benchmark x all measures, a year):")
+    print(explain(engine, *points[0]))
+
+
+@contextlib.contextmanager
+def database(engine_name: str, directory: Path) -> Iterator[tuple[Engine, str]]:
+    with fresh_database(engine_name, directory) as url:
+        engine = make_engine(url, writer=True)
+        upgrade(engine)
+        try:
+            yield engine, url
+        finally:
+            engine.dispose()
+
+
+def _timed(what: str, work: Callable[[], Project]) -> Project:
+    started = time.perf_counter()
+    project = work()
+    print(f"built {what}: {project.rows:,} metric rows in {time.perf_counter() - started:.0f} s")
+    return project
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--engine", choices=("sqlite", "postgresql"), default="sqlite")
+    parser.add_argument("--benchmarks", type=int, default=1000)
+    parser.add_argument("--measures", type=int, choices=(1, 2, 3), default=3)
+    parser.add_argument("--reports", type=int, default=1000)
+    parser.add_argument("--other-factor", type=int, default=3)
+    parser.add_argument("--repeats", type=int, default=7)
+    options = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp, database(options.engine, Path(tmp)) as (engine, url):
+        with engine.begin() as conn:
+            leader = accounts.user_get_or_create(conn, "b@x", "b", admin=False, now=NOW).id
+            org = accounts.organization_create(conn, "org", Plan.TEAM, NOW, leader_id=leader)
+
+        def build(slug: str, n_reports: int) -> Project:
+            return build_project(
+                engine, org.id, slug, options.benchmarks, options.measures, n_reports
+            )
+
+        a = _timed("project A", lambda: build("scale-a", options.reports))
+        add_thresholds(engine, a)
+        data_dir = Path(tmp) / "data"
+        measure_all(engine, url, data_dir, a, options.repeats, "project A alone")
+        if options.other_factor == 0:
+            return
+        b = _timed("project B", lambda: build("scale-b", options.reports * options.other_factor))
+        log = measure_all(
+            engine, url, data_dir, a, options.repeats,
+            f"project A with project B in the database ({b.rows:,} more metric rows)",
+        )  # fmt: skip
+        print_plans(engine, a, log)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,55 @@
+"""The distribution tests' limits are exactly those of SciPy's frozen distributions.
+
+``boundary`` computes quantiles at the ufunc level (``scipy.special``) instead of building a
+frozen ``scipy.stats`` distribution per metric; this compares the two bit for bit on random
+histories, sizes and boundaries over the whole validated range [0.5, 1.0).
+"""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from benchrunner.detection import Limits, Model, TestKind, limits
+
+CASES = 300
+
+
+def _reference(test: TestKind, history: list[float], lower: float, upper: float) -> Limits:
+    """The limits as the frozen distributions give them: location and scale fitted to the
+    history (population deviation), the lower quantile mirrored through the baseline."""
+    values = np.asarray(history, dtype=np.float64)
+    if test is TestKind.LOG_NORMAL:
+        logs = np.log(values)
+        median = float(np.exp(float(np.mean(logs))))
+        frozen = stats.lognorm(s=float(np.std(logs, ddof=0)), scale=median)
+        baseline = median
+    else:
+        mean, deviation = float(np.mean(values)), float(np.std(values, ddof=0))
+        if test is TestKind.Z_SCORE:
+            frozen = stats.norm(loc=mean, scale=deviation)
+        else:
+            frozen = stats.t(df=len(values) - 1, loc=mean, scale=deviation)
+        baseline = mean
+    return Limits(baseline, 2.0 * baseline - float(frozen.ppf(lower)), float(frozen.ppf(upper)))
+
+
+@pytest.mark.parametrize("test", [TestKind.Z_SCORE, TestKind.T_TEST, TestKind.LOG_NORMAL])
+def test_limits_equal_the_frozen_distributions_bit_for_bit(test: TestKind) -> None:
+    rng = random.Random(f"quantiles-{test.value}")
+    for _ in range(CASES):
+        size = rng.choice([2, 3, 5, 10, 64, 200])
+        centre = 10 ** rng.uniform(-6, 9)
+        history = [centre * rng.lognormvariate(0, rng.uniform(1e-4, 1.0)) for _ in range(size)]
+        lower = rng.choice([0.5, 0.9, 0.975, 0.99, rng.uniform(0.5, 1.0)])
+        upper = rng.choice([0.5, 0.95, 0.99, 0.999999, rng.uniform(0.5, 1.0)])
+        model = Model(test, lower_boundary=lower, upper_boundary=upper)
+        assert limits(model, history) == _reference(test, history, lower, upper), (
+            test,
+            history,
+            lower,
+            upper,
+        )

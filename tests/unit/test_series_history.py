@@ -1,0 +1,180 @@
+"""A series' history from the store equals the history computed by hand from the same rows.
+
+Random reports over two branches (one with a start point on the other) and two testbeds, with
+tied start times, benchmarks missing from some reports and reports of two iterations; every
+scope, sample size and window is compared with a plain reading of the rules: the scope's
+reports, newest first (start time, then report, then metric), cut to the sample size, oldest
+first. Small sample sizes take the store's fast path (the newest reports first) and its
+fallback (a benchmark missing from those reports); None and large ones the whole series.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import random
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from benchrunner.core.tiers import Plan
+from benchrunner.server.store import accounts, history
+from benchrunner.server.store.engine import make_engine
+from benchrunner.server.store.migrate import upgrade
+from benchrunner.server.store.tables import benchmark, branch, measure, metric, report, testbed
+
+T0 = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
+BENCHMARKS = 6
+
+
+@dataclass(frozen=True)
+class Row:
+    metric_id: int
+    report_id: int
+    branch_id: int
+    testbed_id: int
+    benchmark_id: int
+    version: int
+    start_time: dt.datetime
+    value: float
+
+
+def _named(conn: Connection, table: sa.Table, project_id: int, name: str, **extra: Any) -> int:
+    row = {"uuid": uuid.uuid4(), "project_id": project_id, "name": name, "slug": name}
+    inserted = conn.execute(table.insert().returning(table.c.id), {**row, "created": T0, **extra})
+    return int(inserted.scalar_one())
+
+
+def _fill(conn: Connection, rng: random.Random) -> tuple[dict[str, int], list[int], list[Row]]:
+    leader = accounts.user_get_or_create(conn, "h@x", "h", admin=False, now=T0).id
+    org = accounts.organization_create(conn, "org", Plan.TEAM, T0, leader_id=leader)
+    project = accounts.project_create(conn, org.id, "p", "public", T0).id
+    ids = {
+        "main": _named(conn, branch, project, "main"),
+        "box": _named(conn, testbed, project, "box"),
+        "other": _named(conn, testbed, project, "other"),
+        "m": _named(conn, measure, project, "m"),
+    }
+    ids["pr"] = _named(
+        conn, branch, project, "pr",
+        start_point_branch_id=ids["main"], start_point_version=30, start_point_max_versions=12,
+    )  # fmt: skip
+    benchmarks = [
+        _named(conn, benchmark, project, f"b{k}", ignored=False) for k in range(BENCHMARKS)
+    ]
+    rows: list[Row] = []
+    versions = {ids["main"]: 0, ids["pr"]: 30}
+    for _ in range(90):
+        branch_id = ids["main"] if rng.random() < 0.7 else ids["pr"]
+        testbed_id = ids["box"] if rng.random() < 0.8 else ids["other"]
+        versions[branch_id] += 1
+        start = T0 + dt.timedelta(hours=rng.randrange(60))  # many ties
+        report_id = conn.execute(
+            report.insert().returning(report.c.id),
+            {
+                "uuid": uuid.uuid4(), "project_id": project, "branch_id": branch_id,
+                "testbed_id": testbed_id, "adapter": "json", "version": versions[branch_id],
+                "start_time": start, "end_time": start, "created": start,
+            },
+        ).scalar_one()  # fmt: skip
+        for iteration in range(rng.choice((1, 1, 2))):
+            for benchmark_id in benchmarks:
+                if benchmark_id == benchmarks[0] and rng.random() < 0.6:
+                    continue  # a benchmark missing from most reports: the fallback
+                value = rng.random()
+                metric_id = conn.execute(
+                    metric.insert().returning(metric.c.id),
+                    {
+                        "uuid": uuid.uuid4(), "report_id": report_id, "iteration": iteration,
+                        "benchmark_id": benchmark_id, "measure_id": ids["m"], "value": value,
+                    },
+                ).scalar_one()  # fmt: skip
+                rows.append(
+                    Row(metric_id, report_id, branch_id, testbed_id, benchmark_id,
+                        versions[branch_id], start, value)
+                )  # fmt: skip
+    return ids, benchmarks, rows
+
+
+def _in_scope(row: Row, scope: history.Scope, since: dt.datetime | None) -> bool:
+    own = row.branch_id == scope.branch_id
+    inherited = (
+        scope.start_point_branch_id is not None
+        and scope.start_point_version is not None
+        and scope.start_point_max_versions is not None
+        and row.branch_id == scope.start_point_branch_id
+        and scope.start_point_version - scope.start_point_max_versions
+        < row.version
+        <= scope.start_point_version
+    )
+    return (
+        (own or inherited)
+        and row.testbed_id == scope.testbed_id
+        and row.report_id != scope.report_id
+        and row.start_time <= scope.until
+        and (since is None or row.start_time >= since)
+    )
+
+
+def _expected(
+    rows: list[Row], scope: history.Scope, benchmark_id: int, since: Any, most: int | None
+) -> list[history.Point]:
+    mine = [r for r in rows if r.benchmark_id == benchmark_id and _in_scope(r, scope, since)]
+    mine.sort(key=lambda r: (r.start_time, r.report_id, r.metric_id), reverse=True)
+    kept = mine if most is None else mine[:most]
+    return [history.Point(r.metric_id, r.value) for r in reversed(kept)]
+
+
+def test_series_history_matches_the_rules(database_url: str) -> None:
+    engine = make_engine(database_url, writer=True)
+    upgrade(engine)
+    rng = random.Random(9)
+    try:
+        with engine.begin() as conn:
+            ids, benchmarks, rows = _fill(conn, rng)
+            judged = rows[-1].report_id
+            scopes = [
+                history.Scope(judged, ids["main"], ids["box"], T0 + dt.timedelta(hours=50),
+                              None, None, None, None),
+                history.Scope(judged, ids["main"], ids["other"], T0 + dt.timedelta(hours=99),
+                              None, None, None, None),
+                history.Scope(judged, ids["pr"], ids["box"], T0 + dt.timedelta(hours=99),
+                              None, ids["main"], 30, 12),
+            ]  # fmt: skip
+            checked = 0
+            for scope in scopes:
+                for since in (None, T0 + dt.timedelta(hours=20)):
+                    for most in (None, 1, 3, 8, 500):
+                        got = history.series_history(
+                            conn, scope, ids["m"], benchmarks, since=since, max_samples=most
+                        )
+                        for b in benchmarks:
+                            assert got[b] == _expected(rows, scope, b, since, most), (scope, b)
+                            checked += len(got[b])
+            assert checked > 1000  # the histories are not all empty
+    finally:
+        engine.dispose()
+
+
+@pytest.mark.parametrize("most", [1, 4])
+def test_a_benchmark_absent_from_the_newest_reports_reads_further_back(
+    database_url: str, most: int
+) -> None:
+    engine = make_engine(database_url, writer=True)
+    upgrade(engine)
+    try:
+        with engine.begin() as conn:
+            ids, benchmarks, rows = _fill(conn, random.Random(5))
+            scope = history.Scope(
+                -1, ids["main"], ids["box"], T0 + dt.timedelta(days=9), None, None, None, None
+            )
+            got = history.series_history(
+                conn, scope, ids["m"], benchmarks[:1], since=None, max_samples=most
+            )
+            assert got[benchmarks[0]] == _expected(rows, scope, benchmarks[0], None, most)
+            assert len(got[benchmarks[0]]) == most
+    finally:
+        engine.dispose()
