@@ -22,6 +22,7 @@ from pydantic import AwareDatetime, ConfigDict, Field, field_validator
 from sqlalchemy.engine import Connection
 
 from benchrunner import adapters
+from benchrunner.adapters.values import MAX_MEASURE_NAME
 from benchrunner.core import slugs
 from benchrunner.core.templates import TemplateError
 from benchrunner.core.tiers import Plan, priority_for
@@ -271,9 +272,17 @@ def run_target(body: RunBody) -> Target:
 
 
 def threshold_models(body: RunBody) -> dict[str, Model]:
-    """The body's threshold models, validated: 400 naming the measure and parameter."""
+    """The body's threshold models, validated: 400 naming the measure and parameter. A key
+    names a measure (created on first use), so it must be a name the store can hold, as a
+    result's measure must."""
     if body.thresholds is None:
         return {}
+    for key in body.thresholds.models:
+        if not 1 <= len(key) <= MAX_MEASURE_NAME:
+            raise bad_request(
+                f"thresholds.models: a measure name must be 1-{MAX_MEASURE_NAME} characters, "
+                f"got {len(key)}"
+            )
     return {
         key: checked_model(found, f"thresholds.models.{key}")
         for key, found in body.thresholds.models.items()
