@@ -343,3 +343,19 @@ def test_a_runner_job_is_judged_when_processed(api: Api, shared: Deployment) -> 
     assert (alert["limit"], alert["metric"]["value"]) == ("upper", 40)
     assert alert["boundary"]["upper_limit"] == pytest.approx(11.0)
     runner.kill()
+
+
+def test_the_largest_counts_bencher_accepts_are_stored_on_every_engine(api: Api) -> None:
+    """Sample sizes, windows and max_versions go up to 2**32 - 1 (Bencher's u32): PostgreSQL's
+    32-bit integer cannot hold that, so the columns are 64-bit."""
+    largest = 2**32 - 1
+    model = {**LATENCY_10PCT, "max_sample_size": largest, "window": largest}
+    api.run(latency(a=100), thresholds={"models": {"latency": model}})
+    [threshold] = api.get("/thresholds")
+    assert threshold["model"]["max_sample_size"] == largest
+    assert threshold["model"]["window"] == largest
+    branched = api.run(
+        latency(a=100), branch="pr-big", start_point={"branch": "main", "max_versions": largest}
+    )
+    assert branched["branch"]["head"]["start_point"]["max_versions"] == largest
+    assert api.get("/branches/pr-big")["start_point"]["max_versions"] == largest
