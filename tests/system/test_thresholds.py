@@ -359,3 +359,16 @@ def test_the_largest_counts_bencher_accepts_are_stored_on_every_engine(api: Api)
     )
     assert branched["branch"]["head"]["start_point"]["max_versions"] == largest
     assert api.get("/branches/pr-big")["start_point"]["max_versions"] == largest
+
+
+def test_names_with_a_slash_are_read_and_changed_by_name(api: Api) -> None:
+    """Branches such as ``feature/x`` and grouped benchmarks such as Criterion's ``fib/10``
+    are reached by name, as the client sends them (one percent-encoded path segment)."""
+    api.run(latency(**{"fib/10": 1}), branch="feature/x")
+    assert api.get("/branches/feature%2Fx")["name"] == "feature/x"
+    assert api.get("/benchmarks/fib%2F10")["slug"] == "fib-10"
+    ignored = api.http.patch(f"{api.project}/benchmarks/fib%2F10", json={"ignored": True})
+    assert ignored.status_code == 200, ignored.text
+    assert ignored.json()["name"] == "fib/10" and ignored.json()["ignored"] is True
+    missing = api.http.get(f"{api.project}/benchmarks/fib%2F11")
+    assert missing.status_code == 404 and "fib/11" in missing.json()["message"]
