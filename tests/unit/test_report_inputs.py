@@ -15,7 +15,7 @@ from benchrunner.server.errors import ApiError
 from benchrunner.server.evaluation import already_alerted, history_since
 from benchrunner.server.results import report_metrics
 from benchrunner.server.routes.model_bodies import ThresholdModelBody, checked_model, is_git_hash
-from benchrunner.server.routes.run import RunBody, run_target, threshold_models
+from benchrunner.server.routes.run_body import RunBody, run_target, threshold_models
 
 
 @pytest.mark.parametrize(
