@@ -343,3 +343,32 @@ def test_a_runner_job_is_judged_when_processed(api: Api, shared: Deployment) -> 
     assert (alert["limit"], alert["metric"]["value"]) == ("upper", 40)
     assert alert["boundary"]["upper_limit"] == pytest.approx(11.0)
     runner.kill()
+
+
+def test_the_largest_counts_bencher_accepts_are_stored_on_every_engine(api: Api) -> None:
+    """Sample sizes, windows and max_versions go up to 2**32 - 1 (Bencher's u32): PostgreSQL's
+    32-bit integer cannot hold that, so the columns are 64-bit."""
+    largest = 2**32 - 1
+    model = {**LATENCY_10PCT, "max_sample_size": largest, "window": largest}
+    api.run(latency(a=100), thresholds={"models": {"latency": model}})
+    [threshold] = api.get("/thresholds")
+    assert threshold["model"]["max_sample_size"] == largest
+    assert threshold["model"]["window"] == largest
+    branched = api.run(
+        latency(a=100), branch="pr-big", start_point={"branch": "main", "max_versions": largest}
+    )
+    assert branched["branch"]["head"]["start_point"]["max_versions"] == largest
+    assert api.get("/branches/pr-big")["start_point"]["max_versions"] == largest
+
+
+def test_names_with_a_slash_are_read_and_changed_by_name(api: Api) -> None:
+    """Branches such as ``feature/x`` and grouped benchmarks such as Criterion's ``fib/10``
+    are reached by name, as the client sends them (one percent-encoded path segment)."""
+    api.run(latency(**{"fib/10": 1}), branch="feature/x")
+    assert api.get("/branches/feature%2Fx")["name"] == "feature/x"
+    assert api.get("/benchmarks/fib%2F10")["slug"] == "fib-10"
+    ignored = api.http.patch(f"{api.project}/benchmarks/fib%2F10", json={"ignored": True})
+    assert ignored.status_code == 200, ignored.text
+    assert ignored.json()["name"] == "fib/10" and ignored.json()["ignored"] is True
+    missing = api.http.get(f"{api.project}/benchmarks/fib%2F11")
+    assert missing.status_code == 404 and "fib/11" in missing.json()["message"]

@@ -56,6 +56,33 @@ def test_an_empty_query_still_draws_a_plot() -> None:
     assert perf_png([], title="nothing").startswith(b"\x89PNG")
 
 
+@pytest.mark.parametrize(
+    ("values", "limit"),
+    [
+        ([1e308, -1e308, 1.7e308], None),  # the axis span overflows a float
+        ([1.7e308, 1.7e308, 1.7e308], float("inf")),  # a limit drawn past the largest float
+        ([-5e-324, 5e-324, 0.0], None),
+    ],
+)
+def test_values_at_the_ends_of_the_float_range_still_draw_a_plot(
+    values: list[float], limit: float | None
+) -> None:
+    points = [
+        Point(
+            report=f"r{i}",
+            start_time=T0 + dt.timedelta(hours=i),
+            end_time=T0 + dt.timedelta(hours=i),
+            value=value,
+            upper_limit=limit,
+            alert_limit="upper" if i == 2 else None,
+        )
+        for i, value in enumerate(values)
+    ]
+    series = Series("main", "localhost", "huge", "latency", "nanoseconds (ns)", points)
+    png = perf_png([series], title="huge")
+    assert png.startswith(b"\x89PNG") and _red_pixels(png) > 20
+
+
 def test_csv_has_one_row_per_point_and_reads_back() -> None:
     text = perf_csv([_series(alert_at=8), _series(alert_at=None, benchmark="hash")])
     rows = list(csv.DictReader(io.StringIO(text)))

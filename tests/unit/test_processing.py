@@ -233,3 +233,18 @@ def test_the_byte_budget_defaults_to_four_largest_messages_and_holds_at_least_on
     assert ServerSettings(processing_batch_bytes=1 << 30).processing_budget() == 1 << 30
     with pytest.raises(ValueError, match="at least request_body_max_bytes"):
         ServerSettings(request_body_max_bytes=1 << 20, processing_batch_bytes=1 << 19)
+
+
+def test_a_failing_evaluation_leaves_the_job_processed_with_its_metrics(
+    setup: Setup, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Judging runs in the batch's transaction: an error there must not roll the batch back
+    and leave its jobs ``completed``, to fail again on every retry."""
+
+    def failing(*_args: object) -> int:
+        raise OverflowError("intermediate overflow in fsum")
+
+    monkeypatch.setattr("benchrunner.server.processing.evaluate_report", failing)
+    job_id = setup.completed_job(GOOD)
+    asyncio.run(Processor(setup.ctx).process([job_id]))
+    assert setup.outcome(job_id) == (JobStatus.PROCESSED, None, 1, 1)

@@ -15,7 +15,7 @@ from benchrunner.server.errors import ApiError
 from benchrunner.server.evaluation import already_alerted, history_since
 from benchrunner.server.results import report_metrics
 from benchrunner.server.routes.model_bodies import ThresholdModelBody, checked_model, is_git_hash
-from benchrunner.server.routes.run import RunBody, run_target
+from benchrunner.server.routes.run_body import RunBody, run_target, threshold_models
 
 
 @pytest.mark.parametrize(
@@ -114,6 +114,21 @@ def test_bad_models_are_400_naming_the_parameter(model: dict[str, Any], named: s
 def test_a_good_model_passes() -> None:
     body = ThresholdModelBody(test="t", upper_boundary=0.99, max_sample_size=64)
     assert checked_model(body, "x").test.value == "t_test"
+
+
+@pytest.mark.parametrize("key", ["", "x" * 65])
+def test_a_threshold_keyed_by_no_storable_measure_name_is_a_400(key: str) -> None:
+    body = RunBody(thresholds={"models": {key: {"test": "percentage", "upper_boundary": 0.1}}})
+    with pytest.raises(ApiError) as refused:
+        threshold_models(body)
+    assert refused.value.status == 400
+    assert "thresholds.models" in refused.value.message and "1-64" in refused.value.message
+
+
+def test_a_threshold_keyed_by_a_long_enough_name_passes() -> None:
+    model = {"test": "percentage", "upper_boundary": 0.1}
+    body = RunBody(thresholds={"models": {"x" * 64: model, "Latency": model}})
+    assert sorted(threshold_models(body)) == ["Latency", "x" * 64]
 
 
 def step(index: int) -> ChangePoint:

@@ -8,12 +8,13 @@ against a new baseline, and the active alerts from that report on are dismissed.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Annotated, Any
 
 import typer
 
 from benchrunner.cli import output
-from benchrunner.cli.config import require_project, resolve
+from benchrunner.cli.config import project_client
 from benchrunner.cli.history_format import ALERT_COLUMNS, alert_row, crossed_limit, units_of
 from benchrunner.cli.options import LIST_PER_PAGE, Host, Json, Page, PerPage, Project, Token
 from benchrunner.cli.report_format import change_percent, format_change, with_units
@@ -88,10 +89,9 @@ def alert_list(
     as_json: Json = False,
 ) -> None:
     """The project's alerts, newest first (names, slugs or UUIDs filter)."""
-    settings = resolve(host, token, project)
-    with settings.client() as client:
+    with project_client(host, token, project) as (client, project_ref):
         found = client.list_alerts(
-            require_project(settings),
+            project_ref,
             status=status,
             branch=branch,
             testbed=testbed,
@@ -101,11 +101,7 @@ def alert_list(
             page=page,
             per_page=per_page,
         )
-    if as_json:
-        output.print_json(found)
-        return
-    rows = [alert_row(a) for a in found]
-    output.print_table(ALERT_COLUMNS, rows, title="Alerts", total=found.total)
+    output.show_page(found, as_json, ALERT_COLUMNS, alert_row, title="Alerts")
 
 
 @alert_app.command("show")
@@ -117,60 +113,34 @@ def alert_show(
     as_json: Json = False,
 ) -> None:
     """One alert: the metric, its baseline and the limit it crossed."""
-    settings = resolve(host, token, project)
-    with settings.client() as client:
-        found = client.get_alert(require_project(settings), alert)
+    with project_client(host, token, project) as (client, project_ref):
+        found = client.get_alert(project_ref, alert)
     output.show(found, as_json, print_alert)
 
 
-def _set_status(
-    alert: str,
-    status: AlertStatus,
-    project: str | None,
-    host: str | None,
-    token: str | None,
-    as_json: bool,
-) -> None:
-    settings = resolve(host, token, project)
-    with settings.client() as client:
-        updated = client.update_alert(require_project(settings), alert, status)
-    output.show(updated, as_json, print_alert)
+def _status_command(status: AlertStatus, doc: str) -> Callable[..., None]:
+    def set_status(
+        alert: AlertRef,
+        project: Project = None,
+        host: Host = None,
+        token: Token = None,
+        as_json: Json = False,
+    ) -> None:
+        with project_client(host, token, project) as (client, project_ref):
+            updated = client.update_alert(project_ref, alert, status)
+        output.show(updated, as_json, print_alert)
+
+    set_status.__doc__ = doc
+    return set_status
 
 
-@alert_app.command("dismiss")
-def alert_dismiss(
-    alert: AlertRef,
-    project: Project = None,
-    host: Host = None,
-    token: Token = None,
-    as_json: Json = False,
-) -> None:
-    """Seen, and not a regression."""
-    _set_status(alert, "dismissed", project, host, token, as_json)
-
-
-@alert_app.command("silence")
-def alert_silence(
-    alert: AlertRef,
-    project: Project = None,
-    host: Host = None,
-    token: Token = None,
-    as_json: Json = False,
-) -> None:
-    """Mute the alert: it no longer counts as active."""
-    _set_status(alert, "silenced", project, host, token, as_json)
-
-
-@alert_app.command("activate")
-def alert_activate(
-    alert: AlertRef,
-    project: Project = None,
-    host: Host = None,
-    token: Token = None,
-    as_json: Json = False,
-) -> None:
-    """Make a dismissed or silenced alert active again."""
-    _set_status(alert, "active", project, host, token, as_json)
+_STATUS_COMMANDS: tuple[tuple[str, AlertStatus, str], ...] = (
+    ("dismiss", "dismissed", "Seen, and not a regression."),
+    ("silence", "silenced", "Mute the alert: it no longer counts as active."),
+    ("activate", "active", "Make a dismissed or silenced alert active again."),
+)
+for _name, _status, _doc in _STATUS_COMMANDS:
+    alert_app.command(_name)(_status_command(_status, _doc))
 
 
 @baseline_app.command("reset")
@@ -194,10 +164,9 @@ def baseline_reset(
     """This change was intended: from REPORT on, judge the branch/testbed's series against a
     new baseline (history before it no longer counts) and dismiss the active alerts of that
     report and later ones."""
-    settings = resolve(host, token, project)
-    with settings.client() as client:
+    with project_client(host, token, project) as (client, project_ref):
         reset = client.reset_baseline(
-            require_project(settings),
+            project_ref,
             branch=branch,
             testbed=testbed,
             report=report,

@@ -15,7 +15,8 @@ import json
 import os
 import tempfile
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -126,3 +127,14 @@ def require_project(settings: CliSettings) -> str:
             f'or add project = "..." to {config_path()}'
         )
     return settings.project
+
+
+@contextmanager
+def project_client(
+    host: str | None, token: str | None, project: str | None, *, timeout: float = 30
+) -> Iterator[tuple[BenchrunnerClient, str]]:
+    """A client of the resolved settings, and the project a command acts on (ValueError, as
+    ``require_project``, when none is given anywhere)."""
+    settings = resolve(host, token, project)
+    with settings.client(timeout=timeout) as client:
+        yield client, require_project(settings)

@@ -6,13 +6,14 @@ list command serves them all, with the columns that only some of them have.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Annotated
 
 import typer
 
 from benchrunner.cli import output
-from benchrunner.cli.config import require_project, resolve
+from benchrunner.cli.config import project_client
 from benchrunner.cli.options import LIST_PER_PAGE, Host, Json, Page, PerPage, Project, Token
 from benchrunner.client import Dimension, JsonObject
 
@@ -65,17 +66,16 @@ def _list_command(dimension: Dimension) -> Callable[..., None]:
         token: Token = None,
         as_json: Json = False,
     ) -> None:
-        settings = resolve(host, token, project)
-        with settings.client() as client:
+        with project_client(host, token, project) as (client, project_ref):
             found = client.list_dimensions(
-                require_project(settings), dimension, name=name, page=page, per_page=per_page
+                project_ref, dimension, name=name, page=page, per_page=per_page
             )
-        if as_json:
-            output.print_json(found)
-            return
-        rows = [dimension_row(dimension, item) for item in found]
-        output.print_table(
-            dimension_columns(dimension), rows, title=dimension.capitalize(), total=found.total
+        output.show_page(
+            found,
+            as_json,
+            dimension_columns(dimension),
+            functools.partial(dimension_row, dimension),
+            title=dimension.capitalize(),
         )
 
     list_dimension.__doc__ = f"The project's {dimension}, by name."
@@ -100,9 +100,8 @@ def _set_ignored(
     token: str | None,
     as_json: bool,
 ) -> None:
-    settings = resolve(host, token, project)
-    with settings.client() as client:
-        updated = client.update_benchmark(require_project(settings), benchmark, ignored=ignored)
+    with project_client(host, token, project) as (client, project_ref):
+        updated = client.update_benchmark(project_ref, benchmark, ignored=ignored)
     if as_json:
         output.print_json(updated)
         return

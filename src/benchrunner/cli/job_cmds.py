@@ -7,9 +7,10 @@ from typing import Annotated, Literal
 import typer
 
 from benchrunner.cli import output
-from benchrunner.cli.config import require_project, resolve
+from benchrunner.cli.config import project_client
 from benchrunner.cli.options import LIST_PER_PAGE, Host, Json, Page, PerPage, Project, Token
 from benchrunner.cli.views import job_summary, print_job, print_logs
+from benchrunner.client import JsonObject
 
 job_app = typer.Typer(
     help="Jobs of a project: list, inspect, cancel, read output.", no_args_is_help=True
@@ -17,6 +18,19 @@ job_app = typer.Typer(
 
 Status = Literal["pending", "claimed", "running", "completed", "processed", "failed", "canceled"]
 JobRef = Annotated[str, typer.Argument(metavar="JOB", help="Job UUID.")]
+
+
+JOB_COLUMNS = ("job", "status", "run", "spec", "created (UTC)")
+
+
+def _job_row(job: JsonObject) -> tuple[object, ...]:
+    return (
+        job["uuid"],
+        job["status"],
+        job_summary(job),
+        (job.get("spec") or {}).get("slug"),
+        output.when(job["created"]),
+    )
 
 
 @job_app.command("list")
@@ -33,31 +47,15 @@ def job_list(
     as_json: Json = False,
 ) -> None:
     """Jobs of a project, newest first."""
-    settings = resolve(host, token, project)
-    with settings.client() as client:
+    with project_client(host, token, project) as (client, project_ref):
         found = client.list_jobs(
-            require_project(settings),
+            project_ref,
             status=status,
             page=page,
             per_page=per_page,
             direction=direction,
         )
-    if as_json:
-        output.print_json(found)
-        return
-    rows = [
-        (
-            j["uuid"],
-            j["status"],
-            job_summary(j),
-            (j.get("spec") or {}).get("slug"),
-            output.when(j["created"]),
-        )
-        for j in found
-    ]
-    output.print_table(
-        ("job", "status", "run", "spec", "created (UTC)"), rows, title="Jobs", total=found.total
-    )
+    output.show_page(found, as_json, JOB_COLUMNS, _job_row, title="Jobs")
 
 
 @job_app.command("show")
@@ -69,9 +67,8 @@ def job_show(
     as_json: Json = False,
 ) -> None:
     """A job's status, event timeline and output summary."""
-    settings = resolve(host, token, project)
-    with settings.client() as client:
-        found = client.get_job(require_project(settings), job)
+    with project_client(host, token, project) as (client, project_ref):
+        found = client.get_job(project_ref, job)
     if as_json:
         output.print_json(found)
     else:
@@ -87,9 +84,8 @@ def job_cancel(
     as_json: Json = False,
 ) -> None:
     """Cancel a pending, claimed or running job; its runner stops the benchmark."""
-    settings = resolve(host, token, project)
-    with settings.client() as client:
-        found = client.cancel_job(require_project(settings), job)
+    with project_client(host, token, project) as (client, project_ref):
+        found = client.cancel_job(project_ref, job)
     if as_json:
         output.print_json(found)
     else:
@@ -108,9 +104,8 @@ def job_logs(
 
     The output is stored when the job finishes; live logs of a running job come later.
     """
-    settings = resolve(host, token, project)
-    with settings.client() as client:
-        found = client.get_job(require_project(settings), job)
+    with project_client(host, token, project) as (client, project_ref):
+        found = client.get_job(project_ref, job)
     if as_json:
         output.print_json(found.get("output"))
     else:

@@ -16,7 +16,7 @@ from rich.table import Table
 from rich.text import Text
 
 from benchrunner.cli.sizes import format_size
-from benchrunner.client import JsonObject
+from benchrunner.client import JsonObject, Page
 
 PIPE_WIDTH = 200
 
@@ -110,6 +110,22 @@ def print_table(
     out().print(table)
     if total is not None and total > count:
         note(f"showing {count} of {total}; use --page and --per-page for more")
+
+
+def show_page(
+    found: Page,
+    as_json: bool,
+    columns: Sequence[str],
+    row: Callable[[JsonObject], Sequence[object]],
+    *,
+    title: str,
+) -> None:
+    """A page of a list endpoint as JSON with ``--json``, else as a table of ``row`` of each
+    item with the server's total."""
+    if as_json:
+        print_json(found)
+    else:
+        print_table(columns, [row(item) for item in found], title=title, total=found.total)
 
 
 def print_record(fields: Iterable[tuple[str, object]], *, title: str | None = None) -> None:

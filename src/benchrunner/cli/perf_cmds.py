@@ -11,7 +11,7 @@ from typing import Annotated, Literal
 import typer
 
 from benchrunner.cli import output
-from benchrunner.cli.config import require_project, resolve
+from benchrunner.cli.config import project_client
 from benchrunner.cli.history_format import PERF_COLUMNS, parse_time, perf_rows, series_title
 from benchrunner.cli.options import Host, Json, Project, Token
 from benchrunner.client import PerfQuery
@@ -119,11 +119,8 @@ def perf(
         end_time=_time(end, "--end", end=True),
         title=title,
     )
-    settings = resolve(host, token, project)
-    with settings.client(timeout=120) as client:
-        answer = client.perf(
-            require_project(settings), query, kind="json" if kind == "table" else kind
-        )
+    with project_client(host, token, project, timeout=120) as (client, project_ref):
+        answer = client.perf(project_ref, query, kind="json" if kind == "table" else kind)
     if kind == "img":
         assert image is not None
         image.write_bytes(answer.content)

@@ -10,7 +10,7 @@ from typing import Annotated
 import typer
 
 from benchrunner.cli import output
-from benchrunner.cli.config import require_project, resolve
+from benchrunner.cli.config import project_client
 from benchrunner.cli.options import Host, Json, Project, Token
 from benchrunner.cli.report_format import active_alerts, comment_markdown
 from benchrunner.cli.views import print_report
@@ -33,9 +33,8 @@ def report_show(
     as_json: Json = False,
 ) -> None:
     """A report's metrics with their baselines, changes, limits and alerts."""
-    settings = resolve(host, token, project)
-    with settings.client() as client:
-        found = client.get_report(require_project(settings), report)
+    with project_client(host, token, project) as (client, project_ref):
+        found = client.get_report(project_ref, report)
     output.show(found, as_json, print_report)
 
 
@@ -65,9 +64,8 @@ def report_comment(
     each metric (value, change against the baseline, limits, 🚨 on an alert) and the number of
     alerts. With `$GITHUB_STEP_SUMMARY` set, the comment is also appended to that file.
     """
-    settings = resolve(host, token, project)
-    with settings.client() as client:
-        found = client.get_report(require_project(settings), report)
+    with project_client(host, token, project) as (client, project_ref):
+        found = client.get_report(project_ref, report)
     if only_alerts and not active_alerts(found):
         return
     text = comment_markdown(found)

@@ -12,7 +12,7 @@ from typing import Annotated, Any
 import typer
 
 from benchrunner.cli import output
-from benchrunner.cli.config import require_project, resolve
+from benchrunner.cli.config import project_client
 from benchrunner.cli.history_format import (
     THRESHOLD_COLUMNS,
     model_text,
@@ -105,10 +105,9 @@ def threshold_list(
     as_json: Json = False,
 ) -> None:
     """The project's thresholds with their current models (names, slugs or UUIDs filter)."""
-    settings = resolve(host, token, project)
-    with settings.client() as client:
+    with project_client(host, token, project) as (client, project_ref):
         found = client.list_thresholds(
-            require_project(settings),
+            project_ref,
             branch=branch,
             testbed=testbed,
             measure=measure,
@@ -116,11 +115,7 @@ def threshold_list(
             page=page,
             per_page=per_page,
         )
-    if as_json:
-        output.print_json(found)
-        return
-    rows = [threshold_row(t) for t in found]
-    output.print_table(THRESHOLD_COLUMNS, rows, title="Thresholds", total=found.total)
+    output.show_page(found, as_json, THRESHOLD_COLUMNS, threshold_row, title="Thresholds")
 
 
 @threshold_app.command("show")
@@ -132,9 +127,8 @@ def threshold_show(
     as_json: Json = False,
 ) -> None:
     """One threshold: its current model and every model it has had, newest first."""
-    settings = resolve(host, token, project)
-    with settings.client() as client:
-        found = client.get_threshold(require_project(settings), threshold)
+    with project_client(host, token, project) as (client, project_ref):
+        found = client.get_threshold(project_ref, threshold)
     output.show(found, as_json, print_threshold)
 
 
@@ -173,10 +167,9 @@ def threshold_create(
         max_pvalue=max_pvalue,
         min_magnitude=min_magnitude,
     )
-    settings = resolve(host, token, project)
-    with settings.client() as client:
+    with project_client(host, token, project) as (client, project_ref):
         created = client.create_threshold(
-            require_project(settings),
+            project_ref,
             branch=branch,
             testbed=testbed,
             measure=measure,
@@ -214,9 +207,8 @@ def threshold_update(
         max_pvalue=max_pvalue,
         min_magnitude=min_magnitude,
     )
-    settings = resolve(host, token, project)
-    with settings.client() as client:
-        updated = client.update_threshold(require_project(settings), threshold, model)
+    with project_client(host, token, project) as (client, project_ref):
+        updated = client.update_threshold(project_ref, threshold, model)
     output.show(updated, as_json, print_threshold)
 
 
@@ -229,9 +221,8 @@ def threshold_delete(
     as_json: Json = False,
 ) -> None:
     """Delete the threshold with its models, boundaries and alerts."""
-    settings = resolve(host, token, project)
-    with settings.client() as client:
-        client.delete_threshold(require_project(settings), threshold)
+    with project_client(host, token, project) as (client, project_ref):
+        client.delete_threshold(project_ref, threshold)
     if as_json:
         output.print_json({"uuid": threshold, "deleted": True})
     else:

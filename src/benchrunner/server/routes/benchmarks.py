@@ -31,7 +31,8 @@ class BenchmarkUpdate(ApiBody):
     ignored: bool | None = None
 
 
-@router.patch("/v0/projects/{project}/benchmarks/{ref}")
+# ``ref:path``: a name may hold "/" (Criterion groups, git branches), sent percent-encoded.
+@router.patch("/v0/projects/{project}/benchmarks/{ref:path}")
 async def update_benchmark(
     project: str, ref: str, body: BenchmarkUpdate, user: MaybeUser, ctx: Ctx
 ) -> dict[str, Any]:

@@ -91,7 +91,9 @@ def add_reads(
         summary=f"List a project's {plural}",
     )
     router.add_api_route(
-        f"/v0/projects/{{project}}/{plural}/{{ref}}",
+        # ``ref:path``: a name may hold "/" (git branches, Criterion groups), sent
+        # percent-encoded; the server sees it decoded, so one segment would not match it.
+        f"/v0/projects/{{project}}/{plural}/{{ref:path}}",
         get_row,
         methods=["GET"],
         name=f"get_{what}",

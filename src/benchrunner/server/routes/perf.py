@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Annotated, Any
 
 import sqlalchemy as sa
-from fastapi import APIRouter, Query, Response
+from fastapi import APIRouter, Depends, Query, Response
 from sqlalchemy.engine import Connection
 
 from benchrunner.server.context import ServerContext
@@ -101,13 +101,32 @@ def _time_range(
     return start, end
 
 
+@dataclass(frozen=True)
+class PerfParams:
+    """The query string every perf route reads."""
+
+    refs: tuple[str, str, str, str]
+    """Branches, testbeds, benchmarks and measures, each comma-separated."""
+    start_ms: int | None
+    end_ms: int | None
+
+
+def perf_params(
+    branches: Refs,
+    testbeds: Refs,
+    benchmarks: Refs,
+    measures: Refs,
+    start_time: Millis = None,
+    end_time: Millis = None,
+) -> PerfParams:
+    return PerfParams((branches, testbeds, benchmarks, measures), start_time, end_time)
+
+
+Params = Annotated[PerfParams, Depends(perf_params)]
+
+
 async def _query(
-    ctx: ServerContext,
-    user: UserRow | None,
-    project: str,
-    refs: tuple[str, str, str, str],
-    start_ms: int | None,
-    end_ms: int | None,
+    ctx: ServerContext, user: UserRow | None, project: str, params: PerfParams
 ) -> _Resolved:
     def unit(conn: Connection) -> _Resolved:
         row = project_access(conn, user, project, write=False)
@@ -115,7 +134,7 @@ async def _query(
             _resolve(conn, table, row.id, text, what)
             for table, text, what in zip(
                 (branch, testbed, benchmark, measure),
-                refs,
+                params.refs,
                 ("branches", "testbeds", "benchmarks", "measures"),
                 strict=True,
             )
@@ -126,7 +145,7 @@ async def _query(
                 f"the query asks for {series} series (branches x testbeds x benchmarks x "
                 f"measures); at most {MAX_SERIES} are allowed"
             )
-        start, end = _time_range(start_ms, end_ms, ctx.clock.now())
+        start, end = _time_range(params.start_ms, params.end_ms, ctx.clock.now())
         query = PerfQuery(
             branch_ids=list(branches),
             testbed_ids=list(testbeds),
@@ -271,15 +290,9 @@ async def get_perf(
     project: str,
     user: MaybeUser,
     ctx: Ctx,
-    branches: Refs,
-    testbeds: Refs,
-    benchmarks: Refs,
-    measures: Refs,
-    start_time: Millis = None,
-    end_time: Millis = None,
+    params: Params,
 ) -> dict[str, Any]:
-    refs = (branches, testbeds, benchmarks, measures)
-    return perf_view(await _query(ctx, user, project, refs, start_time, end_time))
+    return perf_view(await _query(ctx, user, project, params))
 
 
 @router.get(
@@ -291,15 +304,9 @@ async def get_perf_csv(
     project: str,
     user: MaybeUser,
     ctx: Ctx,
-    branches: Refs,
-    testbeds: Refs,
-    benchmarks: Refs,
-    measures: Refs,
-    start_time: Millis = None,
-    end_time: Millis = None,
+    params: Params,
 ) -> Response:
-    refs = (branches, testbeds, benchmarks, measures)
-    found = await _query(ctx, user, project, refs, start_time, end_time)
+    found = await _query(ctx, user, project, params)
     return Response(
         perf_csv(perf_series(found)),
         media_type="text/csv; charset=utf-8",
@@ -316,16 +323,10 @@ async def get_perf_image(
     project: str,
     user: MaybeUser,
     ctx: Ctx,
-    branches: Refs,
-    testbeds: Refs,
-    benchmarks: Refs,
-    measures: Refs,
-    start_time: Millis = None,
-    end_time: Millis = None,
+    params: Params,
     title: Annotated[str | None, Query(max_length=256)] = None,
 ) -> Response:
-    refs = (branches, testbeds, benchmarks, measures)
-    found = await _query(ctx, user, project, refs, start_time, end_time)
+    found = await _query(ctx, user, project, params)
     series = perf_series(found)
     png = await asyncio.to_thread(perf_png, series, title=_title(found, series, title))
     return Response(png, media_type="image/png", headers={"Cache-Control": "max-age=60"})

@@ -1,24 +1,18 @@
 """``POST /v0/run``: direct results, or a runner job from an image or a template (seed 000).
 
-| image | template | spec | results | mode                                   |
-|-------|----------|------|---------|----------------------------------------|
-| -     | -        | -    | set     | direct: parse now into a report        |
-| set   | -        | set  | -       | runner: image job                      |
-| -     | set      | set  | -       | runner: template job                   |
-| anything else                     | 400 naming the fields                  |
+The body and the mode it asks for are read in ``run_body``; here the run finds (or, for an
+anonymous run, creates) its project, branch and testbed, applies its thresholds, and stores
+the report with its metrics judged, or the job a runner will take.
 """
 
 from __future__ import annotations
 
 import asyncio
 import datetime as dt
-from dataclasses import dataclass
-from pathlib import PurePosixPath
-from typing import Any, Literal
+from typing import Any
 from uuid import UUID
 
 from fastapi import APIRouter, Request
-from pydantic import AwareDatetime, ConfigDict, Field, field_validator
 from sqlalchemy.engine import Connection
 
 from benchrunner import adapters
@@ -26,19 +20,18 @@ from benchrunner.core import slugs
 from benchrunner.core.templates import TemplateError
 from benchrunner.core.tiers import Plan, priority_for
 from benchrunner.detection.models import Model
-from benchrunner.protocol import MAX_ITER, MAX_TIMEOUT, JsonJobConfig, is_digest
+from benchrunner.protocol import JsonJobConfig
 from benchrunner.server.context import ServerContext
 from benchrunner.server.errors import bad_request, not_found
 from benchrunner.server.evaluation import evaluate_report
 from benchrunner.server.results import report_metrics
-from benchrunner.server.routes.bodies import ApiBody
 from benchrunner.server.routes.deps import Ctx, Life, MaybeUser, can_see, project_access
-from benchrunner.server.routes.model_bodies import (
-    MAX_COUNT,
-    ThresholdModelBody,
-    checked_hash,
-    checked_model,
-    is_git_hash,
+from benchrunner.server.routes.run_body import (
+    RunBody,
+    RunMode,
+    run_target,
+    threshold_models,
+    validate_mode,
 )
 from benchrunner.server.store import (
     accounts,
@@ -56,172 +49,6 @@ from benchrunner.server.views import full_report_view
 router = APIRouter(tags=["run"])
 
 DEFAULT_TIMEOUT = 3600
-MAX_FILE_PATH = 4096
-
-
-class RunJob(ApiBody):
-    """Bencher's nested ``job`` object."""
-
-    model_config = ConfigDict(extra="forbid")
-    image: str | None = None
-    spec: str | None = None
-    entrypoint: list[str] | None = None
-    cmd: list[str] | None = None
-    env: dict[str, str] | None = None
-    timeout: int | None = Field(default=None, ge=1, le=MAX_TIMEOUT)
-    file_paths: list[str] | None = None
-    iter: int | None = Field(default=None, ge=1, le=MAX_ITER)
-
-
-class RunSettings(ApiBody):
-    adapter: str = "magic"
-    average: Literal["mean", "median"] | None = None
-    fold: Literal["min", "max", "mean", "median"] | None = None
-
-
-class RunStartPoint(ApiBody):
-    """Bencher's ``start_point``: the branch a new branch's history starts from."""
-
-    model_config = ConfigDict(extra="forbid")
-    branch: str | None = Field(default=None, min_length=1, max_length=256)
-    hash: str | None = None
-    max_versions: int = Field(default=branches.DEFAULT_MAX_VERSIONS, ge=1, le=MAX_COUNT)
-    clone_thresholds: bool = False
-    reset: bool = False
-
-    @field_validator("hash")
-    @classmethod
-    def _git_hash(cls, value: str | None) -> str | None:
-        return None if value is None else checked_hash(value)
-
-
-class RunThresholds(ApiBody):
-    """Bencher's ``thresholds``: models by measure for this branch and testbed; ``reset``
-    removes the branch/testbed's thresholds of measures not listed."""
-
-    model_config = ConfigDict(extra="forbid")
-    models: dict[str, ThresholdModelBody] = Field(default_factory=dict)
-    reset: bool = False
-
-
-class RunBody(ApiBody):
-    project: str | None = Field(default=None, max_length=64)
-    branch: str | None = Field(default=None, min_length=1, max_length=256)
-    testbed: str | None = Field(default=None, min_length=1, max_length=64)
-    hash: str | None = None
-    start_point: RunStartPoint | None = None
-    thresholds: RunThresholds | None = None
-    settings: RunSettings = Field(default_factory=RunSettings)
-    results: list[str] = Field(default_factory=list)
-    start_time: AwareDatetime | None = None
-    end_time: AwareDatetime | None = None
-    image: str | None = None
-    spec: str | None = None
-    template: str | None = None
-    args: dict[str, int | float | bool | str] | None = None
-    job: RunJob | None = None
-    context: dict[str, str] | None = None
-    idempotency_key: str | None = None
-
-    @field_validator("hash")
-    @classmethod
-    def _git_hash(cls, value: str | None) -> str | None:
-        return None if value is None else checked_hash(value)
-
-    @field_validator("start_time", "end_time")
-    @classmethod
-    def _in_utc(cls, value: dt.datetime | None) -> dt.datetime | None:
-        """Stored as UTC; a time that has no UTC equivalent (year 1 east of Greenwich, year
-        9999 west of it) is refused."""
-        if value is None:
-            return None
-        try:
-            return value.astimezone(dt.UTC)
-        except OverflowError:
-            raise ValueError("is out of range once converted to UTC") from None
-
-
-@dataclass(frozen=True)
-class RunMode:
-    """What a valid body asks for once the validation table has been applied."""
-
-    mode: Literal["direct", "image", "template"]
-    image: str | None
-    spec: str | None
-    options: RunJob
-
-
-def file_path_problem(path: str) -> str | None:
-    """Why ``path`` may not name a file to collect, or None. File paths are relative to the
-    job's working directory and stay inside it, for every executor: an absolute path would
-    read the runner's own files, and ``..`` climbs out."""
-    if not path:
-        return "is empty"
-    if "\x00" in path:
-        return "contains a NUL character"
-    if len(path) > MAX_FILE_PATH:
-        return f"is longer than {MAX_FILE_PATH} characters"
-    if path.startswith("/"):
-        return "is absolute; give a path relative to the job's working directory"
-    if ".." in PurePosixPath(path).parts:
-        return "climbs out of the job's working directory with '..'"
-    return None
-
-
-def check_file_paths(paths: list[str] | None) -> None:
-    for index, path in enumerate(paths or []):
-        problem = file_path_problem(path)
-        if problem is not None:
-            raise bad_request(f"job.file_paths[{index}] {path!r} {problem}")
-
-
-def validate_mode(body: RunBody) -> RunMode:
-    nested = body.job or RunJob()
-    for name in ("image", "spec"):
-        top, inner = getattr(body, name), getattr(nested, name)
-        if top is not None and inner is not None and top != inner:
-            raise bad_request(
-                f"{name} is given twice (top level and job.{name}) with different values"
-            )
-    image = body.image or nested.image
-    spec = body.spec or nested.spec
-    has_results = bool(body.results)
-    if body.template is not None:
-        if image is not None:
-            raise bad_request("template and image are mutually exclusive: give one of them")
-        if has_results:
-            raise bad_request("cannot provide both results and template")
-        if spec is None:
-            raise bad_request("spec is required for template execution")
-        if nested.env or nested.entrypoint or nested.cmd:
-            raise bad_request("job.env, job.entrypoint and job.cmd are not allowed with a template")
-        check_file_paths(nested.file_paths)
-        return RunMode("template", None, spec, nested)
-    if body.args is not None:
-        raise bad_request("args are only allowed together with template")
-    if image is not None and spec is not None and has_results:
-        raise bad_request("cannot provide both results and image")
-    if image is not None and spec is None:
-        raise bad_request("spec is required for runner execution (image was given)")
-    if image is None and spec is not None:
-        raise bad_request("image or template is required for runner execution (spec was given)")
-    if image is not None:
-        if not is_digest(image):
-            raise bad_request("image must be a digest: sha256: followed by 64 lowercase hex")
-        check_file_paths(nested.file_paths)
-        return RunMode("image", image, spec, nested)
-    if not has_results:
-        raise bad_request(
-            "results are required for direct submission; for runner execution give "
-            "image + spec or template + spec"
-        )
-    if body.job is not None:
-        raise bad_request("job options need runner execution (image or template + spec)")
-    if body.start_time is None or body.end_time is None:
-        raise bad_request("start_time and end_time are required for direct submission")
-    if body.start_time > body.end_time:
-        raise bad_request("start_time must not be after end_time")
-    return RunMode("direct", None, None, nested)
 
 
 def _parse_direct(body: RunBody) -> list[reports.MetricValue]:
@@ -233,51 +60,6 @@ def _parse_direct(body: RunBody) -> list[reports.MetricValue]:
         except adapters.AdapterError as exc:
             raise bad_request(f"results[{index}]: {exc}") from None
     return report_metrics(iterations, body.settings.fold)
-
-
-@dataclass(frozen=True)
-class Target:
-    """Branch, hash and testbed of a run: the body's, else the context's (Bencher's CLI fills
-    ``bencher.dev/v0/branch/ref/name``, ``.../branch/hash`` and ``.../testbed/os``), else
-    Bencher's defaults. A context value that is not a valid name or hash is not used."""
-
-    branch: str
-    hash: str | None
-    testbed: str
-
-
-CONTEXT_BRANCH = "bencher.dev/v0/branch/ref/name"
-CONTEXT_HASH = "bencher.dev/v0/branch/hash"
-CONTEXT_TESTBED = "bencher.dev/v0/testbed/os"
-DEFAULT_BRANCH = "main"
-DEFAULT_TESTBED = "localhost"
-
-
-def run_target(body: RunBody) -> Target:
-    context = body.context or {}
-
-    def named(key: str, longest: int) -> str | None:
-        value = context.get(key)
-        return value if value and len(value) <= longest else None
-
-    context_hash = context.get(CONTEXT_HASH)
-    if context_hash is not None and not is_git_hash(context_hash):
-        context_hash = None
-    return Target(
-        branch=body.branch or named(CONTEXT_BRANCH, 256) or DEFAULT_BRANCH,
-        hash=body.hash or (context_hash.lower() if context_hash else None),
-        testbed=body.testbed or named(CONTEXT_TESTBED, 64) or DEFAULT_TESTBED,
-    )
-
-
-def threshold_models(body: RunBody) -> dict[str, Model]:
-    """The body's threshold models, validated: 400 naming the measure and parameter."""
-    if body.thresholds is None:
-        return {}
-    return {
-        key: checked_model(found, f"thresholds.models.{key}")
-        for key, found in body.thresholds.models.items()
-    }
 
 
 def _apply_thresholds(

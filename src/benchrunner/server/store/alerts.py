@@ -13,6 +13,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from benchrunner.server.store.conflicts import insert_or_skip
+from benchrunner.server.store.listing import page_of, where_given
 from benchrunner.server.store.tables import (
     alert,
     baseline_reset,
@@ -144,14 +145,33 @@ def change_alerted(conn: Connection, metric_ids: Sequence[int]) -> set[int]:
     return found
 
 
+JUDGED_BY: tuple[sa.ColumnElement[Any], ...] = (
+    boundary.c.baseline,
+    boundary.c.lower_limit,
+    boundary.c.upper_limit,
+    threshold.c.uuid.label("threshold_uuid"),
+    model.c.uuid.label("model_uuid"),
+    model.c.test,
+    model.c.min_sample_size,
+    model.c.max_sample_size,
+    model.c.window_seconds,
+    model.c.lower_boundary,
+    model.c.upper_boundary,
+    model.c.max_pvalue,
+    model.c.min_magnitude,
+    model.c.created.label("model_created"),
+    model.c.replaced.label("model_replaced"),
+)
+"""A boundary with the threshold and model that drew it, as ``views.boundary_view`` and
+``views.model_view(prefix="model_")`` read them; a select of them joins ``boundary``,
+``threshold`` and ``model``."""
+
 # Reads: an alert with everything its JSON shows.
 _RAISED = report.alias("raised")
 _VIEW = (
     sa.select(
         alert,
-        boundary.c.baseline,
-        boundary.c.lower_limit,
-        boundary.c.upper_limit,
+        *JUDGED_BY,
         metric.c.uuid.label("metric_uuid"),
         metric.c.iteration,
         metric.c.value,
@@ -173,18 +193,6 @@ _VIEW = (
         testbed.c.uuid.label("testbed_uuid"),
         testbed.c.name.label("testbed_name"),
         testbed.c.slug.label("testbed_slug"),
-        threshold.c.uuid.label("threshold_uuid"),
-        model.c.uuid.label("model_uuid"),
-        model.c.test,
-        model.c.min_sample_size,
-        model.c.max_sample_size,
-        model.c.window_seconds,
-        model.c.lower_boundary,
-        model.c.upper_boundary,
-        model.c.max_pvalue,
-        model.c.min_magnitude,
-        model.c.created.label("model_created"),
-        model.c.replaced.label("model_replaced"),
     )
     .join(boundary, boundary.c.id == alert.c.boundary_id)
     .join(metric, metric.c.id == boundary.c.metric_id)
@@ -224,21 +232,26 @@ def alert_list(
     limit: int,
     offset: int,
 ) -> tuple[list[Any], int]:
-    statement = _VIEW.where(_RAISED.c.project_id == project_id)
-    for column, wanted in (
-        (alert.c.status, where.status),
-        (report.c.branch_id, where.branch_id),
-        (report.c.testbed_id, where.testbed_id),
-        (metric.c.benchmark_id, where.benchmark_id),
-        (metric.c.measure_id, where.measure_id),
-        (alert.c.report_id, where.report_id),
-    ):
-        if wanted is not None:
-            statement = statement.where(column == wanted)
-    total = conn.execute(sa.select(sa.func.count()).select_from(statement.subquery())).scalar_one()
-    order = alert.c.created.asc() if ascending else alert.c.created.desc()
-    rows = conn.execute(statement.order_by(order, alert.c.id).limit(limit).offset(offset)).all()
-    return list(rows), int(total)
+    statement = where_given(
+        _VIEW.where(_RAISED.c.project_id == project_id),
+        (
+            (alert.c.status, where.status),
+            (report.c.branch_id, where.branch_id),
+            (report.c.testbed_id, where.testbed_id),
+            (metric.c.benchmark_id, where.benchmark_id),
+            (metric.c.measure_id, where.measure_id),
+            (alert.c.report_id, where.report_id),
+        ),
+    )
+    return page_of(
+        conn,
+        statement,
+        alert.c.created,
+        alert.c.id,
+        ascending=ascending,
+        limit=limit,
+        offset=offset,
+    )
 
 
 def alert_get(conn: Connection, project_id: int, ref: str) -> Any | None:
@@ -311,21 +324,7 @@ def baseline_reset_add(
 _REPORT_BOUNDARIES = (
     sa.select(
         boundary.c.metric_id,
-        boundary.c.baseline,
-        boundary.c.lower_limit,
-        boundary.c.upper_limit,
-        threshold.c.uuid.label("threshold_uuid"),
-        model.c.uuid.label("model_uuid"),
-        model.c.test,
-        model.c.min_sample_size,
-        model.c.max_sample_size,
-        model.c.window_seconds,
-        model.c.lower_boundary,
-        model.c.upper_boundary,
-        model.c.max_pvalue,
-        model.c.min_magnitude,
-        model.c.created.label("model_created"),
-        model.c.replaced.label("model_replaced"),
+        *JUDGED_BY,
     )
     .join(metric, metric.c.id == boundary.c.metric_id)
     .join(threshold, threshold.c.id == boundary.c.threshold_id)

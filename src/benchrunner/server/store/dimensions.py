@@ -9,6 +9,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from benchrunner.server.store.listing import page_of, where_given
 from benchrunner.server.store.tables import benchmark
 
 
@@ -43,13 +44,12 @@ def dimension_list(
     offset: int,
 ) -> tuple[list[Any], int]:
     """One page of the project's rows, by name; ``name`` keeps only that exact name."""
-    statement = sa.select(table).where(table.c.project_id == project_id)
-    if name is not None:
-        statement = statement.where(table.c.name == name)
-    total = conn.execute(sa.select(sa.func.count()).select_from(statement.subquery())).scalar_one()
-    order = table.c.name.asc() if ascending else table.c.name.desc()
-    rows = conn.execute(statement.order_by(order, table.c.id).limit(limit).offset(offset)).all()
-    return list(rows), int(total)
+    statement = where_given(
+        sa.select(table).where(table.c.project_id == project_id), ((table.c.name, name),)
+    )
+    return page_of(
+        conn, statement, table.c.name, table.c.id, ascending=ascending, limit=limit, offset=offset
+    )
 
 
 _SET_IGNORED = (

@@ -16,6 +16,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from benchrunner.server.store.alerts import JUDGED_BY
 from benchrunner.server.store.tables import (
     alert,
     boundary,
@@ -55,21 +56,7 @@ _POINTS = (
         metric.c.value,
         metric.c.lower_value,
         metric.c.upper_value,
-        boundary.c.baseline,
-        boundary.c.lower_limit,
-        boundary.c.upper_limit,
-        model.c.uuid.label("model_uuid"),
-        model.c.created.label("model_created"),
-        model.c.replaced.label("model_replaced"),
-        model.c.test,
-        model.c.min_sample_size,
-        model.c.max_sample_size,
-        model.c.window_seconds,
-        model.c.lower_boundary,
-        model.c.upper_boundary,
-        model.c.max_pvalue,
-        model.c.min_magnitude,
-        threshold.c.uuid.label("threshold_uuid"),
+        *JUDGED_BY,
         alert.c.uuid.label("alert_uuid"),
         alert.c.limit.label("alert_limit"),
         alert.c.status.label("alert_status"),

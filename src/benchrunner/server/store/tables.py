@@ -183,6 +183,10 @@ def _project_named(name: str, name_length: int, *extra: Any) -> sa.Table:
     )
 
 
+# Counts up to 2**32 - 1 (Bencher's u32: sample sizes, windows, max_versions): 64 bits on
+# PostgreSQL; SQLite's INTEGER holds 64 bits already.
+_COUNT = sa.BigInteger().with_variant(sa.Integer(), "sqlite")
+
 # A branch's history is its own reports since ``head_reset`` (None: since it was created) plus,
 # when it has a start point, the start point branch's reports of versions
 # (start_point_version - start_point_max_versions, start_point_version].
@@ -191,7 +195,7 @@ branch = _project_named(
     256,
     _fk("start_point_branch_id", "branch.id", "SET NULL", nullable=True),
     sa.Column("start_point_version", sa.Integer, nullable=True),
-    sa.Column("start_point_max_versions", sa.Integer, nullable=True),
+    sa.Column("start_point_max_versions", _COUNT, nullable=True),
     _ts("head_reset", nullable=True),
 )
 testbed = _project_named("testbed", 64)
@@ -288,9 +292,9 @@ model = sa.Table(
     _uuid(),
     _fk("threshold_id", "threshold.id", "CASCADE"),
     sa.Column("test", sa.String(16), nullable=False),
-    sa.Column("min_sample_size", sa.Integer, nullable=True),
-    sa.Column("max_sample_size", sa.Integer, nullable=True),
-    sa.Column("window_seconds", sa.Integer, nullable=True),
+    sa.Column("min_sample_size", _COUNT, nullable=True),
+    sa.Column("max_sample_size", _COUNT, nullable=True),
+    sa.Column("window_seconds", _COUNT, nullable=True),
     sa.Column("lower_boundary", sa.Float, nullable=True),
     sa.Column("upper_boundary", sa.Float, nullable=True),
     sa.Column("max_pvalue", sa.Float, nullable=True),

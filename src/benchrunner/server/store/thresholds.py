@@ -18,6 +18,7 @@ from sqlalchemy.engine import Connection
 
 from benchrunner.detection.models import Model, TestKind
 from benchrunner.server.store.conflicts import insert_or_skip
+from benchrunner.server.store.listing import page_of, where_given
 from benchrunner.server.store.tables import (
     benchmark,
     branch,
@@ -237,19 +238,6 @@ class ThresholdFilter:
     benchmark_id: int | None = None
 
 
-def _filtered(project_id: int, where: ThresholdFilter) -> sa.Select[Any]:
-    statement = _VIEW.where(threshold.c.project_id == project_id)
-    for column, wanted in (
-        (threshold.c.branch_id, where.branch_id),
-        (threshold.c.testbed_id, where.testbed_id),
-        (threshold.c.measure_id, where.measure_id),
-        (threshold.c.benchmark_id, where.benchmark_id),
-    ):
-        if wanted is not None:
-            statement = statement.where(column == wanted)
-    return statement
-
-
 def threshold_list(
     conn: Connection,
     project_id: int,
@@ -259,11 +247,24 @@ def threshold_list(
     limit: int,
     offset: int,
 ) -> tuple[list[Any], int]:
-    statement = _filtered(project_id, where)
-    total = conn.execute(sa.select(sa.func.count()).select_from(statement.subquery())).scalar_one()
-    order = threshold.c.created.asc() if ascending else threshold.c.created.desc()
-    rows = conn.execute(statement.order_by(order, threshold.c.id).limit(limit).offset(offset)).all()
-    return list(rows), int(total)
+    statement = where_given(
+        _VIEW.where(threshold.c.project_id == project_id),
+        (
+            (threshold.c.branch_id, where.branch_id),
+            (threshold.c.testbed_id, where.testbed_id),
+            (threshold.c.measure_id, where.measure_id),
+            (threshold.c.benchmark_id, where.benchmark_id),
+        ),
+    )
+    return page_of(
+        conn,
+        statement,
+        threshold.c.created,
+        threshold.c.id,
+        ascending=ascending,
+        limit=limit,
+        offset=offset,
+    )
 
 
 _BY_UUID = _VIEW.where(
