@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import math
 from collections.abc import Iterator
 from typing import Any
 
@@ -313,6 +314,15 @@ def test_change_points_raise_one_alert_per_step(api: Api) -> None:
     [step] = raised
     assert step["limit"] == "upper" and step["change"]["magnitude"] == pytest.approx(0.5, abs=0.05)
     assert step["metric"]["value"] == 150  # on the first value after the step
+
+
+def test_change_points_over_values_near_the_largest_float_are_judged(api: Api) -> None:
+    model = {"test": "change_point", "max_pvalue": 0.5}
+    api.run(latency(a=1e308), thresholds={"models": {"latency": model}})
+    for value in [-1e308, 1.7e308, 1e-308, 1.7e308, 1.7e308]:
+        report = api.run(latency(a=value))  # a 500 here once: the level's sum overflowed
+        level = measures_of(report, "a")["latency"]["boundary"]["baseline"]
+        assert math.isfinite(level)
 
 
 def test_a_runner_job_is_judged_when_processed(api: Api, shared: Deployment) -> None:

@@ -18,7 +18,7 @@ window before the report's start time, to its sample size, and to the latest bas
 from __future__ import annotations
 
 import datetime as dt
-import statistics
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -140,6 +140,13 @@ def _judge_limits(
     return raised
 
 
+def finite_mean(values: list[float]) -> float:
+    """The mean of finite values, finite however large they are: ``statistics.fmean`` raises
+    OverflowError on a sum past the largest float (1.7e308 twice), and NumPy's mean is inf."""
+    count = len(values)
+    return math.fsum(v / count for v in values)
+
+
 def _judge_changes(
     conn: Connection,
     t: Any,
@@ -155,7 +162,7 @@ def _judge_changes(
         min_magnitude=t.min_magnitude if t.min_magnitude is not None else DEFAULT_MIN_MAGNITUDE,
     )
     segment_start = found[-1].index if found else 0
-    level = statistics.fmean(p.value for p in points[segment_start:])
+    level = finite_mean([p.value for p in points[segment_start:]])
     alerts.boundary_put(conn, m.id, t.threshold_id, t.id, level, None, None)
     if not found:
         return 0

@@ -154,7 +154,7 @@ def _read(
     for start in range(0, len(benchmark_ids), IN_LIST_CHUNK):
         chunk = benchmark_ids[start : start + IN_LIST_CHUNK]
         params = {"measure_id": measure_id, "benchmark_ids": chunk}
-        for benchmark_id, metric_id, value in conn.execute(statement, params).tuples().all():
+        for benchmark_id, metric_id, value in conn.execute(statement, params).all():
             found[benchmark_id].append(Point(metric_id, value))
 
 
