@@ -7,19 +7,48 @@ import csv
 import datetime as dt
 import io
 import json
+from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import httpx
 import pytest
 
 from benchrunner.client import ApiError, BenchrunnerClient, PerfQuery
-from tests.harness import Deployment
+from tests.databases import ENGINES, fresh_database
+from tests.harness import Deployment, deploy
 
 T0 = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
 
 
+@dataclass(frozen=True)
+class Project:
+    """A public project of its own, on the module's one server per engine."""
+
+    deployment: Deployment
+    slug: str
+
+
+@pytest.fixture(scope="module", params=ENGINES)
+def shared(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Deployment]:
+    tmp = tmp_path_factory.mktemp("perf")
+    with fresh_database(str(request.param), tmp) as url, deploy(tmp, url) as deployment:
+        yield deployment
+
+
+@pytest.fixture
+def project(shared: Deployment, request: pytest.FixtureRequest) -> Project:
+    slug = request.node.originalname.removeprefix("test_").replace("_", "-")[:64]
+    with shared.admin() as client:
+        client.create_project("acme", slug, "public")
+    return Project(shared, slug)
+
+
 def _direct(
     client: BenchrunnerClient,
+    project: str,
     branch: str,
     at: dt.datetime,
     values: dict[str, float],
@@ -28,7 +57,7 @@ def _direct(
     results = {name: {"latency": {"value": value}} for name, value in values.items()}
     return client.run(
         {
-            "project": "bench",
+            "project": project,
             "branch": branch,
             "testbed": "box",
             "start_time": at.isoformat(),
@@ -39,18 +68,18 @@ def _direct(
     )
 
 
-def _history(client: BenchrunnerClient) -> list[dict[str, Any]]:
+def _history(client: BenchrunnerClient, project: str) -> list[dict[str, Any]]:
     reports = []
     for day in range(6):
         at = T0 + dt.timedelta(days=day)
-        reports.append(_direct(client, "main", at, {"sort": 100.0 + day, "hash": 50.0}))
-    _direct(client, "feature", T0 + dt.timedelta(days=2, hours=1), {"sort": 90.0})
+        reports.append(_direct(client, project, "main", at, {"sort": 100.0 + day, "hash": 50.0}))
+    _direct(client, project, "feature", T0 + dt.timedelta(days=2, hours=1), {"sort": 90.0})
     return reports
 
 
-def test_perf_returns_each_series_in_time_order(deployment: Deployment) -> None:
-    with deployment.admin() as client:
-        reports = _history(client)
+def test_perf_returns_each_series_in_time_order(project: Project) -> None:
+    with project.deployment.admin() as client:
+        reports = _history(client, project.slug)
         query = PerfQuery(
             branches=["main", "feature"],
             testbeds=["box"],
@@ -59,9 +88,9 @@ def test_perf_returns_each_series_in_time_order(deployment: Deployment) -> None:
             start_time=T0,
             end_time=T0 + dt.timedelta(days=30),
         )
-        response = client.perf("bench", query)
+        response = client.perf(project.slug, query)
     perf = response.json()
-    assert perf["project"]["slug"] == "bench"
+    assert perf["project"]["slug"] == project.slug
     series = {r["branch"]["name"]: r for r in perf["results"]}
     assert set(series) == {"main", "feature"}
     main = series["main"]
@@ -76,9 +105,9 @@ def test_perf_returns_each_series_in_time_order(deployment: Deployment) -> None:
     assert [m["metric"]["value"] for m in series["feature"]["metrics"]] == [90.0]
 
 
-def test_perf_keeps_to_the_time_range_and_accepts_uuids(deployment: Deployment) -> None:
-    with deployment.admin() as client:
-        reports = _history(client)
+def test_perf_keeps_to_the_time_range_and_accepts_uuids(project: Project) -> None:
+    with project.deployment.admin() as client:
+        reports = _history(client, project.slug)
         branch_uuid = reports[0]["branch"]["uuid"]
         query = PerfQuery(
             branches=[branch_uuid],
@@ -88,7 +117,7 @@ def test_perf_keeps_to_the_time_range_and_accepts_uuids(deployment: Deployment) 
             start_time=T0 + dt.timedelta(days=1),
             end_time=T0 + dt.timedelta(days=3),
         )
-        perf = client.perf("bench", query).json()
+        perf = client.perf(project.slug, query).json()
     values = {
         r["benchmark"]["name"]: [m["metric"]["value"] for m in r["metrics"]]
         for r in perf["results"]
@@ -96,12 +125,12 @@ def test_perf_keeps_to_the_time_range_and_accepts_uuids(deployment: Deployment) 
     assert values == {"sort": [101.0, 102.0, 103.0], "hash": [50.0, 50.0, 50.0]}
 
 
-def test_perf_points_carry_their_boundary_and_alert(deployment: Deployment) -> None:
+def test_perf_points_carry_their_boundary_and_alert(project: Project) -> None:
     thresholds = {"models": {"latency": {"test": "percentage", "upper_boundary": 0.1}}}
-    with deployment.admin() as client:
+    with project.deployment.admin() as client:
         for day, value in enumerate([100.0, 100.0, 100.0, 150.0]):
             at = T0 + dt.timedelta(days=day)
-            last = _direct(client, "main", at, {"sort": value}, thresholds=thresholds)
+            last = _direct(client, project.slug, "main", at, {"sort": value}, thresholds=thresholds)
         assert [a["limit"] for a in last["alerts"]] == ["upper"]
         query = PerfQuery(
             branches=["main"],
@@ -111,8 +140,8 @@ def test_perf_points_carry_their_boundary_and_alert(deployment: Deployment) -> N
             start_time=T0,
             end_time=T0 + dt.timedelta(days=30),
         )
-        perf = client.perf("bench", query).json()
-        rows = list(csv.DictReader(io.StringIO(client.perf("bench", query, kind="csv").text)))
+        perf = client.perf(project.slug, query).json()
+        rows = list(csv.DictReader(io.StringIO(client.perf(project.slug, query, kind="csv").text)))
     [series] = perf["results"]
     points = series["metrics"]
     assert "boundary" not in points[0]  # no history yet: no limits drawn
@@ -127,9 +156,9 @@ def test_perf_points_carry_their_boundary_and_alert(deployment: Deployment) -> N
     assert float(rows[-1]["upper_limit"]) == pytest.approx(110.0)
 
 
-def test_perf_as_csv_and_png(deployment: Deployment) -> None:
-    with deployment.admin() as client:
-        _history(client)
+def test_perf_as_csv_and_png(project: Project) -> None:
+    with project.deployment.admin() as client:
+        _history(client, project.slug)
         query = PerfQuery(
             branches=["main"],
             testbeds=["box"],
@@ -139,8 +168,8 @@ def test_perf_as_csv_and_png(deployment: Deployment) -> None:
             end_time=T0 + dt.timedelta(days=30),
             title="sort on main",
         )
-        text = client.perf("bench", query, kind="csv")
-        image = client.perf("bench", query, kind="img")
+        text = client.perf(project.slug, query, kind="csv")
+        image = client.perf(project.slug, query, kind="img")
     assert text.headers["content-type"].startswith("text/csv")
     rows = list(csv.DictReader(io.StringIO(text.text)))
     assert [float(r["value"]) for r in rows] == [100.0 + d for d in range(6)]
@@ -186,29 +215,29 @@ BAD_QUERIES: list[tuple[dict[str, Any], int, str]] = [
 ]
 
 
-def test_bad_perf_queries_are_refused_with_a_reason(deployment: Deployment) -> None:
-    with deployment.admin() as client:
-        _history(client)
+def test_bad_perf_queries_are_refused_with_a_reason(project: Project) -> None:
+    with project.deployment.admin() as client:
+        _history(client, project.slug)
     for params, status, words in BAD_QUERIES:
         response = httpx.get(
-            f"{deployment.server.url}/v0/projects/bench/perf",
+            f"{project.deployment.server.url}/v0/projects/{project.slug}/perf",
             params=params,
-            headers={"Authorization": f"Bearer {deployment.server.token}"},
+            headers={"Authorization": f"Bearer {project.deployment.server.token}"},
         )
         assert response.status_code == status, (params, response.text)
         assert words in response.json()["message"], params
 
 
-def test_a_private_projects_perf_is_hidden_from_outsiders(deployment: Deployment) -> None:
-    with deployment.admin() as client:
+def test_a_private_projects_perf_is_hidden_from_outsiders(project: Project) -> None:
+    with project.deployment.admin() as client:
         client.create_project("acme", "secret", "private")
-        _direct(client, "main", T0, {"sort": 1.0})
+        _direct(client, "secret", "main", T0, {"sort": 1.0})
     params = {"branches": "main", "testbeds": "box", "benchmarks": "sort", "measures": "latency"}
     for suffix in ("", "/csv", "/img"):
         hidden = httpx.get(
-            f"{deployment.server.url}/v0/projects/secret/perf{suffix}", params=params
+            f"{project.deployment.server.url}/v0/projects/secret/perf{suffix}", params=params
         )
         assert hidden.status_code == 404, suffix
-    with deployment.admin() as client, pytest.raises(ApiError) as missing:
+    with project.deployment.admin() as client, pytest.raises(ApiError) as missing:
         client.perf("nothing-here", PerfQuery(["main"], ["box"], ["sort"], ["latency"]))
     assert missing.value.status == 404
