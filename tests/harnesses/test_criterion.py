@@ -44,6 +44,14 @@ opt-level = 0
 debug = false
 incremental = false
 codegen-units = 16
+
+# The same settings for build scripts and proc macros, so that the crates they share with
+# Criterion (regex, memchr, serde, ...) are compiled once, not once for each.
+[profile.bench.build-override]
+opt-level = 0
+debug = false
+incremental = false
+codegen-units = 16
 """
 CARGO_CONFIG = f"""[source.crates-io]
 replace-with = "debian"
