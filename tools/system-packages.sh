@@ -2,21 +2,27 @@
 # Debian packages the test suite drives for real: the OCI runtime (runc), OCI clients (skopeo,
 # umoci), a static busybox for test images, mkfs.ext4 for the sandbox's writable layers, and the
 # benchmark harnesses whose output the adapters' tests read: hyperfine, Node.js with npm
-# (tests/harnesses/js pins versions for Node >= 18), g++ with Google Benchmark and Catch2, Go and
-# Ruby; git for the asv project the asv test builds.
+# (tests/harnesses/js pins versions for Node >= 18), g++ with Google Benchmark and Catch2, Go,
+# Ruby, and cargo with Criterion.rs; git for the asv project the asv test builds.
 # Installs only what is missing; needs root + apt.
 set -euo pipefail
 declare -A wanted=([runc]=runc [skopeo]=skopeo [umoci]=umoci [busybox]=busybox-static [mkfs.ext4]=e2fsprogs [hyperfine]=hyperfine [node]=nodejs [npm]=npm
   [g++]=g++ [go]=golang-go [ruby]=ruby [git]=git)
-# Libraries and headers have no command: a file of theirs stands for them.
+# Libraries and headers have no command: a file of theirs stands for them. The Criterion test runs
+# Debian's cargo by its path, whatever cargo (rustup's) comes first on PATH.
 declare -A wanted_files=([/usr/include/benchmark/benchmark.h]=libbenchmark-dev
-  [/usr/include/catch2/catch.hpp]=catch2)
+  [/usr/include/catch2/catch.hpp]=catch2 [/usr/bin/cargo]=cargo)
+# Rust crates sit in a folder named with their version, which differs between Debian releases.
+declare -A wanted_globs=(['/usr/share/cargo/registry/criterion-[0-9]*/Cargo.toml']=librust-criterion-dev)
 missing=()
 for command in "${!wanted[@]}"; do
   command -v "$command" >/dev/null 2>&1 || missing+=("${wanted[$command]}")
 done
 for file in "${!wanted_files[@]}"; do
   [ -e "$file" ] || missing+=("${wanted_files[$file]}")
+done
+for pattern in "${!wanted_globs[@]}"; do
+  compgen -G "$pattern" >/dev/null || missing+=("${wanted_globs[$pattern]}")
 done
 [ "${#missing[@]}" -eq 0 ] && exit 0
 if [ "$(id -u)" -ne 0 ] || ! command -v apt-get >/dev/null 2>&1; then
