@@ -124,14 +124,23 @@ def typical(estimates: dict[str, object]) -> Estimate:
     return Estimate(chosen["point_estimate"], interval["lower_bound"], interval["upper_bound"])
 
 
-def read_estimates(crate: Path) -> dict[str, Estimate]:
-    """Each benchmark's estimates from ``target/criterion/<name>/new/estimates.json``; Criterion
-    cuts a folder's name to 64 bytes (the names here hold no character it would replace)."""
+def read_estimates(target: Path) -> dict[str, Estimate]:
+    """Each benchmark's estimates from ``<target>/criterion/<name>/new/estimates.json``;
+    Criterion cuts a folder's name to 64 bytes (the names here hold no character it would
+    replace)."""
     return {
         name: typical(json.loads(path.read_text(encoding="utf-8")))
         for name in (SHORT_NAME, LONG_NAME)
-        if (path := crate / "target" / "criterion" / name[:64] / "new" / "estimates.json").exists()
+        if (path := target / "criterion" / name[:64] / "new" / "estimates.json").exists()
     }
+
+
+def build_cache() -> Path:
+    """Cargo's target directory, kept between test runs like pip's cache: a cold build of
+    Criterion's dependencies takes about two minutes on two cores, a warm one seconds. Cargo
+    locks it, and rebuilds whatever changed."""
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "benchrunner" / "tests" / "criterion-target"
 
 
 @pytest.fixture(scope="session")
@@ -150,12 +159,14 @@ def criterion_run(tmp_path_factory: pytest.TempPathFactory) -> Run:
     (crate / ".cargo" / "config.toml").write_text(CARGO_CONFIG, encoding="utf-8")
     (crate / "src" / "lib.rs").write_text("", encoding="utf-8")
     (crate / "benches" / "tiny.rs").write_text(BENCH_SOURCE, encoding="utf-8")
+    target = build_cache()
     # The caller's cargo settings (target dir, flags, toolchain) must not reach this build.
     environment = {
         name: value for name, value in os.environ.items() if not name.startswith(("CARGO", "RUST"))
     }
     environment |= {
         "CARGO_HOME": str(root / "cargo-home"),
+        "CARGO_TARGET_DIR": str(target),
         "RUSTC": str(RUSTC),
         "CARGO_TERM_COLOR": "never",
     }
@@ -168,7 +179,7 @@ def criterion_run(tmp_path_factory: pytest.TempPathFactory) -> Run:
         timeout=900,
     )
     assert done.returncode == 0, done.stderr[-4000:]
-    return Run(done.stdout, read_estimates(crate))
+    return Run(done.stdout, read_estimates(target))
 
 
 def test_time_lines_read_as_criterion_estimated(criterion_run: Run) -> None:
