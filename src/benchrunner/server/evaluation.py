@@ -21,17 +21,21 @@ import datetime as dt
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from benchrunner.detection.boundary import limits, outside
-from benchrunner.detection.change_point import ChangePoint, change_points
 from benchrunner.detection.models import DEFAULT_MAX_PVALUE, DEFAULT_MIN_MAGNITUDE, TestKind
 from benchrunner.server.store import alerts, history, reports, thresholds
 from benchrunner.server.store.history import Point
 from benchrunner.server.store.tables import benchmark
+
+if TYPE_CHECKING:
+    from benchrunner.detection.change_point import ChangePoint
+
+# The statistics (SciPy) are imported where a threshold is judged, not here: importing them
+# costs about 1.5 s, which every server start (and every test that starts one) would pay.
 
 
 @dataclass(frozen=True)
@@ -122,6 +126,8 @@ def _judge_limits(
 ) -> int:
     """Each metric's limits from its series; their boundaries are stored in one batch (a
     report's thousands of metrics are not thousands of statements)."""
+    from benchrunner.detection.boundary import limits, outside
+
     model = thresholds.model_of(t)
     drawn = [(m, limits(model, [p.value for p in series.get(m.benchmark_id, [])])) for m in metrics]
     bounded = [(m, d) for m, d in drawn if d is not None]
@@ -155,6 +161,8 @@ def _judge_changes(
     past: list[Point],
     now: dt.datetime,
 ) -> int:
+    from benchrunner.detection.change_point import change_points
+
     points = [*past, Point(m.id, m.value)]
     found = change_points(
         [p.value for p in points],

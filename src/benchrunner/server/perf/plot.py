@@ -10,11 +10,13 @@ from __future__ import annotations
 import io
 import math
 from collections.abc import Iterable, Sequence
-
-import numpy as np
-import numpy.typing as npt
+from typing import TYPE_CHECKING
 
 from benchrunner.server.perf.series import Point, Series
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
 
 WIDTH_INCHES = 10.0
 HEIGHT_INCHES = 5.0
@@ -26,6 +28,8 @@ LARGEST_PLAIN = 1e300
 
 
 def _times(points: Sequence[Point]) -> npt.NDArray[np.datetime64]:
+    import numpy as np  # with matplotlib, only when a plot is drawn: not on every server start
+
     # naive UTC: matplotlib's date axis takes datetime64 without a time zone
     return np.array([p.start_time.replace(tzinfo=None) for p in points], dtype="datetime64[ms]")
 
