@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from benchrunner.adapters import kept
 from benchrunner.adapters.base import Measurement
 from benchrunner.core.measures import measure_spec
 from benchrunner.detection.change_point import ChangePoint
@@ -52,7 +53,8 @@ def m(benchmark: str, value: float) -> Measurement:
     ],
 )
 def test_fold_and_bencher_ignore(fold: Any, expected: list[tuple[int, str, float]]) -> None:
-    iterations = [[m("a", v), m("b-bencher-ignore", v)] for v in (3.0, 1.0, 2.0)]
+    # As processing and direct runs read them: through adapters.kept, iteration by iteration.
+    iterations = [kept([m("a", v), m("b-bencher-ignore", v)]) for v in (3.0, 1.0, 2.0)]
     found = report_metrics(iterations, fold)
     assert [(v.iteration, v.benchmark, v.value) for v in found] == expected
 

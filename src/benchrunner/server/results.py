@@ -1,6 +1,6 @@
-"""Adapter measurements -> the metrics a report stores, as Bencher turns results into metrics:
-iterations folded into one when ``settings.fold`` says so, and benchmarks whose name ends in
-``-bencher-ignore`` dropped (Bencher's convention for a benchmark not to track)."""
+"""Adapter measurements -> the metrics a report stores: iterations folded into one when
+``settings.fold`` says so, as Bencher folds them. (``adapters.parse`` has already kept one
+measurement per benchmark and measure and dropped ``-bencher-ignore`` benchmarks.)"""
 
 from __future__ import annotations
 
@@ -9,8 +9,6 @@ from collections.abc import Sequence
 from benchrunner.adapters.base import Fold, Measurement
 from benchrunner.adapters.fold import fold as fold_iterations
 from benchrunner.server.store.reports import MetricValue
-
-IGNORE_SUFFIX = "-bencher-ignore"
 
 
 def report_metrics(
@@ -23,5 +21,4 @@ def report_metrics(
         MetricValue(index, m.benchmark, m.measure, m.value, m.lower_value, m.upper_value)
         for index, measurements in enumerate(folded)
         for m in measurements
-        if not m.benchmark.endswith(IGNORE_SUFFIX)
     ]
