@@ -11,11 +11,12 @@ import pytest
 from benchrunner.adapters import kept
 from benchrunner.adapters.base import Measurement
 from benchrunner.core.measures import measure_spec
+from benchrunner.core.versions import is_git_hash
 from benchrunner.detection.change_point import ChangePoint
 from benchrunner.server.errors import ApiError
 from benchrunner.server.evaluation import already_alerted, history_since
 from benchrunner.server.results import report_metrics
-from benchrunner.server.routes.model_bodies import ThresholdModelBody, checked_model, is_git_hash
+from benchrunner.server.routes.model_bodies import ThresholdModelBody, checked_model
 from benchrunner.server.routes.run_body import RunBody, run_target, threshold_models
 
 

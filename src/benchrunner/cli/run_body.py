@@ -8,7 +8,6 @@ server would refuse anyway, so that the message can name the flags.
 from __future__ import annotations
 
 import datetime as dt
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -17,11 +16,7 @@ import typer
 
 from benchrunner import adapters
 from benchrunner.cli.thresholds import ThresholdFlags, ThresholdsError, thresholds_body
-
-DEFAULT_MAX_VERSIONS = 255
-"""Bencher's default for ``--start-point-max-versions``."""
-
-_GIT_HASH = re.compile(r"[0-9a-fA-F]{40}|[0-9a-fA-F]{64}")
+from benchrunner.core.versions import DEFAULT_MAX_VERSIONS, is_git_hash
 
 
 @dataclass(frozen=True)
@@ -67,7 +62,7 @@ def _usage(message: str) -> typer.BadParameter:
 
 def check_git_hash(value: str, flag: str) -> str:
     """A full git commit hash (40 hex digits, or 64 for SHA-256 repositories), as Bencher takes."""
-    if _GIT_HASH.fullmatch(value) is None:
+    if not is_git_hash(value):
         raise _usage(f"{flag} {value!r} is not a full git commit hash (40 or 64 hex digits)")
     return value
 

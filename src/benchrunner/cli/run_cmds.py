@@ -16,7 +16,7 @@ from benchrunner.cli.config import resolve
 from benchrunner.cli.follow import EXIT_FAILED, follow_job, report_failure
 from benchrunner.cli.image_cmds import resolve_image
 from benchrunner.cli.options import Host, Json, Project, Token
-from benchrunner.cli.run_body import DEFAULT_MAX_VERSIONS, RunFlags, StartPointFlags, build_body
+from benchrunner.cli.run_body import RunFlags, StartPointFlags, build_body
 from benchrunner.cli.run_context import run_context
 from benchrunner.cli.run_options import (
     AdapterName,
@@ -45,6 +45,7 @@ from benchrunner.cli.run_options import (
 )
 from benchrunner.cli.thresholds import ThresholdFlags
 from benchrunner.cli.views import print_report
+from benchrunner.core.versions import DEFAULT_MAX_VERSIONS
 
 _ARG_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _JOB = "Runner job"

@@ -4,24 +4,17 @@ Bencher sends it (plus ``change_point``'s parameters), and git hashes."""
 from __future__ import annotations
 
 import math
-import re
 from typing import cast
 
 from pydantic import ConfigDict
 
+from benchrunner.core.versions import is_git_hash
 from benchrunner.detection.models import Model, ModelError, TestKind, validate
 from benchrunner.server.errors import bad_request
 from benchrunner.server.routes.bodies import ApiBody
 
 MAX_COUNT = 2**32 - 1
 """The largest sample size, window or version count Bencher accepts (unsigned 32 bits)."""
-
-_GIT_HASH = re.compile(r"[0-9a-fA-F]{40}|[0-9a-fA-F]{64}")
-
-
-def is_git_hash(value: str) -> bool:
-    """A full git object name: 40 (SHA-1) or 64 (SHA-256) hexadecimal digits."""
-    return _GIT_HASH.fullmatch(value) is not None
 
 
 def checked_hash(value: str) -> str:

@@ -20,6 +20,7 @@ from typing import Literal
 from pydantic import AwareDatetime, ConfigDict, Field, field_validator
 
 from benchrunner.adapters.values import MAX_MEASURE_NAME
+from benchrunner.core.versions import DEFAULT_MAX_VERSIONS, is_git_hash
 from benchrunner.detection.models import Model
 from benchrunner.protocol import MAX_ITER, MAX_TIMEOUT, is_digest
 from benchrunner.server.errors import bad_request
@@ -29,9 +30,7 @@ from benchrunner.server.routes.model_bodies import (
     ThresholdModelBody,
     checked_hash,
     checked_model,
-    is_git_hash,
 )
-from benchrunner.server.store import branches
 
 MAX_FILE_PATH = 4096
 
@@ -62,7 +61,7 @@ class RunStartPoint(ApiBody):
     model_config = ConfigDict(extra="forbid")
     branch: str | None = Field(default=None, min_length=1, max_length=256)
     hash: str | None = None
-    max_versions: int = Field(default=branches.DEFAULT_MAX_VERSIONS, ge=1, le=MAX_COUNT)
+    max_versions: int = Field(default=DEFAULT_MAX_VERSIONS, ge=1, le=MAX_COUNT)
     clone_thresholds: bool = False
     reset: bool = False
 

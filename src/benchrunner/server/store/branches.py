@@ -17,11 +17,9 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from benchrunner.core.versions import DEFAULT_MAX_VERSIONS
 from benchrunner.server.store import reports
 from benchrunner.server.store.tables import branch, report
-
-DEFAULT_MAX_VERSIONS = 255
-"""Bencher's default for ``start_point.max_versions``."""
 
 
 def _by(column: sa.ColumnElement[Any]) -> sa.Select[Any]:
