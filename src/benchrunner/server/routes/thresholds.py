@@ -71,7 +71,8 @@ async def list_thresholds(
             limit=pages.per_page,
             offset=pages.offset,
         )
-        views = [threshold_view(t, thresholds.current_model(conn, t.id)) for t in found]
+        current = thresholds.current_models(conn, [t.id for t in found])
+        views = [threshold_view(t, current.get(t.id)) for t in found]
         return views, total
 
     views, total = await ctx.db.read(unit)

@@ -299,6 +299,21 @@ def current_model(conn: Connection, threshold_id: int) -> Any | None:
     return conn.execute(_CURRENT_MODEL, {"threshold_id": threshold_id}).first()
 
 
+_CURRENT_MODELS = sa.select(model).where(
+    model.c.threshold_id.in_(sa.bindparam("threshold_ids", expanding=True)),
+    model.c.replaced.is_(None),
+)
+
+
+def current_models(conn: Connection, threshold_ids: list[int]) -> dict[int, Any]:
+    """The current model of each of these thresholds (a page of a list: at most 255), in one
+    statement."""
+    if not threshold_ids:
+        return {}
+    rows = conn.execute(_CURRENT_MODELS, {"threshold_ids": threshold_ids})
+    return {row.threshold_id: row for row in rows}
+
+
 def models_of(conn: Connection, threshold_id: int) -> list[Any]:
     """Every model the threshold has had, newest first."""
     return list(conn.execute(_MODELS, {"threshold_id": threshold_id}))
