@@ -315,12 +315,15 @@ def full_report_view(
             start_hash = branches.version_hash(
                 conn, row.start_point_branch_id, row.start_point_version
             )
+    metrics = reports.report_metrics(conn, report_id)
+    # A report without metrics (a runner job's, until it is processed) was judged against
+    # nothing and raised nothing: the submission path skips both reads.
     return report_view(
         row,
-        reports.report_metrics(conn, report_id),
+        metrics,
         job_uuid,
-        boundaries=store_alerts.report_boundaries(conn, report_id),
-        alerts=store_alerts.alerts_raised_by(conn, report_id),
+        boundaries=store_alerts.report_boundaries(conn, report_id) if metrics else {},
+        alerts=store_alerts.alerts_raised_by(conn, report_id) if metrics else [],
         start_point=start_point,
         start_point_hash=start_hash,
     )

@@ -10,7 +10,6 @@ head: the branch's own earlier reports no longer count.
 from __future__ import annotations
 
 import datetime as dt
-import uuid
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,36 +17,13 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from benchrunner.core.versions import DEFAULT_MAX_VERSIONS
-from benchrunner.server.store import reports
+from benchrunner.server.store import dimensions, reports
 from benchrunner.server.store.tables import branch, report
-
-
-def _by(column: sa.ColumnElement[Any]) -> sa.Select[Any]:
-    return sa.select(branch).where(
-        branch.c.project_id == sa.bindparam("project_id"), column == sa.bindparam("ref")
-    )
-
-
-_BY_UUID = _by(branch.c.uuid)
-_BY_SLUG = _by(branch.c.slug).order_by(branch.c.id).limit(1)
-_BY_NAME = _by(branch.c.name)
 
 
 def branch_find(conn: Connection, project_id: int, ref: str) -> Any | None:
     """The project's branch with this UUID, else slug, else name (SPEC section 13's order)."""
-    try:
-        branch_uuid = uuid.UUID(ref)
-    except ValueError:
-        pass
-    else:
-        found = conn.execute(_BY_UUID, {"project_id": project_id, "ref": branch_uuid}).first()
-        if found is not None:
-            return found
-    for statement in (_BY_SLUG, _BY_NAME):
-        found = conn.execute(statement, {"project_id": project_id, "ref": ref}).first()
-        if found is not None:
-            return found
-    return None
+    return dimensions.dimension_get(conn, branch, project_id, ref)
 
 
 _BY_ID = sa.select(branch).where(branch.c.id == sa.bindparam("branch_id"))

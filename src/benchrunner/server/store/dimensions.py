@@ -3,6 +3,7 @@ filed under. Each is found by UUID, slug or name, in that order (SPEC section 13
 
 from __future__ import annotations
 
+import functools
 import uuid
 from typing import Any
 
@@ -13,21 +14,24 @@ from benchrunner.server.store.listing import page_of, where_given
 from benchrunner.server.store.tables import benchmark
 
 
+@functools.cache
+def _by(table: sa.Table, column: str) -> sa.Select[Any]:
+    by = sa.select(table).where(
+        table.c.project_id == sa.bindparam("project_id"), table.c[column] == sa.bindparam("ref")
+    )
+    return by.order_by(table.c.id).limit(1)
+
+
 def dimension_get(conn: Connection, table: sa.Table, project_id: int, ref: str) -> Any | None:
     """The project's row of ``table`` named by ``ref``: a UUID, else a slug (the oldest row
     with it), else a name."""
-    in_project = table.c.project_id == project_id
     try:
-        ref_uuid = uuid.UUID(ref)
+        attempts: list[tuple[str, object]] = [("uuid", uuid.UUID(ref))]
     except ValueError:
-        pass
-    else:
-        found = conn.execute(sa.select(table).where(in_project, table.c.uuid == ref_uuid)).first()
-        if found is not None:
-            return found
-    for column in (table.c.slug, table.c.name):
-        statement = sa.select(table).where(in_project, column == ref).order_by(table.c.id)
-        found = conn.execute(statement.limit(1)).first()
+        attempts = []
+    attempts += [("slug", ref), ("name", ref)]
+    for column, value in attempts:
+        found = conn.execute(_by(table, column), {"project_id": project_id, "ref": value}).first()
         if found is not None:
             return found
     return None
