@@ -18,10 +18,11 @@ from benchrunner.core.clock import SystemClock
 from benchrunner.core.states import JobStatus
 from benchrunner.core.templates import TemplateRegistry
 from benchrunner.core.tiers import Plan
+from benchrunner.protocol import IterationResult, JsonJobOutput
 from benchrunner.server.blobs import READ_CHUNK, LocalBlobStore, job_output_key
 from benchrunner.server.config import ServerSettings
 from benchrunner.server.context import ServerContext
-from benchrunner.server.processing import Processor, byte_batches
+from benchrunner.server.processing import Processor, byte_batches, measure_output
 from benchrunner.server.store import jobs
 from benchrunner.server.store.engine import Database
 from benchrunner.server.store.migrate import upgrade
@@ -248,3 +249,14 @@ def test_a_failing_evaluation_leaves_the_job_processed_with_its_metrics(
     job_id = setup.completed_job(GOOD)
     asyncio.run(Processor(setup.ctx).process([job_id]))
     assert setup.outcome(job_id) == (JobStatus.PROCESSED, None, 1, 1)
+
+
+def test_collected_files_of_one_iteration_keep_one_result_per_benchmark() -> None:
+    first = json.dumps({"sort": {"latency": {"value": 1}}, "hash": {"latency": {"value": 5}}})
+    second = json.dumps({"sort": {"latency": {"value": 2}}})
+    output = JsonJobOutput(
+        results=[IterationResult(exit_code=0, output={"a.json": first, "b.json": second})]
+    )
+    values, error = measure_output("json", output)
+    assert error is None
+    assert [(v.benchmark, v.value) for v in values] == [("sort", 2.0), ("hash", 5.0)]

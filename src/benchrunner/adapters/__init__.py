@@ -27,6 +27,7 @@ __all__ = [
     "Fold",
     "Measurement",
     "Settings",
+    "kept",
     "parse",
 ]
 

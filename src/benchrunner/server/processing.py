@@ -65,7 +65,9 @@ def measure_output(
             except Exception as exc:  # an adapter bug must not wedge the job in `completed`
                 log.exception("adapter %s crashed", adapter)
                 return [], f"iteration {index}: adapter {adapter!r} failed: {exc!r}"
-        iterations.append(found)
+        # Several collected files make one iteration: one result per benchmark and measure
+        # across them too, the last read.
+        iterations.append(adapters.kept(found))
     return report_metrics(iterations, fold), None
 
 
