@@ -24,6 +24,8 @@ import websockets
 from tests.databases import fresh_database
 from tests.harness import Deployment, ServerProcess, deploy
 
+from benchmarks.cpu import process_cpu_seconds, processes_cpu_seconds
+
 RESULT = [{"exit_code": 0, "stdout": json.dumps({"noop": {"latency": {"value": 0}}})}]
 
 
@@ -71,9 +73,18 @@ async def drained(deployment: Deployment) -> None:
             await asyncio.sleep(0.02)
 
 
+def cpu_seconds(servers: list[ServerProcess]) -> tuple[float, float]:
+    """CPU so far of the server processes, and of every PostgreSQL process."""
+    own = sum(process_cpu_seconds(s.proc.pid) for s in servers if s.proc is not None)
+    return own, processes_cpu_seconds("postgres")
+
+
 async def measure(
     deployment: Deployment, servers: list[ServerProcess], jobs: int, connections: int
-) -> tuple[float, float]:
+) -> tuple[float, float, tuple[float, float]]:
+    """Jobs/s through processed, submissions/s, and CPU ms per job (server, PostgreSQL)
+    over submission and execution together."""
+    cpu_before = cpu_seconds(servers)
     submit_rate = await submit(deployment, jobs)
     tokens = [deployment.new_runner(f"bench-{connections}-{i}") for i in range(connections)]
     stop = asyncio.Event()
@@ -86,10 +97,12 @@ async def measure(
     ]
     await drained(deployment)
     elapsed = time.perf_counter() - started
+    cpu_after = cpu_seconds(servers)
     stop.set()
     executed = sum(await asyncio.gather(*tasks))
     assert executed == jobs, (executed, jobs)
-    return jobs / elapsed, submit_rate
+    per_job = tuple(1000 * (a - b) / jobs for a, b in zip(cpu_after, cpu_before, strict=True))
+    return jobs / elapsed, submit_rate, (per_job[0], per_job[1])
 
 
 def main() -> None:
@@ -110,11 +123,15 @@ def main() -> None:
             servers = [deployment.server]
             if options.replicas == 2:
                 servers.append(deployment.add_replica("replica-b"))
-            rate, submit_rate = asyncio.run(measure(deployment, servers, options.jobs, connections))
+            rate, submit_rate, (server_ms, postgres_ms) = asyncio.run(
+                measure(deployment, servers, options.jobs, connections)
+            )
+            database_cpu = f", PostgreSQL {postgres_ms:.2f}" if options.engine != "sqlite" else ""
             print(
                 f"{options.engine}, {options.replicas} replica(s), "
                 f"{connections:>3} runner connections: {rate:7.1f} jobs/s through processed "
-                f"({options.jobs} jobs; submission alone {submit_rate:.0f} jobs/s)"
+                f"({options.jobs} jobs; submission alone {submit_rate:.0f} jobs/s; "
+                f"CPU per job: server {server_ms:.2f} ms{database_cpu})"
             )
 
 

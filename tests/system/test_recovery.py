@@ -173,3 +173,24 @@ def test_a_result_too_large_for_the_server_fails_the_job_instead_of_looping(
             {"exit_code": 0, "stdout": None, "stderr": None, "output": None}
         ]
         assert runner.proc is not None and runner.proc.poll() is None
+
+
+def test_an_acknowledged_result_survives_a_server_killed_right_after_the_ack(
+    deployment: Deployment,
+) -> None:
+    """The runner deletes its spooled result on ``ack``: whatever the ack acknowledges must be
+    stored before it is sent (SQLite: the WAL synced; PostgreSQL: a synchronous commit)."""
+    channel = deployment.channel("acked")
+    job_uuid = deployment.submit("bench.noop")
+    channel.claim()
+    channel.ask({"event": "running"})
+    result = {"exit_code": 0, "stdout": '{"noop": {"latency": {"value": 11}}}'}
+    reply = channel.ask({"event": "completed", "job": job_uuid, "results": [result]})
+    deployment.server.kill(signal.SIGKILL)
+    assert reply == {"event": "ack", "job": job_uuid}
+    channel.close()
+    deployment.server.start()
+    job = deployment.wait_status(job_uuid, "processed")
+    assert [e["event_type"] for e in job["events"]][-2:] == ["completed", "processed"]
+    stored = job["output"]["results"]
+    assert [(r["exit_code"], r["stdout"]) for r in stored] == [(0, result["stdout"])]

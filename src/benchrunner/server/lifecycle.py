@@ -232,6 +232,7 @@ class Lifecycle:
         known: jobs.JobRow | None = None,
     ) -> Ack | Error:
         """Apply a terminal message; resends are answered with ``ack`` and change nothing.
+        An ``ack`` is returned only once what it acknowledges is on disk.
 
         ``known`` is the caller's latest view of the job, saving a read; a stale status is
         harmless because every transition is a compare-and-set that re-reads on a miss.
@@ -241,11 +242,18 @@ class Lifecycle:
             job = await self.ctx.db.read(jobs.job_get_by_uuid, message.job)
         if job is None or job.runner_id != runner.id:
             return Error(message=f"job {message.job} is not claimed by this runner")
+        reply: Ack | Error
         if isinstance(message, Completed):
-            return await self._completed(runner, job, message)
-        if isinstance(message, Failed):
-            return await self._failed(runner, job, message)
-        return await self._canceled(runner, job)
+            reply = await self._completed(runner, job, message)
+        elif isinstance(message, Failed):
+            reply = await self._failed(runner, job, message)
+        else:
+            reply = await self._canceled(runner, job)
+        if isinstance(reply, Ack):
+            # The runner deletes its spooled result on `ack`: the status change behind it
+            # must survive a power cut first (the output blob is synced when stored).
+            await self.ctx.db.durable()
+        return reply
 
     async def _store_output(self, job: jobs.JobRow, output: JsonJobOutput) -> None:
         key = job_output_key(job.project_uuid, job.uuid)

@@ -1,0 +1,138 @@
+"""An acknowledged result survives a power cut: SQLite's WAL is synced before ``durable()``
+returns, in groups; PostgreSQL sessions commit with ``synchronous_commit=on``."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from benchrunner.server.store.engine import Database, fdatasync_path, sqlite_wal_path
+from benchrunner.server.store.migrate import upgrade
+from tests.databases import fresh_database
+
+WRITE = sa.text("INSERT INTO alembic_version_probe (n) VALUES (1)")
+
+
+def _make_table(conn: Connection) -> None:
+    conn.execute(sa.text("CREATE TABLE IF NOT EXISTS alembic_version_probe (n INTEGER)"))
+
+
+def _write(conn: Connection) -> None:
+    conn.execute(WRITE)
+
+
+class WatchedSync:
+    """The real sync, recorded, and held back until the test lets it go."""
+
+    def __init__(self) -> None:
+        self.calls: list[Path] = []
+        self.gate = threading.Event()
+        self.entered = threading.Event()
+
+    def __call__(self, path: Path) -> None:
+        self.calls.append(path)
+        self.entered.set()
+        if not self.gate.wait(timeout=60):
+            raise TimeoutError("the test never released the sync")
+        fdatasync_path(path)
+
+
+def test_sqlite_durable_waits_for_a_wal_sync_that_covers_the_commit(tmp_path: Path) -> None:
+    db = Database(str(tmp_path / "db.sqlite"))
+    watched = WatchedSync()
+    db.sync_file = watched
+
+    async def scenario() -> None:
+        await db.write(_make_table)
+        await db.write(_write)
+        waiting = asyncio.ensure_future(db.durable())
+        await asyncio.to_thread(watched.entered.wait, 30)
+        assert not waiting.done()  # the sync is held: nothing may be acknowledged yet
+        watched.gate.set()
+        await asyncio.wait_for(waiting, 30)
+        assert watched.calls == [sqlite_wal_path(db.url)]
+        await db.durable()  # nothing new committed: no second sync
+        assert len(watched.calls) == 1
+
+    try:
+        asyncio.run(scenario())
+    finally:
+        db.close()
+
+
+def test_sqlite_acknowledgements_share_syncs_under_load(tmp_path: Path) -> None:
+    db = Database(str(tmp_path / "db.sqlite"))
+    watched = WatchedSync()
+    db.sync_file = watched
+
+    async def writer_then_durable() -> None:
+        await db.write(_write)
+        await db.durable()
+
+    async def scenario() -> None:
+        await db.write(_make_table)
+        first = asyncio.ensure_future(writer_then_durable())
+        await asyncio.to_thread(watched.entered.wait, 30)  # one sync is under way...
+        later = [asyncio.ensure_future(writer_then_durable()) for _ in range(50)]
+        await asyncio.sleep(0)  # ...while 50 more commits ask for durability
+        await asyncio.sleep(0)
+        assert not any(task.done() for task in [first, *later])
+        watched.gate.set()
+        await asyncio.wait_for(asyncio.gather(first, *later), 30)
+        # The first sync could not cover the later commits; one more covers all 50.
+        assert len(watched.calls) == 2
+
+    try:
+        asyncio.run(scenario())
+    finally:
+        db.close()
+
+
+def test_a_failed_sync_fails_the_acknowledgement(tmp_path: Path) -> None:
+    db = Database(str(tmp_path / "db.sqlite"))
+
+    def broken(path: Path) -> None:
+        raise OSError(5, "Input/output error", str(path))
+
+    db.sync_file = broken
+
+    async def scenario() -> None:
+        await db.write(_make_table)
+        with pytest.raises(OSError, match="Input/output"):
+            await db.durable()
+
+    try:
+        asyncio.run(scenario())
+    finally:
+        db.close()
+
+
+@pytest.mark.postgresql
+def test_postgresql_sessions_commit_synchronously_whatever_the_default(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # libpq takes PGOPTIONS as the default for every session this process opens: a server
+    # started by an operator with it set would commit asynchronously, unless we override it.
+    monkeypatch.setenv("PGOPTIONS", "-c synchronous_commit=off")
+
+    def setting(conn: Connection) -> str:
+        return str(conn.execute(sa.text("SHOW synchronous_commit")).scalar_one())
+
+    with fresh_database("postgresql", tmp_path) as url:
+        db = Database(url)
+        try:
+            upgrade(db.write_engine)
+
+            async def scenario() -> str:
+                await db.durable()  # nothing to wait for: every commit was already durable
+                return await db.read(setting)
+
+            assert asyncio.run(scenario()) == "on"
+            assert db.read_sync(setting) == "on"
+        finally:
+            db.close()
