@@ -70,7 +70,7 @@ async def drained(deployment: Deployment) -> None:
             queue = (await client.get("/v0/server/health")).json()["queue"]
             if not any(queue.values()):
                 return
-            await asyncio.sleep(0.02)
+            await asyncio.sleep(0.1)  # polling costs the server CPU too: not too often
 
 
 def cpu_seconds(servers: list[ServerProcess]) -> tuple[float, float]:

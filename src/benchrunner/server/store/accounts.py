@@ -16,6 +16,7 @@ from benchrunner.core import slugs
 from benchrunner.core.tiers import Plan
 from benchrunner.core.tokens import hash_token, new_api_token
 from benchrunner.server.store.conflicts import insert_with_slug
+from benchrunner.server.store.direct import Direct
 from benchrunner.server.store.tables import (
     api_token,
     organization,
@@ -88,7 +89,7 @@ def api_token_issue(
     return token
 
 
-_USER_BY_TOKEN = (
+_USER_BY_TOKEN = Direct(
     sa.select(user)
     .join(api_token, api_token.c.user_id == user.c.id)
     .where(
@@ -99,7 +100,7 @@ _USER_BY_TOKEN = (
 
 
 def user_by_api_token(conn: Connection, token: str, now: dt.datetime) -> UserRow | None:
-    row = conn.execute(_USER_BY_TOKEN, {"token_hash": hash_token(token), "now": now}).first()
+    row = _USER_BY_TOKEN.first(conn, {"token_hash": hash_token(token), "now": now})
     return _user(row) if row else None
 
 
@@ -143,8 +144,8 @@ def organization_create(
 
 
 @functools.cache
-def _select_by(table: sa.Table, column: str) -> sa.Select[Any]:
-    return sa.select(table).where(table.c[column] == sa.bindparam("ref"))
+def _select_by(table: sa.Table, column: str) -> Direct:
+    return Direct(sa.select(table).where(table.c[column] == sa.bindparam("ref")))
 
 
 def ref_param(ref: str) -> tuple[str, object]:
@@ -162,7 +163,7 @@ def select_by_ref(conn: Connection, table: sa.Table, ref: str) -> Any:
     column, value = ref_param(ref)
     if column == "slug" and not slugs.is_slug(ref):
         return None
-    return conn.execute(_select_by(table, column), {"ref": value}).first()
+    return _select_by(table, column).first(conn, {"ref": value})
 
 
 def organization_get(conn: Connection, ref: str) -> OrganizationRow | None:
@@ -171,7 +172,10 @@ def organization_get(conn: Connection, ref: str) -> OrganizationRow | None:
 
 
 def organization_by_id(conn: Connection, org_id: int) -> OrganizationRow:
-    return _org(conn.execute(_select_by(organization, "id"), {"ref": org_id}).one())
+    row = _select_by(organization, "id").first(conn, {"ref": org_id})
+    if row is None:
+        raise LookupError(f"organization {org_id} does not exist")
+    return _org(row)
 
 
 def organization_list_for(conn: Connection, viewer: UserRow) -> list[OrganizationRow]:
@@ -187,7 +191,7 @@ _ROLE = sa.select(organization_role.c.role).where(
     organization_role.c.user_id == sa.bindparam("user_id"),
     organization_role.c.organization_id == sa.bindparam("org_id"),
 )
-_ANY_MEMBER = (
+_ANY_MEMBER = Direct(
     sa.select(organization_role.c.id)
     .where(organization_role.c.organization_id == sa.bindparam("org_id"))
     .limit(1)
@@ -200,7 +204,7 @@ def role_of(conn: Connection, user_id: int, org_id: int) -> str | None:
 
 def organization_is_claimed(conn: Connection, org_id: int) -> bool:
     """An organization with no members is unclaimed (SPEC section 2)."""
-    return conn.execute(_ANY_MEMBER, {"org_id": org_id}).first() is not None
+    return _ANY_MEMBER.first(conn, {"org_id": org_id}) is not None
 
 
 @dataclass(frozen=True)

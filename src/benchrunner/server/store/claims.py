@@ -14,6 +14,7 @@ from sqlalchemy.engine import Connection
 from benchrunner.core.states import JobStatus
 from benchrunner.core.tiers import PER_ORGANIZATION_MIN_PRIORITY, UNLIMITED_MIN_PRIORITY
 from benchrunner.server.store import runners, tier_locks
+from benchrunner.server.store.direct import Direct
 from benchrunner.server.store.jobs import JOBS, JobRow
 from benchrunner.server.store.tables import in_flight, job, runner
 from benchrunner.server.store.transitions import transition
@@ -74,6 +75,11 @@ def _eligible_jobs(organization_owned: bool, excluding: bool = False) -> sa.Sele
     )
 
 
+@functools.cache
+def _first_eligible(organization_owned: bool) -> Direct:
+    return Direct(_eligible_jobs(organization_owned))
+
+
 MAX_TIER_LOCK_ATTEMPTS = 16
 """Candidates tried per claim whose tier limit turned out busy; past that the claim returns
 None and the dispatcher's next wake-up (or its safety tick) tries again."""
@@ -82,8 +88,10 @@ None and the dispatcher's next wake-up (or its safety tick) tries again."""
 def _best_eligible(conn: Connection, runner_id: int, runner_org: int | None) -> Any | None:
     """The best pending job this runner may claim, row-locked, with its tier limit locked."""
     owned = runner_org is not None
-    params: dict[str, Any] = {"runner_id": runner_id, "runner_org": runner_org}
-    row = conn.execute(_eligible_jobs(owned), params).first()
+    params: dict[str, Any] = {"runner_id": runner_id}
+    if owned:
+        params["runner_org"] = runner_org
+    row = _first_eligible(owned).first(conn, params)
     busy_orgs: set[int] = set()
     busy_ips: set[str] = set()
     for _ in range(MAX_TIER_LOCK_ATTEMPTS):
@@ -102,8 +110,10 @@ def _best_eligible(conn: Connection, runner_id: int, runner_org: int | None) -> 
     return None
 
 
-_RUNNER_CLAIM_STATE = sa.select(runner.c.paused, runner.c.archived, runner.c.organization_id).where(
-    runner.c.id == sa.bindparam("runner_id")
+_RUNNER_CLAIM_STATE = Direct(
+    sa.select(runner.c.paused, runner.c.archived, runner.c.organization_id).where(
+        runner.c.id == sa.bindparam("runner_id")
+    )
 )
 
 
@@ -116,7 +126,7 @@ def job_claim(
     write transaction is ``BEGIN IMMEDIATE``; on PostgreSQL by the row lock of ``FOR UPDATE
     SKIP LOCKED``, the guarded transition, and the tier locks of ``tier_locks``.
     """
-    owner = conn.execute(_RUNNER_CLAIM_STATE, {"runner_id": runner_id}).first()
+    owner = _RUNNER_CLAIM_STATE.first(conn, {"runner_id": runner_id})
     if owner is None or owner.paused or owner.archived is not None:
         raise RunnerUnavailable
     row = _best_eligible(conn, runner_id, owner.organization_id)

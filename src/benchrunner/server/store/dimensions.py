@@ -10,16 +10,17 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from benchrunner.server.store.direct import Direct
 from benchrunner.server.store.listing import page_of, where_given
 from benchrunner.server.store.tables import benchmark
 
 
 @functools.cache
-def _by(table: sa.Table, column: str) -> sa.Select[Any]:
+def _by(table: sa.Table, column: str) -> Direct:
     by = sa.select(table).where(
         table.c.project_id == sa.bindparam("project_id"), table.c[column] == sa.bindparam("ref")
     )
-    return by.order_by(table.c.id).limit(1)
+    return Direct(by.order_by(table.c.id).limit(1))
 
 
 def dimension_get(conn: Connection, table: sa.Table, project_id: int, ref: str) -> Any | None:
@@ -31,7 +32,7 @@ def dimension_get(conn: Connection, table: sa.Table, project_id: int, ref: str) 
         attempts = []
     attempts += [("slug", ref), ("name", ref)]
     for column, value in attempts:
-        found = conn.execute(_by(table, column), {"project_id": project_id, "ref": value}).first()
+        found = _by(table, column).first(conn, {"project_id": project_id, "ref": value})
         if found is not None:
             return found
     return None

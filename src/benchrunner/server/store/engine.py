@@ -140,6 +140,9 @@ class Database:
         # SQLite work is short and CPU-bound: running it on the event loop is faster than a
         # thread hop (the GIL gives threads no parallelism here) and keeps writes serialized.
         self.inline = self.sqlite
+        self._inline_connections: dict[Engine, Connection] = {}
+        """SQLite, inline: one connection per engine, kept open: checking one out of the pool
+        and resetting it on return costs several times an empty transaction."""
         self._writer = ThreadPoolExecutor(write_threads, thread_name_prefix="db-write")
         self._readers = ThreadPoolExecutor(read_threads, thread_name_prefix="db-read")
 
@@ -155,13 +158,29 @@ class Database:
 
     async def write(self, unit: Callable[..., T], *args: Any) -> T:
         if self.inline:
-            return self.write_sync(unit, *args)
+            result = self._run_inline(self.write_engine, unit, *args)
+            self._commits += 1
+            return result
         return await self._hop(self._writer, self.write_sync, unit, *args)
 
     async def read(self, unit: Callable[..., T], *args: Any) -> T:
         if self.inline:
-            return self.read_sync(unit, *args)
+            return self._run_inline(self.read_engine, unit, *args)
         return await self._hop(self._readers, self.read_sync, unit, *args)
+
+    def _run_inline(self, engine: Engine, unit: Callable[..., T], *args: Any) -> T:
+        """One transaction on the event loop's own connection to ``engine``."""
+        conn = self._inline_connections.get(engine)
+        if conn is None or conn.closed or conn.invalidated:
+            conn = self._inline_connections[engine] = engine.connect()
+        try:
+            with conn.begin():
+                return unit(conn, *args)
+        except BaseException:
+            if conn.invalidated:  # the database connection broke: open a new one next time
+                conn.close()
+                del self._inline_connections[engine]
+            raise
 
     async def durable(self) -> None:
         """Return once every write this process committed before the call would survive a
@@ -199,6 +218,9 @@ class Database:
         return await loop.run_in_executor(pool, call)
 
     def close(self) -> None:
+        for conn in self._inline_connections.values():
+            conn.close()
+        self._inline_connections.clear()
         self._writer.shutdown(wait=True)
         self._readers.shutdown(wait=True)
         self.write_engine.dispose()

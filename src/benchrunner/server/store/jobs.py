@@ -13,6 +13,7 @@ from sqlalchemy.engine import Connection
 
 from benchrunner.core.states import JobStatus
 from benchrunner.protocol import JsonJobConfig
+from benchrunner.server.store.direct import Direct
 from benchrunner.server.store.tables import (
     in_flight,
     job,
@@ -81,27 +82,29 @@ JOBS = (
     .join(report, report.c.id == job.c.report_id)
     .join(project, project.c.id == report.c.project_id)
 )
-_JOB_BY_ID = JOBS.where(job.c.id == sa.bindparam("job_id"))
-_JOB_BY_UUID = JOBS.where(job.c.uuid == sa.bindparam("job_uuid"))
+_JOB_BY_ID = Direct(JOBS.where(job.c.id == sa.bindparam("job_id")))
+_JOB_BY_UUID = Direct(JOBS.where(job.c.uuid == sa.bindparam("job_uuid")))
 
 
 def job_get(conn: Connection, job_id: int) -> JobRow | None:
-    row = conn.execute(_JOB_BY_ID, {"job_id": job_id}).first()
+    row = _JOB_BY_ID.first(conn, {"job_id": job_id})
     return JobRow.from_row(row) if row else None
 
 
 def job_get_by_uuid(conn: Connection, job_uuid: UUID) -> JobRow | None:
-    row = conn.execute(_JOB_BY_UUID, {"job_uuid": job_uuid}).first()
+    row = _JOB_BY_UUID.first(conn, {"job_uuid": job_uuid})
     return JobRow.from_row(row) if row else None
 
 
-_IN_FLIGHT_FOR_RUNNER = JOBS.where(
-    job.c.runner_id == sa.bindparam("runner_id"), in_flight(job.c.status)
-).order_by(job.c.claimed)
+_IN_FLIGHT_FOR_RUNNER = Direct(
+    JOBS.where(job.c.runner_id == sa.bindparam("runner_id"), in_flight(job.c.status)).order_by(
+        job.c.claimed
+    )
+)
 
 
 def job_list_in_flight_for_runner(conn: Connection, runner_id: int) -> list[JobRow]:
-    rows = conn.execute(_IN_FLIGHT_FOR_RUNNER, {"runner_id": runner_id})
+    rows = _IN_FLIGHT_FOR_RUNNER.all(conn, {"runner_id": runner_id})
     return [JobRow.from_row(r) for r in rows]
 
 
@@ -122,7 +125,25 @@ class NewJob:
     actor: str | None
 
 
-_INSERT_JOB = job.insert().returning(job.c.id)
+_NEW_JOB_COLUMNS = (
+    "uuid",
+    "report_id",
+    "organization_id",
+    "source_ip",
+    "spec_id",
+    "config",
+    "timeout",
+    "priority",
+    "status",
+    "kind",
+    "created",
+    "modified",
+)
+_INSERT_JOB = Direct(
+    job.insert()
+    .values({name: sa.bindparam(name, type_=job.c[name].type) for name in _NEW_JOB_COLUMNS})
+    .returning(job.c.id)
+)
 
 
 def job_create(conn: Connection, params: NewJob) -> tuple[int, UUID]:
@@ -141,7 +162,8 @@ def job_create(conn: Connection, params: NewJob) -> tuple[int, UUID]:
         "created": params.now,
         "modified": params.now,
     }
-    job_id = conn.execute(_INSERT_JOB, row).scalar_one()
+    job_id = _INSERT_JOB.scalar(conn, row)
+    assert job_id is not None
     event_add(conn, job_id, "created", "job created", params.actor, {}, params.now)
     return job_id, job_uuid
 

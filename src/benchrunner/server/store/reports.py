@@ -15,6 +15,7 @@ from sqlalchemy.engine import Connection
 from benchrunner.core import slugs
 from benchrunner.core.measures import measure_spec
 from benchrunner.server.store.conflicts import insert_or_skip
+from benchrunner.server.store.direct import Direct
 from benchrunner.server.store.tables import (
     benchmark,
     branch,
@@ -36,9 +37,22 @@ def _named_ids(table: sa.Table) -> sa.Select[Any]:
     )
 
 
+@functools.cache
+def _named_id(table: sa.Table) -> Direct:
+    return Direct(
+        sa.select(table.c.id, table.c.name).where(
+            table.c.project_id == sa.bindparam("project_id"),
+            table.c.name == sa.bindparam("name"),
+        )
+    )
+
+
 def _find_named(
     conn: Connection, table: sa.Table, project_id: int, names: list[str]
 ) -> dict[str, int]:
+    if len(names) == 1:  # the common case (a run's testbed; a report of one benchmark)
+        row = _named_id(table).first(conn, {"project_id": project_id, "name": names[0]})
+        return {} if row is None else {row.name: int(row.id)}
     found: dict[str, int] = {}
     for start in range(0, len(names), IN_LIST_CHUNK):
         chunk = names[start : start + IN_LIST_CHUNK]
@@ -172,15 +186,35 @@ def new_report_on(
     )
 
 
-_INSERT_REPORT = report.insert().returning(report.c.id)
-_LATEST_VERSION = (
+_NEW_REPORT_COLUMNS = (
+    "uuid",
+    "user_id",
+    "project_id",
+    "branch_id",
+    "testbed_id",
+    "adapter",
+    "average",
+    "fold",
+    "hash",
+    "version",
+    "start_time",
+    "end_time",
+    "error",
+    "created",
+)
+_INSERT_REPORT = Direct(
+    report.insert()
+    .values({name: sa.bindparam(name, type_=report.c[name].type) for name in _NEW_REPORT_COLUMNS})
+    .returning(report.c.id)
+)
+_LATEST_VERSION = Direct(
     sa.select(report.c.version, report.c.hash)
     .where(report.c.branch_id == sa.bindparam("branch_id"), report.c.version.is_not(None))
     .order_by(report.c.version.desc(), report.c.id.desc())
     .limit(1)
 )
-_BRANCH_START = sa.select(branch.c.start_point_version).where(
-    branch.c.id == sa.bindparam("branch_id")
+_BRANCH_START = Direct(
+    sa.select(branch.c.start_point_version).where(branch.c.id == sa.bindparam("branch_id"))
 )
 
 
@@ -188,9 +222,9 @@ def next_version(conn: Connection, branch_id: int, git_hash: str | None) -> int:
     """The branch version a new report gets: the latest version's number when it has the same
     hash, else the next number (a report without a hash always starts a new version). A branch's
     first version follows its start point's version."""
-    latest = conn.execute(_LATEST_VERSION, {"branch_id": branch_id}).first()
+    latest = _LATEST_VERSION.first(conn, {"branch_id": branch_id})
     if latest is None:
-        start = conn.execute(_BRANCH_START, {"branch_id": branch_id}).scalar()
+        start = _BRANCH_START.scalar(conn, {"branch_id": branch_id})
         return int(start or 0) + 1
     if git_hash is not None and latest.hash == git_hash:
         return int(latest.version)
@@ -215,7 +249,8 @@ def report_create(conn: Connection, params: NewReport) -> tuple[int, uuid.UUID]:
         "error": None,
         "created": params.now,
     }
-    report_id = conn.execute(_INSERT_REPORT, row).scalar_one()
+    report_id = _INSERT_REPORT.scalar(conn, row)
+    assert report_id is not None
     return report_id, report_uuid
 
 
@@ -274,7 +309,7 @@ def metrics_add(
     ]
 
 
-_FINISH_REPORT = (
+_FINISH_REPORT = Direct(
     report.update()
     .where(report.c.id == sa.bindparam("report_id"))
     .values(
@@ -293,13 +328,13 @@ def report_finish(
     end_time: dt.datetime,
     error: str | None,
 ) -> None:
-    conn.execute(
-        _FINISH_REPORT,
+    _FINISH_REPORT.run(
+        conn,
         {"report_id": report_id, "start_time": start_time, "end_time": end_time, "error": error},
     )
 
 
-_REPORT = (
+_REPORT = Direct(
     sa.select(
         report,
         branch.c.name.label("branch_name"),
@@ -324,7 +359,7 @@ _REPORT = (
     .where(report.c.id == sa.bindparam("report_id"))
 )
 _REPORT_ID = sa.select(report.c.id).where(report.c.uuid == sa.bindparam("report_uuid"))
-_METRICS = (
+_METRICS = Direct(
     sa.select(
         metric.c.id,
         metric.c.uuid,
@@ -348,7 +383,10 @@ _METRICS = (
 
 
 def report_row(conn: Connection, report_id: int) -> Any:
-    return conn.execute(_REPORT, {"report_id": report_id}).one()
+    row = _REPORT.first(conn, {"report_id": report_id})
+    if row is None:
+        raise LookupError(f"report {report_id} does not exist")
+    return row
 
 
 def report_by_uuid(conn: Connection, report_uuid: uuid.UUID) -> Any:
@@ -356,4 +394,4 @@ def report_by_uuid(conn: Connection, report_uuid: uuid.UUID) -> Any:
 
 
 def report_metrics(conn: Connection, report_id: int) -> list[Any]:
-    return list(conn.execute(_METRICS, {"report_id": report_id}))
+    return _METRICS.all(conn, {"report_id": report_id})

@@ -20,6 +20,7 @@ from benchrunner.server.store.conflicts import (
     insert_with_slug,
     update_unless_taken,
 )
+from benchrunner.server.store.direct import Direct
 from benchrunner.server.store.tables import job, runner, runner_spec, spec
 
 
@@ -91,11 +92,13 @@ def runner_get(conn: Connection, ref: str) -> RunnerRow | None:
 
 
 @functools.cache
-def _authenticate(column: str) -> sa.Select[Any]:
-    return sa.select(runner).where(
-        runner.c.token_hash == sa.bindparam("token_hash"),
-        runner.c[column] == sa.bindparam("ref"),
-        runner.c.archived.is_(None),
+def _authenticate(column: str) -> Direct:
+    return Direct(
+        sa.select(runner).where(
+            runner.c.token_hash == sa.bindparam("token_hash"),
+            runner.c[column] == sa.bindparam("ref"),
+            runner.c.archived.is_(None),
+        )
     )
 
 
@@ -104,9 +107,7 @@ def runner_authenticate(conn: Connection, ref: str, token: str) -> RunnerRow | N
     column, value = ref_param(ref)
     if column == "slug" and not slugs.is_slug(ref):
         return None
-    row = conn.execute(
-        _authenticate(column), {"token_hash": hash_token(token), "ref": value}
-    ).first()
+    row = _authenticate(column).first(conn, {"token_hash": hash_token(token), "ref": value})
     return _runner(row) if row else None
 
 
@@ -210,11 +211,14 @@ def spec_get(conn: Connection, ref: str) -> Any:
     return select_by_ref(conn, spec, ref)
 
 
-_SPEC_BY_ID = sa.select(spec).where(spec.c.id == sa.bindparam("spec_id"))
+_SPEC_BY_ID = Direct(sa.select(spec).where(spec.c.id == sa.bindparam("spec_id")))
 
 
 def spec_by_id(conn: Connection, spec_id: int) -> Any:
-    return conn.execute(_SPEC_BY_ID, {"spec_id": spec_id}).one()
+    row = _SPEC_BY_ID.first(conn, {"spec_id": spec_id})
+    if row is None:
+        raise LookupError(f"spec {spec_id} does not exist")
+    return row
 
 
 def spec_list(conn: Connection, *, archived: bool) -> list[Any]:

@@ -15,9 +15,15 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from benchrunner.core.states import JobStatus, sources_of
+from benchrunner.server.store.direct import Direct
 from benchrunner.server.store.tables import in_flight, job, job_event, runner
 
-_INSERT_EVENT = job_event.insert()
+_EVENT_COLUMNS = ("job_id", "event_type", "message", "actor", "meta", "created")
+_INSERT_EVENT = Direct(
+    job_event.insert().values(
+        {name: sa.bindparam(name, type_=job_event.c[name].type) for name in _EVENT_COLUMNS}
+    )
+)
 
 
 def event_add(
@@ -29,8 +35,8 @@ def event_add(
     meta: dict[str, Any],
     now: dt.datetime,
 ) -> None:
-    conn.execute(
-        _INSERT_EVENT,
+    _INSERT_EVENT.run(
+        conn,
         {
             "job_id": job_id,
             "event_type": event_type,
@@ -45,12 +51,12 @@ def event_add(
 @functools.cache
 def _transition_statement(
     target: JobStatus, columns: tuple[str, ...], runner_guard: bool
-) -> sa.Update:
+) -> Direct:
     """One prepared ``UPDATE job SET status = target ... WHERE id = :id AND status IN (...)`` per
     target, set of extra columns and guard, so the hot path never rebuilds a statement."""
     allowed = sorted(int(s) for s in sources_of(target))
     guard = [job.c.runner_id == sa.bindparam("owner_id")] if runner_guard else []
-    return (
+    return Direct(
         job.update()
         .where(job.c.id == sa.bindparam("job_id"), job.c.status.in_(allowed), *guard)
         .values(
@@ -81,13 +87,15 @@ def transition(
     params = {"job_id": job_id, "now": now, **{f"v_{k}": v for k, v in extra.items()}}
     if runner_id is not None:
         params["owner_id"] = runner_id
-    if conn.execute(statement, params).first() is None:
+    if statement.first(conn, params) is None:
         return None
     event_add(conn, job_id, target.wire, message, actor, meta or {}, now)
     return target
 
 
-_JOB_OWNER = sa.select(job.c.status, job.c.runner_id).where(job.c.id == sa.bindparam("job_id"))
+_JOB_OWNER = Direct(
+    sa.select(job.c.status, job.c.runner_id).where(job.c.id == sa.bindparam("job_id"))
+)
 
 
 def job_mark_running(
@@ -109,7 +117,7 @@ def job_mark_running(
     )
     if started is not None:
         return started
-    current = conn.execute(_JOB_OWNER, {"job_id": job_id}).first()
+    current = _JOB_OWNER.first(conn, {"job_id": job_id})
     if current is None or current.runner_id != runner_id:
         return None
     status = JobStatus(current.status)
@@ -125,19 +133,19 @@ class Liveness:
     timeout: int
 
 
-_TOUCH_RUNNER = (
+_TOUCH_RUNNER = Direct(
     runner.update()
     .where(runner.c.id == sa.bindparam("runner_id"))
     .values(last_heartbeat=sa.bindparam("now"))
 )
-_TOUCH_JOB = (
+_TOUCH_JOB = Direct(
     job.update()
     .where(job.c.id == sa.bindparam("job_id"), in_flight(job.c.status))
     .values(last_heartbeat=sa.bindparam("now"))
     .returning(job.c.status, job.c.started, job.c.timeout)
 )
-_JOB_LIVENESS = sa.select(job.c.status, job.c.started, job.c.timeout).where(
-    job.c.id == sa.bindparam("job_id")
+_JOB_LIVENESS = Direct(
+    sa.select(job.c.status, job.c.started, job.c.timeout).where(job.c.id == sa.bindparam("job_id"))
 )
 
 
@@ -147,10 +155,10 @@ def job_touch(
     """Heartbeat: refresh ``last_heartbeat`` of an in-flight job (and of its runner, if given);
     report the job's state either way."""
     if runner_id is not None:
-        conn.execute(_TOUCH_RUNNER, {"runner_id": runner_id, "now": now})
-    row = conn.execute(_TOUCH_JOB, {"job_id": job_id, "now": now}).first()
+        _TOUCH_RUNNER.run(conn, {"runner_id": runner_id, "now": now})
+    row = _TOUCH_JOB.first(conn, {"job_id": job_id, "now": now})
     if row is None:
-        row = conn.execute(_JOB_LIVENESS, {"job_id": job_id}).first()
+        row = _JOB_LIVENESS.first(conn, {"job_id": job_id})
         if row is None:
             return None
     return Liveness(JobStatus(row.status), row.started, row.timeout)

@@ -1,0 +1,113 @@
+"""``Direct`` statements give what ``Connection.execute`` gives for the same statement, on
+both engines: the same rows (UUIDs, aware datetimes, JSON text), rows changed, RETURNING."""
+
+from __future__ import annotations
+
+import datetime as dt
+import uuid
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from benchrunner.server.store.direct import Direct
+from benchrunner.server.store.engine import Database
+from benchrunner.server.store.migrate import upgrade
+from benchrunner.server.store.tables import organization
+
+NOW = dt.datetime(2026, 11, 25, 4, 30, 15, 123456, tzinfo=dt.UTC)
+
+INSERT = organization.insert().values(
+    uuid=sa.bindparam("uuid", type_=organization.c.uuid.type),
+    name=sa.bindparam("name"),
+    slug=sa.bindparam("slug"),
+    plan=sa.bindparam("plan"),
+    created=sa.bindparam("now", type_=organization.c.created.type),
+    modified=sa.bindparam("now", type_=organization.c.modified.type),
+)
+BY_SLUGS = sa.select(organization).where(
+    organization.c.slug.in_(["acme", "globex"]),  # a constant IN list: rendered once
+    organization.c.created <= sa.bindparam("until", type_=organization.c.created.type),
+)
+RENAME = (
+    organization.update()
+    .where(organization.c.slug == sa.bindparam("old"))
+    .values(name=sa.bindparam("new"))
+    .returning(organization.c.id, organization.c.uuid, organization.c.modified)
+)
+RENAME_QUIETLY = (
+    organization.update()
+    .where(organization.c.slug == sa.bindparam("old"))
+    .values(name=sa.bindparam("new"))
+)
+
+
+def _insert(conn: Connection, slug: str, *, direct: bool) -> None:
+    params = {"uuid": uuid.uuid4(), "name": slug.title(), "slug": slug, "plan": "free", "now": NOW}
+    if direct:
+        assert Direct(INSERT).run(conn, params) == 1
+    else:
+        conn.execute(INSERT, params)
+
+
+def _compare(conn: Connection) -> None:
+    _insert(conn, "acme", direct=True)
+    _insert(conn, "globex", direct=False)
+    _insert(conn, "initech", direct=True)
+    expected = conn.execute(BY_SLUGS.order_by(organization.c.slug), {"until": NOW}).all()
+    got = Direct(BY_SLUGS.order_by(organization.c.slug)).all(conn, {"until": NOW})
+    assert [tuple(row) for row in got] == [tuple(row) for row in expected]
+    assert [row.slug for row in got] == ["acme", "globex"]
+    assert isinstance(got[0].uuid, uuid.UUID)
+    assert got[0].created == NOW and got[0].created.tzinfo is not None
+    assert Direct(BY_SLUGS).first(conn, {"until": NOW - dt.timedelta(seconds=1)}) is None
+
+    returned = Direct(RENAME).first(conn, {"old": "acme", "new": "Acme Corp"})
+    assert returned is not None and returned.modified == NOW
+    assert (
+        returned.uuid
+        == conn.execute(
+            sa.select(organization.c.uuid).where(organization.c.slug == "acme")
+        ).scalar_one()
+    )
+    assert Direct(RENAME_QUIETLY).run(conn, {"old": "nobody", "new": "x"}) == 0
+    names = conn.execute(sa.select(organization.c.name).order_by(organization.c.slug)).scalars()
+    assert list(names) == ["Acme Corp", "Globex", "Initech"]
+
+
+def test_direct_statements_match_connection_execute(database_url: str) -> None:
+    db = Database(database_url)
+    try:
+        upgrade(db.write_engine)
+        db.write_sync(_compare)
+    finally:
+        db.close()
+
+
+def test_a_missing_parameter_is_an_error_not_a_null(database_url: str) -> None:
+    db = Database(database_url)
+
+    def unit(conn: Connection) -> Any:
+        return Direct(BY_SLUGS).all(conn, {})
+
+    try:
+        upgrade(db.write_engine)
+        with pytest.raises((KeyError, psycopg.ProgrammingError), match="until"):
+            db.read_sync(unit)
+    finally:
+        db.close()
+
+
+def test_a_runtime_in_list_is_refused(tmp_path: Path) -> None:
+    statement = sa.select(organization.c.id).where(
+        organization.c.id.in_(sa.bindparam("ids", expanding=True))
+    )
+    db = Database(str(tmp_path / "db.sqlite"))
+    try:
+        with pytest.raises(ValueError, match="runtime IN list"):
+            db.read_sync(lambda conn: Direct(statement).all(conn, {"ids": [1]}))
+    finally:
+        db.close()
