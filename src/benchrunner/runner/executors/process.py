@@ -31,6 +31,7 @@ from benchrunner.runner.cores import CorePlan
 from benchrunner.runner.executors.base import Executor, ExecutorError, PreparedJob
 from benchrunner.runner.executors.capture import StreamCapture, bounded_text, with_notes
 from benchrunner.runner.executors.group import ProcessGroup, become_subreaper, start_leader
+from benchrunner.runner import pickup_trace
 from benchrunner.runner.inflight import JOB_VARIABLE, InFlight
 
 log = logging.getLogger(__name__)
@@ -205,6 +206,7 @@ class ProcessJob(PreparedJob):
             raise ExecutorError(
                 f"iteration {index} could not start {self.argv[0]!r}: {exc.strerror or exc}"
             ) from None
+        pickup_trace.job_started(self.job)
         if self._in_flight is not None:
             try:
                 self._in_flight.group(self.job, leader.pid)
