@@ -29,8 +29,8 @@ import signal
 import statistics
 import subprocess
 import tempfile
-import time
 from dataclasses import dataclass
+from functools import partial
 from http.client import HTTPConnection
 from pathlib import Path
 
@@ -135,14 +135,14 @@ def run_variant(
                 if response.status >= 300:
                     raise SystemExit(f"submit refused: {response.status} {response.read()!r}")
                 response.read()
-                wait_until(lambda i=index: _lines(clocks) > i, timeout=30, interval=0.002)
+                wait_until(partial(_more_than, clocks, index), timeout=30, interval=0.002)
             wait_until(lambda: _lines(trace) >= warmup + jobs, timeout=30, interval=0.01)
     finally:
         runner.kill(signal.SIGTERM)
     received: dict[str, tuple[int, int]] = {}
     for line in trace.read_text().splitlines():
-        job, got, spawned = line.split()
-        received[job] = (int(got), int(spawned))
+        job, got_text, spawned_text = line.split()
+        received[job] = (int(got_text), int(spawned_text))
     shares: list[float] = []
     spawns: list[float] = []
     for line in clocks.read_text().splitlines()[warmup:]:
@@ -157,6 +157,10 @@ def run_variant(
         percentile(spawns, 0.9),
         len(shares),
     )
+
+
+def _more_than(path: Path, count: int) -> bool:
+    return _lines(path) > count
 
 
 def _lines(path: Path) -> int:

@@ -25,7 +25,8 @@ TEMPLATES = TemplateRegistry.parse(
             "script": {
                 "command": [sys.executable, "-c", "{code}"],
                 "args": {"code": {"type": "string"}},
-            }
+            },
+            "missing": {"command": ["/nonexistent/benchmark-binary"]},
         }
     }
 )
@@ -102,6 +103,24 @@ def test_started_is_posted_before_finished(harness: Harness) -> None:
     assert isinstance(harness.next_event(), JobFinished)
 
 
+def test_started_is_posted_once_the_process_runs_and_never_for_one_that_cannot_start(
+    harness: Harness, tmp_path: Path
+) -> None:
+    marker = tmp_path / "ran"
+    run = harness.start(claimed(f"open({str(marker)!r}, 'w').close(); import time; time.sleep(1)"))
+    assert harness.next_event() == JobStarted(run.uuid)
+    wait_until(marker.exists, message="the job's process to have run")
+    assert isinstance(harness.result_of(run), Completed)
+    refused = harness.start(claimed_job({"timeout": 60, "iter": 1, "template": "missing"}))
+    event = harness.next_event()
+    assert isinstance(event, JobFinished)  # no running before it
+    assert isinstance(event.message, Failed)
+    assert event.message.error == (
+        "iteration 0 could not start '/nonexistent/benchmark-binary': No such file or directory"
+    )
+    assert refused.join(10)
+
+
 def test_first_failing_iteration_fails_the_job_and_stops_it(harness: Harness) -> None:
     message = harness.finish(claimed(per_iteration(codes={1: 3}), iterations=4))
     assert isinstance(message, Failed)
@@ -116,7 +135,10 @@ def test_setup_refusal_fails_without_results_or_start(harness: Harness) -> None:
     assert event.message == Failed(
         job=run.uuid,
         results=[],
-        error="template 'not.approved' is not approved on this runner (runner templates: script)",
+        error=(
+            "template 'not.approved' is not approved on this runner "
+            "(runner templates: missing, script)"
+        ),
     )
 
 

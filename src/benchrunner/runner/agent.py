@@ -38,6 +38,7 @@ from benchrunner.protocol import (
     Error,
     Failed,
     JobAssigned,
+    JsonClaimedJob,
     NoJob,
     Ready,
     Running,
@@ -357,22 +358,13 @@ class Agent:
             log.error("server error: %s", error.message)
 
     def _on_job(self, message: JobAssigned) -> None:
-        claimed = message.claimed()
+        claimed: JsonClaimedJob = message  # the claimed job's fields, plus the event name
         self._ready_answered(pause=False)
         if self._job is not None or self._drain.requested:
             busy = f"busy with job {self._job.uuid}" if self._job else "shutting down"
             log.error("refusing job %s: runner is %s", claimed.uuid, busy)
             self._outbox.add(Failed(job=claimed.uuid, error=f"runner was {busy}"), spooled=False)
             return
-        config = claimed.config
-        what = f"template {config.template!r}" if config.template else f"image {config.digest}"
-        log.info(
-            "job %s received: %s, %d iteration(s), timeout %d s",
-            claimed.uuid,
-            what,
-            config.iter,
-            config.timeout,
-        )
         self._job = JobRun(
             claimed,
             executor=self._executor,
@@ -385,6 +377,16 @@ class Agent:
         if self._first_job is None:
             self._first_job = claimed.uuid
         self._job.start()
+        # Logged once the job's thread is on its way, not in front of it.
+        config = claimed.config
+        what = f"template {config.template!r}" if config.template else f"image {config.digest}"
+        log.info(
+            "job %s received: %s, %d iteration(s), timeout %d s",
+            claimed.uuid,
+            what,
+            config.iter,
+            config.timeout,
+        )
 
     def _on_cancel(self, message: Cancel) -> None:
         channel = self._connector.channel

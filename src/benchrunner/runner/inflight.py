@@ -24,12 +24,12 @@ Stopping what a record names:
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import logging
 import os
 import signal
 import subprocess
-import tempfile
 import time
 import uuid
 from dataclasses import dataclass
@@ -151,13 +151,19 @@ class InFlight:
 
     def _write(self, record: JobRecord) -> None:
         # Atomic, so a reader never sees half a record; no fsync: a record matters only while
-        # this boot lasts, and a process's death does not lose the page cache.
-        fd, name = tempfile.mkstemp(prefix=_TEMP_PREFIX, dir=self.directory)
-        temp = Path(name)
+        # this boot lasts, and a process's death does not lose the page cache. The temporary's
+        # name is the job's own (one writer per job): no random name to draw, nothing to retry.
+        path = self._path(record.job)
+        temp = path.with_name(f"{_TEMP_PREFIX}{record.job}")
+        data = record.to_json().encode()
         try:
-            with os.fdopen(fd, "w") as handle:
-                handle.write(record.to_json())
-            temp.replace(self._path(record.job))
+            fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+            try:
+                if os.write(fd, data) != len(data):
+                    raise OSError(errno.ENOSPC, "short write of an in-flight record")
+            finally:
+                os.close(fd)
+            temp.replace(path)
         except BaseException:
             with contextlib.suppress(OSError):
                 temp.unlink()

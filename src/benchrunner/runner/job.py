@@ -1,7 +1,8 @@
 """One job, executed on its own thread from claim to a spooled terminal message.
 
-The thread prepares the job with the executor, posts ``JobStarted`` (the agent sends
-``running``), runs ``config.iter`` iterations under the job's local timeout, cleans up, writes
+The thread prepares the job with the executor, runs ``config.iter`` iterations under the job's
+local timeout (counted from the end of setup), posting ``JobStarted`` (the agent sends
+``running``) once the first iteration's process has started, cleans up, writes
 the terminal message to the spool and posts ``JobFinished``. It always ends with exactly one
 terminal message, whatever happens:
 
@@ -140,11 +141,23 @@ class JobRun:
 
     def _iterate(self, prepared: PreparedJob) -> TerminalMessage:
         config = self.job.config
-        if not self._executor.starts_before_setup:
-            self._post(JobStarted(self.uuid))
-        timer = threading.Timer(config.timeout, self.cancel, args=(CancelReason.TIMEOUT,))
-        timer.daemon = True
-        timer.start()
+        begun = time.monotonic()
+        timer: threading.Timer | None = None
+
+        def started() -> None:
+            # Once the first iteration's process runs, so that neither ``running`` nor the
+            # timer's thread is in the way of its start; the timeout still counts from ``begun``.
+            nonlocal timer
+            if timer is not None:
+                return
+            if not self._executor.starts_before_setup:
+                self._post(JobStarted(self.uuid))
+            left = max(0.0, config.timeout - (time.monotonic() - begun))
+            timer = threading.Timer(left, self.cancel, args=(CancelReason.TIMEOUT,))
+            timer.daemon = True
+            timer.start()
+
+        prepared.on_start = started
         results: list[IterationResult] = []
         try:
             for index in range(config.iter):
@@ -169,7 +182,8 @@ class JobRun:
                         error=f"iteration {index} exited with code {result.exit_code}",
                     )
         finally:
-            timer.cancel()
+            if timer is not None:
+                timer.cancel()
         return Completed(job=self.uuid, results=results)
 
     def _stopped(self, reason: CancelReason, results: list[IterationResult]) -> TerminalMessage:

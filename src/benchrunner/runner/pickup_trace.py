@@ -14,10 +14,12 @@ import os
 import threading
 import time
 import uuid
+from pathlib import Path
 
 PICKUP_TRACE_ENV = "BENCHRUNNER_PICKUP_TRACE"
 
-TRACE_FILE = os.environ.get(PICKUP_TRACE_ENV) or None
+_configured = os.environ.get(PICKUP_TRACE_ENV)
+TRACE_FILE = Path(_configured) if _configured else None
 ENABLED = TRACE_FILE is not None
 
 _lock = threading.Lock()
@@ -45,5 +47,5 @@ def job_started(job: uuid.UUID) -> None:
         received_ns = _received.pop(job, None)
     if received_ns is None:
         return
-    with open(TRACE_FILE, "a", encoding="ascii") as trace:
+    with TRACE_FILE.open("a", encoding="ascii") as trace:
         trace.write(f"{job} {received_ns} {started_ns}\n")

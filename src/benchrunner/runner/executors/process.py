@@ -26,12 +26,12 @@ from pathlib import Path
 
 from benchrunner.core.templates import TemplateError, TemplateRegistry
 from benchrunner.protocol import IterationResult, JsonClaimedJob
+from benchrunner.runner import pickup_trace
 from benchrunner.runner.confined import ConfinedPathError, Confinement, read_file
 from benchrunner.runner.cores import CorePlan
 from benchrunner.runner.executors.base import Executor, ExecutorError, PreparedJob
 from benchrunner.runner.executors.capture import StreamCapture, bounded_text, with_notes
 from benchrunner.runner.executors.group import ProcessGroup, become_subreaper, start_leader
-from benchrunner.runner import pickup_trace
 from benchrunner.runner.inflight import JOB_VARIABLE, InFlight
 
 log = logging.getLogger(__name__)
@@ -150,6 +150,7 @@ class ProcessJob(PreparedJob):
         stderr = StreamCapture(leader.stderr, self._limit, f"job-{self.job}-stderr")
         stdout.start()
         stderr.start()
+        self._started()
         returncode = leader.wait()
         # A background process left in the group would perturb the next iteration and keep
         # the pipes open: the group ends with its leader.
