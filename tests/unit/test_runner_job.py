@@ -15,6 +15,7 @@ from benchrunner.runner.cores import CorePlan
 from benchrunner.runner.events import AgentEvent, JobFinished, JobStarted
 from benchrunner.runner.executors import ProcessExecutor
 from benchrunner.runner.job import CancelReason, JobRun
+from benchrunner.runner.slot import JobSlot
 from benchrunner.runner.spool import Spool
 from tests.harness import wait_until
 from tests.unit.claimed_jobs import claimed_job
@@ -119,6 +120,28 @@ def test_started_is_posted_once_the_process_runs_and_never_for_one_that_cannot_s
         "iteration 0 could not start '/nonexistent/benchmark-binary': No such file or directory"
     )
     assert refused.join(10)
+
+
+def test_jobs_on_a_slot_run_one_after_another_on_its_thread(harness: Harness) -> None:
+    slot = JobSlot(CorePlan())
+    try:
+        runs = [
+            JobRun(
+                claimed(per_iteration()),
+                executor=harness.executor,
+                spool=harness.spool,
+                post=harness.events.put,
+                cores=CorePlan(),
+                slot=slot,
+            )
+            for _ in range(2)
+        ]
+        for run in runs:
+            run.start()
+        for run in runs:
+            assert isinstance(harness.result_of(run), Completed)
+    finally:
+        slot.close()
 
 
 def test_first_failing_iteration_fails_the_job_and_stops_it(harness: Harness) -> None:

@@ -66,6 +66,7 @@ from benchrunner.runner.job import CancelReason, JobRun
 from benchrunner.runner.options import RunnerOptions
 from benchrunner.runner.outbox import Outbox
 from benchrunner.runner.signals import stop_signals_call
+from benchrunner.runner.slot import JobSlot
 from benchrunner.runner.spool import Spool
 
 __all__ = ["Agent", "RunnerOptions", "run_agent"]
@@ -161,6 +162,7 @@ class Agent:
         self._ready_deadline: float | None = None  # set iff a ready awaits its reply
         self._ready_not_before = 0.0
         self._job: JobRun | None = None
+        self._slot: JobSlot | None = None  # started by run()
         self._job_started = False
         self._announced_on = 0  # generation of the channel that was sent running for _job
         # The first job this process took: in `once` mode, the one whose delivery ends the run.
@@ -191,6 +193,7 @@ class Agent:
         except OSError as exc:
             log.error("cannot start the guard (a job may outlive a killed runner): %s", exc)
         self._heartbeat.start()
+        self._slot = JobSlot(self._cores)
         try:
             return self._loop()
         finally:
@@ -371,6 +374,7 @@ class Agent:
             spool=self._spool,
             post=self._events.put,
             cores=self._cores,
+            slot=self._slot,
         )
         self._job_started = False
         self._announced_on = 0  # a new job must say running again, even on the same channel
@@ -453,6 +457,8 @@ class Agent:
             # Only after a fatal refusal: the job's result stays spooled for the next start.
             job.cancel(CancelReason.SHUTDOWN)
             job.join(self._options.kill_grace + 5.0)
+        if self._slot is not None:
+            self._slot.close()
         self._connector.close()
         if self._guard is not None:
             self._guard.close()  # it stops whatever the job could not

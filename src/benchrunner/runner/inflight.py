@@ -46,6 +46,7 @@ _SUFFIX = ".json"
 _TEMP_PREFIX = ".in-flight-"
 _STOP_WAIT = 5.0
 _POLL = 0.02
+_EXEC_WINDOW = 0.05
 _RUNTIME_TIMEOUT = 30.0
 
 
@@ -189,14 +190,27 @@ def _stop(record: JobRecord) -> int:
                 len(members),
                 record.job,
             )
+    _kill_carriers(record, table, killed)
+    if record.group is None and record.container is None:
+        # The leader may have been between vfork and exec when the runner died, its
+        # environment still the runner's, and unarmed (``executors/group.py``): look again
+        # once that instant is surely over.
+        time.sleep(_EXEC_WINDOW)
+        table = [info for info in procfs.processes() if not info.ended and info.pid != os.getpid()]
+        _kill_carriers(record, table, killed)
+    _wait_gone(killed)
+    return stopped + len(killed)
+
+
+def _kill_carriers(
+    record: JobRecord, table: list[procfs.ProcessInfo], killed: list[procfs.ProcessInfo]
+) -> None:
     for info in table:
         if info not in killed and procfs.carries(info.pid, JOB_VARIABLE, str(record.job)):
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(info.pid, signal.SIGKILL)
             killed.append(info)
             log.warning("killed process %d left by job %s", info.pid, record.job)
-    _wait_gone(killed)
-    return stopped + len(killed)
 
 
 def _is_the_jobs(info: procfs.ProcessInfo, record: JobRecord) -> bool:

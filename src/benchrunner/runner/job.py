@@ -1,4 +1,5 @@
-"""One job, executed on its own thread from claim to a spooled terminal message.
+"""One job, executed on a thread of its own or the runner's job slot (``slot.py``) from claim
+to a spooled terminal message.
 
 The thread prepares the job with the executor, runs ``config.iter`` iterations under the job's
 local timeout (counted from the end of setup), posting ``JobStarted`` (the agent sends
@@ -38,6 +39,7 @@ from benchrunner.protocol import (
 from benchrunner.runner.cores import CorePlan
 from benchrunner.runner.events import AgentEvent, JobFinished, JobStarted
 from benchrunner.runner.executors.base import Executor, ExecutorError, PreparedJob
+from benchrunner.runner.slot import JobSlot
 from benchrunner.runner.spool import Spool
 
 log = logging.getLogger(__name__)
@@ -62,7 +64,9 @@ class JobRun:
         spool: Spool,
         post: Callable[[AgentEvent], None],
         cores: CorePlan,
+        slot: JobSlot | None = None,
     ) -> None:
+        """``slot``: the thread to run on (default: a thread of the job's own)."""
         self.job = job
         self.uuid = job.uuid
         self._executor = executor
@@ -72,14 +76,18 @@ class JobRun:
         self._lock = threading.Lock()
         self._prepared: PreparedJob | None = None
         self._reason: CancelReason | None = None
-        self._thread = threading.Thread(target=self._run, name=f"job-{job.uuid}", daemon=True)
+        self._slot = slot
+        self._done = threading.Event()
 
     def start(self) -> None:
-        self._thread.start()
+        if self._slot is not None:
+            self._slot.run(self._run)
+        else:
+            threading.Thread(target=self._run, name=f"job-{self.uuid}", daemon=True).start()
 
     def join(self, timeout: float | None = None) -> bool:
-        self._thread.join(timeout)
-        return not self._thread.is_alive()
+        """True once the job's terminal message was spooled and ``JobFinished`` posted."""
+        return self._done.wait(timeout)
 
     @property
     def cancel_reason(self) -> CancelReason | None:
@@ -99,6 +107,12 @@ class JobRun:
             self._executor.interrupt_setup(self.uuid)
 
     def _run(self) -> None:
+        try:
+            self._run_job()
+        finally:
+            self._done.set()
+
+    def _run_job(self) -> None:
         # Timers and output readers started from this thread inherit the housekeeping core.
         self._cores.pin_to_housekeeping()
         started = time.monotonic()
