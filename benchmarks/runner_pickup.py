@@ -176,6 +176,13 @@ def main() -> None:
     parser.add_argument("--warmup", type=int, default=20)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument(
+        "--nice",
+        type=int,
+        default=0,
+        help="niceness for this process and what it starts (server, runners, jobs): a negative "
+        "value keeps other load on a shared machine from dominating the figures",
+    )
+    parser.add_argument(
         "--runner-src",
         action="append",
         default=[],
@@ -183,6 +190,8 @@ def main() -> None:
         help="run the runner from this source tree (default: the installed package)",
     )
     options = parser.parse_args()
+    if options.nice:
+        os.nice(options.nice)
     variants: list[tuple[str, Path | None]] = []
     for item in options.runner_src:
         label, _, directory = item.partition("=")

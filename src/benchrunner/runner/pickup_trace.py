@@ -38,11 +38,11 @@ def job_received(job: uuid.UUID, received_ns: int) -> None:
         _received[job] = received_ns
 
 
-def job_started(job: uuid.UUID) -> None:
-    """The job's first process has started: write its line (only the first call per job)."""
+def job_started(job: uuid.UUID, started_ns: int) -> None:
+    """The job's first process started at ``started_ns`` (from ``now()``): write its line, for
+    the first call per job only."""
     if TRACE_FILE is None:
         return
-    started_ns = time.time_ns()
     with _lock:
         received_ns = _received.pop(job, None)
     if received_ns is None:

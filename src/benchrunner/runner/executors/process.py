@@ -203,11 +203,12 @@ class ProcessJob(PreparedJob):
         try:
             with self._cores.job_affinity():
                 leader = start_leader(self.argv, env=self.environment(index), cwd=self.workdir)
+                started_ns = pickup_trace.now()
         except OSError as exc:
             raise ExecutorError(
                 f"iteration {index} could not start {self.argv[0]!r}: {exc.strerror or exc}"
             ) from None
-        pickup_trace.job_started(self.job)
+        pickup_trace.job_started(self.job, started_ns)
         if self._in_flight is not None:
             try:
                 self._in_flight.group(self.job, leader.pid)
