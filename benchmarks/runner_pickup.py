@@ -15,7 +15,7 @@ over ``--runs`` runs. ``--runner-src LABEL=DIR`` (repeatable) runs the runner fr
 source tree (``DIR`` holds the ``benchrunner`` package, e.g. a ``git archive`` of an older
 commit's ``src``) so old and new code run side by side, alternating within each run.
 
-    .venv/bin/python -m benchmarks.runner_pickup [--jobs 300] [--runs 3]
+    .venv/bin/python -m benchmarks.runner_pickup [--jobs 300] [--runs 3] [--realtime]
         [--runner-src before=/tmp/before/src --runner-src after=src]
 """
 
@@ -106,6 +106,7 @@ def run_variant(
     jobs: int,
     warmup: int,
     attempt: int,
+    realtime: bool,
 ) -> Figures:
     work = tmp / f"{label}-{attempt}"
     work.mkdir()
@@ -128,6 +129,10 @@ def run_variant(
     runner.start(**env)
     try:
         with server.client() as client:
+            if realtime:
+                wait_until(lambda: client.health()["waiting_runners"] == 1, timeout=30)
+                assert runner.proc is not None
+                make_realtime(runner.proc.pid)
             for index in range(warmup + jobs):
                 wait_until(lambda: client.health()["waiting_runners"] == 1, interval=0.002)
                 http.request("POST", "/v0/run", payload, headers)
@@ -159,6 +164,12 @@ def run_variant(
     )
 
 
+def make_realtime(pid: int) -> None:
+    """SCHED_FIFO for every thread of ``pid``; threads and processes it starts inherit it."""
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        os.sched_setscheduler(int(task.name), os.SCHED_FIFO, os.sched_param(1))
+
+
 def _more_than(path: Path, count: int) -> bool:
     return _lines(path) > count
 
@@ -176,11 +187,10 @@ def main() -> None:
     parser.add_argument("--warmup", type=int, default=20)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument(
-        "--nice",
-        type=int,
-        default=0,
-        help="niceness for this process and what it starts (server, runners, jobs): a negative "
-        "value keeps other load on a shared machine from dominating the figures",
+        "--realtime",
+        action="store_true",
+        help="run each runner (its threads, so its jobs too) under SCHED_FIFO priority 1, so "
+        "that other load on a shared machine does not queue it: the runner's own costs",
     )
     parser.add_argument(
         "--runner-src",
@@ -190,8 +200,6 @@ def main() -> None:
         help="run the runner from this source tree (default: the installed package)",
     )
     options = parser.parse_args()
-    if options.nice:
-        os.nice(options.nice)
     variants: list[tuple[str, Path | None]] = []
     for item in options.runner_src:
         label, _, directory = item.partition("=")
@@ -224,6 +232,7 @@ def main() -> None:
                     options.jobs,
                     options.warmup,
                     attempt,
+                    options.realtime,
                 )
                 results[label].append(figures)
                 print(
@@ -232,7 +241,9 @@ def main() -> None:
                     f"p90 {figures.spawned_p90:.3f} ms ({figures.jobs} jobs)",
                     flush=True,
                 )
-    print(f"medians of {options.runs} run(s), ms, {os.cpu_count()} cores:")
+    mode = ", runner under SCHED_FIFO" if options.realtime else ""
+    load = ", ".join(f"{value:.1f}" for value in os.getloadavg())
+    print(f"medians of {options.runs} run(s), ms, {os.cpu_count()} cores{mode}, load {load}:")
     for label, runs in results.items():
         print(
             f"  {label:>10}: share p50 {statistics.median(r.share_p50 for r in runs):.3f} "
