@@ -9,6 +9,8 @@ terminal message, whatever happens:
 
     all iterations exit 0                     completed
     an iteration exits non-zero               failed  "iteration i exited with code c"
+    an iteration cannot start                 failed  "iteration i could not start ..." (with
+                                              no ``running`` before it if it is the first)
     setup refused (ExecutorError)             failed  with the executor's reason, no results
                                               (``running`` first if the executor starts
                                               before setup, as the sandbox does for its pull)
