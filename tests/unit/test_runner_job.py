@@ -15,6 +15,7 @@ from benchrunner.runner.cores import CorePlan
 from benchrunner.runner.events import AgentEvent, JobFinished, JobStarted
 from benchrunner.runner.executors import ProcessExecutor
 from benchrunner.runner.job import CancelReason, JobRun
+from benchrunner.runner.slot import JobSlot
 from benchrunner.runner.spool import Spool
 from tests.harness import wait_until
 from tests.unit.claimed_jobs import claimed_job
@@ -25,7 +26,8 @@ TEMPLATES = TemplateRegistry.parse(
             "script": {
                 "command": [sys.executable, "-c", "{code}"],
                 "args": {"code": {"type": "string"}},
-            }
+            },
+            "missing": {"command": ["/nonexistent/benchmark-binary"]},
         }
     }
 )
@@ -102,6 +104,46 @@ def test_started_is_posted_before_finished(harness: Harness) -> None:
     assert isinstance(harness.next_event(), JobFinished)
 
 
+def test_started_is_posted_once_the_process_runs_and_never_for_one_that_cannot_start(
+    harness: Harness, tmp_path: Path
+) -> None:
+    marker = tmp_path / "ran"
+    run = harness.start(claimed(f"open({str(marker)!r}, 'w').close(); import time; time.sleep(1)"))
+    assert harness.next_event() == JobStarted(run.uuid)
+    wait_until(marker.exists, message="the job's process to have run")
+    assert isinstance(harness.result_of(run), Completed)
+    refused = harness.start(claimed_job({"timeout": 60, "iter": 1, "template": "missing"}))
+    event = harness.next_event()
+    assert isinstance(event, JobFinished)  # no running before it
+    assert isinstance(event.message, Failed)
+    assert event.message.error == (
+        "iteration 0 could not start '/nonexistent/benchmark-binary': No such file or directory"
+    )
+    assert refused.join(10)
+
+
+def test_jobs_on_a_slot_run_one_after_another_on_its_thread(harness: Harness) -> None:
+    slot = JobSlot(CorePlan())
+    try:
+        runs = [
+            JobRun(
+                claimed(per_iteration()),
+                executor=harness.executor,
+                spool=harness.spool,
+                post=harness.events.put,
+                cores=CorePlan(),
+                slot=slot,
+            )
+            for _ in range(2)
+        ]
+        for run in runs:
+            run.start()
+        for run in runs:
+            assert isinstance(harness.result_of(run), Completed)
+    finally:
+        slot.close()
+
+
 def test_first_failing_iteration_fails_the_job_and_stops_it(harness: Harness) -> None:
     message = harness.finish(claimed(per_iteration(codes={1: 3}), iterations=4))
     assert isinstance(message, Failed)
@@ -116,7 +158,10 @@ def test_setup_refusal_fails_without_results_or_start(harness: Harness) -> None:
     assert event.message == Failed(
         job=run.uuid,
         results=[],
-        error="template 'not.approved' is not approved on this runner (runner templates: script)",
+        error=(
+            "template 'not.approved' is not approved on this runner "
+            "(runner templates: missing, script)"
+        ),
     )
 
 

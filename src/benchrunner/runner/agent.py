@@ -38,6 +38,7 @@ from benchrunner.protocol import (
     Error,
     Failed,
     JobAssigned,
+    JsonClaimedJob,
     NoJob,
     Ready,
     Running,
@@ -65,6 +66,7 @@ from benchrunner.runner.job import CancelReason, JobRun
 from benchrunner.runner.options import RunnerOptions
 from benchrunner.runner.outbox import Outbox
 from benchrunner.runner.signals import stop_signals_call
+from benchrunner.runner.slot import JobSlot
 from benchrunner.runner.spool import Spool
 
 __all__ = ["Agent", "RunnerOptions", "run_agent"]
@@ -160,6 +162,7 @@ class Agent:
         self._ready_deadline: float | None = None  # set iff a ready awaits its reply
         self._ready_not_before = 0.0
         self._job: JobRun | None = None
+        self._slot: JobSlot | None = None  # started by run()
         self._job_started = False
         self._announced_on = 0  # generation of the channel that was sent running for _job
         # The first job this process took: in `once` mode, the one whose delivery ends the run.
@@ -190,6 +193,7 @@ class Agent:
         except OSError as exc:
             log.error("cannot start the guard (a job may outlive a killed runner): %s", exc)
         self._heartbeat.start()
+        self._slot = JobSlot(self._cores)
         try:
             return self._loop()
         finally:
@@ -357,13 +361,27 @@ class Agent:
             log.error("server error: %s", error.message)
 
     def _on_job(self, message: JobAssigned) -> None:
-        claimed = message.claimed()
+        claimed: JsonClaimedJob = message  # the claimed job's fields, plus the event name
         self._ready_answered(pause=False)
         if self._job is not None or self._drain.requested:
             busy = f"busy with job {self._job.uuid}" if self._job else "shutting down"
             log.error("refusing job %s: runner is %s", claimed.uuid, busy)
             self._outbox.add(Failed(job=claimed.uuid, error=f"runner was {busy}"), spooled=False)
             return
+        self._job = JobRun(
+            claimed,
+            executor=self._executor,
+            spool=self._spool,
+            post=self._events.put,
+            cores=self._cores,
+            slot=self._slot,
+        )
+        self._job_started = False
+        self._announced_on = 0  # a new job must say running again, even on the same channel
+        if self._first_job is None:
+            self._first_job = claimed.uuid
+        self._job.start()
+        # Logged once the job's thread is on its way, not in front of it.
         config = claimed.config
         what = f"template {config.template!r}" if config.template else f"image {config.digest}"
         log.info(
@@ -373,18 +391,6 @@ class Agent:
             config.iter,
             config.timeout,
         )
-        self._job = JobRun(
-            claimed,
-            executor=self._executor,
-            spool=self._spool,
-            post=self._events.put,
-            cores=self._cores,
-        )
-        self._job_started = False
-        self._announced_on = 0  # a new job must say running again, even on the same channel
-        if self._first_job is None:
-            self._first_job = claimed.uuid
-        self._job.start()
 
     def _on_cancel(self, message: Cancel) -> None:
         channel = self._connector.channel
@@ -451,6 +457,8 @@ class Agent:
             # Only after a fatal refusal: the job's result stays spooled for the next start.
             job.cancel(CancelReason.SHUTDOWN)
             job.join(self._options.kill_grace + 5.0)
+        if self._slot is not None:
+            self._slot.close()
         self._connector.close()
         if self._guard is not None:
             self._guard.close()  # it stops whatever the job could not

@@ -26,7 +26,8 @@ from pydantic import BaseModel, ValidationError
 from websockets.exceptions import ConnectionClosed, InvalidStatus, InvalidURI, WebSocketException
 from websockets.sync.client import ClientConnection, connect
 
-from benchrunner.protocol import encode, parse_server_message
+from benchrunner.protocol import JobAssigned, encode, parse_server_message
+from benchrunner.runner import pickup_trace
 from benchrunner.runner.cores import CorePlan
 from benchrunner.runner.events import AgentEvent, ChannelLost, ServerEvent
 
@@ -172,11 +173,14 @@ class Channel:
         try:
             while True:
                 raw = self._connection.recv()
+                received_ns = pickup_trace.now()
                 try:
                     message = parse_server_message(raw)
                 except ValidationError as exc:
                     log.warning("ignoring an invalid message from the server: %s", _short(exc))
                     continue
+                if pickup_trace.ENABLED and isinstance(message, JobAssigned):
+                    pickup_trace.job_received(message.uuid, received_ns)
                 self._events.put(ServerEvent(self.generation, message))
         except ConnectionClosed as exc:
             if exc.rcvd is not None:

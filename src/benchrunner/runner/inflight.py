@@ -24,12 +24,12 @@ Stopping what a record names:
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import logging
 import os
 import signal
 import subprocess
-import tempfile
 import time
 import uuid
 from dataclasses import dataclass
@@ -46,6 +46,7 @@ _SUFFIX = ".json"
 _TEMP_PREFIX = ".in-flight-"
 _STOP_WAIT = 5.0
 _POLL = 0.02
+_EXEC_WINDOW = 0.05
 _RUNTIME_TIMEOUT = 30.0
 
 
@@ -151,13 +152,19 @@ class InFlight:
 
     def _write(self, record: JobRecord) -> None:
         # Atomic, so a reader never sees half a record; no fsync: a record matters only while
-        # this boot lasts, and a process's death does not lose the page cache.
-        fd, name = tempfile.mkstemp(prefix=_TEMP_PREFIX, dir=self.directory)
-        temp = Path(name)
+        # this boot lasts, and a process's death does not lose the page cache. The temporary's
+        # name is the job's own (one writer per job): no random name to draw, nothing to retry.
+        path = self._path(record.job)
+        temp = path.with_name(f"{_TEMP_PREFIX}{record.job}")
+        data = record.to_json().encode()
         try:
-            with os.fdopen(fd, "w") as handle:
-                handle.write(record.to_json())
-            temp.replace(self._path(record.job))
+            fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+            try:
+                if os.write(fd, data) != len(data):
+                    raise OSError(errno.ENOSPC, "short write of an in-flight record")
+            finally:
+                os.close(fd)
+            temp.replace(path)
         except BaseException:
             with contextlib.suppress(OSError):
                 temp.unlink()
@@ -183,14 +190,27 @@ def _stop(record: JobRecord) -> int:
                 len(members),
                 record.job,
             )
+    _kill_carriers(record, table, killed)
+    if record.group is None and record.container is None:
+        # The leader may have been between vfork and exec when the runner died, its
+        # environment still the runner's, and unarmed (``executors/group.py``): look again
+        # once that instant is surely over.
+        time.sleep(_EXEC_WINDOW)
+        table = [info for info in procfs.processes() if not info.ended and info.pid != os.getpid()]
+        _kill_carriers(record, table, killed)
+    _wait_gone(killed)
+    return stopped + len(killed)
+
+
+def _kill_carriers(
+    record: JobRecord, table: list[procfs.ProcessInfo], killed: list[procfs.ProcessInfo]
+) -> None:
     for info in table:
         if info not in killed and procfs.carries(info.pid, JOB_VARIABLE, str(record.job)):
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(info.pid, signal.SIGKILL)
             killed.append(info)
             log.warning("killed process %d left by job %s", info.pid, record.job)
-    _wait_gone(killed)
-    return stopped + len(killed)
 
 
 def _is_the_jobs(info: procfs.ProcessInfo, record: JobRecord) -> bool:

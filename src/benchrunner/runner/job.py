@@ -1,12 +1,16 @@
-"""One job, executed on its own thread from claim to a spooled terminal message.
+"""One job, executed on a thread of its own or the runner's job slot (``slot.py``) from claim
+to a spooled terminal message.
 
-The thread prepares the job with the executor, posts ``JobStarted`` (the agent sends
-``running``), runs ``config.iter`` iterations under the job's local timeout, cleans up, writes
+The thread prepares the job with the executor, runs ``config.iter`` iterations under the job's
+local timeout (counted from the end of setup), posting ``JobStarted`` (the agent sends
+``running``) once the first iteration's process has started, cleans up, writes
 the terminal message to the spool and posts ``JobFinished``. It always ends with exactly one
 terminal message, whatever happens:
 
     all iterations exit 0                     completed
     an iteration exits non-zero               failed  "iteration i exited with code c"
+    an iteration cannot start                 failed  "iteration i could not start ..." (with
+                                              no ``running`` before it if it is the first)
     setup refused (ExecutorError)             failed  with the executor's reason, no results
                                               (``running`` first if the executor starts
                                               before setup, as the sandbox does for its pull)
@@ -37,6 +41,7 @@ from benchrunner.protocol import (
 from benchrunner.runner.cores import CorePlan
 from benchrunner.runner.events import AgentEvent, JobFinished, JobStarted
 from benchrunner.runner.executors.base import Executor, ExecutorError, PreparedJob
+from benchrunner.runner.slot import JobSlot
 from benchrunner.runner.spool import Spool
 
 log = logging.getLogger(__name__)
@@ -61,7 +66,9 @@ class JobRun:
         spool: Spool,
         post: Callable[[AgentEvent], None],
         cores: CorePlan,
+        slot: JobSlot | None = None,
     ) -> None:
+        """``slot``: the thread to run on (default: a thread of the job's own)."""
         self.job = job
         self.uuid = job.uuid
         self._executor = executor
@@ -71,14 +78,18 @@ class JobRun:
         self._lock = threading.Lock()
         self._prepared: PreparedJob | None = None
         self._reason: CancelReason | None = None
-        self._thread = threading.Thread(target=self._run, name=f"job-{job.uuid}", daemon=True)
+        self._slot = slot
+        self._done = threading.Event()
 
     def start(self) -> None:
-        self._thread.start()
+        if self._slot is not None:
+            self._slot.run(self._run)
+        else:
+            threading.Thread(target=self._run, name=f"job-{self.uuid}", daemon=True).start()
 
     def join(self, timeout: float | None = None) -> bool:
-        self._thread.join(timeout)
-        return not self._thread.is_alive()
+        """True once the job's terminal message was spooled and ``JobFinished`` posted."""
+        return self._done.wait(timeout)
 
     @property
     def cancel_reason(self) -> CancelReason | None:
@@ -98,6 +109,12 @@ class JobRun:
             self._executor.interrupt_setup(self.uuid)
 
     def _run(self) -> None:
+        try:
+            self._run_job()
+        finally:
+            self._done.set()
+
+    def _run_job(self) -> None:
         # Timers and output readers started from this thread inherit the housekeeping core.
         self._cores.pin_to_housekeeping()
         started = time.monotonic()
@@ -140,11 +157,23 @@ class JobRun:
 
     def _iterate(self, prepared: PreparedJob) -> TerminalMessage:
         config = self.job.config
-        if not self._executor.starts_before_setup:
-            self._post(JobStarted(self.uuid))
-        timer = threading.Timer(config.timeout, self.cancel, args=(CancelReason.TIMEOUT,))
-        timer.daemon = True
-        timer.start()
+        begun = time.monotonic()
+        timer: threading.Timer | None = None
+
+        def started() -> None:
+            # Once the first iteration's process runs, so that neither ``running`` nor the
+            # timer's thread is in the way of its start; the timeout still counts from ``begun``.
+            nonlocal timer
+            if timer is not None:
+                return
+            if not self._executor.starts_before_setup:
+                self._post(JobStarted(self.uuid))
+            left = max(0.0, config.timeout - (time.monotonic() - begun))
+            timer = threading.Timer(left, self.cancel, args=(CancelReason.TIMEOUT,))
+            timer.daemon = True
+            timer.start()
+
+        prepared.on_start = started
         results: list[IterationResult] = []
         try:
             for index in range(config.iter):
@@ -169,7 +198,8 @@ class JobRun:
                         error=f"iteration {index} exited with code {result.exit_code}",
                     )
         finally:
-            timer.cancel()
+            if timer is not None:
+                timer.cancel()
         return Completed(job=self.uuid, results=results)
 
     def _stopped(self, reason: CancelReason, results: list[IterationResult]) -> TerminalMessage:

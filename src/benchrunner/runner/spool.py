@@ -5,9 +5,10 @@ removed only after the server's ``ack``, so a result survives a lost connection 
 runner process (SPEC section 5, "Reconnection and result delivery"). One file per job:
 ``{spool}/{job_uuid}.json``, holding exactly the wire message.
 
-Writes are atomic: a temporary file in the same directory is written, flushed and fsynced, then
-renamed over the final name and the directory fsynced. A reader therefore sees either no file or
-a complete one.
+Writes are atomic and durable: a temporary file in the same directory is written, flushed and
+fsynced, then renamed over the final name and the directory fsynced, all before the message is
+sent. A reader therefore sees either no file or a complete one. Deletions are not synced (see
+``delete``): what a power cut can undo there is a second delivery, never a lost result.
 """
 
 from __future__ import annotations
@@ -95,12 +96,13 @@ class Spool:
         return messages
 
     def delete(self, job: uuid.UUID) -> None:
-        """Forget ``job``'s message; deleting a message that is not there is not an error."""
-        try:
+        """Forget ``job``'s message; deleting a message that is not there is not an error.
+
+        Not synced: a deletion that a power cut undoes only brings the message back to be sent
+        again, and the server answers a resent terminal message with ``ack`` (SPEC section 5).
+        """
+        with contextlib.suppress(FileNotFoundError):
             self.path(job).unlink()
-        except FileNotFoundError:
-            return
-        self._sync_directory()
 
     def _load(self, path: Path) -> TerminalMessage | None:
         try:

@@ -2,7 +2,8 @@
 
     Executor.prepare(job) -> PreparedJob       refuses with ExecutorError (setup failure)
     PreparedJob.run_iteration(i) -> IterationResult
-                                               ExecutorError if the iteration cannot start
+                                               ExecutorError if the iteration cannot start;
+                                               calls PreparedJob.on_start once it started
     PreparedJob.cancel()                       from any thread; ends the current iteration
     PreparedJob.cleanup()                      always called once, last
     Executor.interrupt_setup(job)              from any thread; a running prepare gives up
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import abc
 import uuid
+from collections.abc import Callable
 
 from benchrunner.protocol import IterationResult, JsonClaimedJob
 
@@ -26,6 +28,16 @@ class ExecutorError(Exception):
 
 class PreparedJob(abc.ABC):
     """One job, set up and ready to run; owned by one job thread (``cancel`` excepted)."""
+
+    on_start: Callable[[], None] | None = None
+    """Set by the job's owner before the first iteration. Every executor calls it (through
+    ``_started``) on the job thread as soon as an iteration's process has started, so that
+    what the owner does then (reporting ``running``, arming the job's timeout) never delays
+    the start. Not called for an iteration that does not start."""
+
+    def _started(self) -> None:
+        if self.on_start is not None:
+            self.on_start()
 
     @abc.abstractmethod
     def run_iteration(self, index: int) -> IterationResult:

@@ -7,9 +7,17 @@ reports the group empty.
 
 The runner's death: the leader is armed with a parent-death signal (Linux
 ``PR_SET_PDEATHSIG``, SIGKILL), so it dies with the runner even when nothing of the runner can
-act any more. That signal fires when the *thread* that forked the leader ends, not only the
-process: the leader is forked by the job's thread, which outlives it (it waits for the leader
-and stops the group before it returns), so it fires only once the iteration is over or the
+act any more. It is armed by util-linux ``setpriv`` run as a shim in the child (it sets the
+signal, then executes the job's program in the same process), or, where ``setpriv`` is missing,
+by Python code in a forked child (slower: see ``start_leader``). Either way the leader is armed
+before the job's program runs. The one difference: the forked child also exits at once if the
+runner died before the signal was armed; through the shim such a child, started in the instant
+of the runner's death, is left to the guard and the next start, which find it by the job's
+``BENCHRUNNER_JOB``, as they find any descendant.
+
+The signal fires when the *thread* that forked the leader ends, not only the process: the
+leader is forked by the job's thread, which outlives it (it waits for the leader and stops the
+group before it returns), so it fires only once the iteration is over or the
 runner died. It reaches the leader only: the rest of the group is stopped by the runner's guard
 process, or at the runner's next start, from the in-flight record (``runner/inflight.py``).
 
@@ -23,8 +31,10 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import errno
 import logging
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -70,14 +80,47 @@ def _set_child_subreaper() -> bool:
     return True
 
 
+class _Default:
+    pass
+
+
+_DEFAULT = _Default()
+
+
 def start_leader(
-    argv: Sequence[str], *, env: Mapping[str, str], cwd: Path | None = None
+    argv: Sequence[str],
+    *,
+    env: Mapping[str, str],
+    cwd: Path | None = None,
+    shim: Sequence[str] | _Default | None = _DEFAULT,
 ) -> subprocess.Popen[bytes]:
     """``argv`` started as the leader of a new session and process group, armed to be killed
     when the runner dies; no stdin, stdout and stderr piped, no other descriptor inherited.
-    Raises OSError if it cannot be started."""
+    Raises OSError if it cannot be started (``argv[0]`` not found or not executable included).
+
+    How it is armed: through ``shim`` (default: ``parent_death_shim()``), a program that sets
+    the parent-death signal and then executes ``argv`` in the same process, so the child is
+    started with ``vfork`` (no Python runs in it); without one, by code run in the child
+    between ``fork`` and ``exec``, which is several milliseconds slower in a process of the
+    runner's size (the whole interpreter is forked and its pages copied as it runs).
+    """
+    shim = parent_death_shim() if isinstance(shim, _Default) else shim
+    if shim is None:
+        return subprocess.Popen(
+            list(argv),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            cwd=cwd,
+            env=dict(env),
+            start_new_session=True,
+            close_fds=True,
+            preexec_fn=_die_with(os.getpid()),
+        )
+    # The shim reports a missing program only through its exit code: refuse here as Popen does.
+    _check_executable(argv[0], env.get("PATH", os.defpath), cwd)
     return subprocess.Popen(
-        list(argv),
+        [*shim, *argv],
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -85,8 +128,57 @@ def start_leader(
         env=dict(env),
         start_new_session=True,
         close_fds=True,
-        preexec_fn=_die_with(os.getpid()),
     )
+
+
+SETPRIV_DIRECTORIES = ("/usr/bin", "/bin", "/usr/sbin", "/sbin")
+_shim_lock = threading.Lock()
+_shim: tuple[str, ...] | _Default | None = _DEFAULT
+
+
+def parent_death_shim() -> tuple[str, ...] | None:
+    """util-linux ``setpriv --pdeathsig KILL --`` where it is installed (2.33 or later, looked
+    up once per process in the system directories only), else None."""
+    global _shim
+    with _shim_lock:
+        if isinstance(_shim, _Default):
+            _shim = _find_setpriv()
+        return _shim
+
+
+def _find_setpriv() -> tuple[str, ...] | None:
+    if not sys.platform.startswith("linux"):
+        return None
+    setpriv = shutil.which("setpriv", path=os.pathsep.join(SETPRIV_DIRECTORIES))
+    if setpriv is None:
+        return None
+    try:
+        probe = subprocess.run(
+            [setpriv, "--pdeathsig", "KILL", "--", "true"],
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            timeout=10,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if probe.returncode != 0:  # too old to know --pdeathsig, or not allowed to run
+        log.info("%s cannot set a parent-death signal; job processes start slower", setpriv)
+        return None
+    return (setpriv, "--pdeathsig", "KILL", "--")
+
+
+def _check_executable(program: str, path: str, cwd: Path | None) -> None:
+    """Raise OSError (ENOENT, EACCES) where ``execvp(program)`` with ``path`` would fail."""
+    if "/" in program:
+        candidate = Path(program) if cwd is None else cwd / program
+        if not candidate.exists():
+            raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), program)
+        if candidate.is_dir() or not os.access(candidate, os.X_OK):
+            raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), program)
+        return
+    if shutil.which(program, path=path) is None:
+        raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), program)
 
 
 def _die_with(runner: int) -> Callable[[], None] | None:

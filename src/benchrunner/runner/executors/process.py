@@ -26,6 +26,7 @@ from pathlib import Path
 
 from benchrunner.core.templates import TemplateError, TemplateRegistry
 from benchrunner.protocol import IterationResult, JsonClaimedJob
+from benchrunner.runner import pickup_trace
 from benchrunner.runner.confined import ConfinedPathError, Confinement, read_file
 from benchrunner.runner.cores import CorePlan
 from benchrunner.runner.executors.base import Executor, ExecutorError, PreparedJob
@@ -149,6 +150,7 @@ class ProcessJob(PreparedJob):
         stderr = StreamCapture(leader.stderr, self._limit, f"job-{self.job}-stderr")
         stdout.start()
         stderr.start()
+        self._started()
         returncode = leader.wait()
         # A background process left in the group would perturb the next iteration and keep
         # the pipes open: the group ends with its leader.
@@ -201,10 +203,12 @@ class ProcessJob(PreparedJob):
         try:
             with self._cores.job_affinity():
                 leader = start_leader(self.argv, env=self.environment(index), cwd=self.workdir)
+                started_ns = pickup_trace.now()
         except OSError as exc:
             raise ExecutorError(
                 f"iteration {index} could not start {self.argv[0]!r}: {exc.strerror or exc}"
             ) from None
+        pickup_trace.job_started(self.job, started_ns)
         if self._in_flight is not None:
             try:
                 self._in_flight.group(self.job, leader.pid)

@@ -274,6 +274,7 @@ class SandboxJob(PreparedJob):
         stderr = StreamCapture(child.stderr, self._limit, f"job-{self.job}-stderr")
         stdout.start()
         stderr.start()
+        self._started()
         returncode = child.wait()
         with self._lock:
             self._container = None
