@@ -28,7 +28,11 @@ INSERT = organization.insert().values(
     created=sa.bindparam("now", type_=organization.c.created.type),
     modified=sa.bindparam("now", type_=organization.c.modified.type),
 )
-BY_SLUGS = sa.select(organization).where(
+BY_SLUGS = sa.select(
+    organization,
+    # A column whose conversion depends on the type the driver reports (NUMERIC on PostgreSQL).
+    sa.literal_column("1.5", sa.Float).label("score"),
+).where(
     organization.c.slug.in_(["acme", "globex"]),  # a constant IN list: rendered once
     organization.c.created <= sa.bindparam("until", type_=organization.c.created.type),
 )
@@ -61,6 +65,7 @@ def _compare(conn: Connection) -> None:
     got = Direct(BY_SLUGS.order_by(organization.c.slug)).all(conn, {"until": NOW})
     assert [tuple(row) for row in got] == [tuple(row) for row in expected]
     assert [row.slug for row in got] == ["acme", "globex"]
+    assert got[0].score == 1.5 and isinstance(got[0].score, float)
     assert isinstance(got[0].uuid, uuid.UUID)
     assert got[0].created == NOW and got[0].created.tzinfo is not None
     assert Direct(BY_SLUGS).first(conn, {"until": NOW - dt.timedelta(seconds=1)}) is None

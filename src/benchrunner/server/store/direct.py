@@ -22,19 +22,37 @@ from typing import Any
 from sqlalchemy.engine import Connection, Dialect
 from sqlalchemy.sql import ClauseElement
 from sqlalchemy.sql.compiler import SQLCompiler
+from sqlalchemy.types import TypeEngine
 
 Processor = Callable[[Any], Any]
 
 
-@dataclass(frozen=True)
+@dataclass
 class _Plan:
+    dialect: Dialect
     sql: str
     positional: tuple[str, ...] | None
     """The parameter names in the order of the placeholders, for a positional paramstyle."""
     defaults: Mapping[str, Any]
     binds: tuple[tuple[str, Processor], ...]
     row: type[tuple[Any, ...]] | None
-    results: tuple[tuple[int, Processor], ...]
+    column_types: tuple[TypeEngine[Any], ...]
+    results: tuple[tuple[int, Processor], ...] | None = None
+    """Conversions of the result columns; some depend on the type the driver reports for the
+    column, so they are made from the first execution's cursor description."""
+
+    def result_processors(self, description: Sequence[Any]) -> tuple[tuple[int, Processor], ...]:
+        if self.results is None:
+            results = []
+            for index, (column_type, described) in enumerate(
+                zip(self.column_types, description, strict=True)
+            ):
+                impl = column_type.dialect_impl(self.dialect)
+                processor = impl.result_processor(self.dialect, described[1])
+                if processor is not None:
+                    results.append((index, processor))
+            self.results = tuple(results)
+        return self.results
 
 
 def _row_type(names: tuple[str, ...]) -> type[tuple[Any, ...]]:
@@ -58,21 +76,15 @@ def _plan(statement: ClauseElement, dialect: Dialect) -> _Plan:
     # A SELECT's columns, or the RETURNING columns of an INSERT, UPDATE or DELETE (none
     # without RETURNING).
     columns = getattr(statement, "exported_columns", None)
-    row: type[tuple[Any, ...]] | None = None
-    results = []
-    if columns:
-        row = _row_type(tuple(columns.keys()))
-        for index, column in enumerate(columns):
-            processor = column.type.dialect_impl(dialect).result_processor(dialect, None)
-            if processor is not None:
-                results.append((index, processor))
+    row = _row_type(tuple(columns.keys())) if columns else None
     return _Plan(
+        dialect=dialect,
         sql=expanded.statement,
         positional=tuple(expanded.positiontup) if expanded.positiontup is not None else None,
         defaults={k: v for k, v in expanded.parameters.items() if k not in required},
         binds=tuple(processors.items()),
         row=row,
-        results=tuple(results),
+        column_types=tuple(column.type for column in columns) if columns else (),
     )
 
 
@@ -106,7 +118,7 @@ class Direct:
         """Every row, with attribute access by column name (as ``Row`` has)."""
         plan, cursor = self._execute(conn, params or {})
         try:
-            return [self._row(plan, raw) for raw in cursor.fetchall()]
+            return [self._row(plan, cursor, raw) for raw in cursor.fetchall()]
         finally:
             cursor.close()
 
@@ -114,7 +126,7 @@ class Direct:
         plan, cursor = self._execute(conn, params or {})
         try:
             raw = cursor.fetchone()
-            return None if raw is None else self._row(plan, raw)
+            return None if raw is None else self._row(plan, cursor, raw)
         finally:
             cursor.close()
 
@@ -131,11 +143,12 @@ class Direct:
             cursor.close()
 
     @staticmethod
-    def _row(plan: _Plan, raw: Sequence[Any]) -> Any:
+    def _row(plan: _Plan, cursor: Any, raw: Sequence[Any]) -> Any:
         assert plan.row is not None, "this statement returns no rows"
-        if plan.results:
+        processors = plan.result_processors(cursor.description)
+        if processors:
             values = list(raw)
-            for index, processor in plan.results:
+            for index, processor in processors:
                 values[index] = processor(values[index])
             return plan.row(*values)
         return plan.row(*raw)
