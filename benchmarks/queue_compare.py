@@ -32,6 +32,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import platform
+import signal
 import sys
 import time
 from pathlib import Path
@@ -59,7 +60,13 @@ def one_run(system: str, options: argparse.Namespace, workers: int, repeat: int)
     return queue_compare_procrastinate.run(workers, options.jobs, options.samples, options.warmup)
 
 
+def _stop(signum: int, _frame: object) -> None:
+    # Unwind, so that servers, workers and databases of the run in progress are cleaned up.
+    raise SystemExit(128 + signum)
+
+
 def main() -> None:
+    signal.signal(signal.SIGTERM, _stop)
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
