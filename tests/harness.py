@@ -41,6 +41,11 @@ TEST_TEMPLATES = (
 command = ["python3", "-c", "print('{\\"noop\\": {\\"latency\\": {\\"value\\": 0}}}')"]
 timeout = 30
 
+[templates."bench.clock"]
+description = "Print the wall clock at the job's start (nanoseconds since the epoch) as a metric: a no-op whose start can be read back from its output"
+command = ["date", "+{\\"clock\\": {\\"started_ns\\": {\\"value\\": %s%N}}}"]
+timeout = 30
+
 [templates."bench.family"]
 description = "Write the pids of a shell-less process family to a file, then sleep"
 command = ["python3", "-c", "import os,subprocess,sys,time; child=subprocess.Popen([sys.executable,'-c','import time; time.sleep(600)']); open(sys.argv[1],'w').write(f'{os.getpid()} {child.pid}'); time.sleep(600)", "{pidfile}"]

@@ -1,0 +1,122 @@
+"""benchrunner side by side with Procrastinate: throughput, pickup latency, CPU per job.
+
+For each system and worker count, on a fresh database each time (one per system per run):
+
+1. **pickup**: with every worker idle, one no-op job is submitted, and when it is done (and
+   the workers wait again) the next one; pickup is the job's own wall clock at its start minus
+   the client's clock just before the submit call (p50, p90);
+2. **throughput**: ``--jobs`` no-op jobs submitted by one client at its natural pace (one
+   call after another) while the workers run; jobs/s from the first submission until every
+   job is done (benchrunner: ``processed``, from ``GET /v0/server/health``; Procrastinate:
+   ``succeeded``). CPU per job over this phase: the ``benchrunner server`` process, the
+   database's PostgreSQL backends, and the workers (``/proc/<pid>/stat``).
+
+Pickup is measured apart because in the throughput phase the submitter outruns the workers and
+a job's wait in the queue, not its pickup, would be measured.
+
+benchrunner's workers are real ``benchrunner runner up`` agents (process executor) running a
+``date`` process per job; Procrastinate's are ``procrastinate worker`` processes running an async
+no-op task. Procrastinate has no SQLite: ``--engine sqlite`` measures benchrunner alone.
+
+    .venv/bin/python -m benchmarks.queue_compare [--engine postgresql|sqlite]
+        [--systems benchrunner procrastinate] [--workers 1 2] [--jobs 5000]
+        [--samples 200] [--repeat 3] [--py-spy PREFIX]
+
+Procrastinate is an optional extra, installed only for this benchmark:
+
+    .venv/bin/pip install --require-hashes --no-deps -r benchmarks/requirements-bench.lock
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import platform
+import signal
+import sys
+import time
+from pathlib import Path
+
+from benchmarks.queue_figures import Figures, medians, row, table
+
+SYSTEMS = ("benchrunner", "procrastinate")
+INSTALL = ".venv/bin/pip install --require-hashes --no-deps -r benchmarks/requirements-bench.lock"
+
+
+def one_run(system: str, options: argparse.Namespace, workers: int, repeat: int) -> Figures:
+    if system == "benchrunner":
+        from benchmarks import queue_compare_benchrunner
+
+        profile = (
+            Path(f"{options.py_spy}-{options.engine}-{workers}w-r{repeat}.txt")
+            if options.py_spy
+            else None
+        )
+        return queue_compare_benchrunner.run(
+            options.engine, workers, options.jobs, options.samples, options.warmup, profile
+        )
+    from benchmarks import queue_compare_procrastinate
+
+    return queue_compare_procrastinate.run(workers, options.jobs, options.samples, options.warmup)
+
+
+def _stop(signum: int, _frame: object) -> None:
+    # Unwind, so that servers, workers and databases of the run in progress are cleaned up.
+    raise SystemExit(128 + signum)
+
+
+def main() -> None:
+    signal.signal(signal.SIGTERM, _stop)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--engine", choices=["postgresql", "sqlite"], default="postgresql")
+    parser.add_argument("--systems", nargs="+", choices=SYSTEMS, default=list(SYSTEMS))
+    parser.add_argument("--workers", type=int, nargs="+", default=[1, 2])
+    parser.add_argument("--jobs", type=int, default=5000, help="jobs in the throughput phase")
+    parser.add_argument("--samples", type=int, default=200, help="pickup samples per run")
+    parser.add_argument("--warmup", type=int, default=10, help="pickup jobs not counted")
+    parser.add_argument("--repeat", type=int, default=1, help="runs per figure (medians)")
+    parser.add_argument(
+        "--py-spy",
+        metavar="PREFIX",
+        help="record the benchrunner server with py-spy (raw stacks) in each throughput "
+        "phase, to PREFIX-<engine>-<workers>w-r<repeat>.txt",
+    )
+    options = parser.parse_args()
+    systems = [s for s in SYSTEMS if s in options.systems]
+    if options.engine == "sqlite" and "procrastinate" in systems:
+        if options.systems != list(SYSTEMS):
+            parser.error("Procrastinate has no SQLite engine: use --systems benchrunner")
+        systems = ["benchrunner"]
+        print("sqlite: Procrastinate has no SQLite engine; measuring benchrunner alone")
+    if "procrastinate" in systems and importlib.util.find_spec("procrastinate") is None:
+        sys.exit(
+            "Procrastinate is not installed: it is an optional extra for this benchmark only.\n"
+            f"Install it with\n    {INSTALL}\nor measure benchrunner alone with "
+            "--systems benchrunner."
+        )
+    print(
+        f"{platform.node()}: {platform.processor() or platform.machine()}, "
+        f"Python {platform.python_version()}; engine {options.engine}; {options.jobs} jobs, "
+        f"{options.samples} pickup samples, {options.repeat} repeat(s)"
+    )
+    runs: dict[tuple[str, int], list[Figures]] = {}
+    # Repeats outermost and systems innermost, so that drift in the machine's load hits
+    # every configuration alike.
+    for repeat in range(1, options.repeat + 1):
+        for workers in options.workers:
+            for system in systems:
+                began = time.monotonic()
+                figures = one_run(system, options, workers, repeat)
+                runs.setdefault((system, workers), []).append(figures)
+                print(f"run {repeat} ({time.monotonic() - began:.0f} s) {row(figures)}", flush=True)
+    results = [
+        medians(runs[(system, workers)]) for workers in options.workers for system in systems
+    ]
+    print(f"\nmedians of {options.repeat} run(s):")
+    print(table(results))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,204 @@
+"""The benchrunner side of queue_compare: a real server and real runner agents.
+
+The server and ``benchrunner runner up`` processes (process executor) are started as the system
+tests start them (``tests.harness``), on a fresh database. The job is template ``bench.clock``:
+``date`` prints the wall clock at its start as a metric, so every job is a real process whose
+start time is read back from its stored output (the blob store under the server's data
+directory) after the phase.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from http.client import HTTPConnection
+from pathlib import Path
+from typing import Any
+
+import sqlalchemy as sa
+from tests.databases import fresh_database
+from tests.harness import Deployment, deploy, wait_until
+
+from benchmarks.cpu_time import backends_cpu, process_cpu_seconds
+from benchmarks.queue_figures import Figures, percentile
+
+TEMPLATE = "bench.clock"
+IDLE_PAUSE = 0.05
+"""Between pickup samples, after the previous job is done: every worker is back waiting."""
+
+
+class Api:
+    """A lean stdlib HTTP client (keep-alive), so the figures are the server's."""
+
+    def __init__(self, deployment: Deployment) -> None:
+        self.http = HTTPConnection("127.0.0.1", deployment.server.port, timeout=60)
+        self.project_uuid = ""
+        self.headers = {
+            "Authorization": f"Bearer {deployment.server.token}",
+            "Content-Type": "application/json",
+        }
+        self.body = json.dumps(
+            {
+                "project": deployment.project,
+                "spec": deployment.spec,
+                "template": TEMPLATE,
+                "settings": {"adapter": "json"},
+            }
+        )
+
+    def submit(self) -> str:
+        self.http.request("POST", "/v0/run", self.body, self.headers)
+        response = self.http.getresponse()
+        payload = response.read()
+        if response.status not in (200, 201):
+            raise SystemExit(f"POST /v0/run answered {response.status}: {payload[:500]!r}")
+        report = json.loads(payload)
+        self.project_uuid = str(report["project"]["uuid"])
+        return str(report["job"])
+
+    def health(self) -> dict[str, Any]:
+        self.http.request("GET", "/v0/server/health")
+        return json.loads(self.http.getresponse().read())  # type: ignore[no-any-return]
+
+
+def all_processed(api: Api, workers: int | None = None) -> bool:
+    """No job pending, claimed, running or completed-but-unprocessed; with ``workers``, also
+    that many runners waiting for work."""
+    health = api.health()
+    if any(health["queue"].values()):
+        return False
+    return workers is None or health["waiting_runners"] == workers
+
+
+def started_clocks(data_dir: Path) -> dict[str, int]:
+    """Job UUID -> the wall clock (ns) its ``date`` printed, from every stored job output."""
+    clocks: dict[str, int] = {}
+    for path in data_dir.glob("**/output/v0/jobs/*"):
+        results = json.loads(path.read_bytes())["results"]
+        clocks[path.name] = json.loads(results[0]["stdout"])["clock"]["started_ns"]["value"]
+    return clocks
+
+
+def pickups(enqueued: dict[str, int], clocks: dict[str, int]) -> list[float]:
+    missing = sorted(set(enqueued) - set(clocks))
+    if missing:
+        raise SystemExit(f"{len(missing)} job(s) have no stored output, e.g. {missing[0]}")
+    return [(clocks[job] - at) / 1e6 for job, at in enqueued.items()]
+
+
+def pickup_phase(
+    api: Api, workers: int, samples: int, warmup: int, data_dir: Path
+) -> dict[str, int]:
+    """One job at a time, each submitted with every worker idle; job -> client clock (ns).
+
+    Until the job's output is stored (after its start) only the blob directory is watched, so
+    that no request to the server competes with the pickup being measured.
+    """
+    enqueued: dict[str, int] = {}
+    for index in range(warmup + samples):
+        before = time.time_ns()
+        job = api.submit()
+        if index >= warmup:
+            enqueued[job] = before
+        output = data_dir / "blobs" / api.project_uuid / "output" / "v0" / "jobs" / job
+        wait_until(output.exists, timeout=120, interval=0.002, message=f"output of job {job}")
+        wait_until(
+            lambda: all_processed(api, workers),
+            timeout=60 if index else 120,
+            interval=0.01,
+            message=f"job {job} processed and {workers} runner(s) waiting",
+        )
+        time.sleep(IDLE_PAUSE)
+    return enqueued
+
+
+@contextlib.contextmanager
+def py_spy(pid: int, output: Path | None) -> Iterator[None]:
+    """Sample ``pid`` with py-spy (raw collapsed stacks) over the block, when asked."""
+    if output is None:
+        yield
+        return
+    spy = subprocess.Popen(
+        [
+            str(Path(sys.executable).with_name("py-spy")),
+            "record",
+            "--pid",
+            str(pid),
+            "--format",
+            "raw",
+            "--output",
+            str(output),
+            "--rate",
+            "250",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        yield
+    finally:
+        spy.send_signal(signal.SIGINT)
+        spy.wait(timeout=60)
+
+
+def run(
+    engine: str, workers: int, jobs: int, samples: int, warmup: int, profile: Path | None
+) -> Figures:
+    """One measurement: a fresh database, a server, ``workers`` runner agents; the pickup
+    phase, then ``jobs`` jobs submitted while the runners run."""
+    with (
+        tempfile.TemporaryDirectory(prefix="queue-compare-") as tmp,
+        fresh_database(engine, Path(tmp)) as url,
+        deploy(Path(tmp), url, heartbeat_timeout=60.0) as deployment,
+    ):
+        runners = [deployment.runner_process(f"worker-{i}").start() for i in range(workers)]
+        api = Api(deployment)
+        wait_until(
+            lambda: api.health()["waiting_runners"] == workers,
+            timeout=60,
+            message=f"{workers} runner(s) waiting",
+        )
+        data_dir = deployment.server.data_dir
+        sample_jobs = pickup_phase(api, workers, samples, warmup, data_dir)
+        pickup = pickups(sample_jobs, started_clocks(data_dir))
+
+        server = deployment.server.proc
+        assert server is not None
+        pids = [r.proc.pid for r in runners if r.proc is not None]
+        database = sa.make_url(url).database if engine == "postgresql" else None
+        server_before = process_cpu_seconds(server.pid)
+        workers_before = sum(process_cpu_seconds(pid) for pid in pids)
+        with backends_cpu(database) as database_cpu, py_spy(server.pid, profile):
+            started = time.perf_counter()
+            submitted = [api.submit() for _ in range(jobs)]
+            wait_until(
+                lambda: all_processed(api),
+                timeout=max(600.0, jobs / 2),
+                interval=0.1,
+                message=f"{jobs} jobs processed",
+            )
+            elapsed = time.perf_counter() - started
+        server_cpu = process_cpu_seconds(server.pid) - server_before
+        worker_cpu = sum(process_cpu_seconds(pid) for pid in pids) - workers_before
+        done = started_clocks(data_dir)
+        lost = [job for job in submitted if job not in done]
+        if lost:
+            raise SystemExit(f"{len(lost)} of {jobs} jobs have no stored output")
+        return Figures(
+            system="benchrunner",
+            engine=engine,
+            workers=workers,
+            jobs=jobs,
+            throughput=jobs / elapsed,
+            pickup_p50=percentile(pickup, 0.5),
+            pickup_p90=percentile(pickup, 0.9),
+            server_cpu=server_cpu * 1000 / jobs,
+            database_cpu=database_cpu[0] * 1000 / jobs if database_cpu else None,
+            worker_cpu=worker_cpu * 1000 / jobs,
+        )
