@@ -20,11 +20,12 @@ import time
 from pathlib import Path
 
 import httpx
+import sqlalchemy as sa
 import websockets
 from tests.databases import fresh_database
 from tests.harness import Deployment, ServerProcess, deploy
 
-from benchmarks.cpu import process_cpu_seconds, processes_cpu_seconds
+from benchmarks.cpu_time import backends_cpu, process_cpu_seconds
 
 RESULT = [{"exit_code": 0, "stdout": json.dumps({"noop": {"latency": {"value": 0}}})}]
 
@@ -73,18 +74,30 @@ async def drained(deployment: Deployment) -> None:
             await asyncio.sleep(0.1)  # polling costs the server CPU too: not too often
 
 
-def cpu_seconds(servers: list[ServerProcess]) -> tuple[float, float]:
-    """CPU so far of the server processes, and of every PostgreSQL process."""
-    own = sum(process_cpu_seconds(s.proc.pid) for s in servers if s.proc is not None)
-    return own, processes_cpu_seconds("postgres")
+def servers_cpu_seconds(servers: list[ServerProcess]) -> float:
+    return sum(process_cpu_seconds(s.proc.pid) for s in servers if s.proc is not None)
 
 
 async def measure(
-    deployment: Deployment, servers: list[ServerProcess], jobs: int, connections: int
+    deployment: Deployment,
+    servers: list[ServerProcess],
+    jobs: int,
+    connections: int,
+    database: str | None,
 ) -> tuple[float, float, tuple[float, float]]:
-    """Jobs/s through processed, submissions/s, and CPU ms per job (server, PostgreSQL)
-    over submission and execution together."""
-    cpu_before = cpu_seconds(servers)
+    """Jobs/s through processed, submissions/s, and CPU ms per job (the servers, and the
+    PostgreSQL backends of ``database``) over submission and execution together."""
+    with backends_cpu(database) as backends:
+        server_before = servers_cpu_seconds(servers)
+        rate, submit_rate = await _run(deployment, servers, jobs, connections)
+        server_cpu = servers_cpu_seconds(servers) - server_before
+    database_cpu = backends[0] if backends else 0.0
+    return rate, submit_rate, (1000 * server_cpu / jobs, 1000 * database_cpu / jobs)
+
+
+async def _run(
+    deployment: Deployment, servers: list[ServerProcess], jobs: int, connections: int
+) -> tuple[float, float]:
     submit_rate = await submit(deployment, jobs)
     tokens = [deployment.new_runner(f"bench-{connections}-{i}") for i in range(connections)]
     stop = asyncio.Event()
@@ -97,12 +110,16 @@ async def measure(
     ]
     await drained(deployment)
     elapsed = time.perf_counter() - started
-    cpu_after = cpu_seconds(servers)
     stop.set()
     executed = sum(await asyncio.gather(*tasks))
     assert executed == jobs, (executed, jobs)
-    per_job = tuple(1000 * (a - b) / jobs for a, b in zip(cpu_after, cpu_before, strict=True))
-    return jobs / elapsed, submit_rate, (per_job[0], per_job[1])
+    return jobs / elapsed, submit_rate
+
+
+def database_name(url: str) -> str | None:
+    """The PostgreSQL database whose backends are charged to the run; None on SQLite."""
+    parsed = sa.make_url(url)
+    return parsed.database if parsed.get_backend_name() == "postgresql" else None
 
 
 def main() -> None:
@@ -124,7 +141,7 @@ def main() -> None:
             if options.replicas == 2:
                 servers.append(deployment.add_replica("replica-b"))
             rate, submit_rate, (server_ms, postgres_ms) = asyncio.run(
-                measure(deployment, servers, options.jobs, connections)
+                measure(deployment, servers, options.jobs, connections, database_name(url))
             )
             database_cpu = f", PostgreSQL {postgres_ms:.2f}" if options.engine != "sqlite" else ""
             print(

@@ -11,6 +11,7 @@ import pytest
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from benchrunner.server.store import engine as engine_module
 from benchrunner.server.store.engine import Database, fdatasync_path, sqlite_wal_path
 from benchrunner.server.store.migrate import upgrade
 from tests.databases import fresh_database
@@ -136,3 +137,31 @@ def test_postgresql_sessions_commit_synchronously_whatever_the_default(
             assert db.read_sync(setting) == "on"
         finally:
             db.close()
+
+
+@pytest.mark.postgresql
+def test_an_idle_connection_that_died_is_replaced_before_use(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without a ping on every checkout, an idle pooled connection is still checked: one
+    whose backend is gone (a database restart) is replaced, and the work succeeds."""
+    monkeypatch.setattr(engine_module, "PING_AFTER_IDLE", 0.0)  # every pooled one is "idle"
+
+    def backend_pid(conn: Connection) -> int:
+        return int(conn.execute(sa.text("SELECT pg_backend_pid()")).scalar_one())
+
+    def terminate(conn: Connection, pid: int) -> bool:
+        statement = sa.text("SELECT pg_terminate_backend(:pid)")
+        return bool(conn.execute(statement, {"pid": pid}).scalar_one())
+
+    with fresh_database("postgresql", tmp_path) as url:
+        db = Database(url)
+        killer = Database(url)
+        try:
+            first = db.read_sync(backend_pid)
+            assert killer.write_sync(terminate, first)
+            second = db.read_sync(backend_pid)
+            assert second != first
+        finally:
+            db.close()
+            killer.close()

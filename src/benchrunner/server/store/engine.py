@@ -11,6 +11,7 @@ import asyncio
 import contextvars
 import functools
 import os
+import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -89,17 +90,42 @@ def fdatasync_path(path: Path) -> None:
         os.close(fd)
 
 
+PING_AFTER_IDLE = 1.0
+"""Seconds a pooled PostgreSQL connection may sit unused before it is pinged on checkout."""
+
+
+def _postgresql_engine(url: str, *, pool_size: int) -> Engine:
+    """Connections are checked before use only when they have been idle: a connection
+    that served a moment ago is alive, and pinging it on every checkout (``pool_pre_ping``)
+    costs a round trip per unit of work. One found dead is replaced transparently."""
+    engine = sa.create_engine(
+        url, pool_size=pool_size, max_overflow=10, connect_args=POSTGRESQL_SESSION
+    )
+
+    @event.listens_for(engine, "checkin")
+    def _on_checkin(_dbapi_connection: Any, record: Any) -> None:
+        record.info["idle_since"] = time.monotonic()
+
+    @event.listens_for(engine, "checkout")
+    def _on_checkout(dbapi_connection: Any, record: Any, _proxy: Any) -> None:
+        idle_since = record.info.get("idle_since")
+        if idle_since is None or time.monotonic() - idle_since < PING_AFTER_IDLE:
+            return
+        try:
+            alive = engine.dialect.do_ping(dbapi_connection)
+        except Exception as exc:
+            raise sa.exc.DisconnectionError("idle connection failed its ping") from exc
+        if not alive:
+            raise sa.exc.DisconnectionError("idle connection failed its ping")
+
+    return engine
+
+
 def make_engine(url: str, *, writer: bool = True, pool_size: int = 5) -> Engine:
     url = normalize_url(url)
     if is_sqlite(url):
         return _sqlite_engine(url, immediate=writer, pool_size=pool_size)
-    return sa.create_engine(
-        url,
-        pool_size=pool_size,
-        max_overflow=10,
-        pool_pre_ping=True,
-        connect_args=POSTGRESQL_SESSION,
-    )
+    return _postgresql_engine(url, pool_size=pool_size)
 
 
 class Database:
