@@ -57,9 +57,11 @@ def _sqlite_engine(url: str, *, immediate: bool, pool_size: int) -> Engine:
         cursor.execute("PRAGMA busy_timeout=30000")
         cursor.close()
 
+    begin = "BEGIN IMMEDIATE" if immediate else "BEGIN"
+
     @event.listens_for(engine, "begin")
     def _on_begin(conn: Connection) -> None:
-        conn.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
+        conn.connection.driver_connection.execute(begin)  # type: ignore[union-attr]
 
     return engine
 
