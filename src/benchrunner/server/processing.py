@@ -1,8 +1,12 @@
 """Completed job -> adapter -> metrics in the report -> thresholds judged -> ``processed``
 (SPEC section 7).
 
-Runs in one write transaction per batch: the metrics, the reports' times and the transitions
-commit together, so a crash half-way leaves the jobs ``completed`` and startup re-processes them.
+Nothing slow runs on the event loop: reading the outputs, decoding them and the adapters'
+parsing run in a worker thread, a batch at a time, before the batch's write. A job's metrics,
+its report's times and its transition commit together, so a crash half-way leaves the jobs not
+yet committed ``completed`` and startup re-processes them. Where the database work runs inline
+on the loop (SQLite), a batch's jobs are written in transactions of about
+``WRITE_STEP_SECONDS`` each (one job at least), the loop running in between.
 
 A job is processed once whatever its output holds. An output that cannot be read (missing,
 unreadable), is too large, or does not parse as a job output ends the job ``processed`` with the
@@ -17,8 +21,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from sqlalchemy.engine import Connection
 
@@ -35,6 +41,10 @@ log = logging.getLogger(__name__)
 
 MAX_BATCH = 64
 """Jobs taken from the queue (and read from the job table) at once."""
+
+WRITE_STEP_SECONDS = 0.004
+"""Where writes run inline on the event loop: a write transaction takes further jobs of the
+batch only while it has run for less than this."""
 
 
 def _texts(result: IterationResult) -> list[str]:
@@ -87,9 +97,11 @@ def byte_batches(sizes: Sequence[int], budget: int) -> list[range]:
 
 
 @dataclass(frozen=True)
-class _Loaded:
+class _Measured:
+    """A job and what its output gave: its metrics, or why it has none."""
+
     job: jobs.JobRow
-    output: JsonJobOutput | None
+    values: list[reports.MetricValue]
     error: str | None
 
 
@@ -107,9 +119,11 @@ class Processor:
         *,
         batch_bytes: int | None = None,
         on_batch: Callable[[list[int]], None] | None = None,
+        write_step: float = WRITE_STEP_SECONDS,
     ) -> None:
         self._ctx = ctx
         self._budget = batch_bytes or ctx.settings.processing_budget()
+        self._write_step = write_step if ctx.db.inline else None
         self._on_batch = on_batch or (lambda _ids: None)
         self._queue: asyncio.Queue[int] = asyncio.Queue()
         self._queued: set[int] = set()
@@ -165,15 +179,23 @@ class Processor:
 
     async def process(self, job_ids: list[int]) -> None:
         """Process those of ``job_ids`` still completed, in batches of at most the byte budget
-        of outputs; each batch commits in one write transaction (all or none of its jobs)."""
+        of outputs, each read and parsed in a worker thread and then written (on SQLite in
+        transactions of a few milliseconds; each job's writes commit together)."""
         found = await self._ctx.db.read(jobs.jobs_completed_among, job_ids)
         if not found:
             return
         sizes = await asyncio.to_thread(self._sizes, found)
         for indexes in byte_batches(sizes, self._budget):
             group = [found[i] for i in indexes]
-            loaded = await asyncio.to_thread(self._load_all, group)
-            await self._ctx.db.write(self._commit_all, loaded)
+            parsing = await self._ctx.db.read(
+                reports.reports_parsing, [job.report_id for job in group]
+            )
+            measured = await asyncio.to_thread(self._measure_all, group, parsing)
+            done = 0
+            while done < len(measured):
+                if done:
+                    await asyncio.sleep(0)  # an inline write does not yield by itself
+                done = await self._ctx.db.write(self._commit_some, measured, done)
             self._on_batch([job.id for job in group])
 
     def _sizes(self, found: list[jobs.JobRow]) -> list[int]:
@@ -182,35 +204,38 @@ class Processor:
             for job in found
         ]
 
-    def _load_all(self, group: list[jobs.JobRow]) -> list[_Loaded]:
-        loaded: list[_Loaded] = []
-        for job in group:
-            key = job_output_key(job.project_uuid, job.uuid)
-            try:
-                loaded.append(_Loaded(job, load_output(self._ctx.blobs, key, self._budget), None))
-            except UnusableOutput as exc:
-                loaded.append(_Loaded(job, None, str(exc)))
-        return loaded
+    def _measure_all(self, group: list[jobs.JobRow], parsing: dict[int, Any]) -> list[_Measured]:
+        """Read, decode and parse the outputs of ``group``: blocking and CPU-heavy, for a
+        worker thread."""
+        return [self._measure(job, parsing[job.report_id]) for job in group]
 
-    def _commit_all(self, conn: Connection, loaded: list[_Loaded]) -> None:
-        for item in loaded:
-            self._commit(conn, item)
+    def _measure(self, job: jobs.JobRow, parsing: Any) -> _Measured:
+        key = job_output_key(job.project_uuid, job.uuid)
+        try:
+            output = load_output(self._ctx.blobs, key, self._budget)
+        except UnusableOutput as exc:
+            return _Measured(job, [], str(exc))
+        values, error = measure_output(
+            parsing.adapter, output, adapters.Settings(average=parsing.average), parsing.fold
+        )
+        return _Measured(job, values, error)
 
-    def _commit(self, conn: Connection, item: _Loaded) -> bool:
-        """Parse and store one job's metrics. The guarded move to ``processed`` comes first, so
-        a job another replica (or an earlier batch) processed meanwhile adds nothing."""
-        job = item.job
-        report = reports.report_row(conn, job.report_id)
-        if item.output is None:
-            values: list[reports.MetricValue] = []
-            error = item.error
-        else:
-            values, error = measure_output(
-                report.adapter,
-                item.output,
-                adapters.Settings(average=report.average),
-                report.fold,
-            )
+    def _commit_some(self, conn: Connection, measured: list[_Measured], start: int) -> int:
+        """Write the jobs of ``measured`` from ``start`` on, while the write step lasts (all of
+        them where writes do not run on the loop); returns the index of the first not written."""
+        deadline = None if self._write_step is None else time.perf_counter() + self._write_step
+        index = start
+        while index < len(measured):
+            self._commit(conn, measured[index])
+            index += 1
+            if deadline is not None and time.perf_counter() >= deadline:
+                break
+        return index
+
+    def _commit(self, conn: Connection, item: _Measured) -> bool:
+        """Store one job's metrics. The guarded move to ``processed`` comes first, so a job
+        another replica (or an earlier batch) processed meanwhile adds nothing."""
+        job, values, error = item.job, item.values, item.error
         now = self._ctx.clock.now()
         if not transitions.job_mark_processed(
             conn,
