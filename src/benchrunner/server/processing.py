@@ -1,8 +1,9 @@
 """Completed job -> adapter -> metrics in the report -> thresholds judged -> ``processed``
 (SPEC section 7).
 
-Nothing slow runs on the event loop: reading the outputs, decoding them and the adapters'
-parsing run in a worker thread, a batch at a time, before the batch's write. A job's metrics,
+Nothing slow runs on the event loop: the outputs are read in a worker thread, decoded and
+parsed by the adapters in worker processes (``parsers``), a batch at a time, before the batch's
+write. A job's metrics,
 its report's times and its transition commit together, so a crash half-way leaves the jobs not
 yet committed ``completed`` and startup re-processes them. Where the database work runs inline
 on the loop (SQLite), a batch's jobs are written in transactions of about
@@ -23,18 +24,17 @@ import contextlib
 import logging
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import BrokenExecutor, Executor
 from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy.engine import Connection
 
-from benchrunner import adapters
-from benchrunner.protocol import IterationResult, JsonJobOutput
 from benchrunner.server.blobs import job_output_key
 from benchrunner.server.context import ServerContext
 from benchrunner.server.evaluation import evaluate_report
-from benchrunner.server.outputs import UnusableOutput, load_output, output_size
-from benchrunner.server.results import report_metrics
+from benchrunner.server.outputs import UnusableOutput, output_size, read_output
+from benchrunner.server.parsers import measure_stored, parser_pool
 from benchrunner.server.store import jobs, reports, transitions
 
 log = logging.getLogger(__name__)
@@ -45,40 +45,6 @@ MAX_BATCH = 64
 WRITE_STEP_SECONDS = 0.004
 """Where writes run inline on the event loop: a write transaction takes further jobs of the
 batch only while it has run for less than this."""
-
-
-def _texts(result: IterationResult) -> list[str]:
-    """Collected files carry the results when there are any; otherwise stdout does."""
-    if result.output:
-        return [result.output[path] for path in sorted(result.output)]
-    return [result.stdout or ""]
-
-
-def measure_output(
-    adapter: str,
-    output: JsonJobOutput,
-    settings: adapters.Settings | None = None,
-    fold: adapters.Fold | None = None,
-) -> tuple[list[reports.MetricValue], str | None]:
-    """Metrics of every iteration (folded into one with ``fold``), or the first parse error
-    (and no metrics)."""
-    if not output.results:
-        return [], "the job produced no iterations"
-    iterations: list[list[adapters.Measurement]] = []
-    for index, result in enumerate(output.results):
-        found: list[adapters.Measurement] = []
-        for text in _texts(result):
-            try:
-                found.extend(adapters.parse(adapter, text, settings))
-            except adapters.AdapterError as exc:
-                return [], f"iteration {index}: adapter {adapter!r} could not parse output: {exc}"
-            except Exception as exc:  # an adapter bug must not wedge the job in `completed`
-                log.exception("adapter %s crashed", adapter)
-                return [], f"iteration {index}: adapter {adapter!r} failed: {exc!r}"
-        # Several collected files make one iteration: one result per benchmark and measure
-        # across them too, the last read.
-        iterations.append(adapters.kept(found))
-    return report_metrics(iterations, fold), None
 
 
 def byte_batches(sizes: Sequence[int], budget: int) -> list[range]:
@@ -120,10 +86,14 @@ class Processor:
         batch_bytes: int | None = None,
         on_batch: Callable[[list[int]], None] | None = None,
         write_step: float = WRITE_STEP_SECONDS,
+        parsers: Executor | None = None,
     ) -> None:
         self._ctx = ctx
         self._budget = batch_bytes or ctx.settings.processing_budget()
         self._write_step = write_step if ctx.db.inline else None
+        self._parsers = parsers
+        self._own_parsers = parsers is None
+        """A pool of our own is started on first use and shut down by ``stop``."""
         self._on_batch = on_batch or (lambda _ids: None)
         self._queue: asyncio.Queue[int] = asyncio.Queue()
         self._queued: set[int] = set()
@@ -138,6 +108,9 @@ class Processor:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
+        if self._own_parsers and self._parsers is not None:
+            self._parsers.shutdown(wait=False, cancel_futures=True)
+            self._parsers = None
 
     def enqueue(self, job_id: int) -> None:
         """Queue a job for processing unless it is queued or being processed already."""
@@ -190,7 +163,7 @@ class Processor:
             parsing = await self._ctx.db.read(
                 reports.reports_parsing, [job.report_id for job in group]
             )
-            measured = await asyncio.to_thread(self._measure_all, group, parsing)
+            measured = await self._measure_all(group, parsing)
             done = 0
             while done < len(measured):
                 if done:
@@ -204,21 +177,45 @@ class Processor:
             for job in found
         ]
 
-    def _measure_all(self, group: list[jobs.JobRow], parsing: dict[int, Any]) -> list[_Measured]:
-        """Read, decode and parse the outputs of ``group``: blocking and CPU-heavy, for a
-        worker thread."""
-        return [self._measure(job, parsing[job.report_id]) for job in group]
+    def _read_all(self, group: list[jobs.JobRow]) -> list[bytes | str]:
+        """Each job's stored output, or why it cannot be read. Blocking: for a worker thread."""
+        read: list[bytes | str] = []
+        for job in group:
+            try:
+                key = job_output_key(job.project_uuid, job.uuid)
+                read.append(read_output(self._ctx.blobs, key, self._budget))
+            except UnusableOutput as exc:
+                read.append(str(exc))
+        return read
 
-    def _measure(self, job: jobs.JobRow, parsing: Any) -> _Measured:
-        key = job_output_key(job.project_uuid, job.uuid)
+    async def _measure_all(
+        self, group: list[jobs.JobRow], parsing: dict[int, Any]
+    ) -> list[_Measured]:
+        """Read the outputs of ``group`` in a thread, then decode and parse them in the parser
+        pool, each output on its own."""
+        read = await asyncio.to_thread(self._read_all, group)
+        if self._parsers is None:
+            self._parsers = parser_pool()
+        pool = self._parsers
+        loop = asyncio.get_running_loop()
+        pending: list[asyncio.Future[tuple[list[reports.MetricValue], str | None]]] = []
+        for job, raw in zip(group, read, strict=True):
+            if isinstance(raw, bytes):
+                p = parsing[job.report_id]
+                pending.append(
+                    loop.run_in_executor(pool, measure_stored, p.adapter, p.average, p.fold, raw)
+                )
         try:
-            output = load_output(self._ctx.blobs, key, self._budget)
-        except UnusableOutput as exc:
-            return _Measured(job, [], str(exc))
-        values, error = measure_output(
-            parsing.adapter, output, adapters.Settings(average=parsing.average), parsing.fold
-        )
-        return _Measured(job, values, error)
+            parsed = iter(await asyncio.gather(*pending))
+        except BrokenExecutor:  # a worker died (killed, out of memory): start anew next time
+            if self._own_parsers and self._parsers is pool:
+                pool.shutdown(wait=False, cancel_futures=True)
+                self._parsers = None
+            raise
+        return [
+            _Measured(job, *next(parsed)) if isinstance(raw, bytes) else _Measured(job, [], raw)
+            for job, raw in zip(group, read, strict=True)
+        ]
 
     def _commit_some(self, conn: Connection, measured: list[_Measured], start: int) -> int:
         """Write the jobs of ``measured`` from ``start`` on, while the write step lasts (all of
