@@ -12,7 +12,9 @@ metrics or an error out.
 from __future__ import annotations
 
 import multiprocessing
+import multiprocessing.connection
 import os
+import threading
 from concurrent.futures import ProcessPoolExecutor
 
 from benchrunner import adapters
@@ -28,8 +30,27 @@ def worker_count() -> int:
 
 
 def parser_pool() -> ProcessPoolExecutor:
-    """Started on first use (``spawn``: no copy of the server's threads, locks or sockets)."""
-    return ProcessPoolExecutor(worker_count(), mp_context=multiprocessing.get_context("spawn"))
+    """Started on first use (``spawn``: no copy of the server's threads, locks or sockets).
+    Its workers end with the server, however the server ends (SIGKILL included)."""
+    return ProcessPoolExecutor(
+        worker_count(),
+        mp_context=multiprocessing.get_context("spawn"),
+        initializer=_exit_with_parent,
+    )
+
+
+def _exit_with_parent() -> None:
+    """A worker waits for tasks on a pipe it also holds a writing end of, so it would never see
+    the server go: a thread watches the parent process and ends the worker with it."""
+    parent = multiprocessing.parent_process()
+    if parent is None:
+        return
+
+    def watch() -> None:
+        multiprocessing.connection.wait([parent.sentinel])
+        os._exit(0)
+
+    threading.Thread(target=watch, name="parent-watch", daemon=True).start()
 
 
 def measure_stored(
