@@ -8,8 +8,10 @@ import asyncio
 import json
 import threading
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pytest
 import sqlalchemy as sa
@@ -22,7 +24,8 @@ from benchrunner.protocol import IterationResult, JsonJobOutput
 from benchrunner.server.blobs import READ_CHUNK, LocalBlobStore, job_output_key
 from benchrunner.server.config import ServerSettings
 from benchrunner.server.context import ServerContext
-from benchrunner.server.processing import Processor, byte_batches, measure_output
+from benchrunner.server.processing import Processor, byte_batches
+from benchrunner.server.results import measure_output
 from benchrunner.server.store import jobs
 from benchrunner.server.store.engine import Database
 from benchrunner.server.store.migrate import upgrade
@@ -260,3 +263,54 @@ def test_collected_files_of_one_iteration_keep_one_result_per_benchmark() -> Non
     values, error = measure_output("json", output)
     assert error is None
     assert [(v.benchmark, v.value) for v in values] == [("sort", 2.0), ("hash", 5.0)]
+
+
+def test_outputs_are_parsed_off_the_event_loop_thread(
+    setup: Setup, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The adapters' parsing is CPU-heavy (milliseconds per large output): it runs in the
+    parser pool, never on the thread of the loop that answers the runners' heartbeats. (The
+    server's pool is of processes, where this test could not see the parse; a thread pool
+    shows the same dispatch.)"""
+    from benchrunner import adapters
+
+    parsed_on: list[int] = []
+    parse = adapters.parse
+
+    def noting_the_thread(*args: Any) -> list[adapters.Measurement]:
+        parsed_on.append(threading.get_ident())
+        return parse(*args)
+
+    monkeypatch.setattr(adapters, "parse", noting_the_thread)
+    ids = [setup.completed_job(GOOD) for _ in range(3)]
+    loop_thread: list[int] = []
+
+    async def scenario() -> None:
+        loop_thread.append(threading.get_ident())
+        with ThreadPoolExecutor(1) as parsers:
+            await Processor(setup.ctx, parsers=parsers).process(ids)
+
+    asyncio.run(scenario())
+    assert len(parsed_on) == 3
+    assert loop_thread[0] not in parsed_on
+    assert all(setup.outcome(i) == (JobStatus.PROCESSED, None, 1, 1) for i in ids)
+
+
+def test_inline_writes_commit_a_job_at_a_time_when_the_write_step_is_spent(setup: Setup) -> None:
+    """With no time for a second job in a write (a write step of 0), each job commits on its
+    own, the loop running in between, and every job still ends processed exactly once."""
+    ids = [setup.completed_job(GOOD) for _ in range(4)]
+    transactions: list[list[str]] = [[]]
+
+    def executed(_conn: object, _cursor: object, statement: str, *_rest: object) -> None:
+        transactions[-1].append(statement)
+
+    engine = setup.ctx.db.write_engine
+    sa.event.listen(engine, "after_cursor_execute", executed)
+    sa.event.listen(engine, "commit", lambda _conn: transactions.append([]))
+    asyncio.run(Processor(setup.ctx, write_step=0.0).process(ids))
+    sa.event.remove(engine, "after_cursor_execute", executed)
+    writes = [t for t in transactions if any("INSERT INTO metric " in s for s in t)]
+    # Writes run in a thread on PostgreSQL: the batch is one transaction there, as before.
+    assert len(writes) == (4 if setup.ctx.db.inline else 1)
+    assert all(setup.outcome(i) == (JobStatus.PROCESSED, None, 1, 1) for i in ids)

@@ -39,6 +39,11 @@ def load_output(blobs: BlobStore, key: str, max_bytes: int) -> JsonJobOutput:
     Raises ``OutputMissing`` when there is none, and ``UnusableOutput`` when it is unreadable,
     larger than ``max_bytes`` or not a valid job output. Blocking: call it off the event loop.
     """
+    return decode_output(read_output(blobs, key, max_bytes))
+
+
+def read_output(blobs: BlobStore, key: str, max_bytes: int) -> bytes:
+    """The stored bytes under ``key`` (see ``load_output``), not decoded. Blocking."""
     try:
         size = blobs.size(key)
         if size is None:
@@ -54,6 +59,12 @@ def load_output(blobs: BlobStore, key: str, max_bytes: int) -> JsonJobOutput:
         raise UnusableOutput(f"the job's output could not be read: {reason}") from None
     if len(raw) > max_bytes:  # it grew between the size check and the read
         raise UnusableOutput(_too_large(len(raw), max_bytes))
+    return raw
+
+
+def decode_output(raw: bytes) -> JsonJobOutput:
+    """Stored bytes as a job output; ``UnusableOutput`` when they are not one. CPU-heavy for
+    large outputs: call it off the event loop."""
     try:
         return JsonJobOutput.model_validate_json(raw)
     except ValidationError as exc:

@@ -1,8 +1,13 @@
 """Completed job -> adapter -> metrics in the report -> thresholds judged -> ``processed``
 (SPEC section 7).
 
-Runs in one write transaction per batch: the metrics, the reports' times and the transitions
-commit together, so a crash half-way leaves the jobs ``completed`` and startup re-processes them.
+Nothing slow runs on the event loop: the outputs are read in a worker thread, decoded and
+parsed by the adapters in worker processes (``parsers``), a batch at a time, before the batch's
+write. A job's metrics,
+its report's times and its transition commit together, so a crash half-way leaves the jobs not
+yet committed ``completed`` and startup re-processes them. Where the database work runs inline
+on the loop (SQLite), a batch's jobs are written in transactions of about
+``WRITE_STEP_SECONDS`` each (one job at least), the loop running in between.
 
 A job is processed once whatever its output holds. An output that cannot be read (missing,
 unreadable), is too large, or does not parse as a job output ends the job ``processed`` with the
@@ -17,18 +22,19 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import BrokenExecutor, Executor
 from dataclasses import dataclass
+from typing import Any
 
 from sqlalchemy.engine import Connection
 
-from benchrunner import adapters
-from benchrunner.protocol import IterationResult, JsonJobOutput
 from benchrunner.server.blobs import job_output_key
 from benchrunner.server.context import ServerContext
 from benchrunner.server.evaluation import evaluate_report
-from benchrunner.server.outputs import UnusableOutput, load_output, output_size
-from benchrunner.server.results import report_metrics
+from benchrunner.server.outputs import UnusableOutput, output_size, read_output
+from benchrunner.server.parsers import measure_stored, parser_pool
 from benchrunner.server.store import jobs, reports, transitions
 
 log = logging.getLogger(__name__)
@@ -36,39 +42,9 @@ log = logging.getLogger(__name__)
 MAX_BATCH = 64
 """Jobs taken from the queue (and read from the job table) at once."""
 
-
-def _texts(result: IterationResult) -> list[str]:
-    """Collected files carry the results when there are any; otherwise stdout does."""
-    if result.output:
-        return [result.output[path] for path in sorted(result.output)]
-    return [result.stdout or ""]
-
-
-def measure_output(
-    adapter: str,
-    output: JsonJobOutput,
-    settings: adapters.Settings | None = None,
-    fold: adapters.Fold | None = None,
-) -> tuple[list[reports.MetricValue], str | None]:
-    """Metrics of every iteration (folded into one with ``fold``), or the first parse error
-    (and no metrics)."""
-    if not output.results:
-        return [], "the job produced no iterations"
-    iterations: list[list[adapters.Measurement]] = []
-    for index, result in enumerate(output.results):
-        found: list[adapters.Measurement] = []
-        for text in _texts(result):
-            try:
-                found.extend(adapters.parse(adapter, text, settings))
-            except adapters.AdapterError as exc:
-                return [], f"iteration {index}: adapter {adapter!r} could not parse output: {exc}"
-            except Exception as exc:  # an adapter bug must not wedge the job in `completed`
-                log.exception("adapter %s crashed", adapter)
-                return [], f"iteration {index}: adapter {adapter!r} failed: {exc!r}"
-        # Several collected files make one iteration: one result per benchmark and measure
-        # across them too, the last read.
-        iterations.append(adapters.kept(found))
-    return report_metrics(iterations, fold), None
+WRITE_STEP_SECONDS = 0.004
+"""Where writes run inline on the event loop: a write transaction takes further jobs of the
+batch only while it has run for less than this."""
 
 
 def byte_batches(sizes: Sequence[int], budget: int) -> list[range]:
@@ -87,9 +63,11 @@ def byte_batches(sizes: Sequence[int], budget: int) -> list[range]:
 
 
 @dataclass(frozen=True)
-class _Loaded:
+class _Measured:
+    """A job and what its output gave: its metrics, or why it has none."""
+
     job: jobs.JobRow
-    output: JsonJobOutput | None
+    values: list[reports.MetricValue]
     error: str | None
 
 
@@ -107,9 +85,15 @@ class Processor:
         *,
         batch_bytes: int | None = None,
         on_batch: Callable[[list[int]], None] | None = None,
+        write_step: float = WRITE_STEP_SECONDS,
+        parsers: Executor | None = None,
     ) -> None:
         self._ctx = ctx
         self._budget = batch_bytes or ctx.settings.processing_budget()
+        self._write_step = write_step if ctx.db.inline else None
+        self._parsers = parsers
+        self._own_parsers = parsers is None
+        """A pool of our own is started on first use and shut down by ``stop``."""
         self._on_batch = on_batch or (lambda _ids: None)
         self._queue: asyncio.Queue[int] = asyncio.Queue()
         self._queued: set[int] = set()
@@ -124,6 +108,9 @@ class Processor:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
+        if self._own_parsers and self._parsers is not None:
+            self._parsers.shutdown(wait=False, cancel_futures=True)
+            self._parsers = None
 
     def enqueue(self, job_id: int) -> None:
         """Queue a job for processing unless it is queued or being processed already."""
@@ -165,15 +152,23 @@ class Processor:
 
     async def process(self, job_ids: list[int]) -> None:
         """Process those of ``job_ids`` still completed, in batches of at most the byte budget
-        of outputs; each batch commits in one write transaction (all or none of its jobs)."""
+        of outputs, each read and parsed in a worker thread and then written (on SQLite in
+        transactions of a few milliseconds; each job's writes commit together)."""
         found = await self._ctx.db.read(jobs.jobs_completed_among, job_ids)
         if not found:
             return
         sizes = await asyncio.to_thread(self._sizes, found)
         for indexes in byte_batches(sizes, self._budget):
             group = [found[i] for i in indexes]
-            loaded = await asyncio.to_thread(self._load_all, group)
-            await self._ctx.db.write(self._commit_all, loaded)
+            parsing = await self._ctx.db.read(
+                reports.reports_parsing, [job.report_id for job in group]
+            )
+            measured = await self._measure_all(group, parsing)
+            done = 0
+            while done < len(measured):
+                if done:
+                    await asyncio.sleep(0)  # an inline write does not yield by itself
+                done = await self._ctx.db.write(self._commit_some, measured, done)
             self._on_batch([job.id for job in group])
 
     def _sizes(self, found: list[jobs.JobRow]) -> list[int]:
@@ -182,35 +177,62 @@ class Processor:
             for job in found
         ]
 
-    def _load_all(self, group: list[jobs.JobRow]) -> list[_Loaded]:
-        loaded: list[_Loaded] = []
+    def _read_all(self, group: list[jobs.JobRow]) -> list[bytes | str]:
+        """Each job's stored output, or why it cannot be read. Blocking: for a worker thread."""
+        read: list[bytes | str] = []
         for job in group:
-            key = job_output_key(job.project_uuid, job.uuid)
             try:
-                loaded.append(_Loaded(job, load_output(self._ctx.blobs, key, self._budget), None))
+                key = job_output_key(job.project_uuid, job.uuid)
+                read.append(read_output(self._ctx.blobs, key, self._budget))
             except UnusableOutput as exc:
-                loaded.append(_Loaded(job, None, str(exc)))
-        return loaded
+                read.append(str(exc))
+        return read
 
-    def _commit_all(self, conn: Connection, loaded: list[_Loaded]) -> None:
-        for item in loaded:
-            self._commit(conn, item)
+    async def _measure_all(
+        self, group: list[jobs.JobRow], parsing: dict[int, Any]
+    ) -> list[_Measured]:
+        """Read the outputs of ``group`` in a thread, then decode and parse them in the parser
+        pool, each output on its own."""
+        read = await asyncio.to_thread(self._read_all, group)
+        if self._parsers is None:
+            self._parsers = parser_pool()
+        pool = self._parsers
+        loop = asyncio.get_running_loop()
+        pending: list[asyncio.Future[tuple[list[reports.MetricValue], str | None]]] = []
+        for job, raw in zip(group, read, strict=True):
+            if isinstance(raw, bytes):
+                p = parsing[job.report_id]
+                pending.append(
+                    loop.run_in_executor(pool, measure_stored, p.adapter, p.average, p.fold, raw)
+                )
+        try:
+            parsed = iter(await asyncio.gather(*pending))
+        except BrokenExecutor:  # a worker died (killed, out of memory): start anew next time
+            if self._own_parsers and self._parsers is pool:
+                pool.shutdown(wait=False, cancel_futures=True)
+                self._parsers = None
+            raise
+        return [
+            _Measured(job, *next(parsed)) if isinstance(raw, bytes) else _Measured(job, [], raw)
+            for job, raw in zip(group, read, strict=True)
+        ]
 
-    def _commit(self, conn: Connection, item: _Loaded) -> bool:
-        """Parse and store one job's metrics. The guarded move to ``processed`` comes first, so
-        a job another replica (or an earlier batch) processed meanwhile adds nothing."""
-        job = item.job
-        report = reports.report_row(conn, job.report_id)
-        if item.output is None:
-            values: list[reports.MetricValue] = []
-            error = item.error
-        else:
-            values, error = measure_output(
-                report.adapter,
-                item.output,
-                adapters.Settings(average=report.average),
-                report.fold,
-            )
+    def _commit_some(self, conn: Connection, measured: list[_Measured], start: int) -> int:
+        """Write the jobs of ``measured`` from ``start`` on, while the write step lasts (all of
+        them where writes do not run on the loop); returns the index of the first not written."""
+        deadline = None if self._write_step is None else time.perf_counter() + self._write_step
+        index = start
+        while index < len(measured):
+            self._commit(conn, measured[index])
+            index += 1
+            if deadline is not None and time.perf_counter() >= deadline:
+                break
+        return index
+
+    def _commit(self, conn: Connection, item: _Measured) -> bool:
+        """Store one job's metrics. The guarded move to ``processed`` comes first, so a job
+        another replica (or an earlier batch) processed meanwhile adds nothing."""
+        job, values, error = item.job, item.values, item.error
         now = self._ctx.clock.now()
         if not transitions.job_mark_processed(
             conn,

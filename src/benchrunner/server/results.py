@@ -4,11 +4,16 @@ measurement per benchmark and measure and dropped ``-bencher-ignore`` benchmarks
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 
+from benchrunner import adapters
 from benchrunner.adapters.base import Fold, Measurement
 from benchrunner.adapters.fold import fold as fold_iterations
+from benchrunner.protocol import IterationResult, JsonJobOutput
 from benchrunner.server.store.reports import MetricValue
+
+log = logging.getLogger(__name__)
 
 
 def report_metrics(
@@ -22,3 +27,37 @@ def report_metrics(
         for index, measurements in enumerate(folded)
         for m in measurements
     ]
+
+
+def _texts(result: IterationResult) -> list[str]:
+    """Collected files carry the results when there are any; otherwise stdout does."""
+    if result.output:
+        return [result.output[path] for path in sorted(result.output)]
+    return [result.stdout or ""]
+
+
+def measure_output(
+    adapter: str,
+    output: JsonJobOutput,
+    settings: adapters.Settings | None = None,
+    fold: adapters.Fold | None = None,
+) -> tuple[list[MetricValue], str | None]:
+    """Metrics of every iteration (folded into one with ``fold``), or the first parse error
+    (and no metrics)."""
+    if not output.results:
+        return [], "the job produced no iterations"
+    iterations: list[list[adapters.Measurement]] = []
+    for index, result in enumerate(output.results):
+        found: list[adapters.Measurement] = []
+        for text in _texts(result):
+            try:
+                found.extend(adapters.parse(adapter, text, settings))
+            except adapters.AdapterError as exc:
+                return [], f"iteration {index}: adapter {adapter!r} could not parse output: {exc}"
+            except Exception as exc:  # an adapter bug must not wedge the job in `completed`
+                log.exception("adapter %s crashed", adapter)
+                return [], f"iteration {index}: adapter {adapter!r} failed: {exc!r}"
+        # Several collected files make one iteration: one result per benchmark and measure
+        # across them too, the last read.
+        iterations.append(adapters.kept(found))
+    return report_metrics(iterations, fold), None

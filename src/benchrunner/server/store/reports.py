@@ -389,6 +389,22 @@ def report_row(conn: Connection, report_id: int) -> Any:
     return row
 
 
+_PARSING = sa.select(report.c.id, report.c.adapter, report.c.average, report.c.fold).where(
+    report.c.id.in_(sa.bindparam("ids", expanding=True))
+)
+
+
+def reports_parsing(conn: Connection, report_ids: Iterable[int]) -> dict[int, Any]:
+    """Each report's ``adapter``, ``average`` and ``fold`` by id: what parsing its job's output
+    needs, ``IN_LIST_CHUNK`` ids per statement."""
+    ids = sorted(set(report_ids))
+    found: dict[int, Any] = {}
+    for start in range(0, len(ids), IN_LIST_CHUNK):
+        chunk = ids[start : start + IN_LIST_CHUNK]
+        found.update((row.id, row) for row in conn.execute(_PARSING, {"ids": chunk}))
+    return found
+
+
 def report_by_uuid(conn: Connection, report_uuid: uuid.UUID) -> Any:
     return conn.execute(_REPORT_ID, {"report_uuid": report_uuid}).scalar()
 

@@ -1,0 +1,57 @@
+"""Processing's parser worker processes end with the server, however it ends: a server killed
+with SIGKILL leaves none behind."""
+
+from __future__ import annotations
+
+import os
+import signal
+from pathlib import Path
+
+from tests.harness import Deployment, wait_until
+
+
+def _children(pid: int) -> set[int]:
+    found: set[int] = set()
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            # The command may hold spaces and parentheses: the parent pid follows the last ')'.
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue  # it ended meanwhile
+        if int(fields[1]) == pid:
+            found.add(int(entry.name))
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    state = (Path("/proc") / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()[0]
+    return state != "Z"
+
+
+def test_parser_workers_end_with_a_killed_server(deployment: Deployment) -> None:
+    server = deployment.server
+    assert server.proc is not None
+    before = _children(server.proc.pid)
+    job = deployment.submit("bench.sleep", {"ms": 1})
+    channel = deployment.channel("worker-runner")
+    assert channel.claim()["uuid"] == job
+    channel.ask({"event": "running"})
+    result = {"exit_code": 0, "stdout": '{"b": {"latency": {"value": 1}}}'}
+    assert channel.ask({"event": "completed", "job": job, "results": [result]})["event"] == "ack"
+    deployment.wait_status(job, "processed")
+    workers = _children(server.proc.pid) - before
+    assert workers, "processing started no worker process"
+
+    server.kill(signal.SIGKILL)
+
+    wait_until(
+        lambda: not any(_alive(pid) for pid in workers),
+        timeout=30,
+        message=f"parser workers {sorted(workers)} to end after the server was killed",
+    )
