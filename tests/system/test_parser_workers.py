@@ -42,7 +42,9 @@ def test_parser_workers_end_with_a_killed_server(deployment: Deployment) -> None
     channel = deployment.channel("worker-runner")
     assert channel.claim()["uuid"] == job
     channel.ask({"event": "running"})
-    result = {"exit_code": 0, "stdout": '{"b": {"latency": {"value": 1}}}'}
+    # Large enough to go to the parser workers (small batches are parsed on the loop).
+    padding = " " * (32 * 1024)
+    result = {"exit_code": 0, "stdout": '{"b": {"latency": {"value": 1}}}' + padding}
     assert channel.ask({"event": "completed", "job": job, "results": [result]})["event"] == "ack"
     deployment.wait_status(job, "processed")
     workers = _children(server.proc.pid) - before

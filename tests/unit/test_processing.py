@@ -285,14 +285,42 @@ def test_outputs_are_parsed_off_the_event_loop_thread(
     ids = [setup.completed_job(GOOD) for _ in range(3)]
     loop_thread: list[int] = []
 
+    async def scenario(inline_parse_bytes: int) -> None:
+        loop_thread.append(threading.get_ident())
+        with ThreadPoolExecutor(1) as parsers:
+            processor = Processor(setup.ctx, parsers=parsers, inline_parse_bytes=inline_parse_bytes)
+            await processor.process(ids)
+
+    asyncio.run(scenario(inline_parse_bytes=0))  # no batch is small enough to parse here
+    assert len(parsed_on) == 3
+    assert loop_thread[0] not in parsed_on
+    assert all(setup.outcome(i) == (JobStatus.PROCESSED, None, 1, 1) for i in ids)
+
+
+def test_a_batch_of_small_outputs_is_parsed_on_the_loop(
+    setup: Setup, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A few hundred bytes parse in microseconds: cheaper here than in a worker process."""
+    from benchrunner import adapters
+
+    parsed_on: list[int] = []
+    parse = adapters.parse
+
+    def noting_the_thread(*args: Any) -> list[adapters.Measurement]:
+        parsed_on.append(threading.get_ident())
+        return parse(*args)
+
+    monkeypatch.setattr(adapters, "parse", noting_the_thread)
+    ids = [setup.completed_job(GOOD) for _ in range(3)]
+    loop_thread: list[int] = []
+
     async def scenario() -> None:
         loop_thread.append(threading.get_ident())
         with ThreadPoolExecutor(1) as parsers:
             await Processor(setup.ctx, parsers=parsers).process(ids)
 
     asyncio.run(scenario())
-    assert len(parsed_on) == 3
-    assert loop_thread[0] not in parsed_on
+    assert parsed_on == [loop_thread[0]] * 3
     assert all(setup.outcome(i) == (JobStatus.PROCESSED, None, 1, 1) for i in ids)
 
 
