@@ -386,7 +386,7 @@ def run_heartbeat(
     samples = [(sent, rtt) for r in results for sent, rtt in r["samples"]]
     unexpected = [e for r in results for e in r["unexpected"]]
     figures = []
-    for (cpu0, t0), (cpu1, t1), rss_end in zip(marks, marks[1:], rss, strict=True):
+    for (cpu0, t0), (cpu1, t1), rss_end in zip(marks[:-1], marks[1:], rss, strict=True):
         rtts = [rtt for sent, rtt in samples if t0 <= sent < t1]
         figures.append(
             Figures(
@@ -395,6 +395,7 @@ def run_heartbeat(
                     "ack p99 ms": percentile(rtts, 0.99),
                     "heartbeats/s": len(rtts) / (t1 - t0),
                     "server CPU (cores)": (cpu1 - cpu0) / (t1 - t0),
+                    "server CPU ms/heartbeat": (cpu1 - cpu0) * 1000 / max(1, len(rtts)),
                     "server RSS MiB": rss_end / 2**20,
                 },
                 [
