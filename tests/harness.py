@@ -169,6 +169,8 @@ class ServerProcess:
     claim_poll_interval: float = 5.0
     name: str = "server"
     request_body_max_bytes: int = 16 * 1024 * 1024
+    max_connections: int | None = None
+    """None: the server's default (half of ``ulimit -n``)."""
     port: int = field(default_factory=free_port)
     proc: subprocess.Popen[bytes] | None = None
     token: str = ""
@@ -211,6 +213,11 @@ class ServerProcess:
                     str(self.claim_poll_interval),
                     "--request-body-max-bytes",
                     str(self.request_body_max_bytes),
+                    *(
+                        []
+                        if self.max_connections is None
+                        else ["--max-connections", str(self.max_connections)]
+                    ),
                 ],
                 stdout=log,
                 stderr=subprocess.STDOUT,

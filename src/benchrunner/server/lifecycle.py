@@ -26,6 +26,7 @@ from benchrunner.protocol import (
 from benchrunner.server.blobs import job_output_key
 from benchrunner.server.context import ServerContext
 from benchrunner.server.dispatcher import Dispatcher
+from benchrunner.server.heartbeats import HeartbeatLedger, write_interval
 from benchrunner.server.leadership import AdvisoryLockLeadership, Leadership, SoleLeadership
 from benchrunner.server.oci_tokens import runner_pull_token
 from benchrunner.server.outputs import OutputMissing, UnusableOutput, load_output
@@ -45,8 +46,12 @@ class Lifecycle:
     def __init__(self, ctx: ServerContext) -> None:
         self.ctx = ctx
         self.processor = Processor(ctx)
+        self.heartbeats = HeartbeatLedger(write_interval(ctx.settings))
         self.watchdog = Watchdog(
-            ctx, on_finished=self.finished, on_completed=self.processor.enqueue
+            ctx,
+            on_finished=self.finished,
+            on_completed=self.processor.enqueue,
+            heartbeats=self.heartbeats,
         )
         self.dispatcher = Dispatcher(
             self._claim,
@@ -90,6 +95,7 @@ class Lifecycle:
     def finished(self, job: jobs.JobRow) -> None:
         """A job left flight: stop its timer, and free capacity if its tier is limited."""
         self.watchdog.forget(job.id)
+        self.heartbeats.forget(job.id)
         if job.priority < UNLIMITED_MIN_PRIORITY:
             self.wakeups.capacity_freed()
 
@@ -195,6 +201,7 @@ class Lifecycle:
 
     async def running(self, runner: RunnerRow, job: jobs.JobRow) -> JobStatus | None:
         now = self.ctx.clock.now()
+        self.heartbeats.forget(job.id)  # ``started`` may be set now: the next heartbeat reads it
         status = await self.ctx.db.write(
             transitions.job_mark_running, job.id, runner.id, now, runner.slug
         )
@@ -211,11 +218,23 @@ class Lifecycle:
 
     async def heartbeat(self, runner: RunnerRow, job: jobs.JobRow) -> bool:
         """Refresh liveness. True means: answer ``cancel`` (the job was canceled, or ran past its
-        hard timeout and is canceled now)."""
+        hard timeout and is canceled now).
+
+        A running job's ``last_heartbeat`` is written at most once per write interval; in
+        between, the answer comes from what the last write returned (``heartbeats`` says why
+        that keeps every timeout and cancel exact)."""
         now = self.ctx.clock.now()
-        liveness = await self.ctx.db.write(transitions.job_touch, job.id, now, runner.id)
-        if liveness is None or liveness.status not in IN_FLIGHT:
-            return True
+        liveness = self.heartbeats.recent(job.id, now)
+        if liveness is None:
+            try:
+                liveness = await self.ctx.db.write(transitions.job_touch, job.id, now, runner.id)
+            except BaseException:
+                self.heartbeats.forget(job.id)
+                raise
+            if liveness is None or liveness.status not in IN_FLIGHT:
+                self.heartbeats.forget(job.id)
+                return True
+            self.heartbeats.written(job.id, now, liveness)
         if hard_timeout_exceeded(
             liveness.started, liveness.timeout, self.ctx.job_timeout_grace, now
         ):

@@ -1,7 +1,8 @@
 """Heartbeat and hard timeouts away from a live connection, and startup recovery (seed 000).
 
 A job whose connection dropped gets a timer; when it fires, the job is judged from the
-database: still fresh (the runner reconnected) -> timer re-armed; ran too long -> canceled;
+database (and from heartbeats this process heard but has not written yet, see ``heartbeats``):
+still fresh (the runner reconnected) -> timer re-armed; ran too long -> canceled;
 otherwise -> failed. Startup fails orphaned claimed jobs, arms timers for the rest of the
 in-flight jobs, and re-processes completed ones.
 """
@@ -9,12 +10,14 @@ in-flight jobs, and re-processes completed ones.
 from __future__ import annotations
 
 import asyncio
+import datetime as dt
 import logging
 from collections.abc import Callable
 
 from benchrunner.core.states import JobStatus
 from benchrunner.core.timeouts import TimeoutVerdict, judge_silent_job
 from benchrunner.server.context import ServerContext
+from benchrunner.server.heartbeats import HeartbeatLedger
 from benchrunner.server.store import jobs, transitions
 
 log = logging.getLogger(__name__)
@@ -29,8 +32,10 @@ class Watchdog:
         *,
         on_finished: Callable[[jobs.JobRow], None],
         on_completed: Callable[[int], None],
+        heartbeats: HeartbeatLedger | None = None,
     ) -> None:
         self._ctx = ctx
+        self._heartbeats = heartbeats
         self._on_finished = on_finished
         self._on_completed = on_completed
         self._timers: dict[int, asyncio.Task[None]] = {}
@@ -69,12 +74,14 @@ class Watchdog:
         """Decide an in-flight job's fate from the database; None if it is not in flight."""
         job = await self._ctx.db.read(jobs.job_get, job_id)
         if job is None or job.status not in (JobStatus.CLAIMED, JobStatus.RUNNING):
+            if self._heartbeats is not None:
+                self._heartbeats.forget(job_id)
             return None
         now = self._ctx.clock.now()
         verdict, remaining = judge_silent_job(
             status=job.status,
             started=job.started,
-            last_heartbeat=job.last_heartbeat,
+            last_heartbeat=self._last_heartbeat(job),
             timeout_seconds=job.timeout,
             heartbeat_timeout=self._ctx.heartbeat_timeout,
             grace=self._ctx.job_timeout_grace,
@@ -85,6 +92,14 @@ class Watchdog:
             return verdict
         await self.enforce(job, verdict, reason_prefix)
         return verdict
+
+    def _last_heartbeat(self, job: jobs.JobRow) -> dt.datetime | None:
+        """The stored ``last_heartbeat``, or a newer one this process heard and has not
+        written yet (heartbeats are coalesced)."""
+        heard = None if self._heartbeats is None else self._heartbeats.heard(job.id)
+        if heard is None or (job.last_heartbeat is not None and job.last_heartbeat >= heard):
+            return job.last_heartbeat
+        return heard
 
     async def enforce(self, job: jobs.JobRow, verdict: TimeoutVerdict, prefix: str = "") -> bool:
         now = self._ctx.clock.now()

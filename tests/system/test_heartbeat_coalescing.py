@@ -1,0 +1,87 @@
+"""Coalesced heartbeats: a running job's ``last_heartbeat`` is written at most once per write
+interval, and nothing that depends on heartbeats notices the skipped writes.
+
+The server's clock is the test's (heartbeat timeout 300 s, sweeper off): the write interval is a
+quarter of the timeout, 75 s. What is stored is read back through the API's ``last_heartbeat``.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.harness import wait_until
+from tests.inprocess import InProcessChannel, InProcessServer, serve_in_process
+
+HEARTBEAT_TIMEOUT = 300.0
+WRITE_INTERVAL = HEARTBEAT_TIMEOUT / 4
+
+
+@pytest.fixture
+def server(tmp_path: Path, database_url: str) -> Iterator[InProcessServer]:
+    with serve_in_process(tmp_path, database_url, heartbeat_timeout=HEARTBEAT_TIMEOUT) as running:
+        yield running
+
+
+def _stored_heartbeat(server: InProcessServer, job_uuid: str) -> dt.datetime:
+    return dt.datetime.fromisoformat(str(server.job(job_uuid)["last_heartbeat"]))
+
+
+def _running_job(server: InProcessServer, channel: InProcessChannel) -> str:
+    job_uuid = server.submit()
+    channel.claim()
+    assert channel.ask({"event": "running"})["event"] == "ack"
+    assert channel.ask({"event": "heartbeat"}) == {"event": "ack", "job": job_uuid}
+    return job_uuid
+
+
+def test_heartbeats_within_the_write_interval_are_written_once(server: InProcessServer) -> None:
+    channel = server.channel("steady")
+    job_uuid = _running_job(server, channel)
+    first = _stored_heartbeat(server, job_uuid)
+    for _ in range(7):  # 70 s of heartbeats, all within the interval
+        server.clock.advance(10)
+        assert channel.ask({"event": "heartbeat"}) == {"event": "ack", "job": job_uuid}
+        assert _stored_heartbeat(server, job_uuid) == first
+    server.clock.advance(WRITE_INTERVAL - 70)
+    assert channel.ask({"event": "heartbeat"}) == {"event": "ack", "job": job_uuid}
+    assert _stored_heartbeat(server, job_uuid) == first + dt.timedelta(seconds=WRITE_INTERVAL)
+
+
+def test_a_cancel_reaches_the_runner_on_its_next_heartbeat(server: InProcessServer) -> None:
+    channel = server.channel("canceled")
+    job_uuid = _running_job(server, channel)
+    server.clock.advance(5)
+    assert channel.ask({"event": "heartbeat"}) == {"event": "ack", "job": job_uuid}
+    with server.admin() as client:
+        client.cancel_job("bench", job_uuid)
+    assert channel.ask({"event": "heartbeat"}) == {"event": "cancel", "job": job_uuid}
+    assert channel.ask({"event": "canceled", "job": job_uuid})["event"] == "ack"
+    assert server.job(job_uuid)["status"] == "canceled"
+
+
+def test_a_heartbeat_heard_but_not_written_keeps_the_job_alive(
+    server: InProcessServer, tmp_path: Path
+) -> None:
+    """The runner reconnects: the first channel's disconnect timer stays armed and fires a
+    heartbeat timeout after the last *stored* heartbeat. The runner heartbeated since, on the new
+    channel, within the write interval: the timer must judge from what was heard."""
+    with server.admin() as client:
+        created = client.create_runner("reconnecting", ["small"])
+    first = InProcessChannel(f"ws://127.0.0.1:{server.port}", created["slug"], created["token"])
+    job_uuid = _running_job(server, first)
+    lifecycle = server.state("lifecycle")
+    first.close()
+    wait_until(lambda: len(lifecycle.watchdog._timers) == 1, message="disconnect timer armed")
+    [timer] = lifecycle.watchdog._timers.values()
+    second = InProcessChannel(f"ws://127.0.0.1:{server.port}", created["slug"], created["token"])
+    server.clock.advance(WRITE_INTERVAL - 1)
+    assert second.ask({"event": "heartbeat"}) == {"event": "ack", "job": job_uuid}
+    server.clock.advance(HEARTBEAT_TIMEOUT - WRITE_INTERVAL + 2)  # stored one is 301 s old
+    wait_until(timer.done, message="the disconnect timer judged the job")
+    assert server.job(job_uuid)["status"] == "running"
+    assert second.ask({"event": "heartbeat"}) == {"event": "ack", "job": job_uuid}
+    second.close()
