@@ -24,7 +24,7 @@ from benchrunner.protocol import IterationResult, JsonJobOutput
 from benchrunner.server.blobs import READ_CHUNK, LocalBlobStore, job_output_key
 from benchrunner.server.config import ServerSettings
 from benchrunner.server.context import ServerContext
-from benchrunner.server.processing import Processor, byte_batches
+from benchrunner.server.processing import INLINE_PARSE_BYTES, Processor, byte_batches
 from benchrunner.server.results import measure_output
 from benchrunner.server.store import jobs
 from benchrunner.server.store.engine import Database
@@ -265,13 +265,15 @@ def test_collected_files_of_one_iteration_keep_one_result_per_benchmark() -> Non
     assert [(v.benchmark, v.value) for v in values] == [("sort", 2.0), ("hash", 5.0)]
 
 
-def test_outputs_are_parsed_off_the_event_loop_thread(
-    setup: Setup, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize("small", [False, True])
+def test_where_outputs_are_parsed(
+    setup: Setup, monkeypatch: pytest.MonkeyPatch, small: bool
 ) -> None:
     """The adapters' parsing is CPU-heavy (milliseconds per large output): it runs in the
-    parser pool, never on the thread of the loop that answers the runners' heartbeats. (The
-    server's pool is of processes, where this test could not see the parse; a thread pool
-    shows the same dispatch.)"""
+    parser pool, never on the thread of the loop that answers the runners' heartbeats; but a
+    batch of a few hundred bytes parses in microseconds, cheaper on the loop than in a worker.
+    (The server's pool is of processes, where this test could not see the parse; a thread
+    pool shows the same dispatch.)"""
     from benchrunner import adapters
 
     parsed_on: list[int] = []
@@ -284,43 +286,21 @@ def test_outputs_are_parsed_off_the_event_loop_thread(
     monkeypatch.setattr(adapters, "parse", noting_the_thread)
     ids = [setup.completed_job(GOOD) for _ in range(3)]
     loop_thread: list[int] = []
+    # 0 bytes: no batch is small enough to parse on the loop.
+    inline_parse_bytes = INLINE_PARSE_BYTES if small else 0
 
-    async def scenario(inline_parse_bytes: int) -> None:
+    async def scenario() -> None:
         loop_thread.append(threading.get_ident())
         with ThreadPoolExecutor(1) as parsers:
             processor = Processor(setup.ctx, parsers=parsers, inline_parse_bytes=inline_parse_bytes)
             await processor.process(ids)
 
-    asyncio.run(scenario(inline_parse_bytes=0))  # no batch is small enough to parse here
-    assert len(parsed_on) == 3
-    assert loop_thread[0] not in parsed_on
-    assert all(setup.outcome(i) == (JobStatus.PROCESSED, None, 1, 1) for i in ids)
-
-
-def test_a_batch_of_small_outputs_is_parsed_on_the_loop(
-    setup: Setup, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """A few hundred bytes parse in microseconds: cheaper here than in a worker process."""
-    from benchrunner import adapters
-
-    parsed_on: list[int] = []
-    parse = adapters.parse
-
-    def noting_the_thread(*args: Any) -> list[adapters.Measurement]:
-        parsed_on.append(threading.get_ident())
-        return parse(*args)
-
-    monkeypatch.setattr(adapters, "parse", noting_the_thread)
-    ids = [setup.completed_job(GOOD) for _ in range(3)]
-    loop_thread: list[int] = []
-
-    async def scenario() -> None:
-        loop_thread.append(threading.get_ident())
-        with ThreadPoolExecutor(1) as parsers:
-            await Processor(setup.ctx, parsers=parsers).process(ids)
-
     asyncio.run(scenario())
-    assert parsed_on == [loop_thread[0]] * 3
+    if small:
+        assert parsed_on == [loop_thread[0]] * 3
+    else:
+        assert len(parsed_on) == 3
+        assert loop_thread[0] not in parsed_on
     assert all(setup.outcome(i) == (JobStatus.PROCESSED, None, 1, 1) for i in ids)
 
 

@@ -15,10 +15,11 @@ list (an expanding parameter) needs ``Connection.execute``.
 from __future__ import annotations
 
 import collections
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Dialect
 from sqlalchemy.sql import ClauseElement
 from sqlalchemy.sql.compiler import SQLCompiler
@@ -85,6 +86,14 @@ def _plan(statement: ClauseElement, dialect: Dialect) -> _Plan:
         binds=tuple(processors.items()),
         row=row,
         column_types=tuple(column.type for column in columns) if columns else (),
+    )
+
+
+def insert_values(table: sa.Table, columns: Iterable[str]) -> sa.Insert:
+    """``INSERT INTO table (columns) VALUES (:column, ...)``, each parameter typed as its
+    column (a Direct statement names its columns up front; ``execute`` infers them)."""
+    return table.insert().values(
+        {name: sa.bindparam(name, type_=table.c[name].type) for name in columns}
     )
 
 

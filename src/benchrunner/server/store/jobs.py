@@ -13,7 +13,7 @@ from sqlalchemy.engine import Connection
 
 from benchrunner.core.states import JobStatus
 from benchrunner.protocol import JsonJobConfig
-from benchrunner.server.store.direct import Direct
+from benchrunner.server.store.direct import Direct, insert_values
 from benchrunner.server.store.tables import (
     in_flight,
     job,
@@ -139,11 +139,7 @@ _NEW_JOB_COLUMNS = (
     "created",
     "modified",
 )
-_INSERT_JOB = Direct(
-    job.insert()
-    .values({name: sa.bindparam(name, type_=job.c[name].type) for name in _NEW_JOB_COLUMNS})
-    .returning(job.c.id)
-)
+_INSERT_JOB = Direct(insert_values(job, _NEW_JOB_COLUMNS).returning(job.c.id))
 
 
 def job_create(conn: Connection, params: NewJob) -> tuple[int, UUID]:

@@ -15,7 +15,7 @@ from sqlalchemy.engine import Connection
 from benchrunner.core import slugs
 from benchrunner.core.measures import measure_spec
 from benchrunner.server.store.conflicts import insert_or_skip
-from benchrunner.server.store.direct import Direct
+from benchrunner.server.store.direct import Direct, insert_values
 from benchrunner.server.store.tables import (
     benchmark,
     branch,
@@ -202,11 +202,7 @@ _NEW_REPORT_COLUMNS = (
     "error",
     "created",
 )
-_INSERT_REPORT = Direct(
-    report.insert()
-    .values({name: sa.bindparam(name, type_=report.c[name].type) for name in _NEW_REPORT_COLUMNS})
-    .returning(report.c.id)
-)
+_INSERT_REPORT = Direct(insert_values(report, _NEW_REPORT_COLUMNS).returning(report.c.id))
 _LATEST_VERSION = Direct(
     sa.select(report.c.version, report.c.hash)
     .where(report.c.branch_id == sa.bindparam("branch_id"), report.c.version.is_not(None))

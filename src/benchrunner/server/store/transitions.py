@@ -15,15 +15,11 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from benchrunner.core.states import JobStatus, sources_of
-from benchrunner.server.store.direct import Direct
+from benchrunner.server.store.direct import Direct, insert_values
 from benchrunner.server.store.tables import in_flight, job, job_event, runner
 
 _EVENT_COLUMNS = ("job_id", "event_type", "message", "actor", "meta", "created")
-_INSERT_EVENT = Direct(
-    job_event.insert().values(
-        {name: sa.bindparam(name, type_=job_event.c[name].type) for name in _EVENT_COLUMNS}
-    )
-)
+_INSERT_EVENT = Direct(insert_values(job_event, _EVENT_COLUMNS))
 
 
 def event_add(
