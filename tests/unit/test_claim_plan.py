@@ -1,0 +1,70 @@
+"""The claim's plan on PostgreSQL after a burst of submissions, before any ANALYZE: a walk of
+the pending index in claim order, not a sort of every pending job (claims.py)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+import pytest
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from benchrunner.core.tiers import Plan
+from benchrunner.server.store import claims
+from benchrunner.server.store.engine import Database
+from benchrunner.server.store.migrate import upgrade
+from tests.databases import postgres_database
+from tests.unit.test_claim_policy import World
+
+PENDING = 300
+
+
+@pytest.fixture(scope="module")
+def burst() -> Iterator[tuple[World, int]]:
+    """A fresh PostgreSQL database whose job table has never been analyzed, with a burst of
+    pending jobs for one runner."""
+    with postgres_database() as url:
+        db = Database(url)
+        upgrade(db.write_engine)
+        world = World(db)
+        spec = world.spec("s")
+        runner = world.runner("r", [spec])
+        team = world.org("team", Plan.TEAM)
+        for _ in range(PENDING):
+            world.job(team, spec)
+        yield world, runner
+        db.close()
+
+
+def claim_plan(world: World, runner_id: int, *, as_claims_do: bool) -> str:
+    query = claims._eligible_jobs(organization_owned=False)
+    compiled = query.compile(dialect=world.db.write_engine.dialect)
+    params = {**compiled.params, "runner_id": runner_id}
+
+    def unit(conn: Connection) -> str:
+        if as_claims_do:
+            claims.walk_pending_in_claim_order(conn)
+        rows = conn.execute(sa.text(f"EXPLAIN {query}"), params)
+        return "\n".join(row[0] for row in rows)
+
+    return str(world.write(unit))
+
+
+def plain_sorts(plan: str) -> list[str]:
+    """The plan's full sorts; an incremental sort of index-ordered rows is fine."""
+    return [line for line in plan.splitlines() if re.match(r"\s*(->\s+)?Sort\s+\(", line)]
+
+
+def test_without_the_setting_postgresql_sorts_every_pending_job(burst: tuple[World, int]) -> None:
+    # The premise: with stale statistics the planner sorts. If PostgreSQL stops doing this,
+    # the setting may go.
+    assert plain_sorts(claim_plan(*burst, as_claims_do=False))
+
+
+def test_claims_walk_the_pending_index_in_order(burst: tuple[World, int]) -> None:
+    plan = claim_plan(*burst, as_claims_do=True)
+    assert not plain_sorts(plan), plan
+    assert "index_job_pending" in plan, plan
+    world, runner = burst
+    assert world.claim(runner) is not None
