@@ -39,7 +39,6 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -48,6 +47,8 @@ import httpx
 import websockets
 from tests.databases import fresh_database
 from tests.harness import deploy
+
+from benchmarks.source_tree import server_source
 
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 PAGE_SIZE = os.sysconf("SC_PAGE_SIZE")
@@ -74,23 +75,6 @@ def progress(what: str) -> None:
 def percentile(values: list[float], fraction: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
-
-
-@contextlib.contextmanager
-def server_source(src: str | None) -> Iterator[None]:
-    """Run the server (a subprocess) from another checkout's ``src`` when given."""
-    if src is None:
-        yield
-        return
-    previous = os.environ.get("PYTHONPATH")
-    os.environ["PYTHONPATH"] = src
-    try:
-        yield
-    finally:
-        if previous is None:
-            del os.environ["PYTHONPATH"]
-        else:
-            os.environ["PYTHONPATH"] = previous
 
 
 # ------------------------------------------------------------------ the API, in parallel

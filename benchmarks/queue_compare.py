@@ -20,7 +20,10 @@ no-op task. Procrastinate has no SQLite: ``--engine sqlite`` measures benchrunne
 
     .venv/bin/python -m benchmarks.queue_compare [--engine postgresql|sqlite]
         [--systems benchrunner procrastinate] [--workers 1 2] [--jobs 5000]
-        [--samples 200] [--repeat 3] [--py-spy PREFIX]
+        [--samples 200] [--repeat 3] [--py-spy PREFIX] [--before OLD_SRC]
+
+``--before`` also runs benchrunner from another checkout's ``src`` (servers and runners alike),
+alternating with this one, and prints after/before ratios.
 
 Procrastinate is an optional extra, installed only for this benchmark:
 
@@ -30,6 +33,7 @@ Procrastinate is an optional extra, installed only for this benchmark:
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import importlib.util
 import platform
 import signal
@@ -38,23 +42,28 @@ import time
 from pathlib import Path
 
 from benchmarks.queue_figures import Figures, medians, row, table
+from benchmarks.source_tree import server_source
 
 SYSTEMS = ("benchrunner", "procrastinate")
+BEFORE = "benchrunner-before"
+"""The system name of benchrunner run from ``--before``'s source tree."""
 INSTALL = ".venv/bin/pip install --require-hashes --no-deps -r benchmarks/requirements-bench.lock"
 
 
 def one_run(system: str, options: argparse.Namespace, workers: int, repeat: int) -> Figures:
-    if system == "benchrunner":
+    if system in ("benchrunner", BEFORE):
         from benchmarks import queue_compare_benchrunner
 
         profile = (
-            Path(f"{options.py_spy}-{options.engine}-{workers}w-r{repeat}.txt")
+            Path(f"{options.py_spy}-{system}-{options.engine}-{workers}w-r{repeat}.txt")
             if options.py_spy
             else None
         )
-        return queue_compare_benchrunner.run(
-            options.engine, workers, options.jobs, options.samples, options.warmup, profile
-        )
+        with server_source(options.before if system == BEFORE else None):
+            figures = queue_compare_benchrunner.run(
+                options.engine, workers, options.jobs, options.samples, options.warmup, profile
+            )
+        return dataclasses.replace(figures, system=system)
     from benchmarks import queue_compare_procrastinate
 
     return queue_compare_procrastinate.run(workers, options.jobs, options.samples, options.warmup)
@@ -83,12 +92,20 @@ def main() -> None:
         help="record the benchrunner server with py-spy (raw stacks) in each throughput "
         "phase, to PREFIX-<engine>-<workers>w-r<repeat>.txt",
     )
+    parser.add_argument(
+        "--before",
+        metavar="SRC",
+        help="also run benchrunner from this src directory (e.g. a git worktree of an older "
+        f"commit) as {BEFORE!r}, alternating with this checkout",
+    )
     options = parser.parse_args()
     systems = [s for s in SYSTEMS if s in options.systems]
+    if options.before:
+        systems.insert(systems.index("benchrunner") if "benchrunner" in systems else 0, BEFORE)
     if options.engine == "sqlite" and "procrastinate" in systems:
         if options.systems != list(SYSTEMS):
             parser.error("Procrastinate has no SQLite engine: use --systems benchrunner")
-        systems = ["benchrunner"]
+        systems = [s for s in systems if s != "procrastinate"]
         print("sqlite: Procrastinate has no SQLite engine; measuring benchrunner alone")
     if "procrastinate" in systems and importlib.util.find_spec("procrastinate") is None:
         sys.exit(

@@ -88,15 +88,16 @@ def row(f: Figures) -> str:
 
 
 def ratio_row(ours: Figures, theirs: Figures) -> str:
-    """benchrunner / Procrastinate for each figure; CPU compares the whole cost on the
+    """benchrunner / the other system for each figure; CPU compares the whole cost on the
     server side (benchrunner: server + PostgreSQL; Procrastinate: PostgreSQL)."""
     our_side = (ours.server_cpu or 0.0) + (ours.database_cpu or 0.0)
+    their_side = (theirs.server_cpu or 0.0) + (theirs.database_cpu or 0.0)
     return (
         f"| ratio {ours.system}/{theirs.system} | {ours.engine} | {ours.workers} "
         f"| {_ratio(ours.throughput, theirs.throughput)} "
         f"| {_ratio(ours.pickup_p50, theirs.pickup_p50)} "
         f"| {_ratio(ours.pickup_p90, theirs.pickup_p90)} "
-        f"| server+PostgreSQL {_ratio(our_side, theirs.database_cpu)} "
+        f"| server+PostgreSQL {_ratio(our_side, their_side or None)} "
         f"| {_ratio(ours.database_cpu, theirs.database_cpu)} "
         f"| {_ratio(ours.worker_cpu, theirs.worker_cpu)} |"
     )
@@ -110,7 +111,8 @@ def table(results: Sequence[Figures]) -> str:
     for f in results:
         lines.append(row(f))
     for f in results:
-        theirs = by_key.get(("procrastinate", f.engine, f.workers))
-        if f.system == "benchrunner" and theirs is not None:
-            lines.append(ratio_row(f, theirs))
+        for other in ("procrastinate", "benchrunner-before"):
+            theirs = by_key.get((other, f.engine, f.workers))
+            if f.system == "benchrunner" and theirs is not None:
+                lines.append(ratio_row(f, theirs))
     return "\n".join(lines)
