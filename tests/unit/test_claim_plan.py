@@ -44,7 +44,7 @@ def claim_plan(world: World, runner_id: int, *, as_claims_do: bool) -> str:
 
     def unit(conn: Connection) -> str:
         if as_claims_do:
-            claims.walk_pending_in_claim_order(conn)
+            assert claims.runner_claim_state(conn, runner_id) is not None
         rows = conn.execute(sa.text(f"EXPLAIN {query}"), params)
         return "\n".join(row[0] for row in rows)
 

@@ -266,11 +266,12 @@ class Processor:
             end_time=job.completed or now,
             error=error,
         )
-        try:
-            with conn.begin_nested():
-                evaluate_report(conn, job.report_id, stored, now)
-        except Exception:  # an evaluation bug must not wedge the whole batch in `completed`
-            log.exception("judging job %s's report failed; its metrics stay unjudged", job.uuid)
+        if stored:  # nothing to judge costs no savepoint (two round trips on PostgreSQL)
+            try:
+                with conn.begin_nested():
+                    evaluate_report(conn, job.report_id, stored, now)
+            except Exception:  # an evaluation bug must not wedge the whole batch in `completed`
+                log.exception("judging job %s's report failed; its metrics stay unjudged", job.uuid)
         log.info(
             "job processed",
             extra={"job": str(job.uuid), "from": "completed", "to": "processed", "error": error},

@@ -85,26 +85,9 @@ MAX_TIER_LOCK_ATTEMPTS = 16
 None and the dispatcher's next wake-up (or its safety tick) tries again."""
 
 
-_NO_SORT = Direct(sa.text("SET LOCAL enable_sort = off"))
-
-
-def walk_pending_in_claim_order(conn: Connection) -> None:
-    """Make PostgreSQL plan this transaction's claims as a walk of ``index_job_pending``.
-
-    PostgreSQL plans the claim from the job table's statistics. After a burst of submissions,
-    before autovacuum has analyzed the table, it believes that few jobs are pending, so it joins
-    and sorts all of them, and each claim costs time in proportion to the queue (3,000 pending
-    jobs: 8 ms per claim instead of 0.6 ms). Without a sort, the plan left walks the index in
-    claim order and stops at the first eligible job, whatever the statistics say
-    (benchmarks/RESULTS.md, "Claims under a burst"). SQLite needs nothing.
-    """
-    if conn.dialect.name == "postgresql":
-        _NO_SORT.run(conn)
-
-
 def _best_eligible(conn: Connection, runner_id: int, runner_org: int | None) -> Any | None:
-    """The best pending job this runner may claim, row-locked, with its tier limit locked."""
-    walk_pending_in_claim_order(conn)
+    """The best pending job this runner may claim, row-locked, with its tier limit locked
+    (after ``runner_claim_state`` in the same transaction)."""
     owned = runner_org is not None
     params: dict[str, Any] = {"runner_id": runner_id}
     if owned:
@@ -128,11 +111,32 @@ def _best_eligible(conn: Connection, runner_id: int, runner_org: int | None) -> 
     return None
 
 
+_CLAIM_STATE_COLUMNS = (runner.c.paused, runner.c.archived, runner.c.organization_id)
 _RUNNER_CLAIM_STATE = Direct(
-    sa.select(runner.c.paused, runner.c.archived, runner.c.organization_id).where(
+    sa.select(*_CLAIM_STATE_COLUMNS).where(runner.c.id == sa.bindparam("runner_id"))
+)
+_RUNNER_CLAIM_STATE_NO_SORT = Direct(
+    sa.select(*_CLAIM_STATE_COLUMNS, sa.func.set_config("enable_sort", "off", True)).where(
         runner.c.id == sa.bindparam("runner_id")
     )
 )
+
+
+def runner_claim_state(conn: Connection, runner_id: int) -> Any | None:
+    """The runner's paused, archived and organization_id, read first in every claim.
+
+    On PostgreSQL the same statement also turns off sorting for the rest of the transaction
+    (``SET LOCAL enable_sort = off``, as a function call so that it costs no round trip).
+    PostgreSQL plans the claim from the job table's statistics. After a burst of submissions,
+    before autovacuum has analyzed the table, it believes that few jobs are pending, so it joins
+    and sorts all of them, and each claim costs time in proportion to the queue (3,000 pending
+    jobs: 8 ms per claim instead of 0.6 ms). Without a sort, the plan left walks
+    ``index_job_pending`` in claim order and stops at the first eligible job, whatever the
+    statistics say (benchmarks/RESULTS.md, "Claims under a burst").
+    """
+    postgresql = conn.dialect.name == "postgresql"
+    state = _RUNNER_CLAIM_STATE_NO_SORT if postgresql else _RUNNER_CLAIM_STATE
+    return state.first(conn, {"runner_id": runner_id})
 
 
 def job_claim(
@@ -144,7 +148,10 @@ def job_claim(
     write transaction is ``BEGIN IMMEDIATE``; on PostgreSQL by the row lock of ``FOR UPDATE
     SKIP LOCKED``, the guarded transition, and the tier locks of ``tier_locks``.
     """
-    owner = _RUNNER_CLAIM_STATE.first(conn, {"runner_id": runner_id})
+    state = (
+        _RUNNER_CLAIM_STATE_NO_SORT if conn.dialect.name == "postgresql" else _RUNNER_CLAIM_STATE
+    )
+    owner = state.first(conn, {"runner_id": runner_id})
     if owner is None or owner.paused or owner.archived is not None:
         raise RunnerUnavailable
     row = _best_eligible(conn, runner_id, owner.organization_id)

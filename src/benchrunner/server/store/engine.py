@@ -164,7 +164,11 @@ class Database:
             self.write_engine = make_engine(
                 self.url, pool_size=max(read_threads, write_threads) + 2
             )
-            self.read_engine = self.write_engine
+            # Reads run in autocommit: no BEGIN and COMMIT round trips around them. At READ
+            # COMMITTED (PostgreSQL's default, which we keep) each statement takes its own
+            # snapshot, in a transaction or not, so a read unit sees exactly what it saw
+            # inside one (reads take no locks).
+            self.read_engine = self.write_engine.execution_options(isolation_level="AUTOCOMMIT")
         # SQLite work is short and CPU-bound: running it on the event loop is faster than a
         # thread hop (the GIL gives threads no parallelism here) and keeps writes serialized.
         self.inline = self.sqlite
@@ -251,6 +255,6 @@ class Database:
         self._inline_connections.clear()
         self._writer.shutdown(wait=True)
         self._readers.shutdown(wait=True)
-        self.write_engine.dispose()
-        if self.read_engine is not self.write_engine:
+        self.write_engine.dispose()  # PostgreSQL's read engine shares this pool
+        if self.sqlite:
             self.read_engine.dispose()

@@ -22,6 +22,10 @@ _EVENT_COLUMNS = ("job_id", "event_type", "message", "actor", "meta", "created")
 _INSERT_EVENT = Direct(insert_values(job_event, _EVENT_COLUMNS))
 
 
+def _meta_json(meta: dict[str, Any]) -> str:
+    return json.dumps(meta, sort_keys=True, default=str)
+
+
 def event_add(
     conn: Connection,
     job_id: int,
@@ -38,21 +42,18 @@ def event_add(
             "event_type": event_type,
             "message": message,
             "actor": actor,
-            "meta": json.dumps(meta, sort_keys=True, default=str),
+            "meta": _meta_json(meta),
             "created": now,
         },
     )
 
 
-@functools.cache
-def _transition_statement(
-    target: JobStatus, columns: tuple[str, ...], runner_guard: bool
-) -> Direct:
-    """One prepared ``UPDATE job SET status = target ... WHERE id = :id AND status IN (...)`` per
-    target, set of extra columns and guard, so the hot path never rebuilds a statement."""
+def _guarded_update(target: JobStatus, columns: tuple[str, ...], runner_guard: bool) -> sa.Update:
+    """``UPDATE job SET status = target ... WHERE id = :job_id AND status IN (sources)``,
+    returning the id when the job moved."""
     allowed = sorted(int(s) for s in sources_of(target))
     guard = [job.c.runner_id == sa.bindparam("owner_id")] if runner_guard else []
-    return Direct(
+    return (
         job.update()
         .where(job.c.id == sa.bindparam("job_id"), job.c.status.in_(allowed), *guard)
         .values(
@@ -61,6 +62,39 @@ def _transition_statement(
             **{name: sa.bindparam(f"v_{name}") for name in columns},
         )
         .returning(job.c.id)
+    )
+
+
+@functools.cache
+def _transition_statement(
+    target: JobStatus, columns: tuple[str, ...], runner_guard: bool
+) -> Direct:
+    """The guarded update alone, prepared once per target, set of extra columns and guard, so
+    the hot path never rebuilds a statement; its event row is a second statement."""
+    return Direct(_guarded_update(target, columns, runner_guard))
+
+
+@functools.cache
+def _transition_with_event(
+    target: JobStatus, columns: tuple[str, ...], runner_guard: bool
+) -> Direct:
+    """PostgreSQL: the guarded update and its ``job_event`` row in one statement (the update
+    as a data-modifying CTE), one round trip instead of two; a row comes back only if the job
+    moved. SQLite has no data-modifying CTEs."""
+    moved = _guarded_update(target, columns, runner_guard).cte("moved")
+    event = sa.select(
+        moved.c.id,
+        sa.bindparam("event_type", type_=job_event.c.event_type.type),
+        sa.bindparam("message", type_=job_event.c.message.type),
+        sa.bindparam("actor", type_=job_event.c.actor.type),
+        sa.bindparam("meta", type_=job_event.c.meta.type),
+        sa.bindparam("now", type_=job_event.c.created.type),
+    )
+    return Direct(
+        job_event.insert()
+        .from_select(list(_EVENT_COLUMNS), event)
+        .returning(job_event.c.job_id)
+        .add_cte(moved, nest_here=True)
     )
 
 
@@ -76,14 +110,19 @@ def transition(
     values: dict[str, Any] | None = None,
     runner_id: int | None = None,
 ) -> JobStatus | None:
-    """Compare-and-set to ``target`` (only if the job is ``runner_id``'s, when given).
-    Returns ``target`` if the job moved, else None."""
+    """Compare-and-set to ``target`` (only if the job is ``runner_id``'s, when given), with
+    its event. Returns ``target`` if the job moved, else None."""
     extra = values or {}
-    statement = _transition_statement(target, tuple(sorted(extra)), runner_id is not None)
+    shape = (target, tuple(sorted(extra)), runner_id is not None)
     params = {"job_id": job_id, "now": now, **{f"v_{k}": v for k, v in extra.items()}}
     if runner_id is not None:
         params["owner_id"] = runner_id
-    if statement.first(conn, params) is None:
+    if conn.dialect.name == "postgresql":
+        params.update(
+            event_type=target.wire, message=message, actor=actor, meta=_meta_json(meta or {})
+        )
+        return target if _transition_with_event(*shape).first(conn, params) else None
+    if _transition_statement(*shape).first(conn, params) is None:
         return None
     event_add(conn, job_id, target.wire, message, actor, meta or {}, now)
     return target

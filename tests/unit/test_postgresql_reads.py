@@ -1,0 +1,58 @@
+"""PostgreSQL read units run in autocommit (no BEGIN/COMMIT round trips); writes stay in a
+transaction, on the same pooled connections."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from sqlalchemy.engine import Connection
+
+from benchrunner.server.store.engine import Database
+from tests.databases import postgres_database
+
+
+@pytest.fixture
+def db() -> Iterator[Database]:
+    with postgres_database() as url:
+        database = Database(url)
+        yield database
+        database.close()
+
+
+def autocommit(conn: Connection) -> bool:
+    return bool(conn.connection.driver_connection.autocommit)  # type: ignore[union-attr]
+
+
+def in_transaction(conn: Connection) -> bool:
+    status = conn.connection.driver_connection.info.transaction_status  # type: ignore[union-attr]
+    return bool(status.name != "IDLE")
+
+
+def test_reads_run_in_autocommit_and_writes_in_a_transaction(db: Database) -> None:
+    for _ in range(3):  # alternate, so pooled connections pass from reads to writes and back
+        assert db.read_sync(lambda conn: (autocommit(conn), in_transaction(conn))) == (
+            True,
+            False,
+        )
+        assert db.write_sync(lambda conn: (autocommit(conn), in_transaction(conn))) == (
+            False,
+            False,  # nothing ran yet: psycopg begins with the first statement
+        )
+
+
+def test_a_write_after_reads_is_rolled_back_as_a_whole(db: Database) -> None:
+    db.write_sync(lambda conn: conn.exec_driver_sql("CREATE TABLE probe (n INTEGER)"))
+    assert (
+        db.read_sync(lambda conn: conn.exec_driver_sql("SELECT count(*) FROM probe").scalar()) == 0
+    )
+
+    def fails(conn: Connection) -> None:
+        conn.exec_driver_sql("INSERT INTO probe VALUES (1)")
+        raise RuntimeError("after the insert")
+
+    with pytest.raises(RuntimeError):
+        db.write_sync(fails)
+    assert (
+        db.read_sync(lambda conn: conn.exec_driver_sql("SELECT count(*) FROM probe").scalar()) == 0
+    )
