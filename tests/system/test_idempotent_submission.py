@@ -37,6 +37,16 @@ def template_run(deployment: Deployment, **extra: Any) -> dict[str, Any]:
     }
 
 
+def direct_run(deployment: Deployment) -> dict[str, Any]:
+    return {
+        "project": deployment.project,
+        "settings": {"adapter": "json"},
+        "results": ['{"bench": {"latency": {"value": 1.5}}}'],
+        "start_time": "2026-01-01T00:00:00Z",
+        "end_time": "2026-01-01T00:01:00Z",
+    }
+
+
 def post(
     server: ServerProcess, body: dict[str, Any], key: str | None, token: str | None = None
 ) -> httpx.Response:
@@ -125,13 +135,7 @@ def test_a_repeat_returns_the_first_report_and_another_payload_is_refused(
 
 def test_direct_results_and_anonymous_runs_are_deduplicated_too(deployment: Deployment) -> None:
     server = deployment.server
-    direct = {
-        "project": deployment.project,
-        "settings": {"adapter": "json"},
-        "results": ['{"bench": {"latency": {"value": 1.5}}}'],
-        "start_time": "2026-01-01T00:00:00Z",
-        "end_time": "2026-01-01T00:01:00Z",
-    }
+    direct = direct_run(deployment)
     first = post(server, direct, "direct-1")
     again = post(server, direct, "direct-1")
     assert (first.status_code, again.status_code) == (201, 200)
