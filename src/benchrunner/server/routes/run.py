@@ -10,10 +10,10 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any
 from uuid import UUID
 
-from fastapi import APIRouter, Request, Response
+from fastapi import APIRouter, Header, Request, Response
 from sqlalchemy.engine import Connection
 
 from benchrunner import adapters
@@ -187,9 +187,32 @@ class _Submitted:
     deduplicated: bool = False
 
 
-@router.post("/v0/run", status_code=201)
+_REPEAT: dict[int | str, dict[str, Any]] = {
+    200: {
+        "description": "A repeat of a submission with the same Idempotency-Key and payload "
+        "within the idempotency window: that submission's report and job, with "
+        "`deduplicated: true`",
+        "content": {"application/json": {"schema": {"type": "object"}}},
+    }
+}
+
+
+@router.post("/v0/run", status_code=201, responses=_REPEAT)
 async def run(
-    body: RunBody, request: Request, response: Response, user: MaybeUser, ctx: Ctx, life: Life
+    body: RunBody,
+    request: Request,
+    response: Response,
+    user: MaybeUser,
+    ctx: Ctx,
+    life: Life,
+    idempotency_key: Annotated[
+        str | None,
+        Header(
+            alias=idempotency.HEADER,
+            description="Makes a repeat within 5 minutes answer the first submission's report "
+            "(or the body's idempotency_key, Bencher's spelling)",
+        ),
+    ] = None,
 ) -> dict[str, Any]:
     plan = validate_mode(body)
     if body.settings.adapter not in adapters.ADAPTERS:
@@ -211,9 +234,7 @@ async def run(
     )
     source_ip = request.client.host if request.client else "0.0.0.0"
     actor = user.email if user else f"anonymous@{source_ip}"
-    key = idempotency.key_ref(
-        request.headers.get(idempotency.HEADER), body.idempotency_key, user, source_ip
-    )
+    key = idempotency.key_ref(idempotency_key, body.idempotency_key, user, source_ip)
     payload = (
         ""
         if key is None

@@ -16,6 +16,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from benchrunner.server.store.conflicts import insert_or_replace_where
+from benchrunner.server.store.direct import Direct
 from benchrunner.server.store.tables import idempotency_key
 
 
@@ -51,9 +52,27 @@ _NEW_KEY = {
     for name in ("owner", "key", "payload_hash", "report_id", "created")
 }
 _REPLACED_WHEN_EXPIRED = ("payload_hash", "report_id", "created")
-_HELD = sa.select(
-    idempotency_key.c.payload_hash, idempotency_key.c.report_id, idempotency_key.c.created
-).where(_OF)
+_HELD = Direct(
+    sa.select(
+        idempotency_key.c.payload_hash, idempotency_key.c.report_id, idempotency_key.c.created
+    ).where(_OF)
+)
+
+
+_CLAIMS: dict[str, Direct] = {}
+"""The claim statement by dialect: each spells ``ON CONFLICT`` with its own ``insert``."""
+
+
+def _claim_statement(conn: Connection) -> Direct:
+    found = _CLAIMS.get(conn.dialect.name)
+    if found is None:
+        statement = insert_or_replace_where(
+            conn, idempotency_key, ("owner", "key"), _REPLACED_WHEN_EXPIRED, _EXPIRED
+        )
+        found = _CLAIMS[conn.dialect.name] = Direct(
+            statement.values(_NEW_KEY).returning(idempotency_key.c.id)
+        )
+    return found
 
 
 def key_claim(
@@ -61,13 +80,6 @@ def key_claim(
 ) -> HeldKey | None:
     """Claim ``ref`` for this transaction: None when it is now this transaction's (new, or
     its previous use was before ``cutoff``), else the live holder's row."""
-    statement = (
-        insert_or_replace_where(
-            conn, idempotency_key, ("owner", "key"), _REPLACED_WHEN_EXPIRED, _EXPIRED
-        )
-        .values(_NEW_KEY)
-        .returning(idempotency_key.c.id)
-    )
     values = {
         "owner": ref.owner,
         "key": ref.key,
@@ -76,18 +88,23 @@ def key_claim(
         "created": now,
         "cutoff": cutoff,
     }
-    if conn.execute(statement, values).first() is not None:
+    if _claim_statement(conn).first(conn, values) is not None:
         return None
-    row = conn.execute(_HELD, _of(ref)).one()
+    row = _HELD.first(conn, _of(ref))
+    assert row is not None
     return HeldKey(row.payload_hash, row.report_id, row.created)
 
 
-_BIND = idempotency_key.update().where(_OF).values(report_id=sa.bindparam("report_id"))
+_BIND = Direct(
+    idempotency_key.update()
+    .where(_OF)
+    .values(report_id=sa.bindparam("report_id", type_=idempotency_key.c.report_id.type))
+)
 
 
 def key_bind(conn: Connection, ref: KeyRef, report_id: int) -> None:
     """Record the report the holder's submission created, in the same transaction."""
-    conn.execute(_BIND, {**_of(ref), "report_id": report_id})
+    _BIND.run(conn, {**_of(ref), "report_id": report_id})
 
 
 _EXPIRE = idempotency_key.delete().where(_EXPIRED)
