@@ -171,6 +171,10 @@ class ServerProcess:
     request_body_max_bytes: int = 16 * 1024 * 1024
     max_connections: int | None = None
     """None: the server's default (half of ``ulimit -n``)."""
+    extra_args: list[str] = field(default_factory=list)
+    """Further ``benchrunner server`` flags."""
+    env: dict[str, str] = field(default_factory=dict)
+    """Further environment variables of the server process."""
     port: int = field(default_factory=free_port)
     proc: subprocess.Popen[bytes] | None = None
     token: str = ""
@@ -218,10 +222,12 @@ class ServerProcess:
                         if self.max_connections is None
                         else ["--max-connections", str(self.max_connections)]
                     ),
+                    *self.extra_args,
                 ],
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
+                env={**os.environ, **self.env},
             )
         wait_until(self._healthy, timeout=30, message=f"server on {self.url} ({self.log})")
         return self
@@ -407,6 +413,8 @@ class Deployment:
             request_body_max_bytes=first.request_body_max_bytes,
             sweep_interval=first.sweep_interval,
             claim_poll_interval=first.claim_poll_interval,
+            extra_args=first.extra_args,
+            env=first.env,
             name=name,
             token=first.token,
         )

@@ -48,12 +48,15 @@ class ApiError(Exception):
         *,
         error_code: str | None = None,
         request_id: str | None = None,
+        retry_after: float | None = None,
     ) -> None:
         super().__init__(message)
         self.status = status
         self.message = message
         self.error_code = error_code
         self.request_id = request_id
+        self.retry_after = retry_after
+        """Seconds the server asked to wait before trying again (``Retry-After``), if it did."""
 
     def __str__(self) -> str:
         return self.message
@@ -80,20 +83,30 @@ def _segment(ref: str) -> str:
     return quote(ref, safe="")
 
 
+def _retry_after(response: httpx.Response) -> float | None:
+    """``Retry-After`` in seconds; None when absent or given as an HTTP date."""
+    value = response.headers.get("Retry-After", "").strip()
+    return float(value) if value.isdigit() else None
+
+
 def _error_from(response: httpx.Response) -> ApiError:
     try:
         body = response.json()
     except ValueError:
         body = None
+    retry_after = _retry_after(response)
     if isinstance(body, dict) and isinstance(body.get("message"), str):
         return ApiError(
             response.status_code,
             body["message"],
             error_code=body.get("error_code"),
             request_id=body.get("request_id"),
+            retry_after=retry_after,
         )
     text = " ".join(response.text.split())[:200] or response.reason_phrase
-    return ApiError(response.status_code, f"HTTP {response.status_code}: {text}")
+    return ApiError(
+        response.status_code, f"HTTP {response.status_code}: {text}", retry_after=retry_after
+    )
 
 
 @dataclass(frozen=True)
@@ -332,7 +345,10 @@ class BenchrunnerClient:
     # -- runs, reports and jobs -----------------------------------------------------------------
 
     def run(self, body: Mapping[str, Any], *, idempotency_key: str | None = None) -> JsonObject:
-        """``POST /v0/run``: the report, with ``job`` (a UUID) when a runner will execute it."""
+        """``POST /v0/run``: the report, with ``job`` (a UUID) when a runner will execute it,
+        and ``deduplicated`` (true when ``idempotency_key`` repeated an earlier submission,
+        whose report it is). A full queue is an ``ApiError`` with status 429 and
+        ``retry_after``."""
         headers = {"Idempotency-Key": idempotency_key} if idempotency_key else None
         return self._object("POST", "/v0/run", json=dict(body), headers=headers)
 

@@ -11,13 +11,13 @@ exit code).
 from __future__ import annotations
 
 import datetime as dt
-import hashlib
-import json
 import re
 import uuid
 from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+
+from benchrunner.core.canonical import canonical_hash
 
 MIN_POLL_TIMEOUT = 1
 MAX_POLL_TIMEOUT = 900
@@ -106,13 +106,7 @@ class JsonJobOutput(_Wire):
 
 def results_hash(results: list[IterationResult]) -> str:
     """SHA-256 of the canonical JSON of a result list: tells a resend from a different result."""
-    canonical = json.dumps(
-        [r.model_dump(mode="json") for r in results],
-        sort_keys=True,
-        separators=(",", ":"),
-        ensure_ascii=False,
-    )
-    return hashlib.sha256(canonical.encode()).hexdigest()
+    return canonical_hash([r.model_dump(mode="json") for r in results])
 
 
 # ---------------------------------------------------------------- runner -> server

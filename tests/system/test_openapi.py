@@ -126,6 +126,10 @@ def test_the_document_describes_errors_and_tokens() -> None:
     assert run["responses"]["400"]["content"]["application/json"]["schema"] == {
         "$ref": "#/components/schemas/Error"
     }
+    # A repeated Idempotency-Key (200, or 409 with another payload); a full queue (429).
+    assert {"200", "201", "409", "429"} <= set(run["responses"])
+    assert "Retry-After" in run["responses"]["429"]["headers"]
+    assert {"name": "Idempotency-Key", "in": "header"}.items() <= run["parameters"][0].items()
     assert operations["POST /v0/specs"]["security"] == [{"bearer": []}]
     assert {"401", "403"} <= set(operations["POST /v0/specs"]["responses"])
     assert "security" not in operations["GET /v0/server/health"]

@@ -36,6 +36,8 @@ def hint(exc: ApiError) -> str:
         return " (is the server running? set --host, BENCHRUNNER_HOST or the config file)"
     if exc.status == 401:
         return " (pass --token, set BENCHRUNNER_TOKEN, or run benchrunner up)"
+    if exc.error_code == "queue_full":
+        return " (or pass --retry-on-busy to wait and submit again)"
     return ""
 
 

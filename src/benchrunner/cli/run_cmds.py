@@ -12,6 +12,7 @@ from typing import Annotated
 import typer
 
 from benchrunner.cli import output
+from benchrunner.cli.busy import RetryOnBusy, submit_run
 from benchrunner.cli.config import resolve
 from benchrunner.cli.follow import EXIT_FAILED, follow_job, report_failure
 from benchrunner.cli.image_cmds import resolve_image
@@ -184,6 +185,7 @@ def run(
     wait_timeout: Annotated[
         float, typer.Option(min=1, help="Give up following after this many seconds.")
     ] = 3600,
+    retry_on_busy: RetryOnBusy = False,
     host: Host = None,
     token: Token = None,
     as_json: Json = False,
@@ -200,6 +202,10 @@ def run(
 
     The report prints as a table: each metric with its baseline, its change against it, the
     threshold's limits and an alert marker. `--err` exits 1 when the report raised an alert.
+
+    A server whose queue is full refuses the job (429); `--retry-on-busy` waits as long as
+    it asks and submits again. A repeat never makes a second job: each submission carries an
+    idempotency key.
     """
     if err and not results and not wait:
         raise typer.BadParameter(
@@ -247,7 +253,7 @@ def run(
     if "image" in body:
         body["image"] = resolve_image(settings, body["image"])
     with settings.client() as client:
-        report = client.run(body)
+        report = submit_run(client, body, retry_on_busy=retry_on_busy)
         job = report.get("job")
         project_ref = settings.project or _project_ref(report.get("project"))
         if job is None:

@@ -127,6 +127,26 @@ def server(
             show_default=False,
         ),
     ] = None,
+    max_queued_jobs: Annotated[
+        int | None,
+        typer.Option(
+            metavar="N",
+            min=0,
+            help="Refuse submissions (429) while N jobs are pending or in flight; 0: no cap "
+            "[default: 10000].",
+            show_default=False,
+        ),
+    ] = None,
+    max_pending_per_organization: Annotated[
+        int | None,
+        typer.Option(
+            metavar="N",
+            min=0,
+            help="Refuse an organization's submissions (429) while N of its jobs are pending; "
+            "0: no cap [default: 1000].",
+            show_default=False,
+        ),
+    ] = None,
     log_level: Annotated[
         str | None,
         typer.Option(
@@ -141,8 +161,10 @@ def server(
     Every flag may also be set as `BENCHRUNNER_<FLAG>` (e.g. `BENCHRUNNER_DB`); flags win.
     `BENCHRUNNER_SECRET_KEY`, `BENCHRUNNER_OCI_TOKEN_TTL`, `BENCHRUNNER_ANONYMOUS_RUNS`,
     `BENCHRUNNER_REGISTRY_TOKEN_TTL`, `BENCHRUNNER_REGISTRY_MAX_BODY_BYTES` (largest blob
-    upload, default 1 GiB) and `BENCHRUNNER_REQUEST_BODY_MIN_RATE` (bytes a second a request
-    body must keep up, default 16384) exist only as environment variables.
+    upload, default 1 GiB), `BENCHRUNNER_REQUEST_BODY_MIN_RATE` (bytes a second a request
+    body must keep up, default 16384), `BENCHRUNNER_BUSY_RETRY_AFTER` (the `Retry-After` of a
+    submission refused by a cap, default 10 s) and `BENCHRUNNER_IDEMPOTENCY_WINDOW` (seconds
+    an `Idempotency-Key` is kept, default 300) exist only as environment variables.
     """
     settings = settings_from(
         {
@@ -159,6 +181,8 @@ def server(
             "request_read_timeout": request_read_timeout,
             "max_connections": max_connections,
             "public_url": public_url,
+            "max_queued_jobs": max_queued_jobs,
+            "max_pending_per_organization": max_pending_per_organization,
             "log_level": log_level,
         }
     )

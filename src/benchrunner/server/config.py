@@ -68,6 +68,24 @@ class ServerSettings(BaseSettings):
     anonymous_runs: bool = Field(
         default=True, description="let unauthenticated POST /v0/run create unclaimed projects"
     )
+    max_queued_jobs: int = Field(
+        default=10_000,
+        ge=0,
+        description="pending plus in-flight jobs of the whole server beyond which a submission "
+        "is refused with 429; 0: no cap",
+    )
+    max_pending_per_organization: int = Field(
+        default=1_000,
+        ge=0,
+        description="pending jobs of one organization beyond which its submissions are refused "
+        "with 429; 0: no cap",
+    )
+    busy_retry_after: int = Field(
+        default=10, ge=1, description="Retry-After seconds of a submission refused by a cap"
+    )
+    idempotency_window: float = Field(
+        default=300.0, gt=0, description="seconds an Idempotency-Key of POST /v0/run is kept"
+    )
     log_level: str = "info"
 
     @model_validator(mode="after")

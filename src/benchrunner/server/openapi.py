@@ -54,12 +54,16 @@ ERROR_DESCRIPTIONS = {
     404: "Not found, or not visible to the caller",
     409: "Conflicts with the resource's current state",
     413: "Request body larger than the server's --request-body-max-bytes",
+    429: "The job queue is full (--max-queued-jobs, --max-pending-per-organization): submit "
+    "again after Retry-After seconds",
 }
 
 # What handlers answer beyond what their parameters and dependencies imply, by operation.
 HANDLER_ERRORS: dict[str, frozenset[int]] = {
     "POST /v0/organizations": frozenset({403}),  # a plan other than free, asked by a non-admin
-    "POST /v0/run": frozenset({403, 404}),  # a project the caller may not write to, or see
+    # 403/404: a project the caller may not write to, or see; 409: an Idempotency-Key reused
+    # with another payload; 429: a cap on queued jobs
+    "POST /v0/run": frozenset({403, 404, 409, 429}),
     "POST /v0/projects/{project}/jobs/{job}/cancel": frozenset({403, 409}),
     "POST /v0/runners": frozenset({404}),  # a spec named in the body
     "PATCH /v0/runners/{runner}": frozenset({409}),  # slug taken
@@ -242,6 +246,13 @@ def _error_response(status: int) -> dict[str, Any]:
             "WWW-Authenticate": {
                 "description": "the scheme to authenticate with",
                 "schema": {"type": "string"},
+            }
+        }
+    if status == 429:
+        response["headers"] = {
+            "Retry-After": {
+                "description": "seconds to wait before submitting again",
+                "schema": {"type": "integer"},
             }
         }
     return response

@@ -9,7 +9,8 @@ timer, which also closes the channel with the reason, acts first. And it sweeps 
 leading for a whole heartbeat timeout: when every server was down (a restart), runners need that
 long to reconnect and heartbeat again before their silence counts.
 
-It also re-queues for processing the jobs left ``completed`` for longer than the heartbeat
+It also deletes the idempotency keys of submissions older than the idempotency window, and
+re-queues for processing the jobs left ``completed`` for longer than the heartbeat
 timeout: their results were stored, but the replica that took them died before its processor
 got to them. Processing is a guarded transition, so a job re-queued twice is processed once, and
 it ends every job it reads ``processed`` (with the error on the report when its output is
@@ -30,6 +31,7 @@ from benchrunner.core.timeouts import TimeoutVerdict
 from benchrunner.server.context import ServerContext
 from benchrunner.server.leadership import Leadership
 from benchrunner.server.store import jobs
+from benchrunner.server.store.idempotency import keys_expire
 from benchrunner.server.watchdog import Watchdog
 
 log = logging.getLogger(__name__)
@@ -117,3 +119,10 @@ class Sweeper:
             self._on_completed(job_id)
         if unprocessed:
             log.info("sweeper re-queued %d completed jobs for processing", len(unprocessed))
+        await self._expire_idempotency_keys()
+
+    async def _expire_idempotency_keys(self) -> None:
+        window = dt.timedelta(seconds=self._ctx.settings.idempotency_window)
+        expired = await self._ctx.db.write(keys_expire, self._ctx.clock.now() - window)
+        if expired:
+            log.info("sweeper deleted %d expired idempotency keys", expired)

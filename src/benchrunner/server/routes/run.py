@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
-from typing import Any
+from dataclasses import dataclass
+from typing import Annotated, Any
 from uuid import UUID
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Header, Request, Response
 from sqlalchemy.engine import Connection
 
 from benchrunner import adapters
@@ -21,6 +22,8 @@ from benchrunner.core.templates import TemplateError
 from benchrunner.core.tiers import Plan, priority_for
 from benchrunner.detection.models import Model
 from benchrunner.protocol import JsonJobConfig
+from benchrunner.server import idempotency
+from benchrunner.server.backpressure import check_backlog
 from benchrunner.server.context import ServerContext
 from benchrunner.server.errors import bad_request, not_found
 from benchrunner.server.evaluation import evaluate_report
@@ -42,6 +45,7 @@ from benchrunner.server.store import (
     runners,
     thresholds,
 )
+from benchrunner.server.store import idempotency as keys
 from benchrunner.server.store.accounts import ProjectRow, UserRow
 from benchrunner.server.store.tables import testbed
 from benchrunner.server.views import full_report_view
@@ -174,9 +178,41 @@ def _job_config(
     )
 
 
-@router.post("/v0/run", status_code=201)
+@dataclass(frozen=True)
+class _Submitted:
+    report_id: int
+    job_uuid: UUID | None
+    spec_id: int | None
+    """Set when a runner job was created (the dispatcher is woken for its spec)."""
+    deduplicated: bool = False
+
+
+_REPEAT: dict[int | str, dict[str, Any]] = {
+    200: {
+        "description": "A repeat of a submission with the same Idempotency-Key and payload "
+        "within the idempotency window: that submission's report and job, with "
+        "`deduplicated: true`",
+        "content": {"application/json": {"schema": {"type": "object"}}},
+    }
+}
+
+
+@router.post("/v0/run", status_code=201, responses=_REPEAT)
 async def run(
-    body: RunBody, request: Request, user: MaybeUser, ctx: Ctx, life: Life
+    body: RunBody,
+    request: Request,
+    response: Response,
+    user: MaybeUser,
+    ctx: Ctx,
+    life: Life,
+    idempotency_key: Annotated[
+        str | None,
+        Header(
+            alias=idempotency.HEADER,
+            description="Makes a repeat within 5 minutes answer the first submission's report "
+            "(or the body's idempotency_key, Bencher's spelling)",
+        ),
+    ] = None,
 ) -> dict[str, Any]:
     plan = validate_mode(body)
     if body.settings.adapter not in adapters.ADAPTERS:
@@ -198,10 +234,22 @@ async def run(
     )
     source_ip = request.client.host if request.client else "0.0.0.0"
     actor = user.email if user else f"anonymous@{source_ip}"
+    key = idempotency.key_ref(idempotency_key, body.idempotency_key, user, source_ip)
+    payload = (
+        ""
+        if key is None
+        else idempotency.payload_hash(body.model_dump(mode="json", exclude={"idempotency_key"}))
+    )
+    window = dt.timedelta(seconds=ctx.settings.idempotency_window)
 
-    def unit(conn: Connection) -> tuple[int, UUID, UUID | None, int | None]:
-        project = _resolve_project(conn, ctx, user, body.project)
+    def unit(conn: Connection) -> _Submitted:
         now = ctx.clock.now()
+        if key is not None:
+            held = keys.key_claim(conn, key, payload, now, now - window)
+            if held is not None:
+                report_id = idempotency.replayed_report(held, key, payload, window)
+                return _Submitted(report_id, None, None, deduplicated=True)
+        project = _resolve_project(conn, ctx, user, body.project)
         on = branches.branch_for_run(conn, project.id, target.branch, start_point, now)
         testbed_id = reports.named_get_or_create(conn, testbed, project.id, target.testbed, now)
         if (
@@ -231,6 +279,8 @@ async def run(
                 now=now,
             ),
         )
+        if key is not None:
+            keys.key_bind(conn, key, report_id)
         spec_id: int | None = None
         job_uuid = None
         if plan.mode == "direct":
@@ -249,6 +299,7 @@ async def run(
                     "push it first (benchrunner image push)"
                 )
             org = accounts.organization_by_id(conn, project.organization_id)
+            check_backlog(conn, ctx.settings, org.id, org.slug)
             claimed = accounts.organization_is_claimed(conn, org.id)
             _, job_uuid = jobs.job_create(
                 conn,
@@ -264,11 +315,19 @@ async def run(
                 ),
             )
             spec_id = spec.id
-        return report_id, project.uuid, job_uuid, spec_id
+        return _Submitted(report_id, job_uuid, spec_id)
 
-    report_id, _, job_uuid, spec_id = await ctx.db.write(unit)
-    if spec_id is not None:
-        life.wakeups.job_created(spec_id)
+    submitted = await ctx.db.write(unit)
+    if submitted.spec_id is not None:
+        life.wakeups.job_created(submitted.spec_id)
         await asyncio.sleep(0)  # let the dispatcher hand the job to an idle runner first
+    if submitted.deduplicated:
+        response.status_code = 200
+        view = await ctx.db.read(_replayed_view, submitted.report_id)
+    else:
+        view = await ctx.db.read(full_report_view, submitted.report_id, submitted.job_uuid)
+    return {**view, "deduplicated": submitted.deduplicated}
 
-    return await ctx.db.read(full_report_view, report_id, job_uuid)
+
+def _replayed_view(conn: Connection, report_id: int) -> dict[str, Any]:
+    return full_report_view(conn, report_id, with_job=True)

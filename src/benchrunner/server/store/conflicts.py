@@ -25,19 +25,35 @@ class SlugUnavailable(Exception):
     """Every suffixed slug tried was taken too (practically unreachable with random suffixes)."""
 
 
+def _dialect_insert(table: sa.Table, dialect: str) -> postgresql.Insert | sqlite.Insert:
+    if dialect == "postgresql":
+        return postgresql.insert(table)
+    if dialect == "sqlite":
+        return sqlite.insert(table)
+    raise NotImplementedError(f"no INSERT … ON CONFLICT for the {dialect} dialect")
+
+
 @functools.cache
 def _insert_or_skip(table: sa.Table, dialect: str, conflict_on: tuple[str, ...]) -> sa.Insert:
-    if dialect == "postgresql":
-        statement: sa.Insert = postgresql.insert(table).on_conflict_do_nothing(
-            index_elements=list(conflict_on) or None
-        )
-    elif dialect == "sqlite":
-        statement = sqlite.insert(table).on_conflict_do_nothing(
-            index_elements=list(conflict_on) or None
-        )
-    else:
-        raise NotImplementedError(f"no INSERT … ON CONFLICT for the {dialect} dialect")
-    return statement
+    return _dialect_insert(table, dialect).on_conflict_do_nothing(
+        index_elements=list(conflict_on) or None
+    )
+
+
+@functools.cache
+def _insert_or_replace_where(
+    table: sa.Table,
+    dialect: str,
+    conflict_on: tuple[str, ...],
+    replace: tuple[str, ...],
+    where: sa.ColumnElement[bool],
+) -> sa.Insert:
+    statement = _dialect_insert(table, dialect)
+    return statement.on_conflict_do_update(
+        index_elements=list(conflict_on),
+        set_={name: statement.excluded[name] for name in replace},
+        where=where,
+    )
 
 
 def insert_or_skip(
@@ -48,6 +64,23 @@ def insert_or_skip(
     row returns no RETURNING row: ask for one to learn whether the row went in (``rowcount``
     does not tell on PostgreSQL)."""
     return _insert_or_skip(table, conn.dialect.name, conflict_on)
+
+
+def insert_or_replace_where(
+    conn: Connection,
+    table: sa.Table,
+    conflict_on: tuple[str, ...],
+    replace: tuple[str, ...],
+    where: sa.ColumnElement[bool],
+) -> sa.Insert:
+    """``INSERT INTO table … ON CONFLICT (conflict_on) DO UPDATE SET`` each column of
+    ``replace`` to the new row's value ``WHERE where`` (a condition on the existing row, e.g.
+    that it expired): a conflicting row for which ``where`` holds is replaced, any other
+    conflicting row is kept and the new one skipped. Only a row inserted or replaced returns a
+    RETURNING row. On PostgreSQL a conflicting row that another transaction is writing is
+    waited for, then judged as that transaction left it. ``where`` must be a module constant:
+    the statement is cached by it."""
+    return _insert_or_replace_where(table, conn.dialect.name, conflict_on, replace, where)
 
 
 def _slug_held(conn: Connection, table: sa.Table, slug: str) -> bool:

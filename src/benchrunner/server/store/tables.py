@@ -435,6 +435,13 @@ _HAS_RUNNER = sa.text("runner_id IS NOT NULL")
 sa.Index(
     "index_job_runner_id", job.c.runner_id, sqlite_where=_HAS_RUNNER, postgresql_where=_HAS_RUNNER
 )
+# An organization's pending jobs: its backpressure cap counts them on every submission.
+sa.Index(
+    "index_job_org_pending",
+    job.c.organization_id,
+    sqlite_where=_PENDING,
+    postgresql_where=_PENDING,
+)
 sa.Index("index_job_spec_id", job.c.spec_id)
 sa.Index("index_job_report_id", job.c.report_id)
 
@@ -449,6 +456,22 @@ job_event = sa.Table(
     sa.Column("meta", sa.Text, nullable=False),
     _ts("created"),
     sa.Index("index_job_event_job_created", "job_id", "created"),
+)
+
+# Idempotency keys of ``POST /v0/run`` (SPEC section 4): the unique pair (owner, key) makes
+# concurrent submissions with one key create one report. ``owner`` is ``user:<id>``, or
+# ``ip:<address>`` for an anonymous run; ``report_id`` is set before the submission commits.
+idempotency_key = sa.Table(
+    "idempotency_key",
+    metadata,
+    _id(),
+    sa.Column("owner", sa.String(64), nullable=False),
+    sa.Column("key", sa.String(255), nullable=False),
+    sa.Column("payload_hash", sa.String(64), nullable=False),
+    _fk("report_id", "report.id", "CASCADE", nullable=True),
+    _ts("created"),
+    sa.UniqueConstraint("owner", "key", name="uq_idempotency_key_owner_key"),
+    sa.Index("index_idempotency_key_created", "created"),
 )
 
 # The OCI registry (one repository per project). Blob bytes live in the blob store, addressed by
