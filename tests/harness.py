@@ -172,6 +172,8 @@ class ServerProcess:
     max_connections: int | None = None
     """None: the server's default (half of ``ulimit -n``)."""
     port: int = field(default_factory=free_port)
+    options: dict[str, str] = field(default_factory=dict)
+    """Further flags of ``benchrunner server``, by name without the dashes."""
     proc: subprocess.Popen[bytes] | None = None
     token: str = ""
     starts: int = 0
@@ -218,6 +220,7 @@ class ServerProcess:
                         if self.max_connections is None
                         else ["--max-connections", str(self.max_connections)]
                     ),
+                    *(part for k, v in self.options.items() for part in (f"--{k}", v)),
                 ],
                 stdout=log,
                 stderr=subprocess.STDOUT,
@@ -407,6 +410,7 @@ class Deployment:
             request_body_max_bytes=first.request_body_max_bytes,
             sweep_interval=first.sweep_interval,
             claim_poll_interval=first.claim_poll_interval,
+            options={**first.options, "replica-name": name},
             name=name,
             token=first.token,
         )
