@@ -300,15 +300,14 @@ class LocalBlobStore:
         except FileNotFoundError:
             return None
         status = aside.stat()
-        if status.st_mtime < idle_before and not wanted():
+        unwanted = status.st_mtime < idle_before and not wanted()
+        if path.exists():  # a writer stored the key again meanwhile: the same bytes, its own
+            aside.unlink()
+            return None
+        if unwanted:
             aside.unlink()
             return status.st_size
-        # Stored again or wanted meanwhile. A writer that stored the key after the rename has
-        # put the same bytes (keys name their content) back already.
-        if path.exists():
-            aside.unlink()
-        else:
-            aside.rename(path)
+        aside.rename(path)
         return None
 
 

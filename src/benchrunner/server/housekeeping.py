@@ -25,6 +25,8 @@ class Housekeeping:
         self._ctx = ctx
         self._leads = leads
         self._task: asyncio.Task[None] | None = None
+        self.rounds = 0
+        """Rounds run so far by this replica (a signal tests wait on)."""
 
     def start(self) -> None:
         self._task = asyncio.create_task(self._run(), name="housekeeping")
@@ -51,4 +53,6 @@ class Housekeeping:
                 await part(self._ctx)
             except Exception:
                 log.exception("%s failed; trying again next round", name)
+        self.rounds += 1
+        self._ctx.metrics.housekeeping_rounds.inc()
         return True

@@ -115,6 +115,11 @@ class ServerMetrics:
             buckets=REQUEST_BUCKETS,
             registry=r,
         )
+        self.housekeeping_rounds = Counter(
+            "benchrunner_housekeeping_rounds",
+            "Rounds of retention and registry garbage collection this replica ran",
+            registry=r,
+        )
         self.retention_jobs = Counter(
             "benchrunner_retention_purged_jobs",
             "Terminal jobs whose stored outputs retention deleted",
