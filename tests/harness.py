@@ -171,11 +171,11 @@ class ServerProcess:
     request_body_max_bytes: int = 16 * 1024 * 1024
     max_connections: int | None = None
     """None: the server's default (half of ``ulimit -n``)."""
-    extra_args: list[str] = field(default_factory=list)
-    """Further ``benchrunner server`` flags."""
     env: dict[str, str] = field(default_factory=dict)
     """Further environment variables of the server process."""
     port: int = field(default_factory=free_port)
+    options: dict[str, str] = field(default_factory=dict)
+    """Further flags of ``benchrunner server``, by name without the dashes."""
     proc: subprocess.Popen[bytes] | None = None
     token: str = ""
     starts: int = 0
@@ -222,7 +222,7 @@ class ServerProcess:
                         if self.max_connections is None
                         else ["--max-connections", str(self.max_connections)]
                     ),
-                    *self.extra_args,
+                    *(part for k, v in self.options.items() for part in (f"--{k}", v)),
                 ],
                 stdout=log,
                 stderr=subprocess.STDOUT,
@@ -413,8 +413,8 @@ class Deployment:
             request_body_max_bytes=first.request_body_max_bytes,
             sweep_interval=first.sweep_interval,
             claim_poll_interval=first.claim_poll_interval,
-            extra_args=first.extra_args,
             env=first.env,
+            options={**first.options, "replica-name": name},
             name=name,
             token=first.token,
         )

@@ -24,11 +24,12 @@ RETRY_AFTER = "1"
 
 
 @contextlib.contextmanager
-def busy_deployment(tmp_path: Path, database_url: str, *flags: str) -> Iterator[Deployment]:
+def busy_deployment(tmp_path: Path, database_url: str, **caps: str) -> Iterator[Deployment]:
+    """A deployment with these ``benchrunner server`` options (underscores for dashes)."""
     with deploy(
         tmp_path,
         database_url,
-        extra_args=list(flags),
+        options={name.replace("_", "-"): value for name, value in caps.items()},
         env={"BENCHRUNNER_BUSY_RETRY_AFTER": RETRY_AFTER},
     ) as deployment:
         yield deployment
@@ -37,7 +38,7 @@ def busy_deployment(tmp_path: Path, database_url: str, *flags: str) -> Iterator[
 @pytest.fixture
 def queue_of_two(tmp_path: Path, database_url: str) -> Iterator[Deployment]:
     with busy_deployment(
-        tmp_path, database_url, "--max-queued-jobs", "2", "--max-pending-per-organization", "0"
+        tmp_path, database_url, max_queued_jobs="2", max_pending_per_organization="0"
     ) as deployment:
         yield deployment
 
@@ -45,7 +46,7 @@ def queue_of_two(tmp_path: Path, database_url: str) -> Iterator[Deployment]:
 @pytest.fixture
 def one_pending_per_org(tmp_path: Path, database_url: str) -> Iterator[Deployment]:
     with busy_deployment(
-        tmp_path, database_url, "--max-pending-per-organization", "1"
+        tmp_path, database_url, max_pending_per_organization="1"
     ) as deployment:
         yield deployment
 
@@ -99,7 +100,7 @@ def test_the_organization_cap_counts_its_pending_jobs_only(
 def test_the_cli_waits_and_submits_again_with_retry_on_busy(
     tmp_path: Path, database_url: str
 ) -> None:
-    with busy_deployment(tmp_path, database_url, "--max-queued-jobs", "1") as deployment:
+    with busy_deployment(tmp_path, database_url, max_queued_jobs="1") as deployment:
         env = cli_env(deployment, tmp_path)
         waiting = deployment.submit()
         command = ("run", "--spec", deployment.spec, "--template", "bench.sleep")

@@ -1,9 +1,11 @@
 """No secret in the server's log, at debug level too: the WebSocket handshake's Authorization
-header (logged by the websockets library at debug), API tokens, Basic credentials, JWTs."""
+header (logged by the websockets library at debug), API tokens, Basic credentials, JWTs, and a
+key a runner's failure message carries into the job's transition line. Every line is JSON."""
 
 from __future__ import annotations
 
 import base64
+import json
 from pathlib import Path
 
 import httpx
@@ -39,7 +41,23 @@ def test_the_debug_log_holds_no_key_token_or_credential(
         )
         with deployment.admin() as client:
             client.get_job("bench", job_uuid)
+        runner.kill()  # the next job is the raw channel's
+        failing = deployment.submit("bench.noop")
+        channel = RawChannel(deployment.server, slug, key)
+        assert channel.claim()["uuid"] == failing
+        channel.ask({"event": "running"})
+        leak = f"the runner leaked Bearer {token} and {runner.key}"
+        assert channel.ask({"event": "failed", "job": failing, "results": [], "error": leak}) == {
+            "event": "ack",
+            "job": failing,
+        }
+        channel.close()
     log = deployment.server.log.read_text()
     for secret in (runner.key, key, token, basic, jwt):
         assert secret not in log
-    assert " DEBUG " in log and "authorization: [redacted]" in log.lower()  # it was logged
+    lines = [json.loads(line) for line in log.splitlines()]
+    assert any(line["level"] == "debug" for line in lines)
+    assert "authorization: [redacted]" in log.lower()  # the handshake was logged, redacted
+    failed = [line for line in lines if line.get("job") == failing and "status_to" in line]
+    assert failed[-1]["status_to"] == "failed"
+    assert "Bearer [redacted]" in failed[-1]["reason"]

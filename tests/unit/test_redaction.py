@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import json
 import logging
 import sys
 
@@ -10,7 +11,7 @@ import pytest
 
 from benchrunner.core.redaction import redact
 from benchrunner.core.tokens import new_api_token, new_runner_token
-from benchrunner.server.logs import ClientErrorsWithoutTraceback, FieldsFormatter
+from benchrunner.server.logs import ClientErrorsWithoutTraceback, JsonFormatter
 
 RUNNER_KEY = new_runner_token()
 API_TOKEN = new_api_token()
@@ -50,7 +51,7 @@ def test_ordinary_lines_are_left_alone(line: str) -> None:
 def _formatted(record: logging.LogRecord) -> str:
     stream = io.StringIO()
     handler = logging.StreamHandler(stream)
-    handler.setFormatter(FieldsFormatter("%(levelname)s %(name)s: %(message)s"))
+    handler.setFormatter(JsonFormatter())
     handler.addFilter(ClientErrorsWithoutTraceback())
     handler.handle(record)
     return stream.getvalue()
@@ -72,7 +73,9 @@ def test_the_formatter_redacts_arguments_extras_and_tracebacks() -> None:
     record.error = f"key {RUNNER_KEY}"
     line = _formatted(record)
     assert RUNNER_KEY not in line and API_TOKEN not in line
-    assert "Traceback" in line and "error=key bencher_runner_[redacted]" in line
+    fields = json.loads(line)
+    assert "Traceback" in fields["exception"] and fields["error"] == "key bencher_runner_[redacted]"
+    assert fields["event"] == "< authorization: [redacted]"
 
 
 def test_invalid_utf8_from_a_client_is_one_warning_line() -> None:
@@ -89,8 +92,10 @@ def test_invalid_utf8_from_a_client_is_one_warning_line() -> None:
             exc_info=sys.exc_info(),
         )
     line = _formatted(record)
-    assert line.startswith("WARNING uvicorn.error: ") and "1007" in line
-    assert "Traceback" not in line and len(line.splitlines()) == 1
+    fields = json.loads(line)
+    assert (fields["level"], fields["logger"]) == ("warning", "uvicorn.error")
+    assert "1007" in fields["event"] and "exception" not in fields
+    assert len(line.splitlines()) == 1
 
 
 def test_a_denied_channel_handshake_is_not_an_error() -> None:
@@ -109,6 +114,7 @@ def test_a_denied_channel_handshake_is_not_an_error() -> None:
         root.setLevel(logging.INFO)
         assert _formatted(record) == ""  # a debug line now, below the server's level
         root.setLevel(logging.DEBUG)
-        assert _formatted(record).startswith("DEBUG uvicorn.error: ASGI callable returned")
+        fields = json.loads(_formatted(record))
+        assert fields["level"] == "debug" and fields["event"].startswith("ASGI callable returned")
     finally:
         root.setLevel(level)

@@ -147,6 +147,50 @@ def server(
             show_default=False,
         ),
     ] = None,
+    retention_days: Annotated[
+        float | None,
+        typer.Option(
+            metavar="DAYS",
+            help="Delete the stored outputs of terminal jobs older than this; 0 deletes them "
+            "at the next sweep [default: 30].",
+            show_default=False,
+        ),
+    ] = None,
+    retention_keep: Annotated[
+        int | None,
+        typer.Option(
+            metavar="N",
+            help="Always keep the outputs of the newest N terminal jobs [default: 100].",
+            show_default=False,
+        ),
+    ] = None,
+    retention_interval: Annotated[
+        float | None,
+        typer.Option(
+            metavar="SECONDS",
+            help="How often retention and registry garbage collection run, on the sweeper's "
+            "leader [default: 3600].",
+            show_default=False,
+        ),
+    ] = None,
+    registry_gc_grace: Annotated[
+        float | None,
+        typer.Option(
+            metavar="SECONDS",
+            help="Leave a registry blob pushed or linked this recently to garbage collection's "
+            "next rounds, so a push in progress keeps it [default: 3600].",
+            show_default=False,
+        ),
+    ] = None,
+    replica_name: Annotated[
+        str | None,
+        typer.Option(
+            metavar="NAME",
+            help="This replica's replica label in /metrics and the health answer "
+            "[default: host:port].",
+            show_default=False,
+        ),
+    ] = None,
     log_level: Annotated[
         str | None,
         typer.Option(
@@ -183,6 +227,11 @@ def server(
             "public_url": public_url,
             "max_queued_jobs": max_queued_jobs,
             "max_pending_per_organization": max_pending_per_organization,
+            "retention_days": retention_days,
+            "retention_keep": retention_keep,
+            "retention_interval": retention_interval,
+            "registry_gc_grace": registry_gc_grace,
+            "replica_name": replica_name,
             "log_level": log_level,
         }
     )

@@ -25,6 +25,7 @@ from benchrunner.server.connections import (
 from benchrunner.server.context import ServerContext
 from benchrunner.server.lifecycle import Lifecycle
 from benchrunner.server.limits import BodyLimit
+from benchrunner.server.metrics import ServerMetrics
 from benchrunner.server.oci_tokens import load_or_create_secret
 from benchrunner.server.registry import (
     blob_routes,
@@ -33,6 +34,7 @@ from benchrunner.server.registry import (
     upload_routes,
 )
 from benchrunner.server.registry import errors as registry_errors
+from benchrunner.server.request_metrics import RequestMetrics
 from benchrunner.server.routes import (
     alerts,
     baselines,
@@ -58,7 +60,10 @@ log = logging.getLogger(__name__)
 
 
 def build_context(
-    settings: ServerSettings, clock: Clock | None = None, monotonic: MonotonicClock | None = None
+    settings: ServerSettings,
+    clock: Clock | None = None,
+    monotonic: MonotonicClock | None = None,
+    metrics: ServerMetrics | None = None,
 ) -> ServerContext:
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     db = Database(settings.database_url())
@@ -76,6 +81,7 @@ def build_context(
         clock=clock or SystemClock(),
         secret_key=load_or_create_secret(settings.data_dir, settings.secret_key),
         monotonic=monotonic or SystemMonotonicClock(),
+        metrics=metrics or ServerMetrics(settings.replica()),
     )
 
 
@@ -94,10 +100,11 @@ def create_app(
     settings: ServerSettings, clock: Clock | None = None, monotonic: MonotonicClock | None = None
 ) -> FastAPI:
     """The application; ``clock`` and ``monotonic`` replace the system's time (tests)."""
+    metrics = ServerMetrics(settings.replica())
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        ctx = build_context(settings, clock, monotonic)
+        ctx = build_context(settings, clock, monotonic, metrics)
         lifecycle = Lifecycle(ctx)
         hub = ChannelHub()
         app.state.ctx, app.state.lifecycle, app.state.hub = ctx, lifecycle, hub
@@ -145,8 +152,10 @@ def create_app(
         app.include_router(router)
     for registry_module in (blob_routes, upload_routes, manifest_routes):
         app.include_router(registry_module.router)
+    app.include_router(server.metrics_router)
     openapi.install(app, api)
     app.add_middleware(BodyLimit, max_bytes=settings.request_body_max_bytes, exempt=("/v2/",))
+    app.add_middleware(RequestMetrics, metrics=metrics)  # outermost: its time covers the rest
     return app
 
 

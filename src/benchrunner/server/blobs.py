@@ -26,12 +26,14 @@ import os
 import re
 import secrets
 import tempfile
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import BinaryIO, Protocol
 
 READ_CHUNK = 1 << 20
 _UPLOADS = "_uploads"
+_ASIDE = ".collecting-"
 _UPLOAD_ID = re.compile(r"[A-Za-z0-9_-]{1,200}")
 _OWNER = re.compile(r"[0-9a-z]{1,64}")
 
@@ -103,6 +105,28 @@ class BlobStore(Protocol):
     def upload_expire(self, idle_before: float) -> int:
         """Abort the uploads idle since before ``idle_before``; how many."""
         ...
+
+    def scan(self, prefix: str) -> Iterator[StoredBlob]:
+        """The blobs whose keys start with ``prefix`` + ``/``, in no particular order."""
+        ...
+
+    def collect(self, key: str, idle_before: float, wanted: Callable[[], bool]) -> int | None:
+        """Delete the blob under ``key`` if it was last stored before ``idle_before`` and
+        ``wanted()``, asked once the blob can no longer be read, says no; the bytes freed, or
+        None when the blob was kept (or was not there).
+
+        Safe against a writer storing the same key meanwhile: storing an existing key marks
+        it as stored now (see ``upload_commit``), and a blob stored while the check runs is
+        the writer's, not deleted."""
+        ...
+
+
+@dataclass(frozen=True)
+class StoredBlob:
+    key: str
+    size: int
+    stored: float
+    """When its bytes were last stored (POSIX time)."""
 
 
 def job_output_key(project_uuid: object, job_uuid: object) -> str:
@@ -232,8 +256,11 @@ class LocalBlobStore:
             raise DigestMismatch(sha256_hex, hasher.hexdigest())
         path = self._path(key)
         if path.exists():
-            staged.unlink(missing_ok=True)
-            return size
+            # Stored again now: garbage collection, which judges a blob by this time, spares it.
+            with contextlib.suppress(FileNotFoundError):
+                os.utime(path)
+                staged.unlink(missing_ok=True)
+                return size
         path.parent.mkdir(parents=True, exist_ok=True)
         staged.replace(path)
         _fsync_dir(path.parent)
@@ -251,6 +278,37 @@ class LocalBlobStore:
                     staged.unlink()
                     expired += 1
         return expired
+
+    def scan(self, prefix: str) -> Iterator[StoredBlob]:
+        top = self._path(prefix)
+        for path in top.rglob("*"):
+            if path.name.startswith((".tmp-", _ASIDE)):
+                continue
+            with contextlib.suppress(FileNotFoundError):
+                status = path.stat()
+                if path.is_file():
+                    key = path.relative_to(self.root).as_posix()
+                    yield StoredBlob(key, status.st_size, status.st_mtime)
+
+    def collect(self, key: str, idle_before: float, wanted: Callable[[], bool]) -> int | None:
+        path = self._path(key)
+        aside = path.with_name(f"{_ASIDE}{path.name}-{secrets.token_hex(8)}")
+        try:
+            if path.stat().st_mtime >= idle_before:
+                return None
+            path.rename(aside)  # unreadable from here on; a rename keeps the mtime
+        except FileNotFoundError:
+            return None
+        status = aside.stat()
+        unwanted = status.st_mtime < idle_before and not wanted()
+        if path.exists():  # a writer stored the key again meanwhile: the same bytes, its own
+            aside.unlink()
+            return None
+        if unwanted:
+            aside.unlink()
+            return status.st_size
+        aside.rename(path)
+        return None
 
 
 def _chunks(

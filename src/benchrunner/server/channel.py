@@ -285,7 +285,10 @@ class ChannelSession:
             return
         status = await self.life.running(self.runner, job)
         if status is not None and self.job is job:
-            self.job = dataclasses.replace(job, status=status)
+            # ``started`` as the transition set it, give or take its write: what the next
+            # transition's duration is measured from.
+            started = job.started or self.life.ctx.clock.now()
+            self.job = dataclasses.replace(job, status=status, started=started)
         if status in (JobStatus.CLAIMED, JobStatus.RUNNING):
             await self.send(Ack(job=job.uuid))
         elif status is None:

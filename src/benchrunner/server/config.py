@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 from pathlib import Path
 
 from pydantic import Field, model_validator
@@ -86,6 +87,27 @@ class ServerSettings(BaseSettings):
     idempotency_window: float = Field(
         default=300.0, gt=0, description="seconds an Idempotency-Key of POST /v0/run is kept"
     )
+    replica_name: str | None = Field(
+        default=None,
+        description="this replica's name in the replica label of /metrics; default host:port",
+    )
+    retention_days: float = Field(
+        default=30.0, ge=0, description="days after which a terminal job's outputs are deleted"
+    )
+    retention_keep: int = Field(
+        default=100, ge=0, description="newest terminal jobs whose outputs are always kept"
+    )
+    retention_interval: float = Field(
+        default=3600.0,
+        gt=0,
+        description="seconds between retention sweeps (outputs, registry garbage collection)",
+    )
+    registry_gc_grace: float = Field(
+        default=3600.0,
+        ge=0,
+        description="seconds a registry blob is safe from garbage collection after it was "
+        "pushed or linked, so that a push in progress can still name it in its manifest",
+    )
     log_level: str = "info"
 
     @model_validator(mode="after")
@@ -102,6 +124,9 @@ class ServerSettings(BaseSettings):
     def processing_budget(self) -> int:
         """Bytes of job outputs one processing batch reads and parses at most."""
         return self.processing_batch_bytes or 4 * self.request_body_max_bytes
+
+    def replica(self) -> str:
+        return self.replica_name or f"{socket.gethostname()}:{self.port}"
 
     def database_url(self) -> str:
         return self.db or f"sqlite:///{(self.data_dir / 'benchrunner.db').resolve()}"

@@ -11,7 +11,7 @@ import datetime as dt
 import logging
 
 from benchrunner.core.states import IN_FLIGHT, JobStatus
-from benchrunner.core.tiers import UNLIMITED_MIN_PRIORITY, tier_of
+from benchrunner.core.tiers import UNLIMITED_MIN_PRIORITY
 from benchrunner.core.timeouts import TimeoutVerdict, hard_timeout_exceeded
 from benchrunner.protocol import (
     Ack,
@@ -27,6 +27,7 @@ from benchrunner.server.blobs import job_output_key
 from benchrunner.server.context import ServerContext
 from benchrunner.server.dispatcher import Dispatcher
 from benchrunner.server.heartbeats import HeartbeatLedger, write_interval
+from benchrunner.server.housekeeping import Housekeeping
 from benchrunner.server.leadership import AdvisoryLockLeadership, Leadership, SoleLeadership
 from benchrunner.server.oci_tokens import runner_pull_token
 from benchrunner.server.outputs import OutputMissing, UnusableOutput, load_output
@@ -34,6 +35,7 @@ from benchrunner.server.processing import Processor
 from benchrunner.server.store import claims, jobs, runners, transitions
 from benchrunner.server.store.runners import RunnerRow
 from benchrunner.server.sweeper import Sweeper
+from benchrunner.server.transition_log import job_moved
 from benchrunner.server.wakeups import LocalWakeups, PostgresWakeups, Wakeups
 from benchrunner.server.watchdog import SYSTEM, Watchdog
 
@@ -72,6 +74,7 @@ class Lifecycle:
             ctx.settings.sweep_interval,
             on_completed=self.processor.enqueue,
         )
+        self.housekeeping = Housekeeping(ctx, leads=lambda: self.sweeper.leader)
         self._spec_cache: dict[int, tuple[float, frozenset[int]]] = {}
         """Per connected runner; dropped when its channel ends (``runner_disconnected``)."""
         self._undelivered: set[asyncio.Task[None]] = set()
@@ -82,8 +85,10 @@ class Lifecycle:
         await self.wakeups.start()
         await self.watchdog.recover_at_startup()
         self.sweeper.start()
+        self.housekeeping.start()
 
     async def stop(self) -> None:
+        await self.housekeeping.stop()
         await self.sweeper.stop()
         self.watchdog.stop()
         await self.wakeups.stop()
@@ -115,9 +120,7 @@ class Lifecycle:
         try:
             now = self.ctx.clock.now()
             if await self.ctx.db.write(transitions.job_mark_failed, job.id, now, SYSTEM, reason):
-                log.info(
-                    "job failed", extra={"job": str(job.uuid), "from": "claimed", "to": "failed"}
-                )
+                job_moved(self.ctx, job, JobStatus.FAILED, now, reason=reason)
                 self.finished(job)
         except Exception:
             log.exception("failing undelivered job %s failed; its timeout takes over", job.uuid)
@@ -137,16 +140,13 @@ class Lifecycle:
         now = self.ctx.clock.now()
         claim = await self.ctx.db.write(claims.job_claim, runner_id, nonce, now, runner_slug)
         if claim is not None:
-            job = claim.job
-            log.info(
-                "job claimed",
-                extra={
-                    "job": str(job.uuid),
-                    "runner": runner_slug,
-                    "from": "pending",
-                    "to": "claimed",
-                    "tier": tier_of(job.priority).value,
-                },
+            job_moved(
+                self.ctx,
+                claim.job,
+                JobStatus.CLAIMED,
+                now,
+                source=JobStatus.PENDING,
+                runner=runner_slug,
             )
         return claim
 
@@ -206,9 +206,7 @@ class Lifecycle:
             transitions.job_mark_running, job.id, runner.id, now, runner.slug
         )
         if status == JobStatus.RUNNING and job.status == JobStatus.CLAIMED:
-            log.info(
-                "job running", extra={"job": str(job.uuid), "from": "claimed", "to": "running"}
-            )
+            job_moved(self.ctx, job, JobStatus.RUNNING, now, runner=runner.slug)
         elif status == JobStatus.RUNNING and hard_timeout_exceeded(
             job.started, job.timeout, self.ctx.job_timeout_grace, now
         ):  # a resent `running` refreshes liveness, never the hard timeout
@@ -316,10 +314,7 @@ class Lifecycle:
                 if await self.ctx.db.write(
                     transitions.job_mark_completed, job.id, now, runner.slug, late
                 ):
-                    log.info(
-                        "job completed",
-                        extra={"job": str(job.uuid), "from": job.status.wire, "to": "completed"},
-                    )
+                    job_moved(self.ctx, job, JobStatus.COMPLETED, now, runner=runner.slug)
                     self.finished(job)
                     self.processor.enqueue(job.id)
                     return ack
@@ -357,10 +352,7 @@ class Lifecycle:
             if await self.ctx.db.write(
                 transitions.job_mark_failed, job.id, now, runner.slug, reason
             ):
-                log.info(
-                    "job failed",
-                    extra={"job": str(job.uuid), "from": job.status.wire, "to": "failed"},
-                )
+                job_moved(self.ctx, job, JobStatus.FAILED, now, runner=runner.slug, reason=reason)
                 self.finished(job)
         elif job.status == JobStatus.FAILED and not await self._has_output(job):
             await self._store_output(job, output)
@@ -372,6 +364,7 @@ class Lifecycle:
             if await self.ctx.db.write(
                 transitions.job_mark_canceled, job.id, now, runner.slug, "runner canceled the job"
             ):
+                job_moved(self.ctx, job, JobStatus.CANCELED, now, runner=runner.slug)
                 self.finished(job)
         return Ack(job=job.uuid)
 
@@ -386,6 +379,7 @@ class Lifecycle:
             transitions.job_mark_canceled, job.id, now, actor, f"canceled by {actor}"
         )
         if moved:
+            job_moved(self.ctx, job, JobStatus.CANCELED, now, reason=f"canceled by {actor}")
             self.finished(job)
         return bool(moved)
 
@@ -394,4 +388,5 @@ class Lifecycle:
         now = self.ctx.clock.now()
         reason = "runner_lost_job: the runner asked for a new job while this one was in flight"
         if await self.ctx.db.write(transitions.job_mark_failed, job.id, now, runner.slug, reason):
+            job_moved(self.ctx, job, JobStatus.FAILED, now, runner=runner.slug, reason=reason)
             self.finished(job)

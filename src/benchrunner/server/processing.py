@@ -30,12 +30,14 @@ from typing import Any
 
 from sqlalchemy.engine import Connection
 
+from benchrunner.core.states import JobStatus
 from benchrunner.server.blobs import job_output_key
 from benchrunner.server.context import ServerContext
 from benchrunner.server.evaluation import evaluate_report
 from benchrunner.server.outputs import UnusableOutput, output_size, read_output
 from benchrunner.server.parsers import measure_stored, parser_pool
 from benchrunner.server.store import jobs, reports, transitions
+from benchrunner.server.transition_log import job_moved
 
 log = logging.getLogger(__name__)
 
@@ -272,8 +274,7 @@ class Processor:
                     evaluate_report(conn, job.report_id, stored, now)
             except Exception:  # an evaluation bug must not wedge the whole batch in `completed`
                 log.exception("judging job %s's report failed; its metrics stay unjudged", job.uuid)
-        log.info(
-            "job processed",
-            extra={"job": str(job.uuid), "from": "completed", "to": "processed", "error": error},
+        job_moved(
+            self._ctx, job, JobStatus.PROCESSED, now, source=JobStatus.COMPLETED, reason=error
         )
         return True

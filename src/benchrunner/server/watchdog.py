@@ -19,6 +19,7 @@ from benchrunner.core.timeouts import TimeoutVerdict, judge_silent_job
 from benchrunner.server.context import ServerContext
 from benchrunner.server.heartbeats import HeartbeatLedger
 from benchrunner.server.store import jobs, transitions
+from benchrunner.server.transition_log import Timeout, job_moved
 
 log = logging.getLogger(__name__)
 
@@ -105,16 +106,18 @@ class Watchdog:
         now = self._ctx.clock.now()
         if verdict is TimeoutVerdict.RAN_TOO_LONG:
             reason = f"{prefix}job_timeout_exceeded: ran longer than {job.timeout} s plus grace"
+            to, timeout = JobStatus.CANCELED, Timeout.JOB
             moved = await self._ctx.db.write(
                 transitions.job_mark_canceled, job.id, now, SYSTEM, reason
             )
         else:
             reason = f"{prefix}heartbeat_timeout: no heartbeat for {self._ctx.heartbeat_timeout}"
+            to, timeout = JobStatus.FAILED, Timeout.HEARTBEAT
             moved = await self._ctx.db.write(
                 transitions.job_mark_failed, job.id, now, SYSTEM, reason
             )
         if moved:
-            log.info("job %s: %s", job.uuid, reason)
+            job_moved(self._ctx, job, to, now, reason=reason, timeout=timeout)
             self._on_finished(job)
         return bool(moved)
 
@@ -125,6 +128,7 @@ class Watchdog:
         for job in orphans:
             now = self._ctx.clock.now()
             if await self._ctx.db.write(transitions.job_mark_failed, job.id, now, SYSTEM, reason):
+                job_moved(self._ctx, job, JobStatus.FAILED, now, reason=reason)
                 self._on_finished(job)
         in_flight = await self._ctx.db.read(
             jobs.job_list_by_status, [JobStatus.CLAIMED, JobStatus.RUNNING]

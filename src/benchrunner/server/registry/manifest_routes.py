@@ -99,7 +99,11 @@ async def manifest_put(ctx: Ctx, request: Request, name: str, reference: str) ->
         annotations=json.dumps(parsed.annotations) if parsed.annotations else None,
         content=content,
     )
-    await ctx.db.write(registry.manifest_put, project.id, row, tag, ctx.clock.now())
+    missing = await ctx.db.write(
+        registry.manifest_put, project.id, row, tag, ctx.clock.now(), parsed.blobs
+    )
+    if missing:  # garbage collection removed it since the check above
+        raise RegistryError("MANIFEST_BLOB_UNKNOWN", f"blob {missing[0]} unknown to {name!r}")
     log.info(
         "registry: PUT %s (tag %s) to project %s by %s", digest, tag, project.uuid, caller.subject
     )

@@ -4,13 +4,14 @@ verified), ``GET`` (status) and ``DELETE`` (cancel) on ``/v2/<name>/blobs/upload
 
 from __future__ import annotations
 
+import asyncio
 import re
 
 from fastapi import APIRouter, Request, Response
 
 from benchrunner.server.registry.access import Caller, authorize, may
 from benchrunner.server.registry.errors import RegistryError
-from benchrunner.server.registry.references import check_name, sha256_hex
+from benchrunner.server.registry.references import blob_key, check_name, sha256_hex
 from benchrunner.server.registry.uploads import SessionLimits, Uploads, session_id, upload_id_of
 from benchrunner.server.routes.deps import Ctx
 from benchrunner.server.store import accounts, registry
@@ -75,6 +76,10 @@ async def _mount(
     if size is None:
         return None
     await ctx.db.write(registry.blob_link, project.id, digest, size, ctx.clock.now())
+    if await asyncio.to_thread(ctx.blobs.size, blob_key(digest)) is None:
+        # Garbage collection took the bytes as the origin's link went: upload them instead.
+        await ctx.db.write(registry.blob_unlink, project.id, digest)
+        return None
     return _created(name, digest)
 
 

@@ -1,56 +1,86 @@
-"""Server-wide reads: health and the approved templates."""
+"""Server-wide reads: health, metrics and the approved templates."""
 
 from __future__ import annotations
 
+import asyncio
+import logging
 from typing import Any
 
-import sqlalchemy as sa
-from fastapi import APIRouter, Request
-from sqlalchemy.engine import Connection
+from fastapi import APIRouter, Request, Response
+from fastapi.responses import JSONResponse
 
 from benchrunner import __version__
-from benchrunner.core.states import JobStatus
+from benchrunner.server.context import ServerContext
+from benchrunner.server.lifecycle import Lifecycle
+from benchrunner.server.metrics import CONTENT_TYPE
 from benchrunner.server.routes.deps import Ctx, Life
-from benchrunner.server.store.tables import in_flight, job
+from benchrunner.server.store.queue_stats import QueueStats, queue_stats
+from benchrunner.server.wakeups import PostgresWakeups
 
 router = APIRouter(tags=["server"])
+metrics_router = APIRouter()
+log = logging.getLogger(__name__)
+
+DATABASE_CHECK_TIMEOUT = 5.0
 
 
-def _count_where(condition: sa.ColumnElement[bool]) -> sa.Select[Any]:
-    return sa.select(job.c.status, sa.func.count()).where(condition).group_by(job.c.status)
+async def _read_queue(ctx: ServerContext) -> QueueStats | None:
+    """The queue as the database has it now; None when the database cannot be reached."""
+    try:
+        async with asyncio.timeout(DATABASE_CHECK_TIMEOUT):
+            await asyncio.to_thread(ctx.db.check_reachable)
+            return await ctx.db.read(queue_stats)
+    except Exception as exc:  # whatever the driver raises, the answer is "unreachable"
+        log.warning("the database is unreachable: %s", type(exc).__name__)
+        return None
 
 
-_QUEUE_DEPTH = sa.union_all(
-    # Each condition written as a partial index on ``job`` has it, so that each count reads
-    # that index, not the whole table with every job ever run.
-    _count_where(job.c.status == sa.literal_column("0")),
-    _count_where(in_flight(job.c.status)),
-    _count_where(job.c.status == sa.literal_column("3")),
+def _listening(life: Lifecycle) -> bool | None:
+    """Whether the LISTEN connection for wake-ups is up; None on SQLite, which has none."""
+    if isinstance(life.wakeups, PostgresWakeups):
+        return life.wakeups.listening.is_set()
+    return None
+
+
+@router.get(
+    "/v0/server/health",
+    responses={503: {"description": "The database cannot be reached; the same body says so"}},
 )
-
-
-def _queue_depth(conn: Connection) -> dict[str, int]:
-    rows = conn.execute(_QUEUE_DEPTH)
-    depth = {
-        s.wire: 0
-        for s in (JobStatus.PENDING, JobStatus.CLAIMED, JobStatus.RUNNING, JobStatus.COMPLETED)
-    }
-    for status, count in rows:
-        depth[JobStatus(status).wire] = int(count)
-    return depth
-
-
-@router.get("/v0/server/health")
-async def health(ctx: Ctx, life: Life, request: Request) -> dict[str, Any]:
-    return {
-        "status": "ok",
+async def health(ctx: Ctx, life: Life, request: Request) -> JSONResponse:
+    """This replica's state. ``503`` when the database cannot be reached; ``degraded`` (still
+    ``200``) when only the PostgreSQL LISTEN connection is down (wake-ups then wait for the
+    safety poll)."""
+    stats = await _read_queue(ctx)
+    listening = _listening(life)
+    status = "unavailable" if stats is None else "degraded" if listening is False else "ok"
+    body: dict[str, Any] = {
+        "status": status,
         "version": __version__,
+        "replica": ctx.metrics.replica,
         "engine": "sqlite" if ctx.db.sqlite else "postgresql",
-        "queue": await ctx.db.read(_queue_depth),
+        "database_reachable": stats is not None,
+        "listen_connected": listening,
+        "queue": None if stats is None else stats.by_status(),
         "connected_runners": len(request.app.state.hub.sessions),
         "waiting_runners": life.dispatcher.waiting,
         "sweeper_leader": life.sweeper.leader,
     }
+    return JSONResponse(body, status_code=503 if stats is None else 200)
+
+
+@metrics_router.get("/metrics", include_in_schema=False)
+async def metrics(ctx: Ctx, life: Life, request: Request) -> Response:
+    """Prometheus text format. Gauges of shared state are read now; when the database cannot
+    be reached they keep their last values and ``benchrunner_database_up`` is 0."""
+    found = ctx.metrics
+    stats = await _read_queue(ctx)
+    found.database_up.set(0 if stats is None else 1)
+    if stats is not None:
+        found.set_queue_depth(stats.depth)
+        found.heartbeat_lag.set(stats.heartbeat_lag(ctx.clock.now()))
+    found.connected_runners.set(len(request.app.state.hub.sessions))
+    found.sweeper_leader.set(1 if life.sweeper.leader else 0)
+    return Response(found.exposition(), media_type=CONTENT_TYPE)
 
 
 @router.get("/v0/templates")

@@ -8,9 +8,11 @@ reader threads. PostgreSQL: one pool shared by both executors.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import functools
 import os
+import sqlite3
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -248,6 +250,18 @@ class Database:
         ctx = contextvars.copy_context()
         call = functools.partial(ctx.run, run, unit, *args)
         return await loop.run_in_executor(pool, call)
+
+    def check_reachable(self) -> None:
+        """Raise unless a new connection reaches the database now. Blocking.
+
+        Only SQLite needs it: its pooled connections keep reading a file removed under them,
+        where PostgreSQL's are pinged after idling and fail when the server is gone."""
+        if not self.sqlite:
+            return
+        database = sa.make_url(self.url).database or ""
+        uri = f"{Path(database).resolve().as_uri()}?mode=rw"
+        with contextlib.closing(sqlite3.connect(uri, uri=True, timeout=5)) as conn:
+            conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
 
     def close(self) -> None:
         for conn in self._inline_connections.values():

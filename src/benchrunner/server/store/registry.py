@@ -8,7 +8,7 @@ fetch another's layer by guessing its digest.
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Collection
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -118,9 +118,31 @@ def manifests_missing(conn: Connection, project_id: int, digests: Collection[str
 
 
 def manifest_put(
-    conn: Connection, project_id: int, manifest: NewManifest, tag: str | None, now: dt.datetime
-) -> None:
-    """Store the manifest (a no-op if the project has it) and point ``tag`` at it."""
+    conn: Connection,
+    project_id: int,
+    manifest: NewManifest,
+    tag: str | None,
+    now: dt.datetime,
+    blobs: Collection[str] = (),
+) -> list[str]:
+    """Store the manifest (a no-op if the project has it) and point ``tag`` at it, provided the
+    project holds every one of ``blobs``; else store nothing and return those it lacks.
+
+    The blobs' rows stay share-locked until the manifest is committed, so garbage collection
+    (which locks a row before it judges it, ``blob_links_collect``) either sees this manifest
+    or removes the row first and this finds it missing."""
+    if blobs:
+        held = set(
+            conn.execute(
+                sa.select(oci_blob.c.digest)
+                .where(oci_blob.c.project_id == project_id, oci_blob.c.digest.in_(list(blobs)))
+                .order_by(oci_blob.c.id)  # the order garbage collection locks them in
+                .with_for_update(read=True)
+            ).scalars()
+        )
+        missing = [d for d in blobs if d not in held]
+        if missing:
+            return missing
     by_digest = sa.select(oci_manifest.c.id).where(
         oci_manifest.c.project_id == project_id, oci_manifest.c.digest == manifest.digest
     )
@@ -139,7 +161,7 @@ def manifest_put(
             ),
         )
     if tag is None:
-        return
+        return []
     manifest_id = conn.execute(by_digest).scalar_one()
     point = (
         oci_tag.update()
@@ -155,6 +177,7 @@ def manifest_put(
         )
         if not created:  # another push created the tag meanwhile: the later push wins
             conn.execute(point)
+    return []
 
 
 def manifest_by_digest(conn: Connection, project_id: int, digest: str) -> ManifestRow | None:
@@ -221,3 +244,56 @@ def referrers(
     if artifact_type is not None:
         query = query.where(oci_manifest.c.artifact_type == artifact_type)
     return [_manifest(r) for r in conn.execute(query.order_by(oci_manifest.c.id))]
+
+
+# ------------------------------------------------------------ garbage collection
+
+
+def projects_with_blobs_before(conn: Connection, cutoff: dt.datetime) -> list[int]:
+    """Projects holding a blob linked before ``cutoff``: where garbage collection looks."""
+    query = sa.select(oci_blob.c.project_id).where(oci_blob.c.created < cutoff).distinct()
+    return list(conn.execute(query).scalars())
+
+
+def blob_links_collect(
+    conn: Connection,
+    project_id: int,
+    cutoff: dt.datetime,
+    referenced_by: Callable[[bytes, str], Iterable[str]],
+) -> list[str]:
+    """Unlink the project's blobs linked before ``cutoff`` that none of its manifests
+    references (``referenced_by(content, media_type)`` names a manifest's blobs); the digests
+    unlinked.
+
+    The candidate rows are locked before the manifests are read, so a manifest being stored
+    over them (``manifest_put``) is either committed and seen here, or waits and then finds
+    its blob gone."""
+    candidates = conn.execute(
+        sa.select(oci_blob.c.id, oci_blob.c.digest)
+        .where(oci_blob.c.project_id == project_id, oci_blob.c.created < cutoff)
+        .order_by(oci_blob.c.id)
+        .with_for_update()
+    ).all()
+    if not candidates:
+        return []
+    referenced: set[str] = set()
+    manifests = sa.select(oci_manifest.c.content, oci_manifest.c.media_type).where(
+        oci_manifest.c.project_id == project_id
+    )
+    for content, media_type in conn.execute(manifests):
+        referenced.update(referenced_by(bytes(content), media_type))
+    unreferenced = [(row.id, row.digest) for row in candidates if row.digest not in referenced]
+    if unreferenced:
+        conn.execute(oci_blob.delete().where(oci_blob.c.id.in_([i for i, _ in unreferenced])))
+    return [digest for _, digest in unreferenced]
+
+
+def blobs_linked(conn: Connection) -> set[str]:
+    """Every digest some project holds."""
+    return set(conn.execute(sa.select(oci_blob.c.digest).distinct()).scalars())
+
+
+def blob_linked(conn: Connection, digest: str) -> bool:
+    """Whether any project holds the blob."""
+    query = sa.select(oci_blob.c.id).where(oci_blob.c.digest == digest).limit(1)
+    return conn.execute(query).first() is not None

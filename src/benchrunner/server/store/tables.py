@@ -387,6 +387,7 @@ job = sa.Table(
     sa.Column("kind", sa.String(16), nullable=False),
     _ts("created"),
     _ts("modified"),
+    _ts("outputs_purged", nullable=True),  # retention deleted its stored outputs then
 )
 
 _PENDING = sa.text("status = 0")
@@ -441,6 +442,14 @@ sa.Index(
     job.c.organization_id,
     sqlite_where=_PENDING,
     postgresql_where=_PENDING,
+)
+_OUTPUTS_KEPT = sa.text("status IN (4, 5, 6) AND outputs_purged IS NULL")
+# Finished jobs whose outputs retention has not deleted yet, oldest first.
+sa.Index(
+    "index_job_outputs_kept",
+    job.c.modified,
+    sqlite_where=_OUTPUTS_KEPT,
+    postgresql_where=_OUTPUTS_KEPT,
 )
 sa.Index("index_job_spec_id", job.c.spec_id)
 sa.Index("index_job_report_id", job.c.report_id)
