@@ -68,6 +68,12 @@ class ServerSettings(BaseSettings):
     anonymous_runs: bool = Field(
         default=True, description="let unauthenticated POST /v0/run create unclaimed projects"
     )
+    job_log_max_bytes: int = Field(
+        default=8 * 1024 * 1024,
+        ge=65536,
+        description="bytes of each stream (stdout, stderr) of a job's live log kept; "
+        "the rest is dropped with a marker (the job's output is kept whole, as before)",
+    )
     log_level: str = "info"
 
     @model_validator(mode="after")

@@ -9,6 +9,7 @@ from benchrunner.core.clock import Clock, MonotonicClock, SystemMonotonicClock
 from benchrunner.core.templates import TemplateRegistry
 from benchrunner.server.blobs import BlobStore
 from benchrunner.server.config import ServerSettings
+from benchrunner.server.log_watch import LogWatch
 from benchrunner.server.store.engine import Database
 
 
@@ -21,6 +22,7 @@ class ServerContext:
     clock: Clock
     secret_key: str
     monotonic: MonotonicClock = field(default_factory=SystemMonotonicClock)
+    log_watch: LogWatch = field(default_factory=LogWatch)
 
     @property
     def heartbeat_timeout(self) -> dt.timedelta:
