@@ -4,6 +4,7 @@ it by offset, serves it in pages of the redacted text and follows it to the job'
 from __future__ import annotations
 
 import json
+import signal
 import uuid
 from pathlib import Path
 from typing import Any
@@ -123,6 +124,47 @@ def test_limits_and_offsets_are_checked(deployment: Deployment) -> None:
     with pytest.raises(ApiError) as missing, deployment.admin() as client:
         client.job_logs(deployment.project, str(uuid.uuid4()))
     assert missing.value.status == 404
+
+
+def test_a_runner_reconnecting_mid_job_resends_and_the_log_has_every_line_once(
+    deployment: Deployment, tmp_path: Path
+) -> None:
+    gate = tmp_path / "gate"
+    deployment.runner_process("survivor").start()
+    job = deployment.submit("bench.ticker", {"gate": str(gate), "ms": 20})
+    wait_until(lambda: "tick 3" in page(deployment, job)["content"], message="ticks")
+    server = deployment.server
+    assert server.proc is not None
+    # Frozen, the server leaves what the runner sends in its socket's receive queue; killed
+    # then, it loses it: chunks the runner sent, which only its resend window can bring back.
+    server.proc.send_signal(signal.SIGSTOP)
+    wait_until(lambda: unread_bytes(server.port) > 0, message="chunks sent to a frozen server")
+    server.kill()
+    server.start()
+    before = page(deployment, job)["content"].count("tick ")
+    wait_until(
+        lambda: page(deployment, job)["content"].count("tick ") > before + 5,
+        timeout=60,
+        message="ticks after the restart",
+    )
+    gate.touch()
+    deployment.wait_status(job, "processed", "failed", timeout=60)
+    text, last = whole_log(deployment, job, limit=4096)
+    assert last["is_complete"] is True
+    ticks = [line for line in text.splitlines() if line.startswith("tick ")]
+    assert ticks == [f"tick {n} " for n in range(len(ticks))], "every line once, in order"
+    assert "lost]" not in text
+
+
+def unread_bytes(port: int) -> int:
+    """Bytes waiting in the receive queues of the established TCP connections to ``port``."""
+    total = 0
+    for line in Path("/proc/net/tcp").read_text().splitlines()[1:]:
+        fields = line.split()
+        local, state, queues = fields[1], fields[3], fields[4]
+        if int(local.split(":")[1], 16) == port and state == "01":
+            total += int(queues.split(":")[1], 16)
+    return total
 
 
 def _log(job: str, offset: int, data: str, stream: str = "stdout") -> dict[str, Any]:

@@ -55,10 +55,29 @@ def _replace(match: re.Match[str]) -> str:
     return REDACTED
 
 
+_CLUES = (
+    "authorization",
+    "bearer",
+    "basic",
+    RUNNER_TOKEN_PREFIX.lower(),
+    API_TOKEN_PREFIX.lower(),
+    "sk-",
+    "eyj",
+    "://",
+)
+"""Text in which ``_SECRETS`` can match holds one of these (lowercased): the pattern is only run
+where it can find something, which is rare, and it costs far more than these lookups."""
+
+
+def _has_clue(text: str) -> bool:
+    lowered = text.lower()
+    return any(clue in lowered for clue in _CLUES)
+
+
 def redact(text: str) -> str:
     """``text`` with every secret it carries replaced by ``[redacted]`` (prefixes are kept, so
     a log still tells a runner key from an API token)."""
-    return _SECRETS.sub(_replace, text)
+    return _SECRETS.sub(_replace, text) if _has_clue(text) else text
 
 
 def secret_values(env: Mapping[str, str] | None) -> list[str]:
@@ -81,9 +100,10 @@ class JobLogRedactor:
 
     def __init__(self, values: Iterable[str] = ()) -> None:
         ordered = sorted(set(values), key=lambda value: (-len(value), value))
+        self._ordered = ordered
         self._values = re.compile("|".join(map(re.escape, ordered))) if ordered else None
 
     def __call__(self, text: str) -> str:
-        if self._values is not None:
+        if self._values is not None and any(value in text for value in self._ordered):
             text = self._values.sub(REDACTED, text)
         return redact(text)
