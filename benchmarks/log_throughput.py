@@ -4,17 +4,18 @@ One real server (SQLite by default) and real runner processes (process executor)
 
 throughput  A job writes ``--mib`` MiB to stdout as fast as it can (1 KiB lines); a client
             follows its log (``GET .../logs/follow``, server-sent events) from submission to
-            the ``end`` event. MB/s = bytes the client received / (last byte received - job
-            started running); also the bytes the runner dropped (the job outran the stream,
-            shown as gap markers) and the job's own run time.
+            the ``end`` event. MB/s = bytes the client received / (its last byte - its first
+            byte); also the bytes the runner dropped (the job outran the stream: gap markers)
+            and the job's own run time.
 pickup      Client clock before ``POST /v0/run`` -> ``job`` message at an idle raw channel
             (as ``pickup_latency.py``), p50/p90/p99 over ``--samples``; then a burst of
             ``--burst`` jobs submitted at once and completed by that channel (jobs/s). Once
             with nothing else running, once while a chatty job (printing as fast as it can)
-            streams its log from another runner.
+            streams its log from another runner, and once beside the same job writing to
+            ``/dev/null`` instead (as busy, nothing to stream): the control.
 
     .venv/bin/python -m benchmarks.log_throughput [--mib 32] [--samples 200] [--burst 200]
-        [--engine sqlite|postgresql]
+        [--engine sqlite|postgresql] [--log-max-mib 1024]
 """
 
 from __future__ import annotations
@@ -39,19 +40,24 @@ from tests.harness import TEST_TEMPLATES, Deployment, deploy, wait_until
 from websockets.exceptions import ConnectionClosed
 
 FLOOD_SCRIPT = (
-    "import sys; block = (b'x' * 1023 + b'\\n') * 1024; w = sys.stdout.buffer.write; "
-    "[w(block) for _ in range(int(sys.argv[1]))]; print('{}')"
+    "import sys; block = (b'x' * 1023 + b'\\n') * 1024; "
+    "w = (sys.stdout.buffer if sys.argv[2] == '-' else open(sys.argv[2], 'wb')).write; "
+    "n = int(sys.argv[1]); [w(block) for _ in (range(n) if n else iter(int, 1))]; print('{}')"
 )
 FLOOD = f"""
 [templates."bench.flood"]
-description = "Write MiB mebibytes of 1 KiB lines to stdout as fast as possible"
-command = {json.dumps(["python3", "-c", FLOOD_SCRIPT, "{mib}"])}
+description = "Write MiB mebibytes (0: forever) of 1 KiB lines as fast as it can to stdout or sink"
+command = {json.dumps(["python3", "-c", FLOOD_SCRIPT, "{mib}", "{sink}"])}
 timeout = 600
 
 [templates."bench.flood".args.mib]
 type = "int"
-min = 1
+min = 0
 max = 100000
+
+[templates."bench.flood".args.sink]
+type = "string"
+default = "-"
 """
 
 
@@ -64,9 +70,9 @@ def percentile(values: list[float], q: float) -> float:
 
 
 @contextlib.contextmanager
-def deployment_for(engine: str, tmp: Path) -> Iterator[Deployment]:
-    # Room for the whole flood in the live log (the default keeps 8 MiB per stream).
-    os.environ["BENCHRUNNER_JOB_LOG_MAX_BYTES"] = str(1 << 30)
+def deployment_for(engine: str, tmp: Path, log_max_mib: int | None) -> Iterator[Deployment]:
+    if log_max_mib is not None:
+        os.environ["BENCHRUNNER_JOB_LOG_MAX_BYTES"] = str(log_max_mib << 20)
     with (
         fresh_database(engine, tmp) as url,
         deploy(tmp, url, heartbeat_timeout=60.0) as deployment,
@@ -166,20 +172,31 @@ def main() -> None:
     parser.add_argument("--samples", type=int, default=200)
     parser.add_argument("--burst", type=int, default=200)
     parser.add_argument("--engine", choices=["sqlite", "postgresql"], default="sqlite")
+    parser.add_argument(
+        "--log-max-mib",
+        type=int,
+        default=1024,
+        help="the server's live-log limit per stream (its default is 8): room for the flood",
+    )
     options = parser.parse_args()
-    with tempfile.TemporaryDirectory() as tmp, deployment_for(options.engine, Path(tmp)) as dep:
+    with (
+        tempfile.TemporaryDirectory() as tmp,
+        deployment_for(options.engine, Path(tmp), options.log_max_mib) as dep,
+    ):
         throughput(dep, options.mib)
         pickup(dep, options.samples, options.burst, "alone")
-        chatty = dep.runner_process("chatty").start()
-        job = dep.submit("bench.flood", {"mib": 100000})
-        dep.wait_status(job, "running", timeout=30)
-        with dep.admin() as client:
-            wait_until(
-                lambda: client.job_logs(dep.project, job)["next_offset"] > 0,
-                message="the chatty job's log",
-            )
-        pickup(dep, options.samples, options.burst, "beside a chatty job")
-        chatty.kill()
+        for sink, label in (
+            ("-", "beside a chatty job"),
+            ("/dev/null", "beside a job as busy, silent"),
+        ):
+            busy = dep.runner_process(f"busy-{len(sink)}").start()
+            job = dep.submit("bench.flood", {"mib": 0, "sink": sink})
+            dep.wait_status(job, "running", timeout=30)
+            pickup(dep, options.samples, options.burst, label)
+            with dep.admin() as client:
+                client.cancel_job(dep.project, job)
+            dep.wait_status(job, "canceled", timeout=60)
+            busy.kill()
 
 
 if __name__ == "__main__":

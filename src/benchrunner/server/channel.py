@@ -119,6 +119,8 @@ class ChannelSession:
         """Set when the session must end: closed, or superseded by a newer channel."""
         self.superseded = False
         self._metadata: RunnerMetadata | None = None
+        self._log_full: set[tuple[int, str]] = set()
+        """(job id, stream) whose log reached its size limit: later chunks cost no query."""
 
     # ------------------------------------------------------------ plumbing
 
@@ -309,6 +311,8 @@ class ChannelSession:
         if job is None or job.uuid != message.job or job.status not in IN_FLIGHT:
             await self.send(Error(message=f"log: job {message.job} is not in flight here"))
             return
+        if (job.id, message.stream) in self._log_full:
+            return
         appended = await self.ctx.db.write(
             job_logs.job_log_append,
             job.id,
@@ -320,6 +324,9 @@ class ChannelSession:
         if appended is job_logs.Appended.NOT_IN_FLIGHT:
             await self.send(Error(message=f"log: job {message.job} is no longer in flight"))
             return
+        if appended is job_logs.Appended.OVER_LIMIT:
+            self._log_full = {key for key in self._log_full if key[0] == job.id}
+            self._log_full.add((job.id, message.stream))
         self.ctx.log_watch.notify(job.id)
 
     async def _terminal(self, message: Completed | Failed | Canceled) -> None:
