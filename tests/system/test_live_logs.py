@@ -214,3 +214,33 @@ def test_a_runner_announces_the_log_extension_in_its_ready(deployment: Deploymen
     ready = {"event": "ready", "poll_timeout": 1, "extensions": ["log"]}
     seen.append(channel.ask(ready, timeout=10))
     assert seen == [{"event": "no_job"}]
+
+
+def test_a_long_log_reads_the_same_through_the_index_of_positions(
+    deployment: Deployment,
+) -> None:
+    """Pages far into a log start from the server's index of positions once it knows them;
+    they are the same pages as when it had to read from the start."""
+    channel = deployment.channel("long")
+    job = deployment.submit("bench.noop")
+    assert channel.claim()["uuid"] == job
+    channel.ask({"event": "running", "job": job})
+    lines = [f"line {i:06d} Bearer abcdefghij{i:06d} é\n" for i in range(80_000)]
+    chunks: list[str] = []
+    for line in lines:
+        if not chunks or len(chunks[-1].encode()) + len(line.encode()) > 65536:
+            chunks.append("")
+        chunks[-1] += line
+    offset = 0
+    for data in chunks:
+        channel.send(_log(job, offset, data))
+        offset += len(data.encode())
+    assert channel.ask({"event": "heartbeat"})["event"] == "ack"  # every chunk handled
+    redacted = [f"line {i:06d} Bearer [redacted] é\n" for i in range(len(lines))]
+    expected = "".join(redacted)
+    far = len("".join(redacted[:-100]).encode())  # 3 MiB in, past three checkpoints
+    cold = page(deployment, job, offset=far, limit=131072)
+    warm = page(deployment, job, offset=far, limit=131072)
+    assert cold == warm and cold["content"] == expected.encode()[far:].decode()
+    text, _ = whole_log(deployment, job, limit=131072)
+    assert text == expected

@@ -7,6 +7,7 @@ import pytest
 
 from benchrunner.core.log_paging import OffsetError, slice_log
 from benchrunner.core.redaction import JobLogRedactor
+from benchrunner.server.log_index import LogIndex
 
 TEXT = "héllo wörld ✓ 𝄞 end\n"  # 1-, 2-, 3- and 4-byte characters
 PIECES = [TEXT[:4].encode(), TEXT[4:13].encode(), TEXT[13:].encode()]
@@ -78,3 +79,26 @@ def test_the_limit_counts_bytes_after_redaction() -> None:
     assert len(whole) > len("".join(raw).encode())
     for limit in (4, 7, 16, 100):
         assert b"".join(read_all(redacted, limit)) == whole
+
+
+def test_a_page_can_start_from_a_known_position_of_the_log() -> None:
+    """What the server's index of positions (``server/log_index.py``) relies on."""
+    whole = slice_log(PIECES, 10, 8)
+    from_known = slice_log(PIECES[1:], 10, 8, start=len(PIECES[0]))
+    assert from_known == whole
+    with pytest.raises(OffsetError, match="past the end of the log \\(27 bytes\\)"):
+        slice_log(PIECES[1:], 40, 8, start=len(PIECES[0]))
+
+
+def test_the_index_of_positions_points_at_the_last_checkpoint_before_an_offset() -> None:
+    index = LogIndex(every=100, max_jobs=2)
+    assert index.before(1, 500) == (0, 0)
+    for chunk_id, position in [(1, 60), (2, 120), (3, 150), (4, 260), (5, 340)]:
+        index.note(1, chunk_id, position)
+    assert index.before(1, 119) == (0, 0)
+    assert index.before(1, 120) == (2, 120)
+    assert index.before(1, 300) == (4, 260)  # 150 is under 100 past 120: not kept
+    index.note(2, 1, 500)
+    index.note(3, 1, 500)  # a third job: the least recently used one is forgotten
+    assert index.before(1, 300) == (0, 0)
+    assert index.before(3, 600) == (1, 500)

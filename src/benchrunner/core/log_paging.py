@@ -28,14 +28,15 @@ def _continues(data: bytes | bytearray, index: int) -> bool:
     return index < len(data) and data[index] & 0xC0 == 0x80
 
 
-def slice_log(pieces: Iterable[bytes], offset: int, limit: int) -> LogSlice:
-    """The bytes from ``offset`` of the concatenated ``pieces`` (each valid UTF-8), at most
-    ``limit`` of them, ending on a character boundary. Reads ``pieces`` only as far as needed.
+def slice_log(pieces: Iterable[bytes], offset: int, limit: int, *, start: int = 0) -> LogSlice:
+    """The bytes from ``offset`` of the concatenated ``pieces`` (each valid UTF-8; the first
+    at ``start`` of the log, ``start <= offset``), at most ``limit`` of them, ending on a
+    character boundary. Reads ``pieces`` only as far as needed.
 
     Raises OffsetError if ``offset`` is past the end or falls inside a character.
     """
     wanted = limit + 1  # one more than fits tells whether anything follows the page
-    position = 0
+    position = start
     taken = bytearray()
     for piece in pieces:
         end = position + len(piece)

@@ -23,6 +23,7 @@ from benchrunner.core.log_paging import LogSlice, slice_log
 from benchrunner.core.redaction import REDACTION_VERSION, JobLogRedactor, secret_values
 from benchrunner.core.states import FINISHED
 from benchrunner.server.context import ServerContext
+from benchrunner.server.log_index import LogIndex
 from benchrunner.server.store import jobs
 from benchrunner.server.store.job_logs import ChunkKind, LogChunk, job_log_chunks
 from benchrunner.server.store.jobs import JobRow
@@ -46,12 +47,18 @@ def rendered(chunk: LogChunk, redactor: JobLogRedactor) -> bytes:
     return redactor(chunk.data or "").encode()
 
 
-def _pieces(conn: Connection, job: JobRow, redactor: JobLogRedactor) -> Iterator[bytes]:
-    after = 0
+def _pieces(
+    conn: Connection, job: JobRow, index: LogIndex, after: int, position: int
+) -> Iterator[bytes]:
+    """The rendered chunks after chunk id ``after``, which start at ``position``."""
+    redactor = redactor_for(job)
     while True:
         chunks = job_log_chunks(conn, job.id, after, BATCH)
         for chunk in chunks:
-            yield rendered(chunk, redactor)
+            piece = rendered(chunk, redactor)
+            position += len(piece)
+            index.note(job.id, chunk.id, position)
+            yield piece
         if len(chunks) < BATCH:
             return
         after = chunks[-1].id
@@ -78,10 +85,12 @@ class LogPage:
         }
 
 
-def log_page(conn: Connection, job: JobRow, offset: int, limit: int) -> LogPage:
+def log_page(conn: Connection, index: LogIndex, job: JobRow, offset: int, limit: int) -> LogPage:
     """A page of ``job``'s log; ``job`` read in the same transaction, before its chunks, so a
     finished job's log is whole. Raises OffsetError."""
-    return LogPage(job, offset, slice_log(_pieces(conn, job, redactor_for(job)), offset, limit))
+    after, position = index.before(job.id, offset)
+    pieces = _pieces(conn, job, index, after, position)
+    return LogPage(job, offset, slice_log(pieces, offset, limit, start=position))
 
 
 def _event(name: str, data: dict[str, Any]) -> str:
@@ -93,8 +102,7 @@ async def follow(ctx: ServerContext, job: JobRow, offset: int) -> AsyncIterator[
     of the log from ``offset`` (an offset the API handed out), then one ``end`` (``next_offset``,
     ``status``) once the job has finished and everything was sent."""
     redactor = redactor_for(job)
-    after = 0
-    position = 0  # of the next piece in the redacted log
+    after, position = ctx.log_index.before(job.id, offset)  # position: of the next piece
 
     def unit(conn: Connection) -> tuple[JobRow | None, list[LogChunk]]:
         return jobs.job_get(conn, job.id), job_log_chunks(conn, job.id, after, BATCH)
@@ -111,6 +119,7 @@ async def follow(ctx: ServerContext, job: JobRow, offset: int) -> AsyncIterator[
                     yield _event("log", {**data, "content": content})
                 position += len(piece)
                 after = chunk.id
+                ctx.log_index.note(job.id, after, position)
             if len(chunks) == BATCH:
                 continue
             if current is None or current.status in FINISHED:

@@ -41,7 +41,7 @@ async def get_job_logs(
     def unit(conn: Connection) -> LogPage:
         row = job_in_project(conn, user, project, job, write=False)
         try:
-            return log_page(conn, row, offset, limit)
+            return log_page(conn, ctx.log_index, row, offset, limit)
         except OffsetError as exc:
             raise bad_request(str(exc)) from None
 
