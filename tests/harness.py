@@ -91,6 +91,23 @@ type = "string"
 [templates."bench.tally".args.tag]
 type = "string"
 
+[templates."bench.ticker"]
+description = "Print a numbered line with the text every ms milliseconds, flushed, until the gate file exists; then a JSON result"
+command = ["python3", "-c", "import itertools,os,sys,time; [print(f'tick {n} {sys.argv[3]}', flush=True) or time.sleep(int(sys.argv[2])/1000) for n in itertools.takewhile(lambda n: not os.path.exists(sys.argv[1]), itertools.count())]; print('{\\"ticker\\": {\\"latency\\": {\\"value\\": 1}}}')", "{gate}", "{ms}", "{text}"]
+timeout = 120
+
+[templates."bench.ticker".args.gate]
+type = "string"
+
+[templates."bench.ticker".args.ms]
+type = "int"
+min = 1
+max = 10000
+
+[templates."bench.ticker".args.text]
+type = "string"
+default = ""
+
 [templates."bench.garbage"]
 command = ["python3", "-c", "print('this is not json')"]
 timeout = 30

@@ -13,8 +13,9 @@ the ``X-Total-Count``). Resource references are UUIDs or slugs, as the server ac
 from __future__ import annotations
 
 import datetime as dt
+import json
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Literal
@@ -509,6 +510,37 @@ class BenchrunnerClient:
         path = f"/v0/projects/{_segment(project)}/jobs/{_segment(job)}/cancel"
         return self._object("POST", path)
 
+    def job_logs(
+        self, project: str, job: str, *, offset: int = 0, limit: int | None = None
+    ) -> JsonObject:
+        """A page of the job's live log: ``content``, ``next_offset``, ``is_complete``."""
+        path = f"/v0/projects/{_segment(project)}/jobs/{_segment(job)}/logs"
+        params: dict[str, str | int] = {"offset": offset}
+        if limit is not None:
+            params["limit"] = limit
+        return self._object("GET", path, params=params)
+
+    def follow_job_logs(self, project: str, job: str, *, offset: int = 0) -> Iterator[JsonObject]:
+        """The job's log as it grows: ``{"event": "log", "offset", "next_offset", "content"}``
+        for each piece, then one ``{"event": "end", "next_offset", "status"}`` when the job has
+        finished. Raises ApiError if the stream cannot be opened or breaks off."""
+        path = f"/v0/projects/{_segment(project)}/jobs/{_segment(job)}/logs/follow"
+        timeout = httpx.Timeout(self._http.timeout.connect, read=None)
+        request = self._http.build_request("GET", path, params={"offset": offset}, timeout=timeout)
+        try:
+            response = self._http.send(request, stream=True)
+        except httpx.TransportError as exc:
+            raise ApiError(0, f"cannot reach server at {self.host}: {exc}") from exc
+        try:
+            if response.is_error:
+                response.read()
+                raise _error_from(response)
+            yield from server_sent_events(response.iter_lines())
+        except httpx.TransportError as exc:
+            raise ApiError(0, f"log stream from {self.host} broke off: {exc}") from exc
+        finally:
+            response.close()
+
     def wait_for_job(
         self,
         project: str,
@@ -539,6 +571,23 @@ class BenchrunnerClient:
             if remaining <= 0:
                 raise JobWaitTimeout(f"job {job} is still {status} after {timeout:g} s", current)
             time.sleep(min(poll_interval, remaining))
+
+
+def server_sent_events(lines: Iterable[str]) -> Iterator[JsonObject]:
+    """Events of a ``text/event-stream`` whose data is JSON: each as its data object with
+    ``event`` set to the event's name."""
+    name, data = "message", list[str]()
+    for line in lines:
+        if not line:
+            if data:
+                event = json.loads("\n".join(data))
+                if isinstance(event, dict):
+                    yield {**event, "event": name}
+            name, data = "message", []
+        elif line.startswith("event:"):
+            name = line[6:].strip()
+        elif line.startswith("data:"):
+            data.append(line[5:].removeprefix(" "))
 
 
 def _present(**fields: Any) -> JsonObject:

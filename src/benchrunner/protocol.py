@@ -1,6 +1,8 @@
 """The wire: channel messages and the job payloads shared by server, runner and tests.
 
-Runner -> server: ready, running, heartbeat, completed, failed, canceled (seed 003).
+Runner -> server: ready, running, heartbeat, completed, failed, canceled (seed 003), and ``log``
+(live output, only from a runner that lists ``"log"`` in its ready's ``extensions``; the server
+never answers a ``log`` unless it refuses it with ``error``).
 Server -> runner: ack, job, no_job, cancel, update (seed 003), error (SPEC section 5).
 Every message is a JSON object whose ``event`` field names its type. Messages read from the
 channel are validated strictly (``parse_runner_message``, ``parse_server_message``): a JSON value
@@ -25,6 +27,9 @@ DEFAULT_POLL_TIMEOUT = 30
 MAX_ITER = 1000
 MAX_TIMEOUT = 2**31 - 1  # seconds; the database column is a 32-bit integer
 DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
+MAX_LOG_CHUNK = 65536
+"""Characters of ``log`` data in one message (a runner cuts chunks of at most this many bytes)."""
+LOG_EXTENSION = "log"
 MAX_NESTING = 200
 """Levels of arrays and objects a message may nest. The JSON parser (pydantic's jiter) refuses
 one a level or two deeper, depending on the shape, and counts depth instead of recursing on the
@@ -125,6 +130,11 @@ class Ready(_Wire):
     arch: str | None = Field(default=None, max_length=64)
     version: str | None = Field(default=None, max_length=64)
     runner: RunnerMetadata | None = None
+    extensions: list[Annotated[str, Field(max_length=64)]] | None = Field(
+        default=None, max_length=32
+    )
+    """Protocol additions the runner understands (``"log"``); the server sends a runner nothing
+    that its ready did not announce."""
 
     def metadata(self) -> RunnerMetadata:
         """Metadata sent inline or nested as ``runner`` (both are accepted)."""
@@ -143,6 +153,18 @@ class Running(_Wire):
 
 class Heartbeat(_Wire):
     event: Literal["heartbeat"] = "heartbeat"
+
+
+class Log(_Wire):
+    """A piece of a running job's output. ``offset`` counts UTF-8 bytes of ``stream`` since the
+    job began (all iterations in turn); the runner sends its stream as UTF-8 text, invalid bytes
+    replaced, so ``data`` always advances the offset by its own encoded length."""
+
+    event: Literal["log"] = "log"
+    job: uuid.UUID
+    stream: Literal["stdout", "stderr"]
+    offset: int = Field(ge=0, le=2**53)
+    data: str = Field(min_length=1, max_length=MAX_LOG_CHUNK)
 
 
 class Completed(_Wire):
@@ -164,7 +186,7 @@ class Canceled(_Wire):
 
 
 RunnerMessage = Annotated[
-    Ready | Running | Heartbeat | Completed | Failed | Canceled,
+    Ready | Running | Heartbeat | Log | Completed | Failed | Canceled,
     Field(discriminator="event"),
 ]
 TerminalMessage = Completed | Failed | Canceled

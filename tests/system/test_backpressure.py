@@ -45,9 +45,7 @@ def queue_of_two(tmp_path: Path, database_url: str) -> Iterator[Deployment]:
 
 @pytest.fixture
 def one_pending_per_org(tmp_path: Path, database_url: str) -> Iterator[Deployment]:
-    with busy_deployment(
-        tmp_path, database_url, max_pending_per_organization="1"
-    ) as deployment:
+    with busy_deployment(tmp_path, database_url, max_pending_per_organization="1") as deployment:
         yield deployment
 
 

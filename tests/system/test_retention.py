@@ -82,3 +82,21 @@ def test_outputs_are_kept_until_they_are_older_than_the_retention_days(
         wait_until(lambda: "output" not in server.job(job_uuid), message="the output purged")
         assert server.job(job_uuid)["status"] == "processed"
         channel.close()
+
+
+def test_a_purged_jobs_live_log_goes_with_its_output(tmp_path: Path, database_url: str) -> None:
+    options = {"retention-days": "0", "retention-keep": "0", "retention-interval": "0.2"}
+    with deploy(tmp_path, database_url, options=options) as deployment:
+        channel = deployment.channel("raw")
+        job = deployment.submit("bench.noop")
+        assert channel.claim()["uuid"] == job
+        channel.ask({"event": "running"})
+        channel.send({"event": "log", "job": job, "stream": "stdout", "offset": 0, "data": "hi\n"})
+        with deployment.admin() as client:
+            assert client.job_logs(deployment.project, job)["content"] == "hi\n"
+        done = channel.ask({"event": "completed", "job": job, "results": [RESULT]})
+        assert done["event"] == "ack", done
+        deployment.wait_status(job, "processed")
+        wait_until(lambda: "output" not in deployment.job(job), message="outputs purged")
+        with deployment.admin() as client:
+            assert client.job_logs(deployment.project, job)["content"] == ""

@@ -512,3 +512,23 @@ def test_template_jobs_are_refused(executor: SandboxExecutor, jobs: Jobs) -> Non
     )
     with pytest.raises(ExecutorError, match="runs image jobs only"):
         executor.prepare(template_job)
+
+
+def test_a_containers_output_reaches_the_live_log_as_it_is_written(
+    executor: SandboxExecutor, jobs: Jobs
+) -> None:
+    """The live log (``runner/log_stream.py``) gets each piece of a sandboxed job's output when
+    the container writes it, not when it ends: the same path as the process executor's."""
+    received: list[tuple[float, str, bytes]] = []
+    prepared = executor.prepare(jobs.claimed(**shell("echo first; sleep 2; echo second >&2")))
+    prepared.on_output = lambda stream, data: received.append((time.monotonic(), stream, data))
+    try:
+        result = prepared.run_iteration(0)
+    finally:
+        prepared.cleanup()
+    assert result.exit_code == 0, result.stderr
+    assert [(stream, data) for _, stream, data in received] == [
+        ("stdout", b"first\n"),
+        ("stderr", b"second\n"),
+    ]
+    assert received[1][0] - received[0][0] >= 1.5, "the first line came as it was written"

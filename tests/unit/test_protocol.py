@@ -7,6 +7,7 @@ import pytest
 from pydantic import ValidationError
 
 from benchrunner.protocol import (
+    MAX_LOG_CHUNK,
     MAX_NESTING,
     Ack,
     Cancel,
@@ -19,6 +20,7 @@ from benchrunner.protocol import (
     JobAssigned,
     JsonJobConfig,
     JsonSpec,
+    Log,
     NoJob,
     Ready,
     RunnerMessage,
@@ -105,13 +107,36 @@ def _every_runner_message() -> list[RunnerMessage]:
     return [
         Ready(poll_timeout=30, os="linux", arch="x86_64", version="0.1.0"),
         Ready(runner=RunnerMetadata(os="linux")),
+        Ready(poll_timeout=30, extensions=["log"]),
         Running(job=job),
         Running(),
         Heartbeat(),
+        Log(job=job, stream="stderr", offset=65536, data="é ✓\n"),
         Completed(job=job, results=results),
         Failed(job=job, results=results, error="boom"),
         Canceled(job=job),
     ]
+
+
+@pytest.mark.parametrize(
+    ("text", "why"),
+    [
+        ('{"event":"log","job":"%s","stream":"stdin","offset":0,"data":"x"}', "stream"),
+        ('{"event":"log","job":"%s","stream":"stdout","offset":-1,"data":"x"}', "offset"),
+        ('{"event":"log","job":"%s","stream":"stdout","offset":"0","data":"x"}', "offset"),
+        ('{"event":"log","job":"%s","stream":"stdout","offset":0,"data":""}', "data"),
+        ('{"event":"log","job":"%s","stream":"stdout","offset":0,"data":"%s"}', "data"),
+        ('{"event":"ready","extensions":"log"}', "extensions"),
+    ],
+)
+def test_invalid_log_and_extensions_are_refused(text: str, why: str) -> None:
+    if text.count("%s") == 2:
+        text = text % (uuid.uuid4(), "x" * (MAX_LOG_CHUNK + 1))
+    elif "%s" in text:
+        text = text % uuid.uuid4()
+    with pytest.raises(ValidationError) as info:
+        parse_runner_message(text)
+    assert why in str(info.value)
 
 
 @pytest.mark.parametrize("message", _every_runner_message(), ids=lambda m: m.event)

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from benchrunner.core.redaction import redact
+from benchrunner.core.redaction import REDACTION_VERSION, JobLogRedactor, redact, secret_values
 from benchrunner.core.tokens import new_api_token, new_runner_token
 from benchrunner.server.logs import ClientErrorsWithoutTraceback, JsonFormatter
 
@@ -118,3 +118,77 @@ def test_a_denied_channel_handshake_is_not_an_error() -> None:
         assert fields["level"] == "debug" and fields["event"].startswith("ASGI callable returned")
     finally:
         root.setLevel(level)
+
+
+# ---------------------------------------------------------------- job logs (redacted on read)
+
+
+@pytest.mark.parametrize(
+    ("line", "secret", "kept"),
+    [
+        ("OPENAI_API_KEY=sk-proj-abcdefghijklmnop1234", "abcdefghijklmnop1234", "=sk-[redacted]"),
+        ("key sk-ant-api03-xyzXYZ0123456789_-", "xyzXYZ0123456789", "key sk-[redacted]"),
+        (
+            "posting to https://hooks.slack.com/services/T00/B00/XXXXXXXX done",
+            "T00/B00/XXXXXXXX",
+            "https://hooks.slack.com/[redacted] done",
+        ),
+        (
+            "hook https://discord.com/api/webhooks/123/tok-EN",
+            "123/tok-EN",
+            "https://discord.com/api/webhooks/[redacted]",
+        ),
+        (
+            "https://example.com/hooks/abc123secret",
+            "abc123secret",
+            "https://example.com/hooks/[redacted]",
+        ),
+        ("curl -H 'Authorization: Bearer abc.def-ghi'", "abc.def-ghi", "Authorization: [redacted]"),
+        ("using Bearer abcdefghijkl", "abcdefghijkl", "Bearer [redacted]"),
+    ],
+)
+def test_job_log_secrets_are_redacted(line: str, secret: str, kept: str) -> None:
+    redacted = JobLogRedactor()(line)
+    assert secret not in redacted
+    assert kept in redacted
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "sk-short",  # too short to be a key
+        "https://example.com/docs/hooks-guide.html",  # a page about hooks, not a hook
+        "the bearer of bad news",
+        "risk-free ask-me-anything",
+    ],
+)
+def test_job_log_ordinary_text_is_kept(line: str) -> None:
+    assert JobLogRedactor()(line) == line
+
+
+def test_secret_looking_environment_values_are_found_by_name_or_by_shape() -> None:
+    env = {
+        "DB_PASSWORD": "hunter22",
+        "SLACK_WEBHOOK": "https://x.example/y",
+        "API_KEY": "abc",  # too short to redact everywhere
+        "RANDOM_BLOB": "Zm9vYmFyYmF6cXV4MTIzNDU2Nzg5",  # token-like, whatever its name
+        "HOME": "/root",
+        "MODE": "fast",
+        "GREETING": "hello world, how are you today",  # long, but words
+    }
+    assert secret_values(env) == [
+        "Zm9vYmFyYmF6cXV4MTIzNDU2Nzg5",
+        "https://x.example/y",
+        "hunter22",
+    ]
+    assert secret_values(None) == []
+
+
+def test_a_job_log_redactor_replaces_its_values_longest_first() -> None:
+    redactor = JobLogRedactor(["hunter22", "hunter22-extended"])
+    assert redactor("a hunter22-extended b hunter22 c") == "a [redacted] b [redacted] c"
+    assert redactor(f"key {RUNNER_KEY}") == "key bencher_runner_[redacted]"
+
+
+def test_the_redaction_is_versioned() -> None:
+    assert isinstance(REDACTION_VERSION, int) and REDACTION_VERSION >= 1

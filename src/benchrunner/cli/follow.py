@@ -73,12 +73,12 @@ def follow_job(
     if not processed:
         reason = report.get("error") or failure_reason(final)
         output.error(f"job {job} {final.get('status')}: {reason}")
-        output.note(f"its output: benchrunner job logs {job} --project {project}")
+        output.note(f"its output: benchrunner job output {job} --project {project}")
         return EXIT_FAILED
     failure = report_failure(report, err=err)
     if failure is not None:
         output.error(failure)
         if report.get("error"):
-            output.note(f"its output: benchrunner job logs {job} --project {project}")
+            output.note(f"its output: benchrunner job output {job} --project {project}")
         return EXIT_FAILED
     return 0

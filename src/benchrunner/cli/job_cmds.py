@@ -1,4 +1,4 @@
-"""``benchrunner job list|show|cancel|logs``: jobs of a project."""
+"""``benchrunner job list|show|cancel|logs|output``: jobs of a project."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import typer
 
 from benchrunner.cli import output
 from benchrunner.cli.config import project_client
+from benchrunner.cli.log_cmds import print_log
 from benchrunner.cli.options import LIST_PER_PAGE, Host, Json, Page, PerPage, Project, Token
 from benchrunner.cli.views import job_summary, print_job, print_logs
 from benchrunner.client import JsonObject
@@ -96,14 +97,33 @@ def job_cancel(
 def job_logs(
     job: JobRef,
     project: Project = None,
+    follow: Annotated[
+        bool, typer.Option("--follow", "-f", help="Keep printing until the job has finished.")
+    ] = False,
+    offset: Annotated[
+        int, typer.Option(min=0, help="Start at this byte of the log (a next_offset).")
+    ] = 0,
     host: Host = None,
     token: Token = None,
     as_json: Json = False,
 ) -> None:
-    """Each iteration's stdout and stderr of a finished job.
+    """The job's log: stdout and stderr as the runner sent them while it ran, secrets redacted.
 
-    The output is stored when the job finishes; live logs of a running job come later.
+    Without --follow, what the server has now; with it, everything until the job ends.
     """
+    with project_client(host, token, project) as (client, project_ref):
+        print_log(client, project_ref, job, offset=offset, follow=follow, as_json=as_json)
+
+
+@job_app.command("output")
+def job_output(
+    job: JobRef,
+    project: Project = None,
+    host: Host = None,
+    token: Token = None,
+    as_json: Json = False,
+) -> None:
+    """Each iteration's stdout and stderr of a finished job, as stored with its result."""
     with project_client(host, token, project) as (client, project_ref):
         found = client.get_job(project_ref, job)
     if as_json:

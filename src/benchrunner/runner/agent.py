@@ -33,6 +33,7 @@ from pydantic import BaseModel
 
 from benchrunner.core.templates import TemplateRegistry
 from benchrunner.protocol import (
+    LOG_EXTENSION,
     Ack,
     Cancel,
     Error,
@@ -63,6 +64,7 @@ from benchrunner.runner.guard import Guard
 from benchrunner.runner.heartbeat import HeartbeatSender
 from benchrunner.runner.inflight import InFlight
 from benchrunner.runner.job import CancelReason, JobRun
+from benchrunner.runner.log_stream import LogStreamer
 from benchrunner.runner.options import RunnerOptions
 from benchrunner.runner.outbox import Outbox
 from benchrunner.runner.signals import stop_signals_call
@@ -159,6 +161,7 @@ class Agent:
             rng=rng,
         )
         self._heartbeat = HeartbeatSender(options.heartbeat_interval, self._cores)
+        self._logs = LogStreamer(self._cores)
         self._ready_deadline: float | None = None  # set iff a ready awaits its reply
         self._ready_not_before = 0.0
         self._job: JobRun | None = None
@@ -193,6 +196,7 @@ class Agent:
         except OSError as exc:
             log.error("cannot start the guard (a job may outlive a killed runner): %s", exc)
         self._heartbeat.start()
+        self._logs.start()
         self._slot = JobSlot(self._cores)
         try:
             return self._loop()
@@ -250,7 +254,7 @@ class Agent:
         channel = self._connector.channel
         assert channel is not None
         if self._outbox:
-            self._heartbeat.detach()  # nothing may be sent between a result and its reply
+            self._detach_senders()  # nothing may be sent between a result and its reply
             self._outbox.send_next(channel, now, self._send)
             return
         if self._job is not None:
@@ -260,6 +264,7 @@ class Agent:
                 self._announced_on = channel.generation
             if self._announced_on == channel.generation:
                 self._heartbeat.attach(channel)
+                self._logs.attach(channel)
             return
         once_taken = self._options.once and self._first_job is not None
         if (
@@ -273,6 +278,7 @@ class Agent:
                 os=platform.system().lower(),
                 arch=platform.machine(),
                 version=self._version,
+                extensions=[LOG_EXTENSION],
             )
             if self._send(ready):
                 self._ready_deadline = now + self._options.poll_timeout + READY_REPLY_MARGIN
@@ -375,11 +381,13 @@ class Agent:
             post=self._events.put,
             cores=self._cores,
             slot=self._slot,
+            logs=self._logs,
         )
         self._job_started = False
         self._announced_on = 0  # a new job must say running again, even on the same channel
         if self._first_job is None:
             self._first_job = claimed.uuid
+        self._logs.begin(claimed.uuid)
         self._job.start()
         # Logged once the job's thread is on its way, not in front of it.
         config = claimed.config
@@ -406,7 +414,9 @@ class Agent:
     def _on_job_finished(self, event: JobFinished) -> None:
         self._job = None
         self._job_started = False
-        self._heartbeat.detach()
+        # On this thread, which sends the result next: every log goes out before it.
+        self._logs.finish(event.job)
+        self._detach_senders()
         self._outbox.add(event.message, spooled=True)
         error = f": {event.message.error}" if isinstance(event.message, Failed) else ""
         log.info(
@@ -441,8 +451,12 @@ class Agent:
             return False
         return True
 
-    def _channel_changed(self) -> None:
+    def _detach_senders(self) -> None:
         self._heartbeat.detach()
+        self._logs.detach()
+
+    def _channel_changed(self) -> None:
+        self._detach_senders()
         self._ready_deadline = None
         self._outbox.connection_lost()
 
@@ -452,6 +466,7 @@ class Agent:
 
     def _shutdown(self) -> None:
         self._heartbeat.stop()
+        self._logs.stop()
         job = self._job
         if job is not None:
             # Only after a fatal refusal: the job's result stays spooled for the next start.

@@ -24,6 +24,7 @@ terminal message, whatever happens:
 from __future__ import annotations
 
 import enum
+import functools
 import logging
 import os
 import threading
@@ -41,6 +42,7 @@ from benchrunner.protocol import (
 from benchrunner.runner.cores import CorePlan
 from benchrunner.runner.events import AgentEvent, JobFinished, JobStarted
 from benchrunner.runner.executors.base import Executor, ExecutorError, PreparedJob
+from benchrunner.runner.log_stream import LogStreamer
 from benchrunner.runner.slot import JobSlot
 from benchrunner.runner.spool import Spool
 
@@ -67,8 +69,10 @@ class JobRun:
         post: Callable[[AgentEvent], None],
         cores: CorePlan,
         slot: JobSlot | None = None,
+        logs: LogStreamer | None = None,
     ) -> None:
-        """``slot``: the thread to run on (default: a thread of the job's own)."""
+        """``slot``: the thread to run on (default: a thread of the job's own); ``logs``: where
+        the output goes live as it is written."""
         self.job = job
         self.uuid = job.uuid
         self._executor = executor
@@ -79,6 +83,7 @@ class JobRun:
         self._prepared: PreparedJob | None = None
         self._reason: CancelReason | None = None
         self._slot = slot
+        self._logs = logs
         self._done = threading.Event()
 
     def start(self) -> None:
@@ -174,6 +179,8 @@ class JobRun:
             timer.start()
 
         prepared.on_start = started
+        if self._logs is not None:
+            prepared.on_output = functools.partial(self._logs.write, self.uuid)
         results: list[IterationResult] = []
         try:
             for index in range(config.iter):

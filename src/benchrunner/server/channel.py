@@ -26,7 +26,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 from starlette.websockets import WebSocket, WebSocketDisconnect, WebSocketState
 
-from benchrunner.core.states import JobStatus
+from benchrunner.core.states import IN_FLIGHT, JobStatus
 from benchrunner.core.timeouts import TimeoutVerdict
 from benchrunner.core.tokens import bearer, is_runner_token
 from benchrunner.protocol import (
@@ -38,6 +38,7 @@ from benchrunner.protocol import (
     Error,
     Failed,
     Heartbeat,
+    Log,
     NoJob,
     Ready,
     RunnerMetadata,
@@ -48,7 +49,7 @@ from benchrunner.protocol import (
 )
 from benchrunner.protocol import RunnerMessage as RunnerMessage
 from benchrunner.server.lifecycle import Lifecycle
-from benchrunner.server.store import jobs, runners
+from benchrunner.server.store import job_logs, jobs, runners
 from benchrunner.server.store.runners import RunnerRow
 
 log = logging.getLogger(__name__)
@@ -118,6 +119,8 @@ class ChannelSession:
         """Set when the session must end: closed, or superseded by a newer channel."""
         self.superseded = False
         self._metadata: RunnerMetadata | None = None
+        self._log_full: set[tuple[int, str]] = set()
+        """(job id, stream) whose log reached its size limit: later chunks cost no query."""
 
     # ------------------------------------------------------------ plumbing
 
@@ -233,6 +236,8 @@ class ChannelSession:
             await self._running(message)
         elif isinstance(message, Heartbeat):
             await self._heartbeat()
+        elif isinstance(message, Log):
+            await self._log(message)
         else:
             await self._terminal(message)
 
@@ -303,9 +308,34 @@ class ChannelSession:
         cancel = await self.life.heartbeat(self.runner, self.job)
         await self.send(Cancel(job=self.job.uuid) if cancel else Ack(job=self.job.uuid))
 
+    async def _log(self, message: Log) -> None:
+        """Store a chunk of the in-flight job's output; no reply unless it is refused."""
+        job = self.job
+        if job is None or job.uuid != message.job or job.status not in IN_FLIGHT:
+            await self.send(Error(message=f"log: job {message.job} is not in flight here"))
+            return
+        if (job.id, message.stream) in self._log_full:
+            return
+        appended = await self.ctx.db.write(
+            job_logs.job_log_append,
+            job.id,
+            message.stream,
+            message.offset,
+            message.data,
+            self.ctx.settings.job_log_max_bytes,
+        )
+        if appended is job_logs.Appended.NOT_IN_FLIGHT:
+            await self.send(Error(message=f"log: job {message.job} is no longer in flight"))
+            return
+        if appended is job_logs.Appended.OVER_LIMIT:
+            self._log_full = {key for key in self._log_full if key[0] == job.id}
+            self._log_full.add((job.id, message.stream))
+        self.ctx.log_watch.notify(job.id)
+
     async def _terminal(self, message: Completed | Failed | Canceled) -> None:
         reply = await self.life.deliver(self.runner, message, self.job)
         if isinstance(reply, Ack) and self.job is not None and self.job.uuid == message.job:
+            self.ctx.log_watch.notify(self.job.id)  # followers of its log may end
             self.job = None
         await self.send(reply)
 

@@ -108,6 +108,12 @@ class ServerSettings(BaseSettings):
         description="seconds a registry blob is safe from garbage collection after it was "
         "pushed or linked, so that a push in progress can still name it in its manifest",
     )
+    job_log_max_bytes: int = Field(
+        default=8 * 1024 * 1024,
+        ge=65536,
+        description="bytes of each stream (stdout, stderr) of a job's live log kept; "
+        "the rest is dropped with a marker (the job's output is kept whole, as before)",
+    )
     log_level: str = "info"
 
     @model_validator(mode="after")

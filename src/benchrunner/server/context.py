@@ -9,6 +9,8 @@ from benchrunner.core.clock import Clock, MonotonicClock, SystemMonotonicClock
 from benchrunner.core.templates import TemplateRegistry
 from benchrunner.server.blobs import BlobStore
 from benchrunner.server.config import ServerSettings
+from benchrunner.server.log_index import LogIndex
+from benchrunner.server.log_watch import LogWatch
 from benchrunner.server.metrics import ServerMetrics
 from benchrunner.server.store.engine import Database
 
@@ -23,6 +25,8 @@ class ServerContext:
     secret_key: str
     monotonic: MonotonicClock = field(default_factory=SystemMonotonicClock)
     metrics: ServerMetrics = field(default_factory=lambda: ServerMetrics("local"))
+    log_watch: LogWatch = field(default_factory=LogWatch)
+    log_index: LogIndex = field(default_factory=LogIndex)
 
     @property
     def heartbeat_timeout(self) -> dt.timedelta:

@@ -35,6 +35,10 @@ class PreparedJob(abc.ABC):
     what the owner does then (reporting ``running``, arming the job's timeout) never delays
     the start. Not called for an iteration that does not start."""
 
+    on_output: Callable[[str, bytes], None] | None = None
+    """Set by the job's owner before the first iteration: receives ``(stream, data)`` for every
+    chunk of output read from an iteration, on the executor's reader threads, as it comes."""
+
     def _started(self) -> None:
         if self.on_start is not None:
             self.on_start()

@@ -2,13 +2,17 @@
 
 Both pipes of a child are read concurrently, each by its own StreamCapture, so a child that fills
 one pipe while we wait on the other cannot deadlock. Only the first ``limit`` bytes are kept; the
-rest is read and discarded so the child never blocks on a full pipe.
+rest is read and discarded so the child never blocks on a full pipe. Every chunk read, kept or
+not, also goes to ``on_data`` when one is given: the job's live log (``runner/log_stream.py``).
 """
 
 from __future__ import annotations
 
 import os
+import subprocess
 import threading
+import uuid
+from collections.abc import Callable
 from typing import IO
 
 _CHUNK = 65536
@@ -43,8 +47,15 @@ def with_notes(stderr: str, notes: list[str]) -> str:
 class StreamCapture:
     """Reads ``stream`` to EOF on a daemon thread; ``text()`` once ``join()`` returned True."""
 
-    def __init__(self, stream: IO[bytes], limit: int, name: str) -> None:
+    def __init__(
+        self,
+        stream: IO[bytes],
+        limit: int,
+        name: str,
+        on_data: Callable[[bytes], None] | None = None,
+    ) -> None:
         self._fd = stream.fileno()
+        self._on_data = on_data
         self._stream = stream
         self._limit = limit
         self._chunks: list[bytes] = []
@@ -66,6 +77,8 @@ class StreamCapture:
     def _read(self) -> None:
         try:
             while chunk := os.read(self._fd, _CHUNK):
+                if self._on_data is not None:
+                    self._on_data(chunk)
                 room = self._limit - self._kept
                 if room <= 0:
                     self._truncated = True
@@ -76,3 +89,25 @@ class StreamCapture:
                 self._kept += len(chunk)
         finally:
             self._stream.close()
+
+
+OutputSink = Callable[[str, bytes], None]
+"""Receives ``(stream, data)`` for every chunk a job writes to ``"stdout"`` or ``"stderr"``."""
+
+
+def capture_output(
+    child: subprocess.Popen[bytes], limit: int, job: uuid.UUID, sink: OutputSink | None
+) -> tuple[StreamCapture, StreamCapture]:
+    """Start reading ``child``'s stdout and stderr, each also passed to ``sink`` as it comes."""
+    assert child.stdout is not None and child.stderr is not None
+    captures = []
+    for pipe, stream in ((child.stdout, "stdout"), (child.stderr, "stderr")):
+        on_data = None if sink is None else _sink_for(sink, stream)
+        capture = StreamCapture(pipe, limit, f"job-{job}-{stream}", on_data)
+        capture.start()
+        captures.append(capture)
+    return captures[0], captures[1]
+
+
+def _sink_for(sink: OutputSink, stream: str) -> Callable[[bytes], None]:
+    return lambda data: sink(stream, data)

@@ -30,7 +30,7 @@ from benchrunner.runner import pickup_trace
 from benchrunner.runner.confined import ConfinedPathError, Confinement, read_file
 from benchrunner.runner.cores import CorePlan
 from benchrunner.runner.executors.base import Executor, ExecutorError, PreparedJob
-from benchrunner.runner.executors.capture import StreamCapture, bounded_text, with_notes
+from benchrunner.runner.executors.capture import bounded_text, capture_output, with_notes
 from benchrunner.runner.executors.group import ProcessGroup, become_subreaper, start_leader
 from benchrunner.runner.inflight import JOB_VARIABLE, InFlight
 
@@ -145,11 +145,7 @@ class ProcessJob(PreparedJob):
             group = ProcessGroup(self._start(index), self._kill_grace)
             self._group = group
         leader = group.leader
-        assert leader.stdout is not None and leader.stderr is not None
-        stdout = StreamCapture(leader.stdout, self._limit, f"job-{self.job}-stdout")
-        stderr = StreamCapture(leader.stderr, self._limit, f"job-{self.job}-stderr")
-        stdout.start()
-        stderr.start()
+        stdout, stderr = capture_output(leader, self._limit, self.job, self.on_output)
         self._started()
         returncode = leader.wait()
         # A background process left in the group would perturb the next iteration and keep

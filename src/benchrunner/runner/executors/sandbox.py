@@ -52,7 +52,7 @@ from benchrunner.runner.executors.bundle import (
     runtime_config,
     working_dir,
 )
-from benchrunner.runner.executors.capture import StreamCapture, bounded_text, with_notes
+from benchrunner.runner.executors.capture import bounded_text, capture_output, with_notes
 from benchrunner.runner.executors.group import start_leader
 from benchrunner.runner.executors.runtime import OciRuntime, OciRuntimeError
 from benchrunner.runner.executors.scratch import JobRootfs, ScratchError
@@ -269,11 +269,7 @@ class SandboxJob(PreparedJob):
             child = self._start(index, container)
             self._container = container
             self._child = child
-        assert child.stdout is not None and child.stderr is not None
-        stdout = StreamCapture(child.stdout, self._limit, f"job-{self.job}-stdout")
-        stderr = StreamCapture(child.stderr, self._limit, f"job-{self.job}-stderr")
-        stdout.start()
-        stderr.start()
+        stdout, stderr = capture_output(child, self._limit, self.job, self.on_output)
         self._started()
         returncode = child.wait()
         with self._lock:

@@ -15,7 +15,7 @@ from uuid import UUID
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from benchrunner.server.store.tables import job, project, report
+from benchrunner.server.store.tables import job, job_log, project, report
 
 # Written as literals, as the partial index ``index_job_outputs_kept`` has them.
 _FINISHED = job.c.status.in_([sa.literal_column(str(s)) for s in (4, 5, 6)])
@@ -64,7 +64,8 @@ def jobs_mark_outputs_purged(
     conn: Connection, job_ids: Sequence[int], cutoff: dt.datetime, now: dt.datetime
 ) -> list[int]:
     """Mark the jobs' outputs deleted, unless a job changed since it was chosen (a late result
-    moved it on); the ids marked, whose outputs may now be deleted."""
+    moved it on), and delete their live logs (rows in this transaction); the ids marked, whose
+    outputs outside the database may now be deleted."""
     if not job_ids:
         return []
     marked = conn.execute(
@@ -78,4 +79,7 @@ def jobs_mark_outputs_purged(
         .values(outputs_purged=now)
         .returning(job.c.id)
     )
-    return [row.id for row in marked]
+    ids = [row.id for row in marked]
+    if ids:
+        conn.execute(job_log.delete().where(job_log.c.job_id.in_(ids)))
+    return ids

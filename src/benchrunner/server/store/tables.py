@@ -483,6 +483,24 @@ idempotency_key = sa.Table(
     sa.Index("index_idempotency_key_created", "created"),
 )
 
+
+# A running job's live log: chunks in order of arrival (``id``), each covering ``size`` bytes of
+# its stream from ``stream_offset``; ``data`` NULL marks bytes the runner could not deliver (a
+# gap) or that were over the size limit (``truncated``). The job's stored output stays the record.
+job_log = sa.Table(
+    "job_log",
+    metadata,
+    _id(),
+    _fk("job_id", "job.id", "CASCADE"),
+    sa.Column("stream", sa.String(8), nullable=False),
+    sa.Column("stream_offset", sa.BigInteger, nullable=False),
+    sa.Column("size", sa.BigInteger, nullable=False),
+    sa.Column("kind", sa.String(16), nullable=False),
+    sa.Column("data", sa.Text, nullable=True),
+    sa.UniqueConstraint("job_id", "stream", "stream_offset", name="uq_job_log_job_stream_offset"),
+    sa.Index("index_job_log_job_id", "job_id", "id"),
+)
+
 # The OCI registry (one repository per project). Blob bytes live in the blob store, addressed by
 # digest; a row here says which project may read them. Manifests are small (<= 4 MiB) and kept
 # in the row so a read needs no second store.

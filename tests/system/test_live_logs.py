@@ -1,0 +1,246 @@
+"""Live logs (issue 11, point 1): a real runner streams a running job's output; the server stores
+it by offset, serves it in pages of the redacted text and follows it to the job's end."""
+
+from __future__ import annotations
+
+import json
+import signal
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from benchrunner.client import ApiError
+from tests.harness import Deployment, RawChannel, cli, wait_until
+
+SECRET_TEXT = "Bearer abcdefghijkl0123 sk-abcdefghijklmnopqrstu"
+
+
+def page(deployment: Deployment, job: str, **params: Any) -> dict[str, Any]:
+    with deployment.admin() as client:
+        return client.job_logs(deployment.project, job, **params)
+
+
+def whole_log(deployment: Deployment, job: str, limit: int) -> tuple[str, dict[str, Any]]:
+    offset, text = 0, b""
+    while True:
+        found = page(deployment, job, offset=offset, limit=limit)
+        content = found["content"].encode()
+        assert len(content) <= limit
+        text += content
+        if found["is_complete"] or found["next_offset"] == offset:
+            return text.decode(), found
+        offset = found["next_offset"]
+
+
+def cli_env(deployment: Deployment) -> dict[str, str]:
+    return {
+        "BENCHRUNNER_HOST": deployment.server.url,
+        "BENCHRUNNER_TOKEN": deployment.server.token,
+        "BENCHRUNNER_PROJECT": deployment.project,
+    }
+
+
+def test_a_running_jobs_log_is_readable_while_it_runs_and_followed_to_its_end(
+    deployment: Deployment, tmp_path: Path
+) -> None:
+    gate = tmp_path / "gate"
+    runner = deployment.runner_process("streamer").start()
+    job = deployment.submit("bench.ticker", {"gate": str(gate), "ms": 50, "text": SECRET_TEXT})
+
+    def ticks_so_far() -> dict[str, Any] | None:
+        found = page(deployment, job)
+        return found if found["content"].count("tick ") >= 3 else None
+
+    running = wait_until(ticks_so_far, message="three ticks in the live log")
+    assert deployment.status(job) == "running"
+    assert running["is_complete"] is False
+    assert running["content"].startswith("tick 0 Bearer [redacted] sk-[redacted]\n")
+    assert "abcdefghijkl" not in running["content"]
+
+    with deployment.admin() as client:
+        follower = client.follow_job_logs(deployment.project, job)
+        first = next(follower)  # the stream is open and has the ticks so far
+        assert first["event"] == "log" and first["offset"] == 0
+        gate.touch()
+        events = [first, *follower]
+    assert events[-1]["event"] == "end"
+    assert events[-1]["status"] in ("completed", "processed")
+    followed = "".join(event["content"] for event in events[:-1])
+    assert [event["offset"] for event in events[1:-1]] == [
+        event["next_offset"] for event in events[:-2]
+    ], "each piece starts where the last ended"
+
+    deployment.wait_status(job, "processed", "failed")
+    text, last = whole_log(deployment, job, limit=100)
+    assert last["is_complete"] is True
+    assert text == followed
+    assert text.endswith('{"ticker": {"latency": {"value": 1}}}\n')
+    ticks = [line for line in text.splitlines() if line.startswith("tick ")]
+    assert ticks == [f"tick {n} Bearer [redacted] sk-[redacted]" for n in range(len(ticks))]
+    # The job's stored output (the source of truth for parsing) has the same lines, raw.
+    stdout = deployment.job(job)["output"]["results"][0]["stdout"]
+    assert stdout.count("tick ") == len(ticks) and "abcdefghijkl0123" in stdout
+    runner.kill()
+
+
+def test_the_cli_follows_a_jobs_log_until_the_job_ends(
+    deployment: Deployment, tmp_path: Path
+) -> None:
+    gate = tmp_path / "gate"
+    deployment.runner_process("cli-streamer").start()
+    job = deployment.submit("bench.ticker", {"gate": str(gate), "ms": 20})
+    wait_until(lambda: "tick 2" in page(deployment, job)["content"], message="ticks")
+    gate.touch()
+    followed = cli("job", "logs", job, "--follow", env=cli_env(deployment), timeout=60)
+    assert followed.stdout.startswith("tick 0 \ntick 1 \n")
+    assert followed.stdout.endswith('{"ticker": {"latency": {"value": 1}}}\n')
+    assert f"job {job} is" in followed.stderr
+    pages = cli("job", "logs", job, "--json", env=cli_env(deployment))
+    last = json.loads(pages.stdout.splitlines()[-1])
+    assert last["is_complete"] is True and last["next_offset"] == len(followed.stdout.encode())
+
+
+def test_limits_and_offsets_are_checked(deployment: Deployment) -> None:
+    job = deployment.submit("bench.noop")
+    assert page(deployment, job) == {
+        "job_id": job,
+        "offset": 0,
+        "next_offset": 0,
+        "is_complete": False,  # pending: more may come
+        "content": "",
+        "redaction_version": 1,
+    }
+    for params, message in [
+        ({"limit": 131073}, "less than or equal to 131072"),
+        ({"limit": 3}, "greater than or equal to 4"),
+        ({"offset": -1}, "greater than or equal to 0"),
+        ({"offset": 10}, "past the end of the log"),
+    ]:
+        with pytest.raises(ApiError) as info:
+            page(deployment, job, **params)
+        assert info.value.status == 400 and message in str(info.value)
+    with pytest.raises(ApiError) as missing, deployment.admin() as client:
+        client.job_logs(deployment.project, str(uuid.uuid4()))
+    assert missing.value.status == 404
+
+
+def test_a_runner_reconnecting_mid_job_resends_and_the_log_has_every_line_once(
+    deployment: Deployment, tmp_path: Path
+) -> None:
+    gate = tmp_path / "gate"
+    deployment.runner_process("survivor").start()
+    job = deployment.submit("bench.ticker", {"gate": str(gate), "ms": 20})
+    wait_until(lambda: "tick 3" in page(deployment, job)["content"], message="ticks")
+    server = deployment.server
+    assert server.proc is not None
+    # Frozen, the server leaves what the runner sends in its socket's receive queue; killed
+    # then, it loses it: chunks the runner sent, which only its resend window can bring back.
+    server.proc.send_signal(signal.SIGSTOP)
+    wait_until(lambda: unread_bytes(server.port) > 0, message="chunks sent to a frozen server")
+    server.kill()
+    server.start()
+    before = page(deployment, job)["content"].count("tick ")
+    wait_until(
+        lambda: page(deployment, job)["content"].count("tick ") > before + 5,
+        timeout=60,
+        message="ticks after the restart",
+    )
+    gate.touch()
+    deployment.wait_status(job, "processed", "failed", timeout=60)
+    text, last = whole_log(deployment, job, limit=4096)
+    assert last["is_complete"] is True
+    ticks = [line for line in text.splitlines() if line.startswith("tick ")]
+    assert ticks == [f"tick {n} " for n in range(len(ticks))], "every line once, in order"
+    assert "lost]" not in text
+
+
+def unread_bytes(port: int) -> int:
+    """Bytes waiting in the receive queues of the established TCP connections to ``port``."""
+    total = 0
+    for line in Path("/proc/net/tcp").read_text().splitlines()[1:]:
+        fields = line.split()
+        local, state, queues = fields[1], fields[3], fields[4]
+        if int(local.split(":")[1], 16) == port and state == "01":
+            total += int(queues.split(":")[1], 16)
+    return total
+
+
+def _log(job: str, offset: int, data: str, stream: str = "stdout") -> dict[str, Any]:
+    return {"event": "log", "job": job, "stream": stream, "offset": offset, "data": data}
+
+
+def test_resends_change_nothing_gaps_are_marked_and_no_log_is_answered(
+    deployment: Deployment,
+) -> None:
+    """A raw runner that never announced ``log`` gets exactly one reply per message of its own,
+    as before: ``log`` is never answered, so heartbeats still match their acks."""
+    channel = deployment.channel("raw")
+    job = deployment.submit("bench.noop")
+    assert channel.claim()["uuid"] == job  # a ready without "extensions": nothing new comes
+    assert channel.ask({"event": "running", "job": job})["event"] == "ack"
+    channel.send(_log(job, 0, "héllo\n"))
+    channel.send(_log(job, 0, "héllo\n"))  # a resend after a reconnect
+    channel.send(_log(job, 3, "llo\nwor"))  # overlapping: only "wor" is new
+    channel.send(_log(job, 0, "warn\n", "stderr"))
+    channel.send(_log(job, 20, "ld\n"))  # bytes 10..20 never arrived
+    channel.send(_log(job, 5, "X\nwor"))  # late and different: what is stored stays
+    assert channel.ask({"event": "heartbeat"}) == {"event": "ack", "job": job}
+    expected = "héllo\nwor" + "warn\n" + "\n[benchrunner: 10 bytes of stdout lost]\n" + "ld\n"
+    assert page(deployment, job)["content"] == expected
+
+    other = deployment.submit("bench.noop")
+    channel.send(_log(other, 0, "not mine\n"))
+    error = channel.recv()
+    assert error["event"] == "error" and "not in flight" in error["message"]
+    assert channel.ask({"event": "heartbeat"}) == {"event": "ack", "job": job}
+    assert channel.ask({"event": "completed", "job": job, "results": [{"exit_code": 0}]}) == {
+        "event": "ack",
+        "job": job,
+    }
+    channel.send(_log(job, 23, "after the end\n"))
+    assert channel.recv()["event"] == "error"
+    finished = page(deployment, job)
+    assert finished["content"] == expected and finished["is_complete"] is True
+    with pytest.raises(TimeoutError):
+        channel.recv(timeout=0.5)  # nothing else came, ever
+
+
+def test_a_runner_announces_the_log_extension_in_its_ready(deployment: Deployment) -> None:
+    """What our runner sends; a server that does not know the field ignores it."""
+    seen: list[dict[str, Any]] = []
+    channel: RawChannel = deployment.channel("announcer")
+    ready = {"event": "ready", "poll_timeout": 1, "extensions": ["log"]}
+    seen.append(channel.ask(ready, timeout=10))
+    assert seen == [{"event": "no_job"}]
+
+
+def test_a_long_log_reads_the_same_through_the_index_of_positions(
+    deployment: Deployment,
+) -> None:
+    """Pages far into a log start from the server's index of positions once it knows them;
+    they are the same pages as when it had to read from the start."""
+    channel = deployment.channel("long")
+    job = deployment.submit("bench.noop")
+    assert channel.claim()["uuid"] == job
+    channel.ask({"event": "running", "job": job})
+    lines = [f"line {i:06d} Bearer abcdefghij{i:06d} é\n" for i in range(80_000)]
+    chunks: list[str] = []
+    for line in lines:
+        if not chunks or len(chunks[-1].encode()) + len(line.encode()) > 65536:
+            chunks.append("")
+        chunks[-1] += line
+    offset = 0
+    for data in chunks:
+        channel.send(_log(job, offset, data))
+        offset += len(data.encode())
+    assert channel.ask({"event": "heartbeat"})["event"] == "ack"  # every chunk handled
+    redacted = [f"line {i:06d} Bearer [redacted] é\n" for i in range(len(lines))]
+    expected = "".join(redacted)
+    far = len("".join(redacted[:-100]).encode())  # 3 MiB in, past three checkpoints
+    cold = page(deployment, job, offset=far, limit=131072)
+    warm = page(deployment, job, offset=far, limit=131072)
+    assert cold == warm and cold["content"] == expected.encode()[far:].decode()
+    text, _ = whole_log(deployment, job, limit=131072)
+    assert text == expected
