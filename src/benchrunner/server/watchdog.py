@@ -14,6 +14,7 @@ import datetime as dt
 import logging
 from collections.abc import Callable
 
+from benchrunner.core.events import SYSTEM_ACTOR, JobEvent
 from benchrunner.core.states import JobStatus
 from benchrunner.core.timeouts import TimeoutVerdict, judge_silent_job
 from benchrunner.server.context import ServerContext
@@ -22,7 +23,7 @@ from benchrunner.server.store import jobs, transitions
 
 log = logging.getLogger(__name__)
 
-SYSTEM = "system"
+SYSTEM = SYSTEM_ACTOR
 
 
 class Watchdog:
@@ -106,12 +107,17 @@ class Watchdog:
         if verdict is TimeoutVerdict.RAN_TOO_LONG:
             reason = f"{prefix}job_timeout_exceeded: ran longer than {job.timeout} s plus grace"
             moved = await self._ctx.db.write(
-                transitions.job_mark_canceled, job.id, now, SYSTEM, reason
+                transitions.job_mark_canceled, job.id, now, SYSTEM, reason, JobEvent.TIMEOUT
             )
         else:
             reason = f"{prefix}heartbeat_timeout: no heartbeat for {self._ctx.heartbeat_timeout}"
             moved = await self._ctx.db.write(
-                transitions.job_mark_failed, job.id, now, SYSTEM, reason
+                transitions.job_mark_failed,
+                job.id,
+                now,
+                SYSTEM,
+                reason,
+                JobEvent.HEARTBEAT_STALE_RECOVERED,
             )
         if moved:
             log.info("job %s: %s", job.uuid, reason)
@@ -124,7 +130,14 @@ class Watchdog:
         reason = "orphaned: claimed before the server restarted and never started"
         for job in orphans:
             now = self._ctx.clock.now()
-            if await self._ctx.db.write(transitions.job_mark_failed, job.id, now, SYSTEM, reason):
+            if await self._ctx.db.write(
+                transitions.job_mark_failed,
+                job.id,
+                now,
+                SYSTEM,
+                reason,
+                JobEvent.RECOVERED_AFTER_CRASH,
+            ):
                 self._on_finished(job)
         in_flight = await self._ctx.db.read(
             jobs.job_list_by_status, [JobStatus.CLAIMED, JobStatus.RUNNING]

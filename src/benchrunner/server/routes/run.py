@@ -18,14 +18,21 @@ from sqlalchemy.engine import Connection
 from benchrunner import adapters
 from benchrunner.core import slugs
 from benchrunner.core.templates import TemplateError
-from benchrunner.core.tiers import Plan, priority_for
+from benchrunner.core.tiers import Plan
 from benchrunner.detection.models import Model
 from benchrunner.protocol import JsonJobConfig
 from benchrunner.server.context import ServerContext
 from benchrunner.server.errors import bad_request, not_found
 from benchrunner.server.evaluation import evaluate_report
 from benchrunner.server.results import report_metrics
-from benchrunner.server.routes.deps import Ctx, Life, MaybeUser, can_see, project_access
+from benchrunner.server.routes.deps import (
+    Ctx,
+    Life,
+    MaybeUser,
+    can_see,
+    origin_of,
+    project_access,
+)
 from benchrunner.server.routes.run_body import (
     RunBody,
     RunMode,
@@ -196,8 +203,7 @@ async def run(
             start.branch, start.hash, start.max_versions, start.clone_thresholds, start.reset
         )
     )
-    source_ip = request.client.host if request.client else "0.0.0.0"
-    actor = user.email if user else f"anonymous@{source_ip}"
+    origin = origin_of(request, user)
 
     def unit(conn: Connection) -> tuple[int, UUID, UUID | None, int | None]:
         project = _resolve_project(conn, ctx, user, body.project)
@@ -248,19 +254,17 @@ async def run(
                     f"image {plan.image} is not in project {project.slug!r}'s registry: "
                     "push it first (benchrunner image push)"
                 )
-            org = accounts.organization_by_id(conn, project.organization_id)
-            claimed = accounts.organization_is_claimed(conn, org.id)
+            org_id = project.organization_id
             _, job_uuid = jobs.job_create(
                 conn,
                 jobs.NewJob(
                     report_id=report_id,
-                    organization_id=org.id,
-                    source_ip=source_ip,
+                    organization_id=org_id,
                     spec_id=spec.id,
                     config=_job_config(ctx, body, plan, project),
-                    priority=priority_for(org.plan, claimed=claimed),
+                    priority=accounts.organization_job_priority(conn, org_id),
                     now=now,
-                    actor=actor,
+                    origin=origin,
                 ),
             )
             spec_id = spec.id
