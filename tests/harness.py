@@ -491,6 +491,17 @@ class Deployment:
         with self.admin() as client:
             return str(client.run(body)["job"])
 
+    def cli_env(self, tmp: Path) -> dict[str, str]:
+        """The environment of a ``benchrunner`` command against this deployment as admin,
+        reading no config file."""
+        return {
+            "BENCHRUNNER_HOST": self.server.url,
+            "BENCHRUNNER_TOKEN": self.server.token,
+            "BENCHRUNNER_PROJECT": self.project,
+            "BENCHRUNNER_CONFIG": str(tmp / "no-config.toml"),
+            "COLUMNS": "400",  # a usage error's message on one line of its box
+        }
+
     def job(self, job_uuid: str, project: str | None = None) -> dict[str, Any]:
         with self.admin() as client:
             return client.get_job(project or self.project, job_uuid)

@@ -492,13 +492,31 @@ class BenchrunnerClient:
         project: str,
         *,
         status: str | None = None,
+        spec: str | None = None,
+        runner: str | None = None,
+        created_after: str | None = None,
+        created_before: str | None = None,
+        sort: Literal["created", "modified"] = "created",
         page: int = 1,
         per_page: int = DEFAULT_PER_PAGE,
         direction: Literal["asc", "desc"] = "desc",
     ) -> Page:
-        params: dict[str, str | int] = {**self._paging(page, per_page), "direction": direction}
-        if status is not None:
-            params["status"] = status
+        """A page of the project's jobs. ``status`` is one status or several separated by
+        commas; ``spec`` and ``runner`` are slugs or UUIDs; the times are ISO 8601 (UTC unless
+        they name a zone), ``created_after`` inclusive and ``created_before`` exclusive."""
+        filters = _present(
+            status=status,
+            spec=spec,
+            runner=runner,
+            created_after=created_after,
+            created_before=created_before,
+        )
+        params: dict[str, str | int] = {
+            **self._paging(page, per_page),
+            **filters,
+            "sort": sort,
+            "direction": direction,
+        }
         return self._page(f"/v0/projects/{_segment(project)}/jobs", params)
 
     def get_job(self, project: str, job: str) -> JsonObject:
@@ -540,6 +558,12 @@ class BenchrunnerClient:
             raise ApiError(0, f"log stream from {self.host} broke off: {exc}") from exc
         finally:
             response.close()
+
+    def rerun_job(self, project: str, job: str) -> JsonObject:
+        """Run a finished job again: the new report, with ``job`` the new job's UUID, as
+        ``run`` answers; ``ApiError`` 409 while the job is still in flight."""
+        path = f"/v0/projects/{_segment(project)}/jobs/{_segment(job)}/rerun"
+        return self._object("POST", path)
 
     def wait_for_job(
         self,

@@ -29,6 +29,7 @@ from typing import Any
 
 import pytest
 
+from benchrunner.core.events import JobEvent, status_reached
 from benchrunner.core.states import JobStatus, can_transition
 from tests.databases import ENGINES, fresh_database
 from tests.harness import Deployment, RunnerProcess, deploy, wait_until
@@ -132,13 +133,15 @@ class Outcome:
 
 
 def _legal(kinds: list[str], status: str) -> bool:
-    """``created``, then one event per transition of the table, ending at the job's status."""
-    if not kinds or kinds[0] != "created":
+    """``job_created``, then one event per transition of the table, ending at the job's
+    status."""
+    if not kinds or kinds[0] != JobEvent.CREATED:
         return False
-    try:
-        states = [JobStatus.PENDING, *(JobStatus.from_wire(kind) for kind in kinds[1:])]
-    except ValueError:
+    moving = [kind for kind in kinds[1:] if kind not in (JobEvent.CANCEL_REQUESTED, JobEvent.RERUN)]
+    reached = [status_reached(kind) for kind in moving]
+    if None in reached:
         return False
+    states = [JobStatus.PENDING, *(s for s in reached if s is not None)]
     steps = itertools.pairwise(states)
     return all(can_transition(a, b) for a, b in steps) and states[-1].wire == status
 
@@ -364,7 +367,7 @@ def test_every_fault_hit_a_job_in_flight(chaos: Outcome) -> None:
         u
         for u in chaos.running_at_server_kill
         if any(
-            e["event_type"] == "completed"
+            e["event_type"] == "job_completed"
             and dt.datetime.fromisoformat(e["created"]) > chaos.server_killed_at
             for e in chaos.views[u]["events"]
         )
@@ -375,7 +378,11 @@ def test_every_fault_hit_a_job_in_flight(chaos: Outcome) -> None:
     # Failed for its runner's silence while it ran, then completed by the result that the
     # runner, continued, delivered.
     stopped = [e["event_type"] for e in chaos.views[chaos.stopped_runners_job]["events"]]
-    assert stopped[-3:] == ["failed", "completed", "processed"], f"{stopped}; {chaos.report()}"
+    assert stopped[-3:] == [
+        "heartbeat_stale_recovered",
+        "job_completed",
+        "job_processed",
+    ], f"{stopped}; {chaos.report()}"
     assert not chaos.crashed_runners, f"runners exited: {chaos.crashed_runners}; {chaos.report()}"
 
 
@@ -393,15 +400,34 @@ def test_a_killed_runner_leaves_no_process_of_its_job(chaos: Outcome) -> None:
 @pytest.mark.parametrize(
     ("kinds", "status", "legal"),
     [
-        (["created", "claimed", "running", "completed", "processed"], "processed", True),
-        (["created", "claimed", "running", "failed", "completed", "processed"], "processed", True),
-        (["created", "claimed", "failed"], "failed", True),
-        (["created", "claimed", "running", "completed", "completed"], "completed", False),
-        (["created", "claimed", "completed"], "completed", False),
-        (["created", "claimed", "running", "failed"], "running", False),
-        (["claimed", "running"], "running", False),
-        (["created", "canceled", "claimed"], "claimed", False),
-        (["created", "vanished"], "pending", False),
+        (
+            ["job_created", "job_claimed", "job_started", "job_completed", "job_processed"],
+            "processed",
+            True,
+        ),
+        (
+            [
+                "job_created",
+                "job_claimed",
+                "job_started",
+                "heartbeat_stale_recovered",
+                "job_completed",
+                "job_processed",
+            ],
+            "processed",
+            True,
+        ),
+        (["job_created", "job_claimed", "job_failed"], "failed", True),
+        (
+            ["job_created", "job_claimed", "job_started", "job_completed", "job_completed"],
+            "completed",
+            False,
+        ),
+        (["job_created", "job_claimed", "job_completed"], "completed", False),
+        (["job_created", "job_claimed", "job_started", "job_failed"], "running", False),
+        (["job_claimed", "job_started"], "running", False),
+        (["job_created", "job_canceled", "job_claimed"], "claimed", False),
+        (["job_created", "vanished"], "pending", False),
     ],
 )
 def test_the_timeline_check(kinds: list[str], status: str, legal: bool) -> None:
@@ -410,7 +436,7 @@ def test_the_timeline_check(kinds: list[str], status: str, legal: bool) -> None:
 
 def test_the_outcome_checks(tmp_path: Path) -> None:
     def view(status: str) -> dict[str, Any]:
-        return {"status": status, "events": [{"event_type": "created", "message": "x"}]}
+        return {"status": status, "events": [{"event_type": "job_created", "message": "x"}]}
 
     outcome = Outcome(
         engine="none",

@@ -90,13 +90,7 @@ def history(
 
 
 def _env(deployment: Deployment, tmp: Path) -> dict[str, str]:
-    return {
-        "BENCHRUNNER_HOST": deployment.server.url,
-        "BENCHRUNNER_TOKEN": deployment.server.token,
-        "BENCHRUNNER_PROJECT": deployment.project,
-        "BENCHRUNNER_CONFIG": str(tmp / "no-config.toml"),
-        "COLUMNS": "400",  # a usage error's message on one line of its box
-    }
+    return deployment.cli_env(tmp)
 
 
 def test_the_history_raised_one_alert(history: History) -> None:

@@ -26,7 +26,14 @@ def test_template_job_runs_through_processed_with_metrics(deployment: Deployment
     job_uuid = deployment.submit("bench.sleep", {"ms": 20}, iter=2)
     job = deployment.wait_status(job_uuid, "processed")
     assert [e["event_type"] for e in job["events"]] == [
-        "created",
+        "job_created",
+        "job_claimed",
+        "job_started",
+        "job_completed",
+        "job_processed",
+    ]
+    assert [e["status"] for e in job["events"]] == [
+        "pending",
         "claimed",
         "running",
         "completed",
@@ -72,7 +79,16 @@ def test_cancel_while_pending(deployment: Deployment) -> None:
     with deployment.admin() as client:
         canceled = client.cancel_job(deployment.project, job_uuid)
     assert canceled["status"] == "canceled"
-    assert canceled["events"][-1]["actor"] == "admin@test.dev"
+    requested, done = canceled["events"][-2:]
+    assert (requested["event_type"], requested["actor"]) == (
+        "job_cancel_requested",
+        "admin@test.dev",
+    )
+    assert (done["event_type"], done["actor"], done["status"]) == (
+        "job_canceled",
+        "system",
+        "canceled",
+    )
     channel = deployment.channel("late")
     assert channel.ask({"event": "ready", "poll_timeout": 1})["event"] == "no_job"
 
@@ -88,7 +104,12 @@ def test_cancel_while_claimed_reaches_the_runner_when_it_starts(deployment: Depl
     assert channel.ask({"event": "canceled", "job": job_uuid}) == {"event": "ack", "job": job_uuid}
     job = deployment.job(job_uuid)
     assert job["status"] == "canceled"
-    assert [e["event_type"] for e in job["events"]] == ["created", "claimed", "canceled"]
+    assert [e["event_type"] for e in job["events"]] == [
+        "job_created",
+        "job_claimed",
+        "job_cancel_requested",
+        "job_canceled",
+    ]
 
 
 def test_cancel_while_running_kills_the_whole_process_group(
@@ -109,7 +130,7 @@ def test_cancel_while_running_kills_the_whole_process_group(
         client.cancel_job(deployment.project, job_uuid)
     wait_until(lambda: _gone(parent) and _gone(child), timeout=20, message="process group gone")
     job = deployment.wait_status(job_uuid, "canceled")
-    assert job["events"][-1]["event_type"] == "canceled"
+    assert job["events"][-1]["event_type"] == "job_canceled"
     # the runner carries on with the next job
     assert deployment.wait_status(deployment.submit("bench.noop"), "processed")
     assert runner.proc is not None and runner.proc.poll() is None
@@ -140,7 +161,11 @@ def test_runner_drains_on_sigterm_and_lets_the_running_job_finish(
     assert "draining: the running job may take" in runner.output()
     assert finished.exists()
     job = deployment.wait_status(job_uuid, "processed")
-    assert [e["event_type"] for e in job["events"]][-3:] == ["running", "completed", "processed"]
+    assert [e["event_type"] for e in job["events"]][-3:] == [
+        "job_started",
+        "job_completed",
+        "job_processed",
+    ]
 
 
 def test_runner_drain_cancels_a_job_that_outlives_the_grace(

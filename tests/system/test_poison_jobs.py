@@ -38,7 +38,7 @@ def _rewind_to_completed(deployment: Deployment, job_uuid: str) -> None:
             conn.execute(job.update().where(job.c.id == job_id).values(status=3))
             conn.execute(
                 job_event.delete().where(
-                    job_event.c.job_id == job_id, job_event.c.event_type == "processed"
+                    job_event.c.job_id == job_id, job_event.c.event_type == "job_processed"
                 )
             )
             conn.execute(metric.delete().where(metric.c.report_id == report_id))
@@ -92,12 +92,12 @@ def test_a_poison_job_is_processed_once_and_not_swept_again(deployment: Deployme
     deployment.wait_status(marker, "processed")
     tail = log.read_text()[mark:]
     for poison in (garbage, unreadable):
-        assert _events(deployment, poison).count("processed") == 1
+        assert _events(deployment, poison).count("job_processed") == 1
         attempts = [line for line in tail.splitlines() if f'"job": "{poison}"' in line]
         assert len(attempts) == 1, attempts
         assert json.loads(attempts[0])["status_to"] == "processed"
     assert "Traceback" not in tail
-    wait_until(lambda: _events(deployment, marker).count("processed") == 1)
+    wait_until(lambda: _events(deployment, marker).count("job_processed") == 1)
 
 
 def test_a_resent_result_for_a_job_whose_stored_output_is_garbage_is_acked(
@@ -117,5 +117,5 @@ def test_a_resent_result_for_a_job_whose_stored_output_is_garbage_is_acked(
 
     assert channel.ask(completed)["event"] == "ack"
     assert channel.ask({"event": "heartbeat"})["event"] == "ack"  # the channel is still open
-    assert _events(deployment, job_uuid)[-1] == "processed"
+    assert _events(deployment, job_uuid)[-1] == "job_processed"
     assert "Traceback" not in deployment.server.log.read_text()

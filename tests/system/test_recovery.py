@@ -46,7 +46,7 @@ def test_redelivered_result_overrides_a_heartbeat_timeout_failure(
         runner.start()
         job = deployment.wait_status(job_uuid, "processed")
     kinds = [e["event_type"] for e in job["events"]]
-    assert kinds[-3:] == ["failed", "completed", "processed"]
+    assert kinds[-3:] == ["heartbeat_stale_recovered", "job_completed", "job_processed"]
     assert job["output"]["results"][0]["exit_code"] == 0
 
 
@@ -74,11 +74,12 @@ def _server_killed_and_restarted(deployment: Deployment) -> None:
     deployment.server.start()
     job = deployment.wait_status(orphan, "failed")
     assert "orphaned" in job["events"][-1]["message"]
+    assert job["events"][-1]["event_type"] == "recovered_after_crash"
     finished = deployment.wait_status(running, "processed", timeout=40)
     assert [e["event_type"] for e in finished["events"]][-3:] == [
-        "running",
-        "completed",
-        "processed",
+        "job_started",
+        "job_completed",
+        "job_processed",
     ]
     # The job was still running when the server died: its result came to the new server.
     completed = dt.datetime.fromisoformat(finished["events"][-2]["created"])
@@ -129,10 +130,10 @@ def test_a_result_whose_running_was_lost_still_completes(deployment: Deployment)
     assert reply == {"event": "ack", "job": job_uuid}
     job = deployment.wait_status(job_uuid, "processed")
     assert [e["event_type"] for e in job["events"]][-4:] == [
-        "claimed",
-        "running",
-        "completed",
-        "processed",
+        "job_claimed",
+        "job_started",
+        "job_completed",
+        "job_processed",
     ]
 
 
@@ -157,6 +158,7 @@ def test_reconnecting_without_heartbeats_does_not_outlive_the_hard_timeout(
     job = deployment.job(job_uuid)
     assert job["status"] == "canceled"
     assert "job_timeout_exceeded" in job["events"][-1]["message"]
+    assert job["events"][-1]["event_type"] == "job_timeout"
     again = RawChannel(deployment.server, slug, token)
     assert again.ask({"event": "running", "job": job_uuid}) == {"event": "cancel", "job": job_uuid}
     again.close()
@@ -191,6 +193,6 @@ def test_an_acknowledged_result_survives_a_server_killed_right_after_the_ack(
     channel.close()
     deployment.server.start()
     job = deployment.wait_status(job_uuid, "processed")
-    assert [e["event_type"] for e in job["events"]][-2:] == ["completed", "processed"]
+    assert [e["event_type"] for e in job["events"]][-2:] == ["job_completed", "job_processed"]
     stored = job["output"]["results"]
     assert [(r["exit_code"], r["stdout"]) for r in stored] == [(0, result["stdout"])]

@@ -126,7 +126,9 @@ def test_a_dead_replicas_in_flight_jobs_are_swept_by_the_survivor(
 
             job_view = wait_until(ended, timeout=30, message=f"the sweeper to end {job_uuid}")
             assert job_view["status"] == "failed"
-            [failure] = [e for e in job_view["events"] if e["event_type"] == "failed"]
+            [failure] = [
+                e for e in job_view["events"] if e["event_type"] == "heartbeat_stale_recovered"
+            ]
             assert "heartbeat_timeout" in failure["message"]
             # Failed after A died, so by B's sweeper, not by A's own timer before the kill.
             assert dt.datetime.fromisoformat(failure["created"]) >= killed_at, failure
@@ -290,10 +292,10 @@ def _delivered_across_the_kill(
         .join(completed, completed.c.job_id == job.c.id)
         .where(
             job.c.uuid.in_([UUID(u) for u in tags]),
-            running.c.event_type == "running",
+            running.c.event_type == "job_started",
             running.c.actor.in_(sorted(runner_slugs)),
             running.c.created < killed_at,
-            completed.c.event_type == "completed",
+            completed.c.event_type == "job_completed",
             completed.c.created > killed_at,
         )
     )

@@ -13,7 +13,15 @@ from sqlalchemy.engine import Connection
 from benchrunner.core.states import JobStatus
 from benchrunner.core.tiers import Plan, priority_for
 from benchrunner.protocol import JsonJobConfig
-from benchrunner.server.store import accounts, claims, jobs, reports, runners, transitions
+from benchrunner.server.store import (
+    accounts,
+    claims,
+    job_reads,
+    jobs,
+    reports,
+    runners,
+    transitions,
+)
 from benchrunner.server.store.engine import Database
 from benchrunner.server.store.migrate import upgrade
 
@@ -76,12 +84,11 @@ class World:
                 jobs.NewJob(
                     report_id=report_id,
                     organization_id=org_id,
-                    source_ip=ip,
                     spec_id=spec_id,
                     config=JsonJobConfig(timeout=60, template="t", args={}),
                     priority=priority_for(organization.plan, claimed=claimed),
                     now=now,
-                    actor=None,
+                    origin=jobs.Origin(actor="test", source_ip=ip),
                 ),
             )
             return job_id
@@ -198,5 +205,5 @@ def test_claim_records_runner_time_nonce_and_event(world: World) -> None:
     assert row.status is JobStatus.CLAIMED
     assert row.runner_id == runner and row.nonce == "nonce"
     assert row.claimed is not None and row.claimed == row.last_heartbeat
-    events = world.db.read_sync(jobs.job_events, job_id)
-    assert [e.event_type for e in events] == ["created", "claimed"]
+    events = world.db.read_sync(job_reads.job_events, job_id)
+    assert [e.event_type for e in events] == ["job_created", "job_claimed"]

@@ -99,7 +99,7 @@ class Setup:
             processed = conn.execute(
                 sa.select(sa.func.count()).where(
                     job_event.c.job_id == job_id,
-                    job_event.c.event_type == "processed",
+                    job_event.c.event_type == "job_processed",
                 )
             ).scalar_one()
             return row.status, error, metrics, processed

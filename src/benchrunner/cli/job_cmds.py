@@ -1,7 +1,8 @@
-"""``benchrunner job list|show|cancel|logs|output``: jobs of a project."""
+"""``benchrunner job list|show|cancel|rerun|logs|output``: jobs of a project."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Annotated, Literal
 
 import typer
@@ -11,13 +12,13 @@ from benchrunner.cli.config import project_client
 from benchrunner.cli.log_cmds import print_log
 from benchrunner.cli.options import LIST_PER_PAGE, Host, Json, Page, PerPage, Project, Token
 from benchrunner.cli.views import job_summary, print_job, print_logs
-from benchrunner.client import JsonObject
+from benchrunner.client import BenchrunnerClient, JsonObject
 
 job_app = typer.Typer(
-    help="Jobs of a project: list, inspect, cancel, read output.", no_args_is_help=True
+    help="Jobs of a project: list, inspect, cancel, rerun, read output.", no_args_is_help=True
 )
 
-Status = Literal["pending", "claimed", "running", "completed", "processed", "failed", "canceled"]
+STATUSES = "pending, claimed, running, completed, processed, failed, canceled"
 JobRef = Annotated[str, typer.Argument(metavar="JOB", help="Job UUID.")]
 
 
@@ -34,10 +35,47 @@ def _job_row(job: JsonObject) -> tuple[object, ...]:
     )
 
 
+def _job_action(
+    host: str | None,
+    token: str | None,
+    project: str | None,
+    as_json: bool,
+    call: Callable[[BenchrunnerClient, str], JsonObject],
+    say: Callable[[JsonObject], None],
+) -> None:
+    """One request about a job: its answer as JSON with ``--json``, else as ``say`` puts it."""
+    with project_client(host, token, project) as (client, project_ref):
+        found = call(client, project_ref)
+    if as_json:
+        output.print_json(found)
+    else:
+        say(found)
+
+
 @job_app.command("list")
 def job_list(
     project: Project = None,
-    status: Annotated[Status | None, typer.Option(help="Only jobs in this status.")] = None,
+    status: Annotated[
+        str | None,
+        typer.Option(help=f"Only jobs in these statuses, separated by commas: {STATUSES}."),
+    ] = None,
+    spec: Annotated[
+        str | None, typer.Option(help="Only jobs for this spec (slug or UUID).")
+    ] = None,
+    runner: Annotated[
+        str | None, typer.Option(help="Only jobs this runner claimed (slug or UUID).")
+    ] = None,
+    created_after: Annotated[
+        str | None,
+        typer.Option(help="Only jobs created at or after this time (ISO 8601, UTC if no zone)."),
+    ] = None,
+    created_before: Annotated[
+        str | None,
+        typer.Option(help="Only jobs created before this time (ISO 8601, UTC if no zone)."),
+    ] = None,
+    sort: Annotated[
+        Literal["created", "modified"], typer.Option(help="Order by creation or last change.")
+    ] = "created",
     direction: Annotated[
         Literal["asc", "desc"], typer.Option(help="Oldest (asc) or newest (desc) first.")
     ] = "desc",
@@ -47,11 +85,16 @@ def job_list(
     token: Token = None,
     as_json: Json = False,
 ) -> None:
-    """Jobs of a project, newest first."""
+    """Jobs of a project, newest first, filtered and paged by the server."""
     with project_client(host, token, project) as (client, project_ref):
         found = client.list_jobs(
             project_ref,
             status=status,
+            spec=spec,
+            runner=runner,
+            created_after=created_after,
+            created_before=created_before,
+            sort=sort,
             page=page,
             per_page=per_page,
             direction=direction,
@@ -68,12 +111,7 @@ def job_show(
     as_json: Json = False,
 ) -> None:
     """A job's status, event timeline and output summary."""
-    with project_client(host, token, project) as (client, project_ref):
-        found = client.get_job(project_ref, job)
-    if as_json:
-        output.print_json(found)
-    else:
-        print_job(found)
+    _job_action(host, token, project, as_json, lambda c, p: c.get_job(p, job), print_job)
 
 
 @job_app.command("cancel")
@@ -85,12 +123,29 @@ def job_cancel(
     as_json: Json = False,
 ) -> None:
     """Cancel a pending, claimed or running job; its runner stops the benchmark."""
-    with project_client(host, token, project) as (client, project_ref):
-        found = client.cancel_job(project_ref, job)
-    if as_json:
-        output.print_json(found)
-    else:
+
+    def say(found: JsonObject) -> None:
         output.out().print(f"job {job} is {found['status']}", markup=False)
+
+    _job_action(host, token, project, as_json, lambda c, p: c.cancel_job(p, job), say)
+
+
+@job_app.command("rerun")
+def job_rerun(
+    job: JobRef,
+    project: Project = None,
+    host: Host = None,
+    token: Token = None,
+    as_json: Json = False,
+) -> None:
+    """Run a finished job again: a new report and job with the same spec, branch, testbed,
+    adapter and settings. A job still in flight cannot be rerun."""
+
+    def say(report: JsonObject) -> None:
+        said = f"job {job} rerun as job {report['job']} (report {report['uuid']})"
+        output.out().print(said, markup=False)
+
+    _job_action(host, token, project, as_json, lambda c, p: c.rerun_job(p, job), say)
 
 
 @job_app.command("logs")

@@ -90,6 +90,13 @@ def event_line(event: JsonObject) -> Text:
     return line
 
 
+def event_details(event: JsonObject) -> str | None:
+    """An event's meta as ``key=value`` pairs (request metadata, the linked rerun job)."""
+    meta = event.get("meta") or {}
+    pairs = [f"{key}={value}" for key, value in sorted(meta.items()) if value is not None]
+    return " ".join(pairs) or None
+
+
 def print_job(job: JsonObject) -> None:
     spec = job.get("spec") or {}
     output.print_record(
@@ -117,10 +124,13 @@ def print_job(job: JsonObject) -> None:
                 e.get("event_type"),
                 e.get("actor"),
                 e.get("message"),
+                event_details(e),
             )
             for e in events
         ]
-        output.print_table(("time (UTC)", "event", "actor", "message"), rows, title="Events")
+        output.print_table(
+            ("time (UTC)", "event", "actor", "message", "details"), rows, title="Events"
+        )
     job_output = job.get("output")
     if job_output is not None:
         iterations = [

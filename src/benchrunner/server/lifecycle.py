@@ -375,9 +375,7 @@ class Lifecycle:
         its next heartbeat (or ``running``), as the published protocol has it: replies stay in
         the order of the runner's messages, so the runner can match each to what it sent."""
         now = self.ctx.clock.now()
-        moved = await self.ctx.db.write(
-            transitions.job_mark_canceled, job.id, now, actor, f"canceled by {actor}"
-        )
+        moved = await self.ctx.db.write(transitions.job_cancel_by_user, job.id, now, actor)
         if moved:
             job_moved(self.ctx, job, JobStatus.CANCELED, now, reason=f"canceled by {actor}")
             self.finished(job)

@@ -7,6 +7,7 @@ from typing import Any
 
 from sqlalchemy.engine import Connection
 
+from benchrunner.core.events import status_reached
 from benchrunner.server.store import alerts as store_alerts
 from benchrunner.server.store import branches, jobs, reports
 from benchrunner.server.store.accounts import OrganizationRow, ProjectRow
@@ -64,8 +65,10 @@ def runner_view(runner: RunnerRow, specs: list[Any]) -> dict[str, Any]:
 
 
 def event_view(row: Any) -> dict[str, Any]:
+    reached = status_reached(row.event_type)
     return {
         "event_type": row.event_type,
+        "status": None if reached is None else reached.wire,
         "message": row.message,
         "actor": row.actor,
         "meta": json.loads(row.meta),

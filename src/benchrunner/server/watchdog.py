@@ -14,6 +14,7 @@ import datetime as dt
 import logging
 from collections.abc import Callable
 
+from benchrunner.core.events import SYSTEM_ACTOR, JobEvent
 from benchrunner.core.states import JobStatus
 from benchrunner.core.timeouts import TimeoutVerdict, judge_silent_job
 from benchrunner.server.context import ServerContext
@@ -23,7 +24,7 @@ from benchrunner.server.transition_log import Timeout, job_moved
 
 log = logging.getLogger(__name__)
 
-SYSTEM = "system"
+SYSTEM = SYSTEM_ACTOR
 
 
 class Watchdog:
@@ -108,13 +109,18 @@ class Watchdog:
             reason = f"{prefix}job_timeout_exceeded: ran longer than {job.timeout} s plus grace"
             to, timeout = JobStatus.CANCELED, Timeout.JOB
             moved = await self._ctx.db.write(
-                transitions.job_mark_canceled, job.id, now, SYSTEM, reason
+                transitions.job_mark_canceled, job.id, now, SYSTEM, reason, JobEvent.TIMEOUT
             )
         else:
             reason = f"{prefix}heartbeat_timeout: no heartbeat for {self._ctx.heartbeat_timeout}"
             to, timeout = JobStatus.FAILED, Timeout.HEARTBEAT
             moved = await self._ctx.db.write(
-                transitions.job_mark_failed, job.id, now, SYSTEM, reason
+                transitions.job_mark_failed,
+                job.id,
+                now,
+                SYSTEM,
+                reason,
+                JobEvent.HEARTBEAT_STALE_RECOVERED,
             )
         if moved:
             job_moved(self._ctx, job, to, now, reason=reason, timeout=timeout)
@@ -127,7 +133,14 @@ class Watchdog:
         reason = "orphaned: claimed before the server restarted and never started"
         for job in orphans:
             now = self._ctx.clock.now()
-            if await self._ctx.db.write(transitions.job_mark_failed, job.id, now, SYSTEM, reason):
+            if await self._ctx.db.write(
+                transitions.job_mark_failed,
+                job.id,
+                now,
+                SYSTEM,
+                reason,
+                JobEvent.RECOVERED_AFTER_CRASH,
+            ):
                 job_moved(self._ctx, job, JobStatus.FAILED, now, reason=reason)
                 self._on_finished(job)
         in_flight = await self._ctx.db.read(

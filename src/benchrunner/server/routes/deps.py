@@ -14,6 +14,7 @@ from benchrunner.server.errors import forbidden, not_found, unauthorized
 from benchrunner.server.lifecycle import Lifecycle
 from benchrunner.server.store import accounts
 from benchrunner.server.store.accounts import ProjectRow, UserRow
+from benchrunner.server.store.jobs import Origin
 
 MAX_PER_PAGE = 255
 DEFAULT_PER_PAGE = 8
@@ -57,6 +58,17 @@ async def admin_user(user: Annotated[UserRow, Depends(required_user)]) -> UserRo
     if not user.admin:
         raise forbidden("server admin permissions required")
     return user
+
+
+def origin_of(request: Request, user: UserRow | None) -> Origin:
+    """Who is submitting a job and from where, as its ``job_created`` event records it."""
+    source_ip = request.client.host if request.client else "0.0.0.0"
+    return Origin(
+        actor=user.email if user else f"anonymous@{source_ip}",
+        source_ip=source_ip,
+        user_agent=request.headers.get("user-agent"),
+        token_name=user.token_name if user else None,
+    )
 
 
 MaybeUser = Annotated[UserRow | None, Depends(optional_user)]

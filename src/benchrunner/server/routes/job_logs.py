@@ -39,7 +39,7 @@ async def get_job_logs(
     next page starts and ``is_complete`` says the job has finished and nothing follows."""
 
     def unit(conn: Connection) -> LogPage:
-        row = job_in_project(conn, user, project, job, write=False)
+        row = job_in_project(conn, user, project, job, write=False).job
         try:
             return log_page(conn, ctx.log_index, row, offset, limit)
         except OffsetError as exc:
@@ -60,7 +60,7 @@ async def follow_job_logs(
     """Server-sent events: ``log`` events (``offset``, ``next_offset``, ``content``) as the
     job's log grows from ``offset``, then one ``end`` event (``next_offset``, ``status``) when
     the job has finished."""
-    row = await ctx.db.read(lambda conn: job_in_project(conn, user, project, job, write=False))
+    row = await ctx.db.read(lambda conn: job_in_project(conn, user, project, job, write=False).job)
     return StreamingResponse(
         follow(ctx, row, offset),
         media_type="text/event-stream",

@@ -1,16 +1,18 @@
-"""Project-scoped job reads and cancellation."""
+"""Project-scoped job reads and lists, cancellation and rerun."""
 
 from __future__ import annotations
 
 import asyncio
 import uuid
-from typing import Any, Literal
+from typing import Any
 
-from fastapi import APIRouter, Response
+from fastapi import APIRouter, Request, Response
 from sqlalchemy.engine import Connection
 
-from benchrunner.core.states import FINISHED, JobStatus
+from benchrunner.core.states import FINISHED
+from benchrunner.core.templates import TemplateError
 from benchrunner.protocol import JsonJobOutput
+from benchrunner.server.backpressure import check_backlog
 from benchrunner.server.blobs import job_output_key
 from benchrunner.server.context import ServerContext
 from benchrunner.server.errors import bad_request, conflict, not_found
@@ -20,26 +22,31 @@ from benchrunner.server.routes.deps import (
     Life,
     MaybeUser,
     Page,
+    origin_of,
     project_access,
 )
-from benchrunner.server.store import jobs
+from benchrunner.server.routes.job_filters import JobListQuery, job_filter
+from benchrunner.server.store import accounts, job_reads, jobs, registry, reruns, runners
 from benchrunner.server.store.accounts import UserRow
+from benchrunner.server.store.job_reads import JobDetail
 from benchrunner.server.store.jobs import JobRow
-from benchrunner.server.views import job_view
+from benchrunner.server.views import full_report_view, job_view
 
 router = APIRouter(tags=["jobs"])
 
 
 def job_in_project(
     conn: Connection, viewer: UserRow | None, project: str, ref: str, *, write: bool
-) -> JobRow:
+) -> JobDetail:
+    """The job (with its spec, runner and report), or 404 if it is not in a project the
+    viewer may see (403 if it may not change it and ``write``)."""
     row = project_access(conn, viewer, project, write=write)
     try:
         job_uuid = uuid.UUID(ref)
     except ValueError:
         raise not_found("job", ref) from None
-    found = jobs.job_get_by_uuid(conn, job_uuid)
-    if found is None or found.project_id != row.id:
+    found = job_reads.job_detail(conn, job_uuid)
+    if found is None or found.job.project_id != row.id:
         raise not_found("job", ref)
     return found
 
@@ -59,22 +66,32 @@ async def job_output(ctx: ServerContext, job: JobRow) -> dict[str, Any] | None:
     return output.model_dump(mode="json")
 
 
-async def full_job_view(ctx: ServerContext, job: JobRow) -> dict[str, Any]:
-    def unit(conn: Connection) -> dict[str, Any]:
-        spec, runner_uuid, report_uuid = jobs.job_detail_refs(conn, job)
-        return job_view(
-            job,
-            spec=spec,
-            runner_uuid=runner_uuid,
-            report_uuid=report_uuid,
-            events=jobs.job_events(conn, job.id),
-        )
+async def full_job_view(
+    ctx: ServerContext, project: str, ref: str, viewer: UserRow | None
+) -> dict[str, Any]:
+    """The job's JSON with its events (and, once finished, its output), in a fixed number of
+    queries whatever the number of events."""
 
-    view = await ctx.db.read(unit)
+    def unit(conn: Connection) -> tuple[JobRow, dict[str, Any]]:
+        found = job_in_project(conn, viewer, project, ref, write=False)
+        events = job_reads.job_events(conn, found.job.id)
+        return found.job, _view(found, events)
+
+    job, view = await ctx.db.read(unit)
     output = await job_output(ctx, job)
     if output is not None:
         view["output"] = output
     return view
+
+
+def _view(found: JobDetail, events: list[Any] | None = None) -> dict[str, Any]:
+    return job_view(
+        found.job,
+        spec=found.spec,
+        runner_uuid=found.runner_uuid,
+        report_uuid=found.report_uuid,
+        events=events,
+    )
 
 
 @router.get("/v0/projects/{project}/jobs")
@@ -84,29 +101,22 @@ async def list_jobs(
     ctx: Ctx,
     response: Response,
     pages: Page,
-    status: str | None = None,
-    direction: Literal["asc", "desc"] = "desc",
+    query: JobListQuery,
 ) -> list[dict[str, Any]]:
-    try:
-        wanted = None if status is None else JobStatus.from_wire(status)
-    except ValueError as exc:
-        raise bad_request(str(exc)) from None
+    """A page of the project's jobs, filtered, sorted and counted in the database."""
 
     def unit(conn: Connection) -> tuple[list[dict[str, Any]], int]:
         row = project_access(conn, user, project, write=False)
-        found, total = jobs.job_list_for_project(
+        found, total = job_reads.job_page(
             conn,
             row.id,
-            status=wanted,
-            ascending=direction == "asc",
+            job_filter(conn, query),
+            sort=query.sort,
+            ascending=query.direction == "asc",
             limit=pages.per_page,
             offset=pages.offset,
         )
-        views = []
-        for job in found:
-            spec, runner_uuid, report_uuid = jobs.job_detail_refs(conn, job)
-            views.append(job_view(job, spec=spec, runner_uuid=runner_uuid, report_uuid=report_uuid))
-        return views, total
+        return [_view(detail) for detail in found], total
 
     views, total = await ctx.db.read(unit)
     response.headers["X-Total-Count"] = str(total)
@@ -115,22 +125,61 @@ async def list_jobs(
 
 @router.get("/v0/projects/{project}/jobs/{job}")
 async def get_job(project: str, job: str, user: MaybeUser, ctx: Ctx) -> dict[str, Any]:
-    row = await ctx.db.read(lambda conn: job_in_project(conn, user, project, job, write=False))
-    return await full_job_view(ctx, row)
+    return await full_job_view(ctx, project, job, user)
 
 
 @router.post("/v0/projects/{project}/jobs/{job}/cancel")
 async def cancel_job(
     project: str, job: str, user: MaybeUser, ctx: Ctx, life: Life
 ) -> dict[str, Any]:
-    row = await ctx.db.read(lambda conn: job_in_project(conn, user, project, job, write=True))
+    found = await ctx.db.read(lambda conn: job_in_project(conn, user, project, job, write=True))
     actor = user.email if user else "anonymous"
-    if not await life.cancel(row, actor):
-        current = await ctx.db.read(jobs.job_get, row.id)
+    if not await life.cancel(found.job, actor):
+        current = await ctx.db.read(jobs.job_get, found.job.id)
         state = current.status.wire if current else "gone"
         raise conflict(
             f"job {job} is already {state}; only pending, claimed or running jobs can be canceled"
         )
-    updated = await ctx.db.read(jobs.job_get, row.id)
-    assert updated is not None
-    return await full_job_view(ctx, updated)
+    return await full_job_view(ctx, project, job, user)
+
+
+@router.post("/v0/projects/{project}/jobs/{job}/rerun", status_code=201)
+async def rerun_job(
+    project: str, job: str, request: Request, user: MaybeUser, ctx: Ctx, life: Life
+) -> dict[str, Any]:
+    """A finished job submitted again: a new report and job with the same config, answered
+    as ``POST /v0/run`` answers. 409 while the job is in flight; 429 over a backlog cap."""
+    origin = origin_of(request, user)
+
+    def unit(conn: Connection) -> tuple[reruns.Rerun, int]:
+        old = job_in_project(conn, user, project, job, write=True).job
+        if old.status not in FINISHED:
+            raise conflict(
+                f"job {job} is still {old.status.wire}; only a finished job can be rerun "
+                "(wait for it to finish, or cancel it first)"
+            )
+        _check_rerunnable(conn, ctx, old)
+        org = accounts.organization_by_id(conn, old.organization_id)
+        check_backlog(conn, ctx.settings, org.id, org.slug)
+        user_id = user.id if user else None
+        return reruns.job_rerun(conn, old, org, origin, user_id, ctx.clock.now()), old.spec_id
+
+    rerun, spec_id = await ctx.db.write(unit)
+    life.wakeups.job_created(spec_id)
+    return await ctx.db.read(full_report_view, rerun.report_id, rerun.job_uuid)
+
+
+def _check_rerunnable(conn: Connection, ctx: ServerContext, old: JobRow) -> None:
+    """400 when what the job ran is gone: its spec archived, its template or image removed."""
+    if runners.spec_by_id(conn, old.spec_id).archived is not None:
+        raise bad_request(f"job {old.uuid}'s spec is archived: it cannot run again")
+    config = old.config
+    if config.template is not None:
+        try:
+            ctx.templates.get(config.template)
+        except TemplateError as exc:
+            raise bad_request(f"job {old.uuid} cannot run again: {exc}") from None
+    elif config.digest is not None and not registry.manifest_exists(
+        conn, old.project_id, config.digest
+    ):
+        raise bad_request(f"job {old.uuid}'s image {config.digest} is no longer in the registry")

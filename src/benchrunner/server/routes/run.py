@@ -19,7 +19,7 @@ from sqlalchemy.engine import Connection
 from benchrunner import adapters
 from benchrunner.core import slugs
 from benchrunner.core.templates import TemplateError
-from benchrunner.core.tiers import Plan, priority_for
+from benchrunner.core.tiers import Plan
 from benchrunner.detection.models import Model
 from benchrunner.protocol import JsonJobConfig
 from benchrunner.server import idempotency
@@ -28,7 +28,14 @@ from benchrunner.server.context import ServerContext
 from benchrunner.server.errors import bad_request, not_found
 from benchrunner.server.evaluation import evaluate_report
 from benchrunner.server.results import report_metrics
-from benchrunner.server.routes.deps import Ctx, Life, MaybeUser, can_see, project_access
+from benchrunner.server.routes.deps import (
+    Ctx,
+    Life,
+    MaybeUser,
+    can_see,
+    origin_of,
+    project_access,
+)
 from benchrunner.server.routes.run_body import (
     RunBody,
     RunMode,
@@ -232,9 +239,8 @@ async def run(
             start.branch, start.hash, start.max_versions, start.clone_thresholds, start.reset
         )
     )
-    source_ip = request.client.host if request.client else "0.0.0.0"
-    actor = user.email if user else f"anonymous@{source_ip}"
-    key = idempotency.key_ref(idempotency_key, body.idempotency_key, user, source_ip)
+    origin = origin_of(request, user)
+    key = idempotency.key_ref(idempotency_key, body.idempotency_key, user, origin.source_ip)
     payload = (
         ""
         if key is None
@@ -300,18 +306,16 @@ async def run(
                 )
             org = accounts.organization_by_id(conn, project.organization_id)
             check_backlog(conn, ctx.settings, org.id, org.slug)
-            claimed = accounts.organization_is_claimed(conn, org.id)
             _, job_uuid = jobs.job_create(
                 conn,
                 jobs.NewJob(
                     report_id=report_id,
                     organization_id=org.id,
-                    source_ip=source_ip,
                     spec_id=spec.id,
                     config=_job_config(ctx, body, plan, project),
-                    priority=priority_for(org.plan, claimed=claimed),
+                    priority=accounts.organization_job_priority(conn, org),
                     now=now,
-                    actor=actor,
+                    origin=origin,
                 ),
             )
             spec_id = spec.id

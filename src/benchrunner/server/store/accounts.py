@@ -13,7 +13,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from benchrunner.core import slugs
-from benchrunner.core.tiers import Plan
+from benchrunner.core.tiers import Plan, priority_for
 from benchrunner.core.tokens import hash_token, new_api_token
 from benchrunner.server.store.conflicts import insert_with_slug
 from benchrunner.server.store.direct import Direct
@@ -34,10 +34,12 @@ class UserRow:
     slug: str
     email: str
     admin: bool
+    token_name: str | None = None
+    """The name of the API token this request authenticated with, if it did."""
 
 
-def _user(row: Any) -> UserRow:
-    return UserRow(row.id, row.uuid, row.name, row.slug, row.email, bool(row.admin))
+def _user(row: Any, token_name: str | None = None) -> UserRow:
+    return UserRow(row.id, row.uuid, row.name, row.slug, row.email, bool(row.admin), token_name)
 
 
 _USER_BY_EMAIL = sa.select(user).where(user.c.email == sa.bindparam("email"))
@@ -90,7 +92,7 @@ def api_token_issue(
 
 
 _USER_BY_TOKEN = Direct(
-    sa.select(user)
+    sa.select(user, api_token.c.name.label("token_name"))
     .join(api_token, api_token.c.user_id == user.c.id)
     .where(
         api_token.c.token_hash == sa.bindparam("token_hash"),
@@ -101,7 +103,7 @@ _USER_BY_TOKEN = Direct(
 
 def user_by_api_token(conn: Connection, token: str, now: dt.datetime) -> UserRow | None:
     row = _USER_BY_TOKEN.first(conn, {"token_hash": hash_token(token), "now": now})
-    return _user(row) if row else None
+    return _user(row, row.token_name) if row else None
 
 
 @dataclass(frozen=True)
@@ -205,6 +207,12 @@ def role_of(conn: Connection, user_id: int, org_id: int) -> str | None:
 def organization_is_claimed(conn: Connection, org_id: int) -> bool:
     """An organization with no members is unclaimed (SPEC section 2)."""
     return _ANY_MEMBER.first(conn, {"org_id": org_id}) is not None
+
+
+def organization_job_priority(conn: Connection, org: OrganizationRow) -> int:
+    """The priority a job of this organization gets if created now: from its plan, and 0
+    while it is unclaimed (SPEC section 4)."""
+    return priority_for(org.plan, claimed=organization_is_claimed(conn, org.id))
 
 
 @dataclass(frozen=True)

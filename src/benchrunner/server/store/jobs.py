@@ -11,17 +11,15 @@ from uuid import UUID, uuid4
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from benchrunner.core.events import JobEvent
 from benchrunner.core.states import JobStatus
 from benchrunner.protocol import JsonJobConfig
 from benchrunner.server.store.direct import Direct, insert_values
 from benchrunner.server.store.tables import (
     in_flight,
     job,
-    job_event,
     project,
     report,
-    runner,
-    spec,
 )
 from benchrunner.server.store.transitions import event_add
 
@@ -114,15 +112,33 @@ def job_list_by_status(conn: Connection, statuses: list[JobStatus]) -> list[JobR
 
 
 @dataclass(frozen=True)
+class Origin:
+    """Who submitted a job and from where: the actor and meta of its ``job_created`` event."""
+
+    actor: str
+    source_ip: str
+    user_agent: str | None = None
+    token_name: str | None = None
+    """The name of the caller's API token (never the token)."""
+
+    def meta(self) -> dict[str, Any]:
+        return {
+            "source_ip": self.source_ip,
+            "user_agent": self.user_agent,
+            "token": self.token_name,
+        }
+
+
+@dataclass(frozen=True)
 class NewJob:
     report_id: int
     organization_id: int
-    source_ip: str
     spec_id: int
     config: JsonJobConfig
     priority: int
     now: dt.datetime
-    actor: str | None
+    origin: Origin
+    rerun_of: UUID | None = None
 
 
 _NEW_JOB_COLUMNS = (
@@ -148,7 +164,7 @@ def job_create(conn: Connection, params: NewJob) -> tuple[int, UUID]:
         "uuid": job_uuid,
         "report_id": params.report_id,
         "organization_id": params.organization_id,
-        "source_ip": params.source_ip,
+        "source_ip": params.origin.source_ip,
         "spec_id": params.spec_id,
         "config": params.config.model_dump_json(exclude_none=True),
         "timeout": params.config.timeout,
@@ -160,7 +176,12 @@ def job_create(conn: Connection, params: NewJob) -> tuple[int, UUID]:
     }
     job_id = _INSERT_JOB.scalar(conn, row)
     assert job_id is not None
-    event_add(conn, job_id, "created", "job created", params.actor, {}, params.now)
+    meta = params.origin.meta()
+    message = "job created"
+    if params.rerun_of is not None:
+        meta["rerun_of"] = str(params.rerun_of)
+        message = f"rerun of job {params.rerun_of}"
+    event_add(conn, job_id, JobEvent.CREATED, message, params.origin.actor, meta, params.now)
     return job_id, job_uuid
 
 
@@ -220,59 +241,6 @@ def jobs_silent_in_flight(conn: Connection, cutoff: dt.datetime) -> list[int]:
     return list(conn.execute(_SILENT_IN_FLIGHT, {"cutoff": cutoff}).scalars())
 
 
-# ---------------------------------------------------------------- listings
-
-
-def job_list_for_project(
-    conn: Connection,
-    project_id: int,
-    *,
-    status: JobStatus | None,
-    ascending: bool,
-    limit: int,
-    offset: int,
-) -> tuple[list[JobRow], int]:
-    where = [report.c.project_id == project_id]
-    if status is not None:
-        where.append(job.c.status == int(status))
-    total = conn.execute(
-        sa.select(sa.func.count())
-        .select_from(job.join(report, report.c.id == job.c.report_id))
-        .where(*where)
-    ).scalar_one()
-    order = (
-        (job.c.created.asc(), job.c.id.asc())
-        if ascending
-        else (job.c.created.desc(), job.c.id.desc())
-    )
-    rows = conn.execute(JOBS.where(*where).order_by(*order).limit(limit).offset(offset))
-    return [JobRow.from_row(r) for r in rows], int(total)
-
-
-def job_events(conn: Connection, job_id: int) -> list[Any]:
-    return list(
-        conn.execute(
-            sa.select(job_event)
-            .where(job_event.c.job_id == job_id)
-            .order_by(job_event.c.created, job_event.c.id)
-        )
-    )
-
-
 def job_for_report(conn: Connection, report_id: int) -> JobRow | None:
     row = conn.execute(JOBS.where(job.c.report_id == report_id)).first()
     return JobRow.from_row(row) if row else None
-
-
-def job_detail_refs(conn: Connection, row: JobRow) -> tuple[Any, Any, Any]:
-    """The spec row, runner UUID and report UUID a job's JSON shows."""
-    spec_full = conn.execute(sa.select(spec).where(spec.c.id == row.spec_id)).one()
-    runner_uuid = (
-        None
-        if row.runner_id is None
-        else conn.execute(sa.select(runner.c.uuid).where(runner.c.id == row.runner_id)).scalar()
-    )
-    report_uuid = conn.execute(
-        sa.select(report.c.uuid).where(report.c.id == row.report_id)
-    ).scalar()
-    return spec_full, runner_uuid, report_uuid

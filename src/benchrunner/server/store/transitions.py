@@ -14,6 +14,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from benchrunner.core.events import SYSTEM_ACTOR, TRANSITION_EVENT, JobEvent
 from benchrunner.core.states import JobStatus, sources_of
 from benchrunner.server.store.direct import Direct, insert_values
 from benchrunner.server.store.tables import in_flight, job, job_event, runner
@@ -39,7 +40,7 @@ def event_add(
         conn,
         {
             "job_id": job_id,
-            "event_type": event_type,
+            "event_type": str(event_type),
             "message": message,
             "actor": actor,
             "meta": _meta_json(meta),
@@ -98,6 +99,31 @@ def _transition_with_event(
     )
 
 
+def _move_params(
+    job_id: int,
+    now: dt.datetime,
+    values: dict[str, Any] | None,
+    runner_id: int | None,
+) -> dict[str, Any]:
+    params = {"job_id": job_id, "now": now, **{f"v_{k}": v for k, v in (values or {}).items()}}
+    if runner_id is not None:
+        params["owner_id"] = runner_id
+    return params
+
+
+def _move(
+    conn: Connection,
+    job_id: int,
+    target: JobStatus,
+    now: dt.datetime,
+    values: dict[str, Any] | None,
+    runner_id: int | None,
+) -> bool:
+    """The compare-and-set alone: True if the job moved to ``target``."""
+    statement = _transition_statement(target, tuple(sorted(values or {})), runner_id is not None)
+    return statement.first(conn, _move_params(job_id, now, values, runner_id)) is not None
+
+
 def transition(
     conn: Connection,
     job_id: int,
@@ -109,22 +135,24 @@ def transition(
     meta: dict[str, Any] | None = None,
     values: dict[str, Any] | None = None,
     runner_id: int | None = None,
+    event: JobEvent | None = None,
 ) -> JobStatus | None:
-    """Compare-and-set to ``target`` (only if the job is ``runner_id``'s, when given), with
-    its event. Returns ``target`` if the job moved, else None."""
-    extra = values or {}
-    shape = (target, tuple(sorted(extra)), runner_id is not None)
-    params = {"job_id": job_id, "now": now, **{f"v_{k}": v for k, v in extra.items()}}
-    if runner_id is not None:
-        params["owner_id"] = runner_id
+    """Compare-and-set to ``target`` (only if the job is ``runner_id``'s, when given), writing
+    ``event`` (by default the one for ``target``). Returns ``target`` if the job moved, else
+    None."""
+    kind = event or TRANSITION_EVENT[target]
     if conn.dialect.name == "postgresql":
-        params.update(
-            event_type=target.wire, message=message, actor=actor, meta=_meta_json(meta or {})
+        statement = _transition_with_event(
+            target, tuple(sorted(values or {})), runner_id is not None
         )
-        return target if _transition_with_event(*shape).first(conn, params) else None
-    if _transition_statement(*shape).first(conn, params) is None:
+        params = _move_params(job_id, now, values, runner_id)
+        params.update(
+            event_type=str(kind), message=message, actor=actor, meta=_meta_json(meta or {})
+        )
+        return target if statement.first(conn, params) is not None else None
+    if not _move(conn, job_id, target, now, values, runner_id):
         return None
-    event_add(conn, job_id, target.wire, message, actor, meta or {}, now)
+    event_add(conn, job_id, kind, message, actor, meta or {}, now)
     return target
 
 
@@ -206,10 +234,18 @@ def _finish(
     now: dt.datetime,
     actor: str | None,
     message: str,
+    event: JobEvent | None = None,
 ) -> bool:
     """A move to completed, failed or canceled: each stamps ``completed``."""
     moved = transition(
-        conn, job_id, target, now, message=message, actor=actor, values={"completed": now}
+        conn,
+        job_id,
+        target,
+        now,
+        message=message,
+        actor=actor,
+        values={"completed": now},
+        event=event,
     )
     return moved is not None
 
@@ -222,19 +258,42 @@ def job_mark_completed(
 
 
 def job_mark_failed(
-    conn: Connection, job_id: int, now: dt.datetime, actor: str, reason: str
+    conn: Connection,
+    job_id: int,
+    now: dt.datetime,
+    actor: str,
+    reason: str,
+    event: JobEvent = JobEvent.FAILED,
 ) -> bool:
-    return _finish(conn, job_id, JobStatus.FAILED, now, actor, reason)
+    """To ``failed``; ``event`` says why when the server decided it (a stale heartbeat, a
+    job orphaned by a crash)."""
+    return _finish(conn, job_id, JobStatus.FAILED, now, actor, reason, event)
 
 
 def job_mark_canceled(
-    conn: Connection, job_id: int, now: dt.datetime, actor: str | None, reason: str
+    conn: Connection,
+    job_id: int,
+    now: dt.datetime,
+    actor: str | None,
+    reason: str,
+    event: JobEvent = JobEvent.CANCELED,
 ) -> bool:
-    return _finish(conn, job_id, JobStatus.CANCELED, now, actor, reason)
+    return _finish(conn, job_id, JobStatus.CANCELED, now, actor, reason, event)
+
+
+def job_cancel_by_user(conn: Connection, job_id: int, now: dt.datetime, actor: str) -> bool:
+    """A user's cancel: ``job_cancel_requested`` by the user, then ``job_canceled`` by the
+    system, as seed 004's audit list has them; nothing is written if the job already left
+    flight."""
+    if not _move(conn, job_id, JobStatus.CANCELED, now, {"completed": now}, None):
+        return False
+    event_add(conn, job_id, JobEvent.CANCEL_REQUESTED, f"{actor} asked to cancel", actor, {}, now)
+    event_add(conn, job_id, JobEvent.CANCELED, f"canceled by {actor}", SYSTEM_ACTOR, {}, now)
+    return True
 
 
 def job_mark_processed(conn: Connection, job_id: int, now: dt.datetime, message: str) -> bool:
     return (
-        transition(conn, job_id, JobStatus.PROCESSED, now, message=message, actor="system")
+        transition(conn, job_id, JobStatus.PROCESSED, now, message=message, actor=SYSTEM_ACTOR)
         is not None
     )

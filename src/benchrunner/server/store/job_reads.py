@@ -1,0 +1,114 @@
+"""Jobs as their JSON shows them: each job read with its spec, runner and report in one query,
+and pages of a project's jobs filtered, sorted and counted in the database."""
+
+from __future__ import annotations
+
+import datetime as dt
+import types
+from dataclasses import dataclass
+from typing import Any, Literal
+from uuid import UUID
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from benchrunner.core.states import JobStatus
+from benchrunner.server.store.jobs import JOBS, JobRow
+from benchrunner.server.store.tables import job, job_event, report, runner, spec
+
+JobSort = Literal["created", "modified"]
+
+_SPEC_PREFIX = "spec__"  # not "spec_": job.spec_id would clash with spec.id
+_DETAILED = (
+    JOBS.add_columns(
+        *(column.label(f"{_SPEC_PREFIX}{column.name}") for column in spec.c),
+        runner.c.uuid.label("runner_uuid"),
+        report.c.uuid.label("report_uuid"),
+    )
+    .join(spec, spec.c.id == job.c.spec_id)
+    .outerjoin(runner, runner.c.id == job.c.runner_id)
+)
+
+
+@dataclass(frozen=True)
+class JobDetail:
+    """A job and what its JSON names: the spec row, the runner's and the report's UUIDs."""
+
+    job: JobRow
+    spec: Any
+    runner_uuid: UUID | None
+    report_uuid: UUID
+
+    @classmethod
+    def from_row(cls, row: Any) -> JobDetail:
+        spec_row = types.SimpleNamespace(
+            **{column.name: getattr(row, f"{_SPEC_PREFIX}{column.name}") for column in spec.c}
+        )
+        return cls(JobRow.from_row(row), spec_row, row.runner_uuid, row.report_uuid)
+
+
+def job_detail(conn: Connection, job_uuid: UUID) -> JobDetail | None:
+    row = conn.execute(_DETAILED.where(job.c.uuid == job_uuid)).first()
+    return JobDetail.from_row(row) if row else None
+
+
+def job_events(conn: Connection, job_id: int) -> list[Any]:
+    """A job's events, oldest first (one query, however many there are)."""
+    return list(
+        conn.execute(
+            sa.select(job_event)
+            .where(job_event.c.job_id == job_id)
+            .order_by(job_event.c.created, job_event.c.id)
+        )
+    )
+
+
+@dataclass(frozen=True)
+class JobFilter:
+    """Which of a project's jobs a list shows; an empty or None field does not narrow it.
+    ``created_after`` is inclusive and ``created_before`` exclusive, so adjacent windows
+    never share a job."""
+
+    statuses: frozenset[JobStatus] = frozenset()
+    spec_id: int | None = None
+    runner_id: int | None = None
+    created_after: dt.datetime | None = None
+    created_before: dt.datetime | None = None
+
+    def where(self, project_id: int) -> list[sa.ColumnElement[bool]]:
+        clauses: list[sa.ColumnElement[bool]] = [report.c.project_id == project_id]
+        if self.statuses:
+            clauses.append(job.c.status.in_(sorted(int(s) for s in self.statuses)))
+        if self.spec_id is not None:
+            clauses.append(job.c.spec_id == self.spec_id)
+        if self.runner_id is not None:
+            clauses.append(job.c.runner_id == self.runner_id)
+        if self.created_after is not None:
+            clauses.append(job.c.created >= self.created_after)
+        if self.created_before is not None:
+            clauses.append(job.c.created < self.created_before)
+        return clauses
+
+
+def job_page(
+    conn: Connection,
+    project_id: int,
+    wanted: JobFilter,
+    *,
+    sort: JobSort,
+    ascending: bool,
+    limit: int,
+    offset: int,
+) -> tuple[list[JobDetail], int]:
+    """One page of the project's jobs that match, in order (the job id breaks ties in the
+    same direction, so pages never overlap), and how many match in all: two queries."""
+    where = wanted.where(project_id)
+    total = conn.execute(
+        sa.select(sa.func.count())
+        .select_from(job.join(report, report.c.id == job.c.report_id))
+        .where(*where)
+    ).scalar_one()
+    keys = (job.c[sort], job.c.id)
+    order = [key.asc() if ascending else key.desc() for key in keys]
+    rows = conn.execute(_DETAILED.where(*where).order_by(*order).limit(limit).offset(offset))
+    return [JobDetail.from_row(r) for r in rows], int(total)

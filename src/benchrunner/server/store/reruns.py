@@ -1,0 +1,70 @@
+"""Rerun: a finished job submitted again as a new report and job with the same config (seed
+001's resume, as an explicit re-submission; SPEC section 3). The two jobs' events name each
+other."""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+from uuid import UUID
+
+from sqlalchemy.engine import Connection
+
+from benchrunner.core.events import JobEvent
+from benchrunner.server.store import accounts, jobs, reports
+from benchrunner.server.store.jobs import JobRow, Origin
+from benchrunner.server.store.transitions import event_add
+
+
+@dataclass(frozen=True)
+class Rerun:
+    report_id: int
+    job_uuid: UUID
+
+
+def job_rerun(
+    conn: Connection,
+    old: JobRow,
+    org: accounts.OrganizationRow,
+    origin: Origin,
+    user_id: int | None,
+    now: dt.datetime,
+) -> Rerun:
+    """A new report on the old one's branch, testbed, adapter and settings, and a pending job
+    with the old job's spec and config (its priority from the organization's plan today).
+    The new job's ``job_created`` names the old job (``rerun_of``); the old job gets a
+    ``job_rerun`` event naming the new job and report. The caller checks the old job is
+    finished (and the organization's backlog)."""
+    source = reports.report_row(conn, old.report_id)
+    report_id, report_uuid = reports.report_create(
+        conn,
+        reports.NewReport(
+            project_id=old.project_id,
+            user_id=user_id,
+            branch_id=source.branch_id,
+            testbed_id=source.testbed_id,
+            adapter=source.adapter,
+            average=source.average,
+            fold=source.fold,
+            hash=source.hash,
+            start_time=now,
+            end_time=now,
+            now=now,
+        ),
+    )
+    _, job_uuid = jobs.job_create(
+        conn,
+        jobs.NewJob(
+            report_id=report_id,
+            organization_id=old.organization_id,
+            spec_id=old.spec_id,
+            config=old.config,
+            priority=accounts.organization_job_priority(conn, org),
+            now=now,
+            origin=origin,
+            rerun_of=old.uuid,
+        ),
+    )
+    meta = {"job": str(job_uuid), "report": str(report_uuid)}
+    event_add(conn, old.id, JobEvent.RERUN, f"rerun as job {job_uuid}", origin.actor, meta, now)
+    return Rerun(report_id, job_uuid)
