@@ -34,7 +34,10 @@ class StatementCounter:
 @contextmanager
 def counted(server: InProcessServer) -> Iterator[StatementCounter]:
     db = server.state("ctx").db
-    engines = {id(e): e for e in (db.read_engine, db.write_engine)}.values()
+    # PostgreSQL's read engine is the write engine with options (autocommit): the same pool,
+    # and the write engine's listeners already see its statements.
+    shared = db.read_engine.pool is db.write_engine.pool
+    engines = [db.write_engine] if shared else [db.read_engine, db.write_engine]
     counter = StatementCounter()
     for engine in engines:
         sa.event.listen(engine, "before_cursor_execute", counter)
