@@ -48,6 +48,7 @@ from tests.databases import POSTGRES_ADMIN_URL, fresh_database
 from tests.harness import HEARTBEAT_TIMEOUT, TEST_TEMPLATES, ServerProcess, wait_until
 from websockets.exceptions import ConnectionClosed
 
+from benchmarks.server_env import UNCAPPED
 from benchrunner.protocol import IterationResult, JsonJobOutput
 from benchrunner.server.blobs import job_output_key
 from benchrunner.server.store import claims, jobs, runners, transitions
@@ -161,7 +162,9 @@ def build(tmp: Path, url: str, count: int, runner_count: int) -> Backlog:
     templates.write_text(TEMPLATES)
     data = tmp / "build"
     data.mkdir()
-    server = ServerProcess(data, templates, url, heartbeat_timeout=HEARTBEAT_TIMEOUT).start()
+    server = ServerProcess(
+        data, templates, url, heartbeat_timeout=HEARTBEAT_TIMEOUT, env=UNCAPPED
+    ).start()
     try:
         with server.client() as client:
             client.create_organization("acme", "team")

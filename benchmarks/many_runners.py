@@ -48,6 +48,7 @@ import websockets
 from tests.databases import fresh_database
 from tests.harness import deploy
 
+from benchmarks.server_env import UNCAPPED
 from benchmarks.source_tree import server_source
 
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
@@ -333,6 +334,7 @@ def _deployment(engine: str, tmp: Path, runners: int, heartbeat_timeout: float) 
             job_timeout_grace=60.0,
             sweep_interval=10.0,  # the server's defaults: they set the heartbeat write interval
             max_connections=runners + 1000,
+            env=UNCAPPED,
         )
     )
     return stack, deployment

@@ -26,6 +26,7 @@ from tests.databases import fresh_database
 from tests.harness import Deployment, ServerProcess, deploy
 
 from benchmarks.cpu_time import backends_cpu, process_cpu_seconds
+from benchmarks.server_env import UNCAPPED
 
 RESULT = [{"exit_code": 0, "stdout": json.dumps({"noop": {"latency": {"value": 0}}})}]
 
@@ -135,7 +136,7 @@ def main() -> None:
         with (
             tempfile.TemporaryDirectory() as tmp,
             fresh_database(options.engine, Path(tmp)) as url,
-            deploy(Path(tmp), url, heartbeat_timeout=60.0) as deployment,
+            deploy(Path(tmp), url, heartbeat_timeout=60.0, env=UNCAPPED) as deployment,
         ):
             servers = [deployment.server]
             if options.replicas == 2:
