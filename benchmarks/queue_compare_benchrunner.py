@@ -28,6 +28,7 @@ from tests.harness import Deployment, deploy, wait_until
 from benchmarks.cpu_time import backends_cpu, process_cpu_seconds
 from benchmarks.queue_figures import Figures, percentile
 from benchmarks.server_env import UNCAPPED
+from benchmarks.source_tree import admin_token
 
 TEMPLATE = "bench.clock"
 IDLE_PAUSE = 0.05
@@ -156,7 +157,9 @@ def run(
     with (
         tempfile.TemporaryDirectory(prefix="queue-compare-") as tmp,
         fresh_database(engine, Path(tmp)) as url,
-        deploy(Path(tmp), url, heartbeat_timeout=60.0, env=UNCAPPED) as deployment,
+        deploy(
+            Path(tmp), url, heartbeat_timeout=60.0, env=UNCAPPED, token=admin_token(url)
+        ) as deployment,
     ):
         runners = [deployment.runner_process(f"worker-{i}").start() for i in range(workers)]
         api = Api(deployment)
