@@ -39,6 +39,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -323,52 +324,61 @@ class Figures:
     notes: list[str]
 
 
-def _deployment(engine: str, tmp: Path, runners: int, heartbeat_timeout: float) -> Any:
-    stack = contextlib.ExitStack()
-    url = stack.enter_context(fresh_database(engine, tmp))
-    deployment = stack.enter_context(
+@dataclass
+class Deployed:
+    deployment: Any
+    pid: int
+    """The server process's."""
+    runners: list[tuple[str, str]]
+    """The runners' slugs and keys, created through the API."""
+
+
+@contextlib.contextmanager
+def deployed(engine: str, runners: int, heartbeat_timeout: float) -> Iterator[Deployed]:
+    """One server process on a fresh database with ``runners`` runners created."""
+    with (
+        tempfile.TemporaryDirectory() as tmp,
+        fresh_database(engine, Path(tmp)) as url,
         deploy(
-            tmp,
+            Path(tmp),
             url,
             heartbeat_timeout=heartbeat_timeout,
             job_timeout_grace=60.0,
             sweep_interval=10.0,  # the server's defaults: they set the heartbeat write interval
             max_connections=runners + 1000,
             env=UNCAPPED,
-        )
-    )
-    return stack, deployment
+        ) as deployment,
+    ):
+        server = deployment.server
+        assert server.proc is not None
+        slugs = asyncio.run(create_runners(server.url, server.token, runners))
+        progress(f"{runners} runners created")
+        yield Deployed(deployment, server.proc.pid, slugs)
 
 
 def run_heartbeat(
     engine: str, runners: int, clients: int, seconds: float, windows: int
 ) -> list[Figures]:
     """One deployment; ``windows`` consecutive measured windows of ``seconds`` each."""
-    with tempfile.TemporaryDirectory() as tmp:
-        stack, deployment = _deployment(engine, Path(tmp), runners, 90.0)
-        with stack:
-            server = deployment.server
-            assert server.proc is not None
-            pid = server.proc.pid
-            slugs = asyncio.run(create_runners(server.url, server.token, runners))
-            progress(f"{runners} runners created")
-            asyncio.run(submit_jobs(server.url, server.token, runners))
-            progress(f"{runners} jobs submitted")
-            group = Clients("heartbeat", server.ws_url, slugs, clients)
-            try:
-                group.expect("connected")
-                progress("every runner heartbeats with a running job")
-                time.sleep(5.0)  # warm-up: phases spread, caches filled
-                marks = [(cpu_seconds(pid), time.time())]
-                rss = []
-                for _ in range(windows):
-                    time.sleep(seconds)
-                    marks.append((cpu_seconds(pid), time.time()))
-                    rss.append(rss_bytes(pid))
-                results = group.finish(f"stop {marks[0][1]}")
-            finally:
-                group.kill()
-            state = asyncio.run(health(server.url))
+    with deployed(engine, runners, 90.0) as up:
+        server, pid, slugs = up.deployment.server, up.pid, up.runners
+        asyncio.run(submit_jobs(server.url, server.token, runners))
+        progress(f"{runners} jobs submitted")
+        group = Clients("heartbeat", server.ws_url, slugs, clients)
+        try:
+            group.expect("connected")
+            progress("every runner heartbeats with a running job")
+            time.sleep(5.0)  # warm-up: phases spread, caches filled
+            marks = [(cpu_seconds(pid), time.time())]
+            rss = []
+            for _ in range(windows):
+                time.sleep(seconds)
+                marks.append((cpu_seconds(pid), time.time()))
+                rss.append(rss_bytes(pid))
+            results = group.finish(f"stop {marks[0][1]}")
+        finally:
+            group.kill()
+        state = asyncio.run(health(server.url))
     samples = [(sent, rtt) for r in results for sent, rtt in r["samples"]]
     unexpected = [e for r in results for e in r["unexpected"]]
     figures = []
@@ -394,40 +404,34 @@ def run_heartbeat(
 
 
 def run_idle(engine: str, runners: int, clients: int) -> Figures:
-    with tempfile.TemporaryDirectory() as tmp:
-        stack, deployment = _deployment(engine, Path(tmp), runners, 900.0)
-        with stack:
-            server = deployment.server
-            assert server.proc is not None
-            pid = server.proc.pid
-            slugs = asyncio.run(create_runners(server.url, server.token, runners))
-            progress(f"{runners} runners created")
-            rss0 = rss_bytes(pid)
-            group = Clients("idle", server.ws_url, slugs, clients)
-            try:
-                group.expect("connected")
-                progress("every runner connected")
-                deadline = time.monotonic() + 300
-                while asyncio.run(health(server.url))["waiting_runners"] < runners:
-                    if time.monotonic() > deadline:
-                        raise RuntimeError("runners did not all wait within 300 s")
-                    time.sleep(0.5)
-                rss1 = rss_bytes(pid)
-                cpu0, t0 = cpu_seconds(pid), time.time()
-                time.sleep(10)
-                idle_cpu = (cpu_seconds(pid) - cpu0) / (time.time() - t0)
-                progress("every runner waits")
-                submitted = asyncio.run(submit_jobs(server.url, server.token, runners))
-                progress(f"{runners} jobs submitted")
-                deadline = time.monotonic() + 300
-                while asyncio.run(health(server.url))["queue"].get("pending", 0) > 0:
-                    if time.monotonic() > deadline:
-                        raise RuntimeError("jobs still pending after 300 s")
-                    time.sleep(0.5)
-                time.sleep(2.0)  # the last claimed jobs reach their sockets
-                results = group.finish("stop")
-            finally:
-                group.kill()
+    with deployed(engine, runners, 900.0) as up:
+        server, pid, slugs = up.deployment.server, up.pid, up.runners
+        rss0 = rss_bytes(pid)
+        group = Clients("idle", server.ws_url, slugs, clients)
+        try:
+            group.expect("connected")
+            progress("every runner connected")
+            deadline = time.monotonic() + 300
+            while asyncio.run(health(server.url))["waiting_runners"] < runners:
+                if time.monotonic() > deadline:
+                    raise RuntimeError("runners did not all wait within 300 s")
+                time.sleep(0.5)
+            rss1 = rss_bytes(pid)
+            cpu0, t0 = cpu_seconds(pid), time.time()
+            time.sleep(10)
+            idle_cpu = (cpu_seconds(pid) - cpu0) / (time.time() - t0)
+            progress("every runner waits")
+            submitted = asyncio.run(submit_jobs(server.url, server.token, runners))
+            progress(f"{runners} jobs submitted")
+            deadline = time.monotonic() + 300
+            while asyncio.run(health(server.url))["queue"].get("pending", 0) > 0:
+                if time.monotonic() > deadline:
+                    raise RuntimeError("jobs still pending after 300 s")
+                time.sleep(0.5)
+            time.sleep(2.0)  # the last claimed jobs reach their sockets
+            results = group.finish("stop")
+        finally:
+            group.kill()
     received = {slug: jobs for part in results for slug, jobs in part.items()}
     accepted = dict(submitted)
     delivered = [uuid for jobs in received.values() for uuid, _ in jobs]
