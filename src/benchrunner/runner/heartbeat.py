@@ -9,36 +9,21 @@ progress, so nothing is sent after it: the server's next ``ack`` then cannot be 
 from __future__ import annotations
 
 import logging
-import threading
 import time
 
 from benchrunner.protocol import Heartbeat
 from benchrunner.runner.channel import Channel, ChannelClosedError
+from benchrunner.runner.channel_thread import ChannelThread
 from benchrunner.runner.cores import CorePlan
 
 log = logging.getLogger(__name__)
 
 
-class HeartbeatSender:
+class HeartbeatSender(ChannelThread):
     def __init__(self, interval: float, cores: CorePlan) -> None:
+        super().__init__("heartbeat", cores)
         self._interval = interval
-        self._cores = cores
-        self._cond = threading.Condition()
-        self._channel: Channel | None = None
         self._next_due = 0.0
-        self._stopped = False
-        self._thread = threading.Thread(target=self._run, name="heartbeat", daemon=True)
-
-    def start(self) -> None:
-        self._thread.start()
-
-    def stop(self) -> None:
-        with self._cond:
-            self._stopped = True
-            self._channel = None
-            self._cond.notify_all()
-        if self._thread.is_alive():
-            self._thread.join()
 
     @property
     def attached(self) -> bool:
@@ -61,7 +46,6 @@ class HeartbeatSender:
             self._cond.notify_all()
 
     def _run(self) -> None:
-        self._cores.pin_to_housekeeping()
         with self._cond:
             while not self._stopped:
                 channel = self._channel

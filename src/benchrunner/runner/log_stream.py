@@ -25,6 +25,7 @@ from typing import Literal
 
 from benchrunner.protocol import MAX_LOG_CHUNK, Log
 from benchrunner.runner.channel import Channel, ChannelClosedError
+from benchrunner.runner.channel_thread import ChannelThread
 from benchrunner.runner.cores import CorePlan
 
 log = logging.getLogger(__name__)
@@ -102,29 +103,14 @@ class StreamBuffer:
         self.sent = max(self.sent, self.base)
 
 
-class LogStreamer:
+class LogStreamer(ChannelThread):
     def __init__(self, cores: CorePlan, interval: float = INTERVAL) -> None:
-        self._cores = cores
+        super().__init__("log-streamer", cores)
         self._interval = interval
-        self._cond = threading.Condition()
         self._send_lock = threading.Lock()  # held while sending: detach waits for it
-        self._channel: Channel | None = None
         self._generation = 0
         self._job: uuid.UUID | None = None
         self._streams: dict[Stream, StreamBuffer] = {}
-        self._stopped = False
-        self._thread = threading.Thread(target=self._run, name="log-streamer", daemon=True)
-
-    def start(self) -> None:
-        self._thread.start()
-
-    def stop(self) -> None:
-        with self._cond:
-            self._stopped = True
-            self._channel = None
-            self._cond.notify_all()
-        if self._thread.is_alive():
-            self._thread.join()
 
     def attach(self, channel: Channel) -> None:
         """Stream on ``channel``; on a channel new to this job, resend what is still held."""
@@ -174,7 +160,6 @@ class LogStreamer:
             self._streams = {}
 
     def _run(self) -> None:
-        self._cores.pin_to_housekeeping()
         while True:
             with self._cond:
                 if self._stopped:
