@@ -58,12 +58,12 @@ int main(int argc, char **argv) {
 """
 
 TEMPLATE = """
-[templates."bench.clock"]
+[templates."bench.first_instruction"]
 description = "Append the job's first CLOCK_REALTIME reading to a file"
 command = ["{binary}", "{{out}}"]
 timeout = 30
 
-[templates."bench.clock".args.out]
+[templates."bench.first_instruction".args.out]
 type = "string"
 """
 
@@ -122,7 +122,7 @@ def run_variant(
         {
             "project": deployment.project,
             "spec": deployment.spec,
-            "template": "bench.clock",
+            "template": "bench.first_instruction",
             "args": {"out": str(clocks)},
         }
     )
