@@ -3,13 +3,15 @@
 The server and ``benchrunner runner up`` processes (process executor) are started as the system
 tests start them (``tests.harness``), on a fresh database. The job is template ``bench.clock``:
 ``date`` prints the wall clock at its start as a metric, so every job is a real process whose
-start time is read back from its stored output (the blob store under the server's data
-directory) after the phase.
+start time is read back from its stored output after the phase: a row of ``job_output`` when
+small (code from 2026-11-25 on), else a blob under the server's data directory (older code, or
+a large output).
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import signal
 import subprocess
@@ -20,6 +22,7 @@ from collections.abc import Iterator
 from http.client import HTTPConnection
 from pathlib import Path
 from typing import Any
+from uuid import UUID
 
 import sqlalchemy as sa
 from tests.databases import fresh_database
@@ -29,6 +32,7 @@ from benchmarks.cpu_time import backends_cpu, process_cpu_seconds
 from benchmarks.queue_figures import Figures, percentile
 from benchmarks.server_env import UNCAPPED
 from benchmarks.source_tree import admin_token
+from benchrunner.server.store import tables
 
 TEMPLATE = "bench.clock"
 IDLE_PAUSE = 0.05
@@ -78,13 +82,53 @@ def all_processed(api: Api, workers: int | None = None) -> bool:
     return workers is None or health["waiting_runners"] == workers
 
 
-def started_clocks(data_dir: Path) -> dict[str, int]:
-    """Job UUID -> the wall clock (ns) its ``date`` printed, from every stored job output."""
-    clocks: dict[str, int] = {}
-    for path in data_dir.glob("**/output/v0/jobs/*"):
-        results = json.loads(path.read_bytes())["results"]
-        clocks[path.name] = json.loads(results[0]["stdout"])["clock"]["started_ns"]["value"]
-    return clocks
+class StoredOutputs:
+    """The jobs' stored outputs, read from the database and the blob store directly (not
+    through the server, whose figures are measured)."""
+
+    def __init__(self, url: str, data_dir: Path) -> None:
+        self.engine = sa.create_engine(url, poolclass=sa.pool.NullPool)
+        self.data_dir = data_dir
+        self.in_rows = sa.inspect(self.engine).has_table("job_output")
+        self.project_uuid = ""
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+    def _blob(self, job: str) -> Path:
+        return self.data_dir / "blobs" / self.project_uuid / "output" / "v0" / "jobs" / job
+
+    def stored(self, job: str) -> bool:
+        if self._blob(job).exists():
+            return True
+        if not self.in_rows:
+            return False
+        query = (
+            sa.select(tables.job_output.c.job_id)
+            .join(tables.job, tables.job.c.id == tables.job_output.c.job_id)
+            .where(tables.job.c.uuid == UUID(job))
+        )
+        with self.engine.connect() as conn:
+            return conn.execute(query).first() is not None
+
+    def all(self) -> dict[str, bytes]:
+        """Job UUID -> its stored output, of every job."""
+        found = {path.name: path.read_bytes() for path in self.data_dir.glob("**/output/v0/jobs/*")}
+        if self.in_rows:
+            query = sa.select(tables.job.c.uuid, tables.job_output.c.data).join(
+                tables.job, tables.job.c.id == tables.job_output.c.job_id
+            )
+            with self.engine.connect() as conn:
+                found.update((str(row.uuid), bytes(row.data)) for row in conn.execute(query))
+        return found
+
+    def started_clocks(self) -> dict[str, int]:
+        """Job UUID -> the wall clock (ns) its ``date`` printed, from every stored output."""
+        clocks: dict[str, int] = {}
+        for job, data in self.all().items():
+            results = json.loads(data)["results"]
+            clocks[job] = json.loads(results[0]["stdout"])["clock"]["started_ns"]["value"]
+        return clocks
 
 
 def pickups(enqueued: dict[str, int], clocks: dict[str, int]) -> list[float]:
@@ -95,12 +139,12 @@ def pickups(enqueued: dict[str, int], clocks: dict[str, int]) -> list[float]:
 
 
 def pickup_phase(
-    api: Api, workers: int, samples: int, warmup: int, data_dir: Path
+    api: Api, workers: int, samples: int, warmup: int, outputs: StoredOutputs
 ) -> dict[str, int]:
     """One job at a time, each submitted with every worker idle; job -> client clock (ns).
 
-    Until the job's output is stored (after its start) only the blob directory is watched, so
-    that no request to the server competes with the pickup being measured.
+    Until the job's output is stored (after its start) only the store is watched, so that no
+    request to the server competes with the pickup being measured.
     """
     enqueued: dict[str, int] = {}
     for index in range(warmup + samples):
@@ -108,8 +152,13 @@ def pickup_phase(
         job = api.submit()
         if index >= warmup:
             enqueued[job] = before
-        output = data_dir / "blobs" / api.project_uuid / "output" / "v0" / "jobs" / job
-        wait_until(output.exists, timeout=120, interval=0.002, message=f"output of job {job}")
+        outputs.project_uuid = api.project_uuid
+        wait_until(
+            functools.partial(outputs.stored, job),
+            timeout=120,
+            interval=0.005,
+            message=f"output of job {job}",
+        )
         wait_until(
             lambda: all_processed(api, workers),
             timeout=60 if index else 120,
@@ -168,9 +217,9 @@ def run(
             timeout=60,
             message=f"{workers} runner(s) waiting",
         )
-        data_dir = deployment.server.data_dir
-        sample_jobs = pickup_phase(api, workers, samples, warmup, data_dir)
-        pickup = pickups(sample_jobs, started_clocks(data_dir))
+        outputs = StoredOutputs(url, deployment.server.data_dir)
+        sample_jobs = pickup_phase(api, workers, samples, warmup, outputs)
+        pickup = pickups(sample_jobs, outputs.started_clocks())
 
         server = deployment.server.proc
         assert server is not None
@@ -190,7 +239,8 @@ def run(
             elapsed = time.perf_counter() - started
         server_cpu = process_cpu_seconds(server.pid) - server_before
         worker_cpu = sum(process_cpu_seconds(pid) for pid in pids) - workers_before
-        done = started_clocks(data_dir)
+        done = outputs.started_clocks()
+        outputs.close()
         lost = [job for job in submitted if job not in done]
         if lost:
             raise SystemExit(f"{len(lost)} of {jobs} jobs have no stored output")

@@ -10,16 +10,24 @@ from uuid import UUID
 import sqlalchemy as sa
 
 from benchrunner.server.store.engine import Database
+from benchrunner.server.store.job_outputs import INLINE_OUTPUT_BYTES
 from benchrunner.server.store.tables import job, job_event, metric, report
 from tests.harness import Deployment, wait_until
+from tests.stored_outputs import output_blob, replace_output_row
 
 
-def _processed_job(deployment: Deployment, name: str) -> str:
+def _processed_job(deployment: Deployment, name: str, padding: int = 0) -> str:
+    """A job processed from its result; ``padding`` bytes of stderr make its output large
+    enough for the blob store rather than a database row."""
     channel = deployment.channel(name)
     job_uuid = deployment.submit("bench.noop")
     channel.claim()
     channel.ask({"event": "running"})
-    result = {"exit_code": 0, "stdout": '{"noop": {"latency": {"value": 7}}}'}
+    result = {
+        "exit_code": 0,
+        "stdout": '{"noop": {"latency": {"value": 7}}}',
+        "stderr": "x" * padding,
+    }
     channel.ask({"event": "completed", "job": job_uuid, "results": [result]})
     deployment.wait_status(job_uuid, "processed")
     channel.close()
@@ -48,7 +56,8 @@ def _rewind_to_completed(deployment: Deployment, job_uuid: str) -> None:
 
 
 def _output_path(deployment: Deployment, job_uuid: str) -> Path:
-    (path,) = (deployment.server.data_dir / "blobs").glob(f"*/output/v0/jobs/{job_uuid}")
+    path = output_blob(deployment.server.data_dir, job_uuid)
+    assert path is not None, "the job's output is not a blob"
     return path
 
 
@@ -65,13 +74,13 @@ def _report_error(deployment: Deployment, job_uuid: str) -> str | None:
 
 def test_a_poison_job_is_processed_once_and_not_swept_again(deployment: Deployment) -> None:
     garbage = _processed_job(deployment, "garbage")
-    unreadable = _processed_job(deployment, "unreadable")
+    unreadable = _processed_job(deployment, "unreadable", padding=INLINE_OUTPUT_BYTES)
     marker = _processed_job(deployment, "marker")
     log = deployment.server.log
     mark = len(log.read_text())
 
     _rewind_to_completed(deployment, garbage)
-    _output_path(deployment, garbage).write_bytes(b"\x00garbage, not a job output\xff" * 100)
+    replace_output_row(deployment.server.db, garbage, b"\x00garbage, not a job output\xff" * 100)
     _rewind_to_completed(deployment, unreadable)
     path = _output_path(deployment, unreadable)
     path.unlink()
@@ -113,7 +122,7 @@ def test_a_resent_result_for_a_job_whose_stored_output_is_garbage_is_acked(
     completed = {"event": "completed", "job": job_uuid, "results": [result]}
     assert channel.ask(completed)["event"] == "ack"
     deployment.wait_status(job_uuid, "processed")
-    _output_path(deployment, job_uuid).write_bytes(b"\x00garbage, not a job output\xff")
+    replace_output_row(deployment.server.db, job_uuid, b"\x00garbage, not a job output\xff")
 
     assert channel.ask(completed)["event"] == "ack"
     assert channel.ask({"event": "heartbeat"})["event"] == "ack"  # the channel is still open

@@ -10,15 +10,18 @@ from typing import Any
 from tests.harness import Deployment, deploy, wait_until
 from tests.inprocess import serve_in_process
 from tests.metrics_scrape import scrape
+from tests.stored_outputs import output_blob, output_row
 
 RESULT = {"exit_code": 0, "stdout": '{"ret": {"latency": {"value": 3}}}'}
 
 
-def _output_file(deployment: Deployment, job: dict[str, Any]) -> Path:
-    with deployment.admin() as client:
-        project = client.get_project(deployment.project)
-    jobs = deployment.server.data_dir / "blobs" / str(project["uuid"]) / "output/v0/jobs"
-    return jobs / str(job["uuid"])
+def _stored(deployment: Deployment, job: dict[str, Any]) -> bool:
+    """Whether the job's output is still stored, in a row or as a blob."""
+    uuid = str(job["uuid"])
+    return (
+        output_row(deployment.server.db, uuid) is not None
+        or output_blob(deployment.server.data_dir, uuid) is not None
+    )
 
 
 def test_expired_outputs_go_the_newest_and_jobs_in_flight_stay(
@@ -36,10 +39,11 @@ def test_expired_outputs_go_the_newest_and_jobs_in_flight_stay(
         channel = deployment.channel("raw")
         assert channel.claim()["uuid"] == in_flight
         channel.ask({"event": "running"})
-        older = [_output_file(deployment, job) for job in finished[:2]]
-        newest = _output_file(deployment, finished[2])
-        wait_until(lambda: not any(path.exists() for path in older), message="outputs purged")
-        assert newest.exists()  # the newest finished job is kept
+        wait_until(
+            lambda: not any(_stored(deployment, job) for job in finished[:2]),
+            message="outputs purged",
+        )
+        assert _stored(deployment, finished[2])  # the newest finished job is kept
         assert "output" not in deployment.job(finished[0]["uuid"])
         assert deployment.job(finished[2]["uuid"])["output"]["results"]
 
@@ -47,8 +51,11 @@ def test_expired_outputs_go_the_newest_and_jobs_in_flight_stay(
         done = channel.ask({"event": "completed", "job": in_flight, "results": [RESULT]})
         assert done["event"] == "ack", done
         last = deployment.wait_status(in_flight, "processed")
-        wait_until(lambda: not newest.exists(), message="the previous newest output purged")
-        assert _output_file(deployment, last).exists()
+        wait_until(
+            lambda: not _stored(deployment, finished[2]),
+            message="the previous newest output purged",
+        )
+        assert _stored(deployment, last)
         found = scrape(deployment.server.url)
         assert found.value("benchrunner_retention_purged_jobs_total") == 3
         assert found.value("benchrunner_retention_purged_bytes_total") > 0

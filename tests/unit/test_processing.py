@@ -130,7 +130,7 @@ def test_unusable_outputs_are_processed_once_with_their_error(setup: Setup) -> N
     nested = b'{"results": [{"output": ' + b"[" * 5000 + b"]" * 5000 + b"}]}"
     huge = b'{"results": [{"stdout": "' + b"x" * budget + b'"}]}'
     cases = {
-        "missing": (None, "missing from the blob store"),
+        "missing": (None, "missing from the server's store"),
         "not json": (b"\x00\xffthis is not json", "not a valid job output"),
         "wrong shape": (json.dumps({"results": "nope"}).encode(), "not a valid job output"),
         "nested": (nested, "not a valid job output"),

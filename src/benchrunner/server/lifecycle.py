@@ -23,16 +23,24 @@ from benchrunner.protocol import (
     JsonJobOutput,
     results_hash,
 )
-from benchrunner.server.blobs import job_output_key
+from benchrunner.server.completion import Completion, complete, fail_with_output
 from benchrunner.server.context import ServerContext
 from benchrunner.server.dispatcher import Dispatcher
 from benchrunner.server.heartbeats import HeartbeatLedger, write_interval
 from benchrunner.server.housekeeping import Housekeeping
 from benchrunner.server.leadership import AdvisoryLockLeadership, Leadership, SoleLeadership
 from benchrunner.server.oci_tokens import runner_pull_token
-from benchrunner.server.outputs import OutputMissing, UnusableOutput, load_output
+from benchrunner.server.outputs import (
+    OutputMissing,
+    UnusableOutput,
+    belongs_in_row,
+    encode_output,
+    has_job_output,
+    load_job_output,
+    store_blob,
+)
 from benchrunner.server.processing import Processor
-from benchrunner.server.store import claims, jobs, runners, transitions
+from benchrunner.server.store import claims, job_outputs, jobs, runners, transitions
 from benchrunner.server.store.runners import RunnerRow
 from benchrunner.server.sweeper import Sweeper
 from benchrunner.server.transition_log import job_moved
@@ -272,51 +280,55 @@ class Lifecycle:
             await self.ctx.db.durable()
         return reply
 
-    async def _store_output(self, job: jobs.JobRow, output: JsonJobOutput) -> None:
-        key = job_output_key(job.project_uuid, job.uuid)
-        data = output.model_dump_json(exclude_none=True).encode()
-        await asyncio.to_thread(self.ctx.blobs.put, key, data)
+    async def _blob_unless_small(self, job: jobs.JobRow, data: bytes) -> bytes | None:
+        """``data`` when it belongs in a row (written with the status change); otherwise it is
+        written to the blob store here, synced, before the status change, and None."""
+        if belongs_in_row(data):
+            return data
+        await asyncio.to_thread(store_blob, self.ctx.blobs, job, data)
+        return None
 
     async def _stored_output(self, job: jobs.JobRow) -> JsonJobOutput | None:
         """The job's stored output; None when there is none. Raises ``UnusableOutput`` when one
         is stored but cannot be read back (processing gave that job its error already)."""
         try:
-            return await asyncio.to_thread(
-                load_output,
-                self.ctx.blobs,
-                job_output_key(job.project_uuid, job.uuid),
-                self.ctx.settings.processing_budget(),
-            )
+            return await load_job_output(self.ctx, job)
         except OutputMissing:
             return None
-
-    async def _has_output(self, job: jobs.JobRow) -> bool:
-        key = job_output_key(job.project_uuid, job.uuid)
-        return await asyncio.to_thread(self.ctx.blobs.size, key) is not None
 
     async def _completed(
         self, runner: RunnerRow, job: jobs.JobRow, message: Completed
     ) -> Ack | Error:
         ack = Ack(job=job.uuid)
         stored = False
+        row_output: bytes | None = None
         if job.status == JobStatus.CLAIMED:
             # The runner's `running` was lost with a connection; its result is still real.
             status = await self.running(runner, job)
             if status is not None:
                 job = dataclasses.replace(job, status=status)
+        data = encode_output(JsonJobOutput(results=message.results))
         for _attempt in range(3):
             if job.status in (JobStatus.RUNNING, JobStatus.FAILED):
                 if not stored:  # durable before the transition, so an ack means it is safe
-                    await self._store_output(job, JsonJobOutput(results=message.results))
+                    row_output = await self._blob_unless_small(job, data)
                     stored = True
                 now = self.ctx.clock.now()
-                late = job.status == JobStatus.FAILED
-                if await self.ctx.db.write(
-                    transitions.job_mark_completed, job.id, now, runner.slug, late
-                ):
+                done = await self._complete(job, runner, now, row_output)
+                if done.completed:
                     job_moved(self.ctx, job, JobStatus.COMPLETED, now, runner=runner.slug)
                     self.finished(job)
-                    self.processor.enqueue(job.id)
+                    if done.processed and done.row is not None:
+                        job_moved(
+                            self.ctx,
+                            done.row,
+                            JobStatus.PROCESSED,
+                            now,
+                            source=JobStatus.COMPLETED,
+                            reason=done.error,
+                        )
+                    else:
+                        self.processor.enqueue(job.id)
                     return ack
             elif job.status in (JobStatus.COMPLETED, JobStatus.PROCESSED):
                 try:
@@ -343,19 +355,34 @@ class Lifecycle:
             job = reread
         return Error(message=f"job {job.uuid} changed concurrently; resend the result")
 
+    async def _complete(
+        self, job: jobs.JobRow, runner: RunnerRow, now: dt.datetime, row_output: bytes | None
+    ) -> Completion:
+        late = job.status == JobStatus.FAILED
+        args = (job, now, runner.slug, late, row_output)
+        try:
+            return await self.ctx.db.write(complete, *args, True)
+        except Exception:  # rolled back whole: complete it alone, the processor retries the rest
+            log.exception(
+                "processing job %s with its result failed; it is processed later", job.uuid
+            )
+            return await self.ctx.db.write(complete, *args, False)
+
     async def _failed(self, runner: RunnerRow, job: jobs.JobRow, message: Failed) -> Ack | Error:
-        output = JsonJobOutput(results=message.results, error=message.error)
+        data = encode_output(JsonJobOutput(results=message.results, error=message.error))
         if job.status in IN_FLIGHT:
-            await self._store_output(job, output)
+            row_output = await self._blob_unless_small(job, data)
             now = self.ctx.clock.now()
             reason = f"runner reported failure: {message.error}"[:2000]
             if await self.ctx.db.write(
-                transitions.job_mark_failed, job.id, now, runner.slug, reason
+                fail_with_output, job.id, now, runner.slug, reason, row_output
             ):
                 job_moved(self.ctx, job, JobStatus.FAILED, now, runner=runner.slug, reason=reason)
                 self.finished(job)
-        elif job.status == JobStatus.FAILED and not await self._has_output(job):
-            await self._store_output(job, output)
+        elif job.status == JobStatus.FAILED and not await has_job_output(self.ctx, job):
+            row_output = await self._blob_unless_small(job, data)
+            if row_output is not None:
+                await self.ctx.db.write(job_outputs.output_put, job.id, row_output)
         return Ack(job=job.uuid)
 
     async def _canceled(self, runner: RunnerRow, job: jobs.JobRow) -> Ack:

@@ -1,7 +1,8 @@
 """Completed job -> adapter -> metrics in the report -> thresholds judged -> ``processed``
 (SPEC section 7).
 
-Nothing slow runs on the event loop: the outputs are read in a worker thread, decoded and
+Nothing slow runs on the event loop: the outputs are read from their rows, or from their blobs
+in a worker thread, decoded and
 parsed by the adapters in worker processes (``parsers``), a batch at a time, before the batch's
 write. A job's metrics,
 its report's times and its transition commit together, so a crash half-way leaves the jobs not
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import datetime as dt
 import logging
 import time
 from collections.abc import Callable, Sequence
@@ -34,9 +36,9 @@ from benchrunner.core.states import JobStatus
 from benchrunner.server.blobs import job_output_key
 from benchrunner.server.context import ServerContext
 from benchrunner.server.evaluation import evaluate_report
-from benchrunner.server.outputs import UnusableOutput, output_size, read_output
+from benchrunner.server.outputs import UnusableOutput, output_size, read_output, too_large
 from benchrunner.server.parsers import measure_stored, parser_pool
-from benchrunner.server.store import jobs, reports, transitions
+from benchrunner.server.store import job_outputs, jobs, reports, transitions
 from benchrunner.server.transition_log import job_moved
 
 log = logging.getLogger(__name__)
@@ -165,13 +167,14 @@ class Processor:
         found = await self._ctx.db.read(jobs.jobs_completed_among, job_ids)
         if not found:
             return
-        sizes = await asyncio.to_thread(self._sizes, found)
+        in_rows = await self._ctx.db.read(job_outputs.outputs_get, [job.id for job in found])
+        sizes = await self._sizes(found, in_rows)
         for indexes in byte_batches(sizes, self._budget):
             group = [found[i] for i in indexes]
             parsing = await self._ctx.db.read(
                 reports.reports_parsing, [job.report_id for job in group]
             )
-            measured = await self._measure_all(group, parsing)
+            measured = await self._measure_all(group, in_rows, parsing)
             done = 0
             while done < len(measured):
                 if done:
@@ -179,29 +182,52 @@ class Processor:
                 done = await self._ctx.db.write(self._commit_some, measured, done)
             self._on_batch([job.id for job in group])
 
-    def _sizes(self, found: list[jobs.JobRow]) -> list[int]:
-        return [
-            output_size(self._ctx.blobs, job_output_key(job.project_uuid, job.uuid))
-            for job in found
-        ]
+    async def _sizes(self, found: list[jobs.JobRow], in_rows: dict[int, bytes]) -> list[int]:
+        in_blobs = [job for job in found if job.id not in in_rows]
+        blob_sizes = await asyncio.to_thread(self._blob_sizes, in_blobs) if in_blobs else {}
+        return [len(in_rows[job.id]) if job.id in in_rows else blob_sizes[job.id] for job in found]
 
-    def _read_all(self, group: list[jobs.JobRow]) -> list[bytes | str]:
-        """Each job's stored output, or why it cannot be read. Blocking: for a worker thread."""
-        read: list[bytes | str] = []
+    def _blob_sizes(self, found: list[jobs.JobRow]) -> dict[int, int]:
+        return {
+            job.id: output_size(self._ctx.blobs, job_output_key(job.project_uuid, job.uuid))
+            for job in found
+        }
+
+    def _read_blobs(self, group: list[jobs.JobRow]) -> dict[int, bytes | str]:
+        """Each job's output blob, or why it cannot be read. Blocking: for a worker thread."""
+        read: dict[int, bytes | str] = {}
         for job in group:
             try:
                 key = job_output_key(job.project_uuid, job.uuid)
-                read.append(read_output(self._ctx.blobs, key, self._budget))
+                read[job.id] = read_output(self._ctx.blobs, key, self._budget)
             except UnusableOutput as exc:
-                read.append(str(exc))
+                read[job.id] = str(exc)
+        return read
+
+    async def _read_all(
+        self, group: list[jobs.JobRow], in_rows: dict[int, bytes]
+    ) -> list[bytes | str]:
+        """Each job's stored output, or why it cannot be read: from its row, else its blob (in
+        a thread)."""
+        in_blobs = [job for job in group if job.id not in in_rows]
+        from_blobs = await asyncio.to_thread(self._read_blobs, in_blobs) if in_blobs else {}
+        read: list[bytes | str] = []
+        for job in group:
+            raw = in_rows.get(job.id)
+            if raw is None:
+                read.append(from_blobs[job.id])
+            elif len(raw) > self._budget:
+                read.append(too_large(len(raw), self._budget))
+            else:
+                read.append(raw)
         return read
 
     async def _measure_all(
-        self, group: list[jobs.JobRow], parsing: dict[int, Any]
+        self, group: list[jobs.JobRow], in_rows: dict[int, bytes], parsing: dict[int, Any]
     ) -> list[_Measured]:
-        """Read the outputs of ``group`` in a thread, then decode and parse them in the parser
-        pool, each output on its own."""
-        read = await asyncio.to_thread(self._read_all, group)
+        """Read the outputs of ``group``, then decode and parse them in the parser pool, each
+        output on its own."""
+        read = await self._read_all(group, in_rows)
         if sum(len(raw) for raw in read if isinstance(raw, bytes)) <= self._inline_parse_bytes:
             return [
                 self._measure_here(job, raw, parsing) for job, raw in zip(group, read, strict=True)
@@ -251,30 +277,49 @@ class Processor:
     def _commit(self, conn: Connection, item: _Measured) -> bool:
         """Store one job's metrics. The guarded move to ``processed`` comes first, so a job
         another replica (or an earlier batch) processed meanwhile adds nothing."""
-        job, values, error = item.job, item.values, item.error
         now = self._ctx.clock.now()
-        if not transitions.job_mark_processed(
-            conn,
-            job.id,
-            now,
-            message=f"parsed {len(values)} metrics" if error is None else f"not parsed: {error}",
-        ):
+        if not record_processed(conn, item.job, item.values, item.error, now):
             return False
-        stored = reports.metrics_add(conn, job.report_id, job.project_id, values, now)
-        reports.report_finish(
-            conn,
-            job.report_id,
-            start_time=job.started or job.created,
-            end_time=job.completed or now,
-            error=error,
-        )
-        if stored:  # nothing to judge costs no savepoint (two round trips on PostgreSQL)
-            try:
-                with conn.begin_nested():
-                    evaluate_report(conn, job.report_id, stored, now)
-            except Exception:  # an evaluation bug must not wedge the whole batch in `completed`
-                log.exception("judging job %s's report failed; its metrics stay unjudged", job.uuid)
         job_moved(
-            self._ctx, job, JobStatus.PROCESSED, now, source=JobStatus.COMPLETED, reason=error
+            self._ctx,
+            item.job,
+            JobStatus.PROCESSED,
+            now,
+            source=JobStatus.COMPLETED,
+            reason=item.error,
         )
         return True
+
+
+def record_processed(
+    conn: Connection,
+    job: jobs.JobRow,
+    values: list[reports.MetricValue],
+    error: str | None,
+    now: dt.datetime,
+) -> bool:
+    """Move a completed job to ``processed`` with its metrics (or why it has none) in its
+    report, its thresholds judged; False, with nothing written, when the job is not
+    ``completed`` (already processed elsewhere)."""
+    if not transitions.job_mark_processed(
+        conn,
+        job.id,
+        now,
+        message=f"parsed {len(values)} metrics" if error is None else f"not parsed: {error}",
+    ):
+        return False
+    stored = reports.metrics_add(conn, job.report_id, job.project_id, values, now)
+    reports.report_finish(
+        conn,
+        job.report_id,
+        start_time=job.started or job.created,
+        end_time=job.completed or now,
+        error=error,
+    )
+    if stored:  # nothing to judge costs no savepoint (two round trips on PostgreSQL)
+        try:
+            with conn.begin_nested():
+                evaluate_report(conn, job.report_id, stored, now)
+        except Exception:  # an evaluation bug must not wedge the whole batch in `completed`
+            log.exception("judging job %s's report failed; its metrics stay unjudged", job.uuid)
+    return True

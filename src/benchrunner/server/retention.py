@@ -34,8 +34,9 @@ class Purged:
 
 
 def purge_job_outputs(blobs: BlobStore, stored: Sequence[StoredOutputs]) -> Purged:
-    """Delete everything stored for these jobs outside the database (today their output
-    blob); how many bytes went. Blocking: call it off the event loop."""
+    """Delete everything stored for these jobs outside the database (the output blob of
+    those whose output was too large for a row); how many bytes went. Blocking: call it off
+    the event loop."""
     freed = 0
     for found in stored:
         key = job_output_key(found.project_uuid, found.uuid)
@@ -54,12 +55,13 @@ async def expire_outputs(ctx: ServerContext) -> Purged:
         due = await ctx.db.read(
             retention.jobs_with_expired_outputs, cutoff, settings.retention_keep, BATCH
         )
-        marked = set(
-            await ctx.db.write(retention.jobs_mark_outputs_purged, [d.id for d in due], cutoff, now)
+        marked = await ctx.db.write(
+            retention.jobs_mark_outputs_purged, [d.id for d in due], cutoff, now
         )
         purged = await asyncio.to_thread(
-            purge_job_outputs, ctx.blobs, [d for d in due if d.id in marked]
+            purge_job_outputs, ctx.blobs, [d for d in due if d.id in set(marked.ids)]
         )
+        purged = Purged(purged.jobs, purged.bytes + marked.freed)
         jobs, freed = jobs + purged.jobs, freed + purged.bytes
         ctx.metrics.retention_jobs.inc(purged.jobs)
         ctx.metrics.retention_bytes.inc(purged.bytes)

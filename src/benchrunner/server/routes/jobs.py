@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import uuid
 from typing import Any
 
@@ -13,10 +12,9 @@ from benchrunner.core.states import FINISHED
 from benchrunner.core.templates import TemplateError
 from benchrunner.protocol import JsonJobOutput
 from benchrunner.server.backpressure import check_backlog
-from benchrunner.server.blobs import job_output_key
 from benchrunner.server.context import ServerContext
 from benchrunner.server.errors import bad_request, conflict, not_found
-from benchrunner.server.outputs import OutputMissing, UnusableOutput, load_output
+from benchrunner.server.outputs import OutputMissing, UnusableOutput, load_job_output
 from benchrunner.server.routes.deps import (
     Ctx,
     Life,
@@ -54,11 +52,8 @@ def job_in_project(
 async def job_output(ctx: ServerContext, job: JobRow) -> dict[str, Any] | None:
     if job.status not in FINISHED:
         return None
-    key = job_output_key(job.project_uuid, job.uuid)
     try:
-        output = await asyncio.to_thread(
-            load_output, ctx.blobs, key, ctx.settings.processing_budget()
-        )
+        output = await load_job_output(ctx, job)
     except OutputMissing:
         return None
     except UnusableOutput as exc:  # shown as the output's error, never a 500

@@ -15,6 +15,7 @@ from uuid import UUID
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from benchrunner.server.store import job_outputs
 from benchrunner.server.store.tables import job, job_log, project, report
 
 # Written as literals, as the partial index ``index_job_outputs_kept`` has them.
@@ -60,14 +61,23 @@ def jobs_with_expired_outputs(
     return [StoredOutputs(r.id, r.uuid, r.project_uuid) for r in conn.execute(query)]
 
 
+@dataclass(frozen=True)
+class Marked:
+    """Jobs marked purged, whose outputs outside the database may now be deleted, and the
+    bytes of their outputs deleted from the database with the mark."""
+
+    ids: list[int]
+    freed: int
+
+
 def jobs_mark_outputs_purged(
     conn: Connection, job_ids: Sequence[int], cutoff: dt.datetime, now: dt.datetime
-) -> list[int]:
+) -> Marked:
     """Mark the jobs' outputs deleted, unless a job changed since it was chosen (a late result
-    moved it on), and delete their live logs (rows in this transaction); the ids marked, whose
-    outputs outside the database may now be deleted."""
+    moved it on), and delete what they store in the database (their live logs and small
+    outputs, in this transaction)."""
     if not job_ids:
-        return []
+        return Marked([], 0)
     marked = conn.execute(
         job.update()
         .where(
@@ -80,6 +90,8 @@ def jobs_mark_outputs_purged(
         .returning(job.c.id)
     )
     ids = [row.id for row in marked]
+    freed = 0
     if ids:
         conn.execute(job_log.delete().where(job_log.c.job_id.in_(ids)))
-    return ids
+        freed = job_outputs.outputs_delete(conn, ids)
+    return Marked(ids, freed)

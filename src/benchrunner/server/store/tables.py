@@ -501,6 +501,16 @@ job_log = sa.Table(
     sa.Index("index_job_log_job_id", "job_id", "id"),
 )
 
+# A finished job's output when it is small (at most ``INLINE_OUTPUT_BYTES``): kept in the row,
+# written in the transaction that records the job's end, so it is as durable as that status
+# change at no extra flush. Larger outputs live in the blob store.
+job_output = sa.Table(
+    "job_output",
+    metadata,
+    sa.Column("job_id", sa.Integer, sa.ForeignKey("job.id", ondelete="CASCADE"), primary_key=True),
+    sa.Column("data", sa.LargeBinary, nullable=False),
+)
+
 # The OCI registry (one repository per project). Blob bytes live in the blob store, addressed by
 # digest; a row here says which project may read them. Manifests are small (<= 4 MiB) and kept
 # in the row so a read needs no second store.

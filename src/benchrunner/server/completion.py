@@ -1,0 +1,77 @@
+"""The write behind a runner's ``completed``: one transaction for the move to ``completed``,
+the output when it is small enough for a row, and, when it is small enough to parse at once,
+its processing too (metrics, report, thresholds judged, ``processed``).
+
+Doing it all at once spares a small job the blob file and its two flushes, and the
+processor's own reads and transaction; its ``ack`` then also means that the job's metrics are
+stored. A larger output is written to the blob store before the transaction and processed in
+the background (``processing``), as is any job whose processing here fails: the caller then
+writes the completion again without it (no savepoint: two fewer round trips on PostgreSQL for
+every job, for a failure that should not happen).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+
+from sqlalchemy.engine import Connection
+
+from benchrunner.server.parsers import measure_stored
+from benchrunner.server.processing import INLINE_PARSE_BYTES, record_processed
+from benchrunner.server.store import job_outputs, jobs, reports, transitions
+
+
+@dataclass(frozen=True)
+class Completion:
+    completed: bool
+    """The job moved to ``completed`` (False: it had left ``running``/``failed`` meanwhile)."""
+    processed: bool = False
+    """... and on to ``processed`` in the same transaction."""
+    error: str | None = None
+    """Why the output gave no metrics, when processed."""
+    row: jobs.JobRow | None = None
+    """The job as it was completed, when processed."""
+
+
+def complete(
+    conn: Connection,
+    job: jobs.JobRow,
+    now: dt.datetime,
+    actor: str,
+    late: bool,
+    row_output: bytes | None,
+    process: bool,
+) -> Completion:
+    """Move ``job`` to ``completed``, keep ``row_output`` (None: its output is a blob), and
+    with ``process`` also process it from that output."""
+    if not transitions.job_mark_completed(conn, job.id, now, actor, late):
+        return Completion(completed=False)
+    if row_output is None:
+        return Completion(completed=True)
+    job_outputs.output_put(conn, job.id, row_output)
+    if not process or len(row_output) > INLINE_PARSE_BYTES:
+        return Completion(completed=True)
+    completed = jobs.job_get(conn, job.id)  # its times exactly as stored, for its report
+    if completed is None:
+        return Completion(completed=True)
+    parsing = reports.reports_parsing(conn, [job.report_id])[job.report_id]
+    values, error = measure_stored(parsing.adapter, parsing.average, parsing.fold, row_output)
+    processed = record_processed(conn, completed, values, error, now)
+    return Completion(completed=True, processed=processed, error=error, row=completed)
+
+
+def fail_with_output(
+    conn: Connection,
+    job_id: int,
+    now: dt.datetime,
+    actor: str,
+    reason: str,
+    row_output: bytes | None,
+) -> bool:
+    """Move the job to ``failed`` and keep ``row_output`` (None: its output is a blob)."""
+    if not transitions.job_mark_failed(conn, job_id, now, actor, reason):
+        return False
+    if row_output is not None:
+        job_outputs.output_put(conn, job_id, row_output)
+    return True

@@ -1,0 +1,62 @@
+"""Small job outputs kept in the database (``job_output``), one row per job.
+
+A row is written in the same transaction as the status change it belongs to (``completed``, or
+``failed`` with whatever results the runner had), so the output is exactly as durable as that
+change. A later terminal message for the same job (a late result after a failure) replaces it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from benchrunner.server.store.conflicts import insert_or_replace_where
+from benchrunner.server.store.history import IN_LIST_CHUNK
+from benchrunner.server.store.tables import job_output
+
+INLINE_OUTPUT_BYTES = 64 * 1024
+"""Outputs up to this size are kept in the database; larger ones go to the blob store."""
+
+_ALWAYS = sa.true()
+
+
+def output_put(conn: Connection, job_id: int, data: bytes) -> None:
+    statement = insert_or_replace_where(conn, job_output, ("job_id",), ("data",), _ALWAYS)
+    conn.execute(statement, {"job_id": job_id, "data": data})
+
+
+def output_get(conn: Connection, job_id: int) -> bytes | None:
+    return conn.execute(
+        sa.select(job_output.c.data).where(job_output.c.job_id == job_id)
+    ).scalar_one_or_none()
+
+
+def outputs_get(conn: Connection, job_ids: Iterable[int]) -> dict[int, bytes]:
+    """The stored outputs of those of ``job_ids`` that have one here."""
+    ids = sorted(set(job_ids))
+    found: dict[int, bytes] = {}
+    for start in range(0, len(ids), IN_LIST_CHUNK):
+        chunk = ids[start : start + IN_LIST_CHUNK]
+        rows = conn.execute(
+            sa.select(job_output.c.job_id, job_output.c.data).where(job_output.c.job_id.in_(chunk))
+        )
+        found.update((row.job_id, row.data) for row in rows)
+    return found
+
+
+def outputs_delete(conn: Connection, job_ids: Iterable[int]) -> int:
+    """Delete the stored outputs of ``job_ids``; how many bytes went."""
+    ids = sorted(set(job_ids))
+    freed = 0
+    for start in range(0, len(ids), IN_LIST_CHUNK):
+        chunk = ids[start : start + IN_LIST_CHUNK]
+        where = job_output.c.job_id.in_(chunk)
+        freed += conn.execute(
+            sa.select(sa.func.coalesce(sa.func.sum(sa.func.length(job_output.c.data)), 0)).where(
+                where
+            )
+        ).scalar_one()
+        conn.execute(job_output.delete().where(where))
+    return int(freed)

@@ -1,0 +1,130 @@
+"""A `completed` with a small output is stored and processed in the transaction that records
+it: when the runner has its `ack`, the job is `processed`, its output a database row, its
+metrics in its report. A large output goes to the blob store first and is processed in the
+background; a `failed` keeps its output the same way."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from benchrunner.server import completion
+from benchrunner.server.processing import record_processed
+from benchrunner.server.store.job_outputs import INLINE_OUTPUT_BYTES
+from tests.databases import fresh_database
+from tests.harness import Deployment, wait_until
+from tests.inprocess import serve_in_process
+from tests.stored_outputs import output_blob, output_row
+
+
+def _started(deployment: Deployment, name: str) -> tuple[Any, str]:
+    channel = deployment.channel(name)
+    job_uuid = deployment.submit("bench.noop")
+    assert channel.claim()["uuid"] == job_uuid
+    assert channel.ask({"event": "running"})["event"] == "ack"
+    return channel, job_uuid
+
+
+def _result(value: int, padding: int = 0) -> dict[str, Any]:
+    stdout = json.dumps({"noop": {"latency": {"value": value}}})
+    return {"exit_code": 0, "stdout": stdout, "stderr": "x" * padding}
+
+
+def _latency(deployment: Deployment, job: dict[str, Any]) -> float:
+    with deployment.admin() as client:
+        report = client.get_report(deployment.project, job["report"])
+    (iteration,) = report["results"]
+    (benchmark,) = iteration
+    (measure,) = benchmark["measures"]
+    return float(measure["metric"]["value"])
+
+
+def test_a_small_result_is_processed_by_the_time_it_is_acknowledged(
+    deployment: Deployment,
+) -> None:
+    channel, job_uuid = _started(deployment, "small")
+    done = channel.ask({"event": "completed", "job": job_uuid, "results": [_result(5)]})
+    assert done == {"event": "ack", "job": job_uuid}
+    job = deployment.job(job_uuid)
+    assert job["status"] == "processed"  # no wait: it was processed with the ack
+    assert _latency(deployment, job) == 5
+    assert job["output"]["results"][0]["stdout"] == _result(5)["stdout"]
+    row = output_row(deployment.server.db, job_uuid)
+    assert row is not None and json.loads(row)["results"][0]["exit_code"] == 0
+    assert output_blob(deployment.server.data_dir, job_uuid) is None
+    events = [e["event_type"] for e in job["events"]]
+    assert events[-2:] == ["job_completed", "job_processed"]
+
+    # A resend of the same result is acknowledged and changes nothing; a different one is not.
+    again = channel.ask({"event": "completed", "job": job_uuid, "results": [_result(5)]})
+    assert again == {"event": "ack", "job": job_uuid}
+    other = channel.ask({"event": "completed", "job": job_uuid, "results": [_result(6)]})
+    assert other["event"] == "error" and "different result" in other["message"]
+
+
+def test_a_large_result_goes_to_the_blob_store_and_is_processed_after(
+    deployment: Deployment,
+) -> None:
+    channel, job_uuid = _started(deployment, "large")
+    result = _result(8, padding=INLINE_OUTPUT_BYTES)
+    done = channel.ask({"event": "completed", "job": job_uuid, "results": [result]})
+    assert done == {"event": "ack", "job": job_uuid}
+    job = deployment.wait_status(job_uuid, "processed")
+    assert _latency(deployment, job) == 8
+    assert output_row(deployment.server.db, job_uuid) is None
+    blob = output_blob(deployment.server.data_dir, job_uuid)
+    assert blob is not None and blob.stat().st_size > INLINE_OUTPUT_BYTES
+    assert len(deployment.job(job_uuid)["output"]["results"][0]["stderr"]) == INLINE_OUTPUT_BYTES
+
+
+def test_a_failures_output_is_kept_and_a_late_result_replaces_it(deployment: Deployment) -> None:
+    channel, job_uuid = _started(deployment, "late")
+    partial = {"exit_code": 1, "stdout": "", "stderr": "crashed half-way"}
+    failed = {"event": "failed", "job": job_uuid, "error": "exit 1", "results": [partial]}
+    assert channel.ask(failed) == {"event": "ack", "job": job_uuid}
+    job = deployment.job(job_uuid)
+    assert job["status"] == "failed"
+    assert job["output"]["error"] == "exit 1"
+    assert job["output"]["results"][0]["stderr"] == "crashed half-way"
+
+    late = channel.ask({"event": "completed", "job": job_uuid, "results": [_result(9)]})
+    assert late == {"event": "ack", "job": job_uuid}
+    job = deployment.job(job_uuid)
+    assert job["status"] == "processed"
+    assert job["output"].get("error") is None
+    assert job["output"]["results"][0]["stdout"] == _result(9)["stdout"]
+    assert _latency(deployment, job) == 9
+
+
+def test_a_failure_while_processing_at_once_leaves_the_job_to_the_processor(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Processing with the result is a shortcut: when it fails, the completion is written
+    alone, acknowledged, and the background processor processes the job."""
+    failures: list[int] = []
+
+    def failing(conn: Any, job: Any, *args: Any) -> bool:
+        if not failures:
+            failures.append(job.id)
+            raise RuntimeError("injected: processing failed")
+        return record_processed(conn, job, *args)
+
+    monkeypatch.setattr(completion, "record_processed", failing)
+    with (
+        fresh_database("sqlite", tmp_path) as url,
+        serve_in_process(tmp_path, url) as server,
+    ):
+        channel = server.channel("shortcut")
+        job_uuid = server.submit("bench.noop")
+        channel.claim()
+        assert channel.ask({"event": "running"})["event"] == "ack"
+        done = channel.ask({"event": "completed", "job": job_uuid, "results": [_result(4)]})
+        assert done == {"event": "ack", "job": job_uuid}
+        assert failures, "the processing with the result was not tried"
+        wait_until(lambda: server.job(job_uuid)["status"] == "processed")
+        events = [e["event_type"] for e in server.job(job_uuid)["events"]]
+        assert events.count("job_completed") == 1 and events.count("job_processed") == 1
+        assert output_row(url, job_uuid) is not None
