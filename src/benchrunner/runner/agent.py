@@ -123,7 +123,7 @@ class Agent:
         """Raises ValueError (options, templates file), ExecutorError, or OSError (spool)."""
         options.validate()
         self._options = options
-        self._cores = CorePlan.detect()
+        self._cores = options.cores or CorePlan.detect()
         self._spool = Spool(options.spool)
         self._in_flight = InFlight(options.spool / IN_FLIGHT_DIR)
         # Before the executor (the sandbox's removes containers) and long before any claim.
