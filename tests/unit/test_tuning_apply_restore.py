@@ -130,9 +130,8 @@ def test_strict_tuning_refuses_naming_the_setting_and_leaves_the_host_as_it_was(
 ) -> None:
     fs.path(f"{CPU}/cpufreq/boost").unlink()  # a host without a turbo switch
     before = host_files(fs.root)
-    with pytest.raises(TuningRefusedError) as refused:
-        with tuned_host(fs, SPLIT, TuneMode.STRICT):
-            pytest.fail("strict tuning started on a host it could not tune")
+    with pytest.raises(TuningRefusedError) as refused, tuned_host(fs, SPLIT, TuneMode.STRICT):
+        pytest.fail("strict tuning started on a host it could not tune")
     assert refused.value.setting == "turbo"
     assert "cpufreq/boost" in str(refused.value)
     assert host_files(fs.root) == before  # the governor, applied first, was put back
@@ -156,17 +155,16 @@ def test_a_knob_the_kernel_does_not_offer_is_a_setting_not_applied(fs: FakeKerne
     fs.path(f"{CPU}/smt/control").mkdir()
     (fs.path(f"{CPU}/smt/control") / "x").mkdir()
     before = host_files(fs.root)
-    with pytest.raises(TuningRefusedError, match="smt"):
-        with tuned_host(fs, SPLIT, TuneMode.STRICT):
-            pass
+    with pytest.raises(TuningRefusedError, match="smt"), tuned_host(fs, SPLIT, TuneMode.STRICT):
+        pass
     assert host_files(fs.root) == before
 
 
 def test_one_tuned_runner_per_host(fs: FakeKernelFs) -> None:
     with tuned_host(fs, SPLIT, TuneMode.BEST_EFFORT):
+        second = tuned_host(fs, SPLIT, TuneMode.BEST_EFFORT)
         with pytest.raises(HostLockedError, match="another tuned runner"):
-            with tuned_host(fs, SPLIT, TuneMode.BEST_EFFORT):
-                pass
+            second.__enter__()
         assert state_of(fs).exists()
         with pytest.raises(HostLockedError):
             restore_leftovers(fs)  # `runner restore` must not undo a live runner's tuning
