@@ -76,7 +76,12 @@ def steal(before: Snapshot, after: Snapshot, cores: frozenset[int]) -> Check:
             continue
         shares[core] = (last.steal - first.steal) / (last.total - first.total)
     if not shares:
-        return unreadable("steal", what, expected, fix, "/proc/stat has no line for the job cores")
+        why = (
+            "no clock tick passed on the job cores during the sample"
+            if any(core in after.cores for core in cores)
+            else "/proc/stat has no line for the job cores"
+        )
+        return unreadable("steal", what, expected, fix, why)
     worst = max(shares.values())
     actual = ", ".join(f"cpu{core} {share:.1%}" for core, share in shares.items())
     return Check(
