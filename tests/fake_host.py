@@ -68,6 +68,16 @@ def snapshot_tree(root: Path) -> dict[str, str]:
     return found
 
 
+def host_files(root: Path) -> dict[str, str]:
+    """The host's kernel files: the tuning's own state and lock (``run/``) and the held
+    C-state device (written, never restored: the kernel keeps no value in it) left out."""
+    return {
+        path: text
+        for path, text in snapshot_tree(root).items()
+        if not path.startswith("run") and path != "dev/cpu_dma_latency"
+    }
+
+
 @dataclass(frozen=True)
 class FakeKernelFs(HostFs):
     def make_directory(self, relative: str) -> None:

@@ -21,7 +21,7 @@ from benchrunner.runner.tuning import (
 from benchrunner.runner.tuning.personality import ADDR_NO_RANDOMIZE
 from benchrunner.runner.tuning.state import STATE_DIR, STATE_NAME, StateFile
 from benchrunner.runner.tuning.tuner import apply_settings
-from tests.fake_host import FakeKernelFs, bare_metal, snapshot_tree
+from tests.fake_host import FakeKernelFs, bare_metal, host_files
 
 SPLIT = CoreSplit(job=frozenset({2, 3}), housekeeping=frozenset({0, 1}))
 CPU = "sys/devices/system/cpu"
@@ -40,16 +40,6 @@ EXPECTED = {
         "cpu memory",
     ),
 }
-
-
-def host_files(root: Path) -> dict[str, str]:
-    """The host's kernel files: the tuning's own state and lock (``run/``) and the held
-    C-state device (written, never restored: the kernel keeps no value in it) left out."""
-    return {
-        path: text
-        for path, text in snapshot_tree(root).items()
-        if not path.startswith("run") and path != "dev/cpu_dma_latency"
-    }
 
 
 @pytest.fixture

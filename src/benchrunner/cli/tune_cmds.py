@@ -127,6 +127,13 @@ def run_tuned(host_root: Path, mode: str | None, run: Callable[[CorePlan], int])
     split = core_split(fs, plan.job_cores or frozenset(os.sched_getaffinity(0)))
     try:
         with tuned_host(fs, split, TuneMode(mode) if mode else None) as tuned:
+            for outcome in tuned.outcomes:
+                if outcome.applied:
+                    output.note(f"tuned {outcome.setting}: {outcome.detail}")
+                else:
+                    output.warning(
+                        f"cannot tune {outcome.setting} (going on untuned): {outcome.detail}"
+                    )
             if tuned.job_cgroup is not None:
                 plan = CorePlan(plan.housekeeping, plan.job_cores, fs.path(tuned.job_cgroup))
             return run(plan)

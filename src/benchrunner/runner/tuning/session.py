@@ -104,13 +104,6 @@ def tuned_host(fs: HostFs, cores: CoreSplit, mode: TuneMode | None) -> Iterator[
         if mode is TuneMode.STRICT and not all(o.applied for o in tuned.outcomes):
             failed = next(o for o in tuned.outcomes if not o.applied)
             raise TuningRefusedError(failed.setting, failed.detail)
-        for outcome in tuned.outcomes:
-            if outcome.applied:
-                log.info("tuned %s: %s", outcome.setting, outcome.detail)
-            else:
-                log.warning(
-                    "cannot tune %s (going on untuned): %s", outcome.setting, outcome.detail
-                )
         yield tuned
     finally:
         hold.release()
