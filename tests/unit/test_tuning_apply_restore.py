@@ -169,3 +169,17 @@ def test_a_state_file_naming_a_path_outside_sys_and_proc_is_refused(fs: FakeKern
     path.write_text(json.dumps({"version": 1, "entries": [entry]}))
     with pytest.raises(StateFileError, match="not a /sys or /proc file"):
         restore_leftovers(fs)
+
+
+def test_a_partition_someone_else_made_is_neither_used_nor_removed(fs: FakeKernelFs) -> None:
+    theirs = fs.path("sys/fs/cgroup/benchrunner-jobs")
+    fs.make_directory("sys/fs/cgroup/benchrunner-jobs")
+    before = host_files(fs.root)
+    with tuned_host(fs, SPLIT, TuneMode.BEST_EFFORT) as host:
+        failed = {o.setting: o.detail for o in host.outcomes if not o.applied}
+        assert "already exists" in failed["cpuset_partition"]
+        assert host.job_cgroup is None
+        assert (theirs / "cpuset.cpus").read_text() == ""
+        # Half a setting is undone at once: cpuset is not left enabled for the subtree.
+        assert fs.read("sys/fs/cgroup/cgroup.subtree_control") == "cpu memory"
+    assert host_files(fs.root) == before

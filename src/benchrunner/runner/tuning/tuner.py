@@ -52,6 +52,7 @@ def apply_settings(
     outcomes: list[Outcome] = []
     for name, plan in SETTINGS:
         planned = plan(fs, cores)
+        applied_before = len(state.entries)
         try:
             if isinstance(planned, Blocked):
                 raise _Cannot(planned.reason)
@@ -63,7 +64,10 @@ def apply_settings(
                     f" (and could not restore: {'; '.join(failures)})" if failures else ""
                 )
                 raise TuningRefusedError(name, reason) from None
-            outcomes.append(Outcome(name, False, str(cannot)))
+            # Half a setting is no setting: what of it was applied goes back now.
+            failures = restore(fs, state, since=applied_before)
+            undone = f" (and could not undo: {'; '.join(failures)})" if failures else ""
+            outcomes.append(Outcome(name, False, str(cannot) + undone))
             continue
         outcomes.append(Outcome(name, True, detail))
     return outcomes
@@ -74,7 +78,8 @@ def _apply(fs: HostFs, name: str, changes: list[Change], state: StateFile) -> st
     for change in changes:
         if change.form is Form.DIRECTORY:
             if fs.path(change.path).is_dir():
-                continue  # left by someone else: not ours to remove later
+                # Not ours (a crashed run's was removed before): neither used nor removed.
+                raise _Cannot(f"/{change.path} already exists")
             state.record(Entry(name, change.path, None))
             try:
                 fs.make_directory(change.path)
@@ -107,12 +112,13 @@ def _apply(fs: HostFs, name: str, changes: list[Change], state: StateFile) -> st
     return detail + (f", {skipped} refused by the kernel and left" if skipped else "")
 
 
-def restore(fs: HostFs, state: StateFile) -> list[str]:
-    """Undo ``state``'s entries newest first. Returns what could not be restored (those stay in
-    the state file for the next try; with none left the file is removed)."""
+def restore(fs: HostFs, state: StateFile, *, since: int = 0) -> list[str]:
+    """Undo ``state``'s entries from the ``since``-th on, newest first. Returns what could not
+    be restored (those stay in the state file for the next try; with none left the file is
+    removed)."""
     left: list[Entry] = []
     failures: list[str] = []
-    for entry in reversed(state.entries):
+    for entry in reversed(state.entries[since:]):
         try:
             if entry.undo is None:
                 fs.remove_directory(entry.path)
@@ -127,5 +133,5 @@ def restore(fs: HostFs, state: StateFile) -> list[str]:
             left.append(entry)
         else:
             log.info("restored %s: /%s", entry.setting, entry.path)
-    state.replace(list(reversed(left)))
+    state.replace(state.entries[:since] + list(reversed(left)))
     return failures
