@@ -228,6 +228,16 @@ def up(
         ),
     ] = None,
     host_root: HostRoot = Path("/"),
+    noise_guard: Annotated[
+        bool,
+        typer.Option(
+            "--noise-guard/--no-noise-guard",
+            envvar="BENCHRUNNER_NOISE_GUARD",
+            help="Time a short fixed-work loop on the job cores right before and after each "
+            "job; its variation and drift go into the job's output as `noise`.",
+            rich_help_panel="Host tuning",
+        ),
+    ] = True,
 ) -> None:
     """Connect to the server and run its jobs, one at a time, until SIGTERM or SIGINT.
 
@@ -253,6 +263,7 @@ def up(
         once=once,
         sandbox_dir=sandbox_dir or default_sandbox_dir(runner),
         oci_runtime=oci_runtime,
+        noise_guard=noise_guard,
     )
     options.validate()
 

@@ -38,6 +38,8 @@ class RunnerOptions:
     sandbox_dir: Path | None = None
     oci_runtime: str = "runc"
     cores: CorePlan | None = None
+    noise_guard: bool = True
+    """Calibrate the job cores right before and after each job (``noise`` in the output)."""
     """Which cores the runner's threads and its jobs use; None: split the allowed ones."""
 
     @property
