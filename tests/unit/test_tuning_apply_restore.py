@@ -19,7 +19,7 @@ from benchrunner.runner.tuning import (
     tuned_host,
 )
 from benchrunner.runner.tuning.personality import ADDR_NO_RANDOMIZE
-from benchrunner.runner.tuning.state import STATE_DIR, STATE_NAME, StateFile
+from benchrunner.runner.tuning.state import STATE_DIR, STATE_NAME, StateFile, StateFileError
 from benchrunner.runner.tuning.tuner import apply_settings
 from tests.fake_host import FakeKernelFs, bare_metal, host_files
 
@@ -161,8 +161,6 @@ def test_one_tuned_runner_per_host(fs: FakeKernelFs) -> None:
 
 
 def test_a_state_file_naming_a_path_outside_sys_and_proc_is_refused(fs: FakeKernelFs) -> None:
-    from benchrunner.runner.tuning.state import StateFileError
-
     path = fs.path(f"{STATE_DIR}/{STATE_NAME}")
     path.parent.mkdir(parents=True)
     entry = {"setting": "x", "path": "sys/../etc/passwd", "undo": "owned"}
@@ -183,3 +181,17 @@ def test_a_partition_someone_else_made_is_neither_used_nor_removed(fs: FakeKerne
         # Half a setting is undone at once: cpuset is not left enabled for the subtree.
         assert fs.read("sys/fs/cgroup/cgroup.subtree_control") == "cpu memory"
     assert host_files(fs.root) == before
+
+
+def test_an_untuned_start_goes_on_when_leftovers_cannot_be_restored(
+    fs: FakeKernelFs, caplog: pytest.LogCaptureFixture
+) -> None:
+    path = fs.path(f"{STATE_DIR}/{STATE_NAME}")
+    path.parent.mkdir(parents=True)
+    path.write_text("{not json")
+    with tuned_host(fs, SPLIT, None) as host:
+        assert host.outcomes == []
+    assert "keeps settings of a previous tuned run" in caplog.text
+    assert path.exists()  # left for `runner restore` and a person to look at
+    with pytest.raises(StateFileError), tuned_host(fs, SPLIT, TuneMode.BEST_EFFORT):
+        pytest.fail("tuned over a state file it could not read")

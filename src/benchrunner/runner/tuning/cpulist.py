@@ -45,7 +45,14 @@ def parse_cpumask(text: str) -> frozenset[int]:
 
 
 def format_cpumask(cores: Iterable[int]) -> str:
+    """{0, 1} -> ``"3"``; past 32 cores in comma-separated 32-bit words, as the kernel
+    parses them (``"1,00000000"`` for core 32)."""
     value = 0
     for core in cores:
         value |= 1 << core
-    return f"{value:x}"
+    digits = f"{value:x}"
+    words: list[str] = []
+    while len(digits) > 8:
+        words.insert(0, digits[-8:])
+        digits = digits[:-8]
+    return ",".join([digits, *words])

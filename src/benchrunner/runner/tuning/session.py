@@ -17,7 +17,7 @@ from benchrunner.runner.tuning.hostfs import HostFs
 from benchrunner.runner.tuning.knobs import cgroup2_mounts
 from benchrunner.runner.tuning.lock import HostLock, HostLockedError
 from benchrunner.runner.tuning.settings import PARTITION, CoreSplit
-from benchrunner.runner.tuning.state import STATE_DIR, StateFile
+from benchrunner.runner.tuning.state import STATE_DIR, StateFile, StateFileError
 from benchrunner.runner.tuning.tuner import (
     Outcome,
     TuningRefusedError,
@@ -71,8 +71,9 @@ def _restore_file(fs: HostFs, state: StateFile) -> list[str]:
 @contextmanager
 def tuned_host(fs: HostFs, cores: CoreSplit, mode: TuneMode | None) -> Iterator[TunedHost]:
     """The host tuned for jobs on ``cores.job`` for the block (``mode`` None: only leftovers of
-    a crashed run are restored). Raises HostLockedError when another tuned runner holds the
-    host, TuningRefusedError in strict mode, RestoreError when leftovers cannot be restored."""
+    a crashed run are restored, and one that cannot be is logged, not raised). Raises
+    HostLockedError when another tuned runner holds the host, TuningRefusedError in strict
+    mode, RestoreError or StateFileError when leftovers cannot be restored before tuning."""
     directory = fs.path(STATE_DIR)
     state = StateFile(directory)
     lock = HostLock(directory)
@@ -84,7 +85,7 @@ def tuned_host(fs: HostFs, cores: CoreSplit, mode: TuneMode | None) -> Iterator[
                 log.info("not restoring the tuning state: %s", exc)
             else:
                 try:
-                    _restore_leftovers_logged(fs, state)
+                    _restore_leftovers_or_warn(fs, state)
                 finally:
                     lock.release()
         yield TunedHost()
@@ -120,6 +121,14 @@ def tuned_host(fs: HostFs, cores: CoreSplit, mode: TuneMode | None) -> Iterator[
 def _restore_leftovers_logged(fs: HostFs, state: StateFile) -> None:
     restored = _restore_file(fs, state)
     log.warning("restored settings a previous tuned run left: %s", ", ".join(restored))
+
+
+def _restore_leftovers_or_warn(fs: HostFs, state: StateFile) -> None:
+    # An untuned runner still runs on a host it could not put back: it says so loudly.
+    try:
+        _restore_leftovers_logged(fs, state)
+    except (RestoreError, StateFileError) as exc:
+        log.error("the host keeps settings of a previous tuned run: %s", exc)
 
 
 def _partition_procs(fs: HostFs) -> str | None:
