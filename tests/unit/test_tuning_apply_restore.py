@@ -195,3 +195,4 @@ def test_an_untuned_start_goes_on_when_leftovers_cannot_be_restored(
     assert path.exists()  # left for `runner restore` and a person to look at
     with pytest.raises(StateFileError), tuned_host(fs, SPLIT, TuneMode.BEST_EFFORT):
         pytest.fail("tuned over a state file it could not read")
+    assert path.read_text() == "{not json"

@@ -91,11 +91,15 @@ def tuned_host(fs: HostFs, cores: CoreSplit, mode: TuneMode | None) -> Iterator[
         yield TunedHost()
         return
     lock.acquire()
-    hold = DmaLatencyHold(fs)
-    previous_personality: int | None = None
     try:
         if state.exists():
             _restore_leftovers_logged(fs, state)
+    except BaseException:
+        lock.release()  # and the state file stays as it is, for `runner restore`
+        raise
+    hold = DmaLatencyHold(fs)
+    previous_personality: int | None = None
+    try:
         tuned = TunedHost(apply_settings(fs, cores, state, strict=mode is TuneMode.STRICT))
         if any(o.setting == "cpuset_partition" and o.applied for o in tuned.outcomes):
             tuned.job_cgroup = _partition_procs(fs)
