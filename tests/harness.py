@@ -112,6 +112,11 @@ default = ""
 command = ["python3", "-c", "print('this is not json')"]
 timeout = 30
 
+[templates."bench.personality"]
+description = "Print the job's personality flags (ASLR off shows as 0x0040000)"
+command = ["python3", "-c", "print('{\\"personality\\": {\\"flags\\": {\\"value\\": %d}}}' % int(open('/proc/self/personality').read(), 16))"]
+timeout = 30
+
 [templates."bench.environ"]
 description = "Print the job's environment as JSON"
 command = ["python3", "-c", "import json,os; print(json.dumps(dict(os.environ)))"]

@@ -102,11 +102,30 @@ class IterationResult(_Wire):
     output: dict[str, str] | None = None
 
 
+class Calibration(_Wire):
+    """One run of the noise guard's fixed-work loop on the job's cores."""
+
+    rounds: int = Field(ge=1)
+    median_ns: int = Field(ge=0)
+    cv: float = Field(ge=0)
+    """Coefficient of variation of the rounds' times (sample standard deviation / mean)."""
+
+
+class NoiseGuard(_Wire):
+    """The machine's quietness around one job: calibrations right before and right after it."""
+
+    before: Calibration
+    after: Calibration | None = None
+    drift: float | None = None
+    """``after.median_ns / before.median_ns - 1``: the machine got slower (+) or faster (-)."""
+
+
 class JsonJobOutput(_Wire):
     """What is stored at ``{project}/output/v0/jobs/{job}`` and returned on a job read."""
 
     results: list[IterationResult] = Field(default_factory=list)
     error: str | None = None
+    noise: NoiseGuard | None = None
 
 
 def results_hash(results: list[IterationResult]) -> str:
@@ -171,6 +190,7 @@ class Completed(_Wire):
     event: Literal["completed"] = "completed"
     job: uuid.UUID
     results: list[IterationResult]
+    noise: NoiseGuard | None = None
 
 
 class Failed(_Wire):
@@ -178,6 +198,7 @@ class Failed(_Wire):
     job: uuid.UUID
     results: list[IterationResult] = Field(default_factory=list)
     error: str
+    noise: NoiseGuard | None = None
 
 
 class Canceled(_Wire):

@@ -455,3 +455,16 @@ def test_a_command_that_cannot_start_is_an_executor_error() -> None:
             job.run_iteration(0)
     finally:
         job.cleanup()
+
+
+def test_with_a_job_partition_each_iteration_process_is_moved_into_it(tmp_path: Path) -> None:
+    # A plain file stands in for the partition's cgroup.procs: each write is one admitted pid.
+    procs = tmp_path / "cgroup.procs"
+    procs.write_text("")
+    plan = CorePlan(housekeeping=0, job_cores=frozenset({1}), job_cgroup=procs)
+    job = executor(cores=plan).prepare(script("import os; print(os.getpid())"))
+    try:
+        result = job.run_iteration(0)
+    finally:
+        job.cleanup()
+    assert procs.read_text() == (result.stdout or "").strip()

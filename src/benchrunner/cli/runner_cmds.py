@@ -5,9 +5,10 @@ from __future__ import annotations
 import os
 import stat
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
+from typer.core import TyperCommand
 
 from benchrunner.cli import output
 from benchrunner.cli.config import normalize_host, resolve
@@ -24,6 +25,7 @@ from benchrunner.cli.options import (
 )
 from benchrunner.cli.resource_cmds import Archived, Slug, spec_table
 from benchrunner.cli.sizes import parse_size
+from benchrunner.cli.tune_cmds import HostRoot, parse_tune_mode, preflight, restore, run_tuned
 from benchrunner.client import JsonObject
 
 runner_app = typer.Typer(help="Run a runner agent, or administer runners.", no_args_is_help=True)
@@ -76,7 +78,24 @@ def runner_key(key: str | None, key_file: Path | None) -> str:
     return text
 
 
-@runner_app.command("up")
+class _TuneFlagCommand(TyperCommand):
+    """``--tune`` alone means ``--tune=strict``: Typer has no option whose value is optional."""
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:  # Any: Context moved in Typer
+        bare = [
+            i
+            for i, arg in enumerate(args)
+            if arg == "--tune" and (i + 1 == len(args) or args[i + 1].startswith("-"))
+        ]
+        args = ["--tune=strict" if i in bare else arg for i, arg in enumerate(args)]
+        return super().parse_args(ctx, args)
+
+
+runner_app.command("preflight")(preflight)
+runner_app.command("restore")(restore)
+
+
+@runner_app.command("up", cls=_TuneFlagCommand)
 def up(
     runner: Annotated[
         str, typer.Option(envvar="BENCHRUNNER_RUNNER", help="This runner's slug or UUID.")
@@ -194,14 +213,41 @@ def up(
             rich_help_panel=_AGENT,
         ),
     ] = "runc",
+    tune: Annotated[
+        str | None,
+        typer.Option(
+            "--tune",
+            metavar="[=best-effort]",
+            show_default=False,
+            callback=parse_tune_mode,
+            help="Tune the host for benchmarks while the runner lives (governor, turbo, SMT, "
+            "THP, IRQs, workqueues, cpuset partition, C-states, ASLR for jobs) and restore it "
+            "on exit. Alone: refuse to start if a setting cannot be applied; =best-effort: "
+            "say so and go on.",
+            rich_help_panel="Host tuning",
+        ),
+    ] = None,
+    host_root: HostRoot = Path("/"),
+    noise_guard: Annotated[
+        bool,
+        typer.Option(
+            "--noise-guard/--no-noise-guard",
+            envvar="BENCHRUNNER_NOISE_GUARD",
+            help="Time a short fixed-work loop on the job cores right before and after each "
+            "job; its variation and drift go into the job's output as `noise`.",
+            rich_help_panel="Host tuning",
+        ),
+    ] = True,
 ) -> None:
     """Connect to the server and run its jobs, one at a time, until SIGTERM or SIGINT.
 
     The first signal drains (no new jobs; a running job gets --drain-grace), a second one
     cancels the running job at once. Exit code 0 after a drain, 2 if the server refuses the
-    runner or key or the configuration is unusable.
+    runner or key, the configuration is unusable, or the host cannot be tuned as asked.
+    A tuning state left by a killed tuned runner is restored first.
     """
     from benchrunner.runner.agent import RunnerOptions, run_agent
+    from benchrunner.runner.cores import CorePlan
 
     options = RunnerOptions(
         host=",".join(normalize_host(h) for h in resolve(host, None).host.split(",") if h.strip()),
@@ -217,9 +263,15 @@ def up(
         once=once,
         sandbox_dir=sandbox_dir or default_sandbox_dir(runner),
         oci_runtime=oci_runtime,
+        noise_guard=noise_guard,
     )
     options.validate()
-    raise typer.Exit(run_agent(options))
+
+    def run(cores: CorePlan) -> int:
+        options.cores = cores
+        return run_agent(options)
+
+    raise typer.Exit(run_tuned(host_root, tune, run))
 
 
 # -- administration (server API, admin only) ----------------------------------------------------

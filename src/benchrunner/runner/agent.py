@@ -65,6 +65,7 @@ from benchrunner.runner.heartbeat import HeartbeatSender
 from benchrunner.runner.inflight import InFlight
 from benchrunner.runner.job import CancelReason, JobRun
 from benchrunner.runner.log_stream import LogStreamer
+from benchrunner.runner.noise_guard import NoiseProbe
 from benchrunner.runner.options import RunnerOptions
 from benchrunner.runner.outbox import Outbox
 from benchrunner.runner.signals import stop_signals_call
@@ -123,7 +124,7 @@ class Agent:
         """Raises ValueError (options, templates file), ExecutorError, or OSError (spool)."""
         options.validate()
         self._options = options
-        self._cores = CorePlan.detect()
+        self._cores = options.cores or CorePlan.detect()
         self._spool = Spool(options.spool)
         self._in_flight = InFlight(options.spool / IN_FLIGHT_DIR)
         # Before the executor (the sandbox's removes containers) and long before any claim.
@@ -382,6 +383,7 @@ class Agent:
             cores=self._cores,
             slot=self._slot,
             logs=self._logs,
+            noise=NoiseProbe() if self._options.noise_guard else None,
         )
         self._job_started = False
         self._announced_on = 0  # a new job must say running again, even on the same channel

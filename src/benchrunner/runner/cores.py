@@ -16,6 +16,7 @@ import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 
 log = logging.getLogger(__name__)
 
@@ -26,6 +27,9 @@ class CorePlan:
 
     housekeeping: int | None = None
     job_cores: frozenset[int] = frozenset()
+    job_cgroup: Path | None = None
+    """``cgroup.procs`` of the cpuset partition holding the job cores (``runner up --tune``):
+    each job process is moved into it, and the partition, not affinity, places it."""
 
     @classmethod
     def detect(cls) -> CorePlan:
@@ -67,11 +71,26 @@ class CorePlan:
     def job_affinity(self) -> Iterator[None]:
         """The calling thread on the job cores for the block: wrap ``subprocess.Popen`` in it so
         the child starts on the job cores (no window where it runs elsewhere)."""
-        if not self.job_cores:
+        # The partition took the job cores from every other cgroup, the runner's included:
+        # asking for them here would only fail.
+        if not self.job_cores or self.job_cgroup is not None:
             yield
             return
         with _thread_affinity(set(self.job_cores)):
             yield
+
+    def admit(self, pid: int) -> None:
+        """Move a just-started job process into the job cores' partition, if there is one."""
+        if self.job_cgroup is None:
+            return
+        try:
+            fd = os.open(self.job_cgroup, os.O_WRONLY | os.O_CLOEXEC)
+            try:
+                os.write(fd, str(pid).encode())
+            finally:
+                os.close(fd)
+        except OSError as exc:
+            log.warning("cannot move process %d into %s: %s", pid, self.job_cgroup, exc)
 
 
 @contextmanager

@@ -43,6 +43,7 @@ from benchrunner.runner.cores import CorePlan
 from benchrunner.runner.events import AgentEvent, JobFinished, JobStarted
 from benchrunner.runner.executors.base import Executor, ExecutorError, PreparedJob
 from benchrunner.runner.log_stream import LogStreamer
+from benchrunner.runner.noise_guard import NoiseProbe, guard
 from benchrunner.runner.slot import JobSlot
 from benchrunner.runner.spool import Spool
 
@@ -70,9 +71,11 @@ class JobRun:
         cores: CorePlan,
         slot: JobSlot | None = None,
         logs: LogStreamer | None = None,
+        noise: NoiseProbe | None = None,
     ) -> None:
         """``slot``: the thread to run on (default: a thread of the job's own); ``logs``: where
-        the output goes live as it is written."""
+        the output goes live as it is written; ``noise``: the noise guard's calibration, run
+        before the first iteration and after the last (None: no noise guard)."""
         self.job = job
         self.uuid = job.uuid
         self._executor = executor
@@ -84,6 +87,7 @@ class JobRun:
         self._reason: CancelReason | None = None
         self._slot = slot
         self._logs = logs
+        self._noise = noise
         self._done = threading.Event()
 
     def start(self) -> None:
@@ -161,6 +165,20 @@ class JobRun:
             prepared.cleanup()
 
     def _iterate(self, prepared: PreparedJob) -> TerminalMessage:
+        if self._noise is None:
+            return self._run_iterations(prepared)
+        before = self._noise.calibrate(self._cores)
+        reason = self.cancel_reason
+        if reason is not None:
+            return self._stopped(reason, [])
+        message = self._run_iterations(prepared)
+        if isinstance(message, Canceled):
+            return message
+        # A job stopped early leaves now: its calibration after would only delay that.
+        after = self._noise.calibrate(self._cores) if self.cancel_reason is None else None
+        return message.model_copy(update={"noise": guard(before, after)})
+
+    def _run_iterations(self, prepared: PreparedJob) -> TerminalMessage:
         config = self.job.config
         begun = time.monotonic()
         timer: threading.Timer | None = None

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from benchrunner.protocol import MAX_POLL_TIMEOUT, MIN_POLL_TIMEOUT
+from benchrunner.runner.cores import CorePlan
 
 
 @dataclass(kw_only=True)
@@ -19,7 +20,8 @@ class RunnerOptions:
     ``max_output_bytes``: per stream and iteration. ``once``: exit after one job.
     ``sandbox_dir``: the sandbox executor's image cache, runtime state and job directories
     (one per runner: leftover containers found there at start are removed).
-    ``oci_runtime``: ``runc`` or ``crun``."""
+    ``oci_runtime``: ``runc`` or ``crun``. ``cores``: the core plan (``runner up --tune`` passes
+    its partition)."""
 
     host: str
     runner: str
@@ -35,6 +37,10 @@ class RunnerOptions:
     once: bool = False
     sandbox_dir: Path | None = None
     oci_runtime: str = "runc"
+    cores: CorePlan | None = None
+    noise_guard: bool = True
+    """Calibrate the job cores right before and after each job (``noise`` in the output)."""
+    """Which cores the runner's threads and its jobs use; None: split the allowed ones."""
 
     @property
     def hosts(self) -> list[str]:

@@ -200,6 +200,7 @@ class ProcessJob(PreparedJob):
             with self._cores.job_affinity():
                 leader = start_leader(self.argv, env=self.environment(index), cwd=self.workdir)
                 started_ns = pickup_trace.now()
+            self._cores.admit(leader.pid)
         except OSError as exc:
             raise ExecutorError(
                 f"iteration {index} could not start {self.argv[0]!r}: {exc.strerror or exc}"

@@ -1,0 +1,76 @@
+"""The noise guard: a short calibration loop of fixed work on the job's cores, right before and
+right after the job (issue 14). Its coefficient of variation says how noisy the machine was,
+and the before/after drift whether it changed while the job ran (a neighbour starting, the
+package heating up), both independently of what the job itself measures.
+
+The work is SHA-256 over a fixed buffer: C code that releases the GIL, so the runner's own
+threads (heartbeat, log streamer) do not queue behind it, and that depends on the core's
+speed alone, not on memory or I/O.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from benchrunner.protocol import Calibration, NoiseGuard
+from benchrunner.runner.cores import CorePlan
+
+ROUNDS = 15
+ROUND_BYTES = 1 << 20
+"""About 2 ms a round on a current core: 15 rounds are some 30 ms."""
+_BLOCK = bytes(range(256)) * 256  # 64 KiB
+
+
+@dataclass(frozen=True)
+class NoiseProbe:
+    """Runs the calibration; ``clock`` (nanoseconds) and ``work`` are injected in tests."""
+
+    rounds: int = ROUNDS
+    clock: Callable[[], int] = time.perf_counter_ns
+    work: Callable[[], object] | None = None
+
+    def calibrate(self, cores: CorePlan) -> Calibration:
+        """Time ``rounds`` rounds of the fixed work with the calling thread on the job cores."""
+        work = self.work or _fixed_work
+        times: list[int] = []
+        with cores.job_affinity():
+            work()  # warm-up: caches, frequency ramp, lazy imports
+            for _ in range(self.rounds):
+                start = self.clock()
+                work()
+                times.append(self.clock() - start)
+        return summarize(times)
+
+
+def _fixed_work() -> bytes:
+    digest = hashlib.sha256()
+    for _ in range(ROUND_BYTES // len(_BLOCK)):
+        digest.update(_BLOCK)
+    return digest.digest()
+
+
+def summarize(times: list[int]) -> Calibration:
+    """Median and coefficient of variation of the rounds' times (ns). Raises ValueError for
+    no rounds."""
+    if not times:
+        raise ValueError("a calibration needs at least one round")
+    mean = statistics.fmean(times)
+    spread = statistics.stdev(times) if len(times) > 1 else 0.0
+    return Calibration(
+        rounds=len(times),
+        median_ns=round(statistics.median(times)),
+        cv=spread / mean if mean > 0 else 0.0,
+    )
+
+
+def guard(before: Calibration, after: Calibration | None) -> NoiseGuard:
+    drift = (
+        after.median_ns / before.median_ns - 1
+        if after is not None and before.median_ns > 0
+        else None
+    )
+    return NoiseGuard(before=before, after=after, drift=drift)
