@@ -83,6 +83,16 @@ def test_filters_narrow_the_list_in_the_database(
         assert sorted(_uuids(after) + _uuids(before)) == sorted(_uuids(everything))
 
 
+def test_branch_filter_names_the_report_branch(deployment: Deployment) -> None:
+    on_main = deployment.submit("bench.noop")
+    body = {"project": "bench", "spec": "small", "template": "bench.noop", "args": {}}
+    with deployment.admin() as client:
+        on_feature = client.run({**body, "branch": "feature-x", "settings": {"adapter": "json"}})
+        assert _uuids(_all(client, branch="feature-x")) == [on_feature["job"]]
+        assert _uuids(_all(client, branch="main")) == [on_main]
+        assert _all(client, branch="feature-x", status="canceled") == []
+
+
 def test_order_by_creation_or_last_change_either_way(
     deployment: Deployment, jobs: dict[str, list[str]]
 ) -> None:
@@ -112,6 +122,7 @@ BAD_FILTERS: list[tuple[dict[str, str], str]] = [
     ({"status": "pending,bogus"}, "unknown job status 'bogus'"),
     ({"spec": "no-such-spec"}, "no spec 'no-such-spec'"),
     ({"runner": "no-such-runner"}, "no runner 'no-such-runner'"),
+    ({"branch": "no-such-branch"}, "no branch 'no-such-branch'"),
     ({"created_after": "yesterday"}, "created_after"),
     (
         {"created_after": "2026-01-02T00:00:00Z", "created_before": "2026-01-01T00:00:00Z"},

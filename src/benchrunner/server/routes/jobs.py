@@ -110,7 +110,7 @@ async def list_jobs(
         found, total = job_reads.job_page(
             conn,
             row.id,
-            job_filter(conn, query),
+            job_filter(conn, query, row.id),
             sort=query.sort,
             ascending=query.direction == "asc",
             limit=pages.per_page,

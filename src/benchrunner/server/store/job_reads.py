@@ -72,6 +72,7 @@ class JobFilter:
     statuses: frozenset[JobStatus] = frozenset()
     spec_id: int | None = None
     runner_id: int | None = None
+    branch_id: int | None = None
     created_after: dt.datetime | None = None
     created_before: dt.datetime | None = None
 
@@ -83,6 +84,8 @@ class JobFilter:
             clauses.append(job.c.spec_id == self.spec_id)
         if self.runner_id is not None:
             clauses.append(job.c.runner_id == self.runner_id)
+        if self.branch_id is not None:
+            clauses.append(report.c.branch_id == self.branch_id)
         if self.created_after is not None:
             clauses.append(job.c.created >= self.created_after)
         if self.created_before is not None:
