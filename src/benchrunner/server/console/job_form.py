@@ -73,6 +73,14 @@ class JobForm:
         return next(f for f in self.fields if f.name == name)
 
     @property
+    def arg_fields(self) -> tuple[FormField, ...]:
+        return tuple(f for f in self.fields if f.name.startswith(ARG_PREFIX))
+
+    @property
+    def option_fields(self) -> tuple[FormField, ...]:
+        return tuple(f for f in self.fields if not f.name.startswith(ARG_PREFIX))
+
+    @property
     def has_errors(self) -> bool:
         return self.error is not None or any(f.error for f in self.fields)
 
@@ -86,6 +94,14 @@ class JobForm:
 
     def _has(self, name: str) -> bool:
         return any(f.name == name for f in self.fields)
+
+
+@dataclass(frozen=True)
+class ImageRef:
+    """An image reference as the form gave it, resolved to a digest or to why it is not one."""
+
+    digest: str | None
+    problem: str | None = None
 
 
 @dataclass(frozen=True)
@@ -269,10 +285,9 @@ def check_template_form(project: str, template: Template, form: Mapping[str, str
     return _body(raw_body, errors)
 
 
-def check_image_form(project: str, digest: str | None, form: Mapping[str, str]) -> Checked:
-    """The run body for a submitted image form whose image resolved to ``digest`` (None: it
-    did not, and the caller has put that problem beside the image field)."""
+def check_image_form(project: str, form: Mapping[str, str], image: ImageRef) -> Checked:
+    """The run body for a submitted image form whose image reference resolved to ``image``."""
     errors: dict[str, str] = {}
-    if digest is None:
-        errors["image"] = "no such image"
-    return _body({"project": project, "image": digest or "", **_options(form)}, errors)
+    if image.digest is None:
+        errors["image"] = image.problem or "no such image"
+    return _body({"project": project, "image": image.digest or "", **_options(form)}, errors)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime as dt
 import types
+from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any, Literal
 from uuid import UUID
@@ -14,7 +15,7 @@ from sqlalchemy.engine import Connection
 
 from benchrunner.core.states import JobStatus
 from benchrunner.server.store.jobs import JOBS, JobRow
-from benchrunner.server.store.tables import job, job_event, report, runner, spec
+from benchrunner.server.store.tables import branch, job, job_event, report, runner, spec
 
 JobSort = Literal["created", "modified"]
 
@@ -115,3 +116,15 @@ def job_page(
     order = [key.asc() if ascending else key.desc() for key in keys]
     rows = conn.execute(_DETAILED.where(*where).order_by(*order).limit(limit).offset(offset))
     return [JobDetail.from_row(r) for r in rows], int(total)
+
+
+def job_branches(conn: Connection, report_ids: Collection[int]) -> dict[int, str]:
+    """The branch name of each report by report id (a page of jobs: one query)."""
+    if not report_ids:
+        return {}
+    rows = conn.execute(
+        sa.select(report.c.id, branch.c.name)
+        .join(branch, branch.c.id == report.c.branch_id)
+        .where(report.c.id.in_(sorted(report_ids)))
+    )
+    return {row.id: row.name for row in rows}
