@@ -39,11 +39,10 @@
   function follow() {
     var source = new EventSource(log.dataset.follow + "?offset=" + offset);
     source.addEventListener("log", onPiece);
-    source.addEventListener("end", function (event) {
-      var end = JSON.parse(event.data);
+    source.addEventListener("end", function () {
       source.close();
       log.dataset.complete = "true";
-      say("End of log (the job is " + end.status + ").");
+      say("End of log.");
     });
     source.addEventListener("error", function () {
       // EventSource would reconnect from the first offset: reconnect from ours instead.
