@@ -13,8 +13,8 @@ import httpx
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
-from tests.browser import save_screenshot
-from tests.console.sign_in import admin_session, sign_in
+from tests.browser import log_in_with_token, save_screenshot
+from tests.console.sessions import admin_session
 from tests.harness import Deployment, RunnerProcess, wait_until
 
 JOB_URL = re.compile(r".*/console/projects/bench/jobs/(?P<job>[0-9a-f-]{36})$")
@@ -58,7 +58,7 @@ def _job_of(page: Page) -> str:
 def test_a_template_job_from_the_form_streams_its_log_and_reaches_processed(
     page: Page, console: Deployment, runner: RunnerProcess, tmp_path: Path
 ) -> None:
-    sign_in(page, console)
+    log_in_with_token(page, console.server.token)
     page.goto("/console/projects/bench/jobs/new")
     page.get_by_role("link", name="bench.progress").click()
     gate = tmp_path / "gate"
@@ -109,7 +109,7 @@ def test_cancel_a_running_job_from_its_page_ends_the_runners_processes(
     )
     assert not _gone(parent) and not _gone(child)
 
-    sign_in(page, console)
+    log_in_with_token(page, console.server.token)
     page.goto(f"/console/projects/bench/jobs/{job}")
     expect(page.locator("#job-status")).to_have_text("running")
     page.get_by_role("button", name="Cancel job").click()
@@ -130,7 +130,7 @@ def test_the_servers_validation_error_shows_beside_its_field_with_the_values_kep
 ) -> None:
     with console.admin() as client:
         jobs_before = client.list_jobs("bench").total
-    sign_in(page, console)
+    log_in_with_token(page, console.server.token)
     page.goto("/console/projects/bench/jobs/new?template=bench.sleep")
     ms = page.get_by_label("ms")
     expect(ms).to_have_value("10")  # the argument's default
@@ -200,7 +200,7 @@ def test_cancel_and_rerun_work_without_javascript(
     context = browser.new_context(base_url=console.server.url, java_script_enabled=False)
     page = context.new_page()
     try:
-        sign_in(page, console)
+        log_in_with_token(page, console.server.token)
         pending = _unserved_job(console)
         page.goto(f"/console/projects/bench/jobs/{pending}")
         page.get_by_role("button", name="Cancel job").click()

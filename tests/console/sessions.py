@@ -1,14 +1,13 @@
-"""Signing a browser in as the deployment's admin, for pages that need a signed-in viewer."""
+"""A console session of the deployment's admin made in its database: for requests sent without
+a browser (a forged form), which cannot go through the sign-in page's secure cookies."""
 
 from __future__ import annotations
 
 import datetime as dt
 
-from playwright.sync_api import Page
 from sqlalchemy.engine import Connection
 
 from benchrunner.core.clock import utcnow
-from benchrunner.server.console import sessions
 from benchrunner.server.store import accounts
 from benchrunner.server.store import sessions as session_store
 from benchrunner.server.store.engine import Database
@@ -28,18 +27,3 @@ def admin_session(console: Deployment) -> str:
         return db.write_sync(unit)
     finally:
         db.close()
-
-
-def sign_in(page: Page, console: Deployment) -> None:
-    page.context.add_cookies(
-        [
-            {
-                "name": sessions.COOKIE,
-                "value": admin_session(console),
-                "url": console.server.url,
-                "httpOnly": True,
-                "secure": True,
-                "sameSite": "Lax",
-            }
-        ]
-    )
