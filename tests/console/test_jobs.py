@@ -216,8 +216,49 @@ def test_cancel_and_rerun_work_without_javascript(
         expect(page.locator("#job-timeline tr[data-event=job_rerun]")).to_have_count(1)
         # Read without JavaScript, the log is on the page as text.
         expect(page.locator("#job-log")).to_be_visible()
+
+        # A page opened before the job finished offers a cancel the job no longer allows:
+        # the same page again, with the reason.
+        stale = _unserved_job(console)
+        page.goto(f"/console/projects/bench/jobs/{stale}")
+        with console.admin() as client:
+            client.cancel_job("bench", stale)
+        with page.expect_navigation() as answered:
+            page.get_by_role("button", name="Cancel job").click()
+        assert answered.value is not None and answered.value.status == 409
+        expect(page.locator("#action-error")).to_contain_text("is already canceled")
+        expect(page.locator("#job-status")).to_have_text("canceled")
     finally:
         context.close()
+
+
+def test_a_long_log_comes_a_part_at_a_time(
+    browser: Browser, console: Deployment, runner: RunnerProcess
+) -> None:
+    job = console.submit("bench.chatty")  # one line of 200,000 characters
+    console.wait_status(job, "processed", "failed")
+    whole = "x" * 200_000 + "\n"
+    without_js = browser.new_context(base_url=console.server.url, java_script_enabled=False)
+    try:
+        page = without_js.new_page()
+        page.goto(f"/console/projects/bench/jobs/{job}")
+        assert page.locator("#job-log").text_content() == whole[:65536]
+        page.get_by_role("link", name="Next part of the log").click()
+        assert page.url.endswith("?log_offset=65536#log")
+        assert page.locator("#job-log").text_content() == whole[65536 : 2 * 65536]
+        expect(page.get_by_role("link", name="From the start")).to_be_visible()
+    finally:
+        without_js.close()
+    with_js = browser.new_context(base_url=console.server.url)
+    try:
+        page = with_js.new_page()
+        page.goto(f"/console/projects/bench/jobs/{job}")
+        # The rest is streamed after the first part; the paging link is not needed.
+        expect(page.locator("#log-state")).to_have_text("End of log.", timeout=LIVE_TIMEOUT_MS)
+        assert page.locator("#job-log").text_content() == whole
+        expect(page.locator("#log-more")).to_be_hidden()
+    finally:
+        with_js.close()
 
 
 def test_a_form_without_its_csrf_token_changes_nothing(console: Deployment) -> None:

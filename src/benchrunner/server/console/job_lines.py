@@ -20,7 +20,7 @@ from benchrunner.server.store.job_reads import JobDetail
 from benchrunner.server.store.tables import branch
 
 PER_PAGE = 25
-MAX_BRANCH_CHOICES = 200
+MAX_CHOICES = 200
 """Branch names offered to the filter's input (any other name can still be typed)."""
 LIVE = frozenset({JobStatus.PENDING, JobStatus.CLAIMED, JobStatus.RUNNING, JobStatus.COMPLETED})
 """Statuses a job soon leaves: a page showing one refreshes it."""
@@ -117,25 +117,26 @@ class JobList:
         return self.filters.page == 1 or any(not line.finished for line in self.lines)
 
 
-def job_list(conn: Connection, viewer: Viewer, ref: str, wanted: JobFilters) -> JobList:
-    """A page of the jobs of project ``ref`` (404 if the viewer may not read it); a filter
-    naming no spec, runner or branch is shown as the list's error, with no rows."""
+def job_list(
+    conn: Connection, viewer: Viewer, ref: str, wanted: JobFilters, *, choices: bool = True
+) -> JobList:
+    """A page of the jobs of project ``ref`` (404 if the viewer may not read it), with the
+    specs, runners and branches the filter form offers unless ``choices`` is false (the rows
+    alone); a filter naming no spec, runner or branch is the list's error, with no rows."""
     project = visible_project(conn, viewer, ref)
-    spec_rows = runners.spec_list(conn, archived=True)
     runner_rows = runners.runner_list(conn, archived=True, name=None)
     slugs = {row.uuid: row.slug for row in runner_rows}
-    branch_rows, _ = dimensions.dimension_list(
-        conn, branch, project.id, name=None, ascending=True, limit=MAX_BRANCH_CHOICES, offset=0
-    )
-    empty = JobList(
-        project,
-        wanted,
-        [],
-        0,
-        [row.slug for row in spec_rows],
-        [row.slug for row in runner_rows],
-        [row.name for row in branch_rows],
-    )
+    empty = JobList(project, wanted, [], 0, [], [], [])
+    if choices:
+        branch_rows, _ = dimensions.dimension_list(
+            conn, branch, project.id, name=None, ascending=True, limit=MAX_CHOICES, offset=0
+        )
+        empty = replace(
+            empty,
+            specs=[row.slug for row in runners.spec_list(conn, archived=True)],
+            runners=[row.slug for row in runner_rows],
+            branches=[row.name for row in branch_rows],
+        )
     try:
         found, total = job_reads.job_page(
             conn,
