@@ -16,6 +16,7 @@ from playwright.sync_api import Browser, Page, expect
 from tests.browser import log_in_with_token, save_screenshot
 from tests.console.sessions import admin_session
 from tests.harness import Deployment, RunnerProcess, wait_until
+from tests.registry_support import push_image, registry_token, v2
 
 JOB_URL = re.compile(r".*/console/projects/bench/jobs/(?P<job>[0-9a-f-]{36})$")
 LIVE_TIMEOUT_MS = 30_000
@@ -271,3 +272,33 @@ def test_a_form_without_its_csrf_token_changes_nothing(console: Deployment) -> N
         assert response.status_code == 403, response.text
         assert "CSRF token" in response.text
     assert console.status(job) == "pending"
+
+
+def test_an_image_job_from_a_tag_or_a_digest_with_errors_beside_the_image_field(
+    page: Page, console: Deployment
+) -> None:
+    _unserved_job(console)  # makes the spec no runner serves: the job stays pending
+    push = "repository:bench:push,pull"
+    with v2(console.server, registry_token(console.server, console.server.token, push)) as reg:
+        digest = push_image(reg, "bench", "console-v1", b"a layer")
+    log_in_with_token(page, console.server.token)
+    page.goto("/console/projects/bench/jobs/new")
+    page.get_by_role("link", name="An image").click()
+    image = page.get_by_role("textbox", name="Image")
+    page.get_by_label("Spec").select_option("unserved")
+    problems = {
+        "console-v2": "no image tagged 'console-v2' in project 'bench''s registry",
+        "sha256:" + "0" * 64: f"image sha256:{'0' * 64} is not in project 'bench''s registry",
+    }
+    for given, problem in problems.items():
+        image.fill(given)
+        page.get_by_role("button", name="Submit job").click()
+        expect(page.locator("#field-image-error")).to_contain_text(problem)
+        expect(image).to_have_value(given)
+        expect(page.get_by_label("Spec")).to_have_value("unserved")
+
+    image.fill("bench:console-v1")
+    page.get_by_role("button", name="Submit job").click()
+    page.wait_for_url(JOB_URL)
+    expect(page.locator("#job-config")).to_contain_text(digest)
+    assert console.job(_job_of(page))["config"]["digest"] == digest

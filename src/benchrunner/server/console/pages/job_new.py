@@ -162,7 +162,7 @@ async def submit_job(
     template = _template(ctx, entered["template"]) if entered.get("template") else None
 
     def unit(conn: Connection) -> tuple[ProjectRow, list[str], ImageRef | None]:
-        found = project_access(conn, viewer.user, project, write=False)
+        found = project_access(conn, viewer.user, project, write=True)  # 404, or 403
         image = None if template else _resolve_image(conn, found, entered.get("image", ""))
         return found, _spec_slugs(conn), image
 
