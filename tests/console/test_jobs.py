@@ -302,3 +302,22 @@ def test_an_image_job_from_a_tag_or_a_digest_with_errors_beside_the_image_field(
     page.wait_for_url(JOB_URL)
     expect(page.locator("#job-config")).to_contain_text(digest)
     assert console.job(_job_of(page))["config"]["digest"] == digest
+
+
+def test_an_outsider_gets_404_from_every_jobs_page_of_a_private_project(
+    console: Deployment,
+) -> None:
+    with console.admin() as client:
+        client.create_project("acme", "hidden", "private")
+    _unserved_job(console)
+    with console.admin() as client:
+        body = {"project": "hidden", "spec": "unserved", "template": "bench.noop", "args": {}}
+        job = client.run({**body, "settings": {"adapter": "json"}})["job"]
+    base = f"{console.server.url}/console/projects/hidden/jobs"
+    pages = ["", "/fragment", "/new", f"/{job}", f"/{job}/fragment", f"/{job}/logs/follow"]
+    for page in pages:
+        response = httpx.get(base + page, timeout=30)
+        assert response.status_code == 404, (page, response.status_code)
+        assert "bench.noop" not in response.text  # nothing of the job
+    public = httpx.get(f"{console.server.url}/console/projects/bench/jobs", timeout=30)
+    assert public.status_code == 200
