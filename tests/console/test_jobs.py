@@ -156,6 +156,7 @@ def test_the_servers_validation_error_shows_beside_its_field_with_the_values_kep
     expect(page.get_by_label("ms")).to_have_attribute("aria-invalid", "true")
     expect(page.get_by_label("ms")).to_have_value("70000")
     expect(page.get_by_label("Branch")).to_have_value("from-a-form")
+    save_screenshot(page, "job-new-error")
     with console.admin() as client:
         assert client.list_jobs("bench").total == jobs_before  # nothing was submitted
 
