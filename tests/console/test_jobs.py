@@ -157,6 +157,18 @@ def test_the_servers_validation_error_shows_beside_its_field_with_the_values_kep
     expect(page.get_by_label("ms")).to_have_value("70000")
     expect(page.get_by_label("Branch")).to_have_value("from-a-form")
     save_screenshot(page, "job-new-error")
+
+    # What only the submission finds (here: a timeout over the template's limit) goes beside
+    # its field too.
+    page.get_by_label("ms").fill("100")
+    page.get_by_label("Timeout").fill("61")
+    page.locator("#job-form").evaluate("form => { form.noValidate = true; }")
+    page.get_by_role("button", name="Submit job").click()
+    expect(page.locator("#field-timeout-error")).to_have_text(
+        "job.timeout 61 exceeds template 'bench.sleep''s limit of 60 s"
+    )
+    expect(page.locator("#field-arg-ms-error")).to_have_text("")
+    expect(page.get_by_label("ms")).to_have_value("100")
     with console.admin() as client:
         assert client.list_jobs("bench").total == jobs_before  # nothing was submitted
 

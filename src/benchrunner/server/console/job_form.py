@@ -3,9 +3,9 @@ reference) and the options every runner job takes, and the submitted values chec
 ``POST /v0/run`` body with each problem beside the field it is about.
 
 Checks are the server's own: a template argument by ``TemplateArg.coerce`` (the function
-``POST /v0/run`` resolves arguments with), the options by ``RunBody``'s validation. What only the
-submission can find out (an unknown spec, an image missing from the registry) comes back from
-``submit_run`` and is shown beside its field as well, or above the form.
+``POST /v0/run`` resolves arguments with), the options by ``RunBody``'s validation. The rest
+comes back from ``submit_run`` (a timeout over the template's limit, an unknown spec, an image
+missing from the registry) and is shown beside its field as well, or above the form.
 """
 
 from __future__ import annotations
@@ -279,9 +279,6 @@ def check_template_form(project: str, template: Template, form: Mapping[str, str
         except TemplateError as exc:
             errors[name] = str(exc)
     raw_body = {"project": project, "template": template.name, "args": args, **_options(form)}
-    timeout = form.get("timeout", "").strip()
-    if timeout.isdigit() and int(timeout) > template.timeout:
-        errors["timeout"] = f"must be at most the template's limit of {template.timeout} s"
     return _body(raw_body, errors)
 
 
