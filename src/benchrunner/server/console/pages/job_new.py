@@ -37,6 +37,9 @@ from benchrunner.server.store.accounts import ProjectRow
 router = APIRouter()
 
 NEW_PATH = "/console/projects/{project}/jobs/new"
+SHOWN_WITH_THE_FORM = frozenset({400, 429})
+"""Refusals worth another try with the same values (a bad value, a full queue); the form is
+shown again with them. Any other (403, 404) gets the error page."""
 IMAGE = "image"
 
 
@@ -195,7 +198,7 @@ async def _submitted(
     try:
         view = await submit_run(ctx, life, checked.body, viewer.user, origin)
     except ApiError as exc:
-        if exc.status != 400:
+        if exc.status not in SHOWN_WITH_THE_FORM:
             raise
         field = _field_of(exc.message, template)
         return ({field: exc.message}, None) if field else ({}, exc.message)
