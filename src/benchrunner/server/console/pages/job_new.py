@@ -4,6 +4,7 @@ their fields with what was entered kept, or a redirect to the new job's page."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Annotated
 
 from fastapi import APIRouter, Query, Request
@@ -176,11 +177,20 @@ async def submit_job(
     else:
         form = image_form(specs, entered)
         checked = check_image_form(found.slug, entered, image or ImageRef(None))
-    problems = await _submitted(request, viewer, ctx, life, checked, template)
-    if isinstance(problems, RedirectResponse):
-        return problems
-    form = form.with_errors(*problems)
-    return _page(request, viewer, ctx, found, form, may_submit=True, status_code=400)
+    answer = await _submitted(request, viewer, ctx, life, checked, template)
+    if isinstance(answer, RedirectResponse):
+        return answer
+    form = form.with_errors(answer.errors, answer.general)
+    return _page(request, viewer, ctx, found, form, may_submit=True, status_code=answer.status)
+
+
+@dataclass(frozen=True)
+class _Refused:
+    """Why a form was not submitted: by field, above the form, and the HTTP status."""
+
+    errors: dict[str, str]
+    general: str | None = None
+    status: int = 400
 
 
 async def _submitted(
@@ -190,10 +200,10 @@ async def _submitted(
     life: Lifecycle,
     checked: Checked,
     template: Template | None,
-) -> RedirectResponse | tuple[dict[str, str], str | None]:
-    """The redirect to the new job, or the problems by field (and one above the form)."""
+) -> RedirectResponse | _Refused:
+    """The redirect to the new job, or why it was not submitted."""
     if checked.body is None:
-        return checked.errors, None
+        return _Refused(checked.errors)
     origin = origin_of(request, viewer.user)
     try:
         view = await submit_run(ctx, life, checked.body, viewer.user, origin)
@@ -201,6 +211,8 @@ async def _submitted(
         if exc.status not in SHOWN_WITH_THE_FORM:
             raise
         field = _field_of(exc.message, template)
-        return ({field: exc.message}, None) if field else ({}, exc.message)
+        if field:
+            return _Refused({field: exc.message}, status=exc.status)
+        return _Refused({}, exc.message, exc.status)
     project = view["project"]["slug"]
     return RedirectResponse(f"/console/projects/{project}/jobs/{view['job']}", status_code=303)
