@@ -50,6 +50,16 @@ def _unserved_job(console: Deployment) -> str:
         return str(client.run({**body, "settings": {"adapter": "json"}})["job"])
 
 
+def _browser_errors(page: Page) -> list[str]:
+    """The page's console errors from now on (a script failing, a policy violation)."""
+    errors: list[str] = []
+    page.on(
+        "console", lambda message: errors.append(message.text) if message.type == "error" else None
+    )
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    return errors
+
+
 def _job_of(page: Page) -> str:
     found = JOB_URL.match(page.url)
     assert found is not None, page.url
@@ -60,6 +70,7 @@ def test_a_template_job_from_the_form_streams_its_log_and_reaches_processed(
     page: Page, console: Deployment, runner: RunnerProcess, tmp_path: Path
 ) -> None:
     log_in_with_token(page, console.server.token)
+    errors = _browser_errors(page)
     page.goto("/console/projects/bench/jobs/new")
     page.get_by_role("link", name="bench.progress").click()
     gate = tmp_path / "gate"
@@ -94,6 +105,7 @@ def test_a_template_job_from_the_form_streams_its_log_and_reaches_processed(
     assert api_job["config"]["args"] == {"gate": str(gate), "ms": 150, "text": "from-the-form"}
     assert log.text_content() == text
     save_screenshot(page, "job-detail")
+    assert errors == []
 
 
 def test_cancel_a_running_job_from_its_page_ends_the_runners_processes(
@@ -179,6 +191,7 @@ def test_the_list_filters_in_its_url_and_updates_statuses_in_place(
     gate = tmp_path / "gate"
     job = console.submit("bench.progress", {"gate": str(gate), "ms": 100})
     console.wait_status(job, "running")
+    errors = _browser_errors(page)
     page.goto("/console/projects/bench/jobs")
     row = page.locator(f"tr[data-job='{job}']")
     expect(row.locator("[data-status]")).to_have_text("running")
@@ -187,6 +200,7 @@ def test_the_list_filters_in_its_url_and_updates_statuses_in_place(
     expect(row.locator("[data-status]")).to_have_text("processed", timeout=LIVE_TIMEOUT_MS)
     assert page.evaluate("window.stillTheSamePage") is True, "the page was reloaded"
     save_screenshot(page, "jobs")
+    assert errors == []
 
     pending = _unserved_job(console)
     page.reload()
