@@ -14,7 +14,7 @@ from benchrunner.core.states import JobStatus
 from benchrunner.server.console.viewer import Viewer, visible_project
 from benchrunner.server.errors import ApiError
 from benchrunner.server.routes.job_filters import JobQuery, job_filter
-from benchrunner.server.store import dimensions, job_reads, runners
+from benchrunner.server.store import dimensions, job_reads
 from benchrunner.server.store.accounts import ProjectRow
 from benchrunner.server.store.job_reads import JobDetail
 from benchrunner.server.store.tables import branch
@@ -121,21 +121,18 @@ def job_list(
     conn: Connection, viewer: Viewer, ref: str, wanted: JobFilters, *, choices: bool = True
 ) -> JobList:
     """A page of the jobs of project ``ref`` (404 if the viewer may not read it), with the
-    specs, runners and branches the filter form offers unless ``choices`` is false (the rows
-    alone); a filter naming no spec, runner or branch is the list's error, with no rows."""
+    specs and runners its jobs used and its branches, which the filter form offers, unless
+    ``choices`` is false (the rows alone); a filter naming no spec, runner or branch is the
+    list's error, with no rows."""
     project = visible_project(conn, viewer, ref)
-    runner_rows = runners.runner_list(conn, archived=True, name=None)
-    slugs = {row.uuid: row.slug for row in runner_rows}
     empty = JobList(project, wanted, [], 0, [], [], [])
     if choices:
+        specs, used = job_reads.project_job_specs_and_runners(conn, project.id)
         branch_rows, _ = dimensions.dimension_list(
             conn, branch, project.id, name=None, ascending=True, limit=MAX_CHOICES, offset=0
         )
         empty = replace(
-            empty,
-            specs=[row.slug for row in runners.spec_list(conn, archived=True)],
-            runners=[row.slug for row in runner_rows],
-            branches=[row.name for row in branch_rows],
+            empty, specs=specs, runners=used, branches=[row.name for row in branch_rows]
         )
     try:
         found, total = job_reads.job_page(
@@ -149,7 +146,7 @@ def job_list(
         )
     except ApiError as exc:
         return replace(empty, error=exc.message)
-    branches = job_reads.job_branches(conn, [d.job.report_id for d in found])
+    places = job_reads.job_places(conn, [d.job.id for d in found])
     lines = [
         JobLine(
             uuid=d.job.uuid,
@@ -157,8 +154,8 @@ def job_list(
             kind=d.job.kind,
             what=_what(d),
             spec=d.spec.slug,
-            runner=slugs.get(d.runner_uuid, "") if d.runner_uuid else "",
-            branch=branches.get(d.job.report_id, ""),
+            runner=places[d.job.id].runner or "",
+            branch=places[d.job.id].branch,
             created=when(d.job.created),
             finished=d.job.status not in LIVE,
         )

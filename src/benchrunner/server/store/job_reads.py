@@ -118,13 +118,45 @@ def job_page(
     return [JobDetail.from_row(r) for r in rows], int(total)
 
 
-def job_branches(conn: Connection, report_ids: Collection[int]) -> dict[int, str]:
-    """The branch name of each report by report id (a page of jobs: one query)."""
-    if not report_ids:
+@dataclass(frozen=True)
+class JobPlace:
+    """Where a job ran, in names: its report's branch and its runner's slug (if claimed)."""
+
+    branch: str
+    runner: str | None
+
+
+def job_places(conn: Connection, job_ids: Collection[int]) -> dict[int, JobPlace]:
+    """Each job's branch name and runner slug by job id (a page of jobs: one query)."""
+    if not job_ids:
         return {}
     rows = conn.execute(
-        sa.select(report.c.id, branch.c.name)
+        sa.select(job.c.id, branch.c.name, runner.c.slug)
+        .join(report, report.c.id == job.c.report_id)
         .join(branch, branch.c.id == report.c.branch_id)
-        .where(report.c.id.in_(sorted(report_ids)))
+        .outerjoin(runner, runner.c.id == job.c.runner_id)
+        .where(job.c.id.in_(sorted(job_ids)))
     )
-    return {row.id: row.name for row in rows}
+    return {row.id: JobPlace(row.name, row.slug) for row in rows}
+
+
+def project_job_specs_and_runners(conn: Connection, project_id: int) -> tuple[list[str], list[str]]:
+    """The slugs of the specs and of the runners the project's jobs have used, by slug: what a
+    filter of its jobs can choose from (not every spec and runner of the server)."""
+    of_project = job.join(report, report.c.id == job.c.report_id)
+    in_project = report.c.project_id == project_id
+    specs = conn.execute(
+        sa.select(spec.c.slug)
+        .distinct()
+        .select_from(of_project.join(spec, spec.c.id == job.c.spec_id))
+        .where(in_project)
+        .order_by(spec.c.slug)
+    ).scalars()
+    used = conn.execute(
+        sa.select(runner.c.slug)
+        .distinct()
+        .select_from(of_project.join(runner, runner.c.id == job.c.runner_id))
+        .where(in_project)
+        .order_by(runner.c.slug)
+    ).scalars()
+    return list(specs), list(used)
