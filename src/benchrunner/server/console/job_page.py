@@ -136,7 +136,8 @@ def _event(row: Any) -> EventLine:
     )
 
 
-def _may_write(conn: Connection, viewer: Viewer, project: ProjectRow) -> bool:
+def may_write(conn: Connection, viewer: Viewer, project: ProjectRow) -> bool:
+    """Whether the viewer may submit, cancel and rerun the project's jobs (the API's rule)."""
     try:
         project_access(conn, viewer.user, project.slug, write=True, found=project)
     except ApiError:
@@ -159,7 +160,7 @@ def job_facts(conn: Connection, viewer: Viewer, project: str, ref: str) -> JobFa
         testbed=report.testbed_name,
         events=[_event(row) for row in job_reads.job_events(conn, job.id)],
         config=_config(job, redactor_for(job)),
-        can_write=_may_write(conn, viewer, found),
+        can_write=may_write(conn, viewer, found),
     )
 
 

@@ -25,6 +25,7 @@ from benchrunner.server.console.job_form import (
     image_form,
     template_form,
 )
+from benchrunner.server.console.job_page import may_write
 from benchrunner.server.console.templating import render
 from benchrunner.server.console.viewer import CurrentViewer, Viewer
 from benchrunner.server.context import ServerContext
@@ -74,14 +75,6 @@ def _page(
     return render(request, viewer, "jobs/new.html", context, status_code=status_code)
 
 
-def _may_submit(conn: Connection, viewer: Viewer, project: ProjectRow) -> bool:
-    try:
-        project_access(conn, viewer.user, project.slug, write=True, found=project)
-    except ApiError:
-        return False
-    return True
-
-
 @router.get(NEW_PATH, response_class=HTMLResponse)
 async def new_job(
     project: str,
@@ -96,7 +89,7 @@ async def new_job(
 
     def unit(conn: Connection) -> tuple[ProjectRow, bool, list[str]]:
         found = project_access(conn, viewer.user, project, write=False)
-        return found, _may_submit(conn, viewer, found), _spec_slugs(conn)
+        return found, may_write(conn, viewer, found), _spec_slugs(conn)
 
     found, may_submit, specs = await ctx.db.read(unit)
     form = None
