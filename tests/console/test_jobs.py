@@ -348,3 +348,16 @@ def test_an_outsider_gets_404_from_every_jobs_page_of_a_private_project(
         assert "bench.noop" not in response.text  # nothing of the job
     public = httpx.get(f"{console.server.url}/console/projects/bench/jobs", timeout=30)
     assert public.status_code == 200
+
+
+def test_a_reader_who_may_not_submit_gets_no_forms(console: Deployment) -> None:
+    """The public project is readable without signing in, but only members change it."""
+    job = _unserved_job(console)
+    base = f"{console.server.url}/console/projects/bench/jobs"
+    new = httpx.get(f"{base}/new?template=bench.sleep", timeout=30)
+    assert new.status_code == 200
+    assert "You may not submit jobs to this project" in new.text
+    assert 'id="job-form"' not in new.text
+    detail = httpx.get(f"{base}/{job}", timeout=30)
+    assert detail.status_code == 200 and 'id="job-status"' in detail.text
+    assert "Cancel job" not in detail.text and "Rerun" not in detail.text
