@@ -70,3 +70,9 @@ def visible_project(conn: Connection, viewer: Viewer, ref: str) -> ProjectRow:
     """The project ``ref`` if the viewer may read it; else the API's 404 (never a 403 that
     would tell an outsider that a private project exists)."""
     return project_access(conn, viewer.user, ref, write=False)
+
+
+def writable_project(conn: Connection, viewer: Viewer, ref: str) -> ProjectRow:
+    """The project ``ref`` if the viewer may change it (cancel, rerun, submit, dismiss...): the
+    API's rule, so a 404 when they may not see it and a 403 when they may only read it."""
+    return project_access(conn, viewer.user, ref, write=True)
