@@ -18,11 +18,10 @@ from benchrunner.core.log_paging import OffsetError
 from benchrunner.core.redaction import JobLogRedactor
 from benchrunner.core.states import FINISHED
 from benchrunner.server.console.job_lines import LIVE, when
-from benchrunner.server.console.viewer import Viewer
+from benchrunner.server.console.viewer import Viewer, visible_project, writable_project
 from benchrunner.server.context import ServerContext
 from benchrunner.server.errors import ApiError, bad_request
 from benchrunner.server.job_logs import log_page, redactor_for
-from benchrunner.server.routes.deps import project_access
 from benchrunner.server.routes.jobs import job_in_project, job_output
 from benchrunner.server.store import job_reads, reports, runners
 from benchrunner.server.store.accounts import ProjectRow
@@ -139,7 +138,7 @@ def _event(row: Any) -> EventLine:
 def may_write(conn: Connection, viewer: Viewer, project: ProjectRow) -> bool:
     """Whether the viewer may submit, cancel and rerun the project's jobs (the API's rule)."""
     try:
-        project_access(conn, viewer.user, project.slug, write=True, found=project)
+        writable_project(conn, viewer, str(project.uuid))
     except ApiError:
         return False
     return True
@@ -149,7 +148,7 @@ def job_facts(conn: Connection, viewer: Viewer, project: str, ref: str) -> JobFa
     """The job ``ref`` of ``project`` with what its page shows; 404 as the API answers."""
     detail = job_in_project(conn, viewer.user, project, ref, write=False)
     job = detail.job
-    found = project_access(conn, viewer.user, project, write=False)
+    found = visible_project(conn, viewer, project)
     report = reports.report_row(conn, job.report_id)
     runner = runners.runner_by_id(conn, job.runner_id).slug if job.runner_id else ""
     return JobFacts(

@@ -27,11 +27,16 @@ from benchrunner.server.console.job_form import (
 )
 from benchrunner.server.console.job_page import may_write
 from benchrunner.server.console.templating import render
-from benchrunner.server.console.viewer import CurrentViewer, Viewer
+from benchrunner.server.console.viewer import (
+    CurrentViewer,
+    Viewer,
+    visible_project,
+    writable_project,
+)
 from benchrunner.server.context import ServerContext
 from benchrunner.server.errors import ApiError, not_found
 from benchrunner.server.lifecycle import Lifecycle
-from benchrunner.server.routes.deps import Ctx, Life, origin_of, project_access
+from benchrunner.server.routes.deps import Ctx, Life, origin_of
 from benchrunner.server.routes.run import submit_run
 from benchrunner.server.store import registry, runners
 from benchrunner.server.store.accounts import ProjectRow
@@ -88,7 +93,7 @@ async def new_job(
     ``kind=image``) that form, filled with the defaults."""
 
     def unit(conn: Connection) -> tuple[ProjectRow, bool, list[str]]:
-        found = project_access(conn, viewer.user, project, write=False)
+        found = visible_project(conn, viewer, project)
         return found, may_write(conn, viewer, found), _spec_slugs(conn)
 
     found, may_submit, specs = await ctx.db.read(unit)
@@ -159,7 +164,7 @@ async def submit_job(
     template = _template(ctx, entered["template"]) if entered.get("template") else None
 
     def unit(conn: Connection) -> tuple[ProjectRow, list[str], ImageRef | None]:
-        found = project_access(conn, viewer.user, project, write=True)  # 404, or 403
+        found = writable_project(conn, viewer, project)
         image = None if template else _resolve_image(conn, found, entered.get("image", ""))
         return found, _spec_slugs(conn), image
 
