@@ -108,6 +108,23 @@ max = 10000
 type = "string"
 default = ""
 
+[templates."bench.progress"]
+description = "Print a numbered line with the text to stderr every ms milliseconds until the gate file exists; then a JSON result to stdout: a live log whose job is processed"
+command = ["python3", "-c", "import itertools,os,sys,time; [print(f'step {n} {sys.argv[3]}', file=sys.stderr, flush=True) or time.sleep(int(sys.argv[2])/1000) for n in itertools.takewhile(lambda n: not os.path.exists(sys.argv[1]), itertools.count())]; print('{\\"progress\\": {\\"latency\\": {\\"value\\": 1}}}')", "{gate}", "{ms}", "{text}"]
+timeout = 120
+
+[templates."bench.progress".args.gate]
+type = "string"
+
+[templates."bench.progress".args.ms]
+type = "int"
+min = 1
+max = 10000
+
+[templates."bench.progress".args.text]
+type = "string"
+default = ""
+
 [templates."bench.garbage"]
 command = ["python3", "-c", "print('this is not json')"]
 timeout = 30

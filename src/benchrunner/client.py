@@ -505,6 +505,7 @@ class BenchrunnerClient:
         status: str | None = None,
         spec: str | None = None,
         runner: str | None = None,
+        branch: str | None = None,
         created_after: str | None = None,
         created_before: str | None = None,
         sort: Literal["created", "modified"] = "created",
@@ -513,12 +514,14 @@ class BenchrunnerClient:
         direction: Literal["asc", "desc"] = "desc",
     ) -> Page:
         """A page of the project's jobs. ``status`` is one status or several separated by
-        commas; ``spec`` and ``runner`` are slugs or UUIDs; the times are ISO 8601 (UTC unless
-        they name a zone), ``created_after`` inclusive and ``created_before`` exclusive."""
+        commas; ``spec`` and ``runner`` are slugs or UUIDs, ``branch`` also a name; the times
+        are ISO 8601 (UTC unless they name a zone), ``created_after`` inclusive and
+        ``created_before`` exclusive."""
         filters = _present(
             status=status,
             spec=spec,
             runner=runner,
+            branch=branch,
             created_after=created_after,
             created_before=created_before,
         )

@@ -6,8 +6,11 @@ from typing import Any
 
 import httpx
 import pytest
+from sqlalchemy.engine import Connection
 
 from benchrunner.client import BenchrunnerClient
+from benchrunner.server.store import accounts, job_reads
+from benchrunner.server.store.engine import Database
 from tests.harness import Deployment
 
 
@@ -83,6 +86,16 @@ def test_filters_narrow_the_list_in_the_database(
         assert sorted(_uuids(after) + _uuids(before)) == sorted(_uuids(everything))
 
 
+def test_branch_filter_names_the_report_branch(deployment: Deployment) -> None:
+    on_main = deployment.submit("bench.noop")
+    body = {"project": "bench", "spec": "small", "template": "bench.noop", "args": {}}
+    with deployment.admin() as client:
+        on_feature = client.run({**body, "branch": "feature-x", "settings": {"adapter": "json"}})
+        assert _uuids(_all(client, branch="feature-x")) == [on_feature["job"]]
+        assert _uuids(_all(client, branch="main")) == [on_main]
+        assert _all(client, branch="feature-x", status="canceled") == []
+
+
 def test_order_by_creation_or_last_change_either_way(
     deployment: Deployment, jobs: dict[str, list[str]]
 ) -> None:
@@ -112,6 +125,7 @@ BAD_FILTERS: list[tuple[dict[str, str], str]] = [
     ({"status": "pending,bogus"}, "unknown job status 'bogus'"),
     ({"spec": "no-such-spec"}, "no spec 'no-such-spec'"),
     ({"runner": "no-such-runner"}, "no runner 'no-such-runner'"),
+    ({"branch": "no-such-branch"}, "no branch 'no-such-branch'"),
     ({"created_after": "yesterday"}, "created_after"),
     (
         {"created_after": "2026-01-02T00:00:00Z", "created_before": "2026-01-01T00:00:00Z"},
@@ -129,3 +143,41 @@ def test_bad_filters_are_400_with_a_message(deployment: Deployment) -> None:
         response = httpx.get(f"{deployment.server.url}/v0/projects/bench/jobs", params=query)
         assert response.status_code == 400, (query, response.text)
         assert message in response.json()["message"], (query, response.text)
+
+
+def test_the_consoles_filter_choices_and_job_places_on_each_engine(
+    deployment: Deployment, jobs: dict[str, list[str]]
+) -> None:
+    """The console's reads beside the list: the specs and runners the project's jobs used
+    (not every one of the server), and each job's branch and runner by name."""
+    with deployment.admin() as client:
+        client.create_spec(
+            name="unused", architecture="x86_64", cpu=4, memory=1 << 30, disk=1 << 30, network=False
+        )
+    deployment.new_runner("r-idle")
+    db = Database(deployment.server.db, read_threads=1)
+    try:
+
+        def unit(conn: Connection) -> tuple[Any, ...]:
+            project = accounts.project_get(conn, "bench")
+            assert project is not None
+            found, _ = job_reads.job_page(
+                conn,
+                project.id,
+                job_reads.JobFilter(),
+                sort="created",
+                ascending=True,
+                limit=100,
+                offset=0,
+            )
+            places = job_reads.job_places(conn, [d.job.id for d in found])
+            by_uuid = {str(d.job.uuid): places[d.job.id] for d in found}
+            return job_reads.project_job_specs_and_runners(conn, project.id), by_uuid
+
+        (specs, runners), places = db.read_sync(unit)
+    finally:
+        db.close()
+    assert (specs, runners) == (["large", "small"], ["r-large", "r-small"])
+    assert places[jobs["small_runner"][0]] == job_reads.JobPlace("main", "r-small")
+    assert places[jobs["canceled"][0]] == job_reads.JobPlace("main", None)
+    assert len(places) == 7

@@ -1,4 +1,4 @@
-"""The query string of a job list: statuses, spec, runner and creation window to filter by,
+"""The query string of a job list: statuses, spec, runner, branch and creation window to filter by,
 and the order; each bad value a 400 that names it."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from sqlalchemy.engine import Connection
 
 from benchrunner.core.states import JobStatus
 from benchrunner.server.errors import bad_request
-from benchrunner.server.store import job_reads, runners
+from benchrunner.server.store import branches, job_reads, runners
 from benchrunner.server.store.job_reads import JobSort
 
 
@@ -35,10 +35,11 @@ def _utc(moment: dt.datetime | None) -> dt.datetime | None:
     return moment.replace(tzinfo=dt.UTC)
 
 
-def job_filter(conn: Connection, query: JobQuery) -> job_reads.JobFilter:
-    """The filter ``query`` asks for, its spec and runner found by slug or UUID (400 when
-    there is no such spec or runner)."""
-    spec_id = runner_id = None
+def job_filter(conn: Connection, query: JobQuery, project_id: int) -> job_reads.JobFilter:
+    """The filter ``query`` asks for, its spec and runner found by slug or UUID and its branch
+    among the project's by UUID, slug or name (400 when there is no such spec, runner or
+    branch)."""
+    spec_id = runner_id = branch_id = None
     if query.spec is not None:
         spec_row = runners.spec_get(conn, query.spec)
         if spec_row is None:
@@ -49,10 +50,16 @@ def job_filter(conn: Connection, query: JobQuery) -> job_reads.JobFilter:
         if runner_row is None:
             raise bad_request(f"runner: no runner {query.runner!r}")
         runner_id = runner_row.id
+    if query.branch is not None:
+        branch_row = branches.branch_find(conn, project_id, query.branch)
+        if branch_row is None:
+            raise bad_request(f"branch: no branch {query.branch!r} in this project")
+        branch_id = branch_row.id
     return job_reads.JobFilter(
         statuses=_statuses(query.status),
         spec_id=spec_id,
         runner_id=runner_id,
+        branch_id=branch_id,
         created_after=query.created_after,
         created_before=query.created_before,
     )
@@ -65,6 +72,7 @@ class JobQuery:
     status: str | None
     spec: str | None
     runner: str | None
+    branch: str | None
     created_after: dt.datetime | None
     created_before: dt.datetime | None
     sort: JobSort
@@ -77,6 +85,7 @@ async def job_query(
     ] = None,
     spec: Annotated[str | None, Query(description="spec UUID or slug")] = None,
     runner: Annotated[str | None, Query(description="runner UUID or slug")] = None,
+    branch: Annotated[str | None, Query(description="branch UUID, slug or name")] = None,
     created_after: Annotated[
         dt.datetime | None, Query(description="created at or after (ISO 8601; UTC if no zone)")
     ] = None,
@@ -89,7 +98,7 @@ async def job_query(
     after, before = _utc(created_after), _utc(created_before)
     if after is not None and before is not None and after >= before:
         raise bad_request("created_after must be earlier than created_before")
-    return JobQuery(status, spec, runner, after, before, sort, direction)
+    return JobQuery(status, spec, runner, branch, after, before, sort, direction)
 
 
 JobListQuery = Annotated[JobQuery, Depends(job_query)]

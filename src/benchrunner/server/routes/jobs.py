@@ -14,6 +14,7 @@ from benchrunner.protocol import JsonJobOutput
 from benchrunner.server.backpressure import check_backlog
 from benchrunner.server.context import ServerContext
 from benchrunner.server.errors import bad_request, conflict, not_found
+from benchrunner.server.lifecycle import Lifecycle
 from benchrunner.server.outputs import OutputMissing, UnusableOutput, load_job_output
 from benchrunner.server.routes.deps import (
     Ctx,
@@ -27,7 +28,7 @@ from benchrunner.server.routes.job_filters import JobListQuery, job_filter
 from benchrunner.server.store import accounts, job_reads, jobs, registry, reruns, runners
 from benchrunner.server.store.accounts import UserRow
 from benchrunner.server.store.job_reads import JobDetail
-from benchrunner.server.store.jobs import JobRow
+from benchrunner.server.store.jobs import JobRow, Origin
 from benchrunner.server.views import full_report_view, job_view
 
 router = APIRouter(tags=["jobs"])
@@ -105,7 +106,7 @@ async def list_jobs(
         found, total = job_reads.job_page(
             conn,
             row.id,
-            job_filter(conn, query),
+            job_filter(conn, query, row.id),
             sort=query.sort,
             ascending=query.direction == "asc",
             limit=pages.per_page,
@@ -127,6 +128,16 @@ async def get_job(project: str, job: str, user: MaybeUser, ctx: Ctx) -> dict[str
 async def cancel_job(
     project: str, job: str, user: MaybeUser, ctx: Ctx, life: Life
 ) -> dict[str, Any]:
+    await cancel(ctx, life, project, job, user)
+    return await full_job_view(ctx, project, job, user)
+
+
+async def cancel(
+    ctx: ServerContext, life: Lifecycle, project: str, job: str, user: UserRow | None
+) -> None:
+    """Cancel a pending, claimed or running job as ``user`` (the API and the console alike):
+    404 when the job is not in a project the user may see, 403 when it may not change it,
+    409 when the job has already finished."""
     found = await ctx.db.read(lambda conn: job_in_project(conn, user, project, job, write=True))
     actor = user.email if user else "anonymous"
     if not await life.cancel(found.job, actor):
@@ -135,7 +146,6 @@ async def cancel_job(
         raise conflict(
             f"job {job} is already {state}; only pending, claimed or running jobs can be canceled"
         )
-    return await full_job_view(ctx, project, job, user)
 
 
 @router.post("/v0/projects/{project}/jobs/{job}/rerun", status_code=201)
@@ -144,7 +154,21 @@ async def rerun_job(
 ) -> dict[str, Any]:
     """A finished job submitted again: a new report and job with the same config, answered
     as ``POST /v0/run`` answers. 409 while the job is in flight; 429 over a backlog cap."""
-    origin = origin_of(request, user)
+    rerun = await submit_rerun(ctx, life, project, job, user, origin_of(request, user))
+    return await ctx.db.read(full_report_view, rerun.report_id, rerun.job_uuid)
+
+
+async def submit_rerun(
+    ctx: ServerContext,
+    life: Lifecycle,
+    project: str,
+    job: str,
+    user: UserRow | None,
+    origin: Origin,
+) -> reruns.Rerun:
+    """Submit a finished job again as ``user`` (the API and the console alike): 404/403 as
+    for a cancel, 409 while the job is in flight, 400 when what it ran is gone, 429 over the
+    organization's backlog cap."""
 
     def unit(conn: Connection) -> tuple[reruns.Rerun, int]:
         old = job_in_project(conn, user, project, job, write=True).job
@@ -161,7 +185,7 @@ async def rerun_job(
 
     rerun, spec_id = await ctx.db.write(unit)
     life.wakeups.job_created(spec_id)
-    return await ctx.db.read(full_report_view, rerun.report_id, rerun.job_uuid)
+    return rerun
 
 
 def _check_rerunnable(conn: Connection, ctx: ServerContext, old: JobRow) -> None:

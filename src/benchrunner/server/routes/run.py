@@ -27,6 +27,7 @@ from benchrunner.server.backpressure import check_backlog
 from benchrunner.server.context import ServerContext
 from benchrunner.server.errors import bad_request, not_found
 from benchrunner.server.evaluation import evaluate_report
+from benchrunner.server.lifecycle import Lifecycle
 from benchrunner.server.results import report_metrics
 from benchrunner.server.routes.deps import (
     Ctx,
@@ -54,6 +55,7 @@ from benchrunner.server.store import (
 )
 from benchrunner.server.store import idempotency as keys
 from benchrunner.server.store.accounts import ProjectRow, UserRow
+from benchrunner.server.store.jobs import Origin
 from benchrunner.server.store.tables import testbed
 from benchrunner.server.views import full_report_view
 
@@ -221,6 +223,23 @@ async def run(
         ),
     ] = None,
 ) -> dict[str, Any]:
+    view = await submit_run(ctx, life, body, user, origin_of(request, user), idempotency_key)
+    if view["deduplicated"]:
+        response.status_code = 200
+    return view
+
+
+async def submit_run(
+    ctx: ServerContext,
+    life: Lifecycle,
+    body: RunBody,
+    user: UserRow | None,
+    origin: Origin,
+    idempotency_key: str | None = None,
+) -> dict[str, Any]:
+    """Everything ``POST /v0/run`` does with a body, for the API and the console alike: the
+    report (and job) created, or the one an idempotency key repeats (``deduplicated``), as
+    the API answers it. Raises ``ApiError`` (400 naming the field, 404, 429)."""
     plan = validate_mode(body)
     if body.settings.adapter not in adapters.ADAPTERS:
         raise bad_request(
@@ -239,7 +258,6 @@ async def run(
             start.branch, start.hash, start.max_versions, start.clone_thresholds, start.reset
         )
     )
-    origin = origin_of(request, user)
     key = idempotency.key_ref(idempotency_key, body.idempotency_key, user, origin.source_ip)
     payload = (
         ""
@@ -326,7 +344,6 @@ async def run(
         life.wakeups.job_created(submitted.spec_id)
         await asyncio.sleep(0)  # let the dispatcher hand the job to an idle runner first
     if submitted.deduplicated:
-        response.status_code = 200
         view = await ctx.db.read(_replayed_view, submitted.report_id)
     else:
         view = await ctx.db.read(full_report_view, submitted.report_id, submitted.job_uuid)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime as dt
 import types
+from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any, Literal
 from uuid import UUID
@@ -14,7 +15,7 @@ from sqlalchemy.engine import Connection
 
 from benchrunner.core.states import JobStatus
 from benchrunner.server.store.jobs import JOBS, JobRow
-from benchrunner.server.store.tables import job, job_event, report, runner, spec
+from benchrunner.server.store.tables import branch, job, job_event, report, runner, spec
 
 JobSort = Literal["created", "modified"]
 
@@ -72,6 +73,7 @@ class JobFilter:
     statuses: frozenset[JobStatus] = frozenset()
     spec_id: int | None = None
     runner_id: int | None = None
+    branch_id: int | None = None
     created_after: dt.datetime | None = None
     created_before: dt.datetime | None = None
 
@@ -83,6 +85,8 @@ class JobFilter:
             clauses.append(job.c.spec_id == self.spec_id)
         if self.runner_id is not None:
             clauses.append(job.c.runner_id == self.runner_id)
+        if self.branch_id is not None:
+            clauses.append(report.c.branch_id == self.branch_id)
         if self.created_after is not None:
             clauses.append(job.c.created >= self.created_after)
         if self.created_before is not None:
@@ -112,3 +116,47 @@ def job_page(
     order = [key.asc() if ascending else key.desc() for key in keys]
     rows = conn.execute(_DETAILED.where(*where).order_by(*order).limit(limit).offset(offset))
     return [JobDetail.from_row(r) for r in rows], int(total)
+
+
+@dataclass(frozen=True)
+class JobPlace:
+    """Where a job ran, in names: its report's branch and its runner's slug (if claimed)."""
+
+    branch: str
+    runner: str | None
+
+
+def job_places(conn: Connection, job_ids: Collection[int]) -> dict[int, JobPlace]:
+    """Each job's branch name and runner slug by job id (a page of jobs: one query)."""
+    if not job_ids:
+        return {}
+    rows = conn.execute(
+        sa.select(job.c.id, branch.c.name, runner.c.slug)
+        .join(report, report.c.id == job.c.report_id)
+        .join(branch, branch.c.id == report.c.branch_id)
+        .outerjoin(runner, runner.c.id == job.c.runner_id)
+        .where(job.c.id.in_(sorted(job_ids)))
+    )
+    return {row.id: JobPlace(row.name, row.slug) for row in rows}
+
+
+def project_job_specs_and_runners(conn: Connection, project_id: int) -> tuple[list[str], list[str]]:
+    """The slugs of the specs and of the runners the project's jobs have used, by slug: what a
+    filter of its jobs can choose from (not every spec and runner of the server)."""
+    of_project = job.join(report, report.c.id == job.c.report_id)
+    in_project = report.c.project_id == project_id
+    specs = conn.execute(
+        sa.select(spec.c.slug)
+        .distinct()
+        .select_from(of_project.join(spec, spec.c.id == job.c.spec_id))
+        .where(in_project)
+        .order_by(spec.c.slug)
+    ).scalars()
+    used = conn.execute(
+        sa.select(runner.c.slug)
+        .distinct()
+        .select_from(of_project.join(runner, runner.c.id == job.c.runner_id))
+        .where(in_project)
+        .order_by(runner.c.slug)
+    ).scalars()
+    return list(specs), list(used)

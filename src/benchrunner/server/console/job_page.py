@@ -1,0 +1,202 @@
+"""One job as its console page shows it: what it runs, where, its event timeline with actors,
+a page of its log, each iteration's output, and whether the viewer may cancel or rerun it.
+
+Everything is read with the API's functions (``job_in_project``, ``job_events``, ``log_page``,
+``job_output``); the text a job produced is shown redacted as its log is.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy.engine import Connection
+
+from benchrunner.core.events import status_reached
+from benchrunner.core.log_paging import OffsetError
+from benchrunner.core.redaction import JobLogRedactor
+from benchrunner.core.states import FINISHED
+from benchrunner.server.console.job_lines import LIVE, when
+from benchrunner.server.console.viewer import Viewer, visible_project, writable_project
+from benchrunner.server.context import ServerContext
+from benchrunner.server.errors import ApiError, bad_request
+from benchrunner.server.job_logs import log_page, redactor_for
+from benchrunner.server.routes.jobs import job_in_project, job_output
+from benchrunner.server.store import job_reads, reports, runners
+from benchrunner.server.store.accounts import ProjectRow
+from benchrunner.server.store.job_reads import JobDetail
+from benchrunner.server.store.jobs import JobRow
+
+LOG_PAGE_BYTES = 65536
+
+
+@dataclass(frozen=True)
+class EventLine:
+    created: str
+    event_type: str
+    status: str | None
+    actor: str
+    message: str
+
+
+@dataclass(frozen=True)
+class LogView:
+    """A page of the log: ``content`` from ``offset`` to ``next_offset``; ``more`` says more
+    is stored already, ``complete`` that the job has finished and nothing follows."""
+
+    offset: int
+    next_offset: int
+    content: str
+    more: bool
+    complete: bool
+
+
+@dataclass(frozen=True)
+class IterationView:
+    number: int
+    exit_code: int | None
+    stdout: str
+    stderr: str
+    files: list[tuple[str, str]]
+
+
+@dataclass(frozen=True)
+class OutputView:
+    iterations: list[IterationView]
+    error: str | None
+
+
+@dataclass(frozen=True)
+class JobFacts:
+    """What the page shows of the job itself, read in one transaction."""
+
+    project: ProjectRow
+    detail: JobDetail
+    runner: str
+    branch: str
+    testbed: str
+    events: list[EventLine]
+    config: list[tuple[str, str]]
+    can_write: bool
+
+    @property
+    def job(self) -> JobRow:
+        return self.detail.job
+
+    @property
+    def status(self) -> str:
+        return self.job.status.wire
+
+    @property
+    def live(self) -> bool:
+        """The status may still change: the page keeps refreshing it."""
+        return self.job.status in LIVE
+
+    @property
+    def cancelable(self) -> bool:
+        return self.job.status not in FINISHED
+
+    @property
+    def rerunnable(self) -> bool:
+        return self.job.status in FINISHED
+
+    @property
+    def times(self) -> list[tuple[str, str]]:
+        job = self.job
+        moments = (
+            ("Created", job.created),
+            ("Claimed", job.claimed),
+            ("Started", job.started),
+            ("Completed", job.completed),
+            ("Last heartbeat", job.last_heartbeat),
+        )
+        return [(label, when(moment)) for label, moment in moments if moment is not None]
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+
+
+def _config(job: JobRow, redactor: JobLogRedactor) -> list[tuple[str, str]]:
+    """The job's config as name and text, secret-looking environment values redacted."""
+    shown = job.config.model_dump(mode="json", exclude_none=True)
+    return [(name, redactor(_text(value))) for name, value in shown.items()]
+
+
+def _event(row: Any) -> EventLine:
+    reached = status_reached(row.event_type)
+    return EventLine(
+        created=when(row.created),
+        event_type=row.event_type,
+        status=None if reached is None else reached.wire,
+        actor=row.actor or "",
+        message=row.message or "",
+    )
+
+
+def may_write(conn: Connection, viewer: Viewer, project: ProjectRow) -> bool:
+    """Whether the viewer may submit, cancel and rerun the project's jobs (the API's rule)."""
+    try:
+        writable_project(conn, viewer, str(project.uuid))
+    except ApiError:
+        return False
+    return True
+
+
+def job_facts(conn: Connection, viewer: Viewer, project: str, ref: str) -> JobFacts:
+    """The job ``ref`` of ``project`` with what its page shows; 404 as the API answers."""
+    detail = job_in_project(conn, viewer.user, project, ref, write=False)
+    job = detail.job
+    found = visible_project(conn, viewer, project)
+    report = reports.report_row(conn, job.report_id)
+    runner = runners.runner_by_id(conn, job.runner_id).slug if job.runner_id else ""
+    return JobFacts(
+        project=found,
+        detail=detail,
+        runner=runner,
+        branch=report.branch_name,
+        testbed=report.testbed_name,
+        events=[_event(row) for row in job_reads.job_events(conn, job.id)],
+        config=_config(job, redactor_for(job)),
+        can_write=may_write(conn, viewer, found),
+    )
+
+
+def job_log(ctx: ServerContext, conn: Connection, job: JobRow, offset: int) -> LogView:
+    """The page of ``job``'s log from ``offset`` (a ``next_offset`` handed out before; else a
+    400)."""
+    try:
+        page = log_page(conn, ctx.log_index, job, offset, LOG_PAGE_BYTES)
+    except OffsetError as exc:
+        raise bad_request(f"log_offset: {exc}") from None
+    return LogView(
+        offset=offset,
+        next_offset=page.slice.next_offset,
+        content=page.slice.content.decode(),
+        more=not page.slice.at_end,
+        complete=page.is_complete,
+    )
+
+
+async def job_output_view(ctx: ServerContext, job: JobRow) -> OutputView | None:
+    """Each iteration's exit code, output streams and collected files, redacted; None until
+    the job has finished with an output."""
+    if job.status not in FINISHED:
+        return None
+    output = await job_output(ctx, job)
+    if output is None:
+        return None
+    redactor = redactor_for(job)
+    iterations = [
+        IterationView(
+            number=number,
+            exit_code=result.get("exit_code"),
+            stdout=redactor(result.get("stdout") or ""),
+            stderr=redactor(result.get("stderr") or ""),
+            files=[(path, redactor(text)) for path, text in (result.get("output") or {}).items()],
+        )
+        for number, result in enumerate(output.get("results", []), start=1)
+    ]
+    error = output.get("error")
+    return OutputView(iterations, None if error is None else redactor(error))

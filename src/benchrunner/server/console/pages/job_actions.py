@@ -1,0 +1,70 @@
+"""Cancel and rerun from a job's page: CSRF-checked forms answered by a redirect to the page to
+look at next (post-redirect-get), through the API's own ``cancel`` and ``submit_rerun``. An
+action the job's state refuses (409), or a full queue (429), shows the job's page again with
+the reason at its top."""
+
+from __future__ import annotations
+
+import uuid
+
+from fastapi import APIRouter, Request
+from fastapi.responses import HTMLResponse, RedirectResponse
+
+from benchrunner.server.console.csrf import CsrfChecked
+from benchrunner.server.console.pages.job_detail import JOB_PATH, detail_response
+from benchrunner.server.console.viewer import CurrentViewer
+from benchrunner.server.errors import ApiError
+from benchrunner.server.routes.deps import Ctx, Life, origin_of
+from benchrunner.server.routes.jobs import cancel, submit_rerun
+
+router = APIRouter()
+
+SHOWN_ON_THE_PAGE = frozenset({400, 409, 429})
+"""Refusals that leave the job's page meaningful; any other error gets the error page."""
+
+
+def _job_url(project: str, job: uuid.UUID | str) -> str:
+    return f"/console/projects/{project}/jobs/{job}"
+
+
+@router.post(JOB_PATH + "/cancel", response_model=None)
+async def cancel_job(
+    project: str,
+    job: uuid.UUID,
+    request: Request,
+    viewer: CurrentViewer,
+    ctx: Ctx,
+    life: Life,
+    _csrf: CsrfChecked,
+) -> HTMLResponse | RedirectResponse:
+    try:
+        await cancel(ctx, life, project, str(job), viewer.user)
+    except ApiError as exc:
+        if exc.status not in SHOWN_ON_THE_PAGE:
+            raise
+        return await detail_response(
+            request, viewer, ctx, project, job, error=exc.message, status_code=exc.status
+        )
+    return RedirectResponse(_job_url(project, job), status_code=303)
+
+
+@router.post(JOB_PATH + "/rerun", response_model=None)
+async def rerun_job(
+    project: str,
+    job: uuid.UUID,
+    request: Request,
+    viewer: CurrentViewer,
+    ctx: Ctx,
+    life: Life,
+    _csrf: CsrfChecked,
+) -> HTMLResponse | RedirectResponse:
+    origin = origin_of(request, viewer.user)
+    try:
+        rerun = await submit_rerun(ctx, life, project, str(job), viewer.user, origin)
+    except ApiError as exc:
+        if exc.status not in SHOWN_ON_THE_PAGE:
+            raise
+        return await detail_response(
+            request, viewer, ctx, project, job, error=exc.message, status_code=exc.status
+        )
+    return RedirectResponse(_job_url(project, rerun.job_uuid), status_code=303)
