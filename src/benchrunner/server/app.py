@@ -13,7 +13,7 @@ from fastapi import FastAPI
 from benchrunner import __version__
 from benchrunner.core.clock import Clock, MonotonicClock, SystemClock, SystemMonotonicClock
 from benchrunner.core.templates import TemplateRegistry
-from benchrunner.server import errors, logs, openapi
+from benchrunner.server import console, errors, logs, openapi
 from benchrunner.server.blobs import LocalBlobStore
 from benchrunner.server.channel import ChannelHub
 from benchrunner.server.config import ServerSettings
@@ -156,6 +156,7 @@ def create_app(
         app.include_router(registry_module.router)
     app.include_router(server.metrics_router)
     openapi.install(app, api)
+    console.install(app)
     app.add_middleware(BodyLimit, max_bytes=settings.request_body_max_bytes, exempt=("/v2/",))
     app.add_middleware(RequestMetrics, metrics=metrics)  # outermost: its time covers the rest
     return app

@@ -38,7 +38,7 @@ class UserRow:
     """The name of the API token this request authenticated with, if it did."""
 
 
-def _user(row: Any, token_name: str | None = None) -> UserRow:
+def user_from_row(row: Any, token_name: str | None = None) -> UserRow:
     return UserRow(row.id, row.uuid, row.name, row.slug, row.email, bool(row.admin), token_name)
 
 
@@ -63,11 +63,11 @@ def user_get_or_create(
         user_id = insert_with_slug(conn, user, values, name)
         row = conn.execute(_USER_BY_EMAIL, {"email": email}).one()
         if user_id is not None:
-            return _user(row)
+            return user_from_row(row)
     if admin and not row.admin:
         conn.execute(user.update().where(user.c.id == row.id).values(admin=True, modified=now))
         row = conn.execute(_USER_BY_EMAIL, {"email": email}).one()
-    return _user(row)
+    return user_from_row(row)
 
 
 def api_token_issue(
@@ -103,7 +103,7 @@ _USER_BY_TOKEN = Direct(
 
 def user_by_api_token(conn: Connection, token: str, now: dt.datetime) -> UserRow | None:
     row = _USER_BY_TOKEN.first(conn, {"token_hash": hash_token(token), "now": now})
-    return _user(row, row.token_name) if row else None
+    return user_from_row(row, row.token_name) if row else None
 
 
 @dataclass(frozen=True)
@@ -296,3 +296,19 @@ def project_list(conn: Connection, org_id: int) -> list[ProjectRow]:
         sa.select(project).where(project.c.organization_id == org_id).order_by(project.c.name)
     )
     return [_project(r) for r in rows]
+
+
+def project_list_visible(conn: Connection, viewer: UserRow | None) -> list[ProjectRow]:
+    """Every project ``viewer`` may read (the rule of ``routes.deps.can_see``): public ones,
+    and private ones of the viewer's organizations; all of them for an admin."""
+    query = sa.select(project).order_by(project.c.name, project.c.id)
+    if viewer is None:
+        query = query.where(project.c.visibility == "public")
+    elif not viewer.admin:
+        member_of = sa.select(organization_role.c.organization_id).where(
+            organization_role.c.user_id == viewer.id
+        )
+        query = query.where(
+            sa.or_(project.c.visibility == "public", project.c.organization_id.in_(member_of))
+        )
+    return [_project(r) for r in conn.execute(query)]

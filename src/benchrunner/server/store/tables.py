@@ -107,6 +107,17 @@ api_token = sa.Table(
     _ts("expiration", nullable=True),
 )
 
+# A console sign-in: the cookie holds the token, the row its SHA-256; deleting the row signs out.
+console_session = sa.Table(
+    "console_session",
+    metadata,
+    _id(),
+    sa.Column("token_hash", sa.String(64), nullable=False, unique=True),
+    _fk("user_id", "user.id", "CASCADE"),
+    _ts("created"),
+    _ts("expires"),
+)
+
 project = sa.Table(
     "project",
     metadata,

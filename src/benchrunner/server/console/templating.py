@@ -1,0 +1,86 @@
+"""Rendering a console page: one Jinja2 environment (autoescaped) over the package's templates.
+
+Every page gets ``viewer``, ``nav`` (with the current entry marked), ``csrf_input`` (the hidden
+field each POST form must contain), ``csrf_token`` and ``static(path)`` (a URL under
+``/console/static`` that changes with the package version, so browsers may cache it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import jinja2
+from fastapi import Request
+from fastapi.responses import HTMLResponse
+from markupsafe import Markup
+
+from benchrunner import __version__
+from benchrunner.server.console import csrf
+from benchrunner.server.console.nav import NAV, section_of
+from benchrunner.server.console.viewer import Viewer
+
+STATIC_PREFIX = "/console/static"
+
+# No inline script anywhere: page scripts are files under static/. Styles may be set inline
+# because plotting libraries size their canvases through style attributes.
+CONTENT_SECURITY_POLICY = (
+    "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; "
+    "img-src 'self' data:; connect-src 'self'; frame-ancestors 'none'; base-uri 'self'; "
+    "form-action 'self'"
+)
+
+environment = jinja2.Environment(
+    loader=jinja2.PackageLoader("benchrunner.server.console", "templates"),
+    autoescape=True,
+    undefined=jinja2.StrictUndefined,
+    trim_blocks=True,
+    lstrip_blocks=True,
+)
+
+
+def static(path: str) -> str:
+    return f"{STATIC_PREFIX}/{path}?v={__version__}"
+
+
+environment.globals["static"] = static
+
+
+def render(
+    request: Request,
+    viewer: Viewer,
+    template: str,
+    context: Mapping[str, Any] | None = None,
+    *,
+    status_code: int = 200,
+    session_token: str | None = None,
+) -> HTMLResponse:
+    """The page ``template`` rendered for ``viewer``. ``session_token``: the session this
+    response starts (a sign-in), so that its forms carry the token the next request expects."""
+    ctx = request.app.state.ctx
+    token = csrf.token_for(request, ctx.secret_key, session_token)
+    section = section_of(request.url.path)
+    html = environment.get_template(template).render(
+        {
+            "request": request,
+            "viewer": viewer,
+            "nav": [(link, link.section == section) for link in NAV],
+            "csrf_token": token,
+            "csrf_input": Markup('<input type="hidden" name="{}" value="{}">').format(
+                csrf.FIELD, token
+            ),
+            **(context or {}),
+        }
+    )
+    response = HTMLResponse(
+        html,
+        status_code=status_code,
+        headers={
+            "Cache-Control": "no-store",
+            "Content-Security-Policy": CONTENT_SECURITY_POLICY,
+            "X-Content-Type-Options": "nosniff",
+            "Referrer-Policy": "same-origin",
+        },
+    )
+    csrf.issue(request, response)
+    return response

@@ -1,0 +1,44 @@
+"""Projects in the console follow the API's visibility: a public project's pages read without
+signing in; a private one is a 404 to anyone outside its organization."""
+
+from __future__ import annotations
+
+import pytest
+from playwright.sync_api import Page, expect
+
+from tests.browser import save_screenshot
+from tests.harness import Deployment
+
+
+@pytest.fixture(scope="module")
+def private_project(console: Deployment) -> str:
+    with console.admin() as client:
+        client.create_project("acme", "secret-bench", "private")
+    return "secret-bench"
+
+
+def test_anonymous_reads_a_public_project_but_not_a_private_one(
+    page: Page, private_project: str
+) -> None:
+    page.goto("/console/projects")
+    table = page.get_by_role("table")
+    expect(table.get_by_role("link", name="bench", exact=True)).to_be_visible()
+    expect(table.get_by_role("link", name=private_project)).to_have_count(0)
+    save_screenshot(page, "projects")
+
+    response = page.goto("/console/projects/bench")
+    assert response is not None and response.status == 200
+    expect(page.get_by_role("heading", level=1)).to_have_text("bench")
+
+    response = page.goto(f"/console/projects/{private_project}")
+    assert response is not None and response.status == 404
+    expect(page.get_by_role("heading", level=1)).to_have_text("Not found")
+    expect(page.get_by_role("alert")).to_contain_text(private_project)
+
+
+def test_the_navigation_asks_for_a_project_first(page: Page) -> None:
+    page.goto("/console")
+    page.get_by_role("navigation", name="Main").get_by_role("link", name="Perf").click()
+    expect(page.get_by_role("heading", level=1)).to_have_text("Perf")
+    link = page.get_by_role("main").get_by_role("link", name="bench", exact=True)
+    expect(link).to_have_attribute("href", "/console/projects/bench/perf")
