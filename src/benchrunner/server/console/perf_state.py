@@ -96,7 +96,7 @@ def parse_state(params: QueryParams, now: dt.datetime) -> PerfState:
         series *= len(refs[dimension])
     if series > MAX_SERIES:
         errors["benchmarks"] = (
-            f"{series} lines (branches × testbeds × benchmarks × measures); "
+            f"{series} lines (branches x testbeds x benchmarks x measures); "
             f"at most {MAX_SERIES} are allowed"
         )
     end = now

@@ -15,6 +15,7 @@ from fastapi import Depends, Request
 from sqlalchemy.engine import Connection
 
 from benchrunner.server.console import sessions
+from benchrunner.server.errors import ApiError
 from benchrunner.server.routes.deps import Ctx, project_access
 from benchrunner.server.store import sessions as session_store
 from benchrunner.server.store.accounts import ProjectRow, UserRow
@@ -70,3 +71,13 @@ def visible_project(conn: Connection, viewer: Viewer, ref: str) -> ProjectRow:
     """The project ``ref`` if the viewer may read it; else the API's 404 (never a 403 that
     would tell an outsider that a private project exists)."""
     return project_access(conn, viewer.user, ref, write=False)
+
+
+def may_change(conn: Connection, viewer: Viewer, project: ProjectRow) -> bool:
+    """Whether the viewer may change the project (the API's write rule): pages show their
+    forms only then; the POST handlers check again with ``project_access(write=True)``."""
+    try:
+        project_access(conn, viewer.user, project.slug, write=True, found=project)
+    except ApiError:
+        return False
+    return True

@@ -95,14 +95,27 @@
       height: 320,
       series: built.series,
       bands: built.bands,
-      scales: { x: { time: true }, y: { distr: log ? 3 : 1 } },
+      scales: {
+        // A little room on both sides, so that a marker on the first or last point shows whole.
+        x: { time: true, range: function (u, min, max) {
+          var pad = Math.max((max - min) * 0.02, 60);
+          return [min - pad, max + pad];
+        } },
+        y: { distr: log ? 3 : 1 },
+      },
       axes: [{}, { label: chart.units, size: 70 }],
       legend: { live: false },
+      hooks: {
+        // Scales and sizes are committed asynchronously: positions are known once drawn.
+        draw: [function (plot) {
+          figure.dataset.scale = log ? "log" : "linear";
+          figure.dataset.drawnMarkers = JSON.stringify(drawnMarkers(plot, chart));
+          figure.dataset.state = "drawn";
+        }],
+      },
     };
+    figure.dataset.state = "drawing";
     figure.plot = new uPlot(options, built.data, target);
-    figure.dataset.scale = log ? "log" : "linear";
-    figure.dataset.drawnMarkers = JSON.stringify(drawnMarkers(figure.plot, chart));
-    figure.dataset.state = "drawn";
   }
 
   function currentScale() {
