@@ -129,8 +129,7 @@ def _fill_jobs(
                 )
             ]
             statuses = [
-                JobStatus.PROCESSED if n in with_results else OTHER_STATUSES[n % 5]
-                for n in numbers
+                JobStatus.PROCESSED if n in with_results else OTHER_STATUSES[n % 5] for n in numbers
             ]
             job_rows = [
                 {

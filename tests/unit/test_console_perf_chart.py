@@ -76,7 +76,7 @@ def test_lines_share_the_x_axis_with_gaps_where_a_line_has_no_point() -> None:
         "sort · feature · box": [None, 7.0, None],
         "hash · main · box": [None, None, 3.0],
     }
-    assert [line.label for line in chart.lines][0].startswith("hash")  # sorted by benchmark
+    assert chart.lines[0].label.startswith("hash")  # sorted by benchmark
     assert len(chart.rows) == 5
 
 
@@ -87,7 +87,11 @@ def test_a_reports_iterations_get_their_own_x() -> None:
 
 
 def test_limits_only_where_drawn_and_markers_on_alerts() -> None:
-    points = [_point(0, 100.0), _point(1, 101.0, upper=110.0), _point(2, 150.0, upper=110.0, alert="upper")]
+    points = [
+        _point(0, 100.0),
+        _point(1, 101.0, upper=110.0),
+        _point(2, 150.0, upper=110.0, alert="upper"),
+    ]
     [chart] = build_charts(points, NAMES)
     [line] = chart.lines
     assert line.upper == [None, 110.0, 110.0]

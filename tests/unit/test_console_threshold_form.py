@@ -20,9 +20,7 @@ def _form(**values: str) -> dict[str, object]:
 
 
 def test_a_valid_form_gives_the_model() -> None:
-    form = form_values(
-        _form(test="t", max_sample_size="64", upper_boundary=" 0.99 "), MODEL_FIELDS
-    )
+    form = form_values(_form(test="t", max_sample_size="64", upper_boundary=" 0.99 "), MODEL_FIELDS)
     model = checked_model(form)
     assert form.valid, form.errors
     assert model is not None
@@ -42,18 +40,31 @@ def test_a_valid_form_gives_the_model() -> None:
         ({"test": "percentage", "upper_boundary": "ten"}, "upper_boundary", "must be a number"),
         ({"test": "percentage", "upper_boundary": "inf"}, "upper_boundary", "finite"),
         ({"test": "percentage", "window": "1.5", "upper_boundary": "1"}, "window", "whole"),
-        ({"test": "percentage", "window": "-1", "upper_boundary": "1"}, "window", "[0, 4294967295]"),
+        (
+            {"test": "percentage", "window": "-1", "upper_boundary": "1"},
+            "window",
+            "[0, 4294967295]",
+        ),
         ({"test": "percentage"}, "lower_boundary", "needs a lower_boundary"),
         ({"test": "t_test", "upper_boundary": "1.5"}, "upper_boundary", "[0.5, 1.0)"),
         (
-            {"test": "z_score", "min_sample_size": "9", "max_sample_size": "3", "upper_boundary": "0.9"},
+            {
+                "test": "z_score",
+                "min_sample_size": "9",
+                "max_sample_size": "3",
+                "upper_boundary": "0.9",
+            },
             "max_sample_size",
             "greater than or equal to min_sample_size",
         ),
         ({"test": "static", "window": "5", "upper_boundary": "1"}, "window", "takes no window"),
         ({"test": "change_point", "upper_boundary": "1"}, "upper_boundary", "takes no"),
         ({"test": "change_point", "max_pvalue": "2"}, "max_pvalue", "(0, 1]"),
-        ({"test": "iqr", "min_magnitude": "0.1", "upper_boundary": "1"}, "min_magnitude", "change_point only"),
+        (
+            {"test": "iqr", "min_magnitude": "0.1", "upper_boundary": "1"},
+            "min_magnitude",
+            "change_point only",
+        ),
     ],
 )
 def test_a_wrong_value_gets_its_message_beside_its_field(
@@ -76,7 +87,10 @@ def test_an_over_long_field_is_an_error_not_a_crash() -> None:
     [
         ("the t_test test needs a lower_boundary, an upper_boundary or both", "lower_boundary"),
         ("test 'x' is not one of: static", "test"),
-        ("max_sample_size (3) must be greater than or equal to min_sample_size (5)", "max_sample_size"),
+        (
+            "max_sample_size (3) must be greater than or equal to min_sample_size (5)",
+            "max_sample_size",
+        ),
     ],
 )
 def test_error_field_is_the_first_parameter_named(message: str, field: str) -> None:

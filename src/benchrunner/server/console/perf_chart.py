@@ -138,7 +138,7 @@ class Chart:
 
 
 def _x(point: Any) -> float:
-    return float(point.start_time.timestamp()) + point.iteration * ITERATION_STEP
+    return float(point.start_time.timestamp() + point.iteration * ITERATION_STEP)
 
 
 def _limits(points: list[Any | None], column: str) -> list[float | None] | None:

@@ -1,0 +1,108 @@
+"""What the console's perf, report, alert and threshold tests share: a project of their own on the
+module's server, a history with a regression submitted through ``POST /v0/run`` (local results,
+as the system tests of alerts submit them), and a signed-in browser."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import sqlalchemy as sa
+from playwright.sync_api import Page
+
+from benchrunner.server.console import sessions
+from benchrunner.server.store import sessions as session_store
+from benchrunner.server.store.engine import make_engine
+from benchrunner.server.store.tables import user
+from tests.harness import Deployment
+
+DAY = dt.timedelta(days=1)
+HISTORY = (100.0, 101.0, 99.0, 100.5, 99.5)
+REGRESSION = 150.0
+THRESHOLDS = {"models": {"latency": {"test": "percentage", "upper_boundary": 0.1}}}
+
+
+@dataclass(frozen=True)
+class Regressed:
+    """A project whose ``sort`` benchmark regressed in its last report."""
+
+    project: str
+    start: dt.datetime
+    reports: list[dict[str, Any]]
+
+    @property
+    def last(self) -> dict[str, Any]:
+        return self.reports[-1]
+
+    @property
+    def alert(self) -> str:
+        [alert] = self.last["alerts"]
+        return str(alert["uuid"])
+
+    def perf_url(self, **extra: str) -> str:
+        start = self.start.date().isoformat()
+        end = (self.start + len(self.reports) * DAY).date().isoformat()
+        query = "&".join(f"{k}={v}" for k, v in extra.items())
+        return (
+            f"/console/projects/{self.project}/perf?branches=main&testbeds=box&benchmarks=sort"
+            f"&measures=latency&start_time={start}&end_time={end}" + (f"&{query}" if query else "")
+        )
+
+
+def submit_regression(console: Deployment, project: str) -> Regressed:
+    """A public project with a history of ``sort`` (and a steady ``hash``) under a 10 %
+    percentage threshold, then a report where ``sort`` is 50 % slower: one upper alert."""
+    with console.admin() as client:
+        client.create_project("acme", project, "public")
+    start = dt.datetime.now(dt.UTC).replace(microsecond=0) - 30 * DAY
+    sent = []
+    with console.admin() as client:
+        for day, value in enumerate((*HISTORY, REGRESSION)):
+            at = (start + day * DAY).isoformat()
+            results = {"sort": {"latency": {"value": value}}, "hash": {"latency": {"value": 50.0}}}
+            sent.append(
+                client.run(
+                    {
+                        "project": project,
+                        "branch": "main",
+                        "testbed": "box",
+                        "start_time": at,
+                        "end_time": at,
+                        "settings": {"adapter": "json"},
+                        "results": [json.dumps(results)],
+                        "thresholds": THRESHOLDS,
+                    }
+                )
+            )
+    assert [a["limit"] for a in sent[-1]["alerts"]] == ["upper"], sent[-1]["alerts"]
+    return Regressed(project, start, sent)
+
+
+def sign_in_as_admin(page: Page, console: Deployment) -> None:
+    """Give the page's browser a session of the deployment's admin, made the way signing in
+    makes one (a ``console_session`` row, its token in the HTTP-only cookie)."""
+    engine = make_engine(console.server.db, writer=True)
+    try:
+        with engine.begin() as conn:
+            admin_id = conn.execute(
+                sa.select(user.c.id).where(user.c.email == "admin@test.dev")
+            ).scalar_one()
+            token = session_store.session_create(
+                conn, admin_id, dt.datetime.now(dt.UTC), sessions.LIFETIME
+            )
+    finally:
+        engine.dispose()
+    page.context.add_cookies(
+        [
+            {
+                "name": sessions.COOKIE,
+                "value": token,
+                "url": console.server.url,
+                "httpOnly": True,
+                "secure": True,
+                "sameSite": "Lax",
+            }
+        ]
+    )
