@@ -24,3 +24,20 @@ def save_screenshot(page: Page, name: str) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(path), full_page=True, animations="disabled")
     return path
+
+
+def log_in_with_token(page: Page, token: str) -> None:
+    """Sign in through the console's token form, as a person pasting their API token."""
+    page.goto("/console/login")
+    page.get_by_label("API token", exact=True).fill(token)
+    page.get_by_role("button", name="Log in with token").click()
+    page.wait_for_url("**/console")
+
+
+def log_in_with_password(page: Page, email: str, password: str) -> None:
+    """Sign in with email and password, submitting with the keyboard (Enter)."""
+    page.goto("/console/login")
+    page.get_by_label("Email", exact=True).fill(email)
+    page.get_by_label("Password", exact=True).fill(password)
+    page.get_by_label("Password", exact=True).press("Enter")
+    page.wait_for_url("**/console")

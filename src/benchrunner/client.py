@@ -217,6 +217,17 @@ class BenchrunnerClient:
     def templates(self) -> list[JsonObject]:
         return self._page("/v0/templates", {})
 
+    # -- users ----------------------------------------------------------------------------------
+
+    def create_user(
+        self, name: str, email: str, *, password: str | None = None, admin: bool = False
+    ) -> JsonObject:
+        """A new user (server admins only); ``password`` lets them sign in to the console."""
+        body: JsonObject = {"name": name, "email": email, "admin": admin}
+        if password is not None:
+            body["password"] = password
+        return self._object("POST", "/v0/users", json=body)
+
     # -- organizations and projects -------------------------------------------------------------
 
     def create_organization(

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from playwright.sync_api import Page, expect
 
-from tests.browser import save_screenshot
-
 NAV_LABELS = [
     "Dashboard",
     "Runners",
@@ -30,4 +28,3 @@ def test_root_redirects_to_the_dashboard_with_its_navigation(page: Page) -> None
     # The stylesheet and htmx come from the server itself.
     assert page.evaluate("typeof htmx") == "object"
     assert page.evaluate("getComputedStyle(document.body).margin") == "0px"
-    save_screenshot(page, "dashboard")

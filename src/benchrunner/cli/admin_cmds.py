@@ -9,6 +9,7 @@ import typer
 
 from benchrunner.cli import output
 from benchrunner.cli.options import Json
+from benchrunner.cli.passwords import read_password
 from benchrunner.cli.server_cmds import settings_from
 
 admin_app = typer.Typer(
@@ -34,6 +35,16 @@ def bootstrap(
             show_default=False,
         ),
     ] = None,
+    password_file: Annotated[
+        Path | None,
+        typer.Option(
+            metavar="FILE",
+            help="Set the admin's console password to the first line of FILE.",
+            exists=True,
+            dir_okay=False,
+            readable=True,
+        ),
+    ] = None,
     as_json: Json = False,
 ) -> None:
     """Migrate the database, make EMAIL a server admin, and print a new API token for it.
@@ -41,12 +52,13 @@ def bootstrap(
     Reads BENCHRUNNER_DB and BENCHRUNNER_DATA_DIR like the server does, so both find the same
     database. Only the token goes to stdout: TOKEN=$(benchrunner admin bootstrap --email ...).
     """
+    password = None if password_file is None else read_password(password_file)
     settings = settings_from({"db": db, "data_dir": data_dir})
     if not settings.db:
         settings.data_dir.mkdir(parents=True, exist_ok=True)
     from benchrunner.server.bootstrap import bootstrap_admin
 
-    token = bootstrap_admin(settings.database_url(), email)
+    token = bootstrap_admin(settings.database_url(), email, password=password)
     if as_json:
         output.print_json({"token": token})
         return

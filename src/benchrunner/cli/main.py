@@ -25,6 +25,7 @@ from benchrunner.cli.server_cmds import server
 from benchrunner.cli.template_cmds import template_app
 from benchrunner.cli.threshold_cmds import threshold_app
 from benchrunner.cli.up import up
+from benchrunner.cli.user_cmds import user_app
 from benchrunner.client import ApiError
 
 EXIT_ERROR = 1
@@ -120,6 +121,7 @@ app.add_typer(org_app, name="org")
 app.add_typer(project_app, name="project")
 app.add_typer(spec_app, name="spec")
 app.add_typer(runner_app, name="runner")
+app.add_typer(user_app, name="user")
 app.add_typer(admin_app, name="admin")
 app.command("server")(server)
 

@@ -53,6 +53,7 @@ from benchrunner.server.routes import (
     specs,
     testbeds,
     thresholds,
+    users,
 )
 from benchrunner.server.store.engine import Database
 from benchrunner.server.store.migrate import upgrade
@@ -131,6 +132,7 @@ def create_app(
         m.router
         for m in (
             organizations,
+            users,
             specs,
             runners,
             jobs,

@@ -84,6 +84,10 @@ class ChannelHub:
             return True
         return False
 
+    def connected_runner_ids(self) -> frozenset[int]:
+        """The runners with a channel open to this process (not to other replicas)."""
+        return frozenset(self._newest)
+
     async def close_all(self, code: int = 1012, reason: str = "server restarting") -> None:
         for session in list(self.sessions):
             await session.close(code, reason)

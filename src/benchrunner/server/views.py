@@ -10,13 +10,24 @@ from sqlalchemy.engine import Connection
 from benchrunner.core.events import status_reached
 from benchrunner.server.store import alerts as store_alerts
 from benchrunner.server.store import branches, jobs, reports
-from benchrunner.server.store.accounts import OrganizationRow, ProjectRow
+from benchrunner.server.store.accounts import OrganizationRow, ProjectRow, UserRow
 from benchrunner.server.store.jobs import JobRow
 from benchrunner.server.store.runners import RunnerRow, spec_json
 
 
 def iso(value: Any) -> str | None:
     return None if value is None else value.isoformat().replace("+00:00", "Z")
+
+
+def user_view(user: UserRow) -> dict[str, Any]:
+    """A user as the API shows it: never its password hash."""
+    return {
+        "uuid": str(user.uuid),
+        "name": user.name,
+        "slug": user.slug,
+        "email": user.email,
+        "admin": user.admin,
+    }
 
 
 def organization_view(org: OrganizationRow, *, claimed: bool) -> dict[str, Any]:

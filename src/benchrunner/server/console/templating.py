@@ -1,12 +1,15 @@
 """Rendering a console page: one Jinja2 environment (autoescaped) over the package's templates.
 
-Every page gets ``viewer``, ``nav`` (with the current entry marked), ``csrf_input`` (the hidden
-field each POST form must contain), ``csrf_token`` and ``static(path)`` (a URL under
-``/console/static`` that changes with the package version, so browsers may cache it).
+Every page gets ``viewer``, ``nav`` (with the current entry marked), ``now`` (the server
+clock's), ``csrf_input`` (the hidden field each POST form must contain), ``csrf_token`` and
+``static(path)`` (a URL under ``/console/static`` that changes with the package version, so
+browsers may cache it). Filters: ``when`` (a UTC time), ``size`` (bytes); function
+``ago(moment, now)``.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Mapping
 from typing import Any
 
@@ -43,7 +46,38 @@ def static(path: str) -> str:
     return f"{STATIC_PREFIX}/{path}?v={__version__}"
 
 
+def when(value: dt.datetime | None) -> str:
+    """A moment in UTC, to the second; an em dash for none."""
+    if value is None:
+        return "\u2014"
+    return value.astimezone(dt.UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def ago(value: dt.datetime | None, now: dt.datetime) -> str:
+    """How long before ``now``: "42 s ago", "5 min ago", "3 h ago", "2 d ago"."""
+    if value is None:
+        return "never"
+    seconds = max(0, int((now - value).total_seconds()))
+    for unit, size in (("d", 86400), ("h", 3600), ("min", 60)):
+        if seconds >= size:
+            return f"{seconds // size} {unit} ago"
+    return f"{seconds} s ago"
+
+
+def size(value: int) -> str:
+    """Bytes in binary units: 1 GiB, 512 MiB, 100 B."""
+    amount = float(value)
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if amount < 1024 or unit == "TiB":
+            return f"{amount:.3g} {unit}" if unit != "B" else f"{value} B"
+        amount /= 1024
+    raise AssertionError("unreachable")
+
+
 environment.globals["static"] = static
+environment.filters["when"] = when
+environment.filters["size"] = size
+environment.globals["ago"] = ago
 
 
 def render(
@@ -65,6 +99,7 @@ def render(
             "request": request,
             "viewer": viewer,
             "nav": [(link, link.section == section) for link in NAV],
+            "now": ctx.clock.now(),
             "csrf_token": token,
             "csrf_input": Markup('<input type="hidden" name="{}" value="{}">').format(
                 csrf.FIELD, token

@@ -8,8 +8,8 @@ from fastapi import APIRouter, Query, Request, Response
 from pydantic import Field
 from sqlalchemy.engine import Connection
 
-from benchrunner.core.tokens import new_runner_token
-from benchrunner.server.errors import bad_request, conflict, not_found
+from benchrunner.server import runner_admin
+from benchrunner.server.errors import bad_request, not_found
 from benchrunner.server.routes.bodies import ApiBody, text_problem
 from benchrunner.server.routes.deps import (
     Admin,
@@ -18,12 +18,10 @@ from benchrunner.server.routes.deps import (
     Page,
     paginate,
 )
-from benchrunner.server.routes.renames import identity_changes, slug_taken
 from benchrunner.server.routes.specs import spec_or_404
+from benchrunner.server.runner_admin import RunnerChanges, runner_or_404, view_of
 from benchrunner.server.store import runners
-from benchrunner.server.store.runners import RunnerRow
-from benchrunner.server.store.tables import runner as runner_table
-from benchrunner.server.views import runner_view, spec_view
+from benchrunner.server.views import spec_view
 
 router = APIRouter(tags=["runners"])
 
@@ -45,33 +43,9 @@ class SpecRef(ApiBody):
     spec: str = Field(min_length=1, description="spec UUID or slug")
 
 
-def runner_or_404(conn: Connection, ref: str) -> RunnerRow:
-    row = runners.runner_get(conn, ref)
-    if row is None:
-        raise not_found("runner", ref)
-    return row
-
-
-def _view(conn: Connection, row: RunnerRow) -> dict[str, Any]:
-    return runner_view(row, runners.runner_specs(conn, row.id))
-
-
-async def _close_channels(request: Request, runner_id: int, reason: str) -> None:
-    await request.app.state.hub.close_runner(runner_id, reason)
-
-
 @router.post("/v0/runners", status_code=201)
 async def create_runner(body: NewRunner, _admin: Admin, ctx: Ctx) -> dict[str, Any]:
-    token = new_runner_token()
-
-    def unit(conn: Connection) -> dict[str, Any]:
-        spec_rows = [spec_or_404(conn, ref) for ref in body.specs]
-        row = runners.runner_create(conn, body.name, token, ctx.clock.now(), slug=body.slug)
-        for spec in spec_rows:
-            runners.runner_spec_add(conn, row.id, spec.id)
-        return {**_view(conn, row), "token": token}
-
-    return await ctx.db.write(unit)
+    return await runner_admin.create(ctx, body.name, body.specs, slug=body.slug)
 
 
 @router.get("/v0/runners")
@@ -88,58 +62,29 @@ async def list_runners(
         raise bad_request(f"name {problem}")
 
     def unit(conn: Connection) -> list[dict[str, Any]]:
-        return [_view(conn, r) for r in runners.runner_list(conn, archived=archived, name=name)]
+        return [view_of(conn, r) for r in runners.runner_list(conn, archived=archived, name=name)]
 
     return paginate(response, await ctx.db.read(unit), pages)
 
 
 @router.get("/v0/runners/{runner}")
 async def get_runner(runner: str, _admin: Admin, ctx: Ctx) -> dict[str, Any]:
-    return await ctx.db.read(lambda conn: _view(conn, runner_or_404(conn, runner)))
+    return await ctx.db.read(lambda conn: view_of(conn, runner_or_404(conn, runner)))
 
 
 @router.patch("/v0/runners/{runner}")
 async def update_runner(
     runner: str, body: RunnerPatch, _admin: Admin, ctx: Ctx, life: Life, request: Request
 ) -> dict[str, Any]:
-    def unit(conn: Connection) -> tuple[RunnerRow, dict[str, Any]]:
-        row = runner_or_404(conn, runner)
-        values = identity_changes(
-            conn,
-            runner_table,
-            row,
-            name=body.name,
-            slug=body.slug,
-            archived=body.archived,
-            now=ctx.clock.now(),
-        )
-        if body.paused is not None:
-            values["paused"] = body.paused
-        updated = runners.runner_update(conn, row.id, values)
-        if updated is None:
-            raise slug_taken(values["slug"])
-        return row, _view(conn, updated)
-
-    before, view = await ctx.db.write(unit)
-    if body.paused is False and before.paused:
-        life.wakeups.capacity_freed()
-    if body.archived and before.archived is None:
-        await _close_channels(request, before.id, "runner archived")
-    return view
+    changes = RunnerChanges(
+        name=body.name, slug=body.slug, archived=body.archived, paused=body.paused
+    )
+    return await runner_admin.update(ctx, life, request.app.state.hub, runner, changes)
 
 
 @router.post("/v0/runners/{runner}/token", status_code=201)
 async def rotate_token(runner: str, _admin: Admin, ctx: Ctx, request: Request) -> dict[str, Any]:
-    token = new_runner_token()
-
-    def unit(conn: Connection) -> RunnerRow:
-        row = runner_or_404(conn, runner)
-        if not runners.runner_rotate_token(conn, row.id, token, ctx.clock.now()):
-            raise conflict(f"runner {runner!r} is archived; its token cannot be rotated")
-        return row
-
-    row = await ctx.db.write(unit)
-    await _close_channels(request, row.id, "runner token rotated")
+    row, token = await runner_admin.rotate_token(ctx, request.app.state.hub, runner)
     return {"uuid": str(row.uuid), "token": token}
 
 

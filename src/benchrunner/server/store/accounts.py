@@ -70,6 +70,44 @@ def user_get_or_create(
     return user_from_row(row)
 
 
+def user_create(
+    conn: Connection,
+    email: str,
+    name: str,
+    *,
+    admin: bool,
+    password_hash: str | None,
+    now: dt.datetime,
+) -> UserRow | None:
+    """A new user, or None when the email is taken (also by a concurrent create)."""
+    if conn.execute(_USER_BY_EMAIL, {"email": email}).first() is not None:
+        return None
+    values = {
+        "uuid": uuid4(),
+        "name": name[:64],
+        "email": email,
+        "admin": admin,
+        "password_hash": password_hash,
+        "created": now,
+        "modified": now,
+    }
+    if insert_with_slug(conn, user, values, name) is None:
+        return None
+    return user_from_row(conn.execute(_USER_BY_EMAIL, {"email": email}).one())
+
+
+def user_set_password(conn: Connection, user_id: int, password_hash: str, now: dt.datetime) -> None:
+    conn.execute(
+        user.update().where(user.c.id == user_id).values(password_hash=password_hash, modified=now)
+    )
+
+
+def user_with_password_hash(conn: Connection, email: str) -> tuple[UserRow, str | None] | None:
+    """The user with this email and their password hash (None: no password set), or None."""
+    row = conn.execute(_USER_BY_EMAIL, {"email": email}).first()
+    return (user_from_row(row), row.password_hash) if row else None
+
+
 def api_token_issue(
     conn: Connection,
     user_id: int,
@@ -298,17 +336,22 @@ def project_list(conn: Connection, org_id: int) -> list[ProjectRow]:
     return [_project(r) for r in rows]
 
 
-def project_list_visible(conn: Connection, viewer: UserRow | None) -> list[ProjectRow]:
-    """Every project ``viewer`` may read (the rule of ``routes.deps.can_see``): public ones,
-    and private ones of the viewer's organizations; all of them for an admin."""
-    query = sa.select(project).order_by(project.c.name, project.c.id)
+def project_visible_to(viewer: UserRow | None) -> sa.ColumnElement[bool]:
+    """The condition on ``project`` rows that ``viewer`` may read (the rule of
+    ``routes.deps.can_see``): public ones, and private ones of the viewer's organizations;
+    all of them for an admin."""
+    if viewer is not None and viewer.admin:
+        return sa.true()
+    public = project.c.visibility == "public"
     if viewer is None:
-        query = query.where(project.c.visibility == "public")
-    elif not viewer.admin:
-        member_of = sa.select(organization_role.c.organization_id).where(
-            organization_role.c.user_id == viewer.id
-        )
-        query = query.where(
-            sa.or_(project.c.visibility == "public", project.c.organization_id.in_(member_of))
-        )
-    return [_project(r) for r in conn.execute(query)]
+        return public
+    member_of = sa.select(organization_role.c.organization_id).where(
+        organization_role.c.user_id == viewer.id
+    )
+    return sa.or_(public, project.c.organization_id.in_(member_of))
+
+
+def project_list_visible(conn: Connection, viewer: UserRow | None) -> list[ProjectRow]:
+    """Every project ``viewer`` may read, by name."""
+    query = sa.select(project).where(project_visible_to(viewer))
+    return [_project(r) for r in conn.execute(query.order_by(project.c.name, project.c.id))]

@@ -1,0 +1,110 @@
+"""Runner administration, one function per action, shared by the API's routes and the console:
+each does the store change and its consequences (a paused runner resumed wakes the
+dispatcher; an archived or re-keyed runner's channels are closed).
+
+Errors are :class:`~benchrunner.server.errors.ApiError`: 404 for an unknown runner or spec,
+409 for a taken slug or an archived runner's rotation, 400 for a malformed slug.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy.engine import Connection
+
+from benchrunner.core.tokens import new_runner_token
+from benchrunner.server.channel import ChannelHub
+from benchrunner.server.context import ServerContext
+from benchrunner.server.errors import conflict, not_found
+from benchrunner.server.lifecycle import Lifecycle
+from benchrunner.server.routes.renames import identity_changes, slug_taken
+from benchrunner.server.routes.specs import spec_or_404
+from benchrunner.server.store import runners
+from benchrunner.server.store.runners import RunnerRow
+from benchrunner.server.store.tables import runner as runner_table
+from benchrunner.server.views import runner_view
+
+
+def runner_or_404(conn: Connection, ref: str) -> RunnerRow:
+    row = runners.runner_get(conn, ref)
+    if row is None:
+        raise not_found("runner", ref)
+    return row
+
+
+def view_of(conn: Connection, row: RunnerRow) -> dict[str, Any]:
+    return runner_view(row, runners.runner_specs(conn, row.id))
+
+
+async def create(
+    ctx: ServerContext, name: str, spec_refs: list[str], *, slug: str | None = None
+) -> dict[str, Any]:
+    """A new runner attached to ``spec_refs``; its view plus ``token``, shown this once."""
+    token = new_runner_token()
+
+    def unit(conn: Connection) -> dict[str, Any]:
+        spec_rows = [spec_or_404(conn, ref) for ref in spec_refs]
+        row = runners.runner_create(conn, name, token, ctx.clock.now(), slug=slug)
+        for spec in spec_rows:
+            runners.runner_spec_add(conn, row.id, spec.id)
+        return {**view_of(conn, row), "token": token}
+
+    return await ctx.db.write(unit)
+
+
+@dataclass(frozen=True)
+class RunnerChanges:
+    """The fields to change; None leaves one as it is."""
+
+    name: str | None = None
+    slug: str | None = None
+    archived: bool | None = None
+    paused: bool | None = None
+
+
+async def update(
+    ctx: ServerContext, life: Lifecycle, hub: ChannelHub, ref: str, changes: RunnerChanges
+) -> dict[str, Any]:
+    """Rename, re-slug, (un)archive or (un)pause a runner; its view after the change."""
+
+    def unit(conn: Connection) -> tuple[RunnerRow, dict[str, Any]]:
+        row = runner_or_404(conn, ref)
+        values = identity_changes(
+            conn,
+            runner_table,
+            row,
+            name=changes.name,
+            slug=changes.slug,
+            archived=changes.archived,
+            now=ctx.clock.now(),
+        )
+        if changes.paused is not None:
+            values["paused"] = changes.paused
+        updated = runners.runner_update(conn, row.id, values)
+        if updated is None:
+            raise slug_taken(values["slug"])
+        return row, view_of(conn, updated)
+
+    before, view = await ctx.db.write(unit)
+    if changes.paused is False and before.paused:
+        life.wakeups.capacity_freed()
+    if changes.archived and before.archived is None:
+        await hub.close_runner(before.id, "runner archived")
+    return view
+
+
+async def rotate_token(ctx: ServerContext, hub: ChannelHub, ref: str) -> tuple[RunnerRow, str]:
+    """A new token for the runner (the old one stops working at once, and its channels are
+    closed); the token is returned this once."""
+    token = new_runner_token()
+
+    def unit(conn: Connection) -> RunnerRow:
+        row = runner_or_404(conn, ref)
+        if not runners.runner_rotate_token(conn, row.id, token, ctx.clock.now()):
+            raise conflict(f"runner {ref!r} is archived; its token cannot be rotated")
+        return row
+
+    row = await ctx.db.write(unit)
+    await hub.close_runner(row.id, "runner token rotated")
+    return row, token

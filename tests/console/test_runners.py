@@ -1,0 +1,149 @@
+"""The runners page: admins create runners (the key shown once), rotate keys, pause, unpause
+and archive; the table follows the runners' state while the page is open; everyone else is
+refused as the API refuses them."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+import pytest
+from playwright.sync_api import Browser, Page, expect
+from websockets.exceptions import InvalidStatus
+
+from tests.browser import log_in_with_token, save_screenshot
+from tests.console.accounts import create_member
+from tests.harness import Deployment, RawChannel
+
+LIVE = 15_000
+"""ms: a few of the page's 2 s refreshes, with room for a loaded machine."""
+
+
+@pytest.fixture
+def admin_page(page: Page, console: Deployment) -> Page:
+    log_in_with_token(page, console.server.token)
+    return page
+
+
+def test_admin_creates_a_runner_and_sees_its_key_once(
+    admin_page: Page, console: Deployment
+) -> None:
+    page = admin_page
+    page.goto("/console/runners")
+    page.get_by_label("Name").fill("bench-box")
+    page.get_by_role("checkbox", name=re.compile("small")).check()
+    with page.expect_response("**/console/runners") as answer:
+        page.get_by_role("button", name="Create runner").click()
+    assert answer.value.status == 201
+    expect(page.get_by_role("heading", level=1)).to_have_text("Runner bench-box created")
+    key = page.locator("#runner-key").inner_text().strip()
+    assert re.fullmatch(r"bencher_runner_[0-9a-f]{64}", key), key
+
+    # The key is real: the runner's channel opens with it.
+    channel = RawChannel(console.server, "bench-box", key)
+    try:
+        page.get_by_role("link", name="Back to the runners").click()
+        row = page.locator('tr[data-runner="bench-box"]')
+        expect(row.locator("td.state")).to_have_text("idle", timeout=LIVE)
+        expect(row).to_contain_text("small")
+        assert key not in page.content()
+    finally:
+        channel.close()
+    with console.admin() as client:
+        assert [s["slug"] for s in client.get_runner("bench-box")["specs"]] == ["small"]
+
+
+def test_the_table_follows_runners_while_the_page_is_open(
+    admin_page: Page, console: Deployment
+) -> None:
+    page = admin_page
+    page.goto("/console/runners")
+    slug, key = console.new_runner("live-one")  # after the page loaded: no reload follows
+    row = page.locator(f'tr[data-runner="{slug}"]')
+    expect(row.locator("td.state")).to_have_text("offline", timeout=LIVE)
+    channel = RawChannel(console.server, slug, key)
+    try:
+        expect(row.locator("td.state")).to_have_text("idle", timeout=LIVE)
+        save_screenshot(page, "runners")
+    finally:
+        channel.close()
+    expect(row.locator("td.state")).to_have_text("offline", timeout=LIVE)
+
+
+def test_pause_unpause_and_archive_with_the_keyboard(admin_page: Page, console: Deployment) -> None:
+    page = admin_page
+    slug, _key = console.new_runner("keyboard-box")
+    page.goto("/console/runners")
+    row = page.locator(f'tr[data-runner="{slug}"]')
+
+    row.get_by_role("button", name="Pause keyboard-box").focus()
+    page.keyboard.press("Enter")
+    expect(row.locator("td.state")).to_have_text("paused")
+    with console.admin() as client:
+        assert client.get_runner(slug)["paused"] is True
+
+    row.get_by_role("button", name="Unpause keyboard-box").focus()
+    page.keyboard.press("Enter")
+    expect(row.locator("td.state")).to_have_text("offline")
+    with console.admin() as client:
+        assert client.get_runner(slug)["paused"] is False
+
+    row.get_by_role("button", name="Archive keyboard-box").focus()
+    page.keyboard.press("Enter")
+    page.wait_for_url("**/console/runners")
+    expect(row).to_have_count(0)
+    with console.admin() as client:
+        assert client.get_runner(slug)["archived"] is not None
+
+
+def test_rotating_a_key_shows_the_new_one_once_and_retires_the_old(
+    admin_page: Page, console: Deployment
+) -> None:
+    page = admin_page
+    slug, old_key = console.new_runner("rotated-box")
+    page.goto("/console/runners")
+    page.get_by_role("button", name="Rotate the key of rotated-box").click()
+    expect(page.get_by_role("heading", level=1)).to_have_text("New key for rotated-box")
+    new_key = page.locator("#runner-key").inner_text().strip()
+    assert re.fullmatch(r"bencher_runner_[0-9a-f]{64}", new_key) and new_key != old_key
+    with pytest.raises(InvalidStatus):
+        RawChannel(console.server, slug, old_key)
+    RawChannel(console.server, slug, new_key).close()
+
+
+def test_runners_and_specs_are_for_admins_only(page: Page, console: Deployment) -> None:
+    for path in ("/console/runners", "/console/specs"):
+        response = page.goto(path)
+        assert response is not None and response.status == 401
+        expect(page.get_by_role("main").get_by_role("link", name="Log in")).to_be_visible()
+    create_member(console, "rita@test.dev", "rita's password", None)
+    page.goto("/console/login")
+    page.get_by_label("Email", exact=True).fill("rita@test.dev")
+    page.get_by_label("Password", exact=True).fill("rita's password")
+    page.get_by_label("Password", exact=True).press("Enter")
+    page.wait_for_url("**/console")
+    for path in ("/console/runners", "/console/specs"):
+        response = page.goto(path)
+        assert response is not None and response.status == 403
+
+
+@pytest.fixture
+def page_without_javascript(browser: Browser, console: Deployment) -> Iterator[Page]:
+    context = browser.new_context(base_url=console.server.url, java_script_enabled=False)
+    yield context.new_page()
+    context.close()
+
+
+def test_pages_read_and_forms_work_without_javascript(
+    page_without_javascript: Page, console: Deployment
+) -> None:
+    page = page_without_javascript
+    log_in_with_token(page, console.server.token)
+    page.goto("/console/specs")
+    expect(page.get_by_role("table")).to_contain_text("small")
+    page.goto("/console/runners")
+    page.get_by_label("Name").fill("no-script-box")
+    page.get_by_label("Name").press("Enter")
+    expect(page.get_by_role("heading", level=1)).to_have_text("Runner no-script-box created")
+    with console.admin() as client:
+        assert client.get_runner("no-script-box")["name"] == "no-script-box"
