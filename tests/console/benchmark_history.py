@@ -1,6 +1,6 @@
 """What the console's perf, report, alert and threshold tests share: a project of their own on the
 module's server, a history with a regression submitted through ``POST /v0/run`` (local results,
-as the system tests of alerts submit them), and a signed-in browser."""
+as the system tests of alerts submit them)."""
 
 from __future__ import annotations
 
@@ -9,13 +9,6 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-import sqlalchemy as sa
-from playwright.sync_api import Page
-
-from benchrunner.server.console import sessions
-from benchrunner.server.store import sessions as session_store
-from benchrunner.server.store.engine import make_engine
-from benchrunner.server.store.tables import user
 from tests.harness import Deployment
 
 DAY = dt.timedelta(days=1)
@@ -78,31 +71,3 @@ def submit_regression(console: Deployment, project: str) -> Regressed:
             )
     assert [a["limit"] for a in sent[-1]["alerts"]] == ["upper"], sent[-1]["alerts"]
     return Regressed(project, start, sent)
-
-
-def sign_in_as_admin(page: Page, console: Deployment) -> None:
-    """Give the page's browser a session of the deployment's admin, made the way signing in
-    makes one (a ``console_session`` row, its token in the HTTP-only cookie)."""
-    engine = make_engine(console.server.db, writer=True)
-    try:
-        with engine.begin() as conn:
-            admin_id = conn.execute(
-                sa.select(user.c.id).where(user.c.email == "admin@test.dev")
-            ).scalar_one()
-            token = session_store.session_create(
-                conn, admin_id, dt.datetime.now(dt.UTC), sessions.LIFETIME
-            )
-    finally:
-        engine.dispose()
-    page.context.add_cookies(
-        [
-            {
-                "name": sessions.COOKIE,
-                "value": token,
-                "url": console.server.url,
-                "httpOnly": True,
-                "secure": True,
-                "sameSite": "Lax",
-            }
-        ]
-    )

@@ -12,12 +12,11 @@ from typing import Any
 import pytest
 from playwright.sync_api import Page, expect
 
-from tests.browser import save_screenshot
+from tests.browser import log_in_with_token, save_screenshot
 from tests.console.benchmark_history import (
     HISTORY,
     REGRESSION,
     Regressed,
-    sign_in_as_admin,
     submit_regression,
 )
 from tests.harness import Deployment
@@ -151,8 +150,8 @@ def test_an_alert_is_dismissed_from_the_list(
     page.goto(f"/console/projects/{regressed.project}/alerts")
     expect(page.get_by_role("button", name=re.compile("^Dismiss"))).to_have_count(0)  # anonymous
 
-    sign_in_as_admin(page, console)
-    page.reload()
+    log_in_with_token(page, console.server.token)
+    page.goto(f"/console/projects/{regressed.project}/alerts")
     row = page.locator(f'tr[data-alert="{regressed.alert}"]')
     save_screenshot(page, "alerts")
     dismiss = row.get_by_role("button", name=re.compile("^Dismiss"))
@@ -177,7 +176,7 @@ def test_an_alert_is_dismissed_from_the_list(
 def test_a_form_without_its_csrf_token_changes_nothing(
     page: Page, regressed: Regressed, console: Deployment
 ) -> None:
-    sign_in_as_admin(page, console)
+    log_in_with_token(page, console.server.token)
     page.goto(f"/console/projects/{regressed.project}/alerts")
     response = page.request.post(
         f"/console/projects/{regressed.project}/alerts/{regressed.alert}/dismiss",
@@ -194,7 +193,7 @@ def test_a_threshold_is_created_and_edited_from_the_form(
     page: Page, regressed: Regressed, console: Deployment
 ) -> None:
     page.set_viewport_size({"width": 1280, "height": 900})
-    sign_in_as_admin(page, console)
+    log_in_with_token(page, console.server.token)
     page.goto(f"/console/projects/{regressed.project}/thresholds")
     existing = page.locator("table.thresholds tbody tr")
     expect(existing).to_have_count(1)  # the one the runs created
@@ -244,3 +243,17 @@ def test_a_threshold_is_created_and_edited_from_the_form(
 
     page.goto(f"/console/projects/{regressed.project}/thresholds")
     expect(page.locator(f'tr[data-threshold="{threshold}"] td.test')).to_have_text("static")
+
+
+def test_a_private_projects_pages_are_not_found_by_outsiders(
+    page: Page, console: Deployment
+) -> None:
+    with console.admin() as client:
+        client.create_project("acme", "hidden-perf", "private")
+    for section in ("reports", "perf", "alerts", "thresholds", "thresholds/new"):
+        response = page.goto(f"/console/projects/hidden-perf/{section}")
+        assert response is not None and response.status == 404, section
+        expect(page.get_by_role("heading", level=1)).to_have_text("Not found")
+    log_in_with_token(page, console.server.token)  # an admin sees them
+    response = page.goto("/console/projects/hidden-perf/perf")
+    assert response is not None and response.status == 200
