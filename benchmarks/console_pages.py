@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import datetime as dt
-import json
 import random
 import statistics
 import tempfile
@@ -40,8 +39,10 @@ from benchrunner.core.tiers import Plan
 from benchrunner.detection.models import Model, TestKind
 from benchrunner.server.app import create_app
 from benchrunner.server.config import ServerSettings
+from benchrunner.server.console import sessions
 from benchrunner.server.evaluation import evaluate_report
 from benchrunner.server.store import accounts, reports, runners, thresholds
+from benchrunner.server.store import sessions as session_store
 from benchrunner.server.store.engine import make_engine
 from benchrunner.server.store.migrate import upgrade
 from benchrunner.server.store.tables import branch, job, job_event, measure, report, testbed
@@ -257,7 +258,8 @@ def populate(engine: Engine, n_benchmarks: int) -> Filled:
 
 
 def pages(filled: Filled) -> dict[str, str]:
-    """Every main page of the console, by name."""
+    """Every main page of the console, by name. A page the branch measured has not built yet
+    answers 404 and is reported as such."""
     p = f"/console/projects/{filled.project}"
     year_ago = int((NOW - dt.timedelta(days=365)).timestamp() * 1000)
     perf = (
@@ -265,24 +267,47 @@ def pages(filled: Filled) -> dict[str, str]:
         f"&start_time={year_ago}"
     )
     return {
+        "dashboard": "/console",
+        "runners": "/console/runners",
+        "specs": "/console/specs",
+        "projects": "/console/projects",
+        "project": p,
+        "jobs": f"{p}/jobs",
+        "jobs (status=processed)": f"{p}/jobs?status=processed",
+        "job": f"{p}/jobs/{filled.job}",
+        "new job": f"{p}/jobs/new",
         "reports": f"{p}/reports",
+        "reports (page 200)": f"{p}/reports?page=200",
         "report": f"{p}/reports/{filled.report}",
         "perf (1 benchmark, a year: 1,000 points)": perf,
         "alerts": f"{p}/alerts",
+        "alerts (all)": f"{p}/alerts?status=all",
         "thresholds": f"{p}/thresholds",
         "threshold edit": f"{p}/thresholds/{filled.threshold}",
     }
 
 
+def _admin_session(engine: Engine, admin_id: int) -> str:
+    with engine.begin() as conn:
+        return session_store.session_create(conn, admin_id, NOW, sessions.LIFETIME)
+
+
 def time_pages(
-    url: str, data_dir: Path, filled: Filled, repeats: int
-) -> dict[str, tuple[list[float], int]]:
+    engine: Engine, url: str, data_dir: Path, filled: Filled, repeats: int
+) -> dict[str, tuple[list[float], int] | None]:
+    """Each page's timings (ms) and size, requested as the signed-in admin (who sees every
+    form); None for a page not built (404)."""
     settings = ServerSettings(db=url, data_dir=data_dir)
-    found: dict[str, tuple[list[float], int]] = {}
-    with TestClient(create_app(settings)) as client:
+    found: dict[str, tuple[list[float], int] | None] = {}
+    # https: the session cookie is Secure, as a browser would only send it so.
+    with TestClient(create_app(settings), base_url="https://testserver") as client:
+        client.cookies.set(sessions.COOKIE, _admin_session(engine, filled.admin_id))
         for name, path in pages(filled).items():
             timings: list[float] = []
             size = 0
+            if client.get(path).status_code == 404:
+                found[name] = None
+                continue
             for k in range(repeats + 1):
                 started = time.perf_counter()
                 response = client.get(path)
@@ -317,14 +342,17 @@ def main() -> None:
         started = time.perf_counter()
         filled = populate(engine, options.benchmarks)
         print(f"filled in {time.perf_counter() - started:.0f} s ({options.engine})")
-        results = time_pages(url, Path(tmp) / "data", filled, options.repeats)
+        results = time_pages(engine, url, Path(tmp) / "data", filled, options.repeats)
     print(f"\n{'page':<42} {'median':>9} {'min':>8} {'max':>8} {'bytes':>9}")
-    for name, (timings, size) in results.items():
+    for name, result in results.items():
+        if result is None:
+            print(f"{name:<42} not built (404)")
+            continue
+        timings, size = result
         print(
             f"{name:<42} {statistics.median(timings):7.1f}ms {min(timings):6.1f}ms "
             f"{max(timings):6.1f}ms {size:>9,}"
         )
-    print(json.dumps({name: statistics.median(t) for name, (t, _) in results.items()}))
 
 
 if __name__ == "__main__":

@@ -46,7 +46,8 @@ class Regressed:
 
 def submit_regression(console: Deployment, project: str) -> Regressed:
     """A public project with a history of ``sort`` (and a steady ``hash``) under a 10 %
-    percentage threshold, then a report where ``sort`` is 50 % slower: one upper alert."""
+    percentage threshold on latency (memory has none), then a report where ``sort`` is 50 %
+    slower: one upper alert."""
     with console.admin() as client:
         client.create_project("acme", project, "public")
     start = dt.datetime.now(dt.UTC).replace(microsecond=0) - 30 * DAY
@@ -54,7 +55,10 @@ def submit_regression(console: Deployment, project: str) -> Regressed:
     with console.admin() as client:
         for day, value in enumerate((*HISTORY, REGRESSION)):
             at = (start + day * DAY).isoformat()
-            results = {"sort": {"latency": {"value": value}}, "hash": {"latency": {"value": 50.0}}}
+            results = {
+                "sort": {"latency": {"value": value}, "memory": {"value": 4096.0}},
+                "hash": {"latency": {"value": 50.0}},
+            }
             sent.append(
                 client.run(
                     {

@@ -137,6 +137,8 @@ def test_the_report_page_shows_metrics_boundaries_and_the_alert(
     expect(alerted).to_contain_text("sort")
     expect(alerted).to_contain_text("150")
     expect(alerted).to_contain_text("percentage")
+    unjudged = page.locator("table.metrics tr", has_text="memory")
+    expect(unjudged).to_contain_text("no threshold")
     expect(page.locator(f'table.alerts tr[data-alert="{regressed.alert}"]')).to_contain_text(
         "upper"
     )
