@@ -292,32 +292,47 @@ def _admin_session(engine: Engine, admin_id: int) -> str:
         return session_store.session_create(conn, admin_id, NOW, sessions.LIFETIME)
 
 
+@dataclass(frozen=True)
+class Timings:
+    wall: list[float]
+    """Milliseconds from request to response."""
+    cpu: list[float]
+    """Milliseconds of CPU this process spent on it (client and server share the process):
+    what the page costs, whatever else the machine's cores were doing meanwhile."""
+    size: int
+
+
 def time_pages(
     engine: Engine, url: str, data_dir: Path, filled: Filled, repeats: int
-) -> dict[str, tuple[list[float], int] | None]:
-    """Each page's timings (ms) and size, requested as the signed-in admin (who sees every
-    form); None for a page not built (404)."""
+) -> dict[str, Timings | None]:
+    """Each page's timings and size, requested as the signed-in admin (who sees every form);
+    None for a page not built (404)."""
     settings = ServerSettings(db=url, data_dir=data_dir)
-    found: dict[str, tuple[list[float], int] | None] = {}
+    found: dict[str, Timings | None] = {}
     # https: the session cookie is Secure, as a browser would only send it so.
     with TestClient(create_app(settings), base_url="https://testserver") as client:
         client.cookies.set(sessions.COOKIE, _admin_session(engine, filled.admin_id))
         for name, path in pages(filled).items():
-            timings: list[float] = []
+            wall: list[float] = []
+            cpu: list[float] = []
             size = 0
             if client.get(path).status_code == 404:
                 found[name] = None
                 continue
             for k in range(repeats + 1):
-                started = time.perf_counter()
+                started, started_cpu = time.perf_counter(), time.process_time()
                 response = client.get(path)
-                elapsed = time.perf_counter() - started
+                elapsed, elapsed_cpu = (
+                    time.perf_counter() - started,
+                    time.process_time() - started_cpu,
+                )
                 if response.status_code != 200:
                     raise SystemExit(f"{path}: {response.status_code} {response.text[:500]}")
                 size = len(response.content)
                 if k:  # the first request warms caches and compiles templates
-                    timings.append(elapsed * 1000)
-            found[name] = (timings, size)
+                    wall.append(elapsed * 1000)
+                    cpu.append(elapsed_cpu * 1000)
+            found[name] = Timings(wall, cpu, size)
     return found
 
 
@@ -343,15 +358,15 @@ def main() -> None:
         filled = populate(engine, options.benchmarks)
         print(f"filled in {time.perf_counter() - started:.0f} s ({options.engine})")
         results = time_pages(engine, url, Path(tmp) / "data", filled, options.repeats)
-    print(f"\n{'page':<42} {'median':>9} {'min':>8} {'max':>8} {'bytes':>9}")
+    print(f"\n{'page':<42} {'median':>9} {'min':>8} {'max':>8} {'CPU med':>9} {'bytes':>9}")
     for name, result in results.items():
         if result is None:
             print(f"{name:<42} not built (404)")
             continue
-        timings, size = result
+        wall = result.wall
         print(
-            f"{name:<42} {statistics.median(timings):7.1f}ms {min(timings):6.1f}ms "
-            f"{max(timings):6.1f}ms {size:>9,}"
+            f"{name:<42} {statistics.median(wall):7.1f}ms {min(wall):6.1f}ms "
+            f"{max(wall):6.1f}ms {statistics.median(result.cpu):7.1f}ms {result.size:>9,}"
         )
 
 

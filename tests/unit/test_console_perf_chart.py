@@ -4,13 +4,12 @@ where a threshold drew them, and a marker per alert."""
 from __future__ import annotations
 
 import datetime as dt
-import types
 import uuid
-from typing import Any
 
 import pytest
 
 from benchrunner.server.console.perf_chart import ITERATION_STEP, Dimension, Names, build_charts
+from benchrunner.server.store.perf import PlotPoint
 
 T0 = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
 NAMES = Names(
@@ -31,8 +30,8 @@ def _point(
     iteration: int = 0,
     upper: float | None = None,
     alert: str | None = None,
-) -> Any:
-    return types.SimpleNamespace(
+) -> PlotPoint:
+    return PlotPoint(
         branch_id=branch,
         testbed_id=1,
         benchmark_id=benchmark,
@@ -105,6 +104,12 @@ def test_limits_only_where_drawn_and_markers_on_alerts() -> None:
         "active",
     )
     assert marker.alert == chart.rows[2].alert
+    assert (chart.rows[2].value, chart.rows[2].upper_limit, chart.rows[2].lower_limit) == (
+        "150",
+        "110",
+        "\u2013",
+    )
+    assert chart.rows[2].alert_text == "upper (active)"
     data = chart.as_json()
     assert data["markers"][0]["report"] == str(points[2].report_uuid)
     band = data["lines"][0]["band"]

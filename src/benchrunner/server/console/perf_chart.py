@@ -10,12 +10,16 @@ the previous one so none hides another.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import operator
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
+
+from benchrunner.server.store.perf import PlotPoint
 
 ITERATION_STEP = 0.001
 """Seconds between a report's iterations on the x axis."""
+NO_VALUE = "\u2013"  # an en dash
 
 
 @dataclass(frozen=True)
@@ -81,23 +85,43 @@ class Marker:
     report: str
 
 
-@dataclass(frozen=True)
-class Row:
-    """A point as the page's table shows it (the page without JavaScript)."""
+class Row(NamedTuple):
+    """A point as the page's table shows it (the page without JavaScript), its cells already
+    text: a thousand rows formatted in the template cost more than the rest of the page."""
 
-    start_time: Any
+    start_time: str
+    benchmark: str
     branch: str
     testbed: str
-    benchmark: str
     iteration: int
-    value: float
-    lower_limit: float | None
-    upper_limit: float | None
+    value: str
+    lower_limit: str
+    upper_limit: str
     alert: str | None
-    alert_limit: str | None
-    alert_status: str | None
+    alert_text: str
     report: str
-    version: int | None
+
+
+def _rows(points: list[PlotPoint], names: Names) -> list[Row]:
+    benchmarks = {k: v.name for k, v in names.benchmarks.items()}
+    branches = {k: v.name for k, v in names.branches.items()}
+    testbeds = {k: v.name for k, v in names.testbeds.items()}
+    return [
+        Row(
+            p.start_time.isoformat(sep=" ", timespec="seconds")[:19],
+            benchmarks[p.benchmark_id],
+            branches[p.branch_id],
+            testbeds[p.testbed_id],
+            p.iteration,
+            f"{p.value:.6g}",
+            NO_VALUE if p.lower_limit is None else f"{p.lower_limit:.6g}",
+            NO_VALUE if p.upper_limit is None else f"{p.upper_limit:.6g}",
+            None if p.alert_uuid is None else str(p.alert_uuid),
+            "" if p.alert_uuid is None else f"{p.alert_limit} ({p.alert_status})",
+            str(p.report_uuid),
+        )
+        for p in points
+    ]
 
 
 @dataclass
@@ -137,22 +161,30 @@ class Chart:
         }
 
 
-def _x(point: Any) -> float:
+def _x(point: PlotPoint) -> float:
     return float(point.start_time.timestamp() + point.iteration * ITERATION_STEP)
 
 
-def _limits(points: list[Any | None], column: str) -> list[float | None] | None:
-    values = [None if p is None else getattr(p, column) for p in points]
+def _limits(
+    points: list[PlotPoint | None], column: Callable[[PlotPoint], float | None]
+) -> list[float | None] | None:
+    values = [None if p is None else column(p) for p in points]
     return values if any(v is not None for v in values) else None
 
 
-def _chart(measure: Dimension, points: list[Any], names: Names) -> Chart:
-    xs = sorted({_x(p) for p in points})
+_LOWER = operator.attrgetter("lower_limit")
+_UPPER = operator.attrgetter("upper_limit")
+_BASELINE = operator.attrgetter("baseline")
+
+
+def _chart(measure: Dimension, points: list[PlotPoint], names: Names) -> Chart:
+    at = [_x(p) for p in points]
+    xs = sorted(set(at))
     slot = {x: i for i, x in enumerate(xs)}
-    by_line: dict[tuple[int, int, int], list[Any | None]] = {}
-    for p in points:
+    by_line: dict[tuple[int, int, int], list[PlotPoint | None]] = {}
+    for p, x in zip(points, at, strict=True):
         cells = by_line.setdefault((p.branch_id, p.testbed_id, p.benchmark_id), [None] * len(xs))
-        cells[slot[_x(p)]] = p
+        cells[slot[x]] = p
     keys = sorted(
         by_line,
         key=lambda k: (
@@ -171,9 +203,9 @@ def _chart(measure: Dimension, points: list[Any], names: Names) -> Chart:
                 testbed=names.testbeds[key[1]].name,
                 benchmark=names.benchmarks[key[2]].name,
                 values=[None if p is None else p.value for p in cells],
-                lower=_limits(cells, "lower_limit"),
-                upper=_limits(cells, "upper_limit"),
-                baseline=_limits(cells, "baseline"),
+                lower=_limits(cells, _LOWER),
+                upper=_limits(cells, _UPPER),
+                baseline=_limits(cells, _BASELINE),
             )
         )
         markers.extend(
@@ -181,40 +213,23 @@ def _chart(measure: Dimension, points: list[Any], names: Names) -> Chart:
                 line=index,
                 x=xs[i],
                 value=p.value,
-                limit=p.alert_limit,
-                status=p.alert_status,
+                limit=p.alert_limit or "",
+                status=p.alert_status or "",
                 alert=str(p.alert_uuid),
                 report=str(p.report_uuid),
             )
             for i, p in enumerate(cells)
             if p is not None and p.alert_uuid is not None
         )
-    rows = [
-        Row(
-            start_time=p.start_time,
-            branch=names.branches[p.branch_id].name,
-            testbed=names.testbeds[p.testbed_id].name,
-            benchmark=names.benchmarks[p.benchmark_id].name,
-            iteration=p.iteration,
-            value=p.value,
-            lower_limit=p.lower_limit,
-            upper_limit=p.upper_limit,
-            alert=None if p.alert_uuid is None else str(p.alert_uuid),
-            alert_limit=p.alert_limit,
-            alert_status=p.alert_status,
-            report=str(p.report_uuid),
-            version=p.version,
-        )
-        for p in points
-    ]
+    rows = _rows(points, names)
     return Chart(measure=measure, x=xs, lines=lines, markers=markers, rows=rows)
 
 
-def build_charts(points: Iterable[Any], names: Names) -> list[Chart]:
+def build_charts(points: Iterable[PlotPoint], names: Names) -> list[Chart]:
     """One chart per measure that has points, in the measures' order in ``names``; the
-    points are rows of ``store.perf.perf_points`` (oldest first), the table's rows keep that
+    points are ``store.perf.perf_plot_points``' (oldest first), the table's rows keep that
     order."""
-    by_measure: dict[int, list[Any]] = {}
+    by_measure: dict[int, list[PlotPoint]] = {}
     for p in points:
         by_measure.setdefault(p.measure_id, []).append(p)
     return [

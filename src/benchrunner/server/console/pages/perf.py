@@ -15,12 +15,13 @@ from sqlalchemy.engine import Connection
 
 from benchrunner.server.console.perf_chart import Chart, Dimension, Names, build_charts
 from benchrunner.server.console.perf_state import DIMENSIONS, PerfState, parse_state
+from benchrunner.server.console.perf_table import table_body
 from benchrunner.server.console.templating import render
 from benchrunner.server.console.viewer import CurrentViewer, Viewer, visible_project
 from benchrunner.server.routes.deps import Ctx
 from benchrunner.server.store import dimensions
 from benchrunner.server.store.accounts import ProjectRow
-from benchrunner.server.store.perf import PerfQuery, perf_points
+from benchrunner.server.store.perf import PerfQuery, perf_plot_points
 from benchrunner.server.store.tables import benchmark, branch, measure, testbed
 
 router = APIRouter()
@@ -99,7 +100,7 @@ def _read(conn: Connection, viewer: Viewer, ref: str, state: PerfState) -> PerfP
             for name in DIMENSIONS
         )
     )
-    page.charts = build_charts(perf_points(conn, query), names)
+    page.charts = build_charts(perf_plot_points(conn, query), names)
     page.ran = True
     return page
 
@@ -116,6 +117,7 @@ async def perf(project: str, request: Request, viewer: CurrentViewer, ctx: Ctx) 
             "project": page.project,
             "state": state,
             "page": page,
+            "table_body": table_body,
             "labels": {
                 "branches": "Branches",
                 "testbeds": "Testbeds",
