@@ -1,7 +1,7 @@
 """The periodic clean-up of what the server stores (``--retention-interval``): expired job
-outputs (``retention``) and registry garbage (``registry.garbage``). Run by the replica leading
-the sweeper only, so that replicas never collect the same things twice at once; another replica
-takes over with the leadership.
+outputs (``retention``), registry garbage (``registry.garbage``) and expired console sessions.
+Run by the replica leading the sweeper only, so that replicas never collect the same things
+twice at once; another replica takes over with the leadership.
 
 Time between rounds is measured on the context's monotonic clock, so tests can move it.
 """
@@ -16,8 +16,13 @@ from collections.abc import Callable
 from benchrunner.server.context import ServerContext
 from benchrunner.server.registry.garbage import collect_garbage
 from benchrunner.server.retention import expire_outputs
+from benchrunner.server.store.sessions import sessions_expired_delete
 
 log = logging.getLogger(__name__)
+
+
+async def expire_console_sessions(ctx: ServerContext) -> None:
+    await ctx.db.write(sessions_expired_delete, ctx.clock.now())
 
 
 class Housekeeping:
@@ -48,7 +53,11 @@ class Housekeeping:
         left to the next round."""
         if not self._leads():
             return False
-        for name, part in (("retention", expire_outputs), ("registry gc", collect_garbage)):
+        for name, part in (
+            ("retention", expire_outputs),
+            ("registry gc", collect_garbage),
+            ("console sessions", expire_console_sessions),
+        ):
             try:
                 await part(self._ctx)
             except Exception:

@@ -67,6 +67,7 @@ HANDLER_ERRORS: dict[str, frozenset[int]] = {
     "POST /v0/projects/{project}/jobs/{job}/cancel": frozenset({403, 409}),
     # 400: what the job ran is gone (spec archived, template or image removed); 409: in flight
     "POST /v0/projects/{project}/jobs/{job}/rerun": frozenset({400, 403, 409}),
+    "POST /v0/users": frozenset({409}),  # the email is taken
     "POST /v0/runners": frozenset({404}),  # a spec named in the body
     "PATCH /v0/runners/{runner}": frozenset({409}),  # slug taken
     "POST /v0/runners/{runner}/token": frozenset({409}),  # archived runner

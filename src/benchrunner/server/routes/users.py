@@ -24,7 +24,9 @@ class NewUser(ApiBody):
     email: str = Field(min_length=3, max_length=320, pattern=r"^[^@\s]+@[^@\s]+$")
     password: str | None = Field(
         default=None,
-        description=f"console password, {passwords.MIN_LENGTH}-{passwords.MAX_LENGTH} characters",
+        min_length=passwords.MIN_LENGTH,
+        max_length=passwords.MAX_LENGTH,
+        description="the console password (argon2-hashed; never shown again)",
         json_schema_extra={"writeOnly": True},
     )
     admin: bool = False
