@@ -4,7 +4,8 @@
 # benchmark harnesses whose output the adapters' tests read: hyperfine, Node.js with npm
 # (tests/harnesses/js pins versions for Node >= 18), g++ with Google Benchmark and Catch2, Go,
 # Ruby, and cargo with Criterion.rs; git for the asv project the asv test builds; Chromium, which
-# the console's browser tests drive through Playwright (never a browser Playwright downloads).
+# the console's browser tests drive through Playwright (never a browser Playwright downloads),
+# with a sans-serif font for its screenshots (only recommended by the package).
 # Installs only what is missing; needs root + apt.
 set -euo pipefail
 declare -A wanted=([runc]=runc [skopeo]=skopeo [umoci]=umoci [busybox]=busybox-static [mkfs.ext4]=e2fsprogs [hyperfine]=hyperfine [node]=nodejs [npm]=npm
@@ -12,7 +13,8 @@ declare -A wanted=([runc]=runc [skopeo]=skopeo [umoci]=umoci [busybox]=busybox-s
 # Libraries and headers have no command: a file of theirs stands for them. The Criterion test runs
 # Debian's cargo by its path, whatever cargo (rustup's) comes first on PATH.
 declare -A wanted_files=([/usr/include/benchmark/benchmark.h]=libbenchmark-dev
-  [/usr/include/catch2/catch.hpp]=catch2 [/usr/bin/cargo]=cargo [/usr/bin/chromium]=chromium)
+  [/usr/include/catch2/catch.hpp]=catch2 [/usr/bin/cargo]=cargo [/usr/bin/chromium]=chromium
+  [/usr/share/fonts/truetype/liberation/LiberationSans-Regular.ttf]=fonts-liberation)
 # Rust crates sit in a folder named with their version, which differs between Debian releases.
 declare -A wanted_globs=(['/usr/share/cargo/registry/criterion-[0-9]*/Cargo.toml']=librust-criterion-dev)
 missing=()

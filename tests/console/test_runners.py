@@ -72,7 +72,7 @@ def test_the_table_follows_runners_while_the_page_is_open(
 
 def test_pause_unpause_and_archive_with_the_keyboard(admin_page: Page, console: Deployment) -> None:
     page = admin_page
-    slug, _key = console.new_runner("keyboard-box")
+    slug, key = console.new_runner("keyboard-box")
     page.goto("/console/runners")
     row = page.locator(f'tr[data-runner="{slug}"]')
 
@@ -88,10 +88,16 @@ def test_pause_unpause_and_archive_with_the_keyboard(admin_page: Page, console: 
     with console.admin() as client:
         assert client.get_runner(slug)["paused"] is False
 
-    row.get_by_role("button", name="Archive keyboard-box").focus()
-    page.keyboard.press("Enter")
-    page.wait_for_url("**/console/runners")
-    expect(row).to_have_count(0)
+    channel = RawChannel(console.server, slug, key)  # archiving closes it, as the API's does
+    try:
+        row.get_by_role("button", name="Archive keyboard-box").focus()
+        page.keyboard.press("Enter")
+        page.wait_for_url("**/console/runners")
+        expect(row).to_have_count(0)
+        code, reason = channel.wait_closed()
+        assert (code, reason) == (1008, "runner archived")
+    finally:
+        channel.close()
     with console.admin() as client:
         assert client.get_runner(slug)["archived"] is not None
 

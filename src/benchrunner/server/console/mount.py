@@ -18,6 +18,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from benchrunner.server.console import pages
 from benchrunner.server.console.nav import PREFIX
 from benchrunner.server.console.templating import STATIC_PREFIX, render
+from benchrunner.server.console.throttle import LoginThrottle
 from benchrunner.server.console.viewer import ANONYMOUS, current_viewer
 from benchrunner.server.errors import ApiError
 
@@ -91,6 +92,7 @@ def _install_error_pages(app: FastAPI) -> None:
 
 def install(app: FastAPI) -> None:
     """Add the console to ``app``, after the API's error handlers (it wraps them)."""
+    app.state.login_throttle = LoginThrottle()
     for router in page_routers():
         app.include_router(router, include_in_schema=False)
 

@@ -73,9 +73,15 @@ def visible_project(conn: Connection, viewer: Viewer, ref: str) -> ProjectRow:
     return project_access(conn, viewer.user, ref, write=False)
 
 
+def writable_project(conn: Connection, viewer: Viewer, ref: str) -> ProjectRow:
+    """The project ``ref`` if the viewer may change it (cancel, rerun, submit, dismiss...): the
+    API's rule, so a 404 when they may not see it and a 403 when they may only read it."""
+    return project_access(conn, viewer.user, ref, write=True)
+
+
 def may_change(conn: Connection, viewer: Viewer, project: ProjectRow) -> bool:
     """Whether the viewer may change the project (the API's write rule): pages show their
-    forms only then; the POST handlers check again with ``project_access(write=True)``."""
+    forms only then; the POST handlers check again with ``writable_project``."""
     try:
         project_access(conn, viewer.user, project.slug, write=True, found=project)
     except ApiError:

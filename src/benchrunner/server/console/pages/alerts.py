@@ -16,9 +16,15 @@ from sqlalchemy.engine import Connection
 from benchrunner.server.console.csrf import CsrfChecked
 from benchrunner.server.console.pager import MAX_PAGE, Pager
 from benchrunner.server.console.templating import render
-from benchrunner.server.console.viewer import CurrentViewer, Viewer, may_change, visible_project
+from benchrunner.server.console.viewer import (
+    CurrentViewer,
+    Viewer,
+    may_change,
+    visible_project,
+    writable_project,
+)
 from benchrunner.server.errors import not_found
-from benchrunner.server.routes.deps import Ctx, project_access
+from benchrunner.server.routes.deps import Ctx
 from benchrunner.server.routes.dimensions import report_in_project
 from benchrunner.server.store import alerts
 from benchrunner.server.store.accounts import ProjectRow
@@ -95,7 +101,7 @@ async def alert_list(
 def _set_status(
     conn: Connection, viewer: Viewer, ref: str, alert_ref: str, status: AlertStatus, now: Any
 ) -> ProjectRow:
-    project = project_access(conn, viewer.user, ref, write=True)
+    project = writable_project(conn, viewer, ref)
     found = alerts.alert_get(conn, project.id, alert_ref)
     if found is None:
         raise not_found("alert", alert_ref)

@@ -2,13 +2,16 @@
 
 A successful sign-in starts a new server-side session (any session the browser had is ended
 first, so a session cannot be fixed in advance) and redirects to ``next`` — a console path
-only, never another site. Signing out deletes the session row: the cookie is then worthless
+only, never another site. Password guessing is cut off by
+:mod:`benchrunner.server.console.throttle` (429 after ten failures for an email or from an
+address within five minutes). Signing out deletes the session row: the cookie is then worthless
 everywhere, even if it was copied.
 """
 
 from __future__ import annotations
 
 import asyncio
+import math
 from typing import Annotated
 from urllib.parse import urlsplit
 
@@ -22,6 +25,7 @@ from benchrunner.server.console import sessions
 from benchrunner.server.console.csrf import CsrfChecked
 from benchrunner.server.console.nav import PREFIX
 from benchrunner.server.console.templating import render
+from benchrunner.server.console.throttle import LoginThrottle
 from benchrunner.server.console.viewer import ANONYMOUS, CurrentViewer
 from benchrunner.server.context import ServerContext
 from benchrunner.server.routes.deps import Ctx
@@ -51,10 +55,22 @@ def safe_next(value: str | None) -> str:
 
 
 def _login_page(
-    request: Request, next_url: str, *, email: str = "", error: str | None = None, field: str = ""
+    request: Request,
+    next_url: str,
+    *,
+    email: str = "",
+    error: str | None = None,
+    field: str = "",
+    status_code: int | None = None,
 ) -> HTMLResponse:
     context = {"next": next_url, "email": email, "error": error, "error_field": field}
-    return render(request, ANONYMOUS, "login.html", context, status_code=400 if error else 200)
+    status = status_code or (400 if error else 200)
+    return render(request, ANONYMOUS, "login.html", context, status_code=status)
+
+
+def _throttle_keys(request: Request, email: str) -> tuple[str, str]:
+    address = request.client.host if request.client else "unknown"
+    return f"email:{email.lower()}", f"ip:{address}"
 
 
 @router.get("/console/login", response_class=HTMLResponse)
@@ -99,11 +115,28 @@ async def login_with_password(
             error="Enter your email and your password.",
             field="email" if not email else "password",
         )
+    throttle: LoginThrottle = request.app.state.login_throttle
+    keys = _throttle_keys(request, email)
+    wait = throttle.retry_after(keys, ctx.monotonic.monotonic())
+    if wait > 0:
+        seconds = math.ceil(wait)
+        page = _login_page(
+            request,
+            next_url,
+            email=email,
+            error=f"Too many failed attempts: try again in {seconds} s.",
+            field="password",
+            status_code=429,
+        )
+        page.headers["Retry-After"] = str(seconds)
+        return page
     found = await ctx.db.read(accounts.user_with_password_hash, email)
     user, password_hash = found if found else (None, None)
     # Verified even for an unknown email (against a decoy), so timing tells nothing.
     if not await asyncio.to_thread(passwords.verify, password_hash, password) or user is None:
+        throttle.failed(keys, ctx.monotonic.monotonic())
         return _login_page(request, next_url, email=email, error=WRONG_PASSWORD, field="password")
+    throttle.succeeded(keys[0])
     return await _start_session(request, ctx, user, next_url)
 
 

@@ -27,9 +27,15 @@ from benchrunner.server.console.threshold_form import (
     form_values,
     model_values,
 )
-from benchrunner.server.console.viewer import CurrentViewer, Viewer, may_change, visible_project
+from benchrunner.server.console.viewer import (
+    CurrentViewer,
+    Viewer,
+    may_change,
+    visible_project,
+    writable_project,
+)
 from benchrunner.server.errors import not_found
-from benchrunner.server.routes.deps import Ctx, project_access
+from benchrunner.server.routes.deps import Ctx
 from benchrunner.server.store import dimensions, thresholds
 from benchrunner.server.store.accounts import ProjectRow
 from benchrunner.server.store.tables import benchmark, branch, measure, testbed
@@ -129,7 +135,7 @@ def _choices(conn: Connection, project_id: int) -> dict[str, list[Any]]:
 
 
 def _new_form(conn: Connection, viewer: Viewer, ref: str) -> NewThreshold:
-    project = project_access(conn, viewer.user, ref, write=True)
+    project = writable_project(conn, viewer, ref)
     return NewThreshold(project, _choices(conn, project.id))
 
 
@@ -165,7 +171,7 @@ def _create(
     model: Model | None,
     now: dt.datetime,
 ) -> NewThreshold:
-    project = project_access(conn, viewer.user, ref, write=True)
+    project = writable_project(conn, viewer, ref)
     outcome = NewThreshold(project)
     key = _series_key(conn, project.id, form)
     if key is not None and model is not None:
@@ -268,7 +274,7 @@ def _update(
     model: Model | None,
     now: dt.datetime,
 ) -> ThresholdPage:
-    project = project_access(conn, viewer.user, ref, write=True)
+    project = writable_project(conn, viewer, ref)
     threshold_id = _threshold_id(conn, project.id, threshold_ref)
     if model is not None:
         thresholds.model_replace(conn, threshold_id, model, now)
