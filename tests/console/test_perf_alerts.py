@@ -106,11 +106,22 @@ def test_the_perf_page_reads_without_javascript(
         values = bare.locator("details.perf-table tbody tr td:nth-child(6)").all_inner_texts()
         assert [float(v) for v in values] == [*HISTORY, REGRESSION]
         expect(bare.locator("figure.perf-chart")).not_to_have_attribute("data-state", "drawn")
-        # The GET form changes the state without a script: the log scale.
-        bare.get_by_label("Log").check()
-        bare.get_by_role("button", name="Show").click()
-        assert "scale=log" in bare.url
+        # The GET form changes the state without a script, from the keyboard: add the hash
+        # benchmark, choose the log scale, press Show.
+        bare.get_by_label("hash").focus()
+        bare.keyboard.press("Space")
+        bare.get_by_label("Log").focus()
+        bare.keyboard.press("Space")
+        bare.get_by_role("button", name="Show").focus()
+        bare.keyboard.press("Enter")
+        bare.wait_for_url("**scale=log**")
+        assert "benchmarks=hash" in bare.url and "benchmarks=sort" in bare.url
         expect(bare.get_by_label("Log")).to_be_checked()
+        benchmarks = bare.locator("details.perf-table tbody tr td:nth-child(2)")
+        assert sorted(set(benchmarks.all_inner_texts())) == ["hash", "sort"]
+        # Its CSV link is the perf API's with the same state.
+        csv = bare.request.get(bare.get_by_role("link", name="CSV").get_attribute("href") or "")
+        assert csv.ok and "150" in csv.text()
     finally:
         context.close()
 
