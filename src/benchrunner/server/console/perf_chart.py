@@ -1,6 +1,7 @@
-"""The perf page's charts: the perf query's points (``store.perf.perf_points``) grouped as uPlot
-draws them, one chart per measure (its units on the y axis), one line per branch, testbed and
-benchmark, the threshold's limits as a band around it and alerts as markers.
+"""The perf page's charts: the perf query's points (``store.perf.perf_plot_points``) grouped as
+uPlot draws them, one chart per measure (its units on the y axis), one line per branch, testbed
+and benchmark, the threshold's limits as a band around it and alerts as markers; and the same
+points as the rows of the page's table.
 
 uPlot wants every line on one shared x axis: the chart's x values are the union of its points'
 times, and a line has ``None`` where it has no point (drawn across, as a gap in the data, not
