@@ -15,6 +15,7 @@ from fastapi import Depends, Request
 from sqlalchemy.engine import Connection
 
 from benchrunner.server.console import sessions
+from benchrunner.server.errors import ApiError
 from benchrunner.server.routes.deps import Ctx, project_access
 from benchrunner.server.store import sessions as session_store
 from benchrunner.server.store.accounts import ProjectRow, UserRow
@@ -76,3 +77,13 @@ def writable_project(conn: Connection, viewer: Viewer, ref: str) -> ProjectRow:
     """The project ``ref`` if the viewer may change it (cancel, rerun, submit, dismiss...): the
     API's rule, so a 404 when they may not see it and a 403 when they may only read it."""
     return project_access(conn, viewer.user, ref, write=True)
+
+
+def may_change(conn: Connection, viewer: Viewer, project: ProjectRow) -> bool:
+    """Whether the viewer may change the project (the API's write rule): pages show their
+    forms only then; the POST handlers check again with ``writable_project``."""
+    try:
+        project_access(conn, viewer.user, project.slug, write=True, found=project)
+    except ApiError:
+        return False
+    return True

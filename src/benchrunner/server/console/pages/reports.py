@@ -1,0 +1,121 @@
+"""A project's reports: the list (newest first, by branch and testbed) and one report with its
+metrics per iteration, the boundaries they were judged against and the alerts they raised."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Query, Request
+from fastapi.responses import HTMLResponse
+from sqlalchemy.engine import Connection
+
+from benchrunner.server.console.pager import MAX_PAGE, Pager
+from benchrunner.server.console.templating import render
+from benchrunner.server.console.viewer import CurrentViewer, Viewer, visible_project
+from benchrunner.server.errors import not_found
+from benchrunner.server.routes.deps import Ctx
+from benchrunner.server.routes.dimensions import optional_id
+from benchrunner.server.store import dimensions, reports
+from benchrunner.server.store.accounts import ProjectRow
+from benchrunner.server.store.report_reads import ReportFilter, report_page
+from benchrunner.server.store.tables import branch, testbed
+from benchrunner.server.views import full_report_view
+
+router = APIRouter()
+
+PER_PAGE = 25
+CHOICES = 200
+"""Branches and testbeds offered as filters (by name); more are reached by URL."""
+PageNumber = Annotated[int, Query(ge=1, le=MAX_PAGE)]
+Ref = Annotated[str | None, Query(max_length=1024)]
+
+
+@dataclass(frozen=True)
+class ReportList:
+    project: ProjectRow
+    rows: list[Any]
+    pages: Pager
+    branches: list[Any]
+    testbeds: list[Any]
+
+
+def _names(conn: Connection, table: Any, project_id: int) -> list[Any]:
+    rows, _ = dimensions.dimension_list(
+        conn, table, project_id, name=None, ascending=True, limit=CHOICES, offset=0
+    )
+    return rows
+
+
+def _list(
+    conn: Connection, viewer: Viewer, ref: str, branch_ref: str | None, testbed_ref: str | None,
+    page: int,
+) -> ReportList:  # fmt: skip
+    project = visible_project(conn, viewer, ref)
+    wanted = ReportFilter(
+        branch_id=optional_id(conn, branch, project.id, branch_ref, "branch"),
+        testbed_id=optional_id(conn, testbed, project.id, testbed_ref, "testbed"),
+    )
+    offset = (page - 1) * PER_PAGE
+    rows, total = report_page(conn, project.id, wanted, limit=PER_PAGE, offset=offset)
+    return ReportList(
+        project=project,
+        rows=rows,
+        pages=Pager(page, PER_PAGE, total),
+        branches=_names(conn, branch, project.id),
+        testbeds=_names(conn, testbed, project.id),
+    )
+
+
+@router.get("/console/projects/{project}/reports", response_class=HTMLResponse)
+async def report_list(
+    project: str,
+    request: Request,
+    viewer: CurrentViewer,
+    ctx: Ctx,
+    page: PageNumber = 1,
+    branch_ref: Annotated[str | None, Query(alias="branch", max_length=1024)] = None,
+    testbed_ref: Annotated[str | None, Query(alias="testbed", max_length=1024)] = None,
+) -> HTMLResponse:
+    chosen_branch = branch_ref or None
+    chosen_testbed = testbed_ref or None
+    found = await ctx.db.read(_list, viewer, project, chosen_branch, chosen_testbed, page)
+    return render(
+        request,
+        viewer,
+        "reports.html",
+        {
+            "project": found.project,
+            "rows": found.rows,
+            "pages": found.pages,
+            "branches": found.branches,
+            "testbeds": found.testbeds,
+            "chosen": {"branch": chosen_branch or "", "testbed": chosen_testbed or ""},
+        },
+    )
+
+
+def _report(conn: Connection, viewer: Viewer, ref: str, report_ref: str) -> tuple[Any, Any]:
+    project = visible_project(conn, viewer, ref)
+    try:
+        report_id = reports.report_by_uuid(conn, uuid.UUID(report_ref))
+    except ValueError:
+        report_id = None
+    if report_id is None or reports.report_row(conn, report_id).project_id != project.id:
+        raise not_found("report", report_ref)
+    return project, full_report_view(conn, report_id, with_job=True)
+
+
+@router.get("/console/projects/{project}/reports/{report}", response_class=HTMLResponse)
+async def report_detail(
+    project: str, report: str, request: Request, viewer: CurrentViewer, ctx: Ctx
+) -> HTMLResponse:
+    found_project, view = await ctx.db.read(_report, viewer, project, report)
+    alerted = {a["metric"]["uuid"]: a["limit"] for a in view["alerts"]}
+    return render(
+        request,
+        viewer,
+        "report.html",
+        {"project": found_project, "report": view, "alerted": alerted},
+    )
