@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install system-packages up test lint clean
+.PHONY: install system-packages up test lint screenshots clean
 
 $(STAMP): requirements.lock pyproject.toml
 	@# Debian's python3 may lack ensurepip (package python3-venv): fall back to virtualenv.
@@ -32,6 +32,10 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check src tests benchmarks
 	$(BIN)/mypy
 	$(BIN)/lint-imports
+
+# The README's console pictures, taken anew by the browser tests.
+screenshots: $(STAMP) system-packages
+	BENCHRUNNER_SCREENSHOTS=$(CURDIR)/docs/screenshots $(BIN)/pytest -q -p no:cacheprovider tests/console
 
 clean:
 	rm -rf $(VENV)

@@ -7,6 +7,7 @@ sandbox (the tests run as root) and without background networking (nothing leave
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from playwright.sync_api import Page
@@ -15,14 +16,22 @@ from tests.harness import REPO
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-background-networking"]
-SCREENSHOTS = REPO / "docs" / "screenshots"
+README_SCREENSHOTS = REPO / "docs" / "screenshots"
+"""The README's pictures: ``make screenshots`` has the console tests write them here."""
+
+
+def screenshots_dir() -> Path:
+    """Where the tests save screenshots: ``$BENCHRUNNER_SCREENSHOTS``, else ``build/screenshots``
+    (ignored by git, so a test run leaves the README's pictures as they are)."""
+    return Path(os.environ.get("BENCHRUNNER_SCREENSHOTS") or REPO / "build" / "screenshots")
 
 
 def save_screenshot(page: Page, name: str) -> Path:
-    """Save the whole page as ``docs/screenshots/<name>.png`` (the README shows them)."""
-    path = SCREENSHOTS / f"{name}.png"
+    """Save the whole page as ``<name>.png`` in ``screenshots_dir()``."""
+    path = screenshots_dir() / f"{name}.png"
     path.parent.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(path), full_page=True, animations="disabled")
+    assert path.stat().st_size > 0, path
     return path
 
 
