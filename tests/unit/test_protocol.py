@@ -35,7 +35,7 @@ from benchrunner.protocol import (
     server_message,
 )
 
-JOB = uuid.uuid4()
+JOB = uuid.UUID("53b72390-a1b7-420b-821e-0a2477dc8fbb")  # fixed: test ids must not vary
 
 
 def test_heartbeat_is_at_most_50_bytes() -> None:

@@ -29,6 +29,8 @@ JWT = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJydW5uZXIifQ.c2lnbmF0dXJlLXNpZ25hdHVyZQ"
         (f"pull token {JWT} issued", JWT, "pull token [redacted] issued"),
         ("db postgresql://bench:s3cret@db/bench", "s3cret", "postgresql://bench:[redacted]@db"),
     ],
+    # Named: the keys are random, and parallel test workers must collect the same test ids.
+    ids=["runner-key-header", "api-token-header", "basic", "runner-key", "api-token", "jwt", "url"],
 )
 def test_secrets_are_redacted(line: str, secret: str, kept: str) -> None:
     redacted = redact(line)
