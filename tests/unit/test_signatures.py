@@ -145,7 +145,9 @@ def test_the_output_hash_is_the_sha256_of_the_results_as_sent() -> None:
     wire = '[{"exit_code":0,"stdout":"é ✓"},{"exit_code":1}]'.encode()
     assert result_output_hash(message) == hashlib.sha256(wire).hexdigest()
     # Parsed back from the wire, the hash is the same.
-    assert result_output_hash(parse_runner_message(encode(message))) == result_output_hash(message)
+    parsed = parse_runner_message(encode(message))
+    assert isinstance(parsed, Completed)
+    assert result_output_hash(parsed) == result_output_hash(message)
     written = (
         '[{"exit_code":0,"output":null,"stderr":null,"stdout":"é ✓"},'
         '{"exit_code":1,"output":null,"stderr":null,"stdout":null}]'

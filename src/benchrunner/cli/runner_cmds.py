@@ -23,6 +23,7 @@ from benchrunner.cli.options import (
     Token,
 )
 from benchrunner.cli.resource_cmds import Archived, Slug, spec_table
+from benchrunner.cli.runner_signing_cmds import keygen, set_key
 from benchrunner.cli.sizes import parse_size
 from benchrunner.client import JsonObject
 
@@ -194,6 +195,17 @@ def up(
             rich_help_panel=_AGENT,
         ),
     ] = "runc",
+    signing_key: Annotated[
+        Path | None,
+        typer.Option(
+            envvar="BENCHRUNNER_SIGNING_KEY",
+            metavar="FILE",
+            show_default=False,
+            help="Ed25519 private key (from `runner keygen`, mode 0600) that signs every "
+            "result; required when the runner is registered with its public key.",
+            rich_help_panel=_AGENT,
+        ),
+    ] = None,
 ) -> None:
     """Connect to the server and run its jobs, one at a time, until SIGTERM or SIGINT.
 
@@ -217,6 +229,7 @@ def up(
         once=once,
         sandbox_dir=sandbox_dir or default_sandbox_dir(runner),
         oci_runtime=oci_runtime,
+        signing_key=signing_key,
     )
     options.validate()
     raise typer.Exit(run_agent(options))
@@ -261,13 +274,21 @@ def runner_create(
         typer.Option("--spec", help="Spec slug or UUID the runner offers; repeat for several."),
     ] = None,
     slug: Slug = None,
+    public_key: Annotated[
+        str | None,
+        typer.Option(
+            "--public-key",
+            show_default=False,
+            help="Ed25519 public key (base64url, from `runner keygen`): results must be signed.",
+        ),
+    ] = None,
     host: Host = None,
     token: Token = None,
     as_json: Json = False,
 ) -> None:
     """Create a runner (admin) and print its token, which is shown only once."""
     with resolve(host, token).client() as client:
-        runner = client.create_runner(name, spec or [], slug=slug)
+        runner = client.create_runner(name, spec or [], slug=slug, public_key=public_key)
     if as_json:
         output.print_json(runner)
         return
@@ -388,3 +409,7 @@ def runner_remove_spec(
         output.print_json(specs)
         return
     spec_table(specs)
+
+
+runner_app.command("keygen")(keygen)
+runner_app.command("set-key")(set_key)

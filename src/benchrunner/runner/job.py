@@ -43,6 +43,7 @@ from benchrunner.runner.cores import CorePlan
 from benchrunner.runner.events import AgentEvent, JobFinished, JobStarted
 from benchrunner.runner.executors.base import Executor, ExecutorError, PreparedJob
 from benchrunner.runner.log_stream import LogStreamer
+from benchrunner.runner.signing import ResultSigner
 from benchrunner.runner.slot import JobSlot
 from benchrunner.runner.spool import Spool
 
@@ -70,9 +71,10 @@ class JobRun:
         cores: CorePlan,
         slot: JobSlot | None = None,
         logs: LogStreamer | None = None,
+        signer: ResultSigner | None = None,
     ) -> None:
         """``slot``: the thread to run on (default: a thread of the job's own); ``logs``: where
-        the output goes live as it is written."""
+        the output goes live as it is written; ``signer``: signs the terminal message."""
         self.job = job
         self.uuid = job.uuid
         self._executor = executor
@@ -84,6 +86,7 @@ class JobRun:
         self._reason: CancelReason | None = None
         self._slot = slot
         self._logs = logs
+        self._signer = signer
         self._done = threading.Event()
 
     def start(self) -> None:
@@ -128,6 +131,8 @@ class JobRun:
         except Exception as exc:
             log.exception("job %s: unexpected runner error", self.uuid)
             message = Failed(job=self.uuid, error=f"runner error: {type(exc).__name__}: {exc}")
+        if self._signer is not None:  # before the spool: a resend is the identical message
+            message = self._signer.sign(message, self.job.nonce)
         try:
             self._spool.write(message)
         except OSError as exc:

@@ -19,7 +19,8 @@ class RunnerOptions:
     ``max_output_bytes``: per stream and iteration. ``once``: exit after one job.
     ``sandbox_dir``: the sandbox executor's image cache, runtime state and job directories
     (one per runner: leftover containers found there at start are removed).
-    ``oci_runtime``: ``runc`` or ``crun``."""
+    ``oci_runtime``: ``runc`` or ``crun``. ``signing_key``: PEM Ed25519 private key that signs
+    every result (for a runner registered with its public key)."""
 
     host: str
     runner: str
@@ -35,6 +36,7 @@ class RunnerOptions:
     once: bool = False
     sandbox_dir: Path | None = None
     oci_runtime: str = "runc"
+    signing_key: Path | None = None
 
     @property
     def hosts(self) -> list[str]:

@@ -8,6 +8,7 @@ from fastapi import APIRouter, Query, Request, Response
 from pydantic import Field
 from sqlalchemy.engine import Connection
 
+from benchrunner.core.signatures import SignatureRefused, public_key, public_key_text
 from benchrunner.core.tokens import new_runner_token
 from benchrunner.server.errors import bad_request, conflict, not_found
 from benchrunner.server.routes.bodies import ApiBody, text_problem
@@ -28,10 +29,17 @@ from benchrunner.server.views import runner_view, spec_view
 router = APIRouter(tags=["runners"])
 
 
+PUBLIC_KEY_HELP = (
+    "Ed25519 public key, base64url of its 32 bytes: the runner must then sign every result "
+    "(null on update: no longer)"
+)
+
+
 class NewRunner(ApiBody):
     name: str = Field(min_length=1, max_length=64)
     slug: str | None = Field(default=None, min_length=1, max_length=64)
     specs: list[str] = Field(default_factory=list, description="spec UUIDs or slugs to attach")
+    public_key: str | None = Field(default=None, max_length=64, description=PUBLIC_KEY_HELP)
 
 
 class RunnerPatch(ApiBody):
@@ -39,10 +47,21 @@ class RunnerPatch(ApiBody):
     slug: str | None = Field(default=None, min_length=1, max_length=64)
     archived: bool | None = None
     paused: bool | None = None
+    public_key: str | None = Field(default=None, max_length=64, description=PUBLIC_KEY_HELP)
 
 
 class SpecRef(ApiBody):
     spec: str = Field(min_length=1, description="spec UUID or slug")
+
+
+def checked_public_key(text: str | None) -> str | None:
+    """The key as stored (unpadded base64url), or a 400 with seed 002's reason."""
+    if text is None:
+        return None
+    try:
+        return public_key_text(public_key(text))
+    except SignatureRefused as exc:
+        raise bad_request(f"public_key: {exc}") from None
 
 
 def runner_or_404(conn: Connection, ref: str) -> RunnerRow:
@@ -63,10 +82,13 @@ async def _close_channels(request: Request, runner_id: int, reason: str) -> None
 @router.post("/v0/runners", status_code=201)
 async def create_runner(body: NewRunner, _admin: Admin, ctx: Ctx) -> dict[str, Any]:
     token = new_runner_token()
+    key = checked_public_key(body.public_key)
 
     def unit(conn: Connection) -> dict[str, Any]:
         spec_rows = [spec_or_404(conn, ref) for ref in body.specs]
-        row = runners.runner_create(conn, body.name, token, ctx.clock.now(), slug=body.slug)
+        row = runners.runner_create(
+            conn, body.name, token, ctx.clock.now(), slug=body.slug, public_key=key
+        )
         for spec in spec_rows:
             runners.runner_spec_add(conn, row.id, spec.id)
         return {**_view(conn, row), "token": token}
@@ -102,6 +124,9 @@ async def get_runner(runner: str, _admin: Admin, ctx: Ctx) -> dict[str, Any]:
 async def update_runner(
     runner: str, body: RunnerPatch, _admin: Admin, ctx: Ctx, life: Life, request: Request
 ) -> dict[str, Any]:
+    new_key = checked_public_key(body.public_key)
+    key_given = "public_key" in body.model_fields_set
+
     def unit(conn: Connection) -> tuple[RunnerRow, dict[str, Any]]:
         row = runner_or_404(conn, runner)
         values = identity_changes(
@@ -115,6 +140,8 @@ async def update_runner(
         )
         if body.paused is not None:
             values["paused"] = body.paused
+        if key_given and new_key != row.public_key:
+            values["public_key"] = new_key
         updated = runners.runner_update(conn, row.id, values)
         if updated is None:
             raise slug_taken(values["slug"])
@@ -125,6 +152,9 @@ async def update_runner(
         life.wakeups.capacity_freed()
     if body.archived and before.archived is None:
         await _close_channels(request, before.id, "runner archived")
+    elif key_given and new_key != before.public_key:
+        # A connected runner's key is read when it connects: it reconnects to sign, or stop.
+        await _close_channels(request, before.id, "runner signing key changed")
     return view
 
 
