@@ -140,6 +140,50 @@ def test_every_unsigned_or_badly_signed_result_is_refused_and_changes_nothing(
     assert job["signature"]["signature"] == good["signature"]
 
 
+def test_signed_failed_and_canceled_results_are_accepted_and_a_failure_keeps_its_signature(
+    deployment: Deployment,
+) -> None:
+    key = Ed25519PrivateKey.generate()
+    channel = _keyed_channel(deployment, key)
+    failing = deployment.submit("bench.noop")
+    nonce = channel.ask(READY)["nonce"]
+    assert channel.ask({"event": "running"})["event"] == "ack"
+    failed = _signed(
+        key,
+        {"event": "failed", "job": failing, "results": [{"exit_code": 3}], "error": "exit 3"},
+        nonce,
+    )
+    assert channel.ask(failed) == {"event": "ack", "job": failing}
+    job = deployment.job(failing)
+    assert job["status"] == "failed"
+    assert job["signature"]["signed"] and job["signature"]["verified"]
+    assert job["signature"]["output_hash"] == _hash([{"exit_code": 3}])
+    assert channel.ask(failed) == {"event": "ack", "job": failing}  # the identical resend
+
+    canceled = deployment.submit("bench.noop")
+    nonce = channel.ask(READY)["nonce"]
+    assert channel.ask({"event": "running"})["event"] == "ack"
+    with deployment.admin() as client:
+        client.cancel_job(deployment.project, canceled)
+    assert channel.ask({"event": "heartbeat"}) == {"event": "cancel", "job": canceled}
+    message = {"event": "canceled", "job": canceled}
+    assert channel.ask(_signed(key, message, nonce)) == {"event": "ack", "job": canceled}
+    assert deployment.status(canceled) == "canceled"
+
+
+def test_setting_a_key_closes_the_runners_channel_so_it_reconnects_under_the_rule(
+    deployment: Deployment,
+) -> None:
+    channel = deployment.channel("reconnects")
+    assert channel.ask({"event": "heartbeat"})["event"] == "ack"
+    with deployment.admin() as client:
+        runner = client.list_runners()[0]
+        client.set_runner_public_key(
+            runner["slug"], public_key_text(Ed25519PrivateKey.generate().public_key())
+        )
+    assert channel.wait_closed() == (1008, "runner signing key changed")
+
+
 def test_a_malformed_public_key_is_refused_on_create_and_update(deployment: Deployment) -> None:
     slug, _token = deployment.new_runner("plain")
     short = public_key_text(Ed25519PrivateKey.generate().public_key())[:-4]
