@@ -231,6 +231,8 @@ def test_a_runner_started_with_its_signing_key_signs_a_job_end_to_end(
     assert signature["output_hash"] == _hash(stored)
     assert len(stored) == 2
     assert "signing results with key " + key_fingerprint(public) in runner.output()
+    shown = cli("job", "show", job_uuid, env=env).stdout
+    assert f"verified ({key_fingerprint(public)})" in shown
 
 
 def test_a_keyed_runner_without_its_signing_key_gets_no_result_accepted(
