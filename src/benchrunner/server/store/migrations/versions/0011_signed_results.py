@@ -20,15 +20,20 @@ branch_labels = None
 depends_on = None
 
 
+COLUMNS = (
+    ("output_hash", 64),
+    ("output_signature", 128),
+    ("output_key_fingerprint", 71),
+)
+
+
 def upgrade() -> None:
-    with op.batch_alter_table("job") as batch:
-        batch.add_column(sa.Column("output_hash", sa.String(length=64), nullable=True))
-        batch.add_column(sa.Column("output_signature", sa.String(length=128), nullable=True))
-        batch.add_column(sa.Column("output_key_fingerprint", sa.String(length=71), nullable=True))
+    for name, length in COLUMNS:
+        op.add_column("job", sa.Column(name, sa.String(length=length), nullable=True))
 
 
 def downgrade() -> None:
-    with op.batch_alter_table("job") as batch:
-        batch.drop_column("output_key_fingerprint")
-        batch.drop_column("output_signature")
-        batch.drop_column("output_hash")
+    # Plain ALTER TABLE ... DROP COLUMN (SQLite 3.35+), not a batch copy of the job table,
+    # which would rebuild its indexes and lose the DESC of index_job_pending.
+    for name, _length in reversed(COLUMNS):
+        op.drop_column("job", name)
