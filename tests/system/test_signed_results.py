@@ -220,6 +220,7 @@ def test_a_runner_started_with_its_signing_key_signs_a_job_end_to_end(
     runner = deployment.runner_process("signed")
     runner.extra_args = ["--signing-key", str(key_file)]
     cli("runner", "set-key", runner.slug, "--public-key", public, env=env)
+    assert public in cli("runner", "show", runner.slug, env=env).stdout
     runner.start()
     job_uuid = deployment.submit("bench.sleep", {"ms": 10}, iter=2)
     job = deployment.wait_status(job_uuid, "processed", timeout=60)

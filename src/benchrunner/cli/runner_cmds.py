@@ -247,6 +247,7 @@ def _runner_record(runner: JsonObject) -> None:
             ("uuid", runner.get("uuid")),
             ("specs", specs),
             ("paused", runner.get("paused")),
+            ("signing key", runner.get("public_key")),
             ("archived", output.when(runner.get("archived"))),
             ("last heartbeat", output.when(runner.get("last_heartbeat"))),
             (
