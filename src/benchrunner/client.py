@@ -311,12 +311,20 @@ class BenchrunnerClient:
     # -- runners --------------------------------------------------------------------------------
 
     def create_runner(
-        self, name: str, specs: list[str] | None = None, *, slug: str | None = None
+        self,
+        name: str,
+        specs: list[str] | None = None,
+        *,
+        slug: str | None = None,
+        public_key: str | None = None,
     ) -> JsonObject:
-        """The new runner plus its ``token``, which the server shows this once."""
+        """The new runner plus its ``token``, which the server shows this once. With
+        ``public_key`` (Ed25519, base64url), the runner must sign its results."""
         body: JsonObject = {"name": name, "specs": list(specs or [])}
         if slug is not None:
             body["slug"] = slug
+        if public_key is not None:
+            body["public_key"] = public_key
         return self._object("POST", "/v0/runners", json=body)
 
     def list_runners(
@@ -339,6 +347,11 @@ class BenchrunnerClient:
     ) -> JsonObject:
         """Change only the fields given; archiving or rotating closes the runner's channel."""
         body = _present(name=name, slug=slug, archived=archived, paused=paused)
+        return self._object("PATCH", f"/v0/runners/{_segment(runner)}", json=body)
+
+    def set_runner_public_key(self, runner: str, public_key: str | None) -> JsonObject:
+        """Register the runner's Ed25519 public key (base64url), or remove it with None."""
+        body = {"public_key": public_key}
         return self._object("PATCH", f"/v0/runners/{_segment(runner)}", json=body)
 
     def rotate_runner_token(self, runner: str) -> JsonObject:

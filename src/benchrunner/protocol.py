@@ -186,14 +186,25 @@ class Log(_Wire):
     data: str = Field(min_length=1, max_length=MAX_LOG_CHUNK)
 
 
-class Completed(_Wire):
+class SignedResult(_Wire):
+    """What a runner registered with a public key adds to every terminal message (seed 002,
+    SPEC section 5): the claimed job's ``nonce``, ``output_hash`` (``result_output_hash``) and
+    the base64url Ed25519 ``signature`` of the canonical JSON of ``{"job", "nonce",
+    "output_hash"}``. Other runners leave them out; the server then ignores them."""
+
+    nonce: str | None = Field(default=None, max_length=128)
+    output_hash: str | None = Field(default=None, max_length=128)
+    signature: str | None = Field(default=None, max_length=256)
+
+
+class Completed(SignedResult):
     event: Literal["completed"] = "completed"
     job: uuid.UUID
     results: list[IterationResult]
     noise: NoiseGuard | None = None
 
 
-class Failed(_Wire):
+class Failed(SignedResult):
     event: Literal["failed"] = "failed"
     job: uuid.UUID
     results: list[IterationResult] = Field(default_factory=list)
@@ -201,9 +212,24 @@ class Failed(_Wire):
     noise: NoiseGuard | None = None
 
 
-class Canceled(_Wire):
+class Canceled(SignedResult):
     event: Literal["canceled"] = "canceled"
     job: uuid.UUID
+
+
+def result_output_hash(message: Completed | Failed | Canceled) -> str:
+    """``sha256_hex(canonical_json(results))`` of a terminal message, its results as they go on
+    the wire (``encode`` leaves null fields out); ``canceled`` has none: ``[]``."""
+    results = [] if isinstance(message, Canceled) else message.results
+    return canonical_hash([r.model_dump(mode="json", exclude_none=True) for r in results])
+
+
+def result_output_hashes(message: Completed | Failed | Canceled) -> frozenset[str]:
+    """The output hashes that match a message's results: with null fields left out, and with
+    every field written (a runner may send its results either way)."""
+    results = [] if isinstance(message, Canceled) else message.results
+    written = canonical_hash([r.model_dump(mode="json") for r in results])
+    return frozenset({result_output_hash(message), written})
 
 
 RunnerMessage = Annotated[

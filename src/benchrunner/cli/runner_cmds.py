@@ -24,6 +24,7 @@ from benchrunner.cli.options import (
     Token,
 )
 from benchrunner.cli.resource_cmds import Archived, Slug, spec_table
+from benchrunner.cli.runner_signing_cmds import keygen, set_key
 from benchrunner.cli.sizes import parse_size
 from benchrunner.cli.tune_cmds import HostRoot, parse_tune_mode, preflight, restore, run_tuned
 from benchrunner.client import JsonObject
@@ -238,6 +239,17 @@ def up(
             rich_help_panel="Host tuning",
         ),
     ] = True,
+    signing_key: Annotated[
+        Path | None,
+        typer.Option(
+            envvar="BENCHRUNNER_SIGNING_KEY",
+            metavar="FILE",
+            show_default=False,
+            help="Ed25519 private key (from `runner keygen`, mode 0600) that signs every "
+            "result; required when the runner is registered with its public key.",
+            rich_help_panel=_AGENT,
+        ),
+    ] = None,
 ) -> None:
     """Connect to the server and run its jobs, one at a time, until SIGTERM or SIGINT.
 
@@ -264,6 +276,7 @@ def up(
         sandbox_dir=sandbox_dir or default_sandbox_dir(runner),
         oci_runtime=oci_runtime,
         noise_guard=noise_guard,
+        signing_key=signing_key,
     )
     options.validate()
 
@@ -286,6 +299,7 @@ def _runner_record(runner: JsonObject) -> None:
             ("uuid", runner.get("uuid")),
             ("specs", specs),
             ("paused", runner.get("paused")),
+            ("signing key", runner.get("public_key")),
             ("archived", output.when(runner.get("archived"))),
             ("last heartbeat", output.when(runner.get("last_heartbeat"))),
             (
@@ -313,13 +327,21 @@ def runner_create(
         typer.Option("--spec", help="Spec slug or UUID the runner offers; repeat for several."),
     ] = None,
     slug: Slug = None,
+    public_key: Annotated[
+        str | None,
+        typer.Option(
+            "--public-key",
+            show_default=False,
+            help="Ed25519 public key (base64url, from `runner keygen`): results must be signed.",
+        ),
+    ] = None,
     host: Host = None,
     token: Token = None,
     as_json: Json = False,
 ) -> None:
     """Create a runner (admin) and print its token, which is shown only once."""
     with resolve(host, token).client() as client:
-        runner = client.create_runner(name, spec or [], slug=slug)
+        runner = client.create_runner(name, spec or [], slug=slug, public_key=public_key)
     if as_json:
         output.print_json(runner)
         return
@@ -440,3 +462,7 @@ def runner_remove_spec(
         output.print_json(specs)
         return
     spec_table(specs)
+
+
+runner_app.command("keygen")(keygen)
+runner_app.command("set-key")(set_key)

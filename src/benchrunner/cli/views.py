@@ -97,6 +97,15 @@ def event_details(event: JsonObject) -> str | None:
     return " ".join(pairs) or None
 
 
+def signature_summary(job: JsonObject) -> str | None:
+    """``verified (SHA256:...)`` for a result its runner signed; None (not shown) otherwise."""
+    signature = job.get("signature") or {}
+    if not signature.get("signed"):
+        return None
+    state = "verified" if signature.get("verified") else "not verified"
+    return f"{state} ({signature.get('key_fingerprint')})"
+
+
 def print_job(job: JsonObject) -> None:
     spec = job.get("spec") or {}
     output.print_record(
@@ -114,6 +123,7 @@ def print_job(job: JsonObject) -> None:
             ("claimed", output.when(job.get("claimed"))),
             ("started", output.when(job.get("started"))),
             ("completed", output.when(job.get("completed"))),
+            ("result signature", signature_summary(job)),
         ]
     )
     events = job.get("events") or []

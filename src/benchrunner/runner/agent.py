@@ -69,6 +69,7 @@ from benchrunner.runner.noise_guard import NoiseProbe
 from benchrunner.runner.options import RunnerOptions
 from benchrunner.runner.outbox import Outbox
 from benchrunner.runner.signals import stop_signals_call
+from benchrunner.runner.signing import ResultSigner
 from benchrunner.runner.slot import JobSlot
 from benchrunner.runner.spool import Spool
 
@@ -125,6 +126,7 @@ class Agent:
         options.validate()
         self._options = options
         self._cores = options.cores or CorePlan.detect()
+        self._signer = ResultSigner.from_file(options.signing_key) if options.signing_key else None
         self._spool = Spool(options.spool)
         self._in_flight = InFlight(options.spool / IN_FLIGHT_DIR)
         # Before the executor (the sandbox's removes containers) and long before any claim.
@@ -149,7 +151,7 @@ class Agent:
             in_flight=self._in_flight,
         )
         self._guard: Guard | None = None
-        self._outbox = Outbox(self._spool)
+        self._outbox = Outbox(self._spool, self._signer)
         self._events: queue.SimpleQueue[AgentEvent] = queue.SimpleQueue()
         self._version = runner_version()
         self._connector = Connector(
@@ -192,6 +194,8 @@ class Agent:
             self._cores.describe(),
             spooled,
         )
+        if self._signer is not None:
+            log.info("signing results with key %s", self._signer.fingerprint)
         try:
             self._guard = Guard(self._in_flight.directory)
         except OSError as exc:
@@ -373,7 +377,10 @@ class Agent:
         if self._job is not None or self._drain.requested:
             busy = f"busy with job {self._job.uuid}" if self._job else "shutting down"
             log.error("refusing job %s: runner is %s", claimed.uuid, busy)
-            self._outbox.add(Failed(job=claimed.uuid, error=f"runner was {busy}"), spooled=False)
+            refusal: TerminalMessage = Failed(job=claimed.uuid, error=f"runner was {busy}")
+            if self._signer is not None:
+                refusal = self._signer.sign(refusal, claimed.nonce)
+            self._outbox.add(refusal, spooled=False)
             return
         self._job = JobRun(
             claimed,
@@ -384,6 +391,7 @@ class Agent:
             slot=self._slot,
             logs=self._logs,
             noise=NoiseProbe() if self._options.noise_guard else None,
+            signer=self._signer,
         )
         self._job_started = False
         self._announced_on = 0  # a new job must say running again, even on the same channel

@@ -44,6 +44,7 @@ from benchrunner.runner.events import AgentEvent, JobFinished, JobStarted
 from benchrunner.runner.executors.base import Executor, ExecutorError, PreparedJob
 from benchrunner.runner.log_stream import LogStreamer
 from benchrunner.runner.noise_guard import NoiseProbe, guard
+from benchrunner.runner.signing import ResultSigner
 from benchrunner.runner.slot import JobSlot
 from benchrunner.runner.spool import Spool
 
@@ -72,10 +73,12 @@ class JobRun:
         slot: JobSlot | None = None,
         logs: LogStreamer | None = None,
         noise: NoiseProbe | None = None,
+        signer: ResultSigner | None = None,
     ) -> None:
         """``slot``: the thread to run on (default: a thread of the job's own); ``logs``: where
         the output goes live as it is written; ``noise``: the noise guard's calibration, run
-        before the first iteration and after the last (None: no noise guard)."""
+        before the first iteration and after the last (None: no noise guard); ``signer``:
+        signs the terminal message."""
         self.job = job
         self.uuid = job.uuid
         self._executor = executor
@@ -88,6 +91,7 @@ class JobRun:
         self._slot = slot
         self._logs = logs
         self._noise = noise
+        self._signer = signer
         self._done = threading.Event()
 
     def start(self) -> None:
@@ -132,6 +136,8 @@ class JobRun:
         except Exception as exc:
             log.exception("job %s: unexpected runner error", self.uuid)
             message = Failed(job=self.uuid, error=f"runner error: {type(exc).__name__}: {exc}")
+        if self._signer is not None:  # before the spool: a resend is the identical message
+            message = self._signer.sign(message, self.job.nonce)
         try:
             self._spool.write(message)
         except OSError as exc:

@@ -21,7 +21,8 @@ class RunnerOptions:
     ``sandbox_dir``: the sandbox executor's image cache, runtime state and job directories
     (one per runner: leftover containers found there at start are removed).
     ``oci_runtime``: ``runc`` or ``crun``. ``cores``: the core plan (``runner up --tune`` passes
-    its partition)."""
+    its partition). ``signing_key``: PEM Ed25519 private key that signs every result (for a
+    runner registered with its public key)."""
 
     host: str
     runner: str
@@ -38,9 +39,10 @@ class RunnerOptions:
     sandbox_dir: Path | None = None
     oci_runtime: str = "runc"
     cores: CorePlan | None = None
+    """Which cores the runner's threads and its jobs use; None: split the allowed ones."""
     noise_guard: bool = True
     """Calibrate the job cores right before and after each job (``noise`` in the output)."""
-    """Which cores the runner's threads and its jobs use; None: split the allowed ones."""
+    signing_key: Path | None = None
 
     @property
     def hosts(self) -> list[str]:

@@ -15,6 +15,7 @@ from collections.abc import Callable
 
 from benchrunner.protocol import Ack, Canceled, Failed, IterationResult, TerminalMessage
 from benchrunner.runner.channel import Channel
+from benchrunner.runner.signing import ResultSigner
 from benchrunner.runner.spool import Spool
 
 log = logging.getLogger(__name__)
@@ -24,8 +25,9 @@ SETTLE_TIMEOUT = 1.0  # longest wait for replies to earlier messages before a re
 
 
 class Outbox:
-    def __init__(self, spool: Spool) -> None:
+    def __init__(self, spool: Spool, signer: ResultSigner | None = None) -> None:
         self._spool = spool
+        self._signer = signer
         self._pending: list[TerminalMessage] = []
         self._sent_at: float | None = None  # the head is in flight iff set
         self._settle_deadline: float | None = None
@@ -90,12 +92,14 @@ class Outbox:
         head = self.in_flight
         if head is None or isinstance(head, Canceled):
             return None
-        small = Failed(
+        small: TerminalMessage = Failed(
             job=head.job,
             results=[IterationResult(exit_code=r.exit_code) for r in head.results],
             error="the result exceeded the server's message size limit "
             "(request_body_max_bytes): stdout, stderr and collected files were dropped",
         )
+        if self._signer is not None and head.nonce is not None:
+            small = self._signer.sign(small, head.nonce)
         try:
             self._spool.write(small)
         except OSError as exc:

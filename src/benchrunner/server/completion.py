@@ -20,6 +20,7 @@ from sqlalchemy.engine import Connection
 from benchrunner.server.parsers import measure_stored
 from benchrunner.server.processing import INLINE_PARSE_BYTES, record_processed
 from benchrunner.server.store import job_outputs, jobs, reports, transitions
+from benchrunner.server.store.signed_outputs import SignedOutput, signed_output_put
 
 
 @dataclass(frozen=True)
@@ -42,11 +43,14 @@ def complete(
     late: bool,
     row_output: bytes | None,
     process: bool,
+    signed: SignedOutput | None = None,
 ) -> Completion:
-    """Move ``job`` to ``completed``, keep ``row_output`` (None: its output is a blob), and
-    with ``process`` also process it from that output."""
+    """Move ``job`` to ``completed``, keep ``row_output`` (None: its output is a blob) and the
+    runner's ``signed`` over it, and with ``process`` also process it from that output."""
     if not transitions.job_mark_completed(conn, job.id, now, actor, late):
         return Completion(completed=False)
+    if signed is not None or late:  # a late result replaces the failure's signature too
+        signed_output_put(conn, job.id, signed)
     if row_output is None:
         return Completion(completed=True)
     job_outputs.output_put(conn, job.id, row_output)
@@ -68,10 +72,22 @@ def fail_with_output(
     actor: str,
     reason: str,
     row_output: bytes | None,
+    signed: SignedOutput | None = None,
 ) -> bool:
-    """Move the job to ``failed`` and keep ``row_output`` (None: its output is a blob)."""
+    """Move the job to ``failed`` and keep ``row_output`` (None: its output is a blob) and the
+    runner's ``signed`` over it."""
     if not transitions.job_mark_failed(conn, job_id, now, actor, reason):
         return False
+    keep_late_output(conn, job_id, row_output, signed)
+    return True
+
+
+def keep_late_output(
+    conn: Connection, job_id: int, row_output: bytes | None, signed: SignedOutput | None
+) -> None:
+    """Keep the output (None: it is a blob, stored already) and its signature of a job that has
+    already left flight, or is leaving it in this transaction."""
     if row_output is not None:
         job_outputs.output_put(conn, job_id, row_output)
-    return True
+    if signed is not None:
+        signed_output_put(conn, job_id, signed)

@@ -10,6 +10,7 @@ import dataclasses
 import datetime as dt
 import logging
 
+from benchrunner.core.signatures import SignatureRefused
 from benchrunner.core.states import IN_FLIGHT, JobStatus
 from benchrunner.core.tiers import UNLIMITED_MIN_PRIORITY
 from benchrunner.core.timeouts import TimeoutVerdict, hard_timeout_exceeded
@@ -21,9 +22,10 @@ from benchrunner.protocol import (
     Failed,
     JobAssigned,
     JsonJobOutput,
+    result_output_hashes,
     results_hash,
 )
-from benchrunner.server.completion import Completion, complete, fail_with_output
+from benchrunner.server.completion import Completion, complete, fail_with_output, keep_late_output
 from benchrunner.server.context import ServerContext
 from benchrunner.server.dispatcher import Dispatcher
 from benchrunner.server.heartbeats import HeartbeatLedger, write_interval
@@ -40,8 +42,10 @@ from benchrunner.server.outputs import (
     store_blob,
 )
 from benchrunner.server.processing import Processor
-from benchrunner.server.store import claims, job_outputs, jobs, runners, transitions
+from benchrunner.server.result_signatures import check_signed_result
+from benchrunner.server.store import claims, jobs, runners, transitions
 from benchrunner.server.store.runners import RunnerRow
+from benchrunner.server.store.signed_outputs import SignedOutput
 from benchrunner.server.sweeper import Sweeper
 from benchrunner.server.transition_log import job_moved
 from benchrunner.server.wakeups import LocalWakeups, PostgresWakeups, Wakeups
@@ -257,7 +261,9 @@ class Lifecycle:
         known: jobs.JobRow | None = None,
     ) -> Ack | Error:
         """Apply a terminal message; resends are answered with ``ack`` and change nothing.
-        An ``ack`` is returned only once what it acknowledges is on disk.
+        An ``ack`` is returned only once what it acknowledges is on disk. From a runner with a
+        public key, a message whose signature, nonce or output hash does not hold is answered
+        with ``error`` and changes nothing.
 
         ``known`` is the caller's latest view of the job, saving a read; a stale status is
         harmless because every transition is a compare-and-set that re-reads on a miss.
@@ -267,11 +273,15 @@ class Lifecycle:
             job = await self.ctx.db.read(jobs.job_get_by_uuid, message.job)
         if job is None or job.runner_id != runner.id:
             return Error(message=f"job {message.job} is not claimed by this runner")
+        try:
+            signed = check_signed_result(runner, job, message)
+        except SignatureRefused as exc:
+            return Error(message=f"result of job {job.uuid} refused: {exc}")
         reply: Ack | Error
         if isinstance(message, Completed):
-            reply = await self._completed(runner, job, message)
+            reply = await self._completed(runner, job, message, signed)
         elif isinstance(message, Failed):
-            reply = await self._failed(runner, job, message)
+            reply = await self._failed(runner, job, message, signed)
         else:
             reply = await self._canceled(runner, job)
         if isinstance(reply, Ack):
@@ -297,7 +307,11 @@ class Lifecycle:
             return None
 
     async def _completed(
-        self, runner: RunnerRow, job: jobs.JobRow, message: Completed
+        self,
+        runner: RunnerRow,
+        job: jobs.JobRow,
+        message: Completed,
+        signed: SignedOutput | None,
     ) -> Ack | Error:
         ack = Ack(job=job.uuid)
         stored = False
@@ -314,7 +328,7 @@ class Lifecycle:
                     row_output = await self._blob_unless_small(job, data)
                     stored = True
                 now = self.ctx.clock.now()
-                done = await self._complete(job, runner, now, row_output)
+                done = await self._complete(job, runner, now, row_output, signed)
                 if done.completed:
                     job_moved(self.ctx, job, JobStatus.COMPLETED, now, runner=runner.slug)
                     self.finished(job)
@@ -331,6 +345,10 @@ class Lifecycle:
                         self.processor.enqueue(job.id)
                     return ack
             elif job.status in (JobStatus.COMPLETED, JobStatus.PROCESSED):
+                if job.signed is not None and signed is not None:  # no need to read the output
+                    if job.signed.output_hash in result_output_hashes(message):
+                        return ack
+                    return self._replayed(job)
                 try:
                     previous = await self._stored_output(job)
                 except UnusableOutput:
@@ -338,10 +356,7 @@ class Lifecycle:
                 if previous is not None and results_hash(previous.results) != results_hash(
                     message.results
                 ):
-                    return Error(
-                        message=f"job {job.uuid} already has a different result; "
-                        "the repeated completed message was rejected"
-                    )
+                    return self._replayed(job)
                 return ack
             elif job.status == JobStatus.CANCELED:
                 return ack  # terminal; a late result changes nothing
@@ -355,34 +370,48 @@ class Lifecycle:
             job = reread
         return Error(message=f"job {job.uuid} changed concurrently; resend the result")
 
+    @staticmethod
+    def _replayed(job: jobs.JobRow) -> Error:
+        return Error(
+            message=f"job {job.uuid} already has a different result; "
+            "the repeated completed message was rejected"
+        )
+
     async def _complete(
-        self, job: jobs.JobRow, runner: RunnerRow, now: dt.datetime, row_output: bytes | None
+        self,
+        job: jobs.JobRow,
+        runner: RunnerRow,
+        now: dt.datetime,
+        row_output: bytes | None,
+        signed: SignedOutput | None,
     ) -> Completion:
         late = job.status == JobStatus.FAILED
         args = (job, now, runner.slug, late, row_output)
         try:
-            return await self.ctx.db.write(complete, *args, True)
+            return await self.ctx.db.write(complete, *args, True, signed)
         except Exception:  # rolled back whole: complete it alone, the processor retries the rest
             log.exception(
                 "processing job %s with its result failed; it is processed later", job.uuid
             )
-            return await self.ctx.db.write(complete, *args, False)
+            return await self.ctx.db.write(complete, *args, False, signed)
 
-    async def _failed(self, runner: RunnerRow, job: jobs.JobRow, message: Failed) -> Ack | Error:
+    async def _failed(
+        self, runner: RunnerRow, job: jobs.JobRow, message: Failed, signed: SignedOutput | None
+    ) -> Ack | Error:
         data = encode_output(JsonJobOutput(results=message.results, error=message.error))
         if job.status in IN_FLIGHT:
             row_output = await self._blob_unless_small(job, data)
             now = self.ctx.clock.now()
             reason = f"runner reported failure: {message.error}"[:2000]
             if await self.ctx.db.write(
-                fail_with_output, job.id, now, runner.slug, reason, row_output
+                fail_with_output, job.id, now, runner.slug, reason, row_output, signed
             ):
                 job_moved(self.ctx, job, JobStatus.FAILED, now, runner=runner.slug, reason=reason)
                 self.finished(job)
         elif job.status == JobStatus.FAILED and not await has_job_output(self.ctx, job):
             row_output = await self._blob_unless_small(job, data)
-            if row_output is not None:
-                await self.ctx.db.write(job_outputs.output_put, job.id, row_output)
+            if row_output is not None or signed is not None:
+                await self.ctx.db.write(keep_late_output, job.id, row_output, signed)
         return Ack(job=job.uuid)
 
     async def _canceled(self, runner: RunnerRow, job: jobs.JobRow) -> Ack:

@@ -38,14 +38,22 @@ def view_of(conn: Connection, row: RunnerRow) -> dict[str, Any]:
 
 
 async def create(
-    ctx: ServerContext, name: str, spec_refs: list[str], *, slug: str | None = None
+    ctx: ServerContext,
+    name: str,
+    spec_refs: list[str],
+    *,
+    slug: str | None = None,
+    public_key: str | None = None,
 ) -> dict[str, Any]:
-    """A new runner attached to ``spec_refs``; its view plus ``token``, shown this once."""
+    """A new runner attached to ``spec_refs`` (which must sign its results with the key whose
+    public half is ``public_key``, when given); its view plus ``token``, shown this once."""
     token = new_runner_token()
 
     def unit(conn: Connection) -> dict[str, Any]:
         spec_rows = [spec_or_404(conn, ref) for ref in spec_refs]
-        row = runners.runner_create(conn, name, token, ctx.clock.now(), slug=slug)
+        row = runners.runner_create(
+            conn, name, token, ctx.clock.now(), slug=slug, public_key=public_key
+        )
         for spec in spec_rows:
             runners.runner_spec_add(conn, row.id, spec.id)
         return {**view_of(conn, row), "token": token}
@@ -61,12 +69,16 @@ class RunnerChanges:
     slug: str | None = None
     archived: bool | None = None
     paused: bool | None = None
+    public_key: str | None = None
+    """The runner's new public key, None for none (only with ``public_key_given``)."""
+    public_key_given: bool = False
 
 
 async def update(
     ctx: ServerContext, life: Lifecycle, hub: ChannelHub, ref: str, changes: RunnerChanges
 ) -> dict[str, Any]:
-    """Rename, re-slug, (un)archive or (un)pause a runner; its view after the change."""
+    """Rename, re-slug, (un)archive, (un)pause or re-key a runner; its view after the
+    change."""
 
     def unit(conn: Connection) -> tuple[RunnerRow, dict[str, Any]]:
         row = runner_or_404(conn, ref)
@@ -81,6 +93,8 @@ async def update(
         )
         if changes.paused is not None:
             values["paused"] = changes.paused
+        if changes.public_key_given and changes.public_key != row.public_key:
+            values["public_key"] = changes.public_key
         updated = runners.runner_update(conn, row.id, values)
         if updated is None:
             raise slug_taken(values["slug"])
@@ -91,6 +105,9 @@ async def update(
         life.wakeups.capacity_freed()
     if changes.archived and before.archived is None:
         await hub.close_runner(before.id, "runner archived")
+    elif changes.public_key_given and changes.public_key != before.public_key:
+        # A connected runner's key is read when it connects: it reconnects to sign, or stops.
+        await hub.close_runner(before.id, "runner signing key changed")
     return view
 
 

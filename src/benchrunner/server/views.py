@@ -67,6 +67,7 @@ def runner_view(runner: RunnerRow, specs: list[Any]) -> dict[str, Any]:
         "os": runner.os,
         "arch": runner.arch,
         "version": runner.version,
+        "public_key": runner.public_key,
         "specs": [spec_view(s) for s in specs],
         "last_heartbeat": iso(runner.last_heartbeat),
         "created": iso(runner.created),
@@ -114,11 +115,26 @@ def job_view(
         "created": iso(job.created),
         "modified": iso(job.modified),
     }
+    view["signature"] = signature_view(job)
     if events is not None:
         view["events"] = [event_view(e) for e in events]
     if output is not None:
         view["output"] = output
     return view
+
+
+def signature_view(job: JobRow) -> dict[str, Any]:
+    """Whether the stored result was signed by its runner; only a verified signature is kept."""
+    signed = job.signed
+    if signed is None:
+        return {"signed": False, "verified": False}
+    return {
+        "signed": True,
+        "verified": True,
+        "output_hash": signed.output_hash,
+        "signature": signed.signature,
+        "key_fingerprint": signed.key_fingerprint,
+    }
 
 
 def named_view(uuid: Any, name: str, slug: str) -> dict[str, Any]:

@@ -8,6 +8,7 @@ from fastapi import APIRouter, Query, Request, Response
 from pydantic import Field
 from sqlalchemy.engine import Connection
 
+from benchrunner.core.signatures import SignatureRefused, public_key, public_key_text
 from benchrunner.server import runner_admin
 from benchrunner.server.errors import bad_request, not_found
 from benchrunner.server.routes.bodies import ApiBody, text_problem
@@ -26,10 +27,17 @@ from benchrunner.server.views import spec_view
 router = APIRouter(tags=["runners"])
 
 
+PUBLIC_KEY_HELP = (
+    "Ed25519 public key, base64url of its 32 bytes: the runner must then sign every result "
+    "(null on update: no longer)"
+)
+
+
 class NewRunner(ApiBody):
     name: str = Field(min_length=1, max_length=64)
     slug: str | None = Field(default=None, min_length=1, max_length=64)
     specs: list[str] = Field(default_factory=list, description="spec UUIDs or slugs to attach")
+    public_key: str | None = Field(default=None, max_length=64, description=PUBLIC_KEY_HELP)
 
 
 class RunnerPatch(ApiBody):
@@ -37,15 +45,27 @@ class RunnerPatch(ApiBody):
     slug: str | None = Field(default=None, min_length=1, max_length=64)
     archived: bool | None = None
     paused: bool | None = None
+    public_key: str | None = Field(default=None, max_length=64, description=PUBLIC_KEY_HELP)
 
 
 class SpecRef(ApiBody):
     spec: str = Field(min_length=1, description="spec UUID or slug")
 
 
+def checked_public_key(text: str | None) -> str | None:
+    """The key as stored (unpadded base64url), or a 400 with seed 002's reason."""
+    if text is None:
+        return None
+    try:
+        return public_key_text(public_key(text))
+    except SignatureRefused as exc:
+        raise bad_request(f"public_key: {exc}") from None
+
+
 @router.post("/v0/runners", status_code=201)
 async def create_runner(body: NewRunner, _admin: Admin, ctx: Ctx) -> dict[str, Any]:
-    return await runner_admin.create(ctx, body.name, body.specs, slug=body.slug)
+    key = checked_public_key(body.public_key)
+    return await runner_admin.create(ctx, body.name, body.specs, slug=body.slug, public_key=key)
 
 
 @router.get("/v0/runners")
@@ -77,7 +97,12 @@ async def update_runner(
     runner: str, body: RunnerPatch, _admin: Admin, ctx: Ctx, life: Life, request: Request
 ) -> dict[str, Any]:
     changes = RunnerChanges(
-        name=body.name, slug=body.slug, archived=body.archived, paused=body.paused
+        name=body.name,
+        slug=body.slug,
+        archived=body.archived,
+        paused=body.paused,
+        public_key=checked_public_key(body.public_key),
+        public_key_given="public_key" in body.model_fields_set,
     )
     return await runner_admin.update(ctx, life, request.app.state.hub, runner, changes)
 

@@ -15,6 +15,7 @@ from benchrunner.core.events import JobEvent
 from benchrunner.core.states import JobStatus
 from benchrunner.protocol import JsonJobConfig
 from benchrunner.server.store.direct import Direct, insert_values
+from benchrunner.server.store.signed_outputs import SignedOutput
 from benchrunner.server.store.tables import (
     in_flight,
     job,
@@ -47,6 +48,8 @@ class JobRow:
     modified: dt.datetime
     project_id: int
     project_uuid: UUID
+    signed: SignedOutput | None = None
+    """The runner's verified signature over the stored output, if it signed it."""
 
     @classmethod
     def from_row(cls, row: Any) -> JobRow:
@@ -72,6 +75,7 @@ class JobRow:
             modified=row.modified,
             project_id=row.project_id,
             project_uuid=row.project_uuid,
+            signed=SignedOutput.from_row(row),
         )
 
 

@@ -39,6 +39,8 @@ class RunnerRow:
     created: dt.datetime
     modified: dt.datetime
     archived: dt.datetime | None
+    public_key: str | None = None
+    """base64url Ed25519 key: when set, every terminal message must be signed with it."""
 
 
 def _runner(row: Any) -> RunnerRow:
@@ -56,6 +58,7 @@ def _runner(row: Any) -> RunnerRow:
         created=row.created,
         modified=row.modified,
         archived=row.archived,
+        public_key=row.public_key,
     )
 
 
@@ -67,9 +70,11 @@ def runner_create(
     *,
     slug: str | None = None,
     organization_id: int | None = None,
+    public_key: str | None = None,
 ) -> RunnerRow:
     values = {
         "uuid": uuid4(),
+        "public_key": public_key,
         "name": name,
         "token_hash": hash_token(token),
         "organization_id": organization_id,

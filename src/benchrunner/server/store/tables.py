@@ -399,6 +399,11 @@ job = sa.Table(
     _ts("created"),
     _ts("modified"),
     _ts("outputs_purged", nullable=True),  # retention deleted its stored outputs then
+    # A keyed runner's signed result (seed 002): kept here rather than on ``job_output``, which
+    # has no row for a large output (a blob).
+    sa.Column("output_hash", sa.String(64), nullable=True),
+    sa.Column("output_signature", sa.String(128), nullable=True),
+    sa.Column("output_key_fingerprint", sa.String(71), nullable=True),
 )
 
 _PENDING = sa.text("status = 0")

@@ -1,0 +1,44 @@
+"""A keyed runner's signature over a job's stored output (seed 002), kept on the job row.
+
+Written in the transaction that stores the output it signs (with ``completed``, ``failed``, or a
+late result after a failure), so the two never disagree.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy.engine import Connection
+
+from benchrunner.server.store.tables import job
+
+
+@dataclass(frozen=True)
+class SignedOutput:
+    output_hash: str
+    """Hex SHA-256 of the canonical JSON of the results."""
+    signature: str
+    """base64url Ed25519 signature of ``{"job", "nonce", "output_hash"}``, verified."""
+    key_fingerprint: str
+    """``SHA256:<hex>`` of the runner's public key that verified it."""
+
+    @classmethod
+    def from_row(cls, row: Any) -> SignedOutput | None:
+        if row.output_signature is None:
+            return None
+        return cls(row.output_hash, row.output_signature, row.output_key_fingerprint)
+
+
+def signed_output_put(conn: Connection, job_id: int, signed: SignedOutput | None) -> None:
+    """Keep ``signed`` with the job's output; None clears an earlier one (an unsigned result
+    replaced it)."""
+    conn.execute(
+        job.update()
+        .where(job.c.id == job_id)
+        .values(
+            output_hash=signed and signed.output_hash,
+            output_signature=signed and signed.signature,
+            output_key_fingerprint=signed and signed.key_fingerprint,
+        )
+    )

@@ -1,0 +1,256 @@
+"""Signed results (seed 002, SPEC section 5), against a real server on both engines: a runner
+registered with an Ed25519 public key must sign every terminal message; anything else is
+refused with seed 002's reason and changes nothing; the accepted signature is kept with the
+output and shown on the job."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import stat
+from pathlib import Path
+from typing import Any
+
+import pytest
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+from benchrunner.client import ApiError
+from benchrunner.core.canonical import canonical_json
+from benchrunner.core.signatures import key_fingerprint, public_key_text, sign
+from tests.harness import Deployment, RawChannel, cli, wait_until
+
+READY = {"event": "ready", "poll_timeout": 5, "extensions": ["error", "log"]}
+
+
+def _result(value: int) -> dict[str, Any]:
+    return {"exit_code": 0, "stdout": json.dumps({"noop": {"latency": {"value": value}}})}
+
+
+def _stored(value: int) -> dict[str, Any]:
+    """``_result(value)`` as the job's JSON shows it: every field, absent ones null."""
+    return {**_result(value), "stderr": None, "output": None}
+
+
+def _hash(results: list[dict[str, Any]]) -> str:
+    return hashlib.sha256(canonical_json(results)).hexdigest()
+
+
+def _signed(
+    key: Ed25519PrivateKey,
+    message: dict[str, Any],
+    nonce: str,
+    output_hash: str | None = None,
+) -> dict[str, Any]:
+    output_hash = output_hash or _hash(message.get("results", []))
+    signature = sign(key, message["job"], nonce, output_hash)
+    return {**message, "nonce": nonce, "output_hash": output_hash, "signature": signature}
+
+
+def _keyed_channel(deployment: Deployment, key: Ed25519PrivateKey) -> RawChannel:
+    """A runner created without a key, then given one by PATCH, as an admin would."""
+    slug, token = deployment.new_runner("signer")
+    with deployment.admin() as client:
+        runner = client.set_runner_public_key(slug, public_key_text(key.public_key()))
+    assert runner["public_key"] == public_key_text(key.public_key())
+    channel = RawChannel(deployment.server, slug, token)
+    deployment.channels.append(channel)
+    return channel
+
+
+def test_every_unsigned_or_badly_signed_result_is_refused_and_changes_nothing(
+    deployment: Deployment,
+) -> None:
+    key = Ed25519PrivateKey.generate()
+    channel = _keyed_channel(deployment, key)
+    job_uuid = deployment.submit("bench.noop")
+    claimed = channel.ask(READY, timeout=10)
+    assert claimed["event"] == "job" and claimed["uuid"] == job_uuid
+    nonce = claimed["nonce"]
+    assert len(nonce) >= 32
+    assert channel.ask({"event": "running"})["event"] == "ack"
+
+    completed = {"event": "completed", "job": job_uuid, "results": [_result(5)]}
+    good = _signed(key, completed, nonce)
+    stranger = Ed25519PrivateKey.generate()
+    refusals: list[tuple[str, dict[str, Any], str]] = [
+        ("unsigned", completed, "Missing nonce, output_hash, signature"),
+        ("no signature", {**good, "signature": None}, "Missing signature"),
+        ("not base64url", {**good, "signature": "a+b/c=="}, "Invalid signature encoding"),
+        ("63 bytes", {**good, "signature": good["signature"][:-2]}, "Invalid signature length"),
+        ("another key", _signed(stranger, completed, nonce), "Signature verification failed"),
+        (
+            "fields changed after signing",
+            {**good, "nonce": "0" * 32},
+            "Signature verification failed",
+        ),
+        ("another nonce", _signed(key, completed, "0" * 32), "Invalid nonce"),
+        (
+            "hash of other results",
+            _signed(key, completed, nonce, _hash([_result(6)])),
+            "Output hash mismatch",
+        ),
+        (
+            "unsigned failed",
+            {"event": "failed", "job": job_uuid, "results": [], "error": "boom"},
+            "Missing nonce, output_hash, signature",
+        ),
+        ("unsigned canceled", {"event": "canceled", "job": job_uuid}, "Missing nonce"),
+        (
+            "failed signed over other results",
+            _signed(
+                key,
+                {"event": "failed", "job": job_uuid, "results": [_result(1)], "error": "x"},
+                nonce,
+                _hash([]),
+            ),
+            "Output hash mismatch",
+        ),
+    ]
+    for name, message, reason in refusals:
+        sent = {k: v for k, v in message.items() if v is not None}
+        reply = channel.ask(sent)
+        assert reply["event"] == "error", name
+        assert reply["message"].startswith(f"result of job {job_uuid} refused: {reason}"), (
+            name,
+            reply,
+        )
+        job = deployment.job(job_uuid)
+        assert job["status"] == "running", name
+        assert job["signature"] == {"signed": False, "verified": False}, name
+        assert "output" not in job, name
+
+    assert channel.ask(good) == {"event": "ack", "job": job_uuid}
+    job = deployment.job(job_uuid)
+    assert job["status"] == "processed"
+    assert job["signature"] == {
+        "signed": True,
+        "verified": True,
+        "output_hash": good["output_hash"],
+        "signature": good["signature"],
+        "key_fingerprint": key_fingerprint(public_key_text(key.public_key())),
+    }
+    assert job["output"]["results"] == [_stored(5)]
+
+    assert channel.ask(good) == {"event": "ack", "job": job_uuid}  # the identical resend
+    replay = _signed(key, {**completed, "results": [_result(9)]}, nonce)
+    reply = channel.ask(replay)
+    assert reply["event"] == "error" and "already has a different result" in reply["message"]
+    job = deployment.job(job_uuid)
+    assert job["output"]["results"] == [_stored(5)]
+    assert job["signature"]["signature"] == good["signature"]
+
+
+def test_signed_failed_and_canceled_results_are_accepted_and_a_failure_keeps_its_signature(
+    deployment: Deployment,
+) -> None:
+    key = Ed25519PrivateKey.generate()
+    channel = _keyed_channel(deployment, key)
+    failing = deployment.submit("bench.noop")
+    nonce = channel.ask(READY)["nonce"]
+    assert channel.ask({"event": "running"})["event"] == "ack"
+    failed = _signed(
+        key,
+        {"event": "failed", "job": failing, "results": [{"exit_code": 3}], "error": "exit 3"},
+        nonce,
+    )
+    assert channel.ask(failed) == {"event": "ack", "job": failing}
+    job = deployment.job(failing)
+    assert job["status"] == "failed"
+    assert job["signature"]["signed"] and job["signature"]["verified"]
+    assert job["signature"]["output_hash"] == _hash([{"exit_code": 3}])
+    assert channel.ask(failed) == {"event": "ack", "job": failing}  # the identical resend
+
+    canceled = deployment.submit("bench.noop")
+    nonce = channel.ask(READY)["nonce"]
+    assert channel.ask({"event": "running"})["event"] == "ack"
+    with deployment.admin() as client:
+        client.cancel_job(deployment.project, canceled)
+    assert channel.ask({"event": "heartbeat"}) == {"event": "cancel", "job": canceled}
+    message = {"event": "canceled", "job": canceled}
+    assert channel.ask(_signed(key, message, nonce)) == {"event": "ack", "job": canceled}
+    assert deployment.status(canceled) == "canceled"
+
+
+def test_setting_a_key_closes_the_runners_channel_so_it_reconnects_under_the_rule(
+    deployment: Deployment,
+) -> None:
+    channel = deployment.channel("reconnects")
+    assert channel.ask({"event": "heartbeat"})["event"] == "ack"
+    with deployment.admin() as client:
+        runner = client.list_runners()[0]
+        client.set_runner_public_key(
+            runner["slug"], public_key_text(Ed25519PrivateKey.generate().public_key())
+        )
+    assert channel.wait_closed() == (1008, "runner signing key changed")
+
+
+def test_a_malformed_public_key_is_refused_on_create_and_update(deployment: Deployment) -> None:
+    slug, _token = deployment.new_runner("plain")
+    short = public_key_text(Ed25519PrivateKey.generate().public_key())[:-4]
+    with deployment.admin() as client:
+        for bad, reason in [("not/base64", "encoding"), (short, "length")]:
+            with pytest.raises(ApiError) as created:
+                client.create_runner("bad", public_key=bad)
+            assert created.value.status == 400
+            assert f"Invalid public key {reason}" in created.value.message
+            with pytest.raises(ApiError) as patched:
+                client.set_runner_public_key(slug, bad)
+            assert patched.value.status == 400
+            assert f"Invalid public key {reason}" in patched.value.message
+        assert client.get_runner(slug)["public_key"] is None
+        assert [r["slug"] for r in client.list_runners()] == [slug]
+        key = public_key_text(Ed25519PrivateKey.generate().public_key())
+        assert client.set_runner_public_key(slug, key + "=")["public_key"] == key  # unpadded
+        assert client.set_runner_public_key(slug, None)["public_key"] is None
+
+
+def test_a_runner_started_with_its_signing_key_signs_a_job_end_to_end(
+    deployment: Deployment, tmp_path: Path
+) -> None:
+    key_file = tmp_path / "keys" / "runner.pem"
+    key_file.parent.mkdir()
+    env = deployment.cli_env(tmp_path)
+    made = cli("runner", "keygen", "--out", str(key_file), env=env)
+    public = (key_file.parent / "runner.pem.pub").read_text().strip()
+    assert public in made.stdout
+    assert stat.S_IMODE(key_file.stat().st_mode) == 0o600
+    again = cli("runner", "keygen", "--out", str(key_file), env=env, check=False)
+    assert again.returncode == 1 and "exists" in again.stderr + again.stdout
+
+    runner = deployment.runner_process("signed")
+    runner.extra_args = ["--signing-key", str(key_file)]
+    cli("runner", "set-key", runner.slug, "--public-key", public, env=env)
+    assert public in cli("runner", "show", runner.slug, env=env).stdout
+    runner.start()
+    job_uuid = deployment.submit("bench.sleep", {"ms": 10}, iter=2)
+    job = deployment.wait_status(job_uuid, "processed", timeout=60)
+    signature = job["signature"]
+    assert signature["signed"] and signature["verified"]
+    assert signature["key_fingerprint"] == key_fingerprint(public)
+    # The hash is the results' as the server stored them, computed here independently.
+    stored = [{k: v for k, v in r.items() if v is not None} for r in job["output"]["results"]]
+    assert signature["output_hash"] == _hash(stored)
+    assert len(stored) == 2
+    assert "signing results with key " + key_fingerprint(public) in runner.output()
+    shown = cli("job", "show", job_uuid, env=env).stdout
+    assert f"verified ({key_fingerprint(public)})" in shown
+
+
+def test_a_keyed_runner_without_its_signing_key_gets_no_result_accepted(
+    deployment: Deployment,
+) -> None:
+    key = Ed25519PrivateKey.generate()
+    runner = deployment.runner_process("forgetful")
+    with deployment.admin() as client:
+        client.set_runner_public_key(runner.slug, public_key_text(key.public_key()))
+    runner.start()
+    job_uuid = deployment.submit("bench.sleep", {"ms": 10})
+    refused = f"server refused the result of job {job_uuid}: result of job {job_uuid} refused"
+
+    def logged() -> bool:
+        return refused in runner.output()
+
+    wait_until(logged, timeout=60, interval=0.2, message="the refusal in the runner's log")
+    job = deployment.job(job_uuid)
+    assert job["status"] in ("running", "failed")  # never completed: it times out instead
+    assert job["signature"] == {"signed": False, "verified": False}
