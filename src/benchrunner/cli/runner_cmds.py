@@ -238,6 +238,15 @@ def up(
             rich_help_panel="Host tuning",
         ),
     ] = True,
+    noise_max_age: Annotated[
+        float,
+        typer.Option(
+            envvar="BENCHRUNNER_NOISE_MAX_AGE",
+            help="Seconds: the guard's calibration before a job is taken while the runner "
+            "waits for work, and retaken when older than this.",
+            rich_help_panel="Host tuning",
+        ),
+    ] = 1.0,
 ) -> None:
     """Connect to the server and run its jobs, one at a time, until SIGTERM or SIGINT.
 
@@ -264,6 +273,7 @@ def up(
         sandbox_dir=sandbox_dir or default_sandbox_dir(runner),
         oci_runtime=oci_runtime,
         noise_guard=noise_guard,
+        noise_max_age=noise_max_age,
     )
     options.validate()
 

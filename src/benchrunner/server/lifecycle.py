@@ -307,7 +307,7 @@ class Lifecycle:
             status = await self.running(runner, job)
             if status is not None:
                 job = dataclasses.replace(job, status=status)
-        data = encode_output(JsonJobOutput(results=message.results))
+        data = encode_output(JsonJobOutput(results=message.results, noise=message.noise))
         for _attempt in range(3):
             if job.status in (JobStatus.RUNNING, JobStatus.FAILED):
                 if not stored:  # durable before the transition, so an ack means it is safe
@@ -369,7 +369,9 @@ class Lifecycle:
             return await self.ctx.db.write(complete, *args, False)
 
     async def _failed(self, runner: RunnerRow, job: jobs.JobRow, message: Failed) -> Ack | Error:
-        data = encode_output(JsonJobOutput(results=message.results, error=message.error))
+        data = encode_output(
+            JsonJobOutput(results=message.results, error=message.error, noise=message.noise)
+        )
         if job.status in IN_FLIGHT:
             row_output = await self._blob_unless_small(job, data)
             now = self.ctx.clock.now()
