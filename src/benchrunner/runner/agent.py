@@ -121,8 +121,10 @@ class Agent:
         *,
         executor: Executor | None = None,
         rng: random.Random | None = None,
+        noise_probe: NoiseProbe | None = None,
     ) -> None:
-        """Raises ValueError (options, templates file), ExecutorError, or OSError (spool)."""
+        """Raises ValueError (options, templates file), ExecutorError, or OSError (spool).
+        ``noise_probe``: the noise guard's calibration (tests record its rounds)."""
         options.validate()
         self._options = options
         self._cores = options.cores or CorePlan.detect()
@@ -176,7 +178,7 @@ class Agent:
         self._first_delivered = False
         self._drain = Drain(options.drain_grace)
         self._idle_noise = (
-            IdleCalibration(NoiseProbe(), self._cores, max_age=options.noise_max_age)
+            IdleCalibration(noise_probe or NoiseProbe(), self._cores, max_age=options.noise_max_age)
             if options.noise_guard
             else None
         )

@@ -50,7 +50,7 @@ class NoiseProbe:
 
     def calibrate_unless(self, cores: CorePlan, stop: Callable[[], bool]) -> Calibration | None:
         """As ``calibrate``, but None as soon as ``stop()`` is true between two rounds."""
-        work = self.work or _fixed_work
+        work = self.work or fixed_work
         times: list[int] = []
         with cores.job_affinity():
             work()  # warm-up: caches, frequency ramp, lazy imports
@@ -67,7 +67,7 @@ def _never() -> bool:
     return False
 
 
-def _fixed_work() -> bytes:
+def fixed_work() -> bytes:
     digest = hashlib.sha256()
     for _ in range(ROUND_BYTES // len(_BLOCK)):
         digest.update(_BLOCK)
