@@ -272,8 +272,11 @@ class BenchrunnerClient:
         disk: int,
         network: bool = False,
         slug: str | None = None,
+        noise: Mapping[str, Any] | None = None,
     ) -> JsonObject:
+        """``noise``: ``noise_guard``, ``noise_cv_limit``, ``noise_drift_limit`` when given."""
         body: JsonObject = {
+            **(noise or {}),
             "name": name,
             "architecture": architecture,
             "cpu": cpu,
@@ -301,8 +304,10 @@ class BenchrunnerClient:
         name: str | None = None,
         slug: str | None = None,
         archived: bool | None = None,
+        noise: Mapping[str, Any] | None = None,
     ) -> JsonObject:
-        body = _present(name=name, slug=slug, archived=archived)
+        """``noise``: the noise guard's fields to set (a limit of None: the server's default)."""
+        body = {**_present(name=name, slug=slug, archived=archived), **(noise or {})}
         return self._object("PATCH", f"/v0/specs/{_segment(spec)}", json=body)
 
     def delete_spec(self, spec: str) -> None:
@@ -443,20 +448,32 @@ class BenchrunnerClient:
         measure: str,
         model: Mapping[str, Any],
         benchmark: str | None = None,
+        alert_when_noisy: bool | None = None,
     ) -> JsonObject:
         """A threshold for the series; ``benchmark`` makes it an override for that benchmark.
-        ``model`` is ``{"test": ..., parameters...}``; ``ApiError`` 409 when the series has one."""
+        ``model`` is ``{"test": ..., parameters...}``; ``ApiError`` 409 when the series has one.
+        ``alert_when_noisy``: it alerts on reports the noise guard found noisy too."""
         body: JsonObject = {"branch": branch, "testbed": testbed, "measure": measure, **model}
         if benchmark is not None:
             body["benchmark"] = benchmark
+        if alert_when_noisy is not None:
+            body["alert_when_noisy"] = alert_when_noisy
         return self._object("POST", f"/v0/projects/{_segment(project)}/thresholds", json=body)
 
     def update_threshold(
-        self, project: str, threshold: str, model: Mapping[str, Any]
+        self,
+        project: str,
+        threshold: str,
+        model: Mapping[str, Any],
+        alert_when_noisy: bool | None = None,
     ) -> JsonObject:
-        """Replace the threshold's model; the old one stays in its ``models``."""
+        """Replace the threshold's model; the old one stays in its ``models``.
+        ``alert_when_noisy``: set it too (None: unchanged)."""
         path = f"/v0/projects/{_segment(project)}/thresholds/{_segment(threshold)}"
-        return self._object("PUT", path, json=dict(model))
+        body = dict(model)
+        if alert_when_noisy is not None:
+            body["alert_when_noisy"] = alert_when_noisy
+        return self._object("PUT", path, json=body)
 
     def delete_threshold(self, project: str, threshold: str) -> None:
         """Delete the threshold with its models, boundaries and alerts."""

@@ -55,6 +55,12 @@ class JsonSpec(_Wire):
     created: dt.datetime
     modified: dt.datetime
     archived: dt.datetime | None = None
+    noise_guard: bool = True
+    """Whether runners calibrate the job cores around this spec's jobs (issue 14)."""
+    noise_cv_limit: float | None = Field(default=None, ge=0, le=1e9)
+    """A report above this coefficient of variation is noisy (None: the server's default)."""
+    noise_drift_limit: float | None = Field(default=None, ge=0, le=1e9)
+    """... or above this before/after drift, either way (None: the server's default)."""
 
 
 class JsonJobConfig(_Wire):
@@ -118,6 +124,9 @@ class NoiseGuard(_Wire):
     after: Calibration | None = None
     drift: float | None = None
     """``after.median_ns / before.median_ns - 1``: the machine got slower (+) or faster (-)."""
+    before_age_ms: float | None = Field(default=None, ge=0)
+    """How long before the job's first iteration ``before`` was taken (the runner takes it
+    while it waits for work, so that the job's pickup does not wait for it)."""
 
 
 class JsonJobOutput(_Wire):

@@ -3,9 +3,11 @@ message carrying it (real ``process`` executor, real job thread)."""
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import os
 import queue
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -13,8 +15,9 @@ import pytest
 
 from benchrunner.protocol import Calibration, Completed, Failed
 from benchrunner.runner.cores import CorePlan
-from benchrunner.runner.events import AgentEvent, JobFinished
+from benchrunner.runner.events import AgentEvent, JobFinished, JobStarted
 from benchrunner.runner.executors import ProcessExecutor
+from benchrunner.runner.idle_calibration import IdleCalibration, TakenCalibration
 from benchrunner.runner.job import JobRun
 from benchrunner.runner.noise_guard import NoiseProbe, guard, summarize
 from benchrunner.runner.spool import Spool
@@ -129,3 +132,87 @@ def test_a_job_output_carries_the_calibrations_before_and_after_it(tmp_path: Pat
 
 def test_without_a_noise_guard_the_output_has_none(tmp_path: Path) -> None:
     assert run_job(tmp_path, per_iteration(), None).noise is None
+
+
+def run_recorded(
+    tmp_path: Path, probe: NoiseProbe, before: TakenCalibration | None, spec_guard: bool = True
+) -> tuple[list[str], Completed | Failed]:
+    """Run a job, recording calibration rounds and the job's start in the order they happen."""
+    order: list[str] = []
+    events: queue.SimpleQueue[AgentEvent] = queue.SimpleQueue()
+
+    def post(event: AgentEvent) -> None:
+        if isinstance(event, JobStarted):
+            order.append("job process started")
+        events.put(event)
+
+    job = claimed(per_iteration())
+    if not spec_guard:
+        job = job.model_copy(update={"spec": job.spec.model_copy(update={"noise_guard": False})})
+    run = JobRun(
+        job,
+        executor=ProcessExecutor(TEMPLATES, kill_grace=2.0),
+        spool=Spool(tmp_path / "spool"),
+        post=post,
+        cores=CorePlan(),
+        noise=dataclasses.replace(probe, work=lambda: order.append("calibration round")),
+        before=before,
+    )
+    run.start()
+    while not isinstance(event := events.get(timeout=20), JobFinished):
+        pass
+    assert isinstance(event.message, Completed | Failed)
+    return order, event.message
+
+
+def test_a_before_taken_while_idle_keeps_calibration_off_the_jobs_way(tmp_path: Path) -> None:
+    idle = Calibration(rounds=3, median_ns=1000, cv=0.01)
+    taken = TakenCalibration(idle, time.monotonic() - 0.25)
+    order, message = run_recorded(tmp_path, NoiseProbe(rounds=3), taken)
+    # Nothing between the job's arrival and its process: every round comes after it.
+    assert order[0] == "job process started"
+    assert order[1:] == ["calibration round"] * 4  # the calibration after: warm-up + 3 rounds
+    assert message.noise is not None and message.noise.before == idle
+    assert message.noise.after is not None
+    assert message.noise.before_age_ms is not None
+    assert 250 <= message.noise.before_age_ms < 250 + 20_000
+
+
+def test_without_an_idle_before_the_job_calibrates_first(tmp_path: Path) -> None:
+    order, message = run_recorded(tmp_path, NoiseProbe(rounds=2), None)
+    assert order == ["calibration round"] * 3 + ["job process started"] + ["calibration round"] * 3
+    assert message.noise is not None and message.noise.before_age_ms is not None
+
+
+def test_a_spec_without_noise_guard_gets_no_calibration(tmp_path: Path) -> None:
+    taken = TakenCalibration(Calibration(rounds=3, median_ns=1000, cv=0.0), time.monotonic())
+    order, message = run_recorded(tmp_path, NoiseProbe(rounds=2), taken, spec_guard=False)
+    assert order == ["job process started"]
+    assert message.noise is None
+
+
+def test_idle_calibration_is_due_when_missing_or_old_and_taken_once() -> None:
+    now = [100.0]
+    idle = IdleCalibration(
+        NoiseProbe(rounds=2, work=lambda: None), CorePlan(), max_age=1.0, clock=lambda: now[0]
+    )
+    assert idle.due(now[0]) and idle.deadline() is None
+    assert idle.refresh(stop=lambda: False)
+    assert not idle.due(100.5) and idle.due(101.0)
+    assert idle.deadline() == 101.0
+    taken = idle.take()
+    assert taken is not None and taken.taken_at == 100.0
+    assert idle.take() is None and idle.due(100.1)
+
+
+def test_an_idle_refresh_gives_way_within_a_round_and_keeps_the_latest() -> None:
+    rounds: list[int] = []
+    idle = IdleCalibration(
+        NoiseProbe(rounds=32, work=lambda: rounds.append(1)), CorePlan(), max_age=1.0
+    )
+    assert idle.refresh(stop=lambda: False)
+    kept = idle.deadline()
+    rounds.clear()
+    assert not idle.refresh(stop=lambda: len(rounds) >= 3)  # a job arrived after two rounds
+    assert len(rounds) == 3  # the warm-up and two rounds: nothing more
+    assert idle.deadline() == kept

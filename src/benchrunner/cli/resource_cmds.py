@@ -156,9 +156,59 @@ def _spec_record(spec: JsonObject) -> None:
             ("memory", output.size_cell(spec.get("memory"))),
             ("disk", output.size_cell(spec.get("disk"))),
             ("network", spec.get("network")),
+            ("noise guard", spec.get("noise_guard", True)),
+            ("noise cv limit", _limit_cell(spec.get("noise_cv_limit"))),
+            ("noise drift limit", _limit_cell(spec.get("noise_drift_limit"))),
             ("archived", output.when(spec.get("archived"))),
         ]
     )
+
+
+def _limit_cell(value: object) -> str:
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return f"{value * 100:g}%"
+    return "server default"
+
+
+NoiseGuardOption = Annotated[
+    bool | None,
+    typer.Option(
+        "--noise-guard/--no-noise-guard",
+        help="Whether runners calibrate the job cores around this spec's jobs (default: yes).",
+        show_default=False,
+    ),
+]
+NoiseCvLimit = Annotated[
+    float | None,
+    typer.Option(
+        min=0.0,
+        max=1e9,
+        help="A report whose calibration varies more is noisy, as a fraction (0.02 is 2 %; "
+        "default: the server's).",
+        show_default=False,
+    ),
+]
+NoiseDriftLimit = Annotated[
+    float | None,
+    typer.Option(
+        min=0.0,
+        max=1e9,
+        help="A report whose calibration drifted more, either way, is noisy (0.05 is 5 %; "
+        "default: the server's).",
+        show_default=False,
+    ),
+]
+
+
+def _noise_fields(
+    guard: bool | None, cv_limit: float | None, drift_limit: float | None
+) -> dict[str, object]:
+    given = {
+        "noise_guard": guard,
+        "noise_cv_limit": cv_limit,
+        "noise_drift_limit": drift_limit,
+    }
+    return {name: value for name, value in given.items() if value is not None}
 
 
 @spec_app.command("create")
@@ -172,6 +222,9 @@ def spec_create(
     disk: Annotated[int, typer.Option(parser=parse_size, metavar="SIZE", help="Disk, e.g. 20GiB.")],
     network: Annotated[bool, typer.Option(help="Whether jobs get network access.")] = False,
     slug: Slug = None,
+    noise_guard: NoiseGuardOption = None,
+    noise_cv_limit: NoiseCvLimit = None,
+    noise_drift_limit: NoiseDriftLimit = None,
     host: Host = None,
     token: Token = None,
     as_json: Json = False,
@@ -179,9 +232,38 @@ def spec_create(
     """Create a hardware spec (admin)."""
     with resolve(host, token).client() as client:
         spec = client.create_spec(
-            name, architecture=arch, cpu=cpu, memory=memory, disk=disk, network=network, slug=slug
+            name,
+            architecture=arch,
+            cpu=cpu,
+            memory=memory,
+            disk=disk,
+            network=network,
+            slug=slug,
+            noise=_noise_fields(noise_guard, noise_cv_limit, noise_drift_limit),
         )
     output.show(spec, as_json, _spec_record)
+
+
+@spec_app.command("noise")
+def spec_noise(
+    ref: Ref,
+    noise_guard: NoiseGuardOption = None,
+    noise_cv_limit: NoiseCvLimit = None,
+    noise_drift_limit: NoiseDriftLimit = None,
+    default_limits: Annotated[
+        bool, typer.Option(help="Set both limits back to the server's defaults.")
+    ] = False,
+    host: Host = None,
+    token: Token = None,
+    as_json: Json = False,
+) -> None:
+    """Set a spec's noise guard: whether its runners calibrate, and when a report is noisy
+    (admin)."""
+    fields = _noise_fields(noise_guard, noise_cv_limit, noise_drift_limit)
+    if default_limits:
+        fields.update(noise_cv_limit=None, noise_drift_limit=None)
+    with resolve(host, token).client() as client:
+        output.show(client.update_spec(ref, noise=fields), as_json, _spec_record)
 
 
 @spec_app.command("list")

@@ -250,6 +250,15 @@ def up(
             rich_help_panel=_AGENT,
         ),
     ] = None,
+    noise_max_age: Annotated[
+        float,
+        typer.Option(
+            envvar="BENCHRUNNER_NOISE_MAX_AGE",
+            help="Seconds: the guard's calibration before a job is taken while the runner "
+            "waits for work, and retaken when older than this.",
+            rich_help_panel="Host tuning",
+        ),
+    ] = 1.0,
 ) -> None:
     """Connect to the server and run its jobs, one at a time, until SIGTERM or SIGINT.
 
@@ -277,6 +286,7 @@ def up(
         oci_runtime=oci_runtime,
         noise_guard=noise_guard,
         signing_key=signing_key,
+        noise_max_age=noise_max_age,
     )
     options.validate()
 

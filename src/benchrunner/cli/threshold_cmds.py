@@ -118,6 +118,16 @@ def threshold_list(
     output.show_page(found, as_json, THRESHOLD_COLUMNS, threshold_row, title="Thresholds")
 
 
+AlertWhenNoisy = Annotated[
+    bool | None,
+    typer.Option(
+        "--alert-when-noisy/--no-alert-when-noisy",
+        help="Alert on reports the noise guard found noisy too (default: no; update: unchanged).",
+        show_default=False,
+    ),
+]
+
+
 @threshold_app.command("show")
 def threshold_show(
     threshold: ThresholdRef,
@@ -149,6 +159,7 @@ def threshold_create(
     upper_boundary: UpperBoundary = None,
     max_pvalue: MaxPvalue = None,
     min_magnitude: MinMagnitude = None,
+    alert_when_noisy: AlertWhenNoisy = None,
     project: Project = None,
     host: Host = None,
     token: Token = None,
@@ -175,6 +186,7 @@ def threshold_create(
             measure=measure,
             benchmark=benchmark,
             model=model,
+            alert_when_noisy=alert_when_noisy,
         )
     output.show(created, as_json, print_threshold)
 
@@ -190,6 +202,7 @@ def threshold_update(
     upper_boundary: UpperBoundary = None,
     max_pvalue: MaxPvalue = None,
     min_magnitude: MinMagnitude = None,
+    alert_when_noisy: AlertWhenNoisy = None,
     project: Project = None,
     host: Host = None,
     token: Token = None,
@@ -208,7 +221,7 @@ def threshold_update(
         min_magnitude=min_magnitude,
     )
     with project_client(host, token, project) as (client, project_ref):
-        updated = client.update_threshold(project_ref, threshold, model)
+        updated = client.update_threshold(project_ref, threshold, model, alert_when_noisy)
     output.show(updated, as_json, print_threshold)
 
 

@@ -8,6 +8,7 @@ from rich.table import Table
 from rich.text import Text
 
 from benchrunner.cli import output
+from benchrunner.cli.noise_format import job_noise_line, report_noise_lines
 from benchrunner.cli.report_format import (
     ALERT,
     TABLE_COLUMNS,
@@ -38,6 +39,11 @@ def print_report(report: JsonObject) -> None:
         output.note("no metrics")
     if report.get("error"):
         console.print(Text(f"error: {report['error']}", style="red"), soft_wrap=True)
+    noise = report.get("noise")
+    if isinstance(noise, dict):
+        style = "yellow" if noise.get("verdict") == "noisy" else None
+        for line in report_noise_lines(noise):
+            console.print(Text(line, style=style or ""), soft_wrap=True)
     lines = alert_lines(report)
     if lines:
         console.print(Text(f"{count_text(len(lines))}:", style="bold red"))
@@ -156,6 +162,8 @@ def print_job(job: JsonObject) -> None:
         output.print_table(
             ("iteration", "exit code", "stdout", "stderr", "files"), iterations, title="Output"
         )
+        if isinstance(job_output.get("noise"), dict):
+            output.out().print(Text(job_noise_line(job_output["noise"])), soft_wrap=True)
         if job_output.get("error"):
             output.out().print(Text(f"error: {job_output['error']}", style="red"))
 

@@ -62,6 +62,7 @@ from benchrunner.runner.events import (
 from benchrunner.runner.executors import Executor, ExecutorError, create_executor
 from benchrunner.runner.guard import Guard
 from benchrunner.runner.heartbeat import HeartbeatSender
+from benchrunner.runner.idle_calibration import IdleCalibration
 from benchrunner.runner.inflight import InFlight
 from benchrunner.runner.job import CancelReason, JobRun
 from benchrunner.runner.log_stream import LogStreamer
@@ -121,8 +122,10 @@ class Agent:
         *,
         executor: Executor | None = None,
         rng: random.Random | None = None,
+        noise_probe: NoiseProbe | None = None,
     ) -> None:
-        """Raises ValueError (options, templates file), ExecutorError, or OSError (spool)."""
+        """Raises ValueError (options, templates file), ExecutorError, or OSError (spool).
+        ``noise_probe``: the noise guard's calibration (tests record its rounds)."""
         options.validate()
         self._options = options
         self._cores = options.cores or CorePlan.detect()
@@ -176,6 +179,11 @@ class Agent:
         self._first_job: uuid.UUID | None = None
         self._first_delivered = False
         self._drain = Drain(options.drain_grace)
+        self._idle_noise = (
+            IdleCalibration(noise_probe or NoiseProbe(), self._cores, max_age=options.noise_max_age)
+            if options.noise_guard
+            else None
+        )
 
     def request_drain(self) -> None:
         """Drain (first call) or cancel now (later calls). Safe from a signal handler or any
@@ -272,12 +280,11 @@ class Agent:
                 self._logs.attach(channel)
             return
         once_taken = self._options.once and self._first_job is not None
-        if (
-            self._ready_deadline is None
-            and not self._drain.requested
-            and not once_taken
-            and now >= self._ready_not_before
-        ):
+        if self._ready_deadline is not None:
+            self._refresh_idle_noise(now)  # waiting for work: keep the job's "before" fresh
+        elif not self._drain.requested and not once_taken and now >= self._ready_not_before:
+            if not self._refresh_idle_noise(now):
+                return  # something happened meanwhile: handle it, then come back
             ready = Ready(
                 poll_timeout=self._options.poll_timeout,
                 os=platform.system().lower(),
@@ -288,6 +295,14 @@ class Agent:
             if self._send(ready):
                 self._ready_deadline = now + self._options.poll_timeout + READY_REPLY_MARGIN
 
+    def _refresh_idle_noise(self, now: float) -> bool:
+        """Calibrate the idle job cores when the latest calibration is missing or too old;
+        False when an event interrupted it (it gives way within one round)."""
+        idle = self._idle_noise
+        if idle is None or not idle.due(now):
+            return True
+        return idle.refresh(stop=lambda: not self._events.empty())
+
     def _next_event(self, now: float) -> AgentEvent | None:
         deadlines = [
             *self._drain.deadlines(),
@@ -295,6 +310,9 @@ class Agent:
             self._outbox.deadline(),
             self._connector.deadline(),
             self._ready_not_before if self._ready_not_before > now else None,
+            self._idle_noise.deadline()
+            if self._idle_noise is not None and self._ready_deadline is not None
+            else None,
         ]
         due = [deadline for deadline in deadlines if deadline is not None]
         timeout = max(0.0, min(due) - now) if due else None
@@ -390,7 +408,8 @@ class Agent:
             cores=self._cores,
             slot=self._slot,
             logs=self._logs,
-            noise=NoiseProbe() if self._options.noise_guard else None,
+            noise=None if self._idle_noise is None else self._idle_noise.probe,
+            before=None if self._idle_noise is None else self._idle_noise.take(),
             signer=self._signer,
         )
         self._job_started = False

@@ -42,6 +42,7 @@ from benchrunner.protocol import (
 from benchrunner.runner.cores import CorePlan
 from benchrunner.runner.events import AgentEvent, JobFinished, JobStarted
 from benchrunner.runner.executors.base import Executor, ExecutorError, PreparedJob
+from benchrunner.runner.idle_calibration import TakenCalibration
 from benchrunner.runner.log_stream import LogStreamer
 from benchrunner.runner.noise_guard import NoiseProbe, guard
 from benchrunner.runner.signing import ResultSigner
@@ -73,12 +74,14 @@ class JobRun:
         slot: JobSlot | None = None,
         logs: LogStreamer | None = None,
         noise: NoiseProbe | None = None,
+        before: TakenCalibration | None = None,
         signer: ResultSigner | None = None,
     ) -> None:
         """``slot``: the thread to run on (default: a thread of the job's own); ``logs``: where
         the output goes live as it is written; ``noise``: the noise guard's calibration, run
-        before the first iteration and after the last (None: no noise guard); ``signer``:
-        signs the terminal message."""
+        after the last iteration (None, or a spec with ``noise_guard`` off: no noise guard);
+        ``before``: the calibration the agent took while idle (None: one is taken right before
+        the first iteration, on the job's way); ``signer``: signs the terminal message."""
         self.job = job
         self.uuid = job.uuid
         self._executor = executor
@@ -90,7 +93,8 @@ class JobRun:
         self._reason: CancelReason | None = None
         self._slot = slot
         self._logs = logs
-        self._noise = noise
+        self._noise = noise if job.spec.noise_guard else None
+        self._before = before
         self._signer = signer
         self._done = threading.Event()
 
@@ -173,16 +177,20 @@ class JobRun:
     def _iterate(self, prepared: PreparedJob) -> TerminalMessage:
         if self._noise is None:
             return self._run_iterations(prepared)
-        before = self._noise.calibrate(self._cores)
-        reason = self.cancel_reason
-        if reason is not None:
-            return self._stopped(reason, [])
+        before = self._before
+        if before is None:
+            before = TakenCalibration(self._noise.calibrate(self._cores), time.monotonic())
+            reason = self.cancel_reason
+            if reason is not None:
+                return self._stopped(reason, [])
+        age_ms = max(0.0, (time.monotonic() - before.taken_at) * 1000)
         message = self._run_iterations(prepared)
         if isinstance(message, Canceled):
             return message
         # A job stopped early leaves now: its calibration after would only delay that.
         after = self._noise.calibrate(self._cores) if self.cancel_reason is None else None
-        return message.model_copy(update={"noise": guard(before, after)})
+        noise = guard(before.calibration, after, before_age_ms=round(age_ms, 3))
+        return message.model_copy(update={"noise": noise})
 
     def _run_iterations(self, prepared: PreparedJob) -> TerminalMessage:
         config = self.job.config

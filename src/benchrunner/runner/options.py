@@ -41,7 +41,11 @@ class RunnerOptions:
     cores: CorePlan | None = None
     """Which cores the runner's threads and its jobs use; None: split the allowed ones."""
     noise_guard: bool = True
-    """Calibrate the job cores right before and after each job (``noise`` in the output)."""
+    """Calibrate the job cores around each job (``noise`` in the output), unless the job's
+    spec turns it off."""
+    noise_max_age: float = 1.0
+    """Seconds: the idle calibration is retaken when older, so a job's "before" is never
+    older than this when the job arrives."""
     signing_key: Path | None = None
 
     @property
@@ -56,6 +60,8 @@ class RunnerOptions:
             raise ValueError(f"poll_timeout must be {MIN_POLL_TIMEOUT}-{MAX_POLL_TIMEOUT} s")
         if self.drain_grace < 0 or self.kill_grace < 0:
             raise ValueError("drain_grace and kill_grace must not be negative")
+        if not 0 < self.noise_max_age <= 3600:
+            raise ValueError("noise_max_age must be more than 0 and at most 3600 s")
         if self.heartbeat_interval <= 0:
             raise ValueError("heartbeat_interval must be positive")
         if self.max_output_bytes < 1:

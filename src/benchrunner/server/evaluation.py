@@ -73,9 +73,16 @@ def _group(
 
 
 def evaluate_report(
-    conn: Connection, report_id: int, metrics: Sequence[reports.StoredMetric], now: dt.datetime
+    conn: Connection,
+    report_id: int,
+    metrics: Sequence[reports.StoredMetric],
+    now: dt.datetime,
+    *,
+    noisy: bool = False,
 ) -> int:
-    """Judge the report's newly stored metrics; returns how many alerts were raised."""
+    """Judge the report's newly stored metrics; returns how many alerts were raised. On a
+    ``noisy`` report (``server.noise``) the boundaries are drawn and stored all the same, but
+    only thresholds with ``alert_when_noisy`` raise alerts."""
     if not metrics:
         return 0
     row = reports.report_row(conn, report_id)
@@ -90,6 +97,7 @@ def evaluate_report(
     cutoffs: dict[int, dt.datetime | None] = {}
     for judged in _group(found, metrics, ignored):
         t = judged.threshold
+        alerting = not noisy or bool(t.alert_when_noisy)
         if t.measure_id not in cutoffs:
             cutoffs[t.measure_id] = history.reset_cutoff(conn, scope, t.measure_id)
         since = history_since(row.start_time, t.window_seconds, cutoffs[t.measure_id])
@@ -102,10 +110,11 @@ def evaluate_report(
             max_samples=t.max_sample_size,
         )
         if thresholds.model_of(t).test is not TestKind.CHANGE_POINT:
-            raised += _judge_limits(conn, t, report_id, judged.metrics, series, now)
+            raised += _judge_limits(conn, t, report_id, judged.metrics, series, now, alerting)
             continue
         for m in judged.metrics:
-            raised += _judge_changes(conn, t, report_id, m, series.get(m.benchmark_id, []), now)
+            past = series.get(m.benchmark_id, [])
+            raised += _judge_changes(conn, t, report_id, m, past, now, alerting)
     return raised
 
 
@@ -123,9 +132,11 @@ def _judge_limits(
     metrics: list[reports.StoredMetric],
     series: dict[int, list[Point]],
     now: dt.datetime,
+    alerting: bool,
 ) -> int:
     """Each metric's limits from its series; their boundaries are stored in one batch (a
-    report's thousands of metrics are not thousands of statements)."""
+    report's thousands of metrics are not thousands of statements). Without ``alerting``,
+    nothing is raised."""
     from benchrunner.detection.boundary import limits, outside
 
     model = thresholds.model_of(t)
@@ -139,6 +150,8 @@ def _judge_limits(
         ],
     )
     raised = 0
+    if not alerting:
+        return raised
     for (m, d), boundary_id in zip(bounded, boundary_ids, strict=True):
         side = outside(d, m.value)
         if side is not None:
@@ -160,6 +173,7 @@ def _judge_changes(
     m: reports.StoredMetric,
     past: list[Point],
     now: dt.datetime,
+    alerting: bool,
 ) -> int:
     from benchrunner.detection.change_point import change_points
 
@@ -172,7 +186,7 @@ def _judge_changes(
     segment_start = found[-1].index if found else 0
     level = finite_mean([p.value for p in points[segment_start:]])
     alerts.boundary_put(conn, m.id, t.threshold_id, t.id, level, None, None)
-    if not found:
+    if not found or not alerting:  # a step kept back now is raised by a later quiet report
         return 0
     alerted = alerts.change_alerted(conn, [p.metric_id for p in points])
     alerted_at = [i for i, p in enumerate(points) if p.metric_id in alerted]

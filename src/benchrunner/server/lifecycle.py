@@ -321,7 +321,7 @@ class Lifecycle:
             status = await self.running(runner, job)
             if status is not None:
                 job = dataclasses.replace(job, status=status)
-        data = encode_output(JsonJobOutput(results=message.results))
+        data = encode_output(JsonJobOutput(results=message.results, noise=message.noise))
         for _attempt in range(3):
             if job.status in (JobStatus.RUNNING, JobStatus.FAILED):
                 if not stored:  # durable before the transition, so an ack means it is safe
@@ -398,7 +398,9 @@ class Lifecycle:
     async def _failed(
         self, runner: RunnerRow, job: jobs.JobRow, message: Failed, signed: SignedOutput | None
     ) -> Ack | Error:
-        data = encode_output(JsonJobOutput(results=message.results, error=message.error))
+        data = encode_output(
+            JsonJobOutput(results=message.results, error=message.error, noise=message.noise)
+        )
         if job.status in IN_FLIGHT:
             row_output = await self._blob_unless_small(job, data)
             now = self.ctx.clock.now()

@@ -19,6 +19,7 @@ from concurrent.futures import ProcessPoolExecutor
 
 from benchrunner import adapters
 from benchrunner.adapters.base import Average, Fold
+from benchrunner.protocol import NoiseGuard
 from benchrunner.server.outputs import UnusableOutput, decode_output
 from benchrunner.server.results import measure_output
 from benchrunner.server.store.reports import MetricValue
@@ -55,10 +56,12 @@ def _exit_with_parent() -> None:
 
 def measure_stored(
     adapter: str, average: Average | None, fold: Fold | None, raw: bytes
-) -> tuple[list[MetricValue], str | None]:
-    """A stored output's metrics, or why it has none (see ``results.measure_output``)."""
+) -> tuple[list[MetricValue], str | None, NoiseGuard | None]:
+    """A stored output's metrics, or why it has none (see ``results.measure_output``), and the
+    noise guard's figures when the runner took them."""
     try:
         output = decode_output(raw)
     except UnusableOutput as exc:
-        return [], str(exc)
-    return measure_output(adapter, output, adapters.Settings(average=average), fold)
+        return [], str(exc), None
+    values, error = measure_output(adapter, output, adapters.Settings(average=average), fold)
+    return values, error, output.noise

@@ -33,9 +33,11 @@ from typing import Any
 from sqlalchemy.engine import Connection
 
 from benchrunner.core.states import JobStatus
+from benchrunner.protocol import NoiseGuard
 from benchrunner.server.blobs import job_output_key
 from benchrunner.server.context import ServerContext
 from benchrunner.server.evaluation import evaluate_report
+from benchrunner.server.noise import NoiseVerdict, verdict
 from benchrunner.server.outputs import UnusableOutput, output_size, read_output, too_large
 from benchrunner.server.parsers import measure_stored, parser_pool
 from benchrunner.server.store import job_outputs, jobs, reports, transitions
@@ -77,6 +79,7 @@ class _Measured:
     job: jobs.JobRow
     values: list[reports.MetricValue]
     error: str | None
+    noise: NoiseVerdict | None = None
 
 
 class Processor:
@@ -236,7 +239,9 @@ class Processor:
             self._parsers = parser_pool()
         pool = self._parsers
         loop = asyncio.get_running_loop()
-        pending: list[asyncio.Future[tuple[list[reports.MetricValue], str | None]]] = []
+        pending: list[
+            asyncio.Future[tuple[list[reports.MetricValue], str | None, NoiseGuard | None]]
+        ] = []
         for job, raw in zip(group, read, strict=True):
             if isinstance(raw, bytes):
                 p = parsing[job.report_id]
@@ -251,7 +256,9 @@ class Processor:
                 self._parsers = None
             raise
         return [
-            _Measured(job, *next(parsed)) if isinstance(raw, bytes) else _Measured(job, [], raw)
+            _measured(job, *next(parsed), parsing[job.report_id])
+            if isinstance(raw, bytes)
+            else _Measured(job, [], raw)
             for job, raw in zip(group, read, strict=True)
         ]
 
@@ -260,7 +267,7 @@ class Processor:
         if isinstance(raw, str):
             return _Measured(job, [], raw)
         p = parsing[job.report_id]
-        return _Measured(job, *measure_stored(p.adapter, p.average, p.fold, raw))
+        return _measured(job, *measure_stored(p.adapter, p.average, p.fold, raw), p)
 
     def _commit_some(self, conn: Connection, measured: list[_Measured], start: int) -> int:
         """Write the jobs of ``measured`` from ``start`` on, while the write step lasts (all of
@@ -278,7 +285,7 @@ class Processor:
         """Store one job's metrics. The guarded move to ``processed`` comes first, so a job
         another replica (or an earlier batch) processed meanwhile adds nothing."""
         now = self._ctx.clock.now()
-        if not record_processed(conn, item.job, item.values, item.error, now):
+        if not record_processed(conn, item.job, item.values, item.error, now, item.noise):
             return False
         job_moved(
             self._ctx,
@@ -291,16 +298,28 @@ class Processor:
         return True
 
 
+def _measured(
+    job: jobs.JobRow,
+    values: list[reports.MetricValue],
+    error: str | None,
+    noise: NoiseGuard | None,
+    parsing: Any,
+) -> _Measured:
+    judged = verdict(noise, parsing.noise_cv_limit, parsing.noise_drift_limit)
+    return _Measured(job, values, error, judged)
+
+
 def record_processed(
     conn: Connection,
     job: jobs.JobRow,
     values: list[reports.MetricValue],
     error: str | None,
     now: dt.datetime,
+    noise: NoiseVerdict | None = None,
 ) -> bool:
     """Move a completed job to ``processed`` with its metrics (or why it has none) in its
-    report, its thresholds judged; False, with nothing written, when the job is not
-    ``completed`` (already processed elsewhere)."""
+    report, its thresholds judged (on a noisy report, only those that ask to be); False, with
+    nothing written, when the job is not ``completed`` (already processed elsewhere)."""
     if not transitions.job_mark_processed(
         conn,
         job.id,
@@ -315,11 +334,14 @@ def record_processed(
         start_time=job.started or job.created,
         end_time=job.completed or now,
         error=error,
+        noise=None if noise is None else noise.stored(),
     )
     if stored:  # nothing to judge costs no savepoint (two round trips on PostgreSQL)
         try:
             with conn.begin_nested():
-                evaluate_report(conn, job.report_id, stored, now)
+                evaluate_report(
+                    conn, job.report_id, stored, now, noisy=noise is not None and noise.noisy
+                )
         except Exception:  # an evaluation bug must not wedge the whole batch in `completed`
             log.exception("judging job %s's report failed; its metrics stay unjudged", job.uuid)
     return True

@@ -8,6 +8,7 @@ from typing import Any
 from sqlalchemy.engine import Connection
 
 from benchrunner.core.events import status_reached
+from benchrunner.server.noise import noise_view
 from benchrunner.server.store import alerts as store_alerts
 from benchrunner.server.store import branches, jobs, reports
 from benchrunner.server.store.accounts import OrganizationRow, ProjectRow, UserRow
@@ -193,6 +194,7 @@ def threshold_view(
         if row.benchmark_uuid is None
         else named_view(row.benchmark_uuid, row.benchmark_name, row.benchmark_slug),
         "model": None if current is None else model_view(current),
+        "alert_when_noisy": bool(row.alert_when_noisy),
         "created": iso(row.created),
         "modified": iso(row.modified),
     }
@@ -244,7 +246,8 @@ def alert_view(row: Any) -> dict[str, Any]:
     }
 
 
-def _measure_entry(m: Any, found: Any | None) -> dict[str, Any]:
+def _measure_entry(m: Any, found: Any | None, withheld: str | None) -> dict[str, Any]:
+    """``withheld``: why a noisy report's thresholds raised no alert (None: quiet)."""
     entry: dict[str, Any] = {
         "measure": {
             **named_view(m.measure_uuid, m.measure, m.measure_slug),
@@ -261,8 +264,11 @@ def _measure_entry(m: Any, found: Any | None) -> dict[str, Any]:
         entry["threshold"] = {
             "uuid": str(found.threshold_uuid),
             "model": model_view(found, prefix="model_"),
+            "alert_when_noisy": bool(found.alert_when_noisy),
         }
         entry["boundary"] = boundary_view(found)
+        if withheld is not None and not found.alert_when_noisy:
+            entry["alert"] = withheld
     return entry
 
 
@@ -280,6 +286,8 @@ def report_view(
     point) and testbed as objects, results per iteration -> benchmark -> measures with metric,
     threshold and boundary, and the alerts its evaluation raised."""
     found = boundaries or {}
+    noise = noise_view(report.noise)
+    withheld = None if noise is None else noise.get("alerts")
     iterations: dict[int, dict[str, Any]] = {}
     for m in metrics:
         benches = iterations.setdefault(m.iteration, {})
@@ -290,7 +298,7 @@ def report_view(
                 "measures": [],
             },
         )
-        bench["measures"].append(_measure_entry(m, found.get(m.id)))
+        bench["measures"].append(_measure_entry(m, found.get(m.id), withheld))
     results = [list(iterations[i].values()) for i in sorted(iterations)]
     head_start = None
     if start_point is not None:
@@ -321,6 +329,7 @@ def report_view(
         "end_time": iso(report.end_time),
         "results": results,
         "error": report.error,
+        "noise": noise,
         "alerts": [alert_view(a) for a in alerts or []],
         "created": iso(report.created),
     }

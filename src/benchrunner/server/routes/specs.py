@@ -19,6 +19,8 @@ from benchrunner.server.views import spec_view
 
 router = APIRouter(tags=["specs"])
 
+NOISE_LIMIT_MAX = 1e9
+
 
 class SpecBody(ApiBody):
     name: str = Field(min_length=1, max_length=64)
@@ -28,12 +30,47 @@ class SpecBody(ApiBody):
     memory: int = Field(ge=1, le=2**63 - 1, description="bytes")
     disk: int = Field(ge=1, le=2**63 - 1, description="bytes")
     network: bool = False
+    noise_guard: bool = Field(
+        default=True, description="runners calibrate the job cores around each job"
+    )
+    noise_cv_limit: float | None = Field(
+        default=None,
+        ge=0,
+        le=NOISE_LIMIT_MAX,
+        description="a report whose calibration varies more (0.02 is 2 %) is noisy; "
+        "null: the server's default",
+    )
+    noise_drift_limit: float | None = Field(
+        default=None,
+        ge=0,
+        le=NOISE_LIMIT_MAX,
+        description="a report whose calibration drifted more, either way, is noisy; "
+        "null: the server's default",
+    )
 
 
 class SpecPatch(ApiBody):
     name: str | None = Field(default=None, min_length=1, max_length=64)
     slug: str | None = Field(default=None, min_length=1, max_length=64)
     archived: bool | None = None
+    noise_guard: bool | None = None
+    noise_cv_limit: float | None = Field(default=None, ge=0, le=NOISE_LIMIT_MAX)
+    """Absent: unchanged; null: back to the server's default."""
+    noise_drift_limit: float | None = Field(default=None, ge=0, le=NOISE_LIMIT_MAX)
+
+
+NOISE_LIMITS = ("noise_cv_limit", "noise_drift_limit")
+
+
+def noise_changes(body: SpecPatch) -> dict[str, Any]:
+    """The noise guard's columns a patch sets: a limit sent as null goes back to the default."""
+    values: dict[str, Any] = {}
+    if body.noise_guard is not None:
+        values["noise_guard"] = body.noise_guard
+    for name in NOISE_LIMITS:
+        if name in body.model_fields_set:
+            values[name] = getattr(body, name)
+    return values
 
 
 def spec_or_404(conn: Connection, ref: str) -> Any:
@@ -79,6 +116,7 @@ async def update_spec(spec: str, body: SpecPatch, _admin: Admin, ctx: Ctx) -> di
             archived=body.archived,
             now=ctx.clock.now(),
         )
+        values.update(noise_changes(body))
         updated = runners.spec_update(conn, row.id, values)
         if updated is None:
             raise slug_taken(values["slug"])

@@ -5,6 +5,8 @@ A threshold's body is Bencher's: ``branch``, ``testbed`` and ``measure`` (UUID, 
 and the model's fields beside them (``test``, ``min_sample_size``, ``max_sample_size``,
 ``window``, ``lower_boundary``, ``upper_boundary``; ``max_pvalue`` and ``min_magnitude`` for
 ``change_point``). ``benchmark`` makes it an override for that one benchmark.
+``alert_when_noisy`` (ours, default false) makes it raise alerts on a report its noise guard
+found noisy too; a PUT without it keeps the threshold's setting.
 """
 
 from __future__ import annotations
@@ -26,7 +28,12 @@ from benchrunner.server.views import threshold_view
 router = APIRouter(tags=["thresholds"])
 
 
-class ThresholdCreate(ThresholdModelBody):
+class ThresholdUpdate(ThresholdModelBody):
+    model_config = ConfigDict(extra="forbid")
+    alert_when_noisy: bool | None = None
+
+
+class ThresholdCreate(ThresholdUpdate):
     model_config = ConfigDict(extra="forbid")
     branch: str = Field(min_length=1, max_length=256)
     testbed: str = Field(min_length=1, max_length=64)
@@ -102,9 +109,12 @@ async def create_threshold(
                 + (" and benchmark" if key.benchmark_id is not None else "")
                 + " have a threshold already: update its model with PUT"
             )
-        threshold_id, created = thresholds.threshold_put(conn, row.id, key, model, ctx.clock.now())
+        now = ctx.clock.now()
+        threshold_id, created = thresholds.threshold_put(conn, row.id, key, model, now)
         if not created:
             raise conflict("a threshold for this series was created meanwhile")
+        if body.alert_when_noisy:
+            thresholds.threshold_set_alert_when_noisy(conn, threshold_id, True, now)
         return _view(conn, threshold_id, history=True)
 
     return await ctx.db.write(unit)
@@ -131,15 +141,21 @@ async def get_threshold(project: str, threshold: str, user: MaybeUser, ctx: Ctx)
 
 @router.put("/v0/projects/{project}/thresholds/{threshold}")
 async def update_threshold(
-    project: str, threshold: str, body: ThresholdModelBody, user: MaybeUser, ctx: Ctx
+    project: str, threshold: str, body: ThresholdUpdate, user: MaybeUser, ctx: Ctx
 ) -> dict[str, Any]:
-    """Replace the threshold's model (the same model again changes nothing)."""
+    """Replace the threshold's model (the same model again changes nothing), and set
+    ``alert_when_noisy`` when given."""
     model = checked_model(body, "threshold")
 
     def unit(conn: Connection) -> dict[str, Any]:
         row = project_access(conn, user, project, write=True)
         threshold_id = _threshold_id(conn, row.id, threshold)
-        thresholds.model_replace(conn, threshold_id, model, ctx.clock.now())
+        now = ctx.clock.now()
+        thresholds.model_replace(conn, threshold_id, model, now)
+        if body.alert_when_noisy is not None:
+            thresholds.threshold_set_alert_when_noisy(
+                conn, threshold_id, body.alert_when_noisy, now
+            )
         return _view(conn, threshold_id, history=True)
 
     return await ctx.db.write(unit)

@@ -150,6 +150,7 @@ JUDGED_BY: tuple[sa.ColumnElement[Any], ...] = (
     boundary.c.lower_limit,
     boundary.c.upper_limit,
     threshold.c.uuid.label("threshold_uuid"),
+    threshold.c.alert_when_noisy,
     model.c.uuid.label("model_uuid"),
     model.c.test,
     model.c.min_sample_size,

@@ -19,10 +19,12 @@ from benchrunner.server.store.direct import Direct, insert_values
 from benchrunner.server.store.tables import (
     benchmark,
     branch,
+    job,
     measure,
     metric,
     project,
     report,
+    spec,
     testbed,
 )
 
@@ -312,6 +314,7 @@ _FINISH_REPORT = Direct(
         start_time=sa.bindparam("start_time"),
         end_time=sa.bindparam("end_time"),
         error=sa.bindparam("error"),
+        noise=sa.bindparam("noise"),
     )
 )
 
@@ -323,10 +326,18 @@ def report_finish(
     start_time: dt.datetime,
     end_time: dt.datetime,
     error: str | None,
+    noise: str | None = None,
 ) -> None:
+    """``noise``: the noise verdict's JSON (``server.noise``), None when the job had none."""
     _FINISH_REPORT.run(
         conn,
-        {"report_id": report_id, "start_time": start_time, "end_time": end_time, "error": error},
+        {
+            "report_id": report_id,
+            "start_time": start_time,
+            "end_time": end_time,
+            "error": error,
+            "noise": noise,
+        },
     )
 
 
@@ -385,14 +396,25 @@ def report_row(conn: Connection, report_id: int) -> Any:
     return row
 
 
-_PARSING = sa.select(report.c.id, report.c.adapter, report.c.average, report.c.fold).where(
-    report.c.id.in_(sa.bindparam("ids", expanding=True))
+_PARSING = (
+    sa.select(
+        report.c.id,
+        report.c.adapter,
+        report.c.average,
+        report.c.fold,
+        spec.c.noise_cv_limit,
+        spec.c.noise_drift_limit,
+    )
+    .outerjoin(job, job.c.report_id == report.c.id)
+    .outerjoin(spec, spec.c.id == job.c.spec_id)
+    .where(report.c.id.in_(sa.bindparam("ids", expanding=True)))
 )
 
 
 def reports_parsing(conn: Connection, report_ids: Iterable[int]) -> dict[int, Any]:
     """Each report's ``adapter``, ``average`` and ``fold`` by id: what parsing its job's output
-    needs, ``IN_LIST_CHUNK`` ids per statement."""
+    needs, with its job's spec's noise limits (None: the server's defaults), ``IN_LIST_CHUNK``
+    ids per statement."""
     ids = sorted(set(report_ids))
     found: dict[int, Any] = {}
     for start in range(0, len(ids), IN_LIST_CHUNK):

@@ -177,6 +177,9 @@ class NewSpec:
     disk: int
     network: bool
     slug: str | None = None
+    noise_guard: bool = True
+    noise_cv_limit: float | None = None
+    noise_drift_limit: float | None = None
 
 
 def spec_json(row: Any) -> JsonSpec:
@@ -192,6 +195,9 @@ def spec_json(row: Any) -> JsonSpec:
         created=row.created,
         modified=row.modified,
         archived=row.archived,
+        noise_guard=bool(row.noise_guard),
+        noise_cv_limit=row.noise_cv_limit,
+        noise_drift_limit=row.noise_drift_limit,
     )
 
 
@@ -204,6 +210,9 @@ def spec_create(conn: Connection, params: NewSpec, now: dt.datetime) -> Any:
         "memory": params.memory,
         "disk": params.disk,
         "network": params.network,
+        "noise_guard": params.noise_guard,
+        "noise_cv_limit": params.noise_cv_limit,
+        "noise_drift_limit": params.noise_drift_limit,
         "created": now,
         "modified": now,
     }

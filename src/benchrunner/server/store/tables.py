@@ -167,6 +167,11 @@ spec = sa.Table(
     _ts("created"),
     _ts("modified"),
     _ts("archived", nullable=True),
+    # The noise guard (issue 14): whether its runners calibrate around each job, and the limits
+    # above which a report is noisy (NULL: the server's defaults).
+    sa.Column("noise_guard", sa.Boolean, nullable=False, default=True),
+    sa.Column("noise_cv_limit", sa.Float, nullable=True),
+    sa.Column("noise_drift_limit", sa.Float, nullable=True),
 )
 
 runner_spec = sa.Table(
@@ -236,6 +241,7 @@ report = sa.Table(
     sa.Column("hash", sa.String(64), nullable=True),
     sa.Column("version", sa.Integer, nullable=True),
     _ts("created"),
+    sa.Column("noise", sa.Text, nullable=True),  # JSON: the noise guard's figures and verdict
     sa.Index("index_report_project_created", "project_id", "created"),
     # A series' history: one branch and testbed, by time; and a branch's latest version.
     sa.Index("index_report_branch_testbed_start", "branch_id", "testbed_id", "start_time"),
@@ -273,6 +279,7 @@ threshold = sa.Table(
     _fk("benchmark_id", "benchmark.id", "CASCADE", nullable=True),
     _ts("created"),
     _ts("modified"),
+    sa.Column("alert_when_noisy", sa.Boolean, nullable=False, default=False),
     sa.UniqueConstraint(
         "branch_id",
         "testbed_id",

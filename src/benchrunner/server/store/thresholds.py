@@ -151,6 +151,27 @@ def model_replace(conn: Connection, threshold_id: int, params: Model, now: dt.da
     return True
 
 
+_SET_ALERT_WHEN_NOISY = (
+    threshold.update()
+    .where(
+        threshold.c.id == sa.bindparam("threshold_id"),
+        threshold.c.alert_when_noisy != sa.bindparam("alert_when_noisy"),
+    )
+    .values(alert_when_noisy=sa.bindparam("alert_when_noisy"), modified=sa.bindparam("now"))
+)
+
+
+def threshold_set_alert_when_noisy(
+    conn: Connection, threshold_id: int, alert_when_noisy: bool, now: dt.datetime
+) -> bool:
+    """Whether the threshold raises alerts on a noisy report; False when it already did."""
+    changed = conn.execute(
+        _SET_ALERT_WHEN_NOISY,
+        {"threshold_id": threshold_id, "alert_when_noisy": alert_when_noisy, "now": now},
+    )
+    return bool(changed.rowcount)
+
+
 _DELETE = threshold.delete().where(threshold.c.id == sa.bindparam("threshold_id"))
 
 
@@ -178,6 +199,7 @@ _CLONE_SOURCE = (
         threshold.c.testbed_id,
         threshold.c.measure_id,
         threshold.c.benchmark_id,
+        threshold.c.alert_when_noisy,
         *(c for c in model.c if c.name not in ("id", "uuid", "threshold_id", "created")),
     )
     .join(model, sa.and_(model.c.threshold_id == threshold.c.id, model.c.replaced.is_(None)))
@@ -194,7 +216,9 @@ def thresholds_clone(
     for row in conn.execute(_CLONE_SOURCE, {"branch_id": from_branch}).all():
         key = SeriesKey(to_branch, row.testbed_id, row.measure_id, row.benchmark_id)
         if threshold_find(conn, key) is None:
-            threshold_put(conn, project_id, key, model_of(row), now)
+            threshold_id, _ = threshold_put(conn, project_id, key, model_of(row), now)
+            if row.alert_when_noisy:
+                threshold_set_alert_when_noisy(conn, threshold_id, True, now)
 
 
 # Reads for the API: a threshold with its branch, testbed, measure, benchmark and current model.
@@ -326,6 +350,7 @@ _FOR_SERIES = (
         threshold.c.uuid.label("threshold_uuid"),
         threshold.c.measure_id,
         threshold.c.benchmark_id,
+        threshold.c.alert_when_noisy,
         *(column for column in model.c if column.name != "threshold_id"),
     )
     .join(model, sa.and_(model.c.threshold_id == threshold.c.id, model.c.replaced.is_(None)))

@@ -1,0 +1,68 @@
+"""The noise guard's "before": taken while the runner waits for work, never on a job's way.
+
+A calibration in front of every job would put its milliseconds into every pickup (issue 10
+measures enqueue -> job start). So the agent calibrates the idle job cores just before it
+sends ``ready``, and again whenever the latest one has grown older than ``max_age`` while it
+waits; a job that arrives takes the latest one, which is then at most ``max_age`` (plus one
+calibration) old. A refresh gives way between two rounds as soon as anything happens (a job,
+a cancel, a lost channel): the one before it stays valid.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from benchrunner.protocol import Calibration
+from benchrunner.runner.cores import CorePlan
+from benchrunner.runner.noise_guard import NoiseProbe
+
+DEFAULT_MAX_AGE = 1.0
+"""Seconds: how old the "before" of an arriving job may be."""
+
+
+@dataclass(frozen=True)
+class TakenCalibration:
+    calibration: Calibration
+    taken_at: float
+    """``time.monotonic()`` when it ended."""
+
+
+class IdleCalibration:
+    """The latest calibration of the idle job cores. Used by the agent's thread only."""
+
+    def __init__(
+        self,
+        probe: NoiseProbe,
+        cores: CorePlan,
+        *,
+        max_age: float = DEFAULT_MAX_AGE,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.probe = probe
+        self._cores = cores
+        self._max_age = max_age
+        self._clock = clock
+        self._latest: TakenCalibration | None = None
+
+    def due(self, now: float) -> bool:
+        """Whether there is none, or the latest is older than ``max_age``."""
+        return self._latest is None or now - self._latest.taken_at >= self._max_age
+
+    def deadline(self) -> float | None:
+        """When the latest grows too old (None: there is none)."""
+        return None if self._latest is None else self._latest.taken_at + self._max_age
+
+    def refresh(self, stop: Callable[[], bool]) -> bool:
+        """Calibrate now; False, keeping the latest, when ``stop()`` interrupted it."""
+        calibration = self.probe.calibrate_unless(self._cores, stop)
+        if calibration is None:
+            return False
+        self._latest = TakenCalibration(calibration, self._clock())
+        return True
+
+    def take(self) -> TakenCalibration | None:
+        """The latest, for the job that just arrived; the next job needs a newer one."""
+        latest, self._latest = self._latest, None
+        return latest

@@ -1,0 +1,96 @@
+"""A report's noise verdict: the runner's calibrations around the job (``NoiseGuard``) against
+its spec's limits (issue 14).
+
+A report is *noisy* when a calibration's coefficient of variation (before or after the job,
+whichever is larger) exceeds the CV limit, or when the machine's speed drifted between them by
+more than the drift limit, either way. Its thresholds then raise no alert unless they ask to
+(``alert_when_noisy``): a regression seen on a noisy machine is as likely the machine.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from benchrunner.protocol import NoiseGuard
+
+DEFAULT_CV_LIMIT = 0.05
+"""The server's CV limit for a spec that sets none. A quiet, tuned machine shows well under
+1 % with the guard's rounds; a shared virtual machine's idle cores often several percent."""
+DEFAULT_DRIFT_LIMIT = 0.05
+
+
+@dataclass(frozen=True)
+class NoiseVerdict:
+    noise: NoiseGuard
+    cv_limit: float
+    drift_limit: float
+
+    @property
+    def cv(self) -> float:
+        """The larger of the two calibrations' coefficients of variation."""
+        after = self.noise.after.cv if self.noise.after is not None else 0.0
+        return max(self.noise.before.cv, after)
+
+    @property
+    def reasons(self) -> list[str]:
+        """Why the report is noisy; empty when it is quiet."""
+        found = []
+        if self.cv > self.cv_limit:
+            found.append(f"cv {_percent(self.cv)} > limit {_percent(self.cv_limit)}")
+        drift = self.noise.drift
+        if drift is not None and abs(drift) > self.drift_limit:
+            found.append(f"drift {drift * 100:+.1f}% > limit {_percent(self.drift_limit)}")
+        return found
+
+    @property
+    def noisy(self) -> bool:
+        return bool(self.reasons)
+
+    def withheld(self) -> str | None:
+        """What the report says of the alerts its noise kept back; None when quiet."""
+        reasons = self.reasons
+        if not reasons:
+            return None
+        return f"not judged: noisy ({'; '.join(reasons)})"
+
+    def stored(self) -> str:
+        """The JSON kept on the report, as its view shows it."""
+        return json.dumps(
+            {
+                **self.noise.model_dump(mode="json", exclude_none=True),
+                "cv": self.cv,
+                "cv_limit": self.cv_limit,
+                "drift_limit": self.drift_limit,
+                "verdict": "noisy" if self.noisy else "quiet",
+                "alerts": self.withheld(),
+            },
+            separators=(",", ":"),
+        )
+
+
+def verdict(
+    noise: NoiseGuard | None, cv_limit: float | None, drift_limit: float | None
+) -> NoiseVerdict | None:
+    """The verdict on a job's noise under its spec's limits (None: the server's defaults);
+    None when the job has no noise figures (guard off, or an older runner)."""
+    if noise is None:
+        return None
+    return NoiseVerdict(
+        noise,
+        DEFAULT_CV_LIMIT if cv_limit is None else cv_limit,
+        DEFAULT_DRIFT_LIMIT if drift_limit is None else drift_limit,
+    )
+
+
+def noise_view(stored: str | None) -> dict[str, Any] | None:
+    """A report's stored noise JSON for its view (None when it has none)."""
+    if stored is None:
+        return None
+    found = json.loads(stored)
+    return found if isinstance(found, dict) else None
+
+
+def _percent(value: float) -> str:
+    return f"{value * 100:.1f}%"

@@ -1,0 +1,67 @@
+"""The noise guard stays off a job's way: the runner calibrates while it waits for work, and a
+job that arrives starts its process with no calibration in between (issue 10 measures that
+pickup). A real server and a real agent, whose calibration rounds are timestamped on the wall
+clock the job's own process prints at its start (``bench.clock``)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import threading
+import time
+from pathlib import Path
+
+from benchrunner.runner.agent import Agent
+from benchrunner.runner.noise_guard import NoiseProbe, fixed_work
+from benchrunner.runner.options import RunnerOptions
+from tests.harness import deploy, wait_until
+
+
+def test_the_before_is_taken_while_idle_and_the_job_starts_without_a_calibration(
+    tmp_path: Path,
+) -> None:
+    rounds: list[int] = []  # wall-clock ns at the end of each round (and warm-up)
+
+    def work() -> None:
+        fixed_work()
+        rounds.append(time.time_ns())
+
+    with deploy(tmp_path, f"sqlite:///{tmp_path / 'benchrunner.db'}") as deployment:
+        slug, key = deployment.new_runner("idle-calibration")
+        options = RunnerOptions(
+            host=deployment.server.url,
+            runner=slug,
+            key=key,
+            templates=deployment.server.templates,
+            spool=tmp_path / "spool",
+            poll_timeout=30,
+            noise_max_age=3600.0,  # no refresh while waiting: the test reads one idle "before"
+        )
+        probe = dataclasses.replace(NoiseProbe(), work=work)
+        agent = Agent(options, noise_probe=probe)
+        exit_codes: list[int] = []
+        thread = threading.Thread(target=lambda: exit_codes.append(agent.run()), daemon=True)
+        thread.start()
+        try:
+            # Idle, before any job: one calibration (warm-up and 32 rounds), then `ready`.
+            wait_until(lambda: len(rounds) >= 33, timeout=30, message="an idle calibration")
+            idle_rounds = len(rounds)
+            submitted_ns = time.time_ns()
+            job_uuid = deployment.submit("bench.clock")
+            job = deployment.wait_status(job_uuid, "processed", timeout=60)
+        finally:
+            agent.request_drain()
+            thread.join(30)
+        assert exit_codes == [0]
+
+    started_ns = json.loads(job["output"]["results"][0]["stdout"])["clock"]["started_ns"]["value"]
+    assert submitted_ns < started_ns
+    # Between the job's submission and its process's start, no round ran...
+    assert not [r for r in rounds if submitted_ns < r < started_ns]
+    # ... the idle one had ended before, and the one after the job came after it.
+    assert idle_rounds == 33 and rounds[idle_rounds - 1] < submitted_ns
+    after = [r for r in rounds if r > started_ns]
+    assert len(after) >= 33
+    noise = job["output"]["noise"]
+    assert noise["before"]["rounds"] == noise["after"]["rounds"] == 32
+    assert noise["before_age_ms"] >= (submitted_ns - rounds[idle_rounds - 1]) / 1e6
