@@ -57,6 +57,29 @@ class JsonSpec(_Wire):
     archived: dt.datetime | None = None
 
 
+DuetSide = Literal["baseline", "contender"]
+
+
+class JsonDuetSide(_Wire):
+    """One side of a duet: an image (``digest``) or a template's arguments (``args``)."""
+
+    digest: str | None = None
+    args: dict[str, int | float | bool | str] | None = None
+
+
+class JsonDuet(_Wire):
+    """A duet job: ``iter`` rounds, each running the baseline and the contender once, in an
+    order drawn per round from ``seed`` (``core.duet_order``). ``confidence``, ``resamples``
+    and ``margin`` are the server's: how it judges the paired ratios (``detection.duet``)."""
+
+    baseline: JsonDuetSide
+    contender: JsonDuetSide
+    seed: int = Field(ge=0, le=2**63 - 1)
+    confidence: float = Field(default=0.95, gt=0, lt=1)
+    resamples: int = Field(default=10_000, ge=100, le=1_000_000)
+    margin: float = Field(default=0.0, ge=0, lt=1)
+
+
 class JsonJobConfig(_Wire):
     """What a runner needs to execute a job; nothing about repo, branch or adapter (seed 000).
 
@@ -77,6 +100,8 @@ class JsonJobConfig(_Wire):
     # template jobs
     template: str | None = None
     args: dict[str, int | float | bool | str] | None = None
+    # duet jobs (either kind): ``digest``/``args`` above are the baseline's
+    duet: JsonDuet | None = None
 
     @property
     def kind(self) -> Literal["image", "template"]:
@@ -100,6 +125,9 @@ class IterationResult(_Wire):
     stdout: str | None = None
     stderr: str | None = None
     output: dict[str, str] | None = None
+    side: DuetSide | None = None
+    """In a duet job: which side ran in this iteration, in round ``round`` (0-based)."""
+    round: int | None = Field(default=None, ge=0)
 
 
 class Calibration(_Wire):

@@ -39,6 +39,7 @@ from benchrunner.protocol import (
     JsonClaimedJob,
     TerminalMessage,
 )
+from benchrunner.runner import duet
 from benchrunner.runner.cores import CorePlan
 from benchrunner.runner.events import AgentEvent, JobFinished, JobStarted
 from benchrunner.runner.executors.base import Executor, ExecutorError, PreparedJob
@@ -148,7 +149,7 @@ class JobRun:
         if self._executor.starts_before_setup:
             self._post(JobStarted(self.uuid))
         try:
-            prepared = self._executor.prepare(self.job)
+            prepared = duet.prepare(self._executor, self.job)
         except ExecutorError as exc:
             reason = self.cancel_reason
             if reason is not None:  # the setup gave up because the job was canceled
@@ -201,7 +202,7 @@ class JobRun:
             prepared.on_output = functools.partial(self._logs.write, self.uuid)
         results: list[IterationResult] = []
         try:
-            for index in range(config.iter):
+            for index in range(duet.iterations(self.job)):
                 try:
                     result = prepared.run_iteration(index)
                 except ExecutorError as exc:

@@ -17,8 +17,7 @@ from dataclasses import dataclass
 
 from sqlalchemy.engine import Connection
 
-from benchrunner.server.parsers import measure_stored
-from benchrunner.server.processing import INLINE_PARSE_BYTES, record_processed
+from benchrunner.server.processing import INLINE_PARSE_BYTES, measure_job, record_processed
 from benchrunner.server.store import job_outputs, jobs, reports, transitions
 
 
@@ -56,8 +55,10 @@ def complete(
     if completed is None:
         return Completion(completed=True)
     parsing = reports.reports_parsing(conn, [job.report_id])[job.report_id]
-    values, error = measure_stored(parsing.adapter, parsing.average, parsing.fold, row_output)
-    processed = record_processed(conn, completed, values, error, now)
+    values, error, duet = measure_job(
+        completed.config.duet, parsing.adapter, parsing.average, parsing.fold, row_output
+    )
+    processed = record_processed(conn, completed, values, error, now, duet)
     return Completion(completed=True, processed=processed, error=error, row=completed)
 
 
