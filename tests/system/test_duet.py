@@ -8,7 +8,7 @@ from typing import Any
 import httpx
 
 from benchrunner.core.duet_order import order_text, run_sequence
-from tests.harness import Deployment
+from tests.harness import Deployment, cli
 
 SEED = 42
 ROUNDS = 8
@@ -19,8 +19,8 @@ def _duet_body(deployment: Deployment, **overrides: Any) -> dict[str, Any]:
         "project": deployment.project,
         "spec": deployment.spec,
         "template": "bench.timed",
-        "baseline": {"args": {"ms": 20}},
-        "contender": {"args": {"ms": 26}},
+        "baseline": {"args": {"ms": 10}},
+        "contender": {"args": {"ms": 30}},
         "duet": {"seed": SEED, "margin": 0.05, "resamples": 2000},
         "job": {"iter": ROUNDS},
         "settings": {"adapter": "json"},
@@ -56,6 +56,22 @@ def test_a_slower_contender_gives_a_ratio_above_one_and_an_alert(deployment: Dep
     assert 1.05 < found["lower_value"] < found["ratio"] < found["upper_value"]
     assert found["alert"] == {"limit": "upper"}
     assert duet["alerts"] == 1
+
+    # The CLI: `report show` prints the duet apart, and a duet submitted with `run --baseline
+    # --contender --wait --err` fails the step on its alert.
+    env = deployment.cli_env(deployment.tmp)
+    shown = cli("report", "show", job["report"], env=env).stdout
+    assert "no metrics" not in shown
+    assert f"order (A baseline, B contender): {order_text(expected)}" in shown
+    assert "ALERT (upper)" in shown
+    ran = cli(
+        "run", "--spec", deployment.spec, "--template", "bench.timed", "--adapter", "json",
+        "--baseline", "ms=10", "--contender", "ms=30", "--iter", "4", "--duet-margin", "0.05",
+        "--wait", "--err", "--no-context", env=env, check=False, timeout=120,
+    )  # fmt: skip
+    assert ran.returncode == 1, ran.stdout + ran.stderr
+    assert "ALERT (upper)" in ran.stdout and "rounds" in ran.stdout
+    assert "1 alert" in ran.stderr + ran.stdout
 
 
 ILL_FORMED: list[tuple[dict[str, Any], str]] = [
