@@ -1,7 +1,8 @@
 """One job, executed on a thread of its own or the runner's job slot (``slot.py``) from claim
 to a spooled terminal message.
 
-The thread prepares the job with the executor, runs ``config.iter`` iterations under the job's
+The thread prepares the job with the executor (a duet job: both sides, ``duet.py``, whose
+``iter`` rounds make ``2 * iter`` iterations), runs ``config.iter`` iterations under the job's
 local timeout (counted from the end of setup), posting ``JobStarted`` (the agent sends
 ``running``) once the first iteration's process has started, cleans up, writes
 the terminal message to the spool and posts ``JobFinished``. It always ends with exactly one
