@@ -15,9 +15,17 @@ from __future__ import annotations
 import datetime as dt
 import re
 import uuid
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    TypeAdapter,
+    ValidationError,
+    model_serializer,
+)
 
 from benchrunner.core.canonical import canonical_hash
 
@@ -128,6 +136,16 @@ class IterationResult(_Wire):
     side: DuetSide | None = None
     """In a duet job: which side ran in this iteration, in round ``round`` (0-based)."""
     round: int | None = Field(default=None, ge=0)
+
+    @model_serializer(mode="wrap")
+    def _duet_tags_only_in_duets(self, handler: SerializerFunctionWrapHandler) -> Any:
+        # Outputs and result hashes of plain jobs stay exactly as they were before duets.
+        data = handler(self)
+        if isinstance(data, dict):
+            for tag in ("side", "round"):
+                if data.get(tag, 0) is None:
+                    del data[tag]
+        return data
 
 
 class Calibration(_Wire):

@@ -5,12 +5,20 @@ from __future__ import annotations
 
 import json
 import multiprocessing
+import uuid
 from concurrent.futures import ProcessPoolExecutor
 
 import pytest
 
 from benchrunner.core.duet_order import order_text, run_sequence
-from benchrunner.protocol import IterationResult, JsonDuet, JsonJobOutput
+from benchrunner.protocol import (
+    Completed,
+    IterationResult,
+    JsonDuet,
+    JsonJobOutput,
+    encode,
+    parse_runner_message,
+)
 from benchrunner.server.outputs import encode_output
 from benchrunner.server.processing import measure_job
 
@@ -73,3 +81,18 @@ def test_an_unusable_duet_output_says_why(raw: bytes, message: str) -> None:
     values, error, verdict = measure_job(DUET, "json", None, None, raw)
     assert values == [] and verdict is None
     assert error is not None and message in error
+
+
+def test_duet_tags_travel_on_the_channel_and_plain_results_keep_their_shape() -> None:
+    tagged = IterationResult(exit_code=0, stdout="x", side="contender", round=3)
+    message = Completed(job=uuid.uuid4(), results=[tagged, IterationResult(exit_code=0)])
+    parsed = parse_runner_message(encode(message))
+    assert isinstance(parsed, Completed)
+    assert parsed.results == message.results
+    assert IterationResult(exit_code=0).model_dump() == {
+        "exit_code": 0,
+        "stdout": None,
+        "stderr": None,
+        "output": None,
+    }
+    assert tagged.model_dump()["side"] == "contender" and tagged.model_dump()["round"] == 3
