@@ -41,6 +41,16 @@ TEST_TEMPLATES = (
 command = ["python3", "-c", "print('{\\"noop\\": {\\"latency\\": {\\"value\\": 0}}}')"]
 timeout = 30
 
+[templates."bench.timed"]
+description = "Sleep ms milliseconds and report the wall time it took (ns) as a latency metric"
+command = ["python3", "-c", 'import json,sys,time; t=time.perf_counter_ns(); time.sleep(int(sys.argv[1])/1000); print(json.dumps({"timed": {"latency": {"value": time.perf_counter_ns()-t}}}))', "{ms}"]
+timeout = 60
+
+[templates."bench.timed".args.ms]
+type = "int"
+min = 0
+max = 1000
+
 [templates."bench.clock"]
 description = "Print the wall clock at the job's start (nanoseconds since the epoch) as a metric: a no-op whose start can be read back from its output"
 command = ["date", "+{\\"clock\\": {\\"started_ns\\": {\\"value\\": %s%N}}}"]

@@ -15,9 +15,17 @@ from __future__ import annotations
 import datetime as dt
 import re
 import uuid
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    TypeAdapter,
+    ValidationError,
+    model_serializer,
+)
 
 from benchrunner.core.canonical import canonical_hash
 
@@ -63,6 +71,29 @@ class JsonSpec(_Wire):
     """... or above this before/after drift, either way (None: the server's default)."""
 
 
+DuetSide = Literal["baseline", "contender"]
+
+
+class JsonDuetSide(_Wire):
+    """One side of a duet: an image (``digest``) or a template's arguments (``args``)."""
+
+    digest: str | None = None
+    args: dict[str, int | float | bool | str] | None = None
+
+
+class JsonDuet(_Wire):
+    """A duet job: ``iter`` rounds, each running the baseline and the contender once, in an
+    order drawn per round from ``seed`` (``core.duet_order``). ``confidence``, ``resamples``
+    and ``margin`` are the server's: how it judges the paired ratios (``detection.duet``)."""
+
+    baseline: JsonDuetSide
+    contender: JsonDuetSide
+    seed: int = Field(ge=0, le=2**63 - 1)
+    confidence: float = Field(default=0.95, gt=0, lt=1)
+    resamples: int = Field(default=10_000, ge=100, le=1_000_000)
+    margin: float = Field(default=0.0, ge=0, lt=1)
+
+
 class JsonJobConfig(_Wire):
     """What a runner needs to execute a job; nothing about repo, branch or adapter (seed 000).
 
@@ -83,6 +114,8 @@ class JsonJobConfig(_Wire):
     # template jobs
     template: str | None = None
     args: dict[str, int | float | bool | str] | None = None
+    # duet jobs (either kind): ``digest``/``args`` above are the baseline's
+    duet: JsonDuet | None = None
 
     @property
     def kind(self) -> Literal["image", "template"]:
@@ -106,6 +139,19 @@ class IterationResult(_Wire):
     stdout: str | None = None
     stderr: str | None = None
     output: dict[str, str] | None = None
+    side: DuetSide | None = None
+    """In a duet job: which side ran in this iteration, in round ``round`` (0-based)."""
+    round: int | None = Field(default=None, ge=0)
+
+    @model_serializer(mode="wrap")
+    def _duet_tags_only_in_duets(self, handler: SerializerFunctionWrapHandler) -> Any:
+        # Outputs and result hashes of plain jobs stay exactly as they were before duets.
+        data = handler(self)
+        if isinstance(data, dict):
+            for tag in ("side", "round"):
+                if data.get(tag, 0) is None:
+                    del data[tag]
+        return data
 
 
 class Calibration(_Wire):

@@ -123,3 +123,37 @@ def test_a_sandbox_runner_refuses_template_jobs_clearly(deployment: Deployment) 
     job_uuid = deployment.submit("bench.noop")
     job = deployment.wait_status(job_uuid, "failed", timeout=60)
     assert "runs image jobs only" in job["output"]["error"]
+
+
+def test_a_duet_of_two_images_runs_both_in_the_sandbox(deployment: Deployment) -> None:
+    project = project_uuid(deployment)
+    digests = []
+    for name, value in (("baseline", 100.0), ("contender", 200.0)):
+        script = f"echo '{json.dumps({'duet': {'latency': {'value': value}}})}'"
+        image = busybox_image({"Entrypoint": ["/bin/sh", "-c"], "Cmd": [script]})
+        layout = write_layout(deployment.tmp / f"layout-{name}", [image], tag=name)
+        push(deployment, layout.path, layout.tag, project)
+        digests.append(layout.digest)
+    sandbox_dir = sandbox_runner(deployment, "duet")
+    body = {
+        "project": deployment.project,
+        "spec": deployment.spec,
+        "baseline": {"image": digests[0]},
+        "contender": {"image": digests[1]},
+        "duet": {"seed": 3, "resamples": 500},
+        "settings": {"adapter": "json"},
+        "job": {"timeout": 120, "iter": 2},
+    }
+    with deployment.admin() as client:
+        job_uuid = str(client.run(body)["job"])
+    job = deployment.wait_status(job_uuid, "processed", "failed", timeout=180)
+    assert job["status"] == "processed", job
+    sides = [(r["side"], json.loads(r["stdout"])["duet"]["latency"]["value"]) for r in
+             job["output"]["results"]]  # fmt: skip
+    assert sorted(sides) == [("baseline", 100.0)] * 2 + [("contender", 200.0)] * 2
+    with deployment.admin() as client:
+        report = client.get_report(deployment.project, job["report"])
+    (found,) = report["duet"]["results"]
+    assert found["ratio"] == pytest.approx(2.0)
+    assert found["alert"] == {"limit": "upper"}
+    assert list((sandbox_dir / "jobs").iterdir()) == []  # both sides' directories removed

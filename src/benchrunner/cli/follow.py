@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from benchrunner.cli import output
+from benchrunner.cli.duet_view import duet_alerts
 from benchrunner.cli.report_format import active_alerts, count_text
 from benchrunner.cli.views import event_line, failure_reason, print_report
 from benchrunner.client import BenchrunnerClient, JsonObject
@@ -18,10 +19,11 @@ EXIT_INTERRUPTED = 130
 
 def report_failure(report: Mapping[str, Any], *, err: bool) -> str | None:
     """Why a finished run should fail its CI step: the report's error (an adapter that could
-    not read the output), or with ``err`` its active alerts; None when it passes."""
+    not read the output), or with ``err`` its active alerts (a duet's included); None when it
+    passes."""
     if report.get("error"):
         return f"report {report.get('uuid')} has an error: {report['error']}"
-    alerts = len(active_alerts(report))
+    alerts = len(active_alerts(report)) + duet_alerts(report)
     if err and alerts:
         return f"{count_text(alerts)} detected in report {report.get('uuid')} (--err)"
     return None

@@ -32,7 +32,8 @@ def report_show(
     token: Token = None,
     as_json: Json = False,
 ) -> None:
-    """A report's metrics with their baselines, changes, limits and alerts."""
+    """A report's metrics with their baselines, changes, limits and alerts; a duet's ratios
+    with their intervals and alerts, apart."""
     with project_client(host, token, project) as (client, project_ref):
         found = client.get_report(project_ref, report)
     output.show(found, as_json, print_report)

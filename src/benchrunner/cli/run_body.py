@@ -31,6 +31,63 @@ class StartPointFlags:
 
 
 @dataclass(frozen=True)
+class DuetFlags:
+    """``--baseline``/``--contender`` (an image, or with ``--template`` its arguments as
+    ``name=value[,name=value...]``) and how the server judges the pair."""
+
+    baseline: str | None = None
+    contender: str | None = None
+    margin: float | None = None
+    confidence: float | None = None
+    seed: int | None = None
+
+    @property
+    def given(self) -> bool:
+        return self.baseline is not None or self.contender is not None
+
+
+def side_args(value: str, flag: str) -> dict[str, str]:
+    """``"ms=20,size=3"`` -> ``{"ms": "20", "size": "3"}``; ``""``: no argument of its own."""
+    args: dict[str, str] = {}
+    for item in filter(None, (part.strip() for part in value.split(","))):
+        name, sep, given = item.partition("=")
+        if not sep or not name.isidentifier():
+            raise _usage(f"{flag} {item!r} is not name=value")
+        if name in args:
+            raise _usage(f"{flag} gives argument {name!r} twice")
+        args[name] = given
+    return args
+
+
+def duet_body(flags: RunFlags) -> dict[str, Any]:
+    """The body's ``baseline``, ``contender`` and ``duet``; images stay as given (the
+    command resolves a tag or a local path to its digest)."""
+    duet = flags.duet
+    if duet.baseline is None or duet.contender is None:
+        raise _usage("a duet needs both --baseline and --contender")
+    if flags.image:
+        raise _usage("with --baseline/--contender the images are theirs: drop --image")
+    sides: dict[str, dict[str, Any]]
+    if flags.template:
+        sides = {
+            "baseline": {"args": side_args(duet.baseline, "--baseline")},
+            "contender": {"args": side_args(duet.contender, "--contender")},
+        }
+    else:
+        sides = {"baseline": {"image": duet.baseline}, "contender": {"image": duet.contender}}
+    options = {
+        key: value
+        for key, value in (
+            ("margin", duet.margin),
+            ("confidence", duet.confidence),
+            ("seed", duet.seed),
+        )
+        if value is not None
+    }
+    return {**sides, "duet": options} if options else sides
+
+
+@dataclass(frozen=True)
 class RunFlags:
     """Everything ``benchrunner run`` reads from its flags, files already read."""
 
@@ -54,6 +111,7 @@ class RunFlags:
     and testbed from it when the flags leave them out."""
     start_point: StartPointFlags = StartPointFlags()
     thresholds: ThresholdFlags = field(default_factory=ThresholdFlags)
+    duet: DuetFlags = DuetFlags()
 
 
 def _usage(message: str) -> typer.BadParameter:
@@ -150,17 +208,19 @@ def build_body(flags: RunFlags, now: dt.datetime) -> dict[str, Any]:
         return {**body, **_direct(flags, job_options, now)}
     if flags.template and flags.image:
         raise _usage("give either --template or --image, not both")
-    if not (flags.template or flags.image):
+    duet = duet_body(flags) if flags.duet.given else {}
+    if not (flags.template or flags.image or duet):
         raise _usage("nothing to run: give --template or --image with --spec, or --results")
     if not flags.spec:
         raise _usage("--spec is required to run a template or an image")
     if flags.args and not flags.template:
         raise _usage("--arg is only for --template")
     body["spec"] = flags.spec
+    body.update(duet)
     if flags.template:
         body["template"] = flags.template
         body["args"] = dict(flags.args)
-    else:
+    elif not duet:
         body["image"] = flags.image
     if job_options:
         body["job"] = job_options
@@ -177,10 +237,10 @@ def _direct(flags: RunFlags, job_options: dict[str, Any], now: dt.datetime) -> d
             f"--iter {iterations} does not match the {len(flags.results)} --results given "
             "(in direct mode each --results is one iteration)"
         )
-    if flags.template or flags.image or flags.spec or flags.args or job_options:
+    if flags.template or flags.image or flags.spec or flags.args or job_options or flags.duet.given:
         raise _usage(
             "--results (direct mode) cannot be combined with --spec, --template, "
-            "--image, --arg, --timeout or --file-path"
+            "--image, --arg, --baseline, --contender, --timeout or --file-path"
         )
     stamp = now.astimezone(dt.UTC).isoformat()
     return {"results": list(flags.results), "start_time": stamp, "end_time": stamp}

@@ -17,7 +17,7 @@ from benchrunner.cli.config import resolve
 from benchrunner.cli.follow import EXIT_FAILED, follow_job, report_failure
 from benchrunner.cli.image_cmds import resolve_image
 from benchrunner.cli.options import Host, Json, Project, Token
-from benchrunner.cli.run_body import RunFlags, StartPointFlags, build_body
+from benchrunner.cli.run_body import DuetFlags, RunFlags, StartPointFlags, build_body
 from benchrunner.cli.run_context import run_context
 from benchrunner.cli.run_options import (
     AdapterName,
@@ -51,6 +51,7 @@ from benchrunner.core.versions import DEFAULT_MAX_VERSIONS
 _ARG_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _JOB = "Runner job"
 _DIRECT = "Direct results"
+_DUET = "Duet (baseline against contender)"
 
 
 def parse_template_args(items: Sequence[str]) -> dict[str, str]:
@@ -169,6 +170,52 @@ def run(
             rich_help_panel=_JOB,
         ),
     ] = None,
+    baseline: Annotated[
+        str | None,
+        typer.Option(
+            metavar="IMAGE_OR_ARGS",
+            help="Duet: the baseline, an image as --image takes, or with --template its "
+            "arguments as NAME=VALUE[,NAME=VALUE...] (over the shared --arg ones). Needs "
+            "--contender; --iter then counts rounds (default 10), each running both once.",
+            rich_help_panel=_DUET,
+        ),
+    ] = None,
+    contender: Annotated[
+        str | None,
+        typer.Option(
+            metavar="IMAGE_OR_ARGS",
+            help="Duet: the contender, given as --baseline is; the report shows "
+            "contender/baseline ratios.",
+            rich_help_panel=_DUET,
+        ),
+    ] = None,
+    duet_margin: Annotated[
+        float | None,
+        typer.Option(
+            min=0,
+            max=0.999,
+            help="Duet threshold: alert when the ratio's interval lies wholly beyond "
+            "1 +/- this fraction (default 0: whenever it excludes 1).",
+            rich_help_panel=_DUET,
+        ),
+    ] = None,
+    duet_confidence: Annotated[
+        float | None,
+        typer.Option(
+            min=0.5,
+            max=0.999,
+            help="Duet: the interval's confidence (default 0.95).",
+            rich_help_panel=_DUET,
+        ),
+    ] = None,
+    duet_seed: Annotated[
+        int | None,
+        typer.Option(
+            min=0,
+            help="Duet: seed of the run order and the bootstrap (default: random).",
+            rich_help_panel=_DUET,
+        ),
+    ] = None,
     results: Annotated[
         list[str] | None,
         typer.Option(
@@ -196,6 +243,10 @@ def run(
     `--image sha256:...|TAG|PATH` (the job always stores the digest). With `--wait` the
     command follows the job, prints its report, and exits 1 if the job fails, is canceled or
     its report has an error.
+
+    **Duet**: `--baseline` and `--contender` (two images, or with `--template` two argument
+    sets) run interleaved in one job, in a random order per round; the report's duet section
+    gives each benchmark's contender/baseline ratio with a bootstrap confidence interval.
 
     **Direct**: `--results FILE` (the harness's output, read by `--adapter`) stores the
     metrics at once; no runner is involved.
@@ -236,6 +287,13 @@ def run(
             clone_thresholds=start_point_clone_thresholds,
             reset=start_point_reset,
         ),
+        duet=DuetFlags(
+            baseline=baseline,
+            contender=contender,
+            margin=duet_margin,
+            confidence=duet_confidence,
+            seed=duet_seed,
+        ),
         thresholds=ThresholdFlags(
             measures=threshold_measure or [],
             tests=threshold_test or [],
@@ -252,6 +310,9 @@ def run(
     body = build_body(flags, dt.datetime.now(dt.UTC))  # usage errors before any image push
     if "image" in body:
         body["image"] = resolve_image(settings, body["image"])
+    for side in ("baseline", "contender"):
+        if "image" in body.get(side, {}):
+            body[side]["image"] = resolve_image(settings, body[side]["image"])
     with settings.client() as client:
         report = submit_run(client, body, retry_on_busy=retry_on_busy)
         job = report.get("job")

@@ -8,6 +8,7 @@ from rich.table import Table
 from rich.text import Text
 
 from benchrunner.cli import output
+from benchrunner.cli.duet_view import print_duet
 from benchrunner.cli.noise_format import job_noise_line, report_noise_lines
 from benchrunner.cli.report_format import (
     ALERT,
@@ -33,10 +34,13 @@ def print_report(report: JsonObject) -> None:
         soft_wrap=True,
     )
     rows = report_rows(report)
+    duet = report.get("duet")
     if rows:
         console.print(_metrics_table(rows))
-    else:
+    elif duet is None:
         output.note("no metrics")
+    if duet is not None:
+        print_duet(console, duet)
     if report.get("error"):
         console.print(Text(f"error: {report['error']}", style="red"), soft_wrap=True)
     noise = report.get("noise")

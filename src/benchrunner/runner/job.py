@@ -1,7 +1,8 @@
 """One job, executed on a thread of its own or the runner's job slot (``slot.py``) from claim
 to a spooled terminal message.
 
-The thread prepares the job with the executor, runs ``config.iter`` iterations under the job's
+The thread prepares the job with the executor (a duet job: both sides, ``duet.py``, whose
+``iter`` rounds make ``2 * iter`` iterations), runs ``config.iter`` iterations under the job's
 local timeout (counted from the end of setup), posting ``JobStarted`` (the agent sends
 ``running``) once the first iteration's process has started, cleans up, writes
 the terminal message to the spool and posts ``JobFinished``. It always ends with exactly one
@@ -39,6 +40,7 @@ from benchrunner.protocol import (
     JsonClaimedJob,
     TerminalMessage,
 )
+from benchrunner.runner import duet
 from benchrunner.runner.cores import CorePlan
 from benchrunner.runner.events import AgentEvent, JobFinished, JobStarted
 from benchrunner.runner.executors.base import Executor, ExecutorError, PreparedJob
@@ -158,7 +160,7 @@ class JobRun:
         if self._executor.starts_before_setup:
             self._post(JobStarted(self.uuid))
         try:
-            prepared = self._executor.prepare(self.job)
+            prepared = duet.prepare(self._executor, self.job)
         except ExecutorError as exc:
             reason = self.cancel_reason
             if reason is not None:  # the setup gave up because the job was canceled
@@ -215,7 +217,7 @@ class JobRun:
             prepared.on_output = functools.partial(self._logs.write, self.uuid)
         results: list[IterationResult] = []
         try:
-            for index in range(config.iter):
+            for index in range(duet.iterations(self.job)):
                 try:
                     result = prepared.run_iteration(index)
                 except ExecutorError as exc:

@@ -18,8 +18,7 @@ from dataclasses import dataclass
 from sqlalchemy.engine import Connection
 
 from benchrunner.server.noise import verdict
-from benchrunner.server.parsers import measure_stored
-from benchrunner.server.processing import INLINE_PARSE_BYTES, record_processed
+from benchrunner.server.processing import INLINE_PARSE_BYTES, measure_job, record_processed
 from benchrunner.server.store import job_outputs, jobs, reports, transitions
 from benchrunner.server.store.signed_outputs import SignedOutput, signed_output_put
 
@@ -61,11 +60,11 @@ def complete(
     if completed is None:
         return Completion(completed=True)
     parsing = reports.reports_parsing(conn, [job.report_id])[job.report_id]
-    values, error, noise = measure_stored(
-        parsing.adapter, parsing.average, parsing.fold, row_output
+    values, error, noise, duet = measure_job(
+        completed.config.duet, parsing.adapter, parsing.average, parsing.fold, row_output
     )
     judged = verdict(noise, parsing.noise_cv_limit, parsing.noise_drift_limit)
-    processed = record_processed(conn, completed, values, error, now, judged)
+    processed = record_processed(conn, completed, values, error, now, judged, duet)
     return Completion(completed=True, processed=processed, error=error, row=completed)
 
 

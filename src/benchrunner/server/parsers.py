@@ -19,9 +19,11 @@ from concurrent.futures import ProcessPoolExecutor
 
 from benchrunner import adapters
 from benchrunner.adapters.base import Average, Fold
-from benchrunner.protocol import NoiseGuard
+from benchrunner.protocol import JsonDuet, NoiseGuard
+from benchrunner.server.duet_results import measure_duet
 from benchrunner.server.outputs import UnusableOutput, decode_output
 from benchrunner.server.results import measure_output
+from benchrunner.server.store.duets import NewDuet
 from benchrunner.server.store.reports import MetricValue
 
 
@@ -65,3 +67,14 @@ def measure_stored(
         return [], str(exc), None
     values, error = measure_output(adapter, output, adapters.Settings(average=average), fold)
     return values, error, output.noise
+
+
+def measure_stored_duet(
+    adapter: str, average: Average | None, duet: JsonDuet, raw: bytes
+) -> tuple[NewDuet | None, str | None]:
+    """A stored duet output's verdict, or why it has none (see ``duet_results.measure_duet``)."""
+    try:
+        output = decode_output(raw)
+    except UnusableOutput as exc:
+        return None, str(exc)
+    return measure_duet(adapter, output, adapters.Settings(average=average), duet)

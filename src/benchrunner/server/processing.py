@@ -32,15 +32,16 @@ from typing import Any
 
 from sqlalchemy.engine import Connection
 
+from benchrunner.adapters.base import Average, Fold
 from benchrunner.core.states import JobStatus
-from benchrunner.protocol import NoiseGuard
+from benchrunner.protocol import JsonDuet, NoiseGuard
 from benchrunner.server.blobs import job_output_key
 from benchrunner.server.context import ServerContext
 from benchrunner.server.evaluation import evaluate_report
 from benchrunner.server.noise import NoiseVerdict, verdict
 from benchrunner.server.outputs import UnusableOutput, output_size, read_output, too_large
-from benchrunner.server.parsers import measure_stored, parser_pool
-from benchrunner.server.store import job_outputs, jobs, reports, transitions
+from benchrunner.server.parsers import measure_stored, measure_stored_duet, parser_pool
+from benchrunner.server.store import duets, job_outputs, jobs, reports, transitions
 from benchrunner.server.transition_log import job_moved
 
 log = logging.getLogger(__name__)
@@ -80,6 +81,19 @@ class _Measured:
     values: list[reports.MetricValue]
     error: str | None
     noise: NoiseVerdict | None = None
+    duet: duets.NewDuet | None = None
+
+
+def measure_job(
+    duet: JsonDuet | None, adapter: str, average: Average | None, fold: Fold | None, raw: bytes
+) -> tuple[list[reports.MetricValue], str | None, NoiseGuard | None, duets.NewDuet | None]:
+    """A job's metrics or, for a duet job (``duet`` its config's), its verdict; or why there
+    are none; and the noise guard's figures (of a plain job) when the runner took them. Runs in
+    the parser pool (picklable arguments and result) or inline."""
+    if duet is None:
+        return (*measure_stored(adapter, average, fold, raw), None)
+    verdict, error = measure_stored_duet(adapter, average, duet, raw)
+    return [], error, None, verdict
 
 
 class Processor:
@@ -240,13 +254,19 @@ class Processor:
         pool = self._parsers
         loop = asyncio.get_running_loop()
         pending: list[
-            asyncio.Future[tuple[list[reports.MetricValue], str | None, NoiseGuard | None]]
+            asyncio.Future[
+                tuple[
+                    list[reports.MetricValue], str | None, NoiseGuard | None, duets.NewDuet | None
+                ]
+            ]
         ] = []
         for job, raw in zip(group, read, strict=True):
             if isinstance(raw, bytes):
                 p = parsing[job.report_id]
                 pending.append(
-                    loop.run_in_executor(pool, measure_stored, p.adapter, p.average, p.fold, raw)
+                    loop.run_in_executor(
+                        pool, measure_job, job.config.duet, p.adapter, p.average, p.fold, raw
+                    )
                 )
         try:
             parsed = iter(await asyncio.gather(*pending))
@@ -267,7 +287,7 @@ class Processor:
         if isinstance(raw, str):
             return _Measured(job, [], raw)
         p = parsing[job.report_id]
-        return _measured(job, *measure_stored(p.adapter, p.average, p.fold, raw), p)
+        return _measured(job, *measure_job(job.config.duet, p.adapter, p.average, p.fold, raw), p)
 
     def _commit_some(self, conn: Connection, measured: list[_Measured], start: int) -> int:
         """Write the jobs of ``measured`` from ``start`` on, while the write step lasts (all of
@@ -285,7 +305,9 @@ class Processor:
         """Store one job's metrics. The guarded move to ``processed`` comes first, so a job
         another replica (or an earlier batch) processed meanwhile adds nothing."""
         now = self._ctx.clock.now()
-        if not record_processed(conn, item.job, item.values, item.error, now, item.noise):
+        if not record_processed(
+            conn, item.job, item.values, item.error, now, item.noise, item.duet
+        ):
             return False
         job_moved(
             self._ctx,
@@ -303,10 +325,11 @@ def _measured(
     values: list[reports.MetricValue],
     error: str | None,
     noise: NoiseGuard | None,
+    duet: duets.NewDuet | None,
     parsing: Any,
 ) -> _Measured:
     judged = verdict(noise, parsing.noise_cv_limit, parsing.noise_drift_limit)
-    return _Measured(job, values, error, judged)
+    return _Measured(job, values, error, judged, duet)
 
 
 def record_processed(
@@ -316,17 +339,22 @@ def record_processed(
     error: str | None,
     now: dt.datetime,
     noise: NoiseVerdict | None = None,
+    duet: duets.NewDuet | None = None,
 ) -> bool:
     """Move a completed job to ``processed`` with its metrics (or why it has none) in its
-    report, its thresholds judged (on a noisy report, only those that ask to be); False, with
-    nothing written, when the job is not ``completed`` (already processed elsewhere)."""
-    if not transitions.job_mark_processed(
-        conn,
-        job.id,
-        now,
-        message=f"parsed {len(values)} metrics" if error is None else f"not parsed: {error}",
-    ):
+    report, its thresholds judged (on a noisy report, only those that ask to be), and a duet
+    job's verdict beside them; False, with nothing written, when the job is not ``completed``
+    (already processed elsewhere)."""
+    if error is not None:
+        message = f"not parsed: {error}"
+    elif duet is not None:
+        message = f"paired {len(duet.estimates)} duet results"
+    else:
+        message = f"parsed {len(values)} metrics"
+    if not transitions.job_mark_processed(conn, job.id, now, message=message):
         return False
+    if duet is not None:
+        duets.duet_add(conn, job.report_id, job.project_id, duet, now)
     stored = reports.metrics_add(conn, job.report_id, job.project_id, values, now)
     reports.report_finish(
         conn,

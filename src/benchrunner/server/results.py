@@ -29,7 +29,7 @@ def report_metrics(
     ]
 
 
-def _texts(result: IterationResult) -> list[str]:
+def iteration_texts(result: IterationResult) -> list[str]:
     """Collected files carry the results when there are any; otherwise stdout does."""
     if result.output:
         return [result.output[path] for path in sorted(result.output)]
@@ -49,7 +49,7 @@ def measure_output(
     iterations: list[list[adapters.Measurement]] = []
     for index, result in enumerate(output.results):
         found: list[adapters.Measurement] = []
-        for text in _texts(result):
+        for text in iteration_texts(result):
             try:
                 found.extend(adapters.parse(adapter, text, settings))
             except adapters.AdapterError as exc:

@@ -8,9 +8,10 @@ from typing import Any
 from sqlalchemy.engine import Connection
 
 from benchrunner.core.events import status_reached
+from benchrunner.server.duet_views import duet_view
 from benchrunner.server.noise import noise_view
 from benchrunner.server.store import alerts as store_alerts
-from benchrunner.server.store import branches, jobs, reports
+from benchrunner.server.store import branches, duets, jobs, reports
 from benchrunner.server.store.accounts import OrganizationRow, ProjectRow, UserRow
 from benchrunner.server.store.jobs import JobRow
 from benchrunner.server.store.runners import RunnerRow, spec_json
@@ -281,6 +282,7 @@ def report_view(
     alerts: list[Any] | None = None,
     start_point: Any | None = None,
     start_point_hash: str | None = None,
+    duet: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """A report in Bencher's shape: project, branch (with its head's version and start
     point) and testbed as objects, results per iteration -> benchmark -> measures with metric,
@@ -335,6 +337,8 @@ def report_view(
     }
     if job_uuid is not None:
         view["job"] = str(job_uuid)
+    if duet is not None:
+        view["duet"] = duet
     return view
 
 
@@ -355,6 +359,7 @@ def full_report_view(
                 conn, row.start_point_branch_id, row.start_point_version
             )
     metrics = reports.report_metrics(conn, report_id)
+    found_duet = None if metrics else duets.duet_for_report(conn, report_id)
     # A report without metrics (a runner job's, until it is processed) was judged against
     # nothing and raised nothing: the submission path skips both reads.
     return report_view(
@@ -365,4 +370,5 @@ def full_report_view(
         alerts=store_alerts.alerts_raised_by(conn, report_id) if metrics else [],
         start_point=start_point,
         start_point_hash=start_hash,
+        duet=None if found_duet is None else duet_view(*found_duet),
     )

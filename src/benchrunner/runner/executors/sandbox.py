@@ -161,7 +161,9 @@ class SandboxExecutor(Executor):
         if interrupted.is_set():
             raise ExecutorError("setup interrupted")
         try:
-            job_rootfs = JobRootfs.create(self._jobs_root / str(job.uuid), lower, spec.disk)
+            # A duet prepares its two sides under one job uuid: each gets a directory.
+            directory = self._jobs_root / f"{job.uuid}-{uuid.uuid4().hex[:8]}"
+            job_rootfs = JobRootfs.create(directory, lower, spec.disk)
         except ScratchError as exc:
             raise ExecutorError(str(exc)) from None
         return SandboxJob(

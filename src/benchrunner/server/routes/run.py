@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import secrets
 from dataclasses import dataclass
 from typing import Annotated, Any
 from uuid import UUID
@@ -18,10 +19,10 @@ from sqlalchemy.engine import Connection
 
 from benchrunner import adapters
 from benchrunner.core import slugs
-from benchrunner.core.templates import TemplateError
+from benchrunner.core.templates import ArgValue, Template, TemplateError
 from benchrunner.core.tiers import Plan
 from benchrunner.detection.models import Model
-from benchrunner.protocol import JsonJobConfig
+from benchrunner.protocol import JsonDuet, JsonDuetSide, JsonJobConfig
 from benchrunner.server import idempotency
 from benchrunner.server.backpressure import check_backlog
 from benchrunner.server.context import ServerContext
@@ -37,6 +38,7 @@ from benchrunner.server.routes.deps import (
     origin_of,
     project_access,
 )
+from benchrunner.server.routes.duet_body import DuetPlan
 from benchrunner.server.routes.run_body import (
     RunBody,
     RunMode,
@@ -158,7 +160,8 @@ def _job_config(
         assert body.template is not None
         try:
             template = ctx.templates.get(body.template)
-            args = template.resolve_args(body.args or {})
+            # A duet's shared args may lack what each side gives: checked per side below.
+            args = template.resolve_args(body.args or {}) if plan.duet is None else {}
         except TemplateError as exc:
             raise bad_request(str(exc)) from None
         timeout = options.timeout or template.timeout
@@ -167,12 +170,17 @@ def _job_config(
                 f"job.timeout {timeout} exceeds template {template.name!r}'s limit of "
                 f"{template.timeout} s"
             )
+        duet = None
+        if plan.duet is not None:
+            duet = _template_duet(template, body.args or {}, plan.duet)
+            args = dict(duet.baseline.args or {})
         return JsonJobConfig(
             template=template.name,
             args=args,
             timeout=timeout,
-            iter=options.iter or 1,
+            iter=plan.duet.rounds if plan.duet else options.iter or 1,
             file_paths=options.file_paths,
+            duet=duet,
         )
     return JsonJobConfig(
         registry=ctx.settings.base_url(),
@@ -182,8 +190,39 @@ def _job_config(
         cmd=options.cmd,
         env=options.env,
         timeout=options.timeout or DEFAULT_TIMEOUT,
-        iter=options.iter or 1,
+        iter=plan.duet.rounds if plan.duet else options.iter or 1,
         file_paths=options.file_paths,
+        duet=None if plan.duet is None else _image_duet(plan.duet),
+    )
+
+
+def _duet(plan: DuetPlan, baseline: JsonDuetSide, contender: JsonDuetSide) -> JsonDuet:
+    options = plan.options
+    return JsonDuet(
+        baseline=baseline,
+        contender=contender,
+        # Recorded in the job's config: the order of the rounds and the bootstrap repeat.
+        seed=secrets.randbits(63) if options.seed is None else options.seed,
+        confidence=options.confidence,
+        resamples=options.resamples,
+        margin=options.margin,
+    )
+
+
+def _template_duet(template: Template, shared: dict[str, ArgValue], plan: DuetPlan) -> JsonDuet:
+    sides: list[JsonDuetSide] = []
+    for name, side in (("baseline", plan.baseline), ("contender", plan.contender)):
+        try:
+            args = template.resolve_args({**shared, **(side.args or {})})
+        except TemplateError as exc:
+            raise bad_request(f"{name}.args: {exc}") from None
+        sides.append(JsonDuetSide(args=args))
+    return _duet(plan, sides[0], sides[1])
+
+
+def _image_duet(plan: DuetPlan) -> JsonDuet:
+    return _duet(
+        plan, JsonDuetSide(digest=plan.baseline.image), JsonDuetSide(digest=plan.contender.image)
     )
 
 
@@ -315,13 +354,15 @@ async def submit_run(
             spec = runners.spec_get(conn, plan.spec)
             if spec is None or spec.archived is not None:
                 raise bad_request(f"spec {plan.spec!r} not found (or archived)")
-            if plan.image is not None and not registry.manifest_exists(
-                conn, project.id, plan.image
-            ):
-                raise bad_request(
-                    f"image {plan.image} is not in project {project.slug!r}'s registry: "
-                    "push it first (benchrunner image push)"
-                )
+            images = [plan.image] if plan.image is not None else []
+            if plan.duet is not None and plan.duet.contender.image is not None:
+                images.append(plan.duet.contender.image)
+            for image in images:
+                if not registry.manifest_exists(conn, project.id, image):
+                    raise bad_request(
+                        f"image {image} is not in project {project.slug!r}'s registry: "
+                        "push it first (benchrunner image push)"
+                    )
             org = accounts.organization_by_id(conn, project.organization_id)
             check_backlog(conn, ctx.settings, org.id, org.slug)
             _, job_uuid = jobs.job_create(

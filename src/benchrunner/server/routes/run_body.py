@@ -7,7 +7,10 @@ names the field.
 | -     | -        | -    | set     | direct: parse now into a report        |
 | set   | -        | set  | -       | runner: image job                      |
 | -     | set      | set  | -       | runner: template job                   |
+| -     | -/set    | set  | -       | duet job: + ``baseline``, ``contender``|
 | anything else                     | 400 naming the fields                  |
+
+A duet's sides and options are read in ``duet_body``.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from benchrunner.detection.models import Model
 from benchrunner.protocol import MAX_ITER, MAX_TIMEOUT, is_digest
 from benchrunner.server.errors import bad_request
 from benchrunner.server.routes.bodies import ApiBody
+from benchrunner.server.routes.duet_body import DuetPlan, RunDuetOptions, RunDuetSide, duet_plan
 from benchrunner.server.routes.model_bodies import (
     MAX_COUNT,
     ThresholdModelBody,
@@ -96,6 +100,9 @@ class RunBody(ApiBody):
     template: str | None = None
     args: dict[str, int | float | bool | str] | None = None
     job: RunJob | None = None
+    baseline: RunDuetSide | None = None
+    contender: RunDuetSide | None = None
+    duet: RunDuetOptions | None = None
     context: dict[str, str] | None = None
     idempotency_key: str | None = None
 
@@ -125,6 +132,7 @@ class RunMode:
     image: str | None
     spec: str | None
     options: RunJob
+    duet: DuetPlan | None = None
 
 
 def file_path_problem(path: str) -> str | None:
@@ -162,6 +170,9 @@ def validate_mode(body: RunBody) -> RunMode:
     image = body.image or nested.image
     spec = body.spec or nested.spec
     has_results = bool(body.results)
+    duet_given = body.baseline is not None or body.contender is not None
+    if body.duet is not None and not duet_given:
+        raise bad_request("duet options need a baseline and a contender")
     if body.template is not None:
         if image is not None:
             raise bad_request("template and image are mutually exclusive: give one of them")
@@ -172,9 +183,14 @@ def validate_mode(body: RunBody) -> RunMode:
         if nested.env or nested.entrypoint or nested.cmd:
             raise bad_request("job.env, job.entrypoint and job.cmd are not allowed with a template")
         check_file_paths(nested.file_paths)
-        return RunMode("template", None, spec, nested)
+        duet = duet_plan(
+            body.baseline, body.contender, body.duet, template=True, iterations=nested.iter
+        )
+        return RunMode("template", None, spec, nested, duet)
     if body.args is not None:
         raise bad_request("args are only allowed together with template")
+    if duet_given:
+        return _image_duet(body, nested, image, spec, has_results)
     if image is not None and spec is not None and has_results:
         raise bad_request("cannot provide both results and image")
     if image is not None and spec is None:
@@ -198,6 +214,25 @@ def validate_mode(body: RunBody) -> RunMode:
     if body.start_time > body.end_time:
         raise bad_request("start_time must not be after end_time")
     return RunMode("direct", None, None, nested)
+
+
+def _image_duet(
+    body: RunBody, nested: RunJob, image: str | None, spec: str | None, has_results: bool
+) -> RunMode:
+    if image is not None:
+        raise bad_request(
+            "a duet names its images as baseline.image and contender.image, not image"
+        )
+    if has_results:
+        raise bad_request("cannot provide both results and a duet")
+    if spec is None:
+        raise bad_request("spec is required for a duet")
+    duet = duet_plan(
+        body.baseline, body.contender, body.duet, template=False, iterations=nested.iter
+    )
+    assert duet is not None
+    check_file_paths(nested.file_paths)
+    return RunMode("image", duet.baseline.image, spec, nested, duet)
 
 
 @dataclass(frozen=True)

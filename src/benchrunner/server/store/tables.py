@@ -366,6 +366,41 @@ alert = sa.Table(
     sa.Index("index_alert_report", "report_id"),
 )
 
+# A duet job's verdict, kept apart from ``metric`` so that the absolute history (perf, thresholds)
+# never sees a ratio. ``sequence`` is the order the runs ran in ("AB BA ..."; A = baseline).
+duet = sa.Table(
+    "duet",
+    metadata,
+    _id(),
+    _fk("report_id", "report.id", "CASCADE"),
+    sa.Column("seed", sa.BigInteger, nullable=False),
+    sa.Column("rounds", sa.Integer, nullable=False),
+    sa.Column("sequence", sa.Text, nullable=False),
+    sa.Column("method", sa.String(128), nullable=False),
+    sa.Column("resamples", sa.Integer, nullable=False),
+    sa.Column("confidence", sa.Float, nullable=False),
+    sa.Column("margin", sa.Float, nullable=False),
+    _ts("created"),
+    sa.UniqueConstraint("report_id", name="uq_duet_report_id"),
+)
+
+# One benchmark and measure of a duet: the contender/baseline ratio and its interval; ``limit``
+# set (lower/upper) is the duet's alert.
+duet_result = sa.Table(
+    "duet_result",
+    metadata,
+    _id(),
+    _fk("duet_id", "duet.id", "CASCADE"),
+    _fk("benchmark_id", "benchmark.id", "CASCADE"),
+    _fk("measure_id", "measure.id", "CASCADE"),
+    sa.Column("rounds", sa.Integer, nullable=False),
+    sa.Column("ratio", sa.Float, nullable=False),
+    sa.Column("lower_value", sa.Float, nullable=False),
+    sa.Column("upper_value", sa.Float, nullable=False),
+    sa.Column("limit", sa.String(8), nullable=True),
+    sa.Index("index_duet_result_duet", "duet_id"),
+)
+
 # "This change was intended": the branch/testbed's history (of one measure, or of every one)
 # before ``report_id`` no longer counts.
 baseline_reset = sa.Table(

@@ -1,0 +1,122 @@
+"""A duet's verdict: the rounds' contender/baseline ratios paired per benchmark and measure,
+their geometric mean with a bootstrap confidence interval, and whether it is an alert.
+
+Pairing: round ``r``'s contender value is divided by round ``r``'s baseline value; a round
+missing either side, or with a value that is not positive, gives no pair. The two runs of a
+round ran back to back on the same cores, so their ratio cancels what the machine did over
+minutes; what is left varies from round to round and is what the interval measures.
+
+Interval: a seeded percentile bootstrap of the mean log ratio (rounds resampled with
+replacement, ``resamples`` times), exponentiated. Logs make the interval symmetric for a
+slowdown and the matching speed-up (x 1.01 and / 1.01) and the geometric mean is the ratio's
+natural average. ``METHOD`` names it for the record.
+
+Alert: the interval excludes 1 by more than ``margin`` (a fraction: 0.01 is 1 %), i.e. its
+lower end is above ``1 + margin`` (limit ``upper``: the contender's values are higher) or
+its upper end is below ``1 - margin`` (limit ``lower``). Whether higher is worse depends on
+the measure; the alert says which way, as a boundary alert's ``limit`` does.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+
+METHOD = "percentile bootstrap of the mean log ratio over paired rounds"
+RESAMPLE_CHUNK = 1000
+"""Resamples drawn at once: bounds memory to ``RESAMPLE_CHUNK x rounds`` indexes."""
+
+SeriesKey = tuple[str, str]
+"""(benchmark, measure)."""
+Limit = Literal["lower", "upper"]
+
+
+@dataclass(frozen=True)
+class DuetEstimate:
+    benchmark: str
+    measure: str
+    rounds: int
+    """Paired rounds the estimate stands on."""
+    ratio: float
+    """Geometric mean of the rounds' contender/baseline ratios."""
+    lower: float
+    upper: float
+    limit: Limit | None
+    """Set when the interval excludes 1 by more than the margin: an alert."""
+
+
+def paired_ratios(
+    baseline: Mapping[int, Mapping[SeriesKey, float]],
+    contender: Mapping[int, Mapping[SeriesKey, float]],
+) -> dict[SeriesKey, list[float]]:
+    """Per benchmark and measure, each round's contender/baseline ratio, by round order."""
+    ratios: dict[SeriesKey, list[float]] = {}
+    for round_index in sorted(set(baseline) & set(contender)):
+        a, b = baseline[round_index], contender[round_index]
+        for key in sorted(set(a) & set(b)):
+            if a[key] > 0 and b[key] > 0 and math.isfinite(a[key]) and math.isfinite(b[key]):
+                ratios.setdefault(key, []).append(b[key] / a[key])
+    return ratios
+
+
+def ratio_interval(
+    ratios: Sequence[float], *, confidence: float, resamples: int, seed: int
+) -> tuple[float, float, float]:
+    """(geometric mean, lower, upper) of ``ratios`` (all positive) at ``confidence``;
+    the same seed gives the same interval. One ratio gives a zero-width interval."""
+    if not ratios:
+        raise ValueError("no ratios to estimate from")
+    logs = np.log(np.asarray(ratios, dtype=float))
+    centre = float(np.exp(logs.mean()))
+    if len(logs) == 1:
+        return centre, centre, centre
+    rng = np.random.default_rng(seed)
+    means = np.empty(resamples)
+    for start in range(0, resamples, RESAMPLE_CHUNK):
+        count = min(RESAMPLE_CHUNK, resamples - start)
+        picks = rng.integers(0, len(logs), size=(count, len(logs)))
+        means[start : start + count] = logs[picks].mean(axis=1)
+    tail = (1 - confidence) / 2
+    low, high = np.quantile(means, [tail, 1 - tail])
+    return centre, float(np.exp(low)), float(np.exp(high))
+
+
+def alert_limit(lower: float, upper: float, margin: float) -> Limit | None:
+    if lower > 1 + margin:
+        return "upper"
+    if upper < 1 - margin:
+        return "lower"
+    return None
+
+
+def estimate_duet(
+    baseline: Mapping[int, Mapping[SeriesKey, float]],
+    contender: Mapping[int, Mapping[SeriesKey, float]],
+    *,
+    confidence: float,
+    resamples: int,
+    seed: int,
+    margin: float,
+) -> list[DuetEstimate]:
+    """One estimate per benchmark and measure with at least one paired round, sorted."""
+    out: list[DuetEstimate] = []
+    for (benchmark, measure), ratios in sorted(paired_ratios(baseline, contender).items()):
+        ratio, lower, upper = ratio_interval(
+            ratios, confidence=confidence, resamples=resamples, seed=seed
+        )
+        out.append(
+            DuetEstimate(
+                benchmark=benchmark,
+                measure=measure,
+                rounds=len(ratios),
+                ratio=ratio,
+                lower=lower,
+                upper=upper,
+                limit=alert_limit(lower, upper, margin),
+            )
+        )
+    return out

@@ -1,0 +1,41 @@
+"""A report's ``duet`` section: how the duet ran and was judged, and its paired ratios, apart
+from the report's ``results`` (absolute metrics, of which a duet report has none)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def named_view(uuid: Any, name: str, slug: str) -> dict[str, Any]:
+    return {"uuid": str(uuid), "name": name, "slug": slug}
+
+
+def duet_view(row: Any, results: list[Any]) -> dict[str, Any]:
+    return {
+        "seed": row.seed,
+        "rounds": row.rounds,
+        "order": row.sequence,
+        "order_legend": {"A": "baseline", "B": "contender"},
+        "statistic": "contender / baseline",
+        "method": row.method,
+        "resamples": row.resamples,
+        "confidence": row.confidence,
+        "margin": row.margin,
+        "results": [_result_view(r) for r in results],
+        "alerts": sum(1 for r in results if r.limit is not None),
+    }
+
+
+def _result_view(r: Any) -> dict[str, Any]:
+    return {
+        "benchmark": named_view(r.benchmark_uuid, r.benchmark_name, r.benchmark_slug),
+        "measure": {
+            **named_view(r.measure_uuid, r.measure_name, r.measure_slug),
+            "units": r.measure_units,
+        },
+        "rounds": r.rounds,
+        "ratio": r.ratio,
+        "lower_value": r.lower_value,
+        "upper_value": r.upper_value,
+        "alert": None if r.limit is None else {"limit": r.limit},
+    }

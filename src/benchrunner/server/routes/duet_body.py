@@ -1,0 +1,90 @@
+"""A duet's part of a ``POST /v0/run`` body: ``baseline`` and ``contender`` (each an ``image``
+digest, or a template's ``args``) and the optional ``duet`` options that say how the paired
+rounds are judged. Checked into a 400 naming the field.
+
+    {"template": "bench.sleep", "spec": "s", "job": {"iter": 20},
+     "baseline": {"args": {"ms": 10}}, "contender": {"args": {"ms": 11}},
+     "duet": {"margin": 0.005, "confidence": 0.95}}
+
+With a template, each side's ``args`` are laid over the body's ``args`` (which then hold what
+both sides share). ``job.iter`` counts rounds (default ``DEFAULT_ROUNDS``, at least 2): each
+round runs both sides once.
+
+The duet's threshold is ``duet.margin``, a fraction: an alert is raised for a benchmark and
+measure whose confidence interval of the contender/baseline ratio lies wholly above
+``1 + margin`` or wholly below ``1 - margin`` (``detection.duet``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pydantic import ConfigDict, Field
+
+from benchrunner.protocol import is_digest
+from benchrunner.server.errors import bad_request
+from benchrunner.server.routes.bodies import ApiBody
+
+DEFAULT_ROUNDS = 10
+MIN_ROUNDS = 2
+ArgValue = int | float | bool | str
+
+
+class RunDuetSide(ApiBody):
+    model_config = ConfigDict(extra="forbid")
+    image: str | None = None
+    args: dict[str, ArgValue] | None = None
+
+
+class RunDuetOptions(ApiBody):
+    model_config = ConfigDict(extra="forbid")
+    margin: float = Field(default=0.0, ge=0, lt=1)
+    confidence: float = Field(default=0.95, ge=0.5, le=0.999)
+    resamples: int = Field(default=10_000, ge=100, le=100_000)
+    seed: int | None = Field(default=None, ge=0, le=2**63 - 1)
+
+
+@dataclass(frozen=True)
+class DuetPlan:
+    """A valid duet: each side's image (image duets) or arguments (template duets)."""
+
+    baseline: RunDuetSide
+    contender: RunDuetSide
+    options: RunDuetOptions
+    rounds: int
+
+
+def duet_plan(
+    baseline: RunDuetSide | None,
+    contender: RunDuetSide | None,
+    options: RunDuetOptions | None,
+    *,
+    template: bool,
+    iterations: int | None,
+) -> DuetPlan | None:
+    """The body's duet, or None when it names none; 400 for a half or ill-formed duet."""
+    if baseline is None and contender is None:
+        if options is not None:
+            raise bad_request("duet options need a baseline and a contender")
+        return None
+    if baseline is None or contender is None:
+        raise bad_request("a duet needs both baseline and contender")
+    for name, side in (("baseline", baseline), ("contender", contender)):
+        if template:
+            if side.image is not None:
+                raise bad_request(f"{name}.image is not allowed with a template: give {name}.args")
+            if side.args is None:
+                raise bad_request(f"{name}.args is required for a template duet")
+        else:
+            if side.args is not None:
+                raise bad_request(f"{name}.args is only allowed with a template")
+            if side.image is None:
+                raise bad_request(f"{name}.image is required (or give a template and args)")
+            if not is_digest(side.image):
+                raise bad_request(
+                    f"{name}.image must be a digest: sha256: followed by 64 lowercase hex"
+                )
+    rounds = DEFAULT_ROUNDS if iterations is None else iterations
+    if rounds < MIN_ROUNDS:
+        raise bad_request(f"a duet needs job.iter of at least {MIN_ROUNDS} rounds, got {rounds}")
+    return DuetPlan(baseline, contender, options or RunDuetOptions(), rounds)

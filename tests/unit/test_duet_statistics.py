@@ -1,0 +1,133 @@
+"""Duets: the run order, the pairing of rounds and the bootstrap verdict."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from benchrunner.core.duet_order import order_text, round_orders, run_sequence
+from benchrunner.detection.duet import (
+    alert_limit,
+    estimate_duet,
+    paired_ratios,
+    ratio_interval,
+)
+
+KEY = ("bench", "latency")
+
+
+def test_round_orders_are_seeded_and_use_both_orders() -> None:
+    orders = round_orders(7, 40)
+    assert orders == round_orders(7, 40)
+    assert orders != round_orders(8, 40)
+    assert {o for o in orders} == {("baseline", "contender"), ("contender", "baseline")}
+
+
+def test_run_sequence_runs_each_side_once_per_round() -> None:
+    sequence = run_sequence(3, 5)
+    assert len(sequence) == 10
+    for index in range(5):
+        assert sorted(side for r, side in sequence if r == index) == ["baseline", "contender"]
+    assert order_text(sequence) == " ".join(
+        "AB" if first == "baseline" else "BA" for first, _ in round_orders(3, 5)
+    )
+
+
+@pytest.mark.parametrize(
+    ("baseline", "contender", "expected"),
+    [
+        ({0: {KEY: 2.0}, 1: {KEY: 4.0}}, {0: {KEY: 3.0}, 1: {KEY: 2.0}}, [1.5, 0.5]),
+        ({0: {KEY: 2.0}}, {0: {KEY: 3.0}, 1: {KEY: 9.0}}, [1.5]),  # round 1 has no baseline
+        ({0: {KEY: 0.0}, 1: {KEY: 1.0}}, {0: {KEY: 3.0}, 1: {KEY: 2.0}}, [2.0]),  # not positive
+        ({0: {("other", "latency"): 1.0}}, {0: {KEY: 1.0}}, None),  # nothing in common
+    ],
+)
+def test_paired_ratios(
+    baseline: dict[int, dict[tuple[str, str], float]],
+    contender: dict[int, dict[tuple[str, str], float]],
+    expected: list[float] | None,
+) -> None:
+    assert paired_ratios(baseline, contender).get(KEY) == expected
+
+
+def _rounds(
+    rounds: int, slowdown: float, noise: float, seed: int
+) -> tuple[dict[int, dict[tuple[str, str], float]], dict[int, dict[tuple[str, str], float]]]:
+    """A machine whose speed drifts a lot from round to round (shared by both sides of a
+    round) and a little within a round: what an interleaved duet sees."""
+    rng = np.random.default_rng(seed)
+    drift = 100.0 * (1 + 0.2 * rng.random(rounds))
+    base = drift * (1 + noise * rng.standard_normal(rounds))
+    cont = drift * (1 + slowdown) * (1 + noise * rng.standard_normal(rounds))
+    return (
+        {i: {KEY: float(v)} for i, v in enumerate(base)},
+        {i: {KEY: float(v)} for i, v in enumerate(cont)},
+    )
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_a_one_percent_slowdown_with_low_noise_is_detected(seed: int) -> None:
+    baseline, contender = _rounds(20, 0.01, 0.002, seed)
+    (found,) = estimate_duet(
+        baseline, contender, confidence=0.95, resamples=5000, seed=seed, margin=0.0
+    )
+    assert found.rounds == 20
+    assert found.ratio == pytest.approx(1.01, abs=0.002)
+    assert 1 < found.lower < found.ratio < found.upper
+    assert found.limit == "upper"
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_no_difference_raises_nothing(seed: int) -> None:
+    baseline, contender = _rounds(20, 0.0, 0.002, seed)
+    (found,) = estimate_duet(
+        baseline, contender, confidence=0.95, resamples=5000, seed=seed, margin=0.0
+    )
+    assert found.lower <= 1 <= found.upper
+    assert found.limit is None
+
+
+def test_the_margin_holds_back_a_change_smaller_than_it() -> None:
+    baseline, contender = _rounds(20, 0.01, 0.002, 0)
+    (found,) = estimate_duet(
+        baseline, contender, confidence=0.95, resamples=5000, seed=0, margin=0.02
+    )
+    assert found.lower > 1 and found.limit is None
+
+
+def test_a_speedup_is_a_lower_limit_alert() -> None:
+    baseline, contender = _rounds(20, -0.03, 0.002, 1)
+    (found,) = estimate_duet(
+        baseline, contender, confidence=0.95, resamples=2000, seed=1, margin=0.01
+    )
+    assert found.upper < 0.99 and found.limit == "lower"
+
+
+def test_the_interval_is_reproducible_from_its_seed_and_widens_with_confidence() -> None:
+    ratios = [1.0, 1.02, 0.99, 1.03, 1.01, 0.98, 1.02]
+    first = ratio_interval(ratios, confidence=0.9, resamples=2000, seed=5)
+    assert first == ratio_interval(ratios, confidence=0.9, resamples=2000, seed=5)
+    wider = ratio_interval(ratios, confidence=0.99, resamples=2000, seed=5)
+    assert wider[1] < first[1] and wider[2] > first[2]
+    assert first[0] == pytest.approx(float(np.exp(np.mean(np.log(ratios)))))
+
+
+def test_one_round_gives_a_zero_width_interval_and_no_ratios_are_refused() -> None:
+    assert ratio_interval([1.5], confidence=0.95, resamples=100, seed=0) == (1.5, 1.5, 1.5)
+    with pytest.raises(ValueError, match="no ratios"):
+        ratio_interval([], confidence=0.95, resamples=100, seed=0)
+
+
+@pytest.mark.parametrize(
+    ("lower", "upper", "margin", "expected"),
+    [
+        (1.02, 1.05, 0.01, "upper"),
+        (1.005, 1.05, 0.01, None),
+        (0.95, 0.98, 0.01, "lower"),
+        (0.95, 0.995, 0.01, None),
+        (0.99, 1.01, 0.0, None),
+        (1.0001, 1.01, 0.0, "upper"),
+    ],
+)
+def test_alert_limit(lower: float, upper: float, margin: float, expected: str | None) -> None:
+    assert alert_limit(lower, upper, margin) == expected
