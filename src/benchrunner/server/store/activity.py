@@ -76,8 +76,17 @@ def recent_jobs(conn: Connection, viewer: UserRow | None, limit: int) -> list[Jo
 
 
 def runners_current_jobs(conn: Connection) -> dict[int, JobSummary]:
-    """Each runner's job in flight (claimed or running), by runner id."""
-    query = _JOB_SUMMARY.add_columns(job.c.runner_id).where(in_flight(job.c.status))
+    """Each runner's job in flight (claimed or running), by runner id: its newest, should a
+    runner hold several. Two queries; only one job per runner is read and converted."""
+    newest = conn.execute(
+        sa.select(sa.func.max(job.c.id))
+        .where(in_flight(job.c.status), job.c.runner_id.is_not(None))
+        .group_by(job.c.runner_id)
+    ).scalars()
+    ids = sorted(newest)
+    if not ids:
+        return {}
+    query = _JOB_SUMMARY.add_columns(job.c.runner_id).where(job.c.id.in_(ids))
     return {row.runner_id: _job_summary(row) for row in conn.execute(query)}
 
 

@@ -105,16 +105,29 @@ def job_page(
     offset: int,
 ) -> tuple[list[JobDetail], int]:
     """One page of the project's jobs that match, in order (the job id breaks ties in the
-    same direction, so pages never overlap), and how many match in all: two queries."""
+    same direction, so pages never overlap), and how many match in all: three queries."""
     where = wanted.where(project_id)
+    of_project = job.join(report, report.c.id == job.c.report_id)
     total = conn.execute(
-        sa.select(sa.func.count())
-        .select_from(job.join(report, report.c.id == job.c.report_id))
-        .where(*where)
+        sa.select(sa.func.count()).select_from(of_project).where(*where)
     ).scalar_one()
     keys = (job.c[sort], job.c.id)
     order = [key.asc() if ascending else key.desc() for key in keys]
-    rows = conn.execute(_DETAILED.where(*where).order_by(*order).limit(limit).offset(offset))
+    # The page's ids first, from job and report alone: joined to the one-row spec, runner and
+    # project tables, the planners sort every job of the project before taking the page.
+    ids = list(
+        conn.execute(
+            sa.select(job.c.id)
+            .select_from(of_project)
+            .where(*where)
+            .order_by(*order)
+            .limit(limit)
+            .offset(offset)
+        ).scalars()
+    )
+    if not ids:
+        return [], int(total)
+    rows = conn.execute(_DETAILED.where(job.c.id.in_(ids)).order_by(*order))
     return [JobDetail.from_row(r) for r in rows], int(total)
 
 
@@ -143,20 +156,20 @@ def job_places(conn: Connection, job_ids: Collection[int]) -> dict[int, JobPlace
 def project_job_specs_and_runners(conn: Connection, project_id: int) -> tuple[list[str], list[str]]:
     """The slugs of the specs and of the runners the project's jobs have used, by slug: what a
     filter of its jobs can choose from (not every spec and runner of the server)."""
+    # One EXISTS probe per spec and runner (a handful) stops at the first job found, where a
+    # DISTINCT over the project's jobs would read every one of them.
     of_project = job.join(report, report.c.id == job.c.report_id)
     in_project = report.c.project_id == project_id
     specs = conn.execute(
         sa.select(spec.c.slug)
-        .distinct()
-        .select_from(of_project.join(spec, spec.c.id == job.c.spec_id))
-        .where(in_project)
+        .where(sa.exists().select_from(of_project).where(job.c.spec_id == spec.c.id, in_project))
         .order_by(spec.c.slug)
     ).scalars()
     used = conn.execute(
         sa.select(runner.c.slug)
-        .distinct()
-        .select_from(of_project.join(runner, runner.c.id == job.c.runner_id))
-        .where(in_project)
+        .where(
+            sa.exists().select_from(of_project).where(job.c.runner_id == runner.c.id, in_project)
+        )
         .order_by(runner.c.slug)
     ).scalars()
     return list(specs), list(used)

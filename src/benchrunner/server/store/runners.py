@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import functools
+from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
 from uuid import UUID, uuid4
@@ -272,6 +273,23 @@ def runner_specs(conn: Connection, runner_id: int) -> list[Any]:
             .order_by(spec.c.name)
         )
     )
+
+
+def runners_spec_names(conn: Connection, runner_ids: Collection[int]) -> dict[int, list[str]]:
+    """The names of each runner's specs, by name, by runner id (one query for a whole list;
+    a runner without specs is absent)."""
+    if not runner_ids:
+        return {}
+    rows = conn.execute(
+        sa.select(runner_spec.c.runner_id, spec.c.name)
+        .join(runner_spec, runner_spec.c.spec_id == spec.c.id)
+        .where(runner_spec.c.runner_id.in_(sorted(runner_ids)))
+        .order_by(spec.c.name)
+    )
+    names: dict[int, list[str]] = {}
+    for row in rows:
+        names.setdefault(row.runner_id, []).append(row.name)
+    return names
 
 
 def runner_spec_add(conn: Connection, runner_id: int, spec_id: int) -> bool:

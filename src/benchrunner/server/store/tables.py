@@ -511,6 +511,10 @@ sa.Index(
 )
 sa.Index("index_job_spec_id", job.c.spec_id)
 sa.Index("index_job_report_id", job.c.report_id)
+# A project's jobs page: the newest first without sorting them all (once the planner's statistics
+# show a project holding many jobs), and their number by status from the index alone.
+sa.Index("index_job_created", job.c.created, job.c.id)
+sa.Index("index_job_report_status", job.c.report_id, job.c.status)
 
 job_event = sa.Table(
     "job_event",

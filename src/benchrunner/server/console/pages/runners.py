@@ -51,15 +51,17 @@ def runner_state(row: RunnerRow, connected: bool, job: JobSummary | None) -> str
 
 def _lines(conn: Connection, connected: frozenset[int]) -> list[RunnerLine]:
     jobs = activity.runners_current_jobs(conn)
+    rows = runners.runner_list(conn, archived=False, name=None)
+    specs = runners.runners_spec_names(conn, [row.id for row in rows])
     lines = []
-    for row in runners.runner_list(conn, archived=False, name=None):
+    for row in rows:
         job = jobs.get(row.id)
         beats = [t for t in (row.last_heartbeat, job.last_heartbeat if job else None) if t]
         lines.append(
             RunnerLine(
                 row,
                 runner_state(row, row.id in connected, job),
-                [s.name for s in runners.runner_specs(conn, row.id)],
+                specs.get(row.id, []),
                 job,
                 max(beats) if beats else None,
             )
