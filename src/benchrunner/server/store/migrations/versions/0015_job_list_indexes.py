@@ -1,7 +1,7 @@
 """job list indexes: a project's newest jobs read in order, and counted by status, from indexes
 
-Revision ID: 0012
-Revises: 0011
+Revision ID: 0015
+Revises: 0014
 Create Date: 2026-11-25 11:10:00
 """
 
@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from alembic import op
 
-revision = "0012"
-down_revision = "0011"
+revision = "0015"
+down_revision = "0014"
 branch_labels = None
 depends_on = None
 
