@@ -62,9 +62,9 @@ def test_signed_results_migration_downgrades_without_rebuilding_the_job_table(
     database_url: str,
 ) -> None:
     engine = make_engine(database_url, writer=False)
-    upgrade(engine)
+    command.upgrade(alembic_config(engine), "0012")  # signed results, and nothing after it
     indexes = _job_indexes(engine)
-    command.downgrade(alembic_config(engine), "0010")
+    command.downgrade(alembic_config(engine), "0011")
     engine.dispose()
     engine = make_engine(database_url, writer=False)
     columns = {c["name"] for c in sa.inspect(engine).get_columns("job")}
