@@ -33,7 +33,7 @@ from pydantic import BaseModel
 
 from benchrunner.core.templates import TemplateRegistry
 from benchrunner.protocol import (
-    LOG_EXTENSION,
+    OUR_EXTENSIONS,
     Ack,
     Cancel,
     Error,
@@ -278,7 +278,7 @@ class Agent:
                 os=platform.system().lower(),
                 arch=platform.machine(),
                 version=self._version,
-                extensions=[LOG_EXTENSION],
+                extensions=list(OUR_EXTENSIONS),
             )
             if self._send(ready):
                 self._ready_deadline = now + self._options.poll_timeout + READY_REPLY_MARGIN

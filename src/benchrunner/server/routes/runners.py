@@ -8,7 +8,7 @@ from fastapi import APIRouter, Query, Request, Response
 from pydantic import Field
 from sqlalchemy.engine import Connection
 
-from benchrunner.core.tokens import new_runner_token
+from benchrunner.core.tokens import RunnerKeyFormat, new_runner_token
 from benchrunner.server.errors import bad_request, conflict, not_found
 from benchrunner.server.routes.bodies import ApiBody, text_problem
 from benchrunner.server.routes.deps import (
@@ -32,6 +32,11 @@ class NewRunner(ApiBody):
     name: str = Field(min_length=1, max_length=64)
     slug: str | None = Field(default=None, min_length=1, max_length=64)
     specs: list[str] = Field(default_factory=list, description="spec UUIDs or slugs to attach")
+    key_format: RunnerKeyFormat = Field(
+        default="hex",
+        description="'hex': bencher_runner_ + 64 hex (seed 000); 'bencher': bencher_runner_ + "
+        "30 letters and digits, the form Bencher's runner binary requires",
+    )
 
 
 class RunnerPatch(ApiBody):
@@ -62,14 +67,15 @@ async def _close_channels(request: Request, runner_id: int, reason: str) -> None
 
 @router.post("/v0/runners", status_code=201)
 async def create_runner(body: NewRunner, _admin: Admin, ctx: Ctx) -> dict[str, Any]:
-    token = new_runner_token()
+    token = new_runner_token(body.key_format)
 
     def unit(conn: Connection) -> dict[str, Any]:
         spec_rows = [spec_or_404(conn, ref) for ref in body.specs]
         row = runners.runner_create(conn, body.name, token, ctx.clock.now(), slug=body.slug)
         for spec in spec_rows:
             runners.runner_spec_add(conn, row.id, spec.id)
-        return {**_view(conn, row), "token": token}
+        key = {"key": token} if body.key_format == "bencher" else {}
+        return {**_view(conn, row), "token": token, **key}
 
     return await ctx.db.write(unit)
 
@@ -128,9 +134,10 @@ async def update_runner(
     return view
 
 
-@router.post("/v0/runners/{runner}/token", status_code=201)
-async def rotate_token(runner: str, _admin: Admin, ctx: Ctx, request: Request) -> dict[str, Any]:
-    token = new_runner_token()
+async def _rotate(
+    runner: str, key_format: RunnerKeyFormat, ctx: Ctx, request: Request
+) -> tuple[RunnerRow, str]:
+    token = new_runner_token(key_format)
 
     def unit(conn: Connection) -> RunnerRow:
         row = runner_or_404(conn, runner)
@@ -140,7 +147,21 @@ async def rotate_token(runner: str, _admin: Admin, ctx: Ctx, request: Request) -
 
     row = await ctx.db.write(unit)
     await _close_channels(request, row.id, "runner token rotated")
+    return row, token
+
+
+@router.post("/v0/runners/{runner}/token", status_code=201)
+async def rotate_token(runner: str, _admin: Admin, ctx: Ctx, request: Request) -> dict[str, Any]:
+    """A new token in seed 000's form; the old one stops working at once."""
+    row, token = await _rotate(runner, "hex", ctx, request)
     return {"uuid": str(row.uuid), "token": token}
+
+
+@router.post("/v0/runners/{runner}/key", status_code=201)
+async def rotate_key(runner: str, _admin: Admin, ctx: Ctx, request: Request) -> dict[str, Any]:
+    """A new key in Bencher's form, answered as Bencher does (``uuid``, ``key``)."""
+    row, key = await _rotate(runner, "bencher", ctx, request)
+    return {"uuid": str(row.uuid), "key": key}
 
 
 @router.get("/v0/runners/{runner}/specs")

@@ -8,6 +8,7 @@ from fastapi import APIRouter, Response
 from pydantic import Field
 from sqlalchemy.engine import Connection
 
+from benchrunner.protocol import OperatingSystem, Sandbox
 from benchrunner.server.errors import conflict, not_found
 from benchrunner.server.routes.bodies import ApiBody
 from benchrunner.server.routes.deps import Admin, Ctx, Page, paginate
@@ -23,17 +24,25 @@ router = APIRouter(tags=["specs"])
 class SpecBody(ApiBody):
     name: str = Field(min_length=1, max_length=64)
     slug: str | None = Field(default=None, min_length=1, max_length=64)
+    os: OperatingSystem = "linux"
     architecture: Literal["x86_64", "aarch64"]
+    sandbox: Sandbox | None = None
     cpu: int = Field(ge=1, le=2**31 - 1)
     memory: int = Field(ge=1, le=2**63 - 1, description="bytes")
     disk: int = Field(ge=1, le=2**63 - 1, description="bytes")
     network: bool = False
+    fallback: bool = Field(default=False, description="make it the fallback spec (Bencher's)")
 
 
 class SpecPatch(ApiBody):
     name: str | None = Field(default=None, min_length=1, max_length=64)
     slug: str | None = Field(default=None, min_length=1, max_length=64)
     archived: bool | None = None
+    fallback: bool | None = Field(
+        default=None,
+        description="true: the spec of jobs submitted without one (any other fallback stops "
+        "being one); false: no longer the fallback",
+    )
 
 
 def spec_or_404(conn: Connection, ref: str) -> Any:
@@ -45,8 +54,14 @@ def spec_or_404(conn: Connection, ref: str) -> Any:
 
 @router.post("/v0/specs", status_code=201)
 async def create_spec(body: SpecBody, _admin: Admin, ctx: Ctx) -> dict[str, Any]:
-    params = NewSpec(**body.model_dump())
-    return spec_view(await ctx.db.write(runners.spec_create, params, ctx.clock.now()))
+    params = NewSpec(**body.model_dump(exclude={"fallback"}))
+
+    def unit(conn: Connection) -> Any:
+        now = ctx.clock.now()
+        row = runners.spec_create(conn, params, now)
+        return runners.spec_set_fallback(conn, row.id, True, now) if body.fallback else row
+
+    return spec_view(await ctx.db.write(unit))
 
 
 @router.get("/v0/specs")
@@ -70,6 +85,8 @@ async def get_spec(spec: str, _admin: Admin, ctx: Ctx) -> dict[str, Any]:
 async def update_spec(spec: str, body: SpecPatch, _admin: Admin, ctx: Ctx) -> dict[str, Any]:
     def unit(conn: Connection) -> Any:
         row = spec_or_404(conn, spec)
+        if body.fallback and (row.archived is not None or body.archived):
+            raise conflict(f"spec {spec!r} is archived; an archived spec cannot be the fallback")
         values = identity_changes(
             conn,
             spec_table,
@@ -79,9 +96,13 @@ async def update_spec(spec: str, body: SpecPatch, _admin: Admin, ctx: Ctx) -> di
             archived=body.archived,
             now=ctx.clock.now(),
         )
+        if body.archived:
+            values["fallback"] = None  # an archived spec takes no new jobs, fallback or not
         updated = runners.spec_update(conn, row.id, values)
         if updated is None:
             raise slug_taken(values["slug"])
+        if body.fallback is not None:
+            updated = runners.spec_set_fallback(conn, row.id, body.fallback, ctx.clock.now())
         return updated
 
     return spec_view(await ctx.db.write(unit))
