@@ -41,6 +41,7 @@ CLOSE_REASONS = frozenset(
     }
 )
 _DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
+_SHA256 = re.compile(r"[0-9a-f]{64}")
 _JWT = re.compile(r"[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*")
 _U32 = 2**32 - 1
 _U64 = 2**64 - 1
@@ -178,7 +179,7 @@ def read_server_message(text: str) -> dict[str, Any]:
             {
                 "version": lambda v: isinstance(v, str),
                 "url": _is_url,
-                "checksum": lambda v: isinstance(v, str) and re.fullmatch("[0-9a-f]{64}", v),
+                "checksum": lambda v: isinstance(v, str) and _SHA256.fullmatch(v) is not None,
             },
             {},
         )

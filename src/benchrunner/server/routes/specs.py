@@ -58,8 +58,11 @@ async def create_spec(body: SpecBody, _admin: Admin, ctx: Ctx) -> dict[str, Any]
 
     def unit(conn: Connection) -> Any:
         now = ctx.clock.now()
+        if not body.fallback:
+            return runners.spec_create(conn, params, now)
+        runners.spec_lock_all(conn)
         row = runners.spec_create(conn, params, now)
-        return runners.spec_set_fallback(conn, row.id, True, now) if body.fallback else row
+        return runners.spec_set_fallback(conn, row.id, True, now)
 
     return spec_view(await ctx.db.write(unit))
 
@@ -84,6 +87,8 @@ async def get_spec(spec: str, _admin: Admin, ctx: Ctx) -> dict[str, Any]:
 @router.patch("/v0/specs/{spec}")
 async def update_spec(spec: str, body: SpecPatch, _admin: Admin, ctx: Ctx) -> dict[str, Any]:
     def unit(conn: Connection) -> Any:
+        if body.fallback is not None:
+            runners.spec_lock_all(conn)
         row = spec_or_404(conn, spec)
         if body.fallback and (row.archived is not None or body.archived):
             raise conflict(f"spec {spec!r} is archived; an archived spec cannot be the fallback")

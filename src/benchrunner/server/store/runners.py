@@ -242,13 +242,16 @@ def spec_update(conn: Connection, spec_id: int, values: dict[str, Any]) -> Any:
     return spec_by_id(conn, spec_id)
 
 
+def spec_lock_all(conn: Connection) -> None:
+    """Lock every spec row, in id order, until the transaction ends: taken first by a unit
+    that changes the fallback, so two admins marking different specs at once end with exactly
+    one fallback on PostgreSQL too (SQLite serializes writers anyway), without deadlocking."""
+    conn.execute(sa.select(spec.c.id).order_by(spec.c.id).with_for_update()).all()
+
+
 def spec_set_fallback(conn: Connection, spec_id: int, fallback: bool, now: dt.datetime) -> Any:
     """Make the spec the fallback (and no other), or stop it being one; the spec row after.
-
-    Every spec row is locked first, so two admins marking different specs at once end with
-    exactly one fallback on PostgreSQL too (SQLite serializes writers anyway).
-    """
-    conn.execute(sa.select(spec.c.id).with_for_update()).all()
+    The caller holds ``spec_lock_all``."""
     if fallback:
         conn.execute(
             spec.update()
