@@ -3,7 +3,8 @@
 Runner -> server: ready, running, heartbeat, completed, failed, canceled (seed 003), and ``log``
 (live output, only from a runner that lists ``"log"`` in its ready's ``extensions``; the server
 never answers a ``log`` unless it refuses it with ``error``).
-Server -> runner: ack, job, no_job, cancel, update (seed 003), error (SPEC section 5).
+Server -> runner: ack, job, no_job, cancel, update (seed 003), and ``error`` (SPEC section 5),
+only to a runner that announced the ``error`` extension; the job's ``nonce`` likewise.
 Every message is a JSON object whose ``event`` field names its type. Messages read from the
 channel are validated strictly (``parse_runner_message``, ``parse_server_message``): a JSON value
 of the wrong type is an error, never coerced (``true`` is not a poll timeout, ``"0"`` is not an
@@ -154,8 +155,8 @@ class Ready(_Wire):
     extensions: list[Annotated[str, Field(max_length=64)]] | None = Field(
         default=None, max_length=32
     )
-    """Protocol additions the runner understands (``"log"``); the server sends a runner nothing
-    that its ready did not announce."""
+    """Protocol additions the runner understands (``OUR_EXTENSIONS``); the server sends a
+    runner nothing that it did not announce."""
 
     def metadata(self) -> RunnerMetadata:
         """Metadata sent inline or nested as ``runner`` (both are accepted)."""
