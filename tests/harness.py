@@ -14,7 +14,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -23,6 +23,7 @@ from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import ClientConnection, connect
 
 from benchrunner.client import BenchrunnerClient
+from benchrunner.protocol import EXTENSIONS_HEADER, OUR_EXTENSIONS
 from benchrunner.server.bootstrap import bootstrap_admin
 
 T = TypeVar("T")
@@ -393,10 +394,22 @@ class RunnerProcess:
 class RawChannel:
     """A hand-driven runner connection, for protocol tests the real agent would never send."""
 
-    def __init__(self, server: ServerProcess, runner: str, token: str, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        server: ServerProcess,
+        runner: str,
+        token: str,
+        extensions: Sequence[str] = OUR_EXTENSIONS,
+        **kwargs: Any,
+    ) -> None:
+        """``extensions`` are announced in the handshake, as our runner does; none: the
+        connection is Bencher's runner's, which announces nothing."""
+        headers = {"Authorization": f"Bearer {token}"}
+        if extensions:
+            headers[EXTENSIONS_HEADER] = ", ".join(extensions)
         self.ws: ClientConnection = connect(
             f"{server.ws_url}/v0/runners/{runner}/channel",
-            additional_headers={"Authorization": f"Bearer {token}"},
+            additional_headers=headers,
             open_timeout=10,
             legacy=True,
             **kwargs,

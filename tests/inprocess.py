@@ -21,6 +21,7 @@ from fastapi import FastAPI
 from websockets.sync.client import connect
 
 from benchrunner.client import BenchrunnerClient
+from benchrunner.protocol import EXTENSIONS_HEADER, OUR_EXTENSIONS
 from benchrunner.server.app import create_app
 from benchrunner.server.bootstrap import bootstrap_admin
 from benchrunner.server.config import ServerSettings
@@ -81,7 +82,10 @@ class InProcessChannel(RawChannel):
     def __init__(self, ws_url: str, runner: str, token: str) -> None:
         self.ws = connect(
             f"{ws_url}/v0/runners/{runner}/channel",
-            additional_headers={"Authorization": f"Bearer {token}"},
+            additional_headers={
+                "Authorization": f"Bearer {token}",
+                EXTENSIONS_HEADER: ", ".join(OUR_EXTENSIONS),
+            },
             open_timeout=10,
             legacy=True,
         )

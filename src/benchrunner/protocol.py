@@ -3,7 +3,8 @@
 Runner -> server: ready, running, heartbeat, completed, failed, canceled (seed 003), and ``log``
 (live output, only from a runner that lists ``"log"`` in its ready's ``extensions``; the server
 never answers a ``log`` unless it refuses it with ``error``).
-Server -> runner: ack, job, no_job, cancel, update (seed 003), error (SPEC section 5).
+Server -> runner: ack, job, no_job, cancel, update (seed 003), and ``error`` (SPEC section 5),
+only to a runner that announced the ``error`` extension; the job's ``nonce`` likewise.
 Every message is a JSON object whose ``event`` field names its type. Messages read from the
 channel are validated strictly (``parse_runner_message``, ``parse_server_message``): a JSON value
 of the wrong type is an error, never coerced (``true`` is not a poll timeout, ``"0"`` is not an
@@ -13,6 +14,7 @@ exit code).
 from __future__ import annotations
 
 import datetime as dt
+import json
 import re
 import uuid
 from typing import Annotated, Any, Literal
@@ -38,6 +40,14 @@ DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
 MAX_LOG_CHUNK = 65536
 """Characters of ``log`` data in one message (a runner cuts chunks of at most this many bytes)."""
 LOG_EXTENSION = "log"
+ERROR_EXTENSION = "error"
+NONCE_EXTENSION = "nonce"
+OUR_EXTENSIONS = (ERROR_EXTENSION, LOG_EXTENSION, NONCE_EXTENSION)
+"""What benchrunner's own runner understands beyond Bencher's protocol. A runner announces its
+extensions in ``ready``, and before its first ``ready`` in the ``EXTENSIONS_HEADER`` of the
+handshake (a spooled result is resent before any ``ready``); a runner that announces none
+(Bencher's own runner binary) is sent nothing outside Bencher's protocol."""
+EXTENSIONS_HEADER = "Benchrunner-Extensions"
 MAX_NESTING = 200
 """Levels of arrays and objects a message may nest. The JSON parser (pydantic's jiter) refuses
 one a level or two deeper, depending on the shape, and counts depth instead of recursing on the
@@ -51,15 +61,26 @@ class _Wire(BaseModel):
 # ---------------------------------------------------------------- job payloads
 
 
+OperatingSystem = Literal["linux", "macos", "windows"]
+Sandbox = Literal["firecracker"]
+
+
 class JsonSpec(_Wire):
+    """A spec as Bencher's runner reads it: ``os``, ``architecture``, ``sandbox`` (absent or
+    null: none), sizes as integers (bytes), and ``fallback``, when an admin marked it the spec
+    of jobs submitted without one."""
+
     uuid: uuid.UUID
     name: str
     slug: str
+    os: OperatingSystem = "linux"
     architecture: Literal["x86_64", "aarch64"]
+    sandbox: Sandbox | None = None
     cpu: int = Field(ge=1, le=2**31 - 1)
     memory: int = Field(ge=1, le=2**63 - 1)
     disk: int = Field(ge=1, le=2**63 - 1)
     network: bool = False
+    fallback: dt.datetime | None = None
     created: dt.datetime
     modified: dt.datetime
     archived: dt.datetime | None = None
@@ -129,7 +150,8 @@ class JsonClaimedJob(_Wire):
     oci_token: str
     timeout: int
     created: dt.datetime
-    nonce: str
+    nonce: str | None = None
+    """Ours (extension ``nonce``): left out for a runner that did not announce it."""
 
 
 class IterationResult(_Wire):
@@ -207,8 +229,8 @@ class Ready(_Wire):
     extensions: list[Annotated[str, Field(max_length=64)]] | None = Field(
         default=None, max_length=32
     )
-    """Protocol additions the runner understands (``"log"``); the server sends a runner nothing
-    that its ready did not announce."""
+    """Protocol additions the runner understands (``OUR_EXTENSIONS``); the server sends a
+    runner nothing that it did not announce."""
 
     def metadata(self) -> RunnerMetadata:
         """Metadata sent inline or nested as ``runner`` (both are accepted)."""
@@ -386,6 +408,19 @@ def parse_server_message(data: str | bytes) -> ServerMessage:
 def encode(message: BaseModel) -> str:
     """Compact JSON without null fields: a heartbeat is ``{"event":"heartbeat"}``."""
     return message.model_dump_json(exclude_none=True)
+
+
+def parse_extensions_header(value: str | None) -> frozenset[str]:
+    """The extensions named in a handshake's ``EXTENSIONS_HEADER`` (comma separated)."""
+    if not value:
+        return frozenset()
+    names = (name.strip() for name in value.split(",")[:32])
+    return frozenset(name for name in names if 0 < len(name) <= 64)
+
+
+def close_reason(reason: str) -> str:
+    """A close frame's reason as Bencher's server writes it: the reason as a JSON string."""
+    return json.dumps(reason)
 
 
 def is_digest(value: str) -> bool:

@@ -4,6 +4,7 @@ events stored before seed 004's audit names."""
 from __future__ import annotations
 
 import datetime as dt
+import uuid
 from collections.abc import Iterator
 
 import pytest
@@ -15,10 +16,11 @@ from benchrunner.core.events import JobEvent, status_reached
 from benchrunner.core.states import JobStatus
 from benchrunner.core.tiers import Plan
 from benchrunner.protocol import JsonJobConfig
-from benchrunner.server.store import accounts, jobs, reports, runners
+from benchrunner.server.store import accounts, jobs, reports
 from benchrunner.server.store.engine import Database
 from benchrunner.server.store.migrate import alembic_config
 from benchrunner.server.store.tables import job_event
+from benchrunner.server.store.tables import spec as spec_table
 from benchrunner.server.store.transitions import event_add
 
 NOW = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
@@ -83,9 +85,23 @@ def db(database_url: str) -> Iterator[Database]:
 def _job_with_old_events(conn: Connection) -> int:
     org = accounts.organization_create(conn, "acme", Plan.TEAM, NOW, leader_id=None)
     project = accounts.project_create(conn, org.id, "bench", "public", NOW)
-    spec = runners.spec_create(
-        conn, runners.NewSpec("small", "x86_64", 1, 1 << 30, 1 << 30, False), NOW
-    )
+    # the spec row as the schema of revision 0005 has it (later revisions add columns)
+    spec_id = conn.execute(
+        sa.insert(spec_table)
+        .values(
+            uuid=uuid.uuid4(),
+            name="small",
+            slug="small",
+            architecture="x86_64",
+            cpu=1,
+            memory=1 << 30,
+            disk=1 << 30,
+            network=False,
+            created=NOW,
+            modified=NOW,
+        )
+        .returning(spec_table.c.id)
+    ).scalar_one()
     report_id, _ = reports.report_create(
         conn, reports.new_report_on(conn, project.id, "main", "tb", "json", NOW)
     )
@@ -94,7 +110,7 @@ def _job_with_old_events(conn: Connection) -> int:
         jobs.NewJob(
             report_id=report_id,
             organization_id=org.id,
-            spec_id=spec.id,
+            spec_id=spec_id,
             config=JsonJobConfig(timeout=60, template="t", args={}),
             priority=0,
             now=NOW,

@@ -56,3 +56,31 @@ def test_only_the_sha256_is_kept() -> None:
 )
 def test_bearer_header(header: str | None, token: str | None) -> None:
     assert bearer(header) == token
+
+
+def test_bencher_key_format_is_bencher_runner_and_30_alphanumerics() -> None:
+    keys = {new_runner_token("bencher") for _ in range(50)}
+    assert len(keys) == 50
+    for key in keys:
+        assert key.startswith("bencher_runner_")
+        assert len(key) == len("bencher_runner_") + 30
+        assert key[len("bencher_runner_") :].isalnum() and key.isascii()
+        assert is_runner_token(key)
+    # both cases and digits turn up across 50 keys of 30 characters (about 1 in 10^20 not)
+    body = "".join(key[len("bencher_runner_") :] for key in keys)
+    assert any(c.isupper() for c in body) and any(c.islower() for c in body)
+    assert any(c.isdigit() for c in body)
+
+
+@pytest.mark.parametrize(
+    "token",
+    [
+        "bencher_runner_" + "a" * 29,
+        "bencher_runner_" + "a" * 31,
+        "bencher_runner_" + "a" * 29 + "-",
+        "bencher_runner_" + "é" * 30,
+        "BENCHER_RUNNER_" + "a" * 30,
+    ],
+)
+def test_malformed_bencher_keys_are_refused(token: str) -> None:
+    assert not is_runner_token(token)

@@ -33,7 +33,7 @@ from pydantic import BaseModel
 
 from benchrunner.core.templates import TemplateRegistry
 from benchrunner.protocol import (
-    LOG_EXTENSION,
+    OUR_EXTENSIONS,
     Ack,
     Cancel,
     Error,
@@ -290,7 +290,7 @@ class Agent:
                 os=platform.system().lower(),
                 arch=platform.machine(),
                 version=self._version,
-                extensions=[LOG_EXTENSION],
+                extensions=list(OUR_EXTENSIONS),
             )
             if self._send(ready):
                 self._ready_deadline = now + self._options.poll_timeout + READY_REPLY_MARGIN
@@ -397,7 +397,7 @@ class Agent:
             log.error("refusing job %s: runner is %s", claimed.uuid, busy)
             refusal: TerminalMessage = Failed(job=claimed.uuid, error=f"runner was {busy}")
             if self._signer is not None:
-                refusal = self._signer.sign(refusal, claimed.nonce)
+                refusal = self._signer.sign(refusal, claimed.nonce or "")
             self._outbox.add(refusal, spooled=False)
             return
         self._job = JobRun(

@@ -26,7 +26,13 @@ from pydantic import BaseModel, ValidationError
 from websockets.exceptions import ConnectionClosed, InvalidStatus, InvalidURI, WebSocketException
 from websockets.sync.client import ClientConnection, connect
 
-from benchrunner.protocol import JobAssigned, encode, parse_server_message
+from benchrunner.protocol import (
+    EXTENSIONS_HEADER,
+    OUR_EXTENSIONS,
+    JobAssigned,
+    encode,
+    parse_server_message,
+)
 from benchrunner.runner import pickup_trace
 from benchrunner.runner.cores import CorePlan
 from benchrunner.runner.events import AgentEvent, ChannelLost, ServerEvent
@@ -105,7 +111,10 @@ class Channel:
             with cores.housekeeping_affinity():  # the library's own threads inherit it
                 connection = connect(
                     url,
-                    additional_headers={"Authorization": f"Bearer {key}"},
+                    additional_headers={
+                        "Authorization": f"Bearer {key}",
+                        EXTENSIONS_HEADER: ", ".join(OUR_EXTENSIONS),
+                    },
                     user_agent_header=user_agent,
                     max_size=MAX_MESSAGE_BYTES,
                     open_timeout=open_timeout,

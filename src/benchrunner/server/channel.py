@@ -9,10 +9,18 @@ A runner has one live channel per server process: a new connection supersedes th
 which is closed with 4001 ``superseded`` and whose waiting ``ready`` is withdrawn, so a
 half-open socket cannot take a job into the void.
 
-Close codes: 1007 a text message that is not UTF-8 (RFC 6455), 1008 the runner was archived
-or its key rotated, 1009 a message over the size limit, 1011 the server failed storing a
-result (resend it), 1012 the server is restarting, 4000 ``heartbeat_timeout`` or
-``job_timeout_exceeded``, 4001 ``superseded``.
+Close codes: 1000 with the reason ``"heartbeat_timeout"`` or ``"job_timeout_exceeded"`` (a
+JSON string, as Bencher's server writes it and Bencher's runner reads it), 1007 a text message
+that is not UTF-8 (RFC 6455), 1008 the runner was archived or its key rotated, or Bencher's
+runner sent an invalid message while idle, 1009 a message over the size limit, 1011 the
+server failed storing a result (resend it), 1012 the server is restarting, 4001 ``superseded``.
+
+Extensions are negotiated (SPEC section 5): ``error`` events, ``nonce`` in the ``job`` message
+and a bare ``ack`` go only to a runner that announced them (``ready``'s ``extensions``, or the
+handshake's ``Benchrunner-Extensions`` header before the first ``ready``). To a runner that
+announced none, Bencher's runner binary, the server answers as Bencher's server does: it
+ignores what it would refuse, acknowledges a terminal message it will not apply (nothing
+changes), and closes where Bencher's server ends the channel.
 """
 
 from __future__ import annotations
@@ -31,6 +39,8 @@ from benchrunner.core.timeouts import TimeoutVerdict
 from benchrunner.core.tokens import bearer, is_runner_token
 from benchrunner.protocol import (
     DEFAULT_POLL_TIMEOUT,
+    ERROR_EXTENSION,
+    NONCE_EXTENSION,
     Ack,
     Cancel,
     Canceled,
@@ -43,6 +53,7 @@ from benchrunner.protocol import (
     Ready,
     RunnerMetadata,
     Running,
+    close_reason,
     encode,
     explain_invalid,
     parse_runner_message,
@@ -54,8 +65,8 @@ from benchrunner.server.store.runners import RunnerRow
 
 log = logging.getLogger(__name__)
 
+CLOSE_NORMAL = 1000
 CLOSE_POLICY = 1008
-CLOSE_TIMEOUT = 4000
 CLOSE_SUPERSEDED = 4001
 CLOSE_INTERNAL_ERROR = 1011
 
@@ -108,8 +119,16 @@ async def authenticate(
 
 
 class ChannelSession:
-    def __init__(self, websocket: WebSocket, runner: RunnerRow, lifecycle: Lifecycle) -> None:
+    def __init__(
+        self,
+        websocket: WebSocket,
+        runner: RunnerRow,
+        lifecycle: Lifecycle,
+        extensions: frozenset[str] = frozenset(),
+    ) -> None:
         self.ws = websocket
+        self.extensions = extensions
+        """What the runner announced it understands beyond Bencher's protocol."""
         self.runner = runner
         self.life = lifecycle
         self.ctx = lifecycle.ctx
@@ -133,6 +152,12 @@ class ChannelSession:
             if self.ws.application_state == WebSocketState.CONNECTED:
                 with contextlib.suppress(RuntimeError, WebSocketDisconnect):
                     await self.ws.send_text(encode(message))
+
+    async def refuse(self, reason: str) -> None:
+        """Tell the runner a message was refused: an ``error`` event if it understands one;
+        Bencher's server says nothing in these cases."""
+        if ERROR_EXTENSION in self.extensions:
+            await self.send(Error(message=reason))
 
     async def close(self, code: int, reason: str) -> None:
         if self._closed:
@@ -202,9 +227,7 @@ class ChannelSession:
                     if isinstance(text, str):
                         await self._handle_text(text)
                     else:
-                        await self.send(
-                            Error(message="binary messages are not part of the protocol")
-                        )
+                        await self.refuse("binary messages are not part of the protocol")
                 elif timer in done and self._clock.monotonic() >= self._deadline:
                     await self._heartbeat_timeout()
                     return
@@ -219,7 +242,12 @@ class ChannelSession:
         try:
             message = parse_runner_message(text)
         except ValidationError as exc:
-            await self.send(Error(message=explain_invalid(exc)))
+            if ERROR_EXTENSION in self.extensions:
+                await self.send(Error(message=explain_invalid(exc)))
+            elif self.job is None and (self._poll is None or self._poll.done()):
+                # Bencher's server ends the channel on a message it cannot read while it
+                # waits for a ready (and ignores one while polling or running a job).
+                await self.close(CLOSE_POLICY, "")
             return
         self._reset_deadline()
         try:
@@ -231,7 +259,7 @@ class ChannelSession:
                 # resend on the next connection instead.
                 await self.close(CLOSE_INTERNAL_ERROR, "internal error; resend the result")
             else:
-                await self.send(Error(message=f"internal error handling {message.event!r}"))
+                await self.refuse(f"internal error handling {message.event!r}")
 
     async def _dispatch(self, message: RunnerMessage) -> None:
         if isinstance(message, Ready):
@@ -246,8 +274,10 @@ class ChannelSession:
             await self._terminal(message)
 
     async def _ready(self, message: Ready) -> None:
+        if message.extensions is not None:
+            self.extensions = frozenset(message.extensions)
         if self._poll is not None and not self._poll.done():
-            await self.send(Error(message="a ready is already outstanding"))
+            await self.refuse("a ready is already outstanding")
             return
         # A runner asks for work only when it holds none: whatever is still in flight for it is
         # lost, whether this channel knew it or it was claimed into an older, half-open one.
@@ -276,6 +306,8 @@ class ChannelSession:
         else:
             job, assigned = found
             self.job = job
+            if NONCE_EXTENSION not in self.extensions:
+                assigned = assigned.model_copy(update={"nonce": None})
             await self.send(assigned)
         self._reset_deadline()
 
@@ -290,7 +322,7 @@ class ChannelSession:
     async def _running(self, message: Running) -> None:
         job = await self._current(message.job)
         if job is None:
-            await self.send(Error(message="running: no job of this runner is in flight"))
+            await self.refuse("running: no job of this runner is in flight")
             return
         status = await self.life.running(self.runner, job)
         if status is not None and self.job is job:
@@ -301,13 +333,14 @@ class ChannelSession:
         if status in (JobStatus.CLAIMED, JobStatus.RUNNING):
             await self.send(Ack(job=job.uuid))
         elif status is None:
-            await self.send(Error(message=f"running: job {job.uuid} is not this runner's"))
+            await self.refuse(f"running: job {job.uuid} is not this runner's")
         else:
             await self.send(Cancel(job=job.uuid))
 
     async def _heartbeat(self) -> None:
         if self.job is None:
-            await self.send(Ack())
+            if self.extensions:  # ours: Bencher's server ignores a heartbeat between jobs
+                await self.send(Ack())
             return
         cancel = await self.life.heartbeat(self.runner, self.job)
         await self.send(Cancel(job=self.job.uuid) if cancel else Ack(job=self.job.uuid))
@@ -316,7 +349,7 @@ class ChannelSession:
         """Store a chunk of the in-flight job's output; no reply unless it is refused."""
         job = self.job
         if job is None or job.uuid != message.job or job.status not in IN_FLIGHT:
-            await self.send(Error(message=f"log: job {message.job} is not in flight here"))
+            await self.refuse(f"log: job {message.job} is not in flight here")
             return
         if (job.id, message.stream) in self._log_full:
             return
@@ -329,7 +362,7 @@ class ChannelSession:
             self.ctx.settings.job_log_max_bytes,
         )
         if appended is job_logs.Appended.NOT_IN_FLIGHT:
-            await self.send(Error(message=f"log: job {message.job} is no longer in flight"))
+            await self.refuse(f"log: job {message.job} is no longer in flight")
             return
         if appended is job_logs.Appended.OVER_LIMIT:
             self._log_full = {key for key in self._log_full if key[0] == job.id}
@@ -338,10 +371,22 @@ class ChannelSession:
 
     async def _terminal(self, message: Completed | Failed | Canceled) -> None:
         reply = await self.life.deliver(self.runner, message, self.job)
+        if isinstance(reply, Error) and ERROR_EXTENSION not in self.extensions:
+            if await self._still_to_deliver(message.job):
+                # Bencher's server ends the channel when it fails to apply a result; the
+                # runner resends it on its next connection.
+                await self.close(CLOSE_INTERNAL_ERROR, "")
+                return
+            reply = Ack(job=message.job)  # as Bencher's server: acknowledged, nothing changed
         if isinstance(reply, Ack) and self.job is not None and self.job.uuid == message.job:
             self.ctx.log_watch.notify(self.job.id)  # followers of its log may end
             self.job = None
         await self.send(reply)
+
+    async def _still_to_deliver(self, job_uuid: object) -> bool:
+        """Whether the job is this runner's and still in flight (its result not applied)."""
+        job = await self.ctx.db.read(jobs.job_get_by_uuid, job_uuid)
+        return job is not None and job.runner_id == self.runner.id and job.status in IN_FLIGHT
 
     async def _heartbeat_timeout(self) -> None:
         reason = "heartbeat_timeout"
@@ -351,7 +396,7 @@ class ChannelSession:
                 reason = "job_timeout_exceeded"
             self.job = None
         log.info("runner %s silent for the heartbeat timeout; closing", self.runner.slug)
-        await self.close(CLOSE_TIMEOUT, reason)
+        await self.close(CLOSE_NORMAL, close_reason(reason))
 
     async def _end(self) -> None:
         if self._poll is not None and not self._poll.done():

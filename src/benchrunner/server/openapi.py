@@ -71,7 +71,8 @@ HANDLER_ERRORS: dict[str, frozenset[int]] = {
     "POST /v0/runners": frozenset({404}),  # a spec named in the body
     "PATCH /v0/runners/{runner}": frozenset({409}),  # slug taken
     "POST /v0/runners/{runner}/token": frozenset({409}),  # archived runner
-    "PATCH /v0/specs/{spec}": frozenset({409}),  # slug taken
+    "POST /v0/runners/{runner}/key": frozenset({409}),  # archived runner
+    "PATCH /v0/specs/{spec}": frozenset({409}),  # slug taken, or an archived spec as fallback
     "DELETE /v0/specs/{spec}": frozenset({409}),  # spec in use
     "PATCH /v0/projects/{project}/benchmarks/{ref}": frozenset({403}),
     "POST /v0/projects/{project}/thresholds": frozenset({403, 404, 409}),  # 404: a name in it

@@ -13,7 +13,7 @@ from typing import Any
 
 from sqlalchemy.engine import Connection
 
-from benchrunner.core.tokens import new_runner_token
+from benchrunner.core.tokens import RunnerKeyFormat, new_runner_token
 from benchrunner.server.channel import ChannelHub
 from benchrunner.server.context import ServerContext
 from benchrunner.server.errors import conflict, not_found
@@ -44,10 +44,12 @@ async def create(
     *,
     slug: str | None = None,
     public_key: str | None = None,
+    key_format: RunnerKeyFormat = "hex",
 ) -> dict[str, Any]:
     """A new runner attached to ``spec_refs`` (which must sign its results with the key whose
-    public half is ``public_key``, when given); its view plus ``token``, shown this once."""
-    token = new_runner_token()
+    public half is ``public_key``, when given); its view plus ``token`` (in ``key_format``),
+    shown this once."""
+    token = new_runner_token(key_format)
 
     def unit(conn: Connection) -> dict[str, Any]:
         spec_rows = [spec_or_404(conn, ref) for ref in spec_refs]
@@ -111,10 +113,12 @@ async def update(
     return view
 
 
-async def rotate_token(ctx: ServerContext, hub: ChannelHub, ref: str) -> tuple[RunnerRow, str]:
-    """A new token for the runner (the old one stops working at once, and its channels are
-    closed); the token is returned this once."""
-    token = new_runner_token()
+async def rotate_token(
+    ctx: ServerContext, hub: ChannelHub, ref: str, *, key_format: RunnerKeyFormat = "hex"
+) -> tuple[RunnerRow, str]:
+    """A new token for the runner in ``key_format`` (the old one stops working at once, and
+    its channels are closed); the token is returned this once."""
+    token = new_runner_token(key_format)
 
     def unit(conn: Connection) -> RunnerRow:
         row = runner_or_404(conn, ref)

@@ -7,6 +7,7 @@ import logging
 from fastapi import APIRouter, WebSocket
 from fastapi.responses import JSONResponse
 
+from benchrunner.protocol import EXTENSIONS_HEADER, parse_extensions_header
 from benchrunner.server.channel import ChannelHub, ChannelSession, authenticate
 from benchrunner.server.lifecycle import Lifecycle
 
@@ -28,7 +29,8 @@ async def runner_channel(websocket: WebSocket, runner: str) -> None:
         )
         return
     await websocket.accept()
-    session = ChannelSession(websocket, row, life)
+    extensions = parse_extensions_header(websocket.headers.get(EXTENSIONS_HEADER))
+    session = ChannelSession(websocket, row, life, extensions)
     hub.open(session)
     log.info("runner %s connected", row.slug)
     try:

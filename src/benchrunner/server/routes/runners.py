@@ -9,6 +9,7 @@ from pydantic import Field
 from sqlalchemy.engine import Connection
 
 from benchrunner.core.signatures import SignatureRefused, public_key, public_key_text
+from benchrunner.core.tokens import RunnerKeyFormat
 from benchrunner.server import runner_admin
 from benchrunner.server.errors import bad_request, not_found
 from benchrunner.server.routes.bodies import ApiBody, text_problem
@@ -38,6 +39,11 @@ class NewRunner(ApiBody):
     slug: str | None = Field(default=None, min_length=1, max_length=64)
     specs: list[str] = Field(default_factory=list, description="spec UUIDs or slugs to attach")
     public_key: str | None = Field(default=None, max_length=64, description=PUBLIC_KEY_HELP)
+    key_format: RunnerKeyFormat = Field(
+        default="hex",
+        description="'hex': bencher_runner_ + 64 hex (seed 000); 'bencher': bencher_runner_ + "
+        "30 letters and digits, the form Bencher's runner binary requires",
+    )
 
 
 class RunnerPatch(ApiBody):
@@ -65,7 +71,11 @@ def checked_public_key(text: str | None) -> str | None:
 @router.post("/v0/runners", status_code=201)
 async def create_runner(body: NewRunner, _admin: Admin, ctx: Ctx) -> dict[str, Any]:
     key = checked_public_key(body.public_key)
-    return await runner_admin.create(ctx, body.name, body.specs, slug=body.slug, public_key=key)
+    created = await runner_admin.create(
+        ctx, body.name, body.specs, slug=body.slug, public_key=key, key_format=body.key_format
+    )
+    # Bencher answers a new runner's key as ``key``; ours has always been ``token``.
+    return {**created, "key": created["token"]} if body.key_format == "bencher" else created
 
 
 @router.get("/v0/runners")
@@ -109,8 +119,18 @@ async def update_runner(
 
 @router.post("/v0/runners/{runner}/token", status_code=201)
 async def rotate_token(runner: str, _admin: Admin, ctx: Ctx, request: Request) -> dict[str, Any]:
+    """A new token in seed 000's form; the old one stops working at once."""
     row, token = await runner_admin.rotate_token(ctx, request.app.state.hub, runner)
     return {"uuid": str(row.uuid), "token": token}
+
+
+@router.post("/v0/runners/{runner}/key", status_code=201)
+async def rotate_key(runner: str, _admin: Admin, ctx: Ctx, request: Request) -> dict[str, Any]:
+    """A new key in Bencher's form, answered as Bencher does (``uuid``, ``key``)."""
+    row, key = await runner_admin.rotate_token(
+        ctx, request.app.state.hub, runner, key_format="bencher"
+    )
+    return {"uuid": str(row.uuid), "key": key}
 
 
 @router.get("/v0/runners/{runner}/specs")

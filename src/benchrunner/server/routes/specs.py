@@ -8,6 +8,7 @@ from fastapi import APIRouter, Response
 from pydantic import Field
 from sqlalchemy.engine import Connection
 
+from benchrunner.protocol import OperatingSystem, Sandbox
 from benchrunner.server.errors import conflict, not_found
 from benchrunner.server.routes.bodies import ApiBody
 from benchrunner.server.routes.deps import Admin, Ctx, Page, paginate
@@ -25,7 +26,9 @@ NOISE_LIMIT_MAX = 1e9
 class SpecBody(ApiBody):
     name: str = Field(min_length=1, max_length=64)
     slug: str | None = Field(default=None, min_length=1, max_length=64)
+    os: OperatingSystem = "linux"
     architecture: Literal["x86_64", "aarch64"]
+    sandbox: Sandbox | None = None
     cpu: int = Field(ge=1, le=2**31 - 1)
     memory: int = Field(ge=1, le=2**63 - 1, description="bytes")
     disk: int = Field(ge=1, le=2**63 - 1, description="bytes")
@@ -47,6 +50,7 @@ class SpecBody(ApiBody):
         description="a report whose calibration drifted more, either way, is noisy; "
         "null: the server's default",
     )
+    fallback: bool = Field(default=False, description="make it the fallback spec (Bencher's)")
 
 
 class SpecPatch(ApiBody):
@@ -57,6 +61,11 @@ class SpecPatch(ApiBody):
     noise_cv_limit: float | None = Field(default=None, ge=0, le=NOISE_LIMIT_MAX)
     """Absent: unchanged; null: back to the server's default."""
     noise_drift_limit: float | None = Field(default=None, ge=0, le=NOISE_LIMIT_MAX)
+    fallback: bool | None = Field(
+        default=None,
+        description="true: the spec of jobs submitted without one (any other fallback stops "
+        "being one); false: no longer the fallback",
+    )
 
 
 NOISE_LIMITS = ("noise_cv_limit", "noise_drift_limit")
@@ -82,8 +91,17 @@ def spec_or_404(conn: Connection, ref: str) -> Any:
 
 @router.post("/v0/specs", status_code=201)
 async def create_spec(body: SpecBody, _admin: Admin, ctx: Ctx) -> dict[str, Any]:
-    params = NewSpec(**body.model_dump())
-    return spec_view(await ctx.db.write(runners.spec_create, params, ctx.clock.now()))
+    params = NewSpec(**body.model_dump(exclude={"fallback"}))
+
+    def unit(conn: Connection) -> Any:
+        now = ctx.clock.now()
+        if not body.fallback:
+            return runners.spec_create(conn, params, now)
+        runners.spec_lock_all(conn)
+        row = runners.spec_create(conn, params, now)
+        return runners.spec_set_fallback(conn, row.id, True, now)
+
+    return spec_view(await ctx.db.write(unit))
 
 
 @router.get("/v0/specs")
@@ -106,7 +124,11 @@ async def get_spec(spec: str, _admin: Admin, ctx: Ctx) -> dict[str, Any]:
 @router.patch("/v0/specs/{spec}")
 async def update_spec(spec: str, body: SpecPatch, _admin: Admin, ctx: Ctx) -> dict[str, Any]:
     def unit(conn: Connection) -> Any:
+        if body.fallback is not None:
+            runners.spec_lock_all(conn)
         row = spec_or_404(conn, spec)
+        if body.fallback and (row.archived is not None or body.archived):
+            raise conflict(f"spec {spec!r} is archived; an archived spec cannot be the fallback")
         values = identity_changes(
             conn,
             spec_table,
@@ -117,9 +139,13 @@ async def update_spec(spec: str, body: SpecPatch, _admin: Admin, ctx: Ctx) -> di
             now=ctx.clock.now(),
         )
         values.update(noise_changes(body))
+        if body.archived:
+            values["fallback"] = None  # an archived spec takes no new jobs, fallback or not
         updated = runners.spec_update(conn, row.id, values)
         if updated is None:
             raise slug_taken(values["slug"])
+        if body.fallback is not None:
+            updated = runners.spec_set_fallback(conn, row.id, body.fallback, ctx.clock.now())
         return updated
 
     return spec_view(await ctx.db.write(unit))

@@ -181,6 +181,8 @@ class NewSpec:
     noise_guard: bool = True
     noise_cv_limit: float | None = None
     noise_drift_limit: float | None = None
+    os: str = "linux"
+    sandbox: str | None = None
 
 
 def spec_json(row: Any) -> JsonSpec:
@@ -188,11 +190,14 @@ def spec_json(row: Any) -> JsonSpec:
         uuid=row.uuid,
         name=row.name,
         slug=row.slug,
+        os=row.os,
         architecture=row.architecture,
+        sandbox=row.sandbox,
         cpu=row.cpu,
         memory=row.memory,
         disk=row.disk,
         network=bool(row.network),
+        fallback=row.fallback,
         created=row.created,
         modified=row.modified,
         archived=row.archived,
@@ -214,6 +219,8 @@ def spec_create(conn: Connection, params: NewSpec, now: dt.datetime) -> Any:
         "noise_guard": params.noise_guard,
         "noise_cv_limit": params.noise_cv_limit,
         "noise_drift_limit": params.noise_drift_limit,
+        "os": params.os,
+        "sandbox": params.sandbox,
         "created": now,
         "modified": now,
     }
@@ -248,6 +255,42 @@ def spec_update(conn: Connection, spec_id: int, values: dict[str, Any]) -> Any:
     if not update_unless_taken(conn, spec.update().where(spec.c.id == spec_id).values(**values)):
         return None
     return spec_by_id(conn, spec_id)
+
+
+def spec_lock_all(conn: Connection) -> None:
+    """Lock every spec row, in id order, until the transaction ends: taken first by a unit
+    that changes the fallback, so two admins marking different specs at once end with exactly
+    one fallback on PostgreSQL too (SQLite serializes writers anyway), without deadlocking."""
+    conn.execute(sa.select(spec.c.id).order_by(spec.c.id).with_for_update()).all()
+
+
+def spec_set_fallback(conn: Connection, spec_id: int, fallback: bool, now: dt.datetime) -> Any:
+    """Make the spec the fallback (and no other), or stop it being one; the spec row after.
+    The caller holds ``spec_lock_all``."""
+    if fallback:
+        conn.execute(
+            spec.update()
+            .where(spec.c.fallback.is_not(None), spec.c.id != spec_id)
+            .values(fallback=None, modified=now)
+        )
+        conn.execute(
+            spec.update()
+            .where(spec.c.id == spec_id, spec.c.fallback.is_(None))
+            .values(fallback=now, modified=now)
+        )
+    else:
+        conn.execute(
+            spec.update()
+            .where(spec.c.id == spec_id, spec.c.fallback.is_not(None))
+            .values(fallback=None, modified=now)
+        )
+    return spec_by_id(conn, spec_id)
+
+
+def spec_fallback(conn: Connection) -> Any:
+    """The spec jobs submitted without one run on (not archived), or None."""
+    query = sa.select(spec).where(spec.c.fallback.is_not(None), spec.c.archived.is_(None))
+    return conn.execute(query.limit(1)).first()
 
 
 def spec_is_referenced(conn: Connection, spec_id: int) -> bool:

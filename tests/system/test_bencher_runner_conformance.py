@@ -1,0 +1,211 @@
+"""Bencher's runner binary, unchanged, on our channel (issue 13, point 2).
+
+A raw WebSocket sends exactly the messages Bencher's runner sends (no extensions announced,
+a key in Bencher's format) and every frame the server answers is read by the rules of
+Bencher's runner (``tests.bencher_runner_rules``); then the same scenarios with our runner's
+extensions announced, where the extensions must appear. The channel does not depend on the
+engine, so this runs on SQLite only.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from websockets.exceptions import ConnectionClosed
+
+from benchrunner.protocol import OUR_EXTENSIONS, parse_server_message
+from tests.bencher_runner_rules import read_close_reason, read_server_message
+from tests.databases import fresh_database
+from tests.harness import HEARTBEAT_TIMEOUT, Deployment, RawChannel, deploy, wait_until
+from tests.registry_support import push_image, registry_token, v2
+
+BENCHER_METADATA = {"os": "linux", "arch": "x86_64", "version": "0.6.12"}
+BMF = json.dumps({"bench::add": {"latency": {"value": 42.0}}})
+
+
+@pytest.fixture
+def deployment(tmp_path: Path) -> Iterator[Deployment]:
+    with fresh_database("sqlite", tmp_path) as url, deploy(tmp_path, url) as deployment:
+        yield deployment
+
+
+class Wire:
+    """One runner connection; every server frame is checked against Bencher's runner's rules,
+    and, when our extensions were announced, against our own protocol first (an extension
+    message is read by our rules only)."""
+
+    def __init__(self, deployment: Deployment, name: str, *, ours: bool) -> None:
+        self.deployment = deployment
+        self.ours = ours
+        server = deployment.server
+        response = httpx.post(
+            f"{server.url}/v0/runners",
+            json={"name": name, "specs": [deployment.spec], "key_format": "bencher"},
+            headers={"Authorization": f"Bearer {server.token}"},
+        )
+        assert response.status_code == 201, response.text
+        self.slug, self.key = response.json()["slug"], response.json()["key"]
+        extensions = OUR_EXTENSIONS if ours else ()
+        self.raw = RawChannel(server, self.slug, self.key, extensions=extensions)
+        deployment.channels.append(self.raw)
+
+    def recv(self, timeout: float = 15) -> dict[str, Any]:
+        text = self.raw.ws.recv(timeout=timeout)
+        assert isinstance(text, str), text
+        if self.ours and parse_server_message(text).event == "error":
+            return dict(json.loads(text))  # an extension: Bencher's runner is never sent one
+        return read_server_message(text)
+
+    def ask(self, message: dict[str, Any] | str, timeout: float = 15) -> dict[str, Any]:
+        self.raw.send(message)
+        return self.recv(timeout)
+
+    def ready(self, poll_timeout: int = 5) -> dict[str, Any]:
+        message: dict[str, Any] = {
+            "event": "ready",
+            "poll_timeout": poll_timeout,
+            "runner": BENCHER_METADATA,
+        }
+        if self.ours:
+            message["extensions"] = list(OUR_EXTENSIONS)
+        return self.ask(message, timeout=poll_timeout + 10)
+
+    def closed(self, timeout: float = 30) -> tuple[int | None, str]:
+        """Read (and check) frames until the server closes; the close code and reason."""
+        deadline = time.monotonic() + timeout
+        try:
+            while time.monotonic() < deadline:
+                try:
+                    self.recv(timeout=max(0.01, deadline - time.monotonic()))
+                except TimeoutError:
+                    continue
+        except ConnectionClosed:
+            pass
+        close = self.raw.ws.protocol.close_rcvd
+        return (close.code, close.reason) if close else (None, "")
+
+
+def _image_job(deployment: Deployment) -> str:
+    server = deployment.server
+    with v2(server, registry_token(server, server.token, "repository:bench:push")) as client:
+        image = push_image(client, deployment.project, "v1", b"bench layer")
+    with deployment.admin() as admin:
+        created = admin.run(
+            {
+                "project": deployment.project,
+                "spec": deployment.spec,
+                "image": image,
+                "settings": {"adapter": "json"},
+            }
+        )
+    return str(created["job"])
+
+
+def _job(deployment: Deployment, job_uuid: str) -> dict[str, Any]:
+    with deployment.admin() as admin:
+        return admin.get_job(deployment.project, job_uuid)
+
+
+@pytest.mark.parametrize("ours", [False, True], ids=["bencher", "extensions"])
+def test_a_job_from_ready_to_result(deployment: Deployment, ours: bool) -> None:
+    wire = Wire(deployment, "runner", ours=ours)
+    assert wire.ready(poll_timeout=1) == {"event": "no_job"}
+    job_uuid = _image_job(deployment)
+    job = wire.ready()
+    assert job["event"] == "job" and job["uuid"] == job_uuid
+    assert job["spec"]["os"] == "linux" and job["spec"]["architecture"] == "x86_64"
+    assert ("nonce" in job) is ours  # our extension, only for a runner that announced it
+    assert wire.ask({"event": "running"}) == {"event": "ack", "job": job_uuid}
+    assert wire.ask({"event": "heartbeat"}) == {"event": "ack", "job": job_uuid}
+    completed = {
+        "event": "completed",
+        "job": job_uuid,
+        "results": [{"exit_code": 0, "stdout": BMF, "stderr": ""}],
+    }
+    assert wire.ask(completed) == {"event": "ack", "job": job_uuid}
+    assert wire.ask(completed) == {"event": "ack", "job": job_uuid}  # a resend
+    wait_until(lambda: _job(deployment, job_uuid)["status"] == "processed", timeout=30)
+
+    different = {**completed, "results": [{"exit_code": 0, "stdout": "{}", "stderr": ""}]}
+    reply = wire.ask(different)
+    if ours:
+        assert reply["event"] == "error" and "different result" in reply["message"]
+    else:  # Bencher's server acknowledges a late result and keeps the first
+        assert reply == {"event": "ack", "job": job_uuid}
+    stored = _job(deployment, job_uuid)
+    assert stored["status"] == "processed"
+    assert stored["output"]["results"][0]["stdout"] == BMF
+
+
+@pytest.mark.parametrize("ours", [False, True], ids=["bencher", "extensions"])
+def test_what_the_server_would_refuse(deployment: Deployment, ours: bool) -> None:
+    wire = Wire(deployment, "runner", ours=ours)
+    stranger = "00000000-0000-0000-0000-000000000001"
+    failed = {"event": "failed", "job": stranger, "results": [], "error": "boom"}
+    reply = wire.ask(failed)
+    if ours:
+        assert reply["event"] == "error" and "not claimed by this runner" in reply["message"]
+    else:  # Bencher's server acknowledges a result for a job it does not know
+        assert reply == {"event": "ack", "job": stranger}
+    # Between jobs, Bencher's server ignores a heartbeat and a running: the next frame its
+    # runner sees is the answer to its ready. Ours are told.
+    wire.raw.send({"event": "heartbeat"})
+    wire.raw.send({"event": "running"})
+    if ours:
+        assert wire.recv() == {"event": "ack"}
+        assert wire.recv()["event"] == "error"
+    assert wire.ready(poll_timeout=1) == {"event": "no_job"}
+    wire.raw.send('{"event": "ready", "poll_timeout": ')
+    if ours:
+        assert wire.recv()["event"] == "error"
+        assert wire.ready(poll_timeout=1) == {"event": "no_job"}
+    else:  # Bencher's server ends the channel on a message it cannot read
+        code, reason = wire.closed()
+        assert code == 1008
+        assert read_close_reason(reason) is None
+
+
+@pytest.mark.parametrize("ours", [False, True], ids=["bencher", "extensions"])
+def test_a_silent_runner_is_closed_with_bencher_s_code_and_reason(
+    deployment: Deployment, ours: bool
+) -> None:
+    wire = Wire(deployment, "runner", ours=ours)
+    job_uuid = _image_job(deployment)
+    assert wire.ready()["uuid"] == job_uuid
+    assert wire.ask({"event": "running"}) == {"event": "ack", "job": job_uuid}
+    code, reason = wire.closed(timeout=HEARTBEAT_TIMEOUT * 4)
+    assert code == 1000
+    assert reason == '"heartbeat_timeout"'
+    assert read_close_reason(reason) == "heartbeat_timeout"
+    assert _job(deployment, job_uuid)["status"] == "failed"
+
+
+def test_a_bencher_key_authenticates_and_rotates(deployment: Deployment) -> None:
+    server = deployment.server
+    admin = {"Authorization": f"Bearer {server.token}"}
+    wire = Wire(deployment, "keyed", ours=False)
+    assert wire.ready(poll_timeout=1) == {"event": "no_job"}
+    rotated = httpx.post(f"{server.url}/v0/runners/{wire.slug}/key", headers=admin)
+    assert rotated.status_code == 201, rotated.text
+    answer = rotated.json()
+    assert set(answer) == {"uuid", "key"}
+    assert answer["key"].startswith("bencher_runner_") and len(answer["key"]) == 45
+    assert wire.closed()[0] == 1008  # the old key's channel ends at once
+    with pytest.raises(Exception, match="401"):
+        RawChannel(server, wire.slug, wire.key, extensions=())
+    fresh = RawChannel(server, wire.slug, answer["key"], extensions=())
+    deployment.channels.append(fresh)
+    fresh.send({"event": "ready", "poll_timeout": 1})
+    assert read_server_message(str(fresh.ws.recv(timeout=15))) == {"event": "no_job"}
+    # our /token still rotates into seed 000's format, through the same lookup
+    token = httpx.post(f"{server.url}/v0/runners/{wire.slug}/token", headers=admin).json()
+    assert len(token["token"]) == 79
+    ours = RawChannel(server, wire.slug, token["token"])
+    deployment.channels.append(ours)
+    assert ours.ask({"event": "ready", "poll_timeout": 1}) == {"event": "no_job"}
