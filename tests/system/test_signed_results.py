@@ -19,7 +19,7 @@ from benchrunner.core.canonical import canonical_json
 from benchrunner.core.signatures import key_fingerprint, public_key_text, sign
 from tests.harness import Deployment, RawChannel, cli, wait_until
 
-READY = {"event": "ready", "poll_timeout": 5, "extensions": ["error", "log"]}
+READY = {"event": "ready", "poll_timeout": 5, "extensions": ["error", "log", "nonce"]}
 
 
 def _result(value: int) -> dict[str, Any]:
