@@ -24,8 +24,12 @@ up: $(STAMP)
 system-packages:
 	bash tools/system-packages.sh
 
+# Most tests wait on real servers and runners, not on the CPU: three workers (each takes whole
+# files, so a module's shared server stays in one process) finish far sooner on two cores.
+TEST_WORKERS ?= 3
+
 test: $(STAMP) system-packages
-	$(BIN)/pytest -q -p no:cacheprovider --durations=15
+	$(BIN)/pytest -q -p no:cacheprovider --durations=15 -n $(TEST_WORKERS) --dist loadfile
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks
