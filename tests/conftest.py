@@ -30,6 +30,13 @@ def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str
         yield url
 
 
+@pytest.fixture(autouse=True)
+def _no_inherited_terminal_width(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The CLI sizes piped output by ``COLUMNS`` when set, and a parallel test worker may
+    inherit one; tests of printed tables must not depend on where they run."""
+    monkeypatch.delenv("COLUMNS", raising=False)
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(
     item: pytest.Item, call: pytest.CallInfo[None]

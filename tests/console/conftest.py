@@ -20,8 +20,11 @@ def console(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Deployment]:
         yield deployment
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser() -> Iterator[Browser]:
+    """One Chromium per module: Playwright's synchronous API keeps an event loop running in
+    this thread while it lives, and a later test's ``asyncio.run`` in the same process would
+    find it; closing it with the module ends that loop."""
     if not CHROMIUM.exists():
         pytest.skip(f"{CHROMIUM} missing: install Debian's chromium (tools/system-packages.sh)")
     with sync_playwright() as playwright:

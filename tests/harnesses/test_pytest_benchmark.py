@@ -44,7 +44,10 @@ def export(tmp_path_factory: pytest.TempPathFactory) -> str:
             "--benchmark-max-time=0.02", "--benchmark-warmup=off", "test_tiny.py",
         ],
         cwd=directory,
-        env={**os.environ, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"},
+        env={  # not as a parallel worker: pytest-benchmark turns itself off in one
+            **{k: v for k, v in os.environ.items() if not k.startswith("PYTEST_XDIST")},
+            "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
+        },
         capture_output=True,
         text=True,
         timeout=120,

@@ -86,8 +86,27 @@ def _job_with_old_events(conn: Connection) -> int:
     org = accounts.organization_create(conn, "acme", Plan.TEAM, NOW, leader_id=None)
     project = accounts.project_create(conn, org.id, "bench", "public", NOW)
     # the spec row as the schema of revision 0005 has it (later revisions add columns)
+    spec_0005 = sa.table(  # only its columns: today's table adds some with Python defaults
+        "spec",
+        *(
+            sa.column(name, spec_table.c[name].type)
+            for name in (
+                "id",
+                "uuid",
+                "name",
+                "slug",
+                "architecture",
+                "cpu",
+                "memory",
+                "disk",
+                "network",
+                "created",
+                "modified",
+            )
+        ),
+    )
     spec_id = conn.execute(
-        sa.insert(spec_table)
+        sa.insert(spec_0005)
         .values(
             uuid=uuid.uuid4(),
             name="small",
@@ -100,7 +119,7 @@ def _job_with_old_events(conn: Connection) -> int:
             created=NOW,
             modified=NOW,
         )
-        .returning(spec_table.c.id)
+        .returning(spec_0005.c.id)
     ).scalar_one()
     report_id, _ = reports.report_create(
         conn, reports.new_report_on(conn, project.id, "main", "tb", "json", NOW)
