@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import uuid
 from typing import Any
 
 from sqlalchemy.engine import Connection
@@ -44,7 +45,12 @@ def project_view(project: ProjectRow, org_uuid: Any) -> dict[str, Any]:
 
 
 def spec_view(row: Any) -> dict[str, Any]:
-    return spec_json(row).model_dump(mode="json")
+    """A spec as Bencher's ``JsonSpec``: specs here describe Linux machines (the runner
+    executes on Linux), and ``fallback`` is when an admin made it the fallback spec."""
+    view = spec_json(row).model_dump(mode="json")
+    view.setdefault("os", "linux")
+    view.setdefault("fallback", iso(getattr(row, "fallback", None)))
+    return view
 
 
 def runner_view(runner: RunnerRow, specs: list[Any]) -> dict[str, Any]:
@@ -217,10 +223,68 @@ def alert_view(row: Any) -> dict[str, Any]:
     }
 
 
-def _measure_entry(m: Any, found: Any | None) -> dict[str, Any]:
+def head_uuid(branch_uuid: Any, since: Any) -> str:
+    """A branch head's UUID: heads are not rows here, so one is named by its branch and the
+    moment it began (the branch's creation or its last reset), stable across reads."""
+    return str(uuid.uuid5(uuid.UUID(str(branch_uuid)), f"head:{iso(since)}"))
+
+
+def default_variant_uuid(benchmark_uuid: Any) -> str:
+    """The UUID of a benchmark's one variant (results here carry no parameters)."""
+    return str(uuid.uuid5(uuid.UUID(str(benchmark_uuid)), "variant:"))
+
+
+def _metric_row_uuid(metric_uuid: Any, name: str) -> str:
+    """Bencher keeps ``value``, ``lower_value`` and ``upper_value`` as separate rows; here they
+    are one metric, and the bounds' rows get UUIDs derived from it."""
+    return str(metric_uuid) if name == "value" else str(uuid.uuid5(metric_uuid, name))
+
+
+def _dimension(uuid_: Any, name: str, slug: str, project_uuid: Any, created: Any) -> dict[str, Any]:
+    """A branch, testbed, benchmark or measure in Bencher's shape; these are never modified
+    in place here, so ``modified`` is their creation."""
+    return {
+        **named_view(uuid_, name, slug),
+        "project": str(project_uuid),
+        "created": iso(created),
+        "modified": iso(created),
+        "archived": None,
+    }
+
+
+def _threshold_model(found: Any, project_uuid: Any) -> dict[str, Any]:
+    return {
+        "uuid": str(found.threshold_uuid),
+        "project": str(project_uuid),
+        "model": model_view(found, prefix="model_"),
+        "created": iso(found.threshold_created),
+    }
+
+
+def _measure_entry(m: Any, found: Any | None, project_uuid: Any) -> dict[str, Any]:
+    judged = (
+        []
+        if found is None
+        else [
+            {"threshold": _threshold_model(found, project_uuid), "boundary": boundary_view(found)}
+        ]
+    )
+    metrics = [{"name": "value", "uuid": str(m.uuid), "value": m.value, "boundaries": judged}]
+    for name in ("lower_value", "upper_value"):
+        if getattr(m, name) is not None:
+            metrics.append(
+                {
+                    "name": name,
+                    "uuid": _metric_row_uuid(m.uuid, name),
+                    "value": getattr(m, name),
+                    "boundaries": [],
+                }
+            )
     entry: dict[str, Any] = {
         "measure": {
-            **named_view(m.measure_uuid, m.measure, m.measure_slug),
+            **_dimension(
+                m.measure_uuid, m.measure, m.measure_slug, project_uuid, m.measure_created
+            ),
             "units": m.measure_units,
         },
         "metric": {
@@ -229,12 +293,10 @@ def _measure_entry(m: Any, found: Any | None) -> dict[str, Any]:
             "lower_value": m.lower_value,
             "upper_value": m.upper_value,
         },
+        "metrics": metrics,
     }
     if found is not None:
-        entry["threshold"] = {
-            "uuid": str(found.threshold_uuid),
-            "model": model_view(found, prefix="model_"),
-        }
+        entry["threshold"] = _threshold_model(found, project_uuid)
         entry["boundary"] = boundary_view(found)
     return entry
 
@@ -249,44 +311,79 @@ def report_view(
     start_point: Any | None = None,
     start_point_hash: str | None = None,
 ) -> dict[str, Any]:
-    """A report in Bencher's shape: project, branch (with its head's version and start
-    point) and testbed as objects, results per iteration -> benchmark -> measures with metric,
-    threshold and boundary, and the alerts its evaluation raised."""
+    """A report in Bencher's shape (``JsonReport``): project, branch (with its head's version
+    and start point) and testbed as objects, results per iteration -> benchmark (its one
+    variant) -> measures with their metrics, threshold and boundary, and the alerts its
+    evaluation raised."""
     found = boundaries or {}
+    project_uuid = report.project_uuid
     iterations: dict[int, dict[str, Any]] = {}
     for m in metrics:
         benches = iterations.setdefault(m.iteration, {})
         bench = benches.setdefault(
             m.benchmark,
             {
-                "benchmark": named_view(m.benchmark_uuid, m.benchmark, m.benchmark_slug),
+                "iteration": m.iteration,
+                "benchmark": _dimension(
+                    m.benchmark_uuid,
+                    m.benchmark,
+                    m.benchmark_slug,
+                    project_uuid,
+                    m.benchmark_created,
+                ),
+                "variant": {"uuid": default_variant_uuid(m.benchmark_uuid), "parameters": {}},
                 "measures": [],
             },
         )
-        bench["measures"].append(_measure_entry(m, found.get(m.id)))
+        bench["measures"].append(_measure_entry(m, found.get(m.id), project_uuid))
     results = [list(iterations[i].values()) for i in sorted(iterations)]
     head_start = None
     if start_point is not None:
         head_start = {
-            "branch": named_view(start_point.uuid, start_point.name, start_point.slug),
+            "branch": str(start_point.uuid),
+            "head": head_uuid(start_point.uuid, start_point.head_reset or start_point.created),
             "version": {"number": report.start_point_version, "hash": start_point_hash},
             "max_versions": report.start_point_max_versions,
         }
+    head_since = report.head_reset or report.branch_created
     view: dict[str, Any] = {
         "uuid": str(report.uuid),
-        "project": named_view(report.project_uuid, report.project_name, report.project_slug),
+        "project": {
+            **named_view(project_uuid, report.project_name, report.project_slug),
+            "organization": str(report.organization_uuid),
+            "visibility": report.project_visibility,
+            "bmf_version": 0,
+            "url": None,
+            "claimed": None,
+            "created": iso(report.project_created),
+            "modified": iso(report.project_modified),
+        },
         "branch": {
-            **named_view(report.branch_uuid, report.branch_name, report.branch_slug),
+            **_dimension(
+                report.branch_uuid,
+                report.branch_name,
+                report.branch_slug,
+                project_uuid,
+                report.branch_created,
+            ),
             "head": {
+                "uuid": head_uuid(report.branch_uuid, head_since),
                 "version": {"number": report.version, "hash": report.hash},
                 "start_point": head_start,
-                "created": iso(report.head_reset or report.branch_created),
+                "created": iso(head_since),
+                "replaced": None,
             },
-            "created": iso(report.branch_created),
+            "modified": iso(head_since),
         },
         "testbed": {
-            **named_view(report.testbed_uuid, report.testbed_name, report.testbed_slug),
-            "created": iso(report.testbed_created),
+            **_dimension(
+                report.testbed_uuid,
+                report.testbed_name,
+                report.testbed_slug,
+                project_uuid,
+                report.testbed_created,
+            ),
+            "spec": None,
         },
         "adapter": report.adapter,
         "settings": {"adapter": report.adapter, "average": report.average, "fold": report.fold},

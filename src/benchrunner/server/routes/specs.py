@@ -8,11 +8,11 @@ from fastapi import APIRouter, Response
 from pydantic import Field
 from sqlalchemy.engine import Connection
 
-from benchrunner.server.errors import conflict, not_found
+from benchrunner.server.errors import bad_request, conflict, not_found
 from benchrunner.server.routes.bodies import ApiBody
 from benchrunner.server.routes.deps import Admin, Ctx, Page, paginate
 from benchrunner.server.routes.renames import identity_changes, slug_taken
-from benchrunner.server.store import runners
+from benchrunner.server.store import runners, spec_fallback
 from benchrunner.server.store.runners import NewSpec
 from benchrunner.server.store.tables import spec as spec_table
 from benchrunner.server.views import spec_view
@@ -34,6 +34,8 @@ class SpecPatch(ApiBody):
     name: str | None = Field(default=None, min_length=1, max_length=64)
     slug: str | None = Field(default=None, min_length=1, max_length=64)
     archived: bool | None = None
+    fallback: bool | None = None
+    """True makes this the fallback spec (unmarking any other); false unmarks it."""
 
 
 def spec_or_404(conn: Connection, ref: str) -> Any:
@@ -82,7 +84,15 @@ async def update_spec(spec: str, body: SpecPatch, _admin: Admin, ctx: Ctx) -> di
         updated = runners.spec_update(conn, row.id, values)
         if updated is None:
             raise slug_taken(values["slug"])
-        return updated
+        if body.fallback is None:
+            return updated
+        if body.fallback:
+            if updated.archived is not None:
+                raise bad_request(f"spec {spec!r} is archived: it cannot be the fallback spec")
+            spec_fallback.fallback_mark(conn, row.id, ctx.clock.now())
+        else:
+            spec_fallback.fallback_unmark(conn, row.id, ctx.clock.now())
+        return runners.spec_by_id(conn, row.id)
 
     return spec_view(await ctx.db.write(unit))
 

@@ -325,6 +325,7 @@ _REPORT_BOUNDARIES = (
     sa.select(
         boundary.c.metric_id,
         *JUDGED_BY,
+        threshold.c.created.label("threshold_created"),
     )
     .join(metric, metric.c.id == boundary.c.metric_id)
     .join(threshold, threshold.c.id == boundary.c.threshold_id)

@@ -156,6 +156,8 @@ spec = sa.Table(
     _ts("created"),
     _ts("modified"),
     _ts("archived", nullable=True),
+    # When an admin made it the fallback spec (Bencher's JsonSpec.fallback); at most one is set.
+    _ts("fallback", nullable=True),
 )
 
 runner_spec = sa.Table(
