@@ -218,6 +218,43 @@ Adapter = Literal[
 ]
 
 
+class JsonThreshold(_Bencher):
+    uuid: UUID
+    project: UUID
+    branch: JsonBranch
+    testbed: JsonTestbed
+    measure: JsonMeasure
+    metric: str | None = None
+    model: JsonModel | None = None
+    created: AwareDatetime
+    modified: AwareDatetime
+
+
+class JsonVariant(_Bencher):
+    uuid: UUID
+    benchmark: UUID
+    parameters: dict[str, ParameterValue] = Field(max_length=8)
+    archived: AwareDatetime | None = None
+    created: AwareDatetime
+    modified: AwareDatetime
+
+
+class JsonAlert(_Bencher):
+    uuid: UUID
+    report: UUID
+    iteration: Uint = Field(ge=0)
+    benchmark: JsonBenchmark
+    variant: JsonVariant
+    value: float
+    metric: JsonMetricTriple | None = None
+    threshold: JsonThreshold
+    boundary: JsonBoundary
+    limit: Literal["lower", "upper"]
+    status: Literal["active", "dismissed", "silenced"]
+    created: AwareDatetime
+    modified: AwareDatetime
+
+
 class JsonReport(_Bencher):
     uuid: UUID
     user: JsonPubUser | None = None
@@ -228,9 +265,7 @@ class JsonReport(_Bencher):
     end_time: AwareDatetime
     adapter: Adapter
     results: list[list[JsonReportResult]] | None = None
-    # Alerts are checked as a list only: no fixture here raises one (a first report on a
-    # branch has no history to judge against).
-    alerts: list[dict[str, Any]] | None = None
+    alerts: list[JsonAlert] | None = None
     job: UUID | None = None
     created: AwareDatetime
 

@@ -124,6 +124,10 @@ def test_every_common_body_is_answered_as_bencher_answers(deployment: Deployment
     assert answers["40_image_every_flag"]["start_time"] == "2026-01-01T00:00:00Z"
     minimal = answers["50_image_minimal_detach"]
     assert minimal["project"]["slug"] == deployment.project  # from the image's repository
+    alerted = answers["60_local_static_threshold_alert"]["alerts"]
+    assert [(a["limit"], a["value"], a["threshold"]["measure"]["slug"]) for a in alerted] == [
+        ("upper", 90.0, "latency")
+    ]
 
 
 @pytest.fixture

@@ -181,9 +181,9 @@ def threshold_view(
 
 
 def alert_view(row: Any) -> dict[str, Any]:
-    """An alert (a row of ``store.alerts``' reads). ``report`` is the report of the metric
-    the alert is on; ``raised_by`` the report whose evaluation raised it (later than
-    ``report`` for a change point found in the history)."""
+    """An alert (a row of ``store.alerts``' reads) in Bencher's ``JsonAlert`` shape.
+    ``report`` is the report of the metric the alert is on; ``raised_by`` the report whose
+    evaluation raised it (later than ``report`` for a change point found in the history)."""
     change = None
     if row.change_pvalue is not None:
         change = {
@@ -192,6 +192,31 @@ def alert_view(row: Any) -> dict[str, Any]:
             "magnitude": row.change_magnitude,
             "pvalue": row.change_pvalue,
         }
+    project_uuid = row.project_uuid
+    branch_since = row.branch_head_reset or row.branch_created
+    branch_view = {
+        **_dimension(
+            row.branch_uuid, row.branch_name, row.branch_slug, project_uuid, row.branch_created
+        ),
+        "head": {"uuid": head_uuid(row.branch_uuid, branch_since), "created": iso(branch_since)},
+        "modified": iso(branch_since),
+    }
+    testbed_view = _dimension(
+        row.testbed_uuid, row.testbed_name, row.testbed_slug, project_uuid, row.testbed_created
+    )
+    benchmark_view = _dimension(
+        row.benchmark_uuid,
+        row.benchmark_name,
+        row.benchmark_slug,
+        project_uuid,
+        row.benchmark_created,
+    )
+    measure_view = {
+        **_dimension(
+            row.measure_uuid, row.measure_name, row.measure_slug, project_uuid, row.measure_created
+        ),
+        "units": row.measure_units,
+    }
     return {
         "uuid": str(row.uuid),
         "report": str(row.metric_report_uuid),
@@ -199,15 +224,26 @@ def alert_view(row: Any) -> dict[str, Any]:
         "iteration": row.iteration,
         "threshold": {
             "uuid": str(row.threshold_uuid),
+            "project": str(project_uuid),
+            "branch": branch_view,
+            "testbed": testbed_view,
+            "measure": measure_view,
             "model": model_view(row, prefix="model_"),
+            "created": iso(row.threshold_created),
+            "modified": iso(row.threshold_modified),
         },
-        "branch": named_view(row.branch_uuid, row.branch_name, row.branch_slug),
-        "testbed": named_view(row.testbed_uuid, row.testbed_name, row.testbed_slug),
-        "benchmark": named_view(row.benchmark_uuid, row.benchmark_name, row.benchmark_slug),
-        "measure": {
-            **named_view(row.measure_uuid, row.measure_name, row.measure_slug),
-            "units": row.measure_units,
+        "branch": branch_view,
+        "testbed": testbed_view,
+        "benchmark": benchmark_view,
+        "variant": {
+            "uuid": default_variant_uuid(row.benchmark_uuid),
+            "benchmark": str(row.benchmark_uuid),
+            "parameters": {},
+            "created": iso(row.benchmark_created),
+            "modified": iso(row.benchmark_created),
         },
+        "measure": measure_view,
+        "value": row.value,
         "metric": {
             "uuid": str(row.metric_uuid),
             "value": row.value,
