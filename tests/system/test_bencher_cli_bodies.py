@@ -181,3 +181,32 @@ def test_an_image_the_server_cannot_resolve_is_a_clear_400(
             assert response.status_code in (400, 404, 422), f"{job}: {response.text}"
             assert message in response.text, job
         assert api.get(f"/v0/projects/{deployment.project}/jobs").json() == []
+
+
+def test_a_backdated_image_job_reports_its_run_at_the_backdate(
+    sqlite_deployment: Deployment,
+) -> None:
+    deployment = sqlite_deployment
+    _push_v1(deployment)
+    channel = deployment.channel("backdated")
+    with _api(deployment) as api:
+        submitted = api.post("/v0/run", json=_body(BODIES / "40_image_every_flag.json", deployment))
+        assert submitted.status_code == 201, submitted.text
+    job_uuid = submitted.json()["job"]
+    claimed = channel.claim()
+    assert claimed["uuid"] == job_uuid
+    assert claimed["config"]["backdate"] == "2026-01-01T00:00:00Z"
+    assert channel.ask({"event": "running"})["event"] == "ack"
+    stdout = json.dumps({"bench::encode": {"latency": {"value": 88.0}}})
+    result = {"exit_code": 0, "stdout": stdout, "stderr": ""}
+    done = channel.ask({"event": "completed", "job": job_uuid, "results": [result]})
+    assert done == {"event": "ack", "job": job_uuid}
+    job = deployment.job(job_uuid)
+    assert job["status"] == "processed"
+    with deployment.admin() as client:
+        report = client.get_report(deployment.project, submitted.json()["uuid"])
+    start = dt.datetime.fromisoformat(report["start_time"])
+    end = dt.datetime.fromisoformat(report["end_time"])
+    ran = dt.datetime.fromisoformat(job["completed"]) - dt.datetime.fromisoformat(job["started"])
+    assert start == dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
+    assert end - start == ran
