@@ -181,6 +181,11 @@ def test_an_image_the_server_cannot_resolve_is_a_clear_400(
             assert response.status_code in (400, 404, 422), f"{job}: {response.text}"
             assert message in response.text, job
         assert api.get(f"/v0/projects/{deployment.project}/jobs").json() == []
+        # The server by another of its loopback names is still this server.
+        port = urlsplit(deployment.server.url).port
+        job = {"image": f"localhost:{port}/bench:v1", "spec": "small"}
+        accepted = api.post("/v0/run", json={**body, "results": [], "job": job})
+        assert accepted.status_code == 201, accepted.text
 
 
 def test_a_backdated_image_job_reports_its_run_at_the_backdate(

@@ -3,6 +3,7 @@ and the spec it runs on when the body names none (the fallback spec)."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from fastapi import Request
@@ -20,11 +21,20 @@ def check_registry_host(ref: ImageRef, request: Request, base_url: str) -> None:
     if ref.host is None:
         return
     ours = {host_of_url(base_url), host_of_url(f"{request.url.scheme}://{request.url.netloc}")}
-    if ref.host not in ours:
+    if _loopback_as_one(ref.host) not in {_loopback_as_one(host) for host in ours}:
         raise bad_request(
             f"image registry {ref.host!r} is not this server ({', '.join(sorted(ours))}): "
             "push the image to this server's registry and name it here"
         )
+
+
+_LOOPBACK = re.compile(r"(?:localhost|127\.0\.0\.1|\[::1\])(:[0-9]+)?")
+
+
+def _loopback_as_one(host: str) -> str:
+    """``localhost:8080``, ``127.0.0.1:8080`` and ``[::1]:8080`` all name this machine."""
+    match = _LOOPBACK.fullmatch(host)
+    return host if match is None else f"loopback{match.group(1) or ''}"
 
 
 def image_project(ref: ImageRef | None) -> str | None:
