@@ -132,6 +132,11 @@ class JsonJobConfig(_Wire):
     entrypoint: list[str] | None = None
     cmd: list[str] | None = None
     env: dict[str, str] | None = None
+    # Bencher's job flags: carried to the runner as given; ``backdate`` also moves the report
+    build_time: bool | None = None
+    file_size: bool | None = None
+    allow_failure: bool | None = None
+    backdate: dt.datetime | None = None
     # template jobs
     template: str | None = None
     args: dict[str, int | float | bool | str] | None = None

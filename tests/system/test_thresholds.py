@@ -258,7 +258,8 @@ def test_versions_context_start_points_and_fold(api: Api) -> None:
         api.run(latency(b=100))
     start = {"branch": "main", "clone_thresholds": True}
     branched = api.run(latency(b=150), branch="pr-1", start_point=start)
-    assert branched["branch"]["head"]["start_point"]["branch"]["name"] == "main"
+    main_uuid = api.get("/branches/main")["uuid"]
+    assert branched["branch"]["head"]["start_point"]["branch"] == main_uuid
     assert [a["limit"] for a in branched["alerts"]] == ["upper"]
     assert len(api.get("/thresholds", branch="pr-1")) == 1
     # reset: the branch's history starts over (nothing inherited, nothing of its own).

@@ -356,11 +356,14 @@ def record_processed(
     if duet is not None:
         duets.duet_add(conn, job.report_id, job.project_id, duet, now)
     stored = reports.metrics_add(conn, job.report_id, job.project_id, values, now)
+    start_time, end_time = job.started or job.created, job.completed or now
+    if job.config.backdate is not None:  # Bencher's --backdate: the same duration, moved
+        start_time, end_time = job.config.backdate, job.config.backdate + (end_time - start_time)
     reports.report_finish(
         conn,
         job.report_id,
-        start_time=job.started or job.created,
-        end_time=job.completed or now,
+        start_time=start_time,
+        end_time=end_time,
         error=error,
         noise=None if noise is None else noise.stored(),
     )

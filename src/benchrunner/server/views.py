@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import uuid
 from typing import Any
 
 from sqlalchemy.engine import Connection
@@ -57,7 +58,12 @@ def project_view(project: ProjectRow, org_uuid: Any) -> dict[str, Any]:
 
 
 def spec_view(row: Any) -> dict[str, Any]:
-    return spec_json(row).model_dump(mode="json")
+    """A spec as Bencher's ``JsonSpec``: specs here describe Linux machines (the runner
+    executes on Linux), and ``fallback`` is when an admin made it the fallback spec."""
+    view = spec_json(row).model_dump(mode="json")
+    view.setdefault("os", "linux")
+    view.setdefault("fallback", iso(getattr(row, "fallback", None)))
+    return view
 
 
 def runner_view(runner: RunnerRow, specs: list[Any]) -> dict[str, Any]:
@@ -205,9 +211,9 @@ def threshold_view(
 
 
 def alert_view(row: Any) -> dict[str, Any]:
-    """An alert (a row of ``store.alerts``' reads). ``report`` is the report of the metric
-    the alert is on; ``raised_by`` the report whose evaluation raised it (later than
-    ``report`` for a change point found in the history)."""
+    """An alert (a row of ``store.alerts``' reads) in Bencher's ``JsonAlert`` shape.
+    ``report`` is the report of the metric the alert is on; ``raised_by`` the report whose
+    evaluation raised it (later than ``report`` for a change point found in the history)."""
     change = None
     if row.change_pvalue is not None:
         change = {
@@ -216,6 +222,31 @@ def alert_view(row: Any) -> dict[str, Any]:
             "magnitude": row.change_magnitude,
             "pvalue": row.change_pvalue,
         }
+    project_uuid = row.project_uuid
+    branch_since = row.branch_head_reset or row.branch_created
+    branch_view = {
+        **_dimension(
+            row.branch_uuid, row.branch_name, row.branch_slug, project_uuid, row.branch_created
+        ),
+        "head": {"uuid": head_uuid(row.branch_uuid, branch_since), "created": iso(branch_since)},
+        "modified": iso(branch_since),
+    }
+    testbed_view = _dimension(
+        row.testbed_uuid, row.testbed_name, row.testbed_slug, project_uuid, row.testbed_created
+    )
+    benchmark_view = _dimension(
+        row.benchmark_uuid,
+        row.benchmark_name,
+        row.benchmark_slug,
+        project_uuid,
+        row.benchmark_created,
+    )
+    measure_view = {
+        **_dimension(
+            row.measure_uuid, row.measure_name, row.measure_slug, project_uuid, row.measure_created
+        ),
+        "units": row.measure_units,
+    }
     return {
         "uuid": str(row.uuid),
         "report": str(row.metric_report_uuid),
@@ -223,15 +254,26 @@ def alert_view(row: Any) -> dict[str, Any]:
         "iteration": row.iteration,
         "threshold": {
             "uuid": str(row.threshold_uuid),
+            "project": str(project_uuid),
+            "branch": branch_view,
+            "testbed": testbed_view,
+            "measure": measure_view,
             "model": model_view(row, prefix="model_"),
+            "created": iso(row.threshold_created),
+            "modified": iso(row.threshold_modified),
         },
-        "branch": named_view(row.branch_uuid, row.branch_name, row.branch_slug),
-        "testbed": named_view(row.testbed_uuid, row.testbed_name, row.testbed_slug),
-        "benchmark": named_view(row.benchmark_uuid, row.benchmark_name, row.benchmark_slug),
-        "measure": {
-            **named_view(row.measure_uuid, row.measure_name, row.measure_slug),
-            "units": row.measure_units,
+        "branch": branch_view,
+        "testbed": testbed_view,
+        "benchmark": benchmark_view,
+        "variant": {
+            "uuid": default_variant_uuid(row.benchmark_uuid),
+            "benchmark": str(row.benchmark_uuid),
+            "parameters": {},
+            "created": iso(row.benchmark_created),
+            "modified": iso(row.benchmark_created),
         },
+        "measure": measure_view,
+        "value": row.value,
         "metric": {
             "uuid": str(row.metric_uuid),
             "value": row.value,
@@ -247,11 +289,71 @@ def alert_view(row: Any) -> dict[str, Any]:
     }
 
 
-def _measure_entry(m: Any, found: Any | None, withheld: str | None) -> dict[str, Any]:
+def head_uuid(branch_uuid: Any, since: Any) -> str:
+    """A branch head's UUID: heads are not rows here, so one is named by its branch and the
+    moment it began (the branch's creation or its last reset), stable across reads."""
+    return str(uuid.uuid5(uuid.UUID(str(branch_uuid)), f"head:{iso(since)}"))
+
+
+def default_variant_uuid(benchmark_uuid: Any) -> str:
+    """The UUID of a benchmark's one variant (results here carry no parameters)."""
+    return str(uuid.uuid5(uuid.UUID(str(benchmark_uuid)), "variant:"))
+
+
+def _metric_row_uuid(metric_uuid: Any, name: str) -> str:
+    """Bencher keeps ``value``, ``lower_value`` and ``upper_value`` as separate rows; here they
+    are one metric, and the bounds' rows get UUIDs derived from it."""
+    return str(metric_uuid) if name == "value" else str(uuid.uuid5(metric_uuid, name))
+
+
+def _dimension(uuid_: Any, name: str, slug: str, project_uuid: Any, created: Any) -> dict[str, Any]:
+    """A branch, testbed, benchmark or measure in Bencher's shape; these are never modified
+    in place here, so ``modified`` is their creation."""
+    return {
+        **named_view(uuid_, name, slug),
+        "project": str(project_uuid),
+        "created": iso(created),
+        "modified": iso(created),
+        "archived": None,
+    }
+
+
+def _threshold_model(found: Any, project_uuid: Any) -> dict[str, Any]:
+    return {
+        "uuid": str(found.threshold_uuid),
+        "project": str(project_uuid),
+        "model": model_view(found, prefix="model_"),
+        "created": iso(found.threshold_created),
+    }
+
+
+def _measure_entry(
+    m: Any, found: Any | None, project_uuid: Any, withheld: str | None
+) -> dict[str, Any]:
     """``withheld``: why a noisy report's thresholds raised no alert (None: quiet)."""
+    judged = (
+        []
+        if found is None
+        else [
+            {"threshold": _threshold_model(found, project_uuid), "boundary": boundary_view(found)}
+        ]
+    )
+    metrics = [{"name": "value", "uuid": str(m.uuid), "value": m.value, "boundaries": judged}]
+    for name in ("lower_value", "upper_value"):
+        if getattr(m, name) is not None:
+            metrics.append(
+                {
+                    "name": name,
+                    "uuid": _metric_row_uuid(m.uuid, name),
+                    "value": getattr(m, name),
+                    "boundaries": [],
+                }
+            )
     entry: dict[str, Any] = {
         "measure": {
-            **named_view(m.measure_uuid, m.measure, m.measure_slug),
+            **_dimension(
+                m.measure_uuid, m.measure, m.measure_slug, project_uuid, m.measure_created
+            ),
             "units": m.measure_units,
         },
         "metric": {
@@ -260,11 +362,11 @@ def _measure_entry(m: Any, found: Any | None, withheld: str | None) -> dict[str,
             "lower_value": m.lower_value,
             "upper_value": m.upper_value,
         },
+        "metrics": metrics,
     }
     if found is not None:
         entry["threshold"] = {
-            "uuid": str(found.threshold_uuid),
-            "model": model_view(found, prefix="model_"),
+            **_threshold_model(found, project_uuid),
             "alert_when_noisy": bool(found.alert_when_noisy),
         }
         entry["boundary"] = boundary_view(found)
@@ -284,46 +386,81 @@ def report_view(
     start_point_hash: str | None = None,
     duet: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """A report in Bencher's shape: project, branch (with its head's version and start
-    point) and testbed as objects, results per iteration -> benchmark -> measures with metric,
-    threshold and boundary, and the alerts its evaluation raised."""
+    """A report in Bencher's shape (``JsonReport``): project, branch (with its head's version
+    and start point) and testbed as objects, results per iteration -> benchmark (its one
+    variant) -> measures with their metrics, threshold and boundary, and the alerts its
+    evaluation raised."""
     found = boundaries or {}
     noise = noise_view(report.noise)
     withheld = None if noise is None else noise.get("alerts")
+    project_uuid = report.project_uuid
     iterations: dict[int, dict[str, Any]] = {}
     for m in metrics:
         benches = iterations.setdefault(m.iteration, {})
         bench = benches.setdefault(
             m.benchmark,
             {
-                "benchmark": named_view(m.benchmark_uuid, m.benchmark, m.benchmark_slug),
+                "iteration": m.iteration,
+                "benchmark": _dimension(
+                    m.benchmark_uuid,
+                    m.benchmark,
+                    m.benchmark_slug,
+                    project_uuid,
+                    m.benchmark_created,
+                ),
+                "variant": {"uuid": default_variant_uuid(m.benchmark_uuid), "parameters": {}},
                 "measures": [],
             },
         )
-        bench["measures"].append(_measure_entry(m, found.get(m.id), withheld))
+        bench["measures"].append(_measure_entry(m, found.get(m.id), project_uuid, withheld))
     results = [list(iterations[i].values()) for i in sorted(iterations)]
     head_start = None
     if start_point is not None:
         head_start = {
-            "branch": named_view(start_point.uuid, start_point.name, start_point.slug),
+            "branch": str(start_point.uuid),
+            "head": head_uuid(start_point.uuid, start_point.head_reset or start_point.created),
             "version": {"number": report.start_point_version, "hash": start_point_hash},
             "max_versions": report.start_point_max_versions,
         }
+    head_since = report.head_reset or report.branch_created
     view: dict[str, Any] = {
         "uuid": str(report.uuid),
-        "project": named_view(report.project_uuid, report.project_name, report.project_slug),
+        "project": {
+            **named_view(project_uuid, report.project_name, report.project_slug),
+            "organization": str(report.organization_uuid),
+            "visibility": report.project_visibility,
+            "bmf_version": 0,
+            "url": None,
+            "claimed": None,
+            "created": iso(report.project_created),
+            "modified": iso(report.project_modified),
+        },
         "branch": {
-            **named_view(report.branch_uuid, report.branch_name, report.branch_slug),
+            **_dimension(
+                report.branch_uuid,
+                report.branch_name,
+                report.branch_slug,
+                project_uuid,
+                report.branch_created,
+            ),
             "head": {
+                "uuid": head_uuid(report.branch_uuid, head_since),
                 "version": {"number": report.version, "hash": report.hash},
                 "start_point": head_start,
-                "created": iso(report.head_reset or report.branch_created),
+                "created": iso(head_since),
+                "replaced": None,
             },
-            "created": iso(report.branch_created),
+            "modified": iso(head_since),
         },
         "testbed": {
-            **named_view(report.testbed_uuid, report.testbed_name, report.testbed_slug),
-            "created": iso(report.testbed_created),
+            **_dimension(
+                report.testbed_uuid,
+                report.testbed_name,
+                report.testbed_slug,
+                project_uuid,
+                report.testbed_created,
+            ),
+            "spec": None,
         },
         "adapter": report.adapter,
         "settings": {"adapter": report.adapter, "average": report.average, "fold": report.fold},

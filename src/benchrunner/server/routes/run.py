@@ -21,6 +21,7 @@ from benchrunner import adapters
 from benchrunner.core import slugs
 from benchrunner.core.templates import ArgValue, Template, TemplateError
 from benchrunner.core.tiers import Plan
+from benchrunner.core.versions import DEFAULT_MAX_VERSIONS
 from benchrunner.detection.models import Model
 from benchrunner.protocol import JsonDuet, JsonDuetSide, JsonJobConfig
 from benchrunner.server import idempotency
@@ -39,6 +40,7 @@ from benchrunner.server.routes.deps import (
     project_access,
 )
 from benchrunner.server.routes.duet_body import DuetPlan
+from benchrunner.core.image_refs import parse_image_ref
 from benchrunner.server.routes.run_body import (
     RunBody,
     RunMode,
@@ -46,13 +48,17 @@ from benchrunner.server.routes.run_body import (
     threshold_models,
     validate_mode,
 )
+from benchrunner.server.routes.run_image import (
+    check_registry_host,
+    image_digest,
+    image_project,
+    job_spec,
+)
 from benchrunner.server.store import (
     accounts,
     branches,
     jobs,
-    registry,
     reports,
-    runners,
     thresholds,
 )
 from benchrunner.server.store import idempotency as keys
@@ -67,14 +73,15 @@ DEFAULT_TIMEOUT = 3600
 
 
 def _parse_direct(body: RunBody) -> list[reports.MetricValue]:
-    settings = adapters.Settings(average=body.settings.average)
+    run_settings = body.run_settings
+    settings = adapters.Settings(average=run_settings.average)
     iterations: list[list[adapters.Measurement]] = []
-    for index, text in enumerate(body.results):
+    for index, text in enumerate(body.results or []):
         try:
-            iterations.append(adapters.parse(body.settings.adapter, text, settings))
+            iterations.append(adapters.parse(run_settings.adapter_name, text, settings))
         except adapters.AdapterError as exc:
             raise bad_request(f"results[{index}]: {exc}") from None
-    return report_metrics(iterations, body.settings.fold)
+    return report_metrics(iterations, run_settings.fold)
 
 
 def _apply_thresholds(
@@ -153,7 +160,7 @@ def _unclaimed_project_exactly(
 
 
 def _job_config(
-    ctx: ServerContext, body: RunBody, plan: RunMode, project: ProjectRow
+    ctx: ServerContext, body: RunBody, plan: RunMode, project: ProjectRow, digest: str | None
 ) -> JsonJobConfig:
     options = plan.options
     if plan.mode == "template":
@@ -185,7 +192,7 @@ def _job_config(
     return JsonJobConfig(
         registry=ctx.settings.base_url(),
         project=project.uuid,
-        digest=plan.image,
+        digest=digest,
         entrypoint=options.entrypoint,
         cmd=options.cmd,
         env=options.env,
@@ -193,6 +200,10 @@ def _job_config(
         iter=plan.duet.rounds if plan.duet else options.iter or 1,
         file_paths=options.file_paths,
         duet=None if plan.duet is None else _image_duet(plan.duet),
+        build_time=options.build_time,
+        file_size=options.file_size,
+        allow_failure=options.allow_failure,
+        backdate=options.backdate,
     )
 
 
@@ -280,11 +291,14 @@ async def submit_run(
     report (and job) created, or the one an idempotency key repeats (``deduplicated``), as
     the API answers it. Raises ``ApiError`` (400 naming the field, 404, 429)."""
     plan = validate_mode(body)
-    if body.settings.adapter not in adapters.ADAPTERS:
+    run_settings = body.run_settings
+    if run_settings.adapter_name not in adapters.ADAPTERS:
         raise bad_request(
-            f"settings.adapter {body.settings.adapter!r} is not supported "
+            f"settings.adapter {run_settings.adapter_name!r} is not supported "
             f"(supported: {sorted(adapters.ADAPTERS)})"
         )
+    if plan.image is not None:
+        check_registry_host(plan.image, request, ctx.settings.base_url())
     # Parsing a large body takes milliseconds to seconds: not on the event loop.
     direct_values = await asyncio.to_thread(_parse_direct, body) if plan.mode == "direct" else []
     target = run_target(body)
@@ -294,7 +308,11 @@ async def submit_run(
         None
         if start is None
         else branches.StartPoint(
-            start.branch, start.hash, start.max_versions, start.clone_thresholds, start.reset
+            start.branch,
+            start.hash,
+            start.max_versions or DEFAULT_MAX_VERSIONS,
+            bool(start.clone_thresholds),
+            bool(start.reset),
         )
     )
     key = idempotency.key_ref(idempotency_key, body.idempotency_key, user, origin.source_ip)
@@ -312,7 +330,8 @@ async def submit_run(
             if held is not None:
                 report_id = idempotency.replayed_report(held, key, payload, window)
                 return _Submitted(report_id, None, None, deduplicated=True)
-        project = _resolve_project(conn, ctx, user, body.project)
+        spec = None if plan.mode == "direct" else job_spec(conn, plan.spec)
+        project = _resolve_project(conn, ctx, user, body.project or image_project(plan.image))
         on = branches.branch_for_run(conn, project.id, target.branch, start_point, now)
         testbed_id = reports.named_get_or_create(conn, testbed, project.id, target.testbed, now)
         if (
@@ -324,7 +343,7 @@ async def submit_run(
             thresholds.thresholds_clone(conn, project.id, on.start_point_branch_id, on.id, now)
         if body.thresholds is not None:
             _apply_thresholds(
-                conn, project.id, on.id, testbed_id, models, body.thresholds.reset, now
+                conn, project.id, on.id, testbed_id, models, bool(body.thresholds.reset), now
             )
         report_id, _ = reports.report_create(
             conn,
@@ -333,12 +352,12 @@ async def submit_run(
                 user_id=user.id if user else None,
                 branch_id=on.id,
                 testbed_id=testbed_id,
-                adapter=body.settings.adapter,
-                average=body.settings.average,
-                fold=body.settings.fold,
+                adapter=run_settings.adapter_name,
+                average=run_settings.average,
+                fold=run_settings.fold,
                 hash=target.hash,
-                start_time=body.start_time or now,
-                end_time=body.end_time or now,
+                start_time=plan.options.backdate or body.start_time or now,
+                end_time=plan.options.backdate or body.end_time or now,
                 now=now,
             ),
         )
@@ -350,19 +369,11 @@ async def submit_run(
             stored = reports.metrics_add(conn, report_id, project.id, direct_values, now)
             evaluate_report(conn, report_id, stored, now)
         else:
-            assert plan.spec is not None
-            spec = runners.spec_get(conn, plan.spec)
-            if spec is None or spec.archived is not None:
-                raise bad_request(f"spec {plan.spec!r} not found (or archived)")
-            images = [plan.image] if plan.image is not None else []
+            assert spec is not None
+            digest = None if plan.image is None else image_digest(conn, project, plan.image)
             if plan.duet is not None and plan.duet.contender.image is not None:
-                images.append(plan.duet.contender.image)
-            for image in images:
-                if not registry.manifest_exists(conn, project.id, image):
-                    raise bad_request(
-                        f"image {image} is not in project {project.slug!r}'s registry: "
-                        "push it first (benchrunner image push)"
-                    )
+                contender = parse_image_ref(plan.duet.contender.image)
+                image_digest(conn, project, contender)  # in the registry too, or a 400
             org = accounts.organization_by_id(conn, project.organization_id)
             check_backlog(conn, ctx.settings, org.id, org.slug)
             _, job_uuid = jobs.job_create(
@@ -371,7 +382,7 @@ async def submit_run(
                     report_id=report_id,
                     organization_id=org.id,
                     spec_id=spec.id,
-                    config=_job_config(ctx, body, plan, project),
+                    config=_job_config(ctx, body, plan, project, digest),
                     priority=accounts.organization_job_priority(conn, org),
                     now=now,
                     origin=origin,

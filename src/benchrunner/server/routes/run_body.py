@@ -6,11 +6,15 @@ names the field.
 |-------|----------|------|---------|----------------------------------------|
 | -     | -        | -    | set     | direct: parse now into a report        |
 | set   | -        | set  | -       | runner: image job                      |
+| set   | -        | -    | -       | runner: image job on the fallback spec |
 | -     | set      | set  | -       | runner: template job                   |
 | -     | -/set    | set  | -       | duet job: + ``baseline``, ``contender``|
 | anything else                     | 400 naming the fields                  |
 
 A duet's sides and options are read in ``duet_body``.
+Every optional field may be absent or ``null`` (Bencher's CLI writes ``null`` for what it
+does not set). ``image`` is a digest or a tag, in any registry form (``core.image_refs``); a
+tag is resolved to its digest when the job is created.
 """
 
 from __future__ import annotations
@@ -23,9 +27,10 @@ from typing import Literal
 from pydantic import AwareDatetime, ConfigDict, Field, field_validator
 
 from benchrunner.adapters.values import MAX_MEASURE_NAME
-from benchrunner.core.versions import DEFAULT_MAX_VERSIONS, is_git_hash
+from benchrunner.core.image_refs import ImageRef, ImageRefError, parse_image_ref
+from benchrunner.core.versions import is_git_hash
 from benchrunner.detection.models import Model
-from benchrunner.protocol import MAX_ITER, MAX_TIMEOUT, is_digest
+from benchrunner.protocol import MAX_ITER, MAX_TIMEOUT
 from benchrunner.server.errors import bad_request
 from benchrunner.server.routes.bodies import ApiBody
 from benchrunner.server.routes.duet_body import DuetPlan, RunDuetOptions, RunDuetSide, duet_plan
@@ -40,7 +45,7 @@ MAX_FILE_PATH = 4096
 
 
 class RunJob(ApiBody):
-    """Bencher's nested ``job`` object."""
+    """Bencher's nested ``job`` object (``JsonNewRunJob``)."""
 
     model_config = ConfigDict(extra="forbid")
     image: str | None = None
@@ -51,12 +56,26 @@ class RunJob(ApiBody):
     timeout: int | None = Field(default=None, ge=1, le=MAX_TIMEOUT)
     file_paths: list[str] | None = None
     iter: int | None = Field(default=None, ge=1, le=MAX_ITER)
+    build_time: bool | None = None
+    file_size: bool | None = None
+    allow_failure: bool | None = None
+    backdate: AwareDatetime | None = None
+
+    @field_validator("backdate")
+    @classmethod
+    def _backdate_in_utc(cls, value: dt.datetime | None) -> dt.datetime | None:
+        return None if value is None else _utc(value)
 
 
 class RunSettings(ApiBody):
-    adapter: str = "magic"
+    adapter: str | None = None
+    """None: ``magic``, as Bencher."""
     average: Literal["mean", "median"] | None = None
     fold: Literal["min", "max", "mean", "median"] | None = None
+
+    @property
+    def adapter_name(self) -> str:
+        return self.adapter or "magic"
 
 
 class RunStartPoint(ApiBody):
@@ -65,9 +84,9 @@ class RunStartPoint(ApiBody):
     model_config = ConfigDict(extra="forbid")
     branch: str | None = Field(default=None, min_length=1, max_length=256)
     hash: str | None = None
-    max_versions: int = Field(default=DEFAULT_MAX_VERSIONS, ge=1, le=MAX_COUNT)
-    clone_thresholds: bool = False
-    reset: bool = False
+    max_versions: int | None = Field(default=None, ge=1, le=MAX_COUNT)
+    clone_thresholds: bool | None = None
+    reset: bool | None = None
 
     @field_validator("hash")
     @classmethod
@@ -80,8 +99,8 @@ class RunThresholds(ApiBody):
     removes the branch/testbed's thresholds of measures not listed."""
 
     model_config = ConfigDict(extra="forbid")
-    models: dict[str, ThresholdModelBody] = Field(default_factory=dict)
-    reset: bool = False
+    models: dict[str, ThresholdModelBody] | None = None
+    reset: bool | None = None
 
 
 class RunBody(ApiBody):
@@ -91,8 +110,8 @@ class RunBody(ApiBody):
     hash: str | None = None
     start_point: RunStartPoint | None = None
     thresholds: RunThresholds | None = None
-    settings: RunSettings = Field(default_factory=RunSettings)
-    results: list[str] = Field(default_factory=list)
+    settings: RunSettings | None = None
+    results: list[str] | None = None
     start_time: AwareDatetime | None = None
     end_time: AwareDatetime | None = None
     image: str | None = None
@@ -105,6 +124,9 @@ class RunBody(ApiBody):
     duet: RunDuetOptions | None = None
     context: dict[str, str] | None = None
     idempotency_key: str | None = None
+    spec_reset: bool | None = None
+    """Bencher clears the testbed's hardware spec; testbeds here carry none, so it changes
+    nothing."""
 
     @field_validator("hash")
     @classmethod
@@ -114,14 +136,20 @@ class RunBody(ApiBody):
     @field_validator("start_time", "end_time")
     @classmethod
     def _in_utc(cls, value: dt.datetime | None) -> dt.datetime | None:
-        """Stored as UTC; a time that has no UTC equivalent (year 1 east of Greenwich, year
-        9999 west of it) is refused."""
-        if value is None:
-            return None
-        try:
-            return value.astimezone(dt.UTC)
-        except OverflowError:
-            raise ValueError("is out of range once converted to UTC") from None
+        return None if value is None else _utc(value)
+
+    @property
+    def run_settings(self) -> RunSettings:
+        return self.settings or RunSettings()
+
+
+def _utc(value: dt.datetime) -> dt.datetime:
+    """Stored as UTC; a time that has no UTC equivalent (year 1 east of Greenwich, year 9999
+    west of it) is refused."""
+    try:
+        return value.astimezone(dt.UTC)
+    except OverflowError:
+        raise ValueError("is out of range once converted to UTC") from None
 
 
 @dataclass(frozen=True)
@@ -129,8 +157,9 @@ class RunMode:
     """What a valid body asks for once the validation table has been applied."""
 
     mode: Literal["direct", "image", "template"]
-    image: str | None
+    image: ImageRef | None
     spec: str | None
+    """None for an image job: the fallback spec."""
     options: RunJob
     duet: DuetPlan | None = None
 
@@ -191,17 +220,17 @@ def validate_mode(body: RunBody) -> RunMode:
         raise bad_request("args are only allowed together with template")
     if duet_given:
         return _image_duet(body, nested, image, spec, has_results)
-    if image is not None and spec is not None and has_results:
+    if image is not None and has_results:
         raise bad_request("cannot provide both results and image")
-    if image is not None and spec is None:
-        raise bad_request("spec is required for runner execution (image was given)")
     if image is None and spec is not None:
         raise bad_request("image or template is required for runner execution (spec was given)")
     if image is not None:
-        if not is_digest(image):
-            raise bad_request("image must be a digest: sha256: followed by 64 lowercase hex")
+        try:
+            ref = parse_image_ref(image)
+        except ImageRefError as exc:
+            raise bad_request(f"image {image!r}: {exc}") from None
         check_file_paths(nested.file_paths)
-        return RunMode("image", image, spec, nested)
+        return RunMode("image", ref, spec, nested)
     if not has_results:
         raise bad_request(
             "results are required for direct submission; for runner execution give "
@@ -232,7 +261,11 @@ def _image_duet(
     )
     assert duet is not None
     check_file_paths(nested.file_paths)
-    return RunMode("image", duet.baseline.image, spec, nested, duet)
+    try:  # a duet's sides are digests already (``duet_plan`` checks them)
+        baseline = parse_image_ref(duet.baseline.image or "")
+    except ImageRefError as exc:
+        raise bad_request(f"baseline.image: {exc}") from None
+    return RunMode("image", baseline, spec, nested, duet)
 
 
 @dataclass(frozen=True)
@@ -274,7 +307,7 @@ def threshold_models(body: RunBody) -> dict[str, Model]:
     """The body's threshold models, validated: 400 naming the measure and parameter. A key
     names a measure (created on first use), so it must be a name the store can hold, as a
     result's measure must."""
-    if body.thresholds is None:
+    if body.thresholds is None or body.thresholds.models is None:
         return {}
     for key in body.thresholds.models:
         if not 1 <= len(key) <= MAX_MEASURE_NAME:

@@ -23,6 +23,7 @@ from benchrunner.server.store.tables import (
     measure,
     metric,
     model,
+    project,
     report,
     testbed,
     threshold,
@@ -194,10 +195,20 @@ _VIEW = (
         testbed.c.uuid.label("testbed_uuid"),
         testbed.c.name.label("testbed_name"),
         testbed.c.slug.label("testbed_slug"),
+        # what Bencher's JsonAlert nests in full
+        project.c.uuid.label("project_uuid"),
+        benchmark.c.created.label("benchmark_created"),
+        measure.c.created.label("measure_created"),
+        branch.c.created.label("branch_created"),
+        branch.c.head_reset.label("branch_head_reset"),
+        testbed.c.created.label("testbed_created"),
+        threshold.c.created.label("threshold_created"),
+        threshold.c.modified.label("threshold_modified"),
     )
     .join(boundary, boundary.c.id == alert.c.boundary_id)
     .join(metric, metric.c.id == boundary.c.metric_id)
     .join(report, report.c.id == metric.c.report_id)
+    .join(project, project.c.id == report.c.project_id)
     .join(_RAISED, _RAISED.c.id == alert.c.report_id)
     .join(benchmark, benchmark.c.id == metric.c.benchmark_id)
     .join(measure, measure.c.id == metric.c.measure_id)
@@ -326,6 +337,7 @@ _REPORT_BOUNDARIES = (
     sa.select(
         boundary.c.metric_id,
         *JUDGED_BY,
+        threshold.c.created.label("threshold_created"),
     )
     .join(metric, metric.c.id == boundary.c.metric_id)
     .join(threshold, threshold.c.id == boundary.c.threshold_id)

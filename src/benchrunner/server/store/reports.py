@@ -22,6 +22,7 @@ from benchrunner.server.store.tables import (
     job,
     measure,
     metric,
+    organization,
     project,
     report,
     spec,
@@ -359,8 +360,13 @@ _REPORT = Direct(
         project.c.uuid.label("project_uuid"),
         project.c.name.label("project_name"),
         project.c.slug.label("project_slug"),
+        project.c.visibility.label("project_visibility"),
+        project.c.created.label("project_created"),
+        project.c.modified.label("project_modified"),
+        organization.c.uuid.label("organization_uuid"),
     )
     .join(project, project.c.id == report.c.project_id)
+    .join(organization, organization.c.id == project.c.organization_id)
     .join(branch, branch.c.id == report.c.branch_id)
     .join(testbed, testbed.c.id == report.c.testbed_id)
     .where(report.c.id == sa.bindparam("report_id"))
@@ -377,6 +383,8 @@ _METRICS = Direct(
         benchmark.c.name.label("benchmark"),
         benchmark.c.uuid.label("benchmark_uuid"),
         benchmark.c.slug.label("benchmark_slug"),
+        benchmark.c.created.label("benchmark_created"),
+        measure.c.created.label("measure_created"),
         measure.c.name.label("measure"),
         measure.c.uuid.label("measure_uuid"),
         measure.c.slug.label("measure_slug"),

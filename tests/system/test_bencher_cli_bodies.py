@@ -1,0 +1,217 @@
+"""Bencher's CLI, unchanged: every body ``bencher run`` writes in its common forms
+(tests/bencher_cli_bodies) is accepted by a real server, and every answer is what Bencher's
+CLI reads: its ``JsonReport`` and, for an image job, the ``JsonJob`` it polls
+(tests/bencher_schema.py)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import string
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import httpx
+import pytest
+
+from tests.bencher_schema import JsonJob, JsonReport
+from tests.harness import Deployment, deploy
+from tests.registry_support import push_image, registry_token, v2
+
+BODIES = Path(__file__).parent.parent / "bencher_cli_bodies"
+FIXTURES = sorted(BODIES.glob("*.json"))
+
+
+def _api(deployment: Deployment) -> httpx.Client:
+    server = deployment.server
+    return httpx.Client(
+        base_url=server.url, headers={"Authorization": f"Bearer {server.token}"}, timeout=30
+    )
+
+
+def _body(path: Path, deployment: Deployment) -> dict[str, Any]:
+    now = dt.datetime.now(dt.UTC)
+    values = {
+        "project": deployment.project,
+        "registry": urlsplit(deployment.server.url).netloc,
+        "spec": deployment.spec,
+        "start": (now - dt.timedelta(seconds=2)).isoformat(),
+        "end": now.isoformat(),
+        "key": str(uuid.uuid4()),
+    }
+    body: dict[str, Any] = json.loads(string.Template(path.read_text()).substitute(values))
+    return body
+
+
+def _push_v1(deployment: Deployment) -> str:
+    server = deployment.server
+    token = registry_token(server, server.token, f"repository:{deployment.project}:push")
+    with v2(server, token) as client:
+        return push_image(client, deployment.project, "v1", b"bench layer")
+
+
+def _mark_fallback(api: httpx.Client, spec: str) -> dict[str, Any]:
+    response = api.patch(f"/v0/specs/{spec}", json={"fallback": True})
+    assert response.status_code == 200, response.text
+    marked: dict[str, Any] = response.json()
+    return marked
+
+
+def test_every_common_body_is_answered_as_bencher_answers(deployment: Deployment) -> None:
+    digest = _push_v1(deployment)
+    with _api(deployment) as api:
+        fallback = _mark_fallback(api, deployment.spec)
+        answers: dict[str, dict[str, Any]] = {}
+        for path in FIXTURES:
+            response = api.post("/v0/run", json=_body(path, deployment))
+            assert response.status_code == 201, f"{path.name}: {response.text}"
+            JsonReport.model_validate_json(response.text)
+            answers[path.stem] = response.json()
+        jobs = {
+            name: api.get(f"/v0/projects/{deployment.project}/jobs/{answer['job']}")
+            for name, answer in answers.items()
+            if "job" in answer
+        }
+        main = api.get(f"/v0/projects/{deployment.project}/branches/main").json()
+        feature_thresholds = api.get(
+            f"/v0/projects/{deployment.project}/thresholds", params={"branch": "feature-x"}
+        ).json()
+    assert sorted(jobs) == ["40_image_every_flag", "50_image_minimal_detach"]
+    for name, response in jobs.items():
+        assert response.status_code == 200, f"{name}: {response.text}"
+        job = JsonJob.model_validate_json(response.text)
+        assert job.spec.os == "linux"
+        assert job.spec.uuid == uuid.UUID(fallback["uuid"])
+        assert job.config is not None and job.config["digest"] == digest
+
+    rust = answers["10_local_rust_bench"]["results"]
+    assert [r["benchmark"]["name"] for r in rust[0]] == ["parse::large", "parse::small"]
+    folded, unfolded = answers["20_local_iter_fold"], answers["21_local_iter_no_fold"]
+    assert [r[0]["measures"][0]["metric"]["value"] for r in folded["results"]] == [89.5]
+    assert len(unfolded["results"]) == 2
+    encode = answers["15_local_json"]["results"][0][1]["measures"][0]["metrics"]
+    assert {m["name"]: m["value"] for m in encode} == {
+        "value": 88.5,
+        "lower_value": 85.0,
+        "upper_value": 91.25,
+    }
+
+    branched = answers["30_thresholds_start_point"]
+    assert branched["branch"]["name"] == "feature-x"
+    assert branched["branch"]["head"]["start_point"]["branch"] == main["uuid"]
+    # a new branch and testbed: the threshold is set, with no history yet to draw a boundary
+    assert [(t["measure"]["slug"], t["model"]["test"]) for t in feature_thresholds] == [
+        ("latency", "t_test")
+    ]
+
+    every = jobs["40_image_every_flag"].json()["config"]
+    assert every == {
+        **every,
+        "entrypoint": ["/bin/sh"],
+        "cmd": ["-c", "./bench --json > out/results.json"],
+        "env": {"BENCH_SIZE": "large", "RUST_LOG": "info"},
+        "timeout": 600,
+        "file_paths": ["out/results.json"],
+        "iter": 3,
+        "build_time": True,
+        "file_size": True,
+        "allow_failure": True,
+        "backdate": "2026-01-01T00:00:00Z",
+    }
+    assert answers["40_image_every_flag"]["start_time"] == "2026-01-01T00:00:00Z"
+    minimal = answers["50_image_minimal_detach"]
+    assert minimal["project"]["slug"] == deployment.project  # from the image's repository
+    alerted = answers["60_local_static_threshold_alert"]["alerts"]
+    assert [(a["limit"], a["value"], a["threshold"]["measure"]["slug"]) for a in alerted] == [
+        ("upper", 90.0, "latency")
+    ]
+
+
+@pytest.fixture
+def sqlite_deployment(tmp_path: Path) -> Iterator[Deployment]:
+    """For what does not depend on the engine: the rules below are checked before any
+    engine-specific statement runs."""
+    with deploy(tmp_path, f"sqlite:///{tmp_path / 'benchrunner.db'}") as deployment:
+        yield deployment
+
+
+def test_the_fallback_spec_is_one_at_a_time_and_admins_only(
+    sqlite_deployment: Deployment,
+) -> None:
+    deployment = sqlite_deployment
+    with deployment.admin() as admin:
+        admin.create_spec("large", architecture="x86_64", cpu=8, memory=2**33, disk=2**34)
+    with _api(deployment) as api:
+        assert _mark_fallback(api, deployment.spec)["fallback"] is not None
+        assert _mark_fallback(api, "large")["fallback"] is not None
+        specs = {s["slug"]: s["fallback"] for s in api.get("/v0/specs").json()}
+        assert specs[deployment.spec] is None and specs["large"] is not None
+        unmarked = api.patch("/v0/specs/large", json={"fallback": False})
+        assert unmarked.status_code == 200 and unmarked.json()["fallback"] is None
+    anonymous = httpx.patch(
+        f"{deployment.server.url}/v0/specs/large", json={"fallback": True}, timeout=30
+    )
+    assert anonymous.status_code in (401, 403)
+
+
+UNRESOLVABLE = [
+    ({"image": "bench:v1"}, "no fallback spec is marked"),
+    ({"image": "bench:v2", "spec": "small"}, "tag 'v2' is not in project 'bench'"),
+    ({"image": "ghcr.io/bench:v1", "spec": "small"}, "is not this server"),
+    ({"image": "ghcr.io/acme/bench:v1", "spec": "small"}, "must be one name"),
+    ({"image": "Bench:v1", "spec": "small"}, "is not a repository name"),
+    ({"image": "bench@sha256:abc", "spec": "small"}, "is not sha256:"),
+    ({"image": "other:v1", "spec": "small"}, "not found"),
+    ({"image": "bench:v1", "spec": "small", "backdate": "yesterday"}, "backdate"),
+]
+
+
+def test_an_image_the_server_cannot_resolve_is_a_clear_400(
+    sqlite_deployment: Deployment,
+) -> None:
+    deployment = sqlite_deployment
+    _push_v1(deployment)
+    body = {"start_time": "2026-11-25T10:00:00Z", "end_time": "2026-11-25T10:00:00Z"}
+    with _api(deployment) as api:
+        for job, message in UNRESOLVABLE:
+            response = api.post("/v0/run", json={**body, "results": [], "job": job})
+            assert response.status_code in (400, 404, 422), f"{job}: {response.text}"
+            assert message in response.text, job
+        assert api.get(f"/v0/projects/{deployment.project}/jobs").json() == []
+        # The server by another of its loopback names is still this server.
+        port = urlsplit(deployment.server.url).port
+        job = {"image": f"localhost:{port}/bench:v1", "spec": "small"}
+        accepted = api.post("/v0/run", json={**body, "results": [], "job": job})
+        assert accepted.status_code == 201, accepted.text
+
+
+def test_a_backdated_image_job_reports_its_run_at_the_backdate(
+    sqlite_deployment: Deployment,
+) -> None:
+    deployment = sqlite_deployment
+    _push_v1(deployment)
+    channel = deployment.channel("backdated")
+    with _api(deployment) as api:
+        submitted = api.post("/v0/run", json=_body(BODIES / "40_image_every_flag.json", deployment))
+        assert submitted.status_code == 201, submitted.text
+    job_uuid = submitted.json()["job"]
+    claimed = channel.claim()
+    assert claimed["uuid"] == job_uuid
+    assert claimed["config"]["backdate"] == "2026-01-01T00:00:00Z"
+    assert channel.ask({"event": "running"})["event"] == "ack"
+    stdout = json.dumps({"bench::encode": {"latency": {"value": 88.0}}})
+    result = {"exit_code": 0, "stdout": stdout, "stderr": ""}
+    done = channel.ask({"event": "completed", "job": job_uuid, "results": [result]})
+    assert done == {"event": "ack", "job": job_uuid}
+    job = deployment.job(job_uuid)
+    assert job["status"] == "processed"
+    with deployment.admin() as client:
+        report = client.get_report(deployment.project, submitted.json()["uuid"])
+    start = dt.datetime.fromisoformat(report["start_time"])
+    end = dt.datetime.fromisoformat(report["end_time"])
+    ran = dt.datetime.fromisoformat(job["completed"]) - dt.datetime.fromisoformat(job["started"])
+    assert start == dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
+    assert end - start == ran
