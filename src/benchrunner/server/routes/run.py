@@ -19,6 +19,7 @@ from sqlalchemy.engine import Connection
 
 from benchrunner import adapters
 from benchrunner.core import slugs
+from benchrunner.core.image_refs import parse_image_ref
 from benchrunner.core.templates import ArgValue, Template, TemplateError
 from benchrunner.core.tiers import Plan
 from benchrunner.core.versions import DEFAULT_MAX_VERSIONS
@@ -40,7 +41,6 @@ from benchrunner.server.routes.deps import (
     project_access,
 )
 from benchrunner.server.routes.duet_body import DuetPlan
-from benchrunner.core.image_refs import parse_image_ref
 from benchrunner.server.routes.run_body import (
     RunBody,
     RunMode,
@@ -273,7 +273,9 @@ async def run(
         ),
     ] = None,
 ) -> dict[str, Any]:
-    view = await submit_run(ctx, life, body, user, origin_of(request, user), idempotency_key)
+    view = await submit_run(
+        ctx, life, body, user, origin_of(request, user), request, idempotency_key
+    )
     if view["deduplicated"]:
         response.status_code = 200
     return view
@@ -285,11 +287,13 @@ async def submit_run(
     body: RunBody,
     user: UserRow | None,
     origin: Origin,
+    request: Request,
     idempotency_key: str | None = None,
 ) -> dict[str, Any]:
     """Everything ``POST /v0/run`` does with a body, for the API and the console alike: the
     report (and job) created, or the one an idempotency key repeats (``deduplicated``), as
-    the API answers it. Raises ``ApiError`` (400 naming the field, 404, 429)."""
+    the API answers it; ``request`` tells the host an image reference may name this server
+    by. Raises ``ApiError`` (400 naming the field, 404, 429)."""
     plan = validate_mode(body)
     run_settings = body.run_settings
     if run_settings.adapter_name not in adapters.ADAPTERS:
