@@ -310,8 +310,7 @@ def result_output_hashes(message: Completed | Failed | Canceled) -> frozenset[st
     """The output hashes that match a message's results: with null fields left out, and with
     every field written (a runner may send its results either way)."""
     results = [] if isinstance(message, Canceled) else message.results
-    written = canonical_hash([r.model_dump(mode="json") for r in results])
-    return frozenset({result_output_hash(message), written})
+    return frozenset({result_output_hash(message), results_hash(results)})
 
 
 RunnerMessage = Annotated[

@@ -242,12 +242,13 @@ class ChannelSession:
         try:
             message = parse_runner_message(text)
         except ValidationError as exc:
-            if ERROR_EXTENSION in self.extensions:
-                await self.send(Error(message=explain_invalid(exc)))
-            elif self.job is None and (self._poll is None or self._poll.done()):
+            waiting = self.job is None and (self._poll is None or self._poll.done())
+            if ERROR_EXTENSION not in self.extensions and waiting:
                 # Bencher's server ends the channel on a message it cannot read while it
                 # waits for a ready (and ignores one while polling or running a job).
                 await self.close(CLOSE_POLICY, "")
+            else:
+                await self.refuse(explain_invalid(exc))
             return
         self._reset_deadline()
         try:

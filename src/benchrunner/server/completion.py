@@ -17,10 +17,18 @@ from dataclasses import dataclass
 
 from sqlalchemy.engine import Connection
 
-from benchrunner.server.noise import verdict
-from benchrunner.server.processing import INLINE_PARSE_BYTES, measure_job, record_processed
+from benchrunner.server.processing import (
+    INLINE_PARSE_BYTES,
+    measure_job,
+    measured_with_noise,
+    record_processed,
+)
 from benchrunner.server.store import job_outputs, jobs, reports, transitions
-from benchrunner.server.store.signed_outputs import SignedOutput, signed_output_put
+from benchrunner.server.store.signed_outputs import (
+    SignedOutput,
+    signed_columns,
+    signed_output_put,
+)
 
 
 @dataclass(frozen=True)
@@ -47,10 +55,10 @@ def complete(
 ) -> Completion:
     """Move ``job`` to ``completed``, keep ``row_output`` (None: its output is a blob) and the
     runner's ``signed`` over it, and with ``process`` also process it from that output."""
-    if not transitions.job_mark_completed(conn, job.id, now, actor, late):
+    # A late result replaces the failure's signature too (with none, when it is unsigned).
+    also = signed_columns(signed) if signed is not None or late else None
+    if not transitions.job_mark_completed(conn, job.id, now, actor, late, also):
         return Completion(completed=False)
-    if signed is not None or late:  # a late result replaces the failure's signature too
-        signed_output_put(conn, job.id, signed)
     if row_output is None:
         return Completion(completed=True)
     job_outputs.output_put(conn, job.id, row_output)
@@ -60,12 +68,17 @@ def complete(
     if completed is None:
         return Completion(completed=True)
     parsing = reports.reports_parsing(conn, [job.report_id])[job.report_id]
-    values, error, noise, duet = measure_job(
-        completed.config.duet, parsing.adapter, parsing.average, parsing.fold, row_output
+    item = measured_with_noise(
+        completed,
+        *measure_job(
+            completed.config.duet, parsing.adapter, parsing.average, parsing.fold, row_output
+        ),
+        parsing,
     )
-    judged = verdict(noise, parsing.noise_cv_limit, parsing.noise_drift_limit)
-    processed = record_processed(conn, completed, values, error, now, judged, duet)
-    return Completion(completed=True, processed=processed, error=error, row=completed)
+    processed = record_processed(
+        conn, completed, item.values, item.error, now, item.noise, item.duet
+    )
+    return Completion(completed=True, processed=processed, error=item.error, row=completed)
 
 
 def fail_with_output(
@@ -79,9 +92,11 @@ def fail_with_output(
 ) -> bool:
     """Move the job to ``failed`` and keep ``row_output`` (None: its output is a blob) and the
     runner's ``signed`` over it."""
-    if not transitions.job_mark_failed(conn, job_id, now, actor, reason):
+    also = None if signed is None else signed_columns(signed)
+    if not transitions.job_mark_failed(conn, job_id, now, actor, reason, also=also):
         return False
-    keep_late_output(conn, job_id, row_output, signed)
+    if row_output is not None:
+        job_outputs.output_put(conn, job_id, row_output)
     return True
 
 

@@ -7,6 +7,7 @@ from typing import Any
 
 
 def named_view(uuid: Any, name: str, slug: str) -> dict[str, Any]:
+    """A named thing's reference (a benchmark, a measure, a branch ...), for every view."""
     return {"uuid": str(uuid), "name": name, "slug": slug}
 
 

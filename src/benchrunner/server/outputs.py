@@ -56,8 +56,13 @@ async def job_output_bytes(ctx: ServerContext, job: JobRow, max_bytes: int) -> b
     if data is None:
         key = job_output_key(job.project_uuid, job.uuid)
         return await asyncio.to_thread(read_output, ctx.blobs, key, max_bytes)
+    return row_output(data, max_bytes)
+
+
+def row_output(data: bytes, max_bytes: int) -> bytes:
+    """An output read from its row, if it is within ``max_bytes``; else ``UnusableOutput``."""
     if len(data) > max_bytes:
-        raise UnusableOutput(too_large(len(data), max_bytes))
+        raise UnusableOutput(_too_large(len(data), max_bytes))
     return data
 
 
@@ -72,7 +77,7 @@ async def load_job_output(ctx: ServerContext, job: JobRow) -> JsonJobOutput:
 
 
 async def has_job_output(ctx: ServerContext, job: JobRow) -> bool:
-    if await ctx.db.read(job_outputs.output_get, job.id) is not None:
+    if await ctx.db.read(job_outputs.output_exists, job.id):
         return True
     key = job_output_key(job.project_uuid, job.uuid)
     return await asyncio.to_thread(ctx.blobs.size, key) is not None
@@ -94,7 +99,7 @@ def read_output(blobs: BlobStore, key: str, max_bytes: int) -> bytes:
         if size is None:
             raise OutputMissing
         if size > max_bytes:
-            raise UnusableOutput(too_large(size, max_bytes))
+            raise UnusableOutput(_too_large(size, max_bytes))
         chunks = blobs.read(key, length=max_bytes + 1)
         if chunks is None:
             raise OutputMissing
@@ -103,7 +108,7 @@ def read_output(blobs: BlobStore, key: str, max_bytes: int) -> bytes:
         reason = exc.strerror or type(exc).__name__
         raise UnusableOutput(f"the job's output could not be read: {reason}") from None
     if len(raw) > max_bytes:  # it grew between the size check and the read
-        raise UnusableOutput(too_large(len(raw), max_bytes))
+        raise UnusableOutput(_too_large(len(raw), max_bytes))
     return raw
 
 
@@ -121,7 +126,7 @@ def decode_output(raw: bytes) -> JsonJobOutput:
         ) from None
 
 
-def too_large(size: int, max_bytes: int) -> str:
+def _too_large(size: int, max_bytes: int) -> str:
     return (
         f"the job's output is {size} bytes, more than the {max_bytes} bytes the server reads "
         "(BENCHRUNNER_PROCESSING_BATCH_BYTES)"

@@ -39,7 +39,7 @@ from benchrunner.server.blobs import job_output_key
 from benchrunner.server.context import ServerContext
 from benchrunner.server.evaluation import evaluate_report
 from benchrunner.server.noise import NoiseVerdict, verdict
-from benchrunner.server.outputs import UnusableOutput, output_size, read_output, too_large
+from benchrunner.server.outputs import UnusableOutput, output_size, read_output, row_output
 from benchrunner.server.parsers import measure_stored, measure_stored_duet, parser_pool
 from benchrunner.server.store import duets, job_outputs, jobs, reports, transitions
 from benchrunner.server.transition_log import job_moved
@@ -74,7 +74,7 @@ def byte_batches(sizes: Sequence[int], budget: int) -> list[range]:
 
 
 @dataclass(frozen=True)
-class _Measured:
+class Measured:
     """A job and what its output gave: its metrics, or why it has none."""
 
     job: jobs.JobRow
@@ -233,15 +233,16 @@ class Processor:
             raw = in_rows.get(job.id)
             if raw is None:
                 read.append(from_blobs[job.id])
-            elif len(raw) > self._budget:
-                read.append(too_large(len(raw), self._budget))
-            else:
-                read.append(raw)
+                continue
+            try:
+                read.append(row_output(raw, self._budget))
+            except UnusableOutput as exc:
+                read.append(str(exc))
         return read
 
     async def _measure_all(
         self, group: list[jobs.JobRow], in_rows: dict[int, bytes], parsing: dict[int, Any]
-    ) -> list[_Measured]:
+    ) -> list[Measured]:
         """Read the outputs of ``group``, then decode and parse them in the parser pool, each
         output on its own."""
         read = await self._read_all(group, in_rows)
@@ -276,20 +277,22 @@ class Processor:
                 self._parsers = None
             raise
         return [
-            _measured(job, *next(parsed), parsing[job.report_id])
+            measured_with_noise(job, *next(parsed), parsing[job.report_id])
             if isinstance(raw, bytes)
-            else _Measured(job, [], raw)
+            else Measured(job, [], raw)
             for job, raw in zip(group, read, strict=True)
         ]
 
     @staticmethod
-    def _measure_here(job: jobs.JobRow, raw: bytes | str, parsing: dict[int, Any]) -> _Measured:
+    def _measure_here(job: jobs.JobRow, raw: bytes | str, parsing: dict[int, Any]) -> Measured:
         if isinstance(raw, str):
-            return _Measured(job, [], raw)
+            return Measured(job, [], raw)
         p = parsing[job.report_id]
-        return _measured(job, *measure_job(job.config.duet, p.adapter, p.average, p.fold, raw), p)
+        return measured_with_noise(
+            job, *measure_job(job.config.duet, p.adapter, p.average, p.fold, raw), p
+        )
 
-    def _commit_some(self, conn: Connection, measured: list[_Measured], start: int) -> int:
+    def _commit_some(self, conn: Connection, measured: list[Measured], start: int) -> int:
         """Write the jobs of ``measured`` from ``start`` on, while the write step lasts (all of
         them where writes do not run on the loop); returns the index of the first not written."""
         deadline = None if self._write_step is None else time.perf_counter() + self._write_step
@@ -301,7 +304,7 @@ class Processor:
                 break
         return index
 
-    def _commit(self, conn: Connection, item: _Measured) -> bool:
+    def _commit(self, conn: Connection, item: Measured) -> bool:
         """Store one job's metrics. The guarded move to ``processed`` comes first, so a job
         another replica (or an earlier batch) processed meanwhile adds nothing."""
         now = self._ctx.clock.now()
@@ -320,16 +323,18 @@ class Processor:
         return True
 
 
-def _measured(
+def measured_with_noise(
     job: jobs.JobRow,
     values: list[reports.MetricValue],
     error: str | None,
     noise: NoiseGuard | None,
     duet: duets.NewDuet | None,
     parsing: Any,
-) -> _Measured:
+) -> Measured:
+    """What a job's output gave, its noise figures judged against its report's limits
+    (``parsing``: the report's ``reports_parsing`` row)."""
     judged = verdict(noise, parsing.noise_cv_limit, parsing.noise_drift_limit)
-    return _Measured(job, values, error, judged, duet)
+    return Measured(job, values, error, judged, duet)
 
 
 def record_processed(

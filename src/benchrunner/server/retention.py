@@ -58,8 +58,9 @@ async def expire_outputs(ctx: ServerContext) -> Purged:
         marked = await ctx.db.write(
             retention.jobs_mark_outputs_purged, [d.id for d in due], cutoff, now
         )
+        kept = set(marked.ids)
         purged = await asyncio.to_thread(
-            purge_job_outputs, ctx.blobs, [d for d in due if d.id in set(marked.ids)]
+            purge_job_outputs, ctx.blobs, [d for d in due if d.id in kept]
         )
         purged = Purged(purged.jobs, purged.bytes + marked.freed)
         jobs, freed = jobs + purged.jobs, freed + purged.bytes

@@ -10,6 +10,7 @@ from sqlalchemy.engine import Connection
 
 from benchrunner.core.events import status_reached
 from benchrunner.server.duet_views import duet_view
+from benchrunner.server.duet_views import named_view as named_view  # shared by every view
 from benchrunner.server.noise import noise_view
 from benchrunner.server.store import alerts as store_alerts
 from benchrunner.server.store import branches, duets, jobs, reports
@@ -143,10 +144,6 @@ def signature_view(job: JobRow) -> dict[str, Any]:
         "signature": signed.signature,
         "key_fingerprint": signed.key_fingerprint,
     }
-
-
-def named_view(uuid: Any, name: str, slug: str) -> dict[str, Any]:
-    return {"uuid": str(uuid), "name": name, "slug": slug}
 
 
 def model_view(row: Any, *, prefix: str = "") -> dict[str, Any]:

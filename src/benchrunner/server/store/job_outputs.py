@@ -33,6 +33,11 @@ def output_get(conn: Connection, job_id: int) -> bytes | None:
     ).scalar_one_or_none()
 
 
+def output_exists(conn: Connection, job_id: int) -> bool:
+    query = sa.select(sa.literal(1)).where(job_output.c.job_id == job_id)
+    return conn.execute(query).first() is not None
+
+
 def outputs_get(conn: Connection, job_ids: Iterable[int]) -> dict[int, bytes]:
     """The stored outputs of those of ``job_ids`` that have one here."""
     ids = sorted(set(job_ids))
@@ -52,11 +57,6 @@ def outputs_delete(conn: Connection, job_ids: Iterable[int]) -> int:
     freed = 0
     for start in range(0, len(ids), IN_LIST_CHUNK):
         chunk = ids[start : start + IN_LIST_CHUNK]
-        where = job_output.c.job_id.in_(chunk)
-        freed += conn.execute(
-            sa.select(sa.func.coalesce(sa.func.sum(sa.func.length(job_output.c.data)), 0)).where(
-                where
-            )
-        ).scalar_one()
-        conn.execute(job_output.delete().where(where))
+        deleted = job_output.delete().where(job_output.c.job_id.in_(chunk))
+        freed += sum(conn.execute(deleted.returning(sa.func.length(job_output.c.data))).scalars())
     return int(freed)

@@ -30,15 +30,18 @@ class SignedOutput:
         return cls(row.output_hash, row.output_signature, row.output_key_fingerprint)
 
 
+def signed_columns(signed: SignedOutput | None) -> dict[str, str | None]:
+    """The job row's columns for ``signed``; None clears an earlier one (an unsigned result
+    replaced it). A transition writes them in its own update."""
+    if signed is None:
+        return dict.fromkeys(("output_hash", "output_signature", "output_key_fingerprint"))
+    return {
+        "output_hash": signed.output_hash,
+        "output_signature": signed.signature,
+        "output_key_fingerprint": signed.key_fingerprint,
+    }
+
+
 def signed_output_put(conn: Connection, job_id: int, signed: SignedOutput | None) -> None:
-    """Keep ``signed`` with the job's output; None clears an earlier one (an unsigned result
-    replaced it)."""
-    conn.execute(
-        job.update()
-        .where(job.c.id == job_id)
-        .values(
-            output_hash=signed and signed.output_hash,
-            output_signature=signed and signed.signature,
-            output_key_fingerprint=signed and signed.key_fingerprint,
-        )
-    )
+    """Keep ``signed`` with the output of a job whose status does not change."""
+    conn.execute(job.update().where(job.c.id == job_id).values(**signed_columns(signed)))

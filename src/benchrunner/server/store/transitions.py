@@ -235,8 +235,10 @@ def _finish(
     actor: str | None,
     message: str,
     event: JobEvent | None = None,
+    also: dict[str, Any] | None = None,
 ) -> bool:
-    """A move to completed, failed or canceled: each stamps ``completed``."""
+    """A move to completed, failed or canceled: each stamps ``completed`` (and sets the job
+    columns of ``also`` in the same update)."""
     moved = transition(
         conn,
         job_id,
@@ -244,17 +246,22 @@ def _finish(
         now,
         message=message,
         actor=actor,
-        values={"completed": now},
+        values={"completed": now, **(also or {})},
         event=event,
     )
     return moved is not None
 
 
 def job_mark_completed(
-    conn: Connection, job_id: int, now: dt.datetime, actor: str, late: bool
+    conn: Connection,
+    job_id: int,
+    now: dt.datetime,
+    actor: str,
+    late: bool,
+    also: dict[str, Any] | None = None,
 ) -> bool:
     message = "runner delivered a result after the job had failed" if late else "runner completed"
-    return _finish(conn, job_id, JobStatus.COMPLETED, now, actor, message)
+    return _finish(conn, job_id, JobStatus.COMPLETED, now, actor, message, also=also)
 
 
 def job_mark_failed(
@@ -264,10 +271,11 @@ def job_mark_failed(
     actor: str,
     reason: str,
     event: JobEvent = JobEvent.FAILED,
+    also: dict[str, Any] | None = None,
 ) -> bool:
     """To ``failed``; ``event`` says why when the server decided it (a stale heartbeat, a
     job orphaned by a crash)."""
-    return _finish(conn, job_id, JobStatus.FAILED, now, actor, reason, event)
+    return _finish(conn, job_id, JobStatus.FAILED, now, actor, reason, event, also)
 
 
 def job_mark_canceled(
