@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
+import httpx
 from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import ClientConnection, connect
 
@@ -461,6 +462,13 @@ class Deployment:
 
     def admin(self) -> BenchrunnerClient:
         return self.server.client()
+
+    def http(self) -> httpx.Client:
+        """Plain HTTP as the admin, answers unchecked: for what the typed client refuses to
+        send or read."""
+        server = self.server
+        headers = {"Authorization": f"Bearer {server.token}"}
+        return httpx.Client(base_url=server.url, headers=headers, timeout=30)
 
     def add_replica(self, name: str) -> ServerProcess:
         """Start another server on this deployment's database, sharing its data directory
