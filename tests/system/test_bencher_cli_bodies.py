@@ -131,25 +131,6 @@ def sqlite_deployment(tmp_path: Path) -> Iterator[Deployment]:
         yield deployment
 
 
-def test_the_fallback_spec_is_one_at_a_time_and_admins_only(
-    sqlite_deployment: Deployment,
-) -> None:
-    deployment = sqlite_deployment
-    with deployment.admin() as admin:
-        admin.create_spec("large", architecture="x86_64", cpu=8, memory=2**33, disk=2**34)
-    with deployment.http() as api:
-        assert _mark_fallback(api, deployment.spec)["fallback"] is not None
-        assert _mark_fallback(api, "large")["fallback"] is not None
-        specs = {s["slug"]: s["fallback"] for s in api.get("/v0/specs").json()}
-        assert specs[deployment.spec] is None and specs["large"] is not None
-        unmarked = api.patch("/v0/specs/large", json={"fallback": False})
-        assert unmarked.status_code == 200 and unmarked.json()["fallback"] is None
-    anonymous = httpx.patch(
-        f"{deployment.server.url}/v0/specs/large", json={"fallback": True}, timeout=30
-    )
-    assert anonymous.status_code in (401, 403)
-
-
 UNRESOLVABLE = [
     ({"image": "bench:v1"}, "no fallback spec is marked"),
     ({"image": "bench:v2", "spec": "small"}, "tag 'v2' is not in project 'bench'"),
