@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from benchrunner.server.store.engine import Database
+from benchrunner.server.store.migrate import upgrade
 from tests.databases import ENGINES, fresh_database
 
 _passed_by_engine: collections.Counter[str] = collections.Counter()
@@ -28,6 +30,15 @@ def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str
     """A fresh, empty database of each engine in turn (the same test runs on both)."""
     with fresh_database(str(request.param), tmp_path) as url:
         yield url
+
+
+@pytest.fixture
+def migrated_db(database_url: str) -> Iterator[Database]:
+    """The store on ``database_url`` with every migration applied, closed after the test."""
+    database = Database(database_url, read_threads=1)
+    upgrade(database.write_engine)
+    yield database
+    database.close()
 
 
 @pytest.fixture(autouse=True)

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
+import httpx
 from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import ClientConnection, connect
 
@@ -103,8 +104,8 @@ type = "string"
 type = "string"
 
 [templates."bench.ticker"]
-description = "Print a numbered line with the text every ms milliseconds, flushed, until the gate file exists; then a JSON result"
-command = ["python3", "-c", "import itertools,os,sys,time; [print(f'tick {n} {sys.argv[3]}', flush=True) or time.sleep(int(sys.argv[2])/1000) for n in itertools.takewhile(lambda n: not os.path.exists(sys.argv[1]), itertools.count())]; print('{\\"ticker\\": {\\"latency\\": {\\"value\\": 1}}}')", "{gate}", "{ms}", "{text}"]
+description = "Print a numbered line with the text to the stream every ms milliseconds, flushed, until the gate file exists; then a JSON result to stdout (which ticks on stderr leave parseable)"
+command = ["python3", "-c", "import itertools,os,sys,time; out=getattr(sys, sys.argv[4]); [print(f'tick {n} {sys.argv[3]}', file=out, flush=True) or time.sleep(int(sys.argv[2])/1000) for n in itertools.takewhile(lambda n: not os.path.exists(sys.argv[1]), itertools.count())]; print('{\\"ticker\\": {\\"latency\\": {\\"value\\": 1}}}')", "{gate}", "{ms}", "{text}", "{stream}"]
 timeout = 120
 
 [templates."bench.ticker".args.gate]
@@ -119,22 +120,10 @@ max = 10000
 type = "string"
 default = ""
 
-[templates."bench.progress"]
-description = "Print a numbered line with the text to stderr every ms milliseconds until the gate file exists; then a JSON result to stdout: a live log whose job is processed"
-command = ["python3", "-c", "import itertools,os,sys,time; [print(f'step {n} {sys.argv[3]}', file=sys.stderr, flush=True) or time.sleep(int(sys.argv[2])/1000) for n in itertools.takewhile(lambda n: not os.path.exists(sys.argv[1]), itertools.count())]; print('{\\"progress\\": {\\"latency\\": {\\"value\\": 1}}}')", "{gate}", "{ms}", "{text}"]
-timeout = 120
-
-[templates."bench.progress".args.gate]
-type = "string"
-
-[templates."bench.progress".args.ms]
-type = "int"
-min = 1
-max = 10000
-
-[templates."bench.progress".args.text]
-type = "string"
-default = ""
+[templates."bench.ticker".args.stream]
+type = "choice"
+choices = ["stdout", "stderr"]
+default = "stdout"
 
 [templates."bench.garbage"]
 command = ["python3", "-c", "print('this is not json')"]
@@ -461,6 +450,13 @@ class Deployment:
 
     def admin(self) -> BenchrunnerClient:
         return self.server.client()
+
+    def http(self) -> httpx.Client:
+        """Plain HTTP as the admin, answers unchecked: for what the typed client refuses to
+        send or read."""
+        server = self.server
+        headers = {"Authorization": f"Bearer {server.token}"}
+        return httpx.Client(base_url=server.url, headers=headers, timeout=30)
 
     def add_replica(self, name: str) -> ServerProcess:
         """Start another server on this deployment's database, sharing its data directory

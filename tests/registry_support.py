@@ -10,8 +10,8 @@ from sqlalchemy.engine import Connection
 from benchrunner.core.clock import utcnow
 from benchrunner.server.store import accounts
 from benchrunner.server.store.engine import Database
-from benchrunner.server.store.tables import organization_role
 from tests.harness import ServerProcess
+from tests.memberships import add_member
 from tests.oci_layout import OCI_CONFIG, OCI_MANIFEST, canonical, descriptor, sha256_digest
 
 
@@ -26,13 +26,7 @@ def make_user(server: ServerProcess, email: str, member_of: str | None = None) -
                 conn, email, email.split("@")[0], admin=False, now=now
             )
             if member_of is not None:
-                org = accounts.organization_get(conn, member_of)
-                assert org is not None
-                conn.execute(
-                    organization_role.insert().values(
-                        user_id=user.id, organization_id=org.id, role="member", created=now
-                    )
-                )
+                add_member(conn, user.id, member_of, now)
             return accounts.api_token_issue(conn, user.id, "test", now)
 
         return db.write_sync(unit)

@@ -5,11 +5,10 @@ from __future__ import annotations
 
 from sqlalchemy.engine import Connection
 
-from benchrunner.core.clock import utcnow
 from benchrunner.server.store import accounts
 from benchrunner.server.store.engine import Database
-from benchrunner.server.store.tables import organization_role
 from tests.harness import Deployment
+from tests.memberships import add_member
 
 
 def create_member(console: Deployment, email: str, password: str, org: str | None) -> None:
@@ -23,13 +22,8 @@ def create_member(console: Deployment, email: str, password: str, org: str | Non
 
         def unit(conn: Connection) -> None:
             user = accounts.user_with_password_hash(conn, email)
-            found = accounts.organization_get(conn, org)
-            assert user is not None and found is not None
-            conn.execute(
-                organization_role.insert().values(
-                    user_id=user[0].id, organization_id=found.id, role="member", created=utcnow()
-                )
-            )
+            assert user is not None
+            add_member(conn, user[0].id, org)
 
         db.write_sync(unit)
     finally:

@@ -7,16 +7,21 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from tests.browser import log_in_with_token, save_screenshot
-from tests.harness import Deployment
+from tests.harness import Deployment, RawChannel
 
 
 @pytest.fixture(scope="module")
-def jobs(console: Deployment) -> dict[str, str]:
-    """Two pending jobs of the public project, one of a private one, and one running on a
-    connected runner; by name."""
+def channel(console: Deployment) -> RawChannel:
+    """A connected runner, driven by hand: it sends no heartbeat unless a test does."""
+    return console.channel("dash-runner")
+
+
+@pytest.fixture(scope="module")
+def jobs(console: Deployment, channel: RawChannel) -> dict[str, str]:
+    """Two pending jobs of the public project, one of a private one, and one running on
+    ``channel``; by name."""
     with console.admin() as client:
         client.create_project("acme", "hidden", "private")
-    channel = console.channel("dash-runner")
     running = console.submit("bench.noop")
     claimed = channel.claim()
     assert claimed["uuid"] == running
@@ -31,9 +36,12 @@ def jobs(console: Deployment) -> dict[str, str]:
 
 
 def test_admin_sees_the_queue_connected_runners_and_every_recent_job(
-    page: Page, console: Deployment, jobs: dict[str, str]
+    page: Page, console: Deployment, jobs: dict[str, str], channel: RawChannel
 ) -> None:
     log_in_with_token(page, console.server.token)
+    # A heartbeat keeps the job running for another heartbeat timeout, however long the tests
+    # before this one took.
+    assert channel.ask({"event": "heartbeat"}) == {"event": "ack", "job": jobs["running"]}
     page.goto("/console")
     expect(page.locator('dd[data-status="pending"]')).to_have_text("3")
     expect(page.locator('dd[data-status="running"]')).to_have_text("1")

@@ -72,11 +72,12 @@ def test_a_template_job_from_the_form_streams_its_log_and_reaches_processed(
     log_in_with_token(page, console.server.token)
     errors = _browser_errors(page)
     page.goto("/console/projects/bench/jobs/new")
-    page.get_by_role("link", name="bench.progress").click()
+    page.get_by_role("link", name="bench.ticker").click()
     gate = tmp_path / "gate"
     page.get_by_label("gate").fill(str(gate))
     page.get_by_label("ms").fill("150")
     page.get_by_label("text").fill("from-the-form")
+    page.get_by_label("stream").select_option("stderr")
     page.get_by_label("Adapter").select_option("json")
     save_screenshot(page, "job-new")
     page.get_by_label("text").press("Enter")  # submitted with the keyboard
@@ -84,25 +85,30 @@ def test_a_template_job_from_the_form_streams_its_log_and_reaches_processed(
     page.wait_for_url(JOB_URL)
     job = _job_of(page)
     log = page.locator("#job-log")
-    expect(log).to_contain_text("step 1 from-the-form", timeout=LIVE_TIMEOUT_MS)
+    expect(log).to_contain_text("tick 1 from-the-form", timeout=LIVE_TIMEOUT_MS)
     page.evaluate("window.stillTheSamePage = true")
     # Lines written after the page was loaded arrive on it: the log follows the job.
-    shown = log.inner_text().count("step ")
-    expect(log).to_contain_text(f"step {shown + 3} from-the-form", timeout=LIVE_TIMEOUT_MS)
+    shown = log.inner_text().count("tick ")
+    expect(log).to_contain_text(f"tick {shown + 3} from-the-form", timeout=LIVE_TIMEOUT_MS)
     expect(page.locator("#job-status")).to_have_text("running")
     gate.touch()
     expect(page.locator("#job-status")).to_have_text("processed", timeout=LIVE_TIMEOUT_MS)
     expect(page.locator("#log-state")).to_contain_text("End of log", timeout=LIVE_TIMEOUT_MS)
     assert page.evaluate("window.stillTheSamePage") is True, "the page was reloaded"
     expect(page.locator("#job-timeline tr[data-event=job_processed]")).to_have_count(1)
-    expect(page.locator("#iteration-1")).to_contain_text('{"progress"')
+    expect(page.locator("#iteration-1")).to_contain_text('{"ticker"')
 
     # What the page showed is the job's log as the API has it, whole and in order.
     with console.admin() as client:
         api_job = client.get_job("bench", job)
         text = client.job_logs("bench", job, limit=131072)["content"]
     assert api_job["status"] == "processed"
-    assert api_job["config"]["args"] == {"gate": str(gate), "ms": 150, "text": "from-the-form"}
+    assert api_job["config"]["args"] == {
+        "gate": str(gate),
+        "ms": 150,
+        "text": "from-the-form",
+        "stream": "stderr",
+    }
     assert log.text_content() == text
     save_screenshot(page, "job-detail")
     assert errors == []
@@ -189,7 +195,7 @@ def test_the_list_filters_in_its_url_and_updates_statuses_in_place(
     page: Page, console: Deployment, runner: RunnerProcess, tmp_path: Path
 ) -> None:
     gate = tmp_path / "gate"
-    job = console.submit("bench.progress", {"gate": str(gate), "ms": 100})
+    job = console.submit("bench.ticker", {"gate": str(gate), "ms": 100, "stream": "stderr"})
     console.wait_status(job, "running")
     errors = _browser_errors(page)
     page.goto("/console/projects/bench/jobs")

@@ -105,7 +105,9 @@ def test_the_perf_page_reads_without_javascript(
         bare.goto(regressed.perf_url())
         values = bare.locator("details.perf-table tbody tr td:nth-child(6)").all_inner_texts()
         assert [float(v) for v in values] == [*HISTORY, REGRESSION]
-        expect(bare.locator("figure.perf-chart")).not_to_have_attribute("data-state", "drawn")
+        chart = bare.locator("figure.perf-chart")
+        expect(chart).to_have_count(1)
+        expect(chart).not_to_have_attribute("data-state", "drawn")
         # The GET form changes the state without a script, from the keyboard: add the hash
         # benchmark, choose the log scale, press Show.
         bare.get_by_label("hash").focus()

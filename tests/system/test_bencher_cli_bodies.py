@@ -25,13 +25,6 @@ BODIES = Path(__file__).parent.parent / "bencher_cli_bodies"
 FIXTURES = sorted(BODIES.glob("*.json"))
 
 
-def _api(deployment: Deployment) -> httpx.Client:
-    server = deployment.server
-    return httpx.Client(
-        base_url=server.url, headers={"Authorization": f"Bearer {server.token}"}, timeout=30
-    )
-
-
 def _body(path: Path, deployment: Deployment) -> dict[str, Any]:
     now = dt.datetime.now(dt.UTC)
     values = {
@@ -62,7 +55,7 @@ def _mark_fallback(api: httpx.Client, spec: str) -> dict[str, Any]:
 
 def test_every_common_body_is_answered_as_bencher_answers(deployment: Deployment) -> None:
     digest = _push_v1(deployment)
-    with _api(deployment) as api:
+    with deployment.http() as api:
         fallback = _mark_fallback(api, deployment.spec)
         answers: dict[str, dict[str, Any]] = {}
         for path in FIXTURES:
@@ -138,25 +131,6 @@ def sqlite_deployment(tmp_path: Path) -> Iterator[Deployment]:
         yield deployment
 
 
-def test_the_fallback_spec_is_one_at_a_time_and_admins_only(
-    sqlite_deployment: Deployment,
-) -> None:
-    deployment = sqlite_deployment
-    with deployment.admin() as admin:
-        admin.create_spec("large", architecture="x86_64", cpu=8, memory=2**33, disk=2**34)
-    with _api(deployment) as api:
-        assert _mark_fallback(api, deployment.spec)["fallback"] is not None
-        assert _mark_fallback(api, "large")["fallback"] is not None
-        specs = {s["slug"]: s["fallback"] for s in api.get("/v0/specs").json()}
-        assert specs[deployment.spec] is None and specs["large"] is not None
-        unmarked = api.patch("/v0/specs/large", json={"fallback": False})
-        assert unmarked.status_code == 200 and unmarked.json()["fallback"] is None
-    anonymous = httpx.patch(
-        f"{deployment.server.url}/v0/specs/large", json={"fallback": True}, timeout=30
-    )
-    assert anonymous.status_code in (401, 403)
-
-
 UNRESOLVABLE = [
     ({"image": "bench:v1"}, "no fallback spec is marked"),
     ({"image": "bench:v2", "spec": "small"}, "tag 'v2' is not in project 'bench'"),
@@ -175,7 +149,7 @@ def test_an_image_the_server_cannot_resolve_is_a_clear_400(
     deployment = sqlite_deployment
     _push_v1(deployment)
     body = {"start_time": "2026-11-25T10:00:00Z", "end_time": "2026-11-25T10:00:00Z"}
-    with _api(deployment) as api:
+    with deployment.http() as api:
         for job, message in UNRESOLVABLE:
             response = api.post("/v0/run", json={**body, "results": [], "job": job})
             assert response.status_code in (400, 404, 422), f"{job}: {response.text}"
@@ -194,7 +168,7 @@ def test_a_backdated_image_job_reports_its_run_at_the_backdate(
     deployment = sqlite_deployment
     _push_v1(deployment)
     channel = deployment.channel("backdated")
-    with _api(deployment) as api:
+    with deployment.http() as api:
         submitted = api.post("/v0/run", json=_body(BODIES / "40_image_every_flag.json", deployment))
         assert submitted.status_code == 201, submitted.text
     job_uuid = submitted.json()["job"]

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import httpx
-
 from benchrunner.core.duet_order import order_text, run_sequence
 from tests.harness import Deployment, cli
 
@@ -90,12 +88,9 @@ ILL_FORMED: list[tuple[dict[str, Any], str]] = [
 
 
 def test_an_ill_formed_duet_is_a_400_naming_the_field(deployment: Deployment) -> None:
-    for change, message in ILL_FORMED:
-        body = {k: v for k, v in {**_duet_body(deployment), **change}.items() if v is not None}
-        response = httpx.post(
-            f"{deployment.server.url}/v0/run",
-            json=body,
-            headers={"Authorization": f"Bearer {deployment.server.token}"},
-        )
-        assert response.status_code == 400, (change, response.text)
-        assert message in response.json()["message"], (change, response.text)
+    with deployment.http() as api:
+        for change, message in ILL_FORMED:
+            body = {k: v for k, v in {**_duet_body(deployment), **change}.items() if v is not None}
+            response = api.post("/v0/run", json=body)
+            assert response.status_code == 400, (change, response.text)
+            assert message in response.json()["message"], (change, response.text)

@@ -10,8 +10,6 @@ import json
 from pathlib import Path
 from typing import Any
 
-import httpx
-
 from benchrunner.server.store.job_outputs import INLINE_OUTPUT_BYTES
 from tests.harness import Deployment, RawChannel, cli
 
@@ -19,13 +17,8 @@ T0 = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
 LATENCY_10PCT = {"test": "percentage", "upper_boundary": 0.1, "min_sample_size": 3}
 
 
-def http(deployment: Deployment) -> httpx.Client:
-    headers = {"Authorization": f"Bearer {deployment.server.token}"}
-    return httpx.Client(base_url=deployment.server.url, headers=headers, timeout=30)
-
-
 def patch_spec(deployment: Deployment, **fields: Any) -> dict[str, Any]:
-    with http(deployment) as client:
+    with deployment.http() as client:
         answer = client.patch(f"/v0/specs/{deployment.spec}", json=fields)
     assert answer.status_code == 200, answer.text
     found: dict[str, Any] = answer.json()
@@ -86,7 +79,7 @@ def history(deployment: Deployment, value: float, minutes: int, **body: Any) -> 
         "results": [json.dumps({"parse": {"latency": {"value": value}}})],
         **body,
     }
-    with http(deployment) as client:
+    with deployment.http() as client:
         answer = client.post("/v0/run", json=payload)
     assert answer.status_code == 201, answer.text
     found: dict[str, Any] = answer.json()
@@ -212,7 +205,7 @@ def test_a_noisy_report_raises_no_alert_unless_its_threshold_asks(
 def test_a_specs_noise_settings_round_trip_and_reach_the_runner(
     deployment: Deployment, tmp_path: Path
 ) -> None:
-    with http(deployment) as client:
+    with deployment.http() as client:
         created = client.post(
             "/v0/specs",
             json={

@@ -6,8 +6,6 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-import pytest
-
 import benchrunner.server.console as console
 
 STYLESHEET = Path(console.__file__).with_name("static") / "console.css"
@@ -32,15 +30,15 @@ def contrast(a: str, b: str) -> float:
     return (high + 0.05) / (low + 0.05)
 
 
-@pytest.mark.parametrize(
-    ("a", "b", "ratio"),
-    [("#000000", "#ffffff", 21.0), ("#777777", "#ffffff", 4.48), ("#ffffff", "#ffffff", 1.0)],
-)
-def test_contrast_matches_wcag_worked_values(a: str, b: str, ratio: float) -> None:
-    assert contrast(a, b) == pytest.approx(ratio, abs=0.01)
+WORKED_VALUES = {
+    ("#000000", "#ffffff"): 21.0,
+    ("#777777", "#ffffff"): 4.48,  # just under AA: the yardstick can fail a pair
+    ("#ffffff", "#ffffff"): 1.0,
+}
 
 
 def test_every_declared_pair_passes_aa() -> None:
+    assert {pair: round(contrast(*pair), 2) for pair in WORKED_VALUES} == WORKED_VALUES
     css = STYLESHEET.read_text()
     colours = dict(_VARIABLE.findall(css))
     pairs = _PAIR.findall(css)

@@ -2,29 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
-import pytest
 from sqlalchemy.engine import Connection
 
 from benchrunner.core.clock import utcnow
 from benchrunner.core.tiers import Plan
 from benchrunner.server.store import accounts, registry
 from benchrunner.server.store.engine import Database
-from benchrunner.server.store.migrate import upgrade
 from benchrunner.server.store.registry import NewManifest
 from benchrunner.server.store.tables import oci_tag
 
 D1 = "sha256:" + "1" * 64
 D2 = "sha256:" + "2" * 64
-
-
-@pytest.fixture
-def db(database_url: str) -> Iterator[Database]:
-    database = Database(database_url, read_threads=1)
-    upgrade(database.write_engine)
-    yield database
-    database.close()
 
 
 def _project(conn: Connection) -> int:
@@ -36,7 +24,7 @@ def _manifest(digest: str) -> NewManifest:
     return NewManifest(digest, "application/vnd.oci.image.manifest.v1+json", None, D1, None, b"{}")
 
 
-def test_links_and_manifests_are_idempotent_and_tags_move(db: Database) -> None:
+def test_links_and_manifests_are_idempotent_and_tags_move(migrated_db: Database) -> None:
     def unit(conn: Connection) -> None:
         project = _project(conn)
         registry.blob_link(conn, project, D1, 5, utcnow())
@@ -52,10 +40,10 @@ def test_links_and_manifests_are_idempotent_and_tags_move(db: Database) -> None:
         assert registry.manifest_delete(conn, project, D2)
         assert registry.tags_list(conn, project, None, None) == []
 
-    db.write_sync(unit)
+    migrated_db.write_sync(unit)
 
 
-def test_a_tag_created_by_a_racing_push_is_overwritten_not_an_error(db: Database) -> None:
+def test_a_tag_created_by_a_racing_push_is_overwritten_not_an_error(migrated_db: Database) -> None:
     def unit(conn: Connection) -> None:
         project = _project(conn)
         registry.manifest_put(conn, project, _manifest(D1), None, utcnow())
@@ -72,4 +60,4 @@ def test_a_tag_created_by_a_racing_push_is_overwritten_not_an_error(db: Database
         tagged = registry.manifest_by_tag(conn, project, "v1")
         assert tagged is not None and tagged.digest == D2
 
-    db.write_sync(unit)
+    migrated_db.write_sync(unit)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from sqlalchemy.engine import Engine
@@ -17,8 +16,9 @@ NOW = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
 
 
 @pytest.fixture
-def engine(tmp_path: Path) -> Iterator[Engine]:
-    engine = make_engine(f"sqlite:///{tmp_path / 'fallback.db'}")
+def engine(database_url: str) -> Iterator[Engine]:
+    """Both engines: spec_lock_all's FOR UPDATE only locks on PostgreSQL."""
+    engine = make_engine(database_url)
     upgrade(engine)
     yield engine
     engine.dispose()

@@ -1,0 +1,23 @@
+"""Organization membership for test users, written to the database: the API has no
+membership endpoint yet."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from sqlalchemy.engine import Connection
+
+from benchrunner.core.clock import utcnow
+from benchrunner.server.store import accounts
+from benchrunner.server.store.tables import organization_role
+
+
+def add_member(conn: Connection, user_id: int, org: str, now: dt.datetime | None = None) -> None:
+    """Make user ``user_id`` a member of organization ``org`` (its slug or uuid)."""
+    found = accounts.organization_get(conn, org)
+    assert found is not None, f"no organization {org!r}"
+    conn.execute(
+        organization_role.insert().values(
+            user_id=user_id, organization_id=found.id, role="member", created=now or utcnow()
+        )
+    )
