@@ -269,6 +269,7 @@ def up(
     """
     from benchrunner.runner.agent import RunnerOptions, run_agent
     from benchrunner.runner.cores import CorePlan
+    from benchrunner.runner.signals import StopRequests
 
     options = RunnerOptions(
         host=",".join(normalize_host(h) for h in resolve(host, None).host.split(",") if h.strip()),
@@ -290,9 +291,9 @@ def up(
     )
     options.validate()
 
-    def run(cores: CorePlan) -> int:
+    def run(cores: CorePlan, stops: StopRequests) -> int:
         options.cores = cores
-        return run_agent(options)
+        return run_agent(options, stops)
 
     raise typer.Exit(run_tuned(host_root, tune, run))
 

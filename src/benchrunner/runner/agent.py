@@ -69,7 +69,7 @@ from benchrunner.runner.log_stream import LogStreamer
 from benchrunner.runner.noise_guard import NoiseProbe
 from benchrunner.runner.options import RunnerOptions
 from benchrunner.runner.outbox import Outbox
-from benchrunner.runner.signals import stop_signals_call
+from benchrunner.runner.signals import StopRequests, stop_signals_call
 from benchrunner.runner.signing import ResultSigner
 from benchrunner.runner.slot import JobSlot
 from benchrunner.runner.spool import Spool
@@ -88,23 +88,26 @@ CLOSE_CODE_SERVER_RESTART = 1012
 CLOSE_CODE_MESSAGE_TOO_BIG = 1009
 
 
-def run_agent(options: RunnerOptions) -> int:
+def run_agent(options: RunnerOptions, stops: StopRequests | None = None) -> int:
     """Run the runner until drained (SIGTERM/SIGINT), refused, or after one job with ``once``.
 
     Returns the process exit code: 0 after a drain or a ``once`` job; 2 if the server refuses
     the runner key or runner (HTTP 401/403/404 at the handshake) or the options, templates file
-    or executor are unusable. Signals are handled only when called on the main thread.
+    or executor are unusable. Signals are handled only when called on the main thread;
+    ``stops`` holds those that came before (the caller handled them already).
     """
     if not logging.getLogger().handlers:
         logging.basicConfig(
             level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
         )
-    try:
-        agent = Agent(options)
-    except (ValueError, ExecutorError, OSError) as exc:
-        log.error("runner not started: %s", exc)
-        return EXIT_REFUSED
-    with stop_signals_call(agent.request_drain):
+    stops = stops or StopRequests()
+    with stop_signals_call(stops):
+        try:
+            agent = Agent(options)
+        except (ValueError, ExecutorError, OSError) as exc:
+            log.error("runner not started: %s", exc)
+            return EXIT_REFUSED
+        stops.forward_to(agent.request_drain)
         return agent.run()
 
 
