@@ -400,7 +400,7 @@ class Agent:
             log.error("refusing job %s: runner is %s", claimed.uuid, busy)
             refusal: TerminalMessage = Failed(job=claimed.uuid, error=f"runner was {busy}")
             if self._signer is not None:
-                refusal = self._signer.sign(refusal, claimed.nonce or "")
+                refusal = self._signer.sign(refusal, claimed.nonce)
             self._outbox.add(refusal, spooled=False)
             return
         self._job = JobRun(

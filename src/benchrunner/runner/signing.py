@@ -45,8 +45,10 @@ class ResultSigner:
         except ValueError as exc:
             raise ValueError(f"signing key {path}: {exc}") from None
 
-    def sign(self, message: TerminalMessage, nonce: str) -> TerminalMessage:
-        """``message`` with ``nonce``, ``output_hash`` and ``signature`` set."""
+    def sign(self, message: TerminalMessage, nonce: str | None) -> TerminalMessage:
+        """``message`` with ``nonce``, ``output_hash`` and ``signature`` set. The runner
+        announces the ``nonce`` extension, so a job claimed without one has the empty nonce."""
+        nonce = nonce or ""
         output_hash = result_output_hash(message)
         signature = sign(self._key, str(message.job), nonce, output_hash)
         return message.model_copy(
