@@ -26,6 +26,7 @@ from benchrunner.cli.runner_signing_cmds import keygen, set_key
 from benchrunner.cli.sizes import parse_size
 from benchrunner.cli.tune_cmds import HostRoot, parse_tune_mode, preflight, restore, run_tuned
 from benchrunner.client import JsonObject
+from benchrunner.runner.options import DEFAULT_MAX_AGE
 from benchrunner.runner.secret_file import read_owner_only
 
 runner_app = typer.Typer(help="Run a runner agent, or administer runners.", no_args_is_help=True)
@@ -242,7 +243,7 @@ def up(
             "waits for work, and retaken when older than this.",
             rich_help_panel="Host tuning",
         ),
-    ] = 1.0,
+    ] = DEFAULT_MAX_AGE,
 ) -> None:
     """Connect to the server and run its jobs, one at a time, until SIGTERM or SIGINT.
 

@@ -129,7 +129,7 @@ def run_tuned(
 
     fs = HostFs(host_root)
     plan = CorePlan.detect()
-    split = core_split(fs, plan.job_cores or frozenset(os.sched_getaffinity(0)))
+    split = core_split(fs, job_cores(None))
     stops = StopRequests()
     try:
         # Before the host is touched: a stop signal must end the run through the agent's drain,

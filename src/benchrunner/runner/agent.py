@@ -412,7 +412,10 @@ class Agent:
             slot=self._slot,
             logs=self._logs,
             noise=None if self._idle_noise is None else self._idle_noise.probe,
-            before=None if self._idle_noise is None else self._idle_noise.take(),
+            # A job whose spec turns the guard off leaves the calibration to the next one.
+            before=self._idle_noise.take()
+            if self._idle_noise is not None and claimed.spec.noise_guard
+            else None,
             signer=self._signer,
         )
         self._job_started = False
