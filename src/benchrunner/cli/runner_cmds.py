@@ -220,7 +220,8 @@ def up(
             "--noise-guard/--no-noise-guard",
             envvar="BENCHRUNNER_NOISE_GUARD",
             help="Time a short fixed-work loop on the job cores right before and after each "
-            "job; its variation and drift go into the job's output as `noise`.",
+            "job; its variation and drift go into the job's output as `noise`. Off under "
+            "--tune's cpuset partition, which the runner's own threads cannot enter.",
             rich_help_panel="Host tuning",
         ),
     ] = True,
