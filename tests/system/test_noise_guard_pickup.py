@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 from benchrunner.runner.agent import Agent
+from benchrunner.runner.cores import CorePlan
 from benchrunner.runner.noise_guard import NoiseProbe, fixed_work
 from benchrunner.runner.options import RunnerOptions
 from tests.harness import deploy, wait_until
@@ -65,3 +66,38 @@ def test_the_before_is_taken_while_idle_and_the_job_starts_without_a_calibration
     noise = job["output"]["noise"]
     assert noise["before"]["rounds"] == noise["after"]["rounds"] == 32
     assert noise["before_age_ms"] >= (submitted_ns - rounds[idle_rounds - 1]) / 1e6
+
+
+def test_under_a_cpuset_partition_no_calibration_passes_for_the_job_cores(
+    tmp_path: Path,
+) -> None:
+    # The partition of `runner up --tune` keeps the runner's threads off the job cores: a
+    # calibration would time the housekeeping core. The job runs, and its output has no noise.
+    rounds: list[int] = []
+    procs = tmp_path / "cgroup.procs"  # a plain file stands in for the partition's
+    procs.touch()
+    with deploy(tmp_path, f"sqlite:///{tmp_path / 'benchrunner.db'}") as deployment:
+        slug, key = deployment.new_runner("partitioned")
+        options = RunnerOptions(
+            host=deployment.server.url,
+            runner=slug,
+            key=key,
+            templates=deployment.server.templates,
+            spool=tmp_path / "spool",
+            poll_timeout=30,
+            cores=dataclasses.replace(CorePlan.detect(), job_cgroup=procs),
+        )
+        probe = dataclasses.replace(NoiseProbe(), work=lambda: rounds.append(1))
+        agent = Agent(options, noise_probe=probe)
+        exit_codes: list[int] = []
+        thread = threading.Thread(target=lambda: exit_codes.append(agent.run()), daemon=True)
+        thread.start()
+        try:
+            job = deployment.wait_status(deployment.submit("bench.clock"), "processed", timeout=60)
+        finally:
+            agent.request_drain()
+            thread.join(30)
+        assert exit_codes == [0]
+    assert job["output"]["noise"] is None
+    assert rounds == []
+    assert procs.read_text(), "the job process was not admitted to the partition"

@@ -99,6 +99,19 @@ def test_a_killed_tuned_runner_is_restored_by_runner_restore_and_by_the_next_sta
     assert runner.kill(signal.SIGTERM) == 0
 
 
+def test_a_tuned_runner_stopped_while_it_starts_drains_and_restores_the_host(
+    deployment: Deployment, host: Path
+) -> None:
+    # SIGTERM once the state file says tuning has begun, before the agent is up: the stop is
+    # kept and handed to the agent, which drains, and the host is put back.
+    before = host_files(host)
+    runner = tuned_runner(deployment, host, "stopped", "--tune=best-effort").start()
+    wait_until(lambda: (host / STATE).exists(), interval=0.001, message="tuning")
+    assert runner.kill(signal.SIGTERM) == 0, runner.output()
+    assert host_files(host) == before
+    assert not (host / STATE).exists()
+
+
 def test_strict_tuning_that_cannot_apply_a_setting_refuses_to_start_and_changes_nothing(
     deployment: Deployment, host: Path
 ) -> None:

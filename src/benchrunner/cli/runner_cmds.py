@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import stat
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -28,6 +26,8 @@ from benchrunner.cli.runner_signing_cmds import keygen, set_key
 from benchrunner.cli.sizes import parse_size
 from benchrunner.cli.tune_cmds import HostRoot, parse_tune_mode, preflight, restore, run_tuned
 from benchrunner.client import JsonObject
+from benchrunner.runner.options import DEFAULT_MAX_AGE
+from benchrunner.runner.secret_file import read_owner_only
 
 runner_app = typer.Typer(help="Run a runner agent, or administer runners.", no_args_is_help=True)
 
@@ -57,22 +57,7 @@ def runner_key(key: str | None, key_file: Path | None) -> str:
     if key is not None:
         return key.strip()
     assert key_file is not None
-    try:
-        fd = os.open(key_file, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-    except OSError as exc:
-        raise ValueError(f"cannot read key file {key_file}: {exc.strerror}") from None
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise ValueError(f"key file {key_file} is not a regular file")
-        if info.st_mode & 0o077:
-            raise ValueError(
-                f"key file {key_file} is open to other users (mode "
-                f"{stat.S_IMODE(info.st_mode):04o}); run: chmod 600 {key_file}"
-            )
-        data = os.read(fd, _KEY_FILE_LIMIT)
-    finally:
-        os.close(fd)
+    data = read_owner_only(key_file, "key file", _KEY_FILE_LIMIT)
     text = data.decode("utf-8", errors="replace").strip()
     if not text or "\n" in text:
         raise ValueError(f"key file {key_file} must hold the runner key alone, on one line")
@@ -235,7 +220,8 @@ def up(
             "--noise-guard/--no-noise-guard",
             envvar="BENCHRUNNER_NOISE_GUARD",
             help="Time a short fixed-work loop on the job cores right before and after each "
-            "job; its variation and drift go into the job's output as `noise`.",
+            "job; its variation and drift go into the job's output as `noise`. Off under "
+            "--tune's cpuset partition, which the runner's own threads cannot enter.",
             rich_help_panel="Host tuning",
         ),
     ] = True,
@@ -258,7 +244,7 @@ def up(
             "waits for work, and retaken when older than this.",
             rich_help_panel="Host tuning",
         ),
-    ] = 1.0,
+    ] = DEFAULT_MAX_AGE,
 ) -> None:
     """Connect to the server and run its jobs, one at a time, until SIGTERM or SIGINT.
 
@@ -269,6 +255,7 @@ def up(
     """
     from benchrunner.runner.agent import RunnerOptions, run_agent
     from benchrunner.runner.cores import CorePlan
+    from benchrunner.runner.signals import StopRequests
 
     options = RunnerOptions(
         host=",".join(normalize_host(h) for h in resolve(host, None).host.split(",") if h.strip()),
@@ -290,9 +277,9 @@ def up(
     )
     options.validate()
 
-    def run(cores: CorePlan) -> int:
+    def run(cores: CorePlan, stops: StopRequests) -> int:
         options.cores = cores
-        return run_agent(options)
+        return run_agent(options, stops)
 
     raise typer.Exit(run_tuned(host_root, tune, run))
 

@@ -14,6 +14,7 @@ from benchrunner.cli import output
 
 if TYPE_CHECKING:
     from benchrunner.runner.cores import CorePlan
+    from benchrunner.runner.signals import StopRequests
 
 EXIT_TUNING = 2
 """``runner up --tune`` or ``runner restore`` could not do what was asked (as a refused runner)."""
@@ -106,11 +107,15 @@ def parse_tune_mode(value: str | None) -> str | None:
     raise typer.BadParameter("give --tune alone (strict) or --tune=best-effort")
 
 
-def run_tuned(host_root: Path, mode: str | None, run: Callable[[CorePlan], int]) -> int:
-    """Run ``run(cores)`` on a host tuned as ``mode`` asks (None: untuned, but what a crashed
-    tuned run left is restored first); ``cores`` is the runner's core plan. Exits
-    ``EXIT_TUNING`` if the host cannot be tuned as asked."""
+def run_tuned(
+    host_root: Path, mode: str | None, run: Callable[[CorePlan, StopRequests], int]
+) -> int:
+    """Run ``run(cores, stops)`` on a host tuned as ``mode`` asks (None: untuned, but what a
+    crashed tuned run left is restored first); ``cores`` is the runner's core plan, ``stops`` the
+    stop signals received so far (and later). Exits ``EXIT_TUNING`` if the host cannot be tuned
+    as asked."""
     from benchrunner.runner.cores import CorePlan
+    from benchrunner.runner.signals import StopRequests, stop_signals_call
     from benchrunner.runner.tuning import (
         HostFs,
         HostLockedError,
@@ -124,9 +129,15 @@ def run_tuned(host_root: Path, mode: str | None, run: Callable[[CorePlan], int])
 
     fs = HostFs(host_root)
     plan = CorePlan.detect()
-    split = core_split(fs, plan.job_cores or frozenset(os.sched_getaffinity(0)))
+    split = core_split(fs, job_cores(None))
+    stops = StopRequests()
     try:
-        with tuned_host(fs, split, TuneMode(mode) if mode else None) as tuned:
+        # Before the host is touched: a stop signal must end the run through the agent's drain,
+        # and so through the restore, never by its default action (the host left tuned).
+        with (
+            stop_signals_call(stops),
+            tuned_host(fs, split, TuneMode(mode) if mode else None) as tuned,
+        ):
             for outcome in tuned.outcomes:
                 if outcome.applied:
                     output.note(f"tuned {outcome.setting}: {outcome.detail}")
@@ -136,7 +147,7 @@ def run_tuned(host_root: Path, mode: str | None, run: Callable[[CorePlan], int])
                     )
             if tuned.job_cgroup is not None:
                 plan = CorePlan(plan.housekeeping, plan.job_cores, fs.path(tuned.job_cgroup))
-            return run(plan)
+            return run(plan, stops)
     except (HostLockedError, TuningRefusedError, RestoreError, StateFileError) as exc:
         hint = (
             " (--tune=best-effort goes on untuned)" if isinstance(exc, TuningRefusedError) else ""

@@ -69,7 +69,7 @@ from benchrunner.runner.log_stream import LogStreamer
 from benchrunner.runner.noise_guard import NoiseProbe
 from benchrunner.runner.options import RunnerOptions
 from benchrunner.runner.outbox import Outbox
-from benchrunner.runner.signals import stop_signals_call
+from benchrunner.runner.signals import StopRequests, stop_signals_call
 from benchrunner.runner.signing import ResultSigner
 from benchrunner.runner.slot import JobSlot
 from benchrunner.runner.spool import Spool
@@ -88,23 +88,26 @@ CLOSE_CODE_SERVER_RESTART = 1012
 CLOSE_CODE_MESSAGE_TOO_BIG = 1009
 
 
-def run_agent(options: RunnerOptions) -> int:
+def run_agent(options: RunnerOptions, stops: StopRequests | None = None) -> int:
     """Run the runner until drained (SIGTERM/SIGINT), refused, or after one job with ``once``.
 
     Returns the process exit code: 0 after a drain or a ``once`` job; 2 if the server refuses
     the runner key or runner (HTTP 401/403/404 at the handshake) or the options, templates file
-    or executor are unusable. Signals are handled only when called on the main thread.
+    or executor are unusable. Signals are handled only when called on the main thread;
+    ``stops`` holds those that came before (the caller handled them already).
     """
     if not logging.getLogger().handlers:
         logging.basicConfig(
             level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
         )
-    try:
-        agent = Agent(options)
-    except (ValueError, ExecutorError, OSError) as exc:
-        log.error("runner not started: %s", exc)
-        return EXIT_REFUSED
-    with stop_signals_call(agent.request_drain):
+    stops = stops or StopRequests()
+    with stop_signals_call(stops):
+        try:
+            agent = Agent(options)
+        except (ValueError, ExecutorError, OSError) as exc:
+            log.error("runner not started: %s", exc)
+            return EXIT_REFUSED
+        stops.forward_to(agent.request_drain)
         return agent.run()
 
 
@@ -179,9 +182,14 @@ class Agent:
         self._first_job: uuid.UUID | None = None
         self._first_delivered = False
         self._drain = Drain(options.drain_grace)
+        # A cpuset partition (--tune) holds the job cores away from the runner's threads too:
+        # a calibration would time the housekeeping core and pass for the job cores' noise.
+        noise_guard = options.noise_guard and self._cores.job_cgroup is None
+        if options.noise_guard and not noise_guard:
+            log.warning("noise guard off: the job cores are in a cpuset partition")
         self._idle_noise = (
             IdleCalibration(noise_probe or NoiseProbe(), self._cores, max_age=options.noise_max_age)
-            if options.noise_guard
+            if noise_guard
             else None
         )
 
@@ -397,7 +405,7 @@ class Agent:
             log.error("refusing job %s: runner is %s", claimed.uuid, busy)
             refusal: TerminalMessage = Failed(job=claimed.uuid, error=f"runner was {busy}")
             if self._signer is not None:
-                refusal = self._signer.sign(refusal, claimed.nonce or "")
+                refusal = self._signer.sign(refusal, claimed.nonce)
             self._outbox.add(refusal, spooled=False)
             return
         self._job = JobRun(
@@ -409,7 +417,10 @@ class Agent:
             slot=self._slot,
             logs=self._logs,
             noise=None if self._idle_noise is None else self._idle_noise.probe,
-            before=None if self._idle_noise is None else self._idle_noise.take(),
+            # A job whose spec turns the guard off leaves the calibration to the next one.
+            before=self._idle_noise.take()
+            if self._idle_noise is not None and claimed.spec.noise_guard
+            else None,
             signer=self._signer,
         )
         self._job_started = False

@@ -17,9 +17,7 @@ from dataclasses import dataclass
 from benchrunner.protocol import Calibration
 from benchrunner.runner.cores import CorePlan
 from benchrunner.runner.noise_guard import NoiseProbe
-
-DEFAULT_MAX_AGE = 1.0
-"""Seconds: how old the "before" of an arriving job may be."""
+from benchrunner.runner.options import DEFAULT_MAX_AGE
 
 
 @dataclass(frozen=True)

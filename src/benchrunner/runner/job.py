@@ -143,7 +143,7 @@ class JobRun:
             log.exception("job %s: unexpected runner error", self.uuid)
             message = Failed(job=self.uuid, error=f"runner error: {type(exc).__name__}: {exc}")
         if self._signer is not None:  # before the spool: a resend is the identical message
-            message = self._signer.sign(message, self.job.nonce or "")  # we announce "nonce"
+            message = self._signer.sign(message, self.job.nonce)
         try:
             self._spool.write(message)
         except OSError as exc:

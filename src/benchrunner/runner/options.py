@@ -8,6 +8,9 @@ from pathlib import Path
 from benchrunner.protocol import MAX_POLL_TIMEOUT, MIN_POLL_TIMEOUT
 from benchrunner.runner.cores import CorePlan
 
+DEFAULT_MAX_AGE = 1.0
+"""Seconds: how old the noise guard's "before" of an arriving job may be."""
+
 
 @dataclass(kw_only=True)
 class RunnerOptions:
@@ -42,8 +45,9 @@ class RunnerOptions:
     """Which cores the runner's threads and its jobs use; None: split the allowed ones."""
     noise_guard: bool = True
     """Calibrate the job cores around each job (``noise`` in the output), unless the job's
-    spec turns it off."""
-    noise_max_age: float = 1.0
+    spec turns it off or the job cores are in a cpuset partition (``cores.job_cgroup``), where
+    the runner's own threads cannot run."""
+    noise_max_age: float = DEFAULT_MAX_AGE
     """Seconds: the idle calibration is retaken when older, so a job's "before" is never
     older than this when the job arrives."""
     signing_key: Path | None = None

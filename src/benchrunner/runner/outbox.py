@@ -98,7 +98,7 @@ class Outbox:
             error="the result exceeded the server's message size limit "
             "(request_body_max_bytes): stdout, stderr and collected files were dropped",
         )
-        if self._signer is not None and head.nonce is not None:
+        if self._signer is not None and head.signature is not None:  # signed like the original
             small = self._signer.sign(small, head.nonce)
         try:
             self._spool.write(small)

@@ -15,8 +15,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import os
-import tempfile
 import uuid
 from pathlib import Path
 
@@ -30,6 +28,7 @@ from benchrunner.protocol import (
     encode,
     runner_message,
 )
+from benchrunner.runner.durable import write_durably
 
 log = logging.getLogger(__name__)
 
@@ -56,19 +55,7 @@ class Spool:
         """
         target = self.path(message.job)
         data = encode(message).encode("utf-8")
-        fd, temp_name = tempfile.mkstemp(prefix=_TEMP_PREFIX, dir=self.directory)
-        temp = Path(temp_name)
-        try:
-            with os.fdopen(fd, "wb") as handle:
-                handle.write(data)
-                handle.flush()
-                os.fsync(handle.fileno())
-            temp.replace(target)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                temp.unlink()
-            raise
-        self._sync_directory()
+        write_durably(target, data, temp_prefix=_TEMP_PREFIX)
         return target
 
     def read(self, job: uuid.UUID) -> TerminalMessage | None:
@@ -132,10 +119,3 @@ class Spool:
         for path in self.directory.glob(f"{_TEMP_PREFIX}*"):
             with contextlib.suppress(OSError):
                 path.unlink()
-
-    def _sync_directory(self) -> None:
-        fd = os.open(self.directory, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)

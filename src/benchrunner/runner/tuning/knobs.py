@@ -185,15 +185,6 @@ def hypervisor(fs: HostFs, cores: frozenset[int]) -> Check:
     return Check("hypervisor", what, "none detected", "none", fix, Status.OK)
 
 
-def nmi_watchdog(fs: HostFs, cores: frozenset[int]) -> Check:
-    what = "NMI watchdog: a periodic non-maskable interrupt on every core"
-    fix = "sysctl kernel.nmi_watchdog=0"
-    value = fs.read("proc/sys/kernel/nmi_watchdog")
-    if value is None:
-        return Check("nmi_watchdog", what, "absent (not in this kernel)", "0", fix, Status.OK)
-    return Check("nmi_watchdog", what, value, "0", fix, Status.OK if value == "0" else Status.WARN)
-
-
 def transparent_hugepages(fs: HostFs, cores: frozenset[int]) -> Check:
     what = "transparent huge pages: khugepaged compacts memory behind the benchmark's back"
     fix = f"echo never > /{THP} (or {TUNE})"
@@ -215,24 +206,38 @@ def swap(fs: HostFs, cores: frozenset[int]) -> Check:
     return Check("swap", what, "off", "off", fix, Status.OK)
 
 
-def ksm(fs: HostFs, cores: frozenset[int]) -> Check:
-    what = "KSM: ksmd scans memory to merge identical pages"
-    fix = "echo 0 > /sys/kernel/mm/ksm/run"
-    value = fs.read("sys/kernel/mm/ksm/run")
-    if value is None:
-        return Check("ksm", what, "absent (not in this kernel)", "0", fix, Status.OK)
-    return Check("ksm", what, value, "0", fix, Status.OK if value == "0" else Status.WARN)
+def _off_unless_absent(
+    name: str, what: str, path: str, fix: str
+) -> Callable[[HostFs, frozenset[int]], Check]:
+    """A check of a kernel switch that should read 0; a kernel without the file has none."""
+
+    def check(fs: HostFs, cores: frozenset[int]) -> Check:
+        value = fs.read(path)
+        if value is None:
+            return Check(name, what, "absent (not in this kernel)", "0", fix, Status.OK)
+        return Check(name, what, value, "0", fix, Status.OK if value == "0" else Status.WARN)
+
+    return check
 
 
-def numa_balancing(fs: HostFs, cores: frozenset[int]) -> Check:
-    what = "automatic NUMA balancing: page faults injected to migrate memory"
-    fix = "sysctl kernel.numa_balancing=0"
-    value = fs.read("proc/sys/kernel/numa_balancing")
-    if value is None:
-        return Check("numa_balancing", what, "absent (not in this kernel)", "0", fix, Status.OK)
-    return Check(
-        "numa_balancing", what, value, "0", fix, Status.OK if value == "0" else Status.WARN
-    )
+nmi_watchdog = _off_unless_absent(
+    "nmi_watchdog",
+    "NMI watchdog: a periodic non-maskable interrupt on every core",
+    "proc/sys/kernel/nmi_watchdog",
+    "sysctl kernel.nmi_watchdog=0",
+)
+ksm = _off_unless_absent(
+    "ksm",
+    "KSM: ksmd scans memory to merge identical pages",
+    "sys/kernel/mm/ksm/run",
+    "echo 0 > /sys/kernel/mm/ksm/run",
+)
+numa_balancing = _off_unless_absent(
+    "numa_balancing",
+    "automatic NUMA balancing: page faults injected to migrate memory",
+    "proc/sys/kernel/numa_balancing",
+    "sysctl kernel.numa_balancing=0",
+)
 
 
 KNOB_CHECKS: tuple[Callable[[HostFs, frozenset[int]], Check], ...] = (

@@ -14,9 +14,8 @@ from enum import StrEnum
 from benchrunner.runner.tuning import personality
 from benchrunner.runner.tuning.dma_latency import DmaLatencyHold
 from benchrunner.runner.tuning.hostfs import HostFs
-from benchrunner.runner.tuning.knobs import cgroup2_mounts
 from benchrunner.runner.tuning.lock import HostLock, HostLockedError
-from benchrunner.runner.tuning.settings import PARTITION, CoreSplit
+from benchrunner.runner.tuning.settings import CoreSplit
 from benchrunner.runner.tuning.state import STATE_DIR, StateFile, StateFileError
 from benchrunner.runner.tuning.tuner import (
     Outcome,
@@ -78,22 +77,19 @@ def tuned_host(fs: HostFs, cores: CoreSplit, mode: TuneMode | None) -> Iterator[
     state = StateFile(directory)
     lock = HostLock(directory)
     if mode is None:
-        if state.exists():
-            try:
-                lock.acquire()
-            except HostLockedError as exc:
-                log.info("not restoring the tuning state: %s", exc)
-            else:
-                try:
-                    _restore_leftovers_or_warn(fs, state)
-                finally:
-                    lock.release()
+        # An untuned runner still runs on a host it could not put back: it says so loudly.
+        try:
+            _log_restored(restore_leftovers(fs))
+        except HostLockedError as exc:
+            log.info("not restoring the tuning state: %s", exc)
+        except (RestoreError, StateFileError) as exc:
+            log.error("the host keeps settings of a previous tuned run: %s", exc)
         yield TunedHost()
         return
     lock.acquire()
     try:
         if state.exists():
-            _restore_leftovers_logged(fs, state)
+            _log_restored(_restore_file(fs, state))
     except BaseException:
         lock.release()  # and the state file stays as it is, for `runner restore`
         raise
@@ -101,8 +97,7 @@ def tuned_host(fs: HostFs, cores: CoreSplit, mode: TuneMode | None) -> Iterator[
     previous_personality: int | None = None
     try:
         tuned = TunedHost(apply_settings(fs, cores, state, strict=mode is TuneMode.STRICT))
-        if any(o.setting == "cpuset_partition" and o.applied for o in tuned.outcomes):
-            tuned.job_cgroup = _partition_procs(fs)
+        tuned.job_cgroup = _partition_procs(state)
         tuned.outcomes.append(_hold_c_states(hold))
         aslr, previous_personality = _aslr_off_for_jobs()
         tuned.outcomes.append(aslr)
@@ -122,23 +117,16 @@ def tuned_host(fs: HostFs, cores: CoreSplit, mode: TuneMode | None) -> Iterator[
             log.error("could not restore: %s (kept in %s)", "; ".join(failures), state.path)
 
 
-def _restore_leftovers_logged(fs: HostFs, state: StateFile) -> None:
-    restored = _restore_file(fs, state)
-    log.warning("restored settings a previous tuned run left: %s", ", ".join(restored))
+def _log_restored(restored: list[str]) -> None:
+    if restored:
+        log.warning("restored settings a previous tuned run left: %s", ", ".join(restored))
 
 
-def _restore_leftovers_or_warn(fs: HostFs, state: StateFile) -> None:
-    # An untuned runner still runs on a host it could not put back: it says so loudly.
-    try:
-        _restore_leftovers_logged(fs, state)
-    except (RestoreError, StateFileError) as exc:
-        log.error("the host keeps settings of a previous tuned run: %s", exc)
-
-
-def _partition_procs(fs: HostFs) -> str | None:
-    for mount in cgroup2_mounts(fs):
-        if fs.path(f"{mount}/{PARTITION}").is_dir():
-            return f"{mount}/{PARTITION}/cgroup.procs"
+def _partition_procs(state: StateFile) -> str | None:
+    # The directory the partition setting created (recorded only while it stays applied).
+    for entry in state.entries:
+        if entry.setting == "cpuset_partition" and entry.undo is None:
+            return f"{entry.path}/cgroup.procs"
     return None
 
 

@@ -13,6 +13,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from benchrunner.runner.durable import sync_directory, write_durably
+
 STATE_DIR = "run/benchrunner"
 STATE_NAME = "tune-state.json"
 _VERSION = 1
@@ -92,7 +94,7 @@ class StateFile:
 
     def remove(self) -> None:
         self.path.unlink(missing_ok=True)
-        _fsync_directory(self.path.parent)
+        sync_directory(self.path.parent)
 
     def _write(self) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -101,20 +103,5 @@ class StateFile:
             "pid": os.getpid(),
             "entries": [e.to_json() for e in self.entries],
         }
-        temporary = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
-        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
-        try:
-            os.write(fd, json.dumps(body, indent=1).encode())
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        temporary.replace(self.path)
-        _fsync_directory(self.path.parent)
-
-
-def _fsync_directory(directory: Path) -> None:
-    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+        data = json.dumps(body, indent=1).encode()
+        write_durably(self.path, data, temp_prefix=f".{self.path.name}.")

@@ -27,7 +27,6 @@ class TuningRefusedError(Exception):
     def __init__(self, setting: str, reason: str) -> None:
         super().__init__(f"cannot tune {setting}: {reason}")
         self.setting = setting
-        self.reason = reason
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,37 @@
+"""Files that must survive a crash whole: written to a temporary file in the same directory,
+fsynced, renamed over the target and the directory fsynced. A reader sees the old file or the
+new one, never part of one."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from pathlib import Path
+
+
+def write_durably(target: Path, data: bytes, *, temp_prefix: str) -> None:
+    """Replace ``target`` by ``data`` (mode 0600), durably. The temporary file is named
+    ``temp_prefix*`` in ``target``'s directory and removed on failure. Raises OSError."""
+    fd, temp_name = tempfile.mkstemp(prefix=temp_prefix, dir=target.parent)
+    temp = Path(temp_name)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        temp.replace(target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            temp.unlink()
+        raise
+    sync_directory(target.parent)
+
+
+def sync_directory(directory: Path) -> None:
+    """Make the entries of ``directory`` (a rename, a removal) durable."""
+    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
