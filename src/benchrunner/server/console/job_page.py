@@ -18,9 +18,9 @@ from benchrunner.core.log_paging import OffsetError
 from benchrunner.core.redaction import JobLogRedactor
 from benchrunner.core.states import FINISHED
 from benchrunner.server.console.job_lines import LIVE, when
-from benchrunner.server.console.viewer import Viewer, visible_project, writable_project
+from benchrunner.server.console.viewer import Viewer, may_change, visible_project
 from benchrunner.server.context import ServerContext
-from benchrunner.server.errors import ApiError, bad_request
+from benchrunner.server.errors import bad_request
 from benchrunner.server.job_logs import log_page, redactor_for
 from benchrunner.server.routes.jobs import job_in_project, job_output
 from benchrunner.server.store import job_reads, reports, runners
@@ -135,15 +135,6 @@ def _event(row: Any) -> EventLine:
     )
 
 
-def may_write(conn: Connection, viewer: Viewer, project: ProjectRow) -> bool:
-    """Whether the viewer may submit, cancel and rerun the project's jobs (the API's rule)."""
-    try:
-        writable_project(conn, viewer, str(project.uuid))
-    except ApiError:
-        return False
-    return True
-
-
 def job_facts(conn: Connection, viewer: Viewer, project: str, ref: str) -> JobFacts:
     """The job ``ref`` of ``project`` with what its page shows; 404 as the API answers."""
     detail = job_in_project(conn, viewer.user, project, ref, write=False)
@@ -159,7 +150,7 @@ def job_facts(conn: Connection, viewer: Viewer, project: str, ref: str) -> JobFa
         testbed=report.testbed_name,
         events=[_event(row) for row in job_reads.job_events(conn, job.id)],
         config=_config(job, redactor_for(job)),
-        can_write=may_write(conn, viewer, found),
+        can_write=may_change(conn, viewer, found),
     )
 
 
