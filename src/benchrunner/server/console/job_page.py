@@ -23,7 +23,7 @@ from benchrunner.server.context import ServerContext
 from benchrunner.server.errors import bad_request
 from benchrunner.server.job_logs import log_page, redactor_for
 from benchrunner.server.routes.jobs import job_in_project, job_output
-from benchrunner.server.store import job_reads, reports, runners
+from benchrunner.server.store import job_reads
 from benchrunner.server.store.accounts import ProjectRow
 from benchrunner.server.store.job_reads import JobDetail
 from benchrunner.server.store.jobs import JobRow
@@ -137,17 +137,16 @@ def _event(row: Any) -> EventLine:
 
 def job_facts(conn: Connection, viewer: Viewer, project: str, ref: str) -> JobFacts:
     """The job ``ref`` of ``project`` with what its page shows; 404 as the API answers."""
-    detail = job_in_project(conn, viewer.user, project, ref, write=False)
-    job = detail.job
     found = visible_project(conn, viewer, project)
-    report = reports.report_row(conn, job.report_id)
-    runner = runners.runner_by_id(conn, job.runner_id).slug if job.runner_id else ""
+    detail = job_in_project(conn, viewer.user, project, ref, write=False, found_project=found)
+    job = detail.job
+    place = job_reads.job_places(conn, [job.id])[job.id]
     return JobFacts(
         project=found,
         detail=detail,
-        runner=runner,
-        branch=report.branch_name,
-        testbed=report.testbed_name,
+        runner=place.runner or "",
+        branch=place.branch,
+        testbed=place.testbed,
         events=[_event(row) for row in job_reads.job_events(conn, job.id)],
         config=_config(job, redactor_for(job)),
         can_write=may_change(conn, viewer, found),
