@@ -10,10 +10,10 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse
 from sqlalchemy.engine import Connection
 
-from benchrunner.server.console.pager import MAX_PAGE, Pager
+from benchrunner.server.console.pager import Pager
 from benchrunner.server.console.templating import render
 from benchrunner.server.console.viewer import CurrentViewer, Viewer, visible_project
-from benchrunner.server.routes.deps import Ctx
+from benchrunner.server.routes.deps import MAX_PAGE, Ctx
 from benchrunner.server.routes.dimensions import optional_id, report_in_project
 from benchrunner.server.store import dimensions
 from benchrunner.server.store.accounts import ProjectRow

@@ -16,7 +16,7 @@ from sqlalchemy.engine import Connection
 
 from benchrunner.detection.models import Model
 from benchrunner.server.console.csrf import CsrfChecked
-from benchrunner.server.console.pager import MAX_PAGE, Pager
+from benchrunner.server.console.pager import Pager
 from benchrunner.server.console.templating import render
 from benchrunner.server.console.threshold_form import (
     MODEL_FIELDS,
@@ -34,7 +34,7 @@ from benchrunner.server.console.viewer import (
     visible_project,
     writable_project,
 )
-from benchrunner.server.routes.deps import Ctx
+from benchrunner.server.routes.deps import MAX_PAGE, Ctx
 from benchrunner.server.routes.thresholds import threshold_in_project
 from benchrunner.server.store import dimensions, thresholds
 from benchrunner.server.store.accounts import ProjectRow
