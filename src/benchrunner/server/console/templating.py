@@ -87,12 +87,10 @@ def render(
     context: Mapping[str, Any] | None = None,
     *,
     status_code: int = 200,
-    session_token: str | None = None,
 ) -> HTMLResponse:
-    """The page ``template`` rendered for ``viewer``. ``session_token``: the session this
-    response starts (a sign-in), so that its forms carry the token the next request expects."""
+    """The page ``template`` rendered for ``viewer``."""
     ctx = request.app.state.ctx
-    token = csrf.token_for(request, ctx.secret_key, session_token)
+    token = csrf.token_for(request, ctx.secret_key)
     section = section_of(request.url.path)
     html = environment.get_template(template).render(
         {
