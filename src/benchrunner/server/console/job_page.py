@@ -17,7 +17,8 @@ from benchrunner.core.events import status_reached
 from benchrunner.core.log_paging import OffsetError
 from benchrunner.core.redaction import JobLogRedactor
 from benchrunner.core.states import FINISHED
-from benchrunner.server.console.job_lines import LIVE, when
+from benchrunner.server.console.job_lines import LIVE
+from benchrunner.server.console.templating import utc_seconds
 from benchrunner.server.console.viewer import Viewer, may_change, visible_project
 from benchrunner.server.context import ServerContext
 from benchrunner.server.errors import bad_request
@@ -111,7 +112,7 @@ class JobFacts:
             ("Completed", job.completed),
             ("Last heartbeat", job.last_heartbeat),
         )
-        return [(label, when(moment)) for label, moment in moments if moment is not None]
+        return [(label, utc_seconds(moment)) for label, moment in moments if moment is not None]
 
 
 def _text(value: Any) -> str:
@@ -127,7 +128,7 @@ def _config(job: JobRow, redactor: JobLogRedactor) -> list[tuple[str, str]]:
 def _event(row: Any) -> EventLine:
     reached = status_reached(row.event_type)
     return EventLine(
-        created=when(row.created),
+        created=utc_seconds(row.created),
         event_type=row.event_type,
         status=None if reached is None else reached.wire,
         actor=row.actor or "",
