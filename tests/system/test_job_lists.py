@@ -149,7 +149,7 @@ def test_the_consoles_filter_choices_and_job_places_on_each_engine(
     deployment: Deployment, jobs: dict[str, list[str]]
 ) -> None:
     """The console's reads beside the list: the specs and runners the project's jobs used
-    (not every one of the server), and each job's branch and runner by name."""
+    (not every one of the server), and each job's branch, testbed and runner by name."""
     with deployment.admin() as client:
         client.create_spec(
             name="unused", architecture="x86_64", cpu=4, memory=1 << 30, disk=1 << 30, network=False
@@ -178,6 +178,6 @@ def test_the_consoles_filter_choices_and_job_places_on_each_engine(
     finally:
         db.close()
     assert (specs, runners) == (["large", "small"], ["r-large", "r-small"])
-    assert places[jobs["small_runner"][0]] == job_reads.JobPlace("main", "r-small")
-    assert places[jobs["canceled"][0]] == job_reads.JobPlace("main", None)
+    assert places[jobs["small_runner"][0]] == job_reads.JobPlace("main", "localhost", "r-small")
+    assert places[jobs["canceled"][0]] == job_reads.JobPlace("main", "localhost", None)
     assert len(places) == 7

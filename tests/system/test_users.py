@@ -30,9 +30,12 @@ def test_an_admin_creates_a_user_with_a_password(deployment: Deployment) -> None
         created = client.create_user("Ada", "ada@test.dev", password="analytical engine")
         assert created["email"] == "ada@test.dev" and created["admin"] is False
         assert not {"password", "password_hash"} & set(created)
-        with pytest.raises(ApiError) as taken:
-            client.create_user("Ada again", "ada@test.dev", password="another password")
-        assert taken.value.status == 409
+        # A taken email is refused whether the name (and so the slug) is new or taken too.
+        for name in ("Ada again", "Ada"):
+            with pytest.raises(ApiError) as taken:
+                client.create_user(name, "ada@test.dev", password="another password")
+            assert taken.value.status == 409
+            assert taken.value.message == "a user with email 'ada@test.dev' exists"
         with pytest.raises(ApiError) as short:
             client.create_user("Bob", "bob@test.dev", password="short")
         assert short.value.status == 400 and "password" in short.value.message

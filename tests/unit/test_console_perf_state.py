@@ -9,7 +9,8 @@ import urllib.parse
 import pytest
 from starlette.datastructures import QueryParams
 
-from benchrunner.server.console.perf_state import DEFAULT_SPAN, MAX_REFS, parse_state
+from benchrunner.server.console.perf_state import parse_state
+from benchrunner.server.routes.perf import DEFAULT_SPAN, MAX_REFS
 
 NOW = dt.datetime(2026, 11, 25, 12, 0, tzinfo=dt.UTC)
 FULL = "branches=main&testbeds=box&benchmarks=sort&measures=latency"

@@ -42,11 +42,9 @@ def browser_secret(request: Request) -> str:
     return existing
 
 
-def token_for(request: Request, secret: str, session_token: str | None = None) -> str:
-    """The token this request's forms carry; ``session_token`` overrides the cookie's (the page
-    answering a sign-in, whose new session the browser does not send yet)."""
-    session = session_token if session_token is not None else request.cookies.get(sessions.COOKIE)
-    return _sign(secret, browser_secret(request), session or "")
+def token_for(request: Request, secret: str) -> str:
+    """The token this request's forms carry (signed over its browser and session cookies)."""
+    return _sign(secret, browser_secret(request), request.cookies.get(sessions.COOKIE) or "")
 
 
 def issue(request: Request, response: Response) -> None:

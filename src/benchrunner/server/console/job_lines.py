@@ -3,7 +3,6 @@ one page of the project's jobs read with the API's own filter and paging queries
 
 from __future__ import annotations
 
-import datetime as dt
 from dataclasses import dataclass, replace
 from urllib.parse import urlencode
 from uuid import UUID
@@ -11,6 +10,7 @@ from uuid import UUID
 from sqlalchemy.engine import Connection
 
 from benchrunner.core.states import JobStatus
+from benchrunner.server.console.templating import utc_seconds
 from benchrunner.server.console.viewer import Viewer, visible_project
 from benchrunner.server.errors import ApiError
 from benchrunner.server.routes.job_filters import JobQuery, job_filter
@@ -58,15 +58,6 @@ class JobFilters:
             sort="created",
             direction="desc",
         )
-
-
-def when(moment: dt.datetime | None) -> str:
-    """A time as the console prints it: UTC to the second."""
-    if moment is None:
-        return ""
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=dt.UTC)
-    return moment.astimezone(dt.UTC).strftime("%Y-%m-%d %H:%M:%S")
 
 
 @dataclass(frozen=True)
@@ -156,7 +147,7 @@ def job_list(
             spec=d.spec.slug,
             runner=places[d.job.id].runner or "",
             branch=places[d.job.id].branch,
-            created=when(d.job.created),
+            created=utc_seconds(d.job.created),
             finished=d.job.status not in LIVE,
         )
         for d in found

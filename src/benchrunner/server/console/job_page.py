@@ -17,13 +17,14 @@ from benchrunner.core.events import status_reached
 from benchrunner.core.log_paging import OffsetError
 from benchrunner.core.redaction import JobLogRedactor
 from benchrunner.core.states import FINISHED
-from benchrunner.server.console.job_lines import LIVE, when
-from benchrunner.server.console.viewer import Viewer, visible_project, writable_project
+from benchrunner.server.console.job_lines import LIVE
+from benchrunner.server.console.templating import utc_seconds
+from benchrunner.server.console.viewer import Viewer, may_change, visible_project
 from benchrunner.server.context import ServerContext
-from benchrunner.server.errors import ApiError, bad_request
+from benchrunner.server.errors import bad_request
 from benchrunner.server.job_logs import log_page, redactor_for
 from benchrunner.server.routes.jobs import job_in_project, job_output
-from benchrunner.server.store import job_reads, reports, runners
+from benchrunner.server.store import job_reads
 from benchrunner.server.store.accounts import ProjectRow
 from benchrunner.server.store.job_reads import JobDetail
 from benchrunner.server.store.jobs import JobRow
@@ -111,7 +112,7 @@ class JobFacts:
             ("Completed", job.completed),
             ("Last heartbeat", job.last_heartbeat),
         )
-        return [(label, when(moment)) for label, moment in moments if moment is not None]
+        return [(label, utc_seconds(moment)) for label, moment in moments if moment is not None]
 
 
 def _text(value: Any) -> str:
@@ -127,7 +128,7 @@ def _config(job: JobRow, redactor: JobLogRedactor) -> list[tuple[str, str]]:
 def _event(row: Any) -> EventLine:
     reached = status_reached(row.event_type)
     return EventLine(
-        created=when(row.created),
+        created=utc_seconds(row.created),
         event_type=row.event_type,
         status=None if reached is None else reached.wire,
         actor=row.actor or "",
@@ -135,31 +136,21 @@ def _event(row: Any) -> EventLine:
     )
 
 
-def may_write(conn: Connection, viewer: Viewer, project: ProjectRow) -> bool:
-    """Whether the viewer may submit, cancel and rerun the project's jobs (the API's rule)."""
-    try:
-        writable_project(conn, viewer, str(project.uuid))
-    except ApiError:
-        return False
-    return True
-
-
 def job_facts(conn: Connection, viewer: Viewer, project: str, ref: str) -> JobFacts:
     """The job ``ref`` of ``project`` with what its page shows; 404 as the API answers."""
-    detail = job_in_project(conn, viewer.user, project, ref, write=False)
-    job = detail.job
     found = visible_project(conn, viewer, project)
-    report = reports.report_row(conn, job.report_id)
-    runner = runners.runner_by_id(conn, job.runner_id).slug if job.runner_id else ""
+    detail = job_in_project(conn, viewer.user, project, ref, write=False, found_project=found)
+    job = detail.job
+    place = job_reads.job_places(conn, [job.id])[job.id]
     return JobFacts(
         project=found,
         detail=detail,
-        runner=runner,
-        branch=report.branch_name,
-        testbed=report.testbed_name,
+        runner=place.runner or "",
+        branch=place.branch,
+        testbed=place.testbed,
         events=[_event(row) for row in job_reads.job_events(conn, job.id)],
         config=_config(job, redactor_for(job)),
-        can_write=may_write(conn, viewer, found),
+        can_write=may_change(conn, viewer, found),
     )
 
 

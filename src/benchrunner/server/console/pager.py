@@ -6,9 +6,6 @@ import urllib.parse
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-MAX_PAGE = 2**31 - 1
-"""As the API's: (MAX_PAGE - 1) * per_page stays inside a signed 64-bit OFFSET."""
-
 
 @dataclass(frozen=True)
 class Pager:

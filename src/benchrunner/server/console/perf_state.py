@@ -19,13 +19,10 @@ from typing import Literal
 
 from starlette.datastructures import QueryParams
 
+from benchrunner.server.routes.perf import DEFAULT_SPAN, MAX_MS, MAX_REFS
 from benchrunner.server.store.perf import MAX_SERIES
 
 DIMENSIONS = ("branches", "testbeds", "benchmarks", "measures")
-MAX_REFS = 64
-"""Items in one list, as the API allows."""
-DEFAULT_SPAN = dt.timedelta(days=365)
-_MAX_MS = 253_402_300_799_999  # 9999-12-31T23:59:59.999Z, as the API's bound
 
 Scale = Literal["linear", "log"]
 
@@ -70,8 +67,8 @@ def _moment(text: str, *, end: bool) -> dt.datetime:
     text = text.strip()
     if text.isdigit():
         millis = int(text)
-        if millis > _MAX_MS:
-            raise ValueError(f"must be at most {_MAX_MS} milliseconds since the epoch")
+        if millis > MAX_MS:
+            raise ValueError(f"must be at most {MAX_MS} milliseconds since the epoch")
         return dt.datetime.fromtimestamp(millis / 1000, dt.UTC)
     try:
         day = dt.date.fromisoformat(text)

@@ -46,11 +46,16 @@ def static(path: str) -> str:
     return f"{STATIC_PREFIX}/{path}?v={__version__}"
 
 
+def utc_seconds(value: dt.datetime) -> str:
+    """An aware moment in UTC, to the second, without the zone (for columns headed UTC)."""
+    return value.astimezone(dt.UTC).strftime("%Y-%m-%d %H:%M:%S")
+
+
 def when(value: dt.datetime | None) -> str:
     """A moment in UTC, to the second; an em dash for none."""
     if value is None:
         return "\u2014"
-    return value.astimezone(dt.UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+    return f"{utc_seconds(value)} UTC"
 
 
 def ago(value: dt.datetime | None, now: dt.datetime) -> str:
@@ -87,12 +92,10 @@ def render(
     context: Mapping[str, Any] | None = None,
     *,
     status_code: int = 200,
-    session_token: str | None = None,
 ) -> HTMLResponse:
-    """The page ``template`` rendered for ``viewer``. ``session_token``: the session this
-    response starts (a sign-in), so that its forms carry the token the next request expects."""
+    """The page ``template`` rendered for ``viewer``."""
     ctx = request.app.state.ctx
-    token = csrf.token_for(request, ctx.secret_key, session_token)
+    token = csrf.token_for(request, ctx.secret_key)
     section = section_of(request.url.path)
     html = environment.get_template(template).render(
         {

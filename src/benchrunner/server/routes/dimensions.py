@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
-from typing import Any, Literal
+from typing import Any, Literal, overload
 
 import sqlalchemy as sa
 from fastapi import APIRouter, Response
@@ -101,6 +101,10 @@ def add_reads(
     )
 
 
+@overload
+def report_in_project(conn: Connection, project_id: int, ref: str) -> int: ...
+@overload
+def report_in_project(conn: Connection, project_id: int, ref: str | None) -> int | None: ...
 def report_in_project(conn: Connection, project_id: int, ref: str | None) -> int | None:
     """The id of the project's report with this UUID (None when not given), or 404."""
     if ref is None:

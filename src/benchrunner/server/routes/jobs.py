@@ -26,7 +26,7 @@ from benchrunner.server.routes.deps import (
 )
 from benchrunner.server.routes.job_filters import JobListQuery, job_filter
 from benchrunner.server.store import accounts, job_reads, jobs, registry, reruns, runners
-from benchrunner.server.store.accounts import UserRow
+from benchrunner.server.store.accounts import ProjectRow, UserRow
 from benchrunner.server.store.job_reads import JobDetail
 from benchrunner.server.store.jobs import JobRow, Origin
 from benchrunner.server.views import full_report_view, job_view
@@ -35,11 +35,18 @@ router = APIRouter(tags=["jobs"])
 
 
 def job_in_project(
-    conn: Connection, viewer: UserRow | None, project: str, ref: str, *, write: bool
+    conn: Connection,
+    viewer: UserRow | None,
+    project: str,
+    ref: str,
+    *,
+    write: bool,
+    found_project: ProjectRow | None = None,
 ) -> JobDetail:
     """The job (with its spec, runner and report), or 404 if it is not in a project the
-    viewer may see (403 if it may not change it and ``write``)."""
-    row = project_access(conn, viewer, project, write=write)
+    viewer may see (403 if it may not change it and ``write``); ``found_project`` is the
+    project if already read."""
+    row = project_access(conn, viewer, project, write=write, found=found_project)
     try:
         job_uuid = uuid.UUID(ref)
     except ValueError:

@@ -36,14 +36,14 @@ router = APIRouter(tags=["perf"])
 MAX_REFS = 64
 """Items in one of the four lists."""
 DEFAULT_SPAN = dt.timedelta(days=365)
-_MAX_MS = 253_402_300_799_999  # 9999-12-31T23:59:59.999Z
+MAX_MS = 253_402_300_799_999  # 9999-12-31T23:59:59.999Z
 
 Refs = Annotated[
     str,
     Query(min_length=1, max_length=64 * 1100, description="comma-separated UUIDs, names or slugs"),
 ]
 Millis = Annotated[
-    int | None, Query(ge=0, le=_MAX_MS, description="milliseconds since the epoch (UTC)")
+    int | None, Query(ge=0, le=MAX_MS, description="milliseconds since the epoch (UTC)")
 ]
 
 

@@ -120,11 +120,13 @@ async def create_threshold(
     return await ctx.db.write(unit)
 
 
-def _threshold_id(conn: Connection, project_id: int, ref: str) -> int:
+def threshold_in_project(conn: Connection, project_id: int, ref: str) -> Any:
+    """The project's threshold with this UUID (its row as ``threshold_by_id`` reads it), or
+    404."""
     found = thresholds.threshold_get(conn, project_id, ref)
     if found is None:
         raise not_found("threshold", ref)
-    return int(found.id)
+    return found
 
 
 @router.get("/v0/projects/{project}/thresholds/{threshold}")
@@ -134,7 +136,7 @@ async def get_threshold(project: str, threshold: str, user: MaybeUser, ctx: Ctx)
 
     def unit(conn: Connection) -> dict[str, Any]:
         row = project_access(conn, user, project, write=False)
-        return _view(conn, _threshold_id(conn, row.id, threshold), history=True)
+        return _view(conn, threshold_in_project(conn, row.id, threshold).id, history=True)
 
     return await ctx.db.read(unit)
 
@@ -149,7 +151,7 @@ async def update_threshold(
 
     def unit(conn: Connection) -> dict[str, Any]:
         row = project_access(conn, user, project, write=True)
-        threshold_id = _threshold_id(conn, row.id, threshold)
+        threshold_id = threshold_in_project(conn, row.id, threshold).id
         now = ctx.clock.now()
         thresholds.model_replace(conn, threshold_id, model, now)
         if body.alert_when_noisy is not None:
@@ -167,7 +169,7 @@ async def delete_threshold(project: str, threshold: str, user: MaybeUser, ctx: C
 
     def unit(conn: Connection) -> None:
         row = project_access(conn, user, project, write=True)
-        thresholds.threshold_delete(conn, _threshold_id(conn, row.id, threshold))
+        thresholds.threshold_delete(conn, threshold_in_project(conn, row.id, threshold).id)
 
     await ctx.db.write(unit)
     return Response(status_code=204)

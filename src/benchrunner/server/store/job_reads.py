@@ -15,7 +15,7 @@ from sqlalchemy.engine import Connection
 
 from benchrunner.core.states import JobStatus
 from benchrunner.server.store.jobs import JOBS, JobRow
-from benchrunner.server.store.tables import branch, job, job_event, report, runner, spec
+from benchrunner.server.store.tables import branch, job, job_event, report, runner, spec, testbed
 
 JobSort = Literal["created", "modified"]
 
@@ -133,24 +133,30 @@ def job_page(
 
 @dataclass(frozen=True)
 class JobPlace:
-    """Where a job ran, in names: its report's branch and its runner's slug (if claimed)."""
+    """Where a job ran, in names: its report's branch and testbed and its runner's slug (if
+    claimed)."""
 
     branch: str
+    testbed: str
     runner: str | None
 
 
 def job_places(conn: Connection, job_ids: Collection[int]) -> dict[int, JobPlace]:
-    """Each job's branch name and runner slug by job id (a page of jobs: one query)."""
+    """Each job's branch and testbed names and runner slug by job id (a page of jobs: one
+    query)."""
     if not job_ids:
         return {}
     rows = conn.execute(
-        sa.select(job.c.id, branch.c.name, runner.c.slug)
+        sa.select(
+            job.c.id, branch.c.name.label("branch"), testbed.c.name.label("testbed"), runner.c.slug
+        )
         .join(report, report.c.id == job.c.report_id)
         .join(branch, branch.c.id == report.c.branch_id)
+        .join(testbed, testbed.c.id == report.c.testbed_id)
         .outerjoin(runner, runner.c.id == job.c.runner_id)
         .where(job.c.id.in_(sorted(job_ids)))
     )
-    return {row.id: JobPlace(row.name, row.slug) for row in rows}
+    return {row.id: JobPlace(row.branch, row.testbed, row.slug) for row in rows}
 
 
 def project_job_specs_and_runners(conn: Connection, project_id: int) -> tuple[list[str], list[str]]:

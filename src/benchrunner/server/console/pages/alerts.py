@@ -14,7 +14,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse
 from sqlalchemy.engine import Connection
 
 from benchrunner.server.console.csrf import CsrfChecked
-from benchrunner.server.console.pager import MAX_PAGE, Pager
+from benchrunner.server.console.pager import Pager
 from benchrunner.server.console.templating import render
 from benchrunner.server.console.viewer import (
     CurrentViewer,
@@ -24,7 +24,7 @@ from benchrunner.server.console.viewer import (
     writable_project,
 )
 from benchrunner.server.errors import not_found
-from benchrunner.server.routes.deps import Ctx
+from benchrunner.server.routes.deps import MAX_PAGE, Ctx
 from benchrunner.server.routes.dimensions import report_in_project
 from benchrunner.server.store import alerts
 from benchrunner.server.store.accounts import ProjectRow

@@ -25,11 +25,11 @@ from benchrunner.server.console.job_form import (
     image_form,
     template_form,
 )
-from benchrunner.server.console.job_page import may_write
 from benchrunner.server.console.templating import render
 from benchrunner.server.console.viewer import (
     CurrentViewer,
     Viewer,
+    may_change,
     visible_project,
     writable_project,
 )
@@ -94,7 +94,7 @@ async def new_job(
 
     def unit(conn: Connection) -> tuple[ProjectRow, bool, list[str]]:
         found = visible_project(conn, viewer, project)
-        return found, may_write(conn, viewer, found), _spec_slugs(conn)
+        return found, may_change(conn, viewer, found), _spec_slugs(conn)
 
     found, may_submit, specs = await ctx.db.read(unit)
     form = None

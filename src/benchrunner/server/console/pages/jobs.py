@@ -6,7 +6,7 @@ from __future__ import annotations
 from functools import partial
 from typing import Annotated
 
-from fastapi import APIRouter, Query, Request
+from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import HTMLResponse
 
 from benchrunner.core.states import JobStatus
@@ -20,9 +20,19 @@ router = APIRouter()
 STATUSES = tuple(status.wire for status in JobStatus)
 
 
-def _filters(
-    status: list[str] | None, spec: str, runner: str, branch: str, page: int
+StatusQuery = Annotated[list[str] | None, Query()]
+Text = Annotated[str, Query(max_length=256)]
+PageNumber = Annotated[int, Query(ge=1, le=MAX_PAGE)]
+
+
+async def job_filters(
+    status: StatusQuery = None,
+    spec: Text = "",
+    runner: Text = "",
+    branch: Text = "",
+    page: PageNumber = 1,
 ) -> JobFilters:
+    """The list's filters from its query string (the page and its fragment alike)."""
     return JobFilters(
         statuses=tuple(s for s in STATUSES if s in (status or [])),
         spec=spec.strip(),
@@ -32,9 +42,7 @@ def _filters(
     )
 
 
-StatusQuery = Annotated[list[str] | None, Query()]
-Text = Annotated[str, Query(max_length=256)]
-PageNumber = Annotated[int, Query(ge=1, le=MAX_PAGE)]
+Wanted = Annotated[JobFilters, Depends(job_filters)]
 
 
 @router.get("/console/projects/{project}/jobs", response_class=HTMLResponse)
@@ -43,13 +51,8 @@ async def jobs_page(
     request: Request,
     viewer: CurrentViewer,
     ctx: Ctx,
-    status: StatusQuery = None,
-    spec: Text = "",
-    runner: Text = "",
-    branch: Text = "",
-    page: PageNumber = 1,
+    wanted: Wanted,
 ) -> HTMLResponse:
-    wanted = _filters(status, spec, runner, branch, page)
     listing = await ctx.db.read(job_list, viewer, project, wanted)
     return render(
         request,
@@ -66,13 +69,8 @@ async def jobs_rows(
     request: Request,
     viewer: CurrentViewer,
     ctx: Ctx,
-    status: StatusQuery = None,
-    spec: Text = "",
-    runner: Text = "",
-    branch: Text = "",
-    page: PageNumber = 1,
+    wanted: Wanted,
 ) -> HTMLResponse:
     """The table's body alone: what the list page swaps in every few seconds."""
-    wanted = _filters(status, spec, runner, branch, page)
     listing = await ctx.db.read(partial(job_list, choices=False), viewer, project, wanted)
     return render(request, viewer, "jobs/rows.html", {"listing": listing})

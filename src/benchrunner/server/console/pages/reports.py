@@ -3,7 +3,6 @@ metrics per iteration, the boundaries they were judged against and the alerts th
 
 from __future__ import annotations
 
-import uuid
 from dataclasses import dataclass
 from typing import Annotated, Any
 
@@ -11,13 +10,12 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse
 from sqlalchemy.engine import Connection
 
-from benchrunner.server.console.pager import MAX_PAGE, Pager
+from benchrunner.server.console.pager import Pager
 from benchrunner.server.console.templating import render
 from benchrunner.server.console.viewer import CurrentViewer, Viewer, visible_project
-from benchrunner.server.errors import not_found
-from benchrunner.server.routes.deps import Ctx
-from benchrunner.server.routes.dimensions import optional_id
-from benchrunner.server.store import dimensions, reports
+from benchrunner.server.routes.deps import MAX_PAGE, Ctx
+from benchrunner.server.routes.dimensions import optional_id, report_in_project
+from benchrunner.server.store import dimensions
 from benchrunner.server.store.accounts import ProjectRow
 from benchrunner.server.store.report_reads import ReportFilter, report_page
 from benchrunner.server.store.tables import branch, testbed
@@ -98,12 +96,7 @@ async def report_list(
 
 def _report(conn: Connection, viewer: Viewer, ref: str, report_ref: str) -> tuple[Any, Any]:
     project = visible_project(conn, viewer, ref)
-    try:
-        report_id = reports.report_by_uuid(conn, uuid.UUID(report_ref))
-    except ValueError:
-        report_id = None
-    if report_id is None or reports.report_row(conn, report_id).project_id != project.id:
-        raise not_found("report", report_ref)
+    report_id = report_in_project(conn, project.id, report_ref)
     return project, full_report_view(conn, report_id, with_job=True)
 
 

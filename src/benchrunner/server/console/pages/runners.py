@@ -69,11 +69,17 @@ def _lines(conn: Connection, connected: frozenset[int]) -> list[RunnerLine]:
     return lines
 
 
-async def _page_context(request: Request, ctx: Ctx) -> dict[str, Any]:
+async def _table_context(request: Request, ctx: Ctx) -> dict[str, Any]:
+    """What the runners table shows (the fragment polled every ``REFRESH_SECONDS``)."""
     connected = request.app.state.hub.connected_runner_ids()
     lines = await ctx.db.read(_lines, connected)
+    return {"lines": lines, "refresh": REFRESH_SECONDS}
+
+
+async def _page_context(request: Request, ctx: Ctx) -> dict[str, Any]:
+    """The table's context and the specs the create form offers."""
     specs = await ctx.db.read(lambda conn: runners.spec_list(conn, archived=False))
-    return {"lines": lines, "specs": specs, "refresh": REFRESH_SECONDS}
+    return {**await _table_context(request, ctx), "specs": specs}
 
 
 @router.get("/console/runners", response_class=HTMLResponse)
@@ -86,7 +92,7 @@ async def runners_page(request: Request, viewer: CurrentViewer, ctx: Ctx) -> HTM
 async def runners_fragment(request: Request, viewer: CurrentViewer, ctx: Ctx) -> HTMLResponse:
     """The runners table alone, which the page swaps in every few seconds."""
     require_admin(viewer, "runners")
-    return render(request, viewer, "runners_table.html", await _page_context(request, ctx))
+    return render(request, viewer, "runners_table.html", await _table_context(request, ctx))
 
 
 @router.post("/console/runners", response_class=HTMLResponse)

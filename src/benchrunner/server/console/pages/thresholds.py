@@ -16,7 +16,7 @@ from sqlalchemy.engine import Connection
 
 from benchrunner.detection.models import Model
 from benchrunner.server.console.csrf import CsrfChecked
-from benchrunner.server.console.pager import MAX_PAGE, Pager
+from benchrunner.server.console.pager import Pager
 from benchrunner.server.console.templating import render
 from benchrunner.server.console.threshold_form import (
     MODEL_FIELDS,
@@ -34,8 +34,8 @@ from benchrunner.server.console.viewer import (
     visible_project,
     writable_project,
 )
-from benchrunner.server.errors import not_found
-from benchrunner.server.routes.deps import Ctx
+from benchrunner.server.routes.deps import MAX_PAGE, Ctx
+from benchrunner.server.routes.thresholds import threshold_in_project
 from benchrunner.server.store import dimensions, thresholds
 from benchrunner.server.store.accounts import ProjectRow
 from benchrunner.server.store.tables import benchmark, branch, measure, testbed
@@ -242,28 +242,19 @@ class ThresholdPage:
     writable: bool
 
 
-def _threshold_id(conn: Connection, project_id: int, ref: str) -> int:
-    found = thresholds.threshold_get(conn, project_id, ref)
-    if found is None:
-        raise not_found("threshold", ref)
-    return int(found.id)
-
-
-def _page(
-    conn: Connection, project: ProjectRow, threshold_id: int, viewer: Viewer
-) -> ThresholdPage:
+def _page(conn: Connection, project: ProjectRow, found: Any, viewer: Viewer) -> ThresholdPage:
     return ThresholdPage(
         project,
-        thresholds.threshold_by_id(conn, threshold_id),
-        thresholds.current_model(conn, threshold_id),
-        thresholds.models_of(conn, threshold_id),
+        found,
+        thresholds.current_model(conn, found.id),
+        thresholds.models_of(conn, found.id),
         may_change(conn, viewer, project),
     )
 
 
 def _read_one(conn: Connection, viewer: Viewer, ref: str, threshold_ref: str) -> ThresholdPage:
     project = visible_project(conn, viewer, ref)
-    return _page(conn, project, _threshold_id(conn, project.id, threshold_ref), viewer)
+    return _page(conn, project, threshold_in_project(conn, project.id, threshold_ref), viewer)
 
 
 def _update(
@@ -273,12 +264,15 @@ def _update(
     threshold_ref: str,
     model: Model | None,
     now: dt.datetime,
-) -> ThresholdPage:
+) -> ThresholdPage | str:
+    """The path of the threshold's page once ``model`` replaces its model; without a model
+    (the form was wrong), the page to show again, nothing changed."""
     project = writable_project(conn, viewer, ref)
-    threshold_id = _threshold_id(conn, project.id, threshold_ref)
-    if model is not None:
-        thresholds.model_replace(conn, threshold_id, model, now)
-    return _page(conn, project, threshold_id, viewer)
+    found = threshold_in_project(conn, project.id, threshold_ref)
+    if model is None:
+        return _page(conn, project, found, viewer)
+    thresholds.model_replace(conn, found.id, model, now)
+    return f"{_base(project)}/{found.uuid}?saved=updated"
 
 
 def _render_one(
@@ -333,8 +327,7 @@ async def threshold_update(
 ) -> Response:
     form = form_values(await request.form(), MODEL_FIELDS)
     model = checked_model(form)
-    page = await ctx.db.write(_update, viewer, project, threshold, model, ctx.clock.now())
-    if model is None:
-        return _render_one(request, viewer, page, form, status=400)
-    target = f"{_base(page.project)}/{page.threshold.uuid}?saved=updated"
-    return RedirectResponse(target, status_code=303)
+    outcome = await ctx.db.write(_update, viewer, project, threshold, model, ctx.clock.now())
+    if isinstance(outcome, str):
+        return RedirectResponse(outcome, status_code=303)
+    return _render_one(request, viewer, outcome, form, status=400)
