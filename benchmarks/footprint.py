@@ -8,15 +8,21 @@ The benchmark is ``benchmarks/spin.py`` (fixed integer work timed by CLOCK_MONOT
 Each round runs it once in each mode, in an order shuffled per round (seeded):
 
     direct    ``taskset -c CORE spin`` from this process (pinned, as the runner pins itself,
-              to the housekeeping core)
+              to the housekeeping core), in this process's session
+    direct-session  the same in a session of its own (``setsid``), as the executors start
+              every job: with the kernel's autogroup scheduling on
+              (``/proc/sys/kernel/sched_autogroup_enabled``) a session is a scheduling group,
+              so on a busy core it decides the share of CPU the benchmark gets
     process   a template job on the process executor, one iteration, run by ``JobRun`` on the
               runner's job slot with the noise guard on (``benchmarks/local_jobs.py``)
     sandbox   an image job (busybox + the static ``spin``) on the runc sandbox executor, the
               same way; needs root and runc (left out, and said so, without them)
 
-Printed per mode: median, CV, and against direct: the ratio of medians, the geometric mean of
-the per-round ratios with its 95 % bootstrap interval (``detection.duet.ratio_interval``), and
-the CV difference in points.
+Printed per mode: median, CV, and for each runner mode against each direct one: the ratio of
+medians, the geometric mean of the per-round ratios with its 95 % bootstrap interval
+(``detection.duet.ratio_interval``), and the CV difference in points; for the wall time the
+benchmark reports (``latency``, the figure) and for its CPU time (``cpu-time``, which leaves
+out the waits for the core, so shows what the runner changes in the benchmark's own run).
 """
 
 from __future__ import annotations
@@ -39,6 +45,7 @@ from benchmarks.local_jobs import LocalRunner
 from benchmarks.samples import cv, load_average
 from benchmarks.sandbox import claimed
 from benchmarks.spin import (
+    CPU,
     TEMPLATE,
     WALL,
     compile_spin,
@@ -52,27 +59,29 @@ from benchrunner.runner.cores import CorePlan
 from benchrunner.runner.executors import ProcessExecutor
 from benchrunner.runner.executors.sandbox import SandboxExecutor
 
-Measure = Callable[[], float]
+Measure = Callable[[], dict[str, float]]
+DIRECT_MODES = ("direct", "direct-session")
+RUNNER_MODES = ("process", "sandbox")
 
 
 def under_runner(runner: LocalRunner, make_job: Callable[[], JsonClaimedJob]) -> Measure:
-    def measure() -> float:
+    def measure() -> dict[str, float]:
         message, _ = runner.run(make_job())
         if not isinstance(message, Completed):
             raise RuntimeError(f"the job did not complete: {message}")
         (result,) = message.results
-        return iteration_ns(result)[WALL]
+        return iteration_ns(result)
 
     return measure
 
 
-def direct(binary: Path, work: int, core: int) -> Measure:
-    def measure() -> float:
+def direct(binary: Path, work: int, core: int, *, own_session: bool) -> Measure:
+    def measure() -> dict[str, float]:
         done = subprocess.run(
             ["taskset", "-c", str(core), str(binary), str(work), "0"],
-            check=True, capture_output=True, text=True,
+            check=True, capture_output=True, text=True, start_new_session=own_session,
         )  # fmt: skip
-        return reported_ns(done.stdout)[WALL]
+        return reported_ns(done.stdout)
 
     return measure
 
@@ -86,20 +95,25 @@ def sandbox_available() -> str | None:
     return None
 
 
-def report(samples: dict[str, list[float]]) -> None:
-    base = samples["direct"]
-    print(f"{'mode':<8} {'median':>10} {'cv':>7}  vs direct")
+def report(samples: dict[str, list[float]], measure: str) -> None:
+    print(f"{measure}:")
     for mode, values in samples.items():
-        line = f"{mode:<8} {statistics.median(values) / 1e6:>7.2f} ms {cv(values):>7.2%}"
-        if mode != "direct":
-            ratios = [value / reference for value, reference in zip(values, base, strict=True)]
+        print(
+            f"  {mode:<15} median {statistics.median(values) / 1e6:7.2f} ms, cv {cv(values):6.2%}"
+        )
+    for mode in RUNNER_MODES:
+        for reference in DIRECT_MODES:
+            if mode not in samples:
+                continue
+            values, base = samples[mode], samples[reference]
+            ratios = [value / ref for value, ref in zip(values, base, strict=True)]
             centre, low, high = ratio_interval(ratios, confidence=0.95, resamples=10_000, seed=1)
-            line += (
-                f"  median ratio {statistics.median(values) / statistics.median(base) - 1:+.2%},"
+            print(
+                f"  {mode} vs {reference}: median ratio "
+                f"{statistics.median(values) / statistics.median(base) - 1:+.2%},"
                 f" paired {centre - 1:+.2%} [{low - 1:+.2%}, {high - 1:+.2%}],"
                 f" cv {(cv(values) - cv(base)) * 100:+.2f} points"
             )
-        print(line)
 
 
 def main() -> None:
@@ -125,7 +139,8 @@ def main() -> None:
             ProcessExecutor(spin_templates(binary), cores=cores, workdir_root=tmp), cores, tmp / "p"
         )
         modes: dict[str, Measure] = {
-            "direct": direct(binary, options.work, core),
+            "direct": direct(binary, options.work, core, own_session=False),
+            "direct-session": direct(binary, options.work, core, own_session=True),
             "process": under_runner(
                 process,
                 lambda: claimed_job(
@@ -149,9 +164,9 @@ def main() -> None:
             modes["sandbox"] = under_runner(sandbox, lambda: claimed(layout.digest, entrypoint))
         else:
             print(f"sandbox mode left out: {why_not}")
-        for measure in modes.values():  # warm-up: page cache, image pull, frequency
-            measure()
-        samples: dict[str, list[float]] = {mode: [] for mode in modes}
+        for warm_up in modes.values():  # page cache, image pull, frequency
+            warm_up()
+        samples: dict[str, list[dict[str, float]]] = {mode: [] for mode in modes}
         order = list(modes)
         shuffle = random.Random(options.seed)
         for _ in range(runs):
@@ -159,7 +174,8 @@ def main() -> None:
             for mode in order:
                 samples[mode].append(modes[mode]())
     print(f"load average at end:   {load_average()}")
-    report(samples)
+    for name in (WALL, CPU):
+        report({mode: [run[name] for run in taken] for mode, taken in samples.items()}, name)
 
 
 if __name__ == "__main__":
