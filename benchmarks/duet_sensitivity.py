@@ -30,6 +30,8 @@ with both methods, in an order shuffled per trial, so the machine's drift hits a
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import json
 import random
 import statistics
 import tempfile
@@ -44,6 +46,7 @@ from benchmarks.local_jobs import LocalRunner
 from benchmarks.samples import load_average, welch_ratio_interval
 from benchmarks.spin import CPU, TEMPLATE, WALL, compile_spin, iteration_ns, spin_templates
 from benchrunner import adapters
+from benchrunner.core.duet_order import BASELINE, CONTENDER
 from benchrunner.detection.duet import alert_limit
 from benchrunner.protocol import Completed, JsonClaimedJob, JsonJobOutput, TerminalMessage
 from benchrunner.runner.cores import CorePlan
@@ -64,6 +67,9 @@ class Verdict:
     ratio: float
     lower: float
     upper: float
+    baseline: tuple[float, ...] = ()
+    contender: tuple[float, ...] = ()
+    """The runs' values (ns) in order; a duet's by round, so paired."""
 
 
 def flagged(verdict: Verdict, margin: float) -> bool:
@@ -117,9 +123,18 @@ def duet(runner: LocalRunner, work: int, slowdown: float, rounds: int, seed: int
     result, error = measure_duet("json", output, adapters.Settings(), job.config.duet)
     if result is None:
         raise RuntimeError(f"no duet verdict: {error}")
+    sides: dict[str, dict[int, dict[str, float]]] = {BASELINE: {}, CONTENDER: {}}
+    for iteration in message.results:
+        assert iteration.side is not None and iteration.round is not None
+        sides[iteration.side][iteration.round] = iteration_ns(iteration)
     return [
-        Verdict("duet", e.measure, slowdown, e.ratio, e.lower, e.upper) for e in result.estimates
-    ]
+        Verdict(
+            "duet", e.measure, slowdown, e.ratio, e.lower, e.upper,
+            tuple(sides[BASELINE][r][e.measure] for r in range(rounds)),
+            tuple(sides[CONTENDER][r][e.measure] for r in range(rounds)),
+        )
+        for e in result.estimates
+    ]  # fmt: skip
 
 
 def plain_values(runner: LocalRunner, job: JsonClaimedJob) -> list[dict[str, float]]:
@@ -138,7 +153,11 @@ def plain(runner: LocalRunner, work: int, slowdown: float, rounds: int) -> list[
     for measure in MEASURES:
         baseline, contender = [v[measure] for v in a], [v[measure] for v in b]
         ratio, lower, upper = welch_ratio_interval(baseline, contender, confidence=CONFIDENCE)
-        verdicts.append(Verdict("plain", measure, slowdown, ratio, lower, upper))
+        verdicts.append(
+            Verdict(
+                "plain", measure, slowdown, ratio, lower, upper, tuple(baseline), tuple(contender)
+            )
+        )
     return verdicts
 
 
@@ -172,6 +191,7 @@ def main() -> None:
     parser.add_argument("--work", type=int, default=6_000_000, help="xorshift rounds per run")
     parser.add_argument("--margins", type=float, nargs="+", default=[0.0, 0.005])
     parser.add_argument("--seed", type=int, default=14)
+    parser.add_argument("--save", type=Path, help="write every verdict and its runs as JSON")
     parser.add_argument("--quick", action="store_true", help="2 trials of 4 rounds: a smoke check")
     options = parser.parse_args()
     trials, rounds = (2, 4) if options.quick else (options.trials, options.rounds)
@@ -201,6 +221,8 @@ def main() -> None:
     minutes = (time.monotonic() - started) / 60
     print(f"{minutes:.1f} min; load average (1, 5, 15 min) per trial: {'; '.join(loads)}")
     table(verdicts, options.margins)
+    if options.save is not None:
+        options.save.write_text(json.dumps([dataclasses.asdict(v) for v in verdicts]))
 
 
 if __name__ == "__main__":
