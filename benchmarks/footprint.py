@@ -13,6 +13,9 @@ Each round runs it once in each mode, in an order shuffled per round (seeded):
               every job: with the kernel's autogroup scheduling on
               (``/proc/sys/kernel/sched_autogroup_enabled``) a session is a scheduling group,
               so on a busy core it decides the share of CPU the benchmark gets
+    direct-on-core  forked, in a session of its own, by a thread moved onto the job core for
+              the spawn (as the executors do, ``CorePlan.job_affinity``), no ``taskset``: the
+              new process starts on the job core's run queue instead of migrating to it
     process   a template job on the process executor, one iteration, run by ``JobRun`` on the
               runner's job slot with the noise guard on (``benchmarks/local_jobs.py``)
     sandbox   an image job (busybox + the static ``spin``) on the runc sandbox executor, the
@@ -60,7 +63,7 @@ from benchrunner.runner.executors import ProcessExecutor
 from benchrunner.runner.executors.sandbox import SandboxExecutor
 
 Measure = Callable[[], dict[str, float]]
-DIRECT_MODES = ("direct", "direct-session")
+DIRECT_MODES = ("direct", "direct-session", "direct-on-core")
 RUNNER_MODES = ("process", "sandbox")
 
 
@@ -81,6 +84,21 @@ def direct(binary: Path, work: int, core: int, *, own_session: bool) -> Measure:
             ["taskset", "-c", str(core), str(binary), str(work), "0"],
             check=True, capture_output=True, text=True, start_new_session=own_session,
         )  # fmt: skip
+        return reported_ns(done.stdout)
+
+    return measure
+
+
+def direct_from_core(binary: Path, work: int, cores: CorePlan) -> Measure:
+    """Started as the executors start a job: forked by a thread moved onto the job core for
+    the spawn, in a session of its own; no ``taskset``, no runner."""
+
+    def measure() -> dict[str, float]:
+        with cores.job_affinity():
+            done = subprocess.run(
+                [str(binary), str(work), "0"],
+                check=True, capture_output=True, text=True, start_new_session=True,
+            )  # fmt: skip
         return reported_ns(done.stdout)
 
     return measure
@@ -141,6 +159,7 @@ def main() -> None:
         modes: dict[str, Measure] = {
             "direct": direct(binary, options.work, core, own_session=False),
             "direct-session": direct(binary, options.work, core, own_session=True),
+            "direct-on-core": direct_from_core(binary, options.work, cores),
             "process": under_runner(
                 process,
                 lambda: claimed_job(
