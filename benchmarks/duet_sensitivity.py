@@ -3,7 +3,7 @@ injected slowdown of 0.5, 1, 2 and 5 %, and flag none (0 %: the false-positive r
 machine as it is.
 
     .venv/bin/python -m benchmarks.duet_sensitivity [--trials 20] [--rounds 15] [--work 6000000]
-        [--quick]
+        [--margins 0 0.005] [--save FILE] [--quick]
 
 The benchmark is ``benchmarks/spin.py``: fixed work, timed inside, the slowdown injected as
 that much more work (template args ``work``, ``slowdown``). Everything runs through the
@@ -48,7 +48,7 @@ from benchmarks.spin import CPU, TEMPLATE, WALL, compile_spin, iteration_ns, spi
 from benchrunner import adapters
 from benchrunner.core.duet_order import BASELINE, CONTENDER
 from benchrunner.detection.duet import alert_limit
-from benchrunner.protocol import Completed, JsonClaimedJob, JsonJobOutput, TerminalMessage
+from benchrunner.protocol import JsonClaimedJob, JsonJobOutput
 from benchrunner.runner.cores import CorePlan
 from benchrunner.runner.executors import ProcessExecutor
 from benchrunner.server.duet_results import measure_duet
@@ -96,12 +96,6 @@ def spin(work: int, slowdown: float) -> dict[str, int | float | bool | str]:
     return {"work": work, "slowdown": slowdown}
 
 
-def completed(message: TerminalMessage) -> Completed:
-    if not isinstance(message, Completed):
-        raise RuntimeError(f"the job did not complete: {message}")
-    return message
-
-
 def duet(runner: LocalRunner, work: int, slowdown: float, rounds: int, seed: int) -> list[Verdict]:
     job = claimed_job(
         {
@@ -117,7 +111,7 @@ def duet(runner: LocalRunner, work: int, slowdown: float, rounds: int, seed: int
             },
         }
     )
-    message = completed(runner.run(job)[0])
+    message = runner.run(job)[0]
     assert job.config.duet is not None
     output = JsonJobOutput(results=message.results)
     result, error = measure_duet("json", output, adapters.Settings(), job.config.duet)
@@ -138,7 +132,7 @@ def duet(runner: LocalRunner, work: int, slowdown: float, rounds: int, seed: int
 
 
 def plain_values(runner: LocalRunner, job: JsonClaimedJob) -> list[dict[str, float]]:
-    return [iteration_ns(result) for result in completed(runner.run(job)[0]).results]
+    return [iteration_ns(result) for result in runner.run(job)[0].results]
 
 
 def plain(runner: LocalRunner, work: int, slowdown: float, rounds: int) -> list[Verdict]:

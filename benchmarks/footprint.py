@@ -57,7 +57,7 @@ from benchmarks.spin import (
     spin_templates,
 )
 from benchrunner.detection.duet import ratio_interval
-from benchrunner.protocol import Completed, JsonClaimedJob
+from benchrunner.protocol import JsonClaimedJob
 from benchrunner.runner.cores import CorePlan
 from benchrunner.runner.executors import ProcessExecutor
 from benchrunner.runner.executors.sandbox import SandboxExecutor
@@ -69,10 +69,7 @@ RUNNER_MODES = ("process", "sandbox")
 
 def under_runner(runner: LocalRunner, make_job: Callable[[], JsonClaimedJob]) -> Measure:
     def measure() -> dict[str, float]:
-        message, _ = runner.run(make_job())
-        if not isinstance(message, Completed):
-            raise RuntimeError(f"the job did not complete: {message}")
-        (result,) = message.results
+        (result,) = runner.run(make_job())[0].results
         return iteration_ns(result)
 
     return measure

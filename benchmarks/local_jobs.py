@@ -12,7 +12,7 @@ import queue
 import time
 from pathlib import Path
 
-from benchrunner.protocol import JsonClaimedJob, TerminalMessage
+from benchrunner.protocol import Completed, JsonClaimedJob
 from benchrunner.runner.cores import CorePlan
 from benchrunner.runner.events import AgentEvent, JobFinished
 from benchrunner.runner.executors.base import Executor
@@ -39,9 +39,10 @@ class LocalRunner:
 
     def run(
         self, job: JsonClaimedJob, *, noise_guard: bool = True, idle_before: bool = True
-    ) -> tuple[TerminalMessage, float]:
-        """Run ``job`` to its terminal message; also the job thread's own duration (seconds,
-        from the slot picking it up to the message spooled: what the runner adds per job).
+    ) -> tuple[Completed, float]:
+        """Run ``job`` to its terminal message, which must be ``completed`` (RuntimeError
+        otherwise); also the job thread's own duration (seconds, from the slot picking it up
+        to the message spooled: what the runner adds per job).
 
         ``noise_guard``: as the agent with the guard on, the idle calibration is refreshed
         first (not timed: the agent does it while waiting for work) and handed to the job;
@@ -66,4 +67,6 @@ class LocalRunner:
             event = self._events.get(timeout=max(0.0, deadline - time.monotonic()))
             if isinstance(event, JobFinished) and event.job == job.uuid:
                 self._spool.delete(job.uuid)
+                if not isinstance(event.message, Completed):
+                    raise RuntimeError(f"the job did not complete: {event.message}")
                 return event.message, event.duration
