@@ -276,7 +276,7 @@ def up(
     """
     from benchrunner.runner.agent import EXIT_RESTART, RunnerOptions, run_agent
     from benchrunner.runner.cores import CorePlan
-    from benchrunner.runner.self_update import reexec
+    from benchrunner.runner.self_update import reexec, start_affinity
     from benchrunner.runner.signals import StopRequests
 
     options = RunnerOptions(
@@ -300,6 +300,7 @@ def up(
         update_channel=update_channel,
     )
     options.validate()
+    affinity = start_affinity()
 
     def run(cores: CorePlan, stops: StopRequests) -> int:
         options.cores = cores
@@ -307,7 +308,7 @@ def up(
 
     code = run_tuned(host_root, tune, run)
     if code == EXIT_RESTART:
-        reexec()  # after the host's tuning is restored: the new process tunes it again
+        reexec(affinity)  # after the host's tuning is restored: the new process tunes it again
     raise typer.Exit(code)
 
 

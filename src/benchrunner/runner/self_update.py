@@ -165,9 +165,18 @@ class SelfUpdater:
             raise UpdateFailed(f"pip install exited {done.returncode}: {' | '.join(lines[-5:])}")
 
 
-def reexec() -> NoReturn:
-    """Replace this process by a new runner on the version now installed, with the arguments
-    and environment it was started with."""
+def start_affinity() -> frozenset[int] | None:
+    """The cores this process may run on, to hand to ``reexec`` (None where unsupported)."""
+    return frozenset(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
+
+
+def reexec(affinity: frozenset[int] | None) -> NoReturn:
+    """Replace this process by a new runner on the version now installed, with the arguments,
+    environment and cores (``affinity``, from ``start_affinity``) it was started with: the main
+    thread is pinned to the housekeeping core by now, and a new process inherits that."""
+    if affinity:
+        with contextlib.suppress(OSError):
+            os.sched_setaffinity(0, affinity)
     for handler in logging.getLogger().handlers:
         with contextlib.suppress(Exception):
             handler.flush()
