@@ -30,7 +30,6 @@ from pydantic import (
 )
 
 from benchrunner.core.canonical import canonical_hash
-from benchrunner.core.releases import UpdateChannel
 
 MIN_POLL_TIMEOUT = 1
 MAX_POLL_TIMEOUT = 900
@@ -240,10 +239,11 @@ class Ready(_Wire):
     )
     """Protocol additions the runner understands (``OUR_EXTENSIONS``); the server sends a
     runner nothing that it did not announce."""
-    update_channel: UpdateChannel | None = None
+    update_channel: str | None = Field(default=None, max_length=32)
     """The release channel the runner follows (absent: ``stable``), as Bencher's runner's
-    ``--update-channel``."""
-    checksum: str | None = Field(default=None, max_length=64)
+    ``--update-channel``; a channel the server does not know is offered nothing (text, not an
+    enumeration: another runner's channel name must not make its ready invalid)."""
+    checksum: str | None = Field(default=None, max_length=128)
     """SHA-256 (hex) of the release wheel the runner runs, when it was installed from one: how
     a ``canary`` runner is told from the newest canary build."""
 

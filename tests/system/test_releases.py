@@ -107,6 +107,7 @@ def test_update_goes_only_to_linux_runners_that_announce_it_and_need_it(
         ({"version": "1.0"}, OUR_EXTENSIONS),
         ({"version": "not a version"}, OUR_EXTENSIONS),
         ({"update_channel": "canary"}, OUR_EXTENSIONS),  # no canary release yet
+        ({"update_channel": "nightly"}, OUR_EXTENSIONS),  # no such channel here
     ]
     for fields, extensions in never:
         slug, key = deployment.new_runner(f"never-{len(deployment.channels)}")

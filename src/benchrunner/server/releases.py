@@ -11,6 +11,7 @@ import urllib.parse
 from typing import Any
 
 from benchrunner.core.releases import (
+    CHANNELS,
     UpdateChannel,
     is_sha256_hex,
     needs_update,
@@ -89,7 +90,9 @@ async def offer(ctx: ServerContext, ready: Ready) -> ReleaseRow | None:
     metadata = ready.metadata()
     if (metadata.os or "").lower() != "linux":
         return None
-    channel: UpdateChannel = ready.update_channel or "stable"
+    channel = next((c for c in CHANNELS if c == (ready.update_channel or "stable")), None)
+    if channel is None:
+        return None
     latest = await ctx.db.read(releases.release_latest, channel)
     if latest is None:
         return None
