@@ -144,6 +144,8 @@ class SelfUpdater:
             "install",
             "--no-deps",
             "--no-index",
+            # A canary build may carry the version already installed: pip would keep that.
+            "--force-reinstall",
             "--disable-pip-version-check",
             "--no-input",
             str(wheel),
