@@ -316,6 +316,9 @@ class RunnerProcess:
     starts: int = 0
     servers: list[ServerProcess] = field(default_factory=list)
     """Server replicas to connect to in turn; empty: just ``server``."""
+    python: str = sys.executable
+    """The interpreter, and so the environment, the runner runs in."""
+    cwd: Path | None = None
 
     @property
     def log(self) -> Path:
@@ -343,7 +346,7 @@ class RunnerProcess:
         with self.log.open("wb") as log:
             self.proc = subprocess.Popen(
                 [
-                    sys.executable,
+                    self.python,
                     "-m",
                     "benchrunner",
                     "runner",
@@ -367,6 +370,7 @@ class RunnerProcess:
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
                 env={**os.environ, **self.extra_env, **env},
+                cwd=self.cwd,
             )
         return self
 

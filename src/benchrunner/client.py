@@ -179,9 +179,13 @@ class BenchrunnerClient:
         json: object = None,
         params: Mapping[str, str | int] | None = None,
         headers: Mapping[str, str] | None = None,
+        form: Mapping[str, str] | None = None,
+        files: Mapping[str, tuple[str, bytes, str]] | None = None,
     ) -> httpx.Response:
         try:
-            response = self._http.request(method, path, json=json, params=params, headers=headers)
+            response = self._http.request(
+                method, path, json=json, params=params, headers=headers, data=form, files=files
+            )
         except httpx.TimeoutException as exc:
             reason = str(exc) or "timed out"
             raise ApiError(0, f"cannot reach server at {self.host}: {reason}") from exc
@@ -216,6 +220,20 @@ class BenchrunnerClient:
 
     def templates(self) -> list[JsonObject]:
         return self._page("/v0/templates", {})
+
+    def publish_release(
+        self, filename: str, wheel: bytes, *, channel: str, version: str, checksum: str
+    ) -> JsonObject:
+        """A runner release (admins): the wheel, its version and SHA-256 (hex) on ``channel``."""
+        return self._object(
+            "POST",
+            "/v0/server/releases",
+            form={"channel": channel, "version": version, "checksum": checksum},
+            files={"wheel": (filename, wheel, "application/octet-stream")},
+        )
+
+    def list_releases(self, channel: str | None = None) -> list[JsonObject]:
+        return self._page("/v0/server/releases", {} if channel is None else {"channel": channel})
 
     # -- users ----------------------------------------------------------------------------------
 

@@ -42,7 +42,10 @@ MAX_LOG_CHUNK = 65536
 LOG_EXTENSION = "log"
 ERROR_EXTENSION = "error"
 NONCE_EXTENSION = "nonce"
-OUR_EXTENSIONS = (ERROR_EXTENSION, LOG_EXTENSION, NONCE_EXTENSION)
+UPDATE_EXTENSION = "update"
+"""Announced by a runner that installs the server's runner releases (benchrunner wheels) when
+offered ``update``; a runner started with ``--no-update`` leaves it out."""
+OUR_EXTENSIONS = (ERROR_EXTENSION, LOG_EXTENSION, NONCE_EXTENSION, UPDATE_EXTENSION)
 """What benchrunner's own runner understands beyond Bencher's protocol. A runner announces its
 extensions in ``ready``, and before its first ``ready`` in the ``EXTENSIONS_HEADER`` of the
 handshake (a spooled result is resent before any ``ready``); a runner that announces none
@@ -236,6 +239,13 @@ class Ready(_Wire):
     )
     """Protocol additions the runner understands (``OUR_EXTENSIONS``); the server sends a
     runner nothing that it did not announce."""
+    update_channel: str | None = Field(default=None, max_length=32)
+    """The release channel the runner follows (absent: ``stable``), as Bencher's runner's
+    ``--update-channel``; a channel the server does not know is offered nothing (text, not an
+    enumeration: another runner's channel name must not make its ready invalid)."""
+    checksum: str | None = Field(default=None, max_length=128)
+    """SHA-256 (hex) of the release wheel the runner runs, when it was installed from one: how
+    a ``canary`` runner is told from the newest canary build."""
 
     def metadata(self) -> RunnerMetadata:
         """Metadata sent inline or nested as ``runner`` (both are accepted)."""
@@ -386,6 +396,9 @@ class Cancel(_Wire):
 
 
 class Update(_Wire):
+    """Seed 003: install release ``version`` from ``url`` (on the server the runner is connected
+    to), whose SHA-256 is ``checksum`` (hex), then restart between jobs."""
+
     event: Literal["update"] = "update"
     version: str
     url: str

@@ -1,4 +1,5 @@
-"""``benchrunner admin bootstrap``: an admin and an API token, straight into the database."""
+"""``benchrunner admin bootstrap``: an admin and an API token, straight into the database;
+``benchrunner admin release``: runner releases, through the API."""
 
 from __future__ import annotations
 
@@ -10,11 +11,14 @@ import typer
 from benchrunner.cli import output
 from benchrunner.cli.options import Json
 from benchrunner.cli.passwords import read_password
+from benchrunner.cli.release_cmds import release_app
 from benchrunner.cli.server_cmds import settings_from
 
 admin_app = typer.Typer(
-    help="Server administration that needs the database, not the API.", no_args_is_help=True
+    help="Server administration: bootstrap (the database itself) and runner releases.",
+    no_args_is_help=True,
 )
+admin_app.add_typer(release_app, name="release")
 
 
 @admin_app.command("bootstrap")

@@ -26,6 +26,7 @@ from benchrunner.cli.runner_signing_cmds import keygen, set_key
 from benchrunner.cli.sizes import parse_size
 from benchrunner.cli.tune_cmds import HostRoot, parse_tune_mode, preflight, restore, run_tuned
 from benchrunner.client import JsonObject
+from benchrunner.core.releases import UpdateChannel
 from benchrunner.runner.options import DEFAULT_MAX_AGE
 from benchrunner.runner.secret_file import read_owner_only
 
@@ -236,6 +237,26 @@ def up(
             rich_help_panel=_AGENT,
         ),
     ] = None,
+    update: Annotated[
+        bool,
+        typer.Option(
+            "--update/--no-update",
+            envvar="BENCHRUNNER_UPDATE",
+            help="Install the runner releases the server offers (Linux), between jobs, and "
+            "restart as them. --no-update: never (the runner does not announce the `update` "
+            "extension, so the server offers it none).",
+            rich_help_panel=_AGENT,
+        ),
+    ] = True,
+    update_channel: Annotated[
+        UpdateChannel,
+        typer.Option(
+            envvar="BENCHRUNNER_UPDATE_CHANNEL",
+            help="Which releases: stable (a newer version) or canary (the newest build, "
+            "told by its checksum).",
+            rich_help_panel=_AGENT,
+        ),
+    ] = "stable",
     noise_max_age: Annotated[
         float,
         typer.Option(
@@ -253,8 +274,9 @@ def up(
     runner or key, the configuration is unusable, or the host cannot be tuned as asked.
     A tuning state left by a killed tuned runner is restored first.
     """
-    from benchrunner.runner.agent import RunnerOptions, run_agent
+    from benchrunner.runner.agent import EXIT_RESTART, RunnerOptions, run_agent
     from benchrunner.runner.cores import CorePlan
+    from benchrunner.runner.self_update import reexec, start_affinity
     from benchrunner.runner.signals import StopRequests
 
     options = RunnerOptions(
@@ -274,14 +296,20 @@ def up(
         noise_guard=noise_guard,
         signing_key=signing_key,
         noise_max_age=noise_max_age,
+        update=update,
+        update_channel=update_channel,
     )
     options.validate()
+    affinity = start_affinity()
 
     def run(cores: CorePlan, stops: StopRequests) -> int:
         options.cores = cores
         return run_agent(options, stops)
 
-    raise typer.Exit(run_tuned(host_root, tune, run))
+    code = run_tuned(host_root, tune, run)
+    if code == EXIT_RESTART:
+        reexec(affinity)  # after the host's tuning is restored: the new process tunes it again
+    raise typer.Exit(code)
 
 
 # -- administration (server API, admin only) ----------------------------------------------------

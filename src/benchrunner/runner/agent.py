@@ -34,6 +34,7 @@ from pydantic import BaseModel
 from benchrunner.core.templates import TemplateRegistry
 from benchrunner.protocol import (
     OUR_EXTENSIONS,
+    UPDATE_EXTENSION,
     Ack,
     Cancel,
     Error,
@@ -69,6 +70,7 @@ from benchrunner.runner.log_stream import LogStreamer
 from benchrunner.runner.noise_guard import NoiseProbe
 from benchrunner.runner.options import RunnerOptions
 from benchrunner.runner.outbox import Outbox
+from benchrunner.runner.self_update import SelfUpdater, UpdateFailed, installed_checksum
 from benchrunner.runner.signals import StopRequests, stop_signals_call
 from benchrunner.runner.signing import ResultSigner
 from benchrunner.runner.slot import JobSlot
@@ -80,6 +82,7 @@ log = logging.getLogger("benchrunner.runner")
 
 EXIT_OK = 0
 EXIT_REFUSED = 2  # bad/archived key, unknown runner, or an unusable configuration
+EXIT_RESTART = 75  # a new version is installed: start the runner again (``reexec``)
 
 READY_REPLY_MARGIN = 30.0  # beyond poll_timeout, for the reply to ready
 READY_RETRY = 1.0  # pause after the server refused ready or offered an update
@@ -93,8 +96,10 @@ def run_agent(options: RunnerOptions, stops: StopRequests | None = None) -> int:
 
     Returns the process exit code: 0 after a drain or a ``once`` job; 2 if the server refuses
     the runner key or runner (HTTP 401/403/404 at the handshake) or the options, templates file
-    or executor are unusable. Signals are handled only when called on the main thread;
-    ``stops`` holds those that came before (the caller handled them already).
+    or executor are unusable; ``EXIT_RESTART`` after a self-update, between jobs: the caller
+    starts the new version (``runner up`` re-executes itself). Signals are handled only when
+    called on the main thread; ``stops`` holds those that came before (the caller handled them
+    already).
     """
     if not logging.getLogger().handlers:
         logging.basicConfig(
@@ -160,6 +165,13 @@ class Agent:
         self._outbox = Outbox(self._spool, self._signer)
         self._events: queue.SimpleQueue[AgentEvent] = queue.SimpleQueue()
         self._version = runner_version()
+        # A runner started with --no-update does not announce the extension: never offered one.
+        self._extensions = [e for e in OUR_EXTENSIONS if options.update or e != UPDATE_EXTENSION]
+        self._updater = SelfUpdater(options.key) if options.update else None
+        self._installed_checksum = installed_checksum(self._version) if options.update else None
+        self._failed_updates: set[str] = set()
+        """Checksums of releases that failed to install here: not tried again by this process."""
+        self._restart = False
         self._connector = Connector(
             options.hosts,
             options.runner,
@@ -167,6 +179,7 @@ class Agent:
             events=self._events,
             cores=self._cores,
             user_agent=f"benchrunner-runner/{self._version}",
+            extensions=self._extensions,
             rng=rng,
         )
         self._heartbeat = HeartbeatSender(options.heartbeat_interval, self._cores)
@@ -247,6 +260,8 @@ class Agent:
                 self._handle(event)
 
     def _exit_code(self, now: float) -> int | None:
+        if self._restart and self._job is None:
+            return EXIT_OK if self._drain.requested else EXIT_RESTART
         stopping = self._drain.requested or (self._options.once and self._first_delivered)
         if not stopping or self._job is not None:
             return None
@@ -298,7 +313,9 @@ class Agent:
                 os=platform.system().lower(),
                 arch=platform.machine(),
                 version=self._version,
-                extensions=list(OUR_EXTENSIONS),
+                extensions=self._extensions,
+                update_channel=self._options.update_channel if self._updater else None,
+                checksum=self._installed_checksum,
             )
             if self._send(ready):
                 self._ready_deadline = now + self._options.poll_timeout + READY_REPLY_MARGIN
@@ -366,8 +383,7 @@ class Agent:
         elif isinstance(message, Cancel):
             self._on_cancel(message)
         elif isinstance(message, Update):
-            log.warning("server offers version %s: self-update not supported yet", message.version)
-            self._ready_answered(pause=True)
+            self._on_update(message)
         else:
             self._on_error(message)
 
@@ -439,6 +455,35 @@ class Agent:
             config.iter,
             config.timeout,
         )
+
+    def _on_update(self, update: Update) -> None:
+        """Install the offered release (it answers a ready: no job is running here, no result
+        is waiting), then restart as it; on failure keep this version and take jobs."""
+        self._ready_answered(pause=True)
+        checksum = update.checksum.lower()
+        if self._updater is None:
+            log.info("ignoring the offer of version %s: started with --no-update", update.version)
+            return
+        if checksum in self._failed_updates:
+            log.info("not retrying version %s (%s): it failed to install", update.version, checksum)
+            return
+        if platform.system() != "Linux":
+            log.info("ignoring the offer of version %s: self-update is for Linux", update.version)
+            return
+        log.info("updating from version %s to %s", self._version, update.version)
+        try:
+            self._updater.install(update, self._connector.host)
+        except UpdateFailed as exc:
+            self._failed_updates.add(checksum)
+            log.error(
+                "self-update to %s failed, keeping version %s: %s",
+                update.version,
+                self._version,
+                exc,
+            )
+            return
+        log.info("installed version %s; restarting", update.version)
+        self._restart = True
 
     def _on_cancel(self, message: Cancel) -> None:
         channel = self._connector.channel

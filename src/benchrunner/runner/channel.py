@@ -21,6 +21,7 @@ import logging
 import queue
 import threading
 import urllib.parse
+from collections.abc import Sequence
 
 from pydantic import BaseModel, ValidationError
 from websockets.exceptions import ConnectionClosed, InvalidStatus, InvalidURI, WebSocketException
@@ -104,6 +105,7 @@ class Channel:
         events: queue.SimpleQueue[AgentEvent],
         cores: CorePlan,
         user_agent: str,
+        extensions: Sequence[str] = OUR_EXTENSIONS,
         open_timeout: float = 10.0,
     ) -> Channel:
         """Connect and start receiving. Raises ChannelRefusedError or ChannelUnavailableError."""
@@ -113,7 +115,7 @@ class Channel:
                     url,
                     additional_headers={
                         "Authorization": f"Bearer {key}",
-                        EXTENSIONS_HEADER: ", ".join(OUR_EXTENSIONS),
+                        EXTENSIONS_HEADER: ", ".join(extensions),
                     },
                     user_agent_header=user_agent,
                     max_size=MAX_MESSAGE_BYTES,

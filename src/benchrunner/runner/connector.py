@@ -10,6 +10,7 @@ import random
 import time
 from collections.abc import Sequence
 
+from benchrunner.protocol import OUR_EXTENSIONS
 from benchrunner.runner.backoff import Backoff
 from benchrunner.runner.channel import Channel, ChannelUnavailableError, channel_url
 from benchrunner.runner.cores import CorePlan
@@ -28,6 +29,7 @@ class Connector:
         events: queue.SimpleQueue[AgentEvent],
         cores: CorePlan,
         user_agent: str,
+        extensions: Sequence[str] = OUR_EXTENSIONS,
         rng: random.Random | None = None,
     ) -> None:
         if not hosts:
@@ -39,6 +41,7 @@ class Connector:
         self._events = events
         self._cores = cores
         self._user_agent = user_agent
+        self._extensions = extensions
         self._backoff = Backoff(rng=rng)
         self._generation = 0
         self._next_attempt = 0.0
@@ -78,6 +81,7 @@ class Connector:
                 events=self._events,
                 cores=self._cores,
                 user_agent=self._user_agent,
+                extensions=self._extensions,
             )
         except ChannelUnavailableError as exc:
             failed = self.url

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from benchrunner.core.releases import UpdateChannel
 from benchrunner.protocol import MAX_POLL_TIMEOUT, MIN_POLL_TIMEOUT
 from benchrunner.runner.cores import CorePlan
 
@@ -25,7 +26,8 @@ class RunnerOptions:
     (one per runner: leftover containers found there at start are removed).
     ``oci_runtime``: ``runc`` or ``crun``. ``cores``: the core plan (``runner up --tune`` passes
     its partition). ``signing_key``: PEM Ed25519 private key that signs every result (for a
-    runner registered with its public key)."""
+    runner registered with its public key). ``update``: install the releases the server offers
+    (``update``) and restart as them. ``update_channel``: ``stable`` or ``canary``."""
 
     host: str
     runner: str
@@ -51,6 +53,8 @@ class RunnerOptions:
     """Seconds: the idle calibration is retaken when older, so a job's "before" is never
     older than this when the job arrives."""
     signing_key: Path | None = None
+    update: bool = True
+    update_channel: UpdateChannel = "stable"
 
     @property
     def hosts(self) -> list[str]:

@@ -21,6 +21,11 @@ handshake's ``Benchrunner-Extensions`` header before the first ``ready``). To a 
 announced none, Bencher's runner binary, the server answers as Bencher's server does: it
 ignores what it would refuse, acknowledges a terminal message it will not apply (nothing
 changes), and closes where Bencher's server ends the channel.
+
+``update`` (seed 003) answers a ``ready`` instead of a job when the runner announced the
+``update`` extension, runs Linux and its channel has a release it should install
+(``server.releases``). Bencher's runner understands ``update`` too, but what this server
+publishes are benchrunner wheels: to Bencher's runner the server is one with no release for it.
 """
 
 from __future__ import annotations
@@ -41,6 +46,7 @@ from benchrunner.protocol import (
     DEFAULT_POLL_TIMEOUT,
     ERROR_EXTENSION,
     NONCE_EXTENSION,
+    UPDATE_EXTENSION,
     Ack,
     Cancel,
     Canceled,
@@ -59,6 +65,7 @@ from benchrunner.protocol import (
     parse_runner_message,
 )
 from benchrunner.protocol import RunnerMessage as RunnerMessage
+from benchrunner.server import releases
 from benchrunner.server.lifecycle import Lifecycle
 from benchrunner.server.store import job_logs, jobs, runners
 from benchrunner.server.store.runners import RunnerRow
@@ -144,6 +151,10 @@ class ChannelSession:
         self._metadata: RunnerMetadata | None = None
         self._log_full: set[tuple[int, str]] = set()
         """(job id, stream) whose log reached its size limit: later chunks cost no query."""
+        self._offered: set[str] = set()
+        """Checksums of the releases offered on this channel: a runner that answers one with
+        another ready failed to install it and gets jobs instead (on its next connection it
+        is offered the release again)."""
 
     # ------------------------------------------------------------ plumbing
 
@@ -290,8 +301,26 @@ class ChannelSession:
             now = self.ctx.clock.now()
             await self.ctx.db.write(runners.runner_record_metadata, self.runner.id, metadata, now)
             self._metadata = metadata
+        if await self._offer_update(message):
+            return
         poll_timeout = message.poll_timeout or DEFAULT_POLL_TIMEOUT
         self._poll = asyncio.create_task(self._wait_for_job(poll_timeout))
+
+    async def _offer_update(self, ready: Ready) -> bool:
+        """Answer ``ready`` with ``update`` when a newer release of the runner's channel waits
+        (seed 003): only to a runner that announced the ``update`` extension, which installs
+        our wheels (Bencher's runner binary could not), and once per release and channel."""
+        if UPDATE_EXTENSION not in self.extensions:
+            return False
+        release = await releases.offer(self.ctx, ready)
+        if release is None or release.checksum in self._offered:
+            return False
+        self._offered.add(release.checksum)
+        base = str(self.ws.base_url)
+        http_base = "https" + base[3:] if base.startswith("wss:") else "http" + base[2:]
+        log.info("runner %s offered release %s", self.runner.slug, release.version)
+        await self.send(releases.update_message(http_base, self.runner.uuid, release))
+        return True
 
     async def _wait_for_job(self, poll_timeout: float) -> None:
         try:

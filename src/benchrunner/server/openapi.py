@@ -80,6 +80,9 @@ HANDLER_ERRORS: dict[str, frozenset[int]] = {
     "DELETE /v0/projects/{project}/thresholds/{threshold}": frozenset({403}),
     "PATCH /v0/projects/{project}/alerts/{alert}": frozenset({403}),
     "POST /v0/projects/{project}/baselines": frozenset({403}),
+    "POST /v0/server/releases": frozenset({409}),  # the channel has that version
+    # 401: the runner's own key (not an API token) is missing or wrong
+    "GET /v0/runners/{runner}/releases/{release}/{filename}": frozenset({401}),
     "GET /v0/auth/oci/token": frozenset({400, 401}),  # 400: a scope the database refuses
     "POST /v0/auth/oci/token": frozenset({400, 401, 413}),
 }

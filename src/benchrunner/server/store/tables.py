@@ -616,3 +616,20 @@ oci_tag = sa.Table(
     _ts("modified"),
     sa.UniqueConstraint("project_id", "name", name="uq_oci_tag_project_name"),
 )
+
+# A runner release (issue 13): a wheel of benchrunner that runners on its channel update to. The
+# wheel itself is a blob under ``runner_release_key(checksum)``; the newest row of a channel is
+# the one offered.
+runner_release = sa.Table(
+    "runner_release",
+    metadata,
+    _id(),
+    _uuid(),
+    sa.Column("channel", sa.String(16), nullable=False),
+    sa.Column("version", sa.String(64), nullable=False),
+    sa.Column("checksum", sa.String(64), nullable=False),
+    sa.Column("filename", sa.String(255), nullable=False),
+    sa.Column("size", sa.BigInteger, nullable=False),
+    _ts("created"),
+    sa.UniqueConstraint("channel", "version", name="uq_runner_release_channel_version"),
+)
