@@ -268,7 +268,7 @@ class ServerProcess:
                 stdin=subprocess.DEVNULL,
                 env={**os.environ, **self.env},
             )
-        wait_until(self._healthy, timeout=30, message=f"server on {self.url} ({self.log})")
+        wait_until(self._healthy, timeout=90, message=f"server on {self.url} ({self.log})")
         return self
 
     def _healthy(self) -> bool:

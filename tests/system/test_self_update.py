@@ -20,10 +20,18 @@ from pathlib import Path
 
 import pytest
 
-from tests.harness import Deployment, RunnerProcess, cli, wait_until
+from tests.harness import Deployment, RunnerProcess, cli, deploy, wait_until
 from tests.wheels import build_wheel, installed_version, pip_install, runner_venv
 
 pytestmark = pytest.mark.system
+
+
+@pytest.fixture
+def deployment(tmp_path: Path) -> Iterator[Deployment]:
+    """SQLite only: what is tested here is the runner's; the release table and its offers run on
+    both engines in ``test_releases``."""
+    with deploy(tmp_path, f"sqlite:///{tmp_path / 'benchrunner.db'}") as deployment:
+        yield deployment
 
 OLD, NEW, OTHER = "0.0.1", "0.0.2", "0.0.3"
 
