@@ -202,9 +202,9 @@ def test_the_reports_list_and_the_job_page_mark_the_noisy_report(page: Page, run
     expect(page.locator("#job-summary")).to_contain_text("processed noisy")
     expect(page.locator("section#noise")).to_have_attribute("data-verdict", "noisy")
     expect(page.locator("#noise-reason")).to_contain_text("alert_when_noisy")
+    save_screenshot(page, "job-noisy")
     page.get_by_role("link", name="The report", exact=True).click()
     expect(page.get_by_role("heading", level=1)).to_contain_text(runs.noisy["uuid"])
-    save_screenshot(page, "job-noisy")
 
 
 def test_a_duet_reports_page_shows_its_ratios_apart(page: Page, runs: Runs) -> None:
@@ -261,7 +261,7 @@ def test_the_perf_plot_marks_noisy_points_and_shows_duets_apart(page: Page, runs
     assert _near(_pixel(duet_figure, marker["left"], marker["top"]), ALERT_RGB, 80)
     expect(duet_figure.locator(".u-legend")).to_contain_text("interval high: timed · main · box")
     expect(duet_figure.locator(".u-legend")).to_contain_text("1: no change")
-    [duet_row] = panel.locator("tbody tr").all()
+    [duet_row] = panel.locator("details.duet-table tbody tr").all()
     expect(duet_row).to_contain_text(f"{ratio['ratio']:.4f}")
     expect(duet_row).to_contain_text("contender higher")
     expect(duet_row).to_have_attribute("data-alert-limit", "upper")

@@ -142,12 +142,16 @@
       scales: {
         // A little room on both sides, so that a marker on the first or last point shows whole.
         x: { time: true, range: function (u, min, max) {
+          // One x value (a single duet, a single report): uPlot widens it by 86400 * 1000
+          // (milliseconds taken for seconds), pushing the point to the edge of years of axis.
+          var xs = u.data[0];
+          if (xs.length && xs[0] === xs[xs.length - 1]) { min = max = xs[0]; }
           var pad = Math.max((max - min) * 0.02, 60);
           return [min - pad, max + pad];
         } },
         y: { distr: log ? 3 : 1 },
       },
-      axes: [{}, { label: chart.units, size: 70 }],
+      axes: [{}, { label: chart.kind === "duet" ? "contender / baseline" : chart.units, size: 70 }],
       legend: { live: false },
       hooks: {
         // Scales and sizes are committed asynchronously: positions are known once drawn.
