@@ -1,5 +1,5 @@
 """The perf page's charts: one per measure, lines on a shared x axis with gaps, limits only
-where a threshold drew them, and a marker per alert."""
+where a threshold drew them, a marker per alert, and the points of noisy reports apart."""
 
 from __future__ import annotations
 
@@ -30,6 +30,7 @@ def _point(
     iteration: int = 0,
     upper: float | None = None,
     alert: str | None = None,
+    noisy: bool = False,
 ) -> PlotPoint:
     return PlotPoint(
         branch_id=branch,
@@ -47,6 +48,7 @@ def _point(
         alert_limit=alert,
         alert_status=None if alert is None else "active",
         version=day + 1,
+        noisy=noisy,
     )
 
 
@@ -120,3 +122,16 @@ def test_limits_only_where_drawn_and_markers_on_alerts() -> None:
 
 def test_no_points_no_charts() -> None:
     assert build_charts([], NAMES) == []
+
+
+def test_noisy_points_stay_on_their_line_and_are_listed_apart() -> None:
+    points = [_point(0, 100.0), _point(1, 180.0, noisy=True), _point(2, 101.0)]
+    [chart] = build_charts(points, NAMES)
+    [line] = chart.lines
+    assert line.values == [100.0, 180.0, 101.0]  # still a point of the history
+    assert line.noisy == [None, 180.0, None]
+    assert [row.noisy for row in chart.rows] == [False, True, False]
+    assert chart.noisy_points == 1
+    assert chart.as_json()["lines"][0]["noisy"] == [None, 180.0, None]
+    [quiet] = build_charts([_point(0, 1.0)], NAMES)
+    assert quiet.lines[0].noisy is None and quiet.as_json()["lines"][0]["noisy"] is None

@@ -1,5 +1,5 @@
 """The perf page's table body, built as HTML outside the template: names from users escaped,
-alerted rows marked and linked."""
+alerted rows and noisy reports' rows marked and linked."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ ALERT = "0b6c1f4e-0000-4000-8000-000000000001"
 REPORT = "5d0e7a52-0000-4000-8000-000000000002"
 
 
-def _row(benchmark: str, alert: str | None) -> Row:
+def _row(benchmark: str, alert: str | None, *, noisy: bool = False) -> Row:
     return Row(
         start_time="2026-01-01 00:00:00",
         benchmark=benchmark,
@@ -26,6 +26,7 @@ def _row(benchmark: str, alert: str | None) -> Row:
         alert=alert,
         alert_text="upper (active)" if alert else "",
         report=REPORT,
+        noisy=noisy,
     )
 
 
@@ -68,3 +69,13 @@ def test_user_names_are_escaped_and_alerts_marked() -> None:
         f"/console/projects/p&q/alerts?status=all&report={REPORT}",
         f"/console/projects/p&q/reports/{REPORT}",
     ]
+
+
+def test_a_noisy_reports_row_says_so() -> None:
+    parser = _Cells()
+    parser.feed(str(table_body([_row("sort", None, noisy=True), _row("sort", ALERT)], "p")))
+    noisy, alerted = parser.rows
+    assert noisy.attrs == {"data-noisy": "true"}
+    assert noisy.cells[10].strip() == "noisy"
+    assert alerted.cells[10].strip() == ""
+    assert "data-noisy" not in alerted.attrs

@@ -15,7 +15,9 @@ from benchrunner.server.perf.series import Point, Series
 T0 = dt.datetime(2026, 11, 1, tzinfo=dt.UTC)
 
 
-def _series(*, alert_at: int | None, benchmark: str = "sort") -> Series:
+def _series(
+    *, alert_at: int | None, benchmark: str = "sort", noisy_at: int | None = None
+) -> Series:
     points = [
         Point(
             report=f"r{i}",
@@ -28,6 +30,7 @@ def _series(*, alert_at: int | None, benchmark: str = "sort") -> Series:
             alert_status="active" if i == alert_at else None,
             version=i + 1,
             hash=f"{i:040x}",
+            noisy=i == noisy_at,
         )
         for i in range(12)
     ]
@@ -50,6 +53,22 @@ def test_the_plot_is_a_png_of_the_documented_size() -> None:
 def test_alerts_are_marked_in_red_and_only_when_there_are_some() -> None:
     assert _red_pixels(perf_png([_series(alert_at=None)], title="demo")) == 0
     assert _red_pixels(perf_png([_series(alert_at=8)], title="demo")) > 20
+
+
+def _series_pixels(png: bytes) -> int:
+    """Pixels of the first series' colour (matplotlib's C0, #1f77b4)."""
+    image = imread(io.BytesIO(png), format="png")[..., :3]
+    c0 = np.array([0x1F, 0x77, 0xB4]) / 255
+    return int(np.count_nonzero(np.abs(image - c0).max(axis=-1) < 0.05))
+
+
+def test_a_noisy_reports_point_is_drawn_hollow_with_a_legend_entry() -> None:
+    quiet = perf_png([_series(alert_at=None)], title="demo")
+    noisy = perf_png([_series(alert_at=None, noisy_at=5)], title="demo")
+    # A ring in the series' colour around the point, and its legend entry's: more of the
+    # colour; no alert either way.
+    assert _series_pixels(noisy) > _series_pixels(quiet) + 40
+    assert _red_pixels(noisy) == 0
 
 
 def test_an_empty_query_still_draws_a_plot() -> None:

@@ -38,5 +38,18 @@ def _result_view(r: Any) -> dict[str, Any]:
         "ratio": r.ratio,
         "lower_value": r.lower_value,
         "upper_value": r.upper_value,
+        "verdict": duet_verdict(r.lower_value, r.upper_value, r.limit),
         "alert": None if r.limit is None else {"limit": r.limit},
     }
+
+
+def duet_verdict(lower: float, upper: float, limit: str | None) -> str:
+    """What a ratio's interval says, in words: which side measured higher, if the interval
+    shows one, and whether that stayed within the duet's margin (no alert)."""
+    if lower > 1:
+        found = "contender higher"
+    elif upper < 1:
+        found = "contender lower"
+    else:
+        return "no difference shown"
+    return found if limit is not None else f"{found}, within the margin"

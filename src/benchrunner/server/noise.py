@@ -13,6 +13,8 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from pydantic import ValidationError
+
 from benchrunner.protocol import NoiseGuard
 
 DEFAULT_CV_LIMIT = 0.05
@@ -90,6 +92,19 @@ def noise_view(stored: str | None) -> dict[str, Any] | None:
         return None
     found = json.loads(stored)
     return found if isinstance(found, dict) else None
+
+
+def stored_verdict(view: dict[str, Any] | None) -> NoiseVerdict | None:
+    """The verdict a report's stored noise JSON (``noise_view``) holds, under the limits it was
+    judged by; None for a report without one or JSON this server did not write."""
+    if view is None:
+        return None
+    try:
+        return NoiseVerdict(
+            NoiseGuard.model_validate(view), float(view["cv_limit"]), float(view["drift_limit"])
+        )
+    except (ValidationError, KeyError, TypeError, ValueError):
+        return None
 
 
 def _percent(value: float) -> str:

@@ -1,5 +1,6 @@
 """One job as its console page shows it: what it runs, where, its event timeline with actors,
-a page of its log, each iteration's output, and whether the viewer may cancel or rerun it.
+a page of its log, each iteration's output, its report's noise verdict, and whether the viewer
+may cancel or rerun it.
 
 Everything is read with the API's functions (``job_in_project``, ``job_events``, ``log_page``,
 ``job_output``); the text a job produced is shown redacted as its log is.
@@ -23,6 +24,7 @@ from benchrunner.server.console.viewer import Viewer, may_change, visible_projec
 from benchrunner.server.context import ServerContext
 from benchrunner.server.errors import bad_request
 from benchrunner.server.job_logs import log_page, redactor_for
+from benchrunner.server.noise import noise_view, stored_verdict
 from benchrunner.server.routes.jobs import job_in_project, job_output
 from benchrunner.server.store import job_reads
 from benchrunner.server.store.accounts import ProjectRow
@@ -80,6 +82,13 @@ class JobFacts:
     events: list[EventLine]
     config: list[tuple[str, str]]
     can_write: bool
+    noise: dict[str, Any] | None
+    """The report's noise verdict (``server.noise``), once the job's output is processed."""
+
+    @property
+    def noise_reasons(self) -> list[str]:
+        found = stored_verdict(self.noise)
+        return [] if found is None else found.reasons
 
     @property
     def job(self) -> JobRow:
@@ -151,6 +160,7 @@ def job_facts(conn: Connection, viewer: Viewer, project: str, ref: str) -> JobFa
         events=[_event(row) for row in job_reads.job_events(conn, job.id)],
         config=_config(job, redactor_for(job)),
         can_write=may_change(conn, viewer, found),
+        noise=noise_view(place.noise),
     )
 
 

@@ -1,7 +1,8 @@
 """The perf page's charts: the perf query's points (``store.perf.perf_plot_points``) grouped as
 uPlot draws them, one chart per measure (its units on the y axis), one line per branch, testbed
-and benchmark, the threshold's limits as a band around it and alerts as markers; and the same
-points as the rows of the page's table.
+and benchmark, the threshold's limits as a band around it, alerts as markers and the points of
+noisy reports (issue 14) as hollow markers; and the same points as the rows of the page's
+table.
 
 uPlot wants every line on one shared x axis: the chart's x values are the union of its points'
 times, and a line has ``None`` where it has no point (drawn across, as a gap in the data, not
@@ -54,6 +55,8 @@ class Line:
     lower: list[float | None] | None
     upper: list[float | None] | None
     baseline: list[float | None] | None
+    noisy: list[float | None] | None = None
+    """The values of the points taken on a noisy machine (``None`` elsewhere); None: none."""
 
     @property
     def label(self) -> str:
@@ -101,6 +104,7 @@ class Row(NamedTuple):
     alert: str | None
     alert_text: str
     report: str
+    noisy: bool
 
 
 def _rows(points: list[PlotPoint], names: Names) -> list[Row]:
@@ -120,6 +124,7 @@ def _rows(points: list[PlotPoint], names: Names) -> list[Row]:
             None if p.alert_uuid is None else str(p.alert_uuid),
             "" if p.alert_uuid is None else f"{p.alert_limit} ({p.alert_status})",
             str(p.report_uuid),
+            bool(p.noisy),
         )
         for p in points
     ]
@@ -132,10 +137,17 @@ class Chart:
     lines: list[Line]
     markers: list[Marker]
     rows: list[Row] = field(default_factory=list)
+    kind: str = "absolute"
+    """``duet``: the lines are contender/baseline ratios and the band their interval."""
+
+    @property
+    def noisy_points(self) -> int:
+        return sum(1 for row in self.rows if row.noisy)
 
     def as_json(self) -> dict[str, Any]:
         """What the page embeds for ``perf.js``."""
         return {
+            "kind": self.kind,
             "measure": self.measure.name,
             "units": self.measure.units,
             "x": self.x,
@@ -144,6 +156,7 @@ class Chart:
                     "label": line.label,
                     "values": line.values,
                     "band": line.band(),
+                    "noisy": line.noisy,
                 }
                 for line in self.lines
             ],
@@ -170,6 +183,11 @@ def _limits(
     points: list[PlotPoint | None], column: Callable[[PlotPoint], float | None]
 ) -> list[float | None] | None:
     values = [None if p is None else column(p) for p in points]
+    return values if any(v is not None for v in values) else None
+
+
+def _noisy(points: list[PlotPoint | None]) -> list[float | None] | None:
+    values = [p.value if p is not None and p.noisy else None for p in points]
     return values if any(v is not None for v in values) else None
 
 
@@ -207,6 +225,7 @@ def _chart(measure: Dimension, points: list[PlotPoint], names: Names) -> Chart:
                 lower=_limits(cells, _LOWER),
                 upper=_limits(cells, _UPPER),
                 baseline=_limits(cells, _BASELINE),
+                noisy=_noisy(cells),
             )
         )
         markers.extend(

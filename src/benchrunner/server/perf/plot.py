@@ -1,5 +1,6 @@
 """A perf query as a PNG a README or pull request can embed: each series' values over time,
-its threshold band (lower to upper limit) shaded, and alerts marked.
+its threshold band (lower to upper limit) shaded, alerts marked, and the points of noisy
+reports drawn hollow.
 
 Uses matplotlib's object API with the Agg canvas (no pyplot, no global state), so plots can be
 drawn on several threads at once.
@@ -57,6 +58,7 @@ def perf_png(series: Sequence[Series], *, title: str) -> bytes:
     axes = figure.add_subplot()
     axes.set_title(title, loc="left", fontsize=12)
     alerts_drawn = False
+    noisy_drawn = False
     scale = _y_scale(series)
 
     def y(value: float | None) -> float:
@@ -82,6 +84,20 @@ def perf_png(series: Sequence[Series], *, title: str) -> bytes:
                     # NaN breaks the line where a point has no limit on that side.
                     drawn = [y(v) for v in limits]
                     axes.plot(band_times, drawn, linestyle="--", linewidth=0.8, color=color)
+        noisy = [p for p in s.points if p.noisy]
+        if noisy:
+            axes.scatter(
+                _times(noisy),
+                [y(p.value) for p in noisy],
+                s=70,
+                marker="o",
+                facecolors="white",
+                edgecolors=color,
+                linewidths=2,
+                zorder=4,
+                label=None if noisy_drawn else "noisy report (hollow)",
+            )
+            noisy_drawn = True
         alerted = [p for p in s.points if p.alert_limit is not None]
         if alerted:
             axes.scatter(

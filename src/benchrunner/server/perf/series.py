@@ -24,6 +24,8 @@ class Point:
     alert_limit: str | None = None
     """``lower`` or ``upper`` when this point raised an alert."""
     alert_status: str | None = None
+    noisy: bool = False
+    """The point's report was taken on a noisy machine (issue 14): its alerts were withheld."""
 
 
 @dataclass(frozen=True)

@@ -218,6 +218,8 @@ def _point_view(p: Any) -> dict[str, Any]:
             "status": p.alert_status,
             "modified": iso(p.alert_modified),
         }
+    if p.noisy:
+        view["noisy"] = True
     return view
 
 
@@ -270,6 +272,7 @@ def perf_series(found: _Resolved) -> list[Series]:
                         upper_limit=p.upper_limit,
                         alert_limit=p.alert_limit,
                         alert_status=p.alert_status,
+                        noisy=bool(p.noisy),
                     )
                     for p in points
                 ],

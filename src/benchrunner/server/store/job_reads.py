@@ -134,21 +134,27 @@ def job_page(
 @dataclass(frozen=True)
 class JobPlace:
     """Where a job ran, in names: its report's branch and testbed and its runner's slug (if
-    claimed)."""
+    claimed); and its report's noise verdict (JSON, ``server.noise``; None until processed or
+    without the guard)."""
 
     branch: str
     testbed: str
     runner: str | None
+    noise: str | None = None
 
 
 def job_places(conn: Connection, job_ids: Collection[int]) -> dict[int, JobPlace]:
-    """Each job's branch and testbed names and runner slug by job id (a page of jobs: one
-    query)."""
+    """Each job's branch and testbed names, runner slug and report's noise verdict by job id (a
+    page of jobs: one query)."""
     if not job_ids:
         return {}
     rows = conn.execute(
         sa.select(
-            job.c.id, branch.c.name.label("branch"), testbed.c.name.label("testbed"), runner.c.slug
+            job.c.id,
+            branch.c.name.label("branch"),
+            testbed.c.name.label("testbed"),
+            runner.c.slug,
+            report.c.noise,
         )
         .join(report, report.c.id == job.c.report_id)
         .join(branch, branch.c.id == report.c.branch_id)
@@ -156,7 +162,7 @@ def job_places(conn: Connection, job_ids: Collection[int]) -> dict[int, JobPlace
         .outerjoin(runner, runner.c.id == job.c.runner_id)
         .where(job.c.id.in_(sorted(job_ids)))
     )
-    return {row.id: JobPlace(row.branch, row.testbed, row.slug) for row in rows}
+    return {row.id: JobPlace(row.branch, row.testbed, row.slug, row.noise) for row in rows}
 
 
 def project_job_specs_and_runners(conn: Connection, project_id: int) -> tuple[list[str], list[str]]:

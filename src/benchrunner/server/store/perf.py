@@ -30,6 +30,13 @@ from benchrunner.server.store.tables import (
 MAX_SERIES = 256
 """Series (branches times testbeds times benchmarks times measures) one query may ask for."""
 
+NOISY_VERDICT = '"verdict":"noisy"'
+"""How a noisy report's stored noise JSON (``server.noise.NoiseVerdict.stored``, compact) says
+so: matched in SQL, so that a point's noisiness costs no JSON parse per point on either engine."""
+_NOISY = sa.type_coerce(
+    sa.case((report.c.noise.like(f"%{NOISY_VERDICT}%"), sa.true()), else_=sa.false()), sa.Boolean
+).label("noisy")
+
 
 @dataclass(frozen=True)
 class PerfQuery:
@@ -72,6 +79,7 @@ _POINTS = (
         alert.c.limit.label("alert_limit"),
         alert.c.status.label("alert_status"),
         alert.c.modified.label("alert_modified"),
+        _NOISY,
     )
     .select_from(metric)
     .join(report, report.c.id == metric.c.report_id)
@@ -100,6 +108,7 @@ _PLOT_POINTS = (
         alert.c.uuid.label("alert_uuid"),
         alert.c.limit.label("alert_limit"),
         alert.c.status.label("alert_status"),
+        _NOISY,
     )
     .select_from(metric)
     .join(report, report.c.id == metric.c.report_id)
@@ -128,12 +137,15 @@ class PlotPoint(NamedTuple):
     alert_uuid: uuid.UUID | None
     alert_limit: str | None
     alert_status: str | None
+    noisy: bool
+    """The point's report was taken on a noisy machine (its alerts withheld)."""
 
 
 assert PlotPoint._fields == tuple(c.name for c in _PLOT_POINTS.selected_columns)
 
 
-def _params(query: PerfQuery) -> dict[str, Any]:
+def query_params(query: PerfQuery) -> dict[str, Any]:
+    """The statement parameters of ``query`` (``_IN_QUERY``'s)."""
     return {
         "benchmark_ids": list(query.benchmark_ids),
         "measure_ids": list(query.measure_ids),
@@ -146,11 +158,11 @@ def _params(query: PerfQuery) -> dict[str, Any]:
 
 def perf_points(conn: Connection, query: PerfQuery) -> list[Any]:
     """Every point of the query, oldest first (then by report and iteration)."""
-    return list(conn.execute(_POINTS, _params(query)))
+    return list(conn.execute(_POINTS, query_params(query)))
 
 
 def perf_plot_points(conn: Connection, query: PerfQuery) -> list[PlotPoint]:
     """What a plot of the query draws: the points in ``perf_points``' order with their limits
     and alert, nothing of the model. Plain named tuples: a thousand database rows read field
     by field cost the console more than the query itself."""
-    return [PlotPoint._make(row) for row in conn.execute(_PLOT_POINTS, _params(query))]
+    return [PlotPoint._make(row) for row in conn.execute(_PLOT_POINTS, query_params(query))]

@@ -1,5 +1,6 @@
 """Pages of a project's reports as the console lists them: each report with its branch, testbed,
-job, and how many metrics and alerts it holds, newest first, in two queries per page."""
+job, its noise verdict, and how many metrics, duet ratios and alerts it holds, newest first, in
+two queries per page."""
 
 from __future__ import annotations
 
@@ -9,7 +10,16 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from benchrunner.server.store.tables import alert, branch, job, metric, report, testbed
+from benchrunner.server.store.tables import (
+    alert,
+    branch,
+    duet,
+    duet_result,
+    job,
+    metric,
+    report,
+    testbed,
+)
 
 _JOB = sa.select(job.c.uuid).where(job.c.report_id == report.c.id).correlate(report).limit(1)
 _LISTED = (
@@ -22,6 +32,7 @@ _LISTED = (
         report.c.start_time,
         report.c.end_time,
         report.c.error,
+        report.c.noise,
         report.c.created,
         branch.c.name.label("branch_name"),
         branch.c.slug.label("branch_slug"),
@@ -55,8 +66,9 @@ def report_page(
     conn: Connection, project_id: int, wanted: ReportFilter, *, limit: int, offset: int
 ) -> tuple[list[Any], int]:
     """One page of the project's reports that match, newest first (by creation, then id), each
-    with ``metrics`` and ``alerts`` (the alerts its evaluation raised) counted, and how many
-    reports match in all.
+    with ``metrics``, ``alerts`` (the alerts its evaluation raised) and ``duet_results`` (the
+    ratios of a duet report; None for a report that is no duet's) counted, and how many reports
+    match in all.
 
     The counts are read for the page's reports only, after the page is cut: a correlated count
     per row of the whole project would cost the project's size on every page."""
@@ -79,5 +91,12 @@ def report_page(
         .where(alert.c.report_id == page.c.id)
         .scalar_subquery()
         .label("alerts"),
+        sa.select(sa.func.count(duet_result.c.id))
+        .select_from(duet)
+        .outerjoin(duet_result, duet_result.c.duet_id == duet.c.id)
+        .where(duet.c.report_id == page.c.id)
+        .group_by(duet.c.id)
+        .scalar_subquery()
+        .label("duet_results"),
     ).order_by(page.c.created.desc(), page.c.id.desc())
     return list(conn.execute(counted)), int(total)

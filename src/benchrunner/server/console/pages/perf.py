@@ -1,7 +1,8 @@
 """The perf page: choose branches, testbeds, benchmarks and measures and a time range (a GET
 form, so the URL holds the whole state and can be shared), see one plot per measure with the
-thresholds' bands and the alerts marked, and the same points as a table (the page without
-JavaScript)."""
+thresholds' bands, the alerts and the points of noisy reports marked, and the same points as a
+table (the page without JavaScript); duet ratios of the same series in a panel of their own,
+apart from the absolute values."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
 from sqlalchemy.engine import Connection
 
+from benchrunner.server.console.duet_chart import DuetPanel, build_duet_panels
 from benchrunner.server.console.perf_chart import Chart, Dimension, Names, build_charts
 from benchrunner.server.console.perf_state import DIMENSIONS, PerfState, parse_state
 from benchrunner.server.console.perf_table import table_body
@@ -21,6 +23,7 @@ from benchrunner.server.console.viewer import CurrentViewer, Viewer, visible_pro
 from benchrunner.server.routes.deps import Ctx
 from benchrunner.server.store import dimensions
 from benchrunner.server.store.accounts import ProjectRow
+from benchrunner.server.store.duets import duet_points
 from benchrunner.server.store.perf import PerfQuery, perf_plot_points
 from benchrunner.server.store.tables import benchmark, branch, measure, testbed
 
@@ -51,6 +54,7 @@ class PerfPage:
     chosen: dict[str, set[int]]
     errors: dict[str, str]
     charts: list[Chart] = field(default_factory=list)
+    duets: list[DuetPanel] = field(default_factory=list)
     ran: bool = False
 
 
@@ -101,6 +105,7 @@ def _read(conn: Connection, viewer: Viewer, ref: str, state: PerfState) -> PerfP
         )
     )
     page.charts = build_charts(perf_plot_points(conn, query), names)
+    page.duets = build_duet_panels(duet_points(conn, query), names)
     page.ran = True
     return page
 

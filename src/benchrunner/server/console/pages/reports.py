@@ -1,5 +1,7 @@
 """A project's reports: the list (newest first, by branch and testbed) and one report with its
-metrics per iteration, the boundaries they were judged against and the alerts they raised."""
+metrics per iteration, the boundaries they were judged against and the alerts they raised, its
+noise guard's verdict (and why a noisy report's alerts were withheld), and a duet report's
+paired ratios apart from absolute metrics."""
 
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ from sqlalchemy.engine import Connection
 from benchrunner.server.console.pager import Pager
 from benchrunner.server.console.templating import render
 from benchrunner.server.console.viewer import CurrentViewer, Viewer, visible_project
+from benchrunner.server.noise import NoiseVerdict, noise_view, stored_verdict
 from benchrunner.server.routes.deps import MAX_PAGE, Ctx
 from benchrunner.server.routes.dimensions import optional_id, report_in_project
 from benchrunner.server.store import dimensions
@@ -37,6 +40,8 @@ class ReportList:
     pages: Pager
     branches: list[Any]
     testbeds: list[Any]
+    noise: dict[int, NoiseVerdict | None]
+    """Each listed report's noise verdict, by id."""
 
 
 def _names(conn: Connection, table: Any, project_id: int) -> list[Any]:
@@ -63,6 +68,7 @@ def _list(
         pages=Pager(page, PER_PAGE, total),
         branches=_names(conn, branch, project.id),
         testbeds=_names(conn, testbed, project.id),
+        noise={row.id: stored_verdict(noise_view(row.noise)) for row in rows},
     )
 
 
@@ -89,6 +95,7 @@ async def report_list(
             "pages": found.pages,
             "branches": found.branches,
             "testbeds": found.testbeds,
+            "noise": found.noise,
             "chosen": {"branch": chosen_branch or "", "testbed": chosen_testbed or ""},
         },
     )
@@ -106,9 +113,15 @@ async def report_detail(
 ) -> HTMLResponse:
     found_project, view = await ctx.db.read(_report, viewer, project, report)
     alerted = {a["metric"]["uuid"]: a["limit"] for a in view["alerts"]}
+    noise = stored_verdict(view["noise"])
     return render(
         request,
         viewer,
         "report.html",
-        {"project": found_project, "report": view, "alerted": alerted},
+        {
+            "project": found_project,
+            "report": view,
+            "alerted": alerted,
+            "noise_reasons": [] if noise is None else noise.reasons,
+        },
     )
