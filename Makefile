@@ -28,7 +28,10 @@ system-packages:
 # files, so a module's shared server stays in one process) finish far sooner on two cores.
 TEST_WORKERS ?= 3
 
+# Every test starts servers, runners and CLIs as new processes: compile the sources once, so
+# that none of them compiles every module again (PYTHONDONTWRITEBYTECODE may be set).
 test: $(STAMP) system-packages
+	$(BIN)/python -m compileall -q src tests benchmarks
 	$(BIN)/pytest -q -p no:cacheprovider --durations=15 -n $(TEST_WORKERS) --dist loadfile
 
 lint: $(STAMP)
