@@ -336,8 +336,14 @@ def _long_history(engine: Engine, job_id: int) -> None:
 
 
 def _analyze(engine: Engine) -> None:
-    with engine.begin() as conn:
-        conn.exec_driver_sql("ANALYZE")
+    """What autovacuum does after a bulk insert on PostgreSQL (``VACUUM`` also sets the
+    visibility map that index-only counts need); the server's own ``ANALYZE`` on SQLite."""
+    if engine.dialect.name != "postgresql":
+        with engine.begin() as conn:
+            conn.exec_driver_sql("ANALYZE")
+        return
+    with engine.connect() as conn:
+        conn.execution_options(isolation_level="AUTOCOMMIT").exec_driver_sql("VACUUM ANALYZE")
 
 
 def _names(engine: Engine) -> Ids:
@@ -381,6 +387,7 @@ def populate(engine: Engine, n_benchmarks: int) -> Filled:
     raised = _fill_results(engine, ids.project, chosen, n_benchmarks)
     job_id, report_id = chosen[-1]
     _long_history(engine, job_id)
+    _analyze(engine)
     with engine.begin() as conn:
         job_uuid = conn.execute(sa.select(job.c.uuid).where(job.c.id == job_id)).scalar_one()
         first_result = conn.execute(
@@ -411,6 +418,7 @@ def pages(filled: Filled, n_benchmarks: int) -> dict[str, str]:
     p = f"/console/projects/{filled.project}"
     job = f"{p}/jobs/{filled.job}"
     since = int(filled.first_result.timestamp() * 1000) - 1
+    month_ago = int((NOW - dt.timedelta(days=30)).timestamp() * 1000)
     one = f"{p}/perf?branches=main&testbeds=box&benchmarks=bench_00&measures=latency"
     benchmarks = ",".join(f"bench_{b:02d}" for b in range(n_benchmarks))
     every = f"{p}/perf?branches=main&testbeds=box&benchmarks={benchmarks}&measures=latency,memory"
@@ -440,8 +448,8 @@ def pages(filled: Filled, n_benchmarks: int) -> dict[str, str]:
         "reports": f"{p}/reports",
         "reports page 200": f"{p}/reports?page=200",
         "report": f"{p}/reports/{filled.report}",
-        "perf (1 series, 30 days)": one,
-        "perf (1 series, all 1,000 points)": f"{one}&start_time={since}",
+        "perf (1 series, last 30 days)": f"{one}&start_time={month_ago}",
+        "perf (1 series, default year: 1,000 points)": one,
         f"perf ({n_benchmarks * len(MEASURES)} series, all points)": (
             f"{every}&start_time={since}&scale=log"
         ),
