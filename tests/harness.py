@@ -215,8 +215,9 @@ class ServerProcess:
     port: int = field(default_factory=free_port)
     options: dict[str, str] = field(default_factory=dict)
     """Further flags of ``benchrunner server``, by name without the dashes."""
-    start_timeout: float = 30.0
-    """Seconds ``start`` waits for the server to answer (importing it on a loaded machine)."""
+    start_timeout: float = 120.0
+    """Seconds ``start`` waits for the server to answer: importing it took over 30 s at a load
+    average of 20 on two cores."""
     proc: subprocess.Popen[bytes] | None = None
     token: str = ""
     starts: int = 0
