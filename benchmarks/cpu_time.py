@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 import os
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 TICKS_PER_SECOND = os.sysconf("SC_CLK_TCK")
@@ -43,6 +43,32 @@ def backend_of(cmdline: bytes, database: str) -> bool:
     return bool(words) and words[0] == "postgres:" and database in words[1:]
 
 
+def backend_pids(database: str) -> list[int]:
+    """The PostgreSQL backends connected to ``database`` now."""
+    found = []
+    for entry in PROC.iterdir():
+        if not entry.name.isdigit():
+            continue
+        with contextlib.suppress(OSError):
+            if backend_of((entry / "cmdline").read_bytes(), database):
+                found.append(int(entry.name))
+    return found
+
+
+def threads_cpu_ns(pids: Iterable[int]) -> int:
+    """Nanoseconds on a CPU of every thread alive now of the processes ``pids``, from
+    ``/proc/<pid>/task/<tid>/schedstat``: exact to the nanosecond where ``stat`` counts ticks,
+    so the difference across one request is that request's cost. A thread that exits between
+    two readings takes its time with it."""
+    total = 0
+    for pid in pids:
+        with contextlib.suppress(OSError):
+            for task in (PROC / str(pid) / "task").iterdir():
+                with contextlib.suppress(OSError, ValueError, IndexError):
+                    total += int((task / "schedstat").read_text().split()[0])
+    return total
+
+
 class BackendCpu:
     """CPU seconds of the PostgreSQL backends of one database over a window.
 
@@ -63,12 +89,9 @@ class BackendCpu:
 
     def _read(self) -> dict[int, int]:
         found: dict[int, int] = {}
-        for entry in PROC.iterdir():
-            if not entry.name.isdigit():
-                continue
+        for pid in backend_pids(self.database):
             with contextlib.suppress(OSError, ValueError, IndexError):
-                if backend_of((entry / "cmdline").read_bytes(), self.database):
-                    found[int(entry.name)] = stat_ticks((entry / "stat").read_text())
+                found[pid] = stat_ticks((PROC / str(pid) / "stat").read_text())
         return found
 
     def _sample(self) -> None:

@@ -215,6 +215,9 @@ class ServerProcess:
     port: int = field(default_factory=free_port)
     options: dict[str, str] = field(default_factory=dict)
     """Further flags of ``benchrunner server``, by name without the dashes."""
+    start_timeout: float = 120.0
+    """Seconds ``start`` waits for the server to answer: importing it took over 30 s at a load
+    average of 20 on two cores."""
     proc: subprocess.Popen[bytes] | None = None
     token: str = ""
     starts: int = 0
@@ -268,7 +271,15 @@ class ServerProcess:
                 stdin=subprocess.DEVNULL,
                 env={**os.environ, **self.env},
             )
-        wait_until(self._healthy, timeout=90, message=f"server on {self.url} ({self.log})")
+        try:
+            wait_until(
+                self._healthy,
+                timeout=self.start_timeout,
+                message=f"server on {self.url} ({self.log})",
+            )
+        except AssertionError:
+            self.kill()  # a server that never answered is not left running after the test
+            raise
         return self
 
     def _healthy(self) -> bool:

@@ -153,3 +153,16 @@ def test_pages_read_and_forms_work_without_javascript(
     expect(page.get_by_role("heading", level=1)).to_have_text("Runner no-script-box created")
     with console.admin() as client:
         assert client.get_runner("no-script-box")["name"] == "no-script-box"
+
+
+def test_a_name_over_the_limit_is_refused_beside_the_field(admin_page: Page) -> None:
+    page = admin_page
+    page.goto("/console/runners")
+    # What a client that ignores the input's maxlength sends.
+    page.get_by_label("Name").evaluate("input => input.removeAttribute('maxlength')")
+    page.get_by_label("Name").fill("x" * 65)
+    with page.expect_response("**/console/runners") as answer:
+        page.get_by_role("button", name="Create runner").click()
+    assert answer.value.status == 400
+    expect(page.locator("#create-error")).to_have_text("A runner's name is at most 64 characters.")
+    expect(page.get_by_label("Name")).to_have_value("x" * 65)

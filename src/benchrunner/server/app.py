@@ -58,6 +58,7 @@ from benchrunner.server.routes import (
 )
 from benchrunner.server.store.engine import Database
 from benchrunner.server.store.migrate import upgrade
+from benchrunner.server.store.planner import refresh_statistics
 
 log = logging.getLogger(__name__)
 
@@ -71,6 +72,8 @@ def build_context(
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     db = Database(settings.database_url())
     upgrade(db.write_engine)
+    with db.write_engine.begin() as conn:
+        refresh_statistics(conn)
     templates = (
         TemplateRegistry.load(settings.templates)
         if settings.templates

@@ -1,5 +1,6 @@
 """The periodic clean-up of what the server stores (``--retention-interval``): expired job
-outputs (``retention``), registry garbage (``registry.garbage``) and expired console sessions.
+outputs (``retention``), registry garbage (``registry.garbage``) and expired console sessions;
+and on SQLite fresh statistics for the query planner (``store.planner``).
 Run by the replica leading the sweeper only, so that replicas never collect the same things
 twice at once; another replica takes over with the leadership.
 
@@ -16,6 +17,7 @@ from collections.abc import Callable
 from benchrunner.server.context import ServerContext
 from benchrunner.server.registry.garbage import collect_garbage
 from benchrunner.server.retention import expire_outputs
+from benchrunner.server.store.planner import refresh_statistics
 from benchrunner.server.store.sessions import sessions_expired_delete
 
 log = logging.getLogger(__name__)
@@ -23,6 +25,10 @@ log = logging.getLogger(__name__)
 
 async def expire_console_sessions(ctx: ServerContext) -> None:
     await ctx.db.write(sessions_expired_delete, ctx.clock.now())
+
+
+async def refresh_planner_statistics(ctx: ServerContext) -> None:
+    await ctx.db.write(refresh_statistics)
 
 
 class Housekeeping:
@@ -57,6 +63,7 @@ class Housekeeping:
             ("retention", expire_outputs),
             ("registry gc", collect_garbage),
             ("console sessions", expire_console_sessions),
+            ("planner statistics", refresh_planner_statistics),
         ):
             try:
                 await part(self._ctx)

@@ -27,6 +27,8 @@ from benchrunner.server.store.runners import RunnerRow
 router = APIRouter()
 
 REFRESH_SECONDS = 2
+NAME_MAX = 64
+"""The API's limit on a runner's name; checked here so that the form says so beside the field."""
 
 
 @dataclass(frozen=True)
@@ -101,12 +103,16 @@ async def create_runner(
     viewer: CurrentViewer,
     ctx: Ctx,
     _csrf: CsrfChecked,
-    name: Annotated[str, Form(max_length=64)] = "",
+    name: Annotated[str, Form(max_length=1024)] = "",
     specs: Annotated[list[str] | None, Form()] = None,
 ) -> HTMLResponse:
     require_admin(viewer, "runners")
     name = name.strip()
-    error = None if name else "A runner needs a name."
+    error = None
+    if not name:
+        error = "A runner needs a name."
+    elif len(name) > NAME_MAX:
+        error = f"A runner's name is at most {NAME_MAX} characters."
     if error is None:
         try:
             created = await runner_admin.create(ctx, name, specs or [])
