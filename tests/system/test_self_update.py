@@ -33,6 +33,7 @@ def deployment(tmp_path: Path) -> Iterator[Deployment]:
     with deploy(tmp_path, f"sqlite:///{tmp_path / 'benchrunner.db'}") as deployment:
         yield deployment
 
+
 OLD, NEW, OTHER = "0.0.1", "0.0.2", "0.0.3"
 
 
