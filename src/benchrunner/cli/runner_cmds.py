@@ -166,6 +166,16 @@ def up(
             rich_help_panel=_AGENT,
         ),
     ] = 10.0,
+    delivery_grace: Annotated[
+        float,
+        typer.Option(
+            envvar="BENCHRUNNER_DELIVERY_GRACE",
+            metavar="SECONDS",
+            help="When stopping, how long the last results may take to be acknowledged before "
+            "the runner exits and keeps them in the spool for its next start.",
+            rich_help_panel=_AGENT,
+        ),
+    ] = 5.0,
     max_output_bytes: Annotated[
         int,
         typer.Option(
@@ -249,8 +259,10 @@ def up(
     """Connect to the server and run its jobs, one at a time, until SIGTERM or SIGINT.
 
     The first signal drains (no new jobs; a running job gets --drain-grace), a second one
-    cancels the running job at once. Exit code 0 after a drain, 2 if the server refuses the
-    runner or key, the configuration is unusable, or the host cannot be tuned as asked.
+    cancels the running job at once and reports it failed, a third exits at once (results not
+    yet acknowledged stay in the spool for the next start). Exit code 0 after a drain, 1 after
+    a third signal, 2 if the server refuses the runner or key, the configuration is unusable,
+    or the host cannot be tuned as asked.
     A tuning state left by a killed tuned runner is restored first.
     """
     from benchrunner.runner.agent import RunnerOptions, run_agent
@@ -267,6 +279,7 @@ def up(
         poll_timeout=poll_timeout,
         drain_grace=drain_grace,
         kill_grace=kill_grace,
+        delivery_grace=delivery_grace,
         max_output_bytes=max_output_bytes,
         once=once,
         sandbox_dir=sandbox_dir or default_sandbox_dir(runner),
