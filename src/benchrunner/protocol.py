@@ -42,7 +42,10 @@ MAX_LOG_CHUNK = 65536
 LOG_EXTENSION = "log"
 ERROR_EXTENSION = "error"
 NONCE_EXTENSION = "nonce"
-OUR_EXTENSIONS = (ERROR_EXTENSION, LOG_EXTENSION, NONCE_EXTENSION)
+TEMPLATE_EXTENSION = "template"
+"""The runner runs template jobs (``config.template``); a runner that does not announce it is
+never offered one, since Bencher's runner would take it for an image job without an image."""
+OUR_EXTENSIONS = (ERROR_EXTENSION, LOG_EXTENSION, NONCE_EXTENSION, TEMPLATE_EXTENSION)
 """What benchrunner's own runner understands beyond Bencher's protocol. A runner announces its
 extensions in ``ready``, and before its first ``ready`` in the ``EXTENSIONS_HEADER`` of the
 handshake (a spooled result is resent before any ``ready``); a runner that announces none

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import typer
 from typer.core import TyperCommand
@@ -329,6 +329,16 @@ def _print_token(runner: str, token: str) -> None:
     )
 
 
+KeyFormat = Annotated[
+    Literal["hex", "bencher"],
+    typer.Option(
+        "--key-format",
+        help="The token's form: hex (bencher_runner_ + 64 hex) or bencher (bencher_runner_ + "
+        "30 letters and digits, which Bencher's own runner binary requires).",
+    ),
+]
+
+
 @runner_app.command("create")
 def runner_create(
     name: Name,
@@ -345,13 +355,16 @@ def runner_create(
             help="Ed25519 public key (base64url, from `runner keygen`): results must be signed.",
         ),
     ] = None,
+    key_format: KeyFormat = "hex",
     host: Host = None,
     token: Token = None,
     as_json: Json = False,
 ) -> None:
     """Create a runner (admin) and print its token, which is shown only once."""
     with resolve(host, token).client() as client:
-        runner = client.create_runner(name, spec or [], slug=slug, public_key=public_key)
+        runner = client.create_runner(
+            name, spec or [], slug=slug, public_key=public_key, key_format=key_format
+        )
     if as_json:
         output.print_json(runner)
         return
@@ -435,11 +448,15 @@ def runner_archive(ref: Ref, host: Host = None, token: Token = None, as_json: Js
 
 @runner_app.command("rotate-token")
 def runner_rotate_token(
-    ref: Ref, host: Host = None, token: Token = None, as_json: Json = False
+    ref: Ref,
+    key_format: KeyFormat = "hex",
+    host: Host = None,
+    token: Token = None,
+    as_json: Json = False,
 ) -> None:
     """Issue a new runner token; the old one stops working at once (admin)."""
     with resolve(host, token).client() as client:
-        rotated = client.rotate_runner_token(ref)
+        rotated = client.rotate_runner_token(ref, bencher_format=key_format == "bencher")
     if as_json:
         output.print_json(rotated)
         return
