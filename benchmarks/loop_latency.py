@@ -49,7 +49,12 @@ from tests.harness import HEARTBEAT_TIMEOUT, TEST_TEMPLATES, ServerProcess, wait
 from websockets.exceptions import ConnectionClosed
 
 from benchmarks.server_env import UNCAPPED
-from benchrunner.protocol import IterationResult, JsonJobOutput
+from benchrunner.protocol import (
+    EXTENSIONS_HEADER,
+    OUR_EXTENSIONS,
+    IterationResult,
+    JsonJobOutput,
+)
 from benchrunner.server.blobs import job_output_key
 from benchrunner.server.store import claims, jobs, runners, transitions
 from benchrunner.server.store.engine import Database
@@ -266,7 +271,8 @@ async def heartbeater(
     """Take a job, keep it running and heartbeat. Returns ``timed out`` when the server closed
     the channel for the heartbeat timeout, ``unconnected`` when the server did not complete
     the WebSocket handshake within 10 s (websockets' default), else ``ok``."""
-    headers = {"Authorization": f"Bearer {token}"}
+    # Our extensions announced: the held jobs are template jobs.
+    headers = {"Authorization": f"Bearer {token}", EXTENSIONS_HEADER: ", ".join(OUR_EXTENSIONS)}
     try:
         async with websockets.connect(url, additional_headers=headers, max_size=None) as ws:
             await ws.send(json.dumps({"event": "ready", "poll_timeout": 30}))

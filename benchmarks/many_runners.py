@@ -51,6 +51,7 @@ from tests.harness import deploy
 
 from benchmarks.server_env import UNCAPPED
 from benchmarks.source_tree import server_source
+from benchrunner.protocol import EXTENSIONS_HEADER, OUR_EXTENSIONS
 
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 PAGE_SIZE = os.sysconf("SC_PAGE_SIZE")
@@ -208,7 +209,10 @@ async def _connect(ws_url: str, slug: str, token: str, gate: asyncio.Semaphore) 
             async with gate:
                 return await websockets.connect(
                     f"{ws_url}/v0/runners/{slug}/channel",
-                    additional_headers={"Authorization": f"Bearer {token}"},
+                    additional_headers={
+                        "Authorization": f"Bearer {token}",
+                        EXTENSIONS_HEADER: ", ".join(OUR_EXTENSIONS),  # template jobs included
+                    },
                     open_timeout=60,
                     ping_interval=None,
                     max_queue=None,

@@ -27,6 +27,7 @@ from tests.harness import Deployment, ServerProcess, deploy
 
 from benchmarks.cpu_time import backends_cpu, process_cpu_seconds
 from benchmarks.server_env import UNCAPPED
+from benchrunner.protocol import EXTENSIONS_HEADER, OUR_EXTENSIONS
 
 RESULT = [{"exit_code": 0, "stdout": json.dumps({"noop": {"latency": {"value": 0}}})}]
 
@@ -34,7 +35,11 @@ RESULT = [{"exit_code": 0, "stdout": json.dumps({"noop": {"latency": {"value": 0
 async def runner(url: str, token: str, stop: asyncio.Event) -> int:
     done = 0
     async with websockets.connect(
-        url, additional_headers={"Authorization": f"Bearer {token}"}
+        url,
+        additional_headers={
+            "Authorization": f"Bearer {token}",
+            EXTENSIONS_HEADER: ", ".join(OUR_EXTENSIONS),  # template jobs included
+        },
     ) as ws:
         while not stop.is_set():
             await ws.send(json.dumps({"event": "ready", "poll_timeout": 1}))

@@ -82,6 +82,14 @@ type = "int"
 min = 0
 max = 600000
 
+[templates."bench.stubborn"]
+description = "Ignore SIGTERM, then write the pid to a start file and sleep: only SIGKILL ends it"
+command = ["python3", "-c", "import os,signal,sys,time; signal.signal(signal.SIGTERM, signal.SIG_IGN); open(sys.argv[1],'w').write(str(os.getpid())); time.sleep(600)", "{started}"]
+timeout = 600
+
+[templates."bench.stubborn".args.started]
+type = "string"
+
 [templates."bench.chatty"]
 command = ["python3", "-c", "print('x' * 200000)"]
 timeout = 30

@@ -340,14 +340,18 @@ class BenchrunnerClient:
         *,
         slug: str | None = None,
         public_key: str | None = None,
+        key_format: str | None = None,
     ) -> JsonObject:
         """The new runner plus its ``token``, which the server shows this once. With
-        ``public_key`` (Ed25519, base64url), the runner must sign its results."""
+        ``public_key`` (Ed25519, base64url), the runner must sign its results; ``key_format``
+        ``"bencher"`` issues the token in the form Bencher's runner binary requires."""
         body: JsonObject = {"name": name, "specs": list(specs or [])}
         if slug is not None:
             body["slug"] = slug
         if public_key is not None:
             body["public_key"] = public_key
+        if key_format is not None:
+            body["key_format"] = key_format
         return self._object("POST", "/v0/runners", json=body)
 
     def list_runners(
@@ -377,9 +381,14 @@ class BenchrunnerClient:
         body = {"public_key": public_key}
         return self._object("PATCH", f"/v0/runners/{_segment(runner)}", json=body)
 
-    def rotate_runner_token(self, runner: str) -> JsonObject:
-        """``{uuid, token}``: the old token stops working at once (409 for an archived runner)."""
-        return self._object("POST", f"/v0/runners/{_segment(runner)}/token")
+    def rotate_runner_token(self, runner: str, *, bencher_format: bool = False) -> JsonObject:
+        """``{uuid, token}``: the old token stops working at once (409 for an archived runner).
+        ``bencher_format``: the new token in Bencher's form, through Bencher's endpoint (whose
+        answer names it ``key``; it is returned as ``token`` here too)."""
+        if not bencher_format:
+            return self._object("POST", f"/v0/runners/{_segment(runner)}/token")
+        rotated = self._object("POST", f"/v0/runners/{_segment(runner)}/key")
+        return {**rotated, "token": rotated["key"]}
 
     def list_runner_specs(self, runner: str) -> list[JsonObject]:
         return self._page(f"/v0/runners/{_segment(runner)}/specs", {})

@@ -45,7 +45,16 @@ NONCE_EXTENSION = "nonce"
 UPDATE_EXTENSION = "update"
 """Announced by a runner that installs the server's runner releases (benchrunner wheels) when
 offered ``update``; a runner started with ``--no-update`` leaves it out."""
-OUR_EXTENSIONS = (ERROR_EXTENSION, LOG_EXTENSION, NONCE_EXTENSION, UPDATE_EXTENSION)
+TEMPLATE_EXTENSION = "template"
+"""The runner runs template jobs (``config.template``); a runner that does not announce it is
+never offered one, since Bencher's runner would take it for an image job without an image."""
+OUR_EXTENSIONS = (
+    ERROR_EXTENSION,
+    LOG_EXTENSION,
+    NONCE_EXTENSION,
+    TEMPLATE_EXTENSION,
+    UPDATE_EXTENSION,
+)
 """What benchrunner's own runner understands beyond Bencher's protocol. A runner announces its
 extensions in ``ready``, and before its first ``ready`` in the ``EXTENSIONS_HEADER`` of the
 handshake (a spooled result is resent before any ``ready``); a runner that announces none

@@ -189,3 +189,55 @@ def test_a_backdated_image_job_reports_its_run_at_the_backdate(
     ran = dt.datetime.fromisoformat(job["completed"]) - dt.datetime.fromisoformat(job["started"])
     assert start == dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
     assert end - start == ran
+
+
+BENCHER_ADAPTERS = (
+    *("magic", "json", "json_v0", "c_sharp", "c_sharp_dot_net", "cpp", "cpp_catch2"),
+    *("cpp_google", "dart", "dart_benchmark_harness", "go", "go_bench", "java", "java_jmh"),
+    *("js", "js_benchmark", "js_time", "js_vitest", "python", "python_asv", "python_pytest"),
+    *("ruby", "ruby_benchmark", "rust", "rust_bench", "rust_criterion", "rust_iai"),
+    *("rust_gungraun", "rust_gungraun_stdout", "rust_gungraun_json", "rust_iai_callgrind"),
+    *("shell", "shell_hyperfine"),
+)
+"""The names of Bencher's ``Adapter`` (snake case, as its CLI writes ``settings.adapter``),
+with the alias it still reads; ``json_v1`` (a parameterized Bencher Metric Format this server
+does not read) is left out."""
+GUNGRAUN = Path(__file__).parent.parent / "adapter_samples" / "rust_gungraun"
+
+
+def _local_body(deployment: Deployment, adapter: str, output: str) -> dict[str, Any]:
+    body = _body(BODIES / "15_local_json.json", deployment)
+    return {**body, "results": [output], "settings": {"adapter": adapter}}
+
+
+def test_every_adapter_name_bencher_sends_is_accepted(sqlite_deployment: Deployment) -> None:
+    deployment = sqlite_deployment
+    bmf = json.dumps({"bench::parse": {"latency": {"value": 7.0}}})
+    # Console text and JSON summaries in one output: each variant reads its own part.
+    gungraun = (GUNGRAUN / "tools.txt").read_text() + (GUNGRAUN / "json_lines.txt").read_text()
+    with deployment.http() as api:
+        for adapter in BENCHER_ADAPTERS:
+            response = api.post("/v0/run", json=_local_body(deployment, adapter, bmf))
+            # Accepted by name; a harness that does not read BMF says so about the output.
+            assert "is not supported" not in response.text, f"{adapter}: {response.text}"
+        read = {
+            adapter: api.post("/v0/run", json=_local_body(deployment, adapter, output))
+            for adapter, output in (
+                ("json_v0", bmf),
+                ("rust_gungraun_stdout", gungraun),
+                ("rust_gungraun_json", gungraun),
+            )
+        }
+    for adapter, response in read.items():
+        assert response.status_code == 201, f"{adapter}: {response.text}"
+        JsonReport.model_validate_json(response.text)
+    names = {
+        adapter: {r["benchmark"]["name"] for r in response.json()["results"][0]}
+        for adapter, response in read.items()
+    }
+    assert names["json_v0"] == {"bench::parse"}
+    assert names["rust_gungraun_stdout"] == {"alloc_bench::grow_group::grow_vec cap:1024"}
+    assert names["rust_gungraun_json"] == {
+        "store_bench::insert_group::insert::small",
+        "store_bench::insert_group::insert_many",
+    }

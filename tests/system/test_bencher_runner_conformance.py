@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import time
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -19,10 +20,10 @@ import httpx
 import pytest
 from websockets.exceptions import ConnectionClosed
 
-from benchrunner.protocol import OUR_EXTENSIONS, parse_server_message
+from benchrunner.protocol import OUR_EXTENSIONS, JobAssigned, parse_server_message
 from tests.bencher_runner_rules import read_close_reason, read_server_message
 from tests.databases import fresh_database
-from tests.harness import HEARTBEAT_TIMEOUT, Deployment, RawChannel, deploy, wait_until
+from tests.harness import HEARTBEAT_TIMEOUT, Deployment, RawChannel, cli, deploy, wait_until
 from tests.registry_support import push_image, registry_token, v2
 
 BENCHER_METADATA = {"os": "linux", "arch": "x86_64", "version": "0.6.12"}
@@ -209,3 +210,47 @@ def test_a_bencher_key_authenticates_and_rotates(deployment: Deployment) -> None
     ours = RawChannel(server, wire.slug, token["token"])
     deployment.channels.append(ours)
     assert ours.ask({"event": "ready", "poll_timeout": 1}) == {"event": "no_job"}
+
+
+def test_the_cli_creates_and_rotates_runners_with_bencher_keys(
+    deployment: Deployment, tmp_path: Path
+) -> None:
+    env = deployment.cli_env(tmp_path)
+    made = cli(
+        "runner", "create", "CLI keyed", "--spec", deployment.spec, "--key-format", "bencher",
+        "--json", env=env,
+    )  # fmt: skip
+    created = json.loads(made.stdout)
+    assert _is_bencher_key(created["token"]) and created["key"] == created["token"]
+    channel = RawChannel(deployment.server, created["slug"], created["token"], extensions=())
+    deployment.channels.append(channel)
+    channel.send({"event": "ready", "poll_timeout": 1})
+    assert read_server_message(str(channel.ws.recv(timeout=15))) == {"event": "no_job"}
+
+    shown = cli("runner", "rotate-token", created["slug"], "--key-format", "bencher", env=env)
+    rotated = shown.stdout.split()
+    assert [word for word in rotated if _is_bencher_key(word)], shown.stdout
+    ours = json.loads(cli("runner", "rotate-token", created["slug"], "--json", env=env).stdout)
+    assert len(ours["token"]) == len("bencher_runner_") + 64
+    refused = cli("runner", "create", "x", "--key-format", "base64", env=env, check=False)
+    assert refused.returncode == 2 and "base64" in refused.stderr
+
+
+def _is_bencher_key(text: str) -> bool:
+    body = text.removeprefix("bencher_runner_")
+    return text != body and len(body) == 30 and body.isascii() and body.isalnum()
+
+
+def test_a_runner_that_did_not_announce_templates_is_never_offered_a_template_job(
+    deployment: Deployment,
+) -> None:
+    template_job = deployment.submit("bench.noop")  # first in line
+    image_job = _image_job(deployment)
+    bencher = Wire(deployment, "bencher", ours=False)
+    assert bencher.ready()["uuid"] == image_job
+    assert _job(deployment, template_job)["status"] == "pending"
+    # A template job is outside Bencher's protocol: read by ours alone.
+    ours = Wire(deployment, "ours", ours=True).raw
+    ready = {"event": "ready", "poll_timeout": 5, "extensions": list(OUR_EXTENSIONS)}
+    offered = parse_server_message(json.dumps(ours.ask(ready, timeout=15)))
+    assert isinstance(offered, JobAssigned) and offered.uuid == uuid.UUID(template_job)

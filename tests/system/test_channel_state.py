@@ -75,10 +75,10 @@ def test_a_claim_landing_for_a_superseded_channel_fails_at_once(
         claim = dispatcher._claim
         entered, release = threading.Event(), threading.Event()
 
-        async def gated(runner_id: int, slug: str, nonce: str) -> Claim | None:
+        async def gated(runner_id: int, slug: str, nonce: str, templates: bool) -> Claim | None:
             entered.set()
             await asyncio.to_thread(release.wait, 30)
-            return await claim(runner_id, slug, nonce)
+            return await claim(runner_id, slug, nonce, templates)
 
         dispatcher._claim = gated
         with server.admin() as client:

@@ -17,9 +17,10 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from benchrunner.client import ApiError
 from benchrunner.core.canonical import canonical_json
 from benchrunner.core.signatures import key_fingerprint, public_key_text, sign
+from benchrunner.protocol import OUR_EXTENSIONS
 from tests.harness import Deployment, RawChannel, cli, wait_until
 
-READY = {"event": "ready", "poll_timeout": 5, "extensions": ["error", "log", "nonce"]}
+READY = {"event": "ready", "poll_timeout": 5, "extensions": list(OUR_EXTENSIONS)}
 
 
 def _result(value: int) -> dict[str, Any]:

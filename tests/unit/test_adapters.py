@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -80,3 +81,25 @@ def test_bencher_ignore_suffix_drops_a_benchmark_and_the_last_duplicate_wins() -
 def test_magic_says_what_was_wrong_with_json(text: str, reason: str) -> None:
     with pytest.raises(AdapterError, match=f"as Bencher Metric Format: .*{reason}"):
         parse("magic", text)
+
+
+GUNGRAUN = Path(__file__).parent.parent / "adapter_samples" / "rust_gungraun"
+
+
+def test_bencher_s_gungraun_variants_read_their_own_part_of_the_output() -> None:
+    console, summaries = ((GUNGRAUN / name).read_text() for name in ("tools.txt", "json_lines.txt"))
+    both = console + summaries
+    names = {
+        adapter: {m.benchmark for m in parse(adapter, both)}
+        for adapter in ("rust_gungraun", "rust_gungraun_json", "rust_gungraun_stdout")
+    }
+    assert names["rust_gungraun"] == names["rust_gungraun_json"]  # summaries first, as Bencher
+    assert names["rust_gungraun_stdout"] == {"alloc_bench::grow_group::grow_vec cap:1024"}
+    assert parse("rust_gungraun_stdout", both) == parse("rust_gungraun_stdout", console)
+    with pytest.raises(AdapterError, match="no JSON summary"):
+        parse("rust_gungraun_json", console)
+
+
+def test_json_v0_is_bencher_metric_format() -> None:
+    text = json.dumps({"sort": {"latency": {"value": 1.5}}})
+    assert parse("json_v0", text) == parse("json", text)

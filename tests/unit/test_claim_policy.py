@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -26,6 +27,10 @@ from benchrunner.server.store.engine import Database
 from benchrunner.server.store.migrate import upgrade
 
 T0 = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
+TEMPLATE_JOB = JsonJobConfig(timeout=60, template="t", args={})
+IMAGE_JOB = JsonJobConfig(
+    timeout=60, registry="http://bench", project=uuid.UUID(int=1), digest="sha256:" + "0" * 64
+)
 T = TypeVar("T")
 
 
@@ -69,7 +74,13 @@ class World:
 
         return self.write(unit)
 
-    def job(self, org: tuple[int, int], spec_id: int, ip: str = "10.0.0.1") -> int:
+    def job(
+        self,
+        org: tuple[int, int],
+        spec_id: int,
+        ip: str = "10.0.0.1",
+        config: JsonJobConfig = TEMPLATE_JOB,
+    ) -> int:
         org_id, project_id = org
 
         def unit(conn: Connection) -> int:
@@ -85,7 +96,7 @@ class World:
                     report_id=report_id,
                     organization_id=org_id,
                     spec_id=spec_id,
-                    config=JsonJobConfig(timeout=60, template="t", args={}),
+                    config=config,
                     priority=priority_for(organization.plan, claimed=claimed),
                     now=now,
                     origin=jobs.Origin(actor="test", source_ip=ip),
@@ -95,8 +106,8 @@ class World:
 
         return int(self.write(unit))
 
-    def claim(self, runner_id: int) -> int | None:
-        row = self.write(claims.job_claim, runner_id, "nonce", self.now(), "r")
+    def claim(self, runner_id: int, *, templates: bool = True) -> int | None:
+        row = self.write(claims.job_claim, runner_id, "nonce", self.now(), "r", templates)
         return None if row is None else int(row.job.id)
 
     def finish(self, job_id: int) -> None:
@@ -143,6 +154,17 @@ def test_spec_mismatch_is_never_claimed(world: World) -> None:
     assert world.claim(runner) is None
     mine = world.job(team, small)
     assert world.claim(runner) == mine
+
+
+def test_a_runner_that_runs_no_templates_is_offered_image_jobs_only(world: World) -> None:
+    spec = world.spec("s")
+    runner = world.runner("r", [spec])
+    team = world.org("team", Plan.TEAM)
+    template = world.job(team, spec)  # first in line
+    image = world.job(team, spec, config=IMAGE_JOB)
+    assert world.claim(runner, templates=False) == image
+    assert world.claim(runner, templates=False) is None  # the template job stays pending
+    assert world.claim(runner) == template
 
 
 def test_paused_and_archived_runners_claim_nothing(world: World) -> None:

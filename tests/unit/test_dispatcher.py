@@ -33,7 +33,7 @@ def test_a_runner_that_cannot_take_a_job_does_not_block_one_that_can() -> None:
     async def scenario() -> None:
         jobs = {2: [claim_for(10)]}  # only runner 2 (server-scoped) may take job 10
 
-        async def claim(runner_id: int, _slug: str, _nonce: str) -> Claim | None:
+        async def claim(runner_id: int, _slug: str, _nonce: str, _templates: bool) -> Claim | None:
             found = jobs.get(runner_id)
             return found.pop() if found else None
 
@@ -57,7 +57,7 @@ def test_a_claim_for_a_connection_that_went_away_is_handed_over() -> None:
         abandoned: list[Claim] = []
         gate = asyncio.Event()
 
-        async def claim(_runner: int, _slug: str, _nonce: str) -> Claim | None:
+        async def claim(_runner: int, _slug: str, _nonce: str, _templates: bool) -> Claim | None:
             await gate.wait()  # the claim is "in the database" while the connection drops
             return claim_for(11)
 
@@ -79,7 +79,7 @@ def test_a_claim_that_lands_as_the_poll_times_out_is_not_lost() -> None:
     async def scenario() -> None:
         gate = asyncio.Event()
 
-        async def claim(_runner: int, _slug: str, _nonce: str) -> Claim | None:
+        async def claim(_runner: int, _slug: str, _nonce: str, _templates: bool) -> Claim | None:
             await gate.wait()
             return claim_for(12)
 
@@ -100,7 +100,7 @@ def test_a_poll_that_times_out_with_an_empty_claim_answers_none() -> None:
     async def scenario() -> None:
         gate = asyncio.Event()
 
-        async def claim(_runner: int, _slug: str, _nonce: str) -> Claim | None:
+        async def claim(_runner: int, _slug: str, _nonce: str, _templates: bool) -> Claim | None:
             await gate.wait()
             return None
 

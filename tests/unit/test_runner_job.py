@@ -39,11 +39,22 @@ PER_ITERATION = (
 
 
 def claimed(
-    code: str, *, iterations: int = 1, timeout: int = 60, template: str = "script"
+    code: str,
+    *,
+    iterations: int = 1,
+    timeout: int = 60,
+    template: str = "script",
+    allow_failure: bool | None = None,
 ) -> JsonClaimedJob:
-    return claimed_job(
-        {"timeout": timeout, "iter": iterations, "template": template, "args": {"code": code}}
-    )
+    config: dict[str, object] = {
+        "timeout": timeout,
+        "iter": iterations,
+        "template": template,
+        "args": {"code": code},
+    }
+    if allow_failure is not None:
+        config["allow_failure"] = allow_failure
+    return claimed_job(config)
 
 
 def per_iteration(
@@ -149,6 +160,15 @@ def test_first_failing_iteration_fails_the_job_and_stops_it(harness: Harness) ->
     assert isinstance(message, Failed)
     assert message.error == "iteration 1 exited with code 3"
     assert [r.exit_code for r in message.results] == [0, 3]
+
+
+def test_with_allow_failure_a_failing_iteration_neither_fails_nor_stops_the_job(
+    harness: Harness,
+) -> None:
+    job = claimed(per_iteration(codes={1: 3}), iterations=3, allow_failure=True)
+    message = harness.finish(job)
+    assert isinstance(message, Completed)
+    assert [r.exit_code for r in message.results] == [0, 3, 0]
 
 
 def test_setup_refusal_fails_without_results_or_start(harness: Harness) -> None:

@@ -49,12 +49,16 @@ HARNESSES: dict[str, str] = {
     "rust_criterion": "rust_criterion",
     "rust_iai": "rust_iai",
     "rust_gungraun": "rust_gungraun",
+    "rust_gungraun_stdout": "rust_gungraun:parse_stdout",
+    "rust_gungraun_json": "rust_gungraun:parse_json",
     "shell_hyperfine": "shell_hyperfine",
     "dart_benchmark_harness": "dart_benchmark_harness",
 }
-"""Adapter name -> module of this package that reads that harness."""
+"""Adapter name -> module of this package that reads that harness (``module:function`` when
+the function is not ``parse``)."""
 
 ALIASES: dict[str, str] = {
+    "json_v0": "json",  # Bencher Metric Format, version 0: the only one read here
     "rust_iai_callgrind": "rust_gungraun",
 }
 
@@ -80,8 +84,9 @@ ADAPTERS: frozenset[str] = frozenset({"magic", *HARNESSES, *ALIASES, *LANGUAGES}
 
 
 def _harness(name: str) -> Adapter:
-    module = importlib.import_module(f"{__name__}.{HARNESSES[name]}")
-    return cast(Adapter, module.parse)
+    module_name, _, function = HARNESSES[name].partition(":")
+    module = importlib.import_module(f"{__name__}.{module_name}")
+    return cast(Adapter, getattr(module, function or "parse"))
 
 
 def _first_that_reads(

@@ -105,11 +105,28 @@ def _next_indented(rows: list[str]) -> list[int]:
 
 def parse(text: str, settings: Settings) -> list[Measurement]:
     """The measures of each benchmark, benchmarks and tools in output order; a measure a
-    benchmark reports twice keeps its last value (Bencher's results map)."""
+    benchmark reports twice keeps its last value (Bencher's results map). JSON summaries when
+    the output holds any, else the console text (Bencher's ``rust_gungraun``)."""
     check_average(HARNESS, settings.average, None)
-    summaries = parse_summaries(text)
-    if summaries:
-        return summaries
+    return parse_summaries(text) or _console(text)
+
+
+def parse_stdout(text: str, settings: Settings) -> list[Measurement]:
+    """The console text only, JSON summaries passed over (Bencher's ``rust_gungraun_stdout``)."""
+    check_average(HARNESS, settings.average, None)
+    return _console(text)
+
+
+def parse_json(text: str, settings: Settings) -> list[Measurement]:
+    """The JSON summaries only (Bencher's ``rust_gungraun_json``)."""
+    check_average(HARNESS, settings.average, None)
+    found = parse_summaries(text)
+    if not found:
+        raise AdapterError(f"{HARNESS}: no JSON summary of version 6 in the output")
+    return found
+
+
+def _console(text: str) -> list[Measurement]:
     rows = _rows(_ANSI.sub("", text))
     ends = _next_indented(rows)
     found: list[Measurement] = []

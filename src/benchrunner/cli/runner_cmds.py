@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import typer
 from typer.core import TyperCommand
@@ -167,6 +167,16 @@ def up(
             rich_help_panel=_AGENT,
         ),
     ] = 10.0,
+    delivery_grace: Annotated[
+        float,
+        typer.Option(
+            envvar="BENCHRUNNER_DELIVERY_GRACE",
+            metavar="SECONDS",
+            help="When stopping, how long the last results may take to be acknowledged before "
+            "the runner exits and keeps them in the spool for its next start.",
+            rich_help_panel=_AGENT,
+        ),
+    ] = 5.0,
     max_output_bytes: Annotated[
         int,
         typer.Option(
@@ -270,8 +280,10 @@ def up(
     """Connect to the server and run its jobs, one at a time, until SIGTERM or SIGINT.
 
     The first signal drains (no new jobs; a running job gets --drain-grace), a second one
-    cancels the running job at once. Exit code 0 after a drain, 2 if the server refuses the
-    runner or key, the configuration is unusable, or the host cannot be tuned as asked.
+    cancels the running job at once and reports it failed, a third exits at once (results not
+    yet acknowledged stay in the spool for the next start). Exit code 0 after a drain, 1 after
+    a third signal, 2 if the server refuses the runner or key, the configuration is unusable,
+    or the host cannot be tuned as asked.
     A tuning state left by a killed tuned runner is restored first.
     """
     from benchrunner.runner.agent import EXIT_RESTART, RunnerOptions, run_agent
@@ -289,6 +301,7 @@ def up(
         poll_timeout=poll_timeout,
         drain_grace=drain_grace,
         kill_grace=kill_grace,
+        delivery_grace=delivery_grace,
         max_output_bytes=max_output_bytes,
         once=once,
         sandbox_dir=sandbox_dir or default_sandbox_dir(runner),
@@ -344,6 +357,16 @@ def _print_token(runner: str, token: str) -> None:
     )
 
 
+KeyFormat = Annotated[
+    Literal["hex", "bencher"],
+    typer.Option(
+        "--key-format",
+        help="The token's form: hex (bencher_runner_ + 64 hex) or bencher (bencher_runner_ + "
+        "30 letters and digits, which Bencher's own runner binary requires).",
+    ),
+]
+
+
 @runner_app.command("create")
 def runner_create(
     name: Name,
@@ -360,13 +383,16 @@ def runner_create(
             help="Ed25519 public key (base64url, from `runner keygen`): results must be signed.",
         ),
     ] = None,
+    key_format: KeyFormat = "hex",
     host: Host = None,
     token: Token = None,
     as_json: Json = False,
 ) -> None:
     """Create a runner (admin) and print its token, which is shown only once."""
     with resolve(host, token).client() as client:
-        runner = client.create_runner(name, spec or [], slug=slug, public_key=public_key)
+        runner = client.create_runner(
+            name, spec or [], slug=slug, public_key=public_key, key_format=key_format
+        )
     if as_json:
         output.print_json(runner)
         return
@@ -450,11 +476,15 @@ def runner_archive(ref: Ref, host: Host = None, token: Token = None, as_json: Js
 
 @runner_app.command("rotate-token")
 def runner_rotate_token(
-    ref: Ref, host: Host = None, token: Token = None, as_json: Json = False
+    ref: Ref,
+    key_format: KeyFormat = "hex",
+    host: Host = None,
+    token: Token = None,
+    as_json: Json = False,
 ) -> None:
     """Issue a new runner token; the old one stops working at once (admin)."""
     with resolve(host, token).client() as client:
-        rotated = client.rotate_runner_token(ref)
+        rotated = client.rotate_runner_token(ref, bencher_format=key_format == "bencher")
     if as_json:
         output.print_json(rotated)
         return

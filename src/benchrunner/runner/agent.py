@@ -16,7 +16,9 @@ does the same the moment this run ends, however it ends.
 Drain (SIGTERM or SIGINT, see ``drain.py``): no more ``ready``. Idle, the agent closes the
 channel and exits 0 at once, even with a ``ready`` outstanding: a job the server claimed for us
 in that instant is left to the server's disconnect recovery, which fails it. A running job may
-finish within ``drain_grace``, else it is canceled and reported ``failed``.
+finish within ``drain_grace``, else it is canceled and reported ``failed``; a second signal
+cancels it now, reported the same way. A third one (``signals.py``) exits at once with
+``EXIT_FORCED``: the running job is not waited for, unacknowledged results stay spooled.
 """
 
 from __future__ import annotations
@@ -71,7 +73,7 @@ from benchrunner.runner.noise_guard import NoiseProbe
 from benchrunner.runner.options import RunnerOptions
 from benchrunner.runner.outbox import Outbox
 from benchrunner.runner.self_update import SelfUpdater, UpdateFailed, installed_checksum
-from benchrunner.runner.signals import StopRequests, stop_signals_call
+from benchrunner.runner.signals import ForcedExit, StopRequests, stop_signals_call
 from benchrunner.runner.signing import ResultSigner
 from benchrunner.runner.slot import JobSlot
 from benchrunner.runner.spool import Spool
@@ -99,7 +101,8 @@ def run_agent(options: RunnerOptions, stops: StopRequests | None = None) -> int:
     or executor are unusable; ``EXIT_RESTART`` after a self-update, between jobs: the caller
     starts the new version (``runner up`` re-executes itself). Signals are handled only when
     called on the main thread; ``stops`` holds those that came before (the caller handled them
-    already).
+    already). The third stop signal raises ``ForcedExit`` (a SystemExit with ``EXIT_FORCED``)
+    out of this call.
     """
     if not logging.getLogger().handlers:
         logging.basicConfig(
@@ -194,7 +197,7 @@ class Agent:
         # One value, not a set of every job run, so a long-lived runner holds nothing per job.
         self._first_job: uuid.UUID | None = None
         self._first_delivered = False
-        self._drain = Drain(options.drain_grace)
+        self._drain = Drain(options.drain_grace, options.delivery_grace)
         # A cpuset partition (--tune) holds the job cores away from the runner's threads too:
         # a calibration would time the housekeeping core and pass for the job cores' noise.
         noise_guard = options.noise_guard and self._cores.job_cgroup is None
@@ -232,10 +235,15 @@ class Agent:
         self._heartbeat.start()
         self._logs.start()
         self._slot = JobSlot(self._cores)
+        forced = False
         try:
             return self._loop()
+        except ForcedExit:
+            forced = True
+            self._log_forced_exit()
+            raise
         finally:
-            self._shutdown()
+            self._shutdown(wait_for_job=not forced)
 
     # ------------------------------------------------------------------ the loop
 
@@ -549,14 +557,25 @@ class Agent:
         self._channel_changed()
         self._connector.drop()
 
-    def _shutdown(self) -> None:
+    def _log_forced_exit(self) -> None:
+        if self._job is not None:
+            log.warning(
+                "job %s left unreported: its processes are stopped, the server fails it",
+                self._job.uuid,
+            )
+        if self._outbox:
+            log.warning("%d result(s) stay in the spool for the next start", len(self._outbox))
+
+    def _shutdown(self, *, wait_for_job: bool = True) -> None:
         self._heartbeat.stop()
         self._logs.stop()
         job = self._job
         if job is not None:
-            # Only after a fatal refusal: the job's result stays spooled for the next start.
+            # After a fatal refusal: the job's result stays spooled for the next start. After
+            # a forced exit nothing waits for it: the guard stops what it runs.
             job.cancel(CancelReason.SHUTDOWN)
-            job.join(self._options.kill_grace + 5.0)
+            if wait_for_job:
+                job.join(self._options.kill_grace + 5.0)
         if self._slot is not None:
             self._slot.close()
         self._connector.close()

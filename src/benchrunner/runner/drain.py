@@ -2,9 +2,13 @@
 
 1st request   no new jobs; a running job may finish within ``grace`` seconds, then it is
               canceled (reported failed); idle, the agent stops at once
-2nd request   a running job is canceled now; idle, the agent stops now
-afterwards    the last results get DELIVERY_GRACE seconds to be acked; what is still
+2nd request   a running job is canceled now (reported failed); idle, the agent stops now
+afterwards    the last results get ``delivery`` seconds to be acked; what is still
               unacked stays spooled for the next start
+3rd request   never reaches the agent's loop: ``signals.StopRequests`` exits at once
+
+A runner-side cancel is reported ``failed`` with its reason, never ``canceled``: in the
+protocol (Bencher's and ours) ``canceled`` acknowledges the server's ``cancel``.
 """
 
 from __future__ import annotations
@@ -15,12 +19,11 @@ from benchrunner.runner.job import CancelReason
 
 log = logging.getLogger("benchrunner.runner")
 
-DELIVERY_GRACE = 5.0
-
 
 class Drain:
-    def __init__(self, grace: float) -> None:
+    def __init__(self, grace: float, delivery: float) -> None:
         self._grace = grace
+        self._delivery = delivery
         self.level = 0
         self._cancel_at: float | None = None
         self._give_up_at: float | None = None
@@ -43,13 +46,13 @@ class Drain:
             self._cancel_at = now + self._grace
         else:
             log.info("draining: idle, stopping")
-            self._give_up_at = now + DELIVERY_GRACE
+            self._give_up_at = now + self._delivery
         return None
 
     def job_finished(self, now: float) -> None:
         self._cancel_at = None
         if self.requested and self._give_up_at is None:
-            self._give_up_at = now + DELIVERY_GRACE
+            self._give_up_at = now + self._delivery
 
     def job_overdue(self, now: float) -> bool:
         """True once, when the running job has used up the drain grace."""

@@ -10,6 +10,9 @@ terminal message, whatever happens:
 
     all iterations exit 0                     completed
     an iteration exits non-zero               failed  "iteration i exited with code c"
+                                              (``allow_failure``: the next iterations run, and
+                                              the job is completed, as ``bencher run
+                                              --allow-failure`` goes on past a failed one)
     an iteration cannot start                 failed  "iteration i could not start ..." (with
                                               no ``running`` before it if it is the first)
     setup refused (ExecutorError)             failed  with the executor's reason, no results
@@ -232,7 +235,7 @@ class JobRun:
                     return self._stopped(reason, results)
                 results.append(result)
                 log.debug("job %s: iteration %d exited %s", self.uuid, index, result.exit_code)
-                if result.exit_code != 0:
+                if result.exit_code != 0 and not config.allow_failure:
                     return Failed(
                         job=self.uuid,
                         results=results,

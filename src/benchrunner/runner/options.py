@@ -21,6 +21,8 @@ class RunnerOptions:
     machine's approved templates (None: no template job may run). ``spool``: directory of
     undelivered results (created if missing). ``drain_grace``/``kill_grace``: seconds a job may
     finish after SIGTERM / between SIGTERM and SIGKILL of its process group.
+    ``delivery_grace``: seconds a stopping runner keeps trying to deliver its last results
+    before it exits and leaves them in the spool.
     ``max_output_bytes``: per stream and iteration. ``once``: exit after one job.
     ``sandbox_dir``: the sandbox executor's image cache, runtime state and job directories
     (one per runner: leftover containers found there at start are removed).
@@ -38,6 +40,7 @@ class RunnerOptions:
     poll_timeout: int = 30
     drain_grace: float = 300.0
     kill_grace: float = 10.0
+    delivery_grace: float = 5.0
     max_output_bytes: int = 1_048_576
     heartbeat_interval: float = 1.0
     once: bool = False
@@ -66,8 +69,8 @@ class RunnerOptions:
             raise ValueError("host must name at least one server URL")
         if not MIN_POLL_TIMEOUT <= self.poll_timeout <= MAX_POLL_TIMEOUT:
             raise ValueError(f"poll_timeout must be {MIN_POLL_TIMEOUT}-{MAX_POLL_TIMEOUT} s")
-        if self.drain_grace < 0 or self.kill_grace < 0:
-            raise ValueError("drain_grace and kill_grace must not be negative")
+        if min(self.drain_grace, self.kill_grace, self.delivery_grace) < 0:
+            raise ValueError("drain_grace, kill_grace and delivery_grace must not be negative")
         if not 0 < self.noise_max_age <= 3600:
             raise ValueError("noise_max_age must be more than 0 and at most 3600 s")
         if self.heartbeat_interval <= 0:

@@ -15,12 +15,12 @@ that is not UTF-8 (RFC 6455), 1008 the runner was archived or its key rotated, o
 runner sent an invalid message while idle, 1009 a message over the size limit, 1011 the
 server failed storing a result (resend it), 1012 the server is restarting, 4001 ``superseded``.
 
-Extensions are negotiated (SPEC section 5): ``error`` events, ``nonce`` in the ``job`` message
-and a bare ``ack`` go only to a runner that announced them (``ready``'s ``extensions``, or the
-handshake's ``Benchrunner-Extensions`` header before the first ``ready``). To a runner that
-announced none, Bencher's runner binary, the server answers as Bencher's server does: it
-ignores what it would refuse, acknowledges a terminal message it will not apply (nothing
-changes), and closes where Bencher's server ends the channel.
+Extensions are negotiated (SPEC section 5): ``error`` events, ``nonce`` in the ``job`` message,
+template jobs and a bare ``ack`` go only to a runner that announced them (``ready``'s
+``extensions``, or the handshake's ``Benchrunner-Extensions`` header before the first
+``ready``). To a runner that announced none, Bencher's runner binary, the server answers as
+Bencher's server does: it ignores what it would refuse, acknowledges a terminal message it will
+not apply (nothing changes), and closes where Bencher's server ends the channel.
 
 ``update`` (seed 003) answers a ``ready`` instead of a job when the runner announced the
 ``update`` extension, runs Linux and its channel has a release it should install
@@ -46,6 +46,7 @@ from benchrunner.protocol import (
     DEFAULT_POLL_TIMEOUT,
     ERROR_EXTENSION,
     NONCE_EXTENSION,
+    TEMPLATE_EXTENSION,
     UPDATE_EXTENSION,
     Ack,
     Cancel,
@@ -324,7 +325,8 @@ class ChannelSession:
 
     async def _wait_for_job(self, poll_timeout: float) -> None:
         try:
-            found = await self.life.wait_for_job(self.runner, poll_timeout)
+            templates = TEMPLATE_EXTENSION in self.extensions
+            found = await self.life.wait_for_job(self.runner, poll_timeout, templates=templates)
         except Exception:
             log.exception("runner %s: waiting for a job failed", self.runner.slug)
             found = None

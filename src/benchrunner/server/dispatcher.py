@@ -21,8 +21,9 @@ from benchrunner.server.store.claims import Claim, RunnerUnavailable
 
 log = logging.getLogger(__name__)
 
-ClaimFn = Callable[[int, str, str], Awaitable[Claim | None]]
-"""(runner_id, runner_slug, nonce) -> claimed job, None, or raises RunnerUnavailable."""
+ClaimFn = Callable[[int, str, str, bool], Awaitable[Claim | None]]
+"""(runner_id, runner_slug, nonce, templates) -> claimed job, None, or raises RunnerUnavailable;
+``templates``: the runner runs template jobs too."""
 
 
 @dataclass(eq=False)
@@ -31,6 +32,8 @@ class Waiter:
     runner_slug: str
     spec_ids: frozenset[int]
     organization_id: int | None
+    templates: bool
+    """The runner runs template jobs (it announced them), not only image jobs."""
     future: asyncio.Future[Claim] = field(repr=False)
     claiming: bool = False
     """A claim for this waiter is running in the database right now."""
@@ -40,9 +43,9 @@ class Waiter:
     """The connection went away: what is claimed for it goes to ``on_abandoned``."""
 
     @property
-    def pool(self) -> tuple[frozenset[int], int | None]:
+    def pool(self) -> tuple[frozenset[int], int | None, bool]:
         """Waiters in the same pool see the same eligible jobs."""
-        return self.spec_ids, self.organization_id
+        return self.spec_ids, self.organization_id, self.templates
 
 
 class Dispatcher:
@@ -99,14 +102,19 @@ class Dispatcher:
         spec_ids: frozenset[int],
         organization_id: int | None,
         poll_timeout: float,
+        *,
+        templates: bool = True,
     ) -> Claim | None:
-        """The job claimed for this runner within ``poll_timeout`` seconds, or None.
+        """The job claimed for this runner within ``poll_timeout`` seconds, or None; a template
+        job only if ``templates``.
 
         If the caller is cancelled (its connection went away), a job already or still being
         claimed for it is handed to ``on_abandoned`` so that it cannot sit in ``claimed``.
         """
         loop = asyncio.get_running_loop()
-        waiter = Waiter(runner_id, runner_slug, spec_ids, organization_id, loop.create_future())
+        waiter = Waiter(
+            runner_id, runner_slug, spec_ids, organization_id, templates, loop.create_future()
+        )
         self._waiters[waiter] = None
         self._fresh.add(waiter)
         self._kick.set()
@@ -148,7 +156,7 @@ class Dispatcher:
         full, self._full_round = self._full_round, False
         fresh, self._fresh = self._fresh, set()
         created, self._created = self._created, collections.Counter()
-        exhausted: set[tuple[frozenset[int], int | None]] = set()
+        exhausted: set[tuple[frozenset[int], int | None, bool]] = set()
         for waiter in list(self._waiters):
             if waiter.future.done() or waiter not in self._waiters:
                 continue
@@ -158,7 +166,7 @@ class Dispatcher:
             waiter.claiming = True
             try:
                 claim = await self._claim(
-                    waiter.runner_id, waiter.runner_slug, secrets.token_hex(16)
+                    waiter.runner_id, waiter.runner_slug, secrets.token_hex(16), waiter.templates
                 )
             except RunnerUnavailable:
                 continue

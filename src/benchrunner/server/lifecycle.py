@@ -148,9 +148,13 @@ class Lifecycle:
 
     # ------------------------------------------------------------ claim
 
-    async def _claim(self, runner_id: int, runner_slug: str, nonce: str) -> claims.Claim | None:
+    async def _claim(
+        self, runner_id: int, runner_slug: str, nonce: str, templates: bool
+    ) -> claims.Claim | None:
         now = self.ctx.clock.now()
-        claim = await self.ctx.db.write(claims.job_claim, runner_id, nonce, now, runner_slug)
+        claim = await self.ctx.db.write(
+            claims.job_claim, runner_id, nonce, now, runner_slug, templates
+        )
         if claim is not None:
             job_moved(
                 self.ctx,
@@ -163,11 +167,18 @@ class Lifecycle:
         return claim
 
     async def wait_for_job(
-        self, runner: RunnerRow, poll_timeout: float
+        self, runner: RunnerRow, poll_timeout: float, *, templates: bool = True
     ) -> tuple[jobs.JobRow, JobAssigned] | None:
+        """The job claimed for ``runner`` within ``poll_timeout`` seconds, and its message; a
+        template job only if ``templates`` (the runner announced that it runs them)."""
         spec_ids = await self._spec_ids(runner.id)
         claim = await self.dispatcher.wait_for_job(
-            runner.id, runner.slug, spec_ids, runner.organization_id, poll_timeout
+            runner.id,
+            runner.slug,
+            spec_ids,
+            runner.organization_id,
+            poll_timeout,
+            templates=templates,
         )
         if claim is None:
             return None

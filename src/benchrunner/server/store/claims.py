@@ -33,9 +33,12 @@ class RunnerUnavailable(Exception):
 
 
 @functools.cache
-def _eligible_jobs(organization_owned: bool, excluding: bool = False) -> sa.Select[Any]:
+def _eligible_jobs(
+    organization_owned: bool, excluding: bool = False, images_only: bool = False
+) -> sa.Select[Any]:
     """The claim query (SPEC section 5), prepared once: bind ``runner_id`` (and ``runner_org``;
     with ``excluding``, also the ``busy_orgs`` and ``busy_ips`` whose tier locks were taken).
+    ``images_only``: for a runner that did not announce template jobs (Bencher's runner).
 
     ``FOR UPDATE SKIP LOCKED`` lets concurrent claims on PostgreSQL pass each other's candidate
     rows instead of queueing behind them; SQLite, whose writers are serialized, ignores it.
@@ -61,6 +64,8 @@ def _eligible_jobs(organization_owned: bool, excluding: bool = False) -> sa.Sele
     )
     if organization_owned:
         query = query.where(job.c.organization_id == sa.bindparam("runner_org"))
+    if images_only:
+        query = query.where(job.c.kind == "image")
     if excluding:
         busy_orgs: sa.BindParameter[int] = sa.bindparam("busy_orgs", expanding=True)
         busy_ips: sa.BindParameter[str] = sa.bindparam("busy_ips", expanding=True)
@@ -76,8 +81,8 @@ def _eligible_jobs(organization_owned: bool, excluding: bool = False) -> sa.Sele
 
 
 @functools.cache
-def _first_eligible(organization_owned: bool) -> Direct:
-    return Direct(_eligible_jobs(organization_owned))
+def _first_eligible(organization_owned: bool, images_only: bool) -> Direct:
+    return Direct(_eligible_jobs(organization_owned, images_only=images_only))
 
 
 MAX_TIER_LOCK_ATTEMPTS = 16
@@ -85,14 +90,16 @@ MAX_TIER_LOCK_ATTEMPTS = 16
 None and the dispatcher's next wake-up (or its safety tick) tries again."""
 
 
-def _best_eligible(conn: Connection, runner_id: int, runner_org: int | None) -> Any | None:
+def _best_eligible(
+    conn: Connection, runner_id: int, runner_org: int | None, images_only: bool
+) -> Any | None:
     """The best pending job this runner may claim, row-locked, with its tier limit locked
     (after ``runner_claim_state`` in the same transaction)."""
     owned = runner_org is not None
     params: dict[str, Any] = {"runner_id": runner_id}
     if owned:
         params["runner_org"] = runner_org
-    row = _first_eligible(owned).first(conn, params)
+    row = _first_eligible(owned, images_only).first(conn, params)
     busy_orgs: set[int] = set()
     busy_ips: set[str] = set()
     for _ in range(MAX_TIER_LOCK_ATTEMPTS):
@@ -107,7 +114,7 @@ def _best_eligible(conn: Connection, runner_id: int, runner_org: int | None) -> 
         else:
             busy_ips.add(row.source_ip)
         params.update(busy_orgs=sorted(busy_orgs), busy_ips=sorted(busy_ips))
-        row = conn.execute(_eligible_jobs(owned, excluding=True), params).first()
+        row = conn.execute(_eligible_jobs(owned, True, images_only), params).first()
     return None
 
 
@@ -140,9 +147,15 @@ def runner_claim_state(conn: Connection, runner_id: int) -> Any | None:
 
 
 def job_claim(
-    conn: Connection, runner_id: int, nonce: str, now: dt.datetime, actor: str
+    conn: Connection,
+    runner_id: int,
+    nonce: str,
+    now: dt.datetime,
+    actor: str,
+    templates: bool = True,
 ) -> Claim | None:
-    """Claim the best eligible pending job for this runner (SPEC section 5), or None.
+    """Claim the best eligible pending job for this runner (SPEC section 5), or None; a
+    template job only if ``templates`` (the runner announced it runs them).
 
     Raises RunnerUnavailable if the runner may not claim at all. Atomic on SQLite because the
     write transaction is ``BEGIN IMMEDIATE``; on PostgreSQL by the row lock of ``FOR UPDATE
@@ -154,7 +167,7 @@ def job_claim(
     owner = state.first(conn, {"runner_id": runner_id})
     if owner is None or owner.paused or owner.archived is not None:
         raise RunnerUnavailable
-    row = _best_eligible(conn, runner_id, owner.organization_id)
+    row = _best_eligible(conn, runner_id, owner.organization_id, not templates)
     if row is None:
         return None
     claimed_values: dict[str, Any] = {
