@@ -44,6 +44,8 @@ from benchrunner.server.routes import (
     job_logs,
     jobs,
     measures,
+    members,
+    organization_runners,
     organizations,
     perf,
     reports,
@@ -132,9 +134,11 @@ def create_app(
         m.router
         for m in (
             organizations,
+            members,
             users,
             specs,
             runners,
+            organization_runners,
             jobs,
             job_logs,
             reports,
