@@ -5,6 +5,9 @@ organization's leaders add members with a role, change it and remove them."""
 from __future__ import annotations
 
 import hashlib
+import json
+from pathlib import Path
+from typing import Any
 
 import pytest
 import sqlalchemy as sa
@@ -12,7 +15,7 @@ import sqlalchemy as sa
 from benchrunner.client import ApiError, BenchrunnerClient
 from benchrunner.server.store.engine import Database
 from benchrunner.server.store.tables import api_token
-from tests.harness import Deployment
+from tests.harness import Deployment, cli
 from tests.registry_support import make_user
 
 
@@ -136,3 +139,41 @@ def test_an_organization_keeps_its_last_leader(deployment: Deployment) -> None:
         assert _status(lambda: admin.remove_member("solo", "helper")) == 409
         admin.remove_member("solo", "solo")
         assert [m["email"] for m in admin.list_members("solo")] == ["helper@test.dev"]
+
+
+def test_the_cli_manages_tokens_members_and_organization_runners(
+    deployment: Deployment, tmp_path: Path
+) -> None:
+    admin_env = deployment.cli_env(tmp_path)
+
+    def run(*args: str, env: dict[str, str] = admin_env) -> Any:
+        return json.loads(cli(*args, "--json", env=env).stdout)
+
+    bob = run("user", "create", "Bob", "--email", "bob@test.dev")
+    first = run("user", "token", "create", bob["slug"], "first")
+    bob_env = {**admin_env, "BENCHRUNNER_TOKEN": first["token"]}
+    ci = run("user", "token", "create", bob["slug"], "ci", "--ttl", "600", env=bob_env)
+    assert [t["name"] for t in run("user", "token", "list", "bob", env=bob_env)] == ["ci", "first"]
+    revoked = cli("user", "token", "revoke", "bob", ci["uuid"], env=bob_env)
+    assert ci["uuid"] in revoked.stdout + revoked.stderr
+    assert [t["uuid"] for t in run("user", "token", "list", "bob", "--revoked")] == [ci["uuid"]]
+    refused = cli("org", "list", env={**admin_env, "BENCHRUNNER_TOKEN": ci["token"]}, check=False)
+    assert refused.returncode == 1 and "invalid or expired API token" in refused.stderr
+
+    added = run("org", "member", "add", "acme", "bob@test.dev", "--role", "leader")
+    assert added["role"] == "leader"
+    assert {m["email"] for m in run("org", "member", "list", "acme", env=bob_env)} == {
+        "admin@test.dev",
+        "bob@test.dev",
+    }
+    assert run("org", "member", "set-role", "acme", "bob", "--role", "member")["role"] == "member"
+    cli("org", "member", "remove", "acme", "bob", env=admin_env)
+    assert [m["email"] for m in run("org", "member", "list", "acme")] == ["admin@test.dev"]
+
+    box = run("runner", "create", "box", "--spec", "small", "--organization", "acme")
+    assert box["organization"] == run("org", "show", "acme")["uuid"] and box["token"]
+    assert [r["slug"] for r in run("runner", "list", "--organization", "acme")] == ["box"]
+    shown = cli("runner", "show", "box", "--organization", "acme", env=admin_env).stdout
+    assert "last seen" in shown and box["organization"] in shown
+    archived = run("runner", "archive", "box", "--organization", "acme")
+    assert archived["archived"] is not None
