@@ -268,7 +268,12 @@ class ServerProcess:
                 stdin=subprocess.DEVNULL,
                 env={**os.environ, **self.env},
             )
-        wait_until(self._healthy, timeout=30, message=f"server on {self.url} ({self.log})")
+        try:
+            # Generous: on a loaded machine importing and migrating alone can take a while.
+            wait_until(self._healthy, timeout=90, message=f"server on {self.url} ({self.log})")
+        except AssertionError:
+            self.kill()  # a server that never became healthy must not outlive the test
+            raise
         return self
 
     def _healthy(self) -> bool:

@@ -20,12 +20,13 @@ def _status(call: object) -> int:
 
 
 def _rival(deployment: Deployment) -> str:
-    """A second organization with a project and a leader who is no member of acme; the
-    leader's API token."""
+    """A second organization (team plan: no limit on its jobs in flight) with a project and a
+    leader who is no member of acme; the leader's API token."""
     leader = make_user(deployment.server, "rival@test.dev")
-    with BenchrunnerClient(deployment.server.url, leader) as client:
-        client.create_organization("rival")
-        client.create_project("rival", "rival-bench", "public")
+    with deployment.admin() as admin:
+        admin.create_organization("rival", "team")
+        admin.create_project("rival", "rival-bench", "public")
+        admin.add_member("rival", "rival@test.dev", "leader")
     return leader
 
 
@@ -117,7 +118,7 @@ def test_organization_runners_claim_only_their_organizations_jobs(
             seen = admin.get_runner("rival-box")
         assert seen["last_seen_at"] is not None
         assert seen["last_heartbeat_at"] == seen["last_seen_at"] == seen["last_heartbeat"]
-        assert deployment.status(rival_jobs[0]) == "running"
+        assert deployment.status(rival_jobs[0], project="rival-bench") == "running"
     finally:
         acme_box.close()
         rival_box.close()
