@@ -1,5 +1,6 @@
-"""Organization membership for test users, written to the database: the API has no
-membership endpoint yet."""
+"""Organization membership for test users, written to the database directly (no admin token
+needed); ``POST /v0/organizations/{organization}/members`` is tested in
+tests/system/test_accounts.py."""
 
 from __future__ import annotations
 

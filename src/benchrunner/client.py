@@ -28,6 +28,7 @@ from benchrunner import __version__
 JsonObject = dict[str, Any]
 Plan = Literal["enterprise", "team", "free"]
 Visibility = Literal["public", "private"]
+Role = Literal["leader", "member"]
 Architecture = Literal["x86_64", "aarch64"]
 AlertStatus = Literal["active", "dismissed", "silenced"]
 Dimension = Literal["branches", "testbeds", "benchmarks", "measures"]
@@ -246,6 +247,33 @@ class BenchrunnerClient:
             body["password"] = password
         return self._object("POST", "/v0/users", json=body)
 
+    def list_users(self, *, page: int = 1, per_page: int = DEFAULT_PER_PAGE) -> Page:
+        return self._page("/v0/users", self._paging(page, per_page))
+
+    def get_user(self, user: str) -> JsonObject:
+        return self._object("GET", f"/v0/users/{_segment(user)}")
+
+    def create_token(self, user: str, name: str, *, ttl: int | None = None) -> JsonObject:
+        """A new API token of ``user``; its ``token`` is shown this once. ``ttl``: seconds
+        until it expires (None: never)."""
+        body = _present(name=name, ttl=ttl)
+        return self._object("POST", f"/v0/users/{_segment(user)}/tokens", json=body)
+
+    def list_tokens(
+        self,
+        user: str,
+        *,
+        revoked: bool = False,
+        page: int = 1,
+        per_page: int = DEFAULT_PER_PAGE,
+    ) -> Page:
+        params = {**self._paging(page, per_page), "revoked": str(revoked).lower()}
+        return self._page(f"/v0/users/{_segment(user)}/tokens", params)
+
+    def revoke_token(self, user: str, token: str) -> None:
+        """The token (its UUID) authenticates no one from now on."""
+        self._send("DELETE", f"/v0/users/{_segment(user)}/tokens/{_segment(token)}")
+
     # -- organizations and projects -------------------------------------------------------------
 
     def create_organization(
@@ -274,6 +302,22 @@ class BenchrunnerClient:
         return self._page(
             f"/v0/organizations/{_segment(org)}/projects", self._paging(page, per_page)
         )
+
+    def list_members(self, org: str, *, page: int = 1, per_page: int = DEFAULT_PER_PAGE) -> Page:
+        path = f"/v0/organizations/{_segment(org)}/members"
+        return self._page(path, self._paging(page, per_page))
+
+    def add_member(self, org: str, email: str, role: Role = "member") -> JsonObject:
+        """Add the existing user with this email to the organization (its leaders only)."""
+        body = {"email": email, "role": role}
+        return self._object("POST", f"/v0/organizations/{_segment(org)}/members", json=body)
+
+    def update_member(self, org: str, user: str, role: Role) -> JsonObject:
+        path = f"/v0/organizations/{_segment(org)}/members/{_segment(user)}"
+        return self._object("PATCH", path, json={"role": role})
+
+    def remove_member(self, org: str, user: str) -> None:
+        self._send("DELETE", f"/v0/organizations/{_segment(org)}/members/{_segment(user)}")
 
     def get_project(self, project: str) -> JsonObject:
         return self._object("GET", f"/v0/projects/{_segment(project)}")
@@ -333,6 +377,15 @@ class BenchrunnerClient:
 
     # -- runners --------------------------------------------------------------------------------
 
+    # Runner methods taking ``organization`` manage that organization's own runners (its
+    # leaders; its members list and read them); without it, the server's (server admins).
+
+    @staticmethod
+    def _runners(organization: str | None) -> str:
+        if organization is None:
+            return "/v0/runners"
+        return f"/v0/organizations/{_segment(organization)}/runners"
+
     def create_runner(
         self,
         name: str,
@@ -341,10 +394,12 @@ class BenchrunnerClient:
         slug: str | None = None,
         public_key: str | None = None,
         key_format: str | None = None,
+        organization: str | None = None,
     ) -> JsonObject:
         """The new runner plus its ``token``, which the server shows this once. With
         ``public_key`` (Ed25519, base64url), the runner must sign its results; ``key_format``
-        ``"bencher"`` issues the token in the form Bencher's runner binary requires."""
+        ``"bencher"`` issues the token in the form Bencher's runner binary requires; with
+        ``organization``, it claims only that organization's jobs."""
         body: JsonObject = {"name": name, "specs": list(specs or [])}
         if slug is not None:
             body["slug"] = slug
@@ -352,16 +407,21 @@ class BenchrunnerClient:
             body["public_key"] = public_key
         if key_format is not None:
             body["key_format"] = key_format
-        return self._object("POST", "/v0/runners", json=body)
+        return self._object("POST", self._runners(organization), json=body)
 
     def list_runners(
-        self, *, archived: bool = False, page: int = 1, per_page: int = DEFAULT_PER_PAGE
+        self,
+        *,
+        archived: bool = False,
+        page: int = 1,
+        per_page: int = DEFAULT_PER_PAGE,
+        organization: str | None = None,
     ) -> Page:
         params = {**self._paging(page, per_page), "archived": str(archived).lower()}
-        return self._page("/v0/runners", params)
+        return self._page(self._runners(organization), params)
 
-    def get_runner(self, runner: str) -> JsonObject:
-        return self._object("GET", f"/v0/runners/{_segment(runner)}")
+    def get_runner(self, runner: str, *, organization: str | None = None) -> JsonObject:
+        return self._object("GET", f"{self._runners(organization)}/{_segment(runner)}")
 
     def update_runner(
         self,
@@ -371,23 +431,28 @@ class BenchrunnerClient:
         slug: str | None = None,
         archived: bool | None = None,
         paused: bool | None = None,
+        organization: str | None = None,
     ) -> JsonObject:
         """Change only the fields given; archiving or rotating closes the runner's channel."""
         body = _present(name=name, slug=slug, archived=archived, paused=paused)
-        return self._object("PATCH", f"/v0/runners/{_segment(runner)}", json=body)
+        path = f"{self._runners(organization)}/{_segment(runner)}"
+        return self._object("PATCH", path, json=body)
 
     def set_runner_public_key(self, runner: str, public_key: str | None) -> JsonObject:
         """Register the runner's Ed25519 public key (base64url), or remove it with None."""
         body = {"public_key": public_key}
         return self._object("PATCH", f"/v0/runners/{_segment(runner)}", json=body)
 
-    def rotate_runner_token(self, runner: str, *, bencher_format: bool = False) -> JsonObject:
+    def rotate_runner_token(
+        self, runner: str, *, bencher_format: bool = False, organization: str | None = None
+    ) -> JsonObject:
         """``{uuid, token}``: the old token stops working at once (409 for an archived runner).
         ``bencher_format``: the new token in Bencher's form, through Bencher's endpoint (whose
         answer names it ``key``; it is returned as ``token`` here too)."""
+        path = f"{self._runners(organization)}/{_segment(runner)}"
         if not bencher_format:
-            return self._object("POST", f"/v0/runners/{_segment(runner)}/token")
-        rotated = self._object("POST", f"/v0/runners/{_segment(runner)}/key")
+            return self._object("POST", f"{path}/token")
+        rotated = self._object("POST", f"{path}/key")
         return {**rotated, "token": rotated["key"]}
 
     def list_runner_specs(self, runner: str) -> list[JsonObject]:

@@ -31,9 +31,10 @@ def replicas(database_url: str) -> Iterator[list[Database]]:
         db.close()
 
 
-def _claim_round(replicas: list[Database], runner_ids: list[int], world: World) -> list[int]:
+def _claim_round(replicas: list[Database], runner_ids: list[int], world: World) -> dict[int, int]:
+    """One claim per runner, each from its own replica, all at once: the job each claimed."""
     barrier = threading.Barrier(len(replicas))
-    claimed: list[int] = []
+    claimed: dict[int, int] = {}
     errors: list[BaseException] = []
     lock = threading.Lock()
 
@@ -43,7 +44,7 @@ def _claim_round(replicas: list[Database], runner_ids: list[int], world: World) 
             found = db.write_sync(claims.job_claim, runner_id, "nonce", world.now(), "race")
             if found is not None:
                 with lock:
-                    claimed.append(found.job.id)
+                    claimed[runner_id] = found.job.id
         except BaseException as exc:
             errors.append(exc)
 
@@ -59,13 +60,23 @@ def _claim_round(replicas: list[Database], runner_ids: list[int], world: World) 
     return claimed
 
 
-def test_replicas_claiming_at_once_never_exceed_tier_limits(replicas: list[Database]) -> None:
+@pytest.mark.parametrize("owned", [False, True], ids=["server-runners", "mixed-runners"])
+def test_replicas_claiming_at_once_never_exceed_tier_limits(
+    replicas: list[Database], owned: bool
+) -> None:
+    """With ``owned``, half the runners belong to organizations (one each to the two free
+    ones and the team one): they take only their own organization's jobs, and the limits hold
+    whichever kind of runner claims."""
     world = World(replicas[0])
     spec = world.spec("s")
-    runner_ids = [world.runner(f"r{i}", [spec]) for i in range(REPLICAS)]
     free_orgs = [world.org(f"free{i}", Plan.FREE) for i in range(2)]
     anonymous = world.org("anon", Plan.FREE, claimed=False)
     team = world.org("team", Plan.TEAM)
+    owners = [free_orgs[0][0], free_orgs[1][0], team[0]] if owned else []
+    owner_name = {free_orgs[0][0]: "free0", free_orgs[1][0]: "free1", team[0]: "team"}
+    runner_ids = [world.runner(f"o{i}", [spec], org=org) for i, org in enumerate(owners)]
+    runner_ids += [world.runner(f"r{i}", [spec]) for i in range(REPLICAS - len(runner_ids))]
+    owner_of = dict(zip(runner_ids, (owner_name[o] for o in owners), strict=False))
     organization_of: dict[int, str] = {}
     ip_of: dict[int, str] = {}
     for _ in range(4):
@@ -75,13 +86,18 @@ def test_replicas_claiming_at_once_never_exceed_tier_limits(replicas: list[Datab
             ip_of[world.job(anonymous, spec, ip=ip)] = ip
     team_jobs = {world.job(team, spec) for _ in range(6)}
     everything = set(organization_of) | set(ip_of) | team_jobs
+    owner_of_job = {**organization_of, **dict.fromkeys(team_jobs, "team")}
 
     seen: collections.Counter[int] = collections.Counter()
     rounds = 0
     while sum(seen.values()) < len(everything):
         rounds += 1
         assert rounds <= 40, f"claims stalled: {len(everything) - len(seen)} jobs never claimed"
-        claimed = _claim_round(replicas, runner_ids, world)
+        claimed_by = _claim_round(replicas, runner_ids, world)
+        for runner_id, job_id in claimed_by.items():
+            if runner_id in owner_of:
+                assert owner_of_job.get(job_id) == owner_of[runner_id], "another org's job"
+        claimed = list(claimed_by.values())
         seen.update(claimed)
         in_flight_orgs = [organization_of[j] for j in claimed if j in organization_of]
         in_flight_ips = [ip_of[j] for j in claimed if j in ip_of]

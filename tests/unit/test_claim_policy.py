@@ -217,6 +217,44 @@ def test_organization_owned_runner_takes_only_its_organizations_jobs(world: Worl
     assert world.claim(owned) is None
 
 
+def test_a_server_runner_takes_any_organizations_jobs_an_owned_one_only_its_own(
+    world: World,
+) -> None:
+    spec = world.spec("s")
+    team, rival = world.org("team", Plan.TEAM), world.org("rival", Plan.ENTERPRISE)
+    owned = world.runner("owned", [spec], org=team[0])
+    server = world.runner("server", [spec])
+    theirs = [world.job(rival, spec) for _ in range(2)]
+    mine = world.job(team, spec)
+    assert world.claim(owned) == mine  # the rival's jobs rank higher, yet are not its
+    assert world.claim(owned) is None
+    assert [world.claim(server), world.claim(server)] == theirs
+    assert world.claim(server) is None
+
+
+def test_tier_limits_hold_across_owned_and_server_runners(world: World) -> None:
+    spec = world.spec("s")
+    free = world.org("free", Plan.FREE)
+    anonymous = world.org("anon", Plan.FREE, claimed=False)
+    owned = world.runner("owned", [spec], org=free[0])
+    owned_by_anon = world.runner("owned-by-anon", [spec], org=anonymous[0])
+    server = world.runner("server", [spec])
+    first, second = world.job(free, spec), world.job(free, spec)
+    a1, a2 = world.job(anonymous, spec, ip="10.0.0.9"), world.job(anonymous, spec, ip="10.0.0.9")
+    # A free organization: one job in flight, whoever claimed it.
+    assert world.claim(owned) == first
+    assert world.claim(server) == a1  # not the free org's second job: that org is busy
+    assert world.claim(owned) is None
+    # Unclaimed tier: one in flight per source IP, here held by the server runner.
+    assert world.claim(owned_by_anon) is None
+    world.finish(first)
+    assert world.claim(server) == second
+    assert world.claim(owned) is None
+    world.finish(a1)
+    assert world.claim(owned_by_anon) == a2
+    assert world.claim(server) is None
+
+
 def test_claim_records_runner_time_nonce_and_event(world: World) -> None:
     spec = world.spec("s")
     runner = world.runner("r", [spec])

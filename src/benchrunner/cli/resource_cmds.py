@@ -9,6 +9,7 @@ import typer
 
 from benchrunner.cli import output
 from benchrunner.cli.config import resolve
+from benchrunner.cli.member_cmds import member_app
 from benchrunner.cli.options import (
     LIST_PER_PAGE,
     Host,
@@ -23,7 +24,8 @@ from benchrunner.cli.options import (
 from benchrunner.cli.sizes import parse_size
 from benchrunner.client import JsonObject
 
-org_app = typer.Typer(help="Organizations.", no_args_is_help=True)
+org_app = typer.Typer(help="Organizations and their members.", no_args_is_help=True)
+org_app.add_typer(member_app, name="member")
 project_app = typer.Typer(help="Projects of an organization.", no_args_is_help=True)
 spec_app = typer.Typer(
     help="Hardware specs that jobs ask for and runners offer.", no_args_is_help=True

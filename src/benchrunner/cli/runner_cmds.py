@@ -325,7 +325,26 @@ def up(
     raise typer.Exit(code)
 
 
-# -- administration (server API, admin only) ----------------------------------------------------
+# -- administration (server runners: admins; --organization: that organization's leaders) ------
+
+Organization = Annotated[
+    str | None,
+    typer.Option(
+        "--organization",
+        show_default=False,
+        help="An organization's own runners (slug or UUID), which claim only its jobs; "
+        "its leaders manage them. Else the server's runners (admins).",
+    ),
+]
+
+
+def last_seen(runner: JsonObject) -> str:
+    """When the runner was last heard from: seed 002's ``last_seen_at``, else an older
+    server's ``last_heartbeat_at`` or ``last_heartbeat``."""
+    for name in ("last_seen_at", "last_heartbeat_at", "last_heartbeat"):
+        if runner.get(name):
+            return output.when(runner[name])
+    return output.when(None)
 
 
 def _runner_record(runner: JsonObject) -> None:
@@ -335,11 +354,12 @@ def _runner_record(runner: JsonObject) -> None:
             ("slug", runner.get("slug")),
             ("name", runner.get("name")),
             ("uuid", runner.get("uuid")),
+            ("organization", runner.get("organization") or "none: a server runner"),
             ("specs", specs),
             ("paused", runner.get("paused")),
             ("signing key", runner.get("public_key")),
             ("archived", output.when(runner.get("archived"))),
-            ("last heartbeat", output.when(runner.get("last_heartbeat"))),
+            ("last seen", last_seen(runner)),
             (
                 "os / arch / version",
                 " / ".join(str(runner.get(k) or "-") for k in ("os", "arch", "version")),
@@ -384,14 +404,20 @@ def runner_create(
         ),
     ] = None,
     key_format: KeyFormat = "hex",
+    organization: Organization = None,
     host: Host = None,
     token: Token = None,
     as_json: Json = False,
 ) -> None:
-    """Create a runner (admin) and print its token, which is shown only once."""
+    """Create a runner and print its token, which is shown only once."""
     with resolve(host, token).client() as client:
         runner = client.create_runner(
-            name, spec or [], slug=slug, public_key=public_key, key_format=key_format
+            name,
+            spec or [],
+            slug=slug,
+            public_key=public_key,
+            key_format=key_format,
+            organization=organization,
         )
     if as_json:
         output.print_json(runner)
@@ -403,15 +429,18 @@ def runner_create(
 @runner_app.command("list")
 def runner_list(
     archived: Archived = False,
+    organization: Organization = None,
     page: Page = 1,
     per_page: PerPage = LIST_PER_PAGE,
     host: Host = None,
     token: Token = None,
     as_json: Json = False,
 ) -> None:
-    """Runners (admin)."""
+    """Runners: every one (admin), or an organization's own (its members)."""
     with resolve(host, token).client() as client:
-        found = client.list_runners(archived=archived, page=page, per_page=per_page)
+        found = client.list_runners(
+            archived=archived, page=page, per_page=per_page, organization=organization
+        )
     if as_json:
         output.print_json(found)
         return
@@ -420,14 +449,14 @@ def runner_list(
             r["slug"],
             ", ".join(s["slug"] for s in r["specs"]),
             r["paused"],
-            output.when(r["last_heartbeat"]),
+            last_seen(r),
             r["version"],
             r["uuid"],
         )
         for r in found
     ]
     output.print_table(
-        ("slug", "specs", "paused", "last heartbeat", "version", "uuid"),
+        ("slug", "specs", "paused", "last seen", "version", "uuid"),
         rows,
         title="Runners",
         total=found.total,
@@ -435,14 +464,21 @@ def runner_list(
 
 
 @runner_app.command("show")
-def runner_show(ref: Ref, host: Host = None, token: Token = None, as_json: Json = False) -> None:
-    """One runner, by slug or UUID (admin)."""
+def runner_show(
+    ref: Ref,
+    organization: Organization = None,
+    host: Host = None,
+    token: Token = None,
+    as_json: Json = False,
+) -> None:
+    """One runner, by slug or UUID."""
     with resolve(host, token).client() as client:
-        output.show(client.get_runner(ref), as_json, _runner_record)
+        output.show(client.get_runner(ref, organization=organization), as_json, _runner_record)
 
 
 def _update(
     ref: str,
+    organization: str | None,
     host: str | None,
     token: str | None,
     as_json: bool,
@@ -451,40 +487,62 @@ def _update(
     archived: bool | None = None,
 ) -> None:
     with resolve(host, token).client() as client:
-        output.show(
-            client.update_runner(ref, paused=paused, archived=archived), as_json, _runner_record
+        updated = client.update_runner(
+            ref, paused=paused, archived=archived, organization=organization
         )
+    output.show(updated, as_json, _runner_record)
 
 
 @runner_app.command("pause")
-def runner_pause(ref: Ref, host: Host = None, token: Token = None, as_json: Json = False) -> None:
-    """Stop offering jobs to a runner; its running job continues (admin)."""
-    _update(ref, host, token, as_json, paused=True)
+def runner_pause(
+    ref: Ref,
+    organization: Organization = None,
+    host: Host = None,
+    token: Token = None,
+    as_json: Json = False,
+) -> None:
+    """Stop offering jobs to a runner; its running job continues."""
+    _update(ref, organization, host, token, as_json, paused=True)
 
 
 @runner_app.command("unpause")
-def runner_unpause(ref: Ref, host: Host = None, token: Token = None, as_json: Json = False) -> None:
-    """Offer jobs to a paused runner again (admin)."""
-    _update(ref, host, token, as_json, paused=False)
+def runner_unpause(
+    ref: Ref,
+    organization: Organization = None,
+    host: Host = None,
+    token: Token = None,
+    as_json: Json = False,
+) -> None:
+    """Offer jobs to a paused runner again."""
+    _update(ref, organization, host, token, as_json, paused=False)
 
 
 @runner_app.command("archive")
-def runner_archive(ref: Ref, host: Host = None, token: Token = None, as_json: Json = False) -> None:
-    """Archive a runner: its token stops working and its channel is closed (admin)."""
-    _update(ref, host, token, as_json, archived=True)
+def runner_archive(
+    ref: Ref,
+    organization: Organization = None,
+    host: Host = None,
+    token: Token = None,
+    as_json: Json = False,
+) -> None:
+    """Archive a runner: its token stops working and its channel is closed."""
+    _update(ref, organization, host, token, as_json, archived=True)
 
 
 @runner_app.command("rotate-token")
 def runner_rotate_token(
     ref: Ref,
     key_format: KeyFormat = "hex",
+    organization: Organization = None,
     host: Host = None,
     token: Token = None,
     as_json: Json = False,
 ) -> None:
-    """Issue a new runner token; the old one stops working at once (admin)."""
+    """Issue a new runner token; the old one stops working at once."""
     with resolve(host, token).client() as client:
-        rotated = client.rotate_runner_token(ref, bencher_format=key_format == "bencher")
+        rotated = client.rotate_runner_token(
+            ref, bencher_format=key_format == "bencher", organization=organization
+        )
     if as_json:
         output.print_json(rotated)
         return

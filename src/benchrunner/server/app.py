@@ -44,6 +44,8 @@ from benchrunner.server.routes import (
     job_logs,
     jobs,
     measures,
+    members,
+    organization_runners,
     organizations,
     perf,
     releases,
@@ -136,10 +138,12 @@ def create_app(
         m.router
         for m in (
             organizations,
+            members,
             users,
             specs,
             runners,
             releases,
+            organization_runners,
             jobs,
             job_logs,
             reports,

@@ -72,6 +72,15 @@ HANDLER_ERRORS: dict[str, frozenset[int]] = {
     "PATCH /v0/runners/{runner}": frozenset({409}),  # slug taken
     "POST /v0/runners/{runner}/token": frozenset({409}),  # archived runner
     "POST /v0/runners/{runner}/key": frozenset({409}),  # archived runner
+    # 403: a member who is not a leader; 409: already a member, or the last leader
+    "POST /v0/organizations/{organization}/members": frozenset({403, 409}),
+    "PATCH /v0/organizations/{organization}/members/{user}": frozenset({403, 409}),
+    "DELETE /v0/organizations/{organization}/members/{user}": frozenset({403, 409}),
+    # 403: a member who is not a leader; 409 as for the server's runners
+    "POST /v0/organizations/{organization}/runners": frozenset({403}),
+    "PATCH /v0/organizations/{organization}/runners/{runner}": frozenset({403, 409}),
+    "POST /v0/organizations/{organization}/runners/{runner}/token": frozenset({403, 409}),
+    "POST /v0/organizations/{organization}/runners/{runner}/key": frozenset({403, 409}),
     "PATCH /v0/specs/{spec}": frozenset({409}),  # slug taken, or an archived spec as fallback
     "DELETE /v0/specs/{spec}": frozenset({409}),  # spec in use
     "PATCH /v0/projects/{project}/benchmarks/{ref}": frozenset({403}),

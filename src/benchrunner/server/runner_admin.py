@@ -20,21 +20,36 @@ from benchrunner.server.errors import conflict, not_found
 from benchrunner.server.lifecycle import Lifecycle
 from benchrunner.server.routes.renames import identity_changes, slug_taken
 from benchrunner.server.routes.specs import spec_or_404
-from benchrunner.server.store import runners
+from benchrunner.server.store import accounts, runners
 from benchrunner.server.store.runners import RunnerRow
 from benchrunner.server.store.tables import runner as runner_table
 from benchrunner.server.views import runner_view
 
 
-def runner_or_404(conn: Connection, ref: str) -> RunnerRow:
+@dataclass(frozen=True)
+class Scope:
+    """The runners an action may reach: every runner (``organization_id`` None: a server
+    admin's, under ``/v0/runners``), or one organization's own (its leaders', under
+    ``/v0/organizations/{organization}/runners``), where any other runner is not found."""
+
+    organization_id: int | None = None
+
+
+EVERY_RUNNER = Scope()
+
+
+def runner_or_404(conn: Connection, ref: str, scope: Scope = EVERY_RUNNER) -> RunnerRow:
     row = runners.runner_get(conn, ref)
-    if row is None:
+    if row is None or scope.organization_id not in (None, row.organization_id):
         raise not_found("runner", ref)
     return row
 
 
 def view_of(conn: Connection, row: RunnerRow) -> dict[str, Any]:
-    return runner_view(row, runners.runner_specs(conn, row.id))
+    owner = None
+    if row.organization_id is not None:
+        owner = accounts.organization_by_id(conn, row.organization_id).uuid
+    return runner_view(row, runners.runner_specs(conn, row.id), owner)
 
 
 async def create(
@@ -45,16 +60,23 @@ async def create(
     slug: str | None = None,
     public_key: str | None = None,
     key_format: RunnerKeyFormat = "hex",
+    scope: Scope = EVERY_RUNNER,
 ) -> dict[str, Any]:
     """A new runner attached to ``spec_refs`` (which must sign its results with the key whose
-    public half is ``public_key``, when given); its view plus ``token`` (in ``key_format``),
-    shown this once."""
+    public half is ``public_key``, when given), owned by the scope's organization if it has
+    one; its view plus ``token`` (in ``key_format``), shown this once."""
     token = new_runner_token(key_format)
 
     def unit(conn: Connection) -> dict[str, Any]:
         spec_rows = [spec_or_404(conn, ref) for ref in spec_refs]
         row = runners.runner_create(
-            conn, name, token, ctx.clock.now(), slug=slug, public_key=public_key
+            conn,
+            name,
+            token,
+            ctx.clock.now(),
+            slug=slug,
+            organization_id=scope.organization_id,
+            public_key=public_key,
         )
         for spec in spec_rows:
             runners.runner_spec_add(conn, row.id, spec.id)
@@ -77,13 +99,18 @@ class RunnerChanges:
 
 
 async def update(
-    ctx: ServerContext, life: Lifecycle, hub: ChannelHub, ref: str, changes: RunnerChanges
+    ctx: ServerContext,
+    life: Lifecycle,
+    hub: ChannelHub,
+    ref: str,
+    changes: RunnerChanges,
+    scope: Scope = EVERY_RUNNER,
 ) -> dict[str, Any]:
     """Rename, re-slug, (un)archive, (un)pause or re-key a runner; its view after the
     change."""
 
     def unit(conn: Connection) -> tuple[RunnerRow, dict[str, Any]]:
-        row = runner_or_404(conn, ref)
+        row = runner_or_404(conn, ref, scope)
         values = identity_changes(
             conn,
             runner_table,
@@ -114,14 +141,19 @@ async def update(
 
 
 async def rotate_token(
-    ctx: ServerContext, hub: ChannelHub, ref: str, *, key_format: RunnerKeyFormat = "hex"
+    ctx: ServerContext,
+    hub: ChannelHub,
+    ref: str,
+    *,
+    key_format: RunnerKeyFormat = "hex",
+    scope: Scope = EVERY_RUNNER,
 ) -> tuple[RunnerRow, str]:
     """A new token for the runner in ``key_format`` (the old one stops working at once, and
     its channels are closed); the token is returned this once."""
     token = new_runner_token(key_format)
 
     def unit(conn: Connection) -> RunnerRow:
-        row = runner_or_404(conn, ref)
+        row = runner_or_404(conn, ref, scope)
         if not runners.runner_rotate_token(conn, row.id, token, ctx.clock.now()):
             raise conflict(f"runner {ref!r} is archived; its token cannot be rotated")
         return row

@@ -14,7 +14,13 @@ from benchrunner.server.duet_views import named_view as named_view  # shared by 
 from benchrunner.server.noise import noise_view
 from benchrunner.server.store import alerts as store_alerts
 from benchrunner.server.store import branches, duets, jobs, reports
-from benchrunner.server.store.accounts import OrganizationRow, ProjectRow, UserRow
+from benchrunner.server.store.accounts import (
+    MemberRow,
+    OrganizationRow,
+    ProjectRow,
+    TokenRow,
+    UserRow,
+)
 from benchrunner.server.store.jobs import JobRow
 from benchrunner.server.store.runners import RunnerRow, spec_json
 
@@ -31,6 +37,31 @@ def user_view(user: UserRow) -> dict[str, Any]:
         "slug": user.slug,
         "email": user.email,
         "admin": user.admin,
+    }
+
+
+def member_view(member: MemberRow) -> dict[str, Any]:
+    """A member as Bencher shows one: the user, with their role in the organization."""
+    user = member.user
+    return {
+        "uuid": str(user.uuid),
+        "name": user.name,
+        "slug": user.slug,
+        "email": user.email,
+        "role": member.role,
+        "created": iso(member.created),
+    }
+
+
+def token_view(token: TokenRow) -> dict[str, Any]:
+    """An API token without the token itself, which only its creation answer shows."""
+    return {
+        "uuid": str(token.uuid),
+        "user": str(token.user_uuid),
+        "name": token.name,
+        "created": iso(token.created),
+        "expiration": iso(token.expiration),
+        "revoked": iso(token.revoked),
     }
 
 
@@ -67,18 +98,27 @@ def spec_view(row: Any) -> dict[str, Any]:
     return view
 
 
-def runner_view(runner: RunnerRow, specs: list[Any]) -> dict[str, Any]:
+def runner_view(
+    runner: RunnerRow, specs: list[Any], organization_uuid: uuid.UUID | None = None
+) -> dict[str, Any]:
+    """``organization``: the owner's UUID, null for a server runner. The last time the runner
+    was heard from is ``last_seen_at`` (seed 002's name); ``last_heartbeat_at`` (seed 002's
+    legacy name) and ``last_heartbeat`` (this API's first name) stay for older readers."""
+    last_seen = iso(runner.last_heartbeat)
     return {
         "uuid": str(runner.uuid),
         "name": runner.name,
         "slug": runner.slug,
+        "organization": None if organization_uuid is None else str(organization_uuid),
         "paused": runner.paused,
         "os": runner.os,
         "arch": runner.arch,
         "version": runner.version,
         "public_key": runner.public_key,
         "specs": [spec_view(s) for s in specs],
-        "last_heartbeat": iso(runner.last_heartbeat),
+        "last_seen_at": last_seen,
+        "last_heartbeat_at": last_seen,
+        "last_heartbeat": last_seen,
         "created": iso(runner.created),
         "modified": iso(runner.modified),
         "archived": iso(runner.archived),

@@ -13,7 +13,7 @@ from benchrunner.server.context import ServerContext
 from benchrunner.server.errors import forbidden, not_found, unauthorized
 from benchrunner.server.lifecycle import Lifecycle
 from benchrunner.server.store import accounts
-from benchrunner.server.store.accounts import ProjectRow, UserRow
+from benchrunner.server.store.accounts import OrganizationRow, ProjectRow, UserRow
 from benchrunner.server.store.jobs import Origin
 
 MAX_PER_PAGE = 255
@@ -113,6 +113,20 @@ def project_access(
     if write and not _can_write(conn, viewer, project):
         raise forbidden(f"you may not change project {ref!r}")
     return project
+
+
+def organization_access(
+    conn: Connection, viewer: UserRow, ref: str, *, lead: bool = False
+) -> OrganizationRow:
+    """The organization, or 404 to a caller who is neither a member nor a server admin; with
+    ``lead``, 403 to a member who is not one of its leaders."""
+    org = accounts.organization_get(conn, ref)
+    role = None if org is None else accounts.role_of(conn, viewer.id, org.id)
+    if org is None or not (viewer.admin or role):
+        raise not_found("organization", ref)
+    if lead and not viewer.admin and role != accounts.LEADER:
+        raise forbidden(f"only a leader of organization {ref!r} may do this")
+    return org
 
 
 @dataclass(frozen=True)

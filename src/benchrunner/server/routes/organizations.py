@@ -9,18 +9,18 @@ from pydantic import Field
 from sqlalchemy.engine import Connection
 
 from benchrunner.core.tiers import Plan
-from benchrunner.server.errors import forbidden, not_found
+from benchrunner.server.errors import forbidden
 from benchrunner.server.routes.bodies import ApiBody
 from benchrunner.server.routes.deps import (
     Ctx,
     MaybeUser,
     Page,
     User,
+    organization_access,
     paginate,
     project_access,
 )
 from benchrunner.server.store import accounts
-from benchrunner.server.store.accounts import OrganizationRow, UserRow
 from benchrunner.server.views import organization_view, project_view
 
 router = APIRouter(tags=["organizations"])
@@ -36,13 +36,6 @@ class NewProject(ApiBody):
     name: str = Field(min_length=1, max_length=64)
     slug: str | None = Field(default=None, min_length=1, max_length=64)
     visibility: Literal["public", "private"] = "public"
-
-
-def _org_visible(conn: Connection, viewer: UserRow, ref: str) -> OrganizationRow:
-    org = accounts.organization_get(conn, ref)
-    if org is None or not (viewer.admin or accounts.role_of(conn, viewer.id, org.id)):
-        raise not_found("organization", ref)
-    return org
 
 
 @router.post("/v0/organizations", status_code=201)
@@ -78,7 +71,7 @@ async def list_organizations(
 @router.get("/v0/organizations/{organization}")
 async def get_organization(organization: str, user: User, ctx: Ctx) -> dict[str, Any]:
     def unit(conn: Connection) -> dict[str, Any]:
-        org = _org_visible(conn, user, organization)
+        org = organization_access(conn, user, organization)
         return organization_view(org, claimed=accounts.organization_is_claimed(conn, org.id))
 
     return await ctx.db.read(unit)
@@ -89,7 +82,7 @@ async def create_project(
     organization: str, body: NewProject, user: User, ctx: Ctx
 ) -> dict[str, Any]:
     def unit(conn: Connection) -> dict[str, Any]:
-        org = _org_visible(conn, user, organization)
+        org = organization_access(conn, user, organization)
         project = accounts.project_create(
             conn, org.id, body.name, body.visibility, ctx.clock.now(), slug=body.slug
         )
@@ -107,7 +100,7 @@ async def list_projects(
     pages: Page,
 ) -> list[dict[str, Any]]:
     def unit(conn: Connection) -> list[dict[str, Any]]:
-        org = _org_visible(conn, user, organization)
+        org = organization_access(conn, user, organization)
         return [project_view(p, org.uuid) for p in accounts.project_list(conn, org.id)]
 
     return paginate(response, await ctx.db.read(unit), pages)

@@ -21,7 +21,13 @@ from benchrunner.server.routes.deps import (
     paginate,
 )
 from benchrunner.server.routes.specs import spec_or_404
-from benchrunner.server.runner_admin import RunnerChanges, runner_or_404, view_of
+from benchrunner.server.runner_admin import (
+    EVERY_RUNNER,
+    RunnerChanges,
+    Scope,
+    runner_or_404,
+    view_of,
+)
 from benchrunner.server.store import runners
 from benchrunner.server.views import spec_view
 
@@ -68,43 +74,49 @@ def checked_public_key(text: str | None) -> str | None:
         raise bad_request(f"public_key: {exc}") from None
 
 
-@router.post("/v0/runners", status_code=201)
-async def create_runner(body: NewRunner, _admin: Admin, ctx: Ctx) -> dict[str, Any]:
+NameFilter = Annotated[str | None, Query(max_length=64, description="runners with this name")]
+
+# Each action below serves both runner scopes: a server admin's ``/v0/runners`` (every
+# runner) and an organization's ``/v0/organizations/{organization}/runners`` (its own).
+
+
+async def create_in(scope: Scope, body: NewRunner, ctx: Ctx) -> dict[str, Any]:
     key = checked_public_key(body.public_key)
     created = await runner_admin.create(
-        ctx, body.name, body.specs, slug=body.slug, public_key=key, key_format=body.key_format
+        ctx,
+        body.name,
+        body.specs,
+        slug=body.slug,
+        public_key=key,
+        key_format=body.key_format,
+        scope=scope,
     )
     # Bencher answers a new runner's key as ``key``; ours has always been ``token``.
     return {**created, "key": created["token"]} if body.key_format == "bencher" else created
 
 
-@router.get("/v0/runners")
-async def list_runners(
-    _admin: Admin,
-    ctx: Ctx,
-    response: Response,
-    pages: Page,
-    archived: bool = False,
-    name: Annotated[str | None, Query(max_length=64, description="runners with this name")] = None,
+async def list_in(
+    scope: Scope, ctx: Ctx, response: Response, pages: Page, archived: bool, name: str | None
 ) -> list[dict[str, Any]]:
     problem = None if name is None else text_problem(name)
     if problem is not None:
         raise bad_request(f"name {problem}")
 
     def unit(conn: Connection) -> list[dict[str, Any]]:
-        return [view_of(conn, r) for r in runners.runner_list(conn, archived=archived, name=name)]
+        found = runners.runner_list(
+            conn, archived=archived, name=name, organization_id=scope.organization_id
+        )
+        return [view_of(conn, r) for r in found]
 
     return paginate(response, await ctx.db.read(unit), pages)
 
 
-@router.get("/v0/runners/{runner}")
-async def get_runner(runner: str, _admin: Admin, ctx: Ctx) -> dict[str, Any]:
-    return await ctx.db.read(lambda conn: view_of(conn, runner_or_404(conn, runner)))
+async def get_in(scope: Scope, runner: str, ctx: Ctx) -> dict[str, Any]:
+    return await ctx.db.read(lambda conn: view_of(conn, runner_or_404(conn, runner, scope)))
 
 
-@router.patch("/v0/runners/{runner}")
-async def update_runner(
-    runner: str, body: RunnerPatch, _admin: Admin, ctx: Ctx, life: Life, request: Request
+async def update_in(
+    scope: Scope, runner: str, body: RunnerPatch, ctx: Ctx, life: Life, request: Request
 ) -> dict[str, Any]:
     changes = RunnerChanges(
         name=body.name,
@@ -114,23 +126,60 @@ async def update_runner(
         public_key=checked_public_key(body.public_key),
         public_key_given="public_key" in body.model_fields_set,
     )
-    return await runner_admin.update(ctx, life, request.app.state.hub, runner, changes)
+    return await runner_admin.update(ctx, life, request.app.state.hub, runner, changes, scope)
+
+
+async def rotate_token_in(scope: Scope, runner: str, ctx: Ctx, request: Request) -> dict[str, Any]:
+    row, token = await runner_admin.rotate_token(ctx, request.app.state.hub, runner, scope=scope)
+    return {"uuid": str(row.uuid), "token": token}
+
+
+async def rotate_key_in(scope: Scope, runner: str, ctx: Ctx, request: Request) -> dict[str, Any]:
+    row, key = await runner_admin.rotate_token(
+        ctx, request.app.state.hub, runner, key_format="bencher", scope=scope
+    )
+    return {"uuid": str(row.uuid), "key": key}
+
+
+@router.post("/v0/runners", status_code=201)
+async def create_runner(body: NewRunner, _admin: Admin, ctx: Ctx) -> dict[str, Any]:
+    return await create_in(EVERY_RUNNER, body, ctx)
+
+
+@router.get("/v0/runners")
+async def list_runners(
+    _admin: Admin,
+    ctx: Ctx,
+    response: Response,
+    pages: Page,
+    archived: bool = False,
+    name: NameFilter = None,
+) -> list[dict[str, Any]]:
+    return await list_in(EVERY_RUNNER, ctx, response, pages, archived, name)
+
+
+@router.get("/v0/runners/{runner}")
+async def get_runner(runner: str, _admin: Admin, ctx: Ctx) -> dict[str, Any]:
+    return await get_in(EVERY_RUNNER, runner, ctx)
+
+
+@router.patch("/v0/runners/{runner}")
+async def update_runner(
+    runner: str, body: RunnerPatch, _admin: Admin, ctx: Ctx, life: Life, request: Request
+) -> dict[str, Any]:
+    return await update_in(EVERY_RUNNER, runner, body, ctx, life, request)
 
 
 @router.post("/v0/runners/{runner}/token", status_code=201)
 async def rotate_token(runner: str, _admin: Admin, ctx: Ctx, request: Request) -> dict[str, Any]:
     """A new token in seed 000's form; the old one stops working at once."""
-    row, token = await runner_admin.rotate_token(ctx, request.app.state.hub, runner)
-    return {"uuid": str(row.uuid), "token": token}
+    return await rotate_token_in(EVERY_RUNNER, runner, ctx, request)
 
 
 @router.post("/v0/runners/{runner}/key", status_code=201)
 async def rotate_key(runner: str, _admin: Admin, ctx: Ctx, request: Request) -> dict[str, Any]:
     """A new key in Bencher's form, answered as Bencher does (``uuid``, ``key``)."""
-    row, key = await runner_admin.rotate_token(
-        ctx, request.app.state.hub, runner, key_format="bencher"
-    )
-    return {"uuid": str(row.uuid), "key": key}
+    return await rotate_key_in(EVERY_RUNNER, runner, ctx, request)
 
 
 @router.get("/v0/runners/{runner}/specs")

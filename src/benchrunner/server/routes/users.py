@@ -1,27 +1,36 @@
-"""Users: a server admin creates them, optionally with a console password."""
+"""Users and their API tokens (Bencher's ``/v0/users``): a server admin creates and lists
+users; a user reads themselves and creates, lists and revokes their own API tokens (a server
+admin, anyone's). Another user is not found (404) by a non-admin."""
 
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+import datetime as dt
+from typing import Annotated, Any
+from uuid import UUID
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Query, Response
 from pydantic import Field
 from sqlalchemy.engine import Connection
 
 from benchrunner.core import passwords
-from benchrunner.server.errors import bad_request, conflict
+from benchrunner.server.errors import bad_request, conflict, not_found
 from benchrunner.server.routes.bodies import ApiBody
-from benchrunner.server.routes.deps import Admin, Ctx
+from benchrunner.server.routes.deps import Admin, Ctx, Page, User, paginate
 from benchrunner.server.store import accounts
-from benchrunner.server.views import user_view
+from benchrunner.server.store.accounts import UserRow
+from benchrunner.server.views import token_view, user_view
 
 router = APIRouter(tags=["users"])
+
+EMAIL_PATTERN = r"^[^@\s]+@[^@\s]+$"
+MAX_TTL = 2**32 - 1
+"""Bencher's bound on a token's time to live (seconds, an unsigned 32-bit integer)."""
 
 
 class NewUser(ApiBody):
     name: str = Field(min_length=1, max_length=64)
-    email: str = Field(min_length=3, max_length=320, pattern=r"^[^@\s]+@[^@\s]+$")
+    email: str = Field(min_length=3, max_length=320, pattern=EMAIL_PATTERN)
     password: str | None = Field(
         default=None,
         min_length=passwords.MIN_LENGTH,
@@ -30,6 +39,13 @@ class NewUser(ApiBody):
         json_schema_extra={"writeOnly": True},
     )
     admin: bool = False
+
+
+class NewToken(ApiBody):
+    name: str = Field(min_length=1, max_length=64)
+    ttl: int | None = Field(
+        default=None, ge=1, le=MAX_TTL, description="seconds until it expires; none: never"
+    )
 
 
 @router.post("/v0/users", status_code=201)
@@ -55,3 +71,85 @@ async def create_user(body: NewUser, _admin: Admin, ctx: Ctx) -> dict[str, Any]:
         return user_view(user)
 
     return await ctx.db.write(unit)
+
+
+@router.get("/v0/users")
+async def list_users(
+    _admin: Admin, ctx: Ctx, response: Response, pages: Page
+) -> list[dict[str, Any]]:
+    def unit(conn: Connection) -> list[dict[str, Any]]:
+        return [user_view(u) for u in accounts.user_list(conn)]
+
+    return paginate(response, await ctx.db.read(unit), pages)
+
+
+def user_or_404(conn: Connection, caller: UserRow, ref: str) -> UserRow:
+    """The user ``ref`` if the caller is that user or a server admin, else 404."""
+    found = accounts.user_get(conn, ref)
+    if found is None or not (caller.admin or found.id == caller.id):
+        raise not_found("user", ref)
+    return found
+
+
+@router.get("/v0/users/{user}")
+async def get_user(user: str, caller: User, ctx: Ctx) -> dict[str, Any]:
+    return await ctx.db.read(lambda conn: user_view(user_or_404(conn, caller, user)))
+
+
+@router.post("/v0/users/{user}/tokens", status_code=201)
+async def create_token(user: str, body: NewToken, caller: User, ctx: Ctx) -> dict[str, Any]:
+    """A new API token: the answer's ``token`` is shown this once (only its hash is kept)."""
+
+    def unit(conn: Connection) -> dict[str, Any]:
+        owner = user_or_404(conn, caller, user)
+        now = ctx.clock.now()
+        expiration = None if body.ttl is None else now + dt.timedelta(seconds=body.ttl)
+        row, token = accounts.api_token_create(
+            conn, owner.id, body.name, now, expiration=expiration
+        )
+        return {**token_view(row), "token": token}
+
+    return await ctx.db.write(unit)
+
+
+@router.get("/v0/users/{user}/tokens")
+async def list_tokens(
+    user: str,
+    caller: User,
+    ctx: Ctx,
+    response: Response,
+    pages: Page,
+    revoked: Annotated[
+        bool, Query(description="list the revoked tokens instead of the others")
+    ] = False,
+) -> list[dict[str, Any]]:
+    def unit(conn: Connection) -> list[dict[str, Any]]:
+        owner = user_or_404(conn, caller, user)
+        return [token_view(t) for t in accounts.api_token_list(conn, owner.id, revoked=revoked)]
+
+    return paginate(response, await ctx.db.read(unit), pages)
+
+
+@router.get("/v0/users/{user}/tokens/{token}")
+async def get_token(user: str, token: UUID, caller: User, ctx: Ctx) -> dict[str, Any]:
+    def unit(conn: Connection) -> dict[str, Any]:
+        owner = user_or_404(conn, caller, user)
+        found = accounts.api_token_get(conn, owner.id, token)
+        if found is None:
+            raise not_found("token", str(token))
+        return token_view(found)
+
+    return await ctx.db.read(unit)
+
+
+@router.delete("/v0/users/{user}/tokens/{token}", status_code=204)
+async def revoke_token(user: str, token: UUID, caller: User, ctx: Ctx) -> Response:
+    """Revoke the token: it authenticates no one from now on (revoking it again is no error)."""
+
+    def unit(conn: Connection) -> None:
+        owner = user_or_404(conn, caller, user)
+        if not accounts.api_token_revoke(conn, owner.id, token, ctx.clock.now()):
+            raise not_found("token", str(token))
+
+    await ctx.db.write(unit)
+    return Response(status_code=204)

@@ -15,7 +15,7 @@ from sqlalchemy.engine import Connection
 from benchrunner.core import slugs
 from benchrunner.core.tiers import Plan, priority_for
 from benchrunner.core.tokens import hash_token, new_api_token
-from benchrunner.server.store.conflicts import insert_with_slug
+from benchrunner.server.store.conflicts import insert_or_skip, insert_with_slug
 from benchrunner.server.store.direct import Direct
 from benchrunner.server.store.tables import (
     api_token,
@@ -106,6 +106,73 @@ def user_with_password_hash(conn: Connection, email: str) -> tuple[UserRow, str 
     return (user_from_row(row), row.password_hash) if row else None
 
 
+def user_by_email(conn: Connection, email: str) -> UserRow | None:
+    row = conn.execute(_USER_BY_EMAIL, {"email": email}).first()
+    return user_from_row(row) if row else None
+
+
+def user_get(conn: Connection, ref: str) -> UserRow | None:
+    row = select_by_ref(conn, user, ref)
+    return user_from_row(row) if row else None
+
+
+def user_list(conn: Connection) -> list[UserRow]:
+    rows = conn.execute(sa.select(user).order_by(user.c.name, user.c.id))
+    return [user_from_row(r) for r in rows]
+
+
+@dataclass(frozen=True)
+class TokenRow:
+    """An API token as its user may see it again: never the token, only what describes it."""
+
+    uuid: UUID
+    user_uuid: UUID
+    name: str
+    created: dt.datetime
+    expiration: dt.datetime | None
+    revoked: dt.datetime | None
+
+
+_TOKENS = sa.select(
+    api_token.c.uuid,
+    user.c.uuid.label("user_uuid"),
+    api_token.c.name,
+    api_token.c.created,
+    api_token.c.expiration,
+    api_token.c.revoked,
+).join(user, user.c.id == api_token.c.user_id)
+
+
+def _token(row: Any) -> TokenRow:
+    return TokenRow(row.uuid, row.user_uuid, row.name, row.created, row.expiration, row.revoked)
+
+
+def api_token_create(
+    conn: Connection,
+    user_id: int,
+    name: str,
+    now: dt.datetime,
+    *,
+    expiration: dt.datetime | None = None,
+    make_token: Callable[[], str] = new_api_token,
+) -> tuple[TokenRow, str]:
+    """A new API token for the user, valid until ``expiration`` (None: until revoked); only
+    its hash is stored, the token is returned this once."""
+    token = make_token()
+    token_uuid = uuid4()
+    conn.execute(
+        api_token.insert().values(
+            uuid=token_uuid,
+            user_id=user_id,
+            name=name[:64],
+            token_hash=hash_token(token),
+            created=now,
+            expiration=expiration,
+        )
+    )
+    return _token(conn.execute(_TOKENS.where(api_token.c.uuid == token_uuid)).one()), token
+
+
 def api_token_issue(
     conn: Connection,
     user_id: int,
@@ -113,18 +180,38 @@ def api_token_issue(
     now: dt.datetime,
     make_token: Callable[[], str] = new_api_token,
 ) -> str:
-    """A new API token for the user; only its hash is stored, the token is returned once."""
-    token = make_token()
-    conn.execute(
-        api_token.insert().values(
-            uuid=uuid4(),
-            user_id=user_id,
-            name=name[:64],
-            token_hash=hash_token(token),
-            created=now,
-        )
+    """A new API token for the user that never expires; the token, returned once."""
+    return api_token_create(conn, user_id, name, now, make_token=make_token)[1]
+
+
+def api_token_list(conn: Connection, user_id: int, *, revoked: bool) -> list[TokenRow]:
+    """The user's tokens by name: the revoked ones with ``revoked``, else the others."""
+    query = _TOKENS.where(
+        api_token.c.user_id == user_id,
+        api_token.c.revoked.is_not(None) if revoked else api_token.c.revoked.is_(None),
     )
-    return token
+    return [_token(r) for r in conn.execute(query.order_by(api_token.c.name, api_token.c.id))]
+
+
+def api_token_get(conn: Connection, user_id: int, token_uuid: UUID) -> TokenRow | None:
+    query = _TOKENS.where(api_token.c.user_id == user_id, api_token.c.uuid == token_uuid)
+    row = conn.execute(query).first()
+    return _token(row) if row else None
+
+
+def api_token_revoke(conn: Connection, user_id: int, token_uuid: UUID, now: dt.datetime) -> bool:
+    """Revoke the user's token (it authenticates no one from now on; revoking it again changes
+    nothing); False if the user has no such token."""
+    conn.execute(
+        api_token.update()
+        .where(
+            api_token.c.user_id == user_id,
+            api_token.c.uuid == token_uuid,
+            api_token.c.revoked.is_(None),
+        )
+        .values(revoked=now)
+    )
+    return api_token_get(conn, user_id, token_uuid) is not None
 
 
 _USER_BY_TOKEN = Direct(
@@ -132,6 +219,7 @@ _USER_BY_TOKEN = Direct(
     .join(api_token, api_token.c.user_id == user.c.id)
     .where(
         api_token.c.token_hash == sa.bindparam("token_hash"),
+        api_token.c.revoked.is_(None),
         sa.or_(api_token.c.expiration.is_(None), api_token.c.expiration > sa.bindparam("now")),
     )
 )
@@ -140,6 +228,11 @@ _USER_BY_TOKEN = Direct(
 def user_by_api_token(conn: Connection, token: str, now: dt.datetime) -> UserRow | None:
     row = _USER_BY_TOKEN.first(conn, {"token_hash": hash_token(token), "now": now})
     return user_from_row(row, row.token_name) if row else None
+
+
+LEADER = "leader"
+MEMBER = "member"
+"""The two roles of an organization's members; its leaders manage its members and runners."""
 
 
 @dataclass(frozen=True)
@@ -175,7 +268,7 @@ def organization_create(
     if leader_id is not None:
         conn.execute(
             organization_role.insert().values(
-                user_id=leader_id, organization_id=org_id, role="leader", created=now
+                user_id=leader_id, organization_id=org_id, role=LEADER, created=now
             )
         )
     return _org(conn.execute(sa.select(organization).where(organization.c.id == org_id)).one())
@@ -238,6 +331,76 @@ _ANY_MEMBER = Direct(
 
 def role_of(conn: Connection, user_id: int, org_id: int) -> str | None:
     return conn.execute(_ROLE, {"user_id": user_id, "org_id": org_id}).scalar()
+
+
+@dataclass(frozen=True)
+class MemberRow:
+    """A user and their role in one organization; ``created``: when they joined it."""
+
+    user: UserRow
+    role: str
+    created: dt.datetime
+
+
+_MEMBERS = (
+    sa.select(
+        user,
+        organization_role.c.role.label("member_role"),
+        organization_role.c.created.label("member_created"),
+    )
+    .join(organization_role, organization_role.c.user_id == user.c.id)
+    .where(organization_role.c.organization_id == sa.bindparam("org_id"))
+)
+
+
+def _member(row: Any) -> MemberRow:
+    return MemberRow(user_from_row(row), row.member_role, row.member_created)
+
+
+def member_list(conn: Connection, org_id: int) -> list[MemberRow]:
+    rows = conn.execute(_MEMBERS.order_by(user.c.name, user.c.id), {"org_id": org_id})
+    return [_member(r) for r in rows]
+
+
+def member_get(conn: Connection, org_id: int, user_id: int) -> MemberRow | None:
+    row = conn.execute(_MEMBERS.where(user.c.id == user_id), {"org_id": org_id}).first()
+    return _member(row) if row else None
+
+
+def member_add(conn: Connection, org_id: int, user_id: int, role: str, now: dt.datetime) -> bool:
+    """Make the user a member with ``role``; False if they already were one (perhaps by a
+    concurrent add)."""
+    statement = insert_or_skip(conn, organization_role, ("user_id", "organization_id"))
+    values = {"user_id": user_id, "organization_id": org_id, "role": role, "created": now}
+    return conn.execute(statement.returning(organization_role.c.id), values).first() is not None
+
+
+def _membership(org_id: int, user_id: int) -> sa.ColumnElement[bool]:
+    return sa.and_(
+        organization_role.c.organization_id == org_id, organization_role.c.user_id == user_id
+    )
+
+
+def member_set_role(conn: Connection, org_id: int, user_id: int, role: str) -> None:
+    conn.execute(organization_role.update().where(_membership(org_id, user_id)).values(role=role))
+
+
+def member_remove(conn: Connection, org_id: int, user_id: int) -> None:
+    conn.execute(organization_role.delete().where(_membership(org_id, user_id)))
+
+
+def organization_lock(conn: Connection, org_id: int) -> None:
+    """Lock the organization's row until the transaction ends: taken by every change of its
+    members, so that two leaders demoting each other at once on PostgreSQL cannot both pass
+    the check that a leader remains (SQLite serializes writers anyway)."""
+    conn.execute(sa.select(organization.c.id).where(organization.c.id == org_id).with_for_update())
+
+
+def leader_count(conn: Connection, org_id: int) -> int:
+    query = sa.select(sa.func.count()).where(
+        organization_role.c.organization_id == org_id, organization_role.c.role == LEADER
+    )
+    return int(conn.execute(query).scalar_one())
 
 
 def organization_is_claimed(conn: Connection, org_id: int) -> bool:

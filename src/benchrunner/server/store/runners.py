@@ -117,8 +117,13 @@ def runner_authenticate(conn: Connection, ref: str, token: str) -> RunnerRow | N
     return _runner(row) if row else None
 
 
-def runner_list(conn: Connection, *, archived: bool, name: str | None) -> list[RunnerRow]:
+def runner_list(
+    conn: Connection, *, archived: bool, name: str | None, organization_id: int | None = None
+) -> list[RunnerRow]:
+    """Runners by name: every one, or with ``organization_id`` that organization's own."""
     query = sa.select(runner).order_by(runner.c.name, runner.c.id)
+    if organization_id is not None:
+        query = query.where(runner.c.organization_id == organization_id)
     if not archived:
         query = query.where(runner.c.archived.is_(None))
     if name:

@@ -105,6 +105,7 @@ api_token = sa.Table(
     sa.Column("token_hash", sa.String(64), nullable=False, unique=True),
     _ts("created"),
     _ts("expiration", nullable=True),
+    _ts("revoked", nullable=True),
 )
 
 # A console sign-in: the cookie holds the token, the row its SHA-256; deleting the row signs out.

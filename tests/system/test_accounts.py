@@ -1,0 +1,179 @@
+"""Accounts as organizations need them (Bencher's endpoints): a server admin creates and lists
+users; users create, list and revoke their own API tokens (shown once, hashed at rest); an
+organization's leaders add members with a role, change it and remove them."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import sqlalchemy as sa
+
+from benchrunner.client import ApiError, BenchrunnerClient
+from benchrunner.server.store.engine import Database
+from benchrunner.server.store.tables import api_token
+from tests.harness import Deployment, cli
+from tests.registry_support import make_user
+
+
+def _status(call: object) -> int:
+    """The HTTP status of an ``ApiError`` the call raised (the call is a zero-argument lambda)."""
+    assert callable(call)
+    with pytest.raises(ApiError) as refused:
+        call()
+    return refused.value.status
+
+
+def _stored_tokens(deployment: Deployment) -> list[sa.Row[tuple[str, str]]]:
+    db = Database(deployment.server.db, read_threads=1)
+    try:
+        query = sa.select(api_token.c.name, api_token.c.token_hash)
+        return db.read_sync(lambda conn: list(conn.execute(query)))
+    finally:
+        db.close()
+
+
+def test_a_user_creates_lists_and_revokes_their_own_tokens(deployment: Deployment) -> None:
+    with deployment.admin() as admin:
+        ada = admin.create_user("Ada", "ada@test.dev")
+        # A server admin may issue a user's first token; the user takes it from there.
+        first = admin.create_token(ada["slug"], "from the admin")
+        users = {u["email"]: u for u in admin.list_users(per_page=10)}
+        assert set(users) == {"admin@test.dev", "ada@test.dev"}
+        admin_slug = users["admin@test.dev"]["slug"]
+        assert admin.get_user(admin_slug)["admin"] is True
+    assert first["user"] == ada["uuid"] and first["token"].startswith("benchrunner_api_")
+
+    with BenchrunnerClient(deployment.server.url, first["token"]) as as_ada:
+        assert as_ada.get_user(ada["slug"])["email"] == "ada@test.dev"
+        ci = as_ada.create_token(ada["uuid"], "ci", ttl=3600)
+        assert ci["expiration"] is not None and ci["revoked"] is None
+        listed = as_ada.list_tokens(ada["slug"])
+        assert [t["name"] for t in listed] == ["ci", "from the admin"]
+        assert all("token" not in t for t in listed)  # shown once, at creation only
+        # Another user's account is not found; server-wide lists are for admins.
+        assert _status(lambda: as_ada.list_tokens(admin_slug)) == 404
+        assert _status(lambda: as_ada.get_user(admin_slug)) == 404
+        assert _status(lambda: as_ada.create_token(admin_slug, "mine now")) == 404
+        assert _status(lambda: as_ada.list_users()) == 403
+
+    with BenchrunnerClient(deployment.server.url, ci["token"]) as with_ci:
+        with_ci.revoke_token(ada["slug"], ci["uuid"])
+        assert _status(lambda: with_ci.get_user(ada["slug"])) == 401  # it revoked itself
+    with BenchrunnerClient(deployment.server.url, first["token"]) as as_ada:
+        as_ada.revoke_token(ada["slug"], ci["uuid"])  # again: no error, nothing changes
+        assert [t["name"] for t in as_ada.list_tokens(ada["slug"])] == ["from the admin"]
+        [revoked] = as_ada.list_tokens(ada["slug"], revoked=True)
+        assert revoked["uuid"] == ci["uuid"] and revoked["revoked"] is not None
+        unknown = "00000000-0000-4000-8000-000000000000"
+        assert _status(lambda: as_ada.revoke_token(ada["slug"], unknown)) == 404
+
+    stored = {row.name: row.token_hash for row in _stored_tokens(deployment)}
+    for created in (first, ci):
+        assert stored[created["name"]] == hashlib.sha256(created["token"].encode()).hexdigest()
+    assert not {first["token"], ci["token"]} & set(stored.values())
+
+
+def test_token_bodies_are_checked(deployment: Deployment) -> None:
+    with deployment.http() as http:
+        for body in ({"name": ""}, {"name": "x", "ttl": 0}, {"name": "x", "ttl": 2**32}, {}):
+            answer = http.post("/v0/users/admin/tokens", json=body)
+            assert answer.status_code == 400, (body, answer.text)
+        assert http.get("/v0/users/admin/tokens/not-a-uuid").status_code == 400
+
+
+def test_leaders_add_change_and_remove_members(deployment: Deployment) -> None:
+    lead = make_user(deployment.server, "lead@test.dev")
+    bob = make_user(deployment.server, "bob@test.dev")
+    stranger = make_user(deployment.server, "stranger@test.dev")
+    with deployment.admin() as admin:
+        admin.create_project("acme", "secret", "private")
+        assert admin.add_member("acme", "lead@test.dev", "leader")["role"] == "leader"
+        assert _status(lambda: admin.add_member("acme", "lead@test.dev")) == 409
+        assert _status(lambda: admin.add_member("acme", "nobody@test.dev")) == 404
+    with BenchrunnerClient(deployment.server.url, lead) as leader:
+        added = leader.add_member("acme", "bob@test.dev")
+        assert (added["email"], added["role"]) == ("bob@test.dev", "member")
+        members = {m["email"]: m["role"] for m in leader.list_members("acme", per_page=10)}
+        assert members == {
+            "admin@test.dev": "leader",
+            "lead@test.dev": "leader",
+            "bob@test.dev": "member",
+        }
+    with BenchrunnerClient(deployment.server.url, bob) as member:
+        assert member.get_project("secret")["slug"] == "secret"
+        assert len(member.list_members("acme", per_page=10)) == 3  # members may look
+        assert _status(lambda: member.add_member("acme", "stranger@test.dev")) == 403
+        assert _status(lambda: member.update_member("acme", "bob", "leader")) == 403
+    with BenchrunnerClient(deployment.server.url, stranger) as outsider:
+        assert _status(lambda: outsider.list_members("acme")) == 404
+        assert _status(lambda: outsider.add_member("acme", "stranger@test.dev")) == 404
+    with BenchrunnerClient(deployment.server.url, lead) as leader:
+        assert leader.update_member("acme", "bob", "leader")["role"] == "leader"
+        assert leader.update_member("acme", "bob", "member")["role"] == "member"
+        leader.remove_member("acme", "bob")
+        assert _status(lambda: leader.remove_member("acme", "bob")) == 404
+    with BenchrunnerClient(deployment.server.url, bob) as former:
+        assert _status(lambda: former.get_project("secret")) == 404
+
+
+def test_an_organization_keeps_its_last_leader(deployment: Deployment) -> None:
+    solo = make_user(deployment.server, "solo@test.dev")
+    make_user(deployment.server, "helper@test.dev")
+    with BenchrunnerClient(deployment.server.url, solo) as founder:
+        founder.create_organization("Solo")
+        for refused in (
+            lambda: founder.update_member("solo", "solo", "member"),
+            lambda: founder.remove_member("solo", "solo"),
+        ):
+            with pytest.raises(ApiError) as last:
+                refused()
+            assert last.value.status == 409
+            assert "last leader" in last.value.message
+        founder.add_member("solo", "helper@test.dev", "leader")
+        assert founder.update_member("solo", "solo", "member")["role"] == "member"
+    with deployment.admin() as admin:
+        assert _status(lambda: admin.remove_member("solo", "helper")) == 409
+        admin.remove_member("solo", "solo")
+        assert [m["email"] for m in admin.list_members("solo")] == ["helper@test.dev"]
+
+
+def test_the_cli_manages_tokens_members_and_organization_runners(
+    deployment: Deployment, tmp_path: Path
+) -> None:
+    admin_env = deployment.cli_env(tmp_path)
+
+    def run(*args: str, env: dict[str, str] = admin_env) -> Any:
+        return json.loads(cli(*args, "--json", env=env).stdout)
+
+    bob = run("user", "create", "Bob", "--email", "bob@test.dev")
+    first = run("user", "token", "create", bob["slug"], "first")
+    bob_env = {**admin_env, "BENCHRUNNER_TOKEN": first["token"]}
+    ci = run("user", "token", "create", bob["slug"], "ci", "--ttl", "600", env=bob_env)
+    assert [t["name"] for t in run("user", "token", "list", "bob", env=bob_env)] == ["ci", "first"]
+    revoked = cli("user", "token", "revoke", "bob", ci["uuid"], env=bob_env)
+    assert ci["uuid"] in revoked.stdout + revoked.stderr
+    assert [t["uuid"] for t in run("user", "token", "list", "bob", "--revoked")] == [ci["uuid"]]
+    refused = cli("org", "list", env={**admin_env, "BENCHRUNNER_TOKEN": ci["token"]}, check=False)
+    assert refused.returncode == 1 and "invalid or expired API token" in refused.stderr
+
+    added = run("org", "member", "add", "acme", "bob@test.dev", "--role", "leader")
+    assert added["role"] == "leader"
+    assert {m["email"] for m in run("org", "member", "list", "acme", env=bob_env)} == {
+        "admin@test.dev",
+        "bob@test.dev",
+    }
+    assert run("org", "member", "set-role", "acme", "bob", "--role", "member")["role"] == "member"
+    cli("org", "member", "remove", "acme", "bob", env=admin_env)
+    assert [m["email"] for m in run("org", "member", "list", "acme")] == ["admin@test.dev"]
+
+    box = run("runner", "create", "box", "--spec", "small", "--organization", "acme")
+    assert box["organization"] == run("org", "show", "acme")["uuid"] and box["token"]
+    assert [r["slug"] for r in run("runner", "list", "--organization", "acme")] == ["box"]
+    shown = cli("runner", "show", "box", "--organization", "acme", env=admin_env).stdout
+    assert "last seen" in shown and box["organization"] in shown
+    archived = run("runner", "archive", "box", "--organization", "acme")
+    assert archived["archived"] is not None
