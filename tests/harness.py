@@ -316,6 +316,7 @@ class RunnerProcess:
     starts: int = 0
     servers: list[ServerProcess] = field(default_factory=list)
     """Server replicas to connect to in turn; empty: just ``server``."""
+    transport: str = "channel"
 
     @property
     def log(self) -> Path:
@@ -361,6 +362,8 @@ class RunnerProcess:
                     "5",
                     "--drain-grace",
                     str(self.drain_grace),
+                    "--transport",
+                    self.transport,
                     *self.extra_args,
                 ],
                 stdout=log,
@@ -447,6 +450,8 @@ class Deployment:
     channels: list[RawChannel] = field(default_factory=list)
     replicas: list[ServerProcess] = field(default_factory=list)
     """Further server processes on the same database and data directory (PostgreSQL)."""
+    transport: str = "channel"
+    """How the runner processes it starts talk to the server (``runner up --transport``)."""
 
     def admin(self) -> BenchrunnerClient:
         return self.server.client()
@@ -500,6 +505,7 @@ class Deployment:
             templates or self.server.templates,
             extra_env=env,
             servers=servers or [],
+            transport=self.transport,
         )
         self.runners.append(runner)
         return runner

@@ -7,6 +7,8 @@ from pathlib import Path
 
 from benchrunner.protocol import MAX_POLL_TIMEOUT, MIN_POLL_TIMEOUT
 from benchrunner.runner.cores import CorePlan
+from benchrunner.runner.per_job import MAX_CLAIM_POLL_TIMEOUT
+from benchrunner.runner.transport import TransportName, transport_name
 
 DEFAULT_MAX_AGE = 1.0
 """Seconds: how old the noise guard's "before" of an arriving job may be."""
@@ -51,6 +53,9 @@ class RunnerOptions:
     """Seconds: the idle calibration is retaken when older, so a job's "before" is never
     older than this when the job arrives."""
     signing_key: Path | None = None
+    transport: TransportName = "channel"
+    """``channel``: one WebSocket for everything (seed 003); ``per-job``: claim with a long-poll
+    and report each job on its own WebSocket (seed 000)."""
 
     @property
     def hosts(self) -> list[str]:
@@ -62,6 +67,9 @@ class RunnerOptions:
             raise ValueError("host must name at least one server URL")
         if not MIN_POLL_TIMEOUT <= self.poll_timeout <= MAX_POLL_TIMEOUT:
             raise ValueError(f"poll_timeout must be {MIN_POLL_TIMEOUT}-{MAX_POLL_TIMEOUT} s")
+        transport_name(self.transport)
+        if self.transport == "per-job" and self.poll_timeout > MAX_CLAIM_POLL_TIMEOUT:
+            raise ValueError(f"poll_timeout must be at most {MAX_CLAIM_POLL_TIMEOUT} s per-job")
         if self.drain_grace < 0 or self.kill_grace < 0:
             raise ValueError("drain_grace and kill_grace must not be negative")
         if not 0 < self.noise_max_age <= 3600:
