@@ -1,7 +1,8 @@
 """Seed 000's per-job transport at its edges: the long-poll claim (``POST
 /v0/runners/{runner}/jobs``) and a job's own WebSocket (``/v0/runners/{runner}/jobs/{job}``),
-driven by hand. The scenarios a real runner goes through on both transports are parametrized
-over them in ``test_lifecycle``, ``test_timeouts``, ``test_recovery`` and ``test_runner_once``.
+driven by hand against a server in this process (its clock is the test's). The scenarios a real
+runner goes through on both transports are parametrized over them in ``test_lifecycle``,
+``test_timeouts``, ``test_recovery`` and ``test_runner_once``.
 """
 
 from __future__ import annotations
@@ -10,48 +11,64 @@ import json
 import socket
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-from websockets.exceptions import InvalidStatus
+from websockets.exceptions import ConnectionClosed, InvalidStatus
 from websockets.sync.client import ClientConnection, connect
 
 from benchrunner.protocol import EXTENSIONS_HEADER, OUR_EXTENSIONS
-from tests.harness import Deployment, deploy, wait_until
+from tests.harness import Deployment, wait_until
+from tests.inprocess import InProcessServer, serve_in_process
 
 
-def _claim(
-    deployment: Deployment,
-    slug: str,
-    key: str,
-    body: Any = None,
-    *,
-    extensions: bool = False,
-) -> httpx.Response:
-    headers = {"Authorization": f"Bearer {key}"}
-    if extensions:
-        headers[EXTENSIONS_HEADER] = ", ".join(OUR_EXTENSIONS)
-    with httpx.Client(base_url=deployment.server.url, headers=headers, timeout=60) as http:
-        if body is None:
-            return http.post(f"/v0/runners/{slug}/jobs")
-        return http.post(f"/v0/runners/{slug}/jobs", json=body)
+@dataclass
+class PerJobRunner:
+    """A runner driven by hand over the per-job endpoints."""
 
+    server: InProcessServer
+    slug: str
+    key: str
 
-def _claimed(deployment: Deployment, slug: str, key: str) -> dict[str, Any]:
-    response = _claim(deployment, slug, key, {"poll_timeout": 10})
-    assert response.status_code == 200, response.text
-    claimed = response.json()
-    assert claimed is not None
-    return claimed  # type: ignore[no-any-return]
+    def claim(self, body: Any = None, *, extensions: bool = False) -> httpx.Response:
+        headers = {"Authorization": f"Bearer {self.key}"}
+        if extensions:
+            headers[EXTENSIONS_HEADER] = ", ".join(OUR_EXTENSIONS)
+        with httpx.Client(base_url=self.server.url, headers=headers, timeout=60) as http:
+            if body is None:
+                return http.post(f"/v0/runners/{self.slug}/jobs")
+            return http.post(f"/v0/runners/{self.slug}/jobs", json=body)
+
+    def claimed(self) -> dict[str, Any]:
+        response = self.claim({"poll_timeout": 10})
+        assert response.status_code == 200, response.text
+        claimed = response.json()
+        assert claimed is not None
+        return claimed  # type: ignore[no-any-return]
+
+    def socket(self, job: str, *extensions: str) -> JobSocket:
+        return JobSocket(self.server, self.slug, self.key, job, extensions)
+
+    def refused(self, job: str) -> tuple[int, dict[str, Any]]:
+        with pytest.raises(InvalidStatus) as info:
+            self.socket(job)
+        response = info.value.response
+        return response.status_code, json.loads(response.body or b"{}")
 
 
 class JobSocket:
-    def __init__(self, deployment: Deployment, slug: str, key: str, job: str) -> None:
+    def __init__(
+        self, server: InProcessServer, slug: str, key: str, job: str, extensions: tuple[str, ...]
+    ) -> None:
+        headers = {"Authorization": f"Bearer {key}"}
+        if extensions:
+            headers[EXTENSIONS_HEADER] = ", ".join(extensions)
         self.ws: ClientConnection = connect(
-            f"{deployment.server.ws_url}/v0/runners/{slug}/jobs/{job}",
-            additional_headers={"Authorization": f"Bearer {key}"},
+            f"ws://127.0.0.1:{server.port}/v0/runners/{slug}/jobs/{job}",
+            additional_headers=headers,
             open_timeout=10,
             legacy=True,
         )
@@ -64,208 +81,213 @@ class JobSocket:
         self.ws.close()
 
 
-def _refused(deployment: Deployment, slug: str, key: str, job: str) -> tuple[int, dict[str, Any]]:
-    with pytest.raises(InvalidStatus) as info:
-        JobSocket(deployment, slug, key, job)
-    response = info.value.response
-    return response.status_code, json.loads(response.body or b"{}")
+@pytest.fixture
+def server(tmp_path: Path, database_url: str) -> Iterator[InProcessServer]:
+    with serve_in_process(tmp_path, database_url, runner_claims_per_minute=0) as server:
+        yield server
 
 
-def test_the_claim_answers_the_job_or_null(deployment: Deployment) -> None:
-    slug, key = deployment.new_runner("poller")
+def new_runner(server: InProcessServer, name: str) -> PerJobRunner:
+    with server.admin() as client:
+        created = client.create_runner(name, ["small"])
+    return PerJobRunner(server, created["slug"], created["token"])
+
+
+def test_the_claim_answers_the_job_or_null(server: InProcessServer) -> None:
+    runner = new_runner(server, "poller")
     started = time.monotonic()
-    nothing = _claim(deployment, slug, key, {"poll_timeout": 1})
+    nothing = runner.claim({"poll_timeout": 1})
     assert (nothing.status_code, nothing.json()) == (200, None)
     assert time.monotonic() - started >= 0.9  # it waited for a job
-    job_uuid = deployment.submit("bench.noop")
-    claimed = _claimed(deployment, slug, key)
+    job_uuid = server.submit("bench.noop")
+    claimed = runner.claimed()
     assert claimed["uuid"] == job_uuid
     assert set(claimed) == {"uuid", "spec", "config", "oci_token", "timeout", "created"}
-    assert claimed["spec"]["slug"] == deployment.spec
+    assert claimed["spec"]["slug"] == "small"
     assert claimed["config"]["template"] == "bench.noop"
-    assert deployment.status(job_uuid) == "claimed"
+    assert server.job(job_uuid)["status"] == "claimed"
     # A runner announcing the nonce extension gets the claim's nonce (it signs with it).
-    deployment.submit("bench.noop")
-    response = _claim(deployment, slug, key, {"poll_timeout": 10}, extensions=True)
-    assert len(response.json()["nonce"]) == 32
+    server.submit("bench.noop")
+    assert len(runner.claim({"poll_timeout": 10}, extensions=True).json()["nonce"]) == 32
 
 
 @pytest.mark.parametrize(
     ("body", "explained"),
     [
-        ({"poll_timeout": 0}, "greater than or equal to 1"),
-        ({"poll_timeout": 601}, "less than or equal to 600"),
-        ({"poll_timeout": "soon"}, "valid integer"),
-        ({"poll_timeout": 1.5}, "integer"),
+        ({"poll_timeout": 0}, "poll_timeout: Input should be greater than or equal to 1"),
+        ({"poll_timeout": 601}, "poll_timeout: Input should be less than or equal to 600"),
+        ({"poll_timeout": "soon"}, "poll_timeout: Input should be a valid integer"),
+        ({"poll_timeout": 1.5}, "poll_timeout: Input should be a valid integer"),
         ([1], "valid dictionary"),
     ],
 )
 def test_a_bad_poll_timeout_is_a_clear_400(
-    deployment: Deployment, body: Any, explained: str
+    server: InProcessServer, body: Any, explained: str
 ) -> None:
-    slug, key = deployment.new_runner("careless")
-    response = _claim(deployment, slug, key, body)
+    response = new_runner(server, "careless").claim(body)
     assert response.status_code == 400, response.text
     assert explained in response.json()["message"]
 
 
-def test_a_claim_needs_the_runners_own_key(deployment: Deployment) -> None:
-    slug, key = deployment.new_runner("owner")
-    other, _ = deployment.new_runner("other")
-    for runner, token in [(slug, "bencher_runner_" + "0" * 64), (other, key), (slug, "nope")]:
-        response = _claim(deployment, runner, token, {"poll_timeout": 1})
+def test_a_claim_needs_the_runners_own_key(server: InProcessServer) -> None:
+    owner, other = new_runner(server, "owner"), new_runner(server, "other")
+    for slug, key in [(owner.slug, "bencher_runner_" + "0" * 64), (other.slug, owner.key)]:
+        response = PerJobRunner(server, slug, key).claim({"poll_timeout": 1})
         assert response.status_code == 401, response.text
         assert "invalid runner token" in response.json()["message"]
 
 
-@pytest.fixture
-def claim_limited(tmp_path: Path, database_url: str) -> Iterator[Deployment]:
-    env = {"BENCHRUNNER_RUNNER_CLAIMS_PER_MINUTE": "2"}
-    with deploy(tmp_path, database_url, env=env) as deployment:
-        yield deployment
+def test_claims_are_rate_limited_per_runner(tmp_path: Path, database_url: str) -> None:
+    with serve_in_process(tmp_path, database_url, runner_claims_per_minute=2) as server:
+        eager, calm = new_runner(server, "eager"), new_runner(server, "calm")
+        for _ in range(2):
+            assert eager.claim({"poll_timeout": 1}).status_code == 200
+        refused = eager.claim({"poll_timeout": 1})
+        assert refused.status_code == 429
+        assert int(refused.headers["Retry-After"]) == 60  # the server's clock stood still
+        assert "at most 2 claims a minute" in refused.json()["message"]
+        assert calm.claim({"poll_timeout": 1}).status_code == 200
+        server.clock.advance(60)
+        assert eager.claim({"poll_timeout": 1}).status_code == 200
 
 
-def test_claims_are_rate_limited_per_runner(claim_limited: Deployment) -> None:
-    deployment = claim_limited
-    eager, key = deployment.new_runner("eager")
-    calm, calm_key = deployment.new_runner("calm")
-    for _ in range(2):
-        assert _claim(deployment, eager, key, {"poll_timeout": 1}).status_code == 200
-    refused = _claim(deployment, eager, key, {"poll_timeout": 1})
-    assert refused.status_code == 429
-    assert 1 <= int(refused.headers["Retry-After"]) <= 60
-    assert "at most 2 claims a minute" in refused.json()["message"]
-    assert _claim(deployment, calm, calm_key, {"poll_timeout": 1}).status_code == 200
-
-
-def _server_log(deployment: Deployment) -> str:
-    return deployment.server.log.read_text(errors="replace")
-
-
-def test_a_long_poll_whose_client_went_away_leaves_no_job_claimed(deployment: Deployment) -> None:
-    slug, key = deployment.new_runner("vanishing")
+def test_a_long_poll_whose_client_went_away_leaves_no_job_claimed(
+    server: InProcessServer,
+) -> None:
+    vanishing, present = new_runner(server, "vanishing"), new_runner(server, "present")
+    waiting = server.state("lifecycle").dispatcher
     body = json.dumps({"poll_timeout": 300}).encode()
     request = (
-        f"POST /v0/runners/{slug}/jobs HTTP/1.1\r\nHost: 127.0.0.1\r\n"
-        f"Authorization: Bearer {key}\r\nContent-Type: application/json\r\n"
+        f"POST /v0/runners/{vanishing.slug}/jobs HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+        f"Authorization: Bearer {vanishing.key}\r\nContent-Type: application/json\r\n"
         f"Content-Length: {len(body)}\r\n\r\n"
     ).encode()
-    with socket.create_connection(("127.0.0.1", deployment.server.port), timeout=10) as raw:
+    with socket.create_connection(("127.0.0.1", server.port), timeout=10) as raw:
         raw.sendall(request + body)
-        time.sleep(0.5)  # the scenario: the runner waits a moment, then its connection drops
-    wait_until(
-        lambda: f"runner {slug} went away during its long-poll" in _server_log(deployment),
-        message="the server to notice the dropped long-poll",
-    )
-    job_uuid = deployment.submit("bench.noop")
-    other, other_key = deployment.new_runner("present")
-    assert _claimed(deployment, other, other_key)["uuid"] == job_uuid
-    job = deployment.job(job_uuid)
-    claims = [e for e in job["events"] if e["event_type"] == "job_claimed"]
-    assert [e["actor"] for e in claims] == [other]
+        wait_until(lambda: waiting.waiting == 1, message="the long-poll to wait for a job")
+    # The connection is closed: the server stops waiting, so the next job is not claimed for it.
+    wait_until(lambda: waiting.waiting == 0, message="the server to notice the dropped poll")
+    job_uuid = server.submit("bench.noop")
+    assert present.claimed()["uuid"] == job_uuid
+    claims = [e for e in server.job(job_uuid)["events"] if e["event_type"] == "job_claimed"]
+    assert [e["actor"] for e in claims] == [present.slug]
 
 
-def test_seed_000_messages_take_a_job_to_processed(deployment: Deployment) -> None:
-    slug, key = deployment.new_runner("seed000")
-    job_uuid = deployment.submit("bench.noop")
-    claimed = _claimed(deployment, slug, key)
-    ws = JobSocket(deployment, slug, key, claimed["uuid"])
+def test_seed_000_messages_take_a_job_to_processed(server: InProcessServer) -> None:
+    runner = new_runner(server, "seed000")
+    job_uuid = server.submit("bench.noop")
+    ws = runner.socket(runner.claimed()["uuid"])
     assert ws.ask({"event": "running"}) == {"event": "ack", "job": job_uuid}
     assert ws.ask({"event": "heartbeat"}) == {"event": "ack", "job": job_uuid}
     stdout = '{"noop": {"latency": {"value": 3}}}\n'
     completed = {"event": "completed", "exit_code": 0, "stdout": stdout}
     assert ws.ask(completed) == {"event": "ack", "job": job_uuid}
     ws.close()
-    job = deployment.wait_status(job_uuid, "processed")
-    assert job["output"]["results"] == [{"exit_code": 0, "stdout": stdout}]
+    job = wait_until(lambda: (j := server.job(job_uuid))["status"] == "processed" and j)
+    [result] = job["output"]["results"]
+    assert (result["exit_code"], result["stdout"]) == (0, stdout)
     # A finished job's socket is closed to its runner: only claimed or running jobs take one.
-    status, body = _refused(deployment, slug, key, job_uuid)
-    assert status == 409 and body["status"] == "processed"
+    status, body = runner.refused(job_uuid)
+    assert (status, body["status"]) == (409, "processed")
     assert "only a claimed or running job" in body["message"]
 
 
-def test_a_failed_message_fails_the_job(deployment: Deployment) -> None:
-    slug, key = deployment.new_runner("failing")
-    job_uuid = deployment.submit("bench.noop")
-    ws = JobSocket(deployment, slug, key, _claimed(deployment, slug, key)["uuid"])
+def test_a_failed_message_fails_the_job(server: InProcessServer) -> None:
+    runner = new_runner(server, "failing")
+    job_uuid = server.submit("bench.noop")
+    ws = runner.socket(runner.claimed()["uuid"])
     assert ws.ask({"event": "running"})["event"] == "ack"
     failed = {"event": "failed", "error": "the VM would not boot", "exit_code": 3}
     assert ws.ask(failed) == {"event": "ack", "job": job_uuid}
-    job = deployment.wait_status(job_uuid, "failed")
+    job = server.job(job_uuid)
+    assert job["status"] == "failed"
     assert job["output"]["error"] == "the VM would not boot"
-    assert job["output"]["results"] == [{"exit_code": 3}]
+    assert [r["exit_code"] for r in job["output"]["results"]] == [3]
 
 
 def test_only_the_runners_own_claimed_or_running_jobs_take_a_socket(
-    deployment: Deployment,
+    server: InProcessServer,
 ) -> None:
-    slug, key = deployment.new_runner("mine")
-    other, other_key = deployment.new_runner("theirs")
-    pending = deployment.submit("bench.noop")
-    assert _refused(deployment, slug, key, pending)[0] == 404  # claimed by nobody yet
-    theirs = _claimed(deployment, other, other_key)["uuid"]
-    status, body = _refused(deployment, slug, key, theirs)
+    mine, theirs = new_runner(server, "mine"), new_runner(server, "theirs")
+    pending = server.submit("bench.noop")
+    assert mine.refused(pending)[0] == 404  # claimed by nobody yet
+    claimed = theirs.claimed()["uuid"]
+    status, body = mine.refused(claimed)
     assert status == 404 and "not found among runner" in body["message"]
-    assert _refused(deployment, slug, key, "not-a-uuid")[0] == 404
-    assert _refused(deployment, other, "bencher_runner_" + "0" * 64, theirs)[0] == 401
-    JobSocket(deployment, other, other_key, theirs).close()  # its own runner is welcome
+    assert mine.refused("not-a-uuid")[0] == 404
+    assert (
+        PerJobRunner(server, theirs.slug, "bencher_runner_" + "0" * 64).refused(claimed)[0] == 401
+    )
+    theirs.socket(claimed).close()  # its own runner is welcome
 
 
 def test_a_running_job_takes_its_runner_back_and_running_is_idempotent(
-    deployment: Deployment,
+    server: InProcessServer,
 ) -> None:
-    slug, key = deployment.new_runner("flaky")
-    job_uuid = deployment.submit("bench.noop")
-    ws = JobSocket(deployment, slug, key, _claimed(deployment, slug, key)["uuid"])
+    runner = new_runner(server, "flaky")
+    job_uuid = server.submit("bench.noop")
+    ws = runner.socket(runner.claimed()["uuid"])
     assert ws.ask({"event": "running"}) == {"event": "ack", "job": job_uuid}
-    started = deployment.job(job_uuid)["started"]
+    started = server.job(job_uuid)["started"]
     ws.close()
-    again = JobSocket(deployment, slug, key, job_uuid)
+    server.clock.advance(5)
+    again = runner.socket(job_uuid)
     assert again.ask({"event": "running"}) == {"event": "ack", "job": job_uuid}
     assert again.ask({"event": "heartbeat"}) == {"event": "ack", "job": job_uuid}
-    job = deployment.job(job_uuid)
+    job = server.job(job_uuid)
     assert (job["status"], job["started"]) == ("running", started)
     assert [e["event_type"] for e in job["events"]].count("job_started") == 1
     done = {"event": "completed", "job": job_uuid, "results": [{"exit_code": 0}]}
     assert again.ask(done) == {"event": "ack", "job": job_uuid}
-    deployment.wait_status(job_uuid, "processed")
+    assert server.job(job_uuid)["status"] in ("completed", "processed")
 
 
-def test_a_message_for_another_job_or_a_ready_changes_nothing(deployment: Deployment) -> None:
-    slug, key = deployment.new_runner("confused")
-    first = deployment.submit("bench.noop")
-    second = deployment.submit("bench.noop")
-    assert _claimed(deployment, slug, key)["uuid"] == first
-    headers = {"Authorization": f"Bearer {key}", EXTENSIONS_HEADER: "error"}
-    ws = connect(
-        f"{deployment.server.ws_url}/v0/runners/{slug}/jobs/{first}",
-        additional_headers=headers,
-        open_timeout=10,
-        legacy=True,
-    )
-    try:
-        ws.send(json.dumps({"event": "canceled", "job": second}))
-        reply = json.loads(ws.recv(timeout=10))
-        assert reply["event"] == "error" and f"this socket is job {first}'s" in reply["message"]
-        ws.send(json.dumps({"event": "ready", "poll_timeout": 5}))
-        reply = json.loads(ws.recv(timeout=10))
-        assert reply["event"] == "error" and "POST /v0/runners/{runner}/jobs" in reply["message"]
-    finally:
-        ws.close()
-    assert deployment.status(first) == "claimed"
-    assert deployment.status(second) == "pending"
+@pytest.mark.parametrize(
+    ("silence", "status", "reason"),
+    [(6, "failed", "heartbeat_timeout"), (100, "canceled", "job_timeout_exceeded")],
+)
+def test_a_silent_job_socket_times_out_like_the_channel(
+    tmp_path: Path, database_url: str, silence: float, status: str, reason: str
+) -> None:
+    with serve_in_process(tmp_path, database_url, heartbeat_timeout=5.0) as server:
+        runner = new_runner(server, "silent")
+        job_uuid = server.submit("bench.noop")  # its timeout: 30 s
+        ws = runner.socket(runner.claimed()["uuid"])
+        assert ws.ask({"event": "running"})["event"] == "ack"
+        server.clock.advance(silence)
+        with pytest.raises(ConnectionClosed):
+            ws.ws.recv(timeout=10)
+        close = ws.ws.protocol.close_rcvd
+        assert close is not None and (close.code, close.reason) == (1000, f'"{reason}"')
+        job = server.job(job_uuid)
+        assert job["status"] == status
+        assert reason in job["events"][-1]["message"]
 
 
-def test_a_user_cancel_reaches_the_job_socket(deployment: Deployment) -> None:
-    slug, key = deployment.new_runner("obedient")
-    job_uuid = deployment.submit("bench.noop")
-    ws = JobSocket(deployment, slug, key, _claimed(deployment, slug, key)["uuid"])
+def test_a_message_for_another_job_or_a_ready_changes_nothing(server: InProcessServer) -> None:
+    runner = new_runner(server, "confused")
+    first, second = server.submit("bench.noop"), server.submit("bench.noop")
+    assert runner.claimed()["uuid"] == first
+    ws = runner.socket(first, "error")
+    reply = ws.ask({"event": "canceled", "job": second})
+    assert reply["event"] == "error" and f"this socket is job {first}'s" in reply["message"]
+    reply = ws.ask({"event": "ready", "poll_timeout": 5})
+    assert reply["event"] == "error" and "POST /v0/runners/{runner}/jobs" in reply["message"]
+    ws.close()
+    assert server.job(first)["status"] == "claimed"
+    assert server.job(second)["status"] == "pending"
+
+
+def test_a_user_cancel_reaches_the_job_socket(server: InProcessServer) -> None:
+    runner = new_runner(server, "obedient")
+    job_uuid = server.submit("bench.noop")
+    ws = runner.socket(runner.claimed()["uuid"])
     assert ws.ask({"event": "running"})["event"] == "ack"
-    with deployment.admin() as client:
-        client.cancel_job(deployment.project, job_uuid)
+    with server.admin() as client:
+        client.cancel_job("bench", job_uuid)
     assert ws.ask({"event": "heartbeat"}) == {"event": "cancel", "job": job_uuid}
     assert ws.ask({"event": "canceled"}) == {"event": "ack", "job": job_uuid}
-    assert deployment.job(job_uuid)["status"] == "canceled"
+    assert server.job(job_uuid)["status"] == "canceled"
 
 
 def test_a_per_job_runner_with_a_bad_key_exits_2(deployment: Deployment) -> None:
@@ -273,5 +295,5 @@ def test_a_per_job_runner_with_a_bad_key_exits_2(deployment: Deployment) -> None
     runner.transport = "per-job"
     runner.key = "bencher_runner_" + "0" * 64
     runner.start()
-    assert runner.proc is not None and runner.proc.wait(timeout=60) == 2
+    assert runner.proc is not None and runner.proc.wait(timeout=120) == 2
     assert "server refused the runner's claim: HTTP 401" in runner.output()

@@ -24,7 +24,7 @@ from starlette.requests import HTTPConnection
 from starlette.websockets import WebSocket, WebSocketDisconnect, WebSocketState
 
 from benchrunner.core.states import IN_FLIGHT, JobStatus
-from benchrunner.core.timeouts import TimeoutVerdict
+from benchrunner.core.timeouts import TimeoutVerdict, hard_timeout_exceeded
 from benchrunner.core.tokens import bearer, is_runner_token
 from benchrunner.protocol import (
     ERROR_EXTENSION,
@@ -313,11 +313,25 @@ class RunnerSession:
         reason = "heartbeat_timeout"
         if self.job is not None:
             verdict = await self.life.watchdog.judge(self.job.id)
-            if verdict is TimeoutVerdict.RAN_TOO_LONG:
+            if verdict is TimeoutVerdict.RAN_TOO_LONG or (
+                verdict is None and await self._ran_too_long(self.job.id)
+            ):
                 reason = "job_timeout_exceeded"
             self.job = None
         log.info("runner %s silent for the heartbeat timeout; closing", self.runner.slug)
         await self.close(CLOSE_NORMAL, close_reason(reason))
+
+    async def _ran_too_long(self, job_id: int) -> bool:
+        """Whether the job was canceled past its hard timeout: its disconnect timer may have
+        judged it at the same moment as this session's deadline."""
+        job = await self.ctx.db.read(jobs.job_get, job_id)
+        return (
+            job is not None
+            and job.status == JobStatus.CANCELED
+            and hard_timeout_exceeded(
+                job.started, job.timeout, self.ctx.job_timeout_grace, self.ctx.clock.now()
+            )
+        )
 
     async def _end(self) -> None:
         if self.job is not None:

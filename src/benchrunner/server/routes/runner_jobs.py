@@ -9,7 +9,7 @@ import logging
 import math
 import uuid
 
-from fastapi import APIRouter, Request, WebSocket
+from fastapi import APIRouter, Request, Response, WebSocket
 from fastapi.responses import JSONResponse
 from pydantic import Field
 
@@ -19,6 +19,7 @@ from benchrunner.protocol import (
     EXTENSIONS_HEADER,
     NONCE_EXTENSION,
     JsonClaimedJob,
+    encode,
     parse_extensions_header,
 )
 from benchrunner.server.channel import ChannelHub
@@ -82,7 +83,7 @@ def _check_rate(request: Request, ctx: Ctx, runner_slug: str, runner_id: int) ->
 )
 async def claim_job(
     request: Request, runner: str, ctx: Ctx, life: Life, body: ClaimRequest | None = None
-) -> JsonClaimedJob | None:
+) -> Response:
     row = await authenticate(request, life, runner)
     if row is None:
         raise unauthorized(REFUSED_RUNNER)
@@ -90,11 +91,12 @@ async def claim_job(
     poll_timeout = (body or ClaimRequest()).poll_timeout
     assigned = await claim_or_nothing(request, life, row, poll_timeout)
     if assigned is None:
-        return None
+        return Response("null", media_type="application/json")
     claimed = assigned.claimed()
     if NONCE_EXTENSION not in parse_extensions_header(request.headers.get(EXTENSIONS_HEADER)):
         claimed = claimed.model_copy(update={"nonce": None})
-    return claimed
+    # Encoded as the channel's ``job`` message is: fields without a value are left out.
+    return Response(encode(claimed), media_type="application/json")
 
 
 def _denial(http_status: int, message: str, **more: str) -> JSONResponse:
