@@ -21,7 +21,7 @@ from websockets.exceptions import ConnectionClosed, InvalidStatus
 from websockets.sync.client import ClientConnection, connect
 
 from benchrunner.protocol import EXTENSIONS_HEADER, OUR_EXTENSIONS
-from tests.harness import Deployment, wait_until
+from tests.harness import cli, wait_until
 from tests.inprocess import InProcessServer, serve_in_process
 
 
@@ -290,10 +290,13 @@ def test_a_user_cancel_reaches_the_job_socket(server: InProcessServer) -> None:
     assert server.job(job_uuid)["status"] == "canceled"
 
 
-def test_a_per_job_runner_with_a_bad_key_exits_2(deployment: Deployment) -> None:
-    runner = deployment.runner_process("badkey")
-    runner.transport = "per-job"
-    runner.key = "bencher_runner_" + "0" * 64
-    runner.start()
-    assert runner.proc is not None and runner.proc.wait(timeout=120) == 2
-    assert "server refused the runner's claim: HTTP 401" in runner.output()
+def test_a_per_job_runner_with_a_bad_key_exits_2(server: InProcessServer, tmp_path: Path) -> None:
+    slug = new_runner(server, "badkey").slug
+    result = cli(
+        *("runner", "up", "--host", server.url, "--runner", slug, "--transport", "per-job"),
+        *("--templates", str(tmp_path / "templates.toml"), "--spool", str(tmp_path / "spool")),
+        env={"BENCHRUNNER_RUNNER_KEY": "bencher_runner_" + "0" * 64},
+        check=False,
+    )
+    assert result.returncode == 2, result.stderr
+    assert "server refused the runner's claim: HTTP 401" in result.stderr
