@@ -4,6 +4,7 @@ The receiver thread turns every frame into a ``ServerEvent`` (or, at the end, on
 ``ChannelLost``) in the agent's event queue. ``send`` may be called from the main thread and the
 heartbeat thread at once; it also counts the messages that still await the server's reply, so the
 agent knows which ``ack`` answers what (the server answers in order, SPEC section 5).
+``open_socket`` and ``receive_messages`` serve the per-job transport's job sockets too.
 
 Errors, as seen by the agent:
 
