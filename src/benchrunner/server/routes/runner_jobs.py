@@ -19,7 +19,6 @@ from benchrunner.protocol import (
     EXTENSIONS_HEADER,
     NONCE_EXTENSION,
     JsonClaimedJob,
-    encode,
     parse_extensions_header,
 )
 from benchrunner.server.channel import ChannelHub
@@ -91,12 +90,11 @@ async def claim_job(
     poll_timeout = (body or ClaimRequest()).poll_timeout
     assigned = await claim_or_nothing(request, life, row, poll_timeout)
     if assigned is None:
-        return Response("null", media_type="application/json")
-    claimed = assigned.claimed()
-    if NONCE_EXTENSION not in parse_extensions_header(request.headers.get(EXTENSIONS_HEADER)):
-        claimed = claimed.model_copy(update={"nonce": None})
-    # Encoded as the channel's ``job`` message is: fields without a value are left out.
-    return Response(encode(claimed), media_type="application/json")
+        return JSONResponse(None)
+    announced = parse_extensions_header(request.headers.get(EXTENSIONS_HEADER))
+    # The nonce is ours (extension ``nonce``): left out for a runner that did not announce it.
+    hidden = set() if NONCE_EXTENSION in announced else {"nonce"}
+    return JSONResponse(assigned.claimed().model_dump(mode="json", exclude=hidden))
 
 
 def _denial(http_status: int, message: str, **more: str) -> JSONResponse:
