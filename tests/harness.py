@@ -338,6 +338,7 @@ class RunnerProcess:
     python: str = sys.executable
     """The interpreter, and so the environment, the runner runs in."""
     cwd: Path | None = None
+    transport: str = "channel"
 
     @property
     def log(self) -> Path:
@@ -383,6 +384,8 @@ class RunnerProcess:
                     "5",
                     "--drain-grace",
                     str(self.drain_grace),
+                    "--transport",
+                    self.transport,
                     *self.extra_args,
                 ],
                 stdout=log,
@@ -470,6 +473,8 @@ class Deployment:
     channels: list[RawChannel] = field(default_factory=list)
     replicas: list[ServerProcess] = field(default_factory=list)
     """Further server processes on the same database and data directory (PostgreSQL)."""
+    transport: str = "channel"
+    """How the runner processes it starts talk to the server (``runner up --transport``)."""
 
     def admin(self) -> BenchrunnerClient:
         return self.server.client()
@@ -523,6 +528,7 @@ class Deployment:
             templates or self.server.templates,
             extra_env=env,
             servers=servers or [],
+            transport=self.transport,
         )
         self.runners.append(runner)
         return runner

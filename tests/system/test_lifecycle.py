@@ -1,4 +1,5 @@
-"""A job's life through real server and runner processes."""
+"""A job's life through real server and runner processes; the runner's scenarios run on both
+transports (``each_transport``)."""
 
 from __future__ import annotations
 
@@ -21,7 +22,8 @@ def _gone(pid: int) -> bool:
         return True
 
 
-def test_template_job_runs_through_processed_with_metrics(deployment: Deployment) -> None:
+def test_template_job_runs_through_processed_with_metrics(each_transport: Deployment) -> None:
+    deployment = each_transport
     runner = deployment.runner_process("r1").start()
     job_uuid = deployment.submit("bench.sleep", {"ms": 20}, iter=2)
     job = deployment.wait_status(job_uuid, "processed")
@@ -66,7 +68,10 @@ def test_unparsable_output_is_recorded_on_the_report_and_the_job_still_processed
     assert report["results"] == []
 
 
-def test_runner_refuses_a_template_it_does_not_list(deployment: Deployment, tmp_path: Path) -> None:
+def test_runner_refuses_a_template_it_does_not_list(
+    each_transport: Deployment, tmp_path: Path
+) -> None:
+    deployment = each_transport
     own = tmp_path / "runner-templates.toml"
     own.write_text('[templates."bench.other"]\ncommand = ["true"]\n')
     deployment.runner_process("picky", templates=own).start()
@@ -113,8 +118,9 @@ def test_cancel_while_claimed_reaches_the_runner_when_it_starts(deployment: Depl
 
 
 def test_cancel_while_running_kills_the_whole_process_group(
-    deployment: Deployment, tmp_path: Path
+    each_transport: Deployment, tmp_path: Path
 ) -> None:
+    deployment = each_transport
     runner = deployment.runner_process("r1").start()
     pidfile = tmp_path / "family.pids"
     job_uuid = deployment.submit("bench.family", {"pidfile": str(pidfile)})

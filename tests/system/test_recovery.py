@@ -22,7 +22,10 @@ from tests.harness import (
 )
 
 
-def test_spooled_result_is_redelivered_after_the_runner_restarts(deployment: Deployment) -> None:
+def test_spooled_result_is_redelivered_after_the_runner_restarts(
+    each_transport: Deployment,
+) -> None:
+    deployment = each_transport
     runner = deployment.runner_process("crashy").start(BENCHRUNNER_TEST_CRASH_AFTER_SPOOL="1")
     job_uuid = deployment.submit("bench.sleep", {"ms": 5})
     assert runner.proc is not None
@@ -50,11 +53,12 @@ def test_redelivered_result_overrides_a_heartbeat_timeout_failure(
     assert job["output"]["results"][0]["exit_code"] == 0
 
 
-def test_server_killed_and_restarted(tmp_path: Path, database_url: str) -> None:
+def test_server_killed_and_restarted(tmp_path: Path, database_url: str, transport: str) -> None:
     # The heartbeat timeout is under test (startup fails claims older than it), so the server
     # stays down that long: short, but above the runner's reconnect backoff (capped at a few
     # seconds), so that the runner gets back in before the restarted server judges its job.
     with deploy(tmp_path, database_url, heartbeat_timeout=6.0) as deployment:
+        deployment.transport = transport
         _server_killed_and_restarted(deployment)
 
 

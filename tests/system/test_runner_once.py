@@ -5,7 +5,8 @@ from __future__ import annotations
 from tests.harness import Deployment
 
 
-def test_a_once_runner_takes_one_job_delivers_it_and_exits(deployment: Deployment) -> None:
+def test_a_once_runner_takes_one_job_delivers_it_and_exits(each_transport: Deployment) -> None:
+    deployment = each_transport
     runner = deployment.runner_process("once")
     runner.extra_args = ["--once"]
     first = deployment.submit("bench.noop")

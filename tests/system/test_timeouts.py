@@ -21,14 +21,20 @@ def short_heartbeat(tmp_path: Path, database_url: str) -> Iterator[Deployment]:
         yield deployment
 
 
+@pytest.fixture
+def short_heartbeat_each_transport(short_heartbeat: Deployment, transport: str) -> Deployment:
+    short_heartbeat.transport = transport
+    return short_heartbeat
+
+
 def _reasons(job: dict[str, Any]) -> list[str]:
     return [str(e["message"]) for e in job["events"]]
 
 
 def test_runner_killed_mid_job_fails_after_the_heartbeat_timeout(
-    short_heartbeat: Deployment,
+    short_heartbeat_each_transport: Deployment,
 ) -> None:
-    deployment = short_heartbeat
+    deployment = short_heartbeat_each_transport
     runner = deployment.runner_process("doomed").start()
     job_uuid = deployment.submit("bench.sleep", {"ms": 30000})
     deployment.wait_status(job_uuid, "running")

@@ -149,6 +149,15 @@ def up(
             rich_help_panel=_AGENT,
         ),
     ] = 30,
+    transport: Annotated[
+        str,
+        typer.Option(
+            envvar="BENCHRUNNER_TRANSPORT",
+            help="channel: one WebSocket for everything; per-job: claim jobs with a long-poll "
+            "and report each on its own WebSocket (seed 000's endpoints).",
+            rich_help_panel=_AGENT,
+        ),
+    ] = "channel",
     drain_grace: Annotated[
         float,
         typer.Option(
@@ -290,6 +299,7 @@ def up(
     from benchrunner.runner.cores import CorePlan
     from benchrunner.runner.self_update import reexec, start_affinity
     from benchrunner.runner.signals import StopRequests
+    from benchrunner.runner.transport import transport_name
 
     options = RunnerOptions(
         host=",".join(normalize_host(h) for h in resolve(host, None).host.split(",") if h.strip()),
@@ -299,6 +309,7 @@ def up(
         executor=executor,
         spool=spool or default_spool(runner),
         poll_timeout=poll_timeout,
+        transport=transport_name(transport),
         drain_grace=drain_grace,
         kill_grace=kill_grace,
         delivery_grace=delivery_grace,

@@ -1,5 +1,8 @@
 """The runner agent: one channel to the server, one job at a time, results never lost.
 
+The channel is a ``Transport`` (``transport.py``): seed 003's channel, or seed 000's per-job
+transport (``runner up --transport per-job``); the job execution path is the same for both.
+
 Threads: the main thread runs the protocol (``_loop``) and is the only one that changes agent
 state; it reacts to events from one queue and to its own deadlines. The channel's receiver thread
 posts server messages and the channel's loss, the job thread (``job.py``) posts ``JobStarted``
@@ -61,6 +64,7 @@ from benchrunner.runner.events import (
     JobStarted,
     ServerEvent,
     ServerMessage,
+    TransportRefused,
 )
 from benchrunner.runner.executors import Executor, ExecutorError, create_executor
 from benchrunner.runner.guard import Guard
@@ -183,6 +187,7 @@ class Agent:
             cores=self._cores,
             user_agent=f"benchrunner-runner/{self._version}",
             extensions=self._extensions,
+            transport=options.transport,
             rng=rng,
         )
         self._heartbeat = HeartbeatSender(options.heartbeat_interval, self._cores)
@@ -198,6 +203,7 @@ class Agent:
         self._first_job: uuid.UUID | None = None
         self._first_delivered = False
         self._drain = Drain(options.drain_grace, options.delivery_grace)
+        self._refused: str | None = None
         # A cpuset partition (--tune) holds the job cores away from the runner's threads too:
         # a calibration would time the housekeeping core and pass for the job cores' noise.
         noise_guard = options.noise_guard and self._cores.job_cgroup is None
@@ -250,6 +256,11 @@ class Agent:
     def _loop(self) -> int:
         while True:
             now = time.monotonic()
+            if self._refused is not None:
+                log.error(
+                    "%s; check the runner id and key (bad, rotated or archived)", self._refused
+                )
+                return EXIT_REFUSED
             code = self._exit_code(now)
             if code is not None:
                 return code
@@ -359,7 +370,11 @@ class Agent:
     def _handle(self, event: AgentEvent) -> None:
         if isinstance(event, ServerEvent):
             if self._connector.is_current(event.generation):
+                self._connector.heard_from()
                 self._on_message(event.message)
+        elif isinstance(event, TransportRefused):
+            if self._connector.is_current(event.generation):
+                self._refused = event.message
         elif isinstance(event, ChannelLost):
             if self._connector.is_current(event.generation):
                 if event.code == CLOSE_CODE_SERVER_RESTART:

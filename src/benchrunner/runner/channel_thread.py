@@ -5,15 +5,15 @@ from __future__ import annotations
 
 import threading
 
-from benchrunner.runner.channel import Channel
 from benchrunner.runner.cores import CorePlan
+from benchrunner.runner.transport import Transport
 
 
 class ChannelThread:
     def __init__(self, name: str, cores: CorePlan) -> None:
         self._cores = cores
         self._cond = threading.Condition()
-        self._channel: Channel | None = None
+        self._channel: Transport | None = None
         self._stopped = False
         self._thread = threading.Thread(target=self._main, name=name, daemon=True)
 

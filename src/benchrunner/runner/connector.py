@@ -1,6 +1,8 @@
-"""Keeps the agent's channel: connects when due, drops it on loss, and spaces reconnects with
-jittered exponential backoff (reset after every successful connect). Given several server
-replicas, each new attempt after a failure or a lost channel goes to the next one in turn."""
+"""Keeps the agent's transport (the channel, or the per-job transport): connects when due, drops
+it on loss, and spaces reconnects with jittered exponential backoff, reset once the server
+accepted the runner (the channel's handshake; the per-job transport's first answer). Given
+several server replicas, each new attempt after a failure or a lost connection goes to the next
+one in turn."""
 
 from __future__ import annotations
 
@@ -15,6 +17,8 @@ from benchrunner.runner.backoff import Backoff
 from benchrunner.runner.channel import Channel, ChannelUnavailableError, channel_url
 from benchrunner.runner.cores import CorePlan
 from benchrunner.runner.events import AgentEvent
+from benchrunner.runner.per_job import PerJobTransport
+from benchrunner.runner.transport import Transport, TransportName
 
 log = logging.getLogger(__name__)
 
@@ -30,6 +34,7 @@ class Connector:
         cores: CorePlan,
         user_agent: str,
         extensions: Sequence[str] = OUR_EXTENSIONS,
+        transport: TransportName = "channel",
         rng: random.Random | None = None,
     ) -> None:
         if not hosts:
@@ -37,6 +42,8 @@ class Connector:
         self._hosts = list(hosts)
         self._urls = [channel_url(host, runner) for host in hosts]
         self._current = 0
+        self._runner = runner
+        self._transport = transport
         self._key = key
         self._events = events
         self._cores = cores
@@ -45,7 +52,7 @@ class Connector:
         self._backoff = Backoff(rng=rng)
         self._generation = 0
         self._next_attempt = 0.0
-        self.channel: Channel | None = None
+        self.channel: Transport | None = None
 
     @property
     def url(self) -> str:
@@ -67,15 +74,30 @@ class Connector:
         """When the next connection attempt is due, while disconnected."""
         return self._next_attempt if self.channel is None else None
 
-    def connect(self) -> Channel | None:
+    def connect(self) -> Transport | None:
         """One attempt; None (next attempt scheduled) if the server is unreachable.
 
         Raises ChannelRefusedError when retrying cannot help (401/403/404).
         """
         self._generation += 1
         try:
-            channel = Channel.open(
-                self.url,
+            channel = self._open()
+        except ChannelUnavailableError as exc:
+            failed = self.url
+            delay = self._schedule()
+            log.warning("cannot connect to %s: %s; retrying in %.2f s", failed, exc, delay)
+            return None
+        if channel.verified:
+            self._backoff.reset()
+        self.channel = channel
+        log.info("connected to %s (%s)", self.host, self._transport)
+        return channel
+
+    def _open(self) -> Transport:
+        if self._transport == "per-job":
+            return PerJobTransport(
+                self.host,
+                self._runner,
                 self._key,
                 generation=self._generation,
                 events=self._events,
@@ -83,15 +105,19 @@ class Connector:
                 user_agent=self._user_agent,
                 extensions=self._extensions,
             )
-        except ChannelUnavailableError as exc:
-            failed = self.url
-            delay = self._schedule()
-            log.warning("cannot connect to %s: %s; retrying in %.2f s", failed, exc, delay)
-            return None
+        return Channel.open(
+            self.url,
+            self._key,
+            generation=self._generation,
+            events=self._events,
+            cores=self._cores,
+            user_agent=self._user_agent,
+            extensions=self._extensions,
+        )
+
+    def heard_from(self) -> None:
+        """The server answered on the current connection: the next loss starts backoff anew."""
         self._backoff.reset()
-        self.channel = channel
-        log.info("connected to %s", self.url)
-        return channel
 
     def drop(self) -> None:
         """Close the current channel (if any) and schedule a reconnect."""

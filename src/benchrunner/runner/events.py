@@ -29,6 +29,14 @@ class ChannelLost:
 
 
 @dataclass(frozen=True)
+class TransportRefused:
+    """The server refused the runner on ``generation`` for good (HTTP 401/403/404)."""
+
+    generation: int
+    message: str
+
+
+@dataclass(frozen=True)
 class JobStarted:
     """Setup done, the first iteration is about to start: time to send ``running``."""
 
@@ -49,4 +57,6 @@ class DrainRequested:
     """SIGTERM/SIGINT (or ``Agent.request_drain``): the first drains, the second cancels."""
 
 
-AgentEvent = ServerEvent | ChannelLost | JobStarted | JobFinished | DrainRequested
+AgentEvent = (
+    ServerEvent | ChannelLost | TransportRefused | JobStarted | JobFinished | DrainRequested
+)

@@ -12,9 +12,10 @@ import logging
 import time
 
 from benchrunner.protocol import Heartbeat
-from benchrunner.runner.channel import Channel, ChannelClosedError
+from benchrunner.runner.channel import ChannelClosedError
 from benchrunner.runner.channel_thread import ChannelThread
 from benchrunner.runner.cores import CorePlan
+from benchrunner.runner.transport import Transport
 
 log = logging.getLogger(__name__)
 
@@ -30,7 +31,7 @@ class HeartbeatSender(ChannelThread):
         with self._cond:
             return self._channel is not None
 
-    def attach(self, channel: Channel) -> None:
+    def attach(self, channel: Transport) -> None:
         """Heartbeat on ``channel``, first one interval from now. No-op if already attached."""
         with self._cond:
             if self._channel is channel:

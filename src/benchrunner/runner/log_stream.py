@@ -24,9 +24,10 @@ import uuid
 from typing import Literal
 
 from benchrunner.protocol import MAX_LOG_CHUNK, Log
-from benchrunner.runner.channel import Channel, ChannelClosedError
+from benchrunner.runner.channel import ChannelClosedError
 from benchrunner.runner.channel_thread import ChannelThread
 from benchrunner.runner.cores import CorePlan
+from benchrunner.runner.transport import Transport
 
 log = logging.getLogger(__name__)
 
@@ -112,7 +113,7 @@ class LogStreamer(ChannelThread):
         self._job: uuid.UUID | None = None
         self._streams: dict[Stream, StreamBuffer] = {}
 
-    def attach(self, channel: Channel) -> None:
+    def attach(self, channel: Transport) -> None:
         """Stream on ``channel``; on a channel new to this job, resend what is still held."""
         with self._cond:
             if self._channel is channel:

@@ -8,6 +8,8 @@ from pathlib import Path
 from benchrunner.core.releases import UpdateChannel
 from benchrunner.protocol import MAX_POLL_TIMEOUT, MIN_POLL_TIMEOUT
 from benchrunner.runner.cores import CorePlan
+from benchrunner.runner.per_job import MAX_CLAIM_POLL_TIMEOUT
+from benchrunner.runner.transport import TransportName, transport_name
 
 DEFAULT_MAX_AGE = 1.0
 """Seconds: how old the noise guard's "before" of an arriving job may be."""
@@ -58,6 +60,9 @@ class RunnerOptions:
     signing_key: Path | None = None
     update: bool = True
     update_channel: UpdateChannel = "stable"
+    transport: TransportName = "channel"
+    """``channel``: one WebSocket for everything (seed 003); ``per-job``: claim with a long-poll
+    and report each job on its own WebSocket (seed 000)."""
 
     @property
     def hosts(self) -> list[str]:
@@ -69,6 +74,9 @@ class RunnerOptions:
             raise ValueError("host must name at least one server URL")
         if not MIN_POLL_TIMEOUT <= self.poll_timeout <= MAX_POLL_TIMEOUT:
             raise ValueError(f"poll_timeout must be {MIN_POLL_TIMEOUT}-{MAX_POLL_TIMEOUT} s")
+        transport_name(self.transport)
+        if self.transport == "per-job" and self.poll_timeout > MAX_CLAIM_POLL_TIMEOUT:
+            raise ValueError(f"poll_timeout must be at most {MAX_CLAIM_POLL_TIMEOUT} s per-job")
         if min(self.drain_grace, self.kill_grace, self.delivery_grace) < 0:
             raise ValueError("drain_grace, kill_grace and delivery_grace must not be negative")
         if not 0 < self.noise_max_age <= 3600:

@@ -14,9 +14,9 @@ import logging
 from collections.abc import Callable
 
 from benchrunner.protocol import Ack, Canceled, Failed, IterationResult, TerminalMessage
-from benchrunner.runner.channel import Channel
 from benchrunner.runner.signing import ResultSigner
 from benchrunner.runner.spool import Spool
+from benchrunner.runner.transport import Transport
 
 log = logging.getLogger(__name__)
 
@@ -54,7 +54,7 @@ class Outbox:
         return self._pending[0] if self._sent_at is not None else None
 
     def send_next(
-        self, channel: Channel, now: float, send: Callable[[TerminalMessage], bool]
+        self, channel: Transport, now: float, send: Callable[[TerminalMessage], bool]
     ) -> None:
         """Send the oldest result if nothing is in flight and ``channel`` awaits no other reply
         (or SETTLE_TIMEOUT passed). ``send`` returns False if the channel was lost."""

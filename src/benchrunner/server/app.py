@@ -51,6 +51,7 @@ from benchrunner.server.routes import (
     releases,
     reports,
     run,
+    runner_jobs,
     runners,
     server,
     specs,
@@ -58,6 +59,7 @@ from benchrunner.server.routes import (
     thresholds,
     users,
 )
+from benchrunner.server.routes.runner_jobs import claim_window
 from benchrunner.server.store.engine import Database
 from benchrunner.server.store.migrate import upgrade
 from benchrunner.server.store.planner import refresh_statistics
@@ -116,6 +118,7 @@ def create_app(
         lifecycle = Lifecycle(ctx)
         hub = ChannelHub()
         app.state.ctx, app.state.lifecycle, app.state.hub = ctx, lifecycle, hub
+        app.state.claim_window = claim_window(settings.runner_claims_per_minute)
         await lifecycle.start()
         log.info("benchrunner server %s ready on %s", __version__, settings.base_url())
         try:
@@ -158,6 +161,7 @@ def create_app(
             run,
             server,
             channel,
+            runner_jobs,
             token_routes,
         )
     ]

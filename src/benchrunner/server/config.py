@@ -84,6 +84,12 @@ class ServerSettings(BaseSettings):
     busy_retry_after: int = Field(
         default=10, ge=1, description="Retry-After seconds of a submission refused by a cap"
     )
+    runner_claims_per_minute: int = Field(
+        default=120,
+        ge=0,
+        description="claim requests (POST /v0/runners/{runner}/jobs) one runner may make per "
+        "minute before 429; 0: no limit",
+    )
     idempotency_window: float = Field(
         default=300.0, gt=0, description="seconds an Idempotency-Key of POST /v0/run is kept"
     )

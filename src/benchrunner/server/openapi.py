@@ -54,8 +54,8 @@ ERROR_DESCRIPTIONS = {
     404: "Not found, or not visible to the caller",
     409: "Conflicts with the resource's current state",
     413: "Request body larger than the server's --request-body-max-bytes",
-    429: "The job queue is full (--max-queued-jobs, --max-pending-per-organization): submit "
-    "again after Retry-After seconds",
+    429: "Too many: the job queue is full (--max-queued-jobs, --max-pending-per-organization), "
+    "or a runner claims too often (runner_claims_per_minute); again after Retry-After seconds",
 }
 
 # What handlers answer beyond what their parameters and dependencies imply, by operation.
@@ -81,6 +81,7 @@ HANDLER_ERRORS: dict[str, frozenset[int]] = {
     "PATCH /v0/organizations/{organization}/runners/{runner}": frozenset({403, 409}),
     "POST /v0/organizations/{organization}/runners/{runner}/token": frozenset({403, 409}),
     "POST /v0/organizations/{organization}/runners/{runner}/key": frozenset({403, 409}),
+    "POST /v0/runners/{runner}/jobs": frozenset({401, 429}),  # runner key; claims too often
     "PATCH /v0/specs/{spec}": frozenset({409}),  # slug taken, or an archived spec as fallback
     "DELETE /v0/specs/{spec}": frozenset({409}),  # spec in use
     "PATCH /v0/projects/{project}/benchmarks/{ref}": frozenset({403}),

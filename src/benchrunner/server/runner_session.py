@@ -1,0 +1,339 @@
+"""What both runner transports share: one WebSocket on which a runner reports a job.
+
+The channel (``channel.py``, seed 003) and the per-job socket (``job_socket.py``, seed 000)
+differ in how a job reaches the runner; from ``running`` to the terminal result they are the
+same session: messages read with a deadline, the lifecycle's transitions, the same replies.
+
+While a job may be in flight, silence longer than the heartbeat timeout fails it (or cancels it
+past its hard timeout) and ends the session. Only valid protocol messages move the deadline;
+invalid ones get an ``error`` event (to a runner that announced the extension) and change
+nothing. A subclass may suspend the deadline while it waits on something of its own (the
+channel's outstanding ``ready``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import logging
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+from starlette.requests import HTTPConnection
+from starlette.websockets import WebSocket, WebSocketDisconnect, WebSocketState
+
+from benchrunner.core.states import IN_FLIGHT, JobStatus
+from benchrunner.core.timeouts import TimeoutVerdict, hard_timeout_exceeded
+from benchrunner.core.tokens import bearer, is_runner_token
+from benchrunner.protocol import (
+    ERROR_EXTENSION,
+    Ack,
+    Cancel,
+    Canceled,
+    Completed,
+    Error,
+    Failed,
+    Heartbeat,
+    Log,
+    Ready,
+    RunnerMessage,
+    Running,
+    close_reason,
+    encode,
+    explain_invalid,
+)
+from benchrunner.server.lifecycle import Lifecycle
+from benchrunner.server.store import job_logs, jobs, runners
+from benchrunner.server.store.runners import RunnerRow
+
+log = logging.getLogger(__name__)
+
+CLOSE_NORMAL = 1000
+CLOSE_POLICY = 1008
+CLOSE_SUPERSEDED = 4001
+CLOSE_INTERNAL_ERROR = 1011
+
+
+async def authenticate(
+    connection: HTTPConnection, lifecycle: Lifecycle, runner_ref: str
+) -> RunnerRow | None:
+    """The runner of the path whose key the request bears (a WebSocket handshake or a claim)."""
+    token = bearer(connection.headers.get("authorization"))
+    if token is None or not is_runner_token(token):
+        return None
+    return await lifecycle.ctx.db.read(runners.runner_authenticate, runner_ref, token)
+
+
+class RunnerSession:
+    """One runner's WebSocket, from accept to close; ``run`` drives it."""
+
+    def __init__(
+        self,
+        websocket: WebSocket,
+        runner: RunnerRow,
+        lifecycle: Lifecycle,
+        extensions: frozenset[str] = frozenset(),
+    ) -> None:
+        self.ws = websocket
+        self.extensions = extensions
+        """What the runner announced it understands beyond Bencher's protocol."""
+        self.runner = runner
+        self.life = lifecycle
+        self.ctx = lifecycle.ctx
+        self.job: jobs.JobRow | None = None
+        self._clock = lifecycle.ctx.monotonic
+        self._send_lock = asyncio.Lock()
+        self._deadline = 0.0
+        self._closed = False
+        self._stopping = asyncio.Event()
+        """Set when the session must end: closed, or superseded by a newer connection."""
+        self.superseded = False
+        self._log_full: set[tuple[int, str]] = set()
+        """(job id, stream) whose log reached its size limit: later chunks cost no query."""
+
+    # ------------------------------------------------------------ what subclasses decide
+
+    def _parse(self, text: str) -> RunnerMessage:
+        """The runner's message; raises ValidationError."""
+        raise NotImplementedError
+
+    async def _ready(self, message: Ready) -> None:
+        raise NotImplementedError
+
+    def _suspending(self) -> asyncio.Task[None] | None:
+        """A wait of the subclass during which the runner may be silent (no deadline)."""
+        return None
+
+    def _closes_on_invalid(self) -> bool:
+        """Whether an unreadable message ends the session (as Bencher's server does in some
+        states) rather than being refused."""
+        return False
+
+    def _stop_waiting(self) -> None:
+        self._stopping.set()
+
+    # ------------------------------------------------------------ plumbing
+
+    async def send(self, message: BaseModel) -> None:
+        async with self._send_lock:
+            if self.ws.application_state == WebSocketState.CONNECTED:
+                with contextlib.suppress(RuntimeError, WebSocketDisconnect):
+                    await self.ws.send_text(encode(message))
+
+    async def refuse(self, reason: str) -> None:
+        """Tell the runner a message was refused: an ``error`` event if it understands one;
+        Bencher's server says nothing in these cases."""
+        if ERROR_EXTENSION in self.extensions:
+            await self.send(Error(message=reason))
+
+    async def close(self, code: int, reason: str) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        self._stop_waiting()
+        with contextlib.suppress(RuntimeError, WebSocketDisconnect):
+            await self.ws.close(code=code, reason=reason)
+
+    def supersede(self) -> None:
+        """A newer connection took this one's place: stop at once, without waiting on this
+        socket (it may be half-open); the session's own task sends the close frame."""
+        self.superseded = True
+        self._stop_waiting()
+
+    def _reset_deadline(self) -> None:
+        self._deadline = self._clock.monotonic() + self.ctx.settings.heartbeat_timeout
+
+    # ------------------------------------------------------------ the session
+
+    async def run(self) -> None:
+        self._reset_deadline()
+        if self._stopping.is_set():  # superseded before it started
+            await self.close(CLOSE_SUPERSEDED, "superseded")
+            return
+        try:
+            await self._loop()
+        except WebSocketDisconnect:
+            pass
+        finally:
+            await self._end()
+
+    async def _loop(self) -> None:
+        receiving: asyncio.Task[Any] | None = None
+        timer: asyncio.Task[None] | None = None
+        stopping = asyncio.create_task(self._stopping.wait())
+        try:
+            while not self._closed:
+                if receiving is None:
+                    receiving = asyncio.create_task(self.ws.receive())
+                waits: set[asyncio.Future[Any]] = {receiving, stopping}
+                suspending = self._suspending()
+                if suspending is not None and not suspending.done():
+                    waits.add(suspending)
+                else:
+                    if timer is None or timer.done():
+                        timer = asyncio.create_task(self._clock.sleep_until(self._deadline))
+                    waits.add(timer)
+                done, _ = await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+                if stopping in done:
+                    if self.superseded:
+                        log.info("runner %s reconnected: older socket closed", self.runner.slug)
+                        await self.close(CLOSE_SUPERSEDED, "superseded")
+                    return
+                if receiving in done:
+                    frame, receiving = receiving.result(), None
+                    if frame["type"] == "websocket.disconnect":
+                        return
+                    text = frame.get("text")
+                    if isinstance(text, str):
+                        await self._handle_text(text)
+                    else:
+                        await self.refuse("binary messages are not part of the protocol")
+                elif timer in done and self._clock.monotonic() >= self._deadline:
+                    await self._heartbeat_timeout()
+                    return
+        finally:
+            for task in (receiving, timer, stopping):
+                if task is not None:
+                    task.cancel()
+                    with contextlib.suppress(asyncio.CancelledError, WebSocketDisconnect):
+                        await task
+
+    async def _handle_text(self, text: str) -> None:
+        try:
+            message = self._parse(text)
+        except ValidationError as exc:
+            if self._closes_on_invalid():
+                await self.close(CLOSE_POLICY, "")
+            else:
+                await self.refuse(explain_invalid(exc))
+            return
+        self._reset_deadline()
+        try:
+            await self._dispatch(message)
+        except Exception:
+            log.exception("runner %s: handling %s failed", self.runner.slug, message.event)
+            if isinstance(message, Completed | Failed | Canceled):
+                # An ``error`` would make the runner drop its spooled result; closing makes it
+                # resend on the next connection instead.
+                await self.close(CLOSE_INTERNAL_ERROR, "internal error; resend the result")
+            else:
+                await self.refuse(f"internal error handling {message.event!r}")
+
+    async def _dispatch(self, message: RunnerMessage) -> None:
+        if isinstance(message, Ready):
+            await self._ready(message)
+        elif isinstance(message, Running):
+            await self._running(message)
+        elif isinstance(message, Heartbeat):
+            await self._heartbeat()
+        elif isinstance(message, Log):
+            await self._log(message)
+        else:
+            await self._terminal(message)
+
+    async def _current(self, job_uuid: object | None) -> jobs.JobRow | None:
+        if job_uuid is not None and (self.job is None or self.job.uuid != job_uuid):
+            job = await self.ctx.db.read(jobs.job_get_by_uuid, job_uuid)
+            if job is None or job.runner_id != self.runner.id:
+                return None
+            self.job = job
+        return self.job
+
+    async def _running(self, message: Running) -> None:
+        job = await self._current(message.job)
+        if job is None:
+            await self.refuse("running: no job of this runner is in flight")
+            return
+        status = await self.life.running(self.runner, job)
+        if status is not None and self.job is job:
+            # ``started`` as the transition set it, give or take its write: what the next
+            # transition's duration is measured from.
+            started = job.started or self.life.ctx.clock.now()
+            self.job = dataclasses.replace(job, status=status, started=started)
+        if status in (JobStatus.CLAIMED, JobStatus.RUNNING):
+            await self.send(Ack(job=job.uuid))
+        elif status is None:
+            await self.refuse(f"running: job {job.uuid} is not this runner's")
+        else:
+            await self.send(Cancel(job=job.uuid))
+
+    async def _heartbeat(self) -> None:
+        if self.job is None:
+            if self.extensions:  # ours: Bencher's server ignores a heartbeat between jobs
+                await self.send(Ack())
+            return
+        cancel = await self.life.heartbeat(self.runner, self.job)
+        await self.send(Cancel(job=self.job.uuid) if cancel else Ack(job=self.job.uuid))
+
+    async def _log(self, message: Log) -> None:
+        """Store a chunk of the in-flight job's output; no reply unless it is refused."""
+        job = self.job
+        if job is None or job.uuid != message.job or job.status not in IN_FLIGHT:
+            await self.refuse(f"log: job {message.job} is not in flight here")
+            return
+        if (job.id, message.stream) in self._log_full:
+            return
+        appended = await self.ctx.db.write(
+            job_logs.job_log_append,
+            job.id,
+            message.stream,
+            message.offset,
+            message.data,
+            self.ctx.settings.job_log_max_bytes,
+        )
+        if appended is job_logs.Appended.NOT_IN_FLIGHT:
+            await self.refuse(f"log: job {message.job} is no longer in flight")
+            return
+        if appended is job_logs.Appended.OVER_LIMIT:
+            self._log_full = {key for key in self._log_full if key[0] == job.id}
+            self._log_full.add((job.id, message.stream))
+        self.ctx.log_watch.notify(job.id)
+
+    async def _terminal(self, message: Completed | Failed | Canceled) -> None:
+        reply = await self.life.deliver(self.runner, message, self.job)
+        if isinstance(reply, Error) and ERROR_EXTENSION not in self.extensions:
+            if await self._still_to_deliver(message.job):
+                # Bencher's server ends the connection when it fails to apply a result; the
+                # runner resends it on its next connection.
+                await self.close(CLOSE_INTERNAL_ERROR, "")
+                return
+            reply = Ack(job=message.job)  # as Bencher's server: acknowledged, nothing changed
+        if isinstance(reply, Ack) and self.job is not None and self.job.uuid == message.job:
+            self.ctx.log_watch.notify(self.job.id)  # followers of its log may end
+            self.job = None
+        await self.send(reply)
+
+    async def _still_to_deliver(self, job_uuid: object) -> bool:
+        """Whether the job is this runner's and still in flight (its result not applied)."""
+        job = await self.ctx.db.read(jobs.job_get_by_uuid, job_uuid)
+        return job is not None and job.runner_id == self.runner.id and job.status in IN_FLIGHT
+
+    async def _heartbeat_timeout(self) -> None:
+        reason = "heartbeat_timeout"
+        if self.job is not None:
+            verdict = await self.life.watchdog.judge(self.job.id)
+            if verdict is TimeoutVerdict.RAN_TOO_LONG or (
+                verdict is None and await self._ran_too_long(self.job.id)
+            ):
+                reason = "job_timeout_exceeded"
+            self.job = None
+        log.info("runner %s silent for the heartbeat timeout; closing", self.runner.slug)
+        await self.close(CLOSE_NORMAL, close_reason(reason))
+
+    async def _ran_too_long(self, job_id: int) -> bool:
+        """Whether the job was canceled past its hard timeout: its disconnect timer may have
+        judged it at the same moment as this session's deadline."""
+        job = await self.ctx.db.read(jobs.job_get, job_id)
+        return (
+            job is not None
+            and job.status == JobStatus.CANCELED
+            and hard_timeout_exceeded(
+                job.started, job.timeout, self.ctx.job_timeout_grace, self.ctx.clock.now()
+            )
+        )
+
+    async def _end(self) -> None:
+        if self.job is not None:
+            self.life.detach(self.job.id)
+            self.job = None
