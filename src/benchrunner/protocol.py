@@ -144,7 +144,8 @@ class JsonJobConfig(_Wire):
     entrypoint: list[str] | None = None
     cmd: list[str] | None = None
     env: dict[str, str] | None = None
-    # Bencher's job flags: carried to the runner as given; ``backdate`` also moves the report
+    # Bencher's job flags: ``build_time``/``file_size`` make the runner time each iteration's
+    # command and measure the sizes of ``file_paths`` (not read then); ``backdate`` moves the report
     build_time: bool | None = None
     file_size: bool | None = None
     allow_failure: bool | None = None
@@ -181,13 +182,18 @@ class IterationResult(_Wire):
     side: DuetSide | None = None
     """In a duet job: which side ran in this iteration, in round ``round`` (0-based)."""
     round: int | None = Field(default=None, ge=0)
+    build_time: dict[str, float] | None = None
+    """With the job's ``build_time``: the command as run -> its wall time in seconds."""
+    file_sizes: dict[str, int] | None = None
+    """With the job's ``file_size``: each file of ``file_paths`` found -> its size in bytes."""
 
     @model_serializer(mode="wrap")
-    def _duet_tags_only_in_duets(self, handler: SerializerFunctionWrapHandler) -> Any:
-        # Outputs and result hashes of plain jobs stay exactly as they were before duets.
+    def _later_fields_only_when_set(self, handler: SerializerFunctionWrapHandler) -> Any:
+        # Outputs and result hashes of jobs without duets or Bencher's build-time/file-size
+        # flags stay exactly as they were before these fields.
         data = handler(self)
         if isinstance(data, dict):
-            for tag in ("side", "round"):
+            for tag in ("side", "round", "build_time", "file_sizes"):
                 if data.get(tag, 0) is None:
                     del data[tag]
         return data

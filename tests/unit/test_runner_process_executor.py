@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import signal
 import subprocess
 import sys
@@ -48,8 +49,9 @@ def claimed(
     args: dict[str, Any] | None = None,
     file_paths: list[str] | None = None,
     digest: str | None = None,
+    **flags: bool,
 ) -> JsonClaimedJob:
-    config: dict[str, Any] = {"timeout": 60, "template": template, "args": args}
+    config: dict[str, Any] = {"timeout": 60, "template": template, "args": args, **flags}
     if digest is not None:
         config.update(digest=digest, registry="localhost", project=str(uuid.uuid4()))
     if file_paths is not None:
@@ -220,6 +222,34 @@ def test_file_paths_outside_the_working_directory_are_refused_one_by_one(
         ]
     )
     assert RUNNER_KEY not in str(result) and "admin-token-secret" not in str(result)
+
+
+def test_build_time_and_file_size_are_measured_instead_of_reading_the_files(
+    runner_secrets: Path,
+) -> None:
+    # Bencher's --build-time/--file-size: the command's wall time, the files' sizes (not their
+    # contents), a missing or escaping file noted and left out.
+    code = (
+        "import pathlib, time; pathlib.Path('bin').mkdir(); "
+        "pathlib.Path('bin/app').write_bytes(b'x' * 1234); time.sleep(0.2); "
+        f"pathlib.Path('config').symlink_to({str(runner_secrets)!r})"
+    )
+    paths = ["bin/app", "never-built", "config"]
+    job = executor().prepare(script(code, file_paths=paths, build_time=True, file_size=True))
+    try:
+        result = job.run_iteration(0)
+    finally:
+        job.cleanup()
+    assert (result.exit_code, result.output, result.file_sizes) == (0, None, {"bin/app": 1234})
+    assert result.build_time is not None
+    ((command, seconds),) = result.build_time.items()
+    assert command == shlex.join([PY, "-c", code])
+    assert 0.2 <= seconds < 60
+    assert result.stderr == (
+        "[benchrunner: file_path 'never-built' not found]\n"
+        "[benchrunner: file_path 'config' refused: a symlink to an absolute path, outside "
+        "the job's working directory]\n"
+    )
 
 
 def test_no_file_paths_means_no_output_map() -> None:

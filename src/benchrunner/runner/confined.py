@@ -141,6 +141,29 @@ def read_file(
     Raises ConfinedPathError if the path is refused (see the module docstring) or names
     something else than a regular file, OSError if the root itself cannot be opened.
     """
+    fd = _open_file(root, path, confinement, root_name)
+    if fd is None:
+        return None
+    with os.fdopen(fd, "rb") as handle:
+        return handle.read(limit)
+
+
+def file_size(
+    root: Path, path: str, *, confinement: Confinement, root_name: str = "the root"
+) -> int | None:
+    """The size in bytes of the regular file ``path`` inside ``root``, found and refused as
+    by ``read_file`` (None: it does not exist)."""
+    fd = _open_file(root, path, confinement, root_name)
+    if fd is None:
+        return None
+    try:
+        return os.fstat(fd).st_size
+    finally:
+        os.close(fd)
+
+
+def _open_file(root: Path, path: str, confinement: Confinement, root_name: str) -> int | None:
+    """A descriptor of the regular file ``path`` (see ``read_file``); the caller closes it."""
     directory = confinement is Confinement.DIRECTORY
     if not path or "\x00" in path:
         raise ConfinedPathError("not a valid path")
@@ -165,7 +188,7 @@ def read_file(
             try:
                 target = _symlink_target(parent, parts[-1])
                 if target is None:
-                    return _read_regular(parent, parts[-1], limit, single_link_on, root_name)
+                    return _open_regular(parent, parts[-1], single_link_on, root_name)
             finally:
                 os.close(parent)
             if target.startswith("/"):
@@ -191,9 +214,7 @@ def _symlink_target(parent: int, name: str) -> str | None:
         raise ConfinedPathError(f"cannot be resolved: {exc.strerror}") from None
 
 
-def _read_regular(
-    parent: int, name: str, limit: int, single_link_on: int | None, root_name: str
-) -> bytes | None:
+def _open_regular(parent: int, name: str, single_link_on: int | None, root_name: str) -> int | None:
     """``single_link_on``: the device the file must be on, with a single link (a job's working
     directory); None: any regular file."""
     try:
@@ -219,5 +240,4 @@ def _read_regular(
     except BaseException:
         os.close(fd)
         raise
-    with os.fdopen(fd, "rb") as handle:
-        return handle.read(limit)
+    return fd

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from pathlib import PurePosixPath
 
 from benchrunner import adapters
 from benchrunner.adapters.base import Fold, Measurement
@@ -36,6 +37,21 @@ def iteration_texts(result: IterationResult) -> list[str]:
     return [result.stdout or ""]
 
 
+def flag_measurements(result: IterationResult) -> list[Measurement]:
+    """Bencher's ``build-time`` (seconds to two decimals, benchmark named after the command)
+    and ``file-size`` (bytes, benchmark named after the file's name) of the iteration's
+    ``build_time``/``file_sizes``."""
+    times = [
+        Measurement(command, "build-time", round(seconds, 2))
+        for command, seconds in (result.build_time or {}).items()
+    ]
+    sizes = [
+        Measurement(PurePosixPath(path).name, "file-size", float(size))
+        for path, size in (result.file_sizes or {}).items()
+    ]
+    return times + sizes
+
+
 def measure_output(
     adapter: str,
     output: JsonJobOutput,
@@ -49,7 +65,10 @@ def measure_output(
     iterations: list[list[adapters.Measurement]] = []
     for index, result in enumerate(output.results):
         found: list[adapters.Measurement] = []
+        flags = flag_measurements(result)
         for text in iteration_texts(result):
+            if flags and not text.strip():
+                continue  # a build timed or sized that printed no results of its own
             try:
                 found.extend(adapters.parse(adapter, text, settings))
             except adapters.AdapterError as exc:
@@ -59,5 +78,5 @@ def measure_output(
                 return [], f"iteration {index}: adapter {adapter!r} failed: {exc!r}"
         # Several collected files make one iteration: one result per benchmark and measure
         # across them too, the last read.
-        iterations.append(adapters.kept(found))
+        iterations.append(adapters.kept([*found, *flags]))
     return report_metrics(iterations, fold), None

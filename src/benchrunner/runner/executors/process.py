@@ -20,6 +20,7 @@ import signal
 import subprocess
 import tempfile
 import threading
+import time
 import uuid
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -27,10 +28,11 @@ from pathlib import Path
 from benchrunner.core.templates import TemplateError, TemplateRegistry
 from benchrunner.protocol import IterationResult, JsonClaimedJob
 from benchrunner.runner import pickup_trace
-from benchrunner.runner.confined import ConfinedPathError, Confinement, read_file
+from benchrunner.runner.confined import Confinement, file_size, read_file
 from benchrunner.runner.cores import CorePlan
 from benchrunner.runner.executors.base import Executor, ExecutorError, PreparedJob
 from benchrunner.runner.executors.capture import bounded_text, capture_output, with_notes
+from benchrunner.runner.executors.files import command_time, each_file
 from benchrunner.runner.executors.group import ProcessGroup, become_subreaper, start_leader
 from benchrunner.runner.inflight import JOB_VARIABLE, InFlight
 
@@ -93,6 +95,8 @@ class ProcessExecutor(Executor):
             job=job.uuid,
             argv=argv,
             file_paths=config.file_paths,
+            build_time=bool(config.build_time),
+            file_size=bool(config.file_size),
             workdir=workdir,
             base_env=base_env,
             kill_grace=self._kill_grace,
@@ -115,11 +119,17 @@ class ProcessJob(PreparedJob):
         max_output_bytes: int,
         cores: CorePlan,
         in_flight: InFlight | None = None,
+        build_time: bool = False,
+        file_size: bool = False,
     ) -> None:
+        """``build_time``: report each iteration's wall time; ``file_size``: report the sizes
+        of ``file_paths`` instead of reading them (Bencher's job flags)."""
         self.job = job
         self.argv = list(argv)
         self.workdir = workdir
         self._file_paths = file_paths
+        self._build_time = build_time
+        self._file_size = file_size
         self._base_env = dict(base_env)
         self._kill_grace = kill_grace
         self._limit = max_output_bytes
@@ -142,12 +152,14 @@ class ProcessJob(PreparedJob):
             # Under the lock so a concurrent cancel() either sees the group or stops the start.
             if self._canceled:
                 return IterationResult(stderr="[benchrunner: canceled before the iteration]\n")
+            begun = time.monotonic()
             group = ProcessGroup(self._start(index), self._kill_grace)
             self._group = group
         leader = group.leader
         stdout, stderr = capture_output(leader, self._limit, self.job, self.on_output)
         self._started()
         returncode = leader.wait()
+        seconds = time.monotonic() - begun
         # A background process left in the group would perturb the next iteration and keep
         # the pipes open: the group ends with its leader.
         group.stop()
@@ -164,12 +176,14 @@ class ProcessJob(PreparedJob):
         if returncode < 0:
             exit_code = 128 - returncode
             notes.append(f"[benchrunner: killed by signal {signal.Signals(-returncode).name}]")
-        output = self._collect_files(notes)
+        output, sizes = self._collect_files(notes)
         return IterationResult(
             exit_code=exit_code,
             stdout=stdout.text(),
             stderr=with_notes(stderr.text(), notes),
             output=output,
+            build_time=command_time(self.argv, seconds) if self._build_time else None,
+            file_sizes=sizes,
         )
 
     def cancel(self) -> None:
@@ -214,27 +228,24 @@ class ProcessJob(PreparedJob):
                 log.warning("job %s: cannot record process group %d: %s", self.job, leader.pid, exc)
         return leader
 
-    def _collect_files(self, notes: list[str]) -> dict[str, str] | None:
+    def _collect_files(
+        self, notes: list[str]
+    ) -> tuple[dict[str, str] | None, dict[str, int] | None]:
+        """The ``file_paths``' texts, or with ``file_size`` their sizes."""
         if self._file_paths is None:
-            return None
-        output: dict[str, str] = {}
-        for name in self._file_paths:
-            try:
-                data = read_file(
-                    self.workdir,
-                    name,
-                    self._limit + 1,
-                    confinement=Confinement.DIRECTORY,
-                    root_name="the job's working directory",
-                )
-            except ConfinedPathError as exc:
-                notes.append(f"[benchrunner: file_path {name!r} refused: {exc}]")
-                continue
-            except OSError as exc:
-                notes.append(f"[benchrunner: file_path {name!r} could not be read: {exc.strerror}]")
-                continue
-            if data is None:
-                notes.append(f"[benchrunner: file_path {name!r} not found]")
-                continue
-            output[name] = bounded_text(data, self._limit)
-        return output
+            return None, None
+        confinement, root = Confinement.DIRECTORY, "the job's working directory"
+        if self._file_size:
+            return None, each_file(
+                self._file_paths,
+                lambda name: file_size(self.workdir, name, confinement=confinement, root_name=root),
+                notes,
+            )
+        texts = each_file(
+            self._file_paths,
+            lambda name: read_file(
+                self.workdir, name, self._limit + 1, confinement=confinement, root_name=root
+            ),
+            notes,
+        )
+        return {name: bounded_text(data, self._limit) for name, data in texts.items()}, None

@@ -39,7 +39,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path, PurePosixPath
 
 from benchrunner.protocol import IterationResult, JsonClaimedJob
-from benchrunner.runner.confined import ConfinedPathError, Confinement, read_file
+from benchrunner.runner.confined import ConfinedPathError, Confinement, file_size, read_file
 from benchrunner.runner.cores import CorePlan
 from benchrunner.runner.executors.base import Executor, ExecutorError, PreparedJob
 from benchrunner.runner.executors.bundle import (
@@ -53,6 +53,7 @@ from benchrunner.runner.executors.bundle import (
     working_dir,
 )
 from benchrunner.runner.executors.capture import bounded_text, capture_output, with_notes
+from benchrunner.runner.executors.files import command_time, each_file
 from benchrunner.runner.executors.group import start_leader
 from benchrunner.runner.executors.runtime import OciRuntime, OciRuntimeError
 from benchrunner.runner.executors.scratch import JobRootfs, ScratchError
@@ -174,6 +175,8 @@ class SandboxExecutor(Executor):
             rootfs=job_rootfs,
             runtime=self.runtime,
             file_paths=config.file_paths,
+            build_time=bool(config.build_time),
+            file_size=bool(config.file_size),
             kill_grace=self._kill_grace,
             max_output_bytes=self._max_output_bytes,
             in_flight=self._in_flight,
@@ -215,7 +218,11 @@ class SandboxJob(PreparedJob):
         kill_grace: float,
         max_output_bytes: int,
         in_flight: InFlight | None = None,
+        build_time: bool = False,
+        file_size: bool = False,
     ) -> None:
+        """``build_time``: report each iteration's wall time; ``file_size``: report the sizes
+        of ``file_paths`` instead of reading them (Bencher's job flags)."""
         self.job = job
         self.process = process
         self.limits = limits
@@ -223,6 +230,8 @@ class SandboxJob(PreparedJob):
         self._network = network
         self._runtime = runtime
         self._file_paths = file_paths
+        self._build_time = build_time
+        self._file_size = file_size
         self._kill_grace = kill_grace
         self._limit = max_output_bytes
         self._in_flight = in_flight
@@ -268,12 +277,14 @@ class SandboxJob(PreparedJob):
             if self._canceled:
                 return IterationResult(stderr="[benchrunner: canceled before the iteration]\n")
             self._finished.clear()
+            begun = time.monotonic()
             child = self._start(index, container)
             self._container = container
             self._child = child
         stdout, stderr = capture_output(child, self._limit, self.job, self.on_output)
         self._started()
         returncode = child.wait()
+        seconds = time.monotonic() - begun
         with self._lock:
             self._container = None
             self._child = None
@@ -295,12 +306,14 @@ class SandboxJob(PreparedJob):
                 f"[benchrunner: exit code {returncode}: killed by {name} "
                 "(or exited with that code)]"
             )
-        output = self._collect_files(notes)
+        output, sizes = self._collect_files(notes)
         return IterationResult(
             exit_code=exit_code,
             stdout=stdout.text(),
             stderr=with_notes(stderr.text(), notes),
             output=output,
+            build_time=command_time(self.process.args, seconds) if self._build_time else None,
+            file_sizes=sizes,
         )
 
     def cancel(self) -> None:
@@ -374,33 +387,37 @@ class SandboxJob(PreparedJob):
                 f"iteration {index} could not start {self._runtime.name}: {exc.strerror or exc}"
             ) from None
 
-    def _collect_files(self, notes: list[str]) -> dict[str, str] | None:
+    def _collect_files(
+        self, notes: list[str]
+    ) -> tuple[dict[str, str] | None, dict[str, int] | None]:
+        """The ``file_paths``' texts, or with ``file_size`` their sizes."""
         if self._file_paths is None:
-            return None
-        output: dict[str, str] = {}
-        for name in self._file_paths:
-            try:
-                if not name or "\x00" in name:
-                    raise ConfinedPathError("not a valid path")
-                data = read_file(
-                    self.rootfs.rootfs,
-                    # Relative to the container's working directory; absolute names stay absolute.
-                    str(PurePosixPath(self.process.cwd) / name),
-                    self._limit + 1,
-                    confinement=Confinement.CONTAINER,
-                    root_name="the container's root",
-                )
-            except ConfinedPathError as exc:
-                notes.append(f"[benchrunner: file_path {name!r} refused: {exc}]")
-                continue
-            except OSError as exc:
-                notes.append(f"[benchrunner: file_path {name!r} could not be read: {exc.strerror}]")
-                continue
-            if data is None:
-                notes.append(f"[benchrunner: file_path {name!r} not found]")
-                continue
-            output[name] = bounded_text(data, self._limit)
-        return output
+            return None, None
+        confinement, root = Confinement.CONTAINER, "the container's root"
+        rootfs = self.rootfs.rootfs
+
+        def located(name: str) -> str:
+            if not name or "\x00" in name:
+                raise ConfinedPathError("not a valid path")
+            # Relative to the container's working directory; absolute names stay absolute.
+            return str(PurePosixPath(self.process.cwd) / name)
+
+        if self._file_size:
+            return None, each_file(
+                self._file_paths,
+                lambda name: file_size(
+                    rootfs, located(name), confinement=confinement, root_name=root
+                ),
+                notes,
+            )
+        texts = each_file(
+            self._file_paths,
+            lambda name: read_file(
+                rootfs, located(name), self._limit + 1, confinement=confinement, root_name=root
+            ),
+            notes,
+        )
+        return {name: bounded_text(data, self._limit) for name, data in texts.items()}, None
 
 
 def _process(
