@@ -10,6 +10,7 @@ import datetime as dt
 import logging
 import os
 import queue
+import shlex
 import shutil
 import socket
 import subprocess
@@ -532,3 +533,24 @@ def test_a_containers_output_reaches_the_live_log_as_it_is_written(
         ("stderr", b"second\n"),
     ]
     assert received[1][0] - received[0][0] >= 1.5, "the first line came as it was written"
+
+
+def test_build_time_and_file_size_are_taken_inside_the_container(
+    executor: SandboxExecutor, jobs: Jobs, tmp_path: Path
+) -> None:
+    # Bencher's --build-time/--file-size for an image job: the command's wall time, the sizes
+    # of the files it built (not their contents), resolved inside the container's root.
+    (tmp_path / "host-file").write_bytes(b"h" * 99)
+    script = f"head -c 4321 /dev/zero > app.bin; sleep 0.2; ln -s ../../../..{tmp_path} /tmp/up"
+    image = busybox_image({"WorkingDir": "/tmp"})
+    paths = ["app.bin", "missing.bin", "up/host-file"]
+    config = shell(script, file_paths=paths, build_time=True, file_size=True)
+    result = run(executor, jobs.claimed(image, **config))
+    assert result.exit_code == 0, result.stderr
+    assert (result.output, result.file_sizes) == (None, {"app.bin": 4321})
+    assert result.build_time is not None
+    ((command, seconds),) = result.build_time.items()
+    assert command == shlex.join(["/bin/sh", "-c", script])
+    assert 0.2 <= seconds < 60
+    assert "[benchrunner: file_path 'missing.bin' not found]\n" in result.stderr
+    assert "[benchrunner: file_path 'up/host-file' refused: " in result.stderr

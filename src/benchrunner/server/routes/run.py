@@ -188,6 +188,8 @@ def _job_config(
             iter=plan.duet.rounds if plan.duet else options.iter or 1,
             file_paths=options.file_paths,
             duet=duet,
+            build_time=options.build_time,
+            file_size=options.file_size,
         )
     return JsonJobConfig(
         registry=ctx.settings.base_url(),
