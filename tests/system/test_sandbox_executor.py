@@ -552,5 +552,6 @@ def test_build_time_and_file_size_are_taken_inside_the_container(
     ((command, seconds),) = result.build_time.items()
     assert command == shlex.join(["/bin/sh", "-c", script])
     assert 0.2 <= seconds < 60
-    assert "[benchrunner: file_path 'missing.bin' not found]\n" in result.stderr
-    assert "[benchrunner: file_path 'up/host-file' refused: " in result.stderr
+    stderr = result.stderr or ""
+    assert "[benchrunner: file_path 'missing.bin' not found]\n" in stderr
+    assert "[benchrunner: file_path 'up/host-file' refused: " in stderr

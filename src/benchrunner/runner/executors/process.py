@@ -9,6 +9,8 @@ run here, with arguments re-checked against that file, whatever the server sent.
 directory (``runner/confined.py``): an absolute path, a ``..`` or a symlink leading out, a file
 hard-linked from elsewhere or anything but a regular file is refused with a note on stderr, and
 the other files are still collected.
+With the job's ``file_size`` they are sized instead of read, the same way, and with
+``build_time`` each iteration's wall time is reported (``executors/files.py``).
 """
 
 from __future__ import annotations

@@ -16,6 +16,8 @@ refused with a note on stderr, and the other files are still collected. The file
 the container has ended (no process can change them any more), from the host's side, where the
 container's own mounts (``/proc``, ``/sys``, ``/dev``) do not exist; a hard link can only name
 another file of the container's own filesystems.
+With the job's ``file_size`` they are sized instead of read, the same way, and with
+``build_time`` each iteration's wall time is reported (``executors/files.py``).
 
 A runner killed while a container runs: its guard removes the container at once, and the next
 start removes whatever is recorded in flight or listed under the runtime's state directory.
