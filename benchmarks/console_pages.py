@@ -17,6 +17,7 @@ it and the median CPU time the server spent on it: its threads' and, on PostgreS
 database's backends' (``/proc/<pid>/task/*/schedstat``).
 
     .venv/bin/python -m benchmarks.console_pages [--engine sqlite|postgresql] [--repeats 21]
+        [--jobs 10000] [--pages perf]
 """
 
 from __future__ import annotations
@@ -145,14 +146,14 @@ def _status(n: int, with_results: range) -> JobStatus:
     return OTHER_STATUSES[n % len(OTHER_STATUSES)]
 
 
-def _rows(ids: Ids, numbers: range, with_results: range) -> list[dict[str, Any]]:
+def _rows(ids: Ids, numbers: range, with_results: range, n_jobs: int) -> list[dict[str, Any]]:
     """The report, job and status of each job ``n`` of ``numbers``: one job 8 hours apart,
     the newest (the running ones) a minute ago."""
     rows = []
     for n in numbers:
-        at = NOW - dt.timedelta(hours=8 * (JOBS - 1 - n), minutes=1)
+        at = NOW - dt.timedelta(hours=8 * (n_jobs - 1 - n), minutes=1)
         status = _status(n, with_results)
-        large = n % LARGE_EVERY == 3 or n == JOBS - 1
+        large = n % LARGE_EVERY == 3 or n == n_jobs - 1
         feature = n % FEATURE_EVERY == 7 and n < with_results.start
         report_row = {
             "uuid": uuid.uuid4(),
@@ -187,14 +188,14 @@ def _rows(ids: Ids, numbers: range, with_results: range) -> list[dict[str, Any]]
     return rows
 
 
-def _fill_jobs(engine: Engine, ids: Ids, n_results: int) -> list[tuple[int, int]]:
-    """``JOBS`` jobs with their reports and events, oldest first; returns the (job id, report
+def _fill_jobs(engine: Engine, ids: Ids, n_jobs: int, n_results: int) -> list[tuple[int, int]]:
+    """``n_jobs`` jobs with their reports and events, oldest first; returns the (job id, report
     id) of the ``n_results`` that will carry results (the newest processed ones)."""
-    with_results = range(JOBS - len(ids.runners) - n_results, JOBS - len(ids.runners))
+    with_results = range(n_jobs - len(ids.runners) - n_results, n_jobs - len(ids.runners))
     chosen: list[tuple[int, int]] = []
-    for start in range(0, JOBS, CHUNK):
-        numbers = range(start, min(JOBS, start + CHUNK))
-        rows = _rows(ids, numbers, with_results)
+    for start in range(0, n_jobs, CHUNK):
+        numbers = range(start, min(n_jobs, start + CHUNK))
+        rows = _rows(ids, numbers, with_results, n_jobs)
         with engine.begin() as conn:
             report_ids = [
                 row.id
@@ -377,9 +378,9 @@ def _names(engine: Engine) -> Ids:
     )
 
 
-def populate(engine: Engine, n_benchmarks: int) -> Filled:
+def populate(engine: Engine, n_benchmarks: int, n_jobs: int = JOBS) -> Filled:
     ids = _names(engine)
-    chosen = _fill_jobs(engine, ids, RESULT_REPORTS)
+    chosen = _fill_jobs(engine, ids, n_jobs, RESULT_REPORTS)
     # The planner statistics a live deployment has by now (PostgreSQL's autovacuum; the
     # server's own ANALYZE on SQLite): without them PostgreSQL judges each report's metrics
     # with plans made for empty tables, seconds a report.
@@ -400,7 +401,7 @@ def populate(engine: Engine, n_benchmarks: int) -> Filled:
             conn, ids.project, thresholds.ThresholdFilter(), ascending=True, limit=1, offset=0
         )
     print(
-        f"filled: {JOBS:,} jobs, {len(chosen):,} reports with results "
+        f"filled: {n_jobs:,} jobs, {len(chosen):,} reports with results "
         f"({len(chosen) * n_benchmarks * len(MEASURES):,} metrics), {raised} alerts"
     )
     return Filled(
@@ -566,16 +567,32 @@ def main() -> None:
     parser.add_argument("--engine", choices=("sqlite", "postgresql"), default="sqlite")
     parser.add_argument("--benchmarks", type=int, default=5)
     parser.add_argument("--repeats", type=int, default=21)
+    parser.add_argument(
+        "--jobs",
+        type=int,
+        default=JOBS,
+        help=f"jobs in the database (at least {RESULT_REPORTS + 2}: the reports with results "
+        "and the two running jobs); fewer fill faster for the pages that read results",
+    )
+    parser.add_argument(
+        "--pages", default="", help="only the pages whose name starts with this (e.g. perf)"
+    )
     options = parser.parse_args()
+    if options.jobs < RESULT_REPORTS + 2:
+        parser.error(f"--jobs must be at least {RESULT_REPORTS + 2}")
     with tempfile.TemporaryDirectory() as tmp, database(options.engine, Path(tmp)) as (engine, url):
         started = time.perf_counter()
-        filled = populate(engine, options.benchmarks)
+        filled = populate(engine, options.benchmarks, options.jobs)
         session = _admin_session(engine, filled.admin_id)
         print(f"filled in {time.perf_counter() - started:.0f} s ({options.engine})")
         database_name = None if options.engine == "sqlite" else sa.make_url(url).database
         with serving(url, Path(tmp)) as server:
             print(f"load average at start: {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
-            paths = pages(filled, options.benchmarks)
+            paths = {
+                name: path
+                for name, path in pages(filled, options.benchmarks).items()
+                if name.startswith(options.pages)
+            }
             results = time_pages(server, filled, session, database_name, paths, options.repeats)
             print(f"load average at end: {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
     _table(results)

@@ -8,7 +8,15 @@ import uuid
 
 import pytest
 
-from benchrunner.server.console.perf_chart import ITERATION_STEP, Dimension, Names, build_charts
+from benchrunner.server.console.perf_chart import (
+    ITERATION_STEP,
+    TABLE_ROWS,
+    Chart,
+    Dimension,
+    Names,
+    build_charts,
+    named_reports,
+)
 from benchrunner.server.store.perf import PlotPoint
 
 T0 = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
@@ -18,6 +26,20 @@ NAMES = Names(
     benchmarks={1: Dimension("sort", "sort"), 2: Dimension("hash", "hash")},
     measures={1: Dimension("Latency", "latency", "ns"), 2: Dimension("Memory", "memory", "B")},
 )
+
+
+REPORTS: dict[int, uuid.UUID] = {}
+"""The UUID of each report ``_point`` made (its id is its day)."""
+
+
+def _report(day: int) -> int:
+    REPORTS.setdefault(day, uuid.uuid4())
+    return day
+
+
+def _charts(points: list[PlotPoint]) -> list[Chart]:
+    """``build_charts`` as the page calls it: with the UUIDs of the named reports only."""
+    return build_charts(points, NAMES, {k: REPORTS[k] for k in named_reports(points)})
 
 
 def _point(
@@ -37,7 +59,7 @@ def _point(
         testbed_id=1,
         benchmark_id=benchmark,
         measure_id=measure,
-        report_uuid=uuid.uuid4(),
+        report_id=_report(day),
         start_time=T0 + dt.timedelta(days=day),
         iteration=iteration,
         value=value,
@@ -47,13 +69,12 @@ def _point(
         alert_uuid=None if alert is None else uuid.uuid4(),
         alert_limit=alert,
         alert_status=None if alert is None else "active",
-        version=day + 1,
         noisy=noisy,
     )
 
 
 def test_one_chart_per_measure_in_the_measures_order() -> None:
-    charts = build_charts([_point(0, 5.0, measure=2), _point(0, 1.0)], NAMES)
+    charts = _charts([_point(0, 5.0, measure=2), _point(0, 1.0)])
     assert [(c.measure.name, c.measure.units) for c in charts] == [
         ("Latency", "ns"),
         ("Memory", "B"),
@@ -68,7 +89,7 @@ def test_lines_share_the_x_axis_with_gaps_where_a_line_has_no_point() -> None:
         _point(2, 12.0),
         _point(2, 3.0, benchmark=2),
     ]
-    [chart] = build_charts(points, NAMES)
+    [chart] = _charts(points)
     day = 86400.0
     assert [x - T0.timestamp() for x in chart.x] == [0.0, day, 2 * day]
     by_label = {line.label: line.values for line in chart.lines}
@@ -82,7 +103,7 @@ def test_lines_share_the_x_axis_with_gaps_where_a_line_has_no_point() -> None:
 
 
 def test_a_reports_iterations_get_their_own_x() -> None:
-    [chart] = build_charts([_point(0, 1.0), _point(0, 2.0, iteration=1)], NAMES)
+    [chart] = _charts([_point(0, 1.0), _point(0, 2.0, iteration=1)])
     assert chart.x[1] - chart.x[0] == pytest.approx(ITERATION_STEP, abs=1e-6)
     assert chart.lines[0].values == [1.0, 2.0]
 
@@ -93,7 +114,7 @@ def test_limits_only_where_drawn_and_markers_on_alerts() -> None:
         _point(1, 101.0, upper=110.0),
         _point(2, 150.0, upper=110.0, alert="upper"),
     ]
-    [chart] = build_charts(points, NAMES)
+    [chart] = _charts(points)
     [line] = chart.lines
     assert line.upper == [None, 110.0, 110.0]
     assert line.lower is None  # no point had a lower limit: no band edge at all
@@ -113,7 +134,8 @@ def test_limits_only_where_drawn_and_markers_on_alerts() -> None:
     )
     assert chart.rows[2].alert_text == "upper (active)"
     data = chart.as_json()
-    assert data["markers"][0]["report"] == str(points[2].report_uuid)
+    assert data["markers"][0]["report"] == str(REPORTS[2])
+    assert chart.rows[2].report == str(REPORTS[2])
     band = data["lines"][0]["band"]
     assert band["high"] == [None, 110.0, 110.0]
     assert band["low"] == [None, 100.0, 100.0]  # one limit: the band starts at the baseline
@@ -121,17 +143,49 @@ def test_limits_only_where_drawn_and_markers_on_alerts() -> None:
 
 
 def test_no_points_no_charts() -> None:
-    assert build_charts([], NAMES) == []
+    assert _charts([]) == []
 
 
 def test_noisy_points_stay_on_their_line_and_are_listed_apart() -> None:
     points = [_point(0, 100.0), _point(1, 180.0, noisy=True), _point(2, 101.0)]
-    [chart] = build_charts(points, NAMES)
+    [chart] = _charts(points)
     [line] = chart.lines
     assert line.values == [100.0, 180.0, 101.0]  # still a point of the history
     assert line.noisy == [None, 180.0, None]
     assert [row.noisy for row in chart.rows] == [False, True, False]
     assert chart.noisy_points == 1
     assert chart.as_json()["lines"][0]["noisy"] == [None, 180.0, None]
-    [quiet] = build_charts([_point(0, 1.0)], NAMES)
+    [quiet] = _charts([_point(0, 1.0)])
     assert quiet.lines[0].noisy is None and quiet.as_json()["lines"][0]["noisy"] is None
+
+
+def test_the_table_lists_the_newest_points_and_every_older_alert_and_noisy_one() -> None:
+    days = TABLE_ROWS + 50
+    points = [
+        _point(
+            day,
+            180.0 if day in (3, days - 5) else 100.0,
+            upper=110.0,
+            alert="upper" if day in (3, days - 5) else None,
+            noisy=day == 10,
+        )
+        for day in range(days)
+    ]
+    [chart] = _charts(points)
+    assert len(chart.x) == len(chart.lines[0].values) == days  # the plot keeps every point
+    assert len(chart.markers) == 2
+    assert (chart.points, chart.noisy_points) == (days, 1)
+    shown = [day for day in range(days) if day in (3, 10) or day >= 50]
+    assert [row.report for row in chart.rows] == [str(REPORTS[day]) for day in shown]
+    assert [row.alert_text for row in chart.rows[:2]] == ["upper (active)", ""]
+    assert chart.rows[1].noisy
+    assert chart.table_is_partial
+    assert (chart.newest_rows, chart.older_rows) == (TABLE_ROWS, 2)
+    assert named_reports(points) == set(shown)
+
+
+def test_a_short_history_is_listed_whole() -> None:
+    points = [_point(day, 100.0, alert="upper" if day == 0 else None) for day in range(5)]
+    [chart] = _charts(points)
+    assert len(chart.rows) == chart.points == 5
+    assert not chart.table_is_partial and chart.older_rows == 0

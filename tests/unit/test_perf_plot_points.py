@@ -12,7 +12,7 @@ from benchrunner.server.evaluation import evaluate_report
 from benchrunner.server.store import accounts, reports, thresholds
 from benchrunner.server.store.engine import make_engine
 from benchrunner.server.store.migrate import upgrade
-from benchrunner.server.store.perf import PerfQuery, perf_plot_points, perf_points
+from benchrunner.server.store.perf import PerfQuery, perf_plot_points, perf_points, report_uuids
 
 T0 = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
 VALUES = (100.0, 101.0, 99.0, 100.0, 150.0)
@@ -52,6 +52,7 @@ def test_plot_points_are_the_perf_points(database_url: str) -> None:
             )
             full = perf_points(conn, query)
             lean = perf_plot_points(conn, query)
+            uuids = report_uuids(conn, (p.report_id for p in lean))
     finally:
         engine.dispose()
     assert len(full) == len(VALUES) * 4
@@ -59,7 +60,13 @@ def test_plot_points_are_the_perf_points(database_url: str) -> None:
     for point in lean:
         assert point.start_time.tzinfo is not None
     for row, point in zip(full, lean, strict=True):
-        assert point._asdict() == {name: getattr(row, name) for name in point._fields}
+        fields = [name for name in point._fields if name != "report_id"]
+        assert point._asdict() == {
+            "report_id": point.report_id,
+            **{name: getattr(row, name) for name in fields},
+        }
+        assert uuids[point.report_id] == row.report_uuid
+    assert len(uuids) == len(VALUES)
     alerted = [p for p in lean if p.alert_uuid is not None]
     assert {(p.value, p.alert_limit, p.alert_status) for p in alerted} == {
         (150.0, "upper", "active"),

@@ -49,15 +49,15 @@ class DuetPanel:
         return sum(1 for row in self.rows if row.alert is not None)
 
 
-def _plotted(p: DuetPoint) -> PlotPoint:
+def _plotted(k: int, p: DuetPoint) -> PlotPoint:
+    """Ratio ``k`` of a panel as a plotted point, its report named by ``k``."""
     return PlotPoint(
         branch_id=p.branch_id,
         testbed_id=p.testbed_id,
         benchmark_id=p.benchmark_id,
         measure_id=p.measure_id,
-        report_uuid=p.report_uuid,
+        report_id=k,
         start_time=p.start_time,
-        version=None,
         iteration=0,
         value=p.ratio,
         baseline=None,
@@ -97,7 +97,8 @@ def build_duet_panels(points: Iterable[DuetPoint], names: Names) -> list[DuetPan
         found = by_measure.get(measure_id)
         if not found:
             continue
-        [chart] = build_charts([_plotted(p) for p in found], names)
+        uuids = {k: p.report_uuid for k, p in enumerate(found)}
+        [chart] = build_charts([_plotted(k, p) for k, p in enumerate(found)], names, uuids)
         chart.kind = "duet"
         chart.rows = []  # rows of the absolute table: the panel has its own
         panels.append(DuetPanel(chart, [_row(p, names) for p in found]))

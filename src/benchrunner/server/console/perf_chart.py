@@ -1,8 +1,11 @@
 """The perf page's charts: the perf query's points (``store.perf.perf_plot_points``) grouped as
 uPlot draws them, one chart per measure (its units on the y axis), one line per branch, testbed
 and benchmark, the threshold's limits as a band around it, alerts as markers and the points of
-noisy reports (issue 14) as hollow markers; and the same points as the rows of the page's
-table.
+noisy reports (issue 14) as hollow markers; and the rows of the page's table: the newest
+``TABLE_ROWS`` points and every older one that has an alert or comes from a noisy report, so
+that a reader without JavaScript misses no alert (the export links hold every point). Only
+those rows are formatted as text: a year of a series is a thousand points, and their cells
+cost more than the plot's JSON.
 
 uPlot wants every line on one shared x axis: the chart's x values are the union of its points'
 times, and a line has ``None`` where it has no point (drawn across, as a gap in the data, not
@@ -13,6 +16,7 @@ the previous one so none hides another.
 from __future__ import annotations
 
 import operator
+import uuid
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
@@ -22,6 +26,8 @@ from benchrunner.server.store.perf import PlotPoint
 ITERATION_STEP = 0.001
 """Seconds between a report's iterations on the x axis."""
 NO_VALUE = "\u2013"  # an en dash
+TABLE_ROWS = 200
+"""The newest points a chart's table lists (besides the older alerted and noisy ones)."""
 
 
 @dataclass(frozen=True)
@@ -107,7 +113,17 @@ class Row(NamedTuple):
     noisy: bool
 
 
-def _rows(points: list[PlotPoint], names: Names) -> list[Row]:
+def table_points(points: list[PlotPoint]) -> list[PlotPoint]:
+    """The points the table lists, oldest first: the newest ``TABLE_ROWS`` and every older
+    one with an alert or from a noisy report."""
+    older = len(points) - TABLE_ROWS
+    if older <= 0:
+        return points
+    flagged = [p for p in points[:older] if p.alert_uuid is not None or p.noisy]
+    return flagged + points[older:]
+
+
+def _rows(points: list[PlotPoint], names: Names, uuids: Mapping[int, uuid.UUID]) -> list[Row]:
     benchmarks = {k: v.name for k, v in names.benchmarks.items()}
     branches = {k: v.name for k, v in names.branches.items()}
     testbeds = {k: v.name for k, v in names.testbeds.items()}
@@ -123,7 +139,7 @@ def _rows(points: list[PlotPoint], names: Names) -> list[Row]:
             NO_VALUE if p.upper_limit is None else f"{p.upper_limit:.6g}",
             None if p.alert_uuid is None else str(p.alert_uuid),
             "" if p.alert_uuid is None else f"{p.alert_limit} ({p.alert_status})",
-            str(p.report_uuid),
+            str(uuids[p.report_id]),
             bool(p.noisy),
         )
         for p in points
@@ -137,12 +153,25 @@ class Chart:
     lines: list[Line]
     markers: list[Marker]
     rows: list[Row] = field(default_factory=list)
+    """The table's rows (``table_points``)."""
+    points: int = 0
+    noisy_points: int = 0
     kind: str = "absolute"
     """``duet``: the lines are contender/baseline ratios and the band their interval."""
 
     @property
-    def noisy_points(self) -> int:
-        return sum(1 for row in self.rows if row.noisy)
+    def newest_rows(self) -> int:
+        """How many of the table's rows are the newest points (the rest: older flagged ones)."""
+        return min(self.points, TABLE_ROWS)
+
+    @property
+    def older_rows(self) -> int:
+        """The table's rows older than the newest ``TABLE_ROWS``: alerted or noisy ones."""
+        return len(self.rows) - self.newest_rows
+
+    @property
+    def table_is_partial(self) -> bool:
+        return len(self.rows) < self.points
 
     def as_json(self) -> dict[str, Any]:
         """What the page embeds for ``perf.js``."""
@@ -196,7 +225,9 @@ _UPPER = operator.attrgetter("upper_limit")
 _BASELINE = operator.attrgetter("baseline")
 
 
-def _chart(measure: Dimension, points: list[PlotPoint], names: Names) -> Chart:
+def _chart(
+    measure: Dimension, points: list[PlotPoint], names: Names, uuids: Mapping[int, uuid.UUID]
+) -> Chart:
     at = [_x(p) for p in points]
     xs = sorted(set(at))
     slot = {x: i for i, x in enumerate(xs)}
@@ -236,24 +267,48 @@ def _chart(measure: Dimension, points: list[PlotPoint], names: Names) -> Chart:
                 limit=p.alert_limit or "",
                 status=p.alert_status or "",
                 alert=str(p.alert_uuid),
-                report=str(p.report_uuid),
+                report=str(uuids[p.report_id]),
             )
             for i, p in enumerate(cells)
             if p is not None and p.alert_uuid is not None
         )
-    rows = _rows(points, names)
-    return Chart(measure=measure, x=xs, lines=lines, markers=markers, rows=rows)
+    return Chart(
+        measure=measure,
+        x=xs,
+        lines=lines,
+        markers=markers,
+        rows=_rows(table_points(points), names, uuids),
+        points=len(points),
+        noisy_points=sum(1 for p in points if p.noisy),
+    )
 
 
-def build_charts(points: Iterable[PlotPoint], names: Names) -> list[Chart]:
+def _by_measure(points: Iterable[PlotPoint]) -> dict[int, list[PlotPoint]]:
+    found: dict[int, list[PlotPoint]] = {}
+    for p in points:
+        found.setdefault(p.measure_id, []).append(p)
+    return found
+
+
+def named_reports(points: Iterable[PlotPoint]) -> set[int]:
+    """The reports (``PlotPoint.report_id``) whose UUIDs ``build_charts`` needs for the same
+    points: those of the tables' rows and of the alerts' markers."""
+    found: set[int] = set()
+    for measure_points in _by_measure(points).values():
+        found.update(p.report_id for p in table_points(measure_points))
+        found.update(p.report_id for p in measure_points if p.alert_uuid is not None)
+    return found
+
+
+def build_charts(
+    points: Iterable[PlotPoint], names: Names, uuids: Mapping[int, uuid.UUID]
+) -> list[Chart]:
     """One chart per measure that has points, in the measures' order in ``names``; the
     points are ``store.perf.perf_plot_points``' (oldest first), the table's rows keep that
-    order."""
-    by_measure: dict[int, list[PlotPoint]] = {}
-    for p in points:
-        by_measure.setdefault(p.measure_id, []).append(p)
+    order. ``uuids`` holds the UUIDs of at least the ``named_reports`` of the points."""
+    by_measure = _by_measure(points)
     return [
-        _chart(measure, by_measure[measure_id], names)
+        _chart(measure, by_measure[measure_id], names, uuids)
         for measure_id, measure in names.measures.items()
         if measure_id in by_measure
     ]

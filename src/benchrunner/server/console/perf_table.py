@@ -1,10 +1,10 @@
 """The perf page's table body (the plot's points for a reader without JavaScript) as HTML.
 
-Built here rather than in the template: a year of one series is a thousand rows of ten cells,
-and the template engine's per-cell lookups and escapes cost more than reading the points from
-the database (benchmarks/RESULTS.md, "Console pages"). Every text that comes from users (the
-branch, testbed and benchmark names) is escaped; the rest is numbers, dates and UUIDs that
-``perf_chart`` formatted.
+Built here rather than in the template: a table is a few hundred rows of eleven cells
+(``perf_chart.table_points``), and the template engine's per-cell lookups and escapes cost
+more than reading them from the database (benchmarks/RESULTS.md, "Console pages"). Every
+text that comes from users (the branch, testbed and benchmark names) is escaped; the rest is
+numbers, dates and UUIDs that ``perf_chart`` formatted.
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -97,9 +97,8 @@ _PLOT_POINTS = (
         report.c.testbed_id,
         metric.c.benchmark_id,
         metric.c.measure_id,
-        report.c.uuid.label("report_uuid"),
+        report.c.id.label("report_id"),
         report.c.start_time,
-        report.c.version,
         metric.c.iteration,
         metric.c.value,
         boundary.c.baseline,
@@ -126,9 +125,10 @@ class PlotPoint(NamedTuple):
     testbed_id: int
     benchmark_id: int
     measure_id: int
-    report_uuid: uuid.UUID
+    report_id: int
+    """The report's row, not its UUID (``report_uuids``): reading a UUID costs as much as the
+    rest of the point, and a page names the reports of a few of its points only."""
     start_time: dt.datetime
-    version: int | None
     iteration: int
     value: float
     baseline: float | None
@@ -165,4 +165,20 @@ def perf_plot_points(conn: Connection, query: PerfQuery) -> list[PlotPoint]:
     """What a plot of the query draws: the points in ``perf_points``' order with their limits
     and alert, nothing of the model. Plain named tuples: a thousand database rows read field
     by field cost the console more than the query itself."""
-    return [PlotPoint._make(row) for row in conn.execute(_PLOT_POINTS, query_params(query))]
+    return list(map(PlotPoint._make, conn.execute(_PLOT_POINTS, query_params(query)).all()))
+
+
+REPORTS_PER_STATEMENT = 500
+"""Report ids one ``report_uuids`` statement asks for (well under either engine's limit on a
+statement's parameters)."""
+
+
+def report_uuids(conn: Connection, report_ids: Iterable[int]) -> dict[int, uuid.UUID]:
+    """The UUIDs of the reports ``report_ids`` (a ``PlotPoint``'s ``report_id``), by id."""
+    wanted = sorted(set(report_ids))
+    found: dict[int, uuid.UUID] = {}
+    for start in range(0, len(wanted), REPORTS_PER_STATEMENT):
+        chunk = wanted[start : start + REPORTS_PER_STATEMENT]
+        rows = conn.execute(sa.select(report.c.id, report.c.uuid).where(report.c.id.in_(chunk)))
+        found.update((row.id, row.uuid) for row in rows)
+    return found

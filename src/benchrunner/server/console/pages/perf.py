@@ -1,8 +1,8 @@
 """The perf page: choose branches, testbeds, benchmarks and measures and a time range (a GET
 form, so the URL holds the whole state and can be shared), see one plot per measure with the
-thresholds' bands, the alerts and the points of noisy reports marked, and the same points as a
-table (the page without JavaScript); duet ratios of the same series in a panel of their own,
-apart from the absolute values."""
+thresholds' bands, the alerts and the points of noisy reports marked, and the newest points and
+every alerted or noisy one as a table (the page without JavaScript); duet ratios of the same
+series in a panel of their own, apart from the absolute values."""
 
 from __future__ import annotations
 
@@ -15,7 +15,13 @@ from fastapi.responses import HTMLResponse
 from sqlalchemy.engine import Connection
 
 from benchrunner.server.console.duet_chart import DuetPanel, build_duet_panels
-from benchrunner.server.console.perf_chart import Chart, Dimension, Names, build_charts
+from benchrunner.server.console.perf_chart import (
+    Chart,
+    Dimension,
+    Names,
+    build_charts,
+    named_reports,
+)
 from benchrunner.server.console.perf_state import DIMENSIONS, PerfState, parse_state
 from benchrunner.server.console.perf_table import table_body
 from benchrunner.server.console.templating import render
@@ -24,7 +30,7 @@ from benchrunner.server.routes.deps import Ctx
 from benchrunner.server.store import dimensions
 from benchrunner.server.store.accounts import ProjectRow
 from benchrunner.server.store.duets import duet_points
-from benchrunner.server.store.perf import PerfQuery, perf_plot_points
+from benchrunner.server.store.perf import PerfQuery, perf_plot_points, report_uuids
 from benchrunner.server.store.tables import benchmark, branch, measure, testbed
 
 router = APIRouter()
@@ -104,7 +110,8 @@ def _read(conn: Connection, viewer: Viewer, ref: str, state: PerfState) -> PerfP
             for name in DIMENSIONS
         )
     )
-    page.charts = build_charts(perf_plot_points(conn, query), names)
+    points = perf_plot_points(conn, query)
+    page.charts = build_charts(points, names, report_uuids(conn, named_reports(points)))
     page.duets = build_duet_panels(duet_points(conn, query), names)
     page.ran = True
     return page
