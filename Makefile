@@ -24,9 +24,9 @@ up: $(STAMP)
 system-packages:
 	bash tools/system-packages.sh
 
-# Most tests wait on real servers and runners, not on the CPU: three workers (each takes whole
+# Most tests wait on real servers and runners, not on the CPU: four workers (each takes whole
 # files, so a module's shared server stays in one process) finish far sooner on two cores.
-TEST_WORKERS ?= 3
+TEST_WORKERS ?= 4
 
 # Every test starts servers, runners and CLIs as new processes: compile the sources once, so
 # that none of them compiles every module again (PYTHONDONTWRITEBYTECODE may be set).
