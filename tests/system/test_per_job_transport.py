@@ -20,7 +20,7 @@ import pytest
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 from websockets.sync.client import ClientConnection, connect
 
-from benchrunner.protocol import EXTENSIONS_HEADER, OUR_EXTENSIONS
+from benchrunner.protocol import EXTENSIONS_HEADER, OUR_EXTENSIONS, TEMPLATE_EXTENSION
 from tests.harness import cli, wait_until
 from tests.inprocess import InProcessServer, serve_in_process
 
@@ -33,10 +33,16 @@ class PerJobRunner:
     slug: str
     key: str
 
-    def claim(self, body: Any = None, *, extensions: bool = False) -> httpx.Response:
+    def claim(
+        self, body: Any = None, *, extensions: bool = False, templates: bool = True
+    ) -> httpx.Response:
+        """``extensions``: announce all of ours; else only ``template`` (with ``templates``), as
+        the jobs here are template jobs, which a runner that did not announce it is not offered."""
         headers = {"Authorization": f"Bearer {self.key}"}
         if extensions:
             headers[EXTENSIONS_HEADER] = ", ".join(OUR_EXTENSIONS)
+        elif templates:
+            headers[EXTENSIONS_HEADER] = TEMPLATE_EXTENSION
         with httpx.Client(base_url=self.server.url, headers=headers, timeout=60) as http:
             if body is None:
                 return http.post(f"/v0/runners/{self.slug}/jobs")
@@ -100,6 +106,8 @@ def test_the_claim_answers_the_job_or_null(server: InProcessServer) -> None:
     assert (nothing.status_code, nothing.json()) == (200, None)
     assert time.monotonic() - started >= 0.9  # it waited for a job
     job_uuid = server.submit("bench.noop")
+    # A runner that did not announce ``template`` (Bencher's) is not offered a template job.
+    assert runner.claim({"poll_timeout": 1}, templates=False).json() is None
     claimed = runner.claimed()
     assert claimed["uuid"] == job_uuid
     assert set(claimed) == {"uuid", "spec", "config", "oci_token", "timeout", "created"}
