@@ -31,6 +31,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 
 from starlette.websockets import WebSocket
 
@@ -54,6 +55,9 @@ from benchrunner.server.store import jobs, runners
 from benchrunner.server.store.runners import RunnerRow
 
 log = logging.getLogger(__name__)
+
+RELEASE_CHECK_INTERVAL = 60.0
+"""Seconds between a channel's looks for a newer runner release."""
 
 
 class ChannelHub:
@@ -116,6 +120,8 @@ class ChannelSession(RunnerSession):
         super().__init__(websocket, runner, lifecycle, extensions)
         self._poll: asyncio.Task[None] | None = None
         self._metadata: RunnerMetadata | None = None
+        self._release_checked: float | None = None
+        """When this channel last looked for a release (monotonic seconds)."""
         self._offered: set[str] = set()
         """Checksums of the releases offered on this channel: a runner that answers one with
         another ready failed to install it and gets jobs instead (on its next connection it
@@ -171,6 +177,14 @@ class ChannelSession(RunnerSession):
         our wheels (Bencher's runner binary could not), and once per release and channel."""
         if UPDATE_EXTENSION not in self.extensions:
             return False
+        # A ready comes before every job: look for a release on the first, then at most once a
+        # RELEASE_CHECK_INTERVAL, not with a read on every claim.
+        now = time.monotonic()
+        if self._release_checked is not None and now - self._release_checked < (
+            RELEASE_CHECK_INTERVAL
+        ):
+            return False
+        self._release_checked = now
         release = await releases.offer(self.ctx, ready)
         if release is None or release.checksum in self._offered:
             return False
