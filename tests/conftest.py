@@ -61,6 +61,22 @@ def pytest_runtest_makereport(
     return report
 
 
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """A test marked ``engine_independent`` runs on SQLite alone: the store code under it is
+    proved on both engines by the tests that are about the store."""
+    kept, dropped = [], []
+    for item in items:
+        params = getattr(item, "callspec", None)
+        on_postgresql = params is not None and "postgresql" in params.params.values()
+        if on_postgresql and item.get_closest_marker("engine_independent"):
+            dropped.append(item)
+        else:
+            kept.append(item)
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = kept
+
+
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     if report.when == "call" and report.passed:
         for engine in ENGINES:

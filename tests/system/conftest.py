@@ -14,6 +14,15 @@ def deployment(tmp_path: Path, database_url: str) -> Iterator[Deployment]:
         yield deployment
 
 
+@pytest.fixture(scope="module")
+def shared_deployment(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Deployment]:
+    """One server on SQLite for a module's tables of refused inputs: a refusal changes nothing,
+    so the rows share it instead of starting a server each."""
+    tmp = tmp_path_factory.mktemp("shared")
+    with deploy(tmp, f"sqlite:///{tmp / 'benchrunner.db'}") as deployment:
+        yield deployment
+
+
 @pytest.fixture(params=["channel", "per-job"])
 def transport(request: pytest.FixtureRequest) -> str:
     """Each runner transport in turn: the conformance scenarios hold on both."""

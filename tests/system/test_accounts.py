@@ -77,6 +77,7 @@ def test_a_user_creates_lists_and_revokes_their_own_tokens(deployment: Deploymen
     assert not {first["token"], ci["token"]} & set(stored.values())
 
 
+@pytest.mark.engine_independent
 def test_token_bodies_are_checked(deployment: Deployment) -> None:
     with deployment.http() as http:
         for body in ({"name": ""}, {"name": "x", "ttl": 0}, {"name": "x", "ttl": 2**32}, {}):
@@ -141,6 +142,7 @@ def test_an_organization_keeps_its_last_leader(deployment: Deployment) -> None:
         assert [m["email"] for m in admin.list_members("solo")] == ["helper@test.dev"]
 
 
+@pytest.mark.engine_independent
 def test_the_cli_manages_tokens_members_and_organization_runners(
     deployment: Deployment, tmp_path: Path
 ) -> None:

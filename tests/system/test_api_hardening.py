@@ -30,27 +30,28 @@ from tests.registry_support import make_user
     ],
 )
 def test_run_refuses_file_paths_outside_the_jobs_directory(
-    deployment: Deployment, path: str, problem: str
+    shared_deployment: Deployment, path: str, problem: str
 ) -> None:
     template = {"template": "bench.noop"}
     image = {"image": "sha256:" + "0" * 64}
     for kind in (template, image):
         body = {
-            "project": deployment.project,
-            "spec": deployment.spec,
+            "project": shared_deployment.project,
+            "spec": shared_deployment.spec,
             **kind,
             "job": {"file_paths": ["results.json", path]},
         }
-        response = post_run(deployment, body, token=deployment.server.token)
+        response = post_run(shared_deployment, body, token=shared_deployment.server.token)
         assert response.status_code == 400, (kind, response.text)
         message = response.json()["message"]
         assert "job.file_paths[1]" in message and problem in message, message
         if "\x00" not in path:  # (NUL is refused for any field, before file paths are read)
             assert message.startswith(f"job.file_paths[1] {path!r} "), message
-    with deployment.admin() as client:
-        assert client.list_jobs(deployment.project).total == 0
+    with shared_deployment.admin() as client:
+        assert client.list_jobs(shared_deployment.project).total == 0
 
 
+@pytest.mark.engine_independent
 def test_run_accepts_file_paths_inside_the_jobs_directory(deployment: Deployment) -> None:
     paths = ["results.json", "out/metrics.json", "./out/x..y", "a/./b"]
     job_uuid = deployment.submit("bench.noop", file_paths=paths)
@@ -71,6 +72,7 @@ def small_bodies(tmp_path: Path, database_url: str) -> Iterator[Deployment]:
         yield deployment
 
 
+@pytest.mark.engine_independent
 def test_a_chunked_body_over_the_limit_is_413_as_a_declared_one_is(
     small_bodies: Deployment,
 ) -> None:
@@ -120,6 +122,7 @@ ABSURD_PAGES = [
 ]
 
 
+@pytest.mark.engine_independent
 def test_an_absurd_page_is_400_on_every_list_and_the_last_page_is_empty(
     deployment: Deployment,
 ) -> None:
@@ -205,7 +208,7 @@ def test_text_the_database_cannot_store_is_400_naming_the_field(deployment: Depl
     ],
 )
 def test_times_without_a_zone_or_beyond_utc_are_400(
-    deployment: Deployment, start: str, end: str, message: str
+    shared_deployment: Deployment, start: str, end: str, message: str
 ) -> None:
     body = {
         "project": "bench",
@@ -214,7 +217,7 @@ def test_times_without_a_zone_or_beyond_utc_are_400(
         "start_time": start,
         "end_time": end,
     }
-    response = post_run(deployment, body, token=deployment.server.token)
+    response = post_run(shared_deployment, body, token=shared_deployment.server.token)
     assert response.status_code == 400, response.text
     assert message in response.json()["message"]
 

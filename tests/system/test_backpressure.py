@@ -95,6 +95,7 @@ def test_the_organization_cap_counts_its_pending_jobs_only(
     assert post_run(deployment).status_code == 201
 
 
+@pytest.mark.engine_independent
 def test_the_cli_waits_and_submits_again_with_retry_on_busy(
     tmp_path: Path, database_url: str
 ) -> None:

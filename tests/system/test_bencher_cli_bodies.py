@@ -21,6 +21,8 @@ from tests.bencher_schema import JsonJob, JsonReport
 from tests.harness import Deployment, deploy
 from tests.registry_support import push_image, registry_token, v2
 
+pytestmark = pytest.mark.engine_independent
+
 BODIES = Path(__file__).parent.parent / "bencher_cli_bodies"
 FIXTURES = sorted(BODIES.glob("*.json"))
 

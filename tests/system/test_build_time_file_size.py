@@ -7,7 +7,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.harness import Deployment
+
+pytestmark = pytest.mark.engine_independent
 
 
 def metrics(report: dict[str, Any]) -> dict[tuple[str, str], float]:

@@ -44,6 +44,7 @@ def _nested(depth: int) -> str:
     return '{"event": "heartbeat", "x": ' + "[" * depth + "]" * depth + "}"
 
 
+@pytest.mark.engine_independent
 def test_invalid_messages_get_an_error_and_the_channel_stays_open(deployment: Deployment) -> None:
     channel = deployment.channel("sloppy")
     job = str(uuid.uuid4())
@@ -69,6 +70,7 @@ def test_invalid_messages_get_an_error_and_the_channel_stays_open(deployment: De
     assert "Traceback" not in deployment.server.log.read_text()
 
 
+@pytest.mark.engine_independent
 def test_a_text_message_that_is_not_utf8_closes_with_1007_without_a_traceback(
     deployment: Deployment,
 ) -> None:
@@ -175,6 +177,7 @@ def test_paused_runner_claims_nothing_until_unpaused(deployment: Deployment) -> 
     assert channel.recv(timeout=10)["uuid"] == job_uuid
 
 
+@pytest.mark.engine_independent
 def test_oversized_message_is_rejected_at_the_protocol_level(
     tmp_path: Path, database_url: str
 ) -> None:
@@ -197,8 +200,8 @@ def test_oversized_message_is_rejected_at_the_protocol_level(
         assert "exceeds" in response.json()["message"]
 
 
-def test_template_arguments_out_of_range_are_rejected(deployment: Deployment) -> None:
-    with deployment.admin() as client:
+def test_template_arguments_out_of_range_are_rejected(shared_deployment: Deployment) -> None:
+    with shared_deployment.admin() as client:
         for args, message in [
             ({"ms": 60001}, "must be <= 60000"),
             ({"ms": -1}, "must be >= 0"),
@@ -206,9 +209,9 @@ def test_template_arguments_out_of_range_are_rejected(deployment: Deployment) ->
             ({"sec": 1}, "no argument"),
         ]:
             response = httpx.post(
-                f"{deployment.server.url}/v0/run",
+                f"{shared_deployment.server.url}/v0/run",
                 json={"project": "bench", "spec": "small", "template": "bench.sleep", "args": args},
-                headers={"Authorization": f"Bearer {deployment.server.token}"},
+                headers={"Authorization": f"Bearer {shared_deployment.server.token}"},
             )
             assert response.status_code == 400, response.text
             assert message in response.json()["message"]
@@ -237,11 +240,13 @@ def test_template_arguments_out_of_range_are_rejected(deployment: Deployment) ->
         ({"template": "bench.nope", "spec": "small"}, "unknown template"),
     ],
 )
-def test_run_validation_table(deployment: Deployment, body: dict[str, Any], message: str) -> None:
+def test_run_validation_table(
+    shared_deployment: Deployment, body: dict[str, Any], message: str
+) -> None:
     response = httpx.post(
-        f"{deployment.server.url}/v0/run",
+        f"{shared_deployment.server.url}/v0/run",
         json={"project": "bench", **body},
-        headers={"Authorization": f"Bearer {deployment.server.token}"},
+        headers={"Authorization": f"Bearer {shared_deployment.server.token}"},
     )
     assert response.status_code == 400
     assert message in response.json()["message"]

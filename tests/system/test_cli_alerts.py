@@ -8,7 +8,11 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.harness import Deployment, cli
+
+pytestmark = pytest.mark.engine_independent
 
 
 def cli_env(deployment: Deployment, tmp_path: Path, **extra: str) -> dict[str, str]:

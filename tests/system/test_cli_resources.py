@@ -22,6 +22,8 @@ import pytest
 from tests.databases import ENGINES, fresh_database
 from tests.harness import Deployment, cli, deploy
 
+pytestmark = pytest.mark.engine_independent
+
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 VALUES = (  # (sort, search) latencies: steady, then sort regresses by half
     (100.0, 20.0),

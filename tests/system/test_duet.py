@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from benchrunner.core.duet_order import order_text, run_sequence
 from tests.harness import Deployment, cli
 
@@ -87,6 +89,7 @@ ILL_FORMED: list[tuple[dict[str, Any], str]] = [
 ]  # fmt: skip
 
 
+@pytest.mark.engine_independent
 def test_an_ill_formed_duet_is_a_400_naming_the_field(deployment: Deployment) -> None:
     with deployment.http() as api:
         for change, message in ILL_FORMED:

@@ -13,6 +13,7 @@ import socket
 from typing import Any
 
 import httpx
+import pytest
 
 from tests.harness import Deployment
 
@@ -74,6 +75,7 @@ def test_hostile_text_gets_a_clear_4xx_on_one_connection(deployment: Deployment)
     assert "Traceback" not in server.log.read_text()
 
 
+@pytest.mark.engine_independent
 def test_basic_credentials_that_are_not_ascii_are_refused(deployment: Deployment) -> None:
     request = b"GET /v0/auth/oci/token HTTP/1.1\r\nHost: bench\r\nAuthorization: Basic \xe9\xff\r\n"
     with socket.create_connection(("127.0.0.1", deployment.server.port), timeout=30) as sock:

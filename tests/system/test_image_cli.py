@@ -18,6 +18,8 @@ from tests.oci_layout import (
 )
 from tests.registry_support import registry_token, v2
 
+pytestmark = pytest.mark.engine_independent
+
 
 def cli_env(deployment: Deployment, tmp_path: Path) -> dict[str, str]:
     return {

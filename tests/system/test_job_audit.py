@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 
 from tests.harness import Deployment, cli
 
@@ -118,6 +119,7 @@ def test_rerun_needs_the_rights_cancel_needs(deployment: Deployment) -> None:
     assert missing.status_code == 404
 
 
+@pytest.mark.engine_independent
 def test_cli_job_rerun_show_and_list(deployment: Deployment, tmp_path: Path) -> None:
     env = deployment.cli_env(tmp_path)
     old_uuid = deployment.submit("bench.noop")

@@ -7,6 +7,8 @@ import os
 import signal
 from pathlib import Path
 
+import pytest
+
 from tests.harness import Deployment, wait_until
 
 
@@ -68,6 +70,7 @@ def test_unparsable_output_is_recorded_on_the_report_and_the_job_still_processed
     assert report["results"] == []
 
 
+@pytest.mark.engine_independent
 def test_runner_refuses_a_template_it_does_not_list(
     each_transport: Deployment, tmp_path: Path
 ) -> None:
@@ -151,6 +154,7 @@ def _stage(deployment: Deployment, tmp_path: Path, ms: int) -> tuple[str, Path, 
     return job_uuid, started, finished
 
 
+@pytest.mark.engine_independent
 def test_runner_drains_on_sigterm_and_lets_the_running_job_finish(
     deployment: Deployment, tmp_path: Path
 ) -> None:
@@ -174,6 +178,7 @@ def test_runner_drains_on_sigterm_and_lets_the_running_job_finish(
     ]
 
 
+@pytest.mark.engine_independent
 def test_runner_drain_cancels_a_job_that_outlives_the_grace(
     deployment: Deployment, tmp_path: Path
 ) -> None:

@@ -85,6 +85,7 @@ def test_a_running_jobs_log_is_readable_while_it_runs_and_followed_to_its_end(
     runner.kill()
 
 
+@pytest.mark.engine_independent
 def test_the_cli_follows_a_jobs_log_until_the_job_ends(
     deployment: Deployment, tmp_path: Path
 ) -> None:
@@ -102,6 +103,7 @@ def test_the_cli_follows_a_jobs_log_until_the_job_ends(
     assert last["is_complete"] is True and last["next_offset"] == len(followed.stdout.encode())
 
 
+@pytest.mark.engine_independent
 def test_limits_and_offsets_are_checked(deployment: Deployment) -> None:
     job = deployment.submit("bench.noop")
     assert page(deployment, job) == {
@@ -207,6 +209,7 @@ def test_resends_change_nothing_gaps_are_marked_and_no_log_is_answered(
         channel.recv(timeout=0.5)  # nothing else came, ever
 
 
+@pytest.mark.engine_independent
 def test_a_runner_announces_the_log_extension_in_its_ready(deployment: Deployment) -> None:
     """What our runner sends; a server that does not know the field ignores it."""
     seen: list[dict[str, Any]] = []

@@ -13,6 +13,8 @@ import pytest
 
 from tests.harness import RawChannel, deploy
 
+pytestmark = pytest.mark.engine_independent
+
 
 def test_the_debug_log_holds_no_key_token_or_credential(
     tmp_path: Path, database_url: str, monkeypatch: pytest.MonkeyPatch

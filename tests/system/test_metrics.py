@@ -20,6 +20,7 @@ TRANSITIONS = [
 ]
 
 
+@pytest.mark.engine_independent
 def test_a_job_is_counted_once_at_each_step_and_logged_as_json(
     tmp_path: Path, database_url: str
 ) -> None:

@@ -10,6 +10,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from benchrunner.server.store.job_outputs import INLINE_OUTPUT_BYTES
 from tests.harness import Deployment, RawChannel, cli
 
@@ -30,6 +32,7 @@ def report_of(deployment: Deployment, job: dict[str, Any]) -> dict[str, Any]:
         return client.get_report(deployment.project, job["report"])
 
 
+@pytest.mark.engine_independent
 def test_a_real_runners_noise_reaches_the_output_and_the_report(
     deployment: Deployment, tmp_path: Path
 ) -> None:

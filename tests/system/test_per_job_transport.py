@@ -119,6 +119,7 @@ def test_the_claim_answers_the_job_or_null(server: InProcessServer) -> None:
     assert len(runner.claim({"poll_timeout": 10}, extensions=True).json()["nonce"]) == 32
 
 
+@pytest.mark.engine_independent
 @pytest.mark.parametrize(
     ("body", "explained"),
     [
@@ -298,6 +299,7 @@ def test_a_user_cancel_reaches_the_job_socket(server: InProcessServer) -> None:
     assert server.job(job_uuid)["status"] == "canceled"
 
 
+@pytest.mark.engine_independent
 def test_a_per_job_runner_with_a_bad_key_exits_2(server: InProcessServer, tmp_path: Path) -> None:
     slug = new_runner(server, "badkey").slug
     result = cli(

@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 from uuid import UUID
 
+import pytest
 import sqlalchemy as sa
 
 from benchrunner.server.store.engine import Database
@@ -117,6 +118,7 @@ def test_completed_but_unprocessed_jobs_are_processed_at_startup(deployment: Dep
     assert results[0][0]["measures"][0]["metric"]["value"] == 7.0
 
 
+@pytest.mark.engine_independent
 def test_server_sigterm_closes_channels_with_1012(deployment: Deployment) -> None:
     channel = deployment.channel("listener")
     assert channel.ask({"event": "heartbeat"})["event"] == "ack"

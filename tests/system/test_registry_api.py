@@ -290,6 +290,7 @@ def test_token_endpoint_post_form_and_bad_credentials(deployment: Deployment) ->
         assert client.get("/bench/tags/list").status_code == 401
 
 
+@pytest.mark.engine_independent
 def test_bad_manifest_json_is_a_clear_error(pusher: httpx.Client) -> None:
     body = json.dumps({"schemaVersion": 1}).encode()
     response = pusher.put("/bench/manifests/v1", content=body)
@@ -297,6 +298,7 @@ def test_bad_manifest_json_is_a_clear_error(pusher: httpx.Client) -> None:
     assert "schemaVersion 2" in response.json()["errors"][0]["message"]
 
 
+@pytest.mark.engine_independent
 def test_nested_names_get_a_spec_error(pusher: httpx.Client) -> None:
     response = pusher.get("/acme/bench/manifests/v1")
     assert response.status_code == 404

@@ -88,6 +88,7 @@ INVALID_NAMES = [
 ]
 
 
+@pytest.mark.engine_independent
 def test_invalid_repository_names_get_name_invalid_on_every_route(
     deployment: Deployment,
 ) -> None:
@@ -104,6 +105,7 @@ def test_invalid_repository_names_get_name_invalid_on_every_route(
     no_traceback(server)
 
 
+@pytest.mark.engine_independent
 def test_raw_bytes_outside_ascii_in_a_path_are_refused_not_dropped(
     deployment: Deployment,
 ) -> None:
@@ -130,6 +132,7 @@ def test_a_well_formed_unknown_name_is_challenged_or_unknown(deployment: Deploym
     no_traceback(server)
 
 
+@pytest.mark.engine_independent
 def test_token_endpoint_refuses_invalid_scopes_and_malformed_credentials(
     deployment: Deployment,
 ) -> None:
@@ -168,6 +171,7 @@ def test_token_endpoint_refuses_invalid_scopes_and_malformed_credentials(
     no_traceback(server)
 
 
+@pytest.mark.engine_independent
 def test_malformed_forged_and_foreign_session_ids_are_unknown(deployment: Deployment) -> None:
     server = deployment.server
     with deployment.admin() as admin:
@@ -209,6 +213,7 @@ def test_malformed_forged_and_foreign_session_ids_are_unknown(deployment: Deploy
     no_traceback(server)
 
 
+@pytest.mark.engine_independent
 def test_malformed_digests_ranges_and_query_values_are_4xx(deployment: Deployment) -> None:
     server = deployment.server
     token = registry_token(server, server.token, PUSH)
@@ -261,6 +266,7 @@ def test_malformed_digests_ranges_and_query_values_are_4xx(deployment: Deploymen
     no_traceback(server)
 
 
+@pytest.mark.engine_independent
 def test_manifests_with_malformed_fields_are_manifest_invalid(deployment: Deployment) -> None:
     server = deployment.server
     token = registry_token(server, server.token, PUSH)

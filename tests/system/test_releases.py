@@ -43,6 +43,7 @@ def ready(channel: RawChannel, **fields: Any) -> dict[str, Any]:
     return channel.ask(message, timeout=15)
 
 
+@pytest.mark.engine_independent
 def test_publishing_checks_the_wheel_against_what_it_claims(
     deployment: Deployment, wheel: Path
 ) -> None:

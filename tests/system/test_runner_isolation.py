@@ -11,10 +11,14 @@ import sys
 import uuid
 from pathlib import Path
 
+import pytest
+
 from benchrunner.runner import procfs
 from benchrunner.runner.agent import IN_FLIGHT_DIR
 from benchrunner.runner.inflight import JOB_VARIABLE, InFlight
 from tests.harness import Deployment, wait_until
+
+pytestmark = pytest.mark.engine_independent
 
 
 def gone(pid: int) -> bool:

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import pytest
+
 from tests.harness import Deployment
+
+pytestmark = pytest.mark.engine_independent
 
 
 def test_a_once_runner_takes_one_job_delivers_it_and_exits(each_transport: Deployment) -> None:

@@ -18,6 +18,7 @@ from tests.harness import Deployment
 from tests.oci_layout import busybox_image, write_layout
 
 pytestmark = [
+    pytest.mark.engine_independent,
     pytest.mark.system,
     pytest.mark.skipif(
         os.geteuid() != 0 or shutil.which("runc") is None, reason="needs root and runc"

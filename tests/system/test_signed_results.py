@@ -172,6 +172,7 @@ def test_signed_failed_and_canceled_results_are_accepted_and_a_failure_keeps_its
     assert deployment.status(canceled) == "canceled"
 
 
+@pytest.mark.engine_independent
 def test_setting_a_key_closes_the_runners_channel_so_it_reconnects_under_the_rule(
     deployment: Deployment,
 ) -> None:
@@ -185,6 +186,7 @@ def test_setting_a_key_closes_the_runners_channel_so_it_reconnects_under_the_rul
     assert channel.wait_closed() == (1008, "runner signing key changed")
 
 
+@pytest.mark.engine_independent
 def test_a_malformed_public_key_is_refused_on_create_and_update(deployment: Deployment) -> None:
     slug, _token = deployment.new_runner("plain")
     short = public_key_text(Ed25519PrivateKey.generate().public_key())[:-4]
@@ -205,6 +207,7 @@ def test_a_malformed_public_key_is_refused_on_create_and_update(deployment: Depl
         assert client.set_runner_public_key(slug, None)["public_key"] is None
 
 
+@pytest.mark.engine_independent
 def test_a_runner_started_with_its_signing_key_signs_a_job_end_to_end(
     deployment: Deployment, tmp_path: Path
 ) -> None:
@@ -237,6 +240,7 @@ def test_a_runner_started_with_its_signing_key_signs_a_job_end_to_end(
     assert f"verified ({key_fingerprint(public)})" in shown
 
 
+@pytest.mark.engine_independent
 def test_a_keyed_runner_without_its_signing_key_gets_no_result_accepted(
     deployment: Deployment,
 ) -> None:

@@ -6,6 +6,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import httpx
+import pytest
 
 from tests.harness import Deployment
 
@@ -85,6 +86,7 @@ def test_concurrent_marks_leave_exactly_one_fallback(deployment: Deployment) -> 
             assert len(_fallbacks(api)) == 1
 
 
+@pytest.mark.engine_independent
 def test_only_admins_mark_a_fallback(deployment: Deployment) -> None:
     server = deployment.server
     response = httpx.patch(f"{server.url}/v0/specs/small", json={"fallback": True})

@@ -9,7 +9,11 @@ import os
 import signal
 from pathlib import Path
 
+import pytest
+
 from tests.harness import Deployment, RunnerProcess, wait_until
+
+pytestmark = pytest.mark.engine_independent
 
 FORCED_EXIT = 1
 SHUT_DOWN = "runner shut down: job canceled"
@@ -106,7 +110,10 @@ def test_the_third_signal_keeps_unacknowledged_results_for_the_next_start(
     _signal_and_see(runner, "draining: the running job may take")
     _signal_and_see(runner, "second stop request: canceling now")
     spooled = runner.spool / f"{job_uuid}.json"
-    wait_until(spooled.exists, message="the canceled job's result in the spool")
+    # The job's thread spools the result before the runner's loop takes it into its outbox.
+    finished = f"job {job_uuid} finished: failed"
+    wait_until(lambda: finished in runner.output(), message="the runner to take the result")
+    assert spooled.exists()
     assert _gone(pid)
     assert runner.proc is not None and runner.proc.poll() is None  # still trying to deliver
     runner.proc.send_signal(signal.SIGTERM)

@@ -50,6 +50,7 @@ def test_only_admins_create_users(deployment: Deployment) -> None:
         assert refused.value.status == (403 if token else 401)
 
 
+@pytest.mark.engine_independent
 def test_user_create_and_admin_bootstrap_read_a_password_file(
     deployment: Deployment, tmp_path: Path
 ) -> None:
