@@ -64,6 +64,26 @@ def test_a_copied_session_cookie_stops_working_at_logout(page: Page, team: str) 
     assert response is not None and response.status == 404
 
 
+def test_the_session_reads_the_api_as_the_console_does_but_writes_nothing(
+    page: Page, team: str
+) -> None:
+    """The console's export links (a perf page's CSV and JSON) are API reads: a signed-in
+    member follows them into a private project; a write with the cookie alone is anonymous."""
+    for path in (f"/v0/projects/{team}", f"/v0/projects/{team}/jobs"):
+        assert page.request.get(path).status == 404  # not signed in yet
+    log_in_with_password(page, MEMBER, PASSWORD)
+    assert page.request.get(f"/v0/projects/{team}").json()["slug"] == team
+    assert page.request.get(f"/v0/projects/{team}/jobs").status == 200
+    sneaked = page.request.post(
+        "/v0/organizations/beta/projects", data={"name": "sneaked", "visibility": "private"}
+    )
+    assert sneaked.status in (401, 404), sneaked.text()
+    assert page.request.get("/v0/projects/sneaked").status == 404
+    page.get_by_role("button", name="Log out").click()
+    page.wait_for_url("**/console")
+    assert page.request.get(f"/v0/projects/{team}").status == 404
+
+
 def test_a_wrong_password_is_refused_beside_the_form(page: Page, team: str) -> None:
     page.goto("/console/login")
     page.get_by_label("Email", exact=True).fill(MEMBER)

@@ -8,7 +8,9 @@ import datetime as dt
 
 from fastapi import Response
 
-COOKIE = "benchrunner_session"
+from benchrunner.server.store.sessions import SESSION_COOKIE
+
+COOKIE = SESSION_COOKIE
 LIFETIME = dt.timedelta(days=7)
 
 

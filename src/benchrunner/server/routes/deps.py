@@ -12,7 +12,7 @@ from benchrunner.core.tokens import bearer, is_api_token
 from benchrunner.server.context import ServerContext
 from benchrunner.server.errors import forbidden, not_found, unauthorized
 from benchrunner.server.lifecycle import Lifecycle
-from benchrunner.server.store import accounts
+from benchrunner.server.store import accounts, sessions
 from benchrunner.server.store.accounts import OrganizationRow, ProjectRow, UserRow
 from benchrunner.server.store.jobs import Origin
 
@@ -39,13 +39,24 @@ Life = Annotated[Lifecycle, Depends(lifecycle)]
 async def optional_user(request: Request, ctx: Ctx) -> UserRow | None:
     token = bearer(request.headers.get("authorization"))
     if token is None:
-        return None
+        return await _console_reader(request, ctx)
     if not is_api_token(token):
         raise unauthorized("invalid API token")
     user = await ctx.db.read(accounts.user_by_api_token, token, ctx.clock.now())
     if user is None:
         raise unauthorized("invalid or expired API token")
     return user
+
+
+async def _console_reader(request: Request, ctx: Ctx) -> UserRow | None:
+    """The console's signed-in user on a read without a token, so that the console's export
+    links (CSV, JSON) open a private project's data too; a write always needs a token (the API
+    has no CSRF check, and a same-site cookie still rides along on a top-level navigation)."""
+    session_token = request.cookies.get(sessions.SESSION_COOKIE)
+    if not session_token or request.method not in ("GET", "HEAD"):
+        return None
+    found = await ctx.db.read(sessions.session_user, session_token, ctx.clock.now())
+    return None if found is None else found.user
 
 
 async def required_user(user: Annotated[UserRow | None, Depends(optional_user)]) -> UserRow:

@@ -16,6 +16,7 @@ from benchrunner.server.store.direct import Direct
 from benchrunner.server.store.tables import console_session, user
 
 SESSION_TOKEN_BYTES = 32
+SESSION_COOKIE = "benchrunner_session"
 
 
 @dataclass(frozen=True)
