@@ -7,13 +7,15 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import threading
 import time
 from pathlib import Path
 
 from benchrunner.runner.agent import Agent
+from benchrunner.runner.calibration_child import fixed_work
 from benchrunner.runner.cores import CorePlan
-from benchrunner.runner.noise_guard import NoiseProbe, fixed_work
+from benchrunner.runner.noise_guard import NoiseProbe
 from benchrunner.runner.options import RunnerOptions
 from tests.harness import deploy, wait_until
 
@@ -68,14 +70,17 @@ def test_the_before_is_taken_while_idle_and_the_job_starts_without_a_calibration
     assert noise["before_age_ms"] >= (submitted_ns - rounds[idle_rounds - 1]) / 1e6
 
 
-def test_under_a_cpuset_partition_no_calibration_passes_for_the_job_cores(
+def test_under_a_cpuset_partition_a_process_in_it_calibrates_the_job_cores(
     tmp_path: Path,
 ) -> None:
-    # The partition of `runner up --tune` keeps the runner's threads off the job cores: a
-    # calibration would time the housekeeping core. The job runs, and its output has no noise.
+    # The partition of `runner up --tune` keeps the runner's threads off the job cores: the
+    # calibrations before and after the job run in processes moved into the partition.
     rounds: list[int] = []
-    procs = tmp_path / "cgroup.procs"  # a plain file stands in for the partition's
-    procs.touch()
+    procs = tmp_path / "cgroup.procs"  # a FIFO stands in for the partition's: one pid a write
+    os.mkfifo(procs)
+    admitted: list[str] = []
+    reader = threading.Thread(target=_read_each_write, args=(procs, admitted), daemon=True)
+    reader.start()
     with deploy(tmp_path, f"sqlite:///{tmp_path / 'benchrunner.db'}") as deployment:
         slug, key = deployment.new_runner("partitioned")
         options = RunnerOptions(
@@ -98,6 +103,26 @@ def test_under_a_cpuset_partition_no_calibration_passes_for_the_job_cores(
             agent.request_drain()
             thread.join(30)
         assert exit_codes == [0]
-    assert job["output"]["noise"] is None
-    assert rounds == []
-    assert procs.read_text(), "the job process was not admitted to the partition"
+    noise = job["output"]["noise"]
+    assert noise["before"]["rounds"] == noise["after"]["rounds"] == 32
+    assert noise["before"]["median_ns"] > 0 and noise["drift"] is not None
+    assert rounds == [], "a round ran on the runner's own thread"
+    with procs.open("w") as fifo:
+        fifo.write(_END)
+    reader.join(10)
+    # The idle calibration's process, the job's, and the calibration's after it.
+    assert len(admitted) >= 3 and len(set(admitted)) == len(admitted), admitted
+    assert all(pid.isdigit() for pid in admitted), admitted
+
+
+_END = "end"
+
+
+def _read_each_write(fifo: Path, admitted: list[str]) -> None:
+    """Collect what each opening of ``fifo`` for writing wrote, until ``_END``."""
+    while True:
+        with fifo.open() as one_writer:
+            written = one_writer.read()
+        if written == _END:
+            return
+        admitted.append(written)

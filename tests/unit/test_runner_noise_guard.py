@@ -19,7 +19,7 @@ from benchrunner.runner.events import AgentEvent, JobFinished, JobStarted
 from benchrunner.runner.executors import ProcessExecutor
 from benchrunner.runner.idle_calibration import IdleCalibration, TakenCalibration
 from benchrunner.runner.job import JobRun
-from benchrunner.runner.noise_guard import NoiseProbe, guard, summarize
+from benchrunner.runner.noise_guard import CalibrationError, NoiseProbe, guard, summarize
 from benchrunner.runner.spool import Spool
 from tests.unit.test_runner_job import TEMPLATES, claimed, per_iteration
 
@@ -216,3 +216,38 @@ def test_an_idle_refresh_gives_way_within_a_round_and_keeps_the_latest() -> None
     assert not idle.refresh(stop=lambda: len(rounds) >= 3)  # a job arrived after two rounds
     assert len(rounds) == 3  # the warm-up and two rounds: nothing more
     assert idle.deadline() == kept
+
+
+@dataclasses.dataclass(frozen=True)
+class BrokenProbe(NoiseProbe):
+    """A calibration whose process fails, as one killed from outside would."""
+
+    def calibrate_unless(self, cores: CorePlan, stop: Callable[[], bool]) -> Calibration | None:
+        raise CalibrationError("calibration process exited -9: ")
+
+
+def test_a_failed_calibration_leaves_the_job_running_without_a_noise_guard(
+    tmp_path: Path,
+) -> None:
+    message = run_job(tmp_path, per_iteration(), BrokenProbe())
+    assert isinstance(message, Completed) and message.noise is None
+
+
+def test_a_failed_idle_calibration_is_not_retried_before_its_max_age() -> None:
+    now = [100.0]
+    idle = IdleCalibration(BrokenProbe(), CorePlan(), max_age=1.0, clock=lambda: now[0])
+    assert idle.due(now[0])
+    assert not idle.refresh(stop=lambda: False)
+    assert not idle.due(now[0] + 0.5) and idle.take() is None
+    assert idle.due(now[0] + 1.0)
+
+
+def test_in_a_partition_a_child_process_admitted_to_it_calibrates(tmp_path: Path) -> None:
+    procs = tmp_path / "cgroup.procs"  # a plain file: each admission overwrites the pid
+    procs.write_text("")
+    probe = NoiseProbe(rounds=5, work=lambda: pytest.fail("a round ran in the runner"))
+    plan = CorePlan(housekeeping=None, job_cores=frozenset(), job_cgroup=procs)
+    calibration = probe.calibrate(plan)
+    assert calibration.rounds == 5 and calibration.median_ns > 0
+    assert procs.read_text().isdigit() and int(procs.read_text()) != os.getpid()
+    assert probe.calibrate_unless(plan, stop=lambda: True) is None  # stopped: the child killed

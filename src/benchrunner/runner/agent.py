@@ -204,14 +204,9 @@ class Agent:
         self._first_delivered = False
         self._drain = Drain(options.drain_grace, options.delivery_grace)
         self._refused: str | None = None
-        # A cpuset partition (--tune) holds the job cores away from the runner's threads too:
-        # a calibration would time the housekeeping core and pass for the job cores' noise.
-        noise_guard = options.noise_guard and self._cores.job_cgroup is None
-        if options.noise_guard and not noise_guard:
-            log.warning("noise guard off: the job cores are in a cpuset partition")
         self._idle_noise = (
             IdleCalibration(noise_probe or NoiseProbe(), self._cores, max_age=options.noise_max_age)
-            if noise_guard
+            if options.noise_guard
             else None
         )
 

@@ -10,14 +10,17 @@ a cancel, a lost channel): the one before it stays valid.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from benchrunner.protocol import Calibration
 from benchrunner.runner.cores import CorePlan
-from benchrunner.runner.noise_guard import NoiseProbe
+from benchrunner.runner.noise_guard import CalibrationError, NoiseProbe
 from benchrunner.runner.options import DEFAULT_MAX_AGE
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -43,9 +46,12 @@ class IdleCalibration:
         self._max_age = max_age
         self._clock = clock
         self._latest: TakenCalibration | None = None
+        self._failed_at: float | None = None
 
     def due(self, now: float) -> bool:
         """Whether there is none, or the latest is older than ``max_age``."""
+        if self._failed_at is not None and now - self._failed_at < self._max_age:
+            return False
         return self._latest is None or now - self._latest.taken_at >= self._max_age
 
     def deadline(self) -> float | None:
@@ -54,10 +60,18 @@ class IdleCalibration:
 
     def refresh(self, stop: Callable[[], bool]) -> bool:
         """Calibrate now; False, keeping the latest, when ``stop()`` interrupted it."""
-        calibration = self.probe.calibrate_unless(self._cores, stop)
+        try:
+            calibration = self.probe.calibrate_unless(self._cores, stop)
+        except CalibrationError as exc:
+            # Not again before max_age: the job that comes takes none and calibrates itself.
+            log.warning("idle calibration failed: %s", exc)
+            self._latest = None
+            self._failed_at = self._clock()
+            return False
         if calibration is None:
             return False
         self._latest = TakenCalibration(calibration, self._clock())
+        self._failed_at = None
         return True
 
     def take(self) -> TakenCalibration | None:

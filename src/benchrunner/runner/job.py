@@ -36,6 +36,7 @@ import time
 from collections.abc import Callable
 
 from benchrunner.protocol import (
+    Calibration,
     Canceled,
     Completed,
     Failed,
@@ -49,7 +50,7 @@ from benchrunner.runner.events import AgentEvent, JobFinished, JobStarted
 from benchrunner.runner.executors.base import Executor, ExecutorError, PreparedJob
 from benchrunner.runner.idle_calibration import TakenCalibration
 from benchrunner.runner.log_stream import LogStreamer
-from benchrunner.runner.noise_guard import NoiseProbe, guard
+from benchrunner.runner.noise_guard import CalibrationError, NoiseProbe, guard
 from benchrunner.runner.signing import ResultSigner
 from benchrunner.runner.slot import JobSlot
 from benchrunner.runner.spool import Spool
@@ -184,7 +185,11 @@ class JobRun:
             return self._run_iterations(prepared)
         before = self._before
         if before is None:
-            before = TakenCalibration(self._noise.calibrate(self._cores), time.monotonic())
+            try:
+                before = TakenCalibration(self._noise.calibrate(self._cores), time.monotonic())
+            except CalibrationError as exc:
+                log.warning("job %s runs without a noise guard: %s", self.uuid, exc)
+                return self._run_iterations(prepared)
             reason = self.cancel_reason
             if reason is not None:
                 return self._stopped(reason, [])
@@ -193,9 +198,17 @@ class JobRun:
         if isinstance(message, Canceled):
             return message
         # A job stopped early leaves now: its calibration after would only delay that.
-        after = self._noise.calibrate(self._cores) if self.cancel_reason is None else None
+        after = self._calibrate_after() if self.cancel_reason is None else None
         noise = guard(before.calibration, after, before_age_ms=round(age_ms, 3))
         return message.model_copy(update={"noise": noise})
+
+    def _calibrate_after(self) -> Calibration | None:
+        assert self._noise is not None
+        try:
+            return self._noise.calibrate(self._cores)
+        except CalibrationError as exc:
+            log.warning("job %s has no calibration after it: %s", self.uuid, exc)
+            return None
 
     def _run_iterations(self, prepared: PreparedJob) -> TerminalMessage:
         config = self.job.config

@@ -10,17 +10,27 @@ speed alone, not on memory or I/O.
 
 from __future__ import annotations
 
-import hashlib
+import logging
 import statistics
+import subprocess
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from benchrunner.protocol import Calibration, NoiseGuard
+from benchrunner.runner import calibration_child
+from benchrunner.runner.calibration_child import fixed_work
 from benchrunner.runner.cores import CorePlan
 
+log = logging.getLogger(__name__)
+
+
+class CalibrationError(RuntimeError):
+    """The calibration's own process failed; the job runs without a noise guard."""
+
+
 ROUNDS = 32
-ROUND_BYTES = 64 << 10
 """Some 40 µs a round on a current core: 32 rounds are under 2 ms.
 
 Short rounds keep the guard's cost per job small and let a calibration taken while the runner
@@ -31,7 +41,8 @@ report is judged by (percents), and 32 rounds estimate the spread better than 15
 shorter than a scheduler tick sees differently is a preemption: it lands whole in one round,
 a large outlier, instead of spread thin over long ones; for a guard whose question is "did
 anything else run on these cores" that is the signal, not a flaw."""
-_BLOCK = bytes(range(256)) * 256  # 64 KiB
+CHILD_POLL = 0.005
+"""Seconds between two looks at ``stop()`` while a child process calibrates."""
 
 
 @dataclass(frozen=True)
@@ -49,7 +60,12 @@ class NoiseProbe:
         return calibration
 
     def calibrate_unless(self, cores: CorePlan, stop: Callable[[], bool]) -> Calibration | None:
-        """As ``calibrate``, but None as soon as ``stop()`` is true between two rounds."""
+        """As ``calibrate``, but None as soon as ``stop()`` is true between two rounds.
+
+        Job cores in a cpuset partition are calibrated by a process of their own, moved into
+        the partition (``clock`` and ``work`` are not used there)."""
+        if cores.job_cgroup is not None:
+            return self._calibrate_in_partition(cores, stop)
         work = self.work or fixed_work
         times: list[int] = []
         with cores.job_affinity():
@@ -62,16 +78,45 @@ class NoiseProbe:
                 times.append(self.clock() - start)
         return summarize(times)
 
+    def _calibrate_in_partition(
+        self, cores: CorePlan, stop: Callable[[], bool]
+    ) -> Calibration | None:
+        command = [sys.executable, "-I", "-S", calibration_child.__file__, str(self.rounds)]
+        with subprocess.Popen(
+            command,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        ) as child:
+            assert child.stdin is not None
+            cores.admit(child.pid)
+            try:
+                child.stdin.write("go\n")
+                child.stdin.close()
+            except BrokenPipeError:
+                pass  # it died already: its exit status says why
+            while True:
+                try:
+                    child.wait(CHILD_POLL)
+                    break
+                except subprocess.TimeoutExpired:
+                    if stop():
+                        child.kill()
+                        child.wait()
+                        return None
+            assert child.stdout is not None and child.stderr is not None
+            out, err = child.stdout.read(), child.stderr.read()  # a line: no pipe fills up
+        times = [int(t) for t in out.split()] if child.returncode == 0 else []
+        if len(times) != self.rounds:
+            raise CalibrationError(
+                f"calibration process exited {child.returncode}: {err.strip()[-300:]}"
+            )
+        return summarize(times)
+
 
 def _never() -> bool:
     return False
-
-
-def fixed_work() -> bytes:
-    digest = hashlib.sha256()
-    for _ in range(ROUND_BYTES // len(_BLOCK)):
-        digest.update(_BLOCK)
-    return digest.digest()
 
 
 def summarize(times: list[int]) -> Calibration:

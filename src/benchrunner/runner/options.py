@@ -52,8 +52,8 @@ class RunnerOptions:
     """Which cores the runner's threads and its jobs use; None: split the allowed ones."""
     noise_guard: bool = True
     """Calibrate the job cores around each job (``noise`` in the output), unless the job's
-    spec turns it off or the job cores are in a cpuset partition (``cores.job_cgroup``), where
-    the runner's own threads cannot run."""
+    spec turns it off; in a cpuset partition (``cores.job_cgroup``), which the runner's own
+    threads cannot enter, a process moved into it calibrates them."""
     noise_max_age: float = DEFAULT_MAX_AGE
     """Seconds: the idle calibration is retaken when older, so a job's "before" is never
     older than this when the job arrives."""
