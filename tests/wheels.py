@@ -28,8 +28,9 @@ def _record_hash(data: bytes) -> str:
     return f"sha256={digest.decode()}"
 
 
-def build_wheel(version: str, out_dir: Path) -> Path:
-    """``benchrunner-{version}-py3-none-any.whl`` of the source tree, in ``out_dir``."""
+def build_wheel(version: str, out_dir: Path, *, requires_python: str | None = None) -> Path:
+    """``benchrunner-{version}-py3-none-any.whl`` of the source tree, in ``out_dir``;
+    ``requires_python`` goes into its metadata (pip refuses a wheel for another Python)."""
     dist_info = f"benchrunner-{version}.dist-info"
     files: dict[str, bytes] = {}
     for path in sorted(SOURCE.rglob("*")):
@@ -40,9 +41,10 @@ def build_wheel(version: str, out_dir: Path) -> Path:
     init = files["benchrunner/__init__.py"].decode()
     patched = _VERSION_LINE.sub(f'__version__ = "{version}"', init)
     files["benchrunner/__init__.py"] = patched.encode()
-    files[f"{dist_info}/METADATA"] = (
-        f"Metadata-Version: 2.1\nName: benchrunner\nVersion: {version}\n".encode()
-    )
+    metadata = f"Metadata-Version: 2.1\nName: benchrunner\nVersion: {version}\n"
+    if requires_python is not None:
+        metadata += f"Requires-Python: {requires_python}\n"
+    files[f"{dist_info}/METADATA"] = metadata.encode()
     files[f"{dist_info}/WHEEL"] = (
         b"Wheel-Version: 1.0\nGenerator: tests.wheels\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
     )

@@ -160,6 +160,30 @@ def test_a_download_that_does_not_match_its_checksum_is_not_installed(
     assert runner.proc is not None and runner.proc.poll() is None
 
 
+def test_a_release_that_does_not_install_leaves_the_running_version(
+    deployment: Deployment, wheels: Wheels, tmp_path: Path
+) -> None:
+    python = copy_venv(wheels, tmp_path / "venv")
+    # Its checksum is right, but pip refuses it: it asks for a Python that does not exist yet.
+    unusable = build_wheel("0.0.4", tmp_path, requires_python=">=4")
+    publish(deployment, tmp_path, unusable, "stable")
+    runner = start_runner(deployment, tmp_path, python, "stuck")
+
+    wait_until(
+        lambda: "self-update to 0.0.4 failed" in runner.output(),
+        timeout=120,
+        message=f"the failed install in the runner's log ({runner.log})",
+    )
+    run_one_job(deployment)  # on the version it runs
+    log = runner.output()
+    assert f"keeping version {OLD}: pip install exited 1" in log
+    assert "requires a different Python" in log
+    assert log.count("self-update to 0.0.4 failed") == 1  # not offered the same one again
+    assert reported_version(deployment, runner.slug) == OLD
+    assert installed_version(python) == OLD
+    assert runner.proc is not None and runner.proc.poll() is None
+
+
 def test_a_runner_started_with_no_update_is_never_offered_one(
     deployment: Deployment, wheels: Wheels, tmp_path: Path
 ) -> None:
