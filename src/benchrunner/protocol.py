@@ -237,9 +237,15 @@ def results_hash(results: list[IterationResult]) -> str:
 
 
 class RunnerMetadata(_Wire):
+    """What a runner says about itself in ``ready``: nested as ``runner`` by Bencher's runner,
+    whose ``channel`` and ``checksum`` are our ``ready``'s top-level ``update_channel`` and
+    ``checksum``."""
+
     os: str | None = Field(default=None, max_length=128)
     arch: str | None = Field(default=None, max_length=64)
     version: str | None = Field(default=None, max_length=64)
+    channel: str | None = Field(default=None, max_length=32)
+    checksum: str | None = Field(default=None, max_length=128)
 
 
 class Ready(_Wire):
@@ -263,13 +269,24 @@ class Ready(_Wire):
     a ``canary`` runner is told from the newest canary build."""
 
     def metadata(self) -> RunnerMetadata:
-        """Metadata sent inline or nested as ``runner`` (both are accepted)."""
+        """The runner's os, arch and version, sent inline or nested as ``runner`` (both are
+        accepted; inline wins)."""
         nested = self.runner or RunnerMetadata()
         return RunnerMetadata(
             os=self.os or nested.os,
             arch=self.arch or nested.arch,
             version=self.version or nested.version,
         )
+
+    def release_channel(self) -> str | None:
+        """The release channel the runner follows: ``update_channel``, or Bencher's nested
+        ``runner.channel``; None when it names neither (the caller's default applies)."""
+        return self.update_channel or (self.runner.channel if self.runner else None)
+
+    def running_checksum(self) -> str | None:
+        """The checksum of the release the runner runs: ``checksum``, or Bencher's nested
+        ``runner.checksum``."""
+        return self.checksum or (self.runner.checksum if self.runner else None)
 
 
 class Running(_Wire):

@@ -53,6 +53,58 @@ def test_ready_metadata_inline_or_nested() -> None:
     assert nested.metadata().version == "1"
 
 
+SUM = "ab" * 32
+
+
+@pytest.mark.parametrize(
+    ("text", "channel", "checksum"),
+    [
+        # ours: top level
+        (f'{{"event":"ready","update_channel":"canary","checksum":"{SUM}"}}', "canary", SUM),
+        # Bencher's runner: nested in ``runner`` beside os, arch and version
+        (
+            '{"event":"ready","poll_timeout":5,"runner":{"os":"linux","arch":"x86_64",'
+            f'"version":"0.6.12","channel":"canary","checksum":"{SUM}"}}}}',
+            "canary",
+            SUM,
+        ),
+        # both: the top level wins
+        (
+            '{"event":"ready","update_channel":"stable","checksum":"cd",'
+            f'"runner":{{"channel":"canary","checksum":"{SUM}"}}}}',
+            "stable",
+            "cd",
+        ),
+        # Bencher's runner without them (null or absent): neither is named
+        ('{"event":"ready","runner":{"os":"linux","channel":null,"checksum":null}}', None, None),
+        ('{"event":"ready","poll_timeout":5}', None, None),
+    ],
+    ids=["ours", "bencher", "both", "bencher-null", "none"],
+)
+def test_ready_release_channel_and_checksum_inline_or_nested(
+    text: str, channel: str | None, checksum: str | None
+) -> None:
+    ready = parse_runner_message(text)
+    assert isinstance(ready, Ready)
+    assert ready.release_channel() == channel
+    assert ready.running_checksum() == checksum
+
+
+def test_ready_nested_metadata_keeps_os_arch_version_apart_from_the_release() -> None:
+    ready = parse_runner_message(
+        '{"event":"ready","runner":{"os":"linux","arch":"aarch64","version":"0.6.12",'
+        f'"channel":"canary","checksum":"{SUM}"}}}}'
+    )
+    assert isinstance(ready, Ready)
+    assert ready.metadata() == RunnerMetadata(os="linux", arch="aarch64", version="0.6.12")
+
+
+@pytest.mark.parametrize("field", ["channel", "checksum"])
+def test_ready_nested_release_fields_are_text(field: str) -> None:
+    with pytest.raises(ValidationError):
+        parse_runner_message(f'{{"event":"ready","runner":{{"{field}":7}}}}')
+
+
 @pytest.mark.parametrize("poll", [0, 901, -1])
 def test_poll_timeout_bounds(poll: int) -> None:
     with pytest.raises(ValidationError):

@@ -90,7 +90,7 @@ async def offer(ctx: ServerContext, ready: Ready) -> ReleaseRow | None:
     metadata = ready.metadata()
     if (metadata.os or "").lower() != "linux":
         return None
-    channel = next((c for c in CHANNELS if c == (ready.update_channel or "stable")), None)
+    channel = next((c for c in CHANNELS if c == (ready.release_channel() or "stable")), None)
     if channel is None:
         return None
     latest = await ctx.db.read(releases.release_latest, channel)
@@ -101,7 +101,7 @@ async def offer(ctx: ServerContext, ready: Ready) -> ReleaseRow | None:
         release_version=latest.version,
         release_checksum=latest.checksum,
         running_version=metadata.version,
-        running_checksum=ready.checksum,
+        running_checksum=ready.running_checksum(),
     )
     return latest if wanted else None
 
