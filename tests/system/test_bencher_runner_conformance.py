@@ -9,6 +9,7 @@ engine, so this runs on SQLite only.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
 import uuid
@@ -19,6 +20,7 @@ from typing import Any
 import httpx
 import pytest
 from websockets.exceptions import ConnectionClosed
+from websockets.protocol import State
 
 from benchrunner.protocol import OUR_EXTENSIONS, JobAssigned, parse_server_message
 from tests.bencher_runner_rules import read_close_reason, read_server_message
@@ -166,10 +168,9 @@ def test_what_the_server_would_refuse(deployment: Deployment, ours: bool) -> Non
     if ours:
         assert wire.recv()["event"] == "error"
         assert wire.ready(poll_timeout=1) == {"event": "no_job"}
-    else:  # Bencher's server ends the channel on a message it cannot read
-        code, reason = wire.closed()
-        assert code == 1008
-        assert read_close_reason(reason) is None
+    else:  # Bencher's server's handler returns on a message it cannot read: no close frame
+        assert wire.closed() == (None, "")
+        assert wire.raw.ws.protocol.state is State.CLOSED
 
 
 @pytest.mark.parametrize("ours", [False, True], ids=["bencher", "extensions"])
@@ -184,6 +185,34 @@ def test_a_silent_runner_is_closed_with_bencher_s_code_and_reason(
     assert code == 1000
     assert reason == '"heartbeat_timeout"'
     assert read_close_reason(reason) == "heartbeat_timeout"
+    assert _job(deployment, job_uuid)["status"] == "failed"
+
+
+def test_a_ready_mid_job_is_acknowledged_with_the_job_and_is_no_heartbeat(
+    deployment: Deployment,
+) -> None:
+    """Bencher's server answers a ``ready`` during a job with ``ack`` carrying the job, keeps
+    the job, and does not count the ``ready`` as a heartbeat. (Our runner, which announces
+    extensions, sends ``ready`` only after losing its job: that fails it, test_channel.py.)"""
+    wire = Wire(deployment, "runner", ours=False)
+    job_uuid = _image_job(deployment)
+    assert wire.ready()["uuid"] == job_uuid
+    assert wire.ask({"event": "running"}) == {"event": "ack", "job": job_uuid}
+    assert wire.ready() == {"event": "ack", "job": job_uuid}
+    assert _job(deployment, job_uuid)["status"] == "running"
+    assert wire.ask({"event": "heartbeat"}) == {"event": "ack", "job": job_uuid}
+    alive_until = time.monotonic() + HEARTBEAT_TIMEOUT
+    # From here on only readys: the channel ends at the heartbeat's deadline all the same.
+    deadline = alive_until + HEARTBEAT_TIMEOUT * 2
+    with contextlib.suppress(ConnectionClosed):
+        while time.monotonic() < deadline:
+            assert wire.ready() == {"event": "ack", "job": job_uuid}
+            with contextlib.suppress(TimeoutError):
+                pytest.fail(f"unexpected {wire.recv(timeout=HEARTBEAT_TIMEOUT / 5)}")
+    assert time.monotonic() >= alive_until - 1, "closed before the heartbeat's deadline"
+    close = wire.raw.ws.protocol.close_rcvd
+    assert close is not None, "a ready kept the channel alive past the heartbeat's deadline"
+    assert (close.code, read_close_reason(close.reason)) == (1000, "heartbeat_timeout")
     assert _job(deployment, job_uuid)["status"] == "failed"
 
 

@@ -9,16 +9,21 @@ half-open socket cannot take a job into the void.
 
 Close codes: 1000 with the reason ``"heartbeat_timeout"`` or ``"job_timeout_exceeded"`` (a
 JSON string, as Bencher's server writes it and Bencher's runner reads it), 1007 a text message
-that is not UTF-8 (RFC 6455), 1008 the runner was archived or its key rotated, or Bencher's
-runner sent an invalid message while idle, 1009 a message over the size limit, 1011 the
-server failed storing a result (resend it), 1012 the server is restarting, 4001 ``superseded``.
+that is not UTF-8 (RFC 6455), 1008 the runner was archived or its key rotated, 1009 a message
+over the size limit, 1011 the server failed storing a result (resend it), 1012 the server is
+restarting, 4001 ``superseded``. A message Bencher's runner sends while idle that cannot be
+read ends the channel without a close frame, as Bencher's server's handler returns then.
 
 Extensions are negotiated (SPEC section 5): ``error`` events, ``nonce`` in the ``job`` message,
 template jobs and a bare ``ack`` go only to a runner that announced them (``ready``'s
 ``extensions``, or the handshake's ``Benchrunner-Extensions`` header before the first
 ``ready``). To a runner that announced none, Bencher's runner binary, the server answers as
 Bencher's server does: it ignores what it would refuse, acknowledges a terminal message it will
-not apply (nothing changes), and closes where Bencher's server ends the channel.
+not apply (nothing changes), and closes where Bencher's server ends the channel. A ``ready``
+from it while the job this channel handed it is in flight is answered ``ack`` with that job,
+which stays in flight, and is no sign of life (Bencher's server keeps the heartbeat deadline).
+Our runner sends ``ready`` only once it holds no job, so to a runner that announced extensions
+that job is lost and fails at once.
 
 ``update`` (seed 003) answers a ``ready`` instead of a job when the runner announced the
 ``update`` extension, runs Linux and its channel has a release it should install
@@ -32,6 +37,7 @@ import asyncio
 import contextlib
 import logging
 import time
+import uuid
 
 from starlette.websockets import WebSocket
 
@@ -41,6 +47,7 @@ from benchrunner.protocol import (
     NONCE_EXTENSION,
     TEMPLATE_EXTENSION,
     UPDATE_EXTENSION,
+    Ack,
     NoJob,
     Ready,
     RunnerMessage,
@@ -122,6 +129,8 @@ class ChannelSession(RunnerSession):
         self._metadata: RunnerMetadata | None = None
         self._release_checked: float | None = None
         """When this channel last looked for a release (monotonic seconds)."""
+        self._handed_out: uuid.UUID | None = None
+        """The job this channel last sent in a ``job`` message."""
         self._offered: set[str] = set()
         """Checksums of the releases offered on this channel: a runner that answers one with
         another ready failed to install it and gets jobs instead (on its next connection it
@@ -139,6 +148,18 @@ class ChannelSession(RunnerSession):
         waiting = self.job is None and (self._poll is None or self._poll.done())
         return ERROR_EXTENSION not in self.extensions and waiting
 
+    def _moves_deadline(self, message: RunnerMessage) -> bool:
+        if not isinstance(message, Ready):
+            return True
+        announced = self.extensions if message.extensions is None else message.extensions
+        return bool(announced) or self._job_handed_out_here() is None
+
+    def _job_handed_out_here(self) -> jobs.JobRow | None:
+        """The job in flight, if this channel sent it (not one adopted on reconnecting)."""
+        if self.job is not None and self.job.uuid == self._handed_out:
+            return self.job
+        return None
+
     def _stop_waiting(self) -> None:
         super()._stop_waiting()
         if self._poll is not None and not self._poll.done():
@@ -153,6 +174,10 @@ class ChannelSession(RunnerSession):
     async def _ready(self, message: Ready) -> None:
         if message.extensions is not None:
             self.extensions = frozenset(message.extensions)
+        handed_out = self._job_handed_out_here()
+        if not self.extensions and handed_out is not None:
+            await self.send(Ack(job=handed_out.uuid))  # as Bencher's server, mid-job
+            return
         if self._poll is not None and not self._poll.done():
             await self.refuse("a ready is already outstanding")
             return
@@ -209,7 +234,7 @@ class ChannelSession(RunnerSession):
             await self.send(NoJob())
         else:
             job, assigned = found
-            self.job = job
+            self.job, self._handed_out = job, job.uuid
             if NONCE_EXTENSION not in self.extensions:
                 assigned = assigned.model_copy(update={"nonce": None})
             await self.send(assigned)

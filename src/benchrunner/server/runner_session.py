@@ -110,6 +110,10 @@ class RunnerSession:
         states) rather than being refused."""
         return False
 
+    def _moves_deadline(self, message: RunnerMessage) -> bool:
+        """Whether a valid message counts as a sign of life (all do, unless a subclass says)."""
+        return True
+
     def _stop_waiting(self) -> None:
         self._stopping.set()
 
@@ -134,6 +138,14 @@ class RunnerSession:
         self._stop_waiting()
         with contextlib.suppress(RuntimeError, WebSocketDisconnect):
             await self.ws.close(code=code, reason=reason)
+
+    def drop(self) -> None:
+        """End the session without a close frame: the server drops the connection, as
+        Bencher's server does when its channel handler gives up (the runner sees 1006)."""
+        if self._closed:
+            return
+        self._closed = True
+        self._stop_waiting()
 
     def supersede(self) -> None:
         """A newer connection took this one's place: stop at once, without waiting on this
@@ -204,11 +216,12 @@ class RunnerSession:
             message = self._parse(text)
         except ValidationError as exc:
             if self._closes_on_invalid():
-                await self.close(CLOSE_POLICY, "")
+                self.drop()
             else:
                 await self.refuse(explain_invalid(exc))
             return
-        self._reset_deadline()
+        if self._moves_deadline(message):
+            self._reset_deadline()
         try:
             await self._dispatch(message)
         except Exception:
