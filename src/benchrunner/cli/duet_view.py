@@ -33,11 +33,17 @@ def _fraction(value: object) -> str:
 
 def margin_text(margin: object) -> str:
     """``±5% (run)``, ``-2%/+10% (threshold 1a2b3c4d)``, ``±0% (none)``: the margins a duet
-    result was judged with, and where they came from."""
+    result was judged with, and where they came from (``±none``: neither side alerts)."""
     if not isinstance(margin, Mapping):
         return ""
     lower, upper = margin.get("lower"), margin.get("upper")
-    sides = f"±{_fraction(upper)}" if lower == upper else f"-{_fraction(lower)}/+{_fraction(upper)}"
+    if lower == upper:
+        sides = f"±{_fraction(upper)}"
+    else:  # a side without a margin raises nothing: left out
+        given = [
+            f"{sign}{_fraction(v)}" for sign, v in (("-", lower), ("+", upper)) if v is not None
+        ]
+        sides = "/".join(given)
     source = str(margin.get("source") or "")
     if source == "threshold" and margin.get("threshold"):
         source = f"threshold {str(margin['threshold'])[:8]}"
