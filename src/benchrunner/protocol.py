@@ -117,14 +117,15 @@ class JsonDuetSide(_Wire):
 class JsonDuet(_Wire):
     """A duet job: ``iter`` rounds, each running the baseline and the contender once, in an
     order drawn per round from ``seed`` (``core.duet_order``). ``confidence``, ``resamples``
-    and ``margin`` are the server's: how it judges the paired ratios (``detection.duet``)."""
+    and ``margin`` are the server's: how it judges the paired ratios (``detection.duet``);
+    no ``margin``: each benchmark's threshold gives it (``store.duets``)."""
 
     baseline: JsonDuetSide
     contender: JsonDuetSide
     seed: int = Field(ge=0, le=2**63 - 1)
     confidence: float = Field(default=0.95, gt=0, lt=1)
     resamples: int = Field(default=10_000, ge=100, le=1_000_000)
-    margin: float = Field(default=0.0, ge=0, lt=1)
+    margin: float | None = Field(default=None, ge=0, lt=1)
 
 
 class JsonJobConfig(_Wire):

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from playwright.sync_api import Browser, Locator, Page, expect
 
-from tests.browser import save_screenshot
+from tests.browser import log_in_with_token, save_screenshot
 from tests.harness import Deployment
 
 PROJECT = "quiet-machine"
@@ -122,7 +122,7 @@ def runs(console: Deployment) -> Iterator[Runs]:
     assert noisy["noise"]["verdict"] == "noisy", noisy["noise"]
     assert noisy["alerts"] == [] and noisy["noise"]["alerts"].startswith("not judged: noisy")
     [ratio] = duet["duet"]["results"]
-    assert ratio["alert"] == {"limit": "upper"}, ratio
+    assert (ratio["alert"]["limit"], ratio["alert"]["status"]) == ("upper", "active"), ratio
     yield Runs(noisy_job, noisy, duet_job, duet, history)
 
 
@@ -222,6 +222,8 @@ def test_a_duet_reports_page_shows_its_ratios_apart(page: Page, runs: Runs) -> N
     expect(row).to_contain_text(f"{ratio['upper_value']:.4f}")
     expect(row.locator("td.duet-verdict")).to_have_text("contender higher")
     expect(row).to_contain_text("alert: upper")
+    expect(row.locator("td.duet-margin")).to_contain_text("± 5%")
+    expect(row.locator("td.duet-margin")).to_contain_text("(run)")
     expect(section).to_contain_text("95% confidence interval")
     # Apart from the absolute metrics, of which a duet report has none.
     expect(page.locator("table.metrics")).to_have_count(0)
@@ -266,6 +268,31 @@ def test_the_perf_plot_marks_noisy_points_and_shows_duets_apart(page: Page, runs
     expect(duet_row).to_contain_text("contender higher")
     expect(duet_row).to_have_attribute("data-alert-limit", "upper")
     save_screenshot(page, "perf-noise-duet")
+
+
+def test_a_duets_alert_is_on_the_alerts_page_and_the_dashboard_and_is_dismissed(
+    page: Page, runs: Runs, console: Deployment
+) -> None:
+    [ratio] = runs.duet["duet"]["results"]
+    alert_uuid = ratio["alert"]["uuid"]
+    log_in_with_token(page, console.server.token)
+    page.goto("/console")
+    recent = page.get_by_role("region", name="Recent alerts")
+    expect(recent.get_by_role("row", name=re.compile("duet"))).to_contain_text("timed")
+    expect(recent.get_by_role("row", name=re.compile("duet"))).to_contain_text("ratio")
+
+    page.goto(f"/console/projects/{PROJECT}/alerts")
+    row = page.locator(f'table.alerts tr[data-alert="{alert_uuid}"]')
+    expect(row.locator('td[data-kind="duet"]')).to_contain_text(f"ratio {ratio['ratio']:.4f}")
+    expect(row).to_contain_text("upper (duet, margin run)")
+    expect(row).to_contain_text("1.05")  # the upper limit: 1 + the run's 5 % margin
+    expect(row.get_by_role("link", name=runs.duet["uuid"][:8])).to_be_visible()
+    row.get_by_role("button", name=re.compile("^Dismiss")).click()
+    expect(page.get_by_role("status")).to_contain_text("is now dismissed")
+    expect(page.locator(f'tr[data-alert="{alert_uuid}"]')).to_have_count(0)  # not active
+    with console.admin() as client:
+        assert client.get_alert(PROJECT, alert_uuid)["status"] == "dismissed"
+        client.update_alert(PROJECT, alert_uuid, "active")  # as the other tests found it
 
 
 def test_the_pages_read_without_javascript(

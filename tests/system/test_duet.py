@@ -54,8 +54,28 @@ def test_a_slower_contender_gives_a_ratio_above_one_and_an_alert(deployment: Dep
     assert (found["benchmark"]["name"], found["measure"]["slug"]) == ("timed", "latency")
     assert found["rounds"] == ROUNDS
     assert 1.05 < found["lower_value"] < found["ratio"] < found["upper_value"]
-    assert found["alert"] == {"limit": "upper"}
+    assert found["margin"] == {"lower": 0.05, "upper": 0.05, "source": "run", "threshold": None}
+    assert found["alert"]["limit"] == "upper" and found["alert"]["status"] == "active"
     assert duet["alerts"] == 1
+
+    # The alert is an ordinary one: listed with the project's alerts, said to be a duet's,
+    # and dismissed as any other.
+    with deployment.admin() as client:
+        (listed,) = client.list_alerts(deployment.project, report=job["report"])
+        assert listed["uuid"] == found["alert"]["uuid"]
+        assert (listed["kind"], listed["limit"], listed["status"]) == ("duet", "upper", "active")
+        assert listed["report"] == listed["raised_by"] == job["report"]
+        assert listed["benchmark"]["name"] == "timed" and listed["measure"]["slug"] == "latency"
+        assert listed["metric"] is None and listed["boundary"] is None
+        assert listed["value"] == found["ratio"]
+        assert listed["duet"]["lower_value"] == found["lower_value"]
+        assert listed["duet"]["margin"]["source"] == "run"
+        assert listed["uuid"] in {a["uuid"] for a in client.list_alerts(deployment.project)}
+        dismissed = client.update_alert(deployment.project, listed["uuid"], "dismissed")
+        assert dismissed["status"] == "dismissed" and dismissed["kind"] == "duet"
+        assert client.list_alerts(deployment.project, status="active", report=job["report"]) == []
+        after = client.get_report(deployment.project, job["report"])
+    assert after["duet"]["results"][0]["alert"]["status"] == "dismissed"
 
     # The CLI: `report show` prints the duet apart, and a duet submitted with `run --baseline
     # --contender --wait --err` fails the step on its alert.
@@ -63,7 +83,11 @@ def test_a_slower_contender_gives_a_ratio_above_one_and_an_alert(deployment: Dep
     shown = cli("report", "show", job["report"], env=env).stdout
     assert "no metrics" not in shown
     assert f"order (A baseline, B contender): {order_text(expected)}" in shown
-    assert "ALERT (upper)" in shown
+    assert "upper (dismissed)" in shown and "±5% (run)" in shown
+    listed_text = cli("alert", "list", "--status", "dismissed", env=env).stdout
+    assert "ratio" in listed_text and "(duet, run)" in listed_text
+    alert_text = cli("alert", "show", listed["uuid"], env=env).stdout
+    assert "duet (contender / baseline)" in alert_text and "±5% (run)" in alert_text
     ran = cli(
         "run", "--spec", deployment.spec, "--template", "bench.timed", "--adapter", "json",
         "--baseline", "ms=10", "--contender", "ms=30", "--iter", "4", "--duet-margin", "0.05",
@@ -72,6 +96,45 @@ def test_a_slower_contender_gives_a_ratio_above_one_and_an_alert(deployment: Dep
     assert ran.returncode == 1, ran.stdout + ran.stderr
     assert "ALERT (upper)" in ran.stdout and "rounds" in ran.stdout
     assert "1 alert" in ran.stderr + ran.stdout
+
+
+def test_a_duet_without_a_margin_takes_its_percentage_threshold(deployment: Deployment) -> None:
+    """The run gives no margin: the branch/testbed's percentage threshold on the measure does,
+    its upper boundary for the slower contender. Within +500 % the threefold ratio raises no
+    alert (a margin of 0 would); once the threshold's model says +50 %, the same duet does."""
+    deployment.runner_process("r1").start()
+    loose = {"test": "percentage", "upper_boundary": 5.0, "lower_boundary": 0.1}
+    body = _duet_body(deployment, duet={"seed": SEED, "resamples": 2000})
+    with deployment.admin() as client:
+        submitted = client.run({**body, "thresholds": {"models": {"latency": loose}}})
+    job = deployment.wait_status(submitted["job"], "processed", timeout=90)
+    with deployment.admin() as client:
+        report = client.get_report(deployment.project, job["report"])
+        (threshold,) = client.list_thresholds(deployment.project)
+    assert report["duet"]["margin"] is None
+    (found,) = report["duet"]["results"]
+    assert found["ratio"] > 2
+    assert found["margin"] == {
+        "lower": 0.1,
+        "upper": 5.0,
+        "source": "threshold",
+        "threshold": threshold["uuid"],
+    }
+    assert found["alert"] is None and found["verdict"] == "contender higher, within the margin"
+
+    tight = {"test": "percentage", "upper_boundary": 0.5}
+    with deployment.admin() as client:
+        client.update_threshold(deployment.project, threshold["uuid"], tight)
+        submitted = client.run(body)
+    job = deployment.wait_status(submitted["job"], "processed", timeout=90)
+    with deployment.admin() as client:
+        report = client.get_report(deployment.project, job["report"])
+        (alerted,) = client.list_alerts(deployment.project, report=job["report"])
+    (found,) = report["duet"]["results"]
+    assert found["margin"]["upper"] == 0.5 and found["margin"]["lower"] is None
+    assert found["alert"]["uuid"] == alerted["uuid"]
+    assert alerted["kind"] == "duet" and alerted["threshold"]["uuid"] == threshold["uuid"]
+    assert alerted["threshold"]["model"]["upper_boundary"] == 0.5
 
 
 ILL_FORMED: list[tuple[dict[str, Any], str]] = [

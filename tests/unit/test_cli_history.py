@@ -12,6 +12,7 @@ import typer
 from typer.testing import CliRunner
 
 from benchrunner.cli.dimension_cmds import dimension_columns, dimension_row
+from benchrunner.cli.duet_view import margin_text
 from benchrunner.cli.history_format import (
     alert_row,
     crossed_limit,
@@ -162,6 +163,47 @@ def test_alert_row() -> None:
         "100 ns",
         "upper 110 ns",
     )
+
+
+DUET_ALERT = {
+    **ALERT,
+    "kind": "duet",
+    "value": 1.0312,
+    "metric": None,
+    "boundary": None,
+    "duet": {
+        "ratio": 1.0312,
+        "lower_value": 1.02,
+        "upper_value": 1.04,
+        "margin": {"lower": None, "upper": 0.02, "source": "threshold", "threshold": "t1"},
+    },
+}
+
+
+def test_a_duet_alerts_row_shows_its_ratio_and_the_edge_it_crossed() -> None:
+    assert alert_row(DUET_ALERT)[6:] == (
+        "ratio 1.0312 [1.0200, 1.0400]",
+        "duet: 1",
+        "upper 1.0200 (duet, threshold)",
+    )
+    assert crossed_limit({**DUET_ALERT, "limit": "lower"}) == "lower — (duet, threshold)"
+
+
+@pytest.mark.parametrize(
+    ("margin", "text"),
+    [
+        ({"lower": 0.05, "upper": 0.05, "source": "run", "threshold": None}, "±5% (run)"),
+        ({"lower": 0.0, "upper": 0.0, "source": "none", "threshold": None}, "±0% (none)"),
+        (
+            {"lower": None, "upper": 0.1, "source": "threshold", "threshold": "0123456789"},
+            "+10% (threshold 01234567)",
+        ),
+        ({"lower": 0.02, "upper": 0.1, "source": "run", "threshold": None}, "-2%/+10% (run)"),
+        (None, ""),
+    ],
+)
+def test_margin_text(margin: dict[str, Any] | None, text: str) -> None:
+    assert margin_text(margin) == text
 
 
 @pytest.mark.parametrize(

@@ -2,16 +2,23 @@
 
 from __future__ import annotations
 
+import datetime as dt
 from pathlib import Path
 
+import pytest
 import sqlalchemy as sa
 from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 
+from benchrunner.core.tiers import Plan
+from benchrunner.detection.duet import METHOD, DuetEstimate
+from benchrunner.server.store import accounts, duets, reports
 from benchrunner.server.store.engine import make_engine
 from benchrunner.server.store.migrate import alembic_config, upgrade
-from benchrunner.server.store.tables import metadata
+from benchrunner.server.store.tables import alert, duet_result, metadata
+
+T0 = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
 
 
 def test_migrated_schema_matches_the_tables(database_url: str) -> None:
@@ -74,3 +81,49 @@ def test_signed_results_migration_downgrades_without_rebuilding_the_job_table(
     with engine.connect() as conn:
         assert compare_metadata(MigrationContext.configure(conn), metadata) == []
     engine.dispose()
+
+
+def _store_a_duet(engine: sa.Engine, margin: float) -> int:
+    """A public project's duet report judged with the run's ``margin``: sort +6..14 % and
+    hash within +-2 %. Returns the report's id."""
+    estimates = [
+        DuetEstimate("sort", "latency", 8, 1.10, 1.06, 1.14, None),
+        DuetEstimate("hash", "latency", 8, 1.0, 0.99, 1.01, None),
+    ]
+    with engine.begin() as conn:
+        leader = accounts.user_get_or_create(conn, "m@x", "m", admin=False, now=T0).id
+        org = accounts.organization_create(conn, "mig", Plan.TEAM, T0, leader_id=leader)
+        project = accounts.project_create(conn, org.id, "m", "public", T0).id
+        new = reports.new_report_on(conn, project, "main", "box", "json", T0)
+        report_id, _ = reports.report_create(conn, new)
+        found = duets.NewDuet(42, 8, "AB BA", METHOD, 2000, 0.95, margin, estimates)
+        duets.duet_add(conn, report_id, project, found, T0)
+    return report_id
+
+
+def test_duet_alerts_migration_raises_the_old_verdicts_and_refuses_to_drop_them(
+    database_url: str,
+) -> None:
+    engine = make_engine(database_url, writer=True)
+    upgrade(engine)
+    report_id = _store_a_duet(engine, margin=0.01)  # one result beyond 1 % (an alert), one not
+    with pytest.raises(RuntimeError, match="1 alerts are on duet results"):
+        command.downgrade(alembic_config(engine), "0018")
+    with engine.begin() as conn:
+        assert conn.execute(sa.select(sa.func.count()).select_from(alert)).scalar_one() == 1
+        conn.execute(alert.delete())
+    command.downgrade(alembic_config(engine), "0018")
+    engine.dispose()
+
+    engine = make_engine(database_url, writer=True)
+    upgrade(engine)  # the stored verdict beyond its margin becomes the alert it meant
+    with engine.connect() as conn:
+        (raised,) = conn.execute(sa.select(alert)).all()
+        results = conn.execute(
+            sa.select(duet_result.c.limit, duet_result.c.lower_margin, duet_result.c.upper_margin,
+                      duet_result.c.margin_source).order_by(duet_result.c.id)
+        ).all()  # fmt: skip
+    engine.dispose()
+    assert (raised.report_id, raised.limit, raised.status) == (report_id, "upper", "active")
+    assert raised.boundary_id is None and raised.duet_result_id is not None
+    assert [tuple(r) for r in results] == [("upper", 0.01, 0.01, "run"), (None, 0.01, 0.01, "run")]

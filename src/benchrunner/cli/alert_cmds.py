@@ -1,6 +1,7 @@
 """``benchrunner alert list|show|dismiss|silence|activate`` and ``benchrunner baseline reset``.
 
-An alert is raised when a metric falls strictly outside its threshold's limits. ``dismiss``
+An alert is raised when a metric falls strictly outside its threshold's limits, or when a
+duet's contender/baseline interval lies beyond 1 ± its margin (a duet alert). ``dismiss``
 says it was seen and is no regression, ``silence`` mutes it, ``activate`` undoes either.
 ``baseline reset`` says a change was intended: from a report on, the series is judged
 against a new baseline, and the active alerts from that report on are dismissed.
@@ -15,13 +16,21 @@ import typer
 
 from benchrunner.cli import output
 from benchrunner.cli.config import project_client
-from benchrunner.cli.history_format import ALERT_COLUMNS, alert_row, crossed_limit, units_of
+from benchrunner.cli.duet_view import margin_text
+from benchrunner.cli.history_format import (
+    ALERT_COLUMNS,
+    alert_row,
+    crossed_limit,
+    duet_value,
+    units_of,
+)
 from benchrunner.cli.options import LIST_PER_PAGE, Host, Json, Page, PerPage, Project, Token
 from benchrunner.cli.report_format import change_percent, format_change, with_units
 from benchrunner.client import AlertStatus, JsonObject
 
 alert_app = typer.Typer(
-    help="Alerts: metrics outside their threshold's limits.", no_args_is_help=True
+    help="Alerts: metrics outside their threshold's limits, duet ratios beyond their margin.",
+    no_args_is_help=True,
 )
 baseline_app = typer.Typer(
     help="Baselines: declare a change intended, so it stops raising alerts.",
@@ -36,7 +45,35 @@ def _filter(help_text: str) -> Any:
     return typer.Option(help=help_text, show_default=False, rich_help_panel=_FILTER)
 
 
+def _print_duet_alert(alert: JsonObject, duet: JsonObject) -> None:
+    margin = duet.get("margin") or {}
+    threshold = alert.get("threshold") or {}
+    output.print_record(
+        [
+            ("alert", alert.get("uuid")),
+            ("kind", "duet (contender / baseline)"),
+            ("status", alert.get("status")),
+            ("benchmark", (alert.get("benchmark") or {}).get("name")),
+            ("measure", (alert.get("measure") or {}).get("name")),
+            ("branch", (alert.get("branch") or {}).get("name")),
+            ("testbed", (alert.get("testbed") or {}).get("name")),
+            ("ratio", duet_value(duet)),
+            ("rounds", duet.get("rounds")),
+            ("crossed", crossed_limit(alert)),
+            ("margin", margin_text(margin)),
+            ("report", alert.get("report")),
+            ("threshold", threshold.get("uuid")),
+            ("created", output.when(alert.get("created"))),
+            ("modified", output.when(alert.get("modified"))),
+        ]
+    )
+
+
 def print_alert(alert: JsonObject) -> None:
+    duet = alert.get("duet")
+    if alert.get("kind") == "duet" and isinstance(duet, dict):
+        _print_duet_alert(alert, duet)
+        return
     units = units_of(alert)
     metric = alert.get("metric") or {}
     boundary = alert.get("boundary") or {}

@@ -78,9 +78,34 @@ def units_of(thing: Mapping[str, Any]) -> str:
     return str(measure.get("units") or "") if isinstance(measure, Mapping) else ""
 
 
+def _duet_of(alert: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    duet = alert.get("duet")
+    return duet if alert.get("kind") == "duet" and isinstance(duet, Mapping) else None
+
+
+def _ratio(value: object) -> str:
+    return f"{value:.4f}" if isinstance(value, int | float) else MISSING
+
+
+def duet_value(duet: Mapping[str, Any]) -> str:
+    """``ratio 1.0312 [1.0200, 1.0400]``: a duet alert's contender/baseline ratio."""
+    return (
+        f"ratio {_ratio(duet.get('ratio'))} "
+        f"[{_ratio(duet.get('lower_value'))}, {_ratio(duet.get('upper_value'))}]"
+    )
+
+
 def crossed_limit(alert: Mapping[str, Any]) -> str:
-    """``upper 110 ns``: which limit the value crossed, and that limit's value."""
+    """``upper 110 ns``: which limit the value crossed, and that limit's value; for a duet,
+    ``upper 1.05 (duet, run)``: 1 + the margin, and where the margin came from."""
     limit = str(alert.get("limit") or MISSING)
+    duet = _duet_of(alert)
+    if duet is not None:
+        margin = duet.get("margin") or {}
+        side = margin.get(limit) if limit in ("lower", "upper") else None
+        edge = None if side is None else (1 - side if limit == "lower" else 1 + side)
+        source = margin.get("source") or MISSING
+        return f"{limit} {_ratio(edge)} (duet, {source})"
     boundary = alert.get("boundary") or {}
     value = boundary.get(f"{limit}_limit") if limit in ("lower", "upper") else None
     return f"{limit} {with_units(value, units_of(alert))}" if value is not None else limit
@@ -88,6 +113,19 @@ def crossed_limit(alert: Mapping[str, Any]) -> str:
 
 def alert_row(alert: Mapping[str, Any]) -> tuple[str, ...]:
     units = units_of(alert)
+    duet = _duet_of(alert)
+    if duet is not None:
+        return (
+            str(alert.get("uuid")),
+            str(alert.get("status") or MISSING),
+            _name(alert.get("benchmark")),
+            _name(alert.get("measure")),
+            _name(alert.get("branch")),
+            _name(alert.get("testbed")),
+            duet_value(duet),
+            "duet: 1",
+            crossed_limit(alert),
+        )
     return (
         str(alert.get("uuid")),
         str(alert.get("status") or MISSING),

@@ -14,7 +14,9 @@ natural average. ``METHOD`` names it for the record.
 Alert: the interval excludes 1 by more than ``margin`` (a fraction: 0.01 is 1 %), i.e. its
 lower end is above ``1 + margin`` (limit ``upper``: the contender's values are higher) or
 its upper end is below ``1 - margin`` (limit ``lower``). Whether higher is worse depends on
-the measure; the alert says which way, as a boundary alert's ``limit`` does.
+the measure; the alert says which way, as a boundary alert's ``limit`` does. A margin may
+differ per side (``DuetMargin``, as a percentage threshold's boundaries do), and a side
+without one raises nothing.
 """
 
 from __future__ import annotations
@@ -46,7 +48,17 @@ class DuetEstimate:
     lower: float
     upper: float
     limit: Limit | None
-    """Set when the interval excludes 1 by more than the margin: an alert."""
+    """Set when the interval excludes 1 by more than the margin: an alert (None too when
+    estimated without a margin, to be judged later)."""
+
+
+@dataclass(frozen=True)
+class DuetMargin:
+    """How far beyond 1 the interval must lie for an alert, per side (fractions: 0.01 is 1 %);
+    None: that side raises nothing."""
+
+    lower: float | None
+    upper: float | None
 
 
 def paired_ratios(
@@ -85,12 +97,17 @@ def ratio_interval(
     return centre, float(np.exp(low)), float(np.exp(high))
 
 
-def alert_limit(lower: float, upper: float, margin: float) -> Limit | None:
-    if lower > 1 + margin:
+def sided_limit(lower: float, upper: float, margin: DuetMargin) -> Limit | None:
+    """The side an interval ``[lower, upper]`` of a ratio lies beyond its margin, if any."""
+    if margin.upper is not None and lower > 1 + margin.upper:
         return "upper"
-    if upper < 1 - margin:
+    if margin.lower is not None and upper < 1 - margin.lower:
         return "lower"
     return None
+
+
+def alert_limit(lower: float, upper: float, margin: float) -> Limit | None:
+    return sided_limit(lower, upper, DuetMargin(margin, margin))
 
 
 def estimate_duet(
@@ -100,9 +117,10 @@ def estimate_duet(
     confidence: float,
     resamples: int,
     seed: int,
-    margin: float,
+    margin: float | None,
 ) -> list[DuetEstimate]:
-    """One estimate per benchmark and measure with at least one paired round, sorted."""
+    """One estimate per benchmark and measure with at least one paired round, sorted; judged
+    against ``margin`` unless it is None (the server judges each against its own margin)."""
     out: list[DuetEstimate] = []
     for (benchmark, measure), ratios in sorted(paired_ratios(baseline, contender).items()):
         ratio, lower, upper = ratio_interval(
@@ -116,7 +134,7 @@ def estimate_duet(
                 ratio=ratio,
                 lower=lower,
                 upper=upper,
-                limit=alert_limit(lower, upper, margin),
+                limit=None if margin is None else alert_limit(lower, upper, margin),
             )
         )
     return out

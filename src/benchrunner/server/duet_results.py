@@ -47,7 +47,7 @@ def measure_duet(
         confidence=duet.confidence,
         resamples=duet.resamples,
         seed=duet.seed,
-        margin=duet.margin,
+        margin=None,  # judged where it is stored, against each result's own margin
     )
     sequence = order_text([(r.round, r.side) for r in tagged if r.round is not None and r.side])
     verdict = NewDuet(

@@ -21,7 +21,7 @@ def duet_view(row: Any, results: list[Any]) -> dict[str, Any]:
         "method": row.method,
         "resamples": row.resamples,
         "confidence": row.confidence,
-        "margin": row.margin,
+        "margin": row.margin,  # the run's; each result says which margin it was judged with
         "results": [_result_view(r) for r in results],
         "alerts": sum(1 for r in results if r.limit is not None),
     }
@@ -38,8 +38,31 @@ def _result_view(r: Any) -> dict[str, Any]:
         "ratio": r.ratio,
         "lower_value": r.lower_value,
         "upper_value": r.upper_value,
+        "margin": margin_view(
+            r.lower_margin, r.upper_margin, r.margin_source, r.margin_threshold_uuid
+        ),
         "verdict": duet_verdict(r.lower_value, r.upper_value, r.limit),
-        "alert": None if r.limit is None else {"limit": r.limit},
+        "alert": None
+        if r.limit is None
+        else {
+            "uuid": None if r.alert_uuid is None else str(r.alert_uuid),
+            "limit": r.limit,
+            "status": r.alert_status,
+        },
+    }
+
+
+def margin_view(
+    lower: float | None, upper: float | None, source: str, threshold_uuid: Any
+) -> dict[str, Any]:
+    """The margins a duet result was judged with (fractions; null: that side raises nothing)
+    and where they came from: ``run`` (its ``duet.margin``), ``threshold`` (the percentage
+    threshold named, null once deleted) or ``none`` (0)."""
+    return {
+        "lower": lower,
+        "upper": upper,
+        "source": source,
+        "threshold": None if threshold_uuid is None else str(threshold_uuid),
     }
 
 

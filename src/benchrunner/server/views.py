@@ -9,7 +9,7 @@ from typing import Any
 from sqlalchemy.engine import Connection
 
 from benchrunner.core.events import status_reached
-from benchrunner.server.duet_views import duet_view
+from benchrunner.server.duet_views import duet_view, margin_view
 from benchrunner.server.duet_views import named_view as named_view  # shared by every view
 from benchrunner.server.noise import noise_view
 from benchrunner.server.store import alerts as store_alerts
@@ -250,7 +250,11 @@ def threshold_view(
 def alert_view(row: Any) -> dict[str, Any]:
     """An alert (a row of ``store.alerts``' reads) in Bencher's ``JsonAlert`` shape.
     ``report`` is the report of the metric the alert is on; ``raised_by`` the report whose
-    evaluation raised it (later than ``report`` for a change point found in the history)."""
+    evaluation raised it (later than ``report`` for a change point found in the history).
+
+    ``kind`` says which: ``boundary`` (Bencher's) or ``duet``, whose ``value`` is the
+    contender/baseline ratio, ``duet`` its interval and margin, ``metric`` and ``boundary``
+    null, and ``threshold`` the one whose percentage model gave the margin (else null)."""
     change = None
     if row.change_pvalue is not None:
         change = {
@@ -284,12 +288,9 @@ def alert_view(row: Any) -> dict[str, Any]:
         ),
         "units": row.measure_units,
     }
-    return {
-        "uuid": str(row.uuid),
-        "report": str(row.metric_report_uuid),
-        "raised_by": str(row.raised_uuid),
-        "iteration": row.iteration,
-        "threshold": {
+    threshold_found = None
+    if row.threshold_uuid is not None:
+        threshold_found = {
             "uuid": str(row.threshold_uuid),
             "project": str(project_uuid),
             "branch": branch_view,
@@ -298,7 +299,15 @@ def alert_view(row: Any) -> dict[str, Any]:
             "model": model_view(row, prefix="model_"),
             "created": iso(row.threshold_created),
             "modified": iso(row.threshold_modified),
-        },
+        }
+    duet = row.duet_result_id is not None
+    return {
+        "uuid": str(row.uuid),
+        "kind": "duet" if duet else "boundary",
+        "report": str(row.metric_report_uuid),
+        "raised_by": str(row.raised_uuid),
+        "iteration": row.iteration,
+        "threshold": threshold_found,
         "branch": branch_view,
         "testbed": testbed_view,
         "benchmark": benchmark_view,
@@ -310,19 +319,38 @@ def alert_view(row: Any) -> dict[str, Any]:
             "modified": iso(row.benchmark_created),
         },
         "measure": measure_view,
-        "value": row.value,
-        "metric": {
+        "value": row.duet_ratio if duet else row.value,
+        "metric": None
+        if duet
+        else {
             "uuid": str(row.metric_uuid),
             "value": row.value,
             "lower_value": row.lower_value,
             "upper_value": row.upper_value,
         },
-        "boundary": boundary_view(row),
+        "boundary": None if duet else boundary_view(row),
+        "duet": _duet_alert_view(row) if duet else None,
         "limit": row.limit,
         "status": row.status,
         "change": change,
         "created": iso(row.created),
         "modified": iso(row.modified),
+    }
+
+
+def _duet_alert_view(row: Any) -> dict[str, Any]:
+    return {
+        "statistic": "contender / baseline",
+        "rounds": row.duet_rounds,
+        "ratio": row.duet_ratio,
+        "lower_value": row.duet_lower_value,
+        "upper_value": row.duet_upper_value,
+        "margin": margin_view(
+            row.duet_lower_margin,
+            row.duet_upper_margin,
+            row.duet_margin_source,
+            row.threshold_uuid,
+        ),
     }
 
 

@@ -12,7 +12,9 @@ round runs both sides once.
 
 The duet's threshold is ``duet.margin``, a fraction: an alert is raised for a benchmark and
 measure whose confidence interval of the contender/baseline ratio lies wholly above
-``1 + margin`` or wholly below ``1 - margin`` (``detection.duet``).
+``1 + margin`` or wholly below ``1 - margin`` (``detection.duet``). Without it, each
+benchmark and measure takes its branch/testbed threshold's margins when that threshold's
+model is a percentage, else 0 (``store.duets``).
 """
 
 from __future__ import annotations
@@ -38,7 +40,7 @@ class RunDuetSide(ApiBody):
 
 class RunDuetOptions(ApiBody):
     model_config = ConfigDict(extra="forbid")
-    margin: float = Field(default=0.0, ge=0, lt=1)
+    margin: float | None = Field(default=None, ge=0, lt=1)
     confidence: float = Field(default=0.95, ge=0.5, le=0.999)
     resamples: int = Field(default=10_000, ge=100, le=100_000)
     seed: int | None = Field(default=None, ge=0, le=2**63 - 1)

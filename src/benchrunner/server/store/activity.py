@@ -17,6 +17,7 @@ from benchrunner.server.store.tables import (
     alert,
     benchmark,
     boundary,
+    duet_result,
     in_flight,
     job,
     measure,
@@ -99,7 +100,9 @@ class AlertSummary:
     benchmark_name: str
     measure_name: str
     value: float
+    """The metric's value, or a duet alert's contender/baseline ratio."""
     created: dt.datetime
+    duet: bool = False
 
 
 _RAISED = report.alias("raised")
@@ -116,12 +119,20 @@ def recent_alerts(conn: Connection, viewer: UserRow | None, limit: int) -> list[
             project.c.slug.label("project_slug"),
             benchmark.c.name.label("benchmark_name"),
             measure.c.name.label("measure_name"),
-            metric.c.value,
+            sa.func.coalesce(metric.c.value, duet_result.c.ratio).label("value"),
+            alert.c.duet_result_id,
         )
-        .join(boundary, boundary.c.id == alert.c.boundary_id)
-        .join(metric, metric.c.id == boundary.c.metric_id)
-        .join(benchmark, benchmark.c.id == metric.c.benchmark_id)
-        .join(measure, measure.c.id == metric.c.measure_id)
+        .select_from(alert)
+        .outerjoin(boundary, boundary.c.id == alert.c.boundary_id)
+        .outerjoin(metric, metric.c.id == boundary.c.metric_id)
+        .outerjoin(duet_result, duet_result.c.id == alert.c.duet_result_id)
+        .join(
+            benchmark,
+            benchmark.c.id == sa.func.coalesce(metric.c.benchmark_id, duet_result.c.benchmark_id),
+        )
+        .join(
+            measure, measure.c.id == sa.func.coalesce(metric.c.measure_id, duet_result.c.measure_id)
+        )
         .join(_RAISED, _RAISED.c.id == alert.c.report_id)
         .join(project, project.c.id == _RAISED.c.project_id)
         .where(project_visible_to(viewer))
@@ -138,6 +149,7 @@ def recent_alerts(conn: Connection, viewer: UserRow | None, limit: int) -> list[
             r.measure_name,
             r.value,
             r.created,
+            r.duet_result_id is not None,
         )
         for r in conn.execute(query)
     ]

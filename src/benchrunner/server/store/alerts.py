@@ -1,5 +1,11 @@
-"""Boundaries (what a metric was judged against), alerts (a metric outside a limit, or a change
-point), and baseline resets (an intended change: the history before it no longer counts)."""
+"""Boundaries (what a metric was judged against), alerts (a metric outside a limit, a change
+point, or a duet's ratio beyond its margin), and baseline resets (an intended change: the
+history before it no longer counts).
+
+An alert is on a boundary or on a duet result (``store.duets`` raises those); the reads here
+give both kinds in one shape: a duet alert has no metric and no boundary, its benchmark,
+measure and report are its duet result's, and its threshold and model those that gave the
+duet its margin, if one did."""
 
 from __future__ import annotations
 
@@ -20,6 +26,8 @@ from benchrunner.server.store.tables import (
     benchmark,
     boundary,
     branch,
+    duet,
+    duet_result,
     measure,
     metric,
     model,
@@ -168,12 +176,23 @@ JUDGED_BY: tuple[sa.ColumnElement[Any], ...] = (
 ``views.model_view(prefix="model_")`` read them; a select of them joins ``boundary``,
 ``threshold`` and ``model``."""
 
-# Reads: an alert with everything its JSON shows.
+# Reads: an alert with everything its JSON shows, of either kind.
 _RAISED = report.alias("raised")
+_REPORT_ID = sa.func.coalesce(metric.c.report_id, duet.c.report_id)
+_BENCHMARK_ID = sa.func.coalesce(metric.c.benchmark_id, duet_result.c.benchmark_id)
+_MEASURE_ID = sa.func.coalesce(metric.c.measure_id, duet_result.c.measure_id)
+_MODEL_ID = sa.func.coalesce(boundary.c.model_id, duet_result.c.margin_model_id)
 _VIEW = (
     sa.select(
         alert,
         *JUDGED_BY,
+        duet_result.c.rounds.label("duet_rounds"),
+        duet_result.c.ratio.label("duet_ratio"),
+        duet_result.c.lower_value.label("duet_lower_value"),
+        duet_result.c.upper_value.label("duet_upper_value"),
+        duet_result.c.lower_margin.label("duet_lower_margin"),
+        duet_result.c.upper_margin.label("duet_upper_margin"),
+        duet_result.c.margin_source.label("duet_margin_source"),
         metric.c.uuid.label("metric_uuid"),
         metric.c.iteration,
         metric.c.value,
@@ -205,17 +224,21 @@ _VIEW = (
         threshold.c.created.label("threshold_created"),
         threshold.c.modified.label("threshold_modified"),
     )
-    .join(boundary, boundary.c.id == alert.c.boundary_id)
-    .join(metric, metric.c.id == boundary.c.metric_id)
-    .join(report, report.c.id == metric.c.report_id)
+    .select_from(alert)
+    .outerjoin(boundary, boundary.c.id == alert.c.boundary_id)
+    .outerjoin(metric, metric.c.id == boundary.c.metric_id)
+    .outerjoin(duet_result, duet_result.c.id == alert.c.duet_result_id)
+    .outerjoin(duet, duet.c.id == duet_result.c.duet_id)
+    .join(report, report.c.id == _REPORT_ID)
     .join(project, project.c.id == report.c.project_id)
     .join(_RAISED, _RAISED.c.id == alert.c.report_id)
-    .join(benchmark, benchmark.c.id == metric.c.benchmark_id)
-    .join(measure, measure.c.id == metric.c.measure_id)
+    .join(benchmark, benchmark.c.id == _BENCHMARK_ID)
+    .join(measure, measure.c.id == _MEASURE_ID)
     .join(branch, branch.c.id == report.c.branch_id)
     .join(testbed, testbed.c.id == report.c.testbed_id)
-    .join(threshold, threshold.c.id == boundary.c.threshold_id)
-    .join(model, model.c.id == boundary.c.model_id)
+    # A boundary's model is its threshold's; a duet's margin model too, when it has one.
+    .outerjoin(model, model.c.id == _MODEL_ID)
+    .outerjoin(threshold, threshold.c.id == model.c.threshold_id)
 )
 
 
@@ -250,8 +273,8 @@ def alert_list(
             (alert.c.status, where.status),
             (report.c.branch_id, where.branch_id),
             (report.c.testbed_id, where.testbed_id),
-            (metric.c.benchmark_id, where.benchmark_id),
-            (metric.c.measure_id, where.measure_id),
+            (benchmark.c.id, where.benchmark_id),
+            (measure.c.id, where.measure_id),
             (alert.c.report_id, where.report_id),
         ),
     )

@@ -349,14 +349,21 @@ boundary = sa.Table(
     sa.Index("index_boundary_threshold", "threshold_id"),
 )
 
-# One alert per boundary. ``report_id`` is the report whose evaluation raised it: the metric's
-# own report for a limit, a later one for a change point found in the history.
+# One alert per boundary (a metric outside a threshold's limit, or a change point) or per duet
+# result (a contender/baseline ratio beyond the duet's margin): exactly one of the two is set.
+# ``report_id`` is the report whose evaluation raised it: the metric's own report for a limit, a
+# later one for a change point found in the history, the duet's report for a duet.
+ALERT_ONE_SUBJECT = (
+    "(boundary_id IS NOT NULL AND duet_result_id IS NULL)"
+    " OR (boundary_id IS NULL AND duet_result_id IS NOT NULL)"
+)
 alert = sa.Table(
     "alert",
     metadata,
     _id(),
     _uuid(),
-    _fk("boundary_id", "boundary.id", "CASCADE"),
+    _fk("boundary_id", "boundary.id", "CASCADE", nullable=True),
+    _fk("duet_result_id", "duet_result.id", "CASCADE", nullable=True),
     _fk("report_id", "report.id", "CASCADE"),
     sa.Column("limit", sa.String(8), nullable=False),
     sa.Column("status", sa.String(16), nullable=False),
@@ -367,6 +374,8 @@ alert = sa.Table(
     _ts("created"),
     _ts("modified"),
     sa.UniqueConstraint("boundary_id", name="uq_alert_boundary_id"),
+    sa.UniqueConstraint("duet_result_id", name="uq_alert_duet_result_id"),
+    sa.CheckConstraint(ALERT_ONE_SUBJECT, name="one_subject"),
     sa.Index("index_alert_report", "report_id"),
 )
 
@@ -383,13 +392,17 @@ duet = sa.Table(
     sa.Column("method", sa.String(128), nullable=False),
     sa.Column("resamples", sa.Integer, nullable=False),
     sa.Column("confidence", sa.Float, nullable=False),
-    sa.Column("margin", sa.Float, nullable=False),
+    # The run's ``duet.margin``; NULL when it gave none (each result then takes its threshold's).
+    sa.Column("margin", sa.Float, nullable=True),
     _ts("created"),
     sa.UniqueConstraint("report_id", name="uq_duet_report_id"),
 )
 
 # One benchmark and measure of a duet: the contender/baseline ratio and its interval; ``limit``
-# set (lower/upper) is the duet's alert.
+# set (lower/upper) is the duet's alert (an ``alert`` row). The margins it was judged with
+# (fractions; NULL: that side raises nothing) came from ``margin_source``: ``run`` (the run's
+# ``duet.margin``), ``threshold`` (the percentage model ``margin_model_id`` of the series'
+# threshold) or ``none`` (neither: 0).
 duet_result = sa.Table(
     "duet_result",
     metadata,
@@ -402,7 +415,13 @@ duet_result = sa.Table(
     sa.Column("lower_value", sa.Float, nullable=False),
     sa.Column("upper_value", sa.Float, nullable=False),
     sa.Column("limit", sa.String(8), nullable=True),
+    sa.Column("lower_margin", sa.Float, nullable=True),
+    sa.Column("upper_margin", sa.Float, nullable=True),
+    sa.Column("margin_source", sa.String(16), nullable=False),
+    _fk("margin_model_id", "model.id", "SET NULL", nullable=True),
     sa.Index("index_duet_result_duet", "duet_id"),
+    # A threshold's deletion sets its models' duet results' margin_model_id NULL: found here.
+    sa.Index("index_duet_result_margin_model", "margin_model_id"),
 )
 
 # "This change was intended": the branch/testbed's history (of one measure, or of every one)
