@@ -56,6 +56,7 @@ from benchrunner.server.store import sessions as session_store
 from benchrunner.server.store.engine import make_engine
 from benchrunner.server.store.migrate import upgrade
 from benchrunner.server.store.tables import (
+    alert,
     branch,
     job,
     job_event,
@@ -135,6 +136,7 @@ class Filled:
     job: str
     report: str
     threshold: str
+    alert: str
     first_result: dt.datetime
 
 
@@ -400,6 +402,9 @@ def populate(engine: Engine, n_benchmarks: int, n_jobs: int = JOBS) -> Filled:
         found, _ = thresholds.threshold_list(
             conn, ids.project, thresholds.ThresholdFilter(), ascending=True, limit=1, offset=0
         )
+        newest_alert = conn.execute(
+            sa.select(alert.c.uuid).order_by(alert.c.id.desc()).limit(1)
+        ).scalar_one()
     print(
         f"filled: {n_jobs:,} jobs, {len(chosen):,} reports with results "
         f"({len(chosen) * n_benchmarks * len(MEASURES):,} metrics), {raised} alerts"
@@ -410,6 +415,7 @@ def populate(engine: Engine, n_benchmarks: int, n_jobs: int = JOBS) -> Filled:
         job=str(job_uuid),
         report=str(report_uuid),
         threshold=str(found[0].uuid),
+        alert=str(newest_alert),
         first_result=first_result,
     )
 
@@ -428,7 +434,9 @@ def pages(filled: Filled, n_benchmarks: int) -> dict[str, str]:
         "dashboard": "/console",
         "runners": "/console/runners",
         "runners, live part": "/console/runners/fragment",
+        "runner box-1 (most jobs)": "/console/runners/box-1",
         "specs": "/console/specs",
+        "spec small (9 jobs in 10)": "/console/specs/small",
         "projects": "/console/projects",
         "project": p,
         "jobs (choose a project)": "/console/jobs",
@@ -456,6 +464,7 @@ def pages(filled: Filled, n_benchmarks: int) -> dict[str, str]:
         ),
         "alerts": f"{p}/alerts",
         "alerts (all)": f"{p}/alerts?status=all",
+        "alert": f"{p}/alerts/{filled.alert}",
         "thresholds": f"{p}/thresholds",
         "threshold": f"{p}/thresholds/{filled.threshold}",
         "new threshold": f"{p}/thresholds/new",

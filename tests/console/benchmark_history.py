@@ -7,7 +7,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from tests.harness import Deployment
 
@@ -44,12 +44,14 @@ class Regressed:
         )
 
 
-def submit_regression(console: Deployment, project: str) -> Regressed:
-    """A public project with a history of ``sort`` (and a steady ``hash``) under a 10 %
-    percentage threshold on latency (memory has none), then a report where ``sort`` is 50 %
-    slower: one upper alert."""
+def submit_regression(
+    console: Deployment, project: str, visibility: Literal["public", "private"] = "public"
+) -> Regressed:
+    """A project (public unless told) with a history of ``sort`` (and a steady ``hash``) under
+    a 10 % percentage threshold on latency (memory has none), then a report where ``sort`` is
+    50 % slower: one upper alert."""
     with console.admin() as client:
-        client.create_project("acme", project, "public")
+        client.create_project("acme", project, visibility)
     start = dt.datetime.now(dt.UTC).replace(microsecond=0) - 30 * DAY
     sent = []
     with console.admin() as client:

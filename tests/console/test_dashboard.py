@@ -1,5 +1,5 @@
-"""The dashboard: queue depth, runners connected, and the latest jobs of the projects the
-viewer may read."""
+"""The dashboard: queue depth, runners connected, and the latest jobs and alerts of the
+projects the viewer may read."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from tests.browser import log_in_with_token, save_screenshot
+from tests.console.benchmark_history import submit_regression
 from tests.harness import Deployment, RawChannel
 
 
@@ -59,3 +60,18 @@ def test_anonymous_sees_only_public_projects_jobs(page: Page, jobs: dict[str, st
     expect(recent.get_by_role("link", name=jobs["pending1"][:8])).to_be_visible()
     expect(recent.get_by_role("link", name=jobs["private"][:8])).to_have_count(0)
     expect(recent).not_to_contain_text("hidden")
+
+
+def test_recent_alerts_list_a_regression_linking_to_its_page(
+    page: Page, console: Deployment
+) -> None:
+    regressed = submit_regression(console, "dash-alerts")
+    page.goto("/console")  # anonymous: the project is public
+    recent = page.get_by_role("region", name="Recent alerts")
+    row = recent.locator(f'tr[data-alert="{regressed.alert}"]')
+    expect(row).to_contain_text("upper")
+    expect(row).to_contain_text("150")
+    expect(row).to_contain_text("dash-alerts")
+    row.get_by_role("link", name="sort").click()
+    page.wait_for_url(f"**/console/projects/dash-alerts/alerts/{regressed.alert}")
+    expect(page.locator("#alert-status")).to_have_text("active")

@@ -5,13 +5,15 @@ server's validation beside the field, filters in the URL, and the forms without 
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Iterator
+from itertools import pairwise
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
 import httpx
 import pytest
-from playwright.sync_api import Browser, Page, expect
+from playwright.sync_api import Browser, Page, Request, expect
 
 from tests.browser import log_in_with_token, save_screenshot
 from tests.console.sessions import admin_session
@@ -226,6 +228,72 @@ def test_the_list_filters_in_its_url_and_updates_statuses_in_place(
     expect(page.locator("#filter-error")).to_have_text(
         "branch: no branch 'no-such-branch' in this project"
     )
+
+
+def test_the_list_filters_by_spec(page: Page, console: Deployment, runner: RunnerProcess) -> None:
+    served = console.submit("bench.noop")  # on the deployment's spec, which the runner serves
+    waiting = _unserved_job(console)
+    console.wait_status(served, "processed", "failed", timeout=LIVE_TIMEOUT_MS / 1000)
+    page.goto("/console/projects/bench/jobs")
+    shown = {"unserved": waiting, console.spec: served}
+    for spec, job in shown.items():
+        page.get_by_label("Spec").select_option(spec)
+        page.get_by_role("button", name="Filter").click()
+        page.wait_for_url(re.compile(rf".*/jobs\?.*spec={spec}"))
+        assert parse_qs(urlsplit(page.url).query)["spec"] == [spec]
+        expect(page.get_by_label("Spec")).to_have_value(spec)
+        expect(page.locator(f"tr[data-job='{job}']")).to_have_count(1)
+        for other in set(shown.values()) - {job}:
+            expect(page.locator(f"tr[data-job='{other}']")).to_have_count(0)
+        assert set(page.locator("#job-rows tr td:nth-child(4)").all_inner_texts()) == {spec}
+
+
+POLL_WINDOW_S = 5.0
+
+
+def _requests_while_open(page: Page, path: str, polled: str) -> dict[str, list[float]]:
+    """Open ``path`` and record the requests the page makes from then on, for
+    ``POLL_WINDOW_S`` and at least until ``polled`` was asked for three times: the times of
+    each, by URL path (a followed log's offset changes, its path does not)."""
+    seen: dict[str, list[float]] = {}
+
+    def record(request: Request) -> None:
+        seen.setdefault(urlsplit(request.url).path, []).append(time.monotonic())
+
+    page.goto(path)
+    page.on("request", record)
+    try:
+        start = time.monotonic()
+        while time.monotonic() - start < POLL_WINDOW_S or len(seen.get(polled, [])) < 3:
+            assert time.monotonic() - start < 30, f"{polled} was not polled: {seen}"
+            page.wait_for_timeout(100)  # lets Playwright deliver the request events meanwhile
+    finally:
+        page.remove_listener("request", record)
+    return seen
+
+
+def test_no_page_polls_faster_than_once_a_second(
+    page: Page, console: Deployment, runner: RunnerProcess, tmp_path: Path
+) -> None:
+    gate = tmp_path / "gate"
+    job = console.submit("bench.ticker", {"gate": str(gate), "ms": 100, "stream": "stderr"})
+    try:
+        console.wait_status(job, "running")
+        log_in_with_token(page, console.server.token)
+        jobs = "/console/projects/bench/jobs"
+        live = {
+            jobs: f"{jobs}/fragment",
+            f"{jobs}/{job}": f"{jobs}/{job}/fragment",
+            "/console/runners": "/console/runners/fragment",
+        }
+        for path, polled in live.items():
+            seen = _requests_while_open(page, path, polled)
+            for url, times in seen.items():
+                gaps = [later - earlier for earlier, later in pairwise(times)]
+                assert min(gaps, default=1.0) >= 1.0, (path, url, gaps)
+    finally:
+        gate.touch()
+    console.wait_status(job, "processed", timeout=LIVE_TIMEOUT_MS / 1000)
 
 
 def test_cancel_and_rerun_work_without_javascript(

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import BrowserContext, Page, expect
 
-from tests.browser import log_in_with_password, log_in_with_token
+from tests.browser import log_in_with_password, log_in_with_token, save_screenshot
 from tests.console.accounts import create_member
 from tests.harness import Deployment
 from tests.registry_support import make_user
@@ -85,7 +85,9 @@ def test_the_session_reads_the_api_as_the_console_does_but_writes_nothing(
 
 
 def test_a_wrong_password_is_refused_beside_the_form(page: Page, team: str) -> None:
+    page.set_viewport_size({"width": 1280, "height": 720})
     page.goto("/console/login")
+    save_screenshot(page, "login")
     page.get_by_label("Email", exact=True).fill(MEMBER)
     page.get_by_label("Password", exact=True).fill(PASSWORD + "!")
     with page.expect_response("**/console/login") as answer:

@@ -39,19 +39,25 @@ def _drawn(page: Page) -> dict[str, Any]:
     }
 
 
-def _pixel(page: Page, left: float, top: float) -> list[int]:
-    """The RGB of the plot's canvas at a point given in CSS pixels."""
-    rgb: list[int] = page.evaluate(
+def _rgba(page: Page, left: float, top: float) -> list[int]:
+    """The RGBA of the plot's canvas at a point given in CSS pixels (the canvas is
+    transparent where nothing is drawn: the page's white shows through)."""
+    rgba: list[int] = page.evaluate(
         """([left, top]) => {
             const canvas = document.querySelector("figure.perf-chart canvas");
             const scale = canvas.width / canvas.getBoundingClientRect().width;
             const data = canvas.getContext("2d")
                 .getImageData(Math.round(left * scale), Math.round(top * scale), 1, 1).data;
-            return [data[0], data[1], data[2]];
+            return [data[0], data[1], data[2], data[3]];
         }""",
         [left, top],
     )
-    return rgb
+    return rgba
+
+
+def _pixel(page: Page, left: float, top: float) -> list[int]:
+    """The RGB of the plot's canvas at a point given in CSS pixels."""
+    return _rgba(page, left, top)[:3]
 
 
 def test_a_regression_shows_as_an_alert_marker_on_the_perf_plot(
@@ -92,6 +98,116 @@ def test_a_regression_shows_as_an_alert_marker_on_the_perf_plot(
     row = page.locator(f'tr[data-alert="{regressed.alert}"]')
     expect(row).to_contain_text("sort")
     expect(row.locator("td.alert-status")).to_have_text("active")
+
+
+def _band_probe(page: Page) -> dict[str, Any]:
+    """Where the first line's threshold band lies on the canvas, in CSS pixels: halfway
+    between two of its early reports (before the regression), the band's top and bottom there,
+    the line of values (which may cross it) and a point well above it, all read from the
+    drawn plot's own scales."""
+    probe: dict[str, Any] = page.evaluate(
+        """() => {
+            const figure = document.querySelector("figure.perf-chart");
+            const chart = JSON.parse(document.getElementById(figure.dataset.chart).textContent);
+            const plot = figure.plot;
+            const band = chart.lines[0].band;
+            const at = band.high.findIndex((h, i) => h !== null && band.low[i] !== null
+                && band.high[i + 1] != null && band.low[i + 1] != null);
+            const x = (chart.x[at] + chart.x[at + 1]) / 2;
+            const high = (band.high[at] + band.high[at + 1]) / 2;
+            const low = (band.low[at] + band.low[at + 1]) / 2;
+            const values = chart.lines[0].values;
+            const value = (values[at] + values[at + 1]) / 2;
+            const dpr = devicePixelRatio;
+            const left = plot.valToPos(x, "x") + plot.bbox.left / dpr;
+            const y = (v) => plot.valToPos(v, "y") + plot.bbox.top / dpr;
+            return {
+                index: at, left: left, high: y(high), low: y(low), line: y(value),
+                above: y(high + 3 * (high - low)), plotTop: plot.bbox.top / dpr,
+            };
+        }"""
+    )
+    return probe
+
+
+def test_the_perf_plot_draws_the_threshold_band(page: Page, regressed: Regressed) -> None:
+    page.set_viewport_size({"width": 1280, "height": 900})
+    page.goto(regressed.perf_url())
+    _drawn(page)
+    probe = _band_probe(page)
+    assert 0 <= probe["index"] < len(HISTORY) - 1, probe  # between two steady reports
+    assert probe["high"] < probe["low"] - 10, probe  # the band is taller than a line
+    # Inside the band, off the line of values: the line's blue, translucent (12 %; more
+    # where a grid line, translucent black, crosses it).
+    height = probe["low"] - probe["high"]
+    inside = [probe["high"] + share * height for share in (0.2, 0.35, 0.5, 0.65, 0.8)]
+    clear = [top for top in inside if abs(top - probe["line"]) > 6]
+    assert len(clear) >= 3, probe
+    for top in clear:
+        red, green, blue, alpha = _rgba(page, probe["left"], top)
+        assert 20 <= alpha <= 80 and blue - red >= 50, (top, (red, green, blue, alpha), probe)
+    # Above it, inside the plot: nothing drawn, or a grid line's black.
+    assert probe["above"] > probe["plotTop"], probe
+    red, green, blue, alpha = _rgba(page, probe["left"], probe["above"])
+    assert alpha == 0 or blue - red < 10, (red, green, blue, alpha)
+
+
+def test_an_alerts_page_shows_it_links_its_plot_and_dismisses_it(
+    page: Page, regressed: Regressed, console: Deployment
+) -> None:
+    page.set_viewport_size({"width": 1280, "height": 900})
+    alert_url = f"/console/projects/{regressed.project}/alerts/{regressed.alert}"
+    page.goto(alert_url)  # anonymous: a public project's alert is read, not changed
+    expect(page.locator("#alert-status")).to_have_text("active")
+    expect(page.get_by_role("button", name="Dismiss")).to_have_count(0)
+
+    log_in_with_token(page, console.server.token)
+    page.goto(f"/console/projects/{regressed.project}/alerts")
+    row = page.locator(f'tr[data-alert="{regressed.alert}"]')
+    row.get_by_role("link", name="sort").click()
+    page.wait_for_url(f"**{alert_url}")
+    expect(page.get_by_role("heading", level=1)).to_contain_text("sort")
+    expect(page.locator("#alert-value")).to_have_text("150")
+    facts = page.locator("#alert-facts")
+    for text in ("upper", "Latency", "main", "box"):
+        expect(facts).to_contain_text(text)
+    judged = page.locator(f'table.alerts tr[data-alert="{regressed.alert}"]')
+    expect(judged).to_contain_text("percentage")
+    expect(page.locator("#alert-report")).to_have_attribute(
+        "href", f"/console/projects/{regressed.project}/reports/{regressed.last['uuid']}"
+    )
+    save_screenshot(page, "alert")
+
+    # The plot around it marks it.
+    page.locator("#alert-perf").click()
+    page.wait_for_url("**/perf?**")
+    assert [m["alert"] for m in _drawn(page)["markers"]] == [regressed.alert]
+    page.go_back()
+
+    page.get_by_role("button", name="Dismiss").click()
+    page.wait_for_url(f"**{alert_url}?now=dismissed")
+    expect(page.get_by_role("status")).to_have_text("This alert is now dismissed.")
+    expect(page.locator("#alert-status")).to_have_text("dismissed")
+    page.get_by_role("button", name="Silence").click()
+    expect(page.locator("#alert-status")).to_have_text("silenced")
+    with console.admin() as client:
+        assert client.get_alert(regressed.project, regressed.alert)["status"] == "silenced"
+
+
+def test_a_private_projects_alert_is_not_found_by_outsiders(
+    page: Page, console: Deployment
+) -> None:
+    hidden = submit_regression(console, "hidden-alert", visibility="private")
+    alert_url = f"/console/projects/{hidden.project}/alerts/{hidden.alert}"
+    response = page.goto(alert_url)
+    assert response is not None and response.status == 404
+    expect(page.get_by_role("heading", level=1)).to_have_text("Not found")
+    assert "sort" not in page.content()
+    log_in_with_token(page, console.server.token)
+    response = page.goto(alert_url)
+    assert response is not None and response.status == 200
+    response = page.goto(f"/console/projects/{hidden.project}/alerts/{'0' * 32}")
+    assert response is not None and response.status == 404
 
 
 def test_the_perf_page_reads_without_javascript(
@@ -143,6 +259,7 @@ def test_the_report_page_shows_metrics_boundaries_and_the_alert(
     expect(rows).to_have_count(len(HISTORY) + 1)
     # Newest first: the regression's report leads, with its one alert.
     expect(rows.first.locator("td").nth(6)).to_have_text("1")
+    save_screenshot(page, "reports")
     rows.first.get_by_role("link").first.click()
     expect(page.get_by_role("heading", level=1)).to_contain_text(regressed.last["uuid"])
     alerted = page.locator("table.metrics tr.alerted")

@@ -117,8 +117,83 @@ def test_rotating_a_key_shows_the_new_one_once_and_retires_the_old(
     RawChannel(console.server, slug, new_key).close()
 
 
+def _run_on(console: Deployment, spec: str) -> str:
+    body = {"project": "bench", "spec": spec, "template": "bench.noop", "args": {}}
+    with console.admin() as client:
+        return str(client.run({**body, "settings": {"adapter": "json"}})["job"])
+
+
+def test_a_runners_page_and_its_specs_page_show_its_jobs_and_keep_its_actions(
+    admin_page: Page, console: Deployment
+) -> None:
+    page = admin_page
+    page.set_viewport_size({"width": 1280, "height": 800})
+    with console.admin() as client:
+        client.create_spec(
+            name="page-spec", architecture="x86_64", cpu=2, memory=1 << 30, disk=1 << 30
+        )
+    slug, key = console.new_runner("page-box", ["page-spec"])
+    channel = RawChannel(console.server, slug, key)
+    try:
+        running = _run_on(console, "page-spec")
+        assert channel.claim()["uuid"] == running
+        channel.ask({"event": "running"})
+        console.wait_status(running, "running")
+        pending = _run_on(console, "page-spec")  # no runner free: it waits
+
+        page.goto("/console/runners")
+        page.locator(f'tr[data-runner="{slug}"]').get_by_role("link", name="page-box").click()
+        page.wait_for_url(f"**/console/runners/{slug}")
+        expect(page.locator("#runner-state")).to_have_text("busy")
+        expect(page.locator("#runner-job")).to_contain_text(running[:8])
+        latest = page.get_by_role("region", name="Latest jobs")
+        expect(latest.locator(f'tr[data-job="{running}"] [data-status]')).to_have_text("running")
+        expect(latest.locator(f'tr[data-job="{pending}"]')).to_have_count(0)  # not its job
+        save_screenshot(page, "runner")
+
+        # Its spec's page: the runner serving it, busy, and every job asking for the spec.
+        page.locator("#runner-specs").get_by_role("link", name="page-spec").click()
+        page.wait_for_url("**/console/specs/page-spec")
+        expect(page.locator(f'tr[data-runner="{slug}"] td.state')).to_have_text("busy")
+        latest = page.get_by_role("region", name="Latest jobs")
+        expect(latest.locator(f'tr[data-job="{pending}"] [data-status]')).to_have_text("pending")
+        expect(latest.locator(f'tr[data-job="{running}"]')).to_have_count(1)
+        expect(page.locator("#spec-facts")).to_contain_text("1 GiB")
+
+        # The admin actions on the runner's page come back to it.
+        page.goto(f"/console/runners/{slug}")
+        page.get_by_role("button", name="Pause page-box").click()
+        page.wait_for_url(f"**/console/runners/{slug}")
+        expect(page.locator("#runner-state")).to_have_text("paused")
+        page.get_by_role("button", name="Unpause page-box").click()
+        expect(page.locator("#runner-state")).to_have_text("busy")
+        with console.admin() as client:
+            assert client.get_runner(slug)["paused"] is False
+        page.get_by_role("button", name="Archive page-box").click()
+        page.wait_for_url(f"**/console/runners/{slug}")
+        expect(page.locator("#runner-state")).to_have_text("archived")
+        expect(page.get_by_role("button", name="Unpause page-box")).to_have_count(0)
+    finally:
+        channel.close()
+
+
+def test_the_specs_list_links_each_spec_and_unknown_ones_are_not_found(
+    admin_page: Page,
+) -> None:
+    page = admin_page
+    page.goto("/console/specs")
+    save_screenshot(page, "specs")
+    page.get_by_role("table").get_by_role("link", name="small", exact=True).click()
+    page.wait_for_url("**/console/specs/small")
+    expect(page.get_by_role("heading", level=1)).to_contain_text("small")
+    for path in ("/console/specs/no-such-spec", "/console/runners/no-such-runner"):
+        response = page.goto(path)
+        assert response is not None and response.status == 404, path
+
+
 def test_runners_and_specs_are_for_admins_only(page: Page, console: Deployment) -> None:
-    for path in ("/console/runners", "/console/specs"):
+    pages = ("/console/runners", "/console/specs", "/console/runners/any", "/console/specs/small")
+    for path in pages:
         response = page.goto(path)
         assert response is not None and response.status == 401
         expect(page.get_by_role("main").get_by_role("link", name="Log in")).to_be_visible()
@@ -128,7 +203,7 @@ def test_runners_and_specs_are_for_admins_only(page: Page, console: Deployment) 
     page.get_by_label("Password", exact=True).fill("rita's password")
     page.get_by_label("Password", exact=True).press("Enter")
     page.wait_for_url("**/console")
-    for path in ("/console/runners", "/console/specs"):
+    for path in pages:
         response = page.goto(path)
         assert response is not None and response.status == 403
 

@@ -8,11 +8,13 @@ URL map (every page follows the API's path under ``/v0``, with ``/console`` in i
                                                            runners, recent jobs and alerts
 ``/console/login``, ``/console/logout``                    sign in (password or API token) and out
 ``/console/runners``                                       runners; admins: create
-``/console/runners/{runner}``                              one runner; admins: rotate key, pause,
+``/console/runners/{runner}``                              one runner: state, specs, current and
+                                                           latest jobs; admins: rotate key, pause,
                                                            unpause, archive (POST sub-paths
                                                            ``/rotate``, ``/pause``, ``/unpause``,
                                                            ``/archive``)
 ``/console/specs``                                         specs
+``/console/specs/{spec}``                                  one spec: its runners and latest jobs
 ``/console/projects``                                      projects the viewer can see
 ``/console/projects/{project}``                            one project, linking to its pages below
 ``/console/projects/{project}/jobs``                       jobs, filters as query parameters
@@ -25,7 +27,9 @@ URL map (every page follows the API's path under ``/v0``, with ``/console`` in i
 ``/console/projects/{project}/reports/{report}``           one report
 ``/console/projects/{project}/perf``                       perf plots, the plot's state in the query
 ``/console/projects/{project}/alerts``                     alerts; POST ``/{alert}/dismiss``,
-                                                           ``/{alert}/silence``
+                                                           ``/{alert}/silence``, ``/activate``
+``/console/projects/{project}/alerts/{alert}``             one alert, linking to the perf plot
+                                                           around it
 ``/console/projects/{project}/thresholds``                 thresholds; ``/new``, ``/{threshold}``
                                                            (edit)
 ``/console/jobs``, ``/console/reports``, ``/console/perf``  the navigation's project-scoped

@@ -4,6 +4,7 @@ and alerts of the projects a viewer may read, and each runner's job in flight.""
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
 from uuid import UUID
@@ -70,19 +71,39 @@ def _job_summary(row: Any) -> JobSummary:
     )
 
 
-def recent_jobs(conn: Connection, viewer: UserRow | None, limit: int) -> list[JobSummary]:
-    """The newest ``limit`` jobs of the projects ``viewer`` may read."""
-    query = _JOB_SUMMARY.where(project_visible_to(viewer)).order_by(job.c.id.desc()).limit(limit)
+def recent_jobs(
+    conn: Connection,
+    viewer: UserRow | None,
+    limit: int,
+    *,
+    runner_id: int | None = None,
+    spec_id: int | None = None,
+) -> list[JobSummary]:
+    """The newest ``limit`` jobs of the projects ``viewer`` may read; with ``runner_id`` or
+    ``spec_id``, only those the runner claimed or that ask for the spec (each an indexed
+    column, read newest first)."""
+    query = _JOB_SUMMARY.where(project_visible_to(viewer))
+    if runner_id is not None:
+        query = query.where(job.c.runner_id == runner_id)
+    if spec_id is not None:
+        query = query.where(job.c.spec_id == spec_id)
+    query = query.order_by(job.c.id.desc()).limit(limit)
     return [_job_summary(r) for r in conn.execute(query)]
 
 
-def runners_current_jobs(conn: Connection) -> dict[int, JobSummary]:
+def runners_current_jobs(
+    conn: Connection, runner_ids: Collection[int] | None = None
+) -> dict[int, JobSummary]:
     """Each runner's job in flight (claimed or running), by runner id: its newest, should a
-    runner hold several. Two queries; only one job per runner is read and converted."""
+    runner hold several; every runner's, or only those of ``runner_ids``. Two queries; only
+    one job per runner is read and converted."""
+    where = [in_flight(job.c.status), job.c.runner_id.is_not(None)]
+    if runner_ids is not None:
+        if not runner_ids:
+            return {}
+        where.append(job.c.runner_id.in_(sorted(runner_ids)))
     newest = conn.execute(
-        sa.select(sa.func.max(job.c.id))
-        .where(in_flight(job.c.status), job.c.runner_id.is_not(None))
-        .group_by(job.c.runner_id)
+        sa.select(sa.func.max(job.c.id)).where(*where).group_by(job.c.runner_id)
     ).scalars()
     ids = sorted(newest)
     if not ids:

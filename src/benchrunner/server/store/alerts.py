@@ -199,6 +199,7 @@ _VIEW = (
         metric.c.lower_value,
         metric.c.upper_value,
         report.c.uuid.label("metric_report_uuid"),
+        report.c.start_time.label("metric_report_start"),
         report.c.project_id,
         _RAISED.c.uuid.label("raised_uuid"),
         benchmark.c.uuid.label("benchmark_uuid"),

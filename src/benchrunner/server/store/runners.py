@@ -323,6 +323,17 @@ def runner_specs(conn: Connection, runner_id: int) -> list[Any]:
     )
 
 
+def spec_runners(conn: Connection, spec_id: int) -> list[RunnerRow]:
+    """The runners (not archived) that run jobs of the spec, by name."""
+    query = (
+        sa.select(runner)
+        .join(runner_spec, runner_spec.c.runner_id == runner.c.id)
+        .where(runner_spec.c.spec_id == spec_id, runner.c.archived.is_(None))
+        .order_by(runner.c.name, runner.c.id)
+    )
+    return [_runner(r) for r in conn.execute(query)]
+
+
 def runners_spec_names(conn: Connection, runner_ids: Collection[int]) -> dict[int, list[str]]:
     """The names of each runner's specs, by name, by runner id (one query for a whole list;
     a runner without specs is absent)."""

@@ -1,9 +1,11 @@
-"""A project's alerts: the list (filtered by status and by the report that raised them) and the
-forms that dismiss, silence or reactivate one (CSRF-checked POSTs answered with a redirect to
-the list, which says what changed)."""
+"""A project's alerts: the list (filtered by status and by the report that raised them), one
+alert's page (its metric, boundary and threshold, and a link to the perf plot around it), and
+the forms that dismiss, silence or reactivate one (CSRF-checked POSTs answered with a redirect
+to the page the form was on, which says what changed)."""
 
 from __future__ import annotations
 
+import datetime as dt
 import urllib.parse
 import uuid
 from dataclasses import dataclass
@@ -15,6 +17,7 @@ from sqlalchemy.engine import Connection
 
 from benchrunner.server.console.csrf import CsrfChecked
 from benchrunner.server.console.pager import Pager
+from benchrunner.server.console.perf_state import PerfState
 from benchrunner.server.console.templating import render
 from benchrunner.server.console.viewer import (
     CurrentViewer,
@@ -33,6 +36,8 @@ from benchrunner.server.store.alerts import STATUSES, AlertStatus
 router = APIRouter()
 
 PER_PAGE = 25
+PERF_AROUND = dt.timedelta(days=30)
+"""An alert's page links to its perf plot from this long before its report to as long after."""
 Shown = Literal["active", "dismissed", "silenced", "all"]
 ACTIONS: dict[str, AlertStatus] = {
     "dismiss": "dismissed",
@@ -98,16 +103,76 @@ async def alert_list(
     )
 
 
-def _set_status(
-    conn: Connection, viewer: Viewer, ref: str, alert_ref: str, status: AlertStatus, now: Any
-) -> ProjectRow:
-    project = writable_project(conn, viewer, ref)
+@dataclass(frozen=True)
+class AlertPage:
+    project: ProjectRow
+    alert: Any
+    writable: bool
+
+    @property
+    def perf_url(self) -> str:
+        """The perf page of the alert's series, around its report (the plot marks it)."""
+        row = self.alert
+        state = PerfState(
+            refs={
+                "branches": (row.branch_slug,),
+                "testbeds": (row.testbed_slug,),
+                "benchmarks": (row.benchmark_slug,),
+                "measures": (row.measure_slug,),
+            },
+            start=row.metric_report_start - PERF_AROUND,
+            end=row.metric_report_start + PERF_AROUND,
+            scale="linear",
+        )
+        return f"/console/projects/{self.project.slug}/perf?{state.query_string()}"
+
+
+def _alert_or_404(conn: Connection, project: ProjectRow, alert_ref: str) -> Any:
     found = alerts.alert_get(conn, project.id, alert_ref)
     if found is None:
         raise not_found("alert", alert_ref)
+    return found
+
+
+def _one(conn: Connection, viewer: Viewer, ref: str, alert_ref: str) -> AlertPage:
+    """The alert if the viewer may read its project (else a 404): two or three queries."""
+    project = visible_project(conn, viewer, ref)
+    found = _alert_or_404(conn, project, alert_ref)
+    return AlertPage(project, found, may_change(conn, viewer, project))
+
+
+@router.get("/console/projects/{project}/alerts/{alert}", response_class=HTMLResponse)
+async def alert_page(
+    project: str,
+    alert: str,
+    request: Request,
+    viewer: CurrentViewer,
+    ctx: Ctx,
+    now: Annotated[AlertStatus | None, Query()] = None,
+) -> HTMLResponse:
+    """``now`` is set by the redirect after a form on this page: the status it got."""
+    found = await ctx.db.read(_one, viewer, project, alert)
+    return render(
+        request,
+        viewer,
+        "alert.html",
+        {
+            "page": found,
+            "project": found.project,
+            "changed": now,
+            "actions": {status: action for action, status in ACTIONS.items()},
+        },
+    )
+
+
+def _set_status(
+    conn: Connection, viewer: Viewer, ref: str, alert_ref: str, status: AlertStatus, now: Any
+) -> tuple[ProjectRow, uuid.UUID]:
+    project = writable_project(conn, viewer, ref)
+    found = _alert_or_404(conn, project, alert_ref)
     if found.status != status:
         alerts.alert_set_status(conn, found.id, status, now)
-    return project
+    return project, found.uuid
 
 
 def _action(action: str, status: AlertStatus) -> None:
@@ -119,13 +184,20 @@ def _action(action: str, status: AlertStatus) -> None:
         _csrf: CsrfChecked,
         shown: Annotated[Shown, Form()] = "active",
         report: Annotated[str, Form(max_length=64)] = "",
+        back: Annotated[Literal["list", "alert"], Form()] = "list",
     ) -> RedirectResponse:
-        found = await ctx.db.write(_set_status, viewer, project, alert, status, ctx.clock.now())
-        params = {"status": shown, "changed": alert, "now": status}
+        """``back``: the page the form was on (the list, with its filters, or the alert's)."""
+        found, alert_uuid = await ctx.db.write(
+            _set_status, viewer, project, alert, status, ctx.clock.now()
+        )
+        alerts_url = f"/console/projects/{found.slug}/alerts"
+        if back == "alert":
+            target = f"{alerts_url}/{alert_uuid}?{urllib.parse.urlencode({'now': status})}"
+            return RedirectResponse(target, status_code=303)
+        params = {"status": shown, "changed": str(alert_uuid), "now": status}
         if report:
             params["report"] = report
-        target = f"/console/projects/{found.slug}/alerts?{urllib.parse.urlencode(params)}"
-        return RedirectResponse(target, status_code=303)
+        return RedirectResponse(f"{alerts_url}?{urllib.parse.urlencode(params)}", status_code=303)
 
     router.add_api_route(
         f"/console/projects/{{project}}/alerts/{{alert}}/{action}",

@@ -1,12 +1,12 @@
 """Runners: state, last heartbeat, specs and job in flight, refreshed while the page is open;
-for admins, create (the key shown once), rotate the key, pause, unpause and archive, through
-the same functions as the API (:mod:`benchrunner.server.runner_admin`)."""
+one runner's page with its latest jobs; for admins, create (the key shown once), rotate the
+key, pause, unpause and archive, through the same functions as the API
+(:mod:`benchrunner.server.runner_admin`)."""
 
 from __future__ import annotations
 
-import datetime as dt
 from dataclasses import dataclass
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Form, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
@@ -15,60 +15,45 @@ from sqlalchemy.engine import Connection
 from benchrunner.server import runner_admin
 from benchrunner.server.console.csrf import CsrfChecked
 from benchrunner.server.console.permissions import require_admin
+from benchrunner.server.console.runner_lines import RunnerLine, runner_line, runner_lines
 from benchrunner.server.console.templating import render
-from benchrunner.server.console.viewer import CurrentViewer
+from benchrunner.server.console.viewer import CurrentViewer, Viewer
 from benchrunner.server.errors import ApiError
 from benchrunner.server.routes.deps import Ctx, Life
-from benchrunner.server.runner_admin import RunnerChanges
+from benchrunner.server.runner_admin import RunnerChanges, runner_or_404
 from benchrunner.server.store import activity, runners
 from benchrunner.server.store.activity import JobSummary
-from benchrunner.server.store.runners import RunnerRow
 
 router = APIRouter()
 
 REFRESH_SECONDS = 2
+RECENT_JOBS = 20
+"""How many of a runner's latest jobs its page lists."""
 NAME_MAX = 64
 """The API's limit on a runner's name; checked here so that the form says so beside the field."""
 
 
-@dataclass(frozen=True)
-class RunnerLine:
-    runner: RunnerRow
-    state: str
-    specs: list[str]
-    job: JobSummary | None
-    last_heartbeat: dt.datetime | None
-
-
-def runner_state(row: RunnerRow, connected: bool, job: JobSummary | None) -> str:
-    """archived, paused, busy (a job in flight), idle (connected, waiting) or offline."""
-    if row.archived is not None:
-        return "archived"
-    if row.paused:
-        return "paused"
-    if job is not None:
-        return "busy"
-    return "idle" if connected else "offline"
-
-
 def _lines(conn: Connection, connected: frozenset[int]) -> list[RunnerLine]:
-    jobs = activity.runners_current_jobs(conn)
     rows = runners.runner_list(conn, archived=False, name=None)
-    specs = runners.runners_spec_names(conn, [row.id for row in rows])
-    lines = []
-    for row in rows:
-        job = jobs.get(row.id)
-        beats = [t for t in (row.last_heartbeat, job.last_heartbeat if job else None) if t]
-        lines.append(
-            RunnerLine(
-                row,
-                runner_state(row, row.id in connected, job),
-                specs.get(row.id, []),
-                job,
-                max(beats) if beats else None,
-            )
-        )
-    return lines
+    return runner_lines(conn, rows, connected)
+
+
+@dataclass(frozen=True)
+class RunnerPage:
+    line: RunnerLine
+    specs: list[Any]
+    jobs: list[JobSummary]
+
+
+def _runner_page(
+    conn: Connection, viewer: Viewer, ref: str, connected: frozenset[int]
+) -> RunnerPage:
+    """One runner, its specs, its job in flight and its latest jobs: five small queries."""
+    row = runner_or_404(conn, ref)
+    job = activity.runners_current_jobs(conn, [row.id]).get(row.id)
+    specs = runners.runner_specs(conn, row.id)
+    jobs = activity.recent_jobs(conn, viewer.user, RECENT_JOBS, runner_id=row.id)
+    return RunnerPage(runner_line(row, connected, job, [s.name for s in specs]), specs, jobs)
 
 
 async def _table_context(request: Request, ctx: Ctx) -> dict[str, Any]:
@@ -95,6 +80,16 @@ async def runners_fragment(request: Request, viewer: CurrentViewer, ctx: Ctx) ->
     """The runners table alone, which the page swaps in every few seconds."""
     require_admin(viewer, "runners")
     return render(request, viewer, "runners_table.html", await _table_context(request, ctx))
+
+
+@router.get("/console/runners/{runner}", response_class=HTMLResponse)
+async def runner_page(
+    runner: str, request: Request, viewer: CurrentViewer, ctx: Ctx
+) -> HTMLResponse:
+    require_admin(viewer, "runners")
+    connected = request.app.state.hub.connected_runner_ids()
+    found = await ctx.db.read(_runner_page, viewer, runner, connected)
+    return render(request, viewer, "runner.html", {"page": found})
 
 
 @router.post("/console/runners", response_class=HTMLResponse)
@@ -143,6 +138,9 @@ async def rotate_key(
     )
 
 
+Back = Literal["list", "runner"]
+
+
 def _change_route(action: str, changes: RunnerChanges) -> None:
     async def change(
         runner: str,
@@ -151,10 +149,13 @@ def _change_route(action: str, changes: RunnerChanges) -> None:
         ctx: Ctx,
         life: Life,
         _csrf: CsrfChecked,
+        back: Annotated[Back, Form()] = "list",
     ) -> Response:
+        """``back``: the page the form was on, which the browser returns to."""
         require_admin(viewer, "runners")
-        await runner_admin.update(ctx, life, request.app.state.hub, runner, changes)
-        return RedirectResponse("/console/runners", status_code=303)
+        row = await runner_admin.update(ctx, life, request.app.state.hub, runner, changes)
+        target = f"/console/runners/{row['slug']}" if back == "runner" else "/console/runners"
+        return RedirectResponse(target, status_code=303)
 
     router.add_api_route(
         f"/console/runners/{{runner}}/{action}",
