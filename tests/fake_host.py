@@ -3,12 +3,15 @@
 ``bare_metal`` builds what an untuned bare-metal server shows; ``FakeKernelFs`` adds the two
 things a plain directory cannot do the way the kernel does: a cgroup directory that comes with
 its interface files, and ``cgroup.subtree_control``'s ``+cpuset``/``-cpuset`` grammar.
+``DeniedFs`` refuses to read chosen files, as a kernel or LSM refuses a file to a process (the
+tests run as root, whom a file's mode cannot refuse).
 """
 
 from __future__ import annotations
 
+import errno
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from benchrunner.runner.tuning.hostfs import HostFs
@@ -106,3 +109,14 @@ class FakeKernelFs(HostFs):
         elif value.startswith("-") and name in enabled:
             enabled.remove(name)
         super().write(relative, " ".join(enabled))
+
+
+@dataclass(frozen=True)
+class DeniedFs(HostFs):
+    denied: frozenset[str] = field(default_factory=frozenset)
+    """Relative paths that exist and raise EACCES when read."""
+
+    def read_present(self, relative: str) -> str | None:
+        if relative in self.denied and self.path(relative).exists():
+            raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), str(self.path(relative)))
+        return super().read_present(relative)

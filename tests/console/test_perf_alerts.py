@@ -345,26 +345,37 @@ def test_a_threshold_is_created_and_edited_from_the_form(
     expect(upper).to_have_value("1.5")
     expect(page.get_by_label("Benchmark")).to_have_value("hash")
 
+    noisy = page.get_by_label("Alert on a noisy report too")
+    expect(noisy).not_to_be_checked()
+    noisy.check()
     upper.fill("0.95")
     page.get_by_label("Maximum sample size").fill("30")
     page.get_by_label("Maximum sample size").press("Enter")
     expect(page.get_by_role("status")).to_have_text("Threshold created.")
+    expect(page.locator("dd.alert-when-noisy")).to_have_text("alert")
+    expect(noisy).to_be_checked()
     threshold = page.url.split("/thresholds/")[1].split("?")[0]
     with console.admin() as client:
         created = client.get_threshold(regressed.project, threshold)
     assert created["benchmark"]["name"] == "hash"
     assert (created["model"]["test"], created["model"]["upper_boundary"]) == ("t_test", 0.95)
     assert created["model"]["max_sample_size"] == 30
+    assert created["alert_when_noisy"] is True
 
     page.get_by_label("Test", exact=True).select_option("static")
     page.get_by_label("Upper boundary").fill("120")
     page.get_by_label("Maximum sample size").fill("")
     page.get_by_label("Lower boundary").fill("130")  # above the upper: refused
-    page.get_by_role("button", name="Save model").click()
+    noisy.uncheck()
+    page.get_by_role("button", name="Save", exact=True).click()
     expect(page.locator("#lower_boundary-error")).to_contain_text("must not be greater")
+    expect(noisy).not_to_be_checked()  # as typed, and not saved yet
+    with console.admin() as client:
+        assert client.get_threshold(regressed.project, threshold)["alert_when_noisy"] is True
     page.get_by_label("Lower boundary").fill("")
-    page.get_by_role("button", name="Save model").click()
+    page.get_by_role("button", name="Save", exact=True).click()
     expect(page.get_by_role("status")).to_have_text("Threshold updated.")
+    expect(page.locator("dd.alert-when-noisy")).to_have_text("no alert")
     expect(page.locator("table.models tbody tr")).to_have_count(2)
     expect(page.locator("dd.current-test")).to_have_text("static")
     save_screenshot(page, "threshold-edit")
@@ -372,6 +383,7 @@ def test_a_threshold_is_created_and_edited_from_the_form(
         edited = client.get_threshold(regressed.project, threshold)
     assert (edited["model"]["test"], edited["model"]["upper_boundary"]) == ("static", 120.0)
     assert [m["test"] for m in edited["models"]] == ["static", "t_test"]
+    assert edited["alert_when_noisy"] is False
 
     page.goto(f"/console/projects/{regressed.project}/thresholds")
     expect(page.locator(f'tr[data-threshold="{threshold}"] td.test')).to_have_text("static")

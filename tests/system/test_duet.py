@@ -149,6 +149,17 @@ ILL_FORMED: list[tuple[dict[str, Any], str]] = [
       "contender": {"image": "sha256:" + "d" * 64}}, "not image"),
     ({"template": None, "baseline": {"image": "sha256:" + "c" * 64},
       "contender": {"image": "sha256:" + "d" * 64}}, "is not in project"),
+    ({"template": None, "baseline": {"image": "bench:v1"}, "contender": {"image": "bench:v2"}},
+     "tag 'v1' is not in project 'bench'"),
+    ({"template": None, "baseline": {"image": "bench:v1"}, "contender": {"image": "Bench:v2"}},
+     "contender.image 'Bench:v2': repository 'Bench' is not a repository name"),
+    ({"template": None, "baseline": {"image": "other:v1"}, "contender": {"image": "bench:v2"}},
+     "image repository 'other' is not project 'bench'"),
+    ({"template": None, "baseline": {"image": "registry.example:5000/bench:v1"},
+      "contender": {"image": "bench:v2"}}, "image registry 'registry.example:5000' is not this"),
+    ({"template": None, "baseline": {"image": "bench:v1"},
+      "contender": {"image": "registry.example:5000/bench:v2"}},
+     "image registry 'registry.example:5000' is not this"),
 ]  # fmt: skip
 
 

@@ -27,6 +27,7 @@ pytestmark = [
 ]
 
 RESULT = {"sandboxed": {"latency": {"value": 42.0}}}
+SIDES = ("baseline", "contender")
 
 
 def sandbox_runner(deployment: Deployment, name: str) -> Path:
@@ -126,21 +127,28 @@ def test_a_sandbox_runner_refuses_template_jobs_clearly(deployment: Deployment) 
     assert "runs image jobs only" in job["output"]["error"]
 
 
-def test_a_duet_of_two_images_runs_both_in_the_sandbox(deployment: Deployment) -> None:
+@pytest.mark.parametrize("named_by", ["digest", "tag"])
+def test_a_duet_of_two_images_runs_both_in_the_sandbox(
+    deployment: Deployment, named_by: str
+) -> None:
+    # By tag, each side is resolved to its digest at submission, as a job's image is.
     project = project_uuid(deployment)
     digests = []
-    for name, value in (("baseline", 100.0), ("contender", 200.0)):
+    for name, value in zip(SIDES, (100.0, 200.0), strict=True):
         script = f"echo '{json.dumps({'duet': {'latency': {'value': value}}})}'"
         image = busybox_image({"Entrypoint": ["/bin/sh", "-c"], "Cmd": [script]})
         layout = write_layout(deployment.tmp / f"layout-{name}", [image], tag=name)
         push(deployment, layout.path, layout.tag, project)
         digests.append(layout.digest)
     sandbox_dir = sandbox_runner(deployment, "duet")
+    baseline, contender = (
+        digests if named_by == "digest" else [f"{deployment.project}:{n}" for n in SIDES]
+    )
     body = {
         "project": deployment.project,
         "spec": deployment.spec,
-        "baseline": {"image": digests[0]},
-        "contender": {"image": digests[1]},
+        "baseline": {"image": baseline},
+        "contender": {"image": contender},
         "duet": {"seed": 3, "resamples": 500},
         "settings": {"adapter": "json"},
         "job": {"timeout": 120, "iter": 2},
@@ -149,6 +157,8 @@ def test_a_duet_of_two_images_runs_both_in_the_sandbox(deployment: Deployment) -
         job_uuid = str(client.run(body)["job"])
     job = deployment.wait_status(job_uuid, "processed", "failed", timeout=180)
     assert job["status"] == "processed", job
+    duet = job["config"]["duet"]
+    assert [duet["baseline"]["digest"], duet["contender"]["digest"]] == digests
     sides = [(r["side"], json.loads(r["stdout"])["duet"]["latency"]["value"]) for r in
              job["output"]["results"]]  # fmt: skip
     assert sorted(sides) == [("baseline", 100.0)] * 2 + [("contender", 200.0)] * 2

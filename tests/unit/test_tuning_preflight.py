@@ -10,7 +10,7 @@ import pytest
 from benchrunner.runner.tuning import HostFs, run_preflight
 from benchrunner.runner.tuning.check import Status
 from benchrunner.runner.tuning.preflight import EXIT_FIT, EXIT_UNFIT, EXIT_UNKNOWN
-from tests.fake_host import bare_metal
+from tests.fake_host import DeniedFs, bare_metal
 
 JOB = frozenset({2, 3})
 CPU = "sys/devices/system/cpu"
@@ -165,3 +165,72 @@ def test_an_empty_tree_is_reported_unreadable_not_fit(tmp_path: Path, missing: s
     )
     assert unknown == expected
     assert result.exit_code in (EXIT_UNFIT, EXIT_UNKNOWN)
+
+
+SWITCHES = {
+    "nmi_watchdog": "proc/sys/kernel/nmi_watchdog",
+    "ksm": "sys/kernel/mm/ksm/run",
+    "numa_balancing": "proc/sys/kernel/numa_balancing",
+}
+
+
+@pytest.mark.parametrize("name", sorted(SWITCHES))
+def test_a_switch_the_kernel_lacks_is_absent_and_fine(tmp_path: Path, name: str) -> None:
+    bare_metal(tmp_path)
+    quiet(tmp_path)
+    (tmp_path / SWITCHES[name]).unlink()
+    result = run_preflight(HostFs(tmp_path), JOB, interval=1.0, wait=idle_sample(tmp_path))
+    found = next(check for check in result.checks if check.name == name)
+    assert (found.status, found.actual) == (Status.OK, "absent (not in this kernel)")
+    assert result.exit_code == EXIT_FIT
+
+
+@pytest.mark.parametrize("name", sorted(SWITCHES))
+def test_a_switch_denied_to_us_is_unknown_not_absent(tmp_path: Path, name: str) -> None:
+    bare_metal(tmp_path)
+    quiet(tmp_path)
+    fs = DeniedFs(tmp_path, denied=frozenset({SWITCHES[name]}))
+    result = run_preflight(fs, JOB, interval=1.0, wait=idle_sample(tmp_path))
+    found = next(check for check in result.checks if check.name == name)
+    assert found.status is Status.UNKNOWN
+    assert found.actual == (
+        f"cannot read: /{SWITCHES[name]} exists but cannot be read (Permission denied)"
+    )
+    assert result.exit_code == EXIT_UNKNOWN
+
+
+@pytest.mark.parametrize("name", sorted(SWITCHES))
+def test_a_switch_that_is_no_file_is_unknown_not_absent(tmp_path: Path, name: str) -> None:
+    # Any error but "no such file" leaves the value unknown: here a directory in its place.
+    bare_metal(tmp_path)
+    quiet(tmp_path)
+    (tmp_path / SWITCHES[name]).unlink()
+    (tmp_path / SWITCHES[name]).mkdir()
+    result = run_preflight(HostFs(tmp_path), JOB, interval=1.0, wait=idle_sample(tmp_path))
+    found = next(check for check in result.checks if check.name == name)
+    assert found.status is Status.UNKNOWN
+    assert "exists but cannot be read (Is a directory)" in found.actual
+    assert result.exit_code == EXIT_UNKNOWN
+
+
+@pytest.mark.parametrize(
+    ("name", "path"),
+    [
+        ("aslr", "proc/sys/kernel/randomize_va_space"),
+        ("thp", "sys/kernel/mm/transparent_hugepage/enabled"),
+        ("smt", f"{CPU}/smt/control"),
+        ("swap", "proc/swaps"),
+        ("turbo", f"{CPU}/cpufreq/boost"),
+    ],
+)
+def test_a_setting_denied_to_us_says_so_rather_than_absent(
+    tmp_path: Path, name: str, path: str
+) -> None:
+    bare_metal(tmp_path)
+    quiet(tmp_path)
+    result = run_preflight(
+        DeniedFs(tmp_path, denied=frozenset({path})), JOB, interval=1.0, wait=idle_sample(tmp_path)
+    )
+    found = next(check for check in result.checks if check.name == name)
+    assert found.status is Status.UNKNOWN
+    assert found.actual == f"cannot read: /{path} exists but cannot be read (Permission denied)"

@@ -24,11 +24,20 @@ class HostFs:
         return self.root / relative.lstrip("/")
 
     def read(self, relative: str) -> str | None:
-        """The file's text, stripped; None if it is absent or cannot be read."""
+        """The file's text, stripped; None if it is absent or cannot be read (``read_present``
+        tells the two apart)."""
+        try:
+            return self.read_present(relative)
+        except OSError:
+            return None
+
+    def read_present(self, relative: str) -> str | None:
+        """The file's text, stripped; None if it does not exist. Raises OSError when it exists
+        but cannot be read (EACCES, EISDIR, EIO...): its value is then unknown, not absent."""
         try:
             with self.path(relative).open("rb") as handle:
                 return handle.read(_READ_LIMIT).decode("utf-8", errors="replace").strip()
-        except OSError:
+        except (FileNotFoundError, NotADirectoryError):
             return None
 
     def write(self, relative: str, value: str) -> None:

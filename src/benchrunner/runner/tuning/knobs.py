@@ -1,6 +1,7 @@
 """Preflight checks of kernel settings: each reads a few files through ``HostFs`` and says
 what it found. A missing file is "cannot read" unless its absence itself answers the question
-(a kernel built without KSM has no KSM to turn off)."""
+(a kernel built without KSM has no KSM to turn off); a file that exists but cannot be read
+(no permission) is always "cannot read", with the error."""
 
 from __future__ import annotations
 
@@ -26,7 +27,7 @@ def governor(fs: HostFs, cores: frozenset[int]) -> Check:
             f"/{CPU}/cpu{first}/cpufreq is absent (no cpufreq driver: in a VM the host "
             "decides the frequency)"
             if not fs.exists(f"{CPU}/cpu{first}/cpufreq")
-            else "scaling_governor unreadable"
+            else why_unreadable(fs, f"{CPU}/cpu{first}/cpufreq/scaling_governor")
         )
         return unreadable("governor", what, "performance", fix, why)
     slow = {core: value for core, value in readable.items() if value != "performance"}
@@ -48,11 +49,15 @@ def turbo(fs: HostFs, cores: frozenset[int]) -> Check:
         fix = f"echo 0 > /{CPU}/cpufreq/boost (or {TUNE})"
         actual = "on (cpufreq boost=1)" if on else "off (cpufreq boost=0)"
         return Check("turbo", what, actual, "off", fix, Status.BAD if on else Status.OK)
+    fix = f"echo 0 > /{CPU}/cpufreq/boost (or {TUNE})"
+    for path in (f"{CPU}/intel_pstate/no_turbo", f"{CPU}/cpufreq/boost"):
+        if fs.exists(path):
+            return unreadable("turbo", what, "off", fix, why_unreadable(fs, path))
     return unreadable(
         "turbo",
         what,
         "off",
-        f"echo 0 > /{CPU}/cpufreq/boost (or {TUNE})",
+        fix,
         f"neither /{CPU}/intel_pstate/no_turbo nor /{CPU}/cpufreq/boost exists",
     )
 
@@ -62,7 +67,7 @@ def smt(fs: HostFs, cores: frozenset[int]) -> Check:
     fix = f"echo off > /{CPU}/smt/control (or {TUNE})"
     control = fs.read(f"{CPU}/smt/control")
     if control is None:
-        return unreadable("smt", what, "off", fix, f"/{CPU}/smt/control is absent")
+        return unreadable("smt", what, "off", fix, why_unreadable(fs, f"{CPU}/smt/control"))
     if control in ("off", "forceoff", "notsupported", "notimplemented"):
         return Check("smt", what, control, "off", fix, Status.OK)
     active = fs.read(f"{CPU}/smt/active")
@@ -75,9 +80,10 @@ def aslr(fs: HostFs, cores: frozenset[int]) -> Check:
     fix = (
         f"{TUNE} (turns it off for the job's processes only), or sysctl kernel.randomize_va_space=0"
     )
-    value = fs.read("proc/sys/kernel/randomize_va_space")
+    path = "proc/sys/kernel/randomize_va_space"
+    value = fs.read(path)
     if value is None:
-        return unreadable("aslr", what, "0", fix, "/proc/sys/kernel/randomize_va_space is absent")
+        return unreadable("aslr", what, "0", fix, why_unreadable(fs, path))
     return Check("aslr", what, value, "0", fix, Status.OK if value == "0" else Status.WARN)
 
 
@@ -143,6 +149,19 @@ def isolation(fs: HostFs, cores: frozenset[int]) -> Check:
     )
 
 
+def why_unreadable(fs: HostFs, path: str) -> str:
+    """Why ``fs.read(path)`` gave nothing: the file is absent, or the error reading it."""
+    try:
+        found = fs.read_present(path)
+    except OSError as exc:
+        return _error(path, exc)
+    return f"/{path} is absent" if found is None else f"/{path} changed while read"
+
+
+def _error(path: str, exc: OSError) -> str:
+    return f"/{path} exists but cannot be read ({exc.strerror or exc})"
+
+
 def cpuset_partitions(fs: HostFs) -> list[tuple[str, frozenset[int]]]:
     """cgroup v2 cpuset partitions (``root``/``isolated``) directly under the cgroup2 mount."""
     found: list[tuple[str, frozenset[int]]] = []
@@ -190,7 +209,7 @@ def transparent_hugepages(fs: HostFs, cores: frozenset[int]) -> Check:
     fix = f"echo never > /{THP} (or {TUNE})"
     value = fs.selected_value(THP)
     if value is None:
-        return unreadable("thp", what, "never", fix, f"/{THP} is absent")
+        return unreadable("thp", what, "never", fix, why_unreadable(fs, THP))
     return Check("thp", what, value, "never", fix, Status.OK if value == "never" else Status.WARN)
 
 
@@ -199,7 +218,7 @@ def swap(fs: HostFs, cores: frozenset[int]) -> Check:
     fix = "swapoff -a"
     text = fs.read("proc/swaps")
     if text is None:
-        return unreadable("swap", what, "off", fix, "/proc/swaps is absent")
+        return unreadable("swap", what, "off", fix, why_unreadable(fs, "proc/swaps"))
     devices = [line.split()[0] for line in text.splitlines()[1:] if line.split()]
     if devices:
         return Check("swap", what, f"on ({', '.join(devices)})", "off", fix, Status.WARN)
@@ -209,10 +228,14 @@ def swap(fs: HostFs, cores: frozenset[int]) -> Check:
 def _off_unless_absent(
     name: str, what: str, path: str, fix: str
 ) -> Callable[[HostFs, frozenset[int]], Check]:
-    """A check of a kernel switch that should read 0; a kernel without the file has none."""
+    """A check of a kernel switch that should read 0; a kernel without the file has none, but
+    a file there that cannot be read leaves the switch unknown."""
 
     def check(fs: HostFs, cores: frozenset[int]) -> Check:
-        value = fs.read(path)
+        try:
+            value = fs.read_present(path)
+        except OSError as exc:
+            return unreadable(name, what, "0", fix, _error(path, exc))
         if value is None:
             return Check(name, what, "absent (not in this kernel)", "0", fix, Status.OK)
         return Check(name, what, value, "0", fix, Status.OK if value == "0" else Status.WARN)

@@ -32,6 +32,8 @@ class ThresholdForm:
 
     values: dict[str, str]
     errors: dict[str, str] = field(default_factory=dict)
+    alert_when_noisy: bool = False
+    """The checkbox: alert on a report the noise guard found noisy too (the API's field)."""
 
     @property
     def valid(self) -> bool:
@@ -39,7 +41,8 @@ class ThresholdForm:
 
 
 def form_values(form: Mapping[str, object], names: tuple[str, ...]) -> ThresholdForm:
-    """The form's text fields named ``names`` (missing ones empty; an over-long one an error)."""
+    """The form's text fields named ``names`` (missing ones empty; an over-long one an error)
+    and its ``alert_when_noisy`` checkbox (a browser sends an unchecked box not at all)."""
     values: dict[str, str] = {}
     errors: dict[str, str] = {}
     for name in names:
@@ -49,7 +52,7 @@ def form_values(form: Mapping[str, object], names: tuple[str, ...]) -> Threshold
             errors[name] = f"must be at most {MAX_FIELD_LENGTH} characters"
             text = text[:MAX_FIELD_LENGTH]
         values[name] = text
-    return ThresholdForm(values, errors)
+    return ThresholdForm(values, errors, alert_when_noisy=form.get("alert_when_noisy") == "true")
 
 
 def model_values(model: object | None) -> dict[str, str]:

@@ -1,6 +1,6 @@
-"""A duet's part of a ``POST /v0/run`` body: ``baseline`` and ``contender`` (each an ``image``
-digest, or a template's ``args``) and the optional ``duet`` options that say how the paired
-rounds are judged. Checked into a 400 naming the field.
+"""A duet's part of a ``POST /v0/run`` body: ``baseline`` and ``contender`` (each an ``image``,
+a digest or a tag as the body's ``image`` takes, or a template's ``args``) and the optional
+``duet`` options that say how the paired rounds are judged. Checked into a 400 naming the field.
 
     {"template": "bench.sleep", "spec": "s", "job": {"iter": 20},
      "baseline": {"args": {"ms": 10}}, "contender": {"args": {"ms": 11}},
@@ -23,9 +23,10 @@ from dataclasses import dataclass
 
 from pydantic import ConfigDict, Field
 
-from benchrunner.protocol import is_digest
+from benchrunner.core.image_refs import ImageRef
 from benchrunner.server.errors import bad_request
 from benchrunner.server.routes.bodies import ApiBody
+from benchrunner.server.routes.run_image import checked_image_ref
 
 DEFAULT_ROUNDS = 10
 MIN_ROUNDS = 2
@@ -54,6 +55,9 @@ class DuetPlan:
     contender: RunDuetSide
     options: RunDuetOptions
     rounds: int
+    images: tuple[ImageRef, ImageRef] | None = None
+    """An image duet's baseline and contender images, parsed (a tag is resolved to its digest
+    when the job is created, as the body's ``image`` is)."""
 
 
 def duet_plan(
@@ -71,6 +75,7 @@ def duet_plan(
         return None
     if baseline is None or contender is None:
         raise bad_request("a duet needs both baseline and contender")
+    images: list[ImageRef] = []
     for name, side in (("baseline", baseline), ("contender", contender)):
         if template:
             if side.image is not None:
@@ -82,11 +87,9 @@ def duet_plan(
                 raise bad_request(f"{name}.args is only allowed with a template")
             if side.image is None:
                 raise bad_request(f"{name}.image is required (or give a template and args)")
-            if not is_digest(side.image):
-                raise bad_request(
-                    f"{name}.image must be a digest: sha256: followed by 64 lowercase hex"
-                )
+            images.append(checked_image_ref(f"{name}.image", side.image))
     rounds = DEFAULT_ROUNDS if iterations is None else iterations
     if rounds < MIN_ROUNDS:
         raise bad_request(f"a duet needs job.iter of at least {MIN_ROUNDS} rounds, got {rounds}")
-    return DuetPlan(baseline, contender, options or RunDuetOptions(), rounds)
+    sides = (images[0], images[1]) if images else None
+    return DuetPlan(baseline, contender, options or RunDuetOptions(), rounds, sides)

@@ -19,7 +19,6 @@ from sqlalchemy.engine import Connection
 
 from benchrunner import adapters
 from benchrunner.core import slugs
-from benchrunner.core.image_refs import parse_image_ref
 from benchrunner.core.templates import ArgValue, Template, TemplateError
 from benchrunner.core.tiers import Plan
 from benchrunner.core.versions import DEFAULT_MAX_VERSIONS
@@ -160,8 +159,9 @@ def _unclaimed_project_exactly(
 
 
 def _job_config(
-    ctx: ServerContext, body: RunBody, plan: RunMode, project: ProjectRow, digest: str | None
+    ctx: ServerContext, body: RunBody, plan: RunMode, project: ProjectRow, digests: list[str]
 ) -> JsonJobConfig:
+    """``digests``: what ``plan.images`` name, in their order."""
     options = plan.options
     if plan.mode == "template":
         assert body.template is not None
@@ -194,14 +194,14 @@ def _job_config(
     return JsonJobConfig(
         registry=ctx.settings.base_url(),
         project=project.uuid,
-        digest=digest,
+        digest=digests[0],
         entrypoint=options.entrypoint,
         cmd=options.cmd,
         env=options.env,
         timeout=options.timeout or DEFAULT_TIMEOUT,
         iter=plan.duet.rounds if plan.duet else options.iter or 1,
         file_paths=options.file_paths,
-        duet=None if plan.duet is None else _image_duet(plan.duet),
+        duet=None if plan.duet is None else _image_duet(plan.duet, digests[0], digests[1]),
         build_time=options.build_time,
         file_size=options.file_size,
         allow_failure=options.allow_failure,
@@ -233,10 +233,8 @@ def _template_duet(template: Template, shared: dict[str, ArgValue], plan: DuetPl
     return _duet(plan, sides[0], sides[1])
 
 
-def _image_duet(plan: DuetPlan) -> JsonDuet:
-    return _duet(
-        plan, JsonDuetSide(digest=plan.baseline.image), JsonDuetSide(digest=plan.contender.image)
-    )
+def _image_duet(plan: DuetPlan, baseline: str, contender: str) -> JsonDuet:
+    return _duet(plan, JsonDuetSide(digest=baseline), JsonDuetSide(digest=contender))
 
 
 @dataclass(frozen=True)
@@ -303,8 +301,8 @@ async def submit_run(
             f"settings.adapter {run_settings.adapter_name!r} is not supported "
             f"(supported: {sorted(adapters.ADAPTERS)})"
         )
-    if plan.image is not None:
-        check_registry_host(plan.image, request, ctx.settings.base_url())
+    for image in plan.images:
+        check_registry_host(image, request, ctx.settings.base_url())
     # Parsing a large body takes milliseconds to seconds: not on the event loop.
     direct_values = await asyncio.to_thread(_parse_direct, body) if plan.mode == "direct" else []
     target = run_target(body)
@@ -376,10 +374,8 @@ async def submit_run(
             evaluate_report(conn, report_id, stored, now)
         else:
             assert spec is not None
-            digest = None if plan.image is None else image_digest(conn, project, plan.image)
-            if plan.duet is not None and plan.duet.contender.image is not None:
-                contender = parse_image_ref(plan.duet.contender.image)
-                image_digest(conn, project, contender)  # in the registry too, or a 400
+            # A tag names the digest it points at now, for the main image and a duet's sides.
+            digests = [image_digest(conn, project, image) for image in plan.images]
             org = accounts.organization_by_id(conn, project.organization_id)
             check_backlog(conn, ctx.settings, org.id, org.slug)
             _, job_uuid = jobs.job_create(
@@ -388,7 +384,7 @@ async def submit_run(
                     report_id=report_id,
                     organization_id=org.id,
                     spec_id=spec.id,
-                    config=_job_config(ctx, body, plan, project, digest),
+                    config=_job_config(ctx, body, plan, project, digests),
                     priority=accounts.organization_job_priority(conn, org),
                     now=now,
                     origin=origin,

@@ -27,7 +27,7 @@ from typing import Literal
 from pydantic import AwareDatetime, ConfigDict, Field, field_validator
 
 from benchrunner.adapters.values import MAX_MEASURE_NAME
-from benchrunner.core.image_refs import ImageRef, ImageRefError, parse_image_ref
+from benchrunner.core.image_refs import ImageRef
 from benchrunner.core.versions import is_git_hash
 from benchrunner.detection.models import Model
 from benchrunner.protocol import MAX_ITER, MAX_TIMEOUT
@@ -40,6 +40,7 @@ from benchrunner.server.routes.model_bodies import (
     checked_hash,
     checked_model,
 )
+from benchrunner.server.routes.run_image import checked_image_ref
 
 MAX_FILE_PATH = 4096
 
@@ -158,10 +159,18 @@ class RunMode:
 
     mode: Literal["direct", "image", "template"]
     image: ImageRef | None
+    """An image job's image; an image duet's baseline."""
     spec: str | None
     """None for an image job: the fallback spec."""
     options: RunJob
     duet: DuetPlan | None = None
+
+    @property
+    def images(self) -> tuple[ImageRef, ...]:
+        """Every image the job runs: its image, or an image duet's two sides."""
+        if self.duet is not None and self.duet.images is not None:
+            return self.duet.images
+        return () if self.image is None else (self.image,)
 
 
 def file_path_problem(path: str) -> str | None:
@@ -225,10 +234,7 @@ def validate_mode(body: RunBody) -> RunMode:
     if image is None and spec is not None:
         raise bad_request("image or template is required for runner execution (spec was given)")
     if image is not None:
-        try:
-            ref = parse_image_ref(image)
-        except ImageRefError as exc:
-            raise bad_request(f"image {image!r}: {exc}") from None
+        ref = checked_image_ref("image", image)
         check_file_paths(nested.file_paths)
         return RunMode("image", ref, spec, nested)
     if not has_results:
@@ -260,12 +266,9 @@ def _image_duet(
         body.baseline, body.contender, body.duet, template=False, iterations=nested.iter
     )
     assert duet is not None
+    assert duet.images is not None
     check_file_paths(nested.file_paths)
-    try:  # a duet's sides are digests already (``duet_plan`` checks them)
-        baseline = parse_image_ref(duet.baseline.image or "")
-    except ImageRefError as exc:
-        raise bad_request(f"baseline.image: {exc}") from None
-    return RunMode("image", baseline, spec, nested, duet)
+    return RunMode("image", duet.images[0], spec, nested, duet)
 
 
 @dataclass(frozen=True)

@@ -9,10 +9,18 @@ from typing import Any
 from fastapi import Request
 from sqlalchemy.engine import Connection
 
-from benchrunner.core.image_refs import ImageRef, host_of_url
+from benchrunner.core.image_refs import ImageRef, ImageRefError, host_of_url, parse_image_ref
 from benchrunner.server.errors import bad_request
 from benchrunner.server.store import registry, runners
 from benchrunner.server.store.accounts import ProjectRow
+
+
+def checked_image_ref(field: str, text: str) -> ImageRef:
+    """``text`` (a digest or a tag, in any registry form) parsed; 400 naming ``field``."""
+    try:
+        return parse_image_ref(text)
+    except ImageRefError as exc:
+        raise bad_request(f"{field} {text!r}: {exc}") from None
 
 
 def check_registry_host(ref: ImageRef, request: Request, base_url: str) -> None:

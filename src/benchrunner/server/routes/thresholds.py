@@ -110,11 +110,11 @@ async def create_threshold(
                 + " have a threshold already: update its model with PUT"
             )
         now = ctx.clock.now()
-        threshold_id, created = thresholds.threshold_put(conn, row.id, key, model, now)
+        threshold_id, created = thresholds.threshold_put(
+            conn, row.id, key, model, now, alert_when_noisy=body.alert_when_noisy
+        )
         if not created:
             raise conflict("a threshold for this series was created meanwhile")
-        if body.alert_when_noisy:
-            thresholds.threshold_set_alert_when_noisy(conn, threshold_id, True, now)
         return _view(conn, threshold_id, history=True)
 
     return await ctx.db.write(unit)
@@ -153,11 +153,7 @@ async def update_threshold(
         row = project_access(conn, user, project, write=True)
         threshold_id = threshold_in_project(conn, row.id, threshold).id
         now = ctx.clock.now()
-        thresholds.model_replace(conn, threshold_id, model, now)
-        if body.alert_when_noisy is not None:
-            thresholds.threshold_set_alert_when_noisy(
-                conn, threshold_id, body.alert_when_noisy, now
-            )
+        thresholds.threshold_configure(conn, threshold_id, model, body.alert_when_noisy, now)
         return _view(conn, threshold_id, history=True)
 
     return await ctx.db.write(unit)

@@ -104,11 +104,18 @@ def threshold_find(conn: Connection, key: SeriesKey) -> int | None:
 
 
 def threshold_put(
-    conn: Connection, project_id: int, key: SeriesKey, params: Model, now: dt.datetime
+    conn: Connection,
+    project_id: int,
+    key: SeriesKey,
+    params: Model,
+    now: dt.datetime,
+    *,
+    alert_when_noisy: bool | None = None,
 ) -> tuple[int, bool]:
     """Create the threshold of ``key`` with model ``params``, or give the existing one that
-    model (unchanged when it already has it). Returns the threshold's id and whether it was
-    created. Concurrent puts of one threshold take turns on its row."""
+    model (unchanged when it already has it); ``alert_when_noisy`` as ``threshold_configure``.
+    Returns the threshold's id and whether it was created. Concurrent puts of one threshold
+    take turns on its row."""
     row = {
         "uuid": uuid.uuid4(),
         "project_id": project_id,
@@ -125,8 +132,23 @@ def threshold_put(
     if threshold_id is None:
         threshold_id = threshold_find(conn, key)
         assert threshold_id is not None, "a threshold that conflicts on insert exists"
-    model_replace(conn, int(threshold_id), params, now)
+    threshold_configure(conn, int(threshold_id), params, alert_when_noisy, now)
     return int(threshold_id), created
+
+
+def threshold_configure(
+    conn: Connection,
+    threshold_id: int,
+    params: Model,
+    alert_when_noisy: bool | None,
+    now: dt.datetime,
+) -> None:
+    """What the API and the console set on a threshold: ``params`` as its current model (the
+    old one kept as history) and, unless None (keep it as it is), whether it raises alerts on a
+    report its noise guard found noisy."""
+    model_replace(conn, threshold_id, params, now)
+    if alert_when_noisy is not None:
+        threshold_set_alert_when_noisy(conn, threshold_id, alert_when_noisy, now)
 
 
 def model_replace(conn: Connection, threshold_id: int, params: Model, now: dt.datetime) -> bool:
@@ -216,9 +238,9 @@ def thresholds_clone(
     for row in conn.execute(_CLONE_SOURCE, {"branch_id": from_branch}).all():
         key = SeriesKey(to_branch, row.testbed_id, row.measure_id, row.benchmark_id)
         if threshold_find(conn, key) is None:
-            threshold_id, _ = threshold_put(conn, project_id, key, model_of(row), now)
-            if row.alert_when_noisy:
-                threshold_set_alert_when_noisy(conn, threshold_id, True, now)
+            threshold_put(
+                conn, project_id, key, model_of(row), now, alert_when_noisy=row.alert_when_noisy
+            )
 
 
 # Reads for the API: a threshold with its branch, testbed, measure, benchmark and current model.

@@ -1,7 +1,8 @@
 """A project's thresholds: the list, the form that creates one (branch, testbed, measure, an
 optional benchmark, and the model), and one threshold's page, whose form replaces its model
 (the old one stays in its history, as the API keeps it). A wrong value is answered with the
-form again, the server's message beside the field."""
+form again, the server's message beside the field. Both forms also set whether the threshold
+alerts on a noisy report (``alert_when_noisy``), through the API's own store call."""
 
 from __future__ import annotations
 
@@ -177,7 +178,9 @@ def _create(
     if key is not None and model is not None:
         existing = thresholds.threshold_find(conn, key)
         if existing is None:
-            threshold_id, _ = thresholds.threshold_put(conn, project.id, key, model, now)
+            threshold_id, _ = thresholds.threshold_put(
+                conn, project.id, key, model, now, alert_when_noisy=form.alert_when_noisy
+            )
             outcome.created = str(thresholds.threshold_by_id(conn, threshold_id).uuid)
             return outcome
         outcome.existing = str(thresholds.threshold_by_id(conn, existing).uuid)
@@ -263,15 +266,17 @@ def _update(
     ref: str,
     threshold_ref: str,
     model: Model | None,
+    alert_when_noisy: bool,
     now: dt.datetime,
 ) -> ThresholdPage | str:
-    """The path of the threshold's page once ``model`` replaces its model; without a model
-    (the form was wrong), the page to show again, nothing changed."""
+    """The path of the threshold's page once ``model`` replaces its model and
+    ``alert_when_noisy`` is set; without a model (the form was wrong), the page to show again,
+    nothing changed."""
     project = writable_project(conn, viewer, ref)
     found = threshold_in_project(conn, project.id, threshold_ref)
     if model is None:
         return _page(conn, project, found, viewer)
-    thresholds.model_replace(conn, found.id, model, now)
+    thresholds.threshold_configure(conn, found.id, model, alert_when_noisy, now)
     return f"{_base(project)}/{found.uuid}?saved=updated"
 
 
@@ -312,7 +317,9 @@ async def threshold_page(
     saved: Annotated[str | None, Query(pattern="^(created|updated)$")] = None,
 ) -> HTMLResponse:
     page = await ctx.db.read(_read_one, viewer, project, threshold)
-    form = ThresholdForm(model_values(page.current))
+    form = ThresholdForm(
+        model_values(page.current), alert_when_noisy=bool(page.threshold.alert_when_noisy)
+    )
     return _render_one(request, viewer, page, form, saved=saved)
 
 
@@ -327,7 +334,9 @@ async def threshold_update(
 ) -> Response:
     form = form_values(await request.form(), MODEL_FIELDS)
     model = checked_model(form)
-    outcome = await ctx.db.write(_update, viewer, project, threshold, model, ctx.clock.now())
+    outcome = await ctx.db.write(
+        _update, viewer, project, threshold, model, form.alert_when_noisy, ctx.clock.now()
+    )
     if isinstance(outcome, str):
         return RedirectResponse(outcome, status_code=303)
     return _render_one(request, viewer, outcome, form, status=400)

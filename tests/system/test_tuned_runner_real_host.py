@@ -1,0 +1,209 @@
+"""``runner up --tune`` on the machine the tests run on (its real ``/sys``, ``/proc`` and
+``/dev``), where a VM or container allows some settings and not others: strict tuning refuses and
+changes nothing; best effort applies what it can, runs a job, and puts every setting back.
+
+Every file ``--tune`` may change is compared before and after, and the host is restored through
+``runner restore`` even when a test fails. This module is the only user of the real host's
+tuning lock: the other tuning tests give the runner a fake root (``--host-root``), and under
+``--dist loadfile`` this module's tests run one after the other on one worker.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from benchrunner.runner.cores import CorePlan
+from benchrunner.runner.tuning.cpulist import parse_cpulist, parse_cpumask
+from tests.harness import Deployment, RunnerProcess, deploy, wait_until
+
+REAL = Path("/")
+STATE = REAL / "run/benchrunner/tune-state.json"
+PARTITION = "benchrunner-jobs"
+DMA_LATENCY = REAL / "dev/cpu_dma_latency"
+SETTINGS = {
+    "governor",
+    "turbo",
+    "smt",
+    "thp",
+    "irq_affinity",
+    "workqueues",
+    "cpuset_partition",
+    "c_states",
+    "aslr",
+}
+TUNED_FILES = (
+    "sys/devices/system/cpu/cpu*/cpufreq/scaling_governor",
+    "sys/devices/system/cpu/intel_pstate/no_turbo",
+    "sys/devices/system/cpu/cpufreq/boost",
+    "sys/devices/system/cpu/smt/control",
+    "sys/kernel/mm/transparent_hugepage/enabled",
+    "proc/irq/default_smp_affinity",
+    "proc/irq/*/smp_affinity_list",
+    "sys/devices/virtual/workqueue/cpumask",
+)
+
+pytestmark = [
+    pytest.mark.skipif(os.geteuid() != 0, reason="tuning the real host needs root"),
+    pytest.mark.skipif(
+        any(REAL.glob("sys/devices/system/cpu/cpu*/cpufreq")),
+        reason="written for a VM without cpufreq, where strict tuning must refuse",
+    ),
+]
+
+
+def read(path: Path) -> str:
+    try:
+        return path.read_bytes().decode(errors="replace").strip()
+    except OSError as exc:
+        return f"<{exc.strerror}>"
+
+
+def cgroup2_mounts() -> list[Path]:
+    fields = (line.split() for line in Path("/proc/self/mounts").read_text().splitlines())
+    return [Path(f[1]) for f in fields if len(f) > 2 and f[2] == "cgroup2"]
+
+
+def host_settings() -> dict[str, str]:
+    """Every setting of the real host that ``--tune`` may change, as it reads now."""
+    found = {str(path): read(path) for pattern in TUNED_FILES for path in REAL.glob(pattern)}
+    for mount in cgroup2_mounts():
+        found[str(mount / "cgroup.subtree_control")] = read(mount / "cgroup.subtree_control")
+        found[str(mount / PARTITION)] = str((mount / PARTITION).exists())
+    found[str(DMA_LATENCY)] = c_state_limit()
+    found[str(STATE)] = str(STATE.exists())
+    return found
+
+
+def c_state_limit() -> str:
+    """The latency the kernel currently allows idle cores (held at 0 by a tuned runner)."""
+    try:
+        with DMA_LATENCY.open("rb") as device:
+            return str(int.from_bytes(device.read(4), sys.byteorder, signed=True))
+    except OSError as exc:
+        return f"<{exc.strerror}>"
+
+
+def restore_host() -> None:
+    """``runner restore`` until no state file is left (an untuned runner of another test may
+    be restoring it at the same moment, holding the lock)."""
+    command = [sys.executable, "-m", "benchrunner", "runner", "restore", "--host-root", "/"]
+
+    def restored() -> bool:
+        subprocess.run(command, capture_output=True, timeout=60, check=False)
+        return not STATE.exists()
+
+    wait_until(restored, timeout=60, interval=0.5, message="runner restore on the real host")
+
+
+@pytest.fixture
+def deployment(tmp_path: Path) -> Iterator[Deployment]:
+    with deploy(tmp_path, f"sqlite:///{tmp_path / 'benchrunner.db'}") as deployment:
+        yield deployment
+
+
+@pytest.fixture
+def real_host() -> Iterator[dict[str, str]]:
+    """The real host's settings before the test; put back afterwards, whatever happened."""
+    assert not STATE.exists(), f"{STATE} is left by an earlier tuned run: `runner restore`"
+    before = host_settings()
+    try:
+        yield before
+    finally:
+        restore_host()
+
+
+def tuned_runner(deployment: Deployment, name: str, tune: str) -> RunnerProcess:
+    runner = deployment.runner_process(name)
+    runner.extra_args = [tune, "--host-root", "/"]
+    return runner
+
+
+def outcomes(output: str) -> tuple[dict[str, str], set[str]]:
+    """What the runner said it tuned (setting -> detail) and what it could not."""
+    applied: dict[str, str] = {}
+    refused: set[str] = set()
+    for line in output.splitlines():
+        if line.startswith("tuned "):
+            setting, detail = line.removeprefix("tuned ").split(": ", 1)
+            applied[setting] = detail
+        elif line.startswith("warning: cannot tune "):
+            refused.add(line.removeprefix("warning: cannot tune ").split(" ", 1)[0])
+    return applied, refused
+
+
+def housekeeping_cores() -> frozenset[int]:
+    """The cores a runner started by this process keeps for itself (not the job's)."""
+    plan = CorePlan.detect()
+    job = plan.job_cores or frozenset(os.sched_getaffinity(0))
+    return parse_cpulist(read(REAL / "sys/devices/system/cpu/online")) - job
+
+
+def stop(runner: RunnerProcess) -> int | None:
+    if runner.proc is None or runner.proc.poll() is not None:
+        return None if runner.proc is None else runner.proc.returncode
+    try:
+        return runner.kill(signal.SIGTERM)
+    except subprocess.TimeoutExpired:
+        return runner.kill(signal.SIGKILL)
+
+
+def test_strict_tuning_of_this_vm_refuses_and_changes_nothing(
+    deployment: Deployment, real_host: dict[str, str]
+) -> None:
+    runner = tuned_runner(deployment, "strict-real", "--tune").start()
+    try:
+        assert runner.proc is not None
+        assert runner.proc.wait(timeout=60) == 2, runner.output()
+    finally:
+        stop(runner)
+    output = runner.output()
+    assert "cannot tune governor" in output and "cpufreq is absent" in output, output
+    assert "--tune=best-effort goes on untuned" in output
+    assert host_settings() == real_host
+
+
+def test_best_effort_tuning_of_this_vm_applies_what_it_can_and_restores_it_exactly(
+    deployment: Deployment, real_host: dict[str, str]
+) -> None:
+    runner = tuned_runner(deployment, "best-effort-real", "--tune=best-effort").start()
+    try:
+        wait_until(
+            lambda: STATE.exists() and "tuned aslr" in runner.output(),
+            timeout=60,
+            message="the runner to tune the host",
+        )
+        job = deployment.submit("bench.personality")
+        deployment.wait_status(job, "processed", timeout=120)
+        applied, refused = outcomes(runner.output())
+        assert applied.keys() | refused == SETTINGS, runner.output()
+        assert {"governor", "turbo"} <= refused  # no cpufreq here
+        assert "thp" in applied  # root may always change it
+        during = host_settings()
+        assert "[never]" in during["/sys/kernel/mm/transparent_hugepage/enabled"]
+        housekeeping = housekeeping_cores()
+        if "changed" in applied.get("workqueues", ""):
+            mask = during["/sys/devices/virtual/workqueue/cpumask"]
+            assert parse_cpumask(mask) == housekeeping
+        if "changed" in applied.get("irq_affinity", ""):
+            assert parse_cpumask(during["/proc/irq/default_smp_affinity"]) == housekeeping
+            moved = [
+                path
+                for path, value in during.items()
+                if path.endswith("smp_affinity_list") and value != real_host[path]
+            ]
+            assert moved and all(parse_cpulist(during[path]) == housekeeping for path in moved)
+        if "c_states" in applied:
+            assert during[str(DMA_LATENCY)] == "0"
+        assert stop(runner) == 0, runner.output()
+    finally:
+        stop(runner)
+    assert host_settings() == real_host
+    assert not STATE.exists()
+    assert not any((mount / PARTITION).exists() for mount in cgroup2_mounts())
