@@ -287,6 +287,14 @@ def test_a_duets_alert_is_on_the_alerts_page_and_the_dashboard_and_is_dismissed(
     expect(row).to_contain_text("upper (duet, margin run)")
     expect(row).to_contain_text("1.05")  # the upper limit: 1 + the run's 5 % margin
     expect(row.get_by_role("link", name=runs.duet["uuid"][:8])).to_be_visible()
+
+    page.goto(f"/console/projects/{PROJECT}/alerts/{alert_uuid}")  # its own page
+    duet_row = page.locator(f'tr[data-alert="{alert_uuid}"][data-kind="duet"]')
+    expect(page.get_by_role("heading", name="Duet ratio and margin")).to_be_visible()
+    expect(duet_row.locator("#alert-value")).to_have_text(f"{ratio['ratio']:.4f}")
+    expect(duet_row).to_contain_text("1.05")
+    expect(duet_row).to_contain_text("run")
+    page.goto(f"/console/projects/{PROJECT}/alerts")
     row.get_by_role("button", name=re.compile("^Dismiss")).click()
     expect(page.get_by_role("status")).to_contain_text("is now dismissed")
     expect(page.locator(f'tr[data-alert="{alert_uuid}"]')).to_have_count(0)  # not active
