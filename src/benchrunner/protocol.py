@@ -23,10 +23,13 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    ModelWrapValidatorHandler,
+    PrivateAttr,
     SerializerFunctionWrapHandler,
     TypeAdapter,
     ValidationError,
     model_serializer,
+    model_validator,
 )
 
 from benchrunner.core.canonical import canonical_hash
@@ -320,6 +323,32 @@ class SignedResult(_Wire):
     nonce: str | None = Field(default=None, max_length=128)
     output_hash: str | None = Field(default=None, max_length=128)
     signature: str | None = Field(default=None, max_length=256)
+    _received_hash: str | None = PrivateAttr(default=None)
+    """``sha256_hex(canonical_json(results))`` of the ``results`` value as it was received,
+    before validation drops what the model does not know; kept when ``output_hash`` is sent."""
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _hash_results_as_received(
+        cls, data: Any, handler: ModelWrapValidatorHandler[SignedResult]
+    ) -> SignedResult:
+        message = handler(data)
+        # Only a signer's hash is checked: other messages are spared hashing their results.
+        if isinstance(data, dict) and data.get("output_hash") is not None:
+            results = data.get("results", []) if "results" in cls.model_fields else []
+            message._received_hash = canonical_hash(_json_value(results))
+        return message
+
+
+def _json_value(value: Any) -> Any:
+    """``value`` as JSON types: models as they go on the wire (null fields left out)."""
+    if isinstance(value, BaseModel):
+        return value.model_dump(mode="json", exclude_none=True)
+    if isinstance(value, list | tuple):
+        return [_json_value(item) for item in value]
+    if isinstance(value, dict):
+        return {key: _json_value(item) for key, item in value.items()}
+    return value
 
 
 class Completed(SignedResult):
@@ -349,11 +378,12 @@ def result_output_hash(message: Completed | Failed | Canceled) -> str:
     return canonical_hash([r.model_dump(mode="json", exclude_none=True) for r in results])
 
 
-def result_output_hashes(message: Completed | Failed | Canceled) -> frozenset[str]:
-    """The output hashes that match a message's results: with null fields left out, and with
-    every field written (a runner may send its results either way)."""
-    results = [] if isinstance(message, Canceled) else message.results
-    return frozenset({result_output_hash(message), results_hash(results)})
+def received_output_hash(message: Completed | Failed | Canceled) -> str:
+    """The output hash of the results exactly as received: canonical JSON of the ``results``
+    value parsed from the wire, fields this model does not know included (a signer hashes
+    what it sends). A message built here rather than received hashes as it would be sent."""
+    received = message._received_hash
+    return received if received is not None else result_output_hash(message)
 
 
 RunnerMessage = Annotated[

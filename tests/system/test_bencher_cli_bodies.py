@@ -243,3 +243,35 @@ def test_every_adapter_name_bencher_sends_is_accepted(sqlite_deployment: Deploym
         "store_bench::insert_group::insert::small",
         "store_bench::insert_group::insert_many",
     }
+
+
+def test_a_jobs_spec_is_never_pinned_to_its_testbed_so_spec_reset_has_nothing_to_clear(
+    sqlite_deployment: Deployment,
+) -> None:
+    """Bencher keeps a testbed's current spec (the last one a run named) and takes it for the
+    testbed's next image job that names none; ``spec_reset`` clears it. Here each image job
+    takes the spec its body names, else the fallback spec: nothing is kept with the testbed,
+    so every run is as if it were reset."""
+    deployment = sqlite_deployment
+    _push_v1(deployment)
+    with deployment.admin() as client:
+        client.create_spec(
+            name="big", architecture="x86_64", cpu=64, memory=1 << 40, disk=1 << 40, network=False
+        )
+    body = {**_body(BODIES / "50_image_minimal_detach.json", deployment), "testbed": "ci"}
+    image = body["job"]
+
+    def spec_of(**more: Any) -> str:
+        with deployment.http() as api:
+            submitted = api.post("/v0/run", json={**body, **more})
+            assert submitted.status_code == 201, submitted.text
+            job = api.get(f"/v0/projects/{deployment.project}/jobs/{submitted.json()['job']}")
+        slug: str = job.json()["spec"]["slug"]
+        return slug
+
+    with deployment.http() as api:
+        _mark_fallback(api, deployment.spec)
+    assert spec_of(job={**image, "spec": "big"}) == "big"
+    assert spec_of() == deployment.spec  # not the testbed's last spec: the fallback
+    assert spec_of(spec_reset=True) == deployment.spec
+    assert spec_of(job={**image, "spec": "big"}, spec_reset=True) == "big"

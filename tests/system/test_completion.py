@@ -80,8 +80,10 @@ def test_a_large_result_goes_to_the_blob_store_and_is_processed_after(
     assert len(deployment.job(job_uuid)["output"]["results"][0]["stderr"]) == INLINE_OUTPUT_BYTES
 
 
-def test_a_failures_output_is_kept_and_a_late_result_replaces_it(deployment: Deployment) -> None:
-    channel, job_uuid = _started(deployment, "late")
+def test_a_failures_output_is_kept_and_a_different_result_is_refused(
+    deployment: Deployment,
+) -> None:
+    channel, job_uuid = _started(deployment, "failing")
     partial = {"exit_code": 1, "stdout": "", "stderr": "crashed half-way"}
     failed = {"event": "failed", "job": job_uuid, "error": "exit 1", "results": [partial]}
     assert channel.ask(failed) == {"event": "ack", "job": job_uuid}
@@ -89,14 +91,42 @@ def test_a_failures_output_is_kept_and_a_late_result_replaces_it(deployment: Dep
     assert job["status"] == "failed"
     assert job["output"]["error"] == "exit 1"
     assert job["output"]["results"][0]["stderr"] == "crashed half-way"
+    assert channel.ask(failed) == {"event": "ack", "job": job_uuid}  # the identical resend
 
-    late = channel.ask({"event": "completed", "job": job_uuid, "results": [_result(9)]})
-    assert late == {"event": "ack", "job": job_uuid}
+    # The runner's own failure is on record: any other result for the job is a replay.
+    for different in (
+        {"event": "completed", "job": job_uuid, "results": [_result(9)]},
+        {**failed, "error": "exit 2"},
+        {**failed, "results": [{**partial, "stderr": "other"}]},
+        {"event": "canceled", "job": job_uuid},
+    ):
+        reply = channel.ask(different)
+        assert reply["event"] == "error", different
+        assert reply["message"].startswith("Job already submitted"), reply
+        assert "already has a different result (failed)" in reply["message"]
+    job = deployment.job(job_uuid)
+    assert job["status"] == "failed"
+    assert (job["output"]["error"], job["output"]["results"][0]["stderr"]) == (
+        "exit 1",
+        "crashed half-way",
+    )
+
+
+def test_a_late_result_replaces_a_failure_the_server_decided(deployment: Deployment) -> None:
+    channel, job_uuid = _started(deployment, "late")
+    # Asking for new work while the job is in flight: the server fails it (runner_lost_job).
+    channel.send({"event": "ready", "poll_timeout": 1})
+    assert channel.recv(timeout=10)["event"] == "no_job"
+    assert deployment.status(job_uuid) == "failed"
+
+    late = {"event": "completed", "job": job_uuid, "results": [_result(9)]}
+    assert channel.ask(late) == {"event": "ack", "job": job_uuid}
     job = deployment.job(job_uuid)
     assert job["status"] == "processed"
     assert job["output"].get("error") is None
     assert job["output"]["results"][0]["stdout"] == _result(9)["stdout"]
     assert _latency(deployment, job) == 9
+    assert channel.ask(late) == {"event": "ack", "job": job_uuid}  # the identical resend
 
 
 def test_a_failure_while_processing_at_once_leaves_the_job_to_the_processor(

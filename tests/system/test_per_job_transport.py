@@ -86,6 +86,14 @@ class JobSocket:
     def close(self) -> None:
         self.ws.close()
 
+    def closed_by_server(self) -> tuple[int, str]:
+        """The close frame the server ends the socket with (it sends nothing more first)."""
+        with pytest.raises(ConnectionClosed):
+            self.ws.recv(timeout=10)
+        close = self.ws.protocol.close_rcvd
+        assert close is not None
+        return close.code, close.reason
+
 
 @pytest.fixture
 def server(tmp_path: Path, database_url: str) -> Iterator[InProcessServer]:
@@ -191,7 +199,7 @@ def test_seed_000_messages_take_a_job_to_processed(server: InProcessServer) -> N
     stdout = '{"noop": {"latency": {"value": 3}}}\n'
     completed = {"event": "completed", "exit_code": 0, "stdout": stdout}
     assert ws.ask(completed) == {"event": "ack", "job": job_uuid}
-    ws.close()
+    assert ws.closed_by_server() == (1000, '"job_completed"')  # as Bencher's per-job handler
     job = wait_until(lambda: (j := server.job(job_uuid))["status"] == "processed" and j)
     [result] = job["output"]["results"]
     assert (result["exit_code"], result["stdout"]) == (0, stdout)
@@ -208,6 +216,7 @@ def test_a_failed_message_fails_the_job(server: InProcessServer) -> None:
     assert ws.ask({"event": "running"})["event"] == "ack"
     failed = {"event": "failed", "error": "the VM would not boot", "exit_code": 3}
     assert ws.ask(failed) == {"event": "ack", "job": job_uuid}
+    assert ws.closed_by_server() == (1000, '"job_failed"')
     job = server.job(job_uuid)
     assert job["status"] == "failed"
     assert job["output"]["error"] == "the VM would not boot"
@@ -248,6 +257,7 @@ def test_a_running_job_takes_its_runner_back_and_running_is_idempotent(
     assert [e["event_type"] for e in job["events"]].count("job_started") == 1
     done = {"event": "completed", "job": job_uuid, "results": [{"exit_code": 0}]}
     assert again.ask(done) == {"event": "ack", "job": job_uuid}
+    assert again.closed_by_server() == (1000, '"job_completed"')
     assert server.job(job_uuid)["status"] in ("completed", "processed")
 
 
@@ -295,7 +305,20 @@ def test_a_user_cancel_reaches_the_job_socket(server: InProcessServer) -> None:
     with server.admin() as client:
         client.cancel_job("bench", job_uuid)
     assert ws.ask({"event": "heartbeat"}) == {"event": "cancel", "job": job_uuid}
+    assert ws.closed_by_server() == (1000, '"job_canceled"')  # the job ended with the cancel
+    assert server.job(job_uuid)["status"] == "canceled"
+    # The runner's `canceled` finds no socket left for the job: it has finished.
+    status, body = runner.refused(job_uuid)
+    assert (status, body["status"]) == (409, "canceled")
+
+
+def test_a_runners_own_cancel_closes_its_job_socket(server: InProcessServer) -> None:
+    runner = new_runner(server, "quitter")
+    job_uuid = server.submit("bench.noop")
+    ws = runner.socket(runner.claimed()["uuid"])
+    assert ws.ask({"event": "running"})["event"] == "ack"
     assert ws.ask({"event": "canceled"}) == {"event": "ack", "job": job_uuid}
+    assert ws.closed_by_server() == (1000, '"job_canceled_by_runner"')
     assert server.job(job_uuid)["status"] == "canceled"
 
 

@@ -172,6 +172,94 @@ def test_signed_failed_and_canceled_results_are_accepted_and_a_failure_keeps_its
     assert deployment.status(canceled) == "canceled"
 
 
+def _run_signed(
+    channel: RawChannel, deployment: Deployment, key: Ed25519PrivateKey
+) -> tuple[str, Any]:
+    """A job claimed and running on ``channel``; its UUID, and a signer with its nonce."""
+    job_uuid = deployment.submit("bench.noop")
+    claimed = channel.ask(READY)
+    assert claimed["uuid"] == job_uuid
+    assert channel.ask({"event": "running"})["event"] == "ack"
+    nonce = claimed["nonce"]
+    return job_uuid, lambda message: _signed(key, message, nonce)
+
+
+def _refused_as_replay(channel: RawChannel, message: dict[str, Any], recorded: str) -> None:
+    reply = channel.ask(message)
+    assert reply["event"] == "error", message
+    assert reply["message"].startswith("Job already submitted"), reply
+    assert f"already has a different result ({recorded})" in reply["message"], reply
+
+
+def test_any_other_result_for_a_finished_job_is_refused_as_a_replay(
+    deployment: Deployment,
+) -> None:
+    """Every result is signed and valid: only what is on record decides."""
+    key = Ed25519PrivateKey.generate()
+    channel = _keyed_channel(deployment, key)
+
+    completed_job, sign = _run_signed(channel, deployment, key)
+    completed = sign({"event": "completed", "job": completed_job, "results": [_result(5)]})
+    assert channel.ask(completed) == {"event": "ack", "job": completed_job}
+    _refused_as_replay(channel, sign({"event": "canceled", "job": completed_job}), "completed")
+    failed = {"event": "failed", "job": completed_job, "results": [_result(5)], "error": "x"}
+    _refused_as_replay(channel, sign(failed), "completed")
+    assert channel.ask(completed) == {"event": "ack", "job": completed_job}
+    job = deployment.job(completed_job)
+    assert job["status"] == "processed" and job["output"]["error"] is None
+
+    failed_job, sign = _run_signed(channel, deployment, key)
+    failed = {"event": "failed", "job": failed_job, "results": [], "error": "exit 3"}
+    assert channel.ask(sign(failed)) == {"event": "ack", "job": failed_job}
+    _refused_as_replay(channel, sign({**failed, "error": "exit 4"}), "failed")
+    _refused_as_replay(channel, sign({**failed, "results": [_result(1)]}), "failed")
+    done = {"event": "completed", "job": failed_job, "results": [_result(1)]}
+    _refused_as_replay(channel, sign(done), "failed")
+    _refused_as_replay(channel, sign({"event": "canceled", "job": failed_job}), "failed")
+    assert channel.ask(sign(failed)) == {"event": "ack", "job": failed_job}
+    job = deployment.job(failed_job)
+    assert (job["status"], job["output"]["error"]) == ("failed", "exit 3")
+
+    quitter, sign = _run_signed(channel, deployment, key)
+    canceled = sign({"event": "canceled", "job": quitter})
+    assert channel.ask(canceled) == {"event": "ack", "job": quitter}
+    _refused_as_replay(
+        channel, sign({"event": "completed", "job": quitter, "results": []}), "canceled"
+    )
+    assert channel.ask(canceled) == {"event": "ack", "job": quitter}
+    assert deployment.status(quitter) == "canceled"
+
+    # Canceled by a user: nothing of the runner's is on record; a result that crossed the
+    # cancel is acknowledged and changes nothing.
+    crossed, sign = _run_signed(channel, deployment, key)
+    with deployment.admin() as client:
+        client.cancel_job(deployment.project, crossed)
+    late = sign({"event": "completed", "job": crossed, "results": [_result(2)]})
+    assert channel.ask(late) == {"event": "ack", "job": crossed}
+    job = deployment.job(crossed)
+    assert job["status"] == "canceled" and "output" not in job
+
+
+def test_a_signed_result_with_a_field_the_server_does_not_know_is_accepted(
+    deployment: Deployment,
+) -> None:
+    """The hash is checked against the results as received, not as the server re-reads them."""
+    key = Ed25519PrivateKey.generate()
+    channel = _keyed_channel(deployment, key)
+    job_uuid, sign = _run_signed(channel, deployment, key)
+    result = {**_result(4), "vm": {"boot_ms": 12.5, "kernel": "6.1"}}
+    completed = sign({"event": "completed", "job": job_uuid, "results": [result]})
+    assert completed["output_hash"] == _hash([result])
+    assert channel.ask(completed) == {"event": "ack", "job": job_uuid}
+    job = deployment.job(job_uuid)
+    assert job["status"] == "processed"
+    assert job["output"]["results"] == [_stored(4)]  # the unknown field is not kept
+    assert job["signature"]["verified"] and job["signature"]["output_hash"] == _hash([result])
+    assert channel.ask(completed) == {"event": "ack", "job": job_uuid}  # the identical resend
+    without = sign({"event": "completed", "job": job_uuid, "results": [_result(4)]})
+    _refused_as_replay(channel, without, "completed")  # signed over other results
+
+
 @pytest.mark.engine_independent
 def test_setting_a_key_closes_the_runners_channel_so_it_reconnects_under_the_rule(
     deployment: Deployment,

@@ -30,8 +30,8 @@ from benchrunner.protocol import (
     IterationResult,
     encode,
     parse_runner_message,
+    received_output_hash,
     result_output_hash,
-    result_output_hashes,
 )
 
 # RFC 8032, section 7.1, TEST 1: the primitive itself, so our key handling is checked against
@@ -148,14 +148,22 @@ def test_the_output_hash_is_the_sha256_of_the_results_as_sent() -> None:
     parsed = parse_runner_message(encode(message))
     assert isinstance(parsed, Completed)
     assert result_output_hash(parsed) == result_output_hash(message)
-    written = (
-        '[{"exit_code":0,"output":null,"stderr":null,"stdout":"é ✓"},'
-        '{"exit_code":1,"output":null,"stderr":null,"stdout":null}]'
-    ).encode()
-    assert result_output_hashes(message) == {
-        hashlib.sha256(wire).hexdigest(),
-        hashlib.sha256(written).hexdigest(),
-    }
+    assert received_output_hash(message) == result_output_hash(message)
+
+
+def test_the_received_hash_covers_every_field_as_sent_even_unknown_ones() -> None:
+    sent = '[{"exit_code":0,"output":null,"stdout":"x","vm":{"boot_ms":12.5}}]'
+    text = f'{{"event":"completed","job":"{JOB}","results":{sent},"output_hash":"h"}}'
+    parsed = parse_runner_message(text)
+    assert isinstance(parsed, Completed)
+    assert parsed.results == [IterationResult(exit_code=0, stdout="x")]  # "vm" is dropped ...
+    # ... but the hash is of what was received, so an honest signer's hash matches.
+    assert received_output_hash(parsed) == hashlib.sha256(sent.encode()).hexdigest()
+    assert received_output_hash(parsed) != result_output_hash(parsed)
+    # A message that names no output hash is not hashed as received.
+    unsigned = parse_runner_message(text.replace(',"output_hash":"h"', ""))
+    assert isinstance(unsigned, Completed)
+    assert received_output_hash(unsigned) == result_output_hash(unsigned)
 
 
 def test_a_canceled_or_resultless_failure_hashes_the_empty_list() -> None:

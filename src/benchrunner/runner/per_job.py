@@ -5,10 +5,13 @@
 To the agent it is a ``Transport`` like the channel: ``ready`` starts a claim (a thread that
 posts the job, or ``no_job``, as the channel's receiver would), every other message goes to its
 job's socket (opened when first needed, closed once its result is acknowledged), and replies
-come back as ``ServerEvent``s. A job whose socket the server refuses because the job is no
-longer the runner's to report is answered as the channel answers such a message: ``running``
-and heartbeats with ``cancel``; a result with ``ack`` if the job is already completed, else
-with ``error`` (dropped from the spool; the per-job socket takes only claimed or running jobs).
+come back as ``ServerEvent``s. The server closes a job's socket itself once the job ends there
+(1000 with ``"job_completed"``, ``"job_canceled"``, ...): after a ``cancel`` that is no loss, and
+the runner's ``canceled`` then finds the job's socket refused. A job whose socket the server
+refuses because the job is no longer the runner's to report is answered as the channel answers
+such a message: ``running`` and heartbeats with ``cancel``; a result with ``ack`` if the job is
+already completed or canceled, else with ``error`` (dropped from the spool; the per-job socket
+takes only claimed or running jobs).
 
 Losing a job's socket, or a claim that fails with no HTTP answer or a 5xx, is the loss of the
 transport (``ChannelLost``): the agent reconnects with backoff and announces ``running`` again.
@@ -75,6 +78,12 @@ MAX_RETRY_AFTER = 60.0
 CONNECTION_FAILED = 1006
 SERVER_ERROR = 1011
 _FINISHED = frozenset({"completed", "processed"})
+_ENDED = frozenset(
+    (1000, json.dumps(reason))
+    for reason in ("job_completed", "job_failed", "job_canceled", "job_canceled_by_runner")
+)
+"""Close codes and reasons (JSON strings, as Bencher's server writes them) of a job socket the
+server closed because the job ended there."""
 
 assert MAX_CLAIM_POLL_TIMEOUT <= MAX_POLL_TIMEOUT
 
@@ -146,14 +155,14 @@ class PerJobTransport(CountedReplies):
             return
         with self._lock:
             socket = self._socket_for(job, message)
+            if socket is not None and not self._send_on(socket, message):
+                socket = self._socket_for(job, message)  # refused now, and answered so
+                if socket is not None and not self._send_on(socket, message):
+                    raise ChannelClosedError(f"job {job}'s socket closed at once")
             if socket is None:  # answered already, as the server would have
                 if expect_ack:
                     self._outstanding += 1
                 return
-            try:
-                socket.connection.send(encode(message))
-            except (ConnectionClosed, OSError) as exc:
-                raise ChannelClosedError(str(exc)) from None
             if isinstance(message, Running):
                 self._current = job
             if isinstance(message, Completed | Failed | Canceled):
@@ -204,12 +213,33 @@ class PerJobTransport(CountedReplies):
         ).start()
         return socket
 
+    def _send_on(self, socket: _JobSocket, message: BaseModel) -> bool:
+        """Send ``message`` on the job's socket (with ``_lock`` held). False when the server had
+        closed it because the job ended there (the socket is forgotten); raises
+        ChannelClosedError when it was lost."""
+        try:
+            socket.connection.send(encode(message))
+        except (ConnectionClosed, OSError) as exc:
+            closed = exc.rcvd if isinstance(exc, ConnectionClosed) else None
+            if closed is None or (closed.code, closed.reason) not in _ENDED:
+                raise ChannelClosedError(str(exc)) from None
+            socket.closing = True
+            if self._sockets.get(socket.job) is socket:
+                del self._sockets[socket.job]
+            return False
+        return True
+
     @staticmethod
     def _answer_refused_job(job: uuid.UUID, message: BaseModel, exc: SocketError) -> ServerMessage:
         status = exc.body.get("status")
         if isinstance(message, Completed | Failed | Canceled):
             if status in _FINISHED:
                 return Ack(job=job)  # delivered before; its ack was lost with a connection
+            if status == "canceled":
+                # Canceled by the server (its socket closed after the cancel): the runner's
+                # answer, or a result that crossed the cancel, changes nothing.
+                log.info("job %s was canceled: its %s result is not kept", job, message.event)
+                return Ack(job=job)
             return Error(message=f"result of job {job} not accepted: {exc}")
         log.info("job %s is no longer this runner's to run (%s)", job, exc)
         return Cancel(job=job)
@@ -222,8 +252,13 @@ class PerJobTransport(CountedReplies):
                 self._finished(socket)
 
         code, reason = receive_messages(socket.connection, self.generation, self._events, seen)
-        if not socket.closing and not self._closed.is_set():
-            self._events.put(ChannelLost(self.generation, code, reason))
+        if socket.closing or self._closed.is_set():
+            return
+        if (code, reason) in _ENDED and not socket.result_sent:
+            self._finished(socket)  # e.g. after a cancel: the job ended on the server's side
+            return
+        # Lost; or closed with a result unacknowledged: reconnecting resends it.
+        self._events.put(ChannelLost(self.generation, code, reason))
 
     def _finished(self, socket: _JobSocket) -> None:
         """The job's result was acknowledged: its socket has served."""

@@ -6,6 +6,11 @@ timeout), bound to the one job of the URL. Seed 000's messages name no job, and 
 ``completed`` and ``failed`` carry one iteration's ``exit_code``, ``stdout``, ``stderr`` and
 ``output`` at the top level: both are read as the channel's messages for the URL's job. A
 message naming another job is refused, and so is ``ready`` (jobs are claimed over HTTP here).
+
+The socket serves its one job and ends with it, as Bencher's per-job handler does: after the
+``ack`` of a terminal message or after a ``cancel``, the server closes it with 1000 and the
+reason as Bencher encodes it (a JSON string): ``"job_completed"``, ``"job_failed"``,
+``"job_canceled_by_runner"`` (the runner's ``canceled``) or ``"job_canceled"``.
 """
 
 from __future__ import annotations
@@ -14,17 +19,33 @@ import json
 import uuid
 from typing import Any
 
+from pydantic import BaseModel
 from starlette.websockets import WebSocket
 
-from benchrunner.protocol import Ready, RunnerMessage, parse_runner_message
+from benchrunner.protocol import (
+    Ack,
+    Cancel,
+    Canceled,
+    Completed,
+    Failed,
+    Ready,
+    RunnerMessage,
+    close_reason,
+    parse_runner_message,
+)
 from benchrunner.server.lifecycle import Lifecycle
-from benchrunner.server.runner_session import RunnerSession
+from benchrunner.server.runner_session import CLOSE_NORMAL, RunnerSession
 from benchrunner.server.store import jobs
 from benchrunner.server.store.runners import RunnerRow
 
 _JOB_EVENTS = frozenset({"running", "log", "completed", "failed", "canceled"})
 _RESULT_EVENTS = frozenset({"completed", "failed"})
 _ITERATION_FIELDS = ("exit_code", "stdout", "stderr", "output")
+_ENDED_BY = {
+    "completed": "job_completed",
+    "failed": "job_failed",
+    "canceled": "job_canceled_by_runner",
+}
 
 
 def parse_job_message(text: str, job: uuid.UUID) -> RunnerMessage:
@@ -74,3 +95,19 @@ class JobSocketSession(RunnerSession):
         if self.job is None:  # its result was delivered: a late running changes nothing
             return None
         return self.job
+
+    async def _reply(self, to: RunnerMessage, reply: BaseModel) -> None:
+        await super()._reply(to, reply)
+        reason = _ending(to, reply)
+        if reason is not None:
+            self.job = None  # delivered or canceled: no disconnect timeout is due
+            await self.close(CLOSE_NORMAL, close_reason(reason))
+
+
+def _ending(to: RunnerMessage, reply: BaseModel) -> str | None:
+    """The close reason when ``reply`` to ``to`` ends the job's socket, else None."""
+    if isinstance(reply, Cancel):
+        return "job_canceled"
+    if isinstance(reply, Ack) and isinstance(to, Completed | Failed | Canceled):
+        return _ENDED_BY[to.event]
+    return None

@@ -11,7 +11,7 @@ import datetime as dt
 import logging
 
 from benchrunner.core.signatures import SignatureRefused
-from benchrunner.core.states import IN_FLIGHT, JobStatus
+from benchrunner.core.states import FINISHED, IN_FLIGHT, JobStatus
 from benchrunner.core.tiers import UNLIMITED_MIN_PRIORITY
 from benchrunner.core.timeouts import TimeoutVerdict, hard_timeout_exceeded
 from benchrunner.protocol import (
@@ -22,8 +22,6 @@ from benchrunner.protocol import (
     Failed,
     JobAssigned,
     JsonJobOutput,
-    result_output_hashes,
-    results_hash,
 )
 from benchrunner.server.completion import Completion, complete, fail_with_output, keep_late_output
 from benchrunner.server.context import ServerContext
@@ -42,6 +40,7 @@ from benchrunner.server.outputs import (
     store_blob,
 )
 from benchrunner.server.processing import Processor
+from benchrunner.server.replays import judge, on_record
 from benchrunner.server.result_signatures import check_signed_result
 from benchrunner.server.store import claims, jobs, runners, transitions
 from benchrunner.server.store.runners import RunnerRow
@@ -294,7 +293,7 @@ class Lifecycle:
         elif isinstance(message, Failed):
             reply = await self._failed(runner, job, message, signed)
         else:
-            reply = await self._canceled(runner, job)
+            reply = await self._canceled(runner, job, message, signed)
         if isinstance(reply, Ack):
             # The runner deletes its spooled result on `ack`: the status change behind it
             # must survive a power cut first (the output blob is synced when stored).
@@ -309,13 +308,32 @@ class Lifecycle:
         await asyncio.to_thread(store_blob, self.ctx.blobs, job, data)
         return None
 
-    async def _stored_output(self, job: jobs.JobRow) -> JsonJobOutput | None:
-        """The job's stored output; None when there is none. Raises ``UnusableOutput`` when one
-        is stored but cannot be read back (processing gave that job its error already)."""
-        try:
-            return await load_job_output(self.ctx, job)
-        except OutputMissing:
-            return None
+    async def _judge_finished(
+        self, job: jobs.JobRow, message: Completed | Failed | Canceled, signed: SignedOutput | None
+    ) -> Ack | Error | None:
+        """The reply to a terminal message for a job that has left flight (``replays``), or
+        None when it is a late result to apply."""
+        output: JsonJobOutput | None = None
+        unreadable = False
+        # A signed result resent for a job completed under a signature compares hashes alone.
+        fast = (
+            isinstance(message, Completed)
+            and job.status in (JobStatus.COMPLETED, JobStatus.PROCESSED)
+            and job.signed is not None
+            and signed is not None
+        )
+        if job.status != JobStatus.CANCELED and not fast:
+            try:
+                output = await load_job_output(self.ctx, job)
+            except OutputMissing:
+                pass
+            except UnusableOutput:
+                unreadable = True  # processing gave that job its error already
+        by_runner = job.status == JobStatus.CANCELED and await self.ctx.db.read(
+            transitions.job_canceled_by_runner, job.id
+        )
+        record = on_record(job, output, unreadable=unreadable, canceled_by_runner=by_runner)
+        return judge(job, record, message, signed)
 
     async def _completed(
         self,
@@ -334,59 +352,41 @@ class Lifecycle:
                 job = dataclasses.replace(job, status=status)
         data = encode_output(JsonJobOutput(results=message.results, noise=message.noise))
         for _attempt in range(3):
-            if job.status in (JobStatus.RUNNING, JobStatus.FAILED):
-                if not stored:  # durable before the transition, so an ack means it is safe
-                    row_output = await self._blob_unless_small(job, data)
-                    stored = True
-                now = self.ctx.clock.now()
-                done = await self._complete(job, runner, now, row_output, signed)
-                if done.completed:
-                    job_moved(self.ctx, job, JobStatus.COMPLETED, now, runner=runner.slug)
-                    self.finished(job)
-                    if done.processed and done.row is not None:
-                        job_moved(
-                            self.ctx,
-                            done.row,
-                            JobStatus.PROCESSED,
-                            now,
-                            source=JobStatus.COMPLETED,
-                            reason=done.error,
-                        )
-                    else:
-                        self.processor.enqueue(job.id)
-                    return ack
-            elif job.status in (JobStatus.COMPLETED, JobStatus.PROCESSED):
-                if job.signed is not None and signed is not None:  # no need to read the output
-                    if job.signed.output_hash in result_output_hashes(message):
-                        return ack
-                    return self._replayed(job)
-                try:
-                    previous = await self._stored_output(job)
-                except UnusableOutput:
-                    return ack  # nothing to compare with; the job is finished either way
-                if previous is not None and results_hash(previous.results) != results_hash(
-                    message.results
-                ):
-                    return self._replayed(job)
+            if job.status != JobStatus.RUNNING:
+                if job.status not in FINISHED:
+                    return Error(
+                        message=f"job {job.uuid} is {job.status.wire}: "
+                        "send running before completed"
+                    )
+                reply = await self._judge_finished(job, message, signed)
+                if reply is not None:
+                    return reply
+            # Running, or failed by the server: a late result replaces the failure.
+            if not stored:  # durable before the transition, so an ack means it is safe
+                row_output = await self._blob_unless_small(job, data)
+                stored = True
+            now = self.ctx.clock.now()
+            done = await self._complete(job, runner, now, row_output, signed)
+            if done.completed:
+                job_moved(self.ctx, job, JobStatus.COMPLETED, now, runner=runner.slug)
+                self.finished(job)
+                if done.processed and done.row is not None:
+                    job_moved(
+                        self.ctx,
+                        done.row,
+                        JobStatus.PROCESSED,
+                        now,
+                        source=JobStatus.COMPLETED,
+                        reason=done.error,
+                    )
+                else:
+                    self.processor.enqueue(job.id)
                 return ack
-            elif job.status == JobStatus.CANCELED:
-                return ack  # terminal; a late result changes nothing
-            else:
-                return Error(
-                    message=f"job {job.uuid} is {job.status.wire}: send running before completed"
-                )
             reread = await self.ctx.db.read(jobs.job_get, job.id)
             if reread is None:
                 break
             job = reread
         return Error(message=f"job {job.uuid} changed concurrently; resend the result")
-
-    @staticmethod
-    def _replayed(job: jobs.JobRow) -> Error:
-        return Error(
-            message=f"job {job.uuid} already has a different result; "
-            "the repeated completed message was rejected"
-        )
 
     async def _complete(
         self,
@@ -421,20 +421,28 @@ class Lifecycle:
             ):
                 job_moved(self.ctx, job, JobStatus.FAILED, now, runner=runner.slug, reason=reason)
                 self.finished(job)
-        elif job.status == JobStatus.FAILED and not await has_job_output(self.ctx, job):
+            return Ack(job=job.uuid)
+        reply = await self._judge_finished(job, message, signed)
+        if reply is not None:
+            return reply
+        # Failed by the server: the runner's failure adds its output, unless one is stored.
+        if not await has_job_output(self.ctx, job):
             row_output = await self._blob_unless_small(job, data)
             if row_output is not None or signed is not None:
                 await self.ctx.db.write(keep_late_output, job.id, row_output, signed)
         return Ack(job=job.uuid)
 
-    async def _canceled(self, runner: RunnerRow, job: jobs.JobRow) -> Ack:
-        if job.status in IN_FLIGHT:
-            now = self.ctx.clock.now()
-            if await self.ctx.db.write(
-                transitions.job_mark_canceled, job.id, now, runner.slug, "runner canceled the job"
-            ):
-                job_moved(self.ctx, job, JobStatus.CANCELED, now, runner=runner.slug)
-                self.finished(job)
+    async def _canceled(
+        self, runner: RunnerRow, job: jobs.JobRow, message: Canceled, signed: SignedOutput | None
+    ) -> Ack | Error:
+        if job.status not in IN_FLIGHT:
+            return await self._judge_finished(job, message, signed) or Ack(job=job.uuid)
+        now = self.ctx.clock.now()
+        if await self.ctx.db.write(
+            transitions.job_mark_canceled, job.id, now, runner.slug, "runner canceled the job"
+        ):
+            job_moved(self.ctx, job, JobStatus.CANCELED, now, runner=runner.slug)
+            self.finished(job)
         return Ack(job=job.uuid)
 
     # ------------------------------------------------------------ users

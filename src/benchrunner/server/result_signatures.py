@@ -6,7 +6,7 @@ these fields is ignored."""
 from __future__ import annotations
 
 from benchrunner.core.signatures import SignatureRefused, key_fingerprint, public_key, verify
-from benchrunner.protocol import Canceled, Completed, Failed, result_output_hashes
+from benchrunner.protocol import Canceled, Completed, Failed, received_output_hash
 from benchrunner.server.store.jobs import JobRow
 from benchrunner.server.store.runners import RunnerRow
 from benchrunner.server.store.signed_outputs import SignedOutput
@@ -22,7 +22,8 @@ def check_signed_result(
     Raises SignatureRefused, in this order: a field missing; the runner's stored key unusable;
     the signature malformed or not valid for the ``job``, ``nonce`` and ``output_hash`` sent
     (so only the key's holder learns more); ``Invalid nonce`` when the nonce is not the
-    claimed job's; the output hash not that of the results sent."""
+    claimed job's; the output hash not that of the results as received (every field of
+    them, known to this server or not)."""
     if runner.public_key is None:
         return None
     missing = [name for name in SIGNED_FIELDS if getattr(message, name) is None]
@@ -37,9 +38,9 @@ def check_signed_result(
     verify(key, str(job.uuid), message.nonce, message.output_hash, message.signature)
     if message.nonce != job.nonce:
         raise SignatureRefused("Invalid nonce: it is not the nonce of the job's claim")
-    if message.output_hash not in result_output_hashes(message):
+    if message.output_hash != received_output_hash(message):
         raise SignatureRefused(
             "Output hash mismatch: output_hash is not sha256_hex(canonical_json(results)) "
-            "of the results sent"
+            "of the results as received"
         )
     return SignedOutput(message.output_hash, message.signature, key_fingerprint(runner.public_key))

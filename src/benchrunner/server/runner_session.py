@@ -117,6 +117,10 @@ class RunnerSession:
     def _stop_waiting(self) -> None:
         self._stopping.set()
 
+    async def _reply(self, to: RunnerMessage, reply: BaseModel) -> None:
+        """Answer the runner's ``to``; a subclass may end the session after some answers."""
+        await self.send(reply)
+
     # ------------------------------------------------------------ plumbing
 
     async def send(self, message: BaseModel) -> None:
@@ -239,7 +243,7 @@ class RunnerSession:
         elif isinstance(message, Running):
             await self._running(message)
         elif isinstance(message, Heartbeat):
-            await self._heartbeat()
+            await self._heartbeat(message)
         elif isinstance(message, Log):
             await self._log(message)
         else:
@@ -265,19 +269,20 @@ class RunnerSession:
             started = job.started or self.life.ctx.clock.now()
             self.job = dataclasses.replace(job, status=status, started=started)
         if status in (JobStatus.CLAIMED, JobStatus.RUNNING):
-            await self.send(Ack(job=job.uuid))
+            await self._reply(message, Ack(job=job.uuid))
         elif status is None:
             await self.refuse(f"running: job {job.uuid} is not this runner's")
         else:
-            await self.send(Cancel(job=job.uuid))
+            await self._reply(message, Cancel(job=job.uuid))
 
-    async def _heartbeat(self) -> None:
+    async def _heartbeat(self, message: Heartbeat) -> None:
         if self.job is None:
             if self.extensions:  # ours: Bencher's server ignores a heartbeat between jobs
-                await self.send(Ack())
+                await self._reply(message, Ack())
             return
         cancel = await self.life.heartbeat(self.runner, self.job)
-        await self.send(Cancel(job=self.job.uuid) if cancel else Ack(job=self.job.uuid))
+        reply = Cancel(job=self.job.uuid) if cancel else Ack(job=self.job.uuid)
+        await self._reply(message, reply)
 
     async def _log(self, message: Log) -> None:
         """Store a chunk of the in-flight job's output; no reply unless it is refused."""
@@ -315,7 +320,7 @@ class RunnerSession:
         if isinstance(reply, Ack) and self.job is not None and self.job.uuid == message.job:
             self.ctx.log_watch.notify(self.job.id)  # followers of its log may end
             self.job = None
-        await self.send(reply)
+        await self._reply(message, reply)
 
     async def _still_to_deliver(self, job_uuid: object) -> bool:
         """Whether the job is this runner's and still in flight (its result not applied)."""

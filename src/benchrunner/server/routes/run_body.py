@@ -126,8 +126,9 @@ class RunBody(ApiBody):
     context: dict[str, str] | None = None
     idempotency_key: str | None = None
     spec_reset: bool | None = None
-    """Bencher clears the testbed's hardware spec; testbeds here carry none, so it changes
-    nothing."""
+    """Bencher clears the testbed's current spec, which its next image job naming no spec
+    would otherwise take. A testbed here keeps no spec (a job takes the spec it names, else the
+    fallback spec), so every run is already as if reset: accepted, with nothing to clear."""
 
     @field_validator("hash")
     @classmethod

@@ -289,6 +289,22 @@ def job_mark_canceled(
     return _finish(conn, job_id, JobStatus.CANCELED, now, actor, reason, event)
 
 
+def job_canceled_by_runner(conn: Connection, job_id: int) -> bool:
+    """Whether the job's runner canceled it (its ``canceled`` moved it): ``job_mark_canceled``
+    writes that ``job_canceled`` event with the runner as actor; a user's cancel writes it as
+    the system, and the hard timeout writes ``job_timeout``."""
+    found = conn.execute(
+        sa.select(job_event.c.id)
+        .where(
+            job_event.c.job_id == job_id,
+            job_event.c.event_type == str(JobEvent.CANCELED),
+            job_event.c.actor != SYSTEM_ACTOR,
+        )
+        .limit(1)
+    ).first()
+    return found is not None
+
+
 def job_cancel_by_user(conn: Connection, job_id: int, now: dt.datetime, actor: str) -> bool:
     """A user's cancel: ``job_cancel_requested`` by the user, then ``job_canceled`` by the
     system, as seed 004's audit list has them; nothing is written if the job already left
