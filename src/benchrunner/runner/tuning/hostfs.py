@@ -58,6 +58,11 @@ class HostFs:
         """Remove a directory made by ``make_directory``. Raises OSError."""
         self.path(relative).rmdir()
 
+    def set_affinity(self, task: int, cores: frozenset[int]) -> None:
+        """Allow thread ``task`` only ``cores`` (``sched_setaffinity``). Raises OSError (ESRCH:
+        it has ended; EINVAL: none of the cores is allowed to it)."""
+        os.sched_setaffinity(task, cores)
+
     def exists(self, relative: str) -> bool:
         return self.path(relative).exists()
 

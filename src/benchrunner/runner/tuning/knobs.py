@@ -140,6 +140,9 @@ def isolation(fs: HostFs, cores: frozenset[int]) -> Check:
     for partition, listed in cpuset_partitions(fs):
         found.append(f"partition {partition}={format_cpulist(listed)}")
         covered |= bool(cores) and cores <= listed
+    v1_found, v1_covered = cpuset_v1_domains(fs, cores)
+    found += v1_found
+    covered |= v1_covered
     if not found:
         return unreadable(
             "isolation", what, expected, fix, f"/{CPU}/isolated and nohz_full are absent"
@@ -186,6 +189,54 @@ def cgroup2_mounts(fs: HostFs) -> list[str]:
         for fields in (line.split() for line in text.splitlines())
         if len(fields) > 2 and fields[2] == "cgroup2"
     ]
+
+
+def cgroup1_cpuset_mounts(fs: HostFs) -> list[str]:
+    """Where a cgroup v1 hierarchy with the cpuset controller is mounted, relative to the root."""
+    text = fs.read("proc/self/mounts") or ""
+    return [
+        fields[1].lstrip("/")
+        for fields in (line.split() for line in text.splitlines())
+        if len(fields) > 3 and fields[2] == "cgroup" and "cpuset" in fields[3].split(",")
+    ]
+
+
+def cpuset_v1_domains(fs: HostFs, cores: frozenset[int]) -> tuple[list[str], bool]:
+    """What cgroup v1 cpusets say about ``cores``, and whether a cpuset gives them a scheduler
+    domain of their own: the root cpuset does not balance load (``sched_load_balance`` 0), a
+    top-level cpuset holds them, and no other cpuset that balances load shares one of them."""
+    found: list[str] = []
+    covered = False
+    for mount in cgroup1_cpuset_mounts(fs):
+        balanced = fs.read(f"{mount}/cpuset.sched_load_balance")
+        if balanced != "0":
+            found.append(f"v1 cpuset /{mount} balances load on all cores")
+            continue
+        children: dict[str, tuple[frozenset[int], bool]] = {}
+        for name in fs.names(mount):
+            text = fs.read(f"{mount}/{name}/cpuset.cpus")
+            if text is None:
+                continue
+            try:
+                listed = parse_cpulist(text)
+            except ValueError:
+                continue
+            own = fs.read(f"{mount}/{name}/cpuset.sched_load_balance") != "0"
+            children[name] = (listed, own)
+        for name, (listed, _) in children.items():
+            if not listed or not cores or not cores <= listed:
+                continue
+            sharing = sorted(
+                other
+                for other, (theirs, balances) in children.items()
+                if other != name and balances and theirs & cores
+            )
+            if sharing:
+                found.append(f"v1 cpuset /{mount}/{name} shares them with {', '.join(sharing)}")
+            else:
+                found.append(f"v1 cpuset /{mount}/{name}={format_cpulist(listed)}")
+                covered = True
+    return found, covered
 
 
 def hypervisor(fs: HostFs, cores: frozenset[int]) -> Check:

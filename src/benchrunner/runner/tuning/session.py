@@ -15,7 +15,7 @@ from benchrunner.runner.tuning import personality
 from benchrunner.runner.tuning.dma_latency import DmaLatencyHold
 from benchrunner.runner.tuning.hostfs import HostFs
 from benchrunner.runner.tuning.lock import HostLock, HostLockedError
-from benchrunner.runner.tuning.settings import CoreSplit
+from benchrunner.runner.tuning.settings import PARTITION, CoreSplit
 from benchrunner.runner.tuning.state import STATE_DIR, StateFile, StateFileError
 from benchrunner.runner.tuning.tuner import (
     Outcome,
@@ -40,7 +40,8 @@ class RestoreError(Exception):
 class TunedHost:
     outcomes: list[Outcome] = field(default_factory=list)
     job_cgroup: str | None = None
-    """Relative path of the partition's ``cgroup.procs`` when the partition was applied."""
+    """Relative path of the partition's ``cgroup.procs`` (the v2 partition, or the v1 cpuset
+    of the job cores) when the partition was applied."""
 
 
 def restore_leftovers(fs: HostFs) -> list[str]:
@@ -125,7 +126,8 @@ def _log_restored(restored: list[str]) -> None:
 def _partition_procs(state: StateFile) -> str | None:
     # The directory the partition setting created (recorded only while it stays applied).
     for entry in state.entries:
-        if entry.setting == "cpuset_partition" and entry.undo is None:
+        created = entry.undo is None and not entry.tasks_from
+        if entry.setting == "cpuset_partition" and created and entry.path.endswith(PARTITION):
             return f"{entry.path}/cgroup.procs"
     return None
 

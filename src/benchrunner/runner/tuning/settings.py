@@ -20,10 +20,12 @@ from benchrunner.runner.tuning.cpulist import (
     parse_cpumask,
 )
 from benchrunner.runner.tuning.hostfs import HostFs
-from benchrunner.runner.tuning.knobs import CPU, THP, cgroup2_mounts
+from benchrunner.runner.tuning.knobs import CPU, THP, cgroup1_cpuset_mounts, cgroup2_mounts
 
 PARTITION = "benchrunner-jobs"
-"""The cgroup v2 cpuset partition holding the job cores, directly under the cgroup2 mount."""
+"""The cpuset holding the job cores, directly under the cgroup2 (or v1 cpuset) mount."""
+HOUSEKEEPING = "benchrunner-housekeeping"
+"""On cgroup v1, the cpuset of the other cores, where every task the root held is moved."""
 
 
 class Form(StrEnum):
@@ -51,6 +53,17 @@ class Change:
 
 
 @dataclass(frozen=True)
+class MoveTasks:
+    """Move every task of the cgroup v1 directory ``source`` that the kernel lets go into
+    ``target``; the restore moves the tasks of ``back_from`` into ``source`` again and gives
+    the moved threads back their own CPU affinity (a move to a v1 cpuset resets it)."""
+
+    source: str
+    target: str
+    back_from: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class Blocked:
     reason: str
 
@@ -61,11 +74,12 @@ class CoreSplit:
     housekeeping: frozenset[int]
 
 
-Plan = list[Change] | Blocked
+Step = Change | MoveTasks
+Plan = list[Step] | Blocked
 
 
 def governor(fs: HostFs, cores: CoreSplit) -> Plan:
-    changes = []
+    changes: list[Step] = []
     for core in sorted(cores.job):
         path = f"{CPU}/cpu{core}/cpufreq/scaling_governor"
         if not fs.exists(path):
@@ -102,7 +116,7 @@ def irq_affinity(fs: HostFs, cores: CoreSplit) -> Plan:
         return Blocked("no housekeeping core to move interrupts to")
     if not fs.exists("proc/irq/default_smp_affinity"):
         return Blocked("/proc/irq/default_smp_affinity is absent")
-    changes = [
+    changes: list[Step] = [
         Change("proc/irq/default_smp_affinity", format_cpumask(cores.housekeeping), Form.CPUMASK)
     ]
     for irq in fs.names("proc/irq"):
@@ -125,12 +139,49 @@ def workqueues(fs: HostFs, cores: CoreSplit) -> Plan:
 def cpuset_partition(fs: HostFs, cores: CoreSplit) -> Plan:
     if not cores.housekeeping:
         return Blocked("no housekeeping core left outside a partition")
+    v2 = _cpuset_partition_v2(fs, cores)
+    if v2 is not None:
+        return v2
+    v1_mounts = cgroup1_cpuset_mounts(fs)
+    if v1_mounts:
+        return _cpuset_partition_v1(fs, cores, v1_mounts[0])
+    return Blocked("no cgroup v2 mount offers the cpuset controller, nor is cgroup v1's mounted")
+
+
+def _cpuset_partition_v1(fs: HostFs, cores: CoreSplit, mount: str) -> Plan:
+    # v1 has no partitions: the job cores get a cpuset of their own, every task the kernel
+    # lets go moves to a cpuset of the other cores, and the root stops balancing load so that
+    # each of the two is a scheduler domain of its own (Documentation/cgroup-v1/cpusets).
+    mems = fs.read(f"{mount}/cpuset.mems")
+    if not mems:
+        return Blocked(f"/{mount}/cpuset.mems cannot be read")
+    jobs, housekeeping = f"{mount}/{PARTITION}", f"{mount}/{HOUSEKEEPING}"
+    return [
+        Change(jobs, "", Form.DIRECTORY),
+        Change(f"{jobs}/cpuset.cpus", format_cpulist(cores.job), Form.CPULIST, recorded=False),
+        Change(f"{jobs}/cpuset.mems", mems, recorded=False),
+        # Refused while a sibling cpuset shares the cores; the cpus are the job's alone anyway.
+        Change(f"{jobs}/cpuset.cpu_exclusive", "1", required=False, recorded=False),
+        Change(housekeeping, "", Form.DIRECTORY),
+        Change(
+            f"{housekeeping}/cpuset.cpus",
+            format_cpulist(cores.housekeeping),
+            Form.CPULIST,
+            recorded=False,
+        ),
+        Change(f"{housekeeping}/cpuset.mems", mems, recorded=False),
+        MoveTasks(mount, housekeeping, back_from=(housekeeping, jobs)),
+        Change(f"{mount}/cpuset.sched_load_balance", "0"),
+    ]
+
+
+def _cpuset_partition_v2(fs: HostFs, cores: CoreSplit) -> Plan | None:
     for mount in cgroup2_mounts(fs):
         controllers = (fs.read(f"{mount}/cgroup.controllers") or "").split()
         if "cpuset" not in controllers:
             continue
         group = f"{mount}/{PARTITION}"
-        changes: list[Change] = []
+        changes: list[Step] = []
         if "cpuset" not in (fs.read(f"{mount}/cgroup.subtree_control") or "").split():
             changes.append(Change(f"{mount}/cgroup.subtree_control", "+cpuset", undo="-cpuset"))
         changes += [
@@ -139,7 +190,7 @@ def cpuset_partition(fs: HostFs, cores: CoreSplit) -> Plan:
             Change(f"{group}/cpuset.cpus.partition", "isolated", recorded=False),
         ]
         return changes
-    return Blocked("no cgroup v2 mount offers the cpuset controller (cgroup v1 host?)")
+    return None
 
 
 SETTINGS: tuple[tuple[str, Callable[[HostFs, CoreSplit], Plan]], ...] = (

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -31,10 +31,19 @@ class Entry:
     path: str
     """Relative to the host root."""
     undo: str | None
-    """The value to write back; None: ``path`` is a directory the tuning created (rmdir it)."""
+    """The value to write back; None: ``path`` is a directory the tuning created (rmdir it),
+    or, with ``tasks_from``, the cgroup v1 directory whose tasks were moved out."""
+    tasks_from: tuple[str, ...] = ()
+    """Cgroup v1 directories whose tasks the restore moves back into ``path``."""
+    affinity: dict[str, str] = field(default_factory=dict)
+    """Thread id -> the CPU list it was allowed before the move (those not allowed all)."""
 
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+        raw: dict[str, Any] = {"setting": self.setting, "path": self.path, "undo": self.undo}
+        if self.tasks_from:
+            raw["tasks_from"] = list(self.tasks_from)
+            raw["affinity"] = self.affinity
+        return raw
 
     @classmethod
     def from_json(cls, raw: Any) -> Entry:
@@ -45,10 +54,18 @@ class Entry:
             raise StateFileError("an entry lacks its setting or path")
         if undo is not None and not isinstance(undo, str):
             raise StateFileError(f"entry {path!r}: undo is not a string")
+        tasks_from, affinity = raw.get("tasks_from", []), raw.get("affinity", {})
+        if not isinstance(tasks_from, list) or not all(isinstance(d, str) for d in tasks_from):
+            raise StateFileError(f"entry {path!r}: tasks_from is not a list of paths")
+        if not isinstance(affinity, dict) or not all(
+            key.isdigit() and isinstance(value, str) for key, value in affinity.items()
+        ):
+            raise StateFileError(f"entry {path!r}: affinity is not thread id -> CPU list")
         # Restore writes as root: only kernel files, and never outside the root.
-        if not path.startswith(_WRITABLE_PREFIXES) or ".." in Path(path).parts:
-            raise StateFileError(f"entry path {path!r} is not a /sys or /proc file")
-        return cls(setting, path, undo)
+        for written in (path, *tasks_from):
+            if not written.startswith(_WRITABLE_PREFIXES) or ".." in Path(written).parts:
+                raise StateFileError(f"entry path {written!r} is not a /sys or /proc file")
+        return cls(setting, path, undo, tuple(tasks_from), dict(affinity))
 
 
 class StateFile:

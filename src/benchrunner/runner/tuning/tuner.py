@@ -6,13 +6,15 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
+from benchrunner.runner.tuning import tasks
 from benchrunner.runner.tuning.hostfs import HostFs
 from benchrunner.runner.tuning.settings import (
     SETTINGS,
     Blocked,
-    Change,
     CoreSplit,
     Form,
+    MoveTasks,
+    Step,
     already,
     current,
 )
@@ -72,9 +74,13 @@ def apply_settings(
     return outcomes
 
 
-def _apply(fs: HostFs, name: str, changes: list[Change], state: StateFile) -> str:
+def _apply(fs: HostFs, name: str, changes: list[Step], state: StateFile) -> str:
     changed = skipped = 0
+    notes: list[str] = []
     for change in changes:
+        if isinstance(change, MoveTasks):
+            notes.append(_move_tasks(fs, name, change, state))
+            continue
         if change.form is Form.DIRECTORY:
             if fs.path(change.path).is_dir():
                 # Not ours (a crashed run's was removed before): neither used nor removed.
@@ -108,7 +114,28 @@ def _apply(fs: HostFs, name: str, changes: list[Change], state: StateFile) -> st
             raise _Cannot(f"/{change.path}: {exc.strerror or exc}") from None
         changed += 1
     detail = f"{changed} file(s) changed" if changed else "already as wanted"
-    return detail + (f", {skipped} refused by the kernel and left" if skipped else "")
+    detail += f", {skipped} refused by the kernel and left" if skipped else ""
+    return ", ".join([detail, *notes])
+
+
+def _move_tasks(fs: HostFs, name: str, move: MoveTasks, state: StateFile) -> str:
+    affinity = tasks.affinities(fs, move.source)
+    state.record(Entry(name, move.source, None, move.back_from, affinity))
+    try:
+        moved = tasks.move_all(fs, move.source, move.target)
+    except OSError as exc:
+        raise _Cannot(f"/{move.target}/tasks: {exc.strerror or exc}") from None
+    if moved.refused:
+        log.info(
+            "%d thread(s) bound to a CPU stay in /%s: %s",
+            len(moved.refused),
+            move.source,
+            " ".join(sorted(moved.refused, key=int)),
+        )
+    return (
+        f"{len(moved.moved)} task(s) moved to /{move.target}, "
+        f"{len(moved.refused)} bound to a CPU left in /{move.source}"
+    )
 
 
 def restore(fs: HostFs, state: StateFile, *, since: int = 0) -> list[str]:
@@ -119,7 +146,9 @@ def restore(fs: HostFs, state: StateFile, *, since: int = 0) -> list[str]:
     failures: list[str] = []
     for entry in reversed(state.entries[since:]):
         try:
-            if entry.undo is None:
+            if entry.tasks_from:
+                tasks.move_back(fs, entry.path, entry.tasks_from, entry.affinity)
+            elif entry.undo is None:
                 fs.remove_directory(entry.path)
             else:
                 fs.write(entry.path, entry.undo)
