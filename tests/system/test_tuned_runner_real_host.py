@@ -1,6 +1,8 @@
 """``runner up --tune`` on the machine the tests run on (its real ``/sys``, ``/proc`` and
 ``/dev``), where a VM or container allows some settings and not others: strict tuning refuses and
-changes nothing; best effort applies what it can, runs a job, and puts every setting back.
+changes nothing; best effort applies what it can, runs a job, and puts every setting back. On
+a cgroup v1 host that is also the job cores' cpuset: the job runs inside it, every other task
+moves to the housekeeping cpuset while tuned and back to the root afterwards.
 
 Every file ``--tune`` may change is compared before and after, and the host is restored through
 ``runner restore`` even when a test fails. This module is the only user of the real host's
@@ -10,6 +12,7 @@ tuning lock: the other tuning tests give the runner a fake root (``--host-root``
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -26,6 +29,7 @@ from tests.harness import Deployment, RunnerProcess, deploy, wait_until
 REAL = Path("/")
 STATE = REAL / "run/benchrunner/tune-state.json"
 PARTITION = "benchrunner-jobs"
+HOUSEKEEPING = "benchrunner-housekeeping"
 DMA_LATENCY = REAL / "dev/cpu_dma_latency"
 SETTINGS = {
     "governor",
@@ -70,12 +74,39 @@ def cgroup2_mounts() -> list[Path]:
     return [Path(f[1]) for f in fields if len(f) > 2 and f[2] == "cgroup2"]
 
 
+def cpuset_v1_mounts() -> list[Path]:
+    fields = (line.split() for line in Path("/proc/self/mounts").read_text().splitlines())
+    return [
+        Path(f[1])
+        for f in fields
+        if len(f) > 3 and f[2] == "cgroup" and "cpuset" in f[3].split(",")
+    ]
+
+
+def threads_in_our_cpusets() -> dict[str, str]:
+    """Thread id -> cpuset and name, for every live thread of the host in a cpuset tuning
+    made (a zombie still names the cpuset it died in, even once that is removed)."""
+    found: dict[str, str] = {}
+    for path in REAL.glob("proc/[0-9]*/task/[0-9]*/cpuset"):
+        cpuset = read(path)
+        status = read(path.parent / "status")
+        state = status.split("State:")[1].split()[0] if "State:" in status else "?"
+        if cpuset.startswith("/benchrunner-") and state not in ("Z", "X"):
+            found[path.parent.name] = f"{cpuset} {read(path.parent / 'comm')} {state}"
+    return found
+
+
 def host_settings() -> dict[str, str]:
     """Every setting of the real host that ``--tune`` may change, as it reads now."""
     found = {str(path): read(path) for pattern in TUNED_FILES for path in REAL.glob(pattern)}
     for mount in cgroup2_mounts():
         found[str(mount / "cgroup.subtree_control")] = read(mount / "cgroup.subtree_control")
         found[str(mount / PARTITION)] = str((mount / PARTITION).exists())
+    for mount in cpuset_v1_mounts():
+        balance = mount / "cpuset.sched_load_balance"
+        found[str(balance)] = read(balance)
+        for name in (PARTITION, HOUSEKEEPING):
+            found[str(mount / name)] = str((mount / name).exists())
     found[str(DMA_LATENCY)] = c_state_limit()
     found[str(STATE)] = str(STATE.exists())
     return found
@@ -139,7 +170,8 @@ def outcomes(output: str) -> tuple[dict[str, str], set[str]]:
 
 
 def housekeeping_cores() -> frozenset[int]:
-    """The cores a runner started by this process keeps for itself (not the job's)."""
+    """The cores a runner started by this process keeps for itself (not the job's); asked
+    before tuning, which may confine this process to the housekeeping cores."""
     plan = CorePlan.detect()
     job = plan.job_cores or frozenset(os.sched_getaffinity(0))
     return parse_cpulist(read(REAL / "sys/devices/system/cpu/online")) - job
@@ -169,9 +201,53 @@ def test_strict_tuning_of_this_vm_refuses_and_changes_nothing(
     assert host_settings() == real_host
 
 
-def test_best_effort_tuning_of_this_vm_applies_what_it_can_and_restores_it_exactly(
-    deployment: Deployment, real_host: dict[str, str]
+def job_process(text: str) -> int | None:
+    """The pid of the ticker job started with ``text`` among its arguments."""
+    for cmdline in REAL.glob("proc/[0-9]*/cmdline"):
+        try:
+            argv = cmdline.read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if text.encode() in argv and b"python3" in argv[0]:
+            return int(cmdline.parent.name)
+    return None
+
+
+def check_job_in_v1_partition(
+    deployment: Deployment, tmp_path: Path, job_cores: frozenset[int]
 ) -> None:
+    """A job's process runs inside the job cores' v1 cpuset, allowed the job cores only."""
+    text = f"in-partition-{os.getpid()}"
+    gate = tmp_path / "gate"
+    job = deployment.submit("bench.ticker", {"gate": str(gate), "ms": 20, "text": text})
+    pid = wait_until(lambda: job_process(text), timeout=60, message="the job's process")
+    try:
+        assert wait_until(
+            lambda: read(REAL / f"proc/{pid}/cpuset") == f"/{PARTITION}",
+            timeout=10,
+            message="the job's process to be in the job cpuset",
+        )
+        allowed = read(REAL / f"proc/{pid}/status").split("Cpus_allowed_list:")[1].split()[0]
+        assert parse_cpulist(allowed) == job_cores
+    finally:
+        gate.touch()
+    deployment.wait_status(job, "processed", timeout=120)
+
+
+def preflight_isolation(cores: frozenset[int]) -> str:
+    cores_text = ",".join(str(core) for core in sorted(cores))
+    command = [sys.executable, "-m", "benchrunner", "runner", "preflight", "--json"]
+    command += ["--cores", cores_text]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=120, check=False)
+    checks = {check["name"]: check for check in json.loads(done.stdout)["checks"]}
+    return str(checks["isolation"]["actual"])
+
+
+def test_best_effort_tuning_of_this_vm_applies_what_it_can_and_restores_it_exactly(
+    deployment: Deployment, real_host: dict[str, str], tmp_path: Path
+) -> None:
+    housekeeping = housekeeping_cores()
+    job_cores = parse_cpulist(read(REAL / "sys/devices/system/cpu/online")) - housekeeping
     runner = tuned_runner(deployment, "best-effort-real", "--tune=best-effort").start()
     try:
         wait_until(
@@ -187,7 +263,6 @@ def test_best_effort_tuning_of_this_vm_applies_what_it_can_and_restores_it_exact
         assert "thp" in applied  # root may always change it
         during = host_settings()
         assert "[never]" in during["/sys/kernel/mm/transparent_hugepage/enabled"]
-        housekeeping = housekeeping_cores()
         if "changed" in applied.get("workqueues", ""):
             mask = during["/sys/devices/virtual/workqueue/cpumask"]
             assert parse_cpumask(mask) == housekeeping
@@ -201,9 +276,42 @@ def test_best_effort_tuning_of_this_vm_applies_what_it_can_and_restores_it_exact
             assert moved and all(parse_cpulist(during[path]) == housekeeping for path in moved)
         if "c_states" in applied:
             assert during[str(DMA_LATENCY)] == "0"
+        for mount in cpuset_v1_mounts():
+            assert "task(s) moved" in applied["cpuset_partition"], runner.output()
+            assert parse_cpulist(read(mount / PARTITION / "cpuset.cpus")) == job_cores
+            assert parse_cpulist(read(mount / HOUSEKEEPING / "cpuset.cpus")) == housekeeping
+            assert during[str(mount / "cpuset.sched_load_balance")] == "0"
+            assert runner.proc is not None
+            assert read(REAL / f"proc/{runner.proc.pid}/cpuset") == f"/{HOUSEKEEPING}"
+            check_job_in_v1_partition(deployment, tmp_path, job_cores)
+            assert f"v1 cpuset /{str(mount / PARTITION).lstrip('/')}" in preflight_isolation(
+                job_cores
+            )
         assert stop(runner) == 0, runner.output()
     finally:
         stop(runner)
     assert host_settings() == real_host
     assert not STATE.exists()
     assert not any((mount / PARTITION).exists() for mount in cgroup2_mounts())
+    assert threads_in_our_cpusets() == {}
+
+
+def test_runner_restore_after_a_killed_tuned_runner_puts_every_task_back(
+    deployment: Deployment, real_host: dict[str, str]
+) -> None:
+    runner = tuned_runner(deployment, "killed-real", "--tune=best-effort").start()
+    try:
+        wait_until(
+            lambda: STATE.exists() and "tuned aslr" in runner.output(),
+            timeout=60,
+            message="the runner to tune the host",
+        )
+        if cpuset_v1_mounts():
+            assert threads_in_our_cpusets(), "nothing moved to the housekeeping cpuset"
+        runner.kill(signal.SIGKILL)
+    finally:
+        stop(runner)
+    assert STATE.exists()  # nothing restored by a runner killed outright
+    restore_host()
+    assert host_settings() == real_host
+    assert threads_in_our_cpusets() == {}
