@@ -28,11 +28,14 @@ system-packages:
 # files, so a module's shared server stays in one process) finish far sooner on two cores.
 TEST_WORKERS ?= 4
 
+# Tests marked host_wide tune the real host (every task confined to the housekeeping core while
+# tuned): they run alone, after the parallel suite.
 # Every test starts servers, runners and CLIs as new processes: compile the sources once, so
 # that none of them compiles every module again (PYTHONDONTWRITEBYTECODE may be set).
 test: $(STAMP) system-packages
 	$(BIN)/python -m compileall -q src tests benchmarks
-	$(BIN)/pytest -q -p no:cacheprovider --durations=15 -n $(TEST_WORKERS) --dist loadfile
+	$(BIN)/pytest -q -p no:cacheprovider --durations=15 -n $(TEST_WORKERS) --dist loadfile -m "not host_wide"
+	$(BIN)/pytest -q -p no:cacheprovider -m host_wide
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks

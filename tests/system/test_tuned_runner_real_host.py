@@ -6,8 +6,10 @@ moves to the housekeeping cpuset while tuned and back to the root afterwards.
 
 Every file ``--tune`` may change is compared before and after, and the host is restored through
 ``runner restore`` even when a test fails. This module is the only user of the real host's
-tuning lock: the other tuning tests give the runner a fake root (``--host-root``), and under
-``--dist loadfile`` this module's tests run one after the other on one worker.
+tuning lock: the other tuning tests give the runner a fake root (``--host-root``). Marked
+``host_wide``: while tuned, every task on the machine is confined to the housekeeping core, so
+``make test`` runs these tests alone, after the parallel suite, where no other test's runner
+could find its job core taken away.
 """
 
 from __future__ import annotations
@@ -54,6 +56,7 @@ TUNED_FILES = (
 )
 
 pytestmark = [
+    pytest.mark.host_wide,
     pytest.mark.skipif(os.geteuid() != 0, reason="tuning the real host needs root"),
     pytest.mark.skipif(
         any(REAL.glob("sys/devices/system/cpu/cpu*/cpufreq")),
