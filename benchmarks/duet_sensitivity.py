@@ -3,7 +3,7 @@ injected slowdown of 0.5, 1, 2 and 5 %, and flag none (0 %: the false-positive r
 machine as it is.
 
     .venv/bin/python -m benchmarks.duet_sensitivity [--trials 20] [--rounds 15] [--work 6000000]
-        [--margins 0 0.005] [--save FILE] [--quick]
+        [--margins 0 0.005] [--save FILE] [--quick] [--tune]
 
 The benchmark is ``benchmarks/spin.py``: fixed work, timed inside, the slowdown injected as
 that much more work (template args ``work``, ``slowdown``). Everything runs through the
@@ -45,6 +45,7 @@ from tests.unit.claimed_jobs import claimed_job
 from benchmarks.local_jobs import LocalRunner
 from benchmarks.samples import load_average, welch_ratio_interval
 from benchmarks.spin import CPU, TEMPLATE, WALL, compile_spin, iteration_ns, spin_templates
+from benchmarks.tuned_cores import job_core_plan
 from benchrunner import adapters
 from benchrunner.core.duet_order import BASELINE, CONTENDER
 from benchrunner.detection.duet import alert_limit
@@ -187,10 +188,16 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=14)
     parser.add_argument("--save", type=Path, help="write every verdict and its runs as JSON")
     parser.add_argument("--quick", action="store_true", help="2 trials of 4 rounds: a smoke check")
+    parser.add_argument(
+        "--tune", action="store_true", help="tune the host as runner up --tune=best-effort does"
+    )
     options = parser.parse_args()
+    with job_core_plan(options.tune) as cores:
+        run(options, cores)
+
+
+def run(options: argparse.Namespace, cores: CorePlan) -> None:
     trials, rounds = (2, 4) if options.quick else (options.trials, options.rounds)
-    cores = CorePlan.detect()
-    cores.pin_to_housekeeping()
     print(f"{cores.describe()}; {trials} trials, {rounds} rounds, work {options.work}")
     started = time.monotonic()
     loads = [load_average()]
