@@ -78,6 +78,23 @@ def test_a_one_percent_slowdown_with_low_noise_is_detected(seed: int) -> None:
 
 
 @pytest.mark.parametrize("seed", range(5))
+def test_a_few_delayed_runs_do_not_hide_a_one_percent_slowdown(seed: int) -> None:
+    """Wall time on a core something else interrupts: most runs are the work alone, a few wait
+    whole scheduler ticks (here +50 %), on either side. The estimate follows the many."""
+    baseline, contender = _rounds(30, 0.01, 0.002, seed)
+    delayed = np.random.default_rng(seed).choice(30, size=6, replace=False)
+    for index, round_index in enumerate(delayed):
+        side = baseline if index % 2 else contender
+        side[int(round_index)][KEY] *= 1.5
+    (found,) = estimate_duet(
+        baseline, contender, confidence=0.95, resamples=5000, seed=seed, margin=0.0
+    )
+    assert found.ratio == pytest.approx(1.01, abs=0.003)
+    assert found.lower > 1 and found.limit == "upper"
+    assert found.upper < 1.03
+
+
+@pytest.mark.parametrize("seed", range(5))
 def test_no_difference_raises_nothing(seed: int) -> None:
     baseline, contender = _rounds(20, 0.0, 0.002, seed)
     (found,) = estimate_duet(
@@ -109,7 +126,7 @@ def test_the_interval_is_reproducible_from_its_seed_and_widens_with_confidence()
     assert first == ratio_interval(ratios, confidence=0.9, resamples=2000, seed=5)
     wider = ratio_interval(ratios, confidence=0.99, resamples=2000, seed=5)
     assert wider[1] < first[1] and wider[2] > first[2]
-    assert first[0] == pytest.approx(float(np.exp(np.mean(np.log(ratios)))))
+    assert first[0] == pytest.approx(float(np.exp(np.median(np.log(ratios)))))
 
 
 def test_one_round_gives_a_zero_width_interval_and_no_ratios_are_refused() -> None:
