@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from benchrunner.runner.noise_guard import ROUNDS
 from benchrunner.server.store.job_outputs import INLINE_OUTPUT_BYTES
 from tests.harness import Deployment, RawChannel, cli
 
@@ -42,7 +43,7 @@ def test_a_real_runners_noise_reaches_the_output_and_the_report(
     job = deployment.wait_status(job_uuid, "processed", timeout=60)
 
     noise = job["output"]["noise"]
-    assert noise["before"]["rounds"] == noise["after"]["rounds"] == 32
+    assert noise["before"]["rounds"] == noise["after"]["rounds"] == ROUNDS
     assert noise["before"]["median_ns"] > 0 and noise["after"]["median_ns"] > 0
     assert noise["drift"] == noise["after"]["median_ns"] / noise["before"]["median_ns"] - 1
     # Taken while the runner waited (retaken every second), not on the job's way.

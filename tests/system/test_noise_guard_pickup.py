@@ -15,7 +15,7 @@ from pathlib import Path
 from benchrunner.runner.agent import Agent
 from benchrunner.runner.calibration_child import fixed_work
 from benchrunner.runner.cores import CorePlan
-from benchrunner.runner.noise_guard import NoiseProbe
+from benchrunner.runner.noise_guard import ROUNDS, NoiseProbe
 from benchrunner.runner.options import RunnerOptions
 from tests.harness import deploy, wait_until
 
@@ -62,11 +62,11 @@ def test_the_before_is_taken_while_idle_and_the_job_starts_without_a_calibration
     # Between the job's submission and its process's start, no round ran...
     assert not [r for r in rounds if submitted_ns < r < started_ns]
     # ... the idle one had ended before, and the one after the job came after it.
-    assert idle_rounds == 33 and rounds[idle_rounds - 1] < submitted_ns
+    assert idle_rounds == ROUNDS + 1 and rounds[idle_rounds - 1] < submitted_ns  # + the warm-up
     after = [r for r in rounds if r > started_ns]
-    assert len(after) >= 33
+    assert len(after) >= ROUNDS + 1
     noise = job["output"]["noise"]
-    assert noise["before"]["rounds"] == noise["after"]["rounds"] == 32
+    assert noise["before"]["rounds"] == noise["after"]["rounds"] == ROUNDS
     assert noise["before_age_ms"] >= (submitted_ns - rounds[idle_rounds - 1]) / 1e6
 
 
@@ -104,7 +104,7 @@ def test_under_a_cpuset_partition_a_process_in_it_calibrates_the_job_cores(
             thread.join(30)
         assert exit_codes == [0]
     noise = job["output"]["noise"]
-    assert noise["before"]["rounds"] == noise["after"]["rounds"] == 32
+    assert noise["before"]["rounds"] == noise["after"]["rounds"] == ROUNDS
     assert noise["before"]["median_ns"] > 0 and noise["drift"] is not None
     assert rounds == [], "a round ran on the runner's own thread"
     with procs.open("w") as fifo:

@@ -30,17 +30,18 @@ class CalibrationError(RuntimeError):
     """The calibration's own process failed; the job runs without a noise guard."""
 
 
-ROUNDS = 32
-"""Some 40 µs a round on a current core: 32 rounds are under 2 ms.
+ROUNDS = 256
+"""Some 65 µs a round on this project's CI cores: 256 rounds are 15–20 ms, a few scheduler
+ticks (4 ms at ``CONFIG_HZ=250``), so a neighbour that takes the core for a tick at a time shows
+in the rounds instead of falling between two short calibrations.
 
-Short rounds keep the guard's cost per job small and let a calibration taken while the runner
-is idle give way within one round when a job arrives. They still measure: the clock's
-resolution and overhead (tens of ns) are a thousandth of a round, far below the limits a
-report is judged by (percents), and 32 rounds estimate the spread better than 15 longer ones
-(the CV's relative standard error is about 1/sqrt(2(n-1)): 13 % against 19 %). What a round
-shorter than a scheduler tick sees differently is a preemption: it lands whole in one round,
-a large outlier, instead of spread thin over long ones; for a guard whose question is "did
-anything else run on these cores" that is the signal, not a flaw."""
+Short rounds let a calibration taken while the runner is idle give way within one round when a
+job arrives, and they still measure: the clock's resolution and overhead (tens of ns) are a
+thousandth of a round, far below the limits a report is judged by (percents). What a round
+shorter than a tick sees of a preemption is a large outlier in one round, not a small excess
+spread thin over long ones; for a guard whose question is "did anything else run on these
+cores" that is the signal. The cost is the calibration after each job (the one before is taken
+while idle): some 15–20 ms of the job core, nothing of a real benchmark's minutes."""
 CHILD_POLL = 0.005
 """Seconds between two looks at ``stop()`` while a child process calibrates."""
 
