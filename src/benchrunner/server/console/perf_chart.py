@@ -25,6 +25,7 @@ from typing import Any, NamedTuple
 from jinja2.utils import htmlsafe_json_dumps
 from markupsafe import Markup
 
+from benchrunner.server.console.chart_columns import packed_chart
 from benchrunner.server.store.perf import PlotAlert, PlotPoint
 
 ITERATION_STEP = 0.001
@@ -206,9 +207,10 @@ class Chart:
 
     def json_script(self) -> Markup:
         """What the page embeds for ``perf.js``, the text of its ``<script
-        type="application/json">``: ``as_json``, compact, its ``<``, ``>``, ``&`` and ``'``
-        escaped as Jinja's ``tojson`` escapes them."""
-        return htmlsafe_json_dumps(self.as_json(), separators=(",", ":"))
+        type="application/json">``: ``as_json`` with its columns packed
+        (``chart_columns``), its ``<``, ``>``, ``&`` and ``'`` escaped as Jinja's ``tojson``
+        escapes them."""
+        return htmlsafe_json_dumps(packed_chart(self.as_json()), separators=(",", ":"))
 
     def as_json(self) -> dict[str, Any]:
         """The chart as data: its x values, each line's values, band and noisy points (lists
