@@ -108,7 +108,7 @@ def _band_probe(page: Page) -> dict[str, Any]:
     probe: dict[str, Any] = page.evaluate(
         """() => {
             const figure = document.querySelector("figure.perf-chart");
-            const chart = JSON.parse(document.getElementById(figure.dataset.chart).textContent);
+            const chart = figure.chart;  // as drawn: its columns unpacked
             const plot = figure.plot;
             const band = chart.lines[0].band;
             const at = band.high.findIndex((h, i) => h !== null && band.low[i] !== null

@@ -13,11 +13,13 @@ from benchrunner.server.console.perf_chart import (
     TABLE_ROWS,
     Chart,
     Dimension,
+    Named,
     Names,
     build_charts,
+    named_alerts,
     named_reports,
 )
-from benchrunner.server.store.perf import PlotPoint
+from benchrunner.server.store.perf import PlotAlert, PlotPoint
 
 T0 = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
 NAMES = Names(
@@ -30,6 +32,8 @@ NAMES = Names(
 
 REPORTS: dict[int, uuid.UUID] = {}
 """The UUID of each report ``_point`` made (its id is its day)."""
+ALERTS: dict[int, PlotAlert] = {}
+"""Each alert ``_point`` raised, by its row id."""
 
 
 def _report(day: int) -> int:
@@ -38,8 +42,18 @@ def _report(day: int) -> int:
 
 
 def _charts(points: list[PlotPoint]) -> list[Chart]:
-    """``build_charts`` as the page calls it: with the UUIDs of the named reports only."""
-    return build_charts(points, NAMES, {k: REPORTS[k] for k in named_reports(points)})
+    """``build_charts`` as the page calls it: with the named reports and alerts only."""
+    named = Named(
+        reports={k: REPORTS[k] for k in named_reports(points)},
+        alerts={k: ALERTS[k] for k in named_alerts(points)},
+    )
+    return build_charts(points, NAMES, named)
+
+
+def _alert(limit: str) -> int:
+    alert_id = len(ALERTS) + 1
+    ALERTS[alert_id] = PlotAlert(uuid.uuid4(), limit, "active")
+    return alert_id
 
 
 def _point(
@@ -60,16 +74,14 @@ def _point(
         benchmark_id=benchmark,
         measure_id=measure,
         report_id=_report(day),
-        start_time=T0 + dt.timedelta(days=day),
+        start_us=int((T0 + dt.timedelta(days=day)).timestamp()) * 1_000_000,
         iteration=iteration,
         value=value,
         lower_limit=None,
         upper_limit=upper,
         baseline=None if upper is None else 100.0,
-        alert_uuid=None if alert is None else uuid.uuid4(),
-        alert_limit=alert,
-        alert_status=None if alert is None else "active",
-        noisy=noisy,
+        alert_id=None if alert is None else _alert(alert),
+        noisy=int(noisy),
     )
 
 

@@ -13,12 +13,18 @@ from types import SimpleNamespace
 from starlette.datastructures import QueryParams
 
 from benchrunner.server.console.pages.perf import PerfPage
-from benchrunner.server.console.perf_chart import TABLE_ROWS, Dimension, Names, build_charts
+from benchrunner.server.console.perf_chart import (
+    TABLE_ROWS,
+    Dimension,
+    Named,
+    Names,
+    build_charts,
+)
 from benchrunner.server.console.perf_state import DIMENSIONS, parse_state
 from benchrunner.server.console.perf_table import table_body
 from benchrunner.server.console.templating import environment
 from benchrunner.server.store.accounts import ProjectRow
-from benchrunner.server.store.perf import PlotPoint
+from benchrunner.server.store.perf import PlotAlert, PlotPoint
 
 T0 = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
 NAMES = Names(
@@ -27,6 +33,8 @@ NAMES = Names(
     benchmarks={1: Dimension("sort", "sort")},
     measures={1: Dimension("Latency", "latency", "ns")},
 )
+ALERT = 7
+"""The alert row of the alerted point."""
 QUERY = "branches=main&testbeds=box&benchmarks=sort&measures=latency&scale=log"
 
 
@@ -38,20 +46,21 @@ def _page(points: int, alerted: int) -> str:
             1,
             1,
             k,
-            T0 + dt.timedelta(hours=k),
+            int((T0 + dt.timedelta(hours=k)).timestamp()) * 1_000_000,
             0,
             100.0 + k,
             100.0,
             None,
             110.0,
-            uuid.uuid4() if k == alerted else None,
-            "upper" if k == alerted else None,
-            "active" if k == alerted else None,
-            False,
+            ALERT if k == alerted else None,
+            0,
         )
         for k in range(points)
     ]
-    uuids = {k: uuid.uuid4() for k in range(points)}
+    named = Named(
+        reports={k: uuid.uuid4() for k in range(points)},
+        alerts={ALERT: PlotAlert(uuid.uuid4(), "upper", "active")},
+    )
     project = ProjectRow(1, uuid.uuid4(), 1, "Bench", "bench", "public", T0, T0)
     page = PerfPage(
         project,
@@ -59,7 +68,7 @@ def _page(points: int, alerted: int) -> str:
         more={name: 0 for name in DIMENSIONS},
         chosen={name: set() for name in DIMENSIONS},
         errors={},
-        charts=build_charts(history, NAMES, uuids),
+        charts=build_charts(history, NAMES, named),
         ran=True,
     )
     state = parse_state(QueryParams(QUERY), T0 + dt.timedelta(days=400))

@@ -1,5 +1,6 @@
 """The console's lean perf read (``perf_plot_points``) gives the points of the API's
-(``perf_points``): the same rows in the same order, with the same limits and alerts, on both
+(``perf_points``): the same rows in the same order, with the same limits and alerts (their
+start as microseconds since the epoch, their report and alert as row ids read apart), on both
 engines. The history is stored and judged by the code processing runs."""
 
 from __future__ import annotations
@@ -12,9 +13,18 @@ from benchrunner.server.evaluation import evaluate_report
 from benchrunner.server.store import accounts, reports, thresholds
 from benchrunner.server.store.engine import make_engine
 from benchrunner.server.store.migrate import upgrade
-from benchrunner.server.store.perf import PerfQuery, perf_plot_points, perf_points, report_uuids
+from benchrunner.server.store.perf import (
+    PerfQuery,
+    PlotAlert,
+    perf_plot_points,
+    perf_points,
+    plot_alerts,
+    report_uuids,
+)
 
-T0 = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
+T0 = dt.datetime(2026, 1, 1, 0, 0, 0, 999_600, tzinfo=dt.UTC)
+"""Just under a second: a start time read by the millisecond would count the next one."""
+EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 VALUES = (100.0, 101.0, 99.0, 100.0, 150.0)
 
 
@@ -53,22 +63,28 @@ def test_plot_points_are_the_perf_points(database_url: str) -> None:
             full = perf_points(conn, query)
             lean = perf_plot_points(conn, query)
             uuids = report_uuids(conn, (p.report_id for p in lean))
+            alerts = plot_alerts(conn, (p.alert_id for p in lean if p.alert_id is not None))
     finally:
         engine.dispose()
     assert len(full) == len(VALUES) * 4
     assert len(lean) == len(full)
-    for point in lean:
-        assert point.start_time.tzinfo is not None
+    read_apart = {"report_id", "start_us", "alert_id"}
     for row, point in zip(full, lean, strict=True):
-        fields = [name for name in point._fields if name != "report_id"]
-        assert point._asdict() == {
-            "report_id": point.report_id,
-            **{name: getattr(row, name) for name in fields},
+        fields = [name for name in point._fields if name not in read_apart]
+        assert {name: getattr(point, name) for name in fields} == {
+            name: getattr(row, name) for name in fields
         }
+        assert point.start_us == (row.start_time - EPOCH) // dt.timedelta(microseconds=1)
         assert uuids[point.report_id] == row.report_uuid
+        if point.alert_id is None:
+            assert row.alert_uuid is None
+        else:
+            assert alerts[point.alert_id] == PlotAlert(
+                row.alert_uuid, row.alert_limit, row.alert_status
+            )
     assert len(uuids) == len(VALUES)
-    alerted = [p for p in lean if p.alert_uuid is not None]
-    assert {(p.value, p.alert_limit, p.alert_status) for p in alerted} == {
+    alerted = [(p.value, alerts[p.alert_id]) for p in lean if p.alert_id is not None]
+    assert {(value, alert.limit, alert.status) for value, alert in alerted} == {
         (150.0, "upper", "active"),
         (151.0, "upper", "active"),
     }

@@ -9,14 +9,15 @@ ratios are the rows of the panel's table, for the page without JavaScript.
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from benchrunner.server.console.perf_chart import Chart, Names, build_charts
+from benchrunner.server.console.perf_chart import EPOCH, Chart, Named, Names, build_charts
 from benchrunner.server.duet_views import duet_verdict
 from benchrunner.server.store.duets import DuetPoint
-from benchrunner.server.store.perf import PlotPoint
+from benchrunner.server.store.perf import PlotAlert, PlotPoint
 
 DUET_STATUS = "duet"
 """A duet alert marker's status: it has no alert row, so no active/dismissed state."""
@@ -50,23 +51,22 @@ class DuetPanel:
 
 
 def _plotted(k: int, p: DuetPoint) -> PlotPoint:
-    """Ratio ``k`` of a panel as a plotted point, its report named by ``k``."""
+    """Ratio ``k`` of a panel as a plotted point, its report and its alert (a duet's alert
+    is named by its report) named by ``k``."""
     return PlotPoint(
         branch_id=p.branch_id,
         testbed_id=p.testbed_id,
         benchmark_id=p.benchmark_id,
         measure_id=p.measure_id,
         report_id=k,
-        start_time=p.start_time,
+        start_us=(p.start_time - EPOCH) // dt.timedelta(microseconds=1),
         iteration=0,
         value=p.ratio,
         baseline=None,
         lower_limit=p.lower_value,
         upper_limit=p.upper_value,
-        alert_uuid=None if p.limit is None else p.report_uuid,
-        alert_limit=p.limit,
-        alert_status=None if p.limit is None else DUET_STATUS,
-        noisy=False,
+        alert_id=None if p.limit is None else k,
+        noisy=0,
     )
 
 
@@ -97,8 +97,15 @@ def build_duet_panels(points: Iterable[DuetPoint], names: Names) -> list[DuetPan
         found = by_measure.get(measure_id)
         if not found:
             continue
-        uuids = {k: p.report_uuid for k, p in enumerate(found)}
-        [chart] = build_charts([_plotted(k, p) for k, p in enumerate(found)], names, uuids)
+        named = Named(
+            reports={k: p.report_uuid for k, p in enumerate(found)},
+            alerts={
+                k: PlotAlert(p.report_uuid, p.limit, DUET_STATUS)
+                for k, p in enumerate(found)
+                if p.limit is not None
+            },
+        )
+        [chart] = build_charts([_plotted(k, p) for k, p in enumerate(found)], names, named)
         chart.kind = "duet"
         chart.rows = []  # rows of the absolute table: the panel has its own
         panels.append(DuetPanel(chart, [_row(p, names) for p in found]))

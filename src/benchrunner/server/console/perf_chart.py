@@ -15,16 +15,25 @@ the previous one so none hides another.
 
 from __future__ import annotations
 
+import datetime as dt
 import operator
 import uuid
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from benchrunner.server.store.perf import PlotPoint
+from jinja2.utils import htmlsafe_json_dumps
+from markupsafe import Markup
+
+from benchrunner.server.console.chart_columns import packed_chart
+from benchrunner.server.store.perf import PlotAlert, PlotPoint
 
 ITERATION_STEP = 0.001
 """Seconds between a report's iterations on the x axis."""
+MICROSECONDS = 1_000_000
+"""An int: microseconds over it (an int too) are divided exactly and rounded once, as
+``datetime.timestamp()`` divides them, even past 2**53 microseconds (the year 2255)."""
+EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 NO_VALUE = "\u2013"  # an en dash
 TABLE_ROWS = 200
 """The newest points a chart's table lists (besides the older alerted and noisy ones)."""
@@ -47,6 +56,15 @@ class Names:
     testbeds: Mapping[int, Dimension]
     benchmarks: Mapping[int, Dimension]
     measures: Mapping[int, Dimension]
+
+
+@dataclass(frozen=True)
+class Named:
+    """What charts name of a few of their points, read apart by row id (a ``PlotPoint`` holds
+    ids): the UUIDs of at least the ``named_reports``, and the ``named_alerts``."""
+
+    reports: Mapping[int, uuid.UUID]
+    alerts: Mapping[int, PlotAlert]
 
 
 @dataclass
@@ -119,31 +137,45 @@ def table_points(points: list[PlotPoint]) -> list[PlotPoint]:
     older = len(points) - TABLE_ROWS
     if older <= 0:
         return points
-    flagged = [p for p in points[:older] if p.alert_uuid is not None or p.noisy]
+    flagged = [p for p in points[:older] if p.alert_id is not None or p.noisy]
     return flagged + points[older:]
 
 
-def _rows(points: list[PlotPoint], names: Names, uuids: Mapping[int, uuid.UUID]) -> list[Row]:
+def _when(start_us: int) -> str:
+    """A point's start as the table shows it: ``YYYY-MM-DD HH:MM:SS``, UTC."""
+    moment = EPOCH + dt.timedelta(microseconds=start_us)
+    return moment.isoformat(sep=" ", timespec="seconds")[:19]
+
+
+def _rows(points: list[PlotPoint], names: Names, named: Named) -> list[Row]:
     benchmarks = {k: v.name for k, v in names.benchmarks.items()}
     branches = {k: v.name for k, v in names.branches.items()}
     testbeds = {k: v.name for k, v in names.testbeds.items()}
-    return [
-        Row(
-            p.start_time.isoformat(sep=" ", timespec="seconds")[:19],
-            benchmarks[p.benchmark_id],
-            branches[p.branch_id],
-            testbeds[p.testbed_id],
-            p.iteration,
-            f"{p.value:.6g}",
-            NO_VALUE if p.lower_limit is None else f"{p.lower_limit:.6g}",
-            NO_VALUE if p.upper_limit is None else f"{p.upper_limit:.6g}",
-            None if p.alert_uuid is None else str(p.alert_uuid),
-            "" if p.alert_uuid is None else f"{p.alert_limit} ({p.alert_status})",
-            str(uuids[p.report_id]),
-            bool(p.noisy),
+    reports: dict[int, tuple[str, str]] = {}
+    """A report's start and UUID as text: a report has a point per benchmark and measure."""
+    rows = []
+    for p in points:
+        alert = None if p.alert_id is None else named.alerts[p.alert_id]
+        report = reports.get(p.report_id)
+        if report is None:
+            report = reports[p.report_id] = (_when(p.start_us), str(named.reports[p.report_id]))
+        rows.append(
+            Row(
+                report[0],
+                benchmarks[p.benchmark_id],
+                branches[p.branch_id],
+                testbeds[p.testbed_id],
+                p.iteration,
+                f"{p.value:.6g}",
+                NO_VALUE if p.lower_limit is None else f"{p.lower_limit:.6g}",
+                NO_VALUE if p.upper_limit is None else f"{p.upper_limit:.6g}",
+                None if alert is None else str(alert.uuid),
+                "" if alert is None else f"{alert.limit} ({alert.status})",
+                report[1],
+                bool(p.noisy),
+            )
         )
-        for p in points
-    ]
+    return rows
 
 
 @dataclass
@@ -173,8 +205,16 @@ class Chart:
     def table_is_partial(self) -> bool:
         return len(self.rows) < self.points
 
+    def json_script(self) -> Markup:
+        """What the page embeds for ``perf.js``, the text of its ``<script
+        type="application/json">``: ``as_json`` with its columns packed
+        (``chart_columns``), its ``<``, ``>``, ``&`` and ``'`` escaped as Jinja's ``tojson``
+        escapes them."""
+        return htmlsafe_json_dumps(packed_chart(self.as_json()), separators=(",", ":"))
+
     def as_json(self) -> dict[str, Any]:
-        """What the page embeds for ``perf.js``."""
+        """The chart as data: its x values, each line's values, band and noisy points (lists
+        with None where a line has no point), and its alert markers."""
         return {
             "kind": self.kind,
             "measure": self.measure.name,
@@ -204,37 +244,98 @@ class Chart:
         }
 
 
-def _x(point: PlotPoint) -> float:
-    return float(point.start_time.timestamp() + point.iteration * ITERATION_STEP)
-
-
-def _limits(
-    points: list[PlotPoint | None], column: Callable[[PlotPoint], float | None]
-) -> list[float | None] | None:
-    values = [None if p is None else column(p) for p in points]
-    return values if any(v is not None for v in values) else None
-
-
-def _noisy(points: list[PlotPoint | None]) -> list[float | None] | None:
-    values = [p.value if p is not None and p.noisy else None for p in points]
-    return values if any(v is not None for v in values) else None
-
-
+_VALUE = operator.attrgetter("value")
 _LOWER = operator.attrgetter("lower_limit")
 _UPPER = operator.attrgetter("upper_limit")
 _BASELINE = operator.attrgetter("baseline")
+_NOISY = operator.attrgetter("noisy")
+_START = operator.attrgetter("start_us")
+_ITERATION = operator.attrgetter("iteration")
+_MEASURE = operator.attrgetter("measure_id")
+_ALERT = operator.attrgetter("alert_id")
+_LINE_KEY = operator.attrgetter("branch_id", "testbed_id", "benchmark_id")
+
+Cells = list[PlotPoint] | list[PlotPoint | None]
+"""A line's point at each x of its chart; ``None`` where it has none (a sparse line)."""
 
 
-def _chart(
-    measure: Dimension, points: list[PlotPoint], names: Names, uuids: Mapping[int, uuid.UUID]
-) -> Chart:
-    at = [_x(p) for p in points]
+def _xs(points: list[PlotPoint]) -> list[float]:
+    """Each point's x: its report's start in seconds since the epoch (the float ``timestamp()``
+    gives), plus its iteration's step."""
+    return [
+        start / MICROSECONDS + iteration * ITERATION_STEP
+        for start, iteration in zip(map(_START, points), map(_ITERATION, points), strict=True)
+    ]
+
+
+def _cells(points: list[PlotPoint], slots: list[int], width: int) -> tuple[Cells, bool]:
+    """A line's cells (``slots``: each point's x index) and whether every x has a point. Two
+    points at one x (reports started at the same moment): the later one is drawn."""
+    if len(points) == width and slots == list(range(width)):
+        return points, True  # a point at every x, in order: the common case, no copy
+    cells: list[PlotPoint | None] = [None] * width
+    for slot, point in zip(slots, points, strict=True):
+        cells[slot] = point
+    return cells, False
+
+
+def _column(
+    cells: Cells, full: bool, field: Callable[[PlotPoint], float | None]
+) -> list[float | None]:
+    if full:
+        return list(map(field, cells))  # type: ignore[arg-type]  # full: no None among them
+    return [None if p is None else field(p) for p in cells]
+
+
+def _drawn(values: list[float | None]) -> list[float | None] | None:
+    """The limits' values, or None when no point has one (no band edge at all)."""
+    return None if values.count(None) == len(values) else values
+
+
+def _noisy(cells: Cells, full: bool) -> list[float | None] | None:
+    present = cells if full else [p for p in cells if p is not None]
+    if not any(map(_NOISY, present)):
+        return None
+    return [p.value if p is not None and p.noisy else None for p in cells]
+
+
+def _line(key: tuple[int, int, int], cells: Cells, full: bool, names: Names) -> Line:
+    branch_id, testbed_id, benchmark_id = key
+    return Line(
+        branch=names.branches[branch_id].name,
+        testbed=names.testbeds[testbed_id].name,
+        benchmark=names.benchmarks[benchmark_id].name,
+        values=_column(cells, full, _VALUE),
+        lower=_drawn(_column(cells, full, _LOWER)),
+        upper=_drawn(_column(cells, full, _UPPER)),
+        baseline=_drawn(_column(cells, full, _BASELINE)),
+        noisy=_noisy(cells, full),
+    )
+
+
+def _marker(line: int, x: float, point: PlotPoint, alert: PlotAlert, named: Named) -> Marker:
+    return Marker(
+        line=line,
+        x=x,
+        value=point.value,
+        limit=alert.limit,
+        status=alert.status,
+        alert=str(alert.uuid),
+        report=str(named.reports[point.report_id]),
+    )
+
+
+def _chart(measure: Dimension, points: list[PlotPoint], names: Names, named: Named) -> Chart:
+    at = _xs(points)
     xs = sorted(set(at))
-    slot = {x: i for i, x in enumerate(xs)}
-    by_line: dict[tuple[int, int, int], list[PlotPoint | None]] = {}
+    slot_of = dict(zip(xs, range(len(xs)), strict=True))
+    by_line: dict[tuple[int, int, int], tuple[list[PlotPoint], list[float]]] = {}
     for p, x in zip(points, at, strict=True):
-        cells = by_line.setdefault((p.branch_id, p.testbed_id, p.benchmark_id), [None] * len(xs))
-        cells[slot[x]] = p
+        found = by_line.get(_LINE_KEY(p))
+        if found is None:
+            found = by_line[_LINE_KEY(p)] = ([], [])
+        found[0].append(p)
+        found[1].append(x)
     keys = sorted(
         by_line,
         key=lambda k: (
@@ -246,47 +347,35 @@ def _chart(
     lines: list[Line] = []
     markers: list[Marker] = []
     for index, key in enumerate(keys):
-        cells = by_line[key]
-        lines.append(
-            Line(
-                branch=names.branches[key[0]].name,
-                testbed=names.testbeds[key[1]].name,
-                benchmark=names.benchmarks[key[2]].name,
-                values=[None if p is None else p.value for p in cells],
-                lower=_limits(cells, _LOWER),
-                upper=_limits(cells, _UPPER),
-                baseline=_limits(cells, _BASELINE),
-                noisy=_noisy(cells),
+        line_points, line_at = by_line[key]
+        cells, full = _cells(line_points, list(map(slot_of.__getitem__, line_at)), len(xs))
+        lines.append(_line(key, cells, full, names))
+        alert_ids = list(map(_ALERT, line_points))
+        if alert_ids.count(None) < len(alert_ids):
+            markers.extend(
+                _marker(index, xs[i], p, named.alerts[p.alert_id], named)
+                for i, p in enumerate(cells)
+                if p is not None and p.alert_id is not None
             )
-        )
-        markers.extend(
-            Marker(
-                line=index,
-                x=xs[i],
-                value=p.value,
-                limit=p.alert_limit or "",
-                status=p.alert_status or "",
-                alert=str(p.alert_uuid),
-                report=str(uuids[p.report_id]),
-            )
-            for i, p in enumerate(cells)
-            if p is not None and p.alert_uuid is not None
-        )
     return Chart(
         measure=measure,
         x=xs,
         lines=lines,
         markers=markers,
-        rows=_rows(table_points(points), names, uuids),
+        rows=_rows(table_points(points), names, named),
         points=len(points),
-        noisy_points=sum(1 for p in points if p.noisy),
+        noisy_points=sum(map(_NOISY, points)),
     )
 
 
 def _by_measure(points: Iterable[PlotPoint]) -> dict[int, list[PlotPoint]]:
-    found: dict[int, list[PlotPoint]] = {}
+    points = list(points)
+    measures = set(map(_MEASURE, points))
+    if len(measures) == 1:
+        return {measures.pop(): points}  # one measure: no point to sort out
+    found: dict[int, list[PlotPoint]] = {m: [] for m in measures}
     for p in points:
-        found.setdefault(p.measure_id, []).append(p)
+        found[p.measure_id].append(p)
     return found
 
 
@@ -296,19 +385,22 @@ def named_reports(points: Iterable[PlotPoint]) -> set[int]:
     found: set[int] = set()
     for measure_points in _by_measure(points).values():
         found.update(p.report_id for p in table_points(measure_points))
-        found.update(p.report_id for p in measure_points if p.alert_uuid is not None)
+        found.update(p.report_id for p in measure_points if p.alert_id is not None)
     return found
 
 
-def build_charts(
-    points: Iterable[PlotPoint], names: Names, uuids: Mapping[int, uuid.UUID]
-) -> list[Chart]:
+def named_alerts(points: Iterable[PlotPoint]) -> set[int]:
+    """The alerts (``PlotPoint.alert_id``) ``build_charts`` names: every one."""
+    return {alert for alert in map(_ALERT, points) if alert is not None}
+
+
+def build_charts(points: Iterable[PlotPoint], names: Names, named: Named) -> list[Chart]:
     """One chart per measure that has points, in the measures' order in ``names``; the
     points are ``store.perf.perf_plot_points``' (oldest first), the table's rows keep that
-    order. ``uuids`` holds the UUIDs of at least the ``named_reports`` of the points."""
+    order."""
     by_measure = _by_measure(points)
     return [
-        _chart(measure, by_measure[measure_id], names, uuids)
+        _chart(measure, by_measure[measure_id], names, named)
         for measure_id, measure in names.measures.items()
         if measure_id in by_measure
     ]

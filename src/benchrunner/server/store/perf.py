@@ -9,15 +9,17 @@ or other projects' history.
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 import sqlalchemy as sa
-from sqlalchemy.engine import Connection
+from sqlalchemy.engine import Connection, Dialect
 
 from benchrunner.server.store.alerts import JUDGED_BY
+from benchrunner.server.store.epoch import epoch_microseconds
 from benchrunner.server.store.tables import (
     alert,
     boundary,
@@ -91,6 +93,10 @@ _POINTS = (
     .order_by(*_ORDER)
 )
 
+_NOISY_FLAG = sa.case((report.c.noise.like(f"%{NOISY_VERDICT}%"), 1), else_=0).label("noisy")
+"""``_NOISY`` as 1 or 0: an integer is what both drivers give as is (a Boolean needs a
+conversion per row on SQLite)."""
+
 _PLOT_POINTS = (
     sa.select(
         report.c.branch_id,
@@ -98,16 +104,14 @@ _PLOT_POINTS = (
         metric.c.benchmark_id,
         metric.c.measure_id,
         report.c.id.label("report_id"),
-        report.c.start_time,
+        epoch_microseconds(report.c.start_time).label("start_us"),
         metric.c.iteration,
         metric.c.value,
         boundary.c.baseline,
         boundary.c.lower_limit,
         boundary.c.upper_limit,
-        alert.c.uuid.label("alert_uuid"),
-        alert.c.limit.label("alert_limit"),
-        alert.c.status.label("alert_status"),
-        _NOISY,
+        alert.c.id.label("alert_id"),
+        _NOISY_FLAG,
     )
     .select_from(metric)
     .join(report, report.c.id == metric.c.report_id)
@@ -119,29 +123,34 @@ _PLOT_POINTS = (
 
 
 class PlotPoint(NamedTuple):
-    """A point as a plot draws it (``perf_plot_points``)."""
+    """A point as a plot draws it (``perf_plot_points``): numbers and short strings only, each
+    as the driver reads it."""
 
     branch_id: int
     testbed_id: int
     benchmark_id: int
     measure_id: int
     report_id: int
-    """The report's row, not its UUID (``report_uuids``): reading a UUID costs as much as the
-    rest of the point, and a page names the reports of a few of its points only."""
-    start_time: dt.datetime
+    """The report's row, not its UUID (``report_uuids``): a page names the reports of a few
+    of its points only."""
+    start_us: int
+    """The report's start time in microseconds since the epoch (``store.epoch``)."""
     iteration: int
     value: float
     baseline: float | None
     lower_limit: float | None
     upper_limit: float | None
-    alert_uuid: uuid.UUID | None
-    alert_limit: str | None
-    alert_status: str | None
-    noisy: bool
-    """The point's report was taken on a noisy machine (its alerts withheld)."""
+    alert_id: int | None
+    """The alert this point raised (``plot_alerts``): few points have one."""
+    noisy: int
+    """1: the point's report was taken on a noisy machine (its alerts withheld); else 0."""
 
 
 assert PlotPoint._fields == tuple(c.name for c in _PLOT_POINTS.selected_columns)
+_plot_point: Callable[[Iterable[Any]], PlotPoint] = functools.partial(tuple.__new__, PlotPoint)
+"""A driver's row as a ``PlotPoint``, made in C (``PlotPoint._make`` is a Python call)."""
+_UNCONVERTED: dict[str, bool] = {}
+"""By dialect: whether SQLAlchemy would convert none of ``_PLOT_POINTS``' columns."""
 
 
 def query_params(query: PerfQuery) -> dict[str, Any]:
@@ -163,22 +172,64 @@ def perf_points(conn: Connection, query: PerfQuery) -> list[Any]:
 
 def perf_plot_points(conn: Connection, query: PerfQuery) -> list[PlotPoint]:
     """What a plot of the query draws: the points in ``perf_points``' order with their limits
-    and alert, nothing of the model. Plain named tuples: a thousand database rows read field
-    by field cost the console more than the query itself."""
-    return list(map(PlotPoint._make, conn.execute(_PLOT_POINTS, query_params(query)).all()))
+    and alert, nothing of the model.
+
+    Ten thousand points are read as the driver's tuples, without a ``Row`` each: a ``Row``, a
+    ``datetime`` or a ``UUID`` per point, and the garbage collections their allocations set
+    off, cost the console more than the query itself (benchmarks/RESULTS.md, "Console
+    pages"). Safe because no column of the statement needs SQLAlchemy's conversion on this
+    dialect, which is checked once per dialect (AssertionError otherwise)."""
+    with conn.execute(_PLOT_POINTS, query_params(query)) as result:
+        cursor = result.cursor
+        _check_unconverted(conn.dialect, cursor.description)
+        return list(map(_plot_point, cursor.fetchall()))
 
 
-REPORTS_PER_STATEMENT = 500
-"""Report ids one ``report_uuids`` statement asks for (well under either engine's limit on a
-statement's parameters)."""
+def _check_unconverted(dialect: Dialect, description: Sequence[Sequence[Any]]) -> None:
+    """AssertionError if SQLAlchemy would convert a column of ``_PLOT_POINTS`` (its processors
+    may depend on the type the driver reports, so they are asked with the cursor's)."""
+    unconverted = _UNCONVERTED.get(dialect.name)
+    if unconverted is None:
+        unconverted = _UNCONVERTED[dialect.name] = all(
+            column.type.dialect_impl(dialect).result_processor(dialect, described[1]) is None
+            for column, described in zip(_PLOT_POINTS.selected_columns, description, strict=True)
+        )
+    assert unconverted, f"a column of the plot's read needs a conversion on {dialect.name}"
+
+
+ROWS_PER_STATEMENT = 500
+"""Row ids one ``report_uuids`` or ``plot_alerts`` statement asks for (well under either
+engine's limit on a statement's parameters)."""
+
+
+class PlotAlert(NamedTuple):
+    """An alert as a plot marks it (``plot_alerts``)."""
+
+    uuid: uuid.UUID
+    limit: str
+    """``lower`` or ``upper``."""
+    status: str
+
+
+def _by_id(conn: Connection, columns: Sequence[Any], ids: Iterable[int]) -> list[Any]:
+    """The rows of ``columns`` (the first: a table's id) whose id is one of ``ids``."""
+    wanted = sorted(set(ids))
+    found: list[Any] = []
+    for start in range(0, len(wanted), ROWS_PER_STATEMENT):
+        chunk = wanted[start : start + ROWS_PER_STATEMENT]
+        found += conn.execute(sa.select(*columns).where(columns[0].in_(chunk))).all()
+    return found
 
 
 def report_uuids(conn: Connection, report_ids: Iterable[int]) -> dict[int, uuid.UUID]:
     """The UUIDs of the reports ``report_ids`` (a ``PlotPoint``'s ``report_id``), by id."""
-    wanted = sorted(set(report_ids))
-    found: dict[int, uuid.UUID] = {}
-    for start in range(0, len(wanted), REPORTS_PER_STATEMENT):
-        chunk = wanted[start : start + REPORTS_PER_STATEMENT]
-        rows = conn.execute(sa.select(report.c.id, report.c.uuid).where(report.c.id.in_(chunk)))
-        found.update((row.id, row.uuid) for row in rows)
-    return found
+    return {row.id: row.uuid for row in _by_id(conn, (report.c.id, report.c.uuid), report_ids)}
+
+
+def plot_alerts(conn: Connection, alert_ids: Iterable[int]) -> dict[int, PlotAlert]:
+    """The alerts ``alert_ids`` (a ``PlotPoint``'s ``alert_id``), by id."""
+    columns = (alert.c.id, alert.c.uuid, alert.c.limit, alert.c.status)
+    return {
+        row.id: PlotAlert(row.uuid, row.limit, row.status)
+        for row in _by_id(conn, columns, alert_ids)
+    }

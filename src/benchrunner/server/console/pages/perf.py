@@ -18,8 +18,10 @@ from benchrunner.server.console.duet_chart import DuetPanel, build_duet_panels
 from benchrunner.server.console.perf_chart import (
     Chart,
     Dimension,
+    Named,
     Names,
     build_charts,
+    named_alerts,
     named_reports,
 )
 from benchrunner.server.console.perf_state import DIMENSIONS, PerfState, parse_state
@@ -30,7 +32,12 @@ from benchrunner.server.routes.deps import Ctx
 from benchrunner.server.store import dimensions
 from benchrunner.server.store.accounts import ProjectRow
 from benchrunner.server.store.duets import duet_points
-from benchrunner.server.store.perf import PerfQuery, perf_plot_points, report_uuids
+from benchrunner.server.store.perf import (
+    PerfQuery,
+    perf_plot_points,
+    plot_alerts,
+    report_uuids,
+)
 from benchrunner.server.store.tables import benchmark, branch, measure, testbed
 
 router = APIRouter()
@@ -111,7 +118,11 @@ def _read(conn: Connection, viewer: Viewer, ref: str, state: PerfState) -> PerfP
         )
     )
     points = perf_plot_points(conn, query)
-    page.charts = build_charts(points, names, report_uuids(conn, named_reports(points)))
+    named = Named(
+        reports=report_uuids(conn, named_reports(points)),
+        alerts=plot_alerts(conn, named_alerts(points)),
+    )
+    page.charts = build_charts(points, names, named)
     page.duets = build_duet_panels(duet_points(conn, query), names)
     page.ran = True
     return page

@@ -8,6 +8,10 @@
 // data-drawn-noisy: the same for the points of noisy reports (drawn hollow).
 // A chart of kind "duet" holds contender/baseline ratios: its band is their interval, and a
 // dashed line marks 1 (no change).
+// The chart's columns (x, each line's values, noisy points and band edges) come packed
+// (console/chart_columns.py): base64 of little-endian doubles, NaN where a line has no point;
+// they are unpacked into arrays of numbers and nulls, and the chart as drawn is kept as
+// figure.chart beside figure.plot.
 (function () {
   "use strict";
 
@@ -21,6 +25,34 @@
   function alpha(hex, a) {
     var n = parseInt(hex.slice(1), 16);
     return "rgba(" + (n >> 16) + "," + ((n >> 8) & 255) + "," + (n & 255) + "," + a + ")";
+  }
+
+  // A packed column as uPlot's data: a number per point, null where there is none (NaN) or
+  // where it is not finite (an infinite limit is not drawn).
+  function unpacked(packed) {
+    if (packed === null) return null;
+    var bytes = atob(packed);
+    var view = new DataView(new ArrayBuffer(bytes.length));
+    for (var i = 0; i < bytes.length; i++) view.setUint8(i, bytes.charCodeAt(i));
+    var values = new Array(bytes.length / 8);
+    for (var k = 0; k < values.length; k++) {
+      var v = view.getFloat64(k * 8, true);
+      values[k] = isFinite(v) ? v : null;
+    }
+    return values;
+  }
+
+  function unpackedChart(chart) {
+    chart.x = unpacked(chart.x);
+    chart.lines.forEach(function (line) {
+      line.values = unpacked(line.values);
+      line.noisy = unpacked(line.noisy);
+      if (line.band) {
+        line.band.low = unpacked(line.band.low);
+        line.band.high = unpacked(line.band.high);
+      }
+    });
+    return chart;
   }
 
   function positive(values, log) {
@@ -130,7 +162,8 @@
   }
 
   function draw(figure, log) {
-    var chart = JSON.parse(document.getElementById(figure.dataset.chart).textContent);
+    var chart = unpackedChart(JSON.parse(document.getElementById(figure.dataset.chart).textContent));
+    figure.chart = chart;
     var target = figure.querySelector(".perf-plot");
     if (figure.plot) figure.plot.destroy();
     var built = build(chart, log);
