@@ -210,7 +210,7 @@ def run(
             Path(tmp), url, heartbeat_timeout=60.0, env=UNCAPPED, token=admin_token(url)
         ) as deployment,
     ):
-        # The noise guard's calibrations (a benchmark runner's own feature, some 20 ms of the
+        # The noise guard's calibrations (a benchmark runner's own feature, about 18 ms of the
         # job core per job) are not queue work: Procrastinate's workers do nothing like it.
         runners = [
             deployment.runner_process(f"worker-{i}", BENCHRUNNER_NOISE_GUARD="false").start()

@@ -30,8 +30,8 @@ class CalibrationError(RuntimeError):
     """The calibration's own process failed; the job runs without a noise guard."""
 
 
-ROUNDS = 256
-"""Some 65 µs a round on this project's CI cores: 256 rounds are 15 to 20 ms, a few scheduler
+ROUNDS = 512
+"""Some 35 µs a round on this project's CI cores: 512 rounds are about 18 ms, several scheduler
 ticks (4 ms at ``CONFIG_HZ=250``), so a neighbour that takes the core for a tick at a time shows
 in the rounds instead of falling between two short calibrations.
 
@@ -41,7 +41,7 @@ thousandth of a round, far below the limits a report is judged by (percents). Wh
 shorter than a tick sees of a preemption is a large outlier in one round, not a small excess
 spread thin over long ones; for a guard whose question is "did anything else run on these
 cores" that is the signal. The cost is the calibration after each job (the one before is taken
-while idle): some 15 to 20 ms of the job core, nothing of a real benchmark's minutes."""
+while idle): about 18 ms of the job core, nothing of a real benchmark's minutes."""
 CHILD_POLL = 0.005
 """Seconds between two looks at ``stop()`` while a child process calibrates."""
 
