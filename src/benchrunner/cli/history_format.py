@@ -112,31 +112,21 @@ def crossed_limit(alert: Mapping[str, Any]) -> str:
 
 
 def alert_row(alert: Mapping[str, Any]) -> tuple[str, ...]:
-    units = units_of(alert)
-    duet = _duet_of(alert)
-    if duet is not None:
-        return (
-            str(alert.get("uuid")),
-            str(alert.get("status") or MISSING),
-            _name(alert.get("benchmark")),
-            _name(alert.get("measure")),
-            _name(alert.get("branch")),
-            _name(alert.get("testbed")),
-            duet_value(duet),
-            "duet: 1",
-            crossed_limit(alert),
-        )
-    return (
+    where = (
         str(alert.get("uuid")),
         str(alert.get("status") or MISSING),
         _name(alert.get("benchmark")),
         _name(alert.get("measure")),
         _name(alert.get("branch")),
         _name(alert.get("testbed")),
-        with_units((alert.get("metric") or {}).get("value"), units),
-        with_units((alert.get("boundary") or {}).get("baseline"), units),
-        crossed_limit(alert),
     )
+    duet = _duet_of(alert)
+    if duet is not None:  # a ratio against 1, not a value against a baseline
+        return (*where, duet_value(duet), "duet: 1", crossed_limit(alert))
+    units = units_of(alert)
+    value = with_units((alert.get("metric") or {}).get("value"), units)
+    baseline = with_units((alert.get("boundary") or {}).get("baseline"), units)
+    return (*where, value, baseline, crossed_limit(alert))
 
 
 ALERT_COLUMNS = (
