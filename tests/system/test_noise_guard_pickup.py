@@ -46,8 +46,8 @@ def test_the_before_is_taken_while_idle_and_the_job_starts_without_a_calibration
         thread = threading.Thread(target=lambda: exit_codes.append(agent.run()), daemon=True)
         thread.start()
         try:
-            # Idle, before any job: one calibration (warm-up and 32 rounds), then `ready`.
-            wait_until(lambda: len(rounds) >= 33, timeout=30, message="an idle calibration")
+            # Idle, before any job: one calibration (warm-up and ROUNDS rounds), then `ready`.
+            wait_until(lambda: len(rounds) > ROUNDS, timeout=30, message="an idle calibration")
             idle_rounds = len(rounds)
             submitted_ns = time.time_ns()
             job_uuid = deployment.submit("bench.clock")
