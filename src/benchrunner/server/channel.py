@@ -149,16 +149,16 @@ class ChannelSession(RunnerSession):
         return ERROR_EXTENSION not in self.extensions and waiting
 
     def _moves_deadline(self, message: RunnerMessage) -> bool:
-        if not isinstance(message, Ready):
-            return True
-        announced = self.extensions if message.extensions is None else message.extensions
-        return bool(announced) or self._job_handed_out_here() is None
+        return self._mid_job_ready(message) is None
 
-    def _job_handed_out_here(self) -> jobs.JobRow | None:
-        """The job in flight, if this channel sent it (not one adopted on reconnecting)."""
-        if self.job is not None and self.job.uuid == self._handed_out:
-            return self.job
-        return None
+    def _mid_job_ready(self, message: RunnerMessage) -> jobs.JobRow | None:
+        """The job in flight when ``message`` is a ``ready`` from a runner announcing no
+        extensions (Bencher's) while the job this channel sent it (not one adopted on
+        reconnecting) is in flight: answered ``ack``, the job kept, no sign of life."""
+        if not isinstance(message, Ready) or self.job is None:
+            return None
+        announced = self.extensions if message.extensions is None else message.extensions
+        return self.job if not announced and self.job.uuid == self._handed_out else None
 
     def _stop_waiting(self) -> None:
         super()._stop_waiting()
@@ -172,11 +172,11 @@ class ChannelSession(RunnerSession):
         await super().run()
 
     async def _ready(self, message: Ready) -> None:
+        mid_job = self._mid_job_ready(message)
         if message.extensions is not None:
             self.extensions = frozenset(message.extensions)
-        handed_out = self._job_handed_out_here()
-        if not self.extensions and handed_out is not None:
-            await self.send(Ack(job=handed_out.uuid))  # as Bencher's server, mid-job
+        if mid_job is not None:
+            await self.send(Ack(job=mid_job.uuid))  # as Bencher's server, mid-job
             return
         if self._poll is not None and not self._poll.done():
             await self.refuse("a ready is already outstanding")

@@ -40,7 +40,7 @@ from benchrunner.server.outputs import (
     store_blob,
 )
 from benchrunner.server.processing import Processor
-from benchrunner.server.replays import judge, on_record
+from benchrunner.server.replays import compares_hashes, judge, on_record
 from benchrunner.server.result_signatures import check_signed_result
 from benchrunner.server.store import claims, jobs, runners, transitions
 from benchrunner.server.store.runners import RunnerRow
@@ -315,14 +315,7 @@ class Lifecycle:
         None when it is a late result to apply."""
         output: JsonJobOutput | None = None
         unreadable = False
-        # A signed result resent for a job completed under a signature compares hashes alone.
-        fast = (
-            isinstance(message, Completed)
-            and job.status in (JobStatus.COMPLETED, JobStatus.PROCESSED)
-            and job.signed is not None
-            and signed is not None
-        )
-        if job.status != JobStatus.CANCELED and not fast:
+        if job.status != JobStatus.CANCELED and not compares_hashes(job, message, signed):
             try:
                 output = await load_job_output(self.ctx, job)
             except OutputMissing:

@@ -83,17 +83,26 @@ def judge(
         return replayed(job, record.event, message.event)
     if isinstance(message, Canceled):
         return Ack(job=job.uuid)
-    if (
-        isinstance(message, Completed)
-        and record.output is None
-        and job.signed is not None
-        and signed is not None
-    ):  # signed both times: the hashes tell (the caller did not read the output)
+    if record.output is None and compares_hashes(job, message, signed):
+        assert job.signed is not None  # the caller did not read the output: the hashes tell
         same = job.signed.output_hash == received_output_hash(message)
         return Ack(job=job.uuid) if same else replayed(job, record.event, message.event)
     if record.output is None or _same_result(record.output, message):
         return Ack(job=job.uuid)
     return replayed(job, record.event, message.event)
+
+
+def compares_hashes(
+    job: JobRow, message: Completed | Failed | Canceled, signed: SignedOutput | None
+) -> bool:
+    """A signed ``completed`` resent for a job completed under a signature: the two output
+    hashes decide, and the stored output need not be read."""
+    return (
+        isinstance(message, Completed)
+        and job.status in (JobStatus.COMPLETED, JobStatus.PROCESSED)
+        and job.signed is not None
+        and signed is not None
+    )
 
 
 def _same_result(output: JsonJobOutput, message: Completed | Failed) -> bool:
