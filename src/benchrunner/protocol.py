@@ -503,5 +503,16 @@ def close_reason(reason: str) -> str:
     return json.dumps(reason)
 
 
+JOB_SOCKET_ENDINGS: dict[str, str] = {
+    "completed": "job_completed",
+    "failed": "job_failed",
+    "canceled": "job_canceled_by_runner",
+    "cancel": "job_canceled",
+}
+"""A per-job socket closes (1000) once its job ended there, with these reasons (as Bencher's
+per-job handler), by the message that ended it: the runner's terminal message, acknowledged,
+or the server's ``cancel``."""
+
+
 def is_digest(value: str) -> bool:
     return DIGEST.fullmatch(value) is not None

@@ -36,6 +36,7 @@ from websockets.sync.client import ClientConnection
 
 from benchrunner.protocol import (
     EXTENSIONS_HEADER,
+    JOB_SOCKET_ENDINGS,
     MAX_POLL_TIMEOUT,
     OUR_EXTENSIONS,
     Ack,
@@ -48,6 +49,7 @@ from benchrunner.protocol import (
     NoJob,
     Ready,
     Running,
+    close_reason,
     encode,
     parse_server_message,
 )
@@ -78,10 +80,7 @@ MAX_RETRY_AFTER = 60.0
 CONNECTION_FAILED = 1006
 SERVER_ERROR = 1011
 _FINISHED = frozenset({"completed", "processed"})
-_ENDED = frozenset(
-    (1000, json.dumps(reason))
-    for reason in ("job_completed", "job_failed", "job_canceled", "job_canceled_by_runner")
-)
+_ENDED = frozenset((1000, close_reason(reason)) for reason in JOB_SOCKET_ENDINGS.values())
 """Close codes and reasons (JSON strings, as Bencher's server writes them) of a job socket the
 server closed because the job ended there."""
 

@@ -35,7 +35,7 @@ class ResultSigner:
         nonce = nonce or ""
         output_hash = result_output_hash(message)
         signature = sign(self._key, str(message.job), nonce, output_hash)
-        # Validated anew (not copied), so it is the message the server will have received.
-        signed = {"nonce": nonce, "output_hash": output_hash, "signature": signature}
-        wire = message.model_dump(mode="json", exclude_none=True)
-        return type(message).model_validate({**wire, **signed})
+        update = {"nonce": nonce, "output_hash": output_hash, "signature": signature}
+        signed = message.model_copy(update=update)
+        signed._received_hash = output_hash  # as the server will have received it
+        return signed

@@ -23,6 +23,7 @@ from pydantic import BaseModel
 from starlette.websockets import WebSocket
 
 from benchrunner.protocol import (
+    JOB_SOCKET_ENDINGS,
     Ack,
     Cancel,
     Canceled,
@@ -41,11 +42,6 @@ from benchrunner.server.store.runners import RunnerRow
 _JOB_EVENTS = frozenset({"running", "log", "completed", "failed", "canceled"})
 _RESULT_EVENTS = frozenset({"completed", "failed"})
 _ITERATION_FIELDS = ("exit_code", "stdout", "stderr", "output")
-_ENDED_BY = {
-    "completed": "job_completed",
-    "failed": "job_failed",
-    "canceled": "job_canceled_by_runner",
-}
 
 
 def parse_job_message(text: str, job: uuid.UUID) -> RunnerMessage:
@@ -107,7 +103,7 @@ class JobSocketSession(RunnerSession):
 def _ending(to: RunnerMessage, reply: BaseModel) -> str | None:
     """The close reason when ``reply`` to ``to`` ends the job's socket, else None."""
     if isinstance(reply, Cancel):
-        return "job_canceled"
+        return JOB_SOCKET_ENDINGS[reply.event]
     if isinstance(reply, Ack) and isinstance(to, Completed | Failed | Canceled):
-        return _ENDED_BY[to.event]
+        return JOB_SOCKET_ENDINGS[to.event]
     return None

@@ -26,13 +26,13 @@ from jinja2.utils import htmlsafe_json_dumps
 from markupsafe import Markup
 
 from benchrunner.server.console.chart_columns import packed_chart
+from benchrunner.server.store.epoch import MICROSECONDS
 from benchrunner.server.store.perf import PlotAlert, PlotPoint
 
 ITERATION_STEP = 0.001
-"""Seconds between a report's iterations on the x axis."""
-MICROSECONDS = 1_000_000
-"""An int: microseconds over it (an int too) are divided exactly and rounded once, as
-``datetime.timestamp()`` divides them, even past 2**53 microseconds (the year 2255)."""
+"""Seconds between a report's iterations on the x axis. A start's microseconds are divided by
+``MICROSECONDS`` (ints both: exact, rounded once, as ``datetime.timestamp()`` divides them,
+even past 2**53 microseconds, the year 2255)."""
 EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 NO_VALUE = "\u2013"  # an en dash
 TABLE_ROWS = 200
