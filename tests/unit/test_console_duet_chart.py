@@ -7,7 +7,7 @@ from __future__ import annotations
 import datetime as dt
 import uuid
 
-from benchrunner.server.console.duet_chart import DUET_STATUS, build_duet_panels
+from benchrunner.server.console.duet_chart import build_duet_panels
 from benchrunner.server.console.perf_chart import Dimension, Names
 from benchrunner.server.store.duets import DuetPoint
 
@@ -33,6 +33,8 @@ def _ratio(day: int, ratio: float, limit: str | None) -> DuetPoint:
         lower_value=ratio - 0.02,
         upper_value=ratio + 0.02,
         limit=limit,
+        alert_uuid=None if limit is None else uuid.uuid4(),
+        alert_status=None if limit is None else "dismissed",
     )
 
 
@@ -46,8 +48,9 @@ def test_a_ratio_beyond_its_margin_is_marked_the_first_one_too() -> None:
     assert line.values == [1.2, 1.0, 0.8]
     assert (line.lower, line.upper) == ([1.18, 0.98, 0.78], [1.22, 1.02, 0.8200000000000001])
     first = str(ratios[0].report_uuid)
+    its_alert = str(ratios[0].alert_uuid)
     assert [(m.x, m.value, m.limit, m.status, m.alert, m.report) for m in chart.markers] == [
-        (chart.x[0], 1.2, "upper", DUET_STATUS, first, first),
+        (chart.x[0], 1.2, "upper", "dismissed", its_alert, first),  # its alert row's state
     ]
     assert chart.rows == []  # the panel's own table lists the ratios
     assert [row.report for row in panel.rows] == [str(r.report_uuid) for r in ratios]

@@ -19,9 +19,6 @@ from benchrunner.server.duet_views import duet_verdict
 from benchrunner.server.store.duets import DuetPoint
 from benchrunner.server.store.perf import PlotAlert, PlotPoint
 
-DUET_STATUS = "duet"
-"""A duet alert marker's status: it has no alert row, so no active/dismissed state."""
-
 
 class DuetRow(NamedTuple):
     """A ratio as the panel's table shows it, its cells already text."""
@@ -50,9 +47,15 @@ class DuetPanel:
         return sum(1 for row in self.rows if row.alert is not None)
 
 
+def _alert_of(p: DuetPoint) -> PlotAlert | None:
+    """The alert row a ratio beyond its margin raised, as the plot marks it."""
+    if p.limit is None or p.alert_uuid is None or p.alert_status is None:
+        return None
+    return PlotAlert(p.alert_uuid, p.limit, p.alert_status)
+
+
 def _plotted(k: int, p: DuetPoint) -> PlotPoint:
-    """Ratio ``k`` of a panel as a plotted point, its report and its alert (a duet's alert
-    is named by its report) named by ``k``."""
+    """Ratio ``k`` of a panel as a plotted point, its report and its alert named by ``k``."""
     return PlotPoint(
         branch_id=p.branch_id,
         testbed_id=p.testbed_id,
@@ -65,7 +68,7 @@ def _plotted(k: int, p: DuetPoint) -> PlotPoint:
         baseline=None,
         lower_limit=p.lower_value,
         upper_limit=p.upper_value,
-        alert_id=None if p.limit is None else k,
+        alert_id=None if _alert_of(p) is None else k,
         noisy=0,
     )
 
@@ -99,11 +102,7 @@ def build_duet_panels(points: Iterable[DuetPoint], names: Names) -> list[DuetPan
             continue
         named = Named(
             reports={k: p.report_uuid for k, p in enumerate(found)},
-            alerts={
-                k: PlotAlert(p.report_uuid, p.limit, DUET_STATUS)
-                for k, p in enumerate(found)
-                if p.limit is not None
-            },
+            alerts={k: a for k, p in enumerate(found) if (a := _alert_of(p)) is not None},
         )
         [chart] = build_charts([_plotted(k, p) for k, p in enumerate(found)], names, named)
         chart.kind = "duet"

@@ -215,10 +215,13 @@ _DUET_POINTS = (
         duet_result.c.lower_value,
         duet_result.c.upper_value,
         duet_result.c.limit,
+        alert.c.uuid.label("alert_uuid"),
+        alert.c.status.label("alert_status"),
     )
     .select_from(report)
     .join(duet, duet.c.report_id == report.c.id)
     .join(duet_result, duet_result.c.duet_id == duet.c.id)
+    .outerjoin(alert, alert.c.duet_result_id == duet_result.c.id)
     .where(
         duet_result.c.benchmark_id.in_(sa.bindparam("benchmark_ids", expanding=True)),
         duet_result.c.measure_id.in_(sa.bindparam("measure_ids", expanding=True)),
@@ -245,6 +248,9 @@ class DuetPoint(NamedTuple):
     lower_value: float
     upper_value: float
     limit: str | None
+    alert_uuid: uuid.UUID | None
+    """The alert a ratio beyond its margin raised (with its ``alert_status``)."""
+    alert_status: str | None
 
 
 assert DuetPoint._fields == tuple(c.name for c in _DUET_POINTS.selected_columns)
