@@ -26,12 +26,12 @@ import pytest
 
 from benchrunner.runner.cores import CorePlan
 from benchrunner.runner.tuning.cpulist import parse_cpulist, parse_cpumask
+from benchrunner.runner.tuning.settings import HOUSEKEEPING, PARTITION
+from benchrunner.runner.tuning.state import STATE_DIR, STATE_NAME
 from tests.harness import Deployment, RunnerProcess, deploy, wait_until
 
 REAL = Path("/")
-STATE = REAL / "run/benchrunner/tune-state.json"
-PARTITION = "benchrunner-jobs"
-HOUSEKEEPING = "benchrunner-housekeeping"
+STATE = REAL / STATE_DIR / STATE_NAME
 DMA_LATENCY = REAL / "dev/cpu_dma_latency"
 SETTINGS = {
     "governor",
@@ -189,6 +189,15 @@ def stop(runner: RunnerProcess) -> int | None:
         return runner.kill(signal.SIGKILL)
 
 
+def wait_tuned(runner: RunnerProcess) -> None:
+    """Until the runner has tuned the host (its state file written, its last setting said)."""
+    wait_until(
+        lambda: STATE.exists() and "tuned aslr" in runner.output(),
+        timeout=60,
+        message="the runner to tune the host",
+    )
+
+
 def test_strict_tuning_of_this_vm_refuses_and_changes_nothing(
     deployment: Deployment, real_host: dict[str, str]
 ) -> None:
@@ -253,11 +262,7 @@ def test_best_effort_tuning_of_this_vm_applies_what_it_can_and_restores_it_exact
     job_cores = parse_cpulist(read(REAL / "sys/devices/system/cpu/online")) - housekeeping
     runner = tuned_runner(deployment, "best-effort-real", "--tune=best-effort").start()
     try:
-        wait_until(
-            lambda: STATE.exists() and "tuned aslr" in runner.output(),
-            timeout=60,
-            message="the runner to tune the host",
-        )
+        wait_tuned(runner)
         job = deployment.submit("bench.personality")
         deployment.wait_status(job, "processed", timeout=120)
         applied, refused = outcomes(runner.output())
@@ -304,11 +309,7 @@ def test_runner_restore_after_a_killed_tuned_runner_puts_every_task_back(
 ) -> None:
     runner = tuned_runner(deployment, "killed-real", "--tune=best-effort").start()
     try:
-        wait_until(
-            lambda: STATE.exists() and "tuned aslr" in runner.output(),
-            timeout=60,
-            message="the runner to tune the host",
-        )
+        wait_tuned(runner)
         if cpuset_v1_mounts():
             assert threads_in_our_cpusets(), "nothing moved to the housekeeping cpuset"
         runner.kill(signal.SIGKILL)
