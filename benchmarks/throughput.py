@@ -56,7 +56,10 @@ async def runner(url: str, token: str, stop: asyncio.Event) -> int:
     return done
 
 
-async def submit(deployment: Deployment, count: int) -> float:
+async def submit(
+    deployment: Deployment, servers: list[ServerProcess], count: int
+) -> tuple[float, float]:
+    """Submissions/s, and the servers' CPU ms per submission over the submissions alone."""
     headers = {"Authorization": f"Bearer {deployment.server.token}"}
     body = {
         "project": "bench",
@@ -64,11 +67,15 @@ async def submit(deployment: Deployment, count: int) -> float:
         "template": "bench.noop",
         "settings": {"adapter": "json"},
     }
-    started = time.perf_counter()
     async with httpx.AsyncClient(base_url=deployment.server.url, headers=headers) as client:
-        for _ in range(count):
+        (await client.post("/v0/run", json=body)).raise_for_status()  # warm: not counted
+        cpu_before = servers_cpu_seconds(servers)
+        started = time.perf_counter()
+        for _ in range(count - 1):
             (await client.post("/v0/run", json=body)).raise_for_status()
-    return count / (time.perf_counter() - started)
+        elapsed = time.perf_counter() - started
+        cpu = servers_cpu_seconds(servers) - cpu_before
+    return (count - 1) / elapsed, 1000 * cpu / (count - 1)
 
 
 async def drained(deployment: Deployment) -> None:
@@ -90,21 +97,22 @@ async def measure(
     jobs: int,
     connections: int,
     database: str | None,
-) -> tuple[float, float, tuple[float, float]]:
-    """Jobs/s through processed, submissions/s, and CPU ms per job (the servers, and the
-    PostgreSQL backends of ``database``) over submission and execution together."""
+) -> tuple[float, tuple[float, float], tuple[float, float]]:
+    """Jobs/s through processed, submissions/s with the servers' CPU ms per submission, and
+    CPU ms per job (the servers, and the PostgreSQL backends of ``database``) over submission
+    and execution together."""
     with backends_cpu(database) as backends:
         server_before = servers_cpu_seconds(servers)
-        rate, submit_rate = await _run(deployment, servers, jobs, connections)
+        rate, submission = await _run(deployment, servers, jobs, connections)
         server_cpu = servers_cpu_seconds(servers) - server_before
     database_cpu = backends[0] if backends else 0.0
-    return rate, submit_rate, (1000 * server_cpu / jobs, 1000 * database_cpu / jobs)
+    return rate, submission, (1000 * server_cpu / jobs, 1000 * database_cpu / jobs)
 
 
 async def _run(
     deployment: Deployment, servers: list[ServerProcess], jobs: int, connections: int
-) -> tuple[float, float]:
-    submit_rate = await submit(deployment, jobs)
+) -> tuple[float, tuple[float, float]]:
+    submission = await submit(deployment, servers, jobs)
     tokens = [deployment.new_runner(f"bench-{connections}-{i}") for i in range(connections)]
     stop = asyncio.Event()
     started = time.perf_counter()
@@ -119,7 +127,7 @@ async def _run(
     stop.set()
     executed = sum(await asyncio.gather(*tasks))
     assert executed == jobs, (executed, jobs)
-    return jobs / elapsed, submit_rate
+    return jobs / elapsed, submission
 
 
 def database_name(url: str) -> str | None:
@@ -146,14 +154,15 @@ def main() -> None:
             servers = [deployment.server]
             if options.replicas == 2:
                 servers.append(deployment.add_replica("replica-b"))
-            rate, submit_rate, (server_ms, postgres_ms) = asyncio.run(
+            rate, (submit_rate, submit_ms), (server_ms, postgres_ms) = asyncio.run(
                 measure(deployment, servers, options.jobs, connections, database_name(url))
             )
             database_cpu = f", PostgreSQL {postgres_ms:.2f}" if options.engine != "sqlite" else ""
             print(
                 f"{options.engine}, {options.replicas} replica(s), "
                 f"{connections:>3} runner connections: {rate:7.1f} jobs/s through processed "
-                f"({options.jobs} jobs; submission alone {submit_rate:.0f} jobs/s; "
+                f"({options.jobs} jobs; submission alone {submit_rate:.0f} jobs/s, "
+                f"server {submit_ms:.2f} ms CPU each; "
                 f"CPU per job: server {server_ms:.2f} ms{database_cpu})"
             )
 

@@ -553,6 +553,30 @@ def full_report_view(
     if with_job:
         job = jobs.job_for_report(conn, report_id)
         job_uuid = job.uuid if job is not None else None
+    metrics = reports.report_metrics(conn, report_id)
+    found_duet = None if metrics else duets.duet_for_report(conn, report_id)
+    return _stored_report_view(conn, row, metrics, job_uuid, found_duet)
+
+
+def new_report_view(
+    conn: Connection, report_id: int, job_uuid: Any, *, with_metrics: bool
+) -> dict[str, Any]:
+    """``full_report_view`` of a report created in this unit, read in the unit's transaction:
+    a new report is no duet's yet (a duet is stored when its job's output is processed), and
+    ``with_metrics=False`` says it has no metrics (a runner job's), so neither is looked up."""
+    row = reports.report_row(conn, report_id)
+    metrics = reports.report_metrics(conn, report_id) if with_metrics else []
+    return _stored_report_view(conn, row, metrics, job_uuid, None)
+
+
+def _stored_report_view(
+    conn: Connection,
+    row: Any,
+    metrics: list[Any],
+    job_uuid: Any,
+    found_duet: tuple[Any, list[Any]] | None,
+) -> dict[str, Any]:
+    report_id = row.id
     start_point = start_hash = None
     if row.start_point_branch_id is not None:
         start_point = branches.branch_by_id(conn, row.start_point_branch_id)
@@ -560,8 +584,6 @@ def full_report_view(
             start_hash = branches.version_hash(
                 conn, row.start_point_branch_id, row.start_point_version
             )
-    metrics = reports.report_metrics(conn, report_id)
-    found_duet = None if metrics else duets.duet_for_report(conn, report_id)
     # A report without metrics (a runner job's, until it is processed) was judged against
     # nothing and raised nothing: the submission path skips both reads.
     return report_view(

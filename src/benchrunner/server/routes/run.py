@@ -64,7 +64,7 @@ from benchrunner.server.store import idempotency as keys
 from benchrunner.server.store.accounts import ProjectRow, UserRow
 from benchrunner.server.store.jobs import Origin
 from benchrunner.server.store.tables import testbed
-from benchrunner.server.views import full_report_view
+from benchrunner.server.views import full_report_view, new_report_view
 
 router = APIRouter(tags=["run"])
 
@@ -244,6 +244,8 @@ class _Submitted:
     spec_id: int | None
     """Set when a runner job was created (the dispatcher is woken for its spec)."""
     deduplicated: bool = False
+    view: dict[str, Any] | None = None
+    """The created report as the API answers it, read in the unit (None when deduplicated)."""
 
 
 _REPEAT: dict[int | str, dict[str, Any]] = {
@@ -391,17 +393,17 @@ async def submit_run(
                 ),
             )
             spec_id = spec.id
-        return _Submitted(report_id, job_uuid, spec_id)
+        view = new_report_view(conn, report_id, job_uuid, with_metrics=plan.mode == "direct")
+        return _Submitted(report_id, job_uuid, spec_id, view=view)
 
     submitted = await ctx.db.write(unit)
     if submitted.spec_id is not None:
         life.wakeups.job_created(submitted.spec_id)
         await asyncio.sleep(0)  # let the dispatcher hand the job to an idle runner first
-    if submitted.deduplicated:
-        view = await ctx.db.read(_replayed_view, submitted.report_id)
-    else:
-        view = await ctx.db.read(full_report_view, submitted.report_id, submitted.job_uuid)
-    return {**view, "deduplicated": submitted.deduplicated}
+    if submitted.view is not None:
+        return {**submitted.view, "deduplicated": False}
+    view = await ctx.db.read(_replayed_view, submitted.report_id)
+    return {**view, "deduplicated": True}
 
 
 def _replayed_view(conn: Connection, report_id: int) -> dict[str, Any]:
