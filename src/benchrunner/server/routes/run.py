@@ -378,7 +378,7 @@ async def submit_run(
             assert spec is not None
             # A tag names the digest it points at now, for the main image and a duet's sides.
             digests = [image_digest(conn, project, image) for image in plan.images]
-            org = accounts.organization_by_id(conn, project.organization_id)
+            org, priority = accounts.organization_for_job(conn, project.organization_id)
             check_backlog(conn, ctx.settings, org.id, org.slug)
             _, job_uuid = jobs.job_create(
                 conn,
@@ -387,7 +387,7 @@ async def submit_run(
                     organization_id=org.id,
                     spec_id=spec.id,
                     config=_job_config(ctx, body, plan, project, digests),
-                    priority=accounts.organization_job_priority(conn, org),
+                    priority=priority,
                     now=now,
                     origin=origin,
                 ),

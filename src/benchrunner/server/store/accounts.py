@@ -414,6 +414,26 @@ def organization_job_priority(conn: Connection, org: OrganizationRow) -> int:
     return priority_for(org.plan, claimed=organization_is_claimed(conn, org.id))
 
 
+_ORGANIZATION_CLAIMED = Direct(
+    sa.select(
+        organization,
+        sa.exists()
+        .where(organization_role.c.organization_id == organization.c.id)
+        .label("claimed"),
+    ).where(organization.c.id == sa.bindparam("org_id"))
+)
+
+
+def organization_for_job(conn: Connection, org_id: int) -> tuple[OrganizationRow, int]:
+    """The organization and the priority a job of it gets if created now (as
+    ``organization_by_id`` and ``organization_job_priority``, in one statement)."""
+    row = _ORGANIZATION_CLAIMED.first(conn, {"org_id": org_id})
+    if row is None:
+        raise LookupError(f"organization {org_id} does not exist")
+    org = _org(row)
+    return org, priority_for(org.plan, claimed=bool(row.claimed))
+
+
 @dataclass(frozen=True)
 class ProjectRow:
     id: int

@@ -22,7 +22,7 @@ from benchrunner.server.store.tables import (
     project,
     report,
 )
-from benchrunner.server.store.transitions import event_add
+from benchrunner.server.store.transitions import event_add, event_params, with_event
 
 
 @dataclass(frozen=True)
@@ -160,6 +160,7 @@ _NEW_JOB_COLUMNS = (
     "modified",
 )
 _INSERT_JOB = Direct(insert_values(job, _NEW_JOB_COLUMNS).returning(job.c.id))
+_INSERT_JOB_WITH_EVENT = with_event(insert_values(job, _NEW_JOB_COLUMNS).returning(job.c.id))
 
 
 def job_create(conn: Connection, params: NewJob) -> tuple[int, UUID]:
@@ -178,14 +179,20 @@ def job_create(conn: Connection, params: NewJob) -> tuple[int, UUID]:
         "created": params.now,
         "modified": params.now,
     }
-    job_id = _INSERT_JOB.scalar(conn, row)
-    assert job_id is not None
     meta = params.origin.meta()
     message = "job created"
     if params.rerun_of is not None:
         meta["rerun_of"] = str(params.rerun_of)
         message = f"rerun of job {params.rerun_of}"
-    event_add(conn, job_id, JobEvent.CREATED, message, params.origin.actor, meta, params.now)
+    actor = params.origin.actor
+    if conn.dialect.name == "postgresql":
+        event = event_params(JobEvent.CREATED, message, actor, meta, params.now)
+        job_id = _INSERT_JOB_WITH_EVENT.scalar(conn, {**row, **event})
+        assert job_id is not None
+        return job_id, job_uuid
+    job_id = _INSERT_JOB.scalar(conn, row)
+    assert job_id is not None
+    event_add(conn, job_id, JobEvent.CREATED, message, actor, meta, params.now)
     return job_id, job_uuid
 
 

@@ -49,6 +49,40 @@ def event_add(
     )
 
 
+def with_event(created: sa.Insert) -> Direct:
+    """PostgreSQL: ``created`` (an ``INSERT INTO job ... RETURNING id``) and its ``job_event``
+    row in one statement (the insert as a data-modifying CTE), one round trip instead of two;
+    returns the new job's id. Its parameters are the insert's plus ``event_params``'."""
+    new = created.cte("new_job")
+    event = sa.select(
+        new.c.id,
+        sa.bindparam("event_type", type_=job_event.c.event_type.type),
+        sa.bindparam("event_message", type_=job_event.c.message.type),
+        sa.bindparam("event_actor", type_=job_event.c.actor.type),
+        sa.bindparam("event_meta", type_=job_event.c.meta.type),
+        sa.bindparam("event_created", type_=job_event.c.created.type),
+    )
+    return Direct(
+        job_event.insert()
+        .from_select(list(_EVENT_COLUMNS), event)
+        .returning(job_event.c.job_id)
+        .add_cte(new, nest_here=True)
+    )
+
+
+def event_params(
+    event_type: str, message: str, actor: str | None, meta: dict[str, Any], now: dt.datetime
+) -> dict[str, Any]:
+    """The event row's parameters of a ``with_event`` statement."""
+    return {
+        "event_type": str(event_type),
+        "event_message": message,
+        "event_actor": actor,
+        "event_meta": _meta_json(meta),
+        "event_created": now,
+    }
+
+
 def _guarded_update(target: JobStatus, columns: tuple[str, ...], runner_guard: bool) -> sa.Update:
     """``UPDATE job SET status = target ... WHERE id = :job_id AND status IN (sources)``,
     returning the id when the job moved."""
