@@ -166,8 +166,13 @@ def create_app(
             token_routes,
         )
     ]
+    # A request is matched against the included routers in order, each scanning its routes:
+    # the hot submission route goes first (only its router has /v0/run, so no match moves;
+    # the OpenAPI document keeps ``api``'s order).
+    app.include_router(run.router)
     for router in api:
-        app.include_router(router)
+        if router is not run.router:
+            app.include_router(router)
     for registry_module in (blob_routes, upload_routes, manifest_routes):
         app.include_router(registry_module.router)
     app.include_router(server.metrics_router)
