@@ -169,3 +169,23 @@ def test_a_key_is_reusable_after_its_window(tmp_path: Path, database_url: str) -
             with pytest.raises(ApiError, match="different request body") as refused:
                 client.run(changed, idempotency_key="nightly")
             assert refused.value.status == 409
+
+
+def test_a_repeat_answers_exactly_what_the_submission_answered(deployment: Deployment) -> None:
+    """The submission answers with the report read inside its own transaction, a repeat with
+    the stored report read anew (its metrics, duet and job looked up): the same body."""
+    server = deployment.server
+    main = post(server, template_run(deployment, hash="a" * 40), None)
+    assert main.status_code == 201, main.text
+    runs = [
+        template_run(deployment, branch="from-main", start_point={"branch": "main"}),
+        template_run(deployment, branch="from-main", hash="b" * 40),
+        direct_run(deployment),
+    ]
+    for index, body in enumerate(runs):
+        first = post(server, body, f"same-{index}")
+        again = post(server, body, f"same-{index}")
+        assert (first.status_code, again.status_code) == (201, 200), again.text
+        assert {**first.json(), "deduplicated": True} == again.json()
+    assert first.json()["results"], "the direct run's answer carries its metrics"
+    assert post(server, runs[0], "same-0").json()["branch"]["head"]["start_point"] is not None
