@@ -13,7 +13,7 @@ from benchrunner.server.store.tables import in_flight, job, pending
 LEFT_PROCESSING = {JobStatus.FAILED, JobStatus.CANCELED, JobStatus.PROCESSED}
 
 
-def _holds(db: Database, predicate: sa.ColumnElement[bool]) -> bool:
+def _holds(db: Database, predicate: sa.ColumnElement[bool] | sa.TextClause) -> bool:
     return bool(db.write_sync(lambda conn: conn.execute(sa.select(predicate)).scalar_one()))
 
 
