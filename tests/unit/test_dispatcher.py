@@ -113,3 +113,62 @@ def test_a_poll_that_times_out_with_an_empty_claim_answers_none() -> None:
         await dispatcher.stop()
 
     run(scenario)
+
+
+def test_a_pool_known_empty_costs_no_claim_until_a_job_is_created_for_it() -> None:
+    async def scenario() -> None:
+        jobs: list[Claim] = []
+        claimed_for: list[int] = []
+
+        async def claim(runner_id: int, _slug: str, _nonce: str, _templates: bool) -> Claim | None:
+            claimed_for.append(runner_id)
+            return jobs.pop() if jobs else None
+
+        dispatcher = Dispatcher(claim, on_abandoned=lambda _c: None, safety_interval=3600)
+        dispatcher.start()
+        first = asyncio.create_task(dispatcher.wait_for_job(1, "a", frozenset({1}), None, 5))
+        await settle()
+        assert claimed_for == [1]  # found nothing: the pool is known empty
+        second = asyncio.create_task(dispatcher.wait_for_job(2, "b", frozenset({1}), None, 5))
+        other = asyncio.create_task(dispatcher.wait_for_job(3, "c", frozenset({2}), None, 5))
+        await settle()
+        assert claimed_for == [1, 3]  # runner 2's pool is known empty; runner 3's is another
+        dispatcher.job_created(2)  # not a spec of that pool
+        await settle()
+        assert claimed_for == [1, 3, 3]
+        jobs.append(claim_for(20))
+        dispatcher.job_created(1)
+        result = await asyncio.wait_for(first, 1)
+        assert result is not None and result.job.id == 20
+        await settle()
+        assert claimed_for == [1, 3, 3, 1]  # one job created, one claim
+        dispatcher.capacity_freed()  # everyone looks again, known empty or not
+        await settle()
+        assert sorted(claimed_for[4:]) == [2, 3]
+        for task in (second, other):
+            task.cancel()
+        await dispatcher.stop()
+
+    run(scenario)
+
+
+def test_a_job_created_while_a_claim_finds_nothing_is_claimed() -> None:
+    async def scenario() -> None:
+        gate = asyncio.Event()
+        answers: list[Claim | None] = [claim_for(30), None]  # popped from the end
+
+        async def claim(_runner: int, _slug: str, _nonce: str, _templates: bool) -> Claim | None:
+            await gate.wait()
+            return answers.pop()
+
+        dispatcher = Dispatcher(claim, on_abandoned=lambda _c: None, safety_interval=3600)
+        dispatcher.start()
+        waiting = asyncio.create_task(dispatcher.wait_for_job(1, "a", frozenset({1}), None, 5))
+        await settle()
+        dispatcher.job_created(1)  # committed while the claim above looks: it finds nothing
+        gate.set()
+        result = await asyncio.wait_for(waiting, 1)
+        assert result is not None and result.job.id == 30
+        await dispatcher.stop()
+
+    run(scenario)

@@ -12,11 +12,13 @@ every job, for a failure that should not happen).
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 from dataclasses import dataclass
 
 from sqlalchemy.engine import Connection
 
+from benchrunner.core.states import JobStatus
 from benchrunner.server.processing import (
     INLINE_PARSE_BYTES,
     measure_job,
@@ -64,10 +66,10 @@ def complete(
     job_outputs.output_put(conn, job.id, row_output)
     if not process or len(row_output) > INLINE_PARSE_BYTES:
         return Completion(completed=True)
-    completed = jobs.job_get(conn, job.id)  # its times exactly as stored, for its report
+    completed = _as_completed(conn, job, now, signed if signed is not None or late else job.signed)
     if completed is None:
         return Completion(completed=True)
-    parsing = reports.reports_parsing(conn, [job.report_id])[job.report_id]
+    parsing = reports.report_parsing(conn, job.report_id)
     item = measured_with_noise(
         completed,
         *measure_job(
@@ -79,6 +81,20 @@ def complete(
         conn, completed, item.values, item.error, now, item.noise, item.duet
     )
     return Completion(completed=True, processed=processed, error=item.error, row=completed)
+
+
+def _as_completed(
+    conn: Connection, job: jobs.JobRow, now: dt.datetime, signed: SignedOutput | None
+) -> jobs.JobRow | None:
+    """The job as its move to ``completed`` at ``now`` left it, its times exactly as stored
+    (its report's are taken from them). Only ``started`` may be unknown to the caller's copy
+    (a job it saw before it ran); once set it never changes, so a copy that has it needs no
+    read."""
+    if job.started is None:
+        return jobs.job_get(conn, job.id)
+    return dataclasses.replace(
+        job, status=JobStatus.COMPLETED, completed=now, modified=now, signed=signed
+    )
 
 
 def fail_with_output(

@@ -5,6 +5,12 @@ them, in FIFO order, whenever something may have made a job claimable: a job was
 spec, a limited-tier job left flight (capacity), a runner started waiting, or the slow safety-net
 tick fired. Doing all claims in one task means a new job costs one claim query, not one per idle
 runner.
+
+A pool whose claim found nothing stays known empty until a wake-up could have changed that (a
+job created for one of its specs, capacity freed, the safety tick): a runner of it that starts
+waiting meanwhile costs no claim query. On PostgreSQL a job another replica creates reaches
+here as a wake-up too (``wakeups``), and a claim that was running when a wake-up came does not
+mark its pool empty.
 """
 
 from __future__ import annotations
@@ -63,6 +69,10 @@ class Dispatcher:
         self._fresh: set[Waiter] = set()
         self._created: collections.Counter[int] = collections.Counter()
         self._full_round = False
+        self._empty: set[tuple[frozenset[int], int | None, bool]] = set()
+        """Pools whose last claim found nothing, no wake-up for them since."""
+        self._wakeups = 0
+        """Wake-ups so far: a claim during which one came proves no pool empty."""
         self._kick = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._ticker: asyncio.Task[None] | None = None
@@ -86,11 +96,15 @@ class Dispatcher:
 
     def job_created(self, spec_id: int) -> None:
         self._created[spec_id] += 1
+        self._wakeups += 1
+        self._empty = {pool for pool in self._empty if spec_id not in pool[0]}
         self._kick.set()
 
     def capacity_freed(self) -> None:
         """A limited-tier job left flight, or a runner was unpaused: everyone may look again."""
         self._full_round = True
+        self._wakeups += 1
+        self._empty.clear()
         self._kick.set()
 
     # ------------------------------------------------------------ waiting
@@ -161,9 +175,10 @@ class Dispatcher:
             if waiter.future.done() or waiter not in self._waiters:
                 continue
             wanted = full or waiter in fresh or any(created[s] > 0 for s in waiter.spec_ids)
-            if not wanted or waiter.pool in exhausted:
+            if not wanted or waiter.pool in exhausted or waiter.pool in self._empty:
                 continue
             waiter.claiming = True
+            wakeups = self._wakeups
             try:
                 claim = await self._claim(
                     waiter.runner_id, waiter.runner_slug, secrets.token_hex(16), waiter.templates
@@ -175,6 +190,8 @@ class Dispatcher:
                 waiter.settled.set()
             if claim is None:
                 exhausted.add(waiter.pool)
+                if self._wakeups == wakeups:
+                    self._empty.add(waiter.pool)
                 for spec_id in waiter.spec_ids:
                     created.pop(spec_id, None)
                 continue

@@ -79,19 +79,18 @@ def evaluate_report(
     now: dt.datetime,
     *,
     noisy: bool = False,
+    found: list[Any] | None = None,
 ) -> int:
     """Judge the report's newly stored metrics; returns how many alerts were raised. On a
     ``noisy`` report (``server.noise``) the boundaries are drawn and stored all the same, but
-    only thresholds with ``alert_when_noisy`` raise alerts."""
-    if not metrics:
+    only thresholds with ``alert_when_noisy`` raise alerts. ``found``: the metrics'
+    ``thresholds_to_judge``, when the caller has read them already."""
+    if found is None:
+        found = thresholds_to_judge(conn, report_id, metrics)
+    if not found:
         return 0
     row = reports.report_row(conn, report_id)
     scope = history.scope_of(row)
-    found = thresholds.thresholds_for(
-        conn, row.branch_id, row.testbed_id, {m.measure_id for m in metrics}
-    )
-    if not found:
-        return 0
     ignored = _ignored(conn, {m.benchmark_id for m in metrics})
     raised = 0
     cutoffs: dict[int, dt.datetime | None] = {}
@@ -116,6 +115,14 @@ def evaluate_report(
             past = series.get(m.benchmark_id, [])
             raised += _judge_changes(conn, t, report_id, m, past, now, alerting)
     return raised
+
+
+def thresholds_to_judge(
+    conn: Connection, report_id: int, metrics: Sequence[reports.StoredMetric]
+) -> list[Any]:
+    """The thresholds (with their current models) of the measures of ``metrics`` on the
+    report's branch and testbed: none means there is nothing to judge."""
+    return thresholds.thresholds_of_report(conn, report_id, {m.measure_id for m in metrics})
 
 
 def history_since(

@@ -221,20 +221,30 @@ class Lifecycle:
 
     # ------------------------------------------------------------ running and heartbeats
 
-    async def running(self, runner: RunnerRow, job: jobs.JobRow) -> JobStatus | None:
+    async def running(
+        self, runner: RunnerRow, job: jobs.JobRow
+    ) -> tuple[JobStatus | None, jobs.JobRow]:
+        """The job's status after the runner's ``running`` (None: not this runner's job), and
+        ``job`` with that status and ``started`` exactly as stored, which its report's times
+        are later taken from (``completion``)."""
         now = self.ctx.clock.now()
         self.heartbeats.forget(job.id)  # ``started`` may be set now: the next heartbeat reads it
-        status = await self.ctx.db.write(
+        done = await self.ctx.db.write(
             transitions.job_mark_running, job.id, runner.id, now, runner.slug
         )
-        if status == JobStatus.RUNNING and job.status == JobStatus.CLAIMED:
-            job_moved(self.ctx, job, JobStatus.RUNNING, now, runner=runner.slug)
-        elif status == JobStatus.RUNNING and hard_timeout_exceeded(
+        if done is None:
+            return None, job
+        job = dataclasses.replace(job, status=done.status, started=done.started)
+        if done.moved:
+            job_moved(
+                self.ctx, job, JobStatus.RUNNING, now, source=JobStatus.CLAIMED, runner=runner.slug
+            )
+        elif done.status == JobStatus.RUNNING and hard_timeout_exceeded(
             job.started, job.timeout, self.ctx.job_timeout_grace, now
         ):  # a resent `running` refreshes liveness, never the hard timeout
             await self.watchdog.enforce(job, TimeoutVerdict.RAN_TOO_LONG)
-            return JobStatus.CANCELED
-        return status
+            return JobStatus.CANCELED, dataclasses.replace(job, status=JobStatus.CANCELED)
+        return done.status, job
 
     async def heartbeat(self, runner: RunnerRow, job: jobs.JobRow) -> bool:
         """Refresh liveness. True means: answer ``cancel`` (the job was canceled, or ran past its
@@ -340,9 +350,7 @@ class Lifecycle:
         row_output: bytes | None = None
         if job.status == JobStatus.CLAIMED:
             # The runner's `running` was lost with a connection; its result is still real.
-            status = await self.running(runner, job)
-            if status is not None:
-                job = dataclasses.replace(job, status=status)
+            _, job = await self.running(runner, job)
         data = encode_output(JsonJobOutput(results=message.results, noise=message.noise))
         for _attempt in range(3):
             if job.status != JobStatus.RUNNING:

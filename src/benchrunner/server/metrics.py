@@ -143,9 +143,21 @@ class ServerMetrics:
         self.registry_bytes = Counter(
             "benchrunner_registry_gc_bytes_removed", "Bytes of registry blobs removed", registry=r
         )
-        for tier in Tier:  # every tier's series exists from the start, at 0
-            self.queue_duration.labels(tier=tier.value)
-            self.claims.labels(tier=tier.value)
+        # Children by label value, looked up once: ``labels()`` costs more than the increment,
+        # and every job moves four times. Every tier's series exists from the start, at 0.
+        self.queue_duration_of = {
+            tier: self.queue_duration.labels(tier=tier.value) for tier in Tier
+        }
+        self.claims_of = {tier: self.claims.labels(tier=tier.value) for tier in Tier}
+        self._transitions_of: dict[tuple[JobStatus, JobStatus], Counter] = {}
+
+    def transition(self, source: JobStatus, to: JobStatus) -> Counter:
+        """The ``benchrunner_job_transitions`` series of a move from ``source`` to ``to``."""
+        child = self._transitions_of.get((source, to))
+        if child is None:
+            child = self.transitions.labels(status_from=source.wire, status_to=to.wire)
+            self._transitions_of[source, to] = child
+        return child
 
     def set_queue_depth(self, depth: Mapping[tuple[JobStatus, Tier], int]) -> None:
         for status in QUEUED_STATUSES:

@@ -37,7 +37,7 @@ from benchrunner.core.states import JobStatus
 from benchrunner.protocol import JsonDuet, NoiseGuard
 from benchrunner.server.blobs import job_output_key
 from benchrunner.server.context import ServerContext
-from benchrunner.server.evaluation import evaluate_report
+from benchrunner.server.evaluation import evaluate_report, thresholds_to_judge
 from benchrunner.server.noise import NoiseVerdict, verdict
 from benchrunner.server.outputs import UnusableOutput, output_size, read_output, row_output
 from benchrunner.server.parsers import measure_stored, measure_stored_duet, parser_pool
@@ -372,11 +372,19 @@ def record_processed(
         error=error,
         noise=None if noise is None else noise.stored(),
     )
-    if stored:  # nothing to judge costs no savepoint (two round trips on PostgreSQL)
+    # Nothing to judge costs no savepoint (two round trips on PostgreSQL): metrics without a
+    # threshold are the common case.
+    found = thresholds_to_judge(conn, job.report_id, stored) if stored else []
+    if found:
         try:
             with conn.begin_nested():
                 evaluate_report(
-                    conn, job.report_id, stored, now, noisy=noise is not None and noise.noisy
+                    conn,
+                    job.report_id,
+                    stored,
+                    now,
+                    noisy=noise is not None and noise.noisy,
+                    found=found,
                 )
         except Exception:  # an evaluation bug must not wedge the whole batch in `completed`
             log.exception("judging job %s's report failed; its metrics stay unjudged", job.uuid)

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 import logging
 from typing import Any
 
@@ -262,12 +261,9 @@ class RunnerSession:
         if job is None:
             await self.refuse("running: no job of this runner is in flight")
             return
-        status = await self.life.running(self.runner, job)
+        status, moved = await self.life.running(self.runner, job)
         if status is not None and self.job is job:
-            # ``started`` as the transition set it, give or take its write: what the next
-            # transition's duration is measured from.
-            started = job.started or self.life.ctx.clock.now()
-            self.job = dataclasses.replace(job, status=status, started=started)
+            self.job = moved  # with ``started`` as stored: its report's start (``completion``)
         if status in (JobStatus.CLAIMED, JobStatus.RUNNING):
             await self._reply(message, Ack(job=job.uuid))
         elif status is None:

@@ -51,12 +51,12 @@ def job_moved(
     source = job.status if source is None else source
     entered = _entered(job, source)
     duration_ms = max(0, round((now - entered).total_seconds() * 1000))
-    tier = tier_of(job.priority).value
+    tier = tier_of(job.priority)
     metrics = ctx.metrics
-    metrics.transitions.labels(status_from=source.wire, status_to=to.wire).inc()
+    metrics.transition(source, to).inc()
     if to == JobStatus.CLAIMED:
-        metrics.claims.labels(tier=tier).inc()
-        metrics.queue_duration.labels(tier=tier).observe((now - job.created).total_seconds())
+        metrics.claims_of[tier].inc()
+        metrics.queue_duration_of[tier].observe((now - job.created).total_seconds())
     elif to == JobStatus.RUNNING:
         metrics.starts.inc()
     elif to == JobStatus.FAILED:
@@ -74,7 +74,7 @@ def job_moved(
             "status_from": source.wire,
             "status_to": to.wire,
             "duration_ms": duration_ms,
-            "tier": tier,
+            "tier": tier.value,
             "reason": reason,
         },
     )

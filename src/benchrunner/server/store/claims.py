@@ -16,7 +16,7 @@ from benchrunner.core.tiers import PER_ORGANIZATION_MIN_PRIORITY, UNLIMITED_MIN_
 from benchrunner.server.store import runners, tier_locks
 from benchrunner.server.store.direct import Direct
 from benchrunner.server.store.jobs import JOBS, JobRow
-from benchrunner.server.store.tables import in_flight, job, runner
+from benchrunner.server.store.tables import in_flight, job, pending, runner
 from benchrunner.server.store.transitions import transition
 
 
@@ -58,7 +58,7 @@ def _eligible_jobs(
         sa.and_(per_source_ip, ~ip_busy),
     )
     query = JOBS.where(
-        job.c.status == int(JobStatus.PENDING),
+        pending(job.c.status),
         job.c.spec_id.in_(runners.RUNNER_SPEC_IDS),
         within_limits,
     )

@@ -13,6 +13,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from benchrunner.server.store.conflicts import insert_or_replace_where
+from benchrunner.server.store.direct import Direct
 from benchrunner.server.store.history import IN_LIST_CHUNK
 from benchrunner.server.store.tables import job_output
 
@@ -22,9 +23,16 @@ INLINE_OUTPUT_BYTES = 64 * 1024
 _ALWAYS = sa.true()
 
 
+_PUT: dict[str, Direct] = {}
+"""The output's insert-or-replace, prepared once per dialect."""
+
+
 def output_put(conn: Connection, job_id: int, data: bytes) -> None:
-    statement = insert_or_replace_where(conn, job_output, ("job_id",), ("data",), _ALWAYS)
-    conn.execute(statement, {"job_id": job_id, "data": data})
+    put = _PUT.get(conn.dialect.name)
+    if put is None:
+        statement = insert_or_replace_where(conn, job_output, ("job_id",), ("data",), _ALWAYS)
+        put = _PUT[conn.dialect.name] = Direct(statement)
+    put.run(conn, {"job_id": job_id, "data": data})
 
 
 def output_get(conn: Connection, job_id: int) -> bytes | None:

@@ -104,7 +104,20 @@ _MEASURES_BY_SLUG = (
 )
 
 
+_OLDEST_MEASURE_OF_SLUG = Direct(
+    sa.select(measure.c.id, measure.c.slug)
+    .where(
+        measure.c.project_id == sa.bindparam("project_id"), measure.c.slug == sa.bindparam("slug")
+    )
+    .order_by(measure.c.id)
+    .limit(1)
+)
+
+
 def _measures_by_slug(conn: Connection, project_id: int, wanted: list[str]) -> dict[str, int]:
+    if len(wanted) == 1:  # the common case: a report of one measure
+        row = _OLDEST_MEASURE_OF_SLUG.first(conn, {"project_id": project_id, "slug": wanted[0]})
+        return {} if row is None else {row.slug: int(row.id)}
     found: dict[str, int] = {}
     for start in range(0, len(wanted), IN_LIST_CHUNK):
         chunk = wanted[start : start + IN_LIST_CHUNK]
@@ -273,12 +286,22 @@ class StoredMetric:
     value: float
 
 
-_INSERT_METRIC = metric.insert().returning(
-    metric.c.id,
-    metric.c.benchmark_id,
-    metric.c.measure_id,
-    metric.c.value,
-    sort_by_parameter_order=True,
+_STORED_METRIC = (metric.c.id, metric.c.benchmark_id, metric.c.measure_id, metric.c.value)
+_INSERT_METRIC = metric.insert().returning(*_STORED_METRIC, sort_by_parameter_order=True)
+_INSERT_ONE_METRIC = Direct(
+    insert_values(
+        metric,
+        (
+            "uuid",
+            "report_id",
+            "iteration",
+            "benchmark_id",
+            "measure_id",
+            "value",
+            "lower_value",
+            "upper_value",
+        ),
+    ).returning(*_STORED_METRIC)
 )
 
 
@@ -302,10 +325,12 @@ def metrics_add(
     ]
     if not rows:
         return []
-    return [
-        StoredMetric(row.id, row.benchmark_id, row.measure_id, row.value)
-        for row in conn.execute(_INSERT_METRIC, rows)
-    ]
+    inserted = (
+        _INSERT_ONE_METRIC.all(conn, rows[0])
+        if len(rows) == 1
+        else conn.execute(_INSERT_METRIC, rows)
+    )
+    return [StoredMetric(row.id, row.benchmark_id, row.measure_id, row.value) for row in inserted]
 
 
 _FINISH_REPORT = Direct(
@@ -415,8 +440,19 @@ _PARSING = (
     )
     .outerjoin(job, job.c.report_id == report.c.id)
     .outerjoin(spec, spec.c.id == job.c.spec_id)
-    .where(report.c.id.in_(sa.bindparam("ids", expanding=True)))
 )
+_PARSINGS = _PARSING.where(report.c.id.in_(sa.bindparam("ids", expanding=True)))
+
+
+_ONE_PARSING = Direct(_PARSING.where(report.c.id == sa.bindparam("report_id")))
+
+
+def report_parsing(conn: Connection, report_id: int) -> Any:
+    """``reports_parsing`` of one report, in a statement prepared once."""
+    row = _ONE_PARSING.first(conn, {"report_id": report_id})
+    if row is None:
+        raise LookupError(f"report {report_id} does not exist")
+    return row
 
 
 def reports_parsing(conn: Connection, report_ids: Iterable[int]) -> dict[int, Any]:
@@ -427,7 +463,7 @@ def reports_parsing(conn: Connection, report_ids: Iterable[int]) -> dict[int, An
     found: dict[int, Any] = {}
     for start in range(0, len(ids), IN_LIST_CHUNK):
         chunk = ids[start : start + IN_LIST_CHUNK]
-        found.update((row.id, row) for row in conn.execute(_PARSING, {"ids": chunk}))
+        found.update((row.id, row) for row in conn.execute(_PARSINGS, {"ids": chunk}))
     return found
 
 

@@ -18,8 +18,8 @@ from sqlalchemy.engine import Connection
 from benchrunner.server.store import job_outputs
 from benchrunner.server.store.tables import job, job_log, project, report
 
-# Written as literals, as the partial index ``index_job_outputs_kept`` has them.
-_FINISHED = job.c.status.in_([sa.literal_column(str(s)) for s in (4, 5, 6)])
+# Failed, canceled or processed, written as the partial index ``index_job_outputs_kept`` has it.
+_FINISHED = job.c.status >= sa.literal_column("4")
 
 
 @dataclass(frozen=True)

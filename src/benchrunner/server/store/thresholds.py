@@ -18,6 +18,7 @@ from sqlalchemy.engine import Connection
 
 from benchrunner.detection.models import Model, TestKind
 from benchrunner.server.store.conflicts import insert_or_skip
+from benchrunner.server.store.direct import Direct
 from benchrunner.server.store.listing import page_of, where_given
 from benchrunner.server.store.tables import (
     benchmark,
@@ -25,6 +26,7 @@ from benchrunner.server.store.tables import (
     measure,
     model,
     project,
+    report,
     testbed,
     threshold,
 )
@@ -366,21 +368,27 @@ def models_of(conn: Connection, threshold_id: int) -> list[Any]:
 
 
 # Evaluation: the thresholds (with current models) of a branch/testbed's measures.
-_FOR_SERIES = (
-    sa.select(
-        threshold.c.id.label("threshold_id"),
-        threshold.c.uuid.label("threshold_uuid"),
-        threshold.c.measure_id,
-        threshold.c.benchmark_id,
-        threshold.c.alert_when_noisy,
-        *(column for column in model.c if column.name != "threshold_id"),
-    )
-    .join(model, sa.and_(model.c.threshold_id == threshold.c.id, model.c.replaced.is_(None)))
-    .where(
-        threshold.c.branch_id == sa.bindparam("branch_id"),
-        threshold.c.testbed_id == sa.bindparam("testbed_id"),
-        threshold.c.measure_id.in_(sa.bindparam("measure_ids", expanding=True)),
-    )
+_WITH_MODELS = sa.select(
+    threshold.c.id.label("threshold_id"),
+    threshold.c.uuid.label("threshold_uuid"),
+    threshold.c.measure_id,
+    threshold.c.benchmark_id,
+    threshold.c.alert_when_noisy,
+    *(column for column in model.c if column.name != "threshold_id"),
+).join(model, sa.and_(model.c.threshold_id == threshold.c.id, model.c.replaced.is_(None)))
+_FOR_SERIES = _WITH_MODELS.where(
+    threshold.c.branch_id == sa.bindparam("branch_id"),
+    threshold.c.testbed_id == sa.bindparam("testbed_id"),
+    threshold.c.measure_id.in_(sa.bindparam("measure_ids", expanding=True)),
+)
+_FOR_REPORT = Direct(
+    _WITH_MODELS.join(
+        report,
+        sa.and_(
+            report.c.branch_id == threshold.c.branch_id,
+            report.c.testbed_id == threshold.c.testbed_id,
+        ),
+    ).where(report.c.id == sa.bindparam("report_id"))
 )
 
 
@@ -396,3 +404,13 @@ def thresholds_for(
             {"branch_id": branch_id, "testbed_id": testbed_id, "measure_ids": wanted},
         )
     )
+
+
+def thresholds_of_report(conn: Connection, report_id: int, measure_ids: Iterable[int]) -> list[Any]:
+    """``thresholds_for`` the report's branch and testbed, in one statement prepared once
+    (a series has a threshold per measure and override: they are filtered here)."""
+    wanted = set(measure_ids)
+    if not wanted:
+        return []
+    rows = _FOR_REPORT.all(conn, {"report_id": report_id})
+    return [row for row in rows if row.measure_id in wanted]

@@ -191,18 +191,32 @@ def transition(
 
 
 _JOB_OWNER = Direct(
-    sa.select(job.c.status, job.c.runner_id).where(job.c.id == sa.bindparam("job_id"))
+    sa.select(job.c.status, job.c.runner_id, job.c.started).where(
+        job.c.id == sa.bindparam("job_id")
+    )
 )
+
+
+@dataclass(frozen=True)
+class Started:
+    """What a runner's ``running`` did to its job."""
+
+    status: JobStatus
+    """The job's status afterwards."""
+    started: dt.datetime | None
+    """When the job started running, as stored."""
+    moved: bool
+    """This call moved the job from claimed to running."""
 
 
 def job_mark_running(
     conn: Connection, job_id: int, runner_id: int, now: dt.datetime, actor: str
-) -> JobStatus | None:
+) -> Started | None:
     """claimed -> running (sets started); running again only refreshes liveness.
 
-    Returns the job's status afterwards, or None if it is not this runner's job.
+    Returns what became of the job, or None if it is not this runner's job.
     """
-    started = transition(
+    moved = transition(
         conn,
         job_id,
         JobStatus.RUNNING,
@@ -212,15 +226,15 @@ def job_mark_running(
         values={"started": now, "last_heartbeat": now},
         runner_id=runner_id,
     )
-    if started is not None:
-        return started
+    if moved is not None:
+        return Started(JobStatus.RUNNING, now, moved=True)
     current = _JOB_OWNER.first(conn, {"job_id": job_id})
     if current is None or current.runner_id != runner_id:
         return None
     status = JobStatus(current.status)
     if status == JobStatus.RUNNING:
         job_touch(conn, job_id, now)
-    return status
+    return Started(status, current.started, moved=False)
 
 
 @dataclass(frozen=True)
