@@ -158,6 +158,17 @@ type = "string"
 )
 
 
+def process_gone(pid: int) -> bool:
+    """The process has exited: reaped, or a zombie that its parent has not reaped yet (which
+    still answers ``kill(pid, 0)``). ``/proc/PID/stat`` can vanish between its open and its
+    read (``ESRCH``) when the process is reaped in that instant: gone too."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except (FileNotFoundError, ProcessLookupError):
+        return True
+    return stat.rsplit(")", 1)[1].split()[0] == "Z"
+
+
 def wait_until(
     predicate: Callable[[], T | bool | None],
     *,

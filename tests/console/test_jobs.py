@@ -17,7 +17,7 @@ from playwright.sync_api import Browser, Page, Request, expect
 
 from tests.browser import log_in_with_token, save_screenshot
 from tests.console.sessions import admin_session
-from tests.harness import Deployment, RunnerProcess, wait_until
+from tests.harness import Deployment, RunnerProcess, process_gone, wait_until
 from tests.registry_support import push_image, registry_token, v2
 
 JOB_URL = re.compile(r".*/console/projects/bench/jobs/(?P<job>[0-9a-f-]{36})$")
@@ -30,15 +30,6 @@ def runner(console: Deployment) -> Iterator[RunnerProcess]:
     runner = console.runner_process("console-runner").start()
     yield runner
     runner.kill()
-
-
-def _gone(pid: int) -> bool:
-    """The process has exited (a zombie not yet reaped by its parent counts as exited)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except FileNotFoundError:
-        return True
-    return stat.rsplit(")", 1)[1].split()[0] == "Z"
 
 
 def _unserved_job(console: Deployment) -> str:
@@ -128,7 +119,7 @@ def test_cancel_a_running_job_from_its_page_ends_the_runners_processes(
             lambda: pidfile.exists() and pidfile.read_text(), message="the job's pid file"
         ).split()
     )
-    assert not _gone(parent) and not _gone(child)
+    assert not process_gone(parent) and not process_gone(child)
 
     log_in_with_token(page, console.server.token)
     page.goto(f"/console/projects/bench/jobs/{job}")
@@ -140,7 +131,9 @@ def test_cancel_a_running_job_from_its_page_ends_the_runners_processes(
     expect(requested).to_contain_text("admin@test.dev")
     expect(page.get_by_role("button", name="Cancel job")).to_have_count(0)
     wait_until(
-        lambda: _gone(parent) and _gone(child), timeout=30, message="the job's processes to end"
+        lambda: process_gone(parent) and process_gone(child),
+        timeout=30,
+        message="the job's processes to end",
     )
     assert console.status(job) == "canceled"
     assert runner.proc is not None and runner.proc.poll() is None

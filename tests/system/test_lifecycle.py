@@ -3,25 +3,12 @@ transports (``each_transport``)."""
 
 from __future__ import annotations
 
-import os
 import signal
 from pathlib import Path
 
 import pytest
 
-from tests.harness import Deployment, wait_until
-
-
-def _gone(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return True
-    # a zombie still answers kill(0); it is gone once its state is Z or it is reaped
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().split()[2] == "Z"
-    except FileNotFoundError:
-        return True
+from tests.harness import Deployment, process_gone, wait_until
 
 
 def test_template_job_runs_through_processed_with_metrics(each_transport: Deployment) -> None:
@@ -134,10 +121,14 @@ def test_cancel_while_running_kills_the_whole_process_group(
             lambda: pidfile.exists() and pidfile.read_text(), message="pid file"
         ).split()
     )
-    assert not _gone(parent) and not _gone(child)
+    assert not process_gone(parent) and not process_gone(child)
     with deployment.admin() as client:
         client.cancel_job(deployment.project, job_uuid)
-    wait_until(lambda: _gone(parent) and _gone(child), timeout=20, message="process group gone")
+    wait_until(
+        lambda: process_gone(parent) and process_gone(child),
+        timeout=20,
+        message="process group gone",
+    )
     job = deployment.wait_status(job_uuid, "canceled")
     assert job["events"][-1]["event_type"] == "job_canceled"
     # the runner carries on with the next job
@@ -191,6 +182,6 @@ def test_runner_drain_cancels_a_job_that_outlives_the_grace(
     runner.proc.send_signal(signal.SIGTERM)
     assert runner.proc.wait(timeout=60) == 0
     assert "draining: the running job may take" in runner.output()
-    assert _gone(pid) and not finished.exists()
+    assert process_gone(pid) and not finished.exists()
     job = deployment.wait_status(job_uuid, "failed")
     assert "canceled after drain grace" in job["output"]["error"]

@@ -5,29 +5,17 @@ what was not acknowledged for the next start."""
 from __future__ import annotations
 
 import json
-import os
 import signal
 from pathlib import Path
 
 import pytest
 
-from tests.harness import Deployment, RunnerProcess, wait_until
+from tests.harness import Deployment, RunnerProcess, process_gone, wait_until
 
 pytestmark = pytest.mark.engine_independent
 
 FORCED_EXIT = 1
 SHUT_DOWN = "runner shut down: job canceled"
-
-
-def _gone(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return True
-    try:  # a zombie still answers kill(0)
-        return Path(f"/proc/{pid}/stat").read_text().split()[2] == "Z"
-    except FileNotFoundError:
-        return True
 
 
 def _signal_and_see(runner: RunnerProcess, line: str) -> None:
@@ -56,10 +44,10 @@ def test_the_second_signal_cancels_the_job_now_and_reports_it_failed(
     job_uuid, started, finished = _stage(deployment, tmp_path)
     pid = int(wait_until(lambda: started.exists() and started.read_text(), message="job start"))
     _signal_and_see(runner, "draining: the running job may take")
-    assert not _gone(pid)
+    assert not process_gone(pid)
     _signal_and_see(runner, "second stop request: canceling now")
     assert runner.proc is not None and runner.proc.wait(timeout=60) == 0
-    assert _gone(pid) and not finished.exists()
+    assert process_gone(pid) and not finished.exists()
     job = deployment.wait_status(job_uuid, "failed")
     # Reported by the runner (its reason, its event), not found out by the server later.
     assert job["output"]["error"] == SHUT_DOWN
@@ -85,13 +73,13 @@ def test_the_third_signal_exits_at_once_and_the_guard_stops_the_job(
     job_uuid, pid = _start_stubborn(deployment, tmp_path)
     _signal_and_see(runner, "draining: the running job may take")
     _signal_and_see(runner, "second stop request: canceling now")
-    assert not _gone(pid)  # it ignored the SIGTERM of the cancel
+    assert not process_gone(pid)  # it ignored the SIGTERM of the cancel
     assert runner.proc is not None
     runner.proc.send_signal(signal.SIGTERM)
     assert runner.proc.wait(timeout=60) == FORCED_EXIT
     assert "third stop request: exiting at once" in runner.output()
     assert f"job {job_uuid} left unreported" in runner.output()
-    wait_until(lambda: _gone(pid), message="the guard to stop the job")
+    wait_until(lambda: process_gone(pid), message="the guard to stop the job")
     # Nothing reported it: the server fails it once the runner's channel is gone for good.
     job = deployment.wait_status(job_uuid, "failed", timeout=60)
     assert "runner reported failure" not in job["events"][-1]["message"]
@@ -114,7 +102,7 @@ def test_the_third_signal_keeps_unacknowledged_results_for_the_next_start(
     finished = f"job {job_uuid} finished: failed"
     wait_until(lambda: finished in runner.output(), message="the runner to take the result")
     assert spooled.exists()
-    assert _gone(pid)
+    assert process_gone(pid)
     assert runner.proc is not None and runner.proc.poll() is None  # still trying to deliver
     runner.proc.send_signal(signal.SIGTERM)
     assert runner.proc.wait(timeout=60) == FORCED_EXIT
