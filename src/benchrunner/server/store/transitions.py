@@ -53,20 +53,28 @@ def with_event(created: sa.Insert) -> Direct:
     """PostgreSQL: ``created`` (an ``INSERT INTO job ... RETURNING id``) and its ``job_event``
     row in one statement (the insert as a data-modifying CTE), one round trip instead of two;
     returns the new job's id. Its parameters are the insert's plus ``event_params``'."""
-    new = created.cte("new_job")
-    event = sa.select(
-        new.c.id,
-        sa.bindparam("event_type", type_=job_event.c.event_type.type),
-        sa.bindparam("event_message", type_=job_event.c.message.type),
-        sa.bindparam("event_actor", type_=job_event.c.actor.type),
-        sa.bindparam("event_meta", type_=job_event.c.meta.type),
-        sa.bindparam("event_created", type_=job_event.c.created.type),
+    names = ("event_type", "event_message", "event_actor", "event_meta", "event_created")
+    return _event_row_after(created.cte("new_job"), names)
+
+
+def _event_row_after(moved: sa.CTE, names: tuple[str, str, str, str, str]) -> Direct:
+    """The ``job_event`` row of the job that ``moved`` (a data-modifying CTE returning its id)
+    wrote, in the same statement; ``names`` are the bound parameters of the event's type,
+    message, actor, meta and time."""
+    columns = (
+        job_event.c.event_type,
+        job_event.c.message,
+        job_event.c.actor,
+        job_event.c.meta,
+        job_event.c.created,
     )
+    values = [sa.bindparam(name, type_=c.type) for name, c in zip(names, columns, strict=True)]
+    event = sa.select(moved.c.id, *values)
     return Direct(
         job_event.insert()
         .from_select(list(_EVENT_COLUMNS), event)
         .returning(job_event.c.job_id)
-        .add_cte(new, nest_here=True)
+        .add_cte(moved, nest_here=True)
     )
 
 
@@ -117,20 +125,7 @@ def _transition_with_event(
     as a data-modifying CTE), one round trip instead of two; a row comes back only if the job
     moved. SQLite has no data-modifying CTEs."""
     moved = _guarded_update(target, columns, runner_guard).cte("moved")
-    event = sa.select(
-        moved.c.id,
-        sa.bindparam("event_type", type_=job_event.c.event_type.type),
-        sa.bindparam("message", type_=job_event.c.message.type),
-        sa.bindparam("actor", type_=job_event.c.actor.type),
-        sa.bindparam("meta", type_=job_event.c.meta.type),
-        sa.bindparam("now", type_=job_event.c.created.type),
-    )
-    return Direct(
-        job_event.insert()
-        .from_select(list(_EVENT_COLUMNS), event)
-        .returning(job_event.c.job_id)
-        .add_cte(moved, nest_here=True)
-    )
+    return _event_row_after(moved, ("event_type", "message", "actor", "meta", "now"))
 
 
 def _move_params(
