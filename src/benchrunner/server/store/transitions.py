@@ -21,6 +21,15 @@ from benchrunner.server.store.tables import in_flight, job, job_event, runner
 
 _EVENT_COLUMNS = ("job_id", "event_type", "message", "actor", "meta", "created")
 _INSERT_EVENT = Direct(insert_values(job_event, _EVENT_COLUMNS))
+_EVENT_PARAMS = (
+    ("event_type", "event_type"),
+    ("event_message", "message"),
+    ("event_actor", "actor"),
+    ("event_meta", "meta"),
+    ("event_created", "created"),
+)
+"""The bound parameters (and their columns) of an event row written in the statement of its
+job's change (``event_params``)."""
 
 
 def _meta_json(meta: dict[str, Any]) -> str:
@@ -53,22 +62,13 @@ def with_event(created: sa.Insert) -> Direct:
     """PostgreSQL: ``created`` (an ``INSERT INTO job ... RETURNING id``) and its ``job_event``
     row in one statement (the insert as a data-modifying CTE), one round trip instead of two;
     returns the new job's id. Its parameters are the insert's plus ``event_params``'."""
-    names = ("event_type", "event_message", "event_actor", "event_meta", "event_created")
-    return _event_row_after(created.cte("new_job"), names)
+    return _event_row_after(created.cte("new_job"))
 
 
-def _event_row_after(moved: sa.CTE, names: tuple[str, str, str, str, str]) -> Direct:
+def _event_row_after(moved: sa.CTE) -> Direct:
     """The ``job_event`` row of the job that ``moved`` (a data-modifying CTE returning its id)
-    wrote, in the same statement; ``names`` are the bound parameters of the event's type,
-    message, actor, meta and time."""
-    columns = (
-        job_event.c.event_type,
-        job_event.c.message,
-        job_event.c.actor,
-        job_event.c.meta,
-        job_event.c.created,
-    )
-    values = [sa.bindparam(name, type_=c.type) for name, c in zip(names, columns, strict=True)]
+    wrote, in the same statement; its parameters are ``event_params``'."""
+    values = [sa.bindparam(name, type_=job_event.c[column].type) for name, column in _EVENT_PARAMS]
     event = sa.select(moved.c.id, *values)
     return Direct(
         job_event.insert()
@@ -125,7 +125,7 @@ def _transition_with_event(
     as a data-modifying CTE), one round trip instead of two; a row comes back only if the job
     moved. SQLite has no data-modifying CTEs."""
     moved = _guarded_update(target, columns, runner_guard).cte("moved")
-    return _event_row_after(moved, ("event_type", "message", "actor", "meta", "now"))
+    return _event_row_after(moved)
 
 
 def _move_params(
@@ -175,9 +175,7 @@ def transition(
             target, tuple(sorted(values or {})), runner_id is not None
         )
         params = _move_params(job_id, now, values, runner_id)
-        params.update(
-            event_type=str(kind), message=message, actor=actor, meta=_meta_json(meta or {})
-        )
+        params.update(event_params(kind, message, actor, meta or {}, now))
         return target if statement.first(conn, params) is not None else None
     if not _move(conn, job_id, target, now, values, runner_id):
         return None
