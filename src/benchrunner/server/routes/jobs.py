@@ -185,10 +185,11 @@ async def submit_rerun(
                 "(wait for it to finish, or cancel it first)"
             )
         _check_rerunnable(conn, ctx, old)
-        org = accounts.organization_by_id(conn, old.organization_id)
+        org, priority = accounts.organization_for_job(conn, old.organization_id)
         check_backlog(conn, ctx.settings, org.id, org.slug)
         user_id = user.id if user else None
-        return reruns.job_rerun(conn, old, org, origin, user_id, ctx.clock.now()), old.spec_id
+        rerun = reruns.job_rerun(conn, old, priority, origin, user_id, ctx.clock.now())
+        return rerun, old.spec_id
 
     rerun, spec_id = await ctx.db.write(unit)
     life.wakeups.job_created(spec_id)

@@ -408,12 +408,6 @@ def organization_is_claimed(conn: Connection, org_id: int) -> bool:
     return _ANY_MEMBER.first(conn, {"org_id": org_id}) is not None
 
 
-def organization_job_priority(conn: Connection, org: OrganizationRow) -> int:
-    """The priority a job of this organization gets if created now: from its plan, and 0
-    while it is unclaimed (SPEC section 4)."""
-    return priority_for(org.plan, claimed=organization_is_claimed(conn, org.id))
-
-
 _ORGANIZATION_CLAIMED = Direct(
     sa.select(
         organization,
@@ -425,8 +419,8 @@ _ORGANIZATION_CLAIMED = Direct(
 
 
 def organization_for_job(conn: Connection, org_id: int) -> tuple[OrganizationRow, int]:
-    """The organization and the priority a job of it gets if created now (as
-    ``organization_by_id`` and ``organization_job_priority``, in one statement)."""
+    """The organization and the priority a job of it gets if created now (its plan, and
+    whether anyone has claimed it), in one statement."""
     row = _ORGANIZATION_CLAIMED.first(conn, {"org_id": org_id})
     if row is None:
         raise LookupError(f"organization {org_id} does not exist")

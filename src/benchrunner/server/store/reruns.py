@@ -11,7 +11,7 @@ from uuid import UUID
 from sqlalchemy.engine import Connection
 
 from benchrunner.core.events import JobEvent
-from benchrunner.server.store import accounts, jobs, reports
+from benchrunner.server.store import jobs, reports
 from benchrunner.server.store.jobs import JobRow, Origin
 from benchrunner.server.store.transitions import event_add
 
@@ -25,16 +25,17 @@ class Rerun:
 def job_rerun(
     conn: Connection,
     old: JobRow,
-    org: accounts.OrganizationRow,
+    priority: int,
     origin: Origin,
     user_id: int | None,
     now: dt.datetime,
 ) -> Rerun:
     """A new report on the old one's branch, testbed, adapter and settings, and a pending job
-    with the old job's spec and config (its priority from the organization's plan today).
-    The new job's ``job_created`` names the old job (``rerun_of``); the old job gets a
-    ``job_rerun`` event naming the new job and report. The caller checks the old job is
-    finished (and the organization's backlog)."""
+        with the old job's spec and config (``priority``: its organization's today,
+    ``accounts.organization_for_job``).
+        The new job's ``job_created`` names the old job (``rerun_of``); the old job gets a
+        ``job_rerun`` event naming the new job and report. The caller checks the old job is
+        finished (and the organization's backlog)."""
     source = reports.report_row(conn, old.report_id)
     report_id, report_uuid = reports.report_create(
         conn,
@@ -59,7 +60,7 @@ def job_rerun(
             organization_id=old.organization_id,
             spec_id=old.spec_id,
             config=old.config,
-            priority=accounts.organization_job_priority(conn, org),
+            priority=priority,
             now=now,
             origin=origin,
             rerun_of=old.uuid,
