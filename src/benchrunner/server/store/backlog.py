@@ -10,7 +10,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from benchrunner.server.store.direct import Direct
-from benchrunner.server.store.tables import in_flight, job
+from benchrunner.server.store.tables import in_flight, job, pending
 
 
 @dataclass(frozen=True)
@@ -28,7 +28,7 @@ def _count_up_to(condition: sa.ColumnElement[bool], cap: str) -> sa.ScalarSelect
     return sa.select(sa.func.count()).select_from(upto).scalar_subquery()
 
 
-_PENDING = job.c.status == sa.literal_column("0")
+_PENDING = pending(job.c.status)
 _BACKLOG = Direct(
     sa.select(
         (

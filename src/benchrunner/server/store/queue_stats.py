@@ -13,7 +13,7 @@ from sqlalchemy.engine import Connection
 
 from benchrunner.core.states import JobStatus
 from benchrunner.core.tiers import Tier, tier_of
-from benchrunner.server.store.tables import in_flight, job
+from benchrunner.server.store.tables import in_flight, job, pending
 
 
 def _count_where(condition: sa.ColumnElement[bool]) -> sa.Select[Any]:
@@ -27,7 +27,7 @@ def _count_where(condition: sa.ColumnElement[bool]) -> sa.Select[Any]:
 _QUEUE_DEPTH = sa.union_all(
     # Each condition written as a partial index on ``job`` has it, so that each count reads
     # that index, not the whole table with every job ever run.
-    _count_where(job.c.status == sa.literal_column("0")),
+    _count_where(pending(job.c.status)),
     _count_where(in_flight(job.c.status)),
     _count_where(job.c.status == sa.literal_column("3")),
 )

@@ -474,7 +474,7 @@ job = sa.Table(
 _PENDING = sa.text("status = 0")
 # Ranges, not IN lists: SQLite evaluates a partial index's ``IN (...)`` through a temporary
 # table built for every row written, and each status change writes the job's row (migration
-# 0020). ``test_job_states`` checks that the ranges are the states they stand for.
+# 0020). ``test_job_status_predicates`` checks that the ranges are the states they stand for.
 _IN_FLIGHT = sa.text("status BETWEEN 1 AND 2")
 
 
