@@ -58,7 +58,8 @@ def complete(
     """Move ``job`` to ``completed``, keep ``row_output`` (None: its output is a blob) and the
     runner's ``signed`` over it, and with ``process`` also process it from that output."""
     # A late result replaces the failure's signature too (with none, when it is unsigned).
-    also = signed_columns(signed) if signed is not None or late else None
+    resigned = signed is not None or late
+    also = signed_columns(signed) if resigned else None
     if not transitions.job_mark_completed(conn, job.id, now, actor, late, also):
         return Completion(completed=False)
     if row_output is None:
@@ -66,7 +67,7 @@ def complete(
     job_outputs.output_put(conn, job.id, row_output)
     if not process or len(row_output) > INLINE_PARSE_BYTES:
         return Completion(completed=True)
-    completed = _as_completed(conn, job, now, signed if signed is not None or late else job.signed)
+    completed = _as_completed(conn, job, now, signed if resigned else job.signed)
     if completed is None:
         return Completion(completed=True)
     parsing = reports.report_parsing(conn, job.report_id)
