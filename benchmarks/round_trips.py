@@ -38,7 +38,7 @@ from tests.databases import fresh_database
 from tests.harness import Deployment, deploy
 
 from benchmarks.server_env import UNCAPPED
-from benchmarks.throughput import RESULT
+from benchmarks.throughput import answer_job
 from benchrunner.protocol import EXTENSIONS_HEADER, OUR_EXTENSIONS
 
 ADMIN = "host=127.0.0.1 user=postgres dbname=postgres"
@@ -75,12 +75,7 @@ async def run_jobs(url: str, token: str, count: int, each: Callable[[], Any] | N
             message = json.loads(await ws.recv())
             if message["event"] != "job":
                 continue
-            await ws.send('{"event":"running"}')
-            await ws.recv()
-            await ws.send(
-                json.dumps({"event": "completed", "job": message["uuid"], "results": RESULT})
-            )
-            await ws.recv()
+            await answer_job(ws, message["uuid"])
             done += 1
 
 

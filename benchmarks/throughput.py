@@ -24,6 +24,7 @@ import sqlalchemy as sa
 import websockets
 from tests.databases import fresh_database
 from tests.harness import Deployment, ServerProcess, deploy
+from websockets.asyncio.client import ClientConnection
 
 from benchmarks.cpu_time import backends_cpu, process_cpu_seconds
 from benchmarks.server_env import UNCAPPED
@@ -46,14 +47,18 @@ async def runner(url: str, token: str, stop: asyncio.Event) -> int:
             message = json.loads(await ws.recv())
             if message["event"] != "job":
                 continue
-            await ws.send('{"event":"running"}')
-            await ws.recv()
-            await ws.send(
-                json.dumps({"event": "completed", "job": message["uuid"], "results": RESULT})
-            )
-            await ws.recv()
+            await answer_job(ws, message["uuid"])
             done += 1
     return done
+
+
+async def answer_job(ws: ClientConnection, job_uuid: str) -> None:
+    """A runner's part of a job, at once: ``running``, then ``completed`` with ``RESULT``,
+    each awaited until the server answers it."""
+    await ws.send('{"event":"running"}')
+    await ws.recv()
+    await ws.send(json.dumps({"event": "completed", "job": job_uuid, "results": RESULT}))
+    await ws.recv()
 
 
 async def submit(
