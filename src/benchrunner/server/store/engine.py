@@ -2,7 +2,8 @@
 
 SQLite (embedded default): WAL mode, one writer thread whose transactions all begin with
 ``BEGIN IMMEDIATE`` (so a claim's read and update are one serialized unit), and a small pool of
-reader threads. PostgreSQL: one pool shared by both executors.
+reader threads. PostgreSQL: one pool shared by both executors, whose threads each keep the
+connection they took from it.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import contextvars
 import functools
 import os
 import sqlite3
+import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -132,6 +134,86 @@ def make_engine(url: str, *, writer: bool = True, pool_size: int = 5) -> Engine:
     return _postgresql_engine(url, pool_size=pool_size)
 
 
+class _HeldConnections:
+    """One connection per engine and thread, kept open between the units a thread runs.
+
+    On this machine checking a connection out of SQLAlchemy's pool and returning it (events,
+    isolation level set and reset, the reset's rollback) costs 35-60 µs of CPU per unit, a
+    tenth of a short unit. Only the database executors' own threads hold connections, so
+    their number stays bounded by the executors' sizes. A connection idle for
+    ``PING_AFTER_IDLE`` is pinged before use, as a pooled one is at checkout, and one that
+    broke is replaced by the next unit.
+    """
+
+    def __init__(self) -> None:
+        self._local = threading.local()
+        self._all: list[Connection] = []
+        self._lock = threading.Lock()
+
+    def run(self, engine: Engine, unit: Callable[..., T], *args: Any) -> T:
+        """``unit`` in one transaction on this thread's connection to ``engine``."""
+        conn = self._connection(engine)
+        try:
+            with conn.begin():
+                result = unit(conn, *args)
+        except BaseException:
+            if conn.invalidated:
+                self._drop(engine, conn)
+            raise
+        self._local.used[engine] = time.monotonic()
+        return result
+
+    def _connection(self, engine: Engine) -> Connection:
+        held: dict[Engine, Connection] | None = getattr(self._local, "held", None)
+        if held is None:
+            held = self._local.held = {}
+            self._local.used = {}
+        conn = held.get(engine)
+        if conn is not None and (
+            conn.closed
+            or conn.invalidated
+            or (
+                time.monotonic() - self._local.used.get(engine, 0.0) >= PING_AFTER_IDLE
+                and not _answers(conn)
+            )
+        ):
+            self._drop(engine, conn)
+            conn = None
+        if conn is None:
+            conn = held[engine] = engine.connect()
+            with self._lock:
+                self._all.append(conn)
+        return conn
+
+    def _drop(self, engine: Engine, conn: Connection) -> None:
+        self._local.held.pop(engine, None)
+        with self._lock:
+            if conn in self._all:
+                self._all.remove(conn)
+        with contextlib.suppress(Exception):
+            conn.close()
+
+    def close(self) -> None:
+        """Close every held connection; call once the threads holding them are done."""
+        with self._lock:
+            held, self._all = self._all, []
+        for conn in held:
+            with contextlib.suppress(Exception):
+                conn.close()
+
+
+def _answers(conn: Connection) -> bool:
+    """Whether ``conn``'s database session is alive; one that is not is invalidated."""
+    try:
+        conn.exec_driver_sql("SELECT 1")
+    except sa.exc.DBAPIError:
+        return False
+    finally:
+        if conn.in_transaction():
+            conn.rollback()
+    return True
+
+
 class Database:
     """Runs units of work (plain functions taking a Connection) off the event loop.
 
@@ -177,6 +259,8 @@ class Database:
         self._inline_connections: dict[Engine, Connection] = {}
         """SQLite, inline: one connection per engine, kept open: checking one out of the pool
         and resetting it on return costs several times an empty transaction."""
+        self._held = _HeldConnections()
+        """PostgreSQL: each executor thread's own connection, kept open between units."""
         self._writer = ThreadPoolExecutor(write_threads, thread_name_prefix="db-write")
         self._readers = ThreadPoolExecutor(read_threads, thread_name_prefix="db-read")
 
@@ -195,12 +279,20 @@ class Database:
             result = self._run_inline(self.write_engine, unit, *args)
             self._commits += 1
             return result
-        return await self._hop(self._writer, self.write_sync, unit, *args)
+        return await self._hop(self._writer, self._write_held, unit, *args)
 
     async def read(self, unit: Callable[..., T], *args: Any) -> T:
         if self.inline:
             return self._run_inline(self.read_engine, unit, *args)
-        return await self._hop(self._readers, self.read_sync, unit, *args)
+        return await self._hop(self._readers, self._read_held, unit, *args)
+
+    def _write_held(self, unit: Callable[..., T], *args: Any) -> T:
+        result = self._held.run(self.write_engine, unit, *args)
+        self._commits += 1
+        return result
+
+    def _read_held(self, unit: Callable[..., T], *args: Any) -> T:
+        return self._held.run(self.read_engine, unit, *args)
 
     def _run_inline(self, engine: Engine, unit: Callable[..., T], *args: Any) -> T:
         """One transaction on the event loop's own connection to ``engine``."""
@@ -269,6 +361,7 @@ class Database:
         self._inline_connections.clear()
         self._writer.shutdown(wait=True)
         self._readers.shutdown(wait=True)
+        self._held.close()
         self.write_engine.dispose()  # PostgreSQL's read engine shares this pool
         if self.sqlite:
             self.read_engine.dispose()
