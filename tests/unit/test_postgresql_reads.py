@@ -1,8 +1,10 @@
 """PostgreSQL read units run in autocommit (no BEGIN/COMMIT round trips); writes stay in a
-transaction, on the same pooled connections."""
+transaction, on the same pooled connections; ``write_each`` units, whose statements each
+stand on their own, run in autocommit too."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterator
 
 import pytest
@@ -56,3 +58,24 @@ def test_a_write_after_reads_is_rolled_back_as_a_whole(db: Database) -> None:
     assert (
         db.read_sync(lambda conn: conn.exec_driver_sql("SELECT count(*) FROM probe").scalar()) == 0
     )
+
+
+def _transaction_ids(conn: Connection) -> tuple[int, int]:
+    first = conn.exec_driver_sql("SELECT txid_current()").scalar_one()
+    return first, conn.exec_driver_sql("SELECT txid_current()").scalar_one()
+
+
+def test_write_each_commits_each_statement_and_write_keeps_one_transaction(
+    db: Database,
+) -> None:
+    async def scenario() -> tuple[tuple[int, int], tuple[int, int], tuple[int, int]]:
+        return (
+            await db.write_each(_transaction_ids),
+            await db.write(_transaction_ids),
+            await db.read(_transaction_ids),
+        )
+
+    each, whole, read = asyncio.run(scenario())
+    assert each[0] != each[1]  # each statement its own transaction: no BEGIN, no COMMIT
+    assert whole[0] == whole[1]
+    assert read[0] != read[1]

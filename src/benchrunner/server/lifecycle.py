@@ -229,7 +229,7 @@ class Lifecycle:
         are later taken from (``completion``)."""
         now = self.ctx.clock.now()
         self.heartbeats.forget(job.id)  # ``started`` may be set now: the next heartbeat reads it
-        done = await self.ctx.db.write(
+        done = await self.ctx.db.write_each(
             transitions.job_mark_running, job.id, runner.id, now, runner.slug
         )
         if done is None:
@@ -257,7 +257,9 @@ class Lifecycle:
         liveness = self.heartbeats.recent(job.id, now)
         if liveness is None:
             try:
-                liveness = await self.ctx.db.write(transitions.job_touch, job.id, now, runner.id)
+                liveness = await self.ctx.db.write_each(
+                    transitions.job_touch, job.id, now, runner.id
+                )
             except BaseException:
                 self.heartbeats.forget(job.id)
                 raise

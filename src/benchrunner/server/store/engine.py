@@ -281,6 +281,16 @@ class Database:
             return result
         return await self._hop(self._writer, self._write_held, unit, *args)
 
+    async def write_each(self, unit: Callable[..., T], *args: Any) -> T:
+        """A write unit each of whose statements stands on its own (a single compare-and-set,
+        idempotent liveness refreshes): on PostgreSQL it runs without a transaction, each
+        statement committed, as durably as any commit, when it returns; that saves the BEGIN
+        and COMMIT round trips. SQLite, whose transactions cost no round trip and whose
+        transitions are two statements, runs it as ``write``."""
+        if self.inline:
+            return await self.write(unit, *args)
+        return await self._hop(self._writer, self._read_held, unit, *args)
+
     async def read(self, unit: Callable[..., T], *args: Any) -> T:
         if self.inline:
             return self._run_inline(self.read_engine, unit, *args)
@@ -292,6 +302,8 @@ class Database:
         return result
 
     def _read_held(self, unit: Callable[..., T], *args: Any) -> T:
+        """``unit`` on this thread's autocommit connection (PostgreSQL's reads, and the
+        writes of ``write_each`` on the writer threads)."""
         return self._held.run(self.read_engine, unit, *args)
 
     def _run_inline(self, engine: Engine, unit: Callable[..., T], *args: Any) -> T:

@@ -207,7 +207,8 @@ def job_mark_running(
 ) -> Started | None:
     """claimed -> running (sets started); running again only refreshes liveness.
 
-    Returns what became of the job, or None if it is not this runner's job.
+    Returns what became of the job, or None if it is not this runner's job. Each statement
+    stands on its own (``Database.write_each``): on PostgreSQL the move and its event are one.
     """
     moved = transition(
         conn,
@@ -257,7 +258,8 @@ def job_touch(
     conn: Connection, job_id: int, now: dt.datetime, runner_id: int | None = None
 ) -> Liveness | None:
     """Heartbeat: refresh ``last_heartbeat`` of an in-flight job (and of its runner, if given);
-    report the job's state either way."""
+    report the job's state either way. Each statement stands on its own
+    (``Database.write_each``)."""
     if runner_id is not None:
         _TOUCH_RUNNER.run(conn, {"runner_id": runner_id, "now": now})
     row = _TOUCH_JOB.first(conn, {"job_id": job_id, "now": now})
