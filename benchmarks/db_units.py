@@ -8,7 +8,9 @@ time per unit, medians over the repeats:
 
 - ``hop``: a unit that runs no statement (what the hop and the transaction around it cost);
 - ``read``: one single-row ``SELECT`` in a read unit;
-- ``write``: one single-row ``UPDATE`` in a write unit (a transaction with its commit).
+- ``write``: one single-row ``UPDATE`` in a write unit (a transaction with its commit);
+- ``write_each``: the same through ``Database.write_each`` (autocommit on PostgreSQL), when the
+  code measured has it.
 
 ``--before SRC`` runs the same measurement with benchrunner imported from another checkout's
 ``src`` (a ``git worktree`` of the code before a change), alternating with this one, and prints
@@ -34,7 +36,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-KINDS = ("hop", "read", "write")
+KINDS = ("hop", "read", "write", "write_each")
 
 
 def _cpu() -> float:
@@ -67,6 +69,8 @@ async def _measure(url: str, units: int) -> dict[str, tuple[float, float]]:
             "read": lambda: db.read(select),
             "write": lambda: db.write(update),
         }
+        if hasattr(db, "write_each"):
+            runs["write_each"] = lambda: db.write_each(update)
         figures = {}
         for kind, run in runs.items():
             for _ in range(units // 10):  # warm: connections opened, statements cached
@@ -127,6 +131,7 @@ def main() -> None:
                     statistics.median(run[kind][1] for run in runs),
                 )
                 for kind in KINDS
+                if kind in runs[0]
             }
             row = "  ".join(
                 f"{kind} cpu {cpu:6.1f} wall {wall:6.1f}"
@@ -137,6 +142,7 @@ def main() -> None:
             ratios = "  ".join(
                 f"{kind} cpu {medians['after'][kind][0] / medians['before'][kind][0]:.2f}x"
                 for kind in KINDS
+                if kind in medians["before"]
             )
             print(f"  after / before: {ratios}")
 
