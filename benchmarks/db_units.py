@@ -10,7 +10,10 @@ time per unit, medians over the repeats:
 - ``read``: one single-row ``SELECT`` in a read unit;
 - ``write``: one single-row ``UPDATE`` in a write unit (a transaction with its commit);
 - ``write_each``: the same through ``Database.write_each`` (autocommit on PostgreSQL), when the
-  code measured has it.
+  code measured has it;
+- PostgreSQL only, the driver's floor: the same ``SELECT`` as a prepared statement on a bare
+  psycopg connection in autocommit, blocking on the event loop's thread (``psycopg``) and
+  awaited on an ``AsyncConnection`` (``psycopg_async``); no SQLAlchemy, no thread hop.
 
 ``--before SRC`` runs the same measurement with benchrunner imported from another checkout's
 ``src`` (a ``git worktree`` of the code before a change), alternating with this one, and prints
@@ -36,7 +39,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-KINDS = ("hop", "read", "write", "write_each")
+KINDS = ("hop", "read", "write", "write_each", "psycopg", "psycopg_async")
 
 
 def _cpu() -> float:
@@ -71,6 +74,8 @@ async def _measure(url: str, units: int) -> dict[str, tuple[float, float]]:
         }
         if hasattr(db, "write_each"):
             runs["write_each"] = lambda: db.write_each(update)
+        if not db.sqlite:
+            runs.update(await _driver_floor(url))
         figures = {}
         for kind, run in runs.items():
             for _ in range(units // 10):  # warm: connections opened, statements cached
@@ -85,6 +90,24 @@ async def _measure(url: str, units: int) -> dict[str, tuple[float, float]]:
         return figures
     finally:
         db.close()
+
+
+async def _driver_floor(url: str) -> dict[str, Callable[[], Any]]:
+    import psycopg
+    import sqlalchemy as sa
+
+    conninfo = sa.make_url(url).set(drivername="postgresql").render_as_string(False)
+    blocking = psycopg.connect(conninfo, autocommit=True)
+    awaited = await psycopg.AsyncConnection.connect(conninfo, autocommit=True)
+    query = "SELECT n FROM probe WHERE id = 1"
+
+    async def inline() -> Any:
+        return blocking.execute(query, prepare=True).fetchone()
+
+    async def asynchronous() -> Any:
+        return await (await awaited.execute(query, prepare=True)).fetchone()
+
+    return {"psycopg": inline, "psycopg_async": asynchronous}
 
 
 def _child(engine: str, units: int, src: str | None) -> dict[str, tuple[float, float]]:
