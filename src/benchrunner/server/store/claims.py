@@ -17,7 +17,7 @@ from benchrunner.server.store import runners, tier_locks
 from benchrunner.server.store.direct import Direct
 from benchrunner.server.store.jobs import JOBS, JobRow
 from benchrunner.server.store.tables import in_flight, job, pending, runner
-from benchrunner.server.store.transitions import transition
+from benchrunner.server.store.transitions import transition_then_read
 
 
 @dataclass(frozen=True)
@@ -176,18 +176,20 @@ def job_claim(
         "last_heartbeat": now,
         "nonce": nonce,
     }
-    moved = transition(
+    spec_row = transition_then_read(
         conn,
         row.id,
         JobStatus.CLAIMED,
         now,
+        runners.SPEC_BY_ID,
+        {"spec_id": row.spec_id},
         message="claimed by runner",
         actor=actor,
         values=claimed_values,
     )
-    if moved is None:  # cannot happen under the row lock; stay honest if it does
+    if spec_row is None:  # cannot happen under the row lock; stay honest if it does
         return None
     claimed = dataclasses.replace(
         JobRow.from_row(row), status=JobStatus.CLAIMED, modified=now, **claimed_values
     )
-    return Claim(claimed, runners.spec_by_id(conn, claimed.spec_id))
+    return Claim(claimed, spec_row)

@@ -65,17 +65,17 @@ def with_event(created: sa.Insert) -> Direct:
     return _event_row_after(created.cte("new_job"))
 
 
-def _event_row_after(moved: sa.CTE) -> Direct:
+def _event_insert(moved: sa.CTE) -> sa.Insert:
     """The ``job_event`` row of the job that ``moved`` (a data-modifying CTE returning its id)
-    wrote, in the same statement; its parameters are ``event_params``'."""
+    wrote; its parameters are ``event_params``'."""
     values = [sa.bindparam(name, type_=job_event.c[column].type) for name, column in _EVENT_PARAMS]
     event = sa.select(moved.c.id, *values)
-    return Direct(
-        job_event.insert()
-        .from_select(list(_EVENT_COLUMNS), event)
-        .returning(job_event.c.job_id)
-        .add_cte(moved, nest_here=True)
-    )
+    return job_event.insert().from_select(list(_EVENT_COLUMNS), event).returning(job_event.c.job_id)
+
+
+def _event_row_after(moved: sa.CTE) -> Direct:
+    """``_event_insert`` after ``moved``, in the same statement."""
+    return Direct(_event_insert(moved).add_cte(moved, nest_here=True))
 
 
 def event_params(
@@ -181,6 +181,48 @@ def transition(
         return None
     event_add(conn, job_id, kind, message, actor, meta or {}, now)
     return target
+
+
+@functools.cache
+def _transition_then(target: JobStatus, columns: tuple[str, ...], then: sa.Select[Any]) -> Direct:
+    """PostgreSQL: ``_transition_with_event`` and then ``then``, in one statement; ``then``'s
+    rows come back only if the job moved. (PostgreSQL allows data-modifying CTEs only at the
+    top level, so the event row is a second CTE here, not nested in the update's.)"""
+    moved = _guarded_update(target, columns, False).cte("moved")
+    written = _event_insert(moved).cte("written")
+    return Direct(then.where(sa.exists(sa.select(written.c.job_id))))
+
+
+def transition_then_read(
+    conn: Connection,
+    job_id: int,
+    target: JobStatus,
+    now: dt.datetime,
+    then: sa.Select[Any],
+    then_params: dict[str, Any],
+    *,
+    message: str,
+    actor: str | None,
+    values: dict[str, Any],
+) -> Any | None:
+    """``transition`` (no runner guard, the default event), then the first row of ``then``,
+    a read that only a moved job needs; None if the job did not move. On PostgreSQL the move,
+    its event and the read are one round trip. ``then`` must be a module-level statement
+    (statements are prepared once per ``then``)."""
+    kind = TRANSITION_EVENT[target]
+    if conn.dialect.name == "postgresql":
+        statement = _transition_then(target, tuple(sorted(values)), then)
+        params = {**_move_params(job_id, now, values, None), **then_params}
+        params.update(event_params(kind, message, actor, {}, now))
+        return statement.first(conn, params)
+    if transition(conn, job_id, target, now, message=message, actor=actor, values=values) is None:
+        return None
+    return _prepared(then).first(conn, then_params)
+
+
+@functools.cache
+def _prepared(statement: sa.Select[Any]) -> Direct:
+    return Direct(statement)
 
 
 _JOB_OWNER = Direct(
