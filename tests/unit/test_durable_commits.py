@@ -139,6 +139,15 @@ def test_postgresql_sessions_commit_synchronously_whatever_the_default(
             db.close()
 
 
+def _backend_pid(conn: Connection) -> int:
+    return int(conn.execute(sa.text("SELECT pg_backend_pid()")).scalar_one())
+
+
+def _terminate(conn: Connection, pid: int) -> bool:
+    statement = sa.text("SELECT pg_terminate_backend(:pid)")
+    return bool(conn.execute(statement, {"pid": pid}).scalar_one())
+
+
 @pytest.mark.postgresql
 def test_an_idle_connection_that_died_is_replaced_before_use(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
@@ -147,20 +156,13 @@ def test_an_idle_connection_that_died_is_replaced_before_use(
     whose backend is gone (a database restart) is replaced, and the work succeeds."""
     monkeypatch.setattr(engine_module, "PING_AFTER_IDLE", 0.0)  # every pooled one is "idle"
 
-    def backend_pid(conn: Connection) -> int:
-        return int(conn.execute(sa.text("SELECT pg_backend_pid()")).scalar_one())
-
-    def terminate(conn: Connection, pid: int) -> bool:
-        statement = sa.text("SELECT pg_terminate_backend(:pid)")
-        return bool(conn.execute(statement, {"pid": pid}).scalar_one())
-
     with fresh_database("postgresql", tmp_path) as url:
         db = Database(url)
         killer = Database(url)
         try:
-            first = db.read_sync(backend_pid)
-            assert killer.write_sync(terminate, first)
-            second = db.read_sync(backend_pid)
+            first = db.read_sync(_backend_pid)
+            assert killer.write_sync(_terminate, first)
+            second = db.read_sync(_backend_pid)
             assert second != first
         finally:
             db.close()
@@ -174,26 +176,19 @@ def test_the_executor_threads_keep_their_connections_and_replace_one_that_died(
     """Units run on the executors' threads reuse each thread's connection (the same backend,
     unit after unit); once that backend is gone, the next unit runs on a new one."""
 
-    def backend_pid(conn: Connection) -> int:
-        return int(conn.execute(sa.text("SELECT pg_backend_pid()")).scalar_one())
-
-    def terminate(conn: Connection, pid: int) -> bool:
-        statement = sa.text("SELECT pg_terminate_backend(:pid)")
-        return bool(conn.execute(statement, {"pid": pid}).scalar_one())
-
     with fresh_database("postgresql", tmp_path) as url:
         db = Database(url, read_threads=1, write_threads=1)
         killer = Database(url)
 
         async def scenario() -> None:
-            reads = {await db.read(backend_pid) for _ in range(5)}
-            writes = {await db.write(backend_pid) for _ in range(5)}
+            reads = {await db.read(_backend_pid) for _ in range(5)}
+            writes = {await db.write(_backend_pid) for _ in range(5)}
             assert len(reads) == 1 and len(writes) == 1, (reads, writes)
-            assert killer.write_sync(terminate, reads.pop())
+            assert killer.write_sync(_terminate, reads.pop())
             monkeypatch.setattr(engine_module, "PING_AFTER_IDLE", 0.0)  # held ones are "idle"
-            after = await db.read(backend_pid)
-            assert after == await db.read(backend_pid)  # the new one is held in turn
-            assert await db.write(backend_pid) in writes  # the writer's own was not touched
+            after = await db.read(_backend_pid)
+            assert after == await db.read(_backend_pid)  # the new one is held in turn
+            assert await db.write(_backend_pid) in writes  # the writer's own was not touched
 
         try:
             asyncio.run(scenario())
