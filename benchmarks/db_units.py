@@ -13,7 +13,8 @@ time per unit, medians over the repeats:
   code measured has it;
 - PostgreSQL only, the driver's floor: the same ``SELECT`` as a prepared statement on a bare
   psycopg connection in autocommit, blocking on the event loop's thread (``psycopg``) and
-  awaited on an ``AsyncConnection`` (``psycopg_async``); no SQLAlchemy, no thread hop.
+  awaited on an ``AsyncConnection`` (``psycopg_async``); no SQLAlchemy, no thread hop;
+  and a bare thread hop, ``run_in_executor`` of a function that does nothing (``thread_hop``).
 
 ``--before SRC`` runs the same measurement with benchrunner imported from another checkout's
 ``src`` (a ``git worktree`` of the code before a change), alternating with this one, and prints
@@ -36,10 +37,11 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-KINDS = ("hop", "read", "write", "write_each", "psycopg", "psycopg_async")
+KINDS = ("hop", "read", "write", "write_each", "psycopg", "psycopg_async", "thread_hop")
 
 
 def _cpu() -> float:
@@ -107,7 +109,12 @@ async def _driver_floor(url: str) -> dict[str, Callable[[], Any]]:
     async def asynchronous() -> Any:
         return await (await awaited.execute(query, prepare=True)).fetchone()
 
-    return {"psycopg": inline, "psycopg_async": asynchronous}
+    hops = ThreadPoolExecutor(1)
+
+    async def thread_hop() -> Any:
+        return await asyncio.get_running_loop().run_in_executor(hops, int)
+
+    return {"psycopg": inline, "psycopg_async": asynchronous, "thread_hop": thread_hop}
 
 
 def _child(engine: str, units: int, src: str | None) -> dict[str, tuple[float, float]]:
