@@ -139,10 +139,10 @@ class _HeldConnections:
 
     On this machine checking a connection out of SQLAlchemy's pool and returning it (events,
     isolation level set and reset, the reset's rollback) costs 30-80 µs of CPU per unit, up to
-    a fifth of a short unit (``benchmarks/db_units.py``). Only the database executors' own threads hold connections, so
-    their number stays bounded by the executors' sizes. A connection idle for
-    ``PING_AFTER_IDLE`` is pinged before use, as a pooled one is at checkout, and one that
-    broke is replaced by the next unit.
+    a fifth of a short unit (``benchmarks/db_units.py``). Only the database executors' own
+    threads hold connections, so their number stays bounded by the executors' sizes. A
+    connection idle for ``PING_AFTER_IDLE`` is pinged before use, as a pooled one is at
+    checkout, and one that broke is replaced by the next unit.
     """
 
     def __init__(self) -> None:
