@@ -238,13 +238,12 @@ def spec_get(conn: Connection, ref: str) -> Any:
     return select_by_ref(conn, spec, ref)
 
 
-SPEC_BY_ID = sa.select(spec).where(spec.c.id == sa.bindparam("spec_id"))
+SPEC_BY_ID = Direct(sa.select(spec).where(spec.c.id == sa.bindparam("spec_id")))
 """A spec by its id (bind ``spec_id``)."""
-_SPEC_BY_ID = Direct(SPEC_BY_ID)
 
 
 def spec_by_id(conn: Connection, spec_id: int) -> Any:
-    row = _SPEC_BY_ID.first(conn, {"spec_id": spec_id})
+    row = SPEC_BY_ID.first(conn, {"spec_id": spec_id})
     if row is None:
         raise LookupError(f"spec {spec_id} does not exist")
     return row

@@ -198,31 +198,24 @@ def transition_then_read(
     job_id: int,
     target: JobStatus,
     now: dt.datetime,
-    then: sa.Select[Any],
+    then: Direct,
     then_params: dict[str, Any],
     *,
     message: str,
     actor: str | None,
     values: dict[str, Any],
 ) -> Any | None:
-    """``transition`` (no runner guard, the default event), then the first row of ``then``,
-    a read that only a moved job needs; None if the job did not move. On PostgreSQL the move,
-    its event and the read are one round trip. ``then`` must be a module-level statement
-    (statements are prepared once per ``then``)."""
-    kind = TRANSITION_EVENT[target]
-    if conn.dialect.name == "postgresql":
-        statement = _transition_then(target, tuple(sorted(values)), then)
-        params = {**_move_params(job_id, now, values, None), **then_params}
-        params.update(event_params(kind, message, actor, {}, now))
-        return statement.first(conn, params)
-    if transition(conn, job_id, target, now, message=message, actor=actor, values=values) is None:
-        return None
-    return _prepared(then).first(conn, then_params)
-
-
-@functools.cache
-def _prepared(statement: sa.Select[Any]) -> Direct:
-    return Direct(statement)
+    """``transition`` (no runner guard, the default event), then the first row of ``then`` (a
+    ``SELECT``), a read that only a moved job needs; None if the job did not move. On
+    PostgreSQL the move, its event and the read are one round trip."""
+    if conn.dialect.name != "postgresql":
+        moved = transition(conn, job_id, target, now, message=message, actor=actor, values=values)
+        return None if moved is None else then.first(conn, then_params)
+    assert isinstance(then.statement, sa.Select)
+    statement = _transition_then(target, tuple(sorted(values)), then.statement)
+    params = _move_params(job_id, now, values, None)
+    params.update(event_params(TRANSITION_EVENT[target], message, actor, {}, now), **then_params)
+    return statement.first(conn, params)
 
 
 _JOB_OWNER = Direct(
