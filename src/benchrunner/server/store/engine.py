@@ -152,41 +152,37 @@ class _HeldConnections:
 
     def run(self, engine: Engine, unit: Callable[..., T], *args: Any) -> T:
         """``unit`` in one transaction on this thread's connection to ``engine``."""
-        conn = self._connection(engine)
+        held: dict[Engine, tuple[Connection, float]] = self._local.__dict__.setdefault("held", {})
+        conn = self._usable(held, engine)
         try:
             with conn.begin():
                 result = unit(conn, *args)
         except BaseException:
             if conn.invalidated:
-                self._drop(engine, conn)
+                del held[engine]
+                self._close(conn)
             raise
-        self._local.used[engine] = time.monotonic()
+        held[engine] = (conn, time.monotonic())
         return result
 
-    def _connection(self, engine: Engine) -> Connection:
-        held: dict[Engine, Connection] | None = getattr(self._local, "held", None)
-        if held is None:
-            held = self._local.held = {}
-            self._local.used = {}
-        conn = held.get(engine)
-        if conn is not None and (
-            conn.closed
-            or conn.invalidated
-            or (
-                time.monotonic() - self._local.used.get(engine, 0.0) >= PING_AFTER_IDLE
-                and not _answers(conn)
-            )
-        ):
-            self._drop(engine, conn)
-            conn = None
-        if conn is None:
-            conn = held[engine] = engine.connect()
-            with self._lock:
-                self._all.append(conn)
+    def _usable(self, held: dict[Engine, tuple[Connection, float]], engine: Engine) -> Connection:
+        """The thread's connection to ``engine``: the one it holds if that still answers, else
+        a new one."""
+        if engine in held:
+            conn, used = held[engine]
+            if not (conn.closed or conn.invalidated) and (
+                time.monotonic() - used < PING_AFTER_IDLE or _answers(conn)
+            ):
+                return conn
+            del held[engine]
+            self._close(conn)
+        conn = engine.connect()
+        with self._lock:
+            self._all.append(conn)
+        held[engine] = (conn, time.monotonic())
         return conn
 
-    def _drop(self, engine: Engine, conn: Connection) -> None:
-        self._local.held.pop(engine, None)
+    def _close(self, conn: Connection) -> None:
         with self._lock:
             if conn in self._all:
                 self._all.remove(conn)
