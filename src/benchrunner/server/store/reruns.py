@@ -31,11 +31,10 @@ def job_rerun(
     now: dt.datetime,
 ) -> Rerun:
     """A new report on the old one's branch, testbed, adapter and settings, and a pending job
-        with the old job's spec and config (``priority``: its organization's today,
-    ``accounts.organization_for_job``).
-        The new job's ``job_created`` names the old job (``rerun_of``); the old job gets a
-        ``job_rerun`` event naming the new job and report. The caller checks the old job is
-        finished (and the organization's backlog)."""
+    with the old job's spec and config (``priority``: its organization's today, from
+    ``accounts.organization_for_job``). The new job's ``job_created`` names the old job
+    (``rerun_of``); the old job gets a ``job_rerun`` event naming the new job and report. The
+    caller checks the old job is finished (and the organization's backlog)."""
     source = reports.report_row(conn, old.report_id)
     report_id, report_uuid = reports.report_create(
         conn,
