@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import resource
@@ -36,10 +37,17 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
+
+import psycopg
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+from tests.databases import fresh_database
+
+from benchrunner.server.store.engine import Database
 
 KINDS = ("hop", "read", "write", "write_each", "psycopg", "psycopg_async", "thread_hop")
 
@@ -51,10 +59,6 @@ def _cpu() -> float:
 
 async def _measure(url: str, units: int) -> dict[str, tuple[float, float]]:
     """µs of CPU and of wall time per unit, per kind, in this process."""
-    import sqlalchemy as sa
-    from sqlalchemy.engine import Connection
-
-    from benchrunner.server.store.engine import Database
 
     def nothing(_conn: Connection) -> None:
         return None
@@ -65,8 +69,9 @@ async def _measure(url: str, units: int) -> dict[str, tuple[float, float]]:
     def update(conn: Connection) -> None:
         conn.execute(sa.text("UPDATE probe SET n = n + 1 WHERE id = 1"))
 
-    db = Database(url)
-    try:
+    async with contextlib.AsyncExitStack() as stack:
+        db = Database(url)
+        stack.callback(db.close)
         db.write_sync(lambda conn: conn.execute(sa.text("CREATE TABLE probe (id INT, n INT)")))
         db.write_sync(lambda conn: conn.execute(sa.text("INSERT INTO probe VALUES (1, 0)")))
         runs: dict[str, Callable[[], Any]] = {
@@ -77,7 +82,7 @@ async def _measure(url: str, units: int) -> dict[str, tuple[float, float]]:
         if hasattr(db, "write_each"):
             runs["write_each"] = lambda: db.write_each(update)
         if not db.sqlite:
-            runs.update(await _driver_floor(url))
+            runs.update(await stack.enter_async_context(_driver_floor(url)))
         figures = {}
         for kind, run in runs.items():
             for _ in range(units // 10):  # warm: connections opened, statements cached
@@ -90,37 +95,32 @@ async def _measure(url: str, units: int) -> dict[str, tuple[float, float]]:
                 1e6 * (time.perf_counter() - wall) / units,
             )
         return figures
-    finally:
-        db.close()
 
 
-async def _driver_floor(url: str) -> dict[str, Callable[[], Any]]:
-    import psycopg
-    import sqlalchemy as sa
-
+@contextlib.asynccontextmanager
+async def _driver_floor(url: str) -> AsyncIterator[dict[str, Callable[[], Any]]]:
     conninfo = sa.make_url(url).set(drivername="postgresql").render_as_string(False)
-    blocking = psycopg.connect(conninfo, autocommit=True)
-    awaited = await psycopg.AsyncConnection.connect(conninfo, autocommit=True)
     query = "SELECT n FROM probe WHERE id = 1"
+    with (
+        psycopg.connect(conninfo, autocommit=True) as blocking,
+        ThreadPoolExecutor(1) as hops,
+    ):
+        async with await psycopg.AsyncConnection.connect(conninfo, autocommit=True) as awaited:
 
-    async def inline() -> Any:
-        return blocking.execute(query, prepare=True).fetchone()
+            async def inline() -> Any:
+                return blocking.execute(query, prepare=True).fetchone()
 
-    async def asynchronous() -> Any:
-        return await (await awaited.execute(query, prepare=True)).fetchone()
+            async def asynchronous() -> Any:
+                return await (await awaited.execute(query, prepare=True)).fetchone()
 
-    hops = ThreadPoolExecutor(1)
+            async def thread_hop() -> Any:
+                return await asyncio.get_running_loop().run_in_executor(hops, int)
 
-    async def thread_hop() -> Any:
-        return await asyncio.get_running_loop().run_in_executor(hops, int)
-
-    return {"psycopg": inline, "psycopg_async": asynchronous, "thread_hop": thread_hop}
+            yield {"psycopg": inline, "psycopg_async": asynchronous, "thread_hop": thread_hop}
 
 
 def _child(engine: str, units: int, src: str | None) -> dict[str, tuple[float, float]]:
     """One measurement in a fresh process importing benchrunner from ``src`` (None: this one)."""
-    from tests.databases import fresh_database
-
     env = dict(os.environ) if src is None else {**os.environ, "PYTHONPATH": src}
     with tempfile.TemporaryDirectory() as tmp, fresh_database(engine, Path(tmp)) as url:
         done = subprocess.run(
