@@ -216,6 +216,10 @@ def cli(
     return result
 
 
+class _PortTaken(Exception):
+    """The server could not listen: another process holds its port."""
+
+
 @dataclass
 class ServerProcess:
     data_dir: Path
@@ -240,6 +244,8 @@ class ServerProcess:
     proc: subprocess.Popen[bytes] | None = None
     token: str = ""
     starts: int = 0
+    identity: str = ""
+    """The replica name of the process last started, which its health check answers with."""
 
     @property
     def url(self) -> str:
@@ -250,9 +256,34 @@ class ServerProcess:
         return self.data_dir / f"{self.name}-{self.starts}.log"
 
     def start(self) -> ServerProcess:
+        """Start the server and wait until it answers. A first start whose port another process
+        took since ``free_port`` chose it (another test's server, on another worker) moves to a
+        new port; a restart keeps its port, which its runners reconnect to."""
         if not self.token:
             self.token = bootstrap_admin(self.db, "admin@test.dev")
+        may_move = self.starts == 0
+        for attempt in range(1, 4):
+            self._launch()
+            try:
+                wait_until(
+                    self._healthy,
+                    timeout=self.start_timeout,
+                    message=f"server on {self.url} ({self.log})",
+                )
+                return self
+            except _PortTaken:
+                if not may_move or attempt == 3:
+                    log = self.log.read_text()
+                    raise AssertionError(f"port {self.port} is taken:\n{log}") from None
+                self.port = free_port()
+            except AssertionError:
+                self.kill()  # a server that never answered is not left running after the test
+                raise
+        raise AssertionError("unreachable")
+
+    def _launch(self) -> None:
         self.starts += 1
+        self.identity = self.options.get("replica-name") or f"{self.name}-{os.urandom(6).hex()}"
         with self.log.open("wb") as log:
             self.proc = subprocess.Popen(
                 [
@@ -283,32 +314,30 @@ class ServerProcess:
                         if self.max_connections is None
                         else ["--max-connections", str(self.max_connections)]
                     ),
-                    *(part for k, v in self.options.items() for part in (f"--{k}", v)),
+                    *(
+                        part
+                        for k, v in {"replica-name": self.identity, **self.options}.items()
+                        for part in (f"--{k}", v)
+                    ),
                 ],
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
                 env={**os.environ, **self.env},
             )
-        try:
-            wait_until(
-                self._healthy,
-                timeout=self.start_timeout,
-                message=f"server on {self.url} ({self.log})",
-            )
-        except AssertionError:
-            self.kill()  # a server that never answered is not left running after the test
-            raise
-        return self
 
     def _healthy(self) -> bool:
+        """Whether this server answers: the one that answers on its port has its replica name
+        (a test talking to another test's server would see tokens and jobs it does not know)."""
         assert self.proc is not None
         if self.proc.poll() is not None:
-            raise AssertionError(f"server exited {self.proc.returncode}:\n{self.log.read_text()}")
+            log = self.log.read_text()
+            if "address already in use" in log:
+                raise _PortTaken
+            raise AssertionError(f"server exited {self.proc.returncode}:\n{log}")
         try:
             with BenchrunnerClient(self.url, None, timeout=2) as client:
-                client.health()
-            return True
+                return bool(client.health()["replica"] == self.identity)
         except Exception:
             return False
 
