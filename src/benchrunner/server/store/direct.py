@@ -127,7 +127,11 @@ class Direct:
         """Every row, with attribute access by column name (as ``Row`` has)."""
         plan, cursor = self._execute(conn, params or {})
         try:
-            return [self._row(plan, cursor, raw) for raw in cursor.fetchall()]
+            raws = cursor.fetchall()
+            if not raws:
+                return []
+            processors = self._processors(plan, cursor)
+            return [self._row(plan, processors, raw) for raw in raws]
         finally:
             cursor.close()
 
@@ -135,7 +139,7 @@ class Direct:
         plan, cursor = self._execute(conn, params or {})
         try:
             raw = cursor.fetchone()
-            return None if raw is None else self._row(plan, cursor, raw)
+            return None if raw is None else self._row(plan, self._processors(plan, cursor), raw)
         finally:
             cursor.close()
 
@@ -152,9 +156,16 @@ class Direct:
             cursor.close()
 
     @staticmethod
-    def _row(plan: _Plan, cursor: Any, raw: Sequence[Any]) -> Any:
+    def _processors(plan: _Plan, cursor: Any) -> tuple[tuple[int, Processor], ...]:
+        """The result conversions; the cursor's description is read only the first time
+        (psycopg builds it anew, a column object per column, at each access)."""
+        if plan.results is not None:
+            return plan.results
+        return plan.result_processors(cursor.description)
+
+    @staticmethod
+    def _row(plan: _Plan, processors: tuple[tuple[int, Processor], ...], raw: Sequence[Any]) -> Any:
         assert plan.row is not None, "this statement returns no rows"
-        processors = plan.result_processors(cursor.description)
         if processors:
             values = list(raw)
             for index, processor in processors:
