@@ -60,6 +60,7 @@ from benchrunner.server.routes import (
     thresholds,
     users,
 )
+from benchrunner.server.routes.run_fast_path import RunFastPath
 from benchrunner.server.routes.runner_jobs import claim_window
 from benchrunner.server.store.engine import Database
 from benchrunner.server.store.migrate import upgrade
@@ -178,6 +179,7 @@ def create_app(
     app.include_router(server.metrics_router)
     openapi.install(app, api)
     console.install(app)
+    app.add_middleware(RunFastPath)  # inside BodyLimit: the body it reads is bounded
     app.add_middleware(BodyLimit, max_bytes=settings.request_body_max_bytes, exempt=("/v2/",))
     app.add_middleware(RequestMetrics, metrics=metrics)  # outermost: its time covers the rest
     return app

@@ -40,7 +40,7 @@ class BodyLimit:
         if body is None:
             await self._reject(send, max_bytes)
             return
-        await self.app(scope, _replay(body, receive), send)
+        await self.app(scope, replay_body(body, receive), send)
 
     async def _reject(self, send: Send, max_bytes: int) -> None:
         body = json.dumps(
@@ -73,7 +73,7 @@ async def _read_within(receive: Receive, max_bytes: int) -> bytes | None:
             return b"".join(parts)
 
 
-def _replay(body: bytes, receive: Receive) -> Receive:
+def replay_body(body: bytes, receive: Receive) -> Receive:
     """A ``receive`` that hands the app the body already read, then the real channel (for
     the disconnect the app may wait on)."""
     sent = False

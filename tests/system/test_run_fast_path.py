@@ -1,0 +1,169 @@
+"""``POST /v0/run`` answered by its fast path (``routes/run_fast_path.py``) gives what the
+FastAPI route gives: the same status, headers and body, for submissions, repeats and every kind
+of error, and the same route label in the request metrics. Each request is sent twice, once
+through the fast path and once with it bypassed, to one in-process server."""
+
+from __future__ import annotations
+
+import contextlib
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from benchrunner.server.routes.run_fast_path import RunFastPath
+from tests.inprocess import InProcessServer, serve_in_process
+from tests.metrics_scrape import scrape
+
+UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
+TIME = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d")
+GOOD = {
+    "project": "bench",
+    "spec": "small",
+    "template": "bench.noop",
+    "settings": {"adapter": "json"},
+}
+
+
+@contextlib.contextmanager
+def _bypassed(server: InProcessServer) -> Iterator[None]:
+    """The fast path taken out of the middleware chain: requests go to the FastAPI route."""
+    outer: Any = server.app.middleware_stack
+    while not isinstance(outer.app, RunFastPath):
+        outer = outer.app
+    fast = outer.app
+    outer.app = fast.app
+    try:
+        yield
+    finally:
+        outer.app = fast
+
+
+def _comparable(value: Any, branch: str) -> Any:
+    """An answer with what differs between two submissions by design (identifiers, times,
+    the branch each went to) replaced by placeholders."""
+    if isinstance(value, dict):
+        return {k: _comparable(v, branch) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_comparable(v, branch) for v in value]
+    if isinstance(value, str):
+        if UUID.match(value):
+            return "<uuid>"
+        if TIME.match(value):
+            return "<time>"
+        return value.replace(branch, "<branch>")
+    return value
+
+
+def _answer(server: InProcessServer, branch: str, **request: Any) -> tuple[int, str, Any]:
+    headers = {"Authorization": f"Bearer {server.token}", **request.pop("headers", {})}
+    response = httpx.post(f"{server.url}/v0/run", headers=headers, timeout=30, **request)
+    try:
+        body = response.json()
+    except ValueError:
+        body = response.text
+    return response.status_code, response.headers["content-type"], _comparable(body, branch)
+
+
+FAST = True
+"""A case the fast path answers itself; the others (malformed bodies) it hands to the route."""
+DIRECT = {
+    "project": "bench",
+    "branch": "{branch}",
+    "testbed": "laptop",
+    "settings": {"adapter": "json"},
+    "results": ['{"sort": {"latency": {"value": 12.5, "lower_value": 11, "upper_value": 14}}}'],
+    "start_time": "2026-01-02T03:04:05Z",
+    "end_time": "2026-01-02T04:04:06.5+01:00",
+}
+CASES: dict[str, dict[str, Any]] = {
+    "results given directly": {"status": 201, "json": DIRECT, "fast": FAST},
+    "a new report and job": {"status": 201, "json": {**GOOD, "branch": "{branch}"}, "fast": FAST},
+    "a repeat of a key": {
+        "status": 200,
+        "json": {**GOOD, "branch": "{branch}"},
+        "headers": {"Idempotency-Key": "key-{branch}"},
+        "twice": True,
+        "fast": FAST,
+    },
+    "an unknown spec": {"status": 400, "json": {**GOOD, "spec": "nope"}, "fast": FAST},
+    "an unknown project": {"status": 404, "json": {**GOOD, "project": "nope"}, "fast": FAST},
+    "an unsupported adapter": {
+        "status": 400,
+        "json": {**GOOD, "settings": {"adapter": "nope"}},
+        "fast": FAST,
+    },
+    "no token": {"status": 403, "json": GOOD, "headers": {"Authorization": ""}, "fast": FAST},
+    "a bad token": {
+        "status": 401,
+        "json": GOOD,
+        "headers": {"Authorization": "Bearer br_bad"},
+        "fast": FAST,
+    },
+    "a field of the wrong type": {"status": 400, "json": {**GOOD, "spec": 3}},
+    "a body that is not an object": {"status": 400, "json": [1, 2]},
+    "a body that is not JSON": {
+        "status": 400,
+        "content": b"{not json",
+        "headers": {"content-type": "application/json"},
+    },
+    "a body declared as text": {
+        "status": 400,
+        "content": b"{}",
+        "headers": {"content-type": "text/plain"},
+    },
+    "no body": {"status": 400, "content": b"", "headers": {"content-type": "application/json"}},
+    "an invalid token with an invalid body": {
+        "status": 401,
+        "json": {"spec": 3},
+        "headers": {"Authorization": "Bearer br_bad"},
+    },
+}
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_the_fast_path_answers_as_the_route_does(
+    tmp_path: Path, case: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    spec = dict(CASES[case])
+    status, twice, fast = spec.pop("status"), spec.pop("twice", False), spec.pop("fast", False)
+    submitted: list[Any] = []
+    submit = RunFastPath._submit
+
+    async def counted(self: RunFastPath, request: Any, body: Any) -> Any:
+        submitted.append(body)
+        return await submit(self, request, body)
+
+    monkeypatch.setattr(RunFastPath, "_submit", counted)
+    with serve_in_process(tmp_path, f"sqlite:///{tmp_path / 'bench.db'}") as server:
+
+        def answer(branch: str) -> tuple[int, str, Any]:
+            if twice:
+                _answer(server, branch, **_filled(spec, branch))
+            return _answer(server, branch, **_filled(spec, branch))
+
+        through_fast_path = answer("fast-branch")
+        assert len(submitted) == (1 + twice if fast else 0)
+        with _bypassed(server):
+            through_route = answer("route-branch")
+        assert len(submitted) == (1 + twice if fast else 0)
+        labels = scrape(server.url).labels_of(
+            "benchrunner_http_request_duration_seconds_count", "route"
+        )
+    assert through_fast_path == through_route
+    assert through_fast_path[0] == status, through_fast_path
+    assert "/v0/run" in labels
+
+
+def _filled(spec: Any, branch: str) -> Any:
+    """``spec`` with ``{branch}`` in its strings replaced."""
+    if isinstance(spec, dict):
+        return {k: _filled(v, branch) for k, v in spec.items()}
+    if isinstance(spec, list):
+        return [_filled(v, branch) for v in spec]
+    if isinstance(spec, str):
+        return spec.replace("{branch}", branch)
+    return spec
