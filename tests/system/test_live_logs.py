@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from benchrunner.client import ApiError
-from tests.harness import Deployment, RawChannel, cli, wait_until
+from tests.harness import Deployment, RawChannel, cli, deploy, wait_until
 
 SECRET_TEXT = "Bearer abcdefghijkl0123 sk-abcdefghijklmnopqrstu"
 
@@ -207,6 +207,24 @@ def test_resends_change_nothing_gaps_are_marked_and_no_log_is_answered(
     assert finished["content"] == expected and finished["is_complete"] is True
     with pytest.raises(TimeoutError):
         channel.recv(timeout=0.5)  # nothing else came, ever
+
+
+def test_a_stream_past_its_limit_ends_with_one_marker(tmp_path: Path, database_url: str) -> None:
+    limit = 65536
+    env = {"BENCHRUNNER_JOB_LOG_MAX_BYTES": str(limit)}
+    with deploy(tmp_path, database_url, env=env) as deployment:
+        channel = deployment.channel("raw")
+        job = deployment.submit("bench.noop")
+        assert channel.claim()["uuid"] == job
+        assert channel.ask({"event": "running", "job": job})["event"] == "ack"
+        channel.send(_log(job, 0, "a" * (limit - 10)))
+        channel.send(_log(job, limit - 10, "b" * 20))  # crosses the limit: 10 bytes kept
+        channel.send(_log(job, limit + 10, "c" * 5))  # past it: nothing, no second marker
+        channel.send(_log(job, 0, "short\n", "stderr"))  # the other stream has its own limit
+        assert channel.ask({"event": "heartbeat"}) == {"event": "ack", "job": job}
+        text, _ = whole_log(deployment, job, 131072)
+    marker = f"\n[benchrunner: stdout truncated at {limit} bytes]\n"
+    assert text == "a" * (limit - 10) + "b" * 10 + marker + "short\n"
 
 
 @pytest.mark.engine_independent

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from benchrunner.server.store.direct import Direct, insert_values
 from benchrunner.server.store.tables import in_flight, job, job_log
 
 
@@ -41,13 +42,28 @@ class LogChunk:
     data: str | None
 
 
-def _stored_end(conn: Connection, job_id: int, stream: str) -> int:
-    end = conn.execute(
-        sa.select(sa.func.max(job_log.c.stream_offset + job_log.c.size)).where(
-            job_log.c.job_id == job_id, job_log.c.stream == stream
-        )
-    ).scalar_one()
-    return int(end or 0)
+_STORED_END_IF_FLYING = Direct(
+    sa.select(
+        sa.select(sa.func.max(job_log.c.stream_offset + job_log.c.size))
+        .where(job_log.c.job_id == job.c.id, job_log.c.stream == sa.bindparam("stream"))
+        .scalar_subquery()
+        .label("stored_end")
+    ).where(job.c.id == sa.bindparam("job_id"), in_flight(job.c.status))
+)
+"""Where the stream's stored bytes end (NULL: none stored), as a row only while the job is in
+flight: the check and the read of every append in one statement."""
+
+_INSERT = Direct(
+    insert_values(job_log, ["job_id", "stream", "stream_offset", "size", "kind", "data"])
+)
+
+_MARKED = Direct(
+    sa.select(job_log.c.id).where(
+        job_log.c.job_id == sa.bindparam("job_id"),
+        job_log.c.stream == sa.bindparam("stream"),
+        job_log.c.stream_offset == sa.bindparam("offset"),
+    )
+)
 
 
 def _insert(
@@ -61,21 +77,21 @@ def _insert(
     """A ``kind`` row at ``offset``: ``data``'s bytes, or for a marker the size it stands for."""
     text = data.decode("utf-8", errors="replace") if isinstance(data, bytes) else None
     size = len(data) if isinstance(data, bytes) else data
-    conn.execute(
-        job_log.insert().values(
-            job_id=job_id, stream=stream, stream_offset=offset, size=size, kind=kind, data=text
-        )
+    _INSERT.run(
+        conn,
+        {
+            "job_id": job_id,
+            "stream": stream,
+            "stream_offset": offset,
+            "size": size,
+            "kind": kind.value,
+            "data": text,
+        },
     )
 
 
 def _truncate(conn: Connection, job_id: int, stream: str, max_bytes: int) -> Appended:
-    marked = conn.execute(
-        sa.select(job_log.c.id).where(
-            job_log.c.job_id == job_id,
-            job_log.c.stream == stream,
-            job_log.c.stream_offset == max_bytes,
-        )
-    ).first()
+    marked = _MARKED.first(conn, {"job_id": job_id, "stream": stream, "offset": max_bytes})
     if marked is None:
         _insert(conn, job_id, stream, max_bytes, ChunkKind.TRUNCATED, 0)
     return Appended.OVER_LIMIT
@@ -87,11 +103,11 @@ def job_log_append(
     """Store the bytes of ``data`` (at ``offset`` of ``stream``) that are not stored yet, up to
     ``max_bytes`` of the stream. Nothing is stored once the job has left claimed and running
     (a finished job's log never grows)."""
-    flying = sa.select(job.c.id).where(job.c.id == job_id, in_flight(job.c.status))
-    if conn.execute(flying).first() is None:
+    flying = _STORED_END_IF_FLYING.first(conn, {"job_id": job_id, "stream": stream})
+    if flying is None:
         return Appended.NOT_IN_FLIGHT
     raw = data.encode()
-    end = _stored_end(conn, job_id, stream)
+    end = int(flying.stored_end or 0)
     if offset + len(raw) <= end:
         return Appended.DUPLICATE
     if end >= max_bytes:
