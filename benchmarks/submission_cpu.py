@@ -6,8 +6,9 @@ server's CPU time over those submissions (``/proc``, its threads included), divi
 number, and the submissions per second. Each repetition starts new servers.
 
 ``--before SRC`` also runs the server from another checkout's ``src`` (a ``git worktree`` of
-the code before a change), alternating with this one within each repetition, and prints
-after / before ratios of the medians.
+the code before a change), alternating with this one within each repetition (which goes
+first alternates too), and prints after / before ratios of the medians. The database is
+migrated by the code that runs on it.
 
     .venv/bin/python -m benchmarks.submission_cpu [--engines sqlite postgresql]
         [--submissions 2000] [--concurrency 8] [--repeat 5] [--before OLD_SRC]
@@ -28,7 +29,7 @@ from tests.harness import deploy
 
 from benchmarks.cpu_time import process_cpu_seconds
 from benchmarks.server_env import UNCAPPED
-from benchmarks.source_tree import server_source
+from benchmarks.source_tree import admin_token, server_source
 
 BODY = {
     "project": "bench",
@@ -58,7 +59,7 @@ def measure(engine: str, submissions: int, concurrency: int) -> tuple[float, flo
     with (
         tempfile.TemporaryDirectory() as tmp,
         fresh_database(engine, Path(tmp)) as url,
-        deploy(Path(tmp), url, env=UNCAPPED) as deployment,
+        deploy(Path(tmp), url, env=UNCAPPED, token=admin_token(url)) as deployment,
     ):
         server = deployment.server
         assert server.proc is not None
@@ -82,8 +83,8 @@ def main() -> None:
     systems = ["after", "before"] if options.before else ["after"]
     for engine in options.engines:
         figures: dict[str, list[tuple[float, float]]] = {system: [] for system in systems}
-        for _ in range(options.repeat):
-            for system in systems:
+        for repeat in range(options.repeat):
+            for system in systems if repeat % 2 == 0 else systems[::-1]:
                 with server_source(options.before if system == "before" else None):
                     figures[system].append(
                         measure(engine, options.submissions, options.concurrency)

@@ -12,11 +12,14 @@ application's own exception handlers, as it would from the route.
 
 from __future__ import annotations
 
+import inspect
 import json
 from typing import Any
 
 from fastapi.routing import APIRoute
 from pydantic import TypeAdapter, ValidationError
+from starlette.concurrency import run_in_threadpool
+from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import ASGIApp, Receive, Scope, Send
@@ -34,10 +37,22 @@ _ANSWER = TypeAdapter(dict[str, Any])
 ``dump_json``), so both paths send the same bytes."""
 
 
+ROUTE_PARAMETERS = ("body", "request", "response", "user", "ctx", "life", "idempotency_key")
+"""The parameters of the route's endpoint that ``RunFastPath._submit`` provides."""
+
+
 def _route() -> APIRoute:
-    """The FastAPI route this answers for: what the request metrics label it with."""
+    """The FastAPI route this answers for (what the request metrics label it with), checked to
+    take exactly what the fast path provides: a dependency, parameter or status added to the
+    route alone would be skipped here, so the server refuses to start until both agree."""
     for route in run.router.routes:
         if isinstance(route, APIRoute) and route.path == PATH and "POST" in (route.methods or ()):
+            parameters = tuple(inspect.signature(route.endpoint).parameters)
+            if parameters != ROUTE_PARAMETERS or route.dependencies or route.status_code != 201:
+                raise RuntimeError(
+                    f"POST {PATH} changed (parameters {parameters}, dependencies "
+                    f"{route.dependencies}, status {route.status_code}): update run_fast_path"
+                )
             return route
     raise LookupError(f"no POST {PATH} route")
 
@@ -50,6 +65,9 @@ def _json_content_type(request: Request) -> bool:
 
 
 class RunFastPath:
+    """ASGI middleware: answers ``POST /v0/run`` when its body is a valid JSON ``RunBody``,
+    passes everything else on untouched (a malformed body with the body replayed)."""
+
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
         self.route = _route()
@@ -71,7 +89,10 @@ class RunFastPath:
             handler = _handler_for(scope["app"], exc)
             if handler is None:
                 raise  # to the server-error middleware, as from the route
-            response = await handler(request, exc)
+            if inspect.iscoroutinefunction(handler):
+                response = await handler(request, exc)
+            else:
+                response = await run_in_threadpool(handler, request, exc)
         await response(scope, receive, send)
 
     async def _submit(self, request: Request, body: RunBody) -> Response:
@@ -100,14 +121,17 @@ def _valid_body(request: Request, raw: bytes) -> RunBody | None:
         return None
     try:
         return _BODY.validate_python(json.loads(raw))
-    except (ValueError, ValidationError):  # json's decode errors are ValueErrors
-        return None
+    except (ValueError, ValidationError, RecursionError):
+        return None  # json's decode errors are ValueErrors; deep nesting is a RecursionError
 
 
 def _handler_for(app: Any, exc: Exception) -> Any:
-    """The application's handler for ``exc``, as Starlette's exception middleware finds it
-    (the closest class in its MRO); ``Exception`` itself is the server-error middleware's."""
+    """The application's handler for ``exc``, as Starlette's exception middleware finds it (an
+    ``HTTPException``'s status code first, then the closest class in its MRO); ``Exception``
+    itself is the server-error middleware's."""
     handlers = app.exception_handlers
+    if isinstance(exc, HTTPException) and exc.status_code in handlers:
+        return handlers[exc.status_code]
     for cls in type(exc).__mro__:
         if cls is Exception:
             return None

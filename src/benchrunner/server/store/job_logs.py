@@ -57,7 +57,7 @@ _INSERT = Direct(
     insert_values(job_log, ["job_id", "stream", "stream_offset", "size", "kind", "data"])
 )
 
-_MARKED = Direct(
+_TRUNCATION_MARKER = Direct(
     sa.select(job_log.c.id).where(
         job_log.c.job_id == sa.bindparam("job_id"),
         job_log.c.stream == sa.bindparam("stream"),
@@ -91,7 +91,9 @@ def _insert(
 
 
 def _truncate(conn: Connection, job_id: int, stream: str, max_bytes: int) -> Appended:
-    marked = _MARKED.first(conn, {"job_id": job_id, "stream": stream, "offset": max_bytes})
+    marked = _TRUNCATION_MARKER.first(
+        conn, {"job_id": job_id, "stream": stream, "offset": max_bytes}
+    )
     if marked is None:
         _insert(conn, job_id, stream, max_bytes, ChunkKind.TRUNCATED, 0)
     return Appended.OVER_LIMIT
@@ -103,11 +105,11 @@ def job_log_append(
     """Store the bytes of ``data`` (at ``offset`` of ``stream``) that are not stored yet, up to
     ``max_bytes`` of the stream. Nothing is stored once the job has left claimed and running
     (a finished job's log never grows)."""
-    flying = _STORED_END_IF_FLYING.first(conn, {"job_id": job_id, "stream": stream})
-    if flying is None:
+    stored = _STORED_END_IF_FLYING.first(conn, {"job_id": job_id, "stream": stream})
+    if stored is None:
         return Appended.NOT_IN_FLIGHT
     raw = data.encode()
-    end = int(flying.stored_end or 0)
+    end = int(stored.stored_end or 0)
     if offset + len(raw) <= end:
         return Appended.DUPLICATE
     if end >= max_bytes:
