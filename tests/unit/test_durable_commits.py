@@ -195,3 +195,35 @@ def test_the_executor_threads_keep_their_connections_and_replace_one_that_died(
         finally:
             db.close()
             killer.close()
+
+
+@pytest.mark.postgresql
+def test_the_ping_of_an_idle_held_connection_is_not_one_of_the_units_statements(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A statement counter on the engine (as the tests that count a page's statements use)
+    sees a unit's own statements only, however long its connection sat idle; and the ping
+    leaves no transaction open on a connection that is not in autocommit."""
+    with fresh_database("postgresql", tmp_path) as url:
+        db = Database(url, read_threads=1, write_threads=1)
+        seen: list[str] = []
+
+        def count(_conn: object, _cursor: object, statement: str, *_: object) -> None:
+            seen.append(statement)
+
+        async def scenario() -> None:
+            await db.read(_backend_pid)
+            await db.write(_backend_pid)
+            monkeypatch.setattr(engine_module, "PING_AFTER_IDLE", 0.0)  # every held one "idle"
+            sa.event.listen(db.write_engine, "before_cursor_execute", count)
+            try:
+                await db.read(_backend_pid)
+                await db.write(_backend_pid)
+            finally:
+                sa.event.remove(db.write_engine, "before_cursor_execute", count)
+
+        try:
+            asyncio.run(scenario())
+        finally:
+            db.close()
+    assert seen == ["SELECT pg_backend_pid()"] * 2

@@ -199,15 +199,18 @@ class _HeldConnections:
 
 
 def _answers(conn: Connection) -> bool:
-    """Whether ``conn``'s database session is alive; one that is not is invalidated."""
-    try:
-        conn.exec_driver_sql("SELECT 1")
-    except sa.exc.DBAPIError:
+    """Whether ``conn``'s database session is alive, pinged on its DBAPI connection as the
+    pool's checkout pings one: no statement events (a ping is not the work of any unit), and
+    no transaction left open by it."""
+    pooled = conn.connection
+    if pooled.dbapi_connection is None:
         return False
-    finally:
-        if conn.in_transaction():
-            conn.rollback()
-    return True
+    try:
+        alive = bool(conn.dialect.do_ping(pooled.dbapi_connection))
+        conn.dialect.do_rollback(pooled)
+    except Exception:
+        return False
+    return alive
 
 
 class Database:
