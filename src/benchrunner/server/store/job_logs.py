@@ -44,14 +44,18 @@ class LogChunk:
 
 _STORED_END_IF_FLYING = Direct(
     sa.select(
-        sa.select(sa.func.max(job_log.c.stream_offset + job_log.c.size))
+        sa.select(job_log.c.stream_offset + job_log.c.size)
         .where(job_log.c.job_id == job.c.id, job_log.c.stream == sa.bindparam("stream"))
+        .order_by(job_log.c.stream_offset.desc())
+        .limit(1)
         .scalar_subquery()
         .label("stored_end")
     ).where(job.c.id == sa.bindparam("job_id"), in_flight(job.c.status))
 )
 """Where the stream's stored bytes end (NULL: none stored), as a row only while the job is in
-flight: the check and the read of every append in one statement."""
+flight: the check and the read of every append in one statement. A stream's rows never overlap,
+so the one at the highest offset ends it; found through the unique index on (job, stream,
+offset) without reading the stream's other rows, as ``max(offset + size)`` would."""
 
 _INSERT = Direct(
     insert_values(job_log, ["job_id", "stream", "stream_offset", "size", "kind", "data"])
