@@ -261,8 +261,8 @@ class ServerProcess:
         new port; a restart keeps its port, which its runners reconnect to."""
         if not self.token:
             self.token = bootstrap_admin(self.db, "admin@test.dev")
-        may_move = self.starts == 0
-        for attempt in range(1, 4):
+        moves_left = 2 if self.starts == 0 else 0
+        while True:
             self._launch()
             try:
                 wait_until(
@@ -272,14 +272,14 @@ class ServerProcess:
                 )
                 return self
             except _PortTaken:
-                if not may_move or attempt == 3:
+                if not moves_left:
                     log = self.log.read_text()
                     raise AssertionError(f"port {self.port} is taken:\n{log}") from None
+                moves_left -= 1
                 self.port = free_port()
             except AssertionError:
                 self.kill()  # a server that never answered is not left running after the test
                 raise
-        raise AssertionError("unreachable")
 
     def _launch(self) -> None:
         self.starts += 1
