@@ -7,6 +7,7 @@ import asyncio
 import threading
 from pathlib import Path
 
+import psycopg
 import pytest
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
@@ -224,6 +225,10 @@ def test_the_ping_of_an_idle_held_connection_is_not_one_of_the_units_statements(
 
         try:
             asyncio.run(scenario())
+            with db.write_engine.connect() as conn:  # not in autocommit
+                assert engine_module._answers(conn)
+                status = conn.connection.dbapi_connection.info.transaction_status  # type: ignore[union-attr]
+                assert status == psycopg.pq.TransactionStatus.IDLE
         finally:
             db.close()
     assert seen == ["SELECT pg_backend_pid()"] * 2

@@ -159,8 +159,7 @@ class _HeldConnections:
                 result = unit(conn, *args)
         except BaseException:
             if conn.invalidated:
-                del held[engine]
-                self._close(conn)
+                self._drop(held, engine)
             raise
         held[engine] = (conn, time.monotonic())
         return result
@@ -174,15 +173,16 @@ class _HeldConnections:
                 time.monotonic() - used < PING_AFTER_IDLE or _answers(conn)
             ):
                 return conn
-            del held[engine]
-            self._close(conn)
+            self._drop(held, engine)
         conn = engine.connect()
         with self._lock:
             self._all.append(conn)
         held[engine] = (conn, time.monotonic())
         return conn
 
-    def _close(self, conn: Connection) -> None:
+    def _drop(self, held: dict[Engine, tuple[Connection, float]], engine: Engine) -> None:
+        """Forget and close this thread's connection to ``engine``."""
+        conn, _ = held.pop(engine)
         with self._lock:
             if conn in self._all:
                 self._all.remove(conn)
@@ -201,16 +201,14 @@ class _HeldConnections:
 def _answers(conn: Connection) -> bool:
     """Whether ``conn``'s database session is alive, pinged on its DBAPI connection as the
     pool's checkout pings one: no statement events (a ping is not the work of any unit), and
-    no transaction left open by it."""
-    pooled = conn.connection
-    if pooled.dbapi_connection is None:
+    no transaction left open by it (the dialect pings in autocommit)."""
+    dbapi_connection = conn.connection.dbapi_connection
+    if dbapi_connection is None:
         return False
     try:
-        alive = bool(conn.dialect.do_ping(pooled.dbapi_connection))
-        conn.dialect.do_rollback(pooled)
+        return bool(conn.dialect.do_ping(dbapi_connection))
     except Exception:
         return False
-    return alive
 
 
 class Database:
