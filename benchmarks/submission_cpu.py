@@ -28,15 +28,10 @@ from tests.databases import fresh_database
 from tests.harness import deploy
 
 from benchmarks.cpu_time import process_cpu_seconds
+from benchmarks.round_trips import BODY
 from benchmarks.server_env import UNCAPPED
 from benchmarks.source_tree import admin_token, server_source
 
-BODY = {
-    "project": "bench",
-    "spec": "small",
-    "template": "bench.noop",
-    "settings": {"adapter": "json"},
-}
 WARM_UP = 50
 
 
