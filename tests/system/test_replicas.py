@@ -192,21 +192,21 @@ def test_two_replicas_share_the_queue_and_survive_losing_one(
         lambda: all(health(s)["connected_runners"] == 3 for s in (replica_a, replica_b))
     )
 
-    # Phase 1: 400 jobs submitted through both replicas, each executed exactly once (six runners
+    # Phase 1: 200 jobs submitted through both replicas, each executed exactly once (six runners
     # racing on two replicas; more jobs prove no more and cost minutes of CI).
-    tags = _submit_tallies(deployment, (replica_a, replica_b), tally, range(400))
+    tags = _submit_tallies(deployment, (replica_a, replica_b), tally, range(200))
     wait_until(
         lambda: _counts(replica_b.db, tags).get(JobStatus.PROCESSED, 0) == len(tags),
         timeout=400,
         interval=1.0,
-        message="400 jobs processed",
+        message="200 jobs processed",
     )
     executions = collections.Counter(tally.read_text().split())
     assert set(executions) == set(tags.values())
     assert max(executions.values()) == 1
 
     # Phase 2: replica A dies with SIGKILL while jobs are in flight on its connections.
-    more = _submit_tallies(deployment, (replica_b,), tally, range(400, 500), ms=300)
+    more = _submit_tallies(deployment, (replica_b,), tally, range(200, 300), ms=300)
     wait_until(
         lambda: _counts(replica_b.db, more).get(JobStatus.RUNNING, 0) >= 5,
         timeout=60,
