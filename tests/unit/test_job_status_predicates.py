@@ -1,5 +1,7 @@
 """The status predicates of the job table's partial indexes (tables.py) select exactly the
-states they stand for, and the migrated indexes say them as ranges (migration 0020)."""
+states they stand for, and the migrated indexes say them as ranges (migration 0020); SQLite's
+planner, which has no statistics, answers the reads made on every job through the indexes made
+for them (migration 0021)."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ import pytest
 import sqlalchemy as sa
 
 from benchrunner.core.states import IN_FLIGHT, JobStatus
+from benchrunner.server.store import accounts, jobs
 from benchrunner.server.store.engine import Database
 from benchrunner.server.store.migrate import upgrade
 from benchrunner.server.store.tables import in_flight, job, pending
@@ -59,3 +62,25 @@ def test_sqlite_finds_in_flight_jobs_through_the_partial_index(sqlite_db: Databa
     with sqlite_db.write_engine.connect() as conn:
         plan = " ".join(str(row[-1]) for row in conn.exec_driver_sql(f"EXPLAIN QUERY PLAN {sql}"))
     assert "index_job_org_in_flight" in plan, plan
+
+
+def test_sqlite_finds_a_runners_jobs_in_flight_without_its_history(sqlite_db: Database) -> None:
+    """Each ``ready`` runs this read: through ``index_job_runner_id`` it would read every job
+    the runner ever ran (migration 0021)."""
+    query = jobs._IN_FLIGHT_FOR_RUNNER.statement.params(runner_id=1)
+    sql = str(query.compile(sqlite_db.write_engine, compile_kwargs={"literal_binds": True}))
+    with sqlite_db.write_engine.connect() as conn:
+        plan = " ".join(str(row[-1]) for row in conn.exec_driver_sql(f"EXPLAIN QUERY PLAN {sql}"))
+    assert "index_job_runner_in_flight" in plan, plan
+
+
+def test_sqlite_asks_whether_an_organization_has_a_member_through_an_index(
+    sqlite_db: Database,
+) -> None:
+    """Each submission asks (migration 0021); the unique index of memberships leads with the
+    user, and without one that leads with the organization every membership was read."""
+    query = accounts._ORGANIZATION_CLAIMED.statement.params(org_id=1)
+    sql = str(query.compile(sqlite_db.write_engine, compile_kwargs={"literal_binds": True}))
+    with sqlite_db.write_engine.connect() as conn:
+        plan = " ".join(str(row[-1]) for row in conn.exec_driver_sql(f"EXPLAIN QUERY PLAN {sql}"))
+    assert "index_organization_role_organization" in plan, plan

@@ -93,6 +93,8 @@ organization_role = sa.Table(
     sa.Column("role", sa.String(16), nullable=False),
     _ts("created"),
     sa.UniqueConstraint("user_id", "organization_id", name="uq_organization_role_user_org"),
+    # Whether an organization has a member, asked on every submission (its jobs' priority).
+    sa.Index("index_organization_role_organization", "organization_id"),
 )
 
 api_token = sa.Table(
@@ -517,6 +519,13 @@ sa.Index(
     postgresql_where=_IN_FLIGHT,
 )
 sa.Index("index_job_in_flight", job.c.status, sqlite_where=_IN_FLIGHT, postgresql_where=_IN_FLIGHT)
+# What is in flight for a runner, read on each of its ``ready``s: not through its whole history.
+sa.Index(
+    "index_job_runner_in_flight",
+    job.c.runner_id,
+    sqlite_where=_IN_FLIGHT,
+    postgresql_where=_IN_FLIGHT,
+)
 _COMPLETED = sa.text("status = 3")
 # Completed jobs not yet processed, oldest first: the sweeper re-queues those a dead replica left.
 sa.Index(
