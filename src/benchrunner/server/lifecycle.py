@@ -29,7 +29,7 @@ from benchrunner.server.dispatcher import Dispatcher
 from benchrunner.server.heartbeats import HeartbeatLedger, write_interval
 from benchrunner.server.housekeeping import Housekeeping
 from benchrunner.server.leadership import AdvisoryLockLeadership, Leadership, SoleLeadership
-from benchrunner.server.oci_tokens import runner_pull_token
+from benchrunner.server.oci_tokens import PullTokens
 from benchrunner.server.outputs import (
     OutputMissing,
     UnusableOutput,
@@ -60,6 +60,11 @@ class Lifecycle:
         self.ctx = ctx
         self.processor = Processor(ctx)
         self.heartbeats = HeartbeatLedger(write_interval(ctx.settings))
+        self._pull_tokens = PullTokens(
+            ctx.secret_key,
+            issuer=ctx.settings.base_url(),
+            ttl=dt.timedelta(seconds=ctx.settings.oci_token_ttl),
+        )
         self.watchdog = Watchdog(
             ctx,
             on_finished=self.finished,
@@ -201,14 +206,7 @@ class Lifecycle:
     def assignment(self, runner: RunnerRow, claim: claims.Claim) -> JobAssigned:
         job = claim.job
         now = self.ctx.clock.now()
-        token = runner_pull_token(
-            self.ctx.secret_key,
-            issuer=self.ctx.settings.base_url(),
-            runner_uuid=runner.uuid,
-            project_uuid=job.project_uuid,
-            ttl=dt.timedelta(seconds=self.ctx.settings.oci_token_ttl),
-            now=now,
-        )
+        token = self._pull_tokens.for_job(runner.uuid, job.project_uuid, now)
         return JobAssigned(
             uuid=job.uuid,
             spec=runners.spec_json(claim.spec),
