@@ -310,8 +310,8 @@ def busy(tmp_path: Path, database_url: str) -> Iterator[Deployment]:
         yield deployment
 
 
-def test_eight_connections_race_for_a_thousand_jobs_each_runs_once(busy: Deployment) -> None:
-    total = 1000
+def test_eight_connections_race_for_four_hundred_jobs_each_runs_once(busy: Deployment) -> None:
+    total = 400  # more jobs prove no more and cost CI time
     channels = [busy.channel(f"racer-{i}") for i in range(8)]
     seen: Counter[str] = Counter()
     lock = threading.Lock()
