@@ -1,7 +1,7 @@
 """The status predicates of the job table's partial indexes (tables.py) select exactly the
 states they stand for, and the migrated indexes say them as ranges (migration 0020); SQLite's
-planner, which has no statistics, answers the reads made on every job through the indexes made
-for them (migration 0021)."""
+planner, without statistics (a new store's until its first ``ANALYZE`` over rows), answers the
+reads made on every job through the indexes made for them (migration 0021)."""
 
 from __future__ import annotations
 
@@ -56,21 +56,24 @@ def sqlite_db(tmp_path: Path) -> Iterator[Database]:
     database.close()
 
 
+def _plan(db: Database, query: sa.ClauseElement) -> str:
+    """SQLite's plan of ``query``, its parameters written in."""
+    sql = str(query.compile(db.write_engine, compile_kwargs={"literal_binds": True}))
+    with db.write_engine.connect() as conn:
+        return " ".join(str(row[-1]) for row in conn.exec_driver_sql(f"EXPLAIN QUERY PLAN {sql}"))
+
+
 def test_sqlite_finds_in_flight_jobs_through_the_partial_index(sqlite_db: Database) -> None:
     query = sa.select(job.c.id).where(in_flight(job.c.status), job.c.organization_id == 1)
-    sql = str(query.compile(sqlite_db.write_engine, compile_kwargs={"literal_binds": True}))
-    with sqlite_db.write_engine.connect() as conn:
-        plan = " ".join(str(row[-1]) for row in conn.exec_driver_sql(f"EXPLAIN QUERY PLAN {sql}"))
+    plan = _plan(sqlite_db, query)
     assert "index_job_org_in_flight" in plan, plan
 
 
 def test_sqlite_finds_a_runners_jobs_in_flight_without_its_history(sqlite_db: Database) -> None:
-    """Each ``ready`` runs this read: through ``index_job_runner_id`` it would read every job
-    the runner ever ran (migration 0021)."""
-    query = jobs._IN_FLIGHT_FOR_RUNNER.statement.params(runner_id=1)
-    sql = str(query.compile(sqlite_db.write_engine, compile_kwargs={"literal_binds": True}))
-    with sqlite_db.write_engine.connect() as conn:
-        plan = " ".join(str(row[-1]) for row in conn.exec_driver_sql(f"EXPLAIN QUERY PLAN {sql}"))
+    """Each ``ready`` runs this read. Until its first ``ANALYZE`` over rows, a store has no
+    statistics, and SQLite read the runner's jobs through ``index_job_runner_id``: every job the
+    runner ever ran (migration 0021)."""
+    plan = _plan(sqlite_db, jobs._IN_FLIGHT_FOR_RUNNER.statement.params(runner_id=1))
     assert "index_job_runner_in_flight" in plan, plan
 
 
@@ -79,8 +82,5 @@ def test_sqlite_asks_whether_an_organization_has_a_member_through_an_index(
 ) -> None:
     """Each submission asks (migration 0021); the unique index of memberships leads with the
     user, and without one that leads with the organization every membership was read."""
-    query = accounts._ORGANIZATION_CLAIMED.statement.params(org_id=1)
-    sql = str(query.compile(sqlite_db.write_engine, compile_kwargs={"literal_binds": True}))
-    with sqlite_db.write_engine.connect() as conn:
-        plan = " ".join(str(row[-1]) for row in conn.exec_driver_sql(f"EXPLAIN QUERY PLAN {sql}"))
+    plan = _plan(sqlite_db, accounts._ORGANIZATION_CLAIMED.statement.params(org_id=1))
     assert "index_organization_role_organization" in plan, plan

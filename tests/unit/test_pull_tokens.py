@@ -6,7 +6,9 @@ import datetime as dt
 import uuid
 
 import jwt
+import pytest
 
+from benchrunner.server import oci_tokens
 from benchrunner.server.oci_tokens import ALGORITHM, OCI_AUDIENCE, PullTokens
 
 T0 = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
@@ -57,3 +59,21 @@ def test_a_clock_that_went_back_gets_a_new_token() -> None:
     again = tokens.for_job(RUNNER, PROJECT, earlier)
     assert again != first
     assert _claims(again)["iat"] == int(earlier.timestamp())
+
+
+def test_runners_whose_token_is_stale_are_forgotten(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(oci_tokens, "PRUNE_AT", 3)
+    tokens = PullTokens(SECRET, issuer="http://bench", ttl=TTL)
+    for _ in range(3):
+        tokens.for_job(uuid.uuid4(), PROJECT, T0)
+    later = T0 + dt.timedelta(seconds=30)
+    tokens.for_job(RUNNER, PROJECT, later)
+    assert tokens.for_job(RUNNER, PROJECT, later) == tokens.for_job(RUNNER, PROJECT, later)
+    assert len(tokens._latest) == 4  # all still reusable: none forgotten
+    much_later = later + dt.timedelta(seconds=60)
+    tokens.for_job(OTHER_RUNNER, PROJECT, much_later)
+    assert set(tokens._latest) == {OTHER_RUNNER}
+
+
+def test_the_secret_is_not_in_the_repr() -> None:
+    assert SECRET not in repr(PullTokens(SECRET, issuer="http://bench", ttl=TTL))

@@ -78,25 +78,33 @@ def runner_pull_token(
 
 REUSE_FRACTION = 0.1
 """A runner's latest token is handed out again while no more than this part of its life is
-gone: every job still gets a token valid for at least 90 % of the TTL."""
+gone: every job still gets a token valid for at least 90 % of the TTL (to the second)."""
+PRUNE_AT = 1024
+"""Runners remembered before those whose token can no longer be reused are forgotten."""
 
 
 @dataclass
 class PullTokens:
     """The pull tokens of the jobs a server hands out. Signing one is about 0.1 ms, and a runner
     working through a queue takes one per job, almost always for the same project: its latest
-    token is given again while it is nearly new. One entry per runner."""
+    token is given again while it is nearly new (at most one signing per runner and tenth of
+    the TTL, a minute at the default)."""
 
-    secret: str
+    secret: str = field(repr=False)
     issuer: str
     ttl: dt.timedelta
-    _latest: dict[uuid.UUID, tuple[uuid.UUID, dt.datetime, str]] = field(default_factory=dict)
+    _latest: dict[uuid.UUID, tuple[uuid.UUID, dt.datetime, str]] = field(
+        default_factory=dict, init=False, repr=False
+    )
 
     def for_job(self, runner_uuid: uuid.UUID, project_uuid: uuid.UUID, now: dt.datetime) -> str:
+        """A token for ``runner_uuid`` to pull ``project_uuid``'s images, valid from ``now``
+        for at least ``REUSE_FRACTION`` less than the TTL."""
+        reuse = self.ttl * REUSE_FRACTION
         latest = self._latest.get(runner_uuid)
         if latest is not None:
             project, issued, token = latest
-            if project == project_uuid and issued <= now < issued + self.ttl * REUSE_FRACTION:
+            if project == project_uuid and issued <= now < issued + reuse:
                 return token
         token = runner_pull_token(
             self.secret,
@@ -106,5 +114,11 @@ class PullTokens:
             ttl=self.ttl,
             now=now,
         )
+        if len(self._latest) >= PRUNE_AT:
+            self._latest = {
+                runner: kept
+                for runner, kept in self._latest.items()
+                if kept[1] <= now < kept[1] + reuse
+            }
         self._latest[runner_uuid] = (project_uuid, now, token)
         return token

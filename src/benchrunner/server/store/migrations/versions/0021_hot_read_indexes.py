@@ -1,14 +1,16 @@
-"""hot read indexes: two reads made on every job stop reading tables that only grow
+"""hot read indexes: two reads made on every job no longer depend on the planner's luck
 
 - ``index_job_runner_in_flight``: every ``ready`` reads the jobs still in flight for its runner
-  (``jobs.job_list_in_flight_for_runner``). SQLite answered it through ``index_job_runner_id``,
-  which holds every job the runner ever ran, and read each of them to check its status: the read
-  grew with the runner's history (with 2,000 jobs behind it, about 5 % of the server's CPU per
-  job). This partial index holds only the jobs in flight.
+  (``jobs.job_list_in_flight_for_runner``). Without statistics (a new store's, until the first
+  ``ANALYZE`` that sees rows: at the next start or the hourly housekeeping), SQLite answered it
+  through ``index_job_runner_id``, which holds every job the runner ever ran, and read each of
+  them to check its status: about 5 % of the server's CPU per job after 2,000 jobs. This
+  partial index holds only the jobs in flight, and both engines choose it with or without
+  statistics.
 - ``index_organization_role_organization``: every submission asks whether its organization has
   a member (``accounts.organization_for_job``), and the only index of ``organization_role``
   leads with the user: both engines scanned the whole table, every membership of every
-  organization.
+  organization, statistics or not.
 
 Revision ID: 0021
 Revises: 0020
