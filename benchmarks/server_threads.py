@@ -1,0 +1,86 @@
+"""Where the server's CPU per job goes by thread: the event loop, and the rest (on PostgreSQL the
+executor threads that run the database's units, on SQLite the thread that syncs the WAL).
+
+A real server on a fresh database of each engine and one real runner (``benchrunner runner
+up``, process executor, the template job of ``queue_compare``), as ``queue_compare`` runs them.
+After ``WARM_UP`` jobs, ``--jobs`` jobs are submitted one after another while the runner works;
+the CPU time of each of the server's threads (``/proc/<pid>/task``) over them, divided by their
+number. The event loop is the thread whose id is the process's.
+
+    .venv/bin/python -m benchmarks.server_threads [--engines sqlite postgresql] [--jobs 1500]
+"""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+from pathlib import Path
+
+from tests.databases import fresh_database
+from tests.harness import deploy, wait_until
+
+from benchmarks.cpu_time import PROC, TICKS_PER_SECOND, stat_ticks
+from benchmarks.queue_compare_benchrunner import Api, all_processed
+from benchmarks.server_env import UNCAPPED
+from benchmarks.source_tree import admin_token
+
+WARM_UP = 100
+
+
+def threads_cpu(pid: int) -> dict[int, float]:
+    """Thread id -> its CPU seconds so far, for every thread of ``pid`` alive now."""
+    seconds: dict[int, float] = {}
+    for task in (PROC / str(pid) / "task").iterdir():
+        try:
+            seconds[int(task.name)] = stat_ticks((task / "stat").read_text()) / TICKS_PER_SECOND
+        except FileNotFoundError:  # the thread ended meanwhile
+            continue
+    return seconds
+
+
+def _run_jobs(api: Api, count: int) -> None:
+    for _ in range(count):
+        api.submit()
+    wait_until(
+        lambda: all_processed(api), timeout=max(600.0, count / 2), interval=0.1, message="jobs"
+    )
+
+
+def measure(engine: str, jobs: int) -> tuple[float, float]:
+    """(event loop, other threads) CPU ms per job on ``engine``."""
+    with (
+        tempfile.TemporaryDirectory(prefix="server-threads-") as tmp,
+        fresh_database(engine, Path(tmp)) as url,
+        deploy(
+            Path(tmp), url, heartbeat_timeout=60.0, env=UNCAPPED, token=admin_token(url)
+        ) as deployment,
+    ):
+        deployment.runner_process("worker", BENCHRUNNER_NOISE_GUARD="false").start()
+        api = Api(deployment)
+        wait_until(lambda: api.health()["waiting_runners"] == 1, timeout=60, message="a runner")
+        _run_jobs(api, WARM_UP)
+        server = deployment.server.proc
+        assert server is not None
+        before = threads_cpu(server.pid)
+        _run_jobs(api, jobs)
+        after = threads_cpu(server.pid)
+    spent = {tid: cpu - before.get(tid, 0.0) for tid, cpu in after.items()}
+    loop = spent.pop(server.pid, 0.0)
+    return loop * 1000 / jobs, sum(spent.values()) * 1000 / jobs
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--engines", nargs="+", default=["sqlite", "postgresql"])
+    parser.add_argument("--jobs", type=int, default=1500)
+    options = parser.parse_args()
+    for engine in options.engines:
+        loop, others = measure(engine, options.jobs)
+        print(
+            f"{engine}: server CPU per job {loop + others:.2f} ms: event loop {loop:.2f} ms, "
+            f"other threads {others:.2f} ms ({options.jobs} jobs, one real runner)"
+        )
+
+
+if __name__ == "__main__":
+    main()
