@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import datetime as dt
+import socket
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -25,7 +26,7 @@ from benchrunner.protocol import EXTENSIONS_HEADER, OUR_EXTENSIONS
 from benchrunner.server.app import create_app
 from benchrunner.server.bootstrap import bootstrap_admin
 from benchrunner.server.config import ServerSettings
-from tests.harness import TEST_TEMPLATES, RawChannel, free_port, wait_until
+from tests.harness import TEST_TEMPLATES, RawChannel, wait_until
 
 LONG_TEMPLATE = """
 [templates."bench.hour"]
@@ -133,7 +134,11 @@ def serve_in_process(tmp: Path, db: str, **settings: Any) -> Iterator[InProcessS
     test does moves a job."""
     templates = tmp / "templates.toml"
     templates.write_text(TEST_TEMPLATES + LONG_TEMPLATE)
-    port = free_port()
+    # Bound here and handed to uvicorn: no other process can take the port between its choice
+    # and the server's start.
+    listening = socket.socket()
+    listening.bind(("127.0.0.1", 0))
+    port = int(listening.getsockname()[1])
     options: dict[str, Any] = {
         "port": port,
         "db": db,
@@ -157,7 +162,9 @@ def serve_in_process(tmp: Path, db: str, **settings: Any) -> Iterator[InProcessS
             access_log=False,
         )
     )
-    thread = threading.Thread(target=server.run, name="in-process-server", daemon=True)
+    thread = threading.Thread(
+        target=server.run, kwargs={"sockets": [listening]}, name="in-process-server", daemon=True
+    )
     token = bootstrap_admin(config.database_url(), "admin@test.dev")
     thread.start()
     try:
@@ -178,3 +185,4 @@ def serve_in_process(tmp: Path, db: str, **settings: Any) -> Iterator[InProcessS
     finally:
         server.should_exit = True
         thread.join(timeout=30)
+        listening.close()
