@@ -26,7 +26,7 @@ from uuid import UUID
 
 import sqlalchemy as sa
 from tests.databases import fresh_database
-from tests.harness import Deployment, deploy, wait_until
+from tests.harness import Deployment, RunnerProcess, deploy, wait_until
 
 from benchmarks.cpu_time import backends_cpu, process_cpu_seconds
 from benchmarks.queue_figures import Figures, percentile
@@ -198,11 +198,14 @@ def py_spy(pid: int, output: Path | None) -> Iterator[None]:
         spy.wait(timeout=60)
 
 
-def run(
-    engine: str, workers: int, jobs: int, samples: int, warmup: int, profile: Path | None
-) -> Figures:
-    """One measurement: a fresh database, a server, ``workers`` runner agents; the pickup
-    phase, then ``jobs`` jobs submitted while the runners run."""
+Deployed = tuple[str, Deployment, list[RunnerProcess], Api]
+"""The database's URL, the deployment, its runner agents and a client."""
+
+
+@contextlib.contextmanager
+def deployed(engine: str, workers: int) -> Iterator[Deployed]:
+    """A fresh database of ``engine``, a server on it, ``workers`` runner agents and a client,
+    once every runner waits for work."""
     with (
         tempfile.TemporaryDirectory(prefix="queue-compare-") as tmp,
         fresh_database(engine, Path(tmp)) as url,
@@ -222,6 +225,28 @@ def run(
             timeout=60,
             message=f"{workers} runner(s) waiting",
         )
+        yield url, deployment, runners, api
+
+
+def submit_and_drain(api: Api, jobs: int) -> list[str]:
+    """``jobs`` jobs submitted one call after another, then waited for until every job is
+    processed; their UUIDs."""
+    submitted = [api.submit() for _ in range(jobs)]
+    wait_until(
+        lambda: all_processed(api),
+        timeout=max(600.0, jobs / 2),
+        interval=0.1,
+        message=f"{jobs} jobs processed",
+    )
+    return submitted
+
+
+def run(
+    engine: str, workers: int, jobs: int, samples: int, warmup: int, profile: Path | None
+) -> Figures:
+    """One measurement: a fresh database, a server, ``workers`` runner agents; the pickup
+    phase, then ``jobs`` jobs submitted while the runners run."""
+    with deployed(engine, workers) as (url, deployment, runners, api):
         outputs = StoredOutputs(url, deployment.server.data_dir)
         sample_jobs = pickup_phase(api, workers, samples, warmup, outputs)
         pickup = pickups(sample_jobs, outputs.started_clocks())
@@ -234,13 +259,7 @@ def run(
         workers_before = sum(process_cpu_seconds(pid) for pid in pids)
         with backends_cpu(database) as database_cpu, py_spy(server.pid, profile):
             started = time.perf_counter()
-            submitted = [api.submit() for _ in range(jobs)]
-            wait_until(
-                lambda: all_processed(api),
-                timeout=max(600.0, jobs / 2),
-                interval=0.1,
-                message=f"{jobs} jobs processed",
-            )
+            submitted = submit_and_drain(api, jobs)
             elapsed = time.perf_counter() - started
         server_cpu = process_cpu_seconds(server.pid) - server_before
         worker_cpu = sum(process_cpu_seconds(pid) for pid in pids) - workers_before

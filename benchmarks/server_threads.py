@@ -13,16 +13,9 @@ number. The event loop is the thread whose id is the process's.
 from __future__ import annotations
 
 import argparse
-import tempfile
-from pathlib import Path
-
-from tests.databases import fresh_database
-from tests.harness import deploy, wait_until
 
 from benchmarks.cpu_time import PROC, TICKS_PER_SECOND, stat_ticks
-from benchmarks.queue_compare_benchrunner import Api, all_processed
-from benchmarks.server_env import UNCAPPED
-from benchmarks.source_tree import admin_token
+from benchmarks.queue_compare_benchrunner import deployed, submit_and_drain
 
 WARM_UP = 100
 
@@ -38,31 +31,14 @@ def threads_cpu(pid: int) -> dict[int, float]:
     return seconds
 
 
-def _run_jobs(api: Api, count: int) -> None:
-    for _ in range(count):
-        api.submit()
-    wait_until(
-        lambda: all_processed(api), timeout=max(600.0, count / 2), interval=0.1, message="jobs"
-    )
-
-
 def measure(engine: str, jobs: int) -> tuple[float, float]:
     """(event loop, other threads) CPU ms per job on ``engine``."""
-    with (
-        tempfile.TemporaryDirectory(prefix="server-threads-") as tmp,
-        fresh_database(engine, Path(tmp)) as url,
-        deploy(
-            Path(tmp), url, heartbeat_timeout=60.0, env=UNCAPPED, token=admin_token(url)
-        ) as deployment,
-    ):
-        deployment.runner_process("worker", BENCHRUNNER_NOISE_GUARD="false").start()
-        api = Api(deployment)
-        wait_until(lambda: api.health()["waiting_runners"] == 1, timeout=60, message="a runner")
-        _run_jobs(api, WARM_UP)
+    with deployed(engine, workers=1) as (_, deployment, _, api):
+        submit_and_drain(api, WARM_UP)
         server = deployment.server.proc
         assert server is not None
         before = threads_cpu(server.pid)
-        _run_jobs(api, jobs)
+        submit_and_drain(api, jobs)
         after = threads_cpu(server.pid)
     spent = {tid: cpu - before.get(tid, 0.0) for tid, cpu in after.items()}
     loop = spent.pop(server.pid, 0.0)
