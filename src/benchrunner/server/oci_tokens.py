@@ -12,6 +12,7 @@ import tempfile
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 import jwt
 
@@ -83,6 +84,12 @@ PRUNE_AT = 1024
 """Runners remembered before those whose token can no longer be reused are forgotten."""
 
 
+class _Issued(NamedTuple):
+    project: uuid.UUID
+    at: dt.datetime
+    token: str
+
+
 @dataclass
 class PullTokens:
     """The pull tokens of the jobs a server hands out. Signing one is about 0.1 ms, and a runner
@@ -93,19 +100,17 @@ class PullTokens:
     secret: str = field(repr=False)
     issuer: str
     ttl: dt.timedelta
-    _latest: dict[uuid.UUID, tuple[uuid.UUID, dt.datetime, str]] = field(
-        default_factory=dict, init=False, repr=False
-    )
+    _latest: dict[uuid.UUID, _Issued] = field(default_factory=dict, init=False, repr=False)
+
+    def _reusable(self, issued: _Issued, now: dt.datetime) -> bool:
+        return issued.at <= now < issued.at + self.ttl * REUSE_FRACTION
 
     def for_job(self, runner_uuid: uuid.UUID, project_uuid: uuid.UUID, now: dt.datetime) -> str:
         """A token for ``runner_uuid`` to pull ``project_uuid``'s images, valid from ``now``
         for at least ``REUSE_FRACTION`` less than the TTL."""
-        reuse = self.ttl * REUSE_FRACTION
         latest = self._latest.get(runner_uuid)
-        if latest is not None:
-            project, issued, token = latest
-            if project == project_uuid and issued <= now < issued + reuse:
-                return token
+        if latest is not None and latest.project == project_uuid and self._reusable(latest, now):
+            return latest.token
         token = runner_pull_token(
             self.secret,
             issuer=self.issuer,
@@ -116,9 +121,7 @@ class PullTokens:
         )
         if len(self._latest) >= PRUNE_AT:
             self._latest = {
-                runner: kept
-                for runner, kept in self._latest.items()
-                if kept[1] <= now < kept[1] + reuse
+                runner: kept for runner, kept in self._latest.items() if self._reusable(kept, now)
             }
-        self._latest[runner_uuid] = (project_uuid, now, token)
+        self._latest[runner_uuid] = _Issued(project_uuid, now, token)
         return token
