@@ -74,7 +74,7 @@ def test_a_runner_killed_by_sigkill_leaves_no_job_process_running(
     assert not gone(leader) and not gone(child)
     try:
         runner.kill(signal.SIGKILL)
-        # The leader by its parent-death signal, its child by the runner's guard.
+        # Both by the runner's guard: the leader was started unarmed, the guard watching.
         wait_until(lambda: gone(leader) and gone(child), timeout=20, message="the job to die")
     finally:
         for pid in (leader, child):
@@ -84,6 +84,43 @@ def test_a_runner_killed_by_sigkill_leaves_no_job_process_running(
     in_flight = runner.spool / IN_FLIGHT_DIR
     wait_until(lambda: not any(in_flight.iterdir()), timeout=20, message="the record removed")
     assert "killed process group" in runner.output()
+
+
+def guard_of(spool: Path) -> int:
+    """The pid of the guard watching ``spool``'s in-flight records."""
+
+    def find() -> int | None:
+        for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+            try:
+                argv = cmdline.read_bytes().split(b"\0")
+            except OSError:
+                continue
+            if b"benchrunner.runner.guard" in argv and str(spool / IN_FLIGHT_DIR).encode() in argv:
+                return int(cmdline.parent.name)
+        return None
+
+    return wait_until(find, message="the runner's guard")
+
+
+def test_without_its_guard_a_runner_arms_the_leader_to_die_with_it(
+    deployment: Deployment, tmp_path: Path
+) -> None:
+    runner = deployment.runner_process("r1").start()
+    guard = guard_of(runner.spool)
+    os.kill(guard, signal.SIGKILL)
+    pidfile = tmp_path / "family.pids"
+    job_uuid = deployment.submit("bench.family", {"pidfile": str(pidfile)})
+    deployment.wait_status(job_uuid, "running")
+    leader, child = read_pids(pidfile)
+    try:
+        runner.kill(signal.SIGKILL)
+        # No guard is left to kill anything: the leader dies by its parent-death signal alone.
+        wait_until(lambda: gone(leader), timeout=20, message="the leader to die")
+    finally:
+        for pid in (leader, child):
+            if not gone(pid):
+                os.kill(pid, signal.SIGKILL)
+    assert f"the guard (pid {guard}) exited with -9" in runner.output()
 
 
 def test_a_job_left_running_is_killed_at_the_next_start_before_any_claim(

@@ -1,13 +1,14 @@
-"""How a job's leader is started: armed with the parent-death signal through the ``setpriv``
-shim and through the forked-child fallback alike, and refused the same way when its program
-cannot run."""
+"""How a job's leader is started: unarmed when the runner's guard watches it, otherwise armed
+with the parent-death signal through the ``setpriv`` shim and through the forked-child fallback
+alike; always in a session of its own, and refused the same way when its program cannot run."""
 
 from __future__ import annotations
 
 import errno
+import signal
 import sys
-from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -21,9 +22,12 @@ READ_PDEATHSIG = (
 
 SHIM = parent_death_shim()
 WAYS = [
-    pytest.param(None, id="forked-child"),
+    pytest.param({"guarded": True}, id="guarded"),
+    pytest.param({"shim": None}, id="forked-child"),
     pytest.param(
-        SHIM, id="setpriv", marks=pytest.mark.skipif(SHIM is None, reason="no usable setpriv")
+        {"shim": SHIM},
+        id="setpriv",
+        marks=pytest.mark.skipif(SHIM is None, reason="no usable setpriv"),
     ),
 ]
 
@@ -32,27 +36,28 @@ def environment() -> dict[str, str]:
     return {"PATH": str(Path(sys.executable).parent) + ":/usr/bin:/bin"}
 
 
-@pytest.mark.parametrize("shim", WAYS)
-def test_the_leader_runs_armed_with_sigkill_in_a_session_of_its_own(
-    shim: Sequence[str] | None,
+@pytest.mark.parametrize("way", WAYS)
+def test_the_leader_runs_in_a_session_of_its_own_armed_unless_guarded(
+    way: dict[str, Any],
 ) -> None:
     code = f"import os; {READ_PDEATHSIG}; print(os.getsid(0) == os.getpid())"
-    leader = start_leader([sys.executable, "-c", code], env=environment(), shim=shim)
+    leader = start_leader([sys.executable, "-c", code], env=environment(), **way)
     stdout, stderr = leader.communicate(timeout=30)
-    assert (leader.returncode, stdout.decode().split(), stderr) == (0, ["9", "True"], b"")
+    armed = "0" if way.get("guarded") else str(int(signal.SIGKILL))
+    assert (leader.returncode, stdout.decode().split(), stderr) == (0, [armed, "True"], b"")
 
 
-@pytest.mark.parametrize("shim", WAYS)
-def test_argv_reaches_the_program_unchanged(shim: Sequence[str] | None, tmp_path: Path) -> None:
+@pytest.mark.parametrize("way", WAYS)
+def test_argv_reaches_the_program_unchanged(way: dict[str, Any], tmp_path: Path) -> None:
     code = "import sys; print(sys.argv[1:]); import os; print(os.getcwd())"
     leader = start_leader(
-        [sys.executable, "-c", code, "--", "a b"], env=environment(), cwd=tmp_path, shim=shim
+        [sys.executable, "-c", code, "--", "a b"], env=environment(), cwd=tmp_path, **way
     )
     stdout, _ = leader.communicate(timeout=30)
     assert stdout.decode().splitlines() == ["['--', 'a b']", str(tmp_path)]
 
 
-@pytest.mark.parametrize("shim", WAYS)
+@pytest.mark.parametrize("way", WAYS)
 @pytest.mark.parametrize(
     ("program", "code"),
     [
@@ -63,10 +68,10 @@ def test_argv_reaches_the_program_unchanged(shim: Sequence[str] | None, tmp_path
     ],
 )
 def test_a_program_that_cannot_run_is_refused_before_anything_starts(
-    shim: Sequence[str] | None, program: str, code: int, tmp_path: Path
+    way: dict[str, Any], program: str, code: int, tmp_path: Path
 ) -> None:
     (tmp_path / "not-executable").write_text("#!/bin/sh\n")
     (tmp_path / "a-directory").mkdir()
     with pytest.raises(OSError) as refused:
-        start_leader([program], env=environment(), cwd=tmp_path, shim=shim)
+        start_leader([program], env=environment(), cwd=tmp_path, **way)
     assert refused.value.errno == code

@@ -22,6 +22,7 @@ from benchrunner.runner import procfs
 from benchrunner.runner.cores import CorePlan
 from benchrunner.runner.executors import ExecutorError, ProcessExecutor
 from benchrunner.runner.executors.process import ENV_ALLOWLIST, ProcessJob
+from benchrunner.runner.inflight import InFlight
 from tests.harness import REPO, wait_until
 from tests.unit.claimed_jobs import claimed_job
 
@@ -414,6 +415,35 @@ def test_the_job_leader_dies_with_a_runner_killed_by_sigkill(tmp_path: Path) -> 
     finally:
         if running(leader) is not None:
             os.kill(leader, signal.SIGKILL)
+
+
+PR_GET_PDEATHSIG = 2
+READ_PDEATHSIG = (
+    "import ctypes; value = ctypes.c_int(); "
+    f"ctypes.CDLL(None).prctl({PR_GET_PDEATHSIG}, ctypes.byref(value)); print(value.value)"
+)
+
+
+@pytest.mark.parametrize(
+    ("guard_running", "armed"),
+    [
+        pytest.param(True, "0", id="a-running-guard-watches"),
+        pytest.param(False, "9", id="the-guard-is-gone"),
+        pytest.param(None, "9", id="no-guard"),
+    ],
+)
+def test_the_leader_is_armed_with_the_parent_death_signal_unless_a_running_guard_watches(
+    tmp_path: Path, guard_running: bool | None, armed: str
+) -> None:
+    in_flight = InFlight(tmp_path / "in-flight")
+    if guard_running is not None:
+        in_flight.watched_by(lambda: guard_running)
+    job = executor(in_flight=in_flight).prepare(script(READ_PDEATHSIG))
+    try:
+        result = job.run_iteration(0)
+    finally:
+        job.cleanup()
+    assert (result.exit_code, (result.stdout or "").split()) == (0, [armed])
 
 
 def test_cancel_before_an_iteration_starts_nothing() -> None:

@@ -231,6 +231,7 @@ class Agent:
             log.info("signing results with key %s", self._signer.fingerprint)
         try:
             self._guard = Guard(self._in_flight.directory)
+            self._in_flight.watched_by(self._guard.running)
         except OSError as exc:
             log.error("cannot start the guard (a job may outlive a killed runner): %s", exc)
         self._heartbeat.start()

@@ -47,6 +47,21 @@ class Guard:
     def pid(self) -> int:
         return self._process.pid
 
+    def running(self) -> bool:
+        """Whether the guard still runs; its end is logged once, as an error."""
+        if self._process.returncode is not None:
+            return False
+        if self._process.poll() is None:
+            return True
+        log.error(
+            "the guard (pid %d) exited with %d: job leaders are armed with the parent-death "
+            "signal from now on, and what else a job starts may outlive a killed runner until "
+            "its next start",
+            self._process.pid,
+            self._process.returncode,
+        )
+        return False
+
     def close(self) -> None:
         """Let the guard stop what is still recorded, and wait for it (bounded)."""
         assert self._process.stdin is not None

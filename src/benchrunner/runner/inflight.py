@@ -5,9 +5,11 @@ the runner's next start, before it claims anything.
     <spool>/in-flight/<job uuid>.json    one record per job, replaced as the job goes on
 
 The ``process`` executor records the job before each iteration starts and its process group
-as soon as the group's leader runs (the leader, armed with a parent-death signal, cannot outlive
-the runner in between); the ``sandbox`` executor records the container id and the runtime command
-that manages it before the runtime starts. A record is forgotten when the job is cleaned up.
+as soon as the group's leader runs (in between, the guard finds the leader by its
+``BENCHRUNNER_JOB``; a leader started while no guard runs is armed with a parent-death signal
+and cannot outlive the runner); the ``sandbox`` executor records the container id and the
+runtime command that manages it before the runtime starts. A record is forgotten when the job
+is cleaned up.
 
 Stopping what a record names:
 
@@ -32,6 +34,7 @@ import signal
 import subprocess
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -98,6 +101,15 @@ class InFlight:
         self.directory = directory
         directory.mkdir(mode=0o700, parents=True, exist_ok=True)
         self._boot = procfs.boot_id()
+        self._watcher: Callable[[], bool] | None = None
+
+    def watched_by(self, running: Callable[[], bool]) -> None:
+        """A guard process watches these records: ``running()`` tells whether it still runs."""
+        self._watcher = running
+
+    def watched(self) -> bool:
+        """Whether a running guard would stop what these records name if the runner died now."""
+        return self._watcher is not None and self._watcher()
 
     def job(self, job: uuid.UUID) -> None:
         """Record that ``job`` is about to start processes, before it starts any."""

@@ -5,21 +5,26 @@ every descendant that does not call ``setsid``/``setpgid`` itself stays in the g
 means SIGTERM to the group, then SIGKILL after a grace period, then waiting until the kernel
 reports the group empty.
 
-The runner's death: the leader is armed with a parent-death signal (Linux
-``PR_SET_PDEATHSIG``, SIGKILL), so it dies with the runner even when nothing of the runner can
-act any more. It is armed by util-linux ``setpriv`` run as a shim in the child (it sets the
-signal, then executes the job's program in the same process), or, where ``setpriv`` is missing,
-by Python code in a forked child (slower: see ``start_leader``). Either way the leader is armed
-before the job's program runs. The one difference: the forked child also exits at once if the
-runner died before the signal was armed; through the shim such a child, started in the instant
-of the runner's death, is left to the guard and the next start, which find it by the job's
-``BENCHRUNNER_JOB``, as they find any descendant.
+The runner's death: while the runner's guard process runs (``runner/guard.py``), the guard
+stops the whole group, leader included, the moment the runner ends, from the job's in-flight
+record (``runner/inflight.py``); the leader is then started *guarded*: one ``vfork`` and one
+``exec`` of the job's program, nothing in between, the fastest start there is. Without a live
+guard (it could not start, or it died) the leader is *armed* instead with a parent-death signal
+(Linux ``PR_SET_PDEATHSIG``, SIGKILL), so it dies with the runner even when nothing of the runner
+can act any more. It is armed by util-linux ``setpriv`` run as a shim in the child (it sets the
+signal, then executes the job's program in the same process; a second ``exec``, about a
+millisecond), or, where ``setpriv`` is missing, by Python code in a forked child (slower: see
+``start_leader``). Either way the leader is armed before the job's program runs. The one
+difference: the forked child also exits at once if the runner died before the signal was armed;
+through the shim such a child, started in the instant of the runner's death, is left to the
+guard and the next start, which find it by the job's ``BENCHRUNNER_JOB``, as they find any
+descendant (and so is a guarded leader caught between ``vfork`` and ``exec``).
 
 The signal fires when the *thread* that forked the leader ends, not only the process: the
 leader is forked by the job's thread, which outlives it (it waits for the leader and stops the
 group before it returns), so it fires only once the iteration is over or the
 runner died. It reaches the leader only: the rest of the group is stopped by the runner's guard
-process, or at the runner's next start, from the in-flight record (``runner/inflight.py``).
+process, or at the runner's next start, from the in-flight record.
 
 Orphans: when the leader dies first, its children are re-parented. The runner makes itself a
 *child subreaper* (Linux ``PR_SET_CHILD_SUBREAPER``) so they are re-parented to the runner, which
@@ -93,34 +98,39 @@ def start_leader(
     env: Mapping[str, str],
     cwd: Path | None = None,
     shim: Sequence[str] | _Default | None = _DEFAULT,
+    guarded: bool = False,
 ) -> subprocess.Popen[bytes]:
-    """``argv`` started as the leader of a new session and process group, armed to be killed
-    when the runner dies; no stdin, stdout and stderr piped, no other descriptor inherited.
-    Raises OSError if it cannot be started (``argv[0]`` not found or not executable included).
+    """``argv`` started as the leader of a new session and process group, to be killed when the
+    runner dies; no stdin, stdout and stderr piped, no other descriptor inherited. Raises
+    OSError if it cannot be started (``argv[0]`` not found or not executable included).
 
-    How it is armed: through ``shim`` (default: ``parent_death_shim()``), a program that sets
-    the parent-death signal and then executes ``argv`` in the same process, so the child is
-    started with ``vfork`` (no Python runs in it); without one, by code run in the child
-    between ``fork`` and ``exec``, which is several milliseconds slower in a process of the
-    runner's size (the whole interpreter is forked and its pages copied as it runs).
+    ``guarded``: the runner's guard is running and the job is recorded in flight, so the guard
+    kills the leader with its group; it is started unarmed, by ``vfork`` and one ``exec``.
+    Otherwise it is armed with the parent-death signal: through ``shim`` (default:
+    ``parent_death_shim()``), a program that sets the signal and then executes ``argv`` in the
+    same process, so the child is still started with ``vfork`` (no Python runs in it); without
+    one, by code run in the child between ``fork`` and ``exec``, which is several milliseconds
+    slower in a process of the runner's size (the whole interpreter is forked and its pages
+    copied as it runs).
     """
+    if guarded:
+        return _popen(argv, env, cwd)
     shim = parent_death_shim() if isinstance(shim, _Default) else shim
     if shim is None:
-        return subprocess.Popen(
-            list(argv),
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            cwd=cwd,
-            env=dict(env),
-            start_new_session=True,
-            close_fds=True,
-            preexec_fn=_die_with(os.getpid()),
-        )
+        return _popen(argv, env, cwd, preexec_fn=_die_with(os.getpid()))
     # The shim reports a missing program only through its exit code: refuse here as Popen does.
     _check_executable(argv[0], env.get("PATH", os.defpath), cwd)
+    return _popen([*shim, *argv], env, cwd)
+
+
+def _popen(
+    command: Sequence[str],
+    env: Mapping[str, str],
+    cwd: Path | None,
+    preexec_fn: Callable[[], None] | None = None,
+) -> subprocess.Popen[bytes]:
     return subprocess.Popen(
-        [*shim, *argv],
+        list(command),
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -128,6 +138,7 @@ def start_leader(
         env=dict(env),
         start_new_session=True,
         close_fds=True,
+        preexec_fn=preexec_fn,
     )
 
 

@@ -214,7 +214,12 @@ class ProcessJob(PreparedJob):
                 raise ExecutorError(f"cannot record the job before it starts: {exc}") from None
         try:
             with self._cores.job_affinity():
-                leader = start_leader(self.argv, env=self.environment(index), cwd=self.workdir)
+                leader = start_leader(
+                    self.argv,
+                    env=self.environment(index),
+                    cwd=self.workdir,
+                    guarded=self._in_flight is not None and self._in_flight.watched(),
+                )
                 started_ns = pickup_trace.now()
             self._cores.admit(leader.pid)
         except OSError as exc:
