@@ -64,9 +64,16 @@ def test_runner_refuses_a_template_it_does_not_list(
     deployment = each_transport
     own = tmp_path / "runner-templates.toml"
     own.write_text('[templates."bench.other"]\ncommand = ["true"]\n')
-    deployment.runner_process("picky", templates=own).start()
-    job = deployment.wait_status(deployment.submit("bench.noop"), "failed")
+    runner = deployment.runner_process("picky", templates=own).start()
+    job_uuid = deployment.submit("bench.noop")
+    job = deployment.wait_status(job_uuid, "failed")
     assert "not approved on this runner" in job["output"]["error"]
+    # No process ever started: the job's "received" line is logged as it finishes, first.
+    log = wait_until(
+        lambda: f"job {job_uuid} finished" in runner.output() and runner.output(),
+        message="the runner to log the job's end",
+    )
+    assert log.index(f"job {job_uuid} received") < log.index(f"job {job_uuid} finished")
 
 
 def test_cancel_while_pending(deployment: Deployment) -> None:

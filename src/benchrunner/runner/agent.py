@@ -201,6 +201,8 @@ class Agent:
         # The first job this process took: in `once` mode, the one whose delivery ends the run.
         # One value, not a set of every job run, so a long-lived runner holds nothing per job.
         self._first_job: uuid.UUID | None = None
+        # The job whose "received" line is still to be logged (``_on_job`` says why it waits).
+        self._received: JsonClaimedJob | None = None
         self._first_delivered = False
         self._drain = Drain(options.drain_grace, options.delivery_grace)
         self._refused: str | None = None
@@ -383,6 +385,7 @@ class Agent:
         elif isinstance(event, JobStarted):
             if self._job is not None and self._job.uuid == event.job:
                 self._job_started = True
+                self._log_received()
                 log.info("job %s started", event.job)
         elif isinstance(event, JobFinished):
             self._on_job_finished(event)
@@ -464,7 +467,14 @@ class Agent:
             self._first_job = claimed.uuid
         self._logs.begin(claimed.uuid)
         self._job.start()
-        # Logged once the job's thread is on its way, not in front of it.
+        # Logged once the job's first process runs (or the job ended without one): formatted
+        # and written now, the line would hold the interpreter while the job's thread starts it.
+        self._received = claimed
+
+    def _log_received(self) -> None:
+        claimed, self._received = self._received, None
+        if claimed is None:
+            return
         config = claimed.config
         what = f"template {config.template!r}" if config.template else f"image {config.digest}"
         log.info(
@@ -516,6 +526,7 @@ class Agent:
             log.info("ignoring cancel for job %s: not running here", message.job)
 
     def _on_job_finished(self, event: JobFinished) -> None:
+        self._log_received()
         self._job = None
         self._job_started = False
         # On this thread, which sends the result next: every log goes out before it.
