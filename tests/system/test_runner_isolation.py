@@ -86,6 +86,31 @@ def test_a_runner_killed_by_sigkill_leaves_no_job_process_running(
     assert "killed process group" in runner.output()
 
 
+def test_the_next_working_directory_is_made_while_idle_and_removed_at_the_stop(
+    deployment: Deployment, tmp_path: Path
+) -> None:
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    runner = deployment.runner_process("r1").start(TMPDIR=str(temp))
+    first = deployment.wait_status(deployment.submit("bench.environ"), "processed")
+    workdir = json.loads(first["output"]["results"][0]["stdout"])["BENCHRUNNER_WORKDIR"]
+    assert Path(workdir).parent == temp and Path(workdir).name.startswith(
+        f"benchrunner-{first['uuid']}-"
+    )
+
+    def made_ahead() -> list[str]:
+        return [entry.name for entry in temp.iterdir() if entry.name.startswith("benchrunner-")]
+
+    (ahead,) = wait_until(made_ahead, message="the next job's working directory")
+    assert ahead.startswith("benchrunner-next-")
+    second = deployment.wait_status(deployment.submit("bench.environ"), "processed")
+    taken = json.loads(second["output"]["results"][0]["stdout"])["BENCHRUNNER_WORKDIR"]
+    assert Path(taken).name == ahead.replace("next", second["uuid"], 1)
+    wait_until(made_ahead, message="the one after it")
+    assert runner.kill(signal.SIGTERM) == 0
+    assert made_ahead() == []
+
+
 def guard_of(spool: Path) -> int:
     """The pid of the guard watching ``spool``'s in-flight records."""
 

@@ -326,6 +326,40 @@ def test_each_job_runs_in_a_fresh_working_directory_removed_at_cleanup(tmp_path:
     assert list(tmp_path.iterdir()) == []
 
 
+def test_the_next_jobs_working_directory_is_made_between_jobs_and_named_after_it(
+    tmp_path: Path,
+) -> None:
+    ahead = executor(workdir_root=tmp_path)
+    ahead.between_jobs()
+    (made,) = tmp_path.iterdir()
+    assert made.stat().st_mode & 0o777 == 0o700 and list(made.iterdir()) == []
+    code = "import os; print(os.getcwd()); print(sorted(os.listdir()))"
+    job = ahead.prepare(script(code))
+    try:
+        assert not made.exists() and job.workdir.parent == tmp_path
+        assert job.workdir.name.startswith(f"benchrunner-{job.job}-")
+        assert job.run_iteration(0).stdout == f"{job.workdir}\n[]\n"
+        # Taken: the next job makes its own, unless one is made ahead again.
+        second = ahead.prepare(script(code))
+        second.cleanup()
+    finally:
+        job.cleanup()
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_the_working_directory_made_ahead_is_removed_when_the_executor_closes(
+    tmp_path: Path,
+) -> None:
+    ahead = executor(workdir_root=tmp_path)
+    ahead.between_jobs()
+    ahead.between_jobs()  # one is enough
+    assert len(list(tmp_path.iterdir())) == 1
+    ahead.close()
+    assert list(tmp_path.iterdir()) == []
+    ahead.between_jobs()  # closed: nothing more is made
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_job_process_runs_on_the_job_cores_only() -> None:
     allowed = os.sched_getaffinity(0)
     if len(allowed) < 2:

@@ -600,6 +600,7 @@ class Agent:
                 job.join(self._options.kill_grace + 5.0)
         if self._slot is not None:
             self._slot.close()
+        self._executor.close()
         self._connector.close()
         if self._guard is not None:
             self._guard.close()  # it stops whatever the job could not

@@ -156,6 +156,7 @@ class JobRun:
         else:
             _crash_after_spool_hook(message)
         self._post(JobFinished(self.uuid, message, time.monotonic() - started))
+        self._executor.between_jobs()
 
     def _execute(self) -> TerminalMessage:
         reason = self.cancel_reason

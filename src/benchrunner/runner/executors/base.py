@@ -75,6 +75,15 @@ class Executor(abc.ABC):
         prepared. Thread-safe, does not block."""
         return None
 
+    def between_jobs(self) -> None:
+        """Set up ahead, on the job's thread once its result has been posted, what the next job
+        would otherwise wait for. A no-op by default; never raises."""
+        return None
+
+    def close(self) -> None:
+        """Release what ``between_jobs`` set up and no job took. Idempotent."""
+        return None
+
     @abc.abstractmethod
     def prepare(self, job: JsonClaimedJob) -> PreparedJob:
         """Check and set up ``job``. Raises ExecutorError with a clear reason if this executor

@@ -40,6 +40,9 @@ from benchrunner.runner.inflight import JOB_VARIABLE, InFlight
 
 log = logging.getLogger(__name__)
 
+_SPARE_PREFIX = "benchrunner-next-"
+"""The working directory made ahead, until a job takes it and it is renamed after the job."""
+
 # Nothing else of the runner's environment reaches a job: above all not the runner key.
 ENV_ALLOWLIST = ("PATH", "HOME", "LANG", "LC_ALL", "TZ", "TMPDIR")
 
@@ -68,6 +71,9 @@ class ProcessExecutor(Executor):
         self._cores = cores or CorePlan()
         self._workdir_root = workdir_root
         self._environ = os.environ if environ is None else environ
+        self._spare_lock = threading.Lock()
+        self._spare: Path | None = None
+        self._closed = False
         become_subreaper()
 
     def prepare(self, job: JsonClaimedJob) -> ProcessJob:
@@ -88,9 +94,7 @@ class ProcessExecutor(Executor):
             raise ExecutorError(str(exc)) from None
         base_env = {name: self._environ[name] for name in ENV_ALLOWLIST if name in self._environ}
         try:
-            workdir = Path(
-                tempfile.mkdtemp(prefix=f"benchrunner-{job.uuid}-", dir=self._workdir_root)
-            )
+            workdir = self._working_directory(job.uuid)
         except OSError as exc:
             raise ExecutorError(f"cannot create the job's working directory: {exc}") from None
         return ProcessJob(
@@ -106,6 +110,45 @@ class ProcessExecutor(Executor):
             cores=self._cores,
             in_flight=self._in_flight,
         )
+
+    def between_jobs(self) -> None:
+        """Make the next job's working directory now: ``mkdtemp`` on the way of a job start
+        costs a fifth of the runner's pickup share (benchmarks/RESULTS.md)."""
+        with self._spare_lock:
+            if self._spare is not None or self._closed:
+                return
+        try:
+            spare = Path(tempfile.mkdtemp(prefix=_SPARE_PREFIX, dir=self._workdir_root))
+        except OSError as exc:
+            log.warning("cannot make the next job's working directory ahead: %s", exc)
+            return
+        with self._spare_lock:
+            if self._spare is None and not self._closed:
+                self._spare = spare
+                return
+        spare.rmdir()
+
+    def close(self) -> None:
+        with self._spare_lock:
+            self._closed = True
+            spare, self._spare = self._spare, None
+        if spare is not None:
+            shutil.rmtree(spare, ignore_errors=True)
+
+    def _working_directory(self, job: uuid.UUID) -> Path:
+        """A new, empty directory of mode 0700 named after ``job``: the one made ahead, renamed,
+        or else a new one."""
+        with self._spare_lock:
+            spare, self._spare = self._spare, None
+        if spare is not None:
+            named = spare.with_name(f"benchrunner-{job}-{spare.name.removeprefix(_SPARE_PREFIX)}")
+            try:
+                spare.rename(named)
+                return named
+            except OSError as exc:
+                log.warning("cannot take the working directory made ahead: %s", exc)
+                shutil.rmtree(spare, ignore_errors=True)
+        return Path(tempfile.mkdtemp(prefix=f"benchrunner-{job}-", dir=self._workdir_root))
 
 
 class ProcessJob(PreparedJob):
