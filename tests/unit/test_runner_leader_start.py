@@ -13,12 +13,7 @@ from typing import Any
 import pytest
 
 from benchrunner.runner.executors.group import parent_death_shim, start_leader
-
-PR_GET_PDEATHSIG = 2
-READ_PDEATHSIG = (
-    "import ctypes; value = ctypes.c_int(); "
-    f"ctypes.CDLL(None).prctl({PR_GET_PDEATHSIG}, ctypes.byref(value)); print(value.value)"
-)
+from tests.unit.parent_death import READ_PDEATHSIG
 
 SHIM = parent_death_shim()
 WAYS = [

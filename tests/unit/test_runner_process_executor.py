@@ -25,6 +25,7 @@ from benchrunner.runner.executors.process import ENV_ALLOWLIST, ProcessJob
 from benchrunner.runner.inflight import InFlight
 from tests.harness import REPO, wait_until
 from tests.unit.claimed_jobs import claimed_job
+from tests.unit.parent_death import READ_PDEATHSIG
 
 PY = sys.executable
 TEMPLATES = TemplateRegistry.parse(
@@ -341,6 +342,7 @@ def test_the_next_jobs_working_directory_is_made_between_jobs_and_named_after_it
         assert job.run_iteration(0).stdout == f"{job.workdir}\n[]\n"
         # Taken: the next job makes its own, unless one is made ahead again.
         second = ahead.prepare(script(code))
+        assert second.workdir.name.startswith(f"benchrunner-{second.job}-")
         second.cleanup()
     finally:
         job.cleanup()
@@ -449,13 +451,6 @@ def test_the_job_leader_dies_with_a_runner_killed_by_sigkill(tmp_path: Path) -> 
     finally:
         if running(leader) is not None:
             os.kill(leader, signal.SIGKILL)
-
-
-PR_GET_PDEATHSIG = 2
-READ_PDEATHSIG = (
-    "import ctypes; value = ctypes.c_int(); "
-    f"ctypes.CDLL(None).prctl({PR_GET_PDEATHSIG}, ctypes.byref(value)); print(value.value)"
-)
 
 
 @pytest.mark.parametrize(

@@ -126,7 +126,7 @@ class ProcessExecutor(Executor):
             if self._spare is None and not self._closed:
                 self._spare = spare
                 return
-        spare.rmdir()
+        shutil.rmtree(spare, ignore_errors=True)
 
     def close(self) -> None:
         with self._spare_lock:
@@ -138,17 +138,18 @@ class ProcessExecutor(Executor):
     def _working_directory(self, job: uuid.UUID) -> Path:
         """A new, empty directory of mode 0700 named after ``job``: the one made ahead, renamed,
         or else a new one."""
+        prefix = f"benchrunner-{job}-"
         with self._spare_lock:
             spare, self._spare = self._spare, None
         if spare is not None:
-            named = spare.with_name(f"benchrunner-{job}-{spare.name.removeprefix(_SPARE_PREFIX)}")
+            named = spare.with_name(prefix + spare.name.removeprefix(_SPARE_PREFIX))
             try:
                 spare.rename(named)
                 return named
             except OSError as exc:
                 log.warning("cannot take the working directory made ahead: %s", exc)
                 shutil.rmtree(spare, ignore_errors=True)
-        return Path(tempfile.mkdtemp(prefix=f"benchrunner-{job}-", dir=self._workdir_root))
+        return Path(tempfile.mkdtemp(prefix=prefix, dir=self._workdir_root))
 
 
 class ProcessJob(PreparedJob):
