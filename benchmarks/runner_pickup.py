@@ -9,6 +9,8 @@ and when the spawn call returned. Per job:
 
     share   = job's first clock read - job message received   (the figure of issue 10)
     spawned = spawn call returned    - job message received
+    before  = job message received   - the client's clock just before its submit call
+              (the server's part of pickup, with the HTTP call and the channel's frame)
 
 p50/p90 over ``--jobs`` jobs (after ``--warmup``), per run; medians of the per-run figures
 over ``--runs`` runs. ``--runner-src LABEL=DIR`` (repeatable) runs the runner from another
@@ -29,6 +31,7 @@ import signal
 import statistics
 import subprocess
 import tempfile
+import time
 from dataclasses import dataclass
 from functools import partial
 from http.client import HTTPConnection
@@ -74,6 +77,8 @@ class Figures:
     share_p90: float
     spawned_p50: float
     spawned_p90: float
+    before_p50: float
+    before_p90: float
     jobs: int
 
 
@@ -126,6 +131,7 @@ def run_variant(
             "args": {"out": str(clocks)},
         }
     )
+    submits: dict[str, int] = {}
     runner.start(**env)
     try:
         with server.client() as client:
@@ -135,11 +141,12 @@ def run_variant(
                 make_realtime(runner.proc.pid)
             for index in range(warmup + jobs):
                 wait_until(lambda: client.health()["waiting_runners"] == 1, interval=0.002)
+                submitted = time.time_ns()
                 http.request("POST", "/v0/run", payload, headers)
                 response = http.getresponse()
                 if response.status >= 300:
                     raise SystemExit(f"submit refused: {response.status} {response.read()!r}")
-                response.read()
+                submits[json.loads(response.read())["job"]] = submitted
                 wait_until(partial(_more_than, clocks, index), timeout=30, interval=0.002)
             wait_until(lambda: _lines(trace) >= warmup + jobs, timeout=30, interval=0.01)
     finally:
@@ -150,16 +157,20 @@ def run_variant(
         received[job] = (int(got_text), int(spawned_text))
     shares: list[float] = []
     spawns: list[float] = []
+    befores: list[float] = []
     for line in clocks.read_text().splitlines()[warmup:]:
         job, ran = line.split()
         got, spawned = received[job]
         shares.append((int(ran) - got) / 1e6)
         spawns.append((spawned - got) / 1e6)
+        befores.append((got - submits[job]) / 1e6)
     return Figures(
         percentile(shares, 0.5),
         percentile(shares, 0.9),
         percentile(spawns, 0.5),
         percentile(spawns, 0.9),
+        percentile(befores, 0.5),
+        percentile(befores, 0.9),
         len(shares),
     )
 
@@ -238,7 +249,8 @@ def main() -> None:
                 print(
                     f"run {attempt + 1} {label:>10}: share p50 {figures.share_p50:.3f} "
                     f"p90 {figures.share_p90:.3f}  spawn returned p50 {figures.spawned_p50:.3f} "
-                    f"p90 {figures.spawned_p90:.3f} ms ({figures.jobs} jobs)",
+                    f"p90 {figures.spawned_p90:.3f}  before p50 {figures.before_p50:.3f} "
+                    f"p90 {figures.before_p90:.3f} ms ({figures.jobs} jobs)",
                     flush=True,
                 )
     mode = ", runner under SCHED_FIFO" if options.realtime else ""
@@ -249,7 +261,9 @@ def main() -> None:
             f"  {label:>10}: share p50 {statistics.median(r.share_p50 for r in runs):.3f} "
             f"p90 {statistics.median(r.share_p90 for r in runs):.3f}  "
             f"spawn returned p50 {statistics.median(r.spawned_p50 for r in runs):.3f} "
-            f"p90 {statistics.median(r.spawned_p90 for r in runs):.3f}"
+            f"p90 {statistics.median(r.spawned_p90 for r in runs):.3f}  "
+            f"before p50 {statistics.median(r.before_p50 for r in runs):.3f} "
+            f"p90 {statistics.median(r.before_p90 for r in runs):.3f}"
         )
 
 

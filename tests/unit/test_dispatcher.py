@@ -172,3 +172,93 @@ def test_a_job_created_while_a_claim_finds_nothing_is_claimed() -> None:
         await dispatcher.stop()
 
     run(scenario)
+
+
+# ------------------------------------------------------------ reservations (server/hand_off.py)
+
+
+def test_a_reservation_takes_the_longest_waiting_runner_of_the_spec_and_hands_it_the_claim() -> (
+    None
+):
+    async def scenario() -> None:
+        claimed_for: list[int] = []
+
+        async def claim(runner_id: int, _slug: str, _nonce: str, _templates: bool) -> Claim | None:
+            claimed_for.append(runner_id)
+            return None
+
+        dispatcher = Dispatcher(claim, on_abandoned=lambda _c: None, safety_interval=3600)
+        dispatcher.start()
+        other = asyncio.create_task(dispatcher.wait_for_job(1, "a", frozenset({2}), None, 5))
+        await settle()
+        first = asyncio.create_task(dispatcher.wait_for_job(2, "b", frozenset({1}), None, 5))
+        await settle()
+        second = asyncio.create_task(dispatcher.wait_for_job(3, "c", frozenset({1}), None, 5))
+        await settle()
+        assert dispatcher.reserve(3) is None  # no runner of spec 3 waits
+        waiter = dispatcher.reserve(1)
+        assert waiter is not None and waiter.runner_id == 2
+        assert dispatcher.waiting == 2
+        dispatcher.capacity_freed()  # a round meanwhile claims for the others only
+        await settle()
+        assert 2 not in claimed_for[3:]
+        dispatcher.settle(waiter, claim_for(40))
+        result = await asyncio.wait_for(first, 1)
+        assert result is not None and result.job.id == 40
+        assert not second.done() and dispatcher.waiting == 2
+        for task in (other, second):
+            task.cancel()
+        await dispatcher.stop()
+
+    run(scenario)
+
+
+def test_a_reservation_that_claimed_nothing_waits_again_and_is_claimed_for() -> None:
+    async def scenario() -> None:
+        jobs: list[Claim] = []
+
+        async def claim(_runner: int, _slug: str, _nonce: str, _templates: bool) -> Claim | None:
+            return jobs.pop() if jobs else None
+
+        dispatcher = Dispatcher(claim, on_abandoned=lambda _c: None, safety_interval=3600)
+        dispatcher.start()
+        waiting = asyncio.create_task(dispatcher.wait_for_job(1, "a", frozenset({1}), None, 5))
+        await settle()
+        waiter = dispatcher.reserve(1)
+        assert waiter is not None and dispatcher.waiting == 0
+        jobs.append(claim_for(50))
+        dispatcher.settle(waiter, None)  # it waits again
+        assert dispatcher.waiting == 1
+        dispatcher.job_created(1)  # as a submission whose claim took nothing wakes it
+        result = await asyncio.wait_for(waiting, 1)
+        assert result is not None and result.job.id == 50
+        await dispatcher.stop()
+
+    run(scenario)
+
+
+def test_a_claim_for_a_reserved_runner_is_kept_when_its_poll_ends_or_its_connection_goes() -> None:
+    async def scenario() -> None:
+        abandoned: list[Claim] = []
+        dispatcher = Dispatcher(
+            lambda *_: asyncio.sleep(0, None), on_abandoned=abandoned.append, safety_interval=3600
+        )
+        dispatcher.start()
+        expiring = asyncio.create_task(dispatcher.wait_for_job(1, "a", frozenset({1}), None, 0.05))
+        going = asyncio.create_task(dispatcher.wait_for_job(2, "b", frozenset({1}), None, 5))
+        await settle()
+        first, second = dispatcher.reserve(1), dispatcher.reserve(1)
+        assert first is not None and second is not None
+        await asyncio.sleep(0.1)  # the scenario: the first poll times out while reserved
+        assert not expiring.done()
+        going.cancel()
+        await settle()
+        dispatcher.settle(first, claim_for(60))
+        dispatcher.settle(second, claim_for(61))
+        result = await asyncio.wait_for(expiring, 1)
+        assert result is not None and result.job.id == 60
+        assert [c.job.id for c in abandoned] == [61]
+        assert first.done.is_set() and dispatcher.waiting == 0
+        await dispatcher.stop()
+
+    run(scenario)

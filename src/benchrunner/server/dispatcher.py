@@ -11,6 +11,11 @@ job created for one of its specs, capacity freed, the safety tick): a runner of 
 waiting meanwhile costs no claim query. On PostgreSQL a job another replica creates reaches
 here as a wake-up too (``wakeups``), and a claim that was running when a wake-up came does not
 mark its pool empty.
+
+A submission may also claim for an idle runner itself, in its own transaction (``reserve`` and
+``settle``): the job reaches the runner without a claim transaction of its own after the
+submission's. The waiter it claims for leaves the waiting set for that time, so no other claim
+runs for it; a reservation that claimed nothing puts it back as a fresh waiter.
 """
 
 from __future__ import annotations
@@ -47,6 +52,11 @@ class Waiter:
     """Set after every claim attempt for this waiter."""
     abandoned: bool = False
     """The connection went away: what is claimed for it goes to ``on_abandoned``."""
+    expired: bool = False
+    """Its poll timed out: it is not put back after a reservation."""
+    done: asyncio.Event = field(default_factory=asyncio.Event, repr=False)
+    """Set as its wait returns, with or without a job: its caller goes on in the same step (a
+    channel sends the job before anything that waited on this runs)."""
 
     @property
     def pool(self) -> tuple[frozenset[int], int | None, bool]:
@@ -135,6 +145,7 @@ class Dispatcher:
         try:
             return await asyncio.wait_for(asyncio.shield(waiter.future), poll_timeout)
         except TimeoutError:
+            waiter.expired = True
             self._waiters.pop(waiter, None)
             while waiter.claiming:  # a claim for us is in the database right now: take it
                 waiter.settled.clear()
@@ -148,6 +159,35 @@ class Dispatcher:
         finally:
             self._waiters.pop(waiter, None)
             self._fresh.discard(waiter)
+            waiter.done.set()
+
+    # ------------------------------------------------------------ claims made elsewhere
+
+    def reserve(self, spec_id: int) -> Waiter | None:
+        """The longest-waiting runner that may take a job of ``spec_id``, taken out of the
+        waiting set so that no other claim runs for it until ``settle``; None if none waits."""
+        for waiter in self._waiters:
+            if spec_id in waiter.spec_ids and not waiter.claiming and not waiter.future.done():
+                del self._waiters[waiter]
+                self._fresh.discard(waiter)
+                waiter.claiming = True
+                return waiter
+        return None
+
+    def settle(self, waiter: Waiter, claim: Claim | None) -> None:
+        """The outcome of the claim made for a reserved ``waiter``: the job goes to it (or to
+        ``on_abandoned`` if its connection went away); without one it waits again."""
+        waiter.claiming = False
+        if claim is not None:
+            if waiter.abandoned:
+                self._on_abandoned(claim)
+            elif not waiter.future.done():
+                waiter.future.set_result(claim)
+        elif not (waiter.abandoned or waiter.expired or waiter.future.done()):
+            self._waiters[waiter] = None
+            self._fresh.add(waiter)
+            self._kick.set()
+        waiter.settled.set()
 
     # ------------------------------------------------------------ the claiming task
 

@@ -26,6 +26,7 @@ from benchrunner.protocol import (
 from benchrunner.server.completion import Completion, complete, fail_with_output, keep_late_output
 from benchrunner.server.context import ServerContext
 from benchrunner.server.dispatcher import Dispatcher
+from benchrunner.server.hand_off import HandOffs
 from benchrunner.server.heartbeats import HeartbeatLedger, write_interval
 from benchrunner.server.housekeeping import Housekeeping
 from benchrunner.server.leadership import AdvisoryLockLeadership, Leadership, SoleLeadership
@@ -83,6 +84,7 @@ class Lifecycle:
         else:
             self.wakeups = PostgresWakeups(self.dispatcher, ctx.db.url)
             leadership = AdvisoryLockLeadership(ctx.db.url)
+        self.hand_offs = HandOffs(ctx, self.dispatcher, self.wakeups)
         self.sweeper = Sweeper(
             ctx,
             self.watchdog,

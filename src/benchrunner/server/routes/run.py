@@ -394,12 +394,21 @@ async def submit_run(
             )
             spec_id = spec.id
         view = new_report_view(conn, report_id, job_uuid, with_metrics=plan.mode == "direct")
+        if hand_off is not None and job_uuid is not None:
+            life.hand_offs.claim(conn, hand_off, now)
         return _Submitted(report_id, job_uuid, spec_id, view=view)
 
-    submitted = await ctx.db.write(unit)
-    if submitted.spec_id is not None:
-        life.wakeups.job_created(submitted.spec_id)
-        await asyncio.sleep(0)  # let the dispatcher hand the job to an idle runner first
+    # An idle runner of the job's spec gets the job claimed in the submission's transaction.
+    hand_off = None if plan.mode == "direct" else life.hand_offs.reserve(plan.spec)
+    try:
+        submitted = await ctx.db.write(unit)
+    except BaseException:
+        life.hand_offs.release(hand_off)
+        raise
+    if submitted.spec_id is None or submitted.job_uuid is None:
+        life.hand_offs.release(hand_off)
+    else:
+        await life.hand_offs.committed(hand_off, plan.spec, submitted.spec_id, submitted.job_uuid)
     if submitted.view is not None:
         return {**submitted.view, "deduplicated": False}
     view = await ctx.db.read(_replayed_view, submitted.report_id)

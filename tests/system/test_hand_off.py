@@ -1,0 +1,69 @@
+"""A job submitted while a runner of its spec waits is claimed in the submission's own
+transaction (``server/hand_off.py``); a submission refused after it reserved the runner gives
+the runner back."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.harness import Deployment, RawChannel, wait_until
+from tests.system.test_backpressure import assert_busy, busy_deployment, post_run
+
+
+def waiting_runners(deployment: Deployment) -> int:
+    with deployment.server.client() as client:
+        return int(client.health()["waiting_runners"])
+
+
+def run_one(channel: RawChannel, deployment: Deployment) -> str:
+    """Submit a job, take it on ``channel`` and complete it; its UUID."""
+    job = deployment.submit("bench.noop")
+    assert channel.claim()["uuid"] == job
+    channel.ask({"event": "running"})
+    channel.ask({"event": "completed", "job": job, "results": []})
+    return job
+
+
+def test_a_job_for_a_waiting_runner_is_claimed_in_its_submission(deployment: Deployment) -> None:
+    channel = deployment.channel("idle")
+    first = run_one(channel, deployment)  # the server learns which spec the name resolves to
+    channel.send({"event": "ready", "poll_timeout": 30})
+    wait_until(lambda: waiting_runners(deployment) == 1, timeout=10)
+    second = deployment.submit("bench.noop")
+    assigned = channel.recv(timeout=10)
+    assert assigned["event"] == "job" and assigned["uuid"] == second
+    handed = deployment.job(second)
+    assert handed["status"] == "claimed" and handed["claimed"] == handed["created"], handed
+    dispatched = deployment.job(first)  # claimed by the dispatcher, after the commit
+    assert dispatched["claimed"] > dispatched["created"], dispatched
+
+
+def test_a_submission_refused_after_reserving_a_runner_leaves_it_waiting(
+    tmp_path: Path, database_url: str
+) -> None:
+    with busy_deployment(
+        tmp_path, database_url, max_queued_jobs="2", max_pending_per_organization="0"
+    ) as deployment:
+        with deployment.admin() as client:
+            client.create_spec(
+                name="big",
+                architecture="x86_64",
+                cpu=64,
+                memory=1 << 40,
+                disk=1 << 40,
+                network=False,
+            )
+        channel = deployment.channel("small-only")
+        run_one(channel, deployment)
+        with deployment.admin() as client:
+            body = {"project": deployment.project, "spec": "big", "template": "bench.noop"}
+            blocking = [client.run(body)["job"] for _ in range(2)]  # nobody runs spec big
+        channel.send({"event": "ready", "poll_timeout": 30})
+        wait_until(lambda: waiting_runners(deployment) == 1, timeout=10)
+        assert_busy(post_run(deployment), "job queue is full")
+        assert waiting_runners(deployment) == 1
+        with deployment.admin() as client:
+            client.cancel_job(deployment.project, blocking[0])
+        job = deployment.submit("bench.noop")
+        assigned = channel.recv(timeout=10)
+        assert assigned["event"] == "job" and assigned["uuid"] == job
