@@ -1,12 +1,20 @@
 """A job submitted while a runner of its spec waits is claimed in the submission's own
 transaction (``server/hand_off.py``); a submission refused after it reserved the runner gives
-the runner back."""
+the runner back; on PostgreSQL only a job no runner here took is announced to the other
+replicas, by its own insert."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from tests.harness import Deployment, RawChannel, wait_until
+import psycopg
+import pytest
+from psycopg import sql
+
+from benchrunner.server.store.listen import libpq_url
+from benchrunner.server.wakeups import CHANNEL
+from tests.databases import postgres_database
+from tests.harness import Deployment, RawChannel, deploy, wait_until
 from tests.system.test_backpressure import assert_busy, busy_deployment, post_run
 
 
@@ -67,3 +75,28 @@ def test_a_submission_refused_after_reserving_a_runner_leaves_it_waiting(
         job = deployment.submit("bench.noop")
         assigned = channel.recv(timeout=10)
         assert assigned["event"] == "job" and assigned["uuid"] == job
+
+
+@pytest.mark.postgresql
+def test_only_a_job_no_runner_here_took_is_announced_to_the_other_replicas(
+    tmp_path: Path,
+) -> None:
+    with postgres_database() as url, deploy(tmp_path, url) as deployment:
+        with psycopg.connect(libpq_url(url), autocommit=True) as listener:
+            listener.execute(sql.SQL("LISTEN {}").format(sql.Identifier(CHANNEL)))
+            channel = deployment.channel("idle")
+            run_one(channel, deployment)  # submitted before the runner waits: announced
+            channel.send({"event": "ready", "poll_timeout": 30})
+            wait_until(lambda: waiting_runners(deployment) == 1, timeout=10)
+            handed = deployment.submit("bench.noop")  # taken here: not announced
+            assert channel.recv(timeout=10)["uuid"] == handed
+            deployment.submit("bench.noop")  # the runner is busy: announced
+            # The queue delivers notifications in commit order: everything before the sentinel.
+            with psycopg.connect(libpq_url(url), autocommit=True) as other:
+                other.execute("SELECT pg_notify(%s, 'sentinel')", (CHANNEL,))
+            payloads = []
+            for notify in listener.notifies(timeout=30):
+                if notify.payload == "sentinel":
+                    break
+                payloads.append(notify.payload)
+        assert len(payloads) == 2 and all(" job " in p for p in payloads), payloads

@@ -87,12 +87,25 @@ class HandOffs:
         if hand_off is not None:
             self._dispatcher.settle(hand_off.waiter, None)
 
+    def broadcast(self, hand_off: HandOff | None, spec_id: int) -> tuple[str, str] | None:
+        """The notification a submission's job insert sends to the other replicas: none when a
+        runner here is reserved for it (``committed`` sends one if its claim takes another
+        job)."""
+        return None if hand_off is not None else self._wakeups.job_broadcast(spec_id)
+
     async def committed(
-        self, hand_off: HandOff | None, spec_ref: str | None, spec_id: int, job_uuid: UUID
+        self,
+        hand_off: HandOff | None,
+        spec_ref: str | None,
+        spec_id: int,
+        job_uuid: UUID,
+        *,
+        broadcast: bool,
     ) -> None:
-        """The submission committed its job ``job_uuid`` of spec ``spec_id``: the claim goes to
-        its runner, and unless that claim took this very job, the dispatcher is woken for it.
-        Returns once the runner's channel has taken the job (or the dispatcher had its turn)."""
+        """The submission committed its job ``job_uuid`` of spec ``spec_id`` (and sent the
+        other replicas its notification if ``broadcast``): the claim goes to its runner, and
+        unless that claim took this very job, the dispatcher is woken for it. Returns once the
+        runner's channel has taken the job (or the dispatcher had its turn)."""
         if len(self._spec_ids) >= MAX_REMEMBERED_SPECS:
             self._spec_ids.clear()
         self._spec_ids[spec_ref] = spec_id
@@ -109,7 +122,9 @@ class HandOffs:
                     runner=hand_off.waiter.runner_slug,
                 )
             self._dispatcher.settle(hand_off.waiter, claim)
-        if claim is None or claim.job.uuid != job_uuid:
+        if broadcast:
+            self._wakeups.job_created_here(spec_id)
+        elif claim is None or claim.job.uuid != job_uuid:
             self._wakeups.job_created(spec_id)
         if hand_off is not None and claim is not None:
             with contextlib.suppress(TimeoutError):

@@ -6,7 +6,10 @@ to it, so a job created through replica A reaches an idle runner waiting on repl
 poll. Payloads are ``<replica id> job <spec id>`` or ``<replica id> capacity``; a replica
 ignores its own; anything else that arrives on the channel gives the dispatcher a full round,
 which is always safe. After the listening connection is lost and regained, notifications may
-have been missed, so the dispatcher gets a full round.
+have been missed, so the dispatcher gets a full round. A submission sends its job's
+notification itself, from the statement that inserts the job (``job_broadcast``), so that it
+costs no round trip of its own and goes out only if the job commits; it then wakes this
+process alone (``job_created_here``).
 
 Both tasks outlive any error, not only the driver's: a failing connection is logged (without
 the connection string) and retried after a delay that doubles up to ``RECONNECT_MAX_DELAY``; a
@@ -44,6 +47,15 @@ class Wakeable(Protocol):
 
 class Wakeups(Protocol):
     def job_created(self, spec_id: int) -> None: ...
+    def job_broadcast(self, spec_id: int) -> tuple[str, str] | None:
+        """The ``(channel, payload)`` of the notification telling the other replicas of a new
+        job of ``spec_id``, for the job's own transaction to send (None: there are none)."""
+        ...
+
+    def job_created_here(self, spec_id: int) -> None:
+        """A job whose transaction sent ``job_broadcast``'s notification: wake this process."""
+        ...
+
     def capacity_freed(self) -> None: ...
     async def start(self) -> None: ...
     async def stop(self) -> None: ...
@@ -56,6 +68,12 @@ class LocalWakeups:
         self._dispatcher = dispatcher
 
     def job_created(self, spec_id: int) -> None:
+        self._dispatcher.job_created(spec_id)
+
+    def job_broadcast(self, spec_id: int) -> tuple[str, str] | None:
+        return None
+
+    def job_created_here(self, spec_id: int) -> None:
         self._dispatcher.job_created(spec_id)
 
     def capacity_freed(self) -> None:
@@ -83,6 +101,12 @@ class PostgresWakeups:
     def job_created(self, spec_id: int) -> None:
         self._dispatcher.job_created(spec_id)
         self._outbox.put_nowait(f"job {spec_id}")
+
+    def job_broadcast(self, spec_id: int) -> tuple[str, str] | None:
+        return CHANNEL, f"{self.replica} job {spec_id}"
+
+    def job_created_here(self, spec_id: int) -> None:
+        self._dispatcher.job_created(spec_id)
 
     def capacity_freed(self) -> None:
         self._dispatcher.capacity_freed()

@@ -246,6 +246,8 @@ class _Submitted:
     deduplicated: bool = False
     view: dict[str, Any] | None = None
     """The created report as the API answers it, read in the unit (None when deduplicated)."""
+    broadcast: bool = False
+    """The job's insert notified the other replicas (PostgreSQL)."""
 
 
 _REPEAT: dict[int | str, dict[str, Any]] = {
@@ -371,6 +373,7 @@ async def submit_run(
             keys.key_bind(conn, key, report_id)
         spec_id: int | None = None
         job_uuid = None
+        broadcast = False
         if plan.mode == "direct":
             stored = reports.metrics_add(conn, report_id, project.id, direct_values, now)
             evaluate_report(conn, report_id, stored, now)
@@ -380,6 +383,7 @@ async def submit_run(
             digests = [image_digest(conn, project, image) for image in plan.images]
             org, priority = accounts.organization_for_job(conn, project.organization_id)
             check_backlog(conn, ctx.settings, org.id, org.slug)
+            notify = life.hand_offs.broadcast(hand_off, spec.id)
             _, job_uuid = jobs.job_create(
                 conn,
                 jobs.NewJob(
@@ -390,13 +394,15 @@ async def submit_run(
                     priority=priority,
                     now=now,
                     origin=origin,
+                    notify=notify,
                 ),
             )
             spec_id = spec.id
+            broadcast = notify is not None
         view = new_report_view(conn, report_id, job_uuid, with_metrics=plan.mode == "direct")
         if hand_off is not None and job_uuid is not None:
             life.hand_offs.claim(conn, hand_off, now)
-        return _Submitted(report_id, job_uuid, spec_id, view=view)
+        return _Submitted(report_id, job_uuid, spec_id, view=view, broadcast=broadcast)
 
     # An idle runner of the job's spec gets the job claimed in the submission's transaction.
     hand_off = None if plan.mode == "direct" else life.hand_offs.reserve(plan.spec)
@@ -408,7 +414,13 @@ async def submit_run(
     if submitted.spec_id is None or submitted.job_uuid is None:
         life.hand_offs.release(hand_off)
     else:
-        await life.hand_offs.committed(hand_off, plan.spec, submitted.spec_id, submitted.job_uuid)
+        await life.hand_offs.committed(
+            hand_off,
+            plan.spec,
+            submitted.spec_id,
+            submitted.job_uuid,
+            broadcast=submitted.broadcast,
+        )
     if submitted.view is not None:
         return {**submitted.view, "deduplicated": False}
     view = await ctx.db.read(_replayed_view, submitted.report_id)

@@ -143,6 +143,9 @@ class NewJob:
     now: dt.datetime
     origin: Origin
     rerun_of: UUID | None = None
+    notify: tuple[str, str] | None = None
+    """PostgreSQL: a ``(channel, payload)`` notification sent when the job's transaction
+    commits (the other replicas' wake-up, without a round trip of its own)."""
 
 
 _NEW_JOB_COLUMNS = (
@@ -161,6 +164,9 @@ _NEW_JOB_COLUMNS = (
 )
 _INSERT_JOB = Direct(insert_values(job, _NEW_JOB_COLUMNS).returning(job.c.id))
 _INSERT_JOB_WITH_EVENT = with_event(insert_values(job, _NEW_JOB_COLUMNS).returning(job.c.id))
+_INSERT_JOB_WITH_EVENT_NOTIFY = with_event(
+    insert_values(job, _NEW_JOB_COLUMNS).returning(job.c.id), notify=True
+)
 
 
 def job_create(conn: Connection, params: NewJob) -> tuple[int, UUID]:
@@ -186,8 +192,14 @@ def job_create(conn: Connection, params: NewJob) -> tuple[int, UUID]:
         message = f"rerun of job {params.rerun_of}"
     actor = params.origin.actor
     if conn.dialect.name == "postgresql":
-        event = event_params(JobEvent.CREATED, message, actor, meta, params.now)
-        job_id = _INSERT_JOB_WITH_EVENT.scalar(conn, {**row, **event})
+        values = {**row, **event_params(JobEvent.CREATED, message, actor, meta, params.now)}
+        if params.notify is None:
+            job_id = _INSERT_JOB_WITH_EVENT.scalar(conn, values)
+        else:
+            channel, payload = params.notify
+            job_id = _INSERT_JOB_WITH_EVENT_NOTIFY.scalar(
+                conn, {**values, "notify_channel": channel, "notify_payload": payload}
+            )
         assert job_id is not None
         return job_id, job_uuid
     job_id = _INSERT_JOB.scalar(conn, row)

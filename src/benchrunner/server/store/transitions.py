@@ -58,11 +58,21 @@ def event_add(
     )
 
 
-def with_event(created: sa.Insert) -> Direct:
+def with_event(created: sa.Insert, *, notify: bool = False) -> Direct:
     """PostgreSQL: ``created`` (an ``INSERT INTO job ... RETURNING id``) and its ``job_event``
     row in one statement (the insert as a data-modifying CTE), one round trip instead of two;
-    returns the new job's id. Its parameters are the insert's plus ``event_params``'."""
-    return _event_row_after(created.cte("new_job"))
+    returns the new job's id. Its parameters are the insert's plus ``event_params``'. With
+    ``notify``, the same statement also queues ``pg_notify(:notify_channel, :notify_payload)``,
+    which PostgreSQL sends when (and only if) the transaction commits."""
+    new_job = created.cte("new_job")
+    event = _event_insert(new_job)
+    if notify:
+        queued = sa.func.pg_notify(
+            sa.bindparam("notify_channel", type_=sa.String),
+            sa.bindparam("notify_payload", type_=sa.String),
+        )
+        event = event.returning(queued.label("notified"))
+    return Direct(event.add_cte(new_job, nest_here=True))
 
 
 def _event_insert(moved: sa.CTE) -> sa.Insert:
