@@ -10,8 +10,11 @@ A line: ``{"timestamp": "...", "level": "info", "logger": "benchrunner.transitio
 
 from __future__ import annotations
 
+import datetime as dt
+import json
 import logging
-from collections.abc import MutableMapping
+import time
+from collections.abc import Callable, MutableMapping
 from typing import Any
 
 import structlog
@@ -56,36 +59,62 @@ _NOT_FIELDS = frozenset(
 )
 
 
+class UtcStamp:
+    """The time now as structlog's ``TimeStamper(fmt="iso", utc=True)`` writes it
+    (``2026-11-28T06:30:06.651408Z``; no fraction at a whole second), with the part up to the
+    second formatted once per second: ``isoformat`` per line was a fifth of a line's cost."""
+
+    def __init__(self, clock: Callable[[], int] = time.time_ns) -> None:
+        self._clock = clock
+        """Nanoseconds since the epoch."""
+        self._second: tuple[int, str] = (-1, "")
+        """The last second seen and its text, replaced whole so that threads share it safely."""
+
+    def __call__(self) -> str:
+        second, nanoseconds = divmod(self._clock(), 1_000_000_000)
+        cached = self._second
+        if cached[0] != second:
+            text = dt.datetime.fromtimestamp(second, dt.UTC).strftime("%Y-%m-%dT%H:%M:%S")
+            cached = self._second = (second, text)
+        microseconds = nanoseconds // 1000
+        return f"{cached[1]}.{microseconds:06d}Z" if microseconds else f"{cached[1]}Z"
+
+
+def _fallback(value: Any) -> Any:
+    """What structlog's ``JSONRenderer`` writes for a value JSON has no type for."""
+    structlog_form = getattr(value, "__structlog__", None)
+    return structlog_form() if structlog_form is not None else repr(value)
+
+
 class JsonFormatter(logging.Formatter):
-    """A stdlib record as a JSON line through structlog's processors.
+    """A stdlib record as a JSON line, as structlog's ``TimeStamper``, ``format_exc_info`` and
+    ``JSONRenderer`` with ``redact_values`` between them would write it.
 
     The record's own fields become the event; its ``extra`` fields are added as they are. (Not
-    structlog's ``ProcessorFormatter``: it copies every record, which costs a third more.)"""
+    structlog's ``ProcessorFormatter``: it copies every record, which costs a third more; and
+    not its processors one by one: a stamp per second and one JSON encoder built once make a
+    line cost half.)"""
 
-    def __init__(self) -> None:
+    def __init__(self, stamp: UtcStamp | None = None) -> None:
         super().__init__()
-        self._processors: list[Any] = [
-            structlog.processors.TimeStamper(fmt="iso", utc=True),
-            structlog.processors.format_exc_info,
-            redact_values,
-            structlog.processors.JSONRenderer(),
-        ]
+        self._stamp = stamp or UtcStamp()
+        self._encode = json.JSONEncoder(default=_fallback).encode
 
     def format(self, record: logging.LogRecord) -> str:
+        level = record.levelname.lower()
         event: Any = {
             "event": record.getMessage(),
-            "level": record.levelname.lower(),
+            "level": level,
             "logger": record.name,
         }
         for key, value in record.__dict__.items():
             if key not in _NOT_FIELDS:
                 event[key] = value
+        event["timestamp"] = self._stamp()
         if record.exc_info:
             event["exc_info"] = record.exc_info
-        for processor in self._processors:
-            event = processor(None, record.levelname.lower(), event)
-        line: str = event
-        return line
+            event = structlog.processors.format_exc_info(None, level, event)
+        return self._encode(redact_values(None, level, event))
 
 
 class ClientErrorsWithoutTraceback(logging.Filter):
