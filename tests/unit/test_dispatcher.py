@@ -195,8 +195,8 @@ def test_a_reservation_takes_the_longest_waiting_runner_of_the_spec_and_hands_it
         await settle()
         second = asyncio.create_task(dispatcher.wait_for_job(3, "c", frozenset({1}), None, 5))
         await settle()
-        assert dispatcher.reserve(3) is None  # no runner of spec 3 waits
-        waiter = dispatcher.reserve(1)
+        assert dispatcher.reserve(3, template=True) is None  # no runner of spec 3 waits
+        waiter = dispatcher.reserve(1, template=True)
         assert waiter is not None and waiter.runner_id == 2
         assert dispatcher.waiting == 2
         dispatcher.capacity_freed()  # a round meanwhile claims for the others only
@@ -224,7 +224,7 @@ def test_a_reservation_that_claimed_nothing_waits_again_and_is_claimed_for() -> 
         dispatcher.start()
         waiting = asyncio.create_task(dispatcher.wait_for_job(1, "a", frozenset({1}), None, 5))
         await settle()
-        waiter = dispatcher.reserve(1)
+        waiter = dispatcher.reserve(1, template=True)
         assert waiter is not None and dispatcher.waiting == 0
         jobs.append(claim_for(50))
         dispatcher.settle(waiter, None)  # it waits again
@@ -247,7 +247,7 @@ def test_a_claim_for_a_reserved_runner_is_kept_when_its_poll_ends_or_its_connect
         expiring = asyncio.create_task(dispatcher.wait_for_job(1, "a", frozenset({1}), None, 0.05))
         going = asyncio.create_task(dispatcher.wait_for_job(2, "b", frozenset({1}), None, 5))
         await settle()
-        first, second = dispatcher.reserve(1), dispatcher.reserve(1)
+        first, second = dispatcher.reserve(1, template=True), dispatcher.reserve(1, template=True)
         assert first is not None and second is not None
         await asyncio.sleep(0.1)  # the scenario: the first poll times out while reserved
         assert not expiring.done()
@@ -259,6 +259,53 @@ def test_a_claim_for_a_reserved_runner_is_kept_when_its_poll_ends_or_its_connect
         assert result is not None and result.job.id == 60
         assert [c.job.id for c in abandoned] == [61]
         assert first.done.is_set() and dispatcher.waiting == 0
+        await dispatcher.stop()
+
+    run(scenario)
+
+
+def test_a_template_job_reserves_only_a_runner_that_runs_templates() -> None:
+    async def scenario() -> None:
+        dispatcher = Dispatcher(
+            lambda *_: asyncio.sleep(0, None), on_abandoned=lambda _c: None, safety_interval=3600
+        )
+        dispatcher.start()
+        images_only = asyncio.create_task(
+            dispatcher.wait_for_job(1, "a", frozenset({1}), None, 5, templates=False)
+        )
+        both = asyncio.create_task(dispatcher.wait_for_job(2, "b", frozenset({1}), None, 5))
+        await settle()
+        image_runner = dispatcher.reserve(1, template=False)
+        assert image_runner is not None and image_runner.runner_id == 1  # waited longest
+        dispatcher.settle(image_runner, None)  # back, and first again
+        template_runner = dispatcher.reserve(1, template=True)
+        assert template_runner is not None and template_runner.runner_id == 2
+        dispatcher.settle(template_runner, None)  # back, and now first
+        assert dispatcher.reserve(1, template=False) is template_runner
+        dispatcher.settle(template_runner, None)
+        for task in (images_only, both):
+            task.cancel()
+        await dispatcher.stop()
+
+    run(scenario)
+
+
+def test_a_runner_whose_poll_ended_while_reserved_and_then_went_away_loses_no_job() -> None:
+    async def scenario() -> None:
+        abandoned: list[Claim] = []
+        dispatcher = Dispatcher(
+            lambda *_: asyncio.sleep(0, None), on_abandoned=abandoned.append, safety_interval=3600
+        )
+        dispatcher.start()
+        waiting = asyncio.create_task(dispatcher.wait_for_job(1, "a", frozenset({1}), None, 0.05))
+        await settle()
+        waiter = dispatcher.reserve(1, template=True)
+        assert waiter is not None
+        await asyncio.sleep(0.1)  # the scenario: the poll times out while reserved
+        waiting.cancel()  # then the connection goes, before the claim lands
+        await settle()
+        dispatcher.settle(waiter, claim_for(70))
+        assert [c.job.id for c in abandoned] == [70]
         await dispatcher.stop()
 
     run(scenario)

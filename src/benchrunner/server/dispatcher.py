@@ -147,27 +147,42 @@ class Dispatcher:
         except TimeoutError:
             waiter.expired = True
             self._waiters.pop(waiter, None)
-            while waiter.claiming:  # a claim for us is in the database right now: take it
-                waiter.settled.clear()
-                await waiter.settled.wait()
+            try:
+                while waiter.claiming:  # a claim for us is in the database right now: take it
+                    waiter.settled.clear()
+                    await waiter.settled.wait()
+            except asyncio.CancelledError:
+                self._abandon(waiter)
+                raise
             return waiter.future.result() if waiter.future.done() else None
         except asyncio.CancelledError:
-            waiter.abandoned = True
-            if waiter.future.done() and not waiter.future.cancelled():
-                self._on_abandoned(waiter.future.result())
+            self._abandon(waiter)
             raise
         finally:
             self._waiters.pop(waiter, None)
             self._fresh.discard(waiter)
             waiter.done.set()
 
+    def _abandon(self, waiter: Waiter) -> None:
+        """The wait was cancelled (its connection went away): a claim made for it, now or
+        still to come, goes to ``on_abandoned``."""
+        waiter.abandoned = True
+        if waiter.future.done() and not waiter.future.cancelled():
+            self._on_abandoned(waiter.future.result())
+
     # ------------------------------------------------------------ claims made elsewhere
 
-    def reserve(self, spec_id: int) -> Waiter | None:
-        """The longest-waiting runner that may take a job of ``spec_id``, taken out of the
-        waiting set so that no other claim runs for it until ``settle``; None if none waits."""
+    def reserve(self, spec_id: int, *, template: bool) -> Waiter | None:
+        """The longest-waiting runner that may take a job of ``spec_id`` (a template job if
+        ``template``), taken out of the waiting set so that no other claim runs for it until
+        ``settle``; None if none waits."""
         for waiter in self._waiters:
-            if spec_id in waiter.spec_ids and not waiter.claiming and not waiter.future.done():
+            if (
+                spec_id in waiter.spec_ids
+                and (waiter.templates or not template)
+                and not waiter.claiming
+                and not waiter.future.done()
+            ):
                 del self._waiters[waiter]
                 self._fresh.discard(waiter)
                 waiter.claiming = True
@@ -184,7 +199,7 @@ class Dispatcher:
             elif not waiter.future.done():
                 waiter.future.set_result(claim)
         elif not (waiter.abandoned or waiter.expired or waiter.future.done()):
-            self._waiters[waiter] = None
+            self._waiters = {waiter: None, **self._waiters}  # the longest-waiting of its spec
             self._fresh.add(waiter)
             self._kick.set()
         waiter.settled.set()

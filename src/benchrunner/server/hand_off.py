@@ -20,6 +20,7 @@ import contextlib
 import datetime as dt
 import secrets
 from dataclasses import dataclass
+from typing import Protocol
 from uuid import UUID
 
 from sqlalchemy.engine import Connection
@@ -38,6 +39,17 @@ of the event loop, so this bound is only a guard."""
 
 MAX_REMEMBERED_SPECS = 1024
 """Spec names remembered; past this the memory starts again (a cost, never a wrong claim)."""
+MAX_SPEC_REF = 128
+"""Longer spec references (a UUID can be written many ways) are not remembered."""
+
+
+class Written(Protocol):
+    """What a submission's transaction tells of its job."""
+
+    job_uuid: UUID | None
+    spec_id: int | None
+    broadcast: bool
+    """The job's insert notified the other replicas (PostgreSQL)."""
 
 
 @dataclass
@@ -59,13 +71,13 @@ class HandOffs:
         """The spec id each spec reference of a submission resolved to last (None: the
         fallback spec)."""
 
-    def reserve(self, spec_ref: str | None) -> HandOff | None:
-        """An idle runner for a job of the spec ``spec_ref`` names, or None (no runner of it
-        waits, or the name was never seen)."""
+    def reserve(self, spec_ref: str | None, *, template: bool) -> HandOff | None:
+        """An idle runner for a job of the spec ``spec_ref`` names (a template job if
+        ``template``), or None (no runner of it waits, or the name was never seen)."""
         spec_id = self._spec_ids.get(spec_ref)
         if spec_id is None:
             return None
-        waiter = self._dispatcher.reserve(spec_id)
+        waiter = self._dispatcher.reserve(spec_id, template=template)
         return None if waiter is None else HandOff(waiter, secrets.token_hex(16))
 
     @staticmethod
@@ -81,52 +93,53 @@ class HandOffs:
             hand_off.claim = None
         hand_off.claimed_at = now
 
-    def release(self, hand_off: HandOff | None) -> None:
-        """The submission did not commit (or created no job): what its claim found was rolled
-        back with it, and the runner waits again."""
-        if hand_off is not None:
-            self._dispatcher.settle(hand_off.waiter, None)
-
     def broadcast(self, hand_off: HandOff | None, spec_id: int) -> tuple[str, str] | None:
         """The notification a submission's job insert sends to the other replicas: none when a
-        runner here is reserved for it (``committed`` sends one if its claim takes another
+        runner here is reserved for it (``written`` sends one if its claim takes another
         job)."""
         return None if hand_off is not None else self._wakeups.job_broadcast(spec_id)
 
-    async def committed(
-        self,
-        hand_off: HandOff | None,
-        spec_ref: str | None,
-        spec_id: int,
-        job_uuid: UUID,
-        *,
-        broadcast: bool,
+    def written(
+        self, hand_off: HandOff | None, spec_ref: str | None, write: asyncio.Future[Written]
     ) -> None:
-        """The submission committed its job ``job_uuid`` of spec ``spec_id`` (and sent the
-        other replicas its notification if ``broadcast``): the claim goes to its runner, and
-        unless that claim took this very job, the dispatcher is woken for it. Returns once the
-        runner's channel has taken the job (or the dispatcher had its turn)."""
+        """The submission's transaction ended (a done-callback, so that this runs even when
+        the request was cancelled meanwhile): with its job committed, the claim goes to its
+        runner and, unless that claim took this very job, the dispatcher is woken for it;
+        otherwise what the claim found was rolled back, and the runner waits again."""
+        outcome = None if write.cancelled() or write.exception() else write.result()
+        if outcome is None or outcome.job_uuid is None or outcome.spec_id is None:
+            if hand_off is not None:
+                self._dispatcher.settle(hand_off.waiter, None)
+            return
         if len(self._spec_ids) >= MAX_REMEMBERED_SPECS:
             self._spec_ids.clear()
-        self._spec_ids[spec_ref] = spec_id
+        if spec_ref is None or len(spec_ref) <= MAX_SPEC_REF:
+            self._spec_ids[spec_ref] = outcome.spec_id
         claim = None if hand_off is None else hand_off.claim
         if hand_off is not None:
-            if claim is not None:
-                assert hand_off.claimed_at is not None
-                job_moved(
-                    self._ctx,
-                    claim.job,
-                    JobStatus.CLAIMED,
-                    hand_off.claimed_at,
-                    source=JobStatus.PENDING,
-                    runner=hand_off.waiter.runner_slug,
-                )
-            self._dispatcher.settle(hand_off.waiter, claim)
-        if broadcast:
-            self._wakeups.job_created_here(spec_id)
-        elif claim is None or claim.job.uuid != job_uuid:
-            self._wakeups.job_created(spec_id)
-        if hand_off is not None and claim is not None:
+            try:
+                if claim is not None:
+                    assert hand_off.claimed_at is not None
+                    job_moved(
+                        self._ctx,
+                        claim.job,
+                        JobStatus.CLAIMED,
+                        hand_off.claimed_at,
+                        source=JobStatus.PENDING,
+                        runner=hand_off.waiter.runner_slug,
+                    )
+            finally:
+                self._dispatcher.settle(hand_off.waiter, claim)
+        if outcome.broadcast:
+            self._wakeups.job_created_here(outcome.spec_id)
+        elif claim is None or claim.job.uuid != outcome.job_uuid:
+            self._wakeups.job_created(outcome.spec_id)
+
+    @staticmethod
+    async def delivered(hand_off: HandOff | None) -> None:
+        """Once ``written`` ran: returns when the runner's channel has taken the claimed job,
+        so that it goes out before the submission's answer (or the dispatcher had its turn)."""
+        if hand_off is not None and hand_off.claim is not None:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(hand_off.waiter.done.wait(), HAND_OVER_WAIT)
         else:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import functools
 import secrets
 from dataclasses import dataclass
 from typing import Annotated, Any
@@ -405,22 +406,19 @@ async def submit_run(
         return _Submitted(report_id, job_uuid, spec_id, view=view, broadcast=broadcast)
 
     # An idle runner of the job's spec gets the job claimed in the submission's transaction.
-    hand_off = None if plan.mode == "direct" else life.hand_offs.reserve(plan.spec)
-    try:
-        submitted = await ctx.db.write(unit)
-    except BaseException:
-        life.hand_offs.release(hand_off)
-        raise
-    if submitted.spec_id is None or submitted.job_uuid is None:
-        life.hand_offs.release(hand_off)
-    else:
-        await life.hand_offs.committed(
-            hand_off,
-            plan.spec,
-            submitted.spec_id,
-            submitted.job_uuid,
-            broadcast=submitted.broadcast,
-        )
+    hand_offs = life.hand_offs
+    hand_off = (
+        None
+        if plan.mode == "direct"
+        else hand_offs.reserve(plan.spec, template=plan.mode == "template")
+    )
+    # Shielded, and its outcome handed over by a callback: a request cancelled while a
+    # database thread commits must not lose what the commit claimed.
+    write = asyncio.ensure_future(ctx.db.write(unit))
+    write.add_done_callback(functools.partial(hand_offs.written, hand_off, plan.spec))
+    submitted = await asyncio.shield(write)
+    if submitted.job_uuid is not None:
+        await hand_offs.delivered(hand_off)
     if submitted.view is not None:
         return {**submitted.view, "deduplicated": False}
     view = await ctx.db.read(_replayed_view, submitted.report_id)
