@@ -177,6 +177,25 @@ def test_a_job_created_while_a_claim_finds_nothing_is_claimed() -> None:
 # ------------------------------------------------------------ reservations (server/hand_off.py)
 
 
+def finding_nothing(abandoned: list[Claim]) -> Dispatcher:
+    """A started dispatcher whose own claims find nothing; what is abandoned goes to
+    ``abandoned``."""
+    dispatcher = Dispatcher(
+        lambda *_: asyncio.sleep(0, None), on_abandoned=abandoned.append, safety_interval=3600
+    )
+    dispatcher.start()
+    return dispatcher
+
+
+async def until(condition: Callable[[], bool]) -> None:
+    """Wait until ``condition`` holds, for at most 5 seconds (nothing here signals it)."""
+    for _ in range(1000):
+        if condition():
+            return
+        await asyncio.sleep(0.005)
+    raise AssertionError("condition not reached within 5 s")
+
+
 def test_a_reservation_takes_the_longest_waiting_runner_of_the_spec_and_hands_it_the_claim() -> (
     None
 ):
@@ -240,16 +259,13 @@ def test_a_reservation_that_claimed_nothing_waits_again_and_is_claimed_for() -> 
 def test_a_claim_for_a_reserved_runner_is_kept_when_its_poll_ends_or_its_connection_goes() -> None:
     async def scenario() -> None:
         abandoned: list[Claim] = []
-        dispatcher = Dispatcher(
-            lambda *_: asyncio.sleep(0, None), on_abandoned=abandoned.append, safety_interval=3600
-        )
-        dispatcher.start()
+        dispatcher = finding_nothing(abandoned)
         expiring = asyncio.create_task(dispatcher.wait_for_job(1, "a", frozenset({1}), None, 0.05))
         going = asyncio.create_task(dispatcher.wait_for_job(2, "b", frozenset({1}), None, 5))
         await settle()
         first, second = dispatcher.reserve(1, template=True), dispatcher.reserve(1, template=True)
         assert first is not None and second is not None
-        await asyncio.sleep(0.1)  # the scenario: the first poll times out while reserved
+        await until(lambda: first.expired)  # the scenario: the first poll ends while reserved
         assert not expiring.done()
         going.cancel()
         await settle()
@@ -266,10 +282,7 @@ def test_a_claim_for_a_reserved_runner_is_kept_when_its_poll_ends_or_its_connect
 
 def test_a_template_job_reserves_only_a_runner_that_runs_templates() -> None:
     async def scenario() -> None:
-        dispatcher = Dispatcher(
-            lambda *_: asyncio.sleep(0, None), on_abandoned=lambda _c: None, safety_interval=3600
-        )
-        dispatcher.start()
+        dispatcher = finding_nothing([])
         images_only = asyncio.create_task(
             dispatcher.wait_for_job(1, "a", frozenset({1}), None, 5, templates=False)
         )
@@ -293,15 +306,12 @@ def test_a_template_job_reserves_only_a_runner_that_runs_templates() -> None:
 def test_a_runner_whose_poll_ended_while_reserved_and_then_went_away_loses_no_job() -> None:
     async def scenario() -> None:
         abandoned: list[Claim] = []
-        dispatcher = Dispatcher(
-            lambda *_: asyncio.sleep(0, None), on_abandoned=abandoned.append, safety_interval=3600
-        )
-        dispatcher.start()
+        dispatcher = finding_nothing(abandoned)
         waiting = asyncio.create_task(dispatcher.wait_for_job(1, "a", frozenset({1}), None, 0.05))
         await settle()
         waiter = dispatcher.reserve(1, template=True)
         assert waiter is not None
-        await asyncio.sleep(0.1)  # the scenario: the poll times out while reserved
+        await until(lambda: waiter.expired)  # the scenario: the poll ends while reserved
         waiting.cancel()  # then the connection goes, before the claim lands
         await settle()
         dispatcher.settle(waiter, claim_for(70))

@@ -25,11 +25,10 @@ from uuid import UUID
 
 from sqlalchemy.engine import Connection
 
-from benchrunner.core.states import JobStatus
 from benchrunner.server.context import ServerContext
 from benchrunner.server.dispatcher import Dispatcher, Waiter
 from benchrunner.server.store import claims
-from benchrunner.server.transition_log import job_moved
+from benchrunner.server.transition_log import job_claimed
 from benchrunner.server.wakeups import Wakeups
 
 HAND_OVER_WAIT = 1.0
@@ -48,8 +47,6 @@ class Written(Protocol):
 
     job_uuid: UUID | None
     spec_id: int | None
-    broadcast: bool
-    """The job's insert notified the other replicas (PostgreSQL)."""
 
 
 @dataclass
@@ -57,9 +54,7 @@ class HandOff:
     """A runner reserved by one submission, and what its claim found."""
 
     waiter: Waiter
-    nonce: str
     claim: claims.Claim | None = None
-    claimed_at: dt.datetime | None = None
 
 
 class HandOffs:
@@ -78,7 +73,7 @@ class HandOffs:
         if spec_id is None:
             return None
         waiter = self._dispatcher.reserve(spec_id, template=template)
-        return None if waiter is None else HandOff(waiter, secrets.token_hex(16))
+        return None if waiter is None else HandOff(waiter)
 
     @staticmethod
     def claim(conn: Connection, hand_off: HandOff, now: dt.datetime) -> None:
@@ -87,11 +82,15 @@ class HandOffs:
         waiter = hand_off.waiter
         try:
             hand_off.claim = claims.job_claim(
-                conn, waiter.runner_id, hand_off.nonce, now, waiter.runner_slug, waiter.templates
+                conn,
+                waiter.runner_id,
+                secrets.token_hex(16),
+                now,
+                waiter.runner_slug,
+                waiter.templates,
             )
         except claims.RunnerUnavailable:
             hand_off.claim = None
-        hand_off.claimed_at = now
 
     def broadcast(self, hand_off: HandOff | None, spec_id: int) -> tuple[str, str] | None:
         """The notification a submission's job insert sends to the other replicas: none when a
@@ -119,18 +118,10 @@ class HandOffs:
         if hand_off is not None:
             try:
                 if claim is not None:
-                    assert hand_off.claimed_at is not None
-                    job_moved(
-                        self._ctx,
-                        claim.job,
-                        JobStatus.CLAIMED,
-                        hand_off.claimed_at,
-                        source=JobStatus.PENDING,
-                        runner=hand_off.waiter.runner_slug,
-                    )
+                    job_claimed(self._ctx, claim.job, hand_off.waiter.runner_slug)
             finally:
                 self._dispatcher.settle(hand_off.waiter, claim)
-        if outcome.broadcast:
+        if hand_off is None:  # the job's insert told the other replicas (``broadcast``)
             self._wakeups.job_created_here(outcome.spec_id)
         elif claim is None or claim.job.uuid != outcome.job_uuid:
             self._wakeups.job_created(outcome.spec_id)

@@ -47,7 +47,7 @@ from benchrunner.server.store import claims, jobs, runners, transitions
 from benchrunner.server.store.runners import RunnerRow
 from benchrunner.server.store.signed_outputs import SignedOutput
 from benchrunner.server.sweeper import Sweeper
-from benchrunner.server.transition_log import job_moved
+from benchrunner.server.transition_log import job_claimed, job_moved
 from benchrunner.server.wakeups import LocalWakeups, PostgresWakeups, Wakeups
 from benchrunner.server.watchdog import SYSTEM, Watchdog
 
@@ -162,14 +162,7 @@ class Lifecycle:
             claims.job_claim, runner_id, nonce, now, runner_slug, templates
         )
         if claim is not None:
-            job_moved(
-                self.ctx,
-                claim.job,
-                JobStatus.CLAIMED,
-                now,
-                source=JobStatus.PENDING,
-                runner=runner_slug,
-            )
+            job_claimed(self.ctx, claim.job, runner_slug)
         return claim
 
     async def wait_for_job(

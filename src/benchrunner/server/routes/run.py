@@ -247,8 +247,6 @@ class _Submitted:
     deduplicated: bool = False
     view: dict[str, Any] | None = None
     """The created report as the API answers it, read in the unit (None when deduplicated)."""
-    broadcast: bool = False
-    """The job's insert notified the other replicas (PostgreSQL)."""
 
 
 _REPEAT: dict[int | str, dict[str, Any]] = {
@@ -374,7 +372,6 @@ async def submit_run(
             keys.key_bind(conn, key, report_id)
         spec_id: int | None = None
         job_uuid = None
-        broadcast = False
         if plan.mode == "direct":
             stored = reports.metrics_add(conn, report_id, project.id, direct_values, now)
             evaluate_report(conn, report_id, stored, now)
@@ -384,7 +381,6 @@ async def submit_run(
             digests = [image_digest(conn, project, image) for image in plan.images]
             org, priority = accounts.organization_for_job(conn, project.organization_id)
             check_backlog(conn, ctx.settings, org.id, org.slug)
-            notify = life.hand_offs.broadcast(hand_off, spec.id)
             _, job_uuid = jobs.job_create(
                 conn,
                 jobs.NewJob(
@@ -395,15 +391,14 @@ async def submit_run(
                     priority=priority,
                     now=now,
                     origin=origin,
-                    notify=notify,
+                    notify=life.hand_offs.broadcast(hand_off, spec.id),
                 ),
             )
             spec_id = spec.id
-            broadcast = notify is not None
         view = new_report_view(conn, report_id, job_uuid, with_metrics=plan.mode == "direct")
         if hand_off is not None and job_uuid is not None:
             life.hand_offs.claim(conn, hand_off, now)
-        return _Submitted(report_id, job_uuid, spec_id, view=view, broadcast=broadcast)
+        return _Submitted(report_id, job_uuid, spec_id, view=view)
 
     # An idle runner of the job's spec gets the job claimed in the submission's transaction.
     hand_offs = life.hand_offs

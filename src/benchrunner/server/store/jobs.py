@@ -162,11 +162,10 @@ _NEW_JOB_COLUMNS = (
     "created",
     "modified",
 )
-_INSERT_JOB = Direct(insert_values(job, _NEW_JOB_COLUMNS).returning(job.c.id))
-_INSERT_JOB_WITH_EVENT = with_event(insert_values(job, _NEW_JOB_COLUMNS).returning(job.c.id))
-_INSERT_JOB_WITH_EVENT_NOTIFY = with_event(
-    insert_values(job, _NEW_JOB_COLUMNS).returning(job.c.id), notify=True
-)
+_NEW_JOB = insert_values(job, _NEW_JOB_COLUMNS).returning(job.c.id)
+_INSERT_JOB = Direct(_NEW_JOB)
+_INSERT_JOB_WITH_EVENT = with_event(_NEW_JOB)
+_INSERT_JOB_WITH_EVENT_NOTIFY = with_event(_NEW_JOB, notify=True)
 
 
 def job_create(conn: Connection, params: NewJob) -> tuple[int, UUID]:
@@ -193,13 +192,11 @@ def job_create(conn: Connection, params: NewJob) -> tuple[int, UUID]:
     actor = params.origin.actor
     if conn.dialect.name == "postgresql":
         values = {**row, **event_params(JobEvent.CREATED, message, actor, meta, params.now)}
-        if params.notify is None:
-            job_id = _INSERT_JOB_WITH_EVENT.scalar(conn, values)
-        else:
-            channel, payload = params.notify
-            job_id = _INSERT_JOB_WITH_EVENT_NOTIFY.scalar(
-                conn, {**values, "notify_channel": channel, "notify_payload": payload}
-            )
+        insert = _INSERT_JOB_WITH_EVENT
+        if params.notify is not None:
+            insert = _INSERT_JOB_WITH_EVENT_NOTIFY
+            values["notify_channel"], values["notify_payload"] = params.notify
+        job_id = insert.scalar(conn, values)
         assert job_id is not None
         return job_id, job_uuid
     job_id = _INSERT_JOB.scalar(conn, row)

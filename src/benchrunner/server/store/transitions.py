@@ -64,15 +64,13 @@ def with_event(created: sa.Insert, *, notify: bool = False) -> Direct:
     returns the new job's id. Its parameters are the insert's plus ``event_params``'. With
     ``notify``, the same statement also queues ``pg_notify(:notify_channel, :notify_payload)``,
     which PostgreSQL sends when (and only if) the transaction commits."""
-    new_job = created.cte("new_job")
-    event = _event_insert(new_job)
-    if notify:
-        queued = sa.func.pg_notify(
+    notified = (
+        sa.func.pg_notify(
             sa.bindparam("notify_channel", type_=sa.String),
             sa.bindparam("notify_payload", type_=sa.String),
-        )
-        event = event.returning(queued.label("notified"))
-    return Direct(event.add_cte(new_job, nest_here=True))
+        ).label("notified"),
+    )
+    return _event_row_after(created.cte("new_job"), *(notified if notify else ()))
 
 
 def _event_insert(moved: sa.CTE) -> sa.Insert:
@@ -83,9 +81,12 @@ def _event_insert(moved: sa.CTE) -> sa.Insert:
     return job_event.insert().from_select(list(_EVENT_COLUMNS), event).returning(job_event.c.job_id)
 
 
-def _event_row_after(moved: sa.CTE) -> Direct:
-    """``_event_insert`` after ``moved``, in the same statement."""
-    return Direct(_event_insert(moved).add_cte(moved, nest_here=True))
+def _event_row_after(moved: sa.CTE, *also: sa.ColumnElement[Any]) -> Direct:
+    """``_event_insert`` after ``moved``, in the same statement, returning ``also`` too."""
+    event = _event_insert(moved)
+    if also:
+        event = event.returning(*also)
+    return Direct(event.add_cte(moved, nest_here=True))
 
 
 def event_params(
