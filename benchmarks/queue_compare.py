@@ -20,7 +20,7 @@ no-op task. Procrastinate has no SQLite: ``--engine sqlite`` measures benchrunne
 
     .venv/bin/python -m benchmarks.queue_compare [--engine postgresql|sqlite]
         [--systems benchrunner procrastinate] [--workers 1 2] [--jobs 5000]
-        [--samples 200] [--repeat 3] [--py-spy PREFIX] [--before OLD_SRC]
+        [--samples 200] [--repeat 3] [--py-spy PREFIX [--py-spy-rate HZ]] [--before OLD_SRC]
 
 ``--before`` also runs benchrunner from another checkout's ``src`` (servers and runners alike),
 alternating with this one, and prints after/before ratios.
@@ -55,7 +55,10 @@ def one_run(system: str, options: argparse.Namespace, workers: int, repeat: int)
         from benchmarks import queue_compare_benchrunner
 
         profile = (
-            Path(f"{options.py_spy}-{system}-{options.engine}-{workers}w-r{repeat}.txt")
+            queue_compare_benchrunner.Profile(
+                Path(f"{options.py_spy}-{system}-{options.engine}-{workers}w-r{repeat}.txt"),
+                options.py_spy_rate,
+            )
             if options.py_spy
             else None
         )
@@ -90,7 +93,11 @@ def main() -> None:
         "--py-spy",
         metavar="PREFIX",
         help="record the benchrunner server with py-spy (raw stacks) in each throughput "
-        "phase, to PREFIX-<engine>-<workers>w-r<repeat>.txt",
+        "phase, to PREFIX-<system>-<engine>-<workers>w-r<repeat>.txt "
+        "(`python -m benchmarks.profile_shares FILE` sums them into parts)",
+    )
+    parser.add_argument(
+        "--py-spy-rate", type=int, default=100, help="py-spy's samples per second (100)"
     )
     parser.add_argument(
         "--before",

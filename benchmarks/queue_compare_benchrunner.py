@@ -11,6 +11,7 @@ a large output).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import json
 import signal
@@ -169,10 +170,20 @@ def pickup_phase(
     return enqueued
 
 
+@dataclasses.dataclass(frozen=True)
+class Profile:
+    """Where py-spy writes the server's raw stacks, and its samples per second."""
+
+    output: Path
+    rate: int
+
+
 @contextlib.contextmanager
-def py_spy(pid: int, output: Path | None) -> Iterator[None]:
-    """Sample ``pid`` with py-spy (raw collapsed stacks) over the block, when asked."""
-    if output is None:
+def py_spy(pid: int, profile: Profile | None) -> Iterator[None]:
+    """Sample ``pid`` with py-spy (raw collapsed stacks) over the block, when asked; without
+    pausing it for each sample (``--nonblocking``), which on PostgreSQL, with its database
+    threads, slowed the server several times over."""
+    if profile is None:
         yield
         return
     spy = subprocess.Popen(
@@ -184,9 +195,10 @@ def py_spy(pid: int, output: Path | None) -> Iterator[None]:
             "--format",
             "raw",
             "--output",
-            str(output),
+            str(profile.output),
             "--rate",
-            "250",
+            str(profile.rate),
+            "--nonblocking",
         ],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
@@ -242,7 +254,7 @@ def submit_and_drain(api: Api, jobs: int) -> list[str]:
 
 
 def run(
-    engine: str, workers: int, jobs: int, samples: int, warmup: int, profile: Path | None
+    engine: str, workers: int, jobs: int, samples: int, warmup: int, profile: Profile | None
 ) -> Figures:
     """One measurement: a fresh database, a server, ``workers`` runner agents; the pickup
     phase, then ``jobs`` jobs submitted while the runners run."""

@@ -25,6 +25,15 @@ async def settle() -> None:
         await asyncio.sleep(0)
 
 
+async def until(condition: Callable[[], bool]) -> None:
+    """Wait until ``condition`` holds, for at most 5 seconds (nothing here signals it)."""
+    for _ in range(1000):
+        if condition():
+            return
+        await asyncio.sleep(0.005)
+    raise AssertionError("condition not reached within 5 s")
+
+
 def run(test: Callable[[], Coroutine[Any, Any, None]]) -> None:
     asyncio.run(test())
 
@@ -85,8 +94,10 @@ def test_a_claim_that_lands_as_the_poll_times_out_is_not_lost() -> None:
 
         dispatcher = Dispatcher(claim, on_abandoned=lambda _c: None, safety_interval=3600)
         dispatcher.start()
-        waiting = asyncio.create_task(dispatcher.wait_for_job(1, "r", frozenset({1}), None, 0.05))
-        await asyncio.sleep(0.1)  # the poll timeout passes while the claim is in flight
+        waiting = asyncio.create_task(dispatcher.wait_for_job(1, "r", frozenset({1}), None, 0.5))
+        await settle()  # it waits, its claim in the database
+        assert dispatcher.waiting == 1
+        await until(lambda: dispatcher.waiting == 0)  # the poll timed out, the claim in flight
         assert not waiting.done()
         gate.set()
         result = await asyncio.wait_for(waiting, 1)
@@ -106,8 +117,10 @@ def test_a_poll_that_times_out_with_an_empty_claim_answers_none() -> None:
 
         dispatcher = Dispatcher(claim, on_abandoned=lambda _c: None, safety_interval=3600)
         dispatcher.start()
-        waiting = asyncio.create_task(dispatcher.wait_for_job(1, "r", frozenset({1}), None, 0.05))
-        await asyncio.sleep(0.1)  # the scenario: the poll timeout passes with the claim open
+        waiting = asyncio.create_task(dispatcher.wait_for_job(1, "r", frozenset({1}), None, 0.5))
+        await settle()  # it waits, its claim in the database
+        assert dispatcher.waiting == 1
+        await until(lambda: dispatcher.waiting == 0)  # the poll timed out, the claim open
         gate.set()
         assert await asyncio.wait_for(waiting, 1) is None
         await dispatcher.stop()
@@ -187,15 +200,6 @@ def finding_nothing(abandoned: list[Claim]) -> Dispatcher:
     return dispatcher
 
 
-async def until(condition: Callable[[], bool]) -> None:
-    """Wait until ``condition`` holds, for at most 5 seconds (nothing here signals it)."""
-    for _ in range(1000):
-        if condition():
-            return
-        await asyncio.sleep(0.005)
-    raise AssertionError("condition not reached within 5 s")
-
-
 def test_a_reservation_takes_the_longest_waiting_runner_of_the_spec_and_hands_it_the_claim() -> (
     None
 ):
@@ -260,7 +264,7 @@ def test_a_claim_for_a_reserved_runner_is_kept_when_its_poll_ends_or_its_connect
     async def scenario() -> None:
         abandoned: list[Claim] = []
         dispatcher = finding_nothing(abandoned)
-        expiring = asyncio.create_task(dispatcher.wait_for_job(1, "a", frozenset({1}), None, 0.05))
+        expiring = asyncio.create_task(dispatcher.wait_for_job(1, "a", frozenset({1}), None, 0.5))
         going = asyncio.create_task(dispatcher.wait_for_job(2, "b", frozenset({1}), None, 5))
         await settle()
         first, second = dispatcher.reserve(1, template=True), dispatcher.reserve(1, template=True)
@@ -307,7 +311,7 @@ def test_a_runner_whose_poll_ended_while_reserved_and_then_went_away_loses_no_jo
     async def scenario() -> None:
         abandoned: list[Claim] = []
         dispatcher = finding_nothing(abandoned)
-        waiting = asyncio.create_task(dispatcher.wait_for_job(1, "a", frozenset({1}), None, 0.05))
+        waiting = asyncio.create_task(dispatcher.wait_for_job(1, "a", frozenset({1}), None, 0.5))
         await settle()
         waiter = dispatcher.reserve(1, template=True)
         assert waiter is not None

@@ -1,0 +1,165 @@
+"""Where a benchrunner process spends its CPU: py-spy's raw stacks summed into named parts.
+
+``queue_compare --py-spy PREFIX`` (and ``py-spy record --format raw``) write one line per
+distinct stack, ``frame;frame;...;frame COUNT``, outermost frame first, each frame
+``function (path:line)``. py-spy leaves idle threads out unless told otherwise, so the samples
+are the process's busy time. Each stack is given to the first part (in the order below) one of
+whose markers appears in any of its frames; a stack no marker names is counted under "other",
+whose most common innermost frames ``--unnamed N`` lists, so that the markers can be improved.
+
+    .venv/bin/python -m benchmarks.profile_shares /tmp/spy-sqlite-1w-r1.txt [--parts runner]
+
+The markers are parts of frames as py-spy prints them (``Class.function (module/path.py:line)``):
+``.function (module/path`` matches a method in a file, a bare ``path`` any function of it, and a
+leading ``^`` matches only the innermost frame. Shares are of the busy samples: the ``idle``
+part (an executor thread waiting for work, which py-spy's own idle test does not recognise
+here) is left out of them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class Part:
+    name: str
+    markers: tuple[str, ...]
+
+
+IDLE = "idle"
+EVENT_LOOP = (
+    "the event loop itself (uvloop, in C: polling and callbacks; its idle time is not told apart)"
+)
+SERVER_PARTS: tuple[Part, ...] = (
+    # An executor thread waiting for work; py-spy's own idle test misses it on this machine.
+    Part(IDLE, ("^_worker (concurrent/futures/thread.py",)),
+    Part(
+        "files synced: the WAL before a durable `ack`, an output blob (threads)",
+        ("fdatasync_path (benchrunner/server/store/engine", "benchrunner/server/blobs"),
+    ),
+    Part(
+        "`POST /v0/run` (the submission, its hand-off)",
+        (
+            "RunFastPath._submit (",
+            "_valid_body (benchrunner/server/routes/run_fast_path",
+            "benchrunner/server/routes/run.py",
+            "benchrunner/server/routes/run_body",
+        ),
+    ),
+    Part(
+        "`GET /v0/server/health` (the benchmark's polls)",
+        ("benchrunner/server/routes/server", "check_reachable (benchrunner/server/store/engine"),
+    ),
+    Part(
+        "`completed`: the transition, the output, processing inline, the `ack`",
+        ("._terminal (benchrunner/server/runner_session", "benchrunner/server/completion"),
+    ),
+    Part("processing left to the processor", ("benchrunner/server/processing",)),
+    Part("`running`", ("._running (benchrunner/server/runner_session", "job_mark_running")),
+    Part("the live log's chunks", ("._log (benchrunner/server/runner_session", "job_log_append")),
+    Part("heartbeats", ("._heartbeat (benchrunner/server/runner_session", "job_touch")),
+    Part(
+        "the dispatcher's claims",
+        ("benchrunner/server/dispatcher", "job_claim (benchrunner/server/store/claims"),
+    ),
+    Part(
+        "`ready`: what is in flight for the runner, the wait, the `job` message",
+        ("._ready (benchrunner/server/channel", "._wait_for_job (benchrunner/server/channel"),
+    ),
+    Part("the structured log lines", ("benchrunner/server/logs", "benchrunner/core/redaction")),
+    Part(
+        "the channel's other work (messages parsed and sent, the session loop)",
+        ("benchrunner/server/runner_session", "benchrunner/server/channel", "benchrunner/protocol"),
+    ),
+    Part(EVENT_LOOP, ("^Runner.run (asyncio/runners.py",)),
+    Part(
+        "HTTP and WebSocket framing, other requests (uvicorn, websockets, Starlette, FastAPI)",
+        ("uvicorn/", "websockets/", "h11/", "httptools", "starlette/", "fastapi/"),
+    ),
+)
+
+RUNNER_PARTS: tuple[Part, ...] = (
+    Part(IDLE, ("^_worker (concurrent/futures/thread.py",)),
+    Part("the job's process started (`Popen`)", ("subprocess.py",)),
+    Part("the spool (results written and synced)", ("benchrunner/runner/spool",)),
+    Part("the in-flight record", ("benchrunner/runner/inflight",)),
+    Part(
+        "the job's set-up and its end", ("benchrunner/runner/job", "benchrunner/runner/executors")
+    ),
+    Part("heartbeats", ("benchrunner/runner/heartbeat",)),
+    Part("the live log", ("benchrunner/runner/log_stream",)),
+    Part(
+        "the channel (messages read and sent)",
+        ("benchrunner/runner/channel", "benchrunner/runner/transport", "websockets/"),
+    ),
+)
+
+PARTS = {"server": SERVER_PARTS, "runner": RUNNER_PARTS}
+OTHER = "other"
+
+
+def read_stacks(path: Path) -> Iterable[tuple[list[str], int]]:
+    for line in path.read_text().splitlines():
+        stack, _, count = line.rpartition(" ")
+        if stack and count.isdigit():
+            yield stack.split(";"), int(count)
+
+
+def _marks(marker: str, frames: Sequence[str]) -> bool:
+    """``^marker``: the innermost frame starts with it; otherwise any frame contains it."""
+    if marker.startswith("^"):
+        return frames[-1].startswith(marker[1:])
+    return any(marker in frame for frame in frames)
+
+
+def part_of(frames: Sequence[str], parts: Sequence[Part]) -> str:
+    for part in parts:
+        if any(_marks(marker, frames) for marker in part.markers):
+            return part.name
+    return OTHER
+
+
+def shares(
+    paths: Sequence[Path], parts: Sequence[Part]
+) -> tuple[collections.Counter[str], collections.Counter[str]]:
+    """Samples per part, and per innermost frame of the stacks no part names."""
+    per_part: collections.Counter[str] = collections.Counter()
+    unnamed: collections.Counter[str] = collections.Counter()
+    for path in paths:
+        for frames, count in read_stacks(path):
+            name = part_of(frames, parts)
+            per_part[name] += count
+            if name == OTHER:
+                unnamed[frames[-1]] += count
+    return per_part, unnamed
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("raw", type=Path, nargs="+", help="py-spy raw output files (summed)")
+    parser.add_argument("--parts", choices=sorted(PARTS), default="server")
+    parser.add_argument("--unnamed", type=int, default=0, help="list the N commonest others")
+    args = parser.parse_args()
+    parts = PARTS[args.parts]
+    per_part, unnamed = shares(args.raw, parts)
+    idle = per_part.pop(IDLE, 0)
+    total = sum(per_part.values())
+    if total == 0:
+        raise SystemExit("no samples in " + ", ".join(str(p) for p in args.raw))
+    print("| where | share | samples |\n| --- | --- | --- |")
+    for name in [part.name for part in parts] + [OTHER]:
+        if per_part[name]:
+            print(f"| {name} | {100 * per_part[name] / total:.1f} % | {per_part[name]} |")
+    print(f"| busy samples in all | | {total} |")
+    print(f"({idle} samples of executor threads waiting for work left out)")
+    for frame, count in unnamed.most_common(args.unnamed):
+        print(f"{count:8d}  {frame}")
+
+
+if __name__ == "__main__":
+    main()
