@@ -51,17 +51,33 @@ SERVER_PARTS: tuple[Part, ...] = (
             "benchrunner/server/routes/run_body",
         ),
     ),
+    Part("API tokens looked up (the submissions')", ("user_by_api_token (",)),
     Part(
         "`GET /v0/server/health` (the benchmark's polls)",
-        ("benchrunner/server/routes/server", "check_reachable (benchrunner/server/store/engine"),
+        (
+            "benchrunner/server/routes/server",
+            "check_reachable (benchrunner/server/store/engine",
+            "queue_stats (benchrunner/server/store/queue_stats",
+        ),
     ),
     Part(
         "`completed`: the transition, the output, processing inline, the `ack`",
-        ("._terminal (benchrunner/server/runner_session", "benchrunner/server/completion"),
+        (
+            "._terminal (benchrunner/server/runner_session",
+            "benchrunner/server/completion",
+            "thresholds_of_report (",
+        ),
     ),
     Part("processing left to the processor", ("benchrunner/server/processing",)),
     Part("`running`", ("._running (benchrunner/server/runner_session", "job_mark_running")),
-    Part("the live log's chunks", ("._log (benchrunner/server/runner_session", "job_log_append")),
+    Part(
+        "the live log's chunks",
+        (
+            "._log (benchrunner/server/runner_session",
+            "job_log_append",
+            "_insert (benchrunner/server/store/job_logs",
+        ),
+    ),
     Part("heartbeats", ("._heartbeat (benchrunner/server/runner_session", "job_touch")),
     Part(
         "the dispatcher's claims",
@@ -69,12 +85,22 @@ SERVER_PARTS: tuple[Part, ...] = (
     ),
     Part(
         "`ready`: what is in flight for the runner, the wait, the `job` message",
-        ("._ready (benchrunner/server/channel", "._wait_for_job (benchrunner/server/channel"),
+        (
+            "._ready (benchrunner/server/channel",
+            "._wait_for_job (benchrunner/server/channel",
+            "job_list_in_flight_for_runner (",
+        ),
     ),
     Part("the structured log lines", ("benchrunner/server/logs", "benchrunner/core/redaction")),
     Part(
         "the channel's other work (messages parsed and sent, the session loop)",
         ("benchrunner/server/runner_session", "benchrunner/server/channel", "benchrunner/protocol"),
+    ),
+    # A database thread's stack seen from a psycopg generator lacks its callers.
+    Part(
+        "database work py-spy could not place: a unit's commit, a statement seen without its "
+        "caller",
+        ("Database._write_held (", "Database._read_held (", "psycopg/", "sqlalchemy/"),
     ),
     Part(EVENT_LOOP, ("^Runner.run (asyncio/runners.py",)),
     Part(
