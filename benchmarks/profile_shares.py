@@ -1,19 +1,29 @@
-"""Where a benchrunner process spends its CPU: py-spy's raw stacks summed into named parts.
+"""Where a benchrunner process spends its time: py-spy's raw stacks summed into named parts.
 
 ``queue_compare --py-spy PREFIX`` (and ``py-spy record --format raw``) write one line per
 distinct stack, ``frame;frame;...;frame COUNT``, outermost frame first, each frame
-``function (path:line)``. py-spy leaves idle threads out unless told otherwise, so the samples
-are the process's busy time. Each stack is given to the first part (in the order below) one of
-whose markers appears in any of its frames; a stack no marker names is counted under "other",
-whose most common innermost frames ``--unnamed N`` lists, so that the markers can be improved.
+``Class.function (module/path.py:line)``.
+
+Each stack goes to the first part, in the order below, one of whose markers appears in its
+frames. So a part holds only what no earlier part took: its name says where a sample was seen,
+not a total of that work. A stack that no marker names is counted as "other";
+``--unnamed N`` lists the commonest innermost frames of those, so that the markers can be
+improved.
 
     .venv/bin/python -m benchmarks.profile_shares /tmp/spy-sqlite-1w-r1.txt [--parts runner]
 
-The markers are parts of frames as py-spy prints them (``Class.function (module/path.py:line)``):
-``.function (module/path`` matches a method in a file, a bare ``path`` any function of it, and a
-leading ``^`` matches only the innermost frame. Shares are of the busy samples: the ``idle``
-part (an executor thread waiting for work, which py-spy's own idle test does not recognise
-here) is left out of them.
+Markers:
+- ``.function (module/path`` matches a method in a file;
+- a bare ``path`` matches any function of it;
+- a leading ``^`` matches only the innermost frame.
+
+What the samples are:
+- Py-spy leaves out the threads it finds idle. It does not recognise an executor thread
+  waiting for work (``_worker`` as the innermost frame): that is the ``idle`` part, left out of
+  the shares.
+- Other waits can still be counted: a thread waiting on PostgreSQL's answer, and uvloop's
+  polling, which is C code under ``Runner.run``. So the shares are of time, and they match CPU
+  only where the samples add up to the process's CPU time.
 """
 
 from __future__ import annotations
@@ -39,7 +49,7 @@ SERVER_PARTS: tuple[Part, ...] = (
     # An executor thread waiting for work; py-spy's own idle test misses it on this machine.
     Part(IDLE, ("^_worker (concurrent/futures/thread.py",)),
     Part(
-        "files synced: the WAL before a durable `ack`, an output blob (threads)",
+        "the WAL and output files written and synced (threads)",
         ("fdatasync_path (benchrunner/server/store/engine", "benchrunner/server/blobs"),
     ),
     Part(
@@ -51,7 +61,7 @@ SERVER_PARTS: tuple[Part, ...] = (
             "benchrunner/server/routes/run_body",
         ),
     ),
-    Part("API tokens looked up (the submissions')", ("user_by_api_token (",)),
+    Part("the submission's token lookup, on a database thread", ("user_by_api_token (",)),
     Part(
         "`GET /v0/server/health` (the benchmark's polls)",
         (
@@ -91,7 +101,10 @@ SERVER_PARTS: tuple[Part, ...] = (
             "job_list_in_flight_for_runner (",
         ),
     ),
-    Part("the structured log lines", ("benchrunner/server/logs", "benchrunner/core/redaction")),
+    Part(
+        "structured log lines outside the parts above",
+        ("benchrunner/server/logs", "benchrunner/core/redaction"),
+    ),
     Part(
         "the channel's other work (messages parsed and sent, the session loop)",
         ("benchrunner/server/runner_session", "benchrunner/server/channel", "benchrunner/protocol"),
@@ -181,7 +194,7 @@ def main() -> None:
     for name in [part.name for part in parts] + [OTHER]:
         if per_part[name]:
             print(f"| {name} | {100 * per_part[name] / total:.1f} % | {per_part[name]} |")
-    print(f"| busy samples in all | | {total} |")
+    print(f"| samples counted | | {total} |")
     print(f"({idle} samples of executor threads waiting for work left out)")
     for frame, count in unnamed.most_common(args.unnamed):
         print(f"{count:8d}  {frame}")

@@ -92,8 +92,9 @@ def main() -> None:
     parser.add_argument(
         "--py-spy",
         metavar="PREFIX",
-        help="record the benchrunner server with py-spy (raw stacks) in each throughput "
-        "phase, to PREFIX-<system>-<engine>-<workers>w-r<repeat>.txt "
+        help="record the benchrunner server and its runner agents with py-spy (raw stacks) "
+        "in each throughput phase, to PREFIX-<system>-<engine>-<workers>w-r<repeat>.txt "
+        "and ...-runner<N>.txt "
         "(`python -m benchmarks.profile_shares FILE` sums them into parts)",
     )
     parser.add_argument(

@@ -177,6 +177,10 @@ class Profile:
     output: Path
     rate: int
 
+    def of_runner(self, index: int) -> Profile:
+        """Where the ``index``-th runner agent's stacks go, beside the server's."""
+        return Profile(self.output.with_name(f"{self.output.stem}-runner{index}.txt"), self.rate)
+
 
 @contextlib.contextmanager
 def py_spy(pid: int, profile: Profile | None) -> Iterator[None]:
@@ -269,7 +273,11 @@ def run(
         database = sa.make_url(url).database if engine == "postgresql" else None
         server_before = process_cpu_seconds(server.pid)
         workers_before = sum(process_cpu_seconds(pid) for pid in pids)
-        with backends_cpu(database) as database_cpu, py_spy(server.pid, profile):
+        with contextlib.ExitStack() as recording:
+            database_cpu = recording.enter_context(backends_cpu(database))
+            recording.enter_context(py_spy(server.pid, profile))
+            for index, pid in enumerate(pids):
+                recording.enter_context(py_spy(pid, profile and profile.of_runner(index)))
             started = time.perf_counter()
             submitted = submit_and_drain(api, jobs)
             elapsed = time.perf_counter() - started

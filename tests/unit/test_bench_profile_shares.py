@@ -42,3 +42,11 @@ def test_shares_sum_the_counts_of_every_file(tmp_path: Path) -> None:
     assert per_part[EVENT_LOOP] == 7
     assert per_part[OTHER] == 2
     assert unnamed == {"f (z.py:1)": 2}
+
+
+def test_a_database_thread_is_placed_by_its_statement_or_counted_as_unplaced() -> None:
+    thread = ["Thread.run (threading.py:982)", "_HeldConnections.run (benchrunner/x.py:165)"]
+    in_flight = "job_list_in_flight_for_runner (benchrunner/server/store/jobs.py:90)"
+    psycopg = "BaseCursor._send_query_prepared (psycopg/_cursor_base.py:602)"
+    assert part_of([*thread, in_flight, psycopg], SERVER_PARTS).startswith("`ready`")
+    assert part_of([psycopg], SERVER_PARTS).startswith("database work py-spy could not place")
