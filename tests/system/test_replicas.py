@@ -21,6 +21,7 @@ import sqlalchemy as sa
 from benchrunner.core.states import JobStatus
 from benchrunner.server.store.engine import make_engine
 from benchrunner.server.store.tables import job, job_event, metric, report
+from benchrunner.server.store.tables import runner as runner_table
 from tests.databases import postgres_database
 from tests.harness import (
     SHORT_HEARTBEAT_TIMEOUT,
@@ -207,12 +208,12 @@ def test_two_replicas_share_the_queue_and_survive_losing_one(
 
     # Phase 2: replica A dies with SIGKILL while jobs are in flight on its connections.
     more = _submit_tallies(deployment, (replica_b,), tally, range(200, 300), ms=300)
-    wait_until(
-        lambda: _counts(replica_b.db, more).get(JobStatus.RUNNING, 0) >= 5,
-        timeout=60,
-        message="jobs running on (nearly) every runner",
-    )
     on_a = {runner.slug for runner in runners[::2]}  # connected to A first, and still there
+    wait_until(
+        lambda: len(_running_on(replica_b.db, more, on_a)) >= 2,
+        timeout=60,
+        message="jobs running on the runners of the replica to be killed",
+    )
     assert health(replica_a)["connected_runners"] == len(on_a)
     killed_at = dt.datetime.now(dt.UTC)
     replica_a.kill(signal.SIGKILL)
@@ -249,7 +250,10 @@ def test_two_replicas_share_the_queue_and_survive_losing_one(
     assert sum(1 for status, _ in outcomes.values() if status == JobStatus.PROCESSED) > 0
     # Some job was running on a runner of A when A died, and its result still arrived (via B).
     delivered_late = _delivered_across_the_kill(replica_b.db, more, on_a, killed_at)
-    assert delivered_late, "no result of a job in flight on the dead replica was delivered"
+    assert delivered_late, (
+        "no result of a job in flight on the dead replica was delivered; the jobs its runners "
+        f"had started: {_started_on(replica_b.db, more, on_a, killed_at)}"
+    )
     for runner in runners:
         assert runner.proc is not None and runner.proc.poll() is None, runner.output()
 
@@ -305,6 +309,50 @@ def _delivered_across_the_kill(
             return [str(row[0]) for row in conn.execute(query)]
     finally:
         engine.dispose()
+
+
+def _running_on(db_url: str, tags: dict[str, str], runner_slugs: set[str]) -> list[str]:
+    """Jobs of ``tags`` running now on one of ``runner_slugs``."""
+    engine = make_engine(db_url, writer=False)
+    query = (
+        sa.select(job.c.uuid)
+        .join(runner_table, runner_table.c.id == job.c.runner_id)
+        .where(
+            job.c.uuid.in_([UUID(u) for u in tags]),
+            job.c.status == int(JobStatus.RUNNING),
+            runner_table.c.slug.in_(sorted(runner_slugs)),
+        )
+    )
+    try:
+        with engine.connect() as conn:
+            return [str(row[0]) for row in conn.execute(query)]
+    finally:
+        engine.dispose()
+
+
+def _started_on(
+    db_url: str, tags: dict[str, str], runner_slugs: set[str], before: dt.datetime
+) -> dict[str, tuple[JobStatus, str]]:
+    """Outcomes of the jobs of ``tags`` that one of ``runner_slugs`` started before ``before``:
+    what a failure of the scenario reports."""
+    engine = make_engine(db_url, writer=False)
+    query = (
+        sa.select(job.c.uuid)
+        .join(job_event, job_event.c.job_id == job.c.id)
+        .where(
+            job.c.uuid.in_([UUID(u) for u in tags]),
+            job_event.c.event_type == "job_started",
+            job_event.c.actor.in_(sorted(runner_slugs)),
+            job_event.c.created < before,
+        )
+    )
+    try:
+        with engine.connect() as conn:
+            started = {str(row[0]) for row in conn.execute(query)}
+    finally:
+        engine.dispose()
+    outcomes = _outcomes(db_url, tags)
+    return {uuid: outcomes[uuid] for uuid in sorted(started)}
 
 
 def _counts(db_url: str, tags: dict[str, str]) -> dict[JobStatus, int]:
