@@ -123,12 +123,33 @@ SERVER_PARTS: tuple[Part, ...] = (
 )
 
 RUNNER_PARTS: tuple[Part, ...] = (
-    Part(IDLE, ("^_worker (concurrent/futures/thread.py",)),
-    Part("the job's process started (`Popen`)", ("subprocess.py",)),
-    Part("the spool (results written and synced)", ("benchrunner/runner/spool",)),
+    # Threads blocked on a queue, a lock, a socket, a pipe or the job's end: py-spy's own idle
+    # test misses them on this machine.
+    Part(
+        IDLE,
+        (
+            "^_worker (concurrent/futures/thread.py",
+            "^Agent._next_event (",
+            "^JobSlot._serve (",
+            "^Condition.wait (threading.py",
+            "^Thread._wait_for_tstate_lock (",
+            "^EpollSelector.select (",
+            "^Assembler.get_next_frame (",
+            "^StreamCapture._read (",
+            "^Popen._try_wait (",
+        ),
+    ),
+    Part("the job's process started (`Popen`)", ("Popen._execute_child (",)),
+    Part("threads moved between cores (`sched_setaffinity`)", ("benchrunner/runner/cores",)),
     Part("the in-flight record", ("benchrunner/runner/inflight",)),
     Part(
-        "the job's set-up and its end", ("benchrunner/runner/job", "benchrunner/runner/executors")
+        "results written and synced (the spool, `fsync`)",
+        ("benchrunner/runner/spool", "benchrunner/runner/durable", "benchrunner/runner/outbox"),
+    ),
+    Part("working directories made and removed", ("tempfile.py", "shutil.py")),
+    Part(
+        "the rest of a job's set-up and end",
+        ("benchrunner/runner/job", "benchrunner/runner/executors"),
     ),
     Part("heartbeats", ("benchrunner/runner/heartbeat",)),
     Part("the live log", ("benchrunner/runner/log_stream",)),
@@ -195,7 +216,7 @@ def main() -> None:
         if per_part[name]:
             print(f"| {name} | {100 * per_part[name] / total:.1f} % | {per_part[name]} |")
     print(f"| samples counted | | {total} |")
-    print(f"({idle} samples of executor threads waiting for work left out)")
+    print(f"({idle} samples of threads waiting left out)")
     for frame, count in unnamed.most_common(args.unnamed):
         print(f"{count:8d}  {frame}")
 

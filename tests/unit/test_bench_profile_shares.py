@@ -5,7 +5,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from benchmarks.profile_shares import EVENT_LOOP, IDLE, OTHER, SERVER_PARTS, Part, part_of, shares
+from benchmarks.profile_shares import (
+    EVENT_LOOP,
+    IDLE,
+    OTHER,
+    RUNNER_PARTS,
+    SERVER_PARTS,
+    Part,
+    part_of,
+    shares,
+)
 
 LOOP = "Runner.run (asyncio/runners.py:118)"
 SESSION = "RunnerSession._handle_text (benchrunner/server/runner_session.py:215)"
@@ -50,3 +59,14 @@ def test_a_database_thread_is_placed_by_its_statement_or_counted_as_unplaced() -
     psycopg = "BaseCursor._send_query_prepared (psycopg/_cursor_base.py:602)"
     assert part_of([*thread, in_flight, psycopg], SERVER_PARTS).startswith("`ready`")
     assert part_of([psycopg], SERVER_PARTS).startswith("database work py-spy could not place")
+
+
+def test_a_runner_thread_blocked_on_its_queue_is_waiting_and_one_moving_cores_is_not() -> None:
+    agent = "Agent._loop (benchrunner/runner/agent.py:262)"
+    waiting = [agent, "Agent._next_event (benchrunner/runner/agent.py:362)"]
+    moving = [
+        "CorePlan.job_affinity (benchrunner/runner/cores.py:79)",
+        "_set_thread_affinity (benchrunner/runner/cores.py:108)",
+    ]
+    assert part_of(waiting, RUNNER_PARTS) == IDLE
+    assert part_of(moving, RUNNER_PARTS).startswith("threads moved between cores")
