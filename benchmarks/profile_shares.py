@@ -42,12 +42,13 @@ class Part:
 
 
 IDLE = "idle"
+EXECUTOR_WAITING = "^_worker (concurrent/futures/thread.py"
+"""An executor thread waiting for work; py-spy's own idle test misses it on this machine."""
 EVENT_LOOP = (
     "the event loop itself (uvloop, in C: polling and callbacks; its idle time is not told apart)"
 )
 SERVER_PARTS: tuple[Part, ...] = (
-    # An executor thread waiting for work; py-spy's own idle test misses it on this machine.
-    Part(IDLE, ("^_worker (concurrent/futures/thread.py",)),
+    Part(IDLE, (EXECUTOR_WAITING,)),
     Part(
         "the WAL and output files written and synced (threads)",
         ("fdatasync_path (benchrunner/server/store/engine", "benchrunner/server/blobs"),
@@ -128,7 +129,7 @@ RUNNER_PARTS: tuple[Part, ...] = (
     Part(
         IDLE,
         (
-            "^_worker (concurrent/futures/thread.py",
+            EXECUTOR_WAITING,
             "^Agent._next_event (",
             "^JobSlot._serve (",
             "^Condition.wait (threading.py",

@@ -285,49 +285,62 @@ def _submit_tallies(
     return tags
 
 
+def _rows(db_url: str, query: sa.Select[Any]) -> list[tuple[Any, ...]]:
+    """``query``'s rows, read from the shared database on a connection of its own."""
+    engine = make_engine(db_url, writer=False)
+    try:
+        with engine.connect() as conn:
+            return [tuple(row) for row in conn.execute(query)]
+    finally:
+        engine.dispose()
+
+
+def _of(tags: dict[str, str]) -> sa.ColumnElement[bool]:
+    return job.c.uuid.in_([UUID(u) for u in tags])
+
+
+def _started_by(
+    event: sa.FromClause, runner_slugs: set[str], before: dt.datetime
+) -> tuple[sa.ColumnElement[bool], ...]:
+    """``event`` is a job's start by one of ``runner_slugs`` before ``before``."""
+    return (
+        event.c.event_type == "job_started",
+        event.c.actor.in_(sorted(runner_slugs)),
+        event.c.created < before,
+    )
+
+
 def _delivered_across_the_kill(
     db_url: str, tags: dict[str, str], runner_slugs: set[str], killed_at: dt.datetime
 ) -> list[str]:
     """Jobs that started on one of ``runner_slugs`` before ``killed_at`` and completed after."""
-    engine = make_engine(db_url, writer=False)
     running, completed = job_event.alias("running"), job_event.alias("completed")
     query = (
         sa.select(job.c.uuid)
         .join(running, running.c.job_id == job.c.id)
         .join(completed, completed.c.job_id == job.c.id)
         .where(
-            job.c.uuid.in_([UUID(u) for u in tags]),
-            running.c.event_type == "job_started",
-            running.c.actor.in_(sorted(runner_slugs)),
-            running.c.created < killed_at,
+            _of(tags),
+            *_started_by(running, runner_slugs, killed_at),
             completed.c.event_type == "job_completed",
             completed.c.created > killed_at,
         )
     )
-    try:
-        with engine.connect() as conn:
-            return [str(row[0]) for row in conn.execute(query)]
-    finally:
-        engine.dispose()
+    return [str(row[0]) for row in _rows(db_url, query)]
 
 
 def _running_on(db_url: str, tags: dict[str, str], runner_slugs: set[str]) -> list[str]:
     """Jobs of ``tags`` running now on one of ``runner_slugs``."""
-    engine = make_engine(db_url, writer=False)
     query = (
         sa.select(job.c.uuid)
         .join(runner_table, runner_table.c.id == job.c.runner_id)
         .where(
-            job.c.uuid.in_([UUID(u) for u in tags]),
+            _of(tags),
             job.c.status == int(JobStatus.RUNNING),
             runner_table.c.slug.in_(sorted(runner_slugs)),
         )
     )
-    try:
-        with engine.connect() as conn:
-            return [str(row[0]) for row in conn.execute(query)]
-    finally:
-        engine.dispose()
+    return [str(row[0]) for row in _rows(db_url, query)]
 
 
 def _started_on(
@@ -335,24 +348,13 @@ def _started_on(
 ) -> dict[str, tuple[JobStatus, str]]:
     """Outcomes of the jobs of ``tags`` that one of ``runner_slugs`` started before ``before``:
     what a failure of the scenario reports."""
-    engine = make_engine(db_url, writer=False)
     query = (
         sa.select(job.c.uuid)
         .join(job_event, job_event.c.job_id == job.c.id)
-        .where(
-            job.c.uuid.in_([UUID(u) for u in tags]),
-            job_event.c.event_type == "job_started",
-            job_event.c.actor.in_(sorted(runner_slugs)),
-            job_event.c.created < before,
-        )
+        .where(_of(tags), *_started_by(job_event, runner_slugs, before))
     )
-    try:
-        with engine.connect() as conn:
-            started = {str(row[0]) for row in conn.execute(query)}
-    finally:
-        engine.dispose()
     outcomes = _outcomes(db_url, tags)
-    return {uuid: outcomes[uuid] for uuid in sorted(started)}
+    return {uuid: outcomes[uuid] for uuid in sorted(str(row[0]) for row in _rows(db_url, query))}
 
 
 def _counts(db_url: str, tags: dict[str, str]) -> dict[JobStatus, int]:
@@ -361,8 +363,6 @@ def _counts(db_url: str, tags: dict[str, str]) -> dict[JobStatus, int]:
 
 def _outcomes(db_url: str, tags: dict[str, str]) -> dict[str, tuple[JobStatus, str]]:
     """Job uuid -> (status, message of its last event) read from the shared database."""
-    engine = make_engine(db_url, writer=False)
-    uuids = [UUID(u) for u in tags]
     last_event = (
         sa.select(job_event.c.message)
         .where(job_event.c.job_id == job.c.id)
@@ -370,11 +370,5 @@ def _outcomes(db_url: str, tags: dict[str, str]) -> dict[str, tuple[JobStatus, s
         .limit(1)
         .scalar_subquery()
     )
-    try:
-        with engine.connect() as conn:
-            rows = conn.execute(
-                sa.select(job.c.uuid, job.c.status, last_event).where(job.c.uuid.in_(uuids))
-            ).all()
-    finally:
-        engine.dispose()
+    rows = _rows(db_url, sa.select(job.c.uuid, job.c.status, last_event).where(_of(tags)))
     return {str(row[0]): (JobStatus(row[1]), row[2] or "") for row in rows}
