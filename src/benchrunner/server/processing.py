@@ -53,9 +53,11 @@ INLINE_PARSE_BYTES = 16 * 1024
 """A batch whose outputs add up to no more than this is parsed on the loop: it takes well
 under a millisecond, less than the trip to a worker process and back."""
 
-WRITE_STEP_SECONDS = 0.004
+WRITE_STEP_SECONDS = 0.001
 """Where writes run inline on the event loop: a write transaction takes further jobs of the
-batch only while it has run for less than this."""
+batch only while it has run for less than this. A 64 KiB benchmark output's job takes longer
+than this to write, so a backlog of them is written a job per transaction: an ack waits behind
+one job's write, not several (``benchmarks/RESULTS.md``, "Write steps of one job")."""
 
 
 def byte_batches(sizes: Sequence[int], budget: int) -> list[range]:
