@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import string
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,28 +16,14 @@ from urllib.parse import urlsplit
 import httpx
 import pytest
 
+from tests.bencher_bodies import BODIES, bencher_body
 from tests.bencher_schema import JsonJob, JsonReport
 from tests.harness import Deployment, deploy
 from tests.registry_support import push_image, registry_token, v2
 
 pytestmark = pytest.mark.engine_independent
 
-BODIES = Path(__file__).parent.parent / "bencher_cli_bodies"
 FIXTURES = sorted(BODIES.glob("*.json"))
-
-
-def _body(path: Path, deployment: Deployment) -> dict[str, Any]:
-    now = dt.datetime.now(dt.UTC)
-    values = {
-        "project": deployment.project,
-        "registry": urlsplit(deployment.server.url).netloc,
-        "spec": deployment.spec,
-        "start": (now - dt.timedelta(seconds=2)).isoformat(),
-        "end": now.isoformat(),
-        "key": str(uuid.uuid4()),
-    }
-    body: dict[str, Any] = json.loads(string.Template(path.read_text()).substitute(values))
-    return body
 
 
 def _push_v1(deployment: Deployment) -> str:
@@ -61,7 +46,7 @@ def test_every_common_body_is_answered_as_bencher_answers(deployment: Deployment
         fallback = _mark_fallback(api, deployment.spec)
         answers: dict[str, dict[str, Any]] = {}
         for path in FIXTURES:
-            response = api.post("/v0/run", json=_body(path, deployment))
+            response = api.post("/v0/run", json=bencher_body(path, deployment))
             assert response.status_code == 201, f"{path.name}: {response.text}"
             JsonReport.model_validate_json(response.text)
             answers[path.stem] = response.json()
@@ -74,7 +59,11 @@ def test_every_common_body_is_answered_as_bencher_answers(deployment: Deployment
         feature_thresholds = api.get(
             f"/v0/projects/{deployment.project}/thresholds", params={"branch": "feature-x"}
         ).json()
-    assert sorted(jobs) == ["40_image_every_flag", "50_image_minimal_detach"]
+    assert sorted(jobs) == [
+        "40_image_every_flag",
+        "45_image_file_in_container",
+        "50_image_minimal_detach",
+    ]
     for name, response in jobs.items():
         assert response.status_code == 200, f"{name}: {response.text}"
         job = JsonJob.model_validate_json(response.text)
@@ -117,6 +106,9 @@ def test_every_common_body_is_answered_as_bencher_answers(deployment: Deployment
         "backdate": "2026-01-01T00:00:00Z",
     }
     assert answers["40_image_every_flag"]["start_time"] == "2026-01-01T00:00:00Z"
+    # A path inside the image, as ``--file`` names it: the runner reads it in the container.
+    in_container = jobs["45_image_file_in_container"].json()["config"]
+    assert in_container["file_paths"] == ["/tmp/results.json"]
     minimal = answers["50_image_minimal_detach"]
     assert minimal["project"]["slug"] == deployment.project  # from the image's repository
     alerted = answers["60_local_static_threshold_alert"]["alerts"]
@@ -171,7 +163,9 @@ def test_a_backdated_image_job_reports_its_run_at_the_backdate(
     _push_v1(deployment)
     channel = deployment.channel("backdated")
     with deployment.http() as api:
-        submitted = api.post("/v0/run", json=_body(BODIES / "40_image_every_flag.json", deployment))
+        submitted = api.post(
+            "/v0/run", json=bencher_body(BODIES / "40_image_every_flag.json", deployment)
+        )
         assert submitted.status_code == 201, submitted.text
     job_uuid = submitted.json()["job"]
     claimed = channel.claim()
@@ -208,7 +202,7 @@ GUNGRAUN = Path(__file__).parent.parent / "adapter_samples" / "rust_gungraun"
 
 
 def _local_body(deployment: Deployment, adapter: str, output: str) -> dict[str, Any]:
-    body = _body(BODIES / "15_local_json.json", deployment)
+    body = bencher_body(BODIES / "15_local_json.json", deployment)
     return {**body, "results": [output], "settings": {"adapter": adapter}}
 
 
@@ -258,7 +252,7 @@ def test_a_jobs_spec_is_never_pinned_to_its_testbed_so_spec_reset_has_nothing_to
         client.create_spec(
             name="big", architecture="x86_64", cpu=64, memory=1 << 40, disk=1 << 40, network=False
         )
-    body = {**_body(BODIES / "50_image_minimal_detach.json", deployment), "testbed": "ci"}
+    body = {**bencher_body(BODIES / "50_image_minimal_detach.json", deployment), "testbed": "ci"}
     image = body["job"]
 
     def spec_of(**more: Any) -> str:

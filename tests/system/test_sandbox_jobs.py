@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.bencher_bodies import BODIES, bencher_body
 from tests.harness import Deployment
 from tests.oci_layout import busybox_image, write_layout
 
@@ -99,6 +100,51 @@ def test_an_image_pushed_with_skopeo_runs_in_the_sandbox(deployment: Deployment)
 
 def _files(directory: Path) -> list[tuple[str, int, int]]:
     return sorted((p.name, p.stat().st_ino, p.stat().st_mtime_ns) for p in directory.iterdir())
+
+
+def test_bencher_files_inside_the_image_are_read_from_the_containers_root(
+    deployment: Deployment,
+) -> None:
+    """``bencher run --image <project>:v1 --adapter json --file /tmp/results.json``, in the body
+    Bencher's CLI sends: the path names a file in the container's root, where the image wrote
+    it. Two more ``--file`` paths are symlinks the container made towards a file of the host:
+    one climbing out of the root with ``..`` (refused), one absolute (resolved in the container's
+    root, where that host path does not exist); the report names each, the results file is
+    still read."""
+    host_file = deployment.tmp / "host-secret"
+    host_file.write_text(json.dumps({"host": {"latency": {"value": 1.0}}}))
+    climb = "../" * 16
+    script = (
+        f"echo '{json.dumps(RESULT)}' > /tmp/results.json; echo ran; "
+        f"ln -s {climb}{host_file} /tmp/climbing; ln -s {host_file} /tmp/absolute"
+    )
+    image = busybox_image({"Entrypoint": ["/bin/sh", "-c"], "Cmd": [script]})
+    layout = write_layout(deployment.tmp / "layout", [image], tag="v1")
+    push(deployment, layout.path, layout.tag, deployment.project)
+    sandbox_runner(deployment, "bencher")
+    body = bencher_body(BODIES / "45_image_file_in_container.json", deployment)
+    body["job"]["file_paths"] += ["/tmp/climbing", "/tmp/absolute"]
+    with deployment.http() as api:
+        submitted = api.post("/v0/run", json=body)
+    assert submitted.status_code == 201, submitted.text
+
+    job = deployment.wait_status(submitted.json()["job"], "processed", "failed", timeout=120)
+    assert job["status"] == "processed", job
+    (result,) = job["output"]["results"]
+    assert result["stdout"] == "ran\n"  # not BMF: the metric can only come from the file
+    assert result["output"] == {"/tmp/results.json": json.dumps(RESULT) + "\n"}
+    root = "the container's root"
+    assert result["stderr"] == (
+        f"[benchrunner: file_path '/tmp/climbing' refused: '..' on its path leaves {root}]\n"
+        "[benchrunner: file_path '/tmp/absolute' not found]\n"
+    )
+    with deployment.admin() as client:
+        report = client.get_report(deployment.project, submitted.json()["uuid"])
+    ((found,),) = report["results"]
+    assert found["benchmark"]["name"] == "sandboxed"
+    assert [(m["measure"]["slug"], m["metric"]["value"]) for m in found["measures"]] == [
+        ("latency", 42.0)
+    ]
 
 
 def test_an_image_missing_from_the_registry_fails_the_job_clearly(

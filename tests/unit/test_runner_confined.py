@@ -98,6 +98,24 @@ def test_in_a_container_absolute_paths_and_symlinks_start_at_its_root(
     assert read(root, "/data/host", CONTAINER) is None  # that path does not exist in the root
 
 
+def test_in_a_container_a_host_path_names_the_containers_file_never_the_hosts(
+    root: Path, outside: Path
+) -> None:
+    """An image job's ``--file /x`` or symlink to ``/x`` means the container's ``/x``: with the
+    host's path mirrored inside the root, the root's copy is read; climbing above the root
+    after an absolute target is refused like any other climb."""
+    mirrored = root / outside.relative_to("/")
+    mirrored.parent.mkdir(parents=True)
+    mirrored.write_text("container's copy")
+    (root / "data" / "host").symlink_to(outside)
+    (root / "data" / "climb").symlink_to(f"/../..{outside}")
+    assert read(root, str(outside), CONTAINER) == b"container's copy"
+    assert read(root, "/data/host", CONTAINER) == b"container's copy"
+    assert read(root, f"/data/..{outside}", CONTAINER) == b"container's copy"
+    assert "leaves the root" in refused(root, "/data/climb", CONTAINER)
+    assert "leaves the root" in refused(root, f"/..{outside}", CONTAINER)
+
+
 def test_in_a_container_hard_links_are_its_own_files(root: Path) -> None:
     os.link(root / "data" / "real", root / "data" / "twin")
     assert read(root, "/data/twin", CONTAINER) == b"inside"

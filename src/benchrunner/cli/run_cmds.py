@@ -166,7 +166,10 @@ def run(
         typer.Option(
             "--file-path",
             metavar="PATH",
-            help="File the job writes results to; repeat for several.",
+            help=(
+                "File the job writes results to, relative to its working directory (an image "
+                "job's may be absolute: a path in its container); repeat for several."
+            ),
             rich_help_panel=_JOB,
         ),
     ] = None,

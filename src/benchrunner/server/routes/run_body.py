@@ -43,6 +43,7 @@ from benchrunner.server.routes.model_bodies import (
 from benchrunner.server.routes.run_image import checked_image_ref
 
 MAX_FILE_PATH = 4096
+MAX_FILE_PATHS = 255  # Bencher's limit on a job's file_paths
 
 
 class RunJob(ApiBody):
@@ -174,16 +175,23 @@ class RunMode:
         return () if self.image is None else (self.image,)
 
 
-def file_path_problem(path: str) -> str | None:
-    """Why ``path`` may not name a file to collect, or None. File paths are relative to the
-    job's working directory and stay inside it, for every executor: an absolute path would
-    read the runner's own files, and ``..`` climbs out."""
+def file_path_problem(path: str, kind: Literal["image", "template"]) -> str | None:
+    """Why ``path`` may not name a file to collect for a job of ``kind``, or None.
+
+    A template job's files are on the runner's host, relative to the job's working directory and
+    inside it: an absolute path would read the runner's own files, and ``..`` climbs out. An
+    image job's files are in its container's root filesystem, where a path means what it means
+    inside the container (Bencher's CLI sends ``--file /tmp/results.json`` as it is): absolute
+    paths and ``..`` are the runner's to resolve, confined to that root, refusing per file a
+    path or symlink that leads out of it."""
     if not path:
         return "is empty"
     if "\x00" in path:
         return "contains a NUL character"
     if len(path) > MAX_FILE_PATH:
         return f"is longer than {MAX_FILE_PATH} characters"
+    if kind == "image":
+        return None
     if path.startswith("/"):
         return "is absolute; give a path relative to the job's working directory"
     if ".." in PurePosixPath(path).parts:
@@ -191,9 +199,12 @@ def file_path_problem(path: str) -> str | None:
     return None
 
 
-def check_file_paths(paths: list[str] | None) -> None:
-    for index, path in enumerate(paths or []):
-        problem = file_path_problem(path)
+def check_file_paths(paths: list[str] | None, kind: Literal["image", "template"]) -> None:
+    paths = paths or []
+    if len(paths) > MAX_FILE_PATHS:
+        raise bad_request(f"job.file_paths has {len(paths)} paths; at most {MAX_FILE_PATHS}")
+    for index, path in enumerate(paths):
+        problem = file_path_problem(path, kind)
         if problem is not None:
             raise bad_request(f"job.file_paths[{index}] {path!r} {problem}")
 
@@ -221,7 +232,7 @@ def validate_mode(body: RunBody) -> RunMode:
             raise bad_request("spec is required for template execution")
         if nested.env or nested.entrypoint or nested.cmd:
             raise bad_request("job.env, job.entrypoint and job.cmd are not allowed with a template")
-        check_file_paths(nested.file_paths)
+        check_file_paths(nested.file_paths, "template")
         duet = duet_plan(
             body.baseline, body.contender, body.duet, template=True, iterations=nested.iter
         )
@@ -236,7 +247,7 @@ def validate_mode(body: RunBody) -> RunMode:
         raise bad_request("image or template is required for runner execution (spec was given)")
     if image is not None:
         ref = checked_image_ref("image", image)
-        check_file_paths(nested.file_paths)
+        check_file_paths(nested.file_paths, "image")
         return RunMode("image", ref, spec, nested)
     if not has_results:
         raise bad_request(
@@ -268,7 +279,7 @@ def _image_duet(
     )
     assert duet is not None
     assert duet.images is not None
-    check_file_paths(nested.file_paths)
+    check_file_paths(nested.file_paths, "image")
     return RunMode("image", duet.images[0], spec, nested, duet)
 
 
