@@ -241,5 +241,16 @@ def test_runnable_guide_block(server: Deployment, tmp_path: Path, script: str) -
     assert outcome.codes == {"block": 0}, f"{script}\n{outcome.output}"
 
 
-def test_the_guides_mark_blocks_runnable() -> None:
+def test_every_command_block_of_a_guide_is_run_or_says_why_not() -> None:
+    """A guide's shell block is run by the test above, or says why it cannot be: none is left
+    out silently."""
+    unaccounted = []
+    for guide in sorted(GUIDES.glob("*.md")):
+        lines = guide.read_text().splitlines()
+        for number, line in enumerate(lines, 1):
+            if line in ("```sh", "```console"):
+                before = lines[number - 2] if number > 1 else ""
+                if before != RUNNABLE and not before.startswith("<!-- not run: "):
+                    unaccounted.append(f"{guide.name}:{number}")
+    assert not unaccounted, f"mark {RUNNABLE} or <!-- not run: why -->: {unaccounted}"
     assert len(runnable_blocks()) >= 2, "the guides' runnable blocks are no longer found"
