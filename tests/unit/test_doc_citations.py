@@ -64,3 +64,13 @@ def test_every_cited_docs_page_exists() -> None:
     assert not missing, "\n".join(
         f"{path}:{line}: {page} does not exist" for path, line, page in missing
     )
+
+
+def test_the_readme_links_only_to_files_that_exist() -> None:
+    """README.md is outside the site that ``mkdocs build --strict`` checks: its links into the
+    documentation are checked here."""
+    links = re.findall(r"\]\(([^)#\s]+)", (REPO / "README.md").read_text())
+    local = [link for link in links if "://" not in link]
+    assert local, "the README links to no page: the scan is broken"
+    missing = [link for link in local if not (REPO / link).exists()]
+    assert not missing, f"README.md links to missing files: {missing}"
