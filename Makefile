@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install system-packages up test lint screenshots clean
+.PHONY: install system-packages up test lint docs docs-reference screenshots clean
 
 $(STAMP): requirements.lock pyproject.toml
 	@# Debian's python3 may lack ensurepip (package python3-venv): fall back to virtualenv.
@@ -42,8 +42,18 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check src tests benchmarks
 	$(BIN)/mypy
 	$(BIN)/lint-imports
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
 
-# The README's console pictures, taken anew by the browser tests.
+# The documentation site (docs/, mkdocs.yml) into build/site; `$(BIN)/mkdocs serve` to browse it.
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
+
+# The reference pages the code already says (CLI, settings, adapters, HTTP API), written anew;
+# tests/unit/test_docs_reference.py fails while a committed page differs.
+docs-reference: $(STAMP)
+	$(BIN)/python -m tests.docs_reference
+
+# The documentation's console pictures, taken anew by the browser tests.
 screenshots: $(STAMP) system-packages
 	BENCHRUNNER_SCREENSHOTS=$(CURDIR)/docs/screenshots $(BIN)/pytest -q -p no:cacheprovider tests/console
 

@@ -17,12 +17,12 @@ from tests.harness import REPO
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-background-networking"]
 README_SCREENSHOTS = REPO / "docs" / "screenshots"
-"""The README's pictures: ``make screenshots`` has the console tests write them here."""
+"""The documentation's pictures: ``make screenshots`` has the console tests write them here."""
 
 
 def screenshots_dir() -> Path:
     """Where the tests save screenshots: ``$BENCHRUNNER_SCREENSHOTS``, else ``build/screenshots``
-    (ignored by git, so a test run leaves the README's pictures as they are)."""
+    (ignored by git, so a test run leaves the documentation's pictures as they are)."""
     return Path(os.environ.get("BENCHRUNNER_SCREENSHOTS") or REPO / "build" / "screenshots")
 
 

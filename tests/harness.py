@@ -390,7 +390,7 @@ class RunnerProcess:
 
     @property
     def key_file(self) -> Path:
-        """The runner key as README tells operators to pass it: a 0600 file, never argv."""
+        """The runner key as docs/how-to/deploy.md tells operators to pass it: a 0600 file, never argv."""
         path = self.spool.parent / f"runner-{self.slug}.key"
         if not path.exists():
             path.parent.mkdir(parents=True, exist_ok=True)

@@ -1,14 +1,14 @@
 """The wire: channel messages and the job payloads shared by server, runner and tests.
 
-Runner -> server: ready, running, heartbeat, completed, failed, canceled (seed 003), and ``log``
-(live output, only from a runner that lists ``"log"`` in its ready's ``extensions``; the server
-never answers a ``log`` unless it refuses it with ``error``).
-Server -> runner: ack, job, no_job, cancel, update (seed 003), and ``error`` (SPEC section 5),
-only to a runner that announced the ``error`` extension; the job's ``nonce`` likewise.
-Every message is a JSON object whose ``event`` field names its type. Messages read from the
-channel are validated strictly (``parse_runner_message``, ``parse_server_message``): a JSON value
-of the wrong type is an error, never coerced (``true`` is not a poll timeout, ``"0"`` is not an
-exit code).
+Runner -> server: ready, running, heartbeat, completed, failed, canceled
+(docs/decisions/channel.md), and ``log`` (live output, only from a runner that lists ``"log"`` in
+its ready's ``extensions``; the server never answers a ``log`` unless it refuses it with ``error``).
+Server -> runner: ack, job, no_job, cancel, update (docs/decisions/channel.md), and ``error``
+(docs/decisions/channel.md), only to a runner that announced the ``error`` extension; the job's
+``nonce`` likewise. Every message is a JSON object whose ``event`` field names its type. Messages
+read from the channel are validated strictly (``parse_runner_message``, ``parse_server_message``): a
+JSON value of the wrong type is an error, never coerced (``true`` is not a poll timeout, ``"0"`` is
+not an exit code).
 """
 
 from __future__ import annotations
@@ -100,7 +100,7 @@ class JsonSpec(_Wire):
     modified: dt.datetime
     archived: dt.datetime | None = None
     noise_guard: bool = True
-    """Whether runners calibrate the job cores around this spec's jobs (issue 14)."""
+    """Whether runners calibrate the job cores around this spec's jobs (docs/decisions/noise.md)."""
     noise_cv_limit: float | None = Field(default=None, ge=0, le=1e9)
     """A report above this coefficient of variation is noisy (None: the server's default)."""
     noise_drift_limit: float | None = Field(default=None, ge=0, le=1e9)
@@ -132,7 +132,8 @@ class JsonDuet(_Wire):
 
 
 class JsonJobConfig(_Wire):
-    """What a runner needs to execute a job; nothing about repo, branch or adapter (seed 000).
+    """What a runner needs to execute a job; nothing about repo, branch or adapter
+    (docs/decisions/executors.md).
 
     Image jobs carry ``registry``/``project``/``digest`` and optional overrides; template jobs
     carry ``template`` and its already-checked ``args``.
@@ -315,10 +316,11 @@ class Log(_Wire):
 
 
 class SignedResult(_Wire):
-    """What a runner registered with a public key adds to every terminal message (seed 002,
-    SPEC section 5): the claimed job's ``nonce``, ``output_hash`` (``result_output_hash``) and
-    the base64url Ed25519 ``signature`` of the canonical JSON of ``{"job", "nonce",
-    "output_hash"}``. Other runners leave them out; the server then ignores them."""
+    """What a runner registered with a public key adds to every terminal message
+    (docs/decisions/signed-results.md): the claimed job's ``nonce``, ``output_hash``
+    (``result_output_hash``) and the base64url Ed25519 ``signature`` of the canonical JSON of
+    ``{"job", "nonce", "output_hash"}``. Other runners leave them out; the server then ignores
+    them."""
 
     nonce: str | None = Field(default=None, max_length=128)
     output_hash: str | None = Field(default=None, max_length=128)
@@ -441,7 +443,8 @@ class Ack(_Wire):
 
 
 class JobAssigned(JsonClaimedJob):
-    """``job``: the claimed job's fields inline beside the event (SPEC section 13)."""
+    """``job``: the claimed job's fields inline beside the event
+    (docs/decisions/bencher-wire.md)."""
 
     event: Literal["job"] = "job"
 
@@ -459,8 +462,8 @@ class Cancel(_Wire):
 
 
 class Update(_Wire):
-    """Seed 003: install release ``version`` from ``url`` (on the server the runner is connected
-    to), whose SHA-256 is ``checksum`` (hex), then restart between jobs."""
+    """docs/decisions/runner-releases.md: install release ``version`` from ``url`` (on the server
+    the runner is connected to), whose SHA-256 is ``checksum`` (hex), then restart between jobs."""
 
     event: Literal["update"] = "update"
     version: str

@@ -1,4 +1,4 @@
-"""Issue 14 in the console, in Chromium against a real server and a real runner process: a report
+"""Noise and duets in the console, in Chromium against a real server and runner process: a report
 taken on a noisy machine (the spec's CV limit set to 0, so the runner's own calibrations flag
 it) is marked on its page, in the reports list, on its job's page and on the perf plot (a
 hollow marker with its legend entry), and its page says why its threshold raised no alert; a

@@ -1,5 +1,6 @@
-"""The /v0 API under hostile input (issue 8): file paths that climb out, chunked bodies over
-the limit, absurd pages, and private projects that must not exist for outsiders."""
+"""The /v0 API under hostile input (docs/decisions/hostile-input.md): file paths that climb out,
+chunked bodies over the limit, absurd pages, and private projects that must not exist for
+outsiders."""
 
 from __future__ import annotations
 

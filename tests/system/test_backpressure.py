@@ -1,4 +1,4 @@
-"""Backpressure (SPEC section 4, issue 11): a server-wide cap on pending plus in-flight jobs and
+"""Backpressure (docs/decisions/submission.md): a server-wide cap on pending plus in-flight jobs and
 a per-organization cap on pending jobs; over either, 429 with ``Retry-After``; the CLI waits and
 submits again with ``--retry-on-busy``."""
 

@@ -1,4 +1,4 @@
-"""Bencher's runner binary, unchanged, on our channel (issue 13, point 2).
+"""Bencher's runner binary, unchanged, on our channel (docs/decisions/bencher-runner.md).
 
 A raw WebSocket sends exactly the messages Bencher's runner sends (no extensions announced,
 a key in Bencher's format) and every frame the server answers is read by the rules of
@@ -233,7 +233,7 @@ def test_a_bencher_key_authenticates_and_rotates(deployment: Deployment) -> None
     deployment.channels.append(fresh)
     fresh.send({"event": "ready", "poll_timeout": 1})
     assert read_server_message(str(fresh.ws.recv(timeout=15))) == {"event": "no_job"}
-    # our /token still rotates into seed 000's format, through the same lookup
+    # our /token still rotates into the hex format, through the same lookup
     token = httpx.post(f"{server.url}/v0/runners/{wire.slug}/token", headers=admin).json()
     assert len(token["token"]) == 79
     ours = RawChannel(server, wire.slug, token["token"])

@@ -1,4 +1,5 @@
-"""Chaos: real processes, real faults, then the promises checked (issue 8, point 10).
+"""Chaos: real processes, real faults, then the promises checked
+(docs/decisions/result-delivery.md).
 
 Four runners work through a stream of tally jobs (each appends its tag to one shared file as
 it ends, so the file counts executions) while three faults hit jobs in flight, one after the

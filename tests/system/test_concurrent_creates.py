@@ -1,4 +1,5 @@
-"""First submissions racing through two replicas on one PostgreSQL database (issue 8).
+"""First submissions racing through two replicas on one PostgreSQL database
+(docs/decisions/replicas.md).
 
 Forty runs sent at once, half to each replica, all naming the same new branch, testbed,
 benchmarks and measures (or the same new anonymous project), must all succeed and leave one

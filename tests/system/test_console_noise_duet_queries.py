@@ -1,7 +1,7 @@
 """The console's reports list and perf page cost a fixed number of statements however many noisy
-and duet reports they show (issue 14): a report's noise verdict comes with its row, a duet's
-ratio count with the page's counts, a point's noisiness with the perf points and a series' duet
-ratios in one more statement. Counted as ``test_job_queries`` counts, on the in-process
+and duet reports they show (docs/decisions/noise.md): a report's noise verdict comes with its row, a
+duet's ratio count with the page's counts, a point's noisiness with the perf points and a series'
+duet ratios in one more statement. Counted as ``test_job_queries`` counts, on the in-process
 server; the reports are completed through a raw runner channel with the figures a runner
 sends."""
 

@@ -1,5 +1,5 @@
 """The server answers a terminal message with ``ack`` only after the SQLite WAL holding its
-status change has been synced to disk (README, Guarantees)."""
+status change has been synced to disk (docs/explanation/results-safety.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Idempotent ``POST /v0/run`` (SPEC section 4, issue 11): one key, one submission.
+"""Idempotent ``POST /v0/run`` (docs/decisions/submission.md): one key, one submission.
 
 A repeat within the window answers 200 with the first report and job; the same key with another
 payload is a 409; twenty identical requests sent at once make one job, through two replicas on

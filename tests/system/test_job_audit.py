@@ -1,4 +1,4 @@
-"""Job events as seed 004's audit list (actor and request metadata) and rerun: through a real
+"""Job events as the audit list (actor and request metadata) and rerun: through a real
 server, its HTTP API and the ``benchrunner job`` commands."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""Live logs (issue 11, point 1): a real runner streams a running job's output; the server stores
-it by offset, serves it in pages of the redacted text and follows it to the job's end."""
+"""Live logs (docs/decisions/live-logs.md): a real runner streams a running job's output; the server
+stores it by offset, serves it in pages of the redacted text and follows it to the job's end."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""The noise guard end to end (issue 14): a real runner's calibrations reach the job's output
-and its report with a verdict under the spec's limits; a noisy report's thresholds raise no
-alert unless they ask to, and the report says why; a spec's guard and limits are configured
+"""The noise guard end to end (docs/decisions/noise.md): a real runner's calibrations reach the
+job's output and its report with a verdict under the spec's limits; a noisy report's thresholds
+raise no alert unless they ask to, and the report says why; a spec's guard and limits are configured
 through the API and the CLI and reach the runner in the job's spec."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """The noise guard stays off a job's way: the runner calibrates while it waits for work, and a
-job that arrives starts its process with no calibration in between (issue 10 measures that
+job that arrives starts its process with no calibration in between (docs/results.md measures that
 pickup). A real server and a real agent, whose calibration rounds are timestamped on the wall
 clock the job's own process prints at its start (``bench.clock``)."""
 

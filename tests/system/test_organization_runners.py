@@ -1,6 +1,6 @@
-"""Organization runners (seed 002's worker owner) against a real server and real channels:
-an organization's leaders manage them under ``/v0/organizations/{organization}/runners``, its
-members only read them, everyone else finds nothing; such a runner claims only its
+"""Organization runners (docs/decisions/organization-runners.md) against a real server and real
+channels: an organization's leaders manage them under ``/v0/organizations/{organization}/runners``,
+its members only read them, everyone else finds nothing; such a runner claims only its
 organization's jobs, while a server runner still takes everyone's."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Seed 000's per-job transport at its edges: the long-poll claim (``POST
+"""The per-job transport at its edges: the long-poll claim (``POST
 /v0/runners/{runner}/jobs``) and a job's own WebSocket (``/v0/runners/{runner}/jobs/{job}``),
 driven by hand against a server in this process (its clock is the test's). The scenarios a real
 runner goes through on both transports are parametrized over them in ``test_lifecycle``,

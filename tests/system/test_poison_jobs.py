@@ -1,5 +1,6 @@
 """Poison jobs: a completed job whose stored output cannot be read or parsed is processed once,
-with the reason on its report, and the sweeper does not pick it up again (issue 8, point 7)."""
+with the reason on its report, and the sweeper does not pick it up again
+(docs/decisions/hostile-input.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""The README's front door, run as written: ``benchrunner up`` then the tour's commands."""
+"""The README's front door, run as written (docs/getting-started.md includes it): ``benchrunner up``
+then the tour's commands."""
 
 from __future__ import annotations
 

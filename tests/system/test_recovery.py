@@ -1,4 +1,5 @@
-"""Crashes: results survive a runner crash; jobs survive a server crash (seeds 000 and 003)."""
+"""Crashes: results survive a runner crash; jobs survive a server crash
+(docs/decisions/result-delivery.md)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""Runner releases (issue 13) at the API and on the channel: what publishing refuses, which
-ready runners are offered ``update`` (and which never are), and who may download a wheel.
-The installing runner itself is in ``test_self_update.py``."""
+"""Runner releases (docs/decisions/runner-releases.md) at the API and on the channel: what
+publishing refuses, which ready runners are offered ``update`` (and which never are), and who may
+download a wheel. The installing runner itself is in ``test_self_update.py``."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Several server replicas on one PostgreSQL database, sharing one queue (SPEC section 5).
+"""Several server replicas on one PostgreSQL database, sharing one queue
+(docs/decisions/replicas.md).
 
 Only PostgreSQL can be shared by server processes, so these tests run on it alone; they start
 real replicas (``benchrunner server`` processes) on one fresh database and one data directory.

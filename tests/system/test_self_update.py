@@ -1,4 +1,4 @@
-"""Self-update (issue 13, seed 003's ``update``), end to end: an admin publishes a wheel of this
+"""Self-update (docs/decisions/runner-releases.md), end to end: an admin publishes a wheel of this
 project with ``benchrunner admin release publish``; a real runner process, installed from an
 older wheel in an environment of its own, is offered it instead of a job, downloads it from its
 server with its own key, checks it, installs it, re-executes itself and takes jobs as the new

@@ -1,6 +1,6 @@
-"""Signed results (seed 002, SPEC section 5), against a real server on both engines: a runner
-registered with an Ed25519 public key must sign every terminal message; anything else is
-refused with seed 002's reason and changes nothing; the accepted signature is kept with the
+"""Signed results (docs/decisions/signed-results.md), against a real server on both engines: a
+runner registered with an Ed25519 public key must sign every terminal message; anything else is
+refused with its reason and changes nothing; the accepted signature is kept with the
 output and shown on the job."""
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""Specs as Bencher's runner reads them, and the fallback spec an admin marks (issue 13)."""
+"""Specs as Bencher's runner reads them, and the fallback spec an admin marks
+(docs/decisions/bencher-runner.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Escalating stop signals on a real runner process (issue 13, point 7): the first drains, the
+"""Escalating stop signals on a real runner process (docs/decisions/drain.md): the first drains, the
 second cancels the running job now and reports it, the third exits at once, and the spool keeps
 what was not acknowledged for the next start."""
 

@@ -1,6 +1,6 @@
-"""The heartbeat timeout (seed 000) against real processes, with a short (2 s) heartbeat timeout
-of its own. The channel's heartbeat and hard timeouts are tested on a driven clock in
-``test_channel_clock.py``."""
+"""The heartbeat timeout (docs/decisions/timeouts-recovery.md) against real processes, with a short
+(2 s) heartbeat timeout of its own. The channel's heartbeat and hard timeouts are tested on a driven
+clock in ``test_channel_clock.py``."""
 
 from __future__ import annotations
 

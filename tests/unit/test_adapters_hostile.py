@@ -1,5 +1,5 @@
 """Every adapter against hostile output: it raises AdapterError or returns finite measurements
-with names the store can hold, and never hangs or crashes (issue 9, point 2)."""
+with names the store can hold, and never hangs or crashes (docs/decisions/hostile-input.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Claims racing from several replicas at the same instant stay exact (SPEC section 5).
+"""Claims racing from several replicas at the same instant stay exact (docs/decisions/claims.md).
 
 Each "replica" is its own Database (own engine and connections) on one shared database; all of
 them claim at once behind a barrier, round after round. After every round: no job was claimed

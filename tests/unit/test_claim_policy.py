@@ -1,4 +1,5 @@
-"""The claim query against a real database of each engine, built by the migrations (SPEC 5)."""
+"""The claim query against a real database of each engine, built by the migrations
+(docs/decisions/claims.md)."""
 
 from __future__ import annotations
 

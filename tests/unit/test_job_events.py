@@ -1,5 +1,5 @@
 """Job event names: what status each leaves a job in, and the migration that renamed the
-events stored before seed 004's audit names."""
+events stored before the audit names."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
-"""Pages of a job's log (seed 004): offsets on the redacted UTF-8 text, at most ``limit``
-bytes, never a split character, and every page of a log read in turn gives the whole log."""
+"""Pages of a job's log (docs/decisions/live-logs.md): offsets on the redacted UTF-8 text, at most
+``limit`` bytes, never a split character, and every page of a log read in turn gives the whole
+log."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""What the console reads of issue 14, on both engines: the reports page lists each report's
+"""What the console reads of noise and duets, on both engines: the reports page lists each report's
 noise verdict and a duet report's ratio count; the perf read marks the points of noisy reports;
 the duet read gives a series' ratios apart from its absolute points."""
 

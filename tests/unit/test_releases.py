@@ -1,5 +1,5 @@
-"""Runner releases (issue 13): which runner updates to which release, wheel names, and how the
-runner's updater refuses what it must not install."""
+"""Runner releases (docs/decisions/runner-releases.md): which runner updates to which release, wheel
+names, and how the runner's updater refuses what it must not install."""
 
 from __future__ import annotations
 

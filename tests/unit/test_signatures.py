@@ -1,4 +1,5 @@
-"""Canonical JSON, output hashes and Ed25519 signatures exactly as seed 002 defines them."""
+"""Canonical JSON, output hashes and Ed25519 signatures as docs/decisions/signed-results.md has
+them."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Get-or-create and slugged creates racing from two replicas on PostgreSQL (issue 8).
+"""Get-or-create and slugged creates racing from two replicas on PostgreSQL
+(docs/decisions/replicas.md).
 
 Each test holds one transaction open after its create ("replica A"), starts the same create
 on another engine ("replica B") in a thread, waits until PostgreSQL shows B blocked on A's row,

@@ -1,5 +1,6 @@
 """The sweeper's wait of one heartbeat timeout after taking the lead, on injected clocks: runners
-need that long to reconnect after a restart before their silence counts (SPEC section 5)."""
+need that long to reconnect after a restart before their silence counts
+(docs/decisions/timeouts-recovery.md)."""
 
 from __future__ import annotations
 

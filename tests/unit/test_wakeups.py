@@ -1,5 +1,5 @@
 """Wake-ups across replicas (LISTEN/NOTIFY on a real PostgreSQL) survive any error, and their
-connections are opened with a timeout (issue 8, point 7)."""
+connections are opened with a timeout (docs/decisions/replicas.md)."""
 
 from __future__ import annotations
 

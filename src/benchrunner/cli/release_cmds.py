@@ -1,4 +1,5 @@
-"""``benchrunner admin release <verb>``: publish runner releases (issue 13) and list them."""
+"""``benchrunner admin release <verb>``: publish runner releases (docs/decisions/runner-releases.md)
+and list them."""
 
 from __future__ import annotations
 

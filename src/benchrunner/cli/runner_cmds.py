@@ -154,7 +154,7 @@ def up(
         typer.Option(
             envvar="BENCHRUNNER_TRANSPORT",
             help="channel: one WebSocket for everything; per-job: claim jobs with a long-poll "
-            "and report each on its own WebSocket (seed 000's endpoints).",
+            "and report each on its own WebSocket (the per-job endpoints).",
             rich_help_panel=_AGENT,
         ),
     ] = "channel",
@@ -350,7 +350,7 @@ Organization = Annotated[
 
 
 def last_seen(runner: JsonObject) -> str:
-    """When the runner was last heard from: seed 002's ``last_seen_at``, else an older
+    """When the runner was last heard from: ``last_seen_at``, else an older
     server's ``last_heartbeat_at`` or ``last_heartbeat``."""
     for name in ("last_seen_at", "last_heartbeat_at", "last_heartbeat"):
         if runner.get(name):

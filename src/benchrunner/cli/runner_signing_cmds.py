@@ -1,6 +1,6 @@
 """``benchrunner runner keygen`` and ``runner set-key``: the key pair of a runner that signs its
-results (seed 002). The private key stays on the runner's machine (``runner up --signing-key``);
-the server keeps only the public key."""
+results (docs/decisions/signed-results.md). The private key stays on the runner's machine (``runner
+up --signing-key``); the server keeps only the public key."""
 
 from __future__ import annotations
 

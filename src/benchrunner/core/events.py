@@ -1,4 +1,5 @@
-"""The kinds of ``job_event`` rows: seed 004's audit list, mapped onto our transitions.
+"""The kinds of ``job_event`` rows: the audit list (docs/decisions/audit-events.md), mapped onto our
+transitions.
 
 Every status change writes one event, named after what happened rather than only the status
 reached: a move to ``failed`` is ``job_failed`` when the runner reported it,
@@ -25,7 +26,7 @@ class JobEvent(enum.StrEnum):
     COMPLETED = "job_completed"
     """The runner delivered a result (also after a heartbeat failure: ``late`` in the message)."""
     PROCESSED = "job_processed"
-    """The result was parsed into the report (seed 004's ``job_succeeded``)."""
+    """The result was parsed into the report (an audit list's ``job_succeeded``)."""
     FAILED = "job_failed"
     CANCEL_REQUESTED = "job_cancel_requested"
     CANCELED = "job_canceled"

@@ -1,5 +1,5 @@
-"""Pages of a job's log (seed 004): byte offsets on the redacted UTF-8 text, never a split
-character, never more than ``limit`` bytes."""
+"""Pages of a job's log (docs/decisions/live-logs.md): byte offsets on the redacted UTF-8 text,
+never a split character, never more than ``limit`` bytes."""
 
 from __future__ import annotations
 

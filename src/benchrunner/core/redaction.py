@@ -7,10 +7,10 @@ and API tokens of this server (by their prefixes, ``core.tokens``), ``sk-…`` A
 (registry and runner pull tokens), webhook URLs (kept up to the hook's path) and the password of
 a URL (``postgresql://user:password@host``).
 
-A job's log is redacted when it is read, never on disk (seed 004): ``JobLogRedactor`` adds the
-values of the job's environment variables that look secret (``secret_values``). What is
-replaced is versioned: ``REDACTION_VERSION`` changes whenever a pattern does, since log offsets
-are counted on the redacted text.
+A job's log is redacted when it is read, never on disk (docs/decisions/live-logs.md):
+``JobLogRedactor`` adds the values of the job's environment variables that look secret
+(``secret_values``). What is replaced is versioned: ``REDACTION_VERSION`` changes whenever a pattern
+does, since log offsets are counted on the redacted text.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""What server, runner and CLI agree on about runner releases (issue 13, seed 003's ``update``).
+"""What server, runner and CLI agree on about runner releases (docs/decisions/runner-releases.md).
 
 A release is a wheel of benchrunner on an update channel, as Bencher's runner has them:
 ``stable`` runners converge on the newest stable release by version (they update when theirs is

@@ -1,4 +1,5 @@
-"""Signed results (seed 002): Ed25519 keys in base64url, the signed object, its verification.
+"""Signed results (docs/decisions/signed-results.md): Ed25519 keys in base64url, the signed object,
+its verification.
 
 A runner registered with a public key signs every terminal message:
 ``signature = base64url(Ed25519(canonical_json({"job": uuid, "nonce": nonce, "output_hash":
@@ -6,7 +7,7 @@ output_hash})))``, where ``output_hash`` is the hex SHA-256 of the canonical JSO
 and ``nonce`` the one its claimed job carried. base64url is written without padding; padding is
 accepted on input.
 
-Every refusal is a ``SignatureRefused`` whose message is one of seed 002's texts (or one in
+Every refusal is a ``SignatureRefused`` whose message is one of the protocol's texts (or one in
 their style), meant for the runner that sent the result.
 """
 

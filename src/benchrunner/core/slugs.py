@@ -1,4 +1,4 @@
-"""Slugs and names as on the wire (SPEC section 13)."""
+"""Slugs and names as on the wire (docs/decisions/bencher-wire.md)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Job states and the one table of allowed transitions.
 
-The integers are the database encoding of seed 000 (plus ``processed`` = 6 from seed 003);
+The integers are the database encoding (docs/decisions/job-lifecycle.md);
 the lowercase names are the wire encoding.
 """
 
@@ -43,7 +43,7 @@ FINISHED = frozenset(
     {JobStatus.COMPLETED, JobStatus.FAILED, JobStatus.CANCELED, JobStatus.PROCESSED}
 )
 
-# (from, to) pairs of seed 003's lifecycle table; nothing else may change job.status.
+# (from, to) pairs of docs/decisions/job-lifecycle.md; nothing else may change job.status.
 TRANSITIONS: frozenset[tuple[JobStatus, JobStatus]] = frozenset(
     {
         (JobStatus.PENDING, JobStatus.CLAIMED),

@@ -1,4 +1,4 @@
-"""Approved scripts (seed 004's registry) in a TOML file read by both server and runner.
+"""Approved scripts (docs/decisions/templates.md) in a TOML file read by both server and runner.
 
 A template is an argv list; an argv item that is exactly ``{name}`` is replaced by the value of
 argument ``name``. Nothing is ever passed through a shell, and no other substitution happens.

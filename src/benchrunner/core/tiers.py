@@ -1,4 +1,5 @@
-"""Plans, priorities and the concurrency rule each priority tier obeys (seed 000)."""
+"""Plans, priorities and the concurrency rule each priority tier obeys
+(docs/decisions/claims.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Timeout decisions shared by the channel, disconnect tasks and startup recovery (seed 000)."""
+"""Timeout decisions shared by the channel, disconnect tasks and startup recovery
+(docs/decisions/timeouts-recovery.md)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""Token formats: runner tokens exactly as seed 000 (``bencher_runner_`` + 64 hex), or as
-Bencher issues runner keys today (``bencher_runner_`` + 30 ASCII letters and digits, the only
-form Bencher's runner binary accepts); user API tokens in seed 000's shape.
+"""Token formats: runner tokens as docs/decisions/runner-tokens.md (``bencher_runner_`` + 64 hex),
+or as Bencher issues runner keys today (``bencher_runner_`` + 30 ASCII letters and digits, the only
+form Bencher's runner binary accepts); user API tokens in the same shape.
 
 Only the SHA-256 hex digest of a token is ever stored, so both runner forms are found by the
 same lookup.
@@ -26,7 +26,7 @@ RunnerKeyFormat = Literal["hex", "bencher"]
 
 
 def new_runner_token(key_format: RunnerKeyFormat = "hex") -> str:
-    """A new runner token: seed 000's form unless ``key_format`` is ``"bencher"``."""
+    """A new runner token: the hex form unless ``key_format`` is ``"bencher"``."""
     if key_format == "bencher":
         body = "".join(secrets.choice(BENCHER_KEY_CHARACTERS) for _ in range(BENCHER_KEY_LENGTH))
         return RUNNER_TOKEN_PREFIX + body
@@ -50,8 +50,8 @@ def _well_formed(token: str, prefix: str) -> bool:
 
 
 def is_runner_token(token: str) -> bool:
-    """Prefix ``bencher_runner_`` and then 64 lowercase hex characters (seed 000) or 30 ASCII
-    letters and digits (Bencher's key)."""
+    """Prefix ``bencher_runner_`` and then 64 lowercase hex characters
+    (docs/decisions/runner-tokens.md) or 30 ASCII letters and digits (Bencher's key)."""
     if _well_formed(token, RUNNER_TOKEN_PREFIX):
         return True
     body = token[len(RUNNER_TOKEN_PREFIX) :]

@@ -1,5 +1,5 @@
 """The runner: an agent on a benchmark machine that holds one channel to the server, executes
-claimed jobs one at a time and reports their results (SPEC sections 5 and 6).
+claimed jobs one at a time and reports their results (docs/decisions/channel.md).
 
 Public surface: ``RunnerOptions`` and ``run_agent`` (what ``benchrunner runner up`` calls), and
 ``Agent`` for embedding (``Agent(options).run()``, stopped with ``request_drain()``). They are

@@ -1,6 +1,6 @@
 """The runner agent: one channel to the server, one job at a time, results never lost.
 
-The channel is a ``Transport`` (``transport.py``): seed 003's channel, or seed 000's per-job
+The channel is a ``Transport`` (``transport.py``): the channel, or the per-job
 transport (``runner up --transport per-job``); the job execution path is the same for both.
 
 Threads: the main thread runs the protocol (``_loop``) and is the only one that changes agent

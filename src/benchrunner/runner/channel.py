@@ -3,7 +3,7 @@
 The receiver thread turns every frame into a ``ServerEvent`` (or, at the end, one
 ``ChannelLost``) in the agent's event queue. ``send`` may be called from the main thread and the
 heartbeat thread at once; it also counts the messages that still await the server's reply, so the
-agent knows which ``ack`` answers what (the server answers in order, SPEC section 5).
+agent knows which ``ack`` answers what (the server answers in order: docs/decisions/channel.md).
 ``open_socket`` and ``receive_messages`` serve the per-job transport's job sockets too.
 
 Errors, as seen by the agent:

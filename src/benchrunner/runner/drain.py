@@ -1,4 +1,4 @@
-"""When the agent stops (SPEC section 5, "Drain"): escalating stop requests and their deadlines.
+"""When the agent stops (docs/decisions/drain.md): escalating stop requests and their deadlines.
 
 1st request   no new jobs; a running job may finish within ``grace`` seconds, then it is
               canceled (reported failed); idle, the agent stops at once

@@ -1,6 +1,6 @@
 """The noise guard's "before": taken while the runner waits for work, never on a job's way.
 
-A calibration in front of every job would put its milliseconds into every pickup (issue 10
+A calibration in front of every job would put its milliseconds into every pickup (docs/results.md
 measures enqueue -> job start). So the agent calibrates the idle job cores just before it
 sends ``ready``, and again whenever the latest one has grown older than ``max_age`` while it
 waits; a job that arrives takes the latest one, which is then at most ``max_age`` (plus one

@@ -1,7 +1,7 @@
 """The noise guard: a short calibration loop of fixed work on the job's cores, right before and
-right after the job (issue 14). Its coefficient of variation says how noisy the machine was,
-and the before/after drift whether it changed while the job ran (a neighbour starting, the
-package heating up), both independently of what the job itself measures.
+right after the job (docs/decisions/noise.md). Its coefficient of variation says how noisy the
+machine was, and the before/after drift whether it changed while the job ran (a neighbour starting,
+the package heating up), both independently of what the job itself measures.
 
 The work is SHA-256 over a fixed buffer: C code that releases the GIL, so the runner's own
 threads (heartbeat, log streamer) do not queue behind it, and that depends on the core's

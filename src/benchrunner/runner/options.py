@@ -61,8 +61,8 @@ class RunnerOptions:
     update: bool = True
     update_channel: UpdateChannel = "stable"
     transport: TransportName = "channel"
-    """``channel``: one WebSocket for everything (seed 003); ``per-job``: claim with a long-poll
-    and report each job on its own WebSocket (seed 000)."""
+    """``channel``: one WebSocket for everything (docs/decisions/channel.md); ``per-job``: claim
+    with a long-poll and report each job on its own WebSocket (docs/decisions/channel.md)."""
 
     @property
     def hosts(self) -> list[str]:

@@ -2,8 +2,8 @@
 forgotten only when the server answers.
 
 Which reply is the result's: the server answers ``running``, ``heartbeat`` and terminal messages
-in order (SPEC section 5), so a result is sent only once no earlier message on the channel
-awaits a reply; the next ``ack`` (carrying this job or no job) or ``error`` is then the
+in order (docs/decisions/channel.md), so a result is sent only once no earlier message on the
+channel awaits a reply; the next ``ack`` (carrying this job or no job) or ``error`` is then the
 result's. A server that never acks heartbeats is tolerated: after SETTLE_TIMEOUT the earlier
 replies are given up on.
 """

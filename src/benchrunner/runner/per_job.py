@@ -1,5 +1,5 @@
-"""Seed 000's per-job transport: jobs are claimed with a long-poll ``POST
-/v0/runners/{runner}/jobs``, and each job is reported on its own WebSocket
+"""The per-job transport (docs/decisions/per-job-transport.md): jobs are claimed with a long-poll
+``POST /v0/runners/{runner}/jobs``, and each job is reported on its own WebSocket
 ``/v0/runners/{runner}/jobs/{job}``.
 
 To the agent it is a ``Transport`` like the channel: ``ready`` starts a claim (a thread that
@@ -74,7 +74,7 @@ from benchrunner.runner.transport import CountedReplies
 log = logging.getLogger(__name__)
 
 MAX_CLAIM_POLL_TIMEOUT = 600
-"""Seed 000's longest long-poll (the channel's ``ready`` allows ``MAX_POLL_TIMEOUT``)."""
+"""The per-job transport's longest long-poll (``ready`` allows ``MAX_POLL_TIMEOUT``)."""
 CLAIM_REPLY_MARGIN = 30.0
 MAX_RETRY_AFTER = 60.0
 CONNECTION_FAILED = 1006

@@ -1,4 +1,4 @@
-"""Self-update (seed 003's ``update``, issue 13): install the release the server offers, then
+"""Self-update (docs/decisions/runner-releases.md): install the release the server offers, then
 restart as it.
 
 The wheel is fetched from the server the runner is connected to, with the runner's own key,

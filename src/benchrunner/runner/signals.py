@@ -1,4 +1,4 @@
-"""SIGTERM and SIGINT escalate (SPEC section 5, "Drain"; issue 13, point 7): the first drains,
+"""SIGTERM and SIGINT escalate (docs/decisions/drain.md): the first drains,
 the second cancels the running job now, the third ends the process at once.
 
 The first two are requests to the agent, which acts on them between events (``drain.py``). The

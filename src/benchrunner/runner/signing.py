@@ -1,5 +1,6 @@
-"""The runner's side of signed results (seed 002): with ``--signing-key``, every terminal
-message carries the claimed job's nonce, the hash of its results and an Ed25519 signature."""
+"""The runner's side of signed results (docs/decisions/signed-results.md): with ``--signing-key``,
+every terminal message carries the claimed job's nonce, the hash of its results and an Ed25519
+signature."""
 
 from __future__ import annotations
 

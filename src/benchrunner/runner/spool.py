@@ -2,7 +2,7 @@
 
 Every ``completed``/``failed``/``canceled`` message is written here *before* it is sent and
 removed only after the server's ``ack``, so a result survives a lost connection and a restarted
-runner process (SPEC section 5, "Reconnection and result delivery"). One file per job:
+runner process (docs/decisions/result-delivery.md). One file per job:
 ``{spool}/{job_uuid}.json``, holding exactly the wire message.
 
 Writes are atomic and durable: a temporary file in the same directory is written, flushed and
@@ -86,7 +86,8 @@ class Spool:
         """Forget ``job``'s message; deleting a message that is not there is not an error.
 
         Not synced: a deletion that a power cut undoes only brings the message back to be sent
-        again, and the server answers a resent terminal message with ``ack`` (SPEC section 5).
+        again, and the server answers a resent terminal message with ``ack``
+        (docs/decisions/result-delivery.md).
         """
         with contextlib.suppress(FileNotFoundError):
             self.path(job).unlink()

@@ -1,4 +1,4 @@
-"""How the agent talks to the server: the channel (seed 003, ``channel.py``) or seed 000's
+"""How the agent talks to the server: the channel (``channel.py``) or the older
 per-job transport (``per_job.py``). The agent, the heartbeat, the live log and the outbox see
 only a ``Transport``; both post the server's answers as ``ServerEvent``s in the same order the
 messages went out, and the loss of the connection as one ``ChannelLost``."""
@@ -44,7 +44,8 @@ class Transport(Protocol):
 
 class CountedReplies:
     """Messages sent with ``expect_ack`` whose ``ack``/``error`` has not been seen yet; the
-    server answers in order, so the agent knows which reply answers what (SPEC section 5)."""
+    server answers in order, so the agent knows which reply answers what
+    (docs/decisions/channel.md)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()

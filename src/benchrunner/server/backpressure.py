@@ -1,4 +1,4 @@
-"""Backpressure (SPEC section 4, seed 004): submissions that would grow the queue past a cap
+"""Backpressure (docs/decisions/submission.md): submissions that would grow the queue past a cap
 are refused with 429 and ``Retry-After``.
 
 Two caps: pending plus in-flight jobs of the whole server (``max_queued_jobs``) and pending jobs

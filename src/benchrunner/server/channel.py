@@ -1,4 +1,4 @@
-"""One runner's WebSocket channel (seed 003): ``/v0/runners/{runner}/channel``.
+"""One runner's WebSocket channel (docs/decisions/channel.md): ``/v0/runners/{runner}/channel``.
 
 The session (``runner_session.py``, shared with the per-job socket) reads messages with a
 deadline; while a ``ready`` is outstanding the runner is allowed to be quiet.
@@ -14,8 +14,8 @@ over the size limit, 1011 the server failed storing a result (resend it), 1012 t
 restarting, 4001 ``superseded``. A message Bencher's runner sends while idle that cannot be
 read ends the channel without a close frame, as Bencher's server's handler returns then.
 
-Extensions are negotiated (SPEC section 5): ``error`` events, ``nonce`` in the ``job`` message,
-template jobs and a bare ``ack`` go only to a runner that announced them (``ready``'s
+Extensions are negotiated (docs/decisions/channel.md): ``error`` events, ``nonce`` in the ``job``
+message, template jobs and a bare ``ack`` go only to a runner that announced them (``ready``'s
 ``extensions``, or the handshake's ``Benchrunner-Extensions`` header before the first
 ``ready``). To a runner that announced none, Bencher's runner binary, the server answers as
 Bencher's server does: it ignores what it would refuse, acknowledges a terminal message it will
@@ -25,8 +25,8 @@ which stays in flight, and is no sign of life (Bencher's server keeps the heartb
 Our runner sends ``ready`` only once it holds no job, so to a runner that announced extensions
 that job is lost and fails at once.
 
-``update`` (seed 003) answers a ``ready`` instead of a job when the runner announced the
-``update`` extension, runs Linux and its channel has a release it should install
+``update`` (docs/decisions/channel.md) answers a ``ready`` instead of a job when the runner
+announced the ``update`` extension, runs Linux and its channel has a release it should install
 (``server.releases``). Bencher's runner understands ``update`` too, but what this server
 publishes are benchrunner wheels: to Bencher's runner the server is one with no release for it.
 """
@@ -198,8 +198,9 @@ class ChannelSession(RunnerSession):
 
     async def _offer_update(self, ready: Ready) -> bool:
         """Answer ``ready`` with ``update`` when a newer release of the runner's channel waits
-        (seed 003): only to a runner that announced the ``update`` extension, which installs
-        our wheels (Bencher's runner binary could not), and once per release and channel."""
+        (docs/decisions/channel.md): only to a runner that announced the ``update`` extension, which
+        installs our wheels (Bencher's runner binary could not), and once per release and
+        channel."""
         if UPDATE_EXTENSION not in self.extensions:
             return False
         # A ready comes before every job: look for a release on the first, then at most once a

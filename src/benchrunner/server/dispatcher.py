@@ -1,4 +1,4 @@
-"""Waiting claims and the wake-ups that end them (SPEC section 5).
+"""Waiting claims and the wake-ups that end them (docs/decisions/claims.md).
 
 Runners waiting for a job register a ``Waiter``. One dispatcher task performs every claim for
 them, in FIFO order, whenever something may have made a job claimable: a job was created for a

@@ -1,4 +1,5 @@
-"""A report's metrics judged against their thresholds (SPEC section 7): boundaries and alerts.
+"""A report's metrics judged against their thresholds (docs/decisions/processing.md): boundaries and
+alerts.
 
 Runs in the transaction that stored the metrics: in the request for a direct run (so the
 answer carries the alerts), in processing for a runner job — never in the channel.

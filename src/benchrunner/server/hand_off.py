@@ -1,4 +1,4 @@
-"""A new job handed to an idle runner by its own submission (SPEC section 5).
+"""A new job handed to an idle runner by its own submission (docs/decisions/claims.md).
 
 Without this, a submission commits, wakes the dispatcher, and the dispatcher claims the job for
 the waiting runner in a second transaction. Here the submission reserves the longest-waiting

@@ -1,4 +1,4 @@
-"""Idempotent submission (SPEC section 4, seed 004): what an ``Idempotency-Key`` means.
+"""Idempotent submission (docs/decisions/submission.md): what an ``Idempotency-Key`` means.
 
 A key is the ``Idempotency-Key`` header or Bencher's body field ``idempotency_key`` (one of
 them, or both with one value). It belongs to its owner: the signed-in user, or for an anonymous

@@ -1,8 +1,8 @@
-"""A job's own WebSocket (seed 000): ``/v0/runners/{runner}/jobs/{job}``.
+"""A job's own WebSocket (docs/decisions/per-job-transport.md): ``/v0/runners/{runner}/jobs/{job}``.
 
 The runner claimed the job with ``POST /v0/runners/{runner}/jobs`` and reports it here: the
 session is the channel's (``runner_session.py``: deadline, transitions, replies, disconnect
-timeout), bound to the one job of the URL. Seed 000's messages name no job, and its
+timeout), bound to the one job of the URL. The older messages name no job, and their
 ``completed`` and ``failed`` carry one iteration's ``exit_code``, ``stdout``, ``stderr`` and
 ``output`` at the top level: both are read as the channel's messages for the URL's job. A
 message naming another job is refused, and so is ``ready`` (jobs are claimed over HTTP here).
@@ -45,7 +45,7 @@ _ITERATION_FIELDS = ("exit_code", "stdout", "stderr", "output")
 
 
 def parse_job_message(text: str, job: uuid.UUID) -> RunnerMessage:
-    """A message on ``job``'s socket, seed 000's forms included; raises ValidationError."""
+    """A message on ``job``'s socket, the older forms included; raises ValidationError."""
     try:
         data: Any = json.loads(text)
     except (ValueError, RecursionError):

@@ -1,4 +1,5 @@
-"""Which replica runs the sweeper (SPEC section 5): the holder of a PostgreSQL advisory lock.
+"""Which replica runs the sweeper (docs/decisions/timeouts-recovery.md): the holder of a PostgreSQL
+advisory lock.
 
 The lock is session-level, held on a connection of its own for as long as that connection
 lives. When the leader dies its connection closes, PostgreSQL releases the lock, and the next

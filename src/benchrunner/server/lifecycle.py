@@ -1,6 +1,6 @@
 """The job lifecycle as the runner protocols drive it: claim, running, heartbeat, terminal
 results, cancellation. Transport-agnostic: the channel calls it today; the per-job endpoints of
-seed 000 can call the same methods.
+docs/decisions/per-job-transport.md call the same methods.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""Seed 000's long-poll claim, ``POST /v0/runners/{runner}/jobs``: the dispatcher's claim (the
-channel's, SPEC section 5) awaited within one HTTP request.
+"""The per-job long-poll claim, ``POST /v0/runners/{runner}/jobs``: the dispatcher's claim (the
+channel's) awaited within one HTTP request (docs/decisions/per-job-transport.md).
 
 A client that goes away stops the wait, so nothing is claimed for it afterwards; a job being
 claimed in that very instant is never left ``claimed`` for nobody: the dispatcher hands it to

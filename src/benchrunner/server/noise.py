@@ -1,5 +1,5 @@
 """A report's noise verdict: the runner's calibrations around the job (``NoiseGuard``) against
-its spec's limits (issue 14).
+its spec's limits (docs/decisions/noise.md).
 
 A report is *noisy* when a calibration's coefficient of variation (before or after the job,
 whichever is larger) exceeds the CV limit, or when the machine's speed drifted between them by

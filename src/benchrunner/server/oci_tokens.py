@@ -1,6 +1,6 @@
-"""Short-lived OCI pull tokens for runners (seed 000): JWT, ``aud`` oci, ``sub`` runner UUID,
-pull-only on one project, generated at claim and never stored (``PullTokens`` keeps a runner's
-latest in memory, to hand it out again while it is nearly new)."""
+"""Short-lived OCI pull tokens for runners (docs/decisions/runner-tokens.md): JWT, ``aud`` oci,
+``sub`` runner UUID, pull-only on one project, generated at claim and never stored (``PullTokens``
+keeps a runner's latest in memory, to hand it out again while it is nearly new)."""
 
 from __future__ import annotations
 

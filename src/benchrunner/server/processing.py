@@ -1,5 +1,5 @@
 """Completed job -> adapter -> metrics in the report -> thresholds judged -> ``processed``
-(SPEC section 7).
+(docs/decisions/processing.md).
 
 Nothing slow runs on the event loop: the outputs are read from their rows, or from their blobs
 in a worker thread, decoded and

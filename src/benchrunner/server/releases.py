@@ -1,4 +1,5 @@
-"""Runner releases (issue 13): publishing a wheel, and the ``update`` a ready runner is offered.
+"""Runner releases (docs/decisions/runner-releases.md): publishing a wheel, and the ``update`` a
+ready runner is offered.
 
 The wheel is kept in the blob store under its checksum and served by this server to runners
 authenticated with their own key, so a runner needs nothing but its server to update.

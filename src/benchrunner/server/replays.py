@@ -1,6 +1,7 @@
 """A terminal message for a job that has left flight: the identical resend is acknowledged, a
-different result is refused as a replay (seed 002's ``Assignment already submitted``) and
-changes nothing, and a late result that nothing of the runner's stands against is applied.
+different result is refused as a replay (``Assignment already submitted``) and
+changes nothing (docs/decisions/result-delivery.md), and a late result that nothing of the runner's
+stands against is applied.
 
 What is on record decides, not the message's kind alone:
 

@@ -1,7 +1,7 @@
-"""Checking a terminal message from a runner registered with a public key (seed 002, SPEC
-section 5): it must carry the claimed job's nonce, the hash of the results it carries, and a
-valid signature over both. Runners without a key are not asked to sign; what they send in
-these fields is ignored."""
+"""Checking a terminal message from a runner registered with a public key
+(docs/decisions/signed-results.md): it must carry the claimed job's nonce, the hash of the results
+it carries, and a valid signature over both. Runners without a key are not asked to sign; what they
+send in these fields is ignored."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Retention (SPEC section 8): the stored outputs of finished jobs older than
+"""Retention (docs/decisions/retention.md): the stored outputs of finished jobs older than
 ``--retention-days`` are deleted, the newest ``--retention-keep`` finished jobs' always kept.
 
 Reports, metrics and job events are history and stay; so does the job row, marked with when its

@@ -1,6 +1,6 @@
 """What both runner transports share: one WebSocket on which a runner reports a job.
 
-The channel (``channel.py``, seed 003) and the per-job socket (``job_socket.py``, seed 000)
+The channel (``channel.py``) and the per-job socket (``job_socket.py``, see docs/decisions/)
 differ in how a job reaches the runner; from ``running`` to the terminal result they are the
 same session: messages read with a deadline, the lifecycle's transitions, the same replies.
 

@@ -1,5 +1,5 @@
-"""The sweeper (SPEC section 5): in-flight jobs whose heartbeats stopped, whatever replica held
-their connection.
+"""The sweeper (docs/decisions/timeouts-recovery.md): in-flight jobs whose heartbeats stopped,
+whatever replica held their connection.
 
 Each replica's own timers end the jobs of connections it saw drop. A replica that dies takes
 those timers with it; the sweeper, run by one leader among the replicas, finds such jobs from

@@ -1,4 +1,4 @@
-"""JSON shapes of resources as Bencher's API returns them (SPEC section 13)."""
+"""JSON shapes of resources as Bencher's API returns them (docs/decisions/bencher-wire.md)."""
 
 from __future__ import annotations
 
@@ -102,8 +102,9 @@ def runner_view(
     runner: RunnerRow, specs: list[Any], organization_uuid: uuid.UUID | None = None
 ) -> dict[str, Any]:
     """``organization``: the owner's UUID, null for a server runner. The last time the runner
-    was heard from is ``last_seen_at`` (seed 002's name); ``last_heartbeat_at`` (seed 002's
-    legacy name) and ``last_heartbeat`` (this API's first name) stay for older readers."""
+    was heard from is ``last_seen_at`` (docs/decisions/organization-runners.md);
+    ``last_heartbeat_at`` (a legacy name) and ``last_heartbeat`` (this API's first name) stay for
+    older readers."""
     last_seen = iso(runner.last_heartbeat)
     return {
         "uuid": str(runner.uuid),

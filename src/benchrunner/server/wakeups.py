@@ -1,4 +1,5 @@
-"""Wake-ups for waiting claims, within one server process and across replicas (SPEC section 5).
+"""Wake-ups for waiting claims, within one server process and across replicas
+(docs/decisions/claims.md).
 
 ``job_created`` and ``capacity_freed`` always wake this process's dispatcher at once. On
 PostgreSQL they are also broadcast with ``NOTIFY`` on one channel, and every replica ``LISTEN``s

@@ -1,4 +1,5 @@
-"""Heartbeat and hard timeouts away from a live connection, and startup recovery (seed 000).
+"""Heartbeat and hard timeouts away from a live connection, and startup recovery
+(docs/decisions/timeouts-recovery.md).
 
 A job whose connection dropped gets a timer; when it fires, the job is judged from the
 database (and from heartbeats this process heard but has not written yet, see ``heartbeats``):

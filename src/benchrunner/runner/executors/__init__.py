@@ -1,4 +1,4 @@
-"""Executors: how a claimed job is run on this machine (SPEC section 6).
+"""Executors: how a claimed job is run on this machine (docs/decisions/executors.md).
 
 ``process`` runs template jobs, ``sandbox`` runs image jobs in an OCI runtime bundle (runc or
 crun); ``microvm`` (Firecracker) will implement the same ``Executor`` interface.

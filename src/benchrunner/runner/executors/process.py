@@ -1,9 +1,9 @@
 """The ``process`` executor: a template job's argv run directly on this machine.
 
-Isolation is light (SPEC section 6): no shell, a new session and process group per iteration
-(killed with the runner, see ``group.py``), an environment allowlist, a fresh working directory
-per job, the job cores as CPU affinity. Only templates listed in the runner's own templates file
-run here, with arguments re-checked against that file, whatever the server sent.
+Isolation is light (docs/decisions/executors.md): no shell, a new session and process group per
+iteration (killed with the runner, see ``group.py``), an environment allowlist, a fresh working
+directory per job, the job cores as CPU affinity. Only templates listed in the runner's own
+templates file run here, with arguments re-checked against that file, whatever the server sent.
 
 ``file_paths`` are read by the runner after each iteration, confined to the job's working
 directory (``runner/confined.py``): an absolute path, a ``..`` or a symlink leading out, a file

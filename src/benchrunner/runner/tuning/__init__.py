@@ -1,6 +1,6 @@
-"""A quiet host for benchmarks (issue 14): ``preflight`` says what on this host perturbs
-measurements; ``session.tuned_host`` applies the reversible settings for a runner's life and
-puts them back, also after a crash (``state.py``). Every file is reached through ``HostFs``,
+"""A quiet host for benchmarks (docs/decisions/noise.md): ``preflight`` says what on this host
+perturbs measurements; ``session.tuned_host`` applies the reversible settings for a runner's life
+and puts them back, also after a crash (``state.py``). Every file is reached through ``HostFs``,
 whose root tests replace with a tree of their own.
 
 Errors: ``HostLockedError`` (another tuned runner), ``TuningRefusedError`` (strict tuning could

@@ -1,5 +1,5 @@
-"""The perf page's duet panel (issue 14): the contender/baseline ratios of the chosen series
-(``store.duets.duet_points``), shown apart from the absolute charts, never mixed into them.
+"""The perf page's duet panel (docs/decisions/noise.md): the contender/baseline ratios of the chosen
+series (``store.duets.duet_points``), shown apart from the absolute charts, never mixed into them.
 
 A ratio is drawn as ``perf_chart`` draws an absolute point: one chart per measure, one line per
 branch, testbed and benchmark, the bootstrap interval as the band around it and an alert as a

@@ -1,8 +1,8 @@
 """The perf page's charts: the perf query's points (``store.perf.perf_plot_points``) grouped as
 uPlot draws them, one chart per measure (its units on the y axis), one line per branch, testbed
 and benchmark, the threshold's limits as a band around it, alerts as markers and the points of
-noisy reports (issue 14) as hollow markers; and the rows of the page's table: the newest
-``TABLE_ROWS`` points and every older one that has an alert or comes from a noisy report, so
+noisy reports (docs/decisions/noise.md) as hollow markers; and the rows of the page's table: the
+newest ``TABLE_ROWS`` points and every older one that has an alert or comes from a noisy report, so
 that a reader without JavaScript misses no alert (the export links hold every point). Only
 those rows are formatted as text: a year of a series is a thousand points, and their cells
 cost more than the plot's JSON.

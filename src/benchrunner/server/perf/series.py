@@ -25,7 +25,8 @@ class Point:
     """``lower`` or ``upper`` when this point raised an alert."""
     alert_status: str | None = None
     noisy: bool = False
-    """The point's report was taken on a noisy machine (issue 14): its alerts were withheld."""
+    """The point's report was taken on a noisy machine (docs/decisions/noise.md): its alerts were
+    withheld."""
 
 
 @dataclass(frozen=True)

@@ -44,7 +44,8 @@ async def manifest_get(ctx: Ctx, request: Request, name: str, reference: str) ->
     project, caller = await authorize(ctx, request, name, "pull")
     manifest = await _read_manifest(ctx, project.id, name, reference)
     headers = {"Docker-Content-Digest": manifest.digest, "Content-Type": manifest.media_type}
-    # The audit trail of seed 000: a runner's token names the runner as its subject.
+    # The audit trail (docs/decisions/runner-tokens.md): a runner's token names the runner as its
+    # subject.
     log.info(
         "registry: %s %s of project %s by %s",
         request.method,

@@ -1,4 +1,5 @@
-"""A job's live log: pages by offset (seed 004) and a follow stream (server-sent events).
+"""A job's live log: pages by offset (docs/decisions/live-logs.md) and a follow stream (server-sent
+events).
 
 Both are readable by whoever may read the job (``GET .../jobs/{job}``)."""
 

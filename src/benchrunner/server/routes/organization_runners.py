@@ -1,6 +1,6 @@
-"""Organization runners (seed 002's worker owner): an organization's leaders create, update,
-archive and re-key runners that claim only that organization's jobs; its members list and read
-them. Anyone else finds neither the organization nor its runners (404), and a runner of another
+"""Organization runners (docs/decisions/organization-runners.md): an organization's leaders create,
+update, archive and re-key runners that claim only that organization's jobs; its members list and
+read them. Anyone else finds neither the organization nor its runners (404), and a runner of another
 organization, or a server runner, is not found under this one's path.
 
 The actions are those of ``/v0/runners`` (``routes.runners``), confined to the organization.
@@ -84,7 +84,8 @@ async def update_organization_runner(
 async def rotate_organization_runner_token(
     organization: str, runner: str, user: User, ctx: Ctx, request: Request
 ) -> dict[str, Any]:
-    """A new token in seed 000's form; the old one stops working at once."""
+    """A new token in the hex form (docs/decisions/runner-tokens.md); the old one stops working at
+    once."""
     scope = await _scope(ctx, user, organization, lead=True)
     return await rotate_token_in(scope, runner, ctx, request)
 

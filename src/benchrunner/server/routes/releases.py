@@ -1,5 +1,5 @@
-"""Runner releases (issue 13): admins publish benchrunner wheels per update channel; a runner
-downloads the one it was offered with its own key."""
+"""Runner releases (docs/decisions/runner-releases.md): admins publish benchrunner wheels per update
+channel; a runner downloads the one it was offered with its own key."""
 
 from __future__ import annotations
 

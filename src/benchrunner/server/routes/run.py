@@ -1,4 +1,5 @@
-"""``POST /v0/run``: direct results, or a runner job from an image or a template (seed 000).
+"""``POST /v0/run``: direct results, or a runner job from an image or a template
+(docs/decisions/submission.md).
 
 The body and the mode it asks for are read in ``run_body``; here the run finds (or, for an
 anonymous run, creates) its project, branch and testbed, applies its thresholds, and stores

@@ -1,6 +1,7 @@
-"""Seed 000's per-job transport: ``POST /v0/runners/{runner}/jobs`` claims a job (long-poll) and
-``WebSocket /v0/runners/{runner}/jobs/{job}`` reports it. The same core as the channel: the
-dispatcher's claim, the lifecycle's transitions and timeouts, the same session for the report.
+"""The per-job transport (docs/decisions/per-job-transport.md): ``POST /v0/runners/{runner}/jobs``
+claims a job (long-poll) and ``WebSocket /v0/runners/{runner}/jobs/{job}`` reports it. The same core
+as the channel: the dispatcher's claim, the lifecycle's transitions and timeouts, the same session
+for the report.
 """
 
 from __future__ import annotations

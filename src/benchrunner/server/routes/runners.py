@@ -1,4 +1,5 @@
-"""Runner administration (server scoped, admin only; seed 000) and runner-spec associations."""
+"""Runner administration (server scoped, admin only; docs/decisions/runner-tokens.md) and
+runner-spec associations."""
 
 from __future__ import annotations
 
@@ -47,7 +48,7 @@ class NewRunner(ApiBody):
     public_key: str | None = Field(default=None, max_length=64, description=PUBLIC_KEY_HELP)
     key_format: RunnerKeyFormat = Field(
         default="hex",
-        description="'hex': bencher_runner_ + 64 hex (seed 000); 'bencher': bencher_runner_ + "
+        description="'hex': bencher_runner_ + 64 hex; 'bencher': bencher_runner_ + "
         "30 letters and digits, the form Bencher's runner binary requires",
     )
 
@@ -65,7 +66,8 @@ class SpecRef(ApiBody):
 
 
 def checked_public_key(text: str | None) -> str | None:
-    """The key as stored (unpadded base64url), or a 400 with seed 002's reason."""
+    """The key as stored (unpadded base64url), or a 400 with the reason
+    (docs/decisions/signed-results.md)."""
     if text is None:
         return None
     try:
@@ -172,7 +174,8 @@ async def update_runner(
 
 @router.post("/v0/runners/{runner}/token", status_code=201)
 async def rotate_token(runner: str, _admin: Admin, ctx: Ctx, request: Request) -> dict[str, Any]:
-    """A new token in seed 000's form; the old one stops working at once."""
+    """A new token in the hex form (docs/decisions/runner-tokens.md); the old one stops working at
+    once."""
     return await rotate_token_in(EVERY_RUNNER, runner, ctx, request)
 
 

@@ -1,4 +1,4 @@
-"""Hardware specs (server scoped, admin only; seed 000)."""
+"""Hardware specs (server scoped, admin only; docs/decisions/claims.md)."""
 
 from __future__ import annotations
 

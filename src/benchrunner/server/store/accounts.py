@@ -280,7 +280,7 @@ def _select_by(table: sa.Table, column: str) -> Direct:
 
 
 def ref_param(ref: str) -> tuple[str, object]:
-    """A reference is a UUID if it parses as one, else a slug (SPEC section 13)."""
+    """A reference is a UUID if it parses as one, else a slug (docs/decisions/bencher-wire.md)."""
     try:
         return "uuid", UUID(ref)
     except ValueError:
@@ -404,7 +404,7 @@ def leader_count(conn: Connection, org_id: int) -> int:
 
 
 def organization_is_claimed(conn: Connection, org_id: int) -> bool:
-    """An organization with no members is unclaimed (SPEC section 2)."""
+    """An organization with no members is unclaimed (docs/decisions/bencher-wire.md)."""
     return _ANY_MEMBER.first(conn, {"org_id": org_id}) is not None
 
 

@@ -22,7 +22,8 @@ from benchrunner.server.store.tables import branch, report
 
 
 def branch_find(conn: Connection, project_id: int, ref: str) -> Any | None:
-    """The project's branch with this UUID, else slug, else name (SPEC section 13's order)."""
+    """The project's branch with this UUID, else slug, else name
+    (docs/decisions/bencher-wire.md)."""
     return dimensions.dimension_get(conn, branch, project_id, ref)
 
 

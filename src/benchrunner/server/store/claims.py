@@ -1,4 +1,5 @@
-"""The claim (SPEC section 5): the best eligible pending job for a runner, moved to ``claimed``."""
+"""The claim (docs/decisions/claims.md): the best eligible pending job for a runner, moved to
+``claimed``."""
 
 from __future__ import annotations
 
@@ -36,9 +37,10 @@ class RunnerUnavailable(Exception):
 def _eligible_jobs(
     organization_owned: bool, excluding: bool = False, images_only: bool = False
 ) -> sa.Select[Any]:
-    """The claim query (SPEC section 5), prepared once: bind ``runner_id`` (and ``runner_org``;
-    with ``excluding``, also the ``busy_orgs`` and ``busy_ips`` whose tier locks were taken).
-    ``images_only``: for a runner that did not announce template jobs (Bencher's runner).
+    """The claim query (docs/decisions/claims.md), prepared once: bind ``runner_id`` (and
+    ``runner_org``; with ``excluding``, also the ``busy_orgs`` and ``busy_ips`` whose tier locks
+    were taken). ``images_only``: for a runner that did not announce template jobs (Bencher's
+    runner).
 
     ``FOR UPDATE SKIP LOCKED`` lets concurrent claims on PostgreSQL pass each other's candidate
     rows instead of queueing behind them; SQLite, whose writers are serialized, ignores it.
@@ -154,7 +156,7 @@ def job_claim(
     actor: str,
     templates: bool = True,
 ) -> Claim | None:
-    """Claim the best eligible pending job for this runner (SPEC section 5), or None; a
+    """Claim the best eligible pending job for this runner (docs/decisions/claims.md), or None; a
     template job only if ``templates`` (the runner announced it runs them).
 
     Raises RunnerUnavailable if the runner may not claim at all. Atomic on SQLite because the

@@ -98,9 +98,9 @@ def insert_with_slug(
     """Insert a row of ``table`` (which has ``id`` and a unique ``slug``) and return its id.
 
     Its slug is ``wanted`` slugified, or, when that is taken (already, or by a create racing
-    this one), the same with a short random suffix (SPEC section 13) — whoever holds the slug,
-    so the answer tells nothing about the row that holds it. With ``exact``, a taken slug gives
-    None instead. None also when another unique column (a user's email) conflicts.
+    this one), the same with a short random suffix (docs/decisions/bencher-wire.md) — whoever holds
+    the slug, so the answer tells nothing about the row that holds it. With ``exact``, a taken slug
+    gives None instead. None also when another unique column (a user's email) conflicts.
     """
     base = slugs.slugify(wanted)
     slug = base

@@ -1,5 +1,5 @@
 """A project's branches, testbeds, benchmarks and measures: the names a report's metrics are
-filed under. Each is found by UUID, slug or name, in that order (SPEC section 13)."""
+filed under. Each is found by UUID, slug or name, in that order (docs/decisions/bencher-wire.md)."""
 
 from __future__ import annotations
 

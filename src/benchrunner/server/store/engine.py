@@ -72,7 +72,7 @@ def _sqlite_engine(url: str, *, immediate: bool, pool_size: int) -> Engine:
 
 POSTGRESQL_SESSION = {"options": "-c synchronous_commit=on"}
 """Durable commits whatever the database's default: an acknowledged result must survive a
-power cut (README, Guarantees)."""
+power cut (docs/explanation/results-safety.md)."""
 
 
 def sqlite_wal_path(url: str) -> Path:

@@ -210,8 +210,8 @@ def job_create(conn: Connection, params: NewJob) -> tuple[int, UUID]:
 
 def jobs_orphaned_claimed(conn: Connection, older_than: dt.datetime) -> list[JobRow]:
     """Claimed jobs silent since the cut-off: no heartbeat (or, lacking one, no claim or
-    creation) after it (seed 000). A job another live replica holds keeps heartbeating, so
-    a replica starting up never takes it for an orphan."""
+    creation) after it (docs/decisions/timeouts-recovery.md). A job another live replica holds keeps
+    heartbeating, so a replica starting up never takes it for an orphan."""
     last_sign = sa.func.coalesce(job.c.last_heartbeat, job.c.claimed, job.c.created)
     rows = conn.execute(JOBS.where(job.c.status == int(JobStatus.CLAIMED), last_sign < older_than))
     return [JobRow.from_row(r) for r in rows]

@@ -1,5 +1,5 @@
 """The perf query: the metrics of chosen branches, testbeds, benchmarks and measures over a time
-range, each with its report's version, its boundary and its alert (issue 9, point 6).
+range, each with its report's version, its boundary and its alert (docs/decisions/processing.md).
 
 One statement reads every point: it starts from ``metric`` by (benchmark, measure), the index a
 series' history uses, so its cost follows the size of the series asked for, not of the project's

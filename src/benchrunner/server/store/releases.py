@@ -1,4 +1,5 @@
-"""Runner releases (issue 13): the wheels runners update themselves to, per update channel."""
+"""Runner releases (docs/decisions/runner-releases.md): the wheels runners update themselves to, per
+update channel."""
 
 from __future__ import annotations
 

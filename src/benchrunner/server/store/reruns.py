@@ -1,6 +1,6 @@
-"""Rerun: a finished job submitted again as a new report and job with the same config (seed
-001's resume, as an explicit re-submission; SPEC section 3). The two jobs' events name each
-other."""
+"""Rerun: a finished job submitted again as a new report and job with the same config (an
+explicit re-submission, never a retry: docs/decisions/job-lifecycle.md). The two jobs' events name
+each other."""
 
 from __future__ import annotations
 

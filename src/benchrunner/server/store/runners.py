@@ -1,4 +1,5 @@
-"""Runners, specs and their association (seed 000), with the one combined token lookup."""
+"""Runners, specs and their association (docs/decisions/runner-tokens.md), with the one combined
+token lookup."""
 
 from __future__ import annotations
 
@@ -109,7 +110,8 @@ def _authenticate(column: str) -> Direct:
 
 
 def runner_authenticate(conn: Connection, ref: str, token: str) -> RunnerRow | None:
-    """Seed 000: one query by token hash AND path parameter, archived runners excluded."""
+    """One query by token hash AND path parameter (docs/decisions/runner-tokens.md), archived
+    runners excluded."""
     column, value = ref_param(ref)
     if column == "slug" and not slugs.is_slug(ref):
         return None

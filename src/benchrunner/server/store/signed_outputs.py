@@ -1,4 +1,5 @@
-"""A keyed runner's signature over a job's stored output (seed 002), kept on the job row.
+"""A keyed runner's signature over a job's stored output (docs/decisions/signed-results.md), kept on
+the job row.
 
 Written in the transaction that stores the output it signs (with ``completed``, ``failed``, or a
 late result after a failure), so the two never disagree.

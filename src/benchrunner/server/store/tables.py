@@ -1,4 +1,4 @@
-"""The schema: seed 000's runner, spec, runner_spec and job, plus SPEC section 2's tables.
+"""The schema: runner, spec, runner_spec and job, plus accounts and reports (docs/reference/).
 
 Timestamps are stored as naive UTC and read back as aware UTC (``UtcDateTime``).
 """
@@ -173,7 +173,8 @@ spec = sa.Table(
     _ts("created"),
     _ts("modified"),
     _ts("archived", nullable=True),
-    # The noise guard (issue 14): whether its runners calibrate around each job, and the limits
+    # The noise guard (docs/decisions/noise.md): whether its runners calibrate around each job, and
+    # the limits
     # above which a report is noisy (NULL: the server's defaults).
     sa.Column("noise_guard", sa.Boolean, nullable=False, default=True),
     sa.Column("noise_cv_limit", sa.Float, nullable=True),
@@ -466,7 +467,8 @@ job = sa.Table(
     _ts("created"),
     _ts("modified"),
     _ts("outputs_purged", nullable=True),  # retention deleted its stored outputs then
-    # A keyed runner's signed result (seed 002): kept here rather than on ``job_output``, which
+    # A keyed runner's signed result (docs/decisions/signed-results.md): kept here rather than on
+    # ``job_output``, which
     # has no row for a large output (a blob).
     sa.Column("output_hash", sa.String(64), nullable=True),
     sa.Column("output_signature", sa.String(128), nullable=True),
@@ -573,7 +575,8 @@ job_event = sa.Table(
     sa.Index("index_job_event_job_created", "job_id", "created"),
 )
 
-# Idempotency keys of ``POST /v0/run`` (SPEC section 4): the unique pair (owner, key) makes
+# Idempotency keys of ``POST /v0/run`` (docs/decisions/submission.md): the unique pair (owner, key)
+# makes
 # concurrent submissions with one key create one report. ``owner`` is ``user:<id>``, or
 # ``ip:<address>`` for an anonymous run; ``report_id`` is set before the submission commits.
 idempotency_key = sa.Table(
@@ -658,7 +661,8 @@ oci_tag = sa.Table(
     sa.UniqueConstraint("project_id", "name", name="uq_oci_tag_project_name"),
 )
 
-# A runner release (issue 13): a wheel of benchrunner that runners on its channel update to. The
+# A runner release (docs/decisions/runner-releases.md): a wheel of benchrunner that runners on its
+# channel update to. The
 # wheel itself is a blob under ``runner_release_key(checksum)``; the newest row of a channel is
 # the one offered.
 runner_release = sa.Table(

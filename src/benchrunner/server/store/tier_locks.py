@@ -1,4 +1,4 @@
-"""Exact tier limits when several transactions claim at once (SPEC section 5).
+"""Exact tier limits when several transactions claim at once (docs/decisions/claims.md).
 
 SQLite runs one writer at a time (``BEGIN IMMEDIATE``), so the claim query's own "nothing of this
 organization / source IP in flight" test is exact there. On PostgreSQL two replicas may both see a

@@ -1,6 +1,6 @@
 """Every status change of a job: one guarded ``UPDATE ... WHERE id = ? AND status IN (sources)``
-plus a ``job_event`` row, in the caller's transaction (SPEC section 2). Zero rows updated means
-someone else changed the job first; callers re-read and answer from the current state.
+plus a ``job_event`` row, in the caller's transaction (docs/decisions/job-lifecycle.md). Zero rows
+updated means someone else changed the job first; callers re-read and answer from the current state.
 """
 
 from __future__ import annotations
@@ -396,7 +396,7 @@ def job_canceled_by_runner(conn: Connection, job_id: int) -> bool:
 
 def job_cancel_by_user(conn: Connection, job_id: int, now: dt.datetime, actor: str) -> bool:
     """A user's cancel: ``job_cancel_requested`` by the user, then ``job_canceled`` by the
-    system, as seed 004's audit list has them; nothing is written if the job already left
+    system (docs/decisions/audit-events.md); nothing is written if the job already left
     flight."""
     if not _move(conn, job_id, JobStatus.CANCELED, now, {"completed": now}, None):
         return False

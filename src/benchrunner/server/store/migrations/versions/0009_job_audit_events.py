@@ -1,4 +1,4 @@
-"""job audit events: job_event.event_type takes seed 004's audit names (job_created, job_failed,
+"""job audit events: job_event.event_type takes the audit names (job_created, job_failed,
 heartbeat_stale_recovered, ...) instead of the status reached; older rows are renamed, the
 server's own failure and timeout reasons telling which name each gets
 

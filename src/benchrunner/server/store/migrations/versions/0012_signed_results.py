@@ -1,4 +1,5 @@
-"""signed results: a job keeps its runner's signature over the stored output (seed 002)
+"""signed results: a job keeps its runner's signature over the stored output
+(docs/decisions/signed-results.md)
 
 Revision ID: 0012
 Revises: 0011

@@ -1,4 +1,5 @@
-"""runner_release: the runner wheels an admin published, per update channel (issue 13)
+"""runner_release: the runner wheels an admin published, per update channel
+(docs/decisions/runner-releases.md)
 
 Revision ID: 0017
 Revises: 0016
