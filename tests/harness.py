@@ -137,6 +137,14 @@ default = "stdout"
 command = ["python3", "-c", "print('this is not json')"]
 timeout = 30
 
+[templates."bench.nul"]
+command = ["python3", "-c", "import sys; sys.stdout.write(chr(0) + 'not json')"]
+timeout = 30
+
+[templates."bench.not_utf8"]
+command = ["python3", "-c", "import sys; sys.stdout.buffer.write(bytes([123, 34, 97, 255, 34, 58, 32, 49, 125]))"]
+timeout = 30
+
 [templates."bench.personality"]
 description = "Print the job's personality flags (ASLR off shows as 0x0040000)"
 command = ["python3", "-c", "print('{\\"personality\\": {\\"flags\\": {\\"value\\": %d}}}' % int(open('/proc/self/personality').read(), 16))"]

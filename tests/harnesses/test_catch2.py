@@ -49,7 +49,7 @@ def catch2_output(tmp_path_factory: pytest.TempPathFactory) -> str:
 
 def test_benchmarks_read_from_the_table(catch2_output: str) -> None:
     found = parse("cpp_catch2", catch2_output)
-    assert [m.benchmark for m in found] == ["fib 15", LONG_NAME]
+    assert [m.benchmark for m in found] == ["fibonacci: fib 15", f"fibonacci: {LONG_NAME}"]
     assert LONG_NAME not in catch2_output  # Catch2 did wrap it; the adapter joined the rows
     for measurement in found:
         assert measurement.measure == "latency"

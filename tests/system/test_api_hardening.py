@@ -169,7 +169,23 @@ def test_text_the_database_cannot_store_is_400_naming_the_field(deployment: Depl
         (
             "/v0/run",
             {**direct, "results": ['{"sort\\u0000": {"latency": {"value": 1}}}']},
-            "results[0]: benchmark name 'sort\\x00' has a NUL character",
+            "adapter json could not read results[0]: benchmark name 'sort\\x00' has a NUL",
+        ),
+        # Output the adapter cannot read: the adapter, the result and what was wrong.
+        (
+            "/v0/run",
+            {**direct, "settings": {"adapter": "rust_criterion"}, "results": ["a\x00"]},
+            "adapter rust_criterion could not read results[0]: contains a NUL character",
+        ),
+        (
+            "/v0/run",
+            {**direct, "results": [*direct["results"], '{"a": \udcff}']},
+            "adapter json could not read results[1]: is not UTF-8 text (a lone surrogate",
+        ),
+        (
+            "/v0/run",
+            {**direct, "settings": {"adapter": "cpp_catch2"}, "results": ["all passed"]},
+            "adapter cpp_catch2 could not read results[0]: no benchmark found",
         ),
         ("/v0/organizations", {"name": "a\x00"}, "name contains a NUL"),
         ("/v0/organizations/acme/projects", {"name": "p", "slug": "\ud800"}, "slug contains"),

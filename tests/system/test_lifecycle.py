@@ -46,15 +46,38 @@ def test_template_job_runs_through_processed_with_metrics(each_transport: Deploy
     assert runner.proc is not None and runner.proc.poll() is None
 
 
+UNREADABLE = [
+    (
+        "bench.garbage",
+        "adapter json could not read iteration 0 stdout: not valid JSON",
+    ),
+    (
+        "bench.nul",
+        "adapter json could not read iteration 0 stdout: not valid JSON",
+    ),
+    (
+        "bench.not_utf8",
+        "adapter json could not read iteration 0 stdout: benchmark 'a\ufffd' must map measures",
+    ),
+]
+
+
 def test_unparsable_output_is_recorded_on_the_report_and_the_job_still_processed(
     deployment: Deployment,
 ) -> None:
+    """The report's error names the adapter, the iteration and output it could not read, and
+    why; bytes that are not UTF-8 are said to be so."""
     deployment.runner_process("r1").start()
-    job = deployment.wait_status(deployment.submit("bench.garbage"), "processed")
-    with deployment.admin() as client:
-        report = client.get_report(deployment.project, job["report"])
-    assert "could not parse output" in report["error"]
-    assert report["results"] == []
+    submitted = [(deployment.submit(template), message) for template, message in UNREADABLE]
+    for job_uuid, message in submitted:
+        job = deployment.wait_status(job_uuid, "processed")
+        with deployment.admin() as client:
+            report = client.get_report(deployment.project, job["report"])
+        assert report["error"].startswith(message), report["error"]
+        assert report["results"] == []
+        processed = [e["message"] for e in job["events"] if e["status"] == "processed"]
+        assert processed == [f"not parsed: {report['error']}"], job["events"]
+    assert "is not UTF-8 text: U+FFFD at character 3" in report["error"]
 
 
 @pytest.mark.engine_independent

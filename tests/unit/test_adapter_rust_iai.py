@@ -83,5 +83,5 @@ def test_a_count_of_thousands_of_digits_is_no_result() -> None:
     text = BLOCK.format(name="b", i="1" * 5000)
     with pytest.raises(AdapterError, match=r"^rust_iai: no benchmark found"):
         parse("rust_iai", text)
-    with pytest.raises(AdapterError, match=r"^adapter 'rust' found no benchmark results"):
+    with pytest.raises(AdapterError, match=r"^rust: no harness found benchmark results"):
         parse("rust", text)

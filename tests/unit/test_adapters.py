@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from benchrunner.adapters import AdapterError, Measurement, parse
+from benchrunner.adapters import AdapterError, Measurement, could_not_read, parse, unreadable
 
 
 def test_bmf_with_bounds() -> None:
@@ -103,3 +103,50 @@ def test_bencher_s_gungraun_variants_read_their_own_part_of_the_output() -> None
 def test_json_v0_is_bencher_metric_format() -> None:
     text = json.dumps({"sort": {"latency": {"value": 1.5}}})
     assert parse("json_v0", text) == parse("json", text)
+
+
+@pytest.mark.parametrize(
+    ("adapter", "text", "message"),
+    [
+        (
+            "rust_criterion",
+            "all tests passed\n",
+            "adapter rust_criterion could not read results[0]: no '<name>  time:  [<lower> "
+            "<estimate> <upper>]' line found",
+        ),
+        (
+            "magic",
+            "all tests passed\n",
+            "adapter magic could not read results[0]: no harness found benchmark results",
+        ),
+        (
+            "cpp",
+            "all tests passed\n",
+            "adapter cpp could not read results[0]: no harness found benchmark results in the "
+            "output (tried cpp_catch2, cpp_google)",
+        ),
+        (
+            "go_bench",
+            "BenchmarkA\x00 1 3 ns/op\n",
+            "adapter go_bench could not read results[0]: line 1: benchmark name",
+        ),
+    ],
+)
+def test_unreadable_output_is_named_after_its_adapter(
+    adapter: str, text: str, message: str
+) -> None:
+    with pytest.raises(AdapterError) as raised:
+        parse(adapter, text)
+    assert could_not_read(adapter, "results[0]", raised.value).startswith(message)
+
+
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        ("bench  time: [1 ns 2 ns 3 ns]\x00\n", "contains a NUL character (at character 29)"),
+        ('{"a": 1}\ud800', "is not UTF-8 text (a lone surrogate at character 8)"),
+        ('{"a": 1}\ufffd', None),
+    ],
+)
+def test_text_that_is_not_plain_text_says_where(text: str, problem: str | None) -> None:
+    assert unreadable(text) == problem

@@ -14,7 +14,8 @@ E = math.e
 Z975 = 1.959963984540054  # standard normal quantile at 0.975
 T975_7 = 2.364624251592785  # Student's t quantile at 0.975, 7 degrees of freedom
 Z90 = 1.2815515655446004  # standard normal quantile at 0.9
-CLASSIC = [2.0, 4.0, 4.0, 4.0, 5.0, 5.0, 7.0, 9.0]  # mean 5, population deviation 2
+CLASSIC = [2.0, 4.0, 4.0, 4.0, 5.0, 5.0, 7.0, 9.0]  # mean 5, squared deviations sum to 32
+SAMPLE_DEVIATION = math.sqrt(32 / 7)  # divided by n - 1, as Bencher v0.6.12
 
 
 def approx(expected: Limits, rel: float = 1e-12) -> object:
@@ -48,7 +49,10 @@ def _fields(limits: Limits) -> tuple[float | None, float | None, float | None]:
 # Worked by hand: each row is a test, a history (oldest first) and the limits it must give.
 WORKED = [
     pytest.param(
-        Model(T.STATIC, lower_boundary=-5, upper_boundary=5), [], Limits(None, -5, 5), id="static"
+        Model(T.STATIC, lower_boundary=-5, upper_boundary=5),
+        [0.0],
+        Limits(None, -5, 5),
+        id="static",
     ),
     pytest.param(
         Model(T.STATIC, upper_boundary=7.5),
@@ -71,25 +75,25 @@ WORKED = [
     pytest.param(
         Model(T.Z_SCORE, lower_boundary=0.975, upper_boundary=0.975),
         CLASSIC,
-        Limits(5.0, 5.0 - 2 * Z975, 5.0 + 2 * Z975),
+        Limits(5.0, 5.0 - SAMPLE_DEVIATION * Z975, 5.0 + SAMPLE_DEVIATION * Z975),
         id="z_score",
     ),
     pytest.param(
-        # t-test: n - 1 = 7 degrees of freedom, scaled by the population deviation
+        # t-test: n - 1 = 7 degrees of freedom, scaled by the sample deviation * sqrt(1 + 1/8)
         Model(T.T_TEST, lower_boundary=0.975, upper_boundary=0.975),
         CLASSIC,
-        Limits(5.0, 5.0 - 2 * T975_7, 5.0 + 2 * T975_7),
+        Limits(
+            5.0,
+            5.0 - SAMPLE_DEVIATION * math.sqrt(9 / 8) * T975_7,
+            5.0 + SAMPLE_DEVIATION * math.sqrt(9 / 8) * T975_7,
+        ),
         id="t_test",
     ),
     pytest.param(
-        # logarithms 0, 1, 2: location 1, scale sqrt(2/3); the lower limit mirrors through e
+        # logarithms 0, 1, 2: location 1, scale 1 (sample); the lower limit mirrors through e
         Model(T.LOG_NORMAL, lower_boundary=0.9, upper_boundary=0.9),
         [1.0, E, E**2],
-        Limits(
-            E,
-            2 * E - math.exp(1 + math.sqrt(2 / 3) * Z90),
-            math.exp(1 + math.sqrt(2 / 3) * Z90),
-        ),
+        Limits(E, 2 * E - math.exp(1 + Z90), math.exp(1 + Z90)),
         id="log_normal",
     ),
     pytest.param(
@@ -132,7 +136,7 @@ def independent(model: Model, history: Sequence[float]) -> Limits:
     """The same limits computed another way: the statistics module and standardised quantiles."""
     lower, upper = model.lower_boundary, model.upper_boundary
     assert lower is not None and upper is not None
-    mean, deviation = statistics.fmean(history), statistics.pstdev(history)
+    mean, deviation = statistics.fmean(history), statistics.stdev(history)
     normal = statistics.NormalDist()
     logs = [math.log(x) for x in history] if model.test is T.LOG_NORMAL else []
     if logs:
@@ -142,8 +146,9 @@ def independent(model: Model, history: Sequence[float]) -> Limits:
         if model.test is T.Z_SCORE:
             return mean + deviation * normal.inv_cdf(p)
         if model.test is T.T_TEST:
-            return mean + deviation * float(stats.t.ppf(p, len(history) - 1))
-        return mean * math.exp(statistics.pstdev(logs) * normal.inv_cdf(p))
+            n = len(history)
+            return mean + deviation * math.sqrt(1 + 1 / n) * float(stats.t.ppf(p, n - 1))
+        return mean * math.exp(statistics.stdev(logs) * normal.inv_cdf(p))
 
     return Limits(mean, 2 * mean - quantile(lower), quantile(upper))
 
@@ -179,7 +184,8 @@ def test_quartiles_against_the_statistics_module(history: list[float]) -> None:
         # below min_sample_size
         (Model(T.PERCENTAGE, min_sample_size=5, upper_boundary=0.1), [1.0, 2.0, 3.0, 4.0]),
         (Model(T.T_TEST, min_sample_size=3, upper_boundary=0.9), [1.0, 2.0]),
-        # below what the test needs
+        # below what the test needs (a static threshold too: no limits before a first value)
+        (Model(T.STATIC, lower_boundary=-5, upper_boundary=5), []),
         (Model(T.PERCENTAGE, upper_boundary=0.1), []),
         (Model(T.IQR, upper_boundary=1.5), []),
         (Model(T.Z_SCORE, upper_boundary=0.9), [5.0]),
@@ -227,14 +233,14 @@ def test_zero_spread_iqr_has_limits_at_the_median() -> None:
     [
         (Model(T.PERCENTAGE, upper_boundary=0.1), None, 110.0),
         (Model(T.PERCENTAGE, lower_boundary=0.1), 90.0, None),
-        (Model(T.Z_SCORE, upper_boundary=0.975), None, 100.0 + 10 * Z975),
-        (Model(T.Z_SCORE, lower_boundary=0.975), 100.0 - 10 * Z975, None),
+        (Model(T.Z_SCORE, upper_boundary=0.975), None, 100.0 + math.sqrt(400 / 3) * Z975),
+        (Model(T.Z_SCORE, lower_boundary=0.975), 100.0 - math.sqrt(400 / 3) * Z975, None),
     ],
 )
 def test_a_missing_boundary_is_no_limit_on_that_side(
     model: Model, low: float | None, high: float | None
 ) -> None:
-    got = limits(model, [90.0, 110.0, 90.0, 110.0])  # mean 100, population deviation 10
+    got = limits(model, [90.0, 110.0, 90.0, 110.0])  # mean 100, sample variance 400 / 3
     assert got == approx(Limits(100.0, low, high))
     assert got is not None
     assert outside(got, -1e300) == (None if low is None else "lower")

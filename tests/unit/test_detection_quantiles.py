@@ -20,21 +20,26 @@ CASES = 300
 
 def _reference(test: TestKind, history: list[float], lower: float, upper: float) -> Limits:
     """The limits as the frozen distributions give them: location and scale fitted to the
-    history (population deviation), the lower quantile mirrored through the baseline."""
-    values = np.asarray(history, dtype=np.float64)
+    history taken newest first (sample deviation), the t-test's scale widened by
+    sqrt(1 + 1/n), the lower quantile mirrored through the baseline."""
+    values = np.asarray(history[::-1], dtype=np.float64)
     if test is TestKind.LOG_NORMAL:
         logs = np.log(values)
-        median = float(np.exp(float(np.mean(logs))))
-        frozen = stats.lognorm(s=float(np.std(logs, ddof=0)), scale=median)
-        baseline = median
+        location = float(np.mean(logs))
+        normal = stats.norm(loc=location, scale=float(np.std(logs, ddof=1)))
+        baseline = float(np.exp(location))
+        return Limits(
+            baseline,
+            2.0 * baseline - float(np.exp(normal.ppf(lower))),
+            float(np.exp(normal.ppf(upper))),
+        )
+    mean, deviation = float(np.mean(values)), float(np.std(values, ddof=1))
+    if test is TestKind.Z_SCORE:
+        frozen = stats.norm(loc=mean, scale=deviation)
     else:
-        mean, deviation = float(np.mean(values)), float(np.std(values, ddof=0))
-        if test is TestKind.Z_SCORE:
-            frozen = stats.norm(loc=mean, scale=deviation)
-        else:
-            frozen = stats.t(df=len(values) - 1, loc=mean, scale=deviation)
-        baseline = mean
-    return Limits(baseline, 2.0 * baseline - float(frozen.ppf(lower)), float(frozen.ppf(upper)))
+        size = len(values)
+        frozen = stats.t(df=size - 1, loc=mean, scale=deviation * float(np.sqrt(1 + 1 / size)))
+    return Limits(mean, 2.0 * mean - float(frozen.ppf(lower)), float(frozen.ppf(upper)))
 
 
 @pytest.mark.parametrize("test", [TestKind.Z_SCORE, TestKind.T_TEST, TestKind.LOG_NORMAL])

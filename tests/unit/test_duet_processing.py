@@ -74,7 +74,7 @@ def test_the_verdict_is_the_same_from_a_parser_process() -> None:
                     results=[IterationResult(exit_code=0, stdout="nope", side="baseline", round=0)]
                 )
             ),
-            "iteration 0: adapter 'json' could not parse output",
+            "adapter json could not read iteration 0 stdout: not valid JSON",
         ),
     ],
 )

@@ -27,8 +27,10 @@ __all__ = [
     "Fold",
     "Measurement",
     "Settings",
+    "could_not_read",
     "kept",
     "parse",
+    "unreadable",
 ]
 
 HARNESSES: dict[str, str] = {
@@ -62,10 +64,11 @@ ALIASES: dict[str, str] = {
     "rust_iai_callgrind": "rust_gungraun",
 }
 
-# Bencher's magic order: json, C#, C++, Go, Java, JS, Python, Ruby, Rust, shell, then Dart.
+# Bencher v0.6.12's magic order: json, C#, C++, Dart, Go, Java, JS, Python, Ruby, Rust, shell.
 LANGUAGES: dict[str, tuple[str, ...]] = {
     "c_sharp": ("c_sharp_dot_net",),
     "cpp": ("cpp_catch2", "cpp_google"),
+    "dart": ("dart_benchmark_harness",),
     "go": ("go_bench",),
     "java": ("java_jmh",),
     "js": ("js_benchmark", "js_time", "js_vitest"),
@@ -73,7 +76,6 @@ LANGUAGES: dict[str, tuple[str, ...]] = {
     "ruby": ("ruby_benchmark",),
     "rust": ("rust_bench", "rust_criterion", "rust_iai", "rust_gungraun"),
     "shell": ("shell_hyperfine",),
-    "dart": ("dart_benchmark_harness",),
 }
 """Language name -> the harnesses its ``magic`` tries, in order."""
 
@@ -102,7 +104,7 @@ def _first_that_reads(
         if found:
             return found
     message = (
-        f"adapter {label!r} found no benchmark results in the output "
+        f"{label}: no harness found benchmark results in the output "
         f"(tried {', '.join(names)}); name the harness with settings.adapter for its own error"
     )
     # JSON is most likely meant as Bencher Metric Format: say what was wrong with it.
@@ -139,7 +141,30 @@ def _read(adapter: str, text: str, settings: Settings) -> list[Measurement]:
     return _harness(name)(text, settings)
 
 
+def unreadable(text: str) -> str | None:
+    """Why ``text`` is not plain text, or None: a NUL character (no store keeps it as text) or
+    a lone surrogate (what JSON's ``\\udXXX`` escapes make of bytes that are not UTF-8).
+    Adapters read around such characters on lines they skip; a caller that refuses them
+    outright calls this first."""
+    nul = text.find("\x00")
+    if nul >= 0:
+        return f"contains a NUL character (at character {nul})"
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        return f"is not UTF-8 text (a lone surrogate at character {exc.start})"
+    return None
+
+
 def parse(adapter: str, text: str, settings: Settings | None = None) -> list[Measurement]:
     """Parse one iteration's output into the measurements a report keeps (see ``kept``).
-    Raises AdapterError with a message a user can act on."""
+    Raises AdapterError with a message a user can act on (``could_not_read`` puts the adapter
+    and the output's place in front of it)."""
     return kept(_read(adapter, text, settings or Settings()))
+
+
+def could_not_read(adapter: str, where: str, error: AdapterError) -> str:
+    """The message of an output ``adapter`` could not read: ``adapter <name> could not read
+    <where>: <why>`` (the harness's own name is not repeated before its reason)."""
+    reason = str(error).removeprefix(f"{ALIASES.get(adapter, adapter)}: ")
+    return f"adapter {adapter} could not read {where}: {reason}"

@@ -108,7 +108,8 @@ def parse(text: str, settings: Settings) -> list[Measurement]:
     benchmark reports twice keeps its last value (Bencher's results map). JSON summaries when
     the output holds any, else the console text (Bencher's ``rust_gungraun``)."""
     check_average(HARNESS, settings.average, None)
-    return parse_summaries(text) or _console(text)
+    found = parse_summaries(text)
+    return _console(text) if found is None else found
 
 
 def parse_stdout(text: str, settings: Settings) -> list[Measurement]:
@@ -121,7 +122,7 @@ def parse_json(text: str, settings: Settings) -> list[Measurement]:
     """The JSON summaries only (Bencher's ``rust_gungraun_json``)."""
     check_average(HARNESS, settings.average, None)
     found = parse_summaries(text)
-    if not found:
+    if found is None:
         raise AdapterError(f"{HARNESS}: no JSON summary of version 6 in the output")
     return found
 

@@ -27,19 +27,32 @@ class _NotASummary(Exception):
 
 
 def _documents(text: str) -> Iterator[str]:
-    rows = lines(text)
-    for row in rows:
+    rows = list(lines(text))
+    index = 0
+    while index < len(rows):
+        row = rows[index]
         trimmed = row.strip()
         if trimmed == "{":
-            indent = len(row) - len(row.lstrip())
-            payload = ["{"]
-            for inner in rows:
-                payload.append(inner)
-                if inner.strip() == "}" and len(inner) - len(inner.lstrip()) == indent:
-                    break
-            yield "\n".join(payload)
+            end = _closing(rows, index)
+            if end is not None:
+                yield "\n".join(rows[index : end + 1])
+                index = end + 1
+                continue
+            # Never closed (a summary cut short): not a summary; read on after its brace.
         elif trimmed.startswith("{") and trimmed.endswith("}"):
             yield row
+        index += 1
+
+
+def _closing(rows: list[str], start: int) -> int | None:
+    """The row of the ``}`` closing the pretty summary opened at ``rows[start]`` (the same
+    indent), or None."""
+    indent = len(rows[start]) - len(rows[start].lstrip())
+    for index in range(start + 1, len(rows)):
+        inner = rows[index]
+        if inner.strip() == "}" and len(inner) - len(inner.lstrip()) == indent:
+            return index
+    return None
 
 
 def _field(document: object, key: str) -> object:
@@ -117,14 +130,17 @@ def _summary(document: str) -> tuple[str, list[tuple[str, float]]]:
     return name, measures
 
 
-def parse_summaries(text: str) -> list[Measurement]:
-    """The measurements of every Gungraun v6 summary in ``text`` (none: an empty list)."""
-    found: list[Measurement] = []
+def parse_summaries(text: str) -> list[Measurement] | None:
+    """The measurements of every Gungraun v6 summary in ``text``; None when it holds no
+    summary. Summaries whose tools report no metric give none (an empty list), as Bencher
+    reads a benchmark with no metrics."""
+    found: list[Measurement] | None = None
     for document in _documents(text):
         try:
             name, measures = _summary(document)
         except _NotASummary:
             continue
         check_benchmark_name(HARNESS, name)
+        found = [] if found is None else found
         found.extend(Measurement(name, slug, value) for slug, value in measures)
     return found

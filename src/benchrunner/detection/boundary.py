@@ -1,31 +1,34 @@
 """Boundary limits: the baseline and the lower and upper limits a model draws from a history.
 
-Each test computes as Bencher's does (``lib/bencher_boundary``):
+Each test computes as Bencher v0.6.12's does (``lib/bencher_boundary``), over the history taken
+newest first as Bencher queries it:
 
 - ``static``: the boundaries are the limits; no baseline.
 - ``percentage``: baseline = mean; limits = mean -/+ mean * boundary.
-- ``z_score``: a normal distribution with the history's mean and *population* standard
-  deviation (divided by n, as Bencher); upper limit = its quantile at the upper boundary;
-  lower limit = the quantile at the lower boundary mirrored through the mean
-  (2 * mean - quantile).
-- ``t_test``: the same with Student's t distribution, n - 1 degrees of freedom, located at the
-  mean and scaled by the population standard deviation.
+- ``z_score``: a normal distribution with the history's mean and *sample* standard deviation
+  (its variance divided by n - 1); upper limit = its quantile at the upper boundary; lower
+  limit = the quantile at the lower boundary mirrored through the mean (2 * mean - quantile).
+- ``t_test``: a prediction interval: Student's t distribution with n - 1 degrees of freedom,
+  located at the mean and scaled by the sample standard deviation * sqrt(1 + 1/n); limits as
+  ``z_score``'s.
 - ``log_normal``: a log-normal distribution fitted to the logarithms of the history (their mean
-  is the location, their population standard deviation the scale); baseline = exp(location),
-  the median; upper limit = its quantile; lower limit = 2 * baseline - quantile.
+  is the location, their sample standard deviation the scale); baseline = exp(location), the
+  median; upper limit = its quantile; lower limit = 2 * baseline - quantile.
 - ``iqr``: quartiles with linear interpolation between closest ranks; baseline = median;
   limits = median -/+ (q3 - q1) * boundary.
-- ``delta_iqr``: quartiles of the relative changes between neighbouring values, taken newest
-  to oldest as Bencher does (|older - newer| / newer); baseline = median of the values;
-  limits = median -/+ median * (delta q3 - delta q1) * boundary.
+- ``delta_iqr``: quartiles of the relative changes between neighbouring values, newest first
+  (|older - newer| / newer); baseline = median of the values; limits = median -/+ median *
+  (delta q3 - delta q1) * boundary.
 
-The sample sizes a test needs: static none, percentage and iqr one value, z_score, t_test,
-log_normal and delta_iqr two; z_score, t_test and log_normal also need a non-zero variance,
-log_normal only positive values. With fewer there are no limits (and so no alert).
+The sample sizes a test needs: every test one value at least (a ``static`` threshold too: no
+limits until its series has a value), z_score, t_test, log_normal and delta_iqr two; z_score,
+t_test and log_normal also need a non-zero variance, log_normal only positive values. With
+fewer there are no limits (and so no alert).
 """
 
 from __future__ import annotations
 
+import math
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -38,6 +41,7 @@ from scipy import special
 from benchrunner.detection.models import Model, TestKind
 
 Side = Literal["lower", "upper"]
+Values = NDArray[np.float64]
 
 
 @dataclass(frozen=True)
@@ -49,27 +53,40 @@ class Limits:
     upper_limit: float | None
 
 
+@dataclass(frozen=True)
+class Quartiles:
+    q1: float
+    q2: float
+    q3: float
+
+    def spread(self, boundary: float) -> float:
+        """The inter-quartile range times ``boundary``."""
+        return (self.q3 - self.q1) * boundary
+
+
 def limits(model: Model, history: Sequence[float]) -> Limits | None:
     """The limits ``model`` draws from ``history``, or None when it draws none.
 
     ``history`` holds the values of one branch, testbed, benchmark and measure, oldest first,
     already cut by the caller to the model's window and never holding the value being judged;
-    only its newest ``max_sample_size`` values are used. None when the history is shorter than
-    ``min_sample_size`` or than the test needs, when a statistic is not finite (zero variance,
-    a non-positive value for ``log_normal``), for a model with no boundary, and for
-    ``change_point``, whose verdicts come from ``change_points`` instead.
+    only its newest ``max_sample_size`` values are used. None when the history is empty,
+    shorter than ``min_sample_size`` or than the test needs, when a statistic is not finite
+    (zero variance, a non-positive value for ``log_normal``), for a model with no boundary, and
+    for ``change_point``, whose verdicts come from ``change_points`` instead.
     """
     lower, upper = model.lower_boundary, model.upper_boundary
     if model.test == TestKind.CHANGE_POINT or (lower is None and upper is None):
         return None
-    values = np.asarray(history, dtype=np.float64)
+    newest_first = np.asarray(history, dtype=np.float64)[::-1]
     if model.max_sample_size is not None:
-        values = values[len(values) - min(len(values), model.max_sample_size) :]
-    if model.min_sample_size is not None and len(values) < model.min_sample_size:
+        newest_first = newest_first[: model.max_sample_size]
+    if len(newest_first) == 0:
+        return None
+    if model.min_sample_size is not None and len(newest_first) < model.min_sample_size:
         return None
     with warnings.catch_warnings(), np.errstate(all="ignore"):
         warnings.simplefilter("ignore", RuntimeWarning)
-        return _DRAW[TestKind(model.test)](values, lower, upper)
+        return _DRAW[TestKind(model.test)](newest_first, lower, upper)
 
 
 def outside(limits: Limits, value: float) -> Side | None:
@@ -81,78 +98,169 @@ def outside(limits: Limits, value: float) -> Side | None:
     return None
 
 
-Values = NDArray[np.float64]
+# The statistics of a history (newest first, where the order matters).
 
 
-def _static(_: Values, lower: float | None, upper: float | None) -> Limits | None:
+def mean(values: Values) -> float | None:
+    """The arithmetic mean; None for no values or a mean that is not finite."""
+    if len(values) == 0:
+        return None
+    result = float(np.sum(values) / len(values))
+    return result if math.isfinite(result) else None
+
+
+def variance(location: float, values: Values) -> float | None:
+    """The sample variance about ``location`` (squared deviations divided by n - 1); None for
+    fewer than two values or a variance that is not finite."""
+    if len(values) < 2:
+        return None
+    result = float(np.sum((values - location) ** 2) / (len(values) - 1))
+    return result if math.isfinite(result) else None
+
+
+def deviation(location: float, values: Values) -> float | None:
+    """The square root of ``variance``; None also when it is zero (no distribution to draw)."""
+    spread = variance(location, values)
+    if spread is None or spread == 0.0:
+        return None
+    result = math.sqrt(spread)
+    return result if math.isfinite(result) else None
+
+
+def log_fit(values: Values) -> tuple[float, float] | None:
+    """The location and scale of a log-normal distribution: the mean of the values' natural
+    logarithms and their ``deviation``; None when either is undefined (a value <= 0)."""
+    logs = np.log(values)
+    location = mean(logs)
+    if location is None:
+        return None
+    scale = deviation(location, logs)
+    return None if scale is None else (location, scale)
+
+
+def quartiles(values: Values) -> Quartiles | None:
+    """The quartiles, linearly interpolated between closest ranks; None for no values."""
+    if len(values) == 0:
+        return None
+    q1, q2, q3 = (float(q) for q in np.percentile(values, [25, 50, 75], method="linear"))
+    if not all(math.isfinite(q) for q in (q1, q2, q3)):
+        return None
+    return Quartiles(q1, q2, q3)
+
+
+def delta_quartiles(newest_first: Values) -> Quartiles | None:
+    """The quartiles of the relative changes |next - value| / value between neighbours, in the
+    order given (newest first); None for fewer than two values."""
+    if len(newest_first) < 2:
+        return None
+    changes = np.abs((newest_first[1:] - newest_first[:-1]) / newest_first[:-1])
+    return quartiles(changes)
+
+
+# Limits from those statistics.
+
+
+def static_limits(lower: float | None, upper: float | None) -> Limits:
     return Limits(None, lower, upper)
 
 
-def _percentage(values: Values, lower: float | None, upper: float | None) -> Limits | None:
-    mean = _mean(values)
-    if mean is None:
-        return None
+def percentage_limits(center: float, lower: float | None, upper: float | None) -> Limits:
     return Limits(
-        mean,
-        None if lower is None else mean - mean * lower,
-        None if upper is None else mean + mean * upper,
+        center,
+        None if lower is None else center - center * lower,
+        None if upper is None else center + center * upper,
     )
+
+
+def normal_limits(
+    center: float, spread: float, lower: float | None, upper: float | None
+) -> Limits | None:
+    """``z_score``'s limits: a normal distribution's quantiles (``ndtri(q) * spread + center``,
+    SciPy's ``stats.norm(center, spread).ppf``)."""
+    return _mirrored(lambda q: special.ndtri(q) * spread + center, center, lower, upper)
+
+
+def students_t_limits(
+    center: float, spread: float, sample_size: int, lower: float | None, upper: float | None
+) -> Limits | None:
+    """``t_test``'s limits: a prediction interval for one new value, Student's t with
+    ``sample_size - 1`` degrees of freedom scaled by ``spread * sqrt(1 + 1/sample_size)``
+    (SciPy's ``stats.t(df, center, scale).ppf``)."""
+    freedom = sample_size - 1
+    scale = spread * math.sqrt(1.0 + 1.0 / sample_size)
+    return _mirrored(lambda q: special.stdtrit(freedom, q) * scale + center, center, lower, upper)
+
+
+def log_normal_limits(
+    location: float, scale: float, lower: float | None, upper: float | None
+) -> Limits | None:
+    """``log_normal``'s limits: the quantiles ``exp(location + scale * ndtri(q))`` about the
+    median ``exp(location)``."""
+    median = math.exp(location)
+    return _mirrored(lambda q: np.exp(location + scale * special.ndtri(q)), median, lower, upper)
+
+
+def iqr_limits(found: Quartiles, lower: float | None, upper: float | None) -> Limits:
+    return Limits(
+        found.q2,
+        None if lower is None else found.q2 - found.spread(lower),
+        None if upper is None else found.q2 + found.spread(upper),
+    )
+
+
+def delta_iqr_limits(
+    found: Quartiles, deltas: Quartiles, lower: float | None, upper: float | None
+) -> Limits:
+    median = found.q2
+    return Limits(
+        median,
+        None if lower is None else median - median * deltas.spread(lower),
+        None if upper is None else median + median * deltas.spread(upper),
+    )
+
+
+def _static(_: Values, lower: float | None, upper: float | None) -> Limits | None:
+    return static_limits(lower, upper)
+
+
+def _percentage(values: Values, lower: float | None, upper: float | None) -> Limits | None:
+    center = mean(values)
+    return None if center is None else percentage_limits(center, lower, upper)
+
+
+def _mean_and_deviation(values: Values) -> tuple[float, float] | None:
+    center = mean(values)
+    if center is None:
+        return None
+    spread = deviation(center, values)
+    return None if spread is None else (center, spread)
 
 
 def _z_score(values: Values, lower: float | None, upper: float | None) -> Limits | None:
     fit = _mean_and_deviation(values)
-    if fit is None:
-        return None
-    mean, deviation = fit
-    return _mirrored(lambda q: special.ndtri(q) * deviation + mean, mean, lower, upper)
+    return None if fit is None else normal_limits(*fit, lower, upper)
 
 
 def _t_test(values: Values, lower: float | None, upper: float | None) -> Limits | None:
     fit = _mean_and_deviation(values)
-    if fit is None:
-        return None
-    mean, deviation = fit
-    df = len(values) - 1
-    return _mirrored(lambda q: special.stdtrit(df, q) * deviation + mean, mean, lower, upper)
+    return None if fit is None else students_t_limits(*fit, len(values), lower, upper)
 
 
 def _log_normal(values: Values, lower: float | None, upper: float | None) -> Limits | None:
-    fit = _mean_and_deviation(np.log(values))
-    if fit is None:
-        return None
-    location, scale = fit
-    median = float(np.exp(location))
-    return _mirrored(lambda q: np.exp(scale * special.ndtri(q)) * median, median, lower, upper)
+    fit = log_fit(values)
+    return None if fit is None else log_normal_limits(*fit, lower, upper)
 
 
 def _iqr(values: Values, lower: float | None, upper: float | None) -> Limits | None:
-    quartiles = _quartiles(values)
-    if quartiles is None:
-        return None
-    q1, median, q3 = quartiles
-    spread = q3 - q1
-    return Limits(
-        median,
-        None if lower is None else median - spread * lower,
-        None if upper is None else median + spread * upper,
-    )
+    found = quartiles(values)
+    return None if found is None else iqr_limits(found, lower, upper)
 
 
 def _delta_iqr(values: Values, lower: float | None, upper: float | None) -> Limits | None:
-    if len(values) < 2:
+    found, deltas = quartiles(values), delta_quartiles(values)
+    if found is None or deltas is None:
         return None
-    quartiles = _quartiles(values)
-    newest_first = values[::-1]
-    deltas = _quartiles(np.abs((newest_first[1:] - newest_first[:-1]) / newest_first[:-1]))
-    if quartiles is None or deltas is None:
-        return None
-    median = quartiles[1]
-    spread = median * (deltas[2] - deltas[0])
-    return Limits(
-        median,
-        None if lower is None else median - spread * lower,
-        None if upper is None else median + spread * upper,
-    )
+    return delta_iqr_limits(found, deltas, lower, upper)
 
 
 _DRAW = {
@@ -167,14 +275,10 @@ _DRAW = {
 
 
 Quantile = Callable[[float], float]
-"""A distribution's quantile function (percent point function), for probabilities in (0, 1).
-
-Each is SciPy's own ``ppf`` arithmetic written out at the ufunc level (``scipy.special``):
-``stats.norm(loc, scale).ppf(q)`` is ``ndtri(q) * scale + loc``, ``stats.t(df, loc,
-scale).ppf(q)`` is ``stdtrit(df, q) * scale + loc`` and ``stats.lognorm(s, scale=m).ppf(q)`` is
-``exp(s * ndtri(q)) * m``, bit for bit (the unit tests compare them). A frozen SciPy
-distribution costs about a millisecond to build, which a report of 3,000 metrics would pay
-3,000 times; the boundaries' range [0.5, 1.0) keeps ``q`` off the edges SciPy treats apart."""
+"""A distribution's quantile function (percent point function), for probabilities in (0, 1),
+written out at the ufunc level (``scipy.special``): a frozen SciPy distribution costs about a
+millisecond to build, which a report of 3,000 metrics would pay 3,000 times; the boundaries'
+range [0.5, 1.0) keeps ``q`` off the edges SciPy treats apart."""
 
 
 def _mirrored(
@@ -184,34 +288,6 @@ def _mirrored(
     boundary through the baseline, as Bencher does (so both sides use the upper tail)."""
     lower_limit = None if lower is None else 2.0 * baseline - float(quantile(lower))
     upper_limit = None if upper is None else float(quantile(upper))
-    if not all(np.isfinite(x) for x in (lower_limit, upper_limit) if x is not None):
+    if not all(math.isfinite(x) for x in (lower_limit, upper_limit) if x is not None):
         return None
     return Limits(baseline, lower_limit, upper_limit)
-
-
-def _mean(values: Values) -> float | None:
-    if len(values) == 0:
-        return None
-    mean = float(np.mean(values))
-    return mean if np.isfinite(mean) else None
-
-
-def _mean_and_deviation(values: Values) -> tuple[float, float] | None:
-    """Mean and population standard deviation; None for fewer than two values, a zero
-    deviation (no distribution to draw from) or anything not finite."""
-    mean = _mean(values)
-    if mean is None or len(values) < 2:
-        return None
-    deviation = float(np.std(values, ddof=0))
-    if deviation == 0.0 or not np.isfinite(deviation):
-        return None
-    return mean, deviation
-
-
-def _quartiles(values: Values) -> tuple[float, float, float] | None:
-    if len(values) == 0:
-        return None
-    q1, q2, q3 = (float(q) for q in np.percentile(values, [25, 50, 75], method="linear"))
-    if not all(np.isfinite(q) for q in (q1, q2, q3)):
-        return None
-    return q1, q2, q3

@@ -10,7 +10,7 @@ from benchrunner import adapters
 from benchrunner.core.duet_order import BASELINE, Side, order_text
 from benchrunner.detection.duet import METHOD, SeriesKey, estimate_duet
 from benchrunner.protocol import JsonDuet, JsonJobOutput
-from benchrunner.server.results import iteration_texts
+from benchrunner.server.results import iteration_texts, unread_output
 from benchrunner.server.store.duets import NewDuet
 
 log = logging.getLogger(__name__)
@@ -30,11 +30,11 @@ def measure_duet(
     for index, result in enumerate(tagged):
         assert result.side is not None and result.round is not None
         found: list[adapters.Measurement] = []
-        for text in iteration_texts(result):
+        for where, text in iteration_texts(result, index):
             try:
                 found.extend(adapters.parse(adapter, text, settings))
             except adapters.AdapterError as exc:
-                return None, f"iteration {index}: adapter {adapter!r} could not parse output: {exc}"
+                return None, unread_output(adapter, where, text, exc)
             except Exception as exc:  # an adapter bug must not wedge the job in `completed`
                 log.exception("adapter %s crashed", adapter)
                 return None, f"iteration {index}: adapter {adapter!r} failed: {exc!r}"

@@ -30,11 +30,31 @@ def report_metrics(
     ]
 
 
-def iteration_texts(result: IterationResult) -> list[str]:
-    """Collected files carry the results when there are any; otherwise stdout does."""
+def iteration_texts(result: IterationResult, index: int) -> list[tuple[str, str]]:
+    """``(where, text)`` of each output an iteration's results are read from: its collected
+    files when there are any, otherwise its stdout. ``where`` names the output in errors."""
     if result.output:
-        return [result.output[path] for path in sorted(result.output)]
-    return [result.stdout or ""]
+        return [
+            (f"iteration {index} file {path!r}", result.output[path])
+            for path in sorted(result.output)
+        ]
+    return [(f"iteration {index} stdout", result.stdout or "")]
+
+
+REPLACED = "\ufffd"
+"""What the runner reads a byte that is not UTF-8 as (U+FFFD REPLACEMENT CHARACTER)."""
+
+
+def unread_output(adapter: str, where: str, text: str, error: adapters.AdapterError) -> str:
+    """The report's error for an output ``adapter`` could not read; it says so when the output
+    held bytes that are not UTF-8 (the runner sends them as U+FFFD)."""
+    message = adapters.could_not_read(adapter, where, error)
+    if REPLACED in text:
+        message += (
+            f" (the output is not UTF-8 text: U+FFFD at character {text.index(REPLACED)} "
+            "stands for bytes the runner could not decode)"
+        )
+    return message
 
 
 def flag_measurements(result: IterationResult) -> list[Measurement]:
@@ -66,13 +86,13 @@ def measure_output(
     for index, result in enumerate(output.results):
         found: list[adapters.Measurement] = []
         flags = flag_measurements(result)
-        for text in iteration_texts(result):
+        for where, text in iteration_texts(result, index):
             if flags and not text.strip():
                 continue  # a build timed or sized that printed no results of its own
             try:
                 found.extend(adapters.parse(adapter, text, settings))
             except adapters.AdapterError as exc:
-                return [], f"iteration {index}: adapter {adapter!r} could not parse output: {exc}"
+                return [], unread_output(adapter, where, text, exc)
             except Exception as exc:  # an adapter bug must not wedge the job in `completed`
                 log.exception("adapter %s crashed", adapter)
                 return [], f"iteration {index}: adapter {adapter!r} failed: {exc!r}"

@@ -79,9 +79,14 @@ def _parse_direct(body: RunBody) -> list[reports.MetricValue]:
     iterations: list[list[adapters.Measurement]] = []
     for index, text in enumerate(body.results or []):
         try:
+            # Text the stores cannot keep is refused whole, as anywhere in a body.
+            problem = adapters.unreadable(text)
+            if problem is not None:
+                raise adapters.AdapterError(problem)
             iterations.append(adapters.parse(run_settings.adapter_name, text, settings))
         except adapters.AdapterError as exc:
-            raise bad_request(f"results[{index}]: {exc}") from None
+            message = adapters.could_not_read(run_settings.adapter_name, f"results[{index}]", exc)
+            raise bad_request(message) from None
     return report_metrics(iterations, run_settings.fold)
 
 

@@ -106,6 +106,8 @@ class RunThresholds(ApiBody):
 
 
 class RunBody(ApiBody):
+    ADAPTER_INPUT = frozenset({"results"})
+
     project: str | None = Field(default=None, max_length=64)
     branch: str | None = Field(default=None, min_length=1, max_length=256)
     testbed: str | None = Field(default=None, min_length=1, max_length=64)
