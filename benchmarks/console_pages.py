@@ -1,4 +1,4 @@
-"""Every console page with 10,000 jobs and 1,000 reports in the database (issue 12, point 6).
+"""Every console page with 10,000 jobs and 1,000 reports in the database (docs/console.md).
 
 Builds a fresh database (the server's own migrations; on PostgreSQL a scratch database, dropped
 afterwards) and fills it: a public project with 10,000 jobs in every status (two specs, two

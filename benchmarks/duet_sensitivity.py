@@ -1,6 +1,6 @@
-"""Duet sensitivity (issue 14, 5c): how often a plain A-then-B comparison and a duet flag an
-injected slowdown of 0.5, 1, 2 and 5 %, and flag none (0 %: the false-positive rate), on this
-machine as it is.
+"""Duet sensitivity (docs/decisions/noise.md): how often a plain A-then-B comparison and a duet
+flag an injected slowdown of 0.5, 1, 2 and 5 %, and flag none (0 %: the false-positive rate),
+on this machine as it is.
 
     .venv/bin/python -m benchmarks.duet_sensitivity [--trials 20] [--rounds 15] [--work 6000000]
         [--margins 0 0.005] [--save FILE] [--quick] [--tune]

@@ -1,6 +1,7 @@
-"""The runner's footprint on a CPU-bound benchmark (issue 14, 5a): the same benchmark run
-directly and under the runner, on the same core, interleaved; the figure is the time the
-benchmark reports itself (what a user's harness would report), not the job's overhead.
+"""The runner's footprint on a CPU-bound benchmark (docs/explanation/executors.md): the same
+benchmark run directly and under the runner, on the same core, interleaved; the figure is the
+time the benchmark reports itself (what a user's harness would report), not the job's
+overhead.
 
     .venv/bin/python -m benchmarks.footprint [--runs 40] [--work 25000000] [--quick]
 

@@ -1,4 +1,5 @@
-"""Live logs (issue 11): throughput to a following client, and what streaming costs others.
+"""Live logs (docs/explanation/live-logs.md): throughput to a following client, and what
+streaming costs others.
 
 One real server (SQLite by default) and real runner processes (process executor).
 

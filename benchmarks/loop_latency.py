@@ -1,5 +1,5 @@
-"""The event loop under a processing backlog (issue 10): heartbeat acks while the processor
-works through 10,000 completed jobs with 64 KiB outputs each.
+"""The event loop under a processing backlog (docs/decisions/processing.md): heartbeat acks while
+the processor works through 10,000 completed jobs with 64 KiB outputs each.
 
 Method. A backlog is built once per engine: 10,000 jobs are submitted through ``POST /v0/run``
 (adapter ``go_bench``) to a real server, which is then stopped; each job is then claimed,

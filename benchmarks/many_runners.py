@@ -1,4 +1,4 @@
-"""Many runners on one server process (issue 10, point 6; SPEC section 12).
+"""Many runners on one server process (docs/decisions/channel.md).
 
 Simulated runners are asyncio WebSocket clients speaking the channel protocol, spread over a few
 client processes (``--clients``) so that the clients are not the bottleneck. One real server

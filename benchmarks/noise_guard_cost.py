@@ -1,5 +1,5 @@
-"""What the noise guard costs per job (issue 14, 5b): a job's time on the runner with the guard
-off, on as the agent runs it, and on without an idle calibration to take; interleaved.
+"""What the noise guard costs per job (docs/decisions/noise.md): a job's time on the runner with
+the guard off, on as the agent runs it, and on without an idle calibration to take; interleaved.
 
     .venv/bin/python -m benchmarks.noise_guard_cost [--jobs 60] [--quick]
 

@@ -1,5 +1,5 @@
-"""Reports at scale (issue 9, point 8): a project of 1,000 benchmarks x 3 measures with 1,000
-reports of history, thresholds on every measure.
+"""Reports at scale (docs/reference/thresholds.md): a project of 1,000 benchmarks x 3 measures
+with 1,000 reports of history, thresholds on every measure.
 
 Builds a fresh database (the server's own migrations) and fills it in bulk, straight into the
 tables: project A (the one measured) with ``--reports`` reports in the last year, each with a

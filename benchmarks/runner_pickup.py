@@ -7,7 +7,7 @@ program whose first instruction reads CLOCK_REALTIME and which appends that time
 ``benchrunner/runner/pickup_trace.py``), records when its channel received each ``job`` message
 and when the spawn call returned. Per job:
 
-    share   = job's first clock read - job message received   (the figure of issue 10)
+    share   = job's first clock read - job message received   (the figure)
     spawned = spawn call returned    - job message received
     before  = job message received   - the client's clock just before its submit call
               (the server's part of pickup, with the HTTP call and the channel's frame)

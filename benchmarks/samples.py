@@ -1,5 +1,5 @@
-"""Small statistics the issue-14 benchmarks share: spread, an unpaired interval for plain
-A-then-B runs, and the load the machine was under."""
+"""Small statistics the noise benchmarks share (footprint, noise guard cost, duet sensitivity):
+spread, an unpaired interval for plain A-then-B runs, and the load the machine was under."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""A synthetic CPU-bound benchmark for the issue-14 measurements, and how the runner runs it.
+"""A synthetic CPU-bound benchmark for the noise measurements, and how the runner runs it.
 
 ``spin WORK SLOWDOWN`` runs ``WORK * (1 + SLOWDOWN)`` rounds of a xorshift64 step (a chain of
 dependent integer operations: the core's speed alone, no memory, no system call), timed by

@@ -29,12 +29,19 @@ NOT_OURS = {"vendor", "node_modules", "__pycache__"}
 
 def our_text_files() -> list[Path]:
     files = []
-    for top in ("src", "tests"):
+    for top in ("src", "tests", "benchmarks"):
         for path in sorted((REPO / top).rglob("*")):
             parts = set(path.relative_to(REPO).parts)
             if path.is_file() and path.suffix in TEXT_SUFFIXES and not parts & NOT_OURS:
                 files.append(path)
     return files
+
+
+def test_the_scan_covers_the_benchmarks() -> None:
+    """The benchmarks' docstrings and their results page are held to the same rule as the code."""
+    scanned = {path.relative_to(REPO).as_posix() for path in our_text_files()}
+    assert "benchmarks/queue_compare.py" in scanned
+    assert "benchmarks/RESULTS.md" in scanned
 
 
 def citations(pattern: re.Pattern[str]) -> list[tuple[str, int, str]]:
