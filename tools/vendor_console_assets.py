@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Re-fetch the console's vendored front-end assets (htmx, uPlot) at their pinned versions.
+"""Re-fetch the server's vendored front-end assets at their pinned versions: the console's (htmx,
+uPlot) and the API docs' (Swagger UI, served at ``/docs``).
 
 Each package is fetched with ``npm pack`` from the npm registry; the tarball's SHA-512 must equal
 the integrity pinned below (the registry's ``dist.integrity``), or nothing is written. The built
@@ -52,6 +53,19 @@ PACKAGES = (
             "package/dist/uPlot.iife.min.js": "uPlot.iife.min.js",
             "package/dist/uPlot.min.css": "uPlot.min.css",
             "package/LICENSE": "uPlot.LICENSE",
+        },
+    ),
+    Package(
+        "swagger-ui-dist",
+        "5.35.0",
+        "sha512-U06rpMtW9V3XPGOBeamTUSr0Z09jMX4IJuANpE/EZbAhw0G8CgwrzU4YmXkn/h0wCDNsXdGarTNNHC3sU8yVUQ==",
+        {
+            "package/swagger-ui-bundle.js": "swagger-ui-bundle.js",
+            "package/swagger-ui.css": "swagger-ui.css",
+            "package/favicon-32x32.png": "swagger-ui-favicon-32x32.png",
+            "package/LICENSE": "swagger-ui.LICENSE",
+            "package/NOTICE": "swagger-ui.NOTICE",
+            "package/swagger-ui-bundle.js.LICENSE.txt": "swagger-ui-bundle.js.LICENSE.txt",
         },
     ),
 )

@@ -211,6 +211,11 @@ class Calibration(_Wire):
     median_ns: int = Field(ge=0)
     cv: float = Field(ge=0)
     """Coefficient of variation of the rounds' times (sample standard deviation / mean)."""
+    spread: float | None = Field(default=None, ge=0)
+    """How much the machine's speed wandered: the interquartile range of the medians of
+    consecutive blocks of rounds, over their median. A round that met a scheduler tick moves
+    no block's median; a neighbour that slows the core for a while moves several. None from a
+    runner that predates it (the server then judges ``cv``)."""
 
 
 class NoiseGuard(_Wire):

@@ -165,8 +165,10 @@ def test_a_noisy_reports_page_says_why_its_threshold_raised_no_alert(
     expect(section).to_have_attribute("data-verdict", "noisy")
     expect(section.get_by_role("heading", level=2)).to_have_text("Noise guard: noisy")
     reason = page.locator("#noise-reason")
-    cv = max(runs.noisy["noise"]["before"]["cv"], runs.noisy["noise"]["after"]["cv"])
-    expect(reason).to_contain_text(f"cv {cv * 100:.1f}% > limit 0.0%")
+    spread = runs.noisy["noise"]["spread"]
+    assert runs.noisy["noise"]["judged"] == "spread"
+    expect(reason).to_contain_text(f"spread {spread * 100:.1f}% > limit 0.0%")
+    expect(page.locator("#noise-advice")).to_contain_text("benchrunner runner preflight")
     expect(reason).to_contain_text("alert_when_noisy")
     expect(reason).to_contain_text(runs.noisy["noise"]["alerts"])
     figures = page.locator("#noise-figures")

@@ -36,9 +36,28 @@ def test_anonymous_reads_a_public_project_but_not_a_private_one(
     expect(page.get_by_role("alert")).to_contain_text(private_project)
 
 
-def test_the_navigation_asks_for_a_project_first(page: Page) -> None:
+def test_with_one_project_the_navigation_goes_straight_to_it(page: Page) -> None:
+    page.goto("/console")  # anonymous: the public project "bench" is the only one to see
+    page.get_by_role("navigation", name="Main").get_by_role("link", name="Perf").click()
+    page.wait_for_url("**/console/projects/bench/perf")
+    page.get_by_role("navigation", name="Main").get_by_role("link", name="Jobs").click()
+    page.wait_for_url("**/console/projects/bench/jobs")
+
+
+def test_with_several_the_navigation_asks_for_a_project_first(
+    page: Page, console: Deployment
+) -> None:
+    with console.admin() as client:
+        client.create_project("acme", "bench-two", "public")
     page.goto("/console")
     page.get_by_role("navigation", name="Main").get_by_role("link", name="Perf").click()
     expect(page.get_by_role("heading", level=1)).to_have_text("Perf")
     link = page.get_by_role("main").get_by_role("link", name="bench", exact=True)
     expect(link).to_have_attribute("href", "/console/projects/bench/perf")
+    # An empty project's pages say what to do next, with the command.
+    page.goto("/console/projects/bench-two/jobs")
+    expect(page.locator(".empty-next")).to_contain_text(
+        "benchrunner run --project bench-two --spec SPEC --template bench.sleep"
+    )
+    page.goto("/console/projects/bench-two/reports")
+    expect(page.locator(".empty-next")).to_contain_text("each run makes one")

@@ -9,6 +9,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 import sqlalchemy as sa
 
@@ -84,6 +85,25 @@ def test_token_bodies_are_checked(deployment: Deployment) -> None:
             answer = http.post("/v0/users/admin/tokens", json=body)
             assert answer.status_code == 400, (body, answer.text)
         assert http.get("/v0/users/admin/tokens/not-a-uuid").status_code == 400
+
+
+@pytest.mark.engine_independent
+def test_an_empty_or_malformed_authorization_header_is_a_401_that_says_so(
+    deployment: Deployment,
+) -> None:
+    """``Bearer $TOKEN`` with the variable unset must not pass for an anonymous caller (who
+    would be told 403 or 404 about a project they own); no header at all still does."""
+    run = {"project": "p", "results": [json.dumps({"b": {"latency": {"value": 1}}})]}
+    with httpx.Client(base_url=deployment.server.url, timeout=30) as http:
+        for header in ("", "Bearer", "Token abc", "bearer"):
+            for answer in (
+                http.get("/v0/projects/p", headers={"Authorization": header}),
+                http.post("/v0/run", json=run, headers={"Authorization": header}),
+            ):
+                assert answer.status_code == 401, (header, answer.text)
+                assert "Authorization header is empty or malformed" in answer.json()["message"]
+                assert answer.headers["WWW-Authenticate"] == "Bearer"
+        assert http.get("/v0/projects/p").status_code == 404  # anonymous: not found
 
 
 def test_leaders_add_change_and_remove_members(deployment: Deployment) -> None:

@@ -85,3 +85,28 @@ def test_a_heartbeat_heard_but_not_written_keeps_the_job_alive(
     assert server.job(job_uuid)["status"] == "running"
     assert second.ask({"event": "heartbeat"}) == {"event": "ack", "job": job_uuid}
     second.close()
+
+
+_IDLE_READY = {"event": "ready", "poll_timeout": 1}
+
+
+def _last_seen(server: InProcessServer, runner: str) -> dt.datetime:
+    with server.admin() as client:
+        return dt.datetime.fromisoformat(str(client.get_runner(runner)["last_seen_at"]))
+
+
+def test_an_idle_runners_last_seen_follows_its_messages(server: InProcessServer) -> None:
+    """Between jobs a runner sends ``ready`` (and heartbeats): its "last seen" must not stay at
+    the time it connected. Written once per write interval, as a job's heartbeats are."""
+    channel = server.channel("idle")
+    assert channel.ask(_IDLE_READY, timeout=10) == {"event": "no_job"}
+    connected = _last_seen(server, "idle")
+    server.clock.advance(WRITE_INTERVAL / 2)
+    assert channel.ask({"event": "heartbeat"}) == {"event": "ack"}
+    assert _last_seen(server, "idle") == connected  # within the interval: not written
+    server.clock.advance(WRITE_INTERVAL / 2)
+    assert channel.ask({"event": "heartbeat"}) == {"event": "ack"}
+    assert _last_seen(server, "idle") == connected + dt.timedelta(seconds=WRITE_INTERVAL)
+    server.clock.advance(WRITE_INTERVAL)
+    assert channel.ask(_IDLE_READY, timeout=10) == {"event": "no_job"}
+    assert _last_seen(server, "idle") == connected + dt.timedelta(seconds=2 * WRITE_INTERVAL)

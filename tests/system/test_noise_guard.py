@@ -55,11 +55,14 @@ def test_a_real_runners_noise_reaches_the_output_and_the_report(
     assert (shown["cv_limit"], shown["drift_limit"]) == (1000.0, 1000.0)
     assert shown["before"] == noise["before"] and shown["drift"] == noise["drift"]
     assert shown["cv"] == max(noise["before"]["cv"], noise["after"]["cv"])
+    # The verdict judges the speed spread the runner measured, not the CV.
+    assert shown["judged"] == "spread"
+    assert shown["spread"] == max(noise["before"]["spread"], noise["after"]["spread"])
 
     env = deployment.cli_env(tmp_path)
     printed = cli("report", "show", report["uuid"], env=env).stdout
-    assert "noise: quiet (cv before" in printed
-    assert "noise guard: cv before" in cli("job", "show", job_uuid, env=env).stdout
+    assert "noise: quiet (spread before" in printed
+    assert "noise guard: spread before" in cli("job", "show", job_uuid, env=env).stdout
 
     # A spec without the guard: its runner's jobs carry no calibration, their reports none.
     patch_spec(deployment, noise_guard=False)

@@ -12,6 +12,7 @@ serves exactly that document.
 from __future__ import annotations
 
 import collections
+import re
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
@@ -96,6 +97,30 @@ def test_the_server_serves_the_document_under_test(
 ) -> None:
     deployment, _ = api
     assert httpx.get(f"{deployment.server.url}/openapi.json").json() == DOCUMENT
+
+
+def test_the_docs_page_loads_nothing_from_elsewhere(
+    api: tuple[Deployment, dict[str, str]],
+) -> None:
+    """An air-gapped server's /docs must not be a blank page: Swagger UI's script, stylesheet
+    and icon come from the server itself."""
+    deployment, _ = api
+    base = deployment.server.url
+    page = httpx.get(f"{base}/docs")
+    assert page.status_code == 200
+    assert "http://" not in page.text and "https://" not in page.text
+    assets = re.findall(r'(?:src|href)="([^"]+)"', page.text)
+    assert {a.split("?")[0].rsplit("/", 1)[-1] for a in assets} == {
+        "swagger-ui-bundle.js",
+        "swagger-ui.css",
+        "swagger-ui-favicon-32x32.png",
+    }
+    for asset in assets:
+        found = httpx.get(f"{base}{asset}")
+        assert found.status_code == 200 and len(found.content) > 500, asset
+    [script] = re.findall(r'<script src="([^"]+)"', page.text)
+    assert "SwaggerUIBundle" in httpx.get(f"{base}{script}").text
+    assert httpx.get(f"{base}/redoc").status_code == 404  # FastAPI's would load from a CDN
 
 
 def _operations(document: dict[str, Any]) -> dict[str, dict[str, Any]]:

@@ -63,3 +63,13 @@ def test_ensure_templates_writes_once_and_keeps_user_edits(tmp_path: Path) -> No
     ]
     path.write_text("# mine\n")
     assert ensure_templates(tmp_path).read_text() == "# mine\n"
+
+
+def test_sleep_reports_the_time_slept_in_nanoseconds(registry: TemplateRegistry) -> None:
+    """Latency is measured in nanoseconds: 20 ms slept is at least 20,000,000 ns, never "20"."""
+    argv = registry.get("bench.sleep").argv({"ms": "20"})
+    done = subprocess.run(
+        [sys.executable, *argv[1:]], capture_output=True, text=True, timeout=30, check=True
+    )
+    [measurement] = adapters.parse("magic", done.stdout)
+    assert 20_000_000 <= measurement.value < 20_000_000 * 50

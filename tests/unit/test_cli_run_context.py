@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from benchrunner.cli.run_context import Git, git_context, os_context, run_context, run_git
+from benchrunner.cli.run_context import Git, git_context, run_context, run_git
 
 ROOT = "1" * 40
 HEAD = "2" * 40
@@ -63,17 +63,10 @@ def test_git_context(answers: dict[str, str | None], context: dict[str, str]) ->
     assert git_context(fake_git(answers)) == context
 
 
-@pytest.mark.parametrize(
-    ("system", "context"),
-    [
-        ("Linux", {"bencher.dev/v0/testbed/os": "Linux"}),
-        ("Darwin", {"bencher.dev/v0/testbed/os": "macOS"}),
-        ("Windows", {"bencher.dev/v0/testbed/os": "Windows"}),
-        ("FreeBSD", {}),
-    ],
-)
-def test_os_context(system: str, context: dict[str, str]) -> None:
-    assert os_context(system) == context
+def test_the_operating_system_is_not_sent_as_the_testbed() -> None:
+    """The server would make it the testbed: the CLI's runs would land on ``Linux`` and a run
+    posted with curl from the same machine on ``localhost``."""
+    assert not any("testbed" in key for key in run_context(lambda args: None))
 
 
 def test_run_context_reads_a_real_repository(
@@ -91,19 +84,18 @@ def test_run_context_reads_a_real_repository(
         subprocess.run(["git", *args], check=True, capture_output=True)
     head = run_git(["rev-parse", "HEAD"])
     assert head is not None and len(head) == 40
-    assert run_context(system="Linux") == {
+    assert run_context() == {
         "bencher.dev/v0/repo/name": "demo",
         "bencher.dev/v0/repo/hash": head,
         "bencher.dev/v0/branch/ref": "refs/heads/trunk",
         "bencher.dev/v0/branch/ref/name": "trunk",
         "bencher.dev/v0/branch/hash": head,
-        "bencher.dev/v0/testbed/os": "Linux",
     }
 
 
-def test_outside_a_repository_only_the_os_is_sent(
+def test_outside_a_repository_nothing_is_sent(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path.parent))
-    assert run_context(system="Linux") == {"bencher.dev/v0/testbed/os": "Linux"}
+    assert run_context() == {}

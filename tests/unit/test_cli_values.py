@@ -87,8 +87,12 @@ def test_read_results_inline_and_file(tmp_path: Path) -> None:
     path.write_text('{"from": {"file": {"value": 1}}}')
     inline = '  {"inline": {"x": {"value": 2}}}'
     assert read_results([inline, str(path)]) == [inline, path.read_text()]
-    with pytest.raises(OSError):
-        read_results([str(tmp_path / "missing.json")])
+    missing = tmp_path / "missing.json"
+    with pytest.raises(ValueError, match=f"^--results {missing}: no such file") as refused:
+        read_results([str(missing)])
+    assert "Errno" not in str(refused.value)
+    with pytest.raises(ValueError, match=f"^--results {tmp_path}: cannot be read: Is a dir"):
+        read_results([str(tmp_path)])
 
 
 @pytest.mark.parametrize(

@@ -51,6 +51,36 @@ def test_verdict(
     assert stored["before"]["cv"] == noise.before.cv and stored["before_age_ms"] == 12.5
 
 
+def spread_guard(before: float, after: float, cv: float = 3.46) -> NoiseGuard:
+    return NoiseGuard(
+        before=Calibration(rounds=512, median_ns=40_000, cv=cv, spread=before),
+        after=Calibration(rounds=512, median_ns=40_000, cv=cv, spread=after),
+        drift=0.0,
+    )
+
+
+@pytest.mark.parametrize(
+    ("noise", "withheld"),
+    [
+        # An idle machine: CV 346 % from a few ticked rounds, speed steady: judged, quiet.
+        (spread_guard(0.004, 0.006), None),
+        (spread_guard(0.06, 0.01, cv=0.02), "not judged: noisy (spread 6.0% > limit 5.0%)"),
+        (spread_guard(0.01, 0.07, cv=0.02), "not judged: noisy (spread 7.0% > limit 5.0%)"),
+    ],
+)
+def test_the_spread_is_judged_when_the_runner_sends_it(
+    noise: NoiseGuard, withheld: str | None
+) -> None:
+    found = verdict(noise, 0.05, 0.05)
+    assert found is not None and found.withheld() == withheld
+    stored = json.loads(found.stored())
+    assert (stored["judged"], stored["spread"]) == ("spread", found.spread)
+    first = report_noise_lines(stored)[0]
+    assert (
+        first.startswith("noise: ") and "(spread before" in first and "limits spread 5.0%" in first
+    )
+
+
 def test_no_figures_no_verdict_and_unset_limits_are_the_servers() -> None:
     assert verdict(None, 0.02, 0.05) is None
     found = verdict(guard(0.01, 0.01), None, None)
@@ -66,9 +96,10 @@ def test_the_cli_words_the_figures_and_the_withheld_alerts() -> None:
     assert line == (
         "noise guard: cv before 4.1%, after 1.0%, drift +1.2%, before taken 12 ms earlier"
     )
-    first, second = report_noise_lines(stored)
+    first, second, advice = report_noise_lines(stored)
     assert first.startswith("noise: noisy (cv before 4.1%") and "limits cv 2.0%" in first
     assert second.startswith("alerts not judged: noisy (cv 4.1% > limit 2.0%)")
+    assert "benchrunner runner preflight" in advice and "--alert-when-noisy" in advice
     assert report_noise_lines({"verdict": "quiet"}) == [
         "noise: quiet (cv before —, after —, drift —; limits cv —, drift ±—)"
     ]

@@ -19,7 +19,13 @@ from benchrunner.runner.events import AgentEvent, JobFinished, JobStarted
 from benchrunner.runner.executors import ProcessExecutor
 from benchrunner.runner.idle_calibration import IdleCalibration, TakenCalibration
 from benchrunner.runner.job import JobRun
-from benchrunner.runner.noise_guard import CalibrationError, NoiseProbe, guard, summarize
+from benchrunner.runner.noise_guard import (
+    CalibrationError,
+    NoiseProbe,
+    guard,
+    speed_spread,
+    summarize,
+)
 from benchrunner.runner.spool import Spool
 from tests.unit.test_runner_job import TEMPLATES, claimed, per_iteration
 
@@ -37,6 +43,34 @@ def test_summarize(times: list[int], median: int, cv: float) -> None:
     result = summarize(times)
     assert (result.rounds, result.median_ns) == (len(times), median)
     assert result.cv == pytest.approx(cv)
+
+
+def test_a_few_rounds_that_met_a_tick_leave_the_spread_alone() -> None:
+    """Idle machine: 512 rounds of 35 us, five of them preempted for 3 ms. The CV explodes;
+    the spread of the blocks' medians does not move."""
+    quiet = [35_000 + (i % 7) * 50 for i in range(512)]
+    ticked = list(quiet)
+    for i in (3, 100, 250, 400, 511):
+        ticked[i] = 3_000_000
+    found = summarize(ticked)
+    assert found.cv > 3.0
+    assert found.spread is not None and found.spread < 0.01
+    assert found.spread == pytest.approx(summarize(quiet).spread)
+
+
+def test_a_core_slowed_for_a_while_shows_in_the_spread() -> None:
+    """A neighbour that slows the core by 20 % for half the calibration: every round a little
+    slower, no outlier; the spread says the machine would hide a change of that size."""
+    times = [35_000 if i < 256 else 42_000 for i in range(512)]
+    assert summarize(times).spread == pytest.approx(7_000 / 38_500)  # IQR / median
+
+
+@pytest.mark.parametrize(
+    ("times", "spread"),
+    [([100], 0.0), ([100] * 15, 0.0), ([100] * 16, 0.0), (list(range(100, 132)), 15 / 115.5)],
+)
+def test_speed_spread(times: list[int], spread: float) -> None:
+    assert speed_spread(times) == pytest.approx(spread, abs=0.005)
 
 
 def test_summarize_refuses_no_rounds() -> None:
@@ -122,8 +156,8 @@ def test_a_job_output_carries_the_calibrations_before_and_after_it(tmp_path: Pat
     message = run_job(tmp_path, per_iteration(), probe)
     assert isinstance(message, Completed)
     assert message.noise is not None
-    assert message.noise.before == Calibration(rounds=3, median_ns=1000, cv=0.0)
-    assert message.noise.after == Calibration(rounds=3, median_ns=1100, cv=0.0)
+    assert message.noise.before == Calibration(rounds=3, median_ns=1000, cv=0.0, spread=0.0)
+    assert message.noise.after == Calibration(rounds=3, median_ns=1100, cv=0.0, spread=0.0)
     assert message.noise.drift == pytest.approx(0.1)
     failed = run_job(tmp_path, per_iteration(codes={0: 3}), NoiseProbe(rounds=2))
     assert isinstance(failed, Failed) and failed.noise is not None

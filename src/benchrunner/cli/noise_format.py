@@ -13,13 +13,22 @@ def _percent(value: object, *, signed: bool = False) -> str:
     return f"{value * 100:+.1f}%" if signed else f"{value * 100:.1f}%"
 
 
-def _cv(calibration: object) -> str:
-    return _percent(calibration.get("cv")) if isinstance(calibration, Mapping) else "—"
+def _figure(calibration: object, name: str) -> str:
+    return _percent(calibration.get(name)) if isinstance(calibration, Mapping) else "—"
+
+
+def _judged(noise: Mapping[str, Any]) -> str:
+    """``spread`` when the calibrations carry one (what the verdict judges), else ``cv``."""
+    before = noise.get("before")
+    return "spread" if isinstance(before, Mapping) and before.get("spread") is not None else "cv"
 
 
 def figures(noise: Mapping[str, Any]) -> str:
-    """``cv before 0.4%, after 0.6%, drift +1.2%, before taken 310 ms earlier``."""
-    parts = [f"cv before {_cv(noise.get('before'))}", f"after {_cv(noise.get('after'))}"]
+    """``spread before 0.4%, after 0.6%, drift +1.2%, before taken 310 ms earlier`` (``cv`` for
+    a runner that sends no spread)."""
+    name = _judged(noise)
+    before, after = _figure(noise.get("before"), name), _figure(noise.get("after"), name)
+    parts = [f"{name} before {before}", f"after {after}"]
     parts.append(f"drift {_percent(noise.get('drift'), signed=True)}")
     age = noise.get("before_age_ms")
     if isinstance(age, int | float) and not isinstance(age, bool):
@@ -33,10 +42,17 @@ def job_noise_line(noise: Mapping[str, Any]) -> str:
 
 def report_noise_lines(noise: Mapping[str, Any]) -> list[str]:
     """The verdict and its figures; on a noisy report, why its thresholds raised no alert."""
-    limits = (
-        f"limits cv {_percent(noise.get('cv_limit'))}, drift ±{_percent(noise.get('drift_limit'))}"
-    )
+    limit, drift = _percent(noise.get("cv_limit")), _percent(noise.get("drift_limit"))
+    limits = f"limits {_judged(noise)} {limit}, drift ±{drift}"
     lines = [f"noise: {noise.get('verdict', '?')} ({figures(noise)}; {limits})"]
     if noise.get("alerts"):
         lines.append(f"alerts {noise['alerts']}: only thresholds with alert_when_noisy were judged")
+        lines.append(NOISY_ADVICE)
     return lines
+
+
+NOISY_ADVICE = (
+    "to judge them: run on quiet cores (`benchrunner runner preflight` lists what perturbs "
+    "this machine, `runner up --tune` fixes what it can), or let a threshold judge noisy "
+    "reports (`threshold create ... --alert-when-noisy`)"
+)

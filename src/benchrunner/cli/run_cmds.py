@@ -75,7 +75,7 @@ def parse_template_args(items: Sequence[str]) -> dict[str, str]:
 
 def read_results(items: Sequence[str]) -> list[str]:
     """Each ``--results`` item as text: inline JSON if it starts with ``{``, ``-`` for stdin,
-    otherwise a file path. Raises ``OSError`` for a file that cannot be read.
+    otherwise a file path. Raises ``ValueError`` naming a file that cannot be read and why.
     """
     texts = []
     for item in items:
@@ -84,8 +84,21 @@ def read_results(items: Sequence[str]) -> list[str]:
         elif item == "-":
             texts.append(sys.stdin.read())
         else:
-            texts.append(Path(item).read_text(encoding="utf-8"))
+            texts.append(_results_file(Path(item)))
     return texts
+
+
+def _results_file(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ValueError(
+            f"--results {path}: no such file (give a file the harness wrote, "
+            "'-' for standard input, or the JSON itself)"
+        ) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise ValueError(f"--results {path}: cannot be read: {reason}") from None
 
 
 def _project_ref(project: object) -> str:

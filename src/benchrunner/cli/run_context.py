@@ -1,14 +1,18 @@
 """The ``context`` map ``benchrunner run`` sends, as Bencher's CLI gathers it: the git repository
-around the working directory and the operating system.
+around the working directory.
 
-The server takes branch, hash and testbed from it when the flags do not name them
-(``bencher.dev/v0/branch/ref/name``, ``.../branch/hash``, ``.../testbed/os``). Nothing here fails:
-without git, outside a repository or on a detached HEAD the keys are simply left out.
+The server takes branch and hash from it when the flags do not name them
+(``bencher.dev/v0/branch/ref/name``, ``.../branch/hash``). Nothing here fails: without git,
+outside a repository or on a detached HEAD the keys are simply left out.
+
+The operating system (Bencher's ``.../testbed/os``) is not sent: the server would take it for
+the testbed, so the CLI's runs and a run posted with curl from the same machine would land on
+two testbeds (``Linux`` and ``localhost``), two histories of one machine. Without
+``--testbed`` both take the server's default.
 """
 
 from __future__ import annotations
 
-import platform
 import subprocess
 from collections.abc import Callable, Sequence
 from pathlib import PurePath
@@ -18,9 +22,6 @@ GIT_TIMEOUT = 5.0
 
 Git = Callable[[Sequence[str]], str | None]
 """Runs ``git ARGS`` and returns its stripped stdout, or None when it fails."""
-
-_OS_NAMES = {"Linux": "Linux", "Darwin": "macOS", "Windows": "Windows"}
-"""``platform.system()`` -> Bencher's names for ``testbed/os``."""
 
 
 def run_git(args: Sequence[str]) -> str | None:
@@ -60,11 +61,6 @@ def git_context(git: Git) -> dict[str, str]:
     return context
 
 
-def os_context(system: str) -> dict[str, str]:
-    name = _OS_NAMES.get(system)
-    return {f"{PREFIX}/testbed/os": name} if name else {}
-
-
-def run_context(git: Git = run_git, system: str | None = None) -> dict[str, str]:
-    """Everything this machine can tell: git first, then the operating system."""
-    return {**git_context(git), **os_context(platform.system() if system is None else system)}
+def run_context(git: Git = run_git) -> dict[str, str]:
+    """What the run's checkout can tell."""
+    return git_context(git)

@@ -152,7 +152,7 @@ def _panel(url: str, token: str, setup: LocalSetup, config: Path, data_dir: Path
     grid.add_row(
         "",
         f"benchrunner run --spec {setup.spec} --template bench.python-loop "
-        "--arg n=100000 --iter 3 --wait",
+        "--arg n=200000 --iter 3 --wait",
     )
     grid.add_row("", "benchrunner job list")
     grid.add_row("", "")

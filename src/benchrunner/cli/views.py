@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from rich.table import Table
 from rich.text import Text
 
@@ -153,29 +151,11 @@ def print_job(job: JsonObject) -> None:
         )
     job_output = job.get("output")
     if job_output is not None:
-        iterations = [
-            (
-                i,
-                r.get("exit_code"),
-                _size(r.get("stdout")),
-                _size(r.get("stderr")),
-                ", ".join(sorted(r.get("output") or {})) or None,
-            )
-            for i, r in enumerate(job_output.get("results") or [])
-        ]
-        output.print_table(
-            ("iteration", "exit code", "stdout", "stderr", "files"), iterations, title="Output"
-        )
+        _print_iterations(job_output)
         if isinstance(job_output.get("noise"), dict):
             output.out().print(Text(job_noise_line(job_output["noise"])), soft_wrap=True)
         if job_output.get("error"):
             output.out().print(Text(f"error: {job_output['error']}", style="red"))
-
-
-def _size(text: Any) -> str:
-    if not text:
-        return "-"
-    return f"{len(str(text).encode())} bytes"
 
 
 def _heading(title: str) -> Text:
@@ -188,6 +168,12 @@ def print_logs(job: JsonObject) -> None:
     if job_output is None:
         output.note(f"job {job.get('uuid')} is {job.get('status')}: no output yet")
         return
+    _print_iterations(job_output)
+    if job_output.get("error"):
+        output.out().print(Text(f"error: {job_output['error']}", style="red"), soft_wrap=True)
+
+
+def _print_iterations(job_output: JsonObject) -> None:
     console = output.out()
     for i, result in enumerate(job_output.get("results") or []):
         exit_code = output.cell(result.get("exit_code"))
@@ -201,5 +187,3 @@ def print_logs(job: JsonObject) -> None:
         for path, text in sorted((result.get("output") or {}).items()):
             console.print(_heading(f"iteration {i} file {path}"))
             console.print(Text(str(text).rstrip("\n")), soft_wrap=True)
-    if job_output.get("error"):
-        console.print(Text(f"error: {job_output['error']}", style="red"), soft_wrap=True)

@@ -120,18 +120,42 @@ def _never() -> bool:
     return False
 
 
+BLOCKS = 16
+"""Consecutive blocks a calibration's rounds are cut into for its ``spread``: 32 rounds (about
+1 ms) each at the default 512 rounds, so that one round's preemption stays inside one block and
+cannot move its median."""
+
+
 def summarize(times: list[int]) -> Calibration:
-    """Median and coefficient of variation of the rounds' times (ns). Raises ValueError for
-    no rounds."""
+    """Median, coefficient of variation and speed spread of the rounds' times (ns). Raises
+    ValueError for no rounds."""
     if not times:
         raise ValueError("a calibration needs at least one round")
     mean = statistics.fmean(times)
-    spread = statistics.stdev(times) if len(times) > 1 else 0.0
+    deviation = statistics.stdev(times) if len(times) > 1 else 0.0
     return Calibration(
         rounds=len(times),
         median_ns=round(statistics.median(times)),
-        cv=spread / mean if mean > 0 else 0.0,
+        cv=deviation / mean if mean > 0 else 0.0,
+        spread=speed_spread(times),
     )
+
+
+def speed_spread(times: list[int], blocks: int = BLOCKS) -> float:
+    """The interquartile range of the medians of ``blocks`` consecutive blocks of rounds, over
+    the median of those medians (0 for fewer than two blocks' worth of rounds).
+
+    Robust where the CV is not: a few rounds that met a scheduler tick (one round in a hundred
+    taking a millisecond makes a CV of hundreds of percent) move no block's median. What moves
+    them is what would move a benchmark's result too: the core running slower for a while (a
+    busy sibling thread, a frequency change, another process sharing it)."""
+    size = len(times) // blocks
+    if size == 0:
+        return 0.0
+    medians = [statistics.median(times[i * size : (i + 1) * size]) for i in range(blocks)]
+    middle = statistics.median(medians)
+    first, _, third = statistics.quantiles(medians, n=4, method="inclusive")
+    return (third - first) / middle if middle > 0 else 0.0
 
 
 def guard(

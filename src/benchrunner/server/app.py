@@ -14,7 +14,7 @@ from fastapi import FastAPI
 from benchrunner import __version__
 from benchrunner.core.clock import Clock, MonotonicClock, SystemClock, SystemMonotonicClock
 from benchrunner.core.templates import TemplateRegistry
-from benchrunner.server import console, errors, logs, openapi
+from benchrunner.server import api_docs, console, errors, logs, openapi
 from benchrunner.server.blobs import LocalBlobStore
 from benchrunner.server.channel import ChannelHub
 from benchrunner.server.config import ServerSettings
@@ -136,6 +136,8 @@ def create_app(
         version=__version__,
         lifespan=lifespan,
         description="Continuous benchmarking on dedicated runners. Bencher-compatible /v0 API.",
+        docs_url=None,  # api_docs serves it from our own files
+        redoc_url=None,
     )
     errors.install(app)
     registry_errors.install(app)
@@ -178,6 +180,7 @@ def create_app(
         app.include_router(registry_module.router)
     app.include_router(server.metrics_router)
     openapi.install(app, api)
+    api_docs.install(app)
     console.install(app)
     app.add_middleware(RunFastPath)  # inside BodyLimit: the body it reads is bounded
     app.add_middleware(BodyLimit, max_bytes=settings.request_body_max_bytes, exempt=("/v2/",))

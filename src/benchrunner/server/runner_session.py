@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import datetime as dt
 import logging
 from typing import Any
 
@@ -90,6 +91,8 @@ class RunnerSession:
         self.superseded = False
         self._log_full: set[tuple[int, str]] = set()
         """(job id, stream) whose log reached its size limit: later chunks cost no query."""
+        self._seen_written: dt.datetime | None = None
+        """When this session last wrote the runner's "last seen"."""
 
     # ------------------------------------------------------------ what subclasses decide
 
@@ -237,6 +240,8 @@ class RunnerSession:
                 await self.refuse(f"internal error handling {message.event!r}")
 
     async def _dispatch(self, message: RunnerMessage) -> None:
+        if self.job is None and isinstance(message, Ready | Heartbeat):
+            await self._record_seen()  # a job's heartbeats write it with the job's
         if isinstance(message, Ready):
             await self._ready(message)
         elif isinstance(message, Running):
@@ -247,6 +252,16 @@ class RunnerSession:
             await self._log(message)
         else:
             await self._terminal(message)
+
+    async def _record_seen(self) -> None:
+        """Keep an idle runner's "last seen" within one heartbeat write interval of the last
+        message heard from it, at one write per interval at most."""
+        now = self.ctx.clock.now()
+        written = self._seen_written
+        if written is not None and now - written < self.life.heartbeats.interval:
+            return
+        await self.ctx.db.write(runners.runner_touch, self.runner.id, now)
+        self._seen_written = now
 
     async def _current(self, job_uuid: object | None) -> jobs.JobRow | None:
         if job_uuid is not None and (self.job is None or self.job.uuid != job_uuid):

@@ -37,9 +37,16 @@ Life = Annotated[Lifecycle, Depends(lifecycle)]
 
 
 async def optional_user(request: Request, ctx: Ctx) -> UserRow | None:
-    token = bearer(request.headers.get("authorization"))
-    if token is None:
+    header = request.headers.get("authorization")
+    if header is None:
         return await _console_reader(request, ctx)
+    token = bearer(header)
+    if token is None:
+        # Read as anonymous, an empty "Bearer $TOKEN" would answer a puzzling 403 or 404.
+        raise unauthorized(
+            "the Authorization header is empty or malformed: "
+            "send 'Authorization: Bearer <API token>'"
+        )
     if not is_api_token(token):
         raise unauthorized("invalid API token")
     user = await ctx.db.read(accounts.user_by_api_token, token, ctx.clock.now())

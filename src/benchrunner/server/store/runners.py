@@ -163,6 +163,11 @@ def runner_record_metadata(
     )
 
 
+def runner_touch(conn: Connection, runner_id: int, now: dt.datetime) -> None:
+    """The runner was heard from at ``now``: its "last seen" (``last_heartbeat``)."""
+    conn.execute(runner.update().where(runner.c.id == runner_id).values(last_heartbeat=now))
+
+
 RUNNER_SPEC_IDS = sa.select(runner_spec.c.spec_id).where(
     runner_spec.c.runner_id == sa.bindparam("runner_id")
 )

@@ -1,12 +1,13 @@
 """Projects the viewer may read, one project's overview, and the navigation's project-scoped
-entries (Jobs, Reports, Perf, Alerts, Thresholds), which ask for a project first."""
+entries (Jobs, Reports, Perf, Alerts, Thresholds), which ask for a project first when there
+is more than one to choose from."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from fastapi import APIRouter, Request
-from fastapi.responses import HTMLResponse
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from sqlalchemy.engine import Connection
 
 from benchrunner.server.console.nav import NAV, PROJECT_SECTIONS
@@ -60,8 +61,11 @@ async def project_overview(
 
 
 def _chooser(section: str) -> None:
-    async def choose_project(request: Request, viewer: CurrentViewer, ctx: Ctx) -> HTMLResponse:
+    async def choose_project(request: Request, viewer: CurrentViewer, ctx: Ctx) -> Response:
         listings = await ctx.db.read(_listings, viewer)
+        if len(listings) == 1:  # nothing to choose: straight to it
+            only = listings[0].project.slug
+            return RedirectResponse(f"/console/projects/{only}/{section}", status_code=303)
         context = {"listings": listings, "section": section, "label": SECTION_LABELS[section]}
         return render(request, viewer, "choose_project.html", context)
 
