@@ -55,14 +55,15 @@ ERROR_DESCRIPTIONS = {
     409: "Conflicts with the resource's current state",
     413: "Request body larger than the server's --request-body-max-bytes",
     429: "Too many: the job queue is full (--max-queued-jobs, --max-pending-per-organization), "
-    "or a runner claims too often (runner_claims_per_minute); again after Retry-After seconds",
+    "a runner claims too often (runner_claims_per_minute), or anonymous runs from one address "
+    "created too many projects (anonymous_projects_per_hour); again after Retry-After seconds",
 }
 
 # What handlers answer beyond what their parameters and dependencies imply, by operation.
 HANDLER_ERRORS: dict[str, frozenset[int]] = {
     "POST /v0/organizations": frozenset({403}),  # a plan other than free, asked by a non-admin
     # 403/404: a project the caller may not write to, or see; 409: an Idempotency-Key reused
-    # with another payload; 429: a cap on queued jobs
+    # with another payload; 429: a cap on queued jobs, or on anonymous creations
     "POST /v0/run": frozenset({403, 404, 409, 429}),
     "POST /v0/projects/{project}/jobs/{job}/cancel": frozenset({403, 409}),
     # 400: what the job ran is gone (spec archived, template or image removed); 409: in flight
