@@ -32,8 +32,7 @@ def anonymous_slug(secret_key: str, wanted: str) -> str:
     digest = hmac.new(
         secret_key.encode(), b"anonymous-project\0" + wanted.encode(), hashlib.sha256
     ).hexdigest()
-    suffix = digest[:_SUFFIX_HEX]
-    return f"{wanted[: slugs.MAX_SLUG - len(suffix) - 1]}-{suffix}"
+    return slugs.with_suffix(wanted, digest[:_SUFFIX_HEX])
 
 
 def resolve_project(
