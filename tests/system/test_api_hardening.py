@@ -12,6 +12,7 @@ from typing import Any
 import httpx
 import pytest
 
+from benchrunner.client import ApiError
 from tests.harness import Deployment, deploy, wait_until
 from tests.registry_support import make_user
 
@@ -334,49 +335,73 @@ def _without_refs(body: dict[str, Any], *refs: str) -> tuple[str, str | None]:
     return message, body.get("error_code")
 
 
-def test_an_anonymous_run_never_lands_in_a_private_project(deployment: Deployment) -> None:
-    with deployment.admin() as client:
-        secret = client.create_project("acme", "secret", "private")
-    anonymous = post_run(
-        deployment, {"project": "secret", "spec": "small", "template": "bench.noop"}, token=None
-    )
-    # As for any taken slug: a new unclaimed project with a random suffix, and no hint of
-    # what holds the slug.
-    assert anonymous.status_code == 201, anonymous.text
-    assert anonymous.json()["project"]["uuid"] != secret["uuid"]
-    with deployment.admin() as client:
-        assert client.list_jobs("secret").total == 0
-        landed = client.get_project(anonymous.json()["project"]["uuid"])
-    assert landed["slug"].startswith("secret-") and landed["visibility"] == "public"
-    # The new project is named as asked; nothing else in the answer says "secret".
-    named = f'"name":"{landed["name"]}"'
-    assert "secret" not in anonymous.text.replace(landed["slug"], "").replace(named, "")
-    # A free slug is taken as asked, and the next anonymous run goes to the same project.
-    first = post_run(
-        deployment, {"project": "fresh", "spec": "small", "template": "bench.noop"}, None
-    )
-    again = post_run(
-        deployment, {"project": "fresh", "spec": "small", "template": "bench.noop"}, None
-    )
-    assert first.status_code == again.status_code == 201
-    assert first.json()["project"]["uuid"] == again.json()["project"]["uuid"]
-    with deployment.admin() as client:
-        assert client.get_project("fresh")["uuid"] == first.json()["project"]["uuid"]
+def _shape(answer: httpx.Response, wanted: str) -> dict[str, Any]:
+    """What an anonymous run's answer says of its project, its slug's suffix masked."""
+    project = answer.json()["project"]
+    suffix = project["slug"].removeprefix(f"{wanted}-")
+    assert len(suffix) == 8 and all(c in "0123456789abcdef" for c in suffix), project["slug"]
+    return {
+        "status": answer.status_code,
+        "name": project["name"].replace(wanted, "WANTED"),
+        "slug": project["slug"].replace(wanted, "WANTED").replace(suffix, "SUFFIX"),
+        "visibility": project["visibility"],
+    }
 
 
-def test_a_private_project_of_an_unclaimed_organization_takes_no_anonymous_runs(
+def test_an_anonymous_run_cannot_tell_a_private_slug_from_a_free_one(
     deployment: Deployment,
 ) -> None:
-    body = {"project": "drive-by", "spec": "small", "template": "bench.noop"}
-    assert post_run(deployment, body, token=None).status_code == 201
     with deployment.admin() as client:
-        org = client.get_project("drive-by")["organization"]
-        hidden = client.create_project(org, "hidden", "private")
-    landed = post_run(deployment, {**body, "project": "hidden"}, token=None)
-    assert landed.status_code == 201, landed.text
-    assert landed.json()["project"]["uuid"] != hidden["uuid"]
+        secret = client.create_project("acme", "secret", "private")
+    body = {"spec": "small", "template": "bench.noop"}
+    hidden = post_run(deployment, {**body, "project": "secret"}, token=None)
+    free = post_run(deployment, {**body, "project": "fresh"}, token=None)
+    assert hidden.status_code == free.status_code == 201, (hidden.text, free.text)
+    # Alike: a new unclaimed public project named as asked, its slug with a suffix.
+    assert _shape(hidden, "secret") == _shape(free, "fresh")
+    assert hidden.json()["project"]["uuid"] != secret["uuid"]
     with deployment.admin() as client:
-        assert client.list_jobs("hidden").total == 0
+        assert client.list_jobs("secret").total == 0
+    # The next runs naming the same slug land in the same project, in both cases; so do runs
+    # naming the project by the slug it was given.
+    for first, wanted in ((hidden, "secret"), (free, "fresh")):
+        landed = first.json()["project"]
+        again = post_run(deployment, {**body, "project": wanted}, token=None)
+        by_slug = post_run(deployment, {**body, "project": landed["slug"]}, token=None)
+        assert again.status_code == by_slug.status_code == 201
+        assert again.json()["project"]["uuid"] == by_slug.json()["project"]["uuid"]
+        assert again.json()["project"]["uuid"] == landed["uuid"]
+    with deployment.admin() as client:
+        assert client.get_project("secret")["uuid"] == secret["uuid"]
+        with pytest.raises(ApiError) as free_slug:
+            client.get_project("fresh")  # nothing took the slug as asked
+        assert free_slug.value.status == 404
+
+
+def test_a_member_cannot_tell_a_private_slug_from_a_free_one(deployment: Deployment) -> None:
+    member = make_user(deployment.server, "maker@test.dev")
+    with deployment.admin() as client:
+        client.create_project("acme", "classified", "private")
+        client.create_organization("makers", "team")
+        client.add_member("makers", "maker@test.dev", "leader")
+    created: dict[str, dict[str, Any]] = {}
+    with httpx.Client(base_url=deployment.server.url) as http:
+        for wanted in ("classified", "unheard-of"):
+            answer = http.post(
+                "/v0/organizations/makers/projects",
+                json={"name": wanted, "slug": wanted},
+                headers={"Authorization": f"Bearer {member}"},
+            )
+            assert answer.status_code == 201, answer.text
+            created[wanted] = answer.json()
+    suffixed = {
+        wanted: project["slug"].startswith(f"{wanted}-") and len(project["slug"]) == len(wanted) + 9
+        for wanted, project in created.items()
+    }
+    assert suffixed == {"classified": True, "unheard-of": True}, created
+    # A server admin sees every project: it gets a free slug as asked.
+    with deployment.admin() as client:
+        assert client.create_project("makers", "exact", slug="exact")["slug"] == "exact"
 
 
 def test_a_signed_in_outsider_gets_the_missing_projects_answer(deployment: Deployment) -> None:

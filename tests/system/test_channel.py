@@ -278,6 +278,8 @@ def test_free_tier_runs_one_job_at_a_time_per_organization(deployment: Deploymen
 
 
 def test_unclaimed_tier_runs_one_job_at_a_time_per_source_ip(deployment: Deployment) -> None:
+    landed: set[str] = set()
+
     def anonymous_run(source_ip: str) -> str:
         transport = httpx.HTTPTransport(local_address=source_ip)
         with httpx.Client(transport=transport) as client:
@@ -286,11 +288,13 @@ def test_unclaimed_tier_runs_one_job_at_a_time_per_source_ip(deployment: Deploym
                 json={"project": "anon-bench", "spec": "small", "template": "bench.noop"},
             )
         assert response.status_code == 201, response.text
+        landed.add(response.json()["project"]["slug"])
         return str(response.json()["job"])
 
     a1, a2, b1 = anonymous_run("127.0.0.2"), anonymous_run("127.0.0.2"), anonymous_run("127.0.0.3")
+    assert len(landed) == 1  # one project, made by the first run
     with deployment.admin() as client:
-        jobs = client.list_jobs("anon-bench", per_page=10)
+        jobs = client.list_jobs(landed.pop(), per_page=10)
     assert {j["priority"] for j in jobs} == {0}
     channels = [deployment.channel(f"anon-{i}") for i in range(3)]
     assert channels[0].claim()["uuid"] == a1

@@ -164,11 +164,13 @@ def test_forty_anonymous_first_runs_to_one_new_project_land_in_one_project(
             responses = at_once(servers, [("/v0/run", body, {})] * AT_ONCE)
             assert statuses(responses) == {201: AT_ONCE}, [r.text for r in responses]
             assert len({r.json()["project"]["uuid"] for r in responses}) == 1
+            landed = responses[0].json()["project"]["slug"]
+            assert landed.startswith(f"{slug}-")  # an anonymous project's slug has a suffix
             with engine.connect() as conn:
                 projects = conn.execute(
                     sa.select(project.c.slug).where(project.c.name == slug)
                 ).scalars()
-                assert list(projects) == [slug]
+                assert list(projects) == [landed]
                 # No organization was left behind by the runs that found the project taken.
                 orgs = conn.execute(
                     sa.select(sa.func.count())
@@ -183,7 +185,7 @@ def test_forty_anonymous_first_runs_to_one_new_project_land_in_one_project(
                             project, project.c.id == report.c.project_id
                         )
                     )
-                    .where(project.c.slug == slug)
+                    .where(project.c.slug == landed)
                 ).scalar_one()
                 assert jobs == AT_ONCE
     finally:

@@ -3,7 +3,8 @@
 A connection that does not send a whole request within ``--request-read-timeout`` (2 s here) is
 closed, whether it stays silent or trickles; a slow request that keeps coming is answered; a
 runner's channel outlives the deadline; and silent sockets beyond the process's file-descriptor
-budget cannot keep the server from answering anyone else.
+budget cannot keep the server from answering anyone else. What the HTTP parser refuses (an
+over-long URL, a malformed request line) is answered in the API's JSON error shape.
 """
 
 from __future__ import annotations
@@ -114,8 +115,30 @@ def test_a_body_trickled_a_byte_a_second_is_cut_off(server: Deployment) -> None:
         answer = _send_slowly(sock, [body[i : i + 1] for i in range(len(body))], every=1)
     assert answer is not None, "the whole body went through a byte a second"
     assert time.monotonic() - started < ACT_WITHIN
+    _assert_request_timeout(answer)
     with server.admin() as client:
         assert client.health()["status"] == "ok"
+
+
+def _assert_request_timeout(answer: bytes) -> None:
+    head, _, body = answer.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 408 "), answer
+    assert b"content-type: application/json" in head.lower()
+    error = json.loads(body)
+    assert error["error_code"] == "request_timeout" and "2 s" in error["message"], error
+
+
+def test_a_body_that_stops_short_is_answered_408(server: Deployment) -> None:
+    """Content-Length 100, ten bytes sent, then nothing: the handler waits for the rest."""
+    started = time.monotonic()
+    with _connect(server.server) as sock:
+        sock.sendall(
+            b"POST /v0/run HTTP/1.1\r\nHost: bench\r\nContent-Type: application/json\r\n"
+            b"Content-Length: 100\r\n\r\n" + b'{"project"'
+        )
+        answer = _until_closed(sock)
+    assert READ_TIMEOUT * 0.9 <= time.monotonic() - started < ACT_WITHIN
+    _assert_request_timeout(answer)
 
 
 def test_a_slow_request_that_keeps_coming_is_answered(server: Deployment) -> None:
@@ -136,6 +159,40 @@ def test_a_slow_request_that_keeps_coming_is_answered(server: Deployment) -> Non
     status, _, rest = answer.partition(b"\r\n")
     assert status == b"HTTP/1.1 400 Bad Request", answer[:300]
     assert b"branch" in rest  # the handler read the whole body and validated it
+
+
+def _ask_raw(server: ServerProcess, request: bytes) -> tuple[bytes, dict[str, str]]:
+    """The status line and JSON body of the answer to ``request``, sent whole."""
+    with _connect(server) as sock:
+        sock.sendall(request)
+        answer = _until_closed(sock)
+    head, _, body = answer.partition(b"\r\n\r\n")
+    status, _, headers = head.partition(b"\r\n")
+    assert b"content-type: application/json" in headers.lower(), answer[:500]
+    return status, json.loads(body)
+
+
+@pytest.mark.parametrize("length", [60_000, 65_600, 70_000, 2_000_000])
+def test_a_long_url_is_answered_in_json_whatever_its_length(
+    server: Deployment, length: int
+) -> None:
+    target = b"/v0/projects/bench/perf?benchmarks=" + b"b" * length
+    status, error = _ask_raw(
+        server.server, b"GET " + target + b" HTTP/1.1\r\nHost: bench\r\nConnection: close\r\n\r\n"
+    )
+    if len(target) <= 65535:  # the API reads it, and finds the query incomplete
+        assert status == b"HTTP/1.1 400 Bad Request", error
+        assert error["error_code"] == "bad_request" and "branches" in error["message"]
+    else:
+        assert status == b"HTTP/1.1 414 URI Too Long", error
+        assert error["error_code"] == "uri_too_long" and "65535 bytes" in error["message"]
+    assert error["request_id"]
+
+
+def test_a_malformed_request_is_answered_in_json(server: Deployment) -> None:
+    status, error = _ask_raw(server.server, b"GET /v0/server/health HTTP/1.1\r\nHost bench\r\n\r\n")
+    assert status == b"HTTP/1.1 400 Bad Request"
+    assert error["error_code"] == "bad_request" and error["message"] == "invalid HTTP request"
 
 
 def test_a_runner_channel_outlives_the_read_timeout(server: Deployment) -> None:

@@ -15,10 +15,10 @@ def slugify(name: str) -> str:
     return slug or "x"
 
 
-def with_suffix(slug: str) -> str:
-    """A taken slug gets ``-`` and a short random suffix."""
-    suffix = secrets.token_hex(4)
-    return f"{slug[: MAX_SLUG - len(suffix) - 1]}-{suffix}"
+def with_suffix(slug: str, suffix: str | None = None) -> str:
+    """A taken slug gets ``-`` and a short suffix (random unless given), cut to stay a slug."""
+    suffix = suffix or secrets.token_hex(4)
+    return f"{slug[: MAX_SLUG - len(suffix) - 1].rstrip('-')}-{suffix}"
 
 
 def is_slug(value: str) -> bool:

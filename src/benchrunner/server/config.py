@@ -69,6 +69,12 @@ class ServerSettings(BaseSettings):
     anonymous_runs: bool = Field(
         default=True, description="let unauthenticated POST /v0/run create unclaimed projects"
     )
+    anonymous_projects_per_hour: int = Field(
+        default=20,
+        ge=0,
+        description="unclaimed projects anonymous runs from one source address may create per "
+        "hour (each replica counts its own) before 429; 0: no limit",
+    )
     max_queued_jobs: int = Field(
         default=10_000,
         ge=0,

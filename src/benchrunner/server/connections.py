@@ -8,7 +8,8 @@ the process runs out of file descriptors. This protocol adds the two missing bou
   the client has ``read_timeout`` seconds to send the request line and headers. The body may
   take longer, but only while it keeps coming: every ``body_min_rate`` bytes received add one
   second, so an upload at a normal rate is never cut, while a trickle is. A connection past its
-  deadline is answered 408 (if nothing was answered yet) and closed. While uvicorn itself has
+  deadline is answered 408 (if nothing was answered yet: its headers, or its body while the
+  application waits for it) and closed. While uvicorn itself has
   stopped reading (the application has not consumed what it was sent), the clock is not the
   client's fault: the deadline moves on by another ``read_timeout``.
 - **Connection cap.** When ``max_connections`` are open, a new connection closes the one that
@@ -16,6 +17,10 @@ the process runs out of file descriptors. This protocol adds the two missing bou
   every open connection is busy (a request being handled, or a WebSocket channel), the new
   connection is closed instead. Silent sockets therefore cannot starve the server of file
   descriptors, and they are the first to go.
+
+- **Malformed requests.** What uvicorn's parser refuses is answered in the API's JSON error
+  shape, not uvicorn's plain text: ``400``, or ``414`` for a request line whose URL is longer
+  than ``MAX_URL_BYTES`` (the most uvicorn's URL parser takes).
 
 A connection upgraded to a WebSocket (a runner's channel) leaves this protocol's care: neither
 bound applies to it any more, except that it counts towards the cap.
@@ -41,6 +46,13 @@ log = logging.getLogger(__name__)
 
 _UNLIMITED_FDS = 65536  # the limit assumed when ``ulimit -n`` is unlimited
 _FULL_WARNING_INTERVAL = 60.0  # seconds between two warnings that the cap was reached
+MAX_URL_BYTES = 65535
+"""The longest request target (path and query) answered; longer is 414. httptools parses no
+longer URL, so this is the most any request can carry."""
+
+
+class _UrlTooLong(Exception):
+    """Stops the parser at a request line longer than ``MAX_URL_BYTES``."""
 
 
 @dataclass(frozen=True)
@@ -91,6 +103,7 @@ class BoundedHttpProtocol(HttpToolsProtocol):
         self._read_started: float | None = None
         self._body_received = 0
         self._headers_complete = False
+        self._url_too_long = False
         self._deadline: asyncio.TimerHandle | None = None
 
     # Connection events
@@ -123,6 +136,12 @@ class BoundedHttpProtocol(HttpToolsProtocol):
         self._body_received = 0
         if self._read_started is None:
             self._start_reading()
+
+    def on_url(self, url: bytes) -> None:
+        if len(self.url) + len(url) > MAX_URL_BYTES:
+            self._url_too_long = True
+            raise _UrlTooLong  # the parser stops; uvicorn answers with send_400_response
+        super().on_url(url)
 
     def on_headers_complete(self) -> None:
         self._headers_complete = True
@@ -180,7 +199,7 @@ class BoundedHttpProtocol(HttpToolsProtocol):
             self.client[0] if self.client else "?",
             self.limits.read_timeout,
         )
-        self._close(answer=not self._headers_complete)
+        self._close(answer=True)
 
     # The cap
 
@@ -198,12 +217,35 @@ class BoundedHttpProtocol(HttpToolsProtocol):
         victim._close(answer=False)
 
     def _close(self, *, answer: bool) -> None:
-        """Close this connection, first answering 408 if no request of it is being handled."""
+        """Close this connection, first answering 408 if nothing was answered to the request
+        being read: its headers are incomplete and the one before (if any) was answered, or
+        the application waits for its body and has not started a response."""
         self._stop_reading()
         self.book.waiting.pop(self, None)
         self.book.closing.add(self)
-        if answer and (self.cycle is None or self.cycle.response_complete):
+        cycle = self.cycle
+        if not answer:
+            pass
+        elif not self._headers_complete:
+            if cycle is None or cycle.response_complete:
+                self.transport.write(_request_timeout(self.limits.read_timeout))
+        elif cycle is not None and not cycle.response_started:
+            # The application is left waiting for the body: from now on it reads a
+            # disconnect, and whatever it sends is dropped rather than written after the 408.
+            cycle.disconnected = True
+            cycle.message_event.set()
             self.transport.write(_request_timeout(self.limits.read_timeout))
+        self.transport.close()
+
+    def send_400_response(self, msg: str) -> None:
+        """uvicorn's answer to a request its parser refuses, in the API's JSON shape."""
+        if self._url_too_long:
+            status, reason = 414, f"request URL longer than {MAX_URL_BYTES} bytes"
+            answer = _json_error(status, "URI Too Long", reason, "uri_too_long")
+        else:
+            answer = _json_error(400, "Bad Request", "invalid HTTP request", "bad_request")
+        self._stop_reading()
+        self.transport.write(answer)
         self.transport.close()
 
     def _forget(self) -> None:
@@ -213,11 +255,15 @@ class BoundedHttpProtocol(HttpToolsProtocol):
 
 
 def _request_timeout(seconds: float) -> bytes:
-    body = json.dumps(
-        error_body(f"request not received within {seconds:g} s", "request_timeout")
-    ).encode()
+    message = f"request not received within {seconds:g} s"
+    return _json_error(408, "Request Timeout", message, "request_timeout")
+
+
+def _json_error(status: int, reason: str, message: str, error_code: str) -> bytes:
+    """A whole response, written by this protocol where no application answers."""
+    body = json.dumps(error_body(message, error_code)).encode()
     head = (
-        "HTTP/1.1 408 Request Timeout\r\n"
+        f"HTTP/1.1 {status} {reason}\r\n"
         "content-type: application/json\r\n"
         f"content-length: {len(body)}\r\n"
         "connection: close\r\n\r\n"

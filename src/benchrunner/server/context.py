@@ -9,6 +9,7 @@ from benchrunner.core.clock import Clock, MonotonicClock, SystemMonotonicClock
 from benchrunner.core.templates import TemplateRegistry
 from benchrunner.server.blobs import BlobStore
 from benchrunner.server.config import ServerSettings
+from benchrunner.server.creation_rate import CreationRate
 from benchrunner.server.log_index import LogIndex
 from benchrunner.server.log_watch import LogWatch
 from benchrunner.server.metrics import ServerMetrics
@@ -27,6 +28,10 @@ class ServerContext:
     metrics: ServerMetrics = field(default_factory=lambda: ServerMetrics("local"))
     log_watch: LogWatch = field(default_factory=LogWatch)
     log_index: LogIndex = field(default_factory=LogIndex)
+    anonymous_creations: CreationRate = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.anonymous_creations = CreationRate(self.settings.anonymous_projects_per_hour)
 
     @property
     def heartbeat_timeout(self) -> dt.timedelta:

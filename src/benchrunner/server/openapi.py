@@ -8,8 +8,9 @@ module rewrites it once, in one place:
   "error_code"?}`` of ``server/errors.py``: 400 (invalid input, which FastAPI would answer
   422, or text the database cannot store), 401 (the operation reads the caller's API token,
   and an invalid one is refused even where a token is optional), 403 (server admins only), 404
-  (a resource named in the path), 413 (a request body over ``--request-body-max-bytes``), plus
-  what handlers raise themselves (``HANDLER_ERRORS``);
+  (a resource named in the path), 413 (a request body over ``--request-body-max-bytes``), 414
+  (parameters making the URL longer than the HTTP layer reads), plus what handlers raise
+  themselves (``HANDLER_ERRORS``);
 - the bearer security scheme, required where the operation needs a user and optional (``{}``
   among the alternatives) where it serves anonymous callers too, as its dependencies decide;
 - the registry's token endpoint, which reads its request by hand: its query, form and Basic
@@ -30,6 +31,7 @@ from fastapi.dependencies.models import Dependant
 from fastapi.openapi.utils import get_openapi
 from fastapi.routing import APIRoute, APIRouter
 
+from benchrunner.server.connections import MAX_URL_BYTES
 from benchrunner.server.routes.deps import admin_user, optional_user, required_user
 
 ERROR_SCHEMA: dict[str, Any] = {
@@ -54,15 +56,17 @@ ERROR_DESCRIPTIONS = {
     404: "Not found, or not visible to the caller",
     409: "Conflicts with the resource's current state",
     413: "Request body larger than the server's --request-body-max-bytes",
+    414: f"Request URL longer than {MAX_URL_BYTES} bytes",
     429: "Too many: the job queue is full (--max-queued-jobs, --max-pending-per-organization), "
-    "or a runner claims too often (runner_claims_per_minute); again after Retry-After seconds",
+    "a runner claims too often (runner_claims_per_minute), or anonymous runs from one address "
+    "created too many projects (anonymous_projects_per_hour); again after Retry-After seconds",
 }
 
 # What handlers answer beyond what their parameters and dependencies imply, by operation.
 HANDLER_ERRORS: dict[str, frozenset[int]] = {
     "POST /v0/organizations": frozenset({403}),  # a plan other than free, asked by a non-admin
     # 403/404: a project the caller may not write to, or see; 409: an Idempotency-Key reused
-    # with another payload; 429: a cap on queued jobs
+    # with another payload; 429: a cap on queued jobs, or on anonymous creations
     "POST /v0/run": frozenset({403, 404, 409, 429}),
     "POST /v0/projects/{project}/jobs/{job}/cancel": frozenset({403, 409}),
     # 400: what the job ran is gone (spec archived, template or image removed); 409: in flight
@@ -239,6 +243,8 @@ def _errors(name: str, operation: dict[str, Any], calls: set[Callable[..., Any]]
     if parameters or "requestBody" in operation:
         # Invalid input; also text the database refuses (NUL on PostgreSQL), even in a path.
         statuses.add(400)
+    if parameters:
+        statuses.add(414)
     if any(p["in"] == "path" for p in parameters):
         statuses.add(404)
     if optional_user in calls:

@@ -8,6 +8,7 @@ from fastapi import APIRouter, Response
 from pydantic import Field
 from sqlalchemy.engine import Connection
 
+from benchrunner.core import slugs
 from benchrunner.core.tiers import Plan
 from benchrunner.server.errors import forbidden
 from benchrunner.server.routes.bodies import ApiBody
@@ -81,10 +82,16 @@ async def get_organization(organization: str, user: User, ctx: Ctx) -> dict[str,
 async def create_project(
     organization: str, body: NewProject, user: User, ctx: Ctx
 ) -> dict[str, Any]:
+    wanted = slugs.slugify(body.slug or body.name)
+    # Slugs are global, and a private project's may not be told to outsiders: only a server
+    # admin, who sees every project, gets the slug as asked (when it is free); anyone else's
+    # gets a random suffix, so a free slug and one a hidden project holds answer alike.
+    slug = wanted if user.admin else slugs.with_suffix(wanted)
+
     def unit(conn: Connection) -> dict[str, Any]:
         org = organization_access(conn, user, organization)
         project = accounts.project_create(
-            conn, org.id, body.name, body.visibility, ctx.clock.now(), slug=body.slug
+            conn, org.id, body.name, body.visibility, ctx.clock.now(), slug=slug
         )
         return project_view(project, org.uuid)
 

@@ -20,16 +20,14 @@ from fastapi import APIRouter, Header, Request, Response
 from sqlalchemy.engine import Connection
 
 from benchrunner import adapters
-from benchrunner.core import slugs
 from benchrunner.core.templates import ArgValue, Template, TemplateError
-from benchrunner.core.tiers import Plan
 from benchrunner.core.versions import DEFAULT_MAX_VERSIONS
 from benchrunner.detection.models import Model
 from benchrunner.protocol import JsonDuet, JsonDuetSide, JsonJobConfig
 from benchrunner.server import idempotency
 from benchrunner.server.backpressure import check_backlog
 from benchrunner.server.context import ServerContext
-from benchrunner.server.errors import bad_request, not_found
+from benchrunner.server.errors import bad_request
 from benchrunner.server.evaluation import evaluate_report
 from benchrunner.server.lifecycle import Lifecycle
 from benchrunner.server.results import report_metrics
@@ -37,9 +35,7 @@ from benchrunner.server.routes.deps import (
     Ctx,
     Life,
     MaybeUser,
-    can_see,
     origin_of,
-    project_access,
 )
 from benchrunner.server.routes.duet_body import DuetPlan
 from benchrunner.server.routes.run_body import (
@@ -55,6 +51,7 @@ from benchrunner.server.routes.run_image import (
     image_project,
     job_spec,
 )
+from benchrunner.server.routes.run_project import resolve_project
 from benchrunner.server.store import (
     accounts,
     branches,
@@ -105,64 +102,6 @@ def _apply_thresholds(
         thresholds.threshold_put(conn, project_id, key_ids, model, now)
     if reset:
         thresholds.thresholds_reset(conn, branch_id, testbed_id, measures.values())
-
-
-def _resolve_project(
-    conn: Connection, ctx: ServerContext, user: UserRow | None, ref: str | None
-) -> ProjectRow:
-    """The project a run goes to: one the caller can see (then it must be allowed to write to
-    it), else, for an anonymous caller, a new unclaimed public project.
-
-    A project the caller may not see is treated as missing, so the answer never tells a
-    private project from no project: 404 to a signed-in caller, and to an anonymous one a new
-    project whose slug, being taken, gets a random suffix as any taken slug does.
-    """
-    if ref is not None:
-        found = accounts.project_get(conn, ref)
-        if found is not None and can_see(conn, user, found):
-            return project_access(conn, user, ref, write=True, found=found)
-    if user is not None or not ctx.settings.anonymous_runs:
-        raise not_found("project", ref or "")
-    if ref is None:
-        return _unclaimed_project(conn, ctx, f"project-{slugs.with_suffix('anonymous')}")
-    if accounts.ref_param(ref)[0] == "uuid":
-        raise not_found("project", ref)  # a run can name a new project by slug only
-    if not slugs.is_slug(ref):
-        raise bad_request(
-            f"project {ref!r} is neither a UUID nor a slug: use lowercase letters, digits and "
-            f"'-' (e.g. {slugs.slugify(ref)!r})"
-        )
-    created = _unclaimed_project_exactly(conn, ctx, ref)
-    if created is not None:
-        return created
-    # Taken: by a concurrent anonymous run that has just created it (then use it), or by a
-    # project this caller may not use (then a new one, as above).
-    found = accounts.project_get(conn, ref)
-    if found is not None and can_see(conn, None, found):
-        return project_access(conn, None, ref, write=True, found=found)
-    return _unclaimed_project(conn, ctx, ref)
-
-
-def _unclaimed_project(conn: Connection, ctx: ServerContext, name: str) -> ProjectRow:
-    """Bencher's anonymous run: an unclaimed organization and a public project, made on the
-    fly (a taken slug gets a random suffix)."""
-    now = ctx.clock.now()
-    org = accounts.organization_create(conn, name, Plan.FREE, now, leader_id=None)
-    return accounts.project_create(conn, org.id, name, "public", now, slug=name)
-
-
-def _unclaimed_project_exactly(
-    conn: Connection, ctx: ServerContext, slug: str
-) -> ProjectRow | None:
-    """As ``_unclaimed_project`` with exactly this slug, or None (nothing created) when the
-    slug is taken."""
-    now = ctx.clock.now()
-    with conn.begin_nested() as attempt:
-        org = accounts.organization_create(conn, slug, Plan.FREE, now, leader_id=None)
-        created = accounts.project_create_with_slug(conn, org.id, slug, "public", now, slug)
-        if created is None:
-            attempt.rollback()  # the organization made for it goes too
-    return created
 
 
 def _job_config(
@@ -344,7 +283,9 @@ async def submit_run(
                 report_id = idempotency.replayed_report(held, key, payload, window)
                 return _Submitted(report_id, None, None, deduplicated=True)
         spec = None if plan.mode == "direct" else job_spec(conn, plan.spec)
-        project = _resolve_project(conn, ctx, user, body.project or image_project(plan.image))
+        project = resolve_project(
+            conn, ctx, user, body.project or image_project(plan.image), origin.source_ip
+        )
         on = branches.branch_for_run(conn, project.id, target.branch, start_point, now)
         testbed_id = reports.named_get_or_create(conn, testbed, project.id, target.testbed, now)
         if (
