@@ -67,6 +67,11 @@ def test_invalid_messages_get_an_error_and_the_channel_stays_open(deployment: De
         assert reply["event"] == "error" and explained in reply["message"], (bad[:60], reply)
     channel.ws.send(b"\x00binary")
     assert channel.recv()["event"] == "error"
+    # An error names the message it refuses, as far as the server could read it.
+    assert "reply_to" not in channel.ask('{"event": "dance"}')
+    assert channel.ask('{"event": "completed"}')["reply_to"] == "completed"
+    refused = channel.ask({"event": "completed", "job": job, "results": []})
+    assert (refused["event"], refused["reply_to"], refused["job"]) == ("error", "completed", job)
     assert channel.ask({"event": "ready", "poll_timeout": 1})["event"] == "no_job"
     assert "Traceback" not in deployment.server.log.read_text()
 
