@@ -133,6 +133,19 @@ type = "choice"
 choices = ["stdout", "stderr"]
 default = "stdout"
 
+[templates."bench.gated_tail"]
+description = "Wait for the gate file, then write size bytes and a line end to stdout, and the first two bytes of a three-byte UTF-8 character: the live log's decoder holds those until the job has ended"
+command = ["python3", "-c", "import os,sys,time; [time.sleep(0.01) for _ in iter(lambda: os.path.exists(sys.argv[1]), True)]; sys.stdout.buffer.write(b'x' * int(sys.argv[2]) + b'\\\\n\\\\xe2\\\\x82')", "{gate}", "{size}"]
+timeout = 120
+
+[templates."bench.gated_tail".args.gate]
+type = "string"
+
+[templates."bench.gated_tail".args.size]
+type = "int"
+min = 0
+max = 1000000
+
 [templates."bench.garbage"]
 command = ["python3", "-c", "print('this is not json')"]
 timeout = 30

@@ -26,6 +26,7 @@ from benchrunner.protocol import EXTENSIONS_HEADER, OUR_EXTENSIONS
 from benchrunner.server.app import create_app
 from benchrunner.server.bootstrap import bootstrap_admin
 from benchrunner.server.config import ServerSettings
+from benchrunner.server.websocket_protocol import LingeringCloseProtocol
 from tests.harness import TEST_TEMPLATES, RawChannel, wait_until
 
 LONG_TEMPLATE = """
@@ -155,7 +156,7 @@ def serve_in_process(tmp: Path, db: str, **settings: Any) -> Iterator[InProcessS
             app,
             host="127.0.0.1",
             port=port,
-            ws="websockets-sansio",
+            ws=LingeringCloseProtocol,
             ws_max_size=config.request_body_max_bytes,
             ws_per_message_deflate=False,
             log_config=None,

@@ -4,11 +4,11 @@ Runner -> server: ready, running, heartbeat, completed, failed, canceled
 (docs/decisions/channel.md), and ``log`` (live output, only from a runner that lists ``"log"`` in
 its ready's ``extensions``; the server never answers a ``log`` unless it refuses it with ``error``).
 Server -> runner: ack, job, no_job, cancel, update (docs/decisions/channel.md), and ``error``
-(docs/decisions/channel.md), only to a runner that announced the ``error`` extension; the job's
-``nonce`` likewise. Every message is a JSON object whose ``event`` field names its type. Messages
-read from the channel are validated strictly (``parse_runner_message``, ``parse_server_message``): a
-JSON value of the wrong type is an error, never coerced (``true`` is not a poll timeout, ``"0"`` is
-not an exit code).
+(docs/decisions/channel.md), only to a runner that announced the ``error`` extension, naming the
+message it refuses (``reply_to``, ``job``); the job's ``nonce`` likewise. Every message is a JSON
+object whose ``event`` field names its type. Messages read from the channel are validated
+strictly (``parse_runner_message``, ``parse_server_message``): a JSON value of the wrong type is
+an error, never coerced (``true`` is not a poll timeout, ``"0"`` is not an exit code).
 """
 
 from __future__ import annotations
@@ -439,6 +439,15 @@ def explain_invalid(exc: ValidationError) -> str:
     return f"invalid {event!r} message: {details}"[:1000]
 
 
+def invalid_event(exc: ValidationError) -> str | None:
+    """The ``event`` of an invalid message, when it named a known one."""
+    errors = exc.errors(include_url=False, include_input=False)
+    if not errors or errors[0]["type"].startswith(("json_", "union_tag")):
+        return None
+    loc = errors[0]["loc"]
+    return str(loc[0]) if loc else None
+
+
 # ---------------------------------------------------------------- server -> runner
 
 
@@ -477,8 +486,31 @@ class Update(_Wire):
 
 
 class Error(_Wire):
+    """A refusal. ``reply_to`` and ``job`` name the runner's message it answers: its ``event``
+    and, when it has one, its ``job``; both are absent when the server could not read that
+    message. A runner must not take the refusal of a ``log`` (answered only when refused, so
+    possibly after later messages went out) for the refusal of a result."""
+
     event: Literal["error"] = "error"
     message: str
+    reply_to: str | None = Field(default=None, max_length=64)
+    job: uuid.UUID | None = None
+
+    def answering(self, message: RunnerMessage) -> Error:
+        """This error as the reply to ``message``."""
+        return self.model_copy(update={"reply_to": message.event, "job": _job_of(message)})
+
+    def refused_event(self) -> str | None:
+        """The event of the refused message: ``reply_to``. From a server that predates it,
+        ``log`` for the refusal of a ``log`` (their text begins ``log:``), else None."""
+        if self.reply_to is not None:
+            return self.reply_to
+        return LOG_EXTENSION if self.message.startswith(f"{LOG_EXTENSION}:") else None
+
+
+def _job_of(message: RunnerMessage) -> uuid.UUID | None:
+    job = getattr(message, "job", None)
+    return job if isinstance(job, uuid.UUID) else None
 
 
 ServerMessage = Annotated[

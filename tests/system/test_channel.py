@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 import uuid
@@ -12,7 +13,7 @@ from typing import Any
 
 import httpx
 import pytest
-from websockets.exceptions import InvalidStatus
+from websockets.exceptions import ConnectionClosed, InvalidStatus
 
 from tests.databases import postgres_database
 from tests.harness import Deployment, RawChannel, deploy, wait_until
@@ -66,6 +67,11 @@ def test_invalid_messages_get_an_error_and_the_channel_stays_open(deployment: De
         assert reply["event"] == "error" and explained in reply["message"], (bad[:60], reply)
     channel.ws.send(b"\x00binary")
     assert channel.recv()["event"] == "error"
+    # An error names the message it refuses, as far as the server could read it.
+    assert "reply_to" not in channel.ask('{"event": "dance"}')
+    assert channel.ask('{"event": "completed"}')["reply_to"] == "completed"
+    refused = channel.ask({"event": "completed", "job": job, "results": []})
+    assert (refused["event"], refused["reply_to"], refused["job"]) == ("error", "completed", job)
     assert channel.ask({"event": "ready", "poll_timeout": 1})["event"] == "no_job"
     assert "Traceback" not in deployment.server.log.read_text()
 
@@ -186,6 +192,7 @@ def test_oversized_message_is_rejected_at_the_protocol_level(
         channel.send({"event": "heartbeat", "padding": "x" * (100 * 1024)})
         code, _ = channel.wait_closed(timeout=10)
         assert code == 1009
+        assert _close_codes_of_huge_frames(deployment, tries=30) == Counter({1009: 30})
         with deployment.admin() as client:
             response = httpx.post(
                 f"{deployment.server.url}/v0/run",
@@ -366,3 +373,23 @@ def test_eight_connections_race_for_four_hundred_jobs_each_runs_once(busy: Deplo
         headers={"Authorization": f"Bearer {busy.server.token}"},
     )
     assert response.headers["X-Total-Count"] == str(total)
+
+
+def _close_codes_of_huge_frames(deployment: Deployment, tries: int) -> Counter[int | None]:
+    """Send a frame far over the limit on ``tries`` new channels; the close code each got.
+
+    The frame's header already says it is too big while the rest is still arriving. Closing
+    the socket on unread data makes the kernel send a reset, which can overtake the close frame:
+    the runner would see an abrupt end and resend its result instead of shrinking it. The frame
+    is larger than the loopback socket buffers, so the rest cannot all be waiting in them; before
+    the server read on after its close frame, several of 30 tries lost their 1009."""
+    slug, key = deployment.new_runner("huge-mouth")
+    huge = json.dumps({"event": "heartbeat", "padding": "x" * (8 * 1024 * 1024)})
+    codes: Counter[int | None] = Counter()
+    for _ in range(tries):
+        channel = RawChannel(deployment.server, slug, key)
+        with contextlib.suppress(ConnectionClosed):  # the server may stop reading mid-frame
+            channel.ws.send(huge)
+        codes[channel.wait_closed(timeout=10)[0]] += 1
+        channel.close()
+    return codes

@@ -1,8 +1,9 @@
 """Processing's parser worker processes end with the server, however it ends: a server killed
-with SIGKILL leaves none behind."""
+with SIGKILL leaves none behind, and one stopped with SIGTERM shuts them down cleanly."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 from pathlib import Path
@@ -34,7 +35,8 @@ def _alive(pid: int) -> bool:
     return state != "Z"
 
 
-def test_parser_workers_end_with_a_killed_server(deployment: Deployment) -> None:
+def _parse_in_workers(deployment: Deployment) -> set[int]:
+    """Complete a job whose output goes to the parser workers; the workers started for it."""
     server = deployment.server
     assert server.proc is not None
     before = _children(server.proc.pid)
@@ -49,11 +51,35 @@ def test_parser_workers_end_with_a_killed_server(deployment: Deployment) -> None
     deployment.wait_status(job, "processed")
     workers = _children(server.proc.pid) - before
     assert workers, "processing started no worker process"
+    return workers
 
-    server.kill(signal.SIGKILL)
+
+def test_parser_workers_end_with_a_killed_server(deployment: Deployment) -> None:
+    workers = _parse_in_workers(deployment)
+
+    deployment.server.kill(signal.SIGKILL)
 
     wait_until(
         lambda: not any(_alive(pid) for pid in workers),
         timeout=30,
         message=f"parser workers {sorted(workers)} to end after the server was killed",
     )
+
+
+def test_a_terminated_server_shuts_its_parser_workers_down_cleanly(
+    deployment: Deployment,
+) -> None:
+    """A pool shut down without waiting left its workers' semaphores to the resource tracker,
+    which warned of them in plain text after the server's last JSON line."""
+    workers = _parse_in_workers(deployment)
+
+    deployment.server.kill(signal.SIGTERM)
+
+    # uvicorn ends by re-raising the signal it stopped on
+    assert deployment.server.proc is not None
+    assert deployment.server.proc.returncode == -signal.SIGTERM
+    assert not any(_alive(pid) for pid in workers)
+    log = deployment.server.log.read_text()
+    assert "resource_tracker" not in log and "leaked" not in log, log
+    for line in log.splitlines():
+        assert isinstance(json.loads(line), dict), line

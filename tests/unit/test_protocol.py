@@ -287,3 +287,13 @@ def test_invalid_messages_are_explained(data: str | bytes, explained: str) -> No
     with pytest.raises(ValidationError) as info:
         parse_runner_message(data)
     assert explain_invalid(info.value).startswith(explained)
+
+
+def test_an_error_answering_a_message_names_its_event_and_job() -> None:
+    job = uuid.UUID(int=1)
+    error = Error(message="refused")
+    assert error.answering(Heartbeat()) == Error(message="refused", reply_to="heartbeat")
+    log = Log(job=job, stream="stdout", offset=0, data="x")
+    assert encode(error.answering(log)) == (
+        f'{{"event":"error","message":"refused","reply_to":"log","job":"{job}"}}'
+    )

@@ -9,7 +9,8 @@ posts server messages and the channel's loss, the job thread (``job.py``) posts 
 and ``JobFinished``, signal handlers post ``DrainRequested``. The heartbeat thread only sends.
 
 On every (re)connect: spooled results first, oldest first, each awaiting its ``ack`` (an
-``error`` means the server refuses it for good: it is dropped); then, if a job is still executing
+``error`` that names it means the server refuses it for good: it is dropped; one that answers a
+``log`` sent before it changes nothing, see ``outbox.py``); then, if a job is still executing
 here, ``running`` again and heartbeats; otherwise ``ready``.
 
 A killed runner leaves nothing running: before anything else, a start stops what the in-flight
@@ -38,6 +39,7 @@ from pydantic import BaseModel
 
 from benchrunner.core.templates import TemplateRegistry
 from benchrunner.protocol import (
+    LOG_EXTENSION,
     OUR_EXTENSIONS,
     UPDATE_EXTENSION,
     Ack,
@@ -95,6 +97,8 @@ READY_RETRY = 1.0  # pause after the server refused ready or offered an update
 IN_FLIGHT_DIR = "in-flight"  # in the spool directory
 CLOSE_CODE_SERVER_RESTART = 1012
 CLOSE_CODE_MESSAGE_TOO_BIG = 1009
+_COUNTED_OR_UNNAMED = (None, "running", "heartbeat")
+"""What an ``error`` that answers a message awaiting a counted reply names."""
 
 
 def run_agent(options: RunnerOptions, stops: StopRequests | None = None) -> int:
@@ -423,13 +427,17 @@ class Agent:
 
     def _on_error(self, error: Error) -> None:
         channel = self._connector.channel
-        refused = self._outbox.refuse()
+        refused = self._outbox.refuse(error)
+        event = error.refused_event()
         if refused is not None:
             log.error("server refused the result of job %s: %s", refused.job, error.message)
             self._result_done(refused, "dropped from the spool")
-        elif channel is not None and channel.settle_one():
+        elif event == LOG_EXTENSION:
+            # Answers no counted message: a log is answered only when refused.
+            log.warning("server refused live output: %s", error.message)
+        elif event in _COUNTED_OR_UNNAMED and channel is not None and channel.settle_one():
             log.error("server error: %s", error.message)
-        elif self._ready_deadline is not None:
+        elif event in (None, "ready") and self._ready_deadline is not None:
             log.error("server refused ready: %s", error.message)
             self._ready_answered(pause=True)
         else:

@@ -2,8 +2,10 @@
 
 One long-lived thread on the housekeeping core, like the heartbeat's, and attached to and
 detached from the channel at the same moments (``running`` sent there; before a result; on a
-lost channel), so a ``log`` never comes between a result and its reply. The server answers no
-``log``: the agent's matching of replies to its own messages is unchanged.
+lost channel), so a ``log`` never comes between a result and its reply. The server answers a
+``log`` only to refuse it, with an ``error`` naming it (``reply_to``): the last ones, sent just
+before the result, are refused after the result went out, and the outbox does not take that
+for the result's refusal.
 
 Each stream is decoded as UTF-8 (invalid bytes replaced) and counted in bytes of that text, so a
 chunk's ``data`` advances the offset by exactly its encoded length and never splits a character.

@@ -3,9 +3,13 @@ forgotten only when the server answers.
 
 Which reply is the result's: the server answers ``running``, ``heartbeat`` and terminal messages
 in order (docs/decisions/channel.md), so a result is sent only once no earlier message on the
-channel awaits a reply; the next ``ack`` (carrying this job or no job) or ``error`` is then the
-result's. A server that never acks heartbeats is tolerated: after SETTLE_TIMEOUT the earlier
-replies are given up on.
+channel awaits a reply; the next ``ack`` (carrying this job or no job) is then the result's. A
+server that never acks heartbeats is tolerated: after SETTLE_TIMEOUT the earlier replies are given
+up on. An ``error`` refuses the result only when it names it (``reply_to``: the result's event,
+and its job if any): a ``log`` is answered only when refused, so the refusal of one sent just
+before the result arrives after the result went out. An error naming nothing comes from a server
+that predates ``reply_to`` (or answers a message it could not read); it is the result's unless it
+refuses a ``log`` (``Error.refused_event``).
 """
 
 from __future__ import annotations
@@ -13,7 +17,14 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
-from benchrunner.protocol import Ack, Canceled, Failed, IterationResult, TerminalMessage
+from benchrunner.protocol import (
+    Ack,
+    Canceled,
+    Error,
+    Failed,
+    IterationResult,
+    TerminalMessage,
+)
 from benchrunner.runner.signing import ResultSigner
 from benchrunner.runner.spool import Spool
 from benchrunner.runner.transport import Transport
@@ -78,10 +89,12 @@ class Outbox:
             return None
         return self._forget_head()
 
-    def refuse(self) -> TerminalMessage | None:
-        """The server answered the in-flight result with ``error``: it will never accept it, so
-        it is dropped from the spool. None if nothing was in flight."""
-        if self.in_flight is None:
+    def refuse(self, error: Error) -> TerminalMessage | None:
+        """The in-flight result, now dropped from the spool, when ``error`` refuses it (the
+        server will never accept it); None when nothing is in flight or ``error`` answers
+        another message (the result stays spooled until its own reply)."""
+        head = self.in_flight
+        if head is None or not refuses(error, head):
             return None
         return self._forget_head()
 
@@ -128,3 +141,11 @@ class Outbox:
         except OSError as exc:
             log.error("cannot remove job %s from the spool: %s", message.job, exc)
         return message
+
+
+def refuses(error: Error, result: TerminalMessage) -> bool:
+    """Whether ``error`` is the refusal of ``result``, sent while nothing else awaits a reply."""
+    event = error.refused_event()
+    if event is None:
+        return True  # a server before ``reply_to``, answering the result
+    return event == result.event and error.job in (None, result.job)

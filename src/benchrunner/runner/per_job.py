@@ -239,7 +239,8 @@ class PerJobTransport(CountedReplies):
                 # answer, or a result that crossed the cancel, changes nothing.
                 log.info("job %s was canceled: its %s result is not kept", job, message.event)
                 return Ack(job=job)
-            return Error(message=f"result of job {job} not accepted: {exc}")
+            refusal = f"result of job {job} not accepted: {exc}"
+            return Error(message=refusal, reply_to=message.event, job=job)
         log.info("job %s is no longer this runner's to run (%s)", job, exc)
         return Cancel(job=job)
 
@@ -292,7 +293,8 @@ class PerJobTransport(CountedReplies):
             message = f"server refused the runner's claim: HTTP {status}{_detail(response)}"
             self._events.put(TransportRefused(self.generation, message))
         elif status < 500:
-            self._post(Error(message=f"claim refused: HTTP {status}{_detail(response)}"))
+            refusal = f"claim refused: HTTP {status}{_detail(response)}"
+            self._post(Error(message=refusal, reply_to="ready"))
         else:
             self._lost(SERVER_ERROR, f"claim failed: HTTP {status}{_detail(response)}")
 

@@ -65,6 +65,7 @@ from benchrunner.server.routes.runner_jobs import claim_window
 from benchrunner.server.store.engine import Database
 from benchrunner.server.store.migrate import upgrade
 from benchrunner.server.store.planner import refresh_statistics
+from benchrunner.server.websocket_protocol import LingeringCloseProtocol
 
 log = logging.getLogger(__name__)
 
@@ -203,7 +204,7 @@ def serve(settings: ServerSettings) -> None:
         http=protocol_class(limits),
         # No use queueing more handshakes than the connections we would keep open.
         backlog=min(2048, limits.max_connections),
-        ws="websockets-sansio",
+        ws=LingeringCloseProtocol,
         ws_max_size=settings.request_body_max_bytes,
         ws_per_message_deflate=False,  # small JSON messages: deflate costs more than it saves
         ws_ping_interval=20.0,

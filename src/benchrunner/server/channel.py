@@ -179,7 +179,7 @@ class ChannelSession(RunnerSession):
             await self.send(Ack(job=mid_job.uuid))  # as Bencher's server, mid-job
             return
         if self._poll is not None and not self._poll.done():
-            await self.refuse("a ready is already outstanding")
+            await self.refuse("a ready is already outstanding", message)
             return
         # A runner asks for work only when it holds none: whatever is still in flight for it is
         # lost, whether this channel knew it or it was claimed into an older, half-open one.

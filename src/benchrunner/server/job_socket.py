@@ -77,13 +77,16 @@ class JobSocketSession(RunnerSession):
 
     async def _ready(self, message: Ready) -> None:
         await self.refuse(
-            "ready: not on a job's socket; claim jobs with POST /v0/runners/{runner}/jobs"
+            "ready: not on a job's socket; claim jobs with POST /v0/runners/{runner}/jobs",
+            message,
         )
 
     async def _dispatch(self, message: RunnerMessage) -> None:
         named = getattr(message, "job", None)
         if named is not None and named != self.job_uuid:
-            await self.refuse(f"{message.event}: this socket is job {self.job_uuid}'s, not {named}")
+            await self.refuse(
+                f"{message.event}: this socket is job {self.job_uuid}'s, not {named}", message
+            )
             return
         await super()._dispatch(message)
 

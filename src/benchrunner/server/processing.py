@@ -138,8 +138,8 @@ class Processor:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
         if self._own_parsers and self._parsers is not None:
-            self._parsers.shutdown(wait=False, cancel_futures=True)
-            self._parsers = None
+            pool, self._parsers = self._parsers, None
+            await _shut_down(pool)
 
     def enqueue(self, job_id: int) -> None:
         """Queue a job for processing unless it is queued or being processed already."""
@@ -275,8 +275,8 @@ class Processor:
             parsed = iter(await asyncio.gather(*pending))
         except BrokenExecutor:  # a worker died (killed, out of memory): start anew next time
             if self._own_parsers and self._parsers is pool:
-                pool.shutdown(wait=False, cancel_futures=True)
                 self._parsers = None
+                await _shut_down(pool)
             raise
         return [
             measured_with_noise(job, *next(parsed), parsing[job.report_id])
@@ -391,3 +391,10 @@ def record_processed(
         except Exception:  # an evaluation bug must not wedge the whole batch in `completed`
             log.exception("judging job %s's report failed; its metrics stay unjudged", job.uuid)
     return True
+
+
+async def _shut_down(pool: Executor) -> None:
+    """Stop a parser pool and wait for its workers to end, off the loop. A pool left to end
+    with the interpreter leaves its semaphores to the resource tracker, which warns of them
+    on stderr, outside the JSON log."""
+    await asyncio.to_thread(pool.shutdown, wait=True, cancel_futures=True)

@@ -42,6 +42,7 @@ from benchrunner.protocol import (
     close_reason,
     encode,
     explain_invalid,
+    invalid_event,
 )
 from benchrunner.server.lifecycle import Lifecycle
 from benchrunner.server.store import job_logs, jobs, runners
@@ -131,11 +132,15 @@ class RunnerSession:
                 with contextlib.suppress(RuntimeError, WebSocketDisconnect):
                     await self.ws.send_text(encode(message))
 
-    async def refuse(self, reason: str) -> None:
-        """Tell the runner a message was refused: an ``error`` event if it understands one;
-        Bencher's server says nothing in these cases."""
+    async def refuse(
+        self, reason: str, to: RunnerMessage | None = None, *, event: str | None = None
+    ) -> None:
+        """Tell the runner that its message ``to`` (or, unreadable, one of ``event``) was
+        refused: an ``error`` event naming it, if the runner understands one; Bencher's server
+        says nothing in these cases."""
         if ERROR_EXTENSION in self.extensions:
-            await self.send(Error(message=reason))
+            error = Error(message=reason, reply_to=event)
+            await self.send(error if to is None else error.answering(to))
 
     async def close(self, code: int, reason: str) -> None:
         if self._closed:
@@ -224,7 +229,7 @@ class RunnerSession:
             if self._closes_on_invalid():
                 self.drop()
             else:
-                await self.refuse(explain_invalid(exc))
+                await self.refuse(explain_invalid(exc), event=invalid_event(exc))
             return
         if self._moves_deadline(message):
             self._reset_deadline()
@@ -237,7 +242,7 @@ class RunnerSession:
                 # resend on the next connection instead.
                 await self.close(CLOSE_INTERNAL_ERROR, "internal error; resend the result")
             else:
-                await self.refuse(f"internal error handling {message.event!r}")
+                await self.refuse(f"internal error handling {message.event!r}", message)
 
     async def _dispatch(self, message: RunnerMessage) -> None:
         if self.job is None and isinstance(message, Ready | Heartbeat):
@@ -274,7 +279,7 @@ class RunnerSession:
     async def _running(self, message: Running) -> None:
         job = await self._current(message.job)
         if job is None:
-            await self.refuse("running: no job of this runner is in flight")
+            await self.refuse("running: no job of this runner is in flight", message)
             return
         status, moved = await self.life.running(self.runner, job)
         if status is not None and self.job is job:
@@ -282,7 +287,7 @@ class RunnerSession:
         if status in (JobStatus.CLAIMED, JobStatus.RUNNING):
             await self._reply(message, Ack(job=job.uuid))
         elif status is None:
-            await self.refuse(f"running: job {job.uuid} is not this runner's")
+            await self.refuse(f"running: job {job.uuid} is not this runner's", message)
         else:
             await self._reply(message, Cancel(job=job.uuid))
 
@@ -299,7 +304,7 @@ class RunnerSession:
         """Store a chunk of the in-flight job's output; no reply unless it is refused."""
         job = self.job
         if job is None or job.uuid != message.job or job.status not in IN_FLIGHT:
-            await self.refuse(f"log: job {message.job} is not in flight here")
+            await self.refuse(f"log: job {message.job} is not in flight here", message)
             return
         if (job.id, message.stream) in self._log_full:
             return
@@ -312,7 +317,7 @@ class RunnerSession:
             self.ctx.settings.job_log_max_bytes,
         )
         if appended is job_logs.Appended.NOT_IN_FLIGHT:
-            await self.refuse(f"log: job {message.job} is no longer in flight")
+            await self.refuse(f"log: job {message.job} is no longer in flight", message)
             return
         if appended is job_logs.Appended.OVER_LIMIT:
             self._log_full = {key for key in self._log_full if key[0] == job.id}
@@ -331,7 +336,7 @@ class RunnerSession:
         if isinstance(reply, Ack) and self.job is not None and self.job.uuid == message.job:
             self.ctx.log_watch.notify(self.job.id)  # followers of its log may end
             self.job = None
-        await self._reply(message, reply)
+        await self._reply(message, reply if isinstance(reply, Ack) else reply.answering(message))
 
     async def _still_to_deliver(self, job_uuid: object) -> bool:
         """Whether the job is this runner's and still in flight (its result not applied)."""
