@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import collections
 import os
+import tempfile
 from collections.abc import Generator, Iterator
 from pathlib import Path
 
@@ -17,8 +18,10 @@ import pytest
 from benchrunner.server.store.engine import Database
 from benchrunner.server.store.migrate import upgrade
 from tests.databases import ENGINES, fresh_database
+from tests.temp_leftovers import LeftoverWatch, leftover_report
 
 _passed_by_engine: collections.Counter[str] = collections.Counter()
+_leftover_watch = pytest.StashKey[LeftoverWatch]()
 
 
 def in_ci() -> bool:
@@ -39,6 +42,40 @@ def migrated_db(database_url: str) -> Iterator[Database]:
     upgrade(database.write_engine)
     yield database
     database.close()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _session_temp_dir(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Path]:
+    """``TMPDIR`` of this session (of each xdist worker) and of every process it starts: a
+    directory of its own, removed at the end. A ``benchrunner-*`` entry left in it fails the
+    session, naming the test after which it appeared."""
+    tmp_path_factory.getbasetemp()  # pytest's own directories stay where pytest keeps them
+    watch = LeftoverWatch.create()
+    request.config.stash[_leftover_watch] = watch
+    patch = pytest.MonkeyPatch()
+    patch.setenv("TMPDIR", str(watch.directory))
+    patch.setattr(tempfile, "tempdir", str(watch.directory))
+    try:
+        yield watch.directory
+    finally:
+        patch.undo()
+        leftovers = watch.leftovers()
+        watch.remove()
+        del request.config.stash[_leftover_watch]
+    if leftovers:
+        pytest.fail(leftover_report(leftovers), pytrace=False)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_teardown(item: pytest.Item) -> Generator[None]:
+    try:
+        return (yield)
+    finally:
+        watch = item.config.stash.get(_leftover_watch, None)
+        if watch is not None:
+            watch.look(item.nodeid)
 
 
 @pytest.fixture(autouse=True)

@@ -35,6 +35,9 @@ HEARTBEAT_TIMEOUT = 10.0
 delays a few of them fails no job."""
 SHORT_HEARTBEAT_TIMEOUT = 2.0
 """For the tests of the heartbeat timeout itself, which set it explicitly."""
+PROCESS_START_TIMEOUT = 120.0
+"""Seconds a new server or runner process may take to start working: importing it took over
+30 s at a load average of 20 on two cores. A wait that includes a process's start allows it."""
 
 TEST_TEMPLATES = (
     (Path(__file__).with_name("issue_templates.toml")).read_text()
@@ -90,6 +93,11 @@ timeout = 600
 [templates."bench.stubborn".args.started]
 type = "string"
 
+[templates."bench.held"]
+description = "A no-op with an hour's hard timeout: for a job a raw channel holds while a test sends it more than a loaded machine handles within a usual timeout"
+command = ["python3", "-c", "print('{\\"held\\": {\\"latency\\": {\\"value\\": 0}}}')"]
+timeout = 3600
+
 [templates."bench.chatty"]
 command = ["python3", "-c", "print('x' * 200000)"]
 timeout = 30
@@ -114,7 +122,7 @@ type = "string"
 [templates."bench.ticker"]
 description = "Print a numbered line with the text to the stream every ms milliseconds, flushed, until the gate file exists; then a JSON result to stdout (which ticks on stderr leave parseable)"
 command = ["python3", "-c", "import itertools,os,sys,time; out=getattr(sys, sys.argv[4]); [print(f'tick {n} {sys.argv[3]}', file=out, flush=True) or time.sleep(int(sys.argv[2])/1000) for n in itertools.takewhile(lambda n: not os.path.exists(sys.argv[1]), itertools.count())]; print('{\\"ticker\\": {\\"latency\\": {\\"value\\": 1}}}')", "{gate}", "{ms}", "{text}", "{stream}"]
-timeout = 120
+timeout = 600
 
 [templates."bench.ticker".args.gate]
 type = "string"
@@ -208,6 +216,35 @@ def wait_until(
     raise AssertionError(f"timed out after {timeout} s waiting for {message} (last: {last!r})")
 
 
+def wait_progressing(
+    predicate: Callable[[], T | bool | None],
+    progress: Callable[[], object],
+    *,
+    stall: float,
+    interval: float = 0.5,
+    message: str = "condition",
+) -> T:
+    """Poll ``predicate`` until it returns something truthy, for as long as ``progress()``
+    keeps changing: fail once it stayed the same for ``stall`` seconds. For a condition that a
+    loaded machine reaches late but surely, as long as the work towards it goes on."""
+    last_progress = progress()
+    deadline = time.monotonic() + stall
+    last: Any = None
+    while True:
+        last = predicate()
+        if last:
+            return last  # type: ignore[no-any-return]
+        now = progress()
+        if now != last_progress:
+            last_progress, deadline = now, time.monotonic() + stall
+        elif time.monotonic() >= deadline:
+            raise AssertionError(
+                f"no progress for {stall} s waiting for {message} "
+                f"(progress: {now!r}, last: {last!r})"
+            )
+        time.sleep(interval)
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -259,9 +296,8 @@ class ServerProcess:
     port: int = field(default_factory=free_port)
     options: dict[str, str] = field(default_factory=dict)
     """Further flags of ``benchrunner server``, by name without the dashes."""
-    start_timeout: float = 120.0
-    """Seconds ``start`` waits for the server to answer: importing it took over 30 s at a load
-    average of 20 on two cores."""
+    start_timeout: float = PROCESS_START_TIMEOUT
+    """Seconds ``start`` waits for the server to answer."""
     proc: subprocess.Popen[bytes] | None = None
     token: str = ""
     starts: int = 0
@@ -420,8 +456,17 @@ class RunnerProcess:
                 file.write(self.key + "\n")
         return path
 
+    @property
+    def temp_dir(self) -> Path:
+        """The runner's ``TMPDIR``, where it makes its jobs' working directories: in the test's
+        own directory, since a runner killed with SIGKILL (as every deployment's end does)
+        cannot remove the one it made ahead for its next job."""
+        return self.spool.parent / f"tmp-{self.slug}"
+
     def start(self, **env: str) -> RunnerProcess:
+        """Start the runner; ``env`` adds to (and may replace) its environment."""
         self.starts += 1
+        self.temp_dir.mkdir(parents=True, exist_ok=True)
         # A key given in the environment (a test of that path) replaces the key file.
         key_args = [] if "BENCHRUNNER_RUNNER_KEY" in env else ["--key-file", str(self.key_file)]
         with self.log.open("wb") as log:
@@ -452,7 +497,7 @@ class RunnerProcess:
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
-                env={**os.environ, **self.extra_env, **env},
+                env={**os.environ, "TMPDIR": str(self.temp_dir), **self.extra_env, **env},
                 cwd=self.cwd,
             )
         return self
@@ -608,8 +653,10 @@ class Deployment:
         args: dict[str, Any] | None = None,
         *,
         project: str | None = None,
+        client: BenchrunnerClient | None = None,
         **job: Any,
     ) -> str:
+        """Submit a job; through ``client`` (the admin's) if given, else a client of its own."""
         body: dict[str, Any] = {
             "project": project or self.project,
             "spec": self.spec,
@@ -619,8 +666,10 @@ class Deployment:
         }
         if job:
             body["job"] = job
-        with self.admin() as client:
+        if client is not None:
             return str(client.run(body)["job"])
+        with self.admin() as own:
+            return str(own.run(body)["job"])
 
     def cli_env(self, tmp: Path) -> dict[str, str]:
         """The environment of a ``benchrunner`` command against this deployment as admin,

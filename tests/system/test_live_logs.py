@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from benchrunner.client import ApiError
-from tests.harness import Deployment, RawChannel, cli, deploy, wait_until
+from tests.harness import PROCESS_START_TIMEOUT, Deployment, RawChannel, cli, deploy, wait_until
 
 SECRET_TEXT = "Bearer abcdefghijkl0123 sk-abcdefghijklmnopqrstu"
 
@@ -53,7 +53,9 @@ def test_a_running_jobs_log_is_readable_while_it_runs_and_followed_to_its_end(
         found = page(deployment, job)
         return found if found["content"].count("tick ") >= 3 else None
 
-    running = wait_until(ticks_so_far, message="three ticks in the live log")
+    running = wait_until(
+        ticks_so_far, timeout=PROCESS_START_TIMEOUT, message="three ticks in the live log"
+    )
     assert deployment.status(job) == "running"
     assert running["is_complete"] is False
     assert running["content"].startswith("tick 0 Bearer [redacted] sk-[redacted]\n")
@@ -92,7 +94,11 @@ def test_the_cli_follows_a_jobs_log_until_the_job_ends(
     gate = tmp_path / "gate"
     deployment.runner_process("cli-streamer").start()
     job = deployment.submit("bench.ticker", {"gate": str(gate), "ms": 20})
-    wait_until(lambda: "tick 2" in page(deployment, job)["content"], message="ticks")
+    wait_until(
+        lambda: "tick 2" in page(deployment, job)["content"],
+        timeout=PROCESS_START_TIMEOUT,
+        message="ticks",
+    )
     gate.touch()
     followed = cli("job", "logs", job, "--follow", env=cli_env(deployment), timeout=60)
     assert followed.stdout.startswith("tick 0 \ntick 1 \n")
@@ -129,12 +135,23 @@ def test_limits_and_offsets_are_checked(deployment: Deployment) -> None:
 
 
 def test_a_runner_reconnecting_mid_job_resends_and_the_log_has_every_line_once(
-    deployment: Deployment, tmp_path: Path
+    tmp_path: Path, database_url: str
 ) -> None:
-    gate = tmp_path / "gate"
+    # The job must outlive the restart, however long a loaded machine takes over it: the
+    # ticker's hard timeout (600 s) is far off, and so is the heartbeat timeout within which
+    # the runner must be back (10 s by default, from the restarted server's recovery).
+    with deploy(tmp_path, database_url, heartbeat_timeout=120.0) as deployment:
+        _reconnect_mid_job(deployment, tmp_path / "gate")
+
+
+def _reconnect_mid_job(deployment: Deployment, gate: Path) -> None:
     deployment.runner_process("survivor").start()
     job = deployment.submit("bench.ticker", {"gate": str(gate), "ms": 20})
-    wait_until(lambda: "tick 3" in page(deployment, job)["content"], message="ticks")
+    wait_until(
+        lambda: "tick 3" in page(deployment, job)["content"],
+        timeout=PROCESS_START_TIMEOUT,
+        message="ticks",
+    )
     server = deployment.server
     assert server.proc is not None
     # Frozen, the server leaves what the runner sends in its socket's receive queue; killed
@@ -144,11 +161,17 @@ def test_a_runner_reconnecting_mid_job_resends_and_the_log_has_every_line_once(
     server.kill()
     server.start()
     before = page(deployment, job)["content"].count("tick ")
-    wait_until(
-        lambda: page(deployment, job)["content"].count("tick ") > before + 5,
-        timeout=60,
-        message="ticks after the restart",
-    )
+    try:
+        wait_until(
+            lambda: page(deployment, job)["content"].count("tick ") > before + 5,
+            timeout=60,
+            message="ticks after the restart",
+        )
+    except AssertionError as exc:
+        ended = deployment.job(job)
+        raise AssertionError(
+            f"{exc}; the job is {ended['status']}: {ended['events'][-1]}"
+        ) from None
     gate.touch()
     deployment.wait_status(job, "processed", "failed", timeout=60)
     text, last = whole_log(deployment, job, limit=4096)
@@ -243,32 +266,24 @@ def test_a_runner_announces_the_log_extension_in_its_ready(deployment: Deploymen
 
 
 def test_a_long_log_reads_the_same_through_the_index_of_positions(
-    tmp_path: Path, database_url: str
+    deployment: Deployment,
 ) -> None:
     """Pages far into a log start from the server's index of positions once it knows them;
     they are the same pages as when it had to read from the start."""
-    # 3.6 MB of log with no heartbeat between its chunks: on a loaded machine storing them took
-    # longer than the harness's 10 s heartbeat timeout, which is not what this test is about.
-    with deploy(tmp_path, database_url, heartbeat_timeout=120.0) as deployment:
-        _long_log_pages(deployment)
-
-
-def _long_log_pages(deployment: Deployment) -> None:
+    lines = [f"line {i:06d} Bearer abcdefghij{i:06d} é\n" for i in range(80_000)]
+    chunks = _chunks(lines, 65536)  # made before the claim: no silence on the channel for it
     channel = deployment.channel("long")
-    job = deployment.submit("bench.noop")
+    # Storing 3.6 MB of log took a loaded machine longer than a usual job's hard timeout: the
+    # job's is an hour, and a heartbeat follows each chunk, as a real runner's would.
+    job = deployment.submit("bench.held")
     assert channel.claim()["uuid"] == job
     channel.ask({"event": "running", "job": job})
-    lines = [f"line {i:06d} Bearer abcdefghij{i:06d} é\n" for i in range(80_000)]
-    chunks: list[str] = []
-    for line in lines:
-        if not chunks or len(chunks[-1].encode()) + len(line.encode()) > 65536:
-            chunks.append("")
-        chunks[-1] += line
     offset = 0
     for data in chunks:
         channel.send(_log(job, offset, data))
         offset += len(data.encode())
-    assert channel.ask({"event": "heartbeat"})["event"] == "ack"  # every chunk handled
+        heartbeat = channel.ask({"event": "heartbeat"})
+        assert heartbeat == {"event": "ack", "job": job}  # the chunk is handled
     redacted = [f"line {i:06d} Bearer [redacted] é\n" for i in range(len(lines))]
     expected = "".join(redacted)
     far = len("".join(redacted[:-100]).encode())  # 3 MiB in, past three checkpoints
@@ -277,3 +292,17 @@ def _long_log_pages(deployment: Deployment) -> None:
     assert cold == warm and cold["content"] == expected.encode()[far:].decode()
     text, _ = whole_log(deployment, job, limit=131072)
     assert text == expected
+
+
+def _chunks(lines: list[str], size: int) -> list[str]:
+    """``lines`` joined into chunks of at most ``size`` bytes, each ending at a line's end."""
+    chunks: list[list[str]] = []
+    filled = size
+    for line in lines:
+        length = len(line.encode())
+        if filled + length > size:
+            chunks.append([])
+            filled = 0
+        chunks[-1].append(line)
+        filled += length
+    return ["".join(chunk) for chunk in chunks]
