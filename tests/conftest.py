@@ -11,12 +11,16 @@ import collections
 import os
 from collections.abc import Generator, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
 from benchrunner.server.store.engine import Database
 from benchrunner.server.store.migrate import upgrade
 from tests.databases import ENGINES, fresh_database
+
+if TYPE_CHECKING:
+    from tests.object_store import S3Server
 
 _passed_by_engine: collections.Counter[str] = collections.Counter()
 
@@ -39,6 +43,16 @@ def migrated_db(database_url: str) -> Iterator[Database]:
     upgrade(database.write_engine)
     yield database
     database.close()
+
+
+@pytest.fixture(scope="session")
+def s3(tmp_path_factory: pytest.TempPathFactory) -> Iterator[S3Server]:
+    """A real S3 server (moto's, on loopback) shared by the session; each test makes its own
+    bucket (``S3Server.new_bucket``)."""
+    from tests.object_store import s3_server
+
+    with s3_server(tmp_path_factory.mktemp("moto")) as server:
+        yield server
 
 
 @pytest.fixture(autouse=True)
