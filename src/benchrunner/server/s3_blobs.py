@@ -313,6 +313,21 @@ class S3BlobStore:
                 self._key_of(item["Key"]), int(item["Size"]), _stored_time(item["LastModified"])
             )
 
+    def top_level(self) -> set[str]:
+        """The first parts of every key (``scan`` takes a prefix: these cover the store)."""
+        start = f"{self.location.prefix}/" if self.location.prefix else ""
+        pages = self._client.get_paginator("list_objects_v2").paginate(
+            Bucket=self._bucket, Prefix=start, Delimiter="/"
+        )
+        try:
+            return {
+                common["Prefix"][len(start) :].rstrip("/")
+                for page in pages
+                for common in page.get("CommonPrefixes", [])
+            }
+        except (botocore.exceptions.BotoCoreError, botocore.exceptions.ClientError) as exc:
+            raise self._unavailable(exc) from exc
+
     def collect(self, key: str, idle_before: float, wanted: Callable[[], bool]) -> int | None:
         name = self._name(key)
         head = self._head(name)
