@@ -12,6 +12,7 @@ import os
 import tempfile
 from collections.abc import Generator, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -19,6 +20,9 @@ from benchrunner.server.store.engine import Database
 from benchrunner.server.store.migrate import upgrade
 from tests.databases import ENGINES, fresh_database
 from tests.temp_leftovers import LeftoverWatch, leftover_report
+
+if TYPE_CHECKING:
+    from tests.object_store import S3Server
 
 _passed_by_engine: collections.Counter[str] = collections.Counter()
 _leftover_watch = pytest.StashKey[LeftoverWatch]()
@@ -76,6 +80,16 @@ def pytest_runtest_teardown(item: pytest.Item) -> Generator[None]:
         watch = item.config.stash.get(_leftover_watch, None)
         if watch is not None:
             watch.look(item.nodeid)
+
+
+@pytest.fixture(scope="session")
+def s3(tmp_path_factory: pytest.TempPathFactory) -> Iterator[S3Server]:
+    """A real S3 server (moto's, on loopback) shared by the session; each test makes its own
+    bucket (``S3Server.new_bucket``)."""
+    from tests.object_store import s3_server
+
+    with s3_server(tmp_path_factory.mktemp("moto")) as server:
+        yield server
 
 
 @pytest.fixture(autouse=True)

@@ -1,5 +1,5 @@
 """``benchrunner admin bootstrap``: an admin and an API token, straight into the database;
-``benchrunner admin release``: runner releases, through the API."""
+``benchrunner admin release``: runner releases, through the API; ``backup`` and ``restore``."""
 
 from __future__ import annotations
 
@@ -9,16 +9,20 @@ from typing import Annotated
 import typer
 
 from benchrunner.cli import output
+from benchrunner.cli.backup_cmds import backup, restore
 from benchrunner.cli.options import Json
 from benchrunner.cli.passwords import read_password
 from benchrunner.cli.release_cmds import release_app
 from benchrunner.cli.server_cmds import settings_from
 
 admin_app = typer.Typer(
-    help="Server administration: bootstrap (the database itself) and runner releases.",
+    help="Server administration: bootstrap (the database itself), runner releases, backup "
+    "and restore.",
     no_args_is_help=True,
 )
 admin_app.add_typer(release_app, name="release")
+admin_app.command("backup")(backup)
+admin_app.command("restore")(restore)
 
 
 @admin_app.command("bootstrap")

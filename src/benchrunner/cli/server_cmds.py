@@ -51,7 +51,17 @@ def server(
     data_dir: Annotated[
         Path | None,
         typer.Option(
-            help="Blobs, keys and the default SQLite file [default: .benchrunner].",
+            help="Keys, the default SQLite file and blobs [default: .benchrunner].",
+            show_default=False,
+        ),
+    ] = None,
+    blob_store: Annotated[
+        str | None,
+        typer.Option(
+            metavar="LOCATION",
+            help="Where blobs live: s3://BUCKET/PREFIX (endpoint, region and credentials from "
+            "the AWS_* variables or the AWS config files) or a directory "
+            "[default: DATA_DIR/blobs].",
             show_default=False,
         ),
     ] = None,
@@ -216,6 +226,7 @@ def server(
             "port": port,
             "db": db,
             "data_dir": data_dir,
+            "blob_store": blob_store,
             "templates": templates,
             "heartbeat_timeout": heartbeat_timeout,
             "job_timeout_grace": job_timeout_grace,

@@ -108,8 +108,8 @@ def _child_env() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if not k.startswith("BENCHRUNNER_")}
 
 
-def _wait_healthy(url: str, server: Child, signals: StopSignals) -> None:
-    deadline = time.monotonic() + HEALTH_DEADLINE
+def _wait_healthy(url: str, server: Child, signals: StopSignals, within: float) -> None:
+    deadline = time.monotonic() + within
     with BenchrunnerClient(url, None, timeout=2) as client:
         while True:
             signals.check()
@@ -122,7 +122,7 @@ def _wait_healthy(url: str, server: Child, signals: StopSignals) -> None:
             except ApiError as exc:
                 if exc.status != 0 or time.monotonic() > deadline:
                     raise ValueError(
-                        f"server did not become healthy within {HEALTH_DEADLINE:.0f} s: {exc} "
+                        f"server did not become healthy within {within:.0f} s: {exc} "
                         f"(log: {server.log_path})"
                     ) from None
             time.sleep(0.2)
@@ -175,6 +175,15 @@ def up(
     ] = 8080,
     # No BENCHRUNNER_HOST here: for every client command it means the server's URL.
     host: Annotated[str, typer.Option(help="Interface the server listens on.")] = "127.0.0.1",
+    start_timeout: Annotated[
+        float,
+        typer.Option(
+            envvar="BENCHRUNNER_START_TIMEOUT",
+            metavar="SECONDS",
+            min=1,
+            help="How long the server may take to answer its first health check.",
+        ),
+    ] = HEALTH_DEADLINE,
 ) -> None:
     """Start a local server and runner with a demo project, and keep them running until Ctrl-C.
 
@@ -192,7 +201,9 @@ def up(
     children: list[Child] = []
     with StopSignals() as signals:
         try:
-            code = _run(url, host, port, db_url, data_dir, templates, signals, children)
+            code = _run(
+                url, host, port, db_url, data_dir, templates, signals, children, start_timeout
+            )
         except StopRequested:
             code = 0
         finally:
@@ -209,6 +220,7 @@ def _run(
     templates: Path,
     signals: StopSignals,
     children: list[Child],
+    start_timeout: float,
 ) -> int:
     from benchrunner.server.bootstrap import bootstrap_admin
 
@@ -236,7 +248,7 @@ def _run(
         _child_env(),
     )
     children.append(server)
-    _wait_healthy(url, server, signals)
+    _wait_healthy(url, server, signals, start_timeout)
     with BenchrunnerClient(url, token) as client:
         setup = provision(client, this_machine(data_dir))
     signals.check()

@@ -15,7 +15,7 @@ from benchrunner import __version__
 from benchrunner.core.clock import Clock, MonotonicClock, SystemClock, SystemMonotonicClock
 from benchrunner.core.templates import TemplateRegistry
 from benchrunner.server import api_docs, console, errors, logs, openapi
-from benchrunner.server.blobs import LocalBlobStore
+from benchrunner.server.blob_stores import open_blob_store
 from benchrunner.server.channel import ChannelHub
 from benchrunner.server.config import ServerSettings
 from benchrunner.server.connections import (
@@ -89,7 +89,7 @@ def build_context(
     return ServerContext(
         settings=settings,
         db=db,
-        blobs=LocalBlobStore(settings.data_dir / "blobs"),
+        blobs=open_blob_store(settings.blob_store, settings.data_dir),
         templates=templates,
         clock=clock or SystemClock(),
         secret_key=load_or_create_secret(settings.data_dir, settings.secret_key),

@@ -7,9 +7,10 @@ survives a crash.
 Large blobs (image layers up to the registry's body limit) never pass through memory whole: they
 are written through an *upload* (``upload_create``, any number of ``upload_append`` calls, then
 ``upload_commit`` under a key, which checks the SHA-256 of everything appended) and read back with
-``read`` in chunks. An object store would map an upload onto a multipart upload; the local store
-keeps it as a staging file under ``_uploads/``. Every operation is blocking: call them off the
-event loop.
+``read`` in chunks. The local store keeps an upload as a staging file under ``_uploads/``;
+object storage keeps it as objects under ``_uploads/`` (``s3_blobs``). Every operation is
+blocking: call them off the event loop. Object storage raises ``BlobStoreUnavailable`` when
+it cannot be reached (the local directory's own failures are ``OSError``).
 
 An upload may carry *owners* (short labels such as a hash of its repository), which
 ``upload_count`` counts so that callers can cap open uploads. The local store writes them into
@@ -49,6 +50,30 @@ class DigestMismatch(Exception):
 
 class UploadNotFound(Exception):
     """No upload with this id: never created, already committed, or aborted."""
+
+
+class BlobStoreUnavailable(Exception):
+    """The blob store cannot be reached or refused the operation (object storage down, bad
+    credentials, missing bucket). Nothing was stored by the failed call; what was stored
+    before it stays."""
+
+
+def check_key(key: str) -> None:
+    """``ValueError`` unless ``key`` is a relative POSIX path with no ``..`` or empty part."""
+    parts = key.split("/")
+    if not key or any(p in ("..", ".", "") for p in parts):
+        raise ValueError(f"invalid blob key {key!r}")
+
+
+def check_owners(owners: Sequence[str]) -> None:
+    if not all(_OWNER.fullmatch(owner) for owner in owners):
+        raise ValueError(f"invalid upload owners {owners!r}")
+
+
+def check_upload_id(upload_id: str) -> None:
+    """``UploadNotFound`` for an id no store could have made."""
+    if _UPLOAD_ID.fullmatch(upload_id) is None:
+        raise UploadNotFound(upload_id)
 
 
 class BlobStore(Protocol):
@@ -117,7 +142,10 @@ class BlobStore(Protocol):
 
         Safe against a writer storing the same key meanwhile: storing an existing key marks
         it as stored now (see ``upload_commit``), and a blob stored while the check runs is
-        the writer's, not deleted."""
+        the writer's, not deleted. An object store, which cannot set a blob aside atomically,
+        may still delete a blob stored in the instant between its time check and its delete
+        when the writer's link comes after ``wanted()``: a writer that links a blob it stored
+        checks that the blob is still there afterwards."""
         ...
 
 
@@ -148,10 +176,8 @@ class LocalBlobStore:
         (root / _UPLOADS).mkdir(exist_ok=True)
 
     def _path(self, key: str) -> Path:
-        parts = PurePosixPath(key).parts
-        if not parts or any(p in ("..", "/", "") for p in parts) or key.startswith("/"):
-            raise ValueError(f"invalid blob key {key!r}")
-        return self.root.joinpath(*parts)
+        check_key(key)
+        return self.root.joinpath(*PurePosixPath(key).parts)
 
     def put(self, key: str, data: bytes) -> None:
         path = self._path(key)
@@ -194,13 +220,11 @@ class LocalBlobStore:
         return _chunks(handle, chunk_size, limit=length)
 
     def _upload_path(self, upload_id: str) -> Path:
-        if _UPLOAD_ID.fullmatch(upload_id) is None:
-            raise UploadNotFound(upload_id)
+        check_upload_id(upload_id)
         return self.root / _UPLOADS / upload_id
 
     def upload_create(self, owners: Sequence[str] = ()) -> str:
-        if not all(_OWNER.fullmatch(owner) for owner in owners):
-            raise ValueError(f"invalid upload owners {owners!r}")
+        check_owners(owners)
         upload_id = "_".join([*owners, secrets.token_hex(16)])
         self._upload_path(upload_id).touch(exist_ok=False)
         return upload_id

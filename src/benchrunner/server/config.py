@@ -5,7 +5,7 @@ from __future__ import annotations
 import socket
 from pathlib import Path
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -19,6 +19,10 @@ class ServerSettings(BaseSettings):
     port: int = Field(default=8080, ge=0, le=65535)
     db: str = Field(default="", description="SQLAlchemy URL or SQLite file; default data-dir")
     data_dir: Path = Path(".benchrunner")
+    blob_store: str | None = Field(
+        default=None,
+        description="s3://BUCKET/PREFIX (object storage) or a directory; default data-dir/blobs",
+    )
     templates: Path | None = None
     public_url: str | None = Field(
         default=None, description="URL runners and clients use to reach this server"
@@ -127,6 +131,14 @@ class ServerSettings(BaseSettings):
         "the rest is dropped with a marker (the job's output is kept whole, as before)",
     )
     log_level: str = "info"
+
+    @field_validator("blob_store")
+    @classmethod
+    def _blob_store_opens(cls, value: str | None) -> str | None:
+        from benchrunner.server.blob_stores import check_location
+
+        check_location(value)
+        return value or None
 
     @model_validator(mode="after")
     def _outputs_fit_a_batch(self) -> ServerSettings:

@@ -18,6 +18,8 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from benchrunner.server.blobs import BlobStoreUnavailable
+
 log = logging.getLogger(__name__)
 
 
@@ -93,6 +95,15 @@ def install(app: FastAPI) -> None:
         return JSONResponse(
             error_body(f"invalid request: a value cannot be stored: {reason}", "bad_request"),
             status_code=400,
+        )
+
+    @app.exception_handler(BlobStoreUnavailable)
+    async def _store_down(_request: Request, exc: BlobStoreUnavailable) -> JSONResponse:
+        log.error("%s", exc)  # the store's own words stay in the log: they name its endpoint
+        return JSONResponse(
+            error_body("the blob store is unavailable; try again later", "unavailable"),
+            status_code=503,
+            headers={"Retry-After": "30", "Connection": "close"},
         )
 
     @app.exception_handler(Exception)

@@ -62,6 +62,13 @@ async def _complete(
 ) -> Response:
     size = await _uploads(ctx).commit(upload_id, digest)
     await ctx.db.write(registry.blob_link, project.id, digest, size, ctx.clock.now())
+    if await asyncio.to_thread(ctx.blobs.size, blob_key(digest)) is None:
+        # Object storage's garbage collection deleted the bytes in the instant they were stored
+        # again (see ``BlobStore.collect``): nothing is linked, and the client pushes again.
+        await ctx.db.write(registry.blob_unlink, project.id, digest)
+        raise RegistryError(
+            "BLOB_UPLOAD_UNKNOWN", "the blob was collected as it was stored: push it again"
+        )
     return _created(name, digest)
 
 
