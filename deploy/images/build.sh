@@ -151,17 +151,28 @@ rm -f "$work/root/tmp/$(basename "$wheel")"
 comm -13 "$work/before.txt" "$work/after.txt" > "$work/added.txt"
 layer_tar "$work/root" "$work/app.tar" --no-recursion -T "$work/added.txt"
 
-# The image: the three layers and a configuration; every date is SOURCE_DATE_EPOCH.
-layout="$work/layout"
-umoci init --layout "$layout"
-umoci new --image "$layout:$kind"
-add_layer() { # TAR WHAT
-  umoci raw add-layer --image "$layout:$kind" --history.created "$created" \
-    --history.created_by "benchrunner deploy/images/build.sh: $2" "$1"
+# The image: the three layers and a configuration; every date is SOURCE_DATE_EPOCH. umoci
+# compresses each layer as it adds it: the first two are added once, to a layout kept beside
+# their tars, which each build copies (its blobs as hard links: umoci never rewrites a blob).
+add_layer() { # LAYOUT TAR WHAT
+  umoci raw add-layer --image "$1:$kind" --history.created "$created" \
+    --history.created_by "benchrunner deploy/images/build.sh: $3" "$2"
 }
-add_layer "$base" "Debian $suite: $packages"
-add_layer "$deps" "run-time dependencies from requirements.lock"
-add_layer "$work/app.tar" "benchrunner $version"
+lower="$cache/layout-$kind-$deps_key"
+if [ ! -s "$lower/index.json" ]; then
+  umoci init --layout "$work/lower"
+  umoci new --image "$work/lower:$kind"
+  add_layer "$work/lower" "$base" "Debian $suite: $packages"
+  add_layer "$work/lower" "$deps" "run-time dependencies from requirements.lock"
+  rm -rf "$lower"
+  mv "$work/lower" "$lower"
+  find "$cache" -maxdepth 1 -name "layout-$kind-*" ! -name "${lower##*/}" -exec rm -rf {} +
+fi
+layout="$work/layout"
+mkdir "$layout"
+cp -al "$lower/blobs" "$layout/blobs"
+cp "$lower/index.json" "$lower/oci-layout" "$layout/"
+add_layer "$layout" "$work/app.tar" "benchrunner $version"
 config=(--created "$created" --history.created "$created" --author benchrunner
   --config.env PATH=/opt/benchrunner/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
   --config.env LANG=C.UTF-8 --config.env PYTHONDONTWRITEBYTECODE=1
