@@ -37,10 +37,11 @@ while [ $# -gt 0 ]; do
   esac
 done
 case "$kind" in
-  server) packages="python3,python3-venv,ca-certificates" ;;
+  # libstdc++6: the manylinux wheels of numpy and scipy link it, and expect it from the system.
+  server) packages="python3,python3-venv,ca-certificates,libstdc++6" ;;
   # runc runs the image jobs; mkfs.ext4 and mount make their writable layers; setpriv (util-linux)
   # arms a job's leader with a parent-death signal.
-  runner) packages="python3,python3-venv,ca-certificates,runc,e2fsprogs,mount,util-linux" ;;
+  runner) packages="python3,python3-venv,ca-certificates,libstdc++6,runc,e2fsprogs,mount,util-linux" ;;
   *) echo "usage: build.sh server|runner --out DIR [--wheel FILE] [--cache DIR]" >&2; exit 2 ;;
 esac
 [ -n "$out" ] || { echo "build.sh: --out DIR is required" >&2; exit 2; }
@@ -112,10 +113,15 @@ fi
 
 # Layer 2: the run-time dependencies.
 python3 "$here/runtime_requirements.py" "$repo/requirements.lock" "$wheel" > "$work/runtime.txt"
-deps_key=$( { echo "$base_key"; cat "$work/runtime.txt"; } | sha256sum | cut -c1-16)
-deps="$cache/venv-$kind-$deps_key.tar"
 mkdir "$work/root"
 tar -C "$work/root" -xf "$base"
+# What the venv is made of: the lock's entries, the Python, pip and glibc it is made with, and
+# this step's own lines; not the rest of Debian, so the server and the runner share it.
+deps_key=$( { echo "$SOURCE_DATE_EPOCH"; cat "$work/runtime.txt"
+  grep -E '^(python3\.11|libpython3\.11-stdlib|python3-pip-whl|python3-setuptools-whl|libc6) ' \
+    "$work/root/usr/share/benchrunner-packages.txt"
+  sed -n '/^# Layer 2/,/^# Layer 3/p' "$here/build.sh"; } | sha256sum | cut -c1-16)
+deps="$cache/venv-$deps_key.tar"
 if [ ! -s "$deps" ]; then
   echo "build.sh: layer 2, /opt/benchrunner with $(grep -c '==' "$work/runtime.txt") locked packages" >&2
   # Downloaded here, with the host's pip settings (index, proxy, certificates), for the image's
@@ -135,7 +141,7 @@ if [ ! -s "$deps" ]; then
   rm -rf "$work/root/tmp/runtime.txt" "$work/root/tmp/wheelhouse"
   layer_tar "$work/root" "$work/venv.tar" opt
   mv "$work/venv.tar" "$deps"
-  find "$cache" -maxdepth 1 -name "venv-$kind-*.tar" ! -name "${deps##*/}" -delete
+  find "$cache" -maxdepth 1 -name "venv-*.tar" ! -name "${deps##*/}" -delete
 else
   tar -C "$work/root" -xf "$deps"
 fi
@@ -146,6 +152,9 @@ cp "$wheel" "$work/root/tmp/"
 in_chroot "$work/root" /opt/benchrunner/bin/pip install --quiet --no-deps --no-index \
   "/tmp/$(basename "$wheel")"
 in_chroot "$work/root" /opt/benchrunner/bin/pip check
+# pip check reads metadata only: import what loads native code, as the server does.
+in_chroot "$work/root" /opt/benchrunner/bin/python -c \
+  'import numpy, scipy.stats, psycopg, argon2, cryptography.hazmat.bindings._rust, uvloop, benchrunner.server.app'
 rm -f "$work/root/tmp/$(basename "$wheel")"
 (cd "$work/root" && find opt/benchrunner | sort) > "$work/after.txt"
 comm -13 "$work/before.txt" "$work/after.txt" > "$work/added.txt"
@@ -158,7 +167,7 @@ add_layer() { # LAYOUT TAR WHAT
   umoci raw add-layer --image "$1:$kind" --history.created "$created" \
     --history.created_by "benchrunner deploy/images/build.sh: $3" "$2"
 }
-lower="$cache/layout-$kind-$deps_key"
+lower="$cache/layout-$kind-$base_key-$deps_key"
 if [ ! -s "$lower/index.json" ]; then
   umoci init --layout "$work/lower"
   umoci new --image "$work/lower:$kind"
