@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install system-packages up test lint docs docs-reference screenshots clean
+.PHONY: install system-packages up test lint docs docs-reference screenshots images clean
 
 $(STAMP): requirements.lock pyproject.toml
 	@# Debian's python3 may lack ensurepip (package python3-venv): fall back to virtualenv.
@@ -56,6 +56,12 @@ docs-reference: $(STAMP)
 # The documentation's console pictures, taken anew by the browser tests.
 screenshots: $(STAMP) system-packages
 	BENCHRUNNER_SCREENSHOTS=$(CURDIR)/docs/screenshots $(BIN)/pytest -q -p no:cacheprovider tests/console
+
+# The server and runner container images, as OCI layouts in images/ (deploy/images/build.sh;
+# root, mmdebstrap and umoci). SOURCE_DATE_EPOCH defaults to the last commit's time.
+images: $(STAMP)
+	deploy/images/build.sh server --out images/server
+	deploy/images/build.sh runner --out images/runner
 
 clean:
 	rm -rf $(VENV)

@@ -1,17 +1,19 @@
 #!/usr/bin/env bash
 # Debian packages the test suite drives for real: the OCI runtime (runc), OCI clients (skopeo,
-# umoci), a static busybox for test images, mkfs.ext4 for the sandbox's writable layers, and the
+# umoci), a static busybox for test images, mmdebstrap for the container images (deploy/images),
+# systemd-analyze for the service units, mkfs.ext4 for the sandbox's writable layers, and the
 # benchmark harnesses whose output the adapters' tests read: hyperfine, Node.js with npm
 # (tests/harnesses/js pins versions for Node >= 18), g++ with Google Benchmark and Catch2, Go,
 # Ruby, and cargo with Criterion.rs; git for the asv project the asv test builds; Chromium, which
 # the console's browser tests drive through Playwright (never a browser Playwright downloads),
 # with a sans-serif font for its screenshots (only recommended by the package); jq, which the
-# GitHub Actions workflow of docs/how-to/ uses as GitHub's runners have it; systemd-analyze,
-# which checks the units in deploy/, and pg_dump, which backs up a PostgreSQL server.
+# GitHub Actions workflow of docs/how-to/ uses as GitHub's runners have it;
+# and pg_dump, which backs up a PostgreSQL server.
 # Installs only what is missing; needs root + apt.
 set -euo pipefail
 declare -A wanted=([runc]=runc [skopeo]=skopeo [umoci]=umoci [busybox]=busybox-static [mkfs.ext4]=e2fsprogs [hyperfine]=hyperfine [node]=nodejs [npm]=npm
-  [g++]=g++ [go]=golang-go [ruby]=ruby [git]=git [jq]=jq [systemd-analyze]=systemd [pg_dump]=postgresql-client)
+  [g++]=g++ [go]=golang-go [ruby]=ruby [git]=git [jq]=jq [mmdebstrap]=mmdebstrap [systemd-analyze]=systemd
+  [pg_dump]=postgresql-client)
 # Libraries and headers have no command: a file of theirs stands for them. The Criterion test runs
 # Debian's cargo by its path, whatever cargo (rustup's) comes first on PATH.
 declare -A wanted_files=([/usr/include/benchmark/benchmark.h]=libbenchmark-dev

@@ -1,0 +1,281 @@
+"""The container images of deploy/images/build.sh, built from Debian packages and the wheel and
+run under runc: the server as uid 10001 on a read-only root with a writable data volume,
+configured by environment against a fresh PostgreSQL database; the runner's tools inside its
+image.
+
+Building takes minutes the first time (mmdebstrap, PyPI), so the built layouts are kept in
+``~/.cache/benchrunner-test-images`` under a hash of everything that goes into them; the build
+script keeps its Debian and dependency layers there too, so a change to the source tree rebuilds
+only the last layer. A build that cannot run fails the test: nothing here skips.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.databases import postgres_database
+from tests.harness import REPO, free_port, wait_until
+
+# A build from nothing downloads Debian and PyPI packages: far beyond the suite's default.
+pytestmark = [pytest.mark.system, pytest.mark.timeout(3600)]
+
+BUILD = REPO / "deploy" / "images" / "build.sh"
+# A fixed date for every timestamp in the images: the same inputs give the same layers, and the
+# cache outlives commits.
+SOURCE_DATE_EPOCH = "1764288000"
+SERVER_UID = 10001
+TOOLS = ("mmdebstrap", "umoci", "runc")
+
+
+def image_cache() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "benchrunner-test-images"
+
+
+def inputs_key(kind: str) -> str:
+    """A hash of every file the image is made from: the build scripts, the lock, the project's
+    metadata and the source tree the wheel is built from."""
+    digest = hashlib.sha256(f"{kind} {SOURCE_DATE_EPOCH}\n".encode())
+    files = [
+        *sorted((REPO / "deploy" / "images").iterdir()),
+        REPO / "requirements.lock",
+        REPO / "pyproject.toml",
+        REPO / "README.md",  # the wheel's long description
+        *sorted(
+            path
+            for path in (REPO / "src").rglob("*")
+            if path.is_file() and "__pycache__" not in path.parts
+        ),
+    ]
+    for path in files:
+        if path.is_file():
+            digest.update(f"{path.relative_to(REPO)}\n".encode())
+            digest.update(hashlib.sha256(path.read_bytes()).digest())
+    return digest.hexdigest()[:16]
+
+
+def built_image(kind: str, scratch: Path) -> Path:
+    """The OCI layout of ``kind``'s image for this tree, from the cache or built now."""
+    if os.geteuid() != 0:
+        pytest.fail("building images needs root (mmdebstrap's root mode, chroot, runc)")
+    missing = [tool for tool in TOOLS if shutil.which(tool) is None]
+    if missing:
+        pytest.fail(f"building images needs {', '.join(missing)} (tools/system-packages.sh)")
+    cache = image_cache()
+    layout = cache / f"{kind}-{inputs_key(kind)}"
+    if (layout / "index.json").exists():
+        return layout
+    cache.mkdir(parents=True, exist_ok=True)
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "-w", scratch, REPO],
+        check=True,
+        timeout=600,
+        env={**os.environ, "SOURCE_DATE_EPOCH": SOURCE_DATE_EPOCH},
+    )
+    (wheel,) = scratch.glob("benchrunner-*.whl")
+    partial = cache / f".{layout.name}.{uuid.uuid4().hex[:8]}"
+    done = subprocess.run(
+        [BUILD, kind, "--out", partial, "--wheel", wheel, "--cache", cache / "stages"],
+        capture_output=True,
+        text=True,
+        timeout=3600,
+        env={**os.environ, "SOURCE_DATE_EPOCH": SOURCE_DATE_EPOCH},
+        check=False,
+    )
+    assert done.returncode == 0, f"build.sh {kind} failed:\n{done.stderr[-6000:]}"
+    for old in cache.glob(f"{kind}-*"):  # an older tree's layout and its unpacked bundle
+        shutil.rmtree(old, ignore_errors=True)
+    partial.rename(layout)
+    return layout
+
+
+def unpacked(layout: Path, tag: str) -> Path:
+    """``umoci unpack`` of the image, kept beside its layout: a bundle whose root file system
+    every container of these tests mounts read-only, so it is unpacked once per image."""
+    bundle = layout.with_name(f"{layout.name}-bundle")
+    if (bundle / "config.json").exists():
+        return bundle
+    partial = layout.with_name(f".{bundle.name}.{uuid.uuid4().hex[:8]}")
+    subprocess.run(
+        ["umoci", "unpack", "--image", f"{layout}:{tag}", partial],
+        check=True,
+        capture_output=True,
+        timeout=1200,
+    )
+    partial.rename(bundle)
+    return bundle
+
+
+class Container:
+    """One container of an image under runc, in the host's network namespace, on a read-only
+    root (the cached unpacked image)."""
+
+    def __init__(self, layout: Path, tag: str, directory: Path) -> None:
+        image = unpacked(layout, tag)
+        self.bundle = directory / "bundle"
+        self.bundle.mkdir()
+        self.state = directory / "runc-state"
+        self.name = f"benchrunner-image-test-{uuid.uuid4().hex[:8]}"
+        self.config: dict[str, Any] = json.loads((image / "config.json").read_text())
+        self.config["root"] = {"path": str(image / "rootfs"), "readonly": True}
+        linux = self.config["linux"]
+        linux["namespaces"] = [ns for ns in linux["namespaces"] if ns["type"] != "network"]
+        self.config["process"]["terminal"] = False
+
+    def set_env(self, **values: str) -> None:
+        env = [item for item in self.config["process"]["env"] if item.split("=")[0] not in values]
+        self.config["process"]["env"] = env + [f"{k}={v}" for k, v in values.items()]
+
+    def mount(self, source: Path | None, destination: str) -> None:
+        """A writable bind mount of ``source``, or a tmpfs when it is None."""
+        mount: dict[str, Any] = {"destination": destination}
+        if source is None:
+            mount |= {"type": "tmpfs", "source": "tmpfs", "options": ["nosuid", "nodev"]}
+        else:
+            mount |= {"type": "bind", "source": str(source), "options": ["rbind", "rw"]}
+        self.config["mounts"].append(mount)
+
+    def _write_config(self) -> None:
+        (self.bundle / "config.json").write_text(json.dumps(self.config))
+
+    def runc(self, *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            ["runc", "--root", str(self.state), *args],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+        )
+
+    def run(self, args: list[str], timeout: float = 300) -> subprocess.CompletedProcess[str]:
+        """Run ``args`` in the container to the end."""
+        self.config["process"]["args"] = args
+        self._write_config()
+        return self.runc("run", "--bundle", str(self.bundle), self.name, timeout=timeout)
+
+    def start(self, log: Path) -> subprocess.Popen[bytes]:
+        """Start the image's own command in the background, its output into ``log``."""
+        self._write_config()
+        with log.open("wb") as sink:
+            return subprocess.Popen(
+                ["runc", "--root", str(self.state), "run", "--bundle", str(self.bundle), self.name],
+                stdin=subprocess.DEVNULL,
+                stdout=sink,
+                stderr=subprocess.STDOUT,
+            )
+
+    def pid(self) -> int:
+        state = self.runc("state", self.name)
+        assert state.returncode == 0, state.stderr
+        return int(json.loads(state.stdout)["pid"])
+
+    def remove(self) -> None:
+        self.runc("kill", self.name, "KILL")
+        self.runc("delete", "--force", self.name)
+
+
+@pytest.fixture(scope="module")
+def server_image(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return built_image("server", tmp_path_factory.mktemp("server-wheel"))
+
+
+@pytest.fixture
+def server_container(server_image: Path, tmp_path: Path) -> Iterator[Container]:
+    container = Container(server_image, "server", tmp_path)
+    yield container
+    container.remove()
+
+
+@pytest.mark.postgresql
+def test_server_image_answers_health_on_postgresql(
+    server_container: Container, tmp_path: Path
+) -> None:
+    data = tmp_path / "data"
+    data.mkdir()
+    os.chown(data, SERVER_UID, SERVER_UID)
+    port = free_port()
+    container = server_container
+    container.mount(data, "/var/lib/benchrunner")
+    container.mount(None, "/tmp")
+    with postgres_database() as database_url:
+        container.set_env(
+            BENCHRUNNER_DB=database_url,
+            BENCHRUNNER_PORT=str(port),
+            BENCHRUNNER_LISTEN_HOST="127.0.0.1",
+            BENCHRUNNER_REPLICA_NAME="image-test",
+        )
+        log = tmp_path / "server.log"
+        process = container.start(log)
+        try:
+            url = f"http://127.0.0.1:{port}/v0/server/health"
+
+            def healthy() -> dict[str, Any] | None:
+                assert process.poll() is None, f"the server ended:\n{log.read_text()[-4000:]}"
+                try:
+                    answer = httpx.get(url, timeout=5)
+                except httpx.TransportError:
+                    return None
+                return answer.json() if answer.status_code == 200 else None
+
+            health = wait_until(healthy, timeout=120, interval=0.5, message="the image's health")
+            assert health["status"] == "ok", health
+            assert health["engine"] == "postgresql"
+            assert health["database_reachable"] is True
+            assert health["listen_connected"] is True
+            assert health["replica"] == "image-test"
+
+            # Its process runs as the image's user, on a root it cannot write.
+            status = Path(f"/proc/{container.pid()}/status").read_text()
+            uid_line = next(line for line in status.splitlines() if line.startswith("Uid:"))
+            assert uid_line.split()[1:] == [str(SERVER_UID)] * 4
+            write = container.runc(
+                "exec",
+                container.name,
+                "/opt/benchrunner/bin/python",
+                "-c",
+                "open('/opt/benchrunner/written', 'w')",
+            )
+            assert write.returncode != 0 and "Read-only file system" in write.stderr, write
+            # Its state (the JWT secret) is in the data volume, owned by that user.
+            state = [path for path in data.rglob("*") if path.is_file()]
+            assert state, "the server wrote nothing into its data volume"
+            assert all(path.stat().st_uid == SERVER_UID for path in state)
+        finally:
+            container.runc("kill", container.name, "TERM")
+            try:
+                process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+
+
+def test_runner_image_holds_the_runner_and_its_runtime(tmp_path: Path) -> None:
+    layout = built_image("runner", tmp_path / "wheel")
+    container = Container(layout, "runner", tmp_path)
+    try:
+        assert container.config["process"]["user"]["uid"] == 0  # runc needs root
+        assert container.config["process"]["args"] == [
+            "/opt/benchrunner/bin/benchrunner",
+            "runner",
+            "up",
+        ]
+        done = container.run(
+            ["/bin/sh", "-c", "benchrunner runner up --help && runc --version && mkfs.ext4 -V"]
+        )
+        assert done.returncode == 0, done.stderr
+        assert "--executor" in done.stdout and "--key-file" in done.stdout
+        assert "runc version" in done.stdout
+    finally:
+        container.remove()
