@@ -123,6 +123,9 @@ def test_perf_keeps_to_the_time_range_and_accepts_uuids(project: Project) -> Non
         for r in perf["results"]
     }
     assert values == {"sort": [101.0, 102.0, 103.0], "hash": [50.0, 50.0, 50.0]}
+    # no threshold: as Bencher's JsonPerfMetric, threshold, boundary and alert are null
+    unjudged = [m for r in perf["results"] for m in r["metrics"]]
+    assert {(m["threshold"], m["boundary"], m["alert"]) for m in unjudged} == {(None, None, None)}
 
 
 def test_perf_points_carry_their_boundary_and_alert(project: Project) -> None:
