@@ -86,10 +86,15 @@ def test_every_common_body_is_answered_as_bencher_answers(deployment: Deployment
     branched = answers["30_thresholds_start_point"]
     assert branched["branch"]["name"] == "feature-x"
     assert branched["branch"]["head"]["start_point"]["branch"] == main["uuid"]
-    # a new branch and testbed: the threshold is set, with no history yet to draw a boundary
+    # a new branch and testbed: the threshold is set, with no history yet to draw limits; as
+    # Bencher v0.6.12, the metric's boundary is stored all the same, baseline and limits null
     assert [(t["measure"]["slug"], t["model"]["test"]) for t in feature_thresholds] == [
         ("latency", "t_test")
     ]
+    [[encoded]] = branched["results"]
+    [judged] = encoded["measures"]
+    assert judged["threshold"]["model"]["test"] == "t_test"
+    assert judged["boundary"] == {"baseline": None, "lower_limit": None, "upper_limit": None}
 
     every = jobs["40_image_every_flag"].json()["config"]
     assert every == {

@@ -123,6 +123,9 @@ def test_perf_keeps_to_the_time_range_and_accepts_uuids(project: Project) -> Non
         for r in perf["results"]
     }
     assert values == {"sort": [101.0, 102.0, 103.0], "hash": [50.0, 50.0, 50.0]}
+    # no threshold: as Bencher's JsonPerfMetric, threshold, boundary and alert are null
+    unjudged = [m for r in perf["results"] for m in r["metrics"]]
+    assert {(m["threshold"], m["boundary"], m["alert"]) for m in unjudged} == {(None, None, None)}
 
 
 def test_perf_points_carry_their_boundary_and_alert(project: Project) -> None:
@@ -144,7 +147,9 @@ def test_perf_points_carry_their_boundary_and_alert(project: Project) -> None:
         rows = list(csv.DictReader(io.StringIO(client.perf(project.slug, query, kind="csv").text)))
     [series] = perf["results"]
     points = series["metrics"]
-    assert "boundary" not in points[0]  # no history yet: no limits drawn
+    # no history yet: as Bencher v0.6.12, the boundary is stored with nothing drawn
+    assert points[0]["boundary"] == {"baseline": None, "lower_limit": None, "upper_limit": None}
+    assert points[0]["threshold"]["model"]["test"] == "percentage"
     regressed = points[-1]
     assert regressed["threshold"]["model"]["test"] == "percentage"
     assert regressed["boundary"]["baseline"] == 100.0

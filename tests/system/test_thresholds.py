@@ -21,6 +21,8 @@ from tests.databases import ENGINES, fresh_database
 from tests.harness import Deployment, deploy
 
 T0 = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
+UNDRAWN = {"baseline": None, "lower_limit": None, "upper_limit": None}
+"""A boundary stored for a judged metric whose history draws no limits (Bencher v0.6.12)."""
 LATENCY_10PCT = {"test": "percentage", "upper_boundary": 0.1, "min_sample_size": 3}
 
 
@@ -103,9 +105,11 @@ def test_a_regression_raises_an_alert_in_the_answer(api: Api) -> None:
     )
     assert first["alerts"] == []
     assert measures_of(first, "parse")["latency"]["measure"]["units"] == "nanoseconds (ns)"
-    # Too few samples (min_sample_size 3): the threshold is shown, no boundary, no alert.
+    # Too few samples (min_sample_size 3): the threshold is shown and, as Bencher v0.6.12, a
+    # boundary with nothing drawn; no alert.
     early = api.run(latency(parse=500, write=100))
-    assert "boundary" not in measures_of(early, "parse")["latency"] and early["alerts"] == []
+    assert measures_of(early, "parse")["latency"]["boundary"] == UNDRAWN
+    assert early["alerts"] == []
     for value in (100, 102, 98):
         api.run(latency(parse=value, write=value))
     regressed = api.run(latency(parse=130, write=105))
@@ -163,7 +167,8 @@ def test_overrides_ignored_benchmarks_and_bencher_ignore(api: Api) -> None:
     assert names == {"fast", "slow", "skip"}  # -bencher-ignore dropped, ignored one stored
     assert measures_of(report, "fast")["latency"]["threshold"]["uuid"] == override.json()["uuid"]
     assert measures_of(report, "slow")["latency"]["threshold"]["uuid"] == threshold["uuid"]
-    assert "threshold" not in measures_of(report, "skip")["latency"]
+    skipped = measures_of(report, "skip")["latency"]
+    assert skipped["threshold"] is None and skipped["boundary"] is None
     assert [a["benchmark"]["name"] for a in report["alerts"]] == ["fast"]
     assert [b["name"] for b in api.get("/benchmarks")] == ["fast", "skip", "slow"]
 
@@ -264,7 +269,7 @@ def test_versions_context_start_points_and_fold(api: Api) -> None:
     assert len(api.get("/thresholds", branch="pr-1")) == 1
     # reset: the branch's history starts over (nothing inherited, nothing of its own).
     fresh = api.run(latency(b=150), branch="pr-1", start_point={"reset": True})
-    assert "boundary" not in measures_of(fresh, "b")["latency"]
+    assert measures_of(fresh, "b")["latency"]["boundary"] == UNDRAWN
     assert api.get("/branches/pr-1")["start_point"] is None
 
     folded = api.run(
@@ -292,7 +297,7 @@ def test_a_baseline_reset_dismisses_and_rebaselines(api: Api) -> None:
     assert reset.json()["dismissed"] == 1
     assert api.get("/alerts", status="dismissed")[0]["report"] == intended["uuid"]
     # History now starts at the intended report: 200 is the baseline, too few samples yet...
-    assert "boundary" not in measures_of(api.run(latency(a=200)), "a")["latency"]
+    assert measures_of(api.run(latency(a=200)), "a")["latency"]["boundary"] == UNDRAWN
     api.run(latency(a=200))
     judged = api.run(latency(a=205))
     assert measures_of(judged, "a")["latency"]["boundary"]["baseline"] == pytest.approx(200.0)

@@ -8,9 +8,10 @@ For each metric: the threshold is the benchmark's override if it has one, else t
 ignored benchmarks are never judged. The history (``store.history``) is cut to the model's
 window before the report's start time, to its sample size, and to the latest baseline reset.
 
-- A limit test draws limits from the history; too few values draw none, and the metric then
-  has no boundary. Otherwise the boundary is stored, and a value strictly outside a limit
-  raises an alert on that side.
+- A limit test draws limits from the history, and every judged metric gets a boundary, as in
+  Bencher v0.6.12: too few values draw none, and the boundary is then stored with a null
+  baseline and null limits (no alert). A value strictly outside a drawn limit raises an alert
+  on that side.
 - ``change_point`` looks for steps in the history followed by the new value. A step is one
   alert, on the metric where the series changed, raised once: a step near one already alerted
   (closer to it than to any other step found) is the same step seen again.
@@ -143,24 +144,28 @@ def _judge_limits(
     alerting: bool,
 ) -> int:
     """Each metric's limits from its series; their boundaries are stored in one batch (a
-    report's thousands of metrics are not thousands of statements). Without ``alerting``,
-    nothing is raised."""
-    from benchrunner.detection.boundary import limits, outside
+    report's thousands of metrics are not thousands of statements), a metric whose history
+    draws no limits with a null baseline and null limits. Without ``alerting``, nothing is
+    raised."""
+    from benchrunner.detection.boundary import Limits, limits, outside
 
     model = thresholds.model_of(t)
-    drawn = [(m, limits(model, [p.value for p in series.get(m.benchmark_id, [])])) for m in metrics]
-    bounded = [(m, d) for m, d in drawn if d is not None]
+    undrawn = Limits(None, None, None)
+    drawn = [
+        (m, limits(model, [p.value for p in series.get(m.benchmark_id, [])]) or undrawn)
+        for m in metrics
+    ]
     boundary_ids = alerts.boundaries_put(
         conn,
         [
             alerts.NewBoundary(m.id, t.threshold_id, t.id, d.baseline, d.lower_limit, d.upper_limit)
-            for m, d in bounded
+            for m, d in drawn
         ],
     )
     raised = 0
     if not alerting:
         return raised
-    for (m, d), boundary_id in zip(bounded, boundary_ids, strict=True):
+    for (m, d), boundary_id in zip(drawn, boundary_ids, strict=True):
         side = outside(d, m.value)
         if side is not None:
             raised += int(alerts.alert_raise(conn, boundary_id, report_id, side, now))

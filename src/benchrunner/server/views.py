@@ -430,7 +430,9 @@ def _measure_entry(
         },
         "metrics": metrics,
     }
-    if found is not None:
+    if found is None:  # Bencher's JsonReportMeasure has both, null when unjudged
+        entry["threshold"] = entry["boundary"] = None
+    else:
         entry["threshold"] = {
             **_threshold_model(found, project_uuid),
             "alert_when_noisy": bool(found.alert_when_noisy),

@@ -204,6 +204,10 @@ def _point_view(p: Any) -> dict[str, Any]:
         "start_time": iso(p.start_time),
         "end_time": iso(p.end_time),
         "version": {"number": p.version, "hash": p.hash},
+        # Bencher's JsonPerfMetric has all three, null when the point has none
+        "threshold": None,
+        "boundary": None,
+        "alert": None,
     }
     if p.threshold_uuid is not None:
         view["threshold"] = {

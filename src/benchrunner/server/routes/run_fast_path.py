@@ -1,8 +1,8 @@
 """``POST /v0/run`` answered without FastAPI's per-request machinery.
 
 Routing through the included routers, dependency solving, the exception and exit-stack
-middlewares and the response field cost about a fifth of a submission's CPU on SQLite
-(0.3 ms of 1.5 ms, benchmarks/RESULTS.md), and a submission is a third of a job's. This
+middlewares and the response field are work done again for every submission, none of it
+needed to answer this one route, and a submission is a large part of a job's server CPU. This
 middleware answers the route itself: it validates the body with the route's own model, calls
 the same ``submit_run`` the route calls, and serializes the answer as FastAPI would. A body
 that does not validate (or is not JSON) goes on to the FastAPI route, so every malformed

@@ -3,7 +3,7 @@ cursor of the unit's connection, inside its transaction.
 
 ``Connection.execute`` re-derives per call what never changes for a cached statement — the
 compiled form's parameter handling, result metadata, events, a ``Row`` per row — and on
-SQLite that costs several times the statement itself (benchmarks/RESULTS.md). A ``Direct``
+SQLite, where the statement itself is cheap, that per-call work can outweigh it. A ``Direct``
 statement keeps the compiled SQL, the order of its parameters, and the type conversions its
 parameters and columns need (SQLAlchemy's own processors, so values look exactly as
 ``Connection.execute`` would give them), and does only the conversions per call.
