@@ -142,7 +142,7 @@ def test_a_regression_raises_an_alert_in_the_answer(api: Api) -> None:
     assert bad.status_code == 400 and "status" in bad.json()["message"]
 
 
-def test_overrides_ignored_benchmarks_and_bencher_ignore(api: Api) -> None:
+def test_overrides_and_ignored_benchmarks(api: Api) -> None:
     models = {"latency": {"test": "static", "upper_boundary": 1000}}
     api.run(latency(fast=10, slow=10, skip=10), thresholds={"models": models})
     threshold = api.get("/thresholds")[0]
@@ -162,15 +162,41 @@ def test_overrides_ignored_benchmarks_and_bencher_ignore(api: Api) -> None:
     ignored = api.http.patch(f"{api.project}/benchmarks/skip", json={"ignored": True})
     assert ignored.status_code == 200 and ignored.json()["ignored"] is True
 
-    report = api.run({**latency(fast=60, slow=60, skip=5000), **latency(**{"x-bencher-ignore": 1})})
+    report = api.run(latency(fast=60, slow=60, skip=5000))
     names = {r["benchmark"]["name"] for r in report["results"][0]}
-    assert names == {"fast", "slow", "skip"}  # -bencher-ignore dropped, ignored one stored
+    assert names == {"fast", "slow", "skip"}  # the ignored one stored all the same
     assert measures_of(report, "fast")["latency"]["threshold"]["uuid"] == override.json()["uuid"]
     assert measures_of(report, "slow")["latency"]["threshold"]["uuid"] == threshold["uuid"]
     skipped = measures_of(report, "skip")["latency"]
     assert skipped["threshold"] is None and skipped["boundary"] is None
     assert [a["benchmark"]["name"] for a in report["alerts"]] == ["fast"]
     assert [b["name"] for b in api.get("/benchmarks")] == ["fast", "skip", "slow"]
+
+
+def test_an_ignore_suffix_stores_and_draws_but_never_alerts(api: Api) -> None:
+    steady = latency(snake=100, Pascal=100, kebab=100)
+    first = api.run(steady, thresholds={"models": {"latency": LATENCY_10PCT}})
+    uuids = {r["benchmark"]["name"]: r["benchmark"]["uuid"] for r in first["results"][0]}
+    for _ in range(3):
+        api.run(steady)
+    suffixed = {
+        "snake_bencher_ignore": 500,
+        "PascalBencherIgnore": 500,
+        "kebab-bencher-ignore": 500,
+    }
+    ignored = api.run(latency(**suffixed))
+    assert ignored["alerts"] == []
+    for result in ignored["results"][0]:  # stored under the stripped name, on the same benchmark
+        assert uuids[result["benchmark"]["name"]] == result["benchmark"]["uuid"]
+        [measure] = result["measures"]
+        assert measure["metric"]["value"] == 500
+        assert measure["boundary"]["baseline"] == pytest.approx(100.0)
+        assert measure["boundary"]["upper_limit"] == pytest.approx(110.0)
+    assert len(ignored["results"][0]) == 3
+    assert {b["name"] for b in api.get("/benchmarks")} == {"snake", "Pascal", "kebab"}
+    # The same outlier without the suffix alerts (the history holds the 500 now: limit 220).
+    alerted = api.run(latency(snake=500, Pascal=100, kebab=100))
+    assert [a["benchmark"]["name"] for a in alerted["alerts"]] == ["snake"]
 
 
 def test_thresholds_crud_keeps_the_model_history(api: Api, shared: Deployment) -> None:

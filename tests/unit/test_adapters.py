@@ -54,14 +54,18 @@ def test_unknown_adapter() -> None:
         parse("cobol", "{}")
 
 
-def test_bencher_ignore_suffix_drops_a_benchmark_and_the_last_duplicate_wins() -> None:
+def test_names_are_read_whole_and_the_last_duplicate_wins() -> None:
+    # An ignore suffix is the store's to strip (reports.without_ignore_suffix), not dropped here.
     text = json.dumps(
         {
             "sort": {"latency": {"value": 1}},
             "slow-bencher-ignore": {"latency": {"value": 2}},
         }
     )
-    assert parse("json", text) == [Measurement("sort", "latency", 1.0)]
+    assert parse("json", text) == [
+        Measurement("sort", "latency", 1.0),
+        Measurement("slow-bencher-ignore", "latency", 2.0),
+    ]
     lines = "\n".join(
         f"[ 50.00%] ··· benchmarks.Suite.time_x{' ' * 20}{value}±0.01μs" for value in (1, 2)
     )

@@ -1,4 +1,4 @@
-"""Pure pieces of turning a run into judged metrics: measure names, folding and ignoring,
+"""Pure pieces of turning a run into judged metrics: measure names, folding, ignore suffixes,
 branch/hash/testbed from the context, model and hash validation, change-point bookkeeping."""
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from benchrunner.server.evaluation import already_alerted, history_since
 from benchrunner.server.results import report_metrics
 from benchrunner.server.routes.model_bodies import ThresholdModelBody, checked_model
 from benchrunner.server.routes.run_body import RunBody, run_target, threshold_models
+from benchrunner.server.store.reports import without_ignore_suffix
 
 
 @pytest.mark.parametrize(
@@ -53,11 +54,32 @@ def m(benchmark: str, value: float) -> Measurement:
         ("mean", [(0, "a", 2.0)]),
     ],
 )
-def test_fold_and_bencher_ignore(fold: Any, expected: list[tuple[int, str, float]]) -> None:
+def test_fold(fold: Any, expected: list[tuple[int, str, float]]) -> None:
     # As processing and direct runs read them: through adapters.kept, iteration by iteration.
-    iterations = [kept([m("a", v), m("b-bencher-ignore", v)]) for v in (3.0, 1.0, 2.0)]
+    iterations = [kept([m("a", v), m("a", v)]) for v in (3.0, 1.0, 2.0)]
     found = report_metrics(iterations, fold)
     assert [(v.iteration, v.benchmark, v.value) for v in found] == expected
+
+
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [
+        # Bencher v0.6.12's own examples (lib/bencher_valid), pinned to that release.
+        ("snake_bencher_ignore", ("snake", True)),
+        ("camelBencherIgnore", ("camel", True)),
+        ("PascalBencherIgnore", ("Pascal", True)),
+        ("kebab-bencher-ignore", ("kebab", True)),
+        ("snake", ("snake", False)),
+        ("kebab-bencher-ignored", ("kebab-bencher-ignored", False)),
+        # One suffix only, the snake one checked first.
+        ("a-bencher-ignore_bencher_ignore", ("a-bencher-ignore", True)),
+        ("aBencherIgnore-bencher-ignore", ("aBencherIgnore", True)),
+        # Nothing would be left: the name stays whole and is judged as any other.
+        ("_bencher_ignore", ("_bencher_ignore", False)),
+    ],
+)
+def test_ignore_suffix(name: str, expected: tuple[str, bool]) -> None:
+    assert without_ignore_suffix(name) == expected
 
 
 SHA = "a" * 40

@@ -113,19 +113,12 @@ def _first_that_reads(
     raise AdapterError(message)
 
 
-IGNORE_SUFFIX = "-bencher-ignore"
-"""Bencher's way to leave a benchmark out of a report: a name ending in this suffix."""
-
-
 def kept(found: Sequence[Measurement]) -> list[Measurement]:
-    """What a report keeps of one iteration's measurements, as Bencher keeps them: benchmarks
-    named ``...-bencher-ignore`` dropped, and one measurement per benchmark and measure, the
-    last one printed, in the place of the first (asv prints a benchmark once per environment,
-    `go test -count 3` three times)."""
+    """What a report keeps of one iteration's measurements, as Bencher keeps them: one
+    measurement per benchmark and measure, the last one printed, in the place of the first (asv
+    prints a benchmark once per environment, `go test -count 3` three times)."""
     last: dict[tuple[str, str], Measurement] = {}
     for m in found:
-        if m.benchmark.endswith(IGNORE_SUFFIX):
-            continue
         last[(m.benchmark, m.measure)] = m
     return list(last.values())
 

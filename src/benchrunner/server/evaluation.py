@@ -11,7 +11,8 @@ window before the report's start time, to its sample size, and to the latest bas
 - A limit test draws limits from the history, and every judged metric gets a boundary, as in
   Bencher v0.6.12: too few values draw none, and the boundary is then stored with a null
   baseline and null limits (no alert). A value strictly outside a drawn limit raises an alert
-  on that side.
+  on that side. A metric whose result was named with an ignore suffix
+  (``reports.without_ignore_suffix``) gets its boundary all the same but never alerts.
 - ``change_point`` looks for steps in the history followed by the new value. A step is one
   alert, on the metric where the series changed, raised once: a step near one already alerted
   (closer to it than to any other step found) is the same step seen again.
@@ -166,7 +167,7 @@ def _judge_limits(
     if not alerting:
         return raised
     for (m, d), boundary_id in zip(drawn, boundary_ids, strict=True):
-        side = outside(d, m.value)
+        side = None if m.never_alerts else outside(d, m.value)
         if side is not None:
             raised += int(alerts.alert_raise(conn, boundary_id, report_id, side, now))
     return raised
@@ -199,8 +200,8 @@ def _judge_changes(
     segment_start = found[-1].index if found else 0
     level = finite_mean([p.value for p in points[segment_start:]])
     alerts.boundary_put(conn, m.id, t.threshold_id, t.id, level, None, None)
-    if not found or not alerting:  # a step kept back now is raised by a later quiet report
-        return 0
+    if not found or not alerting or m.never_alerts:
+        return 0  # a step kept back now is raised by a later report that may alert
     alerted = alerts.change_alerted(conn, [p.metric_id for p in points])
     alerted_at = [i for i, p in enumerate(points) if p.metric_id in alerted]
     raised = 0

@@ -1,6 +1,6 @@
 """Adapter measurements -> the metrics a report stores: iterations folded into one when
 ``settings.fold`` says so, as Bencher folds them. (``adapters.parse`` has already kept one
-measurement per benchmark and measure and dropped ``-bencher-ignore`` benchmarks.)"""
+measurement per benchmark and measure.)"""
 
 from __future__ import annotations
 

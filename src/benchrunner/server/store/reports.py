@@ -276,14 +276,30 @@ class MetricValue:
     upper_value: float | None
 
 
+IGNORE_SUFFIXES = ("_bencher_ignore", "BencherIgnore", "-bencher-ignore")
+"""Bencher's benchmark-name suffixes that store a result under the name without them, judged
+but never alerting (docs/reference/thresholds.md); the first that matches is the one stripped."""
+
+
+def without_ignore_suffix(name: str) -> tuple[str, bool]:
+    """The benchmark name a result is stored under, and whether its metric must never alert.
+    A name that is nothing but a suffix is kept whole (a benchmark needs a name)."""
+    for suffix in IGNORE_SUFFIXES:
+        if name.endswith(suffix) and name != suffix:
+            return name.removesuffix(suffix), True
+    return name, False
+
+
 @dataclass(frozen=True)
 class StoredMetric:
-    """A metric as evaluation needs it."""
+    """A metric as evaluation needs it; ``never_alerts``: judged (its boundary stored) but
+    raising no alert, its result named with an ignore suffix."""
 
     id: int
     benchmark_id: int
     measure_id: int
     value: float
+    never_alerts: bool = False
 
 
 _STORED_METRIC = (metric.c.id, metric.c.benchmark_id, metric.c.measure_id, metric.c.value)
@@ -308,14 +324,15 @@ _INSERT_ONE_METRIC = Direct(
 def metrics_add(
     conn: Connection, report_id: int, project_id: int, values: list[MetricValue], now: dt.datetime
 ) -> list[StoredMetric]:
-    benchmarks = named_ids(conn, benchmark, project_id, (m.benchmark for m in values), now)
+    named = {m.benchmark: without_ignore_suffix(m.benchmark) for m in values}
+    benchmarks = named_ids(conn, benchmark, project_id, (n for n, _ in named.values()), now)
     measures = measure_ids(conn, project_id, (m.measure for m in values), now)
     rows = [
         {
             "uuid": uuid.uuid4(),
             "report_id": report_id,
             "iteration": m.iteration,
-            "benchmark_id": benchmarks[m.benchmark],
+            "benchmark_id": benchmarks[named[m.benchmark][0]],
             "measure_id": measures[m.measure],
             "value": m.value,
             "lower_value": m.lower_value,
@@ -330,7 +347,10 @@ def metrics_add(
         if len(rows) == 1
         else conn.execute(_INSERT_METRIC, rows)
     )
-    return [StoredMetric(row.id, row.benchmark_id, row.measure_id, row.value) for row in inserted]
+    return [
+        StoredMetric(row.id, row.benchmark_id, row.measure_id, row.value, named[m.benchmark][1])
+        for m, row in zip(values, inserted, strict=True)
+    ]
 
 
 _FINISH_REPORT = Direct(
