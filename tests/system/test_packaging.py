@@ -12,7 +12,6 @@ downloading them again.
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import sys
 import tarfile
@@ -25,7 +24,8 @@ import httpx
 import pytest
 
 import benchrunner
-from tests.harness import REPO, free_port, wait_until
+from tests.benchrunner_up import benchrunner_up
+from tests.harness import REPO, free_port
 from tests.wheels import pip_install, runner_venv
 
 pytestmark = pytest.mark.engine_independent
@@ -117,24 +117,8 @@ def test_the_installed_wheel_runs_the_quickstart(installed: Path, tmp_path: Path
         timeout=60,
     ).stdout.strip()
     assert where.startswith(str(installed.parent)), where  # the wheel, not the source tree
-    log = (tmp_path / "up.log").open("wb")
-    up = subprocess.Popen(
-        [str(installed / "benchrunner"), "up"],
-        env=env,
-        cwd=tmp_path,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        stdin=subprocess.DEVNULL,
-    )
-    config = tmp_path / ".config" / "benchrunner" / "config.toml"
-    try:
-
-        def up_and_running() -> bool:
-            assert up.poll() is None, (tmp_path / "up.log").read_text()
-            return config.exists() and "token" in config.read_text()
-
-        wait_until(up_and_running, timeout=240, message="benchrunner up to write its config")
-        host = tomllib.loads(config.read_text())["host"]
+    with benchrunner_up([str(installed / "benchrunner"), "up"], env, tmp_path, timeout=240) as up:
+        host = up.settings["host"]
         assert httpx.get(f"{host}/v0/server/health").status_code == 200
         console = httpx.get(f"{host}/console/login")
         assert console.status_code == 200 and "<form" in console.text  # templates are there
@@ -152,8 +136,3 @@ def test_the_installed_wheel_runs_the_quickstart(installed: Path, tmp_path: Path
         )
         assert run.returncode == 0, run.stdout + run.stderr
         assert '"processed"' in run.stdout, run.stdout
-    finally:
-        up.send_signal(signal.SIGINT)
-        code = up.wait(timeout=60)
-        log.close()
-    assert code == 0, (tmp_path / "up.log").read_text()

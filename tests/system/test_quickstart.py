@@ -7,16 +7,15 @@ import json
 import os
 import re
 import shlex
-import signal
 import subprocess
 import sys
-import tomllib
 from pathlib import Path
 
 import httpx
 
 from benchrunner.client import BenchrunnerClient
-from tests.harness import REPO, free_port, wait_until
+from tests.benchrunner_up import benchrunner_up
+from tests.harness import REPO, free_port
 
 TOUR_HEADING = "A five-minute tour"
 
@@ -96,30 +95,18 @@ def test_benchrunner_up_and_the_tour(tmp_path: Path) -> None:
     }
     for name in ("BENCHRUNNER_CONFIG", "BENCHRUNNER_HOST", "BENCHRUNNER_TOKEN", "TOKEN"):
         env.pop(name, None)
-    log = (tmp_path / "up.log").open("wb")
-    up = subprocess.Popen(
-        [sys.executable, "-m", "benchrunner", "up"],
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        stdin=subprocess.DEVNULL,
-    )
-    config = tmp_path / ".config" / "benchrunner" / "config.toml"
-    try:
-
-        def up_and_running() -> bool:
-            assert up.poll() is None, (tmp_path / "up.log").read_text()
-            return config.exists() and "token" in config.read_text()
-
-        wait_until(up_and_running, timeout=60, message="benchrunner up to write its config")
-        settings = tomllib.loads(config.read_text())
+    with benchrunner_up(
+        [sys.executable, "-m", "benchrunner", "up"], env, tmp_path, timeout=60, cwd=REPO
+    ) as up:
+        settings = up.settings
         assert settings["host"] == f"http://127.0.0.1:{port}"
+        config = tmp_path / ".config" / "benchrunner" / "config.toml"
         assert oct(config.stat().st_mode & 0o777) == "0o600"
         assert httpx.get(f"{settings['host']}/docs").status_code == 200
 
         section = tour_section((REPO / "README.md").read_text())
         tour_commands = {line for _, script in tour_blocks(section) for line in script.splitlines()}
-        banner = _banner_commands((tmp_path / "up.log").read_text())
+        banner = _banner_commands(up.log.read_text())
         assert banner and banner <= tour_commands, (banner, tour_commands)
 
         outputs = [_run_block(script, env).stdout for _, script in tour_blocks(section)]
@@ -142,8 +129,3 @@ def test_benchrunner_up_and_the_tour(tmp_path: Path) -> None:
             testbeds = {t["name"] for t in client.list_dimensions("demo", "testbeds")}
         assert testbeds == {"localhost"}, "the CLI's runs and the curl run: one testbed"
         assert not (REPO / "results.json").exists()
-    finally:
-        up.send_signal(signal.SIGINT)
-        code = up.wait(timeout=60)
-        log.close()
-    assert code == 0, (tmp_path / "up.log").read_text()
