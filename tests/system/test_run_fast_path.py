@@ -92,7 +92,12 @@ CASES: dict[str, dict[str, Any]] = {
         "json": {**GOOD, "settings": {"adapter": "nope"}},
         "fast": True,
     },
-    "no token": {"status": 403, "json": GOOD, "headers": {"Authorization": ""}, "fast": True},
+    "an empty Authorization header": {
+        "status": 401,
+        "json": GOOD,
+        "headers": {"Authorization": ""},
+        "fast": True,
+    },
     "a bad token": {
         "status": 401,
         "json": GOOD,
