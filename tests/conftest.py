@@ -10,7 +10,6 @@ from __future__ import annotations
 import collections
 import os
 import tempfile
-import warnings
 from collections.abc import Generator, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -70,8 +69,7 @@ def _session_temp_dir(
         watch.remove()
         del request.config.stash[_leftover_watch]
     if leftovers:
-        # Removed with the session's directory above; named so that their tests can be mended.
-        warnings.warn(leftover_report(leftovers), stacklevel=1)
+        pytest.fail(leftover_report(leftovers), pytrace=False)
 
 
 @pytest.hookimpl(wrapper=True)

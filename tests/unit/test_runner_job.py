@@ -5,20 +5,32 @@ from __future__ import annotations
 
 import queue
 import sys
+from collections.abc import Iterator
 from pathlib import Path
+from typing import TypeVar
 
 import pytest
 
 from benchrunner.core.templates import TemplateRegistry
-from benchrunner.protocol import Canceled, Completed, Failed, JsonClaimedJob, TerminalMessage
+from benchrunner.protocol import (
+    Canceled,
+    Completed,
+    Failed,
+    IterationResult,
+    JsonClaimedJob,
+    TerminalMessage,
+)
 from benchrunner.runner.cores import CorePlan
 from benchrunner.runner.events import AgentEvent, JobFinished, JobStarted
 from benchrunner.runner.executors import ProcessExecutor
+from benchrunner.runner.executors.process import ProcessJob
 from benchrunner.runner.job import CancelReason, JobRun
 from benchrunner.runner.slot import JobSlot
 from benchrunner.runner.spool import Spool
 from tests.harness import wait_until
 from tests.unit.claimed_jobs import claimed_job
+
+ExecutorT = TypeVar("ExecutorT", bound=ProcessExecutor)
 
 TEMPLATES = TemplateRegistry.parse(
     {
@@ -76,6 +88,11 @@ class Harness:
         run.start()
         return run
 
+    def use(self, executor: ExecutorT) -> ExecutorT:
+        self.executor.close()
+        self.executor = executor
+        return executor
+
     def next_event(self) -> AgentEvent:
         return self.events.get(timeout=20)
 
@@ -94,8 +111,10 @@ class Harness:
 
 
 @pytest.fixture
-def harness(tmp_path: Path) -> Harness:
-    return Harness(tmp_path / "spool")
+def harness(tmp_path: Path) -> Iterator[Harness]:
+    harness = Harness(tmp_path / "spool")
+    yield harness
+    harness.executor.close()  # removes the next job's working directory, made ahead
 
 
 def test_all_iterations_exit_zero_is_completed(harness: Harness) -> None:
@@ -234,6 +253,79 @@ def test_server_cancel_is_reported_canceled(harness: Harness) -> None:
     run.cancel(CancelReason.SERVER)
     run.cancel(CancelReason.DRAIN)  # the first reason wins
     assert harness.result_of(run) == Canceled(job=run.uuid)
+
+
+class CancelsAfterEachIteration(ProcessExecutor):
+    """Asks for the run's stop as each iteration's process has exited, before the job thread
+    looks: where a runner resumed after a pause hears the server's cancel."""
+
+    run: JobRun | None = None
+    reason = CancelReason.SERVER
+
+    def prepare(self, job: JsonClaimedJob) -> ProcessJob:
+        prepared = super().prepare(job)
+        iterate = prepared.run_iteration
+
+        def run_iteration(index: int) -> IterationResult:
+            result = iterate(index)
+            assert self.run is not None
+            self.run.cancel(self.reason)
+            return result
+
+        prepared.run_iteration = run_iteration  # type: ignore[method-assign]
+        return prepared
+
+
+@pytest.mark.parametrize("reason", list(CancelReason))
+def test_a_stop_after_the_last_iteration_exited_zero_keeps_the_result(
+    harness: Harness, reason: CancelReason
+) -> None:
+    executor = harness.use(CancelsAfterEachIteration(TEMPLATES, kill_grace=2.0))
+    executor.reason = reason
+    run = JobRun(
+        claimed(per_iteration()),
+        executor=executor,
+        spool=harness.spool,
+        post=harness.events.put,
+        cores=CorePlan(),
+    )
+    executor.run = run
+    run.start()
+    message = harness.result_of(run)
+    assert isinstance(message, Completed), message
+    assert [(r.exit_code, r.stdout) for r in message.results] == [(0, "0\n")]
+
+
+def test_a_stop_after_an_earlier_iteration_still_stops_the_job(harness: Harness) -> None:
+    executor = harness.use(CancelsAfterEachIteration(TEMPLATES, kill_grace=2.0))
+    run = JobRun(
+        claimed(per_iteration(), iterations=3),
+        executor=executor,
+        spool=harness.spool,
+        post=harness.events.put,
+        cores=CorePlan(),
+    )
+    executor.run = run
+    run.start()
+    assert harness.result_of(run) == Canceled(job=run.uuid)
+
+
+def test_a_stop_after_a_failing_last_iteration_is_the_stop(harness: Harness) -> None:
+    executor = harness.use(CancelsAfterEachIteration(TEMPLATES, kill_grace=2.0))
+    executor.reason = CancelReason.TIMEOUT
+    run = JobRun(
+        claimed(per_iteration(codes={0: 3})),
+        executor=executor,
+        spool=harness.spool,
+        post=harness.events.put,
+        cores=CorePlan(),
+    )
+    executor.run = run
+    run.start()
+    message = harness.result_of(run)
+    assert isinstance(message, Failed)
+    assert message.error == "job exceeded its timeout of 60 s"
+    assert [r.exit_code for r in message.results] == [3]
 
 
 def test_cancel_before_setup_runs_nothing(harness: Harness, tmp_path: Path) -> None:

@@ -132,9 +132,10 @@ def test_the_real_work_gives_a_plausible_calibration() -> None:
 
 def run_job(tmp_path: Path, code: str, probe: NoiseProbe | None) -> Completed | Failed:
     events: queue.SimpleQueue[AgentEvent] = queue.SimpleQueue()
+    executor = ProcessExecutor(TEMPLATES, kill_grace=2.0)
     run = JobRun(
         claimed(code),
-        executor=ProcessExecutor(TEMPLATES, kill_grace=2.0),
+        executor=executor,
         spool=Spool(tmp_path / "spool"),
         post=events.put,
         cores=CorePlan(),
@@ -143,6 +144,8 @@ def run_job(tmp_path: Path, code: str, probe: NoiseProbe | None) -> Completed | 
     run.start()
     while not isinstance(event := events.get(timeout=20), JobFinished):
         pass
+    assert run.join(10)
+    executor.close()  # removes the next job's working directory, made ahead
     assert isinstance(event.message, Completed | Failed)
     assert Spool(tmp_path / "spool").read(run.uuid) == event.message
     return event.message
@@ -183,9 +186,10 @@ def run_recorded(
     job = claimed(per_iteration())
     if not spec_guard:
         job = job.model_copy(update={"spec": job.spec.model_copy(update={"noise_guard": False})})
+    executor = ProcessExecutor(TEMPLATES, kill_grace=2.0)
     run = JobRun(
         job,
-        executor=ProcessExecutor(TEMPLATES, kill_grace=2.0),
+        executor=executor,
         spool=Spool(tmp_path / "spool"),
         post=post,
         cores=CorePlan(),
@@ -195,6 +199,8 @@ def run_recorded(
     run.start()
     while not isinstance(event := events.get(timeout=20), JobFinished):
         pass
+    assert run.join(10)
+    executor.close()  # removes the next job's working directory, made ahead
     assert isinstance(event.message, Completed | Failed)
     return order, event.message
 

@@ -420,6 +420,7 @@ def test_processes_left_behind_by_a_finished_iteration_are_stopped() -> None:
 # nothing else (no guard, no in-flight records): only the parent-death signal can stop the job.
 RUNNER_STAND_IN = """
 import sys, threading, time
+from pathlib import Path
 from benchrunner.core.templates import TemplateRegistry
 from benchrunner.runner.executors import ProcessExecutor
 from tests.unit.claimed_jobs import claimed_job
@@ -428,7 +429,8 @@ code = "import os, sys, time; open(sys.argv[1], 'w').write(str(os.getpid())); ti
 templates = TemplateRegistry.parse(
     {"templates": {"sleep": {"command": [sys.executable, "-c", code, sys.argv[1]]}}}
 )
-job = ProcessExecutor(templates).prepare(claimed_job({"timeout": 600, "template": "sleep"}))
+executor = ProcessExecutor(templates, workdir_root=Path(sys.argv[2]))
+job = executor.prepare(claimed_job({"timeout": 600, "template": "sleep"}))
 threading.Thread(target=job.run_iteration, args=(0,), name="job").start()
 time.sleep(600)
 """
@@ -437,7 +439,9 @@ time.sleep(600)
 def test_the_job_leader_dies_with_a_runner_killed_by_sigkill(tmp_path: Path) -> None:
     pidfile = tmp_path / "leader.pid"
     runner = subprocess.Popen(
-        [PY, "-c", RUNNER_STAND_IN, str(pidfile)], cwd=REPO, stdin=subprocess.DEVNULL
+        [PY, "-c", RUNNER_STAND_IN, str(pidfile), str(tmp_path)],
+        cwd=REPO,
+        stdin=subprocess.DEVNULL,
     )
     try:
         leader = int(wait_until(lambda: pidfile.exists() and pidfile.read_text()))

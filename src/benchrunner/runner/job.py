@@ -233,8 +233,9 @@ class JobRun:
         if self._logs is not None:
             prepared.on_output = functools.partial(self._logs.write, self.uuid)
         results: list[IterationResult] = []
+        last = duet.iterations(self.job) - 1
         try:
-            for index in range(duet.iterations(self.job)):
+            for index in range(last + 1):
                 try:
                     result = prepared.run_iteration(index)
                 except ExecutorError as exc:
@@ -243,10 +244,13 @@ class JobRun:
                         return self._stopped(reason, results)
                     return Failed(job=self.uuid, results=results, error=str(exc))
                 reason = self.cancel_reason
-                if reason is not None:
+                if reason is not None and not (index == last and result.exit_code == 0):
                     if result.exit_code is not None:
                         results.append(result)
                     return self._stopped(reason, results)
+                # A stop asked for once the last iteration had exited 0 came after the work was
+                # done (a runner resumed after a pause hears the server's cancel as its job's
+                # process ends): the result is whole and goes to the server, which decides.
                 results.append(result)
                 log.debug("job %s: iteration %d exited %s", self.uuid, index, result.exit_code)
                 if result.exit_code != 0 and not config.allow_failure:
