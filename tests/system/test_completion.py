@@ -166,7 +166,7 @@ def test_a_result_that_cannot_be_applied_now_is_left_to_the_resend(
     """A job that keeps changing while its result is applied gets no ``error`` (the runner
     would drop its result) but a closed channel: 1011, then the resend is applied."""
     lost_races: list[int] = []
-    real_complete = lifecycle.complete
+    real_complete = completion.complete
 
     def changed_meanwhile(*args: Any, **kwargs: Any) -> completion.Completion:
         if len(lost_races) < 3:
