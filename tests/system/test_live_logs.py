@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from benchrunner.client import ApiError
+from benchrunner.core.log_paging import DEFAULT_LIMIT, MAX_LIMIT
 from tests.harness import PROCESS_START_TIMEOUT, Deployment, RawChannel, cli, deploy, wait_until
 
 SECRET_TEXT = "Bearer abcdefghijkl0123 sk-abcdefghijklmnopqrstu"
@@ -146,11 +147,18 @@ def test_a_runner_reconnecting_mid_job_resends_and_the_log_has_every_line_once(
 
 def _reconnect_mid_job(deployment: Deployment, gate: Path) -> None:
     deployment.runner_process("survivor").start()
-    job = deployment.submit("bench.ticker", {"gate": str(gate), "ms": 20})
+    padding = "x" * 200
+    job = deployment.submit("bench.ticker", {"gate": str(gate), "ms": 20, "text": padding})
+
+    def ticks() -> int:
+        return whole_log(deployment, job, limit=MAX_LIMIT)[0].count("tick ")
+
+    # More than a page of log before the restart, as a slow machine's restart leaves: the
+    # ticks after it are on a later page.
     wait_until(
-        lambda: "tick 3" in page(deployment, job)["content"],
+        lambda: page(deployment, job)["next_offset"] >= DEFAULT_LIMIT,
         timeout=PROCESS_START_TIMEOUT,
-        message="ticks",
+        message="a page of ticks",
     )
     server = deployment.server
     assert server.proc is not None
@@ -160,10 +168,10 @@ def _reconnect_mid_job(deployment: Deployment, gate: Path) -> None:
     wait_until(lambda: unread_bytes(server.port) > 0, message="chunks sent to a frozen server")
     server.kill()
     server.start()
-    before = page(deployment, job)["content"].count("tick ")
+    before = ticks()
     try:
         wait_until(
-            lambda: page(deployment, job)["content"].count("tick ") > before + 5,
+            lambda: ticks() > before + 5,
             timeout=60,
             message="ticks after the restart",
         )
@@ -176,8 +184,8 @@ def _reconnect_mid_job(deployment: Deployment, gate: Path) -> None:
     deployment.wait_status(job, "processed", "failed", timeout=60)
     text, last = whole_log(deployment, job, limit=4096)
     assert last["is_complete"] is True
-    ticks = [line for line in text.splitlines() if line.startswith("tick ")]
-    assert ticks == [f"tick {n} " for n in range(len(ticks))], "every line once, in order"
+    lines = [line for line in text.splitlines() if line.startswith("tick ")]
+    assert lines == [f"tick {n} {padding}" for n in range(len(lines))], "every line once, in order"
     assert "lost]" not in text
 
 
