@@ -13,6 +13,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from benchrunner.core.states import JobStatus
 from benchrunner.core.tiers import Plan
 from benchrunner.server.store import claims, jobs
 from benchrunner.server.store.engine import Database
@@ -107,5 +108,7 @@ def test_replicas_claiming_at_once_never_exceed_tier_limits(
             world.finish(job_id)
     assert set(seen) == everything
     assert max(seen.values()) == 1, "a job was claimed twice"
-    remaining = world.db.read_sync(jobs.job_list_by_status, [0, 1, 2])
+    remaining = world.db.read_sync(
+        jobs.job_list_by_status, [JobStatus.PENDING, JobStatus.CLAIMED, JobStatus.RUNNING]
+    )
     assert remaining == []

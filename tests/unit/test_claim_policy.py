@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import datetime as dt
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import ParamSpec, TypeVar
 
 import pytest
 from sqlalchemy.engine import Connection
@@ -24,7 +24,7 @@ from benchrunner.server.store import (
     runners,
     transitions,
 )
-from benchrunner.server.store.engine import Database
+from benchrunner.server.store.engine import Database, Unit
 from benchrunner.server.store.migrate import upgrade
 
 T0 = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
@@ -32,6 +32,7 @@ TEMPLATE_JOB = JsonJobConfig(timeout=60, template="t", args={})
 IMAGE_JOB = JsonJobConfig(
     timeout=60, registry="http://bench", project=uuid.UUID(int=1), digest="sha256:" + "0" * 64
 )
+P = ParamSpec("P")
 T = TypeVar("T")
 
 
@@ -44,8 +45,8 @@ class World:
         self.tick += 1
         return T0 + dt.timedelta(milliseconds=self.tick)
 
-    def write(self, unit: Callable[..., T], *args: Any) -> T:
-        return self.db.write_sync(unit, *args)
+    def write(self, unit: Unit[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
+        return self.db.write_sync(unit, *args, **kwargs)
 
     def spec(self, name: str) -> int:
         params = runners.NewSpec(name, "x86_64", 1, 1 << 30, 1 << 30, False)
@@ -206,6 +207,16 @@ def test_unclaimed_tier_one_in_flight_per_source_ip(world: World) -> None:
     assert world.claim(runner) is None
     world.finish(a1)
     assert world.claim(runner) == a2
+
+
+def test_unclaimed_tier_is_limited_per_source_ip_not_per_organization(world: World) -> None:
+    spec = world.spec("s")
+    runner = world.runner("r", [spec])
+    anonymous = world.org("anon", Plan.FREE, claimed=False)
+    first = world.job(anonymous, spec, ip="10.0.0.1")
+    second = world.job(anonymous, spec, ip="10.0.0.2")
+    assert world.claim(runner) == first
+    assert world.claim(runner) == second  # its organization is busy, its source IP is not
 
 
 def test_organization_owned_runner_takes_only_its_organizations_jobs(world: World) -> None:

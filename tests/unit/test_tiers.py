@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from benchrunner.core.tiers import Plan, Tier, is_eligible, priority_for, tier_of
+from benchrunner.core.tiers import Plan, Tier, priority_for, tier_of
 
 
 @pytest.mark.parametrize(
@@ -35,23 +35,3 @@ def test_priority_is_fixed_from_plan_and_membership(
 )
 def test_tier_bands(priority: int, tier: Tier) -> None:
     assert tier_of(priority) is tier
-
-
-@pytest.mark.parametrize(
-    ("priority", "org_busy", "ip_busy", "eligible"),
-    [
-        (300, True, True, True),
-        (200, True, True, True),
-        (100, False, True, True),
-        (100, True, False, False),
-        (0, True, False, True),
-        (0, False, True, False),
-    ],
-)
-def test_concurrency_rule_per_tier(
-    priority: int, org_busy: bool, ip_busy: bool, eligible: bool
-) -> None:
-    assert (
-        is_eligible(priority, organization_in_flight=org_busy, source_ip_in_flight=ip_busy)
-        is eligible
-    )

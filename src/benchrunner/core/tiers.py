@@ -41,17 +41,3 @@ def tier_of(priority: int) -> Tier:
     if priority >= PER_ORGANIZATION_MIN_PRIORITY:
         return Tier.FREE
     return Tier.UNCLAIMED
-
-
-def is_eligible(
-    priority: int,
-    *,
-    organization_in_flight: bool,
-    source_ip_in_flight: bool,
-) -> bool:
-    """Whether a pending job of this priority may be claimed now, given what is in flight."""
-    if priority >= UNLIMITED_MIN_PRIORITY:
-        return True
-    if priority >= PER_ORGANIZATION_MIN_PRIORITY:
-        return not organization_in_flight
-    return not source_ip_in_flight

@@ -31,12 +31,12 @@ import logging
 import platform
 import queue
 import random
-import time
 import uuid
 from importlib import metadata
 
 from pydantic import BaseModel
 
+from benchrunner.core.clock import SystemThreadClock, ThreadClock
 from benchrunner.core.templates import TemplateRegistry
 from benchrunner.protocol import (
     LOG_EXTENSION,
@@ -142,11 +142,14 @@ class Agent:
         executor: Executor | None = None,
         rng: random.Random | None = None,
         noise_probe: NoiseProbe | None = None,
+        clock: ThreadClock | None = None,
     ) -> None:
         """Raises ValueError (options, templates file), ExecutorError, or OSError (spool).
-        ``noise_probe``: the noise guard's calibration (tests record its rounds)."""
+        ``noise_probe``: the noise guard's calibration (tests record its rounds); ``clock``:
+        the time of the protocol's deadlines (replies, reconnects, heartbeats, drain)."""
         options.validate()
         self._options = options
+        self._clock = clock or SystemThreadClock()
         self._cores = options.cores or CorePlan.detect()
         self._signer = ResultSigner.from_file(options.signing_key) if options.signing_key else None
         self._spool = Spool(options.spool)
@@ -193,9 +196,10 @@ class Agent:
             extensions=self._extensions,
             transport=options.transport,
             rng=rng,
+            clock=self._clock,
         )
-        self._heartbeat = HeartbeatSender(options.heartbeat_interval, self._cores)
-        self._logs = LogStreamer(self._cores)
+        self._heartbeat = HeartbeatSender(options.heartbeat_interval, self._cores, self._clock)
+        self._logs = LogStreamer(self._cores, clock=self._clock)
         self._ready_deadline: float | None = None  # set iff a ready awaits its reply
         self._ready_not_before = 0.0
         self._job: JobRun | None = None
@@ -211,7 +215,12 @@ class Agent:
         self._drain = Drain(options.drain_grace, options.delivery_grace)
         self._refused: str | None = None
         self._idle_noise = (
-            IdleCalibration(noise_probe or NoiseProbe(), self._cores, max_age=options.noise_max_age)
+            IdleCalibration(
+                noise_probe or NoiseProbe(),
+                self._cores,
+                max_age=options.noise_max_age,
+                clock=self._clock.monotonic,
+            )
             if options.noise_guard
             else None
         )
@@ -257,7 +266,7 @@ class Agent:
 
     def _loop(self) -> int:
         while True:
-            now = time.monotonic()
+            now = self._clock.monotonic()
             if self._refused is not None:
                 log.error(
                     "%s; check the runner id and key (bad, rotated or archived)", self._refused
@@ -275,8 +284,8 @@ class Agent:
                     log.error("%s; check the runner id and key (bad, rotated or archived)", exc)
                     return EXIT_REFUSED
             if self._connector.channel is not None:
-                self._act(time.monotonic())
-            event = self._next_event(time.monotonic())
+                self._act(self._clock.monotonic())
+            event = self._next_event(self._clock.monotonic())
             if event is not None:
                 self._handle(event)
 
@@ -361,11 +370,7 @@ class Agent:
             else None,
         ]
         due = [deadline for deadline in deadlines if deadline is not None]
-        timeout = max(0.0, min(due) - now) if due else None
-        try:
-            return self._events.get(timeout=timeout)
-        except queue.Empty:
-            return None
+        return self._clock.get(self._events, min(due) if due else None)
 
     # ------------------------------------------------------------------ events
 
@@ -395,7 +400,7 @@ class Agent:
             self._on_job_finished(event)
         elif isinstance(event, DrainRequested):
             job = self._job
-            reason = self._drain.request(time.monotonic(), job_running=job is not None)
+            reason = self._drain.request(self._clock.monotonic(), job_running=job is not None)
             if job is not None and reason is not None:
                 job.cancel(reason)
 
@@ -468,6 +473,7 @@ class Agent:
             if self._idle_noise is not None and claimed.spec.noise_guard
             else None,
             signer=self._signer,
+            clock=self._clock.monotonic,
         )
         self._job_started = False
         self._announced_on = 0  # a new job must say running again, even on the same channel
@@ -549,13 +555,13 @@ class Agent:
             event.duration,
             error,
         )
-        self._drain.job_finished(time.monotonic())
+        self._drain.job_finished(self._clock.monotonic())
 
     # ------------------------------------------------------------------ helpers
 
     def _ready_answered(self, *, pause: bool) -> None:
         if self._ready_deadline is not None and pause:
-            self._ready_not_before = time.monotonic() + READY_RETRY
+            self._ready_not_before = self._clock.monotonic() + READY_RETRY
         self._ready_deadline = None
 
     def _result_done(self, message: TerminalMessage, how: str) -> None:

@@ -9,9 +9,9 @@ from __future__ import annotations
 import logging
 import queue
 import random
-import time
 from collections.abc import Sequence
 
+from benchrunner.core.clock import SystemThreadClock, ThreadClock
 from benchrunner.protocol import OUR_EXTENSIONS
 from benchrunner.runner.backoff import Backoff
 from benchrunner.runner.channel import Channel, ChannelUnavailableError, channel_url
@@ -36,7 +36,9 @@ class Connector:
         extensions: Sequence[str] = OUR_EXTENSIONS,
         transport: TransportName = "channel",
         rng: random.Random | None = None,
+        clock: ThreadClock | None = None,
     ) -> None:
+        """``clock``: when a reconnect is due (the agent's)."""
         if not hosts:
             raise ValueError("no server URL to connect to")
         self._hosts = list(hosts)
@@ -50,6 +52,7 @@ class Connector:
         self._user_agent = user_agent
         self._extensions = extensions
         self._backoff = Backoff(rng=rng)
+        self._clock = clock or SystemThreadClock()
         self._generation = 0
         self._next_attempt = 0.0
         self.channel: Transport | None = None
@@ -136,5 +139,5 @@ class Connector:
     def _schedule(self) -> float:
         self._current = (self._current + 1) % len(self._urls)
         delay = self._backoff.next_delay()
-        self._next_attempt = time.monotonic() + delay
+        self._next_attempt = self._clock.monotonic() + delay
         return delay

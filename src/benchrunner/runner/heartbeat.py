@@ -9,8 +9,8 @@ progress, so nothing is sent after it: the server's next ``ack`` then cannot be 
 from __future__ import annotations
 
 import logging
-import time
 
+from benchrunner.core.clock import SystemThreadClock, ThreadClock
 from benchrunner.protocol import Heartbeat
 from benchrunner.runner.channel import ChannelClosedError
 from benchrunner.runner.channel_thread import ChannelThread
@@ -21,9 +21,10 @@ log = logging.getLogger(__name__)
 
 
 class HeartbeatSender(ChannelThread):
-    def __init__(self, interval: float, cores: CorePlan) -> None:
+    def __init__(self, interval: float, cores: CorePlan, clock: ThreadClock | None = None) -> None:
         super().__init__("heartbeat", cores)
         self._interval = interval
+        self._clock = clock or SystemThreadClock()
         self._next_due = 0.0
 
     @property
@@ -37,7 +38,7 @@ class HeartbeatSender(ChannelThread):
             if self._channel is channel:
                 return
             self._channel = channel
-            self._next_due = time.monotonic() + self._interval
+            self._next_due = self._clock.monotonic() + self._interval
             self._cond.notify_all()
 
     def detach(self) -> None:
@@ -53,9 +54,9 @@ class HeartbeatSender(ChannelThread):
                 if channel is None:
                     self._cond.wait()
                     continue
-                now = time.monotonic()
+                now = self._clock.monotonic()
                 if now < self._next_due:
-                    self._cond.wait(self._next_due - now)
+                    self._clock.wait(self._cond, self._next_due)
                     continue
                 self._next_due += self._interval
                 if self._next_due <= now:  # skip missed beats rather than burst after a stall

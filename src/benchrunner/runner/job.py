@@ -82,12 +82,14 @@ class JobRun:
         noise: NoiseProbe | None = None,
         before: TakenCalibration | None = None,
         signer: ResultSigner | None = None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         """``slot``: the thread to run on (default: a thread of the job's own); ``logs``: where
         the output goes live as it is written; ``noise``: the noise guard's calibration, run
         after the last iteration (None, or a spec with ``noise_guard`` off: no noise guard);
         ``before``: the calibration the agent took while idle (None: one is taken right before
-        the first iteration, on the job's way); ``signer``: signs the terminal message."""
+        the first iteration, on the job's way); ``signer``: signs the terminal message;
+        ``clock``: the agent's monotonic time, which ``before`` was taken on."""
         self.job = job
         self.uuid = job.uuid
         self._executor = executor
@@ -102,6 +104,7 @@ class JobRun:
         self._noise = noise if job.spec.noise_guard else None
         self._before = before
         self._signer = signer
+        self._clock = clock
         self._done = threading.Event()
 
     def start(self) -> None:
@@ -187,14 +190,14 @@ class JobRun:
         before = self._before
         if before is None:
             try:
-                before = TakenCalibration(self._noise.calibrate(self._cores), time.monotonic())
+                before = TakenCalibration(self._noise.calibrate(self._cores), self._clock())
             except CalibrationError as exc:
                 log.warning("job %s runs without a noise guard: %s", self.uuid, exc)
                 return self._run_iterations(prepared)
             reason = self.cancel_reason
             if reason is not None:
                 return self._stopped(reason, [])
-        age_ms = max(0.0, (time.monotonic() - before.taken_at) * 1000)
+        age_ms = max(0.0, (self._clock() - before.taken_at) * 1000)
         message = self._run_iterations(prepared)
         if isinstance(message, Canceled):
             return message

@@ -25,6 +25,7 @@ import threading
 import uuid
 from typing import Literal
 
+from benchrunner.core.clock import SystemThreadClock, ThreadClock
 from benchrunner.protocol import MAX_LOG_CHUNK, Log
 from benchrunner.runner.channel import ChannelClosedError
 from benchrunner.runner.channel_thread import ChannelThread
@@ -107,9 +108,12 @@ class StreamBuffer:
 
 
 class LogStreamer(ChannelThread):
-    def __init__(self, cores: CorePlan, interval: float = INTERVAL) -> None:
+    def __init__(
+        self, cores: CorePlan, interval: float = INTERVAL, clock: ThreadClock | None = None
+    ) -> None:
         super().__init__("log-streamer", cores)
         self._interval = interval
+        self._clock = clock or SystemThreadClock()
         self._send_lock = threading.Lock()  # held while sending: detach waits for it
         self._generation = 0
         self._job: uuid.UUID | None = None
@@ -167,7 +171,7 @@ class LogStreamer(ChannelThread):
             with self._cond:
                 if self._stopped:
                     return
-                self._cond.wait(self._interval)
+                self._clock.wait(self._cond, self._clock.monotonic() + self._interval)
             self._flush(final=False)
 
     def _flush(self, *, final: bool) -> None:

@@ -17,6 +17,7 @@ import asyncio
 import contextlib
 import datetime as dt
 import logging
+import uuid
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
@@ -271,7 +272,7 @@ class RunnerSession:
         await self.ctx.db.write(runners.runner_touch, self.runner.id, now)
         self._seen_written = now
 
-    async def _current(self, job_uuid: object | None) -> jobs.JobRow | None:
+    async def _current(self, job_uuid: uuid.UUID | None) -> jobs.JobRow | None:
         if job_uuid is not None and (self.job is None or self.job.uuid != job_uuid):
             job = await self.ctx.db.read(jobs.job_get_by_uuid, job_uuid)
             if job is None or job.runner_id != self.runner.id:
@@ -341,7 +342,7 @@ class RunnerSession:
             self.job = None
         await self._reply(message, reply if isinstance(reply, Ack) else reply.answering(message))
 
-    async def _still_to_deliver(self, job_uuid: object) -> bool:
+    async def _still_to_deliver(self, job_uuid: uuid.UUID) -> bool:
         """Whether the job is this runner's and still in flight (its result not applied)."""
         job = await self.ctx.db.read(jobs.job_get_by_uuid, job_uuid)
         return job is not None and job.runner_id == self.runner.id and job.status in IN_FLIGHT

@@ -14,7 +14,7 @@ from sqlalchemy.engine import Connection
 
 from benchrunner.core.states import JobStatus
 from benchrunner.core.tiers import PER_ORGANIZATION_MIN_PRIORITY, UNLIMITED_MIN_PRIORITY
-from benchrunner.server.store import runners, tier_locks
+from benchrunner.server.store import capabilities, runners, tier_locks
 from benchrunner.server.store.direct import Direct
 from benchrunner.server.store.jobs import JOBS, JobRow
 from benchrunner.server.store.tables import in_flight, job, pending, runner
@@ -143,8 +143,8 @@ def runner_claim_state(conn: Connection, runner_id: int) -> Any | None:
     ``index_job_pending`` in claim order and stops at the first eligible job, whatever the
     statistics say (benchmarks/RESULTS.md, "Claims under a burst").
     """
-    postgresql = conn.dialect.name == "postgresql"
-    state = _RUNNER_CLAIM_STATE_NO_SORT if postgresql else _RUNNER_CLAIM_STATE
+    sort_off = capabilities.of(conn).claim_sort_off
+    state = _RUNNER_CLAIM_STATE_NO_SORT if sort_off else _RUNNER_CLAIM_STATE
     return state.first(conn, {"runner_id": runner_id})
 
 
@@ -163,10 +163,7 @@ def job_claim(
     write transaction is ``BEGIN IMMEDIATE``; on PostgreSQL by the row lock of ``FOR UPDATE
     SKIP LOCKED``, the guarded transition, and the tier locks of ``tier_locks``.
     """
-    state = (
-        _RUNNER_CLAIM_STATE_NO_SORT if conn.dialect.name == "postgresql" else _RUNNER_CLAIM_STATE
-    )
-    owner = state.first(conn, {"runner_id": runner_id})
+    owner = runner_claim_state(conn, runner_id)
     if owner is None or owner.paused or owner.archived is not None:
         raise RunnerUnavailable
     row = _best_eligible(conn, runner_id, owner.organization_id, not templates)

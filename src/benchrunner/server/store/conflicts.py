@@ -3,8 +3,8 @@
 Check-then-insert loses races on PostgreSQL with several replicas: both transactions see no
 row, and the second insert violates the unique constraint (a 500). ``INSERT … ON CONFLICT DO
 NOTHING`` instead waits for the first transaction and then skips the row, so the caller reads
-the winner's row. The two engines spell it with their own dialect's ``insert``; that difference
-lives here and nowhere else.
+the winner's row. The two engines spell it with their own dialect's ``insert``, which their
+``Capabilities`` carry.
 """
 
 from __future__ import annotations
@@ -13,10 +13,11 @@ import functools
 from typing import Any
 
 import sqlalchemy as sa
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection
 
 from benchrunner.core import slugs
+from benchrunner.server.store import capabilities
+from benchrunner.server.store.capabilities import Capabilities
 
 MAX_SLUG_ATTEMPTS = 16
 
@@ -25,30 +26,22 @@ class SlugUnavailable(Exception):
     """Every suffixed slug tried was taken too (practically unreachable with random suffixes)."""
 
 
-def _dialect_insert(table: sa.Table, dialect: str) -> postgresql.Insert | sqlite.Insert:
-    if dialect == "postgresql":
-        return postgresql.insert(table)
-    if dialect == "sqlite":
-        return sqlite.insert(table)
-    raise NotImplementedError(f"no INSERT … ON CONFLICT for the {dialect} dialect")
-
-
 @functools.cache
-def _insert_or_skip(table: sa.Table, dialect: str, conflict_on: tuple[str, ...]) -> sa.Insert:
-    return _dialect_insert(table, dialect).on_conflict_do_nothing(
-        index_elements=list(conflict_on) or None
-    )
+def _insert_or_skip(
+    table: sa.Table, engine: Capabilities, conflict_on: tuple[str, ...]
+) -> sa.Insert:
+    return engine.insert(table).on_conflict_do_nothing(index_elements=list(conflict_on) or None)
 
 
 @functools.cache
 def _insert_or_replace_where(
     table: sa.Table,
-    dialect: str,
+    engine: Capabilities,
     conflict_on: tuple[str, ...],
     replace: tuple[str, ...],
     where: sa.ColumnElement[bool],
 ) -> sa.Insert:
-    statement = _dialect_insert(table, dialect)
+    statement = engine.insert(table)
     return statement.on_conflict_do_update(
         index_elements=list(conflict_on),
         set_={name: statement.excluded[name] for name in replace},
@@ -63,7 +56,7 @@ def insert_or_skip(
     engine. Without ``conflict_on`` a conflict on any unique constraint skips the row. A skipped
     row returns no RETURNING row: ask for one to learn whether the row went in (``rowcount``
     does not tell on PostgreSQL)."""
-    return _insert_or_skip(table, conn.dialect.name, conflict_on)
+    return _insert_or_skip(table, capabilities.of(conn), conflict_on)
 
 
 def insert_or_replace_where(
@@ -80,7 +73,7 @@ def insert_or_replace_where(
     RETURNING row. On PostgreSQL a conflicting row that another transaction is writing is
     waited for, then judged as that transaction left it. ``where`` must be a module constant:
     the statement is cached by it."""
-    return _insert_or_replace_where(table, conn.dialect.name, conflict_on, replace, where)
+    return _insert_or_replace_where(table, capabilities.of(conn), conflict_on, replace, where)
 
 
 def _slug_held(conn: Connection, table: sa.Table, slug: str) -> bool:

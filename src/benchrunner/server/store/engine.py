@@ -19,14 +19,21 @@ import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, ParamSpec, TypeVar
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
 import sqlalchemy as sa
 from sqlalchemy import event
 from sqlalchemy.engine import Connection, Engine
 
+from benchrunner.server.store import capabilities
+
 P = ParamSpec("P")
 T = TypeVar("T")
+
+Unit = Callable[Concatenate[Connection, P], T]
+"""A unit of work: a plain function that takes a Connection first, then its own arguments.
+``Database`` passes the arguments through as given, so mypy checks them against the unit's
+signature at every call site."""
 
 
 def is_sqlite(url: str) -> bool:
@@ -49,6 +56,7 @@ def _sqlite_engine(url: str, *, immediate: bool, pool_size: int) -> Engine:
         pool_size=pool_size,
         max_overflow=0,
         connect_args={"check_same_thread": False, "timeout": 30},
+        execution_options={capabilities.OPTION: capabilities.SQLITE},
     )
 
     @event.listens_for(engine, "connect")
@@ -105,7 +113,11 @@ def _postgresql_engine(url: str, *, pool_size: int) -> Engine:
     that served a moment ago is alive, and pinging it on every checkout (``pool_pre_ping``)
     costs a round trip per unit of work. One found dead is replaced transparently."""
     engine = sa.create_engine(
-        url, pool_size=pool_size, max_overflow=10, connect_args=POSTGRESQL_SESSION
+        url,
+        pool_size=pool_size,
+        max_overflow=10,
+        connect_args=POSTGRESQL_SESSION,
+        execution_options={capabilities.OPTION: capabilities.POSTGRESQL},
     )
 
     @event.listens_for(engine, "checkin")
@@ -128,8 +140,11 @@ def _postgresql_engine(url: str, *, pool_size: int) -> Engine:
 
 
 def make_engine(url: str, *, writer: bool = True, pool_size: int = 5) -> Engine:
+    """An engine for ``url``, carrying its engine's ``Capabilities`` (``capabilities.of``);
+    ``NotImplementedError`` for a database engine benchrunner does not run on."""
     url = normalize_url(url)
-    if is_sqlite(url):
+    chosen = capabilities.for_backend(sa.make_url(url).get_backend_name())
+    if chosen is capabilities.SQLITE:
         return _sqlite_engine(url, immediate=writer, pool_size=pool_size)
     return _postgresql_engine(url, pool_size=pool_size)
 
@@ -150,13 +165,13 @@ class _HeldConnections:
         self._all: list[Connection] = []
         self._lock = threading.Lock()
 
-    def run(self, engine: Engine, unit: Callable[..., T], *args: Any) -> T:
+    def run(self, engine: Engine, unit: Unit[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
         """``unit`` in one transaction on this thread's connection to ``engine``."""
         held: dict[Engine, tuple[Connection, float]] = self._local.__dict__.setdefault("held", {})
         conn = self._usable(held, engine)
         try:
             with conn.begin():
-                result = unit(conn, *args)
+                result = unit(conn, *args, **kwargs)
         except BaseException:
             if conn.invalidated:
                 self._drop(held, engine)
@@ -250,6 +265,8 @@ class Database:
             # snapshot, in a transaction or not, so a read unit sees exactly what it saw
             # inside one (reads take no locks).
             self.read_engine = self.write_engine.execution_options(isolation_level="AUTOCOMMIT")
+        self.capabilities = capabilities.of(self.write_engine)
+        """What this engine does that the other does not, chosen once with the engines."""
         # SQLite work is short and CPU-bound: running it on the event loop is faster than a
         # thread hop (the GIL gives threads no parallelism here) and keeps writes serialized.
         self.inline = self.sqlite
@@ -261,56 +278,58 @@ class Database:
         self._writer = ThreadPoolExecutor(write_threads, thread_name_prefix="db-write")
         self._readers = ThreadPoolExecutor(read_threads, thread_name_prefix="db-read")
 
-    def write_sync(self, unit: Callable[..., T], *args: Any) -> T:
+    def write_sync(self, unit: Unit[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
         with self.write_engine.begin() as conn:
-            result = unit(conn, *args)
+            result = unit(conn, *args, **kwargs)
         self._commits += 1
         return result
 
-    def read_sync(self, unit: Callable[..., T], *args: Any) -> T:
+    def read_sync(self, unit: Unit[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
         with self.read_engine.begin() as conn:
-            return unit(conn, *args)
+            return unit(conn, *args, **kwargs)
 
-    async def write(self, unit: Callable[..., T], *args: Any) -> T:
+    async def write(self, unit: Unit[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
         if self.inline:
-            result = self._run_inline(self.write_engine, unit, *args)
+            result = self._run_inline(self.write_engine, unit, *args, **kwargs)
             self._commits += 1
             return result
-        return await self._hop(self._writer, self._write_held, unit, *args)
+        return await self._hop(self._writer, self._write_held, unit, *args, **kwargs)
 
-    async def write_each(self, unit: Callable[..., T], *args: Any) -> T:
+    async def write_each(self, unit: Unit[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
         """A write unit each of whose statements stands on its own (a single compare-and-set,
         idempotent liveness refreshes): on PostgreSQL it runs without a transaction, each
         statement committed, as durably as any commit, when it returns; that saves the BEGIN
         and COMMIT round trips. SQLite, whose transactions cost no round trip and whose
         transitions are two statements, runs it as ``write``."""
         if self.inline:
-            return await self.write(unit, *args)
-        return await self._hop(self._writer, self._read_held, unit, *args)
+            return await self.write(unit, *args, **kwargs)
+        return await self._hop(self._writer, self._read_held, unit, *args, **kwargs)
 
-    async def read(self, unit: Callable[..., T], *args: Any) -> T:
+    async def read(self, unit: Unit[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
         if self.inline:
-            return self._run_inline(self.read_engine, unit, *args)
-        return await self._hop(self._readers, self._read_held, unit, *args)
+            return self._run_inline(self.read_engine, unit, *args, **kwargs)
+        return await self._hop(self._readers, self._read_held, unit, *args, **kwargs)
 
-    def _write_held(self, unit: Callable[..., T], *args: Any) -> T:
-        result = self._held.run(self.write_engine, unit, *args)
+    def _write_held(self, unit: Unit[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
+        result = self._held.run(self.write_engine, unit, *args, **kwargs)
         self._commits += 1
         return result
 
-    def _read_held(self, unit: Callable[..., T], *args: Any) -> T:
+    def _read_held(self, unit: Unit[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
         """``unit`` on this thread's autocommit connection (PostgreSQL's reads, and the
         writes of ``write_each`` on the writer threads)."""
-        return self._held.run(self.read_engine, unit, *args)
+        return self._held.run(self.read_engine, unit, *args, **kwargs)
 
-    def _run_inline(self, engine: Engine, unit: Callable[..., T], *args: Any) -> T:
+    def _run_inline(
+        self, engine: Engine, unit: Unit[P, T], /, *args: P.args, **kwargs: P.kwargs
+    ) -> T:
         """One transaction on the event loop's own connection to ``engine``."""
         conn = self._inline_connections.get(engine)
         if conn is None or conn.closed or conn.invalidated:
             conn = self._inline_connections[engine] = engine.connect()
         try:
             with conn.begin():
-                return unit(conn, *args)
+                return unit(conn, *args, **kwargs)
         except BaseException:
             if conn.invalidated:  # the database connection broke: open a new one next time
                 conn.close()
@@ -345,11 +364,16 @@ class Database:
 
     @staticmethod
     async def _hop(
-        pool: ThreadPoolExecutor, run: Callable[..., T], unit: Callable[..., T], *args: Any
+        pool: ThreadPoolExecutor,
+        run: Callable[Concatenate[Unit[P, T], P], T],
+        unit: Unit[P, T],
+        /,
+        *args: P.args,
+        **kwargs: P.kwargs,
     ) -> T:
         loop = asyncio.get_running_loop()
         ctx = contextvars.copy_context()
-        call = functools.partial(ctx.run, run, unit, *args)
+        call = functools.partial(ctx.run, run, unit, *args, **kwargs)
         return await loop.run_in_executor(pool, call)
 
     def check_reachable(self) -> None:

@@ -14,6 +14,7 @@ from sqlalchemy.engine import Connection
 from benchrunner.core.events import JobEvent
 from benchrunner.core.states import JobStatus
 from benchrunner.protocol import JsonJobConfig
+from benchrunner.server.store import capabilities
 from benchrunner.server.store.direct import Direct, insert_values
 from benchrunner.server.store.signed_outputs import SignedOutput
 from benchrunner.server.store.tables import (
@@ -190,7 +191,7 @@ def job_create(conn: Connection, params: NewJob) -> tuple[int, UUID]:
         meta["rerun_of"] = str(params.rerun_of)
         message = f"rerun of job {params.rerun_of}"
     actor = params.origin.actor
-    if conn.dialect.name == "postgresql":
+    if capabilities.of(conn).writes_in_ctes:
         values = {**row, **event_params(JobEvent.CREATED, message, actor, meta, params.now)}
         insert = _INSERT_JOB_WITH_EVENT
         if params.notify is not None:

@@ -21,6 +21,7 @@ from alembic.util.exc import CommandError
 from sqlalchemy.engine import Engine
 
 from benchrunner import __version__
+from benchrunner.server.store import capabilities
 
 MIGRATIONS = Path(__file__).with_name("migrations")
 MIGRATION_LOCK = {"a": 3, "b": 1}
@@ -40,7 +41,7 @@ def alembic_config(engine: Engine) -> Config:
 
 @contextlib.contextmanager
 def _migration_lock(engine: Engine) -> Iterator[None]:
-    if engine.dialect.name != "postgresql":
+    if not capabilities.of(engine).concurrent_writers:
         yield  # SQLite serves one server process; its write lock orders the rest
         return
     with engine.connect() as conn:

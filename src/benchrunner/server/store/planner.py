@@ -15,13 +15,15 @@ from __future__ import annotations
 
 from sqlalchemy.engine import Connection
 
+from benchrunner.server.store import capabilities
+
 ANALYZE_SAMPLE = "PRAGMA analysis_limit=1000"
 
 
 def refresh_statistics(conn: Connection) -> bool:
     """Gather the planner's statistics on SQLite (in ``conn``'s transaction); whether it did:
     nothing to do on PostgreSQL."""
-    if conn.dialect.name != "sqlite":
+    if not capabilities.of(conn).analyze_by_hand:
         return False
     conn.exec_driver_sql(ANALYZE_SAMPLE)
     conn.exec_driver_sql("ANALYZE")

@@ -16,6 +16,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from benchrunner.core.tiers import PER_ORGANIZATION_MIN_PRIORITY, UNLIMITED_MIN_PRIORITY
+from benchrunner.server.store import capabilities
 from benchrunner.server.store.tables import in_flight, job
 
 # First key of the two-key advisory lock: which limit the second key belongs to.
@@ -40,7 +41,7 @@ _SOURCE_IP_IN_FLIGHT = sa.select(
 
 def needs_tier_lock(conn: Connection, priority: int) -> bool:
     """Whether claiming a job of this priority must take its tier's lock on this engine."""
-    return conn.dialect.name == "postgresql" and priority < UNLIMITED_MIN_PRIORITY
+    return priority < UNLIMITED_MIN_PRIORITY and capabilities.of(conn).concurrent_writers
 
 
 def claim_within_tier_limit(

@@ -16,6 +16,7 @@ from sqlalchemy.engine import Connection
 
 from benchrunner.core.events import SYSTEM_ACTOR, TRANSITION_EVENT, JobEvent
 from benchrunner.core.states import JobStatus, sources_of
+from benchrunner.server.store import capabilities
 from benchrunner.server.store.direct import Direct, insert_values
 from benchrunner.server.store.tables import in_flight, job, job_event, runner
 
@@ -181,7 +182,7 @@ def transition(
     ``event`` (by default the one for ``target``). Returns ``target`` if the job moved, else
     None."""
     kind = event or TRANSITION_EVENT[target]
-    if conn.dialect.name == "postgresql":
+    if capabilities.of(conn).writes_in_ctes:
         statement = _transition_with_event(
             target, tuple(sorted(values or {})), runner_id is not None
         )
@@ -219,7 +220,7 @@ def transition_then_read(
     """``transition`` (no runner guard, the default event), then the first row of ``then`` (a
     ``SELECT``), a read that only a moved job needs; None if the job did not move. On
     PostgreSQL the move, its event and the read are one round trip."""
-    if conn.dialect.name != "postgresql":
+    if not capabilities.of(conn).writes_in_ctes:
         moved = transition(conn, job_id, target, now, message=message, actor=actor, values=values)
         return None if moved is None else then.first(conn, then_params)
     assert isinstance(then.statement, sa.Select)

@@ -1,0 +1,120 @@
+"""The runner's protocol deadlines (heartbeats, reconnects) are kept on the clock it is given,
+so a test moves time instead of waiting for it. The server at the other end is a real
+WebSocket server on a local port."""
+
+from __future__ import annotations
+
+import queue
+import random
+import threading
+from collections.abc import Callable, Iterator
+from http import HTTPStatus
+from pathlib import Path
+
+import pytest
+from websockets.http11 import Request, Response
+from websockets.sync.server import Server, ServerConnection, serve
+
+from benchrunner.runner.agent import Agent
+from benchrunner.runner.channel import Channel
+from benchrunner.runner.cores import CorePlan
+from benchrunner.runner.events import AgentEvent
+from benchrunner.runner.heartbeat import HeartbeatSender
+from benchrunner.runner.options import RunnerOptions
+from tests.harness import wait_until
+from tests.thread_clock import ManualThreadClock
+
+KEY = "bencher_runner_" + "ab" * 32
+
+Refusal = Callable[[ServerConnection, Request], Response | None]
+
+
+@pytest.fixture
+def server_port() -> Iterator[Callable[..., int]]:
+    """Starts a WebSocket server on a free local port (``handler`` gets each connection,
+    ``process_request`` may answer the handshake instead); the port."""
+    servers: list[tuple[Server, threading.Thread]] = []
+
+    def start(
+        handler: Callable[[ServerConnection], None], process_request: Refusal | None = None
+    ) -> int:
+        server = serve(handler, "127.0.0.1", 0, process_request=process_request)
+        thread = threading.Thread(target=server.serve_forever, daemon=True)
+        thread.start()
+        servers.append((server, thread))
+        return int(server.socket.getsockname()[1])
+
+    yield start
+    for server, thread in servers:
+        server.shutdown()
+        thread.join(10)
+
+
+def test_heartbeats_fall_due_on_the_runners_clock(server_port: Callable[..., int]) -> None:
+    received: queue.SimpleQueue[str] = queue.SimpleQueue()
+
+    def record(connection: ServerConnection) -> None:
+        for message in connection:
+            received.put(str(message))
+
+    port = server_port(record)
+    clock = ManualThreadClock(start=1000.0)
+    events: queue.SimpleQueue[AgentEvent] = queue.SimpleQueue()
+    channel = Channel.open(
+        f"ws://127.0.0.1:{port}/v0/runners/r1/channel",
+        KEY,
+        generation=1,
+        events=events,
+        cores=CorePlan(),
+        user_agent="test",
+    )
+    sender = HeartbeatSender(60.0, CorePlan(), clock)
+    sender.start()
+    try:
+        sender.attach(channel)
+        wait_until(lambda: clock.waiting() == [1060.0], message="the first beat's wait")
+        assert received.empty()  # it waits for the clock, and the clock has not moved
+        clock.advance(60.0)
+        assert '"heartbeat"' in received.get(timeout=10)
+        wait_until(lambda: clock.waiting() == [1120.0], message="the second beat's wait")
+        assert received.empty()
+    finally:
+        sender.stop()
+        channel.close()
+
+
+def test_the_agent_reconnects_when_its_clock_says(
+    server_port: Callable[..., int], tmp_path: Path
+) -> None:
+    """The server is restarting (503 at the handshake): the next attempt waits for the backoff
+    on the agent's clock, however much real time passes."""
+    attempts: list[str] = []
+
+    def restarting(connection: ServerConnection, request: Request) -> Response:
+        attempts.append(request.path)
+        return connection.respond(HTTPStatus.SERVICE_UNAVAILABLE, "restarting\n")
+
+    port = server_port(lambda _connection: None, restarting)
+    clock = ManualThreadClock(start=1000.0)
+    options = RunnerOptions(
+        host=f"http://127.0.0.1:{port}",
+        runner="r1",
+        key=KEY,
+        templates=None,
+        spool=tmp_path / "spool",
+        noise_guard=False,
+    )
+    agent = Agent(options, clock=clock, rng=random.Random(7))
+    exit_codes: list[int] = []
+    thread = threading.Thread(target=lambda: exit_codes.append(agent.run()), daemon=True)
+    thread.start()
+    try:
+        retry_at = wait_until(clock.waiting, message="the agent waiting to reconnect")[0]
+        assert attempts == ["/v0/runners/r1/channel"]
+        assert 1000.0 <= retry_at < 1000.1  # the first backoff: under 0.1 s
+        clock.advance(retry_at - clock.monotonic())
+        wait_until(lambda: len(attempts) == 2, message="the second attempt")
+    finally:
+        agent.request_drain()
+        thread.join(30)
+    assert exit_codes == [0]
