@@ -10,7 +10,8 @@ A backup is a directory:
 - ``blobs/``, the blobs' bytes when they live in a directory. Blobs in object storage stay in
   their bucket (its versioning or replication is their backup): a restore checks the manifest
   against the store it is given;
-- ``secret_key``, the server's JWT key, when it was generated into the data directory.
+- ``secret_key``, the signing key file an older version generated into the data directory, when
+  there is one (the key is a row of the database now, copied with it: ``server.secret_key``).
 
 ``restore`` puts these into an empty database and a data directory (and blob store) on any
 machine, then checks that every blob of the manifest is there with its size. Errors are
@@ -32,12 +33,12 @@ import sqlalchemy as sa
 
 from benchrunner.server.blob_stores import open_blob_store
 from benchrunner.server.blobs import READ_CHUNK, BlobStore, LocalBlobStore
+from benchrunner.server.secret_key import KEY_FILE
 
 SQLITE_FILE = "benchrunner.db"
 PG_DUMP_FILE = "database.pgdump"
 MANIFEST = "blobs.jsonl"
 BLOBS = "blobs"
-KEY_FILE = "secret_key"
 _SKIPPED = ("_uploads", "_collecting")  # uploads in progress are not part of a backup
 
 

@@ -1,0 +1,29 @@
+"""The server's own secrets in the database (``server_secret``): the first writer's value wins."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from benchrunner.server.store.conflicts import insert_or_skip
+from benchrunner.server.store.tables import server_secret
+
+
+def server_secret_get(conn: Connection, name: str) -> str | None:
+    return conn.execute(
+        sa.select(server_secret.c.value).where(server_secret.c.name == name)
+    ).scalar_one_or_none()
+
+
+def server_secret_get_or_set(conn: Connection, name: str, value: str, now: dt.datetime) -> str:
+    """The secret ``name``: the one stored, else ``value``, stored now. Servers racing to store
+    theirs all get the one that went in first (``INSERT … ON CONFLICT DO NOTHING``)."""
+    conn.execute(
+        insert_or_skip(conn, server_secret, ("name",)),
+        {"name": name, "value": value, "created": now},
+    )
+    stored = server_secret_get(conn, name)
+    assert stored is not None  # inserted, or kept by the conflicting row
+    return stored
