@@ -22,7 +22,7 @@ from benchrunner.server.store.server_secrets import server_secret_get, server_se
 
 log = logging.getLogger(__name__)
 
-SECRET_NAME = "signing-key"
+SECRET_NAME = "signing-key"  # noqa: S105 (the row's name, not a key)
 KEY_FILE = "secret_key"
 """Where versions before the key moved into the database generated it, under the data dir."""
 
