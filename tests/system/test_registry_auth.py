@@ -13,7 +13,7 @@ from benchrunner.client import ApiError
 from benchrunner.server.oci_tokens import runner_pull_token
 from benchrunner.server.secret_key import SECRET_NAME
 from benchrunner.server.store.engine import make_engine
-from benchrunner.server.store.server_secrets import server_secret_get
+from benchrunner.server.store.server_state import server_state_get
 from tests.harness import Deployment
 from tests.registry_support import (
     error_code,
@@ -119,7 +119,7 @@ def test_runner_token_is_refused_after_expiry(deployment: Deployment) -> None:
         bench_uuid = uuid.UUID(admin.get_project("bench")["uuid"])
     engine = make_engine(server.db, writer=False)
     with engine.connect() as conn:
-        secret = server_secret_get(conn, SECRET_NAME)
+        secret = server_state_get(conn, SECRET_NAME)
     engine.dispose()
     assert secret is not None
 

@@ -180,6 +180,9 @@ def test_each_replica_is_apart(replicas: Replicas) -> None:
     a, b = replicas.a, replicas.b
     assert a.data_dir != b.data_dir
     assert {_health(a)["replica"], _health(b)["replica"]} == {"replica-a", "replica-b"}
+    for server in (a, b):  # each found the store the database names
+        assert "blob store is not the one" not in server.log.read_text()
+    assert replicas.objects("_identity/blob-store")
     if not replicas.apart:
         return
     assert a.netns is not None and b.netns is not None

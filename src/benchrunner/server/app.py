@@ -15,6 +15,7 @@ from benchrunner import __version__
 from benchrunner.core.clock import Clock, MonotonicClock, SystemClock, SystemMonotonicClock
 from benchrunner.core.templates import TemplateRegistry
 from benchrunner.server import api_docs, console, errors, logs, openapi
+from benchrunner.server.blob_store_identity import check_blob_store
 from benchrunner.server.blob_stores import open_blob_store
 from benchrunner.server.channel import ChannelHub
 from benchrunner.server.config import ServerSettings
@@ -87,10 +88,12 @@ def build_context(
         else TemplateRegistry.empty()
     )
     clock = clock or SystemClock()
+    blobs = open_blob_store(settings.blob_store, settings.data_dir)
+    check_blob_store(db.write_engine, blobs, clock.now())
     return ServerContext(
         settings=settings,
         db=db,
-        blobs=open_blob_store(settings.blob_store, settings.data_dir),
+        blobs=blobs,
         templates=templates,
         clock=clock,
         secret_key=load_secret_key(

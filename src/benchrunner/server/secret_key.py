@@ -18,7 +18,7 @@ from pathlib import Path
 
 from sqlalchemy.engine import Engine
 
-from benchrunner.server.store.server_secrets import server_secret_get, server_secret_get_or_set
+from benchrunner.server.store.server_state import server_state_get, server_state_get_or_set
 
 log = logging.getLogger(__name__)
 
@@ -35,11 +35,11 @@ def load_secret_key(
         return configured
     path = data_dir / KEY_FILE
     with engine.begin() as conn:
-        stored = server_secret_get(conn, SECRET_NAME)
+        stored = server_state_get(conn, SECRET_NAME)
     if stored is None:
         candidate = _legacy_key(path) or secrets.token_hex(32)
         with engine.begin() as conn:
-            return server_secret_get_or_set(conn, SECRET_NAME, candidate, now)
+            return server_state_get_or_set(conn, SECRET_NAME, candidate, now)
     if path.exists() and path.read_text().strip() != stored:
         log.warning(
             "%s holds another key than the database's, which every replica uses; the file is "

@@ -1,5 +1,6 @@
-"""server_secret: the signing key every replica on the database uses, kept in the database
-instead of in each replica's data directory (docs/how-to/postgresql-replicas.md)
+"""server_state: what every replica on the database must agree on (the signing key, the blob
+store's identity), kept in the database instead of each replica's data directory
+(docs/how-to/postgresql-replicas.md)
 
 Revision ID: 0022
 Revises: 0021
@@ -21,13 +22,13 @@ depends_on = None
 
 def upgrade() -> None:
     op.create_table(
-        "server_secret",
+        "server_state",
         sa.Column("name", sa.String(32), nullable=False),
         sa.Column("value", sa.String(255), nullable=False),
         sa.Column("created", UtcDateTime(), nullable=False),
-        sa.PrimaryKeyConstraint("name", name=op.f("pk_server_secret")),
+        sa.PrimaryKeyConstraint("name", name=op.f("pk_server_state")),
     )
 
 
 def downgrade() -> None:
-    op.drop_table("server_secret")
+    op.drop_table("server_state")
