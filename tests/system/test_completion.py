@@ -11,12 +11,12 @@ from typing import Any
 
 import pytest
 
-from benchrunner.server import completion
+from benchrunner.server import completion, lifecycle
 from benchrunner.server.processing import record_processed
 from benchrunner.server.store.job_outputs import INLINE_OUTPUT_BYTES
 from tests.databases import fresh_database
 from tests.harness import Deployment, wait_until
-from tests.inprocess import serve_in_process
+from tests.inprocess import InProcessChannel, serve_in_process
 from tests.stored_outputs import output_blob, output_row
 
 
@@ -158,3 +158,39 @@ def test_a_failure_while_processing_at_once_leaves_the_job_to_the_processor(
         events = [e["event_type"] for e in server.job(job_uuid)["events"]]
         assert events.count("job_completed") == 1 and events.count("job_processed") == 1
         assert output_row(url, job_uuid) is not None
+
+
+def test_a_result_that_cannot_be_applied_now_is_left_to_the_resend(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A job that keeps changing while its result is applied gets no ``error`` (the runner
+    would drop its result) but a closed channel: 1011, then the resend is applied."""
+    lost_races: list[int] = []
+    real_complete = completion.complete
+
+    def changed_meanwhile(*args: Any, **kwargs: Any) -> completion.Completion:
+        if len(lost_races) < 3:
+            lost_races.append(1)
+            return completion.Completion(completed=False)
+        return real_complete(*args, **kwargs)
+
+    monkeypatch.setattr(lifecycle, "complete", changed_meanwhile)
+    with (
+        fresh_database("sqlite", tmp_path) as url,
+        serve_in_process(tmp_path, url) as server,
+    ):
+        with server.admin() as client:
+            runner = client.create_runner("racing", ["small"])
+        ws_url = f"ws://127.0.0.1:{server.port}"
+        channel = InProcessChannel(ws_url, runner["slug"], runner["token"])
+        job_uuid = server.submit("bench.noop")
+        channel.claim()
+        assert channel.ask({"event": "running"})["event"] == "ack"
+        channel.send({"event": "completed", "job": job_uuid, "results": [_result(3)]})
+        assert channel.wait_closed() == (1011, "resend the result")
+        assert len(lost_races) == 3
+        assert server.job(job_uuid)["status"] == "running"
+        again = InProcessChannel(ws_url, runner["slug"], runner["token"])
+        done = again.ask({"event": "completed", "job": job_uuid, "results": [_result(3)]})
+        assert done == {"event": "ack", "job": job_uuid}
+        assert server.job(job_uuid)["status"] == "processed"

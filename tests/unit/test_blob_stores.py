@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import hashlib
 import os
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -162,6 +164,56 @@ def test_a_store_while_collect_checks_wins(store: BlobStore) -> None:
     assert store.collect(KEY, _future(), stored_meanwhile) is None
     assert store.get(KEY) == DATA
     assert [b.key for b in store.scan("oci")] == [KEY]  # nothing left aside
+
+
+def test_a_check_that_fails_puts_the_blob_back(store: BlobStore) -> None:
+    store.put(KEY, DATA)
+
+    def database_down() -> bool:
+        raise ConnectionError("the database is down")
+
+    with pytest.raises(ConnectionError):
+        store.collect(KEY, _future(), database_down)
+    assert store.get(KEY) == DATA
+    assert store.restore_collecting("oci") == 0  # nothing left aside
+
+
+# Runs a collection in a process of its own that ends while ``wanted()`` is asked.
+_DIES_WHILE_COLLECTING = """
+import os, sys, time
+from pathlib import Path
+from benchrunner.server.blob_stores import open_blob_store
+store = open_blob_store(sys.argv[1], Path(sys.argv[2]))
+store.collect(sys.argv[3], time.time() + 60, lambda: os._exit(7))
+"""
+
+
+def _location(store: BlobStore) -> str:
+    if isinstance(store, LocalBlobStore):
+        return str(store.root)
+    assert isinstance(store, S3BlobStore)
+    return str(store.location)
+
+
+def test_a_collection_cut_short_is_put_back_by_the_next_one(
+    store: BlobStore, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    store.put(KEY, DATA)
+    environ = dict(os.environ)
+    if isinstance(store, S3BlobStore):
+        s3: S3Server = request.getfixturevalue("s3")
+        environ.update(s3.env())
+    died = subprocess.run(
+        [sys.executable, "-c", _DIES_WHILE_COLLECTING, _location(store), str(tmp_path), KEY],
+        env=environ,
+        check=False,
+    )
+    assert died.returncode == 7
+    assert store.get(KEY) is None  # set aside and not back: unreadable
+    assert store.restore_collecting("oci") == 1
+    assert store.get(KEY) == DATA
+    assert [b.key for b in store.scan("oci")] == [KEY]
+    assert store.restore_collecting("oci") == 0
 
 
 def test_a_link_while_collect_checks_keeps_the_blob(store: BlobStore) -> None:

@@ -35,6 +35,7 @@ from typing import BinaryIO, Protocol
 READ_CHUNK = 1 << 20
 _UPLOADS = "_uploads"
 _ASIDE = ".collecting-"
+_TOKEN_BYTES = 8
 _UPLOAD_ID = re.compile(r"[A-Za-z0-9_-]{1,200}")
 _OWNER = re.compile(r"[0-9a-z]{1,64}")
 
@@ -148,6 +149,12 @@ class BlobStore(Protocol):
         checks that the blob is still there afterwards."""
         ...
 
+    def restore_collecting(self, prefix: str) -> int:
+        """Put back every blob under ``prefix`` + ``/`` that a collection set aside and did not
+        finish with (its process ended midway): each under its key unless stored there anew.
+        How many came back."""
+        ...
+
 
 @dataclass(frozen=True)
 class StoredBlob:
@@ -159,6 +166,14 @@ class StoredBlob:
 
 def job_output_key(project_uuid: object, job_uuid: object) -> str:
     return f"{project_uuid}/output/v0/jobs/{job_uuid}"
+
+
+def _put_back(aside: Path, path: Path) -> None:
+    """The blob set aside by a collection back under its key, unless stored there anew."""
+    if path.exists():
+        aside.unlink(missing_ok=True)
+    else:
+        aside.rename(path)
 
 
 def _fsync_dir(path: Path) -> None:
@@ -316,7 +331,7 @@ class LocalBlobStore:
 
     def collect(self, key: str, idle_before: float, wanted: Callable[[], bool]) -> int | None:
         path = self._path(key)
-        aside = path.with_name(f"{_ASIDE}{path.name}-{secrets.token_hex(8)}")
+        aside = path.with_name(f"{_ASIDE}{path.name}-{secrets.token_hex(_TOKEN_BYTES)}")
         try:
             if path.stat().st_mtime >= idle_before:
                 return None
@@ -324,7 +339,11 @@ class LocalBlobStore:
         except FileNotFoundError:
             return None
         status = aside.stat()
-        unwanted = status.st_mtime < idle_before and not wanted()
+        try:
+            unwanted = status.st_mtime < idle_before and not wanted()
+        except BaseException:
+            _put_back(aside, path)
+            raise
         if path.exists():  # a writer stored the key again meanwhile: the same bytes, its own
             aside.unlink()
             return None
@@ -333,6 +352,17 @@ class LocalBlobStore:
             return status.st_size
         aside.rename(path)
         return None
+
+    def restore_collecting(self, prefix: str) -> int:
+        restored = 0
+        for aside in self._path(prefix).rglob(f"{_ASIDE}*"):
+            name, _, token = aside.name[len(_ASIDE) :].rpartition("-")
+            if not name or len(token) != 2 * _TOKEN_BYTES:
+                continue  # not one of ours
+            path = aside.with_name(name)
+            restored += not path.exists()
+            _put_back(aside, path)
+        return restored
 
 
 def _chunks(

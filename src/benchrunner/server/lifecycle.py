@@ -53,6 +53,12 @@ from benchrunner.server.watchdog import SYSTEM, Watchdog
 
 log = logging.getLogger("benchrunner.transitions")
 
+
+class ResendLater(Exception):
+    """A result that could not be applied now: the runner must keep it and resend it (an
+    ``error`` would make it drop the result)."""
+
+
 SPEC_CACHE_SECONDS = 5.0
 
 
@@ -382,7 +388,7 @@ class Lifecycle:
             if reread is None:
                 break
             job = reread
-        return Error(message=f"job {job.uuid} changed concurrently; resend the result")
+        raise ResendLater(f"job {job.uuid} changed concurrently three times")
 
     async def _complete(
         self,

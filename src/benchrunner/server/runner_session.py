@@ -44,7 +44,7 @@ from benchrunner.protocol import (
     explain_invalid,
     invalid_event,
 )
-from benchrunner.server.lifecycle import Lifecycle
+from benchrunner.server.lifecycle import Lifecycle, ResendLater
 from benchrunner.server.store import job_logs, jobs, runners
 from benchrunner.server.store.runners import RunnerRow
 
@@ -235,6 +235,9 @@ class RunnerSession:
             self._reset_deadline()
         try:
             await self._dispatch(message)
+        except ResendLater as exc:
+            log.warning("runner %s: %s; closing so that it resends", self.runner.slug, exc)
+            await self.close(CLOSE_INTERNAL_ERROR, "resend the result")
         except Exception:
             log.exception("runner %s: handling %s failed", self.runner.slug, message.event)
             if isinstance(message, Completed | Failed | Canceled):

@@ -18,7 +18,8 @@ config files, and ``AWS_REGION`` is honoured as well as ``AWS_DEFAULT_REGION``.
 - **Times.** An object's time is S3's ``LastModified`` rounded up to the next whole second (a
   listing says milliseconds, a ``HEAD`` only seconds), so a blob never looks older than it is.
 - **Collection.** With no rename, ``collect`` copies the blob aside, deletes it (it is then
-  unreadable), asks ``wanted()`` and copies it back if wanted. A writer storing the key again
+  unreadable), asks ``wanted()`` and copies it back if wanted; a copy aside outlives only a
+  collection cut short, and ``restore_collecting`` puts it back. A writer storing the key again
   after the delete wins as in the local store; one whose store fell between the check of the
   blob's time and its delete and who links the blob after ``wanted()`` was asked loses it, and
   must find that out by checking the blob after linking it (the registry does).
@@ -65,6 +66,7 @@ PART_SIZE = 8 << 20
 """Bytes of one part of a multipart upload (S3's least is 5 MiB but for the last part)."""
 _UPLOADS = "_uploads"
 _ASIDE = "_collecting"
+_TOKEN_BYTES = 8
 _OPEN = "open"
 _PIECE = re.compile(r"piece-([0-9]{6})")
 _MISSING = frozenset({"404", "NoSuchKey", "NotFound", "NoSuchUpload"})
@@ -333,24 +335,49 @@ class S3BlobStore:
         head = self._head(name)
         if head is None or _stored_time(head["LastModified"]) >= idle_before:
             return None
-        aside = self._name(f"{_ASIDE}/{key}-{secrets.token_hex(8)}")
+        aside = self._name(f"{_ASIDE}/{key}-{secrets.token_hex(_TOKEN_BYTES)}")
         try:
             self._copy(name, aside)
         except BlobStoreUnavailable:
             if self._head(name) is None:
                 return None  # deleted meanwhile
             raise
+        # From here on the copy aside is deleted only once the blob is back or unwanted: a
+        # failure leaves it for ``restore_collecting``.
+        self._call(self._client.delete_object, Bucket=self._bucket, Key=name)
         try:
-            self._call(self._client.delete_object, Bucket=self._bucket, Key=name)
             unwanted = not wanted()
-            if self._head(name) is not None:  # a writer stored the key again meanwhile
-                return None
-            if unwanted:
-                return int(head["ContentLength"])
+        except BaseException:
+            self._put_back(aside, name)
+            raise
+        freed: int | None = None
+        if self._head(name) is not None:  # a writer stored the key again meanwhile
+            pass
+        elif unwanted:
+            freed = int(head["ContentLength"])
+        else:
             self._copy(aside, name)
-            return None
-        finally:
-            self._call(self._client.delete_object, Bucket=self._bucket, Key=aside)
+        self._call(self._client.delete_object, Bucket=self._bucket, Key=aside)
+        return freed
+
+    def _put_back(self, aside: str, name: str) -> None:
+        if self._head(name) is None:
+            self._copy(aside, name)
+        self._call(self._client.delete_object, Bucket=self._bucket, Key=aside)
+
+    def restore_collecting(self, prefix: str) -> int:
+        root = self._name(_ASIDE) + "/"
+        restored = 0
+        for item in self._list(f"{root}{prefix}/"):
+            aside = item["Key"]
+            key, token = aside[len(root) :].rsplit("-", 1)
+            if len(token) != 2 * _TOKEN_BYTES:
+                continue  # not one of ours
+            name = self._name(key)
+            missing = self._head(name) is None
+            self._put_back(aside, name)
+            restored += missing
+        return restored
 
     # ------------------------------------------------------------------ uploads
 

@@ -71,6 +71,9 @@ async def _unlink_unreferenced(ctx: ServerContext, cutoff: dt.datetime) -> int:
 def _delete_unheld(ctx: ServerContext, held: set[str], idle_before: float) -> tuple[int, int]:
     """Blocking: the blobs no project holds, stored before ``idle_before``, deleted."""
     blobs = freed = 0
+    restored = ctx.blobs.restore_collecting(BLOBS_PREFIX)
+    if restored:
+        log.warning("put back %d blob(s) that an interrupted collection had set aside", restored)
     for stored in ctx.blobs.scan(BLOBS_PREFIX):
         digest = _digest_of(stored.key)
         if digest is None or digest in held or stored.stored >= idle_before:
