@@ -303,10 +303,14 @@ class ServerProcess:
     starts: int = 0
     identity: str = ""
     """The replica name of the process last started, which its health check answers with."""
+    host: str = "127.0.0.1"
+    """The address it listens on, and tests reach it at."""
+    netns: str | None = None
+    """The network namespace it runs in (``ip netns exec``); None: the test's own."""
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+        return f"http://{self.host}:{self.port}"
 
     @property
     def log(self) -> Path:
@@ -341,13 +345,17 @@ class ServerProcess:
     def _launch(self) -> None:
         self.starts += 1
         self.identity = self.options.get("replica-name") or f"{self.name}-{os.urandom(6).hex()}"
+        in_netns = [] if self.netns is None else ["ip", "netns", "exec", self.netns]
         with self.log.open("wb") as log:
             self.proc = subprocess.Popen(
                 [
+                    *in_netns,
                     sys.executable,
                     "-m",
                     "benchrunner",
                     "server",
+                    "--host",
+                    self.host,
                     "--port",
                     str(self.port),
                     "--db",
@@ -415,7 +423,7 @@ class ServerProcess:
 
     @property
     def ws_url(self) -> str:
-        return f"ws://127.0.0.1:{self.port}"
+        return f"ws://{self.host}:{self.port}"
 
 
 @dataclass
@@ -594,7 +602,7 @@ class Deployment:
 
     def add_replica(self, name: str) -> ServerProcess:
         """Start another server on this deployment's database, sharing its data directory
-        (blob store and secret key), as replicas behind a load balancer would."""
+        (and so its blob store), as replicas behind a load balancer would."""
         first = self.server
         replica = ServerProcess(
             first.data_dir,

@@ -108,23 +108,25 @@ def s3_server(log_dir: Path) -> Iterator[S3Server]:
 
 @dataclass
 class StoreGate:
-    """A TCP relay to ``target`` (host, port) on its own loopback port; ``close`` refuses new
-    connections and cuts the open ones, ``open`` listens again on the same port."""
+    """A TCP relay to ``target`` (host, port) on its own port of ``host`` (loopback unless
+    given); ``close`` refuses new connections and cuts the open ones, ``open`` listens again on
+    the same port."""
 
     target: tuple[str, int]
     port: int = field(default_factory=free_port)
+    host: str = "127.0.0.1"
     _listener: socket.socket | None = None
     _open: list[socket.socket] = field(default_factory=list)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     @property
     def endpoint(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+        return f"http://{self.host}:{self.port}"
 
     def open(self) -> None:
         listener = socket.socket()
         listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        listener.bind(("127.0.0.1", self.port))
+        listener.bind((self.host, self.port))
         listener.listen(64)
         self._listener = listener
         threading.Thread(target=self._accept, args=(listener,), daemon=True).start()

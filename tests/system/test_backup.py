@@ -56,6 +56,7 @@ def test_a_restored_backup_has_every_report_output_and_image(
         assert "checked 3 blobs" in restored.stderr + restored.stdout
         again = ServerProcess(new_data, templates, new_url, token=admin_token).start()
         try:
+            assert "blob store is not the one" not in again.log.read_text()  # named by restore
             with again.client() as client:
                 job = client.get_job("bench", job_uuid)
                 assert job["output"]["results"][0]["stdout"] == BIG_STDOUT

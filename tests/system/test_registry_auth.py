@@ -11,6 +11,9 @@ import pytest
 
 from benchrunner.client import ApiError
 from benchrunner.server.oci_tokens import runner_pull_token
+from benchrunner.server.secret_key import SECRET_NAME
+from benchrunner.server.store.engine import make_engine
+from benchrunner.server.store.server_state import server_state_get
 from tests.harness import Deployment
 from tests.registry_support import (
     error_code,
@@ -114,7 +117,11 @@ def test_runner_token_is_refused_after_expiry(deployment: Deployment) -> None:
     server = deployment.server
     with deployment.admin() as admin:
         bench_uuid = uuid.UUID(admin.get_project("bench")["uuid"])
-    secret = (server.data_dir / "secret_key").read_text().strip()
+    engine = make_engine(server.db, writer=False)
+    with engine.connect() as conn:
+        secret = server_state_get(conn, SECRET_NAME)
+    engine.dispose()
+    assert secret is not None
 
     def token(now: dt.datetime) -> str:
         return runner_pull_token(

@@ -51,7 +51,7 @@ def server(
     data_dir: Annotated[
         Path | None,
         typer.Option(
-            help="Keys, the default SQLite file and blobs [default: .benchrunner].",
+            help="The default SQLite file and blob directory [default: .benchrunner].",
             show_default=False,
         ),
     ] = None,

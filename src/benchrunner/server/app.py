@@ -15,6 +15,7 @@ from benchrunner import __version__
 from benchrunner.core.clock import Clock, MonotonicClock, SystemClock, SystemMonotonicClock
 from benchrunner.core.templates import TemplateRegistry
 from benchrunner.server import api_docs, console, errors, logs, openapi
+from benchrunner.server.blob_store_identity import check_blob_store
 from benchrunner.server.blob_stores import open_blob_store
 from benchrunner.server.channel import ChannelHub
 from benchrunner.server.config import ServerSettings
@@ -27,7 +28,6 @@ from benchrunner.server.context import ServerContext
 from benchrunner.server.lifecycle import Lifecycle
 from benchrunner.server.limits import BodyLimit
 from benchrunner.server.metrics import ServerMetrics
-from benchrunner.server.oci_tokens import load_or_create_secret
 from benchrunner.server.registry import (
     blob_routes,
     manifest_routes,
@@ -62,6 +62,7 @@ from benchrunner.server.routes import (
 )
 from benchrunner.server.routes.run_fast_path import RunFastPath
 from benchrunner.server.routes.runner_jobs import claim_window
+from benchrunner.server.secret_key import load_secret_key
 from benchrunner.server.store.engine import Database
 from benchrunner.server.store.migrate import upgrade
 from benchrunner.server.store.planner import refresh_statistics
@@ -86,13 +87,18 @@ def build_context(
         if settings.templates
         else TemplateRegistry.empty()
     )
+    clock = clock or SystemClock()
+    blobs = open_blob_store(settings.blob_store, settings.data_dir)
+    check_blob_store(db.write_engine, blobs, clock.now())
     return ServerContext(
         settings=settings,
         db=db,
-        blobs=open_blob_store(settings.blob_store, settings.data_dir),
+        blobs=blobs,
         templates=templates,
-        clock=clock or SystemClock(),
-        secret_key=load_or_create_secret(settings.data_dir, settings.secret_key),
+        clock=clock,
+        secret_key=load_secret_key(
+            db.write_engine, settings.data_dir, settings.secret_key, clock.now()
+        ),
         monotonic=monotonic or SystemMonotonicClock(),
         metrics=metrics or ServerMetrics(settings.replica()),
     )

@@ -10,7 +10,8 @@ A backup is a directory:
 - ``blobs/``, the blobs' bytes when they live in a directory. Blobs in object storage stay in
   their bucket (its versioning or replication is their backup): a restore checks the manifest
   against the store it is given;
-- ``secret_key``, the server's JWT key, when it was generated into the data directory.
+- ``secret_key``, the signing key file an older version generated into the data directory, when
+  there is one (the key is a row of the database now, copied with it: ``server.secret_key``).
 
 ``restore`` puts these into an empty database and a data directory (and blob store) on any
 machine, then checks that every blob of the manifest is there with its size. Errors are
@@ -30,15 +31,19 @@ from pathlib import Path
 
 import sqlalchemy as sa
 
+from benchrunner.server.blob_store_identity import IDENTITY_KEY, name_restored_store
 from benchrunner.server.blob_stores import open_blob_store
 from benchrunner.server.blobs import READ_CHUNK, BlobStore, LocalBlobStore
+from benchrunner.server.secret_key import KEY_FILE
+from benchrunner.server.store.engine import make_engine
 
 SQLITE_FILE = "benchrunner.db"
 PG_DUMP_FILE = "database.pgdump"
 MANIFEST = "blobs.jsonl"
 BLOBS = "blobs"
-KEY_FILE = "secret_key"
-_SKIPPED = ("_uploads", "_collecting")  # uploads in progress are not part of a backup
+# Uploads in progress are not part of a backup; the store's identity is the database's, which
+# a restore writes into the store it fills (``blob_store_identity``).
+_SKIPPED = ("_uploads", "_collecting", IDENTITY_KEY.split("/")[0])
 
 
 class BackupError(ValueError):
@@ -167,6 +172,11 @@ def restore(source: Path, db_url: str, data_dir: Path, blob_store: str | None) -
             _put_file(store, key, copied)
         if store.size(key) != size:
             missing.append(key)
+    engine = make_engine(db_url, writer=True)
+    try:
+        name_restored_store(engine, store)
+    finally:
+        engine.dispose()
     return Restored(len(entries), missing)
 
 

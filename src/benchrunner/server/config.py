@@ -68,7 +68,9 @@ class ServerSettings(BaseSettings):
         default=16, ge=1, description="open blob upload sessions one user may have"
     )
     secret_key: str | None = Field(
-        default=None, description="JWT signing key; generated into data-dir if unset"
+        default=None,
+        description="signing key of tokens and upload locations; if unset, generated once and "
+        "kept in the database, which every replica reads it from",
     )
     anonymous_runs: bool = Field(
         default=True, description="let unauthenticated POST /v0/run create unclaimed projects"

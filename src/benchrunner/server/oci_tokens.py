@@ -4,57 +4,15 @@ keeps a runner's latest in memory, to hand it out again while it is nearly new).
 
 from __future__ import annotations
 
-import contextlib
 import datetime as dt
-import os
-import secrets
-import tempfile
 import uuid
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import NamedTuple
 
 import jwt
 
 OCI_AUDIENCE = "oci"
 ALGORITHM = "HS256"
-
-
-def load_or_create_secret(data_dir: Path, configured: str | None) -> str:
-    """The JWT signing key: ``configured``, else the one in ``data_dir/secret_key``, created
-    there on first use.
-
-    Replicas starting together on one data directory must agree on it, so the file appears
-    whole or not at all: the key is written (mode 0600) and synced under a temporary name, then
-    hard-linked to ``secret_key``, which fails if another process linked its key first; every
-    process then reads the one that won.
-    """
-    if configured:
-        return configured
-    path = data_dir / "secret_key"
-    if not path.exists():
-        data_dir.mkdir(parents=True, exist_ok=True)
-        _create_secret(path)
-    secret = path.read_text().strip()
-    if not secret:
-        raise RuntimeError(
-            f"the secret key file {path} is empty; delete it to have a new key generated "
-            "(tokens signed with the old key stop working)"
-        )
-    return secret
-
-
-def _create_secret(path: Path) -> None:
-    fd, staged = tempfile.mkstemp(dir=path.parent, prefix=".secret_key-")  # mode 0600
-    try:
-        with os.fdopen(fd, "w") as handle:
-            handle.write(secrets.token_hex(32))
-            handle.flush()
-            os.fsync(handle.fileno())
-        with contextlib.suppress(FileExistsError):  # another replica's key won: use that
-            os.link(staged, path)
-    finally:
-        Path(staged).unlink()
 
 
 def runner_pull_token(

@@ -678,3 +678,14 @@ runner_release = sa.Table(
     _ts("created"),
     sa.UniqueConstraint("channel", "version", name="uq_runner_release_channel_version"),
 )
+
+# What every replica on the database must agree on, one row each: the signing key
+# (``server.secret_key``) and the blob store's identity (``server.blob_store_identity``), set by
+# the first server to start and read by the others, which share nothing else but the blob store.
+server_state = sa.Table(
+    "server_state",
+    metadata,
+    sa.Column("name", sa.String(32), primary_key=True),
+    sa.Column("value", sa.String(255), nullable=False),
+    _ts("created"),
+)
