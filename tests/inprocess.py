@@ -99,6 +99,8 @@ class InProcessServer:
     port: int
     token: str
     clock: ManualClock
+    uvicorn: uvicorn.Server
+    """``uvicorn.should_exit = True`` begins the shutdown a SIGTERM would."""
 
     @property
     def url(self) -> str:
@@ -170,7 +172,7 @@ def serve_in_process(tmp: Path, db: str, **settings: Any) -> Iterator[InProcessS
     thread.start()
     try:
         wait_until(lambda: server.started, timeout=30, message="in-process server started")
-        running = InProcessServer(app, port, token, clock)
+        running = InProcessServer(app, port, token, clock, server)
         with running.admin() as client:
             client.create_organization("acme", "team")
             client.create_project("acme", "bench", "public")

@@ -62,7 +62,7 @@ from benchrunner.server.routes import (
 )
 from benchrunner.server.routes.run_fast_path import RunFastPath
 from benchrunner.server.routes.runner_jobs import claim_window
-from benchrunner.server.store.engine import Database
+from benchrunner.server.store.engine import Database, make_engine
 from benchrunner.server.store.migrate import upgrade
 from benchrunner.server.store.planner import refresh_statistics
 from benchrunner.server.websocket_protocol import LingeringCloseProtocol
@@ -189,9 +189,24 @@ def create_app(
     return app
 
 
+def migrate_before_listening(settings: ServerSettings) -> None:
+    """Bring the database to this version's schema before the server binds its port, so that a
+    refusal (``SchemaTooNew``: a newer benchrunner migrated it) ends the process with its reason
+    rather than as a failed application startup with a traceback. The lifespan's own migration
+    then finds nothing to do."""
+    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    engine = make_engine(settings.database_url(), pool_size=1)
+    try:
+        upgrade(engine)
+    finally:
+        engine.dispose()
+
+
 def serve(settings: ServerSettings) -> None:
-    """Run the server until SIGINT/SIGTERM; channels are closed with 1012 on the way out."""
+    """Run the server until SIGINT/SIGTERM; channels are closed with 1012 on the way out.
+    ``SchemaTooNew`` when the database's schema is newer than this version knows."""
     logs.configure(settings.log_level)
+    migrate_before_listening(settings)
     limits = ConnectionLimits(
         read_timeout=settings.request_read_timeout,
         body_min_rate=settings.request_body_min_rate,
