@@ -23,7 +23,7 @@ from websockets.sync.client import connect
 
 from benchrunner.client import BenchrunnerClient
 from benchrunner.protocol import EXTENSIONS_HEADER, OUR_EXTENSIONS
-from benchrunner.server.app import create_app
+from benchrunner.server.app import BenchrunnerServer, create_app
 from benchrunner.server.bootstrap import bootstrap_admin
 from benchrunner.server.config import ServerSettings
 from benchrunner.server.websocket_protocol import LingeringCloseProtocol
@@ -153,7 +153,7 @@ def serve_in_process(tmp: Path, db: str, **settings: Any) -> Iterator[InProcessS
     config = ServerSettings(**options)
     clock = ManualClock()
     app = create_app(config, clock=clock, monotonic=clock)
-    server = uvicorn.Server(
+    server = BenchrunnerServer(
         uvicorn.Config(
             app,
             host="127.0.0.1",

@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import gc
 import logging
+import socket
 from collections.abc import AsyncIterator, Awaitable
 
 import uvicorn
@@ -189,6 +190,19 @@ def create_app(
     return app
 
 
+class BenchrunnerServer(uvicorn.Server):
+    """uvicorn's server, which stops claiming jobs before it closes the connections: a claim
+    under way then reaches its runner over a channel still open (the runner reports it through
+    another replica), and no claim lands for a channel that the shutdown already closed."""
+
+    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        app = self.config.app
+        lifecycle: Lifecycle | None = getattr(getattr(app, "state", None), "lifecycle", None)
+        if lifecycle is not None:
+            await _shutdown_step("stopping claims", lifecycle.stop_claiming())
+        await super().shutdown(sockets)
+
+
 def migrate_before_listening(settings: ServerSettings) -> None:
     """Bring the database to this version's schema before the server binds its port, so that a
     refusal (``SchemaTooNew``: a newer benchrunner migrated it) ends the process with its reason
@@ -231,4 +245,4 @@ def serve(settings: ServerSettings) -> None:
     # What exists now (modules, the app, its routes and models) lives as long as the process:
     # out of the collector's sight, a full collection walks only what requests allocate.
     gc.freeze()
-    uvicorn.Server(config).run()
+    BenchrunnerServer(config).run()

@@ -103,6 +103,9 @@ class Dispatcher:
         self._kick.set()
         if self._task is not None:
             await asyncio.wait({self._task}, timeout=STOP_TIMEOUT)
+        # Nobody waits any more as far as claims go: a submission's hand-off finds no runner.
+        self._waiters.clear()
+        self._fresh.clear()
         for task in (self._task, self._ticker):
             if task is not None:
                 task.cancel()

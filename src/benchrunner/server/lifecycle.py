@@ -107,10 +107,14 @@ class Lifecycle:
         self.sweeper.start()
         self.housekeeping.start()
 
+    async def stop_claiming(self) -> None:
+        """Claim no more jobs (the server is shutting down); a claim under way finishes."""
+        await self.dispatcher.stop()
+
     async def stop(self) -> None:
         # Claims first: one under way for a channel the shutdown closed ends in ``undelivered``,
         # and those jobs are back in the queue before the process goes.
-        await self.dispatcher.stop()
+        await self.stop_claiming()
         if self._undelivered:
             await asyncio.wait(set(self._undelivered), timeout=UNDELIVERED_STOP_TIMEOUT)
         await self.housekeeping.stop()
