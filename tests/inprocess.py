@@ -23,7 +23,7 @@ from websockets.sync.client import connect
 
 from benchrunner.client import BenchrunnerClient
 from benchrunner.protocol import EXTENSIONS_HEADER, OUR_EXTENSIONS
-from benchrunner.server.app import create_app
+from benchrunner.server.app import BenchrunnerServer, create_app
 from benchrunner.server.bootstrap import bootstrap_admin
 from benchrunner.server.config import ServerSettings
 from benchrunner.server.websocket_protocol import LingeringCloseProtocol
@@ -99,6 +99,8 @@ class InProcessServer:
     port: int
     token: str
     clock: ManualClock
+    uvicorn: uvicorn.Server
+    """``uvicorn.should_exit = True`` begins the shutdown a SIGTERM would."""
 
     @property
     def url(self) -> str:
@@ -151,7 +153,7 @@ def serve_in_process(tmp: Path, db: str, **settings: Any) -> Iterator[InProcessS
     config = ServerSettings(**options)
     clock = ManualClock()
     app = create_app(config, clock=clock, monotonic=clock)
-    server = uvicorn.Server(
+    server = BenchrunnerServer(
         uvicorn.Config(
             app,
             host="127.0.0.1",
@@ -170,7 +172,7 @@ def serve_in_process(tmp: Path, db: str, **settings: Any) -> Iterator[InProcessS
     thread.start()
     try:
         wait_until(lambda: server.started, timeout=30, message="in-process server started")
-        running = InProcessServer(app, port, token, clock)
+        running = InProcessServer(app, port, token, clock, server)
         with running.admin() as client:
             client.create_organization("acme", "team")
             client.create_project("acme", "bench", "public")

@@ -5,12 +5,18 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import uuid
 from pathlib import Path
 
+import sqlalchemy as sa
+
+from benchrunner.core.states import JobStatus
 from benchrunner.server.channel import ChannelHub
 from benchrunner.server.dispatcher import Dispatcher
 from benchrunner.server.lifecycle import Lifecycle
 from benchrunner.server.store.claims import Claim
+from benchrunner.server.store.engine import make_engine
+from benchrunner.server.store.tables import job
 from tests.harness import wait_until
 from tests.inprocess import InProcessChannel, serve_in_process
 
@@ -65,11 +71,12 @@ def test_per_runner_state_does_not_grow_with_jobs(tmp_path: Path, database_url: 
         assert set(_sizes(life, hub).values()) == {0}, _sizes(life, hub)
 
 
-def test_a_claim_landing_for_a_superseded_channel_fails_at_once(
+def test_a_claim_landing_for_a_superseded_channel_returns_to_the_queue(
     tmp_path: Path, database_url: str
 ) -> None:
     """The claim is in the database while the runner reconnects: the job must neither reach
-    the old channel nor sit ``claimed`` until the (300 s) heartbeat timeout."""
+    the old channel nor sit ``claimed`` until the (300 s) heartbeat timeout. No runner got it,
+    so it is pending again at once, and the new channel's ``ready`` takes it."""
     with serve_in_process(tmp_path, database_url, heartbeat_timeout=300.0) as server:
         dispatcher: Dispatcher = server.state("lifecycle").dispatcher
         claim = dispatcher._claim
@@ -92,11 +99,56 @@ def test_a_claim_landing_for_a_superseded_channel_fails_at_once(
         assert old.wait_closed(timeout=10) == (4001, "superseded")
         release.set()
         job = wait_until(
-            lambda: (j := server.job(job_uuid))["status"] == "failed" and j,
+            lambda: (j := server.job(job_uuid))["status"] == "pending" and j,
             timeout=15,
-            message="the undelivered job failed",
+            message="the undelivered job back in the queue",
         )
-        assert any("undelivered" in str(e["message"]) for e in job["events"])
+        events = [(e["event_type"], e["status"]) for e in job["events"]]
+        assert events == [
+            ("job_created", "pending"),
+            ("job_claimed", "claimed"),
+            ("job_returned", "pending"),
+        ]
+        assert "undelivered" in str(job["events"][-1]["message"])
         dispatcher._claim = claim
-        assert new.ask({"event": "heartbeat"}) == {"event": "ack"}
+        assert new.claim()["uuid"] == job_uuid
+        assert server.job(job_uuid)["status"] == "claimed"
         new.close()
+
+
+def test_a_claim_under_way_as_the_server_shuts_down_reaches_its_runner(
+    tmp_path: Path, database_url: str
+) -> None:
+    """A replica told to stop (SIGTERM) stops claiming before it closes the channels: a claim
+    already in the database reaches its runner over the channel still open, and only then
+    does the channel close with 1012 (the runner reports the job through another replica).
+    Closed first, the claim would land for no one."""
+    with serve_in_process(tmp_path, database_url, heartbeat_timeout=300.0) as server:
+        dispatcher: Dispatcher = server.state("lifecycle").dispatcher
+        claim = dispatcher._claim
+        entered, release = threading.Event(), threading.Event()
+
+        async def gated(runner_id: int, slug: str, nonce: str, templates: bool) -> Claim | None:
+            entered.set()
+            await asyncio.to_thread(release.wait, 30)
+            return await claim(runner_id, slug, nonce, templates)
+
+        dispatcher._claim = gated
+        channel = server.channel("on-the-stopping-replica")
+        channel.send({"event": "ready", "poll_timeout": 900})
+        job_uuid = server.submit()
+        assert entered.wait(10), "the claim never started"
+        server.uvicorn.should_exit = True
+        wait_until(lambda: dispatcher._stopping, timeout=10, message="claims stopping")
+        release.set()
+        assert channel.recv(timeout=30)["uuid"] == job_uuid
+        assert channel.wait_closed(timeout=30)[0] == 1012
+    engine = make_engine(database_url, writer=False)
+    try:
+        with engine.connect() as conn:
+            status = conn.execute(
+                sa.select(job.c.status).where(job.c.uuid == uuid.UUID(job_uuid))
+            ).scalar_one()
+    finally:
+        engine.dispose()
+    assert JobStatus(status) == JobStatus.CLAIMED  # its runner holds it

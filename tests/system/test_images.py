@@ -11,6 +11,7 @@ only the last layer. A build that cannot run fails the test: nothing here skips.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -25,8 +26,12 @@ from typing import Any
 import httpx
 import pytest
 
+from benchrunner.client import BenchrunnerClient
+from benchrunner.server.bootstrap import bootstrap_admin
 from tests.databases import postgres_database
 from tests.harness import REPO, free_port, wait_until
+from tests.object_store import S3Server
+from tests.registry_support import push_blob
 
 # A build from nothing downloads Debian and PyPI packages: far beyond the suite's default.
 pytestmark = [pytest.mark.system, pytest.mark.timeout(3600)]
@@ -37,6 +42,7 @@ BUILD = REPO / "deploy" / "images" / "build.sh"
 SOURCE_DATE_EPOCH = "1764288000"
 SERVER_UID = 10001
 TOOLS = ("mmdebstrap", "umoci", "runc")
+PREFIX = "images/blobs"
 
 
 def image_cache() -> Path:
@@ -198,67 +204,127 @@ def server_container(server_image: Path, tmp_path: Path) -> Iterator[Container]:
     container.remove()
 
 
-@pytest.mark.postgresql
-def test_server_image_answers_health_on_postgresql(
-    server_container: Container, tmp_path: Path
-) -> None:
+@contextlib.contextmanager
+def serving(
+    container: Container, tmp_path: Path, database_url: str, **env: str
+) -> Iterator[tuple[str, dict[str, Any], Path]]:
+    """The image's server running in ``container`` against ``database_url`` with a writable
+    data volume, configured by ``env`` too; yields its URL, its health answer and the data
+    volume. Stopped with SIGTERM afterwards."""
     data = tmp_path / "data"
     data.mkdir()
     os.chown(data, SERVER_UID, SERVER_UID)
     port = free_port()
-    container = server_container
     container.mount(data, "/var/lib/benchrunner")
     container.mount(None, "/tmp")
-    with postgres_database() as database_url:
-        container.set_env(
-            BENCHRUNNER_DB=database_url,
-            BENCHRUNNER_PORT=str(port),
-            BENCHRUNNER_LISTEN_HOST="127.0.0.1",
-            BENCHRUNNER_REPLICA_NAME="image-test",
-        )
-        log = tmp_path / "server.log"
-        process = container.start(log)
-        try:
-            url = f"http://127.0.0.1:{port}/v0/server/health"
+    container.set_env(
+        BENCHRUNNER_DB=database_url,
+        BENCHRUNNER_PORT=str(port),
+        BENCHRUNNER_LISTEN_HOST="127.0.0.1",
+        BENCHRUNNER_REPLICA_NAME="image-test",
+        **env,
+    )
+    log = tmp_path / "server.log"
+    process = container.start(log)
+    try:
+        url = f"http://127.0.0.1:{port}"
 
-            def healthy() -> dict[str, Any] | None:
-                assert process.poll() is None, f"the server ended:\n{log.read_text()[-4000:]}"
-                try:
-                    answer = httpx.get(url, timeout=5)
-                except httpx.TransportError:
-                    return None
-                return answer.json() if answer.status_code == 200 else None
-
-            health = wait_until(healthy, timeout=120, interval=0.5, message="the image's health")
-            assert health["status"] == "ok", health
-            assert health["engine"] == "postgresql"
-            assert health["database_reachable"] is True
-            assert health["listen_connected"] is True
-            assert health["replica"] == "image-test"
-
-            # Its process runs as the image's user, on a root it cannot write.
-            status = Path(f"/proc/{container.pid()}/status").read_text()
-            uid_line = next(line for line in status.splitlines() if line.startswith("Uid:"))
-            assert uid_line.split()[1:] == [str(SERVER_UID)] * 4
-            write = container.runc(
-                "exec",
-                container.name,
-                "/opt/benchrunner/bin/python",
-                "-c",
-                "open('/opt/benchrunner/written', 'w')",
-            )
-            assert write.returncode != 0 and "Read-only file system" in write.stderr, write
-            # Its state (the JWT secret) is in the data volume, owned by that user.
-            state = [path for path in data.rglob("*") if path.is_file()]
-            assert state, "the server wrote nothing into its data volume"
-            assert all(path.stat().st_uid == SERVER_UID for path in state)
-        finally:
-            container.runc("kill", container.name, "TERM")
+        def healthy() -> dict[str, Any] | None:
+            assert process.poll() is None, f"the server ended:\n{log.read_text()[-4000:]}"
             try:
-                process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+                answer = httpx.get(f"{url}/v0/server/health", timeout=5)
+            except httpx.TransportError:
+                return None
+            return answer.json() if answer.status_code == 200 else None
+
+        health = wait_until(healthy, timeout=120, interval=0.5, message="the image's health")
+        assert health["status"] == "ok", health
+        assert health["engine"] == "postgresql"
+        assert health["database_reachable"] is True
+        assert health["listen_connected"] is True
+        assert health["replica"] == "image-test"
+        yield url, health, data
+    finally:
+        container.runc("kill", container.name, "TERM")
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+@pytest.mark.postgresql
+def test_server_image_answers_health_on_postgresql(
+    server_container: Container, tmp_path: Path
+) -> None:
+    container = server_container
+    with (
+        postgres_database() as database_url,
+        serving(container, tmp_path, database_url) as (
+            _url,
+            _health,
+            data,
+        ),
+    ):
+        # Its process runs as the image's user, on a root it cannot write.
+        status = Path(f"/proc/{container.pid()}/status").read_text()
+        uid_line = next(line for line in status.splitlines() if line.startswith("Uid:"))
+        assert uid_line.split()[1:] == [str(SERVER_UID)] * 4
+        write = container.runc(
+            "exec",
+            container.name,
+            "/opt/benchrunner/bin/python",
+            "-c",
+            "open('/opt/benchrunner/written', 'w')",
+        )
+        assert write.returncode != 0 and "Read-only file system" in write.stderr, write
+        # Its state (the JWT secret) is in the data volume, owned by that user.
+        state = [path for path in data.rglob("*") if path.is_file()]
+        assert state, "the server wrote nothing into its data volume"
+        assert all(path.stat().st_uid == SERVER_UID for path in state)
+
+
+@pytest.mark.postgresql
+def test_server_image_keeps_its_blobs_in_the_object_store(
+    server_container: Container, tmp_path: Path, s3: S3Server
+) -> None:
+    """Configured by the standard AWS variables and ``BENCHRUNNER_BLOB_STORE`` alone: a layer
+    pushed through the container's registry is an object in the bucket (moto's S3 server, on
+    the host's loopback, which the container shares), comes back whole, and nothing of it is
+    in the data volume."""
+    bucket = s3.new_bucket()
+    layer = os.urandom(300_000)
+    with (
+        postgres_database() as database_url,
+        serving(
+            server_container,
+            tmp_path,
+            database_url,
+            BENCHRUNNER_BLOB_STORE=f"s3://{bucket}/{PREFIX}",
+            **s3.env(),
+        ) as (url, _health, data),
+    ):
+        admin = bootstrap_admin(database_url, "admin@test.dev")
+        with BenchrunnerClient(url, admin) as client:
+            client.create_organization("acme", "team")
+            client.create_project("acme", "bench", "public")
+        token = httpx.get(
+            f"{url}/v0/auth/oci/token",
+            params={"service": "benchrunner", "scope": "repository:bench:pull,push"},
+            auth=("anyone", admin),
+            timeout=30,
+        )
+        assert token.status_code == 200, token.text
+        headers = {"Authorization": f"Bearer {token.json()['token']}"}
+        with httpx.Client(base_url=f"{url}/v2", headers=headers, timeout=60) as registry:
+            digest = push_blob(registry, "bench", layer)
+            assert s3.keys(bucket, f"{PREFIX}/oci/blobs/") == [
+                f"{PREFIX}/oci/blobs/{digest.replace(':', '/')}"
+            ]
+            pulled = registry.get(f"/bench/blobs/{digest}")
+            assert pulled.status_code == 200, pulled.text
+            assert hashlib.sha256(pulled.content).hexdigest() == digest.removeprefix("sha256:")
+        assert not (data / "blobs" / "oci").exists()
 
 
 def test_runner_image_holds_the_runner_and_its_runtime(tmp_path: Path) -> None:

@@ -31,6 +31,7 @@ NOW = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
     [
         (JobEvent.CREATED, JobStatus.PENDING),
         (JobEvent.CLAIMED, JobStatus.CLAIMED),
+        (JobEvent.RETURNED, JobStatus.PENDING),
         (JobEvent.STARTED, JobStatus.RUNNING),
         (JobEvent.COMPLETED, JobStatus.COMPLETED),
         (JobEvent.PROCESSED, JobStatus.PROCESSED),

@@ -10,9 +10,11 @@ from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
+from alembic.script import ScriptDirectory
 
+from benchrunner import __version__
 from benchrunner.server.store.engine import make_engine
-from benchrunner.server.store.migrate import SchemaTooNew, upgrade
+from benchrunner.server.store.migrate import MIGRATIONS, SchemaTooNew, upgrade
 from tests.databases import fresh_database
 
 FUTURE = "9999_from_a_newer_benchrunner"
@@ -50,8 +52,15 @@ def test_the_server_stops_at_its_start_with_the_reason(database_url: str, tmp_pa
         stdin=subprocess.DEVNULL,
         check=False,
     )
-    assert started.returncode != 0
-    assert f"schema is at revision {FUTURE}, newer than benchrunner" in started.stderr
+    # Refused before it listens, on one line, without a traceback.
+    assert started.returncode == 1, started.stderr
+    assert "Traceback" not in started.stderr, started.stderr
+    head = ScriptDirectory(str(MIGRATIONS)).get_current_head()
+    assert started.stderr.strip().splitlines()[-1] == (
+        f"error: the database's schema is at revision {FUTURE}, newer than benchrunner "
+        f"{__version__} knows (its newest is {head}): a newer benchrunner migrated it; run that "
+        "version (or newer) on this replica too"
+    )
 
 
 @pytest.mark.postgresql

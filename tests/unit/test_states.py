@@ -10,6 +10,7 @@ S = JobStatus
 ALLOWED = {
     (S.PENDING, S.CLAIMED),
     (S.PENDING, S.CANCELED),
+    (S.CLAIMED, S.PENDING),
     (S.CLAIMED, S.RUNNING),
     (S.CLAIMED, S.FAILED),
     (S.CLAIMED, S.CANCELED),
@@ -49,4 +50,4 @@ def test_database_integers_and_wire_names() -> None:
 def test_sources_are_the_compare_and_set_filter() -> None:
     assert sources_of(S.COMPLETED) == {S.RUNNING, S.FAILED}
     assert sources_of(S.CANCELED) == {S.PENDING, S.CLAIMED, S.RUNNING}
-    assert sources_of(S.PENDING) == set()
+    assert sources_of(S.PENDING) == {S.CLAIMED}

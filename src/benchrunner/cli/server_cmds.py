@@ -247,5 +247,9 @@ def server(
         }
     )
     from benchrunner.server.app import serve
+    from benchrunner.server.store.migrate import SchemaTooNew
 
-    serve(settings)
+    try:
+        serve(settings)
+    except SchemaTooNew as exc:  # an operator's error, told on one line without a traceback
+        raise ValueError(str(exc)) from None

@@ -21,6 +21,8 @@ class JobEvent(enum.StrEnum):
     CREATED = "job_created"
     """Submitted (or rerun): actor, source IP, user agent, API token name; ``rerun_of``."""
     CLAIMED = "job_claimed"
+    RETURNED = "job_returned"
+    """claimed -> pending: the claim never reached its runner (its connection ended first)."""
     STARTED = "job_started"
     """claimed -> running: the runner began the benchmark."""
     COMPLETED = "job_completed"
@@ -50,6 +52,7 @@ TRANSITION_EVENT: dict[JobStatus, JobEvent] = {
 
 _STATUS_REACHED: dict[str, JobStatus] = {
     JobEvent.CREATED: JobStatus.PENDING,
+    JobEvent.RETURNED: JobStatus.PENDING,
     **{event: status for status, event in TRANSITION_EVENT.items()},
     JobEvent.TIMEOUT: JobStatus.CANCELED,
     JobEvent.HEARTBEAT_STALE_RECOVERED: JobStatus.FAILED,

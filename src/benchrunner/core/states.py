@@ -48,6 +48,7 @@ TRANSITIONS: frozenset[tuple[JobStatus, JobStatus]] = frozenset(
     {
         (JobStatus.PENDING, JobStatus.CLAIMED),
         (JobStatus.PENDING, JobStatus.CANCELED),
+        (JobStatus.CLAIMED, JobStatus.PENDING),
         (JobStatus.CLAIMED, JobStatus.RUNNING),
         (JobStatus.CLAIMED, JobStatus.FAILED),
         (JobStatus.CLAIMED, JobStatus.CANCELED),

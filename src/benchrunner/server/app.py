@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import gc
 import logging
+import socket
 from collections.abc import AsyncIterator, Awaitable
 
 import uvicorn
@@ -63,7 +64,7 @@ from benchrunner.server.routes import (
 from benchrunner.server.routes.run_fast_path import RunFastPath
 from benchrunner.server.routes.runner_jobs import claim_window
 from benchrunner.server.secret_key import load_secret_key
-from benchrunner.server.store.engine import Database
+from benchrunner.server.store.engine import Database, make_engine
 from benchrunner.server.store.migrate import upgrade
 from benchrunner.server.store.planner import refresh_statistics
 from benchrunner.server.websocket_protocol import LingeringCloseProtocol
@@ -195,9 +196,37 @@ def create_app(
     return app
 
 
+class BenchrunnerServer(uvicorn.Server):
+    """uvicorn's server, which stops claiming jobs before it closes the connections: a claim
+    under way then reaches its runner over a channel still open (the runner reports it through
+    another replica), and no claim lands for a channel that the shutdown already closed."""
+
+    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        app = self.config.app
+        lifecycle: Lifecycle | None = getattr(getattr(app, "state", None), "lifecycle", None)
+        if lifecycle is not None:
+            await _shutdown_step("stopping claims", lifecycle.stop_claiming())
+        await super().shutdown(sockets)
+
+
+def migrate_before_listening(settings: ServerSettings) -> None:
+    """Bring the database to this version's schema before the server binds its port, so that a
+    refusal (``SchemaTooNew``: a newer benchrunner migrated it) ends the process with its reason
+    rather than as a failed application startup with a traceback. The lifespan's own migration
+    then finds nothing to do."""
+    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    engine = make_engine(settings.database_url(), pool_size=1)
+    try:
+        upgrade(engine)
+    finally:
+        engine.dispose()
+
+
 def serve(settings: ServerSettings) -> None:
-    """Run the server until SIGINT/SIGTERM; channels are closed with 1012 on the way out."""
+    """Run the server until SIGINT/SIGTERM; channels are closed with 1012 on the way out.
+    ``SchemaTooNew`` when the database's schema is newer than this version knows."""
     logs.configure(settings.log_level)
+    migrate_before_listening(settings)
     limits = ConnectionLimits(
         read_timeout=settings.request_read_timeout,
         body_min_rate=settings.request_body_min_rate,
@@ -222,4 +251,4 @@ def serve(settings: ServerSettings) -> None:
     # What exists now (modules, the app, its routes and models) lives as long as the process:
     # out of the collector's sight, a full collection walks only what requests allocate.
     gc.freeze()
-    uvicorn.Server(config).run()
+    BenchrunnerServer(config).run()

@@ -32,6 +32,9 @@ from benchrunner.server.store.claims import Claim, RunnerUnavailable
 
 log = logging.getLogger(__name__)
 
+STOP_TIMEOUT = 5.0
+"""Seconds a stop lets a claim already under way finish before cancelling it."""
+
 ClaimFn = Callable[[int, str, str, bool], Awaitable[Claim | None]]
 """(runner_id, runner_slug, nonce, templates) -> claimed job, None, or raises RunnerUnavailable;
 ``templates``: the runner runs template jobs too."""
@@ -86,12 +89,23 @@ class Dispatcher:
         self._kick = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._ticker: asyncio.Task[None] | None = None
+        self._stopping = False
 
     def start(self) -> None:
         self._task = asyncio.create_task(self._run(), name="dispatcher")
         self._ticker = asyncio.create_task(self._tick(), name="dispatcher-safety-net")
 
     async def stop(self) -> None:
+        """Stop claiming. A claim under way is let finish (for ``STOP_TIMEOUT`` at most), so
+        that its job reaches its waiter or ``on_abandoned``: cancelled halfway, its transaction
+        could still commit, leaving the job claimed for no one."""
+        self._stopping = True
+        self._kick.set()
+        if self._task is not None:
+            await asyncio.wait({self._task}, timeout=STOP_TIMEOUT)
+        # Nobody waits any more as far as claims go: a submission's hand-off finds no runner.
+        self._waiters.clear()
+        self._fresh.clear()
         for task in (self._task, self._ticker):
             if task is not None:
                 task.cancel()
@@ -213,9 +227,11 @@ class Dispatcher:
                 self.capacity_freed()
 
     async def _run(self) -> None:
-        while True:
+        while not self._stopping:
             await self._kick.wait()
             self._kick.clear()
+            if self._stopping:
+                return
             try:
                 await self._round()
             except Exception:
@@ -227,6 +243,8 @@ class Dispatcher:
         created, self._created = self._created, collections.Counter()
         exhausted: set[tuple[frozenset[int], int | None, bool]] = set()
         for waiter in list(self._waiters):
+            if self._stopping:
+                return
             if waiter.future.done() or waiter not in self._waiters:
                 continue
             wanted = full or waiter in fresh or any(created[s] > 0 for s in waiter.spec_ids)

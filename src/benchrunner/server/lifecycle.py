@@ -49,7 +49,7 @@ from benchrunner.server.store.signed_outputs import SignedOutput
 from benchrunner.server.sweeper import Sweeper
 from benchrunner.server.transition_log import job_claimed, job_moved
 from benchrunner.server.wakeups import LocalWakeups, PostgresWakeups, Wakeups
-from benchrunner.server.watchdog import SYSTEM, Watchdog
+from benchrunner.server.watchdog import Watchdog
 
 log = logging.getLogger("benchrunner.transitions")
 
@@ -60,6 +60,8 @@ class ResendLater(Exception):
 
 
 SPEC_CACHE_SECONDS = 5.0
+UNDELIVERED_STOP_TIMEOUT = 5.0
+"""Seconds a stop waits for the undelivered claims it caused to return to the queue."""
 
 
 class Lifecycle:
@@ -111,12 +113,20 @@ class Lifecycle:
         self.sweeper.start()
         self.housekeeping.start()
 
+    async def stop_claiming(self) -> None:
+        """Claim no more jobs (the server is shutting down); a claim under way finishes."""
+        await self.dispatcher.stop()
+
     async def stop(self) -> None:
+        # Claims first: one under way for a channel the shutdown closed ends in ``undelivered``,
+        # and those jobs are back in the queue before the process goes.
+        await self.stop_claiming()
+        if self._undelivered:
+            await asyncio.wait(set(self._undelivered), timeout=UNDELIVERED_STOP_TIMEOUT)
         await self.housekeeping.stop()
         await self.sweeper.stop()
         self.watchdog.stop()
         await self.wakeups.stop()
-        await self.dispatcher.stop()
         await self.processor.stop()
 
     # ------------------------------------------------------------ hooks
@@ -134,20 +144,26 @@ class Lifecycle:
 
     def undelivered(self, job: jobs.JobRow) -> None:
         """A job was claimed for a channel that ended (or was superseded) before the job was
-        sent: no runner has it, so it fails now instead of after the heartbeat timeout."""
-        task = asyncio.create_task(self._fail_undelivered(job), name=f"undelivered-{job.id}")
+        sent: no runner has it, so it goes back to the queue now, for any runner on any replica,
+        instead of failing after the heartbeat timeout (a replica shutting down ends every
+        channel at once, while claims for them may still be committing)."""
+        task = asyncio.create_task(self._return_undelivered(job), name=f"undelivered-{job.id}")
         self._undelivered.add(task)
         task.add_done_callback(self._undelivered.discard)
 
-    async def _fail_undelivered(self, job: jobs.JobRow) -> None:
+    async def _return_undelivered(self, job: jobs.JobRow) -> None:
         reason = "undelivered: the runner's channel closed before the claimed job was sent"
         try:
             now = self.ctx.clock.now()
-            if await self.ctx.db.write(transitions.job_mark_failed, job.id, now, SYSTEM, reason):
-                job_moved(self.ctx, job, JobStatus.FAILED, now, reason=reason)
+            broadcast = self.wakeups.job_broadcast(job.spec_id)
+            if await self.ctx.db.write(
+                transitions.job_return_unclaimed, job.id, now, reason, broadcast
+            ):
+                job_moved(self.ctx, job, JobStatus.PENDING, now, reason=reason)
                 self.finished(job)
+                self.wakeups.job_created_here(job.spec_id)
         except Exception:
-            log.exception("failing undelivered job %s failed; its timeout takes over", job.uuid)
+            log.exception("returning undelivered job %s failed; its timeout takes over", job.uuid)
             self.watchdog.watch(job.id)
 
     def detach(self, job_id: int) -> None:

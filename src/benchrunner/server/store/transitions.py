@@ -411,3 +411,42 @@ def job_mark_processed(conn: Connection, job_id: int, now: dt.datetime, message:
         transition(conn, job_id, JobStatus.PROCESSED, now, message=message, actor=SYSTEM_ACTOR)
         is not None
     )
+
+
+_UNCLAIMED = {"runner_id": None, "claimed": None, "last_heartbeat": None, "nonce": None}
+_NOTIFY = Direct(
+    sa.select(
+        sa.func.pg_notify(
+            sa.bindparam("channel", type_=sa.String), sa.bindparam("payload", type_=sa.String)
+        )
+    )
+)
+
+
+def job_return_unclaimed(
+    conn: Connection,
+    job_id: int,
+    now: dt.datetime,
+    reason: str,
+    broadcast: tuple[str, str] | None,
+) -> bool:
+    """claimed -> pending, for a claim that never reached its runner (the connection it was
+    claimed for ended before the job was sent): no runner has the job, so it waits in the queue
+    again, at its old place (its creation time and priority are kept), instead of failing. With
+    ``broadcast`` (a wake-up's ``(channel, payload)``), the same transaction notifies the other
+    replicas that a job is claimable. False if the job had left ``claimed`` already."""
+    moved = transition(
+        conn,
+        job_id,
+        JobStatus.PENDING,
+        now,
+        message=reason,
+        actor=SYSTEM_ACTOR,
+        values=_UNCLAIMED,
+        event=JobEvent.RETURNED,
+    )
+    if moved is None:
+        return False
+    if broadcast is not None:
+        _NOTIFY.first(conn, {"channel": broadcast[0], "payload": broadcast[1]})
+    return True
