@@ -30,6 +30,7 @@ from benchrunner.server.hand_off import HandOffs
 from benchrunner.server.heartbeats import HeartbeatLedger, write_interval
 from benchrunner.server.housekeeping import Housekeeping
 from benchrunner.server.leadership import AdvisoryLockLeadership, Leadership, SoleLeadership
+from benchrunner.server.live_logs import LiveLogs
 from benchrunner.server.oci_tokens import PullTokens
 from benchrunner.server.outputs import (
     OutputMissing,
@@ -61,6 +62,7 @@ class Lifecycle:
         self.ctx = ctx
         self.processor = Processor(ctx)
         self.heartbeats = HeartbeatLedger(write_interval(ctx.settings))
+        self.live_logs = LiveLogs(ctx)
         self._pull_tokens = PullTokens(
             ctx.secret_key,
             issuer=ctx.settings.base_url(),
@@ -99,6 +101,7 @@ class Lifecycle:
 
     async def start(self) -> None:
         self.processor.start()
+        self.live_logs.start()
         self.dispatcher.start()
         await self.wakeups.start()
         await self.watchdog.recover_at_startup()
@@ -111,6 +114,7 @@ class Lifecycle:
         self.watchdog.stop()
         await self.wakeups.stop()
         await self.dispatcher.stop()
+        await self.live_logs.stop()
         await self.processor.stop()
 
     # ------------------------------------------------------------ hooks

@@ -45,7 +45,7 @@ from benchrunner.protocol import (
     invalid_event,
 )
 from benchrunner.server.lifecycle import Lifecycle
-from benchrunner.server.store import job_logs, jobs, runners
+from benchrunner.server.store import jobs, runners
 from benchrunner.server.store.runners import RunnerRow
 
 log = logging.getLogger(__name__)
@@ -90,8 +90,6 @@ class RunnerSession:
         self._stopping = asyncio.Event()
         """Set when the session must end: closed, or superseded by a newer connection."""
         self.superseded = False
-        self._log_full: set[tuple[int, str]] = set()
-        """(job id, stream) whose log reached its size limit: later chunks cost no query."""
         self._seen_written: dt.datetime | None = None
         """When this session last wrote the runner's "last seen"."""
 
@@ -301,30 +299,22 @@ class RunnerSession:
         await self._reply(message, reply)
 
     async def _log(self, message: Log) -> None:
-        """Store a chunk of the in-flight job's output; no reply unless it is refused."""
+        """Hold a chunk of the in-flight job's output, written within a second
+        (``live_logs``); no reply unless it is refused."""
         job = self.job
         if job is None or job.uuid != message.job or job.status not in IN_FLIGHT:
             await self.refuse(f"log: job {message.job} is not in flight here", message)
             return
-        if (job.id, message.stream) in self._log_full:
-            return
-        appended = await self.ctx.db.write(
-            job_logs.job_log_append,
-            job.id,
-            message.stream,
-            message.offset,
-            message.data,
-            self.ctx.settings.job_log_max_bytes,
-        )
-        if appended is job_logs.Appended.NOT_IN_FLIGHT:
-            await self.refuse(f"log: job {message.job} is no longer in flight", message)
-            return
-        if appended is job_logs.Appended.OVER_LIMIT:
-            self._log_full = {key for key in self._log_full if key[0] == job.id}
-            self._log_full.add((job.id, message.stream))
-        self.ctx.log_watch.notify(job.id)
+        self.life.live_logs.add(job.id, message, self._refuse_log)
+
+    async def _refuse_log(self, message: Log) -> None:
+        await self.refuse(f"log: job {message.job} is no longer in flight", message)
 
     async def _terminal(self, message: Completed | Failed | Canceled) -> None:
+        if self.job is not None and self.job.uuid == message.job:
+            # Its log is whole before the job is seen finished; a chunk refused now (the job
+            # left flight meanwhile) is answered before the result is.
+            await self.life.live_logs.flush_job(self.job.id)
         reply = await self.life.deliver(self.runner, message, self.job)
         if isinstance(reply, Error) and ERROR_EXTENSION not in self.extensions:
             if await self._still_to_deliver(message.job):
@@ -335,6 +325,7 @@ class RunnerSession:
             reply = Ack(job=message.job)  # as Bencher's server: acknowledged, nothing changed
         if isinstance(reply, Ack) and self.job is not None and self.job.uuid == message.job:
             self.ctx.log_watch.notify(self.job.id)  # followers of its log may end
+            self.life.live_logs.forget(self.job.id)
             self.job = None
         await self._reply(message, reply if isinstance(reply, Ack) else reply.answering(message))
 
@@ -369,5 +360,11 @@ class RunnerSession:
 
     async def _end(self) -> None:
         if self.job is not None:
-            self.life.detach(self.job.id)
+            job_id = self.job.id
+            self.life.detach(job_id)
             self.job = None
+            try:
+                await self.life.live_logs.flush_job(job_id)
+            except Exception:
+                log.exception("runner %s: writing the live log at the end failed", self.runner.slug)
+            self.life.live_logs.forget(job_id)
