@@ -90,6 +90,8 @@ class RunnerSession:
         self._stopping = asyncio.Event()
         """Set when the session must end: closed, or superseded by a newer connection."""
         self.superseded = False
+        self._ack: tuple[object, str] = (None, "")
+        """The last ``ack`` naming a job sent, and its text."""
         self._seen_written: dt.datetime | None = None
         """When this session last wrote the runner's "last seen"."""
 
@@ -125,10 +127,16 @@ class RunnerSession:
     # ------------------------------------------------------------ plumbing
 
     async def send(self, message: BaseModel) -> None:
+        if type(message) is Ack and message.job is not None:  # a heartbeat's: encoded once
+            if self._ack[0] != message.job:
+                self._ack = (message.job, encode(message))
+            text = self._ack[1]
+        else:
+            text = encode(message)
         async with self._send_lock:
             if self.ws.application_state == WebSocketState.CONNECTED:
                 with contextlib.suppress(RuntimeError, WebSocketDisconnect):
-                    await self.ws.send_text(encode(message))
+                    await self.ws.send_text(text)
 
     async def refuse(
         self, reason: str, to: RunnerMessage | None = None, *, event: str | None = None
