@@ -79,6 +79,7 @@ def test_a_cancel_made_elsewhere_reaches_the_runner_after_the_shared_write(
     elsewhere = Database(ctx.db.url)  # another replica's connections
     try:
         job = elsewhere.read_sync(jobs.job_get_by_uuid, uuid.UUID(job_uuid))
+        assert job is not None
         elsewhere.write_sync(transitions.job_cancel_by_user, job.id, ctx.clock.now(), "elsewhere")
     finally:
         elsewhere.close()
