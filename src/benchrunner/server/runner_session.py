@@ -89,6 +89,11 @@ class RunnerSession:
         self._closed = False
         self._stopping = asyncio.Event()
         """Set when the session must end: closed, or superseded by a newer connection."""
+        self._reading = False
+        """Whether the loop waits for the runner's next message."""
+        self._read_started = asyncio.Event()
+        self._interruption: str | None = None
+        """Why the loop must end: "stop" or "timeout" (``_guard``)."""
         self.superseded = False
         self._ack: tuple[object, str] = (None, "")
         """The last ``ack`` naming a job sent, and its text."""
@@ -188,45 +193,84 @@ class RunnerSession:
             await self._end()
 
     async def _loop(self) -> None:
-        receiving: asyncio.Task[Any] | None = None
-        timer: asyncio.Task[None] | None = None
-        stopping = asyncio.create_task(self._stopping.wait())
+        """Read and handle messages until the session must end. The reads are awaited here,
+        with no task or wait of their own per message; a guard task ends a read that outlives
+        the deadline or the session (``_interrupt``)."""
+        main = asyncio.current_task()
+        assert main is not None
+        guard = asyncio.create_task(self._guard(main))
         try:
-            while not self._closed:
-                if receiving is None:
-                    receiving = asyncio.create_task(self.ws.receive())
-                waits: set[asyncio.Future[Any]] = {receiving, stopping}
+            while not self._closed and self._interruption is None:
+                self._reading = True
+                self._read_started.set()
+                try:
+                    frame = await self.ws.receive()
+                except asyncio.CancelledError:
+                    if self._interruption is None or main.uncancel() > 0:
+                        raise  # cancelled from outside, not by the guard
+                    break
+                finally:
+                    self._reading = False
+                if frame["type"] == "websocket.disconnect":
+                    return
+                text = frame.get("text")
+                if isinstance(text, str):
+                    await self._handle_text(text)
+                else:
+                    await self.refuse("binary messages are not part of the protocol")
+            if self._interruption == "stop":
+                if self.superseded:
+                    log.info("runner %s reconnected: older socket closed", self.runner.slug)
+                    await self.close(CLOSE_SUPERSEDED, "superseded")
+            elif self._interruption == "timeout":
+                await self._heartbeat_timeout()
+        finally:
+            guard.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await guard
+
+    async def _guard(self, main: asyncio.Task[None]) -> None:
+        """Wait until the session must stop, or the deadline passes while the runner is silent
+        (no deadline while the subclass suspends it), then interrupt the read of ``main``."""
+        stopping = asyncio.create_task(self._stopping.wait())
+        timer: asyncio.Task[None] | None = None
+        try:
+            while True:
                 suspending = self._suspending()
+                waits: set[asyncio.Future[Any]] = {stopping}
                 if suspending is not None and not suspending.done():
                     waits.add(suspending)
                 else:
-                    if timer is None or timer.done():
-                        timer = asyncio.create_task(self._clock.sleep_until(self._deadline))
+                    timer = asyncio.create_task(self._clock.sleep_until(self._deadline))
                     waits.add(timer)
-                done, _ = await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
-                if stopping in done:
-                    if self.superseded:
-                        log.info("runner %s reconnected: older socket closed", self.runner.slug)
-                        await self.close(CLOSE_SUPERSEDED, "superseded")
+                await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+                if timer is not None:
+                    timer.cancel()
+                if stopping.done():
+                    self._interrupt(main, "stop")
                     return
-                if receiving in done:
-                    frame, receiving = receiving.result(), None
-                    if frame["type"] == "websocket.disconnect":
+                if self._clock.monotonic() >= self._deadline and self._reading:
+                    suspending = self._suspending()
+                    if suspending is None or suspending.done():
+                        self._interrupt(main, "timeout")
                         return
-                    text = frame.get("text")
-                    if isinstance(text, str):
-                        await self._handle_text(text)
-                    else:
-                        await self.refuse("binary messages are not part of the protocol")
-                elif timer in done and self._clock.monotonic() >= self._deadline:
-                    await self._heartbeat_timeout()
-                    return
+                if not self._reading:  # past the deadline while a message is handled
+                    self._read_started.clear()
+                    reading = asyncio.create_task(self._read_started.wait())
+                    try:
+                        await asyncio.wait({stopping, reading}, return_when=asyncio.FIRST_COMPLETED)
+                    finally:
+                        reading.cancel()
         finally:
-            for task in (receiving, timer, stopping):
-                if task is not None:
-                    task.cancel()
-                    with contextlib.suppress(asyncio.CancelledError, WebSocketDisconnect):
-                        await task
+            stopping.cancel()
+            if timer is not None:
+                timer.cancel()
+
+    def _interrupt(self, main: asyncio.Task[None], why: str) -> None:
+        """End the session's loop: its read at once, else after the message it handles."""
+        self._interruption = why
+        if self._reading:
+            main.cancel()
 
     async def _handle_text(self, text: str) -> None:
         try:
