@@ -1,15 +1,25 @@
-"""The writes that several jobs share, on a real database: live log chunks (``job_log_store``)
-and heartbeats (``jobs_touch``), each a few statements whatever the number of jobs."""
+"""The writes that several jobs share, on a real database: live log chunks (``job_log_store``,
+held and written in batches by ``LiveLogs``) and heartbeats (``jobs_touch``), each a few
+statements whatever the number of jobs."""
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
 
+from benchrunner.core.clock import SystemClock
+from benchrunner.core.templates import TemplateRegistry
 from benchrunner.core.tiers import Plan
+from benchrunner.protocol import Log
+from benchrunner.server.blobs import LocalBlobStore
+from benchrunner.server.config import ServerSettings
+from benchrunner.server.context import ServerContext
+from benchrunner.server.live_logs import LiveLogs
 from benchrunner.server.store import jobs, tables, transitions
 from benchrunner.server.store.engine import Database
 from benchrunner.server.store.job_logs import (
@@ -134,3 +144,34 @@ def test_heartbeats_of_several_jobs_are_stored_together(world: World) -> None:
         ).scalar_one()
     )
     assert seen == later  # the newest of its jobs'
+
+
+def test_a_jobs_output_past_the_batch_size_is_stored_whole_in_parts(
+    world: World, tmp_path: Path
+) -> None:
+    _, (job_id,) = _running(world, 1)
+    job = world.db.read_sync(jobs.job_get, job_id)
+    assert job is not None
+    ctx = ServerContext(
+        settings=ServerSettings(data_dir=tmp_path, db=world.db.url),
+        db=world.db,
+        blobs=LocalBlobStore(tmp_path / "blobs"),
+        templates=TemplateRegistry.empty(),
+        clock=SystemClock(),
+        secret_key="k",
+    )
+    pieces = [f"{n:02d}" + "x" * (60_000 - 3) + "\n" for n in range(10)]  # 600 kB: three parts
+
+    async def scenario() -> None:
+        live = LiveLogs(ctx)
+        offset = 0
+        for piece in pieces:
+            live.add(job_id, Log(job=job.uuid, stream="stdout", offset=offset, data=piece))
+            offset += len(piece)
+        await live.flush()
+        assert len(live) == 0
+
+    asyncio.run(scenario())
+    stored = world.db.read_sync(job_log_chunks, job_id, 0, 100)
+    assert [chunk.data for chunk in stored] == pieces
+    assert {chunk.kind for chunk in stored} == {ChunkKind.DATA}

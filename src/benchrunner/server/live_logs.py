@@ -40,9 +40,9 @@ log = logging.getLogger(__name__)
 
 INTERVAL = 1.0
 """Seconds between two writes of the pending chunks."""
-BATCH_BYTES = 1 << 20
-"""Bytes of chunks per transaction at most: a job printing tens of megabytes a second does not
-hold SQLite's writer for long."""
+BATCH_BYTES = 256 * 1024
+"""Bytes of chunks per transaction, about: a job printing megabytes a second has its second's
+chunks written in several transactions in turn, so that none holds SQLite's writer long."""
 
 Refuse = Callable[[Log], Coroutine[object, object, None]]
 
@@ -118,7 +118,8 @@ class LiveLogs:
             pending = self._pending.pop(job_id, None)
             if pending is None:
                 return
-            flushed = (await self._store({job_id: pending})).get(job_id)
+            for part in _parts(pending):
+                flushed = (await self._store({job_id: part})).get(job_id)
         if flushed is not None and not flushed.in_flight and pending.refuse and pending.last:
             await pending.refuse(pending.last)
 
@@ -129,11 +130,12 @@ class LiveLogs:
             batch: dict[int, _Pending] = {}
             size = 0
             for job_id, pending in taken.items():
-                if batch and size + pending.size > BATCH_BYTES:
-                    await self._store_or_log(batch)
-                    batch, size = {}, 0
-                batch[job_id] = pending
-                size += pending.size
+                for part in _parts(pending):
+                    if batch and (size + part.size > BATCH_BYTES or job_id in batch):
+                        await self._store_or_log(batch)
+                        batch, size = {}, 0
+                    batch[job_id] = part
+                    size += part.size
             if batch:
                 await self._store_or_log(batch)
 
@@ -187,3 +189,21 @@ class LiveLogs:
 
     def __len__(self) -> int:
         return len(self._pending)
+
+
+def _parts(pending: _Pending) -> list[_Pending]:
+    """``pending`` cut into parts of about ``BATCH_BYTES``, in order: each is stored in a
+    transaction of its own, which reads what the one before stored."""
+    if pending.size <= BATCH_BYTES:
+        return [pending]
+    parts: list[_Pending] = []
+    part = _Pending()
+    for chunk in pending.chunks:
+        if part.chunks and part.size + len(chunk.raw) > BATCH_BYTES:
+            parts.append(part)
+            part = _Pending()
+        part.chunks.append(chunk)
+        part.size += len(chunk.raw)
+    part.last, part.refuse = pending.last, pending.refuse  # one refusal, after the last part
+    parts.append(part)
+    return parts
