@@ -89,7 +89,14 @@ SERVER_PARTS: tuple[Part, ...] = (
             "job_log_store",
         ),
     ),
-    Part("heartbeats", ("._heartbeat (benchrunner/server/runner_session", "job_touch")),
+    Part(
+        "heartbeats",
+        (
+            "._heartbeat (benchrunner/server/runner_session",
+            "job_touch",
+            "benchrunner/server/heartbeats",
+        ),
+    ),
     Part(
         "the dispatcher's claims",
         ("benchrunner/server/dispatcher", "job_claim (benchrunner/server/store/claims"),
