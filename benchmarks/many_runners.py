@@ -395,7 +395,7 @@ def run_heartbeat(
                     "ack p99 ms": percentile(rtts, 0.99),
                     "heartbeats/s": len(rtts) / (t1 - t0),
                     "server CPU (cores)": (cpu1 - cpu0) / (t1 - t0),
-                    "server CPU ms/heartbeat": (cpu1 - cpu0) * 1000 / max(1, len(rtts)),
+                    "server CPU µs/heartbeat": (cpu1 - cpu0) * 1e6 / max(1, len(rtts)),
                     "server RSS MiB": rss_end / 2**20,
                 },
                 [

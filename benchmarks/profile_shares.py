@@ -85,11 +85,18 @@ SERVER_PARTS: tuple[Part, ...] = (
         "the live log's chunks",
         (
             "._log (benchrunner/server/runner_session",
-            "job_log_append",
-            "_insert (benchrunner/server/store/job_logs",
+            "benchrunner/server/live_logs",
+            "job_log_store",
         ),
     ),
-    Part("heartbeats", ("._heartbeat (benchrunner/server/runner_session", "job_touch")),
+    Part(
+        "heartbeats",
+        (
+            "._heartbeat (benchrunner/server/runner_session",
+            "job_touch",
+            "benchrunner/server/heartbeats",
+        ),
+    ),
     Part(
         "the dispatcher's claims",
         ("benchrunner/server/dispatcher", "job_claim (benchrunner/server/store/claims"),

@@ -221,7 +221,9 @@ def test_resends_change_nothing_gaps_are_marked_and_no_log_is_answered(
     channel.send(_log(job, 5, "X\nwor"))  # late and different: what is stored stays
     assert channel.ask({"event": "heartbeat"}) == {"event": "ack", "job": job}
     expected = "héllo\nwor" + "warn\n" + "\n[benchrunner: 10 bytes of stdout lost]\n" + "ld\n"
-    assert page(deployment, job)["content"] == expected
+    wait_until(  # chunks are written in batches, about once a second
+        lambda: page(deployment, job)["content"] == expected, message="the chunks stored"
+    )
 
     other = deployment.submit("bench.noop")
     channel.send(_log(other, 0, "not mine\n"))
@@ -258,9 +260,18 @@ def test_a_stream_past_its_limit_ends_with_one_marker(tmp_path: Path, database_u
         channel.send(_log(job, limit + 10, "c" * 5))  # past it: nothing, no second marker
         channel.send(_log(job, 0, "short\n", "stderr"))  # the other stream has its own limit
         assert channel.ask({"event": "heartbeat"}) == {"event": "ack", "job": job}
-        text, _ = whole_log(deployment, job, 131072)
-    marker = f"\n[benchrunner: stdout truncated at {limit} bytes]\n"
-    assert text == "a" * (limit - 10) + "b" * 10 + marker + "short\n"
+        marker = f"\n[benchrunner: stdout truncated at {limit} bytes]\n"
+        expected = "a" * (limit - 10) + "b" * 10 + marker + "short\n"
+        wait_until(
+            lambda: whole_log(deployment, job, 131072)[0] == expected,
+            message="the chunks stored",
+        )
+        channel.send(_log(job, limit + 20, "d" * 5))  # later: dropped, still one marker
+        channel.send(_log(job, 6, "more\n", "stderr"))
+        wait_until(
+            lambda: whole_log(deployment, job, 131072)[0] == expected + "more\n",
+            message="the last chunk stored",
+        )
 
 
 @pytest.mark.engine_independent
@@ -295,6 +306,9 @@ def test_a_long_log_reads_the_same_through_the_index_of_positions(
     redacted = [f"line {i:06d} Bearer [redacted] é\n" for i in range(len(lines))]
     expected = "".join(redacted)
     far = len("".join(redacted[:-100]).encode())  # 3 MiB in, past three checkpoints
+    # Its chunks are written in batches; the job's result waits until all of them are.
+    done = {"event": "completed", "job": job, "results": [{"exit_code": 0}]}
+    assert channel.ask(done) == {"event": "ack", "job": job}
     cold = page(deployment, job, offset=far, limit=131072)
     warm = page(deployment, job, offset=far, limit=131072)
     assert cold == warm and cold["content"] == expected.encode()[far:].decode()

@@ -100,7 +100,10 @@ def test_a_purged_jobs_live_log_goes_with_its_output(tmp_path: Path, database_ur
         channel.ask({"event": "running"})
         channel.send({"event": "log", "job": job, "stream": "stdout", "offset": 0, "data": "hi\n"})
         with deployment.admin() as client:
-            assert client.job_logs(deployment.project, job)["content"] == "hi\n"
+            wait_until(  # written within about a second
+                lambda: client.job_logs(deployment.project, job)["content"] == "hi\n",
+                message="the chunk stored",
+            )
         done = channel.ask({"event": "completed", "job": job, "results": [RESULT]})
         assert done["event"] == "ack", done
         deployment.wait_status(job, "processed")

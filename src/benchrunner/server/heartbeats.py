@@ -1,23 +1,26 @@
-"""Coalesced heartbeats: ``last_heartbeat`` is written at most once per write interval per
-running job, and this process remembers what it heard in between.
+"""Coalesced heartbeats: a running job's heartbeat costs no query of its own; what this
+process heard is written for every job together, at most once per write interval.
 
 A runner heartbeats about once a second; writing each one costs a database round trip and a
-commit for nothing but a newer timestamp. So a running job's heartbeat is written when the stored
-one is at least the write interval old, and answered from memory otherwise. Every rule stays
-exact:
+commit for nothing but a newer timestamp. So the first heartbeat of a running job is written
+(its ``RETURNING`` gives the job's status, ``started`` and ``timeout``, remembered here) and the
+later ones are answered from memory; one task per server (``HeartbeatWriter``) stores the
+newest heartbeat heard of each job and its runner, for all of them in one transaction, once
+per write interval. Every rule stays exact:
 
 - **Heartbeat timeout, judged here.** The watchdog takes the newer of the stored
   ``last_heartbeat`` and the last heartbeat this process heard (``heard``), so a job whose runner
-  keeps heartbeating is never failed because a write was skipped.
+  keeps heartbeating is never failed because a write is yet to come.
 - **Heartbeat timeout, judged by another replica's sweeper.** The stored value is never more than
-  the write interval older than the last heartbeat heard, and the interval is at most one sweep
-  interval, which the sweeper already waits beyond the heartbeat timeout before it judges a job.
+  the write interval (plus the time a write takes) older than the last heartbeat heard, and
+  the interval is at most one sweep interval, which the sweeper already waits beyond the
+  heartbeat timeout before it judges a job.
 - **Hard timeout.** Checked on every heartbeat against the remembered ``started`` and
   ``timeout`` (which do not change while a job runs).
 - **Cancel.** Every status change made by this process forgets the job (``forget``), so the next
-  heartbeat is written and its ``RETURNING`` tells the new status. A cancel made through another
-  replica is seen at the next write: the runner is told at most one write interval (plus one
-  heartbeat) after the cancel.
+  heartbeat is written and its ``RETURNING`` tells the new status. A job the shared write finds
+  no longer running (canceled through another replica) is forgotten too: the runner is told at
+  most one write interval (plus one heartbeat) after the cancel.
 
 Only ``running`` jobs are coalesced: a ``claimed`` job's heartbeats are written each time, so
 startup recovery's orphan rule (claimed and silent) reads exact values.
@@ -25,12 +28,19 @@ startup recovery's orphan rule (claimed and silent) reads exact values.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import datetime as dt
+import logging
 from dataclasses import dataclass
 
 from benchrunner.core.states import JobStatus
 from benchrunner.server.config import ServerSettings
-from benchrunner.server.store.transitions import Liveness
+from benchrunner.server.context import ServerContext
+from benchrunner.server.store import transitions
+from benchrunner.server.store.transitions import Beat, Liveness
+
+log = logging.getLogger(__name__)
 
 
 def write_interval(settings: ServerSettings) -> dt.timedelta:
@@ -47,6 +57,7 @@ class _Heard:
     latest: dt.datetime
     """The newest heartbeat heard, written or not."""
     liveness: Liveness
+    runner_id: int
 
 
 class HeartbeatLedger:
@@ -59,25 +70,24 @@ class HeartbeatLedger:
         """Jobs whose heartbeat is being written and that nothing has changed since."""
 
     def recent(self, job_id: int, now: dt.datetime) -> Liveness | None:
-        """Record a heartbeat heard at ``now``. The job's remembered liveness if its stored
-        ``last_heartbeat`` is younger than the interval (no write needed), else None: write it
-        and call ``written``."""
+        """Record a heartbeat heard at ``now``. The job's remembered liveness (the shared write
+        stores the heartbeat), else None: write it and call ``written``."""
         heard = self._jobs.get(job_id)
-        if heard is None or now - heard.written >= self.interval or now < heard.written:
+        if heard is None:
             self._writing.add(job_id)
             return None
         if now > heard.latest:
             heard.latest = now
         return heard.liveness
 
-    def written(self, job_id: int, now: dt.datetime, liveness: Liveness) -> None:
+    def written(self, job_id: int, now: dt.datetime, liveness: Liveness, runner_id: int) -> None:
         """The heartbeat at ``now`` was stored; ``liveness`` is what the write returned. Not
         remembered if the job was forgotten while the write was under way: the status the write
         returned may be older than the change that forgot it."""
         unchanged = job_id in self._writing
         self._writing.discard(job_id)
         if unchanged and liveness.status == JobStatus.RUNNING:
-            self._jobs[job_id] = _Heard(now, now, liveness)
+            self._jobs[job_id] = _Heard(now, now, liveness, runner_id)
         else:
             self._jobs.pop(job_id, None)
 
@@ -92,5 +102,63 @@ class HeartbeatLedger:
         self._jobs.pop(job_id, None)
         self._writing.discard(job_id)
 
+    def unwritten(self) -> list[Beat]:
+        """The newest heartbeat of each job heard since its last write."""
+        return [
+            Beat(job_id, heard.runner_id, heard.latest)
+            for job_id, heard in self._jobs.items()
+            if heard.latest > heard.written
+        ]
+
+    def stored(self, beats: list[Beat], stopped: set[int]) -> None:
+        """``beats`` were written; the jobs of ``stopped`` were found no longer running."""
+        for beat in beats:
+            heard = self._jobs.get(beat.job_id)
+            if heard is None:
+                continue
+            if beat.job_id in stopped:
+                self.forget(beat.job_id)
+            elif beat.at > heard.written:
+                heard.written = beat.at
+
     def __len__(self) -> int:
         return len(self._jobs)
+
+
+class HeartbeatWriter:
+    """One task per server: every write interval, the heartbeats heard since the last write
+    are stored, every job's and runner's in one transaction."""
+
+    def __init__(self, ctx: ServerContext, ledger: HeartbeatLedger) -> None:
+        self.ctx = ctx
+        self.ledger = ledger
+        self._task: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        self._task = asyncio.create_task(self._run(), name="heartbeat-writer")
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None
+        with contextlib.suppress(Exception):
+            await self.write()
+
+    async def _run(self) -> None:
+        clock = self.ctx.monotonic
+        interval = self.ledger.interval.total_seconds()
+        while True:
+            await clock.sleep_until(clock.monotonic() + interval)
+            try:
+                await self.write()
+            except Exception:
+                log.exception("writing the heartbeats heard failed; trying again")
+
+    async def write(self) -> None:
+        beats = self.ledger.unwritten()
+        if not beats:
+            return
+        stopped = await self.ctx.db.write(transitions.jobs_touch, beats)
+        self.ledger.stored(beats, stopped)

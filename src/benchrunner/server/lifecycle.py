@@ -27,9 +27,10 @@ from benchrunner.server.completion import Completion, complete, fail_with_output
 from benchrunner.server.context import ServerContext
 from benchrunner.server.dispatcher import Dispatcher
 from benchrunner.server.hand_off import HandOffs
-from benchrunner.server.heartbeats import HeartbeatLedger, write_interval
+from benchrunner.server.heartbeats import HeartbeatLedger, HeartbeatWriter, write_interval
 from benchrunner.server.housekeeping import Housekeeping
 from benchrunner.server.leadership import AdvisoryLockLeadership, Leadership, SoleLeadership
+from benchrunner.server.live_logs import LiveLogs
 from benchrunner.server.oci_tokens import PullTokens
 from benchrunner.server.outputs import (
     OutputMissing,
@@ -69,6 +70,8 @@ class Lifecycle:
         self.ctx = ctx
         self.processor = Processor(ctx)
         self.heartbeats = HeartbeatLedger(write_interval(ctx.settings))
+        self._heartbeat_writer = HeartbeatWriter(ctx, self.heartbeats)
+        self.live_logs = LiveLogs(ctx)
         self._pull_tokens = PullTokens(
             ctx.secret_key,
             issuer=ctx.settings.base_url(),
@@ -107,6 +110,8 @@ class Lifecycle:
 
     async def start(self) -> None:
         self.processor.start()
+        self.live_logs.start()
+        self._heartbeat_writer.start()
         self.dispatcher.start()
         await self.wakeups.start()
         await self.watchdog.recover_at_startup()
@@ -127,6 +132,8 @@ class Lifecycle:
         await self.sweeper.stop()
         self.watchdog.stop()
         await self.wakeups.stop()
+        await self.live_logs.stop()
+        await self._heartbeat_writer.stop()
         await self.processor.stop()
 
     # ------------------------------------------------------------ hooks
@@ -265,9 +272,9 @@ class Lifecycle:
         """Refresh liveness. True means: answer ``cancel`` (the job was canceled, or ran past its
         hard timeout and is canceled now).
 
-        A running job's ``last_heartbeat`` is written at most once per write interval; in
-        between, the answer comes from what the last write returned (``heartbeats`` says why
-        that keeps every timeout and cancel exact)."""
+        A running job's first heartbeat is written; the later ones are answered from what that
+        write returned and stored for all jobs together, once per write interval
+        (``heartbeats`` says why that keeps every timeout and cancel exact)."""
         now = self.ctx.clock.now()
         liveness = self.heartbeats.recent(job.id, now)
         if liveness is None:
@@ -281,7 +288,7 @@ class Lifecycle:
             if liveness is None or liveness.status not in IN_FLIGHT:
                 self.heartbeats.forget(job.id)
                 return True
-            self.heartbeats.written(job.id, now, liveness)
+            self.heartbeats.written(job.id, now, liveness, runner.id)
         if hard_timeout_exceeded(
             liveness.started, liveness.timeout, self.ctx.job_timeout_grace, now
         ):

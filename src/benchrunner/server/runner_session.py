@@ -46,7 +46,7 @@ from benchrunner.protocol import (
     invalid_event,
 )
 from benchrunner.server.lifecycle import Lifecycle, ResendLater
-from benchrunner.server.store import job_logs, jobs, runners
+from benchrunner.server.store import jobs, runners
 from benchrunner.server.store.runners import RunnerRow
 
 log = logging.getLogger(__name__)
@@ -90,9 +90,14 @@ class RunnerSession:
         self._closed = False
         self._stopping = asyncio.Event()
         """Set when the session must end: closed, or superseded by a newer connection."""
+        self._reading = False
+        """Whether the loop waits for the runner's next message."""
+        self._read_started = asyncio.Event()
+        self._interruption: str | None = None
+        """Why the loop must end: "stop" or "timeout" (``_guard``)."""
         self.superseded = False
-        self._log_full: set[tuple[int, str]] = set()
-        """(job id, stream) whose log reached its size limit: later chunks cost no query."""
+        self._ack: tuple[object, str] = (None, "")
+        """The last ``ack`` naming a job sent, and its text."""
         self._seen_written: dt.datetime | None = None
         """When this session last wrote the runner's "last seen"."""
 
@@ -128,10 +133,16 @@ class RunnerSession:
     # ------------------------------------------------------------ plumbing
 
     async def send(self, message: BaseModel) -> None:
+        if type(message) is Ack and message.job is not None:  # a heartbeat's: encoded once
+            if self._ack[0] != message.job:
+                self._ack = (message.job, encode(message))
+            text = self._ack[1]
+        else:
+            text = encode(message)
         async with self._send_lock:
             if self.ws.application_state == WebSocketState.CONNECTED:
                 with contextlib.suppress(RuntimeError, WebSocketDisconnect):
-                    await self.ws.send_text(encode(message))
+                    await self.ws.send_text(text)
 
     async def refuse(
         self, reason: str, to: RunnerMessage | None = None, *, event: str | None = None
@@ -183,45 +194,84 @@ class RunnerSession:
             await self._end()
 
     async def _loop(self) -> None:
-        receiving: asyncio.Task[Any] | None = None
-        timer: asyncio.Task[None] | None = None
-        stopping = asyncio.create_task(self._stopping.wait())
+        """Read and handle messages until the session must end. The reads are awaited here,
+        with no task or wait of their own per message; a guard task ends a read that outlives
+        the deadline or the session (``_interrupt``)."""
+        main = asyncio.current_task()
+        assert main is not None
+        guard = asyncio.create_task(self._guard(main))
         try:
-            while not self._closed:
-                if receiving is None:
-                    receiving = asyncio.create_task(self.ws.receive())
-                waits: set[asyncio.Future[Any]] = {receiving, stopping}
+            while not self._closed and self._interruption is None:
+                self._reading = True
+                self._read_started.set()
+                try:
+                    frame = await self.ws.receive()
+                except asyncio.CancelledError:
+                    if self._interruption is None or main.uncancel() > 0:
+                        raise  # cancelled from outside, not by the guard
+                    break
+                finally:
+                    self._reading = False
+                if frame["type"] == "websocket.disconnect":
+                    return
+                text = frame.get("text")
+                if isinstance(text, str):
+                    await self._handle_text(text)
+                else:
+                    await self.refuse("binary messages are not part of the protocol")
+            if self._interruption == "stop":
+                if self.superseded:
+                    log.info("runner %s reconnected: older socket closed", self.runner.slug)
+                    await self.close(CLOSE_SUPERSEDED, "superseded")
+            elif self._interruption == "timeout":
+                await self._heartbeat_timeout()
+        finally:
+            guard.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await guard
+
+    async def _guard(self, main: asyncio.Task[None]) -> None:
+        """Wait until the session must stop, or the deadline passes while the runner is silent
+        (no deadline while the subclass suspends it), then interrupt the read of ``main``."""
+        stopping = asyncio.create_task(self._stopping.wait())
+        timer: asyncio.Task[None] | None = None
+        try:
+            while True:
                 suspending = self._suspending()
+                waits: set[asyncio.Future[Any]] = {stopping}
                 if suspending is not None and not suspending.done():
                     waits.add(suspending)
                 else:
-                    if timer is None or timer.done():
-                        timer = asyncio.create_task(self._clock.sleep_until(self._deadline))
+                    timer = asyncio.create_task(self._clock.sleep_until(self._deadline))
                     waits.add(timer)
-                done, _ = await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
-                if stopping in done:
-                    if self.superseded:
-                        log.info("runner %s reconnected: older socket closed", self.runner.slug)
-                        await self.close(CLOSE_SUPERSEDED, "superseded")
+                await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+                if timer is not None:
+                    timer.cancel()
+                if stopping.done():
+                    self._interrupt(main, "stop")
                     return
-                if receiving in done:
-                    frame, receiving = receiving.result(), None
-                    if frame["type"] == "websocket.disconnect":
+                if self._clock.monotonic() >= self._deadline and self._reading:
+                    suspending = self._suspending()
+                    if suspending is None or suspending.done():
+                        self._interrupt(main, "timeout")
                         return
-                    text = frame.get("text")
-                    if isinstance(text, str):
-                        await self._handle_text(text)
-                    else:
-                        await self.refuse("binary messages are not part of the protocol")
-                elif timer in done and self._clock.monotonic() >= self._deadline:
-                    await self._heartbeat_timeout()
-                    return
+                if not self._reading:  # past the deadline while a message is handled
+                    self._read_started.clear()
+                    reading = asyncio.create_task(self._read_started.wait())
+                    try:
+                        await asyncio.wait({stopping, reading}, return_when=asyncio.FIRST_COMPLETED)
+                    finally:
+                        reading.cancel()
         finally:
-            for task in (receiving, timer, stopping):
-                if task is not None:
-                    task.cancel()
-                    with contextlib.suppress(asyncio.CancelledError, WebSocketDisconnect):
-                        await task
+            stopping.cancel()
+            if timer is not None:
+                timer.cancel()
+
+    def _interrupt(self, main: asyncio.Task[None], why: str) -> None:
+        """End the session's loop: its read at once, else after the message it handles."""
+        self._interruption = why
+        if self._reading:
+            main.cancel()
 
     async def _handle_text(self, text: str) -> None:
         try:
@@ -305,30 +355,22 @@ class RunnerSession:
         await self._reply(message, reply)
 
     async def _log(self, message: Log) -> None:
-        """Store a chunk of the in-flight job's output; no reply unless it is refused."""
+        """Hold a chunk of the in-flight job's output, written within a second
+        (``live_logs``); no reply unless it is refused."""
         job = self.job
         if job is None or job.uuid != message.job or job.status not in IN_FLIGHT:
             await self.refuse(f"log: job {message.job} is not in flight here", message)
             return
-        if (job.id, message.stream) in self._log_full:
-            return
-        appended = await self.ctx.db.write(
-            job_logs.job_log_append,
-            job.id,
-            message.stream,
-            message.offset,
-            message.data,
-            self.ctx.settings.job_log_max_bytes,
-        )
-        if appended is job_logs.Appended.NOT_IN_FLIGHT:
-            await self.refuse(f"log: job {message.job} is no longer in flight", message)
-            return
-        if appended is job_logs.Appended.OVER_LIMIT:
-            self._log_full = {key for key in self._log_full if key[0] == job.id}
-            self._log_full.add((job.id, message.stream))
-        self.ctx.log_watch.notify(job.id)
+        self.life.live_logs.add(job.id, message, self._refuse_log)
+
+    async def _refuse_log(self, message: Log) -> None:
+        await self.refuse(f"log: job {message.job} is no longer in flight", message)
 
     async def _terminal(self, message: Completed | Failed | Canceled) -> None:
+        if self.job is not None and self.job.uuid == message.job:
+            # Its log is whole before the job is seen finished; a chunk refused now (the job
+            # left flight meanwhile) is answered before the result is.
+            await self.life.live_logs.flush_job(self.job.id)
         reply = await self.life.deliver(self.runner, message, self.job)
         if isinstance(reply, Error) and ERROR_EXTENSION not in self.extensions:
             if await self._still_to_deliver(message.job):
@@ -339,6 +381,7 @@ class RunnerSession:
             reply = Ack(job=message.job)  # as Bencher's server: acknowledged, nothing changed
         if isinstance(reply, Ack) and self.job is not None and self.job.uuid == message.job:
             self.ctx.log_watch.notify(self.job.id)  # followers of its log may end
+            self.life.live_logs.forget(self.job.id)
             self.job = None
         await self._reply(message, reply if isinstance(reply, Ack) else reply.answering(message))
 
@@ -373,5 +416,11 @@ class RunnerSession:
 
     async def _end(self) -> None:
         if self.job is not None:
-            self.life.detach(self.job.id)
+            job_id = self.job.id
+            self.life.detach(job_id)
             self.job = None
+            try:
+                await self.life.live_logs.flush_job(job_id)
+            except Exception:
+                log.exception("runner %s: writing the live log at the end failed", self.runner.slug)
+            self.life.live_logs.forget(job_id)

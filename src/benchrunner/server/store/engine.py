@@ -81,6 +81,8 @@ def _sqlite_engine(url: str, *, immediate: bool, pool_size: int) -> Engine:
 POSTGRESQL_SESSION = {"options": "-c synchronous_commit=on"}
 """Durable commits whatever the database's default: an acknowledged result must survive a
 power cut (docs/explanation/results-safety.md)."""
+POSTGRESQL_LAZY_SESSION = {"options": "-c synchronous_commit=off"}
+"""Commits that do not wait for the disk (``Database.write_lazy``)."""
 
 
 def sqlite_wal_path(url: str) -> Path:
@@ -108,7 +110,7 @@ PING_AFTER_IDLE = 1.0
 """Seconds a pooled PostgreSQL connection may sit unused before it is pinged on checkout."""
 
 
-def _postgresql_engine(url: str, *, pool_size: int) -> Engine:
+def _postgresql_engine(url: str, *, pool_size: int, durable: bool = True) -> Engine:
     """Connections are checked before use only when they have been idle: a connection
     that served a moment ago is alive, and pinging it on every checkout (``pool_pre_ping``)
     costs a round trip per unit of work. One found dead is replaced transparently."""
@@ -116,7 +118,7 @@ def _postgresql_engine(url: str, *, pool_size: int) -> Engine:
         url,
         pool_size=pool_size,
         max_overflow=10,
-        connect_args=POSTGRESQL_SESSION,
+        connect_args=POSTGRESQL_SESSION if durable else POSTGRESQL_LAZY_SESSION,
         execution_options={capabilities.OPTION: capabilities.POSTGRESQL},
     )
 
@@ -139,14 +141,17 @@ def _postgresql_engine(url: str, *, pool_size: int) -> Engine:
     return engine
 
 
-def make_engine(url: str, *, writer: bool = True, pool_size: int = 5) -> Engine:
+def make_engine(
+    url: str, *, writer: bool = True, pool_size: int = 5, durable: bool = True
+) -> Engine:
     """An engine for ``url``, carrying its engine's ``Capabilities`` (``capabilities.of``);
-    ``NotImplementedError`` for a database engine benchrunner does not run on."""
+    ``NotImplementedError`` for a database engine benchrunner does not run on. ``durable``:
+    PostgreSQL's commits wait for the disk (else see ``Database.write_lazy``)."""
     url = normalize_url(url)
     chosen = capabilities.for_backend(sa.make_url(url).get_backend_name())
     if chosen is capabilities.SQLITE:
         return _sqlite_engine(url, immediate=writer, pool_size=pool_size)
-    return _postgresql_engine(url, pool_size=pool_size)
+    return _postgresql_engine(url, pool_size=pool_size, durable=durable)
 
 
 class _HeldConnections:
@@ -267,6 +272,12 @@ class Database:
             self.read_engine = self.write_engine.execution_options(isolation_level="AUTOCOMMIT")
         self.capabilities = capabilities.of(self.write_engine)
         """What this engine does that the other does not, chosen once with the engines."""
+        self.lazy_engine = (
+            self.write_engine
+            if self.sqlite
+            else make_engine(self.url, pool_size=write_threads, durable=False)
+        )
+        """Where ``write_lazy`` commits: PostgreSQL connections whose commits do not wait."""
         # SQLite work is short and CPU-bound: running it on the event loop is faster than a
         # thread hop (the GIL gives threads no parallelism here) and keeps writes serialized.
         self.inline = self.sqlite
@@ -305,6 +316,16 @@ class Database:
             return await self.write(unit, *args, **kwargs)
         return await self._hop(self._writer, self._read_held, unit, *args, **kwargs)
 
+    async def write_lazy(self, unit: Unit[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
+        """A write that a crash may lose without harm, because it is made again (the live
+        log's chunks, which the runner resends): on PostgreSQL it commits without waiting for
+        the WAL to reach the disk (``synchronous_commit=off``), at no extra statement; a
+        later durable commit of this server makes it durable too, as the WAL is written in
+        order. SQLite's commits never wait for the disk (``durable`` does): it is ``write``."""
+        if self.inline:
+            return await self.write(unit, *args, **kwargs)
+        return await self._hop(self._writer, self._write_lazy_held, unit, *args, **kwargs)
+
     async def read(self, unit: Unit[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
         if self.inline:
             return self._run_inline(self.read_engine, unit, *args, **kwargs)
@@ -314,6 +335,9 @@ class Database:
         result = self._held.run(self.write_engine, unit, *args, **kwargs)
         self._commits += 1
         return result
+
+    def _write_lazy_held(self, unit: Unit[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
+        return self._held.run(self.lazy_engine, unit, *args, **kwargs)
 
     def _read_held(self, unit: Unit[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
         """``unit`` on this thread's autocommit connection (PostgreSQL's reads, and the
@@ -398,3 +422,5 @@ class Database:
         self.write_engine.dispose()  # PostgreSQL's read engine shares this pool
         if self.sqlite:
             self.read_engine.dispose()
+        else:
+            self.lazy_engine.dispose()

@@ -14,7 +14,6 @@ from dataclasses import dataclass
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from benchrunner.server.store.direct import Direct, insert_values
 from benchrunner.server.store.tables import in_flight, job, job_log
 
 
@@ -22,14 +21,6 @@ class ChunkKind(enum.StrEnum):
     DATA = "data"
     GAP = "gap"
     TRUNCATED = "truncated"
-
-
-class Appended(enum.StrEnum):
-    STORED = "stored"
-    DUPLICATE = "duplicate"
-    AFTER_GAP = "after_gap"
-    OVER_LIMIT = "over_limit"
-    NOT_IN_FLIGHT = "not_in_flight"
 
 
 @dataclass(frozen=True)
@@ -42,95 +33,138 @@ class LogChunk:
     data: str | None
 
 
-_STORED_END_IF_FLYING = Direct(
-    sa.select(
-        sa.select(job_log.c.stream_offset + job_log.c.size)
-        .where(job_log.c.job_id == job.c.id, job_log.c.stream == sa.bindparam("stream"))
+STREAMS = ("stdout", "stderr")
+
+
+@dataclass
+class PendingChunk:
+    """A chunk as received, waiting to be stored: ``raw`` holds its bytes below the size limit
+    (the rest is never stored), ``end`` is where the whole chunk ends."""
+
+    stream: str
+    offset: int
+    raw: bytes
+    end: int
+
+
+@dataclass(frozen=True)
+class Flushed:
+    """What became of a job's pending chunks: nothing is stored unless the job is in flight;
+    ``full`` names its streams that reached their size limit."""
+
+    in_flight: bool
+    full: frozenset[str] = frozenset()
+
+
+def _last_row(stream: str, column: sa.ColumnElement[object]) -> sa.ScalarSelect[object]:
+    return (
+        sa.select(column)
+        .where(job_log.c.job_id == job.c.id, job_log.c.stream == stream)
         .order_by(job_log.c.stream_offset.desc())
         .limit(1)
         .scalar_subquery()
-        .label("stored_end")
-    ).where(job.c.id == sa.bindparam("job_id"), in_flight(job.c.status))
-)
-"""Where the stream's stored bytes end (NULL: none stored), as a row only while the job is in
-flight: the check and the read of every append in one statement. A stream's rows never overlap,
-so the one at the highest offset ends it; found through the unique index on (job, stream,
-offset) without reading the stream's other rows, as ``max(offset + size)`` would."""
-
-_INSERT = Direct(
-    insert_values(job_log, ["job_id", "stream", "stream_offset", "size", "kind", "data"])
-)
-
-_TRUNCATION_MARKER = Direct(
-    sa.select(job_log.c.id).where(
-        job_log.c.job_id == sa.bindparam("job_id"),
-        job_log.c.stream == sa.bindparam("stream"),
-        job_log.c.stream_offset == sa.bindparam("offset"),
     )
-)
 
 
-def _insert(
-    conn: Connection,
-    job_id: int,
-    stream: str,
-    offset: int,
-    kind: ChunkKind,
-    data: bytes | int,
-) -> None:
+_STORED_ENDS = sa.select(
+    job.c.id,
+    *(
+        column
+        for stream in STREAMS
+        for column in (
+            _last_row(stream, job_log.c.stream_offset + job_log.c.size).label(f"{stream}_end"),
+            _last_row(stream, job_log.c.kind).label(f"{stream}_kind"),
+        )
+    ),
+).where(job.c.id.in_(sa.bindparam("job_ids", expanding=True)), in_flight(job.c.status))
+"""For each job of ``job_ids`` still in flight, where each stream's stored bytes end (NULL:
+none stored) and the kind of its last row: the check and the reads of a whole batch in one
+statement. A stream's rows never overlap, so the one at the highest offset ends it (found
+through the unique index on (job, stream, offset) without reading the stream's other rows);
+a stream that reached its limit ends with its ``truncated`` row."""
+
+
+@dataclass
+class _Stream:
+    end: int
+    marked: bool
+    """Whether the stream's ``truncated`` row is stored."""
+
+
+def _row(
+    job_id: int, stream: str, offset: int, kind: ChunkKind, data: bytes | int
+) -> dict[str, object]:
     """A ``kind`` row at ``offset``: ``data``'s bytes, or for a marker the size it stands for."""
     text = data.decode("utf-8", errors="replace") if isinstance(data, bytes) else None
-    size = len(data) if isinstance(data, bytes) else data
-    _INSERT.run(
-        conn,
-        {
-            "job_id": job_id,
-            "stream": stream,
-            "stream_offset": offset,
-            "size": size,
-            "kind": kind.value,
-            "data": text,
-        },
-    )
+    return {
+        "job_id": job_id,
+        "stream": stream,
+        "stream_offset": offset,
+        "size": len(data) if isinstance(data, bytes) else data,
+        "kind": kind.value,
+        "data": text,
+    }
 
 
-def _truncate(conn: Connection, job_id: int, stream: str, max_bytes: int) -> Appended:
-    marked = _TRUNCATION_MARKER.first(
-        conn, {"job_id": job_id, "stream": stream, "offset": max_bytes}
-    )
-    if marked is None:
-        _insert(conn, job_id, stream, max_bytes, ChunkKind.TRUNCATED, 0)
-    return Appended.OVER_LIMIT
+def _append(
+    rows: list[dict[str, object]],
+    job_id: int,
+    state: _Stream,
+    chunk: PendingChunk,
+    max_bytes: int,
+) -> None:
+    """The rows that store the bytes of ``chunk`` not stored yet, up to ``max_bytes`` of the
+    stream, added to ``rows``; ``state`` follows."""
+    stream = chunk.stream
+    if chunk.end <= state.end:
+        return  # a resend: every byte is stored
+    if state.end < max_bytes:
+        if chunk.offset > state.end:
+            gap_end = min(chunk.offset, max_bytes)
+            rows.append(_row(job_id, stream, state.end, ChunkKind.GAP, gap_end - state.end))
+            state.end = gap_end
+        # A resend cut at another character boundary than the first send stays readable: the
+        # stored text of its first bytes may hold a replacement character.
+        new = chunk.raw[max(0, state.end - chunk.offset) : max(0, max_bytes - chunk.offset)]
+        if new:
+            rows.append(_row(job_id, stream, state.end, ChunkKind.DATA, new))
+            state.end += len(new)
+    if chunk.end > max_bytes and not state.marked:
+        rows.append(_row(job_id, stream, max_bytes, ChunkKind.TRUNCATED, 0))
+        state.end = max(state.end, max_bytes)
+        state.marked = True
 
 
-def job_log_append(
-    conn: Connection, job_id: int, stream: str, offset: int, data: str, max_bytes: int
-) -> Appended:
-    """Store the bytes of ``data`` (at ``offset`` of ``stream``) that are not stored yet, up to
-    ``max_bytes`` of the stream. Nothing is stored once the job has left claimed and running
-    (a finished job's log never grows)."""
-    stored = _STORED_END_IF_FLYING.first(conn, {"job_id": job_id, "stream": stream})
-    if stored is None:
-        return Appended.NOT_IN_FLIGHT
-    raw = data.encode()
-    end = int(stored.stored_end or 0)
-    if offset + len(raw) <= end:
-        return Appended.DUPLICATE
-    if end >= max_bytes:
-        return _truncate(conn, job_id, stream, max_bytes)
-    outcome = Appended.STORED
-    if offset > end:
-        outcome = Appended.AFTER_GAP
-        gap_end = min(offset, max_bytes)
-        _insert(conn, job_id, stream, end, ChunkKind.GAP, gap_end - end)
-        end = gap_end
-    # A resend cut at another character boundary than the first send stays readable: the
-    # stored text of its first bytes may hold a replacement character.
-    new = raw[max(0, end - offset) : max(0, max_bytes - offset)]
-    if new:
-        _insert(conn, job_id, stream, end, ChunkKind.DATA, new)
-    if offset + len(raw) > max_bytes:
-        return _truncate(conn, job_id, stream, max_bytes)
+def job_log_store(
+    conn: Connection, pending: dict[int, list[PendingChunk]], max_bytes: int
+) -> dict[int, Flushed]:
+    """Store the chunks of several jobs, each job's in the order they arrived: of each chunk
+    the bytes not stored yet (a resend stores nothing), after a ``gap`` row for bytes that
+    never arrived, up to ``max_bytes`` of each stream and one ``truncated`` row past it.
+    Nothing is stored for a job that has left claimed and running (a finished job's log never
+    grows). Two statements whatever the number of jobs and chunks."""
+    found = conn.execute(_STORED_ENDS, {"job_ids": list(pending)}).all()
+    flying = {row.id: row for row in found}
+    rows: list[dict[str, object]] = []
+    outcome: dict[int, Flushed] = {}
+    for job_id, chunks in pending.items():
+        ends = flying.get(job_id)
+        if ends is None:
+            outcome[job_id] = Flushed(in_flight=False)
+            continue
+        states = {
+            stream: _Stream(
+                int(getattr(ends, f"{stream}_end") or 0),
+                getattr(ends, f"{stream}_kind") == ChunkKind.TRUNCATED.value,
+            )
+            for stream in STREAMS
+        }
+        for chunk in chunks:
+            _append(rows, job_id, states[chunk.stream], chunk, max_bytes)
+        full = frozenset(stream for stream, state in states.items() if state.marked)
+        outcome[job_id] = Flushed(in_flight=True, full=full)
+    if rows:
+        conn.execute(job_log.insert(), rows)
     return outcome
 
 

@@ -317,6 +317,44 @@ def job_touch(
     return Liveness(JobStatus(row.status), row.started, row.timeout)
 
 
+@dataclass(frozen=True)
+class Beat:
+    """The newest heartbeat heard of a job, from its runner."""
+
+    job_id: int
+    runner_id: int
+    at: dt.datetime
+
+
+_TOUCH_JOB_AT = (
+    job.update()
+    .where(job.c.id == sa.bindparam("job"), in_flight(job.c.status))
+    .values(last_heartbeat=sa.bindparam("at"))
+)
+_TOUCH_RUNNER_AT = (
+    runner.update()
+    .where(runner.c.id == sa.bindparam("runner"))
+    .values(last_heartbeat=sa.bindparam("at"))
+)
+
+
+def jobs_touch(conn: Connection, beats: list[Beat]) -> set[int]:
+    """Store the heartbeats of several jobs and their runners (each job's and runner's newest);
+    the jobs among them that are no longer running. Three statements whatever their number."""
+    runners: dict[int, dt.datetime] = {}
+    for beat in beats:
+        runners[beat.runner_id] = max(beat.at, runners.get(beat.runner_id, beat.at))
+    conn.execute(_TOUCH_JOB_AT, [{"job": beat.job_id, "at": beat.at} for beat in beats])
+    conn.execute(_TOUCH_RUNNER_AT, [{"runner": r, "at": at} for r, at in runners.items()])
+    stopped = conn.execute(
+        sa.select(job.c.id).where(
+            job.c.id.in_([beat.job_id for beat in beats]),
+            job.c.status != JobStatus.RUNNING.value,
+        )
+    )
+    return {row.id for row in stopped}
+
+
 def _finish(
     conn: Connection,
     job_id: int,
