@@ -22,13 +22,13 @@ from __future__ import annotations
 
 import asyncio
 import collections
-import contextlib
 import logging
 import secrets
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 from benchrunner.server.store.claims import Claim, RunnerUnavailable
+from benchrunner.server.tasks import cancel_and_wait
 
 log = logging.getLogger(__name__)
 
@@ -107,10 +107,7 @@ class Dispatcher:
         self._waiters.clear()
         self._fresh.clear()
         for task in (self._task, self._ticker):
-            if task is not None:
-                task.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await task
+            await cancel_and_wait(task)
 
     @property
     def waiting(self) -> int:

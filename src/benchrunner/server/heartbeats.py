@@ -39,6 +39,7 @@ from benchrunner.server.config import ServerSettings
 from benchrunner.server.context import ServerContext
 from benchrunner.server.store import transitions
 from benchrunner.server.store.transitions import Beat, Liveness
+from benchrunner.server.tasks import cancel_and_wait
 
 log = logging.getLogger(__name__)
 
@@ -138,11 +139,8 @@ class HeartbeatWriter:
         self._task = asyncio.create_task(self._run(), name="heartbeat-writer")
 
     async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
+        await cancel_and_wait(self._task)
+        self._task = None
         with contextlib.suppress(Exception):
             await self.write()
 

@@ -10,7 +10,6 @@ Time between rounds is measured on the context's monotonic clock, so tests can m
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import Callable
 
@@ -19,6 +18,7 @@ from benchrunner.server.registry.garbage import collect_garbage
 from benchrunner.server.retention import expire_outputs
 from benchrunner.server.store.planner import refresh_statistics
 from benchrunner.server.store.sessions import sessions_expired_delete
+from benchrunner.server.tasks import cancel_and_wait
 
 log = logging.getLogger(__name__)
 
@@ -43,10 +43,7 @@ class Housekeeping:
         self._task = asyncio.create_task(self._run(), name="housekeeping")
 
     async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+        await cancel_and_wait(self._task)
 
     async def _run(self) -> None:
         clock = self._ctx.monotonic

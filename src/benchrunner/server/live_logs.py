@@ -27,7 +27,6 @@ What holds (docs/explanation/live-logs.md):
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
@@ -35,6 +34,7 @@ from dataclasses import dataclass, field
 from benchrunner.protocol import Log
 from benchrunner.server.context import ServerContext
 from benchrunner.server.store.job_logs import Flushed, PendingChunk, job_log_store
+from benchrunner.server.tasks import cancel_and_wait
 
 log = logging.getLogger(__name__)
 
@@ -77,11 +77,8 @@ class LiveLogs:
 
     async def stop(self) -> None:
         """Stop the task and write what is pending."""
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
+        await cancel_and_wait(self._task)
+        self._task = None
         await self.flush()
 
     def add(self, job_id: int, message: Log, refuse: Refuse | None = None) -> None:

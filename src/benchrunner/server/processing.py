@@ -21,7 +21,6 @@ together only up to ``processing_batch_bytes``; the rest wait for the next batch
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import datetime as dt
 import logging
 import time
@@ -42,6 +41,7 @@ from benchrunner.server.noise import NoiseVerdict, verdict
 from benchrunner.server.outputs import UnusableOutput, output_size, read_output, row_output
 from benchrunner.server.parsers import measure_stored, measure_stored_duet, parser_pool
 from benchrunner.server.store import duets, job_outputs, jobs, reports, transitions
+from benchrunner.server.tasks import cancel_and_wait
 from benchrunner.server.transition_log import job_moved
 
 log = logging.getLogger(__name__)
@@ -133,10 +133,7 @@ class Processor:
         self._task = asyncio.create_task(self._run(), name="processor")
 
     async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+        await cancel_and_wait(self._task)
         if self._own_parsers and self._parsers is not None:
             pool, self._parsers = self._parsers, None
             await _shut_down(pool)

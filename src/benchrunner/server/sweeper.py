@@ -22,7 +22,6 @@ Time since taking the lead is measured on the context's monotonic clock, so test
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import datetime as dt
 import logging
 from collections.abc import Callable
@@ -32,6 +31,7 @@ from benchrunner.server.context import ServerContext
 from benchrunner.server.leadership import Leadership
 from benchrunner.server.store import jobs
 from benchrunner.server.store.idempotency import keys_expire
+from benchrunner.server.tasks import cancel_and_wait
 from benchrunner.server.watchdog import Watchdog
 
 log = logging.getLogger(__name__)
@@ -67,10 +67,7 @@ class Sweeper:
 
     async def stop(self) -> None:
         self._stopping = True  # the loop ends even if a cancel is lost inside a library call
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+        await cancel_and_wait(self._task)
         await self._leadership.release()
 
     async def _run(self) -> None:
