@@ -276,53 +276,38 @@ class CancelsAfterEachIteration(ProcessExecutor):
         return prepared
 
 
+def stopped_after_each_iteration(
+    harness: Harness, job: JsonClaimedJob, reason: CancelReason
+) -> TerminalMessage:
+    """``job``'s result when a stop for ``reason`` is asked as each iteration ends."""
+    executor = harness.use(CancelsAfterEachIteration(TEMPLATES, kill_grace=2.0))
+    executor.reason = reason
+    run = JobRun(
+        job, executor=executor, spool=harness.spool, post=harness.events.put, cores=CorePlan()
+    )
+    executor.run = run
+    run.start()
+    return harness.result_of(run)
+
+
 @pytest.mark.parametrize("reason", list(CancelReason))
 def test_a_stop_after_the_last_iteration_exited_zero_keeps_the_result(
     harness: Harness, reason: CancelReason
 ) -> None:
-    executor = harness.use(CancelsAfterEachIteration(TEMPLATES, kill_grace=2.0))
-    executor.reason = reason
-    run = JobRun(
-        claimed(per_iteration()),
-        executor=executor,
-        spool=harness.spool,
-        post=harness.events.put,
-        cores=CorePlan(),
-    )
-    executor.run = run
-    run.start()
-    message = harness.result_of(run)
+    message = stopped_after_each_iteration(harness, claimed(per_iteration()), reason)
     assert isinstance(message, Completed), message
     assert [(r.exit_code, r.stdout) for r in message.results] == [(0, "0\n")]
 
 
 def test_a_stop_after_an_earlier_iteration_still_stops_the_job(harness: Harness) -> None:
-    executor = harness.use(CancelsAfterEachIteration(TEMPLATES, kill_grace=2.0))
-    run = JobRun(
-        claimed(per_iteration(), iterations=3),
-        executor=executor,
-        spool=harness.spool,
-        post=harness.events.put,
-        cores=CorePlan(),
-    )
-    executor.run = run
-    run.start()
-    assert harness.result_of(run) == Canceled(job=run.uuid)
+    job = claimed(per_iteration(), iterations=3)
+    message = stopped_after_each_iteration(harness, job, CancelReason.SERVER)
+    assert message == Canceled(job=job.uuid)
 
 
 def test_a_stop_after_a_failing_last_iteration_is_the_stop(harness: Harness) -> None:
-    executor = harness.use(CancelsAfterEachIteration(TEMPLATES, kill_grace=2.0))
-    executor.reason = CancelReason.TIMEOUT
-    run = JobRun(
-        claimed(per_iteration(codes={0: 3})),
-        executor=executor,
-        spool=harness.spool,
-        post=harness.events.put,
-        cores=CorePlan(),
-    )
-    executor.run = run
-    run.start()
-    message = harness.result_of(run)
+    job = claimed(per_iteration(codes={0: 3}))
+    message = stopped_after_each_iteration(harness, job, CancelReason.TIMEOUT)
     assert isinstance(message, Failed)
     assert message.error == "job exceeded its timeout of 60 s"
     assert [r.exit_code for r in message.results] == [3]
