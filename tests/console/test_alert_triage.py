@@ -30,7 +30,7 @@ def test_an_alert_is_triaged_from_its_page_and_counted(
     log_in_with_token(page, console.server.token)
     page.goto(alerts_url)
     overall = page.locator('#alert-precision tr[data-threshold="all"]')
-    expect(overall.locator("td.precision")).to_have_text("–")
+    expect(overall.locator("td.precision")).to_have_text("n/a")
 
     page.goto(alert_url)
     page.get_by_role("button", name="False positive").click()
