@@ -376,7 +376,7 @@ alert = sa.Table(
     sa.Column("change_pvalue", sa.Float, nullable=True),
     _ts("created"),
     _ts("modified"),
-    # Triage (docs/how-to/thresholds-and-alerts.md): true_positive, false_positive or expected,
+    # Triage (docs/how-to/thresholds-alerts.md): true_positive, false_positive or expected,
     # who set it last and when; NULL while untriaged.
     sa.Column("verdict", sa.String(16), nullable=True),
     _fk("verdict_user_id", "user.id", "SET NULL", nullable=True),
