@@ -51,6 +51,10 @@ def test_an_alert_is_triaged_from_its_page_and_counted(
     [threshold] = page.locator("#alert-precision tbody tr").all()
     expect(threshold).to_have_attribute("data-threshold", found["threshold"]["uuid"])
     expect(threshold.locator("td").nth(3)).to_have_text("1")  # one false positive
+    # The threshold's page says it too.
+    threshold.get_by_role("link").click()
+    expect(page.locator("#threshold-precision")).to_contain_text("0% · 1 alert:")
+    expect(page.locator("#threshold-precision")).to_contain_text("1 false positive")
 
     page.goto(alert_url)
     page.get_by_role("button", name="True positive").click()

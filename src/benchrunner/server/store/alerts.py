@@ -415,11 +415,17 @@ _PRECISION = (
 )
 
 
-def alert_precision(conn: Connection, project_id: int) -> list[ThresholdPrecision]:
-    """Per threshold, how its alerts were triaged: one aggregate query. Thresholds without
-    alerts are left out; the order is by branch, testbed and measure name."""
+def alert_precision(
+    conn: Connection, project_id: int, threshold_id: int | None = None
+) -> list[ThresholdPrecision]:
+    """Per threshold (only ``threshold_id``'s if given), how its alerts were triaged: one
+    aggregate query. Thresholds without alerts are left out; the order is by branch, testbed
+    and measure name, the duet alerts of no threshold last."""
+    statement = _PRECISION
+    if threshold_id is not None:
+        statement = statement.where(threshold.c.id == threshold_id)
     found: dict[int | None, ThresholdPrecision] = {}
-    for row in conn.execute(_PRECISION, {"project_id": project_id}):
+    for row in conn.execute(statement, {"project_id": project_id}):
         key = None if row.threshold_id is None else int(row.threshold_id)
         known = found.get(key) or ThresholdPrecision(
             row.threshold_uuid, row.branch_name, row.testbed_name, row.measure_name, Precision()
