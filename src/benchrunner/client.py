@@ -32,6 +32,7 @@ Role = Literal["leader", "member"]
 Architecture = Literal["x86_64", "aarch64"]
 AlertStatus = Literal["active", "dismissed", "silenced"]
 Verdict = Literal["true_positive", "false_positive", "expected"]
+VerdictFilter = Literal["true_positive", "false_positive", "expected", "untriaged"]
 Dimension = Literal["branches", "testbeds", "benchmarks", "measures"]
 """The four kinds of a project's history that share one list endpoint's shape."""
 
@@ -582,10 +583,12 @@ class BenchrunnerClient:
         benchmark: str | None = None,
         measure: str | None = None,
         report: str | None = None,
+        verdict: VerdictFilter | None = None,
         page: int = 1,
         per_page: int = DEFAULT_PER_PAGE,
     ) -> Page:
-        """Alerts, newest first; ``report`` is the UUID of the report that raised them."""
+        """Alerts, newest first; ``report`` is the UUID of the report that raised them,
+        ``verdict`` a triage verdict or ``untriaged``."""
         filters = _present(
             status=status,
             branch=branch,
@@ -593,6 +596,7 @@ class BenchrunnerClient:
             benchmark=benchmark,
             measure=measure,
             report=report,
+            verdict=verdict,
         )
         return self._page(
             f"/v0/projects/{_segment(project)}/alerts", {**self._paging(page, per_page), **filters}

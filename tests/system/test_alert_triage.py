@@ -152,6 +152,11 @@ def test_precision_per_threshold_and_overall(alerts: Alerts) -> None:
     assert counts(arm) == (1, 0, 0, 0, 1, None)
     assert counts(found["overall"]) == (4, 1, 1, 1, 1, pytest.approx(2 / 3))
 
+    untriaged = alerts.http.get(alerts.path, params={"verdict": "untriaged"}).json()
+    assert [a["uuid"] for a in untriaged] == [alerts.uuid("arm", "a")]
+    expected = alerts.http.get(alerts.path, params={"verdict": "expected"}).json()
+    assert [a["uuid"] for a in expected] == [alerts.uuid("ci", "c")]
+
     assert alerts.triage("arm", "a", "false_positive").status_code == 200
     assert counts(alerts.precision()["thresholds"][0]) == (1, 0, 1, 0, 0, 0.0)
 
@@ -189,6 +194,10 @@ def test_the_cli_triages_and_shows_precision(
         cli("alert", "triage", alert, "--verdict", "false_positive", "--json", env=env).stdout
     )
     assert triaged["verdict"] == "false_positive" and triaged["verdict_by"] is not None
+    listed = json.loads(
+        cli("alert", "list", "--verdict", "false_positive", "--json", env=env).stdout
+    )
+    assert [a["uuid"] for a in listed] == [alert]
     shown = cli("alert", "show", alert, env=env).stdout
     assert "false_positive" in shown and "triaged" in shown
 

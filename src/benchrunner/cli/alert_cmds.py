@@ -29,7 +29,7 @@ from benchrunner.cli.history_format import (
 )
 from benchrunner.cli.options import LIST_PER_PAGE, Host, Json, Page, PerPage, Project, Token
 from benchrunner.cli.report_format import change_percent, format_change, with_units
-from benchrunner.client import AlertStatus, JsonObject, Verdict
+from benchrunner.client import AlertStatus, JsonObject, Verdict, VerdictFilter
 
 alert_app = typer.Typer(
     help="Alerts: metrics outside their threshold's limits, duet ratios beyond their margin.",
@@ -133,6 +133,9 @@ def alert_list(
     benchmark: Annotated[str | None, _filter("Only this benchmark's.")] = None,
     measure: Annotated[str | None, _filter("Only this measure's.")] = None,
     report: Annotated[str | None, _filter("Only those this report (UUID) raised.")] = None,
+    verdict: Annotated[
+        VerdictFilter | None, _filter("Only alerts with this verdict, or the untriaged ones.")
+    ] = None,
     page: Page = 1,
     per_page: PerPage = LIST_PER_PAGE,
     project: Project = None,
@@ -150,6 +153,7 @@ def alert_list(
             benchmark=benchmark,
             measure=measure,
             report=report,
+            verdict=verdict,
             page=page,
             per_page=per_page,
         )

@@ -16,7 +16,7 @@ from benchrunner.server.routes.bodies import ApiBody
 from benchrunner.server.routes.deps import Ctx, MaybeUser, Page, project_access
 from benchrunner.server.routes.dimensions import optional_id, report_in_project
 from benchrunner.server.store import alerts
-from benchrunner.server.store.alerts import AlertStatus, Verdict
+from benchrunner.server.store.alerts import AlertStatus, Verdict, VerdictFilter
 from benchrunner.server.store.tables import benchmark, branch, measure, testbed
 from benchrunner.server.views import alert_view, precision_view
 
@@ -36,10 +36,12 @@ async def list_alerts(
     benchmark_ref: Annotated[str | None, Query(alias="benchmark")] = None,
     measure_ref: Annotated[str | None, Query(alias="measure")] = None,
     report: str | None = None,
+    verdict: VerdictFilter | None = None,
     direction: Literal["asc", "desc"] = "desc",
 ) -> list[dict[str, Any]]:
     """Newest first by default. ``report`` is the report whose evaluation raised the alerts;
-    the other filters name a branch, testbed, benchmark or measure by UUID, slug or name."""
+    ``verdict`` a triage verdict or ``untriaged``; the other filters name a branch, testbed,
+    benchmark or measure by UUID, slug or name."""
 
     def unit(conn: Connection) -> tuple[list[dict[str, Any]], int]:
         row = project_access(conn, user, project, write=False)
@@ -50,6 +52,7 @@ async def list_alerts(
             benchmark_id=optional_id(conn, benchmark, row.id, benchmark_ref, "benchmark"),
             measure_id=optional_id(conn, measure, row.id, measure_ref, "measure"),
             report_id=report_in_project(conn, row.id, report),
+            verdict=verdict,
         )
         found, total = alerts.alert_list(
             conn,

@@ -43,6 +43,7 @@ Limit = Literal["lower", "upper"]
 STATUSES: tuple[AlertStatus, ...] = ("active", "dismissed", "silenced")
 Verdict = Literal["true_positive", "false_positive", "expected"]
 VERDICTS: tuple[Verdict, ...] = ("true_positive", "false_positive", "expected")
+VerdictFilter = Literal["true_positive", "false_positive", "expected", "untriaged"]
 """A triaged alert: a real regression, noise (the threshold cried wolf), or a real change that
 was intended. Precision counts ``expected`` as right: the threshold saw a real change."""
 
@@ -268,6 +269,8 @@ class AlertFilter:
     measure_id: int | None = None
     report_id: int | None = None
     """The report whose evaluation raised the alerts."""
+    verdict: VerdictFilter | None = None
+    """``untriaged``: the alerts without a verdict."""
 
 
 def alert_list(
@@ -290,6 +293,10 @@ def alert_list(
             (alert.c.report_id, where.report_id),
         ),
     )
+    if where.verdict == "untriaged":
+        statement = statement.where(alert.c.verdict.is_(None))
+    elif where.verdict is not None:
+        statement = statement.where(alert.c.verdict == where.verdict)
     return page_of(
         conn,
         statement,
