@@ -31,6 +31,8 @@ Visibility = Literal["public", "private"]
 Role = Literal["leader", "member"]
 Architecture = Literal["x86_64", "aarch64"]
 AlertStatus = Literal["active", "dismissed", "silenced"]
+Verdict = Literal["true_positive", "false_positive", "expected"]
+VerdictFilter = Literal["true_positive", "false_positive", "expected", "untriaged"]
 Dimension = Literal["branches", "testbeds", "benchmarks", "measures"]
 """The four kinds of a project's history that share one list endpoint's shape."""
 
@@ -581,10 +583,12 @@ class BenchrunnerClient:
         benchmark: str | None = None,
         measure: str | None = None,
         report: str | None = None,
+        verdict: VerdictFilter | None = None,
         page: int = 1,
         per_page: int = DEFAULT_PER_PAGE,
     ) -> Page:
-        """Alerts, newest first; ``report`` is the UUID of the report that raised them."""
+        """Alerts, newest first; ``report`` is the UUID of the report that raised them,
+        ``verdict`` a triage verdict or ``untriaged``."""
         filters = _present(
             status=status,
             branch=branch,
@@ -592,6 +596,7 @@ class BenchrunnerClient:
             benchmark=benchmark,
             measure=measure,
             report=report,
+            verdict=verdict,
         )
         return self._page(
             f"/v0/projects/{_segment(project)}/alerts", {**self._paging(page, per_page), **filters}
@@ -604,6 +609,15 @@ class BenchrunnerClient:
         """Set the alert's status (``dismissed``, ``silenced`` or back to ``active``)."""
         path = f"/v0/projects/{_segment(project)}/alerts/{_segment(alert)}"
         return self._object("PATCH", path, json={"status": status})
+
+    def triage_alert(self, project: str, alert: str, verdict: Verdict | None) -> JsonObject:
+        """Set the alert's verdict (``None`` takes it back); the server keeps who and when."""
+        path = f"/v0/projects/{_segment(project)}/alerts/{_segment(alert)}"
+        return self._object("PATCH", path, json={"verdict": verdict})
+
+    def alert_precision(self, project: str) -> JsonObject:
+        """The precision of the project's alerts, overall and per threshold."""
+        return self._object("GET", f"/v0/projects/{_segment(project)}/alerts/precision")
 
     def reset_baseline(
         self,

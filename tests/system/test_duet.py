@@ -76,6 +76,12 @@ def test_a_slower_contender_gives_a_ratio_above_one_and_an_alert(deployment: Dep
         dismissed = client.update_alert(deployment.project, listed["uuid"], "dismissed")
         assert dismissed["status"] == "dismissed" and dismissed["kind"] == "duet"
         assert client.list_alerts(deployment.project, status="active", report=job["report"]) == []
+        # Triaged as any other; a margin given by the run counts under no threshold.
+        triaged = client.triage_alert(deployment.project, listed["uuid"], "true_positive")
+        assert (triaged["kind"], triaged["verdict"]) == ("duet", "true_positive")
+        precision = client.alert_precision(deployment.project)
+        (no_threshold,) = [t for t in precision["thresholds"] if t["threshold"] is None]
+        assert (no_threshold["true_positive"], no_threshold["precision"]) == (1, 1.0)
         after = client.get_report(deployment.project, job["report"])
     assert after["duet"]["results"][0]["alert"]["status"] == "dismissed"
 

@@ -1,8 +1,11 @@
-"""``benchrunner alert list|show|dismiss|silence|activate`` and ``benchrunner baseline reset``.
+"""``benchrunner alert list|show|dismiss|silence|activate|triage|precision`` and
+``benchrunner baseline reset``.
 
 An alert is raised when a metric falls strictly outside its threshold's limits, or when a
 duet's contender/baseline interval lies beyond 1 ± its margin (a duet alert). ``dismiss``
 says it was seen and is no regression, ``silence`` mutes it, ``activate`` undoes either.
+``triage`` records a verdict (true_positive, false_positive, expected) and ``precision`` shows
+how often each threshold's alerts were right (docs/how-to/thresholds-alerts.md).
 ``baseline reset`` says a change was intended: from a report on, the series is judged
 against a new baseline, and the active alerts from that report on are dismissed.
 """
@@ -26,7 +29,7 @@ from benchrunner.cli.history_format import (
 )
 from benchrunner.cli.options import LIST_PER_PAGE, Host, Json, Page, PerPage, Project, Token
 from benchrunner.cli.report_format import change_percent, format_change, with_units
-from benchrunner.client import AlertStatus, JsonObject
+from benchrunner.client import AlertStatus, JsonObject, Verdict, VerdictFilter
 
 alert_app = typer.Typer(
     help="Alerts: metrics outside their threshold's limits, duet ratios beyond their margin.",
@@ -53,6 +56,7 @@ def _print_duet_alert(alert: JsonObject, duet: JsonObject) -> None:
             ("alert", alert.get("uuid")),
             ("kind", "duet (contender / baseline)"),
             ("status", alert.get("status")),
+            *verdict_fields(alert),
             ("benchmark", (alert.get("benchmark") or {}).get("name")),
             ("measure", (alert.get("measure") or {}).get("name")),
             ("branch", (alert.get("branch") or {}).get("name")),
@@ -69,6 +73,16 @@ def _print_duet_alert(alert: JsonObject, duet: JsonObject) -> None:
     )
 
 
+def verdict_fields(alert: JsonObject) -> list[tuple[str, object]]:
+    """The triage lines of an alert's record: its verdict, and who set it when."""
+    by = alert.get("verdict_by")
+    fields: list[tuple[str, object]] = [("verdict", alert.get("verdict") or "untriaged")]
+    if alert.get("verdict_at") is not None:
+        who = by.get("name") if isinstance(by, dict) else "a deleted user"
+        fields.append(("triaged", f"{output.when(alert.get('verdict_at'))} by {who}"))
+    return fields
+
+
 def print_alert(alert: JsonObject) -> None:
     duet = alert.get("duet")
     if alert.get("kind") == "duet" and isinstance(duet, dict):
@@ -82,6 +96,7 @@ def print_alert(alert: JsonObject) -> None:
     fields: list[tuple[str, object]] = [
         ("alert", alert.get("uuid")),
         ("status", alert.get("status")),
+        *verdict_fields(alert),
         ("benchmark", (alert.get("benchmark") or {}).get("name")),
         ("measure", (alert.get("measure") or {}).get("name")),
         ("branch", (alert.get("branch") or {}).get("name")),
@@ -118,6 +133,9 @@ def alert_list(
     benchmark: Annotated[str | None, _filter("Only this benchmark's.")] = None,
     measure: Annotated[str | None, _filter("Only this measure's.")] = None,
     report: Annotated[str | None, _filter("Only those this report (UUID) raised.")] = None,
+    verdict: Annotated[
+        VerdictFilter | None, _filter("Only alerts with this verdict, or the untriaged ones.")
+    ] = None,
     page: Page = 1,
     per_page: PerPage = LIST_PER_PAGE,
     project: Project = None,
@@ -135,6 +153,7 @@ def alert_list(
             benchmark=benchmark,
             measure=measure,
             report=report,
+            verdict=verdict,
             page=page,
             per_page=per_page,
         )
@@ -178,6 +197,89 @@ _STATUS_COMMANDS: tuple[tuple[str, AlertStatus, str], ...] = (
 )
 for _name, _status, _doc in _STATUS_COMMANDS:
     alert_app.command(_name)(_status_command(_status, _doc))
+
+
+@alert_app.command("triage")
+def alert_triage(
+    alert: AlertRef,
+    verdict: Annotated[
+        Verdict | None,
+        typer.Option(
+            help="true_positive: a real regression; false_positive: noise, the threshold "
+            "cried wolf; expected: a real change that was intended.",
+            show_default=False,
+        ),
+    ] = None,
+    clear: Annotated[bool, typer.Option("--clear", help="Take the verdict back.")] = False,
+    project: Project = None,
+    host: Host = None,
+    token: Token = None,
+    as_json: Json = False,
+) -> None:
+    """Record whether the alert was right (you and the time are kept; a later verdict
+    replaces it). Its status is left as it is."""
+    if (verdict is None) == (not clear):
+        raise typer.BadParameter("give --verdict or --clear (one of them)")
+    with project_client(host, token, project) as (client, project_ref):
+        updated = client.triage_alert(project_ref, alert, verdict)
+    output.show(updated, as_json, print_alert)
+
+
+PRECISION_COLUMNS = (
+    "threshold",
+    "branch",
+    "testbed",
+    "measure",
+    "alerts",
+    "true_positive",
+    "false_positive",
+    "expected",
+    "untriaged",
+    "precision",
+)
+
+
+def _percent(value: object) -> str:
+    return f"{value:.0%}" if isinstance(value, int | float) else "-"
+
+
+def _precision_row(row: JsonObject, threshold: str) -> tuple[object, ...]:
+    return (
+        threshold,
+        row.get("branch") or "",
+        row.get("testbed") or "",
+        row.get("measure") or "",
+        row.get("alerts"),
+        row.get("true_positive"),
+        row.get("false_positive"),
+        row.get("expected"),
+        row.get("untriaged"),
+        _percent(row.get("precision")),
+    )
+
+
+def _print_precision(found: JsonObject) -> None:
+    thresholds = [t for t in found.get("thresholds") or [] if isinstance(t, dict)]
+    rows = [_precision_row(t, str(t.get("threshold") or "(duet margin)")) for t in thresholds]
+    overall = found.get("overall")
+    if thresholds and isinstance(overall, dict):
+        rows.append(_precision_row(overall, "all"))
+    output.print_table(PRECISION_COLUMNS, rows, title="Alert precision")
+
+
+@alert_app.command("precision")
+def alert_precision(
+    project: Project = None,
+    host: Host = None,
+    token: Token = None,
+    as_json: Json = False,
+) -> None:
+    """Which thresholds cry wolf: per threshold and overall, the alerts per verdict, the
+    untriaged ones, and the precision, (true_positive + expected) / triaged ("-" while none
+    is triaged)."""
+    with project_client(host, token, project) as (client, project_ref):
+        found = client.alert_precision(project_ref)
+    output.show(found, as_json, _print_precision)
 
 
 @baseline_app.command("reset")

@@ -336,6 +336,53 @@ def alert_view(row: Any) -> dict[str, Any]:
         "change": change,
         "created": iso(row.created),
         "modified": iso(row.modified),
+        # Additions to Bencher's shape: the triage (docs/how-to/thresholds-alerts.md).
+        "verdict": row.verdict,
+        "verdict_by": verdict_user_view(row),
+        "verdict_at": iso(row.verdict_at),
+    }
+
+
+def verdict_user_view(row: Any) -> dict[str, Any] | None:
+    """Who set the alert's verdict last (no email: public projects' alerts are public)."""
+    if row.verdict_user_uuid is None:
+        return None
+    return {
+        "uuid": str(row.verdict_user_uuid),
+        "name": row.verdict_user_name,
+        "slug": row.verdict_user_slug,
+    }
+
+
+def precision_counts_view(counts: store_alerts.Precision) -> dict[str, Any]:
+    return {
+        "alerts": counts.alerts,
+        "true_positive": counts.true_positive,
+        "false_positive": counts.false_positive,
+        "expected": counts.expected,
+        "untriaged": counts.untriaged,
+        "precision": counts.precision,
+    }
+
+
+def precision_view(
+    project_uuid: Any, rows: list[store_alerts.ThresholdPrecision]
+) -> dict[str, Any]:
+    """A project's alert precision: overall and per threshold (``threshold`` null for duet
+    alerts whose margin came from no threshold)."""
+    return {
+        "project": str(project_uuid),
+        "overall": precision_counts_view(store_alerts.precision_total(rows)),
+        "thresholds": [
+            {
+                "threshold": None if t.threshold_uuid is None else str(t.threshold_uuid),
+                "branch": t.branch_name,
+                "testbed": t.testbed_name,
+                "measure": t.measure_name,
+                **precision_counts_view(t.counts),
+            }
+            for t in rows
+        ],
     }
 
 

@@ -26,10 +26,12 @@ URL map (every page follows the API's path under ``/v0``, with ``/console`` in i
 ``/console/projects/{project}/reports``                    reports
 ``/console/projects/{project}/reports/{report}``           one report
 ``/console/projects/{project}/perf``                       perf plots, the plot's state in the query
-``/console/projects/{project}/alerts``                     alerts; POST ``/{alert}/dismiss``,
-                                                           ``/{alert}/silence``, ``/activate``
+``/console/projects/{project}/alerts``                     alerts and the thresholds' precision;
+                                                           POST ``/{alert}/dismiss``,
+                                                           ``/{alert}/silence``, ``/activate``,
+                                                           ``/{alert}/verdict`` (triage)
 ``/console/projects/{project}/alerts/{alert}``             one alert, linking to the perf plot
-                                                           around it
+                                                           around it, with the triage buttons
 ``/console/projects/{project}/thresholds``                 thresholds; ``/new``, ``/{threshold}``
                                                            (edit)
 ``/console/jobs``, ``/console/reports``, ``/console/perf``  the navigation's project-scoped

@@ -1,5 +1,7 @@
-"""A project's alerts: list with filters, read one, and ``PATCH`` its status (``active``,
-``dismissed``, ``silenced``)."""
+"""A project's alerts: list with filters, read one, ``PATCH`` its status (``active``,
+``dismissed``, ``silenced``) or its verdict (``true_positive``, ``false_positive``,
+``expected``), and the precision of its thresholds' alerts
+(docs/how-to/thresholds-alerts.md)."""
 
 from __future__ import annotations
 
@@ -14,9 +16,9 @@ from benchrunner.server.routes.bodies import ApiBody
 from benchrunner.server.routes.deps import Ctx, MaybeUser, Page, project_access
 from benchrunner.server.routes.dimensions import optional_id, report_in_project
 from benchrunner.server.store import alerts
-from benchrunner.server.store.alerts import AlertStatus
+from benchrunner.server.store.alerts import AlertStatus, Verdict, VerdictFilter
 from benchrunner.server.store.tables import benchmark, branch, measure, testbed
-from benchrunner.server.views import alert_view
+from benchrunner.server.views import alert_view, precision_view
 
 router = APIRouter(tags=["alerts"])
 
@@ -34,10 +36,12 @@ async def list_alerts(
     benchmark_ref: Annotated[str | None, Query(alias="benchmark")] = None,
     measure_ref: Annotated[str | None, Query(alias="measure")] = None,
     report: str | None = None,
+    verdict: VerdictFilter | None = None,
     direction: Literal["asc", "desc"] = "desc",
 ) -> list[dict[str, Any]]:
     """Newest first by default. ``report`` is the report whose evaluation raised the alerts;
-    the other filters name a branch, testbed, benchmark or measure by UUID, slug or name."""
+    ``verdict`` a triage verdict or ``untriaged``; the other filters name a branch, testbed,
+    benchmark or measure by UUID, slug or name."""
 
     def unit(conn: Connection) -> tuple[list[dict[str, Any]], int]:
         row = project_access(conn, user, project, write=False)
@@ -48,6 +52,7 @@ async def list_alerts(
             benchmark_id=optional_id(conn, benchmark, row.id, benchmark_ref, "benchmark"),
             measure_id=optional_id(conn, measure, row.id, measure_ref, "measure"),
             report_id=report_in_project(conn, row.id, report),
+            verdict=verdict,
         )
         found, total = alerts.alert_list(
             conn,
@@ -62,6 +67,19 @@ async def list_alerts(
     views, total = await ctx.db.read(unit)
     response.headers["X-Total-Count"] = str(total)
     return views
+
+
+@router.get("/v0/projects/{project}/alerts/precision")
+async def alert_precision(project: str, user: MaybeUser, ctx: Ctx) -> dict[str, Any]:
+    """Per threshold and overall: how many alerts were triaged as each verdict, how many are
+    untriaged, and the precision, (true_positive + expected) / triaged, or null while no alert
+    is triaged."""
+
+    def unit(conn: Connection) -> dict[str, Any]:
+        row = project_access(conn, user, project, write=False)
+        return precision_view(row.uuid, alerts.alert_precision(conn, row.id))
+
+    return await ctx.db.read(unit)
 
 
 def _alert(conn: Connection, project_id: int, ref: str) -> Any:
@@ -83,6 +101,8 @@ async def get_alert(project: str, alert: str, user: MaybeUser, ctx: Ctx) -> dict
 class AlertUpdate(ApiBody):
     model_config = ConfigDict(extra="forbid")
     status: AlertStatus | None = None
+    verdict: Verdict | None = None
+    """Set: the triage; null takes it back. Absent: left as it is."""
 
 
 @router.patch("/v0/projects/{project}/alerts/{alert}")
@@ -90,13 +110,17 @@ async def update_alert(
     project: str, alert: str, body: AlertUpdate, user: MaybeUser, ctx: Ctx
 ) -> dict[str, Any]:
     """Set the alert's status: ``dismissed`` (seen, not a regression), ``silenced``, or back
-    to ``active``."""
+    to ``active``; and/or its verdict: ``true_positive`` (a real regression),
+    ``false_positive`` (noise) or ``expected`` (a real, intended change), kept with who set it
+    and when; ``"verdict": null`` takes it back."""
 
     def unit(conn: Connection) -> dict[str, Any]:
         row = project_access(conn, user, project, write=True)
         found = _alert(conn, row.id, alert)
         if body.status is not None and body.status != found.status:
             alerts.alert_set_status(conn, found.id, body.status, ctx.clock.now())
+        if "verdict" in body.model_fields_set and user is not None:
+            alerts.alert_set_verdict(conn, found.id, body.verdict, user.id, ctx.clock.now())
         return alert_view(_alert(conn, row.id, alert))
 
     return await ctx.db.write(unit)

@@ -35,11 +35,17 @@ from benchrunner.server.store.tables import (
     report,
     testbed,
     threshold,
+    user,
 )
 
 AlertStatus = Literal["active", "dismissed", "silenced"]
 Limit = Literal["lower", "upper"]
 STATUSES: tuple[AlertStatus, ...] = ("active", "dismissed", "silenced")
+Verdict = Literal["true_positive", "false_positive", "expected"]
+VERDICTS: tuple[Verdict, ...] = ("true_positive", "false_positive", "expected")
+VerdictFilter = Literal["true_positive", "false_positive", "expected", "untriaged"]
+"""A triaged alert: a real regression, noise (the threshold cried wolf), or a real change that
+was intended. Precision counts ``expected`` as right: the threshold saw a real change."""
 
 
 @dataclass(frozen=True)
@@ -182,6 +188,7 @@ _REPORT_ID = sa.func.coalesce(metric.c.report_id, duet.c.report_id)
 _BENCHMARK_ID = sa.func.coalesce(metric.c.benchmark_id, duet_result.c.benchmark_id)
 _MEASURE_ID = sa.func.coalesce(metric.c.measure_id, duet_result.c.measure_id)
 _MODEL_ID = sa.func.coalesce(boundary.c.model_id, duet_result.c.margin_model_id)
+_VERDICT_BY = user.alias("verdict_by")
 _VIEW = (
     sa.select(
         alert,
@@ -224,6 +231,10 @@ _VIEW = (
         testbed.c.created.label("testbed_created"),
         threshold.c.created.label("threshold_created"),
         threshold.c.modified.label("threshold_modified"),
+        _VERDICT_BY.c.uuid.label("verdict_user_uuid"),
+        _VERDICT_BY.c.name.label("verdict_user_name"),
+        _VERDICT_BY.c.slug.label("verdict_user_slug"),
+        _VERDICT_BY.c.email.label("verdict_user_email"),
     )
     .select_from(alert)
     .outerjoin(boundary, boundary.c.id == alert.c.boundary_id)
@@ -240,6 +251,7 @@ _VIEW = (
     # A boundary's model is its threshold's; a duet's margin model too, when it has one.
     .outerjoin(model, model.c.id == _MODEL_ID)
     .outerjoin(threshold, threshold.c.id == model.c.threshold_id)
+    .outerjoin(_VERDICT_BY, _VERDICT_BY.c.id == alert.c.verdict_user_id)
 )
 
 
@@ -257,6 +269,8 @@ class AlertFilter:
     measure_id: int | None = None
     report_id: int | None = None
     """The report whose evaluation raised the alerts."""
+    verdict: VerdictFilter | None = None
+    """``untriaged``: the alerts without a verdict."""
 
 
 def alert_list(
@@ -279,6 +293,10 @@ def alert_list(
             (alert.c.report_id, where.report_id),
         ),
     )
+    if where.verdict == "untriaged":
+        statement = statement.where(alert.c.verdict.is_(None))
+    elif where.verdict is not None:
+        statement = statement.where(alert.c.verdict == where.verdict)
     return page_of(
         conn,
         statement,
@@ -310,6 +328,139 @@ def alert_set_status(
     conn: Connection, alert_id: int, status: AlertStatus, now: dt.datetime
 ) -> None:
     conn.execute(_SET_STATUS, {"alert_id": alert_id, "status": status, "now": now})
+
+
+_SET_VERDICT = (
+    alert.update()
+    .where(alert.c.id == sa.bindparam("alert_id"))
+    .values(
+        verdict=sa.bindparam("verdict"),
+        verdict_user_id=sa.bindparam("user_id"),
+        verdict_at=sa.bindparam("now"),
+    )
+)
+
+
+def alert_set_verdict(
+    conn: Connection, alert_id: int, verdict: Verdict | None, user_id: int, now: dt.datetime
+) -> None:
+    """Triage the alert (``None`` takes the verdict back): the latest verdict, its user and
+    time are kept. The status (Bencher's field) is left as it is."""
+    conn.execute(
+        _SET_VERDICT, {"alert_id": alert_id, "verdict": verdict, "user_id": user_id, "now": now}
+    )
+
+
+@dataclass(frozen=True)
+class Precision:
+    """How a threshold's alerts (or a project's) were triaged."""
+
+    true_positive: int = 0
+    false_positive: int = 0
+    expected: int = 0
+    untriaged: int = 0
+
+    @property
+    def alerts(self) -> int:
+        return self.true_positive + self.false_positive + self.expected + self.untriaged
+
+    @property
+    def precision(self) -> float | None:
+        """(true positives + expected) / triaged; None while no alert is triaged."""
+        right = self.true_positive + self.expected
+        judged = right + self.false_positive
+        return right / judged if judged else None
+
+    def plus(self, verdict: str | None, count: int) -> Precision:
+        field = verdict if verdict in VERDICTS else "untriaged"
+        return Precision(**{**vars(self), field: getattr(self, field) + count})
+
+
+@dataclass(frozen=True)
+class ThresholdPrecision:
+    """One threshold's alerts' triage; ``threshold_uuid`` None for duet alerts whose margin
+    came from no threshold."""
+
+    threshold_uuid: uuid.UUID | None
+    branch_name: str | None
+    testbed_name: str | None
+    measure_name: str | None
+    counts: Precision
+
+
+_T_BRANCH = branch.alias("t_branch")
+_T_TESTBED = testbed.alias("t_testbed")
+_T_MEASURE = measure.alias("t_measure")
+_PRECISION = (
+    sa.select(
+        threshold.c.id.label("threshold_id"),
+        threshold.c.uuid.label("threshold_uuid"),
+        _T_BRANCH.c.name.label("branch_name"),
+        _T_TESTBED.c.name.label("testbed_name"),
+        _T_MEASURE.c.name.label("measure_name"),
+        alert.c.verdict,
+        sa.func.count().label("n"),
+    )
+    .select_from(alert)
+    .join(_RAISED, _RAISED.c.id == alert.c.report_id)
+    .outerjoin(boundary, boundary.c.id == alert.c.boundary_id)
+    .outerjoin(duet_result, duet_result.c.id == alert.c.duet_result_id)
+    .outerjoin(model, model.c.id == _MODEL_ID)
+    .outerjoin(threshold, threshold.c.id == model.c.threshold_id)
+    .outerjoin(_T_BRANCH, _T_BRANCH.c.id == threshold.c.branch_id)
+    .outerjoin(_T_TESTBED, _T_TESTBED.c.id == threshold.c.testbed_id)
+    .outerjoin(_T_MEASURE, _T_MEASURE.c.id == threshold.c.measure_id)
+    .where(_RAISED.c.project_id == sa.bindparam("project_id"))
+    .group_by(
+        threshold.c.id,
+        threshold.c.uuid,
+        _T_BRANCH.c.name,
+        _T_TESTBED.c.name,
+        _T_MEASURE.c.name,
+        alert.c.verdict,
+    )
+)
+
+
+def alert_precision(
+    conn: Connection, project_id: int, threshold_id: int | None = None
+) -> list[ThresholdPrecision]:
+    """Per threshold (only ``threshold_id``'s if given), how its alerts were triaged: one
+    aggregate query. Thresholds without alerts are left out; the order is by branch, testbed
+    and measure name, the duet alerts of no threshold last."""
+    statement = _PRECISION
+    if threshold_id is not None:
+        statement = statement.where(threshold.c.id == threshold_id)
+    found: dict[int | None, ThresholdPrecision] = {}
+    for row in conn.execute(statement, {"project_id": project_id}):
+        key = None if row.threshold_id is None else int(row.threshold_id)
+        known = found.get(key) or ThresholdPrecision(
+            row.threshold_uuid, row.branch_name, row.testbed_name, row.measure_name, Precision()
+        )
+        found[key] = ThresholdPrecision(
+            known.threshold_uuid,
+            known.branch_name,
+            known.testbed_name,
+            known.measure_name,
+            known.counts.plus(row.verdict, int(row.n)),
+        )
+    return sorted(
+        found.values(),
+        key=lambda t: (
+            t.threshold_uuid is None,
+            t.branch_name or "",
+            t.testbed_name or "",
+            t.measure_name or "",
+        ),
+    )
+
+
+def precision_total(rows: Sequence[ThresholdPrecision]) -> Precision:
+    total = Precision()
+    for row in rows:
+        for field, count in vars(row.counts).items():
+            total = total.plus(None if field == "untriaged" else field, count)
+    return total
 
 
 def baseline_reset_add(

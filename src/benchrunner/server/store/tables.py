@@ -376,6 +376,11 @@ alert = sa.Table(
     sa.Column("change_pvalue", sa.Float, nullable=True),
     _ts("created"),
     _ts("modified"),
+    # Triage (docs/how-to/thresholds-alerts.md): true_positive, false_positive or expected,
+    # who set it last and when; NULL while untriaged.
+    sa.Column("verdict", sa.String(16), nullable=True),
+    _fk("verdict_user_id", "user.id", "SET NULL", nullable=True),
+    sa.Column("verdict_at", UtcDateTime(), nullable=True),
     sa.UniqueConstraint("boundary_id", name="uq_alert_boundary_id"),
     sa.UniqueConstraint("duet_result_id", name="uq_alert_duet_result_id"),
     sa.CheckConstraint(ALERT_ONE_SUBJECT, name="one_subject"),

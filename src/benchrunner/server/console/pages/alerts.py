@@ -1,7 +1,8 @@
 """A project's alerts: the list (filtered by status and by the report that raised them), one
 alert's page (its metric, boundary and threshold, and a link to the perf plot around it), and
-the forms that dismiss, silence or reactivate one (CSRF-checked POSTs answered with a redirect
-to the page the form was on, which says what changed)."""
+the forms that dismiss, silence or reactivate one or record its verdict (CSRF-checked POSTs
+answered with a redirect to the page the form was on, which says what changed), and the
+precision of the project's thresholds (docs/how-to/thresholds-alerts.md)."""
 
 from __future__ import annotations
 
@@ -31,7 +32,7 @@ from benchrunner.server.routes.deps import MAX_PAGE, Ctx
 from benchrunner.server.routes.dimensions import report_in_project
 from benchrunner.server.store import alerts
 from benchrunner.server.store.accounts import ProjectRow
-from benchrunner.server.store.alerts import STATUSES, AlertStatus
+from benchrunner.server.store.alerts import STATUSES, VERDICTS, AlertStatus, Verdict
 
 router = APIRouter()
 
@@ -47,12 +48,25 @@ ACTIONS: dict[str, AlertStatus] = {
 """The forms' actions (the last segment of their URL) and the status each sets."""
 
 
+VERDICT_LABELS: dict[str, str] = {
+    "true_positive": "True positive",
+    "false_positive": "False positive",
+    "expected": "Expected",
+}
+"""The verdict buttons' labels, by the verdict each records."""
+
+
 @dataclass(frozen=True)
 class AlertList:
     project: ProjectRow
     rows: list[Any]
     pages: Pager
     writable: bool
+    precision: list[alerts.ThresholdPrecision]
+
+    @property
+    def overall(self) -> alerts.Precision:
+        return alerts.precision_total(self.precision)
 
 
 def _list(
@@ -66,7 +80,13 @@ def _list(
     rows, total = alerts.alert_list(
         conn, project.id, where, ascending=False, limit=PER_PAGE, offset=(page - 1) * PER_PAGE
     )
-    return AlertList(project, rows, Pager(page, PER_PAGE, total), may_change(conn, viewer, project))
+    return AlertList(
+        project,
+        rows,
+        Pager(page, PER_PAGE, total),
+        may_change(conn, viewer, project),
+        alerts.alert_precision(conn, project.id),
+    )
 
 
 @router.get("/console/projects/{project}/alerts", response_class=HTMLResponse)
@@ -99,6 +119,8 @@ async def alert_list(
             "report": report,
             "changed": None if changed is None or now is None else (str(changed), now),
             "actions": {status: action for action, status in ACTIONS.items()},
+            "precision": found.precision,
+            "overall": found.overall,
         },
     )
 
@@ -149,8 +171,10 @@ async def alert_page(
     viewer: CurrentViewer,
     ctx: Ctx,
     now: Annotated[AlertStatus | None, Query()] = None,
+    verdict: Annotated[Verdict | Literal["none"] | None, Query()] = None,
 ) -> HTMLResponse:
-    """``now`` is set by the redirect after a form on this page: the status it got."""
+    """``now`` and ``verdict`` are set by the redirect after a form on this page: the status
+    or the verdict it got (``none``: taken back)."""
     found = await ctx.db.read(_one, viewer, project, alert)
     return render(
         request,
@@ -160,8 +184,49 @@ async def alert_page(
             "page": found,
             "project": found.project,
             "changed": now,
+            "triaged": verdict,
             "actions": {status: action for action, status in ACTIONS.items()},
+            "verdicts": VERDICT_LABELS,
         },
+    )
+
+
+def _set_verdict(
+    conn: Connection,
+    viewer: Viewer,
+    ref: str,
+    alert_ref: str,
+    verdict: Verdict | None,
+    now: dt.datetime,
+) -> tuple[ProjectRow, uuid.UUID]:
+    project = writable_project(conn, viewer, ref)
+    found = _alert_or_404(conn, project, alert_ref)
+    assert viewer.user is not None  # writable_project refuses anonymous viewers
+    alerts.alert_set_verdict(conn, found.id, verdict, viewer.user.id, now)
+    return project, found.uuid
+
+
+@router.post("/console/projects/{project}/alerts/{alert}/verdict")
+async def triage_alert(
+    project: str,
+    alert: str,
+    viewer: CurrentViewer,
+    ctx: Ctx,
+    _csrf: CsrfChecked,
+    verdict: Annotated[Verdict | Literal["none"], Form()],
+) -> RedirectResponse:
+    """Record the alert's verdict (``none`` takes it back) and go back to its page."""
+    found, alert_uuid = await ctx.db.write(
+        _set_verdict,
+        viewer,
+        project,
+        alert,
+        None if verdict == "none" else verdict,
+        ctx.clock.now(),
+    )
+    query = urllib.parse.urlencode({"verdict": verdict})
+    return RedirectResponse(
+        f"/console/projects/{found.slug}/alerts/{alert_uuid}?{query}", status_code=303
     )
 
 
@@ -211,3 +276,4 @@ for _name, _status in ACTIONS.items():
     _action(_name, _status)
 
 assert set(ACTIONS.values()) == set(STATUSES)
+assert set(VERDICT_LABELS) == set(VERDICTS)

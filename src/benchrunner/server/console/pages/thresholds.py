@@ -37,7 +37,7 @@ from benchrunner.server.console.viewer import (
 )
 from benchrunner.server.routes.deps import MAX_PAGE, Ctx
 from benchrunner.server.routes.thresholds import threshold_in_project
-from benchrunner.server.store import dimensions, thresholds
+from benchrunner.server.store import alerts, dimensions, thresholds
 from benchrunner.server.store.accounts import ProjectRow
 from benchrunner.server.store.tables import benchmark, branch, measure, testbed
 
@@ -243,6 +243,8 @@ class ThresholdPage:
     current: Any | None
     models: list[Any]
     writable: bool
+    precision: alerts.Precision
+    """How its alerts were triaged (docs/how-to/thresholds-alerts.md)."""
 
 
 def _page(conn: Connection, project: ProjectRow, found: Any, viewer: Viewer) -> ThresholdPage:
@@ -252,6 +254,7 @@ def _page(conn: Connection, project: ProjectRow, found: Any, viewer: Viewer) -> 
         thresholds.current_model(conn, found.id),
         thresholds.models_of(conn, found.id),
         may_change(conn, viewer, project),
+        alerts.precision_total(alerts.alert_precision(conn, project.id, found.id)),
     )
 
 
@@ -299,6 +302,7 @@ def _render_one(
             "current": page.current,
             "models": page.models,
             "writable": page.writable,
+            "precision": page.precision,
             "form": form,
             "tests": TESTS,
             "saved": saved,
