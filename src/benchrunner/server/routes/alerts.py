@@ -17,6 +17,7 @@ from benchrunner.server.store import alerts
 from benchrunner.server.store.alerts import AlertStatus
 from benchrunner.server.store.tables import benchmark, branch, measure, testbed
 from benchrunner.server.views import alert_view
+from benchrunner.server.webhooks import set_alert_status
 
 router = APIRouter(tags=["alerts"])
 
@@ -96,7 +97,7 @@ async def update_alert(
         row = project_access(conn, user, project, write=True)
         found = _alert(conn, row.id, alert)
         if body.status is not None and body.status != found.status:
-            alerts.alert_set_status(conn, found.id, body.status, ctx.clock.now())
+            set_alert_status(conn, found.id, body.status, ctx.clock.now())
         return alert_view(_alert(conn, row.id, alert))
 
     return await ctx.db.write(unit)

@@ -32,6 +32,7 @@ from benchrunner.server.routes.dimensions import report_in_project
 from benchrunner.server.store import alerts
 from benchrunner.server.store.accounts import ProjectRow
 from benchrunner.server.store.alerts import STATUSES, AlertStatus
+from benchrunner.server.webhooks import set_alert_status
 
 router = APIRouter()
 
@@ -171,7 +172,7 @@ def _set_status(
     project = writable_project(conn, viewer, ref)
     found = _alert_or_404(conn, project, alert_ref)
     if found.status != status:
-        alerts.alert_set_status(conn, found.id, status, now)
+        set_alert_status(conn, found.id, status, now)
     return project, found.uuid
 
 
