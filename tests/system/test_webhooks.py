@@ -36,7 +36,7 @@ from tests.harness import wait_until
 from tests.inprocess import InProcessServer, serve_in_process
 
 T0 = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
-FAST = {
+FAST: dict[str, Any] = {
     "webhook_allow_private": True,  # the receiver is on loopback
     "webhook_poll_interval": 1.0,
     "webhook_backoff": 1.0,
