@@ -4,7 +4,7 @@ with backoff; a delivery pending when the server stops is sent by the next serve
 database; Slack's shape is Slack's; the secret shows only once.
 
 The servers run in this process on a ``ManualClock``: the test moves time past each poll and
-backoff instead of sleeping (docs/how-to/thresholds-and-alerts.md).
+backoff instead of sleeping (docs/how-to/thresholds-alerts.md).
 """
 
 from __future__ import annotations

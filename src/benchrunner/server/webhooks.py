@@ -1,4 +1,4 @@
-"""Webhooks (docs/how-to/thresholds-and-alerts.md): alert events written to the outbox in the
+"""Webhooks (docs/how-to/thresholds-alerts.md): alert events written to the outbox in the
 transaction that made them (``emit_alert_event``), and the worker that POSTs them, signed,
 retrying with backoff (``WebhookDelivery``).
 

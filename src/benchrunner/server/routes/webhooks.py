@@ -1,4 +1,4 @@
-"""A project's webhooks (docs/how-to/thresholds-and-alerts.md): register one (URL, events,
+"""A project's webhooks (docs/how-to/thresholds-alerts.md): register one (URL, events,
 secret, format), list, read and delete them, and read each one's deliveries with their
 attempts. All for project members who may write to it; the secret is shown once, in the answer
 to the ``POST`` that set it or generated it, and never again."""
@@ -85,6 +85,8 @@ async def create_webhook(
 
 @router.get(WEBHOOKS)
 async def list_webhooks(project: str, user: MaybeUser, ctx: Ctx) -> list[dict[str, Any]]:
+    """The project's webhooks, oldest first, without their secrets."""
+
     def unit(conn: Connection) -> list[dict[str, Any]]:
         row = project_access(conn, user, project, write=True)
         return [webhook_view(w, row.uuid) for w in webhooks.webhook_list(conn, row.id)]
@@ -94,6 +96,8 @@ async def list_webhooks(project: str, user: MaybeUser, ctx: Ctx) -> list[dict[st
 
 @router.get(WEBHOOKS + "/{webhook}")
 async def get_webhook(project: str, webhook: str, user: MaybeUser, ctx: Ctx) -> dict[str, Any]:
+    """One webhook, without its secret."""
+
     def unit(conn: Connection) -> dict[str, Any]:
         row = project_access(conn, user, project, write=True)
         return webhook_view(_webhook(conn, row.id, webhook), row.uuid)

@@ -690,7 +690,7 @@ server_state = sa.Table(
     _ts("created"),
 )
 
-# A project's webhooks (docs/how-to/thresholds-and-alerts.md): where its alert events are POSTed.
+# A project's webhooks (docs/how-to/thresholds-alerts.md): where its alert events are POSTed.
 # ``events`` is a comma-separated list of event names; ``secret`` signs each body and is never
 # shown after creation; ``format`` is ``json`` or ``slack``.
 webhook = sa.Table(

@@ -1,5 +1,5 @@
 """A project's webhooks, the outbox of their deliveries, and each delivery's attempts
-(docs/how-to/thresholds-and-alerts.md).
+(docs/how-to/thresholds-alerts.md).
 
 A delivery is written by ``outbox_add`` in the transaction of the event it reports; the
 delivery worker (``server.webhooks``) claims the due ones (``deliveries_claim``: on PostgreSQL

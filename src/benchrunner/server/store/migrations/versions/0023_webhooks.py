@@ -1,5 +1,5 @@
 """webhooks: a project's webhooks, the outbox of their deliveries and each delivery's attempts
-(docs/how-to/thresholds-and-alerts.md)
+(docs/how-to/thresholds-alerts.md)
 
 Revision ID: 0023
 Revises: 0022
