@@ -55,6 +55,8 @@ def test_a_delivery_commits_or_rolls_back_with_its_event(migrated_db: Database) 
         # Only the webhook that asked for the event gets a delivery.
         assert webhooks.outbox_add(conn, project_id, "alert.raised", _body, T0) == 1
     with migrated_db.write_engine.begin() as conn:
+        assert not webhooks.deliveries_due(conn, T0 - LEASE)
+        assert webhooks.deliveries_due(conn, T0)
         claimed = webhooks.deliveries_claim(conn, T0, LEASE, 10)
     assert [c.url for c in claimed] == ["http://127.0.0.1:9/a"]
     assert claimed[0].attempts == 1 and claimed[0].body == _body(None, claimed[0].uuid)
@@ -67,6 +69,9 @@ def test_a_delivery_commits_or_rolls_back_with_its_event(migrated_db: Database) 
             conn, again[0].id, T0, 200, None, 5.0, "delivered", T0 + LEASE, T0 + LEASE
         )
         assert webhooks.deliveries_claim(conn, T0 + 10 * LEASE, LEASE, 10) == []
+        assert not webhooks.deliveries_due(conn, T0 + 10 * LEASE)
+        assert webhooks.deliveries_expire(conn, T0 + LEASE) == 0  # finished just then: kept
+        assert webhooks.deliveries_expire(conn, T0 + 2 * LEASE) == 1
 
 
 def test_replicas_never_claim_the_same_delivery(migrated_db: Database) -> None:

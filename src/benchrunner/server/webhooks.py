@@ -207,6 +207,12 @@ def set_alert_status(
 # ------------------------------------------------------------------ delivery
 
 
+async def expire_deliveries(ctx: ServerContext) -> None:
+    """Forget the deliveries finished more than ``retention_days`` ago (housekeeping)."""
+    before = ctx.clock.now() - dt.timedelta(days=ctx.settings.retention_days)
+    await ctx.db.write(webhooks.deliveries_expire, before)
+
+
 def backoff(settings_backoff: float, backoff_max: float, attempts: int) -> float:
     """Seconds before the next attempt after ``attempts`` failed ones: doubling from
     ``settings_backoff``, capped at ``backoff_max``, with jitter (half to all of it)."""
@@ -249,6 +255,8 @@ class WebhookDelivery:
         """Send the due deliveries; how many were attempted."""
         settings = self._ctx.settings
         lease = dt.timedelta(seconds=settings.webhook_timeout) + LEASE_MARGIN
+        if not await self._ctx.db.read(webhooks.deliveries_due, self._ctx.clock.now()):
+            return 0
         claimed = await self._ctx.db.write(
             webhooks.deliveries_claim, self._ctx.clock.now(), lease, CLAIM_BATCH
         )

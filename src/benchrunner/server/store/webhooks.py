@@ -153,6 +153,31 @@ _CLAIMED = (
 )
 
 
+_ANY_DUE = (
+    sa.select(webhook_delivery.c.id)
+    .where(
+        webhook_delivery.c.status == "pending",
+        webhook_delivery.c.next_attempt <= sa.bindparam("now"),
+    )
+    .limit(1)
+)
+
+
+def deliveries_due(conn: Connection, now: dt.datetime) -> bool:
+    """Whether a delivery is due: a read, so that an idle poll never takes the write lock."""
+    return conn.execute(_ANY_DUE, {"now": now}).first() is not None
+
+
+def deliveries_expire(conn: Connection, before: dt.datetime) -> int:
+    """Delete the deliveries (with their attempts) that finished before ``before``."""
+    done = conn.execute(
+        webhook_delivery.delete().where(
+            webhook_delivery.c.status != "pending", webhook_delivery.c.finished < before
+        )
+    )
+    return int(done.rowcount or 0)
+
+
 def deliveries_claim(
     conn: Connection, now: dt.datetime, lease: dt.timedelta, limit: int
 ) -> list[Claimed]:
