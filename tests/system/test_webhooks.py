@@ -15,6 +15,7 @@ import hashlib
 import hmac
 import json
 import logging
+import socket
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -230,23 +231,37 @@ def test_a_failing_receiver_gets_retries_with_backoff(
     tmp_path: Path, database_url: str, receiver: Receiver
 ) -> None:
     receiver.answers = [500, 200]
-    with serve_in_process(tmp_path, database_url, **FAST) as server:
+    with socket.socket() as closed:  # a port nothing listens on once this is closed
+        closed.bind(("127.0.0.1", 0))
+        dead_url = f"http://127.0.0.1:{closed.getsockname()[1]}/hook"
+    settings = {**FAST, "webhook_max_attempts": 3}
+    with serve_in_process(tmp_path, database_url, **settings) as server:
         project = Project(server)
         hook = project.hook(receiver.url, events=["alert.raised"])
+        dead = project.hook(dead_url, events=["alert.raised"])
         project.run(10)
         project.run(5000)
 
-        def delivered() -> list[dict[str, Any]] | None:
-            found = project.deliveries(hook)
-            return found if found and found[0]["status"] == "delivered" else None
+        def finished(webhook: dict[str, Any]) -> dict[str, Any] | None:
+            found = project.deliveries(webhook)
+            return found[0] if found and found[0]["status"] != "pending" else None
 
-        delivery = until(server, delivered, "the retried delivery")[0]
+        delivery = until(server, lambda: finished(hook), "the retried delivery")
+        assert delivery["status"] == "delivered"
         assert [a["status_code"] for a in delivery["attempts"]] == [500, 200]
         assert delivery["attempts"][0]["error"] == "answered 500"
         first, second = (dt.datetime.fromisoformat(a["attempted"]) for a in delivery["attempts"])
         assert second - first >= dt.timedelta(seconds=0.5)  # the backoff, jitter included
         assert receiver.count() == 2
         assert receiver.received[0].body == receiver.received[1].body  # the same event resent
+
+        # A receiver that never answers: failed after the last attempt, each error kept.
+        given_up = until(server, lambda: finished(dead), "the undeliverable delivery")
+        assert given_up["status"] == "failed" and given_up["next_attempt"] is None
+        assert len(given_up["attempts"]) == 3
+        for attempt in given_up["attempts"]:
+            assert attempt["status_code"] is None and "ConnectError" in attempt["error"]
+            assert dead_url not in attempt["error"]
         project.close()
 
 

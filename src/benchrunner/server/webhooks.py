@@ -264,30 +264,38 @@ class WebhookDelivery:
             await asyncio.gather(*(self._attempt(c) for c in claimed))
         return len(claimed)
 
+    async def _send(
+        self, claimed: webhooks.Claimed, attempted: dt.datetime
+    ) -> tuple[int | None, str | None]:
+        """POST the delivery: the answer's status code, and the error if it is not a success."""
+        assert self._http is not None
+        refused = await address_refused(claimed.url, self._ctx.settings.webhook_allow_private)
+        if refused is not None:
+            return None, refused
+        body = claimed.body.encode()
+        headers = {
+            "Content-Type": "application/json",
+            "User-Agent": "benchrunner-webhooks",
+            EVENT_HEADER: claimed.event,
+            DELIVERY_HEADER: str(claimed.uuid),
+            TIMESTAMP_HEADER: str(int(attempted.timestamp())),
+            SIGNATURE_HEADER: sign(claimed.secret, body),
+        }
+        answer = await self._http.post(claimed.url, content=body, headers=headers)
+        if 200 <= answer.status_code < 300:
+            return answer.status_code, None
+        return answer.status_code, f"answered {answer.status_code}"
+
     async def _attempt(self, claimed: webhooks.Claimed) -> None:
         assert self._http is not None
         settings = self._ctx.settings
         attempted = self._ctx.clock.now()
         started = time.perf_counter()
         status_code: int | None = None
-        error = await address_refused(claimed.url, settings.webhook_allow_private)
-        if error is None:
-            body = claimed.body.encode()
-            headers = {
-                "Content-Type": "application/json",
-                "User-Agent": "benchrunner-webhooks",
-                EVENT_HEADER: claimed.event,
-                DELIVERY_HEADER: str(claimed.uuid),
-                TIMESTAMP_HEADER: str(int(attempted.timestamp())),
-                SIGNATURE_HEADER: sign(claimed.secret, body),
-            }
-            try:
-                answer = await self._http.post(claimed.url, content=body, headers=headers)
-                status_code = answer.status_code
-                if not 200 <= status_code < 300:
-                    error = f"answered {status_code}"
-            except httpx.HTTPError as exc:
-                error = f"{type(exc).__name__}: {exc}".replace(claimed.url, "<url>")
+        try:
+            status_code, error = await self._send(claimed, attempted)
+        except Exception as exc:  # whatever it was, the attempt is recorded and retried
+            error = f"{type(exc).__name__}: {exc}".replace(claimed.url, "<url>")
         duration_ms = (time.perf_counter() - started) * 1000
         now = self._ctx.clock.now()
         if error is None:
