@@ -163,6 +163,8 @@ def test_a_duets_alerts_are_queued_for_the_projects_webhooks(database_url: str) 
         # A 5 % margin: every estimate's interval lies beyond it, so each is an alert.
         assert sorted(e["alert"]["value"] for e in events) == sorted(e.ratio for e in ESTIMATES)
         slack = [b for b in bodies if "text" in b]
-        assert len(slack) == len(events) and all("Alert raised in p" in b["text"] for b in slack)
+        assert len(slack) == len(events) and all(
+            "Alert raised in p" in b["text"] and "contender/baseline" in b["text"] for b in slack
+        )
     finally:
         engine.dispose()

@@ -110,12 +110,14 @@ def sign(secret: str, body: bytes) -> str:
 
 def _summary(event: str, project_name: str, view: dict[str, Any]) -> str:
     verb = event.removeprefix("alert.")
-    units = view["measure"].get("units") or ""
+    if view["kind"] == "duet":
+        value = f"contender/baseline {view['value']:.4g}"
+    else:
+        value = f"{view['value']:g} {view['measure'].get('units') or ''}".rstrip()
     return (
         f"Alert {verb} in {project_name}: {view['benchmark']['name']} "
-        f"{view['measure']['name']} = {view['value']:g} {units}".rstrip()
-        + f" ({view['limit']} limit; branch {view['branch']['name']}, "
-        f"testbed {view['testbed']['name']})"
+        f"{view['measure']['name']} = {value} ({view['limit']} limit; "
+        f"branch {view['branch']['name']}, testbed {view['testbed']['name']})"
     )
 
 
