@@ -33,7 +33,7 @@ from benchrunner.server.webhooks import (
     backoff,
     check_url,
 )
-from tests.harness import wait_until
+from tests.harness import cli, wait_until
 from tests.inprocess import InProcessServer, serve_in_process
 
 T0 = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
@@ -343,3 +343,37 @@ def test_event_names_and_backoff() -> None:
     for attempts in range(1, 10):
         delay = backoff(1.0, 4.0, attempts)
         assert min(4.0, 2.0 ** (attempts - 1)) / 2 <= delay <= min(4.0, 2.0 ** (attempts - 1))
+
+
+@pytest.mark.engine_independent
+def test_the_cli_registers_lists_and_deletes_webhooks(
+    tmp_path: Path, database_url: str, receiver: Receiver
+) -> None:
+    with serve_in_process(tmp_path, database_url, **FAST) as server:
+        env = {
+            "BENCHRUNNER_HOST": server.url,
+            "BENCHRUNNER_TOKEN": server.token,
+            "BENCHRUNNER_PROJECT": "bench",
+            "HOME": str(tmp_path),
+            "XDG_CONFIG_HOME": str(tmp_path / "config"),
+        }
+        created = cli(
+            "webhook", "create", receiver.url, "--event", "alert.raised", "--secret", SECRET,
+            env=env,
+        ).stdout  # fmt: skip
+        assert SECRET in created and "shown this once" in created
+        hook = json.loads(cli("webhook", "list", "--json", env=env).stdout)[0]
+        assert hook["events"] == ["alert.raised"] and "secret" not in hook
+        shown = cli("webhook", "show", hook["uuid"], env=env).stdout
+        assert receiver.url in shown and SECRET not in shown
+        project = Project(server)
+        project.run(10)
+        project.run(5000)
+        until(server, receiver.count, "the delivery")
+        deliveries = cli("webhook", "deliveries", hook["uuid"], env=env).stdout
+        assert "alert.raised" in deliveries and "delivered" in deliveries
+        cli("webhook", "delete", hook["uuid"], env=env)
+        assert json.loads(cli("webhook", "list", "--json", env=env).stdout) == []
+        refused = cli("webhook", "create", "ftp://example.com/x", env=env, check=False)
+        assert refused.returncode != 0 and "http" in refused.stderr + refused.stdout
+        project.close()
