@@ -131,10 +131,13 @@ class InProcessServer:
 
 
 @contextlib.contextmanager
-def serve_in_process(tmp: Path, db: str, **settings: Any) -> Iterator[InProcessServer]:
-    """A server on ``db`` with an organization, project ``bench`` and spec ``small``; its clock
-    is a ``ManualClock``. The sweeper and the safety-net poll are slowed so that only what the
-    test does moves a job."""
+def serve_in_process(
+    tmp: Path, db: str, *, setup: bool = True, **settings: Any
+) -> Iterator[InProcessServer]:
+    """A server on ``db`` with an organization, project ``bench`` and spec ``small`` (created
+    unless ``setup`` is false: a restart on the database of an earlier one); its clock is a
+    ``ManualClock``. The sweeper and the safety-net poll are slowed so that only what the test
+    does moves a job."""
     templates = tmp / "templates.toml"
     templates.write_text(TEST_TEMPLATES + LONG_TEMPLATE)
     # Bound here and handed to uvicorn: no other process can take the port between its choice
@@ -173,17 +176,18 @@ def serve_in_process(tmp: Path, db: str, **settings: Any) -> Iterator[InProcessS
     try:
         wait_until(lambda: server.started, timeout=30, message="in-process server started")
         running = InProcessServer(app, port, token, clock, server)
-        with running.admin() as client:
-            client.create_organization("acme", "team")
-            client.create_project("acme", "bench", "public")
-            client.create_spec(
-                name="small",
-                architecture="x86_64",
-                cpu=1,
-                memory=1 << 30,
-                disk=1 << 30,
-                network=False,
-            )
+        if setup:
+            with running.admin() as client:
+                client.create_organization("acme", "team")
+                client.create_project("acme", "bench", "public")
+                client.create_spec(
+                    name="small",
+                    architecture="x86_64",
+                    cpu=1,
+                    memory=1 << 30,
+                    disk=1 << 30,
+                    network=False,
+                )
         yield running
     finally:
         server.should_exit = True

@@ -619,6 +619,40 @@ class BenchrunnerClient:
         """The precision of the project's alerts, overall and per threshold."""
         return self._object("GET", f"/v0/projects/{_segment(project)}/alerts/precision")
 
+    def create_webhook(
+        self,
+        project: str,
+        url: str,
+        *,
+        events: Sequence[str] | None = None,
+        secret: str | None = None,
+        webhook_format: str = "json",
+    ) -> JsonObject:
+        """Register a webhook; the answer's ``secret`` is shown this once."""
+        body: dict[str, Any] = {"url": url, "format": webhook_format}
+        if events:
+            body["events"] = list(events)
+        if secret is not None:
+            body["secret"] = secret
+        return self._object("POST", f"/v0/projects/{_segment(project)}/webhooks", json=body)
+
+    def list_webhooks(self, project: str) -> Page:
+        return self._page(f"/v0/projects/{_segment(project)}/webhooks", {})
+
+    def get_webhook(self, project: str, webhook: str) -> JsonObject:
+        path = f"/v0/projects/{_segment(project)}/webhooks/{_segment(webhook)}"
+        return self._object("GET", path)
+
+    def delete_webhook(self, project: str, webhook: str) -> None:
+        self._send("DELETE", f"/v0/projects/{_segment(project)}/webhooks/{_segment(webhook)}")
+
+    def list_webhook_deliveries(
+        self, project: str, webhook: str, *, page: int = 1, per_page: int = DEFAULT_PER_PAGE
+    ) -> Page:
+        """The webhook's deliveries, newest first, each with its attempts."""
+        path = f"/v0/projects/{_segment(project)}/webhooks/{_segment(webhook)}/deliveries"
+        return self._page(path, self._paging(page, per_page))
+
     def reset_baseline(
         self,
         project: str,

@@ -1,20 +1,31 @@
 """A duet's results judged against their margins and raised as ordinary alerts, on both
 engines: the margin is the run's, else the series' percentage threshold's (the benchmark's
-override first), else 0; the alert reads list duet alerts beside boundary alerts."""
+override first), else 0; the alert reads list duet alerts beside boundary alerts, and the
+project's webhooks get them as any other."""
 
 from __future__ import annotations
 
 import datetime as dt
+import json
 
 from benchrunner.core.tiers import Plan
 from benchrunner.detection.duet import METHOD, DuetEstimate
 from benchrunner.detection.models import Model, TestKind
-from benchrunner.server.store import accounts, activity, alerts, duets, reports, thresholds
+from benchrunner.server.store import (
+    accounts,
+    activity,
+    alerts,
+    duets,
+    reports,
+    thresholds,
+    webhooks,
+)
 from benchrunner.server.store.engine import make_engine
 from benchrunner.server.store.migrate import upgrade
 from benchrunner.server.store.reports import measure_ids, named_ids
 from benchrunner.server.store.tables import benchmark
 from benchrunner.server.views import alert_view
+from benchrunner.server.webhooks import emit_alert_event
 
 T0 = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
 
@@ -124,3 +135,36 @@ def test_margins_come_from_the_run_else_a_percentage_threshold_else_zero(
     assert [alert_view(r)["uuid"] for r in of_sort] == [sort_view["uuid"]]
     assert len(recent) == 4 and all(a.duet for a in recent)
     assert {a.value for a in recent} == {1.10, 0.90}
+
+
+def test_a_duets_alerts_are_queued_for_the_projects_webhooks(database_url: str) -> None:
+    engine = make_engine(database_url, writer=True)
+    upgrade(engine)
+    try:
+        with engine.begin() as conn:
+            leader = accounts.user_get_or_create(conn, "d@x", "d", admin=False, now=T0).id
+            org = accounts.organization_create(conn, "org", Plan.TEAM, T0, leader_id=leader)
+            project = accounts.project_create(conn, org.id, "p", "public", T0).id
+            for shape in ("json", "slack"):
+                webhooks.webhook_add(
+                    conn, project, "http://127.0.0.1:9/", ["alert.raised"], shape, "k" * 16, T0
+                )
+            report_id, _ = reports.report_create(
+                conn, reports.new_report_on(conn, project, "main", "box", "json", T0)
+            )
+            raised = duets.duet_add(conn, report_id, project, _duet(0.05), T0)
+            ids = alerts.duet_alert_ids(conn, report_id)
+            assert raised == len(ids) > 0
+            assert emit_alert_event(conn, "alert.raised", ids, T0) == 2 * len(ids)
+            claimed = webhooks.deliveries_claim(conn, T0, dt.timedelta(seconds=40), 100)
+        bodies = [json.loads(c.body) for c in claimed]
+        events = [b for b in bodies if "event" in b]
+        assert {e["alert"]["kind"] for e in events} == {"duet"}
+        # A 5 % margin: every estimate's interval lies beyond it, so each is an alert.
+        assert sorted(e["alert"]["value"] for e in events) == sorted(e.ratio for e in ESTIMATES)
+        slack = [b for b in bodies if "text" in b]
+        assert len(slack) == len(events) and all(
+            "Alert raised in p" in b["text"] and "contender/baseline" in b["text"] for b in slack
+        )
+    finally:
+        engine.dispose()

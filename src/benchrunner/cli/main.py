@@ -26,6 +26,7 @@ from benchrunner.cli.template_cmds import template_app
 from benchrunner.cli.threshold_cmds import threshold_app
 from benchrunner.cli.up import up
 from benchrunner.cli.user_cmds import user_app
+from benchrunner.cli.webhook_cmds import webhook_app
 from benchrunner.client import ApiError
 
 EXIT_ERROR = 1
@@ -110,6 +111,7 @@ app.add_typer(report_app, name="report")
 app.add_typer(threshold_app, name="threshold")
 app.add_typer(alert_app, name="alert")
 app.add_typer(baseline_app, name="baseline")
+app.add_typer(webhook_app, name="webhook")
 app.add_typer(benchmark_app, name="benchmark")
 app.add_typer(branch_app, name="branch")
 app.add_typer(testbed_app, name="testbed")

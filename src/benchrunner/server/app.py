@@ -60,6 +60,7 @@ from benchrunner.server.routes import (
     testbeds,
     thresholds,
     users,
+    webhooks,
 )
 from benchrunner.server.routes.run_fast_path import RunFastPath
 from benchrunner.server.routes.runner_jobs import claim_window
@@ -168,6 +169,7 @@ def create_app(
             measures,
             thresholds,
             alerts,
+            webhooks,
             baselines,
             perf,
             run,

@@ -132,6 +132,30 @@ class ServerSettings(BaseSettings):
         description="bytes of each stream (stdout, stderr) of a job's live log kept; "
         "the rest is dropped with a marker (the job's output is kept whole, as before)",
     )
+    webhook_allow_private: bool = Field(
+        default=False,
+        description="let webhooks send to loopback, private and link-local addresses "
+        "(off: a project member could make the server reach its own network)",
+    )
+    webhook_timeout: float = Field(default=10.0, gt=0, description="seconds of one webhook POST")
+    webhook_poll_interval: float = Field(
+        default=2.0, gt=0, description="seconds between polls of the webhook outbox"
+    )
+    webhook_backoff: float = Field(
+        default=10.0,
+        gt=0,
+        description="seconds before a failed webhook delivery's first retry; doubled each "
+        "attempt, with jitter",
+    )
+    webhook_backoff_max: float = Field(
+        default=3600.0, gt=0, description="longest pause between a webhook delivery's attempts, s"
+    )
+    webhook_max_attempts: int = Field(
+        default=12, ge=1, description="attempts of a webhook delivery before it is failed"
+    )
+    webhook_max_age: float = Field(
+        default=86400.0, gt=0, description="seconds after its event a delivery is no longer retried"
+    )
     log_level: str = "info"
 
     @field_validator("blob_store")

@@ -33,6 +33,7 @@ from benchrunner.detection.models import DEFAULT_MAX_PVALUE, DEFAULT_MIN_MAGNITU
 from benchrunner.server.store import alerts, history, reports, thresholds
 from benchrunner.server.store.history import Point
 from benchrunner.server.store.tables import benchmark
+from benchrunner.server.webhooks import emit_alert_event
 
 if TYPE_CHECKING:
     from benchrunner.detection.change_point import ChangePoint
@@ -84,7 +85,8 @@ def evaluate_report(
     noisy: bool = False,
     found: list[Any] | None = None,
 ) -> int:
-    """Judge the report's newly stored metrics; returns how many alerts were raised. On a
+    """Judge the report's newly stored metrics; returns how many alerts were raised (each
+    queued for the project's webhooks, ``server.webhooks``, in this transaction). On a
     ``noisy`` report (``server.noise``) the boundaries are drawn and stored all the same, but
     only thresholds with ``alert_when_noisy`` raise alerts. ``found``: the metrics'
     ``thresholds_to_judge``, when the caller has read them already."""
@@ -95,7 +97,7 @@ def evaluate_report(
     row = reports.report_row(conn, report_id)
     scope = history.scope_of(row)
     ignored = _ignored(conn, {m.benchmark_id for m in metrics})
-    raised = 0
+    raised: list[int] = []
     cutoffs: dict[int, dt.datetime | None] = {}
     for judged in _group(found, metrics, ignored):
         t = judged.threshold
@@ -117,7 +119,8 @@ def evaluate_report(
         for m in judged.metrics:
             past = series.get(m.benchmark_id, [])
             raised += _judge_changes(conn, t, report_id, m, past, now, alerting)
-    return raised
+    emit_alert_event(conn, "alert.raised", raised, now)
+    return len(raised)
 
 
 def thresholds_to_judge(
@@ -143,7 +146,7 @@ def _judge_limits(
     series: dict[int, list[Point]],
     now: dt.datetime,
     alerting: bool,
-) -> int:
+) -> list[int]:
     """Each metric's limits from its series; their boundaries are stored in one batch (a
     report's thousands of metrics are not thousands of statements), a metric whose history
     draws no limits with a null baseline and null limits. Without ``alerting``, nothing is
@@ -163,13 +166,15 @@ def _judge_limits(
             for m, d in drawn
         ],
     )
-    raised = 0
+    raised: list[int] = []
     if not alerting:
         return raised
     for (m, d), boundary_id in zip(drawn, boundary_ids, strict=True):
         side = None if m.never_alerts else outside(d, m.value)
         if side is not None:
-            raised += int(alerts.alert_raise(conn, boundary_id, report_id, side, now))
+            alert_id = alerts.alert_raise(conn, boundary_id, report_id, side, now)
+            if alert_id is not None:
+                raised.append(alert_id)
     return raised
 
 
@@ -188,7 +193,7 @@ def _judge_changes(
     past: list[Point],
     now: dt.datetime,
     alerting: bool,
-) -> int:
+) -> list[int]:
     from benchrunner.detection.change_point import change_points
 
     points = [*past, Point(m.id, m.value)]
@@ -201,10 +206,10 @@ def _judge_changes(
     level = finite_mean([p.value for p in points[segment_start:]])
     alerts.boundary_put(conn, m.id, t.threshold_id, t.id, level, None, None)
     if not found or not alerting or m.never_alerts:
-        return 0  # a step kept back now is raised by a later report that may alert
+        return []  # a step kept back now is raised by a later report that may alert
     alerted = alerts.change_alerted(conn, [p.metric_id for p in points])
     alerted_at = [i for i, p in enumerate(points) if p.metric_id in alerted]
-    raised = 0
+    raised: list[int] = []
     for k, change in enumerate(found):
         if already_alerted(found, k, alerted_at):
             continue
@@ -214,7 +219,9 @@ def _judge_changes(
         )
         side: alerts.Limit = "upper" if change.after > change.before else "lower"
         step = alerts.Change(change.before, change.after, change.magnitude, change.pvalue)
-        raised += int(alerts.alert_raise(conn, boundary_id, report_id, side, now, step))
+        alert_id = alerts.alert_raise(conn, boundary_id, report_id, side, now, step)
+        if alert_id is not None:
+            raised.append(alert_id)
     return raised
 
 

@@ -1,5 +1,6 @@
 """The periodic clean-up of what the server stores (``--retention-interval``): expired job
-outputs (``retention``), registry garbage (``registry.garbage``) and expired console sessions;
+outputs (``retention``), registry garbage (``registry.garbage``), expired console sessions and
+finished webhook deliveries (``webhooks``);
 and on SQLite fresh statistics for the query planner (``store.planner``).
 Run by the replica leading the sweeper only, so that replicas never collect the same things
 twice at once; another replica takes over with the leadership.
@@ -19,6 +20,7 @@ from benchrunner.server.retention import expire_outputs
 from benchrunner.server.store.planner import refresh_statistics
 from benchrunner.server.store.sessions import sessions_expired_delete
 from benchrunner.server.tasks import cancel_and_wait
+from benchrunner.server.webhooks import expire_deliveries
 
 log = logging.getLogger(__name__)
 
@@ -60,6 +62,7 @@ class Housekeeping:
             ("retention", expire_outputs),
             ("registry gc", collect_garbage),
             ("console sessions", expire_console_sessions),
+            ("webhook deliveries", expire_deliveries),
             ("planner statistics", refresh_planner_statistics),
         ):
             try:

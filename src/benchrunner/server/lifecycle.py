@@ -51,6 +51,7 @@ from benchrunner.server.sweeper import Sweeper
 from benchrunner.server.transition_log import job_claimed, job_moved
 from benchrunner.server.wakeups import LocalWakeups, PostgresWakeups, Wakeups
 from benchrunner.server.watchdog import Watchdog
+from benchrunner.server.webhooks import WebhookDelivery
 
 log = logging.getLogger("benchrunner.transitions")
 
@@ -104,6 +105,7 @@ class Lifecycle:
             on_completed=self.processor.enqueue,
         )
         self.housekeeping = Housekeeping(ctx, leads=lambda: self.sweeper.leader)
+        self.webhooks = WebhookDelivery(ctx)
         self._spec_cache: dict[int, tuple[float, frozenset[int]]] = {}
         """Per connected runner; dropped when its channel ends (``runner_disconnected``)."""
         self._undelivered: set[asyncio.Task[None]] = set()
@@ -117,6 +119,7 @@ class Lifecycle:
         await self.watchdog.recover_at_startup()
         self.sweeper.start()
         self.housekeeping.start()
+        self.webhooks.start()
 
     async def stop_claiming(self) -> None:
         """Claim no more jobs (the server is shutting down); a claim under way finishes."""
@@ -128,6 +131,7 @@ class Lifecycle:
         await self.stop_claiming()
         if self._undelivered:
             await asyncio.wait(set(self._undelivered), timeout=UNDELIVERED_STOP_TIMEOUT)
+        await self.webhooks.stop()
         await self.housekeeping.stop()
         await self.sweeper.stop()
         self.watchdog.stop()

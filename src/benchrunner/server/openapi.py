@@ -94,6 +94,12 @@ HANDLER_ERRORS: dict[str, frozenset[int]] = {
     "DELETE /v0/projects/{project}/thresholds/{threshold}": frozenset({403}),
     "PATCH /v0/projects/{project}/alerts/{alert}": frozenset({403}),
     "POST /v0/projects/{project}/baselines": frozenset({403}),
+    # 403: every webhook route is for those who may write to the project, reads included
+    "POST /v0/projects/{project}/webhooks": frozenset({403}),
+    "GET /v0/projects/{project}/webhooks": frozenset({403}),
+    "GET /v0/projects/{project}/webhooks/{webhook}": frozenset({403}),
+    "DELETE /v0/projects/{project}/webhooks/{webhook}": frozenset({403}),
+    "GET /v0/projects/{project}/webhooks/{webhook}/deliveries": frozenset({403}),
     "POST /v0/server/releases": frozenset({409}),  # the channel has that version
     # 401: the runner's own key (not an API token) is missing or wrong
     "GET /v0/runners/{runner}/releases/{release}/{filename}": frozenset({401}),

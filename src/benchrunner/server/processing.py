@@ -40,9 +40,10 @@ from benchrunner.server.evaluation import evaluate_report, thresholds_to_judge
 from benchrunner.server.noise import NoiseVerdict, verdict
 from benchrunner.server.outputs import UnusableOutput, output_size, read_output, row_output
 from benchrunner.server.parsers import measure_stored, measure_stored_duet, parser_pool
-from benchrunner.server.store import duets, job_outputs, jobs, reports, transitions
+from benchrunner.server.store import alerts, duets, job_outputs, jobs, reports, transitions
 from benchrunner.server.tasks import cancel_and_wait
 from benchrunner.server.transition_log import job_moved
+from benchrunner.server.webhooks import emit_alert_event
 
 log = logging.getLogger(__name__)
 
@@ -357,8 +358,8 @@ def record_processed(
         message = f"parsed {len(values)} metrics"
     if not transitions.job_mark_processed(conn, job.id, now, message=message):
         return False
-    if duet is not None:
-        duets.duet_add(conn, job.report_id, job.project_id, duet, now)
+    if duet is not None and duets.duet_add(conn, job.report_id, job.project_id, duet, now):
+        emit_alert_event(conn, "alert.raised", alerts.duet_alert_ids(conn, job.report_id), now)
     stored = reports.metrics_add(conn, job.report_id, job.project_id, values, now)
     start_time, end_time = job.started or job.created, job.completed or now
     if job.config.backdate is not None:  # Bencher's --backdate: the same duration, moved

@@ -19,6 +19,7 @@ from benchrunner.server.store import alerts
 from benchrunner.server.store.alerts import AlertStatus, Verdict, VerdictFilter
 from benchrunner.server.store.tables import benchmark, branch, measure, testbed
 from benchrunner.server.views import alert_view, precision_view
+from benchrunner.server.webhooks import set_alert_status, set_alert_verdict
 
 router = APIRouter(tags=["alerts"])
 
@@ -118,9 +119,9 @@ async def update_alert(
         row = project_access(conn, user, project, write=True)
         found = _alert(conn, row.id, alert)
         if body.status is not None and body.status != found.status:
-            alerts.alert_set_status(conn, found.id, body.status, ctx.clock.now())
+            set_alert_status(conn, found.id, body.status, ctx.clock.now())
         if "verdict" in body.model_fields_set and user is not None:
-            alerts.alert_set_verdict(conn, found.id, body.verdict, user.id, ctx.clock.now())
+            set_alert_verdict(conn, found.id, body.verdict, user.id, ctx.clock.now())
         return alert_view(_alert(conn, row.id, alert))
 
     return await ctx.db.write(unit)

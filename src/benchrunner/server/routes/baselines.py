@@ -20,6 +20,7 @@ from benchrunner.server.routes.dimensions import in_project, report_in_project
 from benchrunner.server.store import alerts, reports
 from benchrunner.server.store.tables import branch, measure, testbed
 from benchrunner.server.views import iso, named_view
+from benchrunner.server.webhooks import emit_alert_event
 
 router = APIRouter(tags=["baselines"])
 
@@ -67,6 +68,7 @@ async def reset_baseline(
             found.start_time,
             now,
         )
+        emit_alert_event(conn, "alert.dismissed", dismissed, now)
         return {
             "uuid": str(reset_uuid),
             "project": str(row.uuid),
@@ -76,7 +78,7 @@ async def reset_baseline(
             if of_measure is None
             else named_view(of_measure.uuid, of_measure.name, of_measure.slug),
             "report": str(found.uuid),
-            "dismissed": dismissed,
+            "dismissed": len(dismissed),
             "created": iso(now),
         }
 

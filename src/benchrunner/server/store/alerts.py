@@ -122,8 +122,9 @@ def alert_raise(
     limit: Limit,
     now: dt.datetime,
     change: Change | None = None,
-) -> bool:
-    """An active alert on the boundary, raised by ``report_id``; False when it has one."""
+) -> int | None:
+    """An active alert on the boundary, raised by ``report_id``: its id, or None when the
+    boundary has one already."""
     row = {
         "uuid": uuid.uuid4(),
         "boundary_id": boundary_id,
@@ -138,7 +139,8 @@ def alert_raise(
         "modified": now,
     }
     statement = insert_or_skip(conn, alert, ("boundary_id",)).returning(alert.c.id)
-    return conn.execute(statement, row).scalar() is not None
+    inserted = conn.execute(statement, row).scalar()
+    return None if inserted is None else int(inserted)
 
 
 _CHANGE_ALERTED = (
@@ -308,6 +310,26 @@ def alert_list(
     )
 
 
+def alerts_by_ids(conn: Connection, alert_ids: Sequence[int]) -> list[Any]:
+    """The alerts, in the shape of the other reads, by id."""
+    if not alert_ids:
+        return []
+    statement = _VIEW.where(alert.c.id.in_(list(alert_ids))).order_by(alert.c.id)
+    return list(conn.execute(statement))
+
+
+_DUET_ALERTS_OF = (
+    sa.select(alert.c.id)
+    .where(alert.c.report_id == sa.bindparam("report_id"), alert.c.duet_result_id.is_not(None))
+    .order_by(alert.c.id)
+)
+
+
+def duet_alert_ids(conn: Connection, report_id: int) -> list[int]:
+    """The duet alerts the report raised (a report has one duet, judged once)."""
+    return list(conn.execute(_DUET_ALERTS_OF, {"report_id": report_id}).scalars())
+
+
 def alert_get(conn: Connection, project_id: int, ref: str) -> Any | None:
     try:
         alert_uuid = uuid.UUID(ref)
@@ -472,9 +494,10 @@ def baseline_reset_add(
     report_id: int,
     start_time: dt.datetime,
     now: dt.datetime,
-) -> tuple[uuid.UUID, int]:
+) -> tuple[uuid.UUID, list[int]]:
     """Record the reset and dismiss the series' active alerts from the report onward (by the
-    metric's report start time). Returns the reset's UUID and how many alerts it dismissed."""
+    metric's report start time). Returns the reset's UUID and the ids of the alerts it
+    dismissed."""
     reset_uuid = uuid.uuid4()
     conn.execute(
         baseline_reset.insert(),
@@ -500,12 +523,23 @@ def baseline_reset_add(
     )
     if measure_id is not None:
         affected = affected.where(metric.c.measure_id == measure_id)
-    dismissed = conn.execute(
-        alert.update()
-        .where(alert.c.status == "active", alert.c.boundary_id.in_(affected.scalar_subquery()))
-        .values(status="dismissed", modified=now)
+    dismissed = list(
+        conn.execute(
+            sa.select(alert.c.id)
+            .where(
+                alert.c.status == "active",
+                alert.c.boundary_id.in_(affected.scalar_subquery()),
+            )
+            .order_by(alert.c.id)
+        ).scalars()
     )
-    return reset_uuid, int(dismissed.rowcount or 0)
+    for start in range(0, len(dismissed), 500):
+        conn.execute(
+            alert.update()
+            .where(alert.c.id.in_(dismissed[start : start + 500]))
+            .values(status="dismissed", modified=now)
+        )
+    return reset_uuid, dismissed
 
 
 _REPORT_BOUNDARIES = (

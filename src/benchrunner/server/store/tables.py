@@ -694,3 +694,54 @@ server_state = sa.Table(
     sa.Column("value", sa.String(255), nullable=False),
     _ts("created"),
 )
+
+# A project's webhooks (docs/how-to/thresholds-alerts.md): where its alert events are POSTed.
+# ``events`` is a comma-separated list of event names; ``secret`` signs each body and is never
+# shown after creation; ``format`` is ``json`` or ``slack``.
+webhook = sa.Table(
+    "webhook",
+    metadata,
+    _id(),
+    _uuid(),
+    _fk("project_id", "project.id", "CASCADE"),
+    sa.Column("url", sa.String(2048), nullable=False),
+    sa.Column("events", sa.String(255), nullable=False),
+    sa.Column("format", sa.String(8), nullable=False),
+    sa.Column("secret", sa.String(255), nullable=False),
+    _ts("created"),
+    sa.Index("index_webhook_project", "project_id"),
+)
+
+# The outbox: one row per event and webhook, written in the transaction that made the event, so
+# that a committed event is delivered (after a restart too) and a rolled back one never is.
+# ``status``: pending, delivered or failed (attempts or age exhausted); a pending row is due at
+# ``next_attempt``, which a claim moves past the delivery's timeout (``server.webhooks``).
+webhook_delivery = sa.Table(
+    "webhook_delivery",
+    metadata,
+    _id(),
+    _uuid(),
+    _fk("webhook_id", "webhook.id", "CASCADE"),
+    sa.Column("event", sa.String(32), nullable=False),
+    sa.Column("body", sa.Text, nullable=False),
+    sa.Column("status", sa.String(16), nullable=False),
+    sa.Column("attempts", sa.Integer, nullable=False),
+    _ts("next_attempt"),
+    _ts("created"),
+    _ts("finished", nullable=True),
+    sa.Index("index_webhook_delivery_due", "status", "next_attempt"),
+    sa.Index("index_webhook_delivery_webhook", "webhook_id"),
+)
+
+# Each POST of a delivery: its answer's status code or the error, and how long it took.
+webhook_attempt = sa.Table(
+    "webhook_attempt",
+    metadata,
+    _id(),
+    _fk("delivery_id", "webhook_delivery.id", "CASCADE"),
+    _ts("attempted"),
+    sa.Column("status_code", sa.Integer, nullable=True),
+    sa.Column("error", sa.String(500), nullable=True),
+    sa.Column("duration_ms", sa.Float, nullable=False),
+    sa.Index("index_webhook_attempt_delivery", "delivery_id"),
+)

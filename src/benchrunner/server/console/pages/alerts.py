@@ -33,6 +33,7 @@ from benchrunner.server.routes.dimensions import report_in_project
 from benchrunner.server.store import alerts
 from benchrunner.server.store.accounts import ProjectRow
 from benchrunner.server.store.alerts import STATUSES, VERDICTS, AlertStatus, Verdict
+from benchrunner.server.webhooks import set_alert_status, set_alert_verdict
 
 router = APIRouter()
 
@@ -202,7 +203,7 @@ def _set_verdict(
     project = writable_project(conn, viewer, ref)
     found = _alert_or_404(conn, project, alert_ref)
     assert viewer.user is not None  # writable_project refuses anonymous viewers
-    alerts.alert_set_verdict(conn, found.id, verdict, viewer.user.id, now)
+    set_alert_verdict(conn, found.id, verdict, viewer.user.id, now)
     return project, found.uuid
 
 
@@ -236,7 +237,7 @@ def _set_status(
     project = writable_project(conn, viewer, ref)
     found = _alert_or_404(conn, project, alert_ref)
     if found.status != status:
-        alerts.alert_set_status(conn, found.id, status, now)
+        set_alert_status(conn, found.id, status, now)
     return project, found.uuid
 
 

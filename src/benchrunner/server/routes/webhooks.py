@@ -1,0 +1,159 @@
+"""A project's webhooks (docs/how-to/thresholds-alerts.md): register one (URL, events,
+secret, format), list, read and delete them, and read each one's deliveries with their
+attempts. All for project members who may write to it; the secret is shown once, in the answer
+to the ``POST`` that set it or generated it, and never again."""
+
+from __future__ import annotations
+
+import secrets
+from typing import Any, Literal
+
+from fastapi import APIRouter, Response
+from pydantic import Field
+from sqlalchemy.engine import Connection
+
+from benchrunner.server.errors import bad_request, not_found
+from benchrunner.server.routes.bodies import ApiBody
+from benchrunner.server.routes.deps import Ctx, MaybeUser, Page, project_access
+from benchrunner.server.store import webhooks
+from benchrunner.server.views import iso
+from benchrunner.server.webhooks import UnsafeUrl, check_url
+
+router = APIRouter(tags=["webhooks"])
+
+WEBHOOKS = "/v0/projects/{project}/webhooks"
+Event = Literal["alert.raised", "alert.confirmed", "alert.dismissed", "alert.triaged"]
+DEFAULT_EVENTS: list[Event] = ["alert.raised", "alert.dismissed"]
+
+
+class WebhookCreate(ApiBody):
+    url: str = Field(min_length=1, max_length=2048, description="http or https")
+    events: list[Event] = Field(default_factory=lambda: list(DEFAULT_EVENTS), min_length=1)
+    secret: str | None = Field(
+        default=None,
+        min_length=16,
+        max_length=255,
+        description="signs each body (HMAC-SHA256); generated when absent",
+    )
+    format: Literal["json", "slack"] = "json"
+
+
+def webhook_view(row: Any, project_uuid: Any, secret: str | None = None) -> dict[str, Any]:
+    """A webhook; its ``secret`` only in the answer that created it."""
+    view: dict[str, Any] = {
+        "uuid": str(row.uuid),
+        "project": str(project_uuid),
+        "url": row.url,
+        "events": webhooks.events_of(row),
+        "format": row.format,
+        "created": iso(row.created),
+    }
+    if secret is not None:
+        view["secret"] = secret
+    return view
+
+
+def _webhook(conn: Connection, project_id: int, ref: str) -> Any:
+    found = webhooks.webhook_get(conn, project_id, ref)
+    if found is None:
+        raise not_found("webhook", ref)
+    return found
+
+
+@router.post(WEBHOOKS, status_code=201)
+async def create_webhook(
+    project: str, body: WebhookCreate, user: MaybeUser, ctx: Ctx
+) -> dict[str, Any]:
+    """Register a webhook. The answer carries its ``secret`` (the one given, or a generated
+    one): it is never shown again."""
+    try:
+        check_url(body.url, ctx.settings.webhook_allow_private)
+    except UnsafeUrl as exc:
+        raise bad_request(f"url: {exc}") from exc
+    secret = body.secret or secrets.token_urlsafe(32)
+    events = list(dict.fromkeys(body.events))
+
+    def unit(conn: Connection) -> dict[str, Any]:
+        row = project_access(conn, user, project, write=True)
+        created = webhooks.webhook_add(
+            conn, row.id, body.url, events, body.format, secret, ctx.clock.now()
+        )
+        return webhook_view(created, row.uuid, secret)
+
+    return await ctx.db.write(unit)
+
+
+@router.get(WEBHOOKS)
+async def list_webhooks(project: str, user: MaybeUser, ctx: Ctx) -> list[dict[str, Any]]:
+    """The project's webhooks, oldest first, without their secrets."""
+
+    def unit(conn: Connection) -> list[dict[str, Any]]:
+        row = project_access(conn, user, project, write=True)
+        return [webhook_view(w, row.uuid) for w in webhooks.webhook_list(conn, row.id)]
+
+    return await ctx.db.read(unit)
+
+
+@router.get(WEBHOOKS + "/{webhook}")
+async def get_webhook(project: str, webhook: str, user: MaybeUser, ctx: Ctx) -> dict[str, Any]:
+    """One webhook, without its secret."""
+
+    def unit(conn: Connection) -> dict[str, Any]:
+        row = project_access(conn, user, project, write=True)
+        return webhook_view(_webhook(conn, row.id, webhook), row.uuid)
+
+    return await ctx.db.read(unit)
+
+
+@router.delete(WEBHOOKS + "/{webhook}", status_code=204)
+async def delete_webhook(project: str, webhook: str, user: MaybeUser, ctx: Ctx) -> Response:
+    """Delete the webhook with its deliveries: those still pending are never sent."""
+
+    def unit(conn: Connection) -> None:
+        row = project_access(conn, user, project, write=True)
+        webhooks.webhook_delete(conn, _webhook(conn, row.id, webhook).id)
+
+    await ctx.db.write(unit)
+    return Response(status_code=204)
+
+
+def delivery_view(row: Any, attempts: list[Any]) -> dict[str, Any]:
+    return {
+        "uuid": str(row.uuid),
+        "event": row.event,
+        "status": row.status,
+        "attempts": [
+            {
+                "attempted": iso(a.attempted),
+                "status_code": a.status_code,
+                "error": a.error,
+                "duration_ms": a.duration_ms,
+            }
+            for a in attempts
+        ],
+        "next_attempt": iso(row.next_attempt) if row.status == "pending" else None,
+        "created": iso(row.created),
+        "finished": iso(row.finished),
+        "body": row.body,
+    }
+
+
+@router.get(WEBHOOKS + "/{webhook}/deliveries")
+async def list_deliveries(
+    project: str, webhook: str, user: MaybeUser, ctx: Ctx, response: Response, pages: Page
+) -> list[dict[str, Any]]:
+    """The webhook's deliveries, newest first, each with its attempts (when, the answer's
+    status code or the error, how long it took)."""
+
+    def unit(conn: Connection) -> tuple[list[dict[str, Any]], int]:
+        row = project_access(conn, user, project, write=True)
+        hook = _webhook(conn, row.id, webhook)
+        found, total = webhooks.delivery_list(
+            conn, hook.id, limit=pages.per_page, offset=pages.offset
+        )
+        attempts = webhooks.attempts_of(conn, [d.id for d in found])
+        return [delivery_view(d, attempts[d.id]) for d in found], total
+
+    views, total = await ctx.db.read(unit)
+    response.headers["X-Total-Count"] = str(total)
+    return views
