@@ -248,6 +248,21 @@ def test_a_verdict_is_delivered_as_alert_triaged(
         project.close()
 
 
+def test_an_anonymous_caller_manages_no_webhooks_even_where_it_may_run(
+    tmp_path: Path, database_url: str
+) -> None:
+    """An unclaimed project takes anonymous runs; its webhooks are still for members only."""
+    with serve_in_process(tmp_path, database_url, **FAST) as server:
+        body: dict[str, Any] = {"project": "anon-hooks", "spec": "small", "template": "bench.noop"}
+        made = httpx.post(f"{server.url}/v0/run", json=body, timeout=30)
+        assert made.status_code == 201, made.text
+        slug = made.json()["project"]["slug"]
+        hooks = f"{server.url}/v0/projects/{slug}/webhooks"
+        created = httpx.post(hooks, json={"url": "http://127.0.0.1:9/x"}, timeout=30)
+        listed = httpx.get(hooks, timeout=30)
+        assert (created.status_code, listed.status_code) == (401, 401), created.text
+
+
 def test_a_failing_receiver_gets_retries_with_backoff(
     tmp_path: Path, database_url: str, receiver: Receiver
 ) -> None:
