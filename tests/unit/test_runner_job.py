@@ -313,6 +313,21 @@ def test_a_stop_after_a_failing_last_iteration_is_the_stop(harness: Harness) -> 
     assert [r.exit_code for r in message.results] == [3]
 
 
+def test_a_stop_that_a_benchmark_answers_by_exiting_zero_is_still_the_stop(
+    harness: Harness, tmp_path: Path
+) -> None:
+    trapping = tmp_path / "trapping"
+    code = (
+        "import signal, sys, time; signal.signal(signal.SIGTERM, lambda *_: sys.exit(0)); "
+        f"open({str(trapping)!r}, 'w').close(); time.sleep(30)"
+    )
+    run = harness.start(claimed(code))
+    assert harness.next_event() == JobStarted(run.uuid)
+    wait_until(trapping.exists, message="the benchmark's SIGTERM handler in place")
+    run.cancel(CancelReason.SERVER)
+    assert harness.result_of(run) == Canceled(job=run.uuid)
+
+
 def test_cancel_before_setup_runs_nothing(harness: Harness, tmp_path: Path) -> None:
     marker = tmp_path / "ran"
     job = claimed(f"open({str(marker)!r}, 'w').close()")

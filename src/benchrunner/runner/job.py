@@ -247,13 +247,15 @@ class JobRun:
                         return self._stopped(reason, results)
                     return Failed(job=self.uuid, results=results, error=str(exc))
                 reason = self.cancel_reason
-                if reason is not None and not (index == last and result.exit_code == 0):
+                finished_first = index == last and result.exit_code == 0
+                if reason is not None and not (finished_first and not prepared.interrupted):
                     if result.exit_code is not None:
                         results.append(result)
                     return self._stopped(reason, results)
-                # A stop asked for once the last iteration had exited 0 came after the work was
-                # done (a runner resumed after a pause hears the server's cancel as its job's
-                # process ends): the result is whole and goes to the server, which decides.
+                # A stop asked for once the last iteration's process had exited 0 on its own came
+                # after the work was done (a runner resumed after a pause hears the server's
+                # cancel as its job's process ends): the result is whole and goes to the server,
+                # which decides. One that interrupted the process is a stop, whatever its code.
                 results.append(result)
                 log.debug("job %s: iteration %d exited %s", self.uuid, index, result.exit_code)
                 if result.exit_code != 0 and not config.allow_failure:

@@ -51,6 +51,12 @@ class PreparedJob(abc.ABC):
         with ``exit_code=None``. Raises ExecutorError if the iteration cannot be started.
         """
 
+    @property
+    def interrupted(self) -> bool:
+        """After ``cancel()``: whether it stopped an iteration whose process was still running
+        (an executor that cannot tell says True)."""
+        return True
+
     @abc.abstractmethod
     def cancel(self) -> None:
         """Stop the job: the current iteration's processes get SIGTERM, then SIGKILL after the

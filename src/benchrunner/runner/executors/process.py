@@ -184,6 +184,7 @@ class ProcessJob(PreparedJob):
         self._lock = threading.Lock()
         self._group: ProcessGroup | None = None
         self._canceled = False
+        self._interrupted = False
 
     def environment(self, index: int) -> dict[str, str]:
         return {
@@ -232,10 +233,16 @@ class ProcessJob(PreparedJob):
             file_sizes=sizes,
         )
 
+    @property
+    def interrupted(self) -> bool:
+        return self._interrupted
+
     def cancel(self) -> None:
         with self._lock:
             self._canceled = True
             group = self._group
+            if group is not None and group.leader.poll() is None:
+                self._interrupted = True
         if group is not None:
             group.terminate()
 
