@@ -194,3 +194,24 @@ def test_a_result_that_cannot_be_applied_now_is_left_to_the_resend(
         done = again.ask({"event": "completed", "job": job_uuid, "results": [_result(3)]})
         assert done == {"event": "ack", "job": job_uuid}
         assert server.job(job_uuid)["status"] == "processed"
+
+
+def test_a_job_the_server_cannot_prepare_fails_instead_of_returning_to_the_queue(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Back in the queue, it would be claimed again at once, ahead of every other job."""
+
+    def broken(self: Any, runner: Any, claim: Any) -> Any:
+        raise RuntimeError("injected: no pull token")
+
+    monkeypatch.setattr(lifecycle.Lifecycle, "assignment", broken)
+    with (
+        fresh_database("sqlite", tmp_path) as url,
+        serve_in_process(tmp_path, url) as server,
+    ):
+        channel = server.channel("preparing")
+        job_uuid = server.submit("bench.noop")
+        channel.send({"event": "ready", "poll_timeout": 5})
+        wait_until(lambda: server.job(job_uuid)["status"] == "failed", message="the job failed")
+        reason = server.job(job_uuid)["events"][-1]["message"]
+        assert "could not prepare the job for its runner: injected: no pull token" in reason

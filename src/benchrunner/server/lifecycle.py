@@ -9,6 +9,8 @@ import asyncio
 import dataclasses
 import datetime as dt
 import logging
+from collections.abc import Coroutine
+from typing import Any
 
 from benchrunner.core.signatures import SignatureRefused
 from benchrunner.core.states import FINISHED, IN_FLIGHT, JobStatus
@@ -50,7 +52,7 @@ from benchrunner.server.store.signed_outputs import SignedOutput
 from benchrunner.server.sweeper import Sweeper
 from benchrunner.server.transition_log import job_claimed, job_moved
 from benchrunner.server.wakeups import LocalWakeups, PostgresWakeups, Wakeups
-from benchrunner.server.watchdog import Watchdog
+from benchrunner.server.watchdog import SYSTEM, Watchdog
 from benchrunner.server.webhooks import WebhookDelivery
 
 log = logging.getLogger("benchrunner.transitions")
@@ -158,9 +160,24 @@ class Lifecycle:
         sent: no runner has it, so it goes back to the queue now, for any runner on any replica,
         instead of failing after the heartbeat timeout (a replica shutting down ends every
         channel at once, while claims for them may still be committing)."""
-        task = asyncio.create_task(self._return_undelivered(job), name=f"undelivered-{job.id}")
+        self._track(self._return_undelivered(job), f"undelivered-{job.id}")
+
+    def _track(self, work: Coroutine[Any, Any, None], name: str) -> None:
+        """Run ``work`` now; a stop waits for it (``UNDELIVERED_STOP_TIMEOUT``)."""
+        task = asyncio.create_task(work, name=name)
         self._undelivered.add(task)
         task.add_done_callback(self._undelivered.discard)
+
+    async def _fail_unassignable(self, job: jobs.JobRow, error: Exception) -> None:
+        reason = f"the server could not prepare the job for its runner: {error}"[:2000]
+        try:
+            now = self.ctx.clock.now()
+            if await self.ctx.db.write(transitions.job_mark_failed, job.id, now, SYSTEM, reason):
+                job_moved(self.ctx, job, JobStatus.FAILED, now, reason=reason)
+                self.finished(job)
+        except Exception:
+            log.exception("failing job %s failed; its timeout takes over", job.uuid)
+            self.watchdog.watch(job.id)
 
     async def _return_undelivered(self, job: jobs.JobRow) -> None:
         reason = "undelivered: the runner's channel closed before the claimed job was sent"
@@ -216,8 +233,9 @@ class Lifecycle:
             return None
         try:
             return claim.job, self.assignment(runner, claim)
-        except Exception:
-            self.undelivered(claim.job)
+        except Exception as exc:
+            # Not back to the queue: it would come straight back here, ahead of every other job.
+            self._track(self._fail_unassignable(claim.job, exc), f"unassignable-{claim.job.id}")
             raise
 
     async def _spec_ids(self, runner_id: int) -> frozenset[int]:
