@@ -128,11 +128,13 @@ def test_heartbeats_of_several_jobs_are_stored_together(world: World) -> None:
     world.write(transitions.job_cancel_by_user, canceled, world.now(), "someone")
     at = world.now() + dt.timedelta(seconds=30)
     later = at + dt.timedelta(seconds=1)
+    gone = 10**9  # a job deleted meanwhile (its project was)
     beats = [Beat(first, runner, at), Beat(second, runner, later), Beat(canceled, runner, at)]
+    beats.append(Beat(gone, runner, at))
 
     stopped = world.write(transitions.jobs_touch, beats)
 
-    assert stopped == {canceled}
+    assert stopped == {canceled, gone}
     stored = {job_id: world.db.read_sync(jobs.job_get, job_id) for job_id in (first, second)}
     assert {job_id: row.last_heartbeat for job_id, row in stored.items() if row} == {
         first: at,

@@ -340,19 +340,18 @@ _TOUCH_RUNNER_AT = (
 
 def jobs_touch(conn: Connection, beats: list[Beat]) -> set[int]:
     """Store the heartbeats of several jobs and their runners (each job's and runner's newest);
-    the jobs among them that are no longer running. Three statements whatever their number."""
+    the jobs among them that are no longer running (or no longer there). Three statements
+    whatever their number."""
     runners: dict[int, dt.datetime] = {}
     for beat in beats:
         runners[beat.runner_id] = max(beat.at, runners.get(beat.runner_id, beat.at))
     conn.execute(_TOUCH_JOB_AT, [{"job": beat.job_id, "at": beat.at} for beat in beats])
     conn.execute(_TOUCH_RUNNER_AT, [{"runner": r, "at": at} for r, at in runners.items()])
-    stopped = conn.execute(
-        sa.select(job.c.id).where(
-            job.c.id.in_([beat.job_id for beat in beats]),
-            job.c.status != JobStatus.RUNNING.value,
-        )
+    ids = {beat.job_id for beat in beats}
+    running = conn.execute(
+        sa.select(job.c.id).where(job.c.id.in_(ids), job.c.status == JobStatus.RUNNING.value)
     )
-    return {row.id for row in stopped}
+    return ids - {row.id for row in running}  # a deleted job is no longer running either
 
 
 def _finish(
