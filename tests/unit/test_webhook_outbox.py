@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import datetime as dt
 import uuid
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -14,6 +16,8 @@ from sqlalchemy.engine import Connection
 from benchrunner.core.tiers import Plan
 from benchrunner.server.store import accounts, webhooks
 from benchrunner.server.store.engine import Database
+from benchrunner.server.store.migrate import upgrade
+from tests.databases import fresh_database
 
 T0 = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
 LEASE = dt.timedelta(seconds=40)
@@ -65,8 +69,16 @@ def test_a_delivery_commits_or_rolls_back_with_its_event(migrated_db: Database) 
         again = webhooks.deliveries_claim(conn, T0 + LEASE, LEASE, 10)
     assert [c.id for c in again] == [claimed[0].id] and again[0].attempts == 2
     with migrated_db.write_engine.begin() as conn:
+        # The first claim's attempt, outliving its lease, changes nothing but its own record.
         webhooks.attempt_record(
-            conn, again[0].id, T0, 200, None, 5.0, "delivered", T0 + LEASE, T0 + LEASE
+            conn, claimed[0].id, 1, T0, None, "timed out", 9.0, "pending", T0, T0 + LEASE
+        )
+        assert webhooks.deliveries_claim(conn, T0 + LEASE, LEASE, 10) == []  # still leased
+        webhooks.attempt_record(
+            conn, again[0].id, 2, T0, 200, None, 5.0, "delivered", T0 + LEASE, T0 + LEASE
+        )
+        webhooks.attempt_record(  # and one after the delivery finished cannot reopen it
+            conn, again[0].id, 2, T0, None, "late", 9.0, "pending", T0, T0 + LEASE
         )
         assert webhooks.deliveries_claim(conn, T0 + 10 * LEASE, LEASE, 10) == []
         assert not webhooks.deliveries_due(conn, T0 + 10 * LEASE)
@@ -74,9 +86,18 @@ def test_a_delivery_commits_or_rolls_back_with_its_event(migrated_db: Database) 
         assert webhooks.deliveries_expire(conn, T0 + 2 * LEASE) == 1
 
 
-def test_replicas_never_claim_the_same_delivery(migrated_db: Database) -> None:
-    if migrated_db.sqlite:
-        pytest.skip("SQLite has one writer: a second claim waits for the first to commit")
+@pytest.fixture
+def postgresql_db(tmp_path: Path) -> Iterator[Database]:
+    """PostgreSQL alone: SQLite has one writer, so a second claim waits for the first."""
+    with fresh_database("postgresql", tmp_path) as url:
+        database = Database(url, read_threads=1)
+        upgrade(database.write_engine)
+        yield database
+        database.close()
+
+
+def test_replicas_never_claim_the_same_delivery(postgresql_db: Database) -> None:
+    migrated_db = postgresql_db
     project_id = _setup(migrated_db)
     with migrated_db.write_engine.begin() as conn:
         for _ in range(3):

@@ -282,6 +282,14 @@ class WebhookDelivery:
         self, claimed: webhooks.Claimed, attempted: dt.datetime
     ) -> tuple[int | None, str | None]:
         """POST the delivery: the answer's status code, and the error if it is not a success."""
+        # One deadline for all of it: a name that resolves slowly, or a receiver that answers a
+        # byte at a time, must not outlive the delivery's lease.
+        async with asyncio.timeout(self._ctx.settings.webhook_timeout):
+            return await self._post(claimed, attempted)
+
+    async def _post(
+        self, claimed: webhooks.Claimed, attempted: dt.datetime
+    ) -> tuple[int | None, str | None]:
         assert self._http is not None
         refused = await address_refused(claimed.url, self._ctx.settings.webhook_allow_private)
         if refused is not None:
@@ -295,10 +303,12 @@ class WebhookDelivery:
             TIMESTAMP_HEADER: str(int(attempted.timestamp())),
             SIGNATURE_HEADER: sign(claimed.secret, body),
         }
-        answer = await self._http.post(claimed.url, content=body, headers=headers)
-        if 200 <= answer.status_code < 300:
-            return answer.status_code, None
-        return answer.status_code, f"answered {answer.status_code}"
+        # The answer's body is never read: only its status counts.
+        async with self._http.stream("POST", claimed.url, content=body, headers=headers) as answer:
+            status_code = answer.status_code
+        if 200 <= status_code < 300:
+            return status_code, None
+        return status_code, f"answered {status_code}"
 
     async def _attempt(self, claimed: webhooks.Claimed) -> None:
         assert self._http is not None
@@ -336,6 +346,7 @@ class WebhookDelivery:
         await self._ctx.db.write(
             webhooks.attempt_record,
             claimed.id,
+            claimed.attempts,
             attempted,
             status_code,
             error,

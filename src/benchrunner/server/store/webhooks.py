@@ -197,6 +197,7 @@ def deliveries_claim(
 def attempt_record(
     conn: Connection,
     delivery_id: int,
+    claimed_attempts: int,
     attempted: dt.datetime,
     status_code: int | None,
     error: str | None,
@@ -206,7 +207,9 @@ def attempt_record(
     now: dt.datetime,
 ) -> None:
     """One attempt's outcome, and the delivery's new status (``pending`` until
-    ``next_attempt``, or finished now)."""
+    ``next_attempt``, or finished now) unless the delivery was claimed again since this
+    attempt's claim (``claimed_attempts``: its count of attempts then) or has finished: an
+    attempt that outlived its lease changes nothing but its own record."""
     conn.execute(
         webhook_attempt.insert(),
         {
@@ -219,7 +222,11 @@ def attempt_record(
     )
     conn.execute(
         webhook_delivery.update()
-        .where(webhook_delivery.c.id == delivery_id)
+        .where(
+            webhook_delivery.c.id == delivery_id,
+            webhook_delivery.c.attempts == claimed_attempts,
+            webhook_delivery.c.status == "pending",
+        )
         .values(
             status=status,
             next_attempt=next_attempt,
