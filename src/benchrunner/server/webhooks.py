@@ -42,9 +42,9 @@ log = logging.getLogger(__name__)
 
 EVENTS = ("alert.raised", "alert.confirmed", "alert.dismissed", "alert.triaged")
 """The event names a webhook may ask for."""
-DELIVERED_TODAY = ("alert.raised", "alert.dismissed")
-"""Those the server emits now; ``alert.confirmed`` and ``alert.triaged`` are accepted so that a
-webhook registered today receives them once confirmation and triage emit them."""
+DELIVERED_TODAY = ("alert.raised", "alert.dismissed", "alert.triaged")
+"""Those the server emits now; ``alert.confirmed`` is accepted so that a webhook registered today
+receives it once confirmation runs emit it."""
 
 SIGNATURE_HEADER = "X-Benchrunner-Signature"
 TIMESTAMP_HEADER = "X-Benchrunner-Timestamp"

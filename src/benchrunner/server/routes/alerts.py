@@ -11,7 +11,7 @@ from fastapi import APIRouter, Query, Response
 from pydantic import ConfigDict
 from sqlalchemy.engine import Connection
 
-from benchrunner.server.errors import not_found
+from benchrunner.server.errors import not_found, unauthorized
 from benchrunner.server.routes.bodies import ApiBody
 from benchrunner.server.routes.deps import Ctx, MaybeUser, Page, project_access
 from benchrunner.server.routes.dimensions import optional_id, report_in_project
@@ -120,7 +120,9 @@ async def update_alert(
         found = _alert(conn, row.id, alert)
         if body.status is not None and body.status != found.status:
             set_alert_status(conn, found.id, body.status, ctx.clock.now())
-        if "verdict" in body.model_fields_set and user is not None:
+        if "verdict" in body.model_fields_set:
+            if user is None:
+                raise unauthorized("sign in to triage an alert: a verdict names who gave it")
             set_alert_verdict(conn, found.id, body.verdict, user.id, ctx.clock.now())
         return alert_view(_alert(conn, row.id, alert))
 
