@@ -31,7 +31,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import datetime as dt
-import logging
 from dataclasses import dataclass
 
 from benchrunner.core.states import JobStatus
@@ -39,9 +38,7 @@ from benchrunner.server.config import ServerSettings
 from benchrunner.server.context import ServerContext
 from benchrunner.server.store import transitions
 from benchrunner.server.store.transitions import Beat, Liveness
-from benchrunner.server.tasks import cancel_and_wait
-
-log = logging.getLogger(__name__)
+from benchrunner.server.tasks import cancel_and_wait, repeat
 
 
 def write_interval(settings: ServerSettings) -> dt.timedelta:
@@ -145,14 +142,9 @@ class HeartbeatWriter:
             await self.write()
 
     async def _run(self) -> None:
-        clock = self.ctx.monotonic
         interval = self.ledger.interval.total_seconds()
-        while True:
-            await clock.sleep_until(clock.monotonic() + interval)
-            try:
-                await self.write()
-            except Exception:
-                log.exception("writing the heartbeats heard failed; trying again")
+        failed = "writing the heartbeats heard failed"
+        await repeat(self.ctx.monotonic, interval, self.write, failed)
 
     async def write(self) -> None:
         beats = self.ledger.unwritten()

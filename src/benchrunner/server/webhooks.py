@@ -14,7 +14,6 @@ polls is its monotonic clock, so tests can move both.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import datetime as dt
 import hashlib
 import hmac
@@ -36,6 +35,7 @@ from sqlalchemy.engine import Connection
 from benchrunner.server.context import ServerContext
 from benchrunner.server.store import alerts, webhooks
 from benchrunner.server.store.tables import project
+from benchrunner.server.tasks import cancel_and_wait, repeat
 from benchrunner.server.views import alert_view, iso
 
 log = logging.getLogger(__name__)
@@ -249,21 +249,14 @@ class WebhookDelivery:
         self._task = asyncio.create_task(self._run(), name="webhook-delivery")
 
     async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+        await cancel_and_wait(self._task)
         if self._http is not None:
             await self._http.aclose()
 
     async def _run(self) -> None:
-        clock = self._ctx.monotonic
-        while True:
-            try:
-                await self.step()
-            except Exception:
-                log.exception("webhook delivery round failed; trying again next round")
-            await clock.sleep_until(clock.monotonic() + self._ctx.settings.webhook_poll_interval)
+        interval = self._ctx.settings.webhook_poll_interval
+        failed = "webhook delivery round failed"
+        await repeat(self._ctx.monotonic, interval, self.step, failed, at_once=True)
 
     async def step(self) -> int:
         """Send the due deliveries; how many were attempted."""
