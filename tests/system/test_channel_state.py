@@ -12,13 +12,13 @@ import sqlalchemy as sa
 
 from benchrunner.core.states import JobStatus
 from benchrunner.server.channel import ChannelHub
-from benchrunner.server.dispatcher import Dispatcher
+from benchrunner.server.dispatcher import ClaimFn, Dispatcher
 from benchrunner.server.lifecycle import Lifecycle
 from benchrunner.server.store.claims import Claim
 from benchrunner.server.store.engine import make_engine
 from benchrunner.server.store.tables import job
 from tests.harness import wait_until
-from tests.inprocess import InProcessChannel, serve_in_process
+from tests.inprocess import InProcessChannel, InProcessServer, serve_in_process
 
 RUNNERS = 20
 JOBS = 30
@@ -71,6 +71,24 @@ def test_per_runner_state_does_not_grow_with_jobs(tmp_path: Path, database_url: 
         assert set(_sizes(life, hub).values()) == {0}, _sizes(life, hub)
 
 
+def _gate_claims(
+    server: InProcessServer,
+) -> tuple[Dispatcher, ClaimFn, threading.Event, threading.Event]:
+    """Hold the server's claims: ``entered`` is set when one starts, which commits only once
+    ``release`` is set. Returns the dispatcher and its own claim, to put back."""
+    dispatcher: Dispatcher = server.state("lifecycle").dispatcher
+    claim = dispatcher._claim
+    entered, release = threading.Event(), threading.Event()
+
+    async def gated(runner_id: int, slug: str, nonce: str, templates: bool) -> Claim | None:
+        entered.set()
+        await asyncio.to_thread(release.wait, 30)
+        return await claim(runner_id, slug, nonce, templates)
+
+    dispatcher._claim = gated
+    return dispatcher, claim, entered, release
+
+
 def test_a_claim_landing_for_a_superseded_channel_returns_to_the_queue(
     tmp_path: Path, database_url: str
 ) -> None:
@@ -78,16 +96,7 @@ def test_a_claim_landing_for_a_superseded_channel_returns_to_the_queue(
     the old channel nor sit ``claimed`` until the (300 s) heartbeat timeout. No runner got it,
     so it is pending again at once, and the new channel's ``ready`` takes it."""
     with serve_in_process(tmp_path, database_url, heartbeat_timeout=300.0) as server:
-        dispatcher: Dispatcher = server.state("lifecycle").dispatcher
-        claim = dispatcher._claim
-        entered, release = threading.Event(), threading.Event()
-
-        async def gated(runner_id: int, slug: str, nonce: str, templates: bool) -> Claim | None:
-            entered.set()
-            await asyncio.to_thread(release.wait, 30)
-            return await claim(runner_id, slug, nonce, templates)
-
-        dispatcher._claim = gated
+        dispatcher, claim, entered, release = _gate_claims(server)
         with server.admin() as client:
             created = client.create_runner("reconnecting", ["small"])
         ws_url = f"ws://127.0.0.1:{server.port}"
@@ -124,16 +133,7 @@ def test_a_claim_under_way_as_the_server_shuts_down_reaches_its_runner(
     does the channel close with 1012 (the runner reports the job through another replica).
     Closed first, the claim would land for no one."""
     with serve_in_process(tmp_path, database_url, heartbeat_timeout=300.0) as server:
-        dispatcher: Dispatcher = server.state("lifecycle").dispatcher
-        claim = dispatcher._claim
-        entered, release = threading.Event(), threading.Event()
-
-        async def gated(runner_id: int, slug: str, nonce: str, templates: bool) -> Claim | None:
-            entered.set()
-            await asyncio.to_thread(release.wait, 30)
-            return await claim(runner_id, slug, nonce, templates)
-
-        dispatcher._claim = gated
+        dispatcher, _, entered, release = _gate_claims(server)
         channel = server.channel("on-the-stopping-replica")
         channel.send({"event": "ready", "poll_timeout": 900})
         job_uuid = server.submit()
