@@ -109,3 +109,11 @@ def test_replicas_never_claim_the_same_delivery(postgresql_db: Database) -> None
                 rest = webhooks.deliveries_claim(other, T0, LEASE, 10)
         assert len(held) == 2 and len(rest) == 1
         assert not {c.id for c in held} & {c.id for c in rest}
+
+
+def test_any_webhook_tells_whether_one_exists(migrated_db: Database) -> None:
+    with migrated_db.write_engine.begin() as conn:
+        assert not webhooks.any_webhook(conn)  # what emitting checks before reading any alert
+    _setup(migrated_db)
+    with migrated_db.write_engine.begin() as conn:
+        assert webhooks.any_webhook(conn)

@@ -29,12 +29,10 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import httpx
-import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from benchrunner.server.context import ServerContext
-from benchrunner.server.store import alerts, webhooks
-from benchrunner.server.store.tables import project
+from benchrunner.server.store import accounts, alerts, webhooks
 from benchrunner.server.tasks import cancel_and_wait, repeat
 from benchrunner.server.views import alert_view, iso
 
@@ -165,11 +163,6 @@ def render_body(
     )
 
 
-_PROJECT_BY_UUID = sa.select(project.c.id, project.c.uuid, project.c.slug, project.c.name).where(
-    project.c.uuid == sa.bindparam("uuid")
-)
-
-
 def emit_alert_event(
     conn: Connection, event: str, alert_ids: Sequence[int], now: dt.datetime
 ) -> int:
@@ -179,13 +172,16 @@ def emit_alert_event(
     call this."""
     if event not in EVENTS:
         raise ValueError(f"unknown webhook event {event!r}")
+    if not alert_ids or not webhooks.any_webhook(conn):
+        return 0  # a report's processing pays one look, and no more, on a server without any
     queued = 0
-    projects: dict[Any, Any] = {}
+    projects: dict[Any, accounts.ProjectRow] = {}
     for row in alerts.alerts_by_ids(conn, alert_ids):
         owner = projects.get(row.project_uuid)
         if owner is None:
-            owner = conn.execute(_PROJECT_BY_UUID, {"uuid": row.project_uuid}).one()
-            projects[row.project_uuid] = owner
+            found = accounts.project_get(conn, str(row.project_uuid))
+            assert found is not None  # the alert's own project, in this transaction
+            owner = projects[row.project_uuid] = found
         view = alert_view(row)
 
         def render(

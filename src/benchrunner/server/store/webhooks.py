@@ -79,6 +79,11 @@ def events_of(row: Any) -> list[str]:
 _SUBSCRIBED = sa.select(webhook).where(webhook.c.project_id == sa.bindparam("project_id"))
 
 
+def any_webhook(conn: Connection) -> bool:
+    """Whether any project has a webhook."""
+    return conn.execute(sa.select(webhook.c.id).limit(1)).first() is not None
+
+
 def outbox_add(
     conn: Connection,
     project_id: int,
