@@ -50,7 +50,7 @@ from tests.databases import fresh_database
 from tests.harness import deploy
 
 from benchmarks.server_env import UNCAPPED
-from benchmarks.source_tree import server_source
+from benchmarks.source_tree import admin_token, server_source
 from benchrunner.protocol import EXTENSIONS_HEADER, OUR_EXTENSIONS
 
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
@@ -351,6 +351,7 @@ def deployed(engine: str, runners: int, heartbeat_timeout: float) -> Iterator[De
             sweep_interval=10.0,  # the server's defaults: they set the heartbeat write interval
             max_connections=runners + 1000,
             env=UNCAPPED,
+            token=admin_token(url),  # migrated by the code the server runs (``--before``)
         ) as deployment,
     ):
         server = deployment.server
