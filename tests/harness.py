@@ -731,11 +731,14 @@ class Deployment:
 
 
 @contextlib.contextmanager
-def deploy(tmp: Path, db: str, **server_options: Any) -> Iterator[Deployment]:
+def deploy(
+    tmp: Path, db: str, extra_templates: str = "", **server_options: Any
+) -> Iterator[Deployment]:
     """A server on database ``db`` (a fresh one: see ``tests.databases``) with an
-    organization, project and spec."""
+    organization, project and spec; its templates are the tests' and ``extra_templates``
+    (TOML)."""
     templates = tmp / "templates.toml"
-    templates.write_text(TEST_TEMPLATES)
+    templates.write_text(TEST_TEMPLATES + extra_templates)
     server = ServerProcess(tmp / "data", templates, db, **server_options)
     server.data_dir.mkdir(parents=True, exist_ok=True)
     server.start()
