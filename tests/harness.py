@@ -649,9 +649,10 @@ class Deployment:
         name: str,
         templates: Path | None = None,
         servers: list[ServerProcess] | None = None,
+        specs: list[str] | None = None,
         **env: str,
     ) -> RunnerProcess:
-        slug, key = self.new_runner(name)
+        slug, key = self.new_runner(name, specs)
         runner = RunnerProcess(
             self.server,
             slug,
@@ -731,14 +732,12 @@ class Deployment:
 
 
 @contextlib.contextmanager
-def deploy(
-    tmp: Path, db: str, extra_templates: str = "", **server_options: Any
-) -> Iterator[Deployment]:
+def deploy(tmp: Path, db: str, **server_options: Any) -> Iterator[Deployment]:
     """A server on database ``db`` (a fresh one: see ``tests.databases``) with an
-    organization, project and spec; its templates are the tests' and ``extra_templates``
-    (TOML)."""
+    organization, project and spec; its templates are the tests' and the option
+    ``extra_templates`` (TOML), if given."""
     templates = tmp / "templates.toml"
-    templates.write_text(TEST_TEMPLATES + extra_templates)
+    templates.write_text(TEST_TEMPLATES + str(server_options.pop("extra_templates", "")))
     server = ServerProcess(tmp / "data", templates, db, **server_options)
     server.data_dir.mkdir(parents=True, exist_ok=True)
     server.start()
