@@ -9,14 +9,14 @@ from pydantic import Field
 from sqlalchemy.engine import Connection
 
 from benchrunner.protocol import OperatingSystem, Sandbox
-from benchrunner.server.errors import conflict, not_found
+from benchrunner.server.http.errors import conflict, not_found
 from benchrunner.server.routes.bodies import ApiBody
 from benchrunner.server.routes.deps import Admin, Ctx, Page, paginate
-from benchrunner.server.routes.renames import identity_changes, slug_taken
+from benchrunner.server.runners.renames import identity_changes, slug_taken
 from benchrunner.server.store import runners
 from benchrunner.server.store.runners import NewSpec
 from benchrunner.server.store.tables import spec as spec_table
-from benchrunner.server.views import spec_view
+from benchrunner.server.views.resources import spec_view
 
 router = APIRouter(tags=["specs"])
 

@@ -134,7 +134,7 @@ def job_page(
 @dataclass(frozen=True)
 class JobPlace:
     """Where a job ran, in names: its report's branch and testbed and its runner's slug (if
-    claimed); and its report's noise verdict (JSON, ``server.noise``; None until processed or
+    claimed); and its report's noise verdict (JSON, ``server.processing.noise``; None until processed or
     without the guard)."""
 
     branch: str
