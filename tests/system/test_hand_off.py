@@ -1,7 +1,7 @@
 """A job submitted while a runner of its spec waits is claimed in the submission's own
-transaction (``server/scheduling/hand_off.py``); a submission refused after it reserved the runner gives
-the runner back; on PostgreSQL only a job no runner here took is announced to the other
-replicas, by its own insert."""
+transaction (``server/scheduling/hand_off.py``); a submission refused after it reserved the
+runner gives the runner back; on PostgreSQL only a job no runner here took is announced to the
+other replicas, by its own insert."""
 
 from __future__ import annotations
 

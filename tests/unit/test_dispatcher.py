@@ -187,7 +187,7 @@ def test_a_job_created_while_a_claim_finds_nothing_is_claimed() -> None:
     run(scenario)
 
 
-# ------------------------------------------------------------ reservations (server/scheduling/hand_off.py)
+# ------------------------------------------------ reservations (server/scheduling/hand_off.py)
 
 
 def finding_nothing(abandoned: list[Claim]) -> Dispatcher:

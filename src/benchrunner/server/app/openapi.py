@@ -5,7 +5,7 @@ token a route reads from ``Authorization``, and lists none of the errors a handl
 module rewrites it once, in one place:
 
 - every error an operation can answer, with the error body ``{"message", "request_id",
-  "error_code"?}`` of ``server/errors.py``: 400 (invalid input, which FastAPI would answer
+  "error_code"?}`` of ``server/http/errors.py``: 400 (invalid input, which FastAPI would answer
   422, or text the database cannot store), 401 (the operation reads the caller's API token,
   and an invalid one is refused even where a token is optional), 403 (server admins only), 404
   (a resource named in the path), 413 (a request body over ``--request-body-max-bytes``), 414

@@ -27,7 +27,7 @@ that job is lost and fails at once.
 
 ``update`` (docs/decisions/channel.md) answers a ``ready`` instead of a job when the runner
 announced the ``update`` extension, runs Linux and its channel has a release it should install
-(``server.releases``). Bencher's runner understands ``update`` too, but what this server
+(``server.runners.releases``). Bencher's runner understands ``update`` too, but what this server
 publishes are benchrunner wheels: to Bencher's runner the server is one with no release for it.
 """
 

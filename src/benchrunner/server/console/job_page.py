@@ -83,7 +83,8 @@ class JobFacts:
     config: list[tuple[str, str]]
     can_write: bool
     noise: dict[str, Any] | None
-    """The report's noise verdict (``server.processing.noise``), once the job's output is processed."""
+    """The report's noise verdict (``server.processing.noise``), once the job's output is
+    processed."""
 
     @property
     def noise_reasons(self) -> list[str]:

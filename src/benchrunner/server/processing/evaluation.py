@@ -86,9 +86,9 @@ def evaluate_report(
     found: list[Any] | None = None,
 ) -> int:
     """Judge the report's newly stored metrics; returns how many alerts were raised (each
-    queued for the project's webhooks, ``server.webhooks``, in this transaction). On a
-    ``noisy`` report (``server.noise``) the boundaries are drawn and stored all the same, but
-    only thresholds with ``alert_when_noisy`` raise alerts. ``found``: the metrics'
+    queued for the project's webhooks, ``server.processing.webhooks``, in this transaction). On
+    a ``noisy`` report (``server.processing.noise``) the boundaries are drawn and stored all the
+    same, but only thresholds with ``alert_when_noisy`` raise alerts. ``found``: the metrics'
     ``thresholds_to_judge``, when the caller has read them already."""
     if found is None:
         found = thresholds_to_judge(conn, report_id, metrics)

@@ -2,7 +2,7 @@
 each does the store change and its consequences (a paused runner resumed wakes the
 dispatcher; an archived or re-keyed runner's channels are closed).
 
-Errors are :class:`~benchrunner.server.errors.ApiError`: 404 for an unknown runner or spec,
+Errors are :class:`~benchrunner.server.http.errors.ApiError`: 404 for an unknown runner or spec,
 409 for a taken slug or an archived runner's rotation, 400 for a malformed slug.
 """
 

@@ -715,7 +715,8 @@ webhook = sa.Table(
 # The outbox: one row per event and webhook, written in the transaction that made the event, so
 # that a committed event is delivered (after a restart too) and a rolled back one never is.
 # ``status``: pending, delivered or failed (attempts or age exhausted); a pending row is due at
-# ``next_attempt``, which a claim moves past the delivery's timeout (``server.processing.webhooks``).
+# ``next_attempt``, which a claim moves past the delivery's timeout
+# (``server.processing.webhooks``).
 webhook_delivery = sa.Table(
     "webhook_delivery",
     metadata,
