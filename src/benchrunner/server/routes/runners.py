@@ -20,13 +20,13 @@ from benchrunner.server.routes.deps import (
     Page,
     paginate,
 )
-from benchrunner.server.routes.specs import spec_or_404
 from benchrunner.server.runners import admin as runner_admin
 from benchrunner.server.runners.admin import (
     EVERY_RUNNER,
     RunnerChanges,
     Scope,
     runner_or_404,
+    spec_or_404,
     view_of,
 )
 from benchrunner.server.store import runners

@@ -18,7 +18,6 @@ from benchrunner.server.channel.lifecycle import Lifecycle
 from benchrunner.server.channel.runner_channel import ChannelHub
 from benchrunner.server.context import ServerContext
 from benchrunner.server.http.errors import conflict, not_found
-from benchrunner.server.routes.specs import spec_or_404
 from benchrunner.server.runners.renames import identity_changes, slug_taken
 from benchrunner.server.store import accounts, runners
 from benchrunner.server.store.runners import RunnerRow
@@ -42,6 +41,13 @@ def runner_or_404(conn: Connection, ref: str, scope: Scope = EVERY_RUNNER) -> Ru
     row = runners.runner_get(conn, ref)
     if row is None or scope.organization_id not in (None, row.organization_id):
         raise not_found("runner", ref)
+    return row
+
+
+def spec_or_404(conn: Connection, ref: str) -> Any:
+    row = runners.spec_get(conn, ref)
+    if row is None:
+        raise not_found("spec", ref)
     return row
 
 
