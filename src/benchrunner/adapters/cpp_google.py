@@ -18,10 +18,11 @@ not ``time`` (``_cv``, a fraction), and the complexity fits (``_BigO``, ``_RMS``
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
+from benchrunner.adapters import json_numbers
 from benchrunner.adapters.base import LATENCY, AdapterError, Measurement, Settings
+from benchrunner.adapters.json_numbers import decimal_round_trip
 from benchrunner.adapters.values import check_benchmark_name, number, to_nanoseconds
 
 HARNESS = "cpp_google"
@@ -29,7 +30,7 @@ HARNESS = "cpp_google"
 
 def _document(text: str) -> dict[str, Any]:
     try:
-        document = json.loads(text)
+        document = json_numbers.loads(text)
     except ValueError as exc:  # JSONDecodeError, or an integer with too many digits
         raise AdapterError(f"{HARNESS}: not Google Benchmark JSON: {exc}") from None
     except RecursionError:
@@ -66,7 +67,9 @@ def _measurement(entry: object, where: str) -> Measurement | None:
     check_benchmark_name(where, name)
     if "real_time" not in entry:
         raise AdapterError(f"{where}.real_time is missing")
-    real_time = number(entry["real_time"], f"{where}.real_time")
+    real_time = decimal_round_trip(
+        number(entry["real_time"], f"{where}.real_time"), f"{where}.real_time"
+    )
     unit = entry.get("time_unit")
     if not isinstance(unit, str):
         raise AdapterError(f"{where}.time_unit must be a string")

@@ -19,6 +19,7 @@ from benchrunner.adapters.json_fields import (
     number_member,
     path,
 )
+from benchrunner.adapters.json_numbers import decimal_round_trip
 from benchrunner.adapters.values import plus_minus, to_nanoseconds
 
 HARNESS = "python_pytest"
@@ -51,7 +52,7 @@ def _measurements(document: object, settings: Settings) -> list[Measurement]:
         stats_where = path(where, "stats")
         stats = as_object(member(benchmark, "stats", where), stats_where)
         seconds = {
-            key: number_member(stats, key, stats_where)
+            key: decimal_round_trip(number_member(stats, key, stats_where), path(stats_where, key))
             for key in ("mean", "stddev", "median", "iqr")
         }
         value = to_nanoseconds(seconds[centre_key], "s", path(stats_where, centre_key))

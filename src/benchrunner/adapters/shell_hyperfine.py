@@ -61,17 +61,25 @@ def _command(result: JsonObject, where: str, settings: Settings) -> Measurement:
     value = nanoseconds["mean"]
     if stddev is None:
         return Measurement(name, LATENCY, value)
-    lower, upper = plus_minus(value, stddev, where)
-    return Measurement(name, LATENCY, value, lower, upper)
+    # The bounds are taken in seconds and then converted, as Bencher takes them: the same
+    # floats, where converting first can differ in the last place.
+    mean = number_member(result, "mean", where)
+    lower, upper = plus_minus(mean, stddev, where)
+    return Measurement(
+        name,
+        LATENCY,
+        value,
+        to_nanoseconds(lower, "s", where),
+        to_nanoseconds(upper, "s", where),
+    )
 
 
 def _stddev(result: JsonObject, where: str) -> float | None:
-    """``stddev`` in nanoseconds, or None where hyperfine wrote null (after a single run)."""
+    """``stddev`` in seconds, or None where hyperfine wrote null (after a single run)."""
     seconds = result.get("stddev")
     if seconds is None:
         return None
-    where = path(where, "stddev")
-    return to_nanoseconds(number(seconds, where), "s", where)
+    return number(seconds, path(where, "stddev"))
 
 
 def _check_exit_codes(value: object, where: str) -> None:

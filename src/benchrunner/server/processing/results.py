@@ -47,8 +47,10 @@ REPLACED = "\ufffd"
 
 def unread_output(adapter: str, where: str, text: str, error: adapters.AdapterError) -> str:
     """The report's error for an output ``adapter`` could not read; it says so when the output
-    held bytes that are not UTF-8 (the runner sends them as U+FFFD)."""
+    held a NUL character or bytes that are not UTF-8 (the runner sends them as U+FFFD)."""
     message = adapters.could_not_read(adapter, where, error)
+    if "\x00" in text:
+        message += f" (the output contains a NUL character at character {text.index(chr(0))})"
     if REPLACED in text:
         message += (
             f" (the output is not UTF-8 text: U+FFFD at character {text.index(REPLACED)} "
