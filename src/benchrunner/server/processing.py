@@ -36,7 +36,7 @@ from benchrunner.core.states import JobStatus
 from benchrunner.protocol import JsonDuet, NoiseGuard
 from benchrunner.server.blobs import job_output_key
 from benchrunner.server.context import ServerContext
-from benchrunner.server.evaluation import evaluate_report, thresholds_to_judge
+from benchrunner.server.evaluation import evaluate_report, series_thresholds_to_judge
 from benchrunner.server.noise import NoiseVerdict, verdict
 from benchrunner.server.outputs import UnusableOutput, output_size, read_output, row_output
 from benchrunner.server.parsers import measure_stored, measure_stored_duet, parser_pool
@@ -364,7 +364,7 @@ def record_processed(
     start_time, end_time = job.started or job.created, job.completed or now
     if job.config.backdate is not None:  # Bencher's --backdate: the same duration, moved
         start_time, end_time = job.config.backdate, job.config.backdate + (end_time - start_time)
-    reports.report_finish(
+    branch_id, testbed_id = reports.report_finish(
         conn,
         job.report_id,
         start_time=start_time,
@@ -374,7 +374,7 @@ def record_processed(
     )
     # Nothing to judge costs no savepoint (two round trips on PostgreSQL): metrics without a
     # threshold are the common case.
-    found = thresholds_to_judge(conn, job.report_id, stored) if stored else []
+    found = series_thresholds_to_judge(conn, branch_id, testbed_id, stored) if stored else []
     if found:
         try:
             with conn.begin_nested():
