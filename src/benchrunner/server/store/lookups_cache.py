@@ -117,7 +117,7 @@ class LookupCache:
             return
         if scope.dropped:
             self.drop(scope.dropped)
-        if not scope.puts:
+        if not scope.puts or self.ttl <= 0:
             return
         with self._lock:
             if not self._enabled or self._epoch != scope.epoch:
