@@ -402,8 +402,8 @@ def report_finish(
     error: str | None,
     noise: str | None = None,
 ) -> tuple[int, int]:
-    """``noise``: the noise verdict's JSON (``server.noise``), None when the job had none.
-    Returns the report's branch and testbed ids."""
+    """``noise``: the noise verdict's JSON (``server.processing.noise``), None when the job had
+    none. Returns the report's branch and testbed ids."""
     row = _FINISH_REPORT.first(
         conn,
         {
