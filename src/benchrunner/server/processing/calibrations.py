@@ -12,9 +12,9 @@ from sqlalchemy.engine import Connection
 from benchrunner.core.states import JobStatus
 from benchrunner.detection import calibration as statistic
 from benchrunner.detection.models import Model, TestKind, validate
-from benchrunner.server.noise import noise_view, stored_verdict
+from benchrunner.server.processing.noise import noise_view, stored_verdict
 from benchrunner.server.store import calibrations, thresholds
-from benchrunner.server.views import iso
+from benchrunner.server.views.resources import iso
 
 FINISHED = (JobStatus.PROCESSED, JobStatus.FAILED, JobStatus.CANCELED)
 
