@@ -123,6 +123,16 @@ def evaluate_report(
     return len(raised)
 
 
+def series_thresholds_to_judge(
+    conn: Connection, branch_id: int, testbed_id: int, metrics: Sequence[reports.StoredMetric]
+) -> list[Any]:
+    """``thresholds_to_judge`` of a report on this branch and testbed, without reading the
+    report (cached: ``thresholds.thresholds_of_series``)."""
+    return thresholds.thresholds_of_series(
+        conn, branch_id, testbed_id, {m.measure_id for m in metrics}
+    )
+
+
 def thresholds_to_judge(
     conn: Connection, report_id: int, metrics: Sequence[reports.StoredMetric]
 ) -> list[Any]:
