@@ -204,7 +204,7 @@ def model_view(row: Any, *, prefix: str = "") -> dict[str, Any]:
         "created": iso(column("created")),
         "replaced": iso(column("replaced")),
     }
-    if row.test == "change_point":
+    if row.test in ("change_point", "samples"):
         view["max_pvalue"] = row.max_pvalue
         view["min_magnitude"] = row.min_magnitude
     return view

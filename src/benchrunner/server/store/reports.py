@@ -16,6 +16,7 @@ from benchrunner.core import slugs
 from benchrunner.core.measures import measure_spec
 from benchrunner.server.store.conflicts import insert_or_skip
 from benchrunner.server.store.direct import Direct, insert_values
+from benchrunner.server.store.samples import samples_add
 from benchrunner.server.store.tables import (
     benchmark,
     branch,
@@ -274,6 +275,8 @@ class MetricValue:
     value: float
     lower_value: float | None
     upper_value: float | None
+    samples: tuple[float, ...] = ()
+    """Every value behind ``value`` (``core.samples``); empty: the value alone."""
 
 
 IGNORE_SUFFIXES = ("_bencher_ignore", "BencherIgnore", "-bencher-ignore")
@@ -342,11 +345,12 @@ def metrics_add(
     ]
     if not rows:
         return []
-    inserted = (
+    inserted = list(
         _INSERT_ONE_METRIC.all(conn, rows[0])
         if len(rows) == 1
         else conn.execute(_INSERT_METRIC, rows)
     )
+    samples_add(conn, ((row.id, m.samples) for m, row in zip(values, inserted, strict=True)))
     return [
         StoredMetric(row.id, row.benchmark_id, row.measure_id, row.value, named[m.benchmark][1])
         for m, row in zip(values, inserted, strict=True)
