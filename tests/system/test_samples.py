@@ -166,6 +166,9 @@ def test_a_step_alerts_once_under_samples_and_again_under_t_test(api: Api) -> No
     judged = measures_of(api.get(f"/reports/{alert['report']}"), "a")["latency"]
     assert judged["threshold"]["model"]["test"] == "samples"
     assert judged["threshold"]["model"]["min_magnitude"] == 0.02
+    assert judged["boundary"]["verdict"] == "different"
+    # the newest report, at the new level, judged against the alerted one onward
+    assert measures_of(report, "a")["latency"]["boundary"]["verdict"] in ("same", "unknown")
 
 
 def test_bencher_t_test_keeps_alerting_on_the_same_step(api: Api) -> None:
@@ -185,8 +188,10 @@ def test_bencher_t_test_keeps_alerting_on_the_same_step(api: Api) -> None:
 def test_too_few_samples_or_the_same_level_raise_nothing(api: Api) -> None:
     thresholds: dict[str, Any] = {"models": {"latency": SAMPLES_MODEL}}
     for value in [100.0, 100.0, 100.0, 300.0]:  # one sample a report: unknown, never an alert
-        assert api.run(latency(a=value), thresholds=thresholds)["alerts"] == []
+        report = api.run(latency(a=value), thresholds=thresholds)
+        assert report["alerts"] == []
         thresholds = {}
+    assert measures_of(report, "a")["latency"]["boundary"]["verdict"] == "unknown"
     generator = np.random.default_rng(3)
     for _ in range(6):
         assert api.run(_iterations(generator, 100.0))["alerts"] == []

@@ -6,8 +6,9 @@ point, testbed and measure, cut to the model's window, sample size and the lates
 reset), with one more cut: it starts at the latest report this test alerted on. So a step
 alerts once: the reports after it are compared with the new level, not with the old one.
 
-Every judged metric gets a boundary whose baseline is the baseline samples' median (none when
-the window holds fewer than ``min_sample_size`` values); a **different** verdict raises one
+Every judged metric gets a boundary whose baseline is the baseline samples' median and whose
+``verdict`` is the test's answer (both none when the window holds fewer than
+``min_sample_size`` values); a **different** verdict raises one
 alert per benchmark, on the report's first metric of it, carrying the medians, the relative
 shift and the rank test's p-value. **same** and **unknown** raise nothing.
 """
@@ -65,9 +66,13 @@ def judge_samples(
             else None
         )
         baseline = None if result is None else result.baseline
+        verdict = None if result is None else result.verdict.value
         boundary_ids = alerts.boundaries_put(
             conn,
-            [alerts.NewBoundary(m.id, t.threshold_id, t.id, baseline, None, None) for m in judged],
+            [
+                alerts.NewBoundary(m.id, t.threshold_id, t.id, baseline, None, None, verdict)
+                for m in judged
+            ],
         )
         if result is None or result.verdict is not Verdict.DIFFERENT or not alerting:
             continue

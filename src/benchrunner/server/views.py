@@ -214,11 +214,17 @@ _PREFIXED = frozenset({"uuid", "created", "replaced"})
 
 
 def boundary_view(row: Any) -> dict[str, Any]:
-    return {
+    """Bencher's boundary; with ``verdict`` (same, different, unknown) when the ``samples``
+    test drew it."""
+    view = {
         "baseline": row.baseline,
         "lower_limit": row.lower_limit,
         "upper_limit": row.upper_limit,
     }
+    verdict = getattr(row, "boundary_verdict", None)
+    if verdict is not None:
+        view["verdict"] = verdict
+    return view
 
 
 def threshold_view(

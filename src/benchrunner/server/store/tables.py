@@ -366,6 +366,8 @@ boundary = sa.Table(
     sa.Column("baseline", sa.Float, nullable=True),
     sa.Column("lower_limit", sa.Float, nullable=True),
     sa.Column("upper_limit", sa.Float, nullable=True),
+    # The samples test's answer: same, different or unknown (detection/samples.py).
+    sa.Column("verdict", sa.String(16), nullable=True),
     sa.UniqueConstraint("metric_id", name="uq_boundary_metric_id"),
     sa.Index("index_boundary_threshold", "threshold_id"),
 )

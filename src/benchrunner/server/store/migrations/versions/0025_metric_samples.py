@@ -1,6 +1,6 @@
 """metric samples: a metric's raw samples (its harness's per-sample figures, or the iterations a
-fold made one), bounded, with the count, minimum and maximum of them all
-(docs/reference/thresholds.md)
+fold made one), bounded, with the count, minimum and maximum of them all; and the samples
+test's verdict on a boundary (docs/reference/thresholds.md)
 
 Revision ID: 0025
 Revises: 0024
@@ -34,8 +34,12 @@ def upgrade() -> None:
         ),
         sa.PrimaryKeyConstraint("metric_id", name=op.f("pk_metric_sample")),
     )
+    with op.batch_alter_table("boundary") as batch_op:
+        batch_op.add_column(sa.Column("verdict", sa.String(length=16), nullable=True))
 
 
 def downgrade() -> None:
+    with op.batch_alter_table("boundary") as batch_op:
+        batch_op.drop_column("verdict")
     # The metrics themselves stay: only the samples beyond each metric's value are dropped.
     op.drop_table("metric_sample")
