@@ -2,8 +2,8 @@
 fold made one), bounded, with the count, minimum and maximum of them all; and the samples
 test's verdict on a boundary (docs/reference/thresholds.md)
 
-Revision ID: 0025
-Revises: 0024
+Revision ID: 0026
+Revises: 0025
 Create Date: 2026-11-29 01:50:00
 """
 
@@ -12,8 +12,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0025"
-down_revision = "0024"
+revision = "0026"
+down_revision = "0025"
 branch_labels = None
 depends_on = None
 
