@@ -10,7 +10,7 @@ import pytest
 from benchrunner import adapters
 from benchrunner.adapters import Measurement
 from benchrunner.core.samples import CAP, bounded
-from benchrunner.server.results import report_metrics
+from benchrunner.server.processing.results import report_metrics
 from tests.unit.adapter_samples import sample
 
 SETTINGS = adapters.Settings()
