@@ -14,10 +14,14 @@ Where Bencher would record a number that is not a time, the entry is left out: a
 failed (``error_occurred``, whose ``real_time`` is 0), an aggregate whose ``aggregate_unit`` is
 not ``time`` (``_cv``, a fraction), and the complexity fits (``_BigO``, ``_RMS``), which have no
 ``real_time`` (Bencher refuses the whole document for them).
+
+With several repetitions, every repetition's time (of the same ``run_name``) is kept as the
+samples of each repetition's measurement and of the ``_mean`` and ``_median`` aggregates.
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from benchrunner.adapters import json_numbers
@@ -84,11 +88,31 @@ def parse(text: str, settings: Settings) -> list[Measurement]:
             "Benchmark reports every repetition and aggregate as a benchmark of its own, the "
             "medians as '<name>_median'; use 'mean' or leave settings.average unset"
         )
-    found: list[Measurement] = []
+    found: list[tuple[Measurement, str | None]] = []
+    repetitions: dict[str, list[float]] = {}
     for index, entry in enumerate(_document(text)["benchmarks"]):
         measurement = _measurement(entry, f"{HARNESS}: benchmarks[{index}]")
-        if measurement is not None:
-            found.append(measurement)
+        if measurement is None:
+            continue
+        assert isinstance(entry, dict)
+        run: str | None = _run_name(entry, measurement.benchmark)
+        if entry.get("run_type") != "aggregate":
+            repetitions.setdefault(_run_name(entry, measurement.benchmark), []).append(
+                measurement.value
+            )
+        elif entry.get("aggregate_name") not in ("mean", "median"):
+            run = None
+        found.append((measurement, run))
     if not found:
         raise AdapterError(f"{HARNESS}: 'benchmarks' has no entry with a time")
-    return found
+    return [
+        replace(m, samples=tuple(repetitions[run]))
+        if run is not None and len(repetitions.get(run, ())) > 1
+        else m
+        for m, run in found
+    ]
+
+
+def _run_name(entry: dict[str, Any], name: str) -> str:
+    run = entry.get("run_name")
+    return run if isinstance(run, str) else name

@@ -17,6 +17,7 @@ from benchrunner.core.measures import measure_spec
 from benchrunner.server.store.conflicts import insert_or_skip
 from benchrunner.server.store.direct import Direct, insert_values
 from benchrunner.server.store.lookups_cache import cached_each, tag
+from benchrunner.server.store.samples import samples_add
 from benchrunner.server.store.tables import (
     benchmark,
     branch,
@@ -301,6 +302,8 @@ class MetricValue:
     value: float
     lower_value: float | None
     upper_value: float | None
+    samples: tuple[float, ...] = ()
+    """Every value behind ``value`` (``core.samples``); empty: the value alone."""
 
 
 IGNORE_SUFFIXES = ("_bencher_ignore", "BencherIgnore", "-bencher-ignore")
@@ -369,11 +372,12 @@ def metrics_add(
     ]
     if not rows:
         return []
-    inserted = (
+    inserted = list(
         _INSERT_ONE_METRIC.all(conn, rows[0])
         if len(rows) == 1
         else conn.execute(_INSERT_METRIC, rows)
     )
+    samples_add(conn, ((row.id, m.samples) for m, row in zip(values, inserted, strict=True)))
     return [
         StoredMetric(row.id, row.benchmark_id, row.measure_id, row.value, named[m.benchmark][1])
         for m, row in zip(values, inserted, strict=True)
