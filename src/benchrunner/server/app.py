@@ -16,6 +16,7 @@ from benchrunner import __version__
 from benchrunner.core.clock import Clock, MonotonicClock, SystemClock, SystemMonotonicClock
 from benchrunner.core.templates import TemplateRegistry
 from benchrunner.server import api_docs, console, errors, logs, openapi
+from benchrunner.server.bisection import routes as bisections
 from benchrunner.server.blob_store_identity import check_blob_store
 from benchrunner.server.blob_stores import open_blob_store
 from benchrunner.server.channel import ChannelHub
@@ -170,6 +171,7 @@ def create_app(
             thresholds,
             alerts,
             webhooks,
+            bisections,
             baselines,
             perf,
             run,
