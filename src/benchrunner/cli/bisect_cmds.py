@@ -16,7 +16,7 @@ import typer
 from benchrunner.cli import output
 from benchrunner.cli.config import project_client
 from benchrunner.cli.options import LIST_PER_PAGE, Host, Json, Page, PerPage, Project, Token
-from benchrunner.client import JsonObject
+from benchrunner.client import BenchrunnerClient, JsonObject
 
 bisect_app = typer.Typer(
     help="Bisection: which commit between good and bad changed a benchmark, found by duets "
@@ -102,11 +102,8 @@ def _print_bisection(found: JsonObject) -> None:
         output.out().print(step_line(step), soft_wrap=True, markup=False, highlight=False)
 
 
-def _follow(client: object, project: str, uuid: str, interval: float) -> JsonObject:
+def _follow(client: BenchrunnerClient, project: str, uuid: str, interval: float) -> JsonObject:
     """Print each step once it is no longer running; return the bisection once it ended."""
-    from benchrunner.client import BenchrunnerClient
-
-    assert isinstance(client, BenchrunnerClient)
     printed: set[tuple[str, int, str]] = set()
     while True:
         found = client.get_bisection(project, uuid)
