@@ -172,6 +172,9 @@ def test_a_bisection_is_canceled_with_its_jobs_and_checked_when_started(
             answer = api.post(f"/v0/projects/{deployment.project}/bisections", json=sent)
             assert answer.status_code == 400, (change, answer.text)
             assert message in answer.json()["message"], (change, answer.text)
+        unknown_alert = {**body, "alert": "0198e2ae-0000-7000-8000-000000000000"}
+        answer = api.post(f"/v0/projects/{deployment.project}/bisections", json=unknown_alert)
+        assert answer.status_code == 404 and "alert" in answer.json()["message"], answer.text
         anonymous = api.post(
             f"/v0/projects/{deployment.project}/bisections",
             json=body,

@@ -17,10 +17,11 @@ from benchrunner.core.tiers import Plan
 from benchrunner.detection.duet import METHOD, DuetEstimate
 from benchrunner.server.bisection import rows
 from benchrunner.server.bisection.advance import advance
-from benchrunner.server.store import accounts, duets, runners
+from benchrunner.server.bisection.views import bisection_summary
+from benchrunner.server.store import accounts, duets, reports, runners
 from benchrunner.server.store.engine import Database
 from benchrunner.server.store.reports import named_get_or_create
-from benchrunner.server.store.tables import bisection_step, branch, job, testbed
+from benchrunner.server.store.tables import alert, bisection_step, branch, job, testbed
 
 T0 = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
 TEMPLATES = TemplateRegistry(
@@ -33,12 +34,29 @@ TEMPLATES = TemplateRegistry(
 COMMITS = [f"c{i:02d}" for i in range(17)]  # c00 good, c16 bad
 
 
-def _bisection(conn: Connection, *, runners_of_spec: int = 1, budget: int = 40) -> int:
+def _bisection(
+    conn: Connection, *, runners_of_spec: int = 1, budget: int = 40, raised: bool = False
+) -> int:
+    """A running bisection of c01 .. c16 (c00 good); with ``raised``, started from a duet
+    alert of the project."""
     leader = accounts.user_get_or_create(conn, "b@x", "b", admin=False, now=T0).id
     org = accounts.organization_create(conn, "org", Plan.TEAM, T0, leader_id=leader)
     project_id = accounts.project_create(conn, org.id, "p", "public", T0).id
     params = runners.NewSpec("small", "x86_64", 1, 1 << 30, 1 << 30, False)
     spec_id = int(runners.spec_create(conn, params, T0).id)
+    alert_id = None
+    if raised:
+        report = reports.new_report_on(conn, project_id, "main", "box", "json", T0)
+        report_id, _ = reports.report_create(conn, report)
+        estimate = DuetEstimate("work", "latency", 10, 1.06, 1.05, 1.07, None)
+        duets.duet_add(
+            conn,
+            report_id,
+            project_id,
+            duets.NewDuet(1, 10, "AB", METHOD, 2000, 0.95, 0.01, [estimate]),
+            T0,
+        )
+        alert_id = int(conn.execute(sa.select(alert.c.id)).scalar_one())
     for index in range(runners_of_spec):
         runner = runners.runner_create(conn, f"r{index}", f"token-{index}", T0)
         runners.runner_spec_add(conn, runner.id, spec_id)
@@ -50,6 +68,7 @@ def _bisection(conn: Connection, *, runners_of_spec: int = 1, budget: int = 40) 
             user_id=leader,
             branch_id=named_get_or_create(conn, branch, project_id, "bisections", T0),
             testbed_id=named_get_or_create(conn, testbed, project_id, "box", T0),
+            alert_id=alert_id,
             measure="latency",
             benchmarks=["work"],
             adapter="json",
@@ -153,25 +172,49 @@ def test_a_spent_budget_ends_undecided(migrated_db: Database) -> None:
     assert ended.reason.startswith("undecided: bad against good stayed unknown")
 
 
+def _search(db: Database, bisection_id: int, bad_from: int, *, confirmed: bool) -> None:
+    """Answer the bisection's duets until it ends: c``bad_from`` on measures as bad does; its
+    duet against its parent measures as bad against good (``confirmed``) or the same."""
+    for _ in range(12):
+        under_way = _running(db, bisection_id)
+        if not under_way:
+            return
+        for step, found in under_way:
+            bad = step.kind == "check" or COMMITS.index(step.commit) >= bad_from
+            if step.kind == "confirm":
+                bad = confirmed
+            _finish(db, found, *((1.06, 1.05, 1.07) if bad else (1.0, 0.99, 1.01)))
+        _move(db, bisection_id)
+    raise AssertionError("the bisection did not end")
+
+
+def test_the_first_bad_commit_is_named_on_its_alert(migrated_db: Database) -> None:
+    with migrated_db.write_engine.begin() as conn:
+        bisection_id = _bisection(conn, raised=True)
+        alert_id = int(conn.execute(sa.select(alert.c.id)).scalar_one())
+        assert bisection_summary(conn, alert_id) == {
+            "uuid": str(rows.bisection_by_id(conn, bisection_id).uuid),
+            "state": "running",
+            "result": None,
+        }
+    _move(migrated_db, bisection_id)
+    _search(migrated_db, bisection_id, 13, confirmed=True)
+    ended = _state(migrated_db, bisection_id)
+    assert (ended.state, ended.culprit, ended.culprit_parent) == ("done", "c13", "c12")
+    assert (ended.culprit_ratio, ended.culprit_lower, ended.culprit_upper) == (1.06, 1.05, 1.07)
+    assert ended.jobs_used == 6  # the check, four probes, the confirmation
+    with migrated_db.read_engine.connect() as conn:
+        summary = bisection_summary(conn, alert_id)
+    assert summary is not None and summary["result"]["culprit"]["commit"] == "c13"
+
+
 def test_a_first_bad_commit_its_parent_does_not_confirm_is_not_named(
     migrated_db: Database,
 ) -> None:
     with migrated_db.write_engine.begin() as conn:
         bisection_id = _bisection(conn)
     _move(migrated_db, bisection_id)
-    bad_from = 5  # c05 on measures as bad does
-    for _ in range(10):
-        under_way = _running(migrated_db, bisection_id)
-        if not under_way:
-            break
-        for step, found in under_way:
-            if step.kind == "confirm":
-                _finish(migrated_db, found, 1.0, 0.99, 1.01)  # against its parent: the same
-            elif step.kind == "check" or COMMITS.index(step.commit) >= bad_from:
-                _finish(migrated_db, found, 1.06, 1.05, 1.07)
-            else:
-                _finish(migrated_db, found, 1.0, 0.99, 1.01)
-        _move(migrated_db, bisection_id)
+    _search(migrated_db, bisection_id, 5, confirmed=False)
     ended = _state(migrated_db, bisection_id)
     assert ended.state == "done" and ended.culprit is None
     assert ended.reason.startswith("undecided: c05 looks like the first bad commit")

@@ -66,7 +66,8 @@ def result_text(found: JsonObject) -> str:
     """The outcome in one line: the first bad commit with its ratio, or why none."""
     result = found.get("result")
     if not isinstance(result, dict):
-        return f"{found.get('state')}: {found.get('jobs_used')} jobs so far"
+        used = found.get("jobs_used")
+        return f"{found.get('state')}" + ("" if used is None else f": {used} jobs so far")
     culprit = result.get("culprit")
     if isinstance(culprit, dict):
         figures = _percent(culprit["ratio"], culprit["lower_value"], culprit["upper_value"])
@@ -136,6 +137,9 @@ def bisect(
         typer.Option(help="A template argument k=v (repeat); {commit} in v is each commit."),
     ] = None,
     spec: Annotated[str | None, typer.Option(help="The runners' spec.")] = None,
+    alert: Annotated[
+        str | None, typer.Option(help="The alert this explains (its page shows the outcome).")
+    ] = None,
     adapter: Annotated[str, typer.Option(help="The benchmark output's adapter.")] = "magic",
     rounds: Annotated[int, typer.Option(min=2, help="Rounds of each first duet.")] = 10,
     margin: Annotated[
@@ -172,6 +176,8 @@ def bisect(
     }
     if spec is not None:
         body["spec"] = spec
+    if alert is not None:
+        body["alert"] = alert
     if image is not None:
         body["image"] = image
     if template is not None:

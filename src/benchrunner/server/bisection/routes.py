@@ -26,7 +26,7 @@ from benchrunner.server.errors import bad_request, conflict, not_found, unauthor
 from benchrunner.server.routes.bodies import ApiBody
 from benchrunner.server.routes.deps import Ctx, Life, MaybeUser, Page, origin_of, project_access
 from benchrunner.server.routes.run_image import checked_image_ref, job_spec
-from benchrunner.server.store import jobs, registry, reports
+from benchrunner.server.store import alerts, jobs, registry, reports
 from benchrunner.server.store.accounts import ProjectRow, UserRow
 from benchrunner.server.store.tables import branch, testbed
 
@@ -56,6 +56,9 @@ class BisectionCreate(ApiBody):
     template: str | None = Field(default=None, max_length=255)
     args: dict[str, ArgValue] | None = Field(
         default=None, description="the template's arguments; {commit} in a value is each commit"
+    )
+    alert: str | None = Field(
+        default=None, description="the project's alert this bisection explains: its page shows it"
     )
     spec: str | None = None
     adapter: str = "magic"
@@ -150,6 +153,12 @@ async def create_bisection(
         now = ctx.clock.now()
         found = _members_project(conn, user, project)
         spec = job_spec(conn, body.spec)
+        alert_id = None
+        if body.alert is not None:
+            raised = alerts.alert_get(conn, found.id, body.alert)
+            if raised is None:
+                raise not_found("alert", body.alert)
+            alert_id = int(raised.id)
         if body.image is not None:
             digests = _digests(conn, found, body.image, versions)
         else:
@@ -162,6 +171,7 @@ async def create_bisection(
                 user_id=None if user is None else user.id,
                 branch_id=reports.named_get_or_create(conn, branch, found.id, body.branch, now),
                 testbed_id=reports.named_get_or_create(conn, testbed, found.id, body.testbed, now),
+                alert_id=alert_id,
                 measure=body.measure,
                 benchmarks=list(dict.fromkeys(body.benchmarks)),
                 adapter=body.adapter,

@@ -40,6 +40,7 @@ class NewBisection:
     user_id: int | None
     branch_id: int
     testbed_id: int
+    alert_id: int | None
     measure: str
     benchmarks: Sequence[str]
     adapter: str
@@ -73,6 +74,7 @@ def bisection_add(
             user_id=new.user_id,
             branch_id=new.branch_id,
             testbed_id=new.testbed_id,
+            alert_id=new.alert_id,
             state=RUNNING,
             measure=new.measure,
             benchmarks=json.dumps(list(new.benchmarks)),
@@ -131,6 +133,16 @@ def bisection_list(conn: Connection, project_id: int, limit: int, offset: int) -
             .offset(offset)
         ).all()
     )
+
+
+def bisection_of_alert(conn: Connection, alert_id: int) -> Any:
+    """The latest bisection started from the alert, or None."""
+    return conn.execute(
+        sa.select(bisection)
+        .where(bisection.c.alert_id == alert_id)
+        .order_by(bisection.c.created.desc(), bisection.c.id.desc())
+        .limit(1)
+    ).first()
 
 
 def bisections_running(conn: Connection) -> list[int]:

@@ -12,7 +12,7 @@ from sqlalchemy.engine import Connection
 
 from benchrunner.core.states import JobStatus
 from benchrunner.server.bisection import rows
-from benchrunner.server.store.tables import project, spec
+from benchrunner.server.store.tables import alert, project, spec
 from benchrunner.server.views import iso
 
 
@@ -49,6 +49,15 @@ def _outcome(b: Any) -> dict[str, Any] | None:
     return {"culprit": culprit, "reason": b.reason}
 
 
+def bisection_summary(conn: Connection, alert_id: int) -> dict[str, Any] | None:
+    """The latest bisection started from the alert, in short (an alert's ``bisection``): its
+    uuid, state and outcome; None when none was."""
+    b = rows.bisection_of_alert(conn, alert_id)
+    if b is None:
+        return None
+    return {"uuid": str(b.uuid), "state": b.state, "result": _outcome(b)}
+
+
 def bisection_view(conn: Connection, b: Any) -> dict[str, Any]:
     """The bisection row ``b`` with its versions, steps and jobs."""
     names = conn.execute(
@@ -62,10 +71,16 @@ def bisection_view(conn: Connection, b: Any) -> dict[str, Any]:
     for j in rows.jobs_of(conn, b.id):
         jobs_of[j.step_id].append(j)
     steps = rows.steps_of(conn, b.id)
+    alert_uuid = None
+    if b.alert_id is not None:
+        alert_uuid = str(
+            conn.execute(sa.select(alert.c.uuid).where(alert.c.id == b.alert_id)).scalar_one()
+        )
     return {
         "uuid": str(b.uuid),
         "project": str(names.uuid),
         "state": b.state,
+        "alert": alert_uuid,
         "spec": names.spec,
         "benchmarks": json.loads(b.benchmarks),
         "measure": b.measure,

@@ -748,9 +748,11 @@ webhook_attempt = sa.Table(
 
 # A bisection (docs/how-to/bisect.md): which commit between a good and a bad version changed a
 # benchmark, found by duets of candidates against the good version. ``state``: running, done
-# or canceled; a done one names its ``culprit`` (with the ratio and interval of its duet against
-# its parent) or says in ``reason`` why it names none. ``benchmarks`` and ``args`` are JSON;
-# ``args`` (template bisections) hold ``{commit}`` placeholders, as ``image`` does.
+# or canceled; ``alert_id`` the alert it was started from, if any; a done one names its
+# ``culprit`` (with the ratio and interval of its duet against its parent) or says in
+# ``reason`` why it names none. ``followed`` is the benchmark whose ratio ``bad_ratio`` the
+# search places candidates by. ``benchmarks`` and ``args`` are JSON; ``args`` (template
+# bisections) hold ``{commit}`` placeholders, as ``image`` does.
 bisection = sa.Table(
     "bisection",
     metadata,
@@ -761,6 +763,7 @@ bisection = sa.Table(
     _fk("user_id", "user.id", "SET NULL", nullable=True),
     _fk("branch_id", "branch.id", "CASCADE"),
     _fk("testbed_id", "testbed.id", "CASCADE"),
+    _fk("alert_id", "alert.id", "SET NULL", nullable=True),
     sa.Column("state", sa.String(16), nullable=False),
     sa.Column("measure", sa.String(255), nullable=False),
     sa.Column("benchmarks", sa.Text, nullable=False),
@@ -791,6 +794,7 @@ bisection = sa.Table(
     _ts("finished", nullable=True),
     sa.Index("index_bisection_project_created", "project_id", "created"),
     sa.Index("index_bisection_state", "state"),
+    sa.Index("index_bisection_alert", "alert_id"),
 )
 
 # A bisection's versions in order: the good one at position -1, then its candidates (the bad

@@ -38,6 +38,7 @@ def upgrade() -> None:
         sa.Column("user_id", sa.Integer(), nullable=True),
         sa.Column("branch_id", sa.Integer(), nullable=False),
         sa.Column("testbed_id", sa.Integer(), nullable=False),
+        sa.Column("alert_id", sa.Integer(), nullable=True),
         sa.Column("state", sa.String(16), nullable=False),
         sa.Column("measure", sa.String(255), nullable=False),
         sa.Column("benchmarks", sa.Text(), nullable=False),
@@ -71,11 +72,13 @@ def upgrade() -> None:
         _fk("bisection", "user_id", "user", "SET NULL"),
         _fk("bisection", "branch_id", "branch", "CASCADE"),
         _fk("bisection", "testbed_id", "testbed", "CASCADE"),
+        _fk("bisection", "alert_id", "alert", "SET NULL"),
         sa.PrimaryKeyConstraint("id", name=op.f("pk_bisection")),
         sa.UniqueConstraint("uuid", name=op.f("uq_bisection_uuid")),
     )
     op.create_index("index_bisection_project_created", "bisection", ["project_id", "created"])
     op.create_index("index_bisection_state", "bisection", ["state"])
+    op.create_index("index_bisection_alert", "bisection", ["alert_id"])
     op.create_table(
         "bisection_commit",
         sa.Column("id", sa.Integer(), autoincrement=True, nullable=False),
