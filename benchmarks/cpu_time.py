@@ -1,4 +1,5 @@
-"""CPU time of processes from ``/proc``: one process, and the PostgreSQL backends of one database.
+"""CPU time of processes from ``/proc``: one process, the PostgreSQL backends of one database, and
+every PostgreSQL process that works for it.
 
 Times are user + system seconds as the kernel accounts them (``utime`` + ``stime`` of
 ``/proc/<pid>/stat``, in clock ticks of usually 10 ms), so a figure over a run of many seconds is
@@ -10,7 +11,7 @@ from __future__ import annotations
 import contextlib
 import os
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 TICKS_PER_SECOND = os.sysconf("SC_CLK_TCK")
@@ -55,6 +56,44 @@ def backend_pids(database: str) -> list[int]:
     return found
 
 
+AUXILIARY = (
+    "checkpointer",
+    "background writer",
+    "walwriter",
+    "autovacuum launcher",
+    "logical replication launcher",
+    "stats collector",
+    "archiver",
+)
+"""The titles of PostgreSQL's background processes (after ``postgres: [cluster:]``)."""
+
+
+def auxiliary(cmdline: bytes) -> bool:
+    """Whether a process is the PostgreSQL cluster's own rather than a client's: the postmaster
+    and its background processes (``AUXILIARY``), which do a commit's disk work for every
+    database."""
+    words = cmdline.replace(b"\x00", b" ").decode(errors="replace").split()
+    if not words:
+        return False
+    if words[0].endswith("/postgres") and "-D" in words:
+        return True
+    title = " ".join(words)
+    return words[0] == "postgres:" and title.endswith(AUXILIARY)
+
+
+def postgres_pids(database: str) -> list[int]:
+    """The backends of ``database`` and the cluster's own processes, now."""
+    found = []
+    for entry in PROC.iterdir():
+        if not entry.name.isdigit():
+            continue
+        with contextlib.suppress(OSError):
+            cmdline = (entry / "cmdline").read_bytes()
+            if backend_of(cmdline, database) or auxiliary(cmdline):
+                found.append(int(entry.name))
+    return found
+
+
 def threads_cpu_ns(pids: Iterable[int]) -> int:
     """Nanoseconds on a CPU of every thread alive now of the processes ``pids``, from
     ``/proc/<pid>/task/<tid>/schedstat``: exact to the nanosecond where ``stat`` counts ticks,
@@ -79,8 +118,14 @@ class BackendCpu:
     time at that moment.
     """
 
-    def __init__(self, database: str, interval: float = 0.25) -> None:
+    def __init__(
+        self,
+        database: str,
+        interval: float = 0.25,
+        pids: Callable[[str], list[int]] = backend_pids,
+    ) -> None:
         self.database = database
+        self.pids = pids
         self.interval = interval
         self._baseline: dict[int, int] = {}
         self._latest: dict[int, int] = {}
@@ -89,7 +134,7 @@ class BackendCpu:
 
     def _read(self) -> dict[int, int]:
         found: dict[int, int] = {}
-        for pid in backend_pids(self.database):
+        for pid in self.pids(self.database):
             with contextlib.suppress(OSError, ValueError, IndexError):
                 found[pid] = stat_ticks((PROC / str(pid) / "stat").read_text())
         return found
@@ -119,14 +164,16 @@ class BackendCpu:
 
 
 @contextlib.contextmanager
-def backends_cpu(database: str | None) -> Iterator[list[float]]:
+def backends_cpu(database: str | None, every_process: bool = False) -> Iterator[list[float]]:
     """Measure the backends of ``database`` over the ``with`` block; the yielded list holds
-    their CPU seconds afterwards (nothing is measured when ``database`` is None)."""
+    their CPU seconds afterwards (nothing is measured when ``database`` is None). With
+    ``every_process``, the cluster's own processes too (``auxiliary``): on a cluster nothing
+    else uses, every PostgreSQL process's CPU spent for this database."""
     result: list[float] = []
     if database is None:
         yield result
         return
-    meter = BackendCpu(database)
+    meter = BackendCpu(database, pids=postgres_pids if every_process else backend_pids)
     meter.start()
     try:
         yield result

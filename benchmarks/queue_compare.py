@@ -1,26 +1,40 @@
 """benchrunner side by side with Procrastinate: throughput, pickup latency, CPU per job.
 
-For each system and worker count, on a fresh database each time (one per system per run):
+Three modes (``--mode``), each run for each system and worker count on a fresh database:
 
-1. **pickup**: with every worker idle, one no-op job is submitted, and when it is done (and
-   the workers wait again) the next one; pickup is the job's own wall clock at its start minus
-   the client's clock just before the submit call (p50, p90);
-2. **throughput**: ``--jobs`` no-op jobs submitted by one client at its natural pace (one
-   call after another) while the workers run; jobs/s from the first submission until every
-   job is done (benchrunner: ``processed``, from ``GET /v0/server/health``; Procrastinate:
-   ``succeeded``). CPU per job over this phase: the ``benchrunner server`` process, the
-   database's PostgreSQL backends, and the workers (``/proc/<pid>/stat``).
+- ``job`` (the default), the whole job: benchrunner's workers are real ``benchrunner runner up``
+  agents (process executor) running a ``date`` process per job, whose output becomes a report
+  with one metric; Procrastinate's workers run an async task that starts the same ``date``.
+- ``queue``, the queue alone: dispatch and completion only. benchrunner's workers are channel
+  connections that answer each job at once with no results (no process, no metric);
+  Procrastinate's run an async no-op task.
+- ``long``: benchrunner alone, jobs of ``--seconds`` that print a line a second and heartbeat
+  throughout, as real benchmarks do: CPU per minute of a job's running time.
 
+The ``job`` and ``queue`` modes measure two phases:
+
+1. **pickup**: with every worker idle, one job is submitted, and when it is done (and the
+   workers wait again) the next one; pickup is the job's own wall clock at its start (``queue``:
+   benchrunner's channel receiving it) minus the client's clock just before the submit call
+   (p50, p90). Until a job has started only its clock file (or the channel) is watched: no
+   request and no query competes with the pickup;
+2. **throughput**: ``--jobs`` jobs submitted by one client at its natural pace (one call after
+   another) while the workers run; jobs/s from the first submission until every job is done
+   (benchrunner: ``processed``, from ``GET /v0/server/health``; Procrastinate: ``succeeded``).
+   CPU per job over this phase: the ``benchrunner server`` process, every PostgreSQL process
+   working for the run's database (its backends, and the cluster's own processes: the WAL
+   writer, checkpointer and background writer, so run it on a cluster nothing else uses), and
+   the workers.
+
+The benchrunner server runs with its submission caps on, raised so that the run's jobs fit.
 Pickup is measured apart because in the throughput phase the submitter outruns the workers and
-a job's wait in the queue, not its pickup, would be measured.
+a job's wait in the queue, not its pickup, would be measured. Procrastinate has no SQLite:
+``--engine sqlite`` measures benchrunner alone.
 
-benchrunner's workers are real ``benchrunner runner up`` agents (process executor) running a
-``date`` process per job; Procrastinate's are ``procrastinate worker`` processes running an async
-no-op task. Procrastinate has no SQLite: ``--engine sqlite`` measures benchrunner alone.
-
-    .venv/bin/python -m benchmarks.queue_compare [--engine postgresql|sqlite]
-        [--systems benchrunner procrastinate] [--workers 1 2] [--jobs 5000]
-        [--samples 200] [--repeat 3] [--py-spy PREFIX [--py-spy-rate HZ]] [--before OLD_SRC]
+    .venv/bin/python -m benchmarks.queue_compare [--mode job|queue|long]
+        [--engine postgresql|sqlite] [--systems benchrunner procrastinate] [--workers 1 2]
+        [--jobs 5000] [--samples 200] [--repeat 3] [--seconds 30]
+        [--py-spy PREFIX [--py-spy-rate HZ]] [--before OLD_SRC]
 
 ``--before`` also runs benchrunner from another checkout's ``src`` (servers and runners alike),
 alternating with this one, and prints after/before ratios.
@@ -37,6 +51,7 @@ import dataclasses
 import importlib.util
 import platform
 import signal
+import statistics
 import sys
 import time
 from pathlib import Path
@@ -64,12 +79,46 @@ def one_run(system: str, options: argparse.Namespace, workers: int, repeat: int)
         )
         with server_source(options.before if system == BEFORE else None):
             figures = queue_compare_benchrunner.run(
-                options.engine, workers, options.jobs, options.samples, options.warmup, profile
+                options.engine,
+                workers,
+                options.jobs,
+                options.samples,
+                options.warmup,
+                profile,
+                options.mode,
             )
         return dataclasses.replace(figures, system=system)
     from benchmarks import queue_compare_procrastinate
 
-    return queue_compare_procrastinate.run(workers, options.jobs, options.samples, options.warmup)
+    return queue_compare_procrastinate.run(
+        workers, options.jobs, options.samples, options.warmup, options.mode
+    )
+
+
+def long_runs(options: argparse.Namespace) -> None:
+    """``--mode long``: benchrunner's CPU per job-minute, medians of the repeats."""
+    from benchmarks import queue_compare_benchrunner
+
+    runs: dict[int, list[queue_compare_benchrunner.LongFigures]] = {}
+    for repeat in range(1, options.repeat + 1):
+        for workers in options.workers:
+            began = time.monotonic()
+            one = queue_compare_benchrunner.run_long(
+                options.engine, workers, options.jobs, options.seconds
+            )
+            runs.setdefault(workers, []).append(one)
+            print(f"run {repeat} ({time.monotonic() - began:.0f} s) {one}", flush=True)
+    print(f"\nmedians of {options.repeat} run(s), CPU ms per job-minute:")
+    print("| engine | workers | jobs x seconds | server | PostgreSQL | runner agents |")
+    print("| --- | --- | --- | --- | --- | --- |")
+    for workers, figures in runs.items():
+        database = [f.database for f in figures if f.database is not None]
+        postgresql = f"{statistics.median(database):.1f}" if database else "-"
+        print(
+            f"| {options.engine} | {workers} | {options.jobs} x {options.seconds} "
+            f"| {statistics.median(f.server for f in figures):.1f} | {postgresql} "
+            f"| {statistics.median(f.runners for f in figures):.1f} |"
+        )
 
 
 def _stop(signum: int, _frame: object) -> None:
@@ -82,6 +131,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
+    parser.add_argument("--mode", choices=["job", "queue", "long"], default="job")
     parser.add_argument("--engine", choices=["postgresql", "sqlite"], default="postgresql")
     parser.add_argument("--systems", nargs="+", choices=SYSTEMS, default=list(SYSTEMS))
     parser.add_argument("--workers", type=int, nargs="+", default=[1, 2])
@@ -89,6 +139,7 @@ def main() -> None:
     parser.add_argument("--samples", type=int, default=200, help="pickup samples per run")
     parser.add_argument("--warmup", type=int, default=10, help="pickup jobs not counted")
     parser.add_argument("--repeat", type=int, default=1, help="runs per figure (medians)")
+    parser.add_argument("--seconds", type=int, default=30, help="--mode long: each job's length")
     parser.add_argument(
         "--py-spy",
         metavar="PREFIX",
@@ -107,6 +158,9 @@ def main() -> None:
         f"commit) as {BEFORE!r}, alternating with this checkout",
     )
     options = parser.parse_args()
+    if options.mode == "long":
+        long_runs(options)
+        return
     systems = [s for s in SYSTEMS if s in options.systems]
     if options.before:
         systems.insert(systems.index("benchrunner") if "benchrunner" in systems else 0, BEFORE)
@@ -123,7 +177,8 @@ def main() -> None:
         )
     print(
         f"{platform.node()}: {platform.processor() or platform.machine()}, "
-        f"Python {platform.python_version()}; engine {options.engine}; {options.jobs} jobs, "
+        f"Python {platform.python_version()}; mode {options.mode}; engine {options.engine}; "
+        f"{options.jobs} jobs, "
         f"{options.samples} pickup samples, {options.repeat} repeat(s)"
     )
     runs: dict[tuple[str, int], list[Figures]] = {}

@@ -27,7 +27,7 @@ from tests.databases import postgres_database
 from tests.harness import REPO
 
 from benchmarks.cpu_time import backends_cpu, process_cpu_seconds
-from benchmarks.queue_compare_tasks import CLOCKS, DSN, TASK
+from benchmarks.queue_compare_tasks import CLOCKS, DSN, TASKS
 from benchmarks.queue_figures import Figures, percentile
 
 IDLE_PAUSE = 0.05
@@ -104,6 +104,7 @@ NOT_DONE_ALL = "SELECT count(*) FROM procrastinate_jobs WHERE id >= %s AND statu
 
 
 async def _phases(
+    task: str,
     dsn: str,
     directory: Path,
     counts: tuple[int, int, int],
@@ -113,7 +114,7 @@ async def _phases(
     samples' client clocks and the throughput phase's seconds."""
     jobs, samples, warmup = counts
     app = procrastinate.App(connector=procrastinate.PsycopgConnector(conninfo=dsn))
-    deferrer = app.configure_task(TASK)
+    deferrer = app.configure_task(task)
     enqueued: dict[int, int] = {}
     async with app.open_async(), await psycopg.AsyncConnection.connect(dsn, autocommit=True) as db:
         for index in range(warmup + samples):
@@ -145,13 +146,13 @@ async def _phases(
 @contextlib.contextmanager
 def _cpu(pids: list[int], database: str, into: list[float]) -> Iterator[None]:
     before = sum(process_cpu_seconds(pid) for pid in pids)
-    with backends_cpu(database) as database_cpu:
+    with backends_cpu(database, every_process=True) as database_cpu:
         yield
     into.append(sum(process_cpu_seconds(pid) for pid in pids) - before)
     into.append(database_cpu[0])
 
 
-def run(workers: int, jobs: int, samples: int, warmup: int) -> Figures:
+def run(workers: int, jobs: int, samples: int, warmup: int, mode: str = "job") -> Figures:
     """One measurement: a fresh database, ``workers`` worker processes; the pickup phase,
     then ``jobs`` jobs deferred while the workers run."""
     with tempfile.TemporaryDirectory(prefix="queue-compare-") as tmp, postgres_database() as url:
@@ -165,7 +166,9 @@ def run(workers: int, jobs: int, samples: int, warmup: int) -> Figures:
         with worker_processes(workers, dsn, directory) as pids:
             cpu: list[float] = []
             enqueued, elapsed = asyncio.run(
-                _phases(dsn, directory, (jobs, samples, warmup), _cpu(pids, database, cpu))
+                _phases(
+                    TASKS[mode], dsn, directory, (jobs, samples, warmup), _cpu(pids, database, cpu)
+                )
             )
         started = clocks(directory)
         first = warmup + samples

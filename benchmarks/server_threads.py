@@ -33,7 +33,7 @@ def threads_cpu(pid: int) -> dict[int, float]:
 
 def measure(engine: str, jobs: int) -> tuple[float, float]:
     """(event loop, other threads) CPU ms per job on ``engine``."""
-    with deployed(engine, workers=1) as (_, deployment, _, api):
+    with deployed(engine, workers=1, mode="job", jobs=WARM_UP + jobs) as (_, deployment, _, api):
         submit_and_drain(api, WARM_UP)
         server = deployment.server.proc
         assert server is not None

@@ -72,6 +72,24 @@ description = "Print the wall clock at the job's start (nanoseconds since the ep
 command = ["date", "+{\\"clock\\": {\\"started_ns\\": {\\"value\\": %s%N}}}"]
 timeout = 30
 
+[templates."bench.clock_file"]
+description = "bench.clock that also writes its output to a file, so that a job's start can be watched for without asking the server or the database"
+command = ["sh", "-c", "date '+{\\"clock\\": {\\"started_ns\\": {\\"value\\": %s%N}}}' > \\"$1\\" && read -r line < \\"$1\\" && echo \\"$line\\"", "sh", "{file}"]
+timeout = 30
+
+[templates."bench.clock_file".args.file]
+type = "string"
+
+[templates."bench.long"]
+description = "Run for the given seconds, printing a line to stderr each second (a live log, heartbeats), then one metric"
+command = ["python3", "-c", "import sys,time; [print('second', i, file=sys.stderr, flush=True) or time.sleep(1) for i in range(int(sys.argv[1]))]; print('{\\"long\\": {\\"latency\\": {\\"value\\": 1}}}')", "{seconds}"]
+timeout = 900
+
+[templates."bench.long".args.seconds]
+type = "int"
+min = 1
+max = 600
+
 [templates."bench.family"]
 description = "Write the pids of a shell-less process family to a file, then sleep"
 command = ["python3", "-c", "import os,subprocess,sys,time; child=subprocess.Popen([sys.executable,'-c','import time; time.sleep(600)']); open(sys.argv[1],'w').write(f'{os.getpid()} {child.pid}'); time.sleep(600)", "{pidfile}"]
@@ -642,9 +660,10 @@ class Deployment:
         name: str,
         templates: Path | None = None,
         servers: list[ServerProcess] | None = None,
+        specs: list[str] | None = None,
         **env: str,
     ) -> RunnerProcess:
-        slug, key = self.new_runner(name)
+        slug, key = self.new_runner(name, specs)
         runner = RunnerProcess(
             self.server,
             slug,
@@ -726,9 +745,10 @@ class Deployment:
 @contextlib.contextmanager
 def deploy(tmp: Path, db: str, **server_options: Any) -> Iterator[Deployment]:
     """A server on database ``db`` (a fresh one: see ``tests.databases``) with an
-    organization, project and spec."""
+    organization, project and spec; its templates are the tests' and the option
+    ``extra_templates`` (TOML), if given."""
     templates = tmp / "templates.toml"
-    templates.write_text(TEST_TEMPLATES)
+    templates.write_text(TEST_TEMPLATES + str(server_options.pop("extra_templates", "")))
     server = ServerProcess(tmp / "data", templates, db, **server_options)
     server.data_dir.mkdir(parents=True, exist_ok=True)
     server.start()

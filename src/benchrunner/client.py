@@ -619,6 +619,23 @@ class BenchrunnerClient:
         """The precision of the project's alerts, overall and per threshold."""
         return self._object("GET", f"/v0/projects/{_segment(project)}/alerts/precision")
 
+    def create_calibration(self, project: str, body: Mapping[str, Any]) -> JsonObject:
+        """Start a calibration: ``body`` as ``POST /v0/projects/{project}/calibrations``."""
+        path = f"/v0/projects/{_segment(project)}/calibrations"
+        return self._object("POST", path, json=dict(body))
+
+    def get_calibration(self, project: str, calibration: str) -> JsonObject:
+        path = f"/v0/projects/{_segment(project)}/calibrations/{_segment(calibration)}"
+        return self._object("GET", path)
+
+    def list_calibrations(self, project: str) -> Page:
+        return self._page(f"/v0/projects/{_segment(project)}/calibrations", {})
+
+    def apply_calibration(self, project: str, calibration: str) -> JsonObject:
+        """Make a done calibration's proposal the target branch's per-benchmark thresholds."""
+        path = f"/v0/projects/{_segment(project)}/calibrations/{_segment(calibration)}/apply"
+        return self._object("POST", path)
+
     def create_webhook(
         self,
         project: str,

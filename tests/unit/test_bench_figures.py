@@ -6,10 +6,19 @@ Only the pure helpers; the benchmark's figures are never asserted.
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
-from benchmarks.cpu_time import TICKS_PER_SECOND, backend_of, process_cpu_seconds, stat_ticks
+from benchmarks.cpu_time import (
+    TICKS_PER_SECOND,
+    auxiliary,
+    backend_of,
+    process_cpu_seconds,
+    stat_ticks,
+)
+from benchmarks.queue_compare_benchrunner import clock_of
 from benchmarks.queue_figures import Figures, medians, percentile, table
+from benchmarks.server_env import caps_for
 
 
 @pytest.mark.parametrize(
@@ -81,3 +90,38 @@ def test_this_process_has_used_some_cpu() -> None:
 )
 def test_backend_of_matches_the_database_word(title: bytes, expected: bool) -> None:
     assert backend_of(title, "bench_db") is expected
+
+
+@pytest.mark.parametrize(
+    ("title", "expected"),
+    [
+        (b"postgres: 15/main: walwriter \x00", True),
+        (b"postgres: 15/main: checkpointer ", True),
+        (b"postgres: background writer", True),
+        (b"/usr/lib/postgresql/15/bin/postgres\x00-D\x00/var/lib/postgresql/15/main", True),
+        (b"postgres: 15/main: postgres bench [local] idle", False),
+        (b"postgres: 15/main: postgres bench 127.0.0.1(5000) idle", False),
+        (b"python3\x00-m\x00benchrunner", False),
+        (b"", False),
+    ],
+)
+def test_auxiliary_is_the_cluster_own_processes_only(title: bytes, expected: bool) -> None:
+    assert auxiliary(title) is expected
+
+
+def test_caps_are_on_and_fit_the_run() -> None:
+    caps = caps_for(5000)
+    assert set(caps) == {
+        "BENCHRUNNER_MAX_QUEUED_JOBS",
+        "BENCHRUNNER_MAX_PENDING_PER_ORGANIZATION",
+    }
+    assert all(int(value) > 5000 for value in caps.values())
+
+
+def test_a_clock_file_is_read_only_once_whole(tmp_path: Path) -> None:
+    clock = tmp_path / "0.json"
+    assert clock_of(clock) is None
+    clock.write_text('{"clock": {"started_ns": {"value": 17')
+    assert clock_of(clock) is None
+    clock.write_text('{"clock": {"started_ns": {"value": 17}}}\n')
+    assert clock_of(clock) == 17

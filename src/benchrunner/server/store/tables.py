@@ -746,6 +746,36 @@ webhook_attempt = sa.Table(
     sa.Index("index_webhook_attempt_delivery", "delivery_id"),
 )
 
+# A calibration (docs/how-to/thresholds-alerts.md): one job run ``runs`` times on one spec with
+# no change between runs (an A/A run), on a branch of its own so that its reports never enter
+# the target branch's history; its result, a proposed threshold per benchmark and measure, is
+# computed from those reports when read.
+calibration = sa.Table(
+    "calibration",
+    metadata,
+    _id(),
+    _uuid(),
+    _fk("project_id", "project.id", "CASCADE"),
+    _fk("spec_id", "spec.id", "CASCADE"),
+    _fk("user_id", "user.id", "SET NULL", nullable=True),
+    _fk("branch_id", "branch.id", "CASCADE"),
+    _fk("target_branch_id", "branch.id", "CASCADE"),
+    _fk("testbed_id", "testbed.id", "CASCADE"),
+    sa.Column("runs", sa.Integer, nullable=False),
+    sa.Column("false_alarm_rate", sa.Float, nullable=False),
+    _ts("created"),
+    _ts("applied", nullable=True),
+    sa.Index("index_calibration_project", "project_id"),
+)
+
+calibration_report = sa.Table(
+    "calibration_report",
+    metadata,
+    _fk("calibration_id", "calibration.id", "CASCADE"),
+    _fk("report_id", "report.id", "CASCADE"),
+    sa.PrimaryKeyConstraint("calibration_id", "report_id"),
+)
+
 # A bisection (docs/how-to/bisect.md): which commit between a good and a bad version changed a
 # benchmark, found by duets of candidates against the good version. ``state``: running, done
 # or canceled; ``alert_id`` the alert it was started from, if any; a done one names its

@@ -1,0 +1,196 @@
+"""``benchrunner calibrate``: run a job several times unchanged on one spec, and read the noise
+of each benchmark and the threshold proposed for it (docs/how-to/thresholds-alerts.md);
+``calibrate show|list|apply`` for calibrations started earlier."""
+
+from __future__ import annotations
+
+import time
+from typing import Annotated, Any
+
+import typer
+
+from benchrunner.cli import output
+from benchrunner.cli.config import project_client
+from benchrunner.cli.options import Host, Json, Project, Token
+from benchrunner.cli.run_body import side_args
+from benchrunner.client import BenchrunnerClient, JsonObject
+
+calibrate_app = typer.Typer(
+    help="Calibrate thresholds: run a job N times unchanged, propose a threshold per benchmark.",
+    invoke_without_command=True,
+)
+
+CalibrationRef = Annotated[str, typer.Argument(metavar="CALIBRATION", help="Calibration UUID.")]
+COLUMNS = ("benchmark", "measure", "runs", "mean", "cv", "detectable change", "proposal")
+POLL_SECONDS = 1.0
+
+
+def _percent(value: object) -> str:
+    return f"{float(value) * 100:.2f}%" if isinstance(value, int | float) else "-"
+
+
+def _row(entry: JsonObject) -> list[object]:
+    proposal = entry.get("proposal")
+    proposed = (
+        f"t_test {proposal['upper_boundary']:g} both sides, last {proposal['max_sample_size']}"
+        if isinstance(proposal, dict)
+        else str(entry.get("why", "-"))
+    )
+    mean = entry.get("mean")
+    return [
+        entry.get("benchmark"),
+        entry.get("measure"),
+        entry.get("runs"),
+        f"{mean:.6g} {entry.get('units', '')}" if isinstance(mean, int | float) else "-",
+        _percent(entry.get("cv")),
+        _percent(entry.get("detectable_change")),
+        proposed,
+    ]
+
+
+def _print(found: JsonObject) -> None:
+    output.print_record(
+        [
+            ("calibration", found.get("uuid")),
+            ("state", found.get("state")),
+            ("spec", found.get("spec")),
+            (
+                "runs",
+                f"{found.get('processed')} processed, {found.get('failed')} failed "
+                f"of {found.get('runs')}",
+            ),
+            ("for", f"branch {found['target']['branch']}, testbed {found['target']['testbed']}"),
+            ("false alarms", f"{_percent(found.get('false_alarm_rate'))} of runs"),
+            ("stale", found.get("stale") or "no"),
+            ("applied", output.when(found.get("applied")) if found.get("applied") else "no"),
+        ]
+    )
+    benchmarks = found.get("benchmarks") or []
+    if benchmarks:
+        output.print_table(
+            COLUMNS, [_row(entry) for entry in benchmarks], title="Proposal per benchmark"
+        )
+        output.note(
+            f"detectable change: the smallest change the proposed threshold catches in one run "
+            f"{_percent(found.get('power'))} of the time"
+        )
+
+
+def _follow(client: BenchrunnerClient, project: str, calibration: str) -> JsonObject:
+    while True:
+        found = client.get_calibration(project, calibration)
+        if found.get("state") != "running":
+            return found
+        output.err().print(
+            f"calibration {calibration}: {found.get('processed')} of {found.get('runs')} runs "
+            "processed",
+            soft_wrap=True,
+            markup=False,
+        )
+        time.sleep(POLL_SECONDS)
+
+
+@calibrate_app.callback()
+def calibrate(
+    ctx: typer.Context,
+    spec: Annotated[str | None, typer.Option(help="The spec every run runs on.")] = None,
+    template: Annotated[str | None, typer.Option(help="The job: a template ...")] = None,
+    arg: Annotated[
+        str | None, typer.Option(help="The template's arguments: name=value,name=value.")
+    ] = None,
+    image: Annotated[str | None, typer.Option(help="... or an image.")] = None,
+    runs: Annotated[int, typer.Option(min=3, max=100, help="How many runs.")] = 10,
+    iterations: Annotated[int, typer.Option("--iter", min=1, help="Iterations a run.")] = 1,
+    adapter: Annotated[str, typer.Option(help="The harness's adapter.")] = "json",
+    false_alarm_rate: Annotated[
+        float, typer.Option(help="False alarms per run the thresholds allow (0.01: 1 in 100).")
+    ] = 0.01,
+    branch: Annotated[str, typer.Option(help="The branch the thresholds are for.")] = "main",
+    testbed: Annotated[str, typer.Option(help="The testbed the thresholds are for.")] = "localhost",
+    apply: Annotated[bool, typer.Option(help="Apply the proposal when done.")] = False,
+    project: Project = None,
+    host: Host = None,
+    token: Token = None,
+    as_json: Json = False,
+) -> None:
+    """Run the job RUNS times on SPEC, unchanged, wait, and print each benchmark's noise and
+    the threshold proposed for it; with --apply, make those the thresholds of BRANCH."""
+    if ctx.invoked_subcommand is not None:
+        return
+    if spec is None or (template is None) == (image is None):
+        raise typer.BadParameter("give --spec and either --template or --image")
+    body: dict[str, Any] = {
+        "spec": spec,
+        "runs": runs,
+        "iterations": iterations,
+        "adapter": adapter,
+        "false_alarm_rate": false_alarm_rate,
+        "branch": branch,
+        "testbed": testbed,
+    }
+    if template is not None:
+        body["template"] = template
+        if arg:
+            body["args"] = side_args(arg, "--arg")
+    else:
+        body["image"] = image
+    with project_client(host, token, project, timeout=300) as (client, project_ref):
+        created = client.create_calibration(project_ref, body)
+        found = _follow(client, project_ref, str(created["uuid"]))
+        if apply and found.get("state") == "done":
+            found = client.apply_calibration(project_ref, str(created["uuid"]))
+    output.show(found, as_json, _print)
+    if found.get("state") != "done":
+        raise typer.Exit(1)
+
+
+@calibrate_app.command("show")
+def calibrate_show(
+    calibration: CalibrationRef,
+    project: Project = None,
+    host: Host = None,
+    token: Token = None,
+    as_json: Json = False,
+) -> None:
+    """One calibration: its state, and its proposal when done."""
+    with project_client(host, token, project) as (client, project_ref):
+        found = client.get_calibration(project_ref, calibration)
+    output.show(found, as_json, _print)
+
+
+@calibrate_app.command("list")
+def calibrate_list(
+    project: Project = None, host: Host = None, token: Token = None, as_json: Json = False
+) -> None:
+    """The project's calibrations, newest first."""
+    with project_client(host, token, project) as (client, project_ref):
+        found = client.list_calibrations(project_ref)
+    output.show_page(
+        found,
+        as_json,
+        ("calibration", "state", "spec", "branch", "runs", "stale", "created"),
+        lambda c: [
+            c.get("uuid"),
+            c.get("state"),
+            c.get("spec"),
+            c["target"]["branch"],
+            c.get("runs"),
+            "yes" if c.get("stale") else "no",
+            output.when(c.get("created")),
+        ],
+        title="Calibrations",
+    )
+
+
+@calibrate_app.command("apply")
+def calibrate_apply(
+    calibration: CalibrationRef,
+    project: Project = None,
+    host: Host = None,
+    token: Token = None,
+    as_json: Json = False,
+) -> None:
+    """Make a done calibration's proposal the per-benchmark thresholds of its branch."""
+    with project_client(host, token, project) as (client, project_ref):
+        found = client.apply_calibration(project_ref, calibration)
+    output.show(found, as_json, _print)

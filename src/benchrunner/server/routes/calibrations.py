@@ -1,0 +1,196 @@
+"""A project's calibrations (docs/how-to/thresholds-alerts.md): start one (the job to run, its
+spec, how many runs, the false-alarm rate wanted, the branch and testbed its proposal is for),
+list and read them with their proposal per benchmark, and apply a proposal. Starting and
+applying are for signed-in members who may change the project."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Request, Response
+from pydantic import Field, ValidationError
+from sqlalchemy.engine import Connection
+
+from benchrunner.server import calibrations as service
+from benchrunner.server.errors import bad_request, conflict, not_found, unauthorized
+from benchrunner.server.routes.bodies import ApiBody
+from benchrunner.server.routes.deps import Ctx, Life, MaybeUser, Page, origin_of, project_access
+from benchrunner.server.routes.run import submit_run
+from benchrunner.server.routes.run_body import RunBody
+from benchrunner.server.store import branches, calibrations, reports
+from benchrunner.server.store.accounts import ProjectRow, UserRow
+from benchrunner.server.store.tables import job, testbed
+
+router = APIRouter(tags=["calibrations"])
+
+CALIBRATIONS = "/v0/projects/{project}/calibrations"
+MAX_RUNS = 100
+
+
+class CalibrationCreate(ApiBody):
+    spec: str = Field(min_length=1, max_length=64, description="the spec every run runs on")
+    template: str | None = Field(default=None, description="the job: a template ...")
+    args: dict[str, int | float | bool | str] | None = None
+    image: str | None = Field(default=None, description="... or an image")
+    iterations: Annotated[int, Field(ge=1, le=100)] = 1
+    adapter: str = "json"
+    runs: Annotated[int, Field(ge=3, le=MAX_RUNS)] = 10
+    false_alarm_rate: Annotated[float, Field(gt=0, le=0.5)] = 0.01
+    """False alarms per run the proposed thresholds allow (0.01: one run in a hundred)."""
+    branch: str = Field(default="main", min_length=1, max_length=256)
+    """The branch whose thresholds the proposal is for; the runs report to one of their own."""
+    testbed: str = Field(default="localhost", min_length=1, max_length=64)
+
+
+def _run_body(project: str, body: CalibrationCreate, own_branch: str) -> RunBody:
+    raw: dict[str, Any] = {
+        "project": project,
+        "branch": own_branch,
+        "testbed": body.testbed,
+        "spec": body.spec,
+        "settings": {"adapter": body.adapter},
+        "job": {"iter": body.iterations},
+    }
+    if body.template is not None:
+        raw.update(template=body.template, args=body.args)
+    if body.image is not None:
+        raw["image"] = body.image
+    try:
+        return RunBody.model_validate(raw)
+    except ValidationError as exc:
+        raise bad_request(f"the job to calibrate: {exc.errors()[0]['msg']}") from exc
+
+
+def _members_project(conn: Connection, user: UserRow | None, project: str) -> ProjectRow:
+    if user is None:
+        raise unauthorized("sign in to calibrate a project's thresholds")
+    return project_access(conn, user, project, write=True)
+
+
+def _calibration(conn: Connection, project_id: int, ref: str) -> Any:
+    found = calibrations.calibration_get(conn, project_id, ref)
+    if found is None:
+        raise not_found("calibration", ref)
+    return found
+
+
+@router.post(CALIBRATIONS, status_code=201)
+async def create_calibration(
+    project: str,
+    body: CalibrationCreate,
+    request: Request,
+    user: MaybeUser,
+    ctx: Ctx,
+    life: Life,
+) -> dict[str, Any]:
+    """Queue ``runs`` runs of the job, unchanged (an A/A run), on a branch of their own; when
+    they are done the calibration proposes a threshold per benchmark and measure."""
+    if (body.template is None) == (body.image is None):
+        raise bad_request("give the job to calibrate as either template or image")
+    await ctx.db.read(lambda conn: _members_project(conn, user, project))
+    calibration_uuid = uuid.uuid4()
+    own_branch = f"calibration-{calibration_uuid.hex[:12]}"
+    run = _run_body(project, body, own_branch)
+    origin = origin_of(request, user)
+    first = await submit_run(ctx, life, run, user, origin, request)
+
+    def create(conn: Connection) -> int:
+        row = _members_project(conn, user, project)
+        now = ctx.clock.now()
+        report_id = int(reports.report_by_uuid(conn, uuid.UUID(first["uuid"])))
+        spec_id = conn.execute(
+            job.select().with_only_columns(job.c.spec_id).where(job.c.report_id == report_id)
+        ).scalar_one()
+        own = branches.branch_find(conn, row.id, own_branch)
+        assert own is not None, "the first run created the calibration's branch"
+        target = branches.branch_for_run(conn, row.id, body.branch, None, now)
+        calibration_id = calibrations.calibration_add(
+            conn,
+            calibrations.NewCalibration(
+                project_id=row.id,
+                spec_id=int(spec_id),
+                user_id=None if user is None else user.id,
+                branch_id=own.id,
+                target_branch_id=target.id,
+                testbed_id=reports.named_get_or_create(conn, testbed, row.id, body.testbed, now),
+                runs=body.runs,
+                false_alarm_rate=body.false_alarm_rate,
+            ),
+            calibration_uuid,
+            now,
+        )
+        calibrations.calibration_report_add(conn, calibration_id, report_id)
+        return calibration_id
+
+    calibration_id = await ctx.db.write(create)
+    for _ in range(body.runs - 1):
+        submitted = await submit_run(ctx, life, run, user, origin, request)
+
+        def link(conn: Connection, report: str = submitted["uuid"]) -> None:
+            report_id = int(reports.report_by_uuid(conn, uuid.UUID(report)))
+            calibrations.calibration_report_add(conn, calibration_id, report_id)
+
+        await ctx.db.write(link)
+
+    def view(conn: Connection) -> dict[str, Any]:
+        row = _members_project(conn, user, project)
+        return service.public(
+            service.calibration_view(conn, _calibration(conn, row.id, str(calibration_uuid)))
+        )
+
+    return await ctx.db.read(view)
+
+
+@router.get(CALIBRATIONS)
+async def list_calibrations(
+    project: str, user: MaybeUser, ctx: Ctx, pages: Page, response: Response
+) -> list[dict[str, Any]]:
+    """The project's calibrations, newest first, each with its state and proposal."""
+
+    def unit(conn: Connection) -> tuple[list[dict[str, Any]], int]:
+        row = project_access(conn, user, project, write=False)
+        found, total = calibrations.calibration_list(conn, row.id, pages.per_page, pages.offset)
+        return [service.public(service.calibration_view(conn, c)) for c in found], total
+
+    views, total = await ctx.db.read(unit)
+    response.headers["X-Total-Count"] = str(total)
+    return views
+
+
+@router.get(CALIBRATIONS + "/{calibration}")
+async def get_calibration(
+    project: str, calibration: str, user: MaybeUser, ctx: Ctx
+) -> dict[str, Any]:
+    """The calibration: its runs' jobs, its ``state`` (running, done or failed), whether it is
+    ``stale``, and per benchmark and measure the runs' mean, spread, the smallest change a
+    threshold can catch and the proposed threshold."""
+
+    def unit(conn: Connection) -> dict[str, Any]:
+        row = project_access(conn, user, project, write=False)
+        return service.public(
+            service.calibration_view(conn, _calibration(conn, row.id, calibration))
+        )
+
+    return await ctx.db.read(unit)
+
+
+@router.post(CALIBRATIONS + "/{calibration}/apply")
+async def apply_calibration(
+    project: str, calibration: str, user: MaybeUser, ctx: Ctx
+) -> dict[str, Any]:
+    """Make the proposal the per-benchmark thresholds of the target branch and testbed (a
+    threshold that exists gets the proposed model; its earlier models stay in its history).
+    409 until the calibration is done."""
+
+    def unit(conn: Connection) -> dict[str, Any]:
+        row = _members_project(conn, user, project)
+        found = _calibration(conn, row.id, calibration)
+        view = service.calibration_view(conn, found)
+        if view["state"] != "done":
+            raise conflict(f"the calibration is {view['state']}: only a done one can be applied")
+        applied = service.apply(conn, found, view, ctx.clock.now())
+        again = service.calibration_view(conn, _calibration(conn, row.id, calibration))
+        return {**service.public(again), "thresholds": applied}
+
+    return await ctx.db.write(unit)
