@@ -49,8 +49,8 @@ from benchrunner.core.tiers import Plan
 from benchrunner.detection.models import Model, TestKind
 from benchrunner.protocol import IterationResult, JsonJobOutput
 from benchrunner.server.console import sessions
-from benchrunner.server.evaluation import evaluate_report
-from benchrunner.server.outputs import encode_output
+from benchrunner.server.processing.evaluation import evaluate_report
+from benchrunner.server.processing.outputs import encode_output
 from benchrunner.server.store import accounts, job_outputs, reports, runners, thresholds
 from benchrunner.server.store import sessions as session_store
 from benchrunner.server.store.engine import make_engine

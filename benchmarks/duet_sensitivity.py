@@ -52,7 +52,7 @@ from benchrunner.detection.duet import alert_limit
 from benchrunner.protocol import JsonClaimedJob, JsonJobOutput
 from benchrunner.runner.cores import CorePlan
 from benchrunner.runner.executors import ProcessExecutor
-from benchrunner.server.duet_results import measure_duet
+from benchrunner.server.processing.duet_results import measure_duet
 
 LEVELS = (0.0, 0.005, 0.01, 0.02, 0.05)
 METHODS = ("plain", "duet")

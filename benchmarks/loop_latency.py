@@ -55,7 +55,7 @@ from benchrunner.protocol import (
     IterationResult,
     JsonJobOutput,
 )
-from benchrunner.server.blobs import job_output_key
+from benchrunner.server.blobs.blob_store import job_output_key
 from benchrunner.server.store import claims, jobs, runners, transitions
 from benchrunner.server.store.engine import Database
 

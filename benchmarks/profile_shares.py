@@ -51,7 +51,7 @@ SERVER_PARTS: tuple[Part, ...] = (
     Part(IDLE, (EXECUTOR_WAITING,)),
     Part(
         "the WAL and output files written and synced (threads)",
-        ("fdatasync_path (benchrunner/server/store/engine", "benchrunner/server/blobs"),
+        ("fdatasync_path (benchrunner/server/store/engine", "benchrunner/server/blobs/blob_store"),
     ),
     Part(
         "`POST /v0/run` (the submission, its hand-off)",
@@ -74,48 +74,52 @@ SERVER_PARTS: tuple[Part, ...] = (
     Part(
         "`completed`: the transition, the output, processing inline, the `ack`",
         (
-            "._terminal (benchrunner/server/runner_session",
-            "benchrunner/server/completion",
+            "._terminal (benchrunner/server/channel/runner_session",
+            "benchrunner/server/processing/completion",
             "thresholds_of_report (",
         ),
     ),
-    Part("processing left to the processor", ("benchrunner/server/processing",)),
-    Part("`running`", ("._running (benchrunner/server/runner_session", "job_mark_running")),
+    Part("processing left to the processor", ("benchrunner/server/processing/processor",)),
+    Part("`running`", ("._running (benchrunner/server/channel/runner_session", "job_mark_running")),
     Part(
         "the live log's chunks",
         (
-            "._log (benchrunner/server/runner_session",
-            "benchrunner/server/live_logs",
+            "._log (benchrunner/server/channel/runner_session",
+            "benchrunner/server/logs/live_logs",
             "job_log_store",
         ),
     ),
     Part(
         "heartbeats",
         (
-            "._heartbeat (benchrunner/server/runner_session",
+            "._heartbeat (benchrunner/server/channel/runner_session",
             "job_touch",
-            "benchrunner/server/heartbeats",
+            "benchrunner/server/channel/heartbeats",
         ),
     ),
     Part(
         "the dispatcher's claims",
-        ("benchrunner/server/dispatcher", "job_claim (benchrunner/server/store/claims"),
+        ("benchrunner/server/scheduling/dispatcher", "job_claim (benchrunner/server/store/claims"),
     ),
     Part(
         "`ready`: what is in flight for the runner, the wait, the `job` message",
         (
-            "._ready (benchrunner/server/channel",
-            "._wait_for_job (benchrunner/server/channel",
+            "._ready (benchrunner/server/channel/runner_channel",
+            "._wait_for_job (benchrunner/server/channel/runner_channel",
             "job_list_in_flight_for_runner (",
         ),
     ),
     Part(
         "structured log lines outside the parts above",
-        ("benchrunner/server/logs", "benchrunner/core/redaction"),
+        ("benchrunner/server/logs/server_log", "benchrunner/core/redaction"),
     ),
     Part(
         "the channel's other work (messages parsed and sent, the session loop)",
-        ("benchrunner/server/runner_session", "benchrunner/server/channel", "benchrunner/protocol"),
+        (
+            "benchrunner/server/channel/runner_session",
+            "benchrunner/server/channel/runner_channel",
+            "benchrunner/protocol",
+        ),
     ),
     # A database thread's stack seen from a psycopg generator lacks its callers.
     Part(

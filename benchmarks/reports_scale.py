@@ -45,9 +45,9 @@ from tests.databases import fresh_database
 
 from benchrunner.core.tiers import Plan
 from benchrunner.detection.models import Model, TestKind
-from benchrunner.server.app import create_app
+from benchrunner.server.app.factory import create_app
 from benchrunner.server.config import ServerSettings
-from benchrunner.server.evaluation import evaluate_report
+from benchrunner.server.processing.evaluation import evaluate_report
 from benchrunner.server.store import accounts, reports, thresholds
 from benchrunner.server.store.engine import make_engine
 from benchrunner.server.store.migrate import upgrade

@@ -23,7 +23,7 @@ from pydantic.fields import FieldInfo
 
 from benchrunner import adapters
 from benchrunner.cli.main import app as cli_app
-from benchrunner.server.app import create_app
+from benchrunner.server.app.factory import create_app
 from benchrunner.server.config import ServerSettings
 
 REPO = Path(__file__).resolve().parent.parent

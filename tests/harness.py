@@ -25,7 +25,7 @@ from websockets.sync.client import ClientConnection, connect
 
 from benchrunner.client import BenchrunnerClient
 from benchrunner.protocol import EXTENSIONS_HEADER, OUR_EXTENSIONS
-from benchrunner.server.bootstrap import bootstrap_admin
+from benchrunner.server.admin.bootstrap import bootstrap_admin
 
 T = TypeVar("T")
 REPO = Path(__file__).resolve().parents[1]

@@ -23,10 +23,10 @@ from websockets.sync.client import connect
 
 from benchrunner.client import BenchrunnerClient
 from benchrunner.protocol import EXTENSIONS_HEADER, OUR_EXTENSIONS
-from benchrunner.server.app import BenchrunnerServer, create_app
-from benchrunner.server.bootstrap import bootstrap_admin
+from benchrunner.server.admin.bootstrap import bootstrap_admin
+from benchrunner.server.app.factory import BenchrunnerServer, create_app
+from benchrunner.server.app.websocket_protocol import LingeringCloseProtocol
 from benchrunner.server.config import ServerSettings
-from benchrunner.server.websocket_protocol import LingeringCloseProtocol
 from tests.harness import TEST_TEMPLATES, RawChannel, wait_until
 
 LONG_TEMPLATE = """

@@ -154,7 +154,7 @@ in_chroot "$work/root" /opt/benchrunner/bin/pip install --quiet --no-deps --no-i
 in_chroot "$work/root" /opt/benchrunner/bin/pip check
 # pip check reads metadata only: import what loads native code, as the server does.
 in_chroot "$work/root" /opt/benchrunner/bin/python -c \
-  'import numpy, scipy.stats, psycopg, argon2, cryptography.hazmat.bindings._rust, uvloop, benchrunner.server.app'
+  'import numpy, scipy.stats, psycopg, argon2, cryptography.hazmat.bindings._rust, uvloop, benchrunner.server.app.factory'
 rm -f "$work/root/tmp/$(basename "$wheel")"
 (cd "$work/root" && find opt/benchrunner | sort) > "$work/after.txt"
 comm -13 "$work/before.txt" "$work/after.txt" > "$work/added.txt"

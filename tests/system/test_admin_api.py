@@ -6,7 +6,7 @@ import httpx
 import pytest
 
 from benchrunner.client import ApiError
-from benchrunner.server.bootstrap import bootstrap_admin
+from benchrunner.server.admin.bootstrap import bootstrap_admin
 from tests.harness import Deployment
 from tests.registry_support import make_user
 

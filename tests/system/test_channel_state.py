@@ -11,9 +11,9 @@ from pathlib import Path
 import sqlalchemy as sa
 
 from benchrunner.core.states import JobStatus
-from benchrunner.server.channel import ChannelHub
-from benchrunner.server.dispatcher import ClaimFn, Dispatcher
-from benchrunner.server.lifecycle import Lifecycle
+from benchrunner.server.channel.lifecycle import Lifecycle
+from benchrunner.server.channel.runner_channel import ChannelHub
+from benchrunner.server.scheduling.dispatcher import ClaimFn, Dispatcher
 from benchrunner.server.store.claims import Claim
 from benchrunner.server.store.engine import make_engine
 from benchrunner.server.store.tables import job

@@ -11,8 +11,9 @@ from typing import Any
 
 import pytest
 
-from benchrunner.server import completion, lifecycle
-from benchrunner.server.processing import record_processed
+from benchrunner.server.channel import lifecycle
+from benchrunner.server.processing import completion
+from benchrunner.server.processing.processor import record_processed
 from benchrunner.server.store.job_outputs import INLINE_OUTPUT_BYTES
 from tests.databases import fresh_database
 from tests.harness import Deployment, wait_until

@@ -1,7 +1,7 @@
 """A job submitted while a runner of its spec waits is claimed in the submission's own
-transaction (``server/hand_off.py``); a submission refused after it reserved the runner gives
-the runner back; on PostgreSQL only a job no runner here took is announced to the other
-replicas, by its own insert."""
+transaction (``server/scheduling/hand_off.py``); a submission refused after it reserved the
+runner gives the runner back; on PostgreSQL only a job no runner here took is announced to the
+other replicas, by its own insert."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ import psycopg
 import pytest
 from psycopg import sql
 
+from benchrunner.server.scheduling.wakeups import CHANNEL
 from benchrunner.server.store.listen import libpq_url
-from benchrunner.server.wakeups import CHANNEL
 from tests.databases import postgres_database
 from tests.harness import Deployment, RawChannel, deploy, wait_until
 from tests.system.test_backpressure import assert_busy, busy_deployment, post_run

@@ -17,7 +17,7 @@ import pytest
 import sqlalchemy as sa
 
 from benchrunner.client import ApiError
-from benchrunner.server.bootstrap import bootstrap_admin
+from benchrunner.server.admin.bootstrap import bootstrap_admin
 from benchrunner.server.store.engine import make_engine
 from benchrunner.server.store.tables import job, report
 from tests.harness import Deployment, ServerProcess, deploy

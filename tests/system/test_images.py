@@ -27,7 +27,7 @@ import httpx
 import pytest
 
 from benchrunner.client import BenchrunnerClient
-from benchrunner.server.bootstrap import bootstrap_admin
+from benchrunner.server.admin.bootstrap import bootstrap_admin
 from tests.databases import postgres_database
 from tests.harness import REPO, free_port, wait_until
 from tests.object_store import S3Server

@@ -28,9 +28,9 @@ from schemathesis.specs.openapi.checks import (
     status_code_conformance,
 )
 
-from benchrunner.server.app import create_app
+from benchrunner.server.app.factory import create_app
+from benchrunner.server.app.openapi import HANDLER_ERRORS
 from benchrunner.server.config import ServerSettings
-from benchrunner.server.openapi import HANDLER_ERRORS
 from tests.harness import Deployment, deploy
 from tests.registry_support import make_user
 

@@ -10,7 +10,7 @@ import jwt
 import pytest
 
 from benchrunner.client import ApiError
-from benchrunner.server.oci_tokens import runner_pull_token
+from benchrunner.server.runners.pull_tokens import runner_pull_token
 from benchrunner.server.secret_key import SECRET_NAME
 from benchrunner.server.store.engine import make_engine
 from benchrunner.server.store.server_state import server_state_get

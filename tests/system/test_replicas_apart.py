@@ -29,7 +29,7 @@ import pytest
 import sqlalchemy as sa
 
 from benchrunner.client import BenchrunnerClient
-from benchrunner.server.bootstrap import bootstrap_admin
+from benchrunner.server.admin.bootstrap import bootstrap_admin
 from tests.databases import postgres_database
 from tests.harness import (
     TEST_TEMPLATES,

@@ -26,7 +26,7 @@ from typing import Any
 import httpx
 import pytest
 
-from benchrunner.server.webhooks import (
+from benchrunner.server.processing.webhooks import (
     EVENTS,
     UnsafeUrl,
     address_refused,

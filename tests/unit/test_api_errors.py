@@ -8,7 +8,7 @@ import httpx
 import sqlalchemy.exc
 from fastapi import FastAPI
 
-from benchrunner.server import errors
+from benchrunner.server.http import errors
 
 
 def _app() -> FastAPI:

@@ -16,10 +16,10 @@ from benchrunner.core.clock import SystemClock
 from benchrunner.core.templates import TemplateRegistry
 from benchrunner.core.tiers import Plan
 from benchrunner.protocol import Log
-from benchrunner.server.blobs import LocalBlobStore
+from benchrunner.server.blobs.blob_store import LocalBlobStore
 from benchrunner.server.config import ServerSettings
 from benchrunner.server.context import ServerContext
-from benchrunner.server.live_logs import LiveLogs
+from benchrunner.server.logs.live_logs import LiveLogs
 from benchrunner.server.store import jobs, tables, transitions
 from benchrunner.server.store.engine import Database
 from benchrunner.server.store.job_logs import (

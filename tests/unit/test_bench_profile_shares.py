@@ -17,7 +17,7 @@ from benchmarks.profile_shares import (
 )
 
 LOOP = "Runner.run (asyncio/runners.py:118)"
-SESSION = "RunnerSession._handle_text (benchrunner/server/runner_session.py:215)"
+SESSION = "RunnerSession._handle_text (benchrunner/server/channel/runner_session.py:215)"
 WAITING = "_worker (concurrent/futures/thread.py:81)"
 
 
@@ -35,7 +35,7 @@ def test_a_caret_marker_names_only_the_innermost_frame() -> None:
 
 
 def test_server_parts_tell_a_completed_from_the_session_around_it() -> None:
-    terminal = "ChannelSession._terminal (benchrunner/server/runner_session.py:300)"
+    terminal = "ChannelSession._terminal (benchrunner/server/channel/runner_session.py:300)"
     completed = [LOOP, SESSION, terminal]
     assert part_of(completed, SERVER_PARTS).startswith("`completed`")
     assert part_of([LOOP, SESSION], SERVER_PARTS).startswith("the channel's other work")

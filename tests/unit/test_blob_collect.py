@@ -8,7 +8,7 @@ import os
 import time
 from pathlib import Path
 
-from benchrunner.server.blobs import LocalBlobStore
+from benchrunner.server.blobs.blob_store import LocalBlobStore
 
 KEY = "oci/blobs/sha256/" + "a" * 64
 DATA = b"layer bytes"

@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from benchrunner.server.blob_store_identity import IDENTITY_KEY, check_blob_store
-from benchrunner.server.blobs import LocalBlobStore
+from benchrunner.server.blobs.blob_store import LocalBlobStore
+from benchrunner.server.blobs.identity import IDENTITY_KEY, check_blob_store
 from benchrunner.server.store.engine import Database
 
 NOW = dt.datetime(2026, 11, 28, tzinfo=dt.UTC)
-LOGGER = "benchrunner.server.blob_store_identity"
+LOGGER = "benchrunner.server.blobs.identity"
 
 
 def test_replicas_on_one_store_agree_and_one_on_its_own_store_is_warned(

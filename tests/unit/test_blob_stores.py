@@ -14,15 +14,15 @@ from pathlib import Path
 
 import pytest
 
-from benchrunner.server.blob_stores import check_location, open_blob_store
-from benchrunner.server.blobs import (
+from benchrunner.server.blobs.blob_store import (
     BlobStore,
     BlobStoreUnavailable,
     DigestMismatch,
     LocalBlobStore,
     UploadNotFound,
 )
-from benchrunner.server.s3_blobs import S3BlobStore, S3Location
+from benchrunner.server.blobs.location import check_location, open_blob_store
+from benchrunner.server.blobs.s3 import S3BlobStore, S3Location
 from tests.object_store import S3Server, StoreGate
 
 KEY = "oci/blobs/sha256/" + "a" * 64
@@ -182,7 +182,7 @@ def test_a_check_that_fails_puts_the_blob_back(store: BlobStore) -> None:
 _DIES_WHILE_COLLECTING = """
 import os, sys, time
 from pathlib import Path
-from benchrunner.server.blob_stores import open_blob_store
+from benchrunner.server.blobs.location import open_blob_store
 store = open_blob_store(sys.argv[1], Path(sys.argv[2]))
 store.collect(sys.argv[3], time.time() + 60, lambda: os._exit(7))
 """

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 from benchrunner.protocol import IterationResult, JsonJobOutput, results_hash
-from benchrunner.server.results import measure_output
+from benchrunner.server.processing.results import measure_output
 from benchrunner.server.store.reports import MetricValue
 
 BMF = json.dumps({"parse": {"latency": {"value": 7.0}}})

@@ -6,7 +6,7 @@ import asyncio
 from collections.abc import Callable, Coroutine
 from typing import Any
 
-from benchrunner.server.dispatcher import Dispatcher
+from benchrunner.server.scheduling.dispatcher import Dispatcher
 from benchrunner.server.store.claims import Claim
 
 
@@ -187,7 +187,7 @@ def test_a_job_created_while_a_claim_finds_nothing_is_claimed() -> None:
     run(scenario)
 
 
-# ------------------------------------------------------------ reservations (server/hand_off.py)
+# ------------------------------------------------ reservations (server/scheduling/hand_off.py)
 
 
 def finding_nothing(abandoned: list[Claim]) -> Dispatcher:

@@ -11,6 +11,7 @@ import json
 from benchrunner.core.tiers import Plan
 from benchrunner.detection.duet import METHOD, DuetEstimate
 from benchrunner.detection.models import Model, TestKind
+from benchrunner.server.processing.webhooks import emit_alert_event
 from benchrunner.server.store import (
     accounts,
     activity,
@@ -24,8 +25,7 @@ from benchrunner.server.store.engine import make_engine
 from benchrunner.server.store.migrate import upgrade
 from benchrunner.server.store.reports import measure_ids, named_ids
 from benchrunner.server.store.tables import benchmark
-from benchrunner.server.views import alert_view
-from benchrunner.server.webhooks import emit_alert_event
+from benchrunner.server.views.resources import alert_view
 
 T0 = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
 

@@ -19,8 +19,8 @@ from benchrunner.protocol import (
     encode,
     parse_runner_message,
 )
-from benchrunner.server.outputs import encode_output
-from benchrunner.server.processing import measure_job
+from benchrunner.server.processing.outputs import encode_output
+from benchrunner.server.processing.processor import measure_job
 
 DUET = JsonDuet.model_validate(
     {"baseline": {"args": {}}, "contender": {"args": {}}, "seed": 1, "resamples": 1000}

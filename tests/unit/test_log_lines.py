@@ -15,8 +15,8 @@ import pytest
 import structlog
 
 from benchrunner.core.tokens import new_runner_token
-from benchrunner.server import logs
-from benchrunner.server.logs import JsonFormatter, UtcStamp, redact_values
+from benchrunner.server.logs import server_log as logs
+from benchrunner.server.logs.server_log import JsonFormatter, UtcStamp, redact_values
 
 
 class Described:

@@ -8,7 +8,7 @@ import pytest
 
 from benchrunner.core.log_paging import OffsetError, slice_log
 from benchrunner.core.redaction import JobLogRedactor
-from benchrunner.server.log_index import LogIndex
+from benchrunner.server.logs.log_index import LogIndex
 
 TEXT = "héllo wörld ✓ 𝄞 end\n"  # 1-, 2-, 3- and 4-byte characters
 PIECES = [TEXT[:4].encode(), TEXT[4:13].encode(), TEXT[13:].encode()]
@@ -83,7 +83,7 @@ def test_the_limit_counts_bytes_after_redaction() -> None:
 
 
 def test_a_page_can_start_from_a_known_position_of_the_log() -> None:
-    """What the server's index of positions (``server/log_index.py``) relies on."""
+    """What the server's index of positions (``server/logs/log_index.py``) relies on."""
     whole = slice_log(PIECES, 10, 8)
     from_known = slice_log(PIECES[1:], 10, 8, start=len(PIECES[0]))
     assert from_known == whole

@@ -10,7 +10,7 @@ from dataclasses import replace
 from benchrunner.core.tiers import Plan
 from benchrunner.detection.duet import METHOD, DuetEstimate
 from benchrunner.protocol import Calibration, NoiseGuard
-from benchrunner.server.noise import noise_view, stored_verdict, verdict
+from benchrunner.server.processing.noise import noise_view, stored_verdict, verdict
 from benchrunner.server.store import accounts, duets, reports
 from benchrunner.server.store.engine import make_engine
 from benchrunner.server.store.migrate import upgrade

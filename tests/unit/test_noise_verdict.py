@@ -8,7 +8,7 @@ import pytest
 
 from benchrunner.cli.noise_format import job_noise_line, report_noise_lines
 from benchrunner.protocol import Calibration, NoiseGuard
-from benchrunner.server.noise import DEFAULT_CV_LIMIT, DEFAULT_DRIFT_LIMIT, verdict
+from benchrunner.server.processing.noise import DEFAULT_CV_LIMIT, DEFAULT_DRIFT_LIMIT, verdict
 
 
 def guard(before: float, after: float | None, drift: float | None = None) -> NoiseGuard:

@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 from matplotlib.image import imread
 
-from benchrunner.server.perf.csv_export import COLUMNS, perf_csv
-from benchrunner.server.perf.plot import DPI, HEIGHT_INCHES, WIDTH_INCHES, perf_png
-from benchrunner.server.perf.series import Point, Series
+from benchrunner.server.views.perf.csv_export import COLUMNS, perf_csv
+from benchrunner.server.views.perf.plot import DPI, HEIGHT_INCHES, WIDTH_INCHES, perf_png
+from benchrunner.server.views.perf.series import Point, Series
 
 T0 = dt.datetime(2026, 11, 1, tzinfo=dt.UTC)
 

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import sqlalchemy as sa
 
-from benchrunner.server.app import build_context
+from benchrunner.server.app.factory import build_context
 from benchrunner.server.config import ServerSettings
-from benchrunner.server.housekeeping import Housekeeping
+from benchrunner.server.recovery.housekeeping import Housekeeping
 from benchrunner.server.store import accounts
 from benchrunner.server.store.engine import Database, is_sqlite
 from benchrunner.server.store.planner import refresh_statistics

@@ -21,11 +21,11 @@ from benchrunner.core.states import JobStatus
 from benchrunner.core.templates import TemplateRegistry
 from benchrunner.core.tiers import Plan
 from benchrunner.protocol import IterationResult, JsonJobOutput
-from benchrunner.server.blobs import READ_CHUNK, LocalBlobStore, job_output_key
+from benchrunner.server.blobs.blob_store import READ_CHUNK, LocalBlobStore, job_output_key
 from benchrunner.server.config import ServerSettings
 from benchrunner.server.context import ServerContext
-from benchrunner.server.processing import INLINE_PARSE_BYTES, Processor, byte_batches
-from benchrunner.server.results import measure_output
+from benchrunner.server.processing.processor import INLINE_PARSE_BYTES, Processor, byte_batches
+from benchrunner.server.processing.results import measure_output
 from benchrunner.server.store import jobs
 from benchrunner.server.store.engine import Database
 from benchrunner.server.store.migrate import upgrade
@@ -248,7 +248,7 @@ def test_a_failing_evaluation_leaves_the_job_processed_with_its_metrics(
     def failing(*_args: object) -> int:
         raise OverflowError("intermediate overflow in fsum")
 
-    monkeypatch.setattr("benchrunner.server.processing.evaluate_report", failing)
+    monkeypatch.setattr("benchrunner.server.processing.processor.evaluate_report", failing)
     job_id = setup.completed_job(GOOD)
     asyncio.run(Processor(setup.ctx).process([job_id]))
     assert setup.outcome(job_id) == (JobStatus.PROCESSED, None, 1, 1)

@@ -8,8 +8,8 @@ import uuid
 import jwt
 import pytest
 
-from benchrunner.server import oci_tokens
-from benchrunner.server.oci_tokens import ALGORITHM, OCI_AUDIENCE, PullTokens
+from benchrunner.server.runners import pull_tokens as oci_tokens
+from benchrunner.server.runners.pull_tokens import ALGORITHM, OCI_AUDIENCE, PullTokens
 
 T0 = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
 TTL = dt.timedelta(seconds=600)

@@ -11,7 +11,7 @@ import pytest
 
 from benchrunner.core.redaction import REDACTION_VERSION, JobLogRedactor, redact, secret_values
 from benchrunner.core.tokens import new_api_token, new_runner_token
-from benchrunner.server.logs import ClientErrorsWithoutTraceback, JsonFormatter
+from benchrunner.server.logs.server_log import ClientErrorsWithoutTraceback, JsonFormatter
 
 RUNNER_KEY = new_runner_token()
 API_TOKEN = new_api_token()

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from benchrunner.server.blobs import DigestMismatch, LocalBlobStore, UploadNotFound
+from benchrunner.server.blobs.blob_store import DigestMismatch, LocalBlobStore, UploadNotFound
 from benchrunner.server.registry import manifests, references
 from benchrunner.server.registry.access import Scope
 from benchrunner.server.registry.errors import RegistryError

@@ -13,9 +13,9 @@ from benchrunner.adapters.base import Measurement
 from benchrunner.core.measures import measure_spec
 from benchrunner.core.versions import is_git_hash
 from benchrunner.detection.change_point import ChangePoint
-from benchrunner.server.errors import ApiError
-from benchrunner.server.evaluation import already_alerted, history_since
-from benchrunner.server.results import report_metrics
+from benchrunner.server.http.errors import ApiError
+from benchrunner.server.processing.evaluation import already_alerted, history_since
+from benchrunner.server.processing.results import report_metrics
 from benchrunner.server.routes.model_bodies import ThresholdModelBody, checked_model
 from benchrunner.server.routes.run_body import RunBody, run_target, threshold_models
 from benchrunner.server.store.reports import without_ignore_suffix

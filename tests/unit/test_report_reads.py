@@ -10,7 +10,7 @@ import uuid
 from benchrunner.core.states import JobStatus
 from benchrunner.core.tiers import Plan
 from benchrunner.detection.models import Model, TestKind
-from benchrunner.server.evaluation import evaluate_report
+from benchrunner.server.processing.evaluation import evaluate_report
 from benchrunner.server.store import accounts, reports, runners, thresholds
 from benchrunner.server.store.engine import make_engine
 from benchrunner.server.store.migrate import upgrade

@@ -14,14 +14,14 @@ import pytest
 from benchrunner.core.states import JobStatus
 from benchrunner.core.templates import TemplateRegistry
 from benchrunner.core.tiers import Plan
-from benchrunner.server.blobs import LocalBlobStore
+from benchrunner.server.blobs.blob_store import LocalBlobStore
 from benchrunner.server.config import ServerSettings
 from benchrunner.server.context import ServerContext
+from benchrunner.server.recovery.sweeper import Sweeper
+from benchrunner.server.recovery.watchdog import Watchdog
 from benchrunner.server.store import jobs, transitions
 from benchrunner.server.store.engine import Database
 from benchrunner.server.store.migrate import upgrade
-from benchrunner.server.sweeper import Sweeper
-from benchrunner.server.watchdog import Watchdog
 from tests.unit.test_claim_policy import T0, World
 
 HEARTBEAT_TIMEOUT = 30.0

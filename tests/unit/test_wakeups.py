@@ -16,14 +16,14 @@ import pytest
 import sqlalchemy as sa
 from psycopg import sql
 
-from benchrunner.server.leadership import AdvisoryLockLeadership
+from benchrunner.server.recovery.leadership import AdvisoryLockLeadership
+from benchrunner.server.scheduling.wakeups import CHANNEL, PostgresWakeups
 from benchrunner.server.store.listen import (
     CONNECT_TIMEOUT,
     connect_session,
     describe_error,
     session_conninfo,
 )
-from benchrunner.server.wakeups import CHANNEL, PostgresWakeups
 from tests.databases import POSTGRES_ADMIN_URL, postgres_database, require_postgres
 
 
@@ -163,7 +163,7 @@ def test_the_sweeper_leadership_gives_up_on_a_database_that_never_answers(
     with silent_server() as port:
         url = f"postgresql://benchrunner:secret-password@127.0.0.1:{port}/benchrunner"
         leadership = AdvisoryLockLeadership(url)
-        with caplog.at_level(logging.DEBUG, logger="benchrunner.server.leadership"):
+        with caplog.at_level(logging.DEBUG, logger="benchrunner.server.recovery.leadership"):
             assert asyncio.run(asyncio.wait_for(leadership.hold(), 60)) is False
         assert not leadership.leader
         assert "secret-password" not in caplog.text

@@ -64,7 +64,7 @@ def bootstrap(
     settings = settings_from({"db": db, "data_dir": data_dir})
     if not settings.db:
         settings.data_dir.mkdir(parents=True, exist_ok=True)
-    from benchrunner.server.bootstrap import bootstrap_admin
+    from benchrunner.server.admin.bootstrap import bootstrap_admin
 
     token = bootstrap_admin(settings.database_url(), email, password=password)
     if as_json:

@@ -10,7 +10,7 @@ import typer
 
 from benchrunner.cli import output
 from benchrunner.cli.server_cmds import settings_from
-from benchrunner.server.blobs import BlobStoreUnavailable
+from benchrunner.server.blobs.blob_store import BlobStoreUnavailable
 
 Db = Annotated[
     str | None,
@@ -46,7 +46,7 @@ def backup(
     Reads BENCHRUNNER_DB, BENCHRUNNER_DATA_DIR and BENCHRUNNER_BLOB_STORE like the server does;
     safe while the server runs.
     """
-    from benchrunner.server.backup import backup as run_backup
+    from benchrunner.server.admin.backup import backup as run_backup
 
     settings = settings_from({"db": db, "data_dir": data_dir, "blob_store": blob_store})
     try:
@@ -66,7 +66,7 @@ def restore(
 ) -> None:
     """Restore a backup into an empty database and data directory (and blob store), then check
     that every blob of its manifest is there. Exits 1 naming the blobs that are not."""
-    from benchrunner.server.backup import restore as run_restore
+    from benchrunner.server.admin.backup import restore as run_restore
 
     settings = settings_from({"db": db, "data_dir": data_dir, "blob_store": blob_store})
     try:

@@ -246,7 +246,7 @@ def server(
             "log_level": log_level,
         }
     )
-    from benchrunner.server.app import serve
+    from benchrunner.server.app.factory import serve
     from benchrunner.server.store.migrate import SchemaTooNew
 
     try:

@@ -222,7 +222,7 @@ def _run(
     children: list[Child],
     start_timeout: float,
 ) -> int:
-    from benchrunner.server.bootstrap import bootstrap_admin
+    from benchrunner.server.admin.bootstrap import bootstrap_admin
 
     output.note(f"preparing {data_dir} ...")
     token = bootstrap_admin(db_url, ADMIN_EMAIL)

@@ -161,7 +161,7 @@ class ServerSettings(BaseSettings):
     @field_validator("blob_store")
     @classmethod
     def _blob_store_opens(cls, value: str | None) -> str | None:
-        from benchrunner.server.blob_stores import check_location
+        from benchrunner.server.blobs.location import check_location
 
         check_location(value)
         return value or None

@@ -7,13 +7,13 @@ from dataclasses import dataclass, field
 
 from benchrunner.core.clock import Clock, MonotonicClock, SystemMonotonicClock
 from benchrunner.core.templates import TemplateRegistry
-from benchrunner.server.blobs import BlobStore
+from benchrunner.server.blobs.blob_store import BlobStore
 from benchrunner.server.config import ServerSettings
-from benchrunner.server.creation_rate import CreationRate
-from benchrunner.server.log_index import LogIndex
-from benchrunner.server.log_watch import LogWatch
+from benchrunner.server.logs.log_index import LogIndex
+from benchrunner.server.logs.log_watch import LogWatch
 from benchrunner.server.metrics import ServerMetrics
 from benchrunner.server.store.engine import Database
+from benchrunner.server.submission.creation_rate import CreationRate
 
 
 @dataclass

@@ -13,7 +13,7 @@ from sqlalchemy.engine import Connection
 from benchrunner.core.states import JobStatus
 from benchrunner.server.bisection import rows
 from benchrunner.server.store.tables import alert, project, spec
-from benchrunner.server.views import iso
+from benchrunner.server.views.resources import iso
 
 
 def _step_view(step: Any, jobs: list[Any]) -> dict[str, Any]:

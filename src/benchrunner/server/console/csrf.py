@@ -20,7 +20,7 @@ from typing import Annotated
 from fastapi import Depends, Request, Response
 
 from benchrunner.server.console import sessions
-from benchrunner.server.errors import forbidden
+from benchrunner.server.http.errors import forbidden
 from benchrunner.server.routes.deps import Ctx
 
 COOKIE = "benchrunner_csrf"

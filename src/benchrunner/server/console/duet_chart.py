@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from benchrunner.server.console.perf_chart import EPOCH, Chart, Named, Names, build_charts
-from benchrunner.server.duet_views import duet_verdict
 from benchrunner.server.store.duets import DuetPoint
 from benchrunner.server.store.perf import PlotAlert, PlotPoint
+from benchrunner.server.views.duet import duet_verdict
 
 
 class DuetRow(NamedTuple):

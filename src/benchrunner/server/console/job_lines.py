@@ -12,7 +12,7 @@ from sqlalchemy.engine import Connection
 from benchrunner.core.states import JobStatus
 from benchrunner.server.console.templating import utc_seconds
 from benchrunner.server.console.viewer import Viewer, visible_project
-from benchrunner.server.errors import ApiError
+from benchrunner.server.http.errors import ApiError
 from benchrunner.server.routes.job_filters import JobQuery, job_filter
 from benchrunner.server.store import dimensions, job_reads
 from benchrunner.server.store.accounts import ProjectRow

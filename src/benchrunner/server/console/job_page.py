@@ -22,9 +22,9 @@ from benchrunner.server.console.job_lines import LIVE
 from benchrunner.server.console.templating import utc_seconds
 from benchrunner.server.console.viewer import Viewer, may_change, visible_project
 from benchrunner.server.context import ServerContext
-from benchrunner.server.errors import bad_request
-from benchrunner.server.job_logs import log_page, redactor_for
-from benchrunner.server.noise import noise_view, stored_verdict
+from benchrunner.server.http.errors import bad_request
+from benchrunner.server.logs.job_logs import log_page, redactor_for
+from benchrunner.server.processing.noise import noise_view, stored_verdict
 from benchrunner.server.routes.jobs import job_in_project, job_output
 from benchrunner.server.store import job_reads
 from benchrunner.server.store.accounts import ProjectRow
@@ -83,7 +83,8 @@ class JobFacts:
     config: list[tuple[str, str]]
     can_write: bool
     noise: dict[str, Any] | None
-    """The report's noise verdict (``server.noise``), once the job's output is processed."""
+    """The report's noise verdict (``server.processing.noise``), once the job's output is
+    processed."""
 
     @property
     def noise_reasons(self) -> list[str]:

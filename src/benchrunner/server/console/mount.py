@@ -20,7 +20,7 @@ from benchrunner.server.console.nav import PREFIX
 from benchrunner.server.console.templating import STATIC_PREFIX, render
 from benchrunner.server.console.throttle import LoginThrottle
 from benchrunner.server.console.viewer import ANONYMOUS, current_viewer
-from benchrunner.server.errors import ApiError
+from benchrunner.server.http.errors import ApiError
 
 STATIC_DIR = Path(__file__).with_name("static")
 

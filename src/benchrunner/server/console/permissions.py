@@ -4,7 +4,7 @@ members are refused (403)."""
 from __future__ import annotations
 
 from benchrunner.server.console.viewer import Viewer
-from benchrunner.server.errors import forbidden, unauthorized
+from benchrunner.server.http.errors import forbidden, unauthorized
 
 
 def require_admin(viewer: Viewer, what: str) -> None:

@@ -5,7 +5,7 @@ the oldest failure is that old (a ``SlidingWindow`` of failures).
 
 from __future__ import annotations
 
-from benchrunner.server.sliding_window import SlidingWindow
+from benchrunner.server.http.sliding_window import SlidingWindow
 
 MAX_FAILURES = 10
 WINDOW = 300.0

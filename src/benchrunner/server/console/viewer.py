@@ -15,7 +15,7 @@ from fastapi import Depends, Request
 from sqlalchemy.engine import Connection
 
 from benchrunner.server.console import sessions
-from benchrunner.server.errors import ApiError
+from benchrunner.server.http.errors import ApiError
 from benchrunner.server.routes.deps import Ctx, project_access
 from benchrunner.server.store import sessions as session_store
 from benchrunner.server.store.accounts import ProjectRow, UserRow

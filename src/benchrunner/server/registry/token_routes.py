@@ -17,7 +17,7 @@ from fastapi import APIRouter, Request
 from sqlalchemy.engine import Connection
 
 from benchrunner.core.tokens import is_api_token
-from benchrunner.server.errors import ApiError, bad_request
+from benchrunner.server.http.errors import ApiError, bad_request
 from benchrunner.server.registry.access import (
     TOKEN_PATH,
     Scope,

@@ -28,7 +28,7 @@ from anyio.from_thread import run as run_from_thread
 from starlette.requests import ClientDisconnect
 
 from benchrunner.core.clock import Clock
-from benchrunner.server.blobs import BlobStore, DigestMismatch, UploadNotFound
+from benchrunner.server.blobs.blob_store import BlobStore, DigestMismatch, UploadNotFound
 from benchrunner.server.registry.errors import RegistryError
 from benchrunner.server.registry.references import blob_key, sha256_hex
 

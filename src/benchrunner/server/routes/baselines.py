@@ -13,14 +13,14 @@ from fastapi import APIRouter
 from pydantic import ConfigDict, Field
 from sqlalchemy.engine import Connection
 
-from benchrunner.server.errors import bad_request
+from benchrunner.server.http.errors import bad_request
+from benchrunner.server.processing.webhooks import emit_alert_event
 from benchrunner.server.routes.bodies import ApiBody
 from benchrunner.server.routes.deps import Ctx, MaybeUser, project_access
 from benchrunner.server.routes.dimensions import in_project, report_in_project
 from benchrunner.server.store import alerts, reports
 from benchrunner.server.store.tables import branch, measure, testbed
-from benchrunner.server.views import iso, named_view
-from benchrunner.server.webhooks import emit_alert_event
+from benchrunner.server.views.resources import iso, named_view
 
 router = APIRouter(tags=["baselines"])
 

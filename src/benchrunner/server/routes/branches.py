@@ -8,7 +8,7 @@ from fastapi import APIRouter
 
 from benchrunner.server.routes.dimensions import add_reads, dimension_view
 from benchrunner.server.store.tables import branch
-from benchrunner.server.views import iso
+from benchrunner.server.views.resources import iso
 
 router = APIRouter(tags=["branches"])
 

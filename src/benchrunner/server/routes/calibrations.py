@@ -12,8 +12,8 @@ from fastapi import APIRouter, Request, Response
 from pydantic import Field, ValidationError
 from sqlalchemy.engine import Connection
 
-from benchrunner.server import calibrations as service
-from benchrunner.server.errors import bad_request, conflict, not_found, unauthorized
+from benchrunner.server.http.errors import bad_request, conflict, not_found, unauthorized
+from benchrunner.server.processing import calibrations as service
 from benchrunner.server.routes.bodies import ApiBody
 from benchrunner.server.routes.deps import Ctx, Life, MaybeUser, Page, origin_of, project_access
 from benchrunner.server.routes.run import submit_run

@@ -8,8 +8,8 @@ from fastapi import APIRouter, WebSocket
 from fastapi.responses import JSONResponse
 
 from benchrunner.protocol import EXTENSIONS_HEADER, parse_extensions_header
-from benchrunner.server.channel import ChannelHub, ChannelSession, authenticate
-from benchrunner.server.lifecycle import Lifecycle
+from benchrunner.server.channel.lifecycle import Lifecycle
+from benchrunner.server.channel.runner_channel import ChannelHub, ChannelSession, authenticate
 
 router = APIRouter(tags=["runner agent"])
 log = logging.getLogger(__name__)

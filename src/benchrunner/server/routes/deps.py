@@ -9,9 +9,9 @@ from fastapi import Depends, Query, Request, Response
 from sqlalchemy.engine import Connection
 
 from benchrunner.core.tokens import bearer, is_api_token
+from benchrunner.server.channel.lifecycle import Lifecycle
 from benchrunner.server.context import ServerContext
-from benchrunner.server.errors import forbidden, not_found, unauthorized
-from benchrunner.server.lifecycle import Lifecycle
+from benchrunner.server.http.errors import forbidden, not_found, unauthorized
 from benchrunner.server.store import accounts, sessions
 from benchrunner.server.store.accounts import OrganizationRow, ProjectRow, UserRow
 from benchrunner.server.store.jobs import Origin

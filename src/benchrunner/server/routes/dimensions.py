@@ -11,10 +11,10 @@ import sqlalchemy as sa
 from fastapi import APIRouter, Response
 from sqlalchemy.engine import Connection
 
-from benchrunner.server.errors import not_found
+from benchrunner.server.http.errors import not_found
 from benchrunner.server.routes.deps import Ctx, MaybeUser, Page, project_access
 from benchrunner.server.store import dimensions, reports
-from benchrunner.server.views import iso
+from benchrunner.server.views.resources import iso
 
 View = Callable[[Any, Any], dict[str, Any]]
 

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pydantic import ConfigDict, Field
 
 from benchrunner.core.image_refs import ImageRef
-from benchrunner.server.errors import bad_request
+from benchrunner.server.http.errors import bad_request
 from benchrunner.server.routes.bodies import ApiBody
 from benchrunner.server.routes.run_image import checked_image_ref
 

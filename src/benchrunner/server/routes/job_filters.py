@@ -11,7 +11,7 @@ from fastapi import Depends, Query
 from sqlalchemy.engine import Connection
 
 from benchrunner.core.states import JobStatus
-from benchrunner.server.errors import bad_request
+from benchrunner.server.http.errors import bad_request
 from benchrunner.server.store import branches, job_reads, runners
 from benchrunner.server.store.job_reads import JobSort
 

@@ -12,8 +12,8 @@ from fastapi.responses import StreamingResponse
 from sqlalchemy.engine import Connection
 
 from benchrunner.core.log_paging import DEFAULT_LIMIT, MAX_LIMIT, MIN_LIMIT, OffsetError
-from benchrunner.server.errors import bad_request
-from benchrunner.server.job_logs import LogPage, follow, log_page
+from benchrunner.server.http.errors import bad_request
+from benchrunner.server.logs.job_logs import LogPage, follow, log_page
 from benchrunner.server.routes.deps import Ctx, MaybeUser
 from benchrunner.server.routes.jobs import job_in_project
 

@@ -11,11 +11,10 @@ from sqlalchemy.engine import Connection
 from benchrunner.core.states import FINISHED
 from benchrunner.core.templates import TemplateError
 from benchrunner.protocol import JsonJobOutput
-from benchrunner.server.backpressure import check_backlog
+from benchrunner.server.channel.lifecycle import Lifecycle
 from benchrunner.server.context import ServerContext
-from benchrunner.server.errors import bad_request, conflict, not_found
-from benchrunner.server.lifecycle import Lifecycle
-from benchrunner.server.outputs import OutputMissing, UnusableOutput, load_job_output
+from benchrunner.server.http.errors import bad_request, conflict, not_found
+from benchrunner.server.processing.outputs import OutputMissing, UnusableOutput, load_job_output
 from benchrunner.server.routes.deps import (
     Ctx,
     Life,
@@ -29,7 +28,8 @@ from benchrunner.server.store import accounts, job_reads, jobs, registry, reruns
 from benchrunner.server.store.accounts import ProjectRow, UserRow
 from benchrunner.server.store.job_reads import JobDetail
 from benchrunner.server.store.jobs import JobRow, Origin
-from benchrunner.server.views import full_report_view, job_view
+from benchrunner.server.submission.backpressure import check_backlog
+from benchrunner.server.views.resources import full_report_view, job_view
 
 router = APIRouter(tags=["jobs"])
 

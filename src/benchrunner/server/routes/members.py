@@ -12,13 +12,13 @@ from fastapi import APIRouter, Response
 from pydantic import Field
 from sqlalchemy.engine import Connection
 
-from benchrunner.server.errors import conflict, not_found
+from benchrunner.server.http.errors import conflict, not_found
 from benchrunner.server.routes.bodies import ApiBody
 from benchrunner.server.routes.deps import Ctx, Page, User, organization_access, paginate
 from benchrunner.server.routes.users import EMAIL_PATTERN
 from benchrunner.server.store import accounts
 from benchrunner.server.store.accounts import MemberRow, OrganizationRow
-from benchrunner.server.views import member_view
+from benchrunner.server.views.resources import member_view
 
 router = APIRouter(tags=["members"])
 

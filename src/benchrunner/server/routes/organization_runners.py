@@ -24,7 +24,7 @@ from benchrunner.server.routes.runners import (
     rotate_token_in,
     update_in,
 )
-from benchrunner.server.runner_admin import Scope
+from benchrunner.server.runners.admin import Scope
 from benchrunner.server.store.accounts import UserRow
 
 router = APIRouter(tags=["runners"])

@@ -10,7 +10,7 @@ from sqlalchemy.engine import Connection
 
 from benchrunner.core import slugs
 from benchrunner.core.tiers import Plan
-from benchrunner.server.errors import forbidden
+from benchrunner.server.http.errors import forbidden
 from benchrunner.server.routes.bodies import ApiBody
 from benchrunner.server.routes.deps import (
     Ctx,
@@ -22,7 +22,7 @@ from benchrunner.server.routes.deps import (
     project_access,
 )
 from benchrunner.server.store import accounts
-from benchrunner.server.views import organization_view, project_view
+from benchrunner.server.views.resources import organization_view, project_view
 
 router = APIRouter(tags=["organizations"])
 

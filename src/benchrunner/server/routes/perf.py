@@ -19,17 +19,23 @@ from fastapi import APIRouter, Depends, Query, Response
 from sqlalchemy.engine import Connection
 
 from benchrunner.server.context import ServerContext
-from benchrunner.server.errors import bad_request
-from benchrunner.server.perf.csv_export import perf_csv
-from benchrunner.server.perf.plot import perf_png
-from benchrunner.server.perf.series import Point, Series
+from benchrunner.server.http.errors import bad_request
 from benchrunner.server.routes.deps import Ctx, MaybeUser, project_access
 from benchrunner.server.routes.dimensions import in_project
 from benchrunner.server.store import accounts
 from benchrunner.server.store.accounts import UserRow
 from benchrunner.server.store.perf import MAX_SERIES, PerfQuery, perf_points
 from benchrunner.server.store.tables import benchmark, branch, measure, testbed
-from benchrunner.server.views import boundary_view, iso, model_view, named_view, project_view
+from benchrunner.server.views.perf.csv_export import perf_csv
+from benchrunner.server.views.perf.plot import perf_png
+from benchrunner.server.views.perf.series import Point, Series
+from benchrunner.server.views.resources import (
+    boundary_view,
+    iso,
+    model_view,
+    named_view,
+    project_view,
+)
 
 router = APIRouter(tags=["perf"])
 

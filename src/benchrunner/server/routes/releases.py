@@ -11,9 +11,9 @@ from fastapi import APIRouter, Form, Request, Response, UploadFile
 
 from benchrunner.core.releases import CHANNELS, UpdateChannel
 from benchrunner.core.tokens import bearer, is_runner_token
-from benchrunner.server import releases
-from benchrunner.server.errors import not_found, unauthorized
+from benchrunner.server.http.errors import not_found, unauthorized
 from benchrunner.server.routes.deps import Admin, Ctx
+from benchrunner.server.runners import releases
 from benchrunner.server.store import releases as release_store
 from benchrunner.server.store import runners
 

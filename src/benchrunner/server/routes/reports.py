@@ -8,10 +8,10 @@ from typing import Any
 from fastapi import APIRouter
 from sqlalchemy.engine import Connection
 
-from benchrunner.server.errors import not_found
+from benchrunner.server.http.errors import not_found
 from benchrunner.server.routes.deps import Ctx, MaybeUser, project_access
 from benchrunner.server.store import reports
-from benchrunner.server.views import full_report_view
+from benchrunner.server.views.resources import full_report_view
 
 router = APIRouter(tags=["reports"])
 

@@ -24,13 +24,11 @@ from benchrunner.core.templates import ArgValue, Template, TemplateError
 from benchrunner.core.versions import DEFAULT_MAX_VERSIONS
 from benchrunner.detection.models import Model
 from benchrunner.protocol import JsonDuet, JsonDuetSide, JsonJobConfig
-from benchrunner.server import idempotency
-from benchrunner.server.backpressure import check_backlog
+from benchrunner.server.channel.lifecycle import Lifecycle
 from benchrunner.server.context import ServerContext
-from benchrunner.server.errors import bad_request
-from benchrunner.server.evaluation import evaluate_report
-from benchrunner.server.lifecycle import Lifecycle
-from benchrunner.server.results import report_metrics
+from benchrunner.server.http.errors import bad_request
+from benchrunner.server.processing.evaluation import evaluate_report
+from benchrunner.server.processing.results import report_metrics
 from benchrunner.server.routes.deps import (
     Ctx,
     Life,
@@ -63,7 +61,9 @@ from benchrunner.server.store import idempotency as keys
 from benchrunner.server.store.accounts import ProjectRow, UserRow
 from benchrunner.server.store.jobs import Origin
 from benchrunner.server.store.tables import testbed
-from benchrunner.server.views import full_report_view, new_report_view
+from benchrunner.server.submission import idempotency
+from benchrunner.server.submission.backpressure import check_backlog
+from benchrunner.server.views.resources import full_report_view, new_report_view
 
 router = APIRouter(tags=["run"])
 

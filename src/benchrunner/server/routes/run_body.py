@@ -31,7 +31,7 @@ from benchrunner.core.image_refs import ImageRef
 from benchrunner.core.versions import is_git_hash
 from benchrunner.detection.models import Model
 from benchrunner.protocol import MAX_ITER, MAX_TIMEOUT
-from benchrunner.server.errors import bad_request
+from benchrunner.server.http.errors import bad_request
 from benchrunner.server.routes.bodies import ApiBody
 from benchrunner.server.routes.duet_body import DuetPlan, RunDuetOptions, RunDuetSide, duet_plan
 from benchrunner.server.routes.model_bodies import (

@@ -10,7 +10,7 @@ from fastapi import Request
 from sqlalchemy.engine import Connection
 
 from benchrunner.core.image_refs import ImageRef, ImageRefError, host_of_url, parse_image_ref
-from benchrunner.server.errors import bad_request
+from benchrunner.server.http.errors import bad_request
 from benchrunner.server.store import registry, runners
 from benchrunner.server.store.accounts import ProjectRow
 

@@ -23,15 +23,15 @@ from benchrunner.protocol import (
     JsonClaimedJob,
     parse_extensions_header,
 )
-from benchrunner.server.channel import ChannelHub
-from benchrunner.server.errors import ApiError, unauthorized
-from benchrunner.server.job_socket import JobSocketSession
-from benchrunner.server.lifecycle import Lifecycle
-from benchrunner.server.long_poll import claim_or_nothing
+from benchrunner.server.channel.job_socket import JobSocketSession
+from benchrunner.server.channel.lifecycle import Lifecycle
+from benchrunner.server.channel.long_poll import claim_or_nothing
+from benchrunner.server.channel.runner_channel import ChannelHub
+from benchrunner.server.channel.runner_session import authenticate
+from benchrunner.server.http.errors import ApiError, unauthorized
+from benchrunner.server.http.sliding_window import SlidingWindow
 from benchrunner.server.routes.bodies import ApiBody
 from benchrunner.server.routes.deps import Ctx, Life
-from benchrunner.server.runner_session import authenticate
-from benchrunner.server.sliding_window import SlidingWindow
 from benchrunner.server.store import jobs
 
 router = APIRouter(tags=["runner agent"])

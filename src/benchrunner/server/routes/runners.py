@@ -11,8 +11,7 @@ from sqlalchemy.engine import Connection
 
 from benchrunner.core.signatures import SignatureRefused, public_key, public_key_text
 from benchrunner.core.tokens import RunnerKeyFormat
-from benchrunner.server import runner_admin
-from benchrunner.server.errors import bad_request, not_found
+from benchrunner.server.http.errors import bad_request, not_found
 from benchrunner.server.routes.bodies import ApiBody, text_problem
 from benchrunner.server.routes.deps import (
     Admin,
@@ -21,16 +20,17 @@ from benchrunner.server.routes.deps import (
     Page,
     paginate,
 )
-from benchrunner.server.routes.specs import spec_or_404
-from benchrunner.server.runner_admin import (
+from benchrunner.server.runners import admin as runner_admin
+from benchrunner.server.runners.admin import (
     EVERY_RUNNER,
     RunnerChanges,
     Scope,
     runner_or_404,
+    spec_or_404,
     view_of,
 )
 from benchrunner.server.store import runners
-from benchrunner.server.views import spec_view
+from benchrunner.server.views.resources import spec_view
 
 router = APIRouter(tags=["runners"])
 

@@ -10,12 +10,12 @@ from fastapi import APIRouter, Request, Response
 from fastapi.responses import JSONResponse
 
 from benchrunner import __version__
+from benchrunner.server.channel.lifecycle import Lifecycle
 from benchrunner.server.context import ServerContext
-from benchrunner.server.lifecycle import Lifecycle
 from benchrunner.server.metrics import CONTENT_TYPE
 from benchrunner.server.routes.deps import Ctx, Life
+from benchrunner.server.scheduling.wakeups import PostgresWakeups
 from benchrunner.server.store.queue_stats import QueueStats, queue_stats
-from benchrunner.server.wakeups import PostgresWakeups
 
 router = APIRouter(tags=["server"])
 metrics_router = APIRouter()

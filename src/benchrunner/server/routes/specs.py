@@ -9,14 +9,15 @@ from pydantic import Field
 from sqlalchemy.engine import Connection
 
 from benchrunner.protocol import OperatingSystem, Sandbox
-from benchrunner.server.errors import conflict, not_found
+from benchrunner.server.http.errors import conflict
 from benchrunner.server.routes.bodies import ApiBody
 from benchrunner.server.routes.deps import Admin, Ctx, Page, paginate
-from benchrunner.server.routes.renames import identity_changes, slug_taken
+from benchrunner.server.runners.admin import spec_or_404
+from benchrunner.server.runners.renames import identity_changes, slug_taken
 from benchrunner.server.store import runners
 from benchrunner.server.store.runners import NewSpec
 from benchrunner.server.store.tables import spec as spec_table
-from benchrunner.server.views import spec_view
+from benchrunner.server.views.resources import spec_view
 
 router = APIRouter(tags=["specs"])
 
@@ -80,13 +81,6 @@ def noise_changes(body: SpecPatch) -> dict[str, Any]:
         if name in body.model_fields_set:
             values[name] = getattr(body, name)
     return values
-
-
-def spec_or_404(conn: Connection, ref: str) -> Any:
-    row = runners.spec_get(conn, ref)
-    if row is None:
-        raise not_found("spec", ref)
-    return row
 
 
 @router.post("/v0/specs", status_code=201)

@@ -14,12 +14,12 @@ from pydantic import Field
 from sqlalchemy.engine import Connection
 
 from benchrunner.core import passwords
-from benchrunner.server.errors import bad_request, conflict, not_found
+from benchrunner.server.http.errors import bad_request, conflict, not_found
 from benchrunner.server.routes.bodies import ApiBody
 from benchrunner.server.routes.deps import Admin, Ctx, Page, User, paginate
 from benchrunner.server.store import accounts
 from benchrunner.server.store.accounts import UserRow
-from benchrunner.server.views import token_view, user_view
+from benchrunner.server.views.resources import token_view, user_view
 
 router = APIRouter(tags=["users"])
 

@@ -134,8 +134,8 @@ def job_page(
 @dataclass(frozen=True)
 class JobPlace:
     """Where a job ran, in names: its report's branch and testbed and its runner's slug (if
-    claimed); and its report's noise verdict (JSON, ``server.noise``; None until processed or
-    without the guard)."""
+    claimed); and its report's noise verdict (JSON, ``server.processing.noise``; None until
+    processed or without the guard)."""
 
     branch: str
     testbed: str

@@ -33,8 +33,9 @@ MAX_SERIES = 256
 """Series (branches times testbeds times benchmarks times measures) one query may ask for."""
 
 NOISY_VERDICT = '"verdict":"noisy"'
-"""How a noisy report's stored noise JSON (``server.noise.NoiseVerdict.stored``, compact) says
-so: matched in SQL, so that a point's noisiness costs no JSON parse per point on either engine."""
+"""How a noisy report's stored noise JSON (``server.processing.noise.NoiseVerdict.stored``,
+compact) says so: matched in SQL, so that a point's noisiness costs no JSON parse per point on
+either engine."""
 _NOISY = sa.type_coerce(
     sa.case((report.c.noise.like(f"%{NOISY_VERDICT}%"), sa.true()), else_=sa.false()), sa.Boolean
 ).label("noisy")

@@ -374,7 +374,8 @@ def report_finish(
     error: str | None,
     noise: str | None = None,
 ) -> None:
-    """``noise``: the noise verdict's JSON (``server.noise``), None when the job had none."""
+    """``noise``: the noise verdict's JSON (``server.processing.noise``), None when the job had
+    none."""
     _FINISH_REPORT.run(
         conn,
         {

@@ -685,7 +685,7 @@ runner_release = sa.Table(
 )
 
 # What every replica on the database must agree on, one row each: the signing key
-# (``server.secret_key``) and the blob store's identity (``server.blob_store_identity``), set by
+# (``server.secret_key``) and the blob store's identity (``server.blobs.identity``), set by
 # the first server to start and read by the others, which share nothing else but the blob store.
 server_state = sa.Table(
     "server_state",
@@ -715,7 +715,8 @@ webhook = sa.Table(
 # The outbox: one row per event and webhook, written in the transaction that made the event, so
 # that a committed event is delivered (after a restart too) and a rolled back one never is.
 # ``status``: pending, delivered or failed (attempts or age exhausted); a pending row is due at
-# ``next_attempt``, which a claim moves past the delivery's timeout (``server.webhooks``).
+# ``next_attempt``, which a claim moves past the delivery's timeout
+# (``server.processing.webhooks``).
 webhook_delivery = sa.Table(
     "webhook_delivery",
     metadata,

@@ -2,9 +2,9 @@
 (docs/how-to/thresholds-alerts.md).
 
 A delivery is written by ``outbox_add`` in the transaction of the event it reports; the
-delivery worker (``server.webhooks``) claims the due ones (``deliveries_claim``: on PostgreSQL
-with ``FOR UPDATE SKIP LOCKED``, so replicas never claim the same row) and records each attempt
-(``attempt_record``)."""
+delivery worker (``server.processing.webhooks``) claims the due ones (``deliveries_claim``: on
+PostgreSQL with ``FOR UPDATE SKIP LOCKED``, so replicas never claim the same row) and records
+each attempt (``attempt_record``)."""
 
 from __future__ import annotations
 

@@ -27,13 +27,13 @@ from benchrunner.server.console.viewer import (
     visible_project,
     writable_project,
 )
-from benchrunner.server.errors import not_found
+from benchrunner.server.http.errors import not_found
+from benchrunner.server.processing.webhooks import set_alert_status, set_alert_verdict
 from benchrunner.server.routes.deps import MAX_PAGE, Ctx
 from benchrunner.server.routes.dimensions import report_in_project
 from benchrunner.server.store import alerts
 from benchrunner.server.store.accounts import ProjectRow
 from benchrunner.server.store.alerts import STATUSES, VERDICTS, AlertStatus, Verdict
-from benchrunner.server.webhooks import set_alert_status, set_alert_verdict
 
 router = APIRouter()
 

@@ -16,7 +16,7 @@ from benchrunner.server.console.csrf import CsrfChecked
 from benchrunner.server.console.pages.job_detail import JOB_PATH, detail_response
 from benchrunner.server.console.viewer import CurrentViewer, Viewer
 from benchrunner.server.context import ServerContext
-from benchrunner.server.errors import ApiError
+from benchrunner.server.http.errors import ApiError
 from benchrunner.server.routes.deps import Ctx, Life, origin_of
 from benchrunner.server.routes.jobs import cancel, submit_rerun
 

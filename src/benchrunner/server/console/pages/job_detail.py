@@ -19,7 +19,7 @@ from benchrunner.server.console.job_page import (
 )
 from benchrunner.server.console.templating import render
 from benchrunner.server.console.viewer import CurrentViewer, Viewer
-from benchrunner.server.job_logs import follow
+from benchrunner.server.logs.job_logs import follow
 from benchrunner.server.routes.deps import Ctx
 from benchrunner.server.routes.job_logs import Offset
 from benchrunner.server.routes.jobs import job_in_project

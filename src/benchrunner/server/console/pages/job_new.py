@@ -14,6 +14,7 @@ from starlette.datastructures import FormData
 
 from benchrunner.core.templates import Template, TemplateError
 from benchrunner.protocol import is_digest
+from benchrunner.server.channel.lifecycle import Lifecycle
 from benchrunner.server.console.csrf import CsrfChecked
 from benchrunner.server.console.job_form import (
     ARG_PREFIX,
@@ -34,8 +35,7 @@ from benchrunner.server.console.viewer import (
     writable_project,
 )
 from benchrunner.server.context import ServerContext
-from benchrunner.server.errors import ApiError, not_found
-from benchrunner.server.lifecycle import Lifecycle
+from benchrunner.server.http.errors import ApiError, not_found
 from benchrunner.server.routes.deps import Ctx, Life, origin_of
 from benchrunner.server.routes.run import submit_run
 from benchrunner.server.store import registry, runners

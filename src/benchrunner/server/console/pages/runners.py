@@ -1,7 +1,7 @@
 """Runners: state, last heartbeat, specs and job in flight, refreshed while the page is open;
 one runner's page with its latest jobs; for admins, create (the key shown once), rotate the
 key, pause, unpause and archive, through the same functions as the API
-(:mod:`benchrunner.server.runner_admin`)."""
+(:mod:`benchrunner.server.runners.admin`)."""
 
 from __future__ import annotations
 
@@ -12,15 +12,15 @@ from fastapi import APIRouter, Form, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from sqlalchemy.engine import Connection
 
-from benchrunner.server import runner_admin
 from benchrunner.server.console.csrf import CsrfChecked
 from benchrunner.server.console.permissions import require_admin
 from benchrunner.server.console.runner_lines import RunnerLine, runner_line, runner_lines
 from benchrunner.server.console.templating import render
 from benchrunner.server.console.viewer import CurrentViewer, Viewer
-from benchrunner.server.errors import ApiError
+from benchrunner.server.http.errors import ApiError
 from benchrunner.server.routes.deps import Ctx, Life
-from benchrunner.server.runner_admin import RunnerChanges, runner_or_404
+from benchrunner.server.runners import admin as runner_admin
+from benchrunner.server.runners.admin import RunnerChanges, runner_or_404
 from benchrunner.server.store import activity, runners
 from benchrunner.server.store.activity import JobSummary
 

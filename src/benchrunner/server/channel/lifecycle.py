@@ -1,0 +1,536 @@
+"""The job lifecycle as the runner protocols drive it: claim, running, heartbeat, terminal
+results, cancellation. Transport-agnostic: the channel calls it today; the per-job endpoints of
+docs/decisions/per-job-transport.md call the same methods.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import datetime as dt
+import logging
+from collections.abc import Coroutine
+from typing import Any
+
+from benchrunner.core.signatures import SignatureRefused
+from benchrunner.core.states import FINISHED, IN_FLIGHT, JobStatus
+from benchrunner.core.tiers import UNLIMITED_MIN_PRIORITY
+from benchrunner.core.timeouts import TimeoutVerdict, hard_timeout_exceeded
+from benchrunner.protocol import (
+    Ack,
+    Canceled,
+    Completed,
+    Error,
+    Failed,
+    JobAssigned,
+    JsonJobOutput,
+)
+from benchrunner.server.bisection.driver import BisectionDriver
+from benchrunner.server.channel.heartbeats import HeartbeatLedger, HeartbeatWriter, write_interval
+from benchrunner.server.context import ServerContext
+from benchrunner.server.logs.live_logs import LiveLogs
+from benchrunner.server.logs.transition_log import job_claimed, job_moved
+from benchrunner.server.processing.completion import (
+    Completion,
+    complete,
+    fail_with_output,
+    keep_late_output,
+)
+from benchrunner.server.processing.outputs import (
+    OutputMissing,
+    UnusableOutput,
+    belongs_in_row,
+    encode_output,
+    has_job_output,
+    load_job_output,
+    store_blob,
+)
+from benchrunner.server.processing.processor import Processor
+from benchrunner.server.processing.replays import compares_hashes, judge, on_record
+from benchrunner.server.processing.result_signatures import check_signed_result
+from benchrunner.server.processing.webhooks import WebhookDelivery
+from benchrunner.server.recovery.housekeeping import Housekeeping
+from benchrunner.server.recovery.leadership import (
+    AdvisoryLockLeadership,
+    Leadership,
+    SoleLeadership,
+)
+from benchrunner.server.recovery.sweeper import Sweeper
+from benchrunner.server.recovery.watchdog import SYSTEM, Watchdog
+from benchrunner.server.runners.pull_tokens import PullTokens
+from benchrunner.server.scheduling.dispatcher import Dispatcher
+from benchrunner.server.scheduling.hand_off import HandOffs
+from benchrunner.server.scheduling.wakeups import LocalWakeups, PostgresWakeups, Wakeups
+from benchrunner.server.store import claims, jobs, runners, transitions
+from benchrunner.server.store.runners import RunnerRow
+from benchrunner.server.store.signed_outputs import SignedOutput
+
+log = logging.getLogger("benchrunner.transitions")
+
+
+class ResendLater(Exception):
+    """A result that could not be applied now: the runner must keep it and resend it (an
+    ``error`` would make it drop the result)."""
+
+
+SPEC_CACHE_SECONDS = 5.0
+UNDELIVERED_STOP_TIMEOUT = 5.0
+"""Seconds a stop waits for the undelivered claims it caused to return to the queue."""
+
+
+class Lifecycle:
+    def __init__(self, ctx: ServerContext) -> None:
+        self.ctx = ctx
+        # Each committed processing batch may have given a bisection's duet its verdict.
+        self.processor = Processor(ctx, on_batch=lambda _ids: self.bisections.wake())
+        self.heartbeats = HeartbeatLedger(write_interval(ctx.settings))
+        self._heartbeat_writer = HeartbeatWriter(ctx, self.heartbeats)
+        self.live_logs = LiveLogs(ctx)
+        self._pull_tokens = PullTokens(
+            ctx.secret_key,
+            issuer=ctx.settings.base_url(),
+            ttl=dt.timedelta(seconds=ctx.settings.oci_token_ttl),
+        )
+        self.watchdog = Watchdog(
+            ctx,
+            on_finished=self.finished,
+            on_completed=self.processor.enqueue,
+            heartbeats=self.heartbeats,
+        )
+        self.dispatcher = Dispatcher(
+            self._claim,
+            on_abandoned=lambda claim: self.undelivered(claim.job),
+            safety_interval=ctx.settings.claim_poll_interval,
+        )
+        self.wakeups: Wakeups
+        leadership: Leadership
+        if ctx.db.sqlite:
+            self.wakeups, leadership = LocalWakeups(self.dispatcher), SoleLeadership()
+        else:
+            self.wakeups = PostgresWakeups(self.dispatcher, ctx.db.url)
+            leadership = AdvisoryLockLeadership(ctx.db.url)
+        self.hand_offs = HandOffs(ctx, self.dispatcher, self.wakeups)
+        self.sweeper = Sweeper(
+            ctx,
+            self.watchdog,
+            leadership,
+            ctx.settings.sweep_interval,
+            on_completed=self.processor.enqueue,
+        )
+        self.housekeeping = Housekeeping(ctx, leads=lambda: self.sweeper.leader)
+        self.webhooks = WebhookDelivery(ctx)
+        self.bisections = BisectionDriver(
+            ctx,
+            leads=lambda: self.sweeper.leader,
+            broadcast=self.wakeups.job_broadcast,
+            job_created=self.wakeups.job_created_here,
+            interval=ctx.settings.sweep_interval,
+        )
+        self._spec_cache: dict[int, tuple[float, frozenset[int]]] = {}
+        """Per connected runner; dropped when its channel ends (``runner_disconnected``)."""
+        self._undelivered: set[asyncio.Task[None]] = set()
+
+    async def start(self) -> None:
+        self.processor.start()
+        self.live_logs.start()
+        self._heartbeat_writer.start()
+        self.dispatcher.start()
+        await self.wakeups.start()
+        await self.watchdog.recover_at_startup()
+        self.sweeper.start()
+        self.housekeeping.start()
+        self.webhooks.start()
+        self.bisections.start()
+
+    async def stop_claiming(self) -> None:
+        """Claim no more jobs (the server is shutting down); a claim under way finishes."""
+        await self.dispatcher.stop()
+
+    async def stop(self) -> None:
+        # Claims first: one under way for a channel the shutdown closed ends in ``undelivered``,
+        # and those jobs are back in the queue before the process goes.
+        await self.stop_claiming()
+        if self._undelivered:
+            await asyncio.wait(set(self._undelivered), timeout=UNDELIVERED_STOP_TIMEOUT)
+        await self.bisections.stop()
+        await self.webhooks.stop()
+        await self.housekeeping.stop()
+        await self.sweeper.stop()
+        self.watchdog.stop()
+        await self.wakeups.stop()
+        await self.live_logs.stop()
+        await self._heartbeat_writer.stop()
+        await self.processor.stop()
+
+    # ------------------------------------------------------------ hooks
+
+    def finished(self, job: jobs.JobRow) -> None:
+        """A job left flight: stop its timer, free capacity if its tier is limited, and let
+        the bisections look (it may be one of their duets)."""
+        self.watchdog.forget(job.id)
+        self.bisections.wake()
+        self.heartbeats.forget(job.id)
+        if job.priority < UNLIMITED_MIN_PRIORITY:
+            self.wakeups.capacity_freed()
+
+    def runner_disconnected(self, runner_id: int) -> None:
+        """The runner has no channel left on this server: drop what was kept for it."""
+        self._spec_cache.pop(runner_id, None)
+
+    def undelivered(self, job: jobs.JobRow) -> None:
+        """A job was claimed for a channel that ended (or was superseded) before the job was
+        sent: no runner has it, so it goes back to the queue now, for any runner on any replica,
+        instead of failing after the heartbeat timeout (a replica shutting down ends every
+        channel at once, while claims for them may still be committing)."""
+        self._track(self._return_undelivered(job), f"undelivered-{job.id}")
+
+    def _track(self, work: Coroutine[Any, Any, None], name: str) -> None:
+        """Run ``work`` now; a stop waits for it (``UNDELIVERED_STOP_TIMEOUT``)."""
+        task = asyncio.create_task(work, name=name)
+        self._undelivered.add(task)
+        task.add_done_callback(self._undelivered.discard)
+
+    async def _fail_unassignable(self, job: jobs.JobRow, error: Exception) -> None:
+        reason = f"the server could not prepare the job for its runner: {error}"[:2000]
+        try:
+            now = self.ctx.clock.now()
+            if await self.ctx.db.write(transitions.job_mark_failed, job.id, now, SYSTEM, reason):
+                job_moved(self.ctx, job, JobStatus.FAILED, now, reason=reason)
+                self.finished(job)
+        except Exception:
+            log.exception("failing job %s failed; its timeout takes over", job.uuid)
+            self.watchdog.watch(job.id)
+
+    async def _return_undelivered(self, job: jobs.JobRow) -> None:
+        reason = "undelivered: the runner's channel closed before the claimed job was sent"
+        try:
+            now = self.ctx.clock.now()
+            broadcast = self.wakeups.job_broadcast(job.spec_id)
+            if await self.ctx.db.write(
+                transitions.job_return_unclaimed, job.id, now, reason, broadcast
+            ):
+                job_moved(self.ctx, job, JobStatus.PENDING, now, reason=reason)
+                self.finished(job)
+                self.wakeups.job_created_here(job.spec_id)
+        except Exception:
+            log.exception("returning undelivered job %s failed; its timeout takes over", job.uuid)
+            self.watchdog.watch(job.id)
+
+    def detach(self, job_id: int) -> None:
+        """The connection holding this job is gone: the disconnect timeout takes over.
+
+        An armed timer is kept: it re-reads ``last_heartbeat`` when it fires, so a runner that
+        reconnects and heartbeats keeps its job, and one that only reconnects does not.
+        """
+        self.watchdog.watch(job_id)
+
+    # ------------------------------------------------------------ claim
+
+    async def _claim(
+        self, runner_id: int, runner_slug: str, nonce: str, templates: bool
+    ) -> claims.Claim | None:
+        now = self.ctx.clock.now()
+        claim = await self.ctx.db.write(
+            claims.job_claim, runner_id, nonce, now, runner_slug, templates
+        )
+        if claim is not None:
+            job_claimed(self.ctx, claim.job, runner_slug)
+        return claim
+
+    async def wait_for_job(
+        self, runner: RunnerRow, poll_timeout: float, *, templates: bool = True
+    ) -> tuple[jobs.JobRow, JobAssigned] | None:
+        """The job claimed for ``runner`` within ``poll_timeout`` seconds, and its message; a
+        template job only if ``templates`` (the runner announced that it runs them)."""
+        spec_ids = await self._spec_ids(runner.id)
+        claim = await self.dispatcher.wait_for_job(
+            runner.id,
+            runner.slug,
+            spec_ids,
+            runner.organization_id,
+            poll_timeout,
+            templates=templates,
+        )
+        if claim is None:
+            return None
+        try:
+            return claim.job, self.assignment(runner, claim)
+        except Exception as exc:
+            # Not back to the queue: it would come straight back here, ahead of every other job.
+            self._track(self._fail_unassignable(claim.job, exc), f"unassignable-{claim.job.id}")
+            raise
+
+    async def _spec_ids(self, runner_id: int) -> frozenset[int]:
+        """A runner's specs, re-read at most every few seconds: they only steer wake-ups (the
+        claim query itself always reads the live association)."""
+        now = self.ctx.monotonic.monotonic()
+        cached = self._spec_cache.get(runner_id)
+        if cached is not None and cached[0] > now:
+            return cached[1]
+        spec_ids = await self.ctx.db.read(runners.runner_spec_ids, runner_id)
+        self._spec_cache[runner_id] = (now + SPEC_CACHE_SECONDS, spec_ids)
+        return spec_ids
+
+    def assignment(self, runner: RunnerRow, claim: claims.Claim) -> JobAssigned:
+        job = claim.job
+        now = self.ctx.clock.now()
+        token = self._pull_tokens.for_job(runner.uuid, job.project_uuid, now)
+        return JobAssigned(
+            uuid=job.uuid,
+            spec=runners.spec_json(claim.spec),
+            config=job.config,
+            oci_token=token,
+            timeout=job.timeout,
+            created=job.created,
+            nonce=job.nonce or "",
+        )
+
+    # ------------------------------------------------------------ running and heartbeats
+
+    async def running(
+        self, runner: RunnerRow, job: jobs.JobRow
+    ) -> tuple[JobStatus | None, jobs.JobRow]:
+        """The job's status after the runner's ``running`` (None: not this runner's job), and
+        ``job`` with that status and ``started`` exactly as stored, which its report's times
+        are later taken from (``completion``)."""
+        now = self.ctx.clock.now()
+        self.heartbeats.forget(job.id)  # ``started`` may be set now: the next heartbeat reads it
+        done = await self.ctx.db.write_each(
+            transitions.job_mark_running, job.id, runner.id, now, runner.slug
+        )
+        if done is None:
+            return None, job
+        job = dataclasses.replace(job, status=done.status, started=done.started)
+        if done.moved:
+            job_moved(
+                self.ctx, job, JobStatus.RUNNING, now, source=JobStatus.CLAIMED, runner=runner.slug
+            )
+        elif done.status == JobStatus.RUNNING and hard_timeout_exceeded(
+            job.started, job.timeout, self.ctx.job_timeout_grace, now
+        ):  # a resent `running` refreshes liveness, never the hard timeout
+            await self.watchdog.enforce(job, TimeoutVerdict.RAN_TOO_LONG)
+            return JobStatus.CANCELED, dataclasses.replace(job, status=JobStatus.CANCELED)
+        return done.status, job
+
+    async def heartbeat(self, runner: RunnerRow, job: jobs.JobRow) -> bool:
+        """Refresh liveness. True means: answer ``cancel`` (the job was canceled, or ran past its
+        hard timeout and is canceled now).
+
+        A running job's first heartbeat is written; the later ones are answered from what that
+        write returned and stored for all jobs together, once per write interval
+        (``heartbeats`` says why that keeps every timeout and cancel exact)."""
+        now = self.ctx.clock.now()
+        liveness = self.heartbeats.recent(job.id, now)
+        if liveness is None:
+            try:
+                liveness = await self.ctx.db.write_each(
+                    transitions.job_touch, job.id, now, runner.id
+                )
+            except BaseException:
+                self.heartbeats.forget(job.id)
+                raise
+            if liveness is None or liveness.status not in IN_FLIGHT:
+                self.heartbeats.forget(job.id)
+                return True
+            self.heartbeats.written(job.id, now, liveness, runner.id)
+        if hard_timeout_exceeded(
+            liveness.started, liveness.timeout, self.ctx.job_timeout_grace, now
+        ):
+            await self.watchdog.enforce(job, TimeoutVerdict.RAN_TOO_LONG)
+            return True
+        return False
+
+    # ------------------------------------------------------------ terminal results
+
+    async def deliver(
+        self,
+        runner: RunnerRow,
+        message: Completed | Failed | Canceled,
+        known: jobs.JobRow | None = None,
+    ) -> Ack | Error:
+        """Apply a terminal message; resends are answered with ``ack`` and change nothing.
+        An ``ack`` is returned only once what it acknowledges is on disk. From a runner with a
+        public key, a message whose signature, nonce or output hash does not hold is answered
+        with ``error`` and changes nothing.
+
+        ``known`` is the caller's latest view of the job, saving a read; a stale status is
+        harmless because every transition is a compare-and-set that re-reads on a miss.
+        """
+        job = known if known is not None and known.uuid == message.job else None
+        if job is None:
+            job = await self.ctx.db.read(jobs.job_get_by_uuid, message.job)
+        if job is None or job.runner_id != runner.id:
+            return Error(message=f"job {message.job} is not claimed by this runner")
+        try:
+            signed = check_signed_result(runner, job, message)
+        except SignatureRefused as exc:
+            return Error(message=f"result of job {job.uuid} refused: {exc}")
+        reply: Ack | Error
+        if isinstance(message, Completed):
+            reply = await self._completed(runner, job, message, signed)
+        elif isinstance(message, Failed):
+            reply = await self._failed(runner, job, message, signed)
+        else:
+            reply = await self._canceled(runner, job, message, signed)
+        if isinstance(reply, Ack):
+            # The runner deletes its spooled result on `ack`: the status change behind it
+            # must survive a power cut first (the output blob is synced when stored).
+            await self.ctx.db.durable()
+        return reply
+
+    async def _blob_unless_small(self, job: jobs.JobRow, data: bytes) -> bytes | None:
+        """``data`` when it belongs in a row (written with the status change); otherwise it is
+        written to the blob store here, synced, before the status change, and None."""
+        if belongs_in_row(data):
+            return data
+        await asyncio.to_thread(store_blob, self.ctx.blobs, job, data)
+        return None
+
+    async def _judge_finished(
+        self, job: jobs.JobRow, message: Completed | Failed | Canceled, signed: SignedOutput | None
+    ) -> Ack | Error | None:
+        """The reply to a terminal message for a job that has left flight (``replays``), or
+        None when it is a late result to apply."""
+        output: JsonJobOutput | None = None
+        unreadable = False
+        if job.status != JobStatus.CANCELED and not compares_hashes(job, message, signed):
+            try:
+                output = await load_job_output(self.ctx, job)
+            except OutputMissing:
+                pass
+            except UnusableOutput:
+                unreadable = True  # processing gave that job its error already
+        by_runner = job.status == JobStatus.CANCELED and await self.ctx.db.read(
+            transitions.job_canceled_by_runner, job.id
+        )
+        record = on_record(job, output, unreadable=unreadable, canceled_by_runner=by_runner)
+        return judge(job, record, message, signed)
+
+    async def _completed(
+        self,
+        runner: RunnerRow,
+        job: jobs.JobRow,
+        message: Completed,
+        signed: SignedOutput | None,
+    ) -> Ack | Error:
+        ack = Ack(job=job.uuid)
+        stored = False
+        row_output: bytes | None = None
+        if job.status == JobStatus.CLAIMED:
+            # The runner's `running` was lost with a connection; its result is still real.
+            _, job = await self.running(runner, job)
+        data = encode_output(JsonJobOutput(results=message.results, noise=message.noise))
+        for _attempt in range(3):
+            if job.status != JobStatus.RUNNING:
+                if job.status not in FINISHED:
+                    return Error(
+                        message=f"job {job.uuid} is {job.status.wire}: "
+                        "send running before completed"
+                    )
+                reply = await self._judge_finished(job, message, signed)
+                if reply is not None:
+                    return reply
+            # Running, or failed by the server: a late result replaces the failure.
+            if not stored:  # durable before the transition, so an ack means it is safe
+                row_output = await self._blob_unless_small(job, data)
+                stored = True
+            now = self.ctx.clock.now()
+            done = await self._complete(job, runner, now, row_output, signed)
+            if done.completed:
+                job_moved(self.ctx, job, JobStatus.COMPLETED, now, runner=runner.slug)
+                self.finished(job)
+                if done.processed and done.row is not None:
+                    job_moved(
+                        self.ctx,
+                        done.row,
+                        JobStatus.PROCESSED,
+                        now,
+                        source=JobStatus.COMPLETED,
+                        reason=done.error,
+                    )
+                else:
+                    self.processor.enqueue(job.id)
+                return ack
+            reread = await self.ctx.db.read(jobs.job_get, job.id)
+            if reread is None:
+                break
+            job = reread
+        raise ResendLater(f"job {job.uuid} changed concurrently three times")
+
+    async def _complete(
+        self,
+        job: jobs.JobRow,
+        runner: RunnerRow,
+        now: dt.datetime,
+        row_output: bytes | None,
+        signed: SignedOutput | None,
+    ) -> Completion:
+        late = job.status == JobStatus.FAILED
+        args = (job, now, runner.slug, late, row_output)
+        try:
+            return await self.ctx.db.write(complete, *args, True, signed)
+        except Exception:  # rolled back whole: complete it alone, the processor retries the rest
+            log.exception(
+                "processing job %s with its result failed; it is processed later", job.uuid
+            )
+            return await self.ctx.db.write(complete, *args, False, signed)
+
+    async def _failed(
+        self, runner: RunnerRow, job: jobs.JobRow, message: Failed, signed: SignedOutput | None
+    ) -> Ack | Error:
+        data = encode_output(
+            JsonJobOutput(results=message.results, error=message.error, noise=message.noise)
+        )
+        if job.status in IN_FLIGHT:
+            row_output = await self._blob_unless_small(job, data)
+            now = self.ctx.clock.now()
+            reason = f"runner reported failure: {message.error}"[:2000]
+            if await self.ctx.db.write(
+                fail_with_output, job.id, now, runner.slug, reason, row_output, signed
+            ):
+                job_moved(self.ctx, job, JobStatus.FAILED, now, runner=runner.slug, reason=reason)
+                self.finished(job)
+            return Ack(job=job.uuid)
+        reply = await self._judge_finished(job, message, signed)
+        if reply is not None:
+            return reply
+        # Failed by the server: the runner's failure adds its output, unless one is stored.
+        if not await has_job_output(self.ctx, job):
+            row_output = await self._blob_unless_small(job, data)
+            if row_output is not None or signed is not None:
+                await self.ctx.db.write(keep_late_output, job.id, row_output, signed)
+        return Ack(job=job.uuid)
+
+    async def _canceled(
+        self, runner: RunnerRow, job: jobs.JobRow, message: Canceled, signed: SignedOutput | None
+    ) -> Ack | Error:
+        if job.status not in IN_FLIGHT:
+            return await self._judge_finished(job, message, signed) or Ack(job=job.uuid)
+        now = self.ctx.clock.now()
+        if await self.ctx.db.write(
+            transitions.job_mark_canceled, job.id, now, runner.slug, "runner canceled the job"
+        ):
+            job_moved(self.ctx, job, JobStatus.CANCELED, now, runner=runner.slug)
+            self.finished(job)
+        return Ack(job=job.uuid)
+
+    # ------------------------------------------------------------ users
+
+    async def cancel(self, job: jobs.JobRow, actor: str) -> bool:
+        """A user cancels a pending, claimed or running job. Its runner is told in the reply to
+        its next heartbeat (or ``running``), as the published protocol has it: replies stay in
+        the order of the runner's messages, so the runner can match each to what it sent."""
+        now = self.ctx.clock.now()
+        moved = await self.ctx.db.write(transitions.job_cancel_by_user, job.id, now, actor)
+        if moved:
+            job_moved(self.ctx, job, JobStatus.CANCELED, now, reason=f"canceled by {actor}")
+            self.finished(job)
+        return bool(moved)
+
+    async def runner_abandoned(self, runner: RunnerRow, job: jobs.JobRow) -> None:
+        """The runner asked for new work while this job was in flight: it has lost the job."""
+        now = self.ctx.clock.now()
+        reason = "runner_lost_job: the runner asked for a new job while this one was in flight"
+        if await self.ctx.db.write(transitions.job_mark_failed, job.id, now, runner.slug, reason):
+            job_moved(self.ctx, job, JobStatus.FAILED, now, runner=runner.slug, reason=reason)
+            self.finished(job)

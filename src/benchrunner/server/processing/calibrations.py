@@ -1,0 +1,153 @@
+"""Calibrations (docs/how-to/thresholds-alerts.md): what a calibration's runs say of each
+benchmark's noise, the threshold proposed for it, whether the spec has drifted since, and the
+proposal applied as per-benchmark thresholds on the target branch and testbed."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+from sqlalchemy.engine import Connection
+
+from benchrunner.core.states import JobStatus
+from benchrunner.detection import calibration as statistic
+from benchrunner.detection.models import Model, TestKind, validate
+from benchrunner.server.processing.noise import noise_view, stored_verdict
+from benchrunner.server.store import calibrations, thresholds
+from benchrunner.server.views.resources import iso
+
+FINISHED = (JobStatus.PROCESSED, JobStatus.FAILED, JobStatus.CANCELED)
+
+
+def proposed_model(proposal: statistic.Proposal) -> Model:
+    return validate(
+        Model(
+            test=TestKind.T_TEST,
+            lower_boundary=proposal.boundary,
+            upper_boundary=proposal.boundary,
+            max_sample_size=statistic.PROPOSED_MAX_SAMPLE_SIZE,
+        )
+    )
+
+
+def _state(runs: list[calibrations.RunState], wanted: int) -> tuple[str, int, int]:
+    """(state, processed runs, failed runs): ``running`` while a run is not finished, then
+    ``done`` with at least ``MIN_RUNS`` processed, else ``failed``."""
+    processed = sum(r.status is JobStatus.PROCESSED for r in runs)
+    failed = sum(r.status in (JobStatus.FAILED, JobStatus.CANCELED) for r in runs)
+    if len(runs) < wanted or any(r.status not in FINISHED for r in runs):
+        return "running", processed, failed
+    return ("done" if processed >= statistic.MIN_RUNS else "failed"), processed, failed
+
+
+def stale_reason(conn: Connection, row: Any, runs: list[calibrations.RunState]) -> str | None:
+    """Why the calibration no longer describes its spec: a later job on the spec whose noise
+    guard saw the machine's speed drift beyond the drift limit. None while it holds."""
+    if not runs:
+        return None
+    since = max(r.created for r in runs)
+    for stored in calibrations.spec_noise_since(conn, row.spec_id, since):
+        verdict = stored_verdict(noise_view(stored))
+        drift = None if verdict is None else verdict.noise.drift
+        if verdict is not None and drift is not None and abs(drift) > verdict.drift_limit:
+            return (
+                f"a later job on spec {row.spec_slug} drifted {drift * 100:+.1f}% "
+                f"(limit {verdict.drift_limit * 100:g}%): calibrate again"
+            )
+    return None
+
+
+def public(view: dict[str, Any]) -> dict[str, Any]:
+    """The view as the API shows it: without the database ids ``apply`` uses."""
+    return {
+        **view,
+        "benchmarks": [
+            {k: v for k, v in entry.items() if k != "ids"} for entry in view["benchmarks"]
+        ],
+    }
+
+
+def calibration_view(conn: Connection, row: Any) -> dict[str, Any]:
+    runs = calibrations.calibration_runs(conn, row.id)
+    state, processed, failed = _state(runs, row.runs)
+    found = []
+    if state == "done":
+        for series in calibrations.calibration_values(conn, row.id):
+            ids = {"benchmark_id": series.benchmark_id, "measure_id": series.measure_id}
+            proposal = statistic.propose(series.values, row.false_alarm_rate)
+            entry: dict[str, Any] = {
+                "benchmark": series.benchmark,
+                "measure": series.measure_slug,
+                "units": series.units,
+                "runs": len(series.values),
+                "ids": ids,
+            }
+            if proposal is None:
+                entry["proposal"] = None
+                entry["why"] = f"fewer than {statistic.MIN_RUNS} runs gave a value, or a mean of 0"
+            else:
+                model = proposed_model(proposal)
+                entry.update(
+                    mean=proposal.mean,
+                    sd=proposal.sd,
+                    cv=proposal.cv,
+                    detectable_change=proposal.detectable_change,
+                    proposal={
+                        "test": model.test.value,
+                        "lower_boundary": model.lower_boundary,
+                        "upper_boundary": model.upper_boundary,
+                        "max_sample_size": model.max_sample_size,
+                    },
+                )
+            found.append(entry)
+    return {
+        "uuid": str(row.uuid),
+        "spec": row.spec_slug,
+        "branch": row.branch_name,
+        "target": {"branch": row.target_branch_name, "testbed": row.testbed_name},
+        "runs": row.runs,
+        "false_alarm_rate": row.false_alarm_rate,
+        "power": statistic.POWER,
+        "state": state,
+        "processed": processed,
+        "failed": failed,
+        "jobs": [
+            {
+                "report": r.report_uuid,
+                "job": r.job_uuid,
+                "status": None if r.status is None else r.status.name.lower(),
+            }
+            for r in runs
+        ],
+        "stale": stale_reason(conn, row, runs),
+        "benchmarks": found,
+        "created": iso(row.created),
+        "applied": iso(row.applied),
+    }
+
+
+def apply(conn: Connection, row: Any, view: dict[str, Any], now: dt.datetime) -> list[str]:
+    """The proposal made the per-benchmark thresholds of the target branch and testbed (each
+    one's earlier model kept in its history); the thresholds' UUIDs."""
+    applied = []
+    for entry in view["benchmarks"]:
+        if entry["proposal"] is None:
+            continue
+        key = thresholds.SeriesKey(
+            branch_id=row.target_branch_id,
+            testbed_id=row.testbed_id,
+            measure_id=entry["ids"]["measure_id"],
+            benchmark_id=entry["ids"]["benchmark_id"],
+        )
+        model = validate(
+            Model(
+                test=TestKind.T_TEST,
+                lower_boundary=entry["proposal"]["lower_boundary"],
+                upper_boundary=entry["proposal"]["upper_boundary"],
+                max_sample_size=entry["proposal"]["max_sample_size"],
+            )
+        )
+        threshold_id, _ = thresholds.threshold_put(conn, row.project_id, key, model, now)
+        applied.append(str(thresholds.threshold_by_id(conn, threshold_id).uuid))
+    calibrations.calibration_applied(conn, row.id, now)
+    return applied

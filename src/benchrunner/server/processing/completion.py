@@ -1,0 +1,128 @@
+"""The write behind a runner's ``completed``: one transaction for the move to ``completed``,
+the output when it is small enough for a row, and, when it is small enough to parse at once,
+its processing too (metrics, report, thresholds judged, ``processed``).
+
+Doing it all at once spares a small job the blob file and its two flushes, and the
+processor's own reads and transaction; its ``ack`` then also means that the job's metrics are
+stored. A larger output is written to the blob store before the transaction and processed in
+the background (``processing``), as is any job whose processing here fails: the caller then
+writes the completion again without it (no savepoint: two fewer round trips on PostgreSQL for
+every job, for a failure that should not happen).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+from dataclasses import dataclass
+
+from sqlalchemy.engine import Connection
+
+from benchrunner.core.states import JobStatus
+from benchrunner.server.processing.processor import (
+    INLINE_PARSE_BYTES,
+    measure_job,
+    measured_with_noise,
+    record_processed,
+)
+from benchrunner.server.store import job_outputs, jobs, reports, transitions
+from benchrunner.server.store.signed_outputs import (
+    SignedOutput,
+    signed_columns,
+    signed_output_put,
+)
+
+
+@dataclass(frozen=True)
+class Completion:
+    completed: bool
+    """The job moved to ``completed`` (False: it had left ``running``/``failed`` meanwhile)."""
+    processed: bool = False
+    """... and on to ``processed`` in the same transaction."""
+    error: str | None = None
+    """Why the output gave no metrics, when processed."""
+    row: jobs.JobRow | None = None
+    """The job as it was completed, when processed."""
+
+
+def complete(
+    conn: Connection,
+    job: jobs.JobRow,
+    now: dt.datetime,
+    actor: str,
+    late: bool,
+    row_output: bytes | None,
+    process: bool,
+    signed: SignedOutput | None = None,
+) -> Completion:
+    """Move ``job`` to ``completed``, keep ``row_output`` (None: its output is a blob) and the
+    runner's ``signed`` over it, and with ``process`` also process it from that output."""
+    # A late result replaces the failure's signature too (with none, when it is unsigned).
+    resigned = signed is not None or late
+    also = signed_columns(signed) if resigned else None
+    if not transitions.job_mark_completed(conn, job.id, now, actor, late, also):
+        return Completion(completed=False)
+    if row_output is None:
+        return Completion(completed=True)
+    job_outputs.output_put(conn, job.id, row_output)
+    if not process or len(row_output) > INLINE_PARSE_BYTES:
+        return Completion(completed=True)
+    completed = _as_completed(conn, job, now, signed if resigned else job.signed)
+    if completed is None:
+        return Completion(completed=True)
+    parsing = reports.report_parsing(conn, job.report_id)
+    item = measured_with_noise(
+        completed,
+        *measure_job(
+            completed.config.duet, parsing.adapter, parsing.average, parsing.fold, row_output
+        ),
+        parsing,
+    )
+    processed = record_processed(
+        conn, completed, item.values, item.error, now, item.noise, item.duet
+    )
+    return Completion(completed=True, processed=processed, error=item.error, row=completed)
+
+
+def _as_completed(
+    conn: Connection, job: jobs.JobRow, now: dt.datetime, signed: SignedOutput | None
+) -> jobs.JobRow | None:
+    """The job as its move to ``completed`` at ``now`` left it, its times exactly as stored
+    (its report's are taken from them). Only ``started`` may be unknown to the caller's copy
+    (a job it saw before it ran); once set it never changes, so a copy that has it needs no
+    read."""
+    if job.started is None:
+        return jobs.job_get(conn, job.id)
+    return dataclasses.replace(
+        job, status=JobStatus.COMPLETED, completed=now, modified=now, signed=signed
+    )
+
+
+def fail_with_output(
+    conn: Connection,
+    job_id: int,
+    now: dt.datetime,
+    actor: str,
+    reason: str,
+    row_output: bytes | None,
+    signed: SignedOutput | None = None,
+) -> bool:
+    """Move the job to ``failed`` and keep ``row_output`` (None: its output is a blob) and the
+    runner's ``signed`` over it."""
+    also = None if signed is None else signed_columns(signed)
+    if not transitions.job_mark_failed(conn, job_id, now, actor, reason, also=also):
+        return False
+    if row_output is not None:
+        job_outputs.output_put(conn, job_id, row_output)
+    return True
+
+
+def keep_late_output(
+    conn: Connection, job_id: int, row_output: bytes | None, signed: SignedOutput | None
+) -> None:
+    """Keep the output (None: it is a blob, stored already) and its signature of a job that has
+    already left flight, or is leaving it in this transaction."""
+    if row_output is not None:
+        job_outputs.output_put(conn, job_id, row_output)
+    if signed is not None:
+        signed_output_put(conn, job_id, signed)

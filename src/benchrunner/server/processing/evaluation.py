@@ -1,0 +1,233 @@
+"""A report's metrics judged against their thresholds (docs/decisions/processing.md): boundaries and
+alerts.
+
+Runs in the transaction that stored the metrics: in the request for a direct run (so the
+answer carries the alerts), in processing for a runner job — never in the channel.
+
+For each metric: the threshold is the benchmark's override if it has one, else the measure's;
+ignored benchmarks are never judged. The history (``store.history``) is cut to the model's
+window before the report's start time, to its sample size, and to the latest baseline reset.
+
+- A limit test draws limits from the history, and every judged metric gets a boundary, as in
+  Bencher v0.6.12: too few values draw none, and the boundary is then stored with a null
+  baseline and null limits (no alert). A value strictly outside a drawn limit raises an alert
+  on that side. A metric whose result was named with an ignore suffix
+  (``reports.without_ignore_suffix``) gets its boundary all the same but never alerts.
+- ``change_point`` looks for steps in the history followed by the new value. A step is one
+  alert, on the metric where the series changed, raised once: a step near one already alerted
+  (closer to it than to any other step found) is the same step seen again.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from benchrunner.detection.models import DEFAULT_MAX_PVALUE, DEFAULT_MIN_MAGNITUDE, TestKind
+from benchrunner.server.processing.webhooks import emit_alert_event
+from benchrunner.server.store import alerts, history, reports, thresholds
+from benchrunner.server.store.history import Point
+from benchrunner.server.store.tables import benchmark
+
+if TYPE_CHECKING:
+    from benchrunner.detection.change_point import ChangePoint
+
+# The statistics (SciPy) are imported where a threshold is judged, not here: importing them
+# costs about 1.5 s, which every server start (and every test that starts one) would pay.
+
+
+@dataclass(frozen=True)
+class _Judged:
+    """One threshold's metrics of the report."""
+
+    threshold: Any
+    metrics: list[reports.StoredMetric]
+
+
+_IGNORED = sa.select(benchmark.c.id).where(
+    benchmark.c.id.in_(sa.bindparam("ids", expanding=True)), benchmark.c.ignored.is_(True)
+)
+
+
+def _ignored(conn: Connection, benchmark_ids: set[int]) -> set[int]:
+    if not benchmark_ids:
+        return set()
+    return set(conn.execute(_IGNORED, {"ids": sorted(benchmark_ids)}).scalars())
+
+
+def _group(
+    found: list[Any], metrics: Sequence[reports.StoredMetric], ignored: set[int]
+) -> list[_Judged]:
+    wide = {t.measure_id: t for t in found if t.benchmark_id is None}
+    override = {(t.measure_id, t.benchmark_id): t for t in found if t.benchmark_id is not None}
+    groups: dict[int, _Judged] = {}
+    for m in metrics:
+        if m.benchmark_id in ignored:
+            continue
+        chosen = override.get((m.measure_id, m.benchmark_id)) or wide.get(m.measure_id)
+        if chosen is not None:
+            groups.setdefault(chosen.threshold_id, _Judged(chosen, [])).metrics.append(m)
+    return list(groups.values())
+
+
+def evaluate_report(
+    conn: Connection,
+    report_id: int,
+    metrics: Sequence[reports.StoredMetric],
+    now: dt.datetime,
+    *,
+    noisy: bool = False,
+    found: list[Any] | None = None,
+) -> int:
+    """Judge the report's newly stored metrics; returns how many alerts were raised (each
+    queued for the project's webhooks, ``server.processing.webhooks``, in this transaction). On
+    a ``noisy`` report (``server.processing.noise``) the boundaries are drawn and stored all the
+    same, but only thresholds with ``alert_when_noisy`` raise alerts. ``found``: the metrics'
+    ``thresholds_to_judge``, when the caller has read them already."""
+    if found is None:
+        found = thresholds_to_judge(conn, report_id, metrics)
+    if not found:
+        return 0
+    row = reports.report_row(conn, report_id)
+    scope = history.scope_of(row)
+    ignored = _ignored(conn, {m.benchmark_id for m in metrics})
+    raised: list[int] = []
+    cutoffs: dict[int, dt.datetime | None] = {}
+    for judged in _group(found, metrics, ignored):
+        t = judged.threshold
+        alerting = not noisy or bool(t.alert_when_noisy)
+        if t.measure_id not in cutoffs:
+            cutoffs[t.measure_id] = history.reset_cutoff(conn, scope, t.measure_id)
+        since = history_since(row.start_time, t.window_seconds, cutoffs[t.measure_id])
+        series = history.series_history(
+            conn,
+            scope,
+            t.measure_id,
+            sorted({m.benchmark_id for m in judged.metrics}),
+            since=since,
+            max_samples=t.max_sample_size,
+        )
+        if thresholds.model_of(t).test is not TestKind.CHANGE_POINT:
+            raised += _judge_limits(conn, t, report_id, judged.metrics, series, now, alerting)
+            continue
+        for m in judged.metrics:
+            past = series.get(m.benchmark_id, [])
+            raised += _judge_changes(conn, t, report_id, m, past, now, alerting)
+    emit_alert_event(conn, "alert.raised", raised, now)
+    return len(raised)
+
+
+def thresholds_to_judge(
+    conn: Connection, report_id: int, metrics: Sequence[reports.StoredMetric]
+) -> list[Any]:
+    """The thresholds (with their current models) of the measures of ``metrics`` on the
+    report's branch and testbed: none means there is nothing to judge."""
+    return thresholds.thresholds_of_report(conn, report_id, {m.measure_id for m in metrics})
+
+
+def history_since(
+    start: dt.datetime, window: int | None, reset: dt.datetime | None
+) -> dt.datetime | None:
+    bounds = [b for b in (reset, start - dt.timedelta(seconds=window) if window else None) if b]
+    return max(bounds) if bounds else None
+
+
+def _judge_limits(
+    conn: Connection,
+    t: Any,
+    report_id: int,
+    metrics: list[reports.StoredMetric],
+    series: dict[int, list[Point]],
+    now: dt.datetime,
+    alerting: bool,
+) -> list[int]:
+    """Each metric's limits from its series; their boundaries are stored in one batch (a
+    report's thousands of metrics are not thousands of statements), a metric whose history
+    draws no limits with a null baseline and null limits. Without ``alerting``, nothing is
+    raised."""
+    from benchrunner.detection.boundary import Limits, limits, outside
+
+    model = thresholds.model_of(t)
+    undrawn = Limits(None, None, None)
+    drawn = [
+        (m, limits(model, [p.value for p in series.get(m.benchmark_id, [])]) or undrawn)
+        for m in metrics
+    ]
+    boundary_ids = alerts.boundaries_put(
+        conn,
+        [
+            alerts.NewBoundary(m.id, t.threshold_id, t.id, d.baseline, d.lower_limit, d.upper_limit)
+            for m, d in drawn
+        ],
+    )
+    raised: list[int] = []
+    if not alerting:
+        return raised
+    for (m, d), boundary_id in zip(drawn, boundary_ids, strict=True):
+        side = None if m.never_alerts else outside(d, m.value)
+        if side is not None:
+            alert_id = alerts.alert_raise(conn, boundary_id, report_id, side, now)
+            if alert_id is not None:
+                raised.append(alert_id)
+    return raised
+
+
+def finite_mean(values: list[float]) -> float:
+    """The mean of finite values, finite however large they are: ``statistics.fmean`` raises
+    OverflowError on a sum past the largest float (1.7e308 twice), and NumPy's mean is inf."""
+    count = len(values)
+    return math.fsum(v / count for v in values)
+
+
+def _judge_changes(
+    conn: Connection,
+    t: Any,
+    report_id: int,
+    m: reports.StoredMetric,
+    past: list[Point],
+    now: dt.datetime,
+    alerting: bool,
+) -> list[int]:
+    from benchrunner.detection.change_point import change_points
+
+    points = [*past, Point(m.id, m.value)]
+    found = change_points(
+        [p.value for p in points],
+        max_pvalue=t.max_pvalue if t.max_pvalue is not None else DEFAULT_MAX_PVALUE,
+        min_magnitude=t.min_magnitude if t.min_magnitude is not None else DEFAULT_MIN_MAGNITUDE,
+    )
+    segment_start = found[-1].index if found else 0
+    level = finite_mean([p.value for p in points[segment_start:]])
+    alerts.boundary_put(conn, m.id, t.threshold_id, t.id, level, None, None)
+    if not found or not alerting or m.never_alerts:
+        return []  # a step kept back now is raised by a later report that may alert
+    alerted = alerts.change_alerted(conn, [p.metric_id for p in points])
+    alerted_at = [i for i, p in enumerate(points) if p.metric_id in alerted]
+    raised: list[int] = []
+    for k, change in enumerate(found):
+        if already_alerted(found, k, alerted_at):
+            continue
+        where = points[change.index]
+        boundary_id = alerts.boundary_put(
+            conn, where.metric_id, t.threshold_id, t.id, change.before, None, None
+        )
+        side: alerts.Limit = "upper" if change.after > change.before else "lower"
+        step = alerts.Change(change.before, change.after, change.magnitude, change.pvalue)
+        alert_id = alerts.alert_raise(conn, boundary_id, report_id, side, now, step)
+        if alert_id is not None:
+            raised.append(alert_id)
+    return raised
+
+
+def already_alerted(found: list[ChangePoint], k: int, alerted_at: list[int]) -> bool:
+    """Whether an alerted index lies nearer to step ``k`` than to its neighbouring steps."""
+    here = found[k].index
+    low = (found[k - 1].index + here) / 2 if k > 0 else -1
+    high = (here + found[k + 1].index) / 2 if k + 1 < len(found) else float("inf")
+    return any(low < i < high for i in alerted_at)

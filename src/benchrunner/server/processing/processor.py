@@ -1,0 +1,403 @@
+"""Completed job -> adapter -> metrics in the report -> thresholds judged -> ``processed``
+(docs/decisions/processing.md).
+
+Nothing slow runs on the event loop: the outputs are read from their rows, or from their blobs
+in a worker thread, decoded and
+parsed by the adapters in worker processes (``parsers``), a batch at a time, before the batch's
+write. A job's metrics,
+its report's times and its transition commit together, so a crash half-way leaves the jobs not
+yet committed ``completed`` and startup re-processes them. Where the database work runs inline
+on the loop (SQLite), a batch's jobs are written in transactions of about
+``WRITE_STEP_SECONDS`` each (one job at least), the loop running in between.
+
+A job is processed once whatever its output holds. An output that cannot be read (missing,
+unreadable), is too large, or does not parse as a job output ends the job ``processed`` with the
+reason on its report: leaving it ``completed`` would have the sweeper re-queue it forever.
+
+Memory is bounded by bytes, not only by count: the outputs of one batch are read and parsed
+together only up to ``processing_batch_bytes``; the rest wait for the next batch.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import logging
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import BrokenExecutor, Executor
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy.engine import Connection
+
+from benchrunner.adapters.base import Average, Fold
+from benchrunner.core.states import JobStatus
+from benchrunner.protocol import JsonDuet, NoiseGuard
+from benchrunner.server.blobs.blob_store import job_output_key
+from benchrunner.server.context import ServerContext
+from benchrunner.server.logs.transition_log import job_moved
+from benchrunner.server.processing.evaluation import evaluate_report, thresholds_to_judge
+from benchrunner.server.processing.noise import NoiseVerdict, verdict
+from benchrunner.server.processing.outputs import (
+    UnusableOutput,
+    output_size,
+    read_output,
+    row_output,
+)
+from benchrunner.server.processing.parsers import measure_stored, measure_stored_duet, parser_pool
+from benchrunner.server.processing.webhooks import emit_alert_event
+from benchrunner.server.store import alerts, duets, job_outputs, jobs, reports, transitions
+from benchrunner.server.tasks import cancel_and_wait
+
+log = logging.getLogger(__name__)
+
+MAX_BATCH = 64
+"""Jobs taken from the queue (and read from the job table) at once."""
+
+INLINE_PARSE_BYTES = 16 * 1024
+"""A batch whose outputs add up to no more than this is parsed on the loop: it takes well
+under a millisecond, less than the trip to a worker process and back."""
+
+WRITE_STEP_SECONDS = 0.001
+"""Where writes run inline on the event loop: a write transaction takes further jobs of the
+batch only while it has run for less than this. A 64 KiB benchmark output's job takes longer
+than this to write, so a backlog of them is written a job per transaction: an ack waits behind
+one job's write, not several (``benchmarks/RESULTS.md``, "Write steps of one job")."""
+
+
+def byte_batches(sizes: Sequence[int], budget: int) -> list[range]:
+    """Consecutive index ranges whose sizes add up to at most ``budget``; an item larger than
+    the budget alone makes a batch of one (it is refused unread)."""
+    batches: list[range] = []
+    start, total = 0, 0
+    for index, size in enumerate(sizes):
+        if index > start and total + size > budget:
+            batches.append(range(start, index))
+            start, total = index, 0
+        total += size
+    if start < len(sizes):
+        batches.append(range(start, len(sizes)))
+    return batches
+
+
+@dataclass(frozen=True)
+class Measured:
+    """A job and what its output gave: its metrics, or why it has none."""
+
+    job: jobs.JobRow
+    values: list[reports.MetricValue]
+    error: str | None
+    noise: NoiseVerdict | None = None
+    duet: duets.NewDuet | None = None
+
+
+def measure_job(
+    duet: JsonDuet | None, adapter: str, average: Average | None, fold: Fold | None, raw: bytes
+) -> tuple[list[reports.MetricValue], str | None, NoiseGuard | None, duets.NewDuet | None]:
+    """A job's metrics or, for a duet job (``duet`` its config's), its verdict; or why there
+    are none; and the noise guard's figures (of a plain job) when the runner took them. Runs in
+    the parser pool (picklable arguments and result) or inline."""
+    if duet is None:
+        return (*measure_stored(adapter, average, fold, raw), None)
+    verdict, error = measure_stored_duet(adapter, average, duet, raw)
+    return [], error, None, verdict
+
+
+class Processor:
+    """Processes completed jobs in the background, each queued once however often it is
+    enqueued (by the channel, startup recovery and the sweeper alike).
+
+    ``on_batch`` is called with the job ids of each batch after it commits: a no-op in
+    production, it lets tests observe batch boundaries.
+    """
+
+    def __init__(
+        self,
+        ctx: ServerContext,
+        *,
+        batch_bytes: int | None = None,
+        on_batch: Callable[[list[int]], None] | None = None,
+        write_step: float = WRITE_STEP_SECONDS,
+        parsers: Executor | None = None,
+        inline_parse_bytes: int = INLINE_PARSE_BYTES,
+    ) -> None:
+        self._ctx = ctx
+        self._budget = batch_bytes or ctx.settings.processing_budget()
+        self._write_step = write_step if ctx.db.inline else None
+        self._parsers = parsers
+        self._inline_parse_bytes = inline_parse_bytes
+        self._own_parsers = parsers is None
+        """A pool of our own is started on first use and shut down by ``stop``."""
+        self._on_batch = on_batch or (lambda _ids: None)
+        self._queue: asyncio.Queue[int] = asyncio.Queue()
+        self._queued: set[int] = set()
+        """Jobs waiting in the queue or being processed."""
+        self._task: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        self._task = asyncio.create_task(self._run(), name="processor")
+
+    async def stop(self) -> None:
+        await cancel_and_wait(self._task)
+        if self._own_parsers and self._parsers is not None:
+            pool, self._parsers = self._parsers, None
+            await _shut_down(pool)
+
+    def enqueue(self, job_id: int) -> None:
+        """Queue a job for processing unless it is queued or being processed already."""
+        if job_id in self._queued:
+            return
+        self._queued.add(job_id)
+        self._queue.put_nowait(job_id)
+
+    @property
+    def waiting(self) -> int:
+        """Jobs in the queue, not yet taken into a batch."""
+        return self._queue.qsize()
+
+    @property
+    def backlog(self) -> int:
+        """Jobs queued or being processed."""
+        return len(self._queued)
+
+    async def _run(self) -> None:
+        while True:
+            batch = [await self._queue.get()]
+            while len(batch) < MAX_BATCH and not self._queue.empty():
+                batch.append(self._queue.get_nowait())
+            try:
+                await self._process_or_one_by_one(batch)
+            finally:
+                self._queued.difference_update(batch)
+
+    async def _process_or_one_by_one(self, batch: list[int]) -> None:
+        try:
+            await self.process(batch)
+        except Exception:
+            log.exception("processing %d jobs together failed; trying one by one", len(batch))
+            for job_id in batch:
+                try:
+                    await self.process([job_id])
+                except Exception:
+                    log.exception("processing job %s failed; it stays completed", job_id)
+
+    async def process(self, job_ids: list[int]) -> None:
+        """Process those of ``job_ids`` still completed, in batches of at most the byte budget
+        of outputs, each read and parsed in a worker thread and then written (on SQLite in
+        transactions of a few milliseconds; each job's writes commit together)."""
+        found = await self._ctx.db.read(jobs.jobs_completed_among, job_ids)
+        if not found:
+            return
+        in_rows = await self._ctx.db.read(job_outputs.outputs_get, [job.id for job in found])
+        sizes = await self._sizes(found, in_rows)
+        for indexes in byte_batches(sizes, self._budget):
+            group = [found[i] for i in indexes]
+            parsing = await self._ctx.db.read(
+                reports.reports_parsing, [job.report_id for job in group]
+            )
+            measured = await self._measure_all(group, in_rows, parsing)
+            done = 0
+            while done < len(measured):
+                if done:
+                    await asyncio.sleep(0)  # an inline write does not yield by itself
+                done = await self._ctx.db.write(self._commit_some, measured, done)
+            self._on_batch([job.id for job in group])
+
+    async def _sizes(self, found: list[jobs.JobRow], in_rows: dict[int, bytes]) -> list[int]:
+        in_blobs = [job for job in found if job.id not in in_rows]
+        blob_sizes = await asyncio.to_thread(self._blob_sizes, in_blobs) if in_blobs else {}
+        return [len(in_rows[job.id]) if job.id in in_rows else blob_sizes[job.id] for job in found]
+
+    def _blob_sizes(self, found: list[jobs.JobRow]) -> dict[int, int]:
+        return {
+            job.id: output_size(self._ctx.blobs, job_output_key(job.project_uuid, job.uuid))
+            for job in found
+        }
+
+    def _read_blobs(self, group: list[jobs.JobRow]) -> dict[int, bytes | str]:
+        """Each job's output blob, or why it cannot be read. Blocking: for a worker thread."""
+        read: dict[int, bytes | str] = {}
+        for job in group:
+            try:
+                key = job_output_key(job.project_uuid, job.uuid)
+                read[job.id] = read_output(self._ctx.blobs, key, self._budget)
+            except UnusableOutput as exc:
+                read[job.id] = str(exc)
+        return read
+
+    async def _read_all(
+        self, group: list[jobs.JobRow], in_rows: dict[int, bytes]
+    ) -> list[bytes | str]:
+        """Each job's stored output, or why it cannot be read: from its row, else its blob (in
+        a thread)."""
+        in_blobs = [job for job in group if job.id not in in_rows]
+        from_blobs = await asyncio.to_thread(self._read_blobs, in_blobs) if in_blobs else {}
+        read: list[bytes | str] = []
+        for job in group:
+            raw = in_rows.get(job.id)
+            if raw is None:
+                read.append(from_blobs[job.id])
+                continue
+            try:
+                read.append(row_output(raw, self._budget))
+            except UnusableOutput as exc:
+                read.append(str(exc))
+        return read
+
+    async def _measure_all(
+        self, group: list[jobs.JobRow], in_rows: dict[int, bytes], parsing: dict[int, Any]
+    ) -> list[Measured]:
+        """Read the outputs of ``group``, then decode and parse them in the parser pool, each
+        output on its own."""
+        read = await self._read_all(group, in_rows)
+        if sum(len(raw) for raw in read if isinstance(raw, bytes)) <= self._inline_parse_bytes:
+            return [
+                self._measure_here(job, raw, parsing) for job, raw in zip(group, read, strict=True)
+            ]
+        if self._parsers is None:
+            self._parsers = parser_pool()
+        pool = self._parsers
+        loop = asyncio.get_running_loop()
+        pending: list[
+            asyncio.Future[
+                tuple[
+                    list[reports.MetricValue], str | None, NoiseGuard | None, duets.NewDuet | None
+                ]
+            ]
+        ] = []
+        for job, raw in zip(group, read, strict=True):
+            if isinstance(raw, bytes):
+                p = parsing[job.report_id]
+                pending.append(
+                    loop.run_in_executor(
+                        pool, measure_job, job.config.duet, p.adapter, p.average, p.fold, raw
+                    )
+                )
+        try:
+            parsed = iter(await asyncio.gather(*pending))
+        except BrokenExecutor:  # a worker died (killed, out of memory): start anew next time
+            if self._own_parsers and self._parsers is pool:
+                self._parsers = None
+                await _shut_down(pool)
+            raise
+        return [
+            measured_with_noise(job, *next(parsed), parsing[job.report_id])
+            if isinstance(raw, bytes)
+            else Measured(job, [], raw)
+            for job, raw in zip(group, read, strict=True)
+        ]
+
+    @staticmethod
+    def _measure_here(job: jobs.JobRow, raw: bytes | str, parsing: dict[int, Any]) -> Measured:
+        if isinstance(raw, str):
+            return Measured(job, [], raw)
+        p = parsing[job.report_id]
+        return measured_with_noise(
+            job, *measure_job(job.config.duet, p.adapter, p.average, p.fold, raw), p
+        )
+
+    def _commit_some(self, conn: Connection, measured: list[Measured], start: int) -> int:
+        """Write the jobs of ``measured`` from ``start`` on, while the write step lasts (all of
+        them where writes do not run on the loop); returns the index of the first not written."""
+        deadline = None if self._write_step is None else time.perf_counter() + self._write_step
+        index = start
+        while index < len(measured):
+            self._commit(conn, measured[index])
+            index += 1
+            if deadline is not None and time.perf_counter() >= deadline:
+                break
+        return index
+
+    def _commit(self, conn: Connection, item: Measured) -> bool:
+        """Store one job's metrics. The guarded move to ``processed`` comes first, so a job
+        another replica (or an earlier batch) processed meanwhile adds nothing."""
+        now = self._ctx.clock.now()
+        if not record_processed(
+            conn, item.job, item.values, item.error, now, item.noise, item.duet
+        ):
+            return False
+        job_moved(
+            self._ctx,
+            item.job,
+            JobStatus.PROCESSED,
+            now,
+            source=JobStatus.COMPLETED,
+            reason=item.error,
+        )
+        return True
+
+
+def measured_with_noise(
+    job: jobs.JobRow,
+    values: list[reports.MetricValue],
+    error: str | None,
+    noise: NoiseGuard | None,
+    duet: duets.NewDuet | None,
+    parsing: Any,
+) -> Measured:
+    """What a job's output gave, its noise figures judged against its report's limits
+    (``parsing``: the report's ``reports_parsing`` row)."""
+    judged = verdict(noise, parsing.noise_cv_limit, parsing.noise_drift_limit)
+    return Measured(job, values, error, judged, duet)
+
+
+def record_processed(
+    conn: Connection,
+    job: jobs.JobRow,
+    values: list[reports.MetricValue],
+    error: str | None,
+    now: dt.datetime,
+    noise: NoiseVerdict | None = None,
+    duet: duets.NewDuet | None = None,
+) -> bool:
+    """Move a completed job to ``processed`` with its metrics (or why it has none) in its
+    report, its thresholds judged (on a noisy report, only those that ask to be), and a duet
+    job's verdict beside them; False, with nothing written, when the job is not ``completed``
+    (already processed elsewhere)."""
+    if error is not None:
+        message = f"not parsed: {error}"
+    elif duet is not None:
+        message = f"paired {len(duet.estimates)} duet results"
+    else:
+        message = f"parsed {len(values)} metrics"
+    if not transitions.job_mark_processed(conn, job.id, now, message=message):
+        return False
+    if duet is not None and duets.duet_add(conn, job.report_id, job.project_id, duet, now):
+        emit_alert_event(conn, "alert.raised", alerts.duet_alert_ids(conn, job.report_id), now)
+    stored = reports.metrics_add(conn, job.report_id, job.project_id, values, now)
+    start_time, end_time = job.started or job.created, job.completed or now
+    if job.config.backdate is not None:  # Bencher's --backdate: the same duration, moved
+        start_time, end_time = job.config.backdate, job.config.backdate + (end_time - start_time)
+    reports.report_finish(
+        conn,
+        job.report_id,
+        start_time=start_time,
+        end_time=end_time,
+        error=error,
+        noise=None if noise is None else noise.stored(),
+    )
+    # Nothing to judge costs no savepoint (two round trips on PostgreSQL): metrics without a
+    # threshold are the common case.
+    found = thresholds_to_judge(conn, job.report_id, stored) if stored else []
+    if found:
+        try:
+            with conn.begin_nested():
+                evaluate_report(
+                    conn,
+                    job.report_id,
+                    stored,
+                    now,
+                    noisy=noise is not None and noise.noisy,
+                    found=found,
+                )
+        except Exception:  # an evaluation bug must not wedge the whole batch in `completed`
+            log.exception("judging job %s's report failed; its metrics stay unjudged", job.uuid)
+    return True
+
+
+async def _shut_down(pool: Executor) -> None:
+    """Stop a parser pool and wait for its workers to end, off the loop. A pool left to end
+    with the interpreter leaves its semaphores to the resource tracker, which warns of them
+    on stderr, outside the JSON log."""
+    await asyncio.to_thread(pool.shutdown, wait=True, cancel_futures=True)

@@ -1,0 +1,125 @@
+"""The sweeper (docs/decisions/timeouts-recovery.md): in-flight jobs whose heartbeats stopped,
+whatever replica held their connection.
+
+Each replica's own timers end the jobs of connections it saw drop. A replica that dies takes
+those timers with it; the sweeper, run by one leader among the replicas, finds such jobs from
+``last_heartbeat`` alone and lets the watchdog judge them (failed, or canceled past the hard
+timeout). It waits one sweep interval beyond the heartbeat timeout so that a live replica's own
+timer, which also closes the channel with the reason, acts first. And it sweeps only after
+leading for a whole heartbeat timeout: when every server was down (a restart), runners need that
+long to reconnect and heartbeat again before their silence counts.
+
+It also deletes the idempotency keys of submissions older than the idempotency window, and
+re-queues for processing the jobs left ``completed`` for longer than the heartbeat
+timeout: their results were stored, but the replica that took them died before its processor
+got to them. Processing is a guarded transition, so a job re-queued twice is processed once, and
+it ends every job it reads ``processed`` (with the error on the report when its output is
+unusable), so no job is re-queued forever.
+
+Time since taking the lead is measured on the context's monotonic clock, so tests can move it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import logging
+from collections.abc import Callable
+
+from benchrunner.core.timeouts import TimeoutVerdict
+from benchrunner.server.context import ServerContext
+from benchrunner.server.recovery.leadership import Leadership
+from benchrunner.server.recovery.watchdog import Watchdog
+from benchrunner.server.store import jobs
+from benchrunner.server.store.idempotency import keys_expire
+from benchrunner.server.tasks import cancel_and_wait
+
+log = logging.getLogger(__name__)
+
+UNPROCESSED_BATCH = 500
+
+
+class Sweeper:
+    def __init__(
+        self,
+        ctx: ServerContext,
+        watchdog: Watchdog,
+        leadership: Leadership,
+        interval: float,
+        *,
+        on_completed: Callable[[int], None],
+    ) -> None:
+        self._ctx = ctx
+        self._on_completed = on_completed
+        self._watchdog = watchdog
+        self._leadership = leadership
+        self._interval = interval
+        self._task: asyncio.Task[None] | None = None
+        self._leading_since: float | None = None
+        self._stopping = False
+
+    @property
+    def leader(self) -> bool:
+        return self._leadership.leader
+
+    def start(self) -> None:
+        self._task = asyncio.create_task(self._run(), name="sweeper")
+
+    async def stop(self) -> None:
+        self._stopping = True  # the loop ends even if a cancel is lost inside a library call
+        await cancel_and_wait(self._task)
+        await self._leadership.release()
+
+    async def _run(self) -> None:
+        while not self._stopping:
+            try:
+                await self.step()
+            except Exception:
+                log.exception("sweep failed; trying again next interval")
+            clock = self._ctx.monotonic
+            await clock.sleep_until(clock.monotonic() + self._interval)
+
+    async def step(self) -> bool:
+        """One interval's work: keep or take the lead, and sweep once this replica has led for
+        a whole heartbeat timeout. Whether it swept."""
+        if not await self._leadership.hold():
+            self._leading_since = None
+            return False
+        now = self._ctx.monotonic.monotonic()
+        if self._leading_since is None:
+            self._leading_since = now
+        if now - self._leading_since < self._ctx.settings.heartbeat_timeout:
+            return False
+        await self.sweep()
+        return True
+
+    async def sweep(self) -> None:
+        """Judge every in-flight job silent for longer than the heartbeat timeout plus one
+        interval, and re-queue the completed jobs left unprocessed as long."""
+        cutoff = (
+            self._ctx.clock.now()
+            - self._ctx.heartbeat_timeout
+            - dt.timedelta(seconds=self._interval)
+        )
+        stale = await self._ctx.db.read(jobs.jobs_silent_in_flight, cutoff)
+        ended = 0
+        for job_id in stale:
+            verdict = await self._watchdog.judge(job_id)
+            if verdict not in (None, TimeoutVerdict.ALIVE):
+                ended += 1
+        if ended:
+            log.info("sweeper ended %d in-flight jobs whose heartbeats stopped", ended)
+        unprocessed = await self._ctx.db.read(
+            jobs.jobs_completed_unprocessed, cutoff, UNPROCESSED_BATCH
+        )
+        for job_id in unprocessed:
+            self._on_completed(job_id)
+        if unprocessed:
+            log.info("sweeper re-queued %d completed jobs for processing", len(unprocessed))
+        await self._expire_idempotency_keys()
+
+    async def _expire_idempotency_keys(self) -> None:
+        window = dt.timedelta(seconds=self._ctx.settings.idempotency_window)
+        expired = await self._ctx.db.write(keys_expire, self._ctx.clock.now() - window)
+        if expired:
+            log.info("sweeper deleted %d expired idempotency keys", expired)

@@ -1,0 +1,50 @@
+"""Backpressure (docs/decisions/submission.md): submissions that would grow the queue past a cap
+are refused with 429 and ``Retry-After``.
+
+Two caps: pending plus in-flight jobs of the whole server (``max_queued_jobs``) and pending jobs
+of one organization (``max_pending_per_organization``); 0 turns a cap off, and with both off
+nothing is counted. The counts are read in the submission's transaction. On SQLite submissions
+are serialized, so a cap holds exactly; on PostgreSQL concurrent submissions do not see each
+other's uncommitted jobs, so the queue may overshoot a cap by the submissions in progress at
+that moment (at most the write threads of every replica).
+"""
+
+from __future__ import annotations
+
+from sqlalchemy.engine import Connection
+
+from benchrunner.server.config import ServerSettings
+from benchrunner.server.http.errors import ApiError
+from benchrunner.server.store.backlog import backlog
+
+
+def _busy(settings: ServerSettings, message: str) -> ApiError:
+    return ApiError(
+        429,
+        f"{message}; try again in {settings.busy_retry_after} s",
+        error_code="queue_full",
+        headers={"Retry-After": str(settings.busy_retry_after)},
+    )
+
+
+def check_backlog(
+    conn: Connection, settings: ServerSettings, organization_id: int, organization: str
+) -> None:
+    """Raise 429 when one more pending job would pass a cap."""
+    queued_cap = settings.max_queued_jobs
+    org_cap = settings.max_pending_per_organization
+    if not queued_cap and not org_cap:
+        return
+    counts = backlog(conn, organization_id, queued_cap, org_cap)
+    if queued_cap and counts.queued >= queued_cap:
+        raise _busy(
+            settings,
+            f"the server's job queue is full: {queued_cap} jobs are pending or running "
+            "(max_queued_jobs)",
+        )
+    if org_cap and counts.org_pending >= org_cap:
+        raise _busy(
+            settings,
+            f"organization {organization!r} has {org_cap} pending jobs, its limit "
+            "(max_pending_per_organization)",
+        )
