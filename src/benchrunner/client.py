@@ -476,8 +476,12 @@ class BenchrunnerClient:
         headers = {"Idempotency-Key": idempotency_key} if idempotency_key else None
         return self._object("POST", "/v0/run", json=dict(body), headers=headers)
 
-    def get_report(self, project: str, report: str) -> JsonObject:
-        return self._object("GET", f"/v0/projects/{_segment(project)}/reports/{_segment(report)}")
+    def get_report(self, project: str, report: str, *, samples: bool = False) -> JsonObject:
+        """The report; with ``samples``, each metric's raw samples too."""
+        path = f"/v0/projects/{_segment(project)}/reports/{_segment(report)}"
+        if samples:
+            return self._object("GET", path, params={"samples": "true"})
+        return self._object("GET", path)
 
     def perf(
         self, project: str, query: PerfQuery, *, kind: Literal["json", "csv", "img"] = "json"

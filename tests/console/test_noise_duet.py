@@ -206,6 +206,7 @@ def test_the_reports_list_and_the_job_page_mark_the_noisy_report(page: Page, run
     expect(page.locator("#job-summary")).to_contain_text("processed noisy")
     expect(page.locator("section#noise")).to_have_attribute("data-verdict", "noisy")
     expect(page.locator("#noise-reason")).to_contain_text("alert_when_noisy")
+    expect(page.locator("#noise-advice")).to_contain_text("benchrunner runner preflight")
     save_screenshot(page, "job-noisy")
     page.get_by_role("link", name="The report", exact=True).click()
     expect(page.get_by_role("heading", level=1)).to_contain_text(runs.noisy["uuid"])

@@ -38,10 +38,10 @@ def test_anonymous_reads_a_public_project_but_not_a_private_one(
 
 def test_with_one_project_the_navigation_goes_straight_to_it(page: Page) -> None:
     page.goto("/console")  # anonymous: the public project "bench" is the only one to see
-    page.get_by_role("navigation", name="Main").get_by_role("link", name="Perf").click()
-    page.wait_for_url("**/console/projects/bench/perf")
-    page.get_by_role("navigation", name="Main").get_by_role("link", name="Jobs").click()
-    page.wait_for_url("**/console/projects/bench/jobs")
+    for name in ("Jobs", "Reports", "Perf", "Alerts", "Thresholds"):
+        page.get_by_role("navigation", name="Main").get_by_role("link", name=name).click()
+        page.wait_for_url(f"**/console/projects/bench/{name.lower()}")
+        expect(page.get_by_role("heading", level=1)).to_have_text(name)
 
 
 def test_with_several_the_navigation_asks_for_a_project_first(
@@ -61,3 +61,12 @@ def test_with_several_the_navigation_asks_for_a_project_first(
     )
     page.goto("/console/projects/bench-two/reports")
     expect(page.locator(".empty-next")).to_contain_text("each run makes one")
+    page.goto("/console/projects/bench-two/perf")
+    expect(page.locator(".empty-next")).to_contain_text(
+        "benchrunner run --project bench-two --spec SPEC --template bench.sleep"
+    )
+    for section in ("alerts", "thresholds"):
+        page.goto(f"/console/projects/bench-two/{section}")
+        expect(page.locator(".empty-next")).to_contain_text(
+            "benchrunner threshold create --project bench-two --branch main"
+        )

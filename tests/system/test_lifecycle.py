@@ -68,8 +68,9 @@ def test_unparsable_output_is_recorded_on_the_report_and_the_job_still_processed
     """The report's error names the adapter, the iteration and output it could not read, and
     why; bytes that are not UTF-8 are said to be so."""
     deployment.runner_process("r1").start()
-    submitted = [(deployment.submit(template), message) for template, message in UNREADABLE]
-    for job_uuid, message in submitted:
+    submitted = [(t, deployment.submit(t), message) for t, message in UNREADABLE]
+    errors = {}
+    for template, job_uuid, message in submitted:
         job = deployment.wait_status(job_uuid, "processed")
         with deployment.admin() as client:
             report = client.get_report(deployment.project, job["report"])
@@ -77,7 +78,9 @@ def test_unparsable_output_is_recorded_on_the_report_and_the_job_still_processed
         assert report["results"] == []
         processed = [e["message"] for e in job["events"] if e["status"] == "processed"]
         assert processed == [f"not parsed: {report['error']}"], job["events"]
-    assert "is not UTF-8 text: U+FFFD at character 3" in report["error"]
+        errors[template] = report["error"]
+    assert "is not UTF-8 text: U+FFFD at character 3" in errors["bench.not_utf8"]
+    assert errors["bench.nul"].endswith("(the output contains a NUL character at character 0)")
 
 
 @pytest.mark.engine_independent

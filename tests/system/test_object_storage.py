@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import os
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -23,7 +24,7 @@ LAYER_PART = 8 << 20  # the server's multipart part size
 BIG_STDOUT = '{"ret": {"latency": {"value": 3}}}' + " " * 100_000  # past a row: a blob
 
 
-def _object_store(s3: S3Server, bucket: str, endpoint: str | None = None) -> dict[str, object]:
+def _object_store(s3: S3Server, bucket: str, endpoint: str | None = None) -> dict[str, Any]:
     return {"env": s3.env(endpoint), "options": {"blob-store": f"s3://{bucket}/{PREFIX}"}}
 
 
@@ -58,7 +59,7 @@ def test_layers_and_outputs_live_in_the_bucket_and_collection_and_retention_dele
     bucket = s3.new_bucket()
     store = _object_store(s3, bucket)
     options = {
-        **store["options"],  # type: ignore[dict-item]
+        **store["options"],
         "retention-interval": "0.2",
         "registry-gc-grace": "15",  # longer than these pushes to moto on a loaded machine
         "retention-days": "0",

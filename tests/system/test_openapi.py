@@ -109,6 +109,8 @@ def test_the_docs_page_loads_nothing_from_elsewhere(
     page = httpx.get(f"{base}/docs")
     assert page.status_code == 200
     assert "http://" not in page.text and "https://" not in page.text
+    # No validator badge either: Swagger UI's default validator is a service on the internet.
+    assert '"validatorUrl": null' in page.text
     assets = re.findall(r'(?:src|href)="([^"]+)"', page.text)
     assert {a.split("?")[0].rsplit("/", 1)[-1] for a in assets} == {
         "swagger-ui-bundle.js",

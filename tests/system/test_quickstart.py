@@ -62,6 +62,16 @@ def test_readme_set_up_commands_are_the_makefile_targets() -> None:
     assert "make test" in (REPO / ".ci" / "run").read_text()
 
 
+def test_readme_names_every_package_make_test_installs() -> None:
+    """The README's list of the Debian packages ``make test`` installs is the script's."""
+    script = (REPO / "tools" / "system-packages.sh").read_text()
+    installed = set(re.findall(r"\]=([\w.+-]+)", script))
+    assert "runc" in installed, "the script's tables changed shape"
+    listed = re.search(r"with `apt-get`: (.*?);", (REPO / "README.md").read_text(), re.S)
+    assert listed is not None, "the README no longer lists the packages"
+    assert {name.strip() for name in listed.group(1).split(",")} == installed
+
+
 def _run_block(script: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     """A block as a reader pastes it into bash, in the checkout; fails on any failing command."""
     done = subprocess.run(
@@ -76,6 +86,11 @@ def _run_block(script: str, env: dict[str, str]) -> subprocess.CompletedProcess[
     )
     assert done.returncode == 0, f"{script}\nexited {done.returncode}\n{done.stdout}\n{done.stderr}"
     return done
+
+
+def reset_paths(readme: str) -> list[str]:
+    """The home-relative paths the README's ``rm`` commands remove (``~/`` stripped)."""
+    return re.findall(r"`rm (?:-rf )?~/([^`\s]+)`", readme)
 
 
 def _banner_commands(up_log: str) -> set[str]:
@@ -129,3 +144,13 @@ def test_benchrunner_up_and_the_tour(tmp_path: Path) -> None:
             testbeds = {t["name"] for t in client.list_dimensions("demo", "testbeds")}
         assert testbeds == {"localhost"}, "the CLI's runs and the curl run: one testbed"
         assert not (REPO / "results.json").exists()
+    # The README's reset removes everything ``up`` and the tour wrote in the home directory.
+    removed = reset_paths((REPO / "README.md").read_text())
+    assert removed, "the README no longer says how to reset a local install"
+    written = [
+        path.relative_to(tmp_path).as_posix()
+        for path in tmp_path.rglob("*")
+        if path.is_file() and path.name != "up.log"  # the test's own log of ``up``
+    ]
+    left = [p for p in written if not any(p == r or p.startswith(f"{r}/") for r in removed)]
+    assert not left, f"the README's reset leaves {left} behind"

@@ -92,8 +92,14 @@ def _without(*keys: str) -> str:
         ),
         (_export(mean=float("nan")), r"benchmarks\[1\]\.stats\.mean must be finite"),
         (_export(mean=10**400), r"benchmarks\[1\]\.stats\.mean is too large for a float"),
-        (_export(mean=1e300), r"benchmarks\[1\]\.stats\.mean: 1e\+300 s is too large"),
-        (_export(mean=1e299, stddev=1e299), r"benchmarks\[1\]\.stats: .* is too large"),
+        (
+            _export(mean=1e300),
+            r"benchmarks\[1\]\.stats\.mean: 1e\+300 is too large for Bencher's decimal",
+        ),
+        (
+            _export(mean=1e299, stddev=1e299),
+            r"benchmarks\[1\]\.stats\.mean: 1e\+299 is too large for Bencher's decimal numbers",
+        ),
         (TEXT.replace('"stddev": 0.0003', '"stddev": 1e999'), r"stats\.stddev must be finite"),
         (TEXT.replace('"stddev": 0.0003', '"stddev": 1' + "0" * 5000), "not valid JSON"),
         ("[" * 100_000 + "]" * 100_000, "python_pytest: not valid JSON: nested too deeply"),

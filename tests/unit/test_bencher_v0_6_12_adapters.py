@@ -169,6 +169,7 @@ ROWS = [
         benchmarks=2,
         measurements=[
             ('Template', 'latency', 1000.0, None, None),
+            ('ForLoop', 'latency', 2000.0, None, None),
         ],
         mean=SAME,
         median=REFUSED,
@@ -216,10 +217,10 @@ ROWS = [
         measurements=[
             ('com.github.caffeine.caffeine.cache.ComputeBenchmark.compute_sameKey', 'throughput', 152520132.34402195, 148999811.56545883, 156040453.12258506),
             ('com.github.guava.caffeine.cache.ComputeBenchmark.compute_sameKey', 'throughput', 29945718.61137783, 28668756.96203928, 31222680.260716382),
-            ('com.github.hashmap.caffeine.cache.ComputeBenchmark.compute_sameKey', 'throughput', 7828947.712794046, -1835785.2124654083, 17493680.6380535),
+            ('com.github.hashmap.caffeine.cache.ComputeBenchmark.compute_sameKey', 'throughput', 7828947.712794046, -1835785.2124654085, 17493680.6380535),
             ('com.github.caffeine.caffeine.cache.ComputeBenchmark.compute_spread', 'throughput', 75813218.87869738, 69632899.28708483, 81993538.47030993),
             ('com.github.guava.caffeine.cache.ComputeBenchmark.compute_spread', 'throughput', 32709984.76377125, 30019340.461257935, 35400629.06628457),
-            ('com.github.hashmap.caffeine.cache.ComputeBenchmark.compute_spread', 'throughput', 113640916.67262991, 105176321.97352052, 122105511.3717393),
+            ('com.github.hashmap.caffeine.cache.ComputeBenchmark.compute_spread', 'throughput', 113640916.67262992, 105176321.97352052, 122105511.3717393),
         ],
         mean=SAME,
         median=REFUSED,
@@ -1412,11 +1413,11 @@ ROWS = [
         'shell_hyperfine',
         benchmarks=1,
         measurements=[
-            ('sleep 0.01', 'latency', 13317239.025420563, 12317546.734914128, 14316931.315926999),
+            ('sleep 0.01', 'latency', 13317239.025420565, 12317546.73491413, 14316931.315926999),
         ],
         mean=SAME,
         median=(1, [
-                ('sleep 0.01', 'latency', 13251329.96, 10165892.459999999, 21347058.46),
+                ('sleep 0.01', 'latency', 13251329.96, 10165892.459999999, 21347058.459999997),
         ]),
     ),
     Row(
@@ -1425,12 +1426,12 @@ ROWS = [
         benchmarks=2,
         measurements=[
             ('sleep 0.1', 'latency', 107534464.42370372, 104316587.30865145, 110752341.53875598),
-            ('sleep 0.2', 'latency', 208513999.10461542, 204785557.65615162, 212242440.55307922),
+            ('sleep 0.2', 'latency', 208513999.10461542, 204785557.65615162, 212242440.55307925),
         ],
         mean=SAME,
         median=(2, [
-                ('sleep 0.1', 'latency', 106525351.72000001, 102474685.72, 115336892.72),
-                ('sleep 0.2', 'latency', 208661518.72000003, 201824142.72000003, 214128684.72000003),
+                ('sleep 0.1', 'latency', 106525351.72, 102474685.72, 115336892.72),
+                ('sleep 0.2', 'latency', 208661518.72, 201824142.72, 214128684.72),
         ]),
     ),
 
@@ -1526,3 +1527,71 @@ def test_magic_and_the_language_read_them_alike(path: str) -> None:
 def test_every_output_has_its_row() -> None:
     files = {str(path.relative_to(OUTPUTS)) for path in OUTPUTS.rglob("*") if path.suffix != ".md"}
     assert {p for p in files if (OUTPUTS / p).is_file()} == set(HARNESS_OF)
+
+
+# Bencher v0.6.12's examples of single lines and short outputs (its line-parser tests), each read
+# here as a whole output: the benchmark, measure, value and bounds it expects, or None where it
+# finds no benchmark (so ours refuses the output).
+IAI_LINES = (
+    "  L1 Accesses:  2364\n  L2 Accesses:  1\n  RAM Accesses:  1\n  Estimated Cycles:  2404\n"
+)
+INLINE: list[tuple[str, str, list[Expected] | None]] = [
+    ("dart_benchmark_harness", "Some log line\nTemplate(RunTime): 1.0 us.\nignored\nForLoop(RunTime): 2.0 us.\n",
+     [("Template", "latency", 1000.0, None, None), ("ForLoop", "latency", 2000.0, None, None)]),
+    ("go_bench", "BenchmarkFib10-8   \t\t \t\t\t\t\t5000000\t\t325 ns/op",
+     [("BenchmarkFib10-8", "latency", 325.0, None, None)]),
+    ("go_bench", "BenchmarkFib20  \t \t   \t\t\t\t\t30000\t\t40537.123 ns/op",
+     [("BenchmarkFib20", "latency", 40537.123, None, None)]),
+    ("go_bench", "BenchmarkFib/my_tabled_benchmark_-_10-8    \t5000000\t\t325 ns/op",
+     [("BenchmarkFib/my_tabled_benchmark_-_10-8", "latency", 325.0, None, None)]),
+    ("go_bench", "BenchmarkFib/my_tabled_benchmark_-_20\t\t30000\t\t40537.123 ns/op",
+     [("BenchmarkFib/my_tabled_benchmark_-_20", "latency", 40537.123, None, None)]),
+    ("go_bench", "BenchmarkFib/my/tabled/benchmark_-_20\t\t30001\t\t40537.456 ns/op",
+     [("BenchmarkFib/my/tabled/benchmark_-_20", "latency", 40537.456, None, None)]),
+    ("go_bench", "BenchmarkFib20WithAuxMetric-8              46714             25829 ns/op                 4.000 auxMetricUnits",
+     [("BenchmarkFib20WithAuxMetric-8", "latency", 25829.0, None, None)]),
+    ("rust_bench", "test tests::is_bench_test ... bench:             5,280 ns/iter (+/- 333)",
+     [("tests::is_bench_test", "latency", 5280.0, 4947.0, 5613.0)]),
+    ("rust_bench", "", None),
+    ("rust_bench", "tests::is_ignored", None),
+    ("rust_bench", "test tests::is_ignored ... ignored\n", None),
+    ("rust_bench", " test tests::is_ignored ... ignored", None),
+    ("rust_bench", "prefix test tests::is_ignored ... ignored", None),
+    ("rust_criterion", "criterion_benchmark                    time:   [222.2 ns 280.0 ns 333.33 ns]",
+     [("criterion_benchmark", "latency", 280.0, 222.2, 333.33)]),
+    ("rust_criterion", "criterion_benchmark                    time:   [222.0 ps 5,280.0 ps 333.33 ps]",
+     [("criterion_benchmark", "latency", 5.28, 0.222, 0.33333)]),
+    ("rust_criterion", "criterion_benchmark                    time:   [16.652 µs 18.019 µs 19.562 µs]",
+     [("criterion_benchmark", "latency", 18019.0, 16652.0, 19562.0)]),
+    ("rust_iai", "bench_fibonacci_short\n  Instructions:                1735\n" + IAI_LINES,
+     [("bench_fibonacci_short", "instructions", 1735.0, None, None),
+      ("bench_fibonacci_short", "l1-accesses", 2364.0, None, None),
+      ("bench_fibonacci_short", "l2-accesses", 1.0, None, None),
+      ("bench_fibonacci_short", "ram-accesses", 1.0, None, None),
+      ("bench_fibonacci_short", "estimated-cycles", 2404.0, None, None)]),
+]  # fmt: skip
+
+# its metric-line examples: a change in brackets after the count is passed over
+INLINE += [
+    (
+        "rust_iai",
+        f"bench_fibonacci_short\n  Instructions:  1234{change}\n" + IAI_LINES,
+        [
+            ("bench_fibonacci_short", "instructions", 1234.0, None, None),
+            ("bench_fibonacci_short", "l1-accesses", 2364.0, None, None),
+            ("bench_fibonacci_short", "l2-accesses", 1.0, None, None),
+            ("bench_fibonacci_short", "ram-accesses", 1.0, None, None),
+            ("bench_fibonacci_short", "estimated-cycles", 2404.0, None, None),
+        ],
+    )
+    for change in ("", " (No change)", " (+3.14%)")
+]
+
+
+@pytest.mark.parametrize(("adapter", "text", "expected"), INLINE)
+def test_bencher_s_line_examples(adapter: str, text: str, expected: list[Expected] | None) -> None:
+    if expected is None:
+        with pytest.raises(AdapterError):
+            parse(adapter, text)
+        return
+    assert_read(parse(adapter, text), len({b for b, *_ in expected}), expected)

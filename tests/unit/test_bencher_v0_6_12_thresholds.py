@@ -73,9 +73,14 @@ def test_mean(data: list[float], expected: float | None) -> None:
 SPREADS = [
     # data, location, variance, deviation
     (EMPTY, 0.0, None, None),
+    (EMPTY, 1.0, None, None),
+    (EMPTY, 1.5, None, None),
+    (EMPTY, 2.0, None, None),
     (EMPTY, 3.0, None, None),
     (ONE, 0.0, None, None),
     (ONE, 1.0, None, None),
+    (ONE, 1.5, None, None),
+    (ONE, 2.0, None, None),
     (ONE, 3.0, None, None),
     (TWO, 0.0, 5.0, 2.23606797749979),
     (TWO, 1.0, 1.0, 1.0),
@@ -214,7 +219,8 @@ def _assert_quartiles(
 # Bencher v0.6.12's limits from given statistics, with the values it judges and the side each
 # is an outlier on (None: inside). Boundaries: static -5 / 5, percentage 5.0 (500 %), the
 # distributions 0.85 (mean 0, deviation 1, and a t-test of 6 values), the "docs" examples
-# 0.977 (mean 100, deviation 10, a t-test of 25 values), iqr and delta_iqr 1.5.
+# 0.977 (mean 100, deviation 10, a t-test of 25 values), iqr and delta_iqr 1.5 (and 2.0 on
+# quartiles 95, 100, 105 and delta quartiles 0.1, 0.2, 0.3 in its "docs" example).
 STATIC_VALUES = (-10.0, -3.0, 1.0, 3.0, 10.0)
 NORMAL_VALUES = (-1.5, -1.0, 0.0, 1.0, 1.5)
 DOCS_VALUES = (75.0, 90.0, 100.0, 110.0, 125.0)
@@ -270,6 +276,8 @@ DRAWN = [
      (2.0, None, 5.0), IQR_VALUES, (None, None, None, None, "upper")),
     ("delta_iqr-both", delta_iqr_limits(QUARTILES_123, DELTA_QUARTILES_123, 1.5, 1.5),
      (2.0, -1.0, 5.0), IQR_VALUES, ("lower", None, None, None, "upper")),
+    ("delta_iqr-docs", delta_iqr_limits(Quartiles(95.0, 100.0, 105.0), Quartiles(0.1, 0.2, 0.3),
+     2.0, 2.0), (100.0, 60.0, 140.0), (50.0, 100.0, 150.0), ("lower", None, "upper")),
 ]  # fmt: skip
 
 
@@ -355,6 +363,13 @@ NO_LIMITS = [
 @pytest.mark.parametrize("model", NO_LIMITS, ids=[m.test.value for m in NO_LIMITS])
 def test_no_history_draws_no_limits(model: Model) -> None:
     assert limits(model, []) is None
+
+
+# Bencher v0.6.12's ``*_none`` examples: a model with neither boundary draws nothing, whatever
+# the history, so no value is an outlier.
+@pytest.mark.parametrize("test", [t for t in T if t != T.CHANGE_POINT], ids=lambda t: t.value)
+def test_no_boundary_draws_no_limits(test: TestKind) -> None:
+    assert limits(Model(test), LOG_DATA) is None
 
 
 def test_static_limits_start_with_the_first_value() -> None:

@@ -54,6 +54,17 @@ def test_each_template_prints_bencher_metric_format(
     assert measurement.value >= 0
 
 
+def test_the_sleep_reports_its_latency_in_nanoseconds(registry: TemplateRegistry) -> None:
+    """Latency's unit is the nanosecond: a 5 ms sleep is about 5,000,000, not 5 (milliseconds)
+    nor 0.005 (seconds)."""
+    argv = registry.get("bench.sleep").argv({"ms": "5"})
+    done = subprocess.run(
+        [sys.executable, *argv[1:]], capture_output=True, text=True, timeout=30, check=True
+    )
+    [measurement] = adapters.parse("magic", done.stdout)
+    assert 5_000_000 <= measurement.value < 5_000_000_000
+
+
 def test_ensure_templates_writes_once_and_keeps_user_edits(tmp_path: Path) -> None:
     path = ensure_templates(tmp_path)
     assert TemplateRegistry.load(path).names() == [

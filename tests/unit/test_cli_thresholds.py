@@ -234,7 +234,7 @@ def test_thresholds_body(given: dict[str, Any], sent: dict[str, Any] | None) -> 
                 "max_pvalues": ["0.01"],
             },
             "the percentage threshold (measure 'a'): --threshold-max-pvalue is a parameter of "
-            "change_point only",
+            "change_point and samples only",
         ),
         (
             {

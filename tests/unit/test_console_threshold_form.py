@@ -63,7 +63,7 @@ def test_a_valid_form_gives_the_model() -> None:
         (
             {"test": "iqr", "min_magnitude": "0.1", "upper_boundary": "1"},
             "min_magnitude",
-            "change_point only",
+            "change_point and samples only",
         ),
     ],
 )

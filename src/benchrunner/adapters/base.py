@@ -9,7 +9,7 @@ Adapters are pure: no I/O, no clock, no globals that change.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Literal, Protocol
 
@@ -33,6 +33,10 @@ class Measurement:
     value: float
     lower_value: float | None = None
     upper_value: float | None = None
+    samples: tuple[float, ...] = field(default=(), compare=False)
+    """The harness's own per-sample figures behind ``value`` (pyperf's values, hyperfine's
+    times, ...), in its order and in the value's unit; empty when it gives none. Extra data
+    only: never part of the value, the bounds, or a measurement's equality."""
 
 
 @dataclass(frozen=True)

@@ -25,6 +25,7 @@ from benchrunner.adapters.json_fields import (
     name_member,
     number_member,
 )
+from benchrunner.adapters.json_numbers import decimal_round_trip
 from benchrunner.adapters.values import (
     MAX_BENCHMARK_NAME,
     check_benchmark_name,
@@ -65,7 +66,9 @@ def _benchmark(benchmark: JsonObject, where: str, settings: Settings) -> list[Me
     statistics_where = f"{where}.Statistics"
     statistics = as_object(member(benchmark, "Statistics", where), statistics_where)
     mean, deviation, median, quartiles = (
-        number_member(statistics, key, statistics_where)
+        decimal_round_trip(
+            number_member(statistics, key, statistics_where), f"{statistics_where}.{key}"
+        )
         for key in ("Mean", "StandardDeviation", "Median", "InterquartileRange")
     )
     value, spread = (median, quartiles) if settings.average == "median" else (mean, deviation)

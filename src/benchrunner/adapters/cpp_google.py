@@ -14,14 +14,19 @@ Where Bencher would record a number that is not a time, the entry is left out: a
 failed (``error_occurred``, whose ``real_time`` is 0), an aggregate whose ``aggregate_unit`` is
 not ``time`` (``_cv``, a fraction), and the complexity fits (``_BigO``, ``_RMS``), which have no
 ``real_time`` (Bencher refuses the whole document for them).
+
+With several repetitions, every repetition's time (of the same ``run_name``) is kept as the
+samples of each repetition's measurement and of the ``_mean`` and ``_median`` aggregates.
 """
 
 from __future__ import annotations
 
-import json
+from dataclasses import replace
 from typing import Any
 
+from benchrunner.adapters import json_numbers
 from benchrunner.adapters.base import LATENCY, AdapterError, Measurement, Settings
+from benchrunner.adapters.json_numbers import decimal_round_trip
 from benchrunner.adapters.values import check_benchmark_name, number, to_nanoseconds
 
 HARNESS = "cpp_google"
@@ -29,7 +34,7 @@ HARNESS = "cpp_google"
 
 def _document(text: str) -> dict[str, Any]:
     try:
-        document = json.loads(text)
+        document = json_numbers.loads(text)
     except ValueError as exc:  # JSONDecodeError, or an integer with too many digits
         raise AdapterError(f"{HARNESS}: not Google Benchmark JSON: {exc}") from None
     except RecursionError:
@@ -66,7 +71,9 @@ def _measurement(entry: object, where: str) -> Measurement | None:
     check_benchmark_name(where, name)
     if "real_time" not in entry:
         raise AdapterError(f"{where}.real_time is missing")
-    real_time = number(entry["real_time"], f"{where}.real_time")
+    real_time = decimal_round_trip(
+        number(entry["real_time"], f"{where}.real_time"), f"{where}.real_time"
+    )
     unit = entry.get("time_unit")
     if not isinstance(unit, str):
         raise AdapterError(f"{where}.time_unit must be a string")
@@ -81,11 +88,31 @@ def parse(text: str, settings: Settings) -> list[Measurement]:
             "Benchmark reports every repetition and aggregate as a benchmark of its own, the "
             "medians as '<name>_median'; use 'mean' or leave settings.average unset"
         )
-    found: list[Measurement] = []
+    found: list[tuple[Measurement, str | None]] = []
+    repetitions: dict[str, list[float]] = {}
     for index, entry in enumerate(_document(text)["benchmarks"]):
         measurement = _measurement(entry, f"{HARNESS}: benchmarks[{index}]")
-        if measurement is not None:
-            found.append(measurement)
+        if measurement is None:
+            continue
+        assert isinstance(entry, dict)
+        run: str | None = _run_name(entry, measurement.benchmark)
+        if entry.get("run_type") != "aggregate":
+            repetitions.setdefault(_run_name(entry, measurement.benchmark), []).append(
+                measurement.value
+            )
+        elif entry.get("aggregate_name") not in ("mean", "median"):
+            run = None
+        found.append((measurement, run))
     if not found:
         raise AdapterError(f"{HARNESS}: 'benchmarks' has no entry with a time")
-    return found
+    return [
+        replace(m, samples=tuple(repetitions[run]))
+        if run is not None and len(repetitions.get(run, ())) > 1
+        else m
+        for m, run in found
+    ]
+
+
+def _run_name(entry: dict[str, Any], name: str) -> str:
+    run = entry.get("run_name")
+    return run if isinstance(run, str) else name

@@ -34,6 +34,7 @@ from benchrunner.adapters.json_fields import (
     number_member,
     string_member,
 )
+from benchrunner.adapters.json_numbers import decimal_round_trip
 from benchrunner.adapters.values import (
     NANOSECONDS_PER,
     SECONDS_PER,
@@ -64,12 +65,15 @@ def _run(run: JsonObject, where: str) -> Measurement:
     member(run, "secondaryMetrics", where)  # every JMH result has it; Bencher requires it
     metric_where = f"{where}.primaryMetric"
     metric = as_object(member(run, "primaryMetric", where), metric_where)
-    score = number_member(metric, "score", metric_where)
+    score_where = f"{metric_where}.score"
+    score = decimal_round_trip(number_member(metric, "score", metric_where), score_where)
     confidence = as_array(member(metric, "scoreConfidence", metric_where), "scoreConfidence")
     if len(confidence) != 2:
         raise AdapterError(f"{metric_where}.scoreConfidence must be [lower, upper]")
+    bound_where = f"{metric_where}.scoreConfidence"
     lower, upper = (
-        number(bound, f"{metric_where}.scoreConfidence[{i}]") for i, bound in enumerate(confidence)
+        decimal_round_trip(number(bound, f"{bound_where}[{i}]"), f"{bound_where}[{i}]")
+        for i, bound in enumerate(confidence)
     )
     unit_where = f"{metric_where}.scoreUnit"
     unit = string_member(metric, "scoreUnit", metric_where)

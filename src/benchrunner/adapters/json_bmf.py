@@ -3,8 +3,7 @@
 
 from __future__ import annotations
 
-import json
-
+from benchrunner.adapters import json_numbers
 from benchrunner.adapters.base import AdapterError, Measurement, Settings
 from benchrunner.adapters.values import MAX_BENCHMARK_NAME, MAX_MEASURE_NAME, check_name, number
 
@@ -12,7 +11,7 @@ from benchrunner.adapters.values import MAX_BENCHMARK_NAME, MAX_MEASURE_NAME, ch
 def parse(text: str, settings: Settings | None = None) -> list[Measurement]:
     """Bencher Metric Format; ``settings`` do not apply to it."""
     try:
-        document = json.loads(text)
+        document = json_numbers.loads(text)
     except ValueError as exc:  # JSONDecodeError, or an integer with too many digits
         raise AdapterError(f"not valid JSON (Bencher Metric Format): {exc}") from None
     except RecursionError:

@@ -7,8 +7,7 @@ its boundary, so one message reads ``python_pytest: benchmarks[3].stats.mean is 
 
 from __future__ import annotations
 
-import json
-
+from benchrunner.adapters import json_numbers
 from benchrunner.adapters.base import AdapterError
 from benchrunner.adapters.values import brief, check_benchmark_name, number
 
@@ -18,7 +17,7 @@ JsonObject = dict[str, object]
 def load(text: str) -> object:
     """The JSON document in ``text``; not JSON, or nested too deeply for Python, is an error."""
     try:
-        return json.loads(text)
+        return json_numbers.loads(text)
     except ValueError as exc:  # JSONDecodeError, or an integer with too many digits
         raise AdapterError(f"not valid JSON: {exc}") from None
     except RecursionError:

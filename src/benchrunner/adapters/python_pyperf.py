@@ -9,8 +9,9 @@ values of all runs, with ``average`` ``mean`` (the default, as pyperf's own summ
 is the mean and lower/upper are the mean minus/plus the sample standard deviation; with
 ``median`` the value is the median and lower/upper are the median minus/plus the median
 absolute deviation: the two pairs ``pyperf stats`` prints. With a single value there is no
-spread and no lower/upper. Benchmarks whose unit is not ``second`` (``--track-memory`` writes
-``byte``) are skipped, as Bencher skips asv's memory rows.
+spread and no lower/upper. Every value (in nanoseconds) is kept as the measurement's samples.
+Benchmarks whose unit is not ``second`` (``--track-memory`` writes ``byte``) are skipped, as
+Bencher skips asv's memory rows.
 """
 
 from __future__ import annotations
@@ -23,10 +24,12 @@ from benchrunner.adapters.base import LATENCY, AdapterError, Measurement, Settin
 from benchrunner.adapters.json_fields import JsonObject, as_array, as_object, load, member, path
 from benchrunner.adapters.values import (
     MAX_BENCHMARK_NAME,
+    NANOSECONDS_PER,
     brief,
     check_name,
     number,
     plus_minus,
+    samples_scaled,
     to_nanoseconds,
 )
 
@@ -131,10 +134,11 @@ def _measurement(name: str, seconds: list[float], settings: Settings, where: str
     except OverflowError:
         raise AdapterError(f"{where}: its values are too large to average") from None
     value = to_nanoseconds(centre, "s", where)
+    samples = samples_scaled(seconds, NANOSECONDS_PER["s"])
     if len(seconds) < 2:
-        return Measurement(name, LATENCY, value)
+        return Measurement(name, LATENCY, value, samples=samples)
     lower, upper = plus_minus(value, to_nanoseconds(spread, "s", where), where)
-    return Measurement(name, LATENCY, value, lower, upper)
+    return Measurement(name, LATENCY, value, lower, upper, samples=samples)
 
 
 def _sample_stdev(values: Sequence[float], mean: float) -> float:

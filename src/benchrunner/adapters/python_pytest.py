@@ -5,6 +5,8 @@ its ``stats`` are in seconds. As Bencher's ``python_pytest``: with ``average`` `
 default) the value is ``stats.mean`` and lower/upper are the mean minus/plus ``stats.stddev``;
 with ``median`` the value is ``stats.median`` and lower/upper are the median minus/plus the
 whole ``stats.iqr``. All four stats must be there, as Bencher requires, whichever is used.
+Each round's time (``stats.data``, which pytest-benchmark saves with
+``--benchmark-save-data``) is kept as the measurement's samples, in nanoseconds.
 """
 
 from __future__ import annotations
@@ -19,7 +21,13 @@ from benchrunner.adapters.json_fields import (
     number_member,
     path,
 )
-from benchrunner.adapters.values import plus_minus, to_nanoseconds
+from benchrunner.adapters.json_numbers import decimal_round_trip
+from benchrunner.adapters.values import (
+    NANOSECONDS_PER,
+    plus_minus,
+    samples_scaled,
+    to_nanoseconds,
+)
 
 HARNESS = "python_pytest"
 
@@ -51,11 +59,12 @@ def _measurements(document: object, settings: Settings) -> list[Measurement]:
         stats_where = path(where, "stats")
         stats = as_object(member(benchmark, "stats", where), stats_where)
         seconds = {
-            key: number_member(stats, key, stats_where)
+            key: decimal_round_trip(number_member(stats, key, stats_where), path(stats_where, key))
             for key in ("mean", "stddev", "median", "iqr")
         }
         value = to_nanoseconds(seconds[centre_key], "s", path(stats_where, centre_key))
         spread = to_nanoseconds(seconds[spread_key], "s", path(stats_where, spread_key))
         lower, upper = plus_minus(value, spread, stats_where)
-        found.append(Measurement(name, LATENCY, value, lower, upper))
+        samples = samples_scaled(stats.get("data"), NANOSECONDS_PER["s"])
+        found.append(Measurement(name, LATENCY, value, lower, upper, samples=samples))
     return found

@@ -11,9 +11,9 @@ of ``Both``, or ``Left``) is kept under Bencher's slug for it; a metric with onl
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 
+from benchrunner.adapters import json_numbers
 from benchrunner.adapters.base import Measurement
 from benchrunner.adapters.console_text import lines
 from benchrunner.adapters.rust_gungraun_measures import SUMMARY_KINDS
@@ -111,7 +111,7 @@ def _profile_measures(profile: object, name: str) -> list[tuple[str, float]]:
 
 def _summary(document: str) -> tuple[str, list[tuple[str, float]]]:
     try:
-        summary = json.loads(document)
+        summary = json_numbers.loads(document)
     except (ValueError, RecursionError):
         raise _NotASummary("json") from None
     if _field(summary, "version") != "6":

@@ -4,7 +4,8 @@ Each entry of ``results`` is one command, named by its ``command`` (the ``--comm
 one was given); its times are in seconds. As Bencher's ``shell_hyperfine``: with ``average``
 ``mean`` (the default) the value is ``mean`` and lower/upper are the mean minus/plus ``stddev``
 (none when hyperfine wrote ``null``, after a single run); with ``median`` the value is ``median``
-and lower/upper are ``min`` and ``max``. The fields Bencher requires must be there.
+and lower/upper are ``min`` and ``max``. The fields Bencher requires must be there. Each run's
+time (``times``, when hyperfine wrote it) is kept as the measurement's samples, in nanoseconds.
 """
 
 from __future__ import annotations
@@ -20,7 +21,14 @@ from benchrunner.adapters.json_fields import (
     number_member,
     path,
 )
-from benchrunner.adapters.values import brief, number, plus_minus, to_nanoseconds
+from benchrunner.adapters.values import (
+    NANOSECONDS_PER,
+    brief,
+    number,
+    plus_minus,
+    samples_scaled,
+    to_nanoseconds,
+)
 
 HARNESS = "shell_hyperfine"
 
@@ -54,24 +62,39 @@ def _command(result: JsonObject, where: str, settings: Settings) -> Measurement:
         number_member(result, key, where)
     _check_exit_codes(member(result, "exit_codes", where), path(where, "exit_codes"))
 
+    samples = samples_scaled(result.get("times"), NANOSECONDS_PER["s"])
     if (settings.average or "mean") == "median":
         return Measurement(
-            name, LATENCY, nanoseconds["median"], nanoseconds["min"], nanoseconds["max"]
+            name,
+            LATENCY,
+            nanoseconds["median"],
+            nanoseconds["min"],
+            nanoseconds["max"],
+            samples=samples,
         )
     value = nanoseconds["mean"]
     if stddev is None:
-        return Measurement(name, LATENCY, value)
-    lower, upper = plus_minus(value, stddev, where)
-    return Measurement(name, LATENCY, value, lower, upper)
+        return Measurement(name, LATENCY, value, samples=samples)
+    # The bounds are taken in seconds and then converted, as Bencher takes them: the same
+    # floats, where converting first can differ in the last place.
+    mean = number_member(result, "mean", where)
+    lower, upper = plus_minus(mean, stddev, where)
+    return Measurement(
+        name,
+        LATENCY,
+        value,
+        to_nanoseconds(lower, "s", where),
+        to_nanoseconds(upper, "s", where),
+        samples=samples,
+    )
 
 
 def _stddev(result: JsonObject, where: str) -> float | None:
-    """``stddev`` in nanoseconds, or None where hyperfine wrote null (after a single run)."""
+    """``stddev`` in seconds, or None where hyperfine wrote null (after a single run)."""
     seconds = result.get("stddev")
     if seconds is None:
         return None
-    where = path(where, "stddev")
-    return to_nanoseconds(number(seconds, where), "s", where)
+    return number(seconds, path(where, "stddev"))
 
 
 def _check_exit_codes(value: object, where: str) -> None:

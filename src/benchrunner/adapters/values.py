@@ -128,3 +128,23 @@ def finite_measurement(
         if computed is not None and not math.isfinite(computed):
             raise AdapterError(f"{benchmark!r}: {measure} is too large for a float once converted")
     return Measurement(benchmark, measure, value, lower_value, upper_value)
+
+
+def samples_scaled(raw: object, scale: float) -> tuple[float, ...]:
+    """A harness's per-sample figures (a JSON array of numbers) times ``scale``, or none at
+    all when any of them is not a finite number once scaled: samples are extra data, so a field
+    the harness wrote oddly loses them without failing the measurement Bencher would read."""
+    if not isinstance(raw, list) or not raw:
+        return ()
+    found: list[float] = []
+    for value in raw:
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            return ()
+        try:
+            scaled = float(value) * scale
+        except OverflowError:
+            return ()
+        if not math.isfinite(scaled):
+            return ()
+        found.append(scaled)
+    return tuple(found)

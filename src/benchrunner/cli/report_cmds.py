@@ -13,7 +13,9 @@ from benchrunner.cli import output
 from benchrunner.cli.config import project_client
 from benchrunner.cli.options import Host, Json, Project, Token
 from benchrunner.cli.report_format import active_alerts, comment_markdown
+from benchrunner.cli.samples_format import print_samples
 from benchrunner.cli.views import print_report
+from benchrunner.client import JsonObject
 
 report_app = typer.Typer(
     help="Reports of a project: show one, or write it as a pull-request comment.",
@@ -31,12 +33,25 @@ def report_show(
     host: Host = None,
     token: Token = None,
     as_json: Json = False,
+    samples: Annotated[
+        bool,
+        typer.Option(
+            "--samples",
+            help="Also each metric's raw samples: count, min, median, max and the first values.",
+        ),
+    ] = False,
 ) -> None:
     """A report's metrics with their baselines, changes, limits and alerts; a duet's ratios
     with their intervals and alerts, apart."""
     with project_client(host, token, project) as (client, project_ref):
-        found = client.get_report(project_ref, report)
-    output.show(found, as_json, print_report)
+        found = client.get_report(project_ref, report, samples=samples)
+
+    def render(shown: JsonObject) -> None:
+        print_report(shown)
+        if samples:
+            print_samples(shown)
+
+    output.show(found, as_json, render)
 
 
 def append_step_summary(text: str, path: str) -> None:

@@ -146,8 +146,9 @@ ThresholdTest = Annotated[
     list[str] | None,
     typer.Option(
         metavar="TEST",
-        help="static, percentage, z_score, t_test, log_normal, iqr, delta_iqr, or "
-        "change_point (steps in the history, found by E-divisive means).",
+        help="static, percentage, z_score, t_test, log_normal, iqr, delta_iqr, "
+        "change_point (steps in the history, found by E-divisive means), or samples (the "
+        "report's samples against the recent reports', by a rank test).",
         rich_help_panel=THRESHOLDS,
     ),
 ]
@@ -197,7 +198,8 @@ ThresholdMaxPvalue = Annotated[
     list[str] | None,
     typer.Option(
         metavar="P|_",
-        help="change_point only: largest p-value of a step that alerts (default 0.001).",
+        help="change_point and samples only: largest p-value of a change that alerts "
+        "(default 0.001; samples: 0.05).",
         rich_help_panel=THRESHOLDS,
     ),
 ]
@@ -206,7 +208,8 @@ ThresholdMinMagnitude = Annotated[
     list[str] | None,
     typer.Option(
         metavar="X|_",
-        help="change_point only: smallest relative step that alerts (0.05 is 5 %).",
+        help="change_point and samples only: smallest relative change that alerts (0.05 is "
+        "5 %; samples' default 0.02).",
         rich_help_panel=THRESHOLDS,
     ),
 ]

@@ -51,9 +51,11 @@ MaxSampleSize = Annotated[int | None, _option("Most (newest) history values used
 Window = Annotated[int | None, _option("Only history this recent, in seconds.", _MODEL)]
 LowerBoundary = Annotated[float | None, _option("The test's lower boundary.", _MODEL)]
 UpperBoundary = Annotated[float | None, _option("The test's upper boundary.", _MODEL)]
-MaxPvalue = Annotated[float | None, _option("change_point: largest p-value reported.", _MODEL)]
+MaxPvalue = Annotated[
+    float | None, _option("change_point, samples: largest p-value reported.", _MODEL)
+]
 MinMagnitude = Annotated[
-    float | None, _option("change_point: smallest relative change reported.", _MODEL)
+    float | None, _option("change_point, samples: smallest relative change reported.", _MODEL)
 ]
 
 

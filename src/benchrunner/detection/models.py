@@ -17,11 +17,13 @@ iqr,          finite, >= 0: a multiplier of the      as percentage
 delta_iqr     inter-quartile range
 change_point  none (a change in either direction     as percentage, plus max_pvalue in (0, 1]
               is reported, with its sign)            and min_magnitude >= 0 (defaults 0.001, 0)
+samples       none (as change_point)                 as change_point, defaults 0.05 and 0.02
 ============  =====================================  ==========================================
 
-Every test but ``change_point`` needs a lower boundary, an upper boundary or both; a missing
-boundary means no limit on that side. ``max_pvalue`` and ``min_magnitude`` belong to
-``change_point`` only.
+Every test but ``change_point`` and ``samples`` needs a lower boundary, an upper boundary or
+both; a missing boundary means no limit on that side. ``max_pvalue`` and ``min_magnitude``
+belong to those two only (for ``samples``: the rank test's level and the smallest relative
+shift of the median, ``detection.samples``).
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ class TestKind(StrEnum):
     IQR = "iqr"
     DELTA_IQR = "delta_iqr"
     CHANGE_POINT = "change_point"
+    SAMPLES = "samples"
 
 
 TEST_ALIASES: dict[str, TestKind] = {"z": TestKind.Z_SCORE, "t": TestKind.T_TEST}
@@ -55,6 +58,10 @@ MIN_SAMPLE_SIZE = 2
 MIN_WINDOW = 1
 DEFAULT_MAX_PVALUE = 0.001
 DEFAULT_MIN_MAGNITUDE = 0.0
+SAMPLES_MAX_PVALUE = 0.05
+"""``samples``' default ``max_pvalue`` (``detection.samples.DEFAULT_MAX_PVALUE``)."""
+SAMPLES_MIN_MAGNITUDE = 0.02
+"""``samples``' default ``min_magnitude`` (``detection.samples.DEFAULT_MIN_EFFECT``)."""
 
 _CDF_TESTS = frozenset({TestKind.Z_SCORE, TestKind.T_TEST, TestKind.LOG_NORMAL})
 _IQR_TESTS = frozenset({TestKind.IQR, TestKind.DELTA_IQR})
@@ -121,10 +128,14 @@ def validate(model: Model) -> Model:
         return model
     _validate_counts(model)
     if test is TestKind.CHANGE_POINT:
-        return _validate_change_point(model)
+        return _validate_change_point(model, DEFAULT_MAX_PVALUE, DEFAULT_MIN_MAGNITUDE)
+    if test is TestKind.SAMPLES:
+        return _validate_change_point(model, SAMPLES_MAX_PVALUE, SAMPLES_MIN_MAGNITUDE)
     for name in ("max_pvalue", "min_magnitude"):
         if getattr(model, name) is not None:
-            raise ModelError(f"{name} is a parameter of change_point only, not of {test}")
+            raise ModelError(
+                f"{name} is a parameter of change_point and samples only, not of {test}"
+            )
     if model.lower_boundary is None and model.upper_boundary is None:
         raise ModelError(f"the {test} test needs a lower_boundary, an upper_boundary or both")
     for side in ("lower_boundary", "upper_boundary"):
@@ -173,11 +184,11 @@ def _validate_counts(model: Model) -> None:
         )
 
 
-def _validate_change_point(model: Model) -> Model:
+def _validate_change_point(model: Model, max_pvalue: float, min_magnitude: float) -> Model:
     for side in ("lower_boundary", "upper_boundary"):
         if getattr(model, side) is not None:
             raise ModelError(
-                f"a change_point model takes no {side}: it reports changes in both "
+                f"a {model.test} model takes no {side}: it reports changes in both "
                 "directions (use min_magnitude to ignore small ones)"
             )
     pvalue = _number(model, "max_pvalue")
@@ -190,8 +201,8 @@ def _validate_change_point(model: Model) -> Model:
         )
     return replace(
         model,
-        max_pvalue=DEFAULT_MAX_PVALUE if pvalue is None else pvalue,
-        min_magnitude=DEFAULT_MIN_MAGNITUDE if magnitude is None else magnitude,
+        max_pvalue=max_pvalue if pvalue is None else pvalue,
+        min_magnitude=min_magnitude if magnitude is None else magnitude,
     )
 
 

@@ -105,6 +105,15 @@ class ServerSettings(BaseSettings):
     idempotency_window: float = Field(
         default=300.0, gt=0, description="seconds an Idempotency-Key of POST /v0/run is kept"
     )
+    lookups_cache_ttl: float = Field(
+        default=60.0,
+        ge=0,
+        description="seconds a cached lookup (token, project, spec...) is kept at most; "
+        "0 caches nothing",
+    )
+    lookups_cache_entries: int = Field(
+        default=10_000, ge=1, description="cached lookups kept, the least recently used dropped"
+    )
     replica_name: str | None = Field(
         default=None,
         description="this replica's name in the replica label of /metrics; default host:port",

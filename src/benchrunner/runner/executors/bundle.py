@@ -1,7 +1,7 @@
 """The OCI runtime ``config.json`` of a sandboxed job: pure functions of the image config, the
 job's overrides and the spec, so they are tested without a runtime.
 
-Decisions where the issue is silent:
+Choices made here, within docs/decisions/executors.md:
 
 - process: Docker's rules. A job ``entrypoint`` replaces the image's Entrypoint *and* drops the
   image's Cmd; a job ``cmd`` replaces the image's Cmd. Env: the image's, then the job's on top.

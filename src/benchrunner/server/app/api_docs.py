@@ -29,4 +29,7 @@ def install(app: FastAPI) -> None:
             swagger_js_url=static("vendor/swagger-ui-bundle.js"),
             swagger_css_url=static("vendor/swagger-ui.css"),
             swagger_favicon_url=static("vendor/swagger-ui-favicon-32x32.png"),
+            # Swagger UI would otherwise show a badge fetched from validator.swagger.io, sending
+            # it this server's document URL.
+            swagger_ui_parameters={"validatorUrl": None},
         )

@@ -85,7 +85,11 @@ def build_context(
     metrics: ServerMetrics | None = None,
 ) -> ServerContext:
     settings.data_dir.mkdir(parents=True, exist_ok=True)
-    db = Database(settings.database_url())
+    db = Database(
+        settings.database_url(),
+        lookups_ttl=settings.lookups_cache_ttl,
+        lookups_entries=settings.lookups_cache_entries,
+    )
     upgrade(db.write_engine)
     with db.write_engine.begin() as conn:
         refresh_statistics(conn)

@@ -107,7 +107,7 @@ class Lifecycle:
         if ctx.db.sqlite:
             self.wakeups, leadership = LocalWakeups(self.dispatcher), SoleLeadership()
         else:
-            self.wakeups = PostgresWakeups(self.dispatcher, ctx.db.url)
+            self.wakeups = PostgresWakeups(self.dispatcher, ctx.db.url, ctx.db.lookups)
             leadership = AdvisoryLockLeadership(ctx.db.url)
         self.hand_offs = HandOffs(ctx, self.dispatcher, self.wakeups)
         self.sweeper = Sweeper(

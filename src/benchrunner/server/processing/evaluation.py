@@ -16,6 +16,8 @@ window before the report's start time, to its sample size, and to the latest bas
 - ``change_point`` looks for steps in the history followed by the new value. A step is one
   alert, on the metric where the series changed, raised once: a step near one already alerted
   (closer to it than to any other step found) is the same step seen again.
+- ``samples`` compares the report's samples with its baseline window's
+  (``server.processing.sample_evaluation``).
 """
 
 from __future__ import annotations
@@ -30,6 +32,10 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from benchrunner.detection.models import DEFAULT_MAX_PVALUE, DEFAULT_MIN_MAGNITUDE, TestKind
+from benchrunner.server.processing.sample_evaluation import (
+    DEFAULT_MAX_SAMPLE_SIZE,
+    judge_samples,
+)
 from benchrunner.server.processing.webhooks import emit_alert_event
 from benchrunner.server.store import alerts, history, reports, thresholds
 from benchrunner.server.store.history import Point
@@ -105,15 +111,21 @@ def evaluate_report(
         if t.measure_id not in cutoffs:
             cutoffs[t.measure_id] = history.reset_cutoff(conn, scope, t.measure_id)
         since = history_since(row.start_time, t.window_seconds, cutoffs[t.measure_id])
+        test = thresholds.model_of(t).test
         series = history.series_history(
             conn,
             scope,
             t.measure_id,
             sorted({m.benchmark_id for m in judged.metrics}),
             since=since,
-            max_samples=t.max_sample_size,
+            max_samples=t.max_sample_size
+            if t.max_sample_size is not None or test is not TestKind.SAMPLES
+            else DEFAULT_MAX_SAMPLE_SIZE,
         )
-        if thresholds.model_of(t).test is not TestKind.CHANGE_POINT:
+        if test is TestKind.SAMPLES:
+            raised += judge_samples(conn, t, report_id, judged.metrics, series, now, alerting)
+            continue
+        if test is not TestKind.CHANGE_POINT:
             raised += _judge_limits(conn, t, report_id, judged.metrics, series, now, alerting)
             continue
         for m in judged.metrics:
@@ -121,6 +133,16 @@ def evaluate_report(
             raised += _judge_changes(conn, t, report_id, m, past, now, alerting)
     emit_alert_event(conn, "alert.raised", raised, now)
     return len(raised)
+
+
+def series_thresholds_to_judge(
+    conn: Connection, branch_id: int, testbed_id: int, metrics: Sequence[reports.StoredMetric]
+) -> list[Any]:
+    """``thresholds_to_judge`` of a report on this branch and testbed, without reading the
+    report (cached: ``thresholds.thresholds_of_series``)."""
+    return thresholds.thresholds_of_series(
+        conn, branch_id, testbed_id, {m.measure_id for m in metrics}
+    )
 
 
 def thresholds_to_judge(

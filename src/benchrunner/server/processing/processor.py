@@ -37,7 +37,7 @@ from benchrunner.protocol import JsonDuet, NoiseGuard
 from benchrunner.server.blobs.blob_store import job_output_key
 from benchrunner.server.context import ServerContext
 from benchrunner.server.logs.transition_log import job_moved
-from benchrunner.server.processing.evaluation import evaluate_report, thresholds_to_judge
+from benchrunner.server.processing.evaluation import evaluate_report, series_thresholds_to_judge
 from benchrunner.server.processing.noise import NoiseVerdict, verdict
 from benchrunner.server.processing.outputs import (
     UnusableOutput,
@@ -369,7 +369,7 @@ def record_processed(
     start_time, end_time = job.started or job.created, job.completed or now
     if job.config.backdate is not None:  # Bencher's --backdate: the same duration, moved
         start_time, end_time = job.config.backdate, job.config.backdate + (end_time - start_time)
-    reports.report_finish(
+    branch_id, testbed_id = reports.report_finish(
         conn,
         job.report_id,
         start_time=start_time,
@@ -379,7 +379,7 @@ def record_processed(
     )
     # Nothing to judge costs no savepoint (two round trips on PostgreSQL): metrics without a
     # threshold are the common case.
-    found = thresholds_to_judge(conn, job.report_id, stored) if stored else []
+    found = series_thresholds_to_judge(conn, branch_id, testbed_id, stored) if stored else []
     if found:
         try:
             with conn.begin_nested():

@@ -21,12 +21,32 @@ def report_metrics(
     iterations: Sequence[Sequence[Measurement]], fold: Fold | None
 ) -> list[MetricValue]:
     """The metrics of a report from each iteration's measurements (iteration i's metrics have
-    ``iteration`` i; folded, there is one iteration, 0)."""
-    folded = [fold_iterations(iterations, fold)] if fold is not None and iterations else iterations
+    ``iteration`` i; folded, there is one iteration, 0). Each keeps its samples
+    (``core.samples``): the harness's, and folded, those of every iteration it was made of
+    (an iteration's value stands for it when its harness gave none)."""
+    if fold is None or not iterations:
+        return [
+            MetricValue(
+                index, m.benchmark, m.measure, m.value, m.lower_value, m.upper_value, m.samples
+            )
+            for index, measurements in enumerate(iterations)
+            for m in measurements
+        ]
+    behind: dict[tuple[str, str], list[float]] = {}
+    for measurements in iterations:
+        for m in measurements:
+            behind.setdefault((m.benchmark, m.measure), []).extend(m.samples or (m.value,))
     return [
-        MetricValue(index, m.benchmark, m.measure, m.value, m.lower_value, m.upper_value)
-        for index, measurements in enumerate(folded)
-        for m in measurements
+        MetricValue(
+            0,
+            m.benchmark,
+            m.measure,
+            m.value,
+            m.lower_value,
+            m.upper_value,
+            tuple(behind[(m.benchmark, m.measure)]),
+        )
+        for m in fold_iterations(iterations, fold)
     ]
 
 
@@ -47,8 +67,10 @@ REPLACED = "\ufffd"
 
 def unread_output(adapter: str, where: str, text: str, error: adapters.AdapterError) -> str:
     """The report's error for an output ``adapter`` could not read; it says so when the output
-    held bytes that are not UTF-8 (the runner sends them as U+FFFD)."""
+    held a NUL character or bytes that are not UTF-8 (the runner sends them as U+FFFD)."""
     message = adapters.could_not_read(adapter, where, error)
+    if "\x00" in text:
+        message += f" (the output contains a NUL character at character {text.index(chr(0))})"
     if REPLACED in text:
         message += (
             f" (the output is not UTF-8 text: U+FFFD at character {text.index(REPLACED)} "

@@ -18,6 +18,7 @@ import sqlalchemy as sa
 from fastapi import APIRouter, Depends, Query, Response
 from sqlalchemy.engine import Connection
 
+from benchrunner.core.samples import Samples
 from benchrunner.server.context import ServerContext
 from benchrunner.server.http.errors import bad_request
 from benchrunner.server.routes.deps import Ctx, MaybeUser, project_access
@@ -25,6 +26,7 @@ from benchrunner.server.routes.dimensions import in_project
 from benchrunner.server.store import accounts
 from benchrunner.server.store.accounts import UserRow
 from benchrunner.server.store.perf import MAX_SERIES, PerfQuery, perf_points
+from benchrunner.server.store.samples import samples_of
 from benchrunner.server.store.tables import benchmark, branch, measure, testbed
 from benchrunner.server.views.perf.csv_export import perf_csv
 from benchrunner.server.views.perf.plot import perf_png
@@ -36,6 +38,7 @@ from benchrunner.server.views.resources import (
     named_view,
     project_view,
 )
+from benchrunner.server.views.samples import samples_view
 
 router = APIRouter(tags=["perf"])
 
@@ -64,6 +67,8 @@ class _Resolved:
     start_time: dt.datetime
     end_time: dt.datetime
     points: list[Any]
+    samples: dict[int, Samples] | None = None
+    """Each point's samples by metric id, when asked for."""
 
 
 _SINGULAR = {
@@ -132,7 +137,12 @@ Params = Annotated[PerfParams, Depends(perf_params)]
 
 
 async def _query(
-    ctx: ServerContext, user: UserRow | None, project: str, params: PerfParams
+    ctx: ServerContext,
+    user: UserRow | None,
+    project: str,
+    params: PerfParams,
+    *,
+    with_samples: bool = False,
 ) -> _Resolved:
     def unit(conn: Connection) -> _Resolved:
         row = project_access(conn, user, project, write=False)
@@ -161,6 +171,7 @@ async def _query(
             end_time=end,
         )
         org = accounts.organization_by_id(conn, row.organization_id)
+        points = perf_points(conn, query)
         return _Resolved(
             project=row,
             org_uuid=org.uuid,
@@ -170,7 +181,10 @@ async def _query(
             measures=measures,
             start_time=start,
             end_time=end,
-            points=perf_points(conn, query),
+            points=points,
+            samples=samples_of(conn, [(p.metric_id, p.value) for p in points])
+            if with_samples
+            else None,
         )
 
     return await ctx.db.read(unit)
@@ -197,7 +211,7 @@ def _by_series(found: _Resolved) -> dict[tuple[int, int, int, int], list[Any]]:
     return grouped
 
 
-def _point_view(p: Any) -> dict[str, Any]:
+def _point_view(p: Any, samples: dict[int, Samples] | None) -> dict[str, Any]:
     view: dict[str, Any] = {
         "report": str(p.report_uuid),
         "iteration": p.iteration,
@@ -230,6 +244,8 @@ def _point_view(p: Any) -> dict[str, Any]:
         }
     if p.noisy:
         view["noisy"] = True
+    if samples is not None:
+        view["samples"] = samples_view(samples[p.metric_id])
     return view
 
 
@@ -246,7 +262,7 @@ def perf_view(found: _Resolved) -> dict[str, Any]:
                 "testbed": _named(found.testbeds[t]),
                 "benchmark": _named(found.benchmarks[bm]),
                 "measure": _measure_view(found.measures[m]),
-                "metrics": [_point_view(p) for p in points],
+                "metrics": [_point_view(p, found.samples) for p in points],
             }
         )
     return {
@@ -304,8 +320,11 @@ async def get_perf(
     user: MaybeUser,
     ctx: Ctx,
     params: Params,
+    samples: Annotated[
+        bool, Query(description="include each metric's raw samples (count, min, max, values)")
+    ] = False,
 ) -> dict[str, Any]:
-    return perf_view(await _query(ctx, user, project, params))
+    return perf_view(await _query(ctx, user, project, params, with_samples=samples))
 
 
 @router.get(

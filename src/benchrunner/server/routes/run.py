@@ -27,7 +27,7 @@ from benchrunner.protocol import JsonDuet, JsonDuetSide, JsonJobConfig
 from benchrunner.server.channel.lifecycle import Lifecycle
 from benchrunner.server.context import ServerContext
 from benchrunner.server.http.errors import bad_request
-from benchrunner.server.processing.evaluation import evaluate_report
+from benchrunner.server.processing.evaluation import evaluate_report, series_thresholds_to_judge
 from benchrunner.server.processing.results import report_metrics
 from benchrunner.server.routes.deps import (
     Ctx,
@@ -321,7 +321,8 @@ async def submit_run(
         job_uuid = None
         if plan.mode == "direct":
             stored = reports.metrics_add(conn, report_id, project.id, direct_values, now)
-            evaluate_report(conn, report_id, stored, now)
+            found = series_thresholds_to_judge(conn, on.id, testbed_id, stored)
+            evaluate_report(conn, report_id, stored, now, found=found)
         else:
             assert spec is not None
             # A tag names the digest it points at now, for the main image and a duet's sides.

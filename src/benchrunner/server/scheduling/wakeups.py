@@ -12,6 +12,10 @@ notification itself, from the statement that inserts the job (``job_broadcast``)
 costs no round trip of its own and goes out only if the job commits; it then wakes this
 process alone (``job_created_here``).
 
+The same connection listens for the lookups cache's invalidations (``store.lookups_cache``):
+while it listens the cache is on and drops what each notification names; when it is lost the
+cache is cleared and stays off until the connection listens again.
+
 Both tasks outlive any error, not only the driver's: a failing connection is logged (without
 the connection string) and retried after a delay that doubles up to ``RECONNECT_MAX_DELAY``; a
 wake-up whose handling raises is logged and the listener carries on.
@@ -29,7 +33,9 @@ from typing import Any, Protocol
 import psycopg
 from psycopg import sql
 
+from benchrunner.server.store import lookups_cache
 from benchrunner.server.store.listen import connect_session, describe_error, libpq_url
+from benchrunner.server.store.lookups_cache import LookupCache
 
 log = logging.getLogger(__name__)
 
@@ -90,8 +96,11 @@ class LocalWakeups:
 class PostgresWakeups:
     """Wake this replica at once and the others through LISTEN/NOTIFY."""
 
-    def __init__(self, dispatcher: Wakeable, database_url: str) -> None:
+    def __init__(
+        self, dispatcher: Wakeable, database_url: str, lookups: LookupCache | None = None
+    ) -> None:
         self._dispatcher = dispatcher
+        self._lookups = lookups
         self._conninfo = libpq_url(database_url)
         self.replica = secrets.token_hex(6)
         self._outbox: asyncio.Queue[str] = asyncio.Queue()
@@ -155,13 +164,23 @@ class PostgresWakeups:
                 # the lock a cancelled `notifies()` generator still holds, and a stop would hang.
                 try:
                     await conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(CHANNEL)))
+                    if self._lookups is not None:
+                        await conn.execute(
+                            sql.SQL("LISTEN {}").format(sql.Identifier(lookups_cache.CHANNEL))
+                        )
+                        self._lookups.enable()
                     self.listening.set()
                     delay = RECONNECT_DELAY
                     if regained:  # what was missed meanwhile: a full round
                         self._deliver(self._dispatcher.capacity_freed)
                     async for notify in conn.notifies():
-                        self._deliver(self._received, notify.payload)
+                        if notify.channel == lookups_cache.CHANNEL and self._lookups is not None:
+                            self._deliver(self._lookups.received, notify.payload)
+                        else:
+                            self._deliver(self._received, notify.payload)
                 finally:
+                    if self._lookups is not None:
+                        self._lookups.disable()
                     with contextlib.suppress(Exception):
                         await conn.close()
             except Exception as exc:

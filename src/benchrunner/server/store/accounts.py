@@ -17,6 +17,7 @@ from benchrunner.core.tiers import Plan, priority_for
 from benchrunner.core.tokens import hash_token, new_api_token
 from benchrunner.server.store.conflicts import insert_or_skip, insert_with_slug
 from benchrunner.server.store.direct import Direct
+from benchrunner.server.store.lookups_cache import cached, changed, tag
 from benchrunner.server.store.tables import (
     api_token,
     organization,
@@ -66,6 +67,7 @@ def user_get_or_create(
             return user_from_row(row)
     if admin and not row.admin:
         conn.execute(user.update().where(user.c.id == row.id).values(admin=True, modified=now))
+        changed(conn, tag("user", row.id))
         row = conn.execute(_USER_BY_EMAIL, {"email": email}).one()
     return user_from_row(row)
 
@@ -211,23 +213,40 @@ def api_token_revoke(conn: Connection, user_id: int, token_uuid: UUID, now: dt.d
         )
         .values(revoked=now)
     )
+    changed(conn, tag("user", user_id))
     return api_token_get(conn, user_id, token_uuid) is not None
 
 
 _USER_BY_TOKEN = Direct(
-    sa.select(user, api_token.c.name.label("token_name"))
-    .join(api_token, api_token.c.user_id == user.c.id)
-    .where(
-        api_token.c.token_hash == sa.bindparam("token_hash"),
-        api_token.c.revoked.is_(None),
-        sa.or_(api_token.c.expiration.is_(None), api_token.c.expiration > sa.bindparam("now")),
+    sa.select(
+        user,
+        api_token.c.name.label("token_name"),
+        api_token.c.expiration.label("token_expiration"),
     )
+    .join(api_token, api_token.c.user_id == user.c.id)
+    .where(api_token.c.token_hash == sa.bindparam("token_hash"), api_token.c.revoked.is_(None))
 )
 
 
+def _token_holder(conn: Connection, token_hash: str) -> tuple[UserRow, dt.datetime | None] | None:
+    row = _USER_BY_TOKEN.first(conn, {"token_hash": token_hash})
+    return None if row is None else (user_from_row(row, row.token_name), row.token_expiration)
+
+
 def user_by_api_token(conn: Connection, token: str, now: dt.datetime) -> UserRow | None:
-    row = _USER_BY_TOKEN.first(conn, {"token_hash": hash_token(token), "now": now})
-    return user_from_row(row, row.token_name) if row else None
+    """The user an unrevoked, unexpired API token authenticates, or None. Cached (revoking a
+    token or changing its user drops the entry); the expiration is checked on every use."""
+    token_hash = hash_token(token)
+    found = cached(
+        conn,
+        ("token", token_hash),
+        lambda: _token_holder(conn, token_hash),
+        lambda held: [tag("user", held[0].id)],
+    )
+    if found is None:
+        return None
+    holder, expiration = found
+    return holder if expiration is None or expiration > now else None
 
 
 LEADER = "leader"
@@ -297,6 +316,11 @@ def select_by_ref(conn: Connection, table: sa.Table, ref: str) -> Any:
     return _select_by(table, column).first(conn, {"ref": value})
 
 
+def organization_changed(conn: Connection, org_id: int) -> None:
+    """The organization's row, members or roles change in this transaction (``changed``)."""
+    changed(conn, tag("org", org_id))
+
+
 def organization_get(conn: Connection, ref: str) -> OrganizationRow | None:
     row = select_by_ref(conn, organization, ref)
     return _org(row) if row else None
@@ -330,7 +354,17 @@ _ANY_MEMBER = Direct(
 
 
 def role_of(conn: Connection, user_id: int, org_id: int) -> str | None:
-    return conn.execute(_ROLE, {"user_id": user_id, "org_id": org_id}).scalar()
+    """The user's role in the organization, None for none. Cached (a change of the
+    organization's members drops it)."""
+    role = cached(
+        conn,
+        ("role", user_id, org_id),
+        lambda: (conn.execute(_ROLE, {"user_id": user_id, "org_id": org_id}).scalar(),),
+        lambda _: [tag("org", org_id), tag("user", user_id)],
+    )
+    assert role is not None
+    found: str | None = role[0]
+    return found
 
 
 @dataclass(frozen=True)
@@ -372,7 +406,10 @@ def member_add(conn: Connection, org_id: int, user_id: int, role: str, now: dt.d
     concurrent add)."""
     statement = insert_or_skip(conn, organization_role, ("user_id", "organization_id"))
     values = {"user_id": user_id, "organization_id": org_id, "role": role, "created": now}
-    return conn.execute(statement.returning(organization_role.c.id), values).first() is not None
+    added = conn.execute(statement.returning(organization_role.c.id), values).first() is not None
+    if added:
+        organization_changed(conn, org_id)
+    return added
 
 
 def _membership(org_id: int, user_id: int) -> sa.ColumnElement[bool]:
@@ -383,10 +420,12 @@ def _membership(org_id: int, user_id: int) -> sa.ColumnElement[bool]:
 
 def member_set_role(conn: Connection, org_id: int, user_id: int, role: str) -> None:
     conn.execute(organization_role.update().where(_membership(org_id, user_id)).values(role=role))
+    organization_changed(conn, org_id)
 
 
 def member_remove(conn: Connection, org_id: int, user_id: int) -> None:
     conn.execute(organization_role.delete().where(_membership(org_id, user_id)))
+    organization_changed(conn, org_id)
 
 
 def organization_lock(conn: Connection, org_id: int) -> None:
@@ -404,8 +443,15 @@ def leader_count(conn: Connection, org_id: int) -> int:
 
 
 def organization_is_claimed(conn: Connection, org_id: int) -> bool:
-    """An organization with no members is unclaimed (docs/decisions/bencher-wire.md)."""
-    return _ANY_MEMBER.first(conn, {"org_id": org_id}) is not None
+    """An organization with no members is unclaimed (docs/decisions/bencher-wire.md).
+    Cached (a change of its members drops it)."""
+    claimed = cached(
+        conn,
+        ("claimed", org_id),
+        lambda: _ANY_MEMBER.first(conn, {"org_id": org_id}) is not None,
+        lambda _: [tag("org", org_id)],
+    )
+    return bool(claimed)
 
 
 _ORGANIZATION_CLAIMED = Direct(
@@ -420,10 +466,23 @@ _ORGANIZATION_CLAIMED = Direct(
 
 def organization_for_job(conn: Connection, org_id: int) -> tuple[OrganizationRow, int]:
     """The organization and the priority a job of it gets if created now (its plan, and
-    whether anyone has claimed it), in one statement."""
+    whether anyone has claimed it), in one statement. Cached (a change of the organization or
+    its members drops it)."""
+    found = cached(
+        conn,
+        ("org_for_job", org_id),
+        lambda: _organization_for_job(conn, org_id),
+        lambda _: [tag("org", org_id)],
+    )
+    if found is None:
+        raise LookupError(f"organization {org_id} does not exist")
+    return found
+
+
+def _organization_for_job(conn: Connection, org_id: int) -> tuple[OrganizationRow, int] | None:
     row = _ORGANIZATION_CLAIMED.first(conn, {"org_id": org_id})
     if row is None:
-        raise LookupError(f"organization {org_id} does not exist")
+        return None
     org = _org(row)
     return org, priority_for(org.plan, claimed=bool(row.claimed))
 
@@ -500,8 +559,19 @@ def project_create_with_slug(
 
 
 def project_get(conn: Connection, ref: str) -> ProjectRow | None:
-    row = select_by_ref(conn, project, ref)
-    return _project(row) if row else None
+    """The project by UUID or slug, or None. Cached (a change of the project or its
+    organization drops it)."""
+
+    def load() -> ProjectRow | None:
+        row = select_by_ref(conn, project, ref)
+        return _project(row) if row else None
+
+    return cached(
+        conn,
+        ("project", ref),
+        load,
+        lambda found: [tag("project", found.id), tag("org", found.organization_id)],
+    )
 
 
 def project_list(conn: Connection, org_id: int) -> list[ProjectRow]:

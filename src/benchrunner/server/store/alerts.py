@@ -95,6 +95,8 @@ class NewBoundary:
     baseline: float | None
     lower_limit: float | None
     upper_limit: float | None
+    verdict: str | None = None
+    """The ``samples`` test's answer (same, different or unknown); None for the others."""
 
 
 _BOUNDARIES_OF = sa.select(boundary.c.metric_id, boundary.c.id).where(
@@ -166,6 +168,8 @@ JUDGED_BY: tuple[sa.ColumnElement[Any], ...] = (
     boundary.c.baseline,
     boundary.c.lower_limit,
     boundary.c.upper_limit,
+    # labelled: an alert's own ``verdict`` is its triage
+    boundary.c.verdict.label("boundary_verdict"),
     threshold.c.uuid.label("threshold_uuid"),
     threshold.c.alert_when_noisy,
     model.c.uuid.label("model_uuid"),

@@ -18,13 +18,19 @@ from sqlalchemy.engine import Connection
 
 from benchrunner.core.versions import DEFAULT_MAX_VERSIONS
 from benchrunner.server.store import dimensions, reports
+from benchrunner.server.store.lookups_cache import cached, changed, tag
 from benchrunner.server.store.tables import branch, report
 
 
 def branch_find(conn: Connection, project_id: int, ref: str) -> Any | None:
     """The project's branch with this UUID, else slug, else name
-    (docs/decisions/bencher-wire.md)."""
-    return dimensions.dimension_get(conn, branch, project_id, ref)
+    (docs/decisions/bencher-wire.md). Cached (a new head of the branch drops it)."""
+    return cached(
+        conn,
+        ("branch", project_id, ref),
+        lambda: dimensions.dimension_get(conn, branch, project_id, ref),
+        lambda row: [tag("branch", row.id), tag("project", project_id)],
+    )
 
 
 _BY_ID = sa.select(branch).where(branch.c.id == sa.bindparam("branch_id"))
@@ -120,6 +126,7 @@ def branch_for_run(
         if source is None:
             return BranchForRun(branch_id, True, None)
         conn.execute(_SET_HEAD, {"branch_id": branch_id, **head, "now": None})
+        changed(conn, tag("branch", branch_id))
         return BranchForRun(branch_id, True, source.id)
     moved = source is not None and (
         existing.start_point_branch_id != source.id
@@ -129,5 +136,6 @@ def branch_for_run(
     )
     if (start is not None and start.reset) or moved:
         conn.execute(_SET_HEAD, {"branch_id": existing.id, **head, "now": now})
+        changed(conn, tag("branch", existing.id))
         return BranchForRun(existing.id, True, head["sp_branch"])
     return BranchForRun(existing.id, False, existing.start_point_branch_id)

@@ -44,6 +44,9 @@ class Capabilities:
     analyze_by_hand: bool
     """The server gathers the query planner's statistics itself (``planner``): SQLite gathers
     none unless asked, where PostgreSQL's autovacuum does."""
+    notifies: bool
+    """Other server processes share the database and hear of its changes through
+    ``NOTIFY`` (``lookups_cache``); SQLite has one server process."""
 
 
 SQLITE = Capabilities(
@@ -53,6 +56,7 @@ SQLITE = Capabilities(
     concurrent_writers=False,
     claim_sort_off=False,
     analyze_by_hand=True,
+    notifies=False,
 )
 POSTGRESQL = Capabilities(
     name="postgresql",
@@ -61,6 +65,7 @@ POSTGRESQL = Capabilities(
     concurrent_writers=True,
     claim_sort_off=True,
     analyze_by_hand=False,
+    notifies=True,
 )
 _BY_BACKEND = {c.name: c for c in (SQLITE, POSTGRESQL)}
 

@@ -25,7 +25,8 @@ import sqlalchemy as sa
 from sqlalchemy import event
 from sqlalchemy.engine import Connection, Engine
 
-from benchrunner.server.store import capabilities
+from benchrunner.server.store import capabilities, lookups_cache
+from benchrunner.server.store.lookups_cache import LookupCache
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -175,8 +176,7 @@ class _HeldConnections:
         held: dict[Engine, tuple[Connection, float]] = self._local.__dict__.setdefault("held", {})
         conn = self._usable(held, engine)
         try:
-            with conn.begin():
-                result = unit(conn, *args, **kwargs)
+            result = _in_transaction(conn, unit, *args, **kwargs)
         except BaseException:
             if conn.invalidated:
                 self._drop(held, engine)
@@ -218,6 +218,24 @@ class _HeldConnections:
                 conn.close()
 
 
+def _in_transaction(conn: Connection, unit: Unit[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
+    """``unit`` in one transaction on ``conn``, as one unit of work of the lookups cache of
+    ``conn``'s engine (``lookups_cache``): what it read is kept once it committed."""
+    cache = lookups_cache.of(conn)
+    if cache is None:
+        with conn.begin():
+            return unit(conn, *args, **kwargs)
+    cache.begin(conn)
+    committed = False
+    try:
+        with conn.begin():
+            result = unit(conn, *args, **kwargs)
+        committed = True
+    finally:
+        cache.end(conn, committed=committed)
+    return result
+
+
 def _answers(conn: Connection) -> bool:
     """Whether ``conn``'s database session is alive, pinged on its DBAPI connection as the
     pool's checkout pings one: no statement events (a ping is not the work of any unit), and
@@ -245,9 +263,12 @@ class Database:
         read_threads: int = 2,
         write_threads: int | None = None,
         sync_file: Callable[[Path], None] | None = None,
+        lookups_ttl: float = 60.0,
+        lookups_entries: int = 10_000,
     ) -> None:
         """``sync_file`` makes a file's written data durable (``fdatasync_path`` by default;
-        tests replace the attribute to watch when the WAL is synced)."""
+        tests replace the attribute to watch when the WAL is synced); ``lookups_ttl`` and
+        ``lookups_entries`` bound the cache of lookups (``lookups_cache``)."""
         self.url = normalize_url(url)
         self.sqlite = is_sqlite(self.url)
         self.sync_file = sync_file or fdatasync_path
@@ -256,15 +277,24 @@ class Database:
         self._synced = 0
         """Of those, how many are known to be on disk."""
         self._syncing: asyncio.Future[None] | None = None
+        self.lookups = LookupCache(
+            max_entries=lookups_entries, ttl=lookups_ttl, enabled=self.sqlite
+        )
+        """This process's cache of lookups; on PostgreSQL off until ``lookups.enable()`` (the
+        replica listens for invalidations)."""
+        carry = {lookups_cache.OPTION: self.lookups}
         # SQLite has one writer whatever we do; PostgreSQL overlaps writes (row locks suffice).
         write_threads = write_threads or (1 if self.sqlite else 4)
         if self.sqlite:
             self.write_engine = make_engine(self.url, writer=True, pool_size=write_threads)
             self.read_engine = make_engine(self.url, writer=False, pool_size=read_threads)
+            self.read_engine.update_execution_options(**carry)
         else:
             self.write_engine = make_engine(
                 self.url, pool_size=max(read_threads, write_threads) + 2
             )
+        self.write_engine.update_execution_options(**carry)
+        if not self.sqlite:
             # Reads run in autocommit: no BEGIN and COMMIT round trips around them. At READ
             # COMMITTED (PostgreSQL's default, which we keep) each statement takes its own
             # snapshot, in a transaction or not, so a read unit sees exactly what it saw
@@ -278,6 +308,8 @@ class Database:
             else make_engine(self.url, pool_size=write_threads, durable=False)
         )
         """Where ``write_lazy`` commits: PostgreSQL connections whose commits do not wait."""
+        if not self.sqlite:
+            self.lazy_engine.update_execution_options(**carry)
         # SQLite work is short and CPU-bound: running it on the event loop is faster than a
         # thread hop (the GIL gives threads no parallelism here) and keeps writes serialized.
         self.inline = self.sqlite
@@ -290,14 +322,14 @@ class Database:
         self._readers = ThreadPoolExecutor(read_threads, thread_name_prefix="db-read")
 
     def write_sync(self, unit: Unit[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
-        with self.write_engine.begin() as conn:
-            result = unit(conn, *args, **kwargs)
+        with self.write_engine.connect() as conn:
+            result = _in_transaction(conn, unit, *args, **kwargs)
         self._commits += 1
         return result
 
     def read_sync(self, unit: Unit[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
-        with self.read_engine.begin() as conn:
-            return unit(conn, *args, **kwargs)
+        with self.read_engine.connect() as conn:
+            return _in_transaction(conn, unit, *args, **kwargs)
 
     async def write(self, unit: Unit[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
         if self.inline:
@@ -352,8 +384,7 @@ class Database:
         if conn is None or conn.closed or conn.invalidated:
             conn = self._inline_connections[engine] = engine.connect()
         try:
-            with conn.begin():
-                return unit(conn, *args, **kwargs)
+            return _in_transaction(conn, unit, *args, **kwargs)
         except BaseException:
             if conn.invalidated:  # the database connection broke: open a new one next time
                 conn.close()

@@ -72,6 +72,7 @@ _POINTS = (
         report.c.end_time,
         report.c.version,
         report.c.hash,
+        metric.c.id.label("metric_id"),
         metric.c.uuid.label("metric_uuid"),
         metric.c.iteration,
         metric.c.value,

@@ -16,6 +16,8 @@ from benchrunner.core import slugs
 from benchrunner.core.measures import measure_spec
 from benchrunner.server.store.conflicts import insert_or_skip
 from benchrunner.server.store.direct import Direct, insert_values
+from benchrunner.server.store.lookups_cache import cached_each, tag
+from benchrunner.server.store.samples import samples_add
 from benchrunner.server.store.tables import (
     benchmark,
     branch,
@@ -51,6 +53,20 @@ def _named_id(table: sa.Table) -> Direct:
 
 
 def _find_named(
+    conn: Connection, table: sa.Table, project_id: int, names: list[str]
+) -> dict[str, int]:
+    """The ids of the project's rows of ``table`` with these names (those that exist).
+    Cached: a name keeps its row (nothing renames or deletes one but the project's end)."""
+    return cached_each(
+        conn,
+        ("named", table.name, project_id),
+        names,
+        lambda missing: _load_named(conn, table, project_id, missing),
+        lambda _name, _id: [tag("project", project_id)],
+    )
+
+
+def _load_named(
     conn: Connection, table: sa.Table, project_id: int, names: list[str]
 ) -> dict[str, int]:
     if len(names) == 1:  # the common case (a run's testbed; a report of one benchmark)
@@ -115,6 +131,18 @@ _OLDEST_MEASURE_OF_SLUG = Direct(
 
 
 def _measures_by_slug(conn: Connection, project_id: int, wanted: list[str]) -> dict[str, int]:
+    """The ids of the oldest of the project's measures with each slug (those that exist).
+    Cached as ``_find_named``: a newer measure of a slug never takes its place."""
+    return cached_each(
+        conn,
+        ("measure_slug", project_id),
+        wanted,
+        lambda missing: _load_measures_by_slug(conn, project_id, missing),
+        lambda _slug, _id: [tag("project", project_id)],
+    )
+
+
+def _load_measures_by_slug(conn: Connection, project_id: int, wanted: list[str]) -> dict[str, int]:
     if len(wanted) == 1:  # the common case: a report of one measure
         row = _OLDEST_MEASURE_OF_SLUG.first(conn, {"project_id": project_id, "slug": wanted[0]})
         return {} if row is None else {row.slug: int(row.id)}
@@ -274,6 +302,8 @@ class MetricValue:
     value: float
     lower_value: float | None
     upper_value: float | None
+    samples: tuple[float, ...] = ()
+    """Every value behind ``value`` (``core.samples``); empty: the value alone."""
 
 
 IGNORE_SUFFIXES = ("_bencher_ignore", "BencherIgnore", "-bencher-ignore")
@@ -342,11 +372,12 @@ def metrics_add(
     ]
     if not rows:
         return []
-    inserted = (
+    inserted = list(
         _INSERT_ONE_METRIC.all(conn, rows[0])
         if len(rows) == 1
         else conn.execute(_INSERT_METRIC, rows)
     )
+    samples_add(conn, ((row.id, m.samples) for m, row in zip(values, inserted, strict=True)))
     return [
         StoredMetric(row.id, row.benchmark_id, row.measure_id, row.value, named[m.benchmark][1])
         for m, row in zip(values, inserted, strict=True)
@@ -362,6 +393,7 @@ _FINISH_REPORT = Direct(
         error=sa.bindparam("error"),
         noise=sa.bindparam("noise"),
     )
+    .returning(report.c.branch_id, report.c.testbed_id)
 )
 
 
@@ -373,10 +405,10 @@ def report_finish(
     end_time: dt.datetime,
     error: str | None,
     noise: str | None = None,
-) -> None:
+) -> tuple[int, int]:
     """``noise``: the noise verdict's JSON (``server.processing.noise``), None when the job had
-    none."""
-    _FINISH_REPORT.run(
+    none. Returns the report's branch and testbed ids."""
+    row = _FINISH_REPORT.first(
         conn,
         {
             "report_id": report_id,
@@ -386,6 +418,9 @@ def report_finish(
             "noise": noise,
         },
     )
+    if row is None:
+        raise LookupError(f"report {report_id} does not exist")
+    return int(row.branch_id), int(row.testbed_id)
 
 
 _REPORT = Direct(

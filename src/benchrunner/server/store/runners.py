@@ -23,6 +23,7 @@ from benchrunner.server.store.conflicts import (
     update_unless_taken,
 )
 from benchrunner.server.store.direct import Direct
+from benchrunner.server.store.lookups_cache import cached, changed
 from benchrunner.server.store.tables import job, runner, runner_spec, spec
 
 
@@ -241,8 +242,13 @@ def spec_create(conn: Connection, params: NewSpec, now: dt.datetime) -> Any:
     return conn.execute(sa.select(spec).where(spec.c.id == spec_id)).one()
 
 
+SPECS = "specs"
+"""The lookups cache's tag of every spec row (specs are few and seldom change)."""
+
+
 def spec_get(conn: Connection, ref: str) -> Any:
-    return select_by_ref(conn, spec, ref)
+    """The spec by UUID or slug, or None. Cached (any change of a spec drops it)."""
+    return cached(conn, ("spec", ref), lambda: select_by_ref(conn, spec, ref), lambda _: [SPECS])
 
 
 SPEC_BY_ID = Direct(sa.select(spec).where(spec.c.id == sa.bindparam("spec_id")))
@@ -267,6 +273,7 @@ def spec_update(conn: Connection, spec_id: int, values: dict[str, Any]) -> Any:
     """The spec row after the update, or None as for ``runner_update``."""
     if not update_unless_taken(conn, spec.update().where(spec.c.id == spec_id).values(**values)):
         return None
+    changed(conn, SPECS)
     return spec_by_id(conn, spec_id)
 
 
@@ -297,13 +304,16 @@ def spec_set_fallback(conn: Connection, spec_id: int, fallback: bool, now: dt.da
             .where(spec.c.id == spec_id, spec.c.fallback.is_not(None))
             .values(fallback=None, modified=now)
         )
+    changed(conn, SPECS)
     return spec_by_id(conn, spec_id)
 
 
 def spec_fallback(conn: Connection) -> Any:
     """The spec jobs submitted without one run on (not archived), or None."""
     query = sa.select(spec).where(spec.c.fallback.is_not(None), spec.c.archived.is_(None))
-    return conn.execute(query.limit(1)).first()
+    return cached(
+        conn, ("spec", None), lambda: conn.execute(query.limit(1)).first(), lambda _: [SPECS]
+    )
 
 
 def spec_is_referenced(conn: Connection, spec_id: int) -> bool:
@@ -318,6 +328,7 @@ def spec_is_referenced(conn: Connection, spec_id: int) -> bool:
 
 def spec_delete(conn: Connection, spec_id: int) -> None:
     conn.execute(spec.delete().where(spec.c.id == spec_id))
+    changed(conn, SPECS)
 
 
 def runner_specs(conn: Connection, runner_id: int) -> list[Any]:

@@ -272,6 +272,24 @@ metric = sa.Table(
     sa.Index("index_metric_benchmark_measure_report", "benchmark_id", "measure_id", "report_id"),
 )
 
+# A metric's raw samples when it has more than its value (core/samples.py): its harness's
+# per-sample figures, or the iterations a fold made one. ``sample_values`` is a JSON array of at
+# most core.samples.CAP of them; count, minimum and maximum describe them all.
+metric_sample = sa.Table(
+    "metric_sample",
+    metadata,
+    sa.Column(
+        "metric_id",
+        sa.Integer,
+        sa.ForeignKey("metric.id", ondelete="CASCADE"),
+        primary_key=True,
+    ),
+    sa.Column("sample_values", sa.Text, nullable=False),
+    sa.Column("count", sa.Integer, nullable=False),
+    sa.Column("minimum", sa.Float, nullable=False),
+    sa.Column("maximum", sa.Float, nullable=False),
+)
+
 # A threshold judges one measure on one branch and testbed: every benchmark of it
 # (benchmark_id NULL), or one benchmark (an override, which wins over the measure's).
 threshold = sa.Table(
@@ -348,6 +366,8 @@ boundary = sa.Table(
     sa.Column("baseline", sa.Float, nullable=True),
     sa.Column("lower_limit", sa.Float, nullable=True),
     sa.Column("upper_limit", sa.Float, nullable=True),
+    # The samples test's answer: same, different or unknown (detection/samples.py).
+    sa.Column("verdict", sa.String(16), nullable=True),
     sa.UniqueConstraint("metric_id", name="uq_boundary_metric_id"),
     sa.Index("index_boundary_threshold", "threshold_id"),
 )

@@ -20,6 +20,7 @@ from benchrunner.detection.models import Model, TestKind
 from benchrunner.server.store.conflicts import insert_or_skip
 from benchrunner.server.store.direct import Direct
 from benchrunner.server.store.listing import page_of, where_given
+from benchrunner.server.store.lookups_cache import cached, changed
 from benchrunner.server.store.tables import (
     benchmark,
     branch,
@@ -92,6 +93,11 @@ _TOUCH = (
 )
 
 
+THRESHOLDS = "thresholds"
+"""The lookups cache's tag of every series' thresholds: any change of a threshold or of its
+model drops them all (they change seldom, and a model belongs to no series by itself)."""
+
+
 def threshold_find(conn: Connection, key: SeriesKey) -> int | None:
     params = {
         "branch_id": key.branch_id,
@@ -131,6 +137,8 @@ def threshold_put(
     inserted = conn.execute(insert_or_skip(conn, threshold).returning(threshold.c.id), row)
     threshold_id = inserted.scalar()
     created = threshold_id is not None
+    if created:
+        changed(conn, THRESHOLDS)
     if threshold_id is None:
         threshold_id = threshold_find(conn, key)
         assert threshold_id is not None, "a threshold that conflicts on insert exists"
@@ -172,6 +180,7 @@ def model_replace(conn: Connection, threshold_id: int, params: Model, now: dt.da
     )
     if current is not None:
         conn.execute(_TOUCH, {"threshold_id": threshold_id, "now": now})
+    changed(conn, THRESHOLDS)
     return True
 
 
@@ -189,11 +198,14 @@ def threshold_set_alert_when_noisy(
     conn: Connection, threshold_id: int, alert_when_noisy: bool, now: dt.datetime
 ) -> bool:
     """Whether the threshold raises alerts on a noisy report; False when it already did."""
-    changed = conn.execute(
+    result = conn.execute(
         _SET_ALERT_WHEN_NOISY,
         {"threshold_id": threshold_id, "alert_when_noisy": alert_when_noisy, "now": now},
     )
-    return bool(changed.rowcount)
+    if not result.rowcount:
+        return False
+    changed(conn, THRESHOLDS)
+    return True
 
 
 _DELETE = threshold.delete().where(threshold.c.id == sa.bindparam("threshold_id"))
@@ -201,6 +213,7 @@ _DELETE = threshold.delete().where(threshold.c.id == sa.bindparam("threshold_id"
 
 def threshold_delete(conn: Connection, threshold_id: int) -> None:
     conn.execute(_DELETE, {"threshold_id": threshold_id})
+    changed(conn, THRESHOLDS)
 
 
 _RESET = threshold.delete().where(
@@ -215,7 +228,9 @@ def thresholds_reset(
 ) -> None:
     """Remove the branch/testbed's thresholds (overrides too) of every measure not kept."""
     keep = list(keep_measure_ids) or [-1]
-    conn.execute(_RESET, {"branch_id": branch_id, "testbed_id": testbed_id, "keep": keep})
+    result = conn.execute(_RESET, {"branch_id": branch_id, "testbed_id": testbed_id, "keep": keep})
+    if result.rowcount:
+        changed(conn, THRESHOLDS)
 
 
 _CLONE_SOURCE = (
@@ -404,6 +419,31 @@ def thresholds_for(
             {"branch_id": branch_id, "testbed_id": testbed_id, "measure_ids": wanted},
         )
     )
+
+
+_OF_SERIES = Direct(
+    _WITH_MODELS.where(
+        threshold.c.branch_id == sa.bindparam("branch_id"),
+        threshold.c.testbed_id == sa.bindparam("testbed_id"),
+    )
+)
+
+
+def thresholds_of_series(
+    conn: Connection, branch_id: int, testbed_id: int, measure_ids: Iterable[int]
+) -> list[Any]:
+    """``thresholds_for``, from the branch and testbed's thresholds of every measure, cached
+    (a change of any threshold drops them)."""
+    wanted = set(measure_ids)
+    if not wanted:
+        return []
+    rows = cached(
+        conn,
+        ("thresholds", branch_id, testbed_id),
+        lambda: tuple(_OF_SERIES.all(conn, {"branch_id": branch_id, "testbed_id": testbed_id})),
+        lambda _: [THRESHOLDS],
+    )
+    return [row for row in rows or () if row.measure_id in wanted]
 
 
 def thresholds_of_report(conn: Connection, report_id: int, measure_ids: Iterable[int]) -> list[Any]:

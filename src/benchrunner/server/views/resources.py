@@ -204,7 +204,7 @@ def model_view(row: Any, *, prefix: str = "") -> dict[str, Any]:
         "created": iso(column("created")),
         "replaced": iso(column("replaced")),
     }
-    if row.test == "change_point":
+    if row.test in ("change_point", "samples"):
         view["max_pvalue"] = row.max_pvalue
         view["min_magnitude"] = row.min_magnitude
     return view
@@ -214,11 +214,17 @@ _PREFIXED = frozenset({"uuid", "created", "replaced"})
 
 
 def boundary_view(row: Any) -> dict[str, Any]:
-    return {
+    """Bencher's boundary; with ``verdict`` (same, different, unknown) when the ``samples``
+    test drew it."""
+    view = {
         "baseline": row.baseline,
         "lower_limit": row.lower_limit,
         "upper_limit": row.upper_limit,
     }
+    verdict = getattr(row, "boundary_verdict", None)
+    if verdict is not None:
+        view["verdict"] = verdict
+    return view
 
 
 def threshold_view(

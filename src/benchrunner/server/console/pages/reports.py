@@ -1,7 +1,7 @@
 """A project's reports: the list (newest first, by branch and testbed) and one report with its
 metrics per iteration, the boundaries they were judged against and the alerts they raised, its
 noise guard's verdict (and why a noisy report's alerts were withheld), and a duet report's
-paired ratios apart from absolute metrics."""
+paired ratios apart from absolute metrics, and each benchmark's samples as a distribution."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from fastapi.responses import HTMLResponse
 from sqlalchemy.engine import Connection
 
 from benchrunner.server.console.pager import Pager
+from benchrunner.server.console.sample_plot import Distribution, distributions
 from benchrunner.server.console.templating import render
 from benchrunner.server.console.viewer import CurrentViewer, Viewer, visible_project
 from benchrunner.server.processing.noise import NoiseVerdict, noise_view, stored_verdict
@@ -23,6 +24,7 @@ from benchrunner.server.store.accounts import ProjectRow
 from benchrunner.server.store.report_reads import ReportFilter, report_page
 from benchrunner.server.store.tables import branch, testbed
 from benchrunner.server.views.resources import full_report_view
+from benchrunner.server.views.samples import report_samples
 
 router = APIRouter()
 
@@ -101,17 +103,20 @@ async def report_list(
     )
 
 
-def _report(conn: Connection, viewer: Viewer, ref: str, report_ref: str) -> tuple[Any, Any]:
+def _report(
+    conn: Connection, viewer: Viewer, ref: str, report_ref: str
+) -> tuple[Any, Any, list[Distribution]]:
     project = visible_project(conn, viewer, ref)
     report_id = report_in_project(conn, project.id, report_ref)
-    return project, full_report_view(conn, report_id, with_job=True)
+    view = full_report_view(conn, report_id, with_job=True)
+    return project, view, distributions(view, report_samples(conn, report_id))
 
 
 @router.get("/console/projects/{project}/reports/{report}", response_class=HTMLResponse)
 async def report_detail(
     project: str, report: str, request: Request, viewer: CurrentViewer, ctx: Ctx
 ) -> HTMLResponse:
-    found_project, view = await ctx.db.read(_report, viewer, project, report)
+    found_project, view, shown = await ctx.db.read(_report, viewer, project, report)
     alerted = {a["metric"]["uuid"]: a["limit"] for a in view["alerts"]}
     noise = stored_verdict(view["noise"])
     return render(
@@ -123,5 +128,6 @@ async def report_detail(
             "report": view,
             "alerted": alerted,
             "noise_reasons": [] if noise is None else noise.reasons,
+            "distributions": shown,
         },
     )

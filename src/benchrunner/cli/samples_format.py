@@ -1,0 +1,58 @@
+"""A report's raw samples in a terminal (``benchrunner report show --samples``): one row per
+metric with how many samples it holds, their spread, and whether some were cut."""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Mapping
+from typing import Any
+
+from rich.table import Table
+
+from benchrunner.cli import output
+from benchrunner.cli.report_format import format_number
+
+
+def sample_rows(report: Mapping[str, Any]) -> list[tuple[str, ...]]:
+    """``(iteration, benchmark, measure, count, min, median, max, values)`` of each measure
+    entry that carries ``samples``."""
+    rows: list[tuple[str, ...]] = []
+    for iteration in report.get("results") or []:
+        for bench in iteration:
+            name = str((bench.get("benchmark") or {}).get("name"))
+            for entry in bench.get("measures") or []:
+                found = entry.get("samples")
+                if not isinstance(found, Mapping):
+                    continue
+                values = [float(v) for v in found.get("values") or []]
+                shown = ", ".join(format_number(v) for v in values[:8])
+                if len(values) > 8:
+                    shown += ", …"
+                if found.get("cut"):
+                    shown += f" (cut: {len(values)} of {found.get('count')} kept)"
+                rows.append(
+                    (
+                        str(bench.get("iteration")),
+                        name,
+                        str((entry.get("measure") or {}).get("name")),
+                        str(found.get("count")),
+                        format_number(found.get("min")),
+                        format_number(statistics.median(values)) if values else "-",
+                        format_number(found.get("max")),
+                        shown,
+                    )
+                )
+    return rows
+
+
+def print_samples(report: Mapping[str, Any]) -> None:
+    rows = sample_rows(report)
+    if not rows:
+        output.note("no samples")
+        return
+    table = Table(title="samples")
+    for column in ("iter", "benchmark", "measure", "count", "min", "median", "max", "values"):
+        table.add_column(column)
+    for row in rows:
+        table.add_row(*row)
+    output.out().print(table)

@@ -1,0 +1,97 @@
+"""The ``samples`` threshold test on a report (docs/reference/thresholds.md): the report's
+samples of each benchmark against those of its baseline window, as distributions.
+
+The baseline window is the benchmark's history (``store.history``: same branch with its start
+point, testbed and measure, cut to the model's window, sample size and the latest baseline
+reset), with one more cut: it starts at the latest report this test alerted on. So a step
+alerts once: the reports after it are compared with the new level, not with the old one.
+
+Every judged metric gets a boundary whose baseline is the baseline samples' median and whose
+``verdict`` is the test's answer (both none when the window holds fewer than
+``min_sample_size`` values); a **different** verdict raises one
+alert per benchmark, on the report's first metric of it, carrying the medians, the relative
+shift and the rank test's p-value. **same** and **unknown** raise nothing.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+from sqlalchemy.engine import Connection
+
+from benchrunner.detection.models import SAMPLES_MAX_PVALUE, SAMPLES_MIN_MAGNITUDE
+from benchrunner.server.store import alerts, reports
+from benchrunner.server.store.history import Point
+from benchrunner.server.store.samples import samples_of
+
+DEFAULT_MAX_SAMPLE_SIZE = 64
+"""The newest values of the history a ``samples`` model without ``max_sample_size`` uses."""
+
+
+def judge_samples(
+    conn: Connection,
+    t: Any,
+    report_id: int,
+    metrics: list[reports.StoredMetric],
+    series: dict[int, list[Point]],
+    now: dt.datetime,
+    alerting: bool,
+) -> list[int]:
+    """Boundaries for ``metrics`` (a report's, of one threshold) and the alerts raised; without
+    ``alerting`` (a noisy report), none."""
+    from benchrunner.detection.samples import Verdict, compare
+
+    by_benchmark: dict[int, list[reports.StoredMetric]] = {}
+    for m in metrics:
+        by_benchmark.setdefault(m.benchmark_id, []).append(m)
+    windows = {b: _window(conn, series.get(b, [])) for b in by_benchmark}
+    wanted = [(p.metric_id, p.value) for points in windows.values() for p in points]
+    wanted += [(m.id, m.value) for m in metrics]
+    found = samples_of(conn, wanted)
+    raised: list[int] = []
+    for benchmark_id, judged in by_benchmark.items():
+        window = windows[benchmark_id]
+        before = [v for p in window for v in found[p.metric_id].values]
+        after = [v for m in judged for v in found[m.id].values]
+        enough = bool(window) and (t.min_sample_size is None or len(window) >= t.min_sample_size)
+        result = (
+            compare(
+                before,
+                after,
+                max_pvalue=SAMPLES_MAX_PVALUE if t.max_pvalue is None else t.max_pvalue,
+                min_effect=SAMPLES_MIN_MAGNITUDE if t.min_magnitude is None else t.min_magnitude,
+            )
+            if enough
+            else None
+        )
+        baseline = None if result is None else result.baseline
+        verdict = None if result is None else result.verdict.value
+        boundary_ids = alerts.boundaries_put(
+            conn,
+            [
+                alerts.NewBoundary(m.id, t.threshold_id, t.id, baseline, None, None, verdict)
+                for m in judged
+            ],
+        )
+        if result is None or result.verdict is not Verdict.DIFFERENT or not alerting:
+            continue
+        if any(m.never_alerts for m in judged):
+            continue
+        assert result.shift is not None and result.pvalue is not None
+        assert result.baseline is not None and result.new is not None
+        step = alerts.Change(result.baseline, result.new, result.shift, result.pvalue)
+        side: alerts.Limit = "upper" if result.shift > 0 else "lower"
+        alert_id = alerts.alert_raise(conn, boundary_ids[0], report_id, side, now, step)
+        if alert_id is not None:
+            raised.append(alert_id)
+    return raised
+
+
+def _window(conn: Connection, history: list[Point]) -> list[Point]:
+    """The history from the latest metric that carries a step's alert on: the new level."""
+    alerted = alerts.change_alerted(conn, [p.metric_id for p in history])
+    for index in range(len(history) - 1, -1, -1):
+        if history[index].metric_id in alerted:
+            return history[index:]
+    return history
