@@ -1,8 +1,8 @@
 """bisections: a bisection, its versions in order, its duet steps and their jobs
 (docs/how-to/bisect.md)
 
-Revision ID: 0026
-Revises: 0025
+Revision ID: 0027
+Revises: 0026
 Create Date: 2026-11-29 01:40:00
 """
 
@@ -13,8 +13,8 @@ from alembic import op
 
 from benchrunner.server.store.tables import UtcDateTime
 
-revision = "0026"
-down_revision = "0025"
+revision = "0027"
+down_revision = "0026"
 branch_labels = None
 depends_on = None
 
