@@ -56,6 +56,17 @@ type = "int"
 min = 0
 max = 1000
 
+[templates."bench.gitwork"]
+description = "Run the CPU-bound loop whose length a commit's work.txt in a git repository gives (the CPU time it took, ns, as a latency metric: on a loaded machine far steadier than wall time); a work.txt of 'fail' fails the job"
+command = ["python3", "-c", 'import json,subprocess,sys,time; w=subprocess.run(["git","-C",sys.argv[1],"show",sys.argv[2]+":work.txt"],capture_output=True,text=True,check=True).stdout.strip(); w=="fail" and sys.exit(3); n=int(w); t=time.process_time_ns(); x=sum(i*i for i in range(n)); print(json.dumps({"work": {"latency": {"value": time.process_time_ns()-t}}}))', "{repo}", "{commit}"]
+timeout = 600
+
+[templates."bench.gitwork".args.repo]
+type = "string"
+
+[templates."bench.gitwork".args.commit]
+type = "string"
+
 [templates."bench.clock"]
 description = "Print the wall clock at the job's start (nanoseconds since the epoch) as a metric: a no-op whose start can be read back from its output"
 command = ["date", "+{\\"clock\\": {\\"started_ns\\": {\\"value\\": %s%N}}}"]

@@ -674,6 +674,26 @@ class BenchrunnerClient:
         path = f"/v0/projects/{_segment(project)}/webhooks/{_segment(webhook)}/deliveries"
         return self._page(path, self._paging(page, per_page))
 
+    def create_bisection(self, project: str, body: Mapping[str, Any]) -> JsonObject:
+        """Start a bisection (``POST /v0/projects/{project}/bisections``)."""
+        return self._object("POST", f"/v0/projects/{_segment(project)}/bisections", json=dict(body))
+
+    def get_bisection(self, project: str, bisection: str) -> JsonObject:
+        path = f"/v0/projects/{_segment(project)}/bisections/{_segment(bisection)}"
+        return self._object("GET", path)
+
+    def list_bisections(
+        self, project: str, *, page: int = 1, per_page: int = DEFAULT_PER_PAGE
+    ) -> Page:
+        """The project's bisections, newest first."""
+        path = f"/v0/projects/{_segment(project)}/bisections"
+        return self._page(path, self._paging(page, per_page))
+
+    def cancel_bisection(self, project: str, bisection: str) -> JsonObject:
+        """Cancel a running bisection and its jobs under way (409 when it is not running)."""
+        path = f"/v0/projects/{_segment(project)}/bisections/{_segment(bisection)}/cancel"
+        return self._object("POST", path)
+
     def reset_baseline(
         self,
         project: str,

@@ -18,6 +18,7 @@ from typing import Annotated, Any
 import typer
 
 from benchrunner.cli import output
+from benchrunner.cli.bisect_cmds import result_text
 from benchrunner.cli.config import project_client
 from benchrunner.cli.duet_view import margin_text
 from benchrunner.cli.history_format import (
@@ -172,6 +173,10 @@ def alert_show(
     with project_client(host, token, project) as (client, project_ref):
         found = client.get_alert(project_ref, alert)
     output.show(found, as_json, print_alert)
+    bisection = found.get("bisection")
+    if not as_json and isinstance(bisection, dict):
+        line = f"bisection {bisection.get('uuid')}: {result_text(bisection)}"
+        output.out().print(line, soft_wrap=True, markup=False, highlight=False)
 
 
 def _status_command(status: AlertStatus, doc: str) -> Callable[..., None]:

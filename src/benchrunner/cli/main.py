@@ -13,6 +13,7 @@ from benchrunner import __version__
 from benchrunner.cli import output
 from benchrunner.cli.admin_cmds import admin_app
 from benchrunner.cli.alert_cmds import alert_app, baseline_app
+from benchrunner.cli.bisect_cmds import bisect_app
 from benchrunner.cli.calibrate_cmds import calibrate_app
 from benchrunner.cli.dimension_cmds import benchmark_app, branch_app, measure_app, testbed_app
 from benchrunner.cli.image_cmds import image_app
@@ -113,6 +114,7 @@ app.add_typer(threshold_app, name="threshold")
 app.add_typer(alert_app, name="alert")
 app.add_typer(baseline_app, name="baseline")
 app.add_typer(webhook_app, name="webhook")
+app.add_typer(bisect_app, name="bisect")
 app.add_typer(calibrate_app, name="calibrate")
 app.add_typer(benchmark_app, name="benchmark")
 app.add_typer(branch_app, name="branch")

@@ -100,6 +100,11 @@ HANDLER_ERRORS: dict[str, frozenset[int]] = {
     "GET /v0/projects/{project}/webhooks/{webhook}": frozenset({403}),
     "DELETE /v0/projects/{project}/webhooks/{webhook}": frozenset({403}),
     "GET /v0/projects/{project}/webhooks/{webhook}/deliveries": frozenset({403}),
+    # 403: starting and canceling a bisection is for those who may write to the project;
+    # 409: canceling one that already ended
+    "POST /v0/projects/{project}/bisections": frozenset({403}),
+    "POST /v0/projects/{project}/bisections/{bisection}/cancel": frozenset({403, 409}),
+    "DELETE /v0/projects/{project}/bisections/{bisection}": frozenset({403, 409}),
     "POST /v0/server/releases": frozenset({409}),  # the channel has that version
     # 401: the runner's own key (not an API token) is missing or wrong
     "GET /v0/runners/{runner}/releases/{release}/{filename}": frozenset({401}),

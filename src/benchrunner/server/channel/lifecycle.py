@@ -25,6 +25,7 @@ from benchrunner.protocol import (
     JobAssigned,
     JsonJobOutput,
 )
+from benchrunner.server.bisection.driver import BisectionDriver
 from benchrunner.server.channel.heartbeats import HeartbeatLedger, HeartbeatWriter, write_interval
 from benchrunner.server.context import ServerContext
 from benchrunner.server.logs.live_logs import LiveLogs
@@ -80,7 +81,8 @@ UNDELIVERED_STOP_TIMEOUT = 5.0
 class Lifecycle:
     def __init__(self, ctx: ServerContext) -> None:
         self.ctx = ctx
-        self.processor = Processor(ctx)
+        # Each committed processing batch may have given a bisection's duet its verdict.
+        self.processor = Processor(ctx, on_batch=lambda _ids: self.bisections.wake())
         self.heartbeats = HeartbeatLedger(write_interval(ctx.settings))
         self._heartbeat_writer = HeartbeatWriter(ctx, self.heartbeats)
         self.live_logs = LiveLogs(ctx)
@@ -117,6 +119,13 @@ class Lifecycle:
         )
         self.housekeeping = Housekeeping(ctx, leads=lambda: self.sweeper.leader)
         self.webhooks = WebhookDelivery(ctx)
+        self.bisections = BisectionDriver(
+            ctx,
+            leads=lambda: self.sweeper.leader,
+            broadcast=self.wakeups.job_broadcast,
+            job_created=self.wakeups.job_created_here,
+            interval=ctx.settings.sweep_interval,
+        )
         self._spec_cache: dict[int, tuple[float, frozenset[int]]] = {}
         """Per connected runner; dropped when its channel ends (``runner_disconnected``)."""
         self._undelivered: set[asyncio.Task[None]] = set()
@@ -131,6 +140,7 @@ class Lifecycle:
         self.sweeper.start()
         self.housekeeping.start()
         self.webhooks.start()
+        self.bisections.start()
 
     async def stop_claiming(self) -> None:
         """Claim no more jobs (the server is shutting down); a claim under way finishes."""
@@ -142,6 +152,7 @@ class Lifecycle:
         await self.stop_claiming()
         if self._undelivered:
             await asyncio.wait(set(self._undelivered), timeout=UNDELIVERED_STOP_TIMEOUT)
+        await self.bisections.stop()
         await self.webhooks.stop()
         await self.housekeeping.stop()
         await self.sweeper.stop()
@@ -154,8 +165,10 @@ class Lifecycle:
     # ------------------------------------------------------------ hooks
 
     def finished(self, job: jobs.JobRow) -> None:
-        """A job left flight: stop its timer, and free capacity if its tier is limited."""
+        """A job left flight: stop its timer, free capacity if its tier is limited, and let
+        the bisections look (it may be one of their duets)."""
         self.watchdog.forget(job.id)
+        self.bisections.wake()
         self.heartbeats.forget(job.id)
         if job.priority < UNLIMITED_MIN_PRIORITY:
             self.wakeups.capacity_freed()

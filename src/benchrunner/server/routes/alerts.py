@@ -11,6 +11,7 @@ from fastapi import APIRouter, Query, Response
 from pydantic import ConfigDict
 from sqlalchemy.engine import Connection
 
+from benchrunner.server.bisection.views import bisection_summary
 from benchrunner.server.http.errors import not_found, unauthorized
 from benchrunner.server.processing.webhooks import set_alert_status, set_alert_verdict
 from benchrunner.server.routes.bodies import ApiBody
@@ -92,9 +93,13 @@ def _alert(conn: Connection, project_id: int, ref: str) -> Any:
 
 @router.get("/v0/projects/{project}/alerts/{alert}")
 async def get_alert(project: str, alert: str, user: MaybeUser, ctx: Ctx) -> dict[str, Any]:
+    """The alert, with the latest bisection started from it (``bisection``: its uuid, state
+    and outcome; null when none was)."""
+
     def unit(conn: Connection) -> dict[str, Any]:
         row = project_access(conn, user, project, write=False)
-        return alert_view(_alert(conn, row.id, alert))
+        found = _alert(conn, row.id, alert)
+        return {**alert_view(found), "bisection": bisection_summary(conn, found.id)}
 
     return await ctx.db.read(unit)
 

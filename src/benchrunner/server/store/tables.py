@@ -796,3 +796,104 @@ calibration_report = sa.Table(
     _fk("report_id", "report.id", "CASCADE"),
     sa.PrimaryKeyConstraint("calibration_id", "report_id"),
 )
+
+# A bisection (docs/how-to/bisect.md): which commit between a good and a bad version changed a
+# benchmark, found by duets of candidates against the good version. ``state``: running, done
+# or canceled; ``alert_id`` the alert it was started from, if any; a done one names its
+# ``culprit`` (with the ratio and interval of its duet against its parent) or says in
+# ``reason`` why it names none. ``followed`` is the benchmark whose ratio ``bad_ratio`` the
+# search places candidates by. ``benchmarks`` and ``args`` are JSON; ``args`` (template
+# bisections) hold ``{commit}`` placeholders, as ``image`` does.
+bisection = sa.Table(
+    "bisection",
+    metadata,
+    _id(),
+    _uuid(),
+    _fk("project_id", "project.id", "CASCADE"),
+    _fk("spec_id", "spec.id", "RESTRICT"),
+    _fk("user_id", "user.id", "SET NULL", nullable=True),
+    _fk("branch_id", "branch.id", "CASCADE"),
+    _fk("testbed_id", "testbed.id", "CASCADE"),
+    _fk("alert_id", "alert.id", "SET NULL", nullable=True),
+    sa.Column("state", sa.String(16), nullable=False),
+    sa.Column("measure", sa.String(255), nullable=False),
+    sa.Column("benchmarks", sa.Text, nullable=False),
+    sa.Column("adapter", sa.String(32), nullable=False),
+    sa.Column("good", sa.String(64), nullable=False),
+    sa.Column("bad", sa.String(64), nullable=False),
+    sa.Column("image", sa.String(512), nullable=True),
+    sa.Column("template", sa.String(255), nullable=True),
+    sa.Column("args", sa.Text, nullable=True),
+    sa.Column("timeout", sa.Integer, nullable=False),
+    sa.Column("rounds", sa.Integer, nullable=False),
+    sa.Column("margin", sa.Float, nullable=False),
+    sa.Column("confidence", sa.Float, nullable=False),
+    sa.Column("job_budget", sa.Integer, nullable=False),
+    sa.Column("jobs_used", sa.Integer, nullable=False),
+    sa.Column("followed", sa.String(1024), nullable=True),
+    sa.Column("bad_ratio", sa.Float, nullable=True),
+    sa.Column("culprit", sa.String(64), nullable=True),
+    sa.Column("culprit_parent", sa.String(64), nullable=True),
+    sa.Column("culprit_ratio", sa.Float, nullable=True),
+    sa.Column("culprit_lower", sa.Float, nullable=True),
+    sa.Column("culprit_upper", sa.Float, nullable=True),
+    sa.Column("reason", sa.Text, nullable=True),
+    sa.Column("source_ip", sa.String(45), nullable=False),
+    sa.Column("actor", sa.String(320), nullable=False),
+    _ts("created"),
+    _ts("modified"),
+    _ts("finished", nullable=True),
+    sa.Index("index_bisection_project_created", "project_id", "created"),
+    sa.Index("index_bisection_state", "state"),
+    sa.Index("index_bisection_alert", "alert_id"),
+)
+
+# A bisection's versions in order: the good one at position -1, then its candidates (the bad
+# one last), each with the image digest its tag named at submission (image bisections; NULL:
+# no image, the commit is skipped).
+bisection_commit = sa.Table(
+    "bisection_commit",
+    metadata,
+    _id(),
+    _fk("bisection_id", "bisection.id", "CASCADE"),
+    sa.Column("position", sa.Integer, nullable=False),
+    sa.Column("commit", sa.String(64), nullable=False),
+    sa.Column("digest", sa.String(128), nullable=True),
+    sa.UniqueConstraint("bisection_id", "position", name="uq_bisection_commit_position"),
+)
+
+# One duet question of a bisection: ``check`` (bad against good), ``search`` (a candidate
+# against good) or ``confirm`` (the first bad commit against its parent). ``status``: running,
+# done or skipped; a done step's ``verdict`` (same, different or unknown) and the ratio of its
+# latest duet (the first benchmark's) with its interval.
+bisection_step = sa.Table(
+    "bisection_step",
+    metadata,
+    _id(),
+    _fk("bisection_id", "bisection.id", "CASCADE"),
+    sa.Column("kind", sa.String(16), nullable=False),
+    sa.Column("position", sa.Integer, nullable=False),
+    sa.Column("commit", sa.String(64), nullable=False),
+    sa.Column("baseline", sa.String(64), nullable=False),
+    sa.Column("status", sa.String(16), nullable=False),
+    sa.Column("verdict", sa.String(16), nullable=True),
+    sa.Column("rounds", sa.Integer, nullable=False),
+    sa.Column("ratio", sa.Float, nullable=True),
+    sa.Column("lower_value", sa.Float, nullable=True),
+    sa.Column("upper_value", sa.Float, nullable=True),
+    sa.Column("reason", sa.Text, nullable=True),
+    _ts("created"),
+    _ts("modified"),
+    sa.UniqueConstraint("bisection_id", "kind", "position", name="uq_bisection_step_kind"),
+)
+
+# The duet jobs a step ran, oldest first (one more each time its verdict stayed unknown).
+bisection_job = sa.Table(
+    "bisection_job",
+    metadata,
+    _id(),
+    _fk("step_id", "bisection_step.id", "CASCADE"),
+    _fk("job_id", "job.id", "CASCADE"),
+    sa.UniqueConstraint("job_id", name="uq_bisection_job_job"),
+    sa.Index("index_bisection_job_step", "step_id"),
+)

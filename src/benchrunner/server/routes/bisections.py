@@ -1,0 +1,289 @@
+"""``/v0/projects/{project}/bisections`` (docs/how-to/bisect.md): start a bisection, read it
+(state, steps, outcome), list a project's, cancel one. Reading needs what reading the project
+does; starting and canceling, a signed-in caller who may change it.
+
+An image bisection resolves ``image`` (a tag holding ``{commit}``) for every version in the
+project's registry at submission: a candidate without one is skipped, good and bad must have
+one. A template bisection puts each version's commit in the arguments' ``{commit}``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Request, Response
+from pydantic import Field
+from sqlalchemy.engine import Connection
+
+from benchrunner import adapters
+from benchrunner.core.image_refs import ImageRef
+from benchrunner.core.states import JobStatus
+from benchrunner.core.templates import TemplateError
+from benchrunner.protocol import MAX_TIMEOUT
+from benchrunner.server.bisection import rows
+from benchrunner.server.bisection.jobs import COMMIT, MAX_ROUNDS, template_args
+from benchrunner.server.bisection.views import bisection_view
+from benchrunner.server.http.errors import bad_request, conflict, not_found, unauthorized
+from benchrunner.server.routes.bodies import ApiBody
+from benchrunner.server.routes.deps import Ctx, Life, MaybeUser, Page, origin_of, project_access
+from benchrunner.server.routes.run_image import checked_image_ref, job_spec
+from benchrunner.server.store import alerts, jobs, registry, reports
+from benchrunner.server.store.accounts import ProjectRow, UserRow
+from benchrunner.server.store.tables import branch, testbed
+
+router = APIRouter(tags=["bisections"])
+
+BISECTIONS = "/v0/projects/{project}/bisections"
+MAX_CANDIDATES = 4096
+DEFAULT_TIMEOUT = 3600
+ArgValue = int | float | bool | str
+Commit = Field(min_length=1, max_length=64, pattern=r"^[^\s]+$")
+
+
+class BisectionCreate(ApiBody):
+    benchmarks: list[str] = Field(min_length=1, max_length=16)
+    measure: str = Field(min_length=1, max_length=255)
+    good: str = Commit
+    bad: str = Commit
+    candidates: list[str] = Field(
+        min_length=1,
+        max_length=MAX_CANDIDATES,
+        description="the commits after good up to bad, oldest first (bad is added when last "
+        "is another): `git rev-list --first-parent --reverse GOOD..BAD`",
+    )
+    image: str | None = Field(
+        default=None, max_length=512, description="a tag holding {commit}, e.g. sortlib:{commit}"
+    )
+    template: str | None = Field(default=None, max_length=255)
+    args: dict[str, ArgValue] | None = Field(
+        default=None, description="the template's arguments; {commit} in a value is each commit"
+    )
+    alert: str | None = Field(
+        default=None, description="the project's alert this bisection explains: its page shows it"
+    )
+    spec: str | None = None
+    adapter: str = "magic"
+    branch: str = Field(default="bisections", min_length=1, max_length=255)
+    testbed: str = Field(default="localhost", min_length=1, max_length=255)
+    rounds: int = Field(default=10, ge=2, le=MAX_ROUNDS, description="of a step's first duet")
+    margin: float = Field(
+        default=0.02, gt=0, lt=1, description="the least change of bad against good that counts"
+    )
+    confidence: float = Field(default=0.95, ge=0.5, le=0.999)
+    job_budget: int = Field(default=40, ge=1, le=1000)
+    timeout: int | None = Field(default=None, ge=1, le=MAX_TIMEOUT)
+
+
+def _members_project(conn: Connection, user: UserRow | None, ref: str) -> ProjectRow:
+    if user is None:
+        raise unauthorized("sign in to start or cancel a bisection")
+    return project_access(conn, user, ref, write=True)
+
+
+def _versions(body: BisectionCreate) -> list[str]:
+    """Good, then the candidates with bad last; 400 on a repeated commit."""
+    candidates = list(body.candidates)
+    for commit in candidates:
+        if not commit or len(commit) > 64 or any(ch.isspace() for ch in commit):
+            raise bad_request(f"candidates: {commit!r} is not a commit")
+    if candidates[-1] != body.bad:
+        candidates.append(body.bad)
+    versions = [body.good, *candidates]
+    if len(set(versions)) != len(versions):
+        raise bad_request("candidates: a commit is repeated (or is the good one)")
+    return versions
+
+
+def _image_of(image: str, commit: str) -> ImageRef:
+    ref = checked_image_ref("image", image.replace(COMMIT, commit))
+    if ref.host is not None:
+        raise bad_request("image: name a tag of the project's registry, without a registry host")
+    return ref
+
+
+def _digests(
+    conn: Connection, project: ProjectRow, image: str, versions: list[str]
+) -> list[str | None]:
+    if COMMIT not in image.rpartition(":")[2]:
+        raise bad_request("image: its tag must hold {commit}, e.g. sortlib:{commit}")
+    found: list[str | None] = []
+    for commit in versions:
+        ref = _image_of(image, commit)
+        if ref.repository not in (None, project.slug, str(project.uuid)):
+            raise bad_request(
+                f"image repository {ref.repository!r} is not project {project.slug!r}"
+            )
+        assert ref.tag is not None
+        manifest = registry.manifest_by_tag(conn, project.id, ref.tag)
+        found.append(None if manifest is None else manifest.digest)
+    for name, digest, commit in (("good", found[0], versions[0]), ("bad", found[-1], versions[-1])):
+        if digest is None:
+            raise bad_request(
+                f"{name}: no image {image.replace(COMMIT, commit)!r} in project "
+                f"{project.slug!r}'s registry"
+            )
+    return found
+
+
+@router.post(BISECTIONS, status_code=201)
+async def create_bisection(
+    project: str, body: BisectionCreate, request: Request, user: MaybeUser, ctx: Ctx, life: Life
+) -> dict[str, Any]:
+    """Start a bisection; its first duet (bad against good) is queued at once."""
+    if (body.image is None) == (body.template is None):
+        raise bad_request("give either image (a tag with {commit}) or template (with args)")
+    if body.image is not None and body.args is not None:
+        raise bad_request("args are only allowed with a template")
+    if body.adapter not in adapters.ADAPTERS:
+        raise bad_request(f"adapter {body.adapter!r} is not supported")
+    versions = _versions(body)
+    timeout = body.timeout or DEFAULT_TIMEOUT
+    if body.template is not None:
+        args = dict(body.args or {})
+        if not any(isinstance(v, str) and COMMIT in v for v in args.values()):
+            raise bad_request("args: one argument's value must hold {commit}")
+        try:
+            template = ctx.templates.get(body.template)
+            template_args(template, args, body.good)
+        except TemplateError as exc:
+            raise bad_request(f"template: {exc}") from None
+        timeout = min(body.timeout or template.timeout, template.timeout)
+    origin = origin_of(request, user)
+
+    def unit(conn: Connection) -> dict[str, Any]:
+        now = ctx.clock.now()
+        found = _members_project(conn, user, project)
+        spec = job_spec(conn, body.spec)
+        alert_id = None
+        if body.alert is not None:
+            raised = alerts.alert_get(conn, found.id, body.alert)
+            if raised is None:
+                raise not_found("alert", body.alert)
+            alert_id = int(raised.id)
+        if body.image is not None:
+            digests = _digests(conn, found, body.image, versions)
+        else:
+            digests = [None] * len(versions)
+        bisection_id, _ = rows.bisection_add(
+            conn,
+            rows.NewBisection(
+                project_id=found.id,
+                spec_id=spec.id,
+                user_id=None if user is None else user.id,
+                branch_id=reports.named_get_or_create(conn, branch, found.id, body.branch, now),
+                testbed_id=reports.named_get_or_create(conn, testbed, found.id, body.testbed, now),
+                alert_id=alert_id,
+                measure=body.measure,
+                benchmarks=list(dict.fromkeys(body.benchmarks)),
+                adapter=body.adapter,
+                good=body.good,
+                bad=body.bad,
+                image=body.image,
+                template=body.template,
+                args=body.args,
+                timeout=timeout,
+                rounds=body.rounds,
+                margin=body.margin,
+                confidence=body.confidence,
+                job_budget=body.job_budget,
+                source_ip=origin.source_ip,
+                actor=origin.actor[:320],
+                now=now,
+            ),
+            list(zip(versions, digests, strict=True)),
+        )
+        for position, (commit, digest) in enumerate(zip(versions[1:], digests[1:], strict=True)):
+            if body.image is not None and digest is None:
+                rows.step_add(
+                    conn, bisection_id, "search", position, commit, body.good, body.rounds, now,
+                    status=rows.SKIPPED,
+                    reason=f"no image {body.image.replace(COMMIT, commit)!r} in the registry",
+                )  # fmt: skip
+        return bisection_view(conn, rows.bisection_by_id(conn, bisection_id))
+
+    view = await ctx.db.write(unit)
+    life.bisections.wake()
+    return view
+
+
+def _bisection(conn: Connection, project_id: int, ref: str) -> Any:
+    found = rows.bisection_get(conn, project_id, ref)
+    if found is None:
+        raise not_found("bisection", ref)
+    return found
+
+
+@router.get(BISECTIONS)
+async def list_bisections(
+    project: str, user: MaybeUser, ctx: Ctx, response: Response, pages: Page
+) -> list[dict[str, Any]]:
+    """The project's bisections, newest first."""
+
+    def unit(conn: Connection) -> list[dict[str, Any]]:
+        found = project_access(conn, user, project, write=False)
+        listed = rows.bisection_list(conn, found.id, pages.per_page, pages.offset)
+        return [bisection_view(conn, b) for b in listed]
+
+    return await ctx.db.read(unit)
+
+
+@router.get(BISECTIONS + "/{bisection}")
+async def get_bisection(project: str, bisection: str, user: MaybeUser, ctx: Ctx) -> dict[str, Any]:
+    """The bisection: its state, every step (commit, jobs, ratio against the baseline with its
+    interval, verdict) and, once done, the first bad commit or why there is none."""
+
+    def unit(conn: Connection) -> dict[str, Any]:
+        found = project_access(conn, user, project, write=False)
+        return bisection_view(conn, _bisection(conn, found.id, bisection))
+
+    return await ctx.db.read(unit)
+
+
+async def _cancel(
+    project: str, bisection: str, user: MaybeUser, ctx: Ctx, life: Life
+) -> dict[str, Any]:
+    def unit(conn: Connection) -> tuple[list[jobs.JobRow], str]:
+        found = _members_project(conn, user, project)
+        b = _bisection(conn, found.id, bisection)
+        now = ctx.clock.now()
+        actor = user.email if user is not None else "anonymous"
+        if not rows.bisection_update(
+            conn,
+            b.id,
+            state=rows.CANCELED,
+            reason=f"canceled by {actor}",
+            finished=now,
+            modified=now,
+        ):
+            raise conflict(f"bisection {bisection} is {b.state}, not running")
+        in_flight = [
+            j.id
+            for j in rows.jobs_of(conn, b.id)
+            if JobStatus(j.status) in (JobStatus.PENDING, JobStatus.CLAIMED, JobStatus.RUNNING)
+        ]
+        return [row for row in (jobs.job_get(conn, i) for i in in_flight) if row], actor
+
+    in_flight, actor = await ctx.db.write(unit)
+    for job in in_flight:
+        await life.cancel(job, actor)
+
+    def read(conn: Connection) -> dict[str, Any]:
+        found = project_access(conn, user, project, write=False)
+        return bisection_view(conn, _bisection(conn, found.id, bisection))
+
+    return await ctx.db.read(read)
+
+
+@router.post(BISECTIONS + "/{bisection}/cancel")
+async def cancel_bisection(
+    project: str, bisection: str, user: MaybeUser, ctx: Ctx, life: Life
+) -> dict[str, Any]:
+    """Cancel a running bisection and its jobs under way; 409 when it is no longer running."""
+    return await _cancel(project, bisection, user, ctx, life)
+
+
+@router.delete(BISECTIONS + "/{bisection}")
+async def delete_bisection(
+    project: str, bisection: str, user: MaybeUser, ctx: Ctx, life: Life
+) -> dict[str, Any]:
+    """Cancel a running bisection, as ``POST .../cancel`` does (it stays listed)."""
+    return await _cancel(project, bisection, user, ctx, life)
