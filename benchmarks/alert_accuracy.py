@@ -23,7 +23,7 @@ counted as false, recall, F1, and the median runs-to-detect.
 
     .venv/bin/python -m benchmarks.alert_accuracy [--series 60] [--seed 1]
         [--min-points 30] [--max-points 120] [--iterations 5] [--window 5]
-        [--tests percentage z_score t_test log_normal iqr delta_iqr change_point]
+        [--tests percentage z_score t_test log_normal iqr delta_iqr change_point samples]
 
 ``static`` is left out: its limits are absolute values, meaningful only for one series.
 """
@@ -229,9 +229,7 @@ def main() -> None:
     parser.add_argument("--max-points", type=int, default=120)
     parser.add_argument("--iterations", type=int, default=5)
     parser.add_argument("--window", type=int, default=5, help="runs within which a step counts")
-    parser.add_argument(
-        "--tests", nargs="+", choices=list(MODELS), default=[t for t in MODELS if t != "samples"]
-    )
+    parser.add_argument("--tests", nargs="+", choices=list(MODELS), default=list(MODELS))
     options = parser.parse_args()
     series = corpus(
         options.series, options.seed, options.min_points, options.max_points, options.iterations
