@@ -14,11 +14,11 @@ from benchrunner.core.measures import measure_spec
 from benchrunner.core.versions import is_git_hash
 from benchrunner.detection.change_point import ChangePoint
 from benchrunner.server.http.errors import ApiError
+from benchrunner.server.http.model_bodies import ThresholdModelBody, checked_model
 from benchrunner.server.processing.evaluation import already_alerted, history_since
 from benchrunner.server.processing.results import report_metrics
-from benchrunner.server.routes.model_bodies import ThresholdModelBody, checked_model
-from benchrunner.server.routes.run_body import RunBody, run_target, threshold_models
 from benchrunner.server.store.reports import without_ignore_suffix
+from benchrunner.server.submission.body import RunBody, run_target, threshold_models
 
 
 @pytest.mark.parametrize(

@@ -9,7 +9,7 @@ from typing import Any, Literal
 import pytest
 
 from benchrunner.server.http.errors import ApiError
-from benchrunner.server.routes.run_body import (
+from benchrunner.server.submission.body import (
     MAX_FILE_PATH,
     MAX_FILE_PATHS,
     RunBody,

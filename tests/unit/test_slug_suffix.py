@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from benchrunner.core import slugs
-from benchrunner.server.routes.run_project import anonymous_slug
+from benchrunner.server.submission.projects import anonymous_slug
 
 
 @pytest.mark.parametrize(

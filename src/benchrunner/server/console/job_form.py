@@ -19,7 +19,7 @@ from pydantic import ValidationError
 from benchrunner import adapters
 from benchrunner.core.templates import Template, TemplateArg, TemplateError
 from benchrunner.protocol import MAX_ITER
-from benchrunner.server.routes.run_body import RunBody
+from benchrunner.server.submission.body import RunBody
 
 Widget = Literal["number", "text", "select"]
 ARG_PREFIX = "arg."

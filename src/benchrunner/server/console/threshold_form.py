@@ -2,7 +2,7 @@
 (the page shows each beside its field).
 
 The checks are the API's: the counts' and numbers' ranges of
-``routes.model_bodies.checked_model`` and then ``detection.models.validate``, whose messages
+``http.model_bodies.checked_model`` and then ``detection.models.validate``, whose messages
 name the parameter they are about; the message goes beside the first parameter it names.
 """
 

@@ -1,7 +1,7 @@
 """Who is looking at a console page: anonymous, a member of some organizations, or an admin.
 
 The console decides what a viewer may see with the API's own rules
-(:func:`benchrunner.server.routes.deps.project_access`): public projects are read by anyone,
+(:func:`benchrunner.server.access.project_access`): public projects are read by anyone,
 private ones by their organization's members and server admins; anything else is a 404.
 """
 
@@ -14,9 +14,10 @@ from typing import Annotated
 from fastapi import Depends, Request
 from sqlalchemy.engine import Connection
 
+from benchrunner.server.access import project_access
 from benchrunner.server.console import sessions
 from benchrunner.server.http.errors import ApiError
-from benchrunner.server.routes.deps import Ctx, project_access
+from benchrunner.server.routes.deps import Ctx
 from benchrunner.server.store import sessions as session_store
 from benchrunner.server.store.accounts import ProjectRow, UserRow
 

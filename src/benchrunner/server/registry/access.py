@@ -27,11 +27,11 @@ import jwt
 from fastapi import Request
 from sqlalchemy.engine import Connection
 
+from benchrunner.server.access import project_access
 from benchrunner.server.context import ServerContext
 from benchrunner.server.http.errors import ApiError
 from benchrunner.server.registry.errors import RegistryError
 from benchrunner.server.registry.references import check_name
-from benchrunner.server.routes.deps import project_access
 from benchrunner.server.runners.pull_tokens import ALGORITHM, OCI_AUDIENCE
 from benchrunner.server.store import accounts
 from benchrunner.server.store.accounts import ProjectRow

@@ -11,11 +11,12 @@ from fastapi import APIRouter, Query, Response
 from pydantic import ConfigDict
 from sqlalchemy.engine import Connection
 
+from benchrunner.server.access import project_access
 from benchrunner.server.bisection.views import bisection_summary
+from benchrunner.server.http.bodies import ApiBody
 from benchrunner.server.http.errors import not_found, unauthorized
 from benchrunner.server.processing.webhooks import set_alert_status, set_alert_verdict
-from benchrunner.server.routes.bodies import ApiBody
-from benchrunner.server.routes.deps import Ctx, MaybeUser, Page, project_access
+from benchrunner.server.routes.deps import Ctx, MaybeUser, Page
 from benchrunner.server.routes.dimensions import optional_id, report_in_project
 from benchrunner.server.store import alerts
 from benchrunner.server.store.alerts import AlertStatus, Verdict, VerdictFilter

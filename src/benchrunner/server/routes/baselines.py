@@ -13,10 +13,11 @@ from fastapi import APIRouter
 from pydantic import ConfigDict, Field
 from sqlalchemy.engine import Connection
 
+from benchrunner.server.access import project_access
+from benchrunner.server.http.bodies import ApiBody
 from benchrunner.server.http.errors import bad_request
 from benchrunner.server.processing.webhooks import emit_alert_event
-from benchrunner.server.routes.bodies import ApiBody
-from benchrunner.server.routes.deps import Ctx, MaybeUser, project_access
+from benchrunner.server.routes.deps import Ctx, MaybeUser
 from benchrunner.server.routes.dimensions import in_project, report_in_project
 from benchrunner.server.store import alerts, reports
 from benchrunner.server.store.tables import branch, measure, testbed

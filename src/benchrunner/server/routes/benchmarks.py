@@ -10,8 +10,9 @@ from fastapi import APIRouter
 from pydantic import ConfigDict
 from sqlalchemy.engine import Connection
 
-from benchrunner.server.routes.bodies import ApiBody
-from benchrunner.server.routes.deps import Ctx, MaybeUser, project_access
+from benchrunner.server.access import project_access
+from benchrunner.server.http.bodies import ApiBody
+from benchrunner.server.routes.deps import Ctx, MaybeUser
 from benchrunner.server.routes.dimensions import add_reads, dimension_view, in_project
 from benchrunner.server.store import dimensions
 from benchrunner.server.store.tables import benchmark

@@ -19,16 +19,17 @@ from benchrunner.core.image_refs import ImageRef
 from benchrunner.core.states import JobStatus
 from benchrunner.core.templates import TemplateError
 from benchrunner.protocol import MAX_TIMEOUT
+from benchrunner.server.access import project_access
 from benchrunner.server.bisection import rows
 from benchrunner.server.bisection.jobs import COMMIT, MAX_ROUNDS, template_args
 from benchrunner.server.bisection.views import bisection_view
+from benchrunner.server.http.bodies import ApiBody
 from benchrunner.server.http.errors import bad_request, conflict, not_found, unauthorized
-from benchrunner.server.routes.bodies import ApiBody
-from benchrunner.server.routes.deps import Ctx, Life, MaybeUser, Page, origin_of, project_access
-from benchrunner.server.routes.run_image import checked_image_ref, job_spec
+from benchrunner.server.routes.deps import Ctx, Life, MaybeUser, Page, origin_of
 from benchrunner.server.store import alerts, jobs, registry, reports
 from benchrunner.server.store.accounts import ProjectRow, UserRow
 from benchrunner.server.store.tables import branch, testbed
+from benchrunner.server.submission.images import checked_image_ref, job_spec
 
 router = APIRouter(tags=["bisections"])
 

@@ -6,14 +6,14 @@ from dataclasses import dataclass
 from typing import Annotated, Any
 
 from fastapi import Depends, Query, Request, Response
-from sqlalchemy.engine import Connection
 
 from benchrunner.core.tokens import bearer, is_api_token
+from benchrunner.server.access import require_server_admin
 from benchrunner.server.channel.lifecycle import Lifecycle
 from benchrunner.server.context import ServerContext
-from benchrunner.server.http.errors import forbidden, not_found, unauthorized
+from benchrunner.server.http.errors import unauthorized
 from benchrunner.server.store import accounts, sessions
-from benchrunner.server.store.accounts import OrganizationRow, ProjectRow, UserRow
+from benchrunner.server.store.accounts import UserRow
 from benchrunner.server.store.jobs import Origin
 
 MAX_PER_PAGE = 255
@@ -73,8 +73,7 @@ async def required_user(user: Annotated[UserRow | None, Depends(optional_user)])
 
 
 async def admin_user(user: Annotated[UserRow, Depends(required_user)]) -> UserRow:
-    if not user.admin:
-        raise forbidden("server admin permissions required")
+    require_server_admin(user)
     return user
 
 
@@ -92,59 +91,6 @@ def origin_of(request: Request, user: UserRow | None) -> Origin:
 MaybeUser = Annotated[UserRow | None, Depends(optional_user)]
 User = Annotated[UserRow, Depends(required_user)]
 Admin = Annotated[UserRow, Depends(admin_user)]
-
-
-def can_see(conn: Connection, viewer: UserRow | None, project: ProjectRow) -> bool:
-    """Public projects are seen by everyone; private ones by their organization's members and
-    server admins only."""
-    if project.visibility == "public":
-        return True
-    if viewer is None:
-        return False
-    return viewer.admin or accounts.role_of(conn, viewer.id, project.organization_id) is not None
-
-
-def _can_write(conn: Connection, viewer: UserRow | None, project: ProjectRow) -> bool:
-    """Members and admins write; anyone writes to an unclaimed organization's public project."""
-    if viewer is not None and (
-        viewer.admin or accounts.role_of(conn, viewer.id, project.organization_id) is not None
-    ):
-        return True
-    return project.visibility == "public" and not accounts.organization_is_claimed(
-        conn, project.organization_id
-    )
-
-
-def project_access(
-    conn: Connection,
-    viewer: UserRow | None,
-    ref: str,
-    *,
-    write: bool,
-    found: ProjectRow | None = None,
-) -> ProjectRow:
-    """The project (``found`` if already read), or 404 when the caller may not know it exists,
-    or 403 to a visible one."""
-    project = found or accounts.project_get(conn, ref)
-    if project is None or not can_see(conn, viewer, project):
-        raise not_found("project", ref)
-    if write and not _can_write(conn, viewer, project):
-        raise forbidden(f"you may not change project {ref!r}")
-    return project
-
-
-def organization_access(
-    conn: Connection, viewer: UserRow, ref: str, *, lead: bool = False
-) -> OrganizationRow:
-    """The organization, or 404 to a caller who is neither a member nor a server admin; with
-    ``lead``, 403 to a member who is not one of its leaders."""
-    org = accounts.organization_get(conn, ref)
-    role = None if org is None else accounts.role_of(conn, viewer.id, org.id)
-    if org is None or not (viewer.admin or role):
-        raise not_found("organization", ref)
-    if lead and not viewer.admin and role != accounts.LEADER:
-        raise forbidden(f"only a leader of organization {ref!r} may do this")
-    return org
 
 
 @dataclass(frozen=True)

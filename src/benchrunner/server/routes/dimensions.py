@@ -11,8 +11,9 @@ import sqlalchemy as sa
 from fastapi import APIRouter, Response
 from sqlalchemy.engine import Connection
 
+from benchrunner.server.access import project_access
 from benchrunner.server.http.errors import not_found
-from benchrunner.server.routes.deps import Ctx, MaybeUser, Page, project_access
+from benchrunner.server.routes.deps import Ctx, MaybeUser, Page
 from benchrunner.server.store import dimensions, reports
 from benchrunner.server.views.resources import iso
 

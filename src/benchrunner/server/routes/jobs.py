@@ -11,18 +11,12 @@ from sqlalchemy.engine import Connection
 from benchrunner.core.states import FINISHED
 from benchrunner.core.templates import TemplateError
 from benchrunner.protocol import JsonJobOutput
+from benchrunner.server.access import project_access
 from benchrunner.server.channel.lifecycle import Lifecycle
 from benchrunner.server.context import ServerContext
 from benchrunner.server.http.errors import bad_request, conflict, not_found
 from benchrunner.server.processing.outputs import OutputMissing, UnusableOutput, load_job_output
-from benchrunner.server.routes.deps import (
-    Ctx,
-    Life,
-    MaybeUser,
-    Page,
-    origin_of,
-    project_access,
-)
+from benchrunner.server.routes.deps import Ctx, Life, MaybeUser, Page, origin_of
 from benchrunner.server.routes.job_filters import JobListQuery, job_filter
 from benchrunner.server.store import accounts, job_reads, jobs, registry, reruns, runners
 from benchrunner.server.store.accounts import ProjectRow, UserRow

@@ -12,9 +12,10 @@ from fastapi import APIRouter, Response
 from pydantic import Field
 from sqlalchemy.engine import Connection
 
+from benchrunner.server.access import organization_access
+from benchrunner.server.http.bodies import ApiBody
 from benchrunner.server.http.errors import conflict, not_found
-from benchrunner.server.routes.bodies import ApiBody
-from benchrunner.server.routes.deps import Ctx, Page, User, organization_access, paginate
+from benchrunner.server.routes.deps import Ctx, Page, User, paginate
 from benchrunner.server.routes.users import EMAIL_PATTERN
 from benchrunner.server.store import accounts
 from benchrunner.server.store.accounts import MemberRow, OrganizationRow

@@ -12,7 +12,8 @@ from typing import Any
 
 from fastapi import APIRouter, Request, Response
 
-from benchrunner.server.routes.deps import Ctx, Life, Page, User, organization_access
+from benchrunner.server.access import organization_access
+from benchrunner.server.routes.deps import Ctx, Life, Page, User
 from benchrunner.server.routes.runners import (
     NameFilter,
     NewRunner,

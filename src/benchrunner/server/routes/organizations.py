@@ -10,17 +10,10 @@ from sqlalchemy.engine import Connection
 
 from benchrunner.core import slugs
 from benchrunner.core.tiers import Plan
+from benchrunner.server.access import organization_access, project_access
+from benchrunner.server.http.bodies import ApiBody
 from benchrunner.server.http.errors import forbidden
-from benchrunner.server.routes.bodies import ApiBody
-from benchrunner.server.routes.deps import (
-    Ctx,
-    MaybeUser,
-    Page,
-    User,
-    organization_access,
-    paginate,
-    project_access,
-)
+from benchrunner.server.routes.deps import Ctx, MaybeUser, Page, User, paginate
 from benchrunner.server.store import accounts
 from benchrunner.server.views.resources import organization_view, project_view
 

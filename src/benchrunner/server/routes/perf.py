@@ -19,9 +19,10 @@ from fastapi import APIRouter, Depends, Query, Response
 from sqlalchemy.engine import Connection
 
 from benchrunner.core.samples import Samples
+from benchrunner.server.access import project_access
 from benchrunner.server.context import ServerContext
 from benchrunner.server.http.errors import bad_request
-from benchrunner.server.routes.deps import Ctx, MaybeUser, project_access
+from benchrunner.server.routes.deps import Ctx, MaybeUser
 from benchrunner.server.routes.dimensions import in_project
 from benchrunner.server.store import accounts
 from benchrunner.server.store.accounts import UserRow

@@ -8,8 +8,9 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Query
 from sqlalchemy.engine import Connection
 
+from benchrunner.server.access import project_access
 from benchrunner.server.http.errors import not_found
-from benchrunner.server.routes.deps import Ctx, MaybeUser, project_access
+from benchrunner.server.routes.deps import Ctx, MaybeUser
 from benchrunner.server.store import reports
 from benchrunner.server.views.resources import full_report_view
 from benchrunner.server.views.samples import report_samples, with_samples

@@ -27,8 +27,9 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from benchrunner.server.http.limits import replay_body
 from benchrunner.server.routes import run
 from benchrunner.server.routes.deps import optional_user, origin_of
-from benchrunner.server.routes.run_body import RunBody
 from benchrunner.server.submission import idempotency
+from benchrunner.server.submission.body import RunBody
+from benchrunner.server.submission.service import submit_run
 
 PATH = "/v0/run"
 _BODY = TypeAdapter(RunBody)
@@ -99,7 +100,7 @@ class RunFastPath:
         app = request.app
         ctx, life = app.state.ctx, app.state.lifecycle
         user = await optional_user(request, ctx)
-        view = await run.submit_run(
+        view = await submit_run(
             ctx,
             life,
             body,

@@ -28,9 +28,9 @@ from benchrunner.server.channel.lifecycle import Lifecycle
 from benchrunner.server.channel.long_poll import claim_or_nothing
 from benchrunner.server.channel.runner_channel import ChannelHub
 from benchrunner.server.channel.runner_session import authenticate
+from benchrunner.server.http.bodies import ApiBody
 from benchrunner.server.http.errors import ApiError, unauthorized
 from benchrunner.server.http.sliding_window import SlidingWindow
-from benchrunner.server.routes.bodies import ApiBody
 from benchrunner.server.routes.deps import Ctx, Life
 from benchrunner.server.store import jobs
 

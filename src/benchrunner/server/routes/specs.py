@@ -9,8 +9,8 @@ from pydantic import Field
 from sqlalchemy.engine import Connection
 
 from benchrunner.protocol import OperatingSystem, Sandbox
+from benchrunner.server.http.bodies import ApiBody
 from benchrunner.server.http.errors import conflict
-from benchrunner.server.routes.bodies import ApiBody
 from benchrunner.server.routes.deps import Admin, Ctx, Page, paginate
 from benchrunner.server.runners.admin import spec_or_404
 from benchrunner.server.runners.renames import identity_changes, slug_taken

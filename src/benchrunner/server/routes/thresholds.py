@@ -17,10 +17,11 @@ from fastapi import APIRouter, Query, Response
 from pydantic import ConfigDict, Field
 from sqlalchemy.engine import Connection
 
+from benchrunner.server.access import project_access
 from benchrunner.server.http.errors import conflict, not_found
-from benchrunner.server.routes.deps import Ctx, MaybeUser, Page, project_access
+from benchrunner.server.http.model_bodies import ThresholdModelBody, checked_model
+from benchrunner.server.routes.deps import Ctx, MaybeUser, Page
 from benchrunner.server.routes.dimensions import in_project, optional_id
-from benchrunner.server.routes.model_bodies import ThresholdModelBody, checked_model
 from benchrunner.server.store import thresholds
 from benchrunner.server.store.tables import benchmark, branch, measure, testbed
 from benchrunner.server.views.resources import threshold_view

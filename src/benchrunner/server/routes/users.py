@@ -14,8 +14,8 @@ from pydantic import Field
 from sqlalchemy.engine import Connection
 
 from benchrunner.core import passwords
+from benchrunner.server.http.bodies import ApiBody
 from benchrunner.server.http.errors import bad_request, conflict, not_found
-from benchrunner.server.routes.bodies import ApiBody
 from benchrunner.server.routes.deps import Admin, Ctx, Page, User, paginate
 from benchrunner.server.store import accounts
 from benchrunner.server.store.accounts import UserRow

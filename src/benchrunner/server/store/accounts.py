@@ -583,7 +583,7 @@ def project_list(conn: Connection, org_id: int) -> list[ProjectRow]:
 
 def project_visible_to(viewer: UserRow | None) -> sa.ColumnElement[bool]:
     """The condition on ``project`` rows that ``viewer`` may read (the rule of
-    ``routes.deps.can_see``): public ones, and private ones of the viewer's organizations;
+    ``access.can_see``): public ones, and private ones of the viewer's organizations;
     all of them for an admin."""
     if viewer is not None and viewer.admin:
         return sa.true()

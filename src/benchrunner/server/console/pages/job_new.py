@@ -37,9 +37,9 @@ from benchrunner.server.console.viewer import (
 from benchrunner.server.context import ServerContext
 from benchrunner.server.http.errors import ApiError, not_found
 from benchrunner.server.routes.deps import Ctx, Life, origin_of
-from benchrunner.server.routes.run import submit_run
 from benchrunner.server.store import registry, runners
 from benchrunner.server.store.accounts import ProjectRow
+from benchrunner.server.submission.service import submit_run
 
 router = APIRouter()
 

@@ -12,8 +12,8 @@ from fastapi import APIRouter, Form, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from sqlalchemy.engine import Connection
 
+from benchrunner.server.access import require_admin_viewer
 from benchrunner.server.console.csrf import CsrfChecked
-from benchrunner.server.console.permissions import require_admin
 from benchrunner.server.console.runner_lines import RunnerLine, runner_line, runner_lines
 from benchrunner.server.console.templating import render
 from benchrunner.server.console.viewer import CurrentViewer, Viewer
@@ -71,14 +71,14 @@ async def _page_context(request: Request, ctx: Ctx) -> dict[str, Any]:
 
 @router.get("/console/runners", response_class=HTMLResponse)
 async def runners_page(request: Request, viewer: CurrentViewer, ctx: Ctx) -> HTMLResponse:
-    require_admin(viewer, "runners")
+    require_admin_viewer(viewer.user, "runners")
     return render(request, viewer, "runners.html", await _page_context(request, ctx))
 
 
 @router.get("/console/runners/fragment", response_class=HTMLResponse)
 async def runners_fragment(request: Request, viewer: CurrentViewer, ctx: Ctx) -> HTMLResponse:
     """The runners table alone, which the page swaps in every few seconds."""
-    require_admin(viewer, "runners")
+    require_admin_viewer(viewer.user, "runners")
     return render(request, viewer, "runners_table.html", await _table_context(request, ctx))
 
 
@@ -86,7 +86,7 @@ async def runners_fragment(request: Request, viewer: CurrentViewer, ctx: Ctx) ->
 async def runner_page(
     runner: str, request: Request, viewer: CurrentViewer, ctx: Ctx
 ) -> HTMLResponse:
-    require_admin(viewer, "runners")
+    require_admin_viewer(viewer.user, "runners")
     connected = request.app.state.hub.connected_runner_ids()
     found = await ctx.db.read(_runner_page, viewer, runner, connected)
     return render(request, viewer, "runner.html", {"page": found})
@@ -101,7 +101,7 @@ async def create_runner(
     name: Annotated[str, Form(max_length=1024)] = "",
     specs: Annotated[list[str] | None, Form()] = None,
 ) -> HTMLResponse:
-    require_admin(viewer, "runners")
+    require_admin_viewer(viewer.user, "runners")
     name = name.strip()
     error = None
     if not name:
@@ -130,7 +130,7 @@ async def create_runner(
 async def rotate_key(
     runner: str, request: Request, viewer: CurrentViewer, ctx: Ctx, _csrf: CsrfChecked
 ) -> HTMLResponse:
-    require_admin(viewer, "runners")
+    require_admin_viewer(viewer.user, "runners")
     row, token = await runner_admin.rotate_token(ctx, request.app.state.hub, runner)
     view = {"name": row.name, "slug": row.slug, "uuid": str(row.uuid)}
     return render(
@@ -152,7 +152,7 @@ def _change_route(action: str, changes: RunnerChanges) -> None:
         back: Annotated[Back, Form()] = "list",
     ) -> Response:
         """``back``: the page the form was on, which the browser returns to."""
-        require_admin(viewer, "runners")
+        require_admin_viewer(viewer.user, "runners")
         row = await runner_admin.update(ctx, life, request.app.state.hub, runner, changes)
         target = f"/console/runners/{row['slug']}" if back == "runner" else "/console/runners"
         return RedirectResponse(target, status_code=303)

@@ -10,7 +10,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
 from sqlalchemy.engine import Connection
 
-from benchrunner.server.console.permissions import require_admin
+from benchrunner.server.access import require_admin_viewer
 from benchrunner.server.console.runner_lines import RunnerLine, runner_lines
 from benchrunner.server.console.templating import render
 from benchrunner.server.console.viewer import CurrentViewer, Viewer
@@ -43,14 +43,14 @@ def _spec_page(conn: Connection, viewer: Viewer, ref: str, connected: frozenset[
 
 @router.get("/console/specs", response_class=HTMLResponse)
 async def specs_page(request: Request, viewer: CurrentViewer, ctx: Ctx) -> HTMLResponse:
-    require_admin(viewer, "specs")
+    require_admin_viewer(viewer.user, "specs")
     rows = await ctx.db.read(lambda conn: runners.spec_list(conn, archived=False))
     return render(request, viewer, "specs.html", {"specs": rows})
 
 
 @router.get("/console/specs/{spec}", response_class=HTMLResponse)
 async def spec_page(spec: str, request: Request, viewer: CurrentViewer, ctx: Ctx) -> HTMLResponse:
-    require_admin(viewer, "specs")
+    require_admin_viewer(viewer.user, "specs")
     connected = request.app.state.hub.connected_runner_ids()
     found = await ctx.db.read(_spec_page, viewer, spec, connected)
     return render(request, viewer, "spec.html", {"page": found})

@@ -10,8 +10,8 @@ from pydantic import ConfigDict
 
 from benchrunner.core.versions import is_git_hash
 from benchrunner.detection.models import Model, ModelError, TestKind, validate
+from benchrunner.server.http.bodies import ApiBody
 from benchrunner.server.http.errors import bad_request
-from benchrunner.server.routes.bodies import ApiBody
 
 MAX_COUNT = 2**32 - 1
 """The largest sample size, window or version count Bencher accepts (unsigned 32 bits)."""

@@ -31,16 +31,16 @@ from benchrunner.core.image_refs import ImageRef
 from benchrunner.core.versions import is_git_hash
 from benchrunner.detection.models import Model
 from benchrunner.protocol import MAX_ITER, MAX_TIMEOUT
+from benchrunner.server.http.bodies import ApiBody
 from benchrunner.server.http.errors import bad_request
-from benchrunner.server.routes.bodies import ApiBody
-from benchrunner.server.routes.duet_body import DuetPlan, RunDuetOptions, RunDuetSide, duet_plan
-from benchrunner.server.routes.model_bodies import (
+from benchrunner.server.http.model_bodies import (
     MAX_COUNT,
     ThresholdModelBody,
     checked_hash,
     checked_model,
 )
-from benchrunner.server.routes.run_image import checked_image_ref
+from benchrunner.server.submission.duet_body import DuetPlan, RunDuetOptions, RunDuetSide, duet_plan
+from benchrunner.server.submission.images import checked_image_ref
 
 MAX_FILE_PATH = 4096
 MAX_FILE_PATHS = 255  # Bencher's limit on a job's file_paths

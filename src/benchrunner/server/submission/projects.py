@@ -18,9 +18,9 @@ from sqlalchemy.engine import Connection
 
 from benchrunner.core import slugs
 from benchrunner.core.tiers import Plan
+from benchrunner.server.access import can_see, project_access
 from benchrunner.server.context import ServerContext
 from benchrunner.server.http.errors import bad_request, not_found
-from benchrunner.server.routes.deps import can_see, project_access
 from benchrunner.server.store import accounts
 from benchrunner.server.store.accounts import ProjectRow, UserRow
 

@@ -24,9 +24,9 @@ from dataclasses import dataclass
 from pydantic import ConfigDict, Field
 
 from benchrunner.core.image_refs import ImageRef
+from benchrunner.server.http.bodies import ApiBody
 from benchrunner.server.http.errors import bad_request
-from benchrunner.server.routes.bodies import ApiBody
-from benchrunner.server.routes.run_image import checked_image_ref
+from benchrunner.server.submission.images import checked_image_ref
 
 DEFAULT_ROUNDS = 10
 MIN_ROUNDS = 2

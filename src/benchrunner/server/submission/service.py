@@ -1,0 +1,329 @@
+"""The submission service: what ``POST /v0/run`` does with a body, for the API route, the
+console's job form and the calibrations alike (docs/decisions/submission.md).
+
+The body and the mode it asks for are read in ``body``; here the run finds (or, for an
+anonymous run, creates) its project, branch and testbed, applies its thresholds, and stores
+the report with its metrics judged, or the job a runner will take.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import functools
+import secrets
+from dataclasses import dataclass
+from typing import Any
+from uuid import UUID
+
+from fastapi import Request
+from sqlalchemy.engine import Connection
+
+from benchrunner import adapters
+from benchrunner.core.templates import ArgValue, Template, TemplateError
+from benchrunner.core.versions import DEFAULT_MAX_VERSIONS
+from benchrunner.detection.models import Model
+from benchrunner.protocol import JsonDuet, JsonDuetSide, JsonJobConfig
+from benchrunner.server.channel.lifecycle import Lifecycle
+from benchrunner.server.context import ServerContext
+from benchrunner.server.http.errors import bad_request
+from benchrunner.server.processing.evaluation import evaluate_report, series_thresholds_to_judge
+from benchrunner.server.processing.results import report_metrics
+from benchrunner.server.store import (
+    accounts,
+    branches,
+    jobs,
+    reports,
+    thresholds,
+)
+from benchrunner.server.store import idempotency as keys
+from benchrunner.server.store.accounts import ProjectRow, UserRow
+from benchrunner.server.store.jobs import Origin
+from benchrunner.server.store.tables import testbed
+from benchrunner.server.submission import idempotency
+from benchrunner.server.submission.backpressure import check_backlog
+from benchrunner.server.submission.body import (
+    RunBody,
+    RunMode,
+    run_target,
+    threshold_models,
+    validate_mode,
+)
+from benchrunner.server.submission.duet_body import DuetPlan
+from benchrunner.server.submission.images import (
+    check_registry_host,
+    image_digest,
+    image_project,
+    job_spec,
+)
+from benchrunner.server.submission.projects import resolve_project
+from benchrunner.server.views.resources import full_report_view, new_report_view
+
+DEFAULT_TIMEOUT = 3600
+
+
+def _parse_direct(body: RunBody) -> list[reports.MetricValue]:
+    run_settings = body.run_settings
+    settings = adapters.Settings(average=run_settings.average)
+    iterations: list[list[adapters.Measurement]] = []
+    for index, text in enumerate(body.results or []):
+        try:
+            # Text the stores cannot keep is refused whole, as anywhere in a body.
+            problem = adapters.unreadable(text)
+            if problem is not None:
+                raise adapters.AdapterError(problem)
+            iterations.append(adapters.parse(run_settings.adapter_name, text, settings))
+        except adapters.AdapterError as exc:
+            message = adapters.could_not_read(run_settings.adapter_name, f"results[{index}]", exc)
+            raise bad_request(message) from None
+    return report_metrics(iterations, run_settings.fold)
+
+
+def _apply_thresholds(
+    conn: Connection,
+    project_id: int,
+    branch_id: int,
+    testbed_id: int,
+    models: dict[str, Model],
+    reset: bool,
+    now: dt.datetime,
+) -> None:
+    measures = reports.measure_ids(conn, project_id, models, now)
+    for key, model in sorted(models.items()):
+        key_ids = thresholds.SeriesKey(branch_id, testbed_id, measures[key])
+        thresholds.threshold_put(conn, project_id, key_ids, model, now)
+    if reset:
+        thresholds.thresholds_reset(conn, branch_id, testbed_id, measures.values())
+
+
+def _job_config(
+    ctx: ServerContext, body: RunBody, plan: RunMode, project: ProjectRow, digests: list[str]
+) -> JsonJobConfig:
+    """``digests``: what ``plan.images`` name, in their order."""
+    options = plan.options
+    if plan.mode == "template":
+        assert body.template is not None
+        try:
+            template = ctx.templates.get(body.template)
+            # A duet's shared args may lack what each side gives: checked per side below.
+            args = template.resolve_args(body.args or {}) if plan.duet is None else {}
+        except TemplateError as exc:
+            raise bad_request(str(exc)) from None
+        timeout = options.timeout or template.timeout
+        if timeout > template.timeout:
+            raise bad_request(
+                f"job.timeout {timeout} exceeds template {template.name!r}'s limit of "
+                f"{template.timeout} s"
+            )
+        duet = None
+        if plan.duet is not None:
+            duet = _template_duet(template, body.args or {}, plan.duet)
+            args = dict(duet.baseline.args or {})
+        return JsonJobConfig(
+            template=template.name,
+            args=args,
+            timeout=timeout,
+            iter=plan.duet.rounds if plan.duet else options.iter or 1,
+            file_paths=options.file_paths,
+            duet=duet,
+            build_time=options.build_time,
+            file_size=options.file_size,
+        )
+    return JsonJobConfig(
+        registry=ctx.settings.base_url(),
+        project=project.uuid,
+        digest=digests[0],
+        entrypoint=options.entrypoint,
+        cmd=options.cmd,
+        env=options.env,
+        timeout=options.timeout or DEFAULT_TIMEOUT,
+        iter=plan.duet.rounds if plan.duet else options.iter or 1,
+        file_paths=options.file_paths,
+        duet=None if plan.duet is None else _image_duet(plan.duet, digests[0], digests[1]),
+        build_time=options.build_time,
+        file_size=options.file_size,
+        allow_failure=options.allow_failure,
+        backdate=options.backdate,
+    )
+
+
+def _duet(plan: DuetPlan, baseline: JsonDuetSide, contender: JsonDuetSide) -> JsonDuet:
+    options = plan.options
+    return JsonDuet(
+        baseline=baseline,
+        contender=contender,
+        # Recorded in the job's config: the order of the rounds and the bootstrap repeat.
+        seed=secrets.randbits(63) if options.seed is None else options.seed,
+        confidence=options.confidence,
+        resamples=options.resamples,
+        margin=options.margin,
+    )
+
+
+def _template_duet(template: Template, shared: dict[str, ArgValue], plan: DuetPlan) -> JsonDuet:
+    sides: list[JsonDuetSide] = []
+    for name, side in (("baseline", plan.baseline), ("contender", plan.contender)):
+        try:
+            args = template.resolve_args({**shared, **(side.args or {})})
+        except TemplateError as exc:
+            raise bad_request(f"{name}.args: {exc}") from None
+        sides.append(JsonDuetSide(args=args))
+    return _duet(plan, sides[0], sides[1])
+
+
+def _image_duet(plan: DuetPlan, baseline: str, contender: str) -> JsonDuet:
+    return _duet(plan, JsonDuetSide(digest=baseline), JsonDuetSide(digest=contender))
+
+
+@dataclass(frozen=True)
+class _Submitted:
+    report_id: int
+    job_uuid: UUID | None
+    spec_id: int | None
+    """Set when a runner job was created (the dispatcher is woken for its spec)."""
+    deduplicated: bool = False
+    view: dict[str, Any] | None = None
+    """The created report as the API answers it, read in the unit (None when deduplicated)."""
+
+
+async def submit_run(
+    ctx: ServerContext,
+    life: Lifecycle,
+    body: RunBody,
+    user: UserRow | None,
+    origin: Origin,
+    request: Request,
+    idempotency_key: str | None = None,
+) -> dict[str, Any]:
+    """Everything ``POST /v0/run`` does with a body, for the API and the console alike: the
+    report (and job) created, or the one an idempotency key repeats (``deduplicated``), as
+    the API answers it; ``request`` tells the host an image reference may name this server
+    by. Raises ``ApiError`` (400 naming the field, 404, 429)."""
+    plan = validate_mode(body)
+    run_settings = body.run_settings
+    if run_settings.adapter_name not in adapters.ADAPTERS:
+        raise bad_request(
+            f"settings.adapter {run_settings.adapter_name!r} is not supported "
+            f"(supported: {sorted(adapters.ADAPTERS)})"
+        )
+    for image in plan.images:
+        check_registry_host(image, request, ctx.settings.base_url())
+    # Parsing a large body takes milliseconds to seconds: not on the event loop.
+    direct_values = await asyncio.to_thread(_parse_direct, body) if plan.mode == "direct" else []
+    target = run_target(body)
+    models = threshold_models(body)
+    start = body.start_point
+    start_point = (
+        None
+        if start is None
+        else branches.StartPoint(
+            start.branch,
+            start.hash,
+            start.max_versions or DEFAULT_MAX_VERSIONS,
+            bool(start.clone_thresholds),
+            bool(start.reset),
+        )
+    )
+    key = idempotency.key_ref(idempotency_key, body.idempotency_key, user, origin.source_ip)
+    payload = (
+        ""
+        if key is None
+        else idempotency.payload_hash(body.model_dump(mode="json", exclude={"idempotency_key"}))
+    )
+    window = dt.timedelta(seconds=ctx.settings.idempotency_window)
+
+    def unit(conn: Connection) -> _Submitted:
+        now = ctx.clock.now()
+        if key is not None:
+            held = keys.key_claim(conn, key, payload, now, now - window)
+            if held is not None:
+                report_id = idempotency.replayed_report(held, key, payload, window)
+                return _Submitted(report_id, None, None, deduplicated=True)
+        spec = None if plan.mode == "direct" else job_spec(conn, plan.spec)
+        project = resolve_project(
+            conn, ctx, user, body.project or image_project(plan.image), origin.source_ip
+        )
+        on = branches.branch_for_run(conn, project.id, target.branch, start_point, now)
+        testbed_id = reports.named_get_or_create(conn, testbed, project.id, target.testbed, now)
+        if (
+            on.new_head
+            and on.start_point_branch_id is not None
+            and start_point is not None
+            and start_point.clone_thresholds
+        ):
+            thresholds.thresholds_clone(conn, project.id, on.start_point_branch_id, on.id, now)
+        if body.thresholds is not None:
+            _apply_thresholds(
+                conn, project.id, on.id, testbed_id, models, bool(body.thresholds.reset), now
+            )
+        report_id, _ = reports.report_create(
+            conn,
+            reports.NewReport(
+                project_id=project.id,
+                user_id=user.id if user else None,
+                branch_id=on.id,
+                testbed_id=testbed_id,
+                adapter=run_settings.adapter_name,
+                average=run_settings.average,
+                fold=run_settings.fold,
+                hash=target.hash,
+                start_time=plan.options.backdate or body.start_time or now,
+                end_time=plan.options.backdate or body.end_time or now,
+                now=now,
+            ),
+        )
+        if key is not None:
+            keys.key_bind(conn, key, report_id)
+        spec_id: int | None = None
+        job_uuid = None
+        if plan.mode == "direct":
+            stored = reports.metrics_add(conn, report_id, project.id, direct_values, now)
+            found = series_thresholds_to_judge(conn, on.id, testbed_id, stored)
+            evaluate_report(conn, report_id, stored, now, found=found)
+        else:
+            assert spec is not None
+            # A tag names the digest it points at now, for the main image and a duet's sides.
+            digests = [image_digest(conn, project, image) for image in plan.images]
+            org, priority = accounts.organization_for_job(conn, project.organization_id)
+            check_backlog(conn, ctx.settings, org.id, org.slug)
+            _, job_uuid = jobs.job_create(
+                conn,
+                jobs.NewJob(
+                    report_id=report_id,
+                    organization_id=org.id,
+                    spec_id=spec.id,
+                    config=_job_config(ctx, body, plan, project, digests),
+                    priority=priority,
+                    now=now,
+                    origin=origin,
+                    notify=life.hand_offs.broadcast(hand_off, spec.id),
+                ),
+            )
+            spec_id = spec.id
+        view = new_report_view(conn, report_id, job_uuid, with_metrics=plan.mode == "direct")
+        if hand_off is not None and job_uuid is not None:
+            life.hand_offs.claim(conn, hand_off, now)
+        return _Submitted(report_id, job_uuid, spec_id, view=view)
+
+    # An idle runner of the job's spec gets the job claimed in the submission's transaction.
+    hand_offs = life.hand_offs
+    hand_off = (
+        None
+        if plan.mode == "direct"
+        else hand_offs.reserve(plan.spec, template=plan.mode == "template")
+    )
+    # Shielded, and its outcome handed over by a callback: a request cancelled while a
+    # database thread commits must not lose what the commit claimed.
+    write = asyncio.ensure_future(ctx.db.write(unit))
+    write.add_done_callback(functools.partial(hand_offs.written, hand_off, plan.spec))
+    submitted = await asyncio.shield(write)
+    if submitted.job_uuid is not None:
+        await hand_offs.delivered(hand_off)
+    if submitted.view is not None:
+        return {**submitted.view, "deduplicated": False}
+    view = await ctx.db.read(_replayed_view, submitted.report_id)
+    return {**view, "deduplicated": True}
+
+
+def _replayed_view(conn: Connection, report_id: int) -> dict[str, Any]:
+    return full_report_view(conn, report_id, with_job=True)
