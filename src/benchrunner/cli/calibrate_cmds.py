@@ -77,16 +77,21 @@ def _print(found: JsonObject) -> None:
 
 
 def _follow(client: BenchrunnerClient, project: str, calibration: str) -> JsonObject:
+    """Wait for the calibration to end, saying how many runs are processed when that changes."""
+    said = None
     while True:
         found = client.get_calibration(project, calibration)
         if found.get("state") != "running":
             return found
-        output.err().print(
-            f"calibration {calibration}: {found.get('processed')} of {found.get('runs')} runs "
-            "processed",
-            soft_wrap=True,
-            markup=False,
-        )
+        progress = (found.get("processed"), found.get("failed"))
+        if progress != said:
+            said = progress
+            output.err().print(
+                f"calibration {calibration}: {progress[0]} of {found.get('runs')} runs "
+                f"processed, {progress[1]} failed",
+                soft_wrap=True,
+                markup=False,
+            )
         time.sleep(POLL_SECONDS)
 
 
