@@ -160,3 +160,19 @@ def test_a_drift_on_the_spec_after_a_calibration_makes_it_stale(
         message="the calibration stale",
     )
     assert "drifted" in stale and "calibrate again" in stale
+
+
+def test_a_calibration_refused_part_way_keeps_the_runs_it_has(tmp_path: Path) -> None:
+    """A cap of four pending jobs refuses the fifth run: the answer is the cap's 429 and the
+    calibration keeps its four runs, so that it can still end."""
+    url = f"sqlite:///{tmp_path / 'benchrunner.db'}"
+    capped = {"BENCHRUNNER_MAX_PENDING_PER_ORGANIZATION": "4"}
+    with deploy(tmp_path, url, env=capped) as deployment:
+        headers = {"Authorization": f"Bearer {deployment.server.token}"}
+        with httpx.Client(base_url=deployment.server.url, headers=headers, timeout=60) as http:
+            path = f"/v0/projects/{deployment.project}/calibrations"
+            refused = http.post(path, json={"spec": "small", "template": "bench.noop", "runs": 6})
+            assert refused.status_code == 429, refused.text
+            (calibration,) = http.get(path).json()
+    assert calibration["runs"] == 4 and len(calibration["jobs"]) == 4
+    assert calibration["state"] == "running"

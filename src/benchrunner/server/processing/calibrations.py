@@ -74,12 +74,16 @@ def calibration_view(conn: Connection, row: Any) -> dict[str, Any]:
     if state == "done":
         for series in calibrations.calibration_values(conn, row.id):
             ids = {"benchmark_id": series.benchmark_id, "measure_id": series.measure_id}
-            proposal = statistic.propose(series.values, row.false_alarm_rate)
+            # Each iteration of a run is judged on its own: a run's false-alarm rate is shared
+            # among its metrics.
+            per_run = max(1, round(len(series.values) / max(1, series.runs)))
+            proposal = statistic.propose(series.values, row.false_alarm_rate / per_run)
             entry: dict[str, Any] = {
                 "benchmark": series.benchmark,
                 "measure": series.measure_slug,
                 "units": series.units,
-                "runs": len(series.values),
+                "runs": series.runs,
+                "values": len(series.values),
                 "ids": ids,
             }
             if proposal is None:

@@ -5,6 +5,7 @@ applying are for signed-in members who may change the project."""
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from typing import Annotated, Any
 
@@ -125,14 +126,25 @@ async def create_calibration(
         return calibration_id
 
     calibration_id = await ctx.db.write(create)
-    for _ in range(body.runs - 1):
-        submitted = await submit_run(ctx, life, run, user, origin, request)
+    linked = 1
+    try:
+        for _ in range(body.runs - 1):
+            submitted = await submit_run(ctx, life, run, user, origin, request)
 
-        def link(conn: Connection, report: str = submitted["uuid"]) -> None:
-            report_id = int(reports.report_by_uuid(conn, uuid.UUID(report)))
-            calibrations.calibration_report_add(conn, calibration_id, report_id)
+            def link(conn: Connection, report: str = submitted["uuid"]) -> None:
+                report_id = int(reports.report_by_uuid(conn, uuid.UUID(report)))
+                calibrations.calibration_report_add(conn, calibration_id, report_id)
 
-        await ctx.db.write(link)
+            await ctx.db.write(link)
+            linked += 1
+    except BaseException:
+        # A run refused (a cap reached) or the request ended part-way: the calibration keeps the
+        # runs it has, so that it still ends (done with at least three, else failed).
+        def cut(conn: Connection) -> None:
+            calibrations.calibration_runs_cut(conn, calibration_id, linked)
+
+        await asyncio.shield(ctx.db.write(cut))
+        raise
 
     def view(conn: Connection) -> dict[str, Any]:
         row = _members_project(conn, user, project)

@@ -151,11 +151,13 @@ class Series:
     measure_name: str
     units: str
     values: list[float]
-    """One value a run: the mean of that run's iterations."""
+    """Every metric's value: one an iteration of each run, as later runs are judged."""
+    runs: int
+    """The runs that gave a value."""
 
 
 def calibration_values(conn: Connection, calibration_id: int) -> list[Series]:
-    """The runs' values of every benchmark and measure, one a run (its iterations' mean)."""
+    """The runs' values of every benchmark and measure, each iteration's its own."""
     query = (
         sa.select(
             benchmark.c.id.label("benchmark_id"),
@@ -165,7 +167,7 @@ def calibration_values(conn: Connection, calibration_id: int) -> list[Series]:
             measure.c.name.label("measure_name"),
             measure.c.units,
             metric.c.report_id,
-            sa.func.avg(metric.c.value).label("value"),
+            metric.c.value,
         )
         .select_from(
             calibration_report.join(metric, metric.c.report_id == calibration_report.c.report_id)
@@ -173,22 +175,20 @@ def calibration_values(conn: Connection, calibration_id: int) -> list[Series]:
             .join(measure, measure.c.id == metric.c.measure_id)
         )
         .where(calibration_report.c.calibration_id == calibration_id)
-        .group_by(
-            benchmark.c.id,
-            measure.c.id,
-            benchmark.c.name,
-            measure.c.slug,
-            measure.c.name,
-            measure.c.units,
-            metric.c.report_id,
-        )
-        .order_by(benchmark.c.name, measure.c.slug, metric.c.report_id)
+        .order_by(benchmark.c.name, measure.c.slug, metric.c.report_id, metric.c.iteration)
     )
     grouped: dict[tuple[int, int, str, str, str, str], list[float]] = defaultdict(list)
+    reports_of: dict[tuple[int, int, str, str, str, str], set[int]] = defaultdict(set)
     for row in conn.execute(query):
         key = (row.benchmark_id, row.measure_id, row.name, row.slug, row.measure_name, row.units)
         grouped[key].append(float(row.value))
-    return [Series(*key, values) for key, values in grouped.items()]
+        reports_of[key].add(int(row.report_id))
+    return [Series(*key, values, len(reports_of[key])) for key, values in grouped.items()]
+
+
+def calibration_runs_cut(conn: Connection, calibration_id: int, runs: int) -> None:
+    """The calibration has ``runs`` runs: fewer than asked, when submitting the rest failed."""
+    conn.execute(calibration.update().where(calibration.c.id == calibration_id).values(runs=runs))
 
 
 def spec_noise_since(conn: Connection, spec_id: int, since: dt.datetime) -> list[str]:
