@@ -42,8 +42,10 @@ def _git(repo: Path, *args: str) -> str:
 def candidates(repo: Path, good: str, bad: str) -> tuple[str, str, list[str]]:
     """Good and bad as full commit hashes, and the commits after good up to bad, oldest first,
     along the first parents."""
-    good_hash = _git(repo, "rev-parse", "--verify", f"{good}^{{commit}}").strip()
-    bad_hash = _git(repo, "rev-parse", "--verify", f"{bad}^{{commit}}").strip()
+    good_hash = _git(
+        repo, "rev-parse", "--verify", "--end-of-options", f"{good}^{{commit}}"
+    ).strip()
+    bad_hash = _git(repo, "rev-parse", "--verify", "--end-of-options", f"{bad}^{{commit}}").strip()
     listed = _git(repo, "rev-list", "--first-parent", "--reverse", f"{good_hash}..{bad_hash}")
     commits = listed.split()
     if not commits:

@@ -8,6 +8,7 @@ one. A template bisection puts each version's commit in the arguments' ``{commit
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from fastapi import APIRouter, Request, Response
@@ -37,7 +38,10 @@ BISECTIONS = "/v0/projects/{project}/bisections"
 MAX_CANDIDATES = 4096
 DEFAULT_TIMEOUT = 3600
 ArgValue = int | float | bool | str
-Commit = Field(min_length=1, max_length=64, pattern=r"^[^\s]+$")
+# A commit never starts with "-": it goes into a template's arguments, where it would read as
+# an option.
+COMMIT_REF = re.compile(r"[0-9A-Za-z_][^\s]*")
+Commit = Field(min_length=1, max_length=64, pattern=f"^{COMMIT_REF.pattern}$")
 
 
 class BisectionCreate(ApiBody):
@@ -84,7 +88,7 @@ def _versions(body: BisectionCreate) -> list[str]:
     """Good, then the candidates with bad last; 400 on a repeated commit."""
     candidates = list(body.candidates)
     for commit in candidates:
-        if not commit or len(commit) > 64 or any(ch.isspace() for ch in commit):
+        if COMMIT_REF.fullmatch(commit) is None or len(commit) > 64:
             raise bad_request(f"candidates: {commit!r} is not a commit")
     if candidates[-1] != body.bad:
         candidates.append(body.bad)
