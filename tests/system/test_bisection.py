@@ -15,10 +15,11 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from benchrunner.server.bisection.advance import NO_CULPRIT
-from tests.harness import Deployment, cli, wait_progressing
+from tests.harness import Deployment, cli, deploy, wait_progressing
 
 WORK = 300_000
 """Iterations of the loop: about 30 ms of CPU; each round's time is the processes' start."""
@@ -200,3 +201,28 @@ def test_a_bisection_is_canceled_with_its_jobs_and_checked_when_started(
     with deployment.http() as api:
         again = api.post(f"/v0/projects/{deployment.project}/bisections/{started['uuid']}/cancel")
         assert again.status_code == 409, again.text
+
+
+def test_a_bisection_starts_only_while_its_organizations_queue_has_room(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'benchrunner.db'}"
+    with deploy(tmp_path, url, env={"BENCHRUNNER_MAX_PENDING_PER_ORGANIZATION": "1"}) as ours:
+        headers = {"Authorization": f"Bearer {ours.server.token}"}
+        with httpx.Client(base_url=ours.server.url, headers=headers, timeout=60) as http:
+            queued = http.post(
+                "/v0/run", json={"project": ours.project, "spec": "small", "template": "bench.noop"}
+            )
+            assert queued.status_code == 201, queued.text
+            refused = http.post(
+                f"/v0/projects/{ours.project}/bisections",
+                json={
+                    "benchmarks": ["noop"],
+                    "measure": "latency",
+                    "good": "abc123",
+                    "bad": "def456",
+                    "candidates": ["def456"],
+                    "spec": "small",
+                    "template": "bench.gitwork",
+                    "args": {"repo": str(tmp_path), "commit": "{commit}"},
+                },
+            )
+    assert refused.status_code == 429 and "max_pending_per_organization" in refused.text, refused.text

@@ -27,9 +27,10 @@ from benchrunner.server.bisection.views import bisection_view
 from benchrunner.server.http.bodies import ApiBody
 from benchrunner.server.http.errors import bad_request, conflict, not_found, unauthorized
 from benchrunner.server.routes.deps import Ctx, Life, MaybeUser, Page, origin_of
-from benchrunner.server.store import alerts, jobs, registry, reports
+from benchrunner.server.store import accounts, alerts, jobs, registry, reports
 from benchrunner.server.store.accounts import ProjectRow, UserRow
 from benchrunner.server.store.tables import branch, testbed
+from benchrunner.server.submission.backpressure import check_backlog
 from benchrunner.server.submission.images import checked_image_ref, job_spec
 
 router = APIRouter(tags=["bisections"])
@@ -158,6 +159,10 @@ async def create_bisection(
         now = ctx.clock.now()
         found = _members_project(conn, user, project)
         spec = job_spec(conn, body.spec)
+        # A bisection queues jobs as it goes: it starts only while its organization's queue
+        # has room, as a submission does.
+        org, _ = accounts.organization_for_job(conn, found.organization_id)
+        check_backlog(conn, ctx.settings, org.id, org.slug)
         alert_id = None
         if body.alert is not None:
             raised = alerts.alert_get(conn, found.id, body.alert)
