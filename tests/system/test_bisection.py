@@ -225,4 +225,5 @@ def test_a_bisection_starts_only_while_its_organizations_queue_has_room(tmp_path
                     "args": {"repo": str(tmp_path), "commit": "{commit}"},
                 },
             )
-    assert refused.status_code == 429 and "max_pending_per_organization" in refused.text, refused.text
+    assert refused.status_code == 429, refused.text
+    assert "max_pending_per_organization" in refused.text
