@@ -39,6 +39,10 @@ class BisectionDriver:
         self._job_created = job_created
         self._interval = interval
         self._woken = asyncio.Event()
+        self._any_running = True
+        """Whether the latest look found a running bisection (True until the first look): a
+        job's end wakes the driver only then, so that a server without bisections spends no
+        query on each job."""
         self._task: asyncio.Task[None] | None = None
         self.moves = 0
         """Moves made by this replica (a signal tests wait on)."""
@@ -50,6 +54,13 @@ class BisectionDriver:
         await cancel_and_wait(self._task)
 
     def wake(self) -> None:
+        """A job left flight or a processing batch committed: look, if a bisection runs."""
+        if self._any_running:
+            self._woken.set()
+
+    def changed(self) -> None:
+        """A bisection was created or canceled here: look now."""
+        self._any_running = True
         self._woken.set()
 
     async def _run(self) -> None:
@@ -75,6 +86,7 @@ class BisectionDriver:
         if not self._leads():
             return 0
         running = await self._ctx.db.read(rows.bisections_running)
+        self._any_running = bool(running)
         for bisection_id in running:
             try:
                 moved: Moved = await self._ctx.db.write(

@@ -211,7 +211,7 @@ async def create_bisection(
         return bisection_view(conn, rows.bisection_by_id(conn, bisection_id))
 
     view = await ctx.db.write(unit)
-    life.bisections.wake()
+    life.bisections.changed()
     return view
 
 
