@@ -22,8 +22,6 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from scipy import stats
-
 POWER = 0.9
 """The probability with which the detectable change is caught in one run."""
 MIN_RUNS = 3
@@ -58,6 +56,10 @@ def propose(values: Sequence[float], false_alarm_rate: float) -> Proposal | None
     sd = statistics.stdev(values)
     cv = abs(sd / mean)
     boundary = 1 - false_alarm_rate / 2
+    # Imported here, as the other statistics are: SciPy's stats module adds most of a second to
+    # every server start, which imports this module with its calibration routes.
+    from scipy import stats
+
     t = float(stats.t.ppf(boundary, n - 1))
     z = float(stats.norm.ppf(POWER))
     detectable = (t * math.sqrt(1 + 1 / n) + z) * cv
