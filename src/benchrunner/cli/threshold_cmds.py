@@ -22,6 +22,7 @@ from benchrunner.cli.history_format import (
 from benchrunner.cli.options import LIST_PER_PAGE, Host, Json, Page, PerPage, Project, Token
 from benchrunner.cli.thresholds import ThresholdsError, model_body
 from benchrunner.client import JsonObject
+from benchrunner.detection.confirmation import MAX_CONFIRM_RUNS
 from benchrunner.detection.models import TestKind
 
 threshold_app = typer.Typer(
@@ -76,6 +77,7 @@ def print_threshold(threshold: JsonObject) -> None:
             ("measure", (threshold.get("measure") or {}).get("name")),
             ("benchmark", threshold_scope(threshold)),
             ("model", model_text(threshold.get("model"))),
+            ("confirm", threshold.get("confirm")),
             ("created", output.when(threshold.get("created"))),
             ("modified", output.when(threshold.get("modified"))),
         ]
@@ -129,6 +131,18 @@ AlertWhenNoisy = Annotated[
     ),
 ]
 
+Confirm = Annotated[
+    int | None,
+    typer.Option(
+        "--confirm",
+        min=0,
+        max=MAX_CONFIRM_RUNS,
+        help="Confirmation runs a runner job's crossing waits for before it alerts (0: none; "
+        "create: the server's default; update: unchanged).",
+        show_default=False,
+    ),
+]
+
 
 @threshold_app.command("show")
 def threshold_show(
@@ -162,6 +176,7 @@ def threshold_create(
     max_pvalue: MaxPvalue = None,
     min_magnitude: MinMagnitude = None,
     alert_when_noisy: AlertWhenNoisy = None,
+    confirm: Confirm = None,
     project: Project = None,
     host: Host = None,
     token: Token = None,
@@ -189,6 +204,7 @@ def threshold_create(
             benchmark=benchmark,
             model=model,
             alert_when_noisy=alert_when_noisy,
+            confirm=confirm,
         )
     output.show(created, as_json, print_threshold)
 
@@ -205,6 +221,7 @@ def threshold_update(
     max_pvalue: MaxPvalue = None,
     min_magnitude: MinMagnitude = None,
     alert_when_noisy: AlertWhenNoisy = None,
+    confirm: Confirm = None,
     project: Project = None,
     host: Host = None,
     token: Token = None,
@@ -223,7 +240,9 @@ def threshold_update(
         min_magnitude=min_magnitude,
     )
     with project_client(host, token, project) as (client, project_ref):
-        updated = client.update_threshold(project_ref, threshold, model, alert_when_noisy)
+        updated = client.update_threshold(
+            project_ref, threshold, model, alert_when_noisy, confirm=confirm
+        )
     output.show(updated, as_json, print_threshold)
 
 
