@@ -142,6 +142,9 @@ def test_a_crossing_alerts_only_when_its_confirmation_runs_agree(tmp_path: Path)
             r["job"] for r in shown["confirmation_runs"]
         ]
         assert len(raised["confirmation"]["runs"]) == 2
+        # Judged against the four direct results and the blip, not the blip's re-runs (100s).
+        [[bench]] = shown["results"]
+        assert bench["measures"][0]["boundary"]["baseline"] == 140.0
         assert [a["uuid"] for a in _alerts(deployment)] == [raised["uuid"]]
 
         # The history: four direct results and the two judged reports, each once.
