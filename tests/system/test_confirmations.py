@@ -33,7 +33,8 @@ type = "string"
 """
 
 
-def _history(deployment: Deployment, value: float, minute: int) -> None:
+def _history(deployment: Deployment, value: float, minute: int, spread: int = 1) -> None:
+    """A direct result on main/ci at ``T0 + minute``: ``spread`` iterations around ``value``."""
     at = (T0 + dt.timedelta(minutes=minute)).isoformat()
     body = {
         "project": deployment.project,
@@ -42,14 +43,18 @@ def _history(deployment: Deployment, value: float, minute: int) -> None:
         "start_time": at,
         "end_time": at,
         "settings": {"adapter": "json"},
-        "results": [json.dumps({"parse": {"latency": {"value": value}}})],
+        "results": [
+            json.dumps({"parse": {"latency": {"value": value + i - spread // 2}}})
+            for i in range(spread)
+        ],
     }
     with deployment.admin() as client:
         client.run(body)
 
 
-def _judged_run(deployment: Deployment, values: Path) -> dict[str, Any]:
-    """A runner job on main/ci measuring the file's first value; its report once processed."""
+def _judged_run(deployment: Deployment, values: Path, iterations: int = 1) -> dict[str, Any]:
+    """A runner job on main/ci measuring the file's first value (in each of ``iterations``);
+    its report once processed."""
     with deployment.admin() as client:
         submitted = client.run(
             {
@@ -60,6 +65,7 @@ def _judged_run(deployment: Deployment, values: Path) -> dict[str, Any]:
                 "template": "bench.queued_value",
                 "args": {"file": str(values)},
                 "settings": {"adapter": "json"},
+                "job": {"iter": iterations},
             }
         )
     job = deployment.wait_status(str(submitted["job"]), "processed", timeout=120)
@@ -162,3 +168,35 @@ def test_a_crossing_alerts_only_when_its_confirmation_runs_agree(tmp_path: Path)
         reports = [m["report"] for m in series["metrics"]]
         assert len(reports) == 6 and len(set(reports)) == 6
         assert reports[-2:] == [blip["uuid"], step["uuid"]]
+
+
+def test_a_samples_answer_of_unknown_is_settled_by_the_reruns_samples(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'benchrunner.db'}"
+    with deploy(tmp_path, url, extra_templates=QUEUED_VALUE) as deployment:
+        for minute in range(1, 5):
+            _history(deployment, 100, minute, spread=4)
+        with deployment.admin() as client:
+            client.create_threshold(
+                deployment.project,
+                branch="main",
+                testbed="ci",
+                measure="latency",
+                model={"test": "samples"},
+                confirm=1,
+            )
+        deployment.runner_process("confirming").start()
+        values = tmp_path / "values.txt"
+        # Two samples are too few to tell (unknown); with the re-run's two, they differ.
+        values.write_text("200\n201\n202\n203\n")
+        judged = _judged_run(deployment, values, iterations=2)
+        [first, *_] = [m for bench in judged["results"] for b in bench for m in b["measures"]]
+        assert first["boundary"]["verdict"] == "unknown"
+        raised = wait_until(
+            lambda: _decided(deployment, judged["uuid"]), timeout=120, message="the decision"
+        )
+        assert raised["status"] == "active"
+        assert raised["confirmation"]["outcome"] == "confirmed"
+        assert len(raised["confirmation"]["runs"]) == 1
+        # The step is the four samples' together: medians 100 and 201.5.
+        assert raised["change"]["after"] == 201.5
+        assert values.read_text() == ""
