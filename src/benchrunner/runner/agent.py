@@ -473,7 +473,7 @@ class Agent:
             if self._idle_noise is not None and claimed.spec.noise_guard
             else None,
             signer=self._signer,
-            clock=self._clock.monotonic,
+            clock=self._clock,
         )
         self._job_started = False
         self._announced_on = 0  # a new job must say running again, even on the same channel
