@@ -174,6 +174,7 @@ class Agent:
             or options.spool.with_name(f"{options.spool.name}-sandbox"),
             oci_runtime=options.oci_runtime,
             in_flight=self._in_flight,
+            clock=self._clock,
         )
         self._guard: Guard | None = None
         self._outbox = Outbox(self._spool, self._signer)

@@ -46,6 +46,7 @@ from benchrunner.protocol import (
     TerminalMessage,
 )
 from benchrunner.runner import duet
+from benchrunner.runner.clock_timer import ClockTimer
 from benchrunner.runner.cores import CorePlan
 from benchrunner.runner.events import AgentEvent, JobFinished, JobStarted
 from benchrunner.runner.executors.base import Executor, ExecutorError, PreparedJob
@@ -221,7 +222,7 @@ class JobRun:
     def _run_iterations(self, prepared: PreparedJob) -> TerminalMessage:
         config = self.job.config
         begun = self._clock.monotonic()
-        timer: _Timeout | None = None
+        timer: ClockTimer | None = None
 
         def started() -> None:
             # Once the first iteration's process runs, so that neither ``running`` nor the
@@ -231,7 +232,7 @@ class JobRun:
                 return
             if not self._executor.starts_before_setup:
                 self._post(JobStarted(self.uuid))
-            timer = _Timeout(
+            timer = ClockTimer(
                 self._clock,
                 begun + config.timeout,
                 functools.partial(self.cancel, CancelReason.TIMEOUT),
@@ -286,39 +287,6 @@ class JobRun:
         else:
             error = "runner shut down: job canceled"
         return Failed(job=self.uuid, results=results, error=error)
-
-
-class _Timeout:
-    """Calls ``expire`` once ``clock`` reaches ``deadline``, unless stopped first, from a
-    thread of its own: the job's timeout, kept on the agent's clock as its other deadlines are
-    (a test moves the clock instead of waiting for the timeout)."""
-
-    def __init__(
-        self, clock: ThreadClock, deadline: float, expire: Callable[[], None], *, name: str
-    ) -> None:
-        self._clock = clock
-        self._deadline = deadline
-        self._expire = expire
-        self._cond = threading.Condition()
-        self._stopped = False
-        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
-
-    def start(self) -> None:
-        self._thread.start()
-
-    def stop(self) -> None:
-        """No ``expire`` from now on (one already under way may still finish)."""
-        with self._cond:
-            self._stopped = True
-            self._cond.notify_all()
-
-    def _run(self) -> None:
-        with self._cond:
-            while not self._stopped and self._clock.monotonic() < self._deadline:
-                self._clock.wait(self._cond, self._deadline)
-            if self._stopped:
-                return
-        self._expire()
 
 
 def _crash_after_spool_hook(message: TerminalMessage) -> None:
