@@ -123,7 +123,7 @@ def queue_run(
             now=now,
         ),
     )
-    confirmations.report_confirms(conn, report_id, job.report_id)
+    confirmations.report_confirms(conn, report_id, source)
     named = ", ".join(f"{a.benchmark_name} ({a.measure_name})" for a in held)
     why = f"confirmation of report {source.uuid}, metric {named}"
     meta = {

@@ -107,12 +107,14 @@ def confirmation_runs_of(conn: Connection, report_ids: Sequence[int]) -> dict[in
     return found
 
 
-def report_confirms(conn: Connection, report_id: int, confirms_report_id: int) -> None:
-    """Mark a new report as a confirmation run of another: it is kept but never history."""
+def report_confirms(conn: Connection, report_id: int, source: Any) -> None:
+    """Mark a new report as a confirmation run of ``source`` (a report row): it is kept but
+    never history, and it measures the same version again, so it takes that version's number
+    (``reports.report_create`` may have drawn the branch's next one)."""
     conn.execute(
         report.update()
         .where(report.c.id == report_id)
-        .values(confirms_report_id=confirms_report_id)
+        .values(confirms_report_id=source.id, version=source.version)
     )
 
 
