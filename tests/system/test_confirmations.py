@@ -1,7 +1,8 @@
 """Confirmation before alerting end to end (docs/how-to/thresholds-alerts.md), on SQLite with a
 real server and a real runner: a runner job's crossing of a threshold with ``confirm: 2`` queues
 two re-runs of the job; re-runs that cross too raise one alert naming them, re-runs back to
-normal raise none and mark the metric suspected; the history holds each report once."""
+normal raise none and mark the metric suspected, re-runs that fail leave the alert raised; the
+history holds each report once."""
 
 from __future__ import annotations
 
@@ -165,7 +166,18 @@ def test_a_crossing_alerts_only_when_its_confirmation_runs_agree(tmp_path: Path)
         assert bench["measures"][0]["boundary"]["baseline"] == 140.0
         assert [a["uuid"] for a in _alerts(deployment)] == [raised["uuid"]]
 
-        # The history: four direct results and the two judged reports, each once.
+        # Re-runs that measure nothing (they fail) leave the crossing as it stood: raised.
+        values.write_text("300\nbroken\nbroken\n")
+        unmeasured = _judged_run(deployment, values)
+        stood = wait_until(
+            lambda: _decided(deployment, unmeasured["uuid"]), timeout=120, message="the decision"
+        )
+        assert stood["status"] == "active"
+        assert stood["confirmation"]["outcome"] == "unconfirmed"
+        for run in stood["confirmation"]["runs"]:
+            assert deployment.status(run["job"]) == "failed"
+
+        # The history: four direct results and the three judged reports, each once.
         query = PerfQuery(
             branches=["main"],
             testbeds=["ci"],
@@ -178,8 +190,8 @@ def test_a_crossing_alerts_only_when_its_confirmation_runs_agree(tmp_path: Path)
             perf = client.perf(deployment.project, query).json()
         [series] = perf["results"]
         reports = [m["report"] for m in series["metrics"]]
-        assert len(reports) == 6 and len(set(reports)) == 6
-        assert reports[-2:] == [blip["uuid"], step["uuid"]]
+        assert len(reports) == 7 and len(set(reports)) == 7
+        assert reports[-3:] == [blip["uuid"], step["uuid"], unmeasured["uuid"]]
 
 
 def test_a_samples_answer_of_unknown_is_settled_by_the_reruns_samples(tmp_path: Path) -> None:
