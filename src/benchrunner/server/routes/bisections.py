@@ -26,6 +26,7 @@ from benchrunner.server.bisection.jobs import COMMIT, MAX_ROUNDS, template_args
 from benchrunner.server.bisection.views import bisection_view
 from benchrunner.server.http.bodies import ApiBody
 from benchrunner.server.http.errors import bad_request, conflict, not_found, unauthorized
+from benchrunner.server.processing.webhooks import emit_alert_event
 from benchrunner.server.routes.deps import Ctx, Life, MaybeUser, Page, origin_of
 from benchrunner.server.store import accounts, alerts, jobs, registry, reports
 from benchrunner.server.store.accounts import ProjectRow, UserRow
@@ -265,6 +266,8 @@ async def _cancel(
             modified=now,
         ):
             raise conflict(f"bisection {bisection} is {b.state}, not running")
+        if b.alert_id is not None:
+            emit_alert_event(conn, "alert.bisected", [int(b.alert_id)], now)
         in_flight = [
             j.id
             for j in rows.jobs_of(conn, b.id)
