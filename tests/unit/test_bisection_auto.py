@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import uuid
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -15,6 +17,7 @@ from benchrunner.cli.report_format import bisect_lines, comment_markdown
 from benchrunner.cli.run_body import RunFlags, build_body
 from benchrunner.server.bisection.auto import Skip, candidates_of, commit_args
 from benchrunner.server.bisection.views import culprit_text
+from benchrunner.server.processing.webhooks import render_body
 
 BAD = "f" * 40
 
@@ -113,3 +116,27 @@ def test_run_sends_the_bisect_range_and_image() -> None:
     assert "bisect_range" not in build_body(RunFlags(template="t", spec="s"), now)
     with pytest.raises(typer.BadParameter, match=r"must hold \{commit\}"):
         build_body(RunFlags(template="t", spec="s", bisect_image="sortlib:latest"), now)
+
+
+def test_slacks_alert_bisected_message_names_the_culprit() -> None:
+    view = {
+        "uuid": "a1",
+        "kind": "boundary",
+        "value": 5000.0,
+        "limit": "upper",
+        "benchmark": {"name": "sort"},
+        "measure": {"name": "Latency", "units": "ns"},
+        "branch": {"name": "main"},
+        "testbed": {"name": "ci"},
+        "bisection": {"text": "caused by abc1234, +5.1% [4.6, 5.7]"},
+    }
+    owner = SimpleNamespace(name="Bench", uuid="p1", slug="bench")
+    now = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
+    delivery = uuid.UUID(int=1)
+    slack = json.loads(render_body("slack", "alert.bisected", delivery, now, owner, view))
+    assert slack["text"].startswith("Alert bisected in Bench: sort Latency = 5000 ns")
+    assert slack["text"].endswith(": caused by abc1234, +5.1% [4.6, 5.7]"), slack["text"]
+    raised = json.loads(render_body("slack", "alert.raised", delivery, now, owner, view))
+    assert "caused by" not in raised["text"]
+    plain = json.loads(render_body("json", "alert.bisected", delivery, now, owner, view))
+    assert plain["alert"]["bisection"] == view["bisection"]

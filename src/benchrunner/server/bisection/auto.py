@@ -39,7 +39,8 @@ ACTOR = "threshold"
 LOOK_BATCH = 20
 DEFAULT_TIMEOUT = 3600
 DEFAULTS: dict[str, Any] = {"rounds": 10, "margin": 0.02, "confidence": 0.95, "job_budget": 40}
-"""A started bisection's search settings: ``POST .../bisections``' defaults."""
+"""A bisection's search settings unless asked otherwise: ``POST .../bisections``' defaults,
+and those of every bisection started here."""
 
 
 class Skip(Exception):
