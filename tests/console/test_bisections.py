@@ -21,7 +21,7 @@ from benchrunner.server.store.engine import Database
 from benchrunner.server.store.tables import bisection
 from tests.browser import log_in_with_token, save_screenshot
 from tests.console.benchmark_history import HISTORY, Regressed, submit_regression
-from tests.harness import Deployment
+from tests.harness import Deployment, wait_until
 
 VERSIONS = [f"{day:x}" * 40 for day in range(1, len(HISTORY) + 2)]
 """Each report's version (a 40-character hash), oldest first: the last one regressed."""
@@ -117,27 +117,56 @@ def test_a_bisection_starts_from_its_alert_and_is_followed_and_canceled(
     expect(page.locator("#bisect summary")).to_have_text("Bisect again")
 
 
-def _finish(console: Deployment, bisection_uuid: str, culprit: str, parent: str) -> None:
-    """Mark the bisection done with ``culprit``, as the server's search does when it ends."""
+STEPS = (
+    # kind, commit, baseline, verdict, ratio, interval
+    ("check", VERSIONS[-1], VERSIONS[-2], "different", 1.49, (1.41, 1.57)),
+    ("search", BETWEEN[0], VERSIONS[-2], "same", 1.004, (0.98, 1.03)),
+    ("search", BETWEEN[1], VERSIONS[-2], "different", 1.51, (1.43, 1.6)),
+    ("confirm", BETWEEN[1], BETWEEN[0], "different", 1.5, (1.42, 1.58)),
+)
+"""What the search would have measured, step by step, had a runner run its duets."""
+
+
+def _finish(console: Deployment, project: str, bisection_uuid: str) -> None:
+    """Give the bisection the steps of ``STEPS`` and end it with ``BETWEEN[1]`` the first bad
+    commit, through the store functions the server's search uses."""
+    with console.admin() as client:
+        wait_until(lambda: client.get_bisection(project, bisection_uuid)["steps"], timeout=30)
     db = Database(console.server.db, read_threads=1)
     try:
 
         def unit(conn: Connection) -> None:
+            now = dt.datetime.now(dt.UTC)
             found = conn.execute(
                 sa.select(bisection.c.id).where(bisection.c.uuid == uuid.UUID(bisection_uuid))
             ).scalar_one()
-            done = rows.bisection_update(
+            (check_id,) = [s.id for s in rows.steps_of(conn, found)]
+            for position, (kind, commit, baseline, verdict, ratio, (lower, upper)) in enumerate(
+                STEPS
+            ):
+                step_id = check_id
+                if kind != "check":
+                    step_id = rows.step_add(conn, found, kind, position, commit, baseline, 10, now)
+                rows.step_update(
+                    conn,
+                    step_id,
+                    status="done",
+                    verdict=verdict,
+                    ratio=ratio,
+                    lower_value=lower,
+                    upper_value=upper,
+                )
+            assert rows.bisection_update(
                 conn,
                 found,
                 state=rows.DONE,
-                culprit=culprit,
-                culprit_parent=parent,
+                culprit=BETWEEN[1],
+                culprit_parent=BETWEEN[0],
                 culprit_ratio=1.5,
                 culprit_lower=1.42,
                 culprit_upper=1.58,
-                finished=dt.datetime.now(dt.UTC),
+                finished=now,
             )
-            assert done
 
         db.write_sync(unit)
     finally:
@@ -148,13 +177,19 @@ def test_a_done_bisection_names_its_first_bad_commit(
     page: Page, regressed: Regressed, console: Deployment
 ) -> None:
     started = _api_bisection(console, regressed.project, alert=regressed.alert)
-    _finish(console, started["uuid"], BETWEEN[1], BETWEEN[0])
+    _finish(console, regressed.project, started["uuid"])
     page.goto(f"/console/projects/{regressed.project}/bisections/{started['uuid']}")
     expect(page.locator("#bisection-state")).to_have_text("done")
     culprit = page.locator("#bisection-culprit")
     expect(culprit).to_have_attribute("data-commit", BETWEEN[1])
     expect(culprit).to_contain_text(f"against its parent {BETWEEN[0]} it measured 1.5000")
     expect(culprit).to_contain_text("[1.4200, 1.5800]")
+    shown = page.locator("#bisection-steps tbody tr")
+    expect(shown).to_have_count(len(STEPS))
+    expect(shown.locator("td.verdict")).to_have_text(
+        ["different", "same", "different", "different"]
+    )
+    expect(shown.nth(1).locator("td").nth(5)).to_have_text("[0.9800, 1.0300]")
     # Anonymous: read, no Cancel (it has ended anyway) and no Bisect form.
     expect(page.get_by_role("button", name="Cancel bisection")).to_have_count(0)
     save_screenshot(page, "bisection")
