@@ -8,6 +8,7 @@ test_bisection.py runs that)."""
 from __future__ import annotations
 
 import datetime as dt
+import json
 import uuid
 from typing import Any
 
@@ -19,7 +20,8 @@ from sqlalchemy.engine import Connection
 from benchrunner.server.bisection import rows
 from benchrunner.server.store.engine import Database
 from benchrunner.server.store.tables import bisection
-from tests.browser import log_in_with_token, save_screenshot
+from tests.browser import log_in_with_password, log_in_with_token, save_screenshot
+from tests.console.accounts import create_member
 from tests.console.benchmark_history import HISTORY, Regressed, submit_regression
 from tests.harness import Deployment, wait_until
 
@@ -200,3 +202,40 @@ def test_a_done_bisection_names_its_first_bad_commit(
     row = page.locator(f'tr[data-bisection="{started["uuid"]}"]')
     expect(row.locator("td.outcome")).to_have_text(f"first bad {BETWEEN[1][:12]}")
     save_screenshot(page, "bisections")
+
+
+def test_only_a_member_who_may_change_the_project_starts_or_cancels_one(
+    page: Page, regressed: Regressed, console: Deployment
+) -> None:
+    """A signed-in outsider reads a public project's bisection but gets no form or button, and
+    the server refuses the forms' requests all the same (the API's rule: 403)."""
+    started = _api_bisection(console, regressed.project, alert=regressed.alert)
+    create_member(console, "outsider@example.com", "outsider-password", None)
+    log_in_with_password(page, "outsider@example.com", "outsider-password")
+    bisection_url = f"/console/projects/{regressed.project}/bisections/{started['uuid']}"
+    page.goto(bisection_url)
+    expect(page.locator("#bisection-state")).to_have_text("running")
+    expect(page.get_by_role("button", name="Cancel bisection")).to_have_count(0)
+    page.goto(f"/console/projects/{regressed.project}/alerts/{regressed.alert}")
+    expect(page.locator("#alert-bisection-state")).to_have_text("running")
+    expect(page.locator("#bisect-form")).to_have_count(0)
+
+    hx_headers = page.locator("body").get_attribute("hx-headers") or "{}"
+    headers = {"X-CSRF-Token": json.loads(hx_headers)["X-CSRF-Token"]}
+    canceled = page.request.post(bisection_url + "/cancel", headers=headers, max_redirects=0)
+    assert canceled.status == 403, canceled.text()
+    form = {
+        "good": VERSIONS[-2],
+        "bad": VERSIONS[-1],
+        "benchmark": "sort",
+        "measure": "latency",
+        "candidates": VERSIONS[-1],
+        "template": "bench.gitwork",
+        "args": "repo=/nonexistent\ncommit={commit}",
+    }
+    new_url = f"/console/projects/{regressed.project}/bisections/new"
+    refused = page.request.post(new_url, form=form, headers=headers, max_redirects=0)
+    assert refused.status == 403, refused.text()
+    with console.admin() as client:
+        assert client.get_bisection(regressed.project, started["uuid"])["state"] == "running"
+        assert len(client.list_bisections(regressed.project)) == 1
