@@ -224,7 +224,7 @@ def test_only_a_member_who_may_change_the_project_starts_or_cancels_one(
     headers = {"X-CSRF-Token": json.loads(hx_headers)["X-CSRF-Token"]}
     canceled = page.request.post(bisection_url + "/cancel", headers=headers, max_redirects=0)
     assert canceled.status == 403, canceled.text()
-    form = {
+    form: dict[str, str | float | bool] = {
         "good": VERSIONS[-2],
         "bad": VERSIONS[-1],
         "benchmark": "sort",
