@@ -64,6 +64,7 @@ def test_a_bisection_starts_from_its_alert_and_is_followed_and_canceled(
     expect(page.locator("#bisect-form")).to_have_count(0)
     page.goto(f"/console/projects/{project}/bisections")
     expect(page.locator(".empty-next")).to_contain_text(f"benchrunner bisect --project {project}")
+    expect(page.get_by_role("link", name="New bisection")).to_have_count(0)
 
     log_in_with_token(page, console.server.token)
     page.goto(alert_url)
@@ -106,6 +107,10 @@ def test_a_bisection_starts_from_its_alert_and_is_followed_and_canceled(
     page.goto(alert_url)
     expect(page.locator("#alert-bisection-state")).to_have_text("running")
     page.goto(f"/console/projects/{project}/bisections")
+    page.get_by_role("link", name="New bisection").click()
+    expect(page.get_by_role("heading", level=1)).to_have_text("New bisection")
+    expect(page.locator("#bisect-form").get_by_label("Good version")).to_have_value("")
+    page.go_back()
     expect(page.locator(f'tr[data-bisection="{uuid}"]')).to_have_attribute("data-state", "running")
     page.locator(f'tr[data-bisection="{uuid}"] a').click()
 

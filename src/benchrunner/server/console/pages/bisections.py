@@ -57,13 +57,21 @@ def _base(project: ProjectRow) -> str:
 # ---------------------------------------------------------------- list
 
 
-def _list(
-    conn: Connection, viewer: Viewer, ref: str, page: int
-) -> tuple[ProjectRow, list[dict[str, Any]], Pager]:
+@dataclass(frozen=True)
+class BisectionList:
+    project: ProjectRow
+    rows: list[dict[str, Any]]
+    pages: Pager
+    writable: bool
+
+
+def _list(conn: Connection, viewer: Viewer, ref: str, page: int) -> BisectionList:
     project = visible_project(conn, viewer, ref)
     pages = Pager(page, PER_PAGE, rows.bisection_count(conn, project.id))
     listed = rows.bisection_list(conn, project.id, PER_PAGE, pages.offset)
-    return project, [bisection_view(conn, b) for b in listed], pages
+    return BisectionList(
+        project, [bisection_view(conn, b) for b in listed], pages, may_change(conn, viewer, project)
+    )
 
 
 @router.get(BASE, response_class=HTMLResponse)
@@ -74,13 +82,14 @@ async def bisection_list(
     ctx: Ctx,
     page: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 1,
 ) -> HTMLResponse:
-    found, listed, pages = await ctx.db.read(_list, viewer, project, page)
-    return render(
-        request,
-        viewer,
-        "bisections.html",
-        {"project": found, "rows": listed, "pages": pages},
-    )
+    found = await ctx.db.read(_list, viewer, project, page)
+    context = {
+        "project": found.project,
+        "rows": found.rows,
+        "pages": found.pages,
+        "writable": found.writable,
+    }
+    return render(request, viewer, "bisections.html", context)
 
 
 # ---------------------------------------------------------------- start
