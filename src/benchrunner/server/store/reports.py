@@ -545,3 +545,29 @@ def report_by_uuid(conn: Connection, report_uuid: uuid.UUID) -> Any:
 
 def report_metrics(conn: Connection, report_id: int) -> list[Any]:
     return _METRICS.all(conn, {"report_id": report_id})
+
+
+def versions_before(conn: Connection, report_uuid: uuid.UUID) -> tuple[str | None, str | None]:
+    """(the git hash of the last report before ``report_uuid`` on its branch and testbed that
+    has one, the report's own hash): the good and bad versions a bisection of it starts from.
+    Either is None when no report gives it."""
+    own = conn.execute(
+        sa.select(
+            report.c.branch_id, report.c.testbed_id, report.c.start_time, report.c.hash
+        ).where(report.c.uuid == report_uuid)
+    ).first()
+    if own is None:
+        return None, None
+    before = conn.execute(
+        sa.select(report.c.hash)
+        .where(
+            report.c.branch_id == own.branch_id,
+            report.c.testbed_id == own.testbed_id,
+            report.c.start_time < own.start_time,
+            report.c.hash.is_not(None),
+            report.c.hash != own.hash if own.hash is not None else sa.true(),
+        )
+        .order_by(report.c.start_time.desc())
+        .limit(1)
+    ).scalar()
+    return before, own.hash
