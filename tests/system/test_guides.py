@@ -126,10 +126,14 @@ class Outcome:
 
 
 def run_steps(
-    steps: list[Step], cwd: Path, env: dict[str, str], timeout: float = STEP_TIMEOUT
+    steps: list[Step],
+    cwd: Path,
+    env: dict[str, str],
+    timeout: float = STEP_TIMEOUT,
+    within: tuple[str, ...] = (),
 ) -> Outcome:
     """Each step in bash with ``-eo pipefail`` (GitHub's and GitLab's default), skipping the
-    steps after a failure but those that run always."""
+    steps after a failure but those that run always; ``within`` is a command that runs bash."""
     codes: dict[str, int] = {}
     output = []
     failed = False
@@ -137,7 +141,7 @@ def run_steps(
         if failed and not step.always:
             continue
         done = subprocess.run(
-            ["bash", "-eo", "pipefail", "-c", step.script],
+            [*within, "bash", "-eo", "pipefail", "-c", step.script],
             cwd=cwd,
             env=env,
             capture_output=True,
@@ -266,7 +270,10 @@ class Guides:
     repo: Path
     commits: list[str]
     receiver: Receiver
+    host: Path
+    """Upper and work directories of the overlay on ``/etc`` that ``host`` blocks write."""
     runner: RunnerProcess | None = None
+    host_ran: set[str] = field(default_factory=set)
 
     def start_runner(self) -> None:
         """One runner process of the specs the guides name, started by the first block that
@@ -293,7 +300,7 @@ def guides(tmp_path_factory: pytest.TempPathFactory, receiver: Receiver) -> Iter
                 name="bench-box", architecture="x86_64", cpu=1, memory=1 << 30, disk=1 << 30,
                 network=False,
             )  # fmt: skip
-        yield Guides(deployment, repo, commits, receiver)
+        yield Guides(deployment, repo, commits, receiver, tmp / "host")
 
 
 @pytest.fixture(scope="module")
@@ -412,6 +419,7 @@ class Setting:
     cwd: Path
     expected: list[str] = field(default_factory=list)
     """What the block's output says when it did what its guide says it does."""
+    within: tuple[str, ...] = ()
 
     def cli(self, *args: str) -> str:
         return cli(*args, env=self.env).stdout
@@ -492,7 +500,24 @@ def need_repo(setting: Setting) -> None:
     setting.expected.append(f"first bad commit {setting.guides.commits[SLOWER_AT]}")
 
 
+def need_host(setting: Setting) -> None:
+    """The block changes the machine it runs on, as root, from a checkout: it runs in a mount
+    namespace of its own where ``/etc`` is an overlay whose changes go to the module's
+    directory, so the test machine's ``/etc`` is left as it was. ``$EDITOR`` keeps the
+    example files as they are."""
+    upper, work = setting.guides.host / "upper", setting.guides.host / "work"
+    upper.mkdir(parents=True, exist_ok=True)
+    work.mkdir(exist_ok=True)
+    mount = 'mount -t overlay overlay -o "lowerdir=/etc,upperdir=$1,workdir=$2" /etc'
+    namespace = ("unshare", "--mount", "--propagation", "private")
+    setting.within = (*namespace, "sh", "-c", f'{mount} && shift 2 && exec "$@"', "sh")
+    setting.within += (str(upper), str(work))
+    setting.cwd = REPO
+    setting.env["EDITOR"] = "true"
+
+
 NEEDS: dict[str, Callable[[Setting], None]] = {
+    "host": need_host,
     "runner": need_runner,
     "ci": need_ci,
     "benchmarks": need_benchmarks,
@@ -534,11 +559,27 @@ def shell_blocks() -> Iterator[Any]:
             yield pytest.param(block, id=block.name)
 
 
+def run_block(guides: Guides, tmp: Path, block: Block) -> tuple[Setting, Outcome]:
+    """Run a block as its guide's reader would: after the guide's earlier ``host`` blocks,
+    whose changes it builds on."""
+    if "host" in block.needs:
+        for earlier in runnable_blocks():
+            same = earlier.guide == block.guide and "host" in earlier.needs
+            if same and earlier.line < block.line and earlier.name not in guides.host_ran:
+                ran = earlier.name
+                _, outcome = run_block(guides, tmp / ran.replace(":", "-"), earlier)
+                assert outcome.codes == {"block": 0}, f"{ran}: {earlier.script}\n{outcome.output}"
+        guides.host_ran.add(block.name)
+    tmp.mkdir(exist_ok=True)
+    setting = prepare(guides, block.needs, tmp)
+    step = Step("block", block.script)
+    within = setting.within
+    return setting, run_steps([step], setting.cwd, setting.env, BLOCK_TIMEOUT, within)
+
+
 @pytest.mark.parametrize("block", list(shell_blocks()))
 def test_runnable_guide_block(guides: Guides, tmp_path: Path, block: Block) -> None:
-    setting = prepare(guides, block.needs, tmp_path)
-    step = Step("block", block.script)
-    outcome = run_steps([step], setting.cwd, setting.env, timeout=BLOCK_TIMEOUT)
+    setting, outcome = run_block(guides, tmp_path, block)
     assert outcome.codes == {"block": 0}, f"{block.script}\n{outcome.output}"
     for expected in setting.expected:
         assert expected in outcome.output, f"{block.script}\n{outcome.output}"
