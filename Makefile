@@ -34,7 +34,7 @@ TEST_WORKERS ?= 4
 # that none of them compiles every module again (PYTHONDONTWRITEBYTECODE may be set).
 test: $(STAMP) system-packages
 	$(BIN)/python -m compileall -q src tests benchmarks
-	$(BIN)/pytest -q -p no:cacheprovider --durations=15 -n $(TEST_WORKERS) --dist loadfile -m "not host_wide"
+	$(BIN)/pytest -q -p no:cacheprovider --durations=30 -n $(TEST_WORKERS) --dist loadfile -m "not host_wide"
 	$(BIN)/pytest -q -p no:cacheprovider -m host_wide
 
 lint: $(STAMP)

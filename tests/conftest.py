@@ -17,8 +17,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from benchrunner.server.store.engine import Database
-from benchrunner.server.store.migrate import upgrade
-from tests.databases import ENGINES, fresh_database
+from tests.databases import ENGINES, fresh_database, with_schema
 from tests.temp_leftovers import LeftoverWatch, leftover_report
 
 if TYPE_CHECKING:
@@ -42,8 +41,8 @@ def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str
 @pytest.fixture
 def migrated_db(database_url: str) -> Iterator[Database]:
     """The store on ``database_url`` with every migration applied, closed after the test."""
+    with_schema(database_url)
     database = Database(database_url, read_threads=1)
-    upgrade(database.write_engine)
     yield database
     database.close()
 

@@ -26,6 +26,7 @@ from websockets.sync.client import ClientConnection, connect
 from benchrunner.client import BenchrunnerClient
 from benchrunner.protocol import EXTENSIONS_HEADER, OUR_EXTENSIONS
 from benchrunner.server.admin.bootstrap import bootstrap_admin
+from tests.databases import with_schema
 
 T = TypeVar("T")
 REPO = Path(__file__).resolve().parents[1]
@@ -350,6 +351,7 @@ class ServerProcess:
         took since ``free_port`` chose it (another test's server, on another worker) moves to a
         new port; a restart keeps its port, which its runners reconnect to."""
         if not self.token:
+            with_schema(self.db)
             self.token = bootstrap_admin(self.db, "admin@test.dev")
         moves_left = 2 if self.starts == 0 else 0
         while True:

@@ -29,8 +29,8 @@ from benchrunner.server.store.job_logs import (
     job_log_chunks,
     job_log_store,
 )
-from benchrunner.server.store.migrate import upgrade
 from benchrunner.server.store.transitions import Beat
+from tests.databases import with_schema
 from tests.unit.test_claim_policy import World
 
 LIMIT = 100
@@ -38,8 +38,8 @@ LIMIT = 100
 
 @pytest.fixture
 def world(database_url: str) -> Iterator[World]:
+    with_schema(database_url)
     db = Database(database_url)
-    upgrade(db.write_engine)
     yield World(db)
     db.close()
 

@@ -17,7 +17,7 @@ from benchrunner.core.states import JobStatus
 from benchrunner.core.tiers import Plan
 from benchrunner.server.store import claims, jobs
 from benchrunner.server.store.engine import Database
-from benchrunner.server.store.migrate import upgrade
+from tests.databases import with_schema
 from tests.unit.test_claim_policy import World
 
 REPLICAS = 6
@@ -25,8 +25,8 @@ REPLICAS = 6
 
 @pytest.fixture
 def replicas(database_url: str) -> Iterator[list[Database]]:
+    with_schema(database_url)
     databases = [Database(database_url) for _ in range(REPLICAS)]
-    upgrade(databases[0].write_engine)
     yield databases
     for db in databases:
         db.close()

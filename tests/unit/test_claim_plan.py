@@ -13,8 +13,7 @@ from sqlalchemy.engine import Connection
 from benchrunner.core.tiers import Plan
 from benchrunner.server.store import claims
 from benchrunner.server.store.engine import Database
-from benchrunner.server.store.migrate import upgrade
-from tests.databases import postgres_database
+from tests.databases import postgres_database, with_schema
 from tests.unit.test_claim_policy import World
 
 PENDING = 300
@@ -25,8 +24,8 @@ def burst() -> Iterator[tuple[World, int]]:
     """A fresh PostgreSQL database whose job table has never been analyzed, with a burst of
     pending jobs for one runner."""
     with postgres_database() as url:
+        with_schema(url)
         db = Database(url)
-        upgrade(db.write_engine)
         world = World(db)
         spec = world.spec("s")
         runner = world.runner("r", [spec])

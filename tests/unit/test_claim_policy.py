@@ -25,7 +25,7 @@ from benchrunner.server.store import (
     transitions,
 )
 from benchrunner.server.store.engine import Database, Unit
-from benchrunner.server.store.migrate import upgrade
+from tests.databases import with_schema
 
 T0 = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
 TEMPLATE_JOB = JsonJobConfig(timeout=60, template="t", args={})
@@ -124,8 +124,8 @@ class World:
 
 @pytest.fixture
 def world(database_url: str) -> Iterator[World]:
+    with_schema(database_url)
     db = Database(database_url)
-    upgrade(db.write_engine)
     yield World(db)
     db.close()
 

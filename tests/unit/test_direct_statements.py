@@ -17,6 +17,7 @@ from benchrunner.server.store.direct import Direct
 from benchrunner.server.store.engine import Database
 from benchrunner.server.store.migrate import upgrade
 from benchrunner.server.store.tables import organization
+from tests.databases import with_schema
 
 NOW = dt.datetime(2026, 11, 25, 4, 30, 15, 123456, tzinfo=dt.UTC)
 
@@ -84,9 +85,9 @@ def _compare(conn: Connection) -> None:
 
 
 def test_direct_statements_match_connection_execute(database_url: str) -> None:
+    with_schema(database_url)
     db = Database(database_url)
     try:
-        upgrade(db.write_engine)
         db.write_sync(_compare)
     finally:
         db.close()

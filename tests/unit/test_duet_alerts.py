@@ -22,10 +22,10 @@ from benchrunner.server.store import (
     webhooks,
 )
 from benchrunner.server.store.engine import make_engine
-from benchrunner.server.store.migrate import upgrade
 from benchrunner.server.store.reports import measure_ids, named_ids
 from benchrunner.server.store.tables import benchmark
 from benchrunner.server.views.resources import alert_view
+from tests.databases import with_schema
 
 T0 = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
 
@@ -46,8 +46,8 @@ def _duet(margin: float | None) -> duets.NewDuet:
 def test_margins_come_from_the_run_else_a_percentage_threshold_else_zero(
     database_url: str,
 ) -> None:
+    with_schema(database_url)
     engine = make_engine(database_url, writer=True)
-    upgrade(engine)
     try:
         with engine.begin() as conn:
             leader = accounts.user_get_or_create(conn, "d@x", "d", admin=False, now=T0).id
@@ -138,8 +138,8 @@ def test_margins_come_from_the_run_else_a_percentage_threshold_else_zero(
 
 
 def test_a_duets_alerts_are_queued_for_the_projects_webhooks(database_url: str) -> None:
+    with_schema(database_url)
     engine = make_engine(database_url, writer=True)
-    upgrade(engine)
     try:
         with engine.begin() as conn:
             leader = accounts.user_get_or_create(conn, "d@x", "d", admin=False, now=T0).id

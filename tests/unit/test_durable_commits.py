@@ -14,8 +14,7 @@ from sqlalchemy.engine import Connection
 
 from benchrunner.server.store import engine as engine_module
 from benchrunner.server.store.engine import Database, fdatasync_path, sqlite_wal_path
-from benchrunner.server.store.migrate import upgrade
-from tests.databases import fresh_database
+from tests.databases import fresh_database, with_schema
 
 WRITE = sa.text("INSERT INTO alembic_version_probe (n) VALUES (1)")
 
@@ -126,9 +125,9 @@ def test_postgresql_sessions_commit_synchronously_whatever_the_default(
         return str(conn.execute(sa.text("SHOW synchronous_commit")).scalar_one())
 
     with fresh_database("postgresql", tmp_path) as url:
+        with_schema(url)
         db = Database(url)
         try:
-            upgrade(db.write_engine)
 
             async def scenario() -> str:
                 await db.durable()  # nothing to wait for: every commit was already durable

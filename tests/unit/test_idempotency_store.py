@@ -16,8 +16,8 @@ from benchrunner.server.store import idempotency, reports
 from benchrunner.server.store.backlog import backlog
 from benchrunner.server.store.engine import Database
 from benchrunner.server.store.idempotency import KeyRef
-from benchrunner.server.store.migrate import upgrade
 from benchrunner.server.store.tables import idempotency_key, job
+from tests.databases import with_schema
 from tests.unit.test_claim_policy import World
 
 T0 = dt.datetime(2026, 11, 25, 8, 0, tzinfo=dt.UTC)
@@ -27,8 +27,8 @@ KEY = KeyRef("user:1", "ci-42")
 
 @pytest.fixture
 def world(database_url: str) -> Iterator[World]:
+    with_schema(database_url)
     db = Database(database_url)
-    upgrade(db.write_engine)
     yield World(db)
     db.close()
 

@@ -19,9 +19,8 @@ from benchrunner.server.store import accounts, lookups_cache
 from benchrunner.server.store.engine import Database
 from benchrunner.server.store.listen import libpq_url
 from benchrunner.server.store.lookups_cache import LookupCache, cached, tag
-from benchrunner.server.store.migrate import upgrade
 from benchrunner.server.store.tables import api_token
-from tests.databases import fresh_database
+from tests.databases import fresh_database, with_schema
 
 T0 = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
 
@@ -134,9 +133,9 @@ def test_a_notification_drops_the_entries_it_names(db: Database) -> None:
 
 def test_on_postgresql_a_change_is_notified_when_it_commits(tmp_path: Path) -> None:
     with fresh_database("postgresql", tmp_path) as url:
+        with_schema(url)
         db = Database(url, read_threads=1)
         try:
-            upgrade(db.write_engine)
             row, _ = _user_and_token(db)
             with psycopg.connect(libpq_url(db.url), autocommit=True) as listener:
                 listener.execute(sql.SQL("LISTEN {}").format(sql.Identifier(lookups_cache.CHANNEL)))

@@ -13,9 +13,9 @@ from benchrunner.protocol import Calibration, NoiseGuard
 from benchrunner.server.processing.noise import noise_view, stored_verdict, verdict
 from benchrunner.server.store import accounts, duets, reports
 from benchrunner.server.store.engine import make_engine
-from benchrunner.server.store.migrate import upgrade
 from benchrunner.server.store.perf import NOISY_VERDICT, PerfQuery, perf_plot_points
 from benchrunner.server.store.report_reads import ReportFilter, report_page
+from tests.databases import with_schema
 
 T0 = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
 NOISY = verdict(
@@ -44,8 +44,8 @@ def test_a_stored_verdict_reads_back_with_its_reasons() -> None:
 
 def test_reports_perf_and_duet_reads(database_url: str) -> None:
     assert NOISY is not None and QUIET is not None
+    with_schema(database_url)
     engine = make_engine(database_url, writer=True)
-    upgrade(engine)
     try:
         with engine.begin() as conn:
             leader = accounts.user_get_or_create(conn, "n@x", "n", admin=False, now=T0).id

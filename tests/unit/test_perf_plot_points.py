@@ -12,7 +12,6 @@ from benchrunner.detection.models import Model, TestKind
 from benchrunner.server.processing.evaluation import evaluate_report
 from benchrunner.server.store import accounts, reports, thresholds
 from benchrunner.server.store.engine import make_engine
-from benchrunner.server.store.migrate import upgrade
 from benchrunner.server.store.perf import (
     PerfQuery,
     PlotAlert,
@@ -21,6 +20,7 @@ from benchrunner.server.store.perf import (
     plot_alerts,
     report_uuids,
 )
+from tests.databases import with_schema
 
 T0 = dt.datetime(2026, 1, 1, 0, 0, 0, 999_600, tzinfo=dt.UTC)
 """Just under a second: a start time read by the millisecond would count the next one."""
@@ -29,8 +29,8 @@ VALUES = (100.0, 101.0, 99.0, 100.0, 150.0)
 
 
 def test_plot_points_are_the_perf_points(database_url: str) -> None:
+    with_schema(database_url)
     engine = make_engine(database_url, writer=True)
-    upgrade(engine)
     try:
         with engine.begin() as conn:
             leader = accounts.user_get_or_create(conn, "p@x", "p", admin=False, now=T0).id

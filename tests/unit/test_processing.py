@@ -28,8 +28,8 @@ from benchrunner.server.processing.processor import INLINE_PARSE_BYTES, Processo
 from benchrunner.server.processing.results import measure_output
 from benchrunner.server.store import jobs
 from benchrunner.server.store.engine import Database
-from benchrunner.server.store.migrate import upgrade
 from benchrunner.server.store.tables import job_event, metric, report
+from tests.databases import with_schema
 from tests.unit.test_claim_policy import World
 
 GOOD = b'{"results": [{"exit_code": 0, "stdout": "{\\"b\\": {\\"latency\\": {\\"value\\": 3}}}"}]}'
@@ -109,8 +109,8 @@ class Setup:
 
 @pytest.fixture
 def setup(database_url: str, tmp_path: Path) -> Iterator[Setup]:
+    with_schema(database_url)
     db = Database(database_url)
-    upgrade(db.write_engine)
     trace: list[tuple[str, object]] = []
     blobs = RecordingBlobStore(tmp_path / "blobs", trace)
     ctx = ServerContext(

@@ -13,16 +13,16 @@ from benchrunner.detection.models import Model, TestKind
 from benchrunner.server.processing.evaluation import evaluate_report
 from benchrunner.server.store import accounts, reports, runners, thresholds
 from benchrunner.server.store.engine import make_engine
-from benchrunner.server.store.migrate import upgrade
 from benchrunner.server.store.report_reads import ReportFilter, report_page
 from benchrunner.server.store.tables import job
+from tests.databases import with_schema
 
 T0 = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
 
 
 def test_report_page(database_url: str) -> None:
+    with_schema(database_url)
     engine = make_engine(database_url, writer=True)
-    upgrade(engine)
     job_uuid = uuid.uuid4()
     try:
         with engine.begin() as conn:

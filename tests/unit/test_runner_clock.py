@@ -9,18 +9,21 @@ import random
 import threading
 from collections.abc import Callable, Iterator
 from http import HTTPStatus
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
 from websockets.http11 import Request, Response
 from websockets.sync.server import Server, ServerConnection, serve
 
+from benchrunner.protocol import NoJob, Ready
 from benchrunner.runner.agent import Agent
 from benchrunner.runner.channel import Channel
 from benchrunner.runner.cores import CorePlan
-from benchrunner.runner.events import AgentEvent
+from benchrunner.runner.events import AgentEvent, ServerEvent
 from benchrunner.runner.heartbeat import HeartbeatSender
 from benchrunner.runner.options import RunnerOptions
+from benchrunner.runner.per_job import PerJobTransport
 from tests.harness import wait_until
 from tests.thread_clock import ManualThreadClock
 
@@ -122,3 +125,86 @@ def test_the_agent_reconnects_when_its_clock_says(
         agent.request_drain()
         thread.join(30)
     assert exit_codes == [0]
+
+
+class _Busy(BaseHTTPRequestHandler):
+    """Refuses every claim for now: ``429`` with ``Retry-After: 30``."""
+
+    claims: queue.SimpleQueue[str]
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("Content-Length", "0")))
+        self.claims.put(self.path)
+        self.send_response(HTTPStatus.TOO_MANY_REQUESTS)
+        self.send_header("Retry-After", "30")
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def busy_server() -> Iterator[tuple[str, queue.SimpleQueue[str]]]:
+    """An HTTP server on a free local port that answers each claim ``429``; its URL and the
+    paths claimed."""
+    claims: queue.SimpleQueue[str] = queue.SimpleQueue()
+    handler = type("Busy", (_Busy,), {"claims": claims})
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}", claims
+    server.shutdown()
+    server.server_close()
+    thread.join(10)
+
+
+def per_job_transport(
+    host: str, clock: ManualThreadClock
+) -> tuple[PerJobTransport, queue.SimpleQueue[AgentEvent]]:
+    events: queue.SimpleQueue[AgentEvent] = queue.SimpleQueue()
+    transport = PerJobTransport(
+        host,
+        "r1",
+        KEY,
+        generation=1,
+        events=events,
+        cores=CorePlan(),
+        user_agent="test",
+        clock=clock,
+    )
+    return transport, events
+
+
+def test_a_claim_refused_for_now_waits_its_retry_after_on_the_runners_clock(
+    busy_server: tuple[str, queue.SimpleQueue[str]],
+) -> None:
+    host, claims = busy_server
+    clock = ManualThreadClock(start=1000.0)
+    transport, events = per_job_transport(host, clock)
+    try:
+        transport.send(Ready(poll_timeout=5))
+        assert claims.get(timeout=10) == "/v0/runners/r1/jobs"
+        wait_until(lambda: clock.waiting() == [1030.0], message="the claim's pause")
+        clock.advance(29.0)
+        wait_until(lambda: clock.waiting() == [1030.0], message="the claim still pausing")
+        assert events.empty()  # no answer to the ready before the server's Retry-After
+        clock.advance(1.0)
+        assert events.get(timeout=10) == ServerEvent(1, NoJob())
+        assert clock.waiting() == []
+    finally:
+        transport.close()
+
+
+def test_closing_the_per_job_transport_ends_a_claims_pause(
+    busy_server: tuple[str, queue.SimpleQueue[str]],
+) -> None:
+    host, claims = busy_server
+    clock = ManualThreadClock(start=1000.0)
+    transport, events = per_job_transport(host, clock)
+    transport.send(Ready(poll_timeout=5))
+    claims.get(timeout=10)
+    wait_until(lambda: clock.waiting() == [1030.0], message="the claim's pause")
+    transport.close()
+    wait_until(lambda: clock.waiting() == [], message="the pause ended by the close")
+    assert events.empty()  # a closed transport answers nothing

@@ -11,6 +11,7 @@ from typing import TypeVar
 
 import pytest
 
+from benchrunner.core.clock import ThreadClock
 from benchrunner.core.templates import TemplateRegistry
 from benchrunner.protocol import (
     Canceled,
@@ -28,6 +29,7 @@ from benchrunner.runner.job import CancelReason, JobRun
 from benchrunner.runner.slot import JobSlot
 from benchrunner.runner.spool import Spool
 from tests.harness import wait_until
+from tests.thread_clock import ManualThreadClock
 from tests.unit.claimed_jobs import claimed_job
 
 ExecutorT = TypeVar("ExecutorT", bound=ProcessExecutor)
@@ -81,9 +83,14 @@ class Harness:
         self.spool = Spool(spool_dir)
         self.executor = ProcessExecutor(TEMPLATES, kill_grace=2.0)
 
-    def start(self, job: JsonClaimedJob) -> JobRun:
+    def start(self, job: JsonClaimedJob, clock: ThreadClock | None = None) -> JobRun:
         run = JobRun(
-            job, executor=self.executor, spool=self.spool, post=self.events.put, cores=CorePlan()
+            job,
+            executor=self.executor,
+            spool=self.spool,
+            post=self.events.put,
+            cores=CorePlan(),
+            clock=clock,
         )
         run.start()
         return run
@@ -223,6 +230,38 @@ def test_local_timeout_fails_the_job_with_the_results_so_far(harness: Harness) -
     assert isinstance(message, Failed)
     assert message.error == "job exceeded its timeout of 1 s"
     assert [r.exit_code for r in message.results] == [0, 128 + 15]
+
+
+def test_the_local_timeout_falls_due_on_the_runners_clock(harness: Harness, tmp_path: Path) -> None:
+    second = tmp_path / "second"
+    code = (
+        "import os, time; i = int(os.environ['BENCHRUNNER_ITERATION']); "
+        f"i == 1 and (open({str(second)!r}, 'w').close(), time.sleep(30))"
+    )
+    clock = ManualThreadClock(start=1000.0)
+    run = harness.start(claimed(code, iterations=3, timeout=60), clock)
+    wait_until(second.exists, message="the second iteration running")
+    # The timeout counts from the end of setup, on the clock the job was given.
+    wait_until(lambda: clock.waiting() == [1060.0], message="the timeout's wait")
+    clock.advance(59.0)
+    wait_until(lambda: clock.waiting() == [1060.0], message="the timeout waiting on")
+    assert harness.next_event() == JobStarted(run.uuid)
+    assert harness.events.empty()  # still running: the clock has not reached the timeout
+    assert run.cancel_reason is None
+    clock.advance(1.0)
+    message = harness.result_of(run)
+    assert isinstance(message, Failed)
+    assert message.error == "job exceeded its timeout of 60 s"
+    assert [r.exit_code for r in message.results] == [0, 128 + 15]
+
+
+def test_a_job_that_ends_in_time_leaves_no_timeout_waiting(harness: Harness) -> None:
+    clock = ManualThreadClock(start=1000.0)
+    message = harness.result_of(harness.start(claimed(per_iteration()), clock))
+    assert isinstance(message, Completed)
+    wait_until(lambda: clock.waiting() == [], message="the timeout's thread gone")
+    clock.advance(3600.0)
+    assert harness.events.empty()
 
 
 @pytest.mark.parametrize(

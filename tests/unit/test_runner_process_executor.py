@@ -24,6 +24,7 @@ from benchrunner.runner.executors import ExecutorError, ProcessExecutor
 from benchrunner.runner.executors.process import ENV_ALLOWLIST, ProcessJob
 from benchrunner.runner.inflight import InFlight
 from tests.harness import REPO, wait_until
+from tests.thread_clock import ManualThreadClock
 from tests.unit.claimed_jobs import claimed_job
 from tests.unit.parent_death import READ_PDEATHSIG
 
@@ -401,6 +402,27 @@ def test_cancel_stops_the_whole_process_group(
     assert results[0].exit_code == exit_code
     if stderr is not None:
         assert results[0].stderr == stderr
+    assert not any(alive(pid) for pid in pids)
+
+
+def test_the_kill_grace_runs_out_on_the_runners_clock() -> None:
+    clock = ManualThreadClock(start=1000.0)
+    job = executor(kill_grace=10.0, clock=clock).prepare(script(family(ignore_term=True)))
+    try:
+        thread, results = run_in_thread(job)
+        pids = read_pids(job)
+        job.cancel()
+        wait_until(lambda: clock.waiting() == [1010.0], message="the kill grace's wait")
+        clock.advance(9.0)
+        wait_until(lambda: clock.waiting() == [1010.0], message="the kill grace waiting on")
+        assert all(alive(pid) for pid in pids)  # both ignore SIGTERM; no SIGKILL before 1010
+        assert thread.is_alive()
+        clock.advance(1.0)
+        thread.join(10)
+        assert not thread.is_alive()
+    finally:
+        job.cleanup()
+    assert results[0].exit_code == 128 + 9
     assert not any(alive(pid) for pid in pids)
 
 

@@ -23,8 +23,8 @@ from sqlalchemy.engine import Connection
 from benchrunner.core.tiers import Plan
 from benchrunner.server.store import accounts, history
 from benchrunner.server.store.engine import make_engine
-from benchrunner.server.store.migrate import upgrade
 from benchrunner.server.store.tables import benchmark, branch, measure, metric, report, testbed
+from tests.databases import with_schema
 
 T0 = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
 BENCHMARKS = 6
@@ -129,8 +129,8 @@ def _expected(
 
 
 def test_series_history_matches_the_rules(database_url: str) -> None:
+    with_schema(database_url)
     engine = make_engine(database_url, writer=True)
-    upgrade(engine)
     rng = random.Random(9)
     try:
         with engine.begin() as conn:
@@ -163,8 +163,8 @@ def test_series_history_matches_the_rules(database_url: str) -> None:
 def test_a_benchmark_absent_from_the_newest_reports_reads_further_back(
     database_url: str, most: int
 ) -> None:
+    with_schema(database_url)
     engine = make_engine(database_url, writer=True)
-    upgrade(engine)
     try:
         with engine.begin() as conn:
             ids, benchmarks, rows = _fill(conn, random.Random(5))

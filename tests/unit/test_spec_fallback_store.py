@@ -10,7 +10,7 @@ from sqlalchemy.engine import Engine
 
 from benchrunner.server.store import runners
 from benchrunner.server.store.engine import make_engine
-from benchrunner.server.store.migrate import upgrade
+from tests.databases import with_schema
 
 NOW = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
 
@@ -18,8 +18,8 @@ NOW = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
 @pytest.fixture
 def engine(database_url: str) -> Iterator[Engine]:
     """Both engines: spec_lock_all's FOR UPDATE only locks on PostgreSQL."""
+    with_schema(database_url)
     engine = make_engine(database_url)
-    upgrade(engine)
     yield engine
     engine.dispose()
 

@@ -25,7 +25,6 @@ from benchrunner.detection.models import Model, TestKind
 from benchrunner.server.store import accounts, reports, runners, thresholds
 from benchrunner.server.store.conflicts import insert_with_slug
 from benchrunner.server.store.engine import make_engine
-from benchrunner.server.store.migrate import upgrade
 from benchrunner.server.store.tables import (
     benchmark,
     branch,
@@ -40,7 +39,7 @@ from benchrunner.server.store.tables import (
     threshold,
     user,
 )
-from tests.databases import postgres_database
+from tests.databases import postgres_database, with_schema
 from tests.harness import wait_until
 
 pytestmark = pytest.mark.postgresql
@@ -109,8 +108,8 @@ class Replicas:
 @pytest.fixture
 def replicas() -> Iterator[Replicas]:
     with postgres_database() as url:
+        with_schema(url)
         engine: Engine = make_engine(url)
-        upgrade(engine)
         engine.dispose()
         both = Replicas(url)
         yield both

@@ -21,7 +21,7 @@ from benchrunner.server.recovery.sweeper import Sweeper
 from benchrunner.server.recovery.watchdog import Watchdog
 from benchrunner.server.store import jobs, transitions
 from benchrunner.server.store.engine import Database
-from benchrunner.server.store.migrate import upgrade
+from tests.databases import with_schema
 from tests.unit.test_claim_policy import T0, World
 
 HEARTBEAT_TIMEOUT = 30.0
@@ -59,8 +59,8 @@ class SwitchedLeadership:
 
 @pytest.fixture
 def world(database_url: str) -> Iterator[World]:
+    with_schema(database_url)
     db = Database(database_url)
-    upgrade(db.write_engine)
     yield World(db)
     db.close()
 

@@ -16,8 +16,7 @@ from sqlalchemy.engine import Connection
 from benchrunner.core.tiers import Plan
 from benchrunner.server.store import accounts, webhooks
 from benchrunner.server.store.engine import Database
-from benchrunner.server.store.migrate import upgrade
-from tests.databases import fresh_database
+from tests.databases import fresh_database, with_schema
 
 T0 = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
 LEASE = dt.timedelta(seconds=40)
@@ -90,8 +89,8 @@ def test_a_delivery_commits_or_rolls_back_with_its_event(migrated_db: Database) 
 def postgresql_db(tmp_path: Path) -> Iterator[Database]:
     """PostgreSQL alone: SQLite has one writer, so a second claim waits for the first."""
     with fresh_database("postgresql", tmp_path) as url:
+        with_schema(url)
         database = Database(url, read_threads=1)
-        upgrade(database.write_engine)
         yield database
         database.close()
 

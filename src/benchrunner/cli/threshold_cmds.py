@@ -76,6 +76,7 @@ def print_threshold(threshold: JsonObject) -> None:
             ("measure", (threshold.get("measure") or {}).get("name")),
             ("benchmark", threshold_scope(threshold)),
             ("model", model_text(threshold.get("model"))),
+            ("bisect", "yes: its alerts start a bisection" if threshold.get("bisect") else "no"),
             ("created", output.when(threshold.get("created"))),
             ("modified", output.when(threshold.get("modified"))),
         ]
@@ -129,6 +130,16 @@ AlertWhenNoisy = Annotated[
     ),
 ]
 
+Bisect = Annotated[
+    bool | None,
+    typer.Option(
+        "--bisect/--no-bisect",
+        help="Its alerts start a bisection by themselves, when the run gave the commits "
+        "between (docs/how-to/bisect.md; default: no; update: unchanged).",
+        show_default=False,
+    ),
+]
+
 
 @threshold_app.command("show")
 def threshold_show(
@@ -162,6 +173,7 @@ def threshold_create(
     max_pvalue: MaxPvalue = None,
     min_magnitude: MinMagnitude = None,
     alert_when_noisy: AlertWhenNoisy = None,
+    bisect: Bisect = None,
     project: Project = None,
     host: Host = None,
     token: Token = None,
@@ -189,6 +201,7 @@ def threshold_create(
             benchmark=benchmark,
             model=model,
             alert_when_noisy=alert_when_noisy,
+            bisect=bisect,
         )
     output.show(created, as_json, print_threshold)
 
@@ -205,6 +218,7 @@ def threshold_update(
     max_pvalue: MaxPvalue = None,
     min_magnitude: MinMagnitude = None,
     alert_when_noisy: AlertWhenNoisy = None,
+    bisect: Bisect = None,
     project: Project = None,
     host: Host = None,
     token: Token = None,
@@ -223,7 +237,9 @@ def threshold_update(
         min_magnitude=min_magnitude,
     )
     with project_client(host, token, project) as (client, project_ref):
-        updated = client.update_threshold(project_ref, threshold, model, alert_when_noisy)
+        updated = client.update_threshold(
+            project_ref, threshold, model, alert_when_noisy, bisect=bisect
+        )
     output.show(updated, as_json, print_threshold)
 
 

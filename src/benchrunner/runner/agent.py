@@ -174,6 +174,7 @@ class Agent:
             or options.spool.with_name(f"{options.spool.name}-sandbox"),
             oci_runtime=options.oci_runtime,
             in_flight=self._in_flight,
+            clock=self._clock,
         )
         self._guard: Guard | None = None
         self._outbox = Outbox(self._spool, self._signer)
@@ -473,7 +474,7 @@ class Agent:
             if self._idle_noise is not None and claimed.spec.noise_guard
             else None,
             signer=self._signer,
-            clock=self._clock.monotonic,
+            clock=self._clock,
         )
         self._job_started = False
         self._announced_on = 0  # a new job must say running again, even on the same channel

@@ -38,7 +38,8 @@ class Connector:
         rng: random.Random | None = None,
         clock: ThreadClock | None = None,
     ) -> None:
-        """``clock``: when a reconnect is due (the agent's)."""
+        """``clock``: when a reconnect is due, and how long the per-job transport's refused
+        claim waits (the agent's)."""
         if not hosts:
             raise ValueError("no server URL to connect to")
         self._hosts = list(hosts)
@@ -107,6 +108,7 @@ class Connector:
                 cores=self._cores,
                 user_agent=self._user_agent,
                 extensions=self._extensions,
+                clock=self._clock,
             )
         return Channel.open(
             self.url,

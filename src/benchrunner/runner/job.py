@@ -35,6 +35,7 @@ import threading
 import time
 from collections.abc import Callable
 
+from benchrunner.core.clock import SystemThreadClock, ThreadClock
 from benchrunner.protocol import (
     Calibration,
     Canceled,
@@ -45,6 +46,7 @@ from benchrunner.protocol import (
     TerminalMessage,
 )
 from benchrunner.runner import duet
+from benchrunner.runner.clock_timer import ClockTimer
 from benchrunner.runner.cores import CorePlan
 from benchrunner.runner.events import AgentEvent, JobFinished, JobStarted
 from benchrunner.runner.executors.base import Executor, ExecutorError, PreparedJob
@@ -82,14 +84,15 @@ class JobRun:
         noise: NoiseProbe | None = None,
         before: TakenCalibration | None = None,
         signer: ResultSigner | None = None,
-        clock: Callable[[], float] = time.monotonic,
+        clock: ThreadClock | None = None,
     ) -> None:
         """``slot``: the thread to run on (default: a thread of the job's own); ``logs``: where
         the output goes live as it is written; ``noise``: the noise guard's calibration, run
         after the last iteration (None, or a spec with ``noise_guard`` off: no noise guard);
         ``before``: the calibration the agent took while idle (None: one is taken right before
         the first iteration, on the job's way); ``signer``: signs the terminal message;
-        ``clock``: the agent's monotonic time, which ``before`` was taken on."""
+        ``clock``: the agent's monotonic time, which ``before`` was taken on and the job's
+        timeout is kept on."""
         self.job = job
         self.uuid = job.uuid
         self._executor = executor
@@ -104,7 +107,7 @@ class JobRun:
         self._noise = noise if job.spec.noise_guard else None
         self._before = before
         self._signer = signer
-        self._clock = clock
+        self._clock = clock or SystemThreadClock()
         self._done = threading.Event()
 
     def start(self) -> None:
@@ -190,14 +193,16 @@ class JobRun:
         before = self._before
         if before is None:
             try:
-                before = TakenCalibration(self._noise.calibrate(self._cores), self._clock())
+                before = TakenCalibration(
+                    self._noise.calibrate(self._cores), self._clock.monotonic()
+                )
             except CalibrationError as exc:
                 log.warning("job %s runs without a noise guard: %s", self.uuid, exc)
                 return self._run_iterations(prepared)
             reason = self.cancel_reason
             if reason is not None:
                 return self._stopped(reason, [])
-        age_ms = max(0.0, (self._clock() - before.taken_at) * 1000)
+        age_ms = max(0.0, (self._clock.monotonic() - before.taken_at) * 1000)
         message = self._run_iterations(prepared)
         if isinstance(message, Canceled):
             return message
@@ -216,8 +221,8 @@ class JobRun:
 
     def _run_iterations(self, prepared: PreparedJob) -> TerminalMessage:
         config = self.job.config
-        begun = time.monotonic()
-        timer: threading.Timer | None = None
+        begun = self._clock.monotonic()
+        timer: ClockTimer | None = None
 
         def started() -> None:
             # Once the first iteration's process runs, so that neither ``running`` nor the
@@ -227,9 +232,12 @@ class JobRun:
                 return
             if not self._executor.starts_before_setup:
                 self._post(JobStarted(self.uuid))
-            left = max(0.0, config.timeout - (time.monotonic() - begun))
-            timer = threading.Timer(left, self.cancel, args=(CancelReason.TIMEOUT,))
-            timer.daemon = True
+            timer = ClockTimer(
+                self._clock,
+                begun + config.timeout,
+                functools.partial(self.cancel, CancelReason.TIMEOUT),
+                name=f"job-timeout-{self.uuid}",
+            )
             timer.start()
 
         prepared.on_start = started
@@ -266,7 +274,7 @@ class JobRun:
                     )
         finally:
             if timer is not None:
-                timer.cancel()
+                timer.stop()
         return Completed(job=self.uuid, results=results)
 
     def _stopped(self, reason: CancelReason, results: list[IterationResult]) -> TerminalMessage:

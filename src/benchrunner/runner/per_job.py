@@ -34,6 +34,7 @@ from pydantic import BaseModel, ValidationError
 from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import ClientConnection
 
+from benchrunner.core.clock import SystemThreadClock, ThreadClock
 from benchrunner.protocol import (
     EXTENSIONS_HEADER,
     JOB_SOCKET_ENDINGS,
@@ -110,7 +111,10 @@ class PerJobTransport(CountedReplies):
         cores: CorePlan,
         user_agent: str,
         extensions: Sequence[str] = OUR_EXTENSIONS,
+        clock: ThreadClock | None = None,
     ) -> None:
+        """``clock``: how long a claim the server refused for now (``429``) waits (the
+        agent's)."""
         super().__init__()
         self.generation = generation
         self._host = host
@@ -125,6 +129,9 @@ class PerJobTransport(CountedReplies):
         self._current: uuid.UUID | None = None
         """The job that said ``running`` last: where a heartbeat (which names none) goes."""
         self._closed = threading.Event()
+        self._clock = clock or SystemThreadClock()
+        self._wake = threading.Condition()
+        """Notified when the transport closes: a claim's pause ends then."""
         self._http = httpx.Client(
             headers={
                 "Authorization": f"Bearer {key}",
@@ -171,6 +178,8 @@ class PerJobTransport(CountedReplies):
 
     def close(self, code: int = 1000, reason: str = "") -> None:
         self._closed.set()
+        with self._wake:
+            self._wake.notify_all()
         with self._lock:
             sockets, self._sockets = list(self._sockets.values()), {}
         for socket in sockets:
@@ -287,7 +296,7 @@ class PerJobTransport(CountedReplies):
         if status == 200:
             self._claimed(response)
         elif status == 429:
-            self._closed.wait(_retry_after(response))
+            self._pause(_retry_after(response))
             self._post(NoJob())
         elif status in FATAL_STATUSES:
             message = f"server refused the runner's claim: HTTP {status}{_detail(response)}"
@@ -310,6 +319,13 @@ class PerJobTransport(CountedReplies):
             self._lost(SERVER_ERROR, f"the claim's answer is not a claimed job: {exc}")
             return
         self._post(message)
+
+    def _pause(self, seconds: float) -> None:
+        """Return once ``seconds`` have passed on the clock, or the transport closed."""
+        deadline = self._clock.monotonic() + seconds
+        with self._wake:
+            while not self._closed.is_set() and self._clock.monotonic() < deadline:
+                self._clock.wait(self._wake, deadline)
 
     def _post(self, message: ServerMessage) -> None:
         if not self._closed.is_set():

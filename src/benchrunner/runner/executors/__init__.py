@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+from benchrunner.core.clock import ThreadClock
 from benchrunner.core.templates import TemplateRegistry
 from benchrunner.runner.cores import CorePlan
 from benchrunner.runner.executors.base import Executor, ExecutorError, PreparedJob
@@ -38,10 +39,12 @@ def create_executor(
     sandbox_dir: Path,
     oci_runtime: str = "runc",
     in_flight: InFlight | None = None,
+    clock: ThreadClock | None = None,
 ) -> Executor:
     """The executor called ``name``. ``registry_url`` (gives the URL of the server the runner
     is connected to), ``sandbox_dir`` (image cache, runtime state, job directories) and
-    ``oci_runtime`` matter to ``sandbox`` only; ``in_flight`` records what each job runs.
+    ``oci_runtime`` matter to ``sandbox`` only; ``in_flight`` records what each job runs;
+    ``clock`` (the runner's) is where the process executor's kill grace runs out.
     Raises ExecutorError for an unknown, not yet available or unusable executor."""
     if name == "process":
         return ProcessExecutor(
@@ -50,6 +53,7 @@ def create_executor(
             max_output_bytes=max_output_bytes,
             cores=cores,
             in_flight=in_flight,
+            clock=clock,
         )
     if name == "sandbox":
         # Imported here: the process executor must work where the sandbox's needs are absent.

@@ -48,6 +48,9 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
+from benchrunner.core.clock import SystemThreadClock, ThreadClock
+from benchrunner.runner.clock_timer import ClockTimer
+
 log = logging.getLogger(__name__)
 
 _PR_SET_PDEATHSIG = 1
@@ -231,12 +234,19 @@ class ProcessGroup:
     """The group led by ``leader``. ``terminate``/``kill`` may be called from any thread;
     ``stop`` only by the thread that waited for the leader."""
 
-    def __init__(self, leader: subprocess.Popen[bytes], kill_grace: float) -> None:
+    def __init__(
+        self,
+        leader: subprocess.Popen[bytes],
+        kill_grace: float,
+        clock: ThreadClock | None = None,
+    ) -> None:
+        """``clock``: the runner's, on which the kill grace runs out."""
         self.leader = leader
         self.pgid = leader.pid
         self._kill_grace = kill_grace
+        self._clock = clock or SystemThreadClock()
         self._lock = threading.Lock()
-        self._kill_timer: threading.Timer | None = None
+        self._kill_timer: ClockTimer | None = None
         self._closed = False
 
     def terminate(self) -> None:
@@ -248,8 +258,12 @@ class ProcessGroup:
             if self._closed:
                 return
             if self._kill_timer is None:
-                self._kill_timer = threading.Timer(self._kill_grace, self.kill)
-                self._kill_timer.daemon = True
+                self._kill_timer = ClockTimer(
+                    self._clock,
+                    self._clock.monotonic() + self._kill_grace,
+                    self.kill,
+                    name=f"kill-grace-{self.pgid}",
+                )
                 self._kill_timer.start()
         self._signal(signal.SIGTERM)
 
@@ -282,7 +296,7 @@ class ProcessGroup:
             self._closed = True
             timer, self._kill_timer = self._kill_timer, None
         if timer is not None:
-            timer.cancel()
+            timer.stop()
 
     def _signal(self, sig: signal.Signals) -> None:
         with contextlib.suppress(ProcessLookupError, PermissionError):
@@ -301,9 +315,9 @@ class ProcessGroup:
 
     def _wait_empty(self, timeout: float) -> bool:
         # The kernel offers no notification for "this group is now empty"; poll briefly.
-        deadline = time.monotonic() + timeout
+        deadline = self._clock.monotonic() + timeout
         while not self._empty():
-            if time.monotonic() >= deadline:
+            if self._clock.monotonic() >= deadline:
                 return False
             time.sleep(_POLL_INTERVAL)
         return True

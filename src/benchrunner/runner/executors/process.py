@@ -27,6 +27,7 @@ import uuid
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from benchrunner.core.clock import SystemThreadClock, ThreadClock
 from benchrunner.core.templates import TemplateError, TemplateRegistry
 from benchrunner.protocol import IterationResult, JsonClaimedJob
 from benchrunner.runner import pickup_trace
@@ -60,13 +61,16 @@ class ProcessExecutor(Executor):
         workdir_root: Path | None = None,
         environ: Mapping[str, str] | None = None,
         in_flight: InFlight | None = None,
+        clock: ThreadClock | None = None,
     ) -> None:
         """``environ`` is where the allowlisted variables come from (default: the runner's own
         environment); ``workdir_root`` holds the per-job working directories (default: TMPDIR);
-        ``in_flight`` records each job's process group (None: not recorded)."""
+        ``in_flight`` records each job's process group (None: not recorded); ``clock``: the
+        runner's, on which the kill grace runs out."""
         self._templates = templates
         self._in_flight = in_flight
         self._kill_grace = kill_grace
+        self._clock = clock or SystemThreadClock()
         self._max_output_bytes = max_output_bytes
         self._cores = cores or CorePlan()
         self._workdir_root = workdir_root
@@ -109,6 +113,7 @@ class ProcessExecutor(Executor):
             max_output_bytes=self._max_output_bytes,
             cores=self._cores,
             in_flight=self._in_flight,
+            clock=self._clock,
         )
 
     def between_jobs(self) -> None:
@@ -167,6 +172,7 @@ class ProcessJob(PreparedJob):
         in_flight: InFlight | None = None,
         build_time: bool = False,
         file_size: bool = False,
+        clock: ThreadClock | None = None,
     ) -> None:
         """``build_time``: report each iteration's wall time; ``file_size``: report the sizes
         of ``file_paths`` instead of reading them (Bencher's job flags)."""
@@ -178,6 +184,7 @@ class ProcessJob(PreparedJob):
         self._file_size = file_size
         self._base_env = dict(base_env)
         self._kill_grace = kill_grace
+        self._clock = clock or SystemThreadClock()
         self._limit = max_output_bytes
         self._cores = cores
         self._in_flight = in_flight
@@ -200,7 +207,7 @@ class ProcessJob(PreparedJob):
             if self._canceled:
                 return IterationResult(stderr="[benchrunner: canceled before the iteration]\n")
             begun = time.monotonic()
-            group = ProcessGroup(self._start(index), self._kill_grace)
+            group = ProcessGroup(self._start(index), self._kill_grace, self._clock)
             self._group = group
         leader = group.leader
         stdout, stderr = capture_output(leader, self._limit, self.job, self.on_output)

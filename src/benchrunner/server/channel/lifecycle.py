@@ -104,11 +104,11 @@ class Lifecycle:
         )
         self.wakeups: Wakeups
         leadership: Leadership
-        if ctx.db.sqlite:
-            self.wakeups, leadership = LocalWakeups(self.dispatcher), SoleLeadership()
-        else:
+        if ctx.db.capabilities.notifies:
             self.wakeups = PostgresWakeups(self.dispatcher, ctx.db.url, ctx.db.lookups)
             leadership = AdvisoryLockLeadership(ctx.db.url)
+        else:
+            self.wakeups, leadership = LocalWakeups(self.dispatcher), SoleLeadership()
         self.hand_offs = HandOffs(ctx, self.dispatcher, self.wakeups)
         self.sweeper = Sweeper(
             ctx,

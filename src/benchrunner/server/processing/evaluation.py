@@ -104,6 +104,7 @@ def evaluate_report(
     scope = history.scope_of(row)
     ignored = _ignored(conn, {m.benchmark_id for m in metrics})
     raised: list[int] = []
+    to_bisect: list[int] = []
     cutoffs: dict[int, dt.datetime | None] = {}
     for judged in _group(found, metrics, ignored):
         t = judged.threshold
@@ -122,16 +123,21 @@ def evaluate_report(
             if t.max_sample_size is not None or test is not TestKind.SAMPLES
             else DEFAULT_MAX_SAMPLE_SIZE,
         )
+        here: list[int] = []
         if test is TestKind.SAMPLES:
-            raised += judge_samples(conn, t, report_id, judged.metrics, series, now, alerting)
-            continue
-        if test is not TestKind.CHANGE_POINT:
-            raised += _judge_limits(conn, t, report_id, judged.metrics, series, now, alerting)
-            continue
-        for m in judged.metrics:
-            past = series.get(m.benchmark_id, [])
-            raised += _judge_changes(conn, t, report_id, m, past, now, alerting)
+            here += judge_samples(conn, t, report_id, judged.metrics, series, now, alerting)
+        elif test is not TestKind.CHANGE_POINT:
+            here += _judge_limits(conn, t, report_id, judged.metrics, series, now, alerting)
+        else:
+            for m in judged.metrics:
+                past = series.get(m.benchmark_id, [])
+                here += _judge_changes(conn, t, report_id, m, past, now, alerting)
+        raised += here
+        if t.bisect:
+            to_bisect += here
     emit_alert_event(conn, "alert.raised", raised, now)
+    # The bisection driver starts their bisections (docs/how-to/bisect.md).
+    alerts.alerts_bisect_pending(conn, to_bisect)
     return len(raised)
 
 

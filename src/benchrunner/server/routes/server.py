@@ -57,7 +57,7 @@ async def health(ctx: Ctx, life: Life, request: Request) -> JSONResponse:
         "status": status,
         "version": __version__,
         "replica": ctx.metrics.replica,
-        "engine": "sqlite" if ctx.db.sqlite else "postgresql",
+        "engine": ctx.db.capabilities.name,
         "database_reachable": stats is not None,
         "listen_connected": listening,
         "queue": None if stats is None else stats.by_status(),

@@ -6,7 +6,9 @@ and the model's fields beside them (``test``, ``min_sample_size``, ``max_sample_
 ``window``, ``lower_boundary``, ``upper_boundary``; ``max_pvalue`` and ``min_magnitude`` for
 ``change_point``). ``benchmark`` makes it an override for that one benchmark.
 ``alert_when_noisy`` (ours, default false) makes it raise alerts on a report its noise guard
-found noisy too; a PUT without it keeps the threshold's setting.
+found noisy too; a PUT without it keeps the threshold's setting. ``bisect`` (ours, default
+false) makes its alerts start a bisection by themselves (docs/how-to/bisect.md), kept the same
+way.
 """
 
 from __future__ import annotations
@@ -32,6 +34,10 @@ router = APIRouter(tags=["thresholds"])
 class ThresholdUpdate(ThresholdModelBody):
     model_config = ConfigDict(extra="forbid")
     alert_when_noisy: bool | None = None
+    bisect: bool | None = Field(
+        default=None,
+        description="its alerts start a bisection by themselves (docs/how-to/bisect.md)",
+    )
 
 
 class ThresholdCreate(ThresholdUpdate):
@@ -112,7 +118,13 @@ async def create_threshold(
             )
         now = ctx.clock.now()
         threshold_id, created = thresholds.threshold_put(
-            conn, row.id, key, model, now, alert_when_noisy=body.alert_when_noisy
+            conn,
+            row.id,
+            key,
+            model,
+            now,
+            alert_when_noisy=body.alert_when_noisy,
+            bisect=body.bisect,
         )
         if not created:
             raise conflict("a threshold for this series was created meanwhile")
@@ -147,14 +159,16 @@ async def update_threshold(
     project: str, threshold: str, body: ThresholdUpdate, user: MaybeUser, ctx: Ctx
 ) -> dict[str, Any]:
     """Replace the threshold's model (the same model again changes nothing), and set
-    ``alert_when_noisy`` when given."""
+    ``alert_when_noisy`` and ``bisect`` when given."""
     model = checked_model(body, "threshold")
 
     def unit(conn: Connection) -> dict[str, Any]:
         row = project_access(conn, user, project, write=True)
         threshold_id = threshold_in_project(conn, row.id, threshold).id
         now = ctx.clock.now()
-        thresholds.threshold_configure(conn, threshold_id, model, body.alert_when_noisy, now)
+        thresholds.threshold_configure(
+            conn, threshold_id, model, body.alert_when_noisy, now, bisect=body.bisect
+        )
         return _view(conn, threshold_id, history=True)
 
     return await ctx.db.write(unit)

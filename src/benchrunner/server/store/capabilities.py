@@ -47,6 +47,10 @@ class Capabilities:
     notifies: bool
     """Other server processes share the database and hear of its changes through
     ``NOTIFY`` (``lookups_cache``); SQLite has one server process."""
+    alters_by_copy: bool
+    """``ALTER TABLE`` of a column's type or constraints rebuilds the table (SQLite): the
+    migrations run in Alembic's batch mode, with foreign keys off around them, so that dropping
+    the old copy deletes no referencing row."""
 
 
 SQLITE = Capabilities(
@@ -57,6 +61,7 @@ SQLITE = Capabilities(
     claim_sort_off=False,
     analyze_by_hand=True,
     notifies=False,
+    alters_by_copy=True,
 )
 POSTGRESQL = Capabilities(
     name="postgresql",
@@ -66,6 +71,7 @@ POSTGRESQL = Capabilities(
     claim_sort_off=True,
     analyze_by_hand=False,
     notifies=True,
+    alters_by_copy=False,
 )
 _BY_BACKEND = {c.name: c for c in (SQLITE, POSTGRESQL)}
 

@@ -15,6 +15,8 @@ from dataclasses import dataclass
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from benchrunner.server.store import capabilities
+from benchrunner.server.store.capabilities import Capabilities
 from benchrunner.server.store.conflicts import insert_or_replace_where
 from benchrunner.server.store.direct import Direct
 from benchrunner.server.store.tables import idempotency_key
@@ -59,19 +61,18 @@ _HELD = Direct(
 )
 
 
-_CLAIMS: dict[str, Direct] = {}
-"""The claim statement by dialect: each spells ``ON CONFLICT`` with its own ``insert``."""
+_CLAIMS: dict[Capabilities, Direct] = {}
+"""The claim statement by engine: each spells ``ON CONFLICT`` with its own ``insert``."""
 
 
 def _claim_statement(conn: Connection) -> Direct:
-    found = _CLAIMS.get(conn.dialect.name)
+    engine = capabilities.of(conn)
+    found = _CLAIMS.get(engine)
     if found is None:
         statement = insert_or_replace_where(
             conn, idempotency_key, ("owner", "key"), _REPLACED_WHEN_EXPIRED, _EXPIRED
         )
-        found = _CLAIMS[conn.dialect.name] = Direct(
-            statement.values(_NEW_KEY).returning(idempotency_key.c.id)
-        )
+        found = _CLAIMS[engine] = Direct(statement.values(_NEW_KEY).returning(idempotency_key.c.id))
     return found
 
 

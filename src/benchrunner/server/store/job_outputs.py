@@ -12,6 +12,8 @@ from collections.abc import Iterable
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from benchrunner.server.store import capabilities
+from benchrunner.server.store.capabilities import Capabilities
 from benchrunner.server.store.conflicts import insert_or_replace_where
 from benchrunner.server.store.direct import Direct
 from benchrunner.server.store.history import IN_LIST_CHUNK
@@ -23,15 +25,16 @@ INLINE_OUTPUT_BYTES = 64 * 1024
 _ALWAYS = sa.true()
 
 
-_PUT: dict[str, Direct] = {}
-"""The output's insert-or-replace, prepared once per dialect."""
+_PUT: dict[Capabilities, Direct] = {}
+"""The output's insert-or-replace, prepared once per engine."""
 
 
 def output_put(conn: Connection, job_id: int, data: bytes) -> None:
-    put = _PUT.get(conn.dialect.name)
+    engine = capabilities.of(conn)
+    put = _PUT.get(engine)
     if put is None:
         statement = insert_or_replace_where(conn, job_output, ("job_id",), ("data",), _ALWAYS)
-        put = _PUT[conn.dialect.name] = Direct(statement)
+        put = _PUT[engine] = Direct(statement)
     put.run(conn, {"job_id": job_id, "data": data})
 
 

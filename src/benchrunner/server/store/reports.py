@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import functools
+import json
 import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -269,6 +270,21 @@ def next_version(conn: Connection, branch_id: int, git_hash: str | None) -> int:
     if git_hash is not None and latest.hash == git_hash:
         return int(latest.version)
     return int(latest.version) + 1
+
+
+def report_set_bisect(
+    conn: Connection, report_id: int, bisect_range: list[str] | None, bisect_image: str | None
+) -> None:
+    """What a bisection of the report's alerts needs (docs/how-to/bisect.md): the commits
+    since the previous report, oldest first, and the image tag holding ``{commit}``; None
+    keeps what the report has."""
+    values: dict[str, Any] = {}
+    if bisect_range is not None:
+        values["bisect_range"] = json.dumps(bisect_range)
+    if bisect_image is not None:
+        values["bisect_image"] = bisect_image
+    if values:
+        conn.execute(sa.update(report).where(report.c.id == report_id).values(**values))
 
 
 def report_create(conn: Connection, params: NewReport) -> tuple[int, uuid.UUID]:

@@ -249,6 +249,10 @@ report = sa.Table(
     sa.Column("version", sa.Integer, nullable=True),
     _ts("created"),
     sa.Column("noise", sa.Text, nullable=True),  # JSON: the noise guard's figures and verdict
+    # JSON: the commits after the previous report's hash up to this one's, oldest first; and
+    # the image tag holding {commit} that runs each (docs/how-to/bisect.md).
+    sa.Column("bisect_range", sa.Text, nullable=True),
+    sa.Column("bisect_image", sa.String(512), nullable=True),
     sa.Index("index_report_project_created", "project_id", "created"),
     # A series' history: one branch and testbed, by time; and a branch's latest version.
     sa.Index("index_report_branch_testbed_start", "branch_id", "testbed_id", "start_time"),
@@ -305,6 +309,8 @@ threshold = sa.Table(
     _ts("created"),
     _ts("modified"),
     sa.Column("alert_when_noisy", sa.Boolean, nullable=False, default=False),
+    # Its alerts start a bisection by themselves (docs/how-to/bisect.md).
+    sa.Column("bisect", sa.Boolean, nullable=False, default=False),
     sa.UniqueConstraint(
         "branch_id",
         "testbed_id",
@@ -401,10 +407,15 @@ alert = sa.Table(
     sa.Column("verdict", sa.String(16), nullable=True),
     _fk("verdict_user_id", "user.id", "SET NULL", nullable=True),
     sa.Column("verdict_at", UtcDateTime(), nullable=True),
+    # A bisect threshold's alert (docs/how-to/bisect.md): ``pending`` until the bisection
+    # driver starts its bisection (``started``) or finds it cannot (``skipped``, with why).
+    sa.Column("bisect", sa.String(16), nullable=True),
+    sa.Column("bisect_reason", sa.Text, nullable=True),
     sa.UniqueConstraint("boundary_id", name="uq_alert_boundary_id"),
     sa.UniqueConstraint("duet_result_id", name="uq_alert_duet_result_id"),
     sa.CheckConstraint(ALERT_ONE_SUBJECT, name="one_subject"),
     sa.Index("index_alert_report", "report_id"),
+    sa.Index("index_alert_bisect", "bisect"),
 )
 
 # A duet job's verdict, kept apart from ``metric`` so that the absolute history (perf, thresholds)

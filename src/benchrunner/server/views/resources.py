@@ -246,6 +246,7 @@ def threshold_view(
         else named_view(row.benchmark_uuid, row.benchmark_name, row.benchmark_slug),
         "model": None if current is None else model_view(current),
         "alert_when_noisy": bool(row.alert_when_noisy),
+        "bisect": bool(row.bisect),
         "created": iso(row.created),
         "modified": iso(row.modified),
     }
@@ -346,6 +347,10 @@ def alert_view(row: Any) -> dict[str, Any]:
         "verdict": row.verdict,
         "verdict_by": verdict_user_view(row),
         "verdict_at": iso(row.verdict_at),
+        # A bisect threshold's request (docs/how-to/bisect.md): pending, started or skipped.
+        "bisect": None
+        if getattr(row, "bisect", None) is None
+        else {"state": row.bisect, "reason": row.bisect_reason},
     }
 
 

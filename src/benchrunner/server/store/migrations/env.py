@@ -7,6 +7,7 @@ from typing import Any
 from alembic import context
 from sqlalchemy.engine import Engine
 
+from benchrunner.server.store import capabilities
 from benchrunner.server.store.tables import metadata
 
 
@@ -19,19 +20,19 @@ def _sqlite_foreign_keys(connection: Any, on: bool) -> None:
 
 engine: Engine = context.config.attributes["engine"]
 with engine.connect() as connection:
-    sqlite = connection.dialect.name == "sqlite"
-    if sqlite:
+    by_copy = capabilities.of(connection).alters_by_copy
+    if by_copy:
         _sqlite_foreign_keys(connection, on=False)
     try:
         context.configure(
             connection=connection,
             target_metadata=metadata,
-            render_as_batch=sqlite,
+            render_as_batch=by_copy,
             compare_type=True,
         )
         with context.begin_transaction():
             context.run_migrations()
         connection.commit()
     finally:
-        if sqlite:
+        if by_copy:
             _sqlite_foreign_keys(connection, on=True)
