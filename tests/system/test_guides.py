@@ -420,6 +420,8 @@ class Setting:
     expected: list[str] = field(default_factory=list)
     """What the block's output says when it did what its guide says it does."""
     within: tuple[str, ...] = ()
+    checks: list[Callable[[], None]] = field(default_factory=list)
+    """What must hold once the block ran (it exited 0)."""
 
     def cli(self, *args: str) -> str:
         return cli(*args, env=self.env).stdout
@@ -494,9 +496,13 @@ def need_registry(setting: Setting) -> None:
 
 
 def need_repo(setting: Setting) -> None:
-    """The block runs in the bisect guide's repository (see ``sortlib``), and names the
-    commit that made ``sort`` slower."""
+    """The block runs in the bisect guide's repository (see ``sortlib``)."""
     setting.cwd = setting.guides.repo
+
+
+def need_culprit(setting: Setting) -> None:
+    """The block's output names the commit of the bisect guide's repository that made
+    ``sort`` slower."""
     setting.expected.append(f"first bad commit {setting.guides.commits[SLOWER_AT]}")
 
 
@@ -516,7 +522,45 @@ def need_host(setting: Setting) -> None:
     setting.env["EDITOR"] = "true"
 
 
+def need_previous_report(setting: Setting) -> None:
+    """Reports on main of the bisect guide's repository up to ``HEAD~3`` (the guide's
+    ``$PREV``), and a threshold of ``sort`` whose alerts start a bisection by themselves: the
+    block's run at ``HEAD`` alerts, and its bisection must name the commit that did it."""
+    project = setting.env["BENCHRUNNER_PROJECT"]
+    commits = setting.guides.commits
+    with setting.guides.server.admin() as client:
+        for commit in commits[-5:-3]:
+            now = dt.datetime.now(dt.UTC).isoformat()
+            result = git(setting.guides.repo, "show", f"{commit}:result.json")
+            body = {"project": project, "branch": "main", "testbed": "localhost",
+                    "hash": commit, "start_time": now, "end_time": now,
+                    "settings": {"adapter": "json"}, "results": [result]}  # fmt: skip
+            client.run(body)
+        model = {"test": "percentage", "upper_boundary": 0.1, "min_sample_size": 2}
+        client.create_threshold(
+            project, branch="main", testbed="localhost", measure="latency", model=model,
+            bisect=True,
+        )  # fmt: skip
+
+    def bisected() -> Any:
+        """The bisection of the threshold's alert, once it ended (the bisection's own duets
+        may raise duet alerts besides)."""
+        with setting.guides.server.admin() as client:
+            (alert,) = [a for a in client.list_alerts(project) if a["kind"] != "duet"]
+            found = client.get_alert(project, alert["uuid"])
+        bisection = found.get("bisection") or {}
+        return bisection if bisection.get("state") not in (None, "pending", "running") else None
+
+    def named_the_culprit() -> None:
+        bisection = wait_until(bisected, timeout=120, interval=0.5, message="the bisection")
+        assert bisection["state"] == "done", bisection
+        assert bisection["result"]["culprit"]["commit"] == commits[SLOWER_AT], bisection
+
+    setting.checks.append(named_the_culprit)
+
+
 NEEDS: dict[str, Callable[[Setting], None]] = {
+    "previous-report": need_previous_report,
     "host": need_host,
     "runner": need_runner,
     "ci": need_ci,
@@ -526,6 +570,7 @@ NEEDS: dict[str, Callable[[Setting], None]] = {
     "image": need_image,
     "registry": need_registry,
     "repo": need_repo,
+    "culprit": need_culprit,
 }
 """What a runnable block may need, by the name its marker gives; ``project=NAME`` runs it in
 the project NAME (created when missing) instead of a new one."""
@@ -583,6 +628,8 @@ def test_runnable_guide_block(guides: Guides, tmp_path: Path, block: Block) -> N
     assert outcome.codes == {"block": 0}, f"{block.script}\n{outcome.output}"
     for expected in setting.expected:
         assert expected in outcome.output, f"{block.script}\n{outcome.output}"
+    for check in setting.checks:
+        check()
 
 
 def test_the_guides_receiver_code_verifies_a_real_delivery(guides: Guides, tmp_path: Path) -> None:
