@@ -485,6 +485,24 @@ class BenchrunnerClient:
             return self._object("GET", path, params={"samples": "true"})
         return self._object("GET", path)
 
+    def update_report(
+        self,
+        project: str,
+        report: str,
+        *,
+        bisect_range: Sequence[str] | None = None,
+        bisect_image: str | None = None,
+    ) -> JsonObject:
+        """Give the report the commits since the previous one (oldest first) and the image
+        tag holding ``{commit}`` that a bisection of its alerts runs (None: unchanged)."""
+        body: JsonObject = {}
+        if bisect_range is not None:
+            body["bisect_range"] = list(bisect_range)
+        if bisect_image is not None:
+            body["bisect_image"] = bisect_image
+        path = f"/v0/projects/{_segment(project)}/reports/{_segment(report)}"
+        return self._object("PATCH", path, json=body)
+
     def perf(
         self, project: str, query: PerfQuery, *, kind: Literal["json", "csv", "img"] = "json"
     ) -> httpx.Response:
@@ -550,11 +568,13 @@ class BenchrunnerClient:
         benchmark: str | None = None,
         alert_when_noisy: bool | None = None,
         confirm: int | None = None,
+        bisect: bool | None = None,
     ) -> JsonObject:
         """A threshold for the series; ``benchmark`` makes it an override for that benchmark.
         ``model`` is ``{"test": ..., parameters...}``; ``ApiError`` 409 when the series has one.
         ``alert_when_noisy``: it alerts on reports the noise guard found noisy too.
-        ``confirm``: confirmation runs before a runner job's crossing alerts."""
+        ``confirm``: confirmation runs before a runner job's crossing alerts.
+        ``bisect``: its alerts start a bisection by themselves."""
         body: JsonObject = {"branch": branch, "testbed": testbed, "measure": measure, **model}
         if benchmark is not None:
             body["benchmark"] = benchmark
@@ -562,6 +582,8 @@ class BenchrunnerClient:
             body["alert_when_noisy"] = alert_when_noisy
         if confirm is not None:
             body["confirm"] = confirm
+        if bisect is not None:
+            body["bisect"] = bisect
         return self._object("POST", f"/v0/projects/{_segment(project)}/thresholds", json=body)
 
     def update_threshold(
@@ -572,15 +594,18 @@ class BenchrunnerClient:
         alert_when_noisy: bool | None = None,
         *,
         confirm: int | None = None,
+        bisect: bool | None = None,
     ) -> JsonObject:
         """Replace the threshold's model; the old one stays in its ``models``.
-        ``alert_when_noisy`` and ``confirm``: set them too (None: unchanged)."""
+        ``alert_when_noisy``, ``confirm``, ``bisect``: set them too (None: unchanged)."""
         path = f"/v0/projects/{_segment(project)}/thresholds/{_segment(threshold)}"
         body = dict(model)
         if alert_when_noisy is not None:
             body["alert_when_noisy"] = alert_when_noisy
         if confirm is not None:
             body["confirm"] = confirm
+        if bisect is not None:
+            body["bisect"] = bisect
         return self._object("PUT", path, json=body)
 
     def delete_threshold(self, project: str, threshold: str) -> None:

@@ -45,11 +45,14 @@ class Regressed:
 
 
 def submit_regression(
-    console: Deployment, project: str, visibility: Literal["public", "private"] = "public"
+    console: Deployment,
+    project: str,
+    visibility: Literal["public", "private"] = "public",
+    hashes: list[str] | None = None,
 ) -> Regressed:
     """A project (public unless told) with a history of ``sort`` (and a steady ``hash``) under
     a 10 % percentage threshold on latency (memory has none), then a report where ``sort`` is
-    50 % slower: one upper alert."""
+    50 % slower: one upper alert. ``hashes``: each report's version, oldest first."""
     with console.admin() as client:
         client.create_project("acme", project, visibility)
     start = dt.datetime.now(dt.UTC).replace(microsecond=0) - 30 * DAY
@@ -72,6 +75,7 @@ def submit_regression(
                         "settings": {"adapter": "json"},
                         "results": [json.dumps(results)],
                         "thresholds": THRESHOLDS,
+                        **({"hash": hashes[day]} if hashes else {}),
                     }
                 )
             )

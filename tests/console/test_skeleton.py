@@ -14,6 +14,8 @@ NAV_LABELS = [
     "Perf",
     "Alerts",
     "Thresholds",
+    "Bisections",
+    "Calibrations",
 ]
 
 

@@ -19,7 +19,9 @@ import httpx
 import pytest
 
 from benchrunner.server.bisection.advance import NO_CULPRIT
-from tests.harness import Deployment, cli, deploy, wait_progressing
+from tests.harness import Deployment, cli, deploy, wait_progressing, wait_until
+from tests.system import test_webhooks
+from tests.system.test_webhooks import Receiver
 
 WORK = 300_000
 """Iterations of the loop: about 30 ms of CPU; each round's time is the processes' start."""
@@ -28,6 +30,8 @@ SLOWER_AT = 11
 FAILS_AT = 8
 COMMITS = 17
 MARGIN = "0.2"
+receiver = test_webhooks.receiver
+"""A real HTTP receiver of webhook deliveries (the fixture of the webhook tests)."""
 
 
 def _git(repo: Path, *args: str) -> str:
@@ -227,3 +231,105 @@ def test_a_bisection_starts_only_while_its_organizations_queue_has_room(tmp_path
             )
     assert refused.status_code == 429, refused.text
     assert "max_pending_per_organization" in refused.text
+
+
+def _alert_bisection(deployment: Deployment, alert: str) -> dict[str, Any] | None:
+    with deployment.admin() as client:
+        found = client.get_alert(deployment.project, alert)
+    bisection: dict[str, Any] | None = found["bisection"]
+    return bisection
+
+
+def test_a_bisect_thresholds_alert_starts_a_bisection_by_itself(
+    tmp_path: Path, receiver: Receiver
+) -> None:
+    """Two reports at c0 and c1, a bisect threshold, then a run at c6 (c4 on is twice the
+    work) alerts: its range first holds c6 alone (nothing to bisect, so the alert says why),
+    then a PATCH gives c2..c6, and the server bisects by itself, the template's commit
+    argument taking each commit; the culprit shows on the alert, in `alert show`, and comes
+    to a real receiver as ``alert.bisected``."""
+    slower_at = 4
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    _git(repo, "init", "-q", "-b", "main")
+    commits = []
+    for index in range(7):
+        (repo / "work.txt").write_text(f"{WORK * SLOWER_BY if index >= slower_at else WORK}\n")
+        (repo / "notes.txt").write_text(f"commit {index}\n")
+        _git(repo, "add", "work.txt", "notes.txt")
+        _git(repo, "commit", "-q", "-m", f"commit {index}")
+        commits.append(_git(repo, "rev-parse", "HEAD"))
+    url = f"sqlite:///{tmp_path / 'benchrunner.db'}"
+    fast = {"BENCHRUNNER_WEBHOOK_ALLOW_PRIVATE": "true", "BENCHRUNNER_WEBHOOK_POLL_INTERVAL": "0.5"}
+    with deploy(tmp_path, url, env=fast) as deployment:
+        deployment.runner_process("r1").start()
+        env = deployment.cli_env(tmp_path)
+        with deployment.admin() as client:
+            client.create_webhook(deployment.project, receiver.url, events=["alert.bisected"])
+
+        def run(index: int, *extra: str) -> None:
+            ran = cli(
+                "run", "--spec", deployment.spec, "--template", "bench.gitwork",
+                "--arg", f"repo={repo}", "--arg", f"commit={commits[index]}",
+                "--hash", commits[index], "--branch", "main", "--testbed", "localhost",
+                "--adapter", "json", "--wait", *extra,
+                env=env, check=False, timeout=120,
+            )  # fmt: skip
+            assert ran.returncode == 0, ran.stdout + ran.stderr
+
+        run(0)
+        made = cli(
+            "threshold", "create", "--branch", "main", "--testbed", "localhost",
+            "--measure", "latency", "--test", "percentage", "--upper-boundary", "0.5",
+            "--min-sample-size", "2", "--bisect", env=env,
+        ).stdout  # fmt: skip
+        assert "its alerts start a bisection" in made, made
+        run(1)
+        run(6, "--bisect-range", commits[6])
+
+        with deployment.admin() as client:
+            (alert,) = client.list_alerts(deployment.project)
+        skipped = wait_until(
+            lambda: (
+                (_alert_bisection(deployment, alert["uuid"]) or {}).get("state") == "skipped"
+                and _alert_bisection(deployment, alert["uuid"])
+            ),
+            timeout=30,
+            message="the alert's bisection to be found impossible",
+        )
+        assert "only commit" in skipped["reason"], skipped
+        shown = cli("alert", "show", alert["uuid"], env=env).stdout
+        assert "not bisected" in shown, shown
+
+        with deployment.admin() as client:
+            client.update_report(deployment.project, alert["report"], bisect_range=commits[2:])
+
+        def ended() -> dict[str, Any] | None:
+            found = _alert_bisection(deployment, alert["uuid"])
+            return found if found and found["state"] not in ("pending", "running") else None
+
+        def progress() -> Any:
+            found = _alert_bisection(deployment, alert["uuid"]) or {}
+            return found.get("state"), found.get("text")
+
+        done = wait_progressing(ended, progress, stall=60, message="the alert's bisection")
+        assert done["state"] == "done", done
+        assert done["result"]["culprit"]["commit"] == commits[slower_at], done
+        assert done["text"].startswith(f"caused by {commits[slower_at][:7]}, +"), done
+        with deployment.admin() as client:
+            found = client.get_bisection(deployment.project, done["uuid"])
+        assert (found["good"], found["bad"]) == (commits[1], commits[6])
+        assert found["candidates"] == commits[2:]
+        assert found["template"] == "bench.gitwork"
+        assert found["args"] == {"repo": str(repo), "commit": "{commit}"}
+        assert found["alert"] == alert["uuid"]
+        shown = cli("alert", "show", alert["uuid"], env=env).stdout
+        assert f"bisection {done['uuid']}: caused by {commits[slower_at][:7]}" in shown, shown
+
+        (delivered,) = wait_until(
+            lambda: receiver.bodies(), timeout=30, message="the alert.bisected delivery"
+        )
+        assert delivered["event"] == "alert.bisected"
+        assert delivered["alert"]["uuid"] == alert["uuid"]
+        assert delivered["alert"]["bisection"]["uuid"] == done["uuid"]
+        assert delivered["alert"]["bisection"]["text"] == done["text"]

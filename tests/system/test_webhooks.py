@@ -375,7 +375,13 @@ def test_private_addresses_are_refused_unless_allowed() -> None:
 
 @pytest.mark.engine_independent
 def test_event_names_and_backoff() -> None:
-    assert set(EVENTS) == {"alert.raised", "alert.confirmed", "alert.dismissed", "alert.triaged"}
+    assert set(EVENTS) == {
+        "alert.raised",
+        "alert.confirmed",
+        "alert.dismissed",
+        "alert.triaged",
+        "alert.bisected",
+    }
     for attempts in range(1, 10):
         delay = backoff(1.0, 4.0, attempts)
         assert min(4.0, 2.0 ** (attempts - 1)) / 2 <= delay <= min(4.0, 2.0 ** (attempts - 1))

@@ -196,6 +196,7 @@ def test_the_first_bad_commit_is_named_on_its_alert(migrated_db: Database) -> No
             "uuid": str(rows.bisection_by_id(conn, bisection_id).uuid),
             "state": "running",
             "result": None,
+            "text": "bisecting c00..c16 (0 jobs so far)",
         }
     _move(migrated_db, bisection_id)
     _search(migrated_db, bisection_id, 13, confirmed=True)
@@ -206,6 +207,7 @@ def test_the_first_bad_commit_is_named_on_its_alert(migrated_db: Database) -> No
     with migrated_db.read_engine.connect() as conn:
         summary = bisection_summary(conn, alert_id)
     assert summary is not None and summary["result"]["culprit"]["commit"] == "c13"
+    assert summary["text"].startswith("caused by c13, +"), summary
 
 
 def test_a_first_bad_commit_its_parent_does_not_confirm_is_not_named(

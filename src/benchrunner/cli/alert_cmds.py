@@ -175,13 +175,18 @@ def alert_show(
     token: Token = None,
     as_json: Json = False,
 ) -> None:
-    """One alert: the metric, its baseline and the limit it crossed."""
+    """One alert: the metric, its baseline and the limit it crossed, and its bisection's
+    outcome when one was started from it."""
     with project_client(host, token, project) as (client, project_ref):
         found = client.get_alert(project_ref, alert)
     output.show(found, as_json, print_alert)
     bisection = found.get("bisection")
     if not as_json and isinstance(bisection, dict):
-        line = f"bisection {bisection.get('uuid')}: {result_text(bisection)}"
+        text = bisection.get("text") or result_text(bisection)
+        uuid = bisection.get("uuid")
+        line = (
+            f"bisection {uuid}: {text}" if uuid else f"bisection {bisection.get('state')}: {text}"
+        )
         output.out().print(line, soft_wrap=True, markup=False, highlight=False)
 
 

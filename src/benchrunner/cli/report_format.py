@@ -248,6 +248,28 @@ def _alert_line(alert: Mapping[str, Any], rows: Mapping[str, MetricRow]) -> str:
     return line if status == "active" else f"{line} [{status}]"
 
 
+def bisect_lines(report: Mapping[str, Any]) -> list[str]:
+    """One sentence per alert whose threshold starts a bisection (docs/how-to/bisect.md):
+    the bisection's state, or why none started."""
+    lines = []
+    for alert in report_alerts(report):
+        bisect = _mapping(alert.get("bisect"))
+        if not bisect:
+            continue
+        what = " ".join(
+            part for part in (_name(alert.get("benchmark")), _name(alert.get("measure"))) if part
+        )
+        state = bisect.get("state")
+        if state == "skipped":
+            lines.append(f"{what}: not bisected: {bisect.get('reason')}")
+        else:
+            lines.append(
+                f"{what}: a bisection {'started' if state == 'started' else 'starts shortly'} "
+                f"(benchrunner alert show {alert.get('uuid')})"
+            )
+    return lines
+
+
 def count_text(count: int) -> str:
     return f"{count} alert" if count == 1 else f"{count} alerts"
 
@@ -311,4 +333,7 @@ def comment_markdown(report: Mapping[str, Any]) -> str:
     active = len(active_alerts(report))
     summary = f"**{count_text(active)}**"
     lines.append(f"{ALERT} {summary}" if active else summary)
+    bisecting = bisect_lines(report)
+    if bisecting:
+        lines += ["", "Bisections:", *(f"- {md_text(line)}" for line in bisecting)]
     return "\n".join(lines) + "\n"

@@ -112,6 +112,10 @@ class RunFlags:
     start_point: StartPointFlags = StartPointFlags()
     thresholds: ThresholdFlags = field(default_factory=ThresholdFlags)
     duet: DuetFlags = DuetFlags()
+    bisect_range: Sequence[str] = ()
+    """The commits after the previous report's hash up to this one's, oldest first: what a
+    bisect threshold's alert bisects (docs/how-to/bisect.md)."""
+    bisect_image: str | None = None
 
 
 def _usage(message: str) -> typer.BadParameter:
@@ -189,6 +193,12 @@ def _history(flags: RunFlags) -> dict[str, Any]:
         body["thresholds"] = thresholds
     if flags.context:
         body["context"] = dict(flags.context)
+    if flags.bisect_range:
+        body["bisect_range"] = list(flags.bisect_range)
+    if flags.bisect_image is not None:
+        if "{commit}" not in flags.bisect_image.rpartition(":")[2]:
+            raise _usage("--bisect-image: its tag must hold {commit}, e.g. 'sortlib:{commit}'")
+        body["bisect_image"] = flags.bisect_image
     return body
 
 

@@ -22,6 +22,8 @@ from benchrunner.cli.run_context import run_context
 from benchrunner.cli.run_options import (
     AdapterName,
     AverageOption,
+    BisectImage,
+    BisectRange,
     Branch,
     Err,
     FoldOption,
@@ -248,6 +250,8 @@ def run(
     wait_timeout: Annotated[
         float, typer.Option(min=1, help="Give up following after this many seconds.")
     ] = 3600,
+    bisect_range: BisectRange = None,
+    bisect_image: BisectImage = None,
     retry_on_busy: RetryOnBusy = False,
     host: Host = None,
     token: Token = None,
@@ -322,6 +326,8 @@ def run(
             min_magnitudes=threshold_min_magnitude or [],
             reset=thresholds_reset,
         ),
+        bisect_range=(bisect_range or "").split(),
+        bisect_image=bisect_image,
     )
     body = build_body(flags, dt.datetime.now(dt.UTC))  # usage errors before any image push
     if "image" in body:

@@ -231,3 +231,25 @@ Err = Annotated[
         rich_help_panel=THRESHOLDS,
     ),
 ]
+
+BisectRange = Annotated[
+    str | None,
+    typer.Option(
+        metavar="COMMITS",
+        help="The commits after the previous report's --hash up to this one, oldest "
+        'first, separated by white space: "$(git rev-list --reverse --first-parent '
+        "PREV..HASH)\". A bisect threshold's alert on this report bisects them.",
+        rich_help_panel=HISTORY,
+    ),
+]
+
+BisectImage = Annotated[
+    str | None,
+    typer.Option(
+        metavar="NAME:{commit}",
+        help="How a bisection runs each commit of --bisect-range when the job is an "
+        "image's: a tag of the project's registry holding {commit}. A template job needs "
+        "none: its arguments that hold --hash hold each commit instead.",
+        rich_help_panel=HISTORY,
+    ),
+]

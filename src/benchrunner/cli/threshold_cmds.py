@@ -78,6 +78,7 @@ def print_threshold(threshold: JsonObject) -> None:
             ("benchmark", threshold_scope(threshold)),
             ("model", model_text(threshold.get("model"))),
             ("confirm", threshold.get("confirm")),
+            ("bisect", "yes: its alerts start a bisection" if threshold.get("bisect") else "no"),
             ("created", output.when(threshold.get("created"))),
             ("modified", output.when(threshold.get("modified"))),
         ]
@@ -142,6 +143,15 @@ Confirm = Annotated[
         show_default=False,
     ),
 ]
+Bisect = Annotated[
+    bool | None,
+    typer.Option(
+        "--bisect/--no-bisect",
+        help="Its alerts start a bisection by themselves, when the run gave the commits "
+        "between (docs/how-to/bisect.md; default: no; update: unchanged).",
+        show_default=False,
+    ),
+]
 
 
 @threshold_app.command("show")
@@ -177,6 +187,7 @@ def threshold_create(
     min_magnitude: MinMagnitude = None,
     alert_when_noisy: AlertWhenNoisy = None,
     confirm: Confirm = None,
+    bisect: Bisect = None,
     project: Project = None,
     host: Host = None,
     token: Token = None,
@@ -205,6 +216,7 @@ def threshold_create(
             model=model,
             alert_when_noisy=alert_when_noisy,
             confirm=confirm,
+            bisect=bisect,
         )
     output.show(created, as_json, print_threshold)
 
@@ -222,6 +234,7 @@ def threshold_update(
     min_magnitude: MinMagnitude = None,
     alert_when_noisy: AlertWhenNoisy = None,
     confirm: Confirm = None,
+    bisect: Bisect = None,
     project: Project = None,
     host: Host = None,
     token: Token = None,
@@ -241,7 +254,7 @@ def threshold_update(
     )
     with project_client(host, token, project) as (client, project_ref):
         updated = client.update_threshold(
-            project_ref, threshold, model, alert_when_noisy, confirm=confirm
+            project_ref, threshold, model, alert_when_noisy, confirm=confirm, bisect=bisect
         )
     output.show(updated, as_json, print_threshold)
 

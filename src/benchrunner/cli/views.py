@@ -13,6 +13,7 @@ from benchrunner.cli.report_format import (
     TABLE_COLUMNS,
     MetricRow,
     alert_lines,
+    bisect_lines,
     count_text,
     report_rows,
     row_cells,
@@ -51,6 +52,8 @@ def print_report(report: JsonObject) -> None:
         console.print(Text(f"{count_text(len(lines))}:", style="bold red"))
         for line in lines:
             console.print(Text(f"{ALERT} {line}", style="red"), soft_wrap=True)
+    for line in bisect_lines(report):
+        console.print(Text(line), soft_wrap=True)
 
 
 def _metrics_table(rows: list[MetricRow]) -> Table:

@@ -62,7 +62,7 @@ def webhook_create(
         list[str] | None,
         typer.Option(
             help="An event to send (repeat): alert.raised, alert.dismissed, alert.confirmed, "
-            "alert.triaged. Default: alert.raised and alert.dismissed.",
+            "alert.triaged, alert.bisected. Default: alert.raised and alert.dismissed.",
             show_default=False,
         ),
     ] = None,

@@ -19,6 +19,7 @@ from benchrunner.core.states import JobStatus
 from benchrunner.core.templates import TemplateError, TemplateRegistry
 from benchrunner.server.bisection import rows, search
 from benchrunner.server.bisection.jobs import MAX_ROUNDS, duet_job_create
+from benchrunner.server.processing.webhooks import emit_alert_event
 
 CHECK, SEARCH, CONFIRM = "check", "search", "confirm"
 NO_CULPRIT = "no culprit: good and bad measure the same"
@@ -94,6 +95,8 @@ class _Move:
             self.conn, self.b.id, state=rows.DONE, finished=self.now, modified=self.now, **outcome
         )
         self.moved.ended = True
+        if self.b.alert_id is not None:
+            emit_alert_event(self.conn, "alert.bisected", [int(self.b.alert_id)], self.now)
 
 
 def advance(

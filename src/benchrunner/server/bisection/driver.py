@@ -1,4 +1,5 @@
-"""Runs bisections forward: a move (``advance``) of every running bisection each time a job
+"""Starts the bisections that bisect thresholds' alerts asked for (``auto``), and runs
+bisections forward: a move (``advance``) of every running bisection each time a job
 may have finished on this replica (``wake``: the lifecycle calls it when a job leaves flight
 and after each processing batch commits) or a bisection was created or canceled, and once every
 ``interval`` seconds of the monotonic clock for what finished on other replicas.
@@ -13,9 +14,10 @@ import contextlib
 import logging
 from collections.abc import Callable
 
-from benchrunner.server.bisection import rows
+from benchrunner.server.bisection import auto, rows
 from benchrunner.server.bisection.advance import Moved, advance
 from benchrunner.server.context import ServerContext
+from benchrunner.server.store import alerts
 from benchrunner.server.tasks import cancel_and_wait
 
 log = logging.getLogger(__name__)
@@ -85,6 +87,13 @@ class BisectionDriver:
         """A move of each running bisection if this replica leads: how many moved."""
         if not self._leads():
             return 0
+        if await self._ctx.db.read(alerts.alerts_bisect_due, 1):
+            await self._ctx.db.write(
+                auto.start_pending,
+                self._ctx.clock.now(),
+                settings=self._ctx.settings,
+                templates=self._ctx.templates,
+            )
         running = await self._ctx.db.read(rows.bisections_running)
         self._any_running = bool(running)
         for bisection_id in running:

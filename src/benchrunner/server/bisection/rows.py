@@ -135,6 +135,17 @@ def bisection_list(conn: Connection, project_id: int, limit: int, offset: int) -
     )
 
 
+def bisection_count(conn: Connection, project_id: int) -> int:
+    """How many bisections the project has."""
+    return int(
+        conn.execute(
+            sa.select(sa.func.count())
+            .select_from(bisection)
+            .where(bisection.c.project_id == project_id)
+        ).scalar_one()
+    )
+
+
 def bisection_of_alert(conn: Connection, alert_id: int) -> Any:
     """The latest bisection started from the alert, or None."""
     return conn.execute(

@@ -49,13 +49,59 @@ def _outcome(b: Any) -> dict[str, Any] | None:
     return {"culprit": culprit, "reason": b.reason}
 
 
-def bisection_summary(conn: Connection, alert_id: int) -> dict[str, Any] | None:
+def culprit_text(commit: str, ratio: float, lower: float, upper: float) -> str:
+    """``caused by abc1234, +5.1% [4.6, 5.7]``: the first bad commit, shortened, with its change
+    against its parent and that change's interval, in percent."""
+    low, high = (lower - 1) * 100, (upper - 1) * 100
+    return f"caused by {commit[:7]}, {(ratio - 1) * 100:+.1f}% [{low:.1f}, {high:.1f}]"
+
+
+def summary_text(b: Any) -> str:
+    """One line on the bisection: the culprit, why there is none, or how far it is."""
+    if b.state == rows.RUNNING:
+        return f"bisecting {b.good[:7]}..{b.bad[:7]} ({b.jobs_used} jobs so far)"
+    if b.culprit is not None:
+        return culprit_text(b.culprit, b.culprit_ratio, b.culprit_lower, b.culprit_upper)
+    return str(b.reason)
+
+
+def bisection_summary(
+    conn: Connection, alert_id: int, alert_row: Any = None
+) -> dict[str, Any] | None:
     """The latest bisection started from the alert, in short (an alert's ``bisection``): its
-    uuid, state and outcome; None when none was."""
+    uuid, state, outcome and ``text``, one line of it. Without one, what the alert's bisect
+    threshold asked (docs/how-to/bisect.md): ``pending`` (the driver starts it shortly) or
+    ``skipped`` with ``reason``; None when nothing asked for one. ``alert_row``: the alert as
+    ``store.alerts`` reads it, when the caller has it."""
     b = rows.bisection_of_alert(conn, alert_id)
-    if b is None:
+    if b is not None:
+        return {
+            "uuid": str(b.uuid),
+            "state": b.state,
+            "result": _outcome(b),
+            "text": summary_text(b),
+        }
+    if alert_row is None:
+        alert_row = conn.execute(
+            sa.select(alert.c.bisect, alert.c.bisect_reason).where(alert.c.id == alert_id)
+        ).first()
+    if alert_row is None or alert_row.bisect is None:
         return None
-    return {"uuid": str(b.uuid), "state": b.state, "result": _outcome(b)}
+    if alert_row.bisect == "skipped":
+        reason = alert_row.bisect_reason
+        return {
+            "uuid": None,
+            "state": "skipped",
+            "result": None,
+            "reason": reason,
+            "text": f"not bisected: {reason}",
+        }
+    return {
+        "uuid": None,
+        "state": "pending",
+        "result": None,
+        "text": "a bisection starts shortly",
+    }
 
 
 def bisection_view(conn: Connection, b: Any) -> dict[str, Any]:

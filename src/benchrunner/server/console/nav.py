@@ -26,9 +26,19 @@ NAV = (
     NavLink("Perf", f"{PREFIX}/perf", "perf"),
     NavLink("Alerts", f"{PREFIX}/alerts", "alerts"),
     NavLink("Thresholds", f"{PREFIX}/thresholds", "thresholds"),
+    NavLink("Bisections", f"{PREFIX}/bisections", "bisections"),
+    NavLink("Calibrations", f"{PREFIX}/calibrations", "calibrations"),
 )
 
-PROJECT_SECTIONS = ("jobs", "reports", "perf", "alerts", "thresholds")
+PROJECT_SECTIONS = (
+    "jobs",
+    "reports",
+    "perf",
+    "alerts",
+    "thresholds",
+    "bisections",
+    "calibrations",
+)
 """The entries whose pages belong to one project: ``/console/projects/{project}/<section>``."""
 
 

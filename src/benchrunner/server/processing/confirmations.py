@@ -32,7 +32,15 @@ from benchrunner.detection.confirmation import (
 from benchrunner.server.processing.evaluation import threshold_series
 from benchrunner.server.processing.sample_evaluation import combined_comparison, samples_step
 from benchrunner.server.processing.webhooks import emit_alert_event
-from benchrunner.server.store import accounts, confirmations, history, jobs, reports, thresholds
+from benchrunner.server.store import (
+    accounts,
+    alerts,
+    confirmations,
+    history,
+    jobs,
+    reports,
+    thresholds,
+)
 from benchrunner.server.store.confirmations import DECIDED, RUNNING, WAITING
 from benchrunner.server.store.jobs import Origin
 
@@ -90,8 +98,10 @@ def advance(
     if not confirmations.confirmation_move(conn, row.id, RUNNING, DECIDED, now):
         return moved
     measured = [r.report_id for r in runs if JobStatus(r.status) == JobStatus.PROCESSED]
-    raised = decide_alerts(conn, row.report_id, measured, now)
+    raised, to_bisect = decide_alerts(conn, row.report_id, measured, now)
     emit_alert_event(conn, "alert.raised", raised, now)
+    # As a crossing raised at once would (docs/how-to/bisect.md).
+    alerts.alerts_bisect_pending(conn, to_bisect)
     moved.decided = True
     return moved
 
@@ -150,10 +160,11 @@ def queue_run(
 
 def decide_alerts(
     conn: Connection, report_id: int, run_reports: list[int], now: dt.datetime
-) -> list[int]:
+) -> tuple[list[int], list[int]]:
     """Decide each alert the report holds back from its re-runs' reports (those processed):
-    the ids of the alerts raised."""
+    the ids of the alerts raised, and of those among them whose threshold bisects."""
     raised: list[int] = []
+    to_bisect: list[int] = []
     row = reports.report_row(conn, report_id)
     for held in confirmations.pending_alerts(conn, report_id):
         found = confirmations.run_values(conn, run_reports, held.benchmark_id, held.measure_id)
@@ -171,7 +182,9 @@ def decide_alerts(
         decided = confirmations.alert_decide(conn, held.id, status, outcome.value, now, change)
         if decided and status == "active":
             raised.append(held.id)
-    return raised
+            if held.bisect:
+                to_bisect.append(held.id)
+    return raised, to_bisect
 
 
 def _decide_samples(

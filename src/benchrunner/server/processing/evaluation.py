@@ -108,6 +108,7 @@ def evaluate_report(
     scope = history.scope_of(row)
     ignored = _ignored(conn, {m.benchmark_id for m in metrics})
     raised: list[int] = []
+    to_bisect: list[int] = []
     cutoffs: dict[int, dt.datetime | None] = {}
     for judged in _group(found, metrics, ignored):
         t = judged.threshold
@@ -119,22 +120,27 @@ def evaluate_report(
         series = threshold_series(
             conn, row, t, {m.benchmark_id for m in judged.metrics}, cutoffs[t.measure_id]
         )
+        here: list[int] = []
         if test is TestKind.SAMPLES:
-            found_ids = judge_samples(
+            here += judge_samples(
                 conn, t, report_id, judged.metrics, series, now, alerting, pending=pending
             )
         elif test is not TestKind.CHANGE_POINT:
-            found_ids = _judge_limits(
+            here += _judge_limits(
                 conn, t, report_id, judged.metrics, series, now, alerting, pending
             )
         else:
-            found_ids = []
             for m in judged.metrics:
                 past = series.get(m.benchmark_id, [])
-                found_ids += _judge_changes(conn, t, report_id, m, past, now, alerting, pending)
-        if not pending:
-            raised += found_ids
+                here += _judge_changes(conn, t, report_id, m, past, now, alerting, pending)
+        if pending:
+            continue  # held back: their confirmation raises them (and asks for the bisection)
+        raised += here
+        if t.bisect:
+            to_bisect += here
     emit_alert_event(conn, "alert.raised", raised, now)
+    # The bisection driver starts their bisections (docs/how-to/bisect.md).
+    alerts.alerts_bisect_pending(conn, to_bisect)
     return len(raised)
 
 

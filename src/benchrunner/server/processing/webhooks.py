@@ -31,6 +31,7 @@ from urllib.parse import urlsplit
 import httpx
 from sqlalchemy.engine import Connection
 
+from benchrunner.server.bisection.views import bisection_summary
 from benchrunner.server.context import ServerContext
 from benchrunner.server.store import accounts, alerts, webhooks
 from benchrunner.server.tasks import cancel_and_wait, repeat
@@ -38,9 +39,10 @@ from benchrunner.server.views.resources import alert_view, iso
 
 log = logging.getLogger(__name__)
 
-EVENTS = ("alert.raised", "alert.confirmed", "alert.dismissed", "alert.triaged")
-"""The event names a webhook may ask for."""
-DELIVERED_TODAY = ("alert.raised", "alert.dismissed", "alert.triaged")
+EVENTS = ("alert.raised", "alert.confirmed", "alert.dismissed", "alert.triaged", "alert.bisected")
+"""The event names a webhook may ask for: ``alert.bisected`` when a bisection started from
+the alert ends (docs/how-to/bisect.md), with the alert's ``bisection`` in its body."""
+DELIVERED_TODAY = ("alert.raised", "alert.dismissed", "alert.triaged", "alert.bisected")
 """Those the server emits now; ``alert.confirmed`` is accepted so that a webhook registered today
 receives it once confirmation runs emit it."""
 
@@ -112,11 +114,15 @@ def _summary(event: str, project_name: str, view: dict[str, Any]) -> str:
         value = f"contender/baseline {view['value']:.4g}"
     else:
         value = f"{view['value']:g} {view['measure'].get('units') or ''}".rstrip()
-    return (
+    text = (
         f"Alert {verb} in {project_name}: {view['benchmark']['name']} "
         f"{view['measure']['name']} = {value} ({view['limit']} limit; "
         f"branch {view['branch']['name']}, testbed {view['testbed']['name']})"
     )
+    bisection = view.get("bisection")
+    if event == "alert.bisected" and bisection and bisection.get("text"):
+        text += f": {bisection['text']}"
+    return text
 
 
 def render_body(
@@ -183,6 +189,8 @@ def emit_alert_event(
             assert found is not None  # the alert's own project, in this transaction
             owner = projects[row.project_uuid] = found
         view = alert_view(row)
+        if event == "alert.bisected":
+            view["bisection"] = bisection_summary(conn, int(row.id), row)
 
         def render(
             hook: Any, delivery: uuid.UUID, view: dict[str, Any] = view, owner: Any = owner

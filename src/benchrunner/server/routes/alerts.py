@@ -107,13 +107,14 @@ def _alert(conn: Connection, project_id: int, ref: str) -> Any:
 
 @router.get("/v0/projects/{project}/alerts/{alert}")
 async def get_alert(project: str, alert: str, user: MaybeUser, ctx: Ctx) -> dict[str, Any]:
-    """The alert, with the latest bisection started from it (``bisection``: its uuid, state
-    and outcome; null when none was)."""
+    """The alert, with the latest bisection started from it (``bisection``: its uuid, state,
+    outcome and ``text``; ``pending`` or ``skipped`` with why when its bisect threshold asked
+    for one not started; null when none was)."""
 
     def unit(conn: Connection) -> dict[str, Any]:
         row = project_access(conn, user, project, write=False)
         found = _alert(conn, row.id, alert)
-        return {**_alert_view(conn, found), "bisection": bisection_summary(conn, found.id)}
+        return {**_alert_view(conn, found), "bisection": bisection_summary(conn, found.id, found)}
 
     return await ctx.db.read(unit)
 

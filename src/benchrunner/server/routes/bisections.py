@@ -22,10 +22,12 @@ from benchrunner.core.templates import TemplateError
 from benchrunner.protocol import MAX_TIMEOUT
 from benchrunner.server.access import project_access
 from benchrunner.server.bisection import rows
+from benchrunner.server.bisection.auto import DEFAULTS
 from benchrunner.server.bisection.jobs import COMMIT, MAX_ROUNDS, template_args
 from benchrunner.server.bisection.views import bisection_view
 from benchrunner.server.http.bodies import ApiBody
 from benchrunner.server.http.errors import bad_request, conflict, not_found, unauthorized
+from benchrunner.server.processing.webhooks import emit_alert_event
 from benchrunner.server.routes.deps import Ctx, Life, MaybeUser, Page, origin_of
 from benchrunner.server.store import accounts, alerts, jobs, registry, reports
 from benchrunner.server.store.accounts import ProjectRow, UserRow
@@ -70,12 +72,17 @@ class BisectionCreate(ApiBody):
     adapter: str = "magic"
     branch: str = Field(default="bisections", min_length=1, max_length=255)
     testbed: str = Field(default="localhost", min_length=1, max_length=255)
-    rounds: int = Field(default=10, ge=2, le=MAX_ROUNDS, description="of a step's first duet")
-    margin: float = Field(
-        default=0.02, gt=0, lt=1, description="the least change of bad against good that counts"
+    rounds: int = Field(
+        default=DEFAULTS["rounds"], ge=2, le=MAX_ROUNDS, description="of a step's first duet"
     )
-    confidence: float = Field(default=0.95, ge=0.5, le=0.999)
-    job_budget: int = Field(default=40, ge=1, le=1000)
+    margin: float = Field(
+        default=DEFAULTS["margin"],
+        gt=0,
+        lt=1,
+        description="the least change of bad against good that counts",
+    )
+    confidence: float = Field(default=DEFAULTS["confidence"], ge=0.5, le=0.999)
+    job_budget: int = Field(default=DEFAULTS["job_budget"], ge=1, le=1000)
     timeout: int | None = Field(default=None, ge=1, le=MAX_TIMEOUT)
 
 
@@ -265,6 +272,8 @@ async def _cancel(
             modified=now,
         ):
             raise conflict(f"bisection {bisection} is {b.state}, not running")
+        if b.alert_id is not None:
+            emit_alert_event(conn, "alert.bisected", [int(b.alert_id)], now)
         in_flight = [
             j.id
             for j in rows.jobs_of(conn, b.id)

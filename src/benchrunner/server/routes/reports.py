@@ -1,4 +1,5 @@
-"""Project-scoped report reads."""
+"""Project-scoped report reads, and a report's bisect range set later
+(docs/how-to/bisect.md)."""
 
 from __future__ import annotations
 
@@ -6,16 +7,31 @@ import uuid
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Query
+from pydantic import ConfigDict, Field
 from sqlalchemy.engine import Connection
 
 from benchrunner.server.access import project_access
-from benchrunner.server.http.errors import not_found
-from benchrunner.server.routes.deps import Ctx, MaybeUser
-from benchrunner.server.store import reports
+from benchrunner.server.bisection.jobs import COMMIT
+from benchrunner.server.http.bodies import ApiBody
+from benchrunner.server.http.errors import bad_request, not_found
+from benchrunner.server.routes.deps import Ctx, Life, MaybeUser
+from benchrunner.server.store import alerts, reports
+from benchrunner.server.submission.body import MAX_BISECT_RANGE, BisectCommit
 from benchrunner.server.views.resources import full_report_view
 from benchrunner.server.views.samples import report_samples, with_samples
 
 router = APIRouter(tags=["reports"])
+
+
+def _report_in(conn: Connection, project_id: int, ref: str) -> int:
+    """The project's report with this UUID, or 404."""
+    try:
+        report_id = reports.report_by_uuid(conn, uuid.UUID(ref))
+    except ValueError:
+        report_id = None
+    if report_id is None or reports.report_row(conn, report_id).project_id != project_id:
+        raise not_found("report", ref)
+    return int(report_id)
 
 
 @router.get("/v0/projects/{project}/reports/{report}")
@@ -30,16 +46,44 @@ async def get_report(
 ) -> dict[str, Any]:
     def unit(conn: Connection) -> dict[str, Any]:
         row = project_access(conn, user, project, write=False)
-        try:
-            report_id = reports.report_by_uuid(conn, uuid.UUID(report))
-        except ValueError:
-            report_id = None
-        if report_id is None:
-            raise not_found("report", report)
-        found = reports.report_row(conn, report_id)
-        if found.project_id != row.id:
-            raise not_found("report", report)
+        report_id = _report_in(conn, row.id, report)
         view = full_report_view(conn, report_id, with_job=True)
         return with_samples(view, report_samples(conn, report_id)) if samples else view
 
     return await ctx.db.read(unit)
+
+
+class ReportUpdate(ApiBody):
+    model_config = ConfigDict(extra="forbid")
+    bisect_range: list[BisectCommit] | None = Field(
+        default=None,
+        max_length=MAX_BISECT_RANGE,
+        description="the commits after the previous report's hash up to this one's, oldest "
+        "first: `git rev-list --reverse --first-parent PREV..HASH`",
+    )
+    bisect_image: str | None = Field(
+        default=None, max_length=512, description="a tag holding {commit}, e.g. sortlib:{commit}"
+    )
+
+
+@router.patch("/v0/projects/{project}/reports/{report}")
+async def update_report(
+    project: str, report: str, body: ReportUpdate, user: MaybeUser, ctx: Ctx, life: Life
+) -> dict[str, Any]:
+    """Give the report what a bisection of its alerts needs (docs/how-to/bisect.md): its
+    alerts whose bisect threshold's bisection could not start are asked for again."""
+    if body.bisect_image is not None and COMMIT not in body.bisect_image.rpartition(":")[2]:
+        raise bad_request("bisect_image: its tag must hold {commit}, e.g. sortlib:{commit}")
+
+    def unit(conn: Connection) -> tuple[dict[str, Any], bool]:
+        row = project_access(conn, user, project, write=True)
+        report_id = _report_in(conn, row.id, report)
+        reports.report_set_bisect(conn, report_id, body.bisect_range, body.bisect_image)
+        again = alerts.alerts_bisect_skipped_of(conn, report_id)
+        alerts.alerts_bisect_pending(conn, again)
+        return full_report_view(conn, report_id, with_job=True), bool(again)
+
+    view, asked = await ctx.db.write(unit)
+    if asked:
+        life.bisections.changed()
+    return view

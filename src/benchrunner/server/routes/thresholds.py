@@ -8,7 +8,8 @@ and the model's fields beside them (``test``, ``min_sample_size``, ``max_sample_
 ``alert_when_noisy`` (ours, default false) makes it raise alerts on a report its noise guard
 found noisy too; a PUT without it keeps the threshold's setting. ``confirm`` (ours) is how many
 confirmation runs a runner job's crossing waits for before it alerts (0: none; a PUT without it
-keeps it; docs/how-to/thresholds-alerts.md).
+keeps it; docs/how-to/thresholds-alerts.md). ``bisect`` (ours, default false) makes its alerts
+start a bisection by themselves (docs/how-to/bisect.md), kept the same way.
 """
 
 from __future__ import annotations
@@ -37,6 +38,10 @@ class ThresholdUpdate(ThresholdModelBody):
     alert_when_noisy: bool | None = None
     confirm: int | None = Field(default=None, ge=0, le=MAX_CONFIRM_RUNS)
     """Confirmation runs before a runner job's crossing alerts (0: none); None keeps it."""
+    bisect: bool | None = Field(
+        default=None,
+        description="its alerts start a bisection by themselves (docs/how-to/bisect.md)",
+    )
 
 
 class ThresholdCreate(ThresholdUpdate):
@@ -124,6 +129,7 @@ async def create_threshold(
             now,
             alert_when_noisy=body.alert_when_noisy,
             confirm=body.confirm,
+            bisect=body.bisect,
         )
         if not created:
             raise conflict("a threshold for this series was created meanwhile")
@@ -158,7 +164,7 @@ async def update_threshold(
     project: str, threshold: str, body: ThresholdUpdate, user: MaybeUser, ctx: Ctx
 ) -> dict[str, Any]:
     """Replace the threshold's model (the same model again changes nothing), and set
-    ``alert_when_noisy`` and ``confirm`` when given."""
+    ``alert_when_noisy``, ``confirm`` and ``bisect`` when given."""
     model = checked_model(body, "threshold")
 
     def unit(conn: Connection) -> dict[str, Any]:
@@ -166,7 +172,13 @@ async def update_threshold(
         threshold_id = threshold_in_project(conn, row.id, threshold).id
         now = ctx.clock.now()
         thresholds.threshold_configure(
-            conn, threshold_id, model, body.alert_when_noisy, now, confirm=body.confirm
+            conn,
+            threshold_id,
+            model,
+            body.alert_when_noisy,
+            now,
+            confirm=body.confirm,
+            bisect=body.bisect,
         )
         return _view(conn, threshold_id, history=True)
 

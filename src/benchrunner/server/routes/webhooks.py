@@ -24,7 +24,9 @@ from benchrunner.server.views.resources import iso
 router = APIRouter(tags=["webhooks"])
 
 WEBHOOKS = "/v0/projects/{project}/webhooks"
-Event = Literal["alert.raised", "alert.confirmed", "alert.dismissed", "alert.triaged"]
+Event = Literal[
+    "alert.raised", "alert.confirmed", "alert.dismissed", "alert.triaged", "alert.bisected"
+]
 DEFAULT_EVENTS: list[Event] = ["alert.raised", "alert.dismissed"]
 
 

@@ -580,3 +580,50 @@ def report_boundaries(conn: Connection, report_id: int) -> dict[int, Any]:
     return {
         row.metric_id: row for row in conn.execute(_REPORT_BOUNDARIES, {"report_id": report_id})
     }
+
+
+# A bisect threshold's alerts (docs/how-to/bisect.md): pending until the bisection driver
+# starts their bisection or says why it cannot.
+BisectState = Literal["pending", "started", "skipped"]
+
+_BISECT_PENDING = (
+    alert.update()
+    .where(alert.c.id.in_(sa.bindparam("alert_ids", expanding=True)))
+    .values(bisect="pending", bisect_reason=None)
+)
+
+
+def alerts_bisect_pending(conn: Connection, alert_ids: Sequence[int]) -> None:
+    """Ask for the alerts' bisections: the driver starts them (``bisection.auto``)."""
+    if alert_ids:
+        conn.execute(_BISECT_PENDING, {"alert_ids": list(alert_ids)})
+
+
+def alerts_bisect_skipped_of(conn: Connection, report_id: int) -> list[int]:
+    """The alerts whose bisection was skipped and whose metric is in the report."""
+    statement = (
+        sa.select(alert.c.id)
+        .join(boundary, boundary.c.id == alert.c.boundary_id)
+        .join(metric, metric.c.id == boundary.c.metric_id)
+        .where(metric.c.report_id == report_id, alert.c.bisect == "skipped")
+        .order_by(alert.c.id)
+    )
+    return list(conn.execute(statement).scalars())
+
+
+def alerts_bisect_due(conn: Connection, limit: int) -> list[int]:
+    """The alerts whose bisection is pending, oldest first."""
+    statement = (
+        sa.select(alert.c.id).where(alert.c.bisect == "pending").order_by(alert.c.id).limit(limit)
+    )
+    return list(conn.execute(statement).scalars())
+
+
+def alert_set_bisect(
+    conn: Connection, alert_id: int, state: BisectState, reason: str | None
+) -> None:
+    conn.execute(
+        alert.update()
+        .where(alert.c.id == alert_id)
+        .values(bisect=state, bisect_reason=None if reason is None else reason[:2000])
+    )

@@ -21,6 +21,7 @@ from benchrunner.server.store.tables import (
     measure,
     metric,
     report,
+    threshold,
 )
 
 WAITING, RUNNING, DECIDED = "waiting", "running", "decided"
@@ -129,6 +130,7 @@ _PENDING_ALERTS = (
         boundary.c.upper_limit,
         boundary.c.verdict,
         boundary.c.threshold_id,
+        threshold.c.bisect,
         metric.c.id.label("metric_id"),
         metric.c.uuid.label("metric_uuid"),
         metric.c.benchmark_id,
@@ -137,6 +139,7 @@ _PENDING_ALERTS = (
         measure.c.name.label("measure_name"),
     )
     .join(boundary, boundary.c.id == alert.c.boundary_id)
+    .join(threshold, threshold.c.id == boundary.c.threshold_id)
     .join(metric, metric.c.id == boundary.c.metric_id)
     .join(benchmark, benchmark.c.id == metric.c.benchmark_id)
     .join(measure, measure.c.id == metric.c.measure_id)

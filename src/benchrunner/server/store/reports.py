@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import functools
+import json
 import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -271,6 +272,21 @@ def next_version(conn: Connection, branch_id: int, git_hash: str | None) -> int:
     return int(latest.version) + 1
 
 
+def report_set_bisect(
+    conn: Connection, report_id: int, bisect_range: list[str] | None, bisect_image: str | None
+) -> None:
+    """What a bisection of the report's alerts needs (docs/how-to/bisect.md): the commits
+    since the previous report, oldest first, and the image tag holding ``{commit}``; None
+    keeps what the report has."""
+    values: dict[str, Any] = {}
+    if bisect_range is not None:
+        values["bisect_range"] = json.dumps(bisect_range)
+    if bisect_image is not None:
+        values["bisect_image"] = bisect_image
+    if values:
+        conn.execute(sa.update(report).where(report.c.id == report_id).values(**values))
+
+
 def report_create(conn: Connection, params: NewReport) -> tuple[int, uuid.UUID]:
     report_uuid = uuid.uuid4()
     row = {
@@ -536,3 +552,29 @@ def report_by_uuid(conn: Connection, report_uuid: uuid.UUID) -> Any:
 
 def report_metrics(conn: Connection, report_id: int) -> list[Any]:
     return _METRICS.all(conn, {"report_id": report_id})
+
+
+def versions_before(conn: Connection, report_uuid: uuid.UUID) -> tuple[str | None, str | None]:
+    """(the git hash of the last report before ``report_uuid`` on its branch and testbed that
+    has one, the report's own hash): the good and bad versions a bisection of it starts from.
+    Either is None when no report gives it."""
+    own = conn.execute(
+        sa.select(
+            report.c.branch_id, report.c.testbed_id, report.c.start_time, report.c.hash
+        ).where(report.c.uuid == report_uuid)
+    ).first()
+    if own is None:
+        return None, None
+    before = conn.execute(
+        sa.select(report.c.hash)
+        .where(
+            report.c.branch_id == own.branch_id,
+            report.c.testbed_id == own.testbed_id,
+            report.c.start_time < own.start_time,
+            report.c.hash.is_not(None),
+            report.c.hash != own.hash if own.hash is not None else sa.true(),
+        )
+        .order_by(report.c.start_time.desc())
+        .limit(1)
+    ).scalar()
+    return before, own.hash

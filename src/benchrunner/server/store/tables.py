@@ -252,6 +252,10 @@ report = sa.Table(
     # A confirmation run's report: the report whose crossing it re-measures. Such a report is
     # kept but is never history (docs/how-to/thresholds-alerts.md).
     _fk("confirms_report_id", "report.id", "CASCADE", nullable=True),
+    # JSON: the commits after the previous report's hash up to this one's, oldest first; and
+    # the image tag holding {commit} that runs each (docs/how-to/bisect.md).
+    sa.Column("bisect_range", sa.Text, nullable=True),
+    sa.Column("bisect_image", sa.String(512), nullable=True),
     sa.Index("index_report_project_created", "project_id", "created"),
     # A series' history: one branch and testbed, by time; and a branch's latest version.
     sa.Index("index_report_branch_testbed_start", "branch_id", "testbed_id", "start_time"),
@@ -311,6 +315,8 @@ threshold = sa.Table(
     sa.Column("alert_when_noisy", sa.Boolean, nullable=False, default=False),
     # Confirmation runs before an alert (docs/how-to/thresholds-alerts.md); NULL: the default.
     sa.Column("confirm", sa.Integer, nullable=True),
+    # Its alerts start a bisection by themselves (docs/how-to/bisect.md).
+    sa.Column("bisect", sa.Boolean, nullable=False, default=False),
     sa.UniqueConstraint(
         "branch_id",
         "testbed_id",
@@ -409,10 +415,15 @@ alert = sa.Table(
     sa.Column("verdict_at", UtcDateTime(), nullable=True),
     # pending, confirmed or suspected when re-runs judged it; NULL when none did.
     sa.Column("confirmation", sa.String(16), nullable=True),
+    # A bisect threshold's alert (docs/how-to/bisect.md): ``pending`` until the bisection
+    # driver starts its bisection (``started``) or finds it cannot (``skipped``, with why).
+    sa.Column("bisect", sa.String(16), nullable=True),
+    sa.Column("bisect_reason", sa.Text, nullable=True),
     sa.UniqueConstraint("boundary_id", name="uq_alert_boundary_id"),
     sa.UniqueConstraint("duet_result_id", name="uq_alert_duet_result_id"),
     sa.CheckConstraint(ALERT_ONE_SUBJECT, name="one_subject"),
     sa.Index("index_alert_report", "report_id"),
+    sa.Index("index_alert_bisect", "bisect"),
 )
 
 # A duet job's verdict, kept apart from ``metric`` so that the absolute history (perf, thresholds)

@@ -120,9 +120,10 @@ def threshold_put(
     *,
     alert_when_noisy: bool | None = None,
     confirm: int | None = None,
+    bisect: bool | None = None,
 ) -> tuple[int, bool]:
     """Create the threshold of ``key`` with model ``params``, or give the existing one that
-    model (unchanged when it already has it); ``alert_when_noisy`` and ``confirm`` as
+    model (unchanged when it already has it); ``alert_when_noisy``, ``confirm`` and ``bisect`` as
     ``threshold_configure``.
     Returns the threshold's id and whether it was created. Concurrent puts of one threshold
     take turns on its row."""
@@ -144,7 +145,9 @@ def threshold_put(
     if threshold_id is None:
         threshold_id = threshold_find(conn, key)
         assert threshold_id is not None, "a threshold that conflicts on insert exists"
-    threshold_configure(conn, int(threshold_id), params, alert_when_noisy, now, confirm=confirm)
+    threshold_configure(
+        conn, int(threshold_id), params, alert_when_noisy, now, confirm=confirm, bisect=bisect
+    )
     return int(threshold_id), created
 
 
@@ -156,16 +159,20 @@ def threshold_configure(
     now: dt.datetime,
     *,
     confirm: int | None = None,
+    bisect: bool | None = None,
 ) -> None:
     """What the API and the console set on a threshold: ``params`` as its current model (the
     old one kept as history) and, unless None (keep it as it is), whether it raises alerts on a
-    report its noise guard found noisy and how many confirmation runs a runner job's crossing
-    waits for (0: none)."""
+    report its noise guard found noisy, how many confirmation runs a runner job's crossing
+    waits for (0: none; docs/how-to/thresholds-alerts.md) and whether its alerts start a
+    bisection (docs/how-to/bisect.md)."""
     model_replace(conn, threshold_id, params, now)
     if alert_when_noisy is not None:
         threshold_set_alert_when_noisy(conn, threshold_id, alert_when_noisy, now)
     if confirm is not None:
         threshold_set_confirm(conn, threshold_id, confirm, now)
+    if bisect is not None:
+        threshold_set_bisect(conn, threshold_id, bisect, now)
 
 
 _SET_CONFIRM = (
@@ -230,6 +237,27 @@ def threshold_set_alert_when_noisy(
     return True
 
 
+_SET_BISECT = (
+    threshold.update()
+    .where(
+        threshold.c.id == sa.bindparam("threshold_id"),
+        threshold.c.bisect != sa.bindparam("bisect"),
+    )
+    .values(bisect=sa.bindparam("bisect"), modified=sa.bindparam("now"))
+)
+
+
+def threshold_set_bisect(
+    conn: Connection, threshold_id: int, bisect: bool, now: dt.datetime
+) -> bool:
+    """Whether the threshold's alerts start a bisection; False when it already was so."""
+    result = conn.execute(_SET_BISECT, {"threshold_id": threshold_id, "bisect": bisect, "now": now})
+    if not result.rowcount:
+        return False
+    changed(conn, THRESHOLDS)
+    return True
+
+
 _DELETE = threshold.delete().where(threshold.c.id == sa.bindparam("threshold_id"))
 
 
@@ -261,6 +289,7 @@ _CLONE_SOURCE = (
         threshold.c.measure_id,
         threshold.c.benchmark_id,
         threshold.c.alert_when_noisy,
+        threshold.c.bisect,
         *(c for c in model.c if c.name not in ("id", "uuid", "threshold_id", "created")),
     )
     .join(model, sa.and_(model.c.threshold_id == threshold.c.id, model.c.replaced.is_(None)))
@@ -278,7 +307,13 @@ def thresholds_clone(
         key = SeriesKey(to_branch, row.testbed_id, row.measure_id, row.benchmark_id)
         if threshold_find(conn, key) is None:
             threshold_put(
-                conn, project_id, key, model_of(row), now, alert_when_noisy=row.alert_when_noisy
+                conn,
+                project_id,
+                key,
+                model_of(row),
+                now,
+                alert_when_noisy=row.alert_when_noisy,
+                bisect=row.bisect,
             )
 
 
@@ -412,6 +447,7 @@ _WITH_MODELS = sa.select(
     threshold.c.benchmark_id,
     threshold.c.alert_when_noisy,
     threshold.c.confirm,
+    threshold.c.bisect,
     *(column for column in model.c if column.name != "threshold_id"),
 ).join(model, sa.and_(model.c.threshold_id == threshold.c.id, model.c.replaced.is_(None)))
 _FOR_SERIES = _WITH_MODELS.where(

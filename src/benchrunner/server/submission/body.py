@@ -22,9 +22,9 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass
 from pathlib import PurePosixPath
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import AwareDatetime, ConfigDict, Field, field_validator
+from pydantic import AwareDatetime, ConfigDict, Field, StringConstraints, field_validator
 
 from benchrunner.adapters.values import MAX_MEASURE_NAME
 from benchrunner.core.image_refs import ImageRef
@@ -105,6 +105,14 @@ class RunThresholds(ApiBody):
     reset: bool | None = None
 
 
+BisectCommit = Annotated[
+    str, StringConstraints(min_length=1, max_length=64, pattern=r"^[0-9A-Za-z_][^\s]*$")
+]
+"""A commit of ``bisect_range``: never starting with ``-`` (it may become a template's
+argument, where it would read as an option)."""
+MAX_BISECT_RANGE = 4096
+
+
 class RunBody(ApiBody):
     ADAPTER_INPUT = frozenset({"results"})
 
@@ -128,6 +136,11 @@ class RunBody(ApiBody):
     duet: RunDuetOptions | None = None
     context: dict[str, str] | None = None
     idempotency_key: str | None = None
+    bisect_range: list[BisectCommit] | None = Field(default=None, max_length=MAX_BISECT_RANGE)
+    """The commits after the previous report's hash up to this one's, oldest first
+    (docs/how-to/bisect.md)."""
+    bisect_image: str | None = Field(default=None, max_length=512)
+    """A tag of the project's registry holding ``{commit}``: how a bisection runs each."""
     spec_reset: bool | None = None
     """Bencher clears the testbed's current spec, which its next image job naming no spec
     would otherwise take. A testbed here keeps no spec (a job takes the spec it names, else the

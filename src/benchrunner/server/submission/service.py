@@ -274,6 +274,7 @@ async def submit_run(
         )
         if key is not None:
             keys.key_bind(conn, key, report_id)
+        reports.report_set_bisect(conn, report_id, body.bisect_range, body.bisect_image)
         spec_id: int | None = None
         job_uuid = None
         if plan.mode == "direct":

@@ -248,6 +248,7 @@ def threshold_view(
         "model": None if current is None else model_view(current),
         "alert_when_noisy": bool(row.alert_when_noisy),
         "confirm": confirm_runs(row.confirm),
+        "bisect": bool(row.bisect),
         "created": iso(row.created),
         "modified": iso(row.modified),
     }
@@ -361,6 +362,10 @@ def alert_view(row: Any, runs: list[Any] | None = None) -> dict[str, Any]:
         "verdict_by": verdict_user_view(row),
         "verdict_at": iso(row.verdict_at),
         "confirmation": confirmation_view(row.confirmation, runs or []),
+        # A bisect threshold's request (docs/how-to/bisect.md): pending, started or skipped.
+        "bisect": None
+        if getattr(row, "bisect", None) is None
+        else {"state": row.bisect, "reason": row.bisect_reason},
     }
 
 

@@ -16,6 +16,9 @@ from fastapi import APIRouter, Form, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse
 from sqlalchemy.engine import Connection
 
+from benchrunner import adapters
+from benchrunner.server.bisection.views import bisection_summary
+from benchrunner.server.console.bisect_form import BisectForm, prefilled
 from benchrunner.server.console.csrf import CsrfChecked
 from benchrunner.server.console.pager import Pager
 from benchrunner.server.console.perf_state import PerfState
@@ -31,7 +34,7 @@ from benchrunner.server.http.errors import not_found
 from benchrunner.server.processing.webhooks import set_alert_status, set_alert_verdict
 from benchrunner.server.routes.deps import MAX_PAGE, Ctx
 from benchrunner.server.routes.dimensions import report_in_project
-from benchrunner.server.store import alerts
+from benchrunner.server.store import alerts, runners
 from benchrunner.server.store.accounts import ProjectRow
 from benchrunner.server.store.alerts import STATUSES, VERDICTS, AlertStatus, Verdict
 
@@ -131,6 +134,11 @@ class AlertPage:
     project: ProjectRow
     alert: Any
     writable: bool
+    bisection: dict[str, Any] | None = None
+    """The latest bisection started from the alert, in short (the API's ``bisection``)."""
+    bisect_form: BisectForm | None = None
+    """The Bisect form, prefilled from the alert (for a viewer who may start one)."""
+    specs: list[str] | None = None
 
     @property
     def perf_url(self) -> str:
@@ -158,10 +166,17 @@ def _alert_or_404(conn: Connection, project: ProjectRow, alert_ref: str) -> Any:
 
 
 def _one(conn: Connection, viewer: Viewer, ref: str, alert_ref: str) -> AlertPage:
-    """The alert if the viewer may read its project (else a 404): two or three queries."""
+    """The alert if the viewer may read its project (else a 404), with its bisection; for a
+    viewer who may change the project, the Bisect form prefilled from it."""
     project = visible_project(conn, viewer, ref)
     found = _alert_or_404(conn, project, alert_ref)
-    return AlertPage(project, found, may_change(conn, viewer, project))
+    writable = may_change(conn, viewer, project)
+    bisection = bisection_summary(conn, found.id)
+    if not writable:
+        return AlertPage(project, found, writable, bisection)
+    form = BisectForm.entered(prefilled(conn, found))
+    specs = [row.slug for row in runners.spec_list(conn, archived=False)]
+    return AlertPage(project, found, writable, bisection, form, specs)
 
 
 @router.get("/console/projects/{project}/alerts/{alert}", response_class=HTMLResponse)
@@ -188,6 +203,8 @@ async def alert_page(
             "triaged": verdict,
             "actions": {status: action for action, status in ACTIONS.items()},
             "verdicts": VERDICT_LABELS,
+            "templates": ctx.templates.all(),
+            "adapters": sorted(adapters.ADAPTERS),
         },
     )
 

@@ -1,6 +1,6 @@
 """Projects the viewer may read, one project's overview, and the navigation's project-scoped
-entries (Jobs, Reports, Perf, Alerts, Thresholds), which ask for a project first when there
-is more than one to choose from."""
+entries (Jobs, Reports, Perf, Alerts, Thresholds, Bisections, Calibrations), which ask for a
+project first when there is more than one to choose from."""
 
 from __future__ import annotations
 

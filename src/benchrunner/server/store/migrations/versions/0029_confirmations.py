@@ -1,8 +1,8 @@
 """confirmations: a threshold's ``confirm`` count, the re-runs of a runner job whose metric
 crossed it, and whether its alert was confirmed (docs/how-to/thresholds-alerts.md)
 
-Revision ID: 0028
-Revises: 0027
+Revision ID: 0029
+Revises: 0028
 Create Date: 2026-11-29 05:30:00
 """
 
@@ -13,8 +13,8 @@ from alembic import op
 
 from benchrunner.server.store.tables import UtcDateTime
 
-revision = "0028"
-down_revision = "0027"
+revision = "0029"
+down_revision = "0028"
 branch_labels = None
 depends_on = None
 
