@@ -8,8 +8,9 @@ from one commit on (the culprit, its position random per trial) the slowdown is 
 trial is one ``POST /v0/projects/{p}/bisections`` over ``--commits`` candidates (bad the
 last), judged by the server's own duet jobs; the trials of every (commits, step) interleave,
 so the machine's drift over the run hits each alike. A bisection's margin is half the step
-unless ``--margin`` says otherwise: at the API's default of 0.02 a 2 % step could never be
-told from good (docs/how-to/bisect.md, "How it searches").
+unless ``--margin`` says otherwise: at the API's default of 0.02 a 2 % step would sit on the
+margin itself, its check's interval beyond ``1 + margin`` only by chance
+(docs/how-to/bisect.md, "How it searches").
 
 Printed per (commits, step): trials, right / wrong / undecided (no culprit named), the share
 right, the median of the jobs a bisection used and of its wall time; the load average at the
@@ -203,10 +204,10 @@ def run_trial(
     """Start one bisection and wait for its end: (culprit or None, why none, jobs used,
     seconds)."""
     started = time.monotonic()
-    answer = client.post(f"/v0/projects/{project}/bisections", json=body)
-    if answer.status_code != 201:
-        raise SystemExit(f"POST bisections: {answer.status_code} {answer.text[:300]}")
-    url = f"/v0/projects/{project}/bisections/{answer.json()['uuid']}"
+    response = client.post(f"/v0/projects/{project}/bisections", json=body)
+    if response.status_code != 201:
+        raise SystemExit(f"POST bisections: {response.status_code} {response.text[:300]}")
+    url = f"/v0/projects/{project}/bisections/{response.json()['uuid']}"
 
     def ended() -> dict[str, Any] | None:
         found: dict[str, Any] = client.get(url).json()
