@@ -105,6 +105,8 @@ HANDLER_ERRORS: dict[str, frozenset[int]] = {
     "POST /v0/projects/{project}/bisections": frozenset({403}),
     "POST /v0/projects/{project}/bisections/{bisection}/cancel": frozenset({403, 409}),
     "DELETE /v0/projects/{project}/bisections/{bisection}": frozenset({403, 409}),
+    # 403: giving a report its bisection range is for those who may write to the project
+    "PATCH /v0/projects/{project}/reports/{report}": frozenset({403}),
     "POST /v0/server/releases": frozenset({409}),  # the channel has that version
     # 401: the runner's own key (not an API token) is missing or wrong
     "GET /v0/runners/{runner}/releases/{release}/{filename}": frozenset({401}),
