@@ -6,7 +6,7 @@ import re
 
 from playwright.sync_api import Browser, Page, expect
 
-from tests.browser import log_in_with_password
+from tests.browser import log_in_with_password, save_screenshot
 from tests.console.accounts import create_member
 from tests.harness import Deployment
 
@@ -108,5 +108,6 @@ def test_more_opens_without_javascript_and_marks_the_current_entry(
             "aria-current", "page"
         )
         expect(nav.locator("[aria-current]")).to_have_count(1)
+        save_screenshot(page, "nav-more")
     finally:
         context.close()
