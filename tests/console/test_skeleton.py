@@ -104,9 +104,7 @@ def test_more_opens_without_javascript_and_marks_the_current_entry(
         expect(nav.get_by_role("link", name="Bisections")).to_be_hidden()  # a new page: closed
         expect(nav.locator("details.more")).to_have_attribute("data-current", "")
         nav.get_by_text("More", exact=True).click()
-        expect(nav.get_by_role("link", name="Bisections")).to_have_attribute(
-            "aria-current", "page"
-        )
+        expect(nav.get_by_role("link", name="Bisections")).to_have_attribute("aria-current", "page")
         expect(nav.locator("[aria-current]")).to_have_count(1)
         save_screenshot(page, "nav-more")
     finally:

@@ -57,6 +57,7 @@ def nav_for(path: str) -> Nav:
         more=[entry for entry in marked if entry[0].more],
     )
 
+
 PROJECT_SECTIONS = (
     "jobs",
     "reports",
