@@ -1,17 +1,25 @@
 """The how-to guides run as written, against a real server: the CI files a user copies
 (docs/how-to/ci/) step by step, and every code block a guide marks ``<!-- runnable -->``.
 
+A block may name what it needs after the colon, ``<!-- runnable: runner alert -->``: the test
+provides each need for real before the block runs (see ``NEEDS``), and a guide's placeholders
+are the shell variables a need sets (``$ALERT``), as its reader sets them.
+
 A guide that drifts from the CLI or the server fails here instead of failing its reader."""
 
 from __future__ import annotations
 
+import datetime as dt
+import json
 import os
 import re
 import secrets
 import subprocess
 import sys
-from collections.abc import Iterator
-from dataclasses import dataclass
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -19,13 +27,15 @@ import httpx
 import pytest
 import yaml
 
-from tests.harness import REPO, Deployment
+from tests.harness import REPO, Deployment, RunnerProcess, cli, deploy, wait_until
+from tests.oci_layout import busybox_image, write_layout, write_oci_archive
 
 pytestmark = pytest.mark.engine_independent
 
 GUIDES = REPO / "docs" / "how-to"
 RUNNABLE = "<!-- runnable -->"
-BLOCK = re.compile(re.escape(RUNNABLE) + r"\n```(sh|console)\n(.*?)```", re.S)
+MARKER = re.compile(r"<!-- runnable(?:: ([a-z0-9=. -]+?))? -->")
+BLOCK = re.compile(MARKER.pattern + r"\n```(sh|console|python)\n(.*?)```", re.S)
 STEP_TIMEOUT = 120
 
 BENCHMARK = """\
@@ -80,15 +90,32 @@ def gitlab_steps() -> tuple[dict[str, str], list[Step]]:
     return env, steps
 
 
-def runnable_blocks() -> list[tuple[str, str]]:
-    """(guide, script) of each block a guide marks runnable; console blocks give their ``$``
-    lines."""
+@dataclass
+class Block:
+    """A runnable block of a guide: its language, what it needs, and its script (a console
+    block's ``$`` lines)."""
+
+    guide: str
+    line: int
+    kind: str
+    needs: tuple[str, ...]
+    script: str
+
+    @property
+    def name(self) -> str:
+        return f"{self.guide}:{self.line}"
+
+
+def runnable_blocks() -> list[Block]:
     blocks = []
     for guide in sorted(GUIDES.glob("*.md")):
-        for kind, body in BLOCK.findall(guide.read_text()):
+        text = guide.read_text()
+        for found in BLOCK.finditer(text):
+            needs, kind, body = found.groups()
             if kind == "console":
                 body = "\n".join(line[2:] for line in body.splitlines() if line.startswith("$ "))
-            blocks.append((guide.name, body))
+            line = text.count("\n", 0, found.start()) + 1
+            blocks.append(Block(guide.name, line, kind, tuple((needs or "").split()), body))
     return blocks
 
 
@@ -98,9 +125,15 @@ class Outcome:
     output: str
 
 
-def run_steps(steps: list[Step], cwd: Path, env: dict[str, str]) -> Outcome:
+def run_steps(
+    steps: list[Step],
+    cwd: Path,
+    env: dict[str, str],
+    timeout: float = STEP_TIMEOUT,
+    within: tuple[str, ...] = (),
+) -> Outcome:
     """Each step in bash with ``-eo pipefail`` (GitHub's and GitLab's default), skipping the
-    steps after a failure but those that run always."""
+    steps after a failure but those that run always; ``within`` is a command that runs bash."""
     codes: dict[str, int] = {}
     output = []
     failed = False
@@ -108,12 +141,12 @@ def run_steps(steps: list[Step], cwd: Path, env: dict[str, str]) -> Outcome:
         if failed and not step.always:
             continue
         done = subprocess.run(
-            ["bash", "-eo", "pipefail", "-c", step.script],
+            [*within, "bash", "-eo", "pipefail", "-c", step.script],
             cwd=cwd,
             env=env,
             capture_output=True,
             text=True,
-            timeout=STEP_TIMEOUT,
+            timeout=timeout,
         )
         codes[step.name] = done.returncode
         output.append(f"--- {step.name}: exit {done.returncode}\n{done.stdout}{done.stderr}")
@@ -121,9 +154,158 @@ def run_steps(steps: list[Step], cwd: Path, env: dict[str, str]) -> Outcome:
     return Outcome(codes, "\n".join(output))
 
 
+GUIDE_TEMPLATES = """
+[templates."my.bench"]
+description = "The GitHub Actions guide's template: sort n numbers, the time it took (ns) as a latency"
+command = ["python3", "-c", "import json,sys,time; n=int(sys.argv[1]); t=time.perf_counter_ns(); sorted(range(n, 0, -1)); print(json.dumps({'sort': {'latency': {'value': time.perf_counter_ns() - t}}}))", "{n}"]
+timeout = 60
+
+[templates."my.bench".args.n]
+type = "int"
+min = 1
+max = 10000000
+
+[templates."sortlib.bench"]
+description = "The bisect guide's template: the result a commit of the guides' repository keeps in result.json, steady, so that each duet decides at once"
+command = ["sh", "-c", "git -C \\"$1\\" show \\"$2:result.json\\"", "sh", "{repo}", "{commit}"]
+timeout = 60
+
+[templates."sortlib.bench".args.commit]
+type = "string"
+"""  # noqa: E501
+"""Templates the guides name: ``{repo}`` is the bisect guide's repository, built per module."""
+
+SLOWER_AT = 4
+"""The commit of the bisect guide's repository that doubles ``sort``'s latency."""
+
+
+def git(repo: Path, *args: str) -> str:
+    env = {
+        **os.environ,
+        "GIT_AUTHOR_NAME": "t",
+        "GIT_AUTHOR_EMAIL": "t@example.invalid",
+        "GIT_COMMITTER_NAME": "t",
+        "GIT_COMMITTER_EMAIL": "t@example.invalid",
+    }
+    done = subprocess.run(
+        ["git", "-C", str(repo), *args], env=env, capture_output=True, text=True, check=True
+    )
+    return done.stdout.strip()
+
+
+def sortlib(path: Path) -> list[str]:
+    """The bisect guide's repository: v1.4.0, then six commits on main; from the fourth on,
+    ``sort`` takes twice as long."""
+    path.mkdir()
+    git(path, "init", "-q", "-b", "main")
+    commits = []
+    for index in range(7):
+        value = 200 if index >= SLOWER_AT else 100
+        (path / "result.json").write_text(json.dumps({"sort": {"latency": {"value": value}}}))
+        (path / "notes.txt").write_text(f"commit {index}\n")
+        git(path, "add", "result.json", "notes.txt")
+        git(path, "commit", "-q", "-m", f"commit {index}")
+        commits.append(git(path, "rev-parse", "HEAD"))
+        if index == 0:
+            git(path, "tag", "v1.4.0")
+    return commits
+
+
+@dataclass
+class Received:
+    headers: dict[str, str]
+    body: bytes
+
+
+@dataclass
+class Receiver:
+    """A real HTTP server on loopback that records each POST, for the webhooks' guide."""
+
+    received: list[Received] = field(default_factory=list)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    port: int = 0
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/hook"
+
+    def first(self) -> Received | None:
+        with self.lock:
+            return self.received[0] if self.received else None
+
+
 @pytest.fixture(scope="module")
-def server(shared_deployment: Deployment) -> Deployment:
-    return shared_deployment
+def receiver() -> Iterator[Receiver]:
+    found = Receiver()
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+            with found.lock:
+                found.received.append(Received(dict(self.headers.items()), body))
+            self.send_response(200)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+    http = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    found.port = int(http.server_address[1])
+    thread = threading.Thread(target=http.serve_forever, name="guide-receiver", daemon=True)
+    thread.start()
+    try:
+        yield found
+    finally:
+        http.shutdown()
+        http.server_close()
+        thread.join(timeout=10)
+
+
+@dataclass
+class Guides:
+    """The module's server with what the guides' blocks need, made once and shared."""
+
+    server: Deployment
+    repo: Path
+    commits: list[str]
+    receiver: Receiver
+    host: Path
+    """Upper and work directories of the overlay on ``/etc`` that ``host`` blocks write."""
+    runner: RunnerProcess | None = None
+    host_ran: set[str] = field(default_factory=set)
+
+    def start_runner(self) -> None:
+        """One runner process of the specs the guides name, started by the first block that
+        needs it."""
+        if self.runner is None:
+            self.runner = self.server.runner_process("guides", specs=["small", "bench-box"])
+            self.runner.start()
+
+
+@pytest.fixture(scope="module")
+def guides(tmp_path_factory: pytest.TempPathFactory, receiver: Receiver) -> Iterator[Guides]:
+    tmp = tmp_path_factory.mktemp("guides")
+    repo = tmp / "sortlib"
+    commits = sortlib(repo)
+    templates = GUIDE_TEMPLATES.replace("{repo}", str(repo))
+    env = {
+        "BENCHRUNNER_WEBHOOK_ALLOW_PRIVATE": "true",  # the receiver is on loopback
+        "BENCHRUNNER_WEBHOOK_POLL_INTERVAL": "0.5",
+    }
+    db = f"sqlite:///{tmp / 'benchrunner.db'}"
+    with deploy(tmp, db, extra_templates=templates, env=env) as deployment:
+        with deployment.admin() as client:
+            client.create_spec(
+                name="bench-box", architecture="x86_64", cpu=1, memory=1 << 30, disk=1 << 30,
+                network=False,
+            )  # fmt: skip
+        yield Guides(deployment, repo, commits, receiver, tmp / "host")
+
+
+@pytest.fixture(scope="module")
+def server(guides: Guides) -> Deployment:
+    return guides.server
 
 
 @pytest.fixture
@@ -228,29 +410,268 @@ def test_gitlab_ci_job_on_the_default_branch_and_a_merge_request(
     assert names(server, project, "testbeds") == {"ci-gitlab"}
 
 
-def guide_blocks() -> Iterator[Any]:
-    for guide, script in runnable_blocks():
-        yield pytest.param(script, id=guide)
+@dataclass
+class Setting:
+    """What a block runs with: its environment and working directory."""
+
+    guides: Guides
+    env: dict[str, str]
+    cwd: Path
+    expected: list[str] = field(default_factory=list)
+    """What the block's output says when it did what its guide says it does."""
+    within: tuple[str, ...] = ()
+    checks: list[Callable[[], None]] = field(default_factory=list)
+    """What must hold once the block ran (it exited 0)."""
+
+    def cli(self, *args: str) -> str:
+        return cli(*args, env=self.env).stdout
+
+    def cli_json(self, *args: str) -> Any:
+        return json.loads(self.cli(*args, "--json"))
 
 
-@pytest.mark.parametrize("script", list(guide_blocks()))
-def test_runnable_guide_block(server: Deployment, tmp_path: Path, script: str) -> None:
-    project = new_project(server)
-    env = ci_env(server, project, tmp_path)
-    outcome = run_steps([Step("block", script)], tmp_path, env)
-    assert outcome.codes == {"block": 0}, f"{script}\n{outcome.output}"
+def need_runner(setting: Setting) -> None:
+    """A runner process serving the specs (``small``, ``bench-box``) and templates named."""
+    setting.guides.start_runner()
+
+
+def need_ci(setting: Setting) -> None:
+    """What a CI job's environment has: the commit, the pull request's and the run's branch."""
+    setting.env.update(GITHUB_SHA=sha(), GITHUB_HEAD_REF="topic", BENCHRUNNER_BRANCH="main")
+
+
+def need_benchmarks(setting: Setting) -> None:
+    """pytest-benchmark's results of a real benchmark in ``.benchmarks/results.json``."""
+    (setting.cwd / "benchmarks").mkdir()
+    (setting.cwd / "benchmarks" / "test_sort.py").write_text(BENCHMARK)
+    command = [sys.executable, "-m", "pytest", "benchmarks", "--benchmark-only", "-q", "-p",
+               "no:cacheprovider", "--benchmark-json", ".benchmarks/results.json"]  # fmt: skip
+    done = subprocess.run(
+        command, cwd=setting.cwd, env=setting.env, capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def need_alert(setting: Setting) -> None:
+    """A history on main and ci, a threshold, and a report that raised an alert: sets
+    ``$THRESHOLD``, ``$REPORT`` and ``$ALERT``."""
+    project = setting.env["BENCHRUNNER_PROJECT"]
+    with setting.guides.server.admin() as client:
+
+        def run(value: int) -> Any:
+            now = dt.datetime.now(dt.UTC).isoformat()
+            result = {"sort": {"latency": {"value": value}}}
+            body = {"project": project, "branch": "main", "testbed": "ci", "start_time": now,
+                    "end_time": now, "settings": {"adapter": "json"},
+                    "results": [json.dumps(result)]}  # fmt: skip
+            return client.run(body)
+
+        run(100)
+        run(102)
+        model = {"test": "percentage", "upper_boundary": 0.1, "min_sample_size": 2}
+        threshold = client.create_threshold(
+            project, branch="main", testbed="ci", measure="latency", model=model
+        )
+        report = run(150)
+        (alert,) = client.list_alerts(project, report=report["uuid"])
+    setting.env.update(THRESHOLD=threshold["uuid"], REPORT=report["uuid"], ALERT=alert["uuid"])
+
+
+def need_webhook(setting: Setting) -> None:
+    """A webhook of the project, to the test's receiver: sets ``$WEBHOOK``."""
+    hook = setting.cli_json("webhook", "create", setting.guides.receiver.url)
+    setting.env["WEBHOOK"] = hook["uuid"]
+
+
+def need_image(setting: Setting) -> None:
+    """An image ``./my-bench-oci`` (an OCI layout) and ``./image.tar`` (an OCI archive), each
+    tagged v1."""
+    layout = write_layout(setting.cwd / "my-bench-oci", [busybox_image()], tag="v1")
+    write_oci_archive(layout, setting.cwd / "image.tar")
+
+
+def need_registry(setting: Setting) -> None:
+    """``$REGISTRY``: the server's host and port, as registry clients name it."""
+    setting.env["REGISTRY"] = setting.guides.server.server.url.removeprefix("http://")
+
+
+def need_repo(setting: Setting) -> None:
+    """The block runs in the bisect guide's repository (see ``sortlib``)."""
+    setting.cwd = setting.guides.repo
+
+
+def need_culprit(setting: Setting) -> None:
+    """The block's output names the commit of the bisect guide's repository that made
+    ``sort`` slower."""
+    setting.expected.append(f"first bad commit {setting.guides.commits[SLOWER_AT]}")
+
+
+def need_host(setting: Setting) -> None:
+    """The block changes the machine it runs on, as root, from a checkout: it runs in a mount
+    namespace of its own where ``/etc`` is an overlay whose changes go to the module's
+    directory, so the test machine's ``/etc`` is left as it was. ``$EDITOR`` keeps the
+    example files as they are."""
+    upper, work = setting.guides.host / "upper", setting.guides.host / "work"
+    upper.mkdir(parents=True, exist_ok=True)
+    work.mkdir(exist_ok=True)
+    mount = 'mount -t overlay overlay -o "lowerdir=/etc,upperdir=$1,workdir=$2" /etc'
+    namespace = ("unshare", "--mount", "--propagation", "private")
+    setting.within = (*namespace, "sh", "-c", f'{mount} && shift 2 && exec "$@"', "sh")
+    setting.within += (str(upper), str(work))
+    setting.cwd = REPO
+    setting.env["EDITOR"] = "true"
+
+
+def need_previous_report(setting: Setting) -> None:
+    """Reports on main of the bisect guide's repository up to ``HEAD~3`` (the guide's
+    ``$PREV``), and a threshold of ``sort`` whose alerts start a bisection by themselves: the
+    block's run at ``HEAD`` alerts, and its bisection must name the commit that did it."""
+    project = setting.env["BENCHRUNNER_PROJECT"]
+    commits = setting.guides.commits
+    with setting.guides.server.admin() as client:
+        for commit in commits[-5:-3]:
+            now = dt.datetime.now(dt.UTC).isoformat()
+            result = git(setting.guides.repo, "show", f"{commit}:result.json")
+            body = {"project": project, "branch": "main", "testbed": "localhost",
+                    "hash": commit, "start_time": now, "end_time": now,
+                    "settings": {"adapter": "json"}, "results": [result]}  # fmt: skip
+            client.run(body)
+        model = {"test": "percentage", "upper_boundary": 0.1, "min_sample_size": 2}
+        client.create_threshold(
+            project, branch="main", testbed="localhost", measure="latency", model=model,
+            bisect=True,
+        )  # fmt: skip
+
+    def bisected() -> Any:
+        """The bisection of the threshold's alert, once it ended (the bisection's own duets
+        may raise duet alerts besides)."""
+        with setting.guides.server.admin() as client:
+            (alert,) = [a for a in client.list_alerts(project) if a["kind"] != "duet"]
+            found = client.get_alert(project, alert["uuid"])
+        bisection = found.get("bisection") or {}
+        return bisection if bisection.get("state") not in (None, "pending", "running") else None
+
+    def named_the_culprit() -> None:
+        bisection = wait_until(bisected, timeout=120, interval=0.5, message="the bisection")
+        assert bisection["state"] == "done", bisection
+        assert bisection["result"]["culprit"]["commit"] == commits[SLOWER_AT], bisection
+
+    setting.checks.append(named_the_culprit)
+
+
+NEEDS: dict[str, Callable[[Setting], None]] = {
+    "previous-report": need_previous_report,
+    "host": need_host,
+    "runner": need_runner,
+    "ci": need_ci,
+    "benchmarks": need_benchmarks,
+    "alert": need_alert,
+    "webhook": need_webhook,
+    "image": need_image,
+    "registry": need_registry,
+    "repo": need_repo,
+    "culprit": need_culprit,
+}
+"""What a runnable block may need, by the name its marker gives; ``project=NAME`` runs it in
+the project NAME (created when missing) instead of a new one."""
+
+
+def prepare(guides: Guides, needs: tuple[str, ...], tmp: Path) -> Setting:
+    project = new_project(guides.server)
+    for need in needs:
+        if need.startswith("project="):
+            project = need.removeprefix("project=")
+            with guides.server.http() as http:
+                made = http.post(
+                    f"/v0/organizations/{guides.server.org}/projects",
+                    json={"name": project, "slug": project, "visibility": "public"},
+                )
+            assert made.status_code in (201, 409), made.text
+    setting = Setting(guides, ci_env(guides.server, project, tmp), tmp)
+    for need in needs:
+        if not need.startswith("project="):
+            NEEDS[need](setting)
+    return setting
+
+
+BLOCK_TIMEOUT = 300
+"""Seconds a block may take: the bisect and calibration blocks wait for a runner's jobs."""
+
+
+def shell_blocks() -> Iterator[Any]:
+    for block in runnable_blocks():
+        if block.kind != "python":
+            yield pytest.param(block, id=block.name)
+
+
+def run_block(guides: Guides, tmp: Path, block: Block) -> tuple[Setting, Outcome]:
+    """Run a block as its guide's reader would: after the guide's earlier ``host`` blocks,
+    whose changes it builds on."""
+    if "host" in block.needs:
+        for earlier in runnable_blocks():
+            same = earlier.guide == block.guide and "host" in earlier.needs
+            if same and earlier.line < block.line and earlier.name not in guides.host_ran:
+                ran = earlier.name
+                _, outcome = run_block(guides, tmp / ran.replace(":", "-"), earlier)
+                assert outcome.codes == {"block": 0}, f"{ran}: {earlier.script}\n{outcome.output}"
+        guides.host_ran.add(block.name)
+    tmp.mkdir(exist_ok=True)
+    setting = prepare(guides, block.needs, tmp)
+    step = Step("block", block.script)
+    within = setting.within
+    return setting, run_steps([step], setting.cwd, setting.env, BLOCK_TIMEOUT, within)
+
+
+@pytest.mark.parametrize("block", list(shell_blocks()))
+def test_runnable_guide_block(guides: Guides, tmp_path: Path, block: Block) -> None:
+    setting, outcome = run_block(guides, tmp_path, block)
+    assert outcome.codes == {"block": 0}, f"{block.script}\n{outcome.output}"
+    for expected in setting.expected:
+        assert expected in outcome.output, f"{block.script}\n{outcome.output}"
+    for check in setting.checks:
+        check()
+
+
+def test_the_guides_receiver_code_verifies_a_real_delivery(guides: Guides, tmp_path: Path) -> None:
+    """The webhooks guide's ``verified`` accepts the signature of a delivery the server sent,
+    and refuses it over a body changed by one byte."""
+    (block,) = [b for b in runnable_blocks() if b.kind == "python"]
+    assert block.needs == ("receiver",)
+    namespace: dict[str, Any] = {}
+    exec(compile(block.script, block.name, "exec"), namespace)  # noqa: S102 (the guide's own code)
+    verified: Callable[[str, bytes, str], bool] = namespace["verified"]
+
+    setting = prepare(guides, (), tmp_path)
+    secret = secrets.token_urlsafe(24)
+    setting.cli("webhook", "create", guides.receiver.url, "--event", "alert.raised",
+                "--secret", secret)  # fmt: skip
+    need_alert(setting)
+    sent = wait_until(guides.receiver.first, timeout=60, message="the alert's delivery")
+    signature = sent.headers["X-Benchrunner-Signature"]
+    assert verified(secret, sent.body, signature)
+    assert not verified(secret, sent.body.replace(b"}", b" }", 1), signature)
+    assert not verified("another secret of its own", sent.body, signature)
 
 
 def test_every_command_block_of_a_guide_is_run_or_says_why_not() -> None:
     """A guide's shell block is run by the test above, or says why it cannot be: none is left
-    out silently."""
+    out silently; a block needs only what the test provides."""
     unaccounted = []
     for guide in sorted(GUIDES.glob("*.md")):
         lines = guide.read_text().splitlines()
         for number, line in enumerate(lines, 1):
             if line in ("```sh", "```console"):
                 before = lines[number - 2] if number > 1 else ""
-                if before != RUNNABLE and not before.startswith("<!-- not run: "):
+                if not MARKER.fullmatch(before) and not before.startswith("<!-- not run: "):
                     unaccounted.append(f"{guide.name}:{number}")
     assert not unaccounted, f"mark {RUNNABLE} or <!-- not run: why -->: {unaccounted}"
-    assert len(runnable_blocks()) >= 2, "the guides' runnable blocks are no longer found"
+    blocks = runnable_blocks()
+    assert len(blocks) >= 2, "the guides' runnable blocks are no longer found"
+    known = {*NEEDS, "receiver"}
+    unknown = [
+        (block.name, need)
+        for block in blocks
+        for need in block.needs
+        if need not in known and not need.startswith("project=")
+    ]
+    assert not unknown, f"needs the test does not provide: {unknown}"
