@@ -12,6 +12,7 @@ from types import SimpleNamespace
 
 from starlette.datastructures import QueryParams
 
+from benchrunner.server.console.nav import nav_for
 from benchrunner.server.console.pages.perf import PerfPage
 from benchrunner.server.console.perf_chart import (
     TABLE_ROWS,
@@ -75,7 +76,7 @@ def _page(points: int, alerted: int) -> str:
     return environment.get_template("perf.html").render(
         request=None,
         viewer=SimpleNamespace(signed_in=False),
-        nav=[],
+        nav=nav_for("/console/projects/bench/perf"),
         csrf_token="",
         csrf_input="",
         static=lambda path: f"/static/{path}",

@@ -20,7 +20,7 @@ from markupsafe import Markup
 
 from benchrunner import __version__
 from benchrunner.server.console import csrf
-from benchrunner.server.console.nav import NAV, section_of
+from benchrunner.server.console.nav import nav_for
 from benchrunner.server.console.viewer import Viewer
 
 STATIC_PREFIX = "/console/static"
@@ -96,12 +96,11 @@ def render(
     """The page ``template`` rendered for ``viewer``."""
     ctx = request.app.state.ctx
     token = csrf.token_for(request, ctx.secret_key)
-    section = section_of(request.url.path)
     html = environment.get_template(template).render(
         {
             "request": request,
             "viewer": viewer,
-            "nav": [(link, link.section == section) for link in NAV],
+            "nav": nav_for(request.url.path),
             "now": ctx.clock.now(),
             "csrf_token": token,
             "csrf_input": Markup('<input type="hidden" name="{}" value="{}">').format(
