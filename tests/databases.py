@@ -69,9 +69,7 @@ def postgres_database() -> Iterator[str]:
         )
     finally:
         with psycopg.connect(POSTGRES_ADMIN_URL, autocommit=True) as admin:
-            admin.execute(
-                sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
-            )
+            admin.execute(DROP.format(sql.Identifier(name)))
 
 
 @contextlib.contextmanager
@@ -104,9 +102,7 @@ def with_schema(url: str) -> None:
     if _has_schema(url):
         return
     with psycopg.connect(POSTGRES_ADMIN_URL, autocommit=True) as admin:
-        admin.execute(
-            sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
-        )
+        admin.execute(DROP.format(sql.Identifier(name)))
         _create_from(admin, name, _postgres_template())
 
 
@@ -168,6 +164,4 @@ def _drop_postgres(name: str) -> None:
         contextlib.suppress(psycopg.Error),
         psycopg.connect(POSTGRES_ADMIN_URL, autocommit=True) as admin,
     ):
-        admin.execute(
-            sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
-        )
+        admin.execute(DROP.format(sql.Identifier(name)))

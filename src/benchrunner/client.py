@@ -857,6 +857,29 @@ class BenchrunnerClient:
                 raise JobWaitTimeout(f"job {job} is still {status} after {timeout:g} s", current)
             time.sleep(min(poll_interval, remaining))
 
+    def wait_for_confirmations(
+        self,
+        project: str,
+        report: str,
+        timeout: float,
+        on_wait: Callable[[int], None] | None = None,
+        *,
+        poll_interval: float = 0.5,
+    ) -> JsonObject:
+        """The report once none of its alerts is held back for confirmation runs (status
+        ``pending``), or as it stands when ``timeout`` seconds pass first; ``on_wait`` is
+        called with the number still held back before each wait."""
+        deadline = time.monotonic() + timeout
+        while True:
+            current = self.get_report(project, report)
+            held = sum(1 for a in current.get("alerts") or [] if a.get("status") == "pending")
+            remaining = deadline - time.monotonic()
+            if not held or remaining <= 0:
+                return current
+            if on_wait is not None:
+                on_wait(held)
+            time.sleep(min(poll_interval, remaining))
+
 
 def server_sent_events(lines: Iterable[str]) -> Iterator[JsonObject]:
     """Events of a ``text/event-stream`` whose data is JSON: each as its data object with

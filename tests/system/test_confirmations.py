@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from benchrunner.client import PerfQuery
-from tests.harness import Deployment, deploy, wait_until
+from tests.harness import Deployment, cli, deploy, wait_until
 
 T0 = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
 
@@ -192,6 +192,20 @@ def test_a_crossing_alerts_only_when_its_confirmation_runs_agree(tmp_path: Path)
         reports = [m["report"] for m in series["metrics"]]
         assert len(reports) == 7 and len(set(reports)) == 7
         assert reports[-3:] == [blip["uuid"], step["uuid"], unmeasured["uuid"]]
+
+        # A CI step (`run --wait --err`) waits for the re-runs and fails on a confirmed step,
+        # though its job was processed while the alert was still held back.
+        values.write_text("300\n300\n300\n")
+        ci_step = cli(
+            *("run", "--wait", "--err", "--spec", deployment.spec, "--adapter", "json"),
+            *("--branch", "main", "--testbed", "ci", "--template", "bench.queued_value"),
+            *("--arg", f"file={values}"),
+            env=deployment.cli_env(tmp_path),
+            check=False,
+        )
+        assert ci_step.returncode == 1, ci_step.stdout + ci_step.stderr
+        assert "1 alert detected" in ci_step.stderr, ci_step.stderr
+        assert values.read_text() == ""  # both re-runs ran before the step ended
 
 
 def test_a_samples_answer_of_unknown_is_settled_by_the_reruns_samples(tmp_path: Path) -> None:

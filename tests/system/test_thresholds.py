@@ -287,12 +287,18 @@ def test_versions_context_start_points_and_fold(api: Api) -> None:
     api.run(latency(b=100), thresholds={"models": {"latency": LATENCY_10PCT}})
     for _ in range(3):
         api.run(latency(b=100))
+    [main_threshold] = api.get("/thresholds", branch="main")
+    confirming = api.http.put(  # the clone keeps its confirmation runs too
+        f"{api.project}/thresholds/{main_threshold['uuid']}", json={**LATENCY_10PCT, "confirm": 2}
+    )
+    assert confirming.status_code == 200, confirming.text
     start = {"branch": "main", "clone_thresholds": True}
     branched = api.run(latency(b=150), branch="pr-1", start_point=start)
     main_uuid = api.get("/branches/main")["uuid"]
     assert branched["branch"]["head"]["start_point"]["branch"] == main_uuid
     assert [a["limit"] for a in branched["alerts"]] == ["upper"]
-    assert len(api.get("/thresholds", branch="pr-1")) == 1
+    [cloned] = api.get("/thresholds", branch="pr-1")
+    assert cloned["confirm"] == 2
     # reset: the branch's history starts over (nothing inherited, nothing of its own).
     fresh = api.run(latency(b=150), branch="pr-1", start_point={"reset": True})
     assert measures_of(fresh, "b")["latency"]["boundary"] == UNDRAWN

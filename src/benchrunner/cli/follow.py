@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -17,13 +18,18 @@ CLI also exits 1 for ``--err`` ("Alerts detected"), so CI scripts written for it
 EXIT_INTERRUPTED = 130
 
 
+def held_back(report: Mapping[str, Any]) -> int:
+    """The report's alerts held back while confirmation runs re-measure (status ``pending``)."""
+    return sum(1 for a in report.get("alerts") or [] if a.get("status") == "pending")
+
+
 def report_failure(report: Mapping[str, Any], *, err: bool) -> str | None:
     """Why a finished run should fail its CI step: the report's error (an adapter that could
-    not read the output), or with ``err`` its active alerts (a duet's included); None when it
-    passes."""
+    not read the output), or with ``err`` its active alerts (a duet's included) and those
+    still held back for confirmation runs, which may be regressions; None when it passes."""
     if report.get("error"):
         return f"report {report.get('uuid')} has an error: {report['error']}"
-    alerts = len(active_alerts(report)) + duet_alerts(report)
+    alerts = len(active_alerts(report)) + duet_alerts(report) + held_back(report)
     if err and alerts:
         return f"{count_text(alerts)} detected in report {report.get('uuid')} (--err)"
     return None
@@ -45,6 +51,7 @@ def follow_job(
     Raises ``JobWaitTimeout`` after ``timeout`` seconds and ``ApiError`` if a read fails.
     """
     console = output.err()
+    deadline = time.monotonic() + timeout
     printed = 0
 
     def on_status(current: JsonObject) -> None:
@@ -64,8 +71,16 @@ def follow_job(
         )
         return EXIT_INTERRUPTED
 
-    report = client.get_report(project, final["report"])
     processed = final.get("status") == "processed"
+    with console.status(f"job {job}: {final.get('status')}") as status:
+
+        def on_wait(held: int) -> None:
+            status.update(f"job {job}: {count_text(held)} waiting for confirmation runs")
+
+        # An alert held back for confirmation runs is decided after its job is processed.
+        report = client.wait_for_confirmations(
+            project, final["report"], max(0.0, deadline - time.monotonic()), on_wait
+        )
     if as_json:
         output.print_json({"job": final, "report": report})
     else:

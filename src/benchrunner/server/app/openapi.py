@@ -92,7 +92,8 @@ HANDLER_ERRORS: dict[str, frozenset[int]] = {
     "POST /v0/projects/{project}/thresholds": frozenset({403, 404, 409}),  # 404: a name in it
     "PUT /v0/projects/{project}/thresholds/{threshold}": frozenset({403}),
     "DELETE /v0/projects/{project}/thresholds/{threshold}": frozenset({403}),
-    "PATCH /v0/projects/{project}/alerts/{alert}": frozenset({403}),
+    # 409: an alert held back while its confirmation runs re-measure
+    "PATCH /v0/projects/{project}/alerts/{alert}": frozenset({403, 409}),
     "POST /v0/projects/{project}/baselines": frozenset({403}),
     # 403: every webhook route is for those who may write to the project, reads included
     "POST /v0/projects/{project}/webhooks": frozenset({403}),

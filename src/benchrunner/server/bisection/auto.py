@@ -157,7 +157,7 @@ def start_for_alert(
     """Start the pending alert's bisection (its id), or mark the alert skipped with why (None);
     ``ApiError`` 429 when its organization's queue is full (the alert stays pending)."""
     (row,) = alerts.alerts_by_ids(conn, [alert_id]) or [None]
-    if row is None:
+    if row is None or not alerts.alert_claim_bisect(conn, alert_id):
         return None
     try:
         return _start(conn, row, now, settings, templates)
@@ -229,7 +229,6 @@ def _start(
                 status=rows.SKIPPED,
                 reason=f"no image {recipe.image.replace(COMMIT, commit)!r} in the registry",
             )  # fmt: skip
-    alerts.alert_set_bisect(conn, int(row.id), "started", None)
     return bisection_id
 
 
@@ -241,6 +240,14 @@ def _organization_of(conn: Connection, project_id: int) -> int:
     )
 
 
+def _organization_of_alert(conn: Connection, alert_id: int) -> int:
+    (row,) = alerts.alerts_by_ids(conn, [alert_id])
+    project_id = conn.execute(
+        sa.select(report.c.project_id).where(report.c.uuid == row.metric_report_uuid)
+    ).scalar_one()
+    return _organization_of(conn, int(project_id))
+
+
 def start_pending(
     conn: Connection,
     now: dt.datetime,
@@ -249,14 +256,19 @@ def start_pending(
     templates: TemplateRegistry,
 ) -> list[int]:
     """Start the bisections of the pending alerts (a batch of them, oldest first): the ids
-    started. A full queue stops the batch; its alerts stay pending."""
+    started. An organization whose queue is full keeps its alerts pending; the others' start."""
     started: list[int] = []
+    full: set[int] = set()
     for alert_id in alerts.alerts_bisect_due(conn, LOOK_BATCH):
+        organization = _organization_of_alert(conn, alert_id)
+        if organization in full:
+            continue
         try:
             with conn.begin_nested():
                 made = start_for_alert(conn, alert_id, now, settings=settings, templates=templates)
         except ApiError:
-            break
+            full.add(organization)
+            continue
         except Exception:  # a bug here must not hold back every later alert, nor the moves
             log.exception("starting alert %s's bisection failed", alert_id)
             alerts.alert_set_bisect(

@@ -11,6 +11,7 @@ from typing import Any
 from pydantic import ValidationError
 from sqlalchemy.engine import Connection
 
+from benchrunner.server.bisection.auto import DEFAULTS as SEARCH_DEFAULTS
 from benchrunner.server.routes.bisections import BisectionCreate
 from benchrunner.server.store import reports
 
@@ -31,7 +32,12 @@ FIELDS = (
     "margin",
     "job_budget",
 )
-DEFAULTS = {"how": "template", "adapter": "magic", "margin": "0.02", "job_budget": "40"}
+DEFAULTS = {
+    "how": "template",
+    "adapter": "magic",
+    "margin": str(SEARCH_DEFAULTS["margin"]),
+    "job_budget": str(SEARCH_DEFAULTS["job_budget"]),
+}
 _FIELD_OF_LOCATION = {"benchmarks": "benchmark", "candidates": "candidates"}
 
 

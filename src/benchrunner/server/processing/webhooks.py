@@ -43,8 +43,8 @@ EVENTS = ("alert.raised", "alert.confirmed", "alert.dismissed", "alert.triaged",
 """The event names a webhook may ask for: ``alert.bisected`` when a bisection started from
 the alert ends (docs/how-to/bisect.md), with the alert's ``bisection`` in its body."""
 DELIVERED_TODAY = ("alert.raised", "alert.dismissed", "alert.triaged", "alert.bisected")
-"""Those the server emits now; ``alert.confirmed`` is accepted so that a webhook registered today
-receives it once confirmation runs emit it."""
+"""Those the server emits; ``alert.confirmed`` is accepted and reserved: an alert its
+confirmation runs raise arrives as ``alert.raised``, its ``confirmation`` in the body."""
 
 SIGNATURE_HEADER = "X-Benchrunner-Signature"
 TIMESTAMP_HEADER = "X-Benchrunner-Timestamp"
@@ -199,6 +199,14 @@ def emit_alert_event(
 
         queued += webhooks.outbox_add(conn, owner.id, event, render, now)
     return queued
+
+
+HELD_BACK = (
+    "the alert is held back while its confirmation runs re-measure; it can be changed once "
+    "they have decided it (docs/how-to/thresholds-alerts.md)"
+)
+"""Why a held-back alert (status ``pending``) refuses a change of status or verdict: its
+confirmation decides it, and webhooks have not been told of it yet."""
 
 
 def set_alert_status(

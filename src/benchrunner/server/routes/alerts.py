@@ -14,8 +14,12 @@ from sqlalchemy.engine import Connection
 from benchrunner.server.access import project_access
 from benchrunner.server.bisection.views import bisection_summary
 from benchrunner.server.http.bodies import ApiBody
-from benchrunner.server.http.errors import not_found, unauthorized
-from benchrunner.server.processing.webhooks import set_alert_status, set_alert_verdict
+from benchrunner.server.http.errors import conflict, not_found, unauthorized
+from benchrunner.server.processing.webhooks import (
+    HELD_BACK,
+    set_alert_status,
+    set_alert_verdict,
+)
 from benchrunner.server.routes.deps import Ctx, MaybeUser, Page
 from benchrunner.server.routes.dimensions import optional_id, report_in_project
 from benchrunner.server.store import alerts, confirmations
@@ -138,6 +142,9 @@ async def update_alert(
     def unit(conn: Connection) -> dict[str, Any]:
         row = project_access(conn, user, project, write=True)
         found = _alert(conn, row.id, alert)
+        changes = body.status is not None or "verdict" in body.model_fields_set
+        if changes and found.status == "pending":
+            raise conflict(HELD_BACK)
         if body.status is not None and body.status != found.status:
             set_alert_status(conn, found.id, body.status, ctx.clock.now())
         if "verdict" in body.model_fields_set:

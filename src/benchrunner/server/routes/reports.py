@@ -11,12 +11,11 @@ from pydantic import ConfigDict, Field
 from sqlalchemy.engine import Connection
 
 from benchrunner.server.access import project_access
-from benchrunner.server.bisection.jobs import COMMIT
 from benchrunner.server.http.bodies import ApiBody
-from benchrunner.server.http.errors import bad_request, not_found
+from benchrunner.server.http.errors import not_found
 from benchrunner.server.routes.deps import Ctx, Life, MaybeUser
 from benchrunner.server.store import alerts, reports
-from benchrunner.server.submission.body import MAX_BISECT_RANGE, BisectCommit
+from benchrunner.server.submission.body import MAX_BISECT_RANGE, BisectCommit, BisectImage
 from benchrunner.server.views.resources import full_report_view
 from benchrunner.server.views.samples import report_samples, with_samples
 
@@ -61,8 +60,8 @@ class ReportUpdate(ApiBody):
         description="the commits after the previous report's hash up to this one's, oldest "
         "first: `git rev-list --reverse --first-parent PREV..HASH`",
     )
-    bisect_image: str | None = Field(
-        default=None, max_length=512, description="a tag holding {commit}, e.g. sortlib:{commit}"
+    bisect_image: BisectImage | None = Field(
+        default=None, description="a tag holding {commit}, e.g. sortlib:{commit}"
     )
 
 
@@ -72,8 +71,6 @@ async def update_report(
 ) -> dict[str, Any]:
     """Give the report what a bisection of its alerts needs (docs/how-to/bisect.md): its
     alerts whose bisect threshold's bisection could not start are asked for again."""
-    if body.bisect_image is not None and COMMIT not in body.bisect_image.rpartition(":")[2]:
-        raise bad_request("bisect_image: its tag must hold {commit}, e.g. sortlib:{commit}")
 
     def unit(conn: Connection) -> tuple[dict[str, Any], bool]:
         row = project_access(conn, user, project, write=True)

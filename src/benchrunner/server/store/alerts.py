@@ -360,6 +360,8 @@ def alert_get(conn: Connection, project_id: int, ref: str) -> Any | None:
 _SET_STATUS = (
     alert.update()
     .where(alert.c.id == sa.bindparam("alert_id"))
+    # A held-back alert is decided by its confirmation runs alone (confirmations.alert_decide).
+    .where(alert.c.status != "pending")
     .values(status=sa.bindparam("status"), modified=sa.bindparam("now"))
 )
 
@@ -617,6 +619,17 @@ def alerts_bisect_due(conn: Connection, limit: int) -> list[int]:
         sa.select(alert.c.id).where(alert.c.bisect == "pending").order_by(alert.c.id).limit(limit)
     )
     return list(conn.execute(statement).scalars())
+
+
+def alert_claim_bisect(conn: Connection, alert_id: int) -> bool:
+    """Mark the alert's pending bisection started; False when another replica's driver (or an
+    earlier look) took it first."""
+    claimed = conn.execute(
+        alert.update()
+        .where(alert.c.id == alert_id, alert.c.bisect == "pending")
+        .values(bisect="started", bisect_reason=None)
+    )
+    return claimed.rowcount == 1
 
 
 def alert_set_bisect(

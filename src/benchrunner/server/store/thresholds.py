@@ -289,6 +289,7 @@ _CLONE_SOURCE = (
         threshold.c.measure_id,
         threshold.c.benchmark_id,
         threshold.c.alert_when_noisy,
+        threshold.c.confirm,
         threshold.c.bisect,
         *(c for c in model.c if c.name not in ("id", "uuid", "threshold_id", "created")),
     )
@@ -313,6 +314,7 @@ def thresholds_clone(
                 model_of(row),
                 now,
                 alert_when_noisy=row.alert_when_noisy,
+                confirm=row.confirm,
                 bisect=row.bisect,
             )
 

@@ -24,13 +24,21 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Annotated, Literal
 
-from pydantic import AwareDatetime, ConfigDict, Field, StringConstraints, field_validator
+from pydantic import (
+    AfterValidator,
+    AwareDatetime,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    field_validator,
+)
 
 from benchrunner.adapters.values import MAX_MEASURE_NAME
 from benchrunner.core.image_refs import ImageRef
 from benchrunner.core.versions import is_git_hash
 from benchrunner.detection.models import Model
 from benchrunner.protocol import MAX_ITER, MAX_TIMEOUT
+from benchrunner.server.bisection.jobs import COMMIT
 from benchrunner.server.http.bodies import ApiBody
 from benchrunner.server.http.errors import bad_request
 from benchrunner.server.http.model_bodies import (
@@ -113,6 +121,16 @@ argument, where it would read as an option)."""
 MAX_BISECT_RANGE = 4096
 
 
+def _holds_commit(image: str) -> str:
+    if COMMIT not in image.rpartition(":")[2]:
+        raise ValueError("its tag must hold {commit}, e.g. sortlib:{commit}")
+    return image
+
+
+BisectImage = Annotated[str, StringConstraints(max_length=512), AfterValidator(_holds_commit)]
+"""A tag of the project's registry holding ``{commit}``: how a bisection runs each commit."""
+
+
 class RunBody(ApiBody):
     ADAPTER_INPUT = frozenset({"results"})
 
@@ -139,8 +157,8 @@ class RunBody(ApiBody):
     bisect_range: list[BisectCommit] | None = Field(default=None, max_length=MAX_BISECT_RANGE)
     """The commits after the previous report's hash up to this one's, oldest first
     (docs/how-to/bisect.md)."""
-    bisect_image: str | None = Field(default=None, max_length=512)
-    """A tag of the project's registry holding ``{commit}``: how a bisection runs each."""
+    bisect_image: BisectImage | None = None
+    """How a bisection runs each commit (docs/how-to/bisect.md)."""
     spec_reset: bool | None = None
     """Bencher clears the testbed's current spec, which its next image job naming no spec
     would otherwise take. A testbed here keeps no spec (a job takes the spec it names, else the

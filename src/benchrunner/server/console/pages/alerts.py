@@ -30,8 +30,12 @@ from benchrunner.server.console.viewer import (
     visible_project,
     writable_project,
 )
-from benchrunner.server.http.errors import not_found
-from benchrunner.server.processing.webhooks import set_alert_status, set_alert_verdict
+from benchrunner.server.http.errors import conflict, not_found
+from benchrunner.server.processing.webhooks import (
+    HELD_BACK,
+    set_alert_status,
+    set_alert_verdict,
+)
 from benchrunner.server.routes.deps import MAX_PAGE, Ctx
 from benchrunner.server.routes.dimensions import report_in_project
 from benchrunner.server.store import alerts, runners
@@ -220,6 +224,8 @@ def _set_verdict(
     project = writable_project(conn, viewer, ref)
     found = _alert_or_404(conn, project, alert_ref)
     assert viewer.user is not None  # writable_project refuses anonymous viewers
+    if found.status == "pending":
+        raise conflict(HELD_BACK)
     set_alert_verdict(conn, found.id, verdict, viewer.user.id, now)
     return project, found.uuid
 
@@ -253,6 +259,8 @@ def _set_status(
 ) -> tuple[ProjectRow, uuid.UUID]:
     project = writable_project(conn, viewer, ref)
     found = _alert_or_404(conn, project, alert_ref)
+    if found.status == "pending":
+        raise conflict(HELD_BACK)
     if found.status != status:
         set_alert_status(conn, found.id, status, now)
     return project, found.uuid
