@@ -27,7 +27,15 @@ import httpx
 import pytest
 import yaml
 
-from tests.harness import REPO, Deployment, RunnerProcess, cli, deploy, wait_until
+from tests.harness import (
+    REPO,
+    Deployment,
+    RunnerProcess,
+    ServerProcess,
+    cli,
+    deploy,
+    wait_until,
+)
 from tests.oci_layout import busybox_image, write_layout, write_oci_archive
 
 pytestmark = pytest.mark.engine_independent
@@ -422,6 +430,8 @@ class Setting:
     within: tuple[str, ...] = ()
     checks: list[Callable[[], None]] = field(default_factory=list)
     """What must hold once the block ran (it exited 0)."""
+    cleanups: list[Callable[[], None]] = field(default_factory=list)
+    """What undoes, after the block whatever it did, what it made outside the test's files."""
 
     def cli(self, *args: str) -> str:
         return cli(*args, env=self.env).stdout
@@ -559,7 +569,67 @@ def need_previous_report(setting: Setting) -> None:
     setting.checks.append(named_the_culprit)
 
 
+def postgres(*args: str, query: str | None = None) -> str:
+    """A PostgreSQL client program run as the ``postgres`` OS user, as the deploy guide does;
+    ``query`` goes to its standard input (where psql substitutes ``:'name'``)."""
+    done = subprocess.run(
+        ["sudo", "-u", "postgres", *args], input=query, capture_output=True, text=True, check=True
+    )
+    return done.stdout.strip()
+
+
+DEPLOY_DATABASE = "benchrunner"
+"""The role and database the deploy guide creates."""
+
+
+def need_postgres(setting: Setting) -> None:
+    """The distribution's PostgreSQL cluster on this machine, its ``postgres`` OS user and its
+    Unix socket, where the deploy guide's role and database do not exist yet; the block must
+    make the database owned by the role, and both are dropped afterwards."""
+    query = "SELECT rolname FROM pg_roles WHERE rolname = :'name'"
+    existing = postgres("psql", "-XAt", "-v", f"name={DEPLOY_DATABASE}", query=query)
+    assert not existing, f"the role {DEPLOY_DATABASE} exists already on this machine's cluster"
+
+    def dropped() -> None:
+        postgres("dropdb", "--if-exists", DEPLOY_DATABASE)
+        postgres("dropuser", "--if-exists", DEPLOY_DATABASE)
+
+    def owned_by_the_role() -> None:
+        query = "SELECT pg_get_userbyid(datdba) FROM pg_database WHERE datname = :'name'"
+        owner = postgres("psql", "-XAt", "-v", f"name={DEPLOY_DATABASE}", query=query)
+        assert owner == DEPLOY_DATABASE, owner
+
+    setting.cleanups.append(dropped)
+    setting.checks.append(owned_by_the_role)
+
+
+def need_fresh_server(setting: Setting) -> None:
+    """A server of its own with nothing but its admin, as the deploy guide's is before its
+    first spec: ``BENCHRUNNER_HOST`` and ``BENCHRUNNER_TOKEN`` are its, as the guide's reader
+    sets them; the block must register the runner ``bench-01`` of the spec ``small``."""
+    home = setting.cwd / "fresh-server"
+    home.mkdir()
+    templates = home / "templates.toml"
+    templates.write_text("")
+    server = ServerProcess(home / "data", templates, f"sqlite:///{home / 'benchrunner.db'}")
+    server.data_dir.mkdir()
+    setting.cleanups.append(server.kill)
+    server.start()
+    setting.env.update(BENCHRUNNER_HOST=server.url, BENCHRUNNER_TOKEN=server.token)
+
+    def registered() -> None:
+        with server.client() as client:
+            runners = client.list_runners()
+        assert [(r["name"], [s["name"] for s in r["specs"]]) for r in runners] == [
+            ("bench-01", ["small"])
+        ], runners
+
+    setting.checks.append(registered)
+
+
 NEEDS: dict[str, Callable[[Setting], None]] = {
+    "postgres": need_postgres,
+    "fresh-server": need_fresh_server,
     "previous-report": need_previous_report,
     "host": need_host,
     "runner": need_runner,
@@ -612,7 +682,8 @@ def run_block(guides: Guides, tmp: Path, block: Block) -> tuple[Setting, Outcome
             same = earlier.guide == block.guide and "host" in earlier.needs
             if same and earlier.line < block.line and earlier.name not in guides.host_ran:
                 ran = earlier.name
-                _, outcome = run_block(guides, tmp / ran.replace(":", "-"), earlier)
+                setting, outcome = run_block(guides, tmp / ran.replace(":", "-"), earlier)
+                undo(setting)
                 assert outcome.codes == {"block": 0}, f"{ran}: {earlier.script}\n{outcome.output}"
         guides.host_ran.add(block.name)
     tmp.mkdir(exist_ok=True)
@@ -622,14 +693,22 @@ def run_block(guides: Guides, tmp: Path, block: Block) -> tuple[Setting, Outcome
     return setting, run_steps([step], setting.cwd, setting.env, BLOCK_TIMEOUT, within)
 
 
+def undo(setting: Setting) -> None:
+    for cleanup in reversed(setting.cleanups):
+        cleanup()
+
+
 @pytest.mark.parametrize("block", list(shell_blocks()))
 def test_runnable_guide_block(guides: Guides, tmp_path: Path, block: Block) -> None:
     setting, outcome = run_block(guides, tmp_path, block)
-    assert outcome.codes == {"block": 0}, f"{block.script}\n{outcome.output}"
-    for expected in setting.expected:
-        assert expected in outcome.output, f"{block.script}\n{outcome.output}"
-    for check in setting.checks:
-        check()
+    try:
+        assert outcome.codes == {"block": 0}, f"{block.script}\n{outcome.output}"
+        for expected in setting.expected:
+            assert expected in outcome.output, f"{block.script}\n{outcome.output}"
+        for check in setting.checks:
+            check()
+    finally:
+        undo(setting)
 
 
 def test_the_guides_receiver_code_verifies_a_real_delivery(guides: Guides, tmp_path: Path) -> None:
