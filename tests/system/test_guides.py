@@ -152,6 +152,7 @@ def run_steps(
             [*within, "bash", "-eo", "pipefail", "-c", step.script],
             cwd=cwd,
             env=env,
+            stdin=subprocess.DEVNULL,
             capture_output=True,
             text=True,
             timeout=timeout,
@@ -279,7 +280,7 @@ class Guides:
     commits: list[str]
     receiver: Receiver
     host: Path
-    """Upper and work directories of the overlay on ``/etc`` that ``host`` blocks write."""
+    """Upper and work directories of the overlays (``/etc``, ``/opt``) host blocks write."""
     runner: RunnerProcess | None = None
     host_ran: set[str] = field(default_factory=set)
 
@@ -516,20 +517,34 @@ def need_culprit(setting: Setting) -> None:
     setting.expected.append(f"first bad commit {setting.guides.commits[SLOWER_AT]}")
 
 
+HOST_OVERLAID = ("etc", "opt")
+"""The directories a ``host`` block changes through an overlay (the configuration and units,
+the virtual environment in ``/opt/benchrunner``)."""
+
+HOST_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+"""root's ``PATH`` on Debian: the system's ``python3``, not the test's environment's."""
+
+
 def need_host(setting: Setting) -> None:
     """The block changes the machine it runs on, as root, from a checkout: it runs in a mount
-    namespace of its own where ``/etc`` is an overlay whose changes go to the module's
-    directory, so the test machine's ``/etc`` is left as it was. ``$EDITOR`` keeps the
+    namespace of its own where ``/etc`` and ``/opt`` are overlays whose changes go to the
+    module's directory and ``/tmp`` is its own, so the test machine's files are left as they
+    were. Its ``PATH`` and ``HOME`` are root's (pip's cache is root's); ``$EDITOR`` keeps the
     example files as they are."""
-    upper, work = setting.guides.host / "upper", setting.guides.host / "work"
-    upper.mkdir(parents=True, exist_ok=True)
-    work.mkdir(exist_ok=True)
-    mount = 'mount -t overlay overlay -o "lowerdir=/etc,upperdir=$1,workdir=$2" /etc'
+    for directory in HOST_OVERLAID:
+        (setting.guides.host / directory / "upper").mkdir(parents=True, exist_ok=True)
+        (setting.guides.host / directory / "work").mkdir(exist_ok=True)
+    overlay = (
+        'mount -t overlay overlay -o "lowerdir=/$d,upperdir=$1/$d/upper,workdir=$1/$d/work" /$d'
+    )
+    script = (
+        f"for d in {' '.join(HOST_OVERLAID)}; do {overlay} || exit; done; "
+        'mount -t tmpfs tmpfs /tmp && shift && exec "$@"'
+    )
     namespace = ("unshare", "--mount", "--propagation", "private")
-    setting.within = (*namespace, "sh", "-c", f'{mount} && shift 2 && exec "$@"', "sh")
-    setting.within += (str(upper), str(work))
+    setting.within = (*namespace, "sh", "-c", script, "sh", str(setting.guides.host))
     setting.cwd = REPO
-    setting.env["EDITOR"] = "true"
+    setting.env.update(EDITOR="true", PATH=HOST_PATH, HOME="/root")
 
 
 def need_previous_report(setting: Setting) -> None:
