@@ -280,7 +280,7 @@ class Guides:
     commits: list[str]
     receiver: Receiver
     host: Path
-    """Upper and work directories of the overlays (``/etc``, ``/opt``) host blocks write."""
+    """Upper and work directories of the overlays (``HOST_OVERLAID``) host blocks write."""
     runner: RunnerProcess | None = None
     host_ran: set[str] = field(default_factory=set)
 
@@ -517,9 +517,9 @@ def need_culprit(setting: Setting) -> None:
     setting.expected.append(f"first bad commit {setting.guides.commits[SLOWER_AT]}")
 
 
-HOST_OVERLAID = ("etc", "opt")
+HOST_OVERLAID = ("etc", "opt", "root")
 """The directories a ``host`` block changes through an overlay (the configuration and units,
-the virtual environment in ``/opt/benchrunner``)."""
+the virtual environment in ``/opt/benchrunner``, the admin's password and token)."""
 
 HOST_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 """root's ``PATH`` on Debian: the system's ``python3``, not the test's environment's."""
@@ -527,7 +527,7 @@ HOST_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 def need_host(setting: Setting) -> None:
     """The block changes the machine it runs on, as root, from a checkout: it runs in a mount
-    namespace of its own where ``/etc`` and ``/opt`` are overlays whose changes go to the
+    namespace of its own where ``/etc``, ``/opt`` and ``/root`` are overlays whose changes go to the
     module's directory and ``/tmp`` is its own, so the test machine's files are left as they
     were. Its ``PATH`` and ``HOME`` are root's (pip's cache is root's); ``$EDITOR`` keeps the
     example files as they are."""
@@ -597,17 +597,22 @@ DEPLOY_DATABASE = "benchrunner"
 """The role and database the deploy guide creates."""
 
 
-def need_postgres(setting: Setting) -> None:
-    """The distribution's PostgreSQL cluster on this machine, its ``postgres`` OS user and its
-    Unix socket, where the deploy guide's role and database do not exist yet; the block must
-    make the database owned by the role, and both are dropped afterwards."""
+def absent_from_the_cluster() -> None:
     query = "SELECT rolname FROM pg_roles WHERE rolname = :'name'"
     existing = postgres("psql", "-XAt", "-v", f"name={DEPLOY_DATABASE}", query=query)
     assert not existing, f"the role {DEPLOY_DATABASE} exists already on this machine's cluster"
 
-    def dropped() -> None:
-        postgres("dropdb", "--if-exists", DEPLOY_DATABASE)
-        postgres("dropuser", "--if-exists", DEPLOY_DATABASE)
+
+def dropped() -> None:
+    postgres("dropdb", "--if-exists", DEPLOY_DATABASE)
+    postgres("dropuser", "--if-exists", DEPLOY_DATABASE)
+
+
+def need_postgres(setting: Setting) -> None:
+    """The distribution's PostgreSQL cluster on this machine, its ``postgres`` OS user and its
+    Unix socket, where the deploy guide's role and database do not exist yet; the block must
+    make the database owned by the role, and both are dropped afterwards."""
+    absent_from_the_cluster()
 
     def owned_by_the_role() -> None:
         query = "SELECT pg_get_userbyid(datdba) FROM pg_database WHERE datname = :'name'"
@@ -616,6 +621,28 @@ def need_postgres(setting: Setting) -> None:
 
     setting.cleanups.append(dropped)
     setting.checks.append(owned_by_the_role)
+
+
+def need_deploy_database(setting: Setting) -> None:
+    """The role and database the deploy guide's step 2 creates, made as it does on the
+    machine's cluster (``server.env`` names them) and dropped afterwards; the block must leave
+    the admin ``ops@example.com`` in it and its token in ``/root/ops.token``."""
+    absent_from_the_cluster()
+    setting.cleanups.append(dropped)
+    postgres("createuser", DEPLOY_DATABASE)
+    postgres("createdb", "--owner", DEPLOY_DATABASE, DEPLOY_DATABASE)
+
+    def bootstrapped() -> None:
+        query = "SELECT count(*) FROM \"user\" WHERE email = :'email'"
+        email = "email=ops@example.com"
+        admins = postgres("psql", "-XAt", "-d", DEPLOY_DATABASE, "-v", email, query=query)
+        assert admins == "1", admins
+        token = setting.guides.host / "root" / "upper" / "ops.token"
+        assert token.read_text().strip(), "no token in /root/ops.token"
+        copy = setting.guides.host / "etc" / "upper" / "benchrunner" / "ops.password"
+        assert not copy.exists(), "the password's copy for the server's user is left behind"
+
+    setting.checks.append(bootstrapped)
 
 
 def need_fresh_server(setting: Setting) -> None:
@@ -644,6 +671,7 @@ def need_fresh_server(setting: Setting) -> None:
 
 NEEDS: dict[str, Callable[[Setting], None]] = {
     "postgres": need_postgres,
+    "deploy-database": need_deploy_database,
     "fresh-server": need_fresh_server,
     "previous-report": need_previous_report,
     "host": need_host,
