@@ -31,6 +31,8 @@ Visibility = Literal["public", "private"]
 Role = Literal["leader", "member"]
 Architecture = Literal["x86_64", "aarch64"]
 AlertStatus = Literal["active", "dismissed", "silenced"]
+ListedAlertStatus = Literal["active", "dismissed", "silenced", "pending", "suspected"]
+"""``pending`` and ``suspected``: alerts held back for confirmation runs."""
 Verdict = Literal["true_positive", "false_positive", "expected"]
 VerdictFilter = Literal["true_positive", "false_positive", "expected", "untriaged"]
 Dimension = Literal["branches", "testbeds", "benchmarks", "measures"]
@@ -565,17 +567,21 @@ class BenchrunnerClient:
         model: Mapping[str, Any],
         benchmark: str | None = None,
         alert_when_noisy: bool | None = None,
+        confirm: int | None = None,
         bisect: bool | None = None,
     ) -> JsonObject:
         """A threshold for the series; ``benchmark`` makes it an override for that benchmark.
         ``model`` is ``{"test": ..., parameters...}``; ``ApiError`` 409 when the series has one.
         ``alert_when_noisy``: it alerts on reports the noise guard found noisy too.
+        ``confirm``: confirmation runs before a runner job's crossing alerts.
         ``bisect``: its alerts start a bisection by themselves."""
         body: JsonObject = {"branch": branch, "testbed": testbed, "measure": measure, **model}
         if benchmark is not None:
             body["benchmark"] = benchmark
         if alert_when_noisy is not None:
             body["alert_when_noisy"] = alert_when_noisy
+        if confirm is not None:
+            body["confirm"] = confirm
         if bisect is not None:
             body["bisect"] = bisect
         return self._object("POST", f"/v0/projects/{_segment(project)}/thresholds", json=body)
@@ -587,14 +593,17 @@ class BenchrunnerClient:
         model: Mapping[str, Any],
         alert_when_noisy: bool | None = None,
         *,
+        confirm: int | None = None,
         bisect: bool | None = None,
     ) -> JsonObject:
         """Replace the threshold's model; the old one stays in its ``models``.
-        ``alert_when_noisy``, ``bisect``: set them too (None: unchanged)."""
+        ``alert_when_noisy``, ``confirm``, ``bisect``: set them too (None: unchanged)."""
         path = f"/v0/projects/{_segment(project)}/thresholds/{_segment(threshold)}"
         body = dict(model)
         if alert_when_noisy is not None:
             body["alert_when_noisy"] = alert_when_noisy
+        if confirm is not None:
+            body["confirm"] = confirm
         if bisect is not None:
             body["bisect"] = bisect
         return self._object("PUT", path, json=body)
@@ -607,7 +616,7 @@ class BenchrunnerClient:
         self,
         project: str,
         *,
-        status: AlertStatus | None = None,
+        status: ListedAlertStatus | None = None,
         branch: str | None = None,
         testbed: str | None = None,
         benchmark: str | None = None,
@@ -618,7 +627,8 @@ class BenchrunnerClient:
         per_page: int = DEFAULT_PER_PAGE,
     ) -> Page:
         """Alerts, newest first; ``report`` is the UUID of the report that raised them,
-        ``verdict`` a triage verdict or ``untriaged``."""
+        ``verdict`` a triage verdict or ``untriaged``; ``status`` ``pending`` or ``suspected``
+        lists those held back for confirmation runs (left out otherwise)."""
         filters = _present(
             status=status,
             branch=branch,

@@ -30,7 +30,7 @@ from benchrunner.cli.history_format import (
 )
 from benchrunner.cli.options import LIST_PER_PAGE, Host, Json, Page, PerPage, Project, Token
 from benchrunner.cli.report_format import change_percent, format_change, with_units
-from benchrunner.client import AlertStatus, JsonObject, Verdict, VerdictFilter
+from benchrunner.client import AlertStatus, JsonObject, ListedAlertStatus, Verdict, VerdictFilter
 
 alert_app = typer.Typer(
     help="Alerts: metrics outside their threshold's limits, duet ratios beyond their margin.",
@@ -108,6 +108,7 @@ def print_alert(alert: JsonObject) -> None:
         ("crossed", crossed_limit(alert)),
         ("report", alert.get("report")),
         ("raised by", alert.get("raised_by")),
+        ("confirmation", _confirmation_text(alert.get("confirmation"))),
         ("threshold", threshold.get("uuid")),
         ("test", (threshold.get("model") or {}).get("test")),
     ]
@@ -128,7 +129,12 @@ def print_alert(alert: JsonObject) -> None:
 
 @alert_app.command("list")
 def alert_list(
-    status: Annotated[AlertStatus | None, _filter("Only alerts with this status.")] = None,
+    status: Annotated[
+        ListedAlertStatus | None,
+        _filter(
+            "Only alerts with this status (pending, suspected: held back for confirmation runs)."
+        ),
+    ] = None,
     branch: Annotated[str | None, _filter("Only this branch's.")] = None,
     testbed: Annotated[str | None, _filter("Only this testbed's.")] = None,
     benchmark: Annotated[str | None, _filter("Only this benchmark's.")] = None,
@@ -333,3 +339,11 @@ def baseline_reset(
         soft_wrap=True,
         markup=False,
     )
+
+
+def _confirmation_text(confirmation: Any) -> str | None:
+    """How confirmation runs judged the alert: the outcome and the runs' jobs."""
+    if not confirmation:
+        return None
+    jobs = ", ".join(str(run.get("job")) for run in confirmation.get("runs") or [])
+    return f"{confirmation.get('outcome')} ({jobs})" if jobs else str(confirmation.get("outcome"))

@@ -22,6 +22,7 @@ from benchrunner.cli.history_format import (
 from benchrunner.cli.options import LIST_PER_PAGE, Host, Json, Page, PerPage, Project, Token
 from benchrunner.cli.thresholds import ThresholdsError, model_body
 from benchrunner.client import JsonObject
+from benchrunner.detection.confirmation import MAX_CONFIRM_RUNS
 from benchrunner.detection.models import TestKind
 
 threshold_app = typer.Typer(
@@ -76,6 +77,7 @@ def print_threshold(threshold: JsonObject) -> None:
             ("measure", (threshold.get("measure") or {}).get("name")),
             ("benchmark", threshold_scope(threshold)),
             ("model", model_text(threshold.get("model"))),
+            ("confirm", threshold.get("confirm")),
             ("bisect", "yes: its alerts start a bisection" if threshold.get("bisect") else "no"),
             ("created", output.when(threshold.get("created"))),
             ("modified", output.when(threshold.get("modified"))),
@@ -130,6 +132,17 @@ AlertWhenNoisy = Annotated[
     ),
 ]
 
+Confirm = Annotated[
+    int | None,
+    typer.Option(
+        "--confirm",
+        min=0,
+        max=MAX_CONFIRM_RUNS,
+        help="Confirmation runs a runner job's crossing waits for before it alerts (0: none; "
+        "create: the server's default; update: unchanged).",
+        show_default=False,
+    ),
+]
 Bisect = Annotated[
     bool | None,
     typer.Option(
@@ -173,6 +186,7 @@ def threshold_create(
     max_pvalue: MaxPvalue = None,
     min_magnitude: MinMagnitude = None,
     alert_when_noisy: AlertWhenNoisy = None,
+    confirm: Confirm = None,
     bisect: Bisect = None,
     project: Project = None,
     host: Host = None,
@@ -201,6 +215,7 @@ def threshold_create(
             benchmark=benchmark,
             model=model,
             alert_when_noisy=alert_when_noisy,
+            confirm=confirm,
             bisect=bisect,
         )
     output.show(created, as_json, print_threshold)
@@ -218,6 +233,7 @@ def threshold_update(
     max_pvalue: MaxPvalue = None,
     min_magnitude: MinMagnitude = None,
     alert_when_noisy: AlertWhenNoisy = None,
+    confirm: Confirm = None,
     bisect: Bisect = None,
     project: Project = None,
     host: Host = None,
@@ -238,7 +254,7 @@ def threshold_update(
     )
     with project_client(host, token, project) as (client, project_ref):
         updated = client.update_threshold(
-            project_ref, threshold, model, alert_when_noisy, bisect=bisect
+            project_ref, threshold, model, alert_when_noisy, confirm=confirm, bisect=bisect
         )
     output.show(updated, as_json, print_threshold)
 

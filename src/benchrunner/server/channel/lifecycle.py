@@ -36,6 +36,7 @@ from benchrunner.server.processing.completion import (
     fail_with_output,
     keep_late_output,
 )
+from benchrunner.server.processing.confirmation_driver import ConfirmationDriver
 from benchrunner.server.processing.outputs import (
     OutputMissing,
     UnusableOutput,
@@ -82,7 +83,7 @@ class Lifecycle:
     def __init__(self, ctx: ServerContext) -> None:
         self.ctx = ctx
         # Each committed processing batch may have given a bisection's duet its verdict.
-        self.processor = Processor(ctx, on_batch=lambda _ids: self.bisections.wake())
+        self.processor = Processor(ctx, on_batch=lambda _ids: self._batch_processed())
         self.heartbeats = HeartbeatLedger(write_interval(ctx.settings))
         self._heartbeat_writer = HeartbeatWriter(ctx, self.heartbeats)
         self.live_logs = LiveLogs(ctx)
@@ -126,6 +127,13 @@ class Lifecycle:
             job_created=self.wakeups.job_created_here,
             interval=ctx.settings.sweep_interval,
         )
+        self.confirmations = ConfirmationDriver(
+            ctx,
+            leads=lambda: self.sweeper.leader,
+            broadcast=self.wakeups.job_broadcast,
+            job_created=self.wakeups.job_created_here,
+            interval=ctx.settings.sweep_interval,
+        )
         self._spec_cache: dict[int, tuple[float, frozenset[int]]] = {}
         """Per connected runner; dropped when its channel ends (``runner_disconnected``)."""
         self._undelivered: set[asyncio.Task[None]] = set()
@@ -141,6 +149,7 @@ class Lifecycle:
         self.housekeeping.start()
         self.webhooks.start()
         self.bisections.start()
+        self.confirmations.start()
 
     async def stop_claiming(self) -> None:
         """Claim no more jobs (the server is shutting down); a claim under way finishes."""
@@ -152,6 +161,7 @@ class Lifecycle:
         await self.stop_claiming()
         if self._undelivered:
             await asyncio.wait(set(self._undelivered), timeout=UNDELIVERED_STOP_TIMEOUT)
+        await self.confirmations.stop()
         await self.bisections.stop()
         await self.webhooks.stop()
         await self.housekeeping.stop()
@@ -164,11 +174,18 @@ class Lifecycle:
 
     # ------------------------------------------------------------ hooks
 
+    def _batch_processed(self) -> None:
+        """A processing batch committed: it may have given a bisection's duet its verdict,
+        opened a confirmation or finished a confirmation run."""
+        self.bisections.wake()
+        self.confirmations.changed()
+
     def finished(self, job: jobs.JobRow) -> None:
         """A job left flight: stop its timer, free capacity if its tier is limited, and let
-        the bisections look (it may be one of their duets)."""
+        the bisections and confirmations look (it may be one of their jobs)."""
         self.watchdog.forget(job.id)
         self.bisections.wake()
+        self.confirmations.wake()
         self.heartbeats.forget(job.id)
         if job.priority < UNLIMITED_MIN_PRIORITY:
             self.wakeups.capacity_freed()
@@ -440,6 +457,7 @@ class Lifecycle:
                 job_moved(self.ctx, job, JobStatus.COMPLETED, now, runner=runner.slug)
                 self.finished(job)
                 if done.processed and done.row is not None:
+                    self.confirmations.changed()
                     job_moved(
                         self.ctx,
                         done.row,

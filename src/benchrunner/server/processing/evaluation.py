@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from benchrunner.detection.confirmation import confirm_runs
 from benchrunner.detection.models import DEFAULT_MAX_PVALUE, DEFAULT_MIN_MAGNITUDE, TestKind
 from benchrunner.server.processing.sample_evaluation import (
     DEFAULT_MAX_SAMPLE_SIZE,
@@ -90,12 +91,15 @@ def evaluate_report(
     *,
     noisy: bool = False,
     found: list[Any] | None = None,
+    confirming: bool = False,
 ) -> int:
     """Judge the report's newly stored metrics; returns how many alerts were raised (each
     queued for the project's webhooks, ``server.processing.webhooks``, in this transaction). On
     a ``noisy`` report (``server.processing.noise``) the boundaries are drawn and stored all the
     same, but only thresholds with ``alert_when_noisy`` raise alerts. ``found``: the metrics'
-    ``thresholds_to_judge``, when the caller has read them already."""
+    ``thresholds_to_judge``, when the caller has read them already. ``confirming`` (a runner
+    job's report): a threshold with confirmation runs holds its alerts back as ``pending``
+    (``server.processing.confirmations``); they are not counted here."""
     if found is None:
         found = thresholds_to_judge(conn, report_id, metrics)
     if not found:
@@ -109,29 +113,28 @@ def evaluate_report(
     for judged in _group(found, metrics, ignored):
         t = judged.threshold
         alerting = not noisy or bool(t.alert_when_noisy)
+        pending = confirming and confirm_runs(t.confirm) > 0
         if t.measure_id not in cutoffs:
             cutoffs[t.measure_id] = history.reset_cutoff(conn, scope, t.measure_id)
-        since = history_since(row.start_time, t.window_seconds, cutoffs[t.measure_id])
         test = thresholds.model_of(t).test
-        series = history.series_history(
-            conn,
-            scope,
-            t.measure_id,
-            sorted({m.benchmark_id for m in judged.metrics}),
-            since=since,
-            max_samples=t.max_sample_size
-            if t.max_sample_size is not None or test is not TestKind.SAMPLES
-            else DEFAULT_MAX_SAMPLE_SIZE,
+        series = threshold_series(
+            conn, row, t, {m.benchmark_id for m in judged.metrics}, cutoffs[t.measure_id]
         )
         here: list[int] = []
         if test is TestKind.SAMPLES:
-            here += judge_samples(conn, t, report_id, judged.metrics, series, now, alerting)
+            here += judge_samples(
+                conn, t, report_id, judged.metrics, series, now, alerting, pending=pending
+            )
         elif test is not TestKind.CHANGE_POINT:
-            here += _judge_limits(conn, t, report_id, judged.metrics, series, now, alerting)
+            here += _judge_limits(
+                conn, t, report_id, judged.metrics, series, now, alerting, pending
+            )
         else:
             for m in judged.metrics:
                 past = series.get(m.benchmark_id, [])
-                here += _judge_changes(conn, t, report_id, m, past, now, alerting)
+                here += _judge_changes(conn, t, report_id, m, past, now, alerting, pending)
+        if pending:
+            continue  # held back: their confirmation raises them (and asks for the bisection)
         raised += here
         if t.bisect:
             to_bisect += here
@@ -139,6 +142,25 @@ def evaluate_report(
     # The bisection driver starts their bisections (docs/how-to/bisect.md).
     alerts.alerts_bisect_pending(conn, to_bisect)
     return len(raised)
+
+
+def threshold_series(
+    conn: Connection, row: Any, t: Any, benchmark_ids: set[int], cutoff: dt.datetime | None
+) -> dict[int, list[Point]]:
+    """The history of the benchmarks of report ``row`` (``reports.report_row``) that threshold
+    ``t`` judges against, cut to its window, sample size and the latest baseline reset
+    (``cutoff``: ``history.reset_cutoff``)."""
+    test = thresholds.model_of(t).test
+    return history.series_history(
+        conn,
+        history.scope_of(row),
+        t.measure_id,
+        sorted(benchmark_ids),
+        since=history_since(row.start_time, t.window_seconds, cutoff),
+        max_samples=t.max_sample_size
+        if t.max_sample_size is not None or test is not TestKind.SAMPLES
+        else DEFAULT_MAX_SAMPLE_SIZE,
+    )
 
 
 def series_thresholds_to_judge(
@@ -174,11 +196,12 @@ def _judge_limits(
     series: dict[int, list[Point]],
     now: dt.datetime,
     alerting: bool,
+    pending: bool = False,
 ) -> list[int]:
     """Each metric's limits from its series; their boundaries are stored in one batch (a
     report's thousands of metrics are not thousands of statements), a metric whose history
     draws no limits with a null baseline and null limits. Without ``alerting``, nothing is
-    raised."""
+    raised; with ``pending``, the alerts are held back."""
     from benchrunner.detection.boundary import Limits, limits, outside
 
     model = thresholds.model_of(t)
@@ -200,7 +223,7 @@ def _judge_limits(
     for (m, d), boundary_id in zip(drawn, boundary_ids, strict=True):
         side = None if m.never_alerts else outside(d, m.value)
         if side is not None:
-            alert_id = alerts.alert_raise(conn, boundary_id, report_id, side, now)
+            alert_id = alerts.alert_raise(conn, boundary_id, report_id, side, now, pending=pending)
             if alert_id is not None:
                 raised.append(alert_id)
     return raised
@@ -221,6 +244,7 @@ def _judge_changes(
     past: list[Point],
     now: dt.datetime,
     alerting: bool,
+    pending: bool = False,
 ) -> list[int]:
     from benchrunner.detection.change_point import change_points
 
@@ -247,7 +271,9 @@ def _judge_changes(
         )
         side: alerts.Limit = "upper" if change.after > change.before else "lower"
         step = alerts.Change(change.before, change.after, change.magnitude, change.pvalue)
-        alert_id = alerts.alert_raise(conn, boundary_id, report_id, side, now, step)
+        alert_id = alerts.alert_raise(
+            conn, boundary_id, report_id, side, now, step, pending=pending
+        )
         if alert_id is not None:
             raised.append(alert_id)
     return raised

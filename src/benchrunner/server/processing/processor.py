@@ -37,6 +37,7 @@ from benchrunner.protocol import JsonDuet, NoiseGuard
 from benchrunner.server.blobs.blob_store import job_output_key
 from benchrunner.server.context import ServerContext
 from benchrunner.server.logs.transition_log import job_moved
+from benchrunner.server.processing.confirmations import open_confirmation
 from benchrunner.server.processing.evaluation import evaluate_report, series_thresholds_to_judge
 from benchrunner.server.processing.noise import NoiseVerdict, verdict
 from benchrunner.server.processing.outputs import (
@@ -369,7 +370,7 @@ def record_processed(
     start_time, end_time = job.started or job.created, job.completed or now
     if job.config.backdate is not None:  # Bencher's --backdate: the same duration, moved
         start_time, end_time = job.config.backdate, job.config.backdate + (end_time - start_time)
-    branch_id, testbed_id = reports.report_finish(
+    finished = reports.report_finish(
         conn,
         job.report_id,
         start_time=start_time,
@@ -377,9 +378,15 @@ def record_processed(
         error=error,
         noise=None if noise is None else noise.stored(),
     )
+    if finished.confirmation_run:
+        return True  # a re-run measures its report again: the confirmation judges it
     # Nothing to judge costs no savepoint (two round trips on PostgreSQL): metrics without a
     # threshold are the common case.
-    found = series_thresholds_to_judge(conn, branch_id, testbed_id, stored) if stored else []
+    found = (
+        series_thresholds_to_judge(conn, finished.branch_id, finished.testbed_id, stored)
+        if stored
+        else []
+    )
     if found:
         try:
             with conn.begin_nested():
@@ -390,7 +397,9 @@ def record_processed(
                     now,
                     noisy=noise is not None and noise.noisy,
                     found=found,
+                    confirming=True,
                 )
+                open_confirmation(conn, job, found, now)
         except Exception:  # an evaluation bug must not wedge the whole batch in `completed`
             log.exception("judging job %s's report failed; its metrics stay unjudged", job.uuid)
     return True

@@ -37,9 +37,13 @@ def judge_samples(
     series: dict[int, list[Point]],
     now: dt.datetime,
     alerting: bool,
+    *,
+    pending: bool = False,
 ) -> list[int]:
     """Boundaries for ``metrics`` (a report's, of one threshold) and the alerts raised; without
-    ``alerting`` (a noisy report), none."""
+    ``alerting`` (a noisy report), none. With ``pending`` (confirmation runs will re-measure),
+    the alerts are held back, and an **unknown** answer with a shift holds one back too: the
+    re-runs' samples may settle it."""
     from benchrunner.detection.samples import Verdict, compare
 
     by_benchmark: dict[int, list[reports.StoredMetric]] = {}
@@ -74,15 +78,19 @@ def judge_samples(
                 for m in judged
             ],
         )
-        if result is None or result.verdict is not Verdict.DIFFERENT or not alerting:
+        if result is None or not alerting or any(m.never_alerts for m in judged):
             continue
-        if any(m.never_alerts for m in judged):
+        step = samples_step(result)
+        if result.verdict is not Verdict.DIFFERENT and not (
+            pending and result.verdict is Verdict.UNKNOWN
+        ):
             continue
-        assert result.shift is not None and result.pvalue is not None
-        assert result.baseline is not None and result.new is not None
-        step = alerts.Change(result.baseline, result.new, result.shift, result.pvalue)
-        side: alerts.Limit = "upper" if result.shift > 0 else "lower"
-        alert_id = alerts.alert_raise(conn, boundary_ids[0], report_id, side, now, step)
+        if step is None:
+            continue
+        side: alerts.Limit = "upper" if step.magnitude > 0 else "lower"
+        alert_id = alerts.alert_raise(
+            conn, boundary_ids[0], report_id, side, now, step, pending=pending
+        )
         if alert_id is not None:
             raised.append(alert_id)
     return raised
@@ -95,3 +103,35 @@ def _window(conn: Connection, history: list[Point]) -> list[Point]:
         if history[index].metric_id in alerted:
             return history[index:]
     return history
+
+
+def samples_step(result: Any) -> alerts.Change | None:
+    """An alert's step from a comparison: its medians, relative shift and p-value (an
+    **unknown** answer without them: the shift of the medians, p-value 1); None when the
+    baseline's median is 0."""
+    if result.shift is not None and result.pvalue is not None:
+        return alerts.Change(result.baseline, result.new, result.shift, result.pvalue)
+    if result.baseline is None or result.new is None or result.baseline == 0:
+        return None
+    shift = (result.new - result.baseline) / abs(result.baseline)
+    return alerts.Change(result.baseline, result.new, shift, 1.0)
+
+
+def combined_comparison(
+    conn: Connection, t: Any, history: list[Point], judged: list[tuple[int, float]]
+) -> Any:
+    """The ``samples`` comparison of ``judged`` (metric id and value: a report's metrics of one
+    benchmark and its confirmation runs', together) with the baseline window of ``history``;
+    None when the window is too short to judge."""
+    from benchrunner.detection.samples import compare
+
+    window = _window(conn, history)
+    if not window or (t.min_sample_size is not None and len(window) < t.min_sample_size):
+        return None
+    found = samples_of(conn, [(p.metric_id, p.value) for p in window] + list(judged))
+    return compare(
+        [v for p in window for v in found[p.metric_id].values],
+        [v for metric_id, _ in judged for v in found[metric_id].values],
+        max_pvalue=SAMPLES_MAX_PVALUE if t.max_pvalue is None else t.max_pvalue,
+        min_effect=SAMPLES_MIN_MAGNITUDE if t.min_magnitude is None else t.min_magnitude,
+    )

@@ -18,12 +18,20 @@ from benchrunner.server.http.errors import not_found, unauthorized
 from benchrunner.server.processing.webhooks import set_alert_status, set_alert_verdict
 from benchrunner.server.routes.deps import Ctx, MaybeUser, Page
 from benchrunner.server.routes.dimensions import optional_id, report_in_project
-from benchrunner.server.store import alerts
-from benchrunner.server.store.alerts import AlertStatus, Verdict, VerdictFilter
+from benchrunner.server.store import alerts, confirmations
+from benchrunner.server.store.alerts import AlertStatus, ListedStatus, Verdict, VerdictFilter
 from benchrunner.server.store.tables import benchmark, branch, measure, testbed
 from benchrunner.server.views.resources import alert_view, precision_view
 
 router = APIRouter(tags=["alerts"])
+
+
+def _alert_view(conn: Connection, found: Any) -> dict[str, Any]:
+    """An alert with the confirmation runs that judged it, if any did."""
+    runs = None
+    if found.confirmation is not None:
+        runs = confirmations.confirmation_runs(conn, found.report_id)
+    return alert_view(found, runs)
 
 
 @router.get("/v0/projects/{project}/alerts")
@@ -33,7 +41,7 @@ async def list_alerts(
     ctx: Ctx,
     response: Response,
     pages: Page,
-    status: AlertStatus | None = None,
+    status: ListedStatus | None = None,
     branch_ref: Annotated[str | None, Query(alias="branch")] = None,
     testbed_ref: Annotated[str | None, Query(alias="testbed")] = None,
     benchmark_ref: Annotated[str | None, Query(alias="benchmark")] = None,
@@ -42,7 +50,9 @@ async def list_alerts(
     verdict: VerdictFilter | None = None,
     direction: Literal["asc", "desc"] = "desc",
 ) -> list[dict[str, Any]]:
-    """Newest first by default. ``report`` is the report whose evaluation raised the alerts;
+    """Newest first by default. ``status`` ``pending`` or ``suspected`` lists the alerts held
+    back for confirmation runs (left out otherwise); ``report`` is the report whose evaluation
+    raised the alerts;
     ``verdict`` a triage verdict or ``untriaged``; the other filters name a branch, testbed,
     benchmark or measure by UUID, slug or name."""
 
@@ -65,7 +75,10 @@ async def list_alerts(
             limit=pages.per_page,
             offset=pages.offset,
         )
-        return [alert_view(a) for a in found], total
+        runs = confirmations.confirmation_runs_of(
+            conn, [a.report_id for a in found if a.confirmation is not None]
+        )
+        return [alert_view(a, runs.get(a.report_id)) for a in found], total
 
     views, total = await ctx.db.read(unit)
     response.headers["X-Total-Count"] = str(total)
@@ -101,7 +114,7 @@ async def get_alert(project: str, alert: str, user: MaybeUser, ctx: Ctx) -> dict
     def unit(conn: Connection) -> dict[str, Any]:
         row = project_access(conn, user, project, write=False)
         found = _alert(conn, row.id, alert)
-        return {**alert_view(found), "bisection": bisection_summary(conn, found.id, found)}
+        return {**_alert_view(conn, found), "bisection": bisection_summary(conn, found.id, found)}
 
     return await ctx.db.read(unit)
 
@@ -131,6 +144,6 @@ async def update_alert(
             if user is None:
                 raise unauthorized("sign in to triage an alert: a verdict names who gave it")
             set_alert_verdict(conn, found.id, body.verdict, user.id, ctx.clock.now())
-        return alert_view(_alert(conn, row.id, alert))
+        return _alert_view(conn, _alert(conn, row.id, alert))
 
     return await ctx.db.write(unit)

@@ -6,9 +6,10 @@ and the model's fields beside them (``test``, ``min_sample_size``, ``max_sample_
 ``window``, ``lower_boundary``, ``upper_boundary``; ``max_pvalue`` and ``min_magnitude`` for
 ``change_point``). ``benchmark`` makes it an override for that one benchmark.
 ``alert_when_noisy`` (ours, default false) makes it raise alerts on a report its noise guard
-found noisy too; a PUT without it keeps the threshold's setting. ``bisect`` (ours, default
-false) makes its alerts start a bisection by themselves (docs/how-to/bisect.md), kept the same
-way.
+found noisy too; a PUT without it keeps the threshold's setting. ``confirm`` (ours) is how many
+confirmation runs a runner job's crossing waits for before it alerts (0: none; a PUT without it
+keeps it; docs/how-to/thresholds-alerts.md). ``bisect`` (ours, default false) makes its alerts
+start a bisection by themselves (docs/how-to/bisect.md), kept the same way.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from fastapi import APIRouter, Query, Response
 from pydantic import ConfigDict, Field
 from sqlalchemy.engine import Connection
 
+from benchrunner.detection.confirmation import MAX_CONFIRM_RUNS
 from benchrunner.server.access import project_access
 from benchrunner.server.http.errors import conflict, not_found
 from benchrunner.server.http.model_bodies import ThresholdModelBody, checked_model
@@ -34,6 +36,8 @@ router = APIRouter(tags=["thresholds"])
 class ThresholdUpdate(ThresholdModelBody):
     model_config = ConfigDict(extra="forbid")
     alert_when_noisy: bool | None = None
+    confirm: int | None = Field(default=None, ge=0, le=MAX_CONFIRM_RUNS)
+    """Confirmation runs before a runner job's crossing alerts (0: none); None keeps it."""
     bisect: bool | None = Field(
         default=None,
         description="its alerts start a bisection by themselves (docs/how-to/bisect.md)",
@@ -124,6 +128,7 @@ async def create_threshold(
             model,
             now,
             alert_when_noisy=body.alert_when_noisy,
+            confirm=body.confirm,
             bisect=body.bisect,
         )
         if not created:
@@ -159,7 +164,7 @@ async def update_threshold(
     project: str, threshold: str, body: ThresholdUpdate, user: MaybeUser, ctx: Ctx
 ) -> dict[str, Any]:
     """Replace the threshold's model (the same model again changes nothing), and set
-    ``alert_when_noisy`` and ``bisect`` when given."""
+    ``alert_when_noisy``, ``confirm`` and ``bisect`` when given."""
     model = checked_model(body, "threshold")
 
     def unit(conn: Connection) -> dict[str, Any]:
@@ -167,7 +172,13 @@ async def update_threshold(
         threshold_id = threshold_in_project(conn, row.id, threshold).id
         now = ctx.clock.now()
         thresholds.threshold_configure(
-            conn, threshold_id, model, body.alert_when_noisy, now, bisect=body.bisect
+            conn,
+            threshold_id,
+            model,
+            body.alert_when_noisy,
+            now,
+            confirm=body.confirm,
+            bisect=body.bisect,
         )
         return _view(conn, threshold_id, history=True)
 

@@ -14,6 +14,7 @@ from sqlalchemy.engine import Connection
 
 from benchrunner.core.states import JobStatus
 from benchrunner.server.store.accounts import UserRow, project_visible_to
+from benchrunner.server.store.alerts import UNRAISED
 from benchrunner.server.store.tables import (
     alert,
     benchmark,
@@ -156,7 +157,8 @@ def recent_alerts(conn: Connection, viewer: UserRow | None, limit: int) -> list[
         )
         .join(_RAISED, _RAISED.c.id == alert.c.report_id)
         .join(project, project.c.id == _RAISED.c.project_id)
-        .where(project_visible_to(viewer))
+        # Held back for confirmation runs: not raised (docs/how-to/thresholds-alerts.md).
+        .where(project_visible_to(viewer), alert.c.status.not_in(UNRAISED))
         .order_by(alert.c.id.desc())
         .limit(limit)
     )

@@ -39,8 +39,15 @@ from benchrunner.server.store.tables import (
 )
 
 AlertStatus = Literal["active", "dismissed", "silenced"]
+"""What a user sets on an alert."""
 Limit = Literal["lower", "upper"]
 STATUSES: tuple[AlertStatus, ...] = ("active", "dismissed", "silenced")
+UnraisedStatus = Literal["pending", "suspected"]
+"""An alert the server holds back (docs/how-to/thresholds-alerts.md): ``pending`` while its
+confirmation runs run, ``suspected`` when they did not confirm it. Neither is listed unless asked
+for, nor sent to webhooks."""
+ListedStatus = Literal["active", "dismissed", "silenced", "pending", "suspected"]
+UNRAISED: tuple[UnraisedStatus, ...] = ("pending", "suspected")
 Verdict = Literal["true_positive", "false_positive", "expected"]
 VERDICTS: tuple[Verdict, ...] = ("true_positive", "false_positive", "expected")
 VerdictFilter = Literal["true_positive", "false_positive", "expected", "untriaged"]
@@ -124,15 +131,18 @@ def alert_raise(
     limit: Limit,
     now: dt.datetime,
     change: Change | None = None,
+    *,
+    pending: bool = False,
 ) -> int | None:
-    """An active alert on the boundary, raised by ``report_id``: its id, or None when the
-    boundary has one already."""
+    """An active alert on the boundary, raised by ``report_id`` (``pending``: held back until
+    its confirmation runs decide); its id, or None when the boundary has one already."""
     row = {
         "uuid": uuid.uuid4(),
         "boundary_id": boundary_id,
         "report_id": report_id,
         "limit": limit,
-        "status": "active",
+        "status": "pending" if pending else "active",
+        "confirmation": "pending" if pending else None,
         "change_before": change.before if change else None,
         "change_after": change.after if change else None,
         "change_magnitude": change.magnitude if change else None,
@@ -151,6 +161,7 @@ _CHANGE_ALERTED = (
     .where(
         boundary.c.metric_id.in_(sa.bindparam("metric_ids", expanding=True)),
         alert.c.change_pvalue.is_not(None),
+        alert.c.status != "suspected",
     )
 )
 
@@ -268,7 +279,8 @@ def alerts_raised_by(conn: Connection, report_id: int) -> list[Any]:
 
 @dataclass(frozen=True)
 class AlertFilter:
-    status: AlertStatus | None = None
+    status: ListedStatus | None = None
+    """None: every raised alert (``pending`` and ``suspected`` ones are listed only by name)."""
     branch_id: int | None = None
     testbed_id: int | None = None
     benchmark_id: int | None = None
@@ -299,6 +311,8 @@ def alert_list(
             (alert.c.report_id, where.report_id),
         ),
     )
+    if where.status is None:
+        statement = statement.where(alert.c.status.not_in(UNRAISED))
     if where.verdict == "untriaged":
         statement = statement.where(alert.c.verdict.is_(None))
     elif where.verdict is not None:
@@ -436,7 +450,7 @@ _PRECISION = (
     .outerjoin(_T_BRANCH, _T_BRANCH.c.id == threshold.c.branch_id)
     .outerjoin(_T_TESTBED, _T_TESTBED.c.id == threshold.c.testbed_id)
     .outerjoin(_T_MEASURE, _T_MEASURE.c.id == threshold.c.measure_id)
-    .where(_RAISED.c.project_id == sa.bindparam("project_id"))
+    .where(_RAISED.c.project_id == sa.bindparam("project_id"), alert.c.status.not_in(UNRAISED))
     .group_by(
         threshold.c.id,
         threshold.c.uuid,
@@ -551,10 +565,12 @@ _REPORT_BOUNDARIES = (
         boundary.c.metric_id,
         *JUDGED_BY,
         threshold.c.created.label("threshold_created"),
+        alert.c.confirmation.label("alert_confirmation"),
     )
     .join(metric, metric.c.id == boundary.c.metric_id)
     .join(threshold, threshold.c.id == boundary.c.threshold_id)
     .join(model, model.c.id == boundary.c.model_id)
+    .outerjoin(alert, alert.c.boundary_id == boundary.c.id)
     .where(metric.c.report_id == sa.bindparam("report_id"))
 )
 

@@ -103,10 +103,12 @@ def _branch_condition(scope: Scope) -> sa.ColumnElement[bool]:
 
 
 def _in_scope(scope: Scope, since: dt.datetime | None) -> list[sa.ColumnElement[bool]]:
-    """The reports whose metrics are the history: the scope's, judged report excluded."""
+    """The reports whose metrics are the history: the scope's, judged report and confirmation
+    runs excluded (a re-run measures a report again: it is not one more point)."""
     conditions = [
         report.c.testbed_id == scope.testbed_id,
         report.c.id != scope.report_id,
+        report.c.confirms_report_id.is_(None),
         report.c.start_time <= scope.until,
         _branch_condition(scope),
     ]

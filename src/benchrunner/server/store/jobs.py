@@ -144,6 +144,8 @@ class NewJob:
     now: dt.datetime
     origin: Origin
     rerun_of: UUID | None = None
+    why: tuple[str, dict[str, Any]] | None = None
+    """Why the server created the job, when it did (its ``job_created`` message and meta)."""
     notify: tuple[str, str] | None = None
     """PostgreSQL: a ``(channel, payload)`` notification sent when the job's transaction
     commits (the other replicas' wake-up, without a round trip of its own)."""
@@ -190,6 +192,9 @@ def job_create(conn: Connection, params: NewJob) -> tuple[int, UUID]:
     if params.rerun_of is not None:
         meta["rerun_of"] = str(params.rerun_of)
         message = f"rerun of job {params.rerun_of}"
+    if params.why is not None:
+        message = params.why[0]
+        meta.update(params.why[1])
     actor = params.origin.actor
     if capabilities.of(conn).writes_in_ctes:
         values = {**row, **event_params(JobEvent.CREATED, message, actor, meta, params.now)}

@@ -58,6 +58,8 @@ _IN_QUERY = (
     report.c.testbed_id.in_(sa.bindparam("testbed_ids", expanding=True)),
     report.c.start_time >= sa.bindparam("start_time"),
     report.c.start_time <= sa.bindparam("end_time"),
+    # A confirmation run measures a report again: the report is the point, once.
+    report.c.confirms_report_id.is_(None),
 )
 _ORDER = (report.c.start_time, report.c.id, metric.c.iteration)
 

@@ -8,7 +8,7 @@ import json
 import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
@@ -409,8 +409,15 @@ _FINISH_REPORT = Direct(
         error=sa.bindparam("error"),
         noise=sa.bindparam("noise"),
     )
-    .returning(report.c.branch_id, report.c.testbed_id)
+    .returning(report.c.branch_id, report.c.testbed_id, report.c.confirms_report_id)
 )
+
+
+class Finished(NamedTuple):
+    branch_id: int
+    testbed_id: int
+    confirmation_run: bool
+    """The report is a confirmation run's (docs/how-to/thresholds-alerts.md): never judged."""
 
 
 def report_finish(
@@ -421,9 +428,9 @@ def report_finish(
     end_time: dt.datetime,
     error: str | None,
     noise: str | None = None,
-) -> tuple[int, int]:
+) -> Finished:
     """``noise``: the noise verdict's JSON (``server.processing.noise``), None when the job had
-    none. Returns the report's branch and testbed ids."""
+    none. Returns the report's branch and testbed ids, and whether it is a confirmation run's."""
     row = _FINISH_REPORT.first(
         conn,
         {
@@ -436,7 +443,7 @@ def report_finish(
     )
     if row is None:
         raise LookupError(f"report {report_id} does not exist")
-    return int(row.branch_id), int(row.testbed_id)
+    return Finished(int(row.branch_id), int(row.testbed_id), row.confirms_report_id is not None)
 
 
 _REPORT = Direct(

@@ -249,6 +249,9 @@ report = sa.Table(
     sa.Column("version", sa.Integer, nullable=True),
     _ts("created"),
     sa.Column("noise", sa.Text, nullable=True),  # JSON: the noise guard's figures and verdict
+    # A confirmation run's report: the report whose crossing it re-measures. Such a report is
+    # kept but is never history (docs/how-to/thresholds-alerts.md).
+    _fk("confirms_report_id", "report.id", "CASCADE", nullable=True),
     # JSON: the commits after the previous report's hash up to this one's, oldest first; and
     # the image tag holding {commit} that runs each (docs/how-to/bisect.md).
     sa.Column("bisect_range", sa.Text, nullable=True),
@@ -257,6 +260,7 @@ report = sa.Table(
     # A series' history: one branch and testbed, by time; and a branch's latest version.
     sa.Index("index_report_branch_testbed_start", "branch_id", "testbed_id", "start_time"),
     sa.Index("index_report_branch_version", "branch_id", "version"),
+    sa.Index("index_report_confirms", "confirms_report_id"),
 )
 
 metric = sa.Table(
@@ -309,6 +313,8 @@ threshold = sa.Table(
     _ts("created"),
     _ts("modified"),
     sa.Column("alert_when_noisy", sa.Boolean, nullable=False, default=False),
+    # Confirmation runs before an alert (docs/how-to/thresholds-alerts.md); NULL: the default.
+    sa.Column("confirm", sa.Integer, nullable=True),
     # Its alerts start a bisection by themselves (docs/how-to/bisect.md).
     sa.Column("bisect", sa.Boolean, nullable=False, default=False),
     sa.UniqueConstraint(
@@ -407,6 +413,8 @@ alert = sa.Table(
     sa.Column("verdict", sa.String(16), nullable=True),
     _fk("verdict_user_id", "user.id", "SET NULL", nullable=True),
     sa.Column("verdict_at", UtcDateTime(), nullable=True),
+    # pending, confirmed or suspected when re-runs judged it; NULL when none did.
+    sa.Column("confirmation", sa.String(16), nullable=True),
     # A bisect threshold's alert (docs/how-to/bisect.md): ``pending`` until the bisection
     # driver starts its bisection (``started``) or finds it cannot (``skipped``, with why).
     sa.Column("bisect", sa.String(16), nullable=True),
@@ -907,4 +915,21 @@ bisection_job = sa.Table(
     _fk("job_id", "job.id", "CASCADE"),
     sa.UniqueConstraint("job_id", name="uq_bisection_job_job"),
     sa.Index("index_bisection_job_step", "step_id"),
+)
+
+# A runner job's report whose metric crossed a threshold with ``confirm`` runs: the re-runs it
+# queues (their reports name it in ``confirms_report_id``) and, once they are all finished, the
+# decision on its pending alerts. ``state``: waiting (runs not yet queued), running, decided.
+confirmation = sa.Table(
+    "confirmation",
+    metadata,
+    _id(),
+    _fk("report_id", "report.id", "CASCADE"),
+    _fk("job_id", "job.id", "CASCADE"),
+    sa.Column("runs", sa.Integer, nullable=False),
+    sa.Column("state", sa.String(16), nullable=False),
+    _ts("created"),
+    _ts("decided", nullable=True),
+    sa.UniqueConstraint("report_id", name="uq_confirmation_report_id"),
+    sa.Index("index_confirmation_state", "state"),
 )

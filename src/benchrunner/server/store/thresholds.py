@@ -119,10 +119,11 @@ def threshold_put(
     now: dt.datetime,
     *,
     alert_when_noisy: bool | None = None,
+    confirm: int | None = None,
     bisect: bool | None = None,
 ) -> tuple[int, bool]:
     """Create the threshold of ``key`` with model ``params``, or give the existing one that
-    model (unchanged when it already has it); ``alert_when_noisy`` and ``bisect`` as
+    model (unchanged when it already has it); ``alert_when_noisy``, ``confirm`` and ``bisect`` as
     ``threshold_configure``.
     Returns the threshold's id and whether it was created. Concurrent puts of one threshold
     take turns on its row."""
@@ -144,7 +145,9 @@ def threshold_put(
     if threshold_id is None:
         threshold_id = threshold_find(conn, key)
         assert threshold_id is not None, "a threshold that conflicts on insert exists"
-    threshold_configure(conn, int(threshold_id), params, alert_when_noisy, now, bisect=bisect)
+    threshold_configure(
+        conn, int(threshold_id), params, alert_when_noisy, now, confirm=confirm, bisect=bisect
+    )
     return int(threshold_id), created
 
 
@@ -155,17 +158,36 @@ def threshold_configure(
     alert_when_noisy: bool | None,
     now: dt.datetime,
     *,
+    confirm: int | None = None,
     bisect: bool | None = None,
 ) -> None:
     """What the API and the console set on a threshold: ``params`` as its current model (the
     old one kept as history) and, unless None (keep it as it is), whether it raises alerts on a
-    report its noise guard found noisy and whether its alerts start a bisection
-    (docs/how-to/bisect.md)."""
+    report its noise guard found noisy, how many confirmation runs a runner job's crossing
+    waits for (0: none; docs/how-to/thresholds-alerts.md) and whether its alerts start a
+    bisection (docs/how-to/bisect.md)."""
     model_replace(conn, threshold_id, params, now)
     if alert_when_noisy is not None:
         threshold_set_alert_when_noisy(conn, threshold_id, alert_when_noisy, now)
+    if confirm is not None:
+        threshold_set_confirm(conn, threshold_id, confirm, now)
     if bisect is not None:
         threshold_set_bisect(conn, threshold_id, bisect, now)
+
+
+_SET_CONFIRM = (
+    threshold.update()
+    .where(threshold.c.id == sa.bindparam("threshold_id"))
+    .values(confirm=sa.bindparam("confirm"), modified=sa.bindparam("now"))
+)
+
+
+def threshold_set_confirm(
+    conn: Connection, threshold_id: int, confirm: int, now: dt.datetime
+) -> None:
+    """The confirmation runs the threshold waits for before it alerts on a runner job."""
+    conn.execute(_SET_CONFIRM, {"threshold_id": threshold_id, "confirm": confirm, "now": now})
+    changed(conn, THRESHOLDS)
 
 
 def model_replace(conn: Connection, threshold_id: int, params: Model, now: dt.datetime) -> bool:
@@ -424,6 +446,7 @@ _WITH_MODELS = sa.select(
     threshold.c.measure_id,
     threshold.c.benchmark_id,
     threshold.c.alert_when_noisy,
+    threshold.c.confirm,
     threshold.c.bisect,
     *(column for column in model.c if column.name != "threshold_id"),
 ).join(model, sa.and_(model.c.threshold_id == threshold.c.id, model.c.replaced.is_(None)))

@@ -9,9 +9,10 @@ from typing import Any
 from sqlalchemy.engine import Connection
 
 from benchrunner.core.events import status_reached
+from benchrunner.detection.confirmation import confirm_runs
 from benchrunner.server.processing.noise import noise_view
 from benchrunner.server.store import alerts as store_alerts
-from benchrunner.server.store import branches, duets, jobs, reports
+from benchrunner.server.store import branches, confirmations, duets, jobs, reports
 from benchrunner.server.store.accounts import (
     MemberRow,
     OrganizationRow,
@@ -246,6 +247,7 @@ def threshold_view(
         else named_view(row.benchmark_uuid, row.benchmark_name, row.benchmark_slug),
         "model": None if current is None else model_view(current),
         "alert_when_noisy": bool(row.alert_when_noisy),
+        "confirm": confirm_runs(row.confirm),
         "bisect": bool(row.bisect),
         "created": iso(row.created),
         "modified": iso(row.modified),
@@ -255,7 +257,19 @@ def threshold_view(
     return view
 
 
-def alert_view(row: Any) -> dict[str, Any]:
+def confirmation_view(outcome: str | None, runs: list[Any]) -> dict[str, Any] | None:
+    """How confirmation runs judged an alert (docs/how-to/thresholds-alerts.md): ``outcome``
+    pending, confirmed, suspected or unconfirmed, and the runs (job and report); None when
+    none did."""
+    if outcome is None:
+        return None
+    return {
+        "outcome": outcome,
+        "runs": [{"job": str(r.job_uuid), "report": str(r.report_uuid)} for r in runs],
+    }
+
+
+def alert_view(row: Any, runs: list[Any] | None = None) -> dict[str, Any]:
     """An alert (a row of ``store.alerts``' reads) in Bencher's ``JsonAlert`` shape.
     ``report`` is the report of the metric the alert is on; ``raised_by`` the report whose
     evaluation raised it (later than ``report`` for a change point found in the history).
@@ -347,6 +361,7 @@ def alert_view(row: Any) -> dict[str, Any]:
         "verdict": row.verdict,
         "verdict_by": verdict_user_view(row),
         "verdict_at": iso(row.verdict_at),
+        "confirmation": confirmation_view(row.confirmation, runs or []),
         # A bisect threshold's request (docs/how-to/bisect.md): pending, started or skipped.
         "bisect": None
         if getattr(row, "bisect", None) is None
@@ -496,6 +511,8 @@ def _measure_entry(
             "alert_when_noisy": bool(found.alert_when_noisy),
         }
         entry["boundary"] = boundary_view(found)
+        if found.alert_confirmation is not None:
+            entry["confirmation"] = found.alert_confirmation
         if withheld is not None and not found.alert_when_noisy:
             entry["alert"] = withheld
     return entry
@@ -511,6 +528,8 @@ def report_view(
     start_point: Any | None = None,
     start_point_hash: str | None = None,
     duet: dict[str, Any] | None = None,
+    confirms: Any | None = None,
+    confirmation_runs: list[Any] | None = None,
 ) -> dict[str, Any]:
     """A report in Bencher's shape (``JsonReport``): project, branch (with its head's version
     and start point) and testbed as objects, results per iteration -> benchmark (its one
@@ -595,9 +614,17 @@ def report_view(
         "results": results,
         "error": report.error,
         "noise": noise,
-        "alerts": [alert_view(a) for a in alerts or []],
+        "alerts": [alert_view(a, confirmation_runs) for a in alerts or []],
         "created": iso(report.created),
     }
+    # Confirmation (docs/how-to/thresholds-alerts.md): the report a confirmation run
+    # re-measures, or the runs that re-measured this one.
+    if confirms is not None:
+        view["confirms"] = str(confirms)
+    if confirmation_runs:
+        view["confirmation_runs"] = [
+            {"job": str(r.job_uuid), "report": str(r.report_uuid)} for r in confirmation_runs
+        ]
     if job_uuid is not None:
         view["job"] = str(job_uuid)
     if duet is not None:
@@ -651,6 +678,10 @@ def _stored_report_view(
         row,
         metrics,
         job_uuid,
+        confirms=None
+        if row.confirms_report_id is None
+        else reports.report_row(conn, row.confirms_report_id).uuid,
+        confirmation_runs=confirmations.confirmation_runs(conn, report_id) if metrics else [],
         boundaries=store_alerts.report_boundaries(conn, report_id) if metrics else {},
         alerts=store_alerts.alerts_raised_by(conn, report_id) if metrics else [],
         start_point=start_point,

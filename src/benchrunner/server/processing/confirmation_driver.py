@@ -1,0 +1,102 @@
+"""Moves confirmations (``processing.confirmations``): queues a crossing's re-runs and decides
+it once they have finished. It looks when a processing batch commits or a runner job is
+processed with its result (either may have opened a confirmation or finished a re-run), when a
+job leaves flight while a confirmation is open (a re-run may have failed), and once every
+``interval`` seconds of the monotonic clock for what other replicas did.
+
+Only the replica leading the sweeper moves confirmations, so that two never queue the same
+re-runs; every move is a guarded change of the confirmation's state besides."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable
+
+from benchrunner.server.context import ServerContext
+from benchrunner.server.processing.confirmations import Moved, advance
+from benchrunner.server.store.confirmations import confirmations_open
+from benchrunner.server.tasks import cancel_and_wait
+
+log = logging.getLogger(__name__)
+
+
+class ConfirmationDriver:
+    def __init__(
+        self,
+        ctx: ServerContext,
+        *,
+        leads: Callable[[], bool],
+        broadcast: Callable[[int], tuple[str, str] | None],
+        job_created: Callable[[int], None],
+        interval: float,
+    ) -> None:
+        """``broadcast`` and ``job_created``: the wake-ups' ``job_broadcast`` (for a new job's
+        transaction) and ``job_created_here`` (after it commits)."""
+        self._ctx = ctx
+        self._leads = leads
+        self._broadcast = broadcast
+        self._job_created = job_created
+        self._interval = interval
+        self._woken = asyncio.Event()
+        self._any_open = True
+        """Whether the latest look found an open confirmation (True until the first look): a
+        job leaving flight wakes the driver only then."""
+        self._task: asyncio.Task[None] | None = None
+        self.moves = 0
+        """Confirmations moved by this replica (a signal tests may wait on)."""
+
+    def start(self) -> None:
+        self._task = asyncio.create_task(self._run(), name="confirmations")
+
+    async def stop(self) -> None:
+        await cancel_and_wait(self._task)
+
+    def wake(self) -> None:
+        """A job left flight: look, if a confirmation is open."""
+        if self._any_open:
+            self._woken.set()
+
+    def changed(self) -> None:
+        """Jobs were processed here (a confirmation may have opened): look now."""
+        self._any_open = True
+        self._woken.set()
+
+    async def _run(self) -> None:
+        clock = self._ctx.monotonic
+        while True:
+            woken = asyncio.ensure_future(self._woken.wait())
+            slept = asyncio.ensure_future(clock.sleep_until(clock.monotonic() + self._interval))
+            try:
+                await asyncio.wait({woken, slept}, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                for waiting in (woken, slept):
+                    waiting.cancel()
+                    with contextlib.suppress(asyncio.CancelledError):
+                        await waiting
+            self._woken.clear()
+            try:
+                await self.step()
+            except Exception:
+                log.exception("moving confirmations failed; trying again")
+
+    async def step(self) -> int:
+        """A move of each open confirmation if this replica leads: how many are open."""
+        if not self._leads():
+            return 0
+        found = await self._ctx.db.read(confirmations_open)
+        self._any_open = bool(found)
+        for confirmation_id in found:
+            try:
+                moved: Moved = await self._ctx.db.write(
+                    advance, confirmation_id, self._ctx.clock.now(), broadcast=self._broadcast
+                )
+            except Exception:
+                log.exception("moving confirmation %s failed; trying again", confirmation_id)
+                continue
+            for spec_id in moved.spec_ids:
+                self._job_created(spec_id)
+            if moved.spec_ids or moved.decided:
+                self.moves += 1
+        return len(found)

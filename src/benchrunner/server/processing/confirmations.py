@@ -1,0 +1,218 @@
+"""Confirmation before alerting (docs/how-to/thresholds-alerts.md).
+
+A runner job's metric that crosses a threshold with ``confirm`` runs (or a ``samples`` test that
+answers unknown there) raises no alert at once: its alert is held back as ``pending`` and the
+report gets a confirmation (``open_confirmation``, in the transaction that judged it). The
+confirmation then moves (``advance``, from the ``ConfirmationDriver``): it queues the re-runs,
+plain re-runs of the same job (same spec, image or template, arguments); once every re-run has
+finished it decides each held-back alert (``detection.confirmation``): raised (``active``,
+confirmed or unconfirmed) or ``suspected``. The re-runs' reports are kept but name the report
+they confirm, and are never history (``store.history``, ``store.perf``).
+
+Direct results (a run without a runner) never confirm.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy.engine import Connection
+
+from benchrunner.core.states import JobStatus
+from benchrunner.detection.confirmation import (
+    Outcome,
+    change_agrees,
+    confirm_runs,
+    decide,
+    limit_agrees,
+)
+from benchrunner.server.processing.evaluation import threshold_series
+from benchrunner.server.processing.sample_evaluation import combined_comparison, samples_step
+from benchrunner.server.processing.webhooks import emit_alert_event
+from benchrunner.server.store import (
+    accounts,
+    alerts,
+    confirmations,
+    history,
+    jobs,
+    reports,
+    thresholds,
+)
+from benchrunner.server.store.confirmations import DECIDED, RUNNING, WAITING
+from benchrunner.server.store.jobs import Origin
+
+DONE = frozenset({JobStatus.PROCESSED, JobStatus.FAILED, JobStatus.CANCELED})
+"""A re-run in one of these has measured all it will."""
+
+
+def open_confirmation(
+    conn: Connection, job: jobs.JobRow, found: list[Any], now: dt.datetime
+) -> bool:
+    """After a runner job's report was judged with ``confirming``: when it holds alerts back,
+    record that it waits for as many re-runs as the most any of its thresholds asks
+    (``found``: the thresholds it was judged by). True when it does."""
+    asked = {t.threshold_id: confirm_runs(t.confirm) for t in found}
+    if not any(asked.values()):
+        return False
+    held = confirmations.pending_alerts(conn, job.report_id)
+    if not held:
+        return False
+    runs = max(asked.get(a.threshold_id, 0) for a in held)
+    return confirmations.confirmation_add(conn, job.report_id, job.id, max(runs, 1), now)
+
+
+@dataclass
+class Moved:
+    spec_ids: list[int] = field(default_factory=list)
+    """Specs of the re-runs queued: the scheduler's wake-ups after the commit."""
+    decided: bool = False
+
+
+def advance(
+    conn: Connection,
+    confirmation_id: int,
+    now: dt.datetime,
+    *,
+    broadcast: Callable[[int], tuple[str, str] | None],
+) -> Moved:
+    """Queue a waiting confirmation's re-runs, or decide a running one whose re-runs have all
+    finished."""
+    row = confirmations.confirmation_get(conn, confirmation_id)
+    moved = Moved()
+    if row is None or row.state == DECIDED:
+        return moved
+    if row.state == WAITING:
+        job = jobs.job_get(conn, row.job_id)
+        if job is None or not confirmations.confirmation_move(conn, row.id, WAITING, RUNNING, now):
+            return moved
+        for _ in range(row.runs):
+            queue_run(conn, job, now, broadcast)
+            moved.spec_ids.append(job.spec_id)
+        return moved
+    runs = confirmations.confirmation_runs(conn, row.report_id)
+    if any(JobStatus(r.status) not in DONE for r in runs):
+        return moved
+    if not confirmations.confirmation_move(conn, row.id, RUNNING, DECIDED, now):
+        return moved
+    measured = [r.report_id for r in runs if JobStatus(r.status) == JobStatus.PROCESSED]
+    raised, to_bisect = decide_alerts(conn, row.report_id, measured, now)
+    emit_alert_event(conn, "alert.raised", raised, now)
+    # As a crossing raised at once would (docs/how-to/bisect.md).
+    alerts.alerts_bisect_pending(conn, to_bisect)
+    moved.decided = True
+    return moved
+
+
+def queue_run(
+    conn: Connection,
+    job: jobs.JobRow,
+    now: dt.datetime,
+    broadcast: Callable[[int], tuple[str, str] | None],
+) -> None:
+    """One re-run of ``job``: a report on its report's branch, testbed and settings marked as
+    confirming it, and a pending job with the same spec and config whose ``job_created`` says
+    which report and metrics it confirms."""
+    source = reports.report_row(conn, job.report_id)
+    held = confirmations.pending_alerts(conn, job.report_id)
+    report_id, _ = reports.report_create(
+        conn,
+        reports.NewReport(
+            project_id=job.project_id,
+            user_id=None,
+            branch_id=source.branch_id,
+            testbed_id=source.testbed_id,
+            adapter=source.adapter,
+            average=source.average,
+            fold=source.fold,
+            hash=source.hash,
+            start_time=now,
+            end_time=now,
+            now=now,
+        ),
+    )
+    confirmations.report_confirms(conn, report_id, source)
+    named = ", ".join(f"{a.benchmark_name} ({a.measure_name})" for a in held)
+    why = f"confirmation of report {source.uuid}, metric {named}"
+    meta = {
+        "confirms_report": str(source.uuid),
+        "confirms_job": str(job.uuid),
+        "metrics": [str(a.metric_uuid) for a in held],
+    }
+    org, priority = accounts.organization_for_job(conn, job.organization_id)
+    jobs.job_create(
+        conn,
+        jobs.NewJob(
+            report_id=report_id,
+            organization_id=org.id,
+            spec_id=job.spec_id,
+            config=job.config,
+            priority=priority,
+            now=now,
+            origin=Origin(actor=f"confirmation of report {source.uuid}", source_ip=job.source_ip),
+            why=(why, meta),
+            notify=broadcast(job.spec_id),
+        ),
+    )
+
+
+def decide_alerts(
+    conn: Connection, report_id: int, run_reports: list[int], now: dt.datetime
+) -> tuple[list[int], list[int]]:
+    """Decide each alert the report holds back from its re-runs' reports (those processed):
+    the ids of the alerts raised, and of those among them whose threshold bisects."""
+    raised: list[int] = []
+    to_bisect: list[int] = []
+    row = reports.report_row(conn, report_id)
+    for held in confirmations.pending_alerts(conn, report_id):
+        found = confirmations.run_values(conn, run_reports, held.benchmark_id, held.measure_id)
+        values = [v for report_values in found.values() for v in report_values]
+        change = None
+        if held.verdict is not None:
+            outcome, change = _decide_samples(conn, row, held, values)
+        elif held.change_pvalue is not None:
+            before, after = held.change_before, held.change_after
+            outcome = decide([change_agrees(held.limit, before, after, v.value) for v in values])
+        else:
+            lower, upper = held.lower_limit, held.upper_limit
+            outcome = decide([limit_agrees(held.limit, lower, upper, v.value) for v in values])
+        status = "suspected" if outcome is Outcome.SUSPECTED else "active"
+        decided = confirmations.alert_decide(conn, held.id, status, outcome.value, now, change)
+        if decided and status == "active":
+            raised.append(held.id)
+            if held.bisect:
+                to_bisect.append(held.id)
+    return raised, to_bisect
+
+
+def _decide_samples(
+    conn: Connection, row: Any, held: Any, values: list[Any]
+) -> tuple[Outcome, tuple[float, float, float, float] | None]:
+    """A ``samples`` alert: the report's and its re-runs' samples together against the same
+    baseline window; confirmed when they still differ."""
+    from benchrunner.detection.samples import Verdict
+
+    if not values:
+        return Outcome.UNCONFIRMED, None
+    t = next(
+        (
+            found
+            for found in thresholds.thresholds_of_report(conn, row.id, {held.measure_id})
+            if found.threshold_id == held.threshold_id
+        ),
+        None,
+    )
+    if t is None:  # the threshold is gone: nothing to judge against
+        return Outcome.UNCONFIRMED, None
+    cutoff = history.reset_cutoff(conn, history.scope_of(row), held.measure_id)
+    series = threshold_series(conn, row, t, {held.benchmark_id}, cutoff)
+    own = confirmations.run_values(conn, [row.id], held.benchmark_id, held.measure_id)
+    judged = [(v.id, v.value) for v in [*own.get(row.id, []), *values]]
+    result = combined_comparison(conn, t, series.get(held.benchmark_id, []), judged)
+    if result is None or result.verdict is not Verdict.DIFFERENT:
+        return Outcome.SUSPECTED, None
+    step = samples_step(result)
+    change = None if step is None else (step.before, step.after, step.magnitude, step.pvalue)
+    return Outcome.CONFIRMED, change

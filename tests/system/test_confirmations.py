@@ -1,0 +1,227 @@
+"""Confirmation before alerting end to end (docs/how-to/thresholds-alerts.md), on SQLite with a
+real server and a real runner: a runner job's crossing of a threshold with ``confirm: 2`` queues
+two re-runs of the job; re-runs that cross too raise one alert naming them, re-runs back to
+normal raise none and mark the metric suspected, re-runs that fail leave the alert raised; the
+history holds each report once."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from pathlib import Path
+from typing import Any
+
+from benchrunner.client import PerfQuery
+from tests.harness import Deployment, deploy, wait_until
+
+T0 = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
+
+# Each run takes the first value of the file and leaves the rest: the test decides what each of
+# the jobs (the judged one, then its re-runs, in the order the one runner takes them) measures.
+_PROGRAM = (
+    "import json,sys; p=sys.argv[1]; v=open(p).read().split(); "
+    "open(p,'w').write(chr(10).join(v[1:])); "
+    "print(json.dumps({'parse': {'latency': {'value': float(v[0])}}}))"
+)
+QUEUED_VALUE = f"""
+[templates."bench.queued_value"]
+description = "Measure the first value of a file and take it off the file"
+command = ["python3", "-c", {json.dumps(_PROGRAM)}, "{{file}}"]
+timeout = 30
+
+[templates."bench.queued_value".args.file]
+type = "string"
+"""
+
+
+def _quiet(deployment: Deployment) -> None:
+    """No noise guard on the spec: on a loaded machine it could find a run noisy, and a noisy
+    report's thresholds raise nothing, confirmed or not (docs/explanation/noise.md)."""
+    with deployment.http() as client:
+        answer = client.patch(f"/v0/specs/{deployment.spec}", json={"noise_guard": False})
+    assert answer.status_code == 200, answer.text
+
+
+def _history(deployment: Deployment, value: float, minute: int, spread: int = 1) -> None:
+    """A direct result on main/ci at ``T0 + minute``: ``spread`` iterations around ``value``."""
+    at = (T0 + dt.timedelta(minutes=minute)).isoformat()
+    body = {
+        "project": deployment.project,
+        "branch": "main",
+        "testbed": "ci",
+        "start_time": at,
+        "end_time": at,
+        "settings": {"adapter": "json"},
+        "results": [
+            json.dumps({"parse": {"latency": {"value": value + i - spread // 2}}})
+            for i in range(spread)
+        ],
+    }
+    with deployment.admin() as client:
+        client.run(body)
+
+
+def _judged_run(deployment: Deployment, values: Path, iterations: int = 1) -> dict[str, Any]:
+    """A runner job on main/ci measuring the file's first value (in each of ``iterations``);
+    its report once processed."""
+    with deployment.admin() as client:
+        submitted = client.run(
+            {
+                "project": deployment.project,
+                "branch": "main",
+                "testbed": "ci",
+                "spec": deployment.spec,
+                "template": "bench.queued_value",
+                "args": {"file": str(values)},
+                "settings": {"adapter": "json"},
+                "job": {"iter": iterations},
+            }
+        )
+    job = deployment.wait_status(str(submitted["job"]), "processed", timeout=120)
+    with deployment.admin() as client:
+        return client.get_report(deployment.project, job["report"])
+
+
+def _alerts(deployment: Deployment, status: Any = None) -> list[dict[str, Any]]:
+    with deployment.admin() as client:
+        return list(client.list_alerts(deployment.project, status=status))
+
+
+def _decided(deployment: Deployment, report: str) -> dict[str, Any] | None:
+    """The report's alert once its confirmation runs have decided it."""
+    for status in ("active", "suspected"):
+        for found in _alerts(deployment, status):
+            if found["raised_by"] == report:
+                return found
+    return None
+
+
+def test_a_crossing_alerts_only_when_its_confirmation_runs_agree(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'benchrunner.db'}"
+    with deploy(tmp_path, url, extra_templates=QUEUED_VALUE) as deployment:
+        _quiet(deployment)
+        for minute in range(1, 5):
+            _history(deployment, 100, minute)
+        with deployment.admin() as client:
+            threshold = client.create_threshold(
+                deployment.project,
+                branch="main",
+                testbed="ci",
+                measure="latency",
+                model={"test": "percentage", "upper_boundary": 0.1, "min_sample_size": 3},
+                confirm=2,
+            )
+        assert threshold["confirm"] == 2
+        deployment.runner_process("confirming").start()
+        values = tmp_path / "values.txt"
+
+        # A one-off blip: the re-runs measure the old level again.
+        values.write_text("300\n100\n100\n")
+        blip = _judged_run(deployment, values)
+        suspected = wait_until(
+            lambda: _decided(deployment, blip["uuid"]), timeout=120, message="the blip decided"
+        )
+        assert suspected["status"] == "suspected"
+        assert suspected["confirmation"]["outcome"] == "suspected"
+        assert len(suspected["confirmation"]["runs"]) == 2
+        assert _alerts(deployment) == []  # not raised: listed only when asked for
+        with deployment.admin() as client:
+            shown = client.get_report(deployment.project, blip["uuid"])
+        [[bench]] = shown["results"]
+        assert bench["measures"][0]["confirmation"] == "suspected"
+        assert [r["job"] for r in shown["confirmation_runs"]] == [
+            r["job"] for r in suspected["confirmation"]["runs"]
+        ]
+        for run in shown["confirmation_runs"]:
+            with deployment.admin() as client:
+                rerun = client.get_job(deployment.project, run["job"])
+                rerun_report = client.get_report(deployment.project, run["report"])
+            created = rerun["events"][0]
+            assert created["message"] == (
+                f"confirmation of report {blip['uuid']}, metric parse (Latency)"
+            ), created
+            assert rerun_report["confirms"] == blip["uuid"]
+            # The same version measured again, not a version of its own.
+            version = rerun_report["branch"]["head"]["version"]["number"]
+            assert version == blip["branch"]["head"]["version"]["number"]
+            assert rerun_report["alerts"] == []  # a re-run is never judged itself
+        assert values.read_text() == ""
+
+        # A real step: both re-runs cross too, and one alert names them.
+        values.write_text("300\n300\n300\n")
+        step = _judged_run(deployment, values)
+        raised = wait_until(
+            lambda: _decided(deployment, step["uuid"]), timeout=120, message="the step decided"
+        )
+        assert raised["status"] == "active"
+        assert raised["confirmation"]["outcome"] == "confirmed"
+        with deployment.admin() as client:
+            shown = client.get_report(deployment.project, step["uuid"])
+        assert [r["job"] for r in raised["confirmation"]["runs"]] == [
+            r["job"] for r in shown["confirmation_runs"]
+        ]
+        assert len(raised["confirmation"]["runs"]) == 2
+        # Judged against the four direct results and the blip, not the blip's re-runs (100s).
+        [[bench]] = shown["results"]
+        assert bench["measures"][0]["boundary"]["baseline"] == 140.0
+        assert [a["uuid"] for a in _alerts(deployment)] == [raised["uuid"]]
+
+        # Re-runs that measure nothing (they fail) leave the crossing as it stood: raised.
+        values.write_text("300\nbroken\nbroken\n")
+        unmeasured = _judged_run(deployment, values)
+        stood = wait_until(
+            lambda: _decided(deployment, unmeasured["uuid"]), timeout=120, message="the decision"
+        )
+        assert stood["status"] == "active"
+        assert stood["confirmation"]["outcome"] == "unconfirmed"
+        for run in stood["confirmation"]["runs"]:
+            assert deployment.status(run["job"]) == "failed"
+
+        # The history: four direct results and the three judged reports, each once.
+        query = PerfQuery(
+            branches=["main"],
+            testbeds=["ci"],
+            benchmarks=["parse"],
+            measures=["latency"],
+            start_time=T0,
+            end_time=dt.datetime.now(dt.UTC) + dt.timedelta(days=1),
+        )
+        with deployment.admin() as client:
+            perf = client.perf(deployment.project, query).json()
+        [series] = perf["results"]
+        reports = [m["report"] for m in series["metrics"]]
+        assert len(reports) == 7 and len(set(reports)) == 7
+        assert reports[-3:] == [blip["uuid"], step["uuid"], unmeasured["uuid"]]
+
+
+def test_a_samples_answer_of_unknown_is_settled_by_the_reruns_samples(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'benchrunner.db'}"
+    with deploy(tmp_path, url, extra_templates=QUEUED_VALUE) as deployment:
+        _quiet(deployment)
+        for minute in range(1, 5):
+            _history(deployment, 100, minute, spread=4)
+        with deployment.admin() as client:
+            client.create_threshold(
+                deployment.project,
+                branch="main",
+                testbed="ci",
+                measure="latency",
+                model={"test": "samples"},
+                confirm=1,
+            )
+        deployment.runner_process("confirming").start()
+        values = tmp_path / "values.txt"
+        # Two samples are too few to tell (unknown); with the re-run's two, they differ.
+        values.write_text("200\n201\n202\n203\n")
+        judged = _judged_run(deployment, values, iterations=2)
+        [first, *_] = [m for bench in judged["results"] for b in bench for m in b["measures"]]
+        assert first["boundary"]["verdict"] == "unknown"
+        raised = wait_until(
+            lambda: _decided(deployment, judged["uuid"]), timeout=120, message="the decision"
+        )
+        assert raised["status"] == "active"
+        assert raised["confirmation"]["outcome"] == "confirmed"
+        assert len(raised["confirmation"]["runs"]) == 1
+        # The step is the four samples' together: medians 100 and 201.5.
+        assert raised["change"]["after"] == 201.5
+        assert values.read_text() == ""

@@ -1,0 +1,71 @@
+"""Confirmation before alerting (docs/how-to/thresholds-alerts.md): whether re-runs agree with a
+crossing, and the outcome of the agreements, as tables."""
+
+from __future__ import annotations
+
+import pytest
+
+from benchrunner.detection import confirmation
+from benchrunner.detection.confirmation import (
+    Outcome,
+    Side,
+    change_agrees,
+    confirm_runs,
+    decide,
+    limit_agrees,
+)
+
+
+@pytest.mark.parametrize(
+    ("side", "lower", "upper", "value", "agrees"),
+    [
+        ("upper", None, 110.0, 300.0, True),
+        ("upper", None, 110.0, 110.0, False),  # on the limit is inside it, as when judged
+        ("upper", None, 110.0, 100.0, False),
+        ("upper", 90.0, None, 300.0, False),  # no upper limit drawn: nothing to cross
+        ("lower", 90.0, 110.0, 50.0, True),
+        ("lower", 90.0, 110.0, 90.0, False),
+        ("lower", 90.0, 110.0, 300.0, False),  # beyond the other limit is not the same crossing
+    ],
+)
+def test_a_rerun_agrees_with_a_limit_crossing_beyond_the_same_limit(
+    side: Side, lower: float | None, upper: float | None, value: float, agrees: bool
+) -> None:
+    assert limit_agrees(side, lower, upper, value) is agrees
+
+
+@pytest.mark.parametrize(
+    ("side", "before", "after", "value", "agrees"),
+    [
+        ("upper", 100.0, 200.0, 190.0, True),
+        ("upper", 100.0, 200.0, 151.0, True),
+        ("upper", 100.0, 200.0, 150.0, False),  # the midpoint belongs to neither level
+        ("upper", 100.0, 200.0, 105.0, False),
+        ("lower", 200.0, 100.0, 110.0, True),
+        ("lower", 200.0, 100.0, 190.0, False),
+    ],
+)
+def test_a_rerun_agrees_with_a_step_on_the_new_levels_side_of_its_midpoint(
+    side: Side, before: float, after: float, value: float, agrees: bool
+) -> None:
+    assert change_agrees(side, before, after, value) is agrees
+
+
+@pytest.mark.parametrize(
+    ("agreements", "outcome"),
+    [
+        ([True, True], Outcome.CONFIRMED),
+        ([True], Outcome.CONFIRMED),
+        ([True, False], Outcome.SUSPECTED),  # one re-run back to normal: a blip
+        ([False, False], Outcome.SUSPECTED),
+        ([], Outcome.UNCONFIRMED),  # no re-run measured it: the alert stands as it was
+    ],
+)
+def test_every_measuring_rerun_must_agree(agreements: list[bool], outcome: Outcome) -> None:
+    assert decide(agreements) is outcome
+
+
+def test_a_threshold_without_its_own_count_takes_the_default() -> None:
+    assert confirm_runs(None) == confirmation.DEFAULT_CONFIRM_RUNS
+    assert confirm_runs(0) == 0
+    assert confirm_runs(3) == 3
