@@ -8,18 +8,20 @@
 # the console's browser tests drive through Playwright (never a browser Playwright downloads),
 # with a sans-serif font for its screenshots (only recommended by the package); jq, which the
 # GitHub Actions workflow of docs/how-to/ uses as GitHub's runners have it;
-# pg_dump, which backs up a PostgreSQL server; and ip, which puts server replicas in network
+# pg_dump, which backs up a PostgreSQL server; what the deploy guide (docs/how-to/deploy.md)
+# installs and runs: python3-venv, PostgreSQL, Caddy, and sudo for createuser and createdb; and ip, which puts server replicas in network
 # namespaces of their own (tests/netns.py).
 # Installs only what is missing; needs root + apt.
 set -euo pipefail
 declare -A wanted=([runc]=runc [skopeo]=skopeo [umoci]=umoci [busybox]=busybox-static [mkfs.ext4]=e2fsprogs [hyperfine]=hyperfine [node]=nodejs [npm]=npm
   [g++]=g++ [go]=golang-go [ruby]=ruby [git]=git [jq]=jq [mmdebstrap]=mmdebstrap [systemd-analyze]=systemd
-  [pg_dump]=postgresql-client [ip]=iproute2)
+  [pg_dump]=postgresql-client [sudo]=sudo [caddy]=caddy [ip]=iproute2)
 # Libraries and headers have no command: a file of theirs stands for them. The Criterion test runs
 # Debian's cargo by its path, whatever cargo (rustup's) comes first on PATH.
 declare -A wanted_files=([/usr/include/benchmark/benchmark.h]=libbenchmark-dev
   [/usr/include/catch2/catch.hpp]=catch2 [/usr/bin/cargo]=cargo [/usr/bin/chromium]=chromium
-  [/usr/share/fonts/truetype/liberation/LiberationSans-Regular.ttf]=fonts-liberation)
+  [/usr/share/fonts/truetype/liberation/LiberationSans-Regular.ttf]=fonts-liberation
+  [/usr/share/doc/python3-venv/copyright]=python3-venv [/usr/share/doc/postgresql/copyright]=postgresql)
 # Rust crates sit in a folder named with their version, which differs between Debian releases.
 declare -A wanted_globs=(['/usr/share/cargo/registry/criterion-[0-9]*/Cargo.toml']=librust-criterion-dev)
 missing=()

@@ -27,7 +27,15 @@ import httpx
 import pytest
 import yaml
 
-from tests.harness import REPO, Deployment, RunnerProcess, cli, deploy, wait_until
+from tests.harness import (
+    REPO,
+    Deployment,
+    RunnerProcess,
+    ServerProcess,
+    cli,
+    deploy,
+    wait_until,
+)
 from tests.oci_layout import busybox_image, write_layout, write_oci_archive
 
 pytestmark = pytest.mark.engine_independent
@@ -144,6 +152,7 @@ def run_steps(
             [*within, "bash", "-eo", "pipefail", "-c", step.script],
             cwd=cwd,
             env=env,
+            stdin=subprocess.DEVNULL,
             capture_output=True,
             text=True,
             timeout=timeout,
@@ -271,7 +280,7 @@ class Guides:
     commits: list[str]
     receiver: Receiver
     host: Path
-    """Upper and work directories of the overlay on ``/etc`` that ``host`` blocks write."""
+    """Upper and work directories of the overlays (``HOST_OVERLAID``) host blocks write."""
     runner: RunnerProcess | None = None
     host_ran: set[str] = field(default_factory=set)
 
@@ -422,6 +431,8 @@ class Setting:
     within: tuple[str, ...] = ()
     checks: list[Callable[[], None]] = field(default_factory=list)
     """What must hold once the block ran (it exited 0)."""
+    cleanups: list[Callable[[], None]] = field(default_factory=list)
+    """What undoes, after the block whatever it did, what it made outside the test's files."""
 
     def cli(self, *args: str) -> str:
         return cli(*args, env=self.env).stdout
@@ -506,20 +517,34 @@ def need_culprit(setting: Setting) -> None:
     setting.expected.append(f"first bad commit {setting.guides.commits[SLOWER_AT]}")
 
 
+HOST_OVERLAID = ("etc", "opt", "root")
+"""The directories a ``host`` block changes through an overlay (the configuration and units,
+the virtual environment in ``/opt/benchrunner``, the admin's password and token)."""
+
+HOST_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+"""root's ``PATH`` on Debian: the system's ``python3``, not the test's environment's."""
+
+
 def need_host(setting: Setting) -> None:
     """The block changes the machine it runs on, as root, from a checkout: it runs in a mount
-    namespace of its own where ``/etc`` is an overlay whose changes go to the module's
-    directory, so the test machine's ``/etc`` is left as it was. ``$EDITOR`` keeps the
+    namespace of its own where ``/etc``, ``/opt`` and ``/root`` are overlays whose changes go to the
+    module's directory and ``/tmp`` is its own, so the test machine's files are left as they
+    were. Its ``PATH`` and ``HOME`` are root's (pip's cache is root's); ``$EDITOR`` keeps the
     example files as they are."""
-    upper, work = setting.guides.host / "upper", setting.guides.host / "work"
-    upper.mkdir(parents=True, exist_ok=True)
-    work.mkdir(exist_ok=True)
-    mount = 'mount -t overlay overlay -o "lowerdir=/etc,upperdir=$1,workdir=$2" /etc'
+    for directory in HOST_OVERLAID:
+        (setting.guides.host / directory / "upper").mkdir(parents=True, exist_ok=True)
+        (setting.guides.host / directory / "work").mkdir(exist_ok=True)
+    overlay = (
+        'mount -t overlay overlay -o "lowerdir=/$d,upperdir=$1/$d/upper,workdir=$1/$d/work" /$d'
+    )
+    script = (
+        f"for d in {' '.join(HOST_OVERLAID)}; do {overlay} || exit; done; "
+        'mount -t tmpfs tmpfs /tmp && shift && exec "$@"'
+    )
     namespace = ("unshare", "--mount", "--propagation", "private")
-    setting.within = (*namespace, "sh", "-c", f'{mount} && shift 2 && exec "$@"', "sh")
-    setting.within += (str(upper), str(work))
+    setting.within = (*namespace, "sh", "-c", script, "sh", str(setting.guides.host))
     setting.cwd = REPO
-    setting.env["EDITOR"] = "true"
+    setting.env.update(EDITOR="true", PATH=HOST_PATH, HOME="/root")
 
 
 def need_previous_report(setting: Setting) -> None:
@@ -559,7 +584,95 @@ def need_previous_report(setting: Setting) -> None:
     setting.checks.append(named_the_culprit)
 
 
+def postgres(*args: str, query: str | None = None) -> str:
+    """A PostgreSQL client program run as the ``postgres`` OS user, as the deploy guide does;
+    ``query`` goes to its standard input (where psql substitutes ``:'name'``)."""
+    done = subprocess.run(
+        ["sudo", "-u", "postgres", *args], input=query, capture_output=True, text=True, check=True
+    )
+    return done.stdout.strip()
+
+
+DEPLOY_DATABASE = "benchrunner"
+"""The role and database the deploy guide creates."""
+
+
+def absent_from_the_cluster() -> None:
+    query = "SELECT rolname FROM pg_roles WHERE rolname = :'name'"
+    existing = postgres("psql", "-XAt", "-v", f"name={DEPLOY_DATABASE}", query=query)
+    assert not existing, f"the role {DEPLOY_DATABASE} exists already on this machine's cluster"
+
+
+def dropped() -> None:
+    postgres("dropdb", "--if-exists", DEPLOY_DATABASE)
+    postgres("dropuser", "--if-exists", DEPLOY_DATABASE)
+
+
+def need_postgres(setting: Setting) -> None:
+    """The distribution's PostgreSQL cluster on this machine, its ``postgres`` OS user and its
+    Unix socket, where the deploy guide's role and database do not exist yet; the block must
+    make the database owned by the role, and both are dropped afterwards."""
+    absent_from_the_cluster()
+
+    def owned_by_the_role() -> None:
+        query = "SELECT pg_get_userbyid(datdba) FROM pg_database WHERE datname = :'name'"
+        owner = postgres("psql", "-XAt", "-v", f"name={DEPLOY_DATABASE}", query=query)
+        assert owner == DEPLOY_DATABASE, owner
+
+    setting.cleanups.append(dropped)
+    setting.checks.append(owned_by_the_role)
+
+
+def need_deploy_database(setting: Setting) -> None:
+    """The role and database the deploy guide's step 2 creates, made as it does on the
+    machine's cluster (``server.env`` names them) and dropped afterwards; the block must leave
+    the admin ``ops@example.com`` in it and its token in ``/root/ops.token``."""
+    absent_from_the_cluster()
+    setting.cleanups.append(dropped)
+    postgres("createuser", DEPLOY_DATABASE)
+    postgres("createdb", "--owner", DEPLOY_DATABASE, DEPLOY_DATABASE)
+
+    def bootstrapped() -> None:
+        query = "SELECT count(*) FROM \"user\" WHERE email = :'email'"
+        email = "email=ops@example.com"
+        admins = postgres("psql", "-XAt", "-d", DEPLOY_DATABASE, "-v", email, query=query)
+        assert admins == "1", admins
+        token = setting.guides.host / "root" / "upper" / "ops.token"
+        assert token.read_text().strip(), "no token in /root/ops.token"
+        copy = setting.guides.host / "etc" / "upper" / "benchrunner" / "ops.password"
+        assert not copy.exists(), "the password's copy for the server's user is left behind"
+
+    setting.checks.append(bootstrapped)
+
+
+def need_fresh_server(setting: Setting) -> None:
+    """A server of its own with nothing but its admin, as the deploy guide's is before its
+    first spec: ``BENCHRUNNER_HOST`` and ``BENCHRUNNER_TOKEN`` are its, as the guide's reader
+    sets them; the block must register the runner ``bench-01`` of the spec ``small``."""
+    home = setting.cwd / "fresh-server"
+    home.mkdir()
+    templates = home / "templates.toml"
+    templates.write_text("")
+    server = ServerProcess(home / "data", templates, f"sqlite:///{home / 'benchrunner.db'}")
+    server.data_dir.mkdir()
+    setting.cleanups.append(server.kill)
+    server.start()
+    setting.env.update(BENCHRUNNER_HOST=server.url, BENCHRUNNER_TOKEN=server.token)
+
+    def registered() -> None:
+        with server.client() as client:
+            runners = client.list_runners()
+        assert [(r["name"], [s["name"] for s in r["specs"]]) for r in runners] == [
+            ("bench-01", ["small"])
+        ], runners
+
+    setting.checks.append(registered)
+
+
 NEEDS: dict[str, Callable[[Setting], None]] = {
+    "postgres": need_postgres,
+    "deploy-database": need_deploy_database,
+    "fresh-server": need_fresh_server,
     "previous-report": need_previous_report,
     "host": need_host,
     "runner": need_runner,
@@ -612,7 +725,8 @@ def run_block(guides: Guides, tmp: Path, block: Block) -> tuple[Setting, Outcome
             same = earlier.guide == block.guide and "host" in earlier.needs
             if same and earlier.line < block.line and earlier.name not in guides.host_ran:
                 ran = earlier.name
-                _, outcome = run_block(guides, tmp / ran.replace(":", "-"), earlier)
+                setting, outcome = run_block(guides, tmp / ran.replace(":", "-"), earlier)
+                undo(setting)
                 assert outcome.codes == {"block": 0}, f"{ran}: {earlier.script}\n{outcome.output}"
         guides.host_ran.add(block.name)
     tmp.mkdir(exist_ok=True)
@@ -622,14 +736,22 @@ def run_block(guides: Guides, tmp: Path, block: Block) -> tuple[Setting, Outcome
     return setting, run_steps([step], setting.cwd, setting.env, BLOCK_TIMEOUT, within)
 
 
+def undo(setting: Setting) -> None:
+    for cleanup in reversed(setting.cleanups):
+        cleanup()
+
+
 @pytest.mark.parametrize("block", list(shell_blocks()))
 def test_runnable_guide_block(guides: Guides, tmp_path: Path, block: Block) -> None:
     setting, outcome = run_block(guides, tmp_path, block)
-    assert outcome.codes == {"block": 0}, f"{block.script}\n{outcome.output}"
-    for expected in setting.expected:
-        assert expected in outcome.output, f"{block.script}\n{outcome.output}"
-    for check in setting.checks:
-        check()
+    try:
+        assert outcome.codes == {"block": 0}, f"{block.script}\n{outcome.output}"
+        for expected in setting.expected:
+            assert expected in outcome.output, f"{block.script}\n{outcome.output}"
+        for check in setting.checks:
+            check()
+    finally:
+        undo(setting)
 
 
 def test_the_guides_receiver_code_verifies_a_real_delivery(guides: Guides, tmp_path: Path) -> None:
