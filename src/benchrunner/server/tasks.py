@@ -1,8 +1,10 @@
-"""The server's background loops: running a step every interval, and ending them."""
+"""The server's background loops: running a step every interval or when woken, and ending
+them."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -45,3 +47,56 @@ async def repeat(
         except Exception:
             log.exception("%s; trying again in %.0f s", failed, interval)
         await clock.sleep_until(clock.monotonic() + interval)
+
+
+class WokenLoop:
+    """A background step run when woken and every ``interval`` seconds of the monotonic clock
+    (for what other replicas did). ``wake`` looks only while the latest step found work, so
+    that a server with none spends no query on each event; ``changed`` looks whatever."""
+
+    def __init__(self, clock: MonotonicClock, interval: float, name: str) -> None:
+        self._clock = clock
+        self._interval = interval
+        self._name = name
+        self._woken = asyncio.Event()
+        self.busy = True
+        """Whether the latest step found work (True until the first): set by ``step``."""
+        self._task: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        self._task = asyncio.create_task(self._run(), name=self._name)
+
+    async def stop(self) -> None:
+        await cancel_and_wait(self._task)
+
+    def wake(self) -> None:
+        """Something the work waits on happened: look, if there is work."""
+        if self.busy:
+            self._woken.set()
+
+    def changed(self) -> None:
+        """Work may have been added here: look now."""
+        self.busy = True
+        self._woken.set()
+
+    async def step(self) -> int:
+        """One look; how much work it found."""
+        raise NotImplementedError
+
+    async def _run(self) -> None:
+        clock = self._clock
+        while True:
+            woken = asyncio.ensure_future(self._woken.wait())
+            slept = asyncio.ensure_future(clock.sleep_until(clock.monotonic() + self._interval))
+            try:
+                await asyncio.wait({woken, slept}, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                for waiting in (woken, slept):
+                    waiting.cancel()
+                    with contextlib.suppress(asyncio.CancelledError):
+                        await waiting
+            self._woken.clear()
+            try:
+                await self.step()
+            except Exception:
+                log.exception("the %s loop's step failed; trying again", self._name)

@@ -9,20 +9,18 @@ re-runs; every move is a guarded change of the confirmation's state besides."""
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import logging
 from collections.abc import Callable
 
 from benchrunner.server.context import ServerContext
 from benchrunner.server.processing.confirmations import Moved, advance
 from benchrunner.server.store.confirmations import confirmations_open
-from benchrunner.server.tasks import cancel_and_wait
+from benchrunner.server.tasks import WokenLoop
 
 log = logging.getLogger(__name__)
 
 
-class ConfirmationDriver:
+class ConfirmationDriver(WokenLoop):
     def __init__(
         self,
         ctx: ServerContext,
@@ -33,60 +31,22 @@ class ConfirmationDriver:
         interval: float,
     ) -> None:
         """``broadcast`` and ``job_created``: the wake-ups' ``job_broadcast`` (for a new job's
-        transaction) and ``job_created_here`` (after it commits)."""
+        transaction) and ``job_created_here`` (after it commits). ``wake``: a job left flight;
+        ``changed``: jobs were processed here (a confirmation may have opened)."""
+        super().__init__(ctx.monotonic, interval, "confirmations")
         self._ctx = ctx
         self._leads = leads
         self._broadcast = broadcast
         self._job_created = job_created
-        self._interval = interval
-        self._woken = asyncio.Event()
-        self._any_open = True
-        """Whether the latest look found an open confirmation (True until the first look): a
-        job leaving flight wakes the driver only then."""
-        self._task: asyncio.Task[None] | None = None
         self.moves = 0
         """Confirmations moved by this replica (a signal tests may wait on)."""
-
-    def start(self) -> None:
-        self._task = asyncio.create_task(self._run(), name="confirmations")
-
-    async def stop(self) -> None:
-        await cancel_and_wait(self._task)
-
-    def wake(self) -> None:
-        """A job left flight: look, if a confirmation is open."""
-        if self._any_open:
-            self._woken.set()
-
-    def changed(self) -> None:
-        """Jobs were processed here (a confirmation may have opened): look now."""
-        self._any_open = True
-        self._woken.set()
-
-    async def _run(self) -> None:
-        clock = self._ctx.monotonic
-        while True:
-            woken = asyncio.ensure_future(self._woken.wait())
-            slept = asyncio.ensure_future(clock.sleep_until(clock.monotonic() + self._interval))
-            try:
-                await asyncio.wait({woken, slept}, return_when=asyncio.FIRST_COMPLETED)
-            finally:
-                for waiting in (woken, slept):
-                    waiting.cancel()
-                    with contextlib.suppress(asyncio.CancelledError):
-                        await waiting
-            self._woken.clear()
-            try:
-                await self.step()
-            except Exception:
-                log.exception("moving confirmations failed; trying again")
 
     async def step(self) -> int:
         """A move of each open confirmation if this replica leads: how many are open."""
         if not self._leads():
             return 0
         found = await self._ctx.db.read(confirmations_open)
-        self._any_open = bool(found)
+        self.busy = bool(found)
         for confirmation_id in found:
             try:
                 moved: Moved = await self._ctx.db.write(
