@@ -117,22 +117,7 @@ def queue_run(
     which report and metrics it confirms."""
     source = reports.report_row(conn, job.report_id)
     held = confirmations.pending_alerts(conn, job.report_id)
-    report_id, _ = reports.report_create(
-        conn,
-        reports.NewReport(
-            project_id=job.project_id,
-            user_id=None,
-            branch_id=source.branch_id,
-            testbed_id=source.testbed_id,
-            adapter=source.adapter,
-            average=source.average,
-            fold=source.fold,
-            hash=source.hash,
-            start_time=now,
-            end_time=now,
-            now=now,
-        ),
-    )
+    report_id, _ = reports.report_like(conn, source, None, now)
     confirmations.report_confirms(conn, report_id, source)
     named = ", ".join(f"{a.benchmark_name} ({a.measure_name})" for a in held)
     why = f"confirmation of report {source.uuid}, metric {named}"

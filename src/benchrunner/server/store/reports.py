@@ -508,6 +508,29 @@ def report_row(conn: Connection, report_id: int) -> Any:
     return row
 
 
+def report_like(
+    conn: Connection, source: Any, user_id: int | None, now: dt.datetime
+) -> tuple[int, uuid.UUID]:
+    """A new report on ``source``'s (a ``report_row``) project, branch, testbed, adapter,
+    settings and hash, for a job that measures it again."""
+    return report_create(
+        conn,
+        NewReport(
+            project_id=source.project_id,
+            user_id=user_id,
+            branch_id=source.branch_id,
+            testbed_id=source.testbed_id,
+            adapter=source.adapter,
+            average=source.average,
+            fold=source.fold,
+            hash=source.hash,
+            start_time=now,
+            end_time=now,
+            now=now,
+        ),
+    )
+
+
 _PARSING = (
     sa.select(
         report.c.id,

@@ -36,22 +36,7 @@ def job_rerun(
     (``rerun_of``); the old job gets a ``job_rerun`` event naming the new job and report. The
     caller checks the old job is finished (and the organization's backlog)."""
     source = reports.report_row(conn, old.report_id)
-    report_id, report_uuid = reports.report_create(
-        conn,
-        reports.NewReport(
-            project_id=old.project_id,
-            user_id=user_id,
-            branch_id=source.branch_id,
-            testbed_id=source.testbed_id,
-            adapter=source.adapter,
-            average=source.average,
-            fold=source.fold,
-            hash=source.hash,
-            start_time=now,
-            end_time=now,
-            now=now,
-        ),
-    )
+    report_id, report_uuid = reports.report_like(conn, source, user_id, now)
     _, job_uuid = jobs.job_create(
         conn,
         jobs.NewJob(
