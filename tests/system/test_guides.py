@@ -537,9 +537,16 @@ def need_host(setting: Setting) -> None:
     overlay = (
         'mount -t overlay overlay -o "lowerdir=/$d,upperdir=$1/$d/upper,workdir=$1/$d/work" /$d'
     )
+    # A checkout under /tmp (a CI clone) is bound back over the private /tmp, through the
+    # overlaid /root, so that the block's relative paths ("pip wheel .") still find it.
+    keep_checkout = (
+        'case "$PWD" in /tmp/*) mkdir -p /root/.checkout && mount --bind "$PWD" /root/.checkout '
+        '&& mount -t tmpfs tmpfs /tmp && mkdir -p "$PWD" && mount --move /root/.checkout "$PWD" '
+        '&& cd "$PWD" ;; *) mount -t tmpfs tmpfs /tmp ;; esac'
+    )
     script = (
         f"for d in {' '.join(HOST_OVERLAID)}; do {overlay} || exit; done; "
-        'mount -t tmpfs tmpfs /tmp && shift && exec "$@"'
+        f'{{ {keep_checkout}; }} && shift && exec "$@"'
     )
     namespace = ("unshare", "--mount", "--propagation", "private")
     setting.within = (*namespace, "sh", "-c", script, "sh", str(setting.guides.host))
