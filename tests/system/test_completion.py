@@ -13,7 +13,7 @@ import pytest
 
 from benchrunner.server.channel import lifecycle
 from benchrunner.server.processing import completion
-from benchrunner.server.processing.processor import record_processed
+from benchrunner.server.processing.processor import Recorded, record_processed
 from benchrunner.server.store.job_outputs import INLINE_OUTPUT_BYTES
 from tests.databases import fresh_database
 from tests.harness import Deployment, wait_until
@@ -137,7 +137,7 @@ def test_a_failure_while_processing_at_once_leaves_the_job_to_the_processor(
     alone, acknowledged, and the background processor processes the job."""
     failures: list[int] = []
 
-    def failing(conn: Any, job: Any, *args: Any) -> bool:
+    def failing(conn: Any, job: Any, *args: Any) -> Recorded | None:
         if not failures:
             failures.append(job.id)
             raise RuntimeError("injected: processing failed")

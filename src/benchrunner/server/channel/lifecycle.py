@@ -83,7 +83,11 @@ class Lifecycle:
     def __init__(self, ctx: ServerContext) -> None:
         self.ctx = ctx
         # Each committed processing batch may have given a bisection's duet its verdict.
-        self.processor = Processor(ctx, on_batch=lambda _ids: self._batch_processed())
+        self.processor = Processor(
+            ctx,
+            on_batch=lambda _ids: self._batch_processed(),
+            on_confirming=lambda: self.confirmations.changed(),
+        )
         self.heartbeats = HeartbeatLedger(write_interval(ctx.settings))
         self._heartbeat_writer = HeartbeatWriter(ctx, self.heartbeats)
         self.live_logs = LiveLogs(ctx)
@@ -175,10 +179,10 @@ class Lifecycle:
     # ------------------------------------------------------------ hooks
 
     def _batch_processed(self) -> None:
-        """A processing batch committed: it may have given a bisection's duet its verdict,
-        opened a confirmation or finished a confirmation run."""
+        """A processing batch committed: it may have given a bisection's duet its verdict or
+        finished a confirmation run (one it opened calls ``on_confirming``)."""
         self.bisections.wake()
-        self.confirmations.changed()
+        self.confirmations.wake()
 
     def finished(self, job: jobs.JobRow) -> None:
         """A job left flight: stop its timer, free capacity if its tier is limited, and let
@@ -457,7 +461,8 @@ class Lifecycle:
                 job_moved(self.ctx, job, JobStatus.COMPLETED, now, runner=runner.slug)
                 self.finished(job)
                 if done.processed and done.row is not None:
-                    self.confirmations.changed()
+                    if done.confirming:  # ``finished`` woke it only while one was open
+                        self.confirmations.changed()
                     job_moved(
                         self.ctx,
                         done.row,

@@ -43,6 +43,8 @@ class Completion:
     """Why the output gave no metrics, when processed."""
     row: jobs.JobRow | None = None
     """The job as it was completed, when processed."""
+    confirming: bool = False
+    """... and its report holds alerts back for confirmation runs."""
 
 
 def complete(
@@ -78,10 +80,16 @@ def complete(
         ),
         parsing,
     )
-    processed = record_processed(
+    recorded = record_processed(
         conn, completed, item.values, item.error, now, item.noise, item.duet
     )
-    return Completion(completed=True, processed=processed, error=item.error, row=completed)
+    return Completion(
+        completed=True,
+        processed=recorded is not None,
+        error=item.error,
+        row=completed,
+        confirming=recorded is not None and recorded.confirming,
+    )
 
 
 def _as_completed(

@@ -109,8 +109,9 @@ class Processor:
     """Processes completed jobs in the background, each queued once however often it is
     enqueued (by the channel, startup recovery and the sweeper alike).
 
-    ``on_batch`` is called with the job ids of each batch after it commits: a no-op in
-    production, it lets tests observe batch boundaries.
+    ``on_batch`` is called with the job ids of each batch after it commits (it lets tests
+    observe batch boundaries); ``on_confirming`` after a batch in which a report began to hold
+    alerts back for confirmation runs.
     """
 
     def __init__(
@@ -119,6 +120,7 @@ class Processor:
         *,
         batch_bytes: int | None = None,
         on_batch: Callable[[list[int]], None] | None = None,
+        on_confirming: Callable[[], None] | None = None,
         write_step: float = WRITE_STEP_SECONDS,
         parsers: Executor | None = None,
         inline_parse_bytes: int = INLINE_PARSE_BYTES,
@@ -131,6 +133,9 @@ class Processor:
         self._own_parsers = parsers is None
         """A pool of our own is started on first use and shut down by ``stop``."""
         self._on_batch = on_batch or (lambda _ids: None)
+        self._on_confirming = on_confirming or (lambda: None)
+        self._confirming = False
+        """A job of the batch being written opened a confirmation."""
         self._queue: asyncio.Queue[int] = asyncio.Queue()
         self._queued: set[int] = set()
         """Jobs waiting in the queue or being processed."""
@@ -204,6 +209,9 @@ class Processor:
                     await asyncio.sleep(0)  # an inline write does not yield by itself
                 done = await self._ctx.db.write(self._commit_some, measured, done)
             self._on_batch([job.id for job in group])
+            if self._confirming:
+                self._confirming = False
+                self._on_confirming()
 
     async def _sizes(self, found: list[jobs.JobRow], in_rows: dict[int, bytes]) -> list[int]:
         in_blobs = [job for job in found if job.id not in in_rows]
@@ -314,10 +322,12 @@ class Processor:
         """Store one job's metrics. The guarded move to ``processed`` comes first, so a job
         another replica (or an earlier batch) processed meanwhile adds nothing."""
         now = self._ctx.clock.now()
-        if not record_processed(
+        recorded = record_processed(
             conn, item.job, item.values, item.error, now, item.noise, item.duet
-        ):
+        )
+        if recorded is None:
             return False
+        self._confirming = self._confirming or recorded.confirming
         job_moved(
             self._ctx,
             item.job,
@@ -343,6 +353,15 @@ def measured_with_noise(
     return Measured(job, values, error, judged, duet)
 
 
+@dataclass(frozen=True)
+class Recorded:
+    """A job ``record_processed`` moved to ``processed``."""
+
+    confirming: bool = False
+    """Its report holds alerts back for confirmation runs, which the confirmations' driver
+    queues: worth waking it for, where a job without one is not."""
+
+
 def record_processed(
     conn: Connection,
     job: jobs.JobRow,
@@ -351,10 +370,10 @@ def record_processed(
     now: dt.datetime,
     noise: NoiseVerdict | None = None,
     duet: duets.NewDuet | None = None,
-) -> bool:
+) -> Recorded | None:
     """Move a completed job to ``processed`` with its metrics (or why it has none) in its
     report, its thresholds judged (on a noisy report, only those that ask to be), and a duet
-    job's verdict beside them; False, with nothing written, when the job is not ``completed``
+    job's verdict beside them; None, with nothing written, when the job is not ``completed``
     (already processed elsewhere)."""
     if error is not None:
         message = f"not parsed: {error}"
@@ -363,7 +382,7 @@ def record_processed(
     else:
         message = f"parsed {len(values)} metrics"
     if not transitions.job_mark_processed(conn, job.id, now, message=message):
-        return False
+        return None
     if duet is not None and duets.duet_add(conn, job.report_id, job.project_id, duet, now):
         emit_alert_event(conn, "alert.raised", alerts.duet_alert_ids(conn, job.report_id), now)
     stored = reports.metrics_add(conn, job.report_id, job.project_id, values, now)
@@ -379,7 +398,7 @@ def record_processed(
         noise=None if noise is None else noise.stored(),
     )
     if finished.confirmation_run:
-        return True  # a re-run measures its report again: the confirmation judges it
+        return Recorded()  # a re-run measures its report again: the confirmation judges it
     # Nothing to judge costs no savepoint (two round trips on PostgreSQL): metrics without a
     # threshold are the common case.
     found = (
@@ -387,6 +406,7 @@ def record_processed(
         if stored
         else []
     )
+    confirming = False
     if found:
         try:
             with conn.begin_nested():
@@ -399,10 +419,11 @@ def record_processed(
                     found=found,
                     confirming=True,
                 )
-                open_confirmation(conn, job, found, now)
+                confirming = open_confirmation(conn, job, found, now)
         except Exception:  # an evaluation bug must not wedge the whole batch in `completed`
             log.exception("judging job %s's report failed; its metrics stay unjudged", job.uuid)
-    return True
+            confirming = False
+    return Recorded(confirming)
 
 
 async def _shut_down(pool: Executor) -> None:
