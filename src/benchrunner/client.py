@@ -872,13 +872,18 @@ class BenchrunnerClient:
         deadline = time.monotonic() + timeout
         while True:
             current = self.get_report(project, report)
-            held = sum(1 for a in current.get("alerts") or [] if a.get("status") == "pending")
+            held = held_back(current)
             remaining = deadline - time.monotonic()
             if not held or remaining <= 0:
                 return current
             if on_wait is not None:
                 on_wait(held)
             time.sleep(min(poll_interval, remaining))
+
+
+def held_back(report: Mapping[str, Any]) -> int:
+    """The report's alerts held back while confirmation runs re-measure (status ``pending``)."""
+    return sum(1 for a in report.get("alerts") or [] if a.get("status") == "pending")
 
 
 def server_sent_events(lines: Iterable[str]) -> Iterator[JsonObject]:

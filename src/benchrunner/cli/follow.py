@@ -10,17 +10,12 @@ from benchrunner.cli import output
 from benchrunner.cli.duet_view import duet_alerts
 from benchrunner.cli.report_format import active_alerts, count_text
 from benchrunner.cli.views import event_line, failure_reason, print_report
-from benchrunner.client import BenchrunnerClient, JsonObject
+from benchrunner.client import BenchrunnerClient, JsonObject, held_back
 
 EXIT_FAILED = 1
 """The job failed, its report has an error, or (with ``--err``) it raised an alert. Bencher's
 CLI also exits 1 for ``--err`` ("Alerts detected"), so CI scripts written for it still work."""
 EXIT_INTERRUPTED = 130
-
-
-def held_back(report: Mapping[str, Any]) -> int:
-    """The report's alerts held back while confirmation runs re-measure (status ``pending``)."""
-    return sum(1 for a in report.get("alerts") or [] if a.get("status") == "pending")
 
 
 def report_failure(report: Mapping[str, Any], *, err: bool) -> str | None:

@@ -260,14 +260,13 @@ def start_pending(
     started: list[int] = []
     full: set[int] = set()
     for alert_id in alerts.alerts_bisect_due(conn, LOOK_BATCH):
-        organization = _organization_of_alert(conn, alert_id)
-        if organization in full:
+        if full and _organization_of_alert(conn, alert_id) in full:
             continue
         try:
             with conn.begin_nested():
                 made = start_for_alert(conn, alert_id, now, settings=settings, templates=templates)
         except ApiError:
-            full.add(organization)
+            full.add(_organization_of_alert(conn, alert_id))
             continue
         except Exception:  # a bug here must not hold back every later alert, nor the moves
             log.exception("starting alert %s's bisection failed", alert_id)
