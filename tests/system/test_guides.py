@@ -16,10 +16,8 @@ import re
 import secrets
 import subprocess
 import sys
-import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +35,7 @@ from tests.harness import (
     wait_until,
 )
 from tests.oci_layout import busybox_image, write_layout, write_oci_archive
+from tests.system.test_webhooks import Receiver, receiving
 
 pytestmark = pytest.mark.engine_independent
 
@@ -220,55 +219,10 @@ def sortlib(path: Path) -> list[str]:
     return commits
 
 
-@dataclass
-class Received:
-    headers: dict[str, str]
-    body: bytes
-
-
-@dataclass
-class Receiver:
-    """A real HTTP server on loopback that records each POST, for the webhooks' guide."""
-
-    received: list[Received] = field(default_factory=list)
-    lock: threading.Lock = field(default_factory=threading.Lock)
-    port: int = 0
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/hook"
-
-    def first(self) -> Received | None:
-        with self.lock:
-            return self.received[0] if self.received else None
-
-
 @pytest.fixture(scope="module")
 def receiver() -> Iterator[Receiver]:
-    found = Receiver()
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:
-            body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
-            with found.lock:
-                found.received.append(Received(dict(self.headers.items()), body))
-            self.send_response(200)
-            self.send_header("Content-Length", "0")
-            self.end_headers()
-
-        def log_message(self, format: str, *args: Any) -> None:
-            pass
-
-    http = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    found.port = int(http.server_address[1])
-    thread = threading.Thread(target=http.serve_forever, name="guide-receiver", daemon=True)
-    thread.start()
-    try:
+    with receiving() as found:
         yield found
-    finally:
-        http.shutdown()
-        http.server_close()
-        thread.join(timeout=10)
 
 
 @dataclass

@@ -10,6 +10,7 @@ backoff instead of sleeping (docs/how-to/thresholds-alerts.md).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import datetime as dt
 import hashlib
 import hmac
@@ -74,9 +75,20 @@ class Receiver:
         with self.lock:
             return len(self.received)
 
+    def first(self) -> Received | None:
+        with self.lock:
+            return self.received[0] if self.received else None
+
 
 @pytest.fixture
 def receiver() -> Iterator[Receiver]:
+    with receiving() as found:
+        yield found
+
+
+@contextlib.contextmanager
+def receiving() -> Iterator[Receiver]:
+    """A ``Receiver`` listening until the block ends."""
     found = Receiver()
 
     class Handler(BaseHTTPRequestHandler):
