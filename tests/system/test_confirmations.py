@@ -34,6 +34,31 @@ type = "string"
 """
 
 
+# A version of the program: it measures ``value`` unless the file holds values, of which it
+# takes the first (a one-off blip of the judged run).
+_VERSIONED = (
+    "import json,sys; p=sys.argv[2]; v=open(p).read().split(); "
+    "open(p,'w').write(chr(10).join(v[1:])); "
+    "x=float(v[0]) if v else float(sys.argv[1]); "
+    "print(json.dumps({'parse': {'latency': {'value': x}}}))"
+)
+VERSIONED = f"""
+[templates."bench.versioned"]
+description = "Measure a version's value, or a blip the file holds"
+command = ["python3", "-c", {json.dumps(_VERSIONED)}, "{{value}}", "{{file}}", "{{version}}"]
+timeout = 30
+
+[templates."bench.versioned".args.value]
+type = "float"
+
+[templates."bench.versioned".args.file]
+type = "string"
+
+[templates."bench.versioned".args.version]
+type = "string"
+"""
+
+
 def _quiet(deployment: Deployment) -> None:
     """No noise guard on the spec: on a loaded machine it could find a run noisy, and a noisy
     report's thresholds raise nothing, confirmed or not (docs/explanation/noise.md)."""
@@ -61,7 +86,14 @@ def _history(deployment: Deployment, value: float, minute: int, spread: int = 1)
         client.run(body)
 
 
-def _judged_run(deployment: Deployment, values: Path, iterations: int = 1) -> dict[str, Any]:
+def _judged_run(
+    deployment: Deployment,
+    values: Path,
+    iterations: int = 1,
+    *,
+    template: str = "bench.queued_value",
+    args: dict[str, Any] | None = None,
+) -> dict[str, Any]:
     """A runner job on main/ci measuring the file's first value (in each of ``iterations``);
     its report once processed."""
     with deployment.admin() as client:
@@ -71,8 +103,8 @@ def _judged_run(deployment: Deployment, values: Path, iterations: int = 1) -> di
                 "branch": "main",
                 "testbed": "ci",
                 "spec": deployment.spec,
-                "template": "bench.queued_value",
-                "args": {"file": str(values)},
+                "template": template,
+                "args": {"file": str(values), **(args or {})},
                 "settings": {"adapter": "json"},
                 "job": {"iter": iterations},
             }
@@ -239,3 +271,71 @@ def test_a_samples_answer_of_unknown_is_settled_by_the_reruns_samples(tmp_path: 
         # The step is the four samples' together: medians 100 and 201.5.
         assert raised["change"]["after"] == 201.5
         assert values.read_text() == ""
+
+
+def test_a_crossing_after_another_version_is_confirmed_by_a_duet_against_it(
+    tmp_path: Path,
+) -> None:
+    url = f"sqlite:///{tmp_path / 'benchrunner.db'}"
+    with deploy(tmp_path, url, extra_templates=VERSIONED) as deployment:
+        _quiet(deployment)
+        for minute in range(1, 5):
+            _history(deployment, 100, minute)
+        with deployment.admin() as client:
+            threshold = client.create_threshold(
+                deployment.project,
+                branch="main",
+                testbed="ci",
+                measure="latency",
+                model={"test": "percentage", "upper_boundary": 0.1, "min_sample_size": 3},
+            )
+        assert threshold["confirm"] == 2  # the default
+        deployment.runner_process("confirming").start()
+        values = tmp_path / "values.txt"
+        values.write_text("")
+
+        def version(value: float, name: str) -> dict[str, Any]:
+            args = {"value": value, "version": name}
+            return _judged_run(deployment, values, template="bench.versioned", args=args)
+
+        first = version(100, "v1")
+        assert first["alerts"] == []
+
+        # v2 measures as v1 does, but its judged run met a blip: the duet finds them the same.
+        values.write_text("300\n")
+        blip = version(100, "v2")
+        suspected = wait_until(
+            lambda: _decided(deployment, blip["uuid"]), timeout=120, message="the blip decided"
+        )
+        assert suspected["status"] == "suspected"
+        assert suspected["confirmation"]["outcome"] == "suspected"
+        [run] = suspected["confirmation"]["runs"]  # one duet, not two re-runs
+        with deployment.admin() as client:
+            duet_job = client.get_job(deployment.project, run["job"])
+            duet_report = client.get_report(deployment.project, run["report"])
+        assert duet_job["events"][0]["message"] == (
+            f"confirmation of report {blip['uuid']}, metric parse (Latency), "
+            f"as a duet against report {first['uuid']} (job {first['job']})"
+        )
+        assert duet_job["config"]["duet"]["baseline"]["args"]["version"] == "v1"
+        assert duet_job["config"]["duet"]["contender"]["args"]["version"] == "v2"
+        assert duet_job["config"]["iter"] == 10  # 5 rounds per confirmation run
+        assert duet_report["confirms"] == blip["uuid"]
+        [result] = duet_report["duet"]["results"]
+        assert (result["ratio"], result["lower_value"], result["upper_value"]) == (1.0, 1.0, 1.0)
+        assert result["margin"]["upper"] == 0.1  # the percentage threshold's boundary
+        assert duet_report["alerts"] == [] and _alerts(deployment) == []
+
+        # v3 is three times slower: the duet against v2 finds it different, and confirms.
+        step = version(300, "v3")
+        raised = wait_until(
+            lambda: _decided(deployment, step["uuid"]), timeout=120, message="the step decided"
+        )
+        assert raised["status"] == "active"
+        assert raised["confirmation"]["outcome"] == "confirmed"
+        [run] = raised["confirmation"]["runs"]
+        with deployment.admin() as client:
+            duet_report = client.get_report(deployment.project, run["report"])
+        [result] = duet_report["duet"]["results"]
+        assert (result["ratio"], result["lower_value"], result["upper_value"]) == (3.0, 3.0, 3.0)
+        assert [a["uuid"] for a in _alerts(deployment)] == [raised["uuid"]]  # no duet alert

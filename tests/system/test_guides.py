@@ -523,9 +523,9 @@ def need_previous_report(setting: Setting) -> None:
                     "settings": {"adapter": "json"}, "results": [result]}  # fmt: skip
             client.run(body)
         model = {"test": "percentage", "upper_boundary": 0.1, "min_sample_size": 2}
-        client.create_threshold(
+        client.create_threshold(  # the bisection under test, not confirmation runs
             project, branch="main", testbed="localhost", measure="latency", model=model,
-            bisect=True,
+            bisect=True, confirm=0,
         )  # fmt: skip
 
     def bisected() -> Any:

@@ -368,6 +368,11 @@ def test_a_runner_job_is_judged_when_processed(api: Api, shared: Deployment) -> 
         api.run(
             {"sleep": {"latency": {"value": 10}}}, thresholds={"models": {"latency": LATENCY_10PCT}}
         )
+    # Judged at once: no confirmation runs (tests/system/test_confirmations.py has them).
+    [threshold] = api.get("/thresholds")
+    unconfirmed = {**LATENCY_10PCT, "confirm": 0}
+    answer = api.http.put(f"{api.project}/thresholds/{threshold['uuid']}", json=unconfirmed)
+    assert answer.status_code == 200, answer.text
     # This machine is shared: its noise guard would find the report noisy and keep the alert
     # back (tests/system/test_noise_guard.py); here the judging itself is under test.
     quiet = {"noise_cv_limit": 1000.0, "noise_drift_limit": 1000.0}

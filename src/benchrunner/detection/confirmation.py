@@ -6,6 +6,11 @@ the same limit on the same side (a limit test), or on the far side of the step's
 change point). One re-run back within the limit makes the crossing *suspected*: a one-off blip.
 When no re-run measured the metric (they failed, or their output lacked it) nothing speaks
 against the crossing and the alert is raised as it stood, marked *unconfirmed*.
+
+A confirmation run as a duet (the new version against the baseline's, round by round) answers
+with the interval of the new/baseline ratio instead: the crossing is confirmed when the
+interval lies wholly beyond ``1 ± margin`` on the crossing's side (**different**); an interval
+wholly within (**same**), or one that straddles the margin (**unknown**), does not confirm it.
 """
 
 from __future__ import annotations
@@ -14,13 +19,23 @@ from collections.abc import Sequence
 from enum import StrEnum
 from typing import Literal
 
-DEFAULT_CONFIRM_RUNS = 0
-"""Confirmation runs of a threshold that sets none (its ``confirm`` is null)."""
+DEFAULT_CONFIRM_RUNS = 2
+"""Confirmation runs of a threshold that sets none (its ``confirm`` is null); why two:
+docs/how-to/thresholds-alerts.md."""
+
+DUET_ROUNDS_PER_RUN = 5
+"""Paired rounds a confirmation duet runs per confirmation run asked for: the default two
+give a duet's own default of ten."""
+
+DEFAULT_DUET_MARGIN = 0.02
+"""The margin a confirmation duet judges a crossing of a threshold that is not a percentage
+against (a bisection's default margin)."""
 
 MAX_CONFIRM_RUNS = 10
 """The most re-runs one crossing may queue."""
 
 Side = Literal["lower", "upper"]
+DuetVerdict = Literal["same", "different", "unknown"]
 
 
 class Outcome(StrEnum):
@@ -57,3 +72,28 @@ def decide(agreements: Sequence[bool]) -> Outcome:
     if not agreements:
         return Outcome.UNCONFIRMED
     return Outcome.CONFIRMED if all(agreements) else Outcome.SUSPECTED
+
+
+def duet_margin(side: Side, test: str, lower: float | None, upper: float | None) -> float:
+    """The margin a duet confirms a crossing on ``side`` of a threshold by: a percentage
+    model's boundary on that side, else ``DEFAULT_DUET_MARGIN``."""
+    boundary = upper if side == "upper" else lower
+    if test == "percentage" and boundary is not None:
+        return boundary
+    return DEFAULT_DUET_MARGIN
+
+
+def duet_verdict(side: Side, lower: float, upper: float, margin: float) -> DuetVerdict:
+    """What a duet's interval ``[lower, upper]`` of the new/baseline ratio says of a crossing
+    on ``side``: ``different`` when it lies wholly beyond ``1 ± margin`` on that side, ``same``
+    when it lies wholly within ``[1 - margin, 1 + margin]``, else ``unknown``."""
+    if (side == "upper" and lower > 1 + margin) or (side == "lower" and upper < 1 - margin):
+        return "different"
+    if lower >= 1 - margin and upper <= 1 + margin:
+        return "same"
+    return "unknown"
+
+
+def decide_duet(verdict: DuetVerdict) -> Outcome:
+    """A crossing confirmed by a duet only when it found the versions different that way."""
+    return Outcome.CONFIRMED if verdict == "different" else Outcome.SUSPECTED

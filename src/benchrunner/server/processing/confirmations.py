@@ -4,9 +4,11 @@ A runner job's metric that crosses a threshold with ``confirm`` runs (or a ``sam
 answers unknown there) raises no alert at once: its alert is held back as ``pending`` and the
 report gets a confirmation (``open_confirmation``, in the transaction that judged it). The
 confirmation then moves (``advance``, from the ``ConfirmationDriver``): it queues the re-runs,
-plain re-runs of the same job (same spec, image or template, arguments); once every re-run has
-finished it decides each held-back alert (``detection.confirmation``): raised (``active``,
-confirmed or unconfirmed) or ``suspected``. The re-runs' reports are kept but name the report
+plain re-runs of the same job (same spec, image or template, arguments), or one duet of the
+job's version against the baseline's when that version's job is known
+(``processing.confirmation_duets``); once every re-run has finished it decides each held-back
+alert (``detection.confirmation``): raised (``active``, confirmed or unconfirmed) or
+``suspected``. The re-runs' reports are kept but name the report
 they confirm, and are never history (``store.history``, ``store.perf``).
 
 Direct results (a run without a runner) never confirm.
@@ -29,6 +31,8 @@ from benchrunner.detection.confirmation import (
     decide,
     limit_agrees,
 )
+from benchrunner.protocol import JsonJobConfig
+from benchrunner.server.processing import confirmation_duets
 from benchrunner.server.processing.evaluation import threshold_series
 from benchrunner.server.processing.sample_evaluation import combined_comparison, samples_step
 from benchrunner.server.processing.webhooks import emit_alert_event
@@ -88,6 +92,11 @@ def advance(
         job = jobs.job_get(conn, row.job_id)
         if job is None or not confirmations.confirmation_move(conn, row.id, WAITING, RUNNING, now):
             return moved
+        duet = _duet_of(conn, job, row.runs)
+        if duet is not None:
+            queue_run(conn, job, now, broadcast, duet=duet)
+            moved.spec_ids.append(job.spec_id)
+            return moved
         for _ in range(row.runs):
             queue_run(conn, job, now, broadcast)
             moved.spec_ids.append(job.spec_id)
@@ -106,26 +115,57 @@ def advance(
     return moved
 
 
+@dataclass(frozen=True)
+class Duet:
+    """A confirmation's duet: its job config, and the baseline version's job and report."""
+
+    config: JsonJobConfig
+    baseline: jobs.JobRow
+    report_uuid: Any
+
+
+def _duet_of(conn: Connection, job: jobs.JobRow, runs: int) -> Duet | None:
+    """The duet against the baseline's version that confirms ``job``'s crossing, when that
+    version's job is known and ran the same thing but for its arguments or image."""
+    held = confirmations.pending_alerts(conn, job.report_id)
+    if not held:
+        return None
+    source = reports.report_row(conn, job.report_id)
+    baseline = confirmation_duets.baseline_job(conn, source, job)
+    if baseline is None:
+        return None
+    margin = confirmation_duets.held_margin(held)
+    config = confirmation_duets.duet_config(job.config, baseline.config, runs, margin)
+    if config is None:
+        return None
+    return Duet(config, baseline, reports.report_row(conn, baseline.report_id).uuid)
+
+
 def queue_run(
     conn: Connection,
     job: jobs.JobRow,
     now: dt.datetime,
     broadcast: Callable[[int], tuple[str, str] | None],
+    *,
+    duet: Duet | None = None,
 ) -> None:
-    """One re-run of ``job``: a report on its report's branch, testbed and settings marked as
-    confirming it, and a pending job with the same spec and config whose ``job_created`` says
-    which report and metrics it confirms."""
+    """One re-run of ``job`` (or its ``duet`` against the baseline's version): a report on its
+    report's branch, testbed and settings marked as confirming it, and a pending job with the
+    same spec and config whose ``job_created`` says which report and metrics it confirms."""
     source = reports.report_row(conn, job.report_id)
     held = confirmations.pending_alerts(conn, job.report_id)
     report_id, _ = reports.report_like(conn, source, None, now)
     confirmations.report_confirms(conn, report_id, source)
     named = ", ".join(f"{a.benchmark_name} ({a.measure_name})" for a in held)
     why = f"confirmation of report {source.uuid}, metric {named}"
-    meta = {
+    meta: dict[str, Any] = {
         "confirms_report": str(source.uuid),
         "confirms_job": str(job.uuid),
         "metrics": [str(a.metric_uuid) for a in held],
     }
+    if duet is not None:
+        why += f", as a duet against report {duet.report_uuid} (job {duet.baseline.uuid})"
+        meta.update(baseline_report=str(duet.report_uuid), baseline_job=str(duet.baseline.uuid))
     org, priority = accounts.organization_for_job(conn, job.organization_id)
     jobs.job_create(
         conn,
@@ -133,7 +173,7 @@ def queue_run(
             report_id=report_id,
             organization_id=org.id,
             spec_id=job.spec_id,
-            config=job.config,
+            config=job.config if duet is None else duet.config,
             priority=priority,
             now=now,
             origin=Origin(actor=f"confirmation of report {source.uuid}", source_ip=job.source_ip),
@@ -155,7 +195,10 @@ def decide_alerts(
         found = confirmations.run_values(conn, run_reports, held.benchmark_id, held.measure_id)
         values = [v for report_values in found.values() for v in report_values]
         change = None
-        if held.verdict is not None:
+        by_duet = confirmation_duets.decide_by_duet(conn, run_reports, held)
+        if by_duet is not None:
+            outcome = by_duet[0]
+        elif held.verdict is not None:
             outcome, change = _decide_samples(conn, row, held, values)
         elif held.change_pvalue is not None:
             before, after = held.change_before, held.change_after

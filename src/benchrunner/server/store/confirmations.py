@@ -1,6 +1,7 @@
 """Confirmation runs (docs/how-to/thresholds-alerts.md): a runner job's report whose metric
 crossed a threshold with ``confirm`` runs, the re-runs it queued (reports naming it in
-``confirms_report_id``) and the alerts held back until they decide."""
+``confirms_report_id``: plain re-runs, or one duet against the baseline's version), the
+baseline job such a duet runs against, and the alerts held back until they decide."""
 
 from __future__ import annotations
 
@@ -17,9 +18,12 @@ from benchrunner.server.store.tables import (
     benchmark,
     boundary,
     confirmation,
+    duet,
+    duet_result,
     job,
     measure,
     metric,
+    model,
     report,
     threshold,
 )
@@ -131,6 +135,9 @@ _PENDING_ALERTS = (
         boundary.c.verdict,
         boundary.c.threshold_id,
         threshold.c.bisect,
+        model.c.test,
+        model.c.lower_boundary,
+        model.c.upper_boundary,
         metric.c.id.label("metric_id"),
         metric.c.uuid.label("metric_uuid"),
         metric.c.benchmark_id,
@@ -140,6 +147,7 @@ _PENDING_ALERTS = (
     )
     .join(boundary, boundary.c.id == alert.c.boundary_id)
     .join(threshold, threshold.c.id == boundary.c.threshold_id)
+    .join(model, model.c.id == boundary.c.model_id)
     .join(metric, metric.c.id == boundary.c.metric_id)
     .join(benchmark, benchmark.c.id == metric.c.benchmark_id)
     .join(measure, measure.c.id == metric.c.measure_id)
@@ -149,7 +157,8 @@ _PENDING_ALERTS = (
 
 
 def pending_alerts(conn: Connection, report_id: int) -> list[Any]:
-    """The alerts the report holds back, with what they crossed and the metric they are on."""
+    """The alerts the report holds back, with what they crossed (the limits, and the model
+    that drew them) and the metric they are on."""
     return list(conn.execute(_PENDING_ALERTS, {"report_id": report_id}))
 
 
@@ -192,3 +201,79 @@ def run_values(
     for row in conn.execute(statement):
         found.setdefault(int(row.report_id), []).append(row)
     return found
+
+
+_EARLIER_JOBS = (
+    sa.select(report.c.id)
+    .join(job, job.c.report_id == report.c.id)
+    .where(
+        report.c.branch_id == sa.bindparam("branch_id"),
+        report.c.testbed_id == sa.bindparam("testbed_id"),
+        report.c.start_time < sa.bindparam("start_time"),
+        report.c.version != sa.bindparam("version"),
+        report.c.confirms_report_id.is_(None),
+        report.c.error.is_(None),
+        job.c.status == sa.bindparam("processed"),
+    )
+    .order_by(report.c.start_time.desc(), report.c.id.desc())
+    .limit(sa.bindparam("limit"))
+)
+
+
+def baseline_reports(conn: Connection, source: Any, processed: int, limit: int) -> list[int]:
+    """The reports of the runner jobs (``processed``: their status) on ``source``'s branch and
+    testbed before it, of another version than its own, newest first: where a duet against
+    the baseline's version finds that version's job."""
+    if source.version is None:
+        return []
+    params = {
+        "branch_id": source.branch_id,
+        "testbed_id": source.testbed_id,
+        "start_time": source.start_time,
+        "version": source.version,
+        "processed": processed,
+        "limit": limit,
+    }
+    return list(conn.execute(_EARLIER_JOBS, params).scalars())
+
+
+_RUN_DUETS = (
+    sa.select(
+        duet.c.report_id,
+        duet_result.c.ratio,
+        duet_result.c.lower_value,
+        duet_result.c.upper_value,
+        duet_result.c.lower_margin,
+        duet_result.c.upper_margin,
+    )
+    .join(duet, duet.c.id == duet_result.c.duet_id)
+    .where(
+        duet.c.report_id.in_(sa.bindparam("report_ids", expanding=True)),
+        duet_result.c.benchmark_id == sa.bindparam("benchmark_id"),
+        duet_result.c.measure_id == sa.bindparam("measure_id"),
+    )
+    .order_by(duet.c.report_id)
+)
+
+
+def run_duet_results(
+    conn: Connection, report_ids: Sequence[int], benchmark_id: int, measure_id: int
+) -> list[Any]:
+    """The duet ratios (with their interval and margins) confirmation reports measured for one
+    benchmark and measure."""
+    if not report_ids:
+        return []
+    params = {
+        "report_ids": list(report_ids),
+        "benchmark_id": benchmark_id,
+        "measure_id": measure_id,
+    }
+    return list(conn.execute(_RUN_DUETS, params))
+
+
+def is_confirmation_run(conn: Connection, report_id: int) -> bool:
+    """Whether the report re-measures another's crossing."""
+    found = conn.execute(
+        sa.select(report.c.confirms_report_id).where(report.c.id == report_id)
+    ).scalar()
+    return found is not None

@@ -6,7 +6,8 @@ Each result's margin: the run's ``duet.margin`` when it gave one (source ``run``
 threshold of the report's branch and testbed for that measure (the benchmark's override if it
 has one, as evaluation picks) when its current model is a percentage: its upper boundary for a
 contender measuring higher, its lower boundary for one measuring lower, a missing boundary
-raising nothing on that side (source ``threshold``); else 0 (source ``none``)."""
+raising nothing on that side (source ``threshold``); else 0 (source ``none``). A
+confirmation's duet (docs/how-to/thresholds-alerts.md) raises no alert of its own."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from sqlalchemy.engine import Connection
 
 from benchrunner.detection.duet import DuetEstimate, DuetMargin, sided_limit
 from benchrunner.detection.models import TestKind
+from benchrunner.server.store.confirmations import is_confirmation_run
 from benchrunner.server.store.perf import PerfQuery, query_params
 from benchrunner.server.store.reports import measure_ids, named_ids
 from benchrunner.server.store.tables import (
@@ -137,6 +139,8 @@ def duet_add(
             }
         )
     conn.execute(sa.insert(duet_result), rows)
+    if is_confirmation_run(conn, report_id):
+        return 0  # a confirmation's duet decides the alert its report held back, raises none
     return _raise_alerts(conn, duet_id, report_id, now)
 
 
