@@ -69,3 +69,31 @@ def test_a_threshold_without_its_own_count_takes_the_default() -> None:
     assert confirm_runs(None) == confirmation.DEFAULT_CONFIRM_RUNS
     assert confirm_runs(0) == 0
     assert confirm_runs(3) == 3
+
+
+@pytest.mark.parametrize(
+    ("side", "lower", "upper", "verdict"),
+    [
+        ("upper", 1.05, 1.08, "different"),
+        ("upper", 1.01, 1.08, "unknown"),  # reaches into the margin
+        ("upper", 0.99, 1.01, "same"),
+        ("upper", 0.90, 0.95, "unknown"),  # lower, but the crossing was upward
+        ("lower", 0.90, 0.95, "different"),
+        ("lower", 0.98, 1.02, "same"),
+        ("lower", 1.05, 1.08, "unknown"),
+    ],
+)
+def test_a_duet_interval_answers_for_the_crossings_side(
+    side: Side, lower: float, upper: float, verdict: str
+) -> None:
+    assert confirmation.duet_verdict(side, lower, upper, 0.02) == verdict
+    expected = Outcome.CONFIRMED if verdict == "different" else Outcome.SUSPECTED
+    assert confirmation.decide_duet(confirmation.duet_verdict(side, lower, upper, 0.02)) is expected
+
+
+def test_a_duet_judges_by_a_percentage_boundary_else_the_default_margin() -> None:
+    assert confirmation.duet_margin("upper", "percentage", 0.05, 0.1) == 0.1
+    assert confirmation.duet_margin("lower", "percentage", 0.05, 0.1) == 0.05
+    default = confirmation.DEFAULT_DUET_MARGIN
+    assert confirmation.duet_margin("lower", "percentage", None, 0.1) == default
+    assert confirmation.duet_margin("upper", "t_test", 0.99, 0.99) == default
