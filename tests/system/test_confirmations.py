@@ -11,6 +11,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from benchrunner.client import PerfQuery
 from tests.harness import Deployment, cli, deploy, wait_until
 
@@ -322,7 +324,8 @@ def test_a_crossing_after_another_version_is_confirmed_by_a_duet_against_it(
         assert duet_job["config"]["iter"] == 10  # 5 rounds per confirmation run
         assert duet_report["confirms"] == blip["uuid"]
         [result] = duet_report["duet"]["results"]
-        assert (result["ratio"], result["lower_value"], result["upper_value"]) == (1.0, 1.0, 1.0)
+        figures = (result["ratio"], result["lower_value"], result["upper_value"])
+        assert figures == pytest.approx((1.0, 1.0, 1.0))
         assert result["margin"]["upper"] == 0.1  # the percentage threshold's boundary
         assert duet_report["alerts"] == [] and _alerts(deployment) == []
 
@@ -337,5 +340,6 @@ def test_a_crossing_after_another_version_is_confirmed_by_a_duet_against_it(
         with deployment.admin() as client:
             duet_report = client.get_report(deployment.project, run["report"])
         [result] = duet_report["duet"]["results"]
-        assert (result["ratio"], result["lower_value"], result["upper_value"]) == (3.0, 3.0, 3.0)
+        figures = (result["ratio"], result["lower_value"], result["upper_value"])
+        assert figures == pytest.approx((3.0, 3.0, 3.0))
         assert [a["uuid"] for a in _alerts(deployment)] == [raised["uuid"]]  # no duet alert

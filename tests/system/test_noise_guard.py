@@ -146,6 +146,9 @@ def test_a_noisy_report_raises_no_alert_unless_its_threshold_asks(
     history(deployment, 100, 1, thresholds={"models": {"latency": LATENCY_10PCT}})
     for minute in (2, 3, 4):
         history(deployment, 100, minute)
+    with deployment.admin() as client:  # judged at once: no confirmation runs
+        [threshold] = client.list_thresholds(deployment.project)
+        client.update_threshold(deployment.project, threshold["uuid"], LATENCY_10PCT, confirm=0)
     channel = deployment.channel("raw-noise")
 
     noisy = regression_with_noise(

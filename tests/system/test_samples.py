@@ -235,6 +235,11 @@ def test_a_runner_job_keeps_its_iterations_and_is_judged_by_samples(
 ) -> None:
     history = _iterations(np.random.default_rng(1), 40e6, "sleep")  # bench.sleep's 40 ms, in ns
     api.run(history, thresholds={"models": {"latency": SAMPLES_MODEL}})
+    # Judged at once: no confirmation runs (tests/system/test_confirmations.py has them).
+    [threshold] = api.get("/thresholds")
+    unconfirmed = {**SAMPLES_MODEL, "confirm": 0}
+    answer = api.http.put(f"{api.project}/thresholds/{threshold['uuid']}", json=unconfirmed)
+    assert answer.status_code == 200, answer.text
     quiet = {"noise_cv_limit": 1000.0, "noise_drift_limit": 1000.0}
     assert api.http.patch(f"/v0/specs/{shared.spec}", json=quiet).status_code == 200
     runner = shared.runner_process(f"samples-{api.slug}"[:64]).start()
