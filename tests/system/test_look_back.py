@@ -85,6 +85,10 @@ def test_a_step_found_after_the_fact_alerts_once_where_it_began_and_reopens(api:
         f"between versions 30 ({commit_of(30)[:12]}) and 31 ({commit_of(31)[:12]})"
     )
     assert [a["uuid"] for a in api.get("/alerts")] == [alert["uuid"]]
+    page = api.http.get(f"/console/projects/{api.slug}/alerts/{alert['uuid']}")
+    assert page.status_code == 200, page.text
+    shown = f"between version 30 ({commit_of(30)[:12]}) and version 31 ({commit_of(31)[:12]})"
+    assert shown in page.text
 
     dismissed = api.http.patch(
         f"{api.project}/alerts/{alert['uuid']}", json={"status": "dismissed"}
