@@ -235,8 +235,10 @@ class Lifecycle:
         reason = "undelivered: the runner's channel closed before the claimed job was sent"
         try:
             now = self.ctx.clock.now()
-            returned = Move(job, JobStatus.PENDING, now, reason, event=JobEvent.RETURNED)
-            await self.moves.move(dataclasses.replace(returned, reason=reason))
+            event = JobEvent.RETURNED
+            await self.moves.move(
+                Move(job, JobStatus.PENDING, now, reason, event=event, reason=reason)
+            )
         except Exception:
             log.exception("returning undelivered job %s failed; its timeout takes over", job.uuid)
             self.watchdog.watch(job.id)
