@@ -4,7 +4,7 @@ the processor works through 10,000 completed jobs with 64 KiB outputs each.
 Method. A backlog is built once per engine: 10,000 jobs are submitted through ``POST /v0/run``
 (adapter ``go_bench``) to a real server, which is then stopped; each job is then claimed,
 started and completed through the store's own transitions (``claims.job_claim``,
-``transitions.job_mark_running`` / ``job_mark_completed``) with a 64 KiB ``go test -bench``
+``transitions.job_mark_running`` / ``moves.move.apply``) with a 64 KiB ``go test -bench``
 output (log lines and 20 result lines) stored in the blob store as the server stores it. Each
 run starts a server process on a copy of that database (the blob store is shared: processing
 only reads it), whose startup recovery queues the 10,000 completed jobs for processing. At once
@@ -49,6 +49,7 @@ from tests.harness import HEARTBEAT_TIMEOUT, TEST_TEMPLATES, ServerProcess, wait
 from websockets.exceptions import ConnectionClosed
 
 from benchmarks.server_env import UNCAPPED
+from benchrunner.core.states import JobStatus
 from benchrunner.protocol import (
     EXTENSIONS_HEADER,
     OUR_EXTENSIONS,
@@ -56,6 +57,7 @@ from benchrunner.protocol import (
     JsonJobOutput,
 )
 from benchrunner.server.blobs.blob_store import job_output_key
+from benchrunner.server.moves.move import Move, apply
 from benchrunner.server.store import claims, jobs, runners, transitions
 from benchrunner.server.store.engine import Database
 
@@ -150,7 +152,8 @@ def _complete_all(url: str, blobs: Path, runner_slug: str) -> int:
 
             def complete(conn: Connection, batch: list[jobs.JobRow] = batch) -> None:
                 for job in batch:
-                    assert transitions.job_mark_completed(conn, job.id, _now(), runner_slug, False)
+                    completed = Move(job, JobStatus.COMPLETED, _now(), "completed", runner_slug)
+                    assert apply(conn, completed)
 
             db.write_sync(complete)
     finally:

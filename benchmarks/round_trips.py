@@ -34,7 +34,7 @@ import psycopg
 import sqlalchemy as sa
 import websockets
 from psycopg import sql
-from tests.databases import fresh_database
+from tests.databases import fresh_database, with_schema
 from tests.harness import Deployment, deploy
 
 from benchmarks.server_env import UNCAPPED
@@ -129,6 +129,7 @@ def main() -> None:
     log = options.log or default_log()
     with tempfile.TemporaryDirectory() as tmp, fresh_database("postgresql", Path(tmp)) as url:
         database = str(sa.make_url(url).database)
+        with_schema(url)  # first: it makes the database anew, which drops a setting made before
         with psycopg.connect(ADMIN, autocommit=True) as conn:
             conn.execute(
                 sql.SQL("ALTER DATABASE {} SET log_min_duration_statement = 0").format(

@@ -15,7 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from benchrunner.server.store import jobs, transitions
+from benchrunner.core.states import JobStatus
+from benchrunner.server.moves.move import Move, apply
+from benchrunner.server.store import jobs
 from benchrunner.server.store.engine import Database
 from tests.harness import wait_until
 from tests.inprocess import InProcessChannel, InProcessServer, serve_in_process
@@ -80,7 +82,10 @@ def test_a_cancel_made_elsewhere_reaches_the_runner_after_the_shared_write(
     try:
         job = elsewhere.read_sync(jobs.job_get_by_uuid, uuid.UUID(job_uuid))
         assert job is not None
-        elsewhere.write_sync(transitions.job_cancel_by_user, job.id, ctx.clock.now(), "elsewhere")
+        canceled = Move(
+            job, JobStatus.CANCELED, ctx.clock.now(), "canceled", requested_by="elsewhere"
+        )
+        assert elsewhere.write_sync(apply, canceled)
     finally:
         elsewhere.close()
     server.clock.advance(10)

@@ -11,8 +11,10 @@ from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
+from sqlalchemy.engine import Connection
 
 from benchrunner.core.clock import SystemClock
+from benchrunner.core.states import JobStatus
 from benchrunner.core.templates import TemplateRegistry
 from benchrunner.core.tiers import Plan
 from benchrunner.protocol import Log
@@ -20,6 +22,7 @@ from benchrunner.server.blobs.blob_store import LocalBlobStore
 from benchrunner.server.config import ServerSettings
 from benchrunner.server.context import ServerContext
 from benchrunner.server.logs.live_logs import LiveLogs
+from benchrunner.server.moves.move import Move, apply
 from benchrunner.server.store import jobs, tables, transitions
 from benchrunner.server.store.engine import Database
 from benchrunner.server.store.job_logs import (
@@ -58,6 +61,13 @@ def _running(world: World, count: int) -> tuple[int, list[int]]:
     return runner, ids
 
 
+def _cancel(conn: Connection, job_id: int, now: dt.datetime, user: str | None) -> None:
+    """The runner's cancel of a job (with ``user``: that user's)."""
+    row = jobs.job_get(conn, job_id)
+    assert row is not None
+    assert apply(conn, Move(row, JobStatus.CANCELED, now, "canceled", requested_by=user))
+
+
 def _chunk(stream: str, offset: int, text: str) -> PendingChunk:
     raw = text.encode()
     return PendingChunk(stream, offset, raw[: max(0, LIMIT - offset)], offset + len(raw))
@@ -70,7 +80,7 @@ def _log(world: World, job_id: int) -> list[tuple[str, int, ChunkKind, str | Non
 
 def test_several_jobs_chunks_are_stored_by_offset_in_one_batch(world: World) -> None:
     _, (first, second, finished) = _running(world, 3)
-    world.write(transitions.job_mark_canceled, finished, world.now(), "r", "done")
+    world.write(_cancel, finished, world.now(), None)
     world.write(job_log_store, {first: [_chunk("stdout", 0, "abc")]}, LIMIT)
 
     flushed = world.write(
@@ -125,7 +135,7 @@ def test_a_stream_filled_to_its_limit_is_marked_by_the_next_chunk(world: World) 
 
 def test_heartbeats_of_several_jobs_are_stored_together(world: World) -> None:
     runner, (first, second, canceled) = _running(world, 3)
-    world.write(transitions.job_cancel_by_user, canceled, world.now(), "someone")
+    world.write(_cancel, canceled, world.now(), "someone")
     at = world.now() + dt.timedelta(seconds=30)
     later = at + dt.timedelta(seconds=1)
     gone = 10**9  # a job deleted meanwhile (its project was)

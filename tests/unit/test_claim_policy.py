@@ -15,6 +15,7 @@ from sqlalchemy.engine import Connection
 from benchrunner.core.states import JobStatus
 from benchrunner.core.tiers import Plan, priority_for
 from benchrunner.protocol import JsonJobConfig
+from benchrunner.server.moves.move import Move, apply
 from benchrunner.server.store import (
     accounts,
     claims,
@@ -117,7 +118,7 @@ class World:
             row = jobs.job_get(conn, job_id)
             assert row is not None and row.runner_id is not None
             transitions.job_mark_running(conn, job_id, row.runner_id, self.now(), "r")
-            assert transitions.job_mark_completed(conn, job_id, self.now(), "r", False)
+            assert apply(conn, Move(row, JobStatus.COMPLETED, self.now(), "completed", "r"))
 
         self.write(unit)
 

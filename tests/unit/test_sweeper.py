@@ -17,6 +17,7 @@ from benchrunner.core.tiers import Plan
 from benchrunner.server.blobs.blob_store import LocalBlobStore
 from benchrunner.server.config import ServerSettings
 from benchrunner.server.context import ServerContext
+from benchrunner.server.moves.move import Moves
 from benchrunner.server.recovery.sweeper import Sweeper
 from benchrunner.server.recovery.watchdog import Watchdog
 from benchrunner.server.store import jobs, transitions
@@ -87,7 +88,7 @@ def test_the_leader_sweeps_only_after_leading_for_a_heartbeat_timeout(
         monotonic=steady,
         secret_key="k",
     )
-    watchdog = Watchdog(ctx, on_finished=lambda _job: None, on_completed=lambda _id: None)
+    watchdog = Watchdog(ctx, moves=Moves(ctx), on_completed=lambda _id: None)
     leadership = SwitchedLeadership()
     sweeper = Sweeper(ctx, watchdog, leadership, 1.0, on_completed=lambda _id: None)
 

@@ -12,6 +12,7 @@ import logging
 from collections.abc import Coroutine
 from typing import Any
 
+from benchrunner.core.events import JobEvent
 from benchrunner.core.signatures import SignatureRefused
 from benchrunner.core.states import FINISHED, IN_FLIGHT, JobStatus
 from benchrunner.core.tiers import UNLIMITED_MIN_PRIORITY
@@ -29,7 +30,8 @@ from benchrunner.server.bisection.driver import BisectionDriver
 from benchrunner.server.channel.heartbeats import HeartbeatLedger, HeartbeatWriter, write_interval
 from benchrunner.server.context import ServerContext
 from benchrunner.server.logs.live_logs import LiveLogs
-from benchrunner.server.logs.transition_log import job_claimed, job_moved
+from benchrunner.server.moves import move as moves
+from benchrunner.server.moves.move import Hooks, Move, Moves
 from benchrunner.server.processing.completion import (
     Completion,
     complete,
@@ -57,7 +59,7 @@ from benchrunner.server.recovery.leadership import (
     SoleLeadership,
 )
 from benchrunner.server.recovery.sweeper import Sweeper
-from benchrunner.server.recovery.watchdog import SYSTEM, Watchdog
+from benchrunner.server.recovery.watchdog import Watchdog
 from benchrunner.server.runners.pull_tokens import PullTokens
 from benchrunner.server.scheduling.dispatcher import Dispatcher
 from benchrunner.server.scheduling.hand_off import HandOffs
@@ -96,9 +98,18 @@ class Lifecycle:
             issuer=ctx.settings.base_url(),
             ttl=dt.timedelta(seconds=ctx.settings.oci_token_ttl),
         )
+        self.moves = Moves(
+            ctx,
+            Hooks(
+                left_flight=self.finished,
+                returned=lambda job: self.wakeups.job_created_here(job.spec_id),
+                awaits_processing=self.processor.enqueue,
+                broadcast=lambda spec_id: self.wakeups.job_broadcast(spec_id),
+            ),
+        )
         self.watchdog = Watchdog(
             ctx,
-            on_finished=self.finished,
+            moves=self.moves,
             on_completed=self.processor.enqueue,
             heartbeats=self.heartbeats,
         )
@@ -114,7 +125,7 @@ class Lifecycle:
             leadership = AdvisoryLockLeadership(ctx.db.url)
         else:
             self.wakeups, leadership = LocalWakeups(self.dispatcher), SoleLeadership()
-        self.hand_offs = HandOffs(ctx, self.dispatcher, self.wakeups)
+        self.hand_offs = HandOffs(self.moves, self.dispatcher, self.wakeups)
         self.sweeper = Sweeper(
             ctx,
             self.watchdog,
@@ -215,9 +226,7 @@ class Lifecycle:
         reason = f"the server could not prepare the job for its runner: {error}"[:2000]
         try:
             now = self.ctx.clock.now()
-            if await self.ctx.db.write(transitions.job_mark_failed, job.id, now, SYSTEM, reason):
-                job_moved(self.ctx, job, JobStatus.FAILED, now, reason=reason)
-                self.finished(job)
+            await self.moves.move(Move(job, JobStatus.FAILED, now, reason, reason=reason))
         except Exception:
             log.exception("failing job %s failed; its timeout takes over", job.uuid)
             self.watchdog.watch(job.id)
@@ -226,13 +235,10 @@ class Lifecycle:
         reason = "undelivered: the runner's channel closed before the claimed job was sent"
         try:
             now = self.ctx.clock.now()
-            broadcast = self.wakeups.job_broadcast(job.spec_id)
-            if await self.ctx.db.write(
-                transitions.job_return_unclaimed, job.id, now, reason, broadcast
-            ):
-                job_moved(self.ctx, job, JobStatus.PENDING, now, reason=reason)
-                self.finished(job)
-                self.wakeups.job_created_here(job.spec_id)
+            event = JobEvent.RETURNED
+            await self.moves.move(
+                Move(job, JobStatus.PENDING, now, reason, event=event, reason=reason)
+            )
         except Exception:
             log.exception("returning undelivered job %s failed; its timeout takes over", job.uuid)
             self.watchdog.watch(job.id)
@@ -251,11 +257,9 @@ class Lifecycle:
         self, runner_id: int, runner_slug: str, nonce: str, templates: bool
     ) -> claims.Claim | None:
         now = self.ctx.clock.now()
-        claim = await self.ctx.db.write(
-            claims.job_claim, runner_id, nonce, now, runner_slug, templates
-        )
+        claim = await self.ctx.db.write(moves.claim, runner_id, nonce, now, runner_slug, templates)
         if claim is not None:
-            job_claimed(self.ctx, claim.job, runner_slug)
+            self.moves.claimed(claim, runner_slug)
         return claim
 
     async def wait_for_job(
@@ -316,17 +320,12 @@ class Lifecycle:
         are later taken from (``completion``)."""
         now = self.ctx.clock.now()
         self.heartbeats.forget(job.id)  # ``started`` may be set now: the next heartbeat reads it
-        done = await self.ctx.db.write_each(
-            transitions.job_mark_running, job.id, runner.id, now, runner.slug
-        )
+        done = await self.moves.running(job, runner.id, runner.slug, now)
         if done is None:
             return None, job
         job = dataclasses.replace(job, status=done.status, started=done.started)
-        if done.moved:
-            job_moved(
-                self.ctx, job, JobStatus.RUNNING, now, source=JobStatus.CLAIMED, runner=runner.slug
-            )
-        elif done.status == JobStatus.RUNNING and hard_timeout_exceeded(
+        resent = not done.moved and done.status == JobStatus.RUNNING
+        if resent and hard_timeout_exceeded(
             job.started, job.timeout, self.ctx.job_timeout_grace, now
         ):  # a resent `running` refreshes liveness, never the hard timeout
             await self.watchdog.enforce(job, TimeoutVerdict.RAN_TOO_LONG)
@@ -458,21 +457,9 @@ class Lifecycle:
             now = self.ctx.clock.now()
             done = await self._complete(job, runner, now, row_output, signed)
             if done.completed:
-                job_moved(self.ctx, job, JobStatus.COMPLETED, now, runner=runner.slug)
-                self.finished(job)
-                if done.processed and done.row is not None:
-                    if done.confirming:  # ``finished`` woke it only while one was open
-                        self.confirmations.changed()
-                    job_moved(
-                        self.ctx,
-                        done.row,
-                        JobStatus.PROCESSED,
-                        now,
-                        source=JobStatus.COMPLETED,
-                        reason=done.error,
-                    )
-                else:
-                    self.processor.enqueue(job.id)
+                self.moves.done(*done.moves)
+                if done.confirming:  # ``finished`` woke it only while one was open
+                    self.confirmations.changed()
                 return ack
             reread = await self.ctx.db.read(jobs.job_get, job.id)
             if reread is None:
@@ -508,11 +495,11 @@ class Lifecycle:
             row_output = await self._blob_unless_small(job, data)
             now = self.ctx.clock.now()
             reason = f"runner reported failure: {message.error}"[:2000]
-            if await self.ctx.db.write(
-                fail_with_output, job.id, now, runner.slug, reason, row_output, signed
-            ):
-                job_moved(self.ctx, job, JobStatus.FAILED, now, runner=runner.slug, reason=reason)
-                self.finished(job)
+            failed = Move(
+                job, JobStatus.FAILED, now, reason, runner.slug, runner=runner.slug, reason=reason
+            )
+            if await self.ctx.db.write(fail_with_output, failed, row_output, signed):
+                self.moves.done(failed)
             return Ack(job=job.uuid)
         reply = await self._judge_finished(job, message, signed)
         if reply is not None:
@@ -530,11 +517,10 @@ class Lifecycle:
         if job.status not in IN_FLIGHT:
             return await self._judge_finished(job, message, signed) or Ack(job=job.uuid)
         now = self.ctx.clock.now()
-        if await self.ctx.db.write(
-            transitions.job_mark_canceled, job.id, now, runner.slug, "runner canceled the job"
-        ):
-            job_moved(self.ctx, job, JobStatus.CANCELED, now, runner=runner.slug)
-            self.finished(job)
+        why = "runner canceled the job"
+        await self.moves.move(
+            Move(job, JobStatus.CANCELED, now, why, runner.slug, runner=runner.slug)
+        )
         return Ack(job=job.uuid)
 
     # ------------------------------------------------------------ users
@@ -544,16 +530,15 @@ class Lifecycle:
         its next heartbeat (or ``running``), as the published protocol has it: replies stay in
         the order of the runner's messages, so the runner can match each to what it sent."""
         now = self.ctx.clock.now()
-        moved = await self.ctx.db.write(transitions.job_cancel_by_user, job.id, now, actor)
-        if moved:
-            job_moved(self.ctx, job, JobStatus.CANCELED, now, reason=f"canceled by {actor}")
-            self.finished(job)
-        return bool(moved)
+        why = f"canceled by {actor}"
+        return await self.moves.move(
+            Move(job, JobStatus.CANCELED, now, why, reason=why, requested_by=actor)
+        )
 
     async def runner_abandoned(self, runner: RunnerRow, job: jobs.JobRow) -> None:
         """The runner asked for new work while this job was in flight: it has lost the job."""
         now = self.ctx.clock.now()
         reason = "runner_lost_job: the runner asked for a new job while this one was in flight"
-        if await self.ctx.db.write(transitions.job_mark_failed, job.id, now, runner.slug, reason):
-            job_moved(self.ctx, job, JobStatus.FAILED, now, runner=runner.slug, reason=reason)
-            self.finished(job)
+        await self.moves.move(
+            Move(job, JobStatus.FAILED, now, reason, runner.slug, runner=runner.slug, reason=reason)
+        )

@@ -78,10 +78,3 @@ def job_moved(
             "reason": reason,
         },
     )
-
-
-def job_claimed(ctx: ServerContext, job: JobRow, runner: str) -> None:
-    """Log and count the claim that returned ``job`` (its row as the claim left it) for
-    ``runner``."""
-    assert job.claimed is not None
-    job_moved(ctx, job, JobStatus.CLAIMED, job.claimed, source=JobStatus.PENDING, runner=runner)

@@ -19,13 +19,14 @@ from dataclasses import dataclass
 from sqlalchemy.engine import Connection
 
 from benchrunner.core.states import JobStatus
+from benchrunner.server.moves.move import Move, apply
 from benchrunner.server.processing.processor import (
     INLINE_PARSE_BYTES,
     measure_job,
     measured_with_noise,
     record_processed,
 )
-from benchrunner.server.store import job_outputs, jobs, reports, transitions
+from benchrunner.server.store import job_outputs, jobs, reports
 from benchrunner.server.store.signed_outputs import (
     SignedOutput,
     signed_columns,
@@ -45,6 +46,8 @@ class Completion:
     """The job as it was completed, when processed."""
     confirming: bool = False
     """... and its report holds alerts back for confirmation runs."""
+    moves: tuple[Move, ...] = ()
+    """The moves made, for ``Moves.done`` once they committed."""
 
 
 def complete(
@@ -61,17 +64,26 @@ def complete(
     runner's ``signed`` over it, and with ``process`` also process it from that output."""
     # A late result replaces the failure's signature too (with none, when it is unsigned).
     resigned = signed is not None or late
-    also = signed_columns(signed) if resigned else None
-    if not transitions.job_mark_completed(conn, job.id, now, actor, late, also):
+    message = "runner delivered a result after the job had failed" if late else "runner completed"
+    done = Move(
+        job,
+        JobStatus.COMPLETED,
+        now,
+        message,
+        actor,
+        runner=actor,
+        values=signed_columns(signed) if resigned else {},
+    )
+    if not apply(conn, done):
         return Completion(completed=False)
     if row_output is None:
-        return Completion(completed=True)
+        return Completion(completed=True, moves=(done,))
     job_outputs.output_put(conn, job.id, row_output)
     if not process or len(row_output) > INLINE_PARSE_BYTES:
-        return Completion(completed=True)
+        return Completion(completed=True, moves=(done,))
     completed = _as_completed(conn, job, now, signed if resigned else job.signed)
     if completed is None:
-        return Completion(completed=True)
+        return Completion(completed=True, moves=(done,))
     parsing = reports.report_parsing(conn, job.report_id)
     item = measured_with_noise(
         completed,
@@ -83,12 +95,15 @@ def complete(
     recorded = record_processed(
         conn, completed, item.values, item.error, now, item.noise, item.duet
     )
+    if recorded is None:
+        return Completion(completed=True, moves=(done,))
     return Completion(
         completed=True,
-        processed=recorded is not None,
+        processed=True,
         error=item.error,
         row=completed,
-        confirming=recorded is not None and recorded.confirming,
+        confirming=recorded.confirming,
+        moves=(done, recorded.move),
     )
 
 
@@ -107,21 +122,16 @@ def _as_completed(
 
 
 def fail_with_output(
-    conn: Connection,
-    job_id: int,
-    now: dt.datetime,
-    actor: str,
-    reason: str,
-    row_output: bytes | None,
-    signed: SignedOutput | None = None,
+    conn: Connection, failed: Move, row_output: bytes | None, signed: SignedOutput | None = None
 ) -> bool:
-    """Move the job to ``failed`` and keep ``row_output`` (None: its output is a blob) and the
-    runner's ``signed`` over it."""
-    also = None if signed is None else signed_columns(signed)
-    if not transitions.job_mark_failed(conn, job_id, now, actor, reason, also=also):
+    """Make ``failed`` (a move to ``failed``) and keep ``row_output`` (None: its output is a
+    blob) and the runner's ``signed`` over it."""
+    if signed is not None:
+        failed = dataclasses.replace(failed, values={**failed.values, **signed_columns(signed)})
+    if not apply(conn, failed):
         return False
     if row_output is not None:
-        job_outputs.output_put(conn, job_id, row_output)
+        job_outputs.output_put(conn, failed.job.id, row_output)
     return True
 
 

@@ -36,7 +36,7 @@ from benchrunner.core.states import JobStatus
 from benchrunner.protocol import JsonDuet, NoiseGuard
 from benchrunner.server.blobs.blob_store import job_output_key
 from benchrunner.server.context import ServerContext
-from benchrunner.server.logs.transition_log import job_moved
+from benchrunner.server.moves.move import Move, Moves, apply
 from benchrunner.server.processing.confirmations import open_confirmation
 from benchrunner.server.processing.evaluation import evaluate_report, series_thresholds_to_judge
 from benchrunner.server.processing.look_back import look_back_report
@@ -49,7 +49,7 @@ from benchrunner.server.processing.outputs import (
 )
 from benchrunner.server.processing.parsers import measure_stored, measure_stored_duet, parser_pool
 from benchrunner.server.processing.webhooks import emit_alert_event
-from benchrunner.server.store import alerts, duets, job_outputs, jobs, reports, transitions
+from benchrunner.server.store import alerts, duets, job_outputs, jobs, reports
 from benchrunner.server.tasks import cancel_and_wait
 
 log = logging.getLogger(__name__)
@@ -127,6 +127,7 @@ class Processor:
         inline_parse_bytes: int = INLINE_PARSE_BYTES,
     ) -> None:
         self._ctx = ctx
+        self._moves = Moves(ctx)
         self._budget = batch_bytes or ctx.settings.processing_budget()
         self._write_step = write_step if ctx.db.inline else None
         self._parsers = parsers
@@ -329,14 +330,7 @@ class Processor:
         if recorded is None:
             return False
         self._confirming = self._confirming or recorded.confirming
-        job_moved(
-            self._ctx,
-            item.job,
-            JobStatus.PROCESSED,
-            now,
-            source=JobStatus.COMPLETED,
-            reason=item.error,
-        )
+        self._moves.done(recorded.move)
         return True
 
 
@@ -358,6 +352,8 @@ def measured_with_noise(
 class Recorded:
     """A job ``record_processed`` moved to ``processed``."""
 
+    move: Move
+    """That move, for ``Moves.done`` once it committed."""
     confirming: bool = False
     """Its report holds alerts back for confirmation runs, which the confirmations' driver
     queues: worth waking it for, where a job without one is not."""
@@ -382,7 +378,10 @@ def record_processed(
         message = f"paired {len(duet.estimates)} duet results"
     else:
         message = f"parsed {len(values)} metrics"
-    if not transitions.job_mark_processed(conn, job.id, now, message=message):
+    processed = Move(
+        job, JobStatus.PROCESSED, now, message, source=JobStatus.COMPLETED, reason=error
+    )
+    if not apply(conn, processed):
         return None
     if duet is not None and duets.duet_add(conn, job.report_id, job.project_id, duet, now):
         emit_alert_event(conn, "alert.raised", alerts.duet_alert_ids(conn, job.report_id), now)
@@ -399,7 +398,7 @@ def record_processed(
         noise=None if noise is None else noise.stored(),
     )
     if finished.confirmation_run:
-        return Recorded()  # a re-run measures its report again: the confirmation judges it
+        return Recorded(processed)  # a re-run measures its report again: the confirmation judges it
     # Nothing to judge costs no savepoint (two round trips on PostgreSQL): metrics without a
     # threshold are the common case.
     found = (
@@ -426,7 +425,7 @@ def record_processed(
             confirming = False
         noisy = noise is not None and noise.noisy
         look_back_report(conn, job.report_id, stored, now, noisy=noisy, found=found)
-    return Recorded(confirming)
+    return Recorded(processed, confirming)
 
 
 async def _shut_down(pool: Executor) -> None:

@@ -20,8 +20,9 @@ from benchrunner.core.states import JobStatus
 from benchrunner.core.timeouts import TimeoutVerdict, judge_silent_job
 from benchrunner.server.channel.heartbeats import HeartbeatLedger
 from benchrunner.server.context import ServerContext
-from benchrunner.server.logs.transition_log import Timeout, job_moved
-from benchrunner.server.store import jobs, transitions
+from benchrunner.server.logs.transition_log import Timeout
+from benchrunner.server.moves.move import Move, Moves
+from benchrunner.server.store import jobs
 
 log = logging.getLogger(__name__)
 
@@ -33,13 +34,13 @@ class Watchdog:
         self,
         ctx: ServerContext,
         *,
-        on_finished: Callable[[jobs.JobRow], None],
+        moves: Moves,
         on_completed: Callable[[int], None],
         heartbeats: HeartbeatLedger | None = None,
     ) -> None:
         self._ctx = ctx
         self._heartbeats = heartbeats
-        self._on_finished = on_finished
+        self._moves = moves
         self._on_completed = on_completed
         self._timers: dict[int, asyncio.Task[None]] = {}
 
@@ -108,42 +109,25 @@ class Watchdog:
         now = self._ctx.clock.now()
         if verdict is TimeoutVerdict.RAN_TOO_LONG:
             reason = f"{prefix}job_timeout_exceeded: ran longer than {job.timeout} s plus grace"
-            to, timeout = JobStatus.CANCELED, Timeout.JOB
-            moved = await self._ctx.db.write(
-                transitions.job_mark_canceled, job.id, now, SYSTEM, reason, JobEvent.TIMEOUT
-            )
+            to, event, timeout = JobStatus.CANCELED, JobEvent.TIMEOUT, Timeout.JOB
         else:
             reason = f"{prefix}heartbeat_timeout: no heartbeat for {self._ctx.heartbeat_timeout}"
-            to, timeout = JobStatus.FAILED, Timeout.HEARTBEAT
-            moved = await self._ctx.db.write(
-                transitions.job_mark_failed,
-                job.id,
-                now,
-                SYSTEM,
-                reason,
-                JobEvent.HEARTBEAT_STALE_RECOVERED,
-            )
-        if moved:
-            job_moved(self._ctx, job, to, now, reason=reason, timeout=timeout)
-            self._on_finished(job)
-        return bool(moved)
+            to, event = JobStatus.FAILED, JobEvent.HEARTBEAT_STALE_RECOVERED
+            timeout = Timeout.HEARTBEAT
+        return await self._moves.move(
+            Move(job, to, now, reason, event=event, reason=reason, timeout=timeout)
+        )
 
     async def recover_at_startup(self) -> None:
         cutoff = self._ctx.clock.now() - self._ctx.heartbeat_timeout
         orphans = await self._ctx.db.read(jobs.jobs_orphaned_claimed, cutoff)
         reason = "orphaned: claimed before the server restarted and never started"
+        event = JobEvent.RECOVERED_AFTER_CRASH
         for job in orphans:
             now = self._ctx.clock.now()
-            if await self._ctx.db.write(
-                transitions.job_mark_failed,
-                job.id,
-                now,
-                SYSTEM,
-                reason,
-                JobEvent.RECOVERED_AFTER_CRASH,
-            ):
-                job_moved(self._ctx, job, JobStatus.FAILED, now, reason=reason)
-                self._on_finished(job)
+            await self._moves.move(
+                Move(job, JobStatus.FAILED, now, reason, event=event, reason=reason)
+            )
         in_flight = await self._ctx.db.read(
             jobs.job_list_by_status, [JobStatus.CLAIMED, JobStatus.RUNNING]
         )

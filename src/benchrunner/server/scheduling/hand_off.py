@@ -25,8 +25,8 @@ from uuid import UUID
 
 from sqlalchemy.engine import Connection
 
-from benchrunner.server.context import ServerContext
-from benchrunner.server.logs.transition_log import job_claimed
+from benchrunner.server.moves import move
+from benchrunner.server.moves.move import Moves
 from benchrunner.server.scheduling.dispatcher import Dispatcher, Waiter
 from benchrunner.server.scheduling.wakeups import Wakeups
 from benchrunner.server.store import claims
@@ -58,8 +58,8 @@ class HandOff:
 
 
 class HandOffs:
-    def __init__(self, ctx: ServerContext, dispatcher: Dispatcher, wakeups: Wakeups) -> None:
-        self._ctx = ctx
+    def __init__(self, moves: Moves, dispatcher: Dispatcher, wakeups: Wakeups) -> None:
+        self._moves = moves
         self._dispatcher = dispatcher
         self._wakeups = wakeups
         self._spec_ids: dict[str | None, int] = {}
@@ -81,7 +81,7 @@ class HandOffs:
         reserved runner."""
         waiter = hand_off.waiter
         try:
-            hand_off.claim = claims.job_claim(
+            hand_off.claim = move.claim(
                 conn,
                 waiter.runner_id,
                 secrets.token_hex(16),
@@ -118,7 +118,7 @@ class HandOffs:
         if hand_off is not None:
             try:
                 if claim is not None:
-                    job_claimed(self._ctx, claim.job, hand_off.waiter.runner_slug)
+                    self._moves.claimed(claim, hand_off.waiter.runner_slug)
             finally:
                 self._dispatcher.settle(hand_off.waiter, claim)
         if hand_off is None:  # the job's insert told the other replicas (``broadcast``)

@@ -12,13 +12,14 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from benchrunner.core.events import TRANSITION_EVENT
 from benchrunner.core.states import JobStatus
 from benchrunner.core.tiers import PER_ORGANIZATION_MIN_PRIORITY, UNLIMITED_MIN_PRIORITY
 from benchrunner.server.store import capabilities, runners, tier_locks
 from benchrunner.server.store.direct import Direct
 from benchrunner.server.store.jobs import JOBS, JobRow
 from benchrunner.server.store.tables import in_flight, job, pending, runner
-from benchrunner.server.store.transitions import transition_then_read
+from benchrunner.server.store.transitions import Event, transition
 
 
 @dataclass(frozen=True)
@@ -175,16 +176,15 @@ def job_claim(
         "last_heartbeat": now,
         "nonce": nonce,
     }
-    spec_row = transition_then_read(
+    spec_row = transition(
         conn,
         row.id,
         JobStatus.CLAIMED,
         now,
-        runners.SPEC_BY_ID,
-        {"spec_id": row.spec_id},
-        message="claimed by runner",
-        actor=actor,
+        [Event(TRANSITION_EVENT[JobStatus.CLAIMED], "claimed by runner", actor)],
         values=claimed_values,
+        then=runners.SPEC_BY_ID,
+        then_params={"spec_id": row.spec_id},
     )
     if spec_row is None:  # cannot happen under the row lock; stay honest if it does
         return None

@@ -1,6 +1,9 @@
 """Every status change of a job: one guarded ``UPDATE ... WHERE id = ? AND status IN (sources)``
-plus a ``job_event`` row, in the caller's transaction (docs/decisions/job-lifecycle.md). Zero rows
-updated means someone else changed the job first; callers re-read and answer from the current state.
+plus its ``job_event`` rows, in the caller's transaction (docs/decisions/job-lifecycle.md), as one
+statement on PostgreSQL (``transition``). Zero rows updated means someone else changed the job
+first; callers re-read and answer from the current state. Outside the store, a status changes
+only through ``benchrunner.server.moves.move``, which also logs, counts and notifies the move.
+Beside them, the heartbeats' writes of a job's liveness, which change no status.
 """
 
 from __future__ import annotations
@@ -8,7 +11,8 @@ from __future__ import annotations
 import datetime as dt
 import functools
 import json
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import sqlalchemy as sa
@@ -120,49 +124,70 @@ def _guarded_update(target: JobStatus, columns: tuple[str, ...], runner_guard: b
     )
 
 
+@dataclass(frozen=True)
+class Event:
+    """A ``job_event`` row a transition writes with its move."""
+
+    type: str
+    message: str
+    actor: str | None
+    meta: Mapping[str, Any] = field(default_factory=dict)
+
+
+def _events_of(moved: sa.CTE, count: int) -> sa.Insert:
+    """The ``count`` ``job_event`` rows of the job that ``moved`` wrote (one ``SELECT`` each,
+    bound as ``event_type_0``, ...)."""
+    rows = [
+        sa.select(
+            moved.c.id,
+            *(
+                sa.bindparam(f"{name}_{index}", type_=job_event.c[column].type)
+                for name, column in _EVENT_PARAMS
+            ),
+        )
+        for index in range(count)
+    ]
+    chosen = rows[0] if count == 1 else sa.union_all(*rows)
+    return job_event.insert().from_select(list(_EVENT_COLUMNS), chosen)
+
+
+@dataclass(frozen=True)
+class _Shape:
+    """What a transition's statement depends on besides its bound values."""
+
+    target: JobStatus
+    columns: tuple[str, ...]
+    runner_guard: bool
+    events: int
+    notify: bool
+    then: sa.Select[Any] | None
+
+
 @functools.cache
-def _transition_statement(
-    target: JobStatus, columns: tuple[str, ...], runner_guard: bool
-) -> Direct:
-    """The guarded update alone, prepared once per target, set of extra columns and guard, so
-    the hot path never rebuilds a statement; its event row is a second statement."""
+def _one_statement(shape: _Shape) -> Direct:
+    """PostgreSQL: the guarded update, its event rows, an optional ``pg_notify`` (sent when,
+    and only if, the transaction commits) and an optional read, as one statement: the writes
+    are data-modifying CTEs (which PostgreSQL runs whether or not the query reads them, and
+    allows only at the top level). A row comes back only if the job moved."""
+    moved = _guarded_update(shape.target, shape.columns, shape.runner_guard).cte("moved")
+    written = _events_of(moved, shape.events).returning(job_event.c.job_id).cte("written")
+    query = shape.then if shape.then is not None else sa.select(moved.c.id)
+    query = query.where(sa.exists(sa.select(written.c.job_id)))
+    if shape.notify:
+        query = query.add_columns(
+            sa.func.pg_notify(
+                sa.bindparam("notify_channel", type_=sa.String),
+                sa.bindparam("notify_payload", type_=sa.String),
+            ).label("notified")
+        )
+    return Direct(query)
+
+
+@functools.cache
+def _update_alone(target: JobStatus, columns: tuple[str, ...], runner_guard: bool) -> Direct:
+    """SQLite: the guarded update alone (it has no data-modifying CTEs); the event rows and
+    the read follow it as statements of their own, which cost SQLite no round trip."""
     return Direct(_guarded_update(target, columns, runner_guard))
-
-
-@functools.cache
-def _transition_with_event(
-    target: JobStatus, columns: tuple[str, ...], runner_guard: bool
-) -> Direct:
-    """PostgreSQL: the guarded update and its ``job_event`` row in one statement (the update
-    as a data-modifying CTE), one round trip instead of two; a row comes back only if the job
-    moved. SQLite has no data-modifying CTEs."""
-    moved = _guarded_update(target, columns, runner_guard).cte("moved")
-    return _event_row_after(moved)
-
-
-def _move_params(
-    job_id: int,
-    now: dt.datetime,
-    values: dict[str, Any] | None,
-    runner_id: int | None,
-) -> dict[str, Any]:
-    params = {"job_id": job_id, "now": now, **{f"v_{k}": v for k, v in (values or {}).items()}}
-    if runner_id is not None:
-        params["owner_id"] = runner_id
-    return params
-
-
-def _move(
-    conn: Connection,
-    job_id: int,
-    target: JobStatus,
-    now: dt.datetime,
-    values: dict[str, Any] | None,
-    runner_id: int | None,
-) -> bool:
-    """The compare-and-set alone: True if the job moved to ``target``."""
-    statement = _transition_statement(target, tuple(sorted(values or {})), runner_id is not None)
-    return statement.first(conn, _move_params(job_id, now, values, runner_id)) is not None
 
 
 def transition(
@@ -170,64 +195,52 @@ def transition(
     job_id: int,
     target: JobStatus,
     now: dt.datetime,
+    events: Sequence[Event],
     *,
-    message: str,
-    actor: str | None,
-    meta: dict[str, Any] | None = None,
-    values: dict[str, Any] | None = None,
+    values: Mapping[str, Any] | None = None,
     runner_id: int | None = None,
-    event: JobEvent | None = None,
-) -> JobStatus | None:
-    """Compare-and-set to ``target`` (only if the job is ``runner_id``'s, when given), writing
-    ``event`` (by default the one for ``target``). Returns ``target`` if the job moved, else
-    None."""
-    kind = event or TRANSITION_EVENT[target]
-    if capabilities.of(conn).writes_in_ctes:
-        statement = _transition_with_event(
-            target, tuple(sorted(values or {})), runner_id is not None
-        )
-        params = _move_params(job_id, now, values, runner_id)
-        params.update(event_params(kind, message, actor, meta or {}, now))
-        return target if statement.first(conn, params) is not None else None
-    if not _move(conn, job_id, target, now, values, runner_id):
-        return None
-    event_add(conn, job_id, kind, message, actor, meta or {}, now)
-    return target
-
-
-@functools.cache
-def _transition_then(target: JobStatus, columns: tuple[str, ...], then: sa.Select[Any]) -> Direct:
-    """PostgreSQL: ``_transition_with_event`` and then ``then``, in one statement; ``then``'s
-    rows come back only if the job moved. (PostgreSQL allows data-modifying CTEs only at the
-    top level, so the event row is a second CTE here, not nested in the update's.)"""
-    moved = _guarded_update(target, columns, False).cte("moved")
-    written = _event_insert(moved).cte("written")
-    return Direct(then.where(sa.exists(sa.select(written.c.job_id))))
-
-
-def transition_then_read(
-    conn: Connection,
-    job_id: int,
-    target: JobStatus,
-    now: dt.datetime,
-    then: Direct,
-    then_params: dict[str, Any],
-    *,
-    message: str,
-    actor: str | None,
-    values: dict[str, Any],
+    notify: tuple[str, str] | None = None,
+    then: Direct | None = None,
+    then_params: Mapping[str, Any] | None = None,
 ) -> Any | None:
-    """``transition`` (no runner guard, the default event), then the first row of ``then`` (a
-    ``SELECT``), a read that only a moved job needs; None if the job did not move. On
-    PostgreSQL the move, its event and the read are one round trip."""
-    if not capabilities.of(conn).writes_in_ctes:
-        moved = transition(conn, job_id, target, now, message=message, actor=actor, values=values)
-        return None if moved is None else then.first(conn, then_params)
-    assert isinstance(then.statement, sa.Select)
-    statement = _transition_then(target, tuple(sorted(values)), then.statement)
-    params = _move_params(job_id, now, values, None)
-    params.update(event_params(TRANSITION_EVENT[target], message, actor, {}, now), **then_params)
-    return statement.first(conn, params)
+    """The one status change of the store: compare-and-set the job to ``target`` (only if it
+    is ``runner_id``'s, when given), setting the columns of ``values`` too, and write
+    ``events`` (at least one). With ``notify`` (a ``(channel, payload)``), PostgreSQL also
+    notifies it on commit; with ``then`` (a ``SELECT``), its first row is read, which only a
+    moved job needs. Returns that row (without ``then``: a row holding the job's ``id``), or
+    None if the job did not move. On PostgreSQL all of it is one statement."""
+    assert events, "every status change writes an event"
+    columns = tuple(sorted(values or {}))
+    params: dict[str, Any] = {
+        "job_id": job_id,
+        "now": now,
+        **{f"v_{k}": v for k, v in (values or {}).items()},
+        **(then_params or {}),
+    }
+    if runner_id is not None:
+        params["owner_id"] = runner_id
+    if capabilities.of(conn).writes_in_ctes:
+        select = None
+        if then is not None:
+            assert isinstance(then.statement, sa.Select)
+            select = then.statement
+        shape = _Shape(
+            target, columns, runner_id is not None, len(events), notify is not None, select
+        )
+        for index, event in enumerate(events):
+            for name, value in event_params(
+                event.type, event.message, event.actor, dict(event.meta), now
+            ).items():
+                params[f"{name}_{index}"] = value
+        if notify is not None:
+            params["notify_channel"], params["notify_payload"] = notify
+        return _one_statement(shape).first(conn, params)
+    moved = _update_alone(target, columns, runner_id is not None).first(conn, params)
+    if moved is None:
+        return None
+    for event in events:
+        event_add(conn, job_id, event.type, event.message, event.actor, dict(event.meta), now)
+    return moved if then is None else then.first(conn, then_params)
 
 
 _JOB_OWNER = Direct(
@@ -262,8 +275,7 @@ def job_mark_running(
         job_id,
         JobStatus.RUNNING,
         now,
-        message="runner started the benchmark",
-        actor=actor,
+        [Event(TRANSITION_EVENT[JobStatus.RUNNING], "runner started the benchmark", actor)],
         values={"started": now, "last_heartbeat": now},
         runner_id=runner_id,
     )
@@ -354,71 +366,9 @@ def jobs_touch(conn: Connection, beats: list[Beat]) -> set[int]:
     return ids - {row.id for row in running}  # a deleted job is no longer running either
 
 
-def _finish(
-    conn: Connection,
-    job_id: int,
-    target: JobStatus,
-    now: dt.datetime,
-    actor: str | None,
-    message: str,
-    event: JobEvent | None = None,
-    also: dict[str, Any] | None = None,
-) -> bool:
-    """A move to completed, failed or canceled: each stamps ``completed`` (and sets the job
-    columns of ``also`` in the same update)."""
-    moved = transition(
-        conn,
-        job_id,
-        target,
-        now,
-        message=message,
-        actor=actor,
-        values={"completed": now, **(also or {})},
-        event=event,
-    )
-    return moved is not None
-
-
-def job_mark_completed(
-    conn: Connection,
-    job_id: int,
-    now: dt.datetime,
-    actor: str,
-    late: bool,
-    also: dict[str, Any] | None = None,
-) -> bool:
-    message = "runner delivered a result after the job had failed" if late else "runner completed"
-    return _finish(conn, job_id, JobStatus.COMPLETED, now, actor, message, also=also)
-
-
-def job_mark_failed(
-    conn: Connection,
-    job_id: int,
-    now: dt.datetime,
-    actor: str,
-    reason: str,
-    event: JobEvent = JobEvent.FAILED,
-    also: dict[str, Any] | None = None,
-) -> bool:
-    """To ``failed``; ``event`` says why when the server decided it (a stale heartbeat, a
-    job orphaned by a crash)."""
-    return _finish(conn, job_id, JobStatus.FAILED, now, actor, reason, event, also)
-
-
-def job_mark_canceled(
-    conn: Connection,
-    job_id: int,
-    now: dt.datetime,
-    actor: str | None,
-    reason: str,
-    event: JobEvent = JobEvent.CANCELED,
-) -> bool:
-    return _finish(conn, job_id, JobStatus.CANCELED, now, actor, reason, event)
-
-
 def job_canceled_by_runner(conn: Connection, job_id: int) -> bool:
-    """Whether the job's runner canceled it (its ``canceled`` moved it): ``job_mark_canceled``
-    writes that ``job_canceled`` event with the runner as actor; a user's cancel writes it as
+    """Whether the job's runner canceled it (its ``canceled`` moved it): that move writes the
+    ``job_canceled`` event with the runner as actor; a user's cancel writes it as
     the system, and the hard timeout writes ``job_timeout``."""
     found = conn.execute(
         sa.select(job_event.c.id)
@@ -430,60 +380,3 @@ def job_canceled_by_runner(conn: Connection, job_id: int) -> bool:
         .limit(1)
     ).first()
     return found is not None
-
-
-def job_cancel_by_user(conn: Connection, job_id: int, now: dt.datetime, actor: str) -> bool:
-    """A user's cancel: ``job_cancel_requested`` by the user, then ``job_canceled`` by the
-    system (docs/decisions/audit-events.md); nothing is written if the job already left
-    flight."""
-    if not _move(conn, job_id, JobStatus.CANCELED, now, {"completed": now}, None):
-        return False
-    event_add(conn, job_id, JobEvent.CANCEL_REQUESTED, f"{actor} asked to cancel", actor, {}, now)
-    event_add(conn, job_id, JobEvent.CANCELED, f"canceled by {actor}", SYSTEM_ACTOR, {}, now)
-    return True
-
-
-def job_mark_processed(conn: Connection, job_id: int, now: dt.datetime, message: str) -> bool:
-    return (
-        transition(conn, job_id, JobStatus.PROCESSED, now, message=message, actor=SYSTEM_ACTOR)
-        is not None
-    )
-
-
-_UNCLAIMED = {"runner_id": None, "claimed": None, "last_heartbeat": None, "nonce": None}
-_NOTIFY = Direct(
-    sa.select(
-        sa.func.pg_notify(
-            sa.bindparam("channel", type_=sa.String), sa.bindparam("payload", type_=sa.String)
-        )
-    )
-)
-
-
-def job_return_unclaimed(
-    conn: Connection,
-    job_id: int,
-    now: dt.datetime,
-    reason: str,
-    broadcast: tuple[str, str] | None,
-) -> bool:
-    """claimed -> pending, for a claim that never reached its runner (the connection it was
-    claimed for ended before the job was sent): no runner has the job, so it waits in the queue
-    again, at its old place (its creation time and priority are kept), instead of failing. With
-    ``broadcast`` (a wake-up's ``(channel, payload)``), the same transaction notifies the other
-    replicas that a job is claimable. False if the job had left ``claimed`` already."""
-    moved = transition(
-        conn,
-        job_id,
-        JobStatus.PENDING,
-        now,
-        message=reason,
-        actor=SYSTEM_ACTOR,
-        values=_UNCLAIMED,
-        event=JobEvent.RETURNED,
-    )
-    if moved is None:
-        return False
-    if broadcast is not None:
-        _NOTIFY.first(conn, {"channel": broadcast[0], "payload": broadcast[1]})
-    return True

@@ -1,0 +1,207 @@
+"""One change of a job's status, whole: the transition with its event rows (one statement on
+PostgreSQL, ``store.transitions.transition``), its log line and metrics
+(``logs.transition_log``), and its notifications (``Hooks``: the job left flight, went back to
+the queue, awaits processing). Outside the store, this is the only way a job's status changes
+(``tests/unit/test_status_changes.py`` holds every other module to it).
+
+``Moves.move`` makes a move in a transaction of its own. A move that is one part of a larger
+transaction (a completion that also stores its output and may process it, a processed job's
+metrics, a claim inside a submission) runs ``apply`` (or ``claim``) inside that transaction and
+``Moves.done`` once it committed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy.engine import Connection
+
+from benchrunner.core.events import SYSTEM_ACTOR, TRANSITION_EVENT, JobEvent
+from benchrunner.core.states import IN_FLIGHT, JobStatus
+from benchrunner.server.context import ServerContext
+from benchrunner.server.logs.transition_log import Timeout, job_moved
+from benchrunner.server.store import claims, transitions
+from benchrunner.server.store.jobs import JobRow
+
+_UNCLAIMED: Mapping[str, Any] = {
+    "runner_id": None,
+    "claimed": None,
+    "last_heartbeat": None,
+    "nonce": None,
+}
+"""A job returned to the queue is no runner's any more."""
+
+
+@dataclass(frozen=True)
+class Move:
+    """A status change to make: which job, to where, and what it leaves behind."""
+
+    job: JobRow
+    """The caller's copy of the job; its status is where the move starts (unless ``source``)."""
+    to: JobStatus
+    now: dt.datetime
+    message: str
+    """The event row's message."""
+    actor: str | None = SYSTEM_ACTOR
+    """The event row's actor."""
+    event: JobEvent | None = None
+    """The event row's type when it says more than the status reached (a timeout, ...)."""
+    runner: str | None = None
+    """The slug of the runner that asked for the move, for the log line."""
+    reason: str | None = None
+    """Why, for the log line."""
+    timeout: Timeout | None = None
+    """The timeout that made the move, counted."""
+    source: JobStatus | None = None
+    """Where the move starts, when the caller's copy of the job predates it."""
+    owner: int | None = None
+    """Only if the job is this runner's (its id)."""
+    values: Mapping[str, Any] = field(default_factory=dict)
+    """Further columns of the job set by the same statement."""
+    requested_by: str | None = None
+    """A user's cancel: a ``job_cancel_requested`` event by this user comes first."""
+    broadcast: tuple[str, str] | None = None
+    """A notification (``(channel, payload)``) the move's statement sends on commit."""
+
+    def events(self) -> list[transitions.Event]:
+        kind = self.event or TRANSITION_EVENT[self.to]
+        moved = transitions.Event(kind, self.message, self.actor)
+        if self.requested_by is None:
+            return [moved]
+        asked = f"{self.requested_by} asked to cancel"
+        return [transitions.Event(JobEvent.CANCEL_REQUESTED, asked, self.requested_by), moved]
+
+    def columns(self) -> dict[str, Any]:
+        """The job's columns the move sets besides its status."""
+        if self.to == JobStatus.PENDING:
+            stamped: Mapping[str, Any] = _UNCLAIMED
+        elif self.to in (JobStatus.COMPLETED, JobStatus.FAILED, JobStatus.CANCELED):
+            stamped = {"completed": self.now}
+        else:
+            stamped = {}
+        return {**stamped, **self.values}
+
+
+def apply(conn: Connection, move: Move) -> bool:
+    """The transition and its event rows, in the caller's transaction: True if the job moved
+    (False: it had left the move's sources, or is not ``owner``'s)."""
+    moved = transitions.transition(
+        conn,
+        move.job.id,
+        move.to,
+        move.now,
+        move.events(),
+        values=move.columns(),
+        runner_id=move.owner,
+        notify=move.broadcast,
+    )
+    return moved is not None
+
+
+def claim(
+    conn: Connection,
+    runner_id: int,
+    nonce: str,
+    now: dt.datetime,
+    runner_slug: str,
+    templates: bool,
+) -> claims.Claim | None:
+    """The claim of the best eligible pending job for a runner, in the caller's transaction
+    (``store.claims.job_claim``); ``Moves.claimed`` once it committed."""
+    return claims.job_claim(conn, runner_id, nonce, now, runner_slug, templates)
+
+
+def _nothing(_: Any) -> None:
+    return None
+
+
+def _no_broadcast(_: int) -> tuple[str, str] | None:
+    return None
+
+
+@dataclass(frozen=True)
+class Hooks:
+    """Who hears of moves in this process."""
+
+    left_flight: Callable[[JobRow], None] = _nothing
+    """A job left ``claimed`` or ``running`` (also: a late result completed a failed job)."""
+    returned: Callable[[JobRow], None] = _nothing
+    """A job went back to the queue."""
+    awaits_processing: Callable[[int], None] = _nothing
+    """A job was completed and not processed in the same transaction."""
+    broadcast: Callable[[int], tuple[str, str] | None] = _no_broadcast
+    """The notification that tells the other replicas of a claimable job of a spec."""
+
+
+class Moves:
+    """Makes moves and announces them, for one server process."""
+
+    def __init__(self, ctx: ServerContext, hooks: Hooks | None = None) -> None:
+        self._ctx = ctx
+        self.hooks = hooks or Hooks()
+
+    async def move(self, move: Move) -> bool:
+        """Make ``move`` in a transaction of its own and announce it; True if the job moved."""
+        if move.to == JobStatus.PENDING and move.broadcast is None:
+            broadcast = self.hooks.broadcast(move.job.spec_id)
+            if broadcast is not None:
+                move = dataclasses.replace(move, broadcast=broadcast)
+        moved = await self._ctx.db.write(apply, move)
+        if moved:
+            self.done(move)
+        return moved
+
+    async def running(
+        self, job: JobRow, runner_id: int, runner_slug: str, now: dt.datetime
+    ) -> transitions.Started | None:
+        """A runner's ``running``: claimed -> running, or, running already, a refreshed
+        liveness (``store.transitions.job_mark_running``)."""
+        started = await self._ctx.db.write_each(
+            transitions.job_mark_running, job.id, runner_id, now, runner_slug
+        )
+        if started is not None and started.moved:
+            self.done(
+                Move(job, JobStatus.RUNNING, now, "", source=JobStatus.CLAIMED, runner=runner_slug)
+            )
+        return started
+
+    def claimed(self, claim: claims.Claim, runner_slug: str) -> None:
+        """Announce a committed ``claim``."""
+        job = claim.job
+        assert job.claimed is not None
+        self.done(
+            Move(
+                job,
+                JobStatus.CLAIMED,
+                job.claimed,
+                "",
+                source=JobStatus.PENDING,
+                runner=runner_slug,
+            )
+        )
+
+    def done(self, *moves: Move) -> None:
+        """Announce committed moves (in their order): log and count each, then notify."""
+        for move in moves:
+            job_moved(
+                self._ctx,
+                move.job,
+                move.to,
+                move.now,
+                source=move.source,
+                runner=move.runner,
+                reason=move.reason,
+                timeout=move.timeout,
+            )
+        processed = {m.job.id for m in moves if m.to == JobStatus.PROCESSED}
+        for move in moves:
+            if move.to not in IN_FLIGHT and move.to != JobStatus.PROCESSED:
+                self.hooks.left_flight(move.job)
+            if move.to == JobStatus.PENDING:
+                self.hooks.returned(move.job)
+            elif move.to == JobStatus.COMPLETED and move.job.id not in processed:
+                self.hooks.awaits_processing(move.job.id)
