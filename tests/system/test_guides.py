@@ -41,8 +41,8 @@ from tests.harness import (
     wait_until,
 )
 from tests.object_store import s3_server
-from tests.registry_support import registry_token, v2
 from tests.oci_layout import busybox_image, write_layout, write_oci_archive
+from tests.registry_support import registry_token, v2
 from tests.system.test_images import SOURCE_DATE_EPOCH, built_image, image_cache
 from tests.system.test_webhooks import Receiver, receiving
 
@@ -670,6 +670,9 @@ def need_fresh_server(setting: Setting) -> None:
     setting.checks.append(registered)
 
 
+IMAGE_KINDS = ("server", "runner")
+
+
 def manifest_digest(layout: Path) -> str:
     return str(json.loads((layout / "index.json").read_text())["manifests"][0]["digest"])
 
@@ -681,7 +684,7 @@ def need_image_build(setting: Setting) -> None:
     layouts in ``images/``, made of the same bytes as the test's own builds."""
     images = REPO / "images"
     assert not images.exists(), f"{images} exists already: the block would replace it"
-    expected = {kind: built_image(kind, setting.cwd / f"wheel-{kind}") for kind in ("server", "runner")}
+    expected = {kind: built_image(kind, setting.cwd / f"wheel-{kind}") for kind in IMAGE_KINDS}
     cache = setting.cwd / "cache"
     cache.mkdir()
     (cache / "benchrunner-images").symlink_to(image_cache() / "stages")
@@ -712,9 +715,6 @@ def need_images(setting: Setting) -> None:
             assert labels["org.opencontainers.image.title"] == f"benchrunner-{kind}", labels
 
     setting.checks.append(in_podmans_storage)
-
-
-IMAGE_KINDS = ("server", "runner")
 
 
 def inspect(env: dict[str, str], name: str) -> Any:
@@ -775,7 +775,8 @@ def need_podman_server(setting: Setting) -> None:
 
     def healthy() -> bool:
         with contextlib.suppress(httpx.HTTPError):
-            return httpx.get(f"{url}/v0/server/health", timeout=5).json()["status"] == "ok"
+            health: dict[str, Any] = httpx.get(f"{url}/v0/server/health", timeout=5).json()
+            return health["status"] == "ok"
         return False
 
     def served_to_the_admin() -> None:
@@ -867,7 +868,7 @@ def processes_in(directory: Path) -> list[int]:
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
             with contextlib.suppress(OSError):
-                if Path(os.readlink(entry / "cwd")) == directory:
+                if (entry / "cwd").readlink() == directory:
                     found.append(int(entry.name))
     return found
 
@@ -904,8 +905,8 @@ def need_replicas(setting: Setting) -> None:
         BENCH_B=bench_b,
         **store.env(),
     )
-    private_srv = 'mount -t tmpfs tmpfs /srv && exec "$@"'
-    setting.within = ("unshare", "--mount", "--propagation", "private", "sh", "-c", private_srv, "sh")
+    private_srv = ("sh", "-c", 'mount -t tmpfs tmpfs /srv && exec "$@"', "sh")
+    setting.within = ("unshare", "--mount", "--propagation", "private", *private_srv)
 
     def health(host: str) -> Any:
         answer = httpx.get(f"http://{host}:{REPLICA_PORT}/v0/server/health", timeout=10)
