@@ -973,6 +973,10 @@ def prepare(guides: Guides, needs: tuple[str, ...], tmp: Path, script: str = "")
 BLOCK_TIMEOUT = 300
 """Seconds a block may take: the bisect and calibration blocks wait for a runner's jobs."""
 
+BUILD_TIMEOUT = 1200
+"""Seconds ``make images`` may take, which installs the code into both images even when the
+layers below it come from the cache."""
+
 
 BUILDS_IMAGES = {"image-build", "images"}
 """The needs that build the container images when tests/system/test_images.py's cache is
@@ -1003,7 +1007,8 @@ def run_block(guides: Guides, tmp: Path, block: Block) -> tuple[Setting, Outcome
     setting = prepare(guides, block.needs, tmp, block.script)
     step = Step("block", block.script)
     within = setting.within
-    return setting, run_steps([step], setting.cwd, setting.env, BLOCK_TIMEOUT, within)
+    timeout = BUILD_TIMEOUT if "image-build" in block.needs else BLOCK_TIMEOUT
+    return setting, run_steps([step], setting.cwd, setting.env, timeout, within)
 
 
 def undo(setting: Setting) -> None:
