@@ -9,13 +9,14 @@
 # with a sans-serif font for its screenshots (only recommended by the package); jq, which the
 # GitHub Actions workflow of docs/how-to/ uses as GitHub's runners have it;
 # pg_dump, which backs up a PostgreSQL server; what the deploy guide (docs/how-to/deploy.md)
-# installs and runs: python3-venv, PostgreSQL, Caddy, and sudo for createuser and createdb;
+# installs and runs: python3-venv, PostgreSQL, Caddy, podman for its containers, and sudo for
+# createuser and createdb;
 # and ip, which puts server replicas in network namespaces of their own (tests/netns.py).
 # Installs only what is missing; needs root + apt.
 set -euo pipefail
 declare -A wanted=([runc]=runc [skopeo]=skopeo [umoci]=umoci [busybox]=busybox-static [mkfs.ext4]=e2fsprogs [hyperfine]=hyperfine [node]=nodejs [npm]=npm
   [g++]=g++ [go]=golang-go [ruby]=ruby [git]=git [jq]=jq [mmdebstrap]=mmdebstrap [systemd-analyze]=systemd
-  [pg_dump]=postgresql-client [sudo]=sudo [caddy]=caddy [ip]=iproute2)
+  [pg_dump]=postgresql-client [sudo]=sudo [caddy]=caddy [ip]=iproute2 [podman]=podman)
 # Libraries and headers have no command: a file of theirs stands for them. The Criterion test runs
 # Debian's cargo by its path, whatever cargo (rustup's) comes first on PATH.
 declare -A wanted_files=([/usr/include/benchmark/benchmark.h]=libbenchmark-dev

@@ -9,11 +9,16 @@ A guide that drifts from the CLI or the server fails here instead of failing its
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import json
 import os
 import re
+import resource
 import secrets
+import shutil
+import signal
+import socket
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
@@ -25,6 +30,7 @@ import httpx
 import pytest
 import yaml
 
+from tests.databases import postgres_database
 from tests.harness import (
     REPO,
     Deployment,
@@ -34,7 +40,10 @@ from tests.harness import (
     deploy,
     wait_until,
 )
+from tests.object_store import s3_server
 from tests.oci_layout import busybox_image, write_layout, write_oci_archive
+from tests.registry_support import registry_token, v2
+from tests.system.test_images import SOURCE_DATE_EPOCH, built_image, image_cache
 from tests.system.test_webhooks import Receiver, receiving
 
 pytestmark = pytest.mark.engine_independent
@@ -238,6 +247,33 @@ class Guides:
     runner: RunnerProcess | None = None
     host_ran: set[str] = field(default_factory=set)
 
+    def podman_limits(self) -> Path:
+        """A ``containers.conf`` whose containers get this machine's own limits of open files
+        and processes (at most ``pid_max``), which root here cannot raise."""
+        conf = self.host.parent / "containers.conf"
+        if not conf.exists():
+            _, files = resource.getrlimit(resource.RLIMIT_NOFILE)
+            _, processes = resource.getrlimit(resource.RLIMIT_NPROC)
+            pid_max = int(Path("/proc/sys/kernel/pid_max").read_text())
+            if processes == resource.RLIM_INFINITY or processes > pid_max:
+                processes = pid_max
+            limits = [f"nofile={files}:{files}", f"nproc={processes}:{processes}"]
+            conf.write_text(f"[containers]\ndefault_ulimits = {json.dumps(limits)}\n")
+        return conf
+
+    def podman_storage(self) -> Path:
+        """A ``storage.conf`` of the module's own: podman's images and containers under the
+        module's directory, not the machine's ``/var/lib/containers``."""
+        storage = self.host.parent / "containers"
+        conf = storage / "storage.conf"
+        if not conf.exists():
+            storage.mkdir(exist_ok=True)
+            conf.write_text(
+                f'[storage]\ndriver = "vfs"\ngraphroot = "{storage / "graph"}"\n'
+                f'runroot = "{storage / "run"}"\n'
+            )
+        return conf
+
     def start_runner(self) -> None:
         """One runner process of the specs the guides name, started by the first block that
         needs it."""
@@ -380,6 +416,10 @@ class Setting:
     guides: Guides
     env: dict[str, str]
     cwd: Path
+    script: str = ""
+    """The block's own text, for what a need reads in it."""
+    output: str = ""
+    """What the block printed, once it ran."""
     expected: list[str] = field(default_factory=list)
     """What the block's output says when it did what its guide says it does."""
     within: tuple[str, ...] = ()
@@ -630,6 +670,263 @@ def need_fresh_server(setting: Setting) -> None:
     setting.checks.append(registered)
 
 
+IMAGE_KINDS = ("server", "runner")
+
+
+def manifest_digest(layout: Path) -> str:
+    return str(json.loads((layout / "index.json").read_text())["manifests"][0]["digest"])
+
+
+def need_image_build(setting: Setting) -> None:
+    """``make images`` in the checkout, with the build cache that tests/system/test_images.py
+    fills (built first when it is empty) as the reader's ``~/.cache/benchrunner-images``, and its
+    ``SOURCE_DATE_EPOCH``: the block rebuilds only the layer of the code. It must leave both
+    layouts in ``images/``, made of the same bytes as the test's own builds."""
+    images = REPO / "images"
+    assert not images.exists(), f"{images} exists already: the block would replace it"
+    expected = {kind: built_image(kind, setting.cwd / f"wheel-{kind}") for kind in IMAGE_KINDS}
+    cache = setting.cwd / "cache"
+    cache.mkdir()
+    (cache / "benchrunner-images").symlink_to(image_cache() / "stages")
+    setting.env.update(XDG_CACHE_HOME=str(cache), SOURCE_DATE_EPOCH=SOURCE_DATE_EPOCH)
+    setting.cwd = REPO
+    setting.cleanups.append(lambda: shutil.rmtree(images, ignore_errors=True))
+
+    def built_as_the_test_builds() -> None:
+        for kind, layout in expected.items():
+            assert manifest_digest(images / kind) == manifest_digest(layout), kind
+
+    setting.checks.append(built_as_the_test_builds)
+
+
+def need_images(setting: Setting) -> None:
+    """``images/server`` as ``make images`` leaves it (the layout tests/system/test_images.py
+    builds), and podman's storage of the module (``CONTAINERS_STORAGE_CONF``), in which the
+    block must leave the server's image."""
+    (setting.cwd / "images").mkdir()
+    for kind in IMAGE_KINDS:
+        layout = built_image(kind, setting.cwd / f"wheel-{kind}")
+        (setting.cwd / "images" / kind).symlink_to(layout)
+    setting.env["CONTAINERS_STORAGE_CONF"] = str(setting.guides.podman_storage())
+
+    def in_podmans_storage() -> None:
+        for kind in IMAGE_KINDS:
+            labels = inspect(setting.env, f"localhost/benchrunner-{kind}:0.1.0")["Labels"]
+            assert labels["org.opencontainers.image.title"] == f"benchrunner-{kind}", labels
+
+    setting.checks.append(in_podmans_storage)
+
+
+def inspect(env: dict[str, str], name: str) -> Any:
+    """skopeo's view of an image of podman's storage, or None when it is not there."""
+    done = subprocess.run(
+        ["skopeo", "inspect", f"containers-storage:{name}"],
+        env=env, capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    return json.loads(done.stdout) if done.returncode == 0 else None
+
+
+def podman(env: dict[str, str], *args: str) -> None:
+    subprocess.run(["podman", *args], env=env, capture_output=True, timeout=120, check=False)
+
+
+def need_podman(setting: Setting, kind: str) -> None:
+    """Podman with the module's storage, where the block's image ``kind`` is (copied there as
+    the guide's skopeo block does), and a ``containers.conf`` whose ``default_ulimits`` are the
+    machine's own limits: Debian 12's podman would otherwise ask runc for more open files and
+    processes than this machine allows."""
+    setting.env.update(
+        CONTAINERS_STORAGE_CONF=str(setting.guides.podman_storage()),
+        CONTAINERS_CONF=str(setting.guides.podman_limits()),
+    )
+    name = f"localhost/benchrunner-{kind}:0.1.0"
+    if inspect(setting.env, name) is None:
+        layout = built_image(kind, setting.cwd / "wheel")
+        command = ["skopeo", "copy", f"oci:{layout}:{kind}", f"containers-storage:{name}"]
+        subprocess.run(command, env=setting.env, capture_output=True, timeout=600, check=True)
+
+
+def machine_directory(setting: Setting, path: Path) -> None:
+    """A directory of this machine the block reads or writes, which must not exist yet: made
+    now, removed afterwards."""
+    assert not path.exists(), f"{path} exists already on this machine"
+    path.mkdir(parents=True)
+    setting.cleanups.append(lambda: shutil.rmtree(path, ignore_errors=True))
+
+
+PODMAN_PORT = 8080
+"""The port the podman server block publishes on loopback."""
+
+
+def need_podman_server(setting: Setting) -> None:
+    """The server image in podman's storage and ``/etc/benchrunner/server.env`` as its reader
+    writes it for a container (SQLite in the volume); the block's server must answer on
+    ``127.0.0.1:8080`` with the admin the block bootstrapped. The container and the volume are
+    removed afterwards."""
+    need_podman(setting, "server")
+    assert not bound("127.0.0.1", PODMAN_PORT), f"port {PODMAN_PORT} is taken on loopback"
+    machine_directory(setting, Path("/etc/benchrunner"))
+    Path("/etc/benchrunner/server.env").write_text(
+        f"BENCHRUNNER_PUBLIC_URL=http://127.0.0.1:{PODMAN_PORT}\n"
+    )
+    setting.cleanups.append(lambda: podman(setting.env, "volume", "rm", "-f", "benchrunner-data"))
+    setting.cleanups.append(lambda: podman(setting.env, "rm", "-f", "benchrunner-server"))
+    url = f"http://127.0.0.1:{PODMAN_PORT}"
+
+    def healthy() -> bool:
+        with contextlib.suppress(httpx.HTTPError):
+            health: dict[str, Any] = httpx.get(f"{url}/v0/server/health", timeout=5).json()
+            return bool(health["status"] == "ok")
+        return False
+
+    def served_to_the_admin() -> None:
+        wait_until(healthy, timeout=120, interval=0.5, message="the server's container")
+        token = setting.output.splitlines()[1]  # the first line the block printed
+        users = httpx.get(f"{url}/v0/users", headers={"Authorization": f"Bearer {token}"})
+        assert users.status_code == 200, users.text  # only a server admin lists the users
+        assert [user["email"] for user in users.json()] == ["ops@example.com"], users.text
+
+    setting.checks.append(served_to_the_admin)
+
+
+def need_podman_runner(setting: Setting) -> None:
+    """The runner image in podman's storage, and a runner of the module's server: its key in
+    ``/etc/benchrunner/runner.key`` and ``runner.env`` as the deploy guide's reader writes them,
+    and the runner's state directory ``/var/lib/benchrunner-runner``. The block's runner must
+    connect; the container is removed afterwards."""
+    need_podman(setting, "runner")
+    machine_directory(setting, Path("/etc/benchrunner"))
+    machine_directory(setting, Path("/var/lib/benchrunner-runner"))
+    server = setting.guides.server
+    slug, key = server.new_runner(f"podman-{secrets.token_hex(3)}", ["small"])
+    key_file = Path("/etc/benchrunner/runner.key")
+    key_file.write_text(key)
+    key_file.chmod(0o600)
+    Path("/etc/benchrunner/runner.env").write_text(
+        f"BENCHRUNNER_HOST={server.server.url}\nBENCHRUNNER_RUNNER={slug}\n"
+        f"BENCHRUNNER_RUNNER_KEY_FILE={key_file}\nBENCHRUNNER_EXECUTOR=process\n"
+    )
+    setting.cleanups.append(lambda: podman(setting.env, "rm", "-f", "benchrunner-runner"))
+
+    def seen() -> bool:
+        with server.admin() as client:
+            (runner,) = [r for r in client.list_runners() if r["slug"] == slug]
+        return runner["last_seen_at"] is not None
+
+    setting.checks.append(
+        lambda: wait_until(seen, timeout=120, interval=0.5, message="the runner's container")
+    )
+
+
+def need_registry_login(setting: Setting) -> None:
+    """``$REGISTRY``, the server's registry, logged in to (``REGISTRY_AUTH_FILE``) and marked
+    insecure in a ``registries.conf`` of the test's (``CONTAINERS_REGISTRIES_CONF``), as a
+    reader's plain-HTTP registry is; every tag the block pushes to ``$REGISTRY`` must be there."""
+    need_registry(setting)
+    registry = setting.env["REGISTRY"]
+    conf = setting.cwd / "registries.conf"
+    conf.write_text(f'[[registry]]\nlocation = "{registry}"\ninsecure = true\n')
+    setting.env.update(
+        REGISTRY_AUTH_FILE=str(setting.cwd / "auth.json"), CONTAINERS_REGISTRIES_CONF=str(conf)
+    )
+    # skopeo's login does not read registries.conf's insecure flag (its copy does).
+    login = ["skopeo", "login", "--tls-verify=false", "-u", "me", "--password-stdin", registry]
+    done = subprocess.run(
+        login, input=setting.env["BENCHRUNNER_TOKEN"], env=setting.env, capture_output=True,
+        text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    pushed = re.findall(r"docker://\$REGISTRY/([a-z0-9-]+):([\w.-]+)", setting.script)
+
+    def tagged() -> None:
+        assert pushed, "the block pushes nothing to $REGISTRY"
+        for repository, tag in pushed:
+            server = setting.guides.server.server
+            token = registry_token(server, server.token, f"repository:{repository}:pull")
+            with v2(server, token) as registry:
+                found = registry.get(f"/{repository}/tags/list")
+            assert found.status_code == 200, found.text
+            assert tag in found.json()["tags"], found.text
+
+    setting.checks.append(tagged)
+
+
+REPLICA_HOSTS = ("127.0.0.2", "127.0.0.3")
+"""The replicas guide's ``$BENCH_A`` and ``$BENCH_B``: two loopback addresses, each replica on
+the port the guide names, as two hosts would be."""
+
+REPLICA_PORT = 8080
+
+
+def bound(host: str, port: int) -> bool:
+    with socket.socket() as probe:
+        return probe.connect_ex((host, port)) == 0
+
+
+def processes_in(directory: Path) -> list[int]:
+    """The processes whose working directory is ``directory``: what a block left running."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            with contextlib.suppress(OSError):
+                if (entry / "cwd").readlink() == directory:
+                    found.append(int(entry.name))
+    return found
+
+
+def stop_processes_in(directory: Path) -> None:
+    """End, by their ids, the services a block started in the background in ``directory``."""
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        for pid in processes_in(directory):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, sig)
+        with contextlib.suppress(AssertionError):
+            wait_until(lambda: not processes_in(directory), timeout=30, message="the services")
+            return
+
+
+def need_replicas(setting: Setting) -> None:
+    """What the replicas guide's reader has: a PostgreSQL database of their own (``$DB``), an S3
+    bucket (``$BLOB_STORE``, with the ``AWS_*`` variables of moto's server) and two hosts
+    (``$BENCH_A``, ``$BENCH_B``). The block runs with a ``/srv`` of its own; the servers and the
+    runner it starts in the background are ended afterwards. Both replicas must answer, one
+    leading, and the runner must be connected to one of them."""
+    stack = contextlib.ExitStack()
+    setting.cleanups.append(stack.close)
+    database = stack.enter_context(postgres_database())
+    store = stack.enter_context(s3_server(setting.cwd))
+    stack.callback(stop_processes_in, setting.cwd)
+    busy = [host for host in REPLICA_HOSTS if bound(host, REPLICA_PORT)]
+    assert not busy, f"port {REPLICA_PORT} is taken on {busy}"
+    bench_a, bench_b = REPLICA_HOSTS
+    setting.env.update(
+        DB=database,
+        BLOB_STORE=f"s3://{store.new_bucket()}/guide",
+        BENCH_A=bench_a,
+        BENCH_B=bench_b,
+        **store.env(),
+    )
+    private_srv = ("sh", "-c", 'mount -t tmpfs tmpfs /srv && exec "$@"', "sh")
+    setting.within = ("unshare", "--mount", "--propagation", "private", *private_srv)
+
+    def health(host: str) -> Any:
+        answer = httpx.get(f"http://{host}:{REPLICA_PORT}/v0/server/health", timeout=10)
+        answer.raise_for_status()
+        return answer.json()
+
+    def runner_connected() -> list[Any] | None:
+        found = [health(host) for host in REPLICA_HOSTS]
+        connected = sum(one["connected_runners"] for one in found)
+        return found if connected == 1 else None
+
+    def served() -> None:
+        found = wait_until(runner_connected, timeout=60, interval=0.5, message="bench-01")
+        assert [one["status"] for one in found] == ["ok", "ok"], found
+        assert sorted(one["sweeper_leader"] for one in found) == [False, True], found
+
+    setting.checks.append(served)
+
+
 NEEDS: dict[str, Callable[[Setting], None]] = {
     "postgres": need_postgres,
     "deploy-database": need_deploy_database,
@@ -645,12 +942,18 @@ NEEDS: dict[str, Callable[[Setting], None]] = {
     "registry": need_registry,
     "repo": need_repo,
     "culprit": need_culprit,
+    "replicas": need_replicas,
+    "image-build": need_image_build,
+    "images": need_images,
+    "registry-login": need_registry_login,
+    "podman-server": need_podman_server,
+    "podman-runner": need_podman_runner,
 }
 """What a runnable block may need, by the name its marker gives; ``project=NAME`` runs it in
 the project NAME (created when missing) instead of a new one."""
 
 
-def prepare(guides: Guides, needs: tuple[str, ...], tmp: Path) -> Setting:
+def prepare(guides: Guides, needs: tuple[str, ...], tmp: Path, script: str = "") -> Setting:
     project = new_project(guides.server)
     for need in needs:
         if need.startswith("project="):
@@ -661,7 +964,7 @@ def prepare(guides: Guides, needs: tuple[str, ...], tmp: Path) -> Setting:
                     json={"name": project, "slug": project, "visibility": "public"},
                 )
             assert made.status_code in (201, 409), made.text
-    setting = Setting(guides, ci_env(guides.server, project, tmp), tmp)
+    setting = Setting(guides, ci_env(guides.server, project, tmp), tmp, script)
     for need in needs:
         if not need.startswith("project="):
             NEEDS[need](setting)
@@ -671,11 +974,22 @@ def prepare(guides: Guides, needs: tuple[str, ...], tmp: Path) -> Setting:
 BLOCK_TIMEOUT = 300
 """Seconds a block may take: the bisect and calibration blocks wait for a runner's jobs."""
 
+BUILD_TIMEOUT = 1200
+"""Seconds ``make images`` may take, which installs the code into both images even when the
+layers below it come from the cache."""
+
+
+BUILDS_IMAGES = {"image-build", "images"}
+"""The needs that build the container images when tests/system/test_images.py's cache is
+empty: minutes, as that test's own builds."""
+
 
 def shell_blocks() -> Iterator[Any]:
     for block in runnable_blocks():
         if block.kind != "python":
-            yield pytest.param(block, id=block.name)
+            slow = BUILDS_IMAGES.intersection(block.needs)
+            marks = [pytest.mark.timeout(3600)] if slow else []
+            yield pytest.param(block, id=block.name, marks=marks)
 
 
 def run_block(guides: Guides, tmp: Path, block: Block) -> tuple[Setting, Outcome]:
@@ -691,10 +1005,11 @@ def run_block(guides: Guides, tmp: Path, block: Block) -> tuple[Setting, Outcome
                 assert outcome.codes == {"block": 0}, f"{ran}: {earlier.script}\n{outcome.output}"
         guides.host_ran.add(block.name)
     tmp.mkdir(exist_ok=True)
-    setting = prepare(guides, block.needs, tmp)
+    setting = prepare(guides, block.needs, tmp, block.script)
     step = Step("block", block.script)
     within = setting.within
-    return setting, run_steps([step], setting.cwd, setting.env, BLOCK_TIMEOUT, within)
+    timeout = BUILD_TIMEOUT if "image-build" in block.needs else BLOCK_TIMEOUT
+    return setting, run_steps([step], setting.cwd, setting.env, timeout, within)
 
 
 def undo(setting: Setting) -> None:
@@ -705,6 +1020,7 @@ def undo(setting: Setting) -> None:
 @pytest.mark.parametrize("block", list(shell_blocks()))
 def test_runnable_guide_block(guides: Guides, tmp_path: Path, block: Block) -> None:
     setting, outcome = run_block(guides, tmp_path, block)
+    setting.output = outcome.output
     try:
         assert outcome.codes == {"block": 0}, f"{block.script}\n{outcome.output}"
         for expected in setting.expected:
@@ -734,6 +1050,30 @@ def test_the_guides_receiver_code_verifies_a_real_delivery(guides: Guides, tmp_p
     assert verified(secret, sent.body, signature)
     assert not verified(secret, sent.body.replace(b"}", b" }", 1), signature)
     assert not verified("another secret of its own", sent.body, signature)
+
+
+CONFIGURATION = re.compile(r"```caddyfile\n(.*?)```", re.S)
+
+
+def test_the_guides_caddyfile_is_one_caddy_accepts(tmp_path: Path) -> None:
+    """The deploy guide's Caddyfile, as its reader copies it, is valid to Caddy: ``caddy
+    validate`` adapts it and provisions every module (the certificate for its name is obtained
+    only by a running Caddy, which needs the name's public DNS record)."""
+    found = [
+        (guide.name, text)
+        for guide in sorted(GUIDES.glob("*.md"))
+        for text in CONFIGURATION.findall(guide.read_text())
+    ]
+    assert found, "the guides' Caddyfile is no longer found"
+    env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path), "XDG_DATA_HOME": str(tmp_path),
+           "XDG_CONFIG_HOME": str(tmp_path)}  # fmt: skip
+    for number, (guide, text) in enumerate(found):
+        caddyfile = tmp_path / f"Caddyfile-{number}"
+        caddyfile.write_text(text)
+        command = ["caddy", "validate", "--adapter", "caddyfile", "--config", str(caddyfile)]
+        done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0, f"{guide}: {done.stdout}{done.stderr}"
+        assert "Valid configuration" in done.stdout + done.stderr, guide
 
 
 def test_every_command_block_of_a_guide_is_run_or_says_why_not() -> None:

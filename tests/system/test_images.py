@@ -12,6 +12,7 @@ only the last layer. A build that cannot run fails the test: nothing here skips.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import hashlib
 import json
 import os
@@ -84,6 +85,17 @@ def built_image(kind: str, scratch: Path) -> Path:
     if (layout / "index.json").exists():
         return layout
     cache.mkdir(parents=True, exist_ok=True)
+    # One build per image at a time: a second test process wanting it waits for the first's.
+    with (cache / f".{kind}.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (layout / "index.json").exists():
+            build_image(kind, scratch, cache, layout)
+    return layout
+
+
+def build_image(kind: str, scratch: Path, cache: Path, layout: Path) -> None:
+    """Build ``kind``'s image into ``layout``, its Debian and dependency layers kept in the
+    cache's ``stages``."""
     subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "-w", scratch, REPO],
         check=True,
@@ -104,7 +116,6 @@ def built_image(kind: str, scratch: Path) -> Path:
     for old in cache.glob(f"{kind}-*"):  # an older tree's layout and its unpacked bundle
         shutil.rmtree(old, ignore_errors=True)
     partial.rename(layout)
-    return layout
 
 
 def unpacked(layout: Path, tag: str) -> Path:
