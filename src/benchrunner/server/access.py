@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from sqlalchemy.engine import Connection
 
+from benchrunner.core.tiers import Plan
 from benchrunner.server.http.errors import forbidden, not_found, unauthorized
 from benchrunner.server.store import accounts
 from benchrunner.server.store.accounts import OrganizationRow, ProjectRow, UserRow
@@ -67,6 +68,20 @@ def organization_access(
     if lead and not viewer.admin and role != accounts.LEADER:
         raise forbidden(f"only a leader of organization {ref!r} may do this")
     return org
+
+
+def user_access(conn: Connection, viewer: UserRow, ref: str) -> UserRow:
+    """The user ``ref`` if the caller is that user or a server admin, else 404."""
+    found = accounts.user_get(conn, ref)
+    if found is None or not (viewer.admin or found.id == viewer.id):
+        raise not_found("user", ref)
+    return found
+
+
+def require_plan_setter(user: UserRow, plan: Plan) -> None:
+    """A new organization's plan: free for anyone, any other for a server admin only (403)."""
+    if plan != Plan.FREE and not user.admin:
+        raise forbidden("only a server admin may set a plan other than free")
 
 
 def require_server_admin(user: UserRow) -> None:
