@@ -74,16 +74,16 @@ def test_keys_that_climb_out_are_refused(store: BlobStore) -> None:
 
 def test_an_upload_in_pieces_is_committed_under_its_digest(store: BlobStore) -> None:
     upload = store.upload_create(["owner1", "owner2"])
-    assert store.upload_size(upload) == 0
+    assert store.upload_resume(upload, 0) == 0
     assert store.upload_append(upload, [DATA[:100], DATA[100:5000]]) == 5000
     assert store.upload_append(upload, []) == 5000  # an empty append stores nothing
     assert store.upload_append(upload, [DATA[5000:]]) == len(DATA)
-    assert store.upload_size(upload) == len(DATA)
+    assert store.upload_resume(upload, 0) == len(DATA)
     assert store.upload_count("owner1") == 1 and store.upload_count("owner3") == 0
     assert store.upload_commit(upload, KEY, hashlib.sha256(DATA).hexdigest()) == len(DATA)
     assert store.get(KEY) == DATA
     with pytest.raises(UploadNotFound):
-        store.upload_size(upload)
+        store.upload_resume(upload, 0)
     assert store.upload_count("owner1") == 0
 
 
@@ -97,10 +97,10 @@ def test_a_wrong_digest_stores_nothing_and_keeps_the_upload(store: BlobStore, pi
         store.upload_commit(upload, KEY, "0" * 64)
     assert refused.value.actual == hashlib.sha256(expected).hexdigest()
     assert store.get(KEY) is None
-    assert store.upload_size(upload) == len(expected)
+    assert store.upload_resume(upload, 0) == len(expected)
     store.upload_abort(upload)
     with pytest.raises(UploadNotFound):
-        store.upload_size(upload)
+        store.upload_resume(upload, 0)
     store.upload_abort(upload)  # a no-op the second time
 
 
@@ -122,7 +122,7 @@ def test_idle_uploads_expire_and_fresh_ones_stay(store: BlobStore) -> None:
     with pytest.raises(UploadNotFound):
         store.upload_resume(other, _future())  # idle too long: aborted on the spot
     with pytest.raises(UploadNotFound):
-        store.upload_size(other)
+        store.upload_resume(other, 0)
 
 
 def test_unknown_and_malformed_upload_ids(store: BlobStore) -> None:
@@ -268,7 +268,7 @@ def test_a_failing_stream_leaves_no_half_written_piece(s3: S3Server) -> None:
 
     with pytest.raises(ConnectionResetError):
         store.upload_append(upload, breaks())
-    assert store.upload_size(upload) == 5
+    assert store.upload_resume(upload, 0) == 5
     assert s3.client().list_multipart_uploads(Bucket=bucket).get("Uploads", []) == []
 
 

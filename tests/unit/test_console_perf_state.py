@@ -10,7 +10,7 @@ import pytest
 from starlette.datastructures import QueryParams
 
 from benchrunner.server.console.perf_state import parse_state
-from benchrunner.server.routes.perf import DEFAULT_SPAN, MAX_REFS
+from benchrunner.server.views.perf.bounds import DEFAULT_SPAN, MAX_REFS
 
 NOW = dt.datetime(2026, 11, 25, 12, 0, tzinfo=dt.UTC)
 FULL = "branches=main&testbeds=box&benchmarks=sort&measures=latency"

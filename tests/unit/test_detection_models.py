@@ -5,7 +5,6 @@ import math
 import pytest
 
 from benchrunner.detection import Model, ModelError, TestKind, parse_test, validate
-from benchrunner.detection.models import default_lower_model, default_upper_model
 
 T = TestKind
 
@@ -65,14 +64,6 @@ def test_parse_test(name: str, kind: TestKind) -> None:
 def test_parse_test_names_the_accepted_tests() -> None:
     with pytest.raises(ModelError, match=r"'zscore' is not one of: static, .*delta_iqr.*, z, t"):
         parse_test("zscore")
-
-
-def test_bencher_default_models() -> None:
-    upper, lower = default_upper_model(), default_lower_model()
-    assert (upper.test, upper.max_sample_size, upper.upper_boundary) == (T.T_TEST, 64, 0.99)
-    assert (lower.test, lower.max_sample_size, lower.lower_boundary) == (T.T_TEST, 64, 0.99)
-    assert upper.lower_boundary is None and lower.upper_boundary is None
-    assert validate(upper) == upper and validate(lower) == lower
 
 
 @pytest.mark.parametrize(

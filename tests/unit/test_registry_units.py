@@ -24,10 +24,10 @@ def test_upload_appends_then_commits_under_its_digest(tmp_path: Path) -> None:
     upload = store.upload_create()
     assert store.upload_append(upload, [b"abc", b""]) == 3
     assert store.upload_append(upload, iter([b"def"])) == 6
-    assert store.upload_size(upload) == 6
+    assert store.upload_resume(upload, 0) == 6
     with pytest.raises(DigestMismatch):
         store.upload_commit(upload, "oci/x", "0" * 64)
-    assert store.upload_size(upload) == 6  # kept: the client may append more or abort
+    assert store.upload_resume(upload, 0) == 6  # kept: the client may append more or abort
     assert store.upload_commit(upload, "oci/x", hashlib.sha256(b"abcdef").hexdigest()) == 6
     assert store.get("oci/x") == b"abcdef"
     assert store.size("oci/x") == 6
@@ -36,7 +36,7 @@ def test_upload_appends_then_commits_under_its_digest(tmp_path: Path) -> None:
     part = store.read("oci/x", 1, 4, chunk_size=3)
     assert part is not None and list(part) == [b"bcd", b"e"]
     with pytest.raises(UploadNotFound):
-        store.upload_size(upload)
+        store.upload_resume(upload, 0)
 
 
 def test_unknown_or_malformed_upload_ids_are_not_found(tmp_path: Path) -> None:
@@ -55,8 +55,8 @@ def test_idle_uploads_expire(tmp_path: Path) -> None:
     os.utime(staged, (staged.stat().st_atime, staged.stat().st_mtime - 7200))
     assert store.upload_expire(time.time() - 3600) == 1
     with pytest.raises(UploadNotFound):
-        store.upload_size(idle)
-    assert store.upload_size(busy) == 0
+        store.upload_resume(idle, 0)
+    assert store.upload_resume(busy, 0) == 0
 
 
 def test_an_idle_upload_cannot_be_resumed_and_a_resumed_one_is_touched(tmp_path: Path) -> None:

@@ -64,7 +64,3 @@ TRANSITIONS: frozenset[tuple[JobStatus, JobStatus]] = frozenset(
 def sources_of(target: JobStatus) -> frozenset[JobStatus]:
     """The statuses from which ``target`` may be reached: the ``WHERE status IN`` of a CAS."""
     return frozenset(src for src, dst in TRANSITIONS if dst == target)
-
-
-def can_transition(source: JobStatus, target: JobStatus) -> bool:
-    return (source, target) in TRANSITIONS

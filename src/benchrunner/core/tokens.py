@@ -17,7 +17,6 @@ from typing import Literal
 RUNNER_TOKEN_PREFIX = "bencher_runner_"  # noqa: S105 - a prefix, not a secret
 API_TOKEN_PREFIX = "benchrunner_api_"  # noqa: S105 - a prefix, not a secret
 _HEX64 = re.compile(r"[0-9a-f]{64}")
-RUNNER_TOKEN_LENGTH = len(RUNNER_TOKEN_PREFIX) + 64  # 79
 BENCHER_KEY_CHARACTERS = string.ascii_letters + string.digits
 BENCHER_KEY_LENGTH = 30
 """Characters after the prefix in Bencher's own runner keys (about 178 bits)."""

@@ -102,17 +102,6 @@ def parse_test(name: str) -> TestKind:
         raise ModelError(f"test {name!r} is not one of: {accepted}") from None
 
 
-def default_upper_model() -> Model:
-    """Bencher's default model for a measure where larger is worse (latency): a t-test over the
-    64 newest values with an upper boundary of 0.99."""
-    return Model(TestKind.T_TEST, max_sample_size=64, upper_boundary=0.99)
-
-
-def default_lower_model() -> Model:
-    """Bencher's default model for a measure where smaller is worse (throughput)."""
-    return Model(TestKind.T_TEST, max_sample_size=64, lower_boundary=0.99)
-
-
 def validate(model: Model) -> Model:
     """The model, checked against Bencher's ranges, with ``change_point`` defaults filled in.
 

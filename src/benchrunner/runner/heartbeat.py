@@ -27,11 +27,6 @@ class HeartbeatSender(ChannelThread):
         self._clock = clock or SystemThreadClock()
         self._next_due = 0.0
 
-    @property
-    def attached(self) -> bool:
-        with self._cond:
-            return self._channel is not None
-
     def attach(self, channel: Transport) -> None:
         """Heartbeat on ``channel``, first one interval from now. No-op if already attached."""
         with self._cond:

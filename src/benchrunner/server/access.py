@@ -1,6 +1,6 @@
-"""The access policy: who may read and who may change a project, an organization, and what
-only a server admin may do. The API's routes, the console's pages, the registry and the
-submission service all ask here, so a rule holds the same everywhere.
+"""The access policy: who may read and who may change a project, a job, an organization, a
+user, and what only a server admin may do. The API's routes, the console's pages, the registry
+and the submission service all ask here, so a rule holds the same everywhere.
 
 Public projects are read by anyone, private ones by their organization's members and server
 admins; a project the caller may not read is a 404 (never a 403 that would tell an outsider a
@@ -9,11 +9,15 @@ private project exists), one it may read but not change is a 403.
 
 from __future__ import annotations
 
+import uuid
+
 from sqlalchemy.engine import Connection
 
+from benchrunner.core.tiers import Plan
 from benchrunner.server.http.errors import forbidden, not_found, unauthorized
-from benchrunner.server.store import accounts
+from benchrunner.server.store import accounts, job_reads
 from benchrunner.server.store.accounts import OrganizationRow, ProjectRow, UserRow
+from benchrunner.server.store.job_reads import JobDetail
 
 
 def can_see(conn: Connection, viewer: UserRow | None, project: ProjectRow) -> bool:
@@ -55,6 +59,29 @@ def project_access(
     return project
 
 
+def job_access(
+    conn: Connection,
+    viewer: UserRow | None,
+    project: str,
+    ref: str,
+    *,
+    write: bool,
+    found_project: ProjectRow | None = None,
+) -> JobDetail:
+    """The job (with its spec, runner and report), or 404 if it is not in a project the
+    viewer may see (403 if it may not change it and ``write``); ``found_project`` is the
+    project if already read."""
+    row = project_access(conn, viewer, project, write=write, found=found_project)
+    try:
+        job_uuid = uuid.UUID(ref)
+    except ValueError:
+        raise not_found("job", ref) from None
+    found = job_reads.job_detail(conn, job_uuid)
+    if found is None or found.job.project_id != row.id:
+        raise not_found("job", ref)
+    return found
+
+
 def organization_access(
     conn: Connection, viewer: UserRow, ref: str, *, lead: bool = False
 ) -> OrganizationRow:
@@ -67,6 +94,20 @@ def organization_access(
     if lead and not viewer.admin and role != accounts.LEADER:
         raise forbidden(f"only a leader of organization {ref!r} may do this")
     return org
+
+
+def user_access(conn: Connection, viewer: UserRow, ref: str) -> UserRow:
+    """The user ``ref`` if the caller is that user or a server admin, else 404."""
+    found = accounts.user_get(conn, ref)
+    if found is None or not (viewer.admin or found.id == viewer.id):
+        raise not_found("user", ref)
+    return found
+
+
+def require_plan_setter(user: UserRow, plan: Plan) -> None:
+    """A new organization's plan: free for anyone, any other for a server admin only (403)."""
+    if plan != Plan.FREE and not user.admin:
+        raise forbidden("only a server admin may set a plan other than free")
 
 
 def require_server_admin(user: UserRow) -> None:

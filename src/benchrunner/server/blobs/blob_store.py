@@ -102,10 +102,6 @@ class BlobStore(Protocol):
         """How many uploads ``owner`` has."""
         ...
 
-    def upload_size(self, upload_id: str) -> int:
-        """Bytes appended so far; raises ``UploadNotFound``."""
-        ...
-
     def upload_resume(self, upload_id: str, idle_before: float) -> int:
         """Mark the upload as used now and return its size; ``UploadNotFound`` when there is
         none or it was idle since before ``idle_before`` (it is then aborted)."""
@@ -247,12 +243,6 @@ class LocalBlobStore:
     def upload_count(self, owner: str) -> int:
         staged = (self.root / _UPLOADS).iterdir()
         return sum(owner in path.name.split("_")[:-1] for path in staged)
-
-    def upload_size(self, upload_id: str) -> int:
-        try:
-            return self._upload_path(upload_id).stat().st_size
-        except FileNotFoundError:
-            raise UploadNotFound(upload_id) from None
 
     def upload_resume(self, upload_id: str, idle_before: float) -> int:
         path = self._upload_path(upload_id)

@@ -411,9 +411,6 @@ class S3BlobStore:
         top = self._name(_UPLOADS) + "/"
         return {item["Key"][len(top) :].split("/", 1)[0] for item in self._list(top)}
 
-    def upload_size(self, upload_id: str) -> int:
-        return self._upload(upload_id).size
-
     def upload_resume(self, upload_id: str, idle_before: float) -> int:
         upload = self._upload(upload_id)
         if upload.used < idle_before:

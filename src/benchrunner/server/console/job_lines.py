@@ -13,7 +13,7 @@ from benchrunner.core.states import JobStatus
 from benchrunner.server.console.templating import utc_seconds
 from benchrunner.server.console.viewer import Viewer, visible_project
 from benchrunner.server.http.errors import ApiError
-from benchrunner.server.routes.job_filters import JobQuery, job_filter
+from benchrunner.server.http.job_queries import JobQuery, job_filter
 from benchrunner.server.store import dimensions, job_reads
 from benchrunner.server.store.accounts import ProjectRow
 from benchrunner.server.store.job_reads import JobDetail

@@ -2,8 +2,8 @@
 a page of its log, each iteration's output, its report's noise verdict, and whether the viewer
 may cancel or rerun it.
 
-Everything is read with the API's functions (``job_in_project``, ``job_events``, ``log_page``,
-``job_output``); the text a job produced is shown redacted as its log is.
+Everything is read with the API's functions (``job_access``, ``job_events``, ``log_page``,
+``shown_output``); the text a job produced is shown redacted as its log is.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from benchrunner.core.events import status_reached
 from benchrunner.core.log_paging import OffsetError
 from benchrunner.core.redaction import JobLogRedactor
 from benchrunner.core.states import FINISHED
+from benchrunner.server.access import job_access
 from benchrunner.server.console.job_lines import LIVE
 from benchrunner.server.console.templating import utc_seconds
 from benchrunner.server.console.viewer import Viewer, may_change, visible_project
@@ -25,7 +26,7 @@ from benchrunner.server.context import ServerContext
 from benchrunner.server.http.errors import bad_request
 from benchrunner.server.logs.job_logs import log_page, redactor_for
 from benchrunner.server.processing.noise import noise_view, stored_verdict
-from benchrunner.server.routes.jobs import job_in_project, job_output
+from benchrunner.server.processing.outputs import shown_output
 from benchrunner.server.store import job_reads
 from benchrunner.server.store.accounts import ProjectRow
 from benchrunner.server.store.job_reads import JobDetail
@@ -149,7 +150,7 @@ def _event(row: Any) -> EventLine:
 def job_facts(conn: Connection, viewer: Viewer, project: str, ref: str) -> JobFacts:
     """The job ``ref`` of ``project`` with what its page shows; 404 as the API answers."""
     found = visible_project(conn, viewer, project)
-    detail = job_in_project(conn, viewer.user, project, ref, write=False, found_project=found)
+    detail = job_access(conn, viewer.user, project, ref, write=False, found_project=found)
     job = detail.job
     place = job_reads.job_places(conn, [job.id])[job.id]
     return JobFacts(
@@ -186,7 +187,7 @@ async def job_output_view(ctx: ServerContext, job: JobRow) -> OutputView | None:
     the job has finished with an output."""
     if job.status not in FINISHED:
         return None
-    output = await job_output(ctx, job)
+    output = await shown_output(ctx, job)
     if output is None:
         return None
     redactor = redactor_for(job)

@@ -19,8 +19,8 @@ from typing import Literal
 
 from starlette.datastructures import QueryParams
 
-from benchrunner.server.routes.perf import DEFAULT_SPAN, MAX_MS, MAX_REFS
 from benchrunner.server.store.perf import MAX_SERIES
+from benchrunner.server.views.perf.bounds import DEFAULT_SPAN, MAX_MS, MAX_REFS
 
 DIMENSIONS = ("branches", "testbeds", "benchmarks", "measures")
 

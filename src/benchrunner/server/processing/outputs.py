@@ -14,9 +14,11 @@ can be shown to the job's viewers (it names no server path).
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 from pydantic import ValidationError
 
+from benchrunner.core.states import FINISHED
 from benchrunner.protocol import JsonJobOutput
 from benchrunner.server.blobs.blob_store import BlobStore, job_output_key
 from benchrunner.server.context import ServerContext
@@ -74,6 +76,20 @@ async def load_job_output(ctx: ServerContext, job: JobRow) -> JsonJobOutput:
     if belongs_in_row(raw):
         return decode_output(raw)  # small: quicker here than a trip to a thread
     return await asyncio.to_thread(decode_output, raw)
+
+
+async def shown_output(ctx: ServerContext, job: JobRow) -> dict[str, Any] | None:
+    """A finished job's output as the API and the console show it (an unusable one as its
+    error, never a failure of the page), or None before the job finished or without one."""
+    if job.status not in FINISHED:
+        return None
+    try:
+        output = await load_job_output(ctx, job)
+    except OutputMissing:
+        return None
+    except UnusableOutput as exc:
+        output = JsonJobOutput(error=str(exc))
+    return output.model_dump(mode="json")
 
 
 async def has_job_output(ctx: ServerContext, job: JobRow) -> bool:

@@ -12,16 +12,13 @@ from fastapi.responses import StreamingResponse
 from sqlalchemy.engine import Connection
 
 from benchrunner.core.log_paging import DEFAULT_LIMIT, MAX_LIMIT, MIN_LIMIT, OffsetError
+from benchrunner.server.access import job_access
 from benchrunner.server.http.errors import bad_request
+from benchrunner.server.http.job_queries import Offset
 from benchrunner.server.logs.job_logs import LogPage, follow, log_page
 from benchrunner.server.routes.deps import Ctx, MaybeUser
-from benchrunner.server.routes.jobs import job_in_project
 
 router = APIRouter(tags=["jobs"])
-
-Offset = Annotated[
-    int, Query(ge=0, le=2**62, description="byte offset in the redacted log (a next_offset)")
-]
 
 
 @router.get("/v0/projects/{project}/jobs/{job}/logs")
@@ -40,7 +37,7 @@ async def get_job_logs(
     next page starts and ``is_complete`` says the job has finished and nothing follows."""
 
     def unit(conn: Connection) -> LogPage:
-        row = job_in_project(conn, user, project, job, write=False).job
+        row = job_access(conn, user, project, job, write=False).job
         try:
             return log_page(conn, ctx.log_index, row, offset, limit)
         except OffsetError as exc:
@@ -61,7 +58,7 @@ async def follow_job_logs(
     """Server-sent events: ``log`` events (``offset``, ``next_offset``, ``content``) as the
     job's log grows from ``offset``, then one ``end`` event (``next_offset``, ``status``) when
     the job has finished."""
-    row = await ctx.db.read(lambda conn: job_in_project(conn, user, project, job, write=False).job)
+    row = await ctx.db.read(lambda conn: job_access(conn, user, project, job, write=False).job)
     return StreamingResponse(
         follow(ctx, row, offset),
         media_type="text/event-stream",

@@ -10,9 +10,8 @@ from sqlalchemy.engine import Connection
 
 from benchrunner.core import slugs
 from benchrunner.core.tiers import Plan
-from benchrunner.server.access import organization_access, project_access
+from benchrunner.server.access import organization_access, project_access, require_plan_setter
 from benchrunner.server.http.bodies import ApiBody
-from benchrunner.server.http.errors import forbidden
 from benchrunner.server.routes.deps import Ctx, MaybeUser, Page, User, paginate
 from benchrunner.server.store import accounts
 from benchrunner.server.views.resources import organization_view, project_view
@@ -34,8 +33,7 @@ class NewProject(ApiBody):
 
 @router.post("/v0/organizations", status_code=201)
 async def create_organization(body: NewOrganization, user: User, ctx: Ctx) -> dict[str, Any]:
-    if body.plan != Plan.FREE and not user.admin:
-        raise forbidden("only a server admin may set a plan other than free")
+    require_plan_setter(user, body.plan)
 
     def unit(conn: Connection) -> dict[str, Any]:
         org = accounts.organization_create(

@@ -29,6 +29,7 @@ from benchrunner.server.store.accounts import UserRow
 from benchrunner.server.store.perf import MAX_SERIES, PerfQuery, perf_points
 from benchrunner.server.store.samples import samples_of
 from benchrunner.server.store.tables import benchmark, branch, measure, testbed
+from benchrunner.server.views.perf.bounds import DEFAULT_SPAN, MAX_MS, MAX_REFS
 from benchrunner.server.views.perf.csv_export import perf_csv
 from benchrunner.server.views.perf.plot import perf_png
 from benchrunner.server.views.perf.series import Point, Series
@@ -43,10 +44,6 @@ from benchrunner.server.views.samples import samples_view
 
 router = APIRouter(tags=["perf"])
 
-MAX_REFS = 64
-"""Items in one of the four lists."""
-DEFAULT_SPAN = dt.timedelta(days=365)
-MAX_MS = 253_402_300_799_999  # 9999-12-31T23:59:59.999Z
 
 Refs = Annotated[
     str,

@@ -14,11 +14,11 @@ from pydantic import Field
 from sqlalchemy.engine import Connection
 
 from benchrunner.core import passwords
+from benchrunner.server.access import user_access
 from benchrunner.server.http.bodies import ApiBody
 from benchrunner.server.http.errors import bad_request, conflict, not_found
 from benchrunner.server.routes.deps import Admin, Ctx, Page, User, paginate
 from benchrunner.server.store import accounts
-from benchrunner.server.store.accounts import UserRow
 from benchrunner.server.views.resources import token_view, user_view
 
 router = APIRouter(tags=["users"])
@@ -83,17 +83,9 @@ async def list_users(
     return paginate(response, await ctx.db.read(unit), pages)
 
 
-def user_or_404(conn: Connection, caller: UserRow, ref: str) -> UserRow:
-    """The user ``ref`` if the caller is that user or a server admin, else 404."""
-    found = accounts.user_get(conn, ref)
-    if found is None or not (caller.admin or found.id == caller.id):
-        raise not_found("user", ref)
-    return found
-
-
 @router.get("/v0/users/{user}")
 async def get_user(user: str, caller: User, ctx: Ctx) -> dict[str, Any]:
-    return await ctx.db.read(lambda conn: user_view(user_or_404(conn, caller, user)))
+    return await ctx.db.read(lambda conn: user_view(user_access(conn, caller, user)))
 
 
 @router.post("/v0/users/{user}/tokens", status_code=201)
@@ -101,7 +93,7 @@ async def create_token(user: str, body: NewToken, caller: User, ctx: Ctx) -> dic
     """A new API token: the answer's ``token`` is shown this once (only its hash is kept)."""
 
     def unit(conn: Connection) -> dict[str, Any]:
-        owner = user_or_404(conn, caller, user)
+        owner = user_access(conn, caller, user)
         now = ctx.clock.now()
         expiration = None if body.ttl is None else now + dt.timedelta(seconds=body.ttl)
         row, token = accounts.api_token_create(
@@ -124,7 +116,7 @@ async def list_tokens(
     ] = False,
 ) -> list[dict[str, Any]]:
     def unit(conn: Connection) -> list[dict[str, Any]]:
-        owner = user_or_404(conn, caller, user)
+        owner = user_access(conn, caller, user)
         return [token_view(t) for t in accounts.api_token_list(conn, owner.id, revoked=revoked)]
 
     return paginate(response, await ctx.db.read(unit), pages)
@@ -133,7 +125,7 @@ async def list_tokens(
 @router.get("/v0/users/{user}/tokens/{token}")
 async def get_token(user: str, token: UUID, caller: User, ctx: Ctx) -> dict[str, Any]:
     def unit(conn: Connection) -> dict[str, Any]:
-        owner = user_or_404(conn, caller, user)
+        owner = user_access(conn, caller, user)
         found = accounts.api_token_get(conn, owner.id, token)
         if found is None:
             raise not_found("token", str(token))
@@ -147,7 +139,7 @@ async def revoke_token(user: str, token: UUID, caller: User, ctx: Ctx) -> Respon
     """Revoke the token: it authenticates no one from now on (revoking it again is no error)."""
 
     def unit(conn: Connection) -> None:
-        owner = user_or_404(conn, caller, user)
+        owner = user_access(conn, caller, user)
         if not accounts.api_token_revoke(conn, owner.id, token, ctx.clock.now()):
             raise not_found("token", str(token))
 

@@ -12,7 +12,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from benchrunner.core.samples import Samples, bounded
-from benchrunner.server.store.tables import metric, metric_sample
+from benchrunner.server.store.tables import metric_sample
 
 IN_LIST_CHUNK = 500
 
@@ -24,9 +24,6 @@ _READ = sa.select(
     metric_sample.c.minimum,
     metric_sample.c.maximum,
 ).where(metric_sample.c.metric_id.in_(sa.bindparam("ids", expanding=True)))
-_VALUES = sa.select(metric.c.id, metric.c.value).where(
-    metric.c.id.in_(sa.bindparam("ids", expanding=True))
-)
 
 
 def samples_add(conn: Connection, found: Iterable[tuple[int, Sequence[float]]]) -> None:
@@ -63,13 +60,3 @@ def samples_of(
             kept = tuple(float(v) for v in json.loads(row.sample_values))
             found[row.metric_id] = Samples(kept, row.sample_count, row.minimum, row.maximum)
     return found
-
-
-def samples_by_metric_ids(conn: Connection, metric_ids: Sequence[int]) -> dict[int, Samples]:
-    """``samples_of`` metrics whose values the caller has not read."""
-    ids = sorted(set(metric_ids))
-    values: dict[int, float] = {}
-    for start in range(0, len(ids), IN_LIST_CHUNK):
-        chunk = ids[start : start + IN_LIST_CHUNK]
-        values.update((row.id, row.value) for row in conn.execute(_VALUES, {"ids": chunk}))
-    return samples_of(conn, values)

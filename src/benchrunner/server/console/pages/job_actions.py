@@ -1,7 +1,7 @@
 """Cancel and rerun from a job's page: CSRF-checked forms answered by a redirect to the page to
-look at next (post-redirect-get), through the API's own ``cancel`` and ``submit_rerun``. An
-action the job's state refuses (409), or a full queue (429), shows the job's page again with
-the reason at its top."""
+look at next (post-redirect-get), through the services the API calls too
+(``channel.cancels.cancel``, ``submission.reruns.submit_rerun``). An action the job's state
+refuses (409), or a full queue (429), shows the job's page again with the reason at its top."""
 
 from __future__ import annotations
 
@@ -12,13 +12,14 @@ from typing import TypeVar
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, RedirectResponse
 
+from benchrunner.server.channel.cancels import cancel
 from benchrunner.server.console.csrf import CsrfChecked
 from benchrunner.server.console.pages.job_detail import JOB_PATH, detail_response
 from benchrunner.server.console.viewer import CurrentViewer, Viewer
 from benchrunner.server.context import ServerContext
 from benchrunner.server.http.errors import ApiError
 from benchrunner.server.routes.deps import Ctx, Life, origin_of
-from benchrunner.server.routes.jobs import cancel, submit_rerun
+from benchrunner.server.submission.reruns import submit_rerun
 
 router = APIRouter()
 

@@ -10,6 +10,7 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse, StreamingResponse
 from sqlalchemy.engine import Connection
 
+from benchrunner.server.access import job_access
 from benchrunner.server.console.job_page import (
     JobFacts,
     LogView,
@@ -19,10 +20,9 @@ from benchrunner.server.console.job_page import (
 )
 from benchrunner.server.console.templating import render
 from benchrunner.server.console.viewer import CurrentViewer, Viewer
+from benchrunner.server.http.job_queries import Offset
 from benchrunner.server.logs.job_logs import follow
 from benchrunner.server.routes.deps import Ctx
-from benchrunner.server.routes.job_logs import Offset
-from benchrunner.server.routes.jobs import job_in_project
 
 router = APIRouter()
 
@@ -85,7 +85,7 @@ async def job_log_follow(
     """``GET /v0/projects/{project}/jobs/{job}/logs/follow`` for the console's session: the same
     ``log`` and ``end`` events, read with the viewer's permissions."""
     row = await ctx.db.read(
-        lambda conn: job_in_project(conn, viewer.user, project, str(job), write=False).job
+        lambda conn: job_access(conn, viewer.user, project, str(job), write=False).job
     )
     return StreamingResponse(
         follow(ctx, row, offset),

@@ -1,5 +1,6 @@
-"""The query string of a job list: statuses, spec, runner, branch and creation window to filter by,
-and the order; each bad value a 400 that names it."""
+"""The query strings the API and the console share about jobs: a job list's (statuses, spec,
+runner, branch and creation window to filter by, and the order; each bad value a 400 that names
+it) and the offset into a job's log."""
 
 from __future__ import annotations
 
@@ -14,6 +15,10 @@ from benchrunner.core.states import JobStatus
 from benchrunner.server.http.errors import bad_request
 from benchrunner.server.store import branches, job_reads, runners
 from benchrunner.server.store.job_reads import JobSort
+
+Offset = Annotated[
+    int, Query(ge=0, le=2**62, description="byte offset in the redacted log (a next_offset)")
+]
 
 
 def _statuses(wanted: str | None) -> frozenset[JobStatus]:
