@@ -19,8 +19,11 @@ live log    Each connection sends ``--chunks`` log chunks of 100 bytes (all with
             length). The PostgreSQL figures need ``log_line_prefix`` to carry ``[%p]`` (Debian's
             default), read from ``--log``.
 
+``--before SRC`` also runs the server from another checkout's ``src`` (the code before a change),
+after this one's on the same engine, and prints after / before ratios of the medians.
+
     .venv/bin/python -m benchmarks.job_upkeep [--engine sqlite postgresql] [--connections 8]
-        [--beats 5000] [--window 1] [--chunks 40] [--repeats 3] [--log PATH]
+        [--beats 5000] [--window 1] [--chunks 40] [--repeats 3] [--log PATH] [--before OLD_SRC]
 """
 
 from __future__ import annotations
@@ -49,6 +52,7 @@ from websockets.asyncio.client import ClientConnection
 from benchmarks.cpu_time import PROC, TICKS_PER_SECOND, process_cpu_seconds
 from benchmarks.round_trips import ADMIN, default_log
 from benchmarks.server_env import UNCAPPED
+from benchmarks.source_tree import server_source
 from benchrunner.protocol import EXTENSIONS_HEADER, OUR_EXTENSIONS
 
 BODY = {"project": "bench", "spec": "small", "template": "bench.held"}
@@ -279,21 +283,39 @@ def main() -> None:
     parser.add_argument("--chunks", type=int, default=40)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--log", type=Path, default=None, help="PostgreSQL's log file")
+    parser.add_argument("--before", default=None, help="another checkout's src directory")
     options = parser.parse_args()
+    systems = ["after", "before"] if options.before else ["after"]
     for engine in options.engine:
-        with tempfile.TemporaryDirectory() as tmp, fresh_database(engine, Path(tmp)) as url:
-            log = None
-            if engine == "postgresql":
-                log = options.log or default_log()
-                with psycopg.connect(ADMIN, autocommit=True) as conn:
-                    conn.execute(
-                        sql.SQL("ALTER DATABASE {} SET log_min_duration_statement = 0").format(
-                            sql.Identifier(str(sa.make_url(url).database))
-                        )
+        results: dict[str, Figures] = {}
+        for system in systems:
+            with server_source(options.before if system == "before" else None):
+                results[system] = run_engine(engine, options)
+            label = engine if options.before is None else f"{engine} ({system})"
+            report(label, options, results[system])
+        if options.before:
+            med = statistics.median
+            after, before = results["after"], results["before"]
+            print(
+                f"  {engine} after / before: server CPU per heartbeat "
+                f"{med(after.beat_us) / med(before.beat_us):.2f}x, per chunk "
+                f"{med(after.chunk_us) / med(before.chunk_us):.2f}x"
+            )
+
+
+def run_engine(engine: str, options: argparse.Namespace) -> Figures:
+    with tempfile.TemporaryDirectory() as tmp, fresh_database(engine, Path(tmp)) as url:
+        log = None
+        if engine == "postgresql":
+            log = options.log or default_log()
+            with psycopg.connect(ADMIN, autocommit=True) as conn:
+                conn.execute(
+                    sql.SQL("ALTER DATABASE {} SET log_min_duration_statement = 0").format(
+                        sql.Identifier(str(sa.make_url(url).database))
                     )
-            with deploy(Path(tmp), url, heartbeat_timeout=60.0, env=UNCAPPED) as deployment:
-                figures = asyncio.run(measure(deployment, options, log))
-        report(engine, options, figures)
+                )
+        with deploy(Path(tmp), url, heartbeat_timeout=60.0, env=UNCAPPED) as deployment:
+            return asyncio.run(measure(deployment, options, log))
 
 
 if __name__ == "__main__":
