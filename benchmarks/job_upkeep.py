@@ -259,7 +259,9 @@ def report(engine: str, options: argparse.Namespace, figures: Figures) -> None:
         f"  live log: {med(figures.chunk_us):.1f} µs server CPU per chunk over the run, "
         f"{med(extra):.1f} µs beyond a control run without chunks"
     )
-    if figures.logs:
+    if figures.logs and not any(s.other_statements or s.log_writes for s in figures.control):
+        print("  live log on PostgreSQL: no statement of the run's database found in the log")
+    elif figures.logs:
         writes = [s.log_writes for s in figures.logs]
         statements = [s.log_statements for s in figures.logs]
         print(
