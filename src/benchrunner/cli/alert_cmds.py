@@ -120,6 +120,9 @@ def print_alert(alert: JsonObject) -> None:
                 f"{with_units(change.get('after'), units)} (p = {change.get('pvalue')})",
             )
         )
+        between = change.get("between")
+        if isinstance(between, dict):
+            fields.append(("step", between.get("text")))
     fields += [
         ("created", output.when(alert.get("created"))),
         ("modified", output.when(alert.get("modified"))),
