@@ -15,8 +15,8 @@ per write interval. Every rule stays exact:
   the write interval (plus the time a write takes) older than the last heartbeat heard, and
   the interval is at most one sweep interval, which the sweeper already waits beyond the
   heartbeat timeout before it judges a job.
-- **Hard timeout.** Checked on every heartbeat against the remembered ``started`` and
-  ``timeout`` (which do not change while a job runs).
+- **Hard timeout.** Checked on every heartbeat against the moment it passes, computed once from
+  the remembered ``started`` and ``timeout`` (which do not change while a job runs).
 - **Cancel.** Every status change made by this process forgets the job (``forget``), so the next
   heartbeat is written and its ``RETURNING`` tells the new status. A job the shared write finds
   no longer running (canceled through another replica) is forgotten too: the runner is told at
@@ -56,27 +56,33 @@ class _Heard:
     """The newest heartbeat heard, written or not."""
     liveness: Liveness
     runner_id: int
+    overdue_at: dt.datetime | None
+    """When the job will have run past its hard timeout (and grace); None: not started."""
 
 
 class HeartbeatLedger:
     """What this process heard from the runners of its running jobs since it last wrote."""
 
-    def __init__(self, interval: dt.timedelta) -> None:
+    def __init__(self, interval: dt.timedelta, grace: dt.timedelta = dt.timedelta(0)) -> None:
         self.interval = interval
+        self.grace = grace
+        """The job timeout grace: a job is overdue once it ran longer than its timeout and this."""
         self._jobs: dict[int, _Heard] = {}
         self._writing: set[int] = set()
         """Jobs whose heartbeat is being written and that nothing has changed since."""
 
-    def recent(self, job_id: int, now: dt.datetime) -> Liveness | None:
-        """Record a heartbeat heard at ``now``. The job's remembered liveness (the shared write
-        stores the heartbeat), else None: write it and call ``written``."""
+    def beat(self, job_id: int, now: dt.datetime) -> bool | None:
+        """Record a heartbeat heard at ``now``. Whether the job, remembered, ran past its hard
+        timeout (the shared write stores the heartbeat); None if it is not remembered: write
+        the heartbeat and call ``written``. A few comparisons, no allocation: this is every
+        heartbeat's path."""
         heard = self._jobs.get(job_id)
         if heard is None:
             self._writing.add(job_id)
             return None
         if now > heard.latest:
             heard.latest = now
-        return heard.liveness
+        return heard.overdue_at is not None and now > heard.overdue_at
 
     def written(self, job_id: int, now: dt.datetime, liveness: Liveness, runner_id: int) -> None:
         """The heartbeat at ``now`` was stored; ``liveness`` is what the write returned. Not
@@ -85,7 +91,13 @@ class HeartbeatLedger:
         unchanged = job_id in self._writing
         self._writing.discard(job_id)
         if unchanged and liveness.status == JobStatus.RUNNING:
-            self._jobs[job_id] = _Heard(now, now, liveness, runner_id)
+            started = liveness.started
+            overdue_at = (
+                None
+                if started is None
+                else started + dt.timedelta(seconds=liveness.timeout) + self.grace
+            )
+            self._jobs[job_id] = _Heard(now, now, liveness, runner_id, overdue_at)
         else:
             self._jobs.pop(job_id, None)
 

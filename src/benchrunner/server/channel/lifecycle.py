@@ -90,7 +90,7 @@ class Lifecycle:
             on_batch=lambda _ids: self._batch_processed(),
             on_confirming=lambda: self.confirmations.changed(),
         )
-        self.heartbeats = HeartbeatLedger(write_interval(ctx.settings))
+        self.heartbeats = HeartbeatLedger(write_interval(ctx.settings), ctx.job_timeout_grace)
         self._heartbeat_writer = HeartbeatWriter(ctx, self.heartbeats)
         self.live_logs = LiveLogs(ctx)
         self._pull_tokens = PullTokens(
@@ -340,8 +340,8 @@ class Lifecycle:
         write returned and stored for all jobs together, once per write interval
         (``heartbeats`` says why that keeps every timeout and cancel exact)."""
         now = self.ctx.clock.now()
-        liveness = self.heartbeats.recent(job.id, now)
-        if liveness is None:
+        overdue = self.heartbeats.beat(job.id, now)
+        if overdue is None:
             try:
                 liveness = await self.ctx.db.write_each(
                     transitions.job_touch, job.id, now, runner.id
@@ -353,9 +353,10 @@ class Lifecycle:
                 self.heartbeats.forget(job.id)
                 return True
             self.heartbeats.written(job.id, now, liveness, runner.id)
-        if hard_timeout_exceeded(
-            liveness.started, liveness.timeout, self.ctx.job_timeout_grace, now
-        ):
+            overdue = hard_timeout_exceeded(
+                liveness.started, liveness.timeout, self.ctx.job_timeout_grace, now
+            )
+        if overdue:
             await self.watchdog.enforce(job, TimeoutVerdict.RAN_TOO_LONG)
             return True
         return False

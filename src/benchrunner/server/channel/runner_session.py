@@ -100,6 +100,8 @@ class RunnerSession:
         """The last ``ack`` naming a job sent, and its text."""
         self._seen_written: dt.datetime | None = None
         """When this session last wrote the runner's "last seen"."""
+        self._beat_ack: Ack | None = None
+        """The ``ack`` of the in-flight job's heartbeats: built once a job, not once a beat."""
 
     # ------------------------------------------------------------ what subclasses decide
 
@@ -350,9 +352,14 @@ class RunnerSession:
             if self.extensions:  # ours: Bencher's server ignores a heartbeat between jobs
                 await self._reply(message, Ack())
             return
-        cancel = await self.life.heartbeat(self.runner, self.job)
-        reply = Cancel(job=self.job.uuid) if cancel else Ack(job=self.job.uuid)
-        await self._reply(message, reply)
+        job = self.job
+        if await self.life.heartbeat(self.runner, job):
+            await self._reply(message, Cancel(job=job.uuid))
+            return
+        ack = self._beat_ack
+        if ack is None or ack.job != job.uuid:
+            ack = self._beat_ack = Ack(job=job.uuid)
+        await self._reply(message, ack)
 
     async def _log(self, message: Log) -> None:
         """Hold a chunk of the in-flight job's output, written within a second

@@ -1,0 +1,205 @@
+"""When ``LiveLogs`` writes, on a real database and a hand-driven clock: a job's chunks cost at
+most one write a second, however many arrive, and a job's last chunks are written at once when
+its result comes (docs/explanation/live-logs.md)."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Awaitable, Callable, Iterator
+from pathlib import Path
+from typing import ParamSpec, TypeVar
+
+import pytest
+
+from benchrunner.core.templates import TemplateRegistry
+from benchrunner.core.tiers import Plan
+from benchrunner.protocol import Log
+from benchrunner.server.blobs.blob_store import LocalBlobStore
+from benchrunner.server.config import ServerSettings
+from benchrunner.server.context import ServerContext
+from benchrunner.server.logs.live_logs import LiveLogs
+from benchrunner.server.store import jobs, transitions
+from benchrunner.server.store.engine import Database, Unit
+from benchrunner.server.store.job_logs import job_log_chunks
+from tests.databases import with_schema
+from tests.inprocess import ManualClock
+from tests.unit.test_claim_policy import World
+
+P = ParamSpec("P")
+T = TypeVar("T")
+
+
+class CountedDatabase(Database):
+    """The real database, counting the lazy writes (the live log's) it is asked for."""
+
+    lazy_writes = 0
+
+    async def write_lazy(self, unit: Unit[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
+        self.lazy_writes += 1
+        return await super().write_lazy(unit, *args, **kwargs)
+
+
+@pytest.fixture
+def world(database_url: str) -> Iterator[World]:
+    with_schema(database_url)
+    db = CountedDatabase(database_url)
+    yield World(db)
+    db.close()
+
+
+def _running_job(world: World) -> tuple[int, uuid.UUID]:
+    spec = world.spec("s")
+    runner = world.runner("r", [spec])
+    job_id = world.job(world.org("acme", Plan.TEAM), spec)
+    assert world.claim(runner) == job_id
+    world.write(transitions.job_mark_running, job_id, runner, world.now(), "r")
+    job = world.db.read_sync(jobs.job_get, job_id)
+    assert job is not None
+    return job_id, job.uuid
+
+
+def _context(world: World, tmp_path: Path, clock: ManualClock) -> ServerContext:
+    return ServerContext(
+        settings=ServerSettings(data_dir=tmp_path, db=world.db.url),
+        db=world.db,
+        blobs=LocalBlobStore(tmp_path / "blobs"),
+        templates=TemplateRegistry.empty(),
+        clock=clock,
+        monotonic=clock,
+        secret_key="k",
+    )
+
+
+class Chunks:
+    """Chunks of one job's stdout, numbered lines in turn."""
+
+    def __init__(self, job: uuid.UUID) -> None:
+        self.job = job
+        self.offset = 0
+        self.sent: list[str] = []
+
+    def next(self) -> Log:
+        data = f"line {len(self.sent)}\n"
+        message = Log(job=self.job, stream="stdout", offset=self.offset, data=data)
+        self.offset += len(data)
+        self.sent.append(data)
+        return message
+
+
+async def _until(condition: Callable[[], bool], what: str) -> None:
+    for _ in range(1000):  # 10 s at most
+        if condition():
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError(what)
+
+
+async def _settled(work: Callable[[], Awaitable[None]] | None = None) -> None:
+    """Let the event loop run the writer's task (and the database's threads) for a while."""
+    for _ in range(20):
+        await asyncio.sleep(0.01)
+    if work is not None:
+        await work()
+
+
+def _stored(world: World, job_id: int) -> list[str | None]:
+    return [chunk.data for chunk in world.db.read_sync(job_log_chunks, job_id, 0, 1000)]
+
+
+def test_a_jobs_chunks_within_a_second_cost_one_write(world: World, tmp_path: Path) -> None:
+    db = world.db
+    assert isinstance(db, CountedDatabase)
+    job_id, job_uuid = _running_job(world)
+    clock = ManualClock()
+    chunks = Chunks(job_uuid)
+
+    async def scenario() -> None:
+        live = LiveLogs(_context(world, tmp_path, clock))
+        live.start()
+        try:
+            live.add(job_id, chunks.next())  # nothing written in the last second: at once
+            await _until(lambda: db.lazy_writes == 1, "the first chunk is written at once")
+            for _ in range(30):
+                live.add(job_id, chunks.next())
+                clock.advance(0.03)  # 30 chunks in 0.9 s
+                await asyncio.sleep(0)
+            await _settled()
+            assert db.lazy_writes == 1, "no second write within the second"
+            assert len(_stored(world, job_id)) == 1
+            clock.advance(0.1)  # a second after the first write
+            await _until(lambda: db.lazy_writes == 2, "the second's chunks are written")
+            await _until(lambda: len(live) == 0, "nothing left pending")
+            await _settled()
+            assert db.lazy_writes == 2, "the 30 chunks were one write"
+        finally:
+            await live.stop()
+
+    asyncio.run(scenario())
+    assert _stored(world, job_id) == chunks.sent
+
+
+def test_a_jobs_last_chunks_are_written_at_once_not_on_the_timer(
+    world: World, tmp_path: Path
+) -> None:
+    db = world.db
+    assert isinstance(db, CountedDatabase)
+    job_id, job_uuid = _running_job(world)
+    clock = ManualClock()
+    chunks = Chunks(job_uuid)
+
+    async def scenario() -> None:
+        live = LiveLogs(_context(world, tmp_path, clock))
+        live.start()
+        try:
+            live.add(job_id, chunks.next())
+            await _until(lambda: db.lazy_writes == 1, "the first chunk is written at once")
+            for _ in range(5):
+                live.add(job_id, chunks.next())
+            # The clock stands still: a flush that waited for the one-second timer would hang.
+            async with asyncio.timeout(10):
+                await live.flush_job(job_id)
+            assert db.lazy_writes == 2
+            assert _stored(world, job_id) == chunks.sent
+            assert len(live) == 0
+            clock.advance(2.0)
+            await _settled()
+            assert db.lazy_writes == 2, "nothing was left for the timer to write"
+        finally:
+            await live.stop()
+
+    asyncio.run(scenario())
+
+
+def test_several_jobs_chunks_share_one_write(world: World, tmp_path: Path) -> None:
+    db = world.db
+    assert isinstance(db, CountedDatabase)
+    spec = world.spec("s")
+    org = world.org("acme", Plan.TEAM)
+    streams: dict[int, Chunks] = {}
+    for name in ("a", "b", "c"):
+        runner = world.runner(name, [spec])
+        job_id = world.job(org, spec)
+        assert world.claim(runner) == job_id
+        world.write(transitions.job_mark_running, job_id, runner, world.now(), name)
+        job = world.db.read_sync(jobs.job_get, job_id)
+        assert job is not None
+        streams[job_id] = Chunks(job.uuid)
+    clock = ManualClock()
+
+    async def scenario() -> None:
+        live = LiveLogs(_context(world, tmp_path, clock))
+        live.start()
+        try:
+            for _ in range(4):
+                for job_id, chunks in streams.items():
+                    live.add(job_id, chunks.next())
+            await _until(lambda: len(live) == 0, "every job's chunks are written")
+            await _settled()
+            assert db.lazy_writes == 1
+        finally:
+            await live.stop()
+
+    asyncio.run(scenario())
+    for job_id, chunks in streams.items():
+        assert _stored(world, job_id) == chunks.sent
