@@ -8,10 +8,10 @@ from fastapi import APIRouter, Response
 from pydantic import Field
 from sqlalchemy.engine import Connection
 
+from benchrunner.api.base import ApiBody
 from benchrunner.core import slugs
 from benchrunner.core.tiers import Plan
 from benchrunner.server.access import organization_access, project_access
-from benchrunner.server.http.bodies import ApiBody
 from benchrunner.server.http.errors import forbidden
 from benchrunner.server.routes.deps import Ctx, MaybeUser, Page, User, paginate
 from benchrunner.server.store import accounts
