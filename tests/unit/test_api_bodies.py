@@ -35,6 +35,7 @@ from benchrunner.server.routes import alerts, reports, run, thresholds
 
 PROJECT = "/v0/projects/{project}"
 NAMED = {"uuid": "u", "name": "n", "slug": "s"}
+DIMENSION = {**NAMED, "project": "p"}
 THRESHOLD = {
     "uuid": "t",
     "project": "p",
@@ -51,10 +52,10 @@ ALERT = {
     "uuid": "a",
     "kind": "boundary",
     "report": "r",
-    "branch": NAMED,
-    "testbed": NAMED,
-    "benchmark": NAMED,
-    "measure": {**NAMED, "units": "ns"},
+    "branch": DIMENSION,
+    "testbed": DIMENSION,
+    "benchmark": DIMENSION,
+    "measure": {**DIMENSION, "units": "ns"},
     "status": "active",
     "added_by_a_newer_server": {"anything": 1},
 }

@@ -107,7 +107,7 @@ def test_model_text(model: dict[str, Any] | None, text: str) -> None:
 
 
 def _named(name: str) -> dict[str, str]:
-    return {"uuid": f"uuid-{name}", "name": name, "slug": name}
+    return {"uuid": f"uuid-{name}", "name": name, "slug": name, "project": "p"}
 
 
 def test_threshold_row_names_the_series_and_its_scope() -> None:

@@ -9,7 +9,7 @@ from typing import Any, Literal
 from pydantic import ConfigDict
 
 from benchrunner.api.base import Answer, ApiBody
-from benchrunner.api.thresholds import Named, NamedMeasure
+from benchrunner.api.thresholds import Named
 
 AlertStatus = Literal["active", "dismissed", "silenced"]
 """What a user sets on an alert."""
@@ -26,6 +26,24 @@ class AlertUpdate(ApiBody):
     status: AlertStatus | None = None
     verdict: Verdict | None = None
     """Set: the triage; null takes it back. Absent: left as it is."""
+
+
+class Dimension(Named):
+    """A branch, testbed, benchmark or measure in Bencher's shape."""
+
+    project: str
+    created: str | None = None
+    modified: str | None = None
+    archived: str | None = None
+
+
+class MeasureDimension(Dimension):
+    units: str
+
+
+class BranchDimension(Dimension):
+    head: dict[str, Any] | None = None
+    """The branch's head: its UUID and when it began."""
 
 
 class ConfirmationRun(Answer):
@@ -59,11 +77,11 @@ class Alert(Answer):
     raised_by: str | None = None
     iteration: int = 0
     threshold: dict[str, Any] | None = None
-    branch: Named
-    testbed: Named
-    benchmark: Named
+    branch: BranchDimension
+    testbed: Dimension
+    benchmark: Dimension
     variant: dict[str, Any] | None = None
-    measure: NamedMeasure
+    measure: MeasureDimension
     value: float | None = None
     metric: dict[str, Any] | None = None
     boundary: dict[str, Any] | None = None
