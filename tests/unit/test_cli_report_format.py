@@ -262,3 +262,22 @@ def test_alert_lines_of_an_alert_outside_the_report() -> None:
     assert alert_lines(report) == ["a Latency: changed from 5 ns to 7.5 ns (+50.00%) at report r-0"]
     assert report_rows(report)[1].alert is None
     assert comment_markdown(report).endswith("🚨 **1 alert**\n")
+
+
+def test_alert_lines_say_between_which_versions_a_step_lies() -> None:
+    report = without_thresholds()
+    between = {"from": {}, "to": {}, "text": "between versions 7 (abc) and 8 (def)"}
+    report["alerts"] = [
+        {
+            "report": "r-0",
+            "raised_by": "r-3",
+            "benchmark": {"name": "a"},
+            "measure": {"name": "Latency", "units": "nanoseconds (ns)"},
+            "metric": {"value": 7.0},
+            "change": {"before": 5.0, "after": 7.5, "between": between},
+        }
+    ]
+    assert alert_lines(report) == [
+        "a Latency: changed from 5 ns to 7.5 ns (+50.00%) at report r-0,"
+        " between versions 7 (abc) and 8 (def)"
+    ]

@@ -129,6 +129,9 @@ def print_alert(alert: Alert) -> None:
                 f"{with_units(change.get('after'), units)} (p = {change.get('pvalue')})",
             )
         )
+        between = change.get("between")
+        if isinstance(between, dict):
+            fields.append(("step", between.get("text")))
     fields += [
         ("created", output.when(alert.created)),
         ("modified", output.when(alert.modified)),

@@ -233,8 +233,11 @@ def _alert_line(alert: Mapping[str, Any], rows: Mapping[str, MetricRow]) -> str:
             f"{what}: changed from {with_units(before, units)} to {with_units(after, units)} "
             f"({format_change(change_percent(after, before))})"
         )
+        between = _mapping(change.get("between"))
         if alert.get("report") and alert.get("report") != alert.get("raised_by"):
             line += f" at report {alert['report']}"
+        if between.get("text"):
+            line += f", {between['text']}"
     else:
         limit = str(alert.get("limit") or "?")
         baseline = _real(boundary.get("baseline"))

@@ -39,6 +39,7 @@ from benchrunner.server.processing.sample_evaluation import (
 )
 from benchrunner.server.processing.webhooks import emit_alert_event
 from benchrunner.server.store import alerts, history, reports, thresholds
+from benchrunner.server.store import look_back as look_back_reads
 from benchrunner.server.store.history import Point
 from benchrunner.server.store.tables import benchmark
 
@@ -81,6 +82,14 @@ def _group(
         if chosen is not None:
             groups.setdefault(chosen.threshold_id, _Judged(chosen, [])).metrics.append(m)
     return list(groups.values())
+
+
+def threshold_groups(
+    conn: Connection, found: list[Any], metrics: Sequence[reports.StoredMetric]
+) -> list[tuple[Any, list[reports.StoredMetric]]]:
+    """Each threshold of ``found`` with the metrics it judges (ignored benchmarks left out)."""
+    ignored = _ignored(conn, {m.benchmark_id for m in metrics})
+    return [(g.threshold, g.metrics) for g in _group(found, metrics, ignored)]
 
 
 def evaluate_report(
@@ -270,7 +279,14 @@ def _judge_changes(
             conn, where.metric_id, t.threshold_id, t.id, change.before, None, None
         )
         side: alerts.Limit = "upper" if change.after > change.before else "lower"
-        step = alerts.Change(change.before, change.after, change.magnitude, change.pvalue)
+        since = points[change.index - 1].metric_id if change.index > 0 else None
+        step = alerts.Change(
+            change.before,
+            change.after,
+            change.magnitude,
+            change.pvalue,
+            None if since is None else look_back_reads.report_of_metric(conn, since),
+        )
         alert_id = alerts.alert_raise(
             conn, boundary_id, report_id, side, now, step, pending=pending
         )

@@ -39,6 +39,7 @@ from benchrunner.server.context import ServerContext
 from benchrunner.server.logs.transition_log import job_moved
 from benchrunner.server.processing.confirmations import open_confirmation
 from benchrunner.server.processing.evaluation import evaluate_report, series_thresholds_to_judge
+from benchrunner.server.processing.look_back import look_back_report
 from benchrunner.server.processing.noise import NoiseVerdict, verdict
 from benchrunner.server.processing.outputs import (
     UnusableOutput,
@@ -423,6 +424,8 @@ def record_processed(
         except Exception:  # an evaluation bug must not wedge the whole batch in `completed`
             log.exception("judging job %s's report failed; its metrics stay unjudged", job.uuid)
             confirming = False
+        noisy = noise is not None and noise.noisy
+        look_back_report(conn, job.report_id, stored, now, noisy=noisy, found=found)
     return Recorded(confirming)
 
 

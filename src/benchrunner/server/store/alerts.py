@@ -63,6 +63,8 @@ class Change:
     after: float
     magnitude: float
     pvalue: float
+    from_report_id: int | None = None
+    """The last report before the step (the step's first is the alert's metric's report)."""
 
 
 _BOUNDARY_OF = sa.select(boundary.c.id).where(boundary.c.metric_id == sa.bindparam("metric_id"))
@@ -147,6 +149,7 @@ def alert_raise(
         "change_after": change.after if change else None,
         "change_magnitude": change.magnitude if change else None,
         "change_pvalue": change.pvalue if change else None,
+        "change_from_report_id": change.from_report_id if change else None,
         "created": now,
         "modified": now,
     }
@@ -201,6 +204,7 @@ JUDGED_BY: tuple[sa.ColumnElement[Any], ...] = (
 
 # Reads: an alert with everything its JSON shows, of either kind.
 _RAISED = report.alias("raised")
+_FROM = report.alias("change_from")
 _REPORT_ID = sa.func.coalesce(metric.c.report_id, duet.c.report_id)
 _BENCHMARK_ID = sa.func.coalesce(metric.c.benchmark_id, duet_result.c.benchmark_id)
 _MEASURE_ID = sa.func.coalesce(metric.c.measure_id, duet_result.c.measure_id)
@@ -224,6 +228,11 @@ _VIEW = (
         metric.c.upper_value,
         report.c.uuid.label("metric_report_uuid"),
         report.c.start_time.label("metric_report_start"),
+        report.c.version.label("metric_report_version"),
+        report.c.hash.label("metric_report_hash"),
+        _FROM.c.uuid.label("change_from_uuid"),
+        _FROM.c.version.label("change_from_version"),
+        _FROM.c.hash.label("change_from_hash"),
         report.c.project_id,
         _RAISED.c.uuid.label("raised_uuid"),
         benchmark.c.uuid.label("benchmark_uuid"),
@@ -261,6 +270,7 @@ _VIEW = (
     .join(report, report.c.id == _REPORT_ID)
     .join(project, project.c.id == report.c.project_id)
     .join(_RAISED, _RAISED.c.id == alert.c.report_id)
+    .outerjoin(_FROM, _FROM.c.id == alert.c.change_from_report_id)
     .join(benchmark, benchmark.c.id == _BENCHMARK_ID)
     .join(measure, measure.c.id == _MEASURE_ID)
     .join(branch, branch.c.id == report.c.branch_id)
@@ -370,6 +380,19 @@ def alert_set_status(
     conn: Connection, alert_id: int, status: AlertStatus, now: dt.datetime
 ) -> None:
     conn.execute(_SET_STATUS, {"alert_id": alert_id, "status": status, "now": now})
+
+
+_REOPEN = (
+    alert.update()
+    .where(alert.c.id == sa.bindparam("alert_id"), alert.c.status == "dismissed")
+    .values(status="active", modified=sa.bindparam("now"))
+)
+
+
+def alert_reopen(conn: Connection, alert_id: int, now: dt.datetime) -> bool:
+    """Make a dismissed alert active again (a dismissed step that persisted); False when it is
+    no longer dismissed."""
+    return conn.execute(_REOPEN, {"alert_id": alert_id, "now": now}).rowcount == 1
 
 
 _SET_VERDICT = (

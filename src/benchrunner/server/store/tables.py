@@ -406,6 +406,8 @@ alert = sa.Table(
     sa.Column("change_after", sa.Float, nullable=True),
     sa.Column("change_magnitude", sa.Float, nullable=True),
     sa.Column("change_pvalue", sa.Float, nullable=True),
+    # A change point's: the last report before its step (the step's first is the metric's).
+    _fk("change_from_report_id", "report.id", "SET NULL", nullable=True),
     _ts("created"),
     _ts("modified"),
     # Triage (docs/how-to/thresholds-alerts.md): true_positive, false_positive or expected,

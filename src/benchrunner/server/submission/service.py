@@ -29,6 +29,7 @@ from benchrunner.server.channel.lifecycle import Lifecycle
 from benchrunner.server.context import ServerContext
 from benchrunner.server.http.errors import bad_request
 from benchrunner.server.processing.evaluation import evaluate_report, series_thresholds_to_judge
+from benchrunner.server.processing.look_back import look_back_report
 from benchrunner.server.processing.results import report_metrics
 from benchrunner.server.store import (
     accounts,
@@ -281,6 +282,7 @@ async def submit_run(
             stored = reports.metrics_add(conn, report_id, project.id, direct_values, now)
             found = series_thresholds_to_judge(conn, on.id, testbed_id, stored)
             evaluate_report(conn, report_id, stored, now, found=found)
+            look_back_report(conn, report_id, stored, now, found=found)
         else:
             assert spec is not None
             # A tag names the digest it points at now, for the main image and a duet's sides.

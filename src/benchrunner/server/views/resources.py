@@ -269,6 +269,39 @@ def confirmation_view(outcome: str | None, runs: list[Any]) -> dict[str, Any] | 
     }
 
 
+def change_between(row: Any) -> dict[str, Any] | None:
+    """Where a change point's step lies
+    (docs/how-to/thresholds-alerts.md#change-points-that-look-back): ``from`` the last report
+    before it, ``to`` the first in it (the alert's metric's), each with its ``version`` and
+    ``hash``, and ``text`` "between versions X and Y"; None when the alert does not know the
+    report before (a step at the start of its history)."""
+    if row.change_from_uuid is None:
+        return None
+    since = {
+        "report": str(row.change_from_uuid),
+        "version": row.change_from_version,
+        "hash": row.change_from_hash,
+    }
+    until = {
+        "report": str(row.metric_report_uuid),
+        "version": row.metric_report_version,
+        "hash": row.metric_report_hash,
+    }
+    text = f"between versions {version_label(since)} and {version_label(until)}"
+    return {"from": since, "to": until, "text": text}
+
+
+def version_label(at: dict[str, Any]) -> str:
+    """A report's version as a person reads it: its number and short hash, either alone, or
+    the report's UUID when it has neither."""
+    number, git_hash = at["version"], at["hash"]
+    if number is not None and git_hash:
+        return f"{number} ({git_hash[:12]})"
+    if number is not None:
+        return str(number)
+    return str(git_hash[:12]) if git_hash else str(at["report"])
+
+
 def alert_view(row: Any, runs: list[Any] | None = None) -> dict[str, Any]:
     """An alert (a row of ``store.alerts``' reads) in Bencher's ``JsonAlert`` shape.
     ``report`` is the report of the metric the alert is on; ``raised_by`` the report whose
@@ -284,6 +317,7 @@ def alert_view(row: Any, runs: list[Any] | None = None) -> dict[str, Any]:
             "after": row.change_after,
             "magnitude": row.change_magnitude,
             "pvalue": row.change_pvalue,
+            "between": change_between(row),
         }
     project_uuid = row.project_uuid
     branch_since = row.branch_head_reset or row.branch_created

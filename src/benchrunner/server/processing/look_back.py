@@ -1,0 +1,169 @@
+"""Change points that look back (docs/how-to/thresholds-alerts.md#change-points-that-look-back).
+
+After a report's thresholds are judged, the change-point detector runs again over the newest
+``WINDOW`` points of each of its metrics' series (``detection.look_back``): a step that began at
+an earlier report and has no alert yet raises one alert on the metric where it began, saying
+between which versions; a dismissed step that persisted is re-opened. Both are sent to the
+webhooks as ``alert.raised``.
+
+Which series: those of the branch named ``WATCHED_BRANCH`` (where a run without a branch
+goes), under any threshold; on any other branch, only those under a ``change_point`` threshold.
+A threshold's own ``change_point`` parameters are used; other tests use the detector's defaults.
+
+Runs where the thresholds are judged: in processing for a runner job's report (never in the
+channel, so never on the runner's ack path) and in the request for a direct run; in a savepoint
+of its own, so a failure here leaves the report's evaluation standing. Bounded: per threshold,
+one history read of ``WINDOW`` points per benchmark and one read of those points' alerts; per
+metric, one detector run over ``WINDOW`` points.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+from collections.abc import Sequence
+from typing import Any
+
+from sqlalchemy.engine import Connection
+
+from benchrunner.detection.look_back import Known, Raise, Reopen, look_back
+from benchrunner.detection.models import DEFAULT_MAX_PVALUE, DEFAULT_MIN_MAGNITUDE, TestKind
+from benchrunner.server.processing.evaluation import (
+    history_since,
+    threshold_groups,
+    thresholds_to_judge,
+)
+from benchrunner.server.processing.webhooks import emit_alert_event
+from benchrunner.server.store import alerts, history, reports, thresholds
+from benchrunner.server.store.history import Point
+from benchrunner.server.store.look_back import PointFacts, points_facts
+
+log = logging.getLogger(__name__)
+
+WINDOW = 60
+"""The newest points of a series the look-back judges (the report's own included): two of the
+detector's 30-point windows."""
+WATCHED_BRANCH = "main"
+"""The branch looked back on under every threshold."""
+
+
+def look_back_report(
+    conn: Connection,
+    report_id: int,
+    metrics: Sequence[reports.StoredMetric],
+    now: dt.datetime,
+    *,
+    noisy: bool = False,
+    found: list[Any] | None = None,
+) -> int:
+    """Look back over the series of the report's newly judged metrics; how many alerts were
+    raised or re-opened. On a ``noisy`` report only thresholds with ``alert_when_noisy`` look
+    back. ``found``: ``evaluation.thresholds_to_judge`` when the caller has read it."""
+    if not metrics:
+        return 0
+    if found is None:
+        found = thresholds_to_judge(conn, report_id, metrics)
+    if not found:
+        return 0
+    try:
+        with conn.begin_nested():
+            return _look_back(conn, report_id, metrics, now, noisy, found)
+    except Exception:  # a bug here must not undo the report's own evaluation
+        log.exception("looking back over report %s's series failed", report_id)
+        return 0
+
+
+def _look_back(
+    conn: Connection,
+    report_id: int,
+    metrics: Sequence[reports.StoredMetric],
+    now: dt.datetime,
+    noisy: bool,
+    found: list[Any],
+) -> int:
+    row = reports.report_row(conn, report_id)
+    scope = history.scope_of(row)
+    watched = row.branch_name == WATCHED_BRANCH
+    raised: list[int] = []
+    reopened: list[int] = []
+    to_bisect: list[int] = []
+    for t, judged in threshold_groups(conn, found, metrics):
+        change_test = thresholds.model_of(t).test is TestKind.CHANGE_POINT
+        if not (watched or change_test) or (noisy and not t.alert_when_noisy):
+            continue
+        # of a report's iterations, the last stored is the series' newest point
+        newest = {m.benchmark_id: m for m in judged if not m.never_alerts}
+        if not newest:
+            continue
+        cutoff = history.reset_cutoff(conn, scope, t.measure_id)
+        series = history.series_history(
+            conn,
+            scope,
+            t.measure_id,
+            sorted(newest),
+            since=history_since(row.start_time, t.window_seconds, cutoff),
+            max_samples=WINDOW - 1,
+        )
+        ids = [p.metric_id for past in series.values() for p in past]
+        facts = points_facts(conn, [*ids, *(m.id for m in newest.values())])
+        max_pvalue = t.max_pvalue if change_test and t.max_pvalue is not None else None
+        min_magnitude = t.min_magnitude if change_test and t.min_magnitude is not None else None
+        for benchmark_id, m in newest.items():
+            points = [*series[benchmark_id], Point(m.id, m.value)]
+            actions = look_back(
+                [p.value for p in points],
+                _known(points, facts),
+                max_pvalue=DEFAULT_MAX_PVALUE if max_pvalue is None else max_pvalue,
+                min_magnitude=DEFAULT_MIN_MAGNITUDE if min_magnitude is None else min_magnitude,
+            )
+            for action in actions:
+                if isinstance(action, Reopen):
+                    if alerts.alert_reopen(conn, action.alert_id, now):
+                        reopened.append(action.alert_id)
+                    continue
+                alert_id = _raise(conn, t, report_id, points, facts, action, now)
+                if alert_id is not None:
+                    raised.append(alert_id)
+                    if t.bisect:
+                        to_bisect.append(alert_id)
+    emit_alert_event(conn, "alert.raised", [*raised, *reopened], now)
+    alerts.alerts_bisect_pending(conn, to_bisect)
+    return len(raised) + len(reopened)
+
+
+def _known(points: list[Point], facts: dict[int, PointFacts]) -> list[Known]:
+    """The alerts on the points; a suspected one (its confirmation runs did not agree) does
+    not count, and one triaged ``expected`` never re-opens."""
+    stored = [facts[p.metric_id].stored for p in points]
+    known: list[Known] = []
+    for index, p in enumerate(points):
+        for a in facts[p.metric_id].alerts:
+            if a.status == "suspected":
+                continue
+            dismissed = a.status == "dismissed" and a.verdict != "expected"
+            after = len(points)
+            if dismissed:
+                after = next((j for j, s in enumerate(stored) if s > a.modified), len(points))
+            known.append(Known(a.alert_id, index, a.change, dismissed, after))
+    return known
+
+
+def _raise(
+    conn: Connection,
+    t: Any,
+    report_id: int,
+    points: list[Point],
+    facts: dict[int, PointFacts],
+    action: Raise,
+    now: dt.datetime,
+) -> int | None:
+    """One alert on the metric where the step began, raised by ``report_id``."""
+    change = action.change
+    where = points[change.index]
+    since = facts[points[change.index - 1].metric_id].report_id
+    boundary_id = alerts.boundary_put(
+        conn, where.metric_id, t.threshold_id, t.id, change.before, None, None
+    )
+    side: alerts.Limit = "upper" if change.after > change.before else "lower"
+    step = alerts.Change(change.before, change.after, change.magnitude, change.pvalue, since)
+    return alerts.alert_raise(conn, boundary_id, report_id, side, now, step)
