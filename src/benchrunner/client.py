@@ -6,8 +6,10 @@ Errors::
                         at all (``status == 0``: connection refused, DNS failure, timeout)
     JobWaitTimeout      ``wait_for_job`` reached its deadline; a ``TimeoutError``, so an ``OSError``
 
-Every method returns the parsed JSON body; list methods return a ``Page`` (a list that also knows
-the ``X-Total-Count``). Resource references are UUIDs or slugs, as the server accepts them.
+Requests and answers whose shapes are ``benchrunner.api``'s models (the ones the server validates
+with) are sent and parsed with them: such a method takes or returns the model; every other
+method returns the parsed JSON body. List methods return a ``Page`` (a list that also knows the
+``X-Total-Count``). Resource references are UUIDs or slugs, as the server accepts them.
 """
 
 from __future__ import annotations
@@ -18,23 +20,37 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Any, Literal
+from typing import Any, Generic, Literal, TypeVar
 from urllib.parse import quote
 
 import httpx
+from pydantic import BaseModel, ValidationError
 
 from benchrunner import __version__
+from benchrunner.api.alerts import (
+    Alert,
+    AlertPrecision,
+    AlertStatus,
+    AlertUpdate,
+    ListedAlertStatus,
+    Verdict,
+    VerdictFilter,
+)
+from benchrunner.api.base import Answer
+from benchrunner.api.reports import ReportUpdate
+from benchrunner.api.run import RunBody
+from benchrunner.api.thresholds import (
+    Threshold,
+    ThresholdCreate,
+    ThresholdModelBody,
+    ThresholdUpdate,
+)
 
 JsonObject = dict[str, Any]
 Plan = Literal["enterprise", "team", "free"]
 Visibility = Literal["public", "private"]
 Role = Literal["leader", "member"]
 Architecture = Literal["x86_64", "aarch64"]
-AlertStatus = Literal["active", "dismissed", "silenced"]
-ListedAlertStatus = Literal["active", "dismissed", "silenced", "pending", "suspected"]
-"""``pending`` and ``suspected``: alerts held back for confirmation runs."""
-Verdict = Literal["true_positive", "false_positive", "expected"]
-VerdictFilter = Literal["true_positive", "false_positive", "expected", "untriaged"]
 Dimension = Literal["branches", "testbeds", "benchmarks", "measures"]
 """The four kinds of a project's history that share one list endpoint's shape."""
 
@@ -76,12 +92,22 @@ class JobWaitTimeout(TimeoutError):
         self.job = job
 
 
-class Page(list[JsonObject]):
+Item = TypeVar("Item")
+Parsed = TypeVar("Parsed", bound=Answer)
+
+
+class Page(list[Item], Generic[Item]):
     """One page of a list endpoint; ``total`` is the server's ``X-Total-Count`` when it sent one."""
 
-    def __init__(self, items: list[JsonObject], total: int | None) -> None:
+    def __init__(self, items: list[Item], total: int | None) -> None:
         super().__init__(items)
         self.total = total
+
+
+def request_json(body: BaseModel) -> JsonObject:
+    """A request model as the JSON it sends: the fields given and not null (a model's
+    defaults stay the server's to fill)."""
+    return body.model_dump(mode="json", exclude_unset=True, exclude_none=True)
 
 
 def _segment(ref: str) -> str:
@@ -93,6 +119,16 @@ def _retry_after(response: httpx.Response) -> float | None:
     """``Retry-After`` in seconds; None when absent or given as an HTTP date."""
     value = response.headers.get("Retry-After", "").strip()
     return float(value) if value.isdigit() else None
+
+
+def _parsed(model: type[Parsed], body: object, what: str) -> Parsed:
+    try:
+        return model.model_validate(body)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(map(str, e['loc'])) or 'body'}: {e['msg']}" for e in exc.errors()[:3]
+        )
+        raise ApiError(0, f"{what}: the answer is not a {model.__name__}: {problems}") from None
 
 
 def _error_from(response: httpx.Response) -> ApiError:
@@ -206,13 +242,25 @@ class BenchrunnerClient:
             raise ApiError(0, f"{method} {path}: expected a JSON object, got {type(body).__name__}")
         return body
 
-    def _page(self, path: str, params: Mapping[str, str | int]) -> Page:
+    def _answer(self, model: type[Parsed], method: str, path: str, **kwargs: Any) -> Parsed:
+        """The answer parsed as ``model``; ``ApiError`` (status 0) when it does not fit."""
+        body = self._object(method, path, **kwargs)
+        return _parsed(model, body, f"{method} {path}")
+
+    def _page(self, path: str, params: Mapping[str, str | int]) -> Page[JsonObject]:
         response = self._send("GET", path, params=params)
         body = response.json()
         if not isinstance(body, list):
             raise ApiError(0, f"GET {path}: expected a JSON array, got {type(body).__name__}")
         total = response.headers.get("X-Total-Count")
         return Page(body, int(total) if total and total.isdigit() else None)
+
+    def _answers(
+        self, model: type[Parsed], path: str, params: Mapping[str, str | int]
+    ) -> Page[Parsed]:
+        """A page of a list endpoint, each item parsed as ``model``."""
+        found = self._page(path, params)
+        return Page([_parsed(model, item, f"GET {path}") for item in found], found.total)
 
     @staticmethod
     def _paging(page: int, per_page: int) -> dict[str, str | int]:
@@ -251,7 +299,7 @@ class BenchrunnerClient:
             body["password"] = password
         return self._object("POST", "/v0/users", json=body)
 
-    def list_users(self, *, page: int = 1, per_page: int = DEFAULT_PER_PAGE) -> Page:
+    def list_users(self, *, page: int = 1, per_page: int = DEFAULT_PER_PAGE) -> Page[JsonObject]:
         return self._page("/v0/users", self._paging(page, per_page))
 
     def get_user(self, user: str) -> JsonObject:
@@ -270,7 +318,7 @@ class BenchrunnerClient:
         revoked: bool = False,
         page: int = 1,
         per_page: int = DEFAULT_PER_PAGE,
-    ) -> Page:
+    ) -> Page[JsonObject]:
         params = {**self._paging(page, per_page), "revoked": str(revoked).lower()}
         return self._page(f"/v0/users/{_segment(user)}/tokens", params)
 
@@ -288,7 +336,9 @@ class BenchrunnerClient:
             body["slug"] = slug
         return self._object("POST", "/v0/organizations", json=body)
 
-    def list_organizations(self, *, page: int = 1, per_page: int = DEFAULT_PER_PAGE) -> Page:
+    def list_organizations(
+        self, *, page: int = 1, per_page: int = DEFAULT_PER_PAGE
+    ) -> Page[JsonObject]:
         return self._page("/v0/organizations", self._paging(page, per_page))
 
     def get_organization(self, org: str) -> JsonObject:
@@ -302,12 +352,16 @@ class BenchrunnerClient:
             body["slug"] = slug
         return self._object("POST", f"/v0/organizations/{_segment(org)}/projects", json=body)
 
-    def list_projects(self, org: str, *, page: int = 1, per_page: int = DEFAULT_PER_PAGE) -> Page:
+    def list_projects(
+        self, org: str, *, page: int = 1, per_page: int = DEFAULT_PER_PAGE
+    ) -> Page[JsonObject]:
         return self._page(
             f"/v0/organizations/{_segment(org)}/projects", self._paging(page, per_page)
         )
 
-    def list_members(self, org: str, *, page: int = 1, per_page: int = DEFAULT_PER_PAGE) -> Page:
+    def list_members(
+        self, org: str, *, page: int = 1, per_page: int = DEFAULT_PER_PAGE
+    ) -> Page[JsonObject]:
         path = f"/v0/organizations/{_segment(org)}/members"
         return self._page(path, self._paging(page, per_page))
 
@@ -356,7 +410,7 @@ class BenchrunnerClient:
 
     def list_specs(
         self, *, archived: bool = False, page: int = 1, per_page: int = DEFAULT_PER_PAGE
-    ) -> Page:
+    ) -> Page[JsonObject]:
         params = {**self._paging(page, per_page), "archived": str(archived).lower()}
         return self._page("/v0/specs", params)
 
@@ -420,7 +474,7 @@ class BenchrunnerClient:
         page: int = 1,
         per_page: int = DEFAULT_PER_PAGE,
         organization: str | None = None,
-    ) -> Page:
+    ) -> Page[JsonObject]:
         params = {**self._paging(page, per_page), "archived": str(archived).lower()}
         return self._page(self._runners(organization), params)
 
@@ -470,13 +524,16 @@ class BenchrunnerClient:
 
     # -- runs, reports and jobs -----------------------------------------------------------------
 
-    def run(self, body: Mapping[str, Any], *, idempotency_key: str | None = None) -> JsonObject:
+    def run(
+        self, body: RunBody | Mapping[str, Any], *, idempotency_key: str | None = None
+    ) -> JsonObject:
         """``POST /v0/run``: the report, with ``job`` (a UUID) when a runner will execute it,
         and ``deduplicated`` (true when ``idempotency_key`` repeated an earlier submission,
         whose report it is). A full queue is an ``ApiError`` with status 429 and
-        ``retry_after``."""
+        ``retry_after``. A mapping is sent as it is, for bodies the server is to judge."""
         headers = {"Idempotency-Key": idempotency_key} if idempotency_key else None
-        return self._object("POST", "/v0/run", json=dict(body), headers=headers)
+        sent = request_json(body) if isinstance(body, RunBody) else dict(body)
+        return self._object("POST", "/v0/run", json=sent, headers=headers)
 
     def get_report(self, project: str, report: str, *, samples: bool = False) -> JsonObject:
         """The report; with ``samples``, each metric's raw samples too."""
@@ -495,13 +552,12 @@ class BenchrunnerClient:
     ) -> JsonObject:
         """Give the report the commits since the previous one (oldest first) and the image
         tag holding ``{commit}`` that a bisection of its alerts runs (None: unchanged)."""
-        body: JsonObject = {}
-        if bisect_range is not None:
-            body["bisect_range"] = list(bisect_range)
-        if bisect_image is not None:
-            body["bisect_image"] = bisect_image
+        body = ReportUpdate(
+            bisect_range=None if bisect_range is None else list(bisect_range),
+            bisect_image=bisect_image,
+        )
         path = f"/v0/projects/{_segment(project)}/reports/{_segment(report)}"
-        return self._object("PATCH", path, json=body)
+        return self._object("PATCH", path, json=request_json(body))
 
     def perf(
         self, project: str, query: PerfQuery, *, kind: Literal["json", "csv", "img"] = "json"
@@ -523,7 +579,7 @@ class BenchrunnerClient:
         name: str | None = None,
         page: int = 1,
         per_page: int = DEFAULT_PER_PAGE,
-    ) -> Page:
+    ) -> Page[JsonObject]:
         """``GET /v0/projects/{project}/{branches|testbeds|benchmarks|measures}``, by name;
         ``name`` keeps only the one so named."""
         params = {**self._paging(page, per_page), **_present(name=name)}
@@ -544,18 +600,19 @@ class BenchrunnerClient:
         benchmark: str | None = None,
         page: int = 1,
         per_page: int = DEFAULT_PER_PAGE,
-    ) -> Page:
+    ) -> Page[Threshold]:
         """Thresholds with their current ``model``; filters are UUIDs, slugs or names."""
         filters = _present(branch=branch, testbed=testbed, measure=measure, benchmark=benchmark)
-        return self._page(
+        return self._answers(
+            Threshold,
             f"/v0/projects/{_segment(project)}/thresholds",
             {**self._paging(page, per_page), **filters},
         )
 
-    def get_threshold(self, project: str, threshold: str) -> JsonObject:
+    def get_threshold(self, project: str, threshold: str) -> Threshold:
         """The threshold with its ``model`` and ``models`` (every model it had, newest first)."""
         path = f"/v0/projects/{_segment(project)}/thresholds/{_segment(threshold)}"
-        return self._object("GET", path)
+        return self._answer(Threshold, "GET", path)
 
     def create_threshold(
         self,
@@ -564,49 +621,50 @@ class BenchrunnerClient:
         branch: str,
         testbed: str,
         measure: str,
-        model: Mapping[str, Any],
+        model: ThresholdModelBody,
         benchmark: str | None = None,
         alert_when_noisy: bool | None = None,
         confirm: int | None = None,
         bisect: bool | None = None,
-    ) -> JsonObject:
+    ) -> Threshold:
         """A threshold for the series; ``benchmark`` makes it an override for that benchmark.
-        ``model`` is ``{"test": ..., parameters...}``; ``ApiError`` 409 when the series has one.
+        ``ApiError`` 409 when the series has one.
         ``alert_when_noisy``: it alerts on reports the noise guard found noisy too.
         ``confirm``: confirmation runs before a runner job's crossing alerts.
         ``bisect``: its alerts start a bisection by themselves."""
-        body: JsonObject = {"branch": branch, "testbed": testbed, "measure": measure, **model}
-        if benchmark is not None:
-            body["benchmark"] = benchmark
-        if alert_when_noisy is not None:
-            body["alert_when_noisy"] = alert_when_noisy
-        if confirm is not None:
-            body["confirm"] = confirm
-        if bisect is not None:
-            body["bisect"] = bisect
-        return self._object("POST", f"/v0/projects/{_segment(project)}/thresholds", json=body)
+        body = ThresholdCreate(
+            **_model_fields(model),
+            branch=branch,
+            testbed=testbed,
+            measure=measure,
+            benchmark=benchmark,
+            alert_when_noisy=alert_when_noisy,
+            confirm=confirm,
+            bisect=bisect,
+        )
+        path = f"/v0/projects/{_segment(project)}/thresholds"
+        return self._answer(Threshold, "POST", path, json=request_json(body))
 
     def update_threshold(
         self,
         project: str,
         threshold: str,
-        model: Mapping[str, Any],
+        model: ThresholdModelBody,
         alert_when_noisy: bool | None = None,
         *,
         confirm: int | None = None,
         bisect: bool | None = None,
-    ) -> JsonObject:
+    ) -> Threshold:
         """Replace the threshold's model; the old one stays in its ``models``.
         ``alert_when_noisy``, ``confirm``, ``bisect``: set them too (None: unchanged)."""
         path = f"/v0/projects/{_segment(project)}/thresholds/{_segment(threshold)}"
-        body = dict(model)
-        if alert_when_noisy is not None:
-            body["alert_when_noisy"] = alert_when_noisy
-        if confirm is not None:
-            body["confirm"] = confirm
-        if bisect is not None:
-            body["bisect"] = bisect
-        return self._object("PUT", path, json=body)
+        body = ThresholdUpdate(
+            **_model_fields(model),
+            alert_when_noisy=alert_when_noisy,
+            confirm=confirm,
+            bisect=bisect,
+        )
+        return self._answer(Threshold, "PUT", path, json=request_json(body))
 
     def delete_threshold(self, project: str, threshold: str) -> None:
         """Delete the threshold with its models, boundaries and alerts."""
@@ -625,7 +683,7 @@ class BenchrunnerClient:
         verdict: VerdictFilter | None = None,
         page: int = 1,
         per_page: int = DEFAULT_PER_PAGE,
-    ) -> Page:
+    ) -> Page[Alert]:
         """Alerts, newest first; ``report`` is the UUID of the report that raised them,
         ``verdict`` a triage verdict or ``untriaged``; ``status`` ``pending`` or ``suspected``
         lists those held back for confirmation runs (left out otherwise)."""
@@ -638,26 +696,32 @@ class BenchrunnerClient:
             report=report,
             verdict=verdict,
         )
-        return self._page(
-            f"/v0/projects/{_segment(project)}/alerts", {**self._paging(page, per_page), **filters}
+        return self._answers(
+            Alert,
+            f"/v0/projects/{_segment(project)}/alerts",
+            {**self._paging(page, per_page), **filters},
         )
 
-    def get_alert(self, project: str, alert: str) -> JsonObject:
-        return self._object("GET", f"/v0/projects/{_segment(project)}/alerts/{_segment(alert)}")
+    def get_alert(self, project: str, alert: str) -> Alert:
+        """The alert, with ``bisection``: the latest bisection started from it."""
+        path = f"/v0/projects/{_segment(project)}/alerts/{_segment(alert)}"
+        return self._answer(Alert, "GET", path)
 
-    def update_alert(self, project: str, alert: str, status: AlertStatus) -> JsonObject:
+    def update_alert(self, project: str, alert: str, status: AlertStatus) -> Alert:
         """Set the alert's status (``dismissed``, ``silenced`` or back to ``active``)."""
         path = f"/v0/projects/{_segment(project)}/alerts/{_segment(alert)}"
-        return self._object("PATCH", path, json={"status": status})
+        return self._answer(Alert, "PATCH", path, json=request_json(AlertUpdate(status=status)))
 
-    def triage_alert(self, project: str, alert: str, verdict: Verdict | None) -> JsonObject:
+    def triage_alert(self, project: str, alert: str, verdict: Verdict | None) -> Alert:
         """Set the alert's verdict (``None`` takes it back); the server keeps who and when."""
         path = f"/v0/projects/{_segment(project)}/alerts/{_segment(alert)}"
-        return self._object("PATCH", path, json={"verdict": verdict})
+        body = AlertUpdate(verdict=verdict).model_dump(mode="json", exclude_unset=True)
+        return self._answer(Alert, "PATCH", path, json=body)
 
-    def alert_precision(self, project: str) -> JsonObject:
+    def alert_precision(self, project: str) -> AlertPrecision:
         """The precision of the project's alerts, overall and per threshold."""
-        return self._object("GET", f"/v0/projects/{_segment(project)}/alerts/precision")
+        path = f"/v0/projects/{_segment(project)}/alerts/precision"
+        return self._answer(AlertPrecision, "GET", path)
 
     def create_calibration(self, project: str, body: Mapping[str, Any]) -> JsonObject:
         """Start a calibration: ``body`` as ``POST /v0/projects/{project}/calibrations``."""
@@ -668,7 +732,7 @@ class BenchrunnerClient:
         path = f"/v0/projects/{_segment(project)}/calibrations/{_segment(calibration)}"
         return self._object("GET", path)
 
-    def list_calibrations(self, project: str) -> Page:
+    def list_calibrations(self, project: str) -> Page[JsonObject]:
         return self._page(f"/v0/projects/{_segment(project)}/calibrations", {})
 
     def apply_calibration(self, project: str, calibration: str) -> JsonObject:
@@ -693,7 +757,7 @@ class BenchrunnerClient:
             body["secret"] = secret
         return self._object("POST", f"/v0/projects/{_segment(project)}/webhooks", json=body)
 
-    def list_webhooks(self, project: str) -> Page:
+    def list_webhooks(self, project: str) -> Page[JsonObject]:
         return self._page(f"/v0/projects/{_segment(project)}/webhooks", {})
 
     def get_webhook(self, project: str, webhook: str) -> JsonObject:
@@ -705,7 +769,7 @@ class BenchrunnerClient:
 
     def list_webhook_deliveries(
         self, project: str, webhook: str, *, page: int = 1, per_page: int = DEFAULT_PER_PAGE
-    ) -> Page:
+    ) -> Page[JsonObject]:
         """The webhook's deliveries, newest first, each with its attempts."""
         path = f"/v0/projects/{_segment(project)}/webhooks/{_segment(webhook)}/deliveries"
         return self._page(path, self._paging(page, per_page))
@@ -720,7 +784,7 @@ class BenchrunnerClient:
 
     def list_bisections(
         self, project: str, *, page: int = 1, per_page: int = DEFAULT_PER_PAGE
-    ) -> Page:
+    ) -> Page[JsonObject]:
         """The project's bisections, newest first."""
         path = f"/v0/projects/{_segment(project)}/bisections"
         return self._page(path, self._paging(page, per_page))
@@ -759,7 +823,7 @@ class BenchrunnerClient:
         page: int = 1,
         per_page: int = DEFAULT_PER_PAGE,
         direction: Literal["asc", "desc"] = "desc",
-    ) -> Page:
+    ) -> Page[JsonObject]:
         """A page of the project's jobs. ``status`` is one status or several separated by
         commas; ``spec`` and ``runner`` are slugs or UUIDs, ``branch`` also a name; the times
         are ISO 8601 (UTC unless they name a zone), ``created_after`` inclusive and
@@ -901,6 +965,11 @@ def server_sent_events(lines: Iterable[str]) -> Iterator[JsonObject]:
             name = line[6:].strip()
         elif line.startswith("data:"):
             data.append(line[5:].removeprefix(" "))
+
+
+def _model_fields(model: ThresholdModelBody) -> dict[str, Any]:
+    """A threshold model's fields as given, for a body that holds them beside its own."""
+    return {name: getattr(model, name) for name in model.model_fields_set}
 
 
 def _present(**fields: Any) -> JsonObject:

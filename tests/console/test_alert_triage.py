@@ -43,15 +43,16 @@ def test_an_alert_is_triaged_from_its_page_and_counted(
     expect(page.locator("#alert-status")).to_have_text("active")
     with console.admin() as client:
         found = client.get_alert(regressed.project, regressed.alert)
-    assert (found["verdict"], found["status"]) == ("false_positive", "active")
-    assert found["verdict_by"]["name"] == "admin"
+    assert (found.verdict, found.status) == ("false_positive", "active")
+    assert found.verdict_by is not None and found.verdict_by.name == "admin"
+    assert found.threshold is not None
 
     page.goto(alerts_url)
     expect(overall.locator("td.precision")).to_have_text("0%")
     listed = page.locator(f'tr[data-alert="{regressed.alert}"]')
     expect(listed.locator("td.alert-verdict")).to_have_text("false positive")
     [threshold] = page.locator("#alert-precision tbody tr").all()
-    expect(threshold).to_have_attribute("data-threshold", found["threshold"]["uuid"])
+    expect(threshold).to_have_attribute("data-threshold", found.threshold["uuid"])
     expect(threshold.locator("td").nth(3)).to_have_text("1")  # one false positive
     # The threshold's page says it too.
     threshold.get_by_role("link").click()
@@ -69,4 +70,4 @@ def test_an_alert_is_triaged_from_its_page_and_counted(
     expect(page.get_by_role("status")).to_have_text("This alert's verdict was taken back.")
     expect(page.locator("#alert-verdict")).to_have_text("untriaged")
     with console.admin() as client:
-        assert client.get_alert(regressed.project, regressed.alert)["verdict"] is None
+        assert client.get_alert(regressed.project, regressed.alert).verdict is None

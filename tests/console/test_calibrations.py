@@ -82,9 +82,10 @@ def test_a_calibration_is_started_followed_and_applied(page: Page, served: Deplo
         found = client.get_calibration(PROJECT, uuid)
         [threshold] = client.list_thresholds(PROJECT, branch="release")
     assert found["applied"] is not None
-    assert threshold["model"]["test"] == "t_test" and threshold["benchmark"]["name"] == "timed"
+    assert threshold.model is not None and threshold.model.test == "t_test"
+    assert threshold.benchmark is not None and threshold.benchmark.name == "timed"
     page.get_by_role("link", name="See the thresholds").click()
-    expect(page.locator(f'tr[data-threshold="{threshold["uuid"]}"]')).to_contain_text("release")
+    expect(page.locator(f'tr[data-threshold="{threshold.uuid}"]')).to_contain_text("release")
 
     page.goto(base)
     listed = page.locator(f'tr[data-calibration="{uuid}"]')

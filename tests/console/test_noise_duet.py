@@ -305,7 +305,7 @@ def test_a_duets_alert_is_on_the_alerts_page_and_the_dashboard_and_is_dismissed(
         expect(page.get_by_role("status")).to_contain_text("is now dismissed")
         expect(page.locator(f'tr[data-alert="{alert_uuid}"]')).to_have_count(0)  # not active
         with console.admin() as client:
-            assert client.get_alert(PROJECT, alert_uuid)["status"] == "dismissed"
+            assert client.get_alert(PROJECT, alert_uuid).status == "dismissed"
     finally:
         with console.admin() as client:
             client.update_alert(PROJECT, alert_uuid, "active")  # as the other tests find it

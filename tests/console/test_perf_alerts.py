@@ -191,7 +191,7 @@ def test_an_alerts_page_shows_it_links_its_plot_and_dismisses_it(
     page.get_by_role("button", name="Silence").click()
     expect(page.locator("#alert-status")).to_have_text("silenced")
     with console.admin() as client:
-        assert client.get_alert(regressed.project, regressed.alert)["status"] == "silenced"
+        assert client.get_alert(regressed.project, regressed.alert).status == "silenced"
 
 
 def test_a_private_projects_alert_is_not_found_by_outsiders(
@@ -295,14 +295,14 @@ def test_an_alert_is_dismissed_from_the_list(
     page.get_by_role("button", name="Filter").click()
     expect(row.locator("td.alert-status")).to_have_text("dismissed")
     with console.admin() as client:
-        assert client.get_alert(regressed.project, regressed.alert)["status"] == "dismissed"
+        assert client.get_alert(regressed.project, regressed.alert).status == "dismissed"
 
     # Silence it from there; the form keeps the list's filter.
     row.get_by_role("button", name=re.compile("^Silence")).click()
     expect(page.get_by_role("status")).to_contain_text("is now silenced")
     assert "status=dismissed" in page.url
     with console.admin() as client:
-        assert client.get_alert(regressed.project, regressed.alert)["status"] == "silenced"
+        assert client.get_alert(regressed.project, regressed.alert).status == "silenced"
 
 
 def test_a_form_without_its_csrf_token_changes_nothing(
@@ -318,7 +318,7 @@ def test_a_form_without_its_csrf_token_changes_nothing(
     assert response.status == 403
     assert "CSRF" in response.text()
     with console.admin() as client:
-        assert client.get_alert(regressed.project, regressed.alert)["status"] == "active"
+        assert client.get_alert(regressed.project, regressed.alert).status == "active"
 
 
 def test_a_threshold_is_created_and_edited_from_the_form(
@@ -357,10 +357,11 @@ def test_a_threshold_is_created_and_edited_from_the_form(
     threshold = page.url.split("/thresholds/")[1].split("?")[0]
     with console.admin() as client:
         created = client.get_threshold(regressed.project, threshold)
-    assert created["benchmark"]["name"] == "hash"
-    assert (created["model"]["test"], created["model"]["upper_boundary"]) == ("t_test", 0.95)
-    assert created["model"]["max_sample_size"] == 30
-    assert created["alert_when_noisy"] is True
+    assert created.benchmark is not None and created.benchmark.name == "hash"
+    assert created.model is not None
+    assert (created.model.test, created.model.upper_boundary) == ("t_test", 0.95)
+    assert created.model.max_sample_size == 30
+    assert created.alert_when_noisy is True
 
     page.get_by_label("Test", exact=True).select_option("static")
     page.get_by_label("Upper boundary").fill("120")
@@ -371,7 +372,7 @@ def test_a_threshold_is_created_and_edited_from_the_form(
     expect(page.locator("#lower_boundary-error")).to_contain_text("must not be greater")
     expect(noisy).not_to_be_checked()  # as typed, and not saved yet
     with console.admin() as client:
-        assert client.get_threshold(regressed.project, threshold)["alert_when_noisy"] is True
+        assert client.get_threshold(regressed.project, threshold).alert_when_noisy is True
     page.get_by_label("Lower boundary").fill("")
     page.get_by_role("button", name="Save", exact=True).click()
     expect(page.get_by_role("status")).to_have_text("Threshold updated.")
@@ -381,9 +382,10 @@ def test_a_threshold_is_created_and_edited_from_the_form(
     save_screenshot(page, "threshold-edit")
     with console.admin() as client:
         edited = client.get_threshold(regressed.project, threshold)
-    assert (edited["model"]["test"], edited["model"]["upper_boundary"]) == ("static", 120.0)
-    assert [m["test"] for m in edited["models"]] == ["static", "t_test"]
-    assert edited["alert_when_noisy"] is False
+    assert edited.model is not None
+    assert (edited.model.test, edited.model.upper_boundary) == ("static", 120.0)
+    assert [m.test for m in edited.models or []] == ["static", "t_test"]
+    assert edited.alert_when_noisy is False
 
     page.goto(f"/console/projects/{regressed.project}/thresholds")
     expect(page.locator(f'tr[data-threshold="{threshold}"] td.test')).to_have_text("static")

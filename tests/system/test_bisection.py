@@ -236,8 +236,7 @@ def test_a_bisection_starts_only_while_its_organizations_queue_has_room(tmp_path
 def _alert_bisection(deployment: Deployment, alert: str) -> dict[str, Any] | None:
     with deployment.admin() as client:
         found = client.get_alert(deployment.project, alert)
-    bisection: dict[str, Any] | None = found["bisection"]
-    return bisection
+    return found.bisection
 
 
 def test_a_bisect_thresholds_alert_starts_a_bisection_by_itself(
@@ -291,25 +290,25 @@ def test_a_bisect_thresholds_alert_starts_a_bisection_by_itself(
             (alert,) = client.list_alerts(deployment.project)
         skipped = wait_until(
             lambda: (
-                (_alert_bisection(deployment, alert["uuid"]) or {}).get("state") == "skipped"
-                and _alert_bisection(deployment, alert["uuid"])
+                (_alert_bisection(deployment, alert.uuid) or {}).get("state") == "skipped"
+                and _alert_bisection(deployment, alert.uuid)
             ),
             timeout=30,
             message="the alert's bisection to be found impossible",
         )
         assert "only commit" in skipped["reason"], skipped
-        shown = cli("alert", "show", alert["uuid"], env=env).stdout
+        shown = cli("alert", "show", alert.uuid, env=env).stdout
         assert "not bisected" in shown, shown
 
         with deployment.admin() as client:
-            client.update_report(deployment.project, alert["report"], bisect_range=commits[2:])
+            client.update_report(deployment.project, alert.report, bisect_range=commits[2:])
 
         def ended() -> dict[str, Any] | None:
-            found = _alert_bisection(deployment, alert["uuid"])
+            found = _alert_bisection(deployment, alert.uuid)
             return found if found and found["state"] not in ("pending", "running") else None
 
         def progress() -> Any:
-            found = _alert_bisection(deployment, alert["uuid"]) or {}
+            found = _alert_bisection(deployment, alert.uuid) or {}
             return found.get("state"), found.get("text")
 
         done = wait_progressing(ended, progress, stall=60, message="the alert's bisection")
@@ -322,14 +321,14 @@ def test_a_bisect_thresholds_alert_starts_a_bisection_by_itself(
         assert found["candidates"] == commits[2:]
         assert found["template"] == "bench.gitwork"
         assert found["args"] == {"repo": str(repo), "commit": "{commit}"}
-        assert found["alert"] == alert["uuid"]
-        shown = cli("alert", "show", alert["uuid"], env=env).stdout
+        assert found["alert"] == alert.uuid
+        shown = cli("alert", "show", alert.uuid, env=env).stdout
         assert f"bisection {done['uuid']}: caused by {commits[slower_at][:7]}" in shown, shown
 
         (delivered,) = wait_until(
             lambda: receiver.bodies(), timeout=30, message="the alert.bisected delivery"
         )
         assert delivered["event"] == "alert.bisected"
-        assert delivered["alert"]["uuid"] == alert["uuid"]
+        assert delivered["alert"]["uuid"] == alert.uuid
         assert delivered["alert"]["bisection"]["uuid"] == done["uuid"]
         assert delivered["alert"]["bisection"]["text"] == done["text"]

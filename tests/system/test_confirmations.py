@@ -13,6 +13,8 @@ from typing import Any
 
 import pytest
 
+from benchrunner.api.alerts import Alert, Confirmation
+from benchrunner.api.thresholds import ThresholdModelBody
 from benchrunner.client import PerfQuery
 from tests.harness import Deployment, cli, deploy, wait_until
 
@@ -116,16 +118,26 @@ def _judged_run(
         return client.get_report(deployment.project, job["report"])
 
 
-def _alerts(deployment: Deployment, status: Any = None) -> list[dict[str, Any]]:
+def _alerts(deployment: Deployment, status: Any = None) -> list[Alert]:
     with deployment.admin() as client:
         return list(client.list_alerts(deployment.project, status=status))
 
 
-def _decided(deployment: Deployment, report: str) -> dict[str, Any] | None:
+def _confirmation(alert: Alert) -> Confirmation:
+    assert alert.confirmation is not None, alert
+    return alert.confirmation
+
+
+def _of(part: dict[str, Any] | None) -> dict[str, Any]:
+    assert part is not None
+    return part
+
+
+def _decided(deployment: Deployment, report: str) -> Alert | None:
     """The report's alert once its confirmation runs have decided it."""
     for status in ("active", "suspected"):
         for found in _alerts(deployment, status):
-            if found["raised_by"] == report:
+            if found.raised_by == report:
                 return found
     return None
 
@@ -142,10 +154,10 @@ def test_a_crossing_alerts_only_when_its_confirmation_runs_agree(tmp_path: Path)
                 branch="main",
                 testbed="ci",
                 measure="latency",
-                model={"test": "percentage", "upper_boundary": 0.1, "min_sample_size": 3},
+                model=ThresholdModelBody(test="percentage", upper_boundary=0.1, min_sample_size=3),
                 confirm=2,
             )
-        assert threshold["confirm"] == 2
+        assert threshold.confirm == 2
         deployment.runner_process("confirming").start()
         values = tmp_path / "values.txt"
 
@@ -155,16 +167,16 @@ def test_a_crossing_alerts_only_when_its_confirmation_runs_agree(tmp_path: Path)
         suspected = wait_until(
             lambda: _decided(deployment, blip["uuid"]), timeout=120, message="the blip decided"
         )
-        assert suspected["status"] == "suspected"
-        assert suspected["confirmation"]["outcome"] == "suspected"
-        assert len(suspected["confirmation"]["runs"]) == 2
+        assert suspected.status == "suspected"
+        assert _confirmation(suspected).outcome == "suspected"
+        assert len(_confirmation(suspected).runs) == 2
         assert _alerts(deployment) == []  # not raised: listed only when asked for
         with deployment.admin() as client:
             shown = client.get_report(deployment.project, blip["uuid"])
         [[bench]] = shown["results"]
         assert bench["measures"][0]["confirmation"] == "suspected"
         assert [r["job"] for r in shown["confirmation_runs"]] == [
-            r["job"] for r in suspected["confirmation"]["runs"]
+            r.job for r in _confirmation(suspected).runs
         ]
         for run in shown["confirmation_runs"]:
             with deployment.admin() as client:
@@ -187,18 +199,18 @@ def test_a_crossing_alerts_only_when_its_confirmation_runs_agree(tmp_path: Path)
         raised = wait_until(
             lambda: _decided(deployment, step["uuid"]), timeout=120, message="the step decided"
         )
-        assert raised["status"] == "active"
-        assert raised["confirmation"]["outcome"] == "confirmed"
+        assert raised.status == "active"
+        assert _confirmation(raised).outcome == "confirmed"
         with deployment.admin() as client:
             shown = client.get_report(deployment.project, step["uuid"])
-        assert [r["job"] for r in raised["confirmation"]["runs"]] == [
+        assert [r.job for r in _confirmation(raised).runs] == [
             r["job"] for r in shown["confirmation_runs"]
         ]
-        assert len(raised["confirmation"]["runs"]) == 2
+        assert len(_confirmation(raised).runs) == 2
         # Judged against the four direct results and the blip, not the blip's re-runs (100s).
         [[bench]] = shown["results"]
         assert bench["measures"][0]["boundary"]["baseline"] == 140.0
-        assert [a["uuid"] for a in _alerts(deployment)] == [raised["uuid"]]
+        assert [a.uuid for a in _alerts(deployment)] == [raised.uuid]
 
         # Re-runs that measure nothing (they fail) leave the crossing as it stood: raised.
         values.write_text("300\nbroken\nbroken\n")
@@ -206,10 +218,10 @@ def test_a_crossing_alerts_only_when_its_confirmation_runs_agree(tmp_path: Path)
         stood = wait_until(
             lambda: _decided(deployment, unmeasured["uuid"]), timeout=120, message="the decision"
         )
-        assert stood["status"] == "active"
-        assert stood["confirmation"]["outcome"] == "unconfirmed"
-        for run in stood["confirmation"]["runs"]:
-            assert deployment.status(run["job"]) == "failed"
+        assert stood.status == "active"
+        assert _confirmation(stood).outcome == "unconfirmed"
+        for run in _confirmation(stood).runs:
+            assert deployment.status(run.job) == "failed"
 
         # The history: four direct results and the three judged reports, each once.
         query = PerfQuery(
@@ -254,7 +266,7 @@ def test_a_samples_answer_of_unknown_is_settled_by_the_reruns_samples(tmp_path: 
                 branch="main",
                 testbed="ci",
                 measure="latency",
-                model={"test": "samples"},
+                model=ThresholdModelBody(test="samples"),
                 confirm=1,
             )
         deployment.runner_process("confirming").start()
@@ -267,11 +279,11 @@ def test_a_samples_answer_of_unknown_is_settled_by_the_reruns_samples(tmp_path: 
         raised = wait_until(
             lambda: _decided(deployment, judged["uuid"]), timeout=120, message="the decision"
         )
-        assert raised["status"] == "active"
-        assert raised["confirmation"]["outcome"] == "confirmed"
-        assert len(raised["confirmation"]["runs"]) == 1
+        assert raised.status == "active"
+        assert _confirmation(raised).outcome == "confirmed"
+        assert len(_confirmation(raised).runs) == 1
         # The step is the four samples' together: medians 100 and 201.5.
-        assert raised["change"]["after"] == 201.5
+        assert _of(raised.change)["after"] == 201.5
         assert values.read_text() == ""
 
 
@@ -289,9 +301,9 @@ def test_a_crossing_after_another_version_is_confirmed_by_a_duet_against_it(
                 branch="main",
                 testbed="ci",
                 measure="latency",
-                model={"test": "percentage", "upper_boundary": 0.1, "min_sample_size": 3},
+                model=ThresholdModelBody(test="percentage", upper_boundary=0.1, min_sample_size=3),
             )
-        assert threshold["confirm"] == 2  # the default
+        assert threshold.confirm == 2  # the default
         deployment.runner_process("confirming").start()
         values = tmp_path / "values.txt"
         values.write_text("")
@@ -309,12 +321,12 @@ def test_a_crossing_after_another_version_is_confirmed_by_a_duet_against_it(
         suspected = wait_until(
             lambda: _decided(deployment, blip["uuid"]), timeout=120, message="the blip decided"
         )
-        assert suspected["status"] == "suspected"
-        assert suspected["confirmation"]["outcome"] == "suspected"
-        [run] = suspected["confirmation"]["runs"]  # one duet, not two re-runs
+        assert suspected is not None and suspected.status == "suspected"
+        assert _confirmation(suspected).outcome == "suspected"
+        [run] = _confirmation(suspected).runs  # one duet, not two re-runs
         with deployment.admin() as client:
-            duet_job = client.get_job(deployment.project, run["job"])
-            duet_report = client.get_report(deployment.project, run["report"])
+            duet_job = client.get_job(deployment.project, run.job)
+            duet_report = client.get_report(deployment.project, run.report)
         assert duet_job["events"][0]["message"] == (
             f"confirmation of report {blip['uuid']}, metric parse (Latency), "
             f"as a duet against report {first['uuid']} (job {first['job']})"
@@ -334,12 +346,12 @@ def test_a_crossing_after_another_version_is_confirmed_by_a_duet_against_it(
         raised = wait_until(
             lambda: _decided(deployment, step["uuid"]), timeout=120, message="the step decided"
         )
-        assert raised["status"] == "active"
-        assert raised["confirmation"]["outcome"] == "confirmed"
-        [run] = raised["confirmation"]["runs"]
+        assert raised is not None and raised.status == "active"
+        assert _confirmation(raised).outcome == "confirmed"
+        [run] = _confirmation(raised).runs
         with deployment.admin() as client:
-            duet_report = client.get_report(deployment.project, run["report"])
+            duet_report = client.get_report(deployment.project, run.report)
         [result] = duet_report["duet"]["results"]
         figures = (result["ratio"], result["lower_value"], result["upper_value"])
         assert figures == pytest.approx((3.0, 3.0, 3.0))
-        assert [a["uuid"] for a in _alerts(deployment)] == [raised["uuid"]]  # no duet alert
+        assert [a.uuid for a in _alerts(deployment)] == [raised.uuid]  # no duet alert

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from benchrunner.api.thresholds import ThresholdModelBody
 from benchrunner.core.duet_order import order_text, run_sequence
 from tests.harness import Deployment, cli
 
@@ -64,24 +65,25 @@ def test_a_slower_contender_gives_a_ratio_above_one_and_an_alert(deployment: Dep
     # and dismissed as any other.
     with deployment.admin() as client:
         (listed,) = client.list_alerts(deployment.project, report=job["report"])
-        assert listed["uuid"] == found["alert"]["uuid"]
-        assert (listed["kind"], listed["limit"], listed["status"]) == ("duet", "upper", "active")
-        assert listed["report"] == listed["raised_by"] == job["report"]
-        assert listed["benchmark"]["name"] == "timed" and listed["measure"]["slug"] == "latency"
-        assert listed["metric"] is None and listed["boundary"] is None
-        assert listed["value"] == found["ratio"]
-        assert listed["duet"]["lower_value"] == found["lower_value"]
-        assert listed["duet"]["margin"]["source"] == "run"
-        assert listed["uuid"] in {a["uuid"] for a in client.list_alerts(deployment.project)}
-        dismissed = client.update_alert(deployment.project, listed["uuid"], "dismissed")
-        assert dismissed["status"] == "dismissed" and dismissed["kind"] == "duet"
+        assert listed.uuid == found["alert"]["uuid"]
+        assert (listed.kind, listed.limit, listed.status) == ("duet", "upper", "active")
+        assert listed.report == listed.raised_by == job["report"]
+        assert listed.benchmark.name == "timed" and listed.measure.slug == "latency"
+        assert listed.metric is None and listed.boundary is None
+        assert listed.value == found["ratio"]
+        assert listed.duet is not None
+        assert listed.duet["lower_value"] == found["lower_value"]
+        assert listed.duet["margin"]["source"] == "run"
+        assert listed.uuid in {a.uuid for a in client.list_alerts(deployment.project)}
+        dismissed = client.update_alert(deployment.project, listed.uuid, "dismissed")
+        assert dismissed.status == "dismissed" and dismissed.kind == "duet"
         assert client.list_alerts(deployment.project, status="active", report=job["report"]) == []
         # Triaged as any other; a margin given by the run counts under no threshold.
-        triaged = client.triage_alert(deployment.project, listed["uuid"], "true_positive")
-        assert (triaged["kind"], triaged["verdict"]) == ("duet", "true_positive")
+        triaged = client.triage_alert(deployment.project, listed.uuid, "true_positive")
+        assert (triaged.kind, triaged.verdict) == ("duet", "true_positive")
         precision = client.alert_precision(deployment.project)
-        (no_threshold,) = [t for t in precision["thresholds"] if t["threshold"] is None]
-        assert (no_threshold["true_positive"], no_threshold["precision"]) == (1, 1.0)
+        (no_threshold,) = [t for t in precision.thresholds if t.threshold is None]
+        assert (no_threshold.true_positive, no_threshold.precision) == (1, 1.0)
         after = client.get_report(deployment.project, job["report"])
     assert after["duet"]["results"][0]["alert"]["status"] == "dismissed"
 
@@ -94,7 +96,7 @@ def test_a_slower_contender_gives_a_ratio_above_one_and_an_alert(deployment: Dep
     assert "upper (dismissed)" in shown and "±5% (run)" in shown
     listed_text = cli("alert", "list", "--status", "dismissed", env=env).stdout
     assert "ratio" in listed_text and "(duet, run)" in listed_text
-    alert_text = cli("alert", "show", listed["uuid"], env=env).stdout
+    alert_text = cli("alert", "show", listed.uuid, env=env).stdout
     assert "duet (contender / baseline)" in alert_text and "±5% (run)" in alert_text
     # 5 against 100 ms: a loaded machine's overshoot of the baseline's sleep cannot close the
     # gap (10 against 30 ms over 4 rounds once gave an interval reaching below 1).
@@ -128,13 +130,13 @@ def test_a_duet_without_a_margin_takes_its_percentage_threshold(deployment: Depl
         "lower": 0.1,
         "upper": 50.0,
         "source": "threshold",
-        "threshold": threshold["uuid"],
+        "threshold": threshold.uuid,
     }
     assert found["alert"] is None and found["verdict"] == "contender higher, within the margin"
 
-    tight = {"test": "percentage", "upper_boundary": 0.5}
+    tight = ThresholdModelBody(test="percentage", upper_boundary=0.5)
     with deployment.admin() as client:
-        client.update_threshold(deployment.project, threshold["uuid"], tight)
+        client.update_threshold(deployment.project, threshold.uuid, tight)
         submitted = client.run(body)
     job = deployment.wait_status(submitted["job"], "processed", timeout=90)
     with deployment.admin() as client:
@@ -144,9 +146,10 @@ def test_a_duet_without_a_margin_takes_its_percentage_threshold(deployment: Depl
     assert len(alerts) == 1, found  # the interval and its margin, when it raised none
     (alerted,) = alerts
     assert found["margin"]["upper"] == 0.5 and found["margin"]["lower"] is None
-    assert found["alert"]["uuid"] == alerted["uuid"]
-    assert alerted["kind"] == "duet" and alerted["threshold"]["uuid"] == threshold["uuid"]
-    assert alerted["threshold"]["model"]["upper_boundary"] == 0.5
+    assert found["alert"]["uuid"] == alerted.uuid
+    assert alerted.kind == "duet" and alerted.threshold is not None
+    assert alerted.threshold["uuid"] == threshold.uuid
+    assert alerted.threshold["model"]["upper_boundary"] == 0.5
 
 
 ILL_FORMED: list[tuple[dict[str, Any], str]] = [

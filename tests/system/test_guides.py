@@ -30,6 +30,7 @@ import httpx
 import pytest
 import yaml
 
+from benchrunner.api.thresholds import ThresholdModelBody
 from tests.databases import postgres_database
 from tests.harness import (
     REPO,
@@ -473,13 +474,13 @@ def need_alert(setting: Setting) -> None:
 
         run(100)
         run(102)
-        model = {"test": "percentage", "upper_boundary": 0.1, "min_sample_size": 2}
+        model = ThresholdModelBody(test="percentage", upper_boundary=0.1, min_sample_size=2)
         threshold = client.create_threshold(
             project, branch="main", testbed="ci", measure="latency", model=model
         )
         report = run(150)
         (alert,) = client.list_alerts(project, report=report["uuid"])
-    setting.env.update(THRESHOLD=threshold["uuid"], REPORT=report["uuid"], ALERT=alert["uuid"])
+    setting.env.update(THRESHOLD=threshold.uuid, REPORT=report["uuid"], ALERT=alert.uuid)
 
 
 def need_webhook(setting: Setting) -> None:
@@ -562,7 +563,7 @@ def need_previous_report(setting: Setting) -> None:
                     "hash": commit, "start_time": now, "end_time": now,
                     "settings": {"adapter": "json"}, "results": [result]}  # fmt: skip
             client.run(body)
-        model = {"test": "percentage", "upper_boundary": 0.1, "min_sample_size": 2}
+        model = ThresholdModelBody(test="percentage", upper_boundary=0.1, min_sample_size=2)
         client.create_threshold(  # the bisection under test, not confirmation runs
             project, branch="main", testbed="localhost", measure="latency", model=model,
             bisect=True, confirm=0,
@@ -572,9 +573,9 @@ def need_previous_report(setting: Setting) -> None:
         """The bisection of the threshold's alert, once it ended (the bisection's own duets
         may raise duet alerts besides)."""
         with setting.guides.server.admin() as client:
-            (alert,) = [a for a in client.list_alerts(project) if a["kind"] != "duet"]
-            found = client.get_alert(project, alert["uuid"])
-        bisection = found.get("bisection") or {}
+            (alert,) = [a for a in client.list_alerts(project) if a.kind != "duet"]
+            found = client.get_alert(project, alert.uuid)
+        bisection = found.bisection or {}
         return bisection if bisection.get("state") not in (None, "pending", "running") else None
 
     def named_the_culprit() -> None:

@@ -188,11 +188,11 @@ def test_a_noisy_report_raises_no_alert_unless_its_threshold_asks(
 
     with deployment.admin() as client:
         [threshold] = client.list_thresholds(deployment.project)
-    assert threshold["alert_when_noisy"] is False
+    assert threshold.alert_when_noisy is False
     cli(
         "threshold",
         "update",
-        threshold["uuid"],
+        threshold.uuid,
         "--test",
         "percentage",
         "--upper-boundary",

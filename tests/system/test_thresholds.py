@@ -17,6 +17,9 @@ from typing import Any
 import httpx
 import pytest
 
+from benchrunner.api.alerts import Alert, AlertPrecision
+from benchrunner.api.base import Answer
+from benchrunner.api.thresholds import Threshold, ThresholdModelBody
 from tests.databases import ENGINES, fresh_database
 from tests.harness import Deployment, deploy
 
@@ -429,3 +432,36 @@ def test_names_with_a_slash_are_read_and_changed_by_name(api: Api) -> None:
     assert ignored.json()["name"] == "fib/10" and ignored.json()["ignored"] is True
     missing = api.http.get(f"{api.project}/benchmarks/fib%2F11")
     assert missing.status_code == 404 and "fib/11" in missing.json()["message"]
+
+
+def _described(model: type[Answer], answer: Any) -> None:
+    """The answer model names every field the server sent: parsed and dumped back, the JSON is
+    the same (so the CLI's --json shows what the server said)."""
+    assert model.model_validate(answer).model_dump(mode="json", exclude_unset=True) == answer
+
+
+def test_the_answer_models_describe_the_servers_answers(api: Api, shared: Deployment) -> None:
+    for value in (100, 100, 100, 130):
+        api.run(latency(parse=value), thresholds={"models": {"latency": LATENCY_10PCT}})
+    [alert] = api.get("/alerts")
+    for each in (alert, api.get(f"/alerts/{alert['uuid']}")):
+        _described(Alert, each)
+    with shared.admin() as client:
+        triaged = client.triage_alert(api.slug, alert["uuid"], "true_positive")
+        assert type(triaged) is Alert and triaged.verdict == "true_positive"
+        assert triaged.verdict_by is not None and triaged.measure.units == "nanoseconds (ns)"
+        created = client.create_threshold(
+            api.slug,
+            branch="main",
+            testbed="ci",
+            measure="latency",
+            benchmark="parse",
+            model=ThresholdModelBody(test="change_point"),
+        )
+        assert created.benchmark is not None and created.benchmark.name == "parse"
+        assert created.model is not None and created.model.max_pvalue is not None
+    _described(Alert, api.get(f"/alerts/{alert['uuid']}"))
+    _described(AlertPrecision, api.get("/alerts/precision"))
+    for threshold in api.get("/thresholds"):
+        _described(Threshold, threshold)
+        _described(Threshold, api.get(f"/thresholds/{threshold['uuid']}"))

@@ -15,6 +15,7 @@ import typer
 
 from benchrunner.cli.report_format import bisect_lines, comment_markdown
 from benchrunner.cli.run_body import RunFlags, build_body
+from benchrunner.client import request_json
 from benchrunner.server.bisection.auto import Skip, candidates_of, commit_args
 from benchrunner.server.bisection.views import culprit_text
 from benchrunner.server.processing.webhooks import render_body
@@ -112,8 +113,8 @@ def test_run_sends_the_bisect_range_and_image() -> None:
         template="t", spec="s", bisect_range=["a1", BAD], bisect_image="sortlib:{commit}"
     )
     body = build_body(flags, now)
-    assert (body["bisect_range"], body["bisect_image"]) == (["a1", BAD], "sortlib:{commit}")
-    assert "bisect_range" not in build_body(RunFlags(template="t", spec="s"), now)
+    assert (body.bisect_range, body.bisect_image) == (["a1", BAD], "sortlib:{commit}")
+    assert "bisect_range" not in request_json(build_body(RunFlags(template="t", spec="s"), now))
     with pytest.raises(typer.BadParameter, match=r"must hold \{commit\}"):
         build_body(RunFlags(template="t", spec="s", bisect_image="sortlib:latest"), now)
 

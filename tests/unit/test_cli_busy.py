@@ -8,11 +8,12 @@ import json
 import httpx
 import pytest
 
+from benchrunner.api.run import RunBody
 from benchrunner.cli.busy import MAX_WAIT, MIN_WAIT, submit_run
-from benchrunner.client import ApiError
+from benchrunner.client import ApiError, request_json
 from tests.unit.test_cli_client import Handler, client_for
 
-BODY = {"project": "demo", "spec": "small", "template": "bench.noop"}
+BODY = RunBody(project="demo", spec="small", template="bench.noop")
 
 
 def busy_then_accepted(retry_after: list[str | None]) -> tuple[list[httpx.Request], Handler]:
@@ -39,7 +40,7 @@ def test_retry_on_busy_waits_as_asked_within_bounds_and_keeps_its_key() -> None:
     assert report["job"] == "job"
     assert waits == [5, MAX_WAIT, MIN_WAIT, MIN_WAIT]
     assert len({request.headers["idempotency-key"] for request in seen}) == 1
-    assert all(json.loads(request.content) == BODY for request in seen)
+    assert all(json.loads(request.content) == request_json(BODY) for request in seen)
 
 
 def test_without_retry_on_busy_a_full_queue_is_the_answer() -> None:

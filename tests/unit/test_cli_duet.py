@@ -13,6 +13,7 @@ from rich.console import Console
 from benchrunner.cli.duet_view import duet_alerts, print_duet
 from benchrunner.cli.follow import report_failure
 from benchrunner.cli.run_body import DuetFlags, RunFlags, build_body
+from benchrunner.client import request_json
 
 NOW = dt.datetime(2026, 11, 25, 1, 2, 3, tzinfo=dt.UTC)
 DIGEST_A = "sha256:" + "a" * 64
@@ -20,7 +21,7 @@ DIGEST_B = "sha256:" + "b" * 64
 
 
 def body(**given: Any) -> dict[str, Any]:
-    return build_body(RunFlags(**given), NOW)
+    return request_json(build_body(RunFlags(**given), NOW))
 
 
 def test_template_duet_sends_each_sides_arguments_and_the_options() -> None:

@@ -11,6 +11,8 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
+from benchrunner.api.alerts import Alert
+from benchrunner.api.thresholds import Threshold, ThresholdModel
 from benchrunner.cli.dimension_cmds import dimension_columns, dimension_row
 from benchrunner.cli.duet_view import margin_text
 from benchrunner.cli.history_format import (
@@ -26,6 +28,7 @@ from benchrunner.cli.history_format import (
 from benchrunner.cli.main import app
 from benchrunner.cli.perf_cmds import perf_output
 from benchrunner.cli.thresholds import ThresholdsError, model_body
+from benchrunner.client import request_json
 
 UTC = dt.UTC
 NS = "nanoseconds (ns)"
@@ -49,7 +52,7 @@ WIDE = {"COLUMNS": "400"}
 def test_model_body_keeps_the_parameters_given(
     test: str, parameters: dict[str, Any], body: dict[str, Any]
 ) -> None:
-    assert model_body(test, parameters) == body
+    assert request_json(model_body(test, parameters)) == body
 
 
 @pytest.mark.parametrize(
@@ -99,23 +102,25 @@ def test_an_invalid_model_is_a_usage_error_before_any_request() -> None:
     ],
 )
 def test_model_text(model: dict[str, Any] | None, text: str) -> None:
-    assert model_text(model) == text
+    answer = None if model is None else ThresholdModel.model_validate({"uuid": "m", **model})
+    assert model_text(answer) == text
 
 
 def _named(name: str) -> dict[str, str]:
-    return {"uuid": f"uuid-{name}", "name": name, "slug": name}
+    return {"uuid": f"uuid-{name}", "name": name, "slug": name, "project": "p"}
 
 
 def test_threshold_row_names_the_series_and_its_scope() -> None:
     threshold = {
         "uuid": "t1",
+        "project": "p",
         "branch": _named("main"),
         "testbed": _named("ci"),
         "measure": {**_named("latency"), "units": NS},
         "benchmark": None,
-        "model": {"test": "static", "upper_boundary": 5},
+        "model": {"uuid": "m", "test": "static", "upper_boundary": 5},
     }
-    assert threshold_row(threshold) == (
+    assert threshold_row(Threshold.model_validate(threshold)) == (
         "t1",
         "main",
         "ci",
@@ -123,11 +128,13 @@ def test_threshold_row_names_the_series_and_its_scope() -> None:
         "all benchmarks",
         "static: upper 5",
     )
-    assert threshold_row({**threshold, "benchmark": _named("sort")})[4] == "sort"
+    overriding = Threshold.model_validate({**threshold, "benchmark": _named("sort")})
+    assert threshold_row(overriding)[4] == "sort"
 
 
 ALERT = {
     "uuid": "a1",
+    "report": "r1",
     "status": "active",
     "benchmark": _named("sort"),
     "measure": {**_named("latency"), "units": NS},
@@ -148,11 +155,11 @@ ALERT = {
     ],
 )
 def test_crossed_limit(alert: dict[str, Any], crossed: str) -> None:
-    assert crossed_limit(alert) == crossed
+    assert crossed_limit(Alert.model_validate(alert)) == crossed
 
 
 def test_alert_row() -> None:
-    assert alert_row(ALERT) == (
+    assert alert_row(Alert.model_validate(ALERT)) == (
         "a1",
         "active",
         "sort",
@@ -181,12 +188,13 @@ DUET_ALERT = {
 
 
 def test_a_duet_alerts_row_shows_its_ratio_and_the_edge_it_crossed() -> None:
-    assert alert_row(DUET_ALERT)[6:] == (
+    assert alert_row(Alert.model_validate(DUET_ALERT))[6:] == (
         "ratio 1.0312 [1.0200, 1.0400]",
         "duet: 1",
         "upper 1.0200 (duet, threshold)",
     )
-    assert crossed_limit({**DUET_ALERT, "limit": "lower"}) == "lower — (duet, threshold)"
+    lower = Alert.model_validate({**DUET_ALERT, "limit": "lower"})
+    assert crossed_limit(lower) == "lower — (duet, threshold)"
 
 
 @pytest.mark.parametrize(

@@ -10,6 +10,7 @@ import typer
 
 from benchrunner.cli.run_body import RunFlags, StartPointFlags, build_body, start_point_body
 from benchrunner.cli.thresholds import ThresholdFlags
+from benchrunner.client import request_json
 
 NOW = dt.datetime(2026, 11, 25, 1, 2, 3, tzinfo=dt.UTC)
 SHA = "0123456789abcdef0123456789abcdef01234567"
@@ -17,7 +18,7 @@ RESULTS = '{"b": {"latency": {"value": 1}}}'
 
 
 def body(**given: Any) -> dict[str, Any]:
-    return build_body(RunFlags(**given), NOW)
+    return request_json(build_body(RunFlags(**given), NOW))
 
 
 def test_template_body_leaves_branch_and_testbed_to_the_server() -> None:
@@ -68,7 +69,7 @@ def test_direct_body_with_everything_bencher_sends() -> None:
         "hash": SHA,
         "start_point": {
             "branch": "main",
-            "hash": SHA.upper(),
+            "hash": SHA,  # lowercased by the model, as the server would
             "max_versions": 255,
             "clone_thresholds": True,
             "reset": False,
@@ -83,8 +84,8 @@ def test_direct_body_with_everything_bencher_sends() -> None:
         "context": {"bencher.dev/v0/testbed/os": "Linux"},
         "settings": {"adapter": "json", "average": "median", "fold": "min"},
         "results": [RESULTS, RESULTS],
-        "start_time": "2026-11-25T01:02:03+00:00",
-        "end_time": "2026-11-25T01:02:03+00:00",
+        "start_time": "2026-11-25T01:02:03Z",
+        "end_time": "2026-11-25T01:02:03Z",
     }
 
 
@@ -109,7 +110,8 @@ def test_direct_body_with_everything_bencher_sends() -> None:
 def test_start_point_is_sent_as_bencher_sends_it(
     flags: StartPointFlags, sent: dict[str, Any] | None
 ) -> None:
-    assert start_point_body(flags) == sent
+    found = start_point_body(flags)
+    assert (None if found is None else request_json(found)) == sent
 
 
 @pytest.mark.parametrize(
@@ -163,5 +165,7 @@ def test_iter_may_be_one_or_the_number_of_results(iterations: int | None) -> Non
 
 def test_direct_times_are_utc() -> None:
     made = body(results=["{}"])
-    local = build_body(RunFlags(results=["{}"]), NOW.astimezone(dt.timezone(dt.timedelta(hours=2))))
-    assert made["start_time"] == local["start_time"] == "2026-11-25T01:02:03+00:00"
+    local = request_json(
+        build_body(RunFlags(results=["{}"]), NOW.astimezone(dt.timezone(dt.timedelta(hours=2))))
+    )
+    assert made["start_time"] == local["start_time"] == "2026-11-25T01:02:03Z"

@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from benchrunner.cli.thresholds import ThresholdFlags, ThresholdsError, thresholds_body
+from benchrunner.client import request_json
 
 
 def flags(**given: Any) -> ThresholdFlags:
@@ -108,7 +109,8 @@ def flags(**given: Any) -> ThresholdFlags:
     ],
 )
 def test_thresholds_body(given: dict[str, Any], sent: dict[str, Any] | None) -> None:
-    assert thresholds_body(flags(**given)) == sent
+    found = thresholds_body(flags(**given))
+    assert (None if found is None else request_json(found)) == sent
 
 
 @pytest.mark.parametrize(

@@ -10,15 +10,17 @@ import pytest
 
 from benchrunner.adapters import kept
 from benchrunner.adapters.base import Measurement
+from benchrunner.api.run import RunBody
+from benchrunner.api.thresholds import ThresholdModelBody
 from benchrunner.core.measures import measure_spec
 from benchrunner.core.versions import is_git_hash
 from benchrunner.detection.change_point import ChangePoint
 from benchrunner.server.http.errors import ApiError
-from benchrunner.server.http.model_bodies import ThresholdModelBody, checked_model
+from benchrunner.server.http.model_bodies import checked_model
 from benchrunner.server.processing.evaluation import already_alerted, history_since
 from benchrunner.server.processing.results import report_metrics
 from benchrunner.server.store.reports import without_ignore_suffix
-from benchrunner.server.submission.body import RunBody, run_target, threshold_models
+from benchrunner.server.submission.body import run_target, threshold_models
 
 
 @pytest.mark.parametrize(

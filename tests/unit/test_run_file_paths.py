@@ -8,11 +8,11 @@ from typing import Any, Literal
 
 import pytest
 
+from benchrunner.api.run import RunBody
 from benchrunner.server.http.errors import ApiError
 from benchrunner.server.submission.body import (
     MAX_FILE_PATH,
     MAX_FILE_PATHS,
-    RunBody,
     file_path_problem,
     validate_mode,
 )

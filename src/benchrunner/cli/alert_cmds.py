@@ -12,11 +12,22 @@ against a new baseline, and the active alerts from that report on are dismissed.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Annotated, Any
 
 import typer
 
+from benchrunner.api.alerts import (
+    Alert,
+    AlertPrecision,
+    AlertStatus,
+    Confirmation,
+    ListedAlertStatus,
+    PrecisionCounts,
+    ThresholdPrecision,
+    Verdict,
+    VerdictFilter,
+)
 from benchrunner.cli import output
 from benchrunner.cli.bisect_cmds import result_text
 from benchrunner.cli.config import project_client
@@ -25,12 +36,11 @@ from benchrunner.cli.history_format import (
     ALERT_COLUMNS,
     alert_row,
     crossed_limit,
+    duet_of,
     duet_value,
-    units_of,
 )
 from benchrunner.cli.options import LIST_PER_PAGE, Host, Json, Page, PerPage, Project, Token
 from benchrunner.cli.report_format import change_percent, format_change, with_units
-from benchrunner.client import AlertStatus, JsonObject, ListedAlertStatus, Verdict, VerdictFilter
 
 alert_app = typer.Typer(
     help="Alerts: metrics outside their threshold's limits, duet ratios beyond their margin.",
@@ -49,70 +59,69 @@ def _filter(help_text: str) -> Any:
     return typer.Option(help=help_text, show_default=False, rich_help_panel=_FILTER)
 
 
-def _print_duet_alert(alert: JsonObject, duet: JsonObject) -> None:
+def _print_duet_alert(alert: Alert, duet: Mapping[str, Any]) -> None:
     margin = duet.get("margin") or {}
-    threshold = alert.get("threshold") or {}
+    threshold = alert.threshold or {}
     output.print_record(
         [
-            ("alert", alert.get("uuid")),
+            ("alert", alert.uuid),
             ("kind", "duet (contender / baseline)"),
-            ("status", alert.get("status")),
+            ("status", alert.status),
             *verdict_fields(alert),
-            ("benchmark", (alert.get("benchmark") or {}).get("name")),
-            ("measure", (alert.get("measure") or {}).get("name")),
-            ("branch", (alert.get("branch") or {}).get("name")),
-            ("testbed", (alert.get("testbed") or {}).get("name")),
+            ("benchmark", alert.benchmark.name),
+            ("measure", alert.measure.name),
+            ("branch", alert.branch.name),
+            ("testbed", alert.testbed.name),
             ("ratio", duet_value(duet)),
             ("rounds", duet.get("rounds")),
             ("crossed", crossed_limit(alert)),
             ("margin", margin_text(margin)),
-            ("report", alert.get("report")),
+            ("report", alert.report),
             ("threshold", threshold.get("uuid")),
-            ("created", output.when(alert.get("created"))),
-            ("modified", output.when(alert.get("modified"))),
+            ("created", output.when(alert.created)),
+            ("modified", output.when(alert.modified)),
         ]
     )
 
 
-def verdict_fields(alert: JsonObject) -> list[tuple[str, object]]:
+def verdict_fields(alert: Alert) -> list[tuple[str, object]]:
     """The triage lines of an alert's record: its verdict, and who set it when."""
-    by = alert.get("verdict_by")
-    fields: list[tuple[str, object]] = [("verdict", alert.get("verdict") or "untriaged")]
-    if alert.get("verdict_at") is not None:
-        who = by.get("name") if isinstance(by, dict) else "a deleted user"
-        fields.append(("triaged", f"{output.when(alert.get('verdict_at'))} by {who}"))
+    fields: list[tuple[str, object]] = [("verdict", alert.verdict or "untriaged")]
+    if alert.verdict_at is not None:
+        who = "a deleted user" if alert.verdict_by is None else alert.verdict_by.name
+        fields.append(("triaged", f"{output.when(alert.verdict_at)} by {who}"))
     return fields
 
 
-def print_alert(alert: JsonObject) -> None:
-    duet = alert.get("duet")
-    if alert.get("kind") == "duet" and isinstance(duet, dict):
+def print_alert(alert: Alert) -> None:
+    duet = duet_of(alert)
+    if duet is not None:
         _print_duet_alert(alert, duet)
         return
-    units = units_of(alert)
-    metric = alert.get("metric") or {}
-    boundary = alert.get("boundary") or {}
-    threshold = alert.get("threshold") or {}
-    change = alert.get("change")
+    units = alert.measure.units
+    metric = alert.metric or {}
+    boundary = alert.boundary or {}
+    threshold = alert.threshold or {}
+    change = alert.change
     fields: list[tuple[str, object]] = [
-        ("alert", alert.get("uuid")),
-        ("status", alert.get("status")),
+        ("alert", alert.uuid),
+        ("status", alert.status),
         *verdict_fields(alert),
-        ("benchmark", (alert.get("benchmark") or {}).get("name")),
-        ("measure", (alert.get("measure") or {}).get("name")),
-        ("branch", (alert.get("branch") or {}).get("name")),
-        ("testbed", (alert.get("testbed") or {}).get("name")),
+        ("benchmark", alert.benchmark.name),
+        ("measure", alert.measure.name),
+        ("branch", alert.branch.name),
+        ("testbed", alert.testbed.name),
         ("value", with_units(metric.get("value"), units)),
         ("baseline", with_units(boundary.get("baseline"), units)),
         ("change", format_change(change_percent(metric.get("value"), boundary.get("baseline")))),
         ("crossed", crossed_limit(alert)),
-        ("report", alert.get("report")),
-        ("raised by", alert.get("raised_by")),
-        ("confirmation", _confirmation_text(alert.get("confirmation"))),
+        ("report", alert.report),
+        ("raised by", alert.raised_by),
+        ("confirmation", _confirmation_text(alert.confirmation)),
         ("threshold", threshold.get("uuid")),
         ("test", (threshold.get("model") or {}).get("test")),
     ]
-    if isinstance(change, dict):
+    if change is not None:
         fields.append(
             (
                 "change point",
@@ -124,8 +133,8 @@ def print_alert(alert: JsonObject) -> None:
         if isinstance(between, dict):
             fields.append(("step", between.get("text")))
     fields += [
-        ("created", output.when(alert.get("created"))),
-        ("modified", output.when(alert.get("modified"))),
+        ("created", output.when(alert.created)),
+        ("modified", output.when(alert.modified)),
     ]
     output.print_record(fields)
 
@@ -183,7 +192,7 @@ def alert_show(
     with project_client(host, token, project) as (client, project_ref):
         found = client.get_alert(project_ref, alert)
     output.show(found, as_json, print_alert)
-    bisection = found.get("bisection")
+    bisection = found.bisection
     if not as_json and isinstance(bisection, dict):
         text = bisection.get("text") or result_text(bisection)
         uuid = bisection.get("uuid")
@@ -262,27 +271,27 @@ def _percent(value: object) -> str:
     return f"{value:.0%}" if isinstance(value, int | float) else "-"
 
 
-def _precision_row(row: JsonObject, threshold: str) -> tuple[object, ...]:
+def _precision_row(
+    counts: PrecisionCounts, threshold: str, where: ThresholdPrecision | None = None
+) -> tuple[object, ...]:
     return (
         threshold,
-        row.get("branch") or "",
-        row.get("testbed") or "",
-        row.get("measure") or "",
-        row.get("alerts"),
-        row.get("true_positive"),
-        row.get("false_positive"),
-        row.get("expected"),
-        row.get("untriaged"),
-        _percent(row.get("precision")),
+        "" if where is None else where.branch or "",
+        "" if where is None else where.testbed or "",
+        "" if where is None else where.measure or "",
+        counts.alerts,
+        counts.true_positive,
+        counts.false_positive,
+        counts.expected,
+        counts.untriaged,
+        _percent(counts.precision),
     )
 
 
-def _print_precision(found: JsonObject) -> None:
-    thresholds = [t for t in found.get("thresholds") or [] if isinstance(t, dict)]
-    rows = [_precision_row(t, str(t.get("threshold") or "(duet margin)")) for t in thresholds]
-    overall = found.get("overall")
-    if thresholds and isinstance(overall, dict):
-        rows.append(_precision_row(overall, "all"))
+def _print_precision(found: AlertPrecision) -> None:
+    rows = [_precision_row(t, t.threshold or "(duet margin)", t) for t in found.thresholds]
+    if found.thresholds:
+        rows.append(_precision_row(found.overall, "all"))
     output.print_table(PRECISION_COLUMNS, rows, title="Alert precision")
 
 
@@ -344,9 +353,9 @@ def baseline_reset(
     )
 
 
-def _confirmation_text(confirmation: Any) -> str | None:
+def _confirmation_text(confirmation: Confirmation | None) -> str | None:
     """How confirmation runs judged the alert: the outcome and the runs' jobs."""
-    if not confirmation:
+    if confirmation is None:
         return None
-    jobs = ", ".join(str(run.get("job")) for run in confirmation.get("runs") or [])
-    return f"{confirmation.get('outcome')} ({jobs})" if jobs else str(confirmation.get("outcome"))
+    jobs = ", ".join(run.job for run in confirmation.runs)
+    return f"{confirmation.outcome} ({jobs})" if jobs else confirmation.outcome

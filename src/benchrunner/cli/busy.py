@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Callable, Mapping
-from typing import Annotated, Any
+from collections.abc import Callable
+from typing import Annotated
 
 import typer
 
+from benchrunner.api.run import RunBody
 from benchrunner.cli import output
 from benchrunner.client import ApiError, BenchrunnerClient, JsonObject
 
@@ -35,7 +36,7 @@ RetryOnBusy = Annotated[
 
 def submit_run(
     client: BenchrunnerClient,
-    body: Mapping[str, Any],
+    body: RunBody,
     *,
     retry_on_busy: bool,
     sleep: Callable[[float], None] = time.sleep,

@@ -1,6 +1,7 @@
 """Thresholds, alerts and perf series as rows people read, and the perf command's times.
 
-Pure: JSON of the thresholds, alerts and perf routes in, strings out. Numbers and units are
+Pure: thresholds and alerts (``api``'s answer models) and the perf route's JSON in, strings
+out. Numbers and units are
 written as the report table writes them (``report_format``); anything missing shows as ``—``.
 """
 
@@ -10,6 +11,8 @@ import datetime as dt
 from collections.abc import Mapping
 from typing import Any
 
+from benchrunner.api.alerts import Alert
+from benchrunner.api.thresholds import Named, Threshold, ThresholdModel
 from benchrunner.cli.report_format import (
     MISSING,
     AlertMark,
@@ -37,35 +40,38 @@ def _name(thing: object) -> str:
     return MISSING if thing is None else str(thing)
 
 
-def model_text(model: Mapping[str, Any] | None) -> str:
+def named(thing: Named | None) -> str:
+    return MISSING if thing is None else thing.name or thing.slug or thing.uuid or MISSING
+
+
+def model_text(model: ThresholdModel | None) -> str:
     """``percentage: upper 0.1, min 2, window 3600 s``: the test, then the parameters set."""
-    if not model:
+    if model is None:
         return MISSING
     parts = []
     for key, label in _PARAMETERS:
-        value = model.get(key)
+        value = getattr(model, key)
         if value is None:
             continue
         text = format_number(value)
         parts.append(f"{label} {text} s" if key == "window" else f"{label} {text}")
-    test = str(model.get("test") or MISSING)
+    test = model.test or MISSING
     return f"{test}: {', '.join(parts)}" if parts else test
 
 
-def threshold_scope(threshold: Mapping[str, Any]) -> str:
+def threshold_scope(threshold: Threshold) -> str:
     """The benchmark an override applies to, or ``all benchmarks``."""
-    benchmark = threshold.get("benchmark")
-    return _name(benchmark) if benchmark else "all benchmarks"
+    return "all benchmarks" if threshold.benchmark is None else named(threshold.benchmark)
 
 
-def threshold_row(threshold: Mapping[str, Any]) -> tuple[str, ...]:
+def threshold_row(threshold: Threshold) -> tuple[str, ...]:
     return (
-        str(threshold.get("uuid")),
-        _name(threshold.get("branch")),
-        _name(threshold.get("testbed")),
-        _name(threshold.get("measure")),
+        threshold.uuid,
+        named(threshold.branch),
+        named(threshold.testbed),
+        named(threshold.measure),
         threshold_scope(threshold),
-        model_text(threshold.get("model")),
+        model_text(threshold.model),
     )
 
 
@@ -73,14 +79,14 @@ THRESHOLD_COLUMNS = ("uuid", "branch", "testbed", "measure", "benchmark", "model
 
 
 def units_of(thing: Mapping[str, Any]) -> str:
-    """The units of the measure of an alert or a perf series."""
+    """The units of the measure of a perf series."""
     measure = thing.get("measure")
     return str(measure.get("units") or "") if isinstance(measure, Mapping) else ""
 
 
-def _duet_of(alert: Mapping[str, Any]) -> Mapping[str, Any] | None:
-    duet = alert.get("duet")
-    return duet if alert.get("kind") == "duet" and isinstance(duet, Mapping) else None
+def duet_of(alert: Alert) -> Mapping[str, Any] | None:
+    """A duet alert's interval and margin; None for a boundary alert."""
+    return alert.duet if alert.kind == "duet" else None
 
 
 def _ratio(value: object) -> str:
@@ -95,37 +101,37 @@ def duet_value(duet: Mapping[str, Any]) -> str:
     )
 
 
-def crossed_limit(alert: Mapping[str, Any]) -> str:
+def crossed_limit(alert: Alert) -> str:
     """``upper 110 ns``: which limit the value crossed, and that limit's value; for a duet,
     ``upper 1.05 (duet, run)``: 1 + the margin, and where the margin came from."""
-    limit = str(alert.get("limit") or MISSING)
-    duet = _duet_of(alert)
+    limit = alert.limit or MISSING
+    duet = duet_of(alert)
     if duet is not None:
         margin = duet.get("margin") or {}
         side = margin.get(limit) if limit in ("lower", "upper") else None
         edge = None if side is None else (1 - side if limit == "lower" else 1 + side)
         source = margin.get("source") or MISSING
         return f"{limit} {_ratio(edge)} (duet, {source})"
-    boundary = alert.get("boundary") or {}
+    boundary = alert.boundary or {}
     value = boundary.get(f"{limit}_limit") if limit in ("lower", "upper") else None
-    return f"{limit} {with_units(value, units_of(alert))}" if value is not None else limit
+    return f"{limit} {with_units(value, alert.measure.units)}" if value is not None else limit
 
 
-def alert_row(alert: Mapping[str, Any]) -> tuple[str, ...]:
+def alert_row(alert: Alert) -> tuple[str, ...]:
     where = (
-        str(alert.get("uuid")),
-        str(alert.get("status") or MISSING),
-        _name(alert.get("benchmark")),
-        _name(alert.get("measure")),
-        _name(alert.get("branch")),
-        _name(alert.get("testbed")),
+        alert.uuid,
+        alert.status or MISSING,
+        named(alert.benchmark),
+        named(alert.measure),
+        named(alert.branch),
+        named(alert.testbed),
     )
-    duet = _duet_of(alert)
+    duet = duet_of(alert)
     if duet is not None:  # a ratio against 1, not a value against a baseline
         return (*where, duet_value(duet), "duet: 1", crossed_limit(alert))
-    units = units_of(alert)
-    value = with_units((alert.get("metric") or {}).get("value"), units)
-    baseline = with_units((alert.get("boundary") or {}).get("baseline"), units)
+    units = alert.measure.units
+    value = with_units((alert.metric or {}).get("value"), units)
+    baseline = with_units((alert.boundary or {}).get("baseline"), units)
     return (*where, value, baseline, crossed_limit(alert))
 
 

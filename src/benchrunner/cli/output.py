@@ -10,15 +10,18 @@ import json
 import os
 import sys
 from collections.abc import Callable, Iterable, Sequence
+from typing import TypeVar
 
+from pydantic import BaseModel
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
 from benchrunner.cli.sizes import format_size
-from benchrunner.client import JsonObject, Page
+from benchrunner.client import Page
 
 PIPE_WIDTH = 200
+Shown = TypeVar("Shown")
 
 
 def out() -> Console:
@@ -32,11 +35,20 @@ def err() -> Console:
     return Console(stderr=True, highlight=False)
 
 
+def as_sent(data: object) -> object:
+    """``data`` as the JSON the server sent: an answer model as the fields it was given."""
+    if isinstance(data, BaseModel):
+        return data.model_dump(mode="json", exclude_unset=True)
+    if isinstance(data, list):
+        return [as_sent(item) for item in data]
+    return data
+
+
 def print_json(data: object) -> None:
-    sys.stdout.write(json.dumps(data, indent=2) + "\n")
+    sys.stdout.write(json.dumps(as_sent(data), indent=2) + "\n")
 
 
-def show(data: JsonObject, as_json: bool, render: Callable[[JsonObject], None]) -> None:
+def show(data: Shown, as_json: bool, render: Callable[[Shown], None]) -> None:
     """``data`` as JSON with ``--json``, else as ``render`` draws it."""
     if as_json:
         print_json(data)
@@ -113,10 +125,10 @@ def print_table(
 
 
 def show_page(
-    found: Page,
+    found: Page[Shown],
     as_json: bool,
     columns: Sequence[str],
-    row: Callable[[JsonObject], Sequence[object]],
+    row: Callable[[Shown], Sequence[object]],
     *,
     title: str,
 ) -> None:

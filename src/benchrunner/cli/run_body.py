@@ -1,5 +1,6 @@
-"""The ``POST /v0/run`` body that ``benchrunner run`` sends, built from its flags as Bencher's
-CLI builds it: ``settings`` {adapter, average, fold}, ``hash``, ``start_point``, ``thresholds``.
+"""The ``POST /v0/run`` body (``api.run.RunBody``, the server's own model) that
+``benchrunner run`` sends, built from its flags as Bencher's CLI builds it: ``settings``
+{adapter, average, fold}, ``hash``, ``start_point``, ``thresholds``.
 
 Pure: the flags and the time in, the body out; ``typer.BadParameter`` for combinations the
 server would refuse anyway, so that the message can name the flags.
@@ -10,11 +11,21 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal, cast
 
 import typer
+from pydantic import ValidationError
 
 from benchrunner import adapters
+from benchrunner.api.run import (
+    COMMIT,
+    RunBody,
+    RunDuetOptions,
+    RunDuetSide,
+    RunJob,
+    RunSettings,
+    RunStartPoint,
+)
 from benchrunner.cli.thresholds import ThresholdFlags, ThresholdsError, thresholds_body
 from benchrunner.core.versions import DEFAULT_MAX_VERSIONS, is_git_hash
 
@@ -60,21 +71,19 @@ def side_args(value: str, flag: str) -> dict[str, str]:
 
 
 def duet_body(flags: RunFlags) -> dict[str, Any]:
-    """The body's ``baseline``, ``contender`` and ``duet``; images stay as given (the
-    command resolves a tag or a local path to its digest)."""
+    """The body's ``baseline``, ``contender`` and ``duet`` (when an option is given), as
+    ``RunBody``'s fields; images stay as given (the command resolves a tag or a local path to
+    its digest)."""
     duet = flags.duet
     if duet.baseline is None or duet.contender is None:
         raise _usage("a duet needs both --baseline and --contender")
     if flags.image:
         raise _usage("with --baseline/--contender the images are theirs: drop --image")
-    sides: dict[str, dict[str, Any]]
     if flags.template:
-        sides = {
-            "baseline": {"args": side_args(duet.baseline, "--baseline")},
-            "contender": {"args": side_args(duet.contender, "--contender")},
-        }
+        baseline = RunDuetSide(args=side_args(duet.baseline, "--baseline"))
+        contender = RunDuetSide(args=side_args(duet.contender, "--contender"))
     else:
-        sides = {"baseline": {"image": duet.baseline}, "contender": {"image": duet.contender}}
+        baseline, contender = RunDuetSide(image=duet.baseline), RunDuetSide(image=duet.contender)
     options = {
         key: value
         for key, value in (
@@ -84,7 +93,8 @@ def duet_body(flags: RunFlags) -> dict[str, Any]:
         )
         if value is not None
     }
-    return {**sides, "duet": options} if options else sides
+    sides: dict[str, Any] = {"baseline": baseline, "contender": contender}
+    return {**sides, "duet": RunDuetOptions(**options)} if options else sides
 
 
 @dataclass(frozen=True)
@@ -129,7 +139,7 @@ def check_git_hash(value: str, flag: str) -> str:
     return value
 
 
-def start_point_body(flags: StartPointFlags) -> dict[str, Any] | None:
+def start_point_body(flags: StartPointFlags) -> RunStartPoint | None:
     """Bencher's ``start_point``: sent when a start branch is named or ``--start-point-reset``
     is given, then always with ``max_versions``, ``clone_thresholds`` and ``reset``.
     """
@@ -143,67 +153,64 @@ def start_point_body(flags: StartPointFlags) -> dict[str, Any] | None:
                 raise _usage(f"{flag} needs --start-point BRANCH")
         if not flags.reset:
             return None
-    body: dict[str, Any] = {}
-    if flags.branch is not None:
-        if not flags.branch.strip():
-            raise _usage("--start-point cannot be empty")
-        body["branch"] = flags.branch
-    if flags.hash is not None:
-        body["hash"] = check_git_hash(flags.hash, "--start-point-hash")
-    body["max_versions"] = flags.max_versions
-    body["clone_thresholds"] = flags.clone_thresholds
-    body["reset"] = flags.reset
-    return body
+    if flags.branch is not None and not flags.branch.strip():
+        raise _usage("--start-point cannot be empty")
+    return RunStartPoint(
+        branch=flags.branch,
+        hash=None if flags.hash is None else check_git_hash(flags.hash, "--start-point-hash"),
+        max_versions=flags.max_versions,
+        clone_thresholds=flags.clone_thresholds,
+        reset=flags.reset,
+    )
 
 
-def _settings(flags: RunFlags) -> dict[str, Any]:
+def _settings(flags: RunFlags) -> RunSettings:
     if flags.adapter not in adapters.ADAPTERS:
         raise _usage(
             f"--adapter {flags.adapter!r} is not one of: {', '.join(sorted(adapters.ADAPTERS))}"
         )
-    settings: dict[str, Any] = {"adapter": flags.adapter}
-    if flags.average is not None:
-        settings["average"] = flags.average
-    if flags.fold is not None:
-        settings["fold"] = flags.fold
-    return settings
+    return RunSettings(
+        adapter=flags.adapter,
+        average=cast(Literal["mean", "median"] | None, flags.average),
+        fold=cast(Literal["min", "max", "mean", "median"] | None, flags.fold),
+    )
 
 
 def _history(flags: RunFlags) -> dict[str, Any]:
     """Where the results go: project, branch (with its version and start point), testbed,
-    thresholds. Absent flags stay absent, so the server's defaults and context decide."""
-    body: dict[str, Any] = {}
-    for key, value in (
-        ("project", flags.project),
-        ("branch", flags.branch),
-        ("testbed", flags.testbed),
-    ):
-        if value is not None:
-            body[key] = value
-    if flags.hash is not None:
-        body["hash"] = check_git_hash(flags.hash, "--hash")
-    start_point = start_point_body(flags.start_point)
-    if start_point is not None:
-        body["start_point"] = start_point
+    thresholds, as ``RunBody``'s fields. Absent flags stay absent, so the server's defaults and
+    context decide."""
     try:
         thresholds = thresholds_body(flags.thresholds)
     except ThresholdsError as exc:
         raise _usage(str(exc)) from None
-    if thresholds is not None:
-        body["thresholds"] = thresholds
-    if flags.context:
-        body["context"] = dict(flags.context)
-    if flags.bisect_range:
-        body["bisect_range"] = list(flags.bisect_range)
-    if flags.bisect_image is not None:
-        if "{commit}" not in flags.bisect_image.rpartition(":")[2]:
-            raise _usage("--bisect-image: its tag must hold {commit}, e.g. 'sortlib:{commit}'")
-        body["bisect_image"] = flags.bisect_image
-    return body
+    if flags.bisect_image is not None and COMMIT not in flags.bisect_image.rpartition(":")[2]:
+        raise _usage("--bisect-image: its tag must hold {commit}, e.g. 'sortlib:{commit}'")
+    return {
+        "project": flags.project,
+        "branch": flags.branch,
+        "testbed": flags.testbed,
+        "hash": None if flags.hash is None else check_git_hash(flags.hash, "--hash"),
+        "start_point": start_point_body(flags.start_point),
+        "thresholds": thresholds,
+        "context": dict(flags.context) or None,
+        "bisect_range": list(flags.bisect_range) or None,
+        "bisect_image": flags.bisect_image,
+    }
 
 
-def build_body(flags: RunFlags, now: dt.datetime) -> dict[str, Any]:
-    """The body for one of the three modes (direct results, template job, image job)."""
+def build_body(flags: RunFlags, now: dt.datetime) -> RunBody:
+    """The body for one of the three modes (direct results, template job, image job); a
+    value the server's model refuses is a usage error naming the field."""
+    try:
+        return RunBody(**_fields(flags, now))
+    except ValidationError as exc:
+        problem = exc.errors()[0]
+        where = ".".join(map(str, problem["loc"]))
+        raise _usage(f"{where}: {problem['msg']}") from None
+
+
+def _fields(flags: RunFlags, now: dt.datetime) -> dict[str, Any]:
     body = {**_history(flags), "settings": _settings(flags)}
     job_options = {
         key: value
@@ -233,7 +240,7 @@ def build_body(flags: RunFlags, now: dt.datetime) -> dict[str, Any]:
     elif not duet:
         body["image"] = flags.image
     if job_options:
-        body["job"] = job_options
+        body["job"] = RunJob(**job_options)
     return body
 
 
@@ -252,5 +259,5 @@ def _direct(flags: RunFlags, job_options: dict[str, Any], now: dt.datetime) -> d
             "--results (direct mode) cannot be combined with --spec, --template, "
             "--image, --arg, --baseline, --contender, --timeout or --file-path"
         )
-    stamp = now.astimezone(dt.UTC).isoformat()
+    stamp = now.astimezone(dt.UTC)
     return {"results": list(flags.results), "start_time": stamp, "end_time": stamp}

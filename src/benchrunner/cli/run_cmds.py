@@ -330,11 +330,11 @@ def run(
         bisect_image=bisect_image,
     )
     body = build_body(flags, dt.datetime.now(dt.UTC))  # usage errors before any image push
-    if "image" in body:
-        body["image"] = resolve_image(settings, body["image"])
-    for side in ("baseline", "contender"):
-        if "image" in body.get(side, {}):
-            body[side]["image"] = resolve_image(settings, body[side]["image"])
+    if body.image is not None:
+        body.image = resolve_image(settings, body.image)
+    for side in (body.baseline, body.contender):
+        if side is not None and side.image is not None:
+            side.image = resolve_image(settings, side.image)
     with settings.client() as client:
         report = submit_run(client, body, retry_on_busy=retry_on_busy)
         job = report.get("job")

@@ -11,17 +11,18 @@ from typing import Annotated, Any
 
 import typer
 
+from benchrunner.api.thresholds import Threshold, ThresholdModelBody
 from benchrunner.cli import output
 from benchrunner.cli.config import project_client
 from benchrunner.cli.history_format import (
     THRESHOLD_COLUMNS,
     model_text,
+    named,
     threshold_row,
     threshold_scope,
 )
 from benchrunner.cli.options import LIST_PER_PAGE, Host, Json, Page, PerPage, Project, Token
 from benchrunner.cli.thresholds import ThresholdsError, model_body
-from benchrunner.client import JsonObject
 from benchrunner.detection.confirmation import MAX_CONFIRM_RUNS
 from benchrunner.detection.models import TestKind
 
@@ -60,38 +61,37 @@ MinMagnitude = Annotated[
 ]
 
 
-def _model(test: str, **parameters: int | float | None) -> dict[str, Any]:
+def _model(test: str, **parameters: int | float | None) -> ThresholdModelBody:
     try:
         return model_body(test, parameters)
     except ThresholdsError as exc:
         raise typer.BadParameter(str(exc)) from None
 
 
-def print_threshold(threshold: JsonObject) -> None:
+def print_threshold(threshold: Threshold) -> None:
     """The threshold's series and current model, then every model it has had."""
     output.print_record(
         [
-            ("threshold", threshold.get("uuid")),
-            ("branch", (threshold.get("branch") or {}).get("name")),
-            ("testbed", (threshold.get("testbed") or {}).get("name")),
-            ("measure", (threshold.get("measure") or {}).get("name")),
+            ("threshold", threshold.uuid),
+            ("branch", named(threshold.branch)),
+            ("testbed", named(threshold.testbed)),
+            ("measure", named(threshold.measure)),
             ("benchmark", threshold_scope(threshold)),
-            ("model", model_text(threshold.get("model"))),
-            ("confirm", threshold.get("confirm")),
-            ("bisect", "yes: its alerts start a bisection" if threshold.get("bisect") else "no"),
-            ("created", output.when(threshold.get("created"))),
-            ("modified", output.when(threshold.get("modified"))),
+            ("model", model_text(threshold.model)),
+            ("confirm", threshold.confirm),
+            ("bisect", "yes: its alerts start a bisection" if threshold.bisect else "no"),
+            ("created", output.when(threshold.created)),
+            ("modified", output.when(threshold.modified)),
         ]
     )
-    models = threshold.get("models") or []
     rows = [
         (
-            m.get("uuid"),
+            m.uuid,
             model_text(m),
-            output.when(m.get("created")),
-            output.when(m.get("replaced")) if m.get("replaced") else "current",
+            output.when(m.created),
+            output.when(m.replaced) if m.replaced else "current",
         )
-        for m in models
+        for m in threshold.models or []
     ]
     output.print_table(("model", "test", "created", "replaced"), rows, title="Models")
 

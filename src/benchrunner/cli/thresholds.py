@@ -18,6 +18,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from pydantic import ValidationError
+
+from benchrunner.api.run import RunThresholds
+from benchrunner.api.thresholds import ThresholdModelBody
 from benchrunner.detection.models import Model, ModelError, TestKind, parse_test, validate
 
 SKIP = "_"
@@ -67,7 +71,7 @@ _PARAMETER = {
 _INTEGERS = frozenset({"min_sample_size", "max_sample_size", "window"})
 
 
-def thresholds_body(flags: ThresholdFlags) -> dict[str, Any] | None:
+def thresholds_body(flags: ThresholdFlags) -> RunThresholds | None:
     """``{"models": {measure: model}, "reset": true}`` (keys only when set), or None when no
     threshold flag was given. Raises ``ThresholdsError`` naming the flag and the measure.
     """
@@ -88,7 +92,7 @@ def thresholds_body(flags: ThresholdFlags) -> dict[str, Any] | None:
         if measure in seen:
             raise ThresholdsError(f"--threshold-measure {measure!r} is given twice")
         seen.add(measure)
-    models: dict[str, dict[str, Any]] = {}
+    models: dict[str, ThresholdModelBody] = {}
     for index, measure in enumerate(measures):
         if index >= len(flags.tests):
             raise ThresholdsError(
@@ -106,15 +110,10 @@ def thresholds_body(flags: ThresholdFlags) -> dict[str, Any] | None:
             ) from None
     if not models and not flags.reset:
         return None
-    body: dict[str, Any] = {}
-    if models:
-        body["models"] = models
-    if flags.reset:
-        body["reset"] = True
-    return body
+    return RunThresholds(models=models or None, reset=True if flags.reset else None)
 
 
-def _model(measure: str, index: int, flags: ThresholdFlags) -> dict[str, Any]:
+def _model(measure: str, index: int, flags: ThresholdFlags) -> ThresholdModelBody:
     where = f"(measure {measure!r})"
     parameters: dict[str, int | float] = {}
     for name, key in _PARAMETER.items():
@@ -133,7 +132,7 @@ def model_body(
     *,
     flag_prefix: str = "--",
     where: str = "",
-) -> dict[str, Any]:
+) -> ThresholdModelBody:
     """``{"test": ..., parameter: value}`` (the parameters that are not None), checked with
     the server's rules. ``ThresholdsError`` names the flag (``flag_prefix`` + the parameter,
     dashed) and ``where``, e.g. ``(measure 'latency')``.
@@ -156,7 +155,10 @@ def model_body(
     except ModelError as exc:
         message = _in_flags(str(exc), flag_prefix)
         raise ThresholdsError(f"the {kind} threshold{where}: {message}") from None
-    return model
+    try:
+        return ThresholdModelBody.model_validate(model)
+    except ValidationError as exc:
+        raise ThresholdsError(f"the {kind} threshold{where}: {exc.errors()[0]['msg']}") from None
 
 
 def _flag(prefix: str, key: str) -> str:

@@ -22,10 +22,11 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from benchrunner.api.run import COMMIT
 from benchrunner.core.templates import TemplateError, TemplateRegistry
 from benchrunner.protocol import JsonJobConfig
 from benchrunner.server.bisection import rows
-from benchrunner.server.bisection.jobs import COMMIT, template_args
+from benchrunner.server.bisection.jobs import template_args
 from benchrunner.server.config import ServerSettings
 from benchrunner.server.http.errors import ApiError
 from benchrunner.server.store import accounts, alerts, registry, reports, runners

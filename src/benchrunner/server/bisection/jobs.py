@@ -13,13 +13,13 @@ from uuid import UUID
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from benchrunner.api.run import COMMIT
 from benchrunner.core.templates import ArgValue, Template, TemplateRegistry
 from benchrunner.protocol import JsonDuet, JsonDuetSide, JsonJobConfig
 from benchrunner.server.store import accounts, jobs, reports
 from benchrunner.server.store.jobs import Origin
 from benchrunner.server.store.tables import project
 
-COMMIT = "{commit}"
 NO_ALERT_MARGIN = 0.99
 """The margin of a bisection's duets: the bisection judges their ratios itself, so that only a
 ratio beyond 2 (or below 0.01) raises a duet alert of its own."""

@@ -17,9 +17,9 @@ from typing import Any, Literal
 from pydantic import ValidationError
 
 from benchrunner import adapters
+from benchrunner.api.run import RunBody
 from benchrunner.core.templates import Template, TemplateArg, TemplateError
 from benchrunner.protocol import MAX_ITER
-from benchrunner.server.submission.body import RunBody
 
 Widget = Literal["number", "text", "select"]
 ARG_PREFIX = "arg."

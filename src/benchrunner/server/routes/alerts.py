@@ -8,12 +8,12 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Query, Response
-from pydantic import ConfigDict
 from sqlalchemy.engine import Connection
 
+from benchrunner.api.alerts import Alert, AlertPrecision, AlertUpdate
 from benchrunner.server.access import project_access
 from benchrunner.server.bisection.views import bisection_summary
-from benchrunner.server.http.bodies import ApiBody
+from benchrunner.server.http.answers import answer
 from benchrunner.server.http.errors import conflict, not_found, unauthorized
 from benchrunner.server.processing.webhooks import (
     HELD_BACK,
@@ -23,7 +23,7 @@ from benchrunner.server.processing.webhooks import (
 from benchrunner.server.routes.deps import Ctx, MaybeUser, Page
 from benchrunner.server.routes.dimensions import optional_id, report_in_project
 from benchrunner.server.store import alerts, confirmations
-from benchrunner.server.store.alerts import AlertStatus, ListedStatus, Verdict, VerdictFilter
+from benchrunner.server.store.alerts import ListedStatus, VerdictFilter
 from benchrunner.server.store.tables import benchmark, branch, measure, testbed
 from benchrunner.server.views.resources import alert_view, precision_view
 
@@ -38,7 +38,7 @@ def _alert_view(conn: Connection, found: Any) -> dict[str, Any]:
     return alert_view(found, runs)
 
 
-@router.get("/v0/projects/{project}/alerts")
+@router.get("/v0/projects/{project}/alerts", responses=answer(Alert, many=True))
 async def list_alerts(
     project: str,
     user: MaybeUser,
@@ -89,7 +89,7 @@ async def list_alerts(
     return views
 
 
-@router.get("/v0/projects/{project}/alerts/precision")
+@router.get("/v0/projects/{project}/alerts/precision", responses=answer(AlertPrecision))
 async def alert_precision(project: str, user: MaybeUser, ctx: Ctx) -> dict[str, Any]:
     """Per threshold and overall: how many alerts were triaged as each verdict, how many are
     untriaged, and the precision, (true_positive + expected) / triaged, or null while no alert
@@ -109,7 +109,7 @@ def _alert(conn: Connection, project_id: int, ref: str) -> Any:
     return found
 
 
-@router.get("/v0/projects/{project}/alerts/{alert}")
+@router.get("/v0/projects/{project}/alerts/{alert}", responses=answer(Alert))
 async def get_alert(project: str, alert: str, user: MaybeUser, ctx: Ctx) -> dict[str, Any]:
     """The alert, with the latest bisection started from it (``bisection``: its uuid, state,
     outcome and ``text``; ``pending`` or ``skipped`` with why when its bisect threshold asked
@@ -123,14 +123,7 @@ async def get_alert(project: str, alert: str, user: MaybeUser, ctx: Ctx) -> dict
     return await ctx.db.read(unit)
 
 
-class AlertUpdate(ApiBody):
-    model_config = ConfigDict(extra="forbid")
-    status: AlertStatus | None = None
-    verdict: Verdict | None = None
-    """Set: the triage; null takes it back. Absent: left as it is."""
-
-
-@router.patch("/v0/projects/{project}/alerts/{alert}")
+@router.patch("/v0/projects/{project}/alerts/{alert}", responses=answer(Alert))
 async def update_alert(
     project: str, alert: str, body: AlertUpdate, user: MaybeUser, ctx: Ctx
 ) -> dict[str, Any]:

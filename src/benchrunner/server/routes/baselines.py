@@ -13,8 +13,8 @@ from fastapi import APIRouter
 from pydantic import ConfigDict, Field
 from sqlalchemy.engine import Connection
 
+from benchrunner.api.base import ApiBody
 from benchrunner.server.access import project_access
-from benchrunner.server.http.bodies import ApiBody
 from benchrunner.server.http.errors import bad_request
 from benchrunner.server.processing.webhooks import emit_alert_event
 from benchrunner.server.routes.deps import Ctx, MaybeUser

@@ -10,8 +10,8 @@ from fastapi import APIRouter
 from pydantic import ConfigDict
 from sqlalchemy.engine import Connection
 
+from benchrunner.api.base import ApiBody
 from benchrunner.server.access import project_access
-from benchrunner.server.http.bodies import ApiBody
 from benchrunner.server.routes.deps import Ctx, MaybeUser
 from benchrunner.server.routes.dimensions import add_reads, dimension_view, in_project
 from benchrunner.server.store import dimensions

@@ -16,6 +16,8 @@ from pydantic import Field
 from sqlalchemy.engine import Connection
 
 from benchrunner import adapters
+from benchrunner.api.base import ApiBody
+from benchrunner.api.run import COMMIT
 from benchrunner.core.image_refs import ImageRef
 from benchrunner.core.states import JobStatus
 from benchrunner.core.templates import TemplateError
@@ -23,9 +25,8 @@ from benchrunner.protocol import MAX_TIMEOUT
 from benchrunner.server.access import project_access
 from benchrunner.server.bisection import rows
 from benchrunner.server.bisection.auto import DEFAULTS
-from benchrunner.server.bisection.jobs import COMMIT, MAX_ROUNDS, template_args
+from benchrunner.server.bisection.jobs import MAX_ROUNDS, template_args
 from benchrunner.server.bisection.views import bisection_view
-from benchrunner.server.http.bodies import ApiBody
 from benchrunner.server.http.errors import bad_request, conflict, not_found, unauthorized
 from benchrunner.server.processing.webhooks import emit_alert_event
 from benchrunner.server.routes.deps import Ctx, Life, MaybeUser, Page, origin_of

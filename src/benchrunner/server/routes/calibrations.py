@@ -13,15 +13,15 @@ from fastapi import APIRouter, Request, Response
 from pydantic import Field, ValidationError
 from sqlalchemy.engine import Connection
 
+from benchrunner.api.base import ApiBody
+from benchrunner.api.run import RunBody
 from benchrunner.server.access import project_access
-from benchrunner.server.http.bodies import ApiBody
 from benchrunner.server.http.errors import bad_request, conflict, not_found, unauthorized
 from benchrunner.server.processing import calibrations as service
 from benchrunner.server.routes.deps import Ctx, Life, MaybeUser, Page, origin_of
 from benchrunner.server.store import branches, calibrations, reports
 from benchrunner.server.store.accounts import ProjectRow, UserRow
 from benchrunner.server.store.tables import job, testbed
-from benchrunner.server.submission.body import RunBody
 from benchrunner.server.submission.service import submit_run
 
 router = APIRouter(tags=["calibrations"])

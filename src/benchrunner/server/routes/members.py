@@ -12,8 +12,8 @@ from fastapi import APIRouter, Response
 from pydantic import Field
 from sqlalchemy.engine import Connection
 
+from benchrunner.api.base import ApiBody
 from benchrunner.server.access import organization_access
-from benchrunner.server.http.bodies import ApiBody
 from benchrunner.server.http.errors import conflict, not_found
 from benchrunner.server.routes.deps import Ctx, Page, User, paginate
 from benchrunner.server.routes.users import EMAIL_PATTERN

@@ -8,10 +8,10 @@ from fastapi import APIRouter, Response
 from pydantic import Field
 from sqlalchemy.engine import Connection
 
+from benchrunner.api.base import ApiBody
 from benchrunner.core import slugs
 from benchrunner.core.tiers import Plan
 from benchrunner.server.access import organization_access, project_access, require_plan_setter
-from benchrunner.server.http.bodies import ApiBody
 from benchrunner.server.routes.deps import Ctx, MaybeUser, Page, User, paginate
 from benchrunner.server.store import accounts
 from benchrunner.server.views.resources import organization_view, project_view

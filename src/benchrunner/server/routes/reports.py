@@ -7,15 +7,13 @@ import uuid
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Query
-from pydantic import ConfigDict, Field
 from sqlalchemy.engine import Connection
 
+from benchrunner.api.reports import ReportUpdate
 from benchrunner.server.access import project_access
-from benchrunner.server.http.bodies import ApiBody
 from benchrunner.server.http.errors import not_found
 from benchrunner.server.routes.deps import Ctx, Life, MaybeUser
 from benchrunner.server.store import alerts, reports
-from benchrunner.server.submission.body import MAX_BISECT_RANGE, BisectCommit, BisectImage
 from benchrunner.server.views.resources import full_report_view
 from benchrunner.server.views.samples import report_samples, with_samples
 
@@ -50,19 +48,6 @@ async def get_report(
         return with_samples(view, report_samples(conn, report_id)) if samples else view
 
     return await ctx.db.read(unit)
-
-
-class ReportUpdate(ApiBody):
-    model_config = ConfigDict(extra="forbid")
-    bisect_range: list[BisectCommit] | None = Field(
-        default=None,
-        max_length=MAX_BISECT_RANGE,
-        description="the commits after the previous report's hash up to this one's, oldest "
-        "first: `git rev-list --reverse --first-parent PREV..HASH`",
-    )
-    bisect_image: BisectImage | None = Field(
-        default=None, description="a tag holding {commit}, e.g. sortlib:{commit}"
-    )
 
 
 @router.patch("/v0/projects/{project}/reports/{report}")

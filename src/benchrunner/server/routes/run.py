@@ -9,9 +9,9 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Header, Request, Response
 
+from benchrunner.api.run import RunBody
 from benchrunner.server.routes.deps import Ctx, Life, MaybeUser, origin_of
 from benchrunner.server.submission import idempotency
-from benchrunner.server.submission.body import RunBody
 from benchrunner.server.submission.service import submit_run
 
 router = APIRouter(tags=["run"])

@@ -24,11 +24,11 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from benchrunner.api.run import RunBody
 from benchrunner.server.http.limits import replay_body
 from benchrunner.server.routes import run
 from benchrunner.server.routes.deps import optional_user, origin_of
 from benchrunner.server.submission import idempotency
-from benchrunner.server.submission.body import RunBody
 from benchrunner.server.submission.service import submit_run
 
 PATH = "/v0/run"

@@ -14,6 +14,7 @@ from fastapi import APIRouter, Request, Response, WebSocket
 from fastapi.responses import JSONResponse
 from pydantic import Field
 
+from benchrunner.api.base import ApiBody
 from benchrunner.core.states import IN_FLIGHT
 from benchrunner.protocol import (
     DEFAULT_POLL_TIMEOUT,
@@ -28,7 +29,6 @@ from benchrunner.server.channel.lifecycle import Lifecycle
 from benchrunner.server.channel.long_poll import claim_or_nothing
 from benchrunner.server.channel.runner_channel import ChannelHub
 from benchrunner.server.channel.runner_session import authenticate
-from benchrunner.server.http.bodies import ApiBody
 from benchrunner.server.http.errors import ApiError, unauthorized
 from benchrunner.server.http.sliding_window import SlidingWindow
 from benchrunner.server.routes.deps import Ctx, Life

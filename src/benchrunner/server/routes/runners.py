@@ -9,9 +9,9 @@ from fastapi import APIRouter, Query, Request, Response
 from pydantic import Field
 from sqlalchemy.engine import Connection
 
+from benchrunner.api.base import ApiBody, text_problem
 from benchrunner.core.signatures import SignatureRefused, public_key, public_key_text
 from benchrunner.core.tokens import RunnerKeyFormat
-from benchrunner.server.http.bodies import ApiBody, text_problem
 from benchrunner.server.http.errors import bad_request, not_found
 from benchrunner.server.routes.deps import (
     Admin,

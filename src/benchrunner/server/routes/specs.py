@@ -8,8 +8,8 @@ from fastapi import APIRouter, Response
 from pydantic import Field
 from sqlalchemy.engine import Connection
 
+from benchrunner.api.base import ApiBody
 from benchrunner.protocol import OperatingSystem, Sandbox
-from benchrunner.server.http.bodies import ApiBody
 from benchrunner.server.http.errors import conflict
 from benchrunner.server.routes.deps import Admin, Ctx, Page, paginate
 from benchrunner.server.runners.admin import spec_or_404

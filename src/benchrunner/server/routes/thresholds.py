@@ -17,13 +17,13 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Query, Response
-from pydantic import ConfigDict, Field
 from sqlalchemy.engine import Connection
 
-from benchrunner.detection.confirmation import MAX_CONFIRM_RUNS
+from benchrunner.api.thresholds import Threshold, ThresholdCreate, ThresholdUpdate
 from benchrunner.server.access import project_access
+from benchrunner.server.http.answers import answer
 from benchrunner.server.http.errors import conflict, not_found
-from benchrunner.server.http.model_bodies import ThresholdModelBody, checked_model
+from benchrunner.server.http.model_bodies import checked_model
 from benchrunner.server.routes.deps import Ctx, MaybeUser, Page
 from benchrunner.server.routes.dimensions import in_project, optional_id
 from benchrunner.server.store import thresholds
@@ -33,32 +33,13 @@ from benchrunner.server.views.resources import threshold_view
 router = APIRouter(tags=["thresholds"])
 
 
-class ThresholdUpdate(ThresholdModelBody):
-    model_config = ConfigDict(extra="forbid")
-    alert_when_noisy: bool | None = None
-    confirm: int | None = Field(default=None, ge=0, le=MAX_CONFIRM_RUNS)
-    """Confirmation runs before a runner job's crossing alerts (0: none); None keeps it."""
-    bisect: bool | None = Field(
-        default=None,
-        description="its alerts start a bisection by themselves (docs/how-to/bisect.md)",
-    )
-
-
-class ThresholdCreate(ThresholdUpdate):
-    model_config = ConfigDict(extra="forbid")
-    branch: str = Field(min_length=1, max_length=256)
-    testbed: str = Field(min_length=1, max_length=64)
-    measure: str = Field(min_length=1, max_length=64)
-    benchmark: str | None = Field(default=None, min_length=1, max_length=1024)
-
-
 def _view(conn: Connection, threshold_id: int, *, history: bool) -> dict[str, Any]:
     row = thresholds.threshold_by_id(conn, threshold_id)
     models = thresholds.models_of(conn, threshold_id) if history else None
     return threshold_view(row, thresholds.current_model(conn, threshold_id), models)
 
 
-@router.get("/v0/projects/{project}/thresholds")
+@router.get("/v0/projects/{project}/thresholds", responses=answer(Threshold, many=True))
 async def list_thresholds(
     project: str,
     user: MaybeUser,
@@ -98,7 +79,7 @@ async def list_thresholds(
     return views
 
 
-@router.post("/v0/projects/{project}/thresholds", status_code=201)
+@router.post("/v0/projects/{project}/thresholds", status_code=201, responses=answer(Threshold, 201))
 async def create_threshold(
     project: str, body: ThresholdCreate, user: MaybeUser, ctx: Ctx
 ) -> dict[str, Any]:
@@ -147,7 +128,7 @@ def threshold_in_project(conn: Connection, project_id: int, ref: str) -> Any:
     return found
 
 
-@router.get("/v0/projects/{project}/thresholds/{threshold}")
+@router.get("/v0/projects/{project}/thresholds/{threshold}", responses=answer(Threshold))
 async def get_threshold(project: str, threshold: str, user: MaybeUser, ctx: Ctx) -> dict[str, Any]:
     """The threshold with its current ``model`` and ``models``: every model it has had,
     newest first (``replaced`` says when each stopped being current)."""
@@ -159,7 +140,7 @@ async def get_threshold(project: str, threshold: str, user: MaybeUser, ctx: Ctx)
     return await ctx.db.read(unit)
 
 
-@router.put("/v0/projects/{project}/thresholds/{threshold}")
+@router.put("/v0/projects/{project}/thresholds/{threshold}", responses=answer(Threshold))
 async def update_threshold(
     project: str, threshold: str, body: ThresholdUpdate, user: MaybeUser, ctx: Ctx
 ) -> dict[str, Any]:

@@ -13,9 +13,9 @@ from fastapi import APIRouter, Query, Response
 from pydantic import Field
 from sqlalchemy.engine import Connection
 
+from benchrunner.api.base import ApiBody
 from benchrunner.core import passwords
 from benchrunner.server.access import user_access
-from benchrunner.server.http.bodies import ApiBody
 from benchrunner.server.http.errors import bad_request, conflict, not_found
 from benchrunner.server.routes.deps import Admin, Ctx, Page, User, paginate
 from benchrunner.server.store import accounts

@@ -12,8 +12,8 @@ from fastapi import APIRouter, Response
 from pydantic import Field
 from sqlalchemy.engine import Connection
 
+from benchrunner.api.base import ApiBody
 from benchrunner.server.access import project_access
-from benchrunner.server.http.bodies import ApiBody
 from benchrunner.server.http.errors import bad_request, not_found, unauthorized
 from benchrunner.server.processing.webhooks import UnsafeUrl, check_url
 from benchrunner.server.routes.deps import Ctx, MaybeUser, Page

@@ -1,6 +1,6 @@
-"""What a ``POST /v0/run`` body says: Bencher's fields (and ours), which mode it asks for, the
-branch, hash and testbed it reports to, and its threshold models, each checked into a 400 that
-names the field.
+"""What a ``POST /v0/run`` body (``api.run.RunBody``) says: which mode it asks for, the branch,
+hash and testbed it reports to, and its threshold models, each checked into a 400 that names
+the field.
 
 | image | template | spec | results | mode                                   |
 |-------|----------|------|---------|----------------------------------------|
@@ -19,173 +19,22 @@ tag is resolved to its digest when the job is created.
 
 from __future__ import annotations
 
-import datetime as dt
 from dataclasses import dataclass
 from pathlib import PurePosixPath
-from typing import Annotated, Literal
-
-from pydantic import (
-    AfterValidator,
-    AwareDatetime,
-    ConfigDict,
-    Field,
-    StringConstraints,
-    field_validator,
-)
+from typing import Literal
 
 from benchrunner.adapters.values import MAX_MEASURE_NAME
+from benchrunner.api.run import RunBody, RunJob
 from benchrunner.core.image_refs import ImageRef
 from benchrunner.core.versions import is_git_hash
 from benchrunner.detection.models import Model
-from benchrunner.protocol import MAX_ITER, MAX_TIMEOUT
-from benchrunner.server.bisection.jobs import COMMIT
-from benchrunner.server.http.bodies import ApiBody
 from benchrunner.server.http.errors import bad_request
-from benchrunner.server.http.model_bodies import (
-    MAX_COUNT,
-    ThresholdModelBody,
-    checked_hash,
-    checked_model,
-)
-from benchrunner.server.submission.duet_body import DuetPlan, RunDuetOptions, RunDuetSide, duet_plan
+from benchrunner.server.http.model_bodies import checked_model
+from benchrunner.server.submission.duet_body import DuetPlan, duet_plan
 from benchrunner.server.submission.images import checked_image_ref
 
 MAX_FILE_PATH = 4096
 MAX_FILE_PATHS = 255  # Bencher's limit on a job's file_paths
-
-
-class RunJob(ApiBody):
-    """Bencher's nested ``job`` object (``JsonNewRunJob``)."""
-
-    model_config = ConfigDict(extra="forbid")
-    image: str | None = None
-    spec: str | None = None
-    entrypoint: list[str] | None = None
-    cmd: list[str] | None = None
-    env: dict[str, str] | None = None
-    timeout: int | None = Field(default=None, ge=1, le=MAX_TIMEOUT)
-    file_paths: list[str] | None = None
-    iter: int | None = Field(default=None, ge=1, le=MAX_ITER)
-    build_time: bool | None = None
-    file_size: bool | None = None
-    allow_failure: bool | None = None
-    backdate: AwareDatetime | None = None
-
-    @field_validator("backdate")
-    @classmethod
-    def _backdate_in_utc(cls, value: dt.datetime | None) -> dt.datetime | None:
-        return None if value is None else _utc(value)
-
-
-class RunSettings(ApiBody):
-    adapter: str | None = None
-    """None: ``magic``, as Bencher."""
-    average: Literal["mean", "median"] | None = None
-    fold: Literal["min", "max", "mean", "median"] | None = None
-
-    @property
-    def adapter_name(self) -> str:
-        return self.adapter or "magic"
-
-
-class RunStartPoint(ApiBody):
-    """Bencher's ``start_point``: the branch a new branch's history starts from."""
-
-    model_config = ConfigDict(extra="forbid")
-    branch: str | None = Field(default=None, min_length=1, max_length=256)
-    hash: str | None = None
-    max_versions: int | None = Field(default=None, ge=1, le=MAX_COUNT)
-    clone_thresholds: bool | None = None
-    reset: bool | None = None
-
-    @field_validator("hash")
-    @classmethod
-    def _git_hash(cls, value: str | None) -> str | None:
-        return None if value is None else checked_hash(value)
-
-
-class RunThresholds(ApiBody):
-    """Bencher's ``thresholds``: models by measure for this branch and testbed; ``reset``
-    removes the branch/testbed's thresholds of measures not listed."""
-
-    model_config = ConfigDict(extra="forbid")
-    models: dict[str, ThresholdModelBody] | None = None
-    reset: bool | None = None
-
-
-BisectCommit = Annotated[
-    str, StringConstraints(min_length=1, max_length=64, pattern=r"^[0-9A-Za-z_][^\s]*$")
-]
-"""A commit of ``bisect_range``: never starting with ``-`` (it may become a template's
-argument, where it would read as an option)."""
-MAX_BISECT_RANGE = 4096
-
-
-def _holds_commit(image: str) -> str:
-    if COMMIT not in image.rpartition(":")[2]:
-        raise ValueError("its tag must hold {commit}, e.g. sortlib:{commit}")
-    return image
-
-
-BisectImage = Annotated[str, StringConstraints(max_length=512), AfterValidator(_holds_commit)]
-"""A tag of the project's registry holding ``{commit}``: how a bisection runs each commit."""
-
-
-class RunBody(ApiBody):
-    ADAPTER_INPUT = frozenset({"results"})
-
-    project: str | None = Field(default=None, max_length=64)
-    branch: str | None = Field(default=None, min_length=1, max_length=256)
-    testbed: str | None = Field(default=None, min_length=1, max_length=64)
-    hash: str | None = None
-    start_point: RunStartPoint | None = None
-    thresholds: RunThresholds | None = None
-    settings: RunSettings | None = None
-    results: list[str] | None = None
-    start_time: AwareDatetime | None = None
-    end_time: AwareDatetime | None = None
-    image: str | None = None
-    spec: str | None = None
-    template: str | None = None
-    args: dict[str, int | float | bool | str] | None = None
-    job: RunJob | None = None
-    baseline: RunDuetSide | None = None
-    contender: RunDuetSide | None = None
-    duet: RunDuetOptions | None = None
-    context: dict[str, str] | None = None
-    idempotency_key: str | None = None
-    bisect_range: list[BisectCommit] | None = Field(default=None, max_length=MAX_BISECT_RANGE)
-    """The commits after the previous report's hash up to this one's, oldest first
-    (docs/how-to/bisect.md)."""
-    bisect_image: BisectImage | None = None
-    """How a bisection runs each commit (docs/how-to/bisect.md)."""
-    spec_reset: bool | None = None
-    """Bencher clears the testbed's current spec, which its next image job naming no spec
-    would otherwise take. A testbed here keeps no spec (a job takes the spec it names, else the
-    fallback spec), so every run is already as if reset: accepted, with nothing to clear."""
-
-    @field_validator("hash")
-    @classmethod
-    def _git_hash(cls, value: str | None) -> str | None:
-        return None if value is None else checked_hash(value)
-
-    @field_validator("start_time", "end_time")
-    @classmethod
-    def _in_utc(cls, value: dt.datetime | None) -> dt.datetime | None:
-        return None if value is None else _utc(value)
-
-    @property
-    def run_settings(self) -> RunSettings:
-        return self.settings or RunSettings()
-
-
-def _utc(value: dt.datetime) -> dt.datetime:
-    """Stored as UTC; a time that has no UTC equivalent (year 1 east of Greenwich, year 9999
-    west of it) is refused."""
-    try:
-        return value.astimezone(dt.UTC)
-    except OverflowError:
-        raise ValueError("is out of range once converted to UTC") from None
 
 
 @dataclass(frozen=True)

@@ -21,30 +21,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pydantic import ConfigDict, Field
-
+from benchrunner.api.run import RunDuetOptions, RunDuetSide
 from benchrunner.core.image_refs import ImageRef
-from benchrunner.server.http.bodies import ApiBody
 from benchrunner.server.http.errors import bad_request
 from benchrunner.server.submission.images import checked_image_ref
 
 DEFAULT_ROUNDS = 10
 MIN_ROUNDS = 2
-ArgValue = int | float | bool | str
-
-
-class RunDuetSide(ApiBody):
-    model_config = ConfigDict(extra="forbid")
-    image: str | None = None
-    args: dict[str, ArgValue] | None = None
-
-
-class RunDuetOptions(ApiBody):
-    model_config = ConfigDict(extra="forbid")
-    margin: float | None = Field(default=None, ge=0, lt=1)
-    confidence: float = Field(default=0.95, ge=0.5, le=0.999)
-    resamples: int = Field(default=10_000, ge=100, le=100_000)
-    seed: int | None = Field(default=None, ge=0, le=2**63 - 1)
 
 
 @dataclass(frozen=True)

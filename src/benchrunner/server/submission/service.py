@@ -20,6 +20,7 @@ from fastapi import Request
 from sqlalchemy.engine import Connection
 
 from benchrunner import adapters
+from benchrunner.api.run import RunBody
 from benchrunner.core.templates import ArgValue, Template, TemplateError
 from benchrunner.core.versions import DEFAULT_MAX_VERSIONS
 from benchrunner.detection.models import Model
@@ -44,7 +45,6 @@ from benchrunner.server.store.tables import testbed
 from benchrunner.server.submission import idempotency
 from benchrunner.server.submission.backpressure import check_backlog
 from benchrunner.server.submission.body import (
-    RunBody,
     RunMode,
     run_target,
     threshold_models,

@@ -1,4 +1,7 @@
-"""What every JSON request body must satisfy before its own fields are read.
+"""The bases of the API's bodies: ``ApiBody`` for requests, ``Answer`` for what the server
+answers.
+
+What every JSON request body must satisfy before its own fields are read:
 
 JSON can carry text that the stores cannot keep: ``\\u0000`` (PostgreSQL text refuses NUL) and
 lone surrogates such as ``\\ud800`` (not encodable as UTF-8, so neither storable nor echoed
@@ -9,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from pydantic import BaseModel, model_validator
+from pydantic import BaseModel, ConfigDict, model_validator
 
 
 def text_problem(value: str) -> str | None:
@@ -62,3 +65,10 @@ class ApiBody(BaseModel):
         if problem is not None:
             raise ValueError(problem)
         return data
+
+
+class Answer(BaseModel):
+    """The base of every answer model: fields it does not name (added by a newer server) are
+    ignored, never an error."""
+
+    model_config = ConfigDict(extra="ignore")
