@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from benchrunner.api.thresholds import ThresholdModelBody
 from benchrunner.runner.noise_guard import ROUNDS
 from benchrunner.server.store.job_outputs import INLINE_OUTPUT_BYTES
 from tests.harness import Deployment, RawChannel, cli
@@ -148,7 +149,8 @@ def test_a_noisy_report_raises_no_alert_unless_its_threshold_asks(
         history(deployment, 100, minute)
     with deployment.admin() as client:  # judged at once: no confirmation runs
         [threshold] = client.list_thresholds(deployment.project)
-        client.update_threshold(deployment.project, threshold["uuid"], LATENCY_10PCT, confirm=0)
+        model = ThresholdModelBody.model_validate(LATENCY_10PCT)
+        client.update_threshold(deployment.project, threshold.uuid, model, confirm=0)
     channel = deployment.channel("raw-noise")
 
     noisy = regression_with_noise(
