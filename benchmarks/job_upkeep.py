@@ -45,7 +45,7 @@ import psycopg
 import sqlalchemy as sa
 import websockets
 from psycopg import sql
-from tests.databases import fresh_database
+from tests.databases import fresh_database, with_schema
 from tests.harness import Deployment, deploy
 from websockets.asyncio.client import ClientConnection
 
@@ -310,6 +310,7 @@ def run_engine(engine: str, options: argparse.Namespace) -> Figures:
         log = None
         if engine == "postgresql":
             log = options.log or default_log()
+            with_schema(url)  # first: it makes the database anew, which drops a setting made before
             with psycopg.connect(ADMIN, autocommit=True) as conn:
                 conn.execute(
                     sql.SQL("ALTER DATABASE {} SET log_min_duration_statement = 0").format(

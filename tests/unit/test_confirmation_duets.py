@@ -4,9 +4,10 @@ the same run but for its template arguments or image digest, and the duet's job 
 from __future__ import annotations
 
 import uuid
+from types import SimpleNamespace
 
 from benchrunner.protocol import JsonJobConfig
-from benchrunner.server.processing.confirmation_duets import duet_config, duet_sides
+from benchrunner.server.processing.confirmation_duets import duet_config, duet_sides, held_margin
 
 PROJECT = uuid.UUID(int=1)
 
@@ -45,3 +46,15 @@ def test_the_duets_config_runs_five_rounds_per_run_from_the_baselines_side() -> 
     assert (config.iter, config.args, config.duet.margin) == (10, {"commit": "a"}, 0.1)
     assert config.duet.contender.args == {"commit": "b"}
     assert duet_config(_template(commit="a"), _template(commit="a"), 2, 0.1) is None
+
+
+def _held(upper: float | None, test: str = "percentage") -> SimpleNamespace:
+    return SimpleNamespace(limit="upper", test=test, lower_boundary=None, upper_boundary=upper)
+
+
+def test_one_duet_takes_the_smallest_margin_and_none_of_a_boundary_past_a_duets() -> None:
+    assert held_margin([_held(0.1), _held(0.05)]) == 0.05
+    assert held_margin([_held(None, test="t_test")]) == 0.02  # no percentage: the default
+    # A duet's margin is below 1: a 100 % boundary is confirmed by plain re-runs instead.
+    assert held_margin([_held(1.0)]) is None
+    assert held_margin([_held(1.0), _held(0.1)]) == 0.1

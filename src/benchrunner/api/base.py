@@ -69,6 +69,6 @@ class ApiBody(BaseModel):
 
 class Answer(BaseModel):
     """The base of every answer model: fields it does not name (added by a newer server) are
-    ignored, never an error."""
+    never an error; they are kept as sent, so that a ``--json`` print shows every field."""
 
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(extra="allow")

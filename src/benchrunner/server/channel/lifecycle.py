@@ -39,6 +39,7 @@ from benchrunner.server.processing.completion import (
     keep_late_output,
 )
 from benchrunner.server.processing.confirmation_driver import ConfirmationDriver
+from benchrunner.server.processing.look_back import LookBackLater
 from benchrunner.server.processing.outputs import (
     OutputMissing,
     UnusableOutput,
@@ -217,7 +218,8 @@ class Lifecycle:
         self._track(self._return_undelivered(job), f"undelivered-{job.id}")
 
     def _track(self, work: Coroutine[Any, Any, None], name: str) -> None:
-        """Run ``work`` now; a stop waits for it (``UNDELIVERED_STOP_TIMEOUT``)."""
+        """Run ``work`` beside the channel, not before its answer; a stop waits for it
+        (``UNDELIVERED_STOP_TIMEOUT``)."""
         task = asyncio.create_task(work, name=name)
         self._undelivered.add(task)
         task.add_done_callback(self._undelivered.discard)
@@ -230,6 +232,14 @@ class Lifecycle:
         except Exception:
             log.exception("failing job %s failed; its timeout takes over", job.uuid)
             self.watchdog.watch(job.id)
+
+    async def _look_back(self, later: LookBackLater) -> None:
+        """A report processed with its result looks back over its series once acknowledged
+        (lost with the process: the next report's look-back covers the same window)."""
+        try:
+            await self.ctx.db.write(later.run, self.ctx.clock.now())
+        except Exception:
+            log.exception("looking back over report %s's series failed", later.report_id)
 
     async def _return_undelivered(self, job: jobs.JobRow) -> None:
         reason = "undelivered: the runner's channel closed before the claimed job was sent"
@@ -461,6 +471,8 @@ class Lifecycle:
                 self.moves.done(*done.moves)
                 if done.confirming:  # ``finished`` woke it only while one was open
                     self.confirmations.changed()
+                if done.look_back is not None:
+                    self._track(self._look_back(done.look_back), f"look-back-{job.id}")
                 return ack
             reread = await self.ctx.db.read(jobs.job_get, job.id)
             if reread is None:

@@ -1,6 +1,6 @@
-"""The server's checks of request bodies shared by ``POST /v0/run`` and the thresholds routes: a
-threshold model (``api.thresholds.ThresholdModelBody``) into a validated ``Model``, and git
-hashes."""
+"""The server's check of a threshold model in a request body, shared by ``POST /v0/run`` and
+the thresholds routes: ``api.thresholds.ThresholdModelBody`` into a validated ``Model`` (git
+hashes are checked by the body models themselves, ``api.run.checked_hash``)."""
 
 from __future__ import annotations
 

@@ -20,6 +20,7 @@ from sqlalchemy.engine import Connection
 
 from benchrunner.core.states import JobStatus
 from benchrunner.server.moves.move import Move, apply
+from benchrunner.server.processing.look_back import LookBackLater
 from benchrunner.server.processing.processor import (
     INLINE_PARSE_BYTES,
     measure_job,
@@ -48,6 +49,8 @@ class Completion:
     """... and its report holds alerts back for confirmation runs."""
     moves: tuple[Move, ...] = ()
     """The moves made, for ``Moves.done`` once they committed."""
+    look_back: LookBackLater | None = None
+    """The processed report's look-back, for after the runner's ``ack``."""
 
 
 def complete(
@@ -93,7 +96,7 @@ def complete(
         parsing,
     )
     recorded = record_processed(
-        conn, completed, item.values, item.error, now, item.noise, item.duet
+        conn, completed, item.values, item.error, now, item.noise, item.duet, defer_look_back=True
     )
     if recorded is None:
         return Completion(completed=True, moves=(done,))
@@ -104,6 +107,7 @@ def complete(
         row=completed,
         confirming=recorded.confirming,
         moves=(done, recorded.move),
+        look_back=recorded.look_back,
     )
 
 

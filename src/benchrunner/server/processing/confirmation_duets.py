@@ -92,9 +92,26 @@ def duet_config(
     )
 
 
-def held_margin(held: Sequence[Any]) -> float:
-    """One duet for all of a report's held-back alerts: the smallest of their margins."""
-    return min(duet_margin(a.limit, a.test, a.lower_boundary, a.upper_boundary) for a in held)
+def held_margin(held: Sequence[Any]) -> float | None:
+    """One duet for all of a report's held-back alerts: the smallest of their margins (each
+    alert is then judged by its own, ``decide_by_duet``); None when that is not below 1, which
+    a duet's margin must be (a percentage boundary of 100 % or more): plain re-runs judge it."""
+    margin = min(_own_margin(a) for a in held)
+    return margin if margin < 1 else None
+
+
+def _own_margin(held: Any) -> float:
+    return duet_margin(held.limit, held.test, held.lower_boundary, held.upper_boundary)
+
+
+def ran_as_duets(conn: Connection, run_reports: Sequence[int]) -> bool:
+    """Whether a confirmation's runs were a duet (their plain values are the baseline's and the
+    contender's rounds together, never to be judged as re-runs)."""
+    for report_id in run_reports:
+        found = jobs.job_for_report(conn, report_id)
+        if found is not None and found.config.duet is not None:
+            return True
+    return False
 
 
 def decide_by_duet(
@@ -107,7 +124,7 @@ def decide_by_duet(
     if not found:
         return None
     result = found[-1]
-    margin = result.upper_margin if held.limit == "upper" else result.lower_margin
+    margin = _own_margin(held)
     verdict = duet_verdict(held.limit, result.lower_value, result.upper_value, margin)
     told = (
         f"{verdict}, ratio {result.ratio:.3f} [{result.lower_value:.3f}, "

@@ -17,6 +17,7 @@ Direct results (a run without a runner) never confirm.
 from __future__ import annotations
 
 import datetime as dt
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -47,6 +48,8 @@ from benchrunner.server.store import (
 )
 from benchrunner.server.store.confirmations import DECIDED, RUNNING, WAITING
 from benchrunner.server.store.jobs import Origin
+
+log = logging.getLogger(__name__)
 
 DONE = frozenset({JobStatus.PROCESSED, JobStatus.FAILED, JobStatus.CANCELED})
 """A re-run in one of these has measured all it will."""
@@ -135,6 +138,8 @@ def _duet_of(conn: Connection, job: jobs.JobRow, runs: int) -> Duet | None:
     if baseline is None:
         return None
     margin = confirmation_duets.held_margin(held)
+    if margin is None:
+        return None
     config = confirmation_duets.duet_config(job.config, baseline.config, runs, margin)
     if config is None:
         return None
@@ -191,13 +196,16 @@ def decide_alerts(
     raised: list[int] = []
     to_bisect: list[int] = []
     row = reports.report_row(conn, report_id)
+    as_duets = confirmation_duets.ran_as_duets(conn, run_reports)
     for held in confirmations.pending_alerts(conn, report_id):
         found = confirmations.run_values(conn, run_reports, held.benchmark_id, held.measure_id)
         values = [v for report_values in found.values() for v in report_values]
         change = None
-        by_duet = confirmation_duets.decide_by_duet(conn, run_reports, held)
-        if by_duet is not None:
-            outcome = by_duet[0]
+        if as_duets:
+            by_duet = confirmation_duets.decide_by_duet(conn, run_reports, held)
+            outcome = Outcome.UNCONFIRMED if by_duet is None else by_duet[0]
+            if by_duet is not None:
+                log.info("confirmation duet of alert %s: %s", held.id, by_duet[1])
         elif held.verdict is not None:
             outcome, change = _decide_samples(conn, row, held, values)
         elif held.change_pvalue is not None:

@@ -10,8 +10,9 @@ Which series: those of the branch named ``WATCHED_BRANCH`` (where a run without 
 goes), under any threshold; on any other branch, only those under a ``change_point`` threshold.
 A threshold's own ``change_point`` parameters are used; other tests use the detector's defaults.
 
-Runs where the thresholds are judged: in processing for a runner job's report (never in the
-channel, so never on the runner's ack path) and in the request for a direct run; in a savepoint
+Runs after the thresholds are judged: in the processor's transaction for a runner job's
+report; for a report processed with its result in the channel, after the runner's ``ack``, in a
+transaction of its own (``LookBackLater``); and in the request for a direct run; in a savepoint
 of its own, so a failure here leaves the report's evaluation standing. Bounded: per threshold,
 one history read of ``WINDOW`` points per benchmark and one read of those points' alerts; per
 metric, one detector run over ``WINDOW`` points.
@@ -22,6 +23,7 @@ from __future__ import annotations
 import datetime as dt
 import logging
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy.engine import Connection
@@ -37,14 +39,31 @@ from benchrunner.server.processing.webhooks import emit_alert_event
 from benchrunner.server.store import alerts, history, reports, thresholds
 from benchrunner.server.store.history import Point
 from benchrunner.server.store.look_back import PointFacts, points_facts
+from benchrunner.server.submission.body import DEFAULT_BRANCH
 
 log = logging.getLogger(__name__)
 
 WINDOW = 60
 """The newest points of a series the look-back judges (the report's own included): two of the
 detector's 30-point windows."""
-WATCHED_BRANCH = "main"
+WATCHED_BRANCH = DEFAULT_BRANCH
 """The branch looked back on under every threshold."""
+
+
+@dataclass(frozen=True)
+class LookBackLater:
+    """A report's look-back left for after its runner's ``ack``: a job processed with its
+    result is acknowledged first, and the look-back runs in a transaction of its own."""
+
+    report_id: int
+    metrics: tuple[reports.StoredMetric, ...]
+    noisy: bool
+    found: list[Any]
+
+    def run(self, conn: Connection, now: dt.datetime) -> int:
+        return look_back_report(
+            conn, self.report_id, self.metrics, now, noisy=self.noisy, found=self.found
+        )
 
 
 def look_back_report(
@@ -157,7 +176,8 @@ def _raise(
     action: Raise,
     now: dt.datetime,
 ) -> int | None:
-    """One alert on the metric where the step began, raised by ``report_id``."""
+    """One alert on the metric where the step began, raised by ``report_id``: a new one, or
+    the suspected alert its boundary holds (one alert a boundary), made active."""
     change = action.change
     where = points[change.index]
     since = facts[points[change.index - 1].metric_id].report_id
@@ -166,4 +186,7 @@ def _raise(
     )
     side: alerts.Limit = "upper" if change.after > change.before else "lower"
     step = alerts.Change(change.before, change.after, change.magnitude, change.pvalue, since)
-    return alerts.alert_raise(conn, boundary_id, report_id, side, now, step)
+    raised = alerts.alert_raise(conn, boundary_id, report_id, side, now, step)
+    if raised is None:
+        raised = alerts.alert_promote_suspected(conn, boundary_id, report_id, side, now, step)
+    return raised

@@ -39,7 +39,7 @@ from benchrunner.server.context import ServerContext
 from benchrunner.server.moves.move import Move, Moves, apply
 from benchrunner.server.processing.confirmations import open_confirmation
 from benchrunner.server.processing.evaluation import evaluate_report, series_thresholds_to_judge
-from benchrunner.server.processing.look_back import look_back_report
+from benchrunner.server.processing.look_back import LookBackLater, look_back_report
 from benchrunner.server.processing.noise import NoiseVerdict, verdict
 from benchrunner.server.processing.outputs import (
     UnusableOutput,
@@ -209,7 +209,8 @@ class Processor:
             while done < len(measured):
                 if done:
                     await asyncio.sleep(0)  # an inline write does not yield by itself
-                done = await self._ctx.db.write(self._commit_some, measured, done)
+                done, moves = await self._ctx.db.write(self._commit_some, measured, done)
+                self._moves.done(*moves)
             self._on_batch([job.id for job in group])
             if self._confirming:
                 self._confirming = False
@@ -308,30 +309,36 @@ class Processor:
             job, *measure_job(job.config.duet, p.adapter, p.average, p.fold, raw), p
         )
 
-    def _commit_some(self, conn: Connection, measured: list[Measured], start: int) -> int:
+    def _commit_some(
+        self, conn: Connection, measured: list[Measured], start: int
+    ) -> tuple[int, list[Move]]:
         """Write the jobs of ``measured`` from ``start`` on, while the write step lasts (all of
-        them where writes do not run on the loop); returns the index of the first not written."""
+        them where writes do not run on the loop); returns the index of the first not written
+        and the moves made, for ``Moves.done`` once they committed."""
         deadline = None if self._write_step is None else time.perf_counter() + self._write_step
         index = start
+        moves: list[Move] = []
         while index < len(measured):
-            self._commit(conn, measured[index])
+            move = self._commit(conn, measured[index])
+            if move is not None:
+                moves.append(move)
             index += 1
             if deadline is not None and time.perf_counter() >= deadline:
                 break
-        return index
+        return index, moves
 
-    def _commit(self, conn: Connection, item: Measured) -> bool:
-        """Store one job's metrics. The guarded move to ``processed`` comes first, so a job
-        another replica (or an earlier batch) processed meanwhile adds nothing."""
+    def _commit(self, conn: Connection, item: Measured) -> Move | None:
+        """Store one job's metrics; the move to ``processed`` made. The guarded move comes
+        first, so a job another replica (or an earlier batch) processed meanwhile adds
+        nothing."""
         now = self._ctx.clock.now()
         recorded = record_processed(
             conn, item.job, item.values, item.error, now, item.noise, item.duet
         )
         if recorded is None:
-            return False
+            return None
         self._confirming = self._confirming or recorded.confirming
-        self._moves.done(recorded.move)
-        return True
+        return recorded.move
 
 
 def measured_with_noise(
@@ -357,6 +364,8 @@ class Recorded:
     confirming: bool = False
     """Its report holds alerts back for confirmation runs, which the confirmations' driver
     queues: worth waking it for, where a job without one is not."""
+    look_back: LookBackLater | None = None
+    """Its look-back, when the caller asked to run it later (``defer_look_back``)."""
 
 
 def record_processed(
@@ -367,11 +376,14 @@ def record_processed(
     now: dt.datetime,
     noise: NoiseVerdict | None = None,
     duet: duets.NewDuet | None = None,
+    *,
+    defer_look_back: bool = False,
 ) -> Recorded | None:
     """Move a completed job to ``processed`` with its metrics (or why it has none) in its
     report, its thresholds judged (on a noisy report, only those that ask to be), and a duet
     job's verdict beside them; None, with nothing written, when the job is not ``completed``
-    (already processed elsewhere)."""
+    (already processed elsewhere). ``defer_look_back``: the look-back over the report's series
+    is returned for the caller to run after it answered, instead of run here."""
     if error is not None:
         message = f"not parsed: {error}"
     elif duet is not None:
@@ -424,6 +436,9 @@ def record_processed(
             log.exception("judging job %s's report failed; its metrics stay unjudged", job.uuid)
             confirming = False
         noisy = noise is not None and noise.noisy
+        if defer_look_back:
+            later = LookBackLater(job.report_id, tuple(stored), noisy, found)
+            return Recorded(processed, confirming, later)
         look_back_report(conn, job.report_id, stored, now, noisy=noisy, found=found)
     return Recorded(processed, confirming)
 

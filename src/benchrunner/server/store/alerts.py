@@ -158,6 +158,37 @@ def alert_raise(
     return None if inserted is None else int(inserted)
 
 
+def alert_promote_suspected(
+    conn: Connection,
+    boundary_id: int,
+    report_id: int,
+    limit: Limit,
+    now: dt.datetime,
+    change: Change,
+) -> int | None:
+    """The boundary's suspected alert (its confirmation runs did not agree) made the active
+    alert of a step found later, raised by ``report_id`` with ``change``: its id, or None when
+    the boundary holds no suspected alert."""
+    statement = (
+        alert.update()
+        .where(alert.c.boundary_id == boundary_id, alert.c.status == "suspected")
+        .values(
+            status="active",
+            report_id=report_id,
+            limit=limit,
+            change_before=change.before,
+            change_after=change.after,
+            change_magnitude=change.magnitude,
+            change_pvalue=change.pvalue,
+            change_from_report_id=change.from_report_id,
+            modified=now,
+        )
+        .returning(alert.c.id)
+    )
+    promoted = conn.execute(statement).scalar()
+    return None if promoted is None else int(promoted)
+
+
 _CHANGE_ALERTED = (
     sa.select(boundary.c.metric_id)
     .join(alert, alert.c.boundary_id == boundary.c.id)

@@ -426,6 +426,7 @@ alert = sa.Table(
     sa.CheckConstraint(ALERT_ONE_SUBJECT, name="one_subject"),
     sa.Index("index_alert_report", "report_id"),
     sa.Index("index_alert_bisect", "bisect"),
+    sa.Index("index_alert_change_from", "change_from_report_id"),
 )
 
 # A duet job's verdict, kept apart from ``metric`` so that the absolute history (perf, thresholds)

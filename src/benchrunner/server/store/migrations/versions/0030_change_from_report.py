@@ -28,9 +28,11 @@ def upgrade() -> None:
             ["id"],
             ondelete="SET NULL",
         )
+        batch_op.create_index("index_alert_change_from", ["change_from_report_id"])
 
 
 def downgrade() -> None:
     with op.batch_alter_table("alert") as batch_op:
+        batch_op.drop_index("index_alert_change_from")
         batch_op.drop_constraint(op.f("fk_alert_change_from_report_id_report"), type_="foreignkey")
         batch_op.drop_column("change_from_report_id")
