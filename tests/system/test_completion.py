@@ -137,11 +137,11 @@ def test_a_failure_while_processing_at_once_leaves_the_job_to_the_processor(
     alone, acknowledged, and the background processor processes the job."""
     failures: list[int] = []
 
-    def failing(conn: Any, job: Any, *args: Any) -> Recorded | None:
+    def failing(conn: Any, job: Any, *args: Any, **kwargs: Any) -> Recorded | None:
         if not failures:
             failures.append(job.id)
             raise RuntimeError("injected: processing failed")
-        return record_processed(conn, job, *args)
+        return record_processed(conn, job, *args, **kwargs)
 
     monkeypatch.setattr(completion, "record_processed", failing)
     with (
