@@ -37,7 +37,6 @@ from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy import stats
 
 Series = NDArray[np.float64]
 
@@ -169,6 +168,10 @@ def _t_test(left: Series, right: Series) -> tuple[float, float]:
     (0, 1) when it cannot tell (too few points, or both sides constant and equal)."""
     if len(left) + len(right) < _TESTABLE:
         return 0.0, 1.0
+    # Imported here, not at the top: the server imports this module at start, and SciPy's
+    # stats costs every server start most of a second (tests/unit/test_server_start_imports.py).
+    from scipy import stats
+
     # the same test as stats.ttest_ind(left, right), without its per-call overhead
     result = stats.ttest_ind_from_stats(
         np.mean(left), _deviation(left), len(left), np.mean(right), _deviation(right), len(right)
