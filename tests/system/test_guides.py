@@ -728,7 +728,10 @@ def inspect(env: dict[str, str], name: str) -> Any:
 
 
 def podman(env: dict[str, str], *args: str) -> None:
-    subprocess.run(["podman", *args], env=env, capture_output=True, timeout=120, check=False)
+    """Run podman; a failure fails the test with podman's own words (a container left running
+    would hold its port and its server past the test)."""
+    done = subprocess.run(["podman", *args], env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, f"podman {' '.join(args)}: {done.stderr.strip()}"
 
 
 def need_podman(setting: Setting, kind: str) -> None:
@@ -770,8 +773,8 @@ def need_podman_server(setting: Setting) -> None:
     Path("/etc/benchrunner/server.env").write_text(
         f"BENCHRUNNER_PUBLIC_URL=http://127.0.0.1:{PODMAN_PORT}\n"
     )
-    setting.cleanups.append(lambda: podman(setting.env, "volume", "rm", "-f", "benchrunner-data"))
-    setting.cleanups.append(lambda: podman(setting.env, "rm", "-f", "benchrunner-server"))
+    setting.cleanups.append(lambda: podman(setting.env, "volume", "prune", "-f"))
+    setting.cleanups.append(lambda: podman(setting.env, "rm", "-f", "-i", "benchrunner-server"))
     url = f"http://127.0.0.1:{PODMAN_PORT}"
 
     def healthy() -> bool:
@@ -807,7 +810,7 @@ def need_podman_runner(setting: Setting) -> None:
         f"BENCHRUNNER_HOST={server.server.url}\nBENCHRUNNER_RUNNER={slug}\n"
         f"BENCHRUNNER_RUNNER_KEY_FILE={key_file}\nBENCHRUNNER_EXECUTOR=process\n"
     )
-    setting.cleanups.append(lambda: podman(setting.env, "rm", "-f", "benchrunner-runner"))
+    setting.cleanups.append(lambda: podman(setting.env, "rm", "-f", "-i", "benchrunner-runner"))
 
     def seen() -> bool:
         with server.admin() as client:
@@ -1014,8 +1017,16 @@ def run_block(guides: Guides, tmp: Path, block: Block) -> tuple[Setting, Outcome
 
 
 def undo(setting: Setting) -> None:
+    """Every cleanup runs, newest first, even after one failed; then the first failure is
+    raised."""
+    failures: list[BaseException] = []
     for cleanup in reversed(setting.cleanups):
-        cleanup()
+        try:
+            cleanup()
+        except Exception as exc:
+            failures.append(exc)
+    if failures:
+        raise failures[0]
 
 
 @pytest.mark.parametrize("block", list(shell_blocks()))
