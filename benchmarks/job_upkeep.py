@@ -1,5 +1,5 @@
 """What a running job's upkeep costs the server: its heartbeats and its live log's chunks
-(docs/explanation/live-logs.md, docs/explanation/jobs.md).
+(docs/explanation/live-logs.md, docs/explanation/architecture.md).
 
 A real server process per engine; ``--connections`` channel connections (asyncio WebSocket
 clients in this process) each claim a job of the template ``bench.held`` (an hour's hard
