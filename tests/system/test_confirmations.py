@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from benchrunner.api.alerts import Alert, Confirmation
-from benchrunner.api.thresholds import ThresholdModelBody
+from benchrunner.api.thresholds import Threshold, ThresholdModelBody
 from benchrunner.client import PerfQuery
 from tests.harness import Deployment, cli, deploy, wait_until
 
@@ -142,21 +142,26 @@ def _decided(deployment: Deployment, report: str) -> Alert | None:
     return None
 
 
+def _quiet_history_under_10pct(deployment: Deployment, confirm: int | None = None) -> Threshold:
+    """Four quiet reports of 100 on main/ci, then a 10 % latency threshold over them."""
+    _quiet(deployment)
+    for minute in range(1, 5):
+        _history(deployment, 100, minute)
+    with deployment.admin() as client:
+        return client.create_threshold(
+            deployment.project,
+            branch="main",
+            testbed="ci",
+            measure="latency",
+            model=ThresholdModelBody(test="percentage", upper_boundary=0.1, min_sample_size=3),
+            confirm=confirm,
+        )
+
+
 def test_a_crossing_alerts_only_when_its_confirmation_runs_agree(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'benchrunner.db'}"
     with deploy(tmp_path, url, extra_templates=QUEUED_VALUE) as deployment:
-        _quiet(deployment)
-        for minute in range(1, 5):
-            _history(deployment, 100, minute)
-        with deployment.admin() as client:
-            threshold = client.create_threshold(
-                deployment.project,
-                branch="main",
-                testbed="ci",
-                measure="latency",
-                model=ThresholdModelBody(test="percentage", upper_boundary=0.1, min_sample_size=3),
-                confirm=2,
-            )
+        threshold = _quiet_history_under_10pct(deployment, confirm=2)
         assert threshold.confirm == 2
         deployment.runner_process("confirming").start()
         values = tmp_path / "values.txt"
@@ -292,17 +297,7 @@ def test_a_crossing_after_another_version_is_confirmed_by_a_duet_against_it(
 ) -> None:
     url = f"sqlite:///{tmp_path / 'benchrunner.db'}"
     with deploy(tmp_path, url, extra_templates=VERSIONED) as deployment:
-        _quiet(deployment)
-        for minute in range(1, 5):
-            _history(deployment, 100, minute)
-        with deployment.admin() as client:
-            threshold = client.create_threshold(
-                deployment.project,
-                branch="main",
-                testbed="ci",
-                measure="latency",
-                model=ThresholdModelBody(test="percentage", upper_boundary=0.1, min_sample_size=3),
-            )
+        threshold = _quiet_history_under_10pct(deployment)
         assert threshold.confirm == 2  # the default
         deployment.runner_process("confirming").start()
         values = tmp_path / "values.txt"
