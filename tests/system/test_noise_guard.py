@@ -185,7 +185,7 @@ def test_a_noisy_report_raises_no_alert_unless_its_threshold_asks(
         {"before": calibration(0.004), "after": calibration(0.006), "drift": 0.01},
     )
     assert quiet["noise"]["verdict"] == "quiet" and "alert" not in latency_entry(quiet)
-    [alert] = quiet["alerts"]
+    [alert] = quiet["alerts"]  # one: the noisy reports before it are not in its look-back
     assert alert["limit"] == "upper" and alert["metric"]["value"] == 300
 
     with deployment.admin() as client:
@@ -208,8 +208,12 @@ def test_a_noisy_report_raises_no_alert_unless_its_threshold_asks(
         deployment, channel, {"before": calibration(0.041), "after": calibration(0.01)}
     )
     assert asked["noise"]["verdict"] == "noisy"
-    [alert] = asked["alerts"]
-    assert alert["metric"]["value"] == 300
+    # Its own alert, and the look-back's: with the noisy reports in the series now, the step
+    # began at the first of them, which no alert was on.
+    [alert] = [a for a in asked["alerts"] if a["report"] == asked["uuid"]]
+    assert alert["metric"]["value"] == 300 and alert["change"] is None
+    [step] = [a for a in asked["alerts"] if a["report"] != asked["uuid"]]
+    assert step["report"] == noisy["uuid"] and step["change"]["after"] == 300
     assert latency_entry(asked)["threshold"]["alert_when_noisy"] is True
     assert "alert" not in latency_entry(asked)
 

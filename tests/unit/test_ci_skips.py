@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 import sys
@@ -47,7 +48,10 @@ def _run(tmp_path: Path, ci: str) -> subprocess.CompletedProcess[str]:
 def test_a_skip_is_an_error_under_ci(tmp_path: Path) -> None:
     result = _run(tmp_path, "true")
     assert result.returncode == 1, result.stdout
-    assert "1 failed, 1 passed, 1 xfailed, 1 error in" in result.stdout  # skip in call / setup
+    # A skip in the call fails the test, a skip in the setup errs it. Warnings, when this
+    # machine's Python gives some, come between the counts.
+    counts = r"1 failed, 1 passed, 1 xfailed, (\d+ warnings?, )?1 error in"
+    assert re.search(counts, result.stdout), result.stdout
     assert "skipped under CI=true, where every test must run: runc not installed" in result.stdout
     assert "skipped under CI=true, where every test must run: no engine" in result.stdout
 
@@ -55,4 +59,5 @@ def test_a_skip_is_an_error_under_ci(tmp_path: Path) -> None:
 def test_a_skip_is_a_skip_elsewhere(tmp_path: Path) -> None:
     result = _run(tmp_path, "")
     assert result.returncode == 0, result.stdout
-    assert "1 passed, 2 skipped, 1 xfailed" in result.stdout
+    counts = r"1 passed, 2 skipped, 1 xfailed(, \d+ warnings?)? in"
+    assert re.search(counts, result.stdout), result.stdout

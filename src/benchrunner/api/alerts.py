@@ -75,7 +75,8 @@ class Alert(Answer):
     kind: Literal["boundary", "duet"] = "boundary"
     report: str
     raised_by: str | None = None
-    iteration: int = 0
+    iteration: int | None = 0
+    """Null for a duet's alert, which is on no single iteration."""
     threshold: dict[str, Any] | None = None
     branch: BranchDimension
     testbed: Dimension

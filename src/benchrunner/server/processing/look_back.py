@@ -6,6 +6,10 @@ an earlier report and has no alert yet raises one alert on the metric where it b
 between which versions; a dismissed step that persisted is re-opened. Both are sent to the
 webhooks as ``alert.raised``.
 
+A point whose report the noise guard found noisy is left out of the series unless the threshold
+has ``alert_when_noisy``: its thresholds did not judge it, and a step the look-back found there
+would raise the alert the guard held back.
+
 Which series: those of the branch named ``WATCHED_BRANCH`` (where a run without a branch
 goes), under any threshold; on any other branch, only those under a ``change_point`` threshold.
 A threshold's own ``change_point`` parameters are used; other tests use the detector's defaults.
@@ -129,6 +133,8 @@ def _look_back(
         min_magnitude = t.min_magnitude if change_test and t.min_magnitude is not None else None
         for benchmark_id, m in newest.items():
             points = [*series[benchmark_id], Point(m.id, m.value)]
+            if not t.alert_when_noisy:  # a value the noise guard did not judge is no evidence
+                points = [p for p in points if not facts[p.metric_id].noisy]
             actions = look_back(
                 [p.value for p in points],
                 _known(points, facts),

@@ -5,6 +5,7 @@ point's report (and when it was stored) and the alerts on it
 from __future__ import annotations
 
 import datetime as dt
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -34,6 +35,8 @@ class PointFacts:
     report_id: int
     stored: dt.datetime
     """When its report was stored (not its start time, which a backdated run sets)."""
+    noisy: bool = False
+    """Its report's noise verdict was ``noisy``: its thresholds did not judge it."""
     alerts: list[OnPoint] = field(default_factory=list)
 
 
@@ -42,6 +45,7 @@ _FACTS = (
         metric.c.id,
         report.c.id.label("report_id"),
         report.c.created,
+        report.c.noise,
         alert.c.id.label("alert_id"),
         alert.c.status,
         alert.c.verdict,
@@ -56,13 +60,17 @@ _FACTS = (
 
 
 def points_facts(conn: Connection, metric_ids: Sequence[int]) -> dict[int, PointFacts]:
-    """Each metric's report, when it was stored, and the alert on its boundary (if any)."""
+    """Each metric's report, when it was stored, whether it was noisy, and the alert on its
+    boundary (if any)."""
     found: dict[int, PointFacts] = {}
     wanted = sorted(set(metric_ids))
     for start in range(0, len(wanted), _CHUNK):
         chunk = wanted[start : start + _CHUNK]
         for row in conn.execute(_FACTS, {"metric_ids": chunk}):
-            facts = found.setdefault(row.id, PointFacts(int(row.report_id), row.created))
+            facts = found.get(row.id)
+            if facts is None:
+                noisy = row.noise is not None and json.loads(row.noise).get("verdict") == "noisy"
+                facts = found[row.id] = PointFacts(int(row.report_id), row.created, noisy)
             if row.alert_id is not None:
                 facts.alerts.append(
                     OnPoint(
