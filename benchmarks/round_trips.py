@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import collections
+import itertools
 import json
 import re
 import tempfile
@@ -101,7 +102,7 @@ def logged_statements(log: Path, start: int, end: int, database: str) -> list[st
     )
     found = []
     starts = [match.start() for match in ENTRY.finditer(text)] + [len(text)]
-    for begin, stop in zip(starts, starts[1:], strict=False):
+    for begin, stop in itertools.pairwise(starts):
         match = statement.search(text, begin, stop)
         if match is not None:
             found.append(" ".join(match.group(1).split()))
@@ -178,6 +179,7 @@ def main() -> None:
             print(f"\n{name}: each distinct statement, per job")
             for text, n in collections.Counter(statements).most_common():
                 print(f"  {n / options.jobs:5.2f}  {shown(text, options.width)}")
+
 
 if __name__ == "__main__":
     main()

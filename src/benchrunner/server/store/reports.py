@@ -546,12 +546,14 @@ _PARSING = (
 _PARSINGS = _PARSING.where(report.c.id.in_(sa.bindparam("ids", expanding=True)))
 
 
-_ONE_PARSING = Direct(_PARSING.where(report.c.id == sa.bindparam("report_id")))
+REPORT_PARSING = Direct(_PARSING.where(report.c.id == sa.bindparam("report_id")))
+"""``reports_parsing`` of one report (bind ``report_id``), prepared once; a transition reads it
+in its own statement (``moves.move.apply_reading``)."""
 
 
 def report_parsing(conn: Connection, report_id: int) -> Any:
     """``reports_parsing`` of one report, in a statement prepared once."""
-    row = _ONE_PARSING.first(conn, {"report_id": report_id})
+    row = REPORT_PARSING.first(conn, {"report_id": report_id})
     if row is None:
         raise LookupError(f"report {report_id} does not exist")
     return row

@@ -20,9 +20,10 @@ from sqlalchemy.engine import Connection
 
 from benchrunner.core.events import SYSTEM_ACTOR, TRANSITION_EVENT, JobEvent
 from benchrunner.core.states import JobStatus, sources_of
-from benchrunner.server.store import capabilities
+from benchrunner.server.store import capabilities, job_outputs
+from benchrunner.server.store.capabilities import Capabilities
 from benchrunner.server.store.direct import Direct, insert_values
-from benchrunner.server.store.tables import in_flight, job, job_event, runner
+from benchrunner.server.store.tables import in_flight, job, job_event, job_output, runner
 
 _EVENT_COLUMNS = ("job_id", "event_type", "message", "actor", "meta", "created")
 _INSERT_EVENT = Direct(insert_values(job_event, _EVENT_COLUMNS))
@@ -161,18 +162,24 @@ class _Shape:
     events: int
     notify: bool
     then: sa.Select[Any] | None
+    output: Capabilities | None = None
+    """The engine whose insert writes the job's output row in the statement (None: none)."""
 
 
 @functools.cache
 def _one_statement(shape: _Shape) -> Direct:
-    """PostgreSQL: the guarded update, its event rows, an optional ``pg_notify`` (sent when,
-    and only if, the transaction commits) and an optional read, as one statement: the writes
-    are data-modifying CTEs (which PostgreSQL runs whether or not the query reads them, and
-    allows only at the top level). A row comes back only if the job moved."""
+    """PostgreSQL: the guarded update, its event rows, an optional output row, an optional
+    ``pg_notify`` (sent when, and only if, the transaction commits) and an optional read, as
+    one statement: the writes are data-modifying CTEs (which PostgreSQL runs whether or not the
+    query reads them, and allows only at the top level). A row comes back only if the job
+    moved."""
     moved = _guarded_update(shape.target, shape.columns, shape.runner_guard).cte("moved")
     written = _events_of(moved, shape.events).returning(job_event.c.job_id).cte("written")
     query = shape.then if shape.then is not None else sa.select(moved.c.id)
     query = query.where(sa.exists(sa.select(written.c.job_id)))
+    if shape.output is not None:
+        kept = job_outputs.output_after(moved, shape.output).returning(job_output.c.job_id)
+        query = query.where(sa.exists(sa.select(kept.cte("kept").c.job_id)))
     if shape.notify:
         query = query.add_columns(
             sa.func.pg_notify(
@@ -202,13 +209,15 @@ def transition(
     notify: tuple[str, str] | None = None,
     then: Direct | None = None,
     then_params: Mapping[str, Any] | None = None,
+    output: bytes | None = None,
 ) -> Any | None:
     """The one status change of the store: compare-and-set the job to ``target`` (only if it
     is ``runner_id``'s, when given), setting the columns of ``values`` too, and write
     ``events`` (at least one). With ``notify`` (a ``(channel, payload)``), PostgreSQL also
-    notifies it on commit; with ``then`` (a ``SELECT``), its first row is read, which only a
-    moved job needs. Returns that row (without ``then``: a row holding the job's ``id``), or
-    None if the job did not move. On PostgreSQL all of it is one statement."""
+    notifies it on commit; with ``output``, the moved job's ``job_output`` row is written (or
+    replaced); with ``then`` (a ``SELECT``), its first row is read, which only a moved job
+    needs. Returns that row (without ``then``: a row holding the job's ``id``), or None if the
+    job did not move. On PostgreSQL all of it is one statement."""
     assert events, "every status change writes an event"
     columns = tuple(sorted(values or {}))
     params: dict[str, Any] = {
@@ -224,9 +233,18 @@ def transition(
         if then is not None:
             assert isinstance(then.statement, sa.Select)
             select = then.statement
+        engine = capabilities.of(conn)
         shape = _Shape(
-            target, columns, runner_id is not None, len(events), notify is not None, select
+            target,
+            columns,
+            runner_id is not None,
+            len(events),
+            notify is not None,
+            select,
+            None if output is None else engine,
         )
+        if output is not None:
+            params[job_outputs.OUTPUT_PARAM] = output
         for index, event in enumerate(events):
             for name, value in event_params(
                 event.type, event.message, event.actor, dict(event.meta), now
@@ -240,6 +258,8 @@ def transition(
         return None
     for event in events:
         event_add(conn, job_id, event.type, event.message, event.actor, dict(event.meta), now)
+    if output is not None:
+        job_outputs.output_put(conn, job_id, output)
     return moved if then is None else then.first(conn, then_params)
 
 
