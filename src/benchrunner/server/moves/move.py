@@ -98,12 +98,12 @@ def apply(conn: Connection, move: Move) -> bool:
 def apply_reading(
     conn: Connection,
     move: Move,
-    then: Direct | None = None,
+    then: Direct | transitions.Guarded | None = None,
     then_params: Mapping[str, Any] | None = None,
 ) -> Any | None:
-    """``apply``, reading ``then`` (a ``SELECT`` bound by ``then_params``) in the same
-    statement on PostgreSQL: its first row if the job moved, else None (without ``then``, a row
-    holding the job's id)."""
+    """``apply``, reading ``then`` (a ``SELECT``, or a write only a moved job makes and its
+    read, bound by ``then_params``) in the same statement on PostgreSQL: its first row if the
+    job moved, else None (without ``then``, a row holding the job's id)."""
     return transitions.transition(
         conn,
         move.job.id,
@@ -130,6 +130,21 @@ def claim(
     """The claim of the best eligible pending job for a runner, in the caller's transaction
     (``store.claims.job_claim``); ``Moves.claimed`` once it committed."""
     return claims.job_claim(conn, runner_id, nonce, now, runner_slug, templates)
+
+
+def claim_alone(
+    conn: Connection,
+    runner_id: int,
+    runner_org: int | None,
+    nonce: str,
+    now: dt.datetime,
+    runner_slug: str,
+    templates: bool,
+) -> claims.Claim | None:
+    """``claim`` as one statement standing on its own (``store.claims.job_claim_alone``, run
+    by ``Database.claim_each``); ``Moves.claimed`` once it returned. Raises
+    ``claims.ClaimInTransaction`` when ``claim`` must make it."""
+    return claims.job_claim_alone(conn, runner_id, runner_org, nonce, now, runner_slug, templates)
 
 
 def _nothing(_: Any) -> None:
