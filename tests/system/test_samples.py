@@ -11,38 +11,17 @@ import datetime as dt
 import json
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 
-from tests.databases import ENGINES, fresh_database
-from tests.harness import Deployment, deploy
-from tests.system.test_thresholds import T0, Api, latency, measures_of
+from tests.harness import Deployment
+from tests.system.project_api import T0, Api, latency, measures_of
 
 HYPERFINE = Path(__file__).parents[1] / "adapter_samples" / "shell_hyperfine" / "two_commands.json"
 SAMPLES_MODEL = {"test": "samples"}
-
-
-@pytest.fixture(scope="module", params=ENGINES)
-def shared(
-    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[Deployment]:
-    tmp = tmp_path_factory.mktemp("samples")
-    with fresh_database(str(request.param), tmp) as url, deploy(tmp, url) as deployment:
-        yield deployment
-
-
-@pytest.fixture
-def api(shared: Deployment, request: pytest.FixtureRequest) -> Iterator[Api]:
-    slug = request.node.originalname.removeprefix("test_").replace("_", "-")[:64]
-    with shared.admin() as client:
-        client.create_project("acme", slug, "public")
-    client_api = Api(shared, slug)
-    yield client_api
-    client_api.http.close()
 
 
 def _run_text(api: Api, adapter: str, text: str) -> str:
