@@ -1,5 +1,5 @@
 """The ``samples`` threshold test on a report (docs/reference/thresholds.md): the report's
-samples of each benchmark against those of its baseline window, as distributions.
+samples of each benchmark against those of its baseline window, run by run.
 
 The baseline window is the benchmark's history (``store.history``: same branch with its start
 point, testbed and measure, cut to the model's window, sample size and the latest baseline
@@ -10,7 +10,8 @@ Every judged metric gets a boundary whose baseline is the baseline samples' medi
 ``verdict`` is the test's answer (both none when the window holds fewer than
 ``min_sample_size`` values); a **different** verdict raises one
 alert per benchmark, on the report's first metric of it, carrying the medians, the relative
-shift and the rank test's p-value. **same** and **unknown** raise nothing.
+shift and the rank test's p-value. **same** and **unknown** raise nothing. Each point of the
+window is a run (its metric's samples); the report's metrics of a benchmark are one run.
 """
 
 from __future__ import annotations
@@ -42,8 +43,8 @@ def judge_samples(
 ) -> list[int]:
     """Boundaries for ``metrics`` (a report's, of one threshold) and the alerts raised; without
     ``alerting`` (a noisy report), none. With ``pending`` (confirmation runs will re-measure),
-    the alerts are held back, and an **unknown** answer with a shift holds one back too: the
-    re-runs' samples may settle it."""
+    the alerts are held back, and an **unknown** answer whose report is beyond the limit holds
+    one back too: the re-runs may settle it."""
     from benchrunner.detection.samples import Verdict, compare
 
     by_benchmark: dict[int, list[reports.StoredMetric]] = {}
@@ -56,8 +57,8 @@ def judge_samples(
     raised: list[int] = []
     for benchmark_id, judged in by_benchmark.items():
         window = windows[benchmark_id]
-        before = [v for p in window for v in found[p.metric_id].values]
-        after = [v for m in judged for v in found[m.id].values]
+        before = [found[p.metric_id].values for p in window]
+        after = [[v for m in judged for v in found[m.id].values]]
         enough = bool(window) and (t.min_sample_size is None or len(window) >= t.min_sample_size)
         result = (
             compare(
@@ -82,7 +83,7 @@ def judge_samples(
             continue
         step = samples_step(result)
         if result.verdict is not Verdict.DIFFERENT and not (
-            pending and result.verdict is Verdict.UNKNOWN
+            pending and result.verdict is Verdict.UNKNOWN and result.beyond
         ):
             continue
         if step is None:
@@ -118,20 +119,22 @@ def samples_step(result: Any) -> alerts.Change | None:
 
 
 def combined_comparison(
-    conn: Connection, t: Any, history: list[Point], judged: list[tuple[int, float]]
+    conn: Connection, t: Any, history: list[Point], judged: list[list[tuple[int, float]]]
 ) -> Any:
-    """The ``samples`` comparison of ``judged`` (metric id and value: a report's metrics of one
-    benchmark and its confirmation runs', together) with the baseline window of ``history``;
-    None when the window is too short to judge."""
+    """The ``samples`` comparison of the ``judged`` runs (each run's metric ids and values: a
+    report's metrics of one benchmark, then each of its confirmation runs') with the baseline
+    window of ``history``; None when the window is too short to judge."""
     from benchrunner.detection.samples import compare
 
     window = _window(conn, history)
     if not window or (t.min_sample_size is not None and len(window) < t.min_sample_size):
         return None
-    found = samples_of(conn, [(p.metric_id, p.value) for p in window] + list(judged))
+    found = samples_of(
+        conn, [(p.metric_id, p.value) for p in window] + [m for r in judged for m in r]
+    )
     return compare(
-        [v for p in window for v in found[p.metric_id].values],
-        [v for metric_id, _ in judged for v in found[metric_id].values],
+        [found[p.metric_id].values for p in window],
+        [[v for metric_id, _ in run for v in found[metric_id].values] for run in judged],
         max_pvalue=SAMPLES_MAX_PVALUE if t.max_pvalue is None else t.max_pvalue,
         min_effect=SAMPLES_MIN_MAGNITUDE if t.min_magnitude is None else t.min_magnitude,
     )
