@@ -83,6 +83,9 @@ class Comparison:
     """Whether the report's runs are beyond the limit (on one side): one more run may settle an
     **unknown** answer."""
     reason: str
+    borrowed: int = 0
+    """How many of the newest baseline runs were judged with the new ones (a **different**
+    answer's step began at the first of them)."""
 
 
 def compare(
@@ -94,8 +97,8 @@ def compare(
 ) -> Comparison:
     """The verdict on the ``new`` runs (a report's, with its re-runs) against the ``baseline``
     window's runs (oldest first). When ``new`` holds fewer than ``MIN_RUNS`` runs, the newest
-    baseline runs are judged with it (and left out of the baseline). Runs without samples are
-    ignored; the values must be finite."""
+    baseline runs are judged with it (and left out of the baseline: ``borrowed``). Runs without
+    samples are ignored; the values must be finite."""
     baseline = [run for run in baseline if len(run)]
     new = [run for run in new if len(run)]
     after = _median([v for run in new for v in run])
@@ -138,7 +141,8 @@ def compare(
         verdict, found = Verdict.UNKNOWN, f"{found}: within the run-to-run spread"
     else:
         verdict = Verdict.SAME
-    return Comparison(verdict, center, after, shift, limit, spread, pvalue, beyond, found)
+    borrowed = len(judged) - len(new)
+    return Comparison(verdict, center, after, shift, limit, spread, pvalue, beyond, found, borrowed)
 
 
 def _unknown(center: float | None, after: float | None, reason: str) -> Comparison:

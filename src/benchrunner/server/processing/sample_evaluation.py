@@ -6,12 +6,13 @@ point, testbed and measure, cut to the model's window, sample size and the lates
 reset), with one more cut: it starts at the latest report this test alerted on. So a step
 alerts once: the reports after it are compared with the new level, not with the old one.
 
-Every judged metric gets a boundary whose baseline is the baseline samples' median and whose
-``verdict`` is the test's answer (both none when the window holds fewer than
-``min_sample_size`` values); a **different** verdict raises one
-alert per benchmark, on the report's first metric of it, carrying the medians, the relative
-shift and the rank test's p-value. **same** and **unknown** raise nothing. Each point of the
-window is a run (its metric's samples); the report's metrics of a benchmark are one run.
+Every judged metric gets a boundary whose baseline is the median of the window's run medians and
+whose ``verdict`` is the test's answer (both none when the window holds fewer than
+``min_sample_size`` values); a **different** verdict raises one alert per benchmark, on the
+report's first metric of it (of the run before it, when that run was judged with it: the step
+began there), carrying the medians, the relative shift and the rank test's p-value. **same**
+and **unknown** raise nothing. Each of the window's reports is a run (its metrics' samples
+together), and so are the report's metrics of a benchmark.
 """
 
 from __future__ import annotations
@@ -21,10 +22,11 @@ from typing import Any
 
 from sqlalchemy.engine import Connection
 
+from benchrunner.core.samples import Samples
 from benchrunner.detection.models import SAMPLES_MAX_PVALUE, SAMPLES_MIN_MAGNITUDE
 from benchrunner.server.store import alerts, reports
 from benchrunner.server.store.history import Point
-from benchrunner.server.store.samples import samples_of
+from benchrunner.server.store.samples import reports_of, samples_of
 
 DEFAULT_MAX_SAMPLE_SIZE = 64
 """The newest values of the history a ``samples`` model without ``max_sample_size`` uses."""
@@ -57,7 +59,7 @@ def judge_samples(
     raised: list[int] = []
     for benchmark_id, judged in by_benchmark.items():
         window = windows[benchmark_id]
-        before = [found[p.metric_id].values for p in window]
+        before, firsts = _runs(conn, window, found)
         after = [[v for m in judged for v in found[m.id].values]]
         enough = bool(window) and (t.min_sample_size is None or len(window) >= t.min_sample_size)
         result = (
@@ -89,8 +91,16 @@ def judge_samples(
         if step is None:
             continue
         side: alerts.Limit = "upper" if step.magnitude > 0 else "lower"
+        boundary_id = boundary_ids[0]
+        if result.verdict is Verdict.DIFFERENT and result.borrowed:
+            # The step began at the first run judged with the report: the alert goes there,
+            # as a change point's does (and as the look-back expects of a step's alert).
+            where = firsts[len(firsts) - result.borrowed]
+            boundary_id = alerts.boundary_put(
+                conn, where, t.threshold_id, t.id, result.baseline, None, None
+            )
         alert_id = alerts.alert_raise(
-            conn, boundary_ids[0], report_id, side, now, step, pending=pending
+            conn, boundary_id, report_id, side, now, step, pending=pending
         )
         if alert_id is not None:
             raised.append(alert_id)
@@ -104,6 +114,27 @@ def _window(conn: Connection, history: list[Point]) -> list[Point]:
         if history[index].metric_id in alerted:
             return history[index:]
     return history
+
+
+def _runs(
+    conn: Connection, window: list[Point], found: dict[int, Samples]
+) -> tuple[list[list[float]], list[int]]:
+    """The window's runs, oldest first: each report's samples together (the iterations of one
+    run share its machine; a metric of no report is a run of its own); and each run's first
+    metric."""
+    report_of = reports_of(conn, [p.metric_id for p in window])
+    runs: list[list[float]] = []
+    firsts: list[int] = []
+    last: int | None = None
+    for p in window:
+        report_id = report_of.get(p.metric_id)
+        if runs and report_id is not None and report_id == last:
+            runs[-1].extend(found[p.metric_id].values)
+        else:
+            runs.append(list(found[p.metric_id].values))
+            firsts.append(p.metric_id)
+        last = report_id
+    return runs, firsts
 
 
 def samples_step(result: Any) -> alerts.Change | None:
@@ -133,7 +164,7 @@ def combined_comparison(
         conn, [(p.metric_id, p.value) for p in window] + [m for r in judged for m in r]
     )
     return compare(
-        [found[p.metric_id].values for p in window],
+        _runs(conn, window, found)[0],
         [[v for metric_id, _ in run for v in found[metric_id].values] for run in judged],
         max_pvalue=SAMPLES_MAX_PVALUE if t.max_pvalue is None else t.max_pvalue,
         min_effect=SAMPLES_MIN_MAGNITUDE if t.min_magnitude is None else t.min_magnitude,
