@@ -34,7 +34,7 @@ def test_two_runs_beyond_the_spread_are_different(step: float) -> None:
     assert found.verdict is Verdict.DIFFERENT, found.reason
     assert found.shift == pytest.approx(step, abs=0.015)
     assert found.pvalue is not None and found.pvalue <= 0.05
-    assert found.beyond
+    assert found.beyond and found.borrowed == 1  # the step began at the run before
 
 
 @pytest.mark.parametrize("step", [0.05, -0.05])
@@ -52,7 +52,8 @@ def test_one_run_beyond_the_spread_is_unknown_until_another_agrees(step: float) 
 def test_re_runs_of_the_report_count_as_its_second_run() -> None:
     before = _quiet(10, 10)
     report, rerun = _runs([110.0, 110.0], 0.005, 11)
-    assert compare(before, [report, rerun]).verdict is Verdict.DIFFERENT
+    found = compare(before, [report, rerun])
+    assert found.verdict is Verdict.DIFFERENT and found.borrowed == 0
     blip = compare(before, [report, *_quiet(1, 12)])
     assert blip.verdict is Verdict.UNKNOWN, blip.reason
 

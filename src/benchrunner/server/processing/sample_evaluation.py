@@ -56,10 +56,11 @@ def judge_samples(
     wanted = [(p.metric_id, p.value) for points in windows.values() for p in points]
     wanted += [(m.id, m.value) for m in metrics]
     found = samples_of(conn, wanted)
+    report_of = reports_of(conn, [p.metric_id for points in windows.values() for p in points])
     raised: list[int] = []
     for benchmark_id, judged in by_benchmark.items():
         window = windows[benchmark_id]
-        before, firsts = _runs(conn, window, found)
+        before, firsts = _runs(window, found, report_of)
         after = [[v for m in judged for v in found[m.id].values]]
         enough = bool(window) and (t.min_sample_size is None or len(window) >= t.min_sample_size)
         result = (
@@ -117,12 +118,11 @@ def _window(conn: Connection, history: list[Point]) -> list[Point]:
 
 
 def _runs(
-    conn: Connection, window: list[Point], found: dict[int, Samples]
+    window: list[Point], found: dict[int, Samples], report_of: dict[int, int]
 ) -> tuple[list[list[float]], list[int]]:
     """The window's runs, oldest first: each report's samples together (the iterations of one
     run share its machine; a metric of no report is a run of its own); and each run's first
-    metric."""
-    report_of = reports_of(conn, [p.metric_id for p in window])
+    metric. ``report_of``: each metric's report (``store.samples.reports_of``)."""
     runs: list[list[float]] = []
     firsts: list[int] = []
     last: int | None = None
@@ -164,7 +164,7 @@ def combined_comparison(
         conn, [(p.metric_id, p.value) for p in window] + [m for r in judged for m in r]
     )
     return compare(
-        _runs(conn, window, found)[0],
+        _runs(window, found, reports_of(conn, [p.metric_id for p in window]))[0],
         [[v for metric_id, _ in run for v in found[metric_id].values] for run in judged],
         max_pvalue=SAMPLES_MAX_PVALUE if t.max_pvalue is None else t.max_pvalue,
         min_effect=SAMPLES_MIN_MAGNITUDE if t.min_magnitude is None else t.min_magnitude,
