@@ -271,11 +271,10 @@ def _next_version() -> sa.ColumnElement[int]:
     return sa.func.coalesce(same_or_next, first, 1)
 
 
-_INSERT_REPORT = Direct(
-    insert_values(report, _NEW_REPORT_COLUMNS)
-    .values(version=_next_version())
-    .returning(report.c.id)
-)
+NEW_REPORT = insert_values(report, _NEW_REPORT_COLUMNS).values(version=_next_version())
+"""``INSERT INTO report``, its version computed by the insert; its parameters are
+``report_params``'."""
+_INSERT_REPORT = Direct(NEW_REPORT.returning(report.c.id))
 
 
 def report_set_bisect(
@@ -293,9 +292,9 @@ def report_set_bisect(
         conn.execute(sa.update(report).where(report.c.id == report_id).values(**values))
 
 
-def report_create(conn: Connection, params: NewReport) -> tuple[int, uuid.UUID]:
-    report_uuid = uuid.uuid4()
-    row = {
+def report_params(params: NewReport, report_uuid: uuid.UUID) -> dict[str, Any]:
+    """The parameters of ``NEW_REPORT`` for a report ``report_uuid``."""
+    return {
         "uuid": report_uuid,
         "user_id": params.user_id,
         "project_id": params.project_id,
@@ -310,7 +309,11 @@ def report_create(conn: Connection, params: NewReport) -> tuple[int, uuid.UUID]:
         "error": None,
         "created": params.now,
     }
-    report_id = _INSERT_REPORT.scalar(conn, row)
+
+
+def report_create(conn: Connection, params: NewReport) -> tuple[int, uuid.UUID]:
+    report_uuid = uuid.uuid4()
+    report_id = _INSERT_REPORT.scalar(conn, report_params(params, report_uuid))
     assert report_id is not None
     return report_id, report_uuid
 
@@ -482,9 +485,11 @@ def report_finish(
     return Finished.of(row)
 
 
-_REPORT = Direct(
-    sa.select(
-        report,
+def report_with_names(rows: sa.FromClause) -> sa.Select[Any]:
+    """The columns of ``rows`` (the ``report`` table, or a CTE returning all of its columns)
+    with the names of its branch, testbed, project and organization, as views show them."""
+    return sa.select(
+        *rows.c,
         branch.c.name.label("branch_name"),
         branch.c.uuid.label("branch_uuid"),
         branch.c.slug.label("branch_slug"),
@@ -504,13 +509,15 @@ _REPORT = Direct(
         project.c.created.label("project_created"),
         project.c.modified.label("project_modified"),
         organization.c.uuid.label("organization_uuid"),
+    ).select_from(
+        rows.join(project, project.c.id == rows.c.project_id)
+        .join(organization, organization.c.id == project.c.organization_id)
+        .join(branch, branch.c.id == rows.c.branch_id)
+        .join(testbed, testbed.c.id == rows.c.testbed_id)
     )
-    .join(project, project.c.id == report.c.project_id)
-    .join(organization, organization.c.id == project.c.organization_id)
-    .join(branch, branch.c.id == report.c.branch_id)
-    .join(testbed, testbed.c.id == report.c.testbed_id)
-    .where(report.c.id == sa.bindparam("report_id"))
-)
+
+
+_REPORT = Direct(report_with_names(report).where(report.c.id == sa.bindparam("report_id")))
 _REPORT_ID = sa.select(report.c.id).where(report.c.uuid == sa.bindparam("report_uuid"))
 _METRICS = Direct(
     sa.select(
