@@ -27,7 +27,7 @@ import secrets
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
-from benchrunner.server.store.claims import Claim, RunnerUnavailable
+from benchrunner.server.store.claims import Claim, RunnerHoldsJobs, RunnerUnavailable
 from benchrunner.server.tasks import cancel_and_wait
 
 log = logging.getLogger(__name__)
@@ -253,6 +253,12 @@ class Dispatcher:
                 claim = await self._claim(
                     waiter.runner_id, waiter.runner_slug, secrets.token_hex(16), waiter.templates
                 )
+            except RunnerHoldsJobs as exc:
+                # Its wait ends with this error: the channel fails those jobs, then waits again.
+                self._waiters.pop(waiter, None)
+                if not (waiter.abandoned or waiter.future.done()):
+                    waiter.future.set_exception(exc)
+                continue
             except RunnerUnavailable:
                 continue
             finally:
