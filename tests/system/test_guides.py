@@ -855,6 +855,67 @@ def need_registry_login(setting: Setting) -> None:
     setting.checks.append(tagged)
 
 
+DOCKER_PATH = "/usr/sbin:/usr/bin:/sbin:/bin"
+"""Where the ``docker`` of Debian's podman-docker is, without ``/usr/local/bin``: a Docker client
+installed there (this machine has one) would come first and find no daemon."""
+
+
+def need_docker(setting: Setting) -> None:
+    """A ``docker`` command as Debian's podman-docker gives it (podman under Docker's name),
+    ``$REGISTRY`` (the server's registry) marked insecure in a ``registries.conf`` of the test's
+    (``CONTAINERS_REGISTRIES_CONF``), the credentials file the login writes
+    (``REGISTRY_AUTH_FILE``) in the test's directory, and in podman's storage of the module the
+    image the block pushes, built by the test with a configuration of its own. After the block,
+    each tag it pushes must name, in the server's registry, a manifest of that configuration."""
+    need_registry(setting)
+    registry = setting.env["REGISTRY"]
+    path = f"{Path(sys.executable).parent}{os.pathsep}{DOCKER_PATH}"
+    docker = shutil.which("docker", path=path)
+    assert docker is not None, "no docker command: podman-docker (tools/system-packages.sh)"
+    assert "exec /usr/bin/podman" in Path(docker).read_text(), f"{docker} is not podman-docker"
+    conf = setting.cwd / "registries.conf"
+    conf.write_text(f'[[registry]]\nlocation = "{registry}"\ninsecure = true\n')
+    setting.env.update(
+        PATH=path,
+        CONTAINERS_STORAGE_CONF=str(setting.guides.podman_storage()),
+        CONTAINERS_REGISTRIES_CONF=str(conf),
+        REGISTRY_AUTH_FILE=str(setting.cwd / "auth.json"),
+    )
+    pushed = re.findall(r'docker push "\$REGISTRY/([a-z0-9-]+):([\w.-]+)"', setting.script)
+    configs = {}
+    for repository, tag in pushed:
+        label = {"org.opencontainers.image.title": f"{repository}-{secrets.token_hex(4)}"}
+        image = busybox_image(config={"Cmd": ["/bin/sh"], "Labels": label})
+        layout = write_layout(setting.cwd / f"{repository}-{tag}", [image], tag=tag)
+        manifest = json.loads(layout.blobs[layout.digest])
+        configs[repository, tag] = manifest["config"]["digest"]
+        name = f"containers-storage:{registry}/{repository}:{tag}"
+        copy = ["skopeo", "copy", "--quiet", f"oci:{layout.path}:{tag}", name]
+        subprocess.run(copy, env=setting.env, capture_output=True, timeout=120, check=True)
+        setting.cleanups.append(
+            lambda name=name: podman(setting.env, "rmi", "-i", name.split(":", 1)[1])
+        )
+
+    def pushed_to_the_registry() -> None:
+        assert pushed, 'the block pushes nothing as "$REGISTRY/NAME:TAG"'
+        server = setting.guides.server.server
+        accept = ", ".join(MANIFEST_TYPES)
+        for (repository, tag), config in configs.items():
+            token = registry_token(server, server.token, f"repository:{repository}:pull")
+            with v2(server, token) as client:
+                found = client.get(f"/{repository}/manifests/{tag}", headers={"Accept": accept})
+            assert found.status_code == 200, found.text
+            assert found.json()["config"]["digest"] == config, found.text
+
+    setting.checks.append(pushed_to_the_registry)
+
+
+MANIFEST_TYPES = (
+    "application/vnd.oci.image.manifest.v1+json",
+    "application/vnd.docker.distribution.manifest.v2+json",
+)
+"""The manifests a client may push an image as: podman keeps OCI, Docker converts."""
+
 REPLICA_HOSTS = ("127.0.0.2", "127.0.0.3")
 """The replicas guide's ``$BENCH_A`` and ``$BENCH_B``: two loopback addresses, each replica on
 the port the guide names, as two hosts would be."""
@@ -950,6 +1011,7 @@ NEEDS: dict[str, Callable[[Setting], None]] = {
     "image-build": need_image_build,
     "images": need_images,
     "registry-login": need_registry_login,
+    "docker": need_docker,
     "podman-server": need_podman_server,
     "podman-runner": need_podman_runner,
 }
