@@ -23,10 +23,16 @@ import pytest
 from tests.harness import wait_until
 from tests.system.test_images import image_cache
 
-PACKAGES = ("systemd", "systemd-sysv", "dbus", "python3", "libstdc++6", "curl")
+PACKAGES = ("systemd", "systemd-sysv", "dbus", "python3", "libstdc++6", "curl",
+            "ca-certificates", "caddy", "pebble")  # fmt: skip
 """systemd as init; Python 3.11 for a virtual environment made on a Debian 12 host
 (``/opt/benchrunner``), with the C++ runtime NumPy's and SciPy's wheels link; curl for the
-guide's health checks."""
+guide's health checks; Caddy, as the guide installs it, and Pebble, the ACME CA it gets its
+certificate from in the test (tests/acme_ca.py), with the system's trust store for its roots."""
+
+DISABLED = ("multi-user.target.wants/caddy.service",)
+"""Caddy is started by the test that runs it (it takes ports 80 and 443 of this machine's
+network), not at every boot."""
 
 MASKED = (
     "getty.target",
@@ -48,7 +54,7 @@ def systemd_root(release: str = "bookworm") -> Path:
         pytest.fail(
             "a systemd root file system needs root and mmdebstrap (tools/system-packages.sh)"
         )
-    how = f"{release} minbase {' '.join(PACKAGES)} masked {' '.join(MASKED)}"
+    how = f"{release} minbase {' '.join(PACKAGES)} masked {' '.join(MASKED + DISABLED)}"
     key = hashlib.sha256(how.encode()).hexdigest()[:16]
     cache = image_cache()
     root = cache / f"systemd-{release}-{key}"
@@ -75,6 +81,8 @@ def systemd_root(release: str = "bookworm") -> Path:
             units = partial / "etc" / "systemd" / "system"
             for unit in MASKED:
                 (units / unit).symlink_to("/dev/null")
+            for link in DISABLED:
+                (units / link).unlink()
             for old in cache.glob(f"systemd-{release}-*"):
                 shutil.rmtree(old, ignore_errors=True)
             partial.rename(root)

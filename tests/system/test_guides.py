@@ -20,6 +20,7 @@ import secrets
 import shutil
 import signal
 import socket
+import ssl
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
@@ -32,7 +33,7 @@ import pytest
 import yaml
 
 from benchrunner.api.thresholds import ThresholdModelBody
-from tests import systemd_container
+from tests import acme_ca, systemd_container
 from tests.databases import postgres_database
 from tests.harness import (
     REPO,
@@ -1032,6 +1033,88 @@ def printed_health(output: str) -> Any:
     return json.JSONDecoder().raw_decode(output, start)[0]
 
 
+ACME_NAME = "bench.example.com"
+"""The deploy guide's public name, which resolves to this machine in the systemd machine."""
+
+ACME_PORTS = (80, 443, 2019, acme_ca.ACME_PORT, acme_ca.MANAGEMENT_PORT)
+"""Caddy's (HTTP, HTTPS, its admin API) and Pebble's ports, on this machine's network."""
+
+ACME_CA_OPTION = f"{{\n\tacme_ca {acme_ca.DIRECTORY}\n}}\n\n"
+"""The global option the guide tells a reader with an internal ACME CA to add."""
+
+
+def need_acme(setting: Setting) -> None:
+    """After ``systemd``, what the deploy guide's reader has before reloading Caddy: the server's
+    unit started as step 3 does (with the guide's database), Caddy installed and running
+    (Debian's package, with its own Caddyfile), then the guide's Caddyfile in
+    ``/etc/caddy/Caddyfile``, and the name resolving to this host. The certificate comes from an
+    internal ACME CA, Pebble (tests/acme_ca.py), as the guide tells such a reader: its directory
+    in a global ``acme_ca`` option, its roots in the system's trust store. The block must print
+    the server's health through Caddy, and Caddy must present, for the name, a certificate that
+    chains to Pebble's root."""
+    machine = setting.machine
+    assert machine is not None, "acme comes after systemd in the block's marker"
+    busy = [port for port in (PODMAN_PORT, *ACME_PORTS) if bound("127.0.0.1", port)]
+    assert not busy, f"ports {busy} are taken on loopback"
+    deploy_database(setting)
+    # The server lets go of the database before it is dropped.
+    setting.cleanups.append(lambda: machine.remove())
+    machine.run("systemctl", "enable", "--now", "benchrunner-server")
+    wait_until(unit_health, timeout=60, interval=0.5, message="the server's unit")
+
+    made = setting.cwd / "acme"
+    made.mkdir()
+    listener = acme_ca.listener()
+    (made / "ca.crt").write_bytes(listener.ca)
+    (made / "cert.pem").write_bytes(listener.certificate)
+    (made / "key.pem").write_bytes(listener.key)
+    (made / "config.json").write_bytes(
+        acme_ca.config("/etc/pebble/cert.pem", "/etc/pebble/key.pem")
+    )
+    machine.add_files({
+        "/usr/local/share/ca-certificates/acme-listener.crt": made / "ca.crt",
+        "/etc/pebble/cert.pem": made / "cert.pem",
+        "/etc/pebble/key.pem": made / "key.pem",
+        "/etc/pebble/config.json": made / "config.json",
+    })  # fmt: skip
+    machine.run("update-ca-certificates")
+    settings = [f"--setenv={name}={value}" for name, value in acme_ca.ENVIRONMENT.items()]
+    machine.run("systemd-run", "--unit", "pebble", *settings, "/usr/bin/pebble",
+                "-config", "/etc/pebble/config.json")  # fmt: skip
+    pebble_root = "/usr/local/share/ca-certificates/pebble-root.crt"
+    fetch = ["podman", "exec", machine.name, "curl", "-sf", "-o", pebble_root, acme_ca.ROOTS]
+
+    def root_fetched() -> bool:
+        done = subprocess.run(fetch, env=machine.env, capture_output=True, timeout=60)
+        return done.returncode == 0
+
+    wait_until(root_fetched, timeout=60, interval=0.5, message="Pebble's root")
+    machine.run("update-ca-certificates")
+    root = machine.run("cat", pebble_root)
+    machine.append("/etc/hosts", [f"127.0.0.1 {ACME_NAME}"])
+    machine.run("systemctl", "start", "caddy")
+    (caddyfile,) = CONFIGURATION.findall((GUIDES / "deploy.md").read_text())
+    (made / "Caddyfile").write_text(ACME_CA_OPTION + caddyfile)
+    (made / "Caddyfile").chmod(0o644)
+    machine.add_files({"/etc/caddy/Caddyfile": made / "Caddyfile"})
+
+    def served_with_the_cas_certificate() -> None:
+        assert printed_health(setting.output)["status"] == "ok", setting.output
+        assert_active(machine, "caddy")
+        context = ssl.create_default_context(cadata=root)
+        with (
+            socket.create_connection(("127.0.0.1", 443), timeout=10) as raw,
+            context.wrap_socket(raw, server_hostname=ACME_NAME) as tls,
+        ):
+            request = f"GET /v0/server/health HTTP/1.1\r\nHost: {ACME_NAME}\r\n"
+            tls.sendall(f"{request}Connection: close\r\n\r\n".encode())
+            answer = b"".join(iter(lambda: tls.recv(65536), b""))
+        assert answer.startswith(b"HTTP/1.1 200"), answer
+        assert printed_health(answer.decode())["status"] == "ok", answer
+
+    setting.checks.append(served_with_the_cas_certificate)
+
+
 def systemd_runner(setting: Setting, files: dict[str, Path]) -> None:
     """The runner's unit: a runner of the module's server, its key pasted into
     ``/etc/benchrunner/runner.key`` and ``runner.env`` edited as the guide says (the server's URL
@@ -1172,6 +1255,7 @@ NEEDS: dict[str, Callable[[Setting], None]] = {
     "registry-login": need_registry_login,
     "docker": need_docker,
     "systemd": need_systemd,
+    "acme": need_acme,
     "podman-server": need_podman_server,
     "podman-runner": need_podman_runner,
 }
