@@ -288,7 +288,14 @@ class Guides:
 
 @pytest.fixture(scope="module")
 def guides(tmp_path_factory: pytest.TempPathFactory, receiver: Receiver) -> Iterator[Guides]:
-    tmp = tmp_path_factory.mktemp("guides")
+    with guides_server(tmp_path_factory.mktemp("guides"), receiver) as found:
+        yield found
+
+
+@contextlib.contextmanager
+def guides_server(tmp: Path, receiver: Receiver) -> Iterator[Guides]:
+    """A server (SQLite) with the guides' templates and the spec ``bench-box``, the bisect
+    guide's repository, and a scratch directory for the host blocks' overlays."""
     repo = tmp / "sortlib"
     commits = sortlib(repo)
     templates = GUIDE_TEMPLATES.replace("{repo}", str(repo))
@@ -1318,9 +1325,16 @@ BUILDS_IMAGES = {"image-build", "images"}
 empty: minutes, as that test's own builds."""
 
 
-def shell_blocks() -> Iterator[Any]:
+SEPARATE_GUIDES = frozenset({"deploy.md"})
+"""Guides whose blocks run in a module of their own (test_guides_deploy.py): they build images
+and boot a systemd machine, minutes that run beside the other guides' blocks that way."""
+
+
+def shell_blocks(guides: frozenset[str] | None = None) -> Iterator[Any]:
+    """The shell blocks of ``guides`` (None: of every guide but ``SEPARATE_GUIDES``)."""
     for block in runnable_blocks():
-        if block.kind != "python":
+        chosen = block.guide not in SEPARATE_GUIDES if guides is None else block.guide in guides
+        if block.kind != "python" and chosen:
             slow = BUILDS_IMAGES.intersection(block.needs)
             marks = [pytest.mark.timeout(3600)] if slow else []
             yield pytest.param(block, id=block.name, marks=marks)
@@ -1361,6 +1375,11 @@ def undo(setting: Setting) -> None:
 
 @pytest.mark.parametrize("block", list(shell_blocks()))
 def test_runnable_guide_block(guides: Guides, tmp_path: Path, block: Block) -> None:
+    run_and_check(guides, tmp_path, block)
+
+
+def run_and_check(guides: Guides, tmp_path: Path, block: Block) -> None:
+    """The block runs and exits 0, prints what its needs expect, and passes their checks."""
     setting, outcome = run_block(guides, tmp_path, block)
     setting.output = outcome.output
     try:
