@@ -39,8 +39,6 @@ import logging
 import time
 import uuid
 
-from starlette.websockets import WebSocket
-
 from benchrunner.protocol import (
     DEFAULT_POLL_TIMEOUT,
     ERROR_EXTENSION,
@@ -57,7 +55,7 @@ from benchrunner.protocol import (
     parse_runner_message,
 )
 from benchrunner.server.channel.lifecycle import Lifecycle
-from benchrunner.server.channel.runner_session import CLOSE_POLICY, RunnerSession
+from benchrunner.server.channel.runner_session import CLOSE_POLICY, RunnerSession, RunnerSocket
 from benchrunner.server.channel.runner_session import authenticate as authenticate
 from benchrunner.server.runners import releases
 from benchrunner.server.store import jobs, runners
@@ -124,7 +122,7 @@ class ChannelHub:
 class ChannelSession(RunnerSession):
     def __init__(
         self,
-        websocket: WebSocket,
+        websocket: RunnerSocket,
         runner: RunnerRow,
         lifecycle: Lifecycle,
         extensions: frozenset[str] = frozenset(),
