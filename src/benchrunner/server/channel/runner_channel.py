@@ -46,12 +46,10 @@ from benchrunner.protocol import (
     TEMPLATE_EXTENSION,
     UPDATE_EXTENSION,
     Ack,
-    Heartbeat,
     NoJob,
     Ready,
     RunnerMessage,
     RunnerMetadata,
-    encode,
     parse_runner_message,
 )
 from benchrunner.server.channel.lifecycle import Lifecycle
@@ -62,9 +60,6 @@ from benchrunner.server.store import jobs, runners
 from benchrunner.server.store.runners import RunnerRow
 
 log = logging.getLogger(__name__)
-
-HEARTBEAT = Heartbeat()
-HEARTBEAT_TEXT = encode(HEARTBEAT)
 
 RELEASE_CHECK_INTERVAL = 60.0
 """Seconds between a channel's looks for a newer runner release."""
@@ -140,8 +135,6 @@ class ChannelSession(RunnerSession):
         is offered the release again)."""
 
     def _parse(self, text: str) -> RunnerMessage:
-        if text == HEARTBEAT_TEXT:  # most of what a runner sends, exactly as ours sends it
-            return HEARTBEAT
         return parse_runner_message(text)
 
     def _suspending(self) -> asyncio.Task[None] | None:

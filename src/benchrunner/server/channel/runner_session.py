@@ -59,6 +59,11 @@ CLOSE_POLICY = 1008
 CLOSE_SUPERSEDED = 4001
 CLOSE_INTERNAL_ERROR = 1011
 
+HEARTBEAT = Heartbeat()
+HEARTBEAT_TEXT = encode(HEARTBEAT)
+"""A heartbeat exactly as our runner and Bencher's send it: most of what a runner sends, read
+without parsing (any other text is parsed and validated)."""
+
 
 class RunnerSocket(WebSocket):
     """A runner's WebSocket: Starlette's for the handshake, the close and what the request says,
@@ -321,7 +326,7 @@ class RunnerSession:
 
     async def _handle_text(self, text: str) -> None:
         try:
-            message = self._parse(text)
+            message = HEARTBEAT if text == HEARTBEAT_TEXT else self._parse(text)
         except ValidationError as exc:
             if self._closes_on_invalid():
                 self.drop()
