@@ -19,7 +19,9 @@ as 1); every other alert on a series before its step, on a series with no step, 
 missed window is a *false alarm*; an alert after the detection is a *repeat*. An alert counts
 at the run whose report raised it (``raised_by``). Printed per test: detected steps, false
 alarms, repeats, precision = detected / (detected + false alarms), the same with repeats
-counted as false, recall, F1, and the median runs-to-detect.
+counted as false, recall, F1, and the median runs-to-detect; then, per test, its false alarms by
+kind of series. The ``samples`` row (``"test": "samples"``, beyond Bencher) is judged in the same
+run as Bencher's tests, on the same data.
 
     .venv/bin/python -m benchmarks.alert_accuracy [--series 60] [--seed 1]
         [--min-points 30] [--max-points 120] [--iterations 5] [--window 5]
@@ -185,6 +187,8 @@ def alerts(client: httpx.Client, project: str) -> Iterator[dict[str, Any]]:
 class Score:
     detected: int = 0
     false_alarms: int = 0
+    by_kind: dict[str, int] = dataclasses.field(default_factory=dict)
+    """False alarms by kind of series."""
     repeats: int = 0
     steps: int = 0
     runs_to_detect: list[int] = dataclasses.field(default_factory=list)
@@ -208,6 +212,7 @@ def score(corpus_: list[Series], raised: dict[str, list[int]], window: int) -> S
         runs = sorted(raised.get(series.name, []))
         if series.step is None:
             result.false_alarms += len(runs)
+            result.by_kind[series.kind] = result.by_kind.get(series.kind, 0) + len(runs)
             continue
         result.steps += 1
         detected_at = next((r for r in runs if series.step <= r <= series.step + window - 1), None)
@@ -219,6 +224,7 @@ def score(corpus_: list[Series], raised: dict[str, list[int]], window: int) -> S
                 result.repeats += 1
             else:
                 result.false_alarms += 1
+                result.by_kind["step"] = result.by_kind.get("step", 0) + 1
     return result
 
 
@@ -273,8 +279,13 @@ def main() -> None:
         "| precision, repeats false | recall | F1 | runs to detect (median) |"
     )
     print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
-    for test in options.tests:
-        print(score(series, by_test[test], options.window).line(test))
+    scores = {test: score(series, by_test[test], options.window) for test in options.tests}
+    for test, found in scores.items():
+        print(found.line(test))
+    print("\nfalse alarms by kind of series (step: before the step or after a missed window)")
+    for test, found in scores.items():
+        kinds = ", ".join(f"{kind} {found.by_kind.get(kind, 0)}" for kind in KINDS)
+        print(f"- {test}: {kinds}")
 
 
 if __name__ == "__main__":

@@ -13,6 +13,9 @@ with a one-metric JSON result). Three phases, each over ``--jobs`` template jobs
 
     .venv/bin/python -m benchmarks.round_trips [--jobs 40] [--log /var/log/postgresql/...]
 
+After the counts by first word it prints, per phase, each distinct statement text (whitespace
+collapsed, cut to ``--width`` characters) with how many times a job sent it.
+
 Debian's PostgreSQL writes its log to ``/var/log/postgresql/postgresql-MAJOR-main.log``, the
 default here; its lines carry ``user@database``, which is how this database's are told apart.
 """
@@ -22,6 +25,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import collections
+import itertools
 import json
 import re
 import tempfile
@@ -79,17 +83,39 @@ async def run_jobs(url: str, token: str, count: int, each: Callable[[], Any] | N
             done += 1
 
 
-def count_statements(log: Path, start: int, end: int, database: str) -> collections.Counter[str]:
-    """The statements logged for ``database`` between two offsets of the log, by first word."""
+ENTRY = re.compile(r"^\d{4}-\d\d-\d\d ", re.MULTILINE)
+"""Where a log entry begins: its timestamp at the start of a line (a statement's own lines
+continue it, indented)."""
+
+
+def logged_statements(log: Path, start: int, end: int, database: str) -> list[str]:
+    """The statements logged for ``database`` between two offsets of the log, whitespace
+    collapsed, in the order they were logged."""
     with log.open("rb") as file:
         file.seek(start)
         text = file.read(end - start).decode(errors="replace")
-    pattern = re.compile(
+    statement = re.compile(
         "@"
         + re.escape(database)
-        + r" LOG:  duration: [0-9.]+ ms  (?:statement|execute [^:]*): (\S+)"
+        + r" LOG:  duration: [0-9.]+ ms  (?:statement|execute [^:]*): (.*)",
+        re.DOTALL,
     )
-    return collections.Counter(match.group(1).upper() for match in pattern.finditer(text))
+    found = []
+    starts = [match.start() for match in ENTRY.finditer(text)] + [len(text)]
+    for begin, stop in itertools.pairwise(starts):
+        match = statement.search(text, begin, stop)
+        if match is not None:
+            found.append(" ".join(match.group(1).split()))
+    return found
+
+
+def by_first_word(statements: list[str]) -> collections.Counter[str]:
+    return collections.Counter(text.split(" ", 1)[0].upper() for text in statements)
+
+
+def shown(text: str, width: int) -> str:
+    """A statement's text cut to ``width`` characters, its parameter numbers kept."""
+    return text if len(text) <= width else text[: width - 1] + "…"
 
 
 class Phases:
@@ -98,13 +124,13 @@ class Phases:
     def __init__(self, log: Path, database: str) -> None:
         self.log = log
         self.database = database
-        self.counts: dict[str, collections.Counter[str]] = {}
+        self.statements: dict[str, list[str]] = {}
 
     async def phase(self, name: str, work: Coroutine[Any, Any, None]) -> None:
         start = self.log.stat().st_size
         await work
         await asyncio.sleep(0.5)  # the log is written by another process: let it catch up
-        self.counts[name] = count_statements(
+        self.statements[name] = logged_statements(
             self.log, start, self.log.stat().st_size, self.database
         )
 
@@ -125,6 +151,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--jobs", type=int, default=40)
     parser.add_argument("--log", type=Path, default=None, help="PostgreSQL's log file")
+    parser.add_argument(
+        "--no-texts", dest="texts", action="store_false", help="counts only, no statement texts"
+    )
+    parser.add_argument("--width", type=int, default=160, help="characters of each text shown")
     options = parser.parse_args()
     log = options.log or default_log()
     with tempfile.TemporaryDirectory() as tmp, fresh_database("postgresql", Path(tmp)) as url:
@@ -140,9 +170,15 @@ def main() -> None:
         with deploy(Path(tmp), url, heartbeat_timeout=60.0, env=UNCAPPED) as deployment:
             asyncio.run(measure(deployment, phases, options.jobs))
     print(f"PostgreSQL statements per job ({options.jobs} jobs a phase):")
-    for name, kinds in phases.counts.items():
+    for name, statements in phases.statements.items():
+        kinds = by_first_word(statements)
         per_job = {kind: round(n / options.jobs, 2) for kind, n in kinds.most_common()}
-        print(f"  {name}: {sum(kinds.values()) / options.jobs:.1f}  {per_job}")
+        print(f"  {name}: {len(statements) / options.jobs:.1f}  {per_job}")
+    if options.texts:
+        for name, statements in phases.statements.items():
+            print(f"\n{name}: each distinct statement, per job")
+            for text, n in collections.Counter(statements).most_common():
+                print(f"  {n / options.jobs:5.2f}  {shown(text, options.width)}")
 
 
 if __name__ == "__main__":

@@ -5,7 +5,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.databases import ENGINES, fresh_database
 from tests.harness import Deployment, deploy
+from tests.system.project_api import Api
 
 
 @pytest.fixture
@@ -21,6 +23,28 @@ def shared_deployment(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Depl
     tmp = tmp_path_factory.mktemp("shared")
     with deploy(tmp, f"sqlite:///{tmp / 'benchrunner.db'}") as deployment:
         yield deployment
+
+
+@pytest.fixture(scope="module", params=ENGINES)
+def shared(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Deployment]:
+    """One server per engine for a whole module whose tests each work in a project of their own
+    (``api``): starting a server costs more than such a test's requests."""
+    tmp = tmp_path_factory.mktemp(request.module.__name__.rpartition(".")[2])
+    with fresh_database(str(request.param), tmp) as url, deploy(tmp, url) as deployment:
+        yield deployment
+
+
+@pytest.fixture
+def api(shared: Deployment, request: pytest.FixtureRequest) -> Iterator[Api]:
+    """The API of a new public project of ``shared``'s, named after the test."""
+    slug = request.node.originalname.removeprefix("test_").replace("_", "-")[:64]
+    with shared.admin() as client:
+        client.create_project("acme", slug, "public")
+    client_api = Api(shared, slug)
+    yield client_api
+    client_api.http.close()
 
 
 @pytest.fixture(params=["channel", "per-job"])

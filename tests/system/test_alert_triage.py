@@ -16,20 +16,10 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.databases import ENGINES, fresh_database
-from tests.harness import Deployment, cli, deploy
+from tests.harness import Deployment, cli
 
 T0 = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
 LATENCY_10PCT = {"test": "percentage", "upper_boundary": 0.1, "min_sample_size": 3}
-
-
-@pytest.fixture(scope="module", params=ENGINES)
-def shared(
-    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[Deployment]:
-    tmp = tmp_path_factory.mktemp("triage")
-    with fresh_database(str(request.param), tmp) as url, deploy(tmp, url) as deployment:
-        yield deployment
 
 
 class Alerts:

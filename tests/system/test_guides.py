@@ -750,11 +750,18 @@ def need_podman(setting: Setting, kind: str) -> None:
         subprocess.run(command, env=setting.env, capture_output=True, timeout=600, check=True)
 
 
+MADE_BY_TESTS = ".made-by-benchrunner-tests"
+"""A file in each machine directory a test makes: one an interrupted run left is removed."""
+
+
 def machine_directory(setting: Setting, path: Path) -> None:
-    """A directory of this machine the block reads or writes, which must not exist yet: made
-    now, removed afterwards."""
+    """A directory of this machine the block reads or writes, which must not exist yet unless
+    an interrupted test run left it: made now, removed afterwards."""
+    if (path / MADE_BY_TESTS).exists():
+        shutil.rmtree(path)
     assert not path.exists(), f"{path} exists already on this machine"
     path.mkdir(parents=True)
+    (path / MADE_BY_TESTS).touch()
     setting.cleanups.append(lambda: shutil.rmtree(path, ignore_errors=True))
 
 
@@ -822,17 +829,27 @@ def need_podman_runner(setting: Setting) -> None:
     )
 
 
+SYSTEM_REGISTRIES_CONF = Path("/etc/containers/registries.conf")
+
+
 def need_registry_login(setting: Setting) -> None:
     """``$REGISTRY``, the server's registry, logged in to (``REGISTRY_AUTH_FILE``) and marked
-    insecure in a ``registries.conf`` of the test's (``CONTAINERS_REGISTRIES_CONF``), as a
-    reader's plain-HTTP registry is; every tag the block pushes to ``$REGISTRY`` must be there."""
+    insecure in ``/etc/containers/registries.conf``, as a reader's plain-HTTP registry is: the
+    block runs in a mount namespace of its own where that file is the machine's with the entry
+    added (Debian's skopeo reads no other; podman also reads ``CONTAINERS_REGISTRIES_CONF``).
+    Every tag the block pushes to ``$REGISTRY`` must be there."""
     need_registry(setting)
     registry = setting.env["REGISTRY"]
     conf = setting.cwd / "registries.conf"
-    conf.write_text(f'[[registry]]\nlocation = "{registry}"\ninsecure = true\n')
+    system = SYSTEM_REGISTRIES_CONF.read_text() if SYSTEM_REGISTRIES_CONF.exists() else ""
+    conf.write_text(f'{system}\n[[registry]]\nlocation = "{registry}"\ninsecure = true\n')
     setting.env.update(
         REGISTRY_AUTH_FILE=str(setting.cwd / "auth.json"), CONTAINERS_REGISTRIES_CONF=str(conf)
     )
+    assert SYSTEM_REGISTRIES_CONF.exists(), f"{SYSTEM_REGISTRIES_CONF} is missing (skopeo's)"
+    bind = 'mount --bind "$1" "$2" && shift 2 && exec "$@"'
+    namespace = ("unshare", "--mount", "--propagation", "private", "sh", "-c", bind, "sh")
+    setting.within = (*namespace, str(conf), str(SYSTEM_REGISTRIES_CONF), *setting.within)
     # skopeo's login does not read registries.conf's insecure flag (its copy does).
     login = ["skopeo", "login", "--tls-verify=false", "-u", "me", "--password-stdin", registry]
     done = subprocess.run(

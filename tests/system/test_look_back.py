@@ -6,38 +6,16 @@ no second alert; a dismissed step that persists re-opens (docs/how-to/thresholds
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
 import pytest
 
 from benchrunner.detection.look_back import PERSIST
-from tests.databases import ENGINES, fresh_database
-from tests.harness import Deployment, deploy
-from tests.system.test_thresholds import Api, latency
+from tests.system.project_api import Api, latency
 
 WIDE = {"test": "percentage", "upper_boundary": 0.2, "min_sample_size": 3}
 """A limit 20 % above the mean: an 8 % step stays inside it, a 40 % one crosses it."""
-
-
-@pytest.fixture(scope="module", params=ENGINES)
-def shared(
-    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[Deployment]:
-    tmp = tmp_path_factory.mktemp("look-back")
-    with fresh_database(str(request.param), tmp) as url, deploy(tmp, url) as deployment:
-        yield deployment
-
-
-@pytest.fixture
-def api(shared: Deployment, request: pytest.FixtureRequest) -> Iterator[Api]:
-    slug = request.node.originalname.removeprefix("test_").replace("_", "-")[:64]
-    with shared.admin() as client:
-        client.create_project("acme", slug, "public")
-    client_api = Api(shared, slug)
-    yield client_api
-    client_api.http.close()
 
 
 def levels(seed: int, *segments: tuple[float, int]) -> list[float]:

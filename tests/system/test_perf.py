@@ -7,7 +7,6 @@ import csv
 import datetime as dt
 import io
 import json
-from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -15,8 +14,7 @@ import httpx
 import pytest
 
 from benchrunner.client import ApiError, BenchrunnerClient, PerfQuery
-from tests.databases import ENGINES, fresh_database
-from tests.harness import Deployment, deploy
+from tests.harness import Deployment
 
 T0 = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
 
@@ -27,15 +25,6 @@ class Project:
 
     deployment: Deployment
     slug: str
-
-
-@pytest.fixture(scope="module", params=ENGINES)
-def shared(
-    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[Deployment]:
-    tmp = tmp_path_factory.mktemp("perf")
-    with fresh_database(str(request.param), tmp) as url, deploy(tmp, url) as deployment:
-        yield deployment
 
 
 @pytest.fixture

@@ -8,98 +8,20 @@ requests); each test works in a project of its own.
 
 from __future__ import annotations
 
-import datetime as dt
-import json
 import math
-from collections.abc import Iterator
 from typing import Any
 
-import httpx
 import pytest
 
 from benchrunner.api.alerts import Alert, AlertPrecision
 from benchrunner.api.base import Answer
 from benchrunner.api.thresholds import Threshold, ThresholdModelBody
-from tests.databases import ENGINES, fresh_database
-from tests.harness import Deployment, deploy
+from tests.harness import Deployment
+from tests.system.project_api import Api, latency, measures_of
 
-T0 = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
 UNDRAWN = {"baseline": None, "lower_limit": None, "upper_limit": None}
 """A boundary stored for a judged metric whose history draws no limits (Bencher v0.6.12)."""
 LATENCY_10PCT = {"test": "percentage", "upper_boundary": 0.1, "min_sample_size": 3}
-
-
-class Api:
-    """The project's API as the admin (or anonymously), answers unchecked."""
-
-    def __init__(self, deployment: Deployment, project: str, *, anonymous: bool = False) -> None:
-        headers = {} if anonymous else {"Authorization": f"Bearer {deployment.server.token}"}
-        self.http = httpx.Client(base_url=deployment.server.url, headers=headers, timeout=30)
-        self.slug = project
-        self.project = f"/v0/projects/{project}"
-        self.minute = 0
-
-    def run(self, results: dict[str, Any] | list[dict[str, Any]], **body: Any) -> dict[str, Any]:
-        """A direct run one minute after the previous one; 201 expected."""
-        answer = self.run_raw(results, **body)
-        assert answer.status_code == 201, answer.text
-        found: dict[str, Any] = answer.json()
-        return found
-
-    def run_raw(
-        self, results: dict[str, Any] | list[dict[str, Any]], **body: Any
-    ) -> httpx.Response:
-        self.minute += 1
-        at = (T0 + dt.timedelta(minutes=self.minute)).isoformat()
-        iterations = results if isinstance(results, list) else [results]
-        payload = {
-            "project": self.slug,
-            "branch": "main",
-            "testbed": "ci",
-            "start_time": at,
-            "end_time": at,
-            "settings": {"adapter": "json"},
-            "results": [json.dumps(r) for r in iterations],
-            **body,
-        }
-        return self.http.post("/v0/run", json=payload)
-
-    def get(self, path: str, **params: Any) -> Any:
-        answer = self.http.get(f"{self.project}{path}", params=params)
-        assert answer.status_code == 200, answer.text
-        return answer.json()
-
-
-@pytest.fixture(scope="module", params=ENGINES)
-def shared(
-    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[Deployment]:
-    tmp = tmp_path_factory.mktemp("thresholds")
-    with fresh_database(str(request.param), tmp) as url, deploy(tmp, url) as deployment:
-        yield deployment
-
-
-@pytest.fixture
-def api(shared: Deployment, request: pytest.FixtureRequest) -> Iterator[Api]:
-    """The API of a new public project named after the test."""
-    slug = request.node.originalname.removeprefix("test_").replace("_", "-")[:64]
-    with shared.admin() as client:
-        client.create_project("acme", slug, "public")
-    client_api = Api(shared, slug)
-    yield client_api
-    client_api.http.close()
-
-
-def latency(**values: float) -> dict[str, Any]:
-    return {name: {"latency": {"value": value}} for name, value in values.items()}
-
-
-def measures_of(report: dict[str, Any], benchmark: str) -> dict[str, Any]:
-    """The benchmark's measures in the report's first iteration, by measure slug."""
-    for result in report["results"][0]:
-        if result["benchmark"]["name"] == benchmark:
-            return {m["measure"]["slug"]: m for m in result["measures"]}
-    raise AssertionError(f"no {benchmark} in {report['results']}")
 
 
 def test_a_regression_raises_an_alert_in_the_answer(api: Api) -> None:

@@ -14,7 +14,7 @@ from benchrunner.core.tiers import Plan
 from benchrunner.server.store import claims
 from benchrunner.server.store.engine import Database
 from tests.databases import postgres_database, with_schema
-from tests.unit.test_claim_policy import World
+from tests.unit.test_claim_policy import T0, World
 
 PENDING = 300
 
@@ -36,7 +36,9 @@ def burst() -> Iterator[tuple[World, int]]:
         db.close()
 
 
-def claim_plan(world: World, runner_id: int, *, as_claims_do: bool) -> str:
+def claim_plan(world: World, runner_id: int, *, as_claims_do: bool, alone: bool = False) -> str:
+    """The claim query's plan: in a claim's transaction (``as_claims_do``: after its first
+    read), or on the connections of the claims made in one statement (``alone``)."""
     query = claims._eligible_jobs(organization_owned=False)
     compiled = query.compile(dialect=world.db.write_engine.dialect)
     params = {**compiled.params, "runner_id": runner_id}
@@ -47,7 +49,7 @@ def claim_plan(world: World, runner_id: int, *, as_claims_do: bool) -> str:
         rows = conn.execute(sa.text(f"EXPLAIN {query}"), params)
         return "\n".join(row[0] for row in rows)
 
-    return str(world.write(unit))
+    return str(world.db.claim_sync(unit) if alone else world.write(unit))
 
 
 def plain_sorts(plan: str) -> list[str]:
@@ -67,3 +69,13 @@ def test_claims_walk_the_pending_index_in_order(burst: tuple[World, int]) -> Non
     assert "index_job_pending" in plan, plan
     world, runner = burst
     assert world.claim(runner) is not None
+
+
+def test_one_statement_claims_walk_the_pending_index_in_order(burst: tuple[World, int]) -> None:
+    # Their connections never sort, for their whole session: no statement has to say so.
+    world, runner = burst
+    plan = claim_plan(world, runner, as_claims_do=False, alone=True)
+    assert not plain_sorts(plan), plan
+    assert "index_job_pending" in plan, plan
+    claim = world.db.claim_sync(claims.job_claim_alone, runner, None, "n", T0, "r")
+    assert claim is not None

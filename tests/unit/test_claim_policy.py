@@ -6,7 +6,7 @@ from __future__ import annotations
 import datetime as dt
 import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import ParamSpec, TypeVar
 
 import pytest
@@ -41,6 +41,10 @@ T = TypeVar("T")
 class World:
     db: Database
     tick: int = 0
+    one_statement: bool = False
+    """Claims as the dispatcher makes them: one statement standing on its own, else (a limited
+    tier's job) a transaction (``claims.job_claim_alone``)."""
+    orgs: dict[int, int | None] = field(default_factory=dict)
 
     def now(self) -> dt.datetime:
         self.tick += 1
@@ -62,7 +66,9 @@ class World:
                 runners.runner_spec_add(conn, row.id, spec_id)
             return row.id
 
-        return int(self.write(unit))
+        runner_id = int(self.write(unit))
+        self.orgs[runner_id] = org
+        return runner_id
 
     def org(self, name: str, plan: Plan, *, claimed: bool = True) -> tuple[int, int]:
         def unit(conn: Connection) -> tuple[int, int]:
@@ -110,7 +116,14 @@ class World:
         return int(self.write(unit))
 
     def claim(self, runner_id: int, *, templates: bool = True) -> int | None:
-        row = self.write(claims.job_claim, runner_id, "nonce", self.now(), "r", templates)
+        args = ("nonce", self.now(), "r", templates)
+        try:
+            if not self.one_statement:
+                raise claims.ClaimInTransaction
+            org = self.orgs[runner_id]
+            row = self.db.claim_sync(claims.job_claim_alone, runner_id, org, *args)
+        except claims.ClaimInTransaction:
+            row = self.write(claims.job_claim, runner_id, *args)
         return None if row is None else int(row.job.id)
 
     def finish(self, job_id: int) -> None:
@@ -123,11 +136,11 @@ class World:
         self.write(unit)
 
 
-@pytest.fixture
-def world(database_url: str) -> Iterator[World]:
+@pytest.fixture(params=["transaction", "one statement"])
+def world(database_url: str, request: pytest.FixtureRequest) -> Iterator[World]:
     with_schema(database_url)
     db = Database(database_url)
-    yield World(db)
+    yield World(db, one_statement=request.param == "one statement")
     db.close()
 
 

@@ -148,7 +148,7 @@ ThresholdTest = Annotated[
         metavar="TEST",
         help="static, percentage, z_score, t_test, log_normal, iqr, delta_iqr, "
         "change_point (steps in the history, found by E-divisive means), or samples (the "
-        "report's samples against the recent reports', by a rank test).",
+        "report's run against the recent runs: a shift beyond their run-to-run spread).",
         rich_help_panel=THRESHOLDS,
     ),
 ]

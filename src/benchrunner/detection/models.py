@@ -23,7 +23,7 @@ samples       none (as change_point)                 as change_point, defaults 0
 Every test but ``change_point`` and ``samples`` needs a lower boundary, an upper boundary or
 both; a missing boundary means no limit on that side. ``max_pvalue`` and ``min_magnitude``
 belong to those two only (for ``samples``: the rank test's level and the smallest relative
-shift of the median, ``detection.samples``).
+shift of a run's median, ``detection.samples``).
 """
 
 from __future__ import annotations

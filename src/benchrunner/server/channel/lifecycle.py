@@ -152,6 +152,9 @@ class Lifecycle:
         )
         self._spec_cache: dict[int, tuple[float, frozenset[int]]] = {}
         """Per connected runner; dropped when its channel ends (``runner_disconnected``)."""
+        self._runner_orgs: dict[int, int | None] = {}
+        """The organization of each runner waiting here, as its channel read it: its claims
+        are one statement, which checks it (``store.claims.job_claim_alone``)."""
         self._undelivered: set[asyncio.Task[None]] = set()
 
     async def start(self) -> None:
@@ -209,6 +212,7 @@ class Lifecycle:
     def runner_disconnected(self, runner_id: int) -> None:
         """The runner has no channel left on this server: drop what was kept for it."""
         self._spec_cache.pop(runner_id, None)
+        self._runner_orgs.pop(runner_id, None)
 
     def undelivered(self, job: jobs.JobRow) -> None:
         """A job was claimed for a channel that ended (or was superseded) before the job was
@@ -267,7 +271,14 @@ class Lifecycle:
         self, runner_id: int, runner_slug: str, nonce: str, templates: bool
     ) -> claims.Claim | None:
         now = self.ctx.clock.now()
-        claim = await self.ctx.db.write(moves.claim, runner_id, nonce, now, runner_slug, templates)
+        args = (nonce, now, runner_slug, templates)
+        try:
+            if runner_id not in self._runner_orgs:
+                raise claims.ClaimInTransaction
+            org = self._runner_orgs[runner_id]
+            claim = await self.ctx.db.claim_each(moves.claim_alone, runner_id, org, *args)
+        except claims.ClaimInTransaction:
+            claim = await self.ctx.db.write(moves.claim, runner_id, *args)
         if claim is not None:
             self.moves.claimed(claim, runner_slug)
         return claim
@@ -278,6 +289,7 @@ class Lifecycle:
         """The job claimed for ``runner`` within ``poll_timeout`` seconds, and its message; a
         template job only if ``templates`` (the runner announced that it runs them)."""
         spec_ids = await self._spec_ids(runner.id)
+        self._runner_orgs[runner.id] = runner.organization_id
         claim = await self.dispatcher.wait_for_job(
             runner.id,
             runner.slug,

@@ -25,6 +25,7 @@ from benchrunner.core.states import IN_FLIGHT, JobStatus
 from benchrunner.server.context import ServerContext
 from benchrunner.server.logs.transition_log import Timeout, job_moved
 from benchrunner.server.store import claims, transitions
+from benchrunner.server.store.direct import Direct
 from benchrunner.server.store.jobs import JobRow
 
 _UNCLAIMED: Mapping[str, Any] = {
@@ -66,6 +67,8 @@ class Move:
     """A user's cancel: a ``job_cancel_requested`` event by this user comes first."""
     broadcast: tuple[str, str] | None = None
     """A notification (``(channel, payload)``) the move's statement sends on commit."""
+    output: bytes | None = None
+    """The job's output row, written (or replaced) by the move's statement."""
 
     def events(self) -> list[transitions.Event]:
         kind = self.event or TRANSITION_EVENT[self.to]
@@ -89,7 +92,19 @@ class Move:
 def apply(conn: Connection, move: Move) -> bool:
     """The transition and its event rows, in the caller's transaction: True if the job moved
     (False: it had left the move's sources, or is not ``owner``'s)."""
-    moved = transitions.transition(
+    return apply_reading(conn, move) is not None
+
+
+def apply_reading(
+    conn: Connection,
+    move: Move,
+    then: Direct | transitions.Guarded | None = None,
+    then_params: Mapping[str, Any] | None = None,
+) -> Any | None:
+    """``apply``, reading ``then`` (a ``SELECT``, or a write only a moved job makes and its
+    read, bound by ``then_params``) in the same statement on PostgreSQL: its first row if the
+    job moved, else None (without ``then``, a row holding the job's id)."""
+    return transitions.transition(
         conn,
         move.job.id,
         move.to,
@@ -98,8 +113,10 @@ def apply(conn: Connection, move: Move) -> bool:
         values=move.columns(),
         runner_id=move.owner,
         notify=move.broadcast,
+        then=then,
+        then_params=then_params,
+        output=move.output,
     )
-    return moved is not None
 
 
 def claim(
@@ -113,6 +130,21 @@ def claim(
     """The claim of the best eligible pending job for a runner, in the caller's transaction
     (``store.claims.job_claim``); ``Moves.claimed`` once it committed."""
     return claims.job_claim(conn, runner_id, nonce, now, runner_slug, templates)
+
+
+def claim_alone(
+    conn: Connection,
+    runner_id: int,
+    runner_org: int | None,
+    nonce: str,
+    now: dt.datetime,
+    runner_slug: str,
+    templates: bool,
+) -> claims.Claim | None:
+    """``claim`` as one statement standing on its own (``store.claims.job_claim_alone``, run
+    by ``Database.claim_each``); ``Moves.claimed`` once it returned. Raises
+    ``claims.ClaimInTransaction`` when ``claim`` must make it."""
+    return claims.job_claim_alone(conn, runner_id, runner_org, nonce, now, runner_slug, templates)
 
 
 def _nothing(_: Any) -> None:

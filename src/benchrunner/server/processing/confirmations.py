@@ -207,7 +207,7 @@ def decide_alerts(
             if by_duet is not None:
                 log.info("confirmation duet of alert %s: %s", held.id, by_duet[1])
         elif held.verdict is not None:
-            outcome, change = _decide_samples(conn, row, held, values)
+            outcome, change = _decide_samples(conn, row, held, list(found.values()))
         elif held.change_pvalue is not None:
             before, after = held.change_before, held.change_after
             outcome = decide([change_agrees(held.limit, before, after, v.value) for v in values])
@@ -224,13 +224,13 @@ def decide_alerts(
 
 
 def _decide_samples(
-    conn: Connection, row: Any, held: Any, values: list[Any]
+    conn: Connection, row: Any, held: Any, runs: list[list[Any]]
 ) -> tuple[Outcome, tuple[float, float, float, float] | None]:
-    """A ``samples`` alert: the report's and its re-runs' samples together against the same
-    baseline window; confirmed when they still differ."""
+    """A ``samples`` alert: the report's run and its re-runs (each re-run's metrics) together
+    against the same baseline window; confirmed when they still differ."""
     from benchrunner.detection.samples import Verdict
 
-    if not values:
+    if not any(runs):
         return Outcome.UNCONFIRMED, None
     t = next(
         (
@@ -245,7 +245,7 @@ def _decide_samples(
     cutoff = history.reset_cutoff(conn, history.scope_of(row), held.measure_id)
     series = threshold_series(conn, row, t, {held.benchmark_id}, cutoff)
     own = confirmations.run_values(conn, [row.id], held.benchmark_id, held.measure_id)
-    judged = [(v.id, v.value) for v in [*own.get(row.id, []), *values]]
+    judged = [[(v.id, v.value) for v in run] for run in [own.get(row.id, []), *runs]]
     result = combined_comparison(conn, t, series.get(held.benchmark_id, []), judged)
     if result is None or result.verdict is not Verdict.DIFFERENT:
         return Outcome.SUSPECTED, None

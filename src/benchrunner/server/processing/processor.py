@@ -36,7 +36,7 @@ from benchrunner.core.states import JobStatus
 from benchrunner.protocol import JsonDuet, NoiseGuard
 from benchrunner.server.blobs.blob_store import job_output_key
 from benchrunner.server.context import ServerContext
-from benchrunner.server.moves.move import Move, Moves, apply
+from benchrunner.server.moves.move import Move, Moves, apply_reading
 from benchrunner.server.processing.confirmations import open_confirmation
 from benchrunner.server.processing.evaluation import evaluate_report, series_thresholds_to_judge
 from benchrunner.server.processing.look_back import LookBackLater, look_back_report
@@ -393,22 +393,24 @@ def record_processed(
     processed = Move(
         job, JobStatus.PROCESSED, now, message, source=JobStatus.COMPLETED, reason=error
     )
-    if not apply(conn, processed):
-        return None
-    if duet is not None and duets.duet_add(conn, job.report_id, job.project_id, duet, now):
-        emit_alert_event(conn, "alert.raised", alerts.duet_alert_ids(conn, job.report_id), now)
-    stored = reports.metrics_add(conn, job.report_id, job.project_id, values, now)
     start_time, end_time = job.started or job.created, job.completed or now
     if job.config.backdate is not None:  # Bencher's --backdate: the same duration, moved
         start_time, end_time = job.config.backdate, job.config.backdate + (end_time - start_time)
-    finished = reports.report_finish(
-        conn,
+    finish = reports.finish_params(
         job.report_id,
         start_time=start_time,
         end_time=end_time,
         error=error,
         noise=None if noise is None else noise.stored(),
     )
+    # The report's times and outcome are written by the move's own statement (PostgreSQL).
+    moved = apply_reading(conn, processed, reports.FINISH_AFTER_MOVE, finish)
+    if moved is None:
+        return None
+    finished = reports.Finished.of(moved)
+    if duet is not None and duets.duet_add(conn, job.report_id, job.project_id, duet, now):
+        emit_alert_event(conn, "alert.raised", alerts.duet_alert_ids(conn, job.report_id), now)
+    stored = reports.metrics_add(conn, job.report_id, job.project_id, values, now)
     if finished.confirmation_run:
         return Recorded(processed)  # a re-run measures its report again: the confirmation judges it
     # Nothing to judge costs no savepoint (two round trips on PostgreSQL): metrics without a

@@ -1,16 +1,18 @@
 """The ``samples`` threshold test on a report (docs/reference/thresholds.md): the report's
-samples of each benchmark against those of its baseline window, as distributions.
+samples of each benchmark against those of its baseline window, run by run.
 
 The baseline window is the benchmark's history (``store.history``: same branch with its start
 point, testbed and measure, cut to the model's window, sample size and the latest baseline
 reset), with one more cut: it starts at the latest report this test alerted on. So a step
 alerts once: the reports after it are compared with the new level, not with the old one.
 
-Every judged metric gets a boundary whose baseline is the baseline samples' median and whose
-``verdict`` is the test's answer (both none when the window holds fewer than
-``min_sample_size`` values); a **different** verdict raises one
-alert per benchmark, on the report's first metric of it, carrying the medians, the relative
-shift and the rank test's p-value. **same** and **unknown** raise nothing.
+Every judged metric gets a boundary whose baseline is the median of the window's run medians and
+whose ``verdict`` is the test's answer (both none when the window holds fewer than
+``min_sample_size`` values); a **different** verdict raises one alert per benchmark, on the
+report's first metric of it (of the run before it, when that run was judged with it: the step
+began there), carrying the medians, the relative shift and the rank test's p-value. **same**
+and **unknown** raise nothing. Each of the window's reports is a run (its metrics' samples
+together), and so are the report's metrics of a benchmark.
 """
 
 from __future__ import annotations
@@ -20,10 +22,11 @@ from typing import Any
 
 from sqlalchemy.engine import Connection
 
+from benchrunner.core.samples import Samples
 from benchrunner.detection.models import SAMPLES_MAX_PVALUE, SAMPLES_MIN_MAGNITUDE
 from benchrunner.server.store import alerts, reports
 from benchrunner.server.store.history import Point
-from benchrunner.server.store.samples import samples_of
+from benchrunner.server.store.samples import reports_of, samples_of
 
 DEFAULT_MAX_SAMPLE_SIZE = 64
 """The newest values of the history a ``samples`` model without ``max_sample_size`` uses."""
@@ -42,8 +45,8 @@ def judge_samples(
 ) -> list[int]:
     """Boundaries for ``metrics`` (a report's, of one threshold) and the alerts raised; without
     ``alerting`` (a noisy report), none. With ``pending`` (confirmation runs will re-measure),
-    the alerts are held back, and an **unknown** answer with a shift holds one back too: the
-    re-runs' samples may settle it."""
+    the alerts are held back, and an **unknown** answer whose report is beyond the limit holds
+    one back too: the re-runs may settle it."""
     from benchrunner.detection.samples import Verdict, compare
 
     by_benchmark: dict[int, list[reports.StoredMetric]] = {}
@@ -53,11 +56,12 @@ def judge_samples(
     wanted = [(p.metric_id, p.value) for points in windows.values() for p in points]
     wanted += [(m.id, m.value) for m in metrics]
     found = samples_of(conn, wanted)
+    report_of = reports_of(conn, [p.metric_id for points in windows.values() for p in points])
     raised: list[int] = []
     for benchmark_id, judged in by_benchmark.items():
         window = windows[benchmark_id]
-        before = [v for p in window for v in found[p.metric_id].values]
-        after = [v for m in judged for v in found[m.id].values]
+        before, firsts = _runs(window, found, report_of)
+        after = [[v for m in judged for v in found[m.id].values]]
         enough = bool(window) and (t.min_sample_size is None or len(window) >= t.min_sample_size)
         result = (
             compare(
@@ -82,14 +86,22 @@ def judge_samples(
             continue
         step = samples_step(result)
         if result.verdict is not Verdict.DIFFERENT and not (
-            pending and result.verdict is Verdict.UNKNOWN
+            pending and result.verdict is Verdict.UNKNOWN and result.beyond
         ):
             continue
         if step is None:
             continue
         side: alerts.Limit = "upper" if step.magnitude > 0 else "lower"
+        boundary_id = boundary_ids[0]
+        if result.verdict is Verdict.DIFFERENT and result.borrowed:
+            # The step began at the first run judged with the report: the alert goes there,
+            # as a change point's does (and as the look-back expects of a step's alert).
+            where = firsts[len(firsts) - result.borrowed]
+            boundary_id = alerts.boundary_put(
+                conn, where, t.threshold_id, t.id, result.baseline, None, None
+            )
         alert_id = alerts.alert_raise(
-            conn, boundary_ids[0], report_id, side, now, step, pending=pending
+            conn, boundary_id, report_id, side, now, step, pending=pending
         )
         if alert_id is not None:
             raised.append(alert_id)
@@ -105,6 +117,26 @@ def _window(conn: Connection, history: list[Point]) -> list[Point]:
     return history
 
 
+def _runs(
+    window: list[Point], found: dict[int, Samples], report_of: dict[int, int]
+) -> tuple[list[list[float]], list[int]]:
+    """The window's runs, oldest first: each report's samples together (the iterations of one
+    run share its machine; a metric of no report is a run of its own); and each run's first
+    metric. ``report_of``: each metric's report (``store.samples.reports_of``)."""
+    runs: list[list[float]] = []
+    firsts: list[int] = []
+    last: int | None = None
+    for p in window:
+        report_id = report_of.get(p.metric_id)
+        if runs and report_id is not None and report_id == last:
+            runs[-1].extend(found[p.metric_id].values)
+        else:
+            runs.append(list(found[p.metric_id].values))
+            firsts.append(p.metric_id)
+        last = report_id
+    return runs, firsts
+
+
 def samples_step(result: Any) -> alerts.Change | None:
     """An alert's step from a comparison: its medians, relative shift and p-value (an
     **unknown** answer without them: the shift of the medians, p-value 1); None when the
@@ -118,20 +150,22 @@ def samples_step(result: Any) -> alerts.Change | None:
 
 
 def combined_comparison(
-    conn: Connection, t: Any, history: list[Point], judged: list[tuple[int, float]]
+    conn: Connection, t: Any, history: list[Point], judged: list[list[tuple[int, float]]]
 ) -> Any:
-    """The ``samples`` comparison of ``judged`` (metric id and value: a report's metrics of one
-    benchmark and its confirmation runs', together) with the baseline window of ``history``;
-    None when the window is too short to judge."""
+    """The ``samples`` comparison of the ``judged`` runs (each run's metric ids and values: a
+    report's metrics of one benchmark, then each of its confirmation runs') with the baseline
+    window of ``history``; None when the window is too short to judge."""
     from benchrunner.detection.samples import compare
 
     window = _window(conn, history)
     if not window or (t.min_sample_size is not None and len(window) < t.min_sample_size):
         return None
-    found = samples_of(conn, [(p.metric_id, p.value) for p in window] + list(judged))
+    found = samples_of(
+        conn, [(p.metric_id, p.value) for p in window] + [m for r in judged for m in r]
+    )
     return compare(
-        [v for p in window for v in found[p.metric_id].values],
-        [v for metric_id, _ in judged for v in found[metric_id].values],
+        _runs(window, found, reports_of(conn, [p.metric_id for p in window]))[0],
+        [[v for metric_id, _ in run for v in found[metric_id].values] for run in judged],
         max_pvalue=SAMPLES_MAX_PVALUE if t.max_pvalue is None else t.max_pvalue,
         min_effect=SAMPLES_MIN_MAGNITUDE if t.min_magnitude is None else t.min_magnitude,
     )

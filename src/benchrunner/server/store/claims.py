@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import datetime as dt
 import functools
@@ -18,8 +19,8 @@ from benchrunner.core.tiers import PER_ORGANIZATION_MIN_PRIORITY, UNLIMITED_MIN_
 from benchrunner.server.store import capabilities, runners, tier_locks
 from benchrunner.server.store.direct import Direct
 from benchrunner.server.store.jobs import JOBS, JobRow
-from benchrunner.server.store.tables import in_flight, job, pending, runner
-from benchrunner.server.store.transitions import Event, transition
+from benchrunner.server.store.tables import in_flight, job, pending, runner, spec
+from benchrunner.server.store.transitions import Event, Pick, transition
 
 
 @dataclass(frozen=True)
@@ -32,6 +33,12 @@ class Claim:
 
 class RunnerUnavailable(Exception):
     """The runner is paused, archived or gone: it may claim nothing."""
+
+
+class ClaimInTransaction(Exception):
+    """``job_claim_alone`` could not claim in one statement: the best job for the runner is in
+    a limited tier, whose lock its claim takes in a transaction, or the runner's organization
+    is not the one the caller gave. ``job_claim`` makes that claim."""
 
 
 @functools.cache
@@ -191,4 +198,101 @@ def job_claim(
     claimed = dataclasses.replace(
         JobRow.from_row(row), status=JobStatus.CLAIMED, modified=now, **claimed_values
     )
+    return Claim(claimed, spec_row)
+
+
+_SPEC_PREFIX = "spec__"
+_SPEC_COLUMNS: tuple[str, ...] = tuple(column.name for column in spec.c)
+_SpecRow = collections.namedtuple("_SpecRow", _SPEC_COLUMNS)  # type: ignore[misc]
+"""A spec row as ``runners.SPEC_BY_ID`` reads it, from the claim statement's columns."""
+
+
+@functools.cache
+def _claim_pick(organization_owned: bool, images_only: bool) -> Pick:
+    """The claim query's best job, moved by the same statement unless it is in a limited tier
+    (``needs_tier_lock``), with the runner's claim state: one statement (bind ``runner_id``,
+    and ``runner_org`` when ``organization_owned``). It picks no job for a runner that is
+    paused, archived, gone, or not of ``runner_org``."""
+    owner = (
+        sa.select(*_CLAIM_STATE_COLUMNS)
+        .where(runner.c.id == sa.bindparam("runner_id"))
+        .cte("owner")
+    )
+    runner_org = sa.bindparam("runner_org") if organization_owned else sa.null()
+    usable = sa.exists(
+        sa.select(owner.c.organization_id).where(
+            owner.c.paused.is_(False),
+            owner.c.archived.is_(None),
+            owner.c.organization_id.is_not_distinct_from(runner_org),
+        )
+    )
+    picked = _eligible_jobs(organization_owned, images_only=images_only).where(usable).cte("picked")
+    unlimited = picked.c.priority >= UNLIMITED_MIN_PRIORITY
+
+    def read(moved: sa.CTE) -> sa.Select[Any]:
+        return sa.select(
+            owner.c.paused.label("runner_paused"),
+            owner.c.archived.label("runner_archived"),
+            owner.c.organization_id.label("runner_org"),
+            *picked.c,
+            moved.c.id.label("moved_id"),
+            *(column.label(f"{_SPEC_PREFIX}{column.name}") for column in spec.c),
+        ).select_from(
+            owner.outerjoin(picked, sa.true())
+            .outerjoin(moved, sa.true())
+            .outerjoin(spec, spec.c.id == picked.c.spec_id)
+        )
+
+    return Pick(sa.select(picked.c.id).where(unlimited).scalar_subquery(), read)
+
+
+def job_claim_alone(
+    conn: Connection,
+    runner_id: int,
+    runner_org: int | None,
+    nonce: str,
+    now: dt.datetime,
+    actor: str,
+    templates: bool = True,
+) -> Claim | None:
+    """``job_claim`` as one statement, which stands on its own (PostgreSQL: it commits by
+    itself, ``Database.claim_each``) for a runner of organization ``runner_org`` (None: a
+    shared runner).
+
+    Raises RunnerUnavailable as ``job_claim`` does, and ClaimInTransaction (nothing written)
+    when the claim needs ``job_claim``: a limited tier's job, or another organization. Where
+    statements cannot write in CTEs (SQLite, whose caller runs this in a transaction) it is
+    ``job_claim``."""
+    if not capabilities.of(conn).writes_in_ctes:
+        return job_claim(conn, runner_id, nonce, now, actor, templates)
+    claimed_values: dict[str, Any] = {
+        "runner_id": runner_id,
+        "claimed": now,
+        "last_heartbeat": now,
+        "nonce": nonce,
+    }
+    params: dict[str, Any] = {"runner_id": runner_id}
+    if runner_org is not None:
+        params["runner_org"] = runner_org
+    row = transition(
+        conn,
+        _claim_pick(runner_org is not None, not templates),
+        JobStatus.CLAIMED,
+        now,
+        [Event(TRANSITION_EVENT[JobStatus.CLAIMED], "claimed by runner", actor)],
+        values=claimed_values,
+        then_params=params,
+    )
+    if row is None or row.runner_paused or row.runner_archived is not None:
+        raise RunnerUnavailable
+    if row.runner_org != runner_org:
+        raise ClaimInTransaction
+    if row.id is None:
+        return None
+    if row.moved_id is None:
+        raise ClaimInTransaction
+    claimed = dataclasses.replace(
+        JobRow.from_row(row), status=JobStatus.CLAIMED, modified=now, **claimed_values
+    )
+    spec_row = _SpecRow(*(getattr(row, f"{_SPEC_PREFIX}{name}") for name in _SPEC_COLUMNS))
     return Claim(claimed, spec_row)

@@ -38,6 +38,23 @@ def output_put(conn: Connection, job_id: int, data: bytes) -> None:
     put.run(conn, {"job_id": job_id, "data": data})
 
 
+OUTPUT_PARAM = "output_data"
+"""The bound parameter of the output written by a transition's statement (``output_after``)."""
+
+
+def output_after(moved: sa.CTE, engine: Capabilities) -> sa.Insert:
+    """The output row of the job that ``moved`` (a data-modifying CTE returning its id) wrote,
+    inserted or replaced in the same statement (``store.transitions``), bound as
+    ``OUTPUT_PARAM``: only a job that moved gets it."""
+    data = sa.bindparam(OUTPUT_PARAM, type_=job_output.c.data.type)
+    statement = engine.insert(job_output).from_select(
+        ["job_id", "data"], sa.select(moved.c.id, data)
+    )
+    return statement.on_conflict_do_update(
+        index_elements=["job_id"], set_={"data": statement.excluded.data}, where=_ALWAYS
+    )
+
+
 def output_get(conn: Connection, job_id: int) -> bytes | None:
     return conn.execute(
         sa.select(job_output.c.data).where(job_output.c.job_id == job_id)

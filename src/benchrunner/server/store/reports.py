@@ -31,6 +31,7 @@ from benchrunner.server.store.tables import (
     spec,
     testbed,
 )
+from benchrunner.server.store.transitions import Guarded
 
 IN_LIST_CHUNK = 500  # names per IN (...): far below SQLite's limit on bound parameters
 
@@ -241,35 +242,40 @@ _NEW_REPORT_COLUMNS = (
     "average",
     "fold",
     "hash",
-    "version",
     "start_time",
     "end_time",
     "error",
     "created",
 )
-_INSERT_REPORT = Direct(insert_values(report, _NEW_REPORT_COLUMNS).returning(report.c.id))
-_LATEST_VERSION = Direct(
-    sa.select(report.c.version, report.c.hash)
-    .where(report.c.branch_id == sa.bindparam("branch_id"), report.c.version.is_not(None))
-    .order_by(report.c.version.desc(), report.c.id.desc())
-    .limit(1)
-)
-_BRANCH_START = Direct(
-    sa.select(branch.c.start_point_version).where(branch.c.id == sa.bindparam("branch_id"))
-)
 
 
-def next_version(conn: Connection, branch_id: int, git_hash: str | None) -> int:
-    """The branch version a new report gets: the latest version's number when it has the same
-    hash, else the next number (a report without a hash always starts a new version). A branch's
-    first version follows its start point's version."""
-    latest = _LATEST_VERSION.first(conn, {"branch_id": branch_id})
-    if latest is None:
-        start = _BRANCH_START.scalar(conn, {"branch_id": branch_id})
-        return int(start or 0) + 1
-    if git_hash is not None and latest.hash == git_hash:
-        return int(latest.version)
-    return int(latest.version) + 1
+def _next_version() -> sa.ColumnElement[int]:
+    """The branch version a new report gets, computed by its own insert: the latest version's
+    number when it has the same hash, else the next number (a report without a hash always
+    starts a new version). A branch's first version follows its start point's version."""
+    latest = report.alias("latest")
+    hash_ = sa.bindparam("hash", type_=report.c.hash.type)
+    branch_id = sa.bindparam("branch_id", type_=report.c.branch_id.type)
+    same_or_next = (
+        sa.select(sa.case((latest.c.hash == hash_, latest.c.version), else_=latest.c.version + 1))
+        .where(latest.c.branch_id == branch_id, latest.c.version.is_not(None))
+        .order_by(latest.c.version.desc(), latest.c.id.desc())
+        .limit(1)
+        .scalar_subquery()
+    )
+    first = (
+        sa.select(sa.func.coalesce(branch.c.start_point_version, 0) + 1)
+        .where(branch.c.id == branch_id)
+        .scalar_subquery()
+    )
+    return sa.func.coalesce(same_or_next, first, 1)
+
+
+_INSERT_REPORT = Direct(
+    insert_values(report, _NEW_REPORT_COLUMNS)
+    .values(version=_next_version())
+    .returning(report.c.id)
+)
 
 
 def report_set_bisect(
@@ -299,7 +305,6 @@ def report_create(conn: Connection, params: NewReport) -> tuple[int, uuid.UUID]:
         "average": params.average,
         "fold": params.fold,
         "hash": params.hash,
-        "version": next_version(conn, params.branch_id, params.hash),
         "start_time": params.start_time,
         "end_time": params.end_time,
         "error": None,
@@ -400,17 +405,31 @@ def metrics_add(
     ]
 
 
-_FINISH_REPORT = Direct(
-    report.update()
-    .where(report.c.id == sa.bindparam("report_id"))
-    .values(
-        start_time=sa.bindparam("start_time"),
-        end_time=sa.bindparam("end_time"),
-        error=sa.bindparam("error"),
-        noise=sa.bindparam("noise"),
+def _report_finish(*guards: sa.ColumnElement[bool]) -> sa.Update:
+    return (
+        report.update()
+        .where(report.c.id == sa.bindparam("report_id"), *guards)
+        .values(
+            start_time=sa.bindparam("start_time"),
+            end_time=sa.bindparam("end_time"),
+            error=sa.bindparam("error"),
+            noise=sa.bindparam("noise"),
+        )
+        .returning(report.c.branch_id, report.c.testbed_id, report.c.confirms_report_id)
     )
-    .returning(report.c.branch_id, report.c.testbed_id, report.c.confirms_report_id)
-)
+
+
+_FINISH_REPORT = Direct(_report_finish())
+
+
+def _finished_after(moved: sa.CTE) -> sa.Select[Any]:
+    finished = _report_finish(sa.exists(sa.select(moved.c.id))).cte("finished")
+    return sa.select(finished.c.branch_id, finished.c.testbed_id, finished.c.confirms_report_id)
+
+
+FINISH_AFTER_MOVE = Guarded(_finished_after, _FINISH_REPORT)
+"""``report_finish`` made by a job's move to ``processed`` (``moves.move.apply_reading``), in
+the move's own statement on PostgreSQL, and only if the job moved; bind ``finish_params``."""
 
 
 class Finished(NamedTuple):
@@ -418,6 +437,29 @@ class Finished(NamedTuple):
     testbed_id: int
     confirmation_run: bool
     """The report is a confirmation run's (docs/how-to/thresholds-alerts.md): never judged."""
+
+    @classmethod
+    def of(cls, row: Any) -> Finished:
+        """From a row of ``report_finish``'s statement."""
+        return cls(int(row.branch_id), int(row.testbed_id), row.confirms_report_id is not None)
+
+
+def finish_params(
+    report_id: int,
+    *,
+    start_time: dt.datetime,
+    end_time: dt.datetime,
+    error: str | None,
+    noise: str | None = None,
+) -> dict[str, Any]:
+    """The parameters of ``report_finish``'s statement (and of ``FINISH_AFTER_MOVE``)."""
+    return {
+        "report_id": report_id,
+        "start_time": start_time,
+        "end_time": end_time,
+        "error": error,
+        "noise": noise,
+    }
 
 
 def report_finish(
@@ -431,19 +473,13 @@ def report_finish(
 ) -> Finished:
     """``noise``: the noise verdict's JSON (``server.processing.noise``), None when the job had
     none. Returns the report's branch and testbed ids, and whether it is a confirmation run's."""
-    row = _FINISH_REPORT.first(
-        conn,
-        {
-            "report_id": report_id,
-            "start_time": start_time,
-            "end_time": end_time,
-            "error": error,
-            "noise": noise,
-        },
+    params = finish_params(
+        report_id, start_time=start_time, end_time=end_time, error=error, noise=noise
     )
+    row = _FINISH_REPORT.first(conn, params)
     if row is None:
         raise LookupError(f"report {report_id} does not exist")
-    return Finished(int(row.branch_id), int(row.testbed_id), row.confirms_report_id is not None)
+    return Finished.of(row)
 
 
 _REPORT = Direct(
@@ -546,12 +582,14 @@ _PARSING = (
 _PARSINGS = _PARSING.where(report.c.id.in_(sa.bindparam("ids", expanding=True)))
 
 
-_ONE_PARSING = Direct(_PARSING.where(report.c.id == sa.bindparam("report_id")))
+REPORT_PARSING = Direct(_PARSING.where(report.c.id == sa.bindparam("report_id")))
+"""``reports_parsing`` of one report (bind ``report_id``), prepared once; a transition reads it
+in its own statement (``moves.move.apply_reading``)."""
 
 
 def report_parsing(conn: Connection, report_id: int) -> Any:
     """``reports_parsing`` of one report, in a statement prepared once."""
-    row = _ONE_PARSING.first(conn, {"report_id": report_id})
+    row = REPORT_PARSING.first(conn, {"report_id": report_id})
     if row is None:
         raise LookupError(f"report {report_id} does not exist")
     return row

@@ -11,7 +11,7 @@ from __future__ import annotations
 import datetime as dt
 import functools
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,9 +20,10 @@ from sqlalchemy.engine import Connection
 
 from benchrunner.core.events import SYSTEM_ACTOR, TRANSITION_EVENT, JobEvent
 from benchrunner.core.states import JobStatus, sources_of
-from benchrunner.server.store import capabilities
+from benchrunner.server.store import capabilities, job_outputs
+from benchrunner.server.store.capabilities import Capabilities
 from benchrunner.server.store.direct import Direct, insert_values
-from benchrunner.server.store.tables import in_flight, job, job_event, runner
+from benchrunner.server.store.tables import in_flight, job, job_event, job_output, runner
 
 _EVENT_COLUMNS = ("job_id", "event_type", "message", "actor", "meta", "created")
 _INSERT_EVENT = Direct(insert_values(job_event, _EVENT_COLUMNS))
@@ -107,14 +108,21 @@ def event_params(
     }
 
 
-def _guarded_update(target: JobStatus, columns: tuple[str, ...], runner_guard: bool) -> sa.Update:
+def _guarded_update(
+    target: JobStatus,
+    columns: tuple[str, ...],
+    runner_guard: bool,
+    job_id: sa.ColumnElement[Any] | None = None,
+) -> sa.Update:
     """``UPDATE job SET status = target ... WHERE id = :job_id AND status IN (sources)``,
-    returning the id when the job moved."""
+    returning the id when the job moved; ``job_id``: the job's id as the statement chooses it
+    (``Pick``) instead of bound."""
     allowed = sorted(int(s) for s in sources_of(target))
     guard = [job.c.runner_id == sa.bindparam("owner_id")] if runner_guard else []
+    chosen = sa.bindparam("job_id") if job_id is None else job_id
     return (
         job.update()
-        .where(job.c.id == sa.bindparam("job_id"), job.c.status.in_(allowed), *guard)
+        .where(job.c.id == chosen, job.c.status.in_(allowed), *guard)
         .values(
             status=int(target),
             modified=sa.bindparam("now"),
@@ -122,6 +130,30 @@ def _guarded_update(target: JobStatus, columns: tuple[str, ...], runner_guard: b
         )
         .returning(job.c.id)
     )
+
+
+@dataclass(frozen=True)
+class Guarded:
+    """A write that only a moved job makes, and the read of what it wrote (a transition's
+    ``then``). On PostgreSQL ``build`` gives it as a ``SELECT`` over a data-modifying CTE of
+    the move's own statement, guarded by ``moved`` (the move's CTE, returning the job's id);
+    elsewhere ``alone`` runs as a statement of its own once the job moved. Both bind the same
+    parameters (``then_params``)."""
+
+    build: Callable[[sa.CTE], sa.Select[Any]]
+    alone: Direct
+
+
+@dataclass(frozen=True)
+class Pick:
+    """A job that the transition's own statement chooses (PostgreSQL, ``writes_in_ctes``):
+    a claim picks its job and moves it in one statement."""
+
+    job_id: sa.ScalarSelect[Any]
+    """The id of the job to move (NULL: none), a row-locking choice made by the statement."""
+    read: Callable[[sa.CTE], sa.Select[Any]]
+    """The statement's result, given the move's CTE (returning the moved job's id): a row
+    whether or not the job moved, which says so."""
 
 
 @dataclass(frozen=True)
@@ -160,19 +192,36 @@ class _Shape:
     runner_guard: bool
     events: int
     notify: bool
-    then: sa.Select[Any] | None
+    then: sa.Select[Any] | Guarded | None
+    output: Capabilities | None = None
+    """The engine whose insert writes the job's output row in the statement (None: none)."""
+    pick: Pick | None = None
 
 
 @functools.cache
 def _one_statement(shape: _Shape) -> Direct:
-    """PostgreSQL: the guarded update, its event rows, an optional ``pg_notify`` (sent when,
-    and only if, the transaction commits) and an optional read, as one statement: the writes
-    are data-modifying CTEs (which PostgreSQL runs whether or not the query reads them, and
-    allows only at the top level). A row comes back only if the job moved."""
-    moved = _guarded_update(shape.target, shape.columns, shape.runner_guard).cte("moved")
+    """PostgreSQL: the guarded update, its event rows, an optional output row, an optional
+    ``pg_notify`` (sent when, and only if, the transaction commits) and an optional read, as
+    one statement: the writes are data-modifying CTEs (which PostgreSQL runs whether or not the
+    query reads them, and allows only at the top level). A row comes back only if the job
+    moved."""
+    picked = None if shape.pick is None else shape.pick.job_id
+    moved = _guarded_update(shape.target, shape.columns, shape.runner_guard, picked).cte("moved")
     written = _events_of(moved, shape.events).returning(job_event.c.job_id).cte("written")
-    query = shape.then if shape.then is not None else sa.select(moved.c.id)
+    if shape.pick is not None:  # a row whether or not the job moved: no guard on the read
+        return Direct(
+            shape.pick.read(moved).add_columns(
+                sa.exists(sa.select(written.c.job_id)).label("evented")
+            )
+        )
+    if isinstance(shape.then, Guarded):
+        query = shape.then.build(moved)
+    else:
+        query = shape.then if shape.then is not None else sa.select(moved.c.id)
     query = query.where(sa.exists(sa.select(written.c.job_id)))
+    if shape.output is not None:
+        kept = job_outputs.output_after(moved, shape.output).returning(job_output.c.job_id)
+        query = query.where(sa.exists(sa.select(kept.cte("kept").c.job_id)))
     if shape.notify:
         query = query.add_columns(
             sa.func.pg_notify(
@@ -192,7 +241,7 @@ def _update_alone(target: JobStatus, columns: tuple[str, ...], runner_guard: boo
 
 def transition(
     conn: Connection,
-    job_id: int,
+    job_id: int | Pick,
     target: JobStatus,
     now: dt.datetime,
     events: Sequence[Event],
@@ -200,19 +249,27 @@ def transition(
     values: Mapping[str, Any] | None = None,
     runner_id: int | None = None,
     notify: tuple[str, str] | None = None,
-    then: Direct | None = None,
+    then: Direct | Guarded | None = None,
     then_params: Mapping[str, Any] | None = None,
+    output: bytes | None = None,
 ) -> Any | None:
     """The one status change of the store: compare-and-set the job to ``target`` (only if it
     is ``runner_id``'s, when given), setting the columns of ``values`` too, and write
     ``events`` (at least one). With ``notify`` (a ``(channel, payload)``), PostgreSQL also
-    notifies it on commit; with ``then`` (a ``SELECT``), its first row is read, which only a
-    moved job needs. Returns that row (without ``then``: a row holding the job's ``id``), or
-    None if the job did not move. On PostgreSQL all of it is one statement."""
+    notifies it on commit; with ``output``, the moved job's ``job_output`` row is written (or
+    replaced); with ``then`` (a ``SELECT``, or a ``Guarded`` write and its read), its first
+    row is read, which only a moved job needs. Returns that row (without ``then``: a row
+    holding the job's ``id``), or None if the job did not move. On PostgreSQL all of it is one
+    statement.
+
+    With a ``Pick`` for ``job_id`` (PostgreSQL only), the statement chooses the job itself and
+    returns the pick's ``read`` row (``then_params`` bind the choice), moved or not; None when
+    that read found no row."""
     assert events, "every status change writes an event"
     columns = tuple(sorted(values or {}))
+    pick = job_id if isinstance(job_id, Pick) else None
     params: dict[str, Any] = {
-        "job_id": job_id,
+        **({} if pick is not None else {"job_id": job_id}),
         "now": now,
         **{f"v_{k}": v for k, v in (values or {}).items()},
         **(then_params or {}),
@@ -220,13 +277,25 @@ def transition(
     if runner_id is not None:
         params["owner_id"] = runner_id
     if capabilities.of(conn).writes_in_ctes:
-        select = None
-        if then is not None:
+        select: sa.Select[Any] | Guarded | None = None
+        if isinstance(then, Guarded):
+            select = then
+        elif then is not None:
             assert isinstance(then.statement, sa.Select)
             select = then.statement
+        engine = capabilities.of(conn)
         shape = _Shape(
-            target, columns, runner_id is not None, len(events), notify is not None, select
+            target,
+            columns,
+            runner_id is not None,
+            len(events),
+            notify is not None,
+            select,
+            None if output is None else engine,
+            pick,
         )
+        if output is not None:
+            params[job_outputs.OUTPUT_PARAM] = output
         for index, event in enumerate(events):
             for name, value in event_params(
                 event.type, event.message, event.actor, dict(event.meta), now
@@ -235,12 +304,18 @@ def transition(
         if notify is not None:
             params["notify_channel"], params["notify_payload"] = notify
         return _one_statement(shape).first(conn, params)
+    assert pick is None, "a statement that picks its job writes in CTEs"
+    assert isinstance(job_id, int)
     moved = _update_alone(target, columns, runner_id is not None).first(conn, params)
     if moved is None:
         return None
     for event in events:
         event_add(conn, job_id, event.type, event.message, event.actor, dict(event.meta), now)
-    return moved if then is None else then.first(conn, then_params)
+    if output is not None:
+        job_outputs.output_put(conn, job_id, output)
+    if then is None:
+        return moved
+    return (then.alone if isinstance(then, Guarded) else then).first(conn, then_params)
 
 
 _JOB_OWNER = Direct(
