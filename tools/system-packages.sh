@@ -10,7 +10,8 @@
 # GitHub Actions workflow of docs/how-to/ uses as GitHub's runners have it;
 # pg_dump, which backs up a PostgreSQL server; what the deploy guide (docs/how-to/deploy.md)
 # installs and runs: python3-venv, PostgreSQL, Caddy, podman for its containers, and sudo for
-# createuser and createdb;
+# createuser and createdb; podman-docker, the `docker` command the images guide's push runs (a
+# file of the package stands for it, as a Docker client elsewhere on PATH is not it);
 # and ip, which puts server replicas in network namespaces of their own (tests/netns.py).
 # Installs only what is missing; needs root + apt.
 set -euo pipefail
@@ -22,7 +23,8 @@ declare -A wanted=([runc]=runc [skopeo]=skopeo [umoci]=umoci [busybox]=busybox-s
 declare -A wanted_files=([/usr/include/benchmark/benchmark.h]=libbenchmark-dev
   [/usr/include/catch2/catch.hpp]=catch2 [/usr/bin/cargo]=cargo [/usr/bin/chromium]=chromium
   [/usr/share/fonts/truetype/liberation/LiberationSans-Regular.ttf]=fonts-liberation
-  [/usr/share/doc/python3-venv/copyright]=python3-venv [/usr/share/doc/postgresql/copyright]=postgresql)
+  [/usr/share/doc/python3-venv/copyright]=python3-venv [/usr/share/doc/postgresql/copyright]=postgresql
+  [/usr/share/doc/podman-docker/copyright]=podman-docker)
 # Rust crates sit in a folder named with their version, which differs between Debian releases.
 declare -A wanted_globs=(['/usr/share/cargo/registry/criterion-[0-9]*/Cargo.toml']=librust-criterion-dev)
 missing=()

@@ -77,6 +77,19 @@ def test_invalid_messages_get_an_error_and_the_channel_stays_open(deployment: De
 
 
 @pytest.mark.engine_independent
+def test_a_burst_of_messages_gets_every_answer_in_order(deployment: Deployment) -> None:
+    """Messages that arrive together are answered in the same turn of the server's loop and
+    their answers written together (server/app/websocket_protocol.py): each still gets its own,
+    in order, a heartbeat read without parsing its ``ack`` and a malformed one its ``error``."""
+    channel = deployment.channel("bursty")
+    burst = ['{"event":"heartbeat"}', "not json", '{"event":"heartbeat"}', '{"event": "dance"}']
+    for text in burst * 25:
+        channel.send(text)
+    assert [channel.recv()["event"] for _ in burst * 25] == ["ack", "error", "ack", "error"] * 25
+    assert channel.ask({"event": "ready", "poll_timeout": 1})["event"] == "no_job"
+
+
+@pytest.mark.engine_independent
 def test_a_text_message_that_is_not_utf8_closes_with_1007_without_a_traceback(
     deployment: Deployment,
 ) -> None:

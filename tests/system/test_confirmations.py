@@ -351,3 +351,69 @@ def test_a_crossing_after_another_version_is_confirmed_by_a_duet_against_it(
         figures = (result["ratio"], result["lower_value"], result["upper_value"])
         assert figures == pytest.approx((3.0, 3.0, 3.0))
         assert [a.uuid for a in _alerts(deployment)] == [raised.uuid]  # no duet alert
+
+
+def test_a_duet_that_answers_unknown_measures_more_rounds_pooled(tmp_path: Path) -> None:
+    """Against a 10 % threshold, a duet whose rounds alternate ratios 1.0 and 1.2 straddles the
+    margin: unknown. Another duet of the same sides follows, judged with the first pooled;
+    while they stay unknown more follow, up to 50 rounds, and the alert is then suspected, as
+    unknown after 50 rounds. A version whose second duet alone would be different (1.12 and
+    1.3) but pooled with the first is not yet takes a third, which confirms it."""
+    url = f"sqlite:///{tmp_path / 'benchrunner.db'}"
+    with deploy(tmp_path, url, extra_templates=VERSIONED) as deployment:
+        _quiet_history_under_10pct(deployment)
+        deployment.runner_process("confirming").start()
+
+        def version(name: str, queued: list[float]) -> dict[str, Any]:
+            """A judged run of version ``name``, which measures 100 unless ``queued`` values
+            remain: the judged run takes the first, each duet round's contender the next."""
+            values = tmp_path / f"{name}.txt"
+            values.write_text("\n".join(str(v) for v in queued))
+            args = {"value": 100.0, "version": name}
+            return _judged_run(deployment, values, template="bench.versioned", args=args)
+
+        def decided(report: dict[str, Any]) -> Alert:
+            found = wait_until(
+                lambda: _decided(deployment, report["uuid"]), timeout=300, message="decided"
+            )
+            assert found is not None
+            return found
+
+        def first_events(alert: Alert) -> list[str]:
+            with deployment.admin() as client:
+                return [
+                    client.get_job(deployment.project, run.job)["events"][0]["message"]
+                    for run in _confirmation(alert).runs
+                ]
+
+        first = version("v1", [])
+        assert first["alerts"] == []
+        unknown = version("v2", [120.0, *[100.0, 120.0] * 25])
+        suspected = decided(unknown)
+        assert suspected.status == "suspected"
+        assert _confirmation(suspected).outcome == "suspected"
+        assert _confirmation(suspected).reason == "unknown after 50 rounds"
+        events = first_events(suspected)
+        assert len(events) == 5  # 10 rounds each: the 50 rounds of ten confirmation runs
+        assert events[0].endswith(f"as a duet against report {first['uuid']} (job {first['job']})")
+        for count, message in enumerate(events[1:], start=1):
+            pooled = f" ({count} duets)" if count > 1 else ""
+            assert (
+                events[0]
+                + (
+                    ": another 10 rounds, as the duets so far left it unknown: parse (Latency): "
+                    f"unknown after {count * 10} rounds{pooled}, ratio 1.095 ["
+                )
+                in message
+            )
+        assert (tmp_path / "v2.txt").read_text() == ""
+
+        step = version("v3", [130.0, *[100.0, 120.0] * 5, *[112.0, 130.0] * 10])
+        confirmed = decided(step)
+        assert confirmed.status == "active"
+        assert _confirmation(confirmed).outcome == "confirmed"
+        assert _confirmation(confirmed).reason is None
+        events = first_events(confirmed)
+        assert len(events) == 3  # the second alone says different; pooled, it is unknown
+        assert "unknown after 20 rounds (2 duets), ratio 1.161 [1.096, 1.230]" in events[2]
+        assert [a.uuid for a in _alerts(deployment)] == [confirmed.uuid]

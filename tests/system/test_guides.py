@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import functools
 import json
 import os
 import re
@@ -19,6 +20,7 @@ import secrets
 import shutil
 import signal
 import socket
+import ssl
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
@@ -31,6 +33,7 @@ import pytest
 import yaml
 
 from benchrunner.api.thresholds import ThresholdModelBody
+from tests import acme_ca, systemd_container
 from tests.databases import postgres_database
 from tests.harness import (
     REPO,
@@ -285,7 +288,14 @@ class Guides:
 
 @pytest.fixture(scope="module")
 def guides(tmp_path_factory: pytest.TempPathFactory, receiver: Receiver) -> Iterator[Guides]:
-    tmp = tmp_path_factory.mktemp("guides")
+    with guides_server(tmp_path_factory.mktemp("guides"), receiver) as found:
+        yield found
+
+
+@contextlib.contextmanager
+def guides_server(tmp: Path, receiver: Receiver) -> Iterator[Guides]:
+    """A server (SQLite) with the guides' templates and the spec ``bench-box``, the bisect
+    guide's repository, and a scratch directory for the host blocks' overlays."""
     repo = tmp / "sortlib"
     commits = sortlib(repo)
     templates = GUIDE_TEMPLATES.replace("{repo}", str(repo))
@@ -428,6 +438,8 @@ class Setting:
     """What must hold once the block ran (it exited 0)."""
     cleanups: list[Callable[[], None]] = field(default_factory=list)
     """What undoes, after the block whatever it did, what it made outside the test's files."""
+    machine: systemd_container.Machine | None = None
+    """The systemd machine the block runs in (``need_systemd``)."""
 
     def cli(self, *args: str) -> str:
         return cli(*args, env=self.env).stdout
@@ -625,14 +637,19 @@ def need_postgres(setting: Setting) -> None:
     setting.checks.append(owned_by_the_role)
 
 
-def need_deploy_database(setting: Setting) -> None:
+def deploy_database(setting: Setting) -> None:
     """The role and database the deploy guide's step 2 creates, made as it does on the
-    machine's cluster (``server.env`` names them) and dropped afterwards; the block must leave
-    the admin ``ops@example.com`` in it and its token in ``/root/ops.token``."""
+    machine's cluster (``server.env`` names them) and dropped afterwards."""
     absent_from_the_cluster()
     setting.cleanups.append(dropped)
     postgres("createuser", DEPLOY_DATABASE)
     postgres("createdb", "--owner", DEPLOY_DATABASE, DEPLOY_DATABASE)
+
+
+def need_deploy_database(setting: Setting) -> None:
+    """The deploy guide's database (``deploy_database``); the block must leave the admin
+    ``ops@example.com`` in it and its token in ``/root/ops.token``."""
+    deploy_database(setting)
 
     def bootstrapped() -> None:
         query = "SELECT count(*) FROM \"user\" WHERE email = :'email'"
@@ -872,6 +889,299 @@ def need_registry_login(setting: Setting) -> None:
     setting.checks.append(tagged)
 
 
+DOCKER_PATH = "/usr/sbin:/usr/bin:/sbin:/bin"
+"""Where the ``docker`` of Debian's podman-docker is, without ``/usr/local/bin``: a Docker client
+installed there (this machine has one) would come first and find no daemon."""
+
+
+def need_docker(setting: Setting) -> None:
+    """A ``docker`` command as Debian's podman-docker gives it (podman under Docker's name),
+    ``$REGISTRY`` (the server's registry) marked insecure in a ``registries.conf`` of the test's
+    (``CONTAINERS_REGISTRIES_CONF``), the credentials file the login writes
+    (``REGISTRY_AUTH_FILE``) in the test's directory, and in podman's storage of the module the
+    image the block pushes, built by the test with a configuration of its own. After the block,
+    each tag it pushes must name, in the server's registry, a manifest of that configuration."""
+    need_registry(setting)
+    registry = setting.env["REGISTRY"]
+    path = f"{Path(sys.executable).parent}{os.pathsep}{DOCKER_PATH}"
+    docker = shutil.which("docker", path=path)
+    assert docker is not None, "no docker command: podman-docker (tools/system-packages.sh)"
+    assert "exec /usr/bin/podman" in Path(docker).read_text(), f"{docker} is not podman-docker"
+    conf = setting.cwd / "registries.conf"
+    conf.write_text(f'[[registry]]\nlocation = "{registry}"\ninsecure = true\n')
+    setting.env.update(
+        PATH=path,
+        CONTAINERS_STORAGE_CONF=str(setting.guides.podman_storage()),
+        CONTAINERS_REGISTRIES_CONF=str(conf),
+        REGISTRY_AUTH_FILE=str(setting.cwd / "auth.json"),
+    )
+    pushed = re.findall(r'docker push "\$REGISTRY/([a-z0-9-]+):([\w.-]+)"', setting.script)
+    configs = {}
+    for repository, tag in pushed:
+        label = {"org.opencontainers.image.title": f"{repository}-{secrets.token_hex(4)}"}
+        image = busybox_image(config={"Cmd": ["/bin/sh"], "Labels": label})
+        layout = write_layout(setting.cwd / f"{repository}-{tag}", [image], tag=tag)
+        manifest = json.loads(layout.blobs[layout.digest])
+        configs[repository, tag] = manifest["config"]["digest"]
+        name = f"containers-storage:{registry}/{repository}:{tag}"
+        copy = ["skopeo", "copy", "--quiet", f"oci:{layout.path}:{tag}", name]
+        subprocess.run(copy, env=setting.env, capture_output=True, timeout=120, check=True)
+        image_name = f"{registry}/{repository}:{tag}"
+        setting.cleanups.append(functools.partial(podman, setting.env, "rmi", "-i", image_name))
+
+    def pushed_to_the_registry() -> None:
+        assert pushed, 'the block pushes nothing as "$REGISTRY/NAME:TAG"'
+        server = setting.guides.server.server
+        accept = ", ".join(MANIFEST_TYPES)
+        for (repository, tag), config in configs.items():
+            token = registry_token(server, server.token, f"repository:{repository}:pull")
+            with v2(server, token) as client:
+                found = client.get(f"/{repository}/manifests/{tag}", headers={"Accept": accept})
+            assert found.status_code == 200, found.text
+            assert found.json()["config"]["digest"] == config, found.text
+
+    setting.checks.append(pushed_to_the_registry)
+
+
+MANIFEST_TYPES = (
+    "application/vnd.oci.image.manifest.v1+json",
+    "application/vnd.docker.distribution.manifest.v2+json",
+)
+"""The manifests a client may push an image as: podman keeps OCI, Docker converts."""
+
+
+SYSTEMD_ACCOUNTS = ("passwd", "group", "shadow", "gshadow")
+"""The files of ``/etc`` whose ``benchrunner`` entries, which the guide's ``useradd`` made, go
+into the systemd machine."""
+
+
+def need_systemd(setting: Setting) -> None:
+    """The block runs on a Debian machine whose init is systemd (tests/systemd_container.py,
+    a privileged podman container on this machine's network) with what the guide's earlier
+    ``host`` blocks left: ``/opt/benchrunner``, ``/etc/benchrunner``, the units in
+    ``/etc/systemd/system`` and the ``benchrunner`` user. Its ``PATH`` has
+    ``/opt/benchrunner/bin``, and ``BENCHRUNNER_HOST`` and ``BENCHRUNNER_TOKEN`` are the module
+    server's admin's, as the guide's reader exports them on the admin's machine (here the same
+    one). The unit the block enables must be active afterwards, and do what ``SYSTEMD_UNITS``
+    says; the machine is removed afterwards."""
+    host = setting.guides.host
+    venv = host / "opt" / "upper" / "benchrunner"
+    assert (venv / "bin" / "benchrunner").exists(), "the guide's host blocks installed nothing"
+    units = re.findall(r"systemctl enable --now (\S+)", setting.script)
+    etc = host / "etc" / "upper"
+    found = [
+        *sorted((etc / "benchrunner").rglob("*")),
+        (etc / "benchrunner"),
+        *sorted((etc / "systemd" / "system").glob("benchrunner-*.service")),
+    ]
+    files = {  # an overlay's whiteouts (what a block removed) are neither files nor directories
+        f"/etc/{path.relative_to(etc)}": path
+        for path in found
+        if not path.is_symlink() and (path.is_file() or path.is_dir())
+    }
+    accounts = {
+        name: [
+            line
+            for line in (etc / name).read_text().splitlines()
+            if line.split(":")[0] == DEPLOY_DATABASE
+        ]
+        for name in SYSTEMD_ACCOUNTS
+    }
+    setting.env.update(
+        CONTAINERS_STORAGE_CONF=str(setting.guides.podman_storage()),
+        CONTAINERS_CONF=str(setting.guides.podman_limits()),
+    )
+    for unit in units:
+        SYSTEMD_UNITS[unit](setting, files)
+    machine = systemd_container.boot(
+        f"benchrunner-systemd-{secrets.token_hex(4)}", setting.env, {venv: "/opt/benchrunner:ro"}
+    )
+    setting.cleanups.append(machine.remove)
+    setting.machine = machine
+    for name, lines in accounts.items():
+        machine.append(f"/etc/{name}", lines)
+    machine.add_files(files)
+    setting.within = (
+        "podman",
+        "exec",
+        "-e",
+        f"PATH=/opt/benchrunner/bin:{HOST_PATH}",
+        "-e",
+        "BENCHRUNNER_HOST",
+        "-e",
+        "BENCHRUNNER_TOKEN",
+        machine.name,
+    )
+
+    def active() -> None:
+        for unit in units:
+            assert_active(machine, unit)
+
+    setting.checks.insert(0, active)
+
+
+def assert_active(machine: systemd_container.Machine, unit: str) -> None:
+    state = subprocess.run(
+        ["podman", "exec", machine.name, "systemctl", "is-active", unit],
+        env=machine.env, capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert state.stdout.strip() == "active", machine.run("journalctl", "-u", unit, "-o", "cat")
+
+
+def systemd_server(setting: Setting, files: dict[str, Path]) -> None:
+    """The server's unit: the guide's database (``deploy_database``), and port 8080 of loopback,
+    where the unit's server must answer ``ok`` with the database reachable, as the block's
+    ``curl`` printed."""
+    assert not bound("127.0.0.1", PODMAN_PORT), f"port {PODMAN_PORT} is taken on loopback"
+    deploy_database(setting)
+
+    def serving() -> None:
+        found = wait_until(unit_health, timeout=60, interval=0.5, message="the server's unit")
+        assert found["status"] == "ok" and found["database_reachable"] is True, found
+        assert printed_health(setting.output)["status"] == "ok", setting.output
+
+    setting.checks.append(serving)
+
+
+def unit_health() -> Any:
+    """The health answer of the server the machine's unit runs, or None while it is not up."""
+    with contextlib.suppress(httpx.HTTPError):
+        return httpx.get(f"http://127.0.0.1:{PODMAN_PORT}/v0/server/health", timeout=5).json()
+    return None
+
+
+def printed_health(output: str) -> Any:
+    """The health answer a block's ``curl`` printed (with no newline after it)."""
+    start = output.find('{"status"')
+    assert start >= 0, output
+    return json.JSONDecoder().raw_decode(output, start)[0]
+
+
+ACME_NAME = "bench.example.com"
+"""The deploy guide's public name, which resolves to this machine in the systemd machine."""
+
+ACME_PORTS = (80, 443, 2019, acme_ca.ACME_PORT, acme_ca.MANAGEMENT_PORT)
+"""Caddy's (HTTP, HTTPS, its admin API) and Pebble's ports, on this machine's network."""
+
+ACME_CA_OPTION = f"{{\n\tacme_ca {acme_ca.DIRECTORY}\n}}\n\n"
+"""The global option the guide tells a reader with an internal ACME CA to add."""
+
+
+def need_acme(setting: Setting) -> None:
+    """After ``systemd``, what the deploy guide's reader has before reloading Caddy: the server's
+    unit started as step 3 does (with the guide's database), Caddy installed and running
+    (Debian's package, with its own Caddyfile), then the guide's Caddyfile in
+    ``/etc/caddy/Caddyfile``, and the name resolving to this host. The certificate comes from an
+    internal ACME CA, Pebble (tests/acme_ca.py), as the guide tells such a reader: its directory
+    in a global ``acme_ca`` option, its roots in the system's trust store. The block must print
+    the server's health through Caddy, and Caddy must present, for the name, a certificate that
+    chains to Pebble's root."""
+    machine = setting.machine
+    assert machine is not None, "acme comes after systemd in the block's marker"
+    busy = [port for port in (PODMAN_PORT, *ACME_PORTS) if bound("127.0.0.1", port)]
+    assert not busy, f"ports {busy} are taken on loopback"
+    deploy_database(setting)
+    # The server lets go of the database before it is dropped.
+    setting.cleanups.append(lambda: machine.remove())
+    machine.run("systemctl", "enable", "--now", "benchrunner-server")
+    wait_until(unit_health, timeout=60, interval=0.5, message="the server's unit")
+
+    made = setting.cwd / "acme"
+    made.mkdir()
+    listener = acme_ca.listener()
+    (made / "ca.crt").write_bytes(listener.ca)
+    (made / "cert.pem").write_bytes(listener.certificate)
+    (made / "key.pem").write_bytes(listener.key)
+    (made / "config.json").write_bytes(
+        acme_ca.config("/etc/pebble/cert.pem", "/etc/pebble/key.pem")
+    )
+    machine.add_files({
+        "/usr/local/share/ca-certificates/acme-listener.crt": made / "ca.crt",
+        "/etc/pebble/cert.pem": made / "cert.pem",
+        "/etc/pebble/key.pem": made / "key.pem",
+        "/etc/pebble/config.json": made / "config.json",
+    })  # fmt: skip
+    machine.run("update-ca-certificates")
+    settings = [f"--setenv={name}={value}" for name, value in acme_ca.ENVIRONMENT.items()]
+    machine.run("systemd-run", "--unit", "pebble", *settings, "/usr/bin/pebble",
+                "-config", "/etc/pebble/config.json")  # fmt: skip
+    pebble_root = "/usr/local/share/ca-certificates/pebble-root.crt"
+    fetch = ["podman", "exec", machine.name, "curl", "-sf", "-o", pebble_root, acme_ca.ROOTS]
+
+    def root_fetched() -> bool:
+        done = subprocess.run(fetch, env=machine.env, capture_output=True, timeout=60)
+        return done.returncode == 0
+
+    wait_until(root_fetched, timeout=60, interval=0.5, message="Pebble's root")
+    machine.run("update-ca-certificates")
+    root = machine.run("cat", pebble_root)
+    machine.append("/etc/hosts", [f"127.0.0.1 {ACME_NAME}"])
+    machine.run("systemctl", "start", "caddy")
+    (caddyfile,) = CONFIGURATION.findall((GUIDES / "deploy.md").read_text())
+    (made / "Caddyfile").write_text(ACME_CA_OPTION + caddyfile)
+    (made / "Caddyfile").chmod(0o644)
+    machine.add_files({"/etc/caddy/Caddyfile": made / "Caddyfile"})
+
+    def served_with_the_cas_certificate() -> None:
+        assert printed_health(setting.output)["status"] == "ok", setting.output
+        assert_active(machine, "caddy")
+        context = ssl.create_default_context(cadata=root)
+        with (
+            socket.create_connection(("127.0.0.1", 443), timeout=10) as raw,
+            context.wrap_socket(raw, server_hostname=ACME_NAME) as tls,
+        ):
+            request = f"GET /v0/server/health HTTP/1.1\r\nHost: {ACME_NAME}\r\n"
+            tls.sendall(f"{request}Connection: close\r\n\r\n".encode())
+            answer = b"".join(iter(lambda: tls.recv(65536), b""))
+        assert answer.startswith(b"HTTP/1.1 200"), answer
+        assert printed_health(answer.decode())["status"] == "ok", answer
+
+    setting.checks.append(served_with_the_cas_certificate)
+
+
+def systemd_runner(setting: Setting, files: dict[str, Path]) -> None:
+    """The runner's unit: a runner of the module's server, its key pasted into
+    ``/etc/benchrunner/runner.key`` and ``runner.env`` edited as the guide says (the server's URL
+    and the runner's name); the unit's runner must connect, and the block's list name it."""
+    server = setting.guides.server
+    slug, key = server.new_runner(f"bench-01-{secrets.token_hex(3)}", ["small"])
+    edited = setting.cwd / "etc-benchrunner"
+    edited.mkdir()
+    (edited / "runner.key").write_text(key)
+    (edited / "runner.key").chmod(0o600)
+    values = {"BENCHRUNNER_HOST": server.server.url, "BENCHRUNNER_RUNNER": slug}
+    env_file = files["/etc/benchrunner/runner.env"]
+    lines = [
+        f"{line.split('=')[0]}={values[line.split('=')[0]]}"
+        if line.split("=")[0] in values
+        else line
+        for line in env_file.read_text().splitlines()
+    ]
+    (edited / "runner.env").write_text("".join(f"{line}\n" for line in lines))
+    (edited / "runner.env").chmod(0o600)
+    files.update(
+        {f"/etc/benchrunner/{name}": edited / name for name in ("runner.key", "runner.env")}
+    )
+
+    def seen() -> bool:
+        with server.admin() as client:
+            (runner,) = [r for r in client.list_runners() if r["slug"] == slug]
+        return runner["last_seen_at"] is not None
+
+    def connected() -> None:
+        wait_until(seen, timeout=60, interval=0.5, message="the runner's unit")
+        assert slug in setting.output, setting.output
+
+    setting.checks.append(connected)
+
+
+SYSTEMD_UNITS: dict[str, Callable[[Setting, dict[str, Path]], None]] = {
+    "benchrunner-server": systemd_server,
+    "benchrunner-runner": systemd_runner,
+}
+"""What a unit the guide enables needs besides the machine, and what it must do: given the
+files that go into the machine, by their path there, which it may add to."""
+
 REPLICA_HOSTS = ("127.0.0.2", "127.0.0.3")
 """The replicas guide's ``$BENCH_A`` and ``$BENCH_B``: two loopback addresses, each replica on
 the port the guide names, as two hosts would be."""
@@ -967,6 +1277,9 @@ NEEDS: dict[str, Callable[[Setting], None]] = {
     "image-build": need_image_build,
     "images": need_images,
     "registry-login": need_registry_login,
+    "docker": need_docker,
+    "systemd": need_systemd,
+    "acme": need_acme,
     "podman-server": need_podman_server,
     "podman-runner": need_podman_runner,
 }
@@ -986,9 +1299,16 @@ def prepare(guides: Guides, needs: tuple[str, ...], tmp: Path, script: str = "")
                 )
             assert made.status_code in (201, 409), made.text
     setting = Setting(guides, ci_env(guides.server, project, tmp), tmp, script)
-    for need in needs:
-        if not need.startswith("project="):
-            NEEDS[need](setting)
+    try:
+        for need in needs:
+            if not need.startswith("project="):
+                NEEDS[need](setting)
+    except BaseException:
+        # What the needs before made (a database, a container) is undone; the need's failure
+        # is what the test reports.
+        with contextlib.suppress(Exception):
+            undo(setting)
+        raise
     return setting
 
 
@@ -1005,9 +1325,16 @@ BUILDS_IMAGES = {"image-build", "images"}
 empty: minutes, as that test's own builds."""
 
 
-def shell_blocks() -> Iterator[Any]:
+SEPARATE_GUIDES = frozenset({"deploy.md"})
+"""Guides whose blocks run in a module of their own (test_guides_deploy.py): they build images
+and boot a systemd machine, minutes that run beside the other guides' blocks that way."""
+
+
+def shell_blocks(guides: frozenset[str] | None = None) -> Iterator[Any]:
+    """The shell blocks of ``guides`` (None: of every guide but ``SEPARATE_GUIDES``)."""
     for block in runnable_blocks():
-        if block.kind != "python":
+        chosen = block.guide not in SEPARATE_GUIDES if guides is None else block.guide in guides
+        if block.kind != "python" and chosen:
             slow = BUILDS_IMAGES.intersection(block.needs)
             marks = [pytest.mark.timeout(3600)] if slow else []
             yield pytest.param(block, id=block.name, marks=marks)
@@ -1016,7 +1343,7 @@ def shell_blocks() -> Iterator[Any]:
 def run_block(guides: Guides, tmp: Path, block: Block) -> tuple[Setting, Outcome]:
     """Run a block as its guide's reader would: after the guide's earlier ``host`` blocks,
     whose changes it builds on."""
-    if "host" in block.needs:
+    if {"host", "systemd"}.intersection(block.needs):
         for earlier in runnable_blocks():
             same = earlier.guide == block.guide and "host" in earlier.needs
             if same and earlier.line < block.line and earlier.name not in guides.host_ran:
@@ -1048,6 +1375,11 @@ def undo(setting: Setting) -> None:
 
 @pytest.mark.parametrize("block", list(shell_blocks()))
 def test_runnable_guide_block(guides: Guides, tmp_path: Path, block: Block) -> None:
+    run_and_check(guides, tmp_path, block)
+
+
+def run_and_check(guides: Guides, tmp_path: Path, block: Block) -> None:
+    """The block runs and exits 0, prints what its needs expect, and passes their checks."""
     setting, outcome = run_block(guides, tmp_path, block)
     setting.output = outcome.output
     try:

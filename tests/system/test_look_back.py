@@ -35,9 +35,11 @@ class Series:
         self.api = api
         self.reports: list[dict[str, Any]] = []
 
-    def push(self, value: float, **body: Any) -> dict[str, Any]:
+    def push(self, value: float | list[float], **body: Any) -> dict[str, Any]:
+        """A report of ``value``, or of one iteration per value of a list."""
         commit = commit_of(len(self.reports) + 1)
-        report = self.api.run(latency(parse=value), hash=commit, **body)
+        each = value if isinstance(value, list) else [value]
+        report = self.api.run([latency(parse=v) for v in each], hash=commit, **body)
         self.reports.append(report)
         return report
 
@@ -91,6 +93,26 @@ def test_a_step_its_threshold_caught_raises_no_second_alert(api: Api) -> None:
     began = series.reports[30]["uuid"]
     assert began in [a["report"] for a in found]  # the threshold's, on the step's first report
     assert [a for a in found if a["change"] is not None] == []
+
+
+def test_a_step_its_threshold_caught_a_report_late_raises_no_second_alert(api: Api) -> None:
+    """Reports of three iterations, so three points each: the step's first report stays inside
+    the 20 % limit, and the next report's first iteration crosses it. That alert is three
+    points after the step began, but on the report next to it: the step's alert."""
+    series = Series(api)
+    values = levels(7, (100.0, 60), (116.0, 24))
+    values[63] = 123.0  # the step's second report, first iteration: beyond its limit
+    reports = [values[i : i + 3] for i in range(0, len(values), 3)]
+    model = {**WIDE, "max_sample_size": 30}
+    series.push(reports[0], thresholds={"models": {"latency": model}})
+    raised: list[dict[str, Any]] = []
+    for report in reports[1:]:
+        raised += series.push(report)["alerts"]
+    assert len(raised) == 1, [(a["report"], a["change"]) for a in raised]
+    [alert] = raised
+    assert alert["report"] == series.reports[21]["uuid"]  # the threshold's, one report late
+    assert alert["change"] is None and alert["iteration"] == 0
+    assert [a["uuid"] for a in api.get("/alerts")] == [alert["uuid"]]
 
 
 def test_a_step_off_main_is_left_to_its_threshold(api: Api) -> None:

@@ -17,9 +17,11 @@ def noisy(seed: int, *segments: tuple[float, int]) -> list[float]:
     return [float(x) for level, size in segments for x in rng.normal(level, level / 100, size)]
 
 
-def judge(series: list[float], known: list[Known]) -> list[Raise | Reopen]:
-    """The look-back at the detector's defaults."""
-    return look_back(series, known, max_pvalue=0.001, min_magnitude=0.0)
+def judge(
+    series: list[float], known: list[Known], reports: list[int] | None = None
+) -> list[Raise | Reopen]:
+    """The look-back at the detector's defaults; ``reports``: each point's (None: its own)."""
+    return look_back(series, known, max_pvalue=0.001, min_magnitude=0.0, reports=reports)
 
 
 def threshold_alert(index: int, *, dismissed_before: int | None = None) -> Known:
@@ -71,6 +73,25 @@ def test_a_threshold_alert_at_or_next_to_the_step_is_its_alert(at: int) -> None:
 def test_a_threshold_alert_farther_away_is_another_matter() -> None:
     series = noisy(0, (100.0, 30), (110.0, 10))
     assert raised_at(judge(series, [threshold_alert(34)])) == [30]
+
+
+@pytest.mark.parametrize("at", [27, 29, 30, 32, 33, 35])
+def test_with_iterations_a_threshold_alert_on_the_report_next_to_the_step_is_its_alert(
+    at: int,
+) -> None:
+    """Reports of three iterations: the step begins with report 10 (points 30 to 32); an alert
+    anywhere on report 9, 10 or 11 (points 27 to 35) is the step's."""
+    series = noisy(0, (100.0, 30), (110.0, 10))
+    reports = [i // 3 for i in range(len(series))]
+    assert judge(series, [threshold_alert(at)], reports) == []
+
+
+@pytest.mark.parametrize("at", [26, 36])
+def test_with_iterations_a_threshold_alert_two_reports_away_is_another_matter(at: int) -> None:
+    series = noisy(0, (100.0, 30), (110.0, 10))
+    reports = [i // 3 for i in range(len(series))]
+    actions = judge(series, [threshold_alert(at)], reports)
+    assert raised_at(actions) == [30]
 
 
 def test_a_change_alert_nearer_the_step_than_any_other_is_its_alert() -> None:

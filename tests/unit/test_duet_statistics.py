@@ -8,8 +8,10 @@ import pytest
 from benchrunner.core.duet_order import order_text, round_orders, run_sequence
 from benchrunner.detection.duet import (
     alert_limit,
+    another_duet,
     estimate_duet,
     paired_ratios,
+    pooled_interval,
     ratio_interval,
 )
 
@@ -148,3 +150,42 @@ def test_one_round_gives_a_zero_width_interval_and_no_ratios_are_refused() -> No
 )
 def test_alert_limit(lower: float, upper: float, margin: float, expected: str | None) -> None:
     assert alert_limit(lower, upper, margin) == expected
+
+
+def test_only_an_unknown_answer_within_the_rounds_earns_another_duet() -> None:
+    assert another_duet("unknown", 50, 50)
+    assert not another_duet("unknown", 60, 50)
+    assert not another_duet("same", 20, 50)
+    assert not another_duet("different", 20, 50)
+
+
+def test_one_duets_interval_pools_as_it_is_and_none_is_refused() -> None:
+    assert pooled_interval([(1.1, 1.0, 1.2)], confidence=0.95) == (1.1, 1.0, 1.2)
+    with pytest.raises(ValueError):
+        pooled_interval([], confidence=0.95)
+
+
+def test_pooled_duets_narrow_as_one_duet_of_all_their_rounds_would() -> None:
+    """Duets of the same versions: pooled, the interval is about as wide as one duet's of all
+    the rounds, and far narrower than any one of them."""
+    rng = np.random.default_rng(5)
+    ratios = [float(r) for r in np.exp(rng.normal(np.log(1.05), 0.03, 200))]
+    duets = [
+        ratio_interval(ratios[i : i + 20], confidence=0.95, resamples=4000, seed=i)
+        for i in range(0, 200, 20)
+    ]
+    ratio, lower, upper = pooled_interval(duets, confidence=0.95)
+    _, whole_lower, whole_upper = ratio_interval(ratios, confidence=0.95, resamples=4000, seed=1)
+    assert lower < 1.05 < upper
+    width = np.log(upper / lower)
+    assert width == pytest.approx(np.log(whole_upper / whole_lower), rel=0.2)
+    assert width < np.mean([np.log(u / lo) for _, lo, u in duets]) / 2.5  # sqrt(10): 3.2
+    assert ratio == pytest.approx(1.05, abs=0.01)
+
+
+def test_pooled_weighs_each_duet_by_its_precision() -> None:
+    """A narrow duet counts for more than a wide one; a zero-width one counts for nearly all."""
+    ratio, _, _ = pooled_interval([(1.0, 0.9, 1.1), (1.2, 1.19, 1.21)], confidence=0.95)
+    assert 1.19 < ratio < 1.2
+    ratio, lower, _ = pooled_interval([(1.0, 0.9, 1.1), (1.3, 1.3, 1.3)], confidence=0.95)
+    assert ratio == pytest.approx(1.3) and lower == pytest.approx(1.3, abs=1e-4)

@@ -52,9 +52,11 @@ class ConfirmationRun(Answer):
 
 
 class Confirmation(Answer):
-    """How confirmation runs judged an alert: pending, confirmed, suspected or unconfirmed."""
+    """How confirmation runs judged an alert: pending, confirmed, suspected or unconfirmed;
+    ``reason`` when the outcome alone does not say why (``unknown after 50 rounds``)."""
 
     outcome: str
+    reason: str | None = None
     runs: list[ConfirmationRun] = []
 
 

@@ -354,8 +354,12 @@ def baseline_reset(
 
 
 def _confirmation_text(confirmation: Confirmation | None) -> str | None:
-    """How confirmation runs judged the alert: the outcome and the runs' jobs."""
+    """How confirmation runs judged the alert: the outcome (and why, when it says), and the
+    runs' jobs."""
     if confirmation is None:
         return None
+    outcome = confirmation.outcome
+    if confirmation.reason:
+        outcome += f": {confirmation.reason}"
     jobs = ", ".join(run.job for run in confirmation.runs)
-    return f"{confirmation.outcome} ({jobs})" if jobs else confirmation.outcome
+    return f"{outcome} ({jobs})" if jobs else outcome

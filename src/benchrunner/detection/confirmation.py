@@ -10,7 +10,10 @@ against the crossing and the alert is raised as it stood, marked *unconfirmed*.
 A confirmation run as a duet (the new version against the baseline's, round by round) answers
 with the interval of the new/baseline ratio instead: the crossing is confirmed when the
 interval lies wholly beyond ``1 ± margin`` on the crossing's side (**different**); an interval
-wholly within (**same**), or one that straddles the margin (**unknown**), does not confirm it.
+wholly within (**same**) does not confirm it. One that straddles the margin (**unknown**) asks
+for more rounds: another duet of the same sides, judged with the earlier ones pooled
+(``detection.duet.pooled_interval``), while all of them stay within ``MAX_DUET_ROUNDS``; still
+unknown then, the crossing is not confirmed either.
 """
 
 from __future__ import annotations
@@ -33,6 +36,10 @@ against (a bisection's default margin)."""
 
 MAX_CONFIRM_RUNS = 10
 """The most re-runs one crossing may queue."""
+
+MAX_DUET_ROUNDS = MAX_CONFIRM_RUNS * DUET_ROUNDS_PER_RUN
+"""The most rounds one crossing's confirmation duets may run together (a first duet, and more
+of the same rounds while they answer unknown): ``MAX_CONFIRM_RUNS`` runs' worth."""
 
 Side = Literal["lower", "upper"]
 DuetVerdict = Literal["same", "different", "unknown"]

@@ -28,6 +28,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from statistics import NormalDist
 from typing import Literal
 
 import numpy as np
@@ -35,6 +36,9 @@ import numpy as np
 METHOD = "percentile bootstrap of the median log ratio over paired rounds"
 RESAMPLE_CHUNK = 1000
 """Resamples drawn at once: bounds memory to ``RESAMPLE_CHUNK x rounds`` indexes."""
+MIN_LOG_ERROR = 1e-6
+"""The standard error of a log ratio that pooling takes a zero-width interval for (rounds that
+all measured the same ratio): a finite weight, far larger than any measured interval's."""
 
 SeriesKey = tuple[str, str]
 """(benchmark, measure)."""
@@ -142,3 +146,46 @@ def estimate_duet(
             )
         )
     return out
+
+
+def another_duet(verdict: str, rounds_after: int, most_rounds: int) -> bool:
+    """Whether a duet's answer earns another duet: only ``unknown`` does (``same`` and
+    ``different`` are answers), and only while ``rounds_after``, the rounds the next answer
+    would stand on, stay within ``most_rounds``. A bisection's step judges its newest duet
+    alone and doubles its rounds, up to ``bisection.jobs.MAX_ROUNDS`` (its job budget aside);
+    a confirmation pools its duets, each of the same rounds, within
+    ``detection.confirmation.MAX_DUET_ROUNDS``."""
+    return verdict == "unknown" and rounds_after <= most_rounds
+
+
+def pooled_interval(
+    intervals: Sequence[tuple[float, float, float]], *, confidence: float
+) -> tuple[float, float, float]:
+    """(ratio, lower, upper) of independent duets of the same two versions taken together,
+    each given as its (ratio, lower, upper) at ``confidence``; one duet's as it is.
+
+    Pooled on the log scale with inverse-variance weights (a fixed-effect combination): each
+    duet's standard error is its interval's width over ``2 z``, the pooled log ratio is the
+    weighted mean of theirs, and its standard error is ``1 / sqrt(sum of weights)``, so the
+    interval narrows as the rounds add up, as one duet of all the rounds would. Why pooled and
+    not the newest duet alone: duets of equal rounds have intervals of about equal width, so a
+    ratio near the margin would stay unknown, or cross it by chance, each extra duet another
+    throw of the same dice (and each a chance of a false ``different``); pooling spends every
+    round on one narrower answer. The bootstrap median's interval is taken as normal on the
+    log scale: close with the tens of rounds a confirmation runs, rough with a handful.
+    ``ValueError`` without intervals."""
+    if not intervals:
+        raise ValueError("no intervals to pool")
+    if len(intervals) == 1:
+        return intervals[0]
+    z = NormalDist().inv_cdf(1 - (1 - confidence) / 2)
+    weights: list[float] = []
+    centres: list[float] = []
+    for ratio, lower, upper in intervals:
+        error = max((math.log(upper) - math.log(lower)) / (2 * z), MIN_LOG_ERROR)
+        weights.append(1 / error**2)
+        centres.append(math.log(ratio))
+    total = math.fsum(weights)
+    centre = math.fsum(w * c for w, c in zip(weights, centres, strict=True)) / total
+    half = z / math.sqrt(total)
+    return math.exp(centre), math.exp(centre - half), math.exp(centre + half)

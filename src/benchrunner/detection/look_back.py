@@ -6,11 +6,13 @@ the detector's parameters in; what to raise and what to re-open out. The server'
 ``processing.look_back`` reads the series and writes the alerts.
 
 A step belongs to an alert when the alert is a change point's nearer to it than to any other
-step found (the rule of ``processing.evaluation.already_alerted``), or a threshold's on the
-step's first point or on a point next to it (a limit test catches a step on its first report,
-or one report late). A step that begins at the newest point is left to the thresholds, which
-judge that report as it arrives; a step with fewer than ``MIN_BEFORE`` points before it in the
-window is an edge of the window, not a step seen in context.
+step found (the rule of ``processing.evaluation.already_alerted``), or a threshold's on any
+point of the step's first report or of a report next to it (a limit test catches a step on its
+first report, or one report late). Reports, not points: a report of several iterations is as
+many points, and its threshold alert may be on any of them. A step that begins at the newest
+point is left to the thresholds, which judge that report as it arrives; a step with fewer
+than ``MIN_BEFORE`` points before it in the window is an edge of the window, not a step seen
+in context.
 """
 
 from __future__ import annotations
@@ -65,15 +67,19 @@ def look_back(
     max_pvalue: float,
     min_magnitude: float,
     persist: int = PERSIST,
+    reports: Sequence[int] | None = None,
 ) -> list[Raise | Reopen]:
-    """The steps of ``values`` to raise, and the dismissed alerts to re-open, in series order."""
+    """The steps of ``values`` to raise, and the dismissed alerts to re-open, in series order.
+    ``reports``: each point's report, as numbers that rise by one from a report to the next
+    (the iterations of one report share it); None: each point a report of its own."""
     found = change_points(values, max_pvalue=max_pvalue, min_magnitude=min_magnitude)
+    report_of = list(range(len(values))) if reports is None else list(reports)
     newest = len(values) - 1
     actions: list[Raise | Reopen] = []
     for k, step in enumerate(found):
         if step.index >= newest or step.index < MIN_BEFORE:
             continue
-        mine = [a for a in known if _belongs(found, k, a)]
+        mine = [a for a in known if _belongs(found, k, a, report_of)]
         if not mine:
             actions.append(Raise(step))
             continue
@@ -86,10 +92,10 @@ def look_back(
     return actions
 
 
-def _belongs(found: list[ChangePoint], k: int, alert: Known) -> bool:
+def _belongs(found: list[ChangePoint], k: int, alert: Known, report_of: list[int]) -> bool:
     here = found[k].index
     if not alert.change:
-        return abs(alert.index - here) <= 1
+        return abs(report_of[alert.index] - report_of[here]) <= 1
     low = (found[k - 1].index + here) / 2 if k > 0 else -1
     high = (here + found[k + 1].index) / 2 if k + 1 < len(found) else float("inf")
     return low < alert.index < high

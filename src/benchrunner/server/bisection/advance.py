@@ -17,6 +17,7 @@ from sqlalchemy.engine import Connection
 
 from benchrunner.core.states import JobStatus
 from benchrunner.core.templates import TemplateError, TemplateRegistry
+from benchrunner.detection.duet import another_duet
 from benchrunner.server.bisection import rows, search
 from benchrunner.server.bisection.jobs import MAX_ROUNDS, duet_job_create
 from benchrunner.server.processing.webhooks import emit_alert_event
@@ -176,7 +177,7 @@ def _update_step(move: _Move, step: Any, jobs: list[Any], commits: dict[int, Any
     ratio, lower, upper = figures[shown]
     figures_of = {"ratio": ratio, "lower_value": lower, "upper_value": upper, "modified": move.now}
     rounds = step.rounds * 2
-    if verdict == "unknown" and move.budget_left and rounds <= MAX_ROUNDS:
+    if another_duet(verdict, rounds, MAX_ROUNDS) and move.budget_left:
         rows.step_update(conn, step.id, rounds=rounds, **figures_of)
         baseline = _commit_named(commits, step.baseline, below=step.position)
         refused = move.start_job(step.id, baseline, commits[step.position], rounds)

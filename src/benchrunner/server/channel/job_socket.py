@@ -20,7 +20,6 @@ import uuid
 from typing import Any
 
 from pydantic import BaseModel
-from starlette.websockets import WebSocket
 
 from benchrunner.protocol import (
     JOB_SOCKET_ENDINGS,
@@ -35,7 +34,7 @@ from benchrunner.protocol import (
     parse_runner_message,
 )
 from benchrunner.server.channel.lifecycle import Lifecycle
-from benchrunner.server.channel.runner_session import CLOSE_NORMAL, RunnerSession
+from benchrunner.server.channel.runner_session import CLOSE_NORMAL, RunnerSession, RunnerSocket
 from benchrunner.server.store import jobs
 from benchrunner.server.store.runners import RunnerRow
 
@@ -62,7 +61,7 @@ def parse_job_message(text: str, job: uuid.UUID) -> RunnerMessage:
 class JobSocketSession(RunnerSession):
     def __init__(
         self,
-        websocket: WebSocket,
+        websocket: RunnerSocket,
         runner: RunnerRow,
         lifecycle: Lifecycle,
         job: jobs.JobRow,

@@ -39,8 +39,6 @@ import logging
 import time
 import uuid
 
-from starlette.websockets import WebSocket
-
 from benchrunner.protocol import (
     DEFAULT_POLL_TIMEOUT,
     ERROR_EXTENSION,
@@ -48,25 +46,20 @@ from benchrunner.protocol import (
     TEMPLATE_EXTENSION,
     UPDATE_EXTENSION,
     Ack,
-    Heartbeat,
     NoJob,
     Ready,
     RunnerMessage,
     RunnerMetadata,
-    encode,
     parse_runner_message,
 )
 from benchrunner.server.channel.lifecycle import Lifecycle
-from benchrunner.server.channel.runner_session import CLOSE_POLICY, RunnerSession
+from benchrunner.server.channel.runner_session import CLOSE_POLICY, RunnerSession, RunnerSocket
 from benchrunner.server.channel.runner_session import authenticate as authenticate
 from benchrunner.server.runners import releases
 from benchrunner.server.store import jobs, runners
 from benchrunner.server.store.runners import RunnerRow
 
 log = logging.getLogger(__name__)
-
-HEARTBEAT = Heartbeat()
-HEARTBEAT_TEXT = encode(HEARTBEAT)
 
 RELEASE_CHECK_INTERVAL = 60.0
 """Seconds between a channel's looks for a newer runner release."""
@@ -124,7 +117,7 @@ class ChannelHub:
 class ChannelSession(RunnerSession):
     def __init__(
         self,
-        websocket: WebSocket,
+        websocket: RunnerSocket,
         runner: RunnerRow,
         lifecycle: Lifecycle,
         extensions: frozenset[str] = frozenset(),
@@ -142,8 +135,6 @@ class ChannelSession(RunnerSession):
         is offered the release again)."""
 
     def _parse(self, text: str) -> RunnerMessage:
-        if text == HEARTBEAT_TEXT:  # most of what a runner sends, exactly as ours sends it
-            return HEARTBEAT
         return parse_runner_message(text)
 
     def _suspending(self) -> asyncio.Task[None] | None:

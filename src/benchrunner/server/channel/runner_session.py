@@ -18,10 +18,13 @@ import contextlib
 import datetime as dt
 import logging
 import uuid
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
 from starlette.requests import HTTPConnection
+from starlette.routing import WebSocketRoute
+from starlette.types import Receive, Scope, Send
 from starlette.websockets import WebSocket, WebSocketDisconnect, WebSocketState
 
 from benchrunner.core.states import IN_FLIGHT, JobStatus
@@ -56,6 +59,44 @@ CLOSE_POLICY = 1008
 CLOSE_SUPERSEDED = 4001
 CLOSE_INTERNAL_ERROR = 1011
 
+HEARTBEAT = Heartbeat()
+HEARTBEAT_TEXT = encode(HEARTBEAT)
+"""A heartbeat exactly as our runner and Bencher's send it: most of what a runner sends, read
+without parsing (any other text is parsed and validated)."""
+
+
+class RunnerSocket(WebSocket):
+    """A runner's WebSocket: Starlette's for the handshake, the close and what the request says,
+    and the connection's own ASGI ``receive`` and ``send`` for the messages. A runner's messages
+    are most of what the server handles (a heartbeat a second per running job); through
+    Starlette's wrappers (its state checks, and the ``send`` of each exception handler around
+    the route) each would cost more than the session's own work for it
+    (benchmarks/RESULTS.md, ``job_upkeep``)."""
+
+    def __init__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        super().__init__(scope, receive, send)
+        self.asgi_receive = receive
+        self.asgi_send = send
+
+
+class _RunnerSocketApp:
+    """The ASGI app of a runner socket route: an instance, not a function, so that Starlette
+    hands it the connection rather than a ``WebSocket`` of its own."""
+
+    def __init__(self, handler: Callable[[RunnerSocket], Awaitable[None]]) -> None:
+        self.handler = handler
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await self.handler(RunnerSocket(scope, receive, send))
+
+
+def runner_socket_route(
+    path: str, handler: Callable[[RunnerSocket], Awaitable[None]]
+) -> WebSocketRoute:
+    """A WebSocket route whose handler gets a ``RunnerSocket`` (path parameters in
+    ``path_params``)."""
+    return WebSocketRoute(path, _RunnerSocketApp(handler), name=handler.__name__)
+
 
 async def authenticate(
     connection: HTTPConnection, lifecycle: Lifecycle, runner_ref: str
@@ -72,7 +113,7 @@ class RunnerSession:
 
     def __init__(
         self,
-        websocket: WebSocket,
+        websocket: RunnerSocket,
         runner: RunnerRow,
         lifecycle: Lifecycle,
         extensions: frozenset[str] = frozenset(),
@@ -96,12 +137,11 @@ class RunnerSession:
         self._interruption: str | None = None
         """Why the loop must end: "stop" or "timeout" (``_guard``)."""
         self.superseded = False
-        self._ack: tuple[object, str] = (None, "")
-        """The last ``ack`` naming a job sent, and its text."""
+        self._ack: tuple[Ack, str] | None = None
+        """The ``ack`` of the job in flight and its text: a heartbeat's answer, built and encoded
+        once a job, not once a beat (``_job_ack``)."""
         self._seen_written: dt.datetime | None = None
         """When this session last wrote the runner's "last seen"."""
-        self._beat_ack: Ack | None = None
-        """The ``ack`` of the in-flight job's heartbeats: built once a job, not once a beat."""
 
     # ------------------------------------------------------------ what subclasses decide
 
@@ -134,17 +174,26 @@ class RunnerSession:
 
     # ------------------------------------------------------------ plumbing
 
+    def _job_ack(self, job: uuid.UUID) -> Ack:
+        """The ``ack`` naming ``job``: the one cached while it is the same job."""
+        cached = self._ack
+        if cached is None or cached[0].job != job:
+            ack = Ack(job=job)
+            self._ack = cached = (ack, encode(ack))
+        return cached[0]
+
     async def send(self, message: BaseModel) -> None:
-        if type(message) is Ack and message.job is not None:  # a heartbeat's: encoded once
-            if self._ack[0] != message.job:
-                self._ack = (message.job, encode(message))
-            text = self._ack[1]
-        else:
-            text = encode(message)
+        cached = self._ack
+        text = cached[1] if cached is not None and message is cached[0] else encode(message)
         async with self._send_lock:
-            if self.ws.application_state == WebSocketState.CONNECTED:
-                with contextlib.suppress(RuntimeError, WebSocketDisconnect):
-                    await self.ws.send_text(text)
+            if self.ws.application_state != WebSocketState.CONNECTED:
+                return
+            try:
+                await self.ws.asgi_send({"type": "websocket.send", "text": text})
+            except OSError:  # the connection is gone (uvicorn's ClientDisconnected)
+                self.ws.application_state = WebSocketState.DISCONNECTED
+            except RuntimeError:
+                pass  # a close under way
 
     async def refuse(
         self, reason: str, to: RunnerMessage | None = None, *, event: str | None = None
@@ -207,7 +256,7 @@ class RunnerSession:
                 self._reading = True
                 self._read_started.set()
                 try:
-                    frame = await self.ws.receive()
+                    frame = await self.ws.asgi_receive()
                 except asyncio.CancelledError:
                     if self._interruption is None or main.uncancel() > 0:
                         raise  # cancelled from outside, not by the guard
@@ -277,7 +326,7 @@ class RunnerSession:
 
     async def _handle_text(self, text: str) -> None:
         try:
-            message = self._parse(text)
+            message = HEARTBEAT if text == HEARTBEAT_TEXT else self._parse(text)
         except ValidationError as exc:
             if self._closes_on_invalid():
                 self.drop()
@@ -341,7 +390,7 @@ class RunnerSession:
         if status is not None and self.job is job:
             self.job = moved  # with ``started`` as stored: its report's start (``completion``)
         if status in (JobStatus.CLAIMED, JobStatus.RUNNING):
-            await self._reply(message, Ack(job=job.uuid))
+            await self._reply(message, self._job_ack(job.uuid))
         elif status is None:
             await self.refuse(f"running: job {job.uuid} is not this runner's", message)
         else:
@@ -356,10 +405,7 @@ class RunnerSession:
         if await self.life.heartbeat(self.runner, job):
             await self._reply(message, Cancel(job=job.uuid))
             return
-        ack = self._beat_ack
-        if ack is None or ack.job != job.uuid:
-            ack = self._beat_ack = Ack(job=job.uuid)
-        await self._reply(message, ack)
+        await self._reply(message, self._job_ack(job.uuid))
 
     async def _log(self, message: Log) -> None:
         """Hold a chunk of the in-flight job's output, written within a second

@@ -3,13 +3,17 @@ runner job's crossing was measured by a runner job of the same kind (the same te
 other arguments, or another image digest, all else alike), the confirmation runs the new
 version against that one, interleaved round by round on a runner of the job's spec, instead of
 plain re-runs; the interval of their ratio then decides each held-back alert
-(``detection.confirmation.duet_verdict``).
+(``detection.confirmation.duet_verdict``). An interval that straddles an alert's margin
+(unknown) asks for another duet of the same sides and rounds (``another_duet``), while all the
+confirmation's duets stay within ``MAX_DUET_ROUNDS``; the alerts are then judged on every duet's
+interval pooled (``detection.duet.pooled_interval``, which says why pooled).
 """
 
 from __future__ import annotations
 
 import secrets
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy.engine import Connection
@@ -17,11 +21,12 @@ from sqlalchemy.engine import Connection
 from benchrunner.core.states import JobStatus
 from benchrunner.detection.confirmation import (
     DUET_ROUNDS_PER_RUN,
-    Outcome,
-    decide_duet,
+    MAX_DUET_ROUNDS,
+    DuetVerdict,
     duet_margin,
     duet_verdict,
 )
+from benchrunner.detection.duet import another_duet, pooled_interval
 from benchrunner.protocol import JsonDuet, JsonDuetSide, JsonJobConfig
 from benchrunner.server.store import confirmations, jobs
 
@@ -94,7 +99,7 @@ def duet_config(
 
 def held_margin(held: Sequence[Any]) -> float | None:
     """One duet for all of a report's held-back alerts: the smallest of their margins (each
-    alert is then judged by its own, ``decide_by_duet``); None when that is not below 1, which
+    alert is then judged by its own, ``judge_by_duets``); None when that is not below 1, which
     a duet's margin must be (a percentage boundary of 100 % or more): plain re-runs judge it."""
     margin = min(_own_margin(a) for a in held)
     return margin if margin < 1 else None
@@ -114,20 +119,50 @@ def ran_as_duets(conn: Connection, run_reports: Sequence[int]) -> bool:
     return False
 
 
-def decide_by_duet(
-    conn: Connection, run_reports: list[int], held: Any
-) -> tuple[Outcome, str] | None:
-    """A held-back alert's outcome from the confirmation's duet and the verdict that gave it
-    (``different, ratio 1.52 [1.48, 1.57], margin 2%``); None when no duet measured its
-    metric."""
+@dataclass(frozen=True)
+class DuetJudgment:
+    """What a confirmation's duets say of one held-back alert, pooled."""
+
+    verdict: DuetVerdict
+    rounds: int
+    """The paired rounds of all the duets that measured its metric."""
+    told: str
+    """``unknown after 20 rounds (2 duets), ratio 1.095 [1.027, 1.168], margin 10.0%``."""
+
+
+def judge_by_duets(conn: Connection, run_reports: Sequence[int], held: Any) -> DuetJudgment | None:
+    """A held-back alert judged by its own margin on the confirmation's duets pooled; None when
+    no duet measured its metric."""
     found = confirmations.run_duet_results(conn, run_reports, held.benchmark_id, held.measure_id)
     if not found:
         return None
-    result = found[-1]
-    margin = _own_margin(held)
-    verdict = duet_verdict(held.limit, result.lower_value, result.upper_value, margin)
-    told = (
-        f"{verdict}, ratio {result.ratio:.3f} [{result.lower_value:.3f}, "
-        f"{result.upper_value:.3f}], margin {margin:.1%}"
+    ratio, lower, upper = pooled_interval(
+        [(r.ratio, r.lower_value, r.upper_value) for r in found], confidence=found[0].confidence
     )
-    return decide_duet(verdict), told
+    margin = _own_margin(held)
+    verdict = duet_verdict(held.limit, lower, upper, margin)
+    rounds = sum(int(r.rounds) for r in found)
+    duets = f" ({len(found)} duets)" if len(found) > 1 else ""
+    told = (
+        f"{verdict} after {rounds} rounds{duets}, ratio {ratio:.3f} [{lower:.3f}, {upper:.3f}], "
+        f"margin {margin:.1%}"
+    )
+    return DuetJudgment(verdict, rounds, told)
+
+
+def more_rounds(
+    conn: Connection, run_reports: Sequence[int], held: Sequence[Any], rounds_run: int, rounds: int
+) -> str | None:
+    """Why another duet of ``rounds`` runs, when one should: some held-back alert's duets so far
+    (``rounds_run`` rounds together) answered unknown, and another keeps them all within
+    ``MAX_DUET_ROUNDS``; None when none should (each alert is then decided as it stands)."""
+    unknown = [
+        (a, judged)
+        for a in held
+        if (judged := judge_by_duets(conn, run_reports, a)) is not None
+        and judged.verdict == "unknown"
+    ]
+    if not unknown or not another_duet(unknown[0][1].verdict, rounds_run + rounds, MAX_DUET_ROUNDS):
+        return None
+    said = "; ".join(f"{a.benchmark_name} ({a.measure_name}): {j.told}" for a, j in unknown)
+    return f"another {rounds} rounds, as the duets so far left it unknown: {said}"

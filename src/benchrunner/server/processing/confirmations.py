@@ -6,10 +6,11 @@ report gets a confirmation (``open_confirmation``, in the transaction that judge
 confirmation then moves (``advance``, from the ``ConfirmationDriver``): it queues the re-runs,
 plain re-runs of the same job (same spec, image or template, arguments), or one duet of the
 job's version against the baseline's when that version's job is known
-(``processing.confirmation_duets``); once every re-run has finished it decides each held-back
-alert (``detection.confirmation``): raised (``active``, confirmed or unconfirmed) or
-``suspected``. The re-runs' reports are kept but name the report
-they confirm, and are never history (``store.history``, ``store.perf``).
+(``processing.confirmation_duets``; more duets of the same sides while their answer is unknown
+and the rounds allow); once every re-run has finished it decides each held-back alert
+(``detection.confirmation``): raised (``active``, confirmed or unconfirmed) or ``suspected``.
+The re-runs' reports are kept but name the report they confirm, and are never history
+(``store.history``, ``store.perf``).
 
 Direct results (a run without a runner) never confirm.
 """
@@ -30,6 +31,7 @@ from benchrunner.detection.confirmation import (
     change_agrees,
     confirm_runs,
     decide,
+    decide_duet,
     limit_agrees,
 )
 from benchrunner.protocol import JsonJobConfig
@@ -107,15 +109,54 @@ def advance(
     runs = confirmations.confirmation_runs(conn, row.report_id)
     if any(JobStatus(r.status) not in DONE for r in runs):
         return moved
+    measured = [r.report_id for r in runs if JobStatus(r.status) == JobStatus.PROCESSED]
+    more = _more_rounds(conn, row, runs, measured, now, broadcast)
+    if more is not None:
+        moved.spec_ids.append(more)
+        return moved
     if not confirmations.confirmation_move(conn, row.id, RUNNING, DECIDED, now):
         return moved
-    measured = [r.report_id for r in runs if JobStatus(r.status) == JobStatus.PROCESSED]
     raised, to_bisect = decide_alerts(conn, row.report_id, measured, now)
     emit_alert_event(conn, "alert.raised", raised, now)
     # As a crossing raised at once would (docs/how-to/bisect.md).
     alerts.alerts_bisect_pending(conn, to_bisect)
     moved.decided = True
     return moved
+
+
+def _more_rounds(
+    conn: Connection,
+    row: Any,
+    runs: list[Any],
+    measured: list[int],
+    now: dt.datetime,
+    broadcast: Callable[[int], tuple[str, str] | None],
+) -> int | None:
+    """Queue another duet of the same sides and rounds when the confirmation's duets so far
+    left a held-back alert unknown and the rounds allow (``confirmation_duets.more_rounds``);
+    its spec when it did. Its job's first event says why."""
+    duet_jobs = [
+        j for r in runs if (j := jobs.job_get(conn, r.job_id)) is not None and j.config.duet
+    ]
+    first = duet_jobs[0].config.duet if duet_jobs else None
+    job = jobs.job_get(conn, row.job_id)
+    if first is None or job is None:
+        return None
+    duet = _duet_of(conn, job, row.runs)
+    if duet is None or duet.config.duet is None:
+        return None
+    if (duet.config.duet.baseline, duet.config.duet.contender) != (first.baseline, first.contender):
+        return None  # the baseline's version is another now: nothing more to pool with
+    held = confirmations.pending_alerts(conn, row.report_id)
+    rounds_run = sum(j.config.iter for j in duet_jobs)
+    why = confirmation_duets.more_rounds(conn, measured, held, rounds_run, duet.config.iter)
+    if why is None:
+        return None
+    # Guarded, as every move of a confirmation: on PostgreSQL it holds the row meanwhile.
+    if not confirmations.confirmation_move(conn, row.id, RUNNING, RUNNING, now):
+        return None
+    queue_run(conn, job, now, broadcast, duet=duet, because=why)
+    return job.spec_id
 
 
 @dataclass(frozen=True)
@@ -153,10 +194,12 @@ def queue_run(
     broadcast: Callable[[int], tuple[str, str] | None],
     *,
     duet: Duet | None = None,
+    because: str | None = None,
 ) -> None:
     """One re-run of ``job`` (or its ``duet`` against the baseline's version): a report on its
     report's branch, testbed and settings marked as confirming it, and a pending job with the
-    same spec and config whose ``job_created`` says which report and metrics it confirms."""
+    same spec and config whose ``job_created`` says which report and metrics it confirms, and
+    ``because`` when it is more than the confirmation first asked for."""
     source = reports.report_row(conn, job.report_id)
     held = confirmations.pending_alerts(conn, job.report_id)
     report_id, _ = reports.report_like(conn, source, None, now)
@@ -171,6 +214,9 @@ def queue_run(
     if duet is not None:
         why += f", as a duet against report {duet.report_uuid} (job {duet.baseline.uuid})"
         meta.update(baseline_report=str(duet.report_uuid), baseline_job=str(duet.baseline.uuid))
+    if because is not None:
+        why += f": {because}"
+        meta["because"] = because
     org, priority = accounts.organization_for_job(conn, job.organization_id)
     jobs.job_create(
         conn,
@@ -200,12 +246,14 @@ def decide_alerts(
     for held in confirmations.pending_alerts(conn, report_id):
         found = confirmations.run_values(conn, run_reports, held.benchmark_id, held.measure_id)
         values = [v for report_values in found.values() for v in report_values]
-        change = None
+        change, reason = None, None
         if as_duets:
-            by_duet = confirmation_duets.decide_by_duet(conn, run_reports, held)
-            outcome = Outcome.UNCONFIRMED if by_duet is None else by_duet[0]
-            if by_duet is not None:
-                log.info("confirmation duet of alert %s: %s", held.id, by_duet[1])
+            judged = confirmation_duets.judge_by_duets(conn, run_reports, held)
+            outcome = Outcome.UNCONFIRMED if judged is None else decide_duet(judged.verdict)
+            if judged is not None:
+                log.info("confirmation duets of alert %s: %s", held.id, judged.told)
+                if judged.verdict == "unknown":
+                    reason = f"unknown after {judged.rounds} rounds"
         elif held.verdict is not None:
             outcome, change = _decide_samples(conn, row, held, list(found.values()))
         elif held.change_pvalue is not None:
@@ -215,7 +263,9 @@ def decide_alerts(
             lower, upper = held.lower_limit, held.upper_limit
             outcome = decide([limit_agrees(held.limit, lower, upper, v.value) for v in values])
         status = "suspected" if outcome is Outcome.SUSPECTED else "active"
-        decided = confirmations.alert_decide(conn, held.id, status, outcome.value, now, change)
+        decided = confirmations.alert_decide(
+            conn, held.id, status, outcome.value, now, change, reason
+        )
         if decided and status == "active":
             raised.append(held.id)
             if held.bisect:

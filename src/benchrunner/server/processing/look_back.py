@@ -118,6 +118,10 @@ def _look_back(
         newest = {m.benchmark_id: m for m in judged if not m.never_alerts}
         if not newest:
             continue
+        # an alert on any of them is the report's: on the newest point
+        siblings: dict[int, list[int]] = {}
+        for m in judged:
+            siblings.setdefault(m.benchmark_id, []).append(m.id)
         cutoff = history.reset_cutoff(conn, scope, t.measure_id)
         series = history.series_history(
             conn,
@@ -128,7 +132,8 @@ def _look_back(
             max_samples=WINDOW - 1,
         )
         ids = [p.metric_id for past in series.values() for p in past]
-        facts = points_facts(conn, [*ids, *(m.id for m in newest.values())])
+        own = [metric_id for found in siblings.values() for metric_id in found]
+        facts = points_facts(conn, [*ids, *own])
         max_pvalue = t.max_pvalue if change_test and t.max_pvalue is not None else None
         min_magnitude = t.min_magnitude if change_test and t.min_magnitude is not None else None
         for benchmark_id, m in newest.items():
@@ -137,9 +142,10 @@ def _look_back(
                 points = [p for p in points if not facts[p.metric_id].noisy]
             actions = look_back(
                 [p.value for p in points],
-                _known(points, facts),
+                _known(points, facts, siblings[benchmark_id]),
                 max_pvalue=DEFAULT_MAX_PVALUE if max_pvalue is None else max_pvalue,
                 min_magnitude=DEFAULT_MIN_MAGNITUDE if min_magnitude is None else min_magnitude,
+                reports=_report_numbers(points, facts),
             )
             for action in actions:
                 if isinstance(action, Reopen):
@@ -156,13 +162,31 @@ def _look_back(
     return len(raised) + len(reopened)
 
 
-def _known(points: list[Point], facts: dict[int, PointFacts]) -> list[Known]:
-    """The alerts on the points; a suspected one (its confirmation runs did not agree) does
-    not count, and one triaged ``expected`` never re-opens."""
+def _report_numbers(points: list[Point], facts: dict[int, PointFacts]) -> list[int]:
+    """Each point's report as a number that rises by one from a report to the next: the
+    iterations of one report are points side by side, and share it."""
+    numbers: list[int] = []
+    number, previous = -1, None
+    for p in points:
+        report_id = facts[p.metric_id].report_id
+        if report_id != previous:
+            number, previous = number + 1, report_id
+        numbers.append(number)
+    return numbers
+
+
+def _known(points: list[Point], facts: dict[int, PointFacts], own: list[int]) -> list[Known]:
+    """The alerts on the points, and those on the judged report's other iterations (``own``:
+    its metrics of the benchmark), which stand on its point, the newest; a suspected one (its
+    confirmation runs did not agree) does not count, and one triaged ``expected`` never
+    re-opens."""
     stored = [facts[p.metric_id].stored for p in points]
     known: list[Known] = []
     for index, p in enumerate(points):
-        for a in facts[p.metric_id].alerts:
+        on = [p.metric_id]
+        if p.metric_id in own:
+            on += [metric_id for metric_id in own if metric_id != p.metric_id]
+        for a in (a for metric_id in on for a in facts[metric_id].alerts):
             if a.status == "suspected":
                 continue
             dismissed = a.status == "dismissed" and a.verdict != "expected"

@@ -4,19 +4,20 @@ from __future__ import annotations
 
 import logging
 
-from fastapi import APIRouter, WebSocket
+from fastapi import APIRouter
 from fastapi.responses import JSONResponse
 
 from benchrunner.protocol import EXTENSIONS_HEADER, parse_extensions_header
 from benchrunner.server.channel.lifecycle import Lifecycle
 from benchrunner.server.channel.runner_channel import ChannelHub, ChannelSession, authenticate
+from benchrunner.server.channel.runner_session import RunnerSocket, runner_socket_route
 
 router = APIRouter(tags=["runner agent"])
 log = logging.getLogger(__name__)
 
 
-@router.websocket("/v0/runners/{runner}/channel")
-async def runner_channel(websocket: WebSocket, runner: str) -> None:
+async def runner_channel(websocket: RunnerSocket) -> None:
+    runner: str = websocket.path_params["runner"]
     life: Lifecycle = websocket.app.state.lifecycle
     hub: ChannelHub = websocket.app.state.hub
     row = await authenticate(websocket, life, runner)
@@ -39,3 +40,6 @@ async def runner_channel(websocket: WebSocket, runner: str) -> None:
         if hub.discard(session):
             life.runner_disconnected(row.id)
         log.info("runner %s disconnected", row.slug)
+
+
+router.routes.append(runner_socket_route("/v0/runners/{runner}/channel", runner_channel))

@@ -10,7 +10,7 @@ import logging
 import math
 import uuid
 
-from fastapi import APIRouter, Request, Response, WebSocket
+from fastapi import APIRouter, Request, Response
 from fastapi.responses import JSONResponse
 from pydantic import Field
 
@@ -28,7 +28,11 @@ from benchrunner.server.channel.job_socket import JobSocketSession
 from benchrunner.server.channel.lifecycle import Lifecycle
 from benchrunner.server.channel.long_poll import claim_or_nothing
 from benchrunner.server.channel.runner_channel import ChannelHub
-from benchrunner.server.channel.runner_session import authenticate
+from benchrunner.server.channel.runner_session import (
+    RunnerSocket,
+    authenticate,
+    runner_socket_route,
+)
 from benchrunner.server.http.errors import ApiError, unauthorized
 from benchrunner.server.http.sliding_window import SlidingWindow
 from benchrunner.server.routes.deps import Ctx, Life
@@ -104,8 +108,9 @@ def _denial(http_status: int, message: str, **more: str) -> JSONResponse:
     return JSONResponse({"message": message, **more}, status_code=http_status)
 
 
-@router.websocket("/v0/runners/{runner}/jobs/{job}")
-async def job_socket(websocket: WebSocket, runner: str, job: str) -> None:
+async def job_socket(websocket: RunnerSocket) -> None:
+    runner: str = websocket.path_params["runner"]
+    job: str = websocket.path_params["job"]
     life: Lifecycle = websocket.app.state.lifecycle
     hub: ChannelHub = websocket.app.state.hub
     row = await authenticate(websocket, life, runner)
@@ -142,3 +147,6 @@ async def job_socket(websocket: WebSocket, runner: str, job: str) -> None:
     finally:
         hub.discard(session)
         log.info("runner %s disconnected from job %s", row.slug, found.uuid)
+
+
+router.routes.append(runner_socket_route("/v0/runners/{runner}/jobs/{job}", job_socket))

@@ -169,10 +169,17 @@ def alert_decide(
     outcome: str,
     now: dt.datetime,
     change: tuple[float, float, float, float] | None = None,
+    reason: str | None = None,
 ) -> bool:
-    """Move a pending alert to ``status`` (active or suspected) with its ``outcome``; a samples
-    alert's step is replaced by the combined samples' ``change``."""
-    values: dict[str, Any] = {"status": status, "confirmation": outcome, "modified": now}
+    """Move a pending alert to ``status`` (active or suspected) with its ``outcome`` and why
+    (``reason``, when the outcome alone does not say); a samples alert's step is replaced by
+    the combined samples' ``change``."""
+    values: dict[str, Any] = {
+        "status": status,
+        "confirmation": outcome,
+        "confirmation_reason": reason,
+        "modified": now,
+    }
     if change is not None:
         values.update(
             change_before=change[0],
@@ -240,6 +247,8 @@ def baseline_reports(conn: Connection, source: Any, processed: int, limit: int) 
 _RUN_DUETS = (
     sa.select(
         duet.c.report_id,
+        duet.c.confidence,
+        duet_result.c.rounds,
         duet_result.c.ratio,
         duet_result.c.lower_value,
         duet_result.c.upper_value,
@@ -259,8 +268,8 @@ _RUN_DUETS = (
 def run_duet_results(
     conn: Connection, report_ids: Sequence[int], benchmark_id: int, measure_id: int
 ) -> list[Any]:
-    """The duet ratios (with their interval and margins) confirmation reports measured for one
-    benchmark and measure."""
+    """The duet ratios (with their interval, its confidence, the paired rounds and the margins)
+    confirmation reports measured for one benchmark and measure, in the reports' order."""
     if not report_ids:
         return []
     params = {

@@ -417,6 +417,9 @@ alert = sa.Table(
     sa.Column("verdict_at", UtcDateTime(), nullable=True),
     # pending, confirmed or suspected when re-runs judged it; NULL when none did.
     sa.Column("confirmation", sa.String(16), nullable=True),
+    # Why the confirmation decided as it did, when its outcome alone does not say
+    # ("unknown after 50 rounds": duets that never told the versions apart).
+    sa.Column("confirmation_reason", sa.Text, nullable=True),
     # A bisect threshold's alert (docs/how-to/bisect.md): ``pending`` until the bisection
     # driver starts its bisection (``started``) or finds it cannot (``skipped``, with why).
     sa.Column("bisect", sa.String(16), nullable=True),

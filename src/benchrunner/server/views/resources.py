@@ -257,14 +257,17 @@ def threshold_view(
     return view
 
 
-def confirmation_view(outcome: str | None, runs: list[Any]) -> dict[str, Any] | None:
+def confirmation_view(
+    outcome: str | None, runs: list[Any], reason: str | None = None
+) -> dict[str, Any] | None:
     """How confirmation runs judged an alert (docs/how-to/thresholds-alerts.md): ``outcome``
-    pending, confirmed, suspected or unconfirmed, and the runs (job and report); None when
-    none did."""
+    pending, confirmed, suspected or unconfirmed, the runs (job and report), and ``reason``
+    when the outcome alone does not say why ("unknown after 50 rounds"); None when none did."""
     if outcome is None:
         return None
     return {
         "outcome": outcome,
+        "reason": reason,
         "runs": [{"job": str(r.job_uuid), "report": str(r.report_uuid)} for r in runs],
     }
 
@@ -395,7 +398,7 @@ def alert_view(row: Any, runs: list[Any] | None = None) -> dict[str, Any]:
         "verdict": row.verdict,
         "verdict_by": verdict_user_view(row),
         "verdict_at": iso(row.verdict_at),
-        "confirmation": confirmation_view(row.confirmation, runs or []),
+        "confirmation": confirmation_view(row.confirmation, runs or [], row.confirmation_reason),
         # A bisect threshold's request (docs/how-to/bisect.md): pending, started or skipped.
         "bisect": None
         if getattr(row, "bisect", None) is None
