@@ -178,7 +178,11 @@ class Dispatcher:
         """The wait was cancelled (its connection went away): a claim made for it, now or
         still to come, goes to ``on_abandoned``."""
         waiter.abandoned = True
-        if waiter.future.done() and not waiter.future.cancelled():
+        if (
+            waiter.future.done()
+            and not waiter.future.cancelled()
+            and waiter.future.exception() is None  # a claim refused (``RunnerHoldsJobs``)
+        ):
             self._on_abandoned(waiter.future.result())
 
     # ------------------------------------------------------------ claims made elsewhere
