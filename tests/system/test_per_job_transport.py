@@ -65,6 +65,11 @@ class PerJobRunner:
         return response.status_code, json.loads(response.body or b"{}")
 
 
+ANSWER_TIMEOUT = 60
+"""Seconds a job socket's answer may take: milliseconds normally, many seconds on a loaded
+machine, and waiting longer costs a passing test nothing."""
+
+
 class JobSocket:
     def __init__(
         self, server: InProcessServer, slug: str, key: str, job: str, extensions: tuple[str, ...]
@@ -81,7 +86,7 @@ class JobSocket:
 
     def ask(self, message: dict[str, Any]) -> dict[str, Any]:
         self.ws.send(json.dumps(message))
-        return json.loads(self.ws.recv(timeout=10))  # type: ignore[no-any-return]
+        return json.loads(self.ws.recv(timeout=ANSWER_TIMEOUT))  # type: ignore[no-any-return]
 
     def close(self) -> None:
         self.ws.close()
@@ -89,7 +94,7 @@ class JobSocket:
     def closed_by_server(self) -> tuple[int, str]:
         """The close frame the server ends the socket with (it sends nothing more first)."""
         with pytest.raises(ConnectionClosed):
-            self.ws.recv(timeout=10)
+            self.ws.recv(timeout=ANSWER_TIMEOUT)
         close = self.ws.protocol.close_rcvd
         assert close is not None
         return close.code, close.reason
@@ -275,7 +280,7 @@ def test_a_silent_job_socket_times_out_like_the_channel(
         assert ws.ask({"event": "running"})["event"] == "ack"
         server.clock.advance(silence)
         with pytest.raises(ConnectionClosed):
-            ws.ws.recv(timeout=10)
+            ws.ws.recv(timeout=ANSWER_TIMEOUT)
         close = ws.ws.protocol.close_rcvd
         assert close is not None and (close.code, close.reason) == (1000, f'"{reason}"')
         job = server.job(job_uuid)
