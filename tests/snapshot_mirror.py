@@ -66,7 +66,7 @@ def _handler(mirror: SnapshotMirror, upstream: httpx.Client) -> type[BaseHTTPReq
                     for chunk in answer.iter_raw():
                         self.wfile.write(chunk)
 
-        def log_message(self, format: str, *args: object) -> None:  # noqa: A002 (the base's name)
+        def log_message(self, format: str, *args: object) -> None:
             pass  # what it served is in ``mirror.served``
 
     return Handler
