@@ -1,5 +1,6 @@
 """The how-to guides run as written, against a real server: the CI files a user copies
-(docs/how-to/ci/) step by step, and every code block a guide marks ``<!-- runnable -->``.
+(docs/how-to/ci/) step by step, and every code block a page of docs/ marks ``<!-- runnable -->``
+(the guides', and the few other pages' that show commands).
 
 A block may name what it needs after the colon, ``<!-- runnable: runner alert -->``: the test
 provides each need for real before the block runs (see ``NEEDS``), and a guide's placeholders
@@ -23,6 +24,7 @@ import socket
 import ssl
 import subprocess
 import sys
+import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -48,12 +50,16 @@ from tests.object_store import s3_server
 from tests.oci_layout import busybox_image, write_layout, write_oci_archive
 from tests.registry_support import registry_token, v2
 from tests.snapshot_mirror import snapshot_mirror
+from tests.system import test_tuned_runner_real_host as real_host
 from tests.system.test_images import SOURCE_DATE_EPOCH, built_image, image_cache
 from tests.system.test_webhooks import Receiver, receiving
 
 pytestmark = pytest.mark.engine_independent
 
-GUIDES = REPO / "docs" / "how-to"
+DOCS = REPO / "docs"
+GUIDES = DOCS / "how-to"
+GENERATED = DOCS / "reference"
+"""Pages written from the code (make docs-reference), with no shell block of their own."""
 RUNNABLE = "<!-- runnable -->"
 MARKER = re.compile(r"<!-- runnable(?:: ([a-z0-9=. -]+?))? -->")
 BLOCK = re.compile(MARKER.pattern + r"\n```(sh|console|python)\n(.*?)```", re.S)
@@ -127,16 +133,23 @@ class Block:
         return f"{self.guide}:{self.line}"
 
 
+def pages() -> list[Path]:
+    """Every page of docs/ that may show commands: all but the generated reference."""
+    return [page for page in sorted(DOCS.rglob("*.md")) if GENERATED not in page.parents]
+
+
 def runnable_blocks() -> list[Block]:
+    """The runnable blocks of every page, named by the page's path under docs/."""
     blocks = []
-    for guide in sorted(GUIDES.glob("*.md")):
-        text = guide.read_text()
+    for page in pages():
+        text = page.read_text()
+        guide = page.relative_to(DOCS).as_posix()
         for found in BLOCK.finditer(text):
             needs, kind, body = found.groups()
             if kind == "console":
                 body = "\n".join(line[2:] for line in body.splitlines() if line.startswith("$ "))
             line = text.count("\n", 0, found.start()) + 1
-            blocks.append(Block(guide.name, line, kind, tuple((needs or "").split()), body))
+            blocks.append(Block(guide, line, kind, tuple((needs or "").split()), body))
     return blocks
 
 
@@ -186,6 +199,16 @@ timeout = 60
 type = "int"
 min = 1
 max = 10000000
+
+[templates."my.sleep"]
+description = "The duets guide's template: sleep ms milliseconds, the time it took (ns) as a latency"
+command = ["python3", "-c", "import json,sys,time; t=time.perf_counter_ns(); time.sleep(int(sys.argv[1])/1000); print(json.dumps({'sleep': {'latency': {'value': time.perf_counter_ns() - t}}}))", "{ms}"]
+timeout = 60
+
+[templates."my.sleep".args.ms]
+type = "int"
+min = 0
+max = 1000
 
 [templates."sortlib.bench"]
 description = "The bisect guide's template: the result a commit of the guides' repository keeps in result.json, steady, so that each duet decides at once"
@@ -307,10 +330,11 @@ def guides_server(tmp: Path, receiver: Receiver) -> Iterator[Guides]:
     db = f"sqlite:///{tmp / 'benchrunner.db'}"
     with deploy(tmp, db, extra_templates=templates, env=env) as deployment:
         with deployment.admin() as client:
-            client.create_spec(
-                name="bench-box", architecture="x86_64", cpu=1, memory=1 << 30, disk=1 << 30,
-                network=False,
-            )  # fmt: skip
+            for spec in ("bench-box", "tuned"):  # "tuned": the tuning blocks' runner's alone
+                client.create_spec(
+                    name=spec, architecture="x86_64", cpu=1, memory=1 << 30, disk=1 << 30,
+                    network=False,
+                )  # fmt: skip
         yield Guides(deployment, repo, commits, receiver, tmp / "host")
 
 
@@ -432,11 +456,13 @@ class Setting:
     """The block's own text, for what a need reads in it."""
     output: str = ""
     """What the block printed, once it ran."""
+    exit_codes: frozenset[int] = frozenset({0})
+    """The exit statuses that say the block did what its guide says (its last command's)."""
     expected: list[str] = field(default_factory=list)
     """What the block's output says when it did what its guide says it does."""
     within: tuple[str, ...] = ()
     checks: list[Callable[[], None]] = field(default_factory=list)
-    """What must hold once the block ran (it exited 0)."""
+    """What must hold once the block ran (it exited with one of ``exit_codes``)."""
     cleanups: list[Callable[[], None]] = field(default_factory=list)
     """What undoes, after the block whatever it did, what it made outside the test's files."""
     machine: systemd_container.Machine | None = None
@@ -452,6 +478,112 @@ class Setting:
 def need_runner(setting: Setting) -> None:
     """A runner process serving the specs (``small``, ``bench-box``) and templates named."""
     setting.guides.start_runner()
+
+
+def need_job(setting: Setting) -> None:
+    """A job that the runner takes and that writes a numbered line to stderr every 0.2 s until,
+    a few seconds into the block, its gate file appears: sets ``$JOB``; the block must show its
+    first line, as it was written, and the job must have ended."""
+    setting.guides.start_runner()
+    text = f"guide-{secrets.token_hex(4)}"
+    gate = setting.cwd / "gate"
+    args = {"gate": str(gate), "ms": 200, "text": text, "stream": "stderr"}
+    project = setting.env["BENCHRUNNER_PROJECT"]
+    setting.env["JOB"] = setting.guides.server.submit("bench.ticker", args, project=project)
+    opened = threading.Timer(5, gate.touch)
+    opened.start()
+    setting.cleanups.append(gate.touch)
+    setting.cleanups.append(opened.cancel)
+    setting.expected.append(f"tick 0 {text}")
+
+
+def need_preflight(setting: Setting) -> None:
+    """The block ends with ``runner preflight``'s verdict of this machine, whatever it is: 0
+    fit, 1 not fit (a VM: a hypervisor), 3 some checks unreadable, never 2 (usage); its last
+    line gives the same exit status."""
+    setting.exit_codes = frozenset({0, 1, 3})
+
+    def the_verdict_is_the_exit_status() -> None:
+        verdicts = re.findall(r"^verdict: .+ \(exit (\d)\)$", setting.output, re.M)
+        assert len(verdicts) == 1, setting.output
+        assert f"--- block: exit {verdicts[0]}\n" in setting.output, setting.output
+
+    setting.checks.append(the_verdict_is_the_exit_status)
+
+
+def need_duet_alert(setting: Setting) -> None:
+    """The block's duet must raise one duet alert, its contender slower (limit ``upper``),
+    and fail on it as ``--err`` asks (exit 1)."""
+    setting.exit_codes = frozenset({1})
+    setting.expected.append("1 alert detected in report")
+    project = setting.env["BENCHRUNNER_PROJECT"]
+
+    def raised_a_duet_alert() -> None:
+        with setting.guides.server.admin() as client:
+            alerts = client.list_alerts(project)
+        assert [(a.kind, a.limit) for a in alerts] == [("duet", "upper")], alerts
+
+    setting.checks.append(raised_a_duet_alert)
+
+
+def need_tuning(setting: Setting) -> None:
+    """The block tunes this machine's real host (``runner up --tune``, ``runner restore``), so
+    it runs alone, in ``test_runnable_tuning_block`` (host_wide), as root; the templates are in
+    ``templates.toml``, and a ``runner up --once`` finds a job of ``my.bench`` queued for the
+    spec ``tuned``, which no other runner serves, and must process it. Afterwards every setting
+    tuning may change reads as before and no tuning state is left; ``runner restore`` runs
+    whatever happened."""
+    assert not real_host.STATE.exists(), f"{real_host.STATE} is left: `runner restore`"
+    before = real_host.host_settings()
+    setting.cleanups.append(real_host.restore_host)
+    shutil.copy(setting.guides.server.server.templates, setting.cwd / "templates.toml")
+    if "runner up" in setting.script:
+        project = setting.env["BENCHRUNNER_PROJECT"]
+        with setting.guides.server.admin() as client:
+            body = {"project": project, "spec": "tuned", "template": "my.bench",
+                    "args": {"n": 100000}, "settings": {"adapter": "json"}}  # fmt: skip
+            job = str(client.run(body)["job"])
+
+        def processed() -> None:
+            found = setting.guides.server.job(job, project)
+            assert found["status"] == "processed", found
+
+        setting.checks.append(processed)
+
+    def put_back() -> None:
+        assert real_host.host_settings() == before
+        assert not real_host.STATE.exists()
+
+    setting.checks.append(put_back)
+
+
+def need_console_users(setting: Setting) -> None:
+    """A server of its own, its database named by ``$BENCHRUNNER_DB`` as on the server's
+    machine, and the password files ``ops.password`` and ``ada.password``: the block must leave
+    ops@example.com a server admin and Ada a user who is not, each with a console password."""
+    home = setting.cwd / "console-server"
+    home.mkdir()
+    (home / "templates.toml").write_text("")
+    db = f"sqlite:///{home / 'benchrunner.db'}"
+    server = ServerProcess(home / "data", home / "templates.toml", db)
+    server.data_dir.mkdir()
+    setting.cleanups.append(server.kill)
+    server.start()
+    setting.env.update(BENCHRUNNER_HOST=server.url, BENCHRUNNER_DB=db)
+    del setting.env["BENCHRUNNER_TOKEN"]  # the block's own, from its bootstrap
+    for name in ("ops", "ada"):
+        (setting.cwd / f"{name}.password").write_text(f"{name}-{secrets.token_urlsafe(12)}\n")
+
+    def made() -> None:
+        with server.client() as client:
+            users = {u["email"]: u for u in client.list_users(per_page=100)}
+        assert users["ops@example.com"]["admin"] is True, users
+        assert (users["ada@example.com"]["name"], users["ada@example.com"]["admin"]) == (
+            "Ada",
+            False,
+        ), users
+
+    setting.checks.append(made)
 
 
 def need_ci(setting: Setting) -> None:
@@ -1321,6 +1453,11 @@ NEEDS: dict[str, Callable[[Setting], None]] = {
     "host": need_host,
     "runner": need_runner,
     "ci": need_ci,
+    "job": need_job,
+    "preflight": need_preflight,
+    "duet-alert": need_duet_alert,
+    "tuning": need_tuning,
+    "console-users": need_console_users,
     "benchmarks": need_benchmarks,
     "alert": need_alert,
     "webhook": need_webhook,
@@ -1384,15 +1521,22 @@ RUNS_THE_BUILD = {"image-build", "snapshot-mirror"}
 """The needs whose block is ``make images`` itself, given ``BUILD_TIMEOUT``."""
 
 
-SEPARATE_GUIDES = frozenset({"deploy.md"})
+SEPARATE_GUIDES = frozenset({"how-to/deploy.md"})
 """Guides whose blocks run in a module of their own (test_guides_deploy.py): they build images
 and boot a systemd machine, minutes that run beside the other guides' blocks that way."""
 
 
-def shell_blocks(guides: frozenset[str] | None = None) -> Iterator[Any]:
-    """The shell blocks of ``guides`` (None: of every guide but ``SEPARATE_GUIDES``)."""
+HOST_WIDE = frozenset({"tuning"})
+"""The needs of blocks that change the whole host (every task's cpuset, IRQ affinity): they run
+in ``test_runnable_tuning_block``, marked host_wide, alone after the parallel suite."""
+
+
+def shell_blocks(guides: frozenset[str] | None = None, *, host_wide: bool = False) -> Iterator[Any]:
+    """The shell blocks of ``guides`` (None: of every guide but ``SEPARATE_GUIDES``), those
+    that need ``HOST_WIDE`` with ``host_wide`` only."""
     for block in runnable_blocks():
         chosen = block.guide not in SEPARATE_GUIDES if guides is None else block.guide in guides
+        chosen = chosen and host_wide == bool(HOST_WIDE.intersection(block.needs))
         if block.kind != "python" and chosen:
             slow = BUILDS_IMAGES.intersection(block.needs)
             marks = [pytest.mark.timeout(3600)] if slow else []
@@ -1407,7 +1551,8 @@ def run_block(guides: Guides, tmp: Path, block: Block) -> tuple[Setting, Outcome
             same = earlier.guide == block.guide and "host" in earlier.needs
             if same and earlier.line < block.line and earlier.name not in guides.host_ran:
                 ran = earlier.name
-                setting, outcome = run_block(guides, tmp / ran.replace(":", "-"), earlier)
+                directory = tmp / re.sub(r"[/:]", "-", ran)
+                setting, outcome = run_block(guides, directory, earlier)
                 undo(setting)
                 assert outcome.codes == {"block": 0}, f"{ran}: {earlier.script}\n{outcome.output}"
         guides.host_ran.add(block.name)
@@ -1437,12 +1582,20 @@ def test_runnable_guide_block(guides: Guides, tmp_path: Path, block: Block) -> N
     run_and_check(guides, tmp_path, block)
 
 
+@pytest.mark.host_wide
+@pytest.mark.parametrize("block", list(shell_blocks(host_wide=True)))
+def test_runnable_tuning_block(guides: Guides, tmp_path: Path, block: Block) -> None:
+    run_and_check(guides, tmp_path, block)
+
+
 def run_and_check(guides: Guides, tmp_path: Path, block: Block) -> None:
-    """The block runs and exits 0, prints what its needs expect, and passes their checks."""
+    """The block runs and exits as its needs expect (0 unless they say otherwise), prints what
+    they expect, and passes their checks."""
     setting, outcome = run_block(guides, tmp_path, block)
     setting.output = outcome.output
     try:
-        assert outcome.codes == {"block": 0}, f"{block.script}\n{outcome.output}"
+        assert outcome.codes.keys() == {"block"}, outcome.output
+        assert outcome.codes["block"] in setting.exit_codes, f"{block.script}\n{outcome.output}"
         for expected in setting.expected:
             assert expected in outcome.output, f"{block.script}\n{outcome.output}"
         for check in setting.checks:
@@ -1497,16 +1650,18 @@ def test_the_guides_caddyfile_is_one_caddy_accepts(tmp_path: Path) -> None:
 
 
 def test_every_command_block_of_a_guide_is_run_or_says_why_not() -> None:
-    """A guide's shell block is run by the test above, or says why it cannot be: none is left
-    out silently; a block needs only what the test provides."""
+    """A shell block of any page of docs/ (but the generated reference, which has none) is run
+    by the tests above, or says why it cannot be: none is left out silently; a block needs only
+    what the test provides."""
+    assert not [p for p in GENERATED.rglob("*.md") if "```sh" in p.read_text()], "a shell block"
     unaccounted = []
-    for guide in sorted(GUIDES.glob("*.md")):
-        lines = guide.read_text().splitlines()
+    for page in pages():
+        lines = page.read_text().splitlines()
         for number, line in enumerate(lines, 1):
             if line in ("```sh", "```console"):
                 before = lines[number - 2] if number > 1 else ""
                 if not MARKER.fullmatch(before) and not before.startswith("<!-- not run: "):
-                    unaccounted.append(f"{guide.name}:{number}")
+                    unaccounted.append(f"{page.relative_to(DOCS)}:{number}")
     assert not unaccounted, f"mark {RUNNABLE} or <!-- not run: why -->: {unaccounted}"
     blocks = runnable_blocks()
     assert len(blocks) >= 2, "the guides' runnable blocks are no longer found"
