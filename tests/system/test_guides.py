@@ -530,9 +530,9 @@ def need_tuning(setting: Setting) -> None:
     """The block tunes this machine's real host (``runner up --tune``, ``runner restore``), so
     it runs alone, in ``test_runnable_tuning_block`` (host_wide), as root; the templates are in
     ``templates.toml``, and a ``runner up --once`` finds a job of ``my.bench`` queued for the
-    spec ``tuned``, which no other runner serves, and must process it. Afterwards every setting
-    tuning may change reads as before and no tuning state is left; ``runner restore`` runs
-    whatever happened."""
+    spec ``tuned``, which no other runner serves, and must process it, saying for each setting
+    that it tuned it or could not. Afterwards every setting tuning may change reads as before
+    and no tuning state is left; ``runner restore`` runs whatever happened."""
     assert not real_host.STATE.exists(), f"{real_host.STATE} is left: `runner restore`"
     before = real_host.host_settings()
     setting.cleanups.append(real_host.restore_host)
@@ -544,11 +544,13 @@ def need_tuning(setting: Setting) -> None:
                     "args": {"n": 100000}, "settings": {"adapter": "json"}}  # fmt: skip
             job = str(client.run(body)["job"])
 
-        def processed() -> None:
+        def processed_tuned() -> None:
             found = setting.guides.server.job(job, project)
             assert found["status"] == "processed", found
+            applied, refused = real_host.outcomes(setting.output)
+            assert applied.keys() | refused == real_host.SETTINGS, setting.output
 
-        setting.checks.append(processed)
+        setting.checks.append(processed_tuned)
 
     def put_back() -> None:
         assert real_host.host_settings() == before
