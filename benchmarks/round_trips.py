@@ -8,8 +8,10 @@ with a one-metric JSON result). Three phases, each over ``--jobs`` template jobs
 
 1. **submission**: jobs submitted through ``POST /v0/run`` with no runner connected;
 2. **channel**: the runner connects and drains them (``ready`` to ``ack``);
-3. **whole job**: with the runner waiting, jobs submitted one at a time, each run to its
-   ``ack`` before the next (submission, claim, ``running``, ``completed``, processing).
+3. **whole job**: jobs submitted one at a time, each claimed by the ``ready`` the runner
+   sends after the submission and run to its ``ack`` before the next (submission, claim,
+   ``running``, ``completed``, processing). In the counts of ``benchmarks/RESULTS.md`` before
+   ``ebcb304`` the runner sent ``ready`` first, and about one claim in two found nothing.
 
     .venv/bin/python -m benchmarks.round_trips [--jobs 40] [--log /var/log/postgresql/...]
 
@@ -67,15 +69,17 @@ async def submit(client: httpx.AsyncClient, count: int) -> None:
 
 
 async def run_jobs(url: str, token: str, count: int, each: Callable[[], Any] | None) -> None:
-    """Answer ``count`` jobs on one channel; ``each`` (a coroutine function) is awaited after
-    every ``ready`` is sent, to submit the job that ``ready`` waits for."""
+    """Answer ``count`` jobs on one channel; ``each`` (a coroutine function) is awaited before
+    every ``ready`` is sent, to submit the job that ``ready`` then claims: a runner that sent
+    ``ready`` first would also count a claim that finds nothing for each job, which a busy
+    runner, whose ``ready`` follows its last ``ack`` with jobs queued, does not make."""
     headers = {"Authorization": f"Bearer {token}", EXTENSIONS_HEADER: ", ".join(OUR_EXTENSIONS)}
     async with websockets.connect(url, additional_headers=headers) as ws:
         done = 0
         while done < count:
-            await ws.send(json.dumps({"event": "ready", "poll_timeout": 5}))
             if each is not None:
                 await each()
+            await ws.send(json.dumps({"event": "ready", "poll_timeout": 5}))
             message = json.loads(await ws.recv())
             if message["event"] != "job":
                 continue

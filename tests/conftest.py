@@ -111,9 +111,27 @@ def pytest_runtest_makereport(
     return report
 
 
+LONGEST_FIRST = (
+    "tests/system/test_guides_deploy.py",
+    "tests/system/test_guides.py",
+    "tests/system/test_images.py",
+    "tests/system/test_chaos.py",
+)
+"""Modules of minutes each (images built, a systemd machine booted, chaos rounds): they run
+first, so that the parallel workers (``--dist loadfile`` hands out modules in this order) do not
+wait at the end for one of them to finish."""
+
+
+def _longest_first(item: pytest.Item) -> int:
+    module = item.nodeid.partition("::")[0]
+    return LONGEST_FIRST.index(module) if module in LONGEST_FIRST else len(LONGEST_FIRST)
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """A test marked ``engine_independent`` runs on SQLite alone: the store code under it is
-    proved on both engines by the tests that are about the store."""
+    proved on both engines by the tests that are about the store. The ``LONGEST_FIRST`` modules
+    come first."""
+    items.sort(key=_longest_first)
     kept, dropped = [], []
     for item in items:
         params = getattr(item, "callspec", None)

@@ -47,6 +47,7 @@ from tests.harness import (
 from tests.object_store import s3_server
 from tests.oci_layout import busybox_image, write_layout, write_oci_archive
 from tests.registry_support import registry_token, v2
+from tests.snapshot_mirror import snapshot_mirror
 from tests.system.test_images import SOURCE_DATE_EPOCH, built_image, image_cache
 from tests.system.test_webhooks import Receiver, receiving
 
@@ -717,6 +718,60 @@ def need_image_build(setting: Setting) -> None:
     setting.checks.append(built_as_the_test_builds)
 
 
+SNAPSHOT_NAME = "snapshot.debian.org"
+SNAPSHOT_ADDRESS = "127.0.0.9"
+"""The stand-in's loopback address: one of its own, port 80 as the block's URL has it."""
+
+SNAPSHOT_URL = re.compile(r"DEBIAN_MIRROR=http://snapshot\.debian\.org/archive/debian/(\w+)")
+
+
+def need_snapshot_mirror(setting: Setting) -> None:
+    """``make images`` from a snapshot of Debian, as the guide's reader builds it: the block runs
+    in a mount namespace of its own whose ``/etc/hosts`` (a copy, bound over the machine's) gives
+    snapshot.debian.org the address of a stand-in (tests/snapshot_mirror.py: today's archive
+    under the snapshot's paths; the test machine cannot reach the real one). The Debian layers
+    are made anew, through the stand-in, in a stages directory of the block's own; the
+    dependency layer tests/system/test_images.py keeps is reused when the snapshot's Python and
+    glibc are the same. Both layouts must be in ``images/``, and the stand-in must have served
+    the build's Release and packages under the block's timestamp."""
+    (timestamp,) = SNAPSHOT_URL.findall(setting.script)
+    images = REPO / "images"
+    assert not images.exists(), f"{images} exists already: the block would replace it"
+    assert not bound(SNAPSHOT_ADDRESS, 80), f"port 80 is taken on {SNAPSHOT_ADDRESS}"
+    stack = contextlib.ExitStack()
+    setting.cleanups.append(stack.close)
+    mirror = stack.enter_context(snapshot_mirror(SNAPSHOT_ADDRESS))
+    # Beside the test's cache (one file system), so that its dependency layer is a hard link.
+    stages = image_cache() / f".snapshot-stages-{secrets.token_hex(4)}"
+    stages.mkdir(parents=True)
+    stack.callback(shutil.rmtree, stages, ignore_errors=True)
+    for layer in (image_cache() / "stages").glob("venv-*.tar"):
+        os.link(layer, stages / layer.name)
+    cache = setting.cwd / "cache"
+    cache.mkdir()
+    (cache / "benchrunner-images").symlink_to(stages)
+    hosts = setting.cwd / "hosts"
+    hosts.write_text(f"{Path('/etc/hosts').read_text()}\n{SNAPSHOT_ADDRESS} {SNAPSHOT_NAME}\n")
+    bind = 'mount --bind "$1" /etc/hosts && shift && exec "$@"'
+    namespace = ("unshare", "--mount", "--propagation", "private", "sh", "-c", bind, "sh")
+    setting.within = (*namespace, str(hosts), *setting.within)
+    setting.env.update(XDG_CACHE_HOME=str(cache), SOURCE_DATE_EPOCH=SOURCE_DATE_EPOCH)
+    setting.cwd = REPO
+    setting.cleanups.append(lambda: shutil.rmtree(images, ignore_errors=True))
+
+    def built_from_the_snapshot() -> None:
+        for kind in IMAGE_KINDS:
+            assert manifest_digest(images / kind).startswith("sha256:"), kind
+        paths = [path for (at, path) in mirror.served if at == timestamp]
+        assert "dists/bookworm/InRelease" in paths, mirror.served[:20]
+        assert any(path.startswith("dists/bookworm-updates/") for path in paths), paths[:20]
+        assert any(path.endswith(".deb") for path in paths), paths[:20]
+        others = {at for (at, _) in mirror.served} - {timestamp}
+        assert not others, f"asked for other snapshots: {others}"
+
+    setting.checks.append(built_from_the_snapshot)
+
+
 def need_images(setting: Setting) -> None:
     """``images/server`` as ``make images`` leaves it (the layout tests/system/test_images.py
     builds), and podman's storage of the module (``CONTAINERS_STORAGE_CONF``), in which the
@@ -1275,6 +1330,7 @@ NEEDS: dict[str, Callable[[Setting], None]] = {
     "culprit": need_culprit,
     "replicas": need_replicas,
     "image-build": need_image_build,
+    "snapshot-mirror": need_snapshot_mirror,
     "images": need_images,
     "registry-login": need_registry_login,
     "docker": need_docker,
@@ -1320,9 +1376,12 @@ BUILD_TIMEOUT = 1200
 layers below it come from the cache."""
 
 
-BUILDS_IMAGES = {"image-build", "images"}
+BUILDS_IMAGES = {"image-build", "images", "snapshot-mirror"}
 """The needs that build the container images when tests/system/test_images.py's cache is
 empty: minutes, as that test's own builds."""
+
+RUNS_THE_BUILD = {"image-build", "snapshot-mirror"}
+"""The needs whose block is ``make images`` itself, given ``BUILD_TIMEOUT``."""
 
 
 SEPARATE_GUIDES = frozenset({"deploy.md"})
@@ -1356,7 +1415,7 @@ def run_block(guides: Guides, tmp: Path, block: Block) -> tuple[Setting, Outcome
     setting = prepare(guides, block.needs, tmp, block.script)
     step = Step("block", block.script)
     within = setting.within
-    timeout = BUILD_TIMEOUT if "image-build" in block.needs else BLOCK_TIMEOUT
+    timeout = BUILD_TIMEOUT if RUNS_THE_BUILD.intersection(block.needs) else BLOCK_TIMEOUT
     return setting, run_steps([step], setting.cwd, setting.env, timeout, within)
 
 

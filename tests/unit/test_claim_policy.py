@@ -115,8 +115,10 @@ class World:
 
         return int(self.write(unit))
 
-    def claim(self, runner_id: int, *, templates: bool = True) -> int | None:
-        args = ("nonce", self.now(), "r", templates)
+    def claim(
+        self, runner_id: int, *, templates: bool = True, holding_none: bool = False
+    ) -> int | None:
+        args = ("nonce", self.now(), "r", templates, holding_none)
         try:
             if not self.one_statement:
                 raise claims.ClaimInTransaction
@@ -160,6 +162,27 @@ def test_priority_then_fifo_then_id(world: World) -> None:
     claimed = [world.claim(runner) for _ in range(5)]
     assert claimed == [order[2], order[4], order[0], order[3], order[1]]
     assert world.claim(runner) is None
+
+
+def test_a_channels_claim_is_refused_while_the_runner_holds_a_job(world: World) -> None:
+    """A channel claims only for a runner that holds no job (``holding_none``): while one is in
+    flight the claim writes nothing and says so, so that the channel fails the lost job first;
+    once it left flight the next claim takes the waiting job."""
+    spec = world.spec("s")
+    runner = world.runner("r", [spec])
+    other = world.runner("other", [spec])
+    team = world.org("team", Plan.TEAM)
+    held, waiting, elsewhere = world.job(team, spec), world.job(team, spec), world.job(team, spec)
+    assert world.claim(runner, holding_none=True) == held
+    assert world.claim(other, holding_none=True) == waiting  # another runner's job is no bar
+    with pytest.raises(claims.RunnerHoldsJobs):
+        world.claim(runner, holding_none=True)
+    assert world.claim(runner) == elsewhere  # a claim not made for a channel is not refused
+    world.finish(held)
+    with pytest.raises(claims.RunnerHoldsJobs):
+        world.claim(runner, holding_none=True)  # ``elsewhere`` is still in flight
+    world.finish(elsewhere)
+    assert world.claim(runner, holding_none=True) is None
 
 
 def test_spec_mismatch_is_never_claimed(world: World) -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from benchrunner.detection.look_back import PERSIST, Known, Raise, Reopen, look_back
+from benchrunner.detection.look_back import MIN_BEFORE, PERSIST, Known, Raise, Reopen, look_back
 
 SEEDS = range(5)
 
@@ -143,3 +143,35 @@ def test_an_open_alert_beside_a_dismissed_one_keeps_the_step_closed() -> None:
     series = noisy(0, (100.0, 30), (110.0, 10))
     known = [change_alert(30, dismissed_before=31), threshold_alert(31)]
     assert judge(series, known) == []
+
+
+def three_a_report(points: int) -> list[int]:
+    """Each point's report when every report has three iterations."""
+    return [index // 3 for index in range(points)]
+
+
+def test_with_iterations_a_step_in_the_newest_report_is_left_to_the_thresholds() -> None:
+    """The step begins at the newest report's first iteration, not at its last point."""
+    series = [100.0] * 30 + [150.0] * 3
+    assert raised_at(judge(series, [])) == [30]  # were each point a report of its own
+    assert judge(series, [], three_a_report(33)) == []
+
+
+def test_with_iterations_the_window_edge_counts_reports() -> None:
+    """Two reports (six points) before the step are the window's edge; three are enough."""
+    assert MIN_BEFORE == 3
+    edge = [100.0] * 6 + noisy(0, (150.0, 30))
+    assert raised_at(judge(edge, [])) == [6]
+    assert judge(edge, [], three_a_report(36)) == []
+    seen = [100.0] * 9 + noisy(0, (150.0, 30))
+    assert raised_at(judge(seen, [], three_a_report(39))) == [9]
+
+
+def test_with_iterations_a_dismissed_step_reopens_after_reports_not_points() -> None:
+    """Dismissed after the step's first report: five more reports re-open it, not five points."""
+    series = noisy(0, (100.0, 30), (110.0, 18))
+    dismissed = threshold_alert(30, dismissed_before=33)
+    reports = three_a_report(48)
+    assert judge(series[:45], [dismissed], reports[:45]) == []  # four reports after: 12 points
+    [action] = judge(series, [dismissed], reports)
+    assert isinstance(action, Reopen) and action.change.index == 30

@@ -9,10 +9,10 @@ A step belongs to an alert when the alert is a change point's nearer to it than 
 step found (the rule of ``processing.evaluation.already_alerted``), or a threshold's on any
 point of the step's first report or of a report next to it (a limit test catches a step on its
 first report, or one report late). Reports, not points: a report of several iterations is as
-many points, and its threshold alert may be on any of them. A step that begins at the newest
-point is left to the thresholds, which judge that report as it arrives; a step with fewer
-than ``MIN_BEFORE`` points before it in the window is an edge of the window, not a step seen
-in context.
+many points, and its threshold alert may be on any of them; so the counts below are of reports
+too. A step that begins in the newest report is left to the thresholds, which judge that
+report as it arrives; a step with fewer than ``MIN_BEFORE`` reports before it in the window is
+an edge of the window, not a step seen in context.
 """
 
 from __future__ import annotations
@@ -23,10 +23,10 @@ from dataclasses import dataclass
 from benchrunner.detection.change_point import ChangePoint, change_points
 
 PERSIST = 5
-"""A dismissed step re-opens once this many points stored after its dismissal stay at the new
+"""A dismissed step re-opens once this many reports stored after its dismissal stay at the new
 level (the step is still found, and they lie in the segment after it)."""
 MIN_BEFORE = 3
-"""The fewest points before a step for it to be raised after the fact."""
+"""The fewest reports before a step for it to be raised after the fact."""
 
 
 @dataclass(frozen=True)
@@ -74,10 +74,10 @@ def look_back(
     (the iterations of one report share it); None: each point a report of its own."""
     found = change_points(values, max_pvalue=max_pvalue, min_magnitude=min_magnitude)
     report_of = list(range(len(values))) if reports is None else list(reports)
-    newest = len(values) - 1
+    newest = report_of[-1] if report_of else 0
     actions: list[Raise | Reopen] = []
     for k, step in enumerate(found):
-        if step.index >= newest or step.index < MIN_BEFORE:
+        if report_of[step.index] >= newest or report_of[step.index] - report_of[0] < MIN_BEFORE:
             continue
         mine = [a for a in known if _belongs(found, k, a, report_of)]
         if not mine:
@@ -87,7 +87,8 @@ def look_back(
             continue  # an open (or silenced, or expected) alert already stands for the step
         stop = found[k + 1].index if k + 1 < len(found) else len(values)
         nearest = min(mine, key=lambda a: (abs(a.index - step.index), a.alert_id))
-        if stop - max(step.index, nearest.first_after_dismissal) >= persist:
+        since = max(step.index, nearest.first_after_dismissal)
+        if len(set(report_of[since:stop])) >= persist:
             actions.append(Reopen(nearest.alert_id, step))
     return actions
 

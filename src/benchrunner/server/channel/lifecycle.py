@@ -80,6 +80,9 @@ class ResendLater(Exception):
 SPEC_CACHE_SECONDS = 5.0
 UNDELIVERED_STOP_TIMEOUT = 5.0
 """Seconds a stop waits for the undelivered claims it caused to return to the queue."""
+LOST_JOB_ROUNDS = 3
+"""Claims a ``ready`` makes at most, failing the runner's lost jobs before each but the first
+(``wait_for_job``); past that it gets ``no_job`` and its next ``ready`` tries again."""
 
 
 class Lifecycle:
@@ -276,9 +279,11 @@ class Lifecycle:
             if runner_id not in self._runner_orgs:
                 raise claims.ClaimInTransaction
             org = self._runner_orgs[runner_id]
-            claim = await self.ctx.db.claim_each(moves.claim_alone, runner_id, org, *args)
+            claim = await self.ctx.db.claim_each(
+                moves.claim_alone, runner_id, org, *args, holding_none=True
+            )
         except claims.ClaimInTransaction:
-            claim = await self.ctx.db.write(moves.claim, runner_id, *args)
+            claim = await self.ctx.db.write(moves.claim, runner_id, *args, holding_none=True)
         if claim is not None:
             self.moves.claimed(claim, runner_slug)
         return claim
@@ -290,14 +295,27 @@ class Lifecycle:
         template job only if ``templates`` (the runner announced that it runs them)."""
         spec_ids = await self._spec_ids(runner.id)
         self._runner_orgs[runner.id] = runner.organization_id
-        claim = await self.dispatcher.wait_for_job(
-            runner.id,
-            runner.slug,
-            spec_ids,
-            runner.organization_id,
-            poll_timeout,
-            templates=templates,
-        )
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + poll_timeout
+        claim = None
+        for _attempt in range(LOST_JOB_ROUNDS):
+            try:
+                claim = await self.dispatcher.wait_for_job(
+                    runner.id,
+                    runner.slug,
+                    spec_ids,
+                    runner.organization_id,
+                    max(0.0, deadline - loop.time()),
+                    templates=templates,
+                )
+                break
+            except claims.RunnerHoldsJobs:
+                # A runner asks for work only when it holds none: whatever is still in flight
+                # for it is lost, whether its channel knew it or it was claimed into an older,
+                # half-open one. Its claim refused to claim while they were (one statement on
+                # PostgreSQL, no read of its own): they are failed first, then it claims again.
+                for lost in await self.ctx.db.read(jobs.job_list_in_flight_for_runner, runner.id):
+                    await self.runner_abandoned(runner, lost)
         if claim is None:
             return None
         try:

@@ -180,9 +180,7 @@ class ChannelSession(RunnerSession):
             await self.refuse("a ready is already outstanding", message)
             return
         # A runner asks for work only when it holds none: whatever is still in flight for it is
-        # lost, whether this channel knew it or it was claimed into an older, half-open one.
-        for lost in await self.ctx.db.read(jobs.job_list_in_flight_for_runner, self.runner.id):
-            await self.life.runner_abandoned(self.runner, lost)
+        # lost, and failed before its claim (``Lifecycle.wait_for_job``).
         self.job = None
         metadata = message.metadata()
         if metadata != self._metadata:  # the same on every ready: write it once

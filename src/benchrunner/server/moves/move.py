@@ -126,10 +126,11 @@ def claim(
     now: dt.datetime,
     runner_slug: str,
     templates: bool,
+    holding_none: bool = False,
 ) -> claims.Claim | None:
     """The claim of the best eligible pending job for a runner, in the caller's transaction
     (``store.claims.job_claim``); ``Moves.claimed`` once it committed."""
-    return claims.job_claim(conn, runner_id, nonce, now, runner_slug, templates)
+    return claims.job_claim(conn, runner_id, nonce, now, runner_slug, templates, holding_none)
 
 
 def claim_alone(
@@ -140,11 +141,14 @@ def claim_alone(
     now: dt.datetime,
     runner_slug: str,
     templates: bool,
+    holding_none: bool = False,
 ) -> claims.Claim | None:
     """``claim`` as one statement standing on its own (``store.claims.job_claim_alone``, run
     by ``Database.claim_each``); ``Moves.claimed`` once it returned. Raises
     ``claims.ClaimInTransaction`` when ``claim`` must make it."""
-    return claims.job_claim_alone(conn, runner_id, runner_org, nonce, now, runner_slug, templates)
+    return claims.job_claim_alone(
+        conn, runner_id, runner_org, nonce, now, runner_slug, templates, holding_none
+    )
 
 
 def _nothing(_: Any) -> None:

@@ -403,14 +403,24 @@ def record_processed(
         error=error,
         noise=None if noise is None else noise.stored(),
     )
-    # The report's times and outcome are written by the move's own statement (PostgreSQL).
-    moved = apply_reading(conn, processed, reports.FINISH_AFTER_MOVE, finish)
+    # The report's times and outcome, and on PostgreSQL its metrics, are written by the
+    # move's own statement.
+    metrics = reports.metrics_with_finish(conn, job.report_id, job.project_id, values, now)
+    if metrics is None:
+        moved = apply_reading(conn, processed, reports.FINISH_AFTER_MOVE, finish)
+    else:
+        with_metrics = {**finish, **metrics.params()}
+        moved = apply_reading(conn, processed, reports.FINISH_WITH_METRICS_AFTER_MOVE, with_metrics)
     if moved is None:
         return None
     finished = reports.Finished.of(moved)
     if duet is not None and duets.duet_add(conn, job.report_id, job.project_id, duet, now):
         emit_alert_event(conn, "alert.raised", alerts.duet_alert_ids(conn, job.report_id), now)
-    stored = reports.metrics_add(conn, job.report_id, job.project_id, values, now)
+    stored = (
+        reports.metrics_add(conn, job.report_id, job.project_id, values, now)
+        if metrics is None
+        else metrics.stored(conn, moved.metric_ids)
+    )
     if finished.confirmation_run:
         return Recorded(processed)  # a re-run measures its report again: the confirmation judges it
     # Nothing to judge costs no savepoint (two round trips on PostgreSQL): metrics without a

@@ -27,7 +27,7 @@ import secrets
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
-from benchrunner.server.store.claims import Claim, RunnerUnavailable
+from benchrunner.server.store.claims import Claim, RunnerHoldsJobs, RunnerUnavailable
 from benchrunner.server.tasks import cancel_and_wait
 
 log = logging.getLogger(__name__)
@@ -178,7 +178,11 @@ class Dispatcher:
         """The wait was cancelled (its connection went away): a claim made for it, now or
         still to come, goes to ``on_abandoned``."""
         waiter.abandoned = True
-        if waiter.future.done() and not waiter.future.cancelled():
+        if (
+            waiter.future.done()
+            and not waiter.future.cancelled()
+            and waiter.future.exception() is None  # a claim refused (``RunnerHoldsJobs``)
+        ):
             self._on_abandoned(waiter.future.result())
 
     # ------------------------------------------------------------ claims made elsewhere
@@ -253,6 +257,12 @@ class Dispatcher:
                 claim = await self._claim(
                     waiter.runner_id, waiter.runner_slug, secrets.token_hex(16), waiter.templates
                 )
+            except RunnerHoldsJobs as exc:
+                # Its wait ends with this error: the channel fails those jobs, then waits again.
+                self._waiters.pop(waiter, None)
+                if not (waiter.abandoned or waiter.future.done()):
+                    waiter.future.set_exception(exc)
+                continue
             except RunnerUnavailable:
                 continue
             finally:

@@ -88,8 +88,9 @@ class HandOffs:
                 now,
                 waiter.runner_slug,
                 waiter.templates,
+                holding_none=True,
             )
-        except claims.RunnerUnavailable:
+        except claims.RunnerUnavailable:  # or holds jobs: the dispatcher's claim says so
             hand_off.claim = None
 
     def broadcast(self, hand_off: HandOff | None, spec_id: int) -> tuple[str, str] | None:

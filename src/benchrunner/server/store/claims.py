@@ -35,6 +35,20 @@ class RunnerUnavailable(Exception):
     """The runner is paused, archived or gone: it may claim nothing."""
 
 
+class RunnerHoldsJobs(RunnerUnavailable):
+    """A claim ``holding_none`` refused: jobs are still in flight for the runner. A runner asks
+    for work only when it holds none, so it has lost them; the channel fails them and claims
+    again (``jobs.job_list_in_flight_for_runner`` reads them)."""
+
+
+def _holds_jobs() -> sa.Exists:
+    """Whether a job is in flight for the runner (bind ``runner_id``)."""
+    held = job.alias("held")
+    return sa.exists().where(
+        held.c.runner_id == sa.bindparam("runner_id"), in_flight(held.c.status)
+    )
+
+
 class ClaimInTransaction(Exception):
     """``job_claim_alone`` could not claim in one statement: the best job for the runner is in
     a limited tier, whose lock its claim takes in a transaction, or the runner's organization
@@ -129,18 +143,23 @@ def _best_eligible(
 
 
 _CLAIM_STATE_COLUMNS = (runner.c.paused, runner.c.archived, runner.c.organization_id)
-_RUNNER_CLAIM_STATE = Direct(
-    sa.select(*_CLAIM_STATE_COLUMNS).where(runner.c.id == sa.bindparam("runner_id"))
-)
-_RUNNER_CLAIM_STATE_NO_SORT = Direct(
-    sa.select(*_CLAIM_STATE_COLUMNS, sa.func.set_config("enable_sort", "off", True)).where(
-        runner.c.id == sa.bindparam("runner_id")
+
+
+@functools.cache
+def _runner_claim_state(sort_off: bool, holding_none: bool) -> Direct:
+    also: list[sa.ColumnElement[Any]] = []
+    if sort_off:
+        also.append(sa.func.set_config("enable_sort", "off", True))
+    if holding_none:
+        also.append(_holds_jobs().label("holds_jobs"))
+    return Direct(
+        sa.select(*_CLAIM_STATE_COLUMNS, *also).where(runner.c.id == sa.bindparam("runner_id"))
     )
-)
 
 
-def runner_claim_state(conn: Connection, runner_id: int) -> Any | None:
-    """The runner's paused, archived and organization_id, read first in every claim.
+def runner_claim_state(conn: Connection, runner_id: int, holding_none: bool = False) -> Any | None:
+    """The runner's paused, archived and organization_id, read first in every claim; with
+    ``holding_none``, also ``holds_jobs``: whether a job is in flight for it.
 
     On PostgreSQL the same statement also turns off sorting for the rest of the transaction
     (``SET LOCAL enable_sort = off``, as a function call so that it costs no round trip).
@@ -152,8 +171,7 @@ def runner_claim_state(conn: Connection, runner_id: int) -> Any | None:
     statistics say (benchmarks/RESULTS.md, "Claims under a burst").
     """
     sort_off = capabilities.of(conn).claim_sort_off
-    state = _RUNNER_CLAIM_STATE_NO_SORT if sort_off else _RUNNER_CLAIM_STATE
-    return state.first(conn, {"runner_id": runner_id})
+    return _runner_claim_state(sort_off, holding_none).first(conn, {"runner_id": runner_id})
 
 
 def job_claim(
@@ -163,17 +181,21 @@ def job_claim(
     now: dt.datetime,
     actor: str,
     templates: bool = True,
+    holding_none: bool = False,
 ) -> Claim | None:
     """Claim the best eligible pending job for this runner (docs/decisions/claims.md), or None; a
     template job only if ``templates`` (the runner announced it runs them).
 
-    Raises RunnerUnavailable if the runner may not claim at all. Atomic on SQLite because the
-    write transaction is ``BEGIN IMMEDIATE``; on PostgreSQL by the row lock of ``FOR UPDATE
-    SKIP LOCKED``, the guarded transition, and the tier locks of ``tier_locks``.
+    Raises RunnerUnavailable if the runner may not claim at all, and, with ``holding_none``
+    (a channel's claim), RunnerHoldsJobs while a job is in flight for it. Atomic on SQLite
+    because the write transaction is ``BEGIN IMMEDIATE``; on PostgreSQL by the row lock of
+    ``FOR UPDATE SKIP LOCKED``, the guarded transition, and the tier locks of ``tier_locks``.
     """
-    owner = runner_claim_state(conn, runner_id)
+    owner = runner_claim_state(conn, runner_id, holding_none)
     if owner is None or owner.paused or owner.archived is not None:
         raise RunnerUnavailable
+    if holding_none and owner.holds_jobs:
+        raise RunnerHoldsJobs
     row = _best_eligible(conn, runner_id, owner.organization_id, not templates)
     if row is None:
         return None
@@ -208,24 +230,28 @@ _SpecRow = collections.namedtuple("_SpecRow", _SPEC_COLUMNS)  # type: ignore[mis
 
 
 @functools.cache
-def _claim_pick(organization_owned: bool, images_only: bool) -> Pick:
+def _claim_pick(organization_owned: bool, images_only: bool, holding_none: bool) -> Pick:
     """The claim query's best job, moved by the same statement unless it is in a limited tier
     (``needs_tier_lock``), with the runner's claim state: one statement (bind ``runner_id``,
     and ``runner_org`` when ``organization_owned``). It picks no job for a runner that is
-    paused, archived, gone, or not of ``runner_org``."""
+    paused, archived, gone, or not of ``runner_org``, nor, with ``holding_none``, for one that
+    has a job in flight (``runner_holds_jobs``)."""
     owner = (
         sa.select(*_CLAIM_STATE_COLUMNS)
         .where(runner.c.id == sa.bindparam("runner_id"))
         .cte("owner")
     )
     runner_org = sa.bindparam("runner_org") if organization_owned else sa.null()
-    usable = sa.exists(
+    usable: sa.ColumnElement[bool] = sa.exists(
         sa.select(owner.c.organization_id).where(
             owner.c.paused.is_(False),
             owner.c.archived.is_(None),
             owner.c.organization_id.is_not_distinct_from(runner_org),
         )
     )
+    holds: sa.ColumnElement[bool] = _holds_jobs() if holding_none else sa.false()
+    if holding_none:
+        usable = sa.and_(usable, ~_holds_jobs())
     picked = _eligible_jobs(organization_owned, images_only=images_only).where(usable).cte("picked")
     unlimited = picked.c.priority >= UNLIMITED_MIN_PRIORITY
 
@@ -234,6 +260,7 @@ def _claim_pick(organization_owned: bool, images_only: bool) -> Pick:
             owner.c.paused.label("runner_paused"),
             owner.c.archived.label("runner_archived"),
             owner.c.organization_id.label("runner_org"),
+            holds.label("runner_holds_jobs"),
             *picked.c,
             moved.c.id.label("moved_id"),
             *(column.label(f"{_SPEC_PREFIX}{column.name}") for column in spec.c),
@@ -254,17 +281,18 @@ def job_claim_alone(
     now: dt.datetime,
     actor: str,
     templates: bool = True,
+    holding_none: bool = False,
 ) -> Claim | None:
     """``job_claim`` as one statement, which stands on its own (PostgreSQL: it commits by
     itself, ``Database.claim_each``) for a runner of organization ``runner_org`` (None: a
     shared runner).
 
-    Raises RunnerUnavailable as ``job_claim`` does, and ClaimInTransaction (nothing written)
-    when the claim needs ``job_claim``: a limited tier's job, or another organization. Where
-    statements cannot write in CTEs (SQLite, whose caller runs this in a transaction) it is
-    ``job_claim``."""
+    Raises RunnerUnavailable and RunnerHoldsJobs as ``job_claim`` does, and ClaimInTransaction
+    (nothing written) when the claim needs ``job_claim``: a limited tier's job, or another
+    organization. Where statements cannot write in CTEs (SQLite, whose caller runs this in a
+    transaction) it is ``job_claim``."""
     if not capabilities.of(conn).writes_in_ctes:
-        return job_claim(conn, runner_id, nonce, now, actor, templates)
+        return job_claim(conn, runner_id, nonce, now, actor, templates, holding_none)
     claimed_values: dict[str, Any] = {
         "runner_id": runner_id,
         "claimed": now,
@@ -276,7 +304,7 @@ def job_claim_alone(
         params["runner_org"] = runner_org
     row = transition(
         conn,
-        _claim_pick(runner_org is not None, not templates),
+        _claim_pick(runner_org is not None, not templates, holding_none),
         JobStatus.CLAIMED,
         now,
         [Event(TRANSITION_EVENT[JobStatus.CLAIMED], "claimed by runner", actor)],
@@ -287,6 +315,8 @@ def job_claim_alone(
         raise RunnerUnavailable
     if row.runner_org != runner_org:
         raise ClaimInTransaction
+    if row.runner_holds_jobs:
+        raise RunnerHoldsJobs
     if row.id is None:
         return None
     if row.moved_id is None:

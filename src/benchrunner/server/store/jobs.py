@@ -4,7 +4,7 @@ claim in ``claims``."""
 from __future__ import annotations
 
 import datetime as dt
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 from uuid import UUID, uuid4
 
@@ -14,7 +14,7 @@ from sqlalchemy.engine import Connection
 from benchrunner.core.events import JobEvent
 from benchrunner.core.states import JobStatus
 from benchrunner.protocol import JsonJobConfig
-from benchrunner.server.store import capabilities
+from benchrunner.server.store import capabilities, reports
 from benchrunner.server.store.direct import Direct, insert_values
 from benchrunner.server.store.signed_outputs import SignedOutput
 from benchrunner.server.store.tables import (
@@ -23,7 +23,13 @@ from benchrunner.server.store.tables import (
     project,
     report,
 )
-from benchrunner.server.store.transitions import event_add, event_params, with_event
+from benchrunner.server.store.transitions import (
+    event_add,
+    event_insert,
+    event_params,
+    notified,
+    with_event,
+)
 
 
 @dataclass(frozen=True)
@@ -171,11 +177,10 @@ _INSERT_JOB_WITH_EVENT = with_event(_NEW_JOB)
 _INSERT_JOB_WITH_EVENT_NOTIFY = with_event(_NEW_JOB, notify=True)
 
 
-def job_create(conn: Connection, params: NewJob) -> tuple[int, UUID]:
-    job_uuid = uuid4()
+def _job_values(params: NewJob, job_uuid: UUID) -> tuple[dict[str, Any], str, dict[str, Any]]:
+    """The new job's row (but its report's id), its ``job_created`` message and meta."""
     row = {
         "uuid": job_uuid,
-        "report_id": params.report_id,
         "organization_id": params.organization_id,
         "source_ip": params.origin.source_ip,
         "spec_id": params.spec_id,
@@ -195,6 +200,13 @@ def job_create(conn: Connection, params: NewJob) -> tuple[int, UUID]:
     if params.why is not None:
         message = params.why[0]
         meta.update(params.why[1])
+    return row, message, meta
+
+
+def job_create(conn: Connection, params: NewJob) -> tuple[int, UUID]:
+    job_uuid = uuid4()
+    values, message, meta = _job_values(params, job_uuid)
+    row = {**values, "report_id": params.report_id}
     actor = params.origin.actor
     if capabilities.of(conn).writes_in_ctes:
         values = {**row, **event_params(JobEvent.CREATED, message, actor, meta, params.now)}
@@ -209,6 +221,73 @@ def job_create(conn: Connection, params: NewJob) -> tuple[int, UUID]:
     assert job_id is not None
     event_add(conn, job_id, JobEvent.CREATED, message, actor, meta, params.now)
     return job_id, job_uuid
+
+
+@dataclass(frozen=True)
+class CreatedRun:
+    """A report created with its job (``job_create_with_report``)."""
+
+    job_id: int
+    job_uuid: UUID
+    report: Any
+    """The report as ``reports.report_row`` reads it (with its branch, testbed and project)."""
+
+
+def _report_and_job(notify: bool) -> Direct:
+    """PostgreSQL: the report, its job and the job's ``job_created`` event inserted by one
+    statement (data-modifying CTEs), which returns the report as ``reports.report_row`` reads
+    it and the job's id. The job's parameters are ``_job_values``' prefixed with ``job_``,
+    the report's ``reports.report_params``', the event's ``event_params``'."""
+    new_report = reports.NEW_REPORT.returning(*report.c).cte("new_report")
+    job_columns = [name for name in _NEW_JOB_COLUMNS if name != "report_id"]
+    values = [sa.bindparam(f"job_{name}", type_=job.c[name].type) for name in job_columns]
+    new_job = (
+        job.insert()
+        .from_select([*job_columns, "report_id"], sa.select(*values, new_report.c.id))
+        .returning(job.c.id)
+        .cte("new_job")
+    )
+    event = event_insert(new_job).cte("new_event")
+    also = (notified(),) if notify else ()
+    view = (
+        reports.report_with_names(new_report)
+        .join(new_job, sa.true())
+        .add_columns(new_job.c.id.label("job_id"), *also)
+        .add_cte(event)
+    )
+    return Direct(view)
+
+
+_REPORT_AND_JOB = _report_and_job(notify=False)
+_REPORT_AND_JOB_NOTIFY = _report_and_job(notify=True)
+
+
+def job_create_with_report(
+    conn: Connection, new_report: reports.NewReport, params: NewJob
+) -> CreatedRun:
+    """A report and its job (``params.report_id`` is ignored), the job's ``job_created`` event,
+    and the report read back. On PostgreSQL one statement, so in autocommit (``write_each``)
+    the three rows are written together or not at all; SQLite writes them one by one in the
+    unit's transaction."""
+    if not capabilities.of(conn).writes_in_ctes:
+        report_id, _ = reports.report_create(conn, new_report)
+        job_id, job_uuid = job_create(conn, replace(params, report_id=report_id))
+        return CreatedRun(job_id, job_uuid, reports.report_row(conn, report_id))
+    job_uuid = uuid4()
+    report_uuid = uuid4()
+    values, message, meta = _job_values(params, job_uuid)
+    bound = {
+        **reports.report_params(new_report, report_uuid),
+        **{f"job_{name}": value for name, value in values.items()},
+        **event_params(JobEvent.CREATED, message, params.origin.actor, meta, params.now),
+    }
+    statement = _REPORT_AND_JOB
+    if params.notify is not None:
+        statement = _REPORT_AND_JOB_NOTIFY
+        bound["notify_channel"], bound["notify_payload"] = params.notify
+    row = statement.first(conn, bound)
+    assert row is not None
+    return CreatedRun(row.job_id, job_uuid, row)
 
 
 # ---------------------------------------------------------------- recovery reads

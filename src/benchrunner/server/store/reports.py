@@ -11,10 +11,12 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 import sqlalchemy as sa
+from sqlalchemy.dialects import postgresql
 from sqlalchemy.engine import Connection
 
 from benchrunner.core import slugs
 from benchrunner.core.measures import measure_spec
+from benchrunner.server.store import capabilities
 from benchrunner.server.store.conflicts import insert_or_skip
 from benchrunner.server.store.direct import Direct, insert_values
 from benchrunner.server.store.lookups_cache import cached_each, tag
@@ -271,11 +273,10 @@ def _next_version() -> sa.ColumnElement[int]:
     return sa.func.coalesce(same_or_next, first, 1)
 
 
-_INSERT_REPORT = Direct(
-    insert_values(report, _NEW_REPORT_COLUMNS)
-    .values(version=_next_version())
-    .returning(report.c.id)
-)
+NEW_REPORT = insert_values(report, _NEW_REPORT_COLUMNS).values(version=_next_version())
+"""``INSERT INTO report``, its version computed by the insert; its parameters are
+``report_params``'."""
+_INSERT_REPORT = Direct(NEW_REPORT.returning(report.c.id))
 
 
 def report_set_bisect(
@@ -293,9 +294,9 @@ def report_set_bisect(
         conn.execute(sa.update(report).where(report.c.id == report_id).values(**values))
 
 
-def report_create(conn: Connection, params: NewReport) -> tuple[int, uuid.UUID]:
-    report_uuid = uuid.uuid4()
-    row = {
+def report_params(params: NewReport, report_uuid: uuid.UUID) -> dict[str, Any]:
+    """The parameters of ``NEW_REPORT`` for a report ``report_uuid``."""
+    return {
         "uuid": report_uuid,
         "user_id": params.user_id,
         "project_id": params.project_id,
@@ -310,7 +311,11 @@ def report_create(conn: Connection, params: NewReport) -> tuple[int, uuid.UUID]:
         "error": None,
         "created": params.now,
     }
-    report_id = _INSERT_REPORT.scalar(conn, row)
+
+
+def report_create(conn: Connection, params: NewReport) -> tuple[int, uuid.UUID]:
+    report_uuid = uuid.uuid4()
+    report_id = _INSERT_REPORT.scalar(conn, report_params(params, report_uuid))
     assert report_id is not None
     return report_id, report_uuid
 
@@ -372,9 +377,11 @@ _INSERT_ONE_METRIC = Direct(
 )
 
 
-def metrics_add(
+def _metric_rows(
     conn: Connection, report_id: int, project_id: int, values: list[MetricValue], now: dt.datetime
-) -> list[StoredMetric]:
+) -> tuple[list[dict[str, Any]], list[bool]]:
+    """The metric rows of ``values`` (their benchmarks and measures created if missing), and
+    for each whether it never alerts."""
     named = {m.benchmark: without_ignore_suffix(m.benchmark) for m in values}
     benchmarks = named_ids(conn, benchmark, project_id, (n for n, _ in named.values()), now)
     measures = measure_ids(conn, project_id, (m.measure for m in values), now)
@@ -391,6 +398,28 @@ def metrics_add(
         }
         for m in values
     ]
+    return rows, [named[m.benchmark][1] for m in values]
+
+
+def _stored(
+    conn: Connection,
+    values: list[MetricValue],
+    ids: list[int],
+    rows: list[dict[str, Any]],
+    never_alerts: list[bool],
+) -> list[StoredMetric]:
+    """The metrics of ``values`` as inserted (``rows``, given ``ids``), their samples kept."""
+    samples_add(conn, ((metric_id, m.samples) for m, metric_id in zip(values, ids, strict=True)))
+    return [
+        StoredMetric(metric_id, row["benchmark_id"], row["measure_id"], row["value"], never)
+        for metric_id, row, never in zip(ids, rows, never_alerts, strict=True)
+    ]
+
+
+def metrics_add(
+    conn: Connection, report_id: int, project_id: int, values: list[MetricValue], now: dt.datetime
+) -> list[StoredMetric]:
+    rows, never_alerts = _metric_rows(conn, report_id, project_id, values, now)
     if not rows:
         return []
     inserted = list(
@@ -398,11 +427,42 @@ def metrics_add(
         if len(rows) == 1
         else conn.execute(_INSERT_METRIC, rows)
     )
-    samples_add(conn, ((row.id, m.samples) for m, row in zip(values, inserted, strict=True)))
-    return [
-        StoredMetric(row.id, row.benchmark_id, row.measure_id, row.value, named[m.benchmark][1])
-        for m, row in zip(values, inserted, strict=True)
-    ]
+    return _stored(conn, values, [row.id for row in inserted], rows, never_alerts)
+
+
+@dataclass(frozen=True)
+class NewMetrics:
+    """Metrics to insert with a job's move to ``processed`` (``metrics_with_finish``)."""
+
+    values: list[MetricValue]
+    rows: list[dict[str, Any]]
+    never_alerts: list[bool]
+
+    def params(self) -> dict[str, Any]:
+        """``FINISH_WITH_METRICS_AFTER_MOVE``'s parameters beside ``finish_params``': one
+        array per column."""
+        return {f"metric_{name}": [row[name] for row in self.rows] for name in _METRIC_ARRAYS}
+
+    def stored(self, conn: Connection, returned: Any) -> list[StoredMetric]:
+        """The metrics as stored, from the ``metric_ids`` the statement returned (pairs of
+        uuid and id); their samples are kept here."""
+        ids = {uuid.UUID(str(pair[0])): int(pair[1]) for pair in returned or []}
+        return _stored(
+            conn, self.values, [ids[row["uuid"]] for row in self.rows], self.rows, self.never_alerts
+        )
+
+
+def metrics_with_finish(
+    conn: Connection, report_id: int, project_id: int, values: list[MetricValue], now: dt.datetime
+) -> NewMetrics | None:
+    """The metrics of ``values`` to insert by the statement of their job's move to
+    ``processed`` (``FINISH_WITH_METRICS_AFTER_MOVE``), their benchmarks and measures found
+    (or created) first; None where statements cannot write in CTEs (SQLite: ``metrics_add``
+    after the move) or there are no metrics."""
+    if not values or not capabilities.of(conn).writes_in_ctes:
+        return None
+    rows, never_alerts = _metric_rows(conn, report_id, project_id, values, now)
+    return NewMetrics(values, rows, never_alerts)
 
 
 def _report_finish(*guards: sa.ColumnElement[bool]) -> sa.Update:
@@ -428,6 +488,53 @@ def _finished_after(moved: sa.CTE) -> sa.Select[Any]:
 
 
 FINISH_AFTER_MOVE = Guarded(_finished_after, _FINISH_REPORT)
+_METRIC_ARRAYS = (
+    "uuid",
+    "iteration",
+    "benchmark_id",
+    "measure_id",
+    "value",
+    "lower_value",
+    "upper_value",
+)
+
+
+def _finished_with_metrics_after(moved: sa.CTE) -> sa.Select[Any]:
+    """``_finished_after``, and the report's metrics inserted from one array per column
+    (``NewMetrics.params``), returning their ``metric_ids`` as JSON pairs of uuid and id."""
+    finished = _report_finish(sa.exists(sa.select(moved.c.id))).cte("finished")
+    arrays = [
+        sa.bindparam(f"metric_{name}", type_=postgresql.ARRAY(metric.c[name].type))
+        for name in _METRIC_ARRAYS
+    ]
+    given = sa.func.unnest(*arrays).table_valued(*_METRIC_ARRAYS).render_derived()
+    inserted = (
+        metric.insert()
+        .from_select(
+            [*_METRIC_ARRAYS, "report_id"],
+            sa.select(
+                *(given.c[name] for name in _METRIC_ARRAYS),
+                sa.bindparam("report_id", type_=metric.c.report_id.type),
+            ).where(sa.exists(sa.select(moved.c.id))),
+        )
+        .returning(metric.c.uuid, metric.c.id)
+        .cte("new_metrics")
+    )
+    pairs = sa.select(
+        sa.func.json_agg(sa.func.json_build_array(inserted.c.uuid, inserted.c.id))
+    ).scalar_subquery()
+    return sa.select(
+        finished.c.branch_id,
+        finished.c.testbed_id,
+        finished.c.confirms_report_id,
+        pairs.label("metric_ids"),
+    )
+
+
+FINISH_WITH_METRICS_AFTER_MOVE = Guarded(_finished_with_metrics_after, _FINISH_REPORT)
+"""``FINISH_AFTER_MOVE`` that also inserts the report's metrics (PostgreSQL, where
+``metrics_with_finish`` gives them; its ``alone`` form finishes the report only); bind
+``finish_params`` and ``NewMetrics.params``."""
 """``report_finish`` made by a job's move to ``processed`` (``moves.move.apply_reading``), in
 the move's own statement on PostgreSQL, and only if the job moved; bind ``finish_params``."""
 
@@ -482,9 +589,11 @@ def report_finish(
     return Finished.of(row)
 
 
-_REPORT = Direct(
-    sa.select(
-        report,
+def report_with_names(rows: sa.FromClause) -> sa.Select[Any]:
+    """The columns of ``rows`` (the ``report`` table, or a CTE returning all of its columns)
+    with the names of its branch, testbed, project and organization, as views show them."""
+    return sa.select(
+        *rows.c,
         branch.c.name.label("branch_name"),
         branch.c.uuid.label("branch_uuid"),
         branch.c.slug.label("branch_slug"),
@@ -504,13 +613,15 @@ _REPORT = Direct(
         project.c.created.label("project_created"),
         project.c.modified.label("project_modified"),
         organization.c.uuid.label("organization_uuid"),
+    ).select_from(
+        rows.join(project, project.c.id == rows.c.project_id)
+        .join(organization, organization.c.id == project.c.organization_id)
+        .join(branch, branch.c.id == rows.c.branch_id)
+        .join(testbed, testbed.c.id == rows.c.testbed_id)
     )
-    .join(project, project.c.id == report.c.project_id)
-    .join(organization, organization.c.id == project.c.organization_id)
-    .join(branch, branch.c.id == report.c.branch_id)
-    .join(testbed, testbed.c.id == report.c.testbed_id)
-    .where(report.c.id == sa.bindparam("report_id"))
-)
+
+
+_REPORT = Direct(report_with_names(report).where(report.c.id == sa.bindparam("report_id")))
 _REPORT_ID = sa.select(report.c.id).where(report.c.uuid == sa.bindparam("report_uuid"))
 _METRICS = Direct(
     sa.select(

@@ -70,16 +70,19 @@ def with_event(created: sa.Insert, *, notify: bool = False) -> Direct:
     returns the new job's id. Its parameters are the insert's plus ``event_params``'. With
     ``notify``, the same statement also queues ``pg_notify(:notify_channel, :notify_payload)``,
     which PostgreSQL sends when (and only if) the transaction commits."""
-    notified = (
-        sa.func.pg_notify(
-            sa.bindparam("notify_channel", type_=sa.String),
-            sa.bindparam("notify_payload", type_=sa.String),
-        ).label("notified"),
-    )
-    return _event_row_after(created.cte("new_job"), *(notified if notify else ()))
+    return _event_row_after(created.cte("new_job"), *((notified(),) if notify else ()))
 
 
-def _event_insert(moved: sa.CTE) -> sa.Insert:
+def notified() -> sa.ColumnElement[Any]:
+    """``pg_notify(:notify_channel, :notify_payload)`` as a column of a statement's result:
+    PostgreSQL sends it when (and only if) the statement's transaction commits."""
+    return sa.func.pg_notify(
+        sa.bindparam("notify_channel", type_=sa.String),
+        sa.bindparam("notify_payload", type_=sa.String),
+    ).label("notified")
+
+
+def event_insert(moved: sa.CTE) -> sa.Insert:
     """The ``job_event`` row of the job that ``moved`` (a data-modifying CTE returning its id)
     wrote; its parameters are ``event_params``'."""
     values = [sa.bindparam(name, type_=job_event.c[column].type) for name, column in _EVENT_PARAMS]
@@ -88,8 +91,8 @@ def _event_insert(moved: sa.CTE) -> sa.Insert:
 
 
 def _event_row_after(moved: sa.CTE, *also: sa.ColumnElement[Any]) -> Direct:
-    """``_event_insert`` after ``moved``, in the same statement, returning ``also`` too."""
-    event = _event_insert(moved)
+    """``event_insert`` after ``moved``, in the same statement, returning ``also`` too."""
+    event = event_insert(moved)
     if also:
         event = event.returning(*also)
     return Direct(event.add_cte(moved, nest_here=True))

@@ -58,7 +58,11 @@ from benchrunner.server.submission.images import (
     job_spec,
 )
 from benchrunner.server.submission.projects import resolve_project
-from benchrunner.server.views.resources import full_report_view, new_report_view
+from benchrunner.server.views.resources import (
+    created_report_view,
+    full_report_view,
+    new_report_view,
+)
 
 DEFAULT_TIMEOUT = 3600
 
@@ -257,56 +261,58 @@ async def submit_run(
             _apply_thresholds(
                 conn, project.id, on.id, testbed_id, models, bool(body.thresholds.reset), now
             )
-        report_id, _ = reports.report_create(
-            conn,
-            reports.NewReport(
-                project_id=project.id,
-                user_id=user.id if user else None,
-                branch_id=on.id,
-                testbed_id=testbed_id,
-                adapter=run_settings.adapter_name,
-                average=run_settings.average,
-                fold=run_settings.fold,
-                hash=target.hash,
-                start_time=plan.options.backdate or body.start_time or now,
-                end_time=plan.options.backdate or body.end_time or now,
-                now=now,
-            ),
+        new_report = reports.NewReport(
+            project_id=project.id,
+            user_id=user.id if user else None,
+            branch_id=on.id,
+            testbed_id=testbed_id,
+            adapter=run_settings.adapter_name,
+            average=run_settings.average,
+            fold=run_settings.fold,
+            hash=target.hash,
+            start_time=plan.options.backdate or body.start_time or now,
+            end_time=plan.options.backdate or body.end_time or now,
+            now=now,
         )
-        if key is not None:
-            keys.key_bind(conn, key, report_id)
-        reports.report_set_bisect(conn, report_id, body.bisect_range, body.bisect_image)
-        spec_id: int | None = None
-        job_uuid = None
         if plan.mode == "direct":
+            report_id, _ = reports.report_create(conn, new_report)
+            _bind_and_bisect(conn, report_id)
             stored = reports.metrics_add(conn, report_id, project.id, direct_values, now)
             found = series_thresholds_to_judge(conn, on.id, testbed_id, stored)
             evaluate_report(conn, report_id, stored, now, found=found)
             look_back_report(conn, report_id, stored, now, found=found)
-        else:
-            assert spec is not None
-            # A tag names the digest it points at now, for the main image and a duet's sides.
-            digests = [image_digest(conn, project, image) for image in plan.images]
-            org, priority = accounts.organization_for_job(conn, project.organization_id)
-            check_backlog(conn, ctx.settings, org.id, org.slug)
-            _, job_uuid = jobs.job_create(
-                conn,
-                jobs.NewJob(
-                    report_id=report_id,
-                    organization_id=org.id,
-                    spec_id=spec.id,
-                    config=_job_config(ctx, body, plan, project, digests),
-                    priority=priority,
-                    now=now,
-                    origin=origin,
-                    notify=life.hand_offs.broadcast(hand_off, spec.id),
-                ),
-            )
-            spec_id = spec.id
-        view = new_report_view(conn, report_id, job_uuid, with_metrics=plan.mode == "direct")
-        if hand_off is not None and job_uuid is not None:
+            view = new_report_view(conn, report_id, None, with_metrics=True)
+            return _Submitted(report_id, None, None, view=view)
+        assert spec is not None
+        # A tag names the digest it points at now, for the main image and a duet's sides.
+        digests = [image_digest(conn, project, image) for image in plan.images]
+        org, priority = accounts.organization_for_job(conn, project.organization_id)
+        check_backlog(conn, ctx.settings, org.id, org.slug)
+        created = jobs.job_create_with_report(
+            conn,
+            new_report,
+            jobs.NewJob(
+                report_id=0,
+                organization_id=org.id,
+                spec_id=spec.id,
+                config=_job_config(ctx, body, plan, project, digests),
+                priority=priority,
+                now=now,
+                origin=origin,
+                notify=life.hand_offs.broadcast(hand_off, spec.id),
+            ),
+        )
+        report_id = created.report.id
+        _bind_and_bisect(conn, report_id)
+        view = created_report_view(conn, created.report, created.job_uuid)
+        if hand_off is not None:
             life.hand_offs.claim(conn, hand_off, now)
-        return _Submitted(report_id, job_uuid, spec_id, view=view)
+        return _Submitted(report_id, created.job_uuid, spec.id, view=view)
+
+    def _bind_and_bisect(conn: Connection, report_id: int) -> None:
+        if key is not None:
+            keys.key_bind(conn, key, report_id)
+        reports.report_set_bisect(conn, report_id, body.bisect_range, body.bisect_image)
 
     # An idle runner of the job's spec gets the job claimed in the submission's transaction.
     hand_offs = life.hand_offs
@@ -317,7 +323,22 @@ async def submit_run(
     )
     # Shielded, and its outcome handed over by a callback: a request cancelled while a
     # database thread commits must not lose what the commit claimed.
-    write = asyncio.ensure_future(ctx.db.write(unit))
+    # A submission that writes nothing but its report, job and event (its lookups cached,
+    # or found: a missing branch or testbed is created, as a retry would create it) is one
+    # statement on PostgreSQL, run in autocommit (docs/explanation/lookups-cache.md). A
+    # key's bind, a hand-off's claim, thresholds, a start point, bisect data, a direct
+    # run's metrics or an anonymous run's project keep the transaction.
+    alone = (
+        plan.mode != "direct"
+        and key is None
+        and hand_off is None
+        and user is not None
+        and body.thresholds is None
+        and start_point is None
+        and body.bisect_range is None
+        and body.bisect_image is None
+    )
+    write = asyncio.ensure_future((ctx.db.write_each if alone else ctx.db.write)(unit))
     write.add_done_callback(functools.partial(hand_offs.written, hand_off, plan.spec))
     submitted = await asyncio.shield(write)
     if submitted.job_uuid is not None:

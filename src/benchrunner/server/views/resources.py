@@ -694,6 +694,13 @@ def new_report_view(
     return _stored_report_view(conn, row, metrics, job_uuid, None)
 
 
+def created_report_view(conn: Connection, row: Any, job_uuid: Any) -> dict[str, Any]:
+    """``new_report_view`` of a runner job's report from ``row``, as ``reports.report_row``
+    reads it (returned by ``jobs.job_create_with_report``): nothing more is read, but a start
+    point's branch and version."""
+    return _stored_report_view(conn, row, [], job_uuid, None)
+
+
 def _stored_report_view(
     conn: Connection,
     row: Any,
