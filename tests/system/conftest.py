@@ -67,7 +67,8 @@ def tenant(
 ) -> Iterator[Deployment]:
     """``shared``'s server as a deployment of the test's own: an organization, a public project
     and a spec named after the test (``test_slug``), so tests sharing the server see none of
-    each other's jobs, runners or images. Its channels and runner processes end with the test."""
+    each other's jobs, runners or images; the names of the runners it creates start with the
+    slug too. Its channels and runner processes end with the test."""
     slug = test_slug(request)
     with shared.admin() as client:
         client.create_organization(slug, "team", slug=slug)
@@ -76,7 +77,14 @@ def tenant(
             name=slug, architecture="x86_64", cpu=1, memory=1 << 30, disk=1 << 30, network=False
         )
     own = dataclasses.replace(
-        shared, tmp=tmp_path, org=slug, project=slug, spec=slug, runners=[], channels=[]
+        shared,
+        tmp=tmp_path,
+        org=slug,
+        project=slug,
+        spec=slug,
+        runners=[],
+        channels=[],
+        names=f"{slug}-",
     )
     try:
         yield own
@@ -109,7 +117,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         params = getattr(item, "callspec", None)
         chosen = {} if params is None else params.params
-        if chosen.get("transport") == "per-job" and chosen.get("database_url") == "postgresql":
+        engine = chosen.get("database_url", chosen.get("shared"))
+        if chosen.get("transport") == "per-job" and engine == "postgresql":
             dropped.append(item)
         else:
             kept.append(item)
