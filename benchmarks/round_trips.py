@@ -10,8 +10,8 @@ with a one-metric JSON result). Three phases, each over ``--jobs`` template jobs
 2. **channel**: the runner connects and drains them (``ready`` to ``ack``);
 3. **whole job**: jobs submitted one at a time, each claimed by the ``ready`` the runner
    sends after the submission and run to its ``ack`` before the next (submission, claim,
-   ``running``, ``completed``, processing). In the counts of ``benchmarks/RESULTS.md`` before
-   ``ebcb304`` the runner sent ``ready`` first, and about one claim in two found nothing.
+   ``running``, ``completed``, processing). Until ``ebcb304`` the runner sent ``ready`` first,
+   and about one claim in two found nothing (those counts are in RESULTS.md's git history).
 
     .venv/bin/python -m benchmarks.round_trips [--jobs 40] [--log /var/log/postgresql/...]
 

@@ -564,6 +564,7 @@ class RawChannel:
     ) -> None:
         """``extensions`` are announced in the handshake, as our runner does; none: the
         connection is Bencher's runner's, which announces nothing."""
+        self.runner = runner
         headers = {"Authorization": f"Bearer {token}"}
         if extensions:
             headers[EXTENSIONS_HEADER] = ", ".join(extensions)
@@ -620,6 +621,9 @@ class Deployment:
     """Further server processes on the same database and data directory (PostgreSQL)."""
     transport: str = "channel"
     """How the runner processes it starts talk to the server (``runner up --transport``)."""
+    names: str = ""
+    """What the names of the runners it creates start with: a test's own prefix on a server
+    other tests share (``tenant`` in tests/system/conftest.py)."""
 
     def admin(self) -> BenchrunnerClient:
         return self.server.client()
@@ -654,7 +658,9 @@ class Deployment:
 
     def new_runner(self, name: str, specs: list[str] | None = None) -> tuple[str, str]:
         with self.admin() as client:
-            created = client.create_runner(name, specs if specs is not None else [self.spec])
+            created = client.create_runner(
+                f"{self.names}{name}", specs if specs is not None else [self.spec]
+            )
         return created["slug"], created["token"]
 
     def runner_process(

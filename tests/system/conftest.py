@@ -1,5 +1,8 @@
 from __future__ import annotations
 
+import dataclasses
+import hashlib
+import signal
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -39,12 +42,58 @@ def shared(
 @pytest.fixture
 def api(shared: Deployment, request: pytest.FixtureRequest) -> Iterator[Api]:
     """The API of a new public project of ``shared``'s, named after the test."""
-    slug = request.node.originalname.removeprefix("test_").replace("_", "-")[:64]
+    slug: str = request.node.originalname.removeprefix("test_").replace("_", "-")[:64]
     with shared.admin() as client:
         client.create_project("acme", slug, "public")
     client_api = Api(shared, slug)
     yield client_api
     client_api.http.close()
+
+
+def test_slug(request: pytest.FixtureRequest) -> str:
+    """A slug naming the running test on a server it shares: its name, and for a parametrized
+    row a digest of the row's other parameters (the engine is the server's, not the row's)."""
+    slug: str = request.node.originalname.removeprefix("test_").replace("_", "-")[:32].rstrip("-")
+    callspec = getattr(request.node, "callspec", None)
+    row = {} if callspec is None else {k: v for k, v in callspec.params.items() if k != "shared"}
+    if row:
+        slug += "-" + hashlib.sha256(repr(sorted(row.items())).encode()).hexdigest()[:8]
+    return slug
+
+
+@pytest.fixture
+def tenant(
+    shared: Deployment, request: pytest.FixtureRequest, tmp_path: Path
+) -> Iterator[Deployment]:
+    """``shared``'s server as a deployment of the test's own: an organization, a public project
+    and a spec named after the test (``test_slug``), so tests sharing the server see none of
+    each other's jobs, runners or images; the names of the runners it creates start with the
+    slug too. Its channels and runner processes end with the test."""
+    slug = test_slug(request)
+    with shared.admin() as client:
+        client.create_organization(slug, "team", slug=slug)
+        client.create_project(slug, slug, "public", slug=slug)
+        client.create_spec(
+            name=slug, architecture="x86_64", cpu=1, memory=1 << 30, disk=1 << 30, network=False
+        )
+    own = dataclasses.replace(
+        shared,
+        tmp=tmp_path,
+        org=slug,
+        project=slug,
+        spec=slug,
+        runners=[],
+        channels=[],
+        names=f"{slug}-",
+    )
+    try:
+        yield own
+    finally:
+        for channel in own.channels:
+            channel.close()
+        for runner in own.runners:
+            if runner.proc is not None and runner.proc.poll() is None:
+                runner.kill(signal.SIGKILL)
 
 
 @pytest.fixture(params=["channel", "per-job"])
@@ -68,7 +117,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         params = getattr(item, "callspec", None)
         chosen = {} if params is None else params.params
-        if chosen.get("transport") == "per-job" and chosen.get("database_url") == "postgresql":
+        engine = chosen.get("database_url", chosen.get("shared"))
+        if chosen.get("transport") == "per-job" and engine == "postgresql":
             dropped.append(item)
         else:
             kept.append(item)

@@ -1,6 +1,9 @@
 """Accounts as organizations need them (Bencher's endpoints): a server admin creates and lists
 users; users create, list and revoke their own API tokens (shown once, hashed at rest); an
-organization's leaders add members with a role, change it and remove them."""
+organization's leaders add members with a role, change it and remove them.
+
+The test that lists every user of the server starts a server of its own; the others share one
+per engine, each in an organization of its own (``tenant``) with users named after it."""
 
 from __future__ import annotations
 
@@ -79,8 +82,8 @@ def test_a_user_creates_lists_and_revokes_their_own_tokens(deployment: Deploymen
 
 
 @pytest.mark.engine_independent
-def test_token_bodies_are_checked(deployment: Deployment) -> None:
-    with deployment.http() as http:
+def test_token_bodies_are_checked(tenant: Deployment) -> None:
+    with tenant.http() as http:
         for body in ({"name": ""}, {"name": "x", "ttl": 0}, {"name": "x", "ttl": 2**32}, {}):
             answer = http.post("/v0/users/admin/tokens", json=body)
             assert answer.status_code == 400, (body, answer.text)
@@ -89,113 +92,132 @@ def test_token_bodies_are_checked(deployment: Deployment) -> None:
 
 @pytest.mark.engine_independent
 def test_an_empty_or_malformed_authorization_header_is_a_401_that_says_so(
-    deployment: Deployment,
+    tenant: Deployment,
 ) -> None:
     """``Bearer $TOKEN`` with the variable unset must not pass for an anonymous caller (who
     would be told 403 or 404 about a project they own); no header at all still does."""
-    run = {"project": "p", "results": [json.dumps({"b": {"latency": {"value": 1}}})]}
-    with httpx.Client(base_url=deployment.server.url, timeout=30) as http:
+    project = f"{tenant.project}-p"
+    run = {"project": project, "results": [json.dumps({"b": {"latency": {"value": 1}}})]}
+    with httpx.Client(base_url=tenant.server.url, timeout=30) as http:
         for header in ("", "Bearer", "Token abc", "bearer"):
             for answer in (
-                http.get("/v0/projects/p", headers={"Authorization": header}),
+                http.get(f"/v0/projects/{project}", headers={"Authorization": header}),
                 http.post("/v0/run", json=run, headers={"Authorization": header}),
             ):
                 assert answer.status_code == 401, (header, answer.text)
                 assert "Authorization header is empty or malformed" in answer.json()["message"]
                 assert answer.headers["WWW-Authenticate"] == "Bearer"
-        assert http.get("/v0/projects/p").status_code == 404  # anonymous: not found
+        assert http.get(f"/v0/projects/{project}").status_code == 404  # anonymous: not found
 
 
-def test_leaders_add_change_and_remove_members(deployment: Deployment) -> None:
-    lead = make_user(deployment.server, "lead@test.dev")
-    bob = make_user(deployment.server, "bob@test.dev")
-    stranger = make_user(deployment.server, "stranger@test.dev")
-    with deployment.admin() as admin:
-        admin.create_project("acme", "secret", "private")
-        assert admin.add_member("acme", "lead@test.dev", "leader")["role"] == "leader"
-        assert _status(lambda: admin.add_member("acme", "lead@test.dev")) == 409
-        assert _status(lambda: admin.add_member("acme", "nobody@test.dev")) == 404
-    with BenchrunnerClient(deployment.server.url, lead) as leader:
-        added = leader.add_member("acme", "bob@test.dev")
-        assert (added["email"], added["role"]) == ("bob@test.dev", "member")
-        members = {m["email"]: m["role"] for m in leader.list_members("acme", per_page=10)}
+def test_leaders_add_change_and_remove_members(tenant: Deployment) -> None:
+    own, org = tenant.project, tenant.org
+    lead_email, bob_email = f"lead-{own}@test.dev", f"bob-{own}@test.dev"
+    stranger_email, bob_slug = f"stranger-{own}@test.dev", f"bob-{own}"
+    lead = make_user(tenant.server, lead_email)
+    bob = make_user(tenant.server, bob_email)
+    stranger = make_user(tenant.server, stranger_email)
+    secret = f"{own}-secret"
+    with tenant.admin() as admin:
+        admin.create_project(org, secret, "private", slug=secret)
+        assert admin.add_member(org, lead_email, "leader")["role"] == "leader"
+        assert _status(lambda: admin.add_member(org, lead_email)) == 409
+        assert _status(lambda: admin.add_member(org, f"nobody-{own}@test.dev")) == 404
+    with BenchrunnerClient(tenant.server.url, lead) as leader:
+        added = leader.add_member(org, bob_email)
+        assert (added["email"], added["role"]) == (bob_email, "member")
+        members = {m["email"]: m["role"] for m in leader.list_members(org, per_page=10)}
         assert members == {
             "admin@test.dev": "leader",
-            "lead@test.dev": "leader",
-            "bob@test.dev": "member",
+            lead_email: "leader",
+            bob_email: "member",
         }
-    with BenchrunnerClient(deployment.server.url, bob) as member:
-        assert member.get_project("secret")["slug"] == "secret"
-        assert len(member.list_members("acme", per_page=10)) == 3  # members may look
-        assert _status(lambda: member.add_member("acme", "stranger@test.dev")) == 403
-        assert _status(lambda: member.update_member("acme", "bob", "leader")) == 403
-    with BenchrunnerClient(deployment.server.url, stranger) as outsider:
-        assert _status(lambda: outsider.list_members("acme")) == 404
-        assert _status(lambda: outsider.add_member("acme", "stranger@test.dev")) == 404
-    with BenchrunnerClient(deployment.server.url, lead) as leader:
-        assert leader.update_member("acme", "bob", "leader")["role"] == "leader"
-        assert leader.update_member("acme", "bob", "member")["role"] == "member"
-        leader.remove_member("acme", "bob")
-        assert _status(lambda: leader.remove_member("acme", "bob")) == 404
-    with BenchrunnerClient(deployment.server.url, bob) as former:
-        assert _status(lambda: former.get_project("secret")) == 404
+    with BenchrunnerClient(tenant.server.url, bob) as member:
+        assert member.get_project(secret)["slug"] == secret
+        assert len(member.list_members(org, per_page=10)) == 3  # members may look
+        assert _status(lambda: member.add_member(org, stranger_email)) == 403
+        assert _status(lambda: member.update_member(org, bob_slug, "leader")) == 403
+    with BenchrunnerClient(tenant.server.url, stranger) as outsider:
+        assert _status(lambda: outsider.list_members(org)) == 404
+        assert _status(lambda: outsider.add_member(org, stranger_email)) == 404
+    with BenchrunnerClient(tenant.server.url, lead) as leader:
+        assert leader.update_member(org, bob_slug, "leader")["role"] == "leader"
+        assert leader.update_member(org, bob_slug, "member")["role"] == "member"
+        leader.remove_member(org, bob_slug)
+        assert _status(lambda: leader.remove_member(org, bob_slug)) == 404
+    with BenchrunnerClient(tenant.server.url, bob) as former:
+        assert _status(lambda: former.get_project(secret)) == 404
 
 
-def test_an_organization_keeps_its_last_leader(deployment: Deployment) -> None:
-    solo = make_user(deployment.server, "solo@test.dev")
-    make_user(deployment.server, "helper@test.dev")
-    with BenchrunnerClient(deployment.server.url, solo) as founder:
-        founder.create_organization("Solo")
+def test_an_organization_keeps_its_last_leader(tenant: Deployment) -> None:
+    own = tenant.project
+    solo_slug, helper_slug = f"solo-{own}", f"helper-{own}"
+    solo = make_user(tenant.server, f"{solo_slug}@test.dev")
+    make_user(tenant.server, f"{helper_slug}@test.dev")
+    with BenchrunnerClient(tenant.server.url, solo) as founder:
+        org = founder.create_organization(f"Solo {own}")["slug"]
+        assert org == f"solo-{own}"
         for refused in (
-            lambda: founder.update_member("solo", "solo", "member"),
-            lambda: founder.remove_member("solo", "solo"),
+            lambda: founder.update_member(org, solo_slug, "member"),
+            lambda: founder.remove_member(org, solo_slug),
         ):
             with pytest.raises(ApiError) as last:
                 refused()
             assert last.value.status == 409
             assert "last leader" in last.value.message
-        founder.add_member("solo", "helper@test.dev", "leader")
-        assert founder.update_member("solo", "solo", "member")["role"] == "member"
-    with deployment.admin() as admin:
-        assert _status(lambda: admin.remove_member("solo", "helper")) == 409
-        admin.remove_member("solo", "solo")
-        assert [m["email"] for m in admin.list_members("solo")] == ["helper@test.dev"]
+        founder.add_member(org, f"{helper_slug}@test.dev", "leader")
+        assert founder.update_member(org, solo_slug, "member")["role"] == "member"
+    with tenant.admin() as admin:
+        assert _status(lambda: admin.remove_member(org, helper_slug)) == 409
+        admin.remove_member(org, solo_slug)
+        assert [m["email"] for m in admin.list_members(org)] == [f"{helper_slug}@test.dev"]
 
 
 @pytest.mark.engine_independent
 def test_the_cli_manages_tokens_members_and_organization_runners(
-    deployment: Deployment, tmp_path: Path
+    tenant: Deployment, tmp_path: Path
 ) -> None:
-    admin_env = deployment.cli_env(tmp_path)
+    admin_env = tenant.cli_env(tmp_path)
 
     def run(*args: str, env: dict[str, str] = admin_env) -> Any:
         return json.loads(cli(*args, "--json", env=env).stdout)
 
-    bob = run("user", "create", "Bob", "--email", "bob@test.dev")
+    own, org = tenant.project, tenant.org
+    bob_email = f"bob-{own}@test.dev"
+    bob = run("user", "create", f"Bob {own}", "--email", bob_email)
+    assert bob["slug"] == f"bob-{own}"
     first = run("user", "token", "create", bob["slug"], "first")
     bob_env = {**admin_env, "BENCHRUNNER_TOKEN": first["token"]}
     ci = run("user", "token", "create", bob["slug"], "ci", "--ttl", "600", env=bob_env)
-    assert [t["name"] for t in run("user", "token", "list", "bob", env=bob_env)] == ["ci", "first"]
-    revoked = cli("user", "token", "revoke", "bob", ci["uuid"], env=bob_env)
+    assert [t["name"] for t in run("user", "token", "list", bob["slug"], env=bob_env)] == [
+        "ci",
+        "first",
+    ]
+    revoked = cli("user", "token", "revoke", bob["slug"], ci["uuid"], env=bob_env)
     assert ci["uuid"] in revoked.stdout + revoked.stderr
-    assert [t["uuid"] for t in run("user", "token", "list", "bob", "--revoked")] == [ci["uuid"]]
+    assert [t["uuid"] for t in run("user", "token", "list", bob["slug"], "--revoked")] == [
+        ci["uuid"]
+    ]
     refused = cli("org", "list", env={**admin_env, "BENCHRUNNER_TOKEN": ci["token"]}, check=False)
     assert refused.returncode == 1 and "invalid or expired API token" in refused.stderr
 
-    added = run("org", "member", "add", "acme", "bob@test.dev", "--role", "leader")
+    added = run("org", "member", "add", org, bob_email, "--role", "leader")
     assert added["role"] == "leader"
-    assert {m["email"] for m in run("org", "member", "list", "acme", env=bob_env)} == {
+    assert {m["email"] for m in run("org", "member", "list", org, env=bob_env)} == {
         "admin@test.dev",
-        "bob@test.dev",
+        bob_email,
     }
-    assert run("org", "member", "set-role", "acme", "bob", "--role", "member")["role"] == "member"
-    cli("org", "member", "remove", "acme", "bob", env=admin_env)
-    assert [m["email"] for m in run("org", "member", "list", "acme")] == ["admin@test.dev"]
+    assert (
+        run("org", "member", "set-role", org, bob["slug"], "--role", "member")["role"] == "member"
+    )
+    cli("org", "member", "remove", org, bob["slug"], env=admin_env)
+    assert [m["email"] for m in run("org", "member", "list", org)] == ["admin@test.dev"]
 
-    box = run("runner", "create", "box", "--spec", "small", "--organization", "acme")
-    assert box["organization"] == run("org", "show", "acme")["uuid"] and box["token"]
-    assert [r["slug"] for r in run("runner", "list", "--organization", "acme")] == ["box"]
-    shown = cli("runner", "show", "box", "--organization", "acme", env=admin_env).stdout
+    box_slug = f"{own}-box"
+    box = run("runner", "create", box_slug, "--spec", tenant.spec, "--organization", org)
+    assert box["organization"] == run("org", "show", org)["uuid"] and box["token"]
+    assert [r["slug"] for r in run("runner", "list", "--organization", org)] == [box_slug]
+    shown = cli("runner", "show", box_slug, "--organization", org, env=admin_env).stdout
     assert "last seen" in shown and box["organization"] in shown
-    archived = run("runner", "archive", "box", "--organization", "acme")
+    archived = run("runner", "archive", box_slug, "--organization", org)
     assert archived["archived"] is not None

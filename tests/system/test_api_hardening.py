@@ -1,6 +1,10 @@
 """The /v0 API under hostile input (docs/decisions/hostile-input.md): file paths that climb out,
 chunked bodies over the limit, absurd pages, and private projects that must not exist for
-outsiders."""
+outsiders.
+
+Tests whose server settings are their own start a server; the others share one per engine
+(``tenant``: an organization, project and spec of the test's own, so tests sharing it see none
+of each other's jobs, runners or users), or, for tables of refusals, one on SQLite."""
 
 from __future__ import annotations
 
@@ -60,10 +64,10 @@ def test_run_refuses_file_paths_outside_the_jobs_directory(
 
 
 @pytest.mark.engine_independent
-def test_run_accepts_file_paths_inside_the_jobs_directory(deployment: Deployment) -> None:
+def test_run_accepts_file_paths_inside_the_jobs_directory(tenant: Deployment) -> None:
     paths = ["results.json", "out/metrics.json", "./out/x..y", "a/./b"]
-    job_uuid = deployment.submit("bench.noop", file_paths=paths)
-    assert deployment.job(job_uuid)["config"]["file_paths"] == paths
+    job_uuid = tenant.submit("bench.noop", file_paths=paths)
+    assert tenant.job(job_uuid)["config"]["file_paths"] == paths
 
 
 def post_run(deployment: Deployment, body: dict[str, Any], token: str | None) -> httpx.Response:
@@ -111,13 +115,14 @@ def test_a_chunked_body_over_the_limit_is_413_as_a_declared_one_is(
         assert client.health()["status"] == "ok"
 
 
-LISTS = [
-    "/v0/projects/bench/jobs",
-    "/v0/organizations",
-    "/v0/organizations/acme/projects",
-    "/v0/specs",
-    "/v0/runners",
-]
+def lists(own: Deployment) -> list[str]:
+    return [
+        f"/v0/projects/{own.project}/jobs",
+        "/v0/organizations",
+        f"/v0/organizations/{own.org}/projects",
+        "/v0/specs",
+        "/v0/runners",
+    ]
 
 
 ABSURD_PAGES = [
@@ -132,13 +137,13 @@ ABSURD_PAGES = [
 
 @pytest.mark.engine_independent
 def test_an_absurd_page_is_400_on_every_list_and_the_last_page_is_empty(
-    deployment: Deployment,
+    tenant: Deployment,
 ) -> None:
-    deployment.submit("bench.noop")
-    deployment.new_runner("r1")
-    headers = {"Authorization": f"Bearer {deployment.server.token}"}
-    with httpx.Client(base_url=deployment.server.url, headers=headers) as client:
-        for path in LISTS:
+    tenant.submit("bench.noop")
+    tenant.new_runner(f"{tenant.project}-r1")
+    headers = {"Authorization": f"Bearer {tenant.server.token}"}
+    with httpx.Client(base_url=tenant.server.url, headers=headers) as client:
+        for path in lists(tenant):
             for params in ABSURD_PAGES:
                 response = client.get(path, params=params)
                 assert response.status_code == 400, (path, params, response.text)
@@ -152,16 +157,16 @@ def test_an_absurd_page_is_400_on_every_list_and_the_last_page_is_empty(
 # ------------------------------------------------------------------------- text and times
 
 
-def test_text_the_database_cannot_store_is_400_naming_the_field(deployment: Deployment) -> None:
+def test_text_the_database_cannot_store_is_400_naming_the_field(tenant: Deployment) -> None:
     """NUL and lone surrogates: PostgreSQL refuses the first, UTF-8 cannot encode the second."""
     direct: dict[str, Any] = {
-        "project": "bench",
+        "project": tenant.project,
         "settings": {"adapter": "json"},
         "results": ['{"sort": {"latency": {"value": 1}}}'],
         "start_time": "2026-01-01T00:00:00Z",
         "end_time": "2026-01-01T00:01:00Z",
     }
-    template = {"project": "bench", "spec": "small", "template": "bench.noop"}
+    template = {"project": tenant.project, "spec": tenant.spec, "template": "bench.noop"}
     cases: list[tuple[str, dict[str, Any], str]] = [
         ("/v0/run", {**direct, "branch": "main\x00"}, "branch contains a NUL character"),
         ("/v0/run", {**direct, "testbed": "ci\ud800"}, "testbed contains a lone surrogate"),
@@ -189,7 +194,11 @@ def test_text_the_database_cannot_store_is_400_naming_the_field(deployment: Depl
             "adapter cpp_catch2 could not read results[0]: no benchmark found",
         ),
         ("/v0/organizations", {"name": "a\x00"}, "name contains a NUL"),
-        ("/v0/organizations/acme/projects", {"name": "p", "slug": "\ud800"}, "slug contains"),
+        (
+            f"/v0/organizations/{tenant.org}/projects",
+            {"name": "p", "slug": "\ud800"},
+            "slug contains",
+        ),
         ("/v0/runners", {"name": "r\x00"}, "name contains a NUL"),
         (
             "/v0/specs",
@@ -198,10 +207,10 @@ def test_text_the_database_cannot_store_is_400_naming_the_field(deployment: Depl
         ),
     ]
     headers = {
-        "Authorization": f"Bearer {deployment.server.token}",
+        "Authorization": f"Bearer {tenant.server.token}",
         "Content-Type": "application/json",
     }
-    with httpx.Client(base_url=deployment.server.url, headers=headers) as client:
+    with httpx.Client(base_url=tenant.server.url, headers=headers) as client:
         for path, body, message in cases:
             # json.dumps writes a lone surrogate as its \ud800 escape, as a hostile client would.
             response = client.post(path, content=json.dumps(body))
@@ -218,8 +227,8 @@ def test_text_the_database_cannot_store_is_400_naming_the_field(deployment: Depl
             "/v0/runners/r%00",
         ):
             assert client.get(path).status_code == 404, path
-    with deployment.admin() as admin:
-        assert admin.list_jobs("bench").total == 0
+    with tenant.admin() as admin:
+        assert admin.list_jobs(tenant.project).total == 0
 
 
 @pytest.mark.parametrize(
@@ -246,15 +255,15 @@ def test_times_without_a_zone_or_beyond_utc_are_400(
     assert message in response.json()["message"]
 
 
-def test_times_in_any_zone_are_stored_as_utc(deployment: Deployment) -> None:
+def test_times_in_any_zone_are_stored_as_utc(tenant: Deployment) -> None:
     body = {
-        "project": "bench",
+        "project": tenant.project,
         "settings": {"adapter": "json"},
         "results": ['{"sort": {"latency": {"value": 1}}}'],
         "start_time": "2026-01-01T02:00:00+02:00",
         "end_time": "2026-01-01T00:01:00Z",
     }
-    response = post_run(deployment, body, token=deployment.server.token)
+    response = post_run(tenant, body, token=tenant.server.token)
     assert response.status_code == 201, response.text
     assert response.json()["start_time"] == "2026-01-01T00:00:00Z"
 
@@ -263,7 +272,7 @@ def test_times_in_any_zone_are_stored_as_utc(deployment: Deployment) -> None:
 
 
 def _complete_with_output(deployment: Deployment, job_uuid: str) -> None:
-    channel = deployment.channel("private-runner")
+    channel = deployment.channel(f"{deployment.project}-private-runner")
     assert channel.claim()["uuid"] == job_uuid
     channel.ask({"event": "running"})
     result = {"exit_code": 0, "stdout": "{}", "output": {"out.json": "the private output"}}
@@ -282,33 +291,35 @@ def _reads(project: str, job: str, report: str) -> list[tuple[str, str]]:
 
 
 def test_a_private_projects_jobs_reports_and_outputs_are_404_to_outsiders(
-    deployment: Deployment,
+    tenant: Deployment,
 ) -> None:
-    member = make_user(deployment.server, "member@test.dev", member_of="acme")
-    outsider = make_user(deployment.server, "outsider@test.dev")
-    with deployment.admin() as client:
-        secret = client.create_project("acme", "secret", "private")
-        run = client.run({"project": "secret", "spec": "small", "template": "bench.noop"})
+    own = tenant.project
+    member = make_user(tenant.server, f"member-{own}@test.dev", member_of=tenant.org)
+    outsider = make_user(tenant.server, f"outsider-{own}@test.dev")
+    secret_slug = f"{own}-secret"
+    with tenant.admin() as client:
+        secret = client.create_project(tenant.org, secret_slug, "private", slug=secret_slug)
+        run = client.run({"project": secret_slug, "spec": tenant.spec, "template": "bench.noop"})
     job, report = run["job"], run["uuid"]
-    _complete_with_output(deployment, job)
-    with deployment.admin() as client:
+    _complete_with_output(tenant, job)
+    with tenant.admin() as client:
         wait_until(
-            lambda: client.get_job("secret", job)["status"] == "processed",
+            lambda: client.get_job(secret_slug, job)["status"] == "processed",
             message="the private job processed",
         )
 
-    base = deployment.server.url
+    base = tenant.server.url
     with httpx.Client(base_url=base, headers={"Authorization": f"Bearer {member}"}) as as_member:
-        seen = as_member.get(f"/v0/projects/secret/jobs/{job}")
+        seen = as_member.get(f"/v0/projects/{secret_slug}/jobs/{job}")
         assert seen.status_code == 200
         assert seen.json()["output"]["results"][0]["output"] == {"out.json": "the private output"}
-        assert as_member.get(f"/v0/projects/secret/reports/{report}").status_code == 200
+        assert as_member.get(f"/v0/projects/{secret_slug}/reports/{report}").status_code == 200
 
     missing = "00000000-0000-4000-8000-000000000000"
     for token in (outsider, None):
         headers = {"Authorization": f"Bearer {token}"} if token else {}
         with httpx.Client(base_url=base, headers=headers) as caller:
-            for ref in ("secret", secret["uuid"]):
+            for ref in (secret_slug, secret["uuid"]):
                 hidden = _reads(ref, job, report)
                 absent = _reads("no-such-project", missing, missing)
                 for (method, path), (_, path_absent) in zip(hidden, absent, strict=True):
@@ -322,10 +333,10 @@ def test_a_private_projects_jobs_reports_and_outputs_are_404_to_outsiders(
                         alike.json(), "no-such-project", missing, missing
                     )
             # Nor through a public project's path.
-            for path in (f"/v0/projects/bench/jobs/{job}", f"/v0/projects/bench/reports/{report}"):
+            for path in (f"/v0/projects/{own}/jobs/{job}", f"/v0/projects/{own}/reports/{report}"):
                 assert caller.get(path).status_code == 404
-    with deployment.admin() as client:
-        assert client.get_job("secret", job)["status"] == "processed"  # the cancels did nothing
+    with tenant.admin() as client:
+        assert client.get_job(secret_slug, job)["status"] == "processed"  # the cancels did nothing
 
 
 def _without_refs(body: dict[str, Any], *refs: str) -> tuple[str, str | None]:
@@ -349,46 +360,49 @@ def _shape(answer: httpx.Response, wanted: str) -> dict[str, Any]:
 
 
 def test_an_anonymous_run_cannot_tell_a_private_slug_from_a_free_one(
-    deployment: Deployment,
+    tenant: Deployment,
 ) -> None:
-    with deployment.admin() as client:
-        secret = client.create_project("acme", "secret", "private")
-    body = {"spec": "small", "template": "bench.noop"}
-    hidden = post_run(deployment, {**body, "project": "secret"}, token=None)
-    free = post_run(deployment, {**body, "project": "fresh"}, token=None)
+    secret_slug, fresh_slug = f"{tenant.project}-secret", f"{tenant.project}-fresh"
+    with tenant.admin() as client:
+        secret = client.create_project(tenant.org, secret_slug, "private", slug=secret_slug)
+    body = {"spec": tenant.spec, "template": "bench.noop"}
+    hidden = post_run(tenant, {**body, "project": secret_slug}, token=None)
+    free = post_run(tenant, {**body, "project": fresh_slug}, token=None)
     assert hidden.status_code == free.status_code == 201, (hidden.text, free.text)
     # Alike: a new unclaimed public project named as asked, its slug with a suffix.
-    assert _shape(hidden, "secret") == _shape(free, "fresh")
+    assert _shape(hidden, secret_slug) == _shape(free, fresh_slug)
     assert hidden.json()["project"]["uuid"] != secret["uuid"]
-    with deployment.admin() as client:
-        assert client.list_jobs("secret").total == 0
+    with tenant.admin() as client:
+        assert client.list_jobs(secret_slug).total == 0
     # The next runs naming the same slug land in the same project, in both cases; so do runs
     # naming the project by the slug it was given.
-    for first, wanted in ((hidden, "secret"), (free, "fresh")):
+    for first, wanted in ((hidden, secret_slug), (free, fresh_slug)):
         landed = first.json()["project"]
-        again = post_run(deployment, {**body, "project": wanted}, token=None)
-        by_slug = post_run(deployment, {**body, "project": landed["slug"]}, token=None)
+        again = post_run(tenant, {**body, "project": wanted}, token=None)
+        by_slug = post_run(tenant, {**body, "project": landed["slug"]}, token=None)
         assert again.status_code == by_slug.status_code == 201
         assert again.json()["project"]["uuid"] == by_slug.json()["project"]["uuid"]
         assert again.json()["project"]["uuid"] == landed["uuid"]
-    with deployment.admin() as client:
-        assert client.get_project("secret")["uuid"] == secret["uuid"]
+    with tenant.admin() as client:
+        assert client.get_project(secret_slug)["uuid"] == secret["uuid"]
         with pytest.raises(ApiError) as free_slug:
-            client.get_project("fresh")  # nothing took the slug as asked
+            client.get_project(fresh_slug)  # nothing took the slug as asked
         assert free_slug.value.status == 404
 
 
-def test_a_member_cannot_tell_a_private_slug_from_a_free_one(deployment: Deployment) -> None:
-    member = make_user(deployment.server, "maker@test.dev")
-    with deployment.admin() as client:
-        client.create_project("acme", "classified", "private")
-        client.create_organization("makers", "team")
-        client.add_member("makers", "maker@test.dev", "leader")
+def test_a_member_cannot_tell_a_private_slug_from_a_free_one(tenant: Deployment) -> None:
+    own = tenant.project
+    member = make_user(tenant.server, f"maker-{own}@test.dev")
+    classified, unheard_of, makers = f"{own}-classified", f"{own}-unheard-of", f"{own}-makers"
+    with tenant.admin() as client:
+        client.create_project(tenant.org, classified, "private", slug=classified)
+        client.create_organization(makers, "team", slug=makers)
+        client.add_member(makers, f"maker-{own}@test.dev", "leader")
     created: dict[str, dict[str, Any]] = {}
-    with httpx.Client(base_url=deployment.server.url) as http:
-        for wanted in ("classified", "unheard-of"):
+    with httpx.Client(base_url=tenant.server.url) as http:
+        for wanted in (classified, unheard_of):
             answer = http.post(
-                "/v0/organizations/makers/projects",
+                f"/v0/organizations/{makers}/projects",
                 json={"name": wanted, "slug": wanted},
                 headers={"Authorization": f"Bearer {member}"},
             )
@@ -398,29 +412,32 @@ def test_a_member_cannot_tell_a_private_slug_from_a_free_one(deployment: Deploym
         wanted: project["slug"].startswith(f"{wanted}-") and len(project["slug"]) == len(wanted) + 9
         for wanted, project in created.items()
     }
-    assert suffixed == {"classified": True, "unheard-of": True}, created
+    assert suffixed == {classified: True, unheard_of: True}, created
     # A server admin sees every project: it gets a free slug as asked.
-    with deployment.admin() as client:
-        assert client.create_project("makers", "exact", slug="exact")["slug"] == "exact"
+    with tenant.admin() as client:
+        exact = f"{own}-exact"
+        assert client.create_project(makers, exact, slug=exact)["slug"] == exact
 
 
-def test_a_signed_in_outsider_gets_the_missing_projects_answer(deployment: Deployment) -> None:
-    outsider = make_user(deployment.server, "outsider@test.dev")
-    with deployment.admin() as client:
-        client.create_project("acme", "secret", "private")
-    body = {"spec": "small", "template": "bench.noop"}
-    hidden = post_run(deployment, {**body, "project": "secret"}, token=outsider)
-    absent = post_run(deployment, {**body, "project": "nowhere"}, token=outsider)
+def test_a_signed_in_outsider_gets_the_missing_projects_answer(tenant: Deployment) -> None:
+    own = tenant.project
+    outsider = make_user(tenant.server, f"outsider-{own}@test.dev")
+    secret_slug, nowhere = f"{own}-secret", f"{own}-nowhere"
+    with tenant.admin() as client:
+        client.create_project(tenant.org, secret_slug, "private", slug=secret_slug)
+    body = {"spec": tenant.spec, "template": "bench.noop"}
+    hidden = post_run(tenant, {**body, "project": secret_slug}, token=outsider)
+    absent = post_run(tenant, {**body, "project": nowhere}, token=outsider)
     assert hidden.status_code == absent.status_code == 404
-    assert _without_refs(hidden.json(), "secret") == _without_refs(absent.json(), "nowhere")
+    assert _without_refs(hidden.json(), secret_slug) == _without_refs(absent.json(), nowhere)
 
 
-def test_a_run_names_a_new_project_by_slug_only(deployment: Deployment) -> None:
-    body = {"spec": "small", "template": "bench.noop"}
-    not_a_slug = post_run(deployment, {**body, "project": "My Project"}, token=None)
+def test_a_run_names_a_new_project_by_slug_only(tenant: Deployment) -> None:
+    body = {"spec": tenant.spec, "template": "bench.noop"}
+    not_a_slug = post_run(tenant, {**body, "project": "My Project"}, token=None)
     assert not_a_slug.status_code == 400
     assert "'my-project'" in not_a_slug.json()["message"]
     unknown_uuid = post_run(
-        deployment, {**body, "project": "00000000-0000-4000-8000-000000000000"}, token=None
+        tenant, {**body, "project": "00000000-0000-4000-8000-000000000000"}, token=None
     )
     assert unknown_uuid.status_code == 404

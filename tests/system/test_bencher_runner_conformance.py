@@ -4,7 +4,8 @@ A raw WebSocket sends exactly the messages Bencher's runner sends (no extensions
 a key in Bencher's format) and every frame the server answers is read by the rules of
 Bencher's runner (``tests.bencher_runner_rules``); then the same scenarios with our runner's
 extensions announced, where the extensions must appear. The channel does not depend on the
-engine, so this runs on SQLite only.
+engine, so this runs on SQLite only: one server for the whole module, each test in a project,
+spec and runner names of its own (``tenant``).
 """
 
 from __future__ import annotations
@@ -13,7 +14,6 @@ import contextlib
 import json
 import time
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -24,18 +24,17 @@ from websockets.protocol import State
 
 from benchrunner.protocol import OUR_EXTENSIONS, JobAssigned, parse_server_message
 from tests.bencher_runner_rules import read_close_reason, read_server_message
-from tests.databases import fresh_database
-from tests.harness import HEARTBEAT_TIMEOUT, Deployment, RawChannel, cli, deploy, wait_until
+from tests.harness import HEARTBEAT_TIMEOUT, Deployment, RawChannel, cli, wait_until
 from tests.registry_support import push_image, registry_token, v2
 
 BENCHER_METADATA = {"os": "linux", "arch": "x86_64", "version": "0.6.12"}
 BMF = json.dumps({"bench::add": {"latency": {"value": 42.0}}})
 
 
-@pytest.fixture
-def deployment(tmp_path: Path) -> Iterator[Deployment]:
-    with fresh_database("sqlite", tmp_path) as url, deploy(tmp_path, url) as deployment:
-        yield deployment
+@pytest.fixture(scope="module")
+def shared(shared_deployment: Deployment) -> Deployment:
+    """The module's one server, on SQLite alone, under ``tenant``."""
+    return shared_deployment
 
 
 class Wire:
@@ -49,7 +48,11 @@ class Wire:
         server = deployment.server
         response = httpx.post(
             f"{server.url}/v0/runners",
-            json={"name": name, "specs": [deployment.spec], "key_format": "bencher"},
+            json={
+                "name": f"{deployment.names}{name}",
+                "specs": [deployment.spec],
+                "key_format": "bencher",
+            },
             headers={"Authorization": f"Bearer {server.token}"},
         )
         assert response.status_code == 201, response.text
@@ -96,7 +99,9 @@ class Wire:
 
 def _image_job(deployment: Deployment) -> str:
     server = deployment.server
-    with v2(server, registry_token(server, server.token, "repository:bench:push")) as client:
+    with v2(
+        server, registry_token(server, server.token, f"repository:{deployment.project}:push")
+    ) as client:
         image = push_image(client, deployment.project, "v1", b"bench layer")
     with deployment.admin() as admin:
         created = admin.run(
@@ -116,10 +121,10 @@ def _job(deployment: Deployment, job_uuid: str) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize("ours", [False, True], ids=["bencher", "extensions"])
-def test_a_job_from_ready_to_result(deployment: Deployment, ours: bool) -> None:
-    wire = Wire(deployment, "runner", ours=ours)
+def test_a_job_from_ready_to_result(tenant: Deployment, ours: bool) -> None:
+    wire = Wire(tenant, "runner", ours=ours)
     assert wire.ready(poll_timeout=1) == {"event": "no_job"}
-    job_uuid = _image_job(deployment)
+    job_uuid = _image_job(tenant)
     job = wire.ready()
     assert job["event"] == "job" and job["uuid"] == job_uuid
     assert job["spec"]["os"] == "linux" and job["spec"]["architecture"] == "x86_64"
@@ -133,7 +138,7 @@ def test_a_job_from_ready_to_result(deployment: Deployment, ours: bool) -> None:
     }
     assert wire.ask(completed) == {"event": "ack", "job": job_uuid}
     assert wire.ask(completed) == {"event": "ack", "job": job_uuid}  # a resend
-    wait_until(lambda: _job(deployment, job_uuid)["status"] == "processed", timeout=30)
+    wait_until(lambda: _job(tenant, job_uuid)["status"] == "processed", timeout=30)
 
     different = {**completed, "results": [{"exit_code": 0, "stdout": "{}", "stderr": ""}]}
     reply = wire.ask(different)
@@ -141,14 +146,14 @@ def test_a_job_from_ready_to_result(deployment: Deployment, ours: bool) -> None:
         assert reply["event"] == "error" and "different result" in reply["message"]
     else:  # Bencher's server acknowledges a late result and keeps the first
         assert reply == {"event": "ack", "job": job_uuid}
-    stored = _job(deployment, job_uuid)
+    stored = _job(tenant, job_uuid)
     assert stored["status"] == "processed"
     assert stored["output"]["results"][0]["stdout"] == BMF
 
 
 @pytest.mark.parametrize("ours", [False, True], ids=["bencher", "extensions"])
-def test_what_the_server_would_refuse(deployment: Deployment, ours: bool) -> None:
-    wire = Wire(deployment, "runner", ours=ours)
+def test_what_the_server_would_refuse(tenant: Deployment, ours: bool) -> None:
+    wire = Wire(tenant, "runner", ours=ours)
     stranger = "00000000-0000-0000-0000-000000000001"
     failed = {"event": "failed", "job": stranger, "results": [], "error": "boom"}
     reply = wire.ask(failed)
@@ -175,31 +180,31 @@ def test_what_the_server_would_refuse(deployment: Deployment, ours: bool) -> Non
 
 @pytest.mark.parametrize("ours", [False, True], ids=["bencher", "extensions"])
 def test_a_silent_runner_is_closed_with_bencher_s_code_and_reason(
-    deployment: Deployment, ours: bool
+    tenant: Deployment, ours: bool
 ) -> None:
-    wire = Wire(deployment, "runner", ours=ours)
-    job_uuid = _image_job(deployment)
+    wire = Wire(tenant, "runner", ours=ours)
+    job_uuid = _image_job(tenant)
     assert wire.ready()["uuid"] == job_uuid
     assert wire.ask({"event": "running"}) == {"event": "ack", "job": job_uuid}
     code, reason = wire.closed(timeout=HEARTBEAT_TIMEOUT * 4)
     assert code == 1000
     assert reason == '"heartbeat_timeout"'
     assert read_close_reason(reason) == "heartbeat_timeout"
-    assert _job(deployment, job_uuid)["status"] == "failed"
+    assert _job(tenant, job_uuid)["status"] == "failed"
 
 
 def test_a_ready_mid_job_is_acknowledged_with_the_job_and_is_no_heartbeat(
-    deployment: Deployment,
+    tenant: Deployment,
 ) -> None:
     """Bencher's server answers a ``ready`` during a job with ``ack`` carrying the job, keeps
     the job, and does not count the ``ready`` as a heartbeat. (Our runner, which announces
     extensions, sends ``ready`` only after losing its job: that fails it, test_channel.py.)"""
-    wire = Wire(deployment, "runner", ours=False)
-    job_uuid = _image_job(deployment)
+    wire = Wire(tenant, "runner", ours=False)
+    job_uuid = _image_job(tenant)
     assert wire.ready()["uuid"] == job_uuid
     assert wire.ask({"event": "running"}) == {"event": "ack", "job": job_uuid}
     assert wire.ready() == {"event": "ack", "job": job_uuid}
-    assert _job(deployment, job_uuid)["status"] == "running"
+    assert _job(tenant, job_uuid)["status"] == "running"
     assert wire.ask({"event": "heartbeat"}) == {"event": "ack", "job": job_uuid}
     alive_until = time.monotonic() + HEARTBEAT_TIMEOUT
     # From here on only readys: the channel ends at the heartbeat's deadline all the same.
@@ -213,13 +218,13 @@ def test_a_ready_mid_job_is_acknowledged_with_the_job_and_is_no_heartbeat(
     close = wire.raw.ws.protocol.close_rcvd
     assert close is not None, "a ready kept the channel alive past the heartbeat's deadline"
     assert (close.code, read_close_reason(close.reason)) == (1000, "heartbeat_timeout")
-    assert _job(deployment, job_uuid)["status"] == "failed"
+    assert _job(tenant, job_uuid)["status"] == "failed"
 
 
-def test_a_bencher_key_authenticates_and_rotates(deployment: Deployment) -> None:
-    server = deployment.server
+def test_a_bencher_key_authenticates_and_rotates(tenant: Deployment) -> None:
+    server = tenant.server
     admin = {"Authorization": f"Bearer {server.token}"}
-    wire = Wire(deployment, "keyed", ours=False)
+    wire = Wire(tenant, "keyed", ours=False)
     assert wire.ready(poll_timeout=1) == {"event": "no_job"}
     rotated = httpx.post(f"{server.url}/v0/runners/{wire.slug}/key", headers=admin)
     assert rotated.status_code == 201, rotated.text
@@ -230,29 +235,29 @@ def test_a_bencher_key_authenticates_and_rotates(deployment: Deployment) -> None
     with pytest.raises(Exception, match="401"):
         RawChannel(server, wire.slug, wire.key, extensions=())
     fresh = RawChannel(server, wire.slug, answer["key"], extensions=())
-    deployment.channels.append(fresh)
+    tenant.channels.append(fresh)
     fresh.send({"event": "ready", "poll_timeout": 1})
     assert read_server_message(str(fresh.ws.recv(timeout=15))) == {"event": "no_job"}
     # our /token still rotates into the hex format, through the same lookup
     token = httpx.post(f"{server.url}/v0/runners/{wire.slug}/token", headers=admin).json()
     assert len(token["token"]) == 79
     ours = RawChannel(server, wire.slug, token["token"])
-    deployment.channels.append(ours)
+    tenant.channels.append(ours)
     assert ours.ask({"event": "ready", "poll_timeout": 1}) == {"event": "no_job"}
 
 
 def test_the_cli_creates_and_rotates_runners_with_bencher_keys(
-    deployment: Deployment, tmp_path: Path
+    tenant: Deployment, tmp_path: Path
 ) -> None:
-    env = deployment.cli_env(tmp_path)
+    env = tenant.cli_env(tmp_path)
     made = cli(
-        "runner", "create", "CLI keyed", "--spec", deployment.spec, "--key-format", "bencher",
-        "--json", env=env,
+        "runner", "create", f"{tenant.names}CLI keyed", "--spec", tenant.spec,
+        "--key-format", "bencher", "--json", env=env,
     )  # fmt: skip
     created = json.loads(made.stdout)
     assert _is_bencher_key(created["token"]) and created["key"] == created["token"]
-    channel = RawChannel(deployment.server, created["slug"], created["token"], extensions=())
-    deployment.channels.append(channel)
+    channel = RawChannel(tenant.server, created["slug"], created["token"], extensions=())
+    tenant.channels.append(channel)
     channel.send({"event": "ready", "poll_timeout": 1})
     assert read_server_message(str(channel.ws.recv(timeout=15))) == {"event": "no_job"}
 
@@ -271,15 +276,15 @@ def _is_bencher_key(text: str) -> bool:
 
 
 def test_a_runner_that_did_not_announce_templates_is_never_offered_a_template_job(
-    deployment: Deployment,
+    tenant: Deployment,
 ) -> None:
-    template_job = deployment.submit("bench.noop")  # first in line
-    image_job = _image_job(deployment)
-    bencher = Wire(deployment, "bencher", ours=False)
+    template_job = tenant.submit("bench.noop")  # first in line
+    image_job = _image_job(tenant)
+    bencher = Wire(tenant, "bencher", ours=False)
     assert bencher.ready()["uuid"] == image_job
-    assert _job(deployment, template_job)["status"] == "pending"
+    assert _job(tenant, template_job)["status"] == "pending"
     # A template job is outside Bencher's protocol: read by ours alone.
-    ours = Wire(deployment, "ours", ours=True).raw
+    ours = Wire(tenant, "ours", ours=True).raw
     ready = {"event": "ready", "poll_timeout": 5, "extensions": list(OUR_EXTENSIONS)}
     offered = parse_server_message(json.dumps(ours.ask(ready, timeout=15)))
     assert isinstance(offered, JobAssigned) and offered.uuid == uuid.UUID(template_job)

@@ -1,4 +1,9 @@
-"""The channel protocol at its edges: authentication, bad input, matching and limits."""
+"""The channel protocol at its edges: authentication, bad input, matching and limits.
+
+One server per engine serves the tests that need no server of their own; each works in a project,
+spec and runner names of its own (``tenant``), so no other test's channel can claim its jobs. A
+server of its own (``deployment``) is kept where the test counts the server's connected runners
+or queue, or needs other settings or a second replica."""
 
 from __future__ import annotations
 
@@ -16,7 +21,15 @@ import pytest
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 
 from tests.databases import postgres_database
-from tests.harness import Deployment, RawChannel, deploy, wait_until
+from tests.harness import Deployment, RawChannel, ServerProcess, deploy, wait_until
+
+
+def _log_from(server: ServerProcess, offset: int) -> str:
+    """The server's log from ``offset`` on: what it wrote during the test that measured
+    ``offset`` (the tests of a module run one after another on their shared server)."""
+    with server.log.open("rb") as log:
+        log.seek(offset)
+        return log.read().decode(errors="replace")
 
 
 def _rejected(deployment: Deployment, runner: str, token: str) -> int:
@@ -25,20 +38,20 @@ def _rejected(deployment: Deployment, runner: str, token: str) -> int:
     return info.value.response.status_code
 
 
-def test_bad_rotated_and_archived_tokens_are_rejected(deployment: Deployment) -> None:
-    slug, token = deployment.new_runner("guarded")
-    assert _rejected(deployment, slug, "bencher_runner_" + "0" * 64) == 401
-    assert _rejected(deployment, slug, "not-a-runner-token") == 401
-    other, _ = deployment.new_runner("other")
-    assert _rejected(deployment, other, token) == 401  # right token, wrong runner
-    RawChannel(deployment.server, slug, token).close()
-    with deployment.admin() as client:
+def test_bad_rotated_and_archived_tokens_are_rejected(tenant: Deployment) -> None:
+    slug, token = tenant.new_runner("guarded")
+    assert _rejected(tenant, slug, "bencher_runner_" + "0" * 64) == 401
+    assert _rejected(tenant, slug, "not-a-runner-token") == 401
+    other, _ = tenant.new_runner("other")
+    assert _rejected(tenant, other, token) == 401  # right token, wrong runner
+    RawChannel(tenant.server, slug, token).close()
+    with tenant.admin() as client:
         rotated = client.rotate_runner_token(slug)["token"]
-    assert _rejected(deployment, slug, token) == 401
-    RawChannel(deployment.server, slug, rotated).close()
-    with deployment.admin() as client:
+    assert _rejected(tenant, slug, token) == 401
+    RawChannel(tenant.server, slug, rotated).close()
+    with tenant.admin() as client:
         client.update_runner(slug, archived=True)
-    assert _rejected(deployment, slug, rotated) == 401
+    assert _rejected(tenant, slug, rotated) == 401
 
 
 def _nested(depth: int) -> str:
@@ -46,8 +59,9 @@ def _nested(depth: int) -> str:
 
 
 @pytest.mark.engine_independent
-def test_invalid_messages_get_an_error_and_the_channel_stays_open(deployment: Deployment) -> None:
-    channel = deployment.channel("sloppy")
+def test_invalid_messages_get_an_error_and_the_channel_stays_open(tenant: Deployment) -> None:
+    logged = tenant.server.log.stat().st_size
+    channel = tenant.channel("sloppy")
     job = str(uuid.uuid4())
     for bad, explained in [
         ("not json", "not valid JSON"),
@@ -73,15 +87,15 @@ def test_invalid_messages_get_an_error_and_the_channel_stays_open(deployment: De
     refused = channel.ask({"event": "completed", "job": job, "results": []})
     assert (refused["event"], refused["reply_to"], refused["job"]) == ("error", "completed", job)
     assert channel.ask({"event": "ready", "poll_timeout": 1})["event"] == "no_job"
-    assert "Traceback" not in deployment.server.log.read_text()
+    assert "Traceback" not in _log_from(tenant.server, logged)
 
 
 @pytest.mark.engine_independent
-def test_a_burst_of_messages_gets_every_answer_in_order(deployment: Deployment) -> None:
+def test_a_burst_of_messages_gets_every_answer_in_order(tenant: Deployment) -> None:
     """Messages that arrive together are answered in the same turn of the server's loop and
     their answers written together (server/app/websocket_protocol.py): each still gets its own,
     in order, a heartbeat read without parsing its ``ack`` and a malformed one its ``error``."""
-    channel = deployment.channel("bursty")
+    channel = tenant.channel("bursty")
     burst = ['{"event":"heartbeat"}', "not json", '{"event":"heartbeat"}', '{"event": "dance"}']
     for text in burst * 25:
         channel.send(text)
@@ -91,14 +105,15 @@ def test_a_burst_of_messages_gets_every_answer_in_order(deployment: Deployment) 
 
 @pytest.mark.engine_independent
 def test_a_text_message_that_is_not_utf8_closes_with_1007_without_a_traceback(
-    deployment: Deployment,
+    tenant: Deployment,
 ) -> None:
-    channel = deployment.channel("garbled")
+    logged = tenant.server.log.stat().st_size
+    channel = tenant.channel("garbled")
     channel.ws.send(b'{"event": "heartbeat\xff"}', text=True)
     assert channel.wait_closed(timeout=10)[0] == 1007
-    with deployment.admin() as client:
+    with tenant.admin() as client:
         assert client.health()["status"] == "ok"
-    log = deployment.server.log.read_text()
+    log = _log_from(tenant.server, logged)
     assert "not UTF-8; closed with 1007" in log
     assert "Traceback" not in log
 
@@ -142,19 +157,19 @@ def test_a_job_claimed_into_a_lost_channel_fails_at_the_runners_next_ready(
         assert current.recv(timeout=10)["event"] == "no_job"
 
 
-def test_terminal_message_for_someone_elses_job_is_an_error(deployment: Deployment) -> None:
-    holder = deployment.channel("holder")
-    thief = deployment.channel("thief")
-    job_uuid = deployment.submit("bench.noop")
+def test_terminal_message_for_someone_elses_job_is_an_error(tenant: Deployment) -> None:
+    holder = tenant.channel("holder")
+    thief = tenant.channel("thief")
+    job_uuid = tenant.submit("bench.noop")
     holder.claim()
     reply = thief.ask({"event": "completed", "job": job_uuid, "results": []})
     assert reply["event"] == "error"
-    assert deployment.status(job_uuid) == "claimed"
+    assert tenant.status(job_uuid) == "claimed"
 
 
-def test_a_different_repeated_result_is_rejected(deployment: Deployment) -> None:
-    channel = deployment.channel("twice")
-    job_uuid = deployment.submit("bench.noop")
+def test_a_different_repeated_result_is_rejected(tenant: Deployment) -> None:
+    channel = tenant.channel("twice")
+    job_uuid = tenant.submit("bench.noop")
     channel.claim()
     channel.ask({"event": "running"})
     result = {"exit_code": 0, "stdout": '{"x": {"y": {"value": 1}}}'}
@@ -163,35 +178,42 @@ def test_a_different_repeated_result_is_rejected(deployment: Deployment) -> None
     assert channel.ask(done) == {"event": "ack", "job": job_uuid}  # a resend is fine
     changed = {**done, "results": [{**result, "stdout": '{"x": {"y": {"value": 2}}}'}]}
     assert channel.ask(changed)["event"] == "error"
-    job = deployment.wait_status(job_uuid, "processed")
+    job = tenant.wait_status(job_uuid, "processed")
     assert job["output"]["results"] == [{**result, "stderr": None, "output": None}]
 
 
-def test_spec_mismatch_is_never_claimed(deployment: Deployment) -> None:
-    with deployment.admin() as client:
-        client.create_spec(
-            name="big", architecture="x86_64", cpu=64, memory=1 << 40, disk=1 << 40, network=False
-        )
-    channel = deployment.channel("small-only")
-    job_uuid = deployment.submit("bench.noop")  # spec small
-    with deployment.admin() as client:
-        big_job = client.run({"project": "bench", "spec": "big", "template": "bench.noop"})["job"]
+def test_spec_mismatch_is_never_claimed(tenant: Deployment) -> None:
+    with tenant.admin() as client:
+        big = client.create_spec(
+            name=f"{tenant.spec}-big",
+            architecture="x86_64",
+            cpu=64,
+            memory=1 << 40,
+            disk=1 << 40,
+            network=False,
+        )["slug"]
+    channel = tenant.channel("small-only")
+    job_uuid = tenant.submit("bench.noop")  # the tenant's small spec
+    with tenant.admin() as client:
+        big_job = client.run({"project": tenant.project, "spec": big, "template": "bench.noop"})[
+            "job"
+        ]
     assert channel.claim()["uuid"] == job_uuid
     channel.ask({"event": "running"})
     channel.ask({"event": "completed", "job": job_uuid, "results": []})
     assert channel.ask({"event": "ready", "poll_timeout": 1})["event"] == "no_job"
-    assert deployment.status(big_job) == "pending"
+    assert tenant.status(big_job) == "pending"
 
 
-def test_paused_runner_claims_nothing_until_unpaused(deployment: Deployment) -> None:
-    channel = deployment.channel("sleepy")
-    slug = deployment.channels[-1].ws.request.path.split("/")[3]  # type: ignore[union-attr]
-    with deployment.admin() as client:
+def test_paused_runner_claims_nothing_until_unpaused(tenant: Deployment) -> None:
+    channel = tenant.channel("sleepy")
+    slug = tenant.channels[-1].ws.request.path.split("/")[3]  # type: ignore[union-attr]
+    with tenant.admin() as client:
         client.update_runner(slug, paused=True)
-    job_uuid = deployment.submit("bench.noop")
+    job_uuid = tenant.submit("bench.noop")
     assert channel.ask({"event": "ready", "poll_timeout": 1})["event"] == "no_job"
     channel.send({"event": "ready", "poll_timeout": 30})
-    with deployment.admin() as client:
+    with tenant.admin() as client:
         client.update_runner(slug, paused=False)
     assert channel.recv(timeout=10)["uuid"] == job_uuid
 
@@ -220,8 +242,9 @@ def test_oversized_message_is_rejected_at_the_protocol_level(
         assert "exceeds" in response.json()["message"]
 
 
-def test_template_arguments_out_of_range_are_rejected(shared_deployment: Deployment) -> None:
-    with shared_deployment.admin() as client:
+@pytest.mark.engine_independent
+def test_template_arguments_out_of_range_are_rejected(tenant: Deployment) -> None:
+    with tenant.admin() as client:
         for args, message in [
             ({"ms": 60001}, "must be <= 60000"),
             ({"ms": -1}, "must be >= 0"),
@@ -229,15 +252,21 @@ def test_template_arguments_out_of_range_are_rejected(shared_deployment: Deploym
             ({"sec": 1}, "no argument"),
         ]:
             response = httpx.post(
-                f"{shared_deployment.server.url}/v0/run",
-                json={"project": "bench", "spec": "small", "template": "bench.sleep", "args": args},
-                headers={"Authorization": f"Bearer {shared_deployment.server.token}"},
+                f"{tenant.server.url}/v0/run",
+                json={
+                    "project": tenant.project,
+                    "spec": tenant.spec,
+                    "template": "bench.sleep",
+                    "args": args,
+                },
+                headers={"Authorization": f"Bearer {tenant.server.token}"},
             )
             assert response.status_code == 400, response.text
             assert message in response.json()["message"]
-        assert client.list_jobs("bench") == []
+        assert client.list_jobs(tenant.project) == []
 
 
+@pytest.mark.engine_independent
 @pytest.mark.parametrize(
     ("body", "message"),
     [
@@ -260,13 +289,11 @@ def test_template_arguments_out_of_range_are_rejected(shared_deployment: Deploym
         ({"template": "bench.nope", "spec": "small"}, "unknown template"),
     ],
 )
-def test_run_validation_table(
-    shared_deployment: Deployment, body: dict[str, Any], message: str
-) -> None:
+def test_run_validation_table(tenant: Deployment, body: dict[str, Any], message: str) -> None:
     response = httpx.post(
-        f"{shared_deployment.server.url}/v0/run",
-        json={"project": "bench", **body},
-        headers={"Authorization": f"Bearer {shared_deployment.server.token}"},
+        f"{tenant.server.url}/v0/run",
+        json={"project": tenant.project, **body},
+        headers={"Authorization": f"Bearer {tenant.server.token}"},
     )
     assert response.status_code == 400
     assert message in response.json()["message"]
@@ -275,18 +302,19 @@ def test_run_validation_table(
 # ------------------------------------------------------------------------- tiers
 
 
-def _team_free_org(deployment: Deployment) -> None:
+def _team_free_org(deployment: Deployment) -> str:
+    """A project of a new free organization's; its slug."""
     with deployment.admin() as client:
-        client.create_organization("cheap", "free")
-        client.create_project("cheap", "cheap-bench", "public")
+        org = client.create_organization(f"{deployment.project}-cheap", "free")["slug"]
+        return str(client.create_project(org, f"{deployment.project}-cheap", "public")["slug"])
 
 
-def test_free_tier_runs_one_job_at_a_time_per_organization(deployment: Deployment) -> None:
-    _team_free_org(deployment)
-    first, second = (deployment.channel(f"free-{i}") for i in range(2))
-    with deployment.admin() as client:
+def test_free_tier_runs_one_job_at_a_time_per_organization(tenant: Deployment) -> None:
+    cheap = _team_free_org(tenant)
+    first, second = (tenant.channel(f"free-{i}") for i in range(2))
+    with tenant.admin() as client:
         jobs = [
-            client.run({"project": "cheap-bench", "spec": "small", "template": "bench.noop"})["job"]
+            client.run({"project": cheap, "spec": tenant.spec, "template": "bench.noop"})["job"]
             for _ in range(2)
         ]
     assert first.claim()["uuid"] == jobs[0]
@@ -297,15 +325,19 @@ def test_free_tier_runs_one_job_at_a_time_per_organization(deployment: Deploymen
     assert second.recv(timeout=10)["uuid"] == jobs[1]  # woken when the slot frees up
 
 
-def test_unclaimed_tier_runs_one_job_at_a_time_per_source_ip(deployment: Deployment) -> None:
+def test_unclaimed_tier_runs_one_job_at_a_time_per_source_ip(tenant: Deployment) -> None:
     landed: set[str] = set()
 
     def anonymous_run(source_ip: str) -> str:
         transport = httpx.HTTPTransport(local_address=source_ip)
         with httpx.Client(transport=transport) as client:
             response = client.post(
-                f"{deployment.server.url}/v0/run",
-                json={"project": "anon-bench", "spec": "small", "template": "bench.noop"},
+                f"{tenant.server.url}/v0/run",
+                json={
+                    "project": f"{tenant.project}-anon",
+                    "spec": tenant.spec,
+                    "template": "bench.noop",
+                },
             )
         assert response.status_code == 201, response.text
         landed.add(response.json()["project"]["slug"])
@@ -313,10 +345,10 @@ def test_unclaimed_tier_runs_one_job_at_a_time_per_source_ip(deployment: Deploym
 
     a1, a2, b1 = anonymous_run("127.0.0.2"), anonymous_run("127.0.0.2"), anonymous_run("127.0.0.3")
     assert len(landed) == 1  # one project, made by the first run
-    with deployment.admin() as client:
+    with tenant.admin() as client:
         jobs = client.list_jobs(landed.pop(), per_page=10)
     assert {j["priority"] for j in jobs} == {0}
-    channels = [deployment.channel(f"anon-{i}") for i in range(3)]
+    channels = [tenant.channel(f"anon-{i}") for i in range(3)]
     assert channels[0].claim()["uuid"] == a1
     assert channels[1].claim()["uuid"] == b1
     assert channels[2].ask({"event": "ready", "poll_timeout": 1})["event"] == "no_job"

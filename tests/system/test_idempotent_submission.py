@@ -3,12 +3,15 @@
 A repeat within the window answers 200 with the first report and job; the same key with another
 payload is a 409; twenty identical requests sent at once make one job, through two replicas on
 PostgreSQL; after the window (the test's clock) the key makes a new job.
+
+One server per engine serves the tests that need no server of their own; each works in a project
+of its own (``tenant``) and counts only its own project's rows.
 """
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +22,7 @@ import sqlalchemy as sa
 from benchrunner.client import ApiError
 from benchrunner.server.admin.bootstrap import bootstrap_admin
 from benchrunner.server.store.engine import make_engine
-from benchrunner.server.store.tables import job, report
+from benchrunner.server.store.tables import job, project, report
 from tests.harness import Deployment, ServerProcess, deploy
 from tests.inprocess import serve_in_process
 from tests.system.test_concurrent_creates import at_once, statuses
@@ -57,11 +60,21 @@ def post(
         return client.post("/v0/run", json=body, headers=headers)
 
 
-def count(db: str, table: sa.Table) -> int:
+def count(db: str, table: sa.Table, projects: Sequence[str] | None = None) -> int:
+    """Rows of ``table`` (``job`` or ``report``); with ``projects``, only those of the
+    projects with these slugs (a test's own, on a server other tests share)."""
+    query = sa.select(sa.func.count()).select_from(table)
+    if projects is not None:
+        rows = table if table is report else table.join(report, table.c.report_id == report.c.id)
+        query = (
+            sa.select(sa.func.count())
+            .select_from(rows.join(project, report.c.project_id == project.c.id))
+            .where(project.c.slug.in_(projects))
+        )
     engine = make_engine(db, writer=False)
     try:
         with engine.connect() as conn:
-            return int(conn.execute(sa.select(sa.func.count()).select_from(table)).scalar_one())
+            return int(conn.execute(query).scalar_one())
     finally:
         engine.dispose()
 
@@ -93,17 +106,17 @@ def test_twenty_identical_submissions_at_once_make_one_job(
 
 
 def test_a_repeat_returns_the_first_report_and_another_payload_is_refused(
-    deployment: Deployment,
+    tenant: Deployment,
 ) -> None:
-    server = deployment.server
-    first = post(server, template_run(deployment), "key-1")
+    server = tenant.server
+    first = post(server, template_run(tenant), "key-1")
     assert first.status_code == 201, first.text
     assert first.json()["deduplicated"] is False
 
     # Bencher's body field is the same key; field order and spelled-out defaults do not matter.
     again = post(
         server,
-        {"args": {}, "idempotency_key": "key-1", **template_run(deployment), "hash": None},
+        {"args": {}, "idempotency_key": "key-1", **template_run(tenant), "hash": None},
         None,
     )
     assert again.status_code == 200, again.text
@@ -113,29 +126,29 @@ def test_a_repeat_returns_the_first_report_and_another_payload_is_refused(
         first.json()["job"],
     )
 
-    other = post(server, template_run(deployment, branch="feature"), "key-1")
+    other = post(server, template_run(tenant, branch="feature"), "key-1")
     assert other.status_code == 409, other.text
     assert other.json()["error_code"] == "idempotency_key_reused_with_different_payload"
     assert "'key-1' was already used" in other.json()["message"]
     assert "different request body" in other.json()["message"]
 
-    disagree = post(server, template_run(deployment, idempotency_key="key-2"), "key-3")
+    disagree = post(server, template_run(tenant, idempotency_key="key-2"), "key-3")
     assert disagree.status_code == 400
     assert "differ" in disagree.json()["message"]
-    assert post(server, template_run(deployment), "").status_code == 400
-    assert post(server, template_run(deployment), "k" * 256).status_code == 400
+    assert post(server, template_run(tenant), "").status_code == 400
+    assert post(server, template_run(tenant), "k" * 256).status_code == 400
 
     # Keys are per user: another user's identical key is another submission.
     other_user = bootstrap_admin(server.db, "other@test.dev")
-    theirs = post(server, template_run(deployment), "key-1", token=other_user)
+    theirs = post(server, template_run(tenant), "key-1", token=other_user)
     assert theirs.status_code == 201, theirs.text
     assert theirs.json()["job"] != first.json()["job"]
-    assert count(server.db, job) == 2
+    assert count(server.db, job, [tenant.project]) == 2
 
 
-def test_direct_results_and_anonymous_runs_are_deduplicated_too(deployment: Deployment) -> None:
-    server = deployment.server
-    direct = direct_run(deployment)
+def test_direct_results_and_anonymous_runs_are_deduplicated_too(tenant: Deployment) -> None:
+    server = tenant.server
+    direct = direct_run(tenant)
     first = post(server, direct, "direct-1")
     again = post(server, direct, "direct-1")
     assert (first.status_code, again.status_code) == (201, 200)
@@ -150,7 +163,8 @@ def test_direct_results_and_anonymous_runs_are_deduplicated_too(deployment: Depl
         repeat = client.post("/v0/run", json=anonymous, headers={"Idempotency-Key": "anon-1"})
     assert (made.status_code, repeat.status_code) == (201, 200), repeat.text
     assert repeat.json()["uuid"] == made.json()["uuid"]
-    assert count(server.db, report) == 2
+    landed = made.json()["project"]["slug"]  # the anonymous project the run created
+    assert count(server.db, report, [tenant.project, landed]) == 2
 
 
 def test_a_key_is_reusable_after_its_window(tmp_path: Path, database_url: str) -> None:
@@ -171,16 +185,16 @@ def test_a_key_is_reusable_after_its_window(tmp_path: Path, database_url: str) -
             assert refused.value.status == 409
 
 
-def test_a_repeat_answers_exactly_what_the_submission_answered(deployment: Deployment) -> None:
+def test_a_repeat_answers_exactly_what_the_submission_answered(tenant: Deployment) -> None:
     """The submission answers with the report read inside its own transaction, a repeat with
     the stored report read anew (its metrics, duet and job looked up): the same body."""
-    server = deployment.server
-    main = post(server, template_run(deployment, hash="a" * 40), None)
+    server = tenant.server
+    main = post(server, template_run(tenant, hash="a" * 40), None)
     assert main.status_code == 201, main.text
     runs = [
-        template_run(deployment, branch="from-main", start_point={"branch": "main"}),
-        template_run(deployment, branch="from-main", hash="b" * 40),
-        direct_run(deployment),
+        template_run(tenant, branch="from-main", start_point={"branch": "main"}),
+        template_run(tenant, branch="from-main", hash="b" * 40),
+        direct_run(tenant),
     ]
     for index, body in enumerate(runs):
         first = post(server, body, f"same-{index}")

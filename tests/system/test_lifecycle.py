@@ -1,5 +1,8 @@
 """A job's life through real server and runner processes; the runner's scenarios run on both
-transports (``each_transport``)."""
+transports (``each_transport``).
+
+One server per engine serves the whole module; each test works in a project, spec and runner
+names of its own (``tenant``), so no other test's runner can claim its jobs."""
 
 from __future__ import annotations
 
@@ -9,6 +12,13 @@ from pathlib import Path
 import pytest
 
 from tests.harness import Deployment, process_gone, wait_until
+
+
+@pytest.fixture
+def each_transport(tenant: Deployment, transport: str) -> Deployment:
+    """``tenant`` whose runner processes use ``transport``."""
+    tenant.transport = transport
+    return tenant
 
 
 def test_template_job_runs_through_processed_with_metrics(each_transport: Deployment) -> None:
@@ -63,17 +73,17 @@ UNREADABLE = [
 
 
 def test_unparsable_output_is_recorded_on_the_report_and_the_job_still_processed(
-    deployment: Deployment,
+    tenant: Deployment,
 ) -> None:
     """The report's error names the adapter, the iteration and output it could not read, and
     why; bytes that are not UTF-8 are said to be so."""
-    deployment.runner_process("r1").start()
-    submitted = [(t, deployment.submit(t), message) for t, message in UNREADABLE]
+    tenant.runner_process("r1").start()
+    submitted = [(t, tenant.submit(t), message) for t, message in UNREADABLE]
     errors = {}
     for template, job_uuid, message in submitted:
-        job = deployment.wait_status(job_uuid, "processed")
-        with deployment.admin() as client:
-            report = client.get_report(deployment.project, job["report"])
+        job = tenant.wait_status(job_uuid, "processed")
+        with tenant.admin() as client:
+            report = client.get_report(tenant.project, job["report"])
         assert report["error"].startswith(message), report["error"]
         assert report["results"] == []
         processed = [e["message"] for e in job["events"] if e["status"] == "processed"]
@@ -102,10 +112,10 @@ def test_runner_refuses_a_template_it_does_not_list(
     assert log.index(f"job {job_uuid} received") < log.index(f"job {job_uuid} finished")
 
 
-def test_cancel_while_pending(deployment: Deployment) -> None:
-    job_uuid = deployment.submit("bench.noop")
-    with deployment.admin() as client:
-        canceled = client.cancel_job(deployment.project, job_uuid)
+def test_cancel_while_pending(tenant: Deployment) -> None:
+    job_uuid = tenant.submit("bench.noop")
+    with tenant.admin() as client:
+        canceled = client.cancel_job(tenant.project, job_uuid)
     assert canceled["status"] == "canceled"
     requested, done = canceled["events"][-2:]
     assert (requested["event_type"], requested["actor"]) == (
@@ -117,20 +127,20 @@ def test_cancel_while_pending(deployment: Deployment) -> None:
         "system",
         "canceled",
     )
-    channel = deployment.channel("late")
+    channel = tenant.channel("late")
     assert channel.ask({"event": "ready", "poll_timeout": 1})["event"] == "no_job"
 
 
-def test_cancel_while_claimed_reaches_the_runner_when_it_starts(deployment: Deployment) -> None:
-    channel = deployment.channel("raw")
-    job_uuid = deployment.submit("bench.noop")
+def test_cancel_while_claimed_reaches_the_runner_when_it_starts(tenant: Deployment) -> None:
+    channel = tenant.channel("raw")
+    job_uuid = tenant.submit("bench.noop")
     assert channel.claim()["uuid"] == job_uuid
-    with deployment.admin() as client:
-        client.cancel_job(deployment.project, job_uuid)
+    with tenant.admin() as client:
+        client.cancel_job(tenant.project, job_uuid)
     assert channel.ask({"event": "running"}) == {"event": "cancel", "job": job_uuid}
     assert channel.ask({"event": "heartbeat"}) == {"event": "cancel", "job": job_uuid}
     assert channel.ask({"event": "canceled", "job": job_uuid}) == {"event": "ack", "job": job_uuid}
-    job = deployment.job(job_uuid)
+    job = tenant.job(job_uuid)
     assert job["status"] == "canceled"
     assert [e["event_type"] for e in job["events"]] == [
         "job_created",
@@ -180,12 +190,12 @@ def _stage(deployment: Deployment, tmp_path: Path, ms: int) -> tuple[str, Path, 
 
 @pytest.mark.engine_independent
 def test_runner_drains_on_sigterm_and_lets_the_running_job_finish(
-    deployment: Deployment, tmp_path: Path
+    tenant: Deployment, tmp_path: Path
 ) -> None:
-    runner = deployment.runner_process("r1")
+    runner = tenant.runner_process("r1")
     runner.drain_grace = 60
     runner.start()
-    job_uuid, started, finished = _stage(deployment, tmp_path, ms=5000)
+    job_uuid, started, finished = _stage(tenant, tmp_path, ms=5000)
     wait_until(lambda: started.exists() and started.read_text(), message="the job to start")
     assert not finished.exists()
     assert runner.proc is not None
@@ -194,7 +204,7 @@ def test_runner_drains_on_sigterm_and_lets_the_running_job_finish(
     # The runner saw the job running when SIGTERM came, and the job then ran to its end.
     assert "draining: the running job may take" in runner.output()
     assert finished.exists()
-    job = deployment.wait_status(job_uuid, "processed")
+    job = tenant.wait_status(job_uuid, "processed")
     assert [e["event_type"] for e in job["events"]][-3:] == [
         "job_started",
         "job_completed",
@@ -204,17 +214,17 @@ def test_runner_drains_on_sigterm_and_lets_the_running_job_finish(
 
 @pytest.mark.engine_independent
 def test_runner_drain_cancels_a_job_that_outlives_the_grace(
-    deployment: Deployment, tmp_path: Path
+    tenant: Deployment, tmp_path: Path
 ) -> None:
-    runner = deployment.runner_process("r1")
+    runner = tenant.runner_process("r1")
     runner.drain_grace = 1
     runner.start()
-    job_uuid, started, finished = _stage(deployment, tmp_path, ms=600_000)
+    job_uuid, started, finished = _stage(tenant, tmp_path, ms=600_000)
     pid = int(wait_until(lambda: started.exists() and started.read_text(), message="job start"))
     assert runner.proc is not None
     runner.proc.send_signal(signal.SIGTERM)
     assert runner.proc.wait(timeout=60) == 0
     assert "draining: the running job may take" in runner.output()
     assert process_gone(pid) and not finished.exists()
-    job = deployment.wait_status(job_uuid, "failed")
+    job = tenant.wait_status(job_uuid, "failed")
     assert "canceled after drain grace" in job["output"]["error"]

@@ -1,4 +1,7 @@
-"""Who may pull and push: users by role, anonymous callers, and the runner's claim token."""
+"""Who may pull and push: users by role, anonymous callers, and the runner's claim token.
+
+One server per engine serves the whole module; each test works in an organization, project and
+spec of its own (``tenant``), with users and runners named after it."""
 
 from __future__ import annotations
 
@@ -25,98 +28,100 @@ from tests.registry_support import (
 )
 
 
-def test_private_project_is_invisible_to_an_outsider(deployment: Deployment) -> None:
-    server = deployment.server
-    with deployment.admin() as admin:
-        admin.create_project("acme", "secret", "private")
-    with v2(server, registry_token(server, server.token, "repository:secret:push")) as client:
-        digest = push_blob(client, "secret", b"private layer")
-    outsider = make_user(server, "outsider@test.dev")
-    token = registry_token(server, outsider, "repository:secret:pull")
-    for repo in ("secret", "no-such-project"):
+def test_private_project_is_invisible_to_an_outsider(tenant: Deployment) -> None:
+    server = tenant.server
+    secret = f"{tenant.project}-secret"
+    with tenant.admin() as admin:
+        admin.create_project(tenant.org, secret, "private", slug=secret)
+    with v2(server, registry_token(server, server.token, f"repository:{secret}:push")) as client:
+        digest = push_blob(client, secret, b"private layer")
+    outsider = make_user(server, f"outsider-{tenant.project}@test.dev")
+    token = registry_token(server, outsider, f"repository:{secret}:pull")
+    for repo in (secret, f"{tenant.project}-no-such-project"):
         scoped = registry_token(server, outsider, f"repository:{repo}:pull")
         with v2(server, scoped) as client:
             response = client.get(f"/{repo}/blobs/{digest}")
         assert response.status_code == 404, repo
         assert error_code(response) == "NAME_UNKNOWN"
-    anonymous = registry_token(server, None, "repository:secret:pull")
+    anonymous = registry_token(server, None, f"repository:{secret}:pull")
     with v2(server, anonymous) as client:
-        assert error_code(client.get("/secret/tags/list")) == "NAME_UNKNOWN"
+        assert error_code(client.get(f"/{secret}/tags/list")) == "NAME_UNKNOWN"
     with v2(server, token) as client:
-        assert client.get(f"/secret/blobs/{digest}").status_code == 404
+        assert client.get(f"/{secret}/blobs/{digest}").status_code == 404
 
 
-def test_a_member_pushes_an_outsider_only_pulls_a_public_project(deployment: Deployment) -> None:
-    server = deployment.server
-    member = make_user(server, "member@test.dev", member_of="acme")
-    outsider = make_user(server, "outsider@test.dev")
-    scope = "repository:bench:pull,push"
+def test_a_member_pushes_an_outsider_only_pulls_a_public_project(tenant: Deployment) -> None:
+    server, repo = tenant.server, tenant.project
+    member = make_user(server, f"member-{repo}@test.dev", member_of=tenant.org)
+    outsider = make_user(server, f"outsider-{repo}@test.dev")
+    scope = f"repository:{repo}:pull,push"
     with v2(server, registry_token(server, member, scope)) as client:
-        digest = push_blob(client, "bench", b"member layer")
+        digest = push_blob(client, repo, b"member layer")
     with v2(server, registry_token(server, outsider, scope)) as client:
-        assert client.get(f"/bench/blobs/{digest}").content == b"member layer"
-        denied = client.post("/bench/blobs/uploads/")
+        assert client.get(f"/{repo}/blobs/{digest}").content == b"member layer"
+        denied = client.post(f"/{repo}/blobs/uploads/")
         assert denied.status_code == 403
         assert error_code(denied) == "DENIED"
     with v2(server, registry_token(server, None, scope)) as client:
-        assert client.head(f"/bench/blobs/{digest}").status_code == 200
-        assert client.post("/bench/blobs/uploads/").status_code == 403
+        assert client.head(f"/{repo}/blobs/{digest}").status_code == 200
+        assert client.post(f"/{repo}/blobs/uploads/").status_code == 403
 
 
-def test_a_token_for_one_repository_is_challenged_on_another(deployment: Deployment) -> None:
-    server = deployment.server
-    with deployment.admin() as admin:
-        admin.create_project("acme", "other", "public")
-    with v2(server, registry_token(server, server.token, "repository:bench:pull")) as client:
-        response = client.get("/other/tags/list")
+def test_a_token_for_one_repository_is_challenged_on_another(tenant: Deployment) -> None:
+    server, other = tenant.server, f"{tenant.project}-other"
+    with tenant.admin() as admin:
+        admin.create_project(tenant.org, other, "public", slug=other)
+    scope = f"repository:{tenant.project}:pull"
+    with v2(server, registry_token(server, server.token, scope)) as client:
+        response = client.get(f"/{other}/tags/list")
     assert response.status_code == 401
-    assert 'scope="repository:other:pull"' in response.headers["WWW-Authenticate"]
+    assert f'scope="repository:{other}:pull"' in response.headers["WWW-Authenticate"]
 
 
-def _claimed_oci_token(deployment: Deployment, image: str) -> str:
-    with deployment.admin() as admin:
+def _claimed_oci_token(tenant: Deployment, image: str) -> str:
+    with tenant.admin() as admin:
         admin.run(
             {
-                "project": deployment.project,
-                "spec": deployment.spec,
+                "project": tenant.project,
+                "spec": tenant.spec,
                 "image": image,
                 "settings": {"adapter": "json"},
             }
         )
-    return str(deployment.channel("puller").claim()["oci_token"])
+    return str(tenant.channel(f"{tenant.project}-puller").claim()["oci_token"])
 
 
-def test_runner_claim_token_pulls_its_project_only(deployment: Deployment) -> None:
-    server = deployment.server
-    with deployment.admin() as admin:
-        admin.create_project("acme", "other", "public")
-        bench_uuid = admin.get_project("bench")["uuid"]
+def test_runner_claim_token_pulls_its_project_only(tenant: Deployment) -> None:
+    server, bench, other = tenant.server, tenant.project, f"{tenant.project}-other"
+    with tenant.admin() as admin:
+        admin.create_project(tenant.org, other, "public", slug=other)
+        bench_uuid = admin.get_project(bench)["uuid"]
     admin_token = registry_token(
-        server, server.token, "repository:bench:push", "repository:other:push"
+        server, server.token, f"repository:{bench}:push", f"repository:{other}:push"
     )
     with v2(server, admin_token) as client:
-        image = push_image(client, "bench", "v1", b"job layer")
-        digest = push_blob(client, "other", b"job layer")
-    oci_token = _claimed_oci_token(deployment, image)
+        image = push_image(client, bench, "v1", b"job layer")
+        digest = push_blob(client, other, b"job layer")
+    oci_token = _claimed_oci_token(tenant, image)
     runner = jwt.decode(oci_token, options={"verify_signature": False})["sub"]
     with v2(server, oci_token) as client:
-        assert client.get(f"/bench/manifests/{image}").status_code == 200
-        for repo in ("bench", bench_uuid):
+        assert client.get(f"/{bench}/manifests/{image}").status_code == 200
+        for repo in (bench, bench_uuid):
             assert client.get(f"/{repo}/blobs/{digest}").content == b"job layer"
-        other = client.get(f"/other/blobs/{digest}")
-        assert other.status_code == 401
-        push = client.post("/bench/blobs/uploads/")
+        foreign = client.get(f"/{other}/blobs/{digest}")
+        assert foreign.status_code == 401
+        push = client.post(f"/{bench}/blobs/uploads/")
         assert push.status_code == 403
         assert error_code(push) == "DENIED"
-        assert client.delete(f"/bench/blobs/{digest}").status_code == 403
+        assert client.delete(f"/{bench}/blobs/{digest}").status_code == 403
     # the audit trail: the pull is logged under the runner's UUID
     assert f"GET {image} of project {bench_uuid} by {runner}" in server.log.read_text()
 
 
-def test_runner_token_is_refused_after_expiry(deployment: Deployment) -> None:
-    server = deployment.server
-    with deployment.admin() as admin:
-        bench_uuid = uuid.UUID(admin.get_project("bench")["uuid"])
+def test_runner_token_is_refused_after_expiry(tenant: Deployment) -> None:
+    server = tenant.server
+    with tenant.admin() as admin:
+        bench_uuid = uuid.UUID(admin.get_project(tenant.project)["uuid"])
     engine = make_engine(server.db, writer=False)
     with engine.connect() as conn:
         secret = server_state_get(conn, SECRET_NAME)
@@ -135,9 +140,9 @@ def test_runner_token_is_refused_after_expiry(deployment: Deployment) -> None:
 
     now = dt.datetime.now(dt.UTC)
     with v2(server, token(now)) as client:
-        assert client.get("/bench/tags/list").status_code == 200
+        assert client.get(f"/{tenant.project}/tags/list").status_code == 200
     with v2(server, token(now - dt.timedelta(minutes=6))) as client:
-        expired = client.get("/bench/tags/list")
+        expired = client.get(f"/{tenant.project}/tags/list")
     assert expired.status_code == 401
     assert error_code(expired) == "UNAUTHORIZED"
     forged = runner_pull_token(
@@ -150,18 +155,19 @@ def test_runner_token_is_refused_after_expiry(deployment: Deployment) -> None:
     )
     assert (
         httpx.get(
-            f"{server.url}/v2/bench/tags/list", headers={"Authorization": f"Bearer {forged}"}
+            f"{server.url}/v2/{tenant.project}/tags/list",
+            headers={"Authorization": f"Bearer {forged}"},
         ).status_code
         == 401
     )
 
 
-def test_an_image_job_needs_its_image_in_the_projects_registry(deployment: Deployment) -> None:
-    with deployment.admin() as admin, pytest.raises(ApiError) as refused:
+def test_an_image_job_needs_its_image_in_the_projects_registry(tenant: Deployment) -> None:
+    with tenant.admin() as admin, pytest.raises(ApiError) as refused:
         admin.run(
             {
-                "project": deployment.project,
-                "spec": deployment.spec,
+                "project": tenant.project,
+                "spec": tenant.spec,
                 "image": "sha256:" + "a" * 64,
                 "settings": {"adapter": "json"},
             }

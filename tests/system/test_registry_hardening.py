@@ -1,6 +1,10 @@
 """The registry under hostile input: every malformed name, session id, digest, range or query
 value gets a 4xx in the Distribution Spec's error format (never a 500, never a connection closed
-without an answer), and open upload sessions are capped and expire."""
+without an answer), and open upload sessions are capped and expire.
+
+The tests of refusals share one server per engine, each in a project of its own (``tenant``) and
+reading only its own part of the server's log; the caps and expiry, which count every session
+on the server and change its settings, start servers of their own."""
 
 from __future__ import annotations
 
@@ -50,9 +54,21 @@ def spec_error(body: bytes) -> str:
     return str(json.loads(body)["errors"][0]["code"])
 
 
-def no_traceback(server: ServerProcess) -> None:
-    log = server.log.read_text()
+def no_traceback(server: ServerProcess, since: int = 0) -> None:
+    """No traceback in the server's log after byte ``since`` (where a test sharing the server
+    began)."""
+    log = server.log.read_bytes()[since:].decode()
     assert "Traceback" not in log, log[-3000:]
+
+
+@pytest.fixture
+def repo(tenant: Deployment) -> str:
+    """The test's own repository: its project's slug."""
+    return tenant.project
+
+
+def push_scope(repo: str) -> str:
+    return f"repository:{repo}:pull,push,delete"
 
 
 def route_shapes(name: bytes) -> list[tuple[str, bytes]]:
@@ -90,10 +106,11 @@ INVALID_NAMES = [
 
 @pytest.mark.engine_independent
 def test_invalid_repository_names_get_name_invalid_on_every_route(
-    deployment: Deployment,
+    tenant: Deployment, repo: str
 ) -> None:
-    server = deployment.server
-    token = registry_token(server, server.token, PUSH)
+    server = tenant.server
+    since = server.log.stat().st_size
+    token = registry_token(server, server.token, push_scope(repo))
     for name in INVALID_NAMES:
         for method, target in route_shapes(name):
             for bearer in (None, token):
@@ -102,25 +119,27 @@ def test_invalid_repository_names_get_name_invalid_on_every_route(
                 assert status == 400, where
                 if method != "HEAD":
                     assert spec_error(body) == "NAME_INVALID", where
-    no_traceback(server)
+    no_traceback(server, since)
 
 
 @pytest.mark.engine_independent
 def test_raw_bytes_outside_ascii_in_a_path_are_refused_not_dropped(
-    deployment: Deployment,
+    tenant: Deployment, repo: str
 ) -> None:
-    server = deployment.server
-    token = registry_token(server, server.token, PUSH)
+    server = tenant.server
+    since = server.log.stat().st_size
+    token = registry_token(server, server.token, push_scope(repo))
     for name in ("☃".encode(), "bénch".encode(), b"\xff\xfe", b"a\x01b"):
         for method, target in route_shapes(name):
             for bearer in (None, token):
                 status, _ = raw_request(server, http(method, target, bearer))
                 assert status == 400, f"{method} {target[:80]!r}"
-    no_traceback(server)
+    no_traceback(server, since)
 
 
-def test_a_well_formed_unknown_name_is_challenged_or_unknown(deployment: Deployment) -> None:
-    server = deployment.server
+def test_a_well_formed_unknown_name_is_challenged_or_unknown(tenant: Deployment) -> None:
+    server = tenant.server
+    since = server.log.stat().st_size
     token = registry_token(server, server.token, "repository:no-such.repo__x:pull,push")
     for method, target in route_shapes(b"no-such.repo__x"):
         status, _ = raw_request(server, http(method, target))
@@ -129,14 +148,15 @@ def test_a_well_formed_unknown_name_is_challenged_or_unknown(deployment: Deploym
         assert status == 404, f"{method} {target!r}"
         if method != "HEAD":
             assert spec_error(body) == "NAME_UNKNOWN"
-    no_traceback(server)
+    no_traceback(server, since)
 
 
 @pytest.mark.engine_independent
 def test_token_endpoint_refuses_invalid_scopes_and_malformed_credentials(
-    deployment: Deployment,
+    tenant: Deployment,
 ) -> None:
-    server = deployment.server
+    server = tenant.server
+    since = server.log.stat().st_size
     path = b"/v0/auth/oci/token?service=x&scope=repository:"
     for name in (b"%E2%98%83", b"%00", b"a%0Ab", b"%FF", b"Bench", b"a:b"):
         status, body = raw_request(server, http("GET", path + name + b":pull"))
@@ -168,18 +188,22 @@ def test_token_endpoint_refuses_invalid_scopes_and_malformed_credentials(
         status, body = raw_request(server, request)
         assert status == 401, bearer
         assert spec_error(body) == "UNAUTHORIZED"
-    no_traceback(server)
+    no_traceback(server, since)
 
 
 @pytest.mark.engine_independent
-def test_malformed_forged_and_foreign_session_ids_are_unknown(deployment: Deployment) -> None:
-    server = deployment.server
-    with deployment.admin() as admin:
-        admin.create_project("acme", "other", "public")
-    token = registry_token(server, server.token, PUSH, "repository:other:pull,push")
+def test_malformed_forged_and_foreign_session_ids_are_unknown(
+    tenant: Deployment, repo: str
+) -> None:
+    server = tenant.server
+    since = server.log.stat().st_size
+    other = f"{repo}-other"
+    with tenant.admin() as admin:
+        admin.create_project(tenant.org, other, "public", slug=other)
+    token = registry_token(server, server.token, push_scope(repo), f"repository:{other}:pull,push")
     with v2(server, token) as client:
-        session = client.post("/bench/blobs/uploads/").headers["Location"].rsplit("/", 1)[1]
-        foreign = client.post("/other/blobs/uploads/").headers["Location"].rsplit("/", 1)[1]
+        session = client.post(f"/{repo}/blobs/uploads/").headers["Location"].rsplit("/", 1)[1]
+        foreign = client.post(f"/{other}/blobs/uploads/").headers["Location"].rsplit("/", 1)[1]
     upload, _, mac = session.rpartition(".")
     flipped = ("1" if mac[0] == "0" else "0") + mac[1:]
     sessions = [
@@ -198,38 +222,39 @@ def test_malformed_forged_and_foreign_session_ids_are_unknown(deployment: Deploy
     ]
     for bad in sessions:
         for method in ("PATCH", "PUT", "GET", "DELETE"):
-            target = f"/v2/bench/blobs/uploads/{bad}".encode()
+            target = f"/v2/{repo}/blobs/uploads/{bad}".encode()
             if method == "PUT":
                 target += f"?digest={sha256_digest(b'x')}".encode()
             status, body = raw_request(server, http(method, target, token, b"x"))
             assert status == 404, f"{method} {bad[:60]}"
             assert spec_error(body) == "BLOB_UPLOAD_UNKNOWN", f"{method} {bad[:60]}"
-    raw = b"/v2/bench/blobs/uploads/" + upload.encode() + "é.".encode() + mac.encode()
+    raw = f"/v2/{repo}/blobs/uploads/".encode() + upload.encode() + "é.".encode() + mac.encode()
     for method in ("PATCH", "PUT", "GET", "DELETE"):
         status, _ = raw_request(server, http(method, raw, token))
         assert status == 400
     with v2(server, token) as client:  # the real session is untouched by all this
-        assert client.get(f"/bench/blobs/uploads/{session}").status_code == 204
-    no_traceback(server)
+        assert client.get(f"/{repo}/blobs/uploads/{session}").status_code == 204
+    no_traceback(server, since)
 
 
 @pytest.mark.engine_independent
-def test_malformed_digests_ranges_and_query_values_are_4xx(deployment: Deployment) -> None:
-    server = deployment.server
-    token = registry_token(server, server.token, PUSH)
+def test_malformed_digests_ranges_and_query_values_are_4xx(tenant: Deployment, repo: str) -> None:
+    server = tenant.server
+    since = server.log.stat().st_size
+    token = registry_token(server, server.token, push_scope(repo))
     huge = "9" * 5000
     arabic_one = "\u0661"  # a digit to str.isdigit and to re's \d, not to HTTP
     with v2(server, token) as client:
         for digest in ("sha256:" + "é" * 64, "sha256:abc", "md5:abc", "\x00", "sha256:" + "A" * 64):
-            for params in ({"digest": digest}, {"mount": digest, "from": "bench"}):
-                refused = client.post("/bench/blobs/uploads/", params=params)
+            for params in ({"digest": digest}, {"mount": digest, "from": repo}):
+                refused = client.post(f"/{repo}/blobs/uploads/", params=params)
                 assert refused.status_code == 400, params
                 assert error_code(refused) == "DIGEST_INVALID"
         for source in ("\x00", "é", "Bench", "a" * 300):
-            refused = client.post("/bench/blobs/uploads/", params={"mount": ZERO, "from": source})
+            refused = client.post(f"/{repo}/blobs/uploads/", params={"mount": ZERO, "from": source})
             assert refused.status_code == 400, source
             assert error_code(refused) == "NAME_INVALID"
-        location = client.post("/bench/blobs/uploads/").headers["Location"]
+        location = client.post(f"/{repo}/blobs/uploads/").headers["Location"]
         for content_range in (
             "é".encode(),
             f"{arabic_one}-{arabic_one}".encode(),
@@ -243,9 +268,9 @@ def test_malformed_digests_ranges_and_query_values_are_4xx(deployment: Deploymen
             assert error_code(refused) == "BLOB_UPLOAD_INVALID"
         missing = client.put(server.url + location, params={"digest": "\x00"})
         assert error_code(missing) == "DIGEST_INVALID"
-        digest = push_blob(client, "bench", b"hello")
+        digest = push_blob(client, repo, b"hello")
         for byte_range in (f"bytes={huge}-", f"bytes=-{huge}", f"bytes={arabic_one}-", "bytes=é"):
-            answer = client.get(f"/bench/blobs/{digest}", headers={b"Range": byte_range.encode()})
+            answer = client.get(f"/{repo}/blobs/{digest}", headers={b"Range": byte_range.encode()})
             assert answer.status_code == 416, byte_range
         for params in (
             {"n": "-1"},
@@ -254,24 +279,29 @@ def test_malformed_digests_ranges_and_query_values_are_4xx(deployment: Deploymen
             {"last": "\x00"},
             {"last": "é"},
         ):
-            refused = client.get("/bench/tags/list", params=params)
+            refused = client.get(f"/{repo}/tags/list", params=params)
             assert refused.status_code == 400, params
             assert error_code(refused) == "UNSUPPORTED"
-        capped = client.get("/bench/tags/list", params={"n": huge})
+        capped = client.get(f"/{repo}/tags/list", params={"n": huge})
         assert capped.status_code == 200
         assert capped.json()["tags"] == []
         for artifact_type in ("\x00", "é/x", "not-a-media-type"):
-            refused = client.get(f"/bench/referrers/{ZERO}", params={"artifactType": artifact_type})
+            refused = client.get(
+                f"/{repo}/referrers/{ZERO}", params={"artifactType": artifact_type}
+            )
             assert refused.status_code == 400, artifact_type
-    no_traceback(server)
+    no_traceback(server, since)
 
 
 @pytest.mark.engine_independent
-def test_manifests_with_malformed_fields_are_manifest_invalid(deployment: Deployment) -> None:
-    server = deployment.server
-    token = registry_token(server, server.token, PUSH)
+def test_manifests_with_malformed_fields_are_manifest_invalid(
+    tenant: Deployment, repo: str
+) -> None:
+    server = tenant.server
+    since = server.log.stat().st_size
+    token = registry_token(server, server.token, push_scope(repo))
     with v2(server, token) as client:
-        config = push_blob(client, "bench", b"{}")
+        config = push_blob(client, repo, b"{}")
         good: dict[str, Any] = {
             "schemaVersion": 2,
             "mediaType": OCI_MANIFEST,
@@ -297,19 +327,19 @@ def test_manifests_with_malformed_fields_are_manifest_invalid(deployment: Deploy
         }
         for what, manifest in variants.items():
             refused = client.put(
-                "/bench/manifests/v1",
+                f"/{repo}/manifests/v1",
                 content=json.dumps(manifest).encode(),
                 headers={"Content-Type": OCI_MANIFEST},
             )
             assert refused.status_code == 400, what
             assert error_code(refused) == "MANIFEST_INVALID", what
         stored = client.put(
-            "/bench/manifests/v1",
+            f"/{repo}/manifests/v1",
             content=json.dumps(good).encode(),
             headers={"Content-Type": OCI_MANIFEST},
         )
         assert stored.status_code == 201, stored.text
-    no_traceback(server)
+    no_traceback(server, since)
 
 
 # Upload session caps and expiry ------------------------------------------------------------

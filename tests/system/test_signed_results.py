@@ -1,7 +1,10 @@
 """Signed results (docs/decisions/signed-results.md), against a real server on both engines: a
 runner registered with an Ed25519 public key must sign every terminal message; anything else is
 refused with its reason and changes nothing; the accepted signature is kept with the
-output and shown on the job."""
+output and shown on the job.
+
+One server per engine serves the whole module; each test works in a project, spec and runner
+names of its own (``tenant``)."""
 
 from __future__ import annotations
 
@@ -14,7 +17,7 @@ from typing import Any
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from benchrunner.client import ApiError
+from benchrunner.client import MAX_PER_PAGE, ApiError
 from benchrunner.core.canonical import canonical_json
 from benchrunner.core.signatures import key_fingerprint, public_key_text, sign
 from benchrunner.protocol import OUR_EXTENSIONS
@@ -59,11 +62,11 @@ def _keyed_channel(deployment: Deployment, key: Ed25519PrivateKey) -> RawChannel
 
 
 def test_every_unsigned_or_badly_signed_result_is_refused_and_changes_nothing(
-    deployment: Deployment,
+    tenant: Deployment,
 ) -> None:
     key = Ed25519PrivateKey.generate()
-    channel = _keyed_channel(deployment, key)
-    job_uuid = deployment.submit("bench.noop")
+    channel = _keyed_channel(tenant, key)
+    job_uuid = tenant.submit("bench.noop")
     claimed = channel.ask(READY, timeout=10)
     assert claimed["event"] == "job" and claimed["uuid"] == job_uuid
     nonce = claimed["nonce"]
@@ -115,13 +118,13 @@ def test_every_unsigned_or_badly_signed_result_is_refused_and_changes_nothing(
             name,
             reply,
         )
-        job = deployment.job(job_uuid)
+        job = tenant.job(job_uuid)
         assert job["status"] == "running", name
         assert job["signature"] == {"signed": False, "verified": False}, name
         assert "output" not in job, name
 
     assert channel.ask(good) == {"event": "ack", "job": job_uuid}
-    job = deployment.job(job_uuid)
+    job = tenant.job(job_uuid)
     assert job["status"] == "processed"
     assert job["signature"] == {
         "signed": True,
@@ -136,17 +139,17 @@ def test_every_unsigned_or_badly_signed_result_is_refused_and_changes_nothing(
     replay = _signed(key, {**completed, "results": [_result(9)]}, nonce)
     reply = channel.ask(replay)
     assert reply["event"] == "error" and "already has a different result" in reply["message"]
-    job = deployment.job(job_uuid)
+    job = tenant.job(job_uuid)
     assert job["output"]["results"] == [_stored(5)]
     assert job["signature"]["signature"] == good["signature"]
 
 
 def test_signed_failed_and_canceled_results_are_accepted_and_a_failure_keeps_its_signature(
-    deployment: Deployment,
+    tenant: Deployment,
 ) -> None:
     key = Ed25519PrivateKey.generate()
-    channel = _keyed_channel(deployment, key)
-    failing = deployment.submit("bench.noop")
+    channel = _keyed_channel(tenant, key)
+    failing = tenant.submit("bench.noop")
     nonce = channel.ask(READY)["nonce"]
     assert channel.ask({"event": "running"})["event"] == "ack"
     failed = _signed(
@@ -155,21 +158,21 @@ def test_signed_failed_and_canceled_results_are_accepted_and_a_failure_keeps_its
         nonce,
     )
     assert channel.ask(failed) == {"event": "ack", "job": failing}
-    job = deployment.job(failing)
+    job = tenant.job(failing)
     assert job["status"] == "failed"
     assert job["signature"]["signed"] and job["signature"]["verified"]
     assert job["signature"]["output_hash"] == _hash([{"exit_code": 3}])
     assert channel.ask(failed) == {"event": "ack", "job": failing}  # the identical resend
 
-    canceled = deployment.submit("bench.noop")
+    canceled = tenant.submit("bench.noop")
     nonce = channel.ask(READY)["nonce"]
     assert channel.ask({"event": "running"})["event"] == "ack"
-    with deployment.admin() as client:
-        client.cancel_job(deployment.project, canceled)
+    with tenant.admin() as client:
+        client.cancel_job(tenant.project, canceled)
     assert channel.ask({"event": "heartbeat"}) == {"event": "cancel", "job": canceled}
     message = {"event": "canceled", "job": canceled}
     assert channel.ask(_signed(key, message, nonce)) == {"event": "ack", "job": canceled}
-    assert deployment.status(canceled) == "canceled"
+    assert tenant.status(canceled) == "canceled"
 
 
 def _run_signed(
@@ -192,23 +195,23 @@ def _refused_as_replay(channel: RawChannel, message: dict[str, Any], recorded: s
 
 
 def test_any_other_result_for_a_finished_job_is_refused_as_a_replay(
-    deployment: Deployment,
+    tenant: Deployment,
 ) -> None:
     """Every result is signed and valid: only what is on record decides."""
     key = Ed25519PrivateKey.generate()
-    channel = _keyed_channel(deployment, key)
+    channel = _keyed_channel(tenant, key)
 
-    completed_job, sign = _run_signed(channel, deployment, key)
+    completed_job, sign = _run_signed(channel, tenant, key)
     completed = sign({"event": "completed", "job": completed_job, "results": [_result(5)]})
     assert channel.ask(completed) == {"event": "ack", "job": completed_job}
     _refused_as_replay(channel, sign({"event": "canceled", "job": completed_job}), "completed")
     failed = {"event": "failed", "job": completed_job, "results": [_result(5)], "error": "x"}
     _refused_as_replay(channel, sign(failed), "completed")
     assert channel.ask(completed) == {"event": "ack", "job": completed_job}
-    job = deployment.job(completed_job)
+    job = tenant.job(completed_job)
     assert job["status"] == "processed" and job["output"]["error"] is None
 
-    failed_job, sign = _run_signed(channel, deployment, key)
+    failed_job, sign = _run_signed(channel, tenant, key)
     failed = {"event": "failed", "job": failed_job, "results": [], "error": "exit 3"}
     assert channel.ask(sign(failed)) == {"event": "ack", "job": failed_job}
     _refused_as_replay(channel, sign({**failed, "error": "exit 4"}), "failed")
@@ -217,41 +220,41 @@ def test_any_other_result_for_a_finished_job_is_refused_as_a_replay(
     _refused_as_replay(channel, sign(done), "failed")
     _refused_as_replay(channel, sign({"event": "canceled", "job": failed_job}), "failed")
     assert channel.ask(sign(failed)) == {"event": "ack", "job": failed_job}
-    job = deployment.job(failed_job)
+    job = tenant.job(failed_job)
     assert (job["status"], job["output"]["error"]) == ("failed", "exit 3")
 
-    quitter, sign = _run_signed(channel, deployment, key)
+    quitter, sign = _run_signed(channel, tenant, key)
     canceled = sign({"event": "canceled", "job": quitter})
     assert channel.ask(canceled) == {"event": "ack", "job": quitter}
     _refused_as_replay(
         channel, sign({"event": "completed", "job": quitter, "results": []}), "canceled"
     )
     assert channel.ask(canceled) == {"event": "ack", "job": quitter}
-    assert deployment.status(quitter) == "canceled"
+    assert tenant.status(quitter) == "canceled"
 
     # Canceled by a user: nothing of the runner's is on record; a result that crossed the
     # cancel is acknowledged and changes nothing.
-    crossed, sign = _run_signed(channel, deployment, key)
-    with deployment.admin() as client:
-        client.cancel_job(deployment.project, crossed)
+    crossed, sign = _run_signed(channel, tenant, key)
+    with tenant.admin() as client:
+        client.cancel_job(tenant.project, crossed)
     late = sign({"event": "completed", "job": crossed, "results": [_result(2)]})
     assert channel.ask(late) == {"event": "ack", "job": crossed}
-    job = deployment.job(crossed)
+    job = tenant.job(crossed)
     assert job["status"] == "canceled" and "output" not in job
 
 
 def test_a_signed_result_with_a_field_the_server_does_not_know_is_accepted(
-    deployment: Deployment,
+    tenant: Deployment,
 ) -> None:
     """The hash is checked against the results as received, not as the server re-reads them."""
     key = Ed25519PrivateKey.generate()
-    channel = _keyed_channel(deployment, key)
-    job_uuid, sign = _run_signed(channel, deployment, key)
+    channel = _keyed_channel(tenant, key)
+    job_uuid, sign = _run_signed(channel, tenant, key)
     result = {**_result(4), "vm": {"boot_ms": 12.5, "kernel": "6.1"}}
     completed = sign({"event": "completed", "job": job_uuid, "results": [result]})
     assert completed["output_hash"] == _hash([result])
     assert channel.ask(completed) == {"event": "ack", "job": job_uuid}
-    job = deployment.job(job_uuid)
+    job = tenant.job(job_uuid)
     assert job["status"] == "processed"
     assert job["output"]["results"] == [_stored(4)]  # the unknown field is not kept
     assert job["signature"]["verified"] and job["signature"]["output_hash"] == _hash([result])
@@ -262,26 +265,25 @@ def test_a_signed_result_with_a_field_the_server_does_not_know_is_accepted(
 
 @pytest.mark.engine_independent
 def test_setting_a_key_closes_the_runners_channel_so_it_reconnects_under_the_rule(
-    deployment: Deployment,
+    tenant: Deployment,
 ) -> None:
-    channel = deployment.channel("reconnects")
+    channel = tenant.channel("reconnects")
     assert channel.ask({"event": "heartbeat"})["event"] == "ack"
-    with deployment.admin() as client:
-        runner = client.list_runners()[0]
+    with tenant.admin() as client:
         client.set_runner_public_key(
-            runner["slug"], public_key_text(Ed25519PrivateKey.generate().public_key())
+            channel.runner, public_key_text(Ed25519PrivateKey.generate().public_key())
         )
     assert channel.wait_closed() == (1008, "runner signing key changed")
 
 
 @pytest.mark.engine_independent
-def test_a_malformed_public_key_is_refused_on_create_and_update(deployment: Deployment) -> None:
-    slug, _token = deployment.new_runner("plain")
+def test_a_malformed_public_key_is_refused_on_create_and_update(tenant: Deployment) -> None:
+    slug, _token = tenant.new_runner("plain")
     short = public_key_text(Ed25519PrivateKey.generate().public_key())[:-4]
-    with deployment.admin() as client:
+    with tenant.admin() as client:
         for bad, reason in [("not/base64", "encoding"), (short, "length")]:
             with pytest.raises(ApiError) as created:
-                client.create_runner("bad", public_key=bad)
+                client.create_runner(f"{tenant.names}bad", public_key=bad)
             assert created.value.status == 400
             assert f"Invalid public key {reason}" in created.value.message
             with pytest.raises(ApiError) as patched:
@@ -289,7 +291,9 @@ def test_a_malformed_public_key_is_refused_on_create_and_update(deployment: Depl
             assert patched.value.status == 400
             assert f"Invalid public key {reason}" in patched.value.message
         assert client.get_runner(slug)["public_key"] is None
-        assert [r["slug"] for r in client.list_runners()] == [slug]
+        listed = client.list_runners(per_page=MAX_PER_PAGE)
+        assert listed.total is not None and listed.total <= MAX_PER_PAGE  # one page: all
+        assert [r["slug"] for r in listed if r["slug"].startswith(tenant.names)] == [slug]
         key = public_key_text(Ed25519PrivateKey.generate().public_key())
         assert client.set_runner_public_key(slug, key + "=")["public_key"] == key  # unpadded
         assert client.set_runner_public_key(slug, None)["public_key"] is None
@@ -297,11 +301,11 @@ def test_a_malformed_public_key_is_refused_on_create_and_update(deployment: Depl
 
 @pytest.mark.engine_independent
 def test_a_runner_started_with_its_signing_key_signs_a_job_end_to_end(
-    deployment: Deployment, tmp_path: Path
+    tenant: Deployment, tmp_path: Path
 ) -> None:
     key_file = tmp_path / "keys" / "runner.pem"
     key_file.parent.mkdir()
-    env = deployment.cli_env(tmp_path)
+    env = tenant.cli_env(tmp_path)
     made = cli("runner", "keygen", "--out", str(key_file), env=env)
     public = (key_file.parent / "runner.pem.pub").read_text().strip()
     assert public in made.stdout
@@ -309,13 +313,13 @@ def test_a_runner_started_with_its_signing_key_signs_a_job_end_to_end(
     again = cli("runner", "keygen", "--out", str(key_file), env=env, check=False)
     assert again.returncode == 1 and "exists" in again.stderr + again.stdout
 
-    runner = deployment.runner_process("signed")
+    runner = tenant.runner_process("signed")
     runner.extra_args = ["--signing-key", str(key_file)]
     cli("runner", "set-key", runner.slug, "--public-key", public, env=env)
     assert public in cli("runner", "show", runner.slug, env=env).stdout
     runner.start()
-    job_uuid = deployment.submit("bench.sleep", {"ms": 10}, iter=2)
-    job = deployment.wait_status(job_uuid, "processed", timeout=60)
+    job_uuid = tenant.submit("bench.sleep", {"ms": 10}, iter=2)
+    job = tenant.wait_status(job_uuid, "processed", timeout=60)
     signature = job["signature"]
     assert signature["signed"] and signature["verified"]
     assert signature["key_fingerprint"] == key_fingerprint(public)
@@ -330,20 +334,20 @@ def test_a_runner_started_with_its_signing_key_signs_a_job_end_to_end(
 
 @pytest.mark.engine_independent
 def test_a_keyed_runner_without_its_signing_key_gets_no_result_accepted(
-    deployment: Deployment,
+    tenant: Deployment,
 ) -> None:
     key = Ed25519PrivateKey.generate()
-    runner = deployment.runner_process("forgetful")
-    with deployment.admin() as client:
+    runner = tenant.runner_process("forgetful")
+    with tenant.admin() as client:
         client.set_runner_public_key(runner.slug, public_key_text(key.public_key()))
     runner.start()
-    job_uuid = deployment.submit("bench.sleep", {"ms": 10})
+    job_uuid = tenant.submit("bench.sleep", {"ms": 10})
     refused = f"server refused the result of job {job_uuid}: result of job {job_uuid} refused"
 
     def logged() -> bool:
         return refused in runner.output()
 
     wait_until(logged, timeout=60, interval=0.2, message="the refusal in the runner's log")
-    job = deployment.job(job_uuid)
+    job = tenant.job(job_uuid)
     assert job["status"] in ("running", "failed")  # never completed: it times out instead
     assert job["signature"] == {"signed": False, "verified": False}
