@@ -657,10 +657,11 @@ class Deployment:
         return replica.start()
 
     def new_runner(self, name: str, specs: list[str] | None = None) -> tuple[str, str]:
+        """A runner of ``specs`` (the deployment's spec), named ``name`` after the ``names``
+        prefix unless ``name`` already carries it."""
+        full = name if name.startswith(self.names) else f"{self.names}{name}"
         with self.admin() as client:
-            created = client.create_runner(
-                f"{self.names}{name}", specs if specs is not None else [self.spec]
-            )
+            created = client.create_runner(full, specs if specs is not None else [self.spec])
         return created["slug"], created["token"]
 
     def runner_process(
