@@ -113,13 +113,14 @@ def pytest_runtest_makereport(
 
 LONGEST_FIRST = (
     "tests/system/test_guides_deploy.py",
-    "tests/system/test_guides.py",
+    "tests/harnesses/test_criterion.py",
     "tests/system/test_images.py",
+    "tests/system/test_guides.py",
     "tests/system/test_chaos.py",
 )
-"""Modules of minutes each (images built, a systemd machine booted, chaos rounds): they run
-first, so that the parallel workers (``--dist loadfile`` hands out modules in this order) do not
-wait at the end for one of them to finish."""
+"""Modules of minutes each on a fresh machine (images built, a systemd machine booted, Criterion
+compiled, chaos rounds): they run first, so that the parallel workers (``--dist loadfile`` hands
+out modules in this order) do not wait at the end for one of them to finish."""
 
 
 def _longest_first(item: pytest.Item) -> int:
