@@ -158,6 +158,21 @@ def test_a_step_alerts_once_under_samples_and_again_under_t_test(api: Api) -> No
     assert measures_of(report, "a")["latency"]["boundary"]["verdict"] in ("same", "unknown")
 
 
+def test_the_window_counts_runs_however_many_iterations_each_has(api: Api) -> None:
+    """Ten runs of 20 iterations are 200 points: the window of 64 keeps ten runs, not three, so
+    a 5 % step's second run is judged different (three runs would be too few to judge)."""
+    generator = np.random.default_rng(11)
+    thresholds = {"models": {"latency": SAMPLES_MODEL}}
+    verdicts: list[str | None] = []
+    for level in [100.0] * 10 + [105.0] * 2:
+        values = generator.normal(level, level * 0.005, 20)
+        report = api.run([latency(a=float(v)) for v in values], thresholds=thresholds)
+        thresholds = {}
+        verdicts.append((measures_of(report, "a")["latency"].get("boundary") or {}).get("verdict"))
+    assert verdicts[-2:] == ["unknown", "different"], verdicts
+    assert [a["limit"] for a in report["alerts"]] == ["upper"]
+
+
 def test_bencher_t_test_keeps_alerting_on_the_same_step(api: Api) -> None:
     generator = np.random.default_rng(7)
     model = {"test": "t_test", "upper_boundary": 0.99, "max_sample_size": 64}

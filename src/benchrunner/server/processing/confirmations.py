@@ -293,8 +293,9 @@ def _decide_samples(
     if t is None:  # the threshold is gone: nothing to judge against
         return Outcome.UNCONFIRMED, None
     cutoff = history.reset_cutoff(conn, history.scope_of(row), held.measure_id)
-    series = threshold_series(conn, row, t, {held.benchmark_id}, cutoff)
     own = confirmations.run_values(conn, [row.id], held.benchmark_id, held.measure_id)
+    iterations = len(own.get(row.id, []))
+    series = threshold_series(conn, row, t, {held.benchmark_id}, cutoff, points_per_run=iterations)
     judged = [[(v.id, v.value) for v in run] for run in [own.get(row.id, []), *runs]]
     result = combined_comparison(conn, t, series.get(held.benchmark_id, []), judged)
     if result is None or result.verdict is not Verdict.DIFFERENT:

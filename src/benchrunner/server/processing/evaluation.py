@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import datetime as dt
 import math
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -126,8 +127,14 @@ def evaluate_report(
         if t.measure_id not in cutoffs:
             cutoffs[t.measure_id] = history.reset_cutoff(conn, scope, t.measure_id)
         test = thresholds.model_of(t).test
+        per_benchmark = Counter(m.benchmark_id for m in judged.metrics)
         series = threshold_series(
-            conn, row, t, {m.benchmark_id for m in judged.metrics}, cutoffs[t.measure_id]
+            conn,
+            row,
+            t,
+            set(per_benchmark),
+            cutoffs[t.measure_id],
+            points_per_run=max(per_benchmark.values(), default=1),
         )
         here: list[int] = []
         if test is TestKind.SAMPLES:
@@ -154,21 +161,30 @@ def evaluate_report(
 
 
 def threshold_series(
-    conn: Connection, row: Any, t: Any, benchmark_ids: set[int], cutoff: dt.datetime | None
+    conn: Connection,
+    row: Any,
+    t: Any,
+    benchmark_ids: set[int],
+    cutoff: dt.datetime | None,
+    points_per_run: int = 1,
 ) -> dict[int, list[Point]]:
     """The history of the benchmarks of report ``row`` (``reports.report_row``) that threshold
     ``t`` judges against, cut to its window, sample size and the latest baseline reset
-    (``cutoff``: ``history.reset_cutoff``)."""
+    (``cutoff``: ``history.reset_cutoff``). The ``samples`` test's sample size counts runs
+    (reports), so it reads ``points_per_run`` (the judged report's iterations) points per run
+    and one run more, which ``sample_evaluation`` cuts to whole runs."""
     test = thresholds.model_of(t).test
+    max_samples = t.max_sample_size
+    if test is TestKind.SAMPLES:
+        runs = DEFAULT_MAX_SAMPLE_SIZE if max_samples is None else max_samples
+        max_samples = (runs + 1) * max(1, points_per_run)
     return history.series_history(
         conn,
         history.scope_of(row),
         t.measure_id,
         sorted(benchmark_ids),
         since=history_since(row.start_time, t.window_seconds, cutoff),
-        max_samples=t.max_sample_size
-        if t.max_sample_size is not None or test is not TestKind.SAMPLES
-        else DEFAULT_MAX_SAMPLE_SIZE,
+        max_samples=max_samples,
     )
 
 

@@ -59,10 +59,9 @@ def judge_samples(
     report_of = reports_of(conn, [p.metric_id for points in windows.values() for p in points])
     raised: list[int] = []
     for benchmark_id, judged in by_benchmark.items():
-        window = windows[benchmark_id]
-        before, firsts = _runs(window, found, report_of)
+        before, firsts = _newest_runs(t, *_runs(windows[benchmark_id], found, report_of))
         after = [[v for m in judged for v in found[m.id].values]]
-        enough = bool(window) and (t.min_sample_size is None or len(window) >= t.min_sample_size)
+        enough = bool(before) and (t.min_sample_size is None or len(before) >= t.min_sample_size)
         result = (
             compare(
                 before,
@@ -137,6 +136,18 @@ def _runs(
     return runs, firsts
 
 
+def _newest_runs(
+    t: Any, runs: list[list[float]], firsts: list[int]
+) -> tuple[list[list[float]], list[int]]:
+    """The newest of the window's runs, as many as the threshold's sample size counts (runs for
+    this test; ``DEFAULT_MAX_SAMPLE_SIZE`` when it sets none). The window is read one run
+    longer (``evaluation.threshold_series``), so the oldest run, which its cut may have split,
+    is the one left out."""
+    size = DEFAULT_MAX_SAMPLE_SIZE if t.max_sample_size is None else t.max_sample_size
+    keep = min(size, len(runs))
+    return runs[len(runs) - keep :], firsts[len(firsts) - keep :]
+
+
 def samples_step(result: Any) -> alerts.Change | None:
     """An alert's step from a comparison: its medians, relative shift and p-value (an
     **unknown** answer without them: the shift of the medians, p-value 1); None when the
@@ -158,13 +169,15 @@ def combined_comparison(
     from benchrunner.detection.samples import compare
 
     window = _window(conn, history)
-    if not window or (t.min_sample_size is not None and len(window) < t.min_sample_size):
-        return None
     found = samples_of(
         conn, [(p.metric_id, p.value) for p in window] + [m for r in judged for m in r]
     )
+    report_of = reports_of(conn, [p.metric_id for p in window])
+    before, _ = _newest_runs(t, *_runs(window, found, report_of))
+    if not before or (t.min_sample_size is not None and len(before) < t.min_sample_size):
+        return None
     return compare(
-        _runs(window, found, reports_of(conn, [p.metric_id for p in window]))[0],
+        before,
         [[v for metric_id, _ in run for v in found[metric_id].values] for run in judged],
         max_pvalue=SAMPLES_MAX_PVALUE if t.max_pvalue is None else t.max_pvalue,
         min_effect=SAMPLES_MIN_MAGNITUDE if t.min_magnitude is None else t.min_magnitude,
