@@ -488,6 +488,8 @@ def _finished_after(moved: sa.CTE) -> sa.Select[Any]:
 
 
 FINISH_AFTER_MOVE = Guarded(_finished_after, _FINISH_REPORT)
+"""``report_finish`` made by a job's move to ``processed`` (``moves.move.apply_reading``), in
+the move's own statement on PostgreSQL, and only if the job moved; bind ``finish_params``."""
 _METRIC_ARRAYS = (
     "uuid",
     "iteration",
@@ -535,8 +537,6 @@ FINISH_WITH_METRICS_AFTER_MOVE = Guarded(_finished_with_metrics_after, _FINISH_R
 """``FINISH_AFTER_MOVE`` that also inserts the report's metrics (PostgreSQL, where
 ``metrics_with_finish`` gives them; its ``alone`` form finishes the report only); bind
 ``finish_params`` and ``NewMetrics.params``."""
-"""``report_finish`` made by a job's move to ``processed`` (``moves.move.apply_reading``), in
-the move's own statement on PostgreSQL, and only if the job moved; bind ``finish_params``."""
 
 
 class Finished(NamedTuple):
