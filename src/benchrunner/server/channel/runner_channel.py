@@ -23,7 +23,8 @@ not apply (nothing changes), and closes where Bencher's server ends the channel.
 from it while the job this channel handed it is in flight is answered ``ack`` with that job,
 which stays in flight, and is no sign of life (Bencher's server keeps the heartbeat deadline).
 Our runner sends ``ready`` only once it holds no job, so to a runner that announced extensions
-that job is lost and fails at once.
+that job is lost: the claim that answers its ``ready`` refuses while the runner holds jobs, and
+the lifecycle fails them first (``RunnerHoldsJobs``), at the dispatcher's next claim for it.
 
 ``update`` (docs/decisions/channel.md) answers a ``ready`` instead of a job when the runner
 announced the ``update`` extension, runs Linux and its channel has a release it should install
