@@ -15,27 +15,42 @@ class ServerSettings(BaseSettings):
     )
 
     # Not BENCHRUNNER_HOST: for every client command that names the server's URL.
-    host: str = Field(default="127.0.0.1", validation_alias="BENCHRUNNER_LISTEN_HOST")
-    port: int = Field(default=8080, ge=0, le=65535)
+    host: str = Field(
+        default="127.0.0.1",
+        validation_alias="BENCHRUNNER_LISTEN_HOST",
+        description="interface the server listens on; 0.0.0.0 for every one",
+    )
+    port: int = Field(default=8080, ge=0, le=65535, description="TCP port it listens on")
     db: str = Field(default="", description="SQLAlchemy URL or SQLite file; default data-dir")
-    data_dir: Path = Path(".benchrunner")
+    data_dir: Path = Field(
+        default=Path(".benchrunner"),
+        description="directory of the default SQLite file and of blobs (outputs, image layers)",
+    )
     blob_store: str | None = Field(
         default=None,
         description="s3://BUCKET/PREFIX (object storage) or a directory; default data-dir/blobs",
     )
-    templates: Path | None = None
+    templates: Path | None = Field(default=None, description="the approved templates file (TOML)")
     public_url: str | None = Field(
         default=None, description="URL runners and clients use to reach this server"
     )
-    heartbeat_timeout: float = Field(default=90.0, gt=0)
-    job_timeout_grace: float = Field(default=60.0, ge=0)
+    heartbeat_timeout: float = Field(
+        default=90.0, gt=0, description="silence (seconds) that fails an in-flight job"
+    )
+    job_timeout_grace: float = Field(
+        default=60.0,
+        ge=0,
+        description="added to a job's timeout for its hard timeout (seconds)",
+    )
     claim_poll_interval: float = Field(
         default=5.0, gt=0, description="safety-net poll of waiting claims, between wake-ups"
     )
     sweep_interval: float = Field(
         default=10.0, gt=0, description="seconds between the sweeper's checks of stale jobs"
     )
-    request_body_max_bytes: int = Field(default=16 * 1024 * 1024, ge=1024)
+    request_body_max_bytes: int = Field(
+        default=16 * 1024 * 1024, ge=1024, description="largest request body accepted (413 above)"
+    )
     request_read_timeout: float = Field(
         default=30.0, gt=0, description="seconds to send a request's headers (and body, at least)"
     )
@@ -165,7 +180,9 @@ class ServerSettings(BaseSettings):
     webhook_max_age: float = Field(
         default=86400.0, gt=0, description="seconds after its event a delivery is no longer retried"
     )
-    log_level: str = "info"
+    log_level: str = Field(
+        default="info", description="debug, info, warning or error: the least severe line logged"
+    )
 
     @field_validator("blob_store")
     @classmethod
