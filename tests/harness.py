@@ -625,6 +625,14 @@ class Deployment:
     """What the names of the runners it creates start with: a test's own prefix on a server
     other tests share (``tenant`` in tests/system/conftest.py)."""
 
+    def end_connections(self) -> None:
+        """Close the raw channels it opened and kill the runner processes it started."""
+        for channel in self.channels:
+            channel.close()
+        for runner in self.runners:
+            if runner.proc is not None and runner.proc.poll() is None:
+                runner.kill(signal.SIGKILL)
+
     def admin(self) -> BenchrunnerClient:
         return self.server.client()
 
@@ -771,11 +779,7 @@ def deploy(tmp: Path, db: str, **server_options: Any) -> Iterator[Deployment]:
     try:
         yield deployment
     finally:
-        for channel in deployment.channels:
-            channel.close()
-        for runner in deployment.runners:
-            if runner.proc is not None and runner.proc.poll() is None:
-                runner.kill(signal.SIGKILL)
+        deployment.end_connections()
         for replica in deployment.replicas:
             replica.kill(signal.SIGTERM)
         server.kill(signal.SIGTERM)

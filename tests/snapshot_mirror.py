@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import contextlib
 import re
-import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import httpx
+
+from tests.http_serving import serving
 
 ARCHIVE = "http://deb.debian.org/debian"
 """Where the stand-in's files come from: the archive deploy/images/build.sh reads by default."""
@@ -80,12 +81,5 @@ def snapshot_mirror(host: str, port: int = 80) -> Iterator[SnapshotMirror]:
     headers = {"Accept-Encoding": "identity"}
     with httpx.Client(timeout=httpx.Timeout(60, connect=30), headers=headers) as upstream:
         server = ThreadingHTTPServer((host, port), _handler(mirror, upstream))
-        server.daemon_threads = True
-        thread = threading.Thread(target=server.serve_forever, name="snapshot-mirror", daemon=True)
-        thread.start()
-        try:
+        with serving(server, "snapshot-mirror"):
             yield mirror
-        finally:
-            server.shutdown()
-            server.server_close()
-            thread.join(timeout=30)

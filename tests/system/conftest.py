@@ -2,7 +2,6 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import signal
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -89,11 +88,7 @@ def tenant(
     try:
         yield own
     finally:
-        for channel in own.channels:
-            channel.close()
-        for runner in own.runners:
-            if runner.proc is not None and runner.proc.poll() is None:
-                runner.kill(signal.SIGKILL)
+        own.end_connections()
 
 
 @pytest.fixture(params=["channel", "per-job"])

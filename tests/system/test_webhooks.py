@@ -35,6 +35,7 @@ from benchrunner.server.processing.webhooks import (
     check_url,
 )
 from tests.harness import cli, wait_until
+from tests.http_serving import serving
 from tests.inprocess import InProcessServer, serve_in_process
 
 T0 = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
@@ -108,14 +109,8 @@ def receiving() -> Iterator[Receiver]:
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     found.port = int(server.server_address[1])
-    thread = threading.Thread(target=server.serve_forever, name="webhook-receiver", daemon=True)
-    thread.start()
-    try:
+    with serving(server, "webhook-receiver"):
         yield found
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=10)
 
 
 class Project:
