@@ -346,6 +346,13 @@ class ServerProcess:
     def log(self) -> Path:
         return self.data_dir / f"{self.name}-{self.starts}.log"
 
+    def log_since(self, offset: int) -> str:
+        """Its log from byte ``offset`` on (``log.stat().st_size`` when a test began): what it
+        wrote during that test, on a server the module's tests share one after another."""
+        with self.log.open("rb") as log:
+            log.seek(offset)
+            return log.read().decode(errors="replace")
+
     def start(self) -> ServerProcess:
         """Start the server and wait until it answers. A first start whose port another process
         took since ``free_port`` chose it (another test's server, on another worker) moves to a
@@ -666,10 +673,11 @@ class Deployment:
 
     def new_runner(self, name: str, specs: list[str] | None = None) -> tuple[str, str]:
         """A runner of ``specs`` (the deployment's spec), named ``name`` after the ``names``
-        prefix unless ``name`` already carries it."""
-        full = name if name.startswith(self.names) else f"{self.names}{name}"
+        prefix."""
         with self.admin() as client:
-            created = client.create_runner(full, specs if specs is not None else [self.spec])
+            created = client.create_runner(
+                f"{self.names}{name}", specs if specs is not None else [self.spec]
+            )
         return created["slug"], created["token"]
 
     def runner_process(

@@ -21,15 +21,7 @@ import pytest
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 
 from tests.databases import postgres_database
-from tests.harness import Deployment, RawChannel, ServerProcess, deploy, wait_until
-
-
-def _log_from(server: ServerProcess, offset: int) -> str:
-    """The server's log from ``offset`` on: what it wrote during the test that measured
-    ``offset`` (the tests of a module run one after another on their shared server)."""
-    with server.log.open("rb") as log:
-        log.seek(offset)
-        return log.read().decode(errors="replace")
+from tests.harness import Deployment, RawChannel, deploy, wait_until
 
 
 def _rejected(deployment: Deployment, runner: str, token: str) -> int:
@@ -87,7 +79,7 @@ def test_invalid_messages_get_an_error_and_the_channel_stays_open(tenant: Deploy
     refused = channel.ask({"event": "completed", "job": job, "results": []})
     assert (refused["event"], refused["reply_to"], refused["job"]) == ("error", "completed", job)
     assert channel.ask({"event": "ready", "poll_timeout": 1})["event"] == "no_job"
-    assert "Traceback" not in _log_from(tenant.server, logged)
+    assert "Traceback" not in tenant.server.log_since(logged)
 
 
 @pytest.mark.engine_independent
@@ -113,7 +105,7 @@ def test_a_text_message_that_is_not_utf8_closes_with_1007_without_a_traceback(
     assert channel.wait_closed(timeout=10)[0] == 1007
     with tenant.admin() as client:
         assert client.health()["status"] == "ok"
-    log = _log_from(tenant.server, logged)
+    log = tenant.server.log_since(logged)
     assert "not UTF-8; closed with 1007" in log
     assert "Traceback" not in log
 

@@ -57,7 +57,7 @@ def spec_error(body: bytes) -> str:
 def no_traceback(server: ServerProcess, since: int = 0) -> None:
     """No traceback in the server's log after byte ``since`` (where a test sharing the server
     began)."""
-    log = server.log.read_bytes()[since:].decode()
+    log = server.log_since(since)
     assert "Traceback" not in log, log[-3000:]
 
 
