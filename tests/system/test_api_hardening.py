@@ -140,7 +140,7 @@ def test_an_absurd_page_is_400_on_every_list_and_the_last_page_is_empty(
     tenant: Deployment,
 ) -> None:
     tenant.submit("bench.noop")
-    tenant.new_runner(f"{tenant.project}-r1")
+    tenant.new_runner("r1")  # named after the test by the tenant
     headers = {"Authorization": f"Bearer {tenant.server.token}"}
     with httpx.Client(base_url=tenant.server.url, headers=headers) as client:
         for path in lists(tenant):
@@ -272,7 +272,7 @@ def test_times_in_any_zone_are_stored_as_utc(tenant: Deployment) -> None:
 
 
 def _complete_with_output(deployment: Deployment, job_uuid: str) -> None:
-    channel = deployment.channel(f"{deployment.project}-private-runner")
+    channel = deployment.channel("private-runner")
     assert channel.claim()["uuid"] == job_uuid
     channel.ask({"event": "running"})
     result = {"exit_code": 0, "stdout": "{}", "output": {"out.json": "the private output"}}

@@ -37,8 +37,8 @@ def large(own: Deployment) -> str:
 
 
 def runner(own: Deployment, name: str) -> str:
-    """The slug of the test's runner ``name``."""
-    return f"{own.project}-{name}"
+    """The slug of the test's runner ``name`` (the tenant names its runners after the test)."""
+    return f"{own.names}{name}"
 
 
 def _submit_large(tenant: Deployment) -> str:
@@ -59,8 +59,8 @@ def jobs(tenant: Deployment) -> dict[str, list[str]]:
             disk=1 << 30,
             network=False,
         )
-    small_runner = tenant.channel(runner(tenant, "r-small"))
-    large_runner = tenant.channel(runner(tenant, "r-large"), specs=[large(tenant)])
+    small_runner = tenant.channel("r-small")
+    large_runner = tenant.channel("r-large", specs=[large(tenant)])
     pending = [tenant.submit("bench.noop") for _ in range(4)]
     claimed_small = [tenant.submit("bench.noop")]
     on_large = [_submit_large(tenant) for _ in range(2)]
@@ -183,7 +183,7 @@ def test_the_consoles_filter_choices_and_job_places_on_each_engine(
             disk=1 << 30,
             network=False,
         )
-    tenant.new_runner(runner(tenant, "r-idle"))
+    tenant.new_runner("r-idle")
     db = Database(tenant.server.db, read_threads=1)
     try:
 

@@ -88,7 +88,7 @@ def _claimed_oci_token(tenant: Deployment, image: str) -> str:
                 "settings": {"adapter": "json"},
             }
         )
-    return str(tenant.channel(f"{tenant.project}-puller").claim()["oci_token"])
+    return str(tenant.channel("puller").claim()["oci_token"])
 
 
 def test_runner_claim_token_pulls_its_project_only(tenant: Deployment) -> None:
