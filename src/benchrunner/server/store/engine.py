@@ -17,7 +17,6 @@ import sqlite3
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
@@ -27,6 +26,7 @@ from sqlalchemy.engine import Connection, Engine
 
 from benchrunner.server.store import capabilities, lookups_cache
 from benchrunner.server.store.lookups_cache import LookupCache
+from benchrunner.server.store.unit_threads import UnitThreads
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -348,8 +348,8 @@ class Database:
         and resetting it on return costs several times an empty transaction."""
         self._held = _HeldConnections()
         """PostgreSQL: each executor thread's own connection, kept open between units."""
-        self._writer = ThreadPoolExecutor(write_threads, thread_name_prefix="db-write")
-        self._readers = ThreadPoolExecutor(read_threads, thread_name_prefix="db-read")
+        self._writer = UnitThreads(write_threads, "db-write")
+        self._readers = UnitThreads(read_threads, "db-read")
 
     def write_sync(self, unit: Unit[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
         with self.write_engine.connect() as conn:
@@ -469,17 +469,15 @@ class Database:
 
     @staticmethod
     async def _hop(
-        pool: ThreadPoolExecutor,
+        threads: UnitThreads,
         run: Callable[Concatenate[Unit[P, T], P], T],
         unit: Unit[P, T],
         /,
         *args: P.args,
         **kwargs: P.kwargs,
     ) -> T:
-        loop = asyncio.get_running_loop()
         ctx = contextvars.copy_context()
-        call = functools.partial(ctx.run, run, unit, *args, **kwargs)
-        return await loop.run_in_executor(pool, call)
+        return await threads.run(functools.partial(ctx.run, run, unit, *args, **kwargs))
 
     def check_reachable(self) -> None:
         """Raise unless a new connection reaches the database now. Blocking.
@@ -497,8 +495,8 @@ class Database:
         for conn in self._inline_connections.values():
             conn.close()
         self._inline_connections.clear()
-        self._writer.shutdown(wait=True)
-        self._readers.shutdown(wait=True)
+        self._writer.close()
+        self._readers.close()
         self._held.close()
         self.write_engine.dispose()  # PostgreSQL's read engine shares this pool
         if self.sqlite:
