@@ -297,6 +297,7 @@ def py_spy(pid: int, profile: Profile | None) -> Iterator[None]:
             "--rate",
             str(profile.rate),
             "--nonblocking",
+            "--gil",
         ],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
