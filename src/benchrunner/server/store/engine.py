@@ -350,6 +350,8 @@ class Database:
         """PostgreSQL: each executor thread's own connection, kept open between units."""
         self._writer = UnitThreads(write_threads, "db-write")
         self._readers = UnitThreads(read_threads, "db-read")
+        self._wal_syncer = UnitThreads(1, "wal-sync")
+        """SQLite: where the WAL is synced (``durable``)."""
 
     def write_sync(self, unit: Unit[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
         with self.write_engine.connect() as conn:
@@ -459,10 +461,14 @@ class Database:
                 self._syncing = asyncio.ensure_future(self._sync_wal())
             await asyncio.shield(self._syncing)
 
+    @functools.cached_property
+    def _wal_path(self) -> Path:
+        return sqlite_wal_path(self.url)
+
     async def _sync_wal(self) -> None:
         covered = self._commits
         try:
-            await asyncio.to_thread(self.sync_file, sqlite_wal_path(self.url))
+            await self._wal_syncer.run(functools.partial(self.sync_file, self._wal_path))
             self._synced = max(self._synced, covered)
         finally:
             self._syncing = None
@@ -486,10 +492,14 @@ class Database:
         where PostgreSQL's are pinged after idling and fail when the server is gone."""
         if not self.sqlite:
             return
-        database = sa.make_url(self.url).database or ""
-        uri = f"{Path(database).resolve().as_uri()}?mode=rw"
-        with contextlib.closing(sqlite3.connect(uri, uri=True, timeout=5)) as conn:
+        with contextlib.closing(sqlite3.connect(self._file_uri, uri=True, timeout=5)) as conn:
             conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+
+    @functools.cached_property
+    def _file_uri(self) -> str:
+        """SQLite: the database file, to open only if it exists (``check_reachable``)."""
+        database = sa.make_url(self.url).database or ""
+        return f"{Path(database).resolve().as_uri()}?mode=rw"
 
     def close(self) -> None:
         for conn in self._inline_connections.values():
@@ -497,6 +507,7 @@ class Database:
         self._inline_connections.clear()
         self._writer.close()
         self._readers.close()
+        self._wal_syncer.close()
         self._held.close()
         self.write_engine.dispose()  # PostgreSQL's read engine shares this pool
         if self.sqlite:
