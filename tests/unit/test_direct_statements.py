@@ -117,7 +117,9 @@ def _runtime_lists(conn: Connection) -> None:
         {"uuid": uuid.uuid4(), "name": slug.title(), "slug": slug, "plan": "free", "now": NOW}
         for slug in ("acme", "globex", "initech")
     ]
-    Direct(INSERT).run_many(conn, rows)
+    Direct(INSERT).run_many(conn, rows[:2])
+    Direct(INSERT).run_many(conn, rows[2:])  # one row
+    Direct(INSERT).run_many(conn, [])
     ids = {row.slug: row.id for row in conn.execute(sa.select(organization)).all()}
     assert sorted(ids) == ["acme", "globex", "initech"]
     statement = Direct(BY_IDS.order_by(organization.c.slug))

@@ -201,11 +201,15 @@ class Direct:
         plan, lists = self._plan_for(conn, rows[0])
         if lists:
             raise ValueError("run_many takes no runtime list")
+        arguments = [self._arguments(plan, self._values(plan, (), row)) for row in rows]
         cursor = conn.connection.cursor()
         try:
-            cursor.executemany(
-                plan.sql, [self._arguments(plan, self._values(plan, (), row)) for row in rows]
-            )
+            if len(arguments) == 1:
+                # psycopg runs ``executemany`` in a pipeline, whose set-up and sync cost more
+                # than the one row's statement.
+                cursor.execute(plan.sql, arguments[0])
+            else:
+                cursor.executemany(plan.sql, arguments)
         finally:
             cursor.close()
 
