@@ -5,22 +5,25 @@ guard on, as ``make up`` runs it) run ``benchmarks/spin.py``'s CPU-bound program
 ``spin``: fixed work timed inside, the regression injected as more work (``slowdown``). Each
 series is a branch of its own: ``--runs`` jobs of ``--iterations`` iterations, the level
 raised by ``--steps`` (e.g. 2 % and 5 %) from a known run on, or no step at all. Every series
-is judged by each test of ``benchmarks.alert_accuracy.MODELS`` asked for, each on the wall
-time (``latency``) through its own threshold.
+is judged by each test of ``benchmarks.alert_accuracy.MODELS`` asked for, each through its own
+threshold on ``--measure``: the wall time (``latency``, default) or the CPU time
+(``cpu-time``, which other processes on the machine disturb far less).
 
 Printed per test, with ``benchmarks.alert_accuracy``'s scoring: false alarms per 100 runs,
 the share of regressions found within ``--window`` runs (2: the run of the step or the next),
-repeats, precision and recall. Jobs are submitted at once, the series interleaved, so the
-machine's drift over the run hits every series alike.
+repeats, precision and recall. The series are interleaved, so the machine's drift over the run
+hits every series alike, and advance in lockstep, as a CI's commits do: the next run of every
+series is submitted once the last one's jobs, and their confirmations, are done.
 
     .venv/bin/python -m benchmarks.alert_accuracy_runs [--series-per-step 2] [--runs 60]
         [--steps 0 0.02 0.05] [--work 3000000] [--iterations 5] [--window 2] [--seed 1]
-        [--tests t_test change_point]
+        [--tests t_test change_point] [--measure latency|cpu-time]
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import random
 import tempfile
@@ -33,17 +36,19 @@ from tests.harness import deploy, wait_until
 
 from benchmarks.alert_accuracy import HISTORY_TESTS, MAX_SAMPLE_SIZE, MODELS, Series, alerts, score
 from benchmarks.samples import load_average
-from benchmarks.spin import TEMPLATE, WALL, compile_spin
+from benchmarks.spin import CPU, TEMPLATE, WALL, compile_spin
 
 
 def spin_template(binary: Path) -> str:
-    """The server's (and the runner's) template ``spin``, as TOML."""
+    """The server's (and the runner's) template ``spin``, as TOML; spin ignores its third
+    argument, the run's commit."""
     return (
         f'\n[templates."{TEMPLATE}"]\n'
-        f"command = {json.dumps([str(binary), '{work}', '{slowdown}'])}\n"
+        f"command = {json.dumps([str(binary), '{work}', '{slowdown}', '{commit}'])}\n"
         "timeout = 600\n"
         f'[templates."{TEMPLATE}".args.work]\ntype = "int"\nmin = 1\nmax = 1000000000\n'
         f'[templates."{TEMPLATE}".args.slowdown]\ntype = "float"\nmin = 0\nmax = 10\n'
+        f'[templates."{TEMPLATE}".args.commit]\ntype = "string"\n'
     )
 
 
@@ -68,14 +73,21 @@ def body(
     iterations: int,
     tests: list[str],
     first: bool,
+    number: int,
+    measure: str = WALL,
 ) -> dict[str, Any]:
+    # Each run a version (commit) of its own, as each CI run is, and the commit among the
+    # job's arguments, as an image per commit would differ: a confirmation then runs as a duet
+    # of the run against the one before it, on every series (a step's or not).
+    commit = hashlib.sha1(f"{branch}/{number}".encode(), usedforsecurity=False).hexdigest()
     run: dict[str, Any] = {
         "project": project,
         "branch": branch,
+        "hash": commit,
         "testbed": "localhost",
         "spec": "small",
         "template": TEMPLATE,
-        "args": {"work": work, "slowdown": slowdown},
+        "args": {"work": work, "slowdown": slowdown, "commit": commit},
         "job": {"iter": iterations},
         "settings": {"adapter": "json", "fold": "median"},
     }
@@ -86,8 +98,18 @@ def body(
         model = dict(MODELS[test])
         if test in HISTORY_TESTS:
             model["max_sample_size"] = MAX_SAMPLE_SIZE
-        run["thresholds"] = {"models": {WALL: model}}
+        run["thresholds"] = {"models": {measure: model}}
     return run
+
+
+def settled(client: httpx.Client, project: str) -> bool:
+    """No job queued or running, and no alert held back for its confirmation runs (which
+    are queued only once the crossing's job is processed)."""
+    if any(client.get("/v0/server/health").json()["queue"].values()):
+        return False
+    pending = client.get(f"/v0/projects/{project}/alerts", params={"status": "pending"})
+    pending.raise_for_status()
+    return not pending.json()
 
 
 def main() -> None:
@@ -100,6 +122,7 @@ def main() -> None:
     parser.add_argument("--work", type=int, default=3_000_000, help="spin's rounds per iteration")
     parser.add_argument("--iterations", type=int, default=5)
     parser.add_argument("--window", type=int, default=2)
+    parser.add_argument("--measure", choices=[WALL, CPU], default=WALL, help="the judged one")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--tests", nargs="+", choices=list(MODELS), default=["t_test"])
     options = parser.parse_args()
@@ -140,6 +163,8 @@ def main() -> None:
                                 options.iterations,
                                 [test],
                                 run == 0,
+                                run,
+                                options.measure,
                             ),
                         )
                         if response.status_code >= 300:
@@ -147,13 +172,12 @@ def main() -> None:
                                 f"POST /v0/run: {response.status_code} {response.text[:300]}"
                             )
                         reports[response.json()["uuid"]] = (f"{branch}-{test}", run)
-            total = len(reports)
-            wait_until(
-                lambda: not any(client.get("/v0/server/health").json()["queue"].values()),
-                timeout=total * 30.0,
-                interval=1.0,
-                message=f"{total} jobs processed",
-            )
+                wait_until(
+                    lambda: settled(client, deployment.project),
+                    timeout=1800.0,
+                    interval=0.2,
+                    message=f"run {run}'s jobs and confirmations done",
+                )
             raised: dict[str, dict[str, list[int]]] = {t: {} for t in options.tests}
             for alert in alerts(client, deployment.project):
                 found = reports.get(alert["raised_by"])

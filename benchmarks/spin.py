@@ -31,7 +31,7 @@ static long long elapsed(struct timespec a, struct timespec b) {
 }
 
 int main(int argc, char **argv) {
-    if (argc != 3) return 2;
+    if (argc < 3) return 2;  /* arguments after these two (a commit's name) are ignored */
     double rounds = strtod(argv[1], NULL) * (1.0 + strtod(argv[2], NULL));
     uint64_t n = (uint64_t)(rounds + 0.5), x = 88172645463325252ULL;
     struct timespec start, end, cpu_start, cpu_end;

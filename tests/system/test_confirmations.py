@@ -415,5 +415,59 @@ def test_a_duet_that_answers_unknown_measures_more_rounds_pooled(tmp_path: Path)
         assert _confirmation(confirmed).reason is None
         events = first_events(confirmed)
         assert len(events) == 3  # the second alone says different; pooled, it is unknown
-        assert "unknown after 20 rounds (2 duets), ratio 1.161 [1.096, 1.230]" in events[2]
+        assert "unknown after 20 rounds (2 duets), ratio 1.161 [1.076, 1.252]" in events[2]
         assert [a.uuid for a in _alerts(deployment)] == [confirmed.uuid]
+
+
+def test_a_samples_shift_within_a_wide_spread_is_settled_by_a_duet_against_the_version_before(
+    tmp_path: Path,
+) -> None:
+    """On a history whose runs land on two levels (100 and 108), the limit is wide (3.5 spreads,
+    about 20 %): runs 12 % and 16 % above its center are unknown, too noisy to tell from the runs
+    alone. With the version before known (v2's), a duet tells, judged by half the threshold's
+    ``min_magnitude``; with none known (v1, after direct results only), nothing is held back."""
+    url = f"sqlite:///{tmp_path / 'benchrunner.db'}"
+    with deploy(tmp_path, url, extra_templates=VERSIONED) as deployment:
+        _quiet(deployment)
+        for minute in range(1, 9):
+            _history(deployment, 100 if minute % 2 else 108, minute)
+        with deployment.admin() as client:
+            client.create_threshold(
+                deployment.project,
+                branch="main",
+                testbed="ci",
+                measure="latency",
+                model=ThresholdModelBody(test="samples"),
+            )
+        deployment.runner_process("confirming").start()
+        values = tmp_path / "values.txt"
+        values.write_text("")
+
+        def version(value: float, name: str) -> dict[str, Any]:
+            args = {"value": value, "version": name}
+            return _judged_run(deployment, values, template="bench.versioned", args=args)
+
+        def verdict(report: dict[str, Any]) -> str:
+            [measure] = [m for bench in report["results"] for b in bench for m in b["measures"]]
+            return str(measure["boundary"]["verdict"])
+
+        first = version(112, "v1")  # 12 % above the center of 100: unknown, no duet to run
+        assert verdict(first) == "unknown"
+        assert _alerts(deployment, "pending") == [] and _alerts(deployment, "suspected") == []
+
+        step = version(121, "v2")  # 16 % above the center of 104, 8 % above v1
+        assert verdict(step) == "unknown"
+        raised = wait_until(
+            lambda: _decided(deployment, step["uuid"]), timeout=120, message="the step decided"
+        )
+        assert raised.status == "active"
+        assert _confirmation(raised).outcome == "confirmed"
+        [run] = _confirmation(raised).runs
+        with deployment.admin() as client:
+            duet_job = client.get_job(deployment.project, run.job)
+            duet_report = client.get_report(deployment.project, run.report)
+        assert duet_job["config"]["duet"]["baseline"]["args"]["version"] == "v1"
+        assert duet_job["config"]["duet"]["contender"]["args"]["version"] == "v2"
+        [result] = duet_report["duet"]["results"]
+        assert result["ratio"] == pytest.approx(121 / 112)
+        assert result["margin"]["upper"] == pytest.approx(0.01)  # min_magnitude 2 %, halved

@@ -97,3 +97,8 @@ def test_a_duet_judges_by_a_percentage_boundary_else_the_default_margin() -> Non
     default = confirmation.DEFAULT_DUET_MARGIN
     assert confirmation.duet_margin("lower", "percentage", None, 0.1) == default
     assert confirmation.duet_margin("upper", "t_test", 0.99, 0.99) == default
+
+
+def test_a_duet_judges_a_samples_crossing_by_half_its_smallest_shift() -> None:
+    assert confirmation.duet_margin("upper", "samples", None, None) == 0.01
+    assert confirmation.duet_margin("lower", "samples", None, None, 0.05) == 0.025

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 
@@ -189,3 +191,14 @@ def test_pooled_weighs_each_duet_by_its_precision() -> None:
     assert 1.19 < ratio < 1.2
     ratio, lower, _ = pooled_interval([(1.0, 0.9, 1.1), (1.3, 1.3, 1.3)], confidence=0.95)
     assert ratio == pytest.approx(1.3) and lower == pytest.approx(1.3, abs=1e-4)
+
+
+def test_a_pooled_interval_judged_at_several_looks_is_wider_by_bonferronis_bound() -> None:
+    """One duet of a confirmation that may look five times: its 95 % interval (standard error
+    0.05 on the log scale) widened to 99 %, about its centre."""
+    z95, z99 = 1.959964, 2.575829
+    ratio, lower, upper = pooled_interval(
+        [(1.0, math.exp(-z95 * 0.05), math.exp(z95 * 0.05))], confidence=0.95, looks=5
+    )
+    assert ratio == 1.0
+    assert (lower, upper) == pytest.approx((math.exp(-z99 * 0.05), math.exp(z99 * 0.05)))

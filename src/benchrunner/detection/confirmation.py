@@ -22,6 +22,8 @@ from collections.abc import Sequence
 from enum import StrEnum
 from typing import Literal
 
+from benchrunner.detection.models import SAMPLES_MIN_MAGNITUDE
+
 DEFAULT_CONFIRM_RUNS = 2
 """Confirmation runs of a threshold that sets none (its ``confirm`` is null); why two:
 docs/how-to/thresholds-alerts.md."""
@@ -81,12 +83,22 @@ def decide(agreements: Sequence[bool]) -> Outcome:
     return Outcome.CONFIRMED if all(agreements) else Outcome.SUSPECTED
 
 
-def duet_margin(side: Side, test: str, lower: float | None, upper: float | None) -> float:
+def duet_margin(
+    side: Side,
+    test: str,
+    lower: float | None,
+    upper: float | None,
+    min_magnitude: float | None = None,
+) -> float:
     """The margin a duet confirms a crossing on ``side`` of a threshold by: a percentage
-    model's boundary on that side, else ``DEFAULT_DUET_MARGIN``."""
+    model's boundary on that side; half a ``samples`` model's smallest shift that counts (its
+    ``min_magnitude``, else the default), so that a step of that size is confirmed while the
+    duet's interval still excludes a change of half of it; else ``DEFAULT_DUET_MARGIN``."""
     boundary = upper if side == "upper" else lower
     if test == "percentage" and boundary is not None:
         return boundary
+    if test == "samples":
+        return (SAMPLES_MIN_MAGNITUDE if min_magnitude is None else min_magnitude) / 2
     return DEFAULT_DUET_MARGIN
 
 

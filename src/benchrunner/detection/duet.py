@@ -159,10 +159,17 @@ def another_duet(verdict: str, rounds_after: int, most_rounds: int) -> bool:
 
 
 def pooled_interval(
-    intervals: Sequence[tuple[float, float, float]], *, confidence: float
+    intervals: Sequence[tuple[float, float, float]], *, confidence: float, looks: int = 1
 ) -> tuple[float, float, float]:
     """(ratio, lower, upper) of independent duets of the same two versions taken together,
-    each given as its (ratio, lower, upper) at ``confidence``; one duet's as it is.
+    each given as its (ratio, lower, upper) at ``confidence``; one duet's as it is when
+    ``looks`` is 1.
+
+    ``looks``: how many times the caller may judge the duets pooled so far, stopping at the
+    first answer, as a confirmation does after each of its duets. Each look that may stop raises
+    the chance that one of them finds two equal versions different by chance; so the interval
+    returned is at ``1 - (1 - confidence) / looks`` (Bonferroni's bound), which keeps that
+    chance, over all the looks, within ``1 - confidence``.
 
     Pooled on the log scale with inverse-variance weights (a fixed-effect combination): each
     duet's standard error is its interval's width over ``2 z``, the pooled log ratio is the
@@ -176,9 +183,10 @@ def pooled_interval(
     ``ValueError`` without intervals."""
     if not intervals:
         raise ValueError("no intervals to pool")
-    if len(intervals) == 1:
+    if len(intervals) == 1 and looks == 1:
         return intervals[0]
     z = NormalDist().inv_cdf(1 - (1 - confidence) / 2)
+    judged_at = NormalDist().inv_cdf(1 - (1 - confidence) / (2 * looks))
     weights: list[float] = []
     centres: list[float] = []
     for ratio, lower, upper in intervals:
@@ -187,5 +195,5 @@ def pooled_interval(
         centres.append(math.log(ratio))
     total = math.fsum(weights)
     centre = math.fsum(w * c for w, c in zip(weights, centres, strict=True)) / total
-    half = z / math.sqrt(total)
+    half = judged_at / math.sqrt(total)
     return math.exp(centre), math.exp(centre - half), math.exp(centre + half)

@@ -28,7 +28,7 @@ from benchrunner.detection.confirmation import (
 )
 from benchrunner.detection.duet import another_duet, pooled_interval
 from benchrunner.protocol import JsonDuet, JsonDuetSide, JsonJobConfig
-from benchrunner.server.store import confirmations, jobs
+from benchrunner.server.store import confirmations, jobs, reports
 
 RESAMPLES = 4000
 EARLIER = 20
@@ -71,6 +71,11 @@ def baseline_job(conn: Connection, source: Any, contender: jobs.JobRow) -> jobs.
     return None
 
 
+def can_run_as_duet(conn: Connection, contender: jobs.JobRow) -> bool:
+    """Whether a confirmation of ``contender``'s report would run as a duet (``baseline_job``)."""
+    return baseline_job(conn, reports.report_row(conn, contender.report_id), contender) is not None
+
+
 def duet_config(
     contender: JsonJobConfig, baseline: JsonJobConfig, runs: int, margin: float
 ) -> JsonJobConfig | None:
@@ -106,7 +111,9 @@ def held_margin(held: Sequence[Any]) -> float | None:
 
 
 def _own_margin(held: Any) -> float:
-    return duet_margin(held.limit, held.test, held.lower_boundary, held.upper_boundary)
+    return duet_margin(
+        held.limit, held.test, held.lower_boundary, held.upper_boundary, held.min_magnitude
+    )
 
 
 def ran_as_duets(conn: Connection, run_reports: Sequence[int]) -> bool:
@@ -136,8 +143,12 @@ def judge_by_duets(conn: Connection, run_reports: Sequence[int], held: Any) -> D
     found = confirmations.run_duet_results(conn, run_reports, held.benchmark_id, held.measure_id)
     if not found:
         return None
+    # Judged after each duet, up to as many duets as MAX_DUET_ROUNDS holds of the first's rounds.
+    looks = max(1, MAX_DUET_ROUNDS // max(1, int(found[0].rounds)))
     ratio, lower, upper = pooled_interval(
-        [(r.ratio, r.lower_value, r.upper_value) for r in found], confidence=found[0].confidence
+        [(r.ratio, r.lower_value, r.upper_value) for r in found],
+        confidence=found[0].confidence,
+        looks=looks,
     )
     margin = _own_margin(held)
     verdict = duet_verdict(held.limit, lower, upper, margin)

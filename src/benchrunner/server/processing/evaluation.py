@@ -25,7 +25,7 @@ from __future__ import annotations
 import datetime as dt
 import math
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -102,6 +102,7 @@ def evaluate_report(
     noisy: bool = False,
     found: list[Any] | None = None,
     confirming: bool = False,
+    duet_possible: Callable[[], bool] = lambda: False,
 ) -> int:
     """Judge the report's newly stored metrics; returns how many alerts were raised (each
     queued for the project's webhooks, ``server.processing.webhooks``, in this transaction). On
@@ -109,7 +110,8 @@ def evaluate_report(
     same, but only thresholds with ``alert_when_noisy`` raise alerts. ``found``: the metrics'
     ``thresholds_to_judge``, when the caller has read them already. ``confirming`` (a runner
     job's report): a threshold with confirmation runs holds its alerts back as ``pending``
-    (``server.processing.confirmations``); they are not counted here."""
+    (``server.processing.confirmations``); they are not counted here. ``duet_possible``: whether
+    the confirmation could run as a duet (``samples`` asks, ``judge_samples``)."""
     if found is None:
         found = thresholds_to_judge(conn, report_id, metrics)
     if not found:
@@ -139,7 +141,15 @@ def evaluate_report(
         here: list[int] = []
         if test is TestKind.SAMPLES:
             here += judge_samples(
-                conn, t, report_id, judged.metrics, series, now, alerting, pending=pending
+                conn,
+                t,
+                report_id,
+                judged.metrics,
+                series,
+                now,
+                alerting,
+                pending=pending,
+                duet_possible=duet_possible,
             )
         elif test is not TestKind.CHANGE_POINT:
             here += _judge_limits(

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import functools
 import logging
 import time
 from collections.abc import Callable, Sequence
@@ -37,6 +38,7 @@ from benchrunner.protocol import JsonDuet, NoiseGuard
 from benchrunner.server.blobs.blob_store import job_output_key
 from benchrunner.server.context import ServerContext
 from benchrunner.server.moves.move import Move, Moves, apply_reading
+from benchrunner.server.processing.confirmation_duets import can_run_as_duet
 from benchrunner.server.processing.confirmations import open_confirmation
 from benchrunner.server.processing.evaluation import evaluate_report, series_thresholds_to_judge
 from benchrunner.server.processing.look_back import LookBackLater, look_back_report
@@ -442,6 +444,7 @@ def record_processed(
                     noisy=noise is not None and noise.noisy,
                     found=found,
                     confirming=True,
+                    duet_possible=functools.cache(lambda: can_run_as_duet(conn, job)),
                 )
                 confirming = open_confirmation(conn, job, found, now)
         except Exception:  # an evaluation bug must not wedge the whole batch in `completed`

@@ -18,6 +18,7 @@ together), and so are the report's metrics of a benchmark.
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Callable
 from typing import Any
 
 from sqlalchemy.engine import Connection
@@ -42,11 +43,15 @@ def judge_samples(
     alerting: bool,
     *,
     pending: bool = False,
+    duet_possible: Callable[[], bool] = lambda: False,
 ) -> list[int]:
     """Boundaries for ``metrics`` (a report's, of one threshold) and the alerts raised; without
     ``alerting`` (a noisy report), none. With ``pending`` (confirmation runs will re-measure),
-    the alerts are held back, and an **unknown** answer whose report is beyond the limit holds
-    one back too: the re-runs may settle it."""
+    the alerts are held back, and an **unknown** answer holds one back too when the re-runs
+    may settle it: when the report is beyond the limit (one more run tells), or when its shift
+    passes ``min_magnitude`` but not the window's run-to-run spread and the confirmation can be
+    a duet (``duet_possible``, asked only then): plain re-runs would meet the same spread,
+    while a duet's rounds, interleaved with the version before, do not."""
     from benchrunner.detection.samples import Verdict, compare
 
     by_benchmark: dict[int, list[reports.StoredMetric]] = {}
@@ -58,6 +63,7 @@ def judge_samples(
     found = samples_of(conn, wanted)
     report_of = reports_of(conn, [p.metric_id for points in windows.values() for p in points])
     raised: list[int] = []
+    min_effect = SAMPLES_MIN_MAGNITUDE if t.min_magnitude is None else t.min_magnitude
     for benchmark_id, judged in by_benchmark.items():
         before, firsts = _newest_runs(t, *_runs(windows[benchmark_id], found, report_of))
         after = [[v for m in judged for v in found[m.id].values]]
@@ -67,7 +73,7 @@ def judge_samples(
                 before,
                 after,
                 max_pvalue=SAMPLES_MAX_PVALUE if t.max_pvalue is None else t.max_pvalue,
-                min_effect=SAMPLES_MIN_MAGNITUDE if t.min_magnitude is None else t.min_magnitude,
+                min_effect=min_effect,
             )
             if enough
             else None
@@ -85,7 +91,14 @@ def judge_samples(
             continue
         step = samples_step(result)
         if result.verdict is not Verdict.DIFFERENT and not (
-            pending and result.verdict is Verdict.UNKNOWN and result.beyond
+            pending
+            and result.verdict is Verdict.UNKNOWN
+            and (
+                result.beyond
+                or (
+                    result.shift is not None and abs(result.shift) >= min_effect and duet_possible()
+                )
+            )
         ):
             continue
         if step is None:

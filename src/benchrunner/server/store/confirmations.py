@@ -138,6 +138,7 @@ _PENDING_ALERTS = (
         model.c.test,
         model.c.lower_boundary,
         model.c.upper_boundary,
+        model.c.min_magnitude,
         metric.c.id.label("metric_id"),
         metric.c.uuid.label("metric_uuid"),
         metric.c.benchmark_id,
