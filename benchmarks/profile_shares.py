@@ -44,11 +44,13 @@ class Part:
 IDLE = "idle"
 EXECUTOR_WAITING = "^_worker (concurrent/futures/thread.py"
 """An executor thread waiting for work; py-spy's own idle test misses it on this machine."""
+UNIT_THREAD_WAITING = "^UnitThreads._work (benchrunner/server/store/unit_threads.py"
+"""A database thread waiting for a unit (its wait is in C, under ``UnitThreads._work``)."""
 EVENT_LOOP = (
     "the event loop itself (uvloop, in C: polling and callbacks; its idle time is not told apart)"
 )
 SERVER_PARTS: tuple[Part, ...] = (
-    Part(IDLE, (EXECUTOR_WAITING,)),
+    Part(IDLE, (EXECUTOR_WAITING, UNIT_THREAD_WAITING)),
     Part(
         "the WAL and output files written and synced (threads)",
         ("fdatasync_path (benchrunner/server/store/engine", "benchrunner/server/blobs/blob_store"),
@@ -121,6 +123,10 @@ SERVER_PARTS: tuple[Part, ...] = (
             "benchrunner/server/channel/runner_channel",
             "benchrunner/protocol",
         ),
+    ),
+    Part(
+        "a database thread handing a unit's result back (waking the event loop)",
+        ("UnitThreads._answer (",),
     ),
     # A database thread's stack seen from a psycopg generator lacks its callers.
     Part(

@@ -34,7 +34,7 @@ a job's wait in the queue, not its pickup, would be measured. Procrastinate has 
     .venv/bin/python -m benchmarks.queue_compare [--mode job|queue|long]
         [--engine postgresql|sqlite] [--systems benchrunner procrastinate] [--workers 1 2]
         [--jobs 5000] [--samples 200] [--repeat 3] [--seconds 30]
-        [--py-spy PREFIX [--py-spy-rate HZ]] [--before OLD_SRC]
+        [--py-spy PREFIX [--py-spy-rate HZ] [--py-spy-gil]] [--before OLD_SRC]
 
 ``--before`` also runs benchrunner from another checkout's ``src`` (servers and runners alike),
 alternating with this one, and prints after/before ratios.
@@ -73,6 +73,7 @@ def one_run(system: str, options: argparse.Namespace, workers: int, repeat: int)
             queue_compare_benchrunner.Profile(
                 Path(f"{options.py_spy}-{system}-{options.engine}-{workers}w-r{repeat}.txt"),
                 options.py_spy_rate,
+                options.py_spy_gil,
             )
             if options.py_spy
             else None
@@ -150,6 +151,12 @@ def main() -> None:
     )
     parser.add_argument(
         "--py-spy-rate", type=int, default=100, help="py-spy's samples per second (100)"
+    )
+    parser.add_argument(
+        "--py-spy-gil",
+        action="store_true",
+        help="py-spy samples only the thread holding the GIL: the Python work, without the "
+        "threads waiting on PostgreSQL or for work, and without uvloop's polling",
     )
     parser.add_argument(
         "--before",

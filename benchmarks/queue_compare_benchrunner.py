@@ -266,14 +266,19 @@ def queue_pickup_phase(
 
 @dataclasses.dataclass(frozen=True)
 class Profile:
-    """Where py-spy writes the server's raw stacks, and its samples per second."""
+    """Where py-spy writes the server's raw stacks, its samples per second, and whether it
+    samples only the thread holding the GIL (``--gil``: the Python work, without threads
+    waiting on a socket or a lock)."""
 
     output: Path
     rate: int
+    gil: bool = False
 
     def of_runner(self, index: int) -> Profile:
         """Where the ``index``-th runner agent's stacks go, beside the server's."""
-        return Profile(self.output.with_name(f"{self.output.stem}-runner{index}.txt"), self.rate)
+        return dataclasses.replace(
+            self, output=self.output.with_name(f"{self.output.stem}-runner{index}.txt")
+        )
 
 
 @contextlib.contextmanager
@@ -297,6 +302,7 @@ def py_spy(pid: int, profile: Profile | None) -> Iterator[None]:
             "--rate",
             str(profile.rate),
             "--nonblocking",
+            *(["--gil"] if profile.gil else []),
         ],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import datetime as dt
 import uuid
-from pathlib import Path
 from typing import Any
 
 import psycopg
@@ -107,13 +106,38 @@ def test_a_missing_parameter_is_an_error_not_a_null(database_url: str) -> None:
         db.close()
 
 
-def test_a_runtime_in_list_is_refused(tmp_path: Path) -> None:
-    statement = sa.select(organization.c.id).where(
-        organization.c.id.in_(sa.bindparam("ids", expanding=True))
-    )
-    db = Database(str(tmp_path / "db.sqlite"))
+BY_IDS = sa.select(organization.c.slug).where(
+    organization.c.id.in_(sa.bindparam("ids", expanding=True)),
+    organization.c.created <= sa.bindparam("until", type_=organization.c.created.type),
+)
+
+
+def _runtime_lists(conn: Connection) -> None:
+    rows = [
+        {"uuid": uuid.uuid4(), "name": slug.title(), "slug": slug, "plan": "free", "now": NOW}
+        for slug in ("acme", "globex", "initech")
+    ]
+    Direct(INSERT).run_many(conn, rows[:2])
+    Direct(INSERT).run_many(conn, rows[2:])  # one row
+    Direct(INSERT).run_many(conn, [])
+    ids = {row.slug: row.id for row in conn.execute(sa.select(organization)).all()}
+    assert sorted(ids) == ["acme", "globex", "initech"]
+    statement = Direct(BY_IDS.order_by(organization.c.slug))
+    # Each length has its plan; one used again after another is still right.
+    for wanted in (["globex"], ["acme", "initech"], ["initech"], ["acme", "globex", "initech"]):
+        params = {"ids": [ids[slug] for slug in wanted], "until": NOW}
+        got = [row.slug for row in statement.all(conn, params)]
+        expected = conn.execute(BY_IDS.order_by(organization.c.slug), params).scalars().all()
+        assert got == expected == sorted(wanted)
+    assert statement.all(conn, {"ids": [ids["acme"]], "until": NOW - dt.timedelta(1)}) == []
+    with pytest.raises(ValueError, match="runtime list"):
+        statement.run_many(conn, [{"ids": [1], "until": NOW}])
+
+
+def test_runtime_in_lists_and_many_rows_match_connection_execute(database_url: str) -> None:
+    with_schema(database_url)
+    db = Database(database_url)
     try:
-        with pytest.raises(ValueError, match="runtime IN list"):
-            db.read_sync(lambda conn: Direct(statement).all(conn, {"ids": [1]}))
+        db.write_sync(_runtime_lists)
     finally:
         db.close()

@@ -49,7 +49,10 @@ async def optional_user(request: Request, ctx: Ctx) -> UserRow | None:
         )
     if not is_api_token(token):
         raise unauthorized("invalid API token")
-    user = await ctx.db.read(accounts.user_by_api_token, token, ctx.clock.now())
+    now = ctx.clock.now()
+    known, user = accounts.user_by_api_token_known(ctx.db.lookups, token, now)
+    if not known:
+        user = await ctx.db.read(accounts.user_by_api_token, token, now)
     if user is None:
         raise unauthorized("invalid or expired API token")
     return user

@@ -17,7 +17,7 @@ from benchrunner.core.tiers import Plan, priority_for
 from benchrunner.core.tokens import hash_token, new_api_token
 from benchrunner.server.store.conflicts import insert_or_skip, insert_with_slug
 from benchrunner.server.store.direct import Direct
-from benchrunner.server.store.lookups_cache import cached, changed, tag
+from benchrunner.server.store.lookups_cache import LookupCache, cached, changed, tag
 from benchrunner.server.store.tables import (
     api_token,
     organization,
@@ -233,20 +233,39 @@ def _token_holder(conn: Connection, token_hash: str) -> tuple[UserRow, dt.dateti
     return None if row is None else (user_from_row(row, row.token_name), row.token_expiration)
 
 
-def user_by_api_token(conn: Connection, token: str, now: dt.datetime) -> UserRow | None:
-    """The user an unrevoked, unexpired API token authenticates, or None. Cached (revoking a
-    token or changing its user drops the entry); the expiration is checked on every use."""
-    token_hash = hash_token(token)
-    found = cached(
-        conn,
-        ("token", token_hash),
-        lambda: _token_holder(conn, token_hash),
-        lambda held: [tag("user", held[0].id)],
-    )
+def _token_key(token: str) -> tuple[str, str]:
+    return ("token", hash_token(token))
+
+
+def _unexpired(
+    found: tuple[UserRow, dt.datetime | None] | None, now: dt.datetime
+) -> UserRow | None:
     if found is None:
         return None
     holder, expiration = found
     return holder if expiration is None or expiration > now else None
+
+
+def user_by_api_token(conn: Connection, token: str, now: dt.datetime) -> UserRow | None:
+    """The user an unrevoked, unexpired API token authenticates, or None. Cached (revoking a
+    token or changing its user drops the entry); the expiration is checked on every use."""
+    key = _token_key(token)
+    found = cached(
+        conn,
+        key,
+        lambda: _token_holder(conn, key[1]),
+        lambda held: [tag("user", held[0].id)],
+    )
+    return _unexpired(found, now)
+
+
+def user_by_api_token_known(
+    lookups: LookupCache, token: str, now: dt.datetime
+) -> tuple[bool, UserRow | None]:
+    """``user_by_api_token`` from the cache alone, on the event loop: (True, its answer) when
+    the cache holds the token, else (False, None) and the caller runs ``user_by_api_token``."""
+    known, found = lookups.known(_token_key(token))
+    return (True, _unexpired(found, now)) if known else (False, None)
 
 
 LEADER = "leader"

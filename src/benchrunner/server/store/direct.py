@@ -8,8 +8,9 @@ statement keeps the compiled SQL, the order of its parameters, and the type conv
 parameters and columns need (SQLAlchemy's own processors, so values look exactly as
 ``Connection.execute`` would give them), and does only the conversions per call.
 
-Only for statements whose shape is fixed: constant ``IN`` lists are rendered once; a runtime
-list (an expanding parameter) needs ``Connection.execute``.
+Constant ``IN`` lists are rendered once. A runtime list (an expanding parameter, given as a
+list) is rendered once per length: a statement keeps the plans of up to ``MAX_PLANS``
+lengths, and starts again past them.
 """
 
 from __future__ import annotations
@@ -26,6 +27,9 @@ from sqlalchemy.sql.compiler import SQLCompiler
 from sqlalchemy.types import TypeEngine
 
 Processor = Callable[[Any], Any]
+
+MAX_PLANS = 32
+"""Plans kept per statement and dialect for the lengths of its runtime lists."""
 
 
 @dataclass
@@ -61,14 +65,24 @@ def _row_type(names: tuple[str, ...]) -> type[tuple[Any, ...]]:
     return collections.namedtuple("Row", names)
 
 
-def _plan(statement: ClauseElement, dialect: Dialect) -> _Plan:
+def _expanding(statement: ClauseElement, dialect: Dialect) -> tuple[str, ...]:
+    """The names of the statement's runtime lists."""
+    compiled = statement.compile(dialect=dialect)
+    assert isinstance(compiled, SQLCompiler)
+    return tuple(name for name, bind in compiled.binds.items() if bind.required and bind.expanding)
+
+
+def _plan(statement: ClauseElement, dialect: Dialect, lengths: Mapping[str, int]) -> _Plan:
+    """The plan for runtime lists of ``lengths`` (by name); SQLAlchemy names a list's
+    elements ``name_1``, ``name_2`` ... (``Direct._values`` gives them so)."""
     compiled = statement.compile(dialect=dialect)
     assert isinstance(compiled, SQLCompiler)
     required = {name for name, bind in compiled.binds.items() if bind.required}
-    if any(compiled.binds[name].expanding for name in required):
-        raise ValueError("a runtime IN list needs Connection.execute, not a Direct statement")
-    # Constant IN lists are expanded once, here; every other parameter is given per call.
-    expanded = compiled.construct_expanded_state({name: None for name in required})
+    # Constant IN lists are expanded once, here, and runtime lists to their lengths; every
+    # other parameter is given per call.
+    expanded = compiled.construct_expanded_state(
+        {name: [None] * lengths[name] if name in lengths else None for name in required}
+    )
     processors: dict[str, Processor] = dict(expanded.processors)
     for name, bind in compiled.binds.items():
         processor = bind.type.dialect_impl(dialect).bind_processor(dialect)
@@ -102,25 +116,49 @@ class Direct:
 
     def __init__(self, statement: ClauseElement) -> None:
         self.statement = statement
-        self._plans: dict[str, _Plan] = {}
+        self._lists: dict[str, tuple[str, ...]] = {}
+        """Per dialect, the names of the statement's runtime lists."""
+        self._plans: dict[tuple[str, tuple[int, ...]], _Plan] = {}
+        """By dialect and the lengths of the runtime lists."""
 
-    def _plan_for(self, conn: Connection) -> _Plan:
+    def _plan_for(self, conn: Connection, params: Mapping[str, Any]) -> tuple[_Plan, Any]:
+        """The plan for ``params``, and the names of its runtime lists."""
         dialect = conn.dialect
-        plan = self._plans.get(dialect.name)
+        lists = self._lists.get(dialect.name)
+        if lists is None:
+            lists = self._lists[dialect.name] = _expanding(self.statement, dialect)
+        lengths = tuple(len(params[name]) for name in lists)
+        key = (dialect.name, lengths)
+        plan = self._plans.get(key)
         if plan is None:
-            plan = self._plans[dialect.name] = _plan(self.statement, dialect)
-        return plan
+            if len(self._plans) >= MAX_PLANS:
+                self._plans.clear()
+            plan = self._plans[key] = _plan(
+                self.statement, dialect, dict(zip(lists, lengths, strict=True))
+            )
+        return plan, lists
 
-    def _execute(self, conn: Connection, params: Mapping[str, Any]) -> tuple[_Plan, Any]:
-        plan = self._plan_for(conn)
+    def _values(
+        self, plan: _Plan, lists: tuple[str, ...], params: Mapping[str, Any]
+    ) -> dict[str, Any]:
         values = {**plan.defaults, **params}
+        for name in lists:
+            for index, value in enumerate(values.pop(name), 1):
+                values[f"{name}_{index}"] = value
         for name, processor in plan.binds:
             values[name] = processor(values[name])
-        cursor = conn.connection.cursor()
+        return values
+
+    def _arguments(self, plan: _Plan, values: dict[str, Any]) -> Any:
         if plan.positional is not None:
-            cursor.execute(plan.sql, tuple(values[name] for name in plan.positional))
-        else:
-            cursor.execute(plan.sql, values)
+            return tuple(values[name] for name in plan.positional)
+        return values
+
+    def _execute(self, conn: Connection, params: Mapping[str, Any]) -> tuple[_Plan, Any]:
+        plan, lists = self._plan_for(conn, params)
+        arguments = self._arguments(plan, self._values(plan, lists, params))
+        cursor = conn.connection.cursor()
+        cursor.execute(plan.sql, arguments)
         return plan, cursor
 
     def all(self, conn: Connection, params: Mapping[str, Any] | None = None) -> list[Any]:
@@ -152,6 +190,26 @@ class Direct:
         _, cursor = self._execute(conn, params or {})
         try:
             return int(cursor.rowcount)
+        finally:
+            cursor.close()
+
+    def run_many(self, conn: Connection, rows: Sequence[Mapping[str, Any]]) -> None:
+        """The statement once per row of parameters (an ``INSERT`` of several rows), in one
+        call to the driver; a statement with runtime lists cannot be run so."""
+        if not rows:
+            return
+        plan, lists = self._plan_for(conn, rows[0])
+        if lists:
+            raise ValueError("run_many takes no runtime list")
+        arguments = [self._arguments(plan, self._values(plan, (), row)) for row in rows]
+        cursor = conn.connection.cursor()
+        try:
+            if len(arguments) == 1:
+                # psycopg runs ``executemany`` in a pipeline, whose set-up and sync cost more
+                # than the one row's statement.
+                cursor.execute(plan.sql, arguments[0])
+            else:
+                cursor.executemany(plan.sql, arguments)
         finally:
             cursor.close()
 

@@ -17,7 +17,6 @@ import sqlite3
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
@@ -27,6 +26,7 @@ from sqlalchemy.engine import Connection, Engine
 
 from benchrunner.server.store import capabilities, lookups_cache
 from benchrunner.server.store.lookups_cache import LookupCache
+from benchrunner.server.store.unit_threads import UnitThreads
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -348,8 +348,10 @@ class Database:
         and resetting it on return costs several times an empty transaction."""
         self._held = _HeldConnections()
         """PostgreSQL: each executor thread's own connection, kept open between units."""
-        self._writer = ThreadPoolExecutor(write_threads, thread_name_prefix="db-write")
-        self._readers = ThreadPoolExecutor(read_threads, thread_name_prefix="db-read")
+        self._writer = UnitThreads(write_threads, "db-write")
+        self._readers = UnitThreads(read_threads, "db-read")
+        self._wal_syncer = UnitThreads(1, "wal-sync")
+        """SQLite: where the WAL is synced (``durable``)."""
 
     def write_sync(self, unit: Unit[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
         with self.write_engine.connect() as conn:
@@ -459,27 +461,29 @@ class Database:
                 self._syncing = asyncio.ensure_future(self._sync_wal())
             await asyncio.shield(self._syncing)
 
+    @functools.cached_property
+    def _wal_path(self) -> Path:
+        return sqlite_wal_path(self.url)
+
     async def _sync_wal(self) -> None:
         covered = self._commits
         try:
-            await asyncio.to_thread(self.sync_file, sqlite_wal_path(self.url))
+            await self._wal_syncer.run(functools.partial(self.sync_file, self._wal_path))
             self._synced = max(self._synced, covered)
         finally:
             self._syncing = None
 
     @staticmethod
     async def _hop(
-        pool: ThreadPoolExecutor,
+        threads: UnitThreads,
         run: Callable[Concatenate[Unit[P, T], P], T],
         unit: Unit[P, T],
         /,
         *args: P.args,
         **kwargs: P.kwargs,
     ) -> T:
-        loop = asyncio.get_running_loop()
         ctx = contextvars.copy_context()
-        call = functools.partial(ctx.run, run, unit, *args, **kwargs)
-        return await loop.run_in_executor(pool, call)
+        return await threads.run(functools.partial(ctx.run, run, unit, *args, **kwargs))
 
     def check_reachable(self) -> None:
         """Raise unless a new connection reaches the database now. Blocking.
@@ -488,17 +492,22 @@ class Database:
         where PostgreSQL's are pinged after idling and fail when the server is gone."""
         if not self.sqlite:
             return
-        database = sa.make_url(self.url).database or ""
-        uri = f"{Path(database).resolve().as_uri()}?mode=rw"
-        with contextlib.closing(sqlite3.connect(uri, uri=True, timeout=5)) as conn:
+        with contextlib.closing(sqlite3.connect(self._file_uri, uri=True, timeout=5)) as conn:
             conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+
+    @functools.cached_property
+    def _file_uri(self) -> str:
+        """SQLite: the database file, to open only if it exists (``check_reachable``)."""
+        database = sa.make_url(self.url).database or ""
+        return f"{Path(database).resolve().as_uri()}?mode=rw"
 
     def close(self) -> None:
         for conn in self._inline_connections.values():
             conn.close()
         self._inline_connections.clear()
-        self._writer.shutdown(wait=True)
-        self._readers.shutdown(wait=True)
+        self._writer.close()
+        self._readers.close()
+        self._wal_syncer.close()
         self._held.close()
         self.write_engine.dispose()  # PostgreSQL's read engine shares this pool
         if self.sqlite:

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from benchrunner.server.store.direct import Direct, insert_values
 from benchrunner.server.store.tables import in_flight, job, job_log
 
 
@@ -66,22 +67,29 @@ def _last_row(stream: str, column: sa.ColumnElement[object]) -> sa.ScalarSelect[
     )
 
 
-_STORED_ENDS = sa.select(
-    job.c.id,
-    *(
-        column
-        for stream in STREAMS
-        for column in (
-            _last_row(stream, job_log.c.stream_offset + job_log.c.size).label(f"{stream}_end"),
-            _last_row(stream, job_log.c.kind).label(f"{stream}_kind"),
-        )
-    ),
-).where(job.c.id.in_(sa.bindparam("job_ids", expanding=True)), in_flight(job.c.status))
+_STORED_ENDS = Direct(
+    sa.select(
+        job.c.id,
+        *(
+            column
+            for stream in STREAMS
+            for column in (
+                _last_row(stream, job_log.c.stream_offset + job_log.c.size).label(f"{stream}_end"),
+                _last_row(stream, job_log.c.kind).label(f"{stream}_kind"),
+            )
+        ),
+    ).where(job.c.id.in_(sa.bindparam("job_ids", expanding=True)), in_flight(job.c.status))
+)
 """For each job of ``job_ids`` still in flight, where each stream's stored bytes end (NULL:
 none stored) and the kind of its last row: the check and the reads of a whole batch in one
 statement. A stream's rows never overlap, so the one at the highest offset ends it (found
 through the unique index on (job, stream, offset) without reading the stream's other rows);
 a stream that reached its limit ends with its ``truncated`` row."""
+
+
+_INSERT_CHUNK = Direct(
+    insert_values(job_log, ("job_id", "stream", "stream_offset", "size", "kind", "data"))
+)
 
 
 @dataclass
@@ -143,7 +151,7 @@ def job_log_store(
     never arrived, up to ``max_bytes`` of each stream and one ``truncated`` row past it.
     Nothing is stored for a job that has left claimed and running (a finished job's log never
     grows). Two statements whatever the number of jobs and chunks."""
-    found = conn.execute(_STORED_ENDS, {"job_ids": list(pending)}).all()
+    found = _STORED_ENDS.all(conn, {"job_ids": list(pending)})
     flying = {row.id: row for row in found}
     rows: list[dict[str, object]] = []
     outcome: dict[int, Flushed] = {}
@@ -163,8 +171,7 @@ def job_log_store(
             _append(rows, job_id, states[chunk.stream], chunk, max_bytes)
         full = frozenset(stream for stream, state in states.items() if state.marked)
         outcome[job_id] = Flushed(in_flight=True, full=full)
-    if rows:
-        conn.execute(job_log.insert(), rows)
+    _INSERT_CHUNK.run_many(conn, rows)
     return outcome
 
 

@@ -143,6 +143,13 @@ class LookupCache:
             self.hits += 1
             return entry.value
 
+    def known(self, key: Hashable) -> tuple[bool, Any]:
+        """Whether the cache holds a live entry for ``key``, and its value: what a unit's
+        ``cached`` read would answer without loading, asked from outside any unit (the event
+        loop) to save a unit's hop to a database thread."""
+        found = self.get(key)
+        return (False, None) if found is _MISSING else (True, found)
+
     # -- invalidation
 
     def drop(self, tags: Iterable[str]) -> None:
