@@ -154,7 +154,7 @@ async def pickups(
     async with websockets.connect(url, additional_headers=headers) as ws:
         for _ in range(count):
             await ws.send(json.dumps({"event": "ready", "poll_timeout": 30}))
-            while (await client.get("/v0/health")).json()["waiting_runners"] != 1:
+            while (await client.get("/v0/server/health")).json()["waiting_runners"] != 1:
                 await asyncio.sleep(0.005)
             await asyncio.sleep(0.3)  # statements before the submission reach the log
             start = phases.log.stat().st_size
