@@ -6,10 +6,10 @@ qdisc kind is unknown", and no modules to load). Like netem's delay it holds eac
 ``delay`` seconds from when it arrived, in order, with no throughput limit: chunks that arrive
 while earlier ones are held are held alongside them, not after them, so a burst costs one delay
 and not one per chunk. Unlike netem it works per chunk that ``recv`` returns rather than per
-packet, its timer is the event loop's (``select`` with microsecond timeouts, the kernel's timer
-slack set to 1 ns, the last ``SPIN`` waited out polling the clock), and relaying costs a user-space hop of its own: measure the proxy
-at ``--delay-ms 0`` beside a direct connection (``--measure``) to read a figure taken through
-it fairly.
+packet, its timer is the event loop's (``select`` with microsecond timeouts, the kernel's
+timer slack set to 1 ns, the last ``SPIN`` waited out polling the clock), and relaying costs a
+user-space hop of its own: measure the proxy at ``--delay-ms 0`` beside a direct connection
+(``--measure``) to read a figure taken through it fairly.
 
     .venv/bin/python -m benchmarks.delay_proxy --listen 15432 --delay-ms 0.5
     .venv/bin/python -m benchmarks.delay_proxy --measure [--rounds 2000]

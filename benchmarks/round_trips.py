@@ -144,6 +144,15 @@ class Phases:
         )
 
 
+async def waiting(client: httpx.AsyncClient) -> None:
+    """Return once the server counts one runner waiting."""
+    for _ in range(2000):
+        if (await client.get("/v0/server/health")).json()["waiting_runners"] == 1:
+            return
+        await asyncio.sleep(0.005)
+    raise SystemExit("the runner never waited")
+
+
 async def pickups(
     client: httpx.AsyncClient, url: str, token: str, count: int, phases: Phases
 ) -> None:
@@ -154,14 +163,15 @@ async def pickups(
     async with websockets.connect(url, additional_headers=headers) as ws:
         for _ in range(count):
             await ws.send(json.dumps({"event": "ready", "poll_timeout": 30}))
-            while (await client.get("/v0/server/health")).json()["waiting_runners"] != 1:
-                await asyncio.sleep(0.005)
+            await waiting(client)
             await asyncio.sleep(0.3)  # statements before the submission reach the log
             start = phases.log.stat().st_size
             await submit(client, 1)
             message = json.loads(await ws.recv())
             await asyncio.sleep(0.3)
-            found += logged_statements(phases.log, start, phases.log.stat().st_size, phases.database)
+            found += logged_statements(
+                phases.log, start, phases.log.stat().st_size, phases.database
+            )
             await answer_job(ws, message["uuid"])
     phases.statements["pickup"] = found
     phases.jobs["pickup"] = count
