@@ -15,7 +15,8 @@ mark its pool empty.
 A submission may also claim for an idle runner itself, in its own transaction (``reserve`` and
 ``settle``; on PostgreSQL one statement right after it): the job reaches the runner without
 waiting for the dispatcher's turn. The waiter it claims for leaves the waiting set for that
-time, so no other claim runs for it; a reservation that claimed nothing puts it back as a fresh waiter.
+time, so no other claim runs for it; a reservation that claimed nothing puts it back as a
+fresh waiter.
 """
 
 from __future__ import annotations
