@@ -471,3 +471,47 @@ def test_a_samples_shift_within_a_wide_spread_is_settled_by_a_duet_against_the_v
         [result] = duet_report["duet"]["results"]
         assert result["ratio"] == pytest.approx(121 / 112)
         assert result["margin"]["upper"] == pytest.approx(0.01)  # min_magnitude 2 %, halved
+
+
+def test_a_samples_step_that_began_a_run_before_is_confirmed_against_the_old_level(
+    tmp_path: Path,
+) -> None:
+    """v3 steps from 100 to 110 before the threshold exists; v4 stays at 110, and the samples
+    test finds the step (v3 and v4 together, the alert on v3). The duet that confirms it runs
+    v4 against the newest version that measured at the old level, v2, not against v3, which
+    is at the new one and would find nothing."""
+    url = f"sqlite:///{tmp_path / 'benchrunner.db'}"
+    with deploy(tmp_path, url, extra_templates=VERSIONED) as deployment:
+        _quiet(deployment)
+        for minute in range(1, 9):
+            _history(deployment, 100, minute)
+        deployment.runner_process("confirming").start()
+        values = tmp_path / "values.txt"
+        values.write_text("")
+
+        def version(value: float, name: str) -> dict[str, Any]:
+            args = {"value": value, "version": name}
+            return _judged_run(deployment, values, template="bench.versioned", args=args)
+
+        version(100, "v1")
+        version(100, "v2")
+        version(110, "v3")
+        with deployment.admin() as client:
+            client.create_threshold(
+                deployment.project,
+                branch="main",
+                testbed="ci",
+                measure="latency",
+                model=ThresholdModelBody(test="samples"),
+            )
+        step = version(110, "v4")
+        raised = wait_until(
+            lambda: _decided(deployment, step["uuid"]), timeout=120, message="the step decided"
+        )
+        assert raised.status == "active"
+        assert _confirmation(raised).outcome == "confirmed"
+        [run] = _confirmation(raised).runs
+        with deployment.admin() as client:
+            duet_job = client.get_job(deployment.project, run.job)
+        assert duet_job["config"]["duet"]["baseline"]["args"]["version"] == "v2"
+        assert duet_job["config"]["duet"]["contender"]["args"]["version"] == "v4"

@@ -12,6 +12,7 @@ interval pooled (``detection.duet.pooled_interval``, which says why pooled).
 from __future__ import annotations
 
 import secrets
+import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -56,10 +57,33 @@ def duet_sides(
     return JsonDuetSide(digest=baseline.digest), JsonDuetSide(digest=contender.digest)
 
 
-def baseline_job(conn: Connection, source: Any, contender: jobs.JobRow) -> jobs.JobRow | None:
+@dataclass(frozen=True)
+class Level:
+    """The old level of a ``samples`` alert's step, for one benchmark and measure: a version
+    measured there when its median lies on the old side of the step's midpoint (``before``:
+    the window's center; ``after``: the report's median)."""
+
+    benchmark_id: int
+    measure_id: int
+    before: float
+    after: float
+
+    def holds(self, values: Sequence[float]) -> bool:
+        if not values:
+            return False
+        midpoint = (self.before + self.after) / 2
+        median = statistics.median(values)
+        return median < midpoint if self.after > self.before else median > midpoint
+
+
+def baseline_job(
+    conn: Connection, source: Any, contender: jobs.JobRow, level: Level | None = None
+) -> jobs.JobRow | None:
     """The runner job of the newest earlier version on the report's (``source``) branch and
-    testbed that ``contender`` may run a duet against; None when that version's job ran
-    something else, or there is none."""
+    testbed that ``contender`` may run a duet against, and, with ``level``, that measured at
+    it (a step may have begun a run or two before the report: the versions since are at the
+    new level, and a duet against one of them would find nothing); None when the newest such
+    version's job ran something else, or there is none among the ``EARLIER`` reports."""
     processed = int(JobStatus.PROCESSED)
     for report_id in confirmations.baseline_reports(conn, source, processed, EARLIER):
         found = jobs.job_for_report(conn, report_id)
@@ -67,7 +91,22 @@ def baseline_job(conn: Connection, source: Any, contender: jobs.JobRow) -> jobs.
             continue
         if duet_sides(contender.config, found.config) is None:
             return None
+        if level is not None:
+            measured = confirmations.run_values(
+                conn, [report_id], level.benchmark_id, level.measure_id
+            )
+            if not level.holds([v.value for v in measured.get(report_id, [])]):
+                continue
         return found
+    return None
+
+
+def level_of(held: Sequence[Any]) -> Level | None:
+    """The old level of a report's held-back ``samples`` alert (the first, when several); None
+    when none is one."""
+    for a in held:
+        if a.test == "samples" and a.change_before is not None and a.change_after is not None:
+            return Level(a.benchmark_id, a.measure_id, a.change_before, a.change_after)
     return None
 
 

@@ -175,7 +175,7 @@ def _duet_of(conn: Connection, job: jobs.JobRow, runs: int) -> Duet | None:
     if not held:
         return None
     source = reports.report_row(conn, job.report_id)
-    baseline = confirmation_duets.baseline_job(conn, source, job)
+    baseline = confirmation_duets.baseline_job(conn, source, job, confirmation_duets.level_of(held))
     if baseline is None:
         return None
     margin = confirmation_duets.held_margin(held)
