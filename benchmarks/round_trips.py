@@ -12,6 +12,9 @@ with a one-metric JSON result). Three phases, each over ``--jobs`` template jobs
    sends after the submission and run to its ``ack`` before the next (submission, claim,
    ``running``, ``completed``, processing). Until ``ebcb304`` the runner sent ``ready`` first,
    and about one claim in two found nothing (those counts are in RESULTS.md's git history).
+4. **pickup**: the path of pickup alone: the runner waits (``ready`` sent, the server counts it
+   waiting), a job is submitted, and only the statements from the submit call until the runner
+   has the job are counted (the log read before and after each, the runner's answers left out).
 
     .venv/bin/python -m benchmarks.round_trips [--jobs 40] [--log /var/log/postgresql/...]
 
@@ -129,6 +132,8 @@ class Phases:
         self.log = log
         self.database = database
         self.statements: dict[str, list[str]] = {}
+        self.jobs: dict[str, int] = {}
+        """Jobs a phase ran, where not ``--jobs``."""
 
     async def phase(self, name: str, work: Coroutine[Any, Any, None]) -> None:
         start = self.log.stat().st_size
@@ -137,6 +142,39 @@ class Phases:
         self.statements[name] = logged_statements(
             self.log, start, self.log.stat().st_size, self.database
         )
+
+
+async def waiting(client: httpx.AsyncClient) -> None:
+    """Return once the server counts one runner waiting."""
+    for _ in range(2000):
+        if (await client.get("/v0/server/health")).json()["waiting_runners"] == 1:
+            return
+        await asyncio.sleep(0.005)
+    raise SystemExit("the runner never waited")
+
+
+async def pickups(
+    client: httpx.AsyncClient, url: str, token: str, count: int, phases: Phases
+) -> None:
+    """Phase ``pickup``: per job, the statements from the submit call of a job whose runner
+    waits until that runner has it."""
+    headers = {"Authorization": f"Bearer {token}", EXTENSIONS_HEADER: ", ".join(OUR_EXTENSIONS)}
+    found: list[str] = []
+    async with websockets.connect(url, additional_headers=headers) as ws:
+        for _ in range(count):
+            await ws.send(json.dumps({"event": "ready", "poll_timeout": 30}))
+            await waiting(client)
+            await asyncio.sleep(0.3)  # statements before the submission reach the log
+            start = phases.log.stat().st_size
+            await submit(client, 1)
+            message = json.loads(await ws.recv())
+            await asyncio.sleep(0.3)
+            found += logged_statements(
+                phases.log, start, phases.log.stat().st_size, phases.database
+            )
+            await answer_job(ws, message["uuid"])
+    phases.statements["pickup"] = found
+    phases.jobs["pickup"] = count
 
 
 async def measure(deployment: Deployment, phases: Phases, jobs: int) -> None:
@@ -149,6 +187,7 @@ async def measure(deployment: Deployment, phases: Phases, jobs: int) -> None:
         await phases.phase("submission", submit(client, jobs))
         await phases.phase("channel", run_jobs(channel, token, jobs, None))
         await phases.phase("whole job", run_jobs(channel, token, jobs, lambda: submit(client, 1)))
+        await pickups(client, channel, token, min(jobs, 10), phases)
 
 
 def main() -> None:
@@ -173,16 +212,19 @@ def main() -> None:
         phases = Phases(log, database)
         with deploy(Path(tmp), url, heartbeat_timeout=60.0, env=UNCAPPED) as deployment:
             asyncio.run(measure(deployment, phases, options.jobs))
-    print(f"PostgreSQL statements per job ({options.jobs} jobs a phase):")
+    print(f"PostgreSQL statements per job ({options.jobs} jobs a phase unless said):")
     for name, statements in phases.statements.items():
+        jobs = phases.jobs.get(name, options.jobs)
         kinds = by_first_word(statements)
-        per_job = {kind: round(n / options.jobs, 2) for kind, n in kinds.most_common()}
-        print(f"  {name}: {len(statements) / options.jobs:.1f}  {per_job}")
+        per_job = {kind: round(n / jobs, 2) for kind, n in kinds.most_common()}
+        over = "" if jobs == options.jobs else f" ({jobs} jobs)"
+        print(f"  {name}{over}: {len(statements) / jobs:.1f}  {per_job}")
     if options.texts:
         for name, statements in phases.statements.items():
             print(f"\n{name}: each distinct statement, per job")
+            jobs = phases.jobs.get(name, options.jobs)
             for text, n in collections.Counter(statements).most_common():
-                print(f"  {n / options.jobs:5.2f}  {shown(text, options.width)}")
+                print(f"  {n / jobs:5.2f}  {shown(text, options.width)}")
 
 
 if __name__ == "__main__":

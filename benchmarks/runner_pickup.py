@@ -1,11 +1,11 @@
 """The runner's own share of pickup: ``job`` message received -> the job's process running.
 
-One real server (SQLite) and one real runner process (``benchrunner runner up``, process
-executor). Jobs are submitted one at a time to the idle runner; each job is a tiny static C
-program whose first instruction reads CLOCK_REALTIME and which appends that time and its
-``BENCHRUNNER_JOB`` to a file. The runner, started with ``BENCHRUNNER_PICKUP_TRACE`` (see
-``benchrunner/runner/pickup_trace.py``), records when its channel received each ``job`` message
-and when the spawn call returned. Per job:
+One real server (SQLite; PostgreSQL with ``--engine postgresql``) and one real runner process
+(``benchrunner runner up``, process executor). Jobs are submitted one at a time to the idle
+runner; each job is a tiny static C program whose first instruction reads CLOCK_REALTIME and
+which appends that time and its ``BENCHRUNNER_JOB`` to a file. The runner, started with
+``BENCHRUNNER_PICKUP_TRACE`` (see ``benchrunner/runner/pickup_trace.py``), records when its
+channel received each ``job`` message and when the spawn call returned. Per job:
 
     share   = job's first clock read - job message received   (the figure)
     spawned = spawn call returned    - job message received
@@ -17,28 +17,43 @@ over ``--runs`` runs. ``--runner-src LABEL=DIR`` (repeatable) runs the runner fr
 source tree (``DIR`` holds the ``benchrunner`` package, e.g. a ``git archive`` of an older
 commit's ``src``) so old and new code run side by side, alternating within each run.
 
+``--pg-delay-ms`` (PostgreSQL; repeatable values) puts a network round trip between the server
+and its database: each value is a round trip in milliseconds through ``delay_proxy`` (half of
+it each way), or ``direct`` for no proxy; the server restarts on each before its jobs, and
+the values alternate within each run like the runner sources. ``--server-src`` does for the
+server what ``--runner-src`` does for the runner (each with each ``--pg-delay-ms`` value).
+*before* is then the figure: pickup with the database that far away.
+
     .venv/bin/python -m benchmarks.runner_pickup [--jobs 300] [--runs 3] [--realtime]
         [--runner-src before=/tmp/before/src --runner-src after=src]
+        [--engine postgresql [--pg-delay-ms direct 0 1]]
+        [--server-src before=/tmp/before/src --server-src after=src]
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
+import re
 import shutil
 import signal
 import statistics
 import subprocess
 import tempfile
 import time
+from contextlib import ExitStack
 from dataclasses import dataclass
 from functools import partial
 from http.client import HTTPConnection
 from pathlib import Path
 
+import sqlalchemy as sa
 from tests.databases import fresh_database
 from tests.harness import Deployment, deploy, wait_until
+
+from benchmarks.delay_proxy import proxy_process
 
 CLOCK_C = r"""
 #include <fcntl.h>
@@ -175,6 +190,52 @@ def run_variant(
     )
 
 
+def database_urls(url: str, delays: list[str], stack: ExitStack) -> dict[str, str]:
+    """The server's database URL for each ``--pg-delay-ms`` value (``direct``: ``url``)."""
+    urls: dict[str, str] = {}
+    for delay in delays:
+        if delay == "direct":
+            urls["direct"] = url
+            continue
+        port = stack.enter_context(proxy_process(float(delay)))
+        proxied = sa.make_url(url).set(port=port).render_as_string(hide_password=False)
+        urls[f"+{delay} ms"] = proxied
+    return urls
+
+
+@dataclass(frozen=True)
+class ServerSetup:
+    """What the server runs with in one variant: its database URL and its source tree."""
+
+    label: str
+    url: str
+    source: Path | None
+
+
+def server_setups(
+    urls: dict[str, str], sources: list[tuple[str, Path | None]]
+) -> list[ServerSetup]:
+    """Every server source with every database URL (the installed package when no source)."""
+    setups = []
+    for (source_label, source), (where, url) in itertools.product(
+        sources or [("", None)], urls.items()
+    ):
+        label = " ".join(part for part in (source_label, where) if part)
+        setups.append(ServerSetup(label, url, source))
+    return setups
+
+
+def restart_on(deployment: Deployment, setup: ServerSetup) -> None:
+    """Restart the server as ``setup`` says (the same database, or a proxy to it)."""
+    server = deployment.server
+    server.kill(signal.SIGTERM)
+    server.db = setup.url
+    server.env.pop("PYTHONPATH", None)
+    if setup.source is not None:
+        server.env["PYTHONPATH"] = str(setup.source.resolve())
+    server.start()
+
+
 def make_realtime(pid: int) -> None:
     """SCHED_FIFO for every thread of ``pid``; threads and processes it starts inherit it."""
     for task in Path(f"/proc/{pid}/task").iterdir():
@@ -210,19 +271,53 @@ def main() -> None:
         metavar="LABEL=DIR",
         help="run the runner from this source tree (default: the installed package)",
     )
+    parser.add_argument("--engine", choices=["sqlite", "postgresql"], default="sqlite")
+    parser.add_argument(
+        "--pg-delay-ms",
+        nargs="+",
+        default=[],
+        metavar="MS",
+        help="PostgreSQL: round trips to the database to measure at, in ms through "
+        "benchmarks.delay_proxy, or 'direct' (default: direct)",
+    )
+    parser.add_argument(
+        "--server-src",
+        action="append",
+        default=[],
+        metavar="LABEL=DIR",
+        help="run the server from this source tree too, restarting it between variants",
+    )
     options = parser.parse_args()
+    server_sources: list[tuple[str, Path | None]] = [
+        (label, Path(directory))
+        for label, _, directory in (item.partition("=") for item in options.server_src)
+    ]
+    if options.pg_delay_ms and options.engine != "postgresql":
+        parser.error("--pg-delay-ms needs --engine postgresql")
+    for delay in options.pg_delay_ms:
+        if delay != "direct":
+            float(delay)
     variants: list[tuple[str, Path | None]] = []
     for item in options.runner_src:
         label, _, directory = item.partition("=")
         variants.append((label, Path(directory)))
     if not variants:
-        variants.append(("installed", None))
-    results: dict[str, list[Figures]] = {label: [] for label, _ in variants}
+        variants.append(("", None))
     with (
         tempfile.TemporaryDirectory() as tmp_name,
-        fresh_database("sqlite", Path(tmp_name)) as url,
+        fresh_database(options.engine, Path(tmp_name)) as url,
+        ExitStack() as proxies,
         deploy(Path(tmp_name), url, heartbeat_timeout=60.0) as deployment,
     ):
+        urls = database_urls(url, options.pg_delay_ms, proxies) or {"": url}
+        setups = server_setups(urls, server_sources)
+        names = {
+            (label, setup.label): " ".join(part for part in (label, setup.label) if part)
+            or "installed"
+            for label, _ in variants
+            for setup in setups
+        }
+        results: dict[str, list[Figures]] = {name: [] for name in names.values()}
         tmp = Path(tmp_name)
         binary = compile_clock(tmp)
         # The server must know the template too: add it and restart the server.
@@ -233,11 +328,14 @@ def main() -> None:
         with deployment.server.client() as client:
             wait_until(lambda: client.health() is not None, timeout=30)
         for attempt in range(options.runs):
-            for label, source in variants:
+            for setup, (label, source) in itertools.product(setups, variants):
+                if len(setups) > 1:
+                    restart_on(deployment, setup)
+                name = names[label, setup.label]
                 figures = run_variant(
                     deployment,
                     tmp,
-                    label,
+                    re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-"),
                     source,
                     deployment.server.templates,
                     options.jobs,
@@ -245,9 +343,9 @@ def main() -> None:
                     attempt,
                     options.realtime,
                 )
-                results[label].append(figures)
+                results[name].append(figures)
                 print(
-                    f"run {attempt + 1} {label:>10}: share p50 {figures.share_p50:.3f} "
+                    f"run {attempt + 1} {name:>10}: share p50 {figures.share_p50:.3f} "
                     f"p90 {figures.share_p90:.3f}  spawn returned p50 {figures.spawned_p50:.3f} "
                     f"p90 {figures.spawned_p90:.3f}  before p50 {figures.before_p50:.3f} "
                     f"p90 {figures.before_p90:.3f} ms ({figures.jobs} jobs)",
@@ -255,7 +353,10 @@ def main() -> None:
                 )
     mode = ", runner under SCHED_FIFO" if options.realtime else ""
     load = ", ".join(f"{value:.1f}" for value in os.getloadavg())
-    print(f"medians of {options.runs} run(s), ms, {os.cpu_count()} cores{mode}, load {load}:")
+    print(
+        f"medians of {options.runs} run(s), {options.engine}, ms, {os.cpu_count()} cores{mode}, "
+        f"load {load}:"
+    )
     for label, runs in results.items():
         print(
             f"  {label:>10}: share p50 {statistics.median(r.share_p50 for r in runs):.3f} "

@@ -46,6 +46,23 @@ def test_a_job_for_a_waiting_runner_is_claimed_in_its_submission(deployment: Dep
     assert dispatched["claimed"] > dispatched["created"], dispatched
 
 
+def test_a_limited_tier_job_for_a_waiting_runner_is_handed_to_it(deployment: Deployment) -> None:
+    """On PostgreSQL the hand-off's claim is one statement of its own after the submission,
+    which leaves a limited tier's job to a claim in a transaction (the tier's lock)."""
+    with deployment.admin() as client:
+        org = client.create_organization("cheap", "free")["slug"]
+        cheap = str(client.create_project(org, "cheap", "public")["slug"])
+    channel = deployment.channel("idle")
+    run_one(channel, deployment)
+    channel.send({"event": "ready", "poll_timeout": 30})
+    wait_until(lambda: waiting_runners(deployment) == 1, timeout=10)
+    job = deployment.submit("bench.noop", project=cheap)
+    assigned = channel.recv(timeout=10)
+    assert assigned["event"] == "job" and assigned["uuid"] == job
+    handed = deployment.job(job, project=cheap)
+    assert handed["status"] == "claimed" and handed["claimed"] == handed["created"], handed
+
+
 def test_a_submission_refused_after_reserving_a_runner_leaves_it_waiting(
     tmp_path: Path, database_url: str
 ) -> None:

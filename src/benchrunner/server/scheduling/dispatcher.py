@@ -13,9 +13,10 @@ here as a wake-up too (``wakeups``), and a claim that was running when a wake-up
 mark its pool empty.
 
 A submission may also claim for an idle runner itself, in its own transaction (``reserve`` and
-``settle``): the job reaches the runner without a claim transaction of its own after the
-submission's. The waiter it claims for leaves the waiting set for that time, so no other claim
-runs for it; a reservation that claimed nothing puts it back as a fresh waiter.
+``settle``; on PostgreSQL one statement right after it): the job reaches the runner without
+waiting for the dispatcher's turn. The waiter it claims for leaves the waiting set for that
+time, so no other claim runs for it; a reservation that claimed nothing puts it back as a
+fresh waiter.
 """
 
 from __future__ import annotations

@@ -8,6 +8,11 @@ and hands the claim over once it commits. A rolled-back submission, or a claim t
 nothing, gives the runner back to the dispatcher; a job that no reserved runner took wakes the
 dispatcher (and the other replicas) as before.
 
+On PostgreSQL a transaction costs round trips of its own (``BEGIN``, ``COMMIT``) and the
+claim in one three statements, where the dispatcher's claim is one (``job_claim_alone``): there
+the claim for the reserved runner is that one statement, made once the submission's job has
+committed (``claim_apart``), with the submission's time, as the claim in its transaction was.
+
 Which spec a submission names is known only inside its transaction, so the reservation goes by
 the spec id the same name resolved to last time: a stale one costs one claim that finds
 nothing, never a wrong claim.
@@ -18,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import datetime as dt
+import logging
 import secrets
 from dataclasses import dataclass
 from typing import Protocol
@@ -30,6 +36,9 @@ from benchrunner.server.moves.move import Moves
 from benchrunner.server.scheduling.dispatcher import Dispatcher, Waiter
 from benchrunner.server.scheduling.wakeups import Wakeups
 from benchrunner.server.store import claims
+from benchrunner.server.store.engine import Database
+
+log = logging.getLogger(__name__)
 
 HAND_OVER_WAIT = 1.0
 """Seconds a submission waits, at most, for its runner's channel to take the claimed job, so
@@ -91,6 +100,34 @@ class HandOffs:
                 holding_none=True,
             )
         except claims.RunnerUnavailable:  # or holds jobs: the dispatcher's claim says so
+            hand_off.claim = None
+
+    @classmethod
+    async def claim_apart(cls, db: Database, hand_off: HandOff, now: dt.datetime) -> None:
+        """After the submission's job committed: claim for the reserved runner in a statement
+        of its own (``store.claims.job_claim_alone``), or in a transaction where that claim
+        says it must be one (a limited tier's job). A claim that fails leaves ``claim`` None:
+        the job is committed whatever happens here, and ``written`` then wakes the dispatcher
+        for it."""
+        waiter = hand_off.waiter
+        try:
+            try:
+                hand_off.claim = await db.claim_each(
+                    move.claim_alone,
+                    waiter.runner_id,
+                    waiter.organization_id,
+                    secrets.token_hex(16),
+                    now,
+                    waiter.runner_slug,
+                    waiter.templates,
+                    holding_none=True,
+                )
+            except claims.ClaimInTransaction:
+                await db.write(cls.claim, hand_off, now)
+        except claims.RunnerUnavailable:  # or holds jobs: the dispatcher's claim says so
+            hand_off.claim = None
+        except Exception:
+            log.exception("claiming a submitted job for runner %s failed", waiter.runner_slug)
             hand_off.claim = None
 
     def broadcast(self, hand_off: HandOff | None, spec_id: int) -> tuple[str, str] | None:

@@ -189,6 +189,8 @@ class _Submitted:
     deduplicated: bool = False
     view: dict[str, Any] | None = None
     """The created report as the API answers it, read in the unit (None when deduplicated)."""
+    now: dt.datetime | None = None
+    """The submission's time, which a hand-off claimed apart (``HandOffs.claim_apart``) keeps."""
 
 
 async def submit_run(
@@ -305,9 +307,9 @@ async def submit_run(
         report_id = created.report.id
         _bind_and_bisect(conn, report_id)
         view = created_report_view(conn, created.report, created.job_uuid)
-        if hand_off is not None:
+        if hand_off is not None and not claim_apart:
             life.hand_offs.claim(conn, hand_off, now)
-        return _Submitted(report_id, created.job_uuid, spec.id, view=view)
+        return _Submitted(report_id, created.job_uuid, spec.id, view=view, now=now)
 
     def _bind_and_bisect(conn: Connection, report_id: int) -> None:
         if key is not None:
@@ -321,24 +323,33 @@ async def submit_run(
         if plan.mode == "direct"
         else hand_offs.reserve(plan.spec, template=plan.mode == "template")
     )
+    # PostgreSQL: the hand-off's claim as one statement after the commit (``claim_apart``).
+    claim_apart = hand_off is not None and ctx.db.capabilities.writes_in_ctes
     # Shielded, and its outcome handed over by a callback: a request cancelled while a
     # database thread commits must not lose what the commit claimed.
     # A submission that writes nothing but its report, job and event (its lookups cached,
     # or found: a missing branch or testbed is created, as a retry would create it) is one
     # statement on PostgreSQL, run in autocommit (docs/explanation/lookups-cache.md). A
-    # key's bind, a hand-off's claim, thresholds, a start point, bisect data, a direct
-    # run's metrics or an anonymous run's project keep the transaction.
+    # key's bind, a hand-off's claim on SQLite, thresholds, a start point, bisect data, a
+    # direct run's metrics or an anonymous run's project keep the transaction.
     alone = (
         plan.mode != "direct"
         and key is None
-        and hand_off is None
+        and (hand_off is None or claim_apart)
         and user is not None
         and body.thresholds is None
         and start_point is None
         and body.bisect_range is None
         and body.bisect_image is None
     )
-    write = asyncio.ensure_future((ctx.db.write_each if alone else ctx.db.write)(unit))
+
+    async def write_and_claim() -> _Submitted:
+        submitted = await (ctx.db.write_each if alone else ctx.db.write)(unit)
+        if claim_apart and hand_off is not None and submitted.now is not None:
+            await hand_offs.claim_apart(ctx.db, hand_off, submitted.now)
+        return submitted
+
+    write = asyncio.ensure_future(write_and_claim())
     write.add_done_callback(functools.partial(hand_offs.written, hand_off, plan.spec))
     submitted = await asyncio.shield(write)
     if submitted.job_uuid is not None:
