@@ -127,12 +127,13 @@ def test_a_reconnecting_runner_supersedes_its_older_channel(deployment: Deployme
 
 
 @pytest.mark.postgresql
-def test_a_job_claimed_into_a_lost_channel_fails_at_the_runners_next_ready(
+def test_a_job_claimed_into_a_lost_channel_returns_to_the_queue_at_the_runners_next_ready(
     tmp_path: Path,
 ) -> None:
     """Runner R's old connection on replica A is half-open (A cannot tell) and still has a
     ``ready`` waiting; R is connected again on replica B. A job claimed through A goes into the
-    void; R's next ``ready`` on B fails it at once instead of after A's timeouts."""
+    void; R's next ``ready`` on B returns it to the queue at once (it never started: nothing of
+    it is lost) instead of after A's timeouts, and takes it."""
     with postgres_database() as url, deploy(tmp_path, url, heartbeat_timeout=60.0) as deployment:
         replica_b = deployment.add_replica("replica-b")
         slug, key = deployment.new_runner("split")
@@ -144,9 +145,13 @@ def test_a_job_claimed_into_a_lost_channel_fails_at_the_runners_next_ready(
         job_uuid = deployment.submit("bench.noop")
         deployment.wait_status(job_uuid, "claimed")
         current.send({"event": "ready", "poll_timeout": 1})
-        job = deployment.wait_status(job_uuid, "failed", timeout=10)
-        assert any("runner_lost_job" in str(e["message"]) for e in job["events"])
-        assert current.recv(timeout=10)["event"] == "no_job"
+        sent = current.recv(timeout=10)
+        assert (sent["event"], sent["uuid"]) == ("job", job_uuid)
+        job = deployment.job(job_uuid)
+        assert job["status"] == "claimed"
+        returned = [e for e in job["events"] if e["event_type"] == "job_returned"]
+        assert returned and str(returned[0]["message"]).startswith("undelivered: the runner asked")
+        assert not any("runner_lost_job" in str(e["message"]) for e in job["events"])
 
 
 def test_terminal_message_for_someone_elses_job_is_an_error(tenant: Deployment) -> None:

@@ -102,3 +102,5 @@ def test_a_duet_judges_by_a_percentage_boundary_else_the_default_margin() -> Non
 def test_a_duet_judges_a_samples_crossing_by_half_its_smallest_shift() -> None:
     assert confirmation.duet_margin("upper", "samples", None, None) == 0.01
     assert confirmation.duet_margin("lower", "samples", None, None, 0.05) == 0.025
+    default = confirmation.DEFAULT_DUET_MARGIN  # a margin of 0 could never answer same
+    assert confirmation.duet_margin("upper", "samples", None, None, 0.0) == default

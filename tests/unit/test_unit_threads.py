@@ -79,3 +79,37 @@ def test_units_waiting_together_get_threads_up_to_the_size() -> None:
 
 async def _run_after_close(threads: UnitThreads) -> None:
     await threads.run(lambda: None)
+
+
+def test_a_unit_whose_waiter_gave_up_still_holds_its_thread() -> None:
+    """The waiter of a running unit is cancelled; the unit runs on, so the next unit gets a
+    thread of its own instead of queueing behind it."""
+    threads = UnitThreads(2, "test-units")
+    release = threading.Event()
+
+    async def main() -> None:
+        stuck = threads.run(lambda: release.wait(10))
+        await asyncio.sleep(0)
+        stuck.cancel()
+        assert await asyncio.wait_for(threads.run(lambda: "next"), 5) == "next"
+        release.set()
+
+    try:
+        asyncio.run(main())
+        assert len(threads._threads) == 2
+    finally:
+        release.set()
+        threads.close()
+
+
+def test_a_unit_that_raises_stop_iteration_reaches_its_waiter_as_an_error() -> None:
+    threads = UnitThreads(1, "test-units")
+
+    async def main() -> None:
+        with pytest.raises(RuntimeError, match="StopIteration"):
+            await asyncio.wait_for(threads.run(lambda: next(iter(()))), 5)
+
+    try:
+        asyncio.run(main())
+    finally:
+        threads.close()

@@ -93,12 +93,15 @@ def duet_margin(
     """The margin a duet confirms a crossing on ``side`` of a threshold by: a percentage
     model's boundary on that side; half a ``samples`` model's smallest shift that counts (its
     ``min_magnitude``, else the default), so that a step of that size is confirmed while the
-    duet's interval still excludes a change of half of it; else ``DEFAULT_DUET_MARGIN``."""
+    duet's interval still excludes a change of half of it; else (a ``min_magnitude`` of 0
+    too) ``DEFAULT_DUET_MARGIN``."""
     boundary = upper if side == "upper" else lower
     if test == "percentage" and boundary is not None:
         return boundary
     if test == "samples":
-        return (SAMPLES_MIN_MAGNITUDE if min_magnitude is None else min_magnitude) / 2
+        half = (SAMPLES_MIN_MAGNITUDE if min_magnitude is None else min_magnitude) / 2
+        if half > 0:  # a margin of 0 could never answer same: every duet would run to the end
+            return half
     return DEFAULT_DUET_MARGIN
 
 

@@ -170,7 +170,6 @@ def pooled_interval(
     the chance that one of them finds two equal versions different by chance; so the interval
     returned is at ``1 - (1 - confidence) / looks`` (Bonferroni's bound), which keeps that
     chance, over all the looks, within ``1 - confidence``.
-
     Pooled on the log scale with inverse-variance weights (a fixed-effect combination): each
     duet's standard error is its interval's width over ``2 z``, the pooled log ratio is the
     weighted mean of theirs, and its standard error is ``1 / sqrt(sum of weights)``, so the
@@ -180,9 +179,11 @@ def pooled_interval(
     throw of the same dice (and each a chance of a false ``different``); pooling spends every
     round on one narrower answer. The bootstrap median's interval is taken as normal on the
     log scale: close with the tens of rounds a confirmation runs, rough with a handful.
-    ``ValueError`` without intervals."""
+    ``ValueError`` without intervals, or with ``looks`` under 1."""
     if not intervals:
         raise ValueError("no intervals to pool")
+    if looks < 1:
+        raise ValueError(f"looks must be at least 1, not {looks}")
     if len(intervals) == 1 and looks == 1:
         return intervals[0]
     z = NormalDist().inv_cdf(1 - (1 - confidence) / 2)

@@ -579,8 +579,21 @@ class Lifecycle:
         )
 
     async def runner_abandoned(self, runner: RunnerRow, job: jobs.JobRow) -> None:
-        """The runner asked for new work while this job was in flight: it has lost the job."""
+        """The runner asked for new work while this job was in flight: it has lost the job. One
+        still only claimed never started there (the runner had not said it runs it: its channel
+        died before the job reached it, or the claim's answer was lost after its commit), so it
+        goes back to the queue; one the runner had started fails."""
         now = self.ctx.clock.now()
+        if job.status == JobStatus.CLAIMED:
+            reason = (
+                "undelivered: the runner asked for work while this job, claimed for it, "
+                "had not started"
+            )
+            returned = Move(
+                job, JobStatus.PENDING, now, reason, event=JobEvent.RETURNED, reason=reason
+            )
+            if await self.moves.move(returned):
+                return
         reason = "runner_lost_job: the runner asked for a new job while this one was in flight"
         await self.moves.move(
             Move(job, JobStatus.FAILED, now, reason, runner.slug, runner=runner.slug, reason=reason)

@@ -89,30 +89,33 @@ def baseline_job(
         found = jobs.job_for_report(conn, report_id)
         if found is None or found.config.duet is not None:
             continue
-        if duet_sides(contender.config, found.config) is None:
-            return None
         if level is not None:
             measured = confirmations.run_values(
                 conn, [report_id], level.benchmark_id, level.measure_id
             )
             if not level.holds([v.value for v in measured.get(report_id, [])]):
                 continue
+        if duet_sides(contender.config, found.config) is None:
+            return None
         return found
     return None
 
 
 def level_of(held: Sequence[Any]) -> Level | None:
-    """The old level of a report's held-back ``samples`` alert (the first, when several); None
-    when none is one."""
+    """The old level of a report's held-back ``samples`` alert (the first, when several): one
+    duet confirms all of a report's held-back alerts, so its baseline is chosen by that one;
+    None when none is a ``samples`` alert."""
     for a in held:
         if a.test == "samples" and a.change_before is not None and a.change_after is not None:
             return Level(a.benchmark_id, a.measure_id, a.change_before, a.change_after)
     return None
 
 
-def can_run_as_duet(conn: Connection, contender: jobs.JobRow) -> bool:
-    """Whether a confirmation of ``contender``'s report would run as a duet (``baseline_job``)."""
-    return baseline_job(conn, reports.report_row(conn, contender.report_id), contender) is not None
+def can_run_as_duet(conn: Connection, contender: jobs.JobRow, level: Level) -> bool:
+    """Whether a confirmation of ``contender``'s report, holding back a ``samples`` alert whose
+    step is ``level``, would run as a duet: the baseline ``_duet_of`` would choose exists."""
+    source = reports.report_row(conn, contender.report_id)
+    return baseline_job(conn, source, contender, level) is not None
 
 
 def duet_config(
@@ -182,8 +185,11 @@ def judge_by_duets(conn: Connection, run_reports: Sequence[int], held: Any) -> D
     found = confirmations.run_duet_results(conn, run_reports, held.benchmark_id, held.measure_id)
     if not found:
         return None
-    # Judged after each duet, up to as many duets as MAX_DUET_ROUNDS holds of the first's rounds.
-    looks = max(1, MAX_DUET_ROUNDS // max(1, int(found[0].rounds)))
+    # Judged after each duet, up to as many duets as MAX_DUET_ROUNDS holds of the rounds each
+    # is given (those it measured may be fewer).
+    first = jobs.job_for_report(conn, found[0].report_id)
+    given = first.config.iter if first is not None else int(found[0].rounds)
+    looks = max(1, MAX_DUET_ROUNDS // max(1, given))
     ratio, lower, upper = pooled_interval(
         [(r.ratio, r.lower_value, r.upper_value) for r in found],
         confidence=found[0].confidence,

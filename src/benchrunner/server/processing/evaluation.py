@@ -46,6 +46,7 @@ from benchrunner.server.store.tables import benchmark
 
 if TYPE_CHECKING:
     from benchrunner.detection.change_point import ChangePoint
+    from benchrunner.server.processing.confirmation_duets import Level
 
 # The statistics (SciPy) are imported where a threshold is judged, not here: importing them
 # costs about 1.5 s, which every server start (and every test that starts one) would pay.
@@ -102,7 +103,7 @@ def evaluate_report(
     noisy: bool = False,
     found: list[Any] | None = None,
     confirming: bool = False,
-    duet_possible: Callable[[], bool] = lambda: False,
+    duet_possible: Callable[[Level], bool] = lambda _level: False,
 ) -> int:
     """Judge the report's newly stored metrics; returns how many alerts were raised (each
     queued for the project's webhooks, ``server.processing.webhooks``, in this transaction). On

@@ -444,7 +444,7 @@ def record_processed(
                     noisy=noise is not None and noise.noisy,
                     found=found,
                     confirming=True,
-                    duet_possible=functools.cache(lambda: can_run_as_duet(conn, job)),
+                    duet_possible=functools.cache(lambda level: can_run_as_duet(conn, job, level)),
                 )
                 confirming = open_confirmation(conn, job, found, now)
         except Exception:  # an evaluation bug must not wedge the whole batch in `completed`

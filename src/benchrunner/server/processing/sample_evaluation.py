@@ -25,6 +25,7 @@ from sqlalchemy.engine import Connection
 
 from benchrunner.core.samples import Samples
 from benchrunner.detection.models import SAMPLES_MAX_PVALUE, SAMPLES_MIN_MAGNITUDE
+from benchrunner.server.processing.confirmation_duets import Level
 from benchrunner.server.store import alerts, reports
 from benchrunner.server.store.history import Point
 from benchrunner.server.store.samples import reports_of, samples_of
@@ -43,14 +44,15 @@ def judge_samples(
     alerting: bool,
     *,
     pending: bool = False,
-    duet_possible: Callable[[], bool] = lambda: False,
+    duet_possible: Callable[[Level], bool] = lambda _level: False,
 ) -> list[int]:
     """Boundaries for ``metrics`` (a report's, of one threshold) and the alerts raised; without
     ``alerting`` (a noisy report), none. With ``pending`` (confirmation runs will re-measure),
     the alerts are held back, and an **unknown** answer holds one back too when the re-runs
     may settle it: when the report is beyond the limit (one more run tells), or when its shift
-    passes ``min_magnitude`` but not the window's run-to-run spread and the confirmation can be
-    a duet (``duet_possible``, asked only then): plain re-runs would meet the same spread,
+    passes ``min_magnitude`` (and is not 0) but not the window's run-to-run spread and the
+    confirmation can be a duet against a version at the old level (``duet_possible``, asked
+    only then): plain re-runs would meet the same spread,
     while a duet's rounds, interleaved with the version before, do not."""
     from benchrunner.detection.samples import Verdict, compare
 
@@ -93,12 +95,7 @@ def judge_samples(
         if result.verdict is not Verdict.DIFFERENT and not (
             pending
             and result.verdict is Verdict.UNKNOWN
-            and (
-                result.beyond
-                or (
-                    result.shift is not None and abs(result.shift) >= min_effect and duet_possible()
-                )
-            )
+            and (result.beyond or _duet_tells(result, min_effect, benchmark_id, t, duet_possible))
         ):
             continue
         if step is None:
@@ -118,6 +115,22 @@ def judge_samples(
         if alert_id is not None:
             raised.append(alert_id)
     return raised
+
+
+def _duet_tells(
+    result: Any,
+    min_effect: float,
+    benchmark_id: int,
+    t: Any,
+    duet_possible: Callable[[Level], bool],
+) -> bool:
+    """Whether an **unknown** answer whose shift passes ``min_effect`` (and is not 0) but not
+    the spread may be settled by a duet against a version at the old level."""
+    if not result.shift or result.baseline is None or result.new is None:
+        return False
+    if abs(result.shift) < min_effect:
+        return False
+    return duet_possible(Level(benchmark_id, t.measure_id, result.baseline, result.new))
 
 
 def _window(conn: Connection, history: list[Point]) -> list[Point]:

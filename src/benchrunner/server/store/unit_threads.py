@@ -4,9 +4,9 @@ Each unit crosses from the event loop to a thread and its result back, twice a t
 per unit. ``loop.run_in_executor`` on a ``ThreadPoolExecutor`` adds to that a
 ``concurrent.futures.Future`` (with its lock and condition) chained to the asyncio future by
 callbacks on both sides, and the executor's idle-thread semaphore: on this machine about half
-of what a hop costs the process apart from the wake-ups (``benchmarks/db_units.py``). Here a
-unit and the asyncio future that waits for it go on a queue, and the thread that ran it sets
-that future on its loop, with nothing in between.
+of what a hop costs the process apart from the wake-ups (measured beside it in
+benchmarks/RESULTS.md). Here a unit and the asyncio future that waits for it go on a queue, and
+the thread that ran it sets that future on its loop, with nothing in between.
 """
 
 from __future__ import annotations
@@ -34,7 +34,8 @@ class UnitThreads:
         self._queue: queue.SimpleQueue[_Item | None] = queue.SimpleQueue()
         self._threads: list[threading.Thread] = []
         self._busy = 0
-        """Units given and not yet answered, counted on the event loop (given, answered)."""
+        """Units given and not yet finished by a thread (run, or passed over as cancelled):
+        counted on the event loop. A waiter cancelled while its unit runs still holds a thread."""
         self._closed = False
 
     def run(self, call: Callable[[], T]) -> asyncio.Future[T]:
@@ -42,44 +43,40 @@ class UnitThreads:
         if self._closed:
             raise RuntimeError(f"{self.name}: closed")
         loop = asyncio.get_running_loop()
-        future: asyncio.Future[T] = loop.create_future()
-        self._busy += 1
-        future.add_done_callback(self._answered)
-        self._queue.put((loop, future, call))
-        if self._busy > len(self._threads) < self.size:
+        if self._busy >= len(self._threads) < self.size:
+            # Started before the unit is queued: a thread that cannot start leaves no unit
+            # behind for a later thread to run unasked.
             thread = threading.Thread(
                 target=self._work, name=f"{self.name}_{len(self._threads)}", daemon=True
             )
             thread.start()
             self._threads.append(thread)
+        future: asyncio.Future[T] = loop.create_future()
+        self._busy += 1
+        self._queue.put((loop, future, call))
         return future
-
-    def _answered(self, _future: asyncio.Future[Any]) -> None:
-        self._busy -= 1
 
     def _work(self) -> None:
         while (item := self._queue.get()) is not None:
             loop, future, call = item
-            if future.cancelled():
-                continue
-            try:
-                result = call()
-            except BaseException as exc:  # the waiter gets it, as from the unit itself
-                self._answer(loop, future, None, exc)
-            else:
-                self._answer(loop, future, result, None)
-            del item, future, call
+            result: Any = None
+            error: BaseException | None = None
+            if not future.cancelled():
+                try:
+                    result = call()
+                except BaseException as exc:  # the waiter gets it, as from the unit itself
+                    error = exc
+            # One callback both frees the count and answers, so a waiter that runs its next
+            # unit at once finds this thread counted free.
+            with contextlib.suppress(RuntimeError):  # a loop closed meanwhile: no one waits
+                loop.call_soon_threadsafe(self._finished, future, result, error)
+            del item, future, call, result, error
 
-    @staticmethod
-    def _answer(
-        loop: asyncio.AbstractEventLoop,
-        future: asyncio.Future[Any],
-        result: Any,
-        error: BaseException | None,
+    def _finished(
+        self, future: asyncio.Future[Any], result: Any, error: BaseException | None
     ) -> None:
-        # A loop closed meanwhile has no one waiting any more.
-        with contextlib.suppress(RuntimeError):
-            loop.call_soon_threadsafe(_settle, future, result, error)
+        self._busy -= 1
+        _settle(future, result, error)
 
     def close(self) -> None:
         """Stop taking units; wait for the threads to finish the ones they were given."""
@@ -96,5 +93,8 @@ def _settle(future: asyncio.Future[Any], result: Any, error: BaseException | Non
         return
     if error is None:
         future.set_result(result)
+    elif isinstance(error, StopIteration):
+        # A future refuses StopIteration (it would end the awaiting coroutine's frame).
+        future.set_exception(RuntimeError(f"a unit raised {error!r}"))
     else:
         future.set_exception(error)
