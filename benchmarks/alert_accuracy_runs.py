@@ -205,6 +205,13 @@ def main() -> None:
             f"| {test} | {result.false_alarms * 100 / runs:.1f} | {result.detected}/{result.steps} "
             f"| {result.repeats} | {precision:.2f} | {result.detected / max(1, result.steps):.2f} |"
         )
+    for size in sorted({size for _, size, at in layout if at is not None}):
+        of_size = [s for s, (_, found, _) in zip(series, layout, strict=True) if found == size]
+        found_by_test = ", ".join(
+            f"{test} {score(of_size, raised[test], options.window).detected}/{len(of_size)}"
+            for test in options.tests
+        )
+        print(f"steps of {size * 100:g} %: found within {options.window} runs: {found_by_test}")
 
 
 if __name__ == "__main__":
