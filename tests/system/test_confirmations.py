@@ -7,6 +7,7 @@ history holds each report once."""
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import json
 from pathlib import Path
 from typing import Any
@@ -118,6 +119,13 @@ def _judged_run(
         return client.get_report(deployment.project, job["report"])
 
 
+def _versioned_run(deployment: Deployment, values: Path, value: float, name: str) -> dict[str, Any]:
+    """A judged run of ``bench.versioned``'s version ``name``, measuring ``value`` (or the
+    file's first value, when it holds any)."""
+    args = {"value": value, "version": name}
+    return _judged_run(deployment, values, template="bench.versioned", args=args)
+
+
 def _alerts(deployment: Deployment, status: Any = None) -> list[Alert]:
     with deployment.admin() as client:
         return list(client.list_alerts(deployment.project, status=status))
@@ -140,6 +148,38 @@ def _decided(deployment: Deployment, report: str) -> Alert | None:
             if found.raised_by == report:
                 return found
     return None
+
+
+def _confirmed_by_one_duet(
+    deployment: Deployment, report: dict[str, Any]
+) -> tuple[Alert, dict[str, Any], dict[str, Any]]:
+    """The report's alert once decided, which must be active and confirmed by one duet; and
+    that duet's job and report."""
+    raised = wait_until(
+        lambda: _decided(deployment, report["uuid"]), timeout=120, message="the step decided"
+    )
+    assert raised.status == "active"
+    assert _confirmation(raised).outcome == "confirmed"
+    [run] = _confirmation(raised).runs
+    with deployment.admin() as client:
+        return (
+            raised,
+            client.get_job(deployment.project, run.job),
+            client.get_report(deployment.project, run.report),
+        )
+
+
+def _samples_threshold(deployment: Deployment, confirm: int | None = None) -> None:
+    """A ``samples`` threshold on main/ci's latency, with ``confirm`` runs (None: the default)."""
+    with deployment.admin() as client:
+        client.create_threshold(
+            deployment.project,
+            branch="main",
+            testbed="ci",
+            measure="latency",
+            model=ThresholdModelBody(test="samples"),
+            confirm=confirm,
+        )
 
 
 def _quiet_history_under_10pct(deployment: Deployment, confirm: int | None = None) -> Threshold:
@@ -266,15 +306,7 @@ def test_a_samples_answer_of_unknown_is_settled_by_the_reruns_samples(tmp_path: 
         # Eight runs: two runs beyond all eight give the rank test p = 2/45, within 0.05.
         for minute in range(1, 9):
             _history(deployment, 100, minute, spread=4)
-        with deployment.admin() as client:
-            client.create_threshold(
-                deployment.project,
-                branch="main",
-                testbed="ci",
-                measure="latency",
-                model=ThresholdModelBody(test="samples"),
-                confirm=1,
-            )
+        _samples_threshold(deployment, confirm=1)
         deployment.runner_process("confirming").start()
         values = tmp_path / "values.txt"
         # One run beyond the limit could be a one-off (unknown); with the re-run, they differ.
@@ -303,10 +335,7 @@ def test_a_crossing_after_another_version_is_confirmed_by_a_duet_against_it(
         deployment.runner_process("confirming").start()
         values = tmp_path / "values.txt"
         values.write_text("")
-
-        def version(value: float, name: str) -> dict[str, Any]:
-            args = {"value": value, "version": name}
-            return _judged_run(deployment, values, template="bench.versioned", args=args)
+        version = functools.partial(_versioned_run, deployment, values)
 
         first = version(100, "v1")
         assert first["alerts"] == []
@@ -431,21 +460,11 @@ def test_a_samples_shift_within_a_wide_spread_is_settled_by_a_duet_against_the_v
         _quiet(deployment)
         for minute in range(1, 9):
             _history(deployment, 100 if minute % 2 else 108, minute)
-        with deployment.admin() as client:
-            client.create_threshold(
-                deployment.project,
-                branch="main",
-                testbed="ci",
-                measure="latency",
-                model=ThresholdModelBody(test="samples"),
-            )
+        _samples_threshold(deployment)
         deployment.runner_process("confirming").start()
         values = tmp_path / "values.txt"
         values.write_text("")
-
-        def version(value: float, name: str) -> dict[str, Any]:
-            args = {"value": value, "version": name}
-            return _judged_run(deployment, values, template="bench.versioned", args=args)
+        version = functools.partial(_versioned_run, deployment, values)
 
         def verdict(report: dict[str, Any]) -> str:
             [measure] = [m for bench in report["results"] for b in bench for m in b["measures"]]
@@ -458,15 +477,7 @@ def test_a_samples_shift_within_a_wide_spread_is_settled_by_a_duet_against_the_v
         # 16 % above the center of 104, 10 % above v1, which measured below their midpoint
         step = version(121, "v2")
         assert verdict(step) == "unknown"
-        raised = wait_until(
-            lambda: _decided(deployment, step["uuid"]), timeout=120, message="the step decided"
-        )
-        assert raised.status == "active"
-        assert _confirmation(raised).outcome == "confirmed"
-        [run] = _confirmation(raised).runs
-        with deployment.admin() as client:
-            duet_job = client.get_job(deployment.project, run.job)
-            duet_report = client.get_report(deployment.project, run.report)
+        _, duet_job, duet_report = _confirmed_by_one_duet(deployment, step)
         assert duet_job["config"]["duet"]["baseline"]["args"]["version"] == "v1"
         assert duet_job["config"]["duet"]["contender"]["args"]["version"] == "v2"
         [result] = duet_report["duet"]["results"]
@@ -489,30 +500,13 @@ def test_a_samples_step_that_began_a_run_before_is_confirmed_against_the_old_lev
         deployment.runner_process("confirming").start()
         values = tmp_path / "values.txt"
         values.write_text("")
-
-        def version(value: float, name: str) -> dict[str, Any]:
-            args = {"value": value, "version": name}
-            return _judged_run(deployment, values, template="bench.versioned", args=args)
+        version = functools.partial(_versioned_run, deployment, values)
 
         version(100, "v1")
         version(100, "v2")
         version(110, "v3")
-        with deployment.admin() as client:
-            client.create_threshold(
-                deployment.project,
-                branch="main",
-                testbed="ci",
-                measure="latency",
-                model=ThresholdModelBody(test="samples"),
-            )
+        _samples_threshold(deployment)
         step = version(110, "v4")
-        raised = wait_until(
-            lambda: _decided(deployment, step["uuid"]), timeout=120, message="the step decided"
-        )
-        assert raised.status == "active"
-        assert _confirmation(raised).outcome == "confirmed"
-        [run] = _confirmation(raised).runs
-        with deployment.admin() as client:
-            duet_job = client.get_job(deployment.project, run.job)
+        _, duet_job, _ = _confirmed_by_one_duet(deployment, step)
         assert duet_job["config"]["duet"]["baseline"]["args"]["version"] == "v2"
         assert duet_job["config"]["duet"]["contender"]["args"]["version"] == "v4"
