@@ -49,7 +49,9 @@ def test_the_duets_config_runs_five_rounds_per_run_from_the_baselines_side() -> 
 
 
 def _held(upper: float | None, test: str = "percentage") -> SimpleNamespace:
-    return SimpleNamespace(limit="upper", test=test, lower_boundary=None, upper_boundary=upper)
+    return SimpleNamespace(
+        limit="upper", test=test, lower_boundary=None, upper_boundary=upper, min_magnitude=None
+    )
 
 
 def test_one_duet_takes_the_smallest_margin_and_none_of_a_boundary_past_a_duets() -> None:
