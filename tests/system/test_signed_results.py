@@ -111,6 +111,9 @@ def test_every_unsigned_or_badly_signed_result_is_refused_and_changes_nothing(
         ),
     ]
     for name, message, reason in refusals:
+        # A running job's runner heartbeats between its messages, as a real one does every
+        # second: on a loaded machine the refusals may take longer than the heartbeat timeout.
+        assert channel.ask({"event": "heartbeat"}) == {"event": "ack", "job": job_uuid}
         sent = {k: v for k, v in message.items() if v is not None}
         reply = channel.ask(sent)
         assert reply["event"] == "error", name
