@@ -274,16 +274,10 @@ class Lifecycle:
         self, runner_id: int, runner_slug: str, nonce: str, templates: bool
     ) -> claims.Claim | None:
         now = self.ctx.clock.now()
-        args = (nonce, now, runner_slug, templates)
-        try:
-            if runner_id not in self._runner_orgs:
-                raise claims.ClaimInTransaction
-            org = self._runner_orgs[runner_id]
-            claim = await self.ctx.db.claim_each(
-                moves.claim_alone, runner_id, org, *args, holding_none=True
-            )
-        except claims.ClaimInTransaction:
-            claim = await self.ctx.db.write(moves.claim, runner_id, *args, holding_none=True)
+        org = self._runner_orgs.get(runner_id)
+        claim = await moves.claim_for_runner(
+            self.ctx.db, runner_id, org, nonce, now, runner_slug, templates
+        )
         if claim is not None:
             self.moves.claimed(claim, runner_slug)
         return claim

@@ -26,6 +26,7 @@ from benchrunner.server.context import ServerContext
 from benchrunner.server.logs.transition_log import Timeout, job_moved
 from benchrunner.server.store import claims, transitions
 from benchrunner.server.store.direct import Direct
+from benchrunner.server.store.engine import Database
 from benchrunner.server.store.jobs import JobRow
 
 _UNCLAIMED: Mapping[str, Any] = {
@@ -149,6 +150,27 @@ def claim_alone(
     return claims.job_claim_alone(
         conn, runner_id, runner_org, nonce, now, runner_slug, templates, holding_none
     )
+
+
+async def claim_for_runner(
+    db: Database,
+    runner_id: int,
+    runner_org: int | None,
+    nonce: str,
+    now: dt.datetime,
+    runner_slug: str,
+    templates: bool,
+) -> claims.Claim | None:
+    """A channel's claim for a runner that holds no job (the dispatcher's, a hand-off's): one
+    statement standing on its own (``claim_alone``), or ``claim`` in a transaction where that
+    says it must be one, or where the runner's organization is not known (None)."""
+    args = (nonce, now, runner_slug, templates)
+    try:
+        if runner_org is None:
+            raise claims.ClaimInTransaction
+        return await db.claim_each(claim_alone, runner_id, runner_org, *args, holding_none=True)
+    except claims.ClaimInTransaction:
+        return await db.write(claim, runner_id, *args, holding_none=True)
 
 
 def _nothing(_: Any) -> None:

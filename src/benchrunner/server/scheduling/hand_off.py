@@ -111,19 +111,15 @@ class HandOffs:
         for it."""
         waiter = hand_off.waiter
         try:
-            try:
-                hand_off.claim = await db.claim_each(
-                    move.claim_alone,
-                    waiter.runner_id,
-                    waiter.organization_id,
-                    secrets.token_hex(16),
-                    now,
-                    waiter.runner_slug,
-                    waiter.templates,
-                    holding_none=True,
-                )
-            except claims.ClaimInTransaction:
-                await db.write(cls.claim, hand_off, now)
+            hand_off.claim = await move.claim_for_runner(
+                db,
+                waiter.runner_id,
+                waiter.organization_id,
+                secrets.token_hex(16),
+                now,
+                waiter.runner_slug,
+                waiter.templates,
+            )
         except claims.RunnerUnavailable:  # or holds jobs: the dispatcher's claim says so
             hand_off.claim = None
         except Exception:
