@@ -274,9 +274,15 @@ class Lifecycle:
         self, runner_id: int, runner_slug: str, nonce: str, templates: bool
     ) -> claims.Claim | None:
         now = self.ctx.clock.now()
-        org = self._runner_orgs.get(runner_id)
         claim = await moves.claim_for_runner(
-            self.ctx.db, runner_id, org, nonce, now, runner_slug, templates
+            self.ctx.db,
+            runner_id,
+            self._runner_orgs.get(runner_id),
+            nonce,
+            now,
+            runner_slug,
+            templates,
+            org_known=runner_id in self._runner_orgs,
         )
         if claim is not None:
             self.moves.claimed(claim, runner_slug)

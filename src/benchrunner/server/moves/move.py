@@ -160,13 +160,16 @@ async def claim_for_runner(
     now: dt.datetime,
     runner_slug: str,
     templates: bool,
+    *,
+    org_known: bool = True,
 ) -> claims.Claim | None:
     """A channel's claim for a runner that holds no job (the dispatcher's, a hand-off's): one
-    statement standing on its own (``claim_alone``), or ``claim`` in a transaction where that
-    says it must be one, or where the runner's organization is not known (None)."""
+    statement standing on its own (``claim_alone``; ``runner_org`` None: a runner of no
+    organization), or ``claim`` in a transaction where that says it must be one, or where the
+    runner's organization is not known (not ``org_known``)."""
     args = (nonce, now, runner_slug, templates)
     try:
-        if runner_org is None:
+        if not org_known:
             raise claims.ClaimInTransaction
         return await db.claim_each(claim_alone, runner_id, runner_org, *args, holding_none=True)
     except claims.ClaimInTransaction:
