@@ -246,7 +246,9 @@ def test_a_bisect_thresholds_alert_starts_a_bisection_by_itself(
     work) alerts: its range first holds c6 alone (nothing to bisect, so the alert says why),
     then a PATCH gives c2..c6, and the server bisects by itself, the template's commit
     argument taking each commit; the culprit shows on the alert, in `alert show`, and comes
-    to a real receiver as ``alert.bisected``."""
+    to a real receiver as ``alert.bisected``. The threshold confirms nothing: at a load of 15 a
+    confirmation duet of these short loops can end unknown, and confirmations have tests of
+    their own."""
     slower_at = 4
     repo = tmp_path / "repo"
     repo.mkdir()
@@ -280,7 +282,7 @@ def test_a_bisect_thresholds_alert_starts_a_bisection_by_itself(
         made = cli(
             "threshold", "create", "--branch", "main", "--testbed", "localhost",
             "--measure", "latency", "--test", "percentage", "--upper-boundary", "0.5",
-            "--min-sample-size", "2", "--bisect", env=env,
+            "--min-sample-size", "2", "--bisect", "--confirm", "0", env=env,
         ).stdout  # fmt: skip
         assert "its alerts start a bisection" in made, made
         run(1)
