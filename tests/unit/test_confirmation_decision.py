@@ -104,3 +104,21 @@ def test_a_duet_judges_a_samples_crossing_by_half_its_smallest_shift() -> None:
     assert confirmation.duet_margin("lower", "samples", None, None, 0.05) == 0.025
     default = confirmation.DEFAULT_DUET_MARGIN  # a margin of 0 could never answer same
     assert confirmation.duet_margin("upper", "samples", None, None, 0.0) == default
+
+
+@pytest.mark.parametrize(
+    ("lower", "upper", "verdict"),
+    [
+        (1.012, 1.03, "different"),  # beyond half of min_magnitude
+        (0.985, 1.018, "same"),  # whatever changed, under min_magnitude
+        (1.005, 1.025, "unknown"),  # may be under half of it, may be past all of it
+    ],
+)
+def test_a_samples_duet_is_the_same_when_its_interval_is_within_the_whole_min_magnitude(
+    lower: float, upper: float, verdict: str
+) -> None:
+    margin = confirmation.duet_margin("upper", "samples", None, None)
+    within = confirmation.same_margin("samples", margin)
+    assert within == pytest.approx(0.02)
+    assert confirmation.duet_verdict("upper", lower, upper, margin, within) == verdict
+    assert confirmation.same_margin("percentage", 0.1) == 0.1

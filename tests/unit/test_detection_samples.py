@@ -66,6 +66,21 @@ def test_a_shift_below_the_minimum_effect_is_same_and_above_it_different() -> No
     assert found.verdict is Verdict.DIFFERENT, found.reason
 
 
+def test_a_shift_of_half_the_minimum_effect_is_unknown_only_where_the_spread_is_wide() -> None:
+    """A run of a 2 % step measures 1.5 % often enough where runs wander by 1 %: unknown (a
+    duet may tell); where they wander by 0.05 %, 1.5 % is what it is, under 2 %: the same."""
+    generator = np.random.default_rng(18)
+    wide = _runs([float(v) for v in generator.normal(100.0, 1.0, 30)], 0.001, 19)
+    found = compare(wide, _runs([101.5], 0.001, 20))
+    assert found.limit is not None and found.limit > 0.02, found.reason
+    assert found.verdict is Verdict.UNKNOWN, found.reason
+    assert "within the run-to-run spread" in found.reason
+    narrow = compare(_runs([100.0] * 30, 0.0005, 21), _runs([101.5], 0.0005, 22))
+    assert narrow.limit == 0.02 and narrow.verdict is Verdict.SAME, narrow.reason
+    under_half = compare(wide, _runs([100.5], 0.001, 23))
+    assert under_half.verdict is Verdict.SAME, under_half.reason
+
+
 def test_a_shift_within_the_run_to_run_spread_is_unknown() -> None:
     """Runs that wander by 2 % (each run's five samples are tight): a 5 % move is not beyond
     3.5 spreads, though a rank test over the pooled samples would be sure of it."""

@@ -105,13 +105,23 @@ def duet_margin(
     return DEFAULT_DUET_MARGIN
 
 
-def duet_verdict(side: Side, lower: float, upper: float, margin: float) -> DuetVerdict:
+def same_margin(test: str, margin: float) -> float:
+    """How close to 1 a duet's interval must lie for **same**: a ``samples`` threshold's whole
+    ``min_magnitude`` (twice its duet ``margin``), since a change smaller than that does not
+    count; any other threshold's ``margin`` itself."""
+    return 2 * margin if test == "samples" else margin
+
+
+def duet_verdict(
+    side: Side, lower: float, upper: float, margin: float, same_within: float | None = None
+) -> DuetVerdict:
     """What a duet's interval ``[lower, upper]`` of the new/baseline ratio says of a crossing
     on ``side``: ``different`` when it lies wholly beyond ``1 ± margin`` on that side, ``same``
-    when it lies wholly within ``[1 - margin, 1 + margin]``, else ``unknown``."""
+    when it lies wholly within ``1 ± same_within`` (default ``margin``), else ``unknown``."""
     if (side == "upper" and lower > 1 + margin) or (side == "lower" and upper < 1 - margin):
         return "different"
-    if lower >= 1 - margin and upper <= 1 + margin:
+    within = margin if same_within is None else same_within
+    if lower >= 1 - within and upper <= 1 + within:
         return "same"
     return "unknown"
 

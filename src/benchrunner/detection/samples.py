@@ -23,8 +23,10 @@ The verdict is **different** when every judged run is beyond the limit on the sa
 the rank test finds a shift; **unknown** when the baseline window holds fewer than
 ``MIN_BASELINE_RUNS`` runs, when the report is beyond the limit but the other judged runs or
 the rank test do not agree (one run: the next run, or a re-run, tells), or when the report's
-shift is beyond ``min_effect`` but within the spread (too noisy to tell); **same** otherwise: the
-report's shift is within ``min_effect`` (docs/reference/thresholds.md).
+shift is beyond ``min_effect`` but within the spread (too noisy to tell), or beyond half of
+``min_effect`` while the spread widens the limit past it (a run of a step of ``min_effect``
+measures that little often enough there); **same** otherwise: the report's shift is within
+``min_effect``, or within half of it when the spread is narrow (docs/reference/thresholds.md).
 """
 
 from __future__ import annotations
@@ -137,7 +139,7 @@ def compare(
         verdict = Verdict.DIFFERENT
     elif beyond:
         verdict, found = Verdict.UNKNOWN, f"{found}: not every judged run agrees yet"
-    elif abs(shift) >= min_effect:
+    elif abs(shift) >= min_effect or (abs(shift) >= min_effect / 2 and limit > min_effect):
         verdict, found = Verdict.UNKNOWN, f"{found}: within the run-to-run spread"
     else:
         verdict = Verdict.SAME

@@ -26,6 +26,7 @@ from benchrunner.detection.confirmation import (
     DuetVerdict,
     duet_margin,
     duet_verdict,
+    same_margin,
 )
 from benchrunner.detection.duet import another_duet, pooled_interval
 from benchrunner.protocol import JsonDuet, JsonDuetSide, JsonJobConfig
@@ -196,7 +197,7 @@ def judge_by_duets(conn: Connection, run_reports: Sequence[int], held: Any) -> D
         looks=looks,
     )
     margin = _own_margin(held)
-    verdict = duet_verdict(held.limit, lower, upper, margin)
+    verdict = duet_verdict(held.limit, lower, upper, margin, same_margin(held.test, margin))
     rounds = sum(int(r.rounds) for r in found)
     duets = f" ({len(found)} duets)" if len(found) > 1 else ""
     told = (

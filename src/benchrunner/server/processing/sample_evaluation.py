@@ -50,7 +50,7 @@ def judge_samples(
     ``alerting`` (a noisy report), none. With ``pending`` (confirmation runs will re-measure),
     the alerts are held back, and an **unknown** answer holds one back too when the re-runs
     may settle it: when the report is beyond the limit (one more run tells), or when its shift
-    passes ``min_magnitude`` (and is not 0) but not the window's run-to-run spread and the
+    passes half of ``min_magnitude`` (and is not 0) but not the window's run-to-run spread and the
     confirmation can be a duet against a version at the old level (``duet_possible``, asked
     only then): plain re-runs would meet the same spread,
     while a duet's rounds, interleaved with the version before, do not."""
@@ -124,11 +124,11 @@ def _duet_tells(
     t: Any,
     duet_possible: Callable[[Level], bool],
 ) -> bool:
-    """Whether an **unknown** answer whose shift passes ``min_effect`` (and is not 0) but not
-    the spread may be settled by a duet against a version at the old level."""
+    """Whether an **unknown** answer whose shift passes half of ``min_effect`` (and is not 0)
+    but not the spread may be settled by a duet against a version at the old level."""
     if not result.shift or result.baseline is None or result.new is None:
         return False
-    if abs(result.shift) < min_effect:
+    if abs(result.shift) < min_effect / 2:
         return False
     return duet_possible(Level(benchmark_id, t.measure_id, result.baseline, result.new))
 
