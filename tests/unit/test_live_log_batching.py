@@ -12,6 +12,7 @@ from typing import ParamSpec, TypeVar
 
 import pytest
 
+from benchrunner.core.states import JobStatus
 from benchrunner.core.templates import TemplateRegistry
 from benchrunner.core.tiers import Plan
 from benchrunner.protocol import Log
@@ -19,9 +20,10 @@ from benchrunner.server.blobs.blob_store import LocalBlobStore
 from benchrunner.server.config import ServerSettings
 from benchrunner.server.context import ServerContext
 from benchrunner.server.logs.live_logs import LiveLogs
+from benchrunner.server.moves import move
 from benchrunner.server.store import jobs, transitions
 from benchrunner.server.store.engine import Database, Unit
-from benchrunner.server.store.job_logs import job_log_chunks
+from benchrunner.server.store.job_logs import LogTail, job_log_chunks
 from tests.databases import with_schema
 from tests.inprocess import ManualClock
 from tests.unit.test_claim_policy import World
@@ -203,3 +205,81 @@ def test_several_jobs_chunks_share_one_write(world: World, tmp_path: Path) -> No
     asyncio.run(scenario())
     for job_id, chunks in streams.items():
         assert _stored(world, job_id) == chunks.sent
+
+
+async def _ending(world: World, job_id: int, to: JobStatus, tail: LogTail | None) -> bool:
+    """The move that ends the job, as a runner's result makes it, carrying ``tail``."""
+    job = await world.db.read(jobs.job_get, job_id)
+    assert job is not None
+    return await world.db.write(move.apply, move.Move(job, to, world.now(), "ends", log=tail))
+
+
+def test_a_jobs_last_chunks_are_stored_by_the_move_that_ends_it(
+    world: World, tmp_path: Path
+) -> None:
+    db = world.db
+    assert isinstance(db, CountedDatabase)
+    job_id, job_uuid = _running_job(world)
+    clock = ManualClock()
+    chunks = Chunks(job_uuid)
+    refused: list[Log] = []
+
+    async def refuse(message: Log) -> None:
+        refused.append(message)
+
+    async def scenario() -> None:
+        live = LiveLogs(_context(world, tmp_path, clock))
+        live.start()
+        try:
+            live.add(job_id, chunks.next())
+            await _until(lambda: db.lazy_writes == 1, "the first chunk is written at once")
+            for _ in range(5):
+                live.add(job_id, chunks.next(), refuse)
+            async with asyncio.timeout(10):  # the clock stands still: not the timer's write
+                taken = await live.take_job(job_id)
+            assert taken is not None
+            assert len(live) == 0
+            assert await _ending(world, job_id, JobStatus.COMPLETED, taken.tail)
+            assert taken.tail.stored is True
+            await live.settle(taken)
+            clock.advance(2.0)
+            await _settled()
+            assert db.lazy_writes == 1, "the last chunks had no transaction of their own"
+        finally:
+            await live.stop()
+
+    asyncio.run(scenario())
+    assert _stored(world, job_id) == chunks.sent
+    assert refused == []
+
+
+@pytest.mark.parametrize("moved", [True, False], ids=["move-tried", "no-move"])
+def test_the_last_chunks_of_a_job_no_longer_in_flight_are_refused(
+    world: World, tmp_path: Path, moved: bool
+) -> None:
+    db = world.db
+    assert isinstance(db, CountedDatabase)
+    job_id, job_uuid = _running_job(world)
+    clock = ManualClock()
+    chunks = Chunks(job_uuid)
+    refused: list[Log] = []
+
+    async def refuse(message: Log) -> None:
+        refused.append(message)
+
+    async def scenario() -> None:
+        live = LiveLogs(_context(world, tmp_path, clock))
+        for _ in range(3):
+            live.add(job_id, chunks.next(), refuse)
+        assert await _ending(world, job_id, JobStatus.CANCELED, None)  # a user's cancel, say
+        taken = await live.take_job(job_id)
+        assert taken is not None
+        if moved:  # the result's move finds the job finished: neither it nor the chunks
+            assert not await _ending(world, job_id, JobStatus.COMPLETED, taken.tail)
+            assert taken.tail.stored is False
+        await live.settle(taken)  # no move tried: stored apart, which finds it finished
+        assert db.lazy_writes == (0 if moved else 1)
+
+    asyncio.run(scenario())
+    assert _stored(world, job_id) == []
+    assert [message.offset for message in refused] == [chunks.offset - len(chunks.sent[-1])]

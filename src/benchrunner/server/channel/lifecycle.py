@@ -66,6 +66,7 @@ from benchrunner.server.scheduling.dispatcher import Dispatcher
 from benchrunner.server.scheduling.hand_off import HandOffs
 from benchrunner.server.scheduling.wakeups import LocalWakeups, PostgresWakeups, Wakeups
 from benchrunner.server.store import claims, jobs, runners, transitions
+from benchrunner.server.store.job_logs import LogTail
 from benchrunner.server.store.runners import RunnerRow
 from benchrunner.server.store.signed_outputs import SignedOutput
 
@@ -408,8 +409,11 @@ class Lifecycle:
         runner: RunnerRow,
         message: Completed | Failed | Canceled,
         known: jobs.JobRow | None = None,
+        log: LogTail | None = None,
     ) -> Ack | Error:
         """Apply a terminal message; resends are answered with ``ack`` and change nothing.
+        ``log``, the job's last live-log chunks, is stored with the move that ends the job
+        (``log.stored`` None: no move was tried, the caller stores it apart).
         An ``ack`` is returned only once what it acknowledges is on disk. From a runner with a
         public key, a message whose signature, nonce or output hash does not hold is answered
         with ``error`` and changes nothing.
@@ -428,11 +432,11 @@ class Lifecycle:
             return Error(message=f"result of job {job.uuid} refused: {exc}")
         reply: Ack | Error
         if isinstance(message, Completed):
-            reply = await self._completed(runner, job, message, signed)
+            reply = await self._completed(runner, job, message, signed, log)
         elif isinstance(message, Failed):
-            reply = await self._failed(runner, job, message, signed)
+            reply = await self._failed(runner, job, message, signed, log)
         else:
-            reply = await self._canceled(runner, job, message, signed)
+            reply = await self._canceled(runner, job, message, signed, log)
         if isinstance(reply, Ack):
             # The runner deletes its spooled result on `ack`: the status change behind it
             # must survive a power cut first (the output blob is synced when stored).
@@ -473,6 +477,7 @@ class Lifecycle:
         job: jobs.JobRow,
         message: Completed,
         signed: SignedOutput | None,
+        log: LogTail | None,
     ) -> Ack | Error:
         ack = Ack(job=job.uuid)
         stored = False
@@ -496,7 +501,7 @@ class Lifecycle:
                 row_output = await self._blob_unless_small(job, data)
                 stored = True
             now = self.ctx.clock.now()
-            done = await self._complete(job, runner, now, row_output, signed)
+            done = await self._complete(job, runner, now, row_output, signed, log)
             if done.completed:
                 self.moves.done(*done.moves)
                 if done.confirming:  # ``finished`` woke it only while one was open
@@ -517,19 +522,28 @@ class Lifecycle:
         now: dt.datetime,
         row_output: bytes | None,
         signed: SignedOutput | None,
+        tail: LogTail | None,
     ) -> Completion:
         late = job.status == JobStatus.FAILED
         args = (job, now, runner.slug, late, row_output)
+        stored = None if tail is None else tail.stored
         try:
-            return await self.ctx.db.write(complete, *args, True, signed)
+            return await self.ctx.db.write(complete, *args, True, signed, tail)
         except Exception:  # rolled back whole: complete it alone, the processor retries the rest
             log.exception(
                 "processing job %s with its result failed; it is processed later", job.uuid
             )
-            return await self.ctx.db.write(complete, *args, False, signed)
+            if tail is not None:
+                tail.stored = stored  # what the rolled back transaction stored is gone
+            return await self.ctx.db.write(complete, *args, False, signed, tail)
 
     async def _failed(
-        self, runner: RunnerRow, job: jobs.JobRow, message: Failed, signed: SignedOutput | None
+        self,
+        runner: RunnerRow,
+        job: jobs.JobRow,
+        message: Failed,
+        signed: SignedOutput | None,
+        tail: LogTail | None,
     ) -> Ack | Error:
         data = encode_output(
             JsonJobOutput(results=message.results, error=message.error, noise=message.noise)
@@ -539,7 +553,14 @@ class Lifecycle:
             now = self.ctx.clock.now()
             reason = f"runner reported failure: {message.error}"[:2000]
             failed = Move(
-                job, JobStatus.FAILED, now, reason, runner.slug, runner=runner.slug, reason=reason
+                job,
+                JobStatus.FAILED,
+                now,
+                reason,
+                runner.slug,
+                runner=runner.slug,
+                reason=reason,
+                log=tail,
             )
             if await self.ctx.db.write(fail_with_output, failed, row_output, signed):
                 self.moves.done(failed)
@@ -555,14 +576,19 @@ class Lifecycle:
         return Ack(job=job.uuid)
 
     async def _canceled(
-        self, runner: RunnerRow, job: jobs.JobRow, message: Canceled, signed: SignedOutput | None
+        self,
+        runner: RunnerRow,
+        job: jobs.JobRow,
+        message: Canceled,
+        signed: SignedOutput | None,
+        tail: LogTail | None,
     ) -> Ack | Error:
         if job.status not in IN_FLIGHT:
             return await self._judge_finished(job, message, signed) or Ack(job=job.uuid)
         now = self.ctx.clock.now()
         why = "runner canceled the job"
         await self.moves.move(
-            Move(job, JobStatus.CANCELED, now, why, runner.slug, runner=runner.slug)
+            Move(job, JobStatus.CANCELED, now, why, runner.slug, runner=runner.slug, log=tail)
         )
         return Ack(job=job.uuid)
 

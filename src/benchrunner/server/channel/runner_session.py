@@ -420,11 +420,17 @@ class RunnerSession:
         await self.refuse(f"log: job {message.job} is no longer in flight", message)
 
     async def _terminal(self, message: Completed | Failed | Canceled) -> None:
+        taken = None
         if self.job is not None and self.job.uuid == message.job:
-            # Its log is whole before the job is seen finished; a chunk refused now (the job
-            # left flight meanwhile) is answered before the result is.
-            await self.life.live_logs.flush_job(self.job.id)
-        reply = await self.life.deliver(self.runner, message, self.job)
+            # Its last chunks are stored by the move that ends it: its log is whole when the
+            # job is seen finished. A chunk refused (the job left flight meanwhile) is
+            # answered before the result is.
+            taken = await self.life.live_logs.take_job(self.job.id)
+        reply = await self.life.deliver(
+            self.runner, message, self.job, None if taken is None else taken.tail
+        )
+        if taken is not None:
+            await self.life.live_logs.settle(taken)
         if isinstance(reply, Error) and ERROR_EXTENSION not in self.extensions:
             if await self._still_to_deliver(message.job):
                 # Bencher's server ends the connection when it fails to apply a result; the

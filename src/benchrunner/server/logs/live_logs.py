@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 
 from benchrunner.protocol import Log
 from benchrunner.server.context import ServerContext
-from benchrunner.server.store.job_logs import Flushed, PendingChunk, job_log_store
+from benchrunner.server.store.job_logs import Flushed, LogTail, PendingChunk, job_log_store
 from benchrunner.server.tasks import cancel_and_wait
 
 log = logging.getLogger(__name__)
@@ -45,6 +45,16 @@ BATCH_BYTES = 256 * 1024
 chunks written in several transactions in turn, so that none holds SQLite's writer long."""
 
 Refuse = Callable[[Log], Coroutine[object, object, None]]
+
+
+@dataclass(frozen=True)
+class Taken:
+    """A job's last chunks, taken for its terminal result (``LiveLogs.take_job``)."""
+
+    tail: LogTail
+    last: Log | None
+    """The last chunk received: what a refusal answers."""
+    refuse: Refuse | None
 
 
 @dataclass
@@ -106,6 +116,37 @@ class LiveLogs:
         """The job's session is done with it: drop what was learnt of its streams."""
         self._full.discard((job_id, "stdout"))
         self._full.discard((job_id, "stderr"))
+
+    async def take_job(self, job_id: int) -> Taken | None:
+        """The job's pending chunks, taken out for the transaction of its terminal result
+        (``LogTail``, stored ahead of its move), or None when none are pending. Its earlier
+        chunks, taken by a write under way, are stored when this returns, and so are all but
+        the last ``BATCH_BYTES`` or so of what is pending (``_parts``)."""
+        async with self._writing:
+            pending = self._pending.pop(job_id, None)
+            if pending is None:
+                return None
+            parts = _parts(pending)
+            for part in parts[:-1]:
+                await self._store({job_id: part})
+        last = parts[-1]
+        tail = LogTail(job_id, last.chunks, self.ctx.settings.job_log_max_bytes)
+        return Taken(tail, last.last, last.refuse)
+
+    async def settle(self, taken: Taken) -> None:
+        """After the terminal result: store the tail apart if no move's transaction tried it
+        (the result moved nothing: it was refused, or repeated a finished job), and tell the
+        sender if its chunks were refused (the job was no longer in flight)."""
+        tail = taken.tail
+        if tail.stored is None:
+            async with self._writing:
+                pending = _Pending(tail.chunks)
+                flushed = (await self._store({tail.job_id: pending})).get(tail.job_id)
+            tail.stored = flushed is not None and flushed.in_flight
+        else:
+            self.ctx.log_watch.notify(tail.job_id)
+        if not tail.stored and taken.refuse is not None and taken.last is not None:
+            await taken.refuse(taken.last)
 
     async def flush_job(self, job_id: int) -> None:
         """Write the job's pending chunks now; its earlier chunks, taken by a write under way,

@@ -27,6 +27,7 @@ from benchrunner.server.logs.transition_log import Timeout, job_moved
 from benchrunner.server.store import claims, transitions
 from benchrunner.server.store.direct import Direct
 from benchrunner.server.store.engine import Database
+from benchrunner.server.store.job_logs import LogTail, job_log_store_tail
 from benchrunner.server.store.jobs import JobRow
 
 _UNCLAIMED: Mapping[str, Any] = {
@@ -70,6 +71,9 @@ class Move:
     """A notification (``(channel, payload)``) the move's statement sends on commit."""
     output: bytes | None = None
     """The job's output row, written (or replaced) by the move's statement."""
+    log: LogTail | None = None
+    """The job's last live-log chunks, stored in the move's transaction ahead of it (a move
+    that ends a job the runner reported on)."""
 
     def events(self) -> list[transitions.Event]:
         kind = self.event or TRANSITION_EVENT[self.to]
@@ -104,7 +108,10 @@ def apply_reading(
 ) -> Any | None:
     """``apply``, reading ``then`` (a ``SELECT``, or a write only a moved job makes and its
     read, bound by ``then_params``) in the same statement on PostgreSQL: its first row if the
-    job moved, else None (without ``then``, a row holding the job's id)."""
+    job moved, else None (without ``then``, a row holding the job's id). The move's ``log`` is
+    stored first."""
+    if move.log is not None:
+        job_log_store_tail(conn, move.log)
     return transitions.transition(
         conn,
         move.job.id,

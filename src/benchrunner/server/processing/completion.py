@@ -28,6 +28,7 @@ from benchrunner.server.processing.processor import (
     record_processed,
 )
 from benchrunner.server.store import job_outputs, jobs, reports
+from benchrunner.server.store.job_logs import LogTail
 from benchrunner.server.store.signed_outputs import (
     SignedOutput,
     signed_columns,
@@ -62,9 +63,11 @@ def complete(
     row_output: bytes | None,
     process: bool,
     signed: SignedOutput | None = None,
+    log: LogTail | None = None,
 ) -> Completion:
-    """Move ``job`` to ``completed``, keep ``row_output`` (None: its output is a blob) and the
-    runner's ``signed`` over it, and with ``process`` also process it from that output."""
+    """Move ``job`` to ``completed``, keep ``row_output`` (None: its output is a blob), the
+    runner's ``signed`` over it and the job's last live-log chunks (``log``), and with
+    ``process`` also process it from that output."""
     # A late result replaces the failure's signature too (with none, when it is unsigned).
     resigned = signed is not None or late
     message = "runner delivered a result after the job had failed" if late else "runner completed"
@@ -80,6 +83,7 @@ def complete(
         runner=actor,
         values=signed_columns(signed) if resigned else {},
         output=row_output,
+        log=log,
     )
     if not parse_here:
         if not apply(conn, done):

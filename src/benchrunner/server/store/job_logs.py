@@ -48,6 +48,20 @@ class PendingChunk:
     end: int
 
 
+@dataclass
+class LogTail:
+    """A job's last pending chunks, stored in the transaction of the move that ends the job
+    (``moves.move.Move.log``, ``job_log_store_tail``), ahead of the move: no transaction of
+    their own, and a reader who sees the job finished sees its whole log."""
+
+    job_id: int
+    chunks: list[PendingChunk]
+    max_bytes: int
+    stored: bool | None = None
+    """None until a move's transaction tried; then whether the job was in flight there, so
+    that the chunks were stored (False: the sender is told they were refused)."""
+
+
 @dataclass(frozen=True)
 class Flushed:
     """What became of a job's pending chunks: nothing is stored unless the job is in flight;
@@ -194,3 +208,14 @@ def job_log_chunks(conn: Connection, job_id: int, after: int, limit: int) -> lis
         )
         for row in rows
     ]
+
+
+def job_log_store_tail(conn: Connection, tail: LogTail) -> None:
+    """Store ``tail`` in the caller's transaction, unless an earlier committed transaction
+    stored it (a move retried after a concurrent change); ``tail.stored`` says whether the
+    job was in flight."""
+    if tail.stored:
+        return
+    tail.stored = job_log_store(conn, {tail.job_id: tail.chunks}, tail.max_bytes)[
+        tail.job_id
+    ].in_flight
