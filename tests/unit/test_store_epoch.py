@@ -6,9 +6,13 @@ from __future__ import annotations
 
 import datetime as dt
 import random
+from typing import Any
 
+import pytest
 import sqlalchemy as sa
 from sqlalchemy.dialects import sqlite
+from sqlalchemy.dialects.postgresql import psycopg
+from sqlalchemy.engine import Dialect
 
 from benchrunner.server.store.engine import make_engine
 from benchrunner.server.store.epoch import SQLITE_UNIXEPOCH, epoch_microseconds, sqlite_seconds
@@ -62,3 +66,39 @@ def test_both_sqlite_spellings_agree(tmp_path: object) -> None:
     # A dialect without its driver (a statement printed) gets the spelling every SQLite has.
     printed = str(sa.select(epoch_microseconds(moments.c.at)).compile(dialect=sqlite.dialect()))
     assert "strftime" in printed and "unixepoch" not in printed
+
+
+FOLDED = [
+    *MOMENTS[:7],
+    dt.datetime(999, 1, 2, 3, 4, 5, tzinfo=dt.UTC),  # a year of three digits
+    dt.datetime(2026, 11, 29, 21, 0, tzinfo=dt.timezone(dt.timedelta(hours=2))),  # not UTC
+]
+
+
+DIALECTS: list[Dialect] = [sqlite.dialect(), psycopg.dialect()]  # type: ignore[no-untyped-call]
+
+
+@pytest.mark.parametrize("dialect", DIALECTS, ids=lambda d: d.name)
+def test_the_folded_processors_convert_as_the_layered_ones(dialect: Dialect) -> None:
+    """``UtcDateTime``'s own processors give what ``TypeDecorator``'s layered ones give: its
+    ``process_bind_param`` and ``process_result_value`` around the engine's conversions."""
+    column = UtcDateTime().dialect_impl(dialect)
+    assert isinstance(column, UtcDateTime)
+    binds = column.bind_processor(dialect)
+    layered_binds = sa.TypeDecorator.bind_processor(column, dialect)
+    reads = column.result_processor(dialect, None)
+    layered_reads = sa.TypeDecorator.result_processor(column, dialect, None)
+    assert layered_binds is not None and layered_reads is not None
+    for moment in [*FOLDED, None]:
+        stored = binds(moment)
+        assert stored == layered_binds(moment), moment
+        assert type(stored) is type(layered_binds(moment))
+        assert reads(stored) == layered_reads(stored) == moment
+        if moment is not None:
+            assert reads(stored).tzinfo is dt.UTC
+    refusals: list[Any] = [dt.datetime(2026, 1, 1), dt.date(2026, 1, 1), "2026-01-01"]
+    for refused in refusals:
+        with pytest.raises((TypeError, ValueError)) as folded:
+            binds(refused)
+        with pytest.raises(type(folded.value)):
+            layered_binds(refused)

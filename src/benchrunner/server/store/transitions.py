@@ -38,8 +38,9 @@ _EVENT_PARAMS = (
 job's change (``event_params``)."""
 
 
-def _meta_json(meta: dict[str, Any]) -> str:
-    return json.dumps(meta, sort_keys=True, default=str)
+def _meta_json(meta: Mapping[str, Any]) -> str:
+    """An event's ``meta`` as stored; most events have none, stored without encoding."""
+    return json.dumps(meta, sort_keys=True, default=str) if meta else "{}"
 
 
 def event_add(
@@ -48,7 +49,7 @@ def event_add(
     event_type: str,
     message: str,
     actor: str | None,
-    meta: dict[str, Any],
+    meta: Mapping[str, Any],
     now: dt.datetime,
 ) -> None:
     _INSERT_EVENT.run(
@@ -99,7 +100,7 @@ def _event_row_after(moved: sa.CTE, *also: sa.ColumnElement[Any]) -> Direct:
 
 
 def event_params(
-    event_type: str, message: str, actor: str | None, meta: dict[str, Any], now: dt.datetime
+    event_type: str, message: str, actor: str | None, meta: Mapping[str, Any], now: dt.datetime
 ) -> dict[str, Any]:
     """The event row's parameters of a ``with_event`` statement."""
     return {
@@ -301,7 +302,7 @@ def transition(
             params[job_outputs.OUTPUT_PARAM] = output
         for index, event in enumerate(events):
             for name, value in event_params(
-                event.type, event.message, event.actor, dict(event.meta), now
+                event.type, event.message, event.actor, event.meta, now
             ).items():
                 params[f"{name}_{index}"] = value
         if notify is not None:
@@ -313,7 +314,7 @@ def transition(
     if moved is None:
         return None
     for event in events:
-        event_add(conn, job_id, event.type, event.message, event.actor, dict(event.meta), now)
+        event_add(conn, job_id, event.type, event.message, event.actor, event.meta, now)
     if output is not None:
         job_outputs.output_put(conn, job_id, output)
     if then is None:
