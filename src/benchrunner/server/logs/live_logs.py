@@ -4,9 +4,10 @@ A runner sends a running job's output every 250 ms or so; storing each chunk on 
 transaction and a durable commit per chunk. Here a chunk is only noted in memory when it
 arrives (no query, no reply), and one task per server writes every job's pending chunks
 together, in one transaction (two statements) at most once a second, committed without waiting
-for the disk (``Database.write_lazy``). A job's chunks are also written at once, in the order
-they came, before its terminal result is applied (a finished job's log never grows, and a
-follower that sees the job finished has seen its whole log) and when its runner's session ends.
+for the disk (``Database.write_lazy``). A job's last chunks are stored by the transaction of the
+move its terminal result makes, ahead of the move (``take_job``, ``store.job_logs.LogTail``: a
+finished job's log never grows, and a follower that sees the job finished has seen its whole
+log), and a job's chunks are written at once when its runner's session ends.
 Nothing of it is on the path of an ``ack``: a heartbeat's or a ``running``'s reply never waits
 for a log write.
 
