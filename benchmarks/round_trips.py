@@ -17,6 +17,11 @@ with a one-metric JSON result). Three phases, each over ``--jobs`` template jobs
    has the job are counted (the log read before and after each, the runner's answers left out).
 
     .venv/bin/python -m benchmarks.round_trips [--jobs 40] [--log /var/log/postgresql/...]
+        [--log-line]
+
+``--log-line``: the runner sends one ``log`` chunk (a line of stdout) before each ``completed``,
+as a real runner does for a job that prints a line (``queue_compare``'s ``date``): the whole job
+then also counts the statements that store a job's live log.
 
 After the counts by first word it prints, per phase, each distinct statement text (whitespace
 collapsed, cut to ``--width`` characters) with how many times a job sent it.
@@ -71,7 +76,13 @@ async def submit(client: httpx.AsyncClient, count: int) -> None:
         (await client.post("/v0/run", json=BODY)).raise_for_status()
 
 
-async def run_jobs(url: str, token: str, count: int, each: Callable[[], Any] | None) -> None:
+async def run_jobs(
+    url: str,
+    token: str,
+    count: int,
+    each: Callable[[], Any] | None,
+    log_line: str | None = None,
+) -> None:
     """Answer ``count`` jobs on one channel; ``each`` (a coroutine function) is awaited before
     every ``ready`` is sent, to submit the job that ``ready`` then claims: a runner that sent
     ``ready`` first would also count a claim that finds nothing for each job, which a busy
@@ -86,7 +97,7 @@ async def run_jobs(url: str, token: str, count: int, each: Callable[[], Any] | N
             message = json.loads(await ws.recv())
             if message["event"] != "job":
                 continue
-            await answer_job(ws, message["uuid"])
+            await answer_job(ws, message["uuid"], log_line)
             done += 1
 
 
@@ -154,7 +165,12 @@ async def waiting(client: httpx.AsyncClient) -> None:
 
 
 async def pickups(
-    client: httpx.AsyncClient, url: str, token: str, count: int, phases: Phases
+    client: httpx.AsyncClient,
+    url: str,
+    token: str,
+    count: int,
+    phases: Phases,
+    log_line: str | None = None,
 ) -> None:
     """Phase ``pickup``: per job, the statements from the submit call of a job whose runner
     waits until that runner has it."""
@@ -172,12 +188,14 @@ async def pickups(
             found += logged_statements(
                 phases.log, start, phases.log.stat().st_size, phases.database
             )
-            await answer_job(ws, message["uuid"])
+            await answer_job(ws, message["uuid"], log_line)
     phases.statements["pickup"] = found
     phases.jobs["pickup"] = count
 
 
-async def measure(deployment: Deployment, phases: Phases, jobs: int) -> None:
+async def measure(
+    deployment: Deployment, phases: Phases, jobs: int, log_line: str | None = None
+) -> None:
     headers = {"Authorization": f"Bearer {deployment.server.token}"}
     async with httpx.AsyncClient(base_url=deployment.server.url, headers=headers) as client:
         await submit(client, 1)  # warm-up: the first submission creates the project
@@ -185,9 +203,10 @@ async def measure(deployment: Deployment, phases: Phases, jobs: int) -> None:
         channel = f"{deployment.server.ws_url}/v0/runners/{slug}/channel"
         await run_jobs(channel, token, 1, None)
         await phases.phase("submission", submit(client, jobs))
-        await phases.phase("channel", run_jobs(channel, token, jobs, None))
-        await phases.phase("whole job", run_jobs(channel, token, jobs, lambda: submit(client, 1)))
-        await pickups(client, channel, token, min(jobs, 10), phases)
+        await phases.phase("channel", run_jobs(channel, token, jobs, None, log_line))
+        whole = run_jobs(channel, token, jobs, lambda: submit(client, 1), log_line)
+        await phases.phase("whole job", whole)
+        await pickups(client, channel, token, min(jobs, 10), phases, log_line)
 
 
 def main() -> None:
@@ -198,6 +217,11 @@ def main() -> None:
         "--no-texts", dest="texts", action="store_false", help="counts only, no statement texts"
     )
     parser.add_argument("--width", type=int, default=160, help="characters of each text shown")
+    parser.add_argument(
+        "--log-line",
+        action="store_true",
+        help="the runner sends a line of stdout (a log chunk) before each completed",
+    )
     options = parser.parse_args()
     log = options.log or default_log()
     with tempfile.TemporaryDirectory() as tmp, fresh_database("postgresql", Path(tmp)) as url:
@@ -211,7 +235,8 @@ def main() -> None:
             )
         phases = Phases(log, database)
         with deploy(Path(tmp), url, heartbeat_timeout=60.0, env=UNCAPPED) as deployment:
-            asyncio.run(measure(deployment, phases, options.jobs))
+            line = "Sun Nov 29 20:00:00 UTC 2026\n" if options.log_line else None
+            asyncio.run(measure(deployment, phases, options.jobs, line))
     print(f"PostgreSQL statements per job ({options.jobs} jobs a phase unless said):")
     for name, statements in phases.statements.items():
         jobs = phases.jobs.get(name, options.jobs)

@@ -52,11 +52,16 @@ async def runner(url: str, token: str, stop: asyncio.Event) -> int:
     return done
 
 
-async def answer_job(ws: ClientConnection, job_uuid: str) -> None:
+async def answer_job(ws: ClientConnection, job_uuid: str, log_line: str | None = None) -> None:
     """A runner's part of a job, at once: ``running``, then ``completed`` with ``RESULT``,
-    each awaited until the server answers it."""
+    each awaited until the server answers it; with ``log_line``, a ``log`` chunk of it on
+    stdout before ``completed`` (as a job that prints a line), which the server does not
+    answer."""
     await ws.send('{"event":"running"}')
     await ws.recv()
+    if log_line is not None:
+        chunk = {"event": "log", "job": job_uuid, "stream": "stdout", "offset": 0}
+        await ws.send(json.dumps({**chunk, "data": log_line}))
     await ws.send(json.dumps({"event": "completed", "job": job_uuid, "results": RESULT}))
     await ws.recv()
 
