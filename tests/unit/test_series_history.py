@@ -125,7 +125,7 @@ def _expected(
     mine = [r for r in rows if r.benchmark_id == benchmark_id and _in_scope(r, scope, since)]
     mine.sort(key=lambda r: (r.start_time, r.report_id, r.metric_id), reverse=True)
     kept = mine if most is None else mine[:most]
-    return [history.Point(r.metric_id, r.value) for r in reversed(kept)]
+    return [history.Point(r.metric_id, r.value, r.report_id) for r in reversed(kept)]
 
 
 def test_series_history_matches_the_rules(database_url: str) -> None:

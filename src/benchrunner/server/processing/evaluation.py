@@ -40,7 +40,6 @@ from benchrunner.server.processing.sample_evaluation import (
 )
 from benchrunner.server.processing.webhooks import emit_alert_event
 from benchrunner.server.store import alerts, history, reports, thresholds
-from benchrunner.server.store import look_back as look_back_reads
 from benchrunner.server.store.history import Point
 from benchrunner.server.store.tables import benchmark
 
@@ -284,7 +283,7 @@ def _judge_changes(
 ) -> list[int]:
     from benchrunner.detection.change_point import change_points
 
-    points = [*past, Point(m.id, m.value)]
+    points = [*past, Point(m.id, m.value, report_id)]
     found = change_points(
         [p.value for p in points],
         max_pvalue=t.max_pvalue if t.max_pvalue is not None else DEFAULT_MAX_PVALUE,
@@ -306,14 +305,8 @@ def _judge_changes(
             conn, where.metric_id, t.threshold_id, t.id, change.before, None, None
         )
         side: alerts.Limit = "upper" if change.after > change.before else "lower"
-        since = points[change.index - 1].metric_id if change.index > 0 else None
-        step = alerts.Change(
-            change.before,
-            change.after,
-            change.magnitude,
-            change.pvalue,
-            None if since is None else look_back_reads.report_of_metric(conn, since),
-        )
+        since = points[change.index - 1].report_id if change.index > 0 else None
+        step = alerts.Change(change.before, change.after, change.magnitude, change.pvalue, since)
         alert_id = alerts.alert_raise(
             conn, boundary_id, report_id, side, now, step, pending=pending
         )

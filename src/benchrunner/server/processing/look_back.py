@@ -42,7 +42,7 @@ from benchrunner.server.processing.evaluation import (
 from benchrunner.server.processing.webhooks import emit_alert_event
 from benchrunner.server.store import alerts, history, reports, thresholds
 from benchrunner.server.store.history import Point
-from benchrunner.server.store.look_back import PointFacts, points_facts
+from benchrunner.server.store.look_back import PointsFacts, points_facts
 from benchrunner.server.submission.body import DEFAULT_BRANCH
 
 log = logging.getLogger(__name__)
@@ -118,10 +118,11 @@ def _look_back(
         newest = {m.benchmark_id: m for m in judged if not m.never_alerts}
         if not newest:
             continue
-        # an alert on any of them is the report's: on the newest point
-        siblings: dict[int, list[int]] = {}
+        # the report's own points of each benchmark (its iterations): an alert on any of them
+        # is the report's, on the newest point
+        own: dict[int, list[Point]] = {}
         for m in judged:
-            siblings.setdefault(m.benchmark_id, []).append(m.id)
+            own.setdefault(m.benchmark_id, []).append(Point(m.id, m.value, report_id))
         cutoff = history.reset_cutoff(conn, scope, t.measure_id)
         series = history.series_history(
             conn,
@@ -131,28 +132,26 @@ def _look_back(
             since=history_since(row.start_time, t.window_seconds, cutoff),
             max_samples=WINDOW - 1,
         )
-        ids = [p.metric_id for past in series.values() for p in past]
-        own = [metric_id for found in siblings.values() for metric_id in found]
-        facts = points_facts(conn, [*ids, *own])
+        facts = points_facts(conn, t.measure_id, {b: [*series[b], *own[b]] for b in newest})
         max_pvalue = t.max_pvalue if change_test and t.max_pvalue is not None else None
         min_magnitude = t.min_magnitude if change_test and t.min_magnitude is not None else None
         for benchmark_id, m in newest.items():
-            points = [*series[benchmark_id], Point(m.id, m.value)]
+            points = [*series[benchmark_id], Point(m.id, m.value, report_id)]
             if not t.alert_when_noisy:  # a value the noise guard did not judge is no evidence
-                points = [p for p in points if not facts[p.metric_id].noisy]
+                points = [p for p in points if not facts.reports[p.report_id].noisy]
             actions = look_back(
                 [p.value for p in points],
-                _known(points, facts, siblings[benchmark_id]),
+                _known(points, facts, [p.metric_id for p in own[benchmark_id]]),
                 max_pvalue=DEFAULT_MAX_PVALUE if max_pvalue is None else max_pvalue,
                 min_magnitude=DEFAULT_MIN_MAGNITUDE if min_magnitude is None else min_magnitude,
-                reports=_report_numbers(points, facts),
+                reports=_report_numbers(points),
             )
             for action in actions:
                 if isinstance(action, Reopen):
                     if alerts.alert_reopen(conn, action.alert_id, now):
                         reopened.append(action.alert_id)
                     continue
-                alert_id = _raise(conn, t, report_id, points, facts, action, now)
+                alert_id = _raise(conn, t, report_id, points, action, now)
                 if alert_id is not None:
                     raised.append(alert_id)
                     if t.bisect:
@@ -162,31 +161,30 @@ def _look_back(
     return len(raised) + len(reopened)
 
 
-def _report_numbers(points: list[Point], facts: dict[int, PointFacts]) -> list[int]:
+def _report_numbers(points: list[Point]) -> list[int]:
     """Each point's report as a number that rises by one from a report to the next: the
     iterations of one report are points side by side, and share it."""
     numbers: list[int] = []
     number, previous = -1, None
     for p in points:
-        report_id = facts[p.metric_id].report_id
-        if report_id != previous:
-            number, previous = number + 1, report_id
+        if p.report_id != previous:
+            number, previous = number + 1, p.report_id
         numbers.append(number)
     return numbers
 
 
-def _known(points: list[Point], facts: dict[int, PointFacts], own: list[int]) -> list[Known]:
+def _known(points: list[Point], facts: PointsFacts, own: list[int]) -> list[Known]:
     """The alerts on the points, and those on the judged report's other iterations (``own``:
     its metrics of the benchmark), which stand on its point, the newest; a suspected one (its
     confirmation runs did not agree) does not count, and one triaged ``expected`` never
     re-opens."""
-    stored = [facts[p.metric_id].stored for p in points]
+    stored = [facts.reports[p.report_id].stored for p in points]
     known: list[Known] = []
     for index, p in enumerate(points):
         on = [p.metric_id]
         if p.metric_id in own:
             on += [metric_id for metric_id in own if metric_id != p.metric_id]
-        for a in (a for metric_id in on for a in facts[metric_id].alerts):
+        for a in (facts.alerts[metric_id] for metric_id in on if metric_id in facts.alerts):
             if a.status == "suspected":
                 continue
             dismissed = a.status == "dismissed" and a.verdict != "expected"
@@ -202,7 +200,6 @@ def _raise(
     t: Any,
     report_id: int,
     points: list[Point],
-    facts: dict[int, PointFacts],
     action: Raise,
     now: dt.datetime,
 ) -> int | None:
@@ -210,7 +207,7 @@ def _raise(
     the suspected alert its boundary holds (one alert a boundary), made active."""
     change = action.change
     where = points[change.index]
-    since = facts[points[change.index - 1].metric_id].report_id
+    since = points[change.index - 1].report_id
     boundary_id = alerts.boundary_put(
         conn, where.metric_id, t.threshold_id, t.id, change.before, None, None
     )

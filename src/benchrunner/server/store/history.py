@@ -29,6 +29,7 @@ class Point(NamedTuple):
 
     metric_id: int
     value: float
+    report_id: int
 
 
 @dataclass(frozen=True)
@@ -128,6 +129,7 @@ def _ranked(conditions: list[sa.ColumnElement[bool]], max_samples: int | None) -
             metric.c.benchmark_id,
             metric.c.id.label("metric_id"),
             metric.c.value,
+            metric.c.report_id,
             sa.func.row_number()
             .over(partition_by=metric.c.benchmark_id, order_by=(*_NEWEST_FIRST, metric.c.id.desc()))
             .label("rank"),
@@ -140,7 +142,7 @@ def _ranked(conditions: list[sa.ColumnElement[bool]], max_samples: int | None) -
         )
     )
     inner = ranked.subquery()
-    statement = sa.select(inner.c.benchmark_id, inner.c.metric_id, inner.c.value)
+    statement = sa.select(inner.c.benchmark_id, inner.c.metric_id, inner.c.value, inner.c.report_id)
     if max_samples is not None:
         statement = statement.where(inner.c.rank <= max_samples)
     return statement.order_by(inner.c.benchmark_id, inner.c.rank.desc())
@@ -156,8 +158,8 @@ def _read(
     for start in range(0, len(benchmark_ids), IN_LIST_CHUNK):
         chunk = benchmark_ids[start : start + IN_LIST_CHUNK]
         params = {"measure_id": measure_id, "benchmark_ids": chunk}
-        for benchmark_id, metric_id, value in conn.execute(statement, params).all():
-            found[benchmark_id].append(Point(metric_id, value))
+        for benchmark_id, metric_id, value, report_id in conn.execute(statement, params).all():
+            found[benchmark_id].append(Point(metric_id, value, report_id))
 
 
 def series_history(
