@@ -103,6 +103,7 @@ def evaluate_report(
     found: list[Any] | None = None,
     confirming: bool = False,
     duet_possible: Callable[[Level], bool] = lambda _level: False,
+    reads: history.SeriesReads | None = None,
 ) -> int:
     """Judge the report's newly stored metrics; returns how many alerts were raised (each
     queued for the project's webhooks, ``server.processing.webhooks``, in this transaction). On
@@ -111,7 +112,8 @@ def evaluate_report(
     ``thresholds_to_judge``, when the caller has read them already. ``confirming`` (a runner
     job's report): a threshold with confirmation runs holds its alerts back as ``pending``
     (``server.processing.confirmations``); they are not counted here. ``duet_possible``: whether
-    the confirmation could run as a duet (``samples`` asks, ``judge_samples``)."""
+    the confirmation could run as a duet (``samples`` asks, ``judge_samples``). ``reads``: the
+    histories read are kept there for the report's look-back (``processing.look_back``)."""
     if found is None:
         found = thresholds_to_judge(conn, report_id, metrics)
     if not found:
@@ -137,6 +139,7 @@ def evaluate_report(
             set(per_benchmark),
             cutoffs[t.measure_id],
             points_per_run=max(per_benchmark.values(), default=1),
+            reads=reads,
         )
         here: list[int] = []
         if test is TestKind.SAMPLES:
@@ -177,6 +180,7 @@ def threshold_series(
     benchmark_ids: set[int],
     cutoff: dt.datetime | None,
     points_per_run: int = 1,
+    reads: history.SeriesReads | None = None,
 ) -> dict[int, list[Point]]:
     """The history of the benchmarks of report ``row`` (``reports.report_row``) that threshold
     ``t`` judges against, cut to its window, sample size and the latest baseline reset
@@ -195,6 +199,7 @@ def threshold_series(
         sorted(benchmark_ids),
         since=history_since(row.start_time, t.window_seconds, cutoff),
         max_samples=max_samples,
+        reads=reads,
     )
 
 

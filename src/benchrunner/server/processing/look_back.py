@@ -63,10 +63,18 @@ class LookBackLater:
     metrics: tuple[reports.StoredMetric, ...]
     noisy: bool
     found: list[Any]
+    reads: history.SeriesReads | None = None
+    """The histories its evaluation read."""
 
     def run(self, conn: Connection, now: dt.datetime) -> int:
         return look_back_report(
-            conn, self.report_id, self.metrics, now, noisy=self.noisy, found=self.found
+            conn,
+            self.report_id,
+            self.metrics,
+            now,
+            noisy=self.noisy,
+            found=self.found,
+            reads=self.reads,
         )
 
 
@@ -78,10 +86,13 @@ def look_back_report(
     *,
     noisy: bool = False,
     found: list[Any] | None = None,
+    reads: history.SeriesReads | None = None,
 ) -> int:
     """Look back over the series of the report's newly judged metrics; how many alerts were
     raised or re-opened. On a ``noisy`` report only thresholds with ``alert_when_noisy`` look
-    back. ``found``: ``evaluation.thresholds_to_judge`` when the caller has read it."""
+    back. ``found``: ``evaluation.thresholds_to_judge`` when the caller has read it.
+    ``reads``: the histories the report's evaluation read (``evaluate_report``), whose
+    series are not read again."""
     if not metrics:
         return 0
     if found is None:
@@ -90,7 +101,7 @@ def look_back_report(
         return 0
     try:
         with conn.begin_nested():
-            return _look_back(conn, report_id, metrics, now, noisy, found)
+            return _look_back(conn, report_id, metrics, now, noisy, found, reads)
     except Exception:  # a bug here must not undo the report's own evaluation
         log.exception("looking back over report %s's series failed", report_id)
         return 0
@@ -103,6 +114,7 @@ def _look_back(
     now: dt.datetime,
     noisy: bool,
     found: list[Any],
+    reads: history.SeriesReads | None,
 ) -> int:
     row = reports.report_row(conn, report_id)
     scope = history.scope_of(row)
@@ -131,6 +143,7 @@ def _look_back(
             sorted(newest),
             since=history_since(row.start_time, t.window_seconds, cutoff),
             max_samples=WINDOW - 1,
+            reads=reads,
         )
         facts = points_facts(conn, t.measure_id, {b: [*series[b], *own[b]] for b in newest})
         max_pvalue = t.max_pvalue if change_test and t.max_pvalue is not None else None

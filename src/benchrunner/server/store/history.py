@@ -162,6 +162,52 @@ def _read(
             found[benchmark_id].append(Point(metric_id, value, report_id))
 
 
+class SeriesReads:
+    """The histories one report's processing has read (``series_history`` with ``reads``), so
+    that its look-back takes the series its evaluation read instead of reading them again: a
+    read of at least as many newest values of the same series holds the ones wanted as its
+    tail."""
+
+    def __init__(self) -> None:
+        self._done: dict[tuple[Scope, int, dt.datetime | None], list[_Read]] = {}
+
+    def find(
+        self,
+        scope: Scope,
+        measure_id: int,
+        benchmark_ids: Sequence[int],
+        since: dt.datetime | None,
+        max_samples: int | None,
+    ) -> dict[int, list[Point]] | None:
+        for done in self._done.get((scope, measure_id, since), []):
+            holds = done.max_samples is None or (
+                max_samples is not None and max_samples <= done.max_samples
+            )
+            if holds and all(b in done.series for b in benchmark_ids):
+                return {b: _newest(done.series[b], max_samples) for b in benchmark_ids}
+        return None
+
+    def add(
+        self,
+        scope: Scope,
+        measure_id: int,
+        since: dt.datetime | None,
+        max_samples: int | None,
+        series: dict[int, list[Point]],
+    ) -> None:
+        self._done.setdefault((scope, measure_id, since), []).append(_Read(max_samples, series))
+
+
+def _newest(points: list[Point], count: int | None) -> list[Point]:
+    return list(points) if count is None else points[max(0, len(points) - count) :]
+
+
+@dataclass(frozen=True)
+class _Read:
+    max_samples: int | None
+    series: dict[int, list[Point]]
+
+
 def series_history(
     conn: Connection,
     scope: Scope,
@@ -170,16 +216,36 @@ def series_history(
     *,
     since: dt.datetime | None,
     max_samples: int | None,
+    reads: SeriesReads | None = None,
 ) -> dict[int, list[Point]]:
     """Each benchmark's history, oldest first: at most ``max_samples`` newest values
     (None: all), none older than ``since``, never the judged report's own. Of one report's
-    values (its iterations) the last stored counts as the newest.
+    values (its iterations) the last stored counts as the newest. ``reads``: the histories
+    already read for this report, taken from when they hold this one, added to when not.
 
     With ``max_samples``, the newest ``max_samples`` reports in scope are read first: a
     benchmark with that many values among them has its newest values there, since every
     later report in the order comes before every earlier one. Only a benchmark with fewer (it
     missed some of those reports) reads its whole series. So a report's evaluation reads about
     ``max_samples`` values per series, not the series' whole length."""
+    if reads is not None:
+        done = reads.find(scope, measure_id, benchmark_ids, since, max_samples)
+        if done is not None:
+            return done
+    found = _series_history(conn, scope, measure_id, benchmark_ids, since, max_samples)
+    if reads is not None:
+        reads.add(scope, measure_id, since, max_samples, found)
+    return found
+
+
+def _series_history(
+    conn: Connection,
+    scope: Scope,
+    measure_id: int,
+    benchmark_ids: Sequence[int],
+    since: dt.datetime | None,
+    max_samples: int | None,
+) -> dict[int, list[Point]]:
     conditions = _in_scope(scope, since)
     found: dict[int, list[Point]] = {benchmark_id: [] for benchmark_id in benchmark_ids}
     ids = sorted(set(benchmark_ids))
