@@ -18,8 +18,9 @@ Runs after the thresholds are judged: in the processor's transaction for a runne
 report; for a report processed with its result in the channel, after the runner's ``ack``, in a
 transaction of its own (``LookBackLater``); and in the request for a direct run; in a savepoint
 of its own, so a failure here leaves the report's evaluation standing. Bounded: per threshold,
-one history read of ``WINDOW`` points per benchmark and one read of those points' alerts; per
-metric, one detector run over ``WINDOW`` points.
+one history read of ``WINDOW`` points per benchmark (none when the evaluation read at least
+as many: ``history.SeriesReads``), one read of those points' reports and one of the alerts on
+them (``store.look_back``); per metric, one detector run over ``WINDOW`` points.
 """
 
 from __future__ import annotations
