@@ -192,19 +192,27 @@ def _known(points: list[Point], facts: PointsFacts, own: list[int]) -> list[Know
     its metrics of the benchmark), which stand on its point, the newest; a suspected one (its
     confirmation runs did not agree) does not count, and one triaged ``expected`` never
     re-opens."""
-    stored = [facts.reports[p.report_id].stored for p in points]
     known: list[Known] = []
     for index, p in enumerate(points):
         on = [p.metric_id]
         if p.metric_id in own:
             on += [metric_id for metric_id in own if metric_id != p.metric_id]
+        elif p.metric_id not in facts.alerts:
+            continue  # most points: no alert on them
         for a in (facts.alerts[metric_id] for metric_id in on if metric_id in facts.alerts):
             if a.status == "suspected":
                 continue
             dismissed = a.status == "dismissed" and a.verdict != "expected"
             after = len(points)
             if dismissed:
-                after = next((j for j, s in enumerate(stored) if s > a.modified), len(points))
+                after = next(
+                    (
+                        j
+                        for j, q in enumerate(points)
+                        if facts.reports[q.report_id].stored > a.modified
+                    ),
+                    len(points),
+                )
             known.append(Known(a.alert_id, index, a.change, dismissed, after))
     return known
 
