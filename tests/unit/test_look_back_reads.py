@@ -17,7 +17,7 @@ from benchrunner.core.tiers import Plan
 from benchrunner.detection.models import Model, TestKind
 from benchrunner.server.store import accounts, alerts, thresholds
 from benchrunner.server.store.engine import make_engine
-from benchrunner.server.store.history import Point
+from benchrunner.server.store.history import Series
 from benchrunner.server.store.look_back import OnPoint, ReportFacts, points_facts
 from benchrunner.server.store.tables import (
     alert,
@@ -105,7 +105,9 @@ def test_points_facts_reads_the_reports_and_the_alerts_on_the_series(database_ur
 
             noisy = json.dumps({"verdict": "noisy", "cv": 0.2})
             quiet = json.dumps({"verdict": "quiet", "cv": 0.01})
-            series: dict[int, list[Point]] = {b0: [], b1: []}
+            # the history, and the judged report's own points (the newest report's) apart
+            series = {b0: Series(), b1: Series()}
+            own = {b0: Series(), b1: Series()}
             expected_alerts: dict[int, OnPoint] = {}
             reports_of: dict[int, ReportFacts] = {}
             for hour, noise in enumerate([None, quiet, noisy, None]):
@@ -121,13 +123,14 @@ def test_points_facts_reads_the_reports_and_the_alerts_on_the_series(database_ur
                 other = _metric(conn, report_id, b0, ids["other"], 0)
                 for metric_id in (elsewhere, other):
                     alert_on(metric_id, change=False)
+                points = own if hour == 3 else series
                 if hour == 0:
                     # the series' cut left the first iteration of the oldest report out
                     alert_on(first, change=True)
-                    series[b0].append(Point(second, 2.0, report_id))
                 else:
-                    series[b0] += [Point(first, 1.0, report_id), Point(second, 2.0, report_id)]
-                series[b1].append(Point(lone, 1.0, report_id))
+                    points[b0].append(first, 1.0, report_id)
+                points[b0].append(second, 2.0, report_id)
+                points[b1].append(lone, 1.0, report_id)
                 if hour == 1:
                     alert_id = alert_on(second, change=True, status="dismissed")
                     expected_alerts[second] = OnPoint(alert_id, "dismissed", None, True, T0)
@@ -135,7 +138,7 @@ def test_points_facts_reads_the_reports_and_the_alerts_on_the_series(database_ur
                     alert_id = alert_on(lone, change=False)
                     expected_alerts[lone] = OnPoint(alert_id, "active", None, False, T0)
 
-            facts = points_facts(conn, ids["m"], series)
+            facts = points_facts(conn, ids["m"], {b: (series[b], own[b]) for b in series})
 
             assert facts.reports == reports_of
             assert facts.alerts == expected_alerts

@@ -160,7 +160,7 @@ def evaluate_report(
             )
         else:
             for m in judged.metrics:
-                past = series.get(m.benchmark_id, [])
+                past = series[m.benchmark_id].points()
                 here += _judge_changes(conn, t, report_id, m, past, now, alerting, pending)
         if pending:
             continue  # held back: their confirmation raises them (and asks for the bisection)
@@ -181,7 +181,7 @@ def threshold_series(
     cutoff: dt.datetime | None,
     points_per_run: int = 1,
     reads: history.SeriesReads | None = None,
-) -> dict[int, list[Point]]:
+) -> dict[int, history.Series]:
     """The history of the benchmarks of report ``row`` (``reports.report_row``) that threshold
     ``t`` judges against, cut to its window, sample size and the latest baseline reset
     (``cutoff``: ``history.reset_cutoff``). The ``samples`` test's sample size counts runs
@@ -233,7 +233,7 @@ def _judge_limits(
     t: Any,
     report_id: int,
     metrics: list[reports.StoredMetric],
-    series: dict[int, list[Point]],
+    series: dict[int, history.Series],
     now: dt.datetime,
     alerting: bool,
     pending: bool = False,
@@ -246,10 +246,7 @@ def _judge_limits(
 
     model = thresholds.model_of(t)
     undrawn = Limits(None, None, None)
-    drawn = [
-        (m, limits(model, [p.value for p in series.get(m.benchmark_id, [])]) or undrawn)
-        for m in metrics
-    ]
+    drawn = [(m, limits(model, series[m.benchmark_id].values) or undrawn) for m in metrics]
     boundary_ids = alerts.boundaries_put(
         conn,
         [

@@ -133,9 +133,9 @@ def _look_back(
             continue
         # the report's own points of each benchmark (its iterations): an alert on any of them
         # is the report's, on the newest point
-        own: dict[int, list[Point]] = {}
+        own: dict[int, history.Series] = {}
         for m in judged:
-            own.setdefault(m.benchmark_id, []).append(Point(m.id, m.value, report_id))
+            own.setdefault(m.benchmark_id, history.Series()).append(m.id, m.value, report_id)
         cutoff = history.reset_cutoff(conn, scope, t.measure_id)
         series = history.series_history(
             conn,
@@ -146,16 +146,16 @@ def _look_back(
             max_samples=WINDOW - 1,
             reads=reads,
         )
-        facts = points_facts(conn, t.measure_id, {b: [*series[b], *own[b]] for b in newest})
+        facts = points_facts(conn, t.measure_id, {b: (series[b], own[b]) for b in newest})
         max_pvalue = t.max_pvalue if change_test and t.max_pvalue is not None else None
         min_magnitude = t.min_magnitude if change_test and t.min_magnitude is not None else None
         for benchmark_id, m in newest.items():
-            points = [*series[benchmark_id], Point(m.id, m.value, report_id)]
+            points = [*series[benchmark_id].points(), Point(m.id, m.value, report_id)]
             if not t.alert_when_noisy:  # a value the noise guard did not judge is no evidence
                 points = [p for p in points if not facts.reports[p.report_id].noisy]
             actions = look_back(
                 [p.value for p in points],
-                _known(points, facts, [p.metric_id for p in own[benchmark_id]]),
+                _known(points, facts, own[benchmark_id].metric_ids),
                 max_pvalue=DEFAULT_MAX_PVALUE if max_pvalue is None else max_pvalue,
                 min_magnitude=DEFAULT_MIN_MAGNITUDE if min_magnitude is None else min_magnitude,
                 reports=_report_numbers(points),

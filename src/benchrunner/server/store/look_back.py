@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from benchrunner.server.store.history import IN_LIST_CHUNK, Point
+from benchrunner.server.store.history import IN_LIST_CHUNK, Series
 from benchrunner.server.store.tables import alert, boundary, metric, report
 
 
@@ -83,22 +83,23 @@ def _chunks(ids: Iterable[int]) -> list[list[int]]:
 
 
 def points_facts(
-    conn: Connection, measure_id: int, series: Mapping[int, Sequence[Point]]
+    conn: Connection, measure_id: int, series: Mapping[int, Sequence[Series]]
 ) -> PointsFacts:
-    """The facts of ``series``' points (by benchmark id, of one measure): their reports'
-    (when each was stored, whether it was noisy) and the alerts on them."""
-    report_ids = {p.report_id for points in series.values() for p in points}
+    """The facts of the points of ``series`` (by benchmark id, of one measure; each
+    benchmark's points in one series or more): their reports' (when each was stored, whether
+    it was noisy) and the alerts on them."""
+    report_ids = {r for parts in series.values() for part in parts for r in part.report_ids}
     reports: dict[int, ReportFacts] = {}
     for chunk in _chunks(report_ids):
         for report_id, created, noise in conn.execute(_REPORTS, {"report_ids": chunk}):
             noisy = noise is not None and json.loads(noise).get("verdict") == "noisy"
             reports[report_id] = ReportFacts(created, noisy)
-    wanted = {p.metric_id for points in series.values() for p in points}
+    wanted = {m for parts in series.values() for part in parts for m in part.metric_ids}
     alerts: dict[int, OnPoint] = {}
     for benchmarks in _chunks(series):
         # the reports of these benchmarks' points: a window's worth, unless some series miss
         # reports and reach further back
-        of_these = [p.report_id for b in benchmarks for p in series[b]]
+        of_these = [r for b in benchmarks for part in series[b] for r in part.report_ids]
         for chunk in _chunks(of_these):
             params = {"benchmark_ids": benchmarks, "measure_id": measure_id, "report_ids": chunk}
             for row in conn.execute(_ALERTS, params):
