@@ -29,6 +29,7 @@ import ctypes
 import os
 import selectors
 import signal
+import socket
 import statistics
 import subprocess
 import sys
@@ -107,7 +108,8 @@ class _Side(asyncio.Protocol):
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         assert isinstance(transport, asyncio.Transport)
         self.transport = transport
-        transport.get_extra_info("socket").setsockopt(6, 1, 1)  # TCP_NODELAY, as netem leaves it
+        # no Nagle delay of our own: netem adds only the configured one
+        transport.get_extra_info("socket").setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
     def link(self, peer: _Side) -> None:
         self.peer = peer
