@@ -4,6 +4,7 @@ import itertools
 import json
 import math
 import statistics
+import warnings
 
 import numpy as np
 import pytest
@@ -227,6 +228,23 @@ def test_the_t_test_is_scipys_to_the_last_bit(sizes: tuple[int, int]) -> None:
         assert _t_test(left, right) == (abs(float(expected.statistic)), float(expected.pvalue))
 
 
-def test_the_t_test_of_constant_sides() -> None:
-    assert _t_test(np.array([2.0, 2.0]), np.array([2.0, 2.0])) == (0.0, 1.0)
-    assert _t_test(np.array([2.0, 2.0]), np.array([3.0, 3.0])) == (math.inf, 0.0)
+@pytest.mark.parametrize(
+    ("left", "right"),
+    [
+        ([2.0, 2.0], [2.0, 2.0]),  # 0 / 0
+        ([2.0, 2.0], [3.0, 3.0]),  # a difference over no spread
+        ([1e308, 1.7e308], [1.0, 2.0]),  # sums past the largest float
+        ([1e308, 1.5e308, 1.7e308], [-1e308, -1.7e308]),
+    ],
+)
+def test_the_t_test_at_the_edges_is_scipys(left: list[float], right: list[float]) -> None:
+    """What SciPy answers there, a NaN p-value read as "cannot tell"."""
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        expected = stats.ttest_ind_from_stats(
+            np.mean(left), np.std(left, ddof=1), len(left),
+            np.mean(right), np.std(right, ddof=1), len(right),
+        )  # fmt: skip
+        found = _t_test(np.array(left), np.array(right))
+    statistic, pvalue = float(expected.statistic), float(expected.pvalue)
+    assert found == ((0.0, 1.0) if math.isnan(pvalue) else (abs(statistic), pvalue))

@@ -254,12 +254,14 @@ def _t_test(left: Series, right: Series) -> tuple[float, float]:
     pooled = ((n1 - 1) * variance1 + (n2 - 1) * variance2) / df
     error = math.sqrt(pooled * (1.0 / n1 + 1.0 / n2))
     difference = mean1 - mean2
-    if error == 0.0:
-        if difference == 0.0:
-            return 0.0, 1.0
-        return math.inf, 0.0
-    statistic = abs(difference / error)
-    return statistic, float(2 * stdtr(df, -statistic))
+    if error == 0.0:  # as NumPy divides: +-inf, or NaN for 0 / 0
+        statistic = math.copysign(math.inf, difference) if difference else math.nan
+    else:
+        statistic = difference / error
+    pvalue = float(2 * stdtr(df, -abs(statistic)))
+    if math.isnan(pvalue):  # constant and equal sides, or sums past the largest float
+        return 0.0, 1.0
+    return abs(statistic), pvalue
 
 
 def _moments(values: Series) -> tuple[float, float]:
