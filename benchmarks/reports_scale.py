@@ -248,6 +248,7 @@ class ProcessTimes:
     evaluate: list[float]
     look_back: list[float]
     alerts: list[int]
+    looked_back: list[int]
     statements: int
 
 
@@ -255,7 +256,7 @@ def time_processing(
     engine: Engine, project: Project, repeats: int, log: StatementLog
 ) -> ProcessTimes:
     """Store and judge one new report, ``repeats`` times (after one warm-up), rolled back."""
-    times = ProcessTimes([], [], [], [], 0)
+    times = ProcessTimes([], [], [], [], [], 0)
     rng = random.Random(1)
     with engine.connect() as conn:
         for k in range(repeats + 1):
@@ -275,7 +276,7 @@ def time_processing(
             raised = evaluate_report(conn, report_id, stored, NOW, reads=reads)
             log.on = False
             done = time.perf_counter()
-            look_back_report(conn, report_id, stored, NOW, reads=reads)
+            found = look_back_report(conn, report_id, stored, NOW, reads=reads)
             looked_back = time.perf_counter()
             transaction.rollback()
             assert len(stored) == len(values)
@@ -285,6 +286,7 @@ def time_processing(
             times.evaluate.append((done - stored_at) * 1000)
             times.look_back.append((looked_back - done) * 1000)
             times.alerts.append(raised)
+            times.looked_back.append(found)
         times.statements = len(log.statements)
     return times
 
@@ -363,6 +365,7 @@ def measure_all(
     print(f"    total:                                       {_spread(totals)}")
     print(f"    look_back_report (after the ack):            {_spread(times.look_back)}")
     print(f"    alerts raised per run: {times.alerts}; evaluation statements: {times.statements}")
+    print(f"    alerts the look-back raised or re-opened per run: {times.looked_back}")
     for measures in (1, len(project.measure_ids)):
         timings, points = time_perf(engine, project, measures, repeats * 3)
         print(f"  perf store query, 1 benchmark x {measures} measure(s), {points:,} points: "

@@ -42,7 +42,6 @@ from benchrunner.server.processing.evaluation import (
 )
 from benchrunner.server.processing.webhooks import emit_alert_event
 from benchrunner.server.store import alerts, history, reports, thresholds
-from benchrunner.server.store.history import Point
 from benchrunner.server.store.look_back import PointsFacts, points_facts
 from benchrunner.server.submission.body import DEFAULT_BRANCH
 
@@ -150,15 +149,16 @@ def _look_back(
         max_pvalue = t.max_pvalue if change_test and t.max_pvalue is not None else None
         min_magnitude = t.min_magnitude if change_test and t.min_magnitude is not None else None
         for benchmark_id, m in newest.items():
-            points = [*series[benchmark_id].points(), Point(m.id, m.value, report_id)]
+            points = series[benchmark_id].newest(None)
+            points.append(m.id, m.value, report_id)
             if not t.alert_when_noisy:  # a value the noise guard did not judge is no evidence
-                points = [p for p in points if not facts.reports[p.report_id].noisy]
+                points = _judged(points, facts)
             actions = look_back(
-                [p.value for p in points],
+                points.values,
                 _known(points, facts, own[benchmark_id].metric_ids),
                 max_pvalue=DEFAULT_MAX_PVALUE if max_pvalue is None else max_pvalue,
                 min_magnitude=DEFAULT_MIN_MAGNITUDE if min_magnitude is None else min_magnitude,
-                reports=_report_numbers(points),
+                reports=_report_numbers(points.report_ids),
             )
             for action in actions:
                 if isinstance(action, Reopen):
@@ -175,29 +175,42 @@ def _look_back(
     return len(raised) + len(reopened)
 
 
-def _report_numbers(points: list[Point]) -> list[int]:
+def _judged(points: history.Series, facts: PointsFacts) -> history.Series:
+    """The points whose report the noise guard did not find noisy."""
+    noisy = {r for r in set(points.report_ids) if facts.reports[r].noisy}
+    if not noisy:
+        return points
+    kept = [i for i, r in enumerate(points.report_ids) if r not in noisy]
+    return history.Series(
+        [points.metric_ids[i] for i in kept],
+        [points.values[i] for i in kept],
+        [points.report_ids[i] for i in kept],
+    )
+
+
+def _report_numbers(report_ids: list[int]) -> list[int]:
     """Each point's report as a number that rises by one from a report to the next: the
     iterations of one report are points side by side, and share it."""
     numbers: list[int] = []
     number, previous = -1, None
-    for p in points:
-        if p.report_id != previous:
-            number, previous = number + 1, p.report_id
+    for report_id in report_ids:
+        if report_id != previous:
+            number, previous = number + 1, report_id
         numbers.append(number)
     return numbers
 
 
-def _known(points: list[Point], facts: PointsFacts, own: list[int]) -> list[Known]:
+def _known(points: history.Series, facts: PointsFacts, own: list[int]) -> list[Known]:
     """The alerts on the points, and those on the judged report's other iterations (``own``:
     its metrics of the benchmark), which stand on its point, the newest; a suspected one (its
     confirmation runs did not agree) does not count, and one triaged ``expected`` never
     re-opens."""
     known: list[Known] = []
-    for index, p in enumerate(points):
-        on = [p.metric_id]
-        if p.metric_id in own:
-            on += [metric_id for metric_id in own if metric_id != p.metric_id]
-        elif p.metric_id not in facts.alerts:
+    for index, point in enumerate(points.metric_ids):
+        on = [point]
+        if point in own:
+            on += [metric_id for metric_id in own if metric_id != point]
+        elif point not in facts.alerts:
             continue  # most points: no alert on them
         for a in (facts.alerts[metric_id] for metric_id in on if metric_id in facts.alerts):
             if a.status == "suspected":
@@ -205,14 +218,8 @@ def _known(points: list[Point], facts: PointsFacts, own: list[int]) -> list[Know
             dismissed = a.status == "dismissed" and a.verdict != "expected"
             after = len(points)
             if dismissed:
-                after = next(
-                    (
-                        j
-                        for j, q in enumerate(points)
-                        if facts.reports[q.report_id].stored > a.modified
-                    ),
-                    len(points),
-                )
+                stored = (facts.reports[r].stored for r in points.report_ids)
+                after = next((j for j, s in enumerate(stored) if s > a.modified), len(points))
             known.append(Known(a.alert_id, index, a.change, dismissed, after))
     return known
 
@@ -221,18 +228,16 @@ def _raise(
     conn: Connection,
     t: Any,
     report_id: int,
-    points: list[Point],
+    points: history.Series,
     action: Raise,
     now: dt.datetime,
 ) -> int | None:
     """One alert on the metric where the step began, raised by ``report_id``: a new one, or
     the suspected alert its boundary holds (one alert a boundary), made active."""
     change = action.change
-    where = points[change.index]
-    since = points[change.index - 1].report_id
-    boundary_id = alerts.boundary_put(
-        conn, where.metric_id, t.threshold_id, t.id, change.before, None, None
-    )
+    where = points.metric_ids[change.index]
+    since = points.report_ids[change.index - 1]
+    boundary_id = alerts.boundary_put(conn, where, t.threshold_id, t.id, change.before, None, None)
     side: alerts.Limit = "upper" if change.after > change.before else "lower"
     step = alerts.Change(change.before, change.after, change.magnitude, change.pvalue, since)
     raised = alerts.alert_raise(conn, boundary_id, report_id, side, now, step)
