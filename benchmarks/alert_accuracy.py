@@ -48,6 +48,8 @@ import numpy as np
 from tests.databases import fresh_database
 from tests.harness import deploy, wait_until
 
+from benchmarks.draw import BIMODAL_UPPER
+
 START = datetime.datetime(2026, 1, 1, tzinfo=datetime.UTC)
 KINDS = ("step", "none", "outliers", "drift", "bimodal")
 
@@ -65,6 +67,8 @@ MODELS: dict[str, dict[str, Any]] = {
 its examples (0.99 for the distribution tests, 10 % for ``percentage``) and, for the IQR tests,
 a multiplier of 3. Every history test looks at the latest 64 values (``max_sample_size``)."""
 MAX_SAMPLE_SIZE = 64
+OUTLIER_SHARE = 0.02
+"""The share of an ``outliers`` series' runs 1.5 to 3 times its level."""
 HISTORY_TESTS = ("percentage", "z_score", "t_test", "log_normal", "iqr", "delta_iqr")
 
 
@@ -81,6 +85,12 @@ class Series:
     """Each run's samples."""
     step: int | None
     """The index of the first run at the new level (``step`` series only)."""
+    levels: list[float] = dataclasses.field(default_factory=list)
+    """Each run's level before a bimodal series' mode is drawn: what a re-run of the run
+    draws from (``alert_accuracy_confirmed``)."""
+    cv: float = 0.0
+    gap: float = 0.0
+    """A bimodal series' distance of its upper mode (0 for other kinds)."""
 
 
 def make_series(
@@ -95,16 +105,20 @@ def make_series(
         level[step:] *= 1 + size
     elif kind == "drift":
         level *= np.linspace(1.0, 1.0 + rng.uniform(0.05, 0.15), length)
-    elif kind == "bimodal":
+    base = level.copy()
+    gap = 0.0
+    if kind == "bimodal":
         gap = rng.uniform(0.05, 0.15)
-        level = np.where(rng.random(length) < 0.3, level * (1 + gap), level)
+        level = np.where(rng.random(length) < BIMODAL_UPPER, level * (1 + gap), level)
     points = []
     for run in range(length):
         samples = level[run] * (1 + cv * rng.standard_normal(iterations))
-        if kind == "outliers" and rng.random() < 0.02:
+        if kind == "outliers" and rng.random() < OUTLIER_SHARE:
             samples *= rng.uniform(1.5, 3.0)
         points.append([float(max(v, 1e-3)) for v in samples])
-    return Series(f"{kind}-{index:03d}", kind, points, step)
+    return Series(
+        f"{kind}-{index:03d}", kind, points, step, [float(v) for v in base], cv, float(gap)
+    )
 
 
 def corpus(
