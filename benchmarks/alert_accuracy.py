@@ -133,6 +133,17 @@ def corpus(
     ]
 
 
+def threshold_models(tests: list[str]) -> dict[str, dict[str, Any]]:
+    """A report's thresholds: each test's model (``MODELS``) on its own measure."""
+    models = {}
+    for test in tests:
+        model = dict(MODELS[test])
+        if test in HISTORY_TESTS:
+            model["max_sample_size"] = MAX_SAMPLE_SIZE
+        models[measure_key(test)] = model
+    return models
+
+
 def run_body(
     project: str, series: Series, run: int, tests: list[str], first: bool
 ) -> dict[str, Any]:
@@ -153,13 +164,7 @@ def run_body(
         "end_time": START.isoformat(),
     }
     if first:
-        models = {}
-        for test in tests:
-            model = dict(MODELS[test])
-            if test in HISTORY_TESTS:
-                model["max_sample_size"] = MAX_SAMPLE_SIZE
-            models[measure_key(test)] = model
-        body["thresholds"] = {"models": models}
+        body["thresholds"] = {"models": threshold_models(tests)}
     return body
 
 
@@ -242,26 +247,76 @@ def score(corpus_: list[Series], raised: dict[str, list[int]], window: int) -> S
     return result
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+def raised_by_test(
+    client: httpx.Client, project: str, reports: dict[str, tuple[str, int]], tests: list[str]
+) -> dict[str, dict[str, list[int]]]:
+    """Each test's alerts (its measure's): series name -> the runs whose reports raised them;
+    ``reports``: report uuid -> (series, run)."""
+    by_test: dict[str, dict[str, list[int]]] = {t: {} for t in tests}
+    slugs = {measure_key(t): t for t in tests}
+    for alert in alerts(client, project):
+        test = slugs.get(alert["measure"]["slug"])
+        raised_by = reports.get(alert["raised_by"])
+        if test is None or raised_by is None:
+            continue
+        name, run = raised_by
+        by_test[test].setdefault(name, []).append(run)
+    return by_test
+
+
+def print_scores(
+    series: list[Series], by_test: dict[str, dict[str, list[int]]], window: int, label: str = ""
+) -> None:
+    """The table of scores, one row per test (its name followed by ``label``), and each
+    test's false alarms by kind of series."""
+    print(f"\nwindow: a step counts when alerted within {window} runs")
+    print(
+        "| test | steps detected | false alarms | repeats | precision "
+        "| precision, repeats false | recall | F1 | runs to detect (median) |"
     )
-    parser.add_argument("--series", type=int, default=60)
-    parser.add_argument("--seed", type=int, default=1)
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    scores = {test: score(series, found, window) for test, found in by_test.items()}
+    for test, found in scores.items():
+        print(found.line(test + label))
+    print("\nfalse alarms by kind of series (step: before the step or after a missed window)")
+    for test, found in scores.items():
+        kinds = ", ".join(f"{kind} {found.by_kind.get(kind, 0)}" for kind in KINDS)
+        print(f"- {test}: {kinds}")
+
+
+def corpus_arguments(
+    parser: argparse.ArgumentParser, *, series: int, seed: int, max_points: int, tests: list[str]
+) -> None:
+    """The corpus's options and the scoring window, with these defaults."""
+    parser.add_argument("--series", type=int, default=series)
+    parser.add_argument("--seed", type=int, default=seed)
     parser.add_argument("--min-points", type=int, default=30)
-    parser.add_argument("--max-points", type=int, default=120)
+    parser.add_argument("--max-points", type=int, default=max_points)
     parser.add_argument("--iterations", type=int, default=5)
     parser.add_argument("--window", type=int, default=5, help="runs within which a step counts")
-    parser.add_argument("--tests", nargs="+", choices=list(MODELS), default=list(MODELS))
-    options = parser.parse_args()
+    parser.add_argument("--tests", nargs="+", choices=list(MODELS), default=tests)
+
+
+def corpus_of(options: argparse.Namespace, said: str = "") -> list[Series]:
+    """The corpus ``corpus_arguments`` asked for, its size printed (followed by ``said``)."""
     series = corpus(
         options.series, options.seed, options.min_points, options.max_points, options.iterations
     )
     runs = sum(len(s.points) for s in series)
     print(
         f"{len(series)} series ({sum(s.step is not None for s in series)} with a step), "
-        f"{runs} runs of {options.iterations} samples, seed {options.seed}"
+        f"{runs} runs of {options.iterations} samples, seed {options.seed}{said}"
     )
+    return series
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    corpus_arguments(parser, series=60, seed=1, max_points=120, tests=list(MODELS))
+    options = parser.parse_args()
+    series = corpus_of(options)
     with (
         tempfile.TemporaryDirectory() as tmp,
         fresh_database("sqlite", Path(tmp)) as url,
@@ -278,28 +333,8 @@ def main() -> None:
             timeout=600,
             message="every report processed",
         )
-        by_test: dict[str, dict[str, list[int]]] = {t: {} for t in options.tests}
-        slugs = {measure_key(t): t for t in options.tests}
-        for alert in alerts(client, deployment.project):
-            test = slugs.get(alert["measure"]["slug"])
-            raised_by = reports.get(alert["raised_by"])
-            if test is None or raised_by is None:
-                continue
-            name, run = raised_by
-            by_test[test].setdefault(name, []).append(run)
-    print(f"\nwindow: a step counts when alerted within {options.window} runs")
-    print(
-        "| test | steps detected | false alarms | repeats | precision "
-        "| precision, repeats false | recall | F1 | runs to detect (median) |"
-    )
-    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
-    scores = {test: score(series, by_test[test], options.window) for test in options.tests}
-    for test, found in scores.items():
-        print(found.line(test))
-    print("\nfalse alarms by kind of series (step: before the step or after a missed window)")
-    for test, found in scores.items():
-        kinds = ", ".join(f"{kind} {found.by_kind.get(kind, 0)}" for kind in KINDS)
-        print(f"- {test}: {kinds}")
+        by_test = raised_by_test(client, deployment.project, reports, options.tests)
+    print_scores(series, by_test, options.window)
 
 
 if __name__ == "__main__":

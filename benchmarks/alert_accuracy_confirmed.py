@@ -38,16 +38,14 @@ from tests.databases import fresh_database
 from tests.harness import deploy, wait_until
 
 from benchmarks.alert_accuracy import (
-    HISTORY_TESTS,
-    KINDS,
-    MAX_SAMPLE_SIZE,
-    MODELS,
     OUTLIER_SHARE,
     Series,
-    alerts,
-    corpus,
+    corpus_arguments,
+    corpus_of,
     measure_key,
-    score,
+    print_scores,
+    raised_by_test,
+    threshold_models,
 )
 from benchmarks.alert_accuracy_runs import settled
 
@@ -96,13 +94,7 @@ def run_body(
         "settings": {"adapter": "json", "fold": "mean"},
     }
     if first:
-        models = {}
-        for test in tests:
-            model = dict(MODELS[test])
-            if test in HISTORY_TESTS:
-                model["max_sample_size"] = MAX_SAMPLE_SIZE
-            models[measure_key(test)] = model
-        body["thresholds"] = {"models": models}
+        body["thresholds"] = {"models": threshold_models(tests)}
     return body
 
 
@@ -130,25 +122,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--series", type=int, default=40)
-    parser.add_argument("--seed", type=int, default=2)
-    parser.add_argument("--min-points", type=int, default=30)
-    parser.add_argument("--max-points", type=int, default=100)
-    parser.add_argument("--iterations", type=int, default=5)
-    parser.add_argument("--window", type=int, default=5, help="runs within which a step counts")
-    parser.add_argument("--tests", nargs="+", choices=list(MODELS), default=["samples"])
+    corpus_arguments(parser, series=40, seed=2, max_points=100, tests=["samples"])
     parser.add_argument(
         "--runners", type=int, default=2, help="runner agents (the values are drawn, not timed)"
     )
     options = parser.parse_args()
-    series = corpus(
-        options.series, options.seed, options.min_points, options.max_points, options.iterations
-    )
-    runs = sum(len(s.points) for s in series)
-    print(
-        f"{len(series)} series ({sum(s.step is not None for s in series)} with a step), "
-        f"{runs} runs of {options.iterations} samples, seed {options.seed}, with confirmation"
-    )
+    series = corpus_of(options, ", with confirmation")
     with tempfile.TemporaryDirectory() as tmp, fresh_database("sqlite", Path(tmp)) as url:
         template = draw_template(Path(tmp) / "draws")
         with (
@@ -191,28 +170,8 @@ def main() -> None:
                     first_report_holds_the_corpus(
                         client, deployment.project, uuid, series[0], options.tests[0]
                     )
-            by_test: dict[str, dict[str, list[int]]] = {t: {} for t in options.tests}
-            slugs = {measure_key(t): t for t in options.tests}
-            for alert in alerts(client, deployment.project):
-                test = slugs.get(alert["measure"]["slug"])
-                raised_by = reports.get(alert["raised_by"])
-                if test is None or raised_by is None:
-                    continue
-                name, at = raised_by
-                by_test[test].setdefault(name, []).append(at)
-    print(f"\nwindow: a step counts when alerted within {options.window} runs")
-    print(
-        "| test | steps detected | false alarms | repeats | precision "
-        "| precision, repeats false | recall | F1 | runs to detect (median) |"
-    )
-    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
-    scores = {test: score(series, by_test[test], options.window) for test in options.tests}
-    for test, found in scores.items():
-        print(found.line(f"{test}, confirmed"))
-    print("\nfalse alarms by kind of series (step: before the step or after a missed window)")
-    for test, found in scores.items():
-        kinds = ", ".join(f"{kind} {found.by_kind.get(kind, 0)}" for kind in KINDS)
-        print(f"- {test}: {kinds}")
+            by_test = raised_by_test(client, deployment.project, reports, options.tests)
+    print_scores(series, by_test, options.window, ", confirmed")
 
 
 if __name__ == "__main__":
