@@ -48,6 +48,8 @@ import numpy as np
 from tests.databases import fresh_database
 from tests.harness import deploy, wait_until
 
+from benchmarks.draw import BIMODAL_UPPER
+
 START = datetime.datetime(2026, 1, 1, tzinfo=datetime.UTC)
 KINDS = ("step", "none", "outliers", "drift", "bimodal")
 
@@ -65,6 +67,8 @@ MODELS: dict[str, dict[str, Any]] = {
 its examples (0.99 for the distribution tests, 10 % for ``percentage``) and, for the IQR tests,
 a multiplier of 3. Every history test looks at the latest 64 values (``max_sample_size``)."""
 MAX_SAMPLE_SIZE = 64
+OUTLIER_SHARE = 0.02
+"""The share of an ``outliers`` series' runs 1.5 to 3 times its level."""
 HISTORY_TESTS = ("percentage", "z_score", "t_test", "log_normal", "iqr", "delta_iqr")
 
 
@@ -81,6 +85,12 @@ class Series:
     """Each run's samples."""
     step: int | None
     """The index of the first run at the new level (``step`` series only)."""
+    levels: list[float] = dataclasses.field(default_factory=list)
+    """Each run's level before a bimodal series' mode is drawn: what a re-run of the run
+    draws from (``alert_accuracy_confirmed``)."""
+    cv: float = 0.0
+    gap: float = 0.0
+    """A bimodal series' distance of its upper mode (0 for other kinds)."""
 
 
 def make_series(
@@ -95,16 +105,20 @@ def make_series(
         level[step:] *= 1 + size
     elif kind == "drift":
         level *= np.linspace(1.0, 1.0 + rng.uniform(0.05, 0.15), length)
-    elif kind == "bimodal":
+    base = level.copy()
+    gap = 0.0
+    if kind == "bimodal":
         gap = rng.uniform(0.05, 0.15)
-        level = np.where(rng.random(length) < 0.3, level * (1 + gap), level)
+        level = np.where(rng.random(length) < BIMODAL_UPPER, level * (1 + gap), level)
     points = []
     for run in range(length):
         samples = level[run] * (1 + cv * rng.standard_normal(iterations))
-        if kind == "outliers" and rng.random() < 0.02:
+        if kind == "outliers" and rng.random() < OUTLIER_SHARE:
             samples *= rng.uniform(1.5, 3.0)
         points.append([float(max(v, 1e-3)) for v in samples])
-    return Series(f"{kind}-{index:03d}", kind, points, step)
+    return Series(
+        f"{kind}-{index:03d}", kind, points, step, [float(v) for v in base], cv, float(gap)
+    )
 
 
 def corpus(
@@ -117,6 +131,17 @@ def corpus(
         make_series(i, kind, int(rng.integers(min_points, max_points + 1)), iterations, rng)
         for i, kind in enumerate(kinds)
     ]
+
+
+def threshold_models(tests: list[str]) -> dict[str, dict[str, Any]]:
+    """A report's thresholds: each test's model (``MODELS``) on its own measure."""
+    models = {}
+    for test in tests:
+        model = dict(MODELS[test])
+        if test in HISTORY_TESTS:
+            model["max_sample_size"] = MAX_SAMPLE_SIZE
+        models[measure_key(test)] = model
+    return models
 
 
 def run_body(
@@ -139,13 +164,7 @@ def run_body(
         "end_time": START.isoformat(),
     }
     if first:
-        models = {}
-        for test in tests:
-            model = dict(MODELS[test])
-            if test in HISTORY_TESTS:
-                model["max_sample_size"] = MAX_SAMPLE_SIZE
-            models[measure_key(test)] = model
-        body["thresholds"] = {"models": models}
+        body["thresholds"] = {"models": threshold_models(tests)}
     return body
 
 
@@ -228,26 +247,76 @@ def score(corpus_: list[Series], raised: dict[str, list[int]], window: int) -> S
     return result
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+def raised_by_test(
+    client: httpx.Client, project: str, reports: dict[str, tuple[str, int]], tests: list[str]
+) -> dict[str, dict[str, list[int]]]:
+    """Each test's alerts (its measure's): series name -> the runs whose reports raised them;
+    ``reports``: report uuid -> (series, run)."""
+    by_test: dict[str, dict[str, list[int]]] = {t: {} for t in tests}
+    slugs = {measure_key(t): t for t in tests}
+    for alert in alerts(client, project):
+        test = slugs.get(alert["measure"]["slug"])
+        raised_by = reports.get(alert["raised_by"])
+        if test is None or raised_by is None:
+            continue
+        name, run = raised_by
+        by_test[test].setdefault(name, []).append(run)
+    return by_test
+
+
+def print_scores(
+    series: list[Series], by_test: dict[str, dict[str, list[int]]], window: int, label: str = ""
+) -> None:
+    """The table of scores, one row per test (its name followed by ``label``), and each
+    test's false alarms by kind of series."""
+    print(f"\nwindow: a step counts when alerted within {window} runs")
+    print(
+        "| test | steps detected | false alarms | repeats | precision "
+        "| precision, repeats false | recall | F1 | runs to detect (median) |"
     )
-    parser.add_argument("--series", type=int, default=60)
-    parser.add_argument("--seed", type=int, default=1)
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    scores = {test: score(series, found, window) for test, found in by_test.items()}
+    for test, found in scores.items():
+        print(found.line(test + label))
+    print("\nfalse alarms by kind of series (step: before the step or after a missed window)")
+    for test, found in scores.items():
+        kinds = ", ".join(f"{kind} {found.by_kind.get(kind, 0)}" for kind in KINDS)
+        print(f"- {test}: {kinds}")
+
+
+def corpus_arguments(
+    parser: argparse.ArgumentParser, *, series: int, seed: int, max_points: int, tests: list[str]
+) -> None:
+    """The corpus's options and the scoring window, with these defaults."""
+    parser.add_argument("--series", type=int, default=series)
+    parser.add_argument("--seed", type=int, default=seed)
     parser.add_argument("--min-points", type=int, default=30)
-    parser.add_argument("--max-points", type=int, default=120)
+    parser.add_argument("--max-points", type=int, default=max_points)
     parser.add_argument("--iterations", type=int, default=5)
     parser.add_argument("--window", type=int, default=5, help="runs within which a step counts")
-    parser.add_argument("--tests", nargs="+", choices=list(MODELS), default=list(MODELS))
-    options = parser.parse_args()
+    parser.add_argument("--tests", nargs="+", choices=list(MODELS), default=tests)
+
+
+def corpus_of(options: argparse.Namespace, said: str = "") -> list[Series]:
+    """The corpus ``corpus_arguments`` asked for, its size printed (followed by ``said``)."""
     series = corpus(
         options.series, options.seed, options.min_points, options.max_points, options.iterations
     )
     runs = sum(len(s.points) for s in series)
     print(
         f"{len(series)} series ({sum(s.step is not None for s in series)} with a step), "
-        f"{runs} runs of {options.iterations} samples, seed {options.seed}"
+        f"{runs} runs of {options.iterations} samples, seed {options.seed}{said}"
     )
+    return series
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    corpus_arguments(parser, series=60, seed=1, max_points=120, tests=list(MODELS))
+    options = parser.parse_args()
+    series = corpus_of(options)
     with (
         tempfile.TemporaryDirectory() as tmp,
         fresh_database("sqlite", Path(tmp)) as url,
@@ -264,28 +333,8 @@ def main() -> None:
             timeout=600,
             message="every report processed",
         )
-        by_test: dict[str, dict[str, list[int]]] = {t: {} for t in options.tests}
-        slugs = {measure_key(t): t for t in options.tests}
-        for alert in alerts(client, deployment.project):
-            test = slugs.get(alert["measure"]["slug"])
-            raised_by = reports.get(alert["raised_by"])
-            if test is None or raised_by is None:
-                continue
-            name, run = raised_by
-            by_test[test].setdefault(name, []).append(run)
-    print(f"\nwindow: a step counts when alerted within {options.window} runs")
-    print(
-        "| test | steps detected | false alarms | repeats | precision "
-        "| precision, repeats false | recall | F1 | runs to detect (median) |"
-    )
-    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
-    scores = {test: score(series, by_test[test], options.window) for test in options.tests}
-    for test, found in scores.items():
-        print(found.line(test))
-    print("\nfalse alarms by kind of series (step: before the step or after a missed window)")
-    for test, found in scores.items():
-        kinds = ", ".join(f"{kind} {found.by_kind.get(kind, 0)}" for kind in KINDS)
-        print(f"- {test}: {kinds}")
+        by_test = raised_by_test(client, deployment.project, reports, options.tests)
+    print_scores(series, by_test, options.window)
 
 
 if __name__ == "__main__":

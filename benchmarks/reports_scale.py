@@ -7,8 +7,9 @@ metric of every benchmark and measure, and a measure-wide ``t_test`` threshold (
 64) on each measure of its branch and testbed. Then it measures, with repeats:
 
 - **process**: one new report of every benchmark and measure, as processing stores and judges
-  it (``reports.metrics_add``, ``reports.report_finish``, ``evaluation.evaluate_report``) in a
-  transaction that is rolled back, so every repeat sees the same history;
+  it (``reports.metrics_add``, ``reports.report_finish``, ``evaluation.evaluate_report``), then
+  looks back over its series (``look_back.look_back_report``, on its own line: it runs after the
+  runner's ack), in a transaction that is rolled back, so every repeat sees the same history;
 - **perf**: the perf query of one benchmark's year (``store.perf.perf_points``), for one measure
   and for all three, and the same through ``GET /v0/projects/{project}/perf`` of an in-process
   app.
@@ -48,7 +49,8 @@ from benchrunner.detection.models import Model, TestKind
 from benchrunner.server.app.factory import create_app
 from benchrunner.server.config import ServerSettings
 from benchrunner.server.processing.evaluation import evaluate_report
-from benchrunner.server.store import accounts, reports, thresholds
+from benchrunner.server.processing.look_back import look_back_report
+from benchrunner.server.store import accounts, history, reports, thresholds
 from benchrunner.server.store.engine import make_engine
 from benchrunner.server.store.migrate import upgrade
 from benchrunner.server.store.perf import PerfQuery, perf_points
@@ -244,7 +246,9 @@ def _new_values(project: Project, rng: random.Random) -> list[reports.MetricValu
 class ProcessTimes:
     store: list[float]
     evaluate: list[float]
+    look_back: list[float]
     alerts: list[int]
+    looked_back: list[int]
     statements: int
 
 
@@ -252,7 +256,7 @@ def time_processing(
     engine: Engine, project: Project, repeats: int, log: StatementLog
 ) -> ProcessTimes:
     """Store and judge one new report, ``repeats`` times (after one warm-up), rolled back."""
-    times = ProcessTimes([], [], [], 0)
+    times = ProcessTimes([], [], [], [], [], 0)
     rng = random.Random(1)
     with engine.connect() as conn:
         for k in range(repeats + 1):
@@ -268,16 +272,21 @@ def time_processing(
             reports.report_finish(conn, report_id, start_time=NOW, end_time=NOW, error=None)
             stored_at = time.perf_counter()
             log.on, log.statements = k == repeats, []
-            raised = evaluate_report(conn, report_id, stored, NOW)
+            reads = history.SeriesReads()
+            raised = evaluate_report(conn, report_id, stored, NOW, reads=reads)
             log.on = False
             done = time.perf_counter()
+            found = look_back_report(conn, report_id, stored, NOW, reads=reads)
+            looked_back = time.perf_counter()
             transaction.rollback()
             assert len(stored) == len(values)
             if k == 0:
                 continue  # the first run warms caches and prepared statements
             times.store.append((stored_at - started) * 1000)
             times.evaluate.append((done - stored_at) * 1000)
+            times.look_back.append((looked_back - done) * 1000)
             times.alerts.append(raised)
+            times.looked_back.append(found)
         times.statements = len(log.statements)
     return times
 
@@ -354,7 +363,9 @@ def measure_all(
     print(f"    evaluate_report:                             {_spread(times.evaluate)}")
     totals = [s + e for s, e in zip(times.store, times.evaluate, strict=True)]
     print(f"    total:                                       {_spread(totals)}")
+    print(f"    look_back_report (after the ack):            {_spread(times.look_back)}")
     print(f"    alerts raised per run: {times.alerts}; evaluation statements: {times.statements}")
+    print(f"    alerts the look-back raised or re-opened per run: {times.looked_back}")
     for measures in (1, len(project.measure_ids)):
         timings, points = time_perf(engine, project, measures, repeats * 3)
         print(f"  perf store query, 1 benchmark x {measures} measure(s), {points:,} points: "

@@ -1,15 +1,18 @@
 from __future__ import annotations
 
 import itertools
+import json
 import math
 import statistics
+import warnings
 
 import numpy as np
 import pytest
 from scipy import stats
 
 from benchrunner.detection import ChangePoint, change_points
-from benchrunner.detection.change_point import _best_split, _relaxed
+from benchrunner.detection.change_point import _best_split, _relaxed, _t_test
+from tests.unit.change_point_cases import RECORDED, Case, cases
 
 SEEDS = range(5)
 
@@ -193,3 +196,55 @@ def test_the_first_pass_is_relaxed_as_otava_relaxes_it(
     max_pvalue: float, first_pass: float
 ) -> None:
     assert _relaxed(max_pvalue) == pytest.approx(first_pass)
+
+
+RECORDED_CASES = cases()
+
+
+@pytest.mark.parametrize("case", RECORDED_CASES, ids=[f"seed{c.seed}" for c in RECORDED_CASES])
+def test_the_recorded_change_points_are_found_again(case: Case) -> None:
+    """Exactly (to the last bit) what the detector found when the cases were recorded:
+    computing it faster must not change an answer."""
+    recorded = {entry["seed"]: entry["change_points"] for entry in json.loads(RECORDED.read_text())}
+    found = change_points(case.series, **case.parameters)
+    assert [[p.index, p.before, p.after, p.magnitude, p.pvalue] for p in found] == recorded[
+        case.seed
+    ]
+
+
+@pytest.mark.parametrize("sizes", [(1, 2), (2, 1), (1, 5), (3, 3), (7, 29), (30, 1), (15, 45)])
+def test_the_t_test_is_scipys_to_the_last_bit(sizes: tuple[int, int]) -> None:
+    rng = np.random.default_rng(sum(sizes))
+    for scale in (1e-3, 1.0, 1e6):
+        left, right = (rng.normal(100 * scale, scale, size) for size in sizes)
+        expected = stats.ttest_ind_from_stats(
+            np.mean(left),
+            np.std(left, ddof=1) if len(left) > 1 else 0.0,
+            len(left),
+            np.mean(right),
+            np.std(right, ddof=1) if len(right) > 1 else 0.0,
+            len(right),
+        )
+        assert _t_test(left, right) == (abs(float(expected.statistic)), float(expected.pvalue))
+
+
+@pytest.mark.parametrize(
+    ("left", "right"),
+    [
+        ([2.0, 2.0], [2.0, 2.0]),  # 0 / 0
+        ([2.0, 2.0], [3.0, 3.0]),  # a difference over no spread
+        ([1e308, 1.7e308], [1.0, 2.0]),  # sums past the largest float
+        ([1e308, 1.5e308, 1.7e308], [-1e308, -1.7e308]),
+    ],
+)
+def test_the_t_test_at_the_edges_is_scipys(left: list[float], right: list[float]) -> None:
+    """What SciPy answers there, a NaN p-value read as "cannot tell"."""
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        expected = stats.ttest_ind_from_stats(
+            np.mean(left), np.std(left, ddof=1), len(left),
+            np.mean(right), np.std(right, ddof=1), len(right),
+        )  # fmt: skip
+        found = _t_test(np.array(left), np.array(right))
+    statistic, pvalue = float(expected.statistic), float(expected.pvalue)
+    assert found == ((0.0, 1.0) if math.isnan(pvalue) else (abs(statistic), pvalue))

@@ -125,7 +125,11 @@ def _expected(
     mine = [r for r in rows if r.benchmark_id == benchmark_id and _in_scope(r, scope, since)]
     mine.sort(key=lambda r: (r.start_time, r.report_id, r.metric_id), reverse=True)
     kept = mine if most is None else mine[:most]
-    return [history.Point(r.metric_id, r.value) for r in reversed(kept)]
+    return [history.Point(r.metric_id, r.value, r.report_id) for r in reversed(kept)]
+
+
+def _points(found: dict[int, history.Series]) -> dict[int, list[history.Point]]:
+    return {b: series.points() for b, series in found.items()}
 
 
 def test_series_history_matches_the_rules(database_url: str) -> None:
@@ -152,7 +156,10 @@ def test_series_history_matches_the_rules(database_url: str) -> None:
                             conn, scope, ids["m"], benchmarks, since=since, max_samples=most
                         )
                         for b in benchmarks:
-                            assert got[b] == _expected(rows, scope, b, since, most), (scope, b)
+                            assert got[b].points() == _expected(rows, scope, b, since, most), (
+                                scope,
+                                b,
+                            )
                             checked += len(got[b])
             assert checked > 1000  # the histories are not all empty
     finally:
@@ -174,7 +181,61 @@ def test_a_benchmark_absent_from_the_newest_reports_reads_further_back(
             got = history.series_history(
                 conn, scope, ids["m"], benchmarks[:1], since=None, max_samples=most
             )
-            assert got[benchmarks[0]] == _expected(rows, scope, benchmarks[0], None, most)
+            assert got[benchmarks[0]].points() == _expected(rows, scope, benchmarks[0], None, most)
             assert len(got[benchmarks[0]]) == most
+    finally:
+        engine.dispose()
+
+
+@pytest.mark.parametrize("first", [None, 8])
+def test_a_history_already_read_is_taken_from_the_reads(
+    database_url: str, first: int | None
+) -> None:
+    """The look-back's series, fewer values of fewer benchmarks than the evaluation read, come
+    from the evaluation's read without a statement, and are the same; a series wanting more
+    than was read is read again."""
+    with_schema(database_url)
+    engine = make_engine(database_url, writer=True)
+    statements: list[str] = []
+
+    def count(_conn: Any, _cursor: Any, statement: str, *_: Any) -> None:
+        statements.append(statement)
+
+    try:
+        with engine.begin() as conn:
+            ids, benchmarks, rows = _fill(conn, random.Random(9))
+            scope = history.Scope(
+                rows[-1].report_id, ids["main"], ids["box"], T0 + dt.timedelta(hours=50),
+                None, None, None, None,
+            )  # fmt: skip
+            since = T0 + dt.timedelta(hours=20)
+            reads = history.SeriesReads()
+            history.series_history(
+                conn, scope, ids["m"], benchmarks, since=since, max_samples=first, reads=reads
+            )
+            sa.event.listen(engine, "before_cursor_execute", count)
+            for most in (first, 3, 1):
+                got = history.series_history(
+                    conn, scope, ids["m"], benchmarks[1:], since=since, max_samples=most,
+                    reads=reads,
+                )  # fmt: skip
+                assert _points(got) == {
+                    b: _expected(rows, scope, b, since, most) for b in benchmarks[1:]
+                }
+            assert statements == []
+            # more values than 8: read again (the whole series held them all)
+            got = history.series_history(
+                conn, scope, ids["m"], benchmarks, since=since, max_samples=500, reads=reads
+            )
+            assert _points(got) == {b: _expected(rows, scope, b, since, 500) for b in benchmarks}
+            assert (statements != []) == (first is not None)
+            # another window: read again
+            read_before = len(statements)
+            got = history.series_history(
+                conn, scope, ids["m"], benchmarks, since=None, max_samples=3, reads=reads
+            )
+            assert _points(got) == {b: _expected(rows, scope, b, None, 3) for b in benchmarks}
+            assert len(statements) > read_before
+            sa.event.remove(engine, "before_cursor_execute", count)
     finally:
         engine.dispose()

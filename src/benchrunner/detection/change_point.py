@@ -29,6 +29,7 @@ What is left is one change point per real shift.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 import warnings
@@ -97,23 +98,51 @@ def _relaxed(max_pvalue: float) -> float:
 
 def _split(values: Series, window: int, max_pvalue: float) -> list[int]:
     """Weak change points: the union of E-divisive's over overlapping windows."""
+    starts = range(0, len(values), window // 2)
+    windows = [values[start : start + window] for start in starts]
+    whole = _whole_splits(windows)
     found: set[int] = set()
-    for start in range(0, len(values), window // 2):
-        window_values = values[start : start + window]
-        found.update(start + index for index in _e_divisive(window_values, max_pvalue))
+    for start, window_values, split in zip(starts, windows, whole, strict=True):
+        found.update(start + index for index in _e_divisive(window_values, max_pvalue, split))
     return sorted(found)
 
 
-def _e_divisive(values: Series, max_pvalue: float) -> list[int]:
+Split = tuple[float, int]
+"""The largest Q-hat of an interval and the split that reaches it (``_best_split``)."""
+
+
+def _whole_splits(windows: list[Series]) -> list[Split | None]:
+    """Each window's best split (None below two points), windows of one size weighed in one
+    batch."""
+    found: list[Split | None] = [None] * len(windows)
+    sizes: dict[int, list[int]] = {}
+    for position, window_values in enumerate(windows):
+        if len(window_values) >= 2:
+            sizes.setdefault(len(window_values), []).append(position)
+    for positions in sizes.values():
+        batch = np.stack([windows[position] for position in positions])
+        for position, split in zip(positions, _best_splits(batch), strict=True):
+            found[position] = split
+    return found
+
+
+def _e_divisive(values: Series, max_pvalue: float, whole: Split | None) -> list[int]:
     """Change points of one window (sorted): the best split of any interval between those
-    found so far, taken while its t-test within that interval passes ``max_pvalue``."""
+    found so far, taken while its t-test within that interval passes ``max_pvalue``.
+    ``whole``: the best split of the whole window. An interval's best split is weighed once,
+    however many rounds it stays unsplit."""
     points: list[int] = []
+    splits: dict[tuple[int, int], Split] = {}
+    if whole is not None:
+        splits[0, len(values)] = whole
     while True:
         best: tuple[float, int, int, int] | None = None
         for start, stop in itertools.pairwise([0, *points, len(values)]):
             if stop - start < 2:
                 continue
-            qhat, split = _best_split(values[start:stop])
+            if (start, stop) not in splits:
+                splits[start, stop] = _best_split(values[start:stop])
+            qhat, split = splits[start, stop]
             if best is None or qhat > best[0]:
                 best = (qhat, start + split, start, stop)
         if best is None:
@@ -124,28 +153,70 @@ def _e_divisive(values: Series, max_pvalue: float) -> list[int]:
         points = sorted([*points, index])
 
 
-def _best_split(values: Series) -> tuple[float, int]:
+def _best_split(values: Series) -> Split:
     """The largest Q-hat over every split of ``values`` into a left part ``X = [0, tau)`` and a
     right part ``Y = [tau, kappa)``, and the ``tau`` that reaches it.
 
     Q-hat(X, Y) = 2/(n+m) sum|X_i - Y_j| - 2m/((n+m)(n-1)) sum_{i<k}|X_i - X_k|
     - 2n/((n+m)(m-1)) sum_{j<k}|Y_j - Y_k| for n = |X|, m = |Y| (a term is zero when its side
-    holds one point). Every block sum of the distance matrix comes from one 2-D prefix sum.
+    holds one point).
     """
-    size = len(values)
-    prefix = np.zeros((size + 1, size + 1))
-    prefix[1:, 1:] = np.abs(values[:, None] - values[None, :]).cumsum(axis=0).cumsum(axis=1)
+    [found] = _best_splits(values[None, :])
+    return found
+
+
+def _best_splits(batch: NDArray[np.float64]) -> list[Split]:
+    """``_best_split`` of each row of ``batch`` (intervals of one size), in one pass: the same
+    arithmetic, entry by entry, as one row alone.
+
+    Every block sum of a row's distance matrix comes from one 2-D prefix sum ``prefix[a, b]``
+    (the sum over rows <= a and columns <= b): the sums over [0, tau) squared are its
+    diagonal, those over [0, tau) x [0, kappa) one slice of it.
+    """
+    rows, size = batch.shape
+    grid = _grid(size)
+    distances = np.abs(batch[:, :, None] - batch[:, None, :])
+    prefix = distances.cumsum(axis=1).cumsum(axis=2)
+    diagonal = prefix.diagonal(axis1=1, axis2=2)
+    within_left = diagonal[:, :-1, None]  # every ordered pair, so twice the sum over i < k
+    block = prefix[:, :-1, 1:]  # [0, tau) x [0, kappa) for tau = 1.., kappa = 2..
+    between = block - within_left
+    within_right = diagonal[:, None, 1:] - 2 * block + within_left
+    left_term = np.zeros(block.shape)  # zero at tau = 1: one point on the left
+    left_term[:, 1:] = grid.m[1:] * within_left[:, 1:] / grid.n_less_one[1:]
+    right_term = np.divide(
+        grid.n * within_right, grid.m_less_one, out=np.zeros(block.shape), where=grid.m_above_one
+    )
+    qhat = np.where(grid.m_positive, (2 * between - left_term - right_term) / grid.kappa, -np.inf)
+    flat = qhat.reshape(rows, -1)
+    best = flat.argmax(axis=1)
+    width = size - 1
+    return [
+        (float(flat[row, index]), int(index) // width + 1)
+        for row, index in enumerate(best.tolist())
+    ]
+
+
+@dataclass(frozen=True)
+class _Grid:
+    """The (tau, kappa) grid of one interval size, as ``_best_split`` weighs it: rows are
+    tau = 1 .. size - 1, columns kappa = 2 .. size."""
+
+    kappa: NDArray[np.int64]
+    n: NDArray[np.int64]
+    n_less_one: NDArray[np.int64]
+    m: NDArray[np.int64]
+    m_less_one: NDArray[np.int64]
+    m_positive: NDArray[np.bool_]
+    m_above_one: NDArray[np.bool_]
+
+
+@functools.cache
+def _grid(size: int) -> _Grid:
     tau = np.arange(1, size)[:, None]
     kappa = np.arange(2, size + 1)[None, :]
-    n, m = tau, kappa - tau
-    within_left = prefix[tau, tau]  # every ordered pair, so twice the sum over i < k
-    between = prefix[tau, kappa] - within_left
-    within_right = prefix[kappa, kappa] - 2 * prefix[tau, kappa] + within_left
-    left_term = np.divide(m * within_left, n - 1, out=np.zeros(between.shape), where=n > 1)
-    right_term = np.divide(n * within_right, m - 1, out=np.zeros(between.shape), where=m > 1)
-    qhat = np.where(m > 0, (2 * between - left_term - right_term) / kappa, -np.inf)
-    row, column = np.unravel_index(int(np.argmax(qhat)), qhat.shape)
-    return float(qhat[row, column]), int(row) + 1
+    m = kappa - tau
+    return _Grid(kappa, tau, tau - 1, m, m - 1, m > 0, m > 1)
 
 
 @dataclass(frozen=True)
@@ -165,26 +236,44 @@ _TESTABLE = 3
 
 def _t_test(left: Series, right: Series) -> tuple[float, float]:
     """|t| and the two-sided p-value of Student's t-test (pooled variance) between the sides;
-    (0, 1) when it cannot tell (too few points, or both sides constant and equal)."""
-    if len(left) + len(right) < _TESTABLE:
-        return 0.0, 1.0
-    # Imported here, not at the top: the server imports this module at start, and SciPy's
-    # stats costs every server start most of a second (tests/unit/test_server_start_imports.py).
-    from scipy import stats
+    (0, 1) when it cannot tell (too few points, or both sides constant and equal).
 
-    # the same test as stats.ttest_ind(left, right), without its per-call overhead
-    result = stats.ttest_ind_from_stats(
-        np.mean(left), _deviation(left), len(left), np.mean(right), _deviation(right), len(right)
-    )
-    statistic, pvalue = float(result.statistic), float(result.pvalue)
-    if math.isnan(pvalue):
+    The same arithmetic as ``scipy.stats.ttest_ind_from_stats`` on each side's mean and sample
+    standard deviation, to the last bit, without its per-call overhead (a look-back runs it
+    some 15,000 times): the p-value is 2 * ``stdtr(df, -|t|)``."""
+    n1, n2 = len(left), len(right)
+    if n1 + n2 < _TESTABLE:
+        return 0.0, 1.0
+    # Imported here, not at the top: the server imports this module at start, and SciPy costs
+    # every server start most of a second (tests/unit/test_server_start_imports.py).
+    from scipy.special import stdtr
+
+    mean1, variance1 = _moments(left)
+    mean2, variance2 = _moments(right)
+    df = n1 + n2 - 2.0
+    pooled = ((n1 - 1) * variance1 + (n2 - 1) * variance2) / df
+    error = math.sqrt(pooled * (1.0 / n1 + 1.0 / n2))
+    difference = mean1 - mean2
+    if error == 0.0:  # as NumPy divides: +-inf, or NaN for 0 / 0
+        statistic = math.copysign(math.inf, difference) if difference else math.nan
+    else:
+        statistic = difference / error
+    pvalue = float(2 * stdtr(df, -abs(statistic)))
+    if math.isnan(pvalue):  # constant and equal sides, or sums past the largest float
         return 0.0, 1.0
     return abs(statistic), pvalue
 
 
-def _deviation(values: Series) -> float:
-    """Sample standard deviation; a single point adds nothing to the pooled variance."""
-    return float(np.std(values, ddof=1)) if len(values) > 1 else 0.0
+def _moments(values: Series) -> tuple[float, float]:
+    """Mean and sample variance as ``np.mean`` and ``np.std(ddof=1) ** 2`` compute them (the
+    same sums in the same order); a single point adds nothing to the pooled variance."""
+    size = len(values)
+    mean = float(np.add.reduce(values)) / size
+    if size == 1:
+        return mean, 0.0
+    deviations = values - np.add.reduce(values) / size
+    deviation = math.sqrt(float(np.add.reduce(deviations * deviations)) / (size - 1))
+    return mean, deviation * deviation
 
 
 def _judge(values: Series, points: list[int]) -> list[_Verdict]:

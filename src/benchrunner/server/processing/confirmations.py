@@ -297,7 +297,7 @@ def _decide_samples(
     iterations = len(own.get(row.id, []))
     series = threshold_series(conn, row, t, {held.benchmark_id}, cutoff, points_per_run=iterations)
     judged = [[(v.id, v.value) for v in run] for run in [own.get(row.id, []), *runs]]
-    result = combined_comparison(conn, t, series.get(held.benchmark_id, []), judged)
+    result = combined_comparison(conn, t, series[held.benchmark_id].points(), judged)
     if result is None or result.verdict is not Verdict.DIFFERENT:
         return Outcome.SUSPECTED, None
     step = samples_step(result)

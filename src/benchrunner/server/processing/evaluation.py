@@ -40,7 +40,6 @@ from benchrunner.server.processing.sample_evaluation import (
 )
 from benchrunner.server.processing.webhooks import emit_alert_event
 from benchrunner.server.store import alerts, history, reports, thresholds
-from benchrunner.server.store import look_back as look_back_reads
 from benchrunner.server.store.history import Point
 from benchrunner.server.store.tables import benchmark
 
@@ -104,6 +103,7 @@ def evaluate_report(
     found: list[Any] | None = None,
     confirming: bool = False,
     duet_possible: Callable[[Level], bool] = lambda _level: False,
+    reads: history.SeriesReads | None = None,
 ) -> int:
     """Judge the report's newly stored metrics; returns how many alerts were raised (each
     queued for the project's webhooks, ``server.processing.webhooks``, in this transaction). On
@@ -112,7 +112,8 @@ def evaluate_report(
     ``thresholds_to_judge``, when the caller has read them already. ``confirming`` (a runner
     job's report): a threshold with confirmation runs holds its alerts back as ``pending``
     (``server.processing.confirmations``); they are not counted here. ``duet_possible``: whether
-    the confirmation could run as a duet (``samples`` asks, ``judge_samples``)."""
+    the confirmation could run as a duet (``samples`` asks, ``judge_samples``). ``reads``: the
+    histories read are kept there for the report's look-back (``processing.look_back``)."""
     if found is None:
         found = thresholds_to_judge(conn, report_id, metrics)
     if not found:
@@ -138,6 +139,7 @@ def evaluate_report(
             set(per_benchmark),
             cutoffs[t.measure_id],
             points_per_run=max(per_benchmark.values(), default=1),
+            reads=reads,
         )
         here: list[int] = []
         if test is TestKind.SAMPLES:
@@ -158,7 +160,7 @@ def evaluate_report(
             )
         else:
             for m in judged.metrics:
-                past = series.get(m.benchmark_id, [])
+                past = series[m.benchmark_id].points()
                 here += _judge_changes(conn, t, report_id, m, past, now, alerting, pending)
         if pending:
             continue  # held back: their confirmation raises them (and asks for the bisection)
@@ -178,7 +180,8 @@ def threshold_series(
     benchmark_ids: set[int],
     cutoff: dt.datetime | None,
     points_per_run: int = 1,
-) -> dict[int, list[Point]]:
+    reads: history.SeriesReads | None = None,
+) -> dict[int, history.Series]:
     """The history of the benchmarks of report ``row`` (``reports.report_row``) that threshold
     ``t`` judges against, cut to its window, sample size and the latest baseline reset
     (``cutoff``: ``history.reset_cutoff``). The ``samples`` test's sample size counts runs
@@ -196,6 +199,7 @@ def threshold_series(
         sorted(benchmark_ids),
         since=history_since(row.start_time, t.window_seconds, cutoff),
         max_samples=max_samples,
+        reads=reads,
     )
 
 
@@ -229,7 +233,7 @@ def _judge_limits(
     t: Any,
     report_id: int,
     metrics: list[reports.StoredMetric],
-    series: dict[int, list[Point]],
+    series: dict[int, history.Series],
     now: dt.datetime,
     alerting: bool,
     pending: bool = False,
@@ -242,10 +246,7 @@ def _judge_limits(
 
     model = thresholds.model_of(t)
     undrawn = Limits(None, None, None)
-    drawn = [
-        (m, limits(model, [p.value for p in series.get(m.benchmark_id, [])]) or undrawn)
-        for m in metrics
-    ]
+    drawn = [(m, limits(model, series[m.benchmark_id].values) or undrawn) for m in metrics]
     boundary_ids = alerts.boundaries_put(
         conn,
         [
@@ -284,7 +285,7 @@ def _judge_changes(
 ) -> list[int]:
     from benchrunner.detection.change_point import change_points
 
-    points = [*past, Point(m.id, m.value)]
+    points = [*past, Point(m.id, m.value, report_id)]
     found = change_points(
         [p.value for p in points],
         max_pvalue=t.max_pvalue if t.max_pvalue is not None else DEFAULT_MAX_PVALUE,
@@ -306,14 +307,8 @@ def _judge_changes(
             conn, where.metric_id, t.threshold_id, t.id, change.before, None, None
         )
         side: alerts.Limit = "upper" if change.after > change.before else "lower"
-        since = points[change.index - 1].metric_id if change.index > 0 else None
-        step = alerts.Change(
-            change.before,
-            change.after,
-            change.magnitude,
-            change.pvalue,
-            None if since is None else look_back_reads.report_of_metric(conn, since),
-        )
+        since = points[change.index - 1].report_id if change.index > 0 else None
+        step = alerts.Change(change.before, change.after, change.magnitude, change.pvalue, since)
         alert_id = alerts.alert_raise(
             conn, boundary_id, report_id, side, now, step, pending=pending
         )

@@ -18,8 +18,9 @@ Runs after the thresholds are judged: in the processor's transaction for a runne
 report; for a report processed with its result in the channel, after the runner's ``ack``, in a
 transaction of its own (``LookBackLater``); and in the request for a direct run; in a savepoint
 of its own, so a failure here leaves the report's evaluation standing. Bounded: per threshold,
-one history read of ``WINDOW`` points per benchmark and one read of those points' alerts; per
-metric, one detector run over ``WINDOW`` points.
+one history read of ``WINDOW`` points per benchmark (none when the evaluation read at least
+as many: ``history.SeriesReads``), one read of those points' reports and one of the alerts on
+them (``store.look_back``); per metric, one detector run over ``WINDOW`` points.
 """
 
 from __future__ import annotations
@@ -41,8 +42,7 @@ from benchrunner.server.processing.evaluation import (
 )
 from benchrunner.server.processing.webhooks import emit_alert_event
 from benchrunner.server.store import alerts, history, reports, thresholds
-from benchrunner.server.store.history import Point
-from benchrunner.server.store.look_back import PointFacts, points_facts
+from benchrunner.server.store.look_back import PointsFacts, points_facts
 from benchrunner.server.submission.body import DEFAULT_BRANCH
 
 log = logging.getLogger(__name__)
@@ -63,10 +63,18 @@ class LookBackLater:
     metrics: tuple[reports.StoredMetric, ...]
     noisy: bool
     found: list[Any]
+    reads: history.SeriesReads | None = None
+    """The histories its evaluation read."""
 
     def run(self, conn: Connection, now: dt.datetime) -> int:
         return look_back_report(
-            conn, self.report_id, self.metrics, now, noisy=self.noisy, found=self.found
+            conn,
+            self.report_id,
+            self.metrics,
+            now,
+            noisy=self.noisy,
+            found=self.found,
+            reads=self.reads,
         )
 
 
@@ -78,10 +86,13 @@ def look_back_report(
     *,
     noisy: bool = False,
     found: list[Any] | None = None,
+    reads: history.SeriesReads | None = None,
 ) -> int:
     """Look back over the series of the report's newly judged metrics; how many alerts were
     raised or re-opened. On a ``noisy`` report only thresholds with ``alert_when_noisy`` look
-    back. ``found``: ``evaluation.thresholds_to_judge`` when the caller has read it."""
+    back. ``found``: ``evaluation.thresholds_to_judge`` when the caller has read it.
+    ``reads``: the histories the report's evaluation read (``evaluate_report``), whose
+    series are not read again."""
     if not metrics:
         return 0
     if found is None:
@@ -90,7 +101,7 @@ def look_back_report(
         return 0
     try:
         with conn.begin_nested():
-            return _look_back(conn, report_id, metrics, now, noisy, found)
+            return _look_back(conn, report_id, metrics, now, noisy, found, reads)
     except Exception:  # a bug here must not undo the report's own evaluation
         log.exception("looking back over report %s's series failed", report_id)
         return 0
@@ -103,6 +114,7 @@ def _look_back(
     now: dt.datetime,
     noisy: bool,
     found: list[Any],
+    reads: history.SeriesReads | None,
 ) -> int:
     row = reports.report_row(conn, report_id)
     scope = history.scope_of(row)
@@ -118,10 +130,11 @@ def _look_back(
         newest = {m.benchmark_id: m for m in judged if not m.never_alerts}
         if not newest:
             continue
-        # an alert on any of them is the report's: on the newest point
-        siblings: dict[int, list[int]] = {}
+        # the report's own points of each benchmark (its iterations): an alert on any of them
+        # is the report's, on the newest point
+        own: dict[int, history.Series] = {}
         for m in judged:
-            siblings.setdefault(m.benchmark_id, []).append(m.id)
+            own.setdefault(m.benchmark_id, history.Series()).append(m.id, m.value, report_id)
         cutoff = history.reset_cutoff(conn, scope, t.measure_id)
         series = history.series_history(
             conn,
@@ -130,29 +143,29 @@ def _look_back(
             sorted(newest),
             since=history_since(row.start_time, t.window_seconds, cutoff),
             max_samples=WINDOW - 1,
+            reads=reads,
         )
-        ids = [p.metric_id for past in series.values() for p in past]
-        own = [metric_id for found in siblings.values() for metric_id in found]
-        facts = points_facts(conn, [*ids, *own])
+        facts = points_facts(conn, t.measure_id, {b: (series[b], own[b]) for b in newest})
         max_pvalue = t.max_pvalue if change_test and t.max_pvalue is not None else None
         min_magnitude = t.min_magnitude if change_test and t.min_magnitude is not None else None
         for benchmark_id, m in newest.items():
-            points = [*series[benchmark_id], Point(m.id, m.value)]
+            points = series[benchmark_id].newest(None)
+            points.append(m.id, m.value, report_id)
             if not t.alert_when_noisy:  # a value the noise guard did not judge is no evidence
-                points = [p for p in points if not facts[p.metric_id].noisy]
+                points = _judged(points, facts)
             actions = look_back(
-                [p.value for p in points],
-                _known(points, facts, siblings[benchmark_id]),
+                points.values,
+                _known(points, facts, own[benchmark_id].metric_ids),
                 max_pvalue=DEFAULT_MAX_PVALUE if max_pvalue is None else max_pvalue,
                 min_magnitude=DEFAULT_MIN_MAGNITUDE if min_magnitude is None else min_magnitude,
-                reports=_report_numbers(points, facts),
+                reports=_report_numbers(points.report_ids),
             )
             for action in actions:
                 if isinstance(action, Reopen):
                     if alerts.alert_reopen(conn, action.alert_id, now):
                         reopened.append(action.alert_id)
                     continue
-                alert_id = _raise(conn, t, report_id, points, facts, action, now)
+                alert_id = _raise(conn, t, report_id, points, action, now)
                 if alert_id is not None:
                     raised.append(alert_id)
                     if t.bisect:
@@ -162,36 +175,50 @@ def _look_back(
     return len(raised) + len(reopened)
 
 
-def _report_numbers(points: list[Point], facts: dict[int, PointFacts]) -> list[int]:
+def _judged(points: history.Series, facts: PointsFacts) -> history.Series:
+    """The points whose report the noise guard did not find noisy."""
+    noisy = {r for r in set(points.report_ids) if facts.reports[r].noisy}
+    if not noisy:
+        return points
+    kept = [i for i, r in enumerate(points.report_ids) if r not in noisy]
+    return history.Series(
+        [points.metric_ids[i] for i in kept],
+        [points.values[i] for i in kept],
+        [points.report_ids[i] for i in kept],
+    )
+
+
+def _report_numbers(report_ids: list[int]) -> list[int]:
     """Each point's report as a number that rises by one from a report to the next: the
     iterations of one report are points side by side, and share it."""
     numbers: list[int] = []
     number, previous = -1, None
-    for p in points:
-        report_id = facts[p.metric_id].report_id
+    for report_id in report_ids:
         if report_id != previous:
             number, previous = number + 1, report_id
         numbers.append(number)
     return numbers
 
 
-def _known(points: list[Point], facts: dict[int, PointFacts], own: list[int]) -> list[Known]:
+def _known(points: history.Series, facts: PointsFacts, own: list[int]) -> list[Known]:
     """The alerts on the points, and those on the judged report's other iterations (``own``:
     its metrics of the benchmark), which stand on its point, the newest; a suspected one (its
     confirmation runs did not agree) does not count, and one triaged ``expected`` never
     re-opens."""
-    stored = [facts[p.metric_id].stored for p in points]
     known: list[Known] = []
-    for index, p in enumerate(points):
-        on = [p.metric_id]
-        if p.metric_id in own:
-            on += [metric_id for metric_id in own if metric_id != p.metric_id]
-        for a in (a for metric_id in on for a in facts[metric_id].alerts):
+    for index, point in enumerate(points.metric_ids):
+        on = [point]
+        if point in own:
+            on += [metric_id for metric_id in own if metric_id != point]
+        elif point not in facts.alerts:
+            continue  # most points: no alert on them
+        for a in (facts.alerts[metric_id] for metric_id in on if metric_id in facts.alerts):
             if a.status == "suspected":
                 continue
             dismissed = a.status == "dismissed" and a.verdict != "expected"
             after = len(points)
             if dismissed:
+                stored = (facts.reports[r].stored for r in points.report_ids)
                 after = next((j for j, s in enumerate(stored) if s > a.modified), len(points))
             known.append(Known(a.alert_id, index, a.change, dismissed, after))
     return known
@@ -201,19 +228,16 @@ def _raise(
     conn: Connection,
     t: Any,
     report_id: int,
-    points: list[Point],
-    facts: dict[int, PointFacts],
+    points: history.Series,
     action: Raise,
     now: dt.datetime,
 ) -> int | None:
     """One alert on the metric where the step began, raised by ``report_id``: a new one, or
     the suspected alert its boundary holds (one alert a boundary), made active."""
     change = action.change
-    where = points[change.index]
-    since = facts[points[change.index - 1].metric_id].report_id
-    boundary_id = alerts.boundary_put(
-        conn, where.metric_id, t.threshold_id, t.id, change.before, None, None
-    )
+    where = points.metric_ids[change.index]
+    since = points.report_ids[change.index - 1]
+    boundary_id = alerts.boundary_put(conn, where, t.threshold_id, t.id, change.before, None, None)
     side: alerts.Limit = "upper" if change.after > change.before else "lower"
     step = alerts.Change(change.before, change.after, change.magnitude, change.pvalue, since)
     raised = alerts.alert_raise(conn, boundary_id, report_id, side, now, step)

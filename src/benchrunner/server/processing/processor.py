@@ -51,7 +51,7 @@ from benchrunner.server.processing.outputs import (
 )
 from benchrunner.server.processing.parsers import measure_stored, measure_stored_duet, parser_pool
 from benchrunner.server.processing.webhooks import emit_alert_event
-from benchrunner.server.store import alerts, duets, job_outputs, jobs, reports
+from benchrunner.server.store import alerts, duets, history, job_outputs, jobs, reports
 from benchrunner.server.tasks import cancel_and_wait
 
 log = logging.getLogger(__name__)
@@ -434,6 +434,7 @@ def record_processed(
     )
     confirming = False
     if found:
+        reads = history.SeriesReads()  # the evaluation's, for the look-back
         try:
             with conn.begin_nested():
                 evaluate_report(
@@ -445,6 +446,7 @@ def record_processed(
                     found=found,
                     confirming=True,
                     duet_possible=functools.cache(lambda level: can_run_as_duet(conn, job, level)),
+                    reads=reads,
                 )
                 confirming = open_confirmation(conn, job, found, now)
         except Exception:  # an evaluation bug must not wedge the whole batch in `completed`
@@ -452,9 +454,9 @@ def record_processed(
             confirming = False
         noisy = noise is not None and noise.noisy
         if defer_look_back:
-            later = LookBackLater(job.report_id, tuple(stored), noisy, found)
+            later = LookBackLater(job.report_id, tuple(stored), noisy, found, reads)
             return Recorded(processed, confirming, later)
-        look_back_report(conn, job.report_id, stored, now, noisy=noisy, found=found)
+        look_back_report(conn, job.report_id, stored, now, noisy=noisy, found=found, reads=reads)
     return Recorded(processed, confirming)
 
 

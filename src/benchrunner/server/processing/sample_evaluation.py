@@ -27,7 +27,7 @@ from benchrunner.core.samples import Samples
 from benchrunner.detection.models import SAMPLES_MAX_PVALUE, SAMPLES_MIN_MAGNITUDE
 from benchrunner.server.processing.confirmation_duets import Level
 from benchrunner.server.store import alerts, reports
-from benchrunner.server.store.history import Point
+from benchrunner.server.store.history import Point, Series
 from benchrunner.server.store.samples import reports_of, samples_of
 
 DEFAULT_MAX_SAMPLE_SIZE = 64
@@ -39,7 +39,7 @@ def judge_samples(
     t: Any,
     report_id: int,
     metrics: list[reports.StoredMetric],
-    series: dict[int, list[Point]],
+    series: dict[int, Series],
     now: dt.datetime,
     alerting: bool,
     *,
@@ -59,7 +59,7 @@ def judge_samples(
     by_benchmark: dict[int, list[reports.StoredMetric]] = {}
     for m in metrics:
         by_benchmark.setdefault(m.benchmark_id, []).append(m)
-    windows = {b: _window(conn, series.get(b, [])) for b in by_benchmark}
+    windows = {b: _window(conn, series[b].points()) for b in by_benchmark}
     wanted = [(p.metric_id, p.value) for points in windows.values() for p in points]
     wanted += [(m.id, m.value) for m in metrics]
     found = samples_of(conn, wanted)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 import sqlalchemy as sa
@@ -25,10 +25,39 @@ IN_LIST_CHUNK = 500
 
 
 class Point(NamedTuple):
-    """A value of the history (a tuple: a report's evaluation makes ~200,000 of them)."""
+    """A value of the history."""
 
     metric_id: int
     value: float
+    report_id: int
+
+
+@dataclass
+class Series:
+    """One benchmark's history, oldest first, column by column: a report's evaluation reads
+    ~200,000 values, and an object per value (``Point``) costs more than reading it, mostly in
+    the garbage collector, which walks every such object again and again while it lives."""
+
+    metric_ids: list[int] = field(default_factory=list)
+    values: list[float] = field(default_factory=list)
+    report_ids: list[int] = field(default_factory=list)
+
+    def __len__(self) -> int:
+        return len(self.values)
+
+    def append(self, metric_id: int, value: float, report_id: int) -> None:
+        self.metric_ids.append(metric_id)
+        self.values.append(value)
+        self.report_ids.append(report_id)
+
+    def points(self) -> list[Point]:
+        """The values as points, for the few series a caller takes one by one."""
+        return list(map(Point, self.metric_ids, self.values, self.report_ids))
+
+    def newest(self, count: int | None) -> Series:
+        """Its newest ``count`` values (None: all), as a series of its own."""
+        start = 0 if count is None else max(0, len(self.values) - count)
+        return Series(self.metric_ids[start:], self.values[start:], self.report_ids[start:])
 
 
 @dataclass(frozen=True)
@@ -128,6 +157,7 @@ def _ranked(conditions: list[sa.ColumnElement[bool]], max_samples: int | None) -
             metric.c.benchmark_id,
             metric.c.id.label("metric_id"),
             metric.c.value,
+            metric.c.report_id,
             sa.func.row_number()
             .over(partition_by=metric.c.benchmark_id, order_by=(*_NEWEST_FIRST, metric.c.id.desc()))
             .label("rank"),
@@ -140,7 +170,7 @@ def _ranked(conditions: list[sa.ColumnElement[bool]], max_samples: int | None) -
         )
     )
     inner = ranked.subquery()
-    statement = sa.select(inner.c.benchmark_id, inner.c.metric_id, inner.c.value)
+    statement = sa.select(inner.c.benchmark_id, inner.c.metric_id, inner.c.value, inner.c.report_id)
     if max_samples is not None:
         statement = statement.where(inner.c.rank <= max_samples)
     return statement.order_by(inner.c.benchmark_id, inner.c.rank.desc())
@@ -151,13 +181,58 @@ def _read(
     statement: sa.Select[Any],
     measure_id: int,
     benchmark_ids: list[int],
-    found: dict[int, list[Point]],
+    found: dict[int, Series],
 ) -> None:
     for start in range(0, len(benchmark_ids), IN_LIST_CHUNK):
         chunk = benchmark_ids[start : start + IN_LIST_CHUNK]
         params = {"measure_id": measure_id, "benchmark_ids": chunk}
-        for benchmark_id, metric_id, value in conn.execute(statement, params).all():
-            found[benchmark_id].append(Point(metric_id, value))
+        for benchmark_id, metric_id, value, report_id in conn.execute(statement, params).all():
+            series = found[benchmark_id]
+            series.metric_ids.append(metric_id)
+            series.values.append(value)
+            series.report_ids.append(report_id)
+
+
+class SeriesReads:
+    """The histories one report's processing has read (``series_history`` with ``reads``), so
+    that its look-back takes the series its evaluation read instead of reading them again: a
+    read of at least as many newest values of the same series holds the ones wanted as its
+    tail."""
+
+    def __init__(self) -> None:
+        self._done: dict[tuple[Scope, int, dt.datetime | None], list[_Read]] = {}
+
+    def find(
+        self,
+        scope: Scope,
+        measure_id: int,
+        benchmark_ids: Sequence[int],
+        since: dt.datetime | None,
+        max_samples: int | None,
+    ) -> dict[int, Series] | None:
+        for done in self._done.get((scope, measure_id, since), []):
+            holds = done.max_samples is None or (
+                max_samples is not None and max_samples <= done.max_samples
+            )
+            if holds and all(b in done.series for b in benchmark_ids):
+                return {b: done.series[b].newest(max_samples) for b in benchmark_ids}
+        return None
+
+    def add(
+        self,
+        scope: Scope,
+        measure_id: int,
+        since: dt.datetime | None,
+        max_samples: int | None,
+        series: dict[int, Series],
+    ) -> None:
+        self._done.setdefault((scope, measure_id, since), []).append(_Read(max_samples, series))
+
+
+@dataclass(frozen=True)
+class _Read:
+    max_samples: int | None
+    series: dict[int, Series]
 
 
 def series_history(
@@ -168,18 +243,38 @@ def series_history(
     *,
     since: dt.datetime | None,
     max_samples: int | None,
-) -> dict[int, list[Point]]:
+    reads: SeriesReads | None = None,
+) -> dict[int, Series]:
     """Each benchmark's history, oldest first: at most ``max_samples`` newest values
     (None: all), none older than ``since``, never the judged report's own. Of one report's
-    values (its iterations) the last stored counts as the newest.
+    values (its iterations) the last stored counts as the newest. ``reads``: the histories
+    already read for this report, taken from when they hold this one, added to when not.
 
     With ``max_samples``, the newest ``max_samples`` reports in scope are read first: a
     benchmark with that many values among them has its newest values there, since every
     later report in the order comes before every earlier one. Only a benchmark with fewer (it
     missed some of those reports) reads its whole series. So a report's evaluation reads about
     ``max_samples`` values per series, not the series' whole length."""
+    if reads is not None:
+        done = reads.find(scope, measure_id, benchmark_ids, since, max_samples)
+        if done is not None:
+            return done
+    found = _series_history(conn, scope, measure_id, benchmark_ids, since, max_samples)
+    if reads is not None:
+        reads.add(scope, measure_id, since, max_samples, found)
+    return found
+
+
+def _series_history(
+    conn: Connection,
+    scope: Scope,
+    measure_id: int,
+    benchmark_ids: Sequence[int],
+    since: dt.datetime | None,
+    max_samples: int | None,
+) -> dict[int, Series]:
     conditions = _in_scope(scope, since)
-    found: dict[int, list[Point]] = {benchmark_id: [] for benchmark_id in benchmark_ids}
+    found = {benchmark_id: Series() for benchmark_id in benchmark_ids}
     ids = sorted(set(benchmark_ids))
     if max_samples is None:
         _read(conn, _ranked(conditions, None), measure_id, ids, found)
@@ -192,6 +287,6 @@ def series_history(
         return found  # those are all the reports in scope
     short = [b for b in ids if len(found[b]) < max_samples]
     for b in short:
-        found[b] = []
+        found[b] = Series()
     _read(conn, _ranked(conditions, max_samples), measure_id, short, found)
     return found

@@ -34,6 +34,7 @@ from benchrunner.server.processing.results import report_metrics
 from benchrunner.server.store import (
     accounts,
     branches,
+    history,
     jobs,
     reports,
     thresholds,
@@ -281,8 +282,9 @@ async def submit_run(
             _bind_and_bisect(conn, report_id)
             stored = reports.metrics_add(conn, report_id, project.id, direct_values, now)
             found = series_thresholds_to_judge(conn, on.id, testbed_id, stored)
-            evaluate_report(conn, report_id, stored, now, found=found)
-            look_back_report(conn, report_id, stored, now, found=found)
+            reads = history.SeriesReads()  # the evaluation's, for the look-back
+            evaluate_report(conn, report_id, stored, now, found=found, reads=reads)
+            look_back_report(conn, report_id, stored, now, found=found, reads=reads)
             view = new_report_view(conn, report_id, None, with_metrics=True)
             return _Submitted(report_id, None, None, view=view)
         assert spec is not None
