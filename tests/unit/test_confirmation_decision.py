@@ -121,4 +121,12 @@ def test_a_samples_duet_is_the_same_when_its_interval_is_within_the_whole_min_ma
     within = confirmation.same_margin("samples", margin)
     assert within == pytest.approx(0.02)
     assert confirmation.duet_verdict("upper", lower, upper, margin, within) == verdict
+    assert confirmation.same_margin("samples", 0.025, 0.05) == 0.05
     assert confirmation.same_margin("percentage", 0.1) == 0.1
+
+
+def test_a_samples_duet_of_min_magnitude_0_is_the_same_only_within_its_margin() -> None:
+    margin = confirmation.duet_margin("upper", "samples", None, None, 0.0)
+    within = confirmation.same_margin("samples", margin, 0.0)
+    assert within == margin == confirmation.DEFAULT_DUET_MARGIN
+    assert confirmation.duet_verdict("upper", 0.99, 1.03, margin, within) == "unknown"

@@ -245,7 +245,7 @@ def _t_test(left: Series, right: Series) -> tuple[float, float]:
     if n1 + n2 < _TESTABLE:
         return 0.0, 1.0
     # Imported here, not at the top: the server imports this module at start, and SciPy costs
-    # every server start most of a second (tests/unit/test_server_start_imports.py).
+    # every server start most of a second.
     from scipy.special import stdtr
 
     mean1, variance1 = _moments(left)

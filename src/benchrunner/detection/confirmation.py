@@ -10,7 +10,8 @@ against the crossing and the alert is raised as it stood, marked *unconfirmed*.
 A confirmation run as a duet (the new version against the baseline's, round by round) answers
 with the interval of the new/baseline ratio instead: the crossing is confirmed when the
 interval lies wholly beyond ``1 ± margin`` on the crossing's side (**different**); an interval
-wholly within (**same**) does not confirm it. One that straddles the margin (**unknown**) asks
+wholly within (**same**; for a ``samples`` threshold, within its whole ``min_magnitude``:
+``same_margin``) does not confirm it. One that straddles the margin (**unknown**) asks
 for more rounds: another duet of the same sides, judged with the earlier ones pooled
 (``detection.duet.pooled_interval``), while all of them stay within ``MAX_DUET_ROUNDS``; still
 unknown then, the crossing is not confirmed either.
@@ -105,11 +106,15 @@ def duet_margin(
     return DEFAULT_DUET_MARGIN
 
 
-def same_margin(test: str, margin: float) -> float:
-    """How close to 1 a duet's interval must lie for **same**: a ``samples`` threshold's whole
-    ``min_magnitude`` (twice its duet ``margin``), since a change smaller than that does not
-    count; any other threshold's ``margin`` itself."""
-    return 2 * margin if test == "samples" else margin
+def same_margin(test: str, margin: float, min_magnitude: float | None = None) -> float:
+    """How close to 1 a duet's interval must lie for **same**: for a ``samples`` threshold its
+    whole ``min_magnitude`` (else the default), since a change smaller than that does not
+    count, and never less than its duet ``margin`` (a ``min_magnitude`` of 0 judges by the
+    default margin both ways); for any other threshold the ``margin`` itself."""
+    if test != "samples":
+        return margin
+    smallest = SAMPLES_MIN_MAGNITUDE if min_magnitude is None else min_magnitude
+    return max(smallest, margin)
 
 
 def duet_verdict(

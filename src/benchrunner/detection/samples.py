@@ -26,7 +26,8 @@ the rank test do not agree (one run: the next run, or a re-run, tells), or when 
 shift is beyond ``min_effect`` but within the spread (too noisy to tell), or beyond half of
 ``min_effect`` while the spread widens the limit past it (a run of a step of ``min_effect``
 measures that little often enough there); **same** otherwise: the report's shift is within
-``min_effect``, or within half of it when the spread is narrow (docs/reference/thresholds.md).
+``min_effect`` where the spread is narrow, within half of it where the spread widens the limit
+past ``min_effect`` (docs/reference/thresholds.md).
 """
 
 from __future__ import annotations

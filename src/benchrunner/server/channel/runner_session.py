@@ -426,9 +426,17 @@ class RunnerSession:
             # job is seen finished. A chunk refused (the job left flight meanwhile) is
             # answered before the result is.
             taken = await self.life.live_logs.take_job(self.job.id)
-        reply = await self.life.deliver(
-            self.runner, message, self.job, None if taken is None else taken.tail
-        )
+        try:
+            reply = await self.life.deliver(
+                self.runner, message, self.job, None if taken is None else taken.tail
+            )
+        except BaseException:
+            if taken is not None:
+                # What a transaction that then failed stored may be gone: stored apart now (a
+                # byte stored already is not stored twice, and a finished job's log never grows).
+                taken.tail.stored = None
+                await self.life.live_logs.settle(taken)
+            raise
         if taken is not None:
             await self.life.live_logs.settle(taken)
         if isinstance(reply, Error) and ERROR_EXTENSION not in self.extensions:

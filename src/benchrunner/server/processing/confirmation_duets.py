@@ -197,12 +197,13 @@ def judge_by_duets(conn: Connection, run_reports: Sequence[int], held: Any) -> D
         looks=looks,
     )
     margin = _own_margin(held)
-    verdict = duet_verdict(held.limit, lower, upper, margin, same_margin(held.test, margin))
+    within = same_margin(held.test, margin, held.min_magnitude)
+    verdict = duet_verdict(held.limit, lower, upper, margin, within)
     rounds = sum(int(r.rounds) for r in found)
     duets = f" ({len(found)} duets)" if len(found) > 1 else ""
     told = (
         f"{verdict} after {rounds} rounds{duets}, ratio {ratio:.3f} [{lower:.3f}, {upper:.3f}], "
-        f"margin {margin:.1%}"
+        f"margin {margin:.1%}" + (f", same within {within:.1%}" if within != margin else "")
     )
     return DuetJudgment(verdict, rounds, told)
 

@@ -57,7 +57,9 @@ WATCHED_BRANCH = DEFAULT_BRANCH
 @dataclass(frozen=True)
 class LookBackLater:
     """A report's look-back left for after its runner's ``ack``: a job processed with its
-    result is acknowledged first, and the look-back runs in a transaction of its own."""
+    result is acknowledged first, and the look-back runs in a transaction of its own, on the
+    history its evaluation read (``reads``): a report processed in between is judged by its
+    own look-back, which sees this one."""
 
     report_id: int
     metrics: tuple[reports.StoredMetric, ...]

@@ -28,7 +28,7 @@ from benchrunner.detection.models import SAMPLES_MAX_PVALUE, SAMPLES_MIN_MAGNITU
 from benchrunner.server.processing.confirmation_duets import Level
 from benchrunner.server.store import alerts, reports
 from benchrunner.server.store.history import Point, Series
-from benchrunner.server.store.samples import reports_of, samples_of
+from benchrunner.server.store.samples import samples_of
 
 DEFAULT_MAX_SAMPLE_SIZE = 64
 """The newest values of the history a ``samples`` model without ``max_sample_size`` uses."""
@@ -63,7 +63,7 @@ def judge_samples(
     wanted = [(p.metric_id, p.value) for points in windows.values() for p in points]
     wanted += [(m.id, m.value) for m in metrics]
     found = samples_of(conn, wanted)
-    report_of = reports_of(conn, [p.metric_id for points in windows.values() for p in points])
+    report_of = {p.metric_id: p.report_id for points in windows.values() for p in points}
     raised: list[int] = []
     min_effect = SAMPLES_MIN_MAGNITUDE if t.min_magnitude is None else t.min_magnitude
     for benchmark_id, judged in by_benchmark.items():
@@ -147,7 +147,7 @@ def _runs(
 ) -> tuple[list[list[float]], list[int]]:
     """The window's runs, oldest first: each report's samples together (the iterations of one
     run share its machine; a metric of no report is a run of its own); and each run's first
-    metric. ``report_of``: each metric's report (``store.samples.reports_of``)."""
+    metric. ``report_of``: each metric's report (its point's)."""
     runs: list[list[float]] = []
     firsts: list[int] = []
     last: int | None = None
@@ -198,7 +198,7 @@ def combined_comparison(
     found = samples_of(
         conn, [(p.metric_id, p.value) for p in window] + [m for r in judged for m in r]
     )
-    report_of = reports_of(conn, [p.metric_id for p in window])
+    report_of = {p.metric_id: p.report_id for p in window}
     before, _ = _newest_runs(t, *_runs(window, found, report_of))
     if not before or (t.min_sample_size is not None and len(before) < t.min_sample_size):
         return None

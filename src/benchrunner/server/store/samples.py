@@ -12,7 +12,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from benchrunner.core.samples import Samples, bounded
-from benchrunner.server.store.tables import metric, metric_sample
+from benchrunner.server.store.tables import metric_sample
 
 IN_LIST_CHUNK = 500
 
@@ -59,20 +59,4 @@ def samples_of(
         for row in conn.execute(_READ, {"ids": chunk}):
             kept = tuple(float(v) for v in json.loads(row.sample_values))
             found[row.metric_id] = Samples(kept, row.sample_count, row.minimum, row.maximum)
-    return found
-
-
-_REPORTS = sa.select(metric.c.id, metric.c.report_id).where(
-    metric.c.id.in_(sa.bindparam("ids", expanding=True))
-)
-
-
-def reports_of(conn: Connection, metric_ids: Sequence[int]) -> dict[int, int]:
-    """Each metric's report, by metric id (a metric of no report, a duet's, is left out)."""
-    ids = sorted(set(metric_ids))
-    found: dict[int, int] = {}
-    for start in range(0, len(ids), IN_LIST_CHUNK):
-        for row in conn.execute(_REPORTS, {"ids": ids[start : start + IN_LIST_CHUNK]}):
-            if row.report_id is not None:
-                found[int(row.id)] = int(row.report_id)
     return found

@@ -40,7 +40,7 @@ job's change (``event_params``)."""
 
 def _meta_json(meta: Mapping[str, Any]) -> str:
     """An event's ``meta`` as stored; most events have none, stored without encoding."""
-    return json.dumps(meta, sort_keys=True, default=str) if meta else "{}"
+    return json.dumps(dict(meta), sort_keys=True, default=str) if meta else "{}"
 
 
 def event_add(
