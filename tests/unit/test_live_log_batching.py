@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Coroutine, Iterator
 from pathlib import Path
 from typing import ParamSpec, TypeVar
 
@@ -207,6 +207,23 @@ def test_several_jobs_chunks_share_one_write(world: World, tmp_path: Path) -> No
         assert _stored(world, job_id) == chunks.sent
 
 
+def _one_job(world: World) -> tuple[CountedDatabase, int, ManualClock, Chunks]:
+    """A running job, the counted database, a clock that stands still and the job's chunks."""
+    db = world.db
+    assert isinstance(db, CountedDatabase)
+    job_id, job_uuid = _running_job(world)
+    return db, job_id, ManualClock(), Chunks(job_uuid)
+
+
+def _into(refused: list[Log]) -> Callable[[Log], Coroutine[object, object, None]]:
+    """A sender's refusal callback that keeps the refused chunks in ``refused``."""
+
+    async def refuse(message: Log) -> None:
+        refused.append(message)
+
+    return refuse
+
+
 async def _ending(world: World, job_id: int, to: JobStatus, tail: LogTail | None) -> bool:
     """The move that ends the job, as a runner's result makes it, carrying ``tail``."""
     job = await world.db.read(jobs.job_get, job_id)
@@ -217,15 +234,9 @@ async def _ending(world: World, job_id: int, to: JobStatus, tail: LogTail | None
 def test_a_jobs_last_chunks_are_stored_by_the_move_that_ends_it(
     world: World, tmp_path: Path
 ) -> None:
-    db = world.db
-    assert isinstance(db, CountedDatabase)
-    job_id, job_uuid = _running_job(world)
-    clock = ManualClock()
-    chunks = Chunks(job_uuid)
+    db, job_id, clock, chunks = _one_job(world)
     refused: list[Log] = []
-
-    async def refuse(message: Log) -> None:
-        refused.append(message)
+    refuse = _into(refused)
 
     async def scenario() -> None:
         live = LiveLogs(_context(world, tmp_path, clock))
@@ -257,15 +268,9 @@ def test_a_jobs_last_chunks_are_stored_by_the_move_that_ends_it(
 def test_the_last_chunks_of_a_job_no_longer_in_flight_are_refused(
     world: World, tmp_path: Path, moved: bool
 ) -> None:
-    db = world.db
-    assert isinstance(db, CountedDatabase)
-    job_id, job_uuid = _running_job(world)
-    clock = ManualClock()
-    chunks = Chunks(job_uuid)
+    db, job_id, clock, chunks = _one_job(world)
     refused: list[Log] = []
-
-    async def refuse(message: Log) -> None:
-        refused.append(message)
+    refuse = _into(refused)
 
     async def scenario() -> None:
         live = LiveLogs(_context(world, tmp_path, clock))
