@@ -21,6 +21,7 @@ from benchrunner.protocol import IterationResult, JsonClaimedJob
 from benchrunner.runner import procfs
 from benchrunner.runner.cores import CorePlan
 from benchrunner.runner.executors import ExecutorError, ProcessExecutor
+from benchrunner.runner.executors.capture import PipeReader
 from benchrunner.runner.executors.process import ENV_ALLOWLIST, ProcessJob
 from benchrunner.runner.inflight import InFlight
 from tests.harness import REPO, wait_until
@@ -122,7 +123,16 @@ def read_pids(job: ProcessJob) -> list[int]:
 # ---------------------------------------------------------------- outputs
 
 
-def test_iterations_report_exit_code_stdout_and_stderr() -> None:
+@pytest.fixture(params=["poll", "threads"])
+def reading(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Each output test twice: pipes read on the job's thread while it polls for the leader's
+    exit, and (where that cannot be polled for) by a thread per pipe."""
+    if request.param == "threads":
+        monkeypatch.setattr(PipeReader, "open", classmethod(lambda cls, *args: None))
+    return str(request.param)
+
+
+def test_iterations_report_exit_code_stdout_and_stderr(reading: str) -> None:
     code = (
         "import os, sys; i = os.environ['BENCHRUNNER_ITERATION']; "
         "print('iteration', i); sys.stderr.write('warn ' + i)"
@@ -263,7 +273,9 @@ def test_no_file_paths_means_no_output_map() -> None:
         job.cleanup()
 
 
-def test_output_beyond_the_limit_is_truncated_with_a_marker_and_never_deadlocks() -> None:
+def test_output_beyond_the_limit_is_truncated_with_a_marker_and_never_deadlocks(
+    reading: str,
+) -> None:
     # Far more than a pipe buffer on both streams: reading them one after the other would hang.
     code = "import sys; sys.stderr.write('e' * 3_000_000); sys.stdout.write('o' * 3_000_000)"
     job = executor(max_output_bytes=1000).prepare(script(code))
@@ -426,7 +438,7 @@ def test_the_kill_grace_runs_out_on_the_runners_clock() -> None:
     assert not any(alive(pid) for pid in pids)
 
 
-def test_processes_left_behind_by_a_finished_iteration_are_stopped() -> None:
+def test_processes_left_behind_by_a_finished_iteration_are_stopped(reading: str) -> None:
     # The grandchild inherits stdout: an executor that only waits for EOF would hang here.
     job = executor().prepare(script(family(ignore_term=False, then="print('done')")))
     try:
@@ -436,6 +448,61 @@ def test_processes_left_behind_by_a_finished_iteration_are_stopped() -> None:
         job.cleanup()
     assert (result.exit_code, result.stdout) == (0, "done\n")
     assert not any(alive(pid) for pid in pids)
+
+
+# A process left in the group that answers SIGTERM with more output than a pipe holds, started
+# by a leader that exits once the process is ready: the output is read while the group is
+# stopped, so the process ends on its own, well within the grace.
+FLUSHER = (
+    "import signal, sys, time\n"
+    "def flush(*_):\n"
+    "    sys.stdout.write('x' * 300_000); sys.stdout.flush(); sys.exit(0)\n"
+    "signal.signal(signal.SIGTERM, flush)\n"
+    "open('ready', 'w').close()\n"
+    "time.sleep(60)\n"
+)
+LEAVES_A_FLUSHER = (
+    f"import os, subprocess, sys, time; subprocess.Popen([sys.executable, '-c', {FLUSHER!r}])\n"
+    "while not os.path.exists('ready'): time.sleep(0.01)\n"
+)
+# A leader that leaves a process of another session holding its stdout, its pid in a file.
+LEAVES_AN_OUTSIDER = (
+    "import os, subprocess, sys, time; subprocess.Popen([sys.executable, '-c', "
+    '\'import os, time; open("outsider.tmp", "w").write(str(os.getpid())); '
+    'os.rename("outsider.tmp", "outsider"); time.sleep(60)\'], start_new_session=True)\n'
+    "while not os.path.exists('outsider'): time.sleep(0.01)\n"
+    "print('done')\n"
+)
+
+
+def test_output_written_while_the_group_is_stopped_is_read_whole(reading: str) -> None:
+    job = executor(kill_grace=10.0, max_output_bytes=1_000_000).prepare(script(LEAVES_A_FLUSHER))
+    try:
+        result = job.run_iteration(0)
+    finally:
+        job.cleanup()
+    assert (result.exit_code, result.stderr) == (0, "")
+    assert result.stdout == "x" * 300_000
+
+
+def test_a_pipe_held_open_outside_the_group_is_given_up_after_the_kill_grace(
+    reading: str,
+) -> None:
+    job = executor(kill_grace=0.5).prepare(script(LEAVES_AN_OUTSIDER))
+    try:
+        result = job.run_iteration(0)
+        outsider = int((job.workdir / "outsider").read_text())
+    finally:
+        job.cleanup()
+    try:
+        assert (result.exit_code, result.stdout) == (0, "done\n")
+        assert result.stderr == (
+            "[benchrunner: stdout is held open by a process outside the job's process group; "
+            "stopped reading]\n[benchrunner: stderr is held open by a process outside the "
+            "job's process group; stopped reading]\n"
+        )
+    finally:
+        os.kill(outsider, signal.SIGKILL)
 
 
 # A stand-in for the runner: it runs one iteration on a job thread, as the agent does, and

@@ -273,18 +273,19 @@ class ProcessGroup:
                 return
         self._signal(signal.SIGKILL)
 
-    def stop(self) -> bool:
+    def stop(self, pause: Callable[[float], None] = time.sleep) -> bool:
         """After the leader was waited for: end every process still in the group (SIGTERM,
         SIGKILL after the kill grace) and return once it is empty. False if it would not empty
-        within the grace plus a few seconds (a process stuck in the kernel)."""
+        within the grace plus a few seconds (a process stuck in the kernel). ``pause(seconds)``
+        passes the time between looks (e.g. reading the group's output meanwhile)."""
         try:
             if self._empty():
                 return True
             self.terminate()
-            if self._wait_empty(self._kill_grace):
+            if self._wait_empty(self._kill_grace, pause):
                 return True
             self._signal(signal.SIGKILL)
-            if self._wait_empty(_KILL_WAIT):
+            if self._wait_empty(_KILL_WAIT, pause):
                 return True
             log.error("process group %d did not end after SIGKILL", self.pgid)
             return False
@@ -313,13 +314,13 @@ class ProcessGroup:
             return True
         return False
 
-    def _wait_empty(self, timeout: float) -> bool:
+    def _wait_empty(self, timeout: float, pause: Callable[[float], None]) -> bool:
         # The kernel offers no notification for "this group is now empty"; poll briefly.
         deadline = self._clock.monotonic() + timeout
         while not self._empty():
             if self._clock.monotonic() >= deadline:
                 return False
-            time.sleep(_POLL_INTERVAL)
+            pause(_POLL_INTERVAL)
         return True
 
     def _reap(self) -> None:

@@ -34,7 +34,12 @@ from benchrunner.runner import pickup_trace
 from benchrunner.runner.confined import Confinement, file_size, read_file
 from benchrunner.runner.cores import CorePlan
 from benchrunner.runner.executors.base import Executor, ExecutorError, PreparedJob
-from benchrunner.runner.executors.capture import bounded_text, capture_output, with_notes
+from benchrunner.runner.executors.capture import (
+    PipeReader,
+    bounded_text,
+    capture_output,
+    with_notes,
+)
 from benchrunner.runner.executors.files import command_time, each_file
 from benchrunner.runner.executors.group import ProcessGroup, become_subreaper, start_leader
 from benchrunner.runner.inflight import JOB_VARIABLE, InFlight
@@ -210,22 +215,30 @@ class ProcessJob(PreparedJob):
             group = ProcessGroup(self._start(index), self._kill_grace, self._clock)
             self._group = group
         leader = group.leader
-        stdout, stderr = capture_output(leader, self._limit, self.job, self.on_output)
-        self._started()
-        returncode = leader.wait()
-        seconds = time.monotonic() - begun
-        # A background process left in the group would perturb the next iteration and keep
-        # the pipes open: the group ends with its leader.
-        group.stop()
+        reader = PipeReader.open(leader, self._limit, self.on_output)
+        if reader is None:
+            returncode, ended, stdout, stderr, held = self._wait_threaded(group)
+        else:
+            try:
+                self._started()
+                reader.until_exit()
+                returncode = leader.wait()
+                ended = time.monotonic()
+                # A background process left in the group would perturb the next iteration and
+                # keep the pipes open: the group ends with its leader.
+                group.stop(reader.pause)
+                held = reader.finish(self._kill_grace)
+            finally:
+                reader.close()
+            stdout, stderr = reader.text("stdout"), reader.text("stderr")
+        seconds = ended - begun
         with self._lock:
             self._group = None
-        notes: list[str] = []
-        for capture, stream in ((stdout, "stdout"), (stderr, "stderr")):
-            if not capture.join(self._kill_grace):
-                notes.append(
-                    f"[benchrunner: {stream} is held open by a process outside the job's "
-                    "process group; stopped reading]"
-                )
+        notes = [
+            f"[benchrunner: {stream} is held open by a process outside the job's "
+            "process group; stopped reading]"
+            for stream in held
+        ]
         exit_code = returncode
         if returncode < 0:
             exit_code = 128 - returncode
@@ -233,12 +246,28 @@ class ProcessJob(PreparedJob):
         output, sizes = self._collect_files(notes)
         return IterationResult(
             exit_code=exit_code,
-            stdout=stdout.text(),
-            stderr=with_notes(stderr.text(), notes),
+            stdout=stdout,
+            stderr=with_notes(stderr, notes),
             output=output,
             build_time=command_time(self.argv, seconds) if self._build_time else None,
             file_sizes=sizes,
         )
+
+    def _wait_threaded(self, group: ProcessGroup) -> tuple[int, float, str, str, list[str]]:
+        """The leader waited for, its group stopped and its output read by a thread per pipe,
+        where its exit cannot be polled for: the exit code, when it was seen (monotonic), stdout,
+        stderr and the streams still held open."""
+        stdout, stderr = capture_output(group.leader, self._limit, self.job, self.on_output)
+        self._started()
+        returncode = group.leader.wait()
+        ended = time.monotonic()
+        group.stop()
+        held = [
+            stream
+            for capture, stream in ((stdout, "stdout"), (stderr, "stderr"))
+            if not capture.join(self._kill_grace)
+        ]
+        return returncode, ended, stdout.text(), stderr.text(), held
 
     @property
     def interrupted(self) -> bool:
