@@ -55,6 +55,7 @@ from benchrunner.protocol import (
     Update,
 )
 from benchrunner.runner.channel import ChannelClosedError, ChannelRefusedError
+from benchrunner.runner.clock_timer import ClockAlarm
 from benchrunner.runner.connector import Connector
 from benchrunner.runner.cores import CorePlan
 from benchrunner.runner.drain import Drain
@@ -205,6 +206,7 @@ class Agent:
         self._ready_not_before = 0.0
         self._job: JobRun | None = None
         self._slot: JobSlot | None = None  # started by run()
+        self._alarm: ClockAlarm | None = None  # each job's timeout; made by run()
         self._job_started = False
         self._announced_on = 0  # generation of the channel that was sent running for _job
         # The first job this process took: in `once` mode, the one whose delivery ends the run.
@@ -253,6 +255,7 @@ class Agent:
         self._heartbeat.start()
         self._logs.start()
         self._slot = JobSlot(self._cores)
+        self._alarm = ClockAlarm(self._clock, name="job-timeout")
         forced = False
         try:
             return self._loop()
@@ -475,6 +478,7 @@ class Agent:
             else None,
             signer=self._signer,
             clock=self._clock,
+            alarm=self._alarm,
         )
         self._job_started = False
         self._announced_on = 0  # a new job must say running again, even on the same channel
@@ -615,6 +619,8 @@ class Agent:
                 job.join(self._options.kill_grace + 5.0)
         if self._slot is not None:
             self._slot.close()
+        if self._alarm is not None:
+            self._alarm.close()
         self._executor.close()
         self._connector.close()
         if self._guard is not None:

@@ -46,7 +46,7 @@ from benchrunner.protocol import (
     TerminalMessage,
 )
 from benchrunner.runner import duet
-from benchrunner.runner.clock_timer import ClockTimer
+from benchrunner.runner.clock_timer import ClockAlarm
 from benchrunner.runner.cores import CorePlan
 from benchrunner.runner.events import AgentEvent, JobFinished, JobStarted
 from benchrunner.runner.executors.base import Executor, ExecutorError, PreparedJob
@@ -85,6 +85,7 @@ class JobRun:
         before: TakenCalibration | None = None,
         signer: ResultSigner | None = None,
         clock: ThreadClock | None = None,
+        alarm: ClockAlarm | None = None,
     ) -> None:
         """``slot``: the thread to run on (default: a thread of the job's own); ``logs``: where
         the output goes live as it is written; ``noise``: the noise guard's calibration, run
@@ -92,7 +93,8 @@ class JobRun:
         ``before``: the calibration the agent took while idle (None: one is taken right before
         the first iteration, on the job's way); ``signer``: signs the terminal message;
         ``clock``: the agent's monotonic time, which ``before`` was taken on and the job's
-        timeout is kept on."""
+        timeout is kept on; ``alarm``: where the timeout is armed (default: an alarm of the
+        job's own, on ``clock``)."""
         self.job = job
         self.uuid = job.uuid
         self._executor = executor
@@ -108,6 +110,8 @@ class JobRun:
         self._before = before
         self._signer = signer
         self._clock = clock or SystemThreadClock()
+        self._own_alarm = alarm is None
+        self._alarm = alarm or ClockAlarm(self._clock, name=f"job-timeout-{self.uuid}")
         self._done = threading.Event()
 
     def start(self) -> None:
@@ -141,11 +145,15 @@ class JobRun:
         try:
             self._run_job()
         finally:
+            if self._own_alarm:
+                self._alarm.close()
             self._done.set()
 
     def _run_job(self) -> None:
-        # Timers and output readers started from this thread inherit the housekeeping core.
-        self._cores.pin_to_housekeeping()
+        # Timers started from this thread inherit the housekeeping core (the slot's thread
+        # is pinned once for all its jobs).
+        if self._slot is None:
+            self._cores.pin_to_housekeeping()
         started = time.monotonic()
         try:
             message = self._execute()
@@ -222,23 +230,20 @@ class JobRun:
     def _run_iterations(self, prepared: PreparedJob) -> TerminalMessage:
         config = self.job.config
         begun = self._clock.monotonic()
-        timer: ClockTimer | None = None
+        armed = False
 
         def started() -> None:
             # Once the first iteration's process runs, so that neither ``running`` nor the
-            # timer's thread is in the way of its start; the timeout still counts from ``begun``.
-            nonlocal timer
-            if timer is not None:
+            # alarm is in the way of its start; the timeout still counts from ``begun``.
+            nonlocal armed
+            if armed:
                 return
             if not self._executor.starts_before_setup:
                 self._post(JobStarted(self.uuid))
-            timer = ClockTimer(
-                self._clock,
-                begun + config.timeout,
-                functools.partial(self.cancel, CancelReason.TIMEOUT),
-                name=f"job-timeout-{self.uuid}",
+            self._alarm.arm(
+                begun + config.timeout, functools.partial(self.cancel, CancelReason.TIMEOUT)
             )
-            timer.start()
+            armed = True
 
         prepared.on_start = started
         if self._logs is not None:
@@ -273,8 +278,8 @@ class JobRun:
                         error=f"iteration {index} exited with code {result.exit_code}",
                     )
         finally:
-            if timer is not None:
-                timer.stop()
+            if armed:
+                self._alarm.disarm()
         return Completed(job=self.uuid, results=results)
 
     def _stopped(self, reason: CancelReason, results: list[IterationResult]) -> TerminalMessage:
