@@ -10,16 +10,27 @@ import tempfile
 from pathlib import Path
 
 
-def write_durably(target: Path, data: bytes, *, temp_prefix: str) -> None:
+def write_durably(
+    target: Path, data: bytes, *, temp_prefix: str, temp_name: str | None = None
+) -> None:
     """Replace ``target`` by ``data`` (mode 0600), durably. The temporary file is named
-    ``temp_prefix*`` in ``target``'s directory and removed on failure. Raises OSError."""
-    fd, temp_name = tempfile.mkstemp(prefix=temp_prefix, dir=target.parent)
-    temp = Path(temp_name)
+    ``temp_prefix*`` in ``target``'s directory (``temp_prefix + temp_name`` when the caller is
+    the only writer of that name: no random name to draw) and removed on failure. Raises
+    OSError."""
+    if temp_name is None:
+        fd, name = tempfile.mkstemp(prefix=temp_prefix, dir=target.parent)
+        temp = Path(name)
+    else:
+        temp = target.with_name(temp_prefix + temp_name)
+        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
     try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
         temp.replace(target)
     except BaseException:
         with contextlib.suppress(OSError):

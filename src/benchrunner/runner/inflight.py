@@ -127,7 +127,7 @@ class InFlight:
 
     def forget(self, job: uuid.UUID) -> None:
         with contextlib.suppress(FileNotFoundError):
-            self._path(job).unlink()
+            (self.directory / f"{job}{_SUFFIX}").unlink()
 
     def records(self) -> list[JobRecord]:
         """Every readable record; an unreadable one is logged and removed."""
@@ -159,15 +159,13 @@ class InFlight:
                 temporary.unlink()
         return stopped
 
-    def _path(self, job: uuid.UUID) -> Path:
-        return self.directory / f"{job}{_SUFFIX}"
-
     def _write(self, record: JobRecord) -> None:
         # Atomic, so a reader never sees half a record; no fsync: a record matters only while
         # this boot lasts, and a process's death does not lose the page cache. The temporary's
         # name is the job's own (one writer per job): no random name to draw, nothing to retry.
-        path = self._path(record.job)
-        temp = path.with_name(f"{_TEMP_PREFIX}{record.job}")
+        job = str(record.job)
+        path = self.directory / f"{job}{_SUFFIX}"
+        temp = self.directory / f"{_TEMP_PREFIX}{job}"
         data = record.to_json().encode()
         try:
             fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)

@@ -55,7 +55,8 @@ class Spool:
         """
         target = self.path(message.job)
         data = encode(message).encode("utf-8")
-        write_durably(target, data, temp_prefix=_TEMP_PREFIX)
+        # One writer per job: the temporary is named after it.
+        write_durably(target, data, temp_prefix=_TEMP_PREFIX, temp_name=target.name)
         return target
 
     def read(self, job: uuid.UUID) -> TerminalMessage | None:

@@ -290,7 +290,10 @@ class ProcessJob(PreparedJob):
             group.kill()
         if self._in_flight is not None:
             self._in_flight.forget(self.job)
-        shutil.rmtree(self.workdir, ignore_errors=True)
+        try:
+            self.workdir.rmdir()  # most jobs leave it empty: no tree to walk
+        except OSError:
+            shutil.rmtree(self.workdir, ignore_errors=True)
 
     def _start(self, index: int) -> subprocess.Popen[bytes]:
         if self._in_flight is not None:
