@@ -42,6 +42,7 @@ from benchrunner.runner.spool import Spool
 from tests.harness import REPO, wait_until
 from tests.oci_layout import Image, TarEntry, busybox_image, gzip_bytes, tar_bytes, write_layout
 from tests.oci_registry import REPOSITORY, TOKEN, LocalRegistry, local_registry
+from tests.thread_clock import ManualThreadClock
 
 pytestmark = [
     pytest.mark.system,
@@ -216,6 +217,39 @@ def test_cancel_kills_the_container_even_if_it_ignores_sigterm(
         assert prepared.run_iteration(1).exit_code is None  # nothing runs after a cancel
     finally:
         prepared.cleanup()
+
+
+def test_the_kill_grace_runs_out_on_the_runners_clock(
+    tmp_path: Path, registry: LocalRegistry, jobs: Jobs
+) -> None:
+    clock = ManualThreadClock(start=1000.0)
+    executor = SandboxExecutor(
+        registry_url=lambda: registry.url,
+        work_root=tmp_path / "sandbox",
+        kill_grace=10.0,
+        max_output_bytes=64 * 1024,
+        cores=CorePlan.detect(),
+        clock=clock,
+    )
+    prepared = executor.prepare(jobs.claimed(**shell("trap '' TERM; sleep 600 & wait")))
+    assert isinstance(prepared, SandboxJob)
+    outcome: queue.SimpleQueue[IterationResult] = queue.SimpleQueue()
+    thread = threading.Thread(target=lambda: outcome.put(prepared.run_iteration(0)), daemon=True)
+    thread.start()
+    try:
+        wait_until(lambda: executor.runtime.containers(), timeout=30)
+        prepared.cancel()
+        wait_until(lambda: clock.waiting() == [1010.0], timeout=30, message="the grace's wait")
+        clock.advance(9.0)
+        wait_until(lambda: clock.waiting() == [1010.0], message="the grace waiting on")
+        assert thread.is_alive()  # SIGTERM is ignored: no SIGKILL before 1010
+        assert executor.runtime.containers() != []
+        clock.advance(1.0)
+        result = outcome.get(timeout=30)
+        assert result.exit_code == 128 + 9
+    finally:
+        prepared.cleanup()
+    assert executor.runtime.containers() == []
 
 
 def test_a_cancel_before_the_runtime_created_the_container_still_stops_it(

@@ -9,6 +9,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,6 +19,7 @@ import pytest
 from benchrunner.runner import procfs
 from benchrunner.runner.inflight import JOB_VARIABLE, InFlight, JobRecord
 from tests.harness import wait_until
+from tests.thread_clock import ManualThreadClock
 
 # The leader starts a child in its group and another that leaves it (setsid), writes the three
 # pids to a file and sleeps: the family of a job, as a benchmark harness would start it.
@@ -161,3 +163,80 @@ def test_a_forgotten_job_leaves_no_record(in_flight: InFlight) -> None:
     in_flight.forget(job)
     in_flight.forget(job)  # twice is no error
     assert list(in_flight.directory.iterdir()) == []
+
+
+# ---------------------------------------------------------------- on the runner's clock
+
+
+def stop_leftovers_in_thread(in_flight: InFlight) -> tuple[threading.Thread, list[int]]:
+    stopped: list[int] = []
+    thread = threading.Thread(target=lambda: stopped.append(in_flight.stop_leftovers()))
+    thread.start()
+    return thread, stopped
+
+
+def finish_on_the_clock(thread: threading.Thread, clock: ManualThreadClock) -> None:
+    """Move ``clock`` on through each wait ``thread`` makes until it ends."""
+    while thread.is_alive():
+        wait_until(lambda: not thread.is_alive() or bool(clock.waiting()), message="a wait")
+        waiting = clock.waiting()
+        if waiting:
+            clock.advance(waiting[0] - clock.monotonic())
+    thread.join()
+
+
+def test_the_second_look_for_a_leader_caught_before_exec_waits_on_the_runners_clock(
+    tmp_path: Path, families: list[Family]
+) -> None:
+    clock = ManualThreadClock(start=1000.0)
+    in_flight = InFlight(tmp_path / "spool" / "in-flight", clock=clock)
+    job = uuid.uuid4()
+    in_flight.job(job)  # no group recorded: the leader may have been between vfork and exec
+    thread, stopped = stop_leftovers_in_thread(in_flight)
+    wait_until(lambda: clock.waiting() == [1000.05], message="the exec window's wait")
+    # The job's processes show up (with their environment) only within the window.
+    family = start(tmp_path, families, job)
+    assert thread.is_alive()
+    finish_on_the_clock(thread, clock)
+    assert stopped == [3]
+    assert family.alive() == [False, False, False]
+
+
+FREEZER = Path("/sys/fs/cgroup/freezer")
+
+
+@pytest.mark.skipif(
+    os.geteuid() != 0 or not (FREEZER / "cgroup.procs").exists(),
+    reason="needs root and the cgroup v1 freezer",
+)
+def test_processes_that_do_not_end_after_sigkill_are_waited_for_on_the_runners_clock(
+    tmp_path: Path, families: list[Family], caplog: pytest.LogCaptureFixture
+) -> None:
+    clock = ManualThreadClock(start=1000.0)
+    in_flight = InFlight(tmp_path / "spool" / "in-flight", clock=clock)
+    family = start(tmp_path, families, uuid.uuid4())
+    assert family.job is not None
+    in_flight.job(family.job)
+    in_flight.group(family.job, family.group)
+    # Frozen, the family takes its SIGKILL only once thawed: it outlives the wait.
+    frozen = FREEZER / f"benchrunner-test-{uuid.uuid4()}"
+    frozen.mkdir()
+    try:
+        for pid in family.pids:
+            (frozen / "cgroup.procs").write_text(str(pid))
+        (frozen / "freezer.state").write_text("FROZEN")
+        wait_until(lambda: (frozen / "freezer.state").read_text().strip() == "FROZEN")
+        thread, stopped = stop_leftovers_in_thread(in_flight)
+        wait_until(lambda: clock.waiting() == [1000.02], message="the first look's wait")
+        clock.advance(4.97)  # 1004.97: the processes still there, the deadline (1005) not yet
+        wait_until(lambda: clock.waiting() == [pytest.approx(1004.99)], message="the next look")
+        assert thread.is_alive()
+        clock.advance(0.03)
+        thread.join(10)
+        assert not thread.is_alive()
+        assert stopped == [3]
+        assert "did not end after SIGKILL" in caplog.text
+    finally:
+        (frozen / "freezer.state").write_text("THAWED")
+        wait_until(lambda: not any(family.alive()), message="the thawed family's end")
+        frozen.rmdir()

@@ -7,6 +7,7 @@ import dataclasses
 import itertools
 import os
 import queue
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -14,12 +15,14 @@ from pathlib import Path
 import pytest
 
 from benchrunner.protocol import Calibration, Completed, Failed
+from benchrunner.runner import procfs
 from benchrunner.runner.cores import CorePlan
 from benchrunner.runner.events import AgentEvent, JobFinished, JobStarted
 from benchrunner.runner.executors import ProcessExecutor
 from benchrunner.runner.idle_calibration import IdleCalibration, TakenCalibration
 from benchrunner.runner.job import JobRun
 from benchrunner.runner.noise_guard import (
+    CHILD_POLL,
     CalibrationError,
     NoiseProbe,
     guard,
@@ -27,6 +30,8 @@ from benchrunner.runner.noise_guard import (
     summarize,
 )
 from benchrunner.runner.spool import Spool
+from tests.harness import wait_until
+from tests.thread_clock import ManualThreadClock
 from tests.unit.test_runner_job import TEMPLATES, claimed, per_iteration
 
 
@@ -291,3 +296,27 @@ def test_in_a_partition_a_child_process_admitted_to_it_calibrates(tmp_path: Path
     assert calibration.rounds == 5 and calibration.median_ns > 0
     assert procs.read_text().isdigit() and int(procs.read_text()) != os.getpid()
     assert probe.calibrate_unless(plan, stop=lambda: True) is None  # stopped: the child killed
+
+
+def test_a_calibrating_child_is_stopped_when_the_runners_clock_says(tmp_path: Path) -> None:
+    clock = ManualThreadClock(start=1000.0)
+    procs = tmp_path / "cgroup.procs"
+    procs.write_text("")
+    probe = NoiseProbe(rounds=10_000_000, waits=clock)  # minutes of rounds: it never ends alone
+    plan = CorePlan(housekeeping=None, job_cores=frozenset(), job_cgroup=procs)
+    stopping = threading.Event()
+    results: list[Calibration | None] = []
+    thread = threading.Thread(
+        target=lambda: results.append(probe.calibrate_unless(plan, stop=stopping.is_set))
+    )
+    thread.start()
+    wait_until(lambda: clock.waiting() == [1000.0 + CHILD_POLL], message="the first look's wait")
+    child = int(procs.read_text())
+    stopping.set()
+    assert thread.is_alive()  # stop() is looked at when the clock says, not before
+    clock.advance(CHILD_POLL)
+    thread.join(30)
+    assert not thread.is_alive()
+    assert results == [None]
+    info = procfs.process(child)
+    assert info is None or info.ended

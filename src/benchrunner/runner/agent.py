@@ -154,7 +154,7 @@ class Agent:
         self._cores = options.cores or CorePlan.detect()
         self._signer = ResultSigner.from_file(options.signing_key) if options.signing_key else None
         self._spool = Spool(options.spool)
-        self._in_flight = InFlight(options.spool / IN_FLIGHT_DIR)
+        self._in_flight = InFlight(options.spool / IN_FLIGHT_DIR, clock=self._clock)
         # Before the executor (the sandbox's removes containers) and long before any claim.
         stopped = self._in_flight.stop_leftovers()
         if stopped:
@@ -219,7 +219,7 @@ class Agent:
         self._refused: str | None = None
         self._idle_noise = (
             IdleCalibration(
-                noise_probe or NoiseProbe(),
+                noise_probe or NoiseProbe(waits=self._clock),
                 self._cores,
                 max_age=options.noise_max_age,
                 clock=self._clock.monotonic,
@@ -248,7 +248,7 @@ class Agent:
         if self._signer is not None:
             log.info("signing results with key %s", self._signer.fingerprint)
         try:
-            self._guard = Guard(self._in_flight.directory)
+            self._guard = Guard(self._in_flight.directory, self._clock)
             self._in_flight.watched_by(self._guard.running)
         except OSError as exc:
             log.error("cannot start the guard (a job may outlive a killed runner): %s", exc)

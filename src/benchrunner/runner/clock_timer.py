@@ -4,10 +4,47 @@ clock instead of waiting for the timer."""
 
 from __future__ import annotations
 
+import subprocess
 import threading
 from collections.abc import Callable
+from typing import Any
 
 from benchrunner.core.clock import ThreadClock
+
+
+def pause(clock: ThreadClock, seconds: float) -> None:
+    """Return once ``clock`` has moved on by ``seconds``: ``time.sleep`` on the runner's
+    clock, for polling what gives no notification (a process ending)."""
+    deadline = clock.monotonic() + seconds
+    condition = threading.Condition()
+    with condition:
+        while clock.monotonic() < deadline:
+            clock.wait(condition, deadline)
+
+
+class ProcessExit:
+    """The exit of ``process``, waited for on the runner's clock: a thread of its own waits
+    for the process and tells, so the exit ends a wait at once and a deadline is the clock's."""
+
+    def __init__(self, process: subprocess.Popen[Any]) -> None:
+        self._process = process
+        self._ended = threading.Condition()
+        self._exited = False
+        threading.Thread(target=self._reap, name=f"exit-{process.pid}", daemon=True).start()
+
+    def wait(self, clock: ThreadClock, deadline: float) -> bool:
+        """True once the process has exited; False if it still runs when ``clock`` reaches
+        ``deadline``."""
+        with self._ended:
+            while not self._exited and clock.monotonic() < deadline:
+                clock.wait(self._ended, deadline)
+            return self._exited
+
+    def _reap(self) -> None:
+        self._process.wait()
+        with self._ended:
+            self._exited = True
+            self._ended.notify_all()
 
 
 class ClockTimer:

@@ -20,6 +20,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from benchrunner.core.clock import SystemThreadClock, ThreadClock
+from benchrunner.runner.clock_timer import ProcessExit
 from benchrunner.runner.inflight import InFlight
 
 log = logging.getLogger(__name__)
@@ -31,8 +33,10 @@ _CLOSE_TIMEOUT = 30.0
 class Guard:
     """The running guard of one runner; ``close()`` it when the runner stops."""
 
-    def __init__(self, in_flight: Path) -> None:
-        """Raises OSError if the guard cannot be started."""
+    def __init__(self, in_flight: Path, clock: ThreadClock | None = None) -> None:
+        """``clock``: the runner's, on which ``close`` waits for the guard. Raises OSError if
+        the guard cannot be started."""
+        self._clock = clock or SystemThreadClock()
         self._process = subprocess.Popen(
             [sys.executable, "-m", __name__, str(in_flight)],
             stdin=subprocess.PIPE,
@@ -66,9 +70,8 @@ class Guard:
         """Let the guard stop what is still recorded, and wait for it (bounded)."""
         assert self._process.stdin is not None
         self._process.stdin.close()
-        try:
-            self._process.wait(_CLOSE_TIMEOUT)
-        except subprocess.TimeoutExpired:
+        ended = ProcessExit(self._process)
+        if not ended.wait(self._clock, self._clock.monotonic() + _CLOSE_TIMEOUT):
             log.error("the guard (pid %d) did not end; killing it", self._process.pid)
             self._process.kill()
             self._process.wait()

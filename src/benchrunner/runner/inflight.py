@@ -32,13 +32,14 @@ import logging
 import os
 import signal
 import subprocess
-import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from benchrunner.core.clock import SystemThreadClock, ThreadClock
 from benchrunner.runner import procfs
+from benchrunner.runner.clock_timer import pause
 
 log = logging.getLogger(__name__)
 
@@ -97,8 +98,10 @@ class InFlight:
     """The records of one runner. One writer per job; ``stop_leftovers`` only while no job runs
     (at start, or in the guard once the runner is gone)."""
 
-    def __init__(self, directory: Path) -> None:
+    def __init__(self, directory: Path, clock: ThreadClock | None = None) -> None:
+        """``clock``: the runner's, on which ``stop_leftovers`` waits for what it killed."""
         self.directory = directory
+        self._clock = clock or SystemThreadClock()
         directory.mkdir(mode=0o700, parents=True, exist_ok=True)
         self._boot = procfs.boot_id()
         self._watcher: Callable[[], bool] | None = None
@@ -152,7 +155,7 @@ class InFlight:
             if record.boot != self._boot:
                 log.info("job %s was recorded before a reboot: nothing of it runs", record.job)
             else:
-                stopped += _stop(record)
+                stopped += _stop(record, self._clock)
             self.forget(record.job)
         for temporary in self.directory.glob(f"{_TEMP_PREFIX}*"):  # a write cut short
             with contextlib.suppress(OSError):
@@ -181,7 +184,7 @@ class InFlight:
             raise
 
 
-def _stop(record: JobRecord) -> int:
+def _stop(record: JobRecord, clock: ThreadClock) -> int:
     stopped = 0
     if record.container is not None and _remove_container(record.runtime, record.container):
         log.warning("removed container %s left by job %s", record.container, record.job)
@@ -205,10 +208,10 @@ def _stop(record: JobRecord) -> int:
         # The leader may have been between vfork and exec when the runner died, its
         # environment still the runner's, and unarmed (``executors/group.py``): look again
         # once that instant is surely over.
-        time.sleep(_EXEC_WINDOW)
+        pause(clock, _EXEC_WINDOW)
         table = [info for info in procfs.processes() if not info.ended and info.pid != os.getpid()]
         _kill_carriers(record, table, killed)
-    _wait_gone(killed)
+    _wait_gone(killed, clock)
     return stopped + len(killed)
 
 
@@ -229,16 +232,16 @@ def _is_the_jobs(info: procfs.ProcessInfo, record: JobRecord) -> bool:
     return procfs.carries(info.pid, JOB_VARIABLE, str(record.job))
 
 
-def _wait_gone(killed: list[procfs.ProcessInfo]) -> None:
-    deadline = time.monotonic() + _STOP_WAIT
+def _wait_gone(killed: list[procfs.ProcessInfo], clock: ThreadClock) -> None:
+    deadline = clock.monotonic() + _STOP_WAIT
     while True:
         left = [info for info in killed if _alive(info)]
         if not left:
             return
-        if time.monotonic() >= deadline:
+        if clock.monotonic() >= deadline:
             log.error("process(es) %s did not end after SIGKILL", [info.pid for info in left])
             return
-        time.sleep(_POLL)  # the kernel offers no notification for another's process ending
+        pause(clock, _POLL)  # the kernel offers no notification for another's process ending
 
 
 def _alive(info: procfs.ProcessInfo) -> bool:

@@ -16,11 +16,13 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from benchrunner.core.clock import SystemThreadClock, ThreadClock
 from benchrunner.protocol import Calibration, NoiseGuard
 from benchrunner.runner import calibration_child
 from benchrunner.runner.calibration_child import fixed_work
+from benchrunner.runner.clock_timer import ProcessExit
 from benchrunner.runner.cores import CorePlan
 
 log = logging.getLogger(__name__)
@@ -48,11 +50,13 @@ CHILD_POLL = 0.005
 
 @dataclass(frozen=True)
 class NoiseProbe:
-    """Runs the calibration; ``clock`` (nanoseconds) and ``work`` are injected in tests."""
+    """Runs the calibration; ``clock`` (nanoseconds) and ``work`` are injected in tests;
+    ``waits``: the runner's clock, on which a calibrating child's ``stop()`` is looked at."""
 
     rounds: int = ROUNDS
     clock: Callable[[], int] = time.perf_counter_ns
     work: Callable[[], object] | None = None
+    waits: ThreadClock = field(default_factory=SystemThreadClock)
 
     def calibrate(self, cores: CorePlan) -> Calibration:
         """Time ``rounds`` rounds of the fixed work with the calling thread on the job cores."""
@@ -97,15 +101,10 @@ class NoiseProbe:
                 child.stdin.close()
             except BrokenPipeError:
                 pass  # it died already: its exit status says why
-            while True:
-                try:
-                    child.wait(CHILD_POLL)
-                    break
-                except subprocess.TimeoutExpired:
-                    if stop():
-                        child.kill()
-                        child.wait()
-                        return None
+            if not self._wait(child, stop):
+                child.kill()
+                child.wait()
+                return None
             assert child.stdout is not None and child.stderr is not None
             out, err = child.stdout.read(), child.stderr.read()  # a line: no pipe fills up
         times = [int(t) for t in out.split()] if child.returncode == 0 else []
@@ -114,6 +113,15 @@ class NoiseProbe:
                 f"calibration process exited {child.returncode}: {err.strip()[-300:]}"
             )
         return summarize(times)
+
+    def _wait(self, child: subprocess.Popen[str], stop: Callable[[], bool]) -> bool:
+        """True once ``child`` has exited; False as soon as ``stop()`` is true, looked at every
+        ``CHILD_POLL`` on the runner's clock."""
+        ended = ProcessExit(child)
+        while not ended.wait(self.waits, self.waits.monotonic() + CHILD_POLL):
+            if stop():
+                return False
+        return True
 
 
 def _never() -> bool:

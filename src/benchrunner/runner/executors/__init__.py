@@ -44,7 +44,7 @@ def create_executor(
     """The executor called ``name``. ``registry_url`` (gives the URL of the server the runner
     is connected to), ``sandbox_dir`` (image cache, runtime state, job directories) and
     ``oci_runtime`` matter to ``sandbox`` only; ``in_flight`` records what each job runs;
-    ``clock`` (the runner's) is where the process executor's kill grace runs out.
+    ``clock`` (the runner's) is where the executors' kill grace runs out.
     Raises ExecutorError for an unknown, not yet available or unusable executor."""
     if name == "process":
         return ProcessExecutor(
@@ -67,6 +67,7 @@ def create_executor(
             cores=cores,
             runtime=oci_runtime,
             in_flight=in_flight,
+            clock=clock,
         )
     if name in KNOWN_EXECUTORS:
         raise ExecutorError(f"executor {name!r} is not available in this version; use 'process'")

@@ -40,6 +40,7 @@ import uuid
 from collections.abc import Callable, Sequence
 from pathlib import Path, PurePosixPath
 
+from benchrunner.core.clock import SystemThreadClock, ThreadClock
 from benchrunner.protocol import IterationResult, JsonClaimedJob
 from benchrunner.runner.confined import ConfinedPathError, Confinement, file_size, read_file
 from benchrunner.runner.cores import CorePlan
@@ -86,14 +87,17 @@ class SandboxExecutor(Executor):
         runtime: str = "runc",
         pids_limit: int = DEFAULT_PIDS_LIMIT,
         in_flight: InFlight | None = None,
+        clock: ThreadClock | None = None,
     ) -> None:
         """``registry_url``: gives the URL of the server the runner is connected to now (the job's
         token is sent nowhere else).
         ``work_root`` holds the image cache, the runtime state and the per-job directories.
         ``in_flight`` records each job's container (None: not recorded).
+        ``clock``: the runner's, on which a stopped container's kill grace runs out.
         Raises ExecutorError if the runtime or the work directory is unusable."""
         self._registry_url = registry_url
         self._in_flight = in_flight
+        self._clock = clock or SystemThreadClock()
         self._kill_grace = kill_grace
         self._max_output_bytes = max_output_bytes
         self._cores = cores or CorePlan.detect()
@@ -182,6 +186,7 @@ class SandboxExecutor(Executor):
             kill_grace=self._kill_grace,
             max_output_bytes=self._max_output_bytes,
             in_flight=self._in_flight,
+            clock=self._clock,
         )
 
     def _check_capacity(self, memory: int, disk: int) -> None:
@@ -206,6 +211,35 @@ class SandboxExecutor(Executor):
         return frozenset(available[:wanted])
 
 
+class _Finished:
+    """Whether the running iteration's container has ended, waited for on the runner's clock."""
+
+    def __init__(self, clock: ThreadClock) -> None:
+        self._clock = clock
+        self._cond = threading.Condition()
+        self._set = False
+
+    def set(self) -> None:
+        with self._cond:
+            self._set = True
+            self._cond.notify_all()
+
+    def clear(self) -> None:
+        with self._cond:
+            self._set = False
+
+    def is_set(self) -> bool:
+        with self._cond:
+            return self._set
+
+    def wait_until(self, deadline: float) -> bool:
+        """Whether it ended by the time the clock reached ``deadline``."""
+        with self._cond:
+            while not self._set and self._clock.monotonic() < deadline:
+                self._clock.wait(self._cond, deadline)
+            return self._set
+
+
 class SandboxJob(PreparedJob):
     def __init__(
         self,
@@ -222,9 +256,11 @@ class SandboxJob(PreparedJob):
         in_flight: InFlight | None = None,
         build_time: bool = False,
         file_size: bool = False,
+        clock: ThreadClock | None = None,
     ) -> None:
         """``build_time``: report each iteration's wall time; ``file_size``: report the sizes
-        of ``file_paths`` instead of reading them (Bencher's job flags)."""
+        of ``file_paths`` instead of reading them (Bencher's job flags); ``clock``: the
+        runner's, on which the kill grace runs out."""
         self.job = job
         self.process = process
         self.limits = limits
@@ -240,7 +276,8 @@ class SandboxJob(PreparedJob):
         self._lock = threading.Lock()
         self._container: str | None = None
         self._child: subprocess.Popen[bytes] | None = None
-        self._finished = threading.Event()
+        self._clock = clock or SystemThreadClock()
+        self._finished = _Finished(self._clock)
         self._canceled = False
         self._cleaned = False
 
@@ -336,7 +373,7 @@ class SandboxJob(PreparedJob):
             return
         if container is not None:
             self._runtime.kill(container, "KILL")
-            self._finished.wait(self._kill_grace)
+            self._finished.wait_until(self._clock.monotonic() + self._kill_grace)
             self._runtime.delete(container)
         if self._in_flight is not None:
             self._in_flight.forget(self.job)
@@ -345,11 +382,11 @@ class SandboxJob(PreparedJob):
     def _stop(self, container: str) -> None:
         """SIGTERM, SIGKILL after the kill grace, retried: the runtime may not have created the
         container yet when the cancel comes, and a signal to a missing container is lost."""
-        grace_end = time.monotonic() + self._kill_grace
+        grace_end = self._clock.monotonic() + self._kill_grace
         signal_name = "TERM"
         give_up = grace_end + _KILL_WAIT
         while not self._finished.is_set():
-            now = time.monotonic()
+            now = self._clock.monotonic()
             if signal_name == "TERM" and now >= grace_end:
                 signal_name = "KILL"
             if now >= give_up:
@@ -358,10 +395,10 @@ class SandboxJob(PreparedJob):
                 return
             if self._runtime.kill(container, signal_name) and signal_name == "TERM":
                 # Delivered: wait out the grace before escalating.
-                if self._finished.wait(max(0.0, grace_end - time.monotonic())):
+                if self._finished.wait_until(grace_end):
                     return
                 continue
-            self._finished.wait(_SIGNAL_RETRY)
+            self._finished.wait_until(self._clock.monotonic() + _SIGNAL_RETRY)
 
     def _kill_runtime(self) -> None:
         with self._lock:
