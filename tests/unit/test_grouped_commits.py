@@ -106,7 +106,7 @@ def test_a_result_grouped_after_a_flush_began_gets_a_flush_of_its_own(db: Databa
 
 
 def test_a_deferred_write_covered_by_a_later_durable_write_needs_no_flush(db: Database) -> None:
-    async def scenario() -> tuple[str, int, int]:
+    async def scenario() -> tuple[str, str, int]:
         how = await db.write_each(insert, 0)
         deferred_how = await db.write_each_deferred(insert, 1)
         deferred = db.grouped_commits
