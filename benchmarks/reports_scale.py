@@ -21,11 +21,22 @@ the plans of the history and perf queries as they ran (``EXPLAIN QUERY PLAN`` on
 
     .venv/bin/python -m benchmarks.reports_scale --engine sqlite|postgresql
         [--benchmarks 1000] [--measures 3] [--reports 1000] [--other-factor 3] [--repeats 7]
+        [--before OLD_SRC [--rounds 3]]
+
+With ``--before OLD_SRC`` (another tree's ``src``, e.g. ``git archive main src | tar -x -C
+/tmp/main``) it measures only the processing, of that tree and of this one alternately, each
+run in a process of its own on the same database, and compares what they judged: a digest of
+each run's boundaries and alerts (``verdicts``), which must be the same.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
+import json
+import os
+import subprocess
+import sys
 import contextlib
 import datetime as dt
 import io
@@ -35,7 +46,7 @@ import tempfile
 import time
 import uuid
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -54,7 +65,16 @@ from benchrunner.server.store import accounts, history, reports, thresholds
 from benchrunner.server.store.engine import make_engine
 from benchrunner.server.store.migrate import upgrade
 from benchrunner.server.store.perf import PerfQuery, perf_points
-from benchrunner.server.store.tables import benchmark, branch, measure, metric, report, testbed
+from benchrunner.server.store.tables import (
+    alert,
+    benchmark,
+    boundary,
+    branch,
+    measure,
+    metric,
+    report,
+    testbed,
+)
 
 NOW = dt.datetime.now(dt.UTC).replace(microsecond=0)
 YEAR = dt.timedelta(days=365)
@@ -250,6 +270,51 @@ class ProcessTimes:
     alerts: list[int]
     looked_back: list[int]
     statements: int
+    verdicts: list[str] = field(default_factory=list)
+    """Each run's verdicts (``verdicts``): the same in every tree that judges alike."""
+
+
+_BOUNDARIES = (
+    sa.select(
+        metric.c.benchmark_id,
+        metric.c.measure_id,
+        boundary.c.baseline,
+        boundary.c.lower_limit,
+        boundary.c.upper_limit,
+    )
+    .join(boundary, boundary.c.metric_id == metric.c.id)
+    .where(metric.c.report_id == sa.bindparam("report_id"))
+)
+_ALERTS = (
+    sa.select(
+        metric.c.benchmark_id,
+        metric.c.measure_id,
+        metric.c.report_id,
+        alert.c.limit,
+        alert.c.status,
+        alert.c.change_before,
+        alert.c.change_after,
+        alert.c.change_pvalue,
+        alert.c.change_from_report_id,
+    )
+    .join(boundary, boundary.c.metric_id == metric.c.id)
+    .join(alert, alert.c.boundary_id == boundary.c.id)
+    .where(alert.c.report_id == sa.bindparam("report_id"))
+)
+
+
+def verdicts(conn: Connection, report_id: int) -> str:
+    """What judging the report decided, as a digest: the boundaries of its metrics and the
+    alerts it raised (its own and the look-back's on earlier points), by benchmark and
+    measure, with every figure to the last bit."""
+    params = {"report_id": report_id}
+    drawn = sorted(repr(tuple(row)) for row in conn.execute(_BOUNDARIES, params))
+    raised = sorted(
+        repr(tuple(row[:2]) + ("new" if row[2] == report_id else row[2],) + tuple(row[3:]))
+        for row in conn.execute(_ALERTS, params)
+    )
+    text = "\n".join([*drawn, "--", *raised])
+    return f"{len(drawn)} boundaries, {len(raised)} alerts, {hashlib.sha256(text.encode()).hexdigest()[:16]}"
 
 
 def time_processing(
@@ -278,6 +343,7 @@ def time_processing(
             done = time.perf_counter()
             found = look_back_report(conn, report_id, stored, NOW, reads=reads)
             looked_back = time.perf_counter()
+            judged = verdicts(conn, report_id)
             transaction.rollback()
             assert len(stored) == len(values)
             if k == 0:
@@ -287,6 +353,7 @@ def time_processing(
             times.look_back.append((looked_back - done) * 1000)
             times.alerts.append(raised)
             times.looked_back.append(found)
+            times.verdicts.append(judged)
         times.statements = len(log.statements)
     return times
 
@@ -366,6 +433,7 @@ def measure_all(
     print(f"    look_back_report (after the ack):            {_spread(times.look_back)}")
     print(f"    alerts raised per run: {times.alerts}; evaluation statements: {times.statements}")
     print(f"    alerts the look-back raised or re-opened per run: {times.looked_back}")
+    print(f"    verdicts per run: {times.verdicts}")
     for measures in (1, len(project.measure_ids)):
         timings, points = time_perf(engine, project, measures, repeats * 3)
         print(f"  perf store query, 1 benchmark x {measures} measure(s), {points:,} points: "
@@ -424,6 +492,55 @@ def _timed(what: str, work: Callable[[], Project]) -> Project:
     return project
 
 
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _child_run(url: str, project: Project, repeats: int, src: str) -> dict[str, Any]:
+    """``time_processing`` in a process of its own whose ``benchrunner`` is ``src``'s."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([src, str(ROOT)])}
+    command = [sys.executable, "-m", "benchmarks.reports_scale", "--child", url]
+    command += ["--project", json.dumps(asdict(project)), "--repeats", str(repeats)]
+    done = subprocess.run(command, env=env, cwd=ROOT, check=True, capture_output=True, text=True)
+    found: dict[str, Any] = json.loads(done.stdout.splitlines()[-1])
+    return found
+
+
+def compare(url: str, project: Project, repeats: int, rounds: int, before: str) -> None:
+    """The tree at ``before`` (its ``src``) and this one, alternately, ``rounds`` times each,
+    on the same database; their times side by side, and whether they judged alike."""
+    runs: dict[str, list[dict[str, Any]]] = {"before": [], "after": []}
+    for _ in range(rounds):
+        for label, src in (("before", before), ("after", str(ROOT / "src"))):
+            runs[label].append(_child_run(url, project, repeats, src))
+            print(f"  {label}: {runs[label][-1]['evaluate']}", flush=True)
+    n = len(project.benchmark_ids) * len(project.measure_ids)
+    print(f"\n== before ({before}) and after, alternately: {rounds} rounds of {repeats} runs")
+    print(f"  process one report of {n:,} metrics (rolled back):")
+    for key, what in (
+        ("store", "store metrics"),
+        ("evaluate", "evaluate_report"),
+        ("look_back", "look_back_report"),
+    ):
+        for label in ("before", "after"):
+            values = [v for run in runs[label] for v in run[key]]
+            print(f"    {what:<18} {label:<6}: {_spread(values)}")
+    mismatches = 0
+    for old, new in zip(runs["before"], runs["after"], strict=True):
+        mismatches += sum(a != b for a, b in zip(old["verdicts"], new["verdicts"], strict=True))
+    print(f"  verdicts of each run (before): {runs['before'][0]['verdicts']}")
+    print(f"  runs whose verdicts differ between before and after: {mismatches}")
+
+
+def child(url: str, project: Project, repeats: int) -> None:
+    engine = make_engine(url, writer=True)
+    try:
+        with StatementLog(engine) as log:
+            times = time_processing(engine, project, repeats, log)
+    finally:
+        engine.dispose()
+    print(json.dumps(asdict(times)))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--engine", choices=("sqlite", "postgresql"), default="sqlite")
@@ -432,7 +549,18 @@ def main() -> None:
     parser.add_argument("--reports", type=int, default=1000)
     parser.add_argument("--other-factor", type=int, default=3)
     parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument(
+        "--before",
+        metavar="OLD_SRC",
+        help="also run the tree whose src is OLD_SRC, alternately with this one, and compare",
+    )
+    parser.add_argument("--rounds", type=int, default=3, help="with --before: runs of each")
+    parser.add_argument("--child", metavar="URL", help=argparse.SUPPRESS)
+    parser.add_argument("--project", help=argparse.SUPPRESS)
     options = parser.parse_args()
+    if options.child:
+        child(options.child, Project(**json.loads(options.project)), options.repeats)
+        return
     with tempfile.TemporaryDirectory() as tmp, database(options.engine, Path(tmp)) as (engine, url):
         with engine.begin() as conn:
             leader = accounts.user_get_or_create(conn, "b@x", "b", admin=False, now=NOW).id
@@ -445,6 +573,9 @@ def main() -> None:
 
         a = _timed("project A", lambda: build("scale-a", options.reports))
         add_thresholds(engine, a)
+        if options.before:
+            compare(url, a, options.repeats, options.rounds, options.before)
+            return
         data_dir = Path(tmp) / "data"
         measure_all(engine, url, data_dir, a, options.repeats, "project A alone")
         if options.other_factor == 0:
