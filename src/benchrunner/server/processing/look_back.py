@@ -33,6 +33,7 @@ from typing import Any
 
 from sqlalchemy.engine import Connection
 
+from benchrunner.detection.change_point import change_points_many
 from benchrunner.detection.look_back import Known, Raise, Reopen, look_back
 from benchrunner.detection.models import DEFAULT_MAX_PVALUE, DEFAULT_MIN_MAGNITUDE, TestKind
 from benchrunner.server.processing.evaluation import (
@@ -150,17 +151,29 @@ def _look_back(
         facts = points_facts(conn, t.measure_id, {b: (series[b], own[b]) for b in newest})
         max_pvalue = t.max_pvalue if change_test and t.max_pvalue is not None else None
         min_magnitude = t.min_magnitude if change_test and t.min_magnitude is not None else None
+        pvalue = DEFAULT_MAX_PVALUE if max_pvalue is None else max_pvalue
+        magnitude = DEFAULT_MIN_MAGNITUDE if min_magnitude is None else min_magnitude
+        judged_points: dict[int, history.Series] = {}
         for benchmark_id, m in newest.items():
             points = series[benchmark_id].newest(None)
             points.append(m.id, m.value, report_id)
             if not t.alert_when_noisy:  # a value the noise guard did not judge is no evidence
                 points = _judged(points, facts)
+            judged_points[benchmark_id] = points
+        # the detector over all of the threshold's series at once (the same answers)
+        steps = change_points_many(
+            [p.values for p in judged_points.values()], max_pvalue=pvalue, min_magnitude=magnitude
+        )
+        for (benchmark_id, points), found_steps in zip(
+            judged_points.items(), steps, strict=True
+        ):
             actions = look_back(
                 points.values,
                 _known(points, facts, own[benchmark_id].metric_ids),
-                max_pvalue=DEFAULT_MAX_PVALUE if max_pvalue is None else max_pvalue,
-                min_magnitude=DEFAULT_MIN_MAGNITUDE if min_magnitude is None else min_magnitude,
+                max_pvalue=pvalue,
+                min_magnitude=magnitude,
                 reports=_report_numbers(points.report_ids),
+                found=found_steps,
             )
             for action in actions:
                 if isinstance(action, Reopen):
