@@ -32,16 +32,16 @@ each run's boundaries and alerts (``verdicts``), which must be the same.
 from __future__ import annotations
 
 import argparse
-import hashlib
-import json
-import os
-import subprocess
-import sys
 import contextlib
 import datetime as dt
+import hashlib
 import io
+import json
+import os
 import random
 import statistics
+import subprocess
+import sys
 import tempfile
 import time
 import uuid
@@ -310,11 +310,12 @@ def verdicts(conn: Connection, report_id: int) -> str:
     params = {"report_id": report_id}
     drawn = sorted(repr(tuple(row)) for row in conn.execute(_BOUNDARIES, params))
     raised = sorted(
-        repr(tuple(row[:2]) + ("new" if row[2] == report_id else row[2],) + tuple(row[3:]))
+        repr((*row[:2], "new" if row[2] == report_id else row[2], *row[3:]))
         for row in conn.execute(_ALERTS, params)
     )
     text = "\n".join([*drawn, "--", *raised])
-    return f"{len(drawn)} boundaries, {len(raised)} alerts, {hashlib.sha256(text.encode()).hexdigest()[:16]}"
+    digest = hashlib.sha256(text.encode()).hexdigest()[:16]
+    return f"{len(drawn)} boundaries, {len(raised)} alerts, {digest}"
 
 
 def time_processing(
@@ -499,7 +500,7 @@ def _child_run(url: str, project: Project, repeats: int, src: str) -> dict[str, 
     """``time_processing`` in a process of its own whose ``benchrunner`` is ``src``'s."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([src, str(ROOT)])}
     command = [sys.executable, "-m", "benchmarks.reports_scale", "--child", url]
-    command += ["--project", json.dumps(asdict(project)), "--repeats", str(repeats)]
+    command = [*command, "--project", json.dumps(asdict(project)), "--repeats", str(repeats)]
     done = subprocess.run(command, env=env, cwd=ROOT, check=True, capture_output=True, text=True)
     found: dict[str, Any] = json.loads(done.stdout.splitlines()[-1])
     return found

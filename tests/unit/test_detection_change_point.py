@@ -288,7 +288,9 @@ def _many_series(seed: int) -> list[list[float]]:
 
 
 @pytest.mark.parametrize("seed", [1, 2])
-@pytest.mark.parametrize("parameters", [{}, {"window": 20, "max_pvalue": 0.05}, {"max_pvalue": 0.5}])
+@pytest.mark.parametrize(
+    "parameters", [{}, {"window": 20, "max_pvalue": 0.05}, {"max_pvalue": 0.5}]
+)
 def test_many_series_at_once_answer_as_each_alone(seed: int, parameters: dict[str, Any]) -> None:
     series = _many_series(seed)
     together = change_points_many(series, **parameters)

@@ -165,7 +165,9 @@ def _draw_rows(
     highs = [None] * count if upper_limits is None else upper_limits.tolist()
     return [
         Limits(center, low, high) if ok else None
-        for center, low, high, ok in zip(centers.tolist(), lows, highs, usable.tolist(), strict=True)
+        for center, low, high, ok in zip(
+            centers.tolist(), lows, highs, usable.tolist(), strict=True
+        )
     ]
 
 

@@ -164,12 +164,12 @@ def _first_tests_pass(
     the windows of one size and split tested together."""
     passes = [False] * len(windows)
     groups: dict[tuple[int, int], list[int]] = {}
-    for position, ((_, _, window_values), split) in enumerate(zip(windows, whole, strict=True)):
-        if split is not None:
-            groups.setdefault((len(window_values), split[1]), []).append(position)
-    for (_, split), positions in groups.items():
+    for position, ((_, _, window_values), best) in enumerate(zip(windows, whole, strict=True)):
+        if best is not None:
+            groups.setdefault((len(window_values), best[1]), []).append(position)
+    for (_, tau), positions in groups.items():
         batch = np.stack([windows[position][2] for position in positions])
-        pvalues = _t_tests(batch[:, :split], batch[:, split:])
+        pvalues = _t_tests(batch[:, :tau], batch[:, tau:])
         for position, pvalue in zip(positions, pvalues.tolist(), strict=True):
             passes[position] = not pvalue > max_pvalue
     return passes

@@ -183,7 +183,7 @@ def _rows(conn: Connection, statement: sa.Select[Any], params: dict[str, Any]) -
     times the driver's fetch (``benchmarks/RESULTS.md``, "Reports at scale")."""
     result = conn.execute(statement, params)
     try:
-        rows: list[Any] = result.cursor.fetchall()
+        rows: list[Any] = list(result.cursor.fetchall())
     finally:
         result.close()
     return rows
