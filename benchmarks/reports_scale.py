@@ -37,6 +37,7 @@ import datetime as dt
 import hashlib
 import io
 import json
+import math
 import os
 import random
 import statistics
@@ -59,6 +60,7 @@ from benchrunner.core.tiers import Plan
 from benchrunner.detection.models import Model, TestKind
 from benchrunner.server.app.factory import create_app
 from benchrunner.server.config import ServerSettings
+from benchrunner.server.processing import look_back as look_back_module
 from benchrunner.server.processing.evaluation import evaluate_report
 from benchrunner.server.processing.look_back import look_back_report
 from benchrunner.server.store import accounts, history, reports, thresholds
@@ -272,6 +274,12 @@ class ProcessTimes:
     statements: int
     verdicts: list[str] = field(default_factory=list)
     """Each run's verdicts (``verdicts``): the same in every tree that judges alike."""
+    look_back_read: list[float] = field(default_factory=list)
+    """Of the look-back, its reads and detector (``look_back_plan``), outside any write
+    transaction (a tree without it: none)."""
+    look_back_write_max: list[float] = field(default_factory=list)
+    """Of the look-back, its longest write transaction (``look_back_write`` of
+    ``WRITE_ROWS`` alerts at most)."""
 
 
 _BOUNDARIES = (
@@ -318,6 +326,32 @@ def verdicts(conn: Connection, report_id: int) -> str:
     return f"{len(drawn)} boundaries, {len(raised)} alerts, {digest}"
 
 
+_PLAN = getattr(look_back_module, "look_back_plan", None)
+_WRITE = getattr(look_back_module, "look_back_write", None)
+_WRITE_ROWS: int = getattr(look_back_module, "WRITE_ROWS", 0)
+
+
+def _look_back_in_steps(
+    conn: Connection,
+    report_id: int,
+    stored: list[reports.StoredMetric],
+    reads: history.SeriesReads,
+) -> tuple[int, float, float]:
+    """The look-back as ``look_back_later`` runs it: its plan (reads and detector), then its
+    writes ``WRITE_ROWS`` alerts at a time (here in the caller's transaction, each timed); the
+    alerts written, the plan's time and the longest write's (ms)."""
+    assert _PLAN is not None and _WRITE is not None
+    started = time.perf_counter()
+    planned = _PLAN(conn, report_id, stored, reads=reads)
+    read_ms = (time.perf_counter() - started) * 1000
+    found, longest = 0, 0.0
+    for start in range(0, len(planned), _WRITE_ROWS):
+        began = time.perf_counter()
+        found += _WRITE(conn, report_id, planned[start : start + _WRITE_ROWS], NOW)
+        longest = max(longest, (time.perf_counter() - began) * 1000)
+    return found, read_ms, longest
+
+
 def time_processing(
     engine: Engine, project: Project, repeats: int, log: StatementLog
 ) -> ProcessTimes:
@@ -342,7 +376,11 @@ def time_processing(
             raised = evaluate_report(conn, report_id, stored, NOW, reads=reads)
             log.on = False
             done = time.perf_counter()
-            found = look_back_report(conn, report_id, stored, NOW, reads=reads)
+            if _PLAN is None:  # a tree whose look-back is one transaction
+                found = look_back_report(conn, report_id, stored, NOW, reads=reads)
+                read_ms, write_max_ms = math.nan, (time.perf_counter() - done) * 1000
+            else:
+                found, read_ms, write_max_ms = _look_back_in_steps(conn, report_id, stored, reads)
             looked_back = time.perf_counter()
             judged = verdicts(conn, report_id)
             transaction.rollback()
@@ -354,6 +392,8 @@ def time_processing(
             times.look_back.append((looked_back - done) * 1000)
             times.alerts.append(raised)
             times.looked_back.append(found)
+            times.look_back_read.append(read_ms)
+            times.look_back_write_max.append(write_max_ms)
             times.verdicts.append(judged)
         times.statements = len(log.statements)
     return times
@@ -432,6 +472,9 @@ def measure_all(
     totals = [s + e for s, e in zip(times.store, times.evaluate, strict=True)]
     print(f"    total:                                       {_spread(totals)}")
     print(f"    look_back_report (after the ack):            {_spread(times.look_back)}")
+    if not math.isnan(times.look_back_read[0]):
+        print(f"    - its reads and detector (no write):         {_spread(times.look_back_read)}")
+    print(f"    - its longest write transaction:             {_spread(times.look_back_write_max)}")
     print(f"    alerts raised per run: {times.alerts}; evaluation statements: {times.statements}")
     print(f"    alerts the look-back raised or re-opened per run: {times.looked_back}")
     print(f"    verdicts per run: {times.verdicts}")
@@ -521,10 +564,13 @@ def compare(url: str, project: Project, repeats: int, rounds: int, before: str) 
         ("store", "store metrics"),
         ("evaluate", "evaluate_report"),
         ("look_back", "look_back_report"),
+        ("look_back_read", "- reads, detector"),
+        ("look_back_write_max", "- longest write"),
     ):
         for label in ("before", "after"):
-            values = [v for run in runs[label] for v in run[key]]
-            print(f"    {what:<18} {label:<6}: {_spread(values)}")
+            values = [v for run in runs[label] for v in run[key] if not math.isnan(v)]
+            if values:
+                print(f"    {what:<18} {label:<6}: {_spread(values)}")
     mismatches = 0
     for old, new in zip(runs["before"], runs["after"], strict=True):
         mismatches += sum(a != b for a, b in zip(old["verdicts"], new["verdicts"], strict=True))

@@ -125,7 +125,8 @@ def test_a_step_alerted_by_another_report_meanwhile_gets_no_second_alert(
 
 def test_a_look_back_writes_at_most_write_rows_alerts_a_transaction(database_url: str) -> None:
     """Structural: the writes are counted, not timed. 45 series with a step each: three write
-    transactions (20, 20, 5 alerts), the reads and the detector in one read unit."""
+    transactions (20, 20, 5 alerts), the reads and the detector in one read unit off the event
+    loop."""
     with_schema(database_url)
     engine = make_engine(database_url, writer=True)
     try:
@@ -136,7 +137,7 @@ def test_a_look_back_writes_at_most_write_rows_alerts_a_transaction(database_url
     db = Database(database_url)
     written: list[int] = []
     reads: list[str] = []
-    write, read = db.write, db.read
+    write, read = db.write, db.read_apart
 
     async def counted_write(unit: Any, *args: Any) -> Any:
         assert unit is look_back_write
@@ -149,7 +150,7 @@ def test_a_look_back_writes_at_most_write_rows_alerts_a_transaction(database_url
         return await read(unit, *args)
 
     db.write = counted_write  # type: ignore[method-assign,assignment]
-    db.read = counted_read  # type: ignore[method-assign,assignment]
+    db.read_apart = counted_read  # type: ignore[method-assign,assignment]
     try:
         later = LookBackLater(report_id, tuple(metrics), noisy=False, found=[])
         with db.read_engine.connect() as conn:

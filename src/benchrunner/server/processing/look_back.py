@@ -117,10 +117,10 @@ class LookBackLater:
 
 
 async def look_back_later(db: Database, later: LookBackLater, now: dt.datetime) -> int:
-    """``later``'s look-back: read and judged in a read unit, written ``WRITE_ROWS`` alerts a
-    write transaction, the event loop running in between; how many alerts were raised or
-    re-opened."""
-    planned = await db.read(later.plan)
+    """``later``'s look-back: read and judged in a read unit on a reader thread (off the
+    event loop, on SQLite too), written ``WRITE_ROWS`` alerts a write transaction, the event
+    loop running in between; how many alerts were raised or re-opened."""
+    planned = await db.read_apart(later.plan)
     done = 0
     for start in range(0, len(planned), WRITE_ROWS):
         if start:
