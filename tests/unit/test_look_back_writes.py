@@ -17,7 +17,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
 from benchrunner.core.tiers import Plan
-from benchrunner.detection.look_back import Raise
+from benchrunner.detection.look_back import Raise, Reopen
 from benchrunner.detection.models import Model, TestKind
 from benchrunner.server.processing import look_back
 from benchrunner.server.processing.evaluation import thresholds_to_judge
@@ -161,3 +161,34 @@ def test_a_look_back_writes_at_most_write_rows_alerts_a_transaction(database_url
     assert raised == 45
     assert written == [WRITE_ROWS, WRITE_ROWS, 45 - 2 * WRITE_ROWS]
     assert reads == ["plan"]
+
+
+def test_an_alert_triaged_expected_between_read_and_write_is_not_reopened(
+    database_url: str,
+) -> None:
+    with_schema(database_url)
+    engine = make_engine(database_url, writer=True)
+    try:
+        _, _, made = _series(engine, 1, [(100.0, 30), (130.0, 12)])
+        report_id, metrics = made[-1]
+        with engine.connect() as conn:
+            [step] = look_back_plan(conn, report_id, metrics)
+        with engine.begin() as conn:
+            assert look_back_write(conn, report_id, [step], T0) == 1
+            # dismissed before the newest 6 reports were stored: they persist at the level
+            dismissed_at = T0 + dt.timedelta(hours=35)
+            conn.execute(alert.update().values(status="dismissed", modified=dismissed_at))
+        with engine.connect() as conn:
+            [reopen] = look_back_plan(conn, report_id, metrics)
+        assert isinstance(reopen.action, Reopen)
+        with engine.begin() as conn:  # triaged expected before the write: it stays dismissed
+            conn.execute(alert.update().values(verdict="expected"))
+        with engine.begin() as conn:
+            assert look_back_write(conn, report_id, [reopen], T0) == 0
+            conn.execute(alert.update().values(verdict=None))
+        with engine.begin() as conn:  # the same write, untriaged, re-opens it
+            assert look_back_write(conn, report_id, [reopen], T0) == 1
+            [(_, _, status)] = _alerts(conn)
+        assert status == "active"
+    finally:
+        engine.dispose()
