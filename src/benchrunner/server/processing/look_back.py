@@ -62,7 +62,7 @@ WATCHED_BRANCH = DEFAULT_BRANCH
 """The branch looked back on under every threshold."""
 
 
-WRITE_ROWS = 20
+WRITE_ROWS = 10
 """Alerts one write transaction of a look-back raises or re-opens at most (a few statements
 each: a boundary, an alert, its webhook event). The look-back reads and runs its detector
 outside any write transaction (``look_back_plan``), then writes what it found in transactions
