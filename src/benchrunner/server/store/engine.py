@@ -474,6 +474,12 @@ class Database:
             return self._run_inline(self.read_engine, unit, *args, **kwargs)
         return await self._hop(self._readers, self._read_held, unit, *args, **kwargs)
 
+    async def read_apart(self, unit: Unit[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
+        """``read`` on a reader thread whatever the engine, SQLite's too: for a long read unit
+        that would hold the event loop where SQLite's units run inline (a report's look-back,
+        its reads and change-point detector over thousands of series)."""
+        return await self._hop(self._readers, self._read_held, unit, *args, **kwargs)
+
     def _write_held(self, unit: Unit[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
         result = self._held.run(self.write_engine, unit, *args, **kwargs)
         self._commits += 1
