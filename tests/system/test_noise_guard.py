@@ -15,7 +15,7 @@ import pytest
 from benchrunner.api.thresholds import ThresholdModelBody
 from benchrunner.runner.noise_guard import ROUNDS
 from benchrunner.server.store.job_outputs import INLINE_OUTPUT_BYTES
-from tests.harness import Deployment, RawChannel, cli
+from tests.harness import Deployment, cli
 
 T0 = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
 LATENCY_10PCT = {"test": "percentage", "upper_boundary": 0.1, "min_sample_size": 3}
@@ -99,11 +99,14 @@ def calibration(cv: float, median_ns: int = 40_000) -> dict[str, Any]:
 
 
 def regression_with_noise(
-    deployment: Deployment, channel: RawChannel, noise: dict[str, Any], padding: int = 0
+    deployment: Deployment, runner: str, noise: dict[str, Any], padding: int = 0
 ) -> dict[str, Any]:
     """A runner job on main/ci whose result is a regression (300 against 100s), completed
-    through the raw channel with these noise figures; its report once processed. ``padding``
-    (stderr) makes its output a blob, processed in the background by the parser pool."""
+    through a raw channel of a new runner ``runner`` with these noise figures; its report once
+    processed. ``padding`` (stderr) makes its output a blob, processed in the background by the
+    parser pool. A channel of its own: one left silent while the test runs CLI commands would
+    outlive the heartbeat timeout on a loaded machine."""
+    channel = deployment.channel(runner)
     with deployment.admin() as client:
         submitted = client.run(
             {
@@ -151,10 +154,8 @@ def test_a_noisy_report_raises_no_alert_unless_its_threshold_asks(
         [threshold] = client.list_thresholds(deployment.project)
         model = ThresholdModelBody.model_validate(LATENCY_10PCT)
         client.update_threshold(deployment.project, threshold.uuid, model, confirm=0)
-    channel = deployment.channel("raw-noise")
-
     noisy = regression_with_noise(
-        deployment, channel, {"before": calibration(0.041), "after": calibration(0.01)}
+        deployment, "raw-noisy", {"before": calibration(0.041), "after": calibration(0.01)}
     )
     assert noisy["alerts"] == []
     reason = "not judged: noisy (cv 4.1% > limit 2.0%)"
@@ -168,7 +169,7 @@ def test_a_noisy_report_raises_no_alert_unless_its_threshold_asks(
 
     drifted = regression_with_noise(
         deployment,
-        channel,
+        "raw-drifted",
         {
             "before": calibration(0.001, 40_000),
             "after": calibration(0.001, 44_000),
@@ -181,7 +182,7 @@ def test_a_noisy_report_raises_no_alert_unless_its_threshold_asks(
 
     quiet = regression_with_noise(
         deployment,
-        channel,
+        "raw-quiet",
         {"before": calibration(0.004), "after": calibration(0.006), "drift": 0.01},
     )
     assert quiet["noise"]["verdict"] == "quiet" and "alert" not in latency_entry(quiet)
@@ -205,7 +206,7 @@ def test_a_noisy_report_raises_no_alert_unless_its_threshold_asks(
         env=env,
     )
     asked = regression_with_noise(
-        deployment, channel, {"before": calibration(0.041), "after": calibration(0.01)}
+        deployment, "raw-asked", {"before": calibration(0.041), "after": calibration(0.01)}
     )
     assert asked["noise"]["verdict"] == "noisy"
     # Its own alert, and the look-back's: with the noisy reports in the series now, the step
