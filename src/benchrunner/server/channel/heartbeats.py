@@ -84,6 +84,16 @@ class HeartbeatLedger:
             heard.latest = now
         return heard.overdue_at is not None and now > heard.overdue_at
 
+    def beat_remembered(self, job_id: int, now: dt.datetime) -> bool:
+        """Record a heartbeat heard at ``now`` if the job is remembered and, by ``now``, has not
+        run past its hard timeout: True. False, nothing recorded: call ``beat``."""
+        heard = self._jobs.get(job_id)
+        if heard is None or (heard.overdue_at is not None and now > heard.overdue_at):
+            return False
+        if now > heard.latest:
+            heard.latest = now
+        return True
+
     def written(self, job_id: int, now: dt.datetime, liveness: Liveness, runner_id: int) -> None:
         """The heartbeat at ``now`` was stored; ``liveness`` is what the write returned. Not
         remembered if the job was forgotten while the write was under way: the status the write
