@@ -193,7 +193,7 @@ class RunnerSession:
     def _job_ack(self, job: uuid.UUID) -> Ack:
         """The ``ack`` naming ``job``: the one cached while it is the same job."""
         cached = self._ack
-        if cached is None or cached[0].job != job:
+        if cached is None or (cached[0].job is not job and cached[0].job != job):
             ack = Ack(job=job)
             text = encode(ack)
             self._ack = cached = (ack, text, text.encode())
@@ -356,15 +356,16 @@ class RunnerSession:
             or self._interruption is not None
             or self._closed
             or self._send_lock.locked()
-            or self.ws.application_state != WebSocketState.CONNECTED
+            or self.ws.application_state is not WebSocketState.CONNECTED
             or not self._moves_deadline(HEARTBEAT)
             or not self.life.heartbeat_heard(job)
         ):
             return None
         self._reset_deadline()
-        self._job_ack(job.uuid)
-        assert self._ack is not None
-        return self._ack[2]
+        ack = self._job_ack(job.uuid)
+        cached = self._ack
+        assert cached is not None and cached[0] is ack
+        return cached[2]
 
     def _interrupt(self, main: asyncio.Task[None], why: str) -> None:
         """End the session's loop: its read at once, else after the message it handles."""
