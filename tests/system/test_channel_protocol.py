@@ -3,8 +3,8 @@ deflate, a heartbeat answered in the protocol whatever the reads it arrives in, 
 pings only to a connection that sent nothing since the last one was due.
 
 An in-process server (its clock the test's; no pings but in the test of pings, whose frames the
-client would write between a test's own): a job's heartbeats are answered from memory once
-its first is written, which is when the protocol answers them itself.
+client would write between a test's own): a running job's heartbeats are answered from memory,
+which is when the protocol answers them itself.
 """
 
 from __future__ import annotations
@@ -31,14 +31,14 @@ def server(tmp_path: Path, database_url: str) -> Iterator[InProcessServer]:
 
 
 def _running_job(server: InProcessServer, channel: InProcessChannel) -> str:
-    """A running job of the channel's runner, its first heartbeat written (the later ones are
-    answered from memory)."""
+    """A running job of the channel's runner, remembered by the heartbeat ledger (its
+    heartbeats answered from memory)."""
     job_uuid = server.submit()
     assert channel.claim()["uuid"] == job_uuid
     assert channel.ask({"event": "running"}) == {"event": "ack", "job": job_uuid}
     assert channel.ask(HEARTBEAT_TEXT) == {"event": "ack", "job": job_uuid}
     lifecycle = server.state("lifecycle")
-    wait_until(lambda: len(lifecycle.heartbeats) == 1, message="the first heartbeat written")
+    wait_until(lambda: len(lifecycle.heartbeats) == 1, message="the job remembered")
     return job_uuid
 
 
