@@ -132,7 +132,7 @@ class InProcessServer:
 
 @contextlib.contextmanager
 def serve_in_process(
-    tmp: Path, db: str, *, setup: bool = True, **settings: Any
+    tmp: Path, db: str, *, setup: bool = True, ws_ping_interval: float = 20.0, **settings: Any
 ) -> Iterator[InProcessServer]:
     """A server on ``db`` with an organization, project ``bench`` and spec ``small`` (created
     unless ``setup`` is false: a restart on the database of an earlier one); its clock is a
@@ -164,6 +164,7 @@ def serve_in_process(
             ws=LingeringCloseProtocol,
             ws_max_size=config.request_body_max_bytes,
             ws_per_message_deflate=False,
+            ws_ping_interval=ws_ping_interval,
             log_config=None,
             access_log=False,
         )

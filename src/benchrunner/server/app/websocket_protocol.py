@@ -16,6 +16,18 @@ socket's write is most of what answering a message costs (benchmarks/RESULTS.md,
 ``job_upkeep``), and the messages a runner sends in one burst are read together and answered in
 the same turn: one write answers them all. The frames, and their order before any other frame
 (a close, a pong), stay as they were; each merely waits for the end of the turn.
+
+Most of what a runner sends is a heartbeat, alone in its read: one small text frame. An app may
+answer such a message in the protocol itself (the scope extension ``ANSWER_AT_ONCE``): the frame
+is unmasked and handed to the app's function, which returns its reply or None. With a reply,
+that is written in the same turn, and the message never reaches the app's ``receive`` (nor
+websockets' frame parser: the frame read is whole, the parser holds nothing, no fragmented
+message is under way); with None, the read takes uvicorn's way. Going through the parser, the
+queue to the app and a task's wake-up costs more than the rest of a heartbeat's handling
+(benchmarks/RESULTS.md, ``many_runners``).
+
+uvicorn pings each connection every ``ws_ping_interval`` seconds; here only one that sent
+nothing since the last ping was due: a frame just read says as much about the peer as a pong.
 """
 
 from __future__ import annotations
@@ -25,9 +37,22 @@ from typing import TYPE_CHECKING
 from uvicorn.protocols.utils import ClientDisconnected
 from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
 from websockets.exceptions import InvalidState
+from websockets.protocol import State
+
+try:
+    from websockets.speedups import apply_mask
+except ImportError:  # pragma: no cover - websockets built without its C extension
+    from websockets.utils import apply_mask
+
+from benchrunner.server.channel.runner_session import ANSWER_AT_ONCE, AnswerAtOnce
 
 if TYPE_CHECKING:
     from uvicorn._types import ASGISendEvent
+    from websockets.frames import Frame
+    from websockets.http11 import Request
+
+_SMALL = 125
+"""The longest payload whose frame length fits the header's first length field."""
 
 
 class LingeringCloseProtocol(WebSocketsSansIOProtocol):
@@ -36,6 +61,17 @@ class LingeringCloseProtocol(WebSocketsSansIOProtocol):
     _failed = False
     _flush_due = False
     """Whether a write of the frames sent this turn is scheduled (``_flush``)."""
+    _answer: AnswerAtOnce | None = None
+    _heard = False
+    """Whether a frame was read since the last keepalive ping was due."""
+
+    def handle_connect(self, event: Request) -> None:
+        super().handle_connect(event)
+        if self.response.status_code == 101:  # the scope exists; the app has not yet run
+            self.scope["extensions"][ANSWER_AT_ONCE] = {"install": self._install}
+
+    def _install(self, answer: AnswerAtOnce | None) -> None:
+        self._answer = answer
 
     async def send(self, message: ASGISendEvent) -> None:
         text = message.get("text") if message["type"] == "websocket.send" else None
@@ -67,7 +103,55 @@ class LingeringCloseProtocol(WebSocketsSansIOProtocol):
     def data_received(self, data: bytes) -> None:
         if self._failed:
             return  # the rest of the refused frame, or the client's reply to the close
+        self._heard = True
+        if self._answer is not None and self._answered_at_once(data, self._answer):
+            return
         super().data_received(data)
+
+    def _answered_at_once(self, data: bytes, answer: AnswerAtOnce) -> bool:
+        """Whether ``data``, one whole small text frame and nothing else, was answered here."""
+        size = len(data) - 6  # the payload's, after 2 bytes of header and 4 of mask
+        # FIN, no reserved bits, text; masked, as a client's frame must be, and the length
+        # in the first field.
+        if not 0 <= size <= _SMALL or data[0] != 0x81 or data[1] != 0x80 | size:
+            return False
+        conn = self.conn
+        if (
+            conn.state is not State.OPEN
+            or conn.current_size is not None  # a fragmented message under way
+            or conn.reader.buffer  # part of a frame read before
+            or conn.extensions
+            or (conn.max_message_size is not None and size > conn.max_message_size)
+            or self.close_sent
+            or not self.queue.empty()  # messages ahead of this one, still to be received
+        ):
+            return False
+        reply = answer(apply_mask(data[6:], data[2:6]))
+        if reply is None:
+            return False
+        if len(reply) <= _SMALL:
+            frame = bytes((0x81, len(reply))) + reply
+        else:
+            conn.send_text(reply)
+            frame = b""
+        # After what was sent before (``_flush`` finds it gone), in one write.
+        output = conn.data_to_send()
+        if output:
+            frame = b"".join(output) + frame
+        if frame and not self.transport.is_closing():
+            self.transport.write(frame)
+        return True
+
+    def send_keepalive_ping(self) -> None:
+        if self._heard and self.ping_interval is not None:
+            self._heard = False
+            self.ping_timer = self.loop.call_later(self.ping_interval, self.send_keepalive_ping)
+            return
+        super().send_keepalive_ping()
+
+    def handle_pong(self, event: Frame) -> None:
+        super().handle_pong(event)
+        self._heard = False  # the answer to the ping: no sign of life that spares the next one
 
     def handle_parser_exception(self) -> None:
         if self._failed:

@@ -87,6 +87,16 @@ class HeartbeatLedger:
             heard.latest = now
         return heard.overdue_at is not None and now > heard.overdue_at
 
+    def beat_remembered(self, job_id: int, now: dt.datetime) -> bool:
+        """Record a heartbeat heard at ``now`` if the job is remembered and, by ``now``, has not
+        run past its hard timeout: True. False, nothing recorded: call ``beat``."""
+        heard = self._jobs.get(job_id)
+        if heard is None or (heard.overdue_at is not None and now > heard.overdue_at):
+            return False
+        if now > heard.latest:
+            heard.latest = now
+        return True
+
     def expect(self, job_id: int) -> None:
         """A write that stores the job's liveness is about to start (its ``running``): call
         ``written`` with what it returned."""

@@ -63,6 +63,17 @@ HEARTBEAT = Heartbeat()
 HEARTBEAT_TEXT = encode(HEARTBEAT)
 """A heartbeat exactly as our runner and Bencher's send it: most of what a runner sends, read
 without parsing (any other text is parsed and validated)."""
+HEARTBEAT_BYTES = HEARTBEAT_TEXT.encode()
+
+ANSWER_AT_ONCE = "benchrunner.answer_at_once"
+"""The scope extension (``scope["extensions"]``) of a WebSocket whose protocol can answer a
+small text message itself (the server's, ``app/websocket_protocol.py``): ``{"install":
+install}``, where ``install(answer)`` sets the function that answers (``AnswerAtOnce``), or
+None to take it away."""
+
+AnswerAtOnce = Callable[[bytes], bytes | None]
+"""A small text message's UTF-8 bytes -> its reply's, or None: the message goes to the app's
+``receive`` as any other."""
 
 
 class RunnerSocket(WebSocket):
@@ -77,6 +88,11 @@ class RunnerSocket(WebSocket):
         super().__init__(scope, receive, send)
         self.asgi_receive = receive
         self.asgi_send = send
+        extension = scope.get("extensions", {}).get(ANSWER_AT_ONCE)
+        self.answer_at_once: Callable[[AnswerAtOnce | None], None] | None = (
+            None if extension is None else extension["install"]
+        )
+        """Sets the function that answers a message in the protocol, where it can."""
 
 
 class _RunnerSocketApp:
@@ -137,9 +153,9 @@ class RunnerSession:
         self._interruption: str | None = None
         """Why the loop must end: "stop" or "timeout" (``_guard``)."""
         self.superseded = False
-        self._ack: tuple[Ack, str] | None = None
-        """The ``ack`` of the job in flight and its text: a heartbeat's answer, built and encoded
-        once a job, not once a beat (``_job_ack``)."""
+        self._ack: tuple[Ack, str, bytes] | None = None
+        """The ``ack`` of the job in flight, its text and that text's bytes: a heartbeat's
+        answer, built and encoded once a job, not once a beat (``_job_ack``)."""
         self._seen_written: dt.datetime | None = None
         """When this session last wrote the runner's "last seen"."""
 
@@ -177,9 +193,10 @@ class RunnerSession:
     def _job_ack(self, job: uuid.UUID) -> Ack:
         """The ``ack`` naming ``job``: the one cached while it is the same job."""
         cached = self._ack
-        if cached is None or cached[0].job != job:
+        if cached is None or (cached[0].job is not job and cached[0].job != job):
             ack = Ack(job=job)
-            self._ack = cached = (ack, encode(ack))
+            text = encode(ack)
+            self._ack = cached = (ack, text, text.encode())
         return cached[0]
 
     async def send(self, message: BaseModel) -> None:
@@ -251,6 +268,9 @@ class RunnerSession:
         main = asyncio.current_task()
         assert main is not None
         guard = asyncio.create_task(self._guard(main))
+        install = self.ws.answer_at_once
+        if install is not None:
+            install(self._answer_at_once)
         try:
             while not self._closed and self._interruption is None:
                 self._reading = True
@@ -277,6 +297,8 @@ class RunnerSession:
             elif self._interruption == "timeout":
                 await self._heartbeat_timeout()
         finally:
+            if install is not None:
+                install(None)
             guard.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await guard
@@ -317,6 +339,33 @@ class RunnerSession:
             stopping.cancel()
             if timer is not None:
                 timer.cancel()
+
+    def _answer_at_once(self, payload: bytes) -> bytes | None:
+        """A heartbeat's ``ack``, answered by the socket's protocol as soon as it is read
+        (``ANSWER_AT_ONCE``), where this loop would answer it without waiting on anything: the
+        loop waits for the next message (none is handled or unanswered), nothing else is being
+        sent, and the job's heartbeat needs neither a write nor a cancel
+        (``Lifecycle.heartbeat_heard``). As ``_handle_text`` would, it moves the deadline.
+        None: the heartbeat, or any other message, is read by the loop. A subclass whose
+        ``_reply`` does more than send a heartbeat's ``ack`` must answer None for it."""
+        job = self.job
+        if (
+            payload != HEARTBEAT_BYTES
+            or job is None
+            or not self._reading
+            or self._interruption is not None
+            or self._closed
+            or self._send_lock.locked()
+            or self.ws.application_state is not WebSocketState.CONNECTED
+            or not self._moves_deadline(HEARTBEAT)
+            or not self.life.heartbeat_heard(job)
+        ):
+            return None
+        self._reset_deadline()
+        ack = self._job_ack(job.uuid)
+        cached = self._ack
+        assert cached is not None and cached[0] is ack
+        return cached[2]
 
     def _interrupt(self, main: asyncio.Task[None], why: str) -> None:
         """End the session's loop: its read at once, else after the message it handles."""
