@@ -29,7 +29,7 @@ from benchrunner.server.bisection.jobs import MAX_ROUNDS, template_args
 from benchrunner.server.bisection.views import bisection_view
 from benchrunner.server.http.errors import bad_request, conflict, not_found, unauthorized
 from benchrunner.server.processing.webhooks import emit_alert_event
-from benchrunner.server.routes.deps import Ctx, Life, MaybeUser, Page, origin_of
+from benchrunner.server.routes.deps import Ctx, MaybeUser, Page, Svc, origin_of
 from benchrunner.server.store import accounts, alerts, jobs, registry, reports
 from benchrunner.server.store.accounts import ProjectRow, UserRow
 from benchrunner.server.store.tables import branch, testbed
@@ -140,7 +140,7 @@ def _digests(
 
 @router.post(BISECTIONS, status_code=201)
 async def create_bisection(
-    project: str, body: BisectionCreate, request: Request, user: MaybeUser, ctx: Ctx, life: Life
+    project: str, body: BisectionCreate, request: Request, user: MaybeUser, ctx: Ctx, services: Svc
 ) -> dict[str, Any]:
     """Start a bisection; its first duet (bad against good) is queued at once."""
     if (body.image is None) == (body.template is None):
@@ -219,7 +219,7 @@ async def create_bisection(
         return bisection_view(conn, rows.bisection_by_id(conn, bisection_id))
 
     view = await ctx.db.write(unit)
-    life.bisections.changed()
+    services.bisections.changed()
     return view
 
 
@@ -257,7 +257,7 @@ async def get_bisection(project: str, bisection: str, user: MaybeUser, ctx: Ctx)
 
 
 async def _cancel(
-    project: str, bisection: str, user: MaybeUser, ctx: Ctx, life: Life
+    project: str, bisection: str, user: MaybeUser, ctx: Ctx, services: Svc
 ) -> dict[str, Any]:
     def unit(conn: Connection) -> tuple[list[jobs.JobRow], str]:
         found = _members_project(conn, user, project)
@@ -284,7 +284,7 @@ async def _cancel(
 
     in_flight, actor = await ctx.db.write(unit)
     for job in in_flight:
-        await life.cancel(job, actor)
+        await services.lifecycle.cancel(job, actor)
 
     def read(conn: Connection) -> dict[str, Any]:
         found = project_access(conn, user, project, write=False)
@@ -295,15 +295,15 @@ async def _cancel(
 
 @router.post(BISECTIONS + "/{bisection}/cancel")
 async def cancel_bisection(
-    project: str, bisection: str, user: MaybeUser, ctx: Ctx, life: Life
+    project: str, bisection: str, user: MaybeUser, ctx: Ctx, services: Svc
 ) -> dict[str, Any]:
     """Cancel a running bisection and its jobs under way; 409 when it is no longer running."""
-    return await _cancel(project, bisection, user, ctx, life)
+    return await _cancel(project, bisection, user, ctx, services)
 
 
 @router.delete(BISECTIONS + "/{bisection}")
 async def delete_bisection(
-    project: str, bisection: str, user: MaybeUser, ctx: Ctx, life: Life
+    project: str, bisection: str, user: MaybeUser, ctx: Ctx, services: Svc
 ) -> dict[str, Any]:
     """Cancel a running bisection, as ``POST .../cancel`` does (it stays listed)."""
-    return await _cancel(project, bisection, user, ctx, life)
+    return await _cancel(project, bisection, user, ctx, services)

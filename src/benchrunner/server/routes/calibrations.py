@@ -18,7 +18,7 @@ from benchrunner.api.run import RunBody
 from benchrunner.server.access import project_access
 from benchrunner.server.http.errors import bad_request, conflict, not_found, unauthorized
 from benchrunner.server.processing import calibrations as service
-from benchrunner.server.routes.deps import Ctx, Life, MaybeUser, Page, origin_of
+from benchrunner.server.routes.deps import Ctx, MaybeUser, Page, Svc, origin_of
 from benchrunner.server.store import branches, calibrations, reports
 from benchrunner.server.store.accounts import ProjectRow, UserRow
 from benchrunner.server.store.tables import job, testbed
@@ -84,7 +84,7 @@ async def create_calibration(
     request: Request,
     user: MaybeUser,
     ctx: Ctx,
-    life: Life,
+    services: Svc,
 ) -> dict[str, Any]:
     """Queue ``runs`` runs of the job, unchanged (an A/A run), on a branch of their own; when
     they are done the calibration proposes a threshold per benchmark and measure."""
@@ -95,7 +95,7 @@ async def create_calibration(
     own_branch = f"calibration-{calibration_uuid.hex[:12]}"
     run = _run_body(project, body, own_branch)
     origin = origin_of(request, user)
-    first = await submit_run(ctx, life, run, user, origin, request)
+    first = await submit_run(ctx, services, run, user, origin, request)
 
     def create(conn: Connection) -> int:
         row = _members_project(conn, user, project)
@@ -129,7 +129,7 @@ async def create_calibration(
     linked = 1
     try:
         for _ in range(body.runs - 1):
-            submitted = await submit_run(ctx, life, run, user, origin, request)
+            submitted = await submit_run(ctx, services, run, user, origin, request)
 
             def link(conn: Connection, report: str = submitted["uuid"]) -> None:
                 report_id = int(reports.report_by_uuid(conn, uuid.UUID(report)))

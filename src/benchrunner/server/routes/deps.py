@@ -12,6 +12,7 @@ from benchrunner.server.access import require_server_admin
 from benchrunner.server.channel.lifecycle import Lifecycle
 from benchrunner.server.context import ServerContext
 from benchrunner.server.http.errors import unauthorized
+from benchrunner.server.services import Services
 from benchrunner.server.store import accounts, sessions
 from benchrunner.server.store.accounts import UserRow
 from benchrunner.server.store.jobs import Origin
@@ -32,8 +33,14 @@ async def lifecycle(request: Request) -> Lifecycle:
     return life
 
 
+async def services(request: Request) -> Services:
+    running: Services = request.app.state.services
+    return running
+
+
 Ctx = Annotated[ServerContext, Depends(context)]
 Life = Annotated[Lifecycle, Depends(lifecycle)]
+Svc = Annotated[Services, Depends(services)]
 
 
 async def optional_user(request: Request, ctx: Ctx) -> UserRow | None:
