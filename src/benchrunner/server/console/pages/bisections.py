@@ -14,7 +14,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse
 from sqlalchemy.engine import Connection
 
 from benchrunner import adapters
-from benchrunner.server.bisection import rows
+from benchrunner.server.bisection import actions, rows
 from benchrunner.server.bisection.views import bisection_view
 from benchrunner.server.console.bisect_form import (
     DEFAULTS,
@@ -35,9 +35,9 @@ from benchrunner.server.console.viewer import (
     writable_project,
 )
 from benchrunner.server.context import ServerContext
+from benchrunner.server.http.deps import MAX_PAGE, Ctx, Svc
 from benchrunner.server.http.errors import ApiError, not_found
-from benchrunner.server.routes.bisections import cancel_bisection, create_bisection
-from benchrunner.server.routes.deps import MAX_PAGE, Ctx, Svc
+from benchrunner.server.routes.bisections import create_bisection
 from benchrunner.server.store import alerts, runners
 from benchrunner.server.store.accounts import ProjectRow
 
@@ -247,7 +247,7 @@ async def cancel(
 ) -> HTMLResponse | RedirectResponse:
     """Cancel it and its jobs under way; one that has ended meanwhile is its page with why not."""
     try:
-        view = await cancel_bisection(project, bisection, viewer.user, ctx, services)
+        view = await actions.cancel(ctx, services, project, bisection, viewer.user)
     except ApiError as exc:
         if exc.status != 409:
             raise

@@ -33,10 +33,10 @@ from benchrunner.server.console.viewer import (
     writable_project,
 )
 from benchrunner.server.context import ServerContext
+from benchrunner.server.http.deps import MAX_PAGE, Ctx, Svc
 from benchrunner.server.http.errors import ApiError, not_found
 from benchrunner.server.processing import calibrations as service
-from benchrunner.server.routes.calibrations import apply_calibration, create_calibration
-from benchrunner.server.routes.deps import MAX_PAGE, Ctx, Svc
+from benchrunner.server.routes.calibrations import create_calibration
 from benchrunner.server.store import calibrations, runners
 from benchrunner.server.store.accounts import ProjectRow
 
@@ -237,7 +237,7 @@ async def apply(
     """Make the proposal the target branch's per-benchmark thresholds; one not done is its
     page with why not."""
     try:
-        view = await apply_calibration(project, calibration, viewer.user, ctx)
+        view = await service.apply_in_project(ctx, project, calibration, viewer.user)
     except ApiError as exc:
         if exc.status != 409:
             raise

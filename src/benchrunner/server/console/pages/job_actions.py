@@ -17,8 +17,8 @@ from benchrunner.server.console.csrf import CsrfChecked
 from benchrunner.server.console.pages.job_detail import JOB_PATH, detail_response
 from benchrunner.server.console.viewer import CurrentViewer, Viewer
 from benchrunner.server.context import ServerContext
+from benchrunner.server.http.deps import Ctx, Life, Svc, origin_of
 from benchrunner.server.http.errors import ApiError
-from benchrunner.server.routes.deps import Ctx, Life, Svc, origin_of
 from benchrunner.server.submission.reruns import submit_rerun
 
 router = APIRouter()

@@ -34,8 +34,8 @@ from benchrunner.server.console.viewer import (
     writable_project,
 )
 from benchrunner.server.context import ServerContext
+from benchrunner.server.http.deps import Ctx, Svc, origin_of
 from benchrunner.server.http.errors import ApiError, not_found
-from benchrunner.server.routes.deps import Ctx, Svc, origin_of
 from benchrunner.server.services import Services
 from benchrunner.server.store import registry, runners
 from benchrunner.server.store.accounts import ProjectRow

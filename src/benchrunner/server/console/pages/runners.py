@@ -17,8 +17,8 @@ from benchrunner.server.console.csrf import CsrfChecked
 from benchrunner.server.console.runner_lines import RunnerLine, runner_line, runner_lines
 from benchrunner.server.console.templating import render
 from benchrunner.server.console.viewer import CurrentViewer, Viewer
+from benchrunner.server.http.deps import Ctx, Svc
 from benchrunner.server.http.errors import ApiError
-from benchrunner.server.routes.deps import Ctx, Svc
 from benchrunner.server.runners import admin as runner_admin
 from benchrunner.server.runners.admin import RunnerChanges, runner_or_404
 from benchrunner.server.store import activity, runners
