@@ -429,14 +429,14 @@ class Lifecycle:
         args = (job, now, runner.slug, late, row_output)
         stored = None if tail is None else tail.stored
         try:
-            return await self.ctx.db.write(complete, *args, True, signed, tail)
+            return await self.ctx.db.write_acked(complete, *args, True, signed, tail)
         except Exception:  # rolled back whole: complete it alone, the processor retries the rest
             log.exception(
                 "processing job %s with its result failed; it is processed later", job.uuid
             )
             if tail is not None:
                 tail.stored = stored  # what the rolled back transaction stored is gone
-            return await self.ctx.db.write(complete, *args, False, signed, tail)
+            return await self.ctx.db.write_acked(complete, *args, False, signed, tail)
 
     async def _failed(
         self,
@@ -463,7 +463,7 @@ class Lifecycle:
                 reason=reason,
                 log=tail,
             )
-            if await self.ctx.db.write(fail_with_output, failed, row_output, signed):
+            if await self.ctx.db.write_acked(fail_with_output, failed, row_output, signed):
                 self.moves.done(failed)
             return Ack(job=job.uuid)
         reply = await self._judge_finished(job, message, signed)
