@@ -23,6 +23,9 @@ from benchrunner.server.scheduling.wakeups import Wakeups
 
 @dataclasses.dataclass(frozen=True)
 class Services:
+    """Each service once, as ``app/wiring.py`` connected them; a route or page gets them as
+    ``Svc`` (``http/deps.py``), a service as an argument."""
+
     lifecycle: Lifecycle
     """The runner protocols' handlers: claim, running, heartbeat, results, cancel."""
     processor: Processor
