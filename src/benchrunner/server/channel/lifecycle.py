@@ -261,11 +261,20 @@ class Lifecycle:
         ``job`` with that status and ``started`` exactly as stored, which its report's times
         are later taken from (``completion``)."""
         now = self.ctx.clock.now()
-        self.heartbeats.forget(job.id)  # ``started`` may be set now: the next heartbeat reads it
-        done = await self.moves.running(job, runner.id, runner.slug, now)
+        # The move stores the job's liveness as a heartbeat's write would: what it returns is
+        # remembered, so the job's heartbeats are answered from memory from the first on.
+        self.heartbeats.expect(job.id)
+        try:
+            done = await self.moves.running(job, runner.id, runner.slug, now)
+        except BaseException:
+            self.heartbeats.forget(job.id)
+            raise
         if done is None:
+            self.heartbeats.forget(job.id)
             return None, job
         job = dataclasses.replace(job, status=done.status, started=done.started)
+        liveness = transitions.Liveness(done.status, done.started, job.timeout)
+        self.heartbeats.written(job.id, now, liveness, runner.id)
         resent = not done.moved and done.status == JobStatus.RUNNING
         if resent and hard_timeout_exceeded(
             job.started, job.timeout, self.ctx.job_timeout_grace, now
@@ -278,9 +287,10 @@ class Lifecycle:
         """Refresh liveness. True means: answer ``cancel`` (the job was canceled, or ran past its
         hard timeout and is canceled now).
 
-        A running job's first heartbeat is written; the later ones are answered from what that
-        write returned and stored for all jobs together, once per write interval
-        (``heartbeats`` says why that keeps every timeout and cancel exact)."""
+        A running job's heartbeats are answered from what its ``running`` (or, for a job not
+        remembered here, its first heartbeat's write) returned, and stored for all jobs
+        together, once per write interval (``heartbeats`` says why that keeps every timeout
+        and cancel exact)."""
         now = self.ctx.clock.now()
         overdue = self.heartbeats.beat(job.id, now)
         if overdue is None:
