@@ -36,7 +36,7 @@ from benchrunner.server.processing.completion import (
     fail_with_output,
     keep_late_output,
 )
-from benchrunner.server.processing.look_back import LookBackLater
+from benchrunner.server.processing.look_back import LookBackLater, look_back_later
 from benchrunner.server.processing.outputs import (
     OutputMissing,
     UnusableOutput,
@@ -146,7 +146,7 @@ class Lifecycle:
         """A report processed with its result looks back over its series once acknowledged
         (lost with the process: the next report's look-back covers the same window)."""
         try:
-            await self.ctx.db.write(later.run, self.ctx.clock.now())
+            await look_back_later(self.ctx.db, later, self.ctx.clock.now())
         except Exception:
             log.exception("looking back over report %s's series failed", later.report_id)
 

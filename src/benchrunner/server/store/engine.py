@@ -304,7 +304,8 @@ class Database:
         self._acked_under_way = 0
         """PostgreSQL: ``write_acked`` units and ``durable`` waits under way on the event loop."""
         self.grouped_commits = 0
-        """PostgreSQL: ``write_acked`` units committed without waiting for the disk."""
+        """PostgreSQL: ``write_acked`` and ``write_each_deferred`` units committed without
+        waiting for the disk."""
         self.wal_flushes = 0
         """PostgreSQL: flushes ``durable`` made for them (each covering every one before it)."""
         self.lookups = LookupCache(
@@ -340,6 +341,12 @@ class Database:
         """Where ``write_lazy`` commits: PostgreSQL connections whose commits do not wait."""
         if not self.sqlite:
             self.lazy_engine.update_execution_options(**carry)
+        self._lazy_autocommit = (
+            self.lazy_engine
+            if self.sqlite
+            else self.lazy_engine.execution_options(isolation_level="AUTOCOMMIT")
+        )
+        """Where ``write_each_deferred`` runs: ``write_each``'s autocommit, commits not waiting."""
         self._claim_pool = (
             self.write_engine
             if self.sqlite
@@ -432,6 +439,26 @@ class Database:
         finally:
             self._acked_under_way -= 1
 
+    async def write_each_deferred(
+        self, unit: Unit[P, T], /, *args: P.args, **kwargs: P.kwargs
+    ) -> T:
+        """``write_each`` whose commits do not wait for the disk on PostgreSQL: the caller
+        makes them durable before it acknowledges them, by a durable commit that writes after
+        them (PostgreSQL flushes the WAL up to each such commit, so it covers every commit
+        before it; then ``covered``) or by ``durable``. A submission handed to a waiting
+        runner is made durable by the claim that follows it: one flush for both. SQLite:
+        ``write_each``."""
+        if self.inline:
+            return await self.write_each(unit, *args, **kwargs)
+        result = await self._hop(self._writer, self._deferred_held, unit, *args, **kwargs)
+        self.grouped_commits += 1
+        return result
+
+    def covered(self, deferred: int) -> None:
+        """The first ``deferred`` grouped commits are on disk: a durable commit that wrote the
+        WAL began after they committed."""
+        self._synced = max(self._synced, deferred)
+
     async def write_lazy(self, unit: Unit[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
         """A write that a crash may lose without harm, because it is made again (the live
         log's chunks, which the runner resends): on PostgreSQL it commits without waiting for
@@ -447,6 +474,12 @@ class Database:
             return self._run_inline(self.read_engine, unit, *args, **kwargs)
         return await self._hop(self._readers, self._read_held, unit, *args, **kwargs)
 
+    async def read_apart(self, unit: Unit[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
+        """``read`` on a reader thread whatever the engine, SQLite's too: for a long read unit
+        that would hold the event loop where SQLite's units run inline (a report's look-back,
+        its reads and change-point detector over thousands of series)."""
+        return await self._hop(self._readers, self._read_held, unit, *args, **kwargs)
+
     def _write_held(self, unit: Unit[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
         result = self._held.run(self.write_engine, unit, *args, **kwargs)
         self._commits += 1
@@ -454,6 +487,9 @@ class Database:
 
     def _write_lazy_held(self, unit: Unit[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
         return self._held.run(self.lazy_engine, unit, *args, **kwargs)
+
+    def _deferred_held(self, unit: Unit[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
+        return self._held.run(self._lazy_autocommit, unit, *args, **kwargs)
 
     def _claim_held(self, unit: Unit[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
         return self._held.run(self.claim_engine, unit, *args, **kwargs)
