@@ -110,7 +110,7 @@ class InProcessServer:
         return BenchrunnerClient(self.url, self.token)
 
     def state(self, name: str) -> Any:
-        """``lifecycle``, ``hub`` or ``ctx`` of the running application."""
+        """``services``, ``lifecycle``, ``hub`` or ``ctx`` of the running application."""
         return getattr(self.app.state, name)
 
     def channel(self, name: str) -> InProcessChannel:

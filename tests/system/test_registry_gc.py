@@ -97,7 +97,7 @@ def _registry(server: InProcessServer) -> httpx.Client:
 
 
 def _round(server: InProcessServer, seconds: float) -> None:
-    housekeeping = server.state("lifecycle").housekeeping
+    housekeeping = server.state("services").housekeeping
     rounds = housekeeping.rounds
     server.clock.advance(seconds)
     wait_until(lambda: housekeeping.rounds > rounds, message="a collection round")

@@ -80,7 +80,7 @@ def test_outputs_are_kept_until_they_are_older_than_the_retention_days(
         done = channel.ask({"event": "completed", "job": job_uuid, "results": [RESULT]})
         assert done["event"] == "ack", done
         wait_until(lambda: server.job(job_uuid)["status"] == "processed")
-        housekeeping = server.state("lifecycle").housekeeping
+        housekeeping = server.state("services").housekeeping
         rounds = housekeeping.rounds
         server.clock.advance(29 * day)
         wait_until(lambda: housekeeping.rounds > rounds, message="a retention round")

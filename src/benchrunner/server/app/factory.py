@@ -16,7 +16,7 @@ from benchrunner import __version__
 from benchrunner.core.clock import Clock, MonotonicClock, SystemClock, SystemMonotonicClock
 from benchrunner.core.templates import TemplateRegistry
 from benchrunner.server import console
-from benchrunner.server.app import api_docs, openapi
+from benchrunner.server.app import api_docs, openapi, wiring
 from benchrunner.server.app.connections import (
     ConnectionLimits,
     default_max_connections,
@@ -26,7 +26,6 @@ from benchrunner.server.app.request_metrics import RequestMetrics
 from benchrunner.server.app.websocket_protocol import LingeringCloseProtocol
 from benchrunner.server.blobs.identity import check_blob_store
 from benchrunner.server.blobs.location import open_blob_store
-from benchrunner.server.channel.lifecycle import Lifecycle
 from benchrunner.server.channel.runner_channel import ChannelHub
 from benchrunner.server.config import ServerSettings
 from benchrunner.server.context import ServerContext
@@ -71,6 +70,7 @@ from benchrunner.server.routes import (
 from benchrunner.server.routes.run_fast_path import RunFastPath
 from benchrunner.server.routes.runner_jobs import claim_window
 from benchrunner.server.secret_key import load_secret_key
+from benchrunner.server.services import Services
 from benchrunner.server.store.engine import Database, make_engine
 from benchrunner.server.store.migrate import upgrade
 from benchrunner.server.store.planner import refresh_statistics
@@ -135,18 +135,19 @@ def create_app(
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         ctx = build_context(settings, clock, monotonic, metrics)
-        lifecycle = Lifecycle(ctx)
+        services = wiring.build(ctx)
         hub = ChannelHub()
-        app.state.ctx, app.state.lifecycle, app.state.hub = ctx, lifecycle, hub
+        app.state.ctx, app.state.services, app.state.hub = ctx, services, hub
+        app.state.lifecycle = services.lifecycle
         app.state.claim_window = claim_window(settings.runner_claims_per_minute)
-        await lifecycle.start()
+        await wiring.start(services)
         log.info("benchrunner server %s ready on %s", __version__, settings.base_url())
         try:
             yield
         finally:
             # Each step is bounded: a stuck one is logged by name, and the server still exits.
             await _shutdown_step("closing runner channels", hub.close_all())
-            await _shutdown_step("stopping background tasks", lifecycle.stop())
+            await _shutdown_step("stopping background tasks", wiring.stop(services))
             ctx.db.close()
 
     app = FastAPI(
@@ -216,9 +217,9 @@ class BenchrunnerServer(uvicorn.Server):
 
     async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
         app = self.config.app
-        lifecycle: Lifecycle | None = getattr(getattr(app, "state", None), "lifecycle", None)
-        if lifecycle is not None:
-            await _shutdown_step("stopping claims", lifecycle.stop_claiming())
+        services: Services | None = getattr(getattr(app, "state", None), "services", None)
+        if services is not None:
+            await _shutdown_step("stopping claims", wiring.stop_claiming(services))
         await super().shutdown(sockets)
 
 

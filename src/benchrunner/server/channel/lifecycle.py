@@ -9,13 +9,12 @@ import asyncio
 import dataclasses
 import datetime as dt
 import logging
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from typing import Any
 
 from benchrunner.core.events import JobEvent
 from benchrunner.core.signatures import SignatureRefused
 from benchrunner.core.states import FINISHED, IN_FLIGHT, JobStatus
-from benchrunner.core.tiers import UNLIMITED_MIN_PRIORITY
 from benchrunner.core.timeouts import TimeoutVerdict, hard_timeout_exceeded
 from benchrunner.protocol import (
     Ack,
@@ -26,19 +25,17 @@ from benchrunner.protocol import (
     JobAssigned,
     JsonJobOutput,
 )
-from benchrunner.server.bisection.driver import BisectionDriver
-from benchrunner.server.channel.heartbeats import HeartbeatLedger, HeartbeatWriter, write_interval
+from benchrunner.server.channel.heartbeats import HeartbeatLedger
 from benchrunner.server.context import ServerContext
 from benchrunner.server.logs.live_logs import LiveLogs
 from benchrunner.server.moves import move as moves
-from benchrunner.server.moves.move import Hooks, Move, Moves
+from benchrunner.server.moves.move import Move, Moves
 from benchrunner.server.processing.completion import (
     Completion,
     complete,
     fail_with_output,
     keep_late_output,
 )
-from benchrunner.server.processing.confirmation_driver import ConfirmationDriver
 from benchrunner.server.processing.look_back import LookBackLater, look_back_later
 from benchrunner.server.processing.outputs import (
     OutputMissing,
@@ -49,22 +46,11 @@ from benchrunner.server.processing.outputs import (
     load_job_output,
     store_blob,
 )
-from benchrunner.server.processing.processor import Processor
 from benchrunner.server.processing.replays import compares_hashes, judge, on_record
 from benchrunner.server.processing.result_signatures import check_signed_result
-from benchrunner.server.processing.webhooks import WebhookDelivery
-from benchrunner.server.recovery.housekeeping import Housekeeping
-from benchrunner.server.recovery.leadership import (
-    AdvisoryLockLeadership,
-    Leadership,
-    SoleLeadership,
-)
-from benchrunner.server.recovery.sweeper import Sweeper
 from benchrunner.server.recovery.watchdog import Watchdog
 from benchrunner.server.runners.pull_tokens import PullTokens
 from benchrunner.server.scheduling.dispatcher import Dispatcher
-from benchrunner.server.scheduling.hand_off import HandOffs
-from benchrunner.server.scheduling.wakeups import LocalWakeups, PostgresWakeups, Wakeups
 from benchrunner.server.store import claims, jobs, runners, transitions
 from benchrunner.server.store.job_logs import LogTail
 from benchrunner.server.store.runners import RunnerRow
@@ -86,74 +72,33 @@ LOST_JOB_ROUNDS = 3
 (``wait_for_job``); past that it gets ``no_job`` and its next ``ready`` tries again."""
 
 
+@dataclasses.dataclass(frozen=True)
+class Parts:
+    """What the protocol handlers use, built by the app factory (``app/wiring.py``)."""
+
+    moves: Moves
+    watchdog: Watchdog
+    heartbeats: HeartbeatLedger
+    live_logs: LiveLogs
+    dispatcher: Dispatcher
+    pull_tokens: PullTokens
+    confirming: Callable[[], None]
+    """A completion opened a confirmation run (its driver's ``changed``)."""
+
+
 class Lifecycle:
-    def __init__(self, ctx: ServerContext) -> None:
+    """The protocol handlers; the services they use are wired, started and stopped by the app
+    factory (``app/wiring.py``)."""
+
+    def __init__(self, ctx: ServerContext, parts: Parts) -> None:
         self.ctx = ctx
-        # Each committed processing batch may have given a bisection's duet its verdict.
-        self.processor = Processor(
-            ctx,
-            on_batch=lambda _ids: self._batch_processed(),
-            on_confirming=lambda: self.confirmations.changed(),
-        )
-        self.heartbeats = HeartbeatLedger(write_interval(ctx.settings), ctx.job_timeout_grace)
-        self._heartbeat_writer = HeartbeatWriter(ctx, self.heartbeats)
-        self.live_logs = LiveLogs(ctx)
-        self._pull_tokens = PullTokens(
-            ctx.secret_key,
-            issuer=ctx.settings.base_url(),
-            ttl=dt.timedelta(seconds=ctx.settings.oci_token_ttl),
-        )
-        self.moves = Moves(
-            ctx,
-            Hooks(
-                left_flight=self.finished,
-                returned=lambda job: self.wakeups.job_created_here(job.spec_id),
-                awaits_processing=self.processor.enqueue,
-                broadcast=lambda spec_id: self.wakeups.job_broadcast(spec_id),
-            ),
-        )
-        self.watchdog = Watchdog(
-            ctx,
-            moves=self.moves,
-            on_completed=self.processor.enqueue,
-            heartbeats=self.heartbeats,
-        )
-        self.dispatcher = Dispatcher(
-            self._claim,
-            on_abandoned=lambda claim: self.undelivered(claim.job),
-            safety_interval=ctx.settings.claim_poll_interval,
-        )
-        self.wakeups: Wakeups
-        leadership: Leadership
-        if ctx.db.capabilities.notifies:
-            self.wakeups = PostgresWakeups(self.dispatcher, ctx.db.url, ctx.db.lookups)
-            leadership = AdvisoryLockLeadership(ctx.db.url)
-        else:
-            self.wakeups, leadership = LocalWakeups(self.dispatcher), SoleLeadership()
-        self.hand_offs = HandOffs(self.moves, self.dispatcher, self.wakeups)
-        self.sweeper = Sweeper(
-            ctx,
-            self.watchdog,
-            leadership,
-            ctx.settings.sweep_interval,
-            on_completed=self.processor.enqueue,
-        )
-        self.housekeeping = Housekeeping(ctx, leads=lambda: self.sweeper.leader)
-        self.webhooks = WebhookDelivery(ctx)
-        self.bisections = BisectionDriver(
-            ctx,
-            leads=lambda: self.sweeper.leader,
-            broadcast=self.wakeups.job_broadcast,
-            job_created=self.wakeups.job_created_here,
-            interval=ctx.settings.sweep_interval,
-        )
-        self.confirmations = ConfirmationDriver(
-            ctx,
-            leads=lambda: self.sweeper.leader,
-            broadcast=self.wakeups.job_broadcast,
-            job_created=self.wakeups.job_created_here,
-            interval=ctx.settings.sweep_interval,
-        )
+        self.moves = parts.moves
+        self.watchdog = parts.watchdog
+        self.heartbeats = parts.heartbeats
+        self.live_logs = parts.live_logs
+        self.dispatcher = parts.dispatcher
+        self._pull_tokens = parts.pull_tokens
+        self._confirming = parts.confirming
         self._spec_cache: dict[int, tuple[float, frozenset[int]]] = {}
         """Per connected runner; dropped when its channel ends (``runner_disconnected``)."""
         self._runner_orgs: dict[int, int | None] = {}
@@ -161,57 +106,13 @@ class Lifecycle:
         are one statement, which checks it (``store.claims.job_claim_alone``)."""
         self._undelivered: set[asyncio.Task[None]] = set()
 
-    async def start(self) -> None:
-        self.processor.start()
-        self.live_logs.start()
-        self._heartbeat_writer.start()
-        self.dispatcher.start()
-        await self.wakeups.start()
-        await self.watchdog.recover_at_startup()
-        self.sweeper.start()
-        self.housekeeping.start()
-        self.webhooks.start()
-        self.bisections.start()
-        self.confirmations.start()
-
-    async def stop_claiming(self) -> None:
-        """Claim no more jobs (the server is shutting down); a claim under way finishes."""
-        await self.dispatcher.stop()
-
-    async def stop(self) -> None:
-        # Claims first: one under way for a channel the shutdown closed ends in ``undelivered``,
-        # and those jobs are back in the queue before the process goes.
-        await self.stop_claiming()
+    async def settle(self) -> None:
+        """Wait, at most ``UNDELIVERED_STOP_TIMEOUT``, for the work run beside the channels
+        (undelivered claims going back to the queue, among others) to finish."""
         if self._undelivered:
             await asyncio.wait(set(self._undelivered), timeout=UNDELIVERED_STOP_TIMEOUT)
-        await self.confirmations.stop()
-        await self.bisections.stop()
-        await self.webhooks.stop()
-        await self.housekeeping.stop()
-        await self.sweeper.stop()
-        self.watchdog.stop()
-        await self.wakeups.stop()
-        await self.live_logs.stop()
-        await self._heartbeat_writer.stop()
-        await self.processor.stop()
 
     # ------------------------------------------------------------ hooks
-
-    def _batch_processed(self) -> None:
-        """A processing batch committed: it may have given a bisection's duet its verdict or
-        finished a confirmation run (one it opened calls ``on_confirming``)."""
-        self.bisections.wake()
-        self.confirmations.wake()
-
-    def finished(self, job: jobs.JobRow) -> None:
-        """A job left flight: stop its timer, free capacity if its tier is limited, and let
-        the bisections and confirmations look (it may be one of their jobs)."""
-        self.watchdog.forget(job.id)
-        self.bisections.wake()
-        self.confirmations.wake()
-        self.heartbeats.forget(job.id)
-        if job.priority < UNLIMITED_MIN_PRIORITY:
-            self.wakeups.capacity_freed()
 
     def runner_disconnected(self, runner_id: int) -> None:
         """The runner has no channel left on this server: drop what was kept for it."""
@@ -271,7 +172,7 @@ class Lifecycle:
 
     # ------------------------------------------------------------ claim
 
-    async def _claim(
+    async def claim(
         self, runner_id: int, runner_slug: str, nonce: str, templates: bool
     ) -> claims.Claim | None:
         now = self.ctx.clock.now()
@@ -520,7 +421,7 @@ class Lifecycle:
             if done.completed:
                 self.moves.done(*done.moves)
                 if done.confirming:  # ``finished`` woke it only while one was open
-                    self.confirmations.changed()
+                    self._confirming()
                 if done.look_back is not None:
                     self._track(self._look_back(done.look_back), f"look-back-{job.id}")
                 return ack

@@ -20,8 +20,8 @@ from typing import Annotated
 from fastapi import Depends, Request, Response
 
 from benchrunner.server.console import sessions
+from benchrunner.server.http.deps import Ctx
 from benchrunner.server.http.errors import forbidden
-from benchrunner.server.routes.deps import Ctx
 
 COOKIE = "benchrunner_csrf"
 FIELD = "csrf_token"

@@ -16,8 +16,8 @@ from sqlalchemy.engine import Connection
 
 from benchrunner.server.access import project_access
 from benchrunner.server.console import sessions
+from benchrunner.server.http.deps import Ctx
 from benchrunner.server.http.errors import ApiError
-from benchrunner.server.routes.deps import Ctx
 from benchrunner.server.store import sessions as session_store
 from benchrunner.server.store.accounts import ProjectRow, UserRow
 

@@ -1,6 +1,7 @@
 """Calibrations (docs/how-to/thresholds-alerts.md): what a calibration's runs say of each
 benchmark's noise, the threshold proposed for it, whether the spec has drifted since, and the
-proposal applied as per-benchmark thresholds on the target branch and testbed."""
+proposal applied as per-benchmark thresholds on the target branch and testbed (for the API's
+routes and the console's pages alike: ``apply_in_project``)."""
 
 from __future__ import annotations
 
@@ -12,8 +13,12 @@ from sqlalchemy.engine import Connection
 from benchrunner.core.states import JobStatus
 from benchrunner.detection import calibration as statistic
 from benchrunner.detection.models import Model, TestKind, validate
+from benchrunner.server.access import project_access
+from benchrunner.server.context import ServerContext
+from benchrunner.server.http.errors import conflict, not_found, unauthorized
 from benchrunner.server.processing.noise import noise_view, stored_verdict
 from benchrunner.server.store import calibrations, thresholds
+from benchrunner.server.store.accounts import ProjectRow, UserRow
 from benchrunner.server.views.resources import iso
 
 FINISHED = (JobStatus.PROCESSED, JobStatus.FAILED, JobStatus.CANCELED)
@@ -155,3 +160,35 @@ def apply(conn: Connection, row: Any, view: dict[str, Any], now: dt.datetime) ->
         applied.append(str(thresholds.threshold_by_id(conn, threshold_id).uuid))
     calibrations.calibration_applied(conn, row.id, now)
     return applied
+
+
+def members_project(conn: Connection, user: UserRow | None, project: str) -> ProjectRow:
+    if user is None:
+        raise unauthorized("sign in to calibrate a project's thresholds")
+    return project_access(conn, user, project, write=True)
+
+
+def calibration_in_project(conn: Connection, project_id: int, ref: str) -> Any:
+    found = calibrations.calibration_get(conn, project_id, ref)
+    if found is None:
+        raise not_found("calibration", ref)
+    return found
+
+
+async def apply_in_project(
+    ctx: ServerContext, project: str, calibration: str, user: UserRow | None
+) -> dict[str, Any]:
+    """``apply`` for a signed-in member who may change the project: the calibration's view
+    with the thresholds it set; 409 until it is done."""
+
+    def unit(conn: Connection) -> dict[str, Any]:
+        row = members_project(conn, user, project)
+        found = calibration_in_project(conn, row.id, calibration)
+        view = calibration_view(conn, found)
+        if view["state"] != "done":
+            raise conflict(f"the calibration is {view['state']}: only a done one can be applied")
+        applied = apply(conn, found, view, ctx.clock.now())
+        again = calibration_view(conn, calibration_in_project(conn, row.id, calibration))
+        return {**public(again), "thresholds": applied}
+
+    return await ctx.db.write(unit)

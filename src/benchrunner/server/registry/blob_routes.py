@@ -7,10 +7,10 @@ import re
 from fastapi import APIRouter, Request, Response
 from fastapi.responses import StreamingResponse
 
+from benchrunner.server.http.deps import Ctx
 from benchrunner.server.registry.access import authenticated, authorize
 from benchrunner.server.registry.errors import RegistryError
 from benchrunner.server.registry.references import blob_key
-from benchrunner.server.routes.deps import Ctx
 from benchrunner.server.store import registry
 
 router = APIRouter(tags=["registry"])

@@ -9,6 +9,7 @@ from urllib.parse import urlencode
 
 from fastapi import APIRouter, Request, Response
 
+from benchrunner.server.http.deps import Ctx
 from benchrunner.server.registry import manifests
 from benchrunner.server.registry.access import authorize
 from benchrunner.server.registry.errors import RegistryError
@@ -19,7 +20,6 @@ from benchrunner.server.registry.references import (
     is_tag,
     sha256_hex,
 )
-from benchrunner.server.routes.deps import Ctx
 from benchrunner.server.store import registry
 from benchrunner.server.store.registry import ManifestRow, NewManifest
 

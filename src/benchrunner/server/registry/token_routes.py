@@ -17,6 +17,7 @@ from fastapi import APIRouter, Request
 from sqlalchemy.engine import Connection
 
 from benchrunner.core.tokens import is_api_token
+from benchrunner.server.http.deps import Ctx
 from benchrunner.server.http.errors import ApiError, bad_request
 from benchrunner.server.registry.access import (
     TOKEN_PATH,
@@ -26,7 +27,6 @@ from benchrunner.server.registry.access import (
     user_token,
 )
 from benchrunner.server.registry.references import is_name
-from benchrunner.server.routes.deps import Ctx
 from benchrunner.server.store import accounts
 from benchrunner.server.store.accounts import UserRow
 

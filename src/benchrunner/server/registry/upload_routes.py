@@ -9,11 +9,11 @@ import re
 
 from fastapi import APIRouter, Request, Response
 
+from benchrunner.server.http.deps import Ctx
 from benchrunner.server.registry.access import Caller, authorize, may
 from benchrunner.server.registry.errors import RegistryError
 from benchrunner.server.registry.references import blob_key, check_name, sha256_hex
 from benchrunner.server.registry.uploads import SessionLimits, Uploads, session_id, upload_id_of
-from benchrunner.server.routes.deps import Ctx
 from benchrunner.server.store import accounts, registry
 from benchrunner.server.store.accounts import ProjectRow
 

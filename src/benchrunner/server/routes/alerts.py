@@ -21,10 +21,10 @@ from benchrunner.server.processing.webhooks import (
     set_alert_verdict,
 )
 from benchrunner.server.routes.deps import Ctx, MaybeUser, Page
-from benchrunner.server.routes.dimensions import optional_id, report_in_project
 from benchrunner.server.store import alerts, confirmations
 from benchrunner.server.store.alerts import ListedStatus, VerdictFilter
 from benchrunner.server.store.tables import benchmark, branch, measure, testbed
+from benchrunner.server.views.lookups import optional_id, report_in_project
 from benchrunner.server.views.resources import alert_view, precision_view
 
 router = APIRouter(tags=["alerts"])

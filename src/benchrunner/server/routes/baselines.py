@@ -18,9 +18,9 @@ from benchrunner.server.access import project_access
 from benchrunner.server.http.errors import bad_request
 from benchrunner.server.processing.webhooks import emit_alert_event
 from benchrunner.server.routes.deps import Ctx, MaybeUser
-from benchrunner.server.routes.dimensions import in_project, report_in_project
 from benchrunner.server.store import alerts, reports
 from benchrunner.server.store.tables import branch, measure, testbed
+from benchrunner.server.views.lookups import in_project, report_in_project
 from benchrunner.server.views.resources import iso, named_view
 
 router = APIRouter(tags=["baselines"])

@@ -13,9 +13,10 @@ from sqlalchemy.engine import Connection
 from benchrunner.api.base import ApiBody
 from benchrunner.server.access import project_access
 from benchrunner.server.routes.deps import Ctx, MaybeUser
-from benchrunner.server.routes.dimensions import add_reads, dimension_view, in_project
+from benchrunner.server.routes.dimensions import add_reads, dimension_view
 from benchrunner.server.store import dimensions
 from benchrunner.server.store.tables import benchmark
+from benchrunner.server.views.lookups import in_project
 
 router = APIRouter(tags=["benchmarks"])
 

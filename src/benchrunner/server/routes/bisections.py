@@ -19,19 +19,17 @@ from benchrunner import adapters
 from benchrunner.api.base import ApiBody
 from benchrunner.api.run import COMMIT
 from benchrunner.core.image_refs import ImageRef
-from benchrunner.core.states import JobStatus
 from benchrunner.core.templates import TemplateError
 from benchrunner.protocol import MAX_TIMEOUT
 from benchrunner.server.access import project_access
-from benchrunner.server.bisection import rows
+from benchrunner.server.bisection import actions, rows
 from benchrunner.server.bisection.auto import DEFAULTS
 from benchrunner.server.bisection.jobs import MAX_ROUNDS, template_args
 from benchrunner.server.bisection.views import bisection_view
-from benchrunner.server.http.errors import bad_request, conflict, not_found, unauthorized
-from benchrunner.server.processing.webhooks import emit_alert_event
-from benchrunner.server.routes.deps import Ctx, Life, MaybeUser, Page, origin_of
-from benchrunner.server.store import accounts, alerts, jobs, registry, reports
-from benchrunner.server.store.accounts import ProjectRow, UserRow
+from benchrunner.server.http.errors import bad_request, not_found
+from benchrunner.server.routes.deps import Ctx, MaybeUser, Page, Svc, origin_of
+from benchrunner.server.store import accounts, alerts, registry, reports
+from benchrunner.server.store.accounts import ProjectRow
 from benchrunner.server.store.tables import branch, testbed
 from benchrunner.server.submission.backpressure import check_backlog
 from benchrunner.server.submission.images import checked_image_ref, job_spec
@@ -87,12 +85,6 @@ class BisectionCreate(ApiBody):
     timeout: int | None = Field(default=None, ge=1, le=MAX_TIMEOUT)
 
 
-def _members_project(conn: Connection, user: UserRow | None, ref: str) -> ProjectRow:
-    if user is None:
-        raise unauthorized("sign in to start or cancel a bisection")
-    return project_access(conn, user, ref, write=True)
-
-
 def _versions(body: BisectionCreate) -> list[str]:
     """Good, then the candidates with bad last; 400 on a repeated commit."""
     candidates = list(body.candidates)
@@ -140,7 +132,7 @@ def _digests(
 
 @router.post(BISECTIONS, status_code=201)
 async def create_bisection(
-    project: str, body: BisectionCreate, request: Request, user: MaybeUser, ctx: Ctx, life: Life
+    project: str, body: BisectionCreate, request: Request, user: MaybeUser, ctx: Ctx, services: Svc
 ) -> dict[str, Any]:
     """Start a bisection; its first duet (bad against good) is queued at once."""
     if (body.image is None) == (body.template is None):
@@ -165,7 +157,7 @@ async def create_bisection(
 
     def unit(conn: Connection) -> dict[str, Any]:
         now = ctx.clock.now()
-        found = _members_project(conn, user, project)
+        found = actions.members_project(conn, user, project)
         spec = job_spec(conn, body.spec)
         # A bisection queues jobs as it goes: it starts only while its organization's queue
         # has room, as a submission does.
@@ -219,15 +211,8 @@ async def create_bisection(
         return bisection_view(conn, rows.bisection_by_id(conn, bisection_id))
 
     view = await ctx.db.write(unit)
-    life.bisections.changed()
+    services.bisections.changed()
     return view
-
-
-def _bisection(conn: Connection, project_id: int, ref: str) -> Any:
-    found = rows.bisection_get(conn, project_id, ref)
-    if found is None:
-        raise not_found("bisection", ref)
-    return found
 
 
 @router.get(BISECTIONS)
@@ -251,59 +236,22 @@ async def get_bisection(project: str, bisection: str, user: MaybeUser, ctx: Ctx)
 
     def unit(conn: Connection) -> dict[str, Any]:
         found = project_access(conn, user, project, write=False)
-        return bisection_view(conn, _bisection(conn, found.id, bisection))
+        return bisection_view(conn, actions.bisection_in_project(conn, found.id, bisection))
 
     return await ctx.db.read(unit)
 
 
-async def _cancel(
-    project: str, bisection: str, user: MaybeUser, ctx: Ctx, life: Life
-) -> dict[str, Any]:
-    def unit(conn: Connection) -> tuple[list[jobs.JobRow], str]:
-        found = _members_project(conn, user, project)
-        b = _bisection(conn, found.id, bisection)
-        now = ctx.clock.now()
-        actor = user.email if user is not None else "anonymous"
-        if not rows.bisection_update(
-            conn,
-            b.id,
-            state=rows.CANCELED,
-            reason=f"canceled by {actor}",
-            finished=now,
-            modified=now,
-        ):
-            raise conflict(f"bisection {bisection} is {b.state}, not running")
-        if b.alert_id is not None:
-            emit_alert_event(conn, "alert.bisected", [int(b.alert_id)], now)
-        in_flight = [
-            j.id
-            for j in rows.jobs_of(conn, b.id)
-            if JobStatus(j.status) in (JobStatus.PENDING, JobStatus.CLAIMED, JobStatus.RUNNING)
-        ]
-        return [row for row in (jobs.job_get(conn, i) for i in in_flight) if row], actor
-
-    in_flight, actor = await ctx.db.write(unit)
-    for job in in_flight:
-        await life.cancel(job, actor)
-
-    def read(conn: Connection) -> dict[str, Any]:
-        found = project_access(conn, user, project, write=False)
-        return bisection_view(conn, _bisection(conn, found.id, bisection))
-
-    return await ctx.db.read(read)
-
-
 @router.post(BISECTIONS + "/{bisection}/cancel")
 async def cancel_bisection(
-    project: str, bisection: str, user: MaybeUser, ctx: Ctx, life: Life
+    project: str, bisection: str, user: MaybeUser, ctx: Ctx, services: Svc
 ) -> dict[str, Any]:
     """Cancel a running bisection and its jobs under way; 409 when it is no longer running."""
-    return await _cancel(project, bisection, user, ctx, life)
+    return await actions.cancel(ctx, services, project, bisection, user)
 
 
 @router.delete(BISECTIONS + "/{bisection}")
 async def delete_bisection(
-    project: str, bisection: str, user: MaybeUser, ctx: Ctx, life: Life
+    project: str, bisection: str, user: MaybeUser, ctx: Ctx, services: Svc
 ) -> dict[str, Any]:
     """Cancel a running bisection, as ``POST .../cancel`` does (it stays listed)."""
-    return await _cancel(project, bisection, user, ctx, life)
+    return await actions.cancel(ctx, services, project, bisection, user)

@@ -16,11 +16,10 @@ from sqlalchemy.engine import Connection
 from benchrunner.api.base import ApiBody
 from benchrunner.api.run import RunBody
 from benchrunner.server.access import project_access
-from benchrunner.server.http.errors import bad_request, conflict, not_found, unauthorized
+from benchrunner.server.http.errors import bad_request
 from benchrunner.server.processing import calibrations as service
-from benchrunner.server.routes.deps import Ctx, Life, MaybeUser, Page, origin_of
+from benchrunner.server.routes.deps import Ctx, MaybeUser, Page, Svc, origin_of
 from benchrunner.server.store import branches, calibrations, reports
-from benchrunner.server.store.accounts import ProjectRow, UserRow
 from benchrunner.server.store.tables import job, testbed
 from benchrunner.server.submission.service import submit_run
 
@@ -64,19 +63,6 @@ def _run_body(project: str, body: CalibrationCreate, own_branch: str) -> RunBody
         raise bad_request(f"the job to calibrate: {exc.errors()[0]['msg']}") from exc
 
 
-def _members_project(conn: Connection, user: UserRow | None, project: str) -> ProjectRow:
-    if user is None:
-        raise unauthorized("sign in to calibrate a project's thresholds")
-    return project_access(conn, user, project, write=True)
-
-
-def _calibration(conn: Connection, project_id: int, ref: str) -> Any:
-    found = calibrations.calibration_get(conn, project_id, ref)
-    if found is None:
-        raise not_found("calibration", ref)
-    return found
-
-
 @router.post(CALIBRATIONS, status_code=201)
 async def create_calibration(
     project: str,
@@ -84,21 +70,21 @@ async def create_calibration(
     request: Request,
     user: MaybeUser,
     ctx: Ctx,
-    life: Life,
+    services: Svc,
 ) -> dict[str, Any]:
     """Queue ``runs`` runs of the job, unchanged (an A/A run), on a branch of their own; when
     they are done the calibration proposes a threshold per benchmark and measure."""
     if (body.template is None) == (body.image is None):
         raise bad_request("give the job to calibrate as either template or image")
-    await ctx.db.read(lambda conn: _members_project(conn, user, project))
+    await ctx.db.read(lambda conn: service.members_project(conn, user, project))
     calibration_uuid = uuid.uuid4()
     own_branch = f"calibration-{calibration_uuid.hex[:12]}"
     run = _run_body(project, body, own_branch)
     origin = origin_of(request, user)
-    first = await submit_run(ctx, life, run, user, origin, request)
+    first = await submit_run(ctx, services, run, user, origin, request)
 
     def create(conn: Connection) -> int:
-        row = _members_project(conn, user, project)
+        row = service.members_project(conn, user, project)
         now = ctx.clock.now()
         report_id = int(reports.report_by_uuid(conn, uuid.UUID(first["uuid"])))
         spec_id = conn.execute(
@@ -129,7 +115,7 @@ async def create_calibration(
     linked = 1
     try:
         for _ in range(body.runs - 1):
-            submitted = await submit_run(ctx, life, run, user, origin, request)
+            submitted = await submit_run(ctx, services, run, user, origin, request)
 
             def link(conn: Connection, report: str = submitted["uuid"]) -> None:
                 report_id = int(reports.report_by_uuid(conn, uuid.UUID(report)))
@@ -147,9 +133,11 @@ async def create_calibration(
         raise
 
     def view(conn: Connection) -> dict[str, Any]:
-        row = _members_project(conn, user, project)
+        row = service.members_project(conn, user, project)
         return service.public(
-            service.calibration_view(conn, _calibration(conn, row.id, str(calibration_uuid)))
+            service.calibration_view(
+                conn, service.calibration_in_project(conn, row.id, str(calibration_uuid))
+            )
         )
 
     return await ctx.db.read(view)
@@ -182,7 +170,9 @@ async def get_calibration(
     def unit(conn: Connection) -> dict[str, Any]:
         row = project_access(conn, user, project, write=False)
         return service.public(
-            service.calibration_view(conn, _calibration(conn, row.id, calibration))
+            service.calibration_view(
+                conn, service.calibration_in_project(conn, row.id, calibration)
+            )
         )
 
     return await ctx.db.read(unit)
@@ -195,15 +185,4 @@ async def apply_calibration(
     """Make the proposal the per-benchmark thresholds of the target branch and testbed (a
     threshold that exists gets the proposed model; its earlier models stay in its history).
     409 until the calibration is done."""
-
-    def unit(conn: Connection) -> dict[str, Any]:
-        row = _members_project(conn, user, project)
-        found = _calibration(conn, row.id, calibration)
-        view = service.calibration_view(conn, found)
-        if view["state"] != "done":
-            raise conflict(f"the calibration is {view['state']}: only a done one can be applied")
-        applied = service.apply(conn, found, view, ctx.clock.now())
-        again = service.calibration_view(conn, _calibration(conn, row.id, calibration))
-        return {**service.public(again), "thresholds": applied}
-
-    return await ctx.db.write(unit)
+    return await service.apply_in_project(ctx, project, calibration, user)

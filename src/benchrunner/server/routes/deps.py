@@ -1,4 +1,6 @@
-"""Request dependencies: the server context, the caller, and resources by UUID or slug."""
+"""The API's request dependencies: the caller and pagination. Those the console shares (the
+server context, the services and the lifecycle, ``MAX_PAGE``, ``origin_of``) are
+``http/deps.py``'s, named here too for the routes."""
 
 from __future__ import annotations
 
@@ -9,31 +11,17 @@ from fastapi import Depends, Query, Request, Response
 
 from benchrunner.core.tokens import bearer, is_api_token
 from benchrunner.server.access import require_server_admin
-from benchrunner.server.channel.lifecycle import Lifecycle
-from benchrunner.server.context import ServerContext
+from benchrunner.server.http.deps import MAX_PAGE as MAX_PAGE
+from benchrunner.server.http.deps import Ctx as Ctx
+from benchrunner.server.http.deps import Life as Life
+from benchrunner.server.http.deps import Svc as Svc
+from benchrunner.server.http.deps import origin_of as origin_of
 from benchrunner.server.http.errors import unauthorized
 from benchrunner.server.store import accounts, sessions
 from benchrunner.server.store.accounts import UserRow
-from benchrunner.server.store.jobs import Origin
 
 MAX_PER_PAGE = 255
 DEFAULT_PER_PAGE = 8
-# (MAX_PAGE - 1) * MAX_PER_PAGE stays far inside a signed 64-bit OFFSET on both engines.
-MAX_PAGE = 2**31 - 1
-
-
-async def context(request: Request) -> ServerContext:
-    ctx: ServerContext = request.app.state.ctx
-    return ctx
-
-
-async def lifecycle(request: Request) -> Lifecycle:
-    life: Lifecycle = request.app.state.lifecycle
-    return life
-
-
-Ctx = Annotated[ServerContext, Depends(context)]
-Life = Annotated[Lifecycle, Depends(lifecycle)]
 
 
 async def optional_user(request: Request, ctx: Ctx) -> UserRow | None:
@@ -78,17 +66,6 @@ async def required_user(user: Annotated[UserRow | None, Depends(optional_user)])
 async def admin_user(user: Annotated[UserRow, Depends(required_user)]) -> UserRow:
     require_server_admin(user)
     return user
-
-
-def origin_of(request: Request, user: UserRow | None) -> Origin:
-    """Who is submitting a job and from where, as its ``job_created`` event records it."""
-    source_ip = request.client.host if request.client else "0.0.0.0"
-    return Origin(
-        actor=user.email if user else f"anonymous@{source_ip}",
-        source_ip=source_ip,
-        user_agent=request.headers.get("user-agent"),
-        token_name=user.token_name if user else None,
-    )
 
 
 MaybeUser = Annotated[UserRow | None, Depends(optional_user)]

@@ -1,20 +1,19 @@
 """What the branches, testbeds, benchmarks and measures routes share: a list and a read of a
-project's rows of one table, and the lookups other routes use to read a reference."""
+project's rows of one table (the lookups of a reference are ``views/lookups.py``'s)."""
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Callable
-from typing import Any, Literal, overload
+from typing import Any, Literal
 
 import sqlalchemy as sa
 from fastapi import APIRouter, Response
 from sqlalchemy.engine import Connection
 
 from benchrunner.server.access import project_access
-from benchrunner.server.http.errors import not_found
 from benchrunner.server.routes.deps import Ctx, MaybeUser, Page
-from benchrunner.server.store import dimensions, reports
+from benchrunner.server.store import dimensions
+from benchrunner.server.views.lookups import in_project
 from benchrunner.server.views.resources import iso
 
 View = Callable[[Any, Any], dict[str, Any]]
@@ -28,21 +27,6 @@ def dimension_view(row: Any, project_uuid: Any) -> dict[str, Any]:
         "slug": row.slug,
         "created": iso(row.created),
     }
-
-
-def in_project(conn: Connection, table: sa.Table, project_id: int, ref: str, what: str) -> Any:
-    """The project's row named by ``ref`` (UUID, slug or name), or 404 naming ``what``."""
-    found = dimensions.dimension_get(conn, table, project_id, ref)
-    if found is None:
-        raise not_found(what, ref)
-    return found
-
-
-def optional_id(
-    conn: Connection, table: sa.Table, project_id: int, ref: str | None, what: str
-) -> int | None:
-    """The id of a list filter's reference, None when not given, 404 when unknown."""
-    return None if ref is None else int(in_project(conn, table, project_id, ref, what).id)
 
 
 def add_reads(
@@ -100,20 +84,3 @@ def add_reads(
         name=f"get_{what}",
         summary=f"Read one {what} by UUID, slug or name",
     )
-
-
-@overload
-def report_in_project(conn: Connection, project_id: int, ref: str) -> int: ...
-@overload
-def report_in_project(conn: Connection, project_id: int, ref: str | None) -> int | None: ...
-def report_in_project(conn: Connection, project_id: int, ref: str | None) -> int | None:
-    """The id of the project's report with this UUID (None when not given), or 404."""
-    if ref is None:
-        return None
-    try:
-        found = reports.report_by_uuid(conn, uuid.UUID(ref))
-    except ValueError:
-        found = None
-    if found is None or reports.report_row(conn, found).project_id != project_id:
-        raise not_found("report", ref)
-    return int(found)

@@ -13,7 +13,7 @@ from benchrunner.server.channel.cancels import cancel
 from benchrunner.server.context import ServerContext
 from benchrunner.server.http.job_queries import JobListQuery, job_filter
 from benchrunner.server.processing.outputs import shown_output
-from benchrunner.server.routes.deps import Ctx, Life, MaybeUser, Page, origin_of
+from benchrunner.server.routes.deps import Ctx, Life, MaybeUser, Page, Svc, origin_of
 from benchrunner.server.store import job_reads
 from benchrunner.server.store.accounts import UserRow
 from benchrunner.server.store.job_reads import JobDetail
@@ -96,9 +96,9 @@ async def cancel_job(
 
 @router.post("/v0/projects/{project}/jobs/{job}/rerun", status_code=201)
 async def rerun_job(
-    project: str, job: str, request: Request, user: MaybeUser, ctx: Ctx, life: Life
+    project: str, job: str, request: Request, user: MaybeUser, ctx: Ctx, services: Svc
 ) -> dict[str, Any]:
     """A finished job submitted again: a new report and job with the same config, answered
     as ``POST /v0/run`` answers. 409 while the job is in flight; 429 over a backlog cap."""
-    rerun = await submit_rerun(ctx, life, project, job, user, origin_of(request, user))
+    rerun = await submit_rerun(ctx, services, project, job, user, origin_of(request, user))
     return await ctx.db.read(full_report_view, rerun.report_id, rerun.job_uuid)

@@ -13,7 +13,7 @@ from typing import Any
 from fastapi import APIRouter, Request, Response
 
 from benchrunner.server.access import organization_access
-from benchrunner.server.routes.deps import Ctx, Life, Page, User
+from benchrunner.server.routes.deps import Ctx, Page, Svc, User
 from benchrunner.server.routes.runners import (
     NameFilter,
     NewRunner,
@@ -74,11 +74,11 @@ async def update_organization_runner(
     body: RunnerPatch,
     user: User,
     ctx: Ctx,
-    life: Life,
+    services: Svc,
     request: Request,
 ) -> dict[str, Any]:
     scope = await _scope(ctx, user, organization, lead=True)
-    return await update_in(scope, runner, body, ctx, life, request)
+    return await update_in(scope, runner, body, ctx, services, request)
 
 
 @router.post(RUNNERS + "/{runner}/token", status_code=201)

@@ -23,12 +23,12 @@ from benchrunner.server.access import project_access
 from benchrunner.server.context import ServerContext
 from benchrunner.server.http.errors import bad_request
 from benchrunner.server.routes.deps import Ctx, MaybeUser
-from benchrunner.server.routes.dimensions import in_project
 from benchrunner.server.store import accounts
 from benchrunner.server.store.accounts import UserRow
 from benchrunner.server.store.perf import MAX_SERIES, PerfQuery, perf_points
 from benchrunner.server.store.samples import samples_of
 from benchrunner.server.store.tables import benchmark, branch, measure, testbed
+from benchrunner.server.views.lookups import in_project
 from benchrunner.server.views.perf.bounds import DEFAULT_SPAN, MAX_MS, MAX_REFS
 from benchrunner.server.views.perf.csv_export import perf_csv
 from benchrunner.server.views.perf.plot import perf_png

@@ -12,7 +12,7 @@ from sqlalchemy.engine import Connection
 from benchrunner.api.reports import ReportUpdate
 from benchrunner.server.access import project_access
 from benchrunner.server.http.errors import not_found
-from benchrunner.server.routes.deps import Ctx, Life, MaybeUser
+from benchrunner.server.routes.deps import Ctx, MaybeUser, Svc
 from benchrunner.server.store import alerts, reports
 from benchrunner.server.views.resources import full_report_view
 from benchrunner.server.views.samples import report_samples, with_samples
@@ -52,7 +52,7 @@ async def get_report(
 
 @router.patch("/v0/projects/{project}/reports/{report}")
 async def update_report(
-    project: str, report: str, body: ReportUpdate, user: MaybeUser, ctx: Ctx, life: Life
+    project: str, report: str, body: ReportUpdate, user: MaybeUser, ctx: Ctx, services: Svc
 ) -> dict[str, Any]:
     """Give the report what a bisection of its alerts needs (docs/how-to/bisect.md): its
     alerts whose bisect threshold's bisection could not start are asked for again."""
@@ -67,5 +67,5 @@ async def update_report(
 
     view, asked = await ctx.db.write(unit)
     if asked:
-        life.bisections.changed()
+        services.bisections.changed()
     return view

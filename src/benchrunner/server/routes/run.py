@@ -10,7 +10,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Header, Request, Response
 
 from benchrunner.api.run import RunBody
-from benchrunner.server.routes.deps import Ctx, Life, MaybeUser, origin_of
+from benchrunner.server.routes.deps import Ctx, MaybeUser, Svc, origin_of
 from benchrunner.server.submission import idempotency
 from benchrunner.server.submission.service import submit_run
 
@@ -34,7 +34,7 @@ async def run(
     response: Response,
     user: MaybeUser,
     ctx: Ctx,
-    life: Life,
+    services: Svc,
     idempotency_key: Annotated[
         str | None,
         Header(
@@ -45,7 +45,7 @@ async def run(
     ] = None,
 ) -> dict[str, Any]:
     view = await submit_run(
-        ctx, life, body, user, origin_of(request, user), request, idempotency_key
+        ctx, services, body, user, origin_of(request, user), request, idempotency_key
     )
     if view["deduplicated"]:
         response.status_code = 200

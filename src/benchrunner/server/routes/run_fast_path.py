@@ -38,7 +38,7 @@ _ANSWER = TypeAdapter(dict[str, Any])
 ``dump_json``), so both paths send the same bytes."""
 
 
-ROUTE_PARAMETERS = ("body", "request", "response", "user", "ctx", "life", "idempotency_key")
+ROUTE_PARAMETERS = ("body", "request", "response", "user", "ctx", "services", "idempotency_key")
 """The parameters of the route's endpoint that ``RunFastPath._submit`` provides."""
 
 
@@ -98,11 +98,11 @@ class RunFastPath:
 
     async def _submit(self, request: Request, body: RunBody) -> Response:
         app = request.app
-        ctx, life = app.state.ctx, app.state.lifecycle
+        ctx, services = app.state.ctx, app.state.services
         user = await optional_user(request, ctx)
         view = await submit_run(
             ctx,
-            life,
+            services,
             body,
             user,
             origin_of(request, user),

@@ -16,8 +16,8 @@ from benchrunner.server.http.errors import bad_request, not_found
 from benchrunner.server.routes.deps import (
     Admin,
     Ctx,
-    Life,
     Page,
+    Svc,
     paginate,
 )
 from benchrunner.server.runners import admin as runner_admin
@@ -118,7 +118,7 @@ async def get_in(scope: Scope, runner: str, ctx: Ctx) -> dict[str, Any]:
 
 
 async def update_in(
-    scope: Scope, runner: str, body: RunnerPatch, ctx: Ctx, life: Life, request: Request
+    scope: Scope, runner: str, body: RunnerPatch, ctx: Ctx, services: Svc, request: Request
 ) -> dict[str, Any]:
     changes = RunnerChanges(
         name=body.name,
@@ -128,7 +128,7 @@ async def update_in(
         public_key=checked_public_key(body.public_key),
         public_key_given="public_key" in body.model_fields_set,
     )
-    return await runner_admin.update(ctx, life, request.app.state.hub, runner, changes, scope)
+    return await runner_admin.update(ctx, services, request.app.state.hub, runner, changes, scope)
 
 
 async def rotate_token_in(scope: Scope, runner: str, ctx: Ctx, request: Request) -> dict[str, Any]:
@@ -167,9 +167,9 @@ async def get_runner(runner: str, _admin: Admin, ctx: Ctx) -> dict[str, Any]:
 
 @router.patch("/v0/runners/{runner}")
 async def update_runner(
-    runner: str, body: RunnerPatch, _admin: Admin, ctx: Ctx, life: Life, request: Request
+    runner: str, body: RunnerPatch, _admin: Admin, ctx: Ctx, services: Svc, request: Request
 ) -> dict[str, Any]:
-    return await update_in(EVERY_RUNNER, runner, body, ctx, life, request)
+    return await update_in(EVERY_RUNNER, runner, body, ctx, services, request)
 
 
 @router.post("/v0/runners/{runner}/token", status_code=201)
@@ -196,7 +196,7 @@ async def list_runner_specs(runner: str, _admin: Admin, ctx: Ctx) -> list[dict[s
 
 @router.post("/v0/runners/{runner}/specs", status_code=201)
 async def add_runner_spec(
-    runner: str, body: SpecRef, _admin: Admin, ctx: Ctx, life: Life
+    runner: str, body: SpecRef, _admin: Admin, ctx: Ctx, services: Svc
 ) -> dict[str, Any]:
     def unit(conn: Connection) -> dict[str, Any]:
         row = runner_or_404(conn, runner)
@@ -205,7 +205,7 @@ async def add_runner_spec(
         return spec_view(spec)
 
     view = await ctx.db.write(unit)
-    life.wakeups.capacity_freed()
+    services.wakeups.capacity_freed()
     return view
 
 

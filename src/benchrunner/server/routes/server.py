@@ -10,11 +10,11 @@ from fastapi import APIRouter, Request, Response
 from fastapi.responses import JSONResponse
 
 from benchrunner import __version__
-from benchrunner.server.channel.lifecycle import Lifecycle
 from benchrunner.server.context import ServerContext
 from benchrunner.server.metrics import CONTENT_TYPE
-from benchrunner.server.routes.deps import Ctx, Life
+from benchrunner.server.routes.deps import Ctx, Svc
 from benchrunner.server.scheduling.wakeups import PostgresWakeups
+from benchrunner.server.services import Services
 from benchrunner.server.store.queue_stats import QueueStats, queue_stats
 
 router = APIRouter(tags=["server"])
@@ -35,10 +35,10 @@ async def _read_queue(ctx: ServerContext) -> QueueStats | None:
         return None
 
 
-def _listening(life: Lifecycle) -> bool | None:
+def _listening(services: Services) -> bool | None:
     """Whether the LISTEN connection for wake-ups is up; None on SQLite, which has none."""
-    if isinstance(life.wakeups, PostgresWakeups):
-        return life.wakeups.listening.is_set()
+    if isinstance(services.wakeups, PostgresWakeups):
+        return services.wakeups.listening.is_set()
     return None
 
 
@@ -46,12 +46,12 @@ def _listening(life: Lifecycle) -> bool | None:
     "/v0/server/health",
     responses={503: {"description": "The database cannot be reached; the same body says so"}},
 )
-async def health(ctx: Ctx, life: Life, request: Request) -> JSONResponse:
+async def health(ctx: Ctx, services: Svc, request: Request) -> JSONResponse:
     """This replica's state. ``503`` when the database cannot be reached; ``degraded`` (still
     ``200``) when only the PostgreSQL LISTEN connection is down (wake-ups then wait for the
     safety poll)."""
     stats = await _read_queue(ctx)
-    listening = _listening(life)
+    listening = _listening(services)
     status = "unavailable" if stats is None else "degraded" if listening is False else "ok"
     body: dict[str, Any] = {
         "status": status,
@@ -62,14 +62,14 @@ async def health(ctx: Ctx, life: Life, request: Request) -> JSONResponse:
         "listen_connected": listening,
         "queue": None if stats is None else stats.by_status(),
         "connected_runners": len(request.app.state.hub.sessions),
-        "waiting_runners": life.dispatcher.waiting,
-        "sweeper_leader": life.sweeper.leader,
+        "waiting_runners": services.dispatcher.waiting,
+        "sweeper_leader": services.sweeper.leader,
     }
     return JSONResponse(body, status_code=503 if stats is None else 200)
 
 
 @metrics_router.get("/metrics", include_in_schema=False)
-async def metrics(ctx: Ctx, life: Life, request: Request) -> Response:
+async def metrics(ctx: Ctx, services: Svc, request: Request) -> Response:
     """Prometheus text format. Gauges of shared state are read now; when the database cannot
     be reached they keep their last values and ``benchrunner_database_up`` is 0."""
     found = ctx.metrics
@@ -79,7 +79,7 @@ async def metrics(ctx: Ctx, life: Life, request: Request) -> Response:
         found.set_queue_depth(stats.depth)
         found.heartbeat_lag.set(stats.heartbeat_lag(ctx.clock.now()))
     found.connected_runners.set(len(request.app.state.hub.sessions))
-    found.sweeper_leader.set(1 if life.sweeper.leader else 0)
+    found.sweeper_leader.set(1 if services.sweeper.leader else 0)
     return Response(found.exposition(), media_type=CONTENT_TYPE)
 
 

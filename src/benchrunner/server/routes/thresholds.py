@@ -22,12 +22,12 @@ from sqlalchemy.engine import Connection
 from benchrunner.api.thresholds import Threshold, ThresholdCreate, ThresholdUpdate
 from benchrunner.server.access import project_access
 from benchrunner.server.http.answers import answer
-from benchrunner.server.http.errors import conflict, not_found
+from benchrunner.server.http.errors import conflict
 from benchrunner.server.http.model_bodies import checked_model
 from benchrunner.server.routes.deps import Ctx, MaybeUser, Page
-from benchrunner.server.routes.dimensions import in_project, optional_id
 from benchrunner.server.store import thresholds
 from benchrunner.server.store.tables import benchmark, branch, measure, testbed
+from benchrunner.server.views.lookups import in_project, optional_id, threshold_in_project
 from benchrunner.server.views.resources import threshold_view
 
 router = APIRouter(tags=["thresholds"])
@@ -117,15 +117,6 @@ async def create_threshold(
         return _view(conn, threshold_id, history=True)
 
     return await ctx.db.write(unit)
-
-
-def threshold_in_project(conn: Connection, project_id: int, ref: str) -> Any:
-    """The project's threshold with this UUID (its row as ``threshold_by_id`` reads it), or
-    404."""
-    found = thresholds.threshold_get(conn, project_id, ref)
-    if found is None:
-        raise not_found("threshold", ref)
-    return found
 
 
 @router.get("/v0/projects/{project}/thresholds/{threshold}", responses=answer(Threshold))

@@ -14,11 +14,11 @@ from typing import Any
 from sqlalchemy.engine import Connection
 
 from benchrunner.core.tokens import RunnerKeyFormat, new_runner_token
-from benchrunner.server.channel.lifecycle import Lifecycle
 from benchrunner.server.channel.runner_channel import ChannelHub
 from benchrunner.server.context import ServerContext
 from benchrunner.server.http.errors import conflict, not_found
 from benchrunner.server.runners.renames import identity_changes, slug_taken
+from benchrunner.server.services import Services
 from benchrunner.server.store import accounts, runners
 from benchrunner.server.store.runners import RunnerRow
 from benchrunner.server.store.tables import runner as runner_table
@@ -106,7 +106,7 @@ class RunnerChanges:
 
 async def update(
     ctx: ServerContext,
-    life: Lifecycle,
+    services: Services,
     hub: ChannelHub,
     ref: str,
     changes: RunnerChanges,
@@ -137,7 +137,7 @@ async def update(
 
     before, view = await ctx.db.write(unit)
     if changes.paused is False and before.paused:
-        life.wakeups.capacity_freed()
+        services.wakeups.capacity_freed()
     if changes.archived and before.archived is None:
         await hub.close_runner(before.id, "runner archived")
     elif changes.public_key_given and changes.public_key != before.public_key:

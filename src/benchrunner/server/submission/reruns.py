@@ -8,9 +8,9 @@ from sqlalchemy.engine import Connection
 from benchrunner.core.states import FINISHED
 from benchrunner.core.templates import TemplateError
 from benchrunner.server.access import job_access
-from benchrunner.server.channel.lifecycle import Lifecycle
 from benchrunner.server.context import ServerContext
 from benchrunner.server.http.errors import bad_request, conflict
+from benchrunner.server.services import Services
 from benchrunner.server.store import accounts, registry, reruns, runners
 from benchrunner.server.store.accounts import UserRow
 from benchrunner.server.store.jobs import JobRow, Origin
@@ -19,7 +19,7 @@ from benchrunner.server.submission.backpressure import check_backlog
 
 async def submit_rerun(
     ctx: ServerContext,
-    life: Lifecycle,
+    services: Services,
     project: str,
     job: str,
     user: UserRow | None,
@@ -44,7 +44,7 @@ async def submit_rerun(
         return rerun, old.spec_id
 
     rerun, spec_id = await ctx.db.write(unit)
-    life.wakeups.job_created(spec_id)
+    services.wakeups.job_created(spec_id)
     return rerun
 
 

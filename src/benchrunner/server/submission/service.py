@@ -25,12 +25,12 @@ from benchrunner.core.templates import ArgValue, Template, TemplateError
 from benchrunner.core.versions import DEFAULT_MAX_VERSIONS
 from benchrunner.detection.models import Model
 from benchrunner.protocol import JsonDuet, JsonDuetSide, JsonJobConfig
-from benchrunner.server.channel.lifecycle import Lifecycle
 from benchrunner.server.context import ServerContext
 from benchrunner.server.http.errors import bad_request
 from benchrunner.server.processing.evaluation import evaluate_report, series_thresholds_to_judge
 from benchrunner.server.processing.look_back import look_back_report
 from benchrunner.server.processing.results import report_metrics
+from benchrunner.server.services import Services
 from benchrunner.server.store import (
     accounts,
     branches,
@@ -196,7 +196,7 @@ class _Submitted:
 
 async def submit_run(
     ctx: ServerContext,
-    life: Lifecycle,
+    services: Services,
     body: RunBody,
     user: UserRow | None,
     origin: Origin,
@@ -303,14 +303,14 @@ async def submit_run(
                 priority=priority,
                 now=now,
                 origin=origin,
-                notify=life.hand_offs.broadcast(hand_off, spec.id),
+                notify=services.hand_offs.broadcast(hand_off, spec.id),
             ),
         )
         report_id = created.report.id
         _bind_and_bisect(conn, report_id)
         view = created_report_view(conn, created.report, created.job_uuid)
         if hand_off is not None and not claim_apart:
-            life.hand_offs.claim(conn, hand_off, now)
+            services.hand_offs.claim(conn, hand_off, now)
         return _Submitted(report_id, created.job_uuid, spec.id, view=view, now=now)
 
     def _bind_and_bisect(conn: Connection, report_id: int) -> None:
@@ -319,7 +319,7 @@ async def submit_run(
         reports.report_set_bisect(conn, report_id, body.bisect_range, body.bisect_image)
 
     # An idle runner of the job's spec gets the job claimed in the submission's transaction.
-    hand_offs = life.hand_offs
+    hand_offs = services.hand_offs
     hand_off = (
         None
         if plan.mode == "direct"

@@ -30,17 +30,17 @@ from benchrunner.server.console.viewer import (
     visible_project,
     writable_project,
 )
+from benchrunner.server.http.deps import MAX_PAGE, Ctx
 from benchrunner.server.http.errors import conflict, not_found
 from benchrunner.server.processing.webhooks import (
     HELD_BACK,
     set_alert_status,
     set_alert_verdict,
 )
-from benchrunner.server.routes.deps import MAX_PAGE, Ctx
-from benchrunner.server.routes.dimensions import report_in_project
 from benchrunner.server.store import alerts, runners
 from benchrunner.server.store.accounts import ProjectRow
 from benchrunner.server.store.alerts import STATUSES, VERDICTS, AlertStatus, Verdict
+from benchrunner.server.views.lookups import report_in_project
 
 router = APIRouter()
 

@@ -14,7 +14,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse
 from sqlalchemy.engine import Connection
 
 from benchrunner import adapters
-from benchrunner.server.bisection import rows
+from benchrunner.server.bisection import actions, rows
 from benchrunner.server.bisection.views import bisection_view
 from benchrunner.server.console.bisect_form import (
     DEFAULTS,
@@ -35,9 +35,9 @@ from benchrunner.server.console.viewer import (
     writable_project,
 )
 from benchrunner.server.context import ServerContext
+from benchrunner.server.http.deps import MAX_PAGE, Ctx, Svc
 from benchrunner.server.http.errors import ApiError, not_found
-from benchrunner.server.routes.bisections import cancel_bisection, create_bisection
-from benchrunner.server.routes.deps import MAX_PAGE, Ctx, Life
+from benchrunner.server.routes.bisections import create_bisection
 from benchrunner.server.store import alerts, runners
 from benchrunner.server.store.accounts import ProjectRow
 
@@ -158,7 +158,7 @@ async def start_bisection(
     request: Request,
     viewer: CurrentViewer,
     ctx: Ctx,
-    life: Life,
+    services: Svc,
     _csrf: CsrfChecked,
 ) -> HTMLResponse | RedirectResponse:
     """Start it as ``POST /v0/projects/{project}/bisections`` does and go to its page; a
@@ -170,7 +170,7 @@ async def start_bisection(
     if body is None:
         return _form_page(request, viewer, ctx, choices, form, 400)
     try:
-        view = await create_bisection(project, body, request, viewer.user, ctx, life)
+        view = await create_bisection(project, body, request, viewer.user, ctx, services)
     except ApiError as exc:
         if exc.status not in SHOWN_WITH_THE_FORM:
             raise
@@ -242,12 +242,12 @@ async def cancel(
     request: Request,
     viewer: CurrentViewer,
     ctx: Ctx,
-    life: Life,
+    services: Svc,
     _csrf: CsrfChecked,
 ) -> HTMLResponse | RedirectResponse:
     """Cancel it and its jobs under way; one that has ended meanwhile is its page with why not."""
     try:
-        view = await cancel_bisection(project, bisection, viewer.user, ctx, life)
+        view = await actions.cancel(ctx, services, project, bisection, viewer.user)
     except ApiError as exc:
         if exc.status != 409:
             raise

@@ -33,10 +33,10 @@ from benchrunner.server.console.viewer import (
     writable_project,
 )
 from benchrunner.server.context import ServerContext
+from benchrunner.server.http.deps import MAX_PAGE, Ctx, Svc
 from benchrunner.server.http.errors import ApiError, not_found
 from benchrunner.server.processing import calibrations as service
-from benchrunner.server.routes.calibrations import apply_calibration, create_calibration
-from benchrunner.server.routes.deps import MAX_PAGE, Ctx, Life
+from benchrunner.server.routes.calibrations import create_calibration
 from benchrunner.server.store import calibrations, runners
 from benchrunner.server.store.accounts import ProjectRow
 
@@ -135,7 +135,7 @@ async def start_calibration(
     request: Request,
     viewer: CurrentViewer,
     ctx: Ctx,
-    life: Life,
+    services: Svc,
     _csrf: CsrfChecked,
 ) -> HTMLResponse | RedirectResponse:
     """Start it as ``POST /v0/projects/{project}/calibrations`` does and go to its page; a
@@ -147,7 +147,7 @@ async def start_calibration(
     if body is None:
         return _form_page(request, viewer, ctx, found, specs, form, 400)
     try:
-        view = await create_calibration(project, body, request, viewer.user, ctx, life)
+        view = await create_calibration(project, body, request, viewer.user, ctx, services)
     except ApiError as exc:
         if exc.status not in SHOWN_WITH_THE_FORM:
             raise
@@ -237,7 +237,7 @@ async def apply(
     """Make the proposal the target branch's per-benchmark thresholds; one not done is its
     page with why not."""
     try:
-        view = await apply_calibration(project, calibration, viewer.user, ctx)
+        view = await service.apply_in_project(ctx, project, calibration, viewer.user)
     except ApiError as exc:
         if exc.status != 409:
             raise

@@ -9,7 +9,7 @@ from sqlalchemy.engine import Connection
 
 from benchrunner.server.console.templating import render
 from benchrunner.server.console.viewer import CurrentViewer
-from benchrunner.server.routes.deps import Ctx
+from benchrunner.server.http.deps import Ctx
 from benchrunner.server.store import activity, runners
 from benchrunner.server.store.queue_stats import queue_stats
 

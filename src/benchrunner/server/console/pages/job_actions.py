@@ -17,8 +17,8 @@ from benchrunner.server.console.csrf import CsrfChecked
 from benchrunner.server.console.pages.job_detail import JOB_PATH, detail_response
 from benchrunner.server.console.viewer import CurrentViewer, Viewer
 from benchrunner.server.context import ServerContext
+from benchrunner.server.http.deps import Ctx, Life, Svc, origin_of
 from benchrunner.server.http.errors import ApiError
-from benchrunner.server.routes.deps import Ctx, Life, origin_of
 from benchrunner.server.submission.reruns import submit_rerun
 
 router = APIRouter()
@@ -83,7 +83,7 @@ async def rerun_job(
     request: Request,
     viewer: CurrentViewer,
     ctx: Ctx,
-    life: Life,
+    services: Svc,
     _csrf: CsrfChecked,
 ) -> HTMLResponse | RedirectResponse:
     origin = origin_of(request, viewer.user)
@@ -93,6 +93,6 @@ async def rerun_job(
         ctx,
         project,
         job,
-        submit_rerun(ctx, life, project, str(job), viewer.user, origin),
+        submit_rerun(ctx, services, project, str(job), viewer.user, origin),
         lambda rerun: _job_url(project, rerun.job_uuid),
     )

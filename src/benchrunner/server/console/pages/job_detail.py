@@ -20,9 +20,9 @@ from benchrunner.server.console.job_page import (
 )
 from benchrunner.server.console.templating import render
 from benchrunner.server.console.viewer import CurrentViewer, Viewer
+from benchrunner.server.http.deps import Ctx
 from benchrunner.server.http.job_queries import Offset
 from benchrunner.server.logs.job_logs import follow
-from benchrunner.server.routes.deps import Ctx
 
 router = APIRouter()
 

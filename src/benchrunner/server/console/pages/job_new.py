@@ -14,7 +14,6 @@ from starlette.datastructures import FormData
 
 from benchrunner.core.templates import Template, TemplateError
 from benchrunner.protocol import is_digest
-from benchrunner.server.channel.lifecycle import Lifecycle
 from benchrunner.server.console.csrf import CsrfChecked
 from benchrunner.server.console.job_form import (
     ARG_PREFIX,
@@ -35,8 +34,9 @@ from benchrunner.server.console.viewer import (
     writable_project,
 )
 from benchrunner.server.context import ServerContext
+from benchrunner.server.http.deps import Ctx, Svc, origin_of
 from benchrunner.server.http.errors import ApiError, not_found
-from benchrunner.server.routes.deps import Ctx, Life, origin_of
+from benchrunner.server.services import Services
 from benchrunner.server.store import registry, runners
 from benchrunner.server.store.accounts import ProjectRow
 from benchrunner.server.submission.service import submit_run
@@ -157,7 +157,7 @@ async def submit_job(
     request: Request,
     viewer: CurrentViewer,
     ctx: Ctx,
-    life: Life,
+    services: Svc,
     _csrf: CsrfChecked,
 ) -> HTMLResponse | RedirectResponse:
     entered = _entered(await request.form())
@@ -175,7 +175,7 @@ async def submit_job(
     else:
         form = image_form(specs, entered)
         checked = check_image_form(found.slug, entered, image or ImageRef(None))
-    answer = await _submitted(request, viewer, ctx, life, checked, template)
+    answer = await _submitted(request, viewer, ctx, services, checked, template)
     if isinstance(answer, RedirectResponse):
         return answer
     form = form.with_errors(answer.errors, answer.general)
@@ -195,7 +195,7 @@ async def _submitted(
     request: Request,
     viewer: Viewer,
     ctx: ServerContext,
-    life: Lifecycle,
+    services: Services,
     checked: Checked,
     template: Template | None,
 ) -> RedirectResponse | _Refused:
@@ -204,7 +204,7 @@ async def _submitted(
         return _Refused(checked.errors)
     origin = origin_of(request, viewer.user)
     try:
-        view = await submit_run(ctx, life, checked.body, viewer.user, origin, request)
+        view = await submit_run(ctx, services, checked.body, viewer.user, origin, request)
     except ApiError as exc:
         if exc.status not in SHOWN_WITH_THE_FORM:
             raise

@@ -13,7 +13,7 @@ from benchrunner.core.states import JobStatus
 from benchrunner.server.console.job_lines import JobFilters, job_list
 from benchrunner.server.console.templating import render
 from benchrunner.server.console.viewer import CurrentViewer
-from benchrunner.server.routes.deps import MAX_PAGE, Ctx
+from benchrunner.server.http.deps import MAX_PAGE, Ctx
 
 router = APIRouter()
 

@@ -28,7 +28,7 @@ from benchrunner.server.console.templating import render
 from benchrunner.server.console.throttle import LoginThrottle
 from benchrunner.server.console.viewer import ANONYMOUS, CurrentViewer
 from benchrunner.server.context import ServerContext
-from benchrunner.server.routes.deps import Ctx
+from benchrunner.server.http.deps import Ctx
 from benchrunner.server.store import accounts
 from benchrunner.server.store import sessions as session_store
 from benchrunner.server.store.accounts import UserRow

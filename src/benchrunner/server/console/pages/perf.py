@@ -28,7 +28,7 @@ from benchrunner.server.console.perf_state import DIMENSIONS, PerfState, parse_s
 from benchrunner.server.console.perf_table import table_body
 from benchrunner.server.console.templating import render
 from benchrunner.server.console.viewer import CurrentViewer, Viewer, visible_project
-from benchrunner.server.routes.deps import Ctx
+from benchrunner.server.http.deps import Ctx
 from benchrunner.server.store import dimensions
 from benchrunner.server.store.accounts import ProjectRow
 from benchrunner.server.store.duets import duet_points

@@ -13,7 +13,7 @@ from sqlalchemy.engine import Connection
 from benchrunner.server.console.nav import NAV, PROJECT_SECTIONS
 from benchrunner.server.console.templating import render
 from benchrunner.server.console.viewer import CurrentViewer, Viewer, visible_project
-from benchrunner.server.routes.deps import Ctx
+from benchrunner.server.http.deps import Ctx
 from benchrunner.server.store import accounts
 from benchrunner.server.store.accounts import OrganizationRow, ProjectRow
 

@@ -16,13 +16,13 @@ from benchrunner.server.console.pager import Pager
 from benchrunner.server.console.sample_plot import Distribution, distributions
 from benchrunner.server.console.templating import render
 from benchrunner.server.console.viewer import CurrentViewer, Viewer, visible_project
+from benchrunner.server.http.deps import MAX_PAGE, Ctx
 from benchrunner.server.processing.noise import NoiseVerdict, noise_view, stored_verdict
-from benchrunner.server.routes.deps import MAX_PAGE, Ctx
-from benchrunner.server.routes.dimensions import optional_id, report_in_project
 from benchrunner.server.store import dimensions
 from benchrunner.server.store.accounts import ProjectRow
 from benchrunner.server.store.report_reads import ReportFilter, report_page
 from benchrunner.server.store.tables import branch, testbed
+from benchrunner.server.views.lookups import optional_id, report_in_project
 from benchrunner.server.views.resources import full_report_view
 from benchrunner.server.views.samples import report_samples
 

@@ -17,8 +17,8 @@ from benchrunner.server.console.csrf import CsrfChecked
 from benchrunner.server.console.runner_lines import RunnerLine, runner_line, runner_lines
 from benchrunner.server.console.templating import render
 from benchrunner.server.console.viewer import CurrentViewer, Viewer
+from benchrunner.server.http.deps import Ctx, Svc
 from benchrunner.server.http.errors import ApiError
-from benchrunner.server.routes.deps import Ctx, Life
 from benchrunner.server.runners import admin as runner_admin
 from benchrunner.server.runners.admin import RunnerChanges, runner_or_404
 from benchrunner.server.store import activity, runners
@@ -147,13 +147,13 @@ def _change_route(action: str, changes: RunnerChanges) -> None:
         request: Request,
         viewer: CurrentViewer,
         ctx: Ctx,
-        life: Life,
+        services: Svc,
         _csrf: CsrfChecked,
         back: Annotated[Back, Form()] = "list",
     ) -> Response:
         """``back``: the page the form was on, which the browser returns to."""
         require_admin_viewer(viewer.user, "runners")
-        row = await runner_admin.update(ctx, life, request.app.state.hub, runner, changes)
+        row = await runner_admin.update(ctx, services, request.app.state.hub, runner, changes)
         target = f"/console/runners/{row['slug']}" if back == "runner" else "/console/runners"
         return RedirectResponse(target, status_code=303)
 

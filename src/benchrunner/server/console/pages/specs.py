@@ -14,7 +14,7 @@ from benchrunner.server.access import require_admin_viewer
 from benchrunner.server.console.runner_lines import RunnerLine, runner_lines
 from benchrunner.server.console.templating import render
 from benchrunner.server.console.viewer import CurrentViewer, Viewer
-from benchrunner.server.routes.deps import Ctx
+from benchrunner.server.http.deps import Ctx
 from benchrunner.server.runners.admin import spec_or_404
 from benchrunner.server.store import activity, runners
 from benchrunner.server.store.activity import JobSummary

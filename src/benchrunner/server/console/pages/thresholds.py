@@ -35,11 +35,11 @@ from benchrunner.server.console.viewer import (
     visible_project,
     writable_project,
 )
-from benchrunner.server.routes.deps import MAX_PAGE, Ctx
-from benchrunner.server.routes.thresholds import threshold_in_project
+from benchrunner.server.http.deps import MAX_PAGE, Ctx
 from benchrunner.server.store import alerts, dimensions, thresholds
 from benchrunner.server.store.accounts import ProjectRow
 from benchrunner.server.store.tables import benchmark, branch, measure, testbed
+from benchrunner.server.views.lookups import threshold_in_project
 
 router = APIRouter()
 
