@@ -6,17 +6,15 @@ leader: its last one can be neither demoted nor removed (409).
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any
 
 from fastapi import APIRouter, Response
-from pydantic import Field
 from sqlalchemy.engine import Connection
 
-from benchrunner.api.base import ApiBody
+from benchrunner.api.organizations import MemberPatch, NewMember
 from benchrunner.server.access import organization_access
 from benchrunner.server.http.errors import conflict, not_found
 from benchrunner.server.routes.deps import Ctx, Page, User, paginate
-from benchrunner.server.routes.users import EMAIL_PATTERN
 from benchrunner.server.store import accounts
 from benchrunner.server.store.accounts import MemberRow, OrganizationRow
 from benchrunner.server.views.resources import member_view
@@ -24,18 +22,6 @@ from benchrunner.server.views.resources import member_view
 router = APIRouter(tags=["members"])
 
 MEMBERS = "/v0/organizations/{organization}/members"
-Role = Literal["leader", "member"]
-
-
-class NewMember(ApiBody):
-    email: str = Field(
-        min_length=3, max_length=320, pattern=EMAIL_PATTERN, description="an existing user's"
-    )
-    role: Role = "member"
-
-
-class MemberPatch(ApiBody):
-    role: Role | None = None
 
 
 def _member_or_404(conn: Connection, org: OrganizationRow, ref: str) -> MemberRow:

@@ -12,12 +12,11 @@ from typing import Any
 
 from fastapi import APIRouter, Request, Response
 
+from benchrunner.api.runners import NewRunner, RunnerPatch
 from benchrunner.server.access import organization_access
 from benchrunner.server.routes.deps import Ctx, Life, Page, User
 from benchrunner.server.routes.runners import (
     NameFilter,
-    NewRunner,
-    RunnerPatch,
     create_in,
     get_in,
     list_in,

@@ -2,33 +2,19 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any
 
 from fastapi import APIRouter, Response
-from pydantic import Field
 from sqlalchemy.engine import Connection
 
-from benchrunner.api.base import ApiBody
+from benchrunner.api.organizations import NewOrganization, NewProject
 from benchrunner.core import slugs
-from benchrunner.core.tiers import Plan
 from benchrunner.server.access import organization_access, project_access, require_plan_setter
 from benchrunner.server.routes.deps import Ctx, MaybeUser, Page, User, paginate
 from benchrunner.server.store import accounts
 from benchrunner.server.views.resources import organization_view, project_view
 
 router = APIRouter(tags=["organizations"])
-
-
-class NewOrganization(ApiBody):
-    name: str = Field(min_length=1, max_length=64)
-    slug: str | None = Field(default=None, min_length=1, max_length=64)
-    plan: Plan = Plan.FREE
-
-
-class NewProject(ApiBody):
-    name: str = Field(min_length=1, max_length=64)
-    slug: str | None = Field(default=None, min_length=1, max_length=64)
-    visibility: Literal["public", "private"] = "public"
 
 
 @router.post("/v0/organizations", status_code=201)

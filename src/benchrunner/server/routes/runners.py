@@ -6,12 +6,11 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Request, Response
-from pydantic import Field
 from sqlalchemy.engine import Connection
 
-from benchrunner.api.base import ApiBody, text_problem
+from benchrunner.api.base import text_problem
+from benchrunner.api.runners import NewRunner, RunnerPatch, SpecRef
 from benchrunner.core.signatures import SignatureRefused, public_key, public_key_text
-from benchrunner.core.tokens import RunnerKeyFormat
 from benchrunner.server.http.errors import bad_request, not_found
 from benchrunner.server.routes.deps import (
     Admin,
@@ -33,36 +32,6 @@ from benchrunner.server.store import runners
 from benchrunner.server.views.resources import spec_view
 
 router = APIRouter(tags=["runners"])
-
-
-PUBLIC_KEY_HELP = (
-    "Ed25519 public key, base64url of its 32 bytes: the runner must then sign every result "
-    "(null on update: no longer)"
-)
-
-
-class NewRunner(ApiBody):
-    name: str = Field(min_length=1, max_length=64)
-    slug: str | None = Field(default=None, min_length=1, max_length=64)
-    specs: list[str] = Field(default_factory=list, description="spec UUIDs or slugs to attach")
-    public_key: str | None = Field(default=None, max_length=64, description=PUBLIC_KEY_HELP)
-    key_format: RunnerKeyFormat = Field(
-        default="hex",
-        description="'hex': bencher_runner_ + 64 hex; 'bencher': bencher_runner_ + "
-        "30 letters and digits, the form Bencher's runner binary requires",
-    )
-
-
-class RunnerPatch(ApiBody):
-    name: str | None = Field(default=None, min_length=1, max_length=64)
-    slug: str | None = Field(default=None, min_length=1, max_length=64)
-    archived: bool | None = None
-    paused: bool | None = None
-    public_key: str | None = Field(default=None, max_length=64, description=PUBLIC_KEY_HELP)
-
-
-class SpecRef(ApiBody):
-    spec: str = Field(min_length=1, description="spec UUID or slug")
 
 
 def checked_public_key(text: str | None) -> str | None:

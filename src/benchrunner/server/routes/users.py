@@ -10,10 +10,9 @@ from typing import Annotated, Any
 from uuid import UUID
 
 from fastapi import APIRouter, Query, Response
-from pydantic import Field
 from sqlalchemy.engine import Connection
 
-from benchrunner.api.base import ApiBody
+from benchrunner.api.users import NewToken, NewUser
 from benchrunner.core import passwords
 from benchrunner.server.access import user_access
 from benchrunner.server.http.errors import bad_request, conflict, not_found
@@ -22,30 +21,6 @@ from benchrunner.server.store import accounts
 from benchrunner.server.views.resources import token_view, user_view
 
 router = APIRouter(tags=["users"])
-
-EMAIL_PATTERN = r"^[^@\s]+@[^@\s]+$"
-MAX_TTL = 2**32 - 1
-"""Bencher's bound on a token's time to live (seconds, an unsigned 32-bit integer)."""
-
-
-class NewUser(ApiBody):
-    name: str = Field(min_length=1, max_length=64)
-    email: str = Field(min_length=3, max_length=320, pattern=EMAIL_PATTERN)
-    password: str | None = Field(
-        default=None,
-        min_length=passwords.MIN_LENGTH,
-        max_length=passwords.MAX_LENGTH,
-        description="the console password (argon2-hashed; never shown again)",
-        json_schema_extra={"writeOnly": True},
-    )
-    admin: bool = False
-
-
-class NewToken(ApiBody):
-    name: str = Field(min_length=1, max_length=64)
-    ttl: int | None = Field(
-        default=None, ge=1, le=MAX_TTL, description="seconds until it expires; none: never"
-    )
 
 
 @router.post("/v0/users", status_code=201)
