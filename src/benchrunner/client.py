@@ -41,25 +41,36 @@ from benchrunner.api.base import Answer, refusal_message
 from benchrunner.api.bisections import BisectionCreate
 from benchrunner.api.calibrations import CalibrationCreate
 from benchrunner.api.dimensions import BaselineReset, BenchmarkUpdate
+from benchrunner.api.jobs import Job, JobLogPage
 from benchrunner.api.organizations import (
+    Member,
     MemberPatch,
     NewMember,
     NewOrganization,
     NewProject,
+    Organization,
+    Project,
     Role,
     Visibility,
 )
 from benchrunner.api.reports import ReportUpdate
 from benchrunner.api.run import RunBody
-from benchrunner.api.runners import NewRunner, RunnerPatch, SpecRef
-from benchrunner.api.specs import Architecture, SpecBody, SpecPatch
+from benchrunner.api.runners import (
+    CreatedRunner,
+    NewRunner,
+    Runner,
+    RunnerPatch,
+    RunnerToken,
+    SpecRef,
+)
+from benchrunner.api.specs import Architecture, Spec, SpecBody, SpecPatch
 from benchrunner.api.thresholds import (
     Threshold,
     ThresholdCreate,
     ThresholdModelBody,
     ThresholdUpdate,
 )
-from benchrunner.api.users import NewToken, NewUser
+from benchrunner.api.users import CreatedToken, NewToken, NewUser, Token, User
 from benchrunner.api.webhooks import WebhookCreate, WebhookFormat
 from benchrunner.core.tiers import Plan
 from benchrunner.core.tokens import RunnerKeyFormat
@@ -102,7 +113,7 @@ class ApiError(Exception):
 class JobWaitTimeout(TimeoutError):
     """The job did not reach a final status before the deadline; ``job`` is its last known state."""
 
-    def __init__(self, message: str, job: JsonObject) -> None:
+    def __init__(self, message: str, job: Job) -> None:
         super().__init__(message)
         self.job = job
 
@@ -317,25 +328,25 @@ class BenchrunnerClient:
 
     def create_user(
         self, name: str, email: str, *, password: str | None = None, admin: bool = False
-    ) -> JsonObject:
+    ) -> User:
         """A new user (server admins only); ``password`` lets them sign in to the console."""
         with refused_as_bad_request():
             body = NewUser(name=name, email=email, password=password, admin=admin)
-        return self._object("POST", "/v0/users", json=request_json(body))
+        return self._answer(User, "POST", "/v0/users", json=request_json(body))
 
-    def list_users(self, *, page: int = 1, per_page: int = DEFAULT_PER_PAGE) -> Page[JsonObject]:
-        return self._page("/v0/users", self._paging(page, per_page))
+    def list_users(self, *, page: int = 1, per_page: int = DEFAULT_PER_PAGE) -> Page[User]:
+        return self._answers(User, "/v0/users", self._paging(page, per_page))
 
-    def get_user(self, user: str) -> JsonObject:
-        return self._object("GET", f"/v0/users/{_segment(user)}")
+    def get_user(self, user: str) -> User:
+        return self._answer(User, "GET", f"/v0/users/{_segment(user)}")
 
-    def create_token(self, user: str, name: str, *, ttl: int | None = None) -> JsonObject:
+    def create_token(self, user: str, name: str, *, ttl: int | None = None) -> CreatedToken:
         """A new API token of ``user``; its ``token`` is shown this once. ``ttl``: seconds
         until it expires (None: never)."""
         with refused_as_bad_request():
             body = NewToken(name=name, ttl=ttl)
         path = f"/v0/users/{_segment(user)}/tokens"
-        return self._object("POST", path, json=request_json(body))
+        return self._answer(CreatedToken, "POST", path, json=request_json(body))
 
     def list_tokens(
         self,
@@ -344,9 +355,9 @@ class BenchrunnerClient:
         revoked: bool = False,
         page: int = 1,
         per_page: int = DEFAULT_PER_PAGE,
-    ) -> Page[JsonObject]:
+    ) -> Page[Token]:
         params = {**self._paging(page, per_page), "revoked": str(revoked).lower()}
-        return self._page(f"/v0/users/{_segment(user)}/tokens", params)
+        return self._answers(Token, f"/v0/users/{_segment(user)}/tokens", params)
 
     def revoke_token(self, user: str, token: str) -> None:
         """The token (its UUID) authenticates no one from now on."""
@@ -356,56 +367,56 @@ class BenchrunnerClient:
 
     def create_organization(
         self, name: str, plan: PlanName = "free", *, slug: str | None = None
-    ) -> JsonObject:
+    ) -> Organization:
         with refused_as_bad_request():
             body = NewOrganization(name=name, plan=Plan(plan), slug=slug)
-        return self._object("POST", "/v0/organizations", json=request_json(body))
+        return self._answer(Organization, "POST", "/v0/organizations", json=request_json(body))
 
     def list_organizations(
         self, *, page: int = 1, per_page: int = DEFAULT_PER_PAGE
-    ) -> Page[JsonObject]:
-        return self._page("/v0/organizations", self._paging(page, per_page))
+    ) -> Page[Organization]:
+        return self._answers(Organization, "/v0/organizations", self._paging(page, per_page))
 
-    def get_organization(self, org: str) -> JsonObject:
-        return self._object("GET", f"/v0/organizations/{_segment(org)}")
+    def get_organization(self, org: str) -> Organization:
+        return self._answer(Organization, "GET", f"/v0/organizations/{_segment(org)}")
 
     def create_project(
         self, org: str, name: str, visibility: Visibility = "public", *, slug: str | None = None
-    ) -> JsonObject:
+    ) -> Project:
         with refused_as_bad_request():
             body = NewProject(name=name, visibility=visibility, slug=slug)
         path = f"/v0/organizations/{_segment(org)}/projects"
-        return self._object("POST", path, json=request_json(body))
+        return self._answer(Project, "POST", path, json=request_json(body))
 
     def list_projects(
         self, org: str, *, page: int = 1, per_page: int = DEFAULT_PER_PAGE
-    ) -> Page[JsonObject]:
-        return self._page(
-            f"/v0/organizations/{_segment(org)}/projects", self._paging(page, per_page)
+    ) -> Page[Project]:
+        return self._answers(
+            Project, f"/v0/organizations/{_segment(org)}/projects", self._paging(page, per_page)
         )
 
     def list_members(
         self, org: str, *, page: int = 1, per_page: int = DEFAULT_PER_PAGE
-    ) -> Page[JsonObject]:
+    ) -> Page[Member]:
         path = f"/v0/organizations/{_segment(org)}/members"
-        return self._page(path, self._paging(page, per_page))
+        return self._answers(Member, path, self._paging(page, per_page))
 
-    def add_member(self, org: str, email: str, role: Role = "member") -> JsonObject:
+    def add_member(self, org: str, email: str, role: Role = "member") -> Member:
         """Add the existing user with this email to the organization (its leaders only)."""
         with refused_as_bad_request():
             body = NewMember(email=email, role=role)
         path = f"/v0/organizations/{_segment(org)}/members"
-        return self._object("POST", path, json=request_json(body))
+        return self._answer(Member, "POST", path, json=request_json(body))
 
-    def update_member(self, org: str, user: str, role: Role) -> JsonObject:
+    def update_member(self, org: str, user: str, role: Role) -> Member:
         path = f"/v0/organizations/{_segment(org)}/members/{_segment(user)}"
-        return self._object("PATCH", path, json=request_json(MemberPatch(role=role)))
+        return self._answer(Member, "PATCH", path, json=request_json(MemberPatch(role=role)))
 
     def remove_member(self, org: str, user: str) -> None:
         self._send("DELETE", f"/v0/organizations/{_segment(org)}/members/{_segment(user)}")
 
-    def get_project(self, project: str) -> JsonObject:
-        return self._object("GET", f"/v0/projects/{_segment(project)}")
+    def get_project(self, project: str) -> Project:
+        return self._answer(Project, "GET", f"/v0/projects/{_segment(project)}")
 
     # -- specs ----------------------------------------------------------------------------------
 
@@ -420,7 +431,7 @@ class BenchrunnerClient:
         network: bool = False,
         slug: str | None = None,
         noise: Mapping[str, Any] | None = None,
-    ) -> JsonObject:
+    ) -> Spec:
         """``noise``: ``noise_guard``, ``noise_cv_limit``, ``noise_drift_limit`` when given."""
         with refused_as_bad_request():
             body = SpecBody(
@@ -433,16 +444,16 @@ class BenchrunnerClient:
                 network=network,
                 slug=slug,
             )
-        return self._object("POST", "/v0/specs", json=request_json(body))
+        return self._answer(Spec, "POST", "/v0/specs", json=request_json(body))
 
     def list_specs(
         self, *, archived: bool = False, page: int = 1, per_page: int = DEFAULT_PER_PAGE
-    ) -> Page[JsonObject]:
+    ) -> Page[Spec]:
         params = {**self._paging(page, per_page), "archived": str(archived).lower()}
-        return self._page("/v0/specs", params)
+        return self._answers(Spec, "/v0/specs", params)
 
-    def get_spec(self, spec: str) -> JsonObject:
-        return self._object("GET", f"/v0/specs/{_segment(spec)}")
+    def get_spec(self, spec: str) -> Spec:
+        return self._answer(Spec, "GET", f"/v0/specs/{_segment(spec)}")
 
     def update_spec(
         self,
@@ -452,12 +463,12 @@ class BenchrunnerClient:
         slug: str | None = None,
         archived: bool | None = None,
         noise: Mapping[str, Any] | None = None,
-    ) -> JsonObject:
+    ) -> Spec:
         """``noise``: the noise guard's fields to set (a limit of None: the server's default)."""
         with refused_as_bad_request():
             body = SpecPatch(**_present(name=name, slug=slug, archived=archived), **(noise or {}))
         sent = body.model_dump(mode="json", exclude_unset=True)  # a null limit: the default
-        return self._object("PATCH", f"/v0/specs/{_segment(spec)}", json=sent)
+        return self._answer(Spec, "PATCH", f"/v0/specs/{_segment(spec)}", json=sent)
 
     def delete_spec(self, spec: str) -> None:
         self._send("DELETE", f"/v0/specs/{_segment(spec)}")
@@ -482,7 +493,7 @@ class BenchrunnerClient:
         public_key: str | None = None,
         key_format: RunnerKeyFormat | None = None,
         organization: str | None = None,
-    ) -> JsonObject:
+    ) -> CreatedRunner:
         """The new runner plus its ``token``, which the server shows this once. With
         ``public_key`` (Ed25519, base64url), the runner must sign its results; ``key_format``
         ``"bencher"`` issues the token in the form Bencher's runner binary requires; with
@@ -495,7 +506,9 @@ class BenchrunnerClient:
                 public_key=public_key,
                 **_present(key_format=key_format),
             )
-        return self._object("POST", self._runners(organization), json=request_json(body))
+        return self._answer(
+            CreatedRunner, "POST", self._runners(organization), json=request_json(body)
+        )
 
     def list_runners(
         self,
@@ -504,12 +517,12 @@ class BenchrunnerClient:
         page: int = 1,
         per_page: int = DEFAULT_PER_PAGE,
         organization: str | None = None,
-    ) -> Page[JsonObject]:
+    ) -> Page[Runner]:
         params = {**self._paging(page, per_page), "archived": str(archived).lower()}
-        return self._page(self._runners(organization), params)
+        return self._answers(Runner, self._runners(organization), params)
 
-    def get_runner(self, runner: str, *, organization: str | None = None) -> JsonObject:
-        return self._object("GET", f"{self._runners(organization)}/{_segment(runner)}")
+    def get_runner(self, runner: str, *, organization: str | None = None) -> Runner:
+        return self._answer(Runner, "GET", f"{self._runners(organization)}/{_segment(runner)}")
 
     def update_runner(
         self,
@@ -520,40 +533,40 @@ class BenchrunnerClient:
         archived: bool | None = None,
         paused: bool | None = None,
         organization: str | None = None,
-    ) -> JsonObject:
+    ) -> Runner:
         """Change only the fields given; archiving or rotating closes the runner's channel."""
         with refused_as_bad_request():
             body = RunnerPatch(name=name, slug=slug, archived=archived, paused=paused)
         path = f"{self._runners(organization)}/{_segment(runner)}"
-        return self._object("PATCH", path, json=request_json(body))
+        return self._answer(Runner, "PATCH", path, json=request_json(body))
 
-    def set_runner_public_key(self, runner: str, public_key: str | None) -> JsonObject:
+    def set_runner_public_key(self, runner: str, public_key: str | None) -> Runner:
         """Register the runner's Ed25519 public key (base64url), or remove it with None."""
         with refused_as_bad_request():
             body = RunnerPatch(public_key=public_key)
         sent = body.model_dump(mode="json", exclude_unset=True)  # null: no key from now on
-        return self._object("PATCH", f"/v0/runners/{_segment(runner)}", json=sent)
+        return self._answer(Runner, "PATCH", f"/v0/runners/{_segment(runner)}", json=sent)
 
     def rotate_runner_token(
         self, runner: str, *, bencher_format: bool = False, organization: str | None = None
-    ) -> JsonObject:
+    ) -> RunnerToken:
         """``{uuid, token}``: the old token stops working at once (409 for an archived runner).
         ``bencher_format``: the new token in Bencher's form, through Bencher's endpoint (whose
         answer names it ``key``; it is returned as ``token`` here too)."""
         path = f"{self._runners(organization)}/{_segment(runner)}"
         if not bencher_format:
-            return self._object("POST", f"{path}/token")
+            return self._answer(RunnerToken, "POST", f"{path}/token")
         rotated = self._object("POST", f"{path}/key")
-        return {**rotated, "token": rotated["key"]}
+        return _parsed(RunnerToken, {**rotated, "token": rotated.get("key")}, f"POST {path}/key")
 
-    def list_runner_specs(self, runner: str) -> list[JsonObject]:
-        return self._page(f"/v0/runners/{_segment(runner)}/specs", {})
+    def list_runner_specs(self, runner: str) -> Page[Spec]:
+        return self._answers(Spec, f"/v0/runners/{_segment(runner)}/specs", {})
 
-    def add_runner_spec(self, runner: str, spec: str) -> JsonObject:
+    def add_runner_spec(self, runner: str, spec: str) -> Spec:
         with refused_as_bad_request():
             body = SpecRef(spec=spec)
         path = f"/v0/runners/{_segment(runner)}/specs"
-        return self._object("POST", path, json=request_json(body))
+        return self._answer(Spec, "POST", path, json=request_json(body))
 
     def remove_runner_spec(self, runner: str, spec: str) -> None:
         self._send("DELETE", f"/v0/runners/{_segment(runner)}/specs/{_segment(spec)}")
@@ -869,7 +882,7 @@ class BenchrunnerClient:
         page: int = 1,
         per_page: int = DEFAULT_PER_PAGE,
         direction: Literal["asc", "desc"] = "desc",
-    ) -> Page[JsonObject]:
+    ) -> Page[Job]:
         """A page of the project's jobs. ``status`` is one status or several separated by
         commas; ``spec`` and ``runner`` are slugs or UUIDs, ``branch`` also a name; the times
         are ISO 8601 (UTC unless they name a zone), ``created_after`` inclusive and
@@ -888,26 +901,26 @@ class BenchrunnerClient:
             "sort": sort,
             "direction": direction,
         }
-        return self._page(f"/v0/projects/{_segment(project)}/jobs", params)
+        return self._answers(Job, f"/v0/projects/{_segment(project)}/jobs", params)
 
-    def get_job(self, project: str, job: str) -> JsonObject:
+    def get_job(self, project: str, job: str) -> Job:
         """The job with its ``events`` and, once finished, its ``output``."""
-        return self._object("GET", f"/v0/projects/{_segment(project)}/jobs/{_segment(job)}")
+        return self._answer(Job, "GET", f"/v0/projects/{_segment(project)}/jobs/{_segment(job)}")
 
-    def cancel_job(self, project: str, job: str) -> JsonObject:
+    def cancel_job(self, project: str, job: str) -> Job:
         """The canceled job; ``ApiError`` 409 when it already finished."""
         path = f"/v0/projects/{_segment(project)}/jobs/{_segment(job)}/cancel"
-        return self._object("POST", path)
+        return self._answer(Job, "POST", path)
 
     def job_logs(
         self, project: str, job: str, *, offset: int = 0, limit: int | None = None
-    ) -> JsonObject:
+    ) -> JobLogPage:
         """A page of the job's live log: ``content``, ``next_offset``, ``is_complete``."""
         path = f"/v0/projects/{_segment(project)}/jobs/{_segment(job)}/logs"
         params: dict[str, str | int] = {"offset": offset}
         if limit is not None:
             params["limit"] = limit
-        return self._object("GET", path, params=params)
+        return self._answer(JobLogPage, "GET", path, params=params)
 
     def follow_job_logs(self, project: str, job: str, *, offset: int = 0) -> Iterator[JsonObject]:
         """The job's log as it grows: ``{"event": "log", "offset", "next_offset", "content"}``
@@ -941,10 +954,10 @@ class BenchrunnerClient:
         project: str,
         job: str,
         timeout: float,
-        on_status: Callable[[JsonObject], None] | None = None,
+        on_status: Callable[[Job], None] | None = None,
         *,
         poll_interval: float = 0.2,
-    ) -> JsonObject:
+    ) -> Job:
         """Poll the job until it is processed, failed or canceled and return its last read.
 
         ``on_status`` is called with the job on the first read and on every status change.
@@ -955,7 +968,7 @@ class BenchrunnerClient:
         last_status: str | None = None
         while True:
             current = self.get_job(project, job)
-            status = str(current.get("status"))
+            status = current.status
             if status != last_status:
                 last_status = status
                 if on_status is not None:

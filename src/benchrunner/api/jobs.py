@@ -30,8 +30,8 @@ class JobEvent(Answer):
     status: str | None = None
     message: str | None = None
     actor: str | None = None
-    meta: dict[str, Any] | None = None
-    created: str | None = None
+    meta: dict[str, Any] = {}
+    created: str
 
 
 class JobSignature(Answer):
@@ -62,11 +62,13 @@ class Job(Answer):
     started: str | None = None
     completed: str | None = None
     last_heartbeat: str | None = None
-    created: str | None = None
-    modified: str | None = None
-    signature: JobSignature | None = None
-    events: list[JobEvent] | None = None
-    output: dict[str, Any] | None = None
+    created: str
+    modified: str
+    signature: JobSignature = JobSignature()
+    events: list[JobEvent] = []
+    """Empty (and left out) in a list of jobs."""
+    output: dict[str, Any] = {}
+    """Empty (and left out) until the job has finished."""
 
 
 class JobLogPage(Answer):

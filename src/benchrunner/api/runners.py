@@ -40,8 +40,7 @@ class SpecRef(ApiBody):
 
 
 class Runner(Answer):
-    """A runner with its specs; ``token`` (and ``key``, the same in Bencher's form) only in
-    the answer that created it. ``organization``: the one whose jobs alone it claims."""
+    """A runner with its specs. ``organization``: the one whose jobs alone it claims."""
 
     uuid: str
     name: str
@@ -57,7 +56,15 @@ class Runner(Answer):
     created: str | None = None
     modified: str | None = None
     archived: str | None = None
-    token: str | None = None
+    last_heartbeat_at: str | None = None
+    """``last_seen_at``'s older name."""
+
+
+class CreatedRunner(Runner):
+    """A new runner with its ``token`` (and ``key``, the same in Bencher's form), shown this
+    once."""
+
+    token: str
 
 
 class RunnerToken(Answer):

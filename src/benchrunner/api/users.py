@@ -44,7 +44,7 @@ class User(Answer):
 
 
 class Token(Answer):
-    """An API token; ``token`` itself only in the answer that created it."""
+    """An API token, without the token itself."""
 
     uuid: str
     user: str
@@ -52,4 +52,9 @@ class Token(Answer):
     created: str | None = None
     expiration: str | None = None
     revoked: str | None = None
-    token: str | None = None
+
+
+class CreatedToken(Token):
+    """A new API token with the token itself, shown this once."""
+
+    token: str
