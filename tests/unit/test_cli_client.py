@@ -15,6 +15,17 @@ TOKEN = "benchrunner_api_" + "0" * 64
 Handler = Callable[[httpx.Request], httpx.Response]
 
 
+JOB = {
+    "uuid": "j",
+    "status": "pending",
+    "report": "r",
+    "project": "p",
+    "created": "2026-01-01T00:00:00Z",
+    "modified": "2026-01-01T00:00:00Z",
+}
+"""A job as the server lists it, with only the fields every job has."""
+
+
 def client_for(handler: Handler, token: str | None = TOKEN) -> BenchrunnerClient:
     return BenchrunnerClient("http://bench.test/", token, transport=httpx.MockTransport(handler))
 
@@ -24,7 +35,10 @@ def test_requests_carry_the_token_and_quote_references() -> None:
 
     def handler(request: httpx.Request) -> httpx.Response:
         seen.append(request)
-        return httpx.Response(200, json={"uuid": "u"})
+        named = {"uuid": "u", "name": "n", "slug": "s"}
+        if request.url.path.startswith("/v0/projects/"):
+            return httpx.Response(200, json=named | {"organization": "o", "visibility": "public"})
+        return httpx.Response(200, json=named)
 
     with client_for(handler) as client:
         client.get_project("a/b")
@@ -49,11 +63,11 @@ def test_lists_are_pages_with_the_total_count() -> None:
         assert request.url.params["page"] == "2"
         assert request.url.params["per_page"] == "3"
         assert request.url.params["status"] == "pending"
-        return httpx.Response(200, json=[{"uuid": "j"}], headers={"X-Total-Count": "4"})
+        return httpx.Response(200, json=[JOB], headers={"X-Total-Count": "4"})
 
     with client_for(handler) as client:
         page = client.list_jobs("demo", status="pending", page=2, per_page=3)
-    assert [job.model_dump(exclude_unset=True) for job in page] == [{"uuid": "j"}]
+    assert [job.model_dump(exclude_unset=True) for job in page] == [JOB]
     assert page.total == 4
 
 
@@ -116,7 +130,7 @@ def _job_sequence(statuses: list[str]) -> Handler:
 
     def handler(request: httpx.Request) -> httpx.Response:
         last["status"] = next(reads, last.get("status", statuses[-1]))
-        return httpx.Response(200, json={"uuid": "j", "status": last["status"]})
+        return httpx.Response(200, json={**JOB, "status": last["status"]})
 
     return handler
 

@@ -17,7 +17,15 @@ def test_job_show_prints_each_iterations_output(capsys: pytest.CaptureFixture[st
             "created": "2026-01-01T00:00:00Z",
             "modified": "2026-01-01T00:00:00Z",
             "status": "processed",
-            "spec": {"slug": "local"},
+            "spec": {
+                "uuid": "s-1",
+                "name": "local",
+                "slug": "local",
+                "architecture": "x86_64",
+                "cpu": 2,
+                "memory": 1 << 30,
+                "disk": 1 << 30,
+            },
             "events": [],
             "output": {
                 "results": [
