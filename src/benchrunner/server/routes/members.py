@@ -11,7 +11,7 @@ from typing import Any
 from fastapi import APIRouter, Response
 from sqlalchemy.engine import Connection
 
-from benchrunner.api.organizations import MemberPatch, NewMember
+from benchrunner.api.organizations import Member, MemberPatch, NewMember
 from benchrunner.server.access import organization_access
 from benchrunner.server.http.errors import conflict, not_found
 from benchrunner.server.routes.deps import Ctx, Page, User, paginate
@@ -41,7 +41,7 @@ def _keep_a_leader(conn: Connection, org: OrganizationRow, member: MemberRow) ->
         )
 
 
-@router.get(MEMBERS)
+@router.get(MEMBERS, responses={200: {"model": list[Member]}})
 async def list_members(
     organization: str, user: User, ctx: Ctx, response: Response, pages: Page
 ) -> list[dict[str, Any]]:
@@ -52,7 +52,7 @@ async def list_members(
     return paginate(response, await ctx.db.read(unit), pages)
 
 
-@router.get(MEMBERS + "/{user}")
+@router.get(MEMBERS + "/{user}", responses={200: {"model": Member}})
 async def get_member(organization: str, user: str, caller: User, ctx: Ctx) -> dict[str, Any]:
     def unit(conn: Connection) -> dict[str, Any]:
         org = organization_access(conn, caller, organization)
@@ -61,7 +61,7 @@ async def get_member(organization: str, user: str, caller: User, ctx: Ctx) -> di
     return await ctx.db.read(unit)
 
 
-@router.post(MEMBERS, status_code=201)
+@router.post(MEMBERS, status_code=201, responses={201: {"model": Member}})
 async def add_member(organization: str, body: NewMember, user: User, ctx: Ctx) -> dict[str, Any]:
     """Add an existing user (a server admin creates users) with a role."""
 
@@ -79,7 +79,7 @@ async def add_member(organization: str, body: NewMember, user: User, ctx: Ctx) -
     return await ctx.db.write(unit)
 
 
-@router.patch(MEMBERS + "/{user}")
+@router.patch(MEMBERS + "/{user}", responses={200: {"model": Member}})
 async def update_member(
     organization: str, user: str, body: MemberPatch, caller: User, ctx: Ctx
 ) -> dict[str, Any]:

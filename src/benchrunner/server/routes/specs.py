@@ -7,7 +7,7 @@ from typing import Any
 from fastapi import APIRouter, Response
 from sqlalchemy.engine import Connection
 
-from benchrunner.api.specs import SpecBody, SpecPatch
+from benchrunner.api.specs import Spec, SpecBody, SpecPatch
 from benchrunner.server.http.errors import conflict
 from benchrunner.server.routes.deps import Admin, Ctx, Page, paginate
 from benchrunner.server.runners.admin import spec_or_404
@@ -33,7 +33,7 @@ def noise_changes(body: SpecPatch) -> dict[str, Any]:
     return values
 
 
-@router.post("/v0/specs", status_code=201)
+@router.post("/v0/specs", status_code=201, responses={201: {"model": Spec}})
 async def create_spec(body: SpecBody, _admin: Admin, ctx: Ctx) -> dict[str, Any]:
     params = NewSpec(**body.model_dump(exclude={"fallback"}))
 
@@ -48,7 +48,7 @@ async def create_spec(body: SpecBody, _admin: Admin, ctx: Ctx) -> dict[str, Any]
     return spec_view(await ctx.db.write(unit))
 
 
-@router.get("/v0/specs")
+@router.get("/v0/specs", responses={200: {"model": list[Spec]}})
 async def list_specs(
     _admin: Admin,
     ctx: Ctx,
@@ -60,12 +60,12 @@ async def list_specs(
     return paginate(response, [spec_view(r) for r in rows], pages)
 
 
-@router.get("/v0/specs/{spec}")
+@router.get("/v0/specs/{spec}", responses={200: {"model": Spec}})
 async def get_spec(spec: str, _admin: Admin, ctx: Ctx) -> dict[str, Any]:
     return spec_view(await ctx.db.read(spec_or_404, spec))
 
 
-@router.patch("/v0/specs/{spec}")
+@router.patch("/v0/specs/{spec}", responses={200: {"model": Spec}})
 async def update_spec(spec: str, body: SpecPatch, _admin: Admin, ctx: Ctx) -> dict[str, Any]:
     def unit(conn: Connection) -> Any:
         if body.fallback is not None:

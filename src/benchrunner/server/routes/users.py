@@ -12,7 +12,8 @@ from uuid import UUID
 from fastapi import APIRouter, Query, Response
 from sqlalchemy.engine import Connection
 
-from benchrunner.api.users import NewToken, NewUser
+from benchrunner.api.users import CreatedToken, NewToken, NewUser, Token
+from benchrunner.api.users import User as UserAnswer
 from benchrunner.core import passwords
 from benchrunner.server.access import user_access
 from benchrunner.server.http.errors import bad_request, conflict, not_found
@@ -23,7 +24,7 @@ from benchrunner.server.views.resources import token_view, user_view
 router = APIRouter(tags=["users"])
 
 
-@router.post("/v0/users", status_code=201)
+@router.post("/v0/users", status_code=201, responses={201: {"model": UserAnswer}})
 async def create_user(body: NewUser, _admin: Admin, ctx: Ctx) -> dict[str, Any]:
     password_hash = None
     if body.password is not None:
@@ -48,7 +49,7 @@ async def create_user(body: NewUser, _admin: Admin, ctx: Ctx) -> dict[str, Any]:
     return await ctx.db.write(unit)
 
 
-@router.get("/v0/users")
+@router.get("/v0/users", responses={200: {"model": list[UserAnswer]}})
 async def list_users(
     _admin: Admin, ctx: Ctx, response: Response, pages: Page
 ) -> list[dict[str, Any]]:
@@ -58,12 +59,12 @@ async def list_users(
     return paginate(response, await ctx.db.read(unit), pages)
 
 
-@router.get("/v0/users/{user}")
+@router.get("/v0/users/{user}", responses={200: {"model": UserAnswer}})
 async def get_user(user: str, caller: User, ctx: Ctx) -> dict[str, Any]:
     return await ctx.db.read(lambda conn: user_view(user_access(conn, caller, user)))
 
 
-@router.post("/v0/users/{user}/tokens", status_code=201)
+@router.post("/v0/users/{user}/tokens", status_code=201, responses={201: {"model": CreatedToken}})
 async def create_token(user: str, body: NewToken, caller: User, ctx: Ctx) -> dict[str, Any]:
     """A new API token: the answer's ``token`` is shown this once (only its hash is kept)."""
 
@@ -79,7 +80,7 @@ async def create_token(user: str, body: NewToken, caller: User, ctx: Ctx) -> dic
     return await ctx.db.write(unit)
 
 
-@router.get("/v0/users/{user}/tokens")
+@router.get("/v0/users/{user}/tokens", responses={200: {"model": list[Token]}})
 async def list_tokens(
     user: str,
     caller: User,
@@ -97,7 +98,7 @@ async def list_tokens(
     return paginate(response, await ctx.db.read(unit), pages)
 
 
-@router.get("/v0/users/{user}/tokens/{token}")
+@router.get("/v0/users/{user}/tokens/{token}", responses={200: {"model": Token}})
 async def get_token(user: str, token: UUID, caller: User, ctx: Ctx) -> dict[str, Any]:
     def unit(conn: Connection) -> dict[str, Any]:
         owner = user_access(conn, caller, user)
