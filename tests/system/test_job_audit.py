@@ -55,7 +55,7 @@ def test_job_created_records_the_actor_and_the_request(deployment: Deployment) -
         "user_agent": "ci-bot/1.0 (+audit test)",
         "token": "bootstrap",  # the token's name; never the token
     }
-    assert deployment.server.token not in json.dumps(job)
+    assert deployment.server.token not in job.model_dump_json()
 
 
 def test_rerun_makes_a_new_report_and_job_with_the_same_config_linked_both_ways(

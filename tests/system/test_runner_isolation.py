@@ -42,7 +42,8 @@ def test_a_job_sees_none_of_the_runners_own_variables(deployment: Deployment) ->
         "BENCHRUNNER_ITERATION",
         "BENCHRUNNER_WORKDIR",
     }
-    assert runner.key not in json.dumps(job) and "admin-token-secret" not in json.dumps(job)
+    assert runner.key not in job.model_dump_json()
+    assert "admin-token-secret" not in job.model_dump_json()
 
 
 def test_files_linked_in_from_outside_are_refused_and_the_jobs_own_collected(
