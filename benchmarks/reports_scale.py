@@ -21,6 +21,12 @@ the plans of the history and perf queries as they ran (``EXPLAIN QUERY PLAN`` on
 
     .venv/bin/python -m benchmarks.reports_scale --engine sqlite|postgresql
         [--benchmarks 1000] [--measures 3] [--reports 1000] [--other-factor 3] [--repeats 7]
+        [--before OLD_SRC [--rounds 3]]
+
+With ``--before OLD_SRC`` (another tree's ``src``, e.g. ``git archive main src | tar -x -C
+/tmp/main``) it measures only the processing, of that tree and of this one alternately, each
+run in a process of its own on the same database, and compares what they judged: a digest of
+each run's boundaries and alerts (``verdicts``), which must be the same.
 """
 
 from __future__ import annotations
@@ -28,14 +34,20 @@ from __future__ import annotations
 import argparse
 import contextlib
 import datetime as dt
+import hashlib
 import io
+import json
+import math
+import os
 import random
 import statistics
+import subprocess
+import sys
 import tempfile
 import time
 import uuid
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -48,13 +60,23 @@ from benchrunner.core.tiers import Plan
 from benchrunner.detection.models import Model, TestKind
 from benchrunner.server.app.factory import create_app
 from benchrunner.server.config import ServerSettings
+from benchrunner.server.processing import look_back as look_back_module
 from benchrunner.server.processing.evaluation import evaluate_report
 from benchrunner.server.processing.look_back import look_back_report
 from benchrunner.server.store import accounts, history, reports, thresholds
 from benchrunner.server.store.engine import make_engine
 from benchrunner.server.store.migrate import upgrade
 from benchrunner.server.store.perf import PerfQuery, perf_points
-from benchrunner.server.store.tables import benchmark, branch, measure, metric, report, testbed
+from benchrunner.server.store.tables import (
+    alert,
+    benchmark,
+    boundary,
+    branch,
+    measure,
+    metric,
+    report,
+    testbed,
+)
 
 NOW = dt.datetime.now(dt.UTC).replace(microsecond=0)
 YEAR = dt.timedelta(days=365)
@@ -250,6 +272,84 @@ class ProcessTimes:
     alerts: list[int]
     looked_back: list[int]
     statements: int
+    verdicts: list[str] = field(default_factory=list)
+    """Each run's verdicts (``verdicts``): the same in every tree that judges alike."""
+    look_back_read: list[float] = field(default_factory=list)
+    """Of the look-back, its reads and detector (``look_back_plan``), outside any write
+    transaction (a tree without it: none)."""
+    look_back_write_max: list[float] = field(default_factory=list)
+    """Of the look-back, its longest write transaction (``look_back_write`` of
+    ``WRITE_ROWS`` alerts at most)."""
+
+
+_BOUNDARIES = (
+    sa.select(
+        metric.c.benchmark_id,
+        metric.c.measure_id,
+        boundary.c.baseline,
+        boundary.c.lower_limit,
+        boundary.c.upper_limit,
+    )
+    .join(boundary, boundary.c.metric_id == metric.c.id)
+    .where(metric.c.report_id == sa.bindparam("report_id"))
+)
+_ALERTS = (
+    sa.select(
+        metric.c.benchmark_id,
+        metric.c.measure_id,
+        metric.c.report_id,
+        alert.c.limit,
+        alert.c.status,
+        alert.c.change_before,
+        alert.c.change_after,
+        alert.c.change_pvalue,
+        alert.c.change_from_report_id,
+    )
+    .join(boundary, boundary.c.metric_id == metric.c.id)
+    .join(alert, alert.c.boundary_id == boundary.c.id)
+    .where(alert.c.report_id == sa.bindparam("report_id"))
+)
+
+
+def verdicts(conn: Connection, report_id: int) -> str:
+    """What judging the report decided, as a digest: the boundaries of its metrics and the
+    alerts it raised (its own and the look-back's on earlier points), by benchmark and
+    measure, with every figure to the last bit."""
+    params = {"report_id": report_id}
+    drawn = sorted(repr(tuple(row)) for row in conn.execute(_BOUNDARIES, params))
+    raised = sorted(
+        repr((*row[:2], "new" if row[2] == report_id else row[2], *row[3:]))
+        for row in conn.execute(_ALERTS, params)
+    )
+    text = "\n".join([*drawn, "--", *raised])
+    digest = hashlib.sha256(text.encode()).hexdigest()[:16]
+    return f"{len(drawn)} boundaries, {len(raised)} alerts, {digest}"
+
+
+_PLAN = getattr(look_back_module, "look_back_plan", None)
+_WRITE = getattr(look_back_module, "look_back_write", None)
+_WRITE_ROWS: int = getattr(look_back_module, "WRITE_ROWS", 0)
+
+
+def _look_back_in_steps(
+    conn: Connection,
+    report_id: int,
+    stored: list[reports.StoredMetric],
+    reads: history.SeriesReads,
+) -> tuple[int, float, float]:
+    """The look-back as ``look_back_later`` runs it: its plan (reads and detector), then its
+    writes ``WRITE_ROWS`` alerts at a time (here in the caller's transaction, each timed); the
+    alerts written, the plan's time and the longest write's (ms)."""
+    assert _PLAN is not None and _WRITE is not None
+    started = time.perf_counter()
+    planned = _PLAN(conn, report_id, stored, reads=reads)
+    read_ms = (time.perf_counter() - started) * 1000
+    found, longest = 0, 0.0
+    for start in range(0, len(planned), _WRITE_ROWS):
+        began = time.perf_counter()
+        found += _WRITE(conn, report_id, planned[start : start + _WRITE_ROWS], NOW)
+        longest = max(longest, (time.perf_counter() - began) * 1000)
+    return found, read_ms, longest
 
 
 def time_processing(
@@ -276,8 +376,13 @@ def time_processing(
             raised = evaluate_report(conn, report_id, stored, NOW, reads=reads)
             log.on = False
             done = time.perf_counter()
-            found = look_back_report(conn, report_id, stored, NOW, reads=reads)
+            if _PLAN is None:  # a tree whose look-back is one transaction
+                found = look_back_report(conn, report_id, stored, NOW, reads=reads)
+                read_ms, write_max_ms = math.nan, (time.perf_counter() - done) * 1000
+            else:
+                found, read_ms, write_max_ms = _look_back_in_steps(conn, report_id, stored, reads)
             looked_back = time.perf_counter()
+            judged = verdicts(conn, report_id)
             transaction.rollback()
             assert len(stored) == len(values)
             if k == 0:
@@ -287,6 +392,9 @@ def time_processing(
             times.look_back.append((looked_back - done) * 1000)
             times.alerts.append(raised)
             times.looked_back.append(found)
+            times.look_back_read.append(read_ms)
+            times.look_back_write_max.append(write_max_ms)
+            times.verdicts.append(judged)
         times.statements = len(log.statements)
     return times
 
@@ -364,8 +472,12 @@ def measure_all(
     totals = [s + e for s, e in zip(times.store, times.evaluate, strict=True)]
     print(f"    total:                                       {_spread(totals)}")
     print(f"    look_back_report (after the ack):            {_spread(times.look_back)}")
+    if not math.isnan(times.look_back_read[0]):
+        print(f"    - its reads and detector (no write):         {_spread(times.look_back_read)}")
+    print(f"    - its longest write transaction:             {_spread(times.look_back_write_max)}")
     print(f"    alerts raised per run: {times.alerts}; evaluation statements: {times.statements}")
     print(f"    alerts the look-back raised or re-opened per run: {times.looked_back}")
+    print(f"    verdicts per run: {times.verdicts}")
     for measures in (1, len(project.measure_ids)):
         timings, points = time_perf(engine, project, measures, repeats * 3)
         print(f"  perf store query, 1 benchmark x {measures} measure(s), {points:,} points: "
@@ -424,6 +536,58 @@ def _timed(what: str, work: Callable[[], Project]) -> Project:
     return project
 
 
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _child_run(url: str, project: Project, repeats: int, src: str) -> dict[str, Any]:
+    """``time_processing`` in a process of its own whose ``benchrunner`` is ``src``'s."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([src, str(ROOT)])}
+    command = [sys.executable, "-m", "benchmarks.reports_scale", "--child", url]
+    command = [*command, "--project", json.dumps(asdict(project)), "--repeats", str(repeats)]
+    done = subprocess.run(command, env=env, cwd=ROOT, check=True, capture_output=True, text=True)
+    found: dict[str, Any] = json.loads(done.stdout.splitlines()[-1])
+    return found
+
+
+def compare(url: str, project: Project, repeats: int, rounds: int, before: str) -> None:
+    """The tree at ``before`` (its ``src``) and this one, alternately, ``rounds`` times each,
+    on the same database; their times side by side, and whether they judged alike."""
+    runs: dict[str, list[dict[str, Any]]] = {"before": [], "after": []}
+    for _ in range(rounds):
+        for label, src in (("before", before), ("after", str(ROOT / "src"))):
+            runs[label].append(_child_run(url, project, repeats, src))
+            print(f"  {label}: {runs[label][-1]['evaluate']}", flush=True)
+    n = len(project.benchmark_ids) * len(project.measure_ids)
+    print(f"\n== before ({before}) and after, alternately: {rounds} rounds of {repeats} runs")
+    print(f"  process one report of {n:,} metrics (rolled back):")
+    for key, what in (
+        ("store", "store metrics"),
+        ("evaluate", "evaluate_report"),
+        ("look_back", "look_back_report"),
+        ("look_back_read", "- reads, detector"),
+        ("look_back_write_max", "- longest write"),
+    ):
+        for label in ("before", "after"):
+            values = [v for run in runs[label] for v in run[key] if not math.isnan(v)]
+            if values:
+                print(f"    {what:<18} {label:<6}: {_spread(values)}")
+    mismatches = 0
+    for old, new in zip(runs["before"], runs["after"], strict=True):
+        mismatches += sum(a != b for a, b in zip(old["verdicts"], new["verdicts"], strict=True))
+    print(f"  verdicts of each run (before): {runs['before'][0]['verdicts']}")
+    print(f"  runs whose verdicts differ between before and after: {mismatches}")
+
+
+def child(url: str, project: Project, repeats: int) -> None:
+    engine = make_engine(url, writer=True)
+    try:
+        with StatementLog(engine) as log:
+            times = time_processing(engine, project, repeats, log)
+    finally:
+        engine.dispose()
+    print(json.dumps(asdict(times)))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--engine", choices=("sqlite", "postgresql"), default="sqlite")
@@ -432,7 +596,18 @@ def main() -> None:
     parser.add_argument("--reports", type=int, default=1000)
     parser.add_argument("--other-factor", type=int, default=3)
     parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument(
+        "--before",
+        metavar="OLD_SRC",
+        help="also run the tree whose src is OLD_SRC, alternately with this one, and compare",
+    )
+    parser.add_argument("--rounds", type=int, default=3, help="with --before: runs of each")
+    parser.add_argument("--child", metavar="URL", help=argparse.SUPPRESS)
+    parser.add_argument("--project", help=argparse.SUPPRESS)
     options = parser.parse_args()
+    if options.child:
+        child(options.child, Project(**json.loads(options.project)), options.repeats)
+        return
     with tempfile.TemporaryDirectory() as tmp, database(options.engine, Path(tmp)) as (engine, url):
         with engine.begin() as conn:
             leader = accounts.user_get_or_create(conn, "b@x", "b", admin=False, now=NOW).id
@@ -445,6 +620,9 @@ def main() -> None:
 
         a = _timed("project A", lambda: build("scale-a", options.reports))
         add_thresholds(engine, a)
+        if options.before:
+            compare(url, a, options.repeats, options.rounds, options.before)
+            return
         data_dir = Path(tmp) / "data"
         measure_all(engine, url, data_dir, a, options.repeats, "project A alone")
         if options.other_factor == 0:

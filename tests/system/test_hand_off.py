@@ -15,6 +15,7 @@ from benchrunner.server.scheduling.wakeups import CHANNEL
 from benchrunner.server.store.listen import libpq_url
 from tests.databases import postgres_database
 from tests.harness import Deployment, RawChannel, deploy, wait_until
+from tests.metrics_scrape import scrape
 from tests.system.test_backpressure import assert_busy, busy_deployment, post_run
 
 
@@ -44,6 +45,28 @@ def test_a_job_for_a_waiting_runner_is_claimed_in_its_submission(deployment: Dep
     assert handed.status == "claimed" and handed.claimed == handed.created, handed
     dispatched = deployment.job(first)  # claimed by the dispatcher, after the commit
     assert str(dispatched.claimed) > dispatched.created, dispatched
+
+
+def test_a_handed_off_submission_is_made_durable_by_its_claim(
+    deployment: Deployment, database_url: str
+) -> None:
+    """On PostgreSQL the submission's commit does not wait for the disk: the claim's durable
+    commit right after it flushes the WAL past both, so the pickup waits for one flush, and
+    none is made for it alone (``benchrunner_db_wal_flushes``)."""
+    channel = deployment.channel("idle")
+    run_one(channel, deployment)
+    channel.send({"event": "ready", "poll_timeout": 30})
+    wait_until(lambda: waiting_runners(deployment) == 1, timeout=10)
+    before = scrape(deployment.server.url)
+    job = deployment.submit("bench.noop")
+    assert channel.recv(timeout=10)["uuid"] == job
+    after = scrape(deployment.server.url)
+    grouped = after.value("benchrunner_db_grouped_commits") - before.value(
+        "benchrunner_db_grouped_commits"
+    )
+    assert grouped == (0 if database_url.startswith("sqlite") else 1)
+    assert after.value("benchrunner_db_wal_flushes") == before.value("benchrunner_db_wal_flushes")
+    assert deployment.job(job)["status"] == "claimed"
 
 
 def test_a_limited_tier_job_for_a_waiting_runner_is_handed_to_it(deployment: Deployment) -> None:

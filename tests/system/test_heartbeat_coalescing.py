@@ -1,6 +1,7 @@
-"""Coalesced heartbeats: a running job's heartbeats after its first cost no query; the newest
-heard is stored for all jobs together once per write interval, and nothing that depends on
-heartbeats notices the skipped writes.
+"""Coalesced heartbeats: a running job's heartbeats cost no query, its first included (its
+``running`` stored what a heartbeat's write would); the newest heard is stored for all jobs
+together once per write interval, and nothing that depends on heartbeats notices the skipped
+writes.
 
 The server's clock is the test's (heartbeat timeout 300 s, sweeper off): the write interval is a
 quarter of the timeout, 75 s. What is stored is read back through the API's ``last_heartbeat``.
@@ -48,7 +49,7 @@ def test_the_newest_heartbeat_heard_is_stored_once_per_write_interval(
     server: InProcessServer,
 ) -> None:
     channel = server.channel("steady")
-    job_uuid = _running_job(server, channel)  # its first heartbeat is written
+    job_uuid = _running_job(server, channel)  # ``running`` stored its first heartbeat's time
     first = _stored_heartbeat(server, job_uuid)
     for _ in range(7):  # 70 s of heartbeats, all within the interval
         server.clock.advance(10)
@@ -68,6 +69,36 @@ def test_the_newest_heartbeat_heard_is_stored_once_per_write_interval(
     with server.admin() as client:
         seen = client.get_runner("steady").last_seen_at
     assert dt.datetime.fromisoformat(str(seen)) == first + dt.timedelta(seconds=75)
+
+
+def test_a_jobs_first_heartbeat_is_answered_from_what_its_running_stored(
+    server: InProcessServer,
+) -> None:
+    channel = server.channel("first")
+    job_uuid = server.submit()
+    channel.claim()
+    assert channel.ask({"event": "running"})["event"] == "ack"
+    started = _stored_heartbeat(server, job_uuid)
+    server.clock.advance(10)
+    assert channel.ask({"event": "heartbeat"}) == {"event": "ack", "job": job_uuid}
+    assert _stored_heartbeat(server, job_uuid) == started  # no write of its own
+    server.clock.advance(WRITE_INTERVAL)
+    wait_until(
+        lambda: _stored_heartbeat(server, job_uuid) == started + dt.timedelta(seconds=10),
+        message="the first heartbeat stored by the shared write",
+    )
+
+
+def test_a_cancel_between_running_and_the_first_heartbeat_is_told_on_it(
+    server: InProcessServer,
+) -> None:
+    channel = server.channel("early")
+    job_uuid = server.submit()
+    channel.claim()
+    assert channel.ask({"event": "running"})["event"] == "ack"
+    with server.admin() as client:
+        client.cancel_job("bench", job_uuid)
+    assert channel.ask({"event": "heartbeat"}) == {"event": "cancel", "job": job_uuid}
 
 
 def test_a_cancel_made_elsewhere_reaches_the_runner_after_the_shared_write(

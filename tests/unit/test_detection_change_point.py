@@ -5,13 +5,20 @@ import json
 import math
 import statistics
 import warnings
+from typing import Any
 
 import numpy as np
 import pytest
 from scipy import stats
 
 from benchrunner.detection import ChangePoint, change_points
-from benchrunner.detection.change_point import _best_split, _relaxed, _t_test
+from benchrunner.detection.change_point import (
+    _best_split,
+    _relaxed,
+    _t_test,
+    _t_tests,
+    change_points_many,
+)
 from tests.unit.change_point_cases import RECORDED, Case, cases
 
 SEEDS = range(5)
@@ -248,3 +255,68 @@ def test_the_t_test_at_the_edges_is_scipys(left: list[float], right: list[float]
         found = _t_test(np.array(left), np.array(right))
     statistic, pvalue = float(expected.statistic), float(expected.pvalue)
     assert found == ((0.0, 1.0) if math.isnan(pvalue) else (abs(statistic), pvalue))
+
+
+def test_many_series_at_once_find_the_recorded_change_points() -> None:
+    """``change_points_many`` over all recorded cases of one set of parameters at once
+    answers what ``change_points`` answered of each alone, to the last bit."""
+    recorded = {entry["seed"]: entry["change_points"] for entry in json.loads(RECORDED.read_text())}
+    by_parameters: dict[str, list[Case]] = {}
+    for case in RECORDED_CASES:
+        by_parameters.setdefault(json.dumps(case.parameters, sort_keys=True), []).append(case)
+    for group in by_parameters.values():
+        found = change_points_many([c.series for c in group], **group[0].parameters)
+        for case, points in zip(group, found, strict=True):
+            as_lists = [[p.index, p.before, p.after, p.magnitude, p.pvalue] for p in points]
+            assert as_lists == recorded[case.seed], case.seed
+
+
+def _many_series(seed: int) -> list[list[float]]:
+    """Noisy series of look-back lengths, some with steps, and the edges: empty, one or two
+    values, constant, ties, values near the largest float."""
+    rng = np.random.default_rng(seed)
+    found: list[list[float]] = [[], [1.0], [1.0, 2.0], [5.0] * 60, [0.0] * 30 + [1.0] * 30]
+    found += [[1e308, 1.7e308, 1.5e308] * 20, [float(x) for x in np.round(rng.normal(10, 1, 60))]]
+    for _ in range(300):
+        size = int(rng.choice([60, 60, 59, 45, 31, 7, 120]))
+        level = float(rng.uniform(1, 1e6))
+        values = rng.normal(level, level * float(rng.choice([0.001, 0.01, 0.1])), size)
+        if rng.random() < 0.3:
+            values[int(rng.integers(1, size)) :] *= 1 + float(rng.uniform(-0.2, 0.2))
+        found.append([float(x) for x in values])
+    return found
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+@pytest.mark.parametrize(
+    "parameters", [{}, {"window": 20, "max_pvalue": 0.05}, {"max_pvalue": 0.5}]
+)
+def test_many_series_at_once_answer_as_each_alone(seed: int, parameters: dict[str, Any]) -> None:
+    series = _many_series(seed)
+    together = change_points_many(series, **parameters)
+    apart = [change_points(s, **parameters) for s in series]
+    assert [i for i, (a, b) in enumerate(zip(together, apart, strict=True)) if a != b] == []
+    assert sum(bool(points) for points in apart) > 10  # steps were found, not only none
+
+
+def test_the_batched_t_test_is_the_t_test_row_by_row() -> None:
+    rng = np.random.default_rng(7)
+    edges = [([2.0, 2.0], [2.0, 2.0]), ([2.0, 2.0], [3.0, 3.0]), ([1e308, 1.7e308], [1.0, 2.0])]
+    for left, right in edges:
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            [pvalue] = _t_tests(np.array([left]), np.array([right])).tolist()
+            assert pvalue == _t_test(np.array(left), np.array(right))[1]
+    for sizes in [(1, 1), (1, 2), (3, 27), (15, 15), (29, 1)]:
+        rows = rng.normal(100, 1, (50, sum(sizes)))
+        rows[::3, sizes[0] :] *= 1.05
+        found = _t_tests(rows[:, : sizes[0]], rows[:, sizes[0] :]).tolist()
+        assert found == [_t_test(row[: sizes[0]], row[sizes[0] :])[1] for row in rows]
+
+
+def test_many_series_check_their_values_and_parameters() -> None:
+    with pytest.raises(ValueError, match=r"series\[1\] is nan, not a finite number"):
+        change_points_many([[1.0, 2.0], [3.0, math.nan]])
+    with pytest.raises(ValueError, match="window must be an integer"):
+        change_points_many([[1.0, 2.0, 3.0]], window=1)
+    assert change_points_many([]) == []

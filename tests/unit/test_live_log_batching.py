@@ -36,9 +36,13 @@ class CountedDatabase(Database):
     """The real database, counting the lazy writes (the live log's) it is asked for."""
 
     lazy_writes = 0
+    gate: asyncio.Event | None = None
+    """When set, each lazy write waits for it to open before it writes."""
 
     async def write_lazy(self, unit: Unit[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
         self.lazy_writes += 1
+        if self.gate is not None:
+            await self.gate.wait()
         return await super().write_lazy(unit, *args, **kwargs)
 
 
@@ -176,17 +180,7 @@ def test_a_jobs_last_chunks_are_written_at_once_not_on_the_timer(
 def test_several_jobs_chunks_share_one_write(world: World, tmp_path: Path) -> None:
     db = world.db
     assert isinstance(db, CountedDatabase)
-    spec = world.spec("s")
-    org = world.org("acme", Plan.TEAM)
-    streams: dict[int, Chunks] = {}
-    for name in ("a", "b", "c"):
-        runner = world.runner(name, [spec])
-        job_id = world.job(org, spec)
-        assert world.claim(runner) == job_id
-        world.write(transitions.job_mark_running, job_id, runner, world.now(), name)
-        job = world.db.read_sync(jobs.job_get, job_id)
-        assert job is not None
-        streams[job_id] = Chunks(job.uuid)
+    streams = _running_jobs(world, ("a", "b", "c"))
     clock = ManualClock()
 
     async def scenario() -> None:
@@ -205,6 +199,56 @@ def test_several_jobs_chunks_share_one_write(world: World, tmp_path: Path) -> No
     asyncio.run(scenario())
     for job_id, chunks in streams.items():
         assert _stored(world, job_id) == chunks.sent
+
+
+def _running_jobs(world: World, runners: tuple[str, ...]) -> dict[int, Chunks]:
+    """A running job for each of ``runners``, and its chunks, by job id."""
+    spec = world.spec("s")
+    org = world.org("acme", Plan.TEAM)
+    streams: dict[int, Chunks] = {}
+    for name in runners:
+        runner = world.runner(name, [spec])
+        job_id = world.job(org, spec)
+        assert world.claim(runner) == job_id
+        world.write(transitions.job_mark_running, job_id, runner, world.now(), name)
+        job = world.db.read_sync(jobs.job_get, job_id)
+        assert job is not None
+        streams[job_id] = Chunks(job.uuid)
+    return streams
+
+
+def test_a_result_waits_for_a_write_under_way_only_if_it_took_the_jobs_chunks(
+    world: World, tmp_path: Path
+) -> None:
+    db = world.db
+    assert isinstance(db, CountedDatabase)
+    (a, a_chunks), (b, b_chunks) = _running_jobs(world, ("a", "b")).items()
+
+    async def scenario() -> None:
+        db.gate = asyncio.Event()
+        live = LiveLogs(_context(world, tmp_path, ManualClock()))
+        live.add(a, a_chunks.next())
+        writing = asyncio.create_task(live.flush())  # takes a's chunk; waits at the gate
+        await _until(lambda: db.lazy_writes == 1, "a write of a's chunk under way")
+        live.add(a, a_chunks.next())
+        live.add(b, b_chunks.next())
+        async with asyncio.timeout(10):
+            taken_b = await live.take_job(b)  # another job's write does not delay b's result
+        assert taken_b is not None and not writing.done()
+        taking_a = asyncio.create_task(live.take_job(a))
+        await _settled()
+        assert not taking_a.done(), "a's last chunk follows the write of its first"
+        db.gate.set()
+        async with asyncio.timeout(10):
+            taken_a = await taking_a
+            await writing
+        assert taken_a is not None
+        assert await _ending(world, b, JobStatus.COMPLETED, taken_b.tail)
+        assert await _ending(world, a, JobStatus.COMPLETED, taken_a.tail)
+
+    asyncio.run(scenario())
+    assert _stored(world, a) == a_chunks.sent
+    assert _stored(world, b) == b_chunks.sent
 
 
 def _one_job(world: World) -> tuple[CountedDatabase, int, ManualClock, Chunks]:

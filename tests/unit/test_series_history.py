@@ -149,19 +149,28 @@ def test_series_history_matches_the_rules(database_url: str) -> None:
                               None, ids["main"], 30, 12),
             ]  # fmt: skip
             checked = 0
-            for scope in scopes:
-                for since in (None, T0 + dt.timedelta(hours=20)):
-                    for most in (None, 1, 3, 8, 500):
-                        got = history.series_history(
-                            conn, scope, ids["m"], benchmarks, since=since, max_samples=most
-                        )
-                        for b in benchmarks:
-                            assert got[b].points() == _expected(rows, scope, b, since, most), (
-                                scope,
-                                b,
+            statements: list[str] = []
+            sa.event.listen(
+                engine, "before_cursor_execute", lambda *a: statements.append(a[2].lower())
+            )
+            # all benchmarks (read through the newest reports), one, and two of them (each
+            # looked up through the series' index)
+            for asked in (benchmarks, benchmarks[:1], benchmarks[2:4]):
+                for scope in scopes:
+                    for since in (None, T0 + dt.timedelta(hours=20)):
+                        for most in (None, 1, 3, 8, 500):
+                            got = history.series_history(
+                                conn, scope, ids["m"], asked, since=since, max_samples=most
                             )
-                            checked += len(got[b])
+                            assert sorted(got) == sorted(asked)
+                            for b in asked:
+                                expected = _expected(rows, scope, b, since, most)
+                                assert got[b].points() == expected, (scope, b)
+                                checked += len(got[b])
             assert checked > 1000  # the histories are not all empty
+            among = [s for s in statements if "row_number" not in s and "metric.value" in s]
+            assert any("metric.benchmark_id in" in s for s in among)  # looked up
+            assert any("metric.benchmark_id in" not in s for s in among)  # through the reports
     finally:
         engine.dispose()
 

@@ -87,6 +87,126 @@ def change_points(
         return _merge(values, weak, max_pvalue, min_magnitude)
 
 
+BATCH_ROWS = 512
+"""Windows weighed together at most (``change_points_many``): a window of 30 points costs
+about 70 KB of arrays."""
+
+
+def change_points_many(
+    many: Sequence[Sequence[float]],
+    *,
+    window: int = 30,
+    max_pvalue: float = 0.001,
+    min_magnitude: float = 0.0,
+) -> list[list[ChangePoint]]:
+    """``change_points`` of each series, the same to the last bit, with the work most series
+    need done for all of them at once: every window's best split weighed in batches across
+    the series, and its t-test (``_t_tests``) for all windows of one size and split together.
+    A window whose best split fails that test has no change point (``_e_divisive`` stops
+    there), and a series none of whose windows has one has none; only the other windows and
+    series go on one by one."""
+    if isinstance(window, bool) or not isinstance(window, int) or window < 2:
+        raise ValueError(f"window must be an integer number of points >= 2, got {window!r}")
+    if not 0.0 < max_pvalue <= 1.0:
+        raise ValueError(f"max_pvalue must be in (0, 1], got {max_pvalue}")
+    if not min_magnitude >= 0.0:
+        raise ValueError(f"min_magnitude must be >= 0, got {min_magnitude}")
+    arrays = [np.asarray(series, dtype=np.float64) for series in many]
+    for values in arrays:
+        bad = np.flatnonzero(~np.isfinite(values))
+        if bad.size:
+            raise ValueError(f"series[{bad[0]}] is {values[bad[0]]}, not a finite number")
+    relaxed = _relaxed(max_pvalue)
+    step = window // 2
+    # every window of every series: (series, start, values)
+    windows = [
+        (position, start, values[start : start + window])
+        for position, values in enumerate(arrays)
+        for start in range(0, len(values), step)
+    ]
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore", RuntimeWarning)
+        whole = _whole_splits_batched([w for _, _, w in windows])
+        passing = _first_tests_pass(windows, whole, relaxed)
+        weak: list[set[int]] = [set() for _ in arrays]
+        for (position, start, window_values), split, passes in zip(
+            windows, whole, passing, strict=True
+        ):
+            if passes:
+                found = _e_divisive(window_values, relaxed, split)
+                weak[position].update(start + index for index in found)
+        return [
+            _merge(values, sorted(points), max_pvalue, min_magnitude) if points else []
+            for values, points in zip(arrays, weak, strict=True)
+        ]
+
+
+def _whole_splits_batched(windows: list[Series]) -> list[Split | None]:
+    """``_whole_splits`` of many windows, in batches of at most ``BATCH_ROWS``."""
+    found: list[Split | None] = [None] * len(windows)
+    sizes: dict[int, list[int]] = {}
+    for position, window_values in enumerate(windows):
+        if len(window_values) >= 2:
+            sizes.setdefault(len(window_values), []).append(position)
+    for positions in sizes.values():
+        for start in range(0, len(positions), BATCH_ROWS):
+            chunk = positions[start : start + BATCH_ROWS]
+            batch = np.stack([windows[position] for position in chunk])
+            for position, split in zip(chunk, _best_splits(batch), strict=True):
+                found[position] = split
+    return found
+
+
+def _first_tests_pass(
+    windows: list[tuple[int, int, Series]], whole: list[Split | None], max_pvalue: float
+) -> list[bool]:
+    """Whether each window's best split passes its t-test (``_e_divisive``'s first step):
+    the windows of one size and split tested together."""
+    passes = [False] * len(windows)
+    groups: dict[tuple[int, int], list[int]] = {}
+    for position, ((_, _, window_values), best) in enumerate(zip(windows, whole, strict=True)):
+        if best is not None:
+            groups.setdefault((len(window_values), best[1]), []).append(position)
+    for (_, tau), positions in groups.items():
+        batch = np.stack([windows[position][2] for position in positions])
+        pvalues = _t_tests(batch[:, :tau], batch[:, tau:])
+        for position, pvalue in zip(positions, pvalues.tolist(), strict=True):
+            passes[position] = not pvalue > max_pvalue
+    return passes
+
+
+def _t_tests(left: NDArray[np.float64], right: NDArray[np.float64]) -> NDArray[np.float64]:
+    """``_t_test``'s p-value of each row's two sides, the same arithmetic element by element
+    (a row's sums are the sums of the row alone)."""
+    n1, n2 = left.shape[1], right.shape[1]
+    if n1 + n2 < _TESTABLE:
+        return np.ones(left.shape[0])
+    from scipy.special import stdtr
+
+    mean1, variance1 = _moments_rows(left)
+    mean2, variance2 = _moments_rows(right)
+    df = n1 + n2 - 2.0
+    pooled = ((n1 - 1) * variance1 + (n2 - 1) * variance2) / df
+    error = np.sqrt(pooled * (1.0 / n1 + 1.0 / n2))
+    difference = mean1 - mean2
+    signed_inf = np.where(difference != 0, np.copysign(np.inf, difference), np.nan)
+    statistic = np.where(error == 0.0, signed_inf, difference / error)
+    pvalues: NDArray[np.float64] = 2 * stdtr(df, -np.abs(statistic))
+    return np.where(np.isnan(pvalues), 1.0, pvalues)
+
+
+def _moments_rows(rows: NDArray[np.float64]) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """``_moments`` of each row."""
+    size = rows.shape[1]
+    sums = np.add.reduce(rows, axis=1)
+    means = sums / size
+    if size == 1:
+        return means, np.zeros(rows.shape[0])
+    deviations = rows - means[:, None]
+    deviation = np.sqrt(np.add.reduce(deviations * deviations, axis=1) / (size - 1))
+    return means, deviation * deviation
+
+
 def _relaxed(max_pvalue: float) -> float:
     """The first-pass threshold: loose enough that the merge step has candidates to judge."""
     if max_pvalue < 0.05:

@@ -68,11 +68,15 @@ def look_back(
     min_magnitude: float,
     persist: int = PERSIST,
     reports: Sequence[int] | None = None,
+    found: list[ChangePoint] | None = None,
 ) -> list[Raise | Reopen]:
     """The steps of ``values`` to raise, and the dismissed alerts to re-open, in series order.
     ``reports``: each point's report, as numbers that rise by one from a report to the next
-    (the iterations of one report share it); None: each point a report of its own."""
-    found = change_points(values, max_pvalue=max_pvalue, min_magnitude=min_magnitude)
+    (the iterations of one report share it); None: each point a report of its own.
+    ``found``: the change points of ``values`` under these parameters, when the caller found
+    them already (``change_point.change_points_many``, for many series at once)."""
+    if found is None:
+        found = change_points(values, max_pvalue=max_pvalue, min_magnitude=min_magnitude)
     report_of = list(range(len(values))) if reports is None else list(reports)
     newest = report_of[-1] if report_of else 0
     actions: list[Raise | Reopen] = []

@@ -32,6 +32,7 @@ class ServerContext:
 
     def __post_init__(self) -> None:
         self.anonymous_creations = CreationRate(self.settings.anonymous_projects_per_hour)
+        self.metrics.watch(self.db)
 
     @property
     def heartbeat_timeout(self) -> dt.timedelta:

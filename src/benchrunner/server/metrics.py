@@ -20,6 +20,7 @@ from prometheus_client.registry import Collector
 
 from benchrunner.core.states import JobStatus
 from benchrunner.core.tiers import Tier
+from benchrunner.server.store.engine import Database
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 QUEUE_BUCKETS = (0.01, 0.05, 0.1, 0.5, 1, 5, 15, 60, 300, 900, 3600, 4 * 3600, 24 * 3600)
@@ -143,6 +144,17 @@ class ServerMetrics:
         self.registry_bytes = Counter(
             "benchrunner_registry_gc_bytes_removed", "Bytes of registry blobs removed", registry=r
         )
+        self.grouped_commits = Gauge(
+            "benchrunner_db_grouped_commits",
+            "PostgreSQL commits made without waiting for the disk and made durable before their"
+            " acknowledgement by a flush they shared or a durable commit after them",
+            registry=r,
+        )
+        self.wal_flushes = Gauge(
+            "benchrunner_db_wal_flushes",
+            "Durable commits made only to flush the WAL past grouped commits",
+            registry=r,
+        )
         # Children by label value, looked up once: ``labels()`` costs more than the increment,
         # and every job moves four times. Every tier's series exists from the start, at 0.
         self.queue_duration_of = {
@@ -150,6 +162,11 @@ class ServerMetrics:
         }
         self.claims_of = {tier: self.claims.labels(tier=tier.value) for tier in Tier}
         self._transitions_of: dict[tuple[JobStatus, JobStatus], Counter] = {}
+
+    def watch(self, db: Database) -> None:
+        """Read the database's commit counts at each scrape."""
+        self.grouped_commits.set_function(lambda: db.grouped_commits)
+        self.wal_flushes.set_function(lambda: db.wal_flushes)
 
     def transition(self, source: JobStatus, to: JobStatus) -> Counter:
         """The ``benchrunner_job_transitions`` series of a move from ``source`` to ``to``."""

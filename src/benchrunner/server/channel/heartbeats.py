@@ -2,9 +2,12 @@
 process heard is written for every job together, at most once per write interval.
 
 A runner heartbeats about once a second; writing each one costs a database round trip and a
-commit for nothing but a newer timestamp. So the first heartbeat of a running job is written
-(its ``RETURNING`` gives the job's status, ``started`` and ``timeout``, remembered here) and the
-later ones are answered from memory; one task per server (``HeartbeatWriter``) stores the
+commit for nothing but a newer timestamp. So what the job's ``running`` stored and returned
+(its status and ``started``, with its ``timeout``; the move stores ``last_heartbeat`` as a
+heartbeat's write does) is remembered here, and its heartbeats are answered from memory; a job
+not remembered (a status changed since, a job claimed by a runner that skipped ``running``)
+has its next heartbeat written, whose ``RETURNING`` is remembered the same way. One task per
+server (``HeartbeatWriter``) stores the
 newest heartbeat heard of each job and its runner, for all of them in one transaction, once
 per write interval. Every rule stays exact:
 
@@ -83,6 +86,12 @@ class HeartbeatLedger:
         if now > heard.latest:
             heard.latest = now
         return heard.overdue_at is not None and now > heard.overdue_at
+
+    def expect(self, job_id: int) -> None:
+        """A write that stores the job's liveness is about to start (its ``running``): call
+        ``written`` with what it returned."""
+        self._jobs.pop(job_id, None)
+        self._writing.add(job_id)
 
     def written(self, job_id: int, now: dt.datetime, liveness: Liveness, runner_id: int) -> None:
         """The heartbeat at ``now`` was stored; ``liveness`` is what the write returned. Not

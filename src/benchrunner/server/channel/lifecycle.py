@@ -39,7 +39,7 @@ from benchrunner.server.processing.completion import (
     keep_late_output,
 )
 from benchrunner.server.processing.confirmation_driver import ConfirmationDriver
-from benchrunner.server.processing.look_back import LookBackLater
+from benchrunner.server.processing.look_back import LookBackLater, look_back_later
 from benchrunner.server.processing.outputs import (
     OutputMissing,
     UnusableOutput,
@@ -245,7 +245,7 @@ class Lifecycle:
         """A report processed with its result looks back over its series once acknowledged
         (lost with the process: the next report's look-back covers the same window)."""
         try:
-            await self.ctx.db.write(later.run, self.ctx.clock.now())
+            await look_back_later(self.ctx.db, later, self.ctx.clock.now())
         except Exception:
             log.exception("looking back over report %s's series failed", later.report_id)
 
@@ -360,11 +360,20 @@ class Lifecycle:
         ``job`` with that status and ``started`` exactly as stored, which its report's times
         are later taken from (``completion``)."""
         now = self.ctx.clock.now()
-        self.heartbeats.forget(job.id)  # ``started`` may be set now: the next heartbeat reads it
-        done = await self.moves.running(job, runner.id, runner.slug, now)
+        # The move stores the job's liveness as a heartbeat's write would: what it returns is
+        # remembered, so the job's heartbeats are answered from memory from the first on.
+        self.heartbeats.expect(job.id)
+        try:
+            done = await self.moves.running(job, runner.id, runner.slug, now)
+        except BaseException:
+            self.heartbeats.forget(job.id)
+            raise
         if done is None:
+            self.heartbeats.forget(job.id)
             return None, job
         job = dataclasses.replace(job, status=done.status, started=done.started)
+        liveness = transitions.Liveness(done.status, done.started, job.timeout)
+        self.heartbeats.written(job.id, now, liveness, runner.id)
         resent = not done.moved and done.status == JobStatus.RUNNING
         if resent and hard_timeout_exceeded(
             job.started, job.timeout, self.ctx.job_timeout_grace, now
@@ -377,9 +386,10 @@ class Lifecycle:
         """Refresh liveness. True means: answer ``cancel`` (the job was canceled, or ran past its
         hard timeout and is canceled now).
 
-        A running job's first heartbeat is written; the later ones are answered from what that
-        write returned and stored for all jobs together, once per write interval
-        (``heartbeats`` says why that keeps every timeout and cancel exact)."""
+        A running job's heartbeats are answered from what its ``running`` (or, for a job not
+        remembered here, its first heartbeat's write) returned, and stored for all jobs
+        together, once per write interval (``heartbeats`` says why that keeps every timeout
+        and cancel exact)."""
         now = self.ctx.clock.now()
         overdue = self.heartbeats.beat(job.id, now)
         if overdue is None:
@@ -528,14 +538,14 @@ class Lifecycle:
         args = (job, now, runner.slug, late, row_output)
         stored = None if tail is None else tail.stored
         try:
-            return await self.ctx.db.write(complete, *args, True, signed, tail)
+            return await self.ctx.db.write_acked(complete, *args, True, signed, tail)
         except Exception:  # rolled back whole: complete it alone, the processor retries the rest
             log.exception(
                 "processing job %s with its result failed; it is processed later", job.uuid
             )
             if tail is not None:
                 tail.stored = stored  # what the rolled back transaction stored is gone
-            return await self.ctx.db.write(complete, *args, False, signed, tail)
+            return await self.ctx.db.write_acked(complete, *args, False, signed, tail)
 
     async def _failed(
         self,
@@ -562,7 +572,7 @@ class Lifecycle:
                 reason=reason,
                 log=tail,
             )
-            if await self.ctx.db.write(fail_with_output, failed, row_output, signed):
+            if await self.ctx.db.write_acked(fail_with_output, failed, row_output, signed):
                 self.moves.done(failed)
             return Ack(job=job.uuid)
         reply = await self._judge_finished(job, message, signed)

@@ -9,7 +9,8 @@ move its terminal result makes, ahead of the move (``take_job``, ``store.job_log
 finished job's log never grows, and a follower that sees the job finished has seen its whole
 log), and a job's chunks are written at once when its runner's session ends.
 Nothing of it is on the path of an ``ack``: a heartbeat's or a ``running``'s reply never waits
-for a log write.
+for a log write, and a result waits for none but a write under way of its own job's earlier
+chunks, which its last ones must follow.
 
 What holds (docs/explanation/live-logs.md):
 
@@ -79,6 +80,9 @@ class LiveLogs:
         """(job id, stream) whose log reached its size limit: later chunks are dropped."""
         self._writing = asyncio.Lock()
         """One write at a time: a job's chunks are stored in the order they came."""
+        self._writing_jobs: frozenset[int] = frozenset()
+        """The jobs whose chunks the write under way took: a job's last chunks wait for that
+        write only if it is one of them (``take_job``)."""
         self._wanted = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._refusals: set[asyncio.Task[None]] = set()
@@ -120,16 +124,21 @@ class LiveLogs:
 
     async def take_job(self, job_id: int) -> Taken | None:
         """The job's pending chunks, taken out for the transaction of its terminal result
-        (``LogTail``, stored ahead of its move), or None when none are pending. Its earlier
-        chunks, taken by a write under way, are stored when this returns, and so are all but
-        the last ``BATCH_BYTES`` or so of what is pending (``_parts``)."""
-        async with self._writing:
-            pending = self._pending.pop(job_id, None)
-            if pending is None:
-                return None
-            parts = _parts(pending)
-            for part in parts[:-1]:
-                await self._store({job_id: part})
+        (``LogTail``, stored ahead of its move), or None when none are pending. Only if a
+        write under way took earlier chunks of this job does this wait for it (the tail must
+        follow them); other jobs' writes never delay a result. All but the last
+        ``BATCH_BYTES`` or so of what is pending are stored before this returns (``_parts``)."""
+        while job_id in self._writing_jobs:
+            async with self._writing:
+                pass
+        pending = self._pending.pop(job_id, None)
+        if pending is None:
+            return None
+        parts = _parts(pending)
+        if len(parts) > 1:
+            async with self._writing:
+                for part in parts[:-1]:
+                    await self._store({job_id: part})
         last = parts[-1]
         tail = LogTail(job_id, last.chunks, self.ctx.settings.job_log_max_bytes)
         return Taken(tail, last.last, last.refuse)
@@ -157,8 +166,12 @@ class LiveLogs:
             pending = self._pending.pop(job_id, None)
             if pending is None:
                 return
-            for part in _parts(pending):
-                flushed = (await self._store({job_id: part})).get(job_id)
+            self._writing_jobs = frozenset((job_id,))
+            try:
+                for part in _parts(pending):
+                    flushed = (await self._store({job_id: part})).get(job_id)
+            finally:
+                self._writing_jobs = frozenset()
         if flushed is not None and not flushed.in_flight and pending.refuse and pending.last:
             await pending.refuse(pending.last)
 
@@ -166,17 +179,24 @@ class LiveLogs:
         """Write every job's pending chunks."""
         async with self._writing:
             taken, self._pending = self._pending, {}
-            batch: dict[int, _Pending] = {}
-            size = 0
-            for job_id, pending in taken.items():
-                for part in _parts(pending):
-                    if batch and (size + part.size > BATCH_BYTES or job_id in batch):
-                        await self._store_or_log(batch)
-                        batch, size = {}, 0
-                    batch[job_id] = part
-                    size += part.size
-            if batch:
-                await self._store_or_log(batch)
+            self._writing_jobs = frozenset(taken)
+            try:
+                await self._store_taken(taken)
+            finally:
+                self._writing_jobs = frozenset()
+
+    async def _store_taken(self, taken: dict[int, _Pending]) -> None:
+        batch: dict[int, _Pending] = {}
+        size = 0
+        for job_id, pending in taken.items():
+            for part in _parts(pending):
+                if batch and (size + part.size > BATCH_BYTES or job_id in batch):
+                    await self._store_or_log(batch)
+                    batch, size = {}, 0
+                batch[job_id] = part
+                size += part.size
+        if batch:
+            await self._store_or_log(batch)
 
     async def _run(self) -> None:
         clock = self.ctx.monotonic

@@ -242,11 +242,12 @@ def _judge_limits(
     report's thousands of metrics are not thousands of statements), a metric whose history
     draws no limits with a null baseline and null limits. Without ``alerting``, nothing is
     raised; with ``pending``, the alerts are held back."""
-    from benchrunner.detection.boundary import Limits, limits, outside
+    from benchrunner.detection.boundary import Limits, limits_many, outside
 
     model = thresholds.model_of(t)
     undrawn = Limits(None, None, None)
-    drawn = [(m, limits(model, series[m.benchmark_id].values) or undrawn) for m in metrics]
+    found = limits_many(model, [series[m.benchmark_id].values for m in metrics])
+    drawn = [(m, d or undrawn) for m, d in zip(metrics, found, strict=True)]
     boundary_ids = alerts.boundaries_put(
         conn,
         [

@@ -14,10 +14,13 @@ Which series: those of the branch named ``WATCHED_BRANCH`` (where a run without 
 goes), under any threshold; on any other branch, only those under a ``change_point`` threshold.
 A threshold's own ``change_point`` parameters are used; other tests use the detector's defaults.
 
-Runs after the thresholds are judged: in the processor's transaction for a runner job's
-report; for a report processed with its result in the channel, after the runner's ``ack``, in a
-transaction of its own (``LookBackLater``); and in the request for a direct run; in a savepoint
-of its own, so a failure here leaves the report's evaluation standing. Bounded: per threshold,
+Runs after the thresholds are judged. For a runner job's report, after its processing
+committed (in the processor, after the batch's write; for a report processed with its result in
+the channel, after the runner's ``ack``): ``look_back_later`` reads the series and runs the
+detector in a read unit, outside any write transaction, then writes what it found in write
+transactions of at most ``WRITE_ROWS`` alerts each, re-checking there what must still hold
+(``look_back_write``). For a direct run, in the request's transaction, in a savepoint of its
+own, so a failure here leaves the report's evaluation standing. Bounded: per threshold,
 one history read of ``WINDOW`` points per benchmark (none when the evaluation read at least
 as many: ``history.SeriesReads``), one read of those points' reports and one of the alerts on
 them (``store.look_back``); per metric, one detector run over ``WINDOW`` points.
@@ -25,14 +28,17 @@ them (``store.look_back``); per metric, one detector run over ``WINDOW`` points.
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from benchrunner.detection.change_point import ChangePoint, change_points_many
 from benchrunner.detection.look_back import Known, Raise, Reopen, look_back
 from benchrunner.detection.models import DEFAULT_MAX_PVALUE, DEFAULT_MIN_MAGNITUDE, TestKind
 from benchrunner.server.processing.evaluation import (
@@ -42,7 +48,9 @@ from benchrunner.server.processing.evaluation import (
 )
 from benchrunner.server.processing.webhooks import emit_alert_event
 from benchrunner.server.store import alerts, history, reports, thresholds
+from benchrunner.server.store.engine import Database
 from benchrunner.server.store.look_back import PointsFacts, points_facts
+from benchrunner.server.store.tables import alert, boundary
 from benchrunner.server.submission.body import DEFAULT_BRANCH
 
 log = logging.getLogger(__name__)
@@ -54,12 +62,41 @@ WATCHED_BRANCH = DEFAULT_BRANCH
 """The branch looked back on under every threshold."""
 
 
+WRITE_ROWS = 10
+"""Alerts one write transaction of a look-back raises or re-opens at most (a few statements
+each: a boundary, an alert, its webhook event). The look-back reads and runs its detector
+outside any write transaction (``look_back_plan``), then writes what it found in transactions
+of at most this many (``look_back_write``), so on SQLite it holds the single writer for a few
+milliseconds at a time, not for its whole length."""
+
+
+@dataclass(frozen=True)
+class Planned:
+    """An alert the look-back found to raise or re-open, and what must still hold when it is
+    written (``look_back_write``): the threshold still has the model that judged, and, for a
+    step, no alert has appeared since the read on a point it could belong to."""
+
+    threshold_id: int
+    model_id: int
+    bisect: bool
+    action: Raise | Reopen
+    where: int = 0
+    """A step's: the metric where it began."""
+    since: int = 0
+    """A step's: the last report before it."""
+    zone: tuple[int, ...] = ()
+    """A step's: the metrics an alert of the step could stand on (``detection.look_back``'s
+    rule of belonging)."""
+    known: frozenset[int] = frozenset()
+    """The alerts on ``zone`` when it was read."""
+
+
 @dataclass(frozen=True)
 class LookBackLater:
     """A report's look-back left for after its runner's ``ack``: a job processed with its
-    result is acknowledged first, and the look-back runs in a transaction of its own, on the
-    history its evaluation read (``reads``): a report processed in between is judged by its
-    own look-back, which sees this one."""
+    result is acknowledged first, and the look-back runs after it (``look_back_later``), on
+    the history its evaluation read (``reads``): a report processed in between is judged by
+    its own look-back, which sees this one."""
 
     report_id: int
     metrics: tuple[reports.StoredMetric, ...]
@@ -68,16 +105,29 @@ class LookBackLater:
     reads: history.SeriesReads | None = None
     """The histories its evaluation read."""
 
-    def run(self, conn: Connection, now: dt.datetime) -> int:
-        return look_back_report(
+    def plan(self, conn: Connection) -> list[Planned]:
+        return look_back_plan(
             conn,
             self.report_id,
             self.metrics,
-            now,
             noisy=self.noisy,
             found=self.found,
             reads=self.reads,
         )
+
+
+async def look_back_later(db: Database, later: LookBackLater, now: dt.datetime) -> int:
+    """``later``'s look-back: read and judged in a read unit on a reader thread (off the
+    event loop, on SQLite too), written ``WRITE_ROWS`` alerts a write transaction, the event
+    loop running in between; how many alerts were raised or re-opened."""
+    planned = await db.read_apart(later.plan)
+    done = 0
+    for start in range(0, len(planned), WRITE_ROWS):
+        if start:
+            await asyncio.sleep(0)  # an inline write does not yield by itself
+        chunk = planned[start : start + WRITE_ROWS]
+        done += await db.write(look_back_write, later.report_id, chunk, now)
+    return done
 
 
 def look_back_report(
@@ -90,11 +140,11 @@ def look_back_report(
     found: list[Any] | None = None,
     reads: history.SeriesReads | None = None,
 ) -> int:
-    """Look back over the series of the report's newly judged metrics; how many alerts were
-    raised or re-opened. On a ``noisy`` report only thresholds with ``alert_when_noisy`` look
-    back. ``found``: ``evaluation.thresholds_to_judge`` when the caller has read it.
-    ``reads``: the histories the report's evaluation read (``evaluate_report``), whose
-    series are not read again."""
+    """Look back over the series of the report's newly judged metrics, in the caller's
+    transaction (a direct run's request); how many alerts were raised or re-opened. On a
+    ``noisy`` report only thresholds with ``alert_when_noisy`` look back. ``found``:
+    ``evaluation.thresholds_to_judge`` when the caller has read it. ``reads``: the histories
+    the report's evaluation read (``evaluate_report``), whose series are not read again."""
     if not metrics:
         return 0
     if found is None:
@@ -103,27 +153,97 @@ def look_back_report(
         return 0
     try:
         with conn.begin_nested():
-            return _look_back(conn, report_id, metrics, now, noisy, found, reads)
+            planned = look_back_plan(
+                conn, report_id, metrics, noisy=noisy, found=found, reads=reads
+            )
+            return look_back_write(conn, report_id, planned, now)
     except Exception:  # a bug here must not undo the report's own evaluation
         log.exception("looking back over report %s's series failed", report_id)
         return 0
 
 
-def _look_back(
+def look_back_plan(
     conn: Connection,
     report_id: int,
     metrics: Sequence[reports.StoredMetric],
-    now: dt.datetime,
-    noisy: bool,
-    found: list[Any],
-    reads: history.SeriesReads | None,
+    *,
+    noisy: bool = False,
+    found: list[Any] | None = None,
+    reads: history.SeriesReads | None = None,
+) -> list[Planned]:
+    """What the look-back over the report's series would raise and re-open: reads only, so it
+    runs on a read connection. A failure is logged, and plans nothing."""
+    if not metrics:
+        return []
+    try:
+        if found is None:
+            found = thresholds_to_judge(conn, report_id, metrics)
+        if not found:
+            return []
+        return _plan(conn, report_id, metrics, noisy, found, reads)
+    except Exception:  # a bug here must not undo (or fail) the report's own processing
+        log.exception("looking back over report %s's series failed", report_id)
+        return []
+
+
+_ALERTS_ON = (
+    sa.select(alert.c.id)
+    .join(boundary, boundary.c.id == alert.c.boundary_id)
+    .where(
+        boundary.c.metric_id.in_(sa.bindparam("metric_ids", expanding=True)),
+        alert.c.report_id != sa.bindparam("report_id"),  # not this look-back's own
+    )
+)
+
+
+def look_back_write(
+    conn: Connection, report_id: int, planned: Sequence[Planned], now: dt.datetime
 ) -> int:
-    row = reports.report_row(conn, report_id)
-    scope = history.scope_of(row)
-    watched = row.branch_name == WATCHED_BRANCH
+    """Raise and re-open the ``planned`` alerts (of ``report_id``'s look-back) that still
+    hold: a threshold whose model changed since the read raises nothing (its next report's
+    look-back judges with the new one); a step on whose points an alert appeared since the
+    read (another report's look-back raised it) raises no second one; a re-opened alert must
+    still be dismissed and not triaged ``expected``. How many were raised or re-opened."""
+    if not planned:
+        return 0
+    current = thresholds.current_models(conn, sorted({p.threshold_id for p in planned}))
     raised: list[int] = []
     reopened: list[int] = []
     to_bisect: list[int] = []
+    for p in planned:
+        model_row = current.get(p.threshold_id)
+        if model_row is None or model_row.id != p.model_id:
+            continue
+        if isinstance(p.action, Reopen):
+            if alerts.alert_reopen(conn, p.action.alert_id, now):
+                reopened.append(p.action.alert_id)
+            continue
+        params = {"metric_ids": list(p.zone), "report_id": report_id}
+        appeared = set(conn.execute(_ALERTS_ON, params).scalars())
+        if appeared - p.known:
+            continue
+        alert_id = _raise(conn, p, report_id, now)
+        if alert_id is not None:
+            raised.append(alert_id)
+            if p.bisect:
+                to_bisect.append(alert_id)
+    emit_alert_event(conn, "alert.raised", [*raised, *reopened], now)
+    alerts.alerts_bisect_pending(conn, to_bisect)
+    return len(raised) + len(reopened)
+
+
+def _plan(
+    conn: Connection,
+    report_id: int,
+    metrics: Sequence[reports.StoredMetric],
+    noisy: bool,
+    found: list[Any],
+    reads: history.SeriesReads | None,
+) -> list[Planned]:
+    row = reports.report_row(conn, report_id)
+    scope = history.scope_of(row)
+    watched = row.branch_name == WATCHED_BRANCH
+    planned: list[Planned] = []
     for t, judged in threshold_groups(conn, found, metrics):
         change_test = thresholds.model_of(t).test is TestKind.CHANGE_POINT
         if not (watched or change_test) or (noisy and not t.alert_when_noisy):
@@ -150,31 +270,64 @@ def _look_back(
         facts = points_facts(conn, t.measure_id, {b: (series[b], own[b]) for b in newest})
         max_pvalue = t.max_pvalue if change_test and t.max_pvalue is not None else None
         min_magnitude = t.min_magnitude if change_test and t.min_magnitude is not None else None
+        pvalue = DEFAULT_MAX_PVALUE if max_pvalue is None else max_pvalue
+        magnitude = DEFAULT_MIN_MAGNITUDE if min_magnitude is None else min_magnitude
+        judged_points: dict[int, history.Series] = {}
         for benchmark_id, m in newest.items():
             points = series[benchmark_id].newest(None)
             points.append(m.id, m.value, report_id)
             if not t.alert_when_noisy:  # a value the noise guard did not judge is no evidence
                 points = _judged(points, facts)
+            judged_points[benchmark_id] = points
+        # the detector over all of the threshold's series at once (the same answers)
+        steps = change_points_many(
+            [p.values for p in judged_points.values()], max_pvalue=pvalue, min_magnitude=magnitude
+        )
+        for (benchmark_id, points), found_steps in zip(judged_points.items(), steps, strict=True):
+            numbers = _report_numbers(points.report_ids)
             actions = look_back(
                 points.values,
                 _known(points, facts, own[benchmark_id].metric_ids),
-                max_pvalue=DEFAULT_MAX_PVALUE if max_pvalue is None else max_pvalue,
-                min_magnitude=DEFAULT_MIN_MAGNITUDE if min_magnitude is None else min_magnitude,
-                reports=_report_numbers(points.report_ids),
+                max_pvalue=pvalue,
+                min_magnitude=magnitude,
+                reports=numbers,
+                found=found_steps,
             )
             for action in actions:
                 if isinstance(action, Reopen):
-                    if alerts.alert_reopen(conn, action.alert_id, now):
-                        reopened.append(action.alert_id)
+                    planned.append(Planned(t.threshold_id, t.id, bool(t.bisect), action))
                     continue
-                alert_id = _raise(conn, t, report_id, points, action, now)
-                if alert_id is not None:
-                    raised.append(alert_id)
-                    if t.bisect:
-                        to_bisect.append(alert_id)
-    emit_alert_event(conn, "alert.raised", [*raised, *reopened], now)
-    alerts.alerts_bisect_pending(conn, to_bisect)
-    return len(raised) + len(reopened)
+                zone = _zone(found_steps, action.change, numbers, points.metric_ids)
+                planned.append(
+                    Planned(
+                        t.threshold_id,
+                        t.id,
+                        bool(t.bisect),
+                        action,
+                        where=points.metric_ids[action.change.index],
+                        since=points.report_ids[action.change.index - 1],
+                        zone=zone,
+                        known=frozenset(
+                            facts.alerts[m].alert_id for m in zone if m in facts.alerts
+                        ),
+                    )
+                )
+    return planned
+
+
+def _zone(
+    found: list[ChangePoint], step: ChangePoint, numbers: list[int], metric_ids: list[int]
+) -> tuple[int, ...]:
+    """The metrics an alert of ``step`` could stand on: a change point's between the steps
+    around it, a threshold's on the step's report or one next to it."""
+    k = next(i for i, c in enumerate(found) if c.index == step.index)
+    low = (found[k - 1].index + step.index) / 2 if k > 0 else -1
+    high = (step.index + found[k + 1].index) / 2 if k + 1 < len(found) else float("inf")
+    return tuple(
+        m
+        for i, m in enumerate(metric_ids)
+        if low < i < high or abs(numbers[i] - numbers[step.index]) <= 1
+    )
 
 
 def _judged(points: history.Series, facts: PointsFacts) -> history.Series:
@@ -226,22 +379,16 @@ def _known(points: history.Series, facts: PointsFacts, own: list[int]) -> list[K
     return known
 
 
-def _raise(
-    conn: Connection,
-    t: Any,
-    report_id: int,
-    points: history.Series,
-    action: Raise,
-    now: dt.datetime,
-) -> int | None:
+def _raise(conn: Connection, p: Planned, report_id: int, now: dt.datetime) -> int | None:
     """One alert on the metric where the step began, raised by ``report_id``: a new one, or
     the suspected alert its boundary holds (one alert a boundary), made active."""
-    change = action.change
-    where = points.metric_ids[change.index]
-    since = points.report_ids[change.index - 1]
-    boundary_id = alerts.boundary_put(conn, where, t.threshold_id, t.id, change.before, None, None)
+    assert isinstance(p.action, Raise)
+    change = p.action.change
+    boundary_id = alerts.boundary_put(
+        conn, p.where, p.threshold_id, p.model_id, change.before, None, None
+    )
     side: alerts.Limit = "upper" if change.after > change.before else "lower"
-    step = alerts.Change(change.before, change.after, change.magnitude, change.pvalue, since)
+    step = alerts.Change(change.before, change.after, change.magnitude, change.pvalue, p.since)
     raised = alerts.alert_raise(conn, boundary_id, report_id, side, now, step)
     if raised is None:
         raised = alerts.alert_promote_suspected(conn, boundary_id, report_id, side, now, step)

@@ -41,7 +41,11 @@ from benchrunner.server.moves.move import Move, Moves, apply_reading
 from benchrunner.server.processing.confirmation_duets import can_run_as_duet
 from benchrunner.server.processing.confirmations import open_confirmation
 from benchrunner.server.processing.evaluation import evaluate_report, series_thresholds_to_judge
-from benchrunner.server.processing.look_back import LookBackLater, look_back_report
+from benchrunner.server.processing.look_back import (
+    LookBackLater,
+    look_back_later,
+    look_back_report,
+)
 from benchrunner.server.processing.noise import NoiseVerdict, verdict
 from benchrunner.server.processing.outputs import (
     UnusableOutput,
@@ -140,6 +144,8 @@ class Processor:
         self._on_confirming = on_confirming or (lambda: None)
         self._confirming = False
         """A job of the batch being written opened a confirmation."""
+        self._looks_back: list[LookBackLater] = []
+        """The look-backs of the jobs written, run after their commit."""
         self._queue: asyncio.Queue[int] = asyncio.Queue()
         self._queued: set[int] = set()
         """Jobs waiting in the queue or being processed."""
@@ -213,6 +219,7 @@ class Processor:
                     await asyncio.sleep(0)  # an inline write does not yield by itself
                 done, moves = await self._ctx.db.write(self._commit_some, measured, done)
                 self._moves.done(*moves)
+                await self._look_back()
             self._on_batch([job.id for job in group])
             if self._confirming:
                 self._confirming = False
@@ -318,6 +325,7 @@ class Processor:
         them where writes do not run on the loop); returns the index of the first not written
         and the moves made, for ``Moves.done`` once they committed."""
         deadline = None if self._write_step is None else time.perf_counter() + self._write_step
+        self._looks_back = []  # only this transaction's: one rolled back wrote no report
         index = start
         moves: list[Move] = []
         while index < len(measured):
@@ -332,15 +340,36 @@ class Processor:
     def _commit(self, conn: Connection, item: Measured) -> Move | None:
         """Store one job's metrics; the move to ``processed`` made. The guarded move comes
         first, so a job another replica (or an earlier batch) processed meanwhile adds
-        nothing."""
+        nothing. Its look-back is kept for after the commit (``_look_back``)."""
         now = self._ctx.clock.now()
         recorded = record_processed(
-            conn, item.job, item.values, item.error, now, item.noise, item.duet
+            conn,
+            item.job,
+            item.values,
+            item.error,
+            now,
+            item.noise,
+            item.duet,
+            defer_look_back=True,
         )
         if recorded is None:
             return None
         self._confirming = self._confirming or recorded.confirming
+        if recorded.look_back is not None:
+            self._looks_back.append(recorded.look_back)
         return recorded.move
+
+    async def _look_back(self) -> None:
+        """The look-backs of the reports just committed, each outside the write transaction
+        but for its short writes (``look_back.look_back_later``). A write that was rolled back
+        leaves some here that never committed: their reports are gone, and they find
+        nothing to write."""
+        pending, self._looks_back = self._looks_back, []
+        for later in pending:
+            try:
+                await look_back_later(self._ctx.db, later, self._ctx.clock.now())
+            except Exception:
+                log.exception("looking back over report %s's series failed", later.report_id)
 
 
 def measured_with_noise(

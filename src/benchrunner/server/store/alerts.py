@@ -415,14 +415,18 @@ def alert_set_status(
 
 _REOPEN = (
     alert.update()
-    .where(alert.c.id == sa.bindparam("alert_id"), alert.c.status == "dismissed")
+    .where(
+        alert.c.id == sa.bindparam("alert_id"),
+        alert.c.status == "dismissed",
+        sa.or_(alert.c.verdict.is_(None), alert.c.verdict != "expected"),
+    )
     .values(status="active", modified=sa.bindparam("now"))
 )
 
 
 def alert_reopen(conn: Connection, alert_id: int, now: dt.datetime) -> bool:
     """Make a dismissed alert active again (a dismissed step that persisted); False when it is
-    no longer dismissed."""
+    no longer dismissed, or has been triaged ``expected`` (which never re-opens)."""
     return conn.execute(_REOPEN, {"alert_id": alert_id, "now": now}).rowcount == 1
 
 

@@ -109,6 +109,14 @@ def fdatasync_path(path: Path) -> None:
         os.close(fd)
 
 
+def _flush_wal(conn: Connection) -> None:
+    """A durable commit of the smallest transaction that writes the WAL (an empty logical
+    message, which any role may emit): PostgreSQL flushes the WAL up to its commit record, so
+    every commit before it is on disk when it returns. A transaction that wrote no WAL (a
+    transaction id alone) would commit without waiting for the disk."""
+    conn.exec_driver_sql("SELECT pg_logical_emit_message(true, 'benchrunner.flush', '')")
+
+
 PING_AFTER_IDLE = 1.0
 """Seconds a pooled PostgreSQL connection may sit unused before it is pinged on checkout."""
 
@@ -291,8 +299,15 @@ class Database:
         self._commits = 0
         """SQLite write transactions committed so far by this process."""
         self._synced = 0
-        """Of those, how many are known to be on disk."""
+        """Of those (on PostgreSQL, of ``grouped_commits``), how many are known to be on disk."""
         self._syncing: asyncio.Future[None] | None = None
+        self._acked_under_way = 0
+        """PostgreSQL: ``write_acked`` units and ``durable`` waits under way on the event loop."""
+        self.grouped_commits = 0
+        """PostgreSQL: ``write_acked`` and ``write_each_deferred`` units committed without
+        waiting for the disk."""
+        self.wal_flushes = 0
+        """PostgreSQL: flushes ``durable`` made for them (each covering every one before it)."""
         self.lookups = LookupCache(
             max_entries=lookups_entries, ttl=lookups_ttl, enabled=self.sqlite
         )
@@ -326,6 +341,12 @@ class Database:
         """Where ``write_lazy`` commits: PostgreSQL connections whose commits do not wait."""
         if not self.sqlite:
             self.lazy_engine.update_execution_options(**carry)
+        self._lazy_autocommit = (
+            self.lazy_engine
+            if self.sqlite
+            else self.lazy_engine.execution_options(isolation_level="AUTOCOMMIT")
+        )
+        """Where ``write_each_deferred`` runs: ``write_each``'s autocommit, commits not waiting."""
         self._claim_pool = (
             self.write_engine
             if self.sqlite
@@ -397,6 +418,47 @@ class Database:
             return await self.write(unit, *args, **kwargs)
         return await self._hop(self._writer, self._claim_held, unit, *args, **kwargs)
 
+    async def write_acked(self, unit: Unit[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
+        """A write that the caller acknowledges only after ``durable()`` (a runner's result,
+        which the runner deletes on the ``ack``). Alone, it commits durably, as ``write``
+        does. On PostgreSQL, while another one or a ``durable`` wait is under way, it commits
+        without waiting for the disk and ``durable`` waits for one flush of the WAL shared by
+        every such commit before it (group commit): a burst of results from many runners
+        costs a few flushes, and no writer thread waits on the disk meanwhile
+        (docs/explanation/results-safety.md)."""
+        if self.inline:
+            return await self.write(unit, *args, **kwargs)
+        grouped = self._acked_under_way > 0
+        self._acked_under_way += 1
+        try:
+            if not grouped:
+                return await self._hop(self._writer, self._write_held, unit, *args, **kwargs)
+            result = await self._hop(self._writer, self._write_lazy_held, unit, *args, **kwargs)
+            self.grouped_commits += 1
+            return result
+        finally:
+            self._acked_under_way -= 1
+
+    async def write_each_deferred(
+        self, unit: Unit[P, T], /, *args: P.args, **kwargs: P.kwargs
+    ) -> T:
+        """``write_each`` whose commits do not wait for the disk on PostgreSQL: the caller
+        makes them durable before it acknowledges them, by a durable commit that writes after
+        them (PostgreSQL flushes the WAL up to each such commit, so it covers every commit
+        before it; then ``covered``) or by ``durable``. A submission handed to a waiting
+        runner is made durable by the claim that follows it: one flush for both. SQLite:
+        ``write_each``."""
+        if self.inline:
+            return await self.write_each(unit, *args, **kwargs)
+        result = await self._hop(self._writer, self._deferred_held, unit, *args, **kwargs)
+        self.grouped_commits += 1
+        return result
+
+    def covered(self, deferred: int) -> None:
+        """The first ``deferred`` grouped commits are on disk: a durable commit that wrote the
+        WAL began after they committed."""
+        self._synced = max(self._synced, deferred)
+
     async def write_lazy(self, unit: Unit[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
         """A write that a crash may lose without harm, because it is made again (the live
         log's chunks, which the runner resends): on PostgreSQL it commits without waiting for
@@ -412,6 +474,12 @@ class Database:
             return self._run_inline(self.read_engine, unit, *args, **kwargs)
         return await self._hop(self._readers, self._read_held, unit, *args, **kwargs)
 
+    async def read_apart(self, unit: Unit[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
+        """``read`` on a reader thread whatever the engine, SQLite's too: for a long read unit
+        that would hold the event loop where SQLite's units run inline (a report's look-back,
+        its reads and change-point detector over thousands of series)."""
+        return await self._hop(self._readers, self._read_held, unit, *args, **kwargs)
+
     def _write_held(self, unit: Unit[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
         result = self._held.run(self.write_engine, unit, *args, **kwargs)
         self._commits += 1
@@ -419,6 +487,9 @@ class Database:
 
     def _write_lazy_held(self, unit: Unit[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
         return self._held.run(self.lazy_engine, unit, *args, **kwargs)
+
+    def _deferred_held(self, unit: Unit[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
+        return self._held.run(self._lazy_autocommit, unit, *args, **kwargs)
 
     def _claim_held(self, unit: Unit[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
         return self._held.run(self.claim_engine, unit, *args, **kwargs)
@@ -445,15 +516,18 @@ class Database:
 
     async def durable(self) -> None:
         """Return once every write this process committed before the call would survive a
-        power cut.
+        power cut (``write_lazy``'s excepted).
 
-        PostgreSQL commits with ``synchronous_commit=on``: each is durable when it returns.
-        SQLite runs with ``synchronous=NORMAL``, whose commits reach the WAL file but not the
-        disk; here the WAL is synced on a thread, and every caller that arrives while a sync
-        runs shares the next one (group commit), so a burst of acknowledgements costs one or
-        two syncs, not one each, and the event loop never waits on the disk.
+        PostgreSQL commits with ``synchronous_commit=on``, each durable when it returns, but
+        for ``write_acked``'s grouped commits: for those, one statement that commits durably
+        (``_flush_wal``) flushes the WAL up to itself, which covers every commit before it, and
+        every caller that arrives while one runs shares the next. SQLite runs with
+        ``synchronous=NORMAL``, whose commits reach the WAL file but not the disk; here the WAL
+        is synced on a thread, shared the same way. Either way a burst of acknowledgements
+        costs one or two flushes, not one each, and the event loop never waits on the disk.
         """
         if not self.sqlite:
+            await self._flush_grouped()
             return
         wanted = self._commits
         while self._synced < wanted:
@@ -464,6 +538,28 @@ class Database:
     @functools.cached_property
     def _wal_path(self) -> Path:
         return sqlite_wal_path(self.url)
+
+    async def _flush_grouped(self) -> None:
+        wanted = self.grouped_commits
+        if self._synced >= wanted:
+            return
+        self._acked_under_way += 1  # a result arriving meanwhile joins the flush to come
+        try:
+            while self._synced < wanted:
+                if self._syncing is None:
+                    self._syncing = asyncio.ensure_future(self._flush_wal())
+                await asyncio.shield(self._syncing)
+        finally:
+            self._acked_under_way -= 1
+
+    async def _flush_wal(self) -> None:
+        covered = self.grouped_commits
+        try:
+            await self._hop(self._writer, self._read_held, _flush_wal)
+            self.wal_flushes += 1
+            self._synced = max(self._synced, covered)
+        finally:
+            self._syncing = None
 
     async def _sync_wal(self) -> None:
         covered = self._commits

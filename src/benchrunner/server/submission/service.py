@@ -346,9 +346,24 @@ async def submit_run(
     )
 
     async def write_and_claim() -> _Submitted:
-        submitted = await (ctx.db.write_each if alone else ctx.db.write)(unit)
-        if claim_apart and hand_off is not None and submitted.now is not None:
-            await hand_offs.claim_apart(ctx.db, hand_off, submitted.now)
+        db = ctx.db
+        if not (claim_apart and alone):
+            submitted = await (db.write_each if alone else db.write)(unit)
+            if claim_apart and hand_off is not None and submitted.now is not None:
+                await hand_offs.claim_apart(db, hand_off, submitted.now)
+            return submitted
+        assert hand_off is not None
+        # The claim that follows commits durably after the submission, which flushes the WAL
+        # past both: one flush for the two, on the path of the job's pickup. A claim that
+        # wrote nothing (it found no job) leaves the submission to ``durable``.
+        submitted = await db.write_each_deferred(unit)
+        deferred = db.grouped_commits
+        if submitted.now is not None:
+            await hand_offs.claim_apart(db, hand_off, submitted.now)
+        if hand_off.claim is not None:
+            db.covered(deferred)
+        else:
+            await db.durable()
         return submitted
 
     write = asyncio.ensure_future(write_and_claim())

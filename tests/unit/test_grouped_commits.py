@@ -1,0 +1,133 @@
+"""Grouped commits on PostgreSQL. ``Database.write_acked``: alone, a durable commit as
+``write``'s; beside another, a commit that does not wait for the disk, made durable by one WAL
+flush that ``durable`` shares among every such commit before it. ``write_each_deferred``: a
+commit that does not wait, made durable by a durable commit after it (``covered``) or else by
+``durable``'s flush."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Iterator
+
+import pytest
+from sqlalchemy.engine import Connection
+
+from benchrunner.server.store.engine import Database
+from tests.databases import postgres_database
+
+
+@pytest.fixture
+def db() -> Iterator[Database]:
+    with postgres_database() as url:
+        database = Database(url)
+        database.write_sync(lambda conn: conn.exec_driver_sql("CREATE TABLE probe (n INTEGER)"))
+        yield database
+        database.close()
+
+
+def insert(conn: Connection, n: int) -> str:
+    """A row, and how this transaction commits."""
+    conn.exec_driver_sql("INSERT INTO probe VALUES (%(n)s)", {"n": n})
+    return str(conn.exec_driver_sql("SHOW synchronous_commit").scalar_one())
+
+
+def wal_lsn(conn: Connection, which: str) -> int:
+    """``pg_current_wal_insert_lsn`` or ``pg_current_wal_flush_lsn`` as a number."""
+    function = {"insert": "pg_current_wal_insert_lsn", "flush": "pg_current_wal_flush_lsn"}[which]
+    lsn = conn.exec_driver_sql(f"SELECT {function}() - '0/0'::pg_lsn").scalar_one()
+    return int(lsn)
+
+
+def rows(db: Database) -> int:
+    return int(
+        db.read_sync(lambda conn: conn.exec_driver_sql("SELECT count(*) FROM probe")).scalar_one()
+    )
+
+
+def test_a_result_alone_commits_durably_and_needs_no_flush(db: Database) -> None:
+    async def scenario() -> str:
+        how = await db.write_acked(insert, 1)
+        await db.durable()
+        return how
+
+    assert asyncio.run(scenario()) == "on"
+    assert (db.grouped_commits, db.wal_flushes) == (0, 0)
+    assert rows(db) == 1
+
+
+def test_results_beside_another_share_one_flush_that_covers_them(db: Database) -> None:
+    release = threading.Event()
+
+    def held(conn: Connection) -> str:
+        how = insert(conn, 0)
+        release.wait(timeout=60)
+        return how
+
+    async def scenario() -> tuple[str, list[str], int, int]:
+        first = asyncio.ensure_future(db.write_acked(held))
+        await asyncio.sleep(0)  # the first is under way: the next ones are grouped
+        beside = await asyncio.gather(*(db.write_acked(insert, n) for n in (1, 2, 3)))
+        inserted = await db.read(wal_lsn, "insert")
+        await asyncio.gather(*(db.durable() for _ in range(3)))
+        flushed = await db.read(wal_lsn, "flush")
+        release.set()
+        return await first, beside, inserted, flushed
+
+    first, beside, inserted, flushed = asyncio.run(scenario())
+    assert first == "on"
+    assert beside == ["off", "off", "off"]
+    assert db.grouped_commits == 3
+    assert db.wal_flushes == 1  # three waiters, one flush
+    assert flushed >= inserted  # every grouped commit is on disk when ``durable`` returns
+    assert rows(db) == 4
+
+
+def test_a_result_grouped_after_a_flush_began_gets_a_flush_of_its_own(db: Database) -> None:
+    release = threading.Event()
+
+    def held(conn: Connection) -> str:
+        release.wait(timeout=60)
+        return insert(conn, 0)
+
+    async def scenario() -> None:
+        first = asyncio.ensure_future(db.write_acked(held))
+        await asyncio.sleep(0)
+        await db.write_acked(insert, 1)
+        await db.durable()
+        await db.write_acked(insert, 2)
+        await db.durable()
+        release.set()
+        await first
+
+    asyncio.run(scenario())
+    assert (db.grouped_commits, db.wal_flushes) == (2, 2)
+    assert rows(db) == 3
+
+
+def test_a_deferred_write_covered_by_a_later_durable_write_needs_no_flush(db: Database) -> None:
+    async def scenario() -> tuple[str, str, int]:
+        how = await db.write_each(insert, 0)
+        deferred_how = await db.write_each_deferred(insert, 1)
+        deferred = db.grouped_commits
+        await db.write(insert, 2)  # durable, and it wrote the WAL after the deferred one
+        db.covered(deferred)
+        await db.durable()
+        return how, deferred_how, deferred
+
+    how, deferred_how, deferred = asyncio.run(scenario())
+    assert (how, deferred_how) == ("on", "off")
+    assert (deferred, db.wal_flushes) == (1, 0)
+    assert rows(db) == 3
+
+
+def test_a_deferred_write_left_uncovered_is_flushed_by_durable(db: Database) -> None:
+    async def scenario() -> tuple[int, int]:
+        await db.write_each_deferred(insert, 1)
+        inserted = await db.read(wal_lsn, "insert")
+        await db.durable()
+        return inserted, await db.read(wal_lsn, "flush")
+
+    inserted, flushed = asyncio.run(scenario())
+    assert db.wal_flushes == 1
+    assert flushed >= inserted
