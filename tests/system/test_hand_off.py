@@ -66,7 +66,7 @@ def test_a_handed_off_submission_is_made_durable_by_its_claim(
     )
     assert grouped == (0 if database_url.startswith("sqlite") else 1)
     assert after.value("benchrunner_db_wal_flushes") == before.value("benchrunner_db_wal_flushes")
-    assert deployment.job(job)["status"] == "claimed"
+    assert deployment.job(job).status == "claimed"
 
 
 def test_a_limited_tier_job_for_a_waiting_runner_is_handed_to_it(deployment: Deployment) -> None:
