@@ -102,7 +102,8 @@ def throughput(deployment: Deployment, mib: int) -> None:
     view = deployment.wait_status(job, "processed", "failed", timeout=120)
     runner.kill()
     ran = (
-        dt.datetime.fromisoformat(view["completed"]) - dt.datetime.fromisoformat(view["started"])
+        dt.datetime.fromisoformat(str(view.completed))
+        - dt.datetime.fromisoformat(str(view.started))
     ).total_seconds()
     print(
         f"throughput: {received / 1e6:.1f} MB to the follower in {last - first:.2f} s "

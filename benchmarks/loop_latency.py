@@ -204,7 +204,7 @@ def build(tmp: Path, url: str, count: int, runner_count: int) -> Backlog:
     finally:
         server.kill(signal.SIGTERM)
     submitted = time.perf_counter()
-    made = _complete_all(url, data / "blobs", str(backlog_runner["slug"]))
+    made = _complete_all(url, data / "blobs", str(backlog_runner.slug))
     print(f"  submitted, then completed in {time.perf_counter() - submitted:.0f} s", flush=True)
     assert made == count, (made, count)
     return Backlog(
@@ -212,7 +212,7 @@ def build(tmp: Path, url: str, count: int, runner_count: int) -> Backlog:
         data,
         templates,
         server.token,
-        [(str(r["slug"]), str(r["token"])) for r in held],
+        [(str(r.slug), str(r.token)) for r in held],
     )
 
 

@@ -106,7 +106,7 @@ def bench_pull_server(tmp: Path, runs: int, layout: Layout) -> None:
     database = f"sqlite:///{directory / 'benchrunner.db'}"
     with deploy(directory, database, heartbeat_timeout=600.0) as deployment:
         with deployment.admin() as client:
-            project = str(client.get_project(deployment.project)["uuid"])
+            project = str(client.get_project(deployment.project).uuid)
         host = deployment.server.url.removeprefix("http://")
         subprocess.run(
             ["skopeo", "copy", "--quiet", "--dest-tls-verify=false",

@@ -23,6 +23,7 @@ import httpx
 from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import ClientConnection, connect
 
+from benchrunner.api.jobs import Job
 from benchrunner.client import BenchrunnerClient
 from benchrunner.protocol import EXTENSIONS_HEADER, OUR_EXTENSIONS
 from benchrunner.server.admin.bootstrap import bootstrap_admin
@@ -678,7 +679,7 @@ class Deployment:
             created = client.create_runner(
                 f"{self.names}{name}", specs if specs is not None else [self.spec]
             )
-        return created["slug"], created["token"]
+        return created.slug, created.token
 
     def runner_process(
         self,
@@ -745,19 +746,19 @@ class Deployment:
             "COLUMNS": "400",  # a usage error's message on one line of its box
         }
 
-    def job(self, job_uuid: str, project: str | None = None) -> dict[str, Any]:
+    def job(self, job_uuid: str, project: str | None = None) -> Job:
         with self.admin() as client:
             return client.get_job(project or self.project, job_uuid)
 
     def status(self, job_uuid: str, project: str | None = None) -> str:
-        return str(self.job(job_uuid, project)["status"])
+        return str(self.job(job_uuid, project).status)
 
     def wait_status(
         self, job_uuid: str, *statuses: str, timeout: float = 30, project: str | None = None
-    ) -> dict[str, Any]:
-        def reached() -> dict[str, Any] | None:
+    ) -> Job:
+        def reached() -> Job | None:
             job = self.job(job_uuid, project)
-            return job if job["status"] in statuses else None
+            return job if job.status in statuses else None
 
         return wait_until(
             reached,

@@ -21,6 +21,7 @@ import uvicorn
 from fastapi import FastAPI
 from websockets.sync.client import connect
 
+from benchrunner.api.jobs import Job
 from benchrunner.client import BenchrunnerClient
 from benchrunner.protocol import EXTENSIONS_HEADER, OUR_EXTENSIONS
 from benchrunner.server.admin.bootstrap import bootstrap_admin
@@ -116,7 +117,7 @@ class InProcessServer:
     def channel(self, name: str) -> InProcessChannel:
         with self.admin() as client:
             created = client.create_runner(name, ["small"])
-        return InProcessChannel(f"ws://127.0.0.1:{self.port}", created["slug"], created["token"])
+        return InProcessChannel(f"ws://127.0.0.1:{self.port}", created.slug, created.token)
 
     def submit(self, template: str = "bench.hour", **job: Any) -> str:
         body: dict[str, Any] = {"project": "bench", "spec": "small", "template": template}
@@ -125,7 +126,7 @@ class InProcessServer:
         with self.admin() as client:
             return str(client.run(body)["job"])
 
-    def job(self, job_uuid: str) -> dict[str, Any]:
+    def job(self, job_uuid: str) -> Job:
         with self.admin() as client:
             return client.get_job("bench", job_uuid)
 

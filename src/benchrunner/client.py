@@ -18,6 +18,7 @@ import datetime as dt
 import json
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Generic, Literal, TypeVar
@@ -36,21 +37,46 @@ from benchrunner.api.alerts import (
     Verdict,
     VerdictFilter,
 )
-from benchrunner.api.base import Answer
+from benchrunner.api.base import Answer, refusal_message
+from benchrunner.api.bisections import BisectionCreate
+from benchrunner.api.calibrations import CalibrationCreate
+from benchrunner.api.dimensions import BaselineReset, BenchmarkUpdate
+from benchrunner.api.jobs import Job, JobLogPage
+from benchrunner.api.organizations import (
+    Member,
+    MemberPatch,
+    NewMember,
+    NewOrganization,
+    NewProject,
+    Organization,
+    Project,
+    Role,
+    Visibility,
+)
 from benchrunner.api.reports import ReportUpdate
 from benchrunner.api.run import RunBody
+from benchrunner.api.runners import (
+    CreatedRunner,
+    NewRunner,
+    Runner,
+    RunnerPatch,
+    RunnerToken,
+    SpecRef,
+)
+from benchrunner.api.specs import Architecture, Spec, SpecBody, SpecPatch
 from benchrunner.api.thresholds import (
     Threshold,
     ThresholdCreate,
     ThresholdModelBody,
     ThresholdUpdate,
 )
+from benchrunner.api.users import CreatedToken, NewToken, NewUser, Token, User
+from benchrunner.api.webhooks import WebhookCreate, WebhookFormat
+from benchrunner.core.tiers import Plan
+from benchrunner.core.tokens import RunnerKeyFormat
 
 JsonObject = dict[str, Any]
-Plan = Literal["enterprise", "team", "free"]
-Visibility = Literal["public", "private"]
-Role = Literal["leader", "member"]
-Architecture = Literal["x86_64", "aarch64"]
+PlanName = Literal["enterprise", "team", "free"]
 Dimension = Literal["branches", "testbeds", "benchmarks", "measures"]
 """The four kinds of a project's history that share one list endpoint's shape."""
 
@@ -87,7 +113,7 @@ class ApiError(Exception):
 class JobWaitTimeout(TimeoutError):
     """The job did not reach a final status before the deadline; ``job`` is its last known state."""
 
-    def __init__(self, message: str, job: JsonObject) -> None:
+    def __init__(self, message: str, job: Job) -> None:
         super().__init__(message)
         self.job = job
 
@@ -108,6 +134,16 @@ def request_json(body: BaseModel) -> JsonObject:
     """A request model as the JSON it sends: the fields given and not null (a model's
     defaults stay the server's to fill)."""
     return body.model_dump(mode="json", exclude_unset=True, exclude_none=True)
+
+
+@contextmanager
+def refused_as_bad_request() -> Iterator[None]:
+    """Around building a request model: fields it refuses are the ``ApiError`` 400 the server
+    would answer (its message too), raised before anything is sent."""
+    try:
+        yield
+    except ValidationError as exc:
+        raise ApiError(400, refusal_message(exc.errors()), error_code="bad_request") from None
 
 
 def _segment(ref: str) -> str:
@@ -292,24 +328,25 @@ class BenchrunnerClient:
 
     def create_user(
         self, name: str, email: str, *, password: str | None = None, admin: bool = False
-    ) -> JsonObject:
+    ) -> User:
         """A new user (server admins only); ``password`` lets them sign in to the console."""
-        body: JsonObject = {"name": name, "email": email, "admin": admin}
-        if password is not None:
-            body["password"] = password
-        return self._object("POST", "/v0/users", json=body)
+        with refused_as_bad_request():
+            body = NewUser(name=name, email=email, password=password, admin=admin)
+        return self._answer(User, "POST", "/v0/users", json=request_json(body))
 
-    def list_users(self, *, page: int = 1, per_page: int = DEFAULT_PER_PAGE) -> Page[JsonObject]:
-        return self._page("/v0/users", self._paging(page, per_page))
+    def list_users(self, *, page: int = 1, per_page: int = DEFAULT_PER_PAGE) -> Page[User]:
+        return self._answers(User, "/v0/users", self._paging(page, per_page))
 
-    def get_user(self, user: str) -> JsonObject:
-        return self._object("GET", f"/v0/users/{_segment(user)}")
+    def get_user(self, user: str) -> User:
+        return self._answer(User, "GET", f"/v0/users/{_segment(user)}")
 
-    def create_token(self, user: str, name: str, *, ttl: int | None = None) -> JsonObject:
+    def create_token(self, user: str, name: str, *, ttl: int | None = None) -> CreatedToken:
         """A new API token of ``user``; its ``token`` is shown this once. ``ttl``: seconds
         until it expires (None: never)."""
-        body = _present(name=name, ttl=ttl)
-        return self._object("POST", f"/v0/users/{_segment(user)}/tokens", json=body)
+        with refused_as_bad_request():
+            body = NewToken(name=name, ttl=ttl)
+        path = f"/v0/users/{_segment(user)}/tokens"
+        return self._answer(CreatedToken, "POST", path, json=request_json(body))
 
     def list_tokens(
         self,
@@ -318,9 +355,9 @@ class BenchrunnerClient:
         revoked: bool = False,
         page: int = 1,
         per_page: int = DEFAULT_PER_PAGE,
-    ) -> Page[JsonObject]:
+    ) -> Page[Token]:
         params = {**self._paging(page, per_page), "revoked": str(revoked).lower()}
-        return self._page(f"/v0/users/{_segment(user)}/tokens", params)
+        return self._answers(Token, f"/v0/users/{_segment(user)}/tokens", params)
 
     def revoke_token(self, user: str, token: str) -> None:
         """The token (its UUID) authenticates no one from now on."""
@@ -329,56 +366,57 @@ class BenchrunnerClient:
     # -- organizations and projects -------------------------------------------------------------
 
     def create_organization(
-        self, name: str, plan: Plan = "free", *, slug: str | None = None
-    ) -> JsonObject:
-        body: JsonObject = {"name": name, "plan": plan}
-        if slug is not None:
-            body["slug"] = slug
-        return self._object("POST", "/v0/organizations", json=body)
+        self, name: str, plan: PlanName = "free", *, slug: str | None = None
+    ) -> Organization:
+        with refused_as_bad_request():
+            body = NewOrganization(name=name, plan=Plan(plan), slug=slug)
+        return self._answer(Organization, "POST", "/v0/organizations", json=request_json(body))
 
     def list_organizations(
         self, *, page: int = 1, per_page: int = DEFAULT_PER_PAGE
-    ) -> Page[JsonObject]:
-        return self._page("/v0/organizations", self._paging(page, per_page))
+    ) -> Page[Organization]:
+        return self._answers(Organization, "/v0/organizations", self._paging(page, per_page))
 
-    def get_organization(self, org: str) -> JsonObject:
-        return self._object("GET", f"/v0/organizations/{_segment(org)}")
+    def get_organization(self, org: str) -> Organization:
+        return self._answer(Organization, "GET", f"/v0/organizations/{_segment(org)}")
 
     def create_project(
         self, org: str, name: str, visibility: Visibility = "public", *, slug: str | None = None
-    ) -> JsonObject:
-        body: JsonObject = {"name": name, "visibility": visibility}
-        if slug is not None:
-            body["slug"] = slug
-        return self._object("POST", f"/v0/organizations/{_segment(org)}/projects", json=body)
+    ) -> Project:
+        with refused_as_bad_request():
+            body = NewProject(name=name, visibility=visibility, slug=slug)
+        path = f"/v0/organizations/{_segment(org)}/projects"
+        return self._answer(Project, "POST", path, json=request_json(body))
 
     def list_projects(
         self, org: str, *, page: int = 1, per_page: int = DEFAULT_PER_PAGE
-    ) -> Page[JsonObject]:
-        return self._page(
-            f"/v0/organizations/{_segment(org)}/projects", self._paging(page, per_page)
+    ) -> Page[Project]:
+        return self._answers(
+            Project, f"/v0/organizations/{_segment(org)}/projects", self._paging(page, per_page)
         )
 
     def list_members(
         self, org: str, *, page: int = 1, per_page: int = DEFAULT_PER_PAGE
-    ) -> Page[JsonObject]:
+    ) -> Page[Member]:
         path = f"/v0/organizations/{_segment(org)}/members"
-        return self._page(path, self._paging(page, per_page))
+        return self._answers(Member, path, self._paging(page, per_page))
 
-    def add_member(self, org: str, email: str, role: Role = "member") -> JsonObject:
+    def add_member(self, org: str, email: str, role: Role = "member") -> Member:
         """Add the existing user with this email to the organization (its leaders only)."""
-        body = {"email": email, "role": role}
-        return self._object("POST", f"/v0/organizations/{_segment(org)}/members", json=body)
+        with refused_as_bad_request():
+            body = NewMember(email=email, role=role)
+        path = f"/v0/organizations/{_segment(org)}/members"
+        return self._answer(Member, "POST", path, json=request_json(body))
 
-    def update_member(self, org: str, user: str, role: Role) -> JsonObject:
+    def update_member(self, org: str, user: str, role: Role) -> Member:
         path = f"/v0/organizations/{_segment(org)}/members/{_segment(user)}"
-        return self._object("PATCH", path, json={"role": role})
+        return self._answer(Member, "PATCH", path, json=request_json(MemberPatch(role=role)))
 
     def remove_member(self, org: str, user: str) -> None:
         self._send("DELETE", f"/v0/organizations/{_segment(org)}/members/{_segment(user)}")
 
-    def get_project(self, project: str) -> JsonObject:
-        return self._object("GET", f"/v0/projects/{_segment(project)}")
+    def get_project(self, project: str) -> Project:
+        return self._answer(Project, "GET", f"/v0/projects/{_segment(project)}")
 
     # -- specs ----------------------------------------------------------------------------------
 
@@ -393,29 +431,29 @@ class BenchrunnerClient:
         network: bool = False,
         slug: str | None = None,
         noise: Mapping[str, Any] | None = None,
-    ) -> JsonObject:
+    ) -> Spec:
         """``noise``: ``noise_guard``, ``noise_cv_limit``, ``noise_drift_limit`` when given."""
-        body: JsonObject = {
-            **(noise or {}),
-            "name": name,
-            "architecture": architecture,
-            "cpu": cpu,
-            "memory": memory,
-            "disk": disk,
-            "network": network,
-        }
-        if slug is not None:
-            body["slug"] = slug
-        return self._object("POST", "/v0/specs", json=body)
+        with refused_as_bad_request():
+            body = SpecBody(
+                **(noise or {}),
+                name=name,
+                architecture=architecture,
+                cpu=cpu,
+                memory=memory,
+                disk=disk,
+                network=network,
+                slug=slug,
+            )
+        return self._answer(Spec, "POST", "/v0/specs", json=request_json(body))
 
     def list_specs(
         self, *, archived: bool = False, page: int = 1, per_page: int = DEFAULT_PER_PAGE
-    ) -> Page[JsonObject]:
+    ) -> Page[Spec]:
         params = {**self._paging(page, per_page), "archived": str(archived).lower()}
-        return self._page("/v0/specs", params)
+        return self._answers(Spec, "/v0/specs", params)
 
-    def get_spec(self, spec: str) -> JsonObject:
-        return self._object("GET", f"/v0/specs/{_segment(spec)}")
+    def get_spec(self, spec: str) -> Spec:
+        return self._answer(Spec, "GET", f"/v0/specs/{_segment(spec)}")
 
     def update_spec(
         self,
@@ -425,10 +463,12 @@ class BenchrunnerClient:
         slug: str | None = None,
         archived: bool | None = None,
         noise: Mapping[str, Any] | None = None,
-    ) -> JsonObject:
+    ) -> Spec:
         """``noise``: the noise guard's fields to set (a limit of None: the server's default)."""
-        body = {**_present(name=name, slug=slug, archived=archived), **(noise or {})}
-        return self._object("PATCH", f"/v0/specs/{_segment(spec)}", json=body)
+        with refused_as_bad_request():
+            body = SpecPatch(**_present(name=name, slug=slug, archived=archived), **(noise or {}))
+        sent = body.model_dump(mode="json", exclude_unset=True)  # a null limit: the default
+        return self._answer(Spec, "PATCH", f"/v0/specs/{_segment(spec)}", json=sent)
 
     def delete_spec(self, spec: str) -> None:
         self._send("DELETE", f"/v0/specs/{_segment(spec)}")
@@ -451,21 +491,24 @@ class BenchrunnerClient:
         *,
         slug: str | None = None,
         public_key: str | None = None,
-        key_format: str | None = None,
+        key_format: RunnerKeyFormat | None = None,
         organization: str | None = None,
-    ) -> JsonObject:
+    ) -> CreatedRunner:
         """The new runner plus its ``token``, which the server shows this once. With
         ``public_key`` (Ed25519, base64url), the runner must sign its results; ``key_format``
         ``"bencher"`` issues the token in the form Bencher's runner binary requires; with
         ``organization``, it claims only that organization's jobs."""
-        body: JsonObject = {"name": name, "specs": list(specs or [])}
-        if slug is not None:
-            body["slug"] = slug
-        if public_key is not None:
-            body["public_key"] = public_key
-        if key_format is not None:
-            body["key_format"] = key_format
-        return self._object("POST", self._runners(organization), json=body)
+        with refused_as_bad_request():
+            body = NewRunner(
+                name=name,
+                specs=list(specs or []),
+                slug=slug,
+                public_key=public_key,
+                **_present(key_format=key_format),
+            )
+        return self._answer(
+            CreatedRunner, "POST", self._runners(organization), json=request_json(body)
+        )
 
     def list_runners(
         self,
@@ -474,12 +517,12 @@ class BenchrunnerClient:
         page: int = 1,
         per_page: int = DEFAULT_PER_PAGE,
         organization: str | None = None,
-    ) -> Page[JsonObject]:
+    ) -> Page[Runner]:
         params = {**self._paging(page, per_page), "archived": str(archived).lower()}
-        return self._page(self._runners(organization), params)
+        return self._answers(Runner, self._runners(organization), params)
 
-    def get_runner(self, runner: str, *, organization: str | None = None) -> JsonObject:
-        return self._object("GET", f"{self._runners(organization)}/{_segment(runner)}")
+    def get_runner(self, runner: str, *, organization: str | None = None) -> Runner:
+        return self._answer(Runner, "GET", f"{self._runners(organization)}/{_segment(runner)}")
 
     def update_runner(
         self,
@@ -490,34 +533,40 @@ class BenchrunnerClient:
         archived: bool | None = None,
         paused: bool | None = None,
         organization: str | None = None,
-    ) -> JsonObject:
+    ) -> Runner:
         """Change only the fields given; archiving or rotating closes the runner's channel."""
-        body = _present(name=name, slug=slug, archived=archived, paused=paused)
+        with refused_as_bad_request():
+            body = RunnerPatch(name=name, slug=slug, archived=archived, paused=paused)
         path = f"{self._runners(organization)}/{_segment(runner)}"
-        return self._object("PATCH", path, json=body)
+        return self._answer(Runner, "PATCH", path, json=request_json(body))
 
-    def set_runner_public_key(self, runner: str, public_key: str | None) -> JsonObject:
+    def set_runner_public_key(self, runner: str, public_key: str | None) -> Runner:
         """Register the runner's Ed25519 public key (base64url), or remove it with None."""
-        body = {"public_key": public_key}
-        return self._object("PATCH", f"/v0/runners/{_segment(runner)}", json=body)
+        with refused_as_bad_request():
+            body = RunnerPatch(public_key=public_key)
+        sent = body.model_dump(mode="json", exclude_unset=True)  # null: no key from now on
+        return self._answer(Runner, "PATCH", f"/v0/runners/{_segment(runner)}", json=sent)
 
     def rotate_runner_token(
         self, runner: str, *, bencher_format: bool = False, organization: str | None = None
-    ) -> JsonObject:
+    ) -> RunnerToken:
         """``{uuid, token}``: the old token stops working at once (409 for an archived runner).
         ``bencher_format``: the new token in Bencher's form, through Bencher's endpoint (whose
         answer names it ``key``; it is returned as ``token`` here too)."""
         path = f"{self._runners(organization)}/{_segment(runner)}"
         if not bencher_format:
-            return self._object("POST", f"{path}/token")
+            return self._answer(RunnerToken, "POST", f"{path}/token")
         rotated = self._object("POST", f"{path}/key")
-        return {**rotated, "token": rotated["key"]}
+        return _parsed(RunnerToken, {**rotated, "token": rotated.get("key")}, f"POST {path}/key")
 
-    def list_runner_specs(self, runner: str) -> list[JsonObject]:
-        return self._page(f"/v0/runners/{_segment(runner)}/specs", {})
+    def list_runner_specs(self, runner: str) -> Page[Spec]:
+        return self._answers(Spec, f"/v0/runners/{_segment(runner)}/specs", {})
 
-    def add_runner_spec(self, runner: str, spec: str) -> JsonObject:
-        return self._object("POST", f"/v0/runners/{_segment(runner)}/specs", json={"spec": spec})
+    def add_runner_spec(self, runner: str, spec: str) -> Spec:
+        with refused_as_bad_request():
+            body = SpecRef(spec=spec)
+        path = f"/v0/runners/{_segment(runner)}/specs"
+        return self._answer(Spec, "POST", path, json=request_json(body))
 
     def remove_runner_spec(self, runner: str, spec: str) -> None:
         self._send("DELETE", f"/v0/runners/{_segment(runner)}/specs/{_segment(spec)}")
@@ -588,7 +637,7 @@ class BenchrunnerClient:
     def update_benchmark(self, project: str, benchmark: str, *, ignored: bool) -> JsonObject:
         """Ignore a benchmark (its metrics are stored but never judged), or stop ignoring it."""
         path = f"/v0/projects/{_segment(project)}/benchmarks/{_segment(benchmark)}"
-        return self._object("PATCH", path, json={"ignored": ignored})
+        return self._object("PATCH", path, json=request_json(BenchmarkUpdate(ignored=ignored)))
 
     def list_thresholds(
         self,
@@ -723,10 +772,14 @@ class BenchrunnerClient:
         path = f"/v0/projects/{_segment(project)}/alerts/precision"
         return self._answer(AlertPrecision, "GET", path)
 
-    def create_calibration(self, project: str, body: Mapping[str, Any]) -> JsonObject:
-        """Start a calibration: ``body`` as ``POST /v0/projects/{project}/calibrations``."""
+    def create_calibration(
+        self, project: str, body: CalibrationCreate | Mapping[str, Any]
+    ) -> JsonObject:
+        """Start a calibration: ``body`` as ``POST /v0/projects/{project}/calibrations``; a
+        mapping is sent as it is, for bodies the server is to judge."""
         path = f"/v0/projects/{_segment(project)}/calibrations"
-        return self._object("POST", path, json=dict(body))
+        sent = request_json(body) if isinstance(body, CalibrationCreate) else dict(body)
+        return self._object("POST", path, json=sent)
 
     def get_calibration(self, project: str, calibration: str) -> JsonObject:
         path = f"/v0/projects/{_segment(project)}/calibrations/{_segment(calibration)}"
@@ -747,15 +800,15 @@ class BenchrunnerClient:
         *,
         events: Sequence[str] | None = None,
         secret: str | None = None,
-        webhook_format: str = "json",
+        webhook_format: WebhookFormat = "json",
     ) -> JsonObject:
-        """Register a webhook; the answer's ``secret`` is shown this once."""
-        body: dict[str, Any] = {"url": url, "format": webhook_format}
-        if events:
-            body["events"] = list(events)
-        if secret is not None:
-            body["secret"] = secret
-        return self._object("POST", f"/v0/projects/{_segment(project)}/webhooks", json=body)
+        """Register a webhook; the answer's ``secret`` is shown this once (no ``events``: the
+        server's default ones; any other name is a 400)."""
+        with refused_as_bad_request():
+            chosen = _present(events=list(events or []) or None)
+            body = WebhookCreate(url=url, format=webhook_format, secret=secret, **chosen)
+        path = f"/v0/projects/{_segment(project)}/webhooks"
+        return self._object("POST", path, json=request_json(body))
 
     def list_webhooks(self, project: str) -> Page[JsonObject]:
         return self._page(f"/v0/projects/{_segment(project)}/webhooks", {})
@@ -774,9 +827,13 @@ class BenchrunnerClient:
         path = f"/v0/projects/{_segment(project)}/webhooks/{_segment(webhook)}/deliveries"
         return self._page(path, self._paging(page, per_page))
 
-    def create_bisection(self, project: str, body: Mapping[str, Any]) -> JsonObject:
-        """Start a bisection (``POST /v0/projects/{project}/bisections``)."""
-        return self._object("POST", f"/v0/projects/{_segment(project)}/bisections", json=dict(body))
+    def create_bisection(
+        self, project: str, body: BisectionCreate | Mapping[str, Any]
+    ) -> JsonObject:
+        """Start a bisection (``POST /v0/projects/{project}/bisections``); a mapping is sent as
+        it is, for bodies the server is to judge."""
+        sent = request_json(body) if isinstance(body, BisectionCreate) else dict(body)
+        return self._object("POST", f"/v0/projects/{_segment(project)}/bisections", json=sent)
 
     def get_bisection(self, project: str, bisection: str) -> JsonObject:
         path = f"/v0/projects/{_segment(project)}/bisections/{_segment(bisection)}"
@@ -806,8 +863,10 @@ class BenchrunnerClient:
         """Mark a change as intended: from ``report`` on, the branch/testbed's series (of
         ``measure``, or of every measure) are judged against a new baseline. The answer's
         ``dismissed`` counts the active alerts it dismissed."""
-        body = _present(branch=branch, testbed=testbed, report=report, measure=measure)
-        return self._object("POST", f"/v0/projects/{_segment(project)}/baselines", json=body)
+        with refused_as_bad_request():
+            body = BaselineReset(branch=branch, testbed=testbed, report=report, measure=measure)
+        path = f"/v0/projects/{_segment(project)}/baselines"
+        return self._object("POST", path, json=request_json(body))
 
     def list_jobs(
         self,
@@ -823,7 +882,7 @@ class BenchrunnerClient:
         page: int = 1,
         per_page: int = DEFAULT_PER_PAGE,
         direction: Literal["asc", "desc"] = "desc",
-    ) -> Page[JsonObject]:
+    ) -> Page[Job]:
         """A page of the project's jobs. ``status`` is one status or several separated by
         commas; ``spec`` and ``runner`` are slugs or UUIDs, ``branch`` also a name; the times
         are ISO 8601 (UTC unless they name a zone), ``created_after`` inclusive and
@@ -842,26 +901,26 @@ class BenchrunnerClient:
             "sort": sort,
             "direction": direction,
         }
-        return self._page(f"/v0/projects/{_segment(project)}/jobs", params)
+        return self._answers(Job, f"/v0/projects/{_segment(project)}/jobs", params)
 
-    def get_job(self, project: str, job: str) -> JsonObject:
+    def get_job(self, project: str, job: str) -> Job:
         """The job with its ``events`` and, once finished, its ``output``."""
-        return self._object("GET", f"/v0/projects/{_segment(project)}/jobs/{_segment(job)}")
+        return self._answer(Job, "GET", f"/v0/projects/{_segment(project)}/jobs/{_segment(job)}")
 
-    def cancel_job(self, project: str, job: str) -> JsonObject:
+    def cancel_job(self, project: str, job: str) -> Job:
         """The canceled job; ``ApiError`` 409 when it already finished."""
         path = f"/v0/projects/{_segment(project)}/jobs/{_segment(job)}/cancel"
-        return self._object("POST", path)
+        return self._answer(Job, "POST", path)
 
     def job_logs(
         self, project: str, job: str, *, offset: int = 0, limit: int | None = None
-    ) -> JsonObject:
+    ) -> JobLogPage:
         """A page of the job's live log: ``content``, ``next_offset``, ``is_complete``."""
         path = f"/v0/projects/{_segment(project)}/jobs/{_segment(job)}/logs"
         params: dict[str, str | int] = {"offset": offset}
         if limit is not None:
             params["limit"] = limit
-        return self._object("GET", path, params=params)
+        return self._answer(JobLogPage, "GET", path, params=params)
 
     def follow_job_logs(self, project: str, job: str, *, offset: int = 0) -> Iterator[JsonObject]:
         """The job's log as it grows: ``{"event": "log", "offset", "next_offset", "content"}``
@@ -895,10 +954,10 @@ class BenchrunnerClient:
         project: str,
         job: str,
         timeout: float,
-        on_status: Callable[[JsonObject], None] | None = None,
+        on_status: Callable[[Job], None] | None = None,
         *,
         poll_interval: float = 0.2,
-    ) -> JsonObject:
+    ) -> Job:
         """Poll the job until it is processed, failed or canceled and return its last read.
 
         ``on_status`` is called with the job on the first read and on every status change.
@@ -909,7 +968,7 @@ class BenchrunnerClient:
         last_status: str | None = None
         while True:
             current = self.get_job(project, job)
-            status = str(current.get("status"))
+            status = current.status
             if status != last_status:
                 last_status = status
                 if on_status is not None:

@@ -146,7 +146,7 @@ def test_forms_without_their_csrf_token_are_refused(page: Page, console: Deploym
     stale = page.request.post("/console/runners", form={"name": "forged", "csrf_token": "0" * 64})
     assert stale.status == 403
     with console.admin() as client:
-        assert [r for r in client.list_runners(per_page=255) if r["name"] == "forged"] == []
+        assert [r for r in client.list_runners(per_page=255) if r.name == "forged"] == []
     assert page.request.post("/console/logout").status == 403
     page.goto("/console")
     expect(page.get_by_role("banner")).to_contain_text("admin@test.dev")

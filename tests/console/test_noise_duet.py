@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 from playwright.sync_api import Browser, Locator, Page, expect
 
+from benchrunner.api.jobs import Job
 from tests.browser import log_in_with_token, save_screenshot
 from tests.harness import Deployment
 
@@ -31,9 +32,9 @@ TIMEOUT = 90
 
 @dataclass(frozen=True)
 class Runs:
-    noisy_job: dict[str, Any]
+    noisy_job: Job
     noisy: dict[str, Any]
-    duet_job: dict[str, Any]
+    duet_job: Job
     duet: dict[str, Any]
     history: list[dict[str, Any]]
 
@@ -117,8 +118,8 @@ def runs(console: Deployment) -> Iterator[Runs]:
             str(duet_uuid), "processed", timeout=TIMEOUT, project=PROJECT
         )
         with console.admin() as client:
-            noisy = client.get_report(PROJECT, noisy_job["report"])
-            duet = client.get_report(PROJECT, duet_job["report"])
+            noisy = client.get_report(PROJECT, noisy_job.report)
+            duet = client.get_report(PROJECT, duet_job.report)
     finally:
         runner.kill()
     assert noisy["noise"]["verdict"] == "noisy", noisy["noise"]
@@ -202,7 +203,7 @@ def test_the_reports_list_and_the_job_page_mark_the_noisy_report(page: Page, run
     expect(duet_row).to_contain_text("duet 1 ratio(s)")
     save_screenshot(page, "reports-noise-duet")
 
-    page.goto(f"/console/projects/{PROJECT}/jobs/{runs.noisy_job['uuid']}")
+    page.goto(f"/console/projects/{PROJECT}/jobs/{runs.noisy_job.uuid}")
     expect(page.locator("#job-summary")).to_contain_text("processed noisy")
     expect(page.locator("section#noise")).to_have_attribute("data-verdict", "noisy")
     expect(page.locator("#noise-reason")).to_contain_text("alert_when_noisy")

@@ -50,7 +50,7 @@ def test_admin_creates_a_runner_and_sees_its_key_once(
     finally:
         channel.close()
     with console.admin() as client:
-        assert [s["slug"] for s in client.get_runner("bench-box")["specs"]] == ["small"]
+        assert [s.slug for s in client.get_runner("bench-box").specs] == ["small"]
 
 
 def test_the_table_follows_runners_while_the_page_is_open(
@@ -80,13 +80,13 @@ def test_pause_unpause_and_archive_with_the_keyboard(admin_page: Page, console: 
     page.keyboard.press("Enter")
     expect(row.locator("td.state")).to_have_text("paused")
     with console.admin() as client:
-        assert client.get_runner(slug)["paused"] is True
+        assert client.get_runner(slug).paused is True
 
     row.get_by_role("button", name="Unpause keyboard-box").focus()
     page.keyboard.press("Enter")
     expect(row.locator("td.state")).to_have_text("offline")
     with console.admin() as client:
-        assert client.get_runner(slug)["paused"] is False
+        assert client.get_runner(slug).paused is False
 
     channel = RawChannel(console.server, slug, key)  # archiving closes it, as the API's does
     try:
@@ -99,7 +99,7 @@ def test_pause_unpause_and_archive_with_the_keyboard(admin_page: Page, console: 
     finally:
         channel.close()
     with console.admin() as client:
-        assert client.get_runner(slug)["archived"] is not None
+        assert client.get_runner(slug).archived is not None
 
 
 def test_rotating_a_key_shows_the_new_one_once_and_retires_the_old(
@@ -168,7 +168,7 @@ def test_a_runners_page_and_its_specs_page_show_its_jobs_and_keep_its_actions(
         page.get_by_role("button", name="Unpause page-box").click()
         expect(page.locator("#runner-state")).to_have_text("busy")
         with console.admin() as client:
-            assert client.get_runner(slug)["paused"] is False
+            assert client.get_runner(slug).paused is False
         page.get_by_role("button", name="Archive page-box").click()
         page.wait_for_url(f"**/console/runners/{slug}")
         expect(page.locator("#runner-state")).to_have_text("archived")
@@ -227,7 +227,7 @@ def test_pages_read_and_forms_work_without_javascript(
     page.get_by_label("Name").press("Enter")
     expect(page.get_by_role("heading", level=1)).to_have_text("Runner no-script-box created")
     with console.admin() as client:
-        assert client.get_runner("no-script-box")["name"] == "no-script-box"
+        assert client.get_runner("no-script-box").name == "no-script-box"
 
 
 def test_a_name_over_the_limit_is_refused_beside_the_field(admin_page: Page) -> None:

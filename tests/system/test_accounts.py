@@ -44,41 +44,43 @@ def test_a_user_creates_lists_and_revokes_their_own_tokens(deployment: Deploymen
     with deployment.admin() as admin:
         ada = admin.create_user("Ada", "ada@test.dev")
         # A server admin may issue a user's first token; the user takes it from there.
-        first = admin.create_token(ada["slug"], "from the admin")
-        users = {u["email"]: u for u in admin.list_users(per_page=10)}
+        first = admin.create_token(ada.slug, "from the admin")
+        users = {u.email: u for u in admin.list_users(per_page=10)}
         assert set(users) == {"admin@test.dev", "ada@test.dev"}
-        admin_slug = users["admin@test.dev"]["slug"]
-        assert admin.get_user(admin_slug)["admin"] is True
-    assert first["user"] == ada["uuid"] and first["token"].startswith("benchrunner_api_")
+        admin_slug = users["admin@test.dev"].slug
+        assert admin.get_user(admin_slug).admin is True
+    assert first.user == ada.uuid and first.token.startswith("benchrunner_api_")
 
-    with BenchrunnerClient(deployment.server.url, first["token"]) as as_ada:
-        assert as_ada.get_user(ada["slug"])["email"] == "ada@test.dev"
-        ci = as_ada.create_token(ada["uuid"], "ci", ttl=3600)
-        assert ci["expiration"] is not None and ci["revoked"] is None
-        listed = as_ada.list_tokens(ada["slug"])
-        assert [t["name"] for t in listed] == ["ci", "from the admin"]
-        assert all("token" not in t for t in listed)  # shown once, at creation only
+    with BenchrunnerClient(deployment.server.url, first.token) as as_ada:
+        assert as_ada.get_user(ada.slug).email == "ada@test.dev"
+        ci = as_ada.create_token(ada.uuid, "ci", ttl=3600)
+        assert ci.expiration is not None and ci.revoked is None
+        listed = as_ada.list_tokens(ada.slug)
+        assert [t.name for t in listed] == ["ci", "from the admin"]
+        assert all(
+            "token" not in (t.model_extra or {}) for t in listed
+        )  # shown once, at creation only
         # Another user's account is not found; server-wide lists are for admins.
         assert _status(lambda: as_ada.list_tokens(admin_slug)) == 404
         assert _status(lambda: as_ada.get_user(admin_slug)) == 404
         assert _status(lambda: as_ada.create_token(admin_slug, "mine now")) == 404
         assert _status(lambda: as_ada.list_users()) == 403
 
-    with BenchrunnerClient(deployment.server.url, ci["token"]) as with_ci:
-        with_ci.revoke_token(ada["slug"], ci["uuid"])
-        assert _status(lambda: with_ci.get_user(ada["slug"])) == 401  # it revoked itself
-    with BenchrunnerClient(deployment.server.url, first["token"]) as as_ada:
-        as_ada.revoke_token(ada["slug"], ci["uuid"])  # again: no error, nothing changes
-        assert [t["name"] for t in as_ada.list_tokens(ada["slug"])] == ["from the admin"]
-        [revoked] = as_ada.list_tokens(ada["slug"], revoked=True)
-        assert revoked["uuid"] == ci["uuid"] and revoked["revoked"] is not None
+    with BenchrunnerClient(deployment.server.url, ci.token) as with_ci:
+        with_ci.revoke_token(ada.slug, ci.uuid)
+        assert _status(lambda: with_ci.get_user(ada.slug)) == 401  # it revoked itself
+    with BenchrunnerClient(deployment.server.url, first.token) as as_ada:
+        as_ada.revoke_token(ada.slug, ci.uuid)  # again: no error, nothing changes
+        assert [t.name for t in as_ada.list_tokens(ada.slug)] == ["from the admin"]
+        [revoked] = as_ada.list_tokens(ada.slug, revoked=True)
+        assert revoked.uuid == ci.uuid and revoked.revoked is not None
         unknown = "00000000-0000-4000-8000-000000000000"
-        assert _status(lambda: as_ada.revoke_token(ada["slug"], unknown)) == 404
+        assert _status(lambda: as_ada.revoke_token(ada.slug, unknown)) == 404
 
     stored = {row.name: row.token_hash for row in _stored_tokens(deployment)}
     for created in (first, ci):
-        assert stored[created["name"]] == hashlib.sha256(created["token"].encode()).hexdigest()
-    assert not {first["token"], ci["token"]} & set(stored.values())
+        assert stored[created.name] == hashlib.sha256(created.token.encode()).hexdigest()
+    assert not {first.token, ci.token} & set(stored.values())
 
 
 @pytest.mark.engine_independent
@@ -120,20 +122,20 @@ def test_leaders_add_change_and_remove_members(tenant: Deployment) -> None:
     secret = f"{own}-secret"
     with tenant.admin() as admin:
         admin.create_project(org, secret, "private", slug=secret)
-        assert admin.add_member(org, lead_email, "leader")["role"] == "leader"
+        assert admin.add_member(org, lead_email, "leader").role == "leader"
         assert _status(lambda: admin.add_member(org, lead_email)) == 409
         assert _status(lambda: admin.add_member(org, f"nobody-{own}@test.dev")) == 404
     with BenchrunnerClient(tenant.server.url, lead) as leader:
         added = leader.add_member(org, bob_email)
-        assert (added["email"], added["role"]) == (bob_email, "member")
-        members = {m["email"]: m["role"] for m in leader.list_members(org, per_page=10)}
+        assert (added.email, added.role) == (bob_email, "member")
+        members = {m.email: m.role for m in leader.list_members(org, per_page=10)}
         assert members == {
             "admin@test.dev": "leader",
             lead_email: "leader",
             bob_email: "member",
         }
     with BenchrunnerClient(tenant.server.url, bob) as member:
-        assert member.get_project(secret)["slug"] == secret
+        assert member.get_project(secret).slug == secret
         assert len(member.list_members(org, per_page=10)) == 3  # members may look
         assert _status(lambda: member.add_member(org, stranger_email)) == 403
         assert _status(lambda: member.update_member(org, bob_slug, "leader")) == 403
@@ -141,8 +143,8 @@ def test_leaders_add_change_and_remove_members(tenant: Deployment) -> None:
         assert _status(lambda: outsider.list_members(org)) == 404
         assert _status(lambda: outsider.add_member(org, stranger_email)) == 404
     with BenchrunnerClient(tenant.server.url, lead) as leader:
-        assert leader.update_member(org, bob_slug, "leader")["role"] == "leader"
-        assert leader.update_member(org, bob_slug, "member")["role"] == "member"
+        assert leader.update_member(org, bob_slug, "leader").role == "leader"
+        assert leader.update_member(org, bob_slug, "member").role == "member"
         leader.remove_member(org, bob_slug)
         assert _status(lambda: leader.remove_member(org, bob_slug)) == 404
     with BenchrunnerClient(tenant.server.url, bob) as former:
@@ -155,7 +157,7 @@ def test_an_organization_keeps_its_last_leader(tenant: Deployment) -> None:
     solo = make_user(tenant.server, f"{solo_slug}@test.dev")
     make_user(tenant.server, f"{helper_slug}@test.dev")
     with BenchrunnerClient(tenant.server.url, solo) as founder:
-        org = founder.create_organization(f"Solo {own}")["slug"]
+        org = founder.create_organization(f"Solo {own}").slug
         assert org == f"solo-{own}"
         for refused in (
             lambda: founder.update_member(org, solo_slug, "member"),
@@ -166,11 +168,11 @@ def test_an_organization_keeps_its_last_leader(tenant: Deployment) -> None:
             assert last.value.status == 409
             assert "last leader" in last.value.message
         founder.add_member(org, f"{helper_slug}@test.dev", "leader")
-        assert founder.update_member(org, solo_slug, "member")["role"] == "member"
+        assert founder.update_member(org, solo_slug, "member").role == "member"
     with tenant.admin() as admin:
         assert _status(lambda: admin.remove_member(org, helper_slug)) == 409
         admin.remove_member(org, solo_slug)
-        assert [m["email"] for m in admin.list_members(org)] == [f"{helper_slug}@test.dev"]
+        assert [m.email for m in admin.list_members(org)] == [f"{helper_slug}@test.dev"]
 
 
 @pytest.mark.engine_independent

@@ -18,14 +18,14 @@ def test_resources_by_uuid_or_slug(tenant: Deployment) -> None:
     own = tenant.project
     with tenant.admin() as client:
         spec = client.get_spec(tenant.spec)
-        assert client.get_spec(spec["uuid"])["slug"] == tenant.spec
+        assert client.get_spec(spec.uuid).slug == tenant.spec
         runner = client.create_runner(f"{own} Bench 01", [tenant.spec])
-        assert runner["slug"] == f"{own}-bench-01"
-        assert client.get_runner(runner["uuid"])["specs"][0]["uuid"] == spec["uuid"]
+        assert runner.slug == f"{own}-bench-01"
+        assert client.get_runner(runner.uuid).specs[0].uuid == spec.uuid
         project = client.get_project(own)
-        assert client.get_project(project["uuid"])["slug"] == own
+        assert client.get_project(project.uuid).slug == own
         taken = client.create_runner(f"{own} Bench 01")
-        assert taken["slug"].startswith(f"{own}-bench-01-") and taken["slug"] != f"{own}-bench-01"
+        assert taken.slug.startswith(f"{own}-bench-01-") and taken.slug != f"{own}-bench-01"
 
 
 def test_patch_runner_pause_rename_and_bad_slug(tenant: Deployment) -> None:
@@ -33,7 +33,7 @@ def test_patch_runner_pause_rename_and_bad_slug(tenant: Deployment) -> None:
     with tenant.admin() as client:
         client.create_runner(r1, [tenant.spec])
         updated = client.update_runner(r1, name="Runner One", paused=True)
-        assert (updated["name"], updated["paused"]) == ("Runner One", True)
+        assert (updated.name, updated.paused) == ("Runner One", True)
         with pytest.raises(ApiError) as bad:
             client.update_runner(r1, slug="Not A Slug")
         assert bad.value.status == 400 and "'not-a-slug'" in bad.value.message
@@ -77,7 +77,7 @@ def test_private_projects_are_invisible_to_outsiders(tenant: Deployment) -> None
     assert anonymous.status_code == 404
     assert "not found" in anonymous.json()["message"]
     with tenant.server.client(admin2_token) as admin2:
-        assert admin2.get_project(secret)["visibility"] == "private"  # admins see everything
+        assert admin2.get_project(secret).visibility == "private"  # admins see everything
     # A signed-in user outside the organization cannot tell it from a missing one either.
     outsider_token = make_user(tenant.server, f"outsider-{own}@test.dev")
     with tenant.server.client(outsider_token) as outsider:

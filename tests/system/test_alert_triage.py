@@ -161,7 +161,7 @@ def test_only_writers_triage(alerts: Alerts, shared: Deployment) -> None:
     email = f"reader-{alerts.slug}@example.com"
     with shared.admin() as client:
         reader_user = client.create_user(f"reader-{alerts.slug}", email)
-        token = client.create_token(str(reader_user["uuid"]), "triage")["token"]
+        token = client.create_token(str(reader_user.uuid), "triage").token
     reader = httpx.Client(
         base_url=shared.server.url, headers={"Authorization": f"Bearer {token}"}, timeout=30
     )

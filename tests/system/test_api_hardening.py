@@ -67,7 +67,7 @@ def test_run_refuses_file_paths_outside_the_jobs_directory(
 def test_run_accepts_file_paths_inside_the_jobs_directory(tenant: Deployment) -> None:
     paths = ["results.json", "out/metrics.json", "./out/x..y", "a/./b"]
     job_uuid = tenant.submit("bench.noop", file_paths=paths)
-    assert tenant.job(job_uuid)["config"]["file_paths"] == paths
+    assert tenant.job(job_uuid).config["file_paths"] == paths
 
 
 def post_run(deployment: Deployment, body: dict[str, Any], token: str | None) -> httpx.Response:
@@ -304,7 +304,7 @@ def test_a_private_projects_jobs_reports_and_outputs_are_404_to_outsiders(
     _complete_with_output(tenant, job)
     with tenant.admin() as client:
         wait_until(
-            lambda: client.get_job(secret_slug, job)["status"] == "processed",
+            lambda: client.get_job(secret_slug, job).status == "processed",
             message="the private job processed",
         )
 
@@ -319,7 +319,7 @@ def test_a_private_projects_jobs_reports_and_outputs_are_404_to_outsiders(
     for token in (outsider, None):
         headers = {"Authorization": f"Bearer {token}"} if token else {}
         with httpx.Client(base_url=base, headers=headers) as caller:
-            for ref in (secret_slug, secret["uuid"]):
+            for ref in (secret_slug, secret.uuid):
                 hidden = _reads(ref, job, report)
                 absent = _reads("no-such-project", missing, missing)
                 for (method, path), (_, path_absent) in zip(hidden, absent, strict=True):
@@ -336,7 +336,7 @@ def test_a_private_projects_jobs_reports_and_outputs_are_404_to_outsiders(
             for path in (f"/v0/projects/{own}/jobs/{job}", f"/v0/projects/{own}/reports/{report}"):
                 assert caller.get(path).status_code == 404
     with tenant.admin() as client:
-        assert client.get_job(secret_slug, job)["status"] == "processed"  # the cancels did nothing
+        assert client.get_job(secret_slug, job).status == "processed"  # the cancels did nothing
 
 
 def _without_refs(body: dict[str, Any], *refs: str) -> tuple[str, str | None]:
@@ -371,7 +371,7 @@ def test_an_anonymous_run_cannot_tell_a_private_slug_from_a_free_one(
     assert hidden.status_code == free.status_code == 201, (hidden.text, free.text)
     # Alike: a new unclaimed public project named as asked, its slug with a suffix.
     assert _shape(hidden, secret_slug) == _shape(free, fresh_slug)
-    assert hidden.json()["project"]["uuid"] != secret["uuid"]
+    assert hidden.json()["project"]["uuid"] != secret.uuid
     with tenant.admin() as client:
         assert client.list_jobs(secret_slug).total == 0
     # The next runs naming the same slug land in the same project, in both cases; so do runs
@@ -384,7 +384,7 @@ def test_an_anonymous_run_cannot_tell_a_private_slug_from_a_free_one(
         assert again.json()["project"]["uuid"] == by_slug.json()["project"]["uuid"]
         assert again.json()["project"]["uuid"] == landed["uuid"]
     with tenant.admin() as client:
-        assert client.get_project(secret_slug)["uuid"] == secret["uuid"]
+        assert client.get_project(secret_slug).uuid == secret.uuid
         with pytest.raises(ApiError) as free_slug:
             client.get_project(fresh_slug)  # nothing took the slug as asked
         assert free_slug.value.status == 404
@@ -416,7 +416,7 @@ def test_a_member_cannot_tell_a_private_slug_from_a_free_one(tenant: Deployment)
     # A server admin sees every project: it gets a free slug as asked.
     with tenant.admin() as client:
         exact = f"{own}-exact"
-        assert client.create_project(makers, exact, slug=exact)["slug"] == exact
+        assert client.create_project(makers, exact, slug=exact).slug == exact
 
 
 def test_a_signed_in_outsider_gets_the_missing_projects_answer(tenant: Deployment) -> None:

@@ -135,4 +135,4 @@ def test_the_cli_waits_and_submits_again_with_retry_on_busy(
         assert proc.returncode == 0, stderr.read_text()
         assert "server busy: the server's job queue is full" in stderr.read_text()
         submitted = deployment.job(str(json.loads(out)["job"]))
-        assert submitted["status"] == "pending"
+        assert submitted.status == "pending"

@@ -34,7 +34,7 @@ def test_a_restored_backup_has_every_report_output_and_image(
             channel.ask({"event": "completed", "job": job_uuid, "results": [result]})["event"]
             == "ack"
         )
-        report = deployment.wait_status(job_uuid, "processed")["report"]
+        report = deployment.wait_status(job_uuid, "processed").report
         assert output_blob(server.data_dir, job_uuid) is not None
         token = registry_token(server, server.token, "repository:bench:pull,push")
         with v2(server, token) as client:
@@ -59,7 +59,7 @@ def test_a_restored_backup_has_every_report_output_and_image(
             assert "blob store is not the one" not in again.log.read_text()  # named by restore
             with again.client() as client:
                 job = client.get_job("bench", job_uuid)
-                assert job["output"]["results"][0]["stdout"] == BIG_STDOUT
+                assert job.output["results"][0]["stdout"] == BIG_STDOUT
                 assert client.get_report("bench", report)["results"]
             token = registry_token(again, admin_token, "repository:bench:pull")
             with v2(again, token) as client:

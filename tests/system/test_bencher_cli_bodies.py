@@ -182,12 +182,14 @@ def test_a_backdated_image_job_reports_its_run_at_the_backdate(
     done = channel.ask({"event": "completed", "job": job_uuid, "results": [result]})
     assert done == {"event": "ack", "job": job_uuid}
     job = deployment.job(job_uuid)
-    assert job["status"] == "processed"
+    assert job.status == "processed"
     with deployment.admin() as client:
         report = client.get_report(deployment.project, submitted.json()["uuid"])
     start = dt.datetime.fromisoformat(report["start_time"])
     end = dt.datetime.fromisoformat(report["end_time"])
-    ran = dt.datetime.fromisoformat(job["completed"]) - dt.datetime.fromisoformat(job["started"])
+    ran = dt.datetime.fromisoformat(str(job.completed)) - dt.datetime.fromisoformat(
+        str(job.started)
+    )
     assert start == dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
     assert end - start == ran
 

@@ -22,6 +22,7 @@ import pytest
 from websockets.exceptions import ConnectionClosed
 from websockets.protocol import State
 
+from benchrunner.api.jobs import Job
 from benchrunner.protocol import OUR_EXTENSIONS, JobAssigned, parse_server_message
 from tests.bencher_runner_rules import read_close_reason, read_server_message
 from tests.harness import HEARTBEAT_TIMEOUT, Deployment, RawChannel, cli, wait_until
@@ -115,7 +116,7 @@ def _image_job(deployment: Deployment) -> str:
     return str(created["job"])
 
 
-def _job(deployment: Deployment, job_uuid: str) -> dict[str, Any]:
+def _job(deployment: Deployment, job_uuid: str) -> Job:
     with deployment.admin() as admin:
         return admin.get_job(deployment.project, job_uuid)
 
@@ -138,7 +139,7 @@ def test_a_job_from_ready_to_result(tenant: Deployment, ours: bool) -> None:
     }
     assert wire.ask(completed) == {"event": "ack", "job": job_uuid}
     assert wire.ask(completed) == {"event": "ack", "job": job_uuid}  # a resend
-    wait_until(lambda: _job(tenant, job_uuid)["status"] == "processed", timeout=30)
+    wait_until(lambda: _job(tenant, job_uuid).status == "processed", timeout=30)
 
     different = {**completed, "results": [{"exit_code": 0, "stdout": "{}", "stderr": ""}]}
     reply = wire.ask(different)
@@ -147,8 +148,8 @@ def test_a_job_from_ready_to_result(tenant: Deployment, ours: bool) -> None:
     else:  # Bencher's server acknowledges a late result and keeps the first
         assert reply == {"event": "ack", "job": job_uuid}
     stored = _job(tenant, job_uuid)
-    assert stored["status"] == "processed"
-    assert stored["output"]["results"][0]["stdout"] == BMF
+    assert stored.status == "processed"
+    assert stored.output["results"][0]["stdout"] == BMF
 
 
 @pytest.mark.parametrize("ours", [False, True], ids=["bencher", "extensions"])
@@ -190,7 +191,7 @@ def test_a_silent_runner_is_closed_with_bencher_s_code_and_reason(
     assert code == 1000
     assert reason == '"heartbeat_timeout"'
     assert read_close_reason(reason) == "heartbeat_timeout"
-    assert _job(tenant, job_uuid)["status"] == "failed"
+    assert _job(tenant, job_uuid).status == "failed"
 
 
 def test_a_ready_mid_job_is_acknowledged_with_the_job_and_is_no_heartbeat(
@@ -204,7 +205,7 @@ def test_a_ready_mid_job_is_acknowledged_with_the_job_and_is_no_heartbeat(
     assert wire.ready()["uuid"] == job_uuid
     assert wire.ask({"event": "running"}) == {"event": "ack", "job": job_uuid}
     assert wire.ready() == {"event": "ack", "job": job_uuid}
-    assert _job(tenant, job_uuid)["status"] == "running"
+    assert _job(tenant, job_uuid).status == "running"
     assert wire.ask({"event": "heartbeat"}) == {"event": "ack", "job": job_uuid}
     alive_until = time.monotonic() + HEARTBEAT_TIMEOUT
     # From here on only readys: the channel ends at the heartbeat's deadline all the same.
@@ -218,7 +219,7 @@ def test_a_ready_mid_job_is_acknowledged_with_the_job_and_is_no_heartbeat(
     close = wire.raw.ws.protocol.close_rcvd
     assert close is not None, "a ready kept the channel alive past the heartbeat's deadline"
     assert (close.code, read_close_reason(close.reason)) == (1000, "heartbeat_timeout")
-    assert _job(tenant, job_uuid)["status"] == "failed"
+    assert _job(tenant, job_uuid).status == "failed"
 
 
 def test_a_bencher_key_authenticates_and_rotates(tenant: Deployment) -> None:
@@ -282,7 +283,7 @@ def test_a_runner_that_did_not_announce_templates_is_never_offered_a_template_jo
     image_job = _image_job(tenant)
     bencher = Wire(tenant, "bencher", ours=False)
     assert bencher.ready()["uuid"] == image_job
-    assert _job(tenant, template_job)["status"] == "pending"
+    assert _job(tenant, template_job).status == "pending"
     # A template job is outside Bencher's protocol: read by ours alone.
     ours = Wire(tenant, "ours", ours=True).raw
     ready = {"event": "ready", "poll_timeout": 5, "extensions": list(OUR_EXTENSIONS)}

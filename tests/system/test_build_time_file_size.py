@@ -38,14 +38,14 @@ def test_a_job_with_build_time_and_file_size_reports_both_metrics(
         file_size=True,
     )
     job = deployment.wait_status(job_uuid, "processed")
-    (result,) = job["output"]["results"]
+    (result,) = job.output["results"]
     assert result["file_sizes"] == {"result.json": 2}
     assert "[benchrunner: file_path 'linked' refused: " in result["stderr"]
     assert "[benchrunner: file_path 'missing.bin' not found]" in result["stderr"]
     ((command, seconds),) = result["build_time"].items()
     assert command.startswith("python3 -c ")
     with deployment.admin() as client:
-        report = client.get_report(deployment.project, job["report"])
+        report = client.get_report(deployment.project, job.report)
     found = metrics(report)
     assert set(found) == {(command, "build-time"), ("result.json", "file-size")}
     assert found[("result.json", "file-size")] == 2

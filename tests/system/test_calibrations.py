@@ -159,7 +159,7 @@ def test_a_drift_on_the_spec_after_a_calibration_makes_it_stale(
         )
         assert later.status_code == 201, later.text
         job = shared.wait_status(later.json()["job"], "processed", "failed", timeout=120)
-        report = http.get(f"/v0/projects/{shared.project}/reports/{job['report']}").json()
+        report = http.get(f"/v0/projects/{shared.project}/reports/{job.report}").json()
         if (report.get("noise") or {}).get("drift") is None:
             continue
         stale = wait_until(

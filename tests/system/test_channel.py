@@ -38,7 +38,7 @@ def test_bad_rotated_and_archived_tokens_are_rejected(tenant: Deployment) -> Non
     assert _rejected(tenant, other, token) == 401  # right token, wrong runner
     RawChannel(tenant.server, slug, token).close()
     with tenant.admin() as client:
-        rotated = client.rotate_runner_token(slug)["token"]
+        rotated = client.rotate_runner_token(slug).token
     assert _rejected(tenant, slug, token) == 401
     RawChannel(tenant.server, slug, rotated).close()
     with tenant.admin() as client:
@@ -148,10 +148,10 @@ def test_a_job_claimed_into_a_lost_channel_returns_to_the_queue_at_the_runners_n
         sent = current.recv(timeout=10)
         assert (sent["event"], sent["uuid"]) == ("job", job_uuid)
         job = deployment.job(job_uuid)
-        assert job["status"] == "claimed"
-        returned = [e for e in job["events"] if e["event_type"] == "job_returned"]
-        assert returned and str(returned[0]["message"]).startswith("undelivered: the runner asked")
-        assert not any("runner_lost_job" in str(e["message"]) for e in job["events"])
+        assert job.status == "claimed"
+        returned = [e for e in job.events if e.event_type == "job_returned"]
+        assert returned and str(returned[0].message).startswith("undelivered: the runner asked")
+        assert not any("runner_lost_job" in str(e.message) for e in job.events)
 
 
 def test_terminal_message_for_someone_elses_job_is_an_error(tenant: Deployment) -> None:
@@ -176,7 +176,7 @@ def test_a_different_repeated_result_is_rejected(tenant: Deployment) -> None:
     changed = {**done, "results": [{**result, "stdout": '{"x": {"y": {"value": 2}}}'}]}
     assert channel.ask(changed)["event"] == "error"
     job = tenant.wait_status(job_uuid, "processed")
-    assert job["output"]["results"] == [{**result, "stderr": None, "output": None}]
+    assert job.output["results"] == [{**result, "stderr": None, "output": None}]
 
 
 def test_spec_mismatch_is_never_claimed(tenant: Deployment) -> None:
@@ -188,7 +188,7 @@ def test_spec_mismatch_is_never_claimed(tenant: Deployment) -> None:
             memory=1 << 40,
             disk=1 << 40,
             network=False,
-        )["slug"]
+        ).slug
     channel = tenant.channel("small-only")
     job_uuid = tenant.submit("bench.noop")  # the tenant's small spec
     with tenant.admin() as client:
@@ -302,8 +302,8 @@ def test_run_validation_table(tenant: Deployment, body: dict[str, Any], message:
 def _team_free_org(deployment: Deployment) -> str:
     """A project of a new free organization's; its slug."""
     with deployment.admin() as client:
-        org = client.create_organization(f"{deployment.project}-cheap", "free")["slug"]
-        return str(client.create_project(org, f"{deployment.project}-cheap", "public")["slug"])
+        org = client.create_organization(f"{deployment.project}-cheap", "free").slug
+        return str(client.create_project(org, f"{deployment.project}-cheap", "public").slug)
 
 
 def test_free_tier_runs_one_job_at_a_time_per_organization(tenant: Deployment) -> None:
@@ -344,7 +344,7 @@ def test_unclaimed_tier_runs_one_job_at_a_time_per_source_ip(tenant: Deployment)
     assert len(landed) == 1  # one project, made by the first run
     with tenant.admin() as client:
         jobs = client.list_jobs(landed.pop(), per_page=10)
-    assert {j["priority"] for j in jobs} == {0}
+    assert {j.priority for j in jobs} == {0}
     channels = [tenant.channel(f"anon-{i}") for i in range(3)]
     assert channels[0].claim()["uuid"] == a1
     assert channels[1].claim()["uuid"] == b1

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
+from benchrunner.api.jobs import Job
 from tests.harness import wait_until
 from tests.inprocess import InProcessServer, serve_in_process
 
@@ -27,8 +27,8 @@ def server(tmp_path: Path, database_url: str) -> Iterator[InProcessServer]:
         yield running
 
 
-def _reasons(job: dict[str, Any]) -> list[str]:
-    return [str(e["message"]) for e in job["events"]]
+def _reasons(job: Job) -> list[str]:
+    return [str(e.message) for e in job.events or []]
 
 
 def test_silent_runner_fails_its_job_and_the_channel_closes(server: InProcessServer) -> None:
@@ -39,12 +39,12 @@ def test_silent_runner_fails_its_job_and_the_channel_closes(server: InProcessSer
     server.clock.advance(HEARTBEAT_TIMEOUT - 1)
     assert channel.ask({"event": "heartbeat"}) == {"event": "ack", "job": job_uuid}
     server.clock.advance(HEARTBEAT_TIMEOUT - 1)  # quiet, but never for the whole timeout
-    assert server.job(job_uuid)["status"] == "running"
+    assert server.job(job_uuid).status == "running"
     server.clock.advance(2)
     code, reason = channel.wait_closed(timeout=15)
     assert (code, reason) == (1000, '"heartbeat_timeout"')  # as Bencher's server closes
     job = server.job(job_uuid)
-    assert job["status"] == "failed"
+    assert job.status == "failed"
     assert any("heartbeat_timeout" in r for r in _reasons(job))
 
 
@@ -59,7 +59,7 @@ def test_invalid_messages_do_not_keep_a_job_alive(server: InProcessServer) -> No
     # the last fifth: an invalid message now could race the close, so none is sent
     server.clock.advance(HEARTBEAT_TIMEOUT / 5)
     assert channel.wait_closed(timeout=15) == (1000, '"heartbeat_timeout"')
-    assert server.job(job_uuid)["status"] == "failed"
+    assert server.job(job_uuid).status == "failed"
 
 
 def test_hard_timeout_cancels_a_job_that_keeps_heartbeating(server: InProcessServer) -> None:
@@ -73,7 +73,7 @@ def test_hard_timeout_cancels_a_job_that_keeps_heartbeating(server: InProcessSer
     server.clock.advance(2)
     assert channel.ask({"event": "heartbeat"}) == {"event": "cancel", "job": job_uuid}
     job = server.job(job_uuid)
-    assert job["status"] == "canceled"
+    assert job.status == "canceled"
     assert any("job_timeout_exceeded" in r for r in _reasons(job))
     assert channel.ask({"event": "canceled", "job": job_uuid})["event"] == "ack"
 
@@ -84,4 +84,4 @@ def test_no_deadline_while_a_ready_is_outstanding(server: InProcessServer) -> No
     server.clock.advance(HEARTBEAT_TIMEOUT * 3)
     job_uuid = server.submit()
     assert channel.recv(timeout=15)["uuid"] == job_uuid
-    wait_until(lambda: server.job(job_uuid)["status"] == "claimed", message="claimed")
+    wait_until(lambda: server.job(job_uuid).status == "claimed", message="claimed")

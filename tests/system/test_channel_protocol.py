@@ -93,7 +93,7 @@ def test_a_heartbeat_is_answered_whatever_the_reads_it_arrives_in(server: InProc
         assert channel.ask(HEARTBEAT_TEXT) == ack
     assert channel.ask({"event": "completed", "job": job_uuid, "results": []}) == ack
     assert channel.ask(HEARTBEAT_TEXT) == {"event": "ack"}  # no job now: the session answers
-    assert server.job(job_uuid)["status"] in {"completed", "processed"}
+    assert server.job(job_uuid).status in {"completed", "processed"}
 
 
 @pytest.mark.engine_independent
@@ -107,10 +107,10 @@ def test_a_heartbeat_answered_in_the_protocol_keeps_the_job_alive(
     for _ in range(3):
         server.clock.advance(timeout - 1)
         assert channel.ask(HEARTBEAT_TEXT) == {"event": "ack", "job": job_uuid}
-    assert server.job(job_uuid)["status"] == "running"
+    assert server.job(job_uuid).status == "running"
     server.clock.advance(timeout + 1)
     assert channel.wait_closed(timeout=15) == (1000, '"heartbeat_timeout"')
-    assert server.job(job_uuid)["status"] == "failed"
+    assert server.job(job_uuid).status == "failed"
 
 
 @pytest.mark.engine_independent

@@ -100,28 +100,28 @@ def test_a_claim_landing_for_a_superseded_channel_returns_to_the_queue(
         with server.admin() as client:
             created = client.create_runner("reconnecting", ["small"])
         ws_url = f"ws://127.0.0.1:{server.port}"
-        old = InProcessChannel(ws_url, created["slug"], created["token"])
+        old = InProcessChannel(ws_url, created.slug, created.token)
         old.send({"event": "ready", "poll_timeout": 900})
         job_uuid = server.submit()
         assert entered.wait(10), "the claim never started"
-        new = InProcessChannel(ws_url, created["slug"], created["token"])
+        new = InProcessChannel(ws_url, created.slug, created.token)
         assert old.wait_closed(timeout=10) == (4001, "superseded")
         release.set()
         job = wait_until(
-            lambda: (j := server.job(job_uuid))["status"] == "pending" and j,
+            lambda: (j := server.job(job_uuid)).status == "pending" and j,
             timeout=15,
             message="the undelivered job back in the queue",
         )
-        events = [(e["event_type"], e["status"]) for e in job["events"]]
+        events = [(e.event_type, e.status) for e in job.events]
         assert events == [
             ("job_created", "pending"),
             ("job_claimed", "claimed"),
             ("job_returned", "pending"),
         ]
-        assert "undelivered" in str(job["events"][-1]["message"])
+        assert "undelivered" in str(job.events[-1].message)
         dispatcher._claim = claim
         assert new.claim()["uuid"] == job_uuid
-        assert server.job(job_uuid)["status"] == "claimed"
+        assert server.job(job_uuid).status == "claimed"
         new.close()
 
 

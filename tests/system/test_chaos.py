@@ -30,6 +30,7 @@ from typing import Any
 
 import pytest
 
+from benchrunner.api.jobs import Job
 from benchrunner.core.events import JobEvent, status_reached
 from benchrunner.core.states import TRANSITIONS, JobStatus
 from tests.databases import ENGINES, fresh_database
@@ -62,7 +63,7 @@ ORPHAN_GRACE = 10.0
 @dataclass
 class Outcome:
     engine: str
-    views: dict[str, dict[str, Any]]
+    views: dict[str, Job]
     """Every job's final view, events included."""
     tags: dict[str, str]
     """Tally job -> its tag."""
@@ -83,7 +84,7 @@ class Outcome:
 
     @property
     def stuck(self) -> list[str]:
-        return sorted(u for u, view in self.views.items() if view["status"] not in ENDED)
+        return sorted(u for u, view in self.views.items() if view.status not in ENDED)
 
     @property
     def duplicated(self) -> list[str]:
@@ -96,7 +97,11 @@ class Outcome:
         when the server was killed (their runners went on and kept the result)."""
         finished = {u for u, tag in self.tags.items() if self.executions[tag]}
         finished |= {*self.spooled_at_runner_kill, *self.running_at_server_kill}
-        return sorted(u for u in finished if self.views.get(u, {}).get("status") != "processed")
+        return sorted(
+            u
+            for u in finished
+            if (self.views[u].status if u in self.views else None) != "processed"
+        )
 
     @property
     def phantom(self) -> list[str]:
@@ -104,14 +109,14 @@ class Outcome:
         return sorted(
             u
             for u, tag in self.tags.items()
-            if self.views[u]["status"] == "processed" and not self.executions[tag]
+            if self.views[u].status == "processed" and not self.executions[tag]
         )
 
     @property
     def illegal_timelines(self) -> dict[str, list[str]]:
-        timelines = {u: [e["event_type"] for e in v["events"]] for u, v in self.views.items()}
+        timelines = {u: [e.event_type for e in v.events] for u, v in self.views.items()}
         return {
-            u: kinds for u, kinds in timelines.items() if not _legal(kinds, self.views[u]["status"])
+            u: kinds for u, kinds in timelines.items() if not _legal(kinds, self.views[u].status)
         }
 
     def figures(self) -> dict[str, Any]:
@@ -120,7 +125,7 @@ class Outcome:
             "runners": RUNNERS,
             "jobs": len(self.views),
             "faults": {"server SIGKILL": 1, "runner SIGKILL": 1, "runner SIGSTOP": 1},
-            "statuses": dict(collections.Counter(v["status"] for v in self.views.values())),
+            "statuses": dict(collections.Counter(v.status for v in self.views.values())),
             "executions": sum(self.executions.values()),
             "stuck": len(self.stuck),
             "duplicated": len(self.duplicated),
@@ -210,7 +215,7 @@ def _scenario(deployment: Deployment, engine: str, pidfile: Path) -> Outcome:
     family = deployment.submit("bench.family", {"pidfile": str(pidfile)}, project=URGENT)
     projects[family] = URGENT
     view = deployment.wait_status(family, "running", project=URGENT, timeout=60)
-    victim = by_uuid[view["runner"]]
+    victim = by_uuid[str(view.runner)]
     pids = [
         int(pid)
         for pid in wait_until(
@@ -227,7 +232,7 @@ def _scenario(deployment: Deployment, engine: str, pidfile: Path) -> Outcome:
     stopped = deployment.submit("bench.tally", args, project=URGENT)
     tags[stopped], projects[stopped] = "stopped", URGENT
     view = deployment.wait_status(stopped, "running", project=URGENT, timeout=60)
-    sleeper = by_uuid[view["runner"]]
+    sleeper = by_uuid[str(view.runner)]
     assert sleeper.proc is not None
     # `running` is reported before the job's process starts: stop the runner only once it has,
     # or the stop would freeze a job that never began.
@@ -282,7 +287,7 @@ def _job_process_started(job_uuid: str) -> bool:
 
 def _by_uuid(deployment: Deployment, runners: list[RunnerProcess]) -> dict[str, RunnerProcess]:
     with deployment.admin() as client:
-        return {str(client.get_runner(r.slug)["uuid"]): r for r in runners}
+        return {str(client.get_runner(r.slug).uuid): r for r in runners}
 
 
 def _health(deployment: Deployment) -> dict[str, Any]:
@@ -297,7 +302,7 @@ def _mid_run(deployment: Deployment) -> list[str] | None:
         running = client.list_jobs(deployment.project, status="running", per_page=255)
     if (processed or 0) < STREAM // 5 or len(running) < 2:
         return None
-    return [str(job["uuid"]) for job in running]
+    return [str(job.uuid) for job in running]
 
 
 def _settle(deployment: Deployment, projects: set[str]) -> None:
@@ -309,7 +314,7 @@ def _settle(deployment: Deployment, projects: set[str]) -> None:
                 1
                 for project in projects
                 for job in client.list_jobs(project, per_page=255)
-                if job["status"] not in ENDED
+                if job.status not in ENDED
             )
 
     with contextlib.suppress(AssertionError):  # what is left is reported as stuck
@@ -363,7 +368,7 @@ def test_no_finished_result_is_lost(chaos: Outcome) -> None:
     unexplained = [
         u
         for u, view in chaos.views.items()
-        if view["status"] in ("failed", "canceled") and not view["events"][-1]["message"]
+        if view.status in ("failed", "canceled") and not view.events[-1].message
     ]
     assert not unexplained, f"ended without a reason: {unexplained}; {chaos.report()}"
 
@@ -378,17 +383,17 @@ def test_every_fault_hit_a_job_in_flight(chaos: Outcome) -> None:
         u
         for u in chaos.running_at_server_kill
         if any(
-            e["event_type"] == "job_completed"
-            and dt.datetime.fromisoformat(e["created"]) > chaos.server_killed_at
-            for e in chaos.views[u]["events"]
+            e.event_type == "job_completed"
+            and dt.datetime.fromisoformat(e.created) > chaos.server_killed_at
+            for e in chaos.views[u].events
         )
     ]
     assert across, f"no result crossed the server's restart; {chaos.report()}"
     killed = chaos.views[chaos.killed_runners_job]
-    assert killed["status"] == "failed", f"{killed['events']}; {chaos.report()}"
+    assert killed.status == "failed", f"{killed.events}; {chaos.report()}"
     # Failed for its runner's silence while it ran, then completed by the result that the
     # runner, continued, delivered.
-    stopped = [e["event_type"] for e in chaos.views[chaos.stopped_runners_job]["events"]]
+    stopped = [e.event_type for e in chaos.views[chaos.stopped_runners_job].events]
     assert stopped[-3:] == [
         "heartbeat_stale_recovered",
         "job_completed",
@@ -446,8 +451,12 @@ def test_the_timeline_check(kinds: list[str], status: str, legal: bool) -> None:
 
 
 def test_the_outcome_checks(tmp_path: Path) -> None:
-    def view(status: str) -> dict[str, Any]:
-        return {"status": status, "events": [{"event_type": "job_created", "message": "x"}]}
+    def view(status: str) -> Job:
+        events = [{"event_type": "job_created", "message": "x"}]
+        return Job.model_validate(
+            {"uuid": "j", "report": "r", "project": "p", "created": "c", "modified": "m"}
+            | {"status": status, "events": events}
+        )
 
     outcome = Outcome(
         engine="none",

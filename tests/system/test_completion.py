@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from benchrunner.api.jobs import Job
 from benchrunner.server.channel import lifecycle
 from benchrunner.server.processing import completion
 from benchrunner.server.processing.processor import Recorded, record_processed
@@ -34,9 +35,9 @@ def _result(value: int, padding: int = 0) -> dict[str, Any]:
     return {"exit_code": 0, "stdout": stdout, "stderr": "x" * padding}
 
 
-def _latency(deployment: Deployment, job: dict[str, Any]) -> float:
+def _latency(deployment: Deployment, job: Job) -> float:
     with deployment.admin() as client:
-        report = client.get_report(deployment.project, job["report"])
+        report = client.get_report(deployment.project, job.report)
     (iteration,) = report["results"]
     (benchmark,) = iteration
     (measure,) = benchmark["measures"]
@@ -50,13 +51,13 @@ def test_a_small_result_is_processed_by_the_time_it_is_acknowledged(
     done = channel.ask({"event": "completed", "job": job_uuid, "results": [_result(5)]})
     assert done == {"event": "ack", "job": job_uuid}
     job = deployment.job(job_uuid)
-    assert job["status"] == "processed"  # no wait: it was processed with the ack
+    assert job.status == "processed"  # no wait: it was processed with the ack
     assert _latency(deployment, job) == 5
-    assert job["output"]["results"][0]["stdout"] == _result(5)["stdout"]
+    assert job.output["results"][0]["stdout"] == _result(5)["stdout"]
     row = output_row(deployment.server.db, job_uuid)
     assert row is not None and json.loads(row)["results"][0]["exit_code"] == 0
     assert output_blob(deployment.server.data_dir, job_uuid) is None
-    events = [e["event_type"] for e in job["events"]]
+    events = [e.event_type for e in job.events]
     assert events[-2:] == ["job_completed", "job_processed"]
 
     # A resend of the same result is acknowledged and changes nothing; a different one is not.
@@ -78,7 +79,7 @@ def test_a_large_result_goes_to_the_blob_store_and_is_processed_after(
     assert output_row(deployment.server.db, job_uuid) is None
     blob = output_blob(deployment.server.data_dir, job_uuid)
     assert blob is not None and blob.stat().st_size > INLINE_OUTPUT_BYTES
-    assert len(deployment.job(job_uuid)["output"]["results"][0]["stderr"]) == INLINE_OUTPUT_BYTES
+    assert len(deployment.job(job_uuid).output["results"][0]["stderr"]) == INLINE_OUTPUT_BYTES
 
 
 def test_a_failures_output_is_kept_and_a_different_result_is_refused(
@@ -89,9 +90,9 @@ def test_a_failures_output_is_kept_and_a_different_result_is_refused(
     failed = {"event": "failed", "job": job_uuid, "error": "exit 1", "results": [partial]}
     assert channel.ask(failed) == {"event": "ack", "job": job_uuid}
     job = deployment.job(job_uuid)
-    assert job["status"] == "failed"
-    assert job["output"]["error"] == "exit 1"
-    assert job["output"]["results"][0]["stderr"] == "crashed half-way"
+    assert job.status == "failed"
+    assert job.output["error"] == "exit 1"
+    assert job.output["results"][0]["stderr"] == "crashed half-way"
     assert channel.ask(failed) == {"event": "ack", "job": job_uuid}  # the identical resend
 
     # The runner's own failure is on record: any other result for the job is a replay.
@@ -106,8 +107,8 @@ def test_a_failures_output_is_kept_and_a_different_result_is_refused(
         assert reply["message"].startswith("Job already submitted"), reply
         assert "already has a different result (failed)" in reply["message"]
     job = deployment.job(job_uuid)
-    assert job["status"] == "failed"
-    assert (job["output"]["error"], job["output"]["results"][0]["stderr"]) == (
+    assert job.status == "failed"
+    assert (job.output["error"], job.output["results"][0]["stderr"]) == (
         "exit 1",
         "crashed half-way",
     )
@@ -123,9 +124,9 @@ def test_a_late_result_replaces_a_failure_the_server_decided(deployment: Deploym
     late = {"event": "completed", "job": job_uuid, "results": [_result(9)]}
     assert channel.ask(late) == {"event": "ack", "job": job_uuid}
     job = deployment.job(job_uuid)
-    assert job["status"] == "processed"
-    assert job["output"].get("error") is None
-    assert job["output"]["results"][0]["stdout"] == _result(9)["stdout"]
+    assert job.status == "processed"
+    assert job.output.get("error") is None
+    assert job.output["results"][0]["stdout"] == _result(9)["stdout"]
     assert _latency(deployment, job) == 9
     assert channel.ask(late) == {"event": "ack", "job": job_uuid}  # the identical resend
 
@@ -155,8 +156,8 @@ def test_a_failure_while_processing_at_once_leaves_the_job_to_the_processor(
         done = channel.ask({"event": "completed", "job": job_uuid, "results": [_result(4)]})
         assert done == {"event": "ack", "job": job_uuid}
         assert failures, "the processing with the result was not tried"
-        wait_until(lambda: server.job(job_uuid)["status"] == "processed")
-        events = [e["event_type"] for e in server.job(job_uuid)["events"]]
+        wait_until(lambda: server.job(job_uuid).status == "processed")
+        events = [e.event_type for e in server.job(job_uuid).events]
         assert events.count("job_completed") == 1 and events.count("job_processed") == 1
         assert output_row(url, job_uuid) is not None
 
@@ -183,18 +184,18 @@ def test_a_result_that_cannot_be_applied_now_is_left_to_the_resend(
         with server.admin() as client:
             runner = client.create_runner("racing", ["small"])
         ws_url = f"ws://127.0.0.1:{server.port}"
-        channel = InProcessChannel(ws_url, runner["slug"], runner["token"])
+        channel = InProcessChannel(ws_url, runner.slug, runner.token)
         job_uuid = server.submit("bench.noop")
         channel.claim()
         assert channel.ask({"event": "running"})["event"] == "ack"
         channel.send({"event": "completed", "job": job_uuid, "results": [_result(3)]})
         assert channel.wait_closed() == (1011, "resend the result")
         assert len(lost_races) == 3
-        assert server.job(job_uuid)["status"] == "running"
-        again = InProcessChannel(ws_url, runner["slug"], runner["token"])
+        assert server.job(job_uuid).status == "running"
+        again = InProcessChannel(ws_url, runner.slug, runner.token)
         done = again.ask({"event": "completed", "job": job_uuid, "results": [_result(3)]})
         assert done == {"event": "ack", "job": job_uuid}
-        assert server.job(job_uuid)["status"] == "processed"
+        assert server.job(job_uuid).status == "processed"
 
 
 def test_a_job_the_server_cannot_prepare_fails_instead_of_returning_to_the_queue(
@@ -213,6 +214,6 @@ def test_a_job_the_server_cannot_prepare_fails_instead_of_returning_to_the_queue
         channel = server.channel("preparing")
         job_uuid = server.submit("bench.noop")
         channel.send({"event": "ready", "poll_timeout": 5})
-        wait_until(lambda: server.job(job_uuid)["status"] == "failed", message="the job failed")
-        reason = server.job(job_uuid)["events"][-1]["message"]
+        wait_until(lambda: server.job(job_uuid).status == "failed", message="the job failed")
+        reason = str(server.job(job_uuid).events[-1].message)
         assert "could not prepare the job for its runner: injected: no pull token" in reason

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from benchrunner.api.alerts import Alert, Confirmation
+from benchrunner.api.jobs import Job
 from benchrunner.api.thresholds import Threshold, ThresholdModelBody
 from benchrunner.client import PerfQuery
 from tests.harness import Deployment, cli, deploy, wait_until
@@ -116,7 +117,7 @@ def _judged_run(
         )
     job = deployment.wait_status(str(submitted["job"]), "processed", timeout=120)
     with deployment.admin() as client:
-        return client.get_report(deployment.project, job["report"])
+        return client.get_report(deployment.project, job.report)
 
 
 def _versioned_run(deployment: Deployment, values: Path, value: float, name: str) -> dict[str, Any]:
@@ -152,7 +153,7 @@ def _decided(deployment: Deployment, report: str) -> Alert | None:
 
 def _confirmed_by_one_duet(
     deployment: Deployment, report: dict[str, Any]
-) -> tuple[Alert, dict[str, Any], dict[str, Any]]:
+) -> tuple[Alert, Job, dict[str, Any]]:
     """The report's alert once decided, which must be active and confirmed by one duet; and
     that duet's job and report."""
     raised = wait_until(
@@ -227,8 +228,8 @@ def test_a_crossing_alerts_only_when_its_confirmation_runs_agree(tmp_path: Path)
             with deployment.admin() as client:
                 rerun = client.get_job(deployment.project, run["job"])
                 rerun_report = client.get_report(deployment.project, run["report"])
-            created = rerun["events"][0]
-            assert created["message"] == (
+            created = rerun.events[0]
+            assert created.message == (
                 f"confirmation of report {blip['uuid']}, metric parse (Latency)"
             ), created
             assert rerun_report["confirms"] == blip["uuid"]
@@ -352,13 +353,13 @@ def test_a_crossing_after_another_version_is_confirmed_by_a_duet_against_it(
         with deployment.admin() as client:
             duet_job = client.get_job(deployment.project, run.job)
             duet_report = client.get_report(deployment.project, run.report)
-        assert duet_job["events"][0]["message"] == (
+        assert duet_job.events[0].message == (
             f"confirmation of report {blip['uuid']}, metric parse (Latency), "
             f"as a duet against report {first['uuid']} (job {first['job']})"
         )
-        assert duet_job["config"]["duet"]["baseline"]["args"]["version"] == "v1"
-        assert duet_job["config"]["duet"]["contender"]["args"]["version"] == "v2"
-        assert duet_job["config"]["iter"] == 10  # 5 rounds per confirmation run
+        assert duet_job.config["duet"]["baseline"]["args"]["version"] == "v1"
+        assert duet_job.config["duet"]["contender"]["args"]["version"] == "v2"
+        assert duet_job.config["iter"] == 10  # 5 rounds per confirmation run
         assert duet_report["confirms"] == blip["uuid"]
         [result] = duet_report["duet"]["results"]
         figures = (result["ratio"], result["lower_value"], result["upper_value"])
@@ -411,7 +412,7 @@ def test_a_duet_that_answers_unknown_measures_more_rounds_pooled(tmp_path: Path)
         def first_events(alert: Alert) -> list[str]:
             with deployment.admin() as client:
                 return [
-                    client.get_job(deployment.project, run.job)["events"][0]["message"]
+                    str(client.get_job(deployment.project, run.job).events[0].message)
                     for run in _confirmation(alert).runs
                 ]
 
@@ -478,8 +479,8 @@ def test_a_samples_shift_within_a_wide_spread_is_settled_by_a_duet_against_the_v
         step = version(121, "v2")
         assert verdict(step) == "unknown"
         _, duet_job, duet_report = _confirmed_by_one_duet(deployment, step)
-        assert duet_job["config"]["duet"]["baseline"]["args"]["version"] == "v1"
-        assert duet_job["config"]["duet"]["contender"]["args"]["version"] == "v2"
+        assert duet_job.config["duet"]["baseline"]["args"]["version"] == "v1"
+        assert duet_job.config["duet"]["contender"]["args"]["version"] == "v2"
         [result] = duet_report["duet"]["results"]
         assert result["ratio"] == pytest.approx(1.1)
         assert result["margin"]["upper"] == pytest.approx(0.01)  # min_magnitude 2 %, halved
@@ -508,5 +509,5 @@ def test_a_samples_step_that_began_a_run_before_is_confirmed_against_the_old_lev
         _samples_threshold(deployment)
         step = version(110, "v4")
         _, duet_job, _ = _confirmed_by_one_duet(deployment, step)
-        assert duet_job["config"]["duet"]["baseline"]["args"]["version"] == "v2"
-        assert duet_job["config"]["duet"]["contender"]["args"]["version"] == "v4"
+        assert duet_job.config["duet"]["baseline"]["args"]["version"] == "v2"
+        assert duet_job.config["duet"]["contender"]["args"]["version"] == "v4"

@@ -93,7 +93,7 @@ def _processed(server: InProcessServer) -> None:
     def done() -> bool:
         with server.admin() as client:
             jobs = client.list_jobs("bench", per_page=100)
-        return all(job["status"] == "processed" for job in jobs)
+        return all(job.status == "processed" for job in jobs)
 
     wait_until(done, timeout=30, message="every job processed")
 
@@ -129,12 +129,12 @@ def test_the_report_and_job_pages_render_the_verdicts(server: InProcessServer) -
     channel.close()
     with server.admin() as client:
         jobs = client.list_jobs("bench", per_page=10)
-    [noisy_job] = [job for job in jobs if not job["config"].get("duet")]
-    [duet_job] = [job for job in jobs if job["config"].get("duet")]
+    [noisy_job] = [job for job in jobs if not job.config.get("duet")]
+    [duet_job] = [job for job in jobs if job.config.get("duet")]
     with httpx.Client(base_url=server.url, timeout=30) as anonymous:
-        noisy = anonymous.get(f"/console/projects/bench/reports/{noisy_job['report']}").text
-        job = anonymous.get(f"/console/projects/bench/jobs/{noisy_job['uuid']}").text
-        duet = anonymous.get(f"/console/projects/bench/reports/{duet_job['report']}").text
+        noisy = anonymous.get(f"/console/projects/bench/reports/{noisy_job.report}").text
+        job = anonymous.get(f"/console/projects/bench/jobs/{noisy_job.uuid}").text
+        duet = anonymous.get(f"/console/projects/bench/reports/{duet_job.report}").text
     for page in (noisy, job):
         assert 'data-verdict="noisy"' in page
         assert "cv 30.0% &gt; limit 5.0%" in page  # the server's default limit

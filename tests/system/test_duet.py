@@ -39,13 +39,13 @@ def test_a_slower_contender_gives_a_ratio_above_one_and_an_alert(deployment: Dep
     job = deployment.wait_status(submitted["job"], "processed", timeout=90)
 
     expected = run_sequence(SEED, ROUNDS)
-    results = job["output"]["results"]
+    results = job.output["results"]
     assert [(r["round"], r["side"]) for r in results] == expected
     assert all(r["exit_code"] == 0 for r in results)
-    assert job["config"]["duet"]["seed"] == SEED
+    assert job.config["duet"]["seed"] == SEED
 
     with deployment.admin() as client:
-        report = client.get_report(deployment.project, job["report"])
+        report = client.get_report(deployment.project, job.report)
     assert report["error"] is None
     assert report["results"] == []  # no absolute metric: the perf history stays clean
     duet = report["duet"]
@@ -64,10 +64,10 @@ def test_a_slower_contender_gives_a_ratio_above_one_and_an_alert(deployment: Dep
     # The alert is an ordinary one: listed with the project's alerts, said to be a duet's,
     # and dismissed as any other.
     with deployment.admin() as client:
-        (listed,) = client.list_alerts(deployment.project, report=job["report"])
+        (listed,) = client.list_alerts(deployment.project, report=job.report)
         assert listed.uuid == found["alert"]["uuid"]
         assert (listed.kind, listed.limit, listed.status) == ("duet", "upper", "active")
-        assert listed.report == listed.raised_by == job["report"]
+        assert listed.report == listed.raised_by == job.report
         assert listed.benchmark.name == "timed" and listed.measure.slug == "latency"
         assert listed.metric is None and listed.boundary is None
         assert listed.value == found["ratio"]
@@ -77,20 +77,20 @@ def test_a_slower_contender_gives_a_ratio_above_one_and_an_alert(deployment: Dep
         assert listed.uuid in {a.uuid for a in client.list_alerts(deployment.project)}
         dismissed = client.update_alert(deployment.project, listed.uuid, "dismissed")
         assert dismissed.status == "dismissed" and dismissed.kind == "duet"
-        assert client.list_alerts(deployment.project, status="active", report=job["report"]) == []
+        assert client.list_alerts(deployment.project, status="active", report=job.report) == []
         # Triaged as any other; a margin given by the run counts under no threshold.
         triaged = client.triage_alert(deployment.project, listed.uuid, "true_positive")
         assert (triaged.kind, triaged.verdict) == ("duet", "true_positive")
         precision = client.alert_precision(deployment.project)
         (no_threshold,) = [t for t in precision.thresholds if t.threshold is None]
         assert (no_threshold.true_positive, no_threshold.precision) == (1, 1.0)
-        after = client.get_report(deployment.project, job["report"])
+        after = client.get_report(deployment.project, job.report)
     assert after["duet"]["results"][0]["alert"]["status"] == "dismissed"
 
     # The CLI: `report show` prints the duet apart, and a duet submitted with `run --baseline
     # --contender --wait --err` fails the step on its alert.
     env = deployment.cli_env(deployment.tmp)
-    shown = cli("report", "show", job["report"], env=env).stdout
+    shown = cli("report", "show", job.report, env=env).stdout
     assert "no metrics" not in shown
     assert f"order (A baseline, B contender): {order_text(expected)}" in shown
     assert "upper (dismissed)" in shown and "±5% (run)" in shown
@@ -121,7 +121,7 @@ def test_a_duet_without_a_margin_takes_its_percentage_threshold(deployment: Depl
         submitted = client.run({**body, "thresholds": {"models": {"latency": loose}}})
     job = deployment.wait_status(submitted["job"], "processed", timeout=90)
     with deployment.admin() as client:
-        report = client.get_report(deployment.project, job["report"])
+        report = client.get_report(deployment.project, job.report)
         (threshold,) = client.list_thresholds(deployment.project)
     assert report["duet"]["margin"] is None
     (found,) = report["duet"]["results"]
@@ -140,8 +140,8 @@ def test_a_duet_without_a_margin_takes_its_percentage_threshold(deployment: Depl
         submitted = client.run(body)
     job = deployment.wait_status(submitted["job"], "processed", timeout=90)
     with deployment.admin() as client:
-        report = client.get_report(deployment.project, job["report"])
-        alerts = client.list_alerts(deployment.project, report=job["report"])
+        report = client.get_report(deployment.project, job.report)
+        alerts = client.list_alerts(deployment.project, report=job.report)
     (found,) = report["duet"]["results"]
     assert len(alerts) == 1, found  # the interval and its margin, when it raised none
     (alerted,) = alerts

@@ -42,7 +42,7 @@ def test_the_ack_of_a_result_waits_for_the_wal_sync(server: InProcessServer) -> 
     result = {"exit_code": 0, "stdout": '{"noop": {"latency": {"value": 3}}}'}
     channel.send({"event": "completed", "job": job_uuid, "results": [result]})
     assert held.wait(timeout=30), "the server acknowledged without syncing"
-    assert server.job(job_uuid)["status"] in ("completed", "processed")  # committed...
+    assert server.job(job_uuid).status in ("completed", "processed")  # committed...
     with pytest.raises(TimeoutError):
         channel.recv(timeout=0.3)  # ...but not acknowledged while the sync is held
     release.set()

@@ -546,7 +546,7 @@ def need_tuning(setting: Setting) -> None:
 
         def processed_tuned() -> None:
             found = setting.guides.server.job(job, project)
-            assert found["status"] == "processed", found
+            assert found.status == "processed", found
             applied, refused = real_host.outcomes(setting.output)
             assert applied.keys() | refused == real_host.SETTINGS, setting.output
 
@@ -578,9 +578,9 @@ def need_console_users(setting: Setting) -> None:
 
     def made() -> None:
         with server.client() as client:
-            users = {u["email"]: u for u in client.list_users(per_page=100)}
-        assert users["ops@example.com"]["admin"] is True, users
-        assert (users["ada@example.com"]["name"], users["ada@example.com"]["admin"]) == (
+            users = {u.email: u for u in client.list_users(per_page=100)}
+        assert users["ops@example.com"].admin is True, users
+        assert (users["ada@example.com"].name, users["ada@example.com"].admin) == (
             "Ada",
             False,
         ), users
@@ -816,7 +816,7 @@ def need_fresh_server(setting: Setting) -> None:
     def registered() -> None:
         with server.client() as client:
             runners = client.list_runners()
-        assert [(r["name"], [s["name"] for s in r["specs"]]) for r in runners] == [
+        assert [(r.name, [s.name for s in r.specs]) for r in runners] == [
             ("bench-01", ["small"])
         ], runners
 
@@ -1027,8 +1027,8 @@ def need_podman_runner(setting: Setting) -> None:
 
     def seen() -> bool:
         with server.admin() as client:
-            (runner,) = [r for r in client.list_runners() if r["slug"] == slug]
-        return runner["last_seen_at"] is not None
+            (runner,) = [r for r in client.list_runners() if r.slug == slug]
+        return runner.last_seen_at is not None
 
     setting.checks.append(
         lambda: wait_until(seen, timeout=120, interval=0.5, message="the runner's container")
@@ -1354,8 +1354,8 @@ def systemd_runner(setting: Setting, files: dict[str, Path]) -> None:
 
     def seen() -> bool:
         with server.admin() as client:
-            (runner,) = [r for r in client.list_runners() if r["slug"] == slug]
-        return runner["last_seen_at"] is not None
+            (runner,) = [r for r in client.list_runners() if r.slug == slug]
+        return runner.last_seen_at is not None
 
     def connected() -> None:
         wait_until(seen, timeout=60, interval=0.5, message="the runner's unit")

@@ -42,9 +42,9 @@ def test_a_job_for_a_waiting_runner_is_claimed_in_its_submission(deployment: Dep
     assigned = channel.recv(timeout=10)
     assert assigned["event"] == "job" and assigned["uuid"] == second
     handed = deployment.job(second)
-    assert handed["status"] == "claimed" and handed["claimed"] == handed["created"], handed
+    assert handed.status == "claimed" and handed.claimed == handed.created, handed
     dispatched = deployment.job(first)  # claimed by the dispatcher, after the commit
-    assert dispatched["claimed"] > dispatched["created"], dispatched
+    assert str(dispatched.claimed) > dispatched.created, dispatched
 
 
 def test_a_handed_off_submission_is_made_durable_by_its_claim(
@@ -66,15 +66,15 @@ def test_a_handed_off_submission_is_made_durable_by_its_claim(
     )
     assert grouped == (0 if database_url.startswith("sqlite") else 1)
     assert after.value("benchrunner_db_wal_flushes") == before.value("benchrunner_db_wal_flushes")
-    assert deployment.job(job)["status"] == "claimed"
+    assert deployment.job(job).status == "claimed"
 
 
 def test_a_limited_tier_job_for_a_waiting_runner_is_handed_to_it(deployment: Deployment) -> None:
     """On PostgreSQL the hand-off's claim is one statement of its own after the submission,
     which leaves a limited tier's job to a claim in a transaction (the tier's lock)."""
     with deployment.admin() as client:
-        org = client.create_organization("cheap", "free")["slug"]
-        cheap = str(client.create_project(org, "cheap", "public")["slug"])
+        org = client.create_organization("cheap", "free").slug
+        cheap = str(client.create_project(org, "cheap", "public").slug)
     channel = deployment.channel("idle")
     run_one(channel, deployment)
     channel.send({"event": "ready", "poll_timeout": 30})
@@ -83,7 +83,7 @@ def test_a_limited_tier_job_for_a_waiting_runner_is_handed_to_it(deployment: Dep
     assigned = channel.recv(timeout=10)
     assert assigned["event"] == "job" and assigned["uuid"] == job
     handed = deployment.job(job, project=cheap)
-    assert handed["status"] == "claimed" and handed["claimed"] == handed["created"], handed
+    assert handed.status == "claimed" and handed.claimed == handed.created, handed
 
 
 def test_a_submission_refused_after_reserving_a_runner_leaves_it_waiting(

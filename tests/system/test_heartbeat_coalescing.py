@@ -34,7 +34,7 @@ def server(tmp_path: Path, database_url: str) -> Iterator[InProcessServer]:
 
 
 def _stored_heartbeat(server: InProcessServer, job_uuid: str) -> dt.datetime:
-    return dt.datetime.fromisoformat(str(server.job(job_uuid)["last_heartbeat"]))
+    return dt.datetime.fromisoformat(str(server.job(job_uuid).last_heartbeat))
 
 
 def _running_job(server: InProcessServer, channel: InProcessChannel) -> str:
@@ -67,7 +67,7 @@ def test_the_newest_heartbeat_heard_is_stored_once_per_write_interval(
         message="the next one stored",
     )
     with server.admin() as client:
-        seen = client.get_runner("steady")["last_seen_at"]
+        seen = client.get_runner("steady").last_seen_at
     assert dt.datetime.fromisoformat(str(seen)) == first + dt.timedelta(seconds=75)
 
 
@@ -136,7 +136,7 @@ def test_a_cancel_reaches_the_runner_on_its_next_heartbeat(server: InProcessServ
         client.cancel_job("bench", job_uuid)
     assert channel.ask({"event": "heartbeat"}) == {"event": "cancel", "job": job_uuid}
     assert channel.ask({"event": "canceled", "job": job_uuid})["event"] == "ack"
-    assert server.job(job_uuid)["status"] == "canceled"
+    assert server.job(job_uuid).status == "canceled"
 
 
 def test_a_heartbeat_heard_but_not_written_keeps_the_job_alive(
@@ -147,18 +147,18 @@ def test_a_heartbeat_heard_but_not_written_keeps_the_job_alive(
     channel, within the write interval: the timer must judge from what was heard."""
     with server.admin() as client:
         created = client.create_runner("reconnecting", ["small"])
-    first = InProcessChannel(f"ws://127.0.0.1:{server.port}", created["slug"], created["token"])
+    first = InProcessChannel(f"ws://127.0.0.1:{server.port}", created.slug, created.token)
     job_uuid = _running_job(server, first)
     lifecycle = server.state("lifecycle")
     first.close()
     wait_until(lambda: len(lifecycle.watchdog._timers) == 1, message="disconnect timer armed")
     [timer] = lifecycle.watchdog._timers.values()
-    second = InProcessChannel(f"ws://127.0.0.1:{server.port}", created["slug"], created["token"])
+    second = InProcessChannel(f"ws://127.0.0.1:{server.port}", created.slug, created.token)
     server.clock.advance(WRITE_INTERVAL - 1)
     assert second.ask({"event": "heartbeat"}) == {"event": "ack", "job": job_uuid}
     server.clock.advance(HEARTBEAT_TIMEOUT - WRITE_INTERVAL + 2)  # stored one is 301 s old
     wait_until(timer.done, message="the disconnect timer judged the job")
-    assert server.job(job_uuid)["status"] == "running"
+    assert server.job(job_uuid).status == "running"
     assert second.ask({"event": "heartbeat"}) == {"event": "ack", "job": job_uuid}
     second.close()
 
@@ -168,7 +168,7 @@ _IDLE_READY = {"event": "ready", "poll_timeout": 1}
 
 def _last_seen(server: InProcessServer, runner: str) -> dt.datetime:
     with server.admin() as client:
-        return dt.datetime.fromisoformat(str(client.get_runner(runner)["last_seen_at"]))
+        return dt.datetime.fromisoformat(str(client.get_runner(runner).last_seen_at))
 
 
 def test_an_idle_runners_last_seen_follows_its_messages(server: InProcessServer) -> None:

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 import httpx
 import pytest
 
+from benchrunner.api.jobs import Job, JobEvent
 from tests.harness import Deployment, cli
 
 RESULT = {"exit_code": 0, "stdout": '{"noop": {"latency": {"value": 3}}}'}
@@ -27,9 +27,9 @@ def _processed_job(deployment: Deployment) -> str:
     return job_uuid
 
 
-def _event(job: dict[str, Any], event_type: str) -> dict[str, Any]:
-    (found,) = [e for e in job["events"] if e["event_type"] == event_type]
-    return dict(found)
+def _event(job: Job, event_type: str) -> JobEvent:
+    (found,) = [e for e in job.events or [] if e.event_type == event_type]
+    return found
 
 
 def test_job_created_records_the_actor_and_the_request(deployment: Deployment) -> None:
@@ -47,15 +47,15 @@ def test_job_created_records_the_actor_and_the_request(deployment: Deployment) -
     response = httpx.post(f"{deployment.server.url}/v0/run", json=body, headers=headers)
     assert response.status_code == 201, response.text
     job = deployment.job(response.json()["job"])
-    (created,) = job["events"]
-    assert (created["event_type"], created["status"]) == ("job_created", "pending")
-    assert created["actor"] == "admin@test.dev"
-    assert created["meta"] == {
+    (created,) = job.events
+    assert (created.event_type, created.status) == ("job_created", "pending")
+    assert created.actor == "admin@test.dev"
+    assert created.meta == {
         "source_ip": "127.0.0.1",
         "user_agent": "ci-bot/1.0 (+audit test)",
         "token": "bootstrap",  # the token's name; never the token
     }
-    assert deployment.server.token not in json.dumps(job)
+    assert deployment.server.token not in job.model_dump_json()
 
 
 def test_rerun_makes_a_new_report_and_job_with_the_same_config_linked_both_ways(
@@ -68,23 +68,24 @@ def test_rerun_makes_a_new_report_and_job_with_the_same_config_linked_both_ways(
     assert response.status_code == 201, response.text
     report = response.json()
     old, new = deployment.job(old_uuid), deployment.job(report["job"])
-    assert report["uuid"] == new["report"] != old["report"]
-    assert new["status"] == "pending"
-    assert (new["config"], new["spec"]["slug"]) == (old["config"], old["spec"]["slug"])
+    assert report["uuid"] == new.report != old.report
+    assert new.status == "pending"
+    assert new.spec is not None and old.spec is not None
+    assert (new.config, new.spec.slug) == (old.config, old.spec.slug)
     with deployment.admin() as client:
-        old_report = client.get_report("bench", old["report"])
+        old_report = client.get_report("bench", old.report)
     same = ("branch", "testbed", "adapter")
     assert {k: report[k]["uuid"] for k in same[:2]} == {k: old_report[k]["uuid"] for k in same[:2]}
     assert report["adapter"] == old_report["adapter"]
     rerun = _event(old, "job_rerun")
-    assert rerun["actor"] == "admin@test.dev"
-    assert rerun["meta"]["job"] == new["uuid"] and rerun["meta"]["report"] == new["report"]
+    assert rerun.actor == "admin@test.dev"
+    assert rerun.meta["job"] == new.uuid and rerun.meta["report"] == new.report
     created = _event(new, "job_created")
-    assert created["meta"]["rerun_of"] == old_uuid
-    assert created["meta"]["token"] == "bootstrap"
+    assert created.meta["rerun_of"] == old_uuid
+    assert created.meta["token"] == "bootstrap"
     # The new job runs like any other.
     channel = deployment.channel("r2")
-    assert channel.claim()["uuid"] == new["uuid"]
+    assert channel.claim()["uuid"] == new.uuid
 
 
 def test_a_job_in_flight_cannot_be_rerun(deployment: Deployment) -> None:
@@ -99,7 +100,7 @@ def test_a_job_in_flight_cannot_be_rerun(deployment: Deployment) -> None:
         response = httpx.post(url, headers=headers)
         assert response.status_code == 409, response.text
         assert f"is still {status}" in response.json()["message"]
-        assert "job_rerun" not in [e["event_type"] for e in deployment.job(job_uuid)["events"]]
+        assert "job_rerun" not in [e.event_type for e in deployment.job(job_uuid).events]
     with deployment.admin() as client:
         assert client.list_jobs("bench").total == 2  # nothing was created
 

@@ -11,16 +11,17 @@ import httpx
 import pytest
 from sqlalchemy.engine import Connection
 
+from benchrunner.api.jobs import Job
 from benchrunner.client import BenchrunnerClient
 from benchrunner.server.store import accounts, job_reads
 from benchrunner.server.store.engine import Database
 from tests.harness import Deployment
 
 
-def _all(client: BenchrunnerClient, project: str, **query: Any) -> list[dict[str, Any]]:
+def _all(client: BenchrunnerClient, project: str, **query: Any) -> list[Job]:
     """Every job of ``project`` the query matches, read page by page (3 a page), checking the
     total."""
-    found: list[dict[str, Any]] = []
+    found: list[Job] = []
     page = 1
     while True:
         batch = client.list_jobs(project, page=page, per_page=3, **query)
@@ -78,8 +79,8 @@ def jobs(tenant: Deployment) -> dict[str, list[str]]:
     }
 
 
-def _uuids(found: list[dict[str, Any]]) -> list[str]:
-    return [job["uuid"] for job in found]
+def _uuids(found: list[Job]) -> list[str]:
+    return [job.uuid for job in found]
 
 
 def test_filters_narrow_the_list_in_the_database(
@@ -102,11 +103,11 @@ def test_filters_narrow_the_list_in_the_database(
         both = _all(client, tenant.project, spec=large(tenant), status="pending")
         assert _uuids(both) == [jobs["large_spec"][1]]
         # created_after is inclusive, created_before exclusive: the two halves make the whole.
-        middle = sorted(everything, key=lambda job: job["created"])[3]["created"]
+        middle = sorted(everything, key=lambda job: job.created)[3].created
         after = _all(client, tenant.project, created_after=middle)
         before = _all(client, tenant.project, created_before=middle)
-        assert {j["created"] >= middle for j in after} == {True}
-        assert {j["created"] < middle for j in before} == {True}
+        assert {j.created >= middle for j in after} == {True}
+        assert {j.created < middle for j in before} == {True}
         assert sorted(_uuids(after) + _uuids(before)) == sorted(_uuids(everything))
 
 
@@ -128,8 +129,8 @@ def test_order_by_creation_or_last_change_either_way(
         oldest_first = _uuids(_all(client, tenant.project, direction="asc"))
         assert oldest_first == newest_first[::-1]
         by_change = _all(client, tenant.project, sort="modified")
-        assert by_change[0]["uuid"] == jobs["canceled"][0]  # the last job to change
-        changed = [job["modified"] for job in by_change]
+        assert by_change[0].uuid == jobs["canceled"][0]  # the last job to change
+        changed = [job.modified for job in by_change]
         assert changed == sorted(changed, reverse=True)
 
 

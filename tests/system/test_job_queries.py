@@ -56,7 +56,7 @@ def server(tmp_path: Path, database_url: str) -> Iterator[InProcessServer]:
 
 def _detail_statements(server: InProcessServer, job_uuid: str) -> tuple[int, int]:
     with BenchrunnerClient(server.url, None) as anonymous, counted(server) as counter:
-        events = len(anonymous.get_job("bench", job_uuid)["events"])
+        events = len(anonymous.get_job("bench", job_uuid).events or [])
     return events, len(counter.statements)
 
 

@@ -26,26 +26,26 @@ def test_template_job_runs_through_processed_with_metrics(each_transport: Deploy
     runner = deployment.runner_process("r1").start()
     job_uuid = deployment.submit("bench.sleep", {"ms": 20}, iter=2)
     job = deployment.wait_status(job_uuid, "processed")
-    assert [e["event_type"] for e in job["events"]] == [
+    assert [e.event_type for e in job.events] == [
         "job_created",
         "job_claimed",
         "job_started",
         "job_completed",
         "job_processed",
     ]
-    assert [e["status"] for e in job["events"]] == [
+    assert [e.status for e in job.events] == [
         "pending",
         "claimed",
         "running",
         "completed",
         "processed",
     ]
-    assert len(job["output"]["results"]) == 2
-    assert all(r["exit_code"] == 0 for r in job["output"]["results"])
+    assert len(job.output["results"]) == 2
+    assert all(r["exit_code"] == 0 for r in job.output["results"])
     with deployment.admin() as client:
-        report = client.get_report(deployment.project, job["report"])
+        report = client.get_report(deployment.project, job.report)
     assert report["error"] is None
-    assert report["start_time"] == job["started"] and report["end_time"] == job["completed"]
+    assert report["start_time"] == job.started and report["end_time"] == job.completed
     values = [
         (b["benchmark"]["name"], m["measure"]["slug"], m["metric"]["value"])
         for iteration in report["results"]
@@ -83,11 +83,11 @@ def test_unparsable_output_is_recorded_on_the_report_and_the_job_still_processed
     for template, job_uuid, message in submitted:
         job = tenant.wait_status(job_uuid, "processed")
         with tenant.admin() as client:
-            report = client.get_report(tenant.project, job["report"])
+            report = client.get_report(tenant.project, job.report)
         assert report["error"].startswith(message), report["error"]
         assert report["results"] == []
-        processed = [e["message"] for e in job["events"] if e["status"] == "processed"]
-        assert processed == [f"not parsed: {report['error']}"], job["events"]
+        processed = [e.message for e in job.events if e.status == "processed"]
+        assert processed == [f"not parsed: {report['error']}"], job.events
         errors[template] = report["error"]
     assert "is not UTF-8 text: U+FFFD at character 3" in errors["bench.not_utf8"]
     assert errors["bench.nul"].endswith("(the output contains a NUL character at character 0)")
@@ -103,7 +103,7 @@ def test_runner_refuses_a_template_it_does_not_list(
     runner = deployment.runner_process("picky", templates=own).start()
     job_uuid = deployment.submit("bench.noop")
     job = deployment.wait_status(job_uuid, "failed")
-    assert "not approved on this runner" in job["output"]["error"]
+    assert "not approved on this runner" in job.output["error"]
     # No process ever started: the job's "received" line is logged as it finishes, first.
     log = wait_until(
         lambda: f"job {job_uuid} finished" in runner.output() and runner.output(),
@@ -116,13 +116,13 @@ def test_cancel_while_pending(tenant: Deployment) -> None:
     job_uuid = tenant.submit("bench.noop")
     with tenant.admin() as client:
         canceled = client.cancel_job(tenant.project, job_uuid)
-    assert canceled["status"] == "canceled"
-    requested, done = canceled["events"][-2:]
-    assert (requested["event_type"], requested["actor"]) == (
+    assert canceled.status == "canceled"
+    requested, done = canceled.events[-2:]
+    assert (requested.event_type, requested.actor) == (
         "job_cancel_requested",
         "admin@test.dev",
     )
-    assert (done["event_type"], done["actor"], done["status"]) == (
+    assert (done.event_type, done.actor, done.status) == (
         "job_canceled",
         "system",
         "canceled",
@@ -141,8 +141,8 @@ def test_cancel_while_claimed_reaches_the_runner_when_it_starts(tenant: Deployme
     assert channel.ask({"event": "heartbeat"}) == {"event": "cancel", "job": job_uuid}
     assert channel.ask({"event": "canceled", "job": job_uuid}) == {"event": "ack", "job": job_uuid}
     job = tenant.job(job_uuid)
-    assert job["status"] == "canceled"
-    assert [e["event_type"] for e in job["events"]] == [
+    assert job.status == "canceled"
+    assert [e.event_type for e in job.events] == [
         "job_created",
         "job_claimed",
         "job_cancel_requested",
@@ -173,7 +173,7 @@ def test_cancel_while_running_kills_the_whole_process_group(
         message="process group gone",
     )
     job = deployment.wait_status(job_uuid, "canceled")
-    assert job["events"][-1]["event_type"] == "job_canceled"
+    assert job.events[-1].event_type == "job_canceled"
     # the runner carries on with the next job
     assert deployment.wait_status(deployment.submit("bench.noop"), "processed")
     assert runner.proc is not None and runner.proc.poll() is None
@@ -205,7 +205,7 @@ def test_runner_drains_on_sigterm_and_lets_the_running_job_finish(
     assert "draining: the running job may take" in runner.output()
     assert finished.exists()
     job = tenant.wait_status(job_uuid, "processed")
-    assert [e["event_type"] for e in job["events"]][-3:] == [
+    assert [e.event_type for e in job.events][-3:] == [
         "job_started",
         "job_completed",
         "job_processed",
@@ -227,4 +227,4 @@ def test_runner_drain_cancels_a_job_that_outlives_the_grace(
     assert "draining: the running job may take" in runner.output()
     assert process_gone(pid) and not finished.exists()
     job = tenant.wait_status(job_uuid, "failed")
-    assert "canceled after drain grace" in job["output"]["error"]
+    assert "canceled after drain grace" in job.output["error"]

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from benchrunner.api.jobs import JobLogPage
 from benchrunner.client import ApiError
 from benchrunner.core.log_paging import DEFAULT_LIMIT, MAX_LIMIT
 from tests.harness import PROCESS_START_TIMEOUT, Deployment, RawChannel, cli, deploy, wait_until
@@ -18,21 +19,21 @@ from tests.harness import PROCESS_START_TIMEOUT, Deployment, RawChannel, cli, de
 SECRET_TEXT = "Bearer abcdefghijkl0123 sk-abcdefghijklmnopqrstu"
 
 
-def page(deployment: Deployment, job: str, **params: Any) -> dict[str, Any]:
+def page(deployment: Deployment, job: str, **params: Any) -> JobLogPage:
     with deployment.admin() as client:
         return client.job_logs(deployment.project, job, **params)
 
 
-def whole_log(deployment: Deployment, job: str, limit: int) -> tuple[str, dict[str, Any]]:
+def whole_log(deployment: Deployment, job: str, limit: int) -> tuple[str, JobLogPage]:
     offset, text = 0, b""
     while True:
         found = page(deployment, job, offset=offset, limit=limit)
-        content = found["content"].encode()
+        content = found.content.encode()
         assert len(content) <= limit
         text += content
-        if found["is_complete"] or found["next_offset"] == offset:
+        if found.is_complete or found.next_offset == offset:
             return text.decode(), found
-        offset = found["next_offset"]
+        offset = found.next_offset
 
 
 def cli_env(deployment: Deployment) -> dict[str, str]:
@@ -50,17 +51,17 @@ def test_a_running_jobs_log_is_readable_while_it_runs_and_followed_to_its_end(
     runner = deployment.runner_process("streamer").start()
     job = deployment.submit("bench.ticker", {"gate": str(gate), "ms": 50, "text": SECRET_TEXT})
 
-    def ticks_so_far() -> dict[str, Any] | None:
+    def ticks_so_far() -> JobLogPage | None:
         found = page(deployment, job)
-        return found if found["content"].count("tick ") >= 3 else None
+        return found if found.content.count("tick ") >= 3 else None
 
     running = wait_until(
         ticks_so_far, timeout=PROCESS_START_TIMEOUT, message="three ticks in the live log"
     )
     assert deployment.status(job) == "running"
-    assert running["is_complete"] is False
-    assert running["content"].startswith("tick 0 Bearer [redacted] sk-[redacted]\n")
-    assert "abcdefghijkl" not in running["content"]
+    assert running.is_complete is False
+    assert running.content.startswith("tick 0 Bearer [redacted] sk-[redacted]\n")
+    assert "abcdefghijkl" not in running.content
 
     with deployment.admin() as client:
         follower = client.follow_job_logs(deployment.project, job)
@@ -77,13 +78,13 @@ def test_a_running_jobs_log_is_readable_while_it_runs_and_followed_to_its_end(
 
     deployment.wait_status(job, "processed", "failed")
     text, last = whole_log(deployment, job, limit=100)
-    assert last["is_complete"] is True
+    assert last.is_complete is True
     assert text == followed
     assert text.endswith('{"ticker": {"latency": {"value": 1}}}\n')
     ticks = [line for line in text.splitlines() if line.startswith("tick ")]
     assert ticks == [f"tick {n} Bearer [redacted] sk-[redacted]" for n in range(len(ticks))]
     # The job's stored output (the source of truth for parsing) has the same lines, raw.
-    stdout = deployment.job(job)["output"]["results"][0]["stdout"]
+    stdout = deployment.job(job).output["results"][0]["stdout"]
     assert stdout.count("tick ") == len(ticks) and "abcdefghijkl0123" in stdout
     runner.kill()
 
@@ -96,7 +97,7 @@ def test_the_cli_follows_a_jobs_log_until_the_job_ends(
     deployment.runner_process("cli-streamer").start()
     job = deployment.submit("bench.ticker", {"gate": str(gate), "ms": 20})
     wait_until(
-        lambda: "tick 2" in page(deployment, job)["content"],
+        lambda: "tick 2" in page(deployment, job).content,
         timeout=PROCESS_START_TIMEOUT,
         message="ticks",
     )
@@ -113,7 +114,7 @@ def test_the_cli_follows_a_jobs_log_until_the_job_ends(
 @pytest.mark.engine_independent
 def test_limits_and_offsets_are_checked(deployment: Deployment) -> None:
     job = deployment.submit("bench.noop")
-    assert page(deployment, job) == {
+    assert page(deployment, job).model_dump() == {
         "job_id": job,
         "offset": 0,
         "next_offset": 0,
@@ -156,7 +157,7 @@ def _reconnect_mid_job(deployment: Deployment, gate: Path) -> None:
     # More than a page of log before the restart, as a slow machine's restart leaves: the
     # ticks after it are on a later page.
     wait_until(
-        lambda: page(deployment, job)["next_offset"] >= DEFAULT_LIMIT,
+        lambda: page(deployment, job).next_offset >= DEFAULT_LIMIT,
         timeout=PROCESS_START_TIMEOUT,
         message="a page of ticks",
     )
@@ -177,13 +178,11 @@ def _reconnect_mid_job(deployment: Deployment, gate: Path) -> None:
         )
     except AssertionError as exc:
         ended = deployment.job(job)
-        raise AssertionError(
-            f"{exc}; the job is {ended['status']}: {ended['events'][-1]}"
-        ) from None
+        raise AssertionError(f"{exc}; the job is {ended.status}: {ended.events[-1]}") from None
     gate.touch()
     deployment.wait_status(job, "processed", "failed", timeout=60)
     text, last = whole_log(deployment, job, limit=4096)
-    assert last["is_complete"] is True
+    assert last.is_complete is True
     lines = [line for line in text.splitlines() if line.startswith("tick ")]
     assert lines == [f"tick {n} {padding}" for n in range(len(lines))], "every line once, in order"
     assert "lost]" not in text
@@ -222,7 +221,7 @@ def test_resends_change_nothing_gaps_are_marked_and_no_log_is_answered(
     assert channel.ask({"event": "heartbeat"}) == {"event": "ack", "job": job}
     expected = "héllo\nwor" + "warn\n" + "\n[benchrunner: 10 bytes of stdout lost]\n" + "ld\n"
     wait_until(  # chunks are written in batches, about once a second
-        lambda: page(deployment, job)["content"] == expected, message="the chunks stored"
+        lambda: page(deployment, job).content == expected, message="the chunks stored"
     )
 
     other = deployment.submit("bench.noop")
@@ -242,7 +241,7 @@ def test_resends_change_nothing_gaps_are_marked_and_no_log_is_answered(
     refused = channel.recv()
     assert refused["event"] == "error" and (refused["reply_to"], refused["job"]) == ("log", job)
     finished = page(deployment, job)
-    assert finished["content"] == expected and finished["is_complete"] is True
+    assert finished.content == expected and finished.is_complete is True
     with pytest.raises(TimeoutError):
         channel.recv(timeout=0.5)  # nothing else came, ever
 
@@ -311,7 +310,7 @@ def test_a_long_log_reads_the_same_through_the_index_of_positions(
     assert channel.ask(done) == {"event": "ack", "job": job}
     cold = page(deployment, job, offset=far, limit=131072)
     warm = page(deployment, job, offset=far, limit=131072)
-    assert cold == warm and cold["content"] == expected.encode()[far:].decode()
+    assert cold == warm and cold.content == expected.encode()[far:].decode()
     text, _ = whole_log(deployment, job, limit=131072)
     assert text == expected
 

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from benchrunner.api.jobs import Job
 from benchrunner.api.thresholds import ThresholdModelBody
 from benchrunner.runner.noise_guard import ROUNDS
 from benchrunner.server.store.job_outputs import INLINE_OUTPUT_BYTES
@@ -29,9 +30,9 @@ def patch_spec(deployment: Deployment, **fields: Any) -> dict[str, Any]:
     return found
 
 
-def report_of(deployment: Deployment, job: dict[str, Any]) -> dict[str, Any]:
+def report_of(deployment: Deployment, job: Job) -> dict[str, Any]:
     with deployment.admin() as client:
-        return client.get_report(deployment.project, job["report"])
+        return client.get_report(deployment.project, job.report)
 
 
 @pytest.mark.engine_independent
@@ -43,7 +44,7 @@ def test_a_real_runners_noise_reaches_the_output_and_the_report(
     job_uuid = deployment.submit("bench.noop")
     job = deployment.wait_status(job_uuid, "processed", timeout=60)
 
-    noise = job["output"]["noise"]
+    noise = job.output["noise"]
     assert noise["before"]["rounds"] == noise["after"]["rounds"] == ROUNDS
     assert noise["before"]["median_ns"] > 0 and noise["after"]["median_ns"] > 0
     assert noise["drift"] == noise["after"]["median_ns"] / noise["before"]["median_ns"] - 1
@@ -69,7 +70,7 @@ def test_a_real_runners_noise_reaches_the_output_and_the_report(
     patch_spec(deployment, noise_guard=False)
     quiet_uuid = deployment.submit("bench.noop")
     unguarded = deployment.wait_status(quiet_uuid, "processed", timeout=60)
-    assert unguarded["output"].get("noise") is None
+    assert unguarded.output.get("noise") is None
     assert report_of(deployment, unguarded)["noise"] is None
     runner.kill()
 
@@ -268,7 +269,7 @@ def test_a_specs_noise_settings_round_trip_and_reach_the_runner(
     cli("spec", "noise", "quiet", "--default-limits", env=env)
     with deployment.admin() as client:
         reset = client.get_spec("quiet")
-    assert (reset["noise_cv_limit"], reset["noise_drift_limit"]) == (None, None)
+    assert (reset.noise_cv_limit, reset.noise_drift_limit) == (None, None)
 
     channel = deployment.channel("quiet-runner", specs=["quiet"])
     with deployment.admin() as client:

@@ -121,7 +121,7 @@ def _retention_deletes_the_output(deployment: Deployment, s3: S3Server, bucket: 
     processed = deployment.wait_status(job_uuid, "processed")
     wait_until(lambda: not _output_key(s3, bucket, job_uuid), message="the output object deleted")
     with deployment.admin() as client:
-        report = client.get_report(deployment.project, processed["report"])
+        report = client.get_report(deployment.project, processed.report)
     assert report["results"], report  # processed from the object before it went
 
 
@@ -178,9 +178,9 @@ def _result_survives_the_store_going_down(
     assert _output_key(s3, bucket, job_uuid)
     done = deployment.wait_status(job_uuid, "processed")
     with deployment.admin() as client:
-        report = client.get_report(deployment.project, done["report"])
+        report = client.get_report(deployment.project, done.report)
     assert report["results"], report
-    assert deployment.job(job_uuid)["output"]["results"][0]["stdout"] == BIG_STDOUT
+    assert deployment.job(job_uuid).output["results"][0]["stdout"] == BIG_STDOUT
 
     gate.close()  # reading the output back needs the store: a clear 503, not a 500
     with deployment.http() as http:

@@ -109,7 +109,7 @@ def server(tmp_path: Path, database_url: str) -> Iterator[InProcessServer]:
 def new_runner(server: InProcessServer, name: str) -> PerJobRunner:
     with server.admin() as client:
         created = client.create_runner(name, ["small"])
-    return PerJobRunner(server, created["slug"], created["token"])
+    return PerJobRunner(server, created.slug, created.token)
 
 
 def test_the_claim_answers_the_job_or_null(server: InProcessServer) -> None:
@@ -126,7 +126,7 @@ def test_the_claim_answers_the_job_or_null(server: InProcessServer) -> None:
     assert set(claimed) == {"uuid", "spec", "config", "oci_token", "timeout", "created"}
     assert claimed["spec"]["slug"] == "small"
     assert claimed["config"]["template"] == "bench.noop"
-    assert server.job(job_uuid)["status"] == "claimed"
+    assert server.job(job_uuid).status == "claimed"
     # A runner announcing the nonce extension gets the claim's nonce (it signs with it).
     server.submit("bench.noop")
     assert len(runner.claim({"poll_timeout": 10}, extensions=True).json()["nonce"]) == 32
@@ -191,8 +191,8 @@ def test_a_long_poll_whose_client_went_away_leaves_no_job_claimed(
     wait_until(lambda: waiting.waiting == 0, message="the server to notice the dropped poll")
     job_uuid = server.submit("bench.noop")
     assert present.claimed()["uuid"] == job_uuid
-    claims = [e for e in server.job(job_uuid)["events"] if e["event_type"] == "job_claimed"]
-    assert [e["actor"] for e in claims] == [present.slug]
+    claims = [e for e in server.job(job_uuid).events if e.event_type == "job_claimed"]
+    assert [e.actor for e in claims] == [present.slug]
 
 
 def test_seed_000_messages_take_a_job_to_processed(server: InProcessServer) -> None:
@@ -205,8 +205,8 @@ def test_seed_000_messages_take_a_job_to_processed(server: InProcessServer) -> N
     completed = {"event": "completed", "exit_code": 0, "stdout": stdout}
     assert ws.ask(completed) == {"event": "ack", "job": job_uuid}
     assert ws.closed_by_server() == (1000, '"job_completed"')  # as Bencher's per-job handler
-    job = wait_until(lambda: (j := server.job(job_uuid))["status"] == "processed" and j)
-    [result] = job["output"]["results"]
+    job = wait_until(lambda: (j := server.job(job_uuid)).status == "processed" and j)
+    [result] = job.output["results"]
     assert (result["exit_code"], result["stdout"]) == (0, stdout)
     # A finished job's socket is closed to its runner: only claimed or running jobs take one.
     status, body = runner.refused(job_uuid)
@@ -223,9 +223,9 @@ def test_a_failed_message_fails_the_job(server: InProcessServer) -> None:
     assert ws.ask(failed) == {"event": "ack", "job": job_uuid}
     assert ws.closed_by_server() == (1000, '"job_failed"')
     job = server.job(job_uuid)
-    assert job["status"] == "failed"
-    assert job["output"]["error"] == "the VM would not boot"
-    assert [r["exit_code"] for r in job["output"]["results"]] == [3]
+    assert job.status == "failed"
+    assert job.output["error"] == "the VM would not boot"
+    assert [r["exit_code"] for r in job.output["results"]] == [3]
 
 
 def test_only_the_runners_own_claimed_or_running_jobs_take_a_socket(
@@ -251,19 +251,19 @@ def test_a_running_job_takes_its_runner_back_and_running_is_idempotent(
     job_uuid = server.submit("bench.noop")
     ws = runner.socket(runner.claimed()["uuid"])
     assert ws.ask({"event": "running"}) == {"event": "ack", "job": job_uuid}
-    started = server.job(job_uuid)["started"]
+    started = server.job(job_uuid).started
     ws.close()
     server.clock.advance(5)
     again = runner.socket(job_uuid)
     assert again.ask({"event": "running"}) == {"event": "ack", "job": job_uuid}
     assert again.ask({"event": "heartbeat"}) == {"event": "ack", "job": job_uuid}
     job = server.job(job_uuid)
-    assert (job["status"], job["started"]) == ("running", started)
-    assert [e["event_type"] for e in job["events"]].count("job_started") == 1
+    assert (job.status, job.started) == ("running", started)
+    assert [e.event_type for e in job.events].count("job_started") == 1
     done = {"event": "completed", "job": job_uuid, "results": [{"exit_code": 0}]}
     assert again.ask(done) == {"event": "ack", "job": job_uuid}
     assert again.closed_by_server() == (1000, '"job_completed"')
-    assert server.job(job_uuid)["status"] in ("completed", "processed")
+    assert server.job(job_uuid).status in ("completed", "processed")
 
 
 @pytest.mark.parametrize(
@@ -284,8 +284,8 @@ def test_a_silent_job_socket_times_out_like_the_channel(
         close = ws.ws.protocol.close_rcvd
         assert close is not None and (close.code, close.reason) == (1000, f'"{reason}"')
         job = server.job(job_uuid)
-        assert job["status"] == status
-        assert reason in job["events"][-1]["message"]
+        assert job.status == status
+        assert reason in str(job.events[-1].message)
 
 
 def test_a_message_for_another_job_or_a_ready_changes_nothing(server: InProcessServer) -> None:
@@ -298,8 +298,8 @@ def test_a_message_for_another_job_or_a_ready_changes_nothing(server: InProcessS
     reply = ws.ask({"event": "ready", "poll_timeout": 5})
     assert reply["event"] == "error" and "POST /v0/runners/{runner}/jobs" in reply["message"]
     ws.close()
-    assert server.job(first)["status"] == "claimed"
-    assert server.job(second)["status"] == "pending"
+    assert server.job(first).status == "claimed"
+    assert server.job(second).status == "pending"
 
 
 def test_a_user_cancel_reaches_the_job_socket(server: InProcessServer) -> None:
@@ -311,7 +311,7 @@ def test_a_user_cancel_reaches_the_job_socket(server: InProcessServer) -> None:
         client.cancel_job("bench", job_uuid)
     assert ws.ask({"event": "heartbeat"}) == {"event": "cancel", "job": job_uuid}
     assert ws.closed_by_server() == (1000, '"job_canceled"')  # the job ended with the cancel
-    assert server.job(job_uuid)["status"] == "canceled"
+    assert server.job(job_uuid).status == "canceled"
     # The runner's `canceled` finds no socket left for the job: it has finished.
     status, body = runner.refused(job_uuid)
     assert (status, body["status"]) == (409, "canceled")
@@ -324,7 +324,7 @@ def test_a_runners_own_cancel_closes_its_job_socket(server: InProcessServer) -> 
     assert ws.ask({"event": "running"})["event"] == "ack"
     assert ws.ask({"event": "canceled"}) == {"event": "ack", "job": job_uuid}
     assert ws.closed_by_server() == (1000, '"job_canceled_by_runner"')
-    assert server.job(job_uuid)["status"] == "canceled"
+    assert server.job(job_uuid).status == "canceled"
 
 
 @pytest.mark.engine_independent

@@ -63,12 +63,12 @@ def _output_path(deployment: Deployment, job_uuid: str) -> Path:
 
 
 def _events(deployment: Deployment, job_uuid: str) -> list[str]:
-    return [e["event_type"] for e in deployment.job(job_uuid)["events"]]
+    return [e.event_type for e in deployment.job(job_uuid).events]
 
 
 def _report_error(deployment: Deployment, job_uuid: str) -> str | None:
     with deployment.admin() as client:
-        found = client.get_report(deployment.project, deployment.job(job_uuid)["report"])
+        found = client.get_report(deployment.project, deployment.job(job_uuid).report)
     error = found.get("error")
     return None if error is None else str(error)
 

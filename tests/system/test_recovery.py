@@ -50,9 +50,9 @@ def test_redelivered_result_overrides_a_heartbeat_timeout_failure(
         deployment.wait_status(job_uuid, "failed")
         runner.start()
         job = deployment.wait_status(job_uuid, "processed")
-    kinds = [e["event_type"] for e in job["events"]]
+    kinds = [e.event_type for e in job.events]
     assert kinds[-3:] == ["heartbeat_stale_recovered", "job_completed", "job_processed"]
-    assert job["output"]["results"][0]["exit_code"] == 0
+    assert job.output["results"][0]["exit_code"] == 0
 
 
 def test_server_killed_and_restarted(tmp_path: Path, database_url: str, transport: str) -> None:
@@ -79,16 +79,16 @@ def _server_killed_and_restarted(deployment: Deployment) -> None:
     time.sleep(deployment.server.heartbeat_timeout)
     deployment.server.start()
     job = deployment.wait_status(orphan, "failed")
-    assert "orphaned" in job["events"][-1]["message"]
-    assert job["events"][-1]["event_type"] == "recovered_after_crash"
+    assert "orphaned" in str(job.events[-1].message)
+    assert job.events[-1].event_type == "recovered_after_crash"
     finished = deployment.wait_status(running, "processed", timeout=40)
-    assert [e["event_type"] for e in finished["events"]][-3:] == [
+    assert [e.event_type for e in finished.events][-3:] == [
         "job_started",
         "job_completed",
         "job_processed",
     ]
     # The job was still running when the server died: its result came to the new server.
-    completed = dt.datetime.fromisoformat(finished["events"][-2]["created"])
+    completed = dt.datetime.fromisoformat(finished.events[-2].created)
     assert completed > killed, (completed, killed)
     assert runner.proc is not None and runner.proc.poll() is None
 
@@ -100,7 +100,7 @@ def test_completed_but_unprocessed_jobs_are_processed_at_startup(deployment: Dep
     channel.ask({"event": "running"})
     result = {"exit_code": 0, "stdout": '{"noop": {"latency": {"value": 7}}}'}
     channel.ask({"event": "completed", "job": job_uuid, "results": [result]})
-    report_uuid = deployment.wait_status(job_uuid, "processed")["report"]
+    report_uuid = deployment.wait_status(job_uuid, "processed").report
     channel.close()
     deployment.server.kill(signal.SIGTERM)
     # Rewind to the moment between "output stored" and "metrics parsed", as a crash would leave it.
@@ -136,7 +136,7 @@ def test_a_result_whose_running_was_lost_still_completes(deployment: Deployment)
     reply = channel.ask({"event": "completed", "job": job_uuid, "results": [result]})
     assert reply == {"event": "ack", "job": job_uuid}
     job = deployment.wait_status(job_uuid, "processed")
-    assert [e["event_type"] for e in job["events"]][-4:] == [
+    assert [e.event_type for e in job.events][-4:] == [
         "job_claimed",
         "job_started",
         "job_completed",
@@ -163,9 +163,9 @@ def test_reconnecting_without_heartbeats_does_not_outlive_the_hard_timeout(
     wait_until(ended_while_reconnecting, timeout=20, interval=0, message="the job to end")
     channels[-1].close()
     job = deployment.job(job_uuid)
-    assert job["status"] == "canceled"
-    assert "job_timeout_exceeded" in job["events"][-1]["message"]
-    assert job["events"][-1]["event_type"] == "job_timeout"
+    assert job.status == "canceled"
+    assert "job_timeout_exceeded" in str(job.events[-1].message)
+    assert job.events[-1].event_type == "job_timeout"
     again = RawChannel(deployment.server, slug, token)
     assert again.ask({"event": "running", "job": job_uuid}) == {"event": "cancel", "job": job_uuid}
     again.close()
@@ -177,8 +177,8 @@ def test_a_result_too_large_for_the_server_fails_the_job_instead_of_looping(
     with deploy(tmp_path, database_url, request_body_max_bytes=64 * 1024) as deployment:
         runner = deployment.runner_process("chatty").start()
         job = deployment.wait_status(deployment.submit("bench.chatty"), "failed", timeout=40)
-        assert "message size limit" in job["output"]["error"]
-        assert job["output"]["results"] == [
+        assert "message size limit" in job.output["error"]
+        assert job.output["results"] == [
             {"exit_code": 0, "stdout": None, "stderr": None, "output": None}
         ]
         assert runner.proc is not None and runner.proc.poll() is None
@@ -200,6 +200,6 @@ def test_an_acknowledged_result_survives_a_server_killed_right_after_the_ack(
     channel.close()
     deployment.server.start()
     job = deployment.wait_status(job_uuid, "processed")
-    assert [e["event_type"] for e in job["events"]][-2:] == ["job_completed", "job_processed"]
-    stored = job["output"]["results"]
+    assert [e.event_type for e in job.events][-2:] == ["job_completed", "job_processed"]
+    stored = job.output["results"]
     assert [(r["exit_code"], r["stdout"]) for r in stored] == [(0, result["stdout"])]

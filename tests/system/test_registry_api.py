@@ -246,7 +246,7 @@ def test_referrers_list_manifests_by_subject_and_filter_by_artifact_type(
 
 def test_slug_and_uuid_name_the_same_repository(tenant: Deployment, repo: str) -> None:
     with tenant.admin() as admin:
-        project_uuid = admin.get_project(repo)["uuid"]
+        project_uuid = admin.get_project(repo).uuid
     server = tenant.server
     token = registry_token(server, server.token, f"repository:{project_uuid}:pull,push")
     with v2(server, token) as client:

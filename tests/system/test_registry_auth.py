@@ -95,7 +95,7 @@ def test_runner_claim_token_pulls_its_project_only(tenant: Deployment) -> None:
     server, bench, other = tenant.server, tenant.project, f"{tenant.project}-other"
     with tenant.admin() as admin:
         admin.create_project(tenant.org, other, "public", slug=other)
-        bench_uuid = admin.get_project(bench)["uuid"]
+        bench_uuid = admin.get_project(bench).uuid
     admin_token = registry_token(
         server, server.token, f"repository:{bench}:push", f"repository:{other}:push"
     )
@@ -121,7 +121,7 @@ def test_runner_claim_token_pulls_its_project_only(tenant: Deployment) -> None:
 def test_runner_token_is_refused_after_expiry(tenant: Deployment) -> None:
     server = tenant.server
     with tenant.admin() as admin:
-        bench_uuid = uuid.UUID(admin.get_project(tenant.project)["uuid"])
+        bench_uuid = uuid.UUID(admin.get_project(tenant.project).uuid)
     engine = make_engine(server.db, writer=False)
     with engine.connect() as conn:
         secret = server_state_get(conn, SECRET_NAME)

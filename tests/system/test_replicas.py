@@ -19,6 +19,7 @@ from uuid import UUID
 import pytest
 import sqlalchemy as sa
 
+from benchrunner.api.jobs import Job
 from benchrunner.core.states import JobStatus
 from benchrunner.server.store.engine import make_engine
 from benchrunner.server.store.tables import job, job_event, metric, report
@@ -132,17 +133,15 @@ def test_a_dead_replicas_in_flight_jobs_are_swept_by_the_survivor(
     with replica_b.client() as client:
         for job_uuid in (running, claimed):
 
-            def ended(job_uuid: str = job_uuid) -> dict[str, Any] | None:
+            def ended(job_uuid: str = job_uuid) -> Job | None:
                 return _finished(client.get_job("bench", job_uuid))
 
             job_view = wait_until(ended, timeout=30, message=f"the sweeper to end {job_uuid}")
-            assert job_view["status"] == "failed"
-            [failure] = [
-                e for e in job_view["events"] if e["event_type"] == "heartbeat_stale_recovered"
-            ]
-            assert "heartbeat_timeout" in failure["message"]
+            assert job_view.status == "failed"
+            [failure] = [e for e in job_view.events if e.event_type == "heartbeat_stale_recovered"]
+            assert "heartbeat_timeout" in str(failure.message)
             # Failed after A died, so by B's sweeper, not by A's own timer before the kill.
-            assert dt.datetime.fromisoformat(failure["created"]) >= killed_at, failure
+            assert dt.datetime.fromisoformat(failure.created) >= killed_at, failure
 
 
 def test_results_a_dead_replica_stored_but_never_processed_are_processed_by_the_survivor(
@@ -155,7 +154,7 @@ def test_results_a_dead_replica_stored_but_never_processed_are_processed_by_the_
     channel.ask({"event": "running"})
     result = {"exit_code": 0, "stdout": '{"noop": {"latency": {"value": 7}}}'}
     channel.ask({"event": "completed", "job": job_uuid, "results": [result]})
-    report_uuid = deployment.wait_status(job_uuid, "processed")["report"]
+    report_uuid = deployment.wait_status(job_uuid, "processed").report
     channel.close()
     deployment.server.kill(signal.SIGKILL)
     # Rewind to what A's death between "result stored" and "processed" leaves behind.
@@ -169,7 +168,7 @@ def test_results_a_dead_replica_stored_but_never_processed_are_processed_by_the_
     engine.dispose()
     with replica_b.client() as client:  # B keeps running: no restart re-queues the job
         wait_until(
-            lambda: client.get_job(deployment.project, job_uuid)["status"] == "processed",
+            lambda: client.get_job(deployment.project, job_uuid).status == "processed",
             timeout=30,
             message="the survivor's sweeper to process the orphaned result",
         )
@@ -177,8 +176,8 @@ def test_results_a_dead_replica_stored_but_never_processed_are_processed_by_the_
     assert results[0][0]["measures"][0]["metric"]["value"] == 7.0
 
 
-def _finished(view: dict[str, Any]) -> dict[str, Any] | None:
-    return view if view["status"] in ("failed", "canceled", "processed") else None
+def _finished(view: Job) -> Job | None:
+    return view if view.status in ("failed", "canceled", "processed") else None
 
 
 # ------------------------------------------------------------------ the whole system

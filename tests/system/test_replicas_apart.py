@@ -28,6 +28,7 @@ import httpx
 import pytest
 import sqlalchemy as sa
 
+from benchrunner.api.jobs import Job
 from benchrunner.client import BenchrunnerClient
 from benchrunner.server.admin.bootstrap import bootstrap_admin
 from tests.databases import postgres_database
@@ -282,14 +283,14 @@ def test_a_job_run_through_one_replica_is_read_through_the_other(replicas: Repli
             timeout=60,
             message=f"job {job_uuid} processed",
         )
-        assert done["status"] == "processed", done
+        assert done.status == "processed", done
         # The output is an object of the bucket (too large for a row), read back through B.
         assert [k for k in replicas.objects() if k.endswith(f"/output/v0/jobs/{job_uuid}")]
-        [result] = done["output"]["results"]
+        [result] = done.output["results"]
         assert result["stdout"].startswith('{"wide": {"latency": {"value": 3}}}')
         assert len(result["stdout"]) > 100_000
         assert "warming up on the runner" in _whole_log(through_b, deployment.project, job_uuid)
-        report = through_b.get_report(deployment.project, done["report"])
+        report = through_b.get_report(deployment.project, done.report)
     [[iteration]] = report["results"]
     assert iteration["measures"][0]["metric"]["value"] == 3.0
 
@@ -340,11 +341,11 @@ def _whole_log(client: BenchrunnerClient, project: str, job_uuid: str) -> str:
     offset = 0
     while True:
         page = client.job_logs(project, job_uuid, offset=offset)
-        pages.append(page["content"])
-        if page["is_complete"] or page["next_offset"] == offset:
+        pages.append(page.content)
+        if page.is_complete or page.next_offset == offset:
             return "".join(pages)
-        offset = page["next_offset"]
+        offset = page.next_offset
 
 
-def _finished(view: dict[str, Any]) -> dict[str, Any] | None:
-    return view if view["status"] in ("failed", "canceled", "processed") else None
+def _finished(view: Job) -> Job | None:
+    return view if view.status in ("failed", "canceled", "processed") else None

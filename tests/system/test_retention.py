@@ -5,8 +5,8 @@ and their metrics stay."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
+from benchrunner.api.jobs import Job
 from tests.harness import Deployment, deploy, wait_until
 from tests.inprocess import serve_in_process
 from tests.metrics_scrape import scrape
@@ -15,9 +15,9 @@ from tests.stored_outputs import output_blob, output_row
 RESULT = {"exit_code": 0, "stdout": '{"ret": {"latency": {"value": 3}}}'}
 
 
-def _stored(deployment: Deployment, job: dict[str, Any]) -> bool:
+def _stored(deployment: Deployment, job: Job) -> bool:
     """Whether the job's output is still stored, in a row or as a blob."""
-    uuid = str(job["uuid"])
+    uuid = job.uuid
     return (
         output_row(deployment.server.db, uuid) is not None
         or output_blob(deployment.server.data_dir, uuid) is not None
@@ -44,8 +44,8 @@ def test_expired_outputs_go_the_newest_and_jobs_in_flight_stay(
             message="outputs purged",
         )
         assert _stored(deployment, finished[2])  # the newest finished job is kept
-        assert "output" not in deployment.job(finished[0]["uuid"])
-        assert deployment.job(finished[2]["uuid"])["output"]["results"]
+        assert "output" not in deployment.job(finished[0].uuid).model_fields_set
+        assert deployment.job(finished[2].uuid).output["results"]
 
         # The job in flight finishes: it is the newest now, and the one before it goes.
         done = channel.ask({"event": "completed", "job": in_flight, "results": [RESULT]})
@@ -60,7 +60,7 @@ def test_expired_outputs_go_the_newest_and_jobs_in_flight_stay(
         assert found.value("benchrunner_retention_purged_jobs_total") == 3
         assert found.value("benchrunner_retention_purged_bytes_total") > 0
         with deployment.admin() as client:  # history stays
-            report = client.get_report(deployment.project, finished[0]["report"])
+            report = client.get_report(deployment.project, finished[0].report)
         assert report["results"], report
     log = deployment.server.log.read_text()
     assert "retention deleted the outputs of" in log
@@ -79,15 +79,18 @@ def test_outputs_are_kept_until_they_are_older_than_the_retention_days(
         channel.ask({"event": "running"})
         done = channel.ask({"event": "completed", "job": job_uuid, "results": [RESULT]})
         assert done["event"] == "ack", done
-        wait_until(lambda: server.job(job_uuid)["status"] == "processed")
+        wait_until(lambda: server.job(job_uuid).status == "processed")
         housekeeping = server.state("services").housekeeping
         rounds = housekeeping.rounds
         server.clock.advance(29 * day)
         wait_until(lambda: housekeeping.rounds > rounds, message="a retention round")
-        assert "output" in server.job(job_uuid)
+        assert "output" in server.job(job_uuid).model_fields_set
         server.clock.advance(1 * day + 60)
-        wait_until(lambda: "output" not in server.job(job_uuid), message="the output purged")
-        assert server.job(job_uuid)["status"] == "processed"
+        wait_until(
+            lambda: "output" not in server.job(job_uuid).model_fields_set,
+            message="the output purged",
+        )
+        assert server.job(job_uuid).status == "processed"
         channel.close()
 
 
@@ -101,12 +104,14 @@ def test_a_purged_jobs_live_log_goes_with_its_output(tmp_path: Path, database_ur
         channel.send({"event": "log", "job": job, "stream": "stdout", "offset": 0, "data": "hi\n"})
         with deployment.admin() as client:
             wait_until(  # written within about a second
-                lambda: client.job_logs(deployment.project, job)["content"] == "hi\n",
+                lambda: client.job_logs(deployment.project, job).content == "hi\n",
                 message="the chunk stored",
             )
         done = channel.ask({"event": "completed", "job": job, "results": [RESULT]})
         assert done["event"] == "ack", done
         deployment.wait_status(job, "processed")
-        wait_until(lambda: "output" not in deployment.job(job), message="outputs purged")
+        wait_until(
+            lambda: "output" not in deployment.job(job).model_fields_set, message="outputs purged"
+        )
         with deployment.admin() as client:
-            assert client.job_logs(deployment.project, job)["content"] == ""
+            assert client.job_logs(deployment.project, job).content == ""

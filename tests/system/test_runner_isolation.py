@@ -36,13 +36,14 @@ def test_a_job_sees_none_of_the_runners_own_variables(deployment: Deployment) ->
     runner = deployment.runner_process("r1", BENCHRUNNER_TOKEN="admin-token-secret")
     runner.start(BENCHRUNNER_RUNNER_KEY=runner.key)
     job = deployment.wait_status(deployment.submit("bench.environ"), "processed")
-    environ = json.loads(job["output"]["results"][0]["stdout"])
+    environ = json.loads(job.output["results"][0]["stdout"])
     assert {name for name in environ if name.startswith("BENCHRUNNER_")} == {
         "BENCHRUNNER_JOB",
         "BENCHRUNNER_ITERATION",
         "BENCHRUNNER_WORKDIR",
     }
-    assert runner.key not in json.dumps(job) and "admin-token-secret" not in json.dumps(job)
+    assert runner.key not in job.model_dump_json()
+    assert "admin-token-secret" not in job.model_dump_json()
 
 
 def test_files_linked_in_from_outside_are_refused_and_the_jobs_own_collected(
@@ -56,7 +57,7 @@ def test_files_linked_in_from_outside_are_refused_and_the_jobs_own_collected(
         {"secret": str(secret)},
         file_paths=["environ", "linked", "hard", "result.json"],
     )
-    result = deployment.wait_status(job_uuid, "processed")["output"]["results"][0]
+    result = deployment.wait_status(job_uuid, "processed").output["results"][0]
     assert result["output"] == {"result.json": "{}"}
     for name in ("environ", "linked", "hard"):
         assert f"[benchrunner: file_path '{name}' refused: " in result["stderr"]
@@ -93,9 +94,9 @@ def test_the_next_working_directory_is_made_while_idle_and_removed_at_the_stop(
     temp.mkdir()
     runner = deployment.runner_process("r1").start(TMPDIR=str(temp))
     first = deployment.wait_status(deployment.submit("bench.environ"), "processed")
-    workdir = json.loads(first["output"]["results"][0]["stdout"])["BENCHRUNNER_WORKDIR"]
+    workdir = json.loads(first.output["results"][0]["stdout"])["BENCHRUNNER_WORKDIR"]
     assert Path(workdir).parent == temp and Path(workdir).name.startswith(
-        f"benchrunner-{first['uuid']}-"
+        f"benchrunner-{first.uuid}-"
     )
 
     def made_ahead() -> list[str]:
@@ -104,8 +105,8 @@ def test_the_next_working_directory_is_made_while_idle_and_removed_at_the_stop(
     (ahead,) = wait_until(made_ahead, message="the next job's working directory")
     assert ahead.startswith("benchrunner-next-")
     second = deployment.wait_status(deployment.submit("bench.environ"), "processed")
-    taken = json.loads(second["output"]["results"][0]["stdout"])["BENCHRUNNER_WORKDIR"]
-    assert Path(taken).name == ahead.replace("next", second["uuid"], 1)
+    taken = json.loads(second.output["results"][0]["stdout"])["BENCHRUNNER_WORKDIR"]
+    assert Path(taken).name == ahead.replace("next", second.uuid, 1)
     wait_until(made_ahead, message="the one after it")
     assert runner.kill(signal.SIGTERM) == 0
     assert made_ahead() == []

@@ -18,5 +18,5 @@ def test_a_once_runner_takes_one_job_delivers_it_and_exits(each_transport: Deplo
     runner.start()
     assert runner.proc is not None
     assert runner.proc.wait(timeout=60) == 0
-    assert deployment.wait_status(first, "processed")["status"] == "processed"
+    assert deployment.wait_status(first, "processed").status == "processed"
     assert deployment.status(second) == "pending"

@@ -59,7 +59,7 @@ def push(deployment: Deployment, layout: Path, tag: str, project: str) -> None:
 
 def project_uuid(deployment: Deployment) -> str:
     with deployment.admin() as client:
-        return str(client.get_project(deployment.project)["uuid"])
+        return str(client.get_project(deployment.project).uuid)
 
 
 def submit_image(deployment: Deployment, digest: str, **job: object) -> str:
@@ -83,8 +83,8 @@ def test_an_image_pushed_with_skopeo_runs_in_the_sandbox(deployment: Deployment)
 
     first = submit_image(deployment, layout.digest, file_paths=["result.json"])
     job = deployment.wait_status(first, "processed", "completed", "failed", timeout=120)
-    assert job["status"] in ("processed", "completed"), job
-    result = job["output"]["results"][0]
+    assert job.status in ("processed", "completed"), job
+    result = job.output["results"][0]
     assert json.loads(result["stdout"]) == RESULT
     assert json.loads(result["output"]["result.json"]) == RESULT
 
@@ -92,7 +92,7 @@ def test_an_image_pushed_with_skopeo_runs_in_the_sandbox(deployment: Deployment)
     assert blobs
     second = submit_image(deployment, layout.digest)
     job = deployment.wait_status(second, "processed", "completed", "failed", timeout=120)
-    assert job["status"] in ("processed", "completed"), job
+    assert job.status in ("processed", "completed"), job
     # The second job downloaded nothing: the same blobs, untouched (a fetch again would have
     # renamed a new file over each: a new inode).
     assert _files(sandbox_dir / "images" / "blobs" / "sha256") == blobs
@@ -129,8 +129,8 @@ def test_bencher_files_inside_the_image_are_read_from_the_containers_root(
     assert submitted.status_code == 201, submitted.text
 
     job = deployment.wait_status(submitted.json()["job"], "processed", "failed", timeout=120)
-    assert job["status"] == "processed", job
-    (result,) = job["output"]["results"]
+    assert job.status == "processed", job
+    (result,) = job.output["results"]
     assert result["stdout"] == "ran\n"  # not BMF: the metric can only come from the file
     assert result["output"] == {"/tmp/results.json": json.dumps(RESULT) + "\n"}
     root = "the container's root"
@@ -161,7 +161,7 @@ def test_an_image_missing_from_the_registry_fails_the_job_clearly(
     skopeo("delete", "--tls-verify=false", "--creds", credentials, image)
     sandbox_runner(deployment, "sandboxed")
     job = deployment.wait_status(job_uuid, "failed", timeout=60)
-    assert job["output"]["error"] == (
+    assert job.output["error"] == (
         f"image {digest}: {project}/manifests/{digest}: not found in the registry"
     )
 
@@ -170,7 +170,7 @@ def test_a_sandbox_runner_refuses_template_jobs_clearly(deployment: Deployment) 
     sandbox_runner(deployment, "sandboxed")
     job_uuid = deployment.submit("bench.noop")
     job = deployment.wait_status(job_uuid, "failed", timeout=60)
-    assert "runs image jobs only" in job["output"]["error"]
+    assert "runs image jobs only" in job.output["error"]
 
 
 @pytest.mark.parametrize("named_by", ["digest", "tag"])
@@ -202,14 +202,14 @@ def test_a_duet_of_two_images_runs_both_in_the_sandbox(
     with deployment.admin() as client:
         job_uuid = str(client.run(body)["job"])
     job = deployment.wait_status(job_uuid, "processed", "failed", timeout=180)
-    assert job["status"] == "processed", job
-    duet = job["config"]["duet"]
+    assert job.status == "processed", job
+    duet = job.config["duet"]
     assert [duet["baseline"]["digest"], duet["contender"]["digest"]] == digests
     sides = [(r["side"], json.loads(r["stdout"])["duet"]["latency"]["value"]) for r in
-             job["output"]["results"]]  # fmt: skip
+             job.output["results"]]  # fmt: skip
     assert sorted(sides) == [("baseline", 100.0)] * 2 + [("contender", 200.0)] * 2
     with deployment.admin() as client:
-        report = client.get_report(deployment.project, job["report"])
+        report = client.get_report(deployment.project, job.report)
     (found,) = report["duet"]["results"]
     assert found["ratio"] == pytest.approx(2.0)
     assert found["alert"]["limit"] == "upper" and found["alert"]["status"] == "active"

@@ -99,7 +99,7 @@ def start_runner(
 
 def reported_version(deployment: Deployment, runner: str) -> str | None:
     with deployment.admin() as client:
-        version = client.get_runner(runner)["version"]
+        version = client.get_runner(runner).version
     return None if version is None else str(version)
 
 

@@ -55,7 +55,7 @@ def _keyed_channel(deployment: Deployment, key: Ed25519PrivateKey) -> RawChannel
     slug, token = deployment.new_runner("signer")
     with deployment.admin() as client:
         runner = client.set_runner_public_key(slug, public_key_text(key.public_key()))
-    assert runner["public_key"] == public_key_text(key.public_key())
+    assert runner.public_key == public_key_text(key.public_key())
     channel = RawChannel(deployment.server, slug, token)
     deployment.channels.append(channel)
     return channel
@@ -122,29 +122,32 @@ def test_every_unsigned_or_badly_signed_result_is_refused_and_changes_nothing(
             reply,
         )
         job = tenant.job(job_uuid)
-        assert job["status"] == "running", name
-        assert job["signature"] == {"signed": False, "verified": False}, name
-        assert "output" not in job, name
+        assert job.status == "running", name
+        assert job.model_dump(mode="json", exclude_unset=True)["signature"] == {
+            "signed": False,
+            "verified": False,
+        }, name
+        assert "output" not in job.model_fields_set, name
 
     assert channel.ask(good) == {"event": "ack", "job": job_uuid}
     job = tenant.job(job_uuid)
-    assert job["status"] == "processed"
-    assert job["signature"] == {
+    assert job.status == "processed"
+    assert job.model_dump(mode="json", exclude_unset=True)["signature"] == {
         "signed": True,
         "verified": True,
         "output_hash": good["output_hash"],
         "signature": good["signature"],
         "key_fingerprint": key_fingerprint(public_key_text(key.public_key())),
     }
-    assert job["output"]["results"] == [_stored(5)]
+    assert job.output["results"] == [_stored(5)]
 
     assert channel.ask(good) == {"event": "ack", "job": job_uuid}  # the identical resend
     replay = _signed(key, {**completed, "results": [_result(9)]}, nonce)
     reply = channel.ask(replay)
     assert reply["event"] == "error" and "already has a different result" in reply["message"]
     job = tenant.job(job_uuid)
-    assert job["output"]["results"] == [_stored(5)]
-    assert job["signature"]["signature"] == good["signature"]
+    assert job.output["results"] == [_stored(5)]
+    assert job.signature.signature == good["signature"]
 
 
 def test_signed_failed_and_canceled_results_are_accepted_and_a_failure_keeps_its_signature(
@@ -162,9 +165,9 @@ def test_signed_failed_and_canceled_results_are_accepted_and_a_failure_keeps_its
     )
     assert channel.ask(failed) == {"event": "ack", "job": failing}
     job = tenant.job(failing)
-    assert job["status"] == "failed"
-    assert job["signature"]["signed"] and job["signature"]["verified"]
-    assert job["signature"]["output_hash"] == _hash([{"exit_code": 3}])
+    assert job.status == "failed"
+    assert job.signature.signed and job.signature.verified
+    assert job.signature.output_hash == _hash([{"exit_code": 3}])
     assert channel.ask(failed) == {"event": "ack", "job": failing}  # the identical resend
 
     canceled = tenant.submit("bench.noop")
@@ -212,7 +215,7 @@ def test_any_other_result_for_a_finished_job_is_refused_as_a_replay(
     _refused_as_replay(channel, sign(failed), "completed")
     assert channel.ask(completed) == {"event": "ack", "job": completed_job}
     job = tenant.job(completed_job)
-    assert job["status"] == "processed" and job["output"]["error"] is None
+    assert job.status == "processed" and job.output["error"] is None
 
     failed_job, sign = _run_signed(channel, tenant, key)
     failed = {"event": "failed", "job": failed_job, "results": [], "error": "exit 3"}
@@ -224,7 +227,7 @@ def test_any_other_result_for_a_finished_job_is_refused_as_a_replay(
     _refused_as_replay(channel, sign({"event": "canceled", "job": failed_job}), "failed")
     assert channel.ask(sign(failed)) == {"event": "ack", "job": failed_job}
     job = tenant.job(failed_job)
-    assert (job["status"], job["output"]["error"]) == ("failed", "exit 3")
+    assert (job.status, job.output["error"]) == ("failed", "exit 3")
 
     quitter, sign = _run_signed(channel, tenant, key)
     canceled = sign({"event": "canceled", "job": quitter})
@@ -243,7 +246,7 @@ def test_any_other_result_for_a_finished_job_is_refused_as_a_replay(
     late = sign({"event": "completed", "job": crossed, "results": [_result(2)]})
     assert channel.ask(late) == {"event": "ack", "job": crossed}
     job = tenant.job(crossed)
-    assert job["status"] == "canceled" and "output" not in job
+    assert job.status == "canceled" and "output" not in job.model_fields_set
 
 
 def test_a_signed_result_with_a_field_the_server_does_not_know_is_accepted(
@@ -258,9 +261,9 @@ def test_a_signed_result_with_a_field_the_server_does_not_know_is_accepted(
     assert completed["output_hash"] == _hash([result])
     assert channel.ask(completed) == {"event": "ack", "job": job_uuid}
     job = tenant.job(job_uuid)
-    assert job["status"] == "processed"
-    assert job["output"]["results"] == [_stored(4)]  # the unknown field is not kept
-    assert job["signature"]["verified"] and job["signature"]["output_hash"] == _hash([result])
+    assert job.status == "processed"
+    assert job.output["results"] == [_stored(4)]  # the unknown field is not kept
+    assert job.signature.verified and job.signature.output_hash == _hash([result])
     assert channel.ask(completed) == {"event": "ack", "job": job_uuid}  # the identical resend
     without = sign({"event": "completed", "job": job_uuid, "results": [_result(4)]})
     _refused_as_replay(channel, without, "completed")  # signed over other results
@@ -293,13 +296,13 @@ def test_a_malformed_public_key_is_refused_on_create_and_update(tenant: Deployme
                 client.set_runner_public_key(slug, bad)
             assert patched.value.status == 400
             assert f"Invalid public key {reason}" in patched.value.message
-        assert client.get_runner(slug)["public_key"] is None
+        assert client.get_runner(slug).public_key is None
         listed = client.list_runners(per_page=MAX_PER_PAGE)
         assert listed.total is not None and listed.total <= MAX_PER_PAGE  # one page: all
-        assert [r["slug"] for r in listed if r["slug"].startswith(tenant.names)] == [slug]
+        assert [r.slug for r in listed if r.slug.startswith(tenant.names)] == [slug]
         key = public_key_text(Ed25519PrivateKey.generate().public_key())
-        assert client.set_runner_public_key(slug, key + "=")["public_key"] == key  # unpadded
-        assert client.set_runner_public_key(slug, None)["public_key"] is None
+        assert client.set_runner_public_key(slug, key + "=").public_key == key  # unpadded
+        assert client.set_runner_public_key(slug, None).public_key is None
 
 
 @pytest.mark.engine_independent
@@ -323,12 +326,12 @@ def test_a_runner_started_with_its_signing_key_signs_a_job_end_to_end(
     runner.start()
     job_uuid = tenant.submit("bench.sleep", {"ms": 10}, iter=2)
     job = tenant.wait_status(job_uuid, "processed", timeout=60)
-    signature = job["signature"]
-    assert signature["signed"] and signature["verified"]
-    assert signature["key_fingerprint"] == key_fingerprint(public)
+    signature = job.signature
+    assert signature.signed and signature.verified
+    assert signature.key_fingerprint == key_fingerprint(public)
     # The hash is the results' as the server stored them, computed here independently.
-    stored = [{k: v for k, v in r.items() if v is not None} for r in job["output"]["results"]]
-    assert signature["output_hash"] == _hash(stored)
+    stored = [{k: v for k, v in r.items() if v is not None} for r in job.output["results"]]
+    assert signature.output_hash == _hash(stored)
     assert len(stored) == 2
     assert "signing results with key " + key_fingerprint(public) in runner.output()
     shown = cli("job", "show", job_uuid, env=env).stdout
@@ -352,5 +355,8 @@ def test_a_keyed_runner_without_its_signing_key_gets_no_result_accepted(
 
     wait_until(logged, timeout=60, interval=0.2, message="the refusal in the runner's log")
     job = tenant.job(job_uuid)
-    assert job["status"] in ("running", "failed")  # never completed: it times out instead
-    assert job["signature"] == {"signed": False, "verified": False}
+    assert job.status in ("running", "failed")  # never completed: it times out instead
+    assert job.model_dump(mode="json", exclude_unset=True)["signature"] == {
+        "signed": False,
+        "verified": False,
+    }

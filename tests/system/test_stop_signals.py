@@ -50,9 +50,9 @@ def test_the_second_signal_cancels_the_job_now_and_reports_it_failed(
     assert process_gone(pid) and not finished.exists()
     job = deployment.wait_status(job_uuid, "failed")
     # Reported by the runner (its reason, its event), not found out by the server later.
-    assert job["output"]["error"] == SHUT_DOWN
-    assert job["events"][-1]["event_type"] == "job_failed"
-    assert SHUT_DOWN in job["events"][-1]["message"]
+    assert job.output["error"] == SHUT_DOWN
+    assert job.events[-1].event_type == "job_failed"
+    assert SHUT_DOWN in str(job.events[-1].message)
 
 
 def _stage(deployment: Deployment, tmp_path: Path) -> tuple[str, Path, Path]:
@@ -82,7 +82,7 @@ def test_the_third_signal_exits_at_once_and_the_guard_stops_the_job(
     wait_until(lambda: process_gone(pid), message="the guard to stop the job")
     # Nothing reported it: the server fails it once the runner's channel is gone for good.
     job = deployment.wait_status(job_uuid, "failed", timeout=60)
-    assert "runner reported failure" not in job["events"][-1]["message"]
+    assert "runner reported failure" not in str(job.events[-1].message)
 
 
 def test_the_third_signal_keeps_unacknowledged_results_for_the_next_start(
@@ -115,6 +115,6 @@ def test_the_third_signal_keeps_unacknowledged_results_for_the_next_start(
     assert runner.proc is not None
     wait_until(lambda: not spooled.exists(), timeout=60, message="the result acknowledged")
     job = deployment.wait_status(job_uuid, "failed")
-    assert job["output"]["error"] == SHUT_DOWN
+    assert job.output["error"] == SHUT_DOWN
     _signal_and_see(runner, "draining: idle, stopping")
     assert runner.proc.wait(timeout=60) == 0

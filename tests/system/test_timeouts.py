@@ -8,10 +8,10 @@ import signal
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
+from benchrunner.api.jobs import Job
 from tests.harness import SHORT_HEARTBEAT_TIMEOUT, Deployment, deploy
 
 
@@ -27,8 +27,8 @@ def short_heartbeat_each_transport(short_heartbeat: Deployment, transport: str) 
     return short_heartbeat
 
 
-def _reasons(job: dict[str, Any]) -> list[str]:
-    return [str(e["message"]) for e in job["events"]]
+def _reasons(job: Job) -> list[str]:
+    return [str(e.message) for e in job.events or []]
 
 
 def test_runner_killed_mid_job_fails_after_the_heartbeat_timeout(

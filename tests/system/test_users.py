@@ -28,7 +28,7 @@ def stored_hash(deployment: Deployment, email: str) -> str | None:
 def test_an_admin_creates_a_user_with_a_password(deployment: Deployment) -> None:
     with deployment.admin() as client:
         created = client.create_user("Ada", "ada@test.dev", password="analytical engine")
-        assert created["email"] == "ada@test.dev" and created["admin"] is False
+        assert created.email == "ada@test.dev" and created.admin is False
         assert not {"password", "password_hash"} & set(created)
         # A taken email is refused whether the name (and so the slug) is new or taken too.
         for name in ("Ada again", "Ada"):

@@ -4,15 +4,26 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from typing import Any
 
 import httpx
 import pytest
 
+from benchrunner.api.jobs import Job
 from benchrunner.client import ApiError, BenchrunnerClient, JobWaitTimeout
 
 TOKEN = "benchrunner_api_" + "0" * 64
 Handler = Callable[[httpx.Request], httpx.Response]
+
+
+JOB = {
+    "uuid": "j",
+    "status": "pending",
+    "report": "r",
+    "project": "p",
+    "created": "2026-01-01T00:00:00Z",
+    "modified": "2026-01-01T00:00:00Z",
+}
+"""A job as the server lists it, with only the fields every job has."""
 
 
 def client_for(handler: Handler, token: str | None = TOKEN) -> BenchrunnerClient:
@@ -24,7 +35,10 @@ def test_requests_carry_the_token_and_quote_references() -> None:
 
     def handler(request: httpx.Request) -> httpx.Response:
         seen.append(request)
-        return httpx.Response(200, json={"uuid": "u"})
+        named = {"uuid": "u", "name": "n", "slug": "s"}
+        if request.url.path.startswith("/v0/projects/"):
+            return httpx.Response(200, json=named | {"organization": "o", "visibility": "public"})
+        return httpx.Response(200, json=named)
 
     with client_for(handler) as client:
         client.get_project("a/b")
@@ -49,11 +63,11 @@ def test_lists_are_pages_with_the_total_count() -> None:
         assert request.url.params["page"] == "2"
         assert request.url.params["per_page"] == "3"
         assert request.url.params["status"] == "pending"
-        return httpx.Response(200, json=[{"uuid": "j"}], headers={"X-Total-Count": "4"})
+        return httpx.Response(200, json=[JOB], headers={"X-Total-Count": "4"})
 
     with client_for(handler) as client:
         page = client.list_jobs("demo", status="pending", page=2, per_page=3)
-    assert page == [{"uuid": "j"}]
+    assert [job.model_dump(exclude_unset=True) for job in page] == [JOB]
     assert page.total == 4
 
 
@@ -116,7 +130,7 @@ def _job_sequence(statuses: list[str]) -> Handler:
 
     def handler(request: httpx.Request) -> httpx.Response:
         last["status"] = next(reads, last.get("status", statuses[-1]))
-        return httpx.Response(200, json={"uuid": "j", "status": last["status"]})
+        return httpx.Response(200, json={**JOB, "status": last["status"]})
 
     return handler
 
@@ -124,24 +138,24 @@ def _job_sequence(statuses: list[str]) -> Handler:
 def test_wait_for_job_reports_each_change_and_stops_at_a_final_status() -> None:
     changes: list[str] = []
 
-    def on_status(job: dict[str, Any]) -> None:
-        changes.append(job["status"])
+    def on_status(job: Job) -> None:
+        changes.append(job.status)
 
     handler = _job_sequence(["pending", "pending", "claimed", "running", "running", "processed"])
     with client_for(handler) as client:
         final = client.wait_for_job("demo", "j", 5, on_status, poll_interval=0)
-    assert final["status"] == "processed"
+    assert final.status == "processed"
     assert changes == ["pending", "claimed", "running", "processed"]
 
 
 @pytest.mark.parametrize("status", ["failed", "canceled"])
 def test_wait_for_job_stops_at_failed_and_canceled(status: str) -> None:
     with client_for(_job_sequence(["running", status])) as client:
-        assert client.wait_for_job("demo", "j", 5, poll_interval=0)["status"] == status
+        assert client.wait_for_job("demo", "j", 5, poll_interval=0).status == status
 
 
 def test_wait_for_job_times_out_with_the_last_read() -> None:
     with client_for(_job_sequence(["running"])) as client, pytest.raises(JobWaitTimeout) as caught:
         client.wait_for_job("demo", "j", 0.05, poll_interval=0.01)
-    assert caught.value.job["status"] == "running"
+    assert caught.value.job.status == "running"
     assert isinstance(caught.value, OSError)  # the CLI reports it as one error line

@@ -4,23 +4,43 @@ from __future__ import annotations
 
 import pytest
 
+from benchrunner.api.jobs import Job
 from benchrunner.cli.views import print_job
 
 
 def test_job_show_prints_each_iterations_output(capsys: pytest.CaptureFixture[str]) -> None:
-    job = {
-        "uuid": "j-1",
-        "status": "processed",
-        "spec": {"slug": "local"},
-        "events": [],
-        "output": {
-            "results": [
-                {"exit_code": 0, "stdout": '{"sleep": {"latency": {"value": 20}}}\n'},
-                {"exit_code": 3, "stdout": "", "stderr": "boom\n", "output": {"out.json": "{}"}},
-            ],
-            "error": "iteration 1 exited 3",
-        },
-    }
+    job = Job.model_validate(
+        {
+            "uuid": "j-1",
+            "report": "r-1",
+            "project": "p-1",
+            "created": "2026-01-01T00:00:00Z",
+            "modified": "2026-01-01T00:00:00Z",
+            "status": "processed",
+            "spec": {
+                "uuid": "s-1",
+                "name": "local",
+                "slug": "local",
+                "architecture": "x86_64",
+                "cpu": 2,
+                "memory": 1 << 30,
+                "disk": 1 << 30,
+            },
+            "events": [],
+            "output": {
+                "results": [
+                    {"exit_code": 0, "stdout": '{"sleep": {"latency": {"value": 20}}}\n'},
+                    {
+                        "exit_code": 3,
+                        "stdout": "",
+                        "stderr": "boom\n",
+                        "output": {"out.json": "{}"},
+                    },
+                ],
+                "error": "iteration 1 exited 3",
+            },
+        }
+    )
     print_job(job)
     printed = capsys.readouterr().out
     assert "bytes" not in printed

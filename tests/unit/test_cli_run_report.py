@@ -36,7 +36,14 @@ class FakeApi:
         if path == f"/v0/projects/demo/reports/{self.report['uuid']}":
             return 200, self.report
         if self.job and path == f"/v0/projects/demo/jobs/{self.job}":
-            return 200, {"uuid": self.job, "status": "processed", "report": self.report["uuid"]}
+            return 200, {
+                "uuid": self.job,
+                "status": "processed",
+                "report": self.report["uuid"],
+                "project": "demo",
+                "created": "2026-01-01T00:00:00Z",
+                "modified": "2026-01-01T00:00:00Z",
+            }
         return 404, {"message": f"no route {method} {path}", "request_id": "x"}
 
 

@@ -10,6 +10,7 @@ back). Found anywhere in a body, keys included, they are a 400 naming the field,
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, model_validator
@@ -24,6 +25,17 @@ def text_problem(value: str) -> str | None:
     except UnicodeEncodeError:
         return "contains a lone surrogate (not Unicode text)"
     return None
+
+
+def refusal_message(errors: Iterable[Mapping[str, Any]]) -> str:
+    """``invalid request: field: why; ...``: how the server answers a body its model refuses
+    (the ``body`` prefix of each field's location left out), and how the client reports a body
+    it refuses before sending it."""
+    parts = []
+    for error in errors:
+        location = ".".join(str(p) for p in error.get("loc", ()) if p != "body")
+        parts.append(f"{location}: {error.get('msg')}" if location else str(error.get("msg")))
+    return "invalid request: " + "; ".join(parts)
 
 
 def _find_bad_text(value: Any, where: str) -> str | None:

@@ -13,10 +13,11 @@ from typing import Annotated
 
 import typer
 
+from benchrunner.api.bisections import BisectionCreate
 from benchrunner.cli import output
 from benchrunner.cli.config import project_client
 from benchrunner.cli.options import LIST_PER_PAGE, Host, Json, Page, PerPage, Project, Token
-from benchrunner.client import BenchrunnerClient, JsonObject
+from benchrunner.client import BenchrunnerClient, JsonObject, refused_as_bad_request
 
 bisect_app = typer.Typer(
     help="Bisection: which commit between good and bad changed a benchmark, found by duets "
@@ -165,26 +166,23 @@ def bisect(
     if good is None or bad is None or not benchmark:
         raise ValueError("give --good, --bad and --benchmark (or a subcommand: show, list, cancel)")
     good_hash, bad_hash, commits = candidates(repo, good, bad)
-    body: dict[str, object] = {
-        "benchmarks": benchmark,
-        "measure": measure,
-        "good": good_hash,
-        "bad": bad_hash,
-        "candidates": commits,
-        "adapter": adapter,
-        "rounds": rounds,
-        "margin": margin,
-        "job_budget": budget,
-    }
-    if spec is not None:
-        body["spec"] = spec
-    if alert is not None:
-        body["alert"] = alert
-    if image is not None:
-        body["image"] = image
-    if template is not None:
-        body["template"] = template
-        body["args"] = dict(_arg(text) for text in arg or [])
+    with refused_as_bad_request():
+        body = BisectionCreate(
+            benchmarks=benchmark,
+            measure=measure,
+            good=good_hash,
+            bad=bad_hash,
+            candidates=commits,
+            adapter=adapter,
+            rounds=rounds,
+            margin=margin,
+            job_budget=budget,
+            spec=spec,
+            alert=alert,
+            image=image,
+            template=template,
+            args=None if template is None else dict(_arg(text) for text in arg or []),
+        )
     with project_client(host, token, project) as (client, project_ref):
         started = client.create_bisection(project_ref, body)
         uuid = str(started["uuid"])

@@ -5,15 +5,16 @@ of each benchmark and the threshold proposed for it (docs/how-to/thresholds-aler
 from __future__ import annotations
 
 import time
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
+from benchrunner.api.calibrations import CalibrationCreate
 from benchrunner.cli import output
 from benchrunner.cli.config import project_client
 from benchrunner.cli.options import Host, Json, Project, Token
 from benchrunner.cli.run_body import side_args
-from benchrunner.client import BenchrunnerClient, JsonObject
+from benchrunner.client import BenchrunnerClient, JsonObject, refused_as_bad_request
 
 calibrate_app = typer.Typer(
     help="Calibrate thresholds: run a job N times unchanged, propose a threshold per benchmark.",
@@ -124,21 +125,19 @@ def calibrate(
         return
     if spec is None or (template is None) == (image is None):
         raise typer.BadParameter("give --spec and either --template or --image")
-    body: dict[str, Any] = {
-        "spec": spec,
-        "runs": runs,
-        "iterations": iterations,
-        "adapter": adapter,
-        "false_alarm_rate": false_alarm_rate,
-        "branch": branch,
-        "testbed": testbed,
-    }
-    if template is not None:
-        body["template"] = template
-        if arg:
-            body["args"] = side_args(arg, "--arg")
-    else:
-        body["image"] = image
+    with refused_as_bad_request():
+        body = CalibrationCreate(
+            spec=spec,
+            runs=runs,
+            iterations=iterations,
+            adapter=adapter,
+            false_alarm_rate=false_alarm_rate,
+            branch=branch,
+            testbed=testbed,
+            template=template,
+            args=side_args(arg, "--arg") if template is not None and arg else None,
+            image=image if template is None else None,
+        )
     with project_client(host, token, project, timeout=300) as (client, project_ref):
         created = client.create_calibration(project_ref, body)
         found = _follow(client, project_ref, str(created["uuid"]))

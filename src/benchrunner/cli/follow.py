@@ -6,11 +6,12 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
+from benchrunner.api.jobs import Job
 from benchrunner.cli import output
 from benchrunner.cli.duet_view import duet_alerts
 from benchrunner.cli.report_format import active_alerts, count_text
 from benchrunner.cli.views import event_line, failure_reason, print_report
-from benchrunner.client import BenchrunnerClient, JsonObject, held_back
+from benchrunner.client import BenchrunnerClient, held_back
 
 EXIT_FAILED = 1
 """The job failed, its report has an error, or (with ``--err``) it raised an alert. Bencher's
@@ -49,13 +50,13 @@ def follow_job(
     deadline = time.monotonic() + timeout
     printed = 0
 
-    def on_status(current: JsonObject) -> None:
+    def on_status(current: Job) -> None:
         nonlocal printed
-        events = current.get("events") or []
+        events = current.events or []
         for event in events[printed:]:
             console.print(event_line(event), soft_wrap=True)
         printed = len(events)
-        status.update(f"job {job}: {current.get('status')}")
+        status.update(f"job {job}: {current.status}")
 
     try:
         with console.status(f"job {job}: submitted") as status:
@@ -66,25 +67,25 @@ def follow_job(
         )
         return EXIT_INTERRUPTED
 
-    processed = final.get("status") == "processed"
-    with console.status(f"job {job}: {final.get('status')}") as status:
+    processed = final.status == "processed"
+    with console.status(f"job {job}: {final.status}") as status:
 
         def on_wait(held: int) -> None:
             status.update(f"job {job}: {count_text(held)} waiting for confirmation runs")
 
         # An alert held back for confirmation runs is decided after its job is processed.
         report = client.wait_for_confirmations(
-            project, final["report"], max(0.0, deadline - time.monotonic()), on_wait
+            project, final.report, max(0.0, deadline - time.monotonic()), on_wait
         )
     if as_json:
         output.print_json({"job": final, "report": report})
     else:
-        output.out().print(f"job {job}: {final.get('status')}", markup=False, soft_wrap=True)
+        output.out().print(f"job {job}: {final.status}", markup=False, soft_wrap=True)
         if processed:
             print_report(report)
     if not processed:
         reason = report.get("error") or failure_reason(final)
-        output.error(f"job {job} {final.get('status')}: {reason}")
+        output.error(f"job {job} {final.status}: {reason}")
         output.note(f"its output: benchrunner job output {job} --project {project}")
         return EXIT_FAILED
     failure = report_failure(report, err=err)

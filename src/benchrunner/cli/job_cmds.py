@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Annotated, Literal
+from typing import Annotated, Literal, TypeVar
 
 import typer
 
+from benchrunner.api.jobs import Job
 from benchrunner.cli import output
 from benchrunner.cli.config import project_client
 from benchrunner.cli.log_cmds import print_log
@@ -25,14 +26,17 @@ JobRef = Annotated[str, typer.Argument(metavar="JOB", help="Job UUID.")]
 JOB_COLUMNS = ("job", "status", "run", "spec", "created (UTC)")
 
 
-def _job_row(job: JsonObject) -> tuple[object, ...]:
+def _job_row(job: Job) -> tuple[object, ...]:
     return (
-        job["uuid"],
-        job["status"],
+        job.uuid,
+        job.status,
         job_summary(job),
-        (job.get("spec") or {}).get("slug"),
-        output.when(job["created"]),
+        None if job.spec is None else job.spec.slug,
+        output.when(job.created),
     )
+
+
+Found = TypeVar("Found")
 
 
 def _job_action(
@@ -40,8 +44,8 @@ def _job_action(
     token: str | None,
     project: str | None,
     as_json: bool,
-    call: Callable[[BenchrunnerClient, str], JsonObject],
-    say: Callable[[JsonObject], None],
+    call: Callable[[BenchrunnerClient, str], Found],
+    say: Callable[[Found], None],
 ) -> None:
     """One request about a job: its answer as JSON with ``--json``, else as ``say`` puts it."""
     with project_client(host, token, project) as (client, project_ref):
@@ -124,8 +128,8 @@ def job_cancel(
 ) -> None:
     """Cancel a pending, claimed or running job; its runner stops the benchmark."""
 
-    def say(found: JsonObject) -> None:
-        output.out().print(f"job {job} is {found['status']}", markup=False)
+    def say(found: Job) -> None:
+        output.out().print(f"job {job} is {found.status}", markup=False)
 
     _job_action(host, token, project, as_json, lambda c, p: c.cancel_job(p, job), say)
 
@@ -182,6 +186,6 @@ def job_output(
     with project_client(host, token, project) as (client, project_ref):
         found = client.get_job(project_ref, job)
     if as_json:
-        output.print_json(found.get("output"))
+        output.print_json(found.output if "output" in found.model_fields_set else None)
     else:
         print_logs(found)

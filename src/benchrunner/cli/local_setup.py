@@ -12,9 +12,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import Literal
+from typing import Literal, TypeVar
 
-from benchrunner.client import ApiError, BenchrunnerClient, JsonObject
+from benchrunner.api.base import Answer
+from benchrunner.client import ApiError, BenchrunnerClient
 
 ORGANIZATION = "local"
 PROJECT = "demo"
@@ -92,7 +93,10 @@ def write_runner_key(data_dir: Path, key: str) -> Path:
     return path
 
 
-def _get_or_create(get: Callable[[], JsonObject], create: Callable[[], JsonObject]) -> JsonObject:
+Found = TypeVar("Found", bound=Answer)
+
+
+def _get_or_create(get: Callable[[], Found], create: Callable[[], Found]) -> Found:
     try:
         return get()
     except ApiError as exc:
@@ -133,7 +137,7 @@ def provision(client: BenchrunnerClient, machine: MachineSpec) -> LocalSetup:
             network=False,
         ),
     )
-    if spec.get("archived"):
+    if spec.archived:
         client.update_spec(SPEC, archived=False)
     try:
         runner = client.get_runner(RUNNER)
@@ -141,12 +145,12 @@ def provision(client: BenchrunnerClient, machine: MachineSpec) -> LocalSetup:
         if exc.status != 404:
             raise
         created = client.create_runner(RUNNER, [SPEC], slug=RUNNER)
-        return LocalSetup(project["slug"], SPEC, created["slug"], created["token"])
-    if runner.get("archived"):
+        return LocalSetup(project.slug, SPEC, created.slug, created.token)
+    if runner.archived:
         runner = client.update_runner(RUNNER, archived=False)
-    if runner.get("paused"):
+    if runner.paused:
         runner = client.update_runner(RUNNER, paused=False)
-    if SPEC not in {s["slug"] for s in runner.get("specs", [])}:
+    if SPEC not in {s.slug for s in runner.specs}:
         client.add_runner_spec(RUNNER, SPEC)
-    token = client.rotate_runner_token(RUNNER)["token"]
-    return LocalSetup(project["slug"], SPEC, runner["slug"], token)
+    token = client.rotate_runner_token(RUNNER).token
+    return LocalSetup(project.slug, SPEC, runner.slug, token)

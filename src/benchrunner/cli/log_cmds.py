@@ -6,22 +6,23 @@ import json
 import sys
 from collections.abc import Iterator
 
+from benchrunner.api.jobs import JobLogPage
 from benchrunner.cli import output
-from benchrunner.client import BenchrunnerClient, JsonObject
+from benchrunner.client import BenchrunnerClient
 
 PAGE_BYTES = 131072
 
 
 def log_pages(
     client: BenchrunnerClient, project: str, job: str, offset: int
-) -> Iterator[JsonObject]:
+) -> Iterator[JobLogPage]:
     """Pages of the log from ``offset`` up to what is stored now."""
     while True:
         page = client.job_logs(project, job, offset=offset, limit=PAGE_BYTES)
         yield page
-        if page["is_complete"] or page["next_offset"] == offset:
+        if page.is_complete or page.next_offset == offset:
             return
-        offset = page["next_offset"]
+        offset = page.next_offset
 
 
 def print_log(
@@ -33,7 +34,9 @@ def print_log(
     items = source if source is not None else log_pages(client, project, job, offset)
     for item in items:
         if as_json:
-            sys.stdout.write(json.dumps(item, ensure_ascii=False) + "\n")
+            sys.stdout.write(json.dumps(output.as_sent(item), ensure_ascii=False) + "\n")
+        elif isinstance(item, JobLogPage):
+            sys.stdout.write(item.content)
         elif item.get("event") == "end":
             sys.stdout.flush()
             output.note(f"job {job} is {item['status']}")

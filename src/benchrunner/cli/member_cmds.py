@@ -7,10 +7,10 @@ from typing import Annotated, Literal
 
 import typer
 
+from benchrunner.api.organizations import Member
 from benchrunner.cli import output
 from benchrunner.cli.config import resolve
 from benchrunner.cli.options import LIST_PER_PAGE, Host, Json, OrgRef, Page, PerPage, Token
-from benchrunner.client import JsonObject
 
 member_app = typer.Typer(help="Members of an organization.", no_args_is_help=True)
 
@@ -21,10 +21,16 @@ RoleOption = Annotated[
 ]
 
 
-def _member_record(member: JsonObject) -> None:
+def _member_record(member: Member) -> None:
     output.print_record(
-        [(k, member.get(k)) for k in ("slug", "name", "email", "role", "uuid")]
-        + [("member since", output.when(member.get("created")))]
+        [
+            ("slug", member.slug),
+            ("name", member.name),
+            ("email", member.email),
+            ("role", member.role),
+            ("uuid", member.uuid),
+            ("member since", output.when(member.created)),
+        ]
     )
 
 
@@ -44,7 +50,7 @@ def member_list(
         found,
         as_json,
         ("slug", "email", "role", "uuid"),
-        lambda m: (m["slug"], m["email"], m["role"], m["uuid"]),
+        lambda m: (m.slug, m.email, m.role, m.uuid),
         title="Members",
     )
 

@@ -41,6 +41,8 @@ def as_sent(data: object) -> object:
         return data.model_dump(mode="json", exclude_unset=True)
     if isinstance(data, list):
         return [as_sent(item) for item in data]
+    if isinstance(data, dict):
+        return {key: as_sent(value) for key, value in data.items()}
     return data
 
 

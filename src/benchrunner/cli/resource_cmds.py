@@ -7,6 +7,9 @@ from typing import Annotated, Literal
 
 import typer
 
+from benchrunner.api.organizations import Organization
+from benchrunner.api.organizations import Project as ApiProject
+from benchrunner.api.specs import Spec
 from benchrunner.cli import output
 from benchrunner.cli.config import resolve
 from benchrunner.cli.member_cmds import member_app
@@ -22,7 +25,6 @@ from benchrunner.cli.options import (
     Token,
 )
 from benchrunner.cli.sizes import parse_size
-from benchrunner.client import JsonObject
 
 org_app = typer.Typer(help="Organizations and their members.", no_args_is_help=True)
 org_app.add_typer(member_app, name="member")
@@ -38,10 +40,16 @@ Archived = Annotated[bool, typer.Option("--archived", help="List archived ones i
 # -- organizations ------------------------------------------------------------------------------
 
 
-def _org_record(org: JsonObject) -> None:
+def _org_record(org: Organization) -> None:
     output.print_record(
-        [(k, org.get(k)) for k in ("slug", "name", "uuid", "plan", "claimed")]
-        + [("created", output.when(org.get("created")))]
+        [
+            ("slug", org.slug),
+            ("name", org.name),
+            ("uuid", org.uuid),
+            ("plan", org.plan),
+            ("claimed", org.claimed),
+            ("created", output.when(org.created)),
+        ]
     )
 
 
@@ -76,7 +84,7 @@ def org_list(
     if as_json:
         output.print_json(found)
         return
-    rows = [(o["slug"], o["name"], o["plan"], o["claimed"], o["uuid"]) for o in found]
+    rows = [(o.slug, o.name, o.plan, o.claimed, o.uuid) for o in found]
     output.print_table(
         ("slug", "name", "plan", "claimed", "uuid"), rows, title="Organizations", total=found.total
     )
@@ -92,10 +100,16 @@ def org_show(ref: Ref, host: Host = None, token: Token = None, as_json: Json = F
 # -- projects -----------------------------------------------------------------------------------
 
 
-def _project_record(project: JsonObject) -> None:
-    fields = ("slug", "name", "uuid", "organization", "visibility")
+def _project_record(project: ApiProject) -> None:
     output.print_record(
-        [(k, project.get(k)) for k in fields] + [("created", output.when(project.get("created")))]
+        [
+            ("slug", project.slug),
+            ("name", project.name),
+            ("uuid", project.uuid),
+            ("organization", project.organization),
+            ("visibility", project.visibility),
+            ("created", output.when(project.created)),
+        ]
     )
 
 
@@ -131,7 +145,7 @@ def project_list(
     if as_json:
         output.print_json(found)
         return
-    rows = [(p["slug"], p["name"], p["visibility"], p["uuid"]) for p in found]
+    rows = [(p.slug, p.name, p.visibility, p.uuid) for p in found]
     output.print_table(
         ("slug", "name", "visibility", "uuid"), rows, title="Projects", total=found.total
     )
@@ -147,21 +161,21 @@ def project_show(ref: Ref, host: Host = None, token: Token = None, as_json: Json
 # -- specs --------------------------------------------------------------------------------------
 
 
-def _spec_record(spec: JsonObject) -> None:
+def _spec_record(spec: Spec) -> None:
     output.print_record(
         [
-            ("slug", spec.get("slug")),
-            ("name", spec.get("name")),
-            ("uuid", spec.get("uuid")),
-            ("architecture", spec.get("architecture")),
-            ("cpu", spec.get("cpu")),
-            ("memory", output.size_cell(spec.get("memory"))),
-            ("disk", output.size_cell(spec.get("disk"))),
-            ("network", spec.get("network")),
-            ("noise guard", spec.get("noise_guard", True)),
-            ("noise cv limit", _limit_cell(spec.get("noise_cv_limit"))),
-            ("noise drift limit", _limit_cell(spec.get("noise_drift_limit"))),
-            ("archived", output.when(spec.get("archived"))),
+            ("slug", spec.slug),
+            ("name", spec.name),
+            ("uuid", spec.uuid),
+            ("architecture", spec.architecture),
+            ("cpu", spec.cpu),
+            ("memory", output.size_cell(spec.memory)),
+            ("disk", output.size_cell(spec.disk)),
+            ("network", spec.network),
+            ("noise guard", spec.noise_guard),
+            ("noise cv limit", _limit_cell(spec.noise_cv_limit)),
+            ("noise drift limit", _limit_cell(spec.noise_drift_limit)),
+            ("archived", output.when(spec.archived)),
         ]
     )
 
@@ -286,16 +300,16 @@ def spec_list(
     spec_table(found, total=found.total)
 
 
-def spec_table(specs: Sequence[JsonObject], total: int | None = None) -> None:
+def spec_table(specs: Sequence[Spec], total: int | None = None) -> None:
     rows = [
         (
-            s["slug"],
-            s["architecture"],
-            s["cpu"],
-            output.size_cell(s["memory"]),
-            output.size_cell(s["disk"]),
-            s["network"],
-            s["uuid"],
+            s.slug,
+            s.architecture,
+            s.cpu,
+            output.size_cell(s.memory),
+            output.size_cell(s.disk),
+            s.network,
+            s.uuid,
         )
         for s in specs
     ]

@@ -8,6 +8,7 @@ from typing import Annotated, Any, Literal
 import typer
 from typer.core import TyperCommand
 
+from benchrunner.api.runners import Runner
 from benchrunner.cli import output
 from benchrunner.cli.config import normalize_host, resolve
 from benchrunner.cli.options import (
@@ -25,7 +26,6 @@ from benchrunner.cli.resource_cmds import Archived, Slug, spec_table
 from benchrunner.cli.runner_signing_cmds import keygen, set_key
 from benchrunner.cli.sizes import parse_size
 from benchrunner.cli.tune_cmds import HostRoot, parse_tune_mode, preflight, restore, run_tuned
-from benchrunner.client import JsonObject
 from benchrunner.core.releases import UpdateChannel
 from benchrunner.runner.options import DEFAULT_MAX_AGE
 from benchrunner.runner.secret_file import read_owner_only
@@ -349,31 +349,29 @@ Organization = Annotated[
 ]
 
 
-def last_seen(runner: JsonObject) -> str:
+def last_seen(runner: Runner) -> str:
     """When the runner was last heard from: ``last_seen_at``, else an older
     server's ``last_heartbeat_at`` or ``last_heartbeat``."""
-    for name in ("last_seen_at", "last_heartbeat_at", "last_heartbeat"):
-        if runner.get(name):
-            return output.when(runner[name])
-    return output.when(None)
+    older = (runner.model_extra or {}).get("last_heartbeat")
+    return output.when(runner.last_seen_at or runner.last_heartbeat_at or older)
 
 
-def _runner_record(runner: JsonObject) -> None:
-    specs = ", ".join(s["slug"] for s in runner.get("specs", [])) or None
+def _runner_record(runner: Runner) -> None:
+    specs = ", ".join(s.slug for s in runner.specs) or None
     output.print_record(
         [
-            ("slug", runner.get("slug")),
-            ("name", runner.get("name")),
-            ("uuid", runner.get("uuid")),
-            ("organization", runner.get("organization") or "none: a server runner"),
+            ("slug", runner.slug),
+            ("name", runner.name),
+            ("uuid", runner.uuid),
+            ("organization", runner.organization or "none: a server runner"),
             ("specs", specs),
-            ("paused", runner.get("paused")),
-            ("signing key", runner.get("public_key")),
-            ("archived", output.when(runner.get("archived"))),
+            ("paused", runner.paused),
+            ("signing key", runner.public_key),
+            ("archived", output.when(runner.archived)),
             ("last seen", last_seen(runner)),
             (
                 "os / arch / version",
-                " / ".join(str(runner.get(k) or "-") for k in ("os", "arch", "version")),
+                " / ".join(str(v or "-") for v in (runner.os, runner.arch, runner.version)),
             ),
         ]
     )
@@ -434,7 +432,7 @@ def runner_create(
         output.print_json(runner)
         return
     _runner_record(runner)
-    _print_token(runner["slug"], runner["token"])
+    _print_token(runner.slug, runner.token)
 
 
 @runner_app.command("list")
@@ -457,12 +455,12 @@ def runner_list(
         return
     rows = [
         (
-            r["slug"],
-            ", ".join(s["slug"] for s in r["specs"]),
-            r["paused"],
+            r.slug,
+            ", ".join(s.slug for s in r.specs),
+            r.paused,
             last_seen(r),
-            r["version"],
-            r["uuid"],
+            r.version,
+            r.uuid,
         )
         for r in found
     ]
@@ -557,7 +555,7 @@ def runner_rotate_token(
     if as_json:
         output.print_json(rotated)
         return
-    _print_token(ref, rotated["token"])
+    _print_token(ref, rotated.token)
 
 
 @runner_app.command("add-spec")

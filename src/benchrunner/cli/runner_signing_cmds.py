@@ -85,5 +85,5 @@ def set_key(
     if as_json:
         output.print_json(runner)
         return
-    key = runner.get("public_key")
-    output.note(f"runner {runner['slug']}: " + (f"signing key {key}" if key else "no signing key"))
+    key = runner.public_key
+    output.note(f"runner {runner.slug}: " + (f"signing key {key}" if key else "no signing key"))

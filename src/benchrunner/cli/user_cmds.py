@@ -8,17 +8,26 @@ from typing import Annotated
 
 import typer
 
+from benchrunner.api.users import Token as ApiToken
+from benchrunner.api.users import User
 from benchrunner.cli import output
 from benchrunner.cli.config import resolve
 from benchrunner.cli.options import LIST_PER_PAGE, Host, Json, Name, Page, PerPage, Token
 from benchrunner.cli.passwords import read_password
-from benchrunner.client import JsonObject
 
 user_app = typer.Typer(help="Users and their API tokens.", no_args_is_help=True)
 
 
-def _user_record(user: JsonObject) -> None:
-    output.print_record([(k, user.get(k)) for k in ("slug", "name", "email", "uuid", "admin")])
+def _user_record(user: User) -> None:
+    output.print_record(
+        [
+            ("slug", user.slug),
+            ("name", user.name),
+            ("email", user.email),
+            ("uuid", user.uuid),
+            ("admin", user.admin),
+        ]
+    )
 
 
 @user_app.command("create")
@@ -61,14 +70,14 @@ def _expiration(value: object) -> str:
     return output.when(value) if value else "never"
 
 
-def _token_record(token: JsonObject) -> None:
+def _token_record(token: ApiToken) -> None:
     output.print_record(
         [
-            ("name", token.get("name")),
-            ("uuid", token.get("uuid")),
-            ("created", output.when(token.get("created"))),
-            ("expiration", _expiration(token.get("expiration"))),
-            ("revoked", output.when(token.get("revoked"))),
+            ("name", token.name),
+            ("uuid", token.uuid),
+            ("created", output.when(token.created)),
+            ("expiration", _expiration(token.expiration)),
+            ("revoked", output.when(token.revoked)),
         ]
     )
 
@@ -92,7 +101,7 @@ def token_create(
         output.print_json(created)
         return
     _token_record(created)
-    output.out().print(f"token: {created['token']}", soft_wrap=True, markup=False)
+    output.out().print(f"token: {created.token}", soft_wrap=True, markup=False)
     output.warning("the token is shown only this once; store it now")
 
 
@@ -114,11 +123,11 @@ def token_list(
         as_json,
         ("name", "created", "expiration", "revoked", "uuid"),
         lambda t: (
-            t["name"],
-            output.when(t["created"]),
-            _expiration(t["expiration"]),
-            output.when(t["revoked"]),
-            t["uuid"],
+            t.name,
+            output.when(t.created),
+            _expiration(t.expiration),
+            output.when(t.revoked),
+            t.uuid,
         ),
         title="Tokens",
     )

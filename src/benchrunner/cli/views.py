@@ -5,6 +5,7 @@ from __future__ import annotations
 from rich.table import Table
 from rich.text import Text
 
+from benchrunner.api.jobs import Job, JobEvent
 from benchrunner.cli import output
 from benchrunner.cli.duet_view import print_duet
 from benchrunner.cli.noise_format import job_noise_line, report_noise_lines
@@ -74,86 +75,83 @@ def _metrics_table(rows: list[MetricRow]) -> Table:
     return table
 
 
-def job_summary(job: JsonObject) -> str:
-    config = job.get("config") or {}
+def job_summary(job: Job) -> str:
+    config = job.config
     if config.get("template"):
         args = " ".join(f"{k}={v}" for k, v in (config.get("args") or {}).items())
         return f"{config['template']} {args}".strip()
     return str(config.get("digest") or "-")
 
 
-def failure_reason(job: JsonObject) -> str:
+def failure_reason(job: Job) -> str:
     """Why a job did not produce metrics: its output error, else its last event's message."""
-    error = (job.get("output") or {}).get("error")
+    error = job.output.get("error")
     if error:
         return str(error)
-    events = job.get("events") or []
-    if events:
-        return str(events[-1].get("message") or events[-1].get("event_type"))
-    return f"job is {job.get('status')}"
+    if job.events:
+        return str(job.events[-1].message or job.events[-1].event_type)
+    return f"job is {job.status}"
 
 
-def event_line(event: JsonObject) -> Text:
-    actor = f" ({event['actor']})" if event.get("actor") else ""
-    line = Text(f"{output.when(event.get('created'), precise=True)}  ")
-    line.append(f"{event.get('event_type'):<10}", style="bold")
-    line.append(f" {event.get('message')}{actor}")
+def event_line(event: JobEvent) -> Text:
+    actor = f" ({event.actor})" if event.actor else ""
+    line = Text(f"{output.when(event.created, precise=True)}  ")
+    line.append(f"{event.event_type:<10}", style="bold")
+    line.append(f" {event.message}{actor}")
     return line
 
 
-def event_details(event: JsonObject) -> str | None:
+def event_details(event: JobEvent) -> str | None:
     """An event's meta as ``key=value`` pairs (request metadata, the linked rerun job)."""
-    meta = event.get("meta") or {}
+    meta = event.meta
     pairs = [f"{key}={value}" for key, value in sorted(meta.items()) if value is not None]
     return " ".join(pairs) or None
 
 
-def signature_summary(job: JsonObject) -> str | None:
+def signature_summary(job: Job) -> str | None:
     """``verified (SHA256:...)`` for a result its runner signed; None (not shown) otherwise."""
-    signature = job.get("signature") or {}
-    if not signature.get("signed"):
+    signature = job.signature
+    if not signature.signed:
         return None
-    state = "verified" if signature.get("verified") else "not verified"
-    return f"{state} ({signature.get('key_fingerprint')})"
+    state = "verified" if signature.verified else "not verified"
+    return f"{state} ({signature.key_fingerprint})"
 
 
-def print_job(job: JsonObject) -> None:
-    spec = job.get("spec") or {}
+def print_job(job: Job) -> None:
     output.print_record(
         [
-            ("job", job.get("uuid")),
-            ("status", job.get("status")),
-            ("kind", job.get("kind")),
+            ("job", job.uuid),
+            ("status", job.status),
+            ("kind", job.kind),
             ("run", job_summary(job)),
-            ("spec", spec.get("slug")),
-            ("report", job.get("report")),
-            ("runner", job.get("runner")),
-            ("timeout", f"{job.get('timeout')} s"),
-            ("priority", job.get("priority")),
-            ("created", output.when(job.get("created"))),
-            ("claimed", output.when(job.get("claimed"))),
-            ("started", output.when(job.get("started"))),
-            ("completed", output.when(job.get("completed"))),
+            ("spec", None if job.spec is None else job.spec.slug),
+            ("report", job.report),
+            ("runner", job.runner),
+            ("timeout", f"{job.timeout} s"),
+            ("priority", job.priority),
+            ("created", output.when(job.created)),
+            ("claimed", output.when(job.claimed)),
+            ("started", output.when(job.started)),
+            ("completed", output.when(job.completed)),
             ("result signature", signature_summary(job)),
         ]
     )
-    events = job.get("events") or []
-    if events:
+    if job.events:
         rows = [
             (
-                output.when(e.get("created"), precise=True),
-                e.get("event_type"),
-                e.get("actor"),
-                e.get("message"),
+                output.when(e.created, precise=True),
+                e.event_type,
+                e.actor,
+                e.message,
                 event_details(e),
             )
-            for e in events
+            for e in job.events
         ]
         output.print_table(
             ("time (UTC)", "event", "actor", "message", "details"), rows, title="Events"
         )
-    job_output = job.get("output")
-    if job_output is not None:
+    job_output = job.output
+    if job_output:
         _print_iterations(job_output)
         if isinstance(job_output.get("noise"), dict):
             output.out().print(Text(job_noise_line(job_output["noise"])), soft_wrap=True)
@@ -165,11 +163,11 @@ def _heading(title: str) -> Text:
     return Text(f"==> {title} <==", style="bold")  # tail's style: short, greppable, no width
 
 
-def print_logs(job: JsonObject) -> None:
+def print_logs(job: Job) -> None:
     """Each iteration's stdout and stderr (and collected files), under a heading naming each."""
-    job_output = job.get("output")
-    if job_output is None:
-        output.note(f"job {job.get('uuid')} is {job.get('status')}: no output yet")
+    job_output = job.output
+    if not job_output:
+        output.note(f"job {job.uuid} is {job.status}: no output yet")
         return
     _print_iterations(job_output)
     if job_output.get("error"):

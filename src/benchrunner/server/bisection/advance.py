@@ -15,11 +15,12 @@ from typing import Any
 
 from sqlalchemy.engine import Connection
 
+from benchrunner.api.bisections import MAX_ROUNDS
 from benchrunner.core.states import JobStatus
 from benchrunner.core.templates import TemplateError, TemplateRegistry
 from benchrunner.detection.duet import another_duet
 from benchrunner.server.bisection import rows, search
-from benchrunner.server.bisection.jobs import MAX_ROUNDS, duet_job_create
+from benchrunner.server.bisection.jobs import duet_job_create
 from benchrunner.server.processing.webhooks import emit_alert_event
 
 CHECK, SEARCH, CONFIRM = "check", "search", "confirm"

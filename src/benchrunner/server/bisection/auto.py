@@ -22,6 +22,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from benchrunner.api.bisections import DEFAULTS as DEFAULTS  # the console's search defaults
 from benchrunner.api.run import COMMIT
 from benchrunner.core.templates import TemplateError, TemplateRegistry
 from benchrunner.protocol import JsonJobConfig
@@ -39,9 +40,6 @@ BRANCH = "bisections"
 ACTOR = "threshold"
 LOOK_BATCH = 20
 DEFAULT_TIMEOUT = 3600
-DEFAULTS: dict[str, Any] = {"rounds": 10, "margin": 0.02, "confidence": 0.95, "job_budget": 40}
-"""A bisection's search settings unless asked otherwise: ``POST .../bisections``' defaults,
-and those of every bisection started here."""
 
 
 class Skip(Exception):

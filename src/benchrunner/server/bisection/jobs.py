@@ -24,7 +24,6 @@ NO_ALERT_MARGIN = 0.99
 """The margin of a bisection's duets: the bisection judges their ratios itself, so that only a
 ratio beyond 2 (or below 0.01) raises a duet alert of its own."""
 RESAMPLES = 4000
-MAX_ROUNDS = 640
 
 
 def with_commit(args: dict[str, Any], commit: str) -> dict[str, Any]:

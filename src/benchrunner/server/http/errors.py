@@ -18,6 +18,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from benchrunner.api.base import refusal_message
 from benchrunner.server.blobs.blob_store import BlobStoreUnavailable
 
 log = logging.getLogger(__name__)
@@ -70,11 +71,7 @@ def error_body(message: str, error_code: str | None) -> dict[str, str]:
 
 
 def _validation_message(exc: RequestValidationError) -> str:
-    parts = []
-    for error in exc.errors():
-        location = ".".join(str(p) for p in error.get("loc", ()) if p != "body")
-        parts.append(f"{location}: {error.get('msg')}" if location else str(error.get("msg")))
-    return "invalid request: " + "; ".join(parts)
+    return refusal_message(exc.errors())
 
 
 def install(app: FastAPI) -> None:

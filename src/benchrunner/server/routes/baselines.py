@@ -10,10 +10,9 @@ from __future__ import annotations
 from typing import Any
 
 from fastapi import APIRouter
-from pydantic import ConfigDict, Field
 from sqlalchemy.engine import Connection
 
-from benchrunner.api.base import ApiBody
+from benchrunner.api.dimensions import BaselineReset
 from benchrunner.server.access import project_access
 from benchrunner.server.http.errors import bad_request
 from benchrunner.server.processing.webhooks import emit_alert_event
@@ -24,14 +23,6 @@ from benchrunner.server.views.lookups import in_project, report_in_project
 from benchrunner.server.views.resources import iso, named_view
 
 router = APIRouter(tags=["baselines"])
-
-
-class BaselineReset(ApiBody):
-    model_config = ConfigDict(extra="forbid")
-    branch: str = Field(min_length=1, max_length=256)
-    testbed: str = Field(min_length=1, max_length=64)
-    measure: str | None = Field(default=None, min_length=1, max_length=64)
-    report: str = Field(min_length=1, max_length=64)
 
 
 @router.post("/v0/projects/{project}/baselines", status_code=201)

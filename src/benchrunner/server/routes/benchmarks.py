@@ -7,10 +7,9 @@ from __future__ import annotations
 from typing import Any
 
 from fastapi import APIRouter
-from pydantic import ConfigDict
 from sqlalchemy.engine import Connection
 
-from benchrunner.api.base import ApiBody
+from benchrunner.api.dimensions import BenchmarkUpdate
 from benchrunner.server.access import project_access
 from benchrunner.server.routes.deps import Ctx, MaybeUser
 from benchrunner.server.routes.dimensions import add_reads, dimension_view
@@ -26,11 +25,6 @@ def benchmark_view(row: Any, project_uuid: Any) -> dict[str, Any]:
 
 
 add_reads(router, "benchmarks", "benchmark", benchmark, benchmark_view)
-
-
-class BenchmarkUpdate(ApiBody):
-    model_config = ConfigDict(extra="forbid")
-    ignored: bool | None = None
 
 
 # ``ref:path``: a name may hold "/" (Criterion groups, git branches), sent percent-encoded.

@@ -8,23 +8,20 @@ one. A template bisection puts each version's commit in the arguments' ``{commit
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from fastapi import APIRouter, Request, Response
-from pydantic import Field
 from sqlalchemy.engine import Connection
 
 from benchrunner import adapters
-from benchrunner.api.base import ApiBody
+from benchrunner.api.bisections import COMMIT_REF
+from benchrunner.api.bisections import BisectionCreate as BisectionCreate  # the console's
 from benchrunner.api.run import COMMIT
 from benchrunner.core.image_refs import ImageRef
 from benchrunner.core.templates import TemplateError
-from benchrunner.protocol import MAX_TIMEOUT
 from benchrunner.server.access import project_access
 from benchrunner.server.bisection import actions, rows
-from benchrunner.server.bisection.auto import DEFAULTS
-from benchrunner.server.bisection.jobs import MAX_ROUNDS, template_args
+from benchrunner.server.bisection.jobs import template_args
 from benchrunner.server.bisection.views import bisection_view
 from benchrunner.server.http.errors import bad_request, not_found
 from benchrunner.server.routes.deps import Ctx, MaybeUser, Page, Svc, origin_of
@@ -37,52 +34,7 @@ from benchrunner.server.submission.images import checked_image_ref, job_spec
 router = APIRouter(tags=["bisections"])
 
 BISECTIONS = "/v0/projects/{project}/bisections"
-MAX_CANDIDATES = 4096
 DEFAULT_TIMEOUT = 3600
-ArgValue = int | float | bool | str
-# A commit never starts with "-": it goes into a template's arguments, where it would read as
-# an option.
-COMMIT_REF = re.compile(r"[0-9A-Za-z_][^\s]*")
-Commit = Field(min_length=1, max_length=64, pattern=f"^{COMMIT_REF.pattern}$")
-
-
-class BisectionCreate(ApiBody):
-    benchmarks: list[str] = Field(min_length=1, max_length=16)
-    measure: str = Field(min_length=1, max_length=255)
-    good: str = Commit
-    bad: str = Commit
-    candidates: list[str] = Field(
-        min_length=1,
-        max_length=MAX_CANDIDATES,
-        description="the commits after good up to bad, oldest first (bad is added when last "
-        "is another): `git rev-list --first-parent --reverse GOOD..BAD`",
-    )
-    image: str | None = Field(
-        default=None, max_length=512, description="a tag holding {commit}, e.g. sortlib:{commit}"
-    )
-    template: str | None = Field(default=None, max_length=255)
-    args: dict[str, ArgValue] | None = Field(
-        default=None, description="the template's arguments; {commit} in a value is each commit"
-    )
-    alert: str | None = Field(
-        default=None, description="the project's alert this bisection explains: its page shows it"
-    )
-    spec: str | None = None
-    adapter: str = "magic"
-    branch: str = Field(default="bisections", min_length=1, max_length=255)
-    testbed: str = Field(default="localhost", min_length=1, max_length=255)
-    rounds: int = Field(
-        default=DEFAULTS["rounds"], ge=2, le=MAX_ROUNDS, description="of a step's first duet"
-    )
-    margin: float = Field(
-        default=DEFAULTS["margin"],
-        gt=0,
-        lt=1,
-        description="the least change of bad against good that counts",
-    )
-    confidence: float = Field(default=DEFAULTS["confidence"], ge=0.5, le=0.999)
-    job_budget: int = Field(default=DEFAULTS["job_budget"], ge=1, le=1000)
-    timeout: int | None = Field(default=None, ge=1, le=MAX_TIMEOUT)
 
 
 def _versions(body: BisectionCreate) -> list[str]:

@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from typing import Annotated, Any
+from typing import Any
 
 from fastapi import APIRouter, Request, Response
-from pydantic import Field, ValidationError
+from pydantic import ValidationError
 from sqlalchemy.engine import Connection
 
-from benchrunner.api.base import ApiBody
+from benchrunner.api.calibrations import CalibrationCreate as CalibrationCreate  # the console's
 from benchrunner.api.run import RunBody
 from benchrunner.server.access import project_access
 from benchrunner.server.http.errors import bad_request
@@ -26,22 +26,6 @@ from benchrunner.server.submission.service import submit_run
 router = APIRouter(tags=["calibrations"])
 
 CALIBRATIONS = "/v0/projects/{project}/calibrations"
-MAX_RUNS = 100
-
-
-class CalibrationCreate(ApiBody):
-    spec: str = Field(min_length=1, max_length=64, description="the spec every run runs on")
-    template: str | None = Field(default=None, description="the job: a template ...")
-    args: dict[str, int | float | bool | str] | None = None
-    image: str | None = Field(default=None, description="... or an image")
-    iterations: Annotated[int, Field(ge=1, le=100)] = 1
-    adapter: str = "json"
-    runs: Annotated[int, Field(ge=3, le=MAX_RUNS)] = 10
-    false_alarm_rate: Annotated[float, Field(gt=0, le=0.5)] = 0.01
-    """False alarms per run the proposed thresholds allow (0.01: one run in a hundred)."""
-    branch: str = Field(default="main", min_length=1, max_length=256)
-    """The branch whose thresholds the proposal is for; the runs report to one of their own."""
-    testbed: str = Field(default="localhost", min_length=1, max_length=64)
 
 
 def _run_body(project: str, body: CalibrationCreate, own_branch: str) -> RunBody:

@@ -11,6 +11,7 @@ from fastapi import APIRouter, Query
 from fastapi.responses import StreamingResponse
 from sqlalchemy.engine import Connection
 
+from benchrunner.api.jobs import JobLogPage
 from benchrunner.core.log_paging import DEFAULT_LIMIT, MAX_LIMIT, MIN_LIMIT, OffsetError
 from benchrunner.server.access import job_access
 from benchrunner.server.http.errors import bad_request
@@ -21,7 +22,7 @@ from benchrunner.server.routes.deps import Ctx, MaybeUser
 router = APIRouter(tags=["jobs"])
 
 
-@router.get("/v0/projects/{project}/jobs/{job}/logs")
+@router.get("/v0/projects/{project}/jobs/{job}/logs", responses={200: {"model": JobLogPage}})
 async def get_job_logs(
     project: str,
     job: str,

@@ -8,6 +8,7 @@ from typing import Any
 from fastapi import APIRouter, Request, Response
 from sqlalchemy.engine import Connection
 
+from benchrunner.api.jobs import Job
 from benchrunner.server.access import job_access, project_access
 from benchrunner.server.channel.cancels import cancel
 from benchrunner.server.context import ServerContext
@@ -52,7 +53,7 @@ def _view(found: JobDetail, events: list[Any] | None = None) -> dict[str, Any]:
     )
 
 
-@router.get("/v0/projects/{project}/jobs")
+@router.get("/v0/projects/{project}/jobs", responses={200: {"model": list[Job]}})
 async def list_jobs(
     project: str,
     user: MaybeUser,
@@ -81,12 +82,12 @@ async def list_jobs(
     return views
 
 
-@router.get("/v0/projects/{project}/jobs/{job}")
+@router.get("/v0/projects/{project}/jobs/{job}", responses={200: {"model": Job}})
 async def get_job(project: str, job: str, user: MaybeUser, ctx: Ctx) -> dict[str, Any]:
     return await full_job_view(ctx, project, job, user)
 
 
-@router.post("/v0/projects/{project}/jobs/{job}/cancel")
+@router.post("/v0/projects/{project}/jobs/{job}/cancel", responses={200: {"model": Job}})
 async def cancel_job(
     project: str, job: str, user: MaybeUser, ctx: Ctx, life: Life
 ) -> dict[str, Any]:

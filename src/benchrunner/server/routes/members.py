@@ -6,17 +6,15 @@ leader: its last one can be neither demoted nor removed (409).
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any
 
 from fastapi import APIRouter, Response
-from pydantic import Field
 from sqlalchemy.engine import Connection
 
-from benchrunner.api.base import ApiBody
+from benchrunner.api.organizations import Member, MemberPatch, NewMember
 from benchrunner.server.access import organization_access
 from benchrunner.server.http.errors import conflict, not_found
 from benchrunner.server.routes.deps import Ctx, Page, User, paginate
-from benchrunner.server.routes.users import EMAIL_PATTERN
 from benchrunner.server.store import accounts
 from benchrunner.server.store.accounts import MemberRow, OrganizationRow
 from benchrunner.server.views.resources import member_view
@@ -24,18 +22,6 @@ from benchrunner.server.views.resources import member_view
 router = APIRouter(tags=["members"])
 
 MEMBERS = "/v0/organizations/{organization}/members"
-Role = Literal["leader", "member"]
-
-
-class NewMember(ApiBody):
-    email: str = Field(
-        min_length=3, max_length=320, pattern=EMAIL_PATTERN, description="an existing user's"
-    )
-    role: Role = "member"
-
-
-class MemberPatch(ApiBody):
-    role: Role | None = None
 
 
 def _member_or_404(conn: Connection, org: OrganizationRow, ref: str) -> MemberRow:
@@ -55,7 +41,7 @@ def _keep_a_leader(conn: Connection, org: OrganizationRow, member: MemberRow) ->
         )
 
 
-@router.get(MEMBERS)
+@router.get(MEMBERS, responses={200: {"model": list[Member]}})
 async def list_members(
     organization: str, user: User, ctx: Ctx, response: Response, pages: Page
 ) -> list[dict[str, Any]]:
@@ -66,7 +52,7 @@ async def list_members(
     return paginate(response, await ctx.db.read(unit), pages)
 
 
-@router.get(MEMBERS + "/{user}")
+@router.get(MEMBERS + "/{user}", responses={200: {"model": Member}})
 async def get_member(organization: str, user: str, caller: User, ctx: Ctx) -> dict[str, Any]:
     def unit(conn: Connection) -> dict[str, Any]:
         org = organization_access(conn, caller, organization)
@@ -75,7 +61,7 @@ async def get_member(organization: str, user: str, caller: User, ctx: Ctx) -> di
     return await ctx.db.read(unit)
 
 
-@router.post(MEMBERS, status_code=201)
+@router.post(MEMBERS, status_code=201, responses={201: {"model": Member}})
 async def add_member(organization: str, body: NewMember, user: User, ctx: Ctx) -> dict[str, Any]:
     """Add an existing user (a server admin creates users) with a role."""
 
@@ -93,7 +79,7 @@ async def add_member(organization: str, body: NewMember, user: User, ctx: Ctx) -
     return await ctx.db.write(unit)
 
 
-@router.patch(MEMBERS + "/{user}")
+@router.patch(MEMBERS + "/{user}", responses={200: {"model": Member}})
 async def update_member(
     organization: str, user: str, body: MemberPatch, caller: User, ctx: Ctx
 ) -> dict[str, Any]:

@@ -12,12 +12,11 @@ from typing import Any
 
 from fastapi import APIRouter, Request, Response
 
+from benchrunner.api.runners import CreatedRunner, NewRunner, Runner, RunnerPatch, RunnerToken
 from benchrunner.server.access import organization_access
 from benchrunner.server.routes.deps import Ctx, Page, Svc, User
 from benchrunner.server.routes.runners import (
     NameFilter,
-    NewRunner,
-    RunnerPatch,
     create_in,
     get_in,
     list_in,
@@ -38,7 +37,7 @@ async def _scope(ctx: Ctx, user: UserRow, organization: str, *, lead: bool) -> S
     return Scope(org.id)
 
 
-@router.post(RUNNERS, status_code=201)
+@router.post(RUNNERS, status_code=201, responses={201: {"model": CreatedRunner}})
 async def create_organization_runner(
     organization: str, body: NewRunner, user: User, ctx: Ctx
 ) -> dict[str, Any]:
@@ -46,7 +45,7 @@ async def create_organization_runner(
     return await create_in(await _scope(ctx, user, organization, lead=True), body, ctx)
 
 
-@router.get(RUNNERS)
+@router.get(RUNNERS, responses={200: {"model": list[Runner]}})
 async def list_organization_runners(
     organization: str,
     user: User,
@@ -60,14 +59,14 @@ async def list_organization_runners(
     return await list_in(scope, ctx, response, pages, archived, name)
 
 
-@router.get(RUNNERS + "/{runner}")
+@router.get(RUNNERS + "/{runner}", responses={200: {"model": Runner}})
 async def get_organization_runner(
     organization: str, runner: str, user: User, ctx: Ctx
 ) -> dict[str, Any]:
     return await get_in(await _scope(ctx, user, organization, lead=False), runner, ctx)
 
 
-@router.patch(RUNNERS + "/{runner}")
+@router.patch(RUNNERS + "/{runner}", responses={200: {"model": Runner}})
 async def update_organization_runner(
     organization: str,
     runner: str,
@@ -81,7 +80,7 @@ async def update_organization_runner(
     return await update_in(scope, runner, body, ctx, services, request)
 
 
-@router.post(RUNNERS + "/{runner}/token", status_code=201)
+@router.post(RUNNERS + "/{runner}/token", status_code=201, responses={201: {"model": RunnerToken}})
 async def rotate_organization_runner_token(
     organization: str, runner: str, user: User, ctx: Ctx, request: Request
 ) -> dict[str, Any]:

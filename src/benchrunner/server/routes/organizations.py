@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any
 
 from fastapi import APIRouter, Response
-from pydantic import Field
 from sqlalchemy.engine import Connection
 
-from benchrunner.api.base import ApiBody
+from benchrunner.api.organizations import NewOrganization, NewProject, Organization, Project
 from benchrunner.core import slugs
-from benchrunner.core.tiers import Plan
 from benchrunner.server.access import organization_access, project_access, require_plan_setter
 from benchrunner.server.routes.deps import Ctx, MaybeUser, Page, User, paginate
 from benchrunner.server.store import accounts
@@ -19,19 +17,7 @@ from benchrunner.server.views.resources import organization_view, project_view
 router = APIRouter(tags=["organizations"])
 
 
-class NewOrganization(ApiBody):
-    name: str = Field(min_length=1, max_length=64)
-    slug: str | None = Field(default=None, min_length=1, max_length=64)
-    plan: Plan = Plan.FREE
-
-
-class NewProject(ApiBody):
-    name: str = Field(min_length=1, max_length=64)
-    slug: str | None = Field(default=None, min_length=1, max_length=64)
-    visibility: Literal["public", "private"] = "public"
-
-
-@router.post("/v0/organizations", status_code=201)
+@router.post("/v0/organizations", status_code=201, responses={201: {"model": Organization}})
 async def create_organization(body: NewOrganization, user: User, ctx: Ctx) -> dict[str, Any]:
     require_plan_setter(user, body.plan)
 
@@ -44,7 +30,7 @@ async def create_organization(body: NewOrganization, user: User, ctx: Ctx) -> di
     return await ctx.db.write(unit)
 
 
-@router.get("/v0/organizations")
+@router.get("/v0/organizations", responses={200: {"model": list[Organization]}})
 async def list_organizations(
     user: User,
     ctx: Ctx,
@@ -60,7 +46,7 @@ async def list_organizations(
     return paginate(response, await ctx.db.read(unit), pages)
 
 
-@router.get("/v0/organizations/{organization}")
+@router.get("/v0/organizations/{organization}", responses={200: {"model": Organization}})
 async def get_organization(organization: str, user: User, ctx: Ctx) -> dict[str, Any]:
     def unit(conn: Connection) -> dict[str, Any]:
         org = organization_access(conn, user, organization)
@@ -69,7 +55,11 @@ async def get_organization(organization: str, user: User, ctx: Ctx) -> dict[str,
     return await ctx.db.read(unit)
 
 
-@router.post("/v0/organizations/{organization}/projects", status_code=201)
+@router.post(
+    "/v0/organizations/{organization}/projects",
+    status_code=201,
+    responses={201: {"model": Project}},
+)
 async def create_project(
     organization: str, body: NewProject, user: User, ctx: Ctx
 ) -> dict[str, Any]:
@@ -89,7 +79,7 @@ async def create_project(
     return await ctx.db.write(unit)
 
 
-@router.get("/v0/organizations/{organization}/projects")
+@router.get("/v0/organizations/{organization}/projects", responses={200: {"model": list[Project]}})
 async def list_projects(
     organization: str,
     user: User,
@@ -104,7 +94,7 @@ async def list_projects(
     return paginate(response, await ctx.db.read(unit), pages)
 
 
-@router.get("/v0/projects/{project}")
+@router.get("/v0/projects/{project}", responses={200: {"model": Project}})
 async def get_project(project: str, user: MaybeUser, ctx: Ctx) -> dict[str, Any]:
     def unit(conn: Connection) -> dict[str, Any]:
         row = project_access(conn, user, project, write=False)

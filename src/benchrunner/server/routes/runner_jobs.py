@@ -12,12 +12,10 @@ import uuid
 
 from fastapi import APIRouter, Request, Response
 from fastapi.responses import JSONResponse
-from pydantic import Field
 
-from benchrunner.api.base import ApiBody
+from benchrunner.api.jobs import ClaimRequest
 from benchrunner.core.states import IN_FLIGHT
 from benchrunner.protocol import (
-    DEFAULT_POLL_TIMEOUT,
     EXTENSIONS_HEADER,
     NONCE_EXTENSION,
     TEMPLATE_EXTENSION,
@@ -41,18 +39,8 @@ from benchrunner.server.store import jobs
 router = APIRouter(tags=["runner agent"])
 log = logging.getLogger(__name__)
 
-MAX_CLAIM_POLL_TIMEOUT = 600
 CLAIM_WINDOW = 60.0
 REFUSED_RUNNER = "invalid runner token, unknown runner, or archived runner"
-
-
-class ClaimRequest(ApiBody):
-    poll_timeout: int = Field(
-        default=DEFAULT_POLL_TIMEOUT,
-        ge=1,
-        le=MAX_CLAIM_POLL_TIMEOUT,
-        description="seconds to wait for a job before answering null",
-    )
 
 
 def claim_window(limit: int) -> SlidingWindow:

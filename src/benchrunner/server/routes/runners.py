@@ -6,12 +6,19 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Request, Response
-from pydantic import Field
 from sqlalchemy.engine import Connection
 
-from benchrunner.api.base import ApiBody, text_problem
+from benchrunner.api.base import text_problem
+from benchrunner.api.runners import (
+    CreatedRunner,
+    NewRunner,
+    Runner,
+    RunnerPatch,
+    RunnerToken,
+    SpecRef,
+)
+from benchrunner.api.specs import Spec
 from benchrunner.core.signatures import SignatureRefused, public_key, public_key_text
-from benchrunner.core.tokens import RunnerKeyFormat
 from benchrunner.server.http.errors import bad_request, not_found
 from benchrunner.server.routes.deps import (
     Admin,
@@ -33,36 +40,6 @@ from benchrunner.server.store import runners
 from benchrunner.server.views.resources import spec_view
 
 router = APIRouter(tags=["runners"])
-
-
-PUBLIC_KEY_HELP = (
-    "Ed25519 public key, base64url of its 32 bytes: the runner must then sign every result "
-    "(null on update: no longer)"
-)
-
-
-class NewRunner(ApiBody):
-    name: str = Field(min_length=1, max_length=64)
-    slug: str | None = Field(default=None, min_length=1, max_length=64)
-    specs: list[str] = Field(default_factory=list, description="spec UUIDs or slugs to attach")
-    public_key: str | None = Field(default=None, max_length=64, description=PUBLIC_KEY_HELP)
-    key_format: RunnerKeyFormat = Field(
-        default="hex",
-        description="'hex': bencher_runner_ + 64 hex; 'bencher': bencher_runner_ + "
-        "30 letters and digits, the form Bencher's runner binary requires",
-    )
-
-
-class RunnerPatch(ApiBody):
-    name: str | None = Field(default=None, min_length=1, max_length=64)
-    slug: str | None = Field(default=None, min_length=1, max_length=64)
-    archived: bool | None = None
-    paused: bool | None = None
-    public_key: str | None = Field(default=None, max_length=64, description=PUBLIC_KEY_HELP)
-
-
-class SpecRef(ApiBody):
-    spec: str = Field(min_length=1, description="spec UUID or slug")
 
 
 def checked_public_key(text: str | None) -> str | None:
@@ -143,12 +120,12 @@ async def rotate_key_in(scope: Scope, runner: str, ctx: Ctx, request: Request) -
     return {"uuid": str(row.uuid), "key": key}
 
 
-@router.post("/v0/runners", status_code=201)
+@router.post("/v0/runners", status_code=201, responses={201: {"model": CreatedRunner}})
 async def create_runner(body: NewRunner, _admin: Admin, ctx: Ctx) -> dict[str, Any]:
     return await create_in(EVERY_RUNNER, body, ctx)
 
 
-@router.get("/v0/runners")
+@router.get("/v0/runners", responses={200: {"model": list[Runner]}})
 async def list_runners(
     _admin: Admin,
     ctx: Ctx,
@@ -160,19 +137,19 @@ async def list_runners(
     return await list_in(EVERY_RUNNER, ctx, response, pages, archived, name)
 
 
-@router.get("/v0/runners/{runner}")
+@router.get("/v0/runners/{runner}", responses={200: {"model": Runner}})
 async def get_runner(runner: str, _admin: Admin, ctx: Ctx) -> dict[str, Any]:
     return await get_in(EVERY_RUNNER, runner, ctx)
 
 
-@router.patch("/v0/runners/{runner}")
+@router.patch("/v0/runners/{runner}", responses={200: {"model": Runner}})
 async def update_runner(
     runner: str, body: RunnerPatch, _admin: Admin, ctx: Ctx, services: Svc, request: Request
 ) -> dict[str, Any]:
     return await update_in(EVERY_RUNNER, runner, body, ctx, services, request)
 
 
-@router.post("/v0/runners/{runner}/token", status_code=201)
+@router.post("/v0/runners/{runner}/token", status_code=201, responses={201: {"model": RunnerToken}})
 async def rotate_token(runner: str, _admin: Admin, ctx: Ctx, request: Request) -> dict[str, Any]:
     """A new token in the hex form (docs/decisions/runner-tokens.md); the old one stops working at
     once."""
@@ -185,7 +162,7 @@ async def rotate_key(runner: str, _admin: Admin, ctx: Ctx, request: Request) -> 
     return await rotate_key_in(EVERY_RUNNER, runner, ctx, request)
 
 
-@router.get("/v0/runners/{runner}/specs")
+@router.get("/v0/runners/{runner}/specs", responses={200: {"model": list[Spec]}})
 async def list_runner_specs(runner: str, _admin: Admin, ctx: Ctx) -> list[dict[str, Any]]:
     def unit(conn: Connection) -> list[dict[str, Any]]:
         row = runner_or_404(conn, runner)
@@ -194,7 +171,7 @@ async def list_runner_specs(runner: str, _admin: Admin, ctx: Ctx) -> list[dict[s
     return await ctx.db.read(unit)
 
 
-@router.post("/v0/runners/{runner}/specs", status_code=201)
+@router.post("/v0/runners/{runner}/specs", status_code=201, responses={201: {"model": Spec}})
 async def add_runner_spec(
     runner: str, body: SpecRef, _admin: Admin, ctx: Ctx, services: Svc
 ) -> dict[str, Any]:

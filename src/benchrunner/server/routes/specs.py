@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any
 
 from fastapi import APIRouter, Response
-from pydantic import Field
 from sqlalchemy.engine import Connection
 
-from benchrunner.api.base import ApiBody
-from benchrunner.protocol import OperatingSystem, Sandbox
+from benchrunner.api.specs import Spec, SpecBody, SpecPatch
 from benchrunner.server.http.errors import conflict
 from benchrunner.server.routes.deps import Admin, Ctx, Page, paginate
 from benchrunner.server.runners.admin import spec_or_404
@@ -20,54 +18,6 @@ from benchrunner.server.store.tables import spec as spec_table
 from benchrunner.server.views.resources import spec_view
 
 router = APIRouter(tags=["specs"])
-
-NOISE_LIMIT_MAX = 1e9
-
-
-class SpecBody(ApiBody):
-    name: str = Field(min_length=1, max_length=64)
-    slug: str | None = Field(default=None, min_length=1, max_length=64)
-    os: OperatingSystem = "linux"
-    architecture: Literal["x86_64", "aarch64"]
-    sandbox: Sandbox | None = None
-    cpu: int = Field(ge=1, le=2**31 - 1)
-    memory: int = Field(ge=1, le=2**63 - 1, description="bytes")
-    disk: int = Field(ge=1, le=2**63 - 1, description="bytes")
-    network: bool = False
-    noise_guard: bool = Field(
-        default=True, description="runners calibrate the job cores around each job"
-    )
-    noise_cv_limit: float | None = Field(
-        default=None,
-        ge=0,
-        le=NOISE_LIMIT_MAX,
-        description="a report whose calibration varies more (0.02 is 2 %) is noisy; "
-        "null: the server's default",
-    )
-    noise_drift_limit: float | None = Field(
-        default=None,
-        ge=0,
-        le=NOISE_LIMIT_MAX,
-        description="a report whose calibration drifted more, either way, is noisy; "
-        "null: the server's default",
-    )
-    fallback: bool = Field(default=False, description="make it the fallback spec (Bencher's)")
-
-
-class SpecPatch(ApiBody):
-    name: str | None = Field(default=None, min_length=1, max_length=64)
-    slug: str | None = Field(default=None, min_length=1, max_length=64)
-    archived: bool | None = None
-    noise_guard: bool | None = None
-    noise_cv_limit: float | None = Field(default=None, ge=0, le=NOISE_LIMIT_MAX)
-    """Absent: unchanged; null: back to the server's default."""
-    noise_drift_limit: float | None = Field(default=None, ge=0, le=NOISE_LIMIT_MAX)
-    fallback: bool | None = Field(
-        default=None,
-        description="true: the spec of jobs submitted without one (any other fallback stops "
-        "being one); false: no longer the fallback",
-    )
-
 
 NOISE_LIMITS = ("noise_cv_limit", "noise_drift_limit")
 
@@ -83,7 +33,7 @@ def noise_changes(body: SpecPatch) -> dict[str, Any]:
     return values
 
 
-@router.post("/v0/specs", status_code=201)
+@router.post("/v0/specs", status_code=201, responses={201: {"model": Spec}})
 async def create_spec(body: SpecBody, _admin: Admin, ctx: Ctx) -> dict[str, Any]:
     params = NewSpec(**body.model_dump(exclude={"fallback"}))
 
@@ -98,7 +48,7 @@ async def create_spec(body: SpecBody, _admin: Admin, ctx: Ctx) -> dict[str, Any]
     return spec_view(await ctx.db.write(unit))
 
 
-@router.get("/v0/specs")
+@router.get("/v0/specs", responses={200: {"model": list[Spec]}})
 async def list_specs(
     _admin: Admin,
     ctx: Ctx,
@@ -110,12 +60,12 @@ async def list_specs(
     return paginate(response, [spec_view(r) for r in rows], pages)
 
 
-@router.get("/v0/specs/{spec}")
+@router.get("/v0/specs/{spec}", responses={200: {"model": Spec}})
 async def get_spec(spec: str, _admin: Admin, ctx: Ctx) -> dict[str, Any]:
     return spec_view(await ctx.db.read(spec_or_404, spec))
 
 
-@router.patch("/v0/specs/{spec}")
+@router.patch("/v0/specs/{spec}", responses={200: {"model": Spec}})
 async def update_spec(spec: str, body: SpecPatch, _admin: Admin, ctx: Ctx) -> dict[str, Any]:
     def unit(conn: Connection) -> Any:
         if body.fallback is not None:

@@ -10,10 +10,10 @@ from typing import Annotated, Any
 from uuid import UUID
 
 from fastapi import APIRouter, Query, Response
-from pydantic import Field
 from sqlalchemy.engine import Connection
 
-from benchrunner.api.base import ApiBody
+from benchrunner.api.users import CreatedToken, NewToken, NewUser, Token
+from benchrunner.api.users import User as UserAnswer
 from benchrunner.core import passwords
 from benchrunner.server.access import user_access
 from benchrunner.server.http.errors import bad_request, conflict, not_found
@@ -23,32 +23,8 @@ from benchrunner.server.views.resources import token_view, user_view
 
 router = APIRouter(tags=["users"])
 
-EMAIL_PATTERN = r"^[^@\s]+@[^@\s]+$"
-MAX_TTL = 2**32 - 1
-"""Bencher's bound on a token's time to live (seconds, an unsigned 32-bit integer)."""
 
-
-class NewUser(ApiBody):
-    name: str = Field(min_length=1, max_length=64)
-    email: str = Field(min_length=3, max_length=320, pattern=EMAIL_PATTERN)
-    password: str | None = Field(
-        default=None,
-        min_length=passwords.MIN_LENGTH,
-        max_length=passwords.MAX_LENGTH,
-        description="the console password (argon2-hashed; never shown again)",
-        json_schema_extra={"writeOnly": True},
-    )
-    admin: bool = False
-
-
-class NewToken(ApiBody):
-    name: str = Field(min_length=1, max_length=64)
-    ttl: int | None = Field(
-        default=None, ge=1, le=MAX_TTL, description="seconds until it expires; none: never"
-    )
-
-
-@router.post("/v0/users", status_code=201)
+@router.post("/v0/users", status_code=201, responses={201: {"model": UserAnswer}})
 async def create_user(body: NewUser, _admin: Admin, ctx: Ctx) -> dict[str, Any]:
     password_hash = None
     if body.password is not None:
@@ -73,7 +49,7 @@ async def create_user(body: NewUser, _admin: Admin, ctx: Ctx) -> dict[str, Any]:
     return await ctx.db.write(unit)
 
 
-@router.get("/v0/users")
+@router.get("/v0/users", responses={200: {"model": list[UserAnswer]}})
 async def list_users(
     _admin: Admin, ctx: Ctx, response: Response, pages: Page
 ) -> list[dict[str, Any]]:
@@ -83,12 +59,12 @@ async def list_users(
     return paginate(response, await ctx.db.read(unit), pages)
 
 
-@router.get("/v0/users/{user}")
+@router.get("/v0/users/{user}", responses={200: {"model": UserAnswer}})
 async def get_user(user: str, caller: User, ctx: Ctx) -> dict[str, Any]:
     return await ctx.db.read(lambda conn: user_view(user_access(conn, caller, user)))
 
 
-@router.post("/v0/users/{user}/tokens", status_code=201)
+@router.post("/v0/users/{user}/tokens", status_code=201, responses={201: {"model": CreatedToken}})
 async def create_token(user: str, body: NewToken, caller: User, ctx: Ctx) -> dict[str, Any]:
     """A new API token: the answer's ``token`` is shown this once (only its hash is kept)."""
 
@@ -104,7 +80,7 @@ async def create_token(user: str, body: NewToken, caller: User, ctx: Ctx) -> dic
     return await ctx.db.write(unit)
 
 
-@router.get("/v0/users/{user}/tokens")
+@router.get("/v0/users/{user}/tokens", responses={200: {"model": list[Token]}})
 async def list_tokens(
     user: str,
     caller: User,
@@ -122,7 +98,7 @@ async def list_tokens(
     return paginate(response, await ctx.db.read(unit), pages)
 
 
-@router.get("/v0/users/{user}/tokens/{token}")
+@router.get("/v0/users/{user}/tokens/{token}", responses={200: {"model": Token}})
 async def get_token(user: str, token: UUID, caller: User, ctx: Ctx) -> dict[str, Any]:
     def unit(conn: Connection) -> dict[str, Any]:
         owner = user_access(conn, caller, user)

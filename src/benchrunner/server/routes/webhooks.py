@@ -6,13 +6,12 @@ to the ``POST`` that set it or generated it, and never again."""
 from __future__ import annotations
 
 import secrets
-from typing import Any, Literal
+from typing import Any
 
 from fastapi import APIRouter, Response
-from pydantic import Field
 from sqlalchemy.engine import Connection
 
-from benchrunner.api.base import ApiBody
+from benchrunner.api.webhooks import WebhookCreate
 from benchrunner.server.access import project_access
 from benchrunner.server.http.errors import bad_request, not_found, unauthorized
 from benchrunner.server.processing.webhooks import UnsafeUrl, check_url
@@ -24,22 +23,6 @@ from benchrunner.server.views.resources import iso
 router = APIRouter(tags=["webhooks"])
 
 WEBHOOKS = "/v0/projects/{project}/webhooks"
-Event = Literal[
-    "alert.raised", "alert.confirmed", "alert.dismissed", "alert.triaged", "alert.bisected"
-]
-DEFAULT_EVENTS: list[Event] = ["alert.raised", "alert.dismissed"]
-
-
-class WebhookCreate(ApiBody):
-    url: str = Field(min_length=1, max_length=2048, description="http or https")
-    events: list[Event] = Field(default_factory=lambda: list(DEFAULT_EVENTS), min_length=1)
-    secret: str | None = Field(
-        default=None,
-        min_length=16,
-        max_length=255,
-        description="signs each body (HMAC-SHA256); generated when absent",
-    )
-    format: Literal["json", "slack"] = "json"
 
 
 def webhook_view(row: Any, project_uuid: Any, secret: str | None = None) -> dict[str, Any]:

@@ -1,0 +1,63 @@
+"""A project's bisections: the create body and its search's defaults
+(docs/how-to/bisect.md)."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from pydantic import Field
+
+from benchrunner.api.base import ApiBody
+from benchrunner.api.run import ArgValue
+from benchrunner.protocol import MAX_TIMEOUT
+
+MAX_CANDIDATES = 4096
+MAX_ROUNDS = 640
+"""The most rounds of a step's duet."""
+DEFAULTS: dict[str, Any] = {"rounds": 10, "margin": 0.02, "confidence": 0.95, "job_budget": 40}
+"""A bisection's search settings unless asked otherwise: ``POST .../bisections``' defaults,
+and those of every bisection the server starts by itself."""
+# A commit never starts with "-": it goes into a template's arguments, where it would read as
+# an option.
+COMMIT_REF = re.compile(r"[0-9A-Za-z_][^\s]*")
+Commit = Field(min_length=1, max_length=64, pattern=f"^{COMMIT_REF.pattern}$")
+
+
+class BisectionCreate(ApiBody):
+    benchmarks: list[str] = Field(min_length=1, max_length=16)
+    measure: str = Field(min_length=1, max_length=255)
+    good: str = Commit
+    bad: str = Commit
+    candidates: list[str] = Field(
+        min_length=1,
+        max_length=MAX_CANDIDATES,
+        description="the commits after good up to bad, oldest first (bad is added when last "
+        "is another): `git rev-list --first-parent --reverse GOOD..BAD`",
+    )
+    image: str | None = Field(
+        default=None, max_length=512, description="a tag holding {commit}, e.g. sortlib:{commit}"
+    )
+    template: str | None = Field(default=None, max_length=255)
+    args: dict[str, ArgValue] | None = Field(
+        default=None, description="the template's arguments; {commit} in a value is each commit"
+    )
+    alert: str | None = Field(
+        default=None, description="the project's alert this bisection explains: its page shows it"
+    )
+    spec: str | None = None
+    adapter: str = "magic"
+    branch: str = Field(default="bisections", min_length=1, max_length=255)
+    testbed: str = Field(default="localhost", min_length=1, max_length=255)
+    rounds: int = Field(
+        default=DEFAULTS["rounds"], ge=2, le=MAX_ROUNDS, description="of a step's first duet"
+    )
+    margin: float = Field(
+        default=DEFAULTS["margin"],
+        gt=0,
+        lt=1,
+        description="the least change of bad against good that counts",
+    )
+    confidence: float = Field(default=DEFAULTS["confidence"], ge=0.5, le=0.999)
+    job_budget: int = Field(default=DEFAULTS["job_budget"], ge=1, le=1000)
+    timeout: int | None = Field(default=None, ge=1, le=MAX_TIMEOUT)

@@ -1,0 +1,79 @@
+"""Jobs: the body a runner claims a job with over HTTP (docs/explanation/runner-protocol.md),
+and a job as the server answers it (docs/reference/jobs.md)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import Field
+
+from benchrunner.api.base import Answer, ApiBody
+from benchrunner.api.specs import Spec
+from benchrunner.protocol import DEFAULT_POLL_TIMEOUT
+
+MAX_CLAIM_POLL_TIMEOUT = 600
+
+
+class ClaimRequest(ApiBody):
+    poll_timeout: int = Field(
+        default=DEFAULT_POLL_TIMEOUT,
+        ge=1,
+        le=MAX_CLAIM_POLL_TIMEOUT,
+        description="seconds to wait for a job before answering null",
+    )
+
+
+class JobEvent(Answer):
+    """A step of a job's life: ``status`` the one it reached (null: no status change)."""
+
+    event_type: str
+    status: str | None = None
+    message: str | None = None
+    actor: str | None = None
+    meta: dict[str, Any] = {}
+    created: str
+
+
+class JobSignature(Answer):
+    """Whether the runner signed the job's output, and the signature the server verified."""
+
+    signed: bool = False
+    verified: bool = False
+    output_hash: str | None = None
+    signature: str | None = None
+    key_fingerprint: str | None = None
+
+
+class Job(Answer):
+    """A job of a report; ``events`` and ``output`` only in a read of one job (``output``
+    once it finished)."""
+
+    uuid: str
+    status: str
+    kind: str | None = None
+    report: str
+    project: str
+    spec: Spec | None = None
+    config: dict[str, Any] = {}
+    timeout: int | None = None
+    priority: int | None = None
+    runner: str | None = None
+    claimed: str | None = None
+    started: str | None = None
+    completed: str | None = None
+    last_heartbeat: str | None = None
+    created: str
+    modified: str
+    signature: JobSignature = JobSignature()
+    events: list[JobEvent] = []
+    """Empty (and left out) in a list of jobs."""
+    output: dict[str, Any] = {}
+    """Empty (and left out) until the job has finished."""
+
+
+class JobLogPage(Answer):
+    """A page of a job's live log."""
+
+    content: str
+    next_offset: int
+    is_complete: bool
