@@ -70,12 +70,7 @@ def change_points(
     ``window`` is the number of points E-divisive looks at together (at least 2). Raises
     ValueError naming the parameter or the position of a value that is not finite.
     """
-    if isinstance(window, bool) or not isinstance(window, int) or window < 2:
-        raise ValueError(f"window must be an integer number of points >= 2, got {window!r}")
-    if not 0.0 < max_pvalue <= 1.0:
-        raise ValueError(f"max_pvalue must be in (0, 1], got {max_pvalue}")
-    if not min_magnitude >= 0.0:
-        raise ValueError(f"min_magnitude must be >= 0, got {min_magnitude}")
+    _check_parameters(window, max_pvalue, min_magnitude)
     values = np.asarray(series, dtype=np.float64)
     bad = np.flatnonzero(~np.isfinite(values))
     if bad.size:
@@ -85,6 +80,16 @@ def change_points(
         warnings.simplefilter("ignore", RuntimeWarning)
         weak = _split(values, window, _relaxed(max_pvalue))
         return _merge(values, weak, max_pvalue, min_magnitude)
+
+
+def _check_parameters(window: int, max_pvalue: float, min_magnitude: float) -> None:
+    """Raise ValueError naming the first parameter out of its range."""
+    if isinstance(window, bool) or not isinstance(window, int) or window < 2:
+        raise ValueError(f"window must be an integer number of points >= 2, got {window!r}")
+    if not 0.0 < max_pvalue <= 1.0:
+        raise ValueError(f"max_pvalue must be in (0, 1], got {max_pvalue}")
+    if not min_magnitude >= 0.0:
+        raise ValueError(f"min_magnitude must be >= 0, got {min_magnitude}")
 
 
 BATCH_ROWS = 512
@@ -105,12 +110,7 @@ def change_points_many(
     A window whose best split fails that test has no change point (``_e_divisive`` stops
     there), and a series none of whose windows has one has none; only the other windows and
     series go on one by one."""
-    if isinstance(window, bool) or not isinstance(window, int) or window < 2:
-        raise ValueError(f"window must be an integer number of points >= 2, got {window!r}")
-    if not 0.0 < max_pvalue <= 1.0:
-        raise ValueError(f"max_pvalue must be in (0, 1], got {max_pvalue}")
-    if not min_magnitude >= 0.0:
-        raise ValueError(f"min_magnitude must be >= 0, got {min_magnitude}")
+    _check_parameters(window, max_pvalue, min_magnitude)
     arrays = [np.asarray(series, dtype=np.float64) for series in many]
     for values in arrays:
         bad = np.flatnonzero(~np.isfinite(values))

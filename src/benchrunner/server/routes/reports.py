@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import uuid
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Query
@@ -11,24 +10,13 @@ from sqlalchemy.engine import Connection
 
 from benchrunner.api.reports import ReportUpdate
 from benchrunner.server.access import project_access
-from benchrunner.server.http.errors import not_found
 from benchrunner.server.routes.deps import Ctx, MaybeUser, Svc
 from benchrunner.server.store import alerts, reports
+from benchrunner.server.views.lookups import report_in_project
 from benchrunner.server.views.resources import full_report_view
 from benchrunner.server.views.samples import report_samples, with_samples
 
 router = APIRouter(tags=["reports"])
-
-
-def _report_in(conn: Connection, project_id: int, ref: str) -> int:
-    """The project's report with this UUID, or 404."""
-    try:
-        report_id = reports.report_by_uuid(conn, uuid.UUID(ref))
-    except ValueError:
-        report_id = None
-    if report_id is None or reports.report_row(conn, report_id).project_id != project_id:
-        raise not_found("report", ref)
-    return int(report_id)
 
 
 @router.get("/v0/projects/{project}/reports/{report}")
@@ -43,7 +31,7 @@ async def get_report(
 ) -> dict[str, Any]:
     def unit(conn: Connection) -> dict[str, Any]:
         row = project_access(conn, user, project, write=False)
-        report_id = _report_in(conn, row.id, report)
+        report_id = report_in_project(conn, row.id, report)
         view = full_report_view(conn, report_id, with_job=True)
         return with_samples(view, report_samples(conn, report_id)) if samples else view
 
@@ -59,7 +47,7 @@ async def update_report(
 
     def unit(conn: Connection) -> tuple[dict[str, Any], bool]:
         row = project_access(conn, user, project, write=True)
-        report_id = _report_in(conn, row.id, report)
+        report_id = report_in_project(conn, row.id, report)
         reports.report_set_bisect(conn, report_id, body.bisect_range, body.bisect_image)
         again = alerts.alerts_bisect_skipped_of(conn, report_id)
         alerts.alerts_bisect_pending(conn, again)
