@@ -52,7 +52,7 @@ def test_a_handed_off_submission_is_made_durable_by_its_claim(
 ) -> None:
     """On PostgreSQL the submission's commit does not wait for the disk: the claim's durable
     commit right after it flushes the WAL past both, so the pickup waits for one flush, and
-    none is made for it alone (``benchrunner_db_wal_flushes``)."""
+    none is made for it alone (``benchrunner_db_wal_flushes_total``)."""
     channel = deployment.channel("idle")
     run_one(channel, deployment)
     channel.send({"event": "ready", "poll_timeout": 30})
@@ -61,11 +61,12 @@ def test_a_handed_off_submission_is_made_durable_by_its_claim(
     job = deployment.submit("bench.noop")
     assert channel.recv(timeout=10)["uuid"] == job
     after = scrape(deployment.server.url)
-    grouped = after.value("benchrunner_db_grouped_commits") - before.value(
-        "benchrunner_db_grouped_commits"
+    grouped = after.value("benchrunner_db_grouped_commits_total") - before.value(
+        "benchrunner_db_grouped_commits_total"
     )
     assert grouped == (0 if database_url.startswith("sqlite") else 1)
-    assert after.value("benchrunner_db_wal_flushes") == before.value("benchrunner_db_wal_flushes")
+    flushes = "benchrunner_db_wal_flushes_total"
+    assert after.value(flushes) == before.value(flushes)
     assert deployment.job(job).status == "claimed"
 
 

@@ -14,12 +14,13 @@ import pytest
 from sqlalchemy.engine import Connection
 
 from benchrunner.server.store.engine import Database
-from tests.databases import postgres_database
+from tests.databases import postgres_database, with_schema
 
 
 @pytest.fixture
 def db() -> Iterator[Database]:
     with postgres_database() as url:
+        with_schema(url)  # the flush rewrites the server's own row of ``server_state``
         database = Database(url)
         database.write_sync(lambda conn: conn.exec_driver_sql("CREATE TABLE probe (n INTEGER)"))
         yield database
@@ -32,11 +33,15 @@ def insert(conn: Connection, n: int) -> str:
     return str(conn.exec_driver_sql("SHOW synchronous_commit").scalar_one())
 
 
+WAL_LSN = {
+    "insert": "SELECT pg_current_wal_insert_lsn() - '0/0'::pg_lsn",
+    "flush": "SELECT pg_current_wal_flush_lsn() - '0/0'::pg_lsn",
+}
+
+
 def wal_lsn(conn: Connection, which: str) -> int:
-    """``pg_current_wal_insert_lsn`` or ``pg_current_wal_flush_lsn`` as a number."""
-    function = {"insert": "pg_current_wal_insert_lsn", "flush": "pg_current_wal_flush_lsn"}[which]
-    lsn = conn.exec_driver_sql(f"SELECT {function}() - '0/0'::pg_lsn").scalar_one()
-    return int(lsn)
+    """Where the WAL's insertion (``insert``) or flush (``flush``) stands, as a number."""
+    return int(conn.exec_driver_sql(WAL_LSN[which]).scalar_one())
 
 
 def rows(db: Database) -> int:
@@ -130,4 +135,39 @@ def test_a_deferred_write_left_uncovered_is_flushed_by_durable(db: Database) -> 
 
     inserted, flushed = asyncio.run(scenario())
     assert db.wal_flushes == 1
+    assert flushed >= inserted
+
+
+def test_a_resent_results_ack_waits_for_a_flush_of_what_another_replica_committed(
+    db: Database,
+) -> None:
+    """Another replica's grouped commit is visible before it is on disk: ``flush_wal`` (the
+    ``ack`` of a resent result) flushes past it even though this process counted nothing."""
+    other = Database(db.url)
+    release = threading.Event()
+
+    def held(conn: Connection) -> str:
+        release.wait(timeout=60)
+        return insert(conn, 0)
+
+    async def elsewhere() -> tuple[str, int]:
+        first = asyncio.ensure_future(other.write_acked(held))
+        await asyncio.sleep(0)
+        how = await other.write_acked(insert, 1)  # grouped, and not flushed over there
+        inserted = await other.read(wal_lsn, "insert")
+        release.set()
+        await first
+        return how, inserted
+
+    async def here() -> int:
+        await db.flush_wal()
+        return await db.read(wal_lsn, "flush")
+
+    try:
+        how, inserted = asyncio.run(elsewhere())
+        flushed = asyncio.run(here())
+    finally:
+        other.close()
+    assert how == "off"
+    assert db.grouped_commits == 0 and db.wal_flushes == 1
     assert flushed >= inserted

@@ -32,7 +32,8 @@ class ServerContext:
 
     def __post_init__(self) -> None:
         self.anonymous_creations = CreationRate(self.settings.anonymous_projects_per_hour)
-        self.metrics.watch(self.db)
+        db = self.db
+        self.metrics.watch(lambda: db.grouped_commits, lambda: db.wal_flushes)
 
     @property
     def heartbeat_timeout(self) -> dt.timedelta:

@@ -12,15 +12,14 @@ add its own ``instance`` label.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
-from prometheus_client.metrics_core import Metric
+from prometheus_client.metrics_core import CounterMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from benchrunner.core.states import JobStatus
 from benchrunner.core.tiers import Tier
-from benchrunner.server.store.engine import Database
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 QUEUE_BUCKETS = (0.01, 0.05, 0.1, 0.5, 1, 5, 15, 60, 300, 900, 3600, 4 * 3600, 24 * 3600)
@@ -42,6 +41,27 @@ class _WithReplica(Collector):
                 for sample in metric.samples
             ]
             yield metric
+
+
+class _Commits(Collector):
+    """The database's counts of grouped commits and of the WAL flushes made for them."""
+
+    def __init__(self) -> None:
+        self.grouped_commits: Callable[[], int] = lambda: 0
+        self.wal_flushes: Callable[[], int] = lambda: 0
+
+    def collect(self) -> Iterator[Metric]:
+        yield CounterMetricFamily(
+            "benchrunner_db_grouped_commits",
+            "PostgreSQL commits made without waiting for the disk and made durable before their"
+            " acknowledgement by a flush they shared or a durable commit after them",
+            value=self.grouped_commits(),
+        )
+        yield CounterMetricFamily(
+            "benchrunner_db_wal_flushes",
+            "Durable commits made only to flush the WAL past commits that did not wait",
+            value=self.wal_flushes(),
+        )
 
 
 class ServerMetrics:
@@ -144,17 +164,8 @@ class ServerMetrics:
         self.registry_bytes = Counter(
             "benchrunner_registry_gc_bytes_removed", "Bytes of registry blobs removed", registry=r
         )
-        self.grouped_commits = Gauge(
-            "benchrunner_db_grouped_commits",
-            "PostgreSQL commits made without waiting for the disk and made durable before their"
-            " acknowledgement by a flush they shared or a durable commit after them",
-            registry=r,
-        )
-        self.wal_flushes = Gauge(
-            "benchrunner_db_wal_flushes",
-            "Durable commits made only to flush the WAL past grouped commits",
-            registry=r,
-        )
+        self._commits = _Commits()
+        r.register(self._commits)
         # Children by label value, looked up once: ``labels()`` costs more than the increment,
         # and every job moves four times. Every tier's series exists from the start, at 0.
         self.queue_duration_of = {
@@ -163,10 +174,11 @@ class ServerMetrics:
         self.claims_of = {tier: self.claims.labels(tier=tier.value) for tier in Tier}
         self._transitions_of: dict[tuple[JobStatus, JobStatus], Counter] = {}
 
-    def watch(self, db: Database) -> None:
-        """Read the database's commit counts at each scrape."""
-        self.grouped_commits.set_function(lambda: db.grouped_commits)
-        self.wal_flushes.set_function(lambda: db.wal_flushes)
+    def watch(self, grouped_commits: Callable[[], int], wal_flushes: Callable[[], int]) -> None:
+        """Read the database's commit counts at each scrape (``Database.grouped_commits`` and
+        ``wal_flushes``)."""
+        self._commits.grouped_commits = grouped_commits
+        self._commits.wal_flushes = wal_flushes
 
     def transition(self, source: JobStatus, to: JobStatus) -> Counter:
         """The ``benchrunner_job_transitions`` series of a move from ``source`` to ``to``."""

@@ -123,6 +123,7 @@ class LingeringCloseProtocol(WebSocketsSansIOProtocol):
             or conn.extensions
             or (conn.max_message_size is not None and size > conn.max_message_size)
             or self.close_sent
+            or not self.writable.is_set()  # the client reads slowly: its replies wait
             or not self.queue.empty()  # messages ahead of this one, still to be received
         ):
             return False

@@ -385,7 +385,12 @@ class Lifecycle:
             transitions.job_canceled_by_runner, job.id
         )
         record = on_record(job, output, unreadable=unreadable, canceled_by_runner=by_runner)
-        return judge(job, record, message, signed)
+        reply = judge(job, record, message, signed)
+        if isinstance(reply, Ack):
+            # What it acknowledges was stored by another delivery, maybe without waiting
+            # for the disk (a grouped commit, perhaps another replica's): on disk first.
+            await self.ctx.db.flush_wal()
+        return reply
 
     async def _completed(
         self,

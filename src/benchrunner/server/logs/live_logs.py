@@ -29,8 +29,9 @@ What holds (docs/explanation/live-logs.md):
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Iterable, Iterator
 from dataclasses import dataclass, field
 
 from benchrunner.protocol import Log
@@ -137,8 +138,9 @@ class LiveLogs:
         parts = _parts(pending)
         if len(parts) > 1:
             async with self._writing:
-                for part in parts[:-1]:
-                    await self._store({job_id: part})
+                with self._writing_of((job_id,)):
+                    for part in parts[:-1]:
+                        await self._store({job_id: part})
         last = parts[-1]
         tail = LogTail(job_id, last.chunks, self.ctx.settings.job_log_max_bytes)
         return Taken(tail, last.last, last.refuse)
@@ -151,7 +153,8 @@ class LiveLogs:
         if tail.stored is None:
             async with self._writing:
                 pending = _Pending(tail.chunks)
-                flushed = (await self._store({tail.job_id: pending})).get(tail.job_id)
+                with self._writing_of((tail.job_id,)):
+                    flushed = (await self._store({tail.job_id: pending})).get(tail.job_id)
             tail.stored = flushed is not None and flushed.in_flight
         else:
             self.ctx.log_watch.notify(tail.job_id)
@@ -166,12 +169,9 @@ class LiveLogs:
             pending = self._pending.pop(job_id, None)
             if pending is None:
                 return
-            self._writing_jobs = frozenset((job_id,))
-            try:
+            with self._writing_of((job_id,)):
                 for part in _parts(pending):
                     flushed = (await self._store({job_id: part})).get(job_id)
-            finally:
-                self._writing_jobs = frozenset()
         if flushed is not None and not flushed.in_flight and pending.refuse and pending.last:
             await pending.refuse(pending.last)
 
@@ -179,11 +179,17 @@ class LiveLogs:
         """Write every job's pending chunks."""
         async with self._writing:
             taken, self._pending = self._pending, {}
-            self._writing_jobs = frozenset(taken)
-            try:
+            with self._writing_of(taken):
                 await self._store_taken(taken)
-            finally:
-                self._writing_jobs = frozenset()
+
+    @contextlib.contextmanager
+    def _writing_of(self, job_ids: Iterable[int]) -> Iterator[None]:
+        """The jobs whose chunks the write made in the block (under ``_writing``) took."""
+        self._writing_jobs = frozenset(job_ids)
+        try:
+            yield
+        finally:
+            self._writing_jobs = frozenset()
 
     async def _store_taken(self, taken: dict[int, _Pending]) -> None:
         batch: dict[int, _Pending] = {}

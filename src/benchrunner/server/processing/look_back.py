@@ -206,7 +206,9 @@ def look_back_write(
     still be dismissed and not triaged ``expected``. How many were raised or re-opened."""
     if not planned:
         return 0
-    current = thresholds.current_models(conn, sorted({p.threshold_id for p in planned}))
+    threshold_ids = sorted({p.threshold_id for p in planned})
+    thresholds.lock_thresholds(conn, threshold_ids)  # one look-back's write at a time
+    current = thresholds.current_models(conn, threshold_ids)
     raised: list[int] = []
     reopened: list[int] = []
     to_bisect: list[int] = []

@@ -22,10 +22,12 @@ from typing import Any, Concatenate, ParamSpec, TypeVar
 
 import sqlalchemy as sa
 from sqlalchemy import event
+from sqlalchemy.dialects import postgresql
 from sqlalchemy.engine import Connection, Engine
 
 from benchrunner.server.store import capabilities, lookups_cache
 from benchrunner.server.store.lookups_cache import LookupCache
+from benchrunner.server.store.tables import server_state
 from benchrunner.server.store.unit_threads import UnitThreads
 
 P = ParamSpec("P")
@@ -109,12 +111,23 @@ def fdatasync_path(path: Path) -> None:
         os.close(fd)
 
 
+WAL_FLUSH_ROW = "wal-flush"
+"""The ``server_state`` row whose write a WAL flush commits (``_flush_wal``)."""
+
+
 def _flush_wal(conn: Connection) -> None:
-    """A durable commit of the smallest transaction that writes the WAL (an empty logical
-    message, which any role may emit): PostgreSQL flushes the WAL up to its commit record, so
-    every commit before it is on disk when it returns. A transaction that wrote no WAL (a
-    transaction id alone) would commit without waiting for the disk."""
-    conn.exec_driver_sql("SELECT pg_logical_emit_message(true, 'benchrunner.flush', '')")
+    """A durable commit of the smallest write this server may make anywhere: its own row of
+    ``server_state``, rewritten. PostgreSQL flushes the WAL up to the commit record, so every
+    commit before it (any session's, any replica's) is on disk when it returns. A commit that
+    wrote no WAL (a transaction id alone) would not wait for the disk."""
+    statement = postgresql.insert(server_state).values(
+        name=WAL_FLUSH_ROW, value="", created=sa.func.now()
+    )
+    conn.execute(
+        statement.on_conflict_do_update(
+            index_elements=[server_state.c.name], set_={"value": statement.excluded.value}
+        )
+    )
 
 
 PING_AFTER_IDLE = 1.0
@@ -307,7 +320,11 @@ class Database:
         """PostgreSQL: ``write_acked`` and ``write_each_deferred`` units committed without
         waiting for the disk."""
         self.wal_flushes = 0
-        """PostgreSQL: flushes ``durable`` made for them (each covering every one before it)."""
+        """PostgreSQL: flushes made for them or for ``flush_wal`` (each covering every commit
+        before it)."""
+        self._flushes_begun = 0
+        self._flushed_from = 0
+        """PostgreSQL: the number, counted when it began, of the latest flush finished."""
         self.lookups = LookupCache(
             max_entries=lookups_entries, ttl=lookups_ttl, enabled=self.sqlite
         )
@@ -318,7 +335,8 @@ class Database:
         write_threads = write_threads or (1 if self.sqlite else 4)
         if self.sqlite:
             self.write_engine = make_engine(self.url, writer=True, pool_size=write_threads)
-            self.read_engine = make_engine(self.url, writer=False, pool_size=read_threads)
+            # The event loop's own reader and one per reader thread (``read_apart``).
+            self.read_engine = make_engine(self.url, writer=False, pool_size=read_threads + 1)
             self.read_engine.update_execution_options(**carry)
         else:
             self.write_engine = make_engine(
@@ -456,8 +474,9 @@ class Database:
 
     def covered(self, deferred: int) -> None:
         """The first ``deferred`` grouped commits are on disk: a durable commit that wrote the
-        WAL began after they committed."""
-        self._synced = max(self._synced, deferred)
+        WAL began after they committed (PostgreSQL; SQLite's count is its own)."""
+        if not self.sqlite:
+            self._synced = max(self._synced, deferred)
 
     async def write_lazy(self, unit: Unit[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
         """A write that a crash may lose without harm, because it is made again (the live
@@ -539,6 +558,21 @@ class Database:
     def _wal_path(self) -> Path:
         return sqlite_wal_path(self.url)
 
+    async def flush_wal(self) -> None:
+        """Return once every commit visible now is on disk, whoever made it: the ``ack`` of a
+        result this call did not store (a resent one), which another replica, or a result of
+        this one not yet counted, may have committed without waiting. On PostgreSQL, a flush
+        that began after the call (callers that arrive together share one); SQLite, whose
+        writes are all this process's, ``durable``."""
+        if self.sqlite:
+            await self.durable()
+            return
+        wanted = self._flushes_begun + 1
+        while self._flushed_from < wanted:
+            if self._syncing is None:
+                self._syncing = asyncio.ensure_future(self._flush_wal())
+            await asyncio.shield(self._syncing)
+
     async def _flush_grouped(self) -> None:
         wanted = self.grouped_commits
         if self._synced >= wanted:
@@ -554,10 +588,13 @@ class Database:
 
     async def _flush_wal(self) -> None:
         covered = self.grouped_commits
+        self._flushes_begun += 1
+        begun = self._flushes_begun
         try:
             await self._hop(self._writer, self._read_held, _flush_wal)
             self.wal_flushes += 1
             self._synced = max(self._synced, covered)
+            self._flushed_from = max(self._flushed_from, begun)
         finally:
             self._syncing = None
 

@@ -17,6 +17,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from benchrunner.detection.models import Model, TestKind
+from benchrunner.server.store import capabilities
 from benchrunner.server.store.conflicts import insert_or_skip
 from benchrunner.server.store.direct import Direct
 from benchrunner.server.store.listing import page_of, where_given
@@ -425,6 +426,23 @@ _CURRENT_MODELS = sa.select(model).where(
     model.c.threshold_id.in_(sa.bindparam("threshold_ids", expanding=True)),
     model.c.replaced.is_(None),
 )
+
+
+_LOCK_MANY = (
+    sa.select(threshold.c.id)
+    .where(threshold.c.id.in_(sa.bindparam("threshold_ids", expanding=True)))
+    .order_by(threshold.c.id)
+    .with_for_update()
+)
+
+
+def lock_thresholds(conn: Connection, threshold_ids: list[int]) -> None:
+    """Hold these thresholds' rows until the transaction ends, in id order (so two holders
+    never wait on each other), where several transactions write at once: a check of what
+    another's write under them may change (an alert raised on the same step) then sees that
+    write, committed. SQLite's one writer needs none."""
+    if threshold_ids and capabilities.of(conn).concurrent_writers:
+        conn.execute(_LOCK_MANY, {"threshold_ids": sorted(threshold_ids)}).all()
 
 
 def current_models(conn: Connection, threshold_ids: list[int]) -> dict[int, Any]:
