@@ -452,7 +452,7 @@ def test_the_timeline_check(kinds: list[str], status: str, legal: bool) -> None:
 
 def test_the_outcome_checks(tmp_path: Path) -> None:
     def view(status: str) -> Job:
-        events = [{"event_type": "job_created", "message": "x"}]
+        events = [{"event_type": "job_created", "message": "x", "created": "c"}]
         return Job.model_validate(
             {"uuid": "j", "report": "r", "project": "p", "created": "c", "modified": "m"}
             | {"status": status, "events": events}

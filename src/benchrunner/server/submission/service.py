@@ -345,7 +345,10 @@ async def submit_run(
         and body.bisect_image is None
     )
 
+    uncovered = False  # a deferred submission that no claim's durable commit followed
+
     async def write_and_claim() -> _Submitted:
+        nonlocal uncovered
         db = ctx.db
         if not (claim_apart and alone):
             submitted = await (db.write_each if alone else db.write)(unit)
@@ -355,7 +358,7 @@ async def submit_run(
         assert hand_off is not None
         # The claim that follows commits durably after the submission, which flushes the WAL
         # past both: one flush for the two, on the path of the job's pickup. A claim that
-        # wrote nothing (it found no job) leaves the submission to ``durable``.
+        # wrote nothing (it found no job) leaves the submission to ``durable``, below.
         submitted = await db.write_each_deferred(unit)
         deferred = db.grouped_commits
         if submitted.now is not None:
@@ -363,12 +366,14 @@ async def submit_run(
         if hand_off.claim is not None:
             db.covered(deferred)
         else:
-            await db.durable()
+            uncovered = True
         return submitted
 
     write = asyncio.ensure_future(write_and_claim())
     write.add_done_callback(functools.partial(hand_offs.written, hand_off, plan.spec))
     submitted = await asyncio.shield(write)
+    if uncovered:  # after ``written`` announced the committed job, whatever this does
+        await ctx.db.durable()
     if submitted.job_uuid is not None:
         await hand_offs.delivered(hand_off)
     if submitted.view is not None:
