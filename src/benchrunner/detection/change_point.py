@@ -126,7 +126,7 @@ def change_points_many(
     ]
     with warnings.catch_warnings(), np.errstate(all="ignore"):
         warnings.simplefilter("ignore", RuntimeWarning)
-        whole = _whole_splits_batched([w for _, _, w in windows])
+        whole = _whole_splits([w for _, _, w in windows])
         passing = _first_tests_pass(windows, whole, relaxed)
         weak: list[set[int]] = [set() for _ in arrays]
         for (position, start, window_values), split, passes in zip(
@@ -139,22 +139,6 @@ def change_points_many(
             _merge(values, sorted(points), max_pvalue, min_magnitude) if points else []
             for values, points in zip(arrays, weak, strict=True)
         ]
-
-
-def _whole_splits_batched(windows: list[Series]) -> list[Split | None]:
-    """``_whole_splits`` of many windows, in batches of at most ``BATCH_ROWS``."""
-    found: list[Split | None] = [None] * len(windows)
-    sizes: dict[int, list[int]] = {}
-    for position, window_values in enumerate(windows):
-        if len(window_values) >= 2:
-            sizes.setdefault(len(window_values), []).append(position)
-    for positions in sizes.values():
-        for start in range(0, len(positions), BATCH_ROWS):
-            chunk = positions[start : start + BATCH_ROWS]
-            batch = np.stack([windows[position] for position in chunk])
-            for position, split in zip(chunk, _best_splits(batch), strict=True):
-                found[position] = split
-    return found
 
 
 def _first_tests_pass(
@@ -232,17 +216,19 @@ Split = tuple[float, int]
 
 
 def _whole_splits(windows: list[Series]) -> list[Split | None]:
-    """Each window's best split (None below two points), windows of one size weighed in one
-    batch."""
+    """Each window's best split (None below two points), windows of one size weighed together
+    in batches of at most ``BATCH_ROWS``."""
     found: list[Split | None] = [None] * len(windows)
     sizes: dict[int, list[int]] = {}
     for position, window_values in enumerate(windows):
         if len(window_values) >= 2:
             sizes.setdefault(len(window_values), []).append(position)
     for positions in sizes.values():
-        batch = np.stack([windows[position] for position in positions])
-        for position, split in zip(positions, _best_splits(batch), strict=True):
-            found[position] = split
+        for start in range(0, len(positions), BATCH_ROWS):
+            chunk = positions[start : start + BATCH_ROWS]
+            batch = np.stack([windows[position] for position in chunk])
+            for position, split in zip(chunk, _best_splits(batch), strict=True):
+                found[position] = split
     return found
 
 
