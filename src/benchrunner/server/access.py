@@ -123,3 +123,12 @@ def require_admin_viewer(user: UserRow | None, what: str) -> None:
         raise unauthorized(f"log in as a server admin to see {what}")
     if not user.admin:
         raise forbidden(f"{what} are shown to server admins only")
+
+
+def members_project(conn: Connection, user: UserRow | None, ref: str, to: str) -> ProjectRow:
+    """The project, for a signed-in caller who may change it; ``to`` says what an anonymous
+    caller must sign in to do. An anonymous caller may write an unclaimed public project's
+    runs, never start the server's own work for it or direct where it sends requests."""
+    if user is None:
+        raise unauthorized(f"sign in to {to}")
+    return project_access(conn, user, ref, write=True)

@@ -9,21 +9,18 @@ from typing import Any
 from sqlalchemy.engine import Connection
 
 from benchrunner.core.states import JobStatus
-from benchrunner.server.access import project_access
+from benchrunner.server.access import members_project, project_access
 from benchrunner.server.bisection import rows
 from benchrunner.server.bisection.views import bisection_view
 from benchrunner.server.context import ServerContext
-from benchrunner.server.http.errors import conflict, not_found, unauthorized
+from benchrunner.server.http.errors import conflict, not_found
 from benchrunner.server.processing.webhooks import emit_alert_event
 from benchrunner.server.services import Services
 from benchrunner.server.store import jobs
-from benchrunner.server.store.accounts import ProjectRow, UserRow
+from benchrunner.server.store.accounts import UserRow
 
-
-def members_project(conn: Connection, user: UserRow | None, ref: str) -> ProjectRow:
-    if user is None:
-        raise unauthorized("sign in to start or cancel a bisection")
-    return project_access(conn, user, ref, write=True)
+SIGN_IN_TO = "start or cancel a bisection"
+"""What an anonymous caller is asked to sign in to do."""
 
 
 def bisection_in_project(conn: Connection, project_id: int, ref: str) -> Any:
@@ -40,7 +37,7 @@ async def cancel(
     its view after."""
 
     def unit(conn: Connection) -> tuple[list[jobs.JobRow], str]:
-        found = members_project(conn, user, project)
+        found = members_project(conn, user, project, SIGN_IN_TO)
         b = bisection_in_project(conn, found.id, bisection)
         now = ctx.clock.now()
         actor = user.email if user is not None else "anonymous"

@@ -13,15 +13,18 @@ from sqlalchemy.engine import Connection
 from benchrunner.core.states import JobStatus
 from benchrunner.detection import calibration as statistic
 from benchrunner.detection.models import Model, TestKind, validate
-from benchrunner.server.access import project_access
+from benchrunner.server.access import members_project
 from benchrunner.server.context import ServerContext
-from benchrunner.server.http.errors import conflict, not_found, unauthorized
+from benchrunner.server.http.errors import conflict, not_found
 from benchrunner.server.processing.noise import noise_view, stored_verdict
 from benchrunner.server.store import calibrations, thresholds
-from benchrunner.server.store.accounts import ProjectRow, UserRow
+from benchrunner.server.store.accounts import UserRow
 from benchrunner.server.views.resources import iso
 
 FINISHED = (JobStatus.PROCESSED, JobStatus.FAILED, JobStatus.CANCELED)
+
+SIGN_IN_TO = "calibrate a project's thresholds"
+"""What an anonymous caller is asked to sign in to do."""
 
 
 def proposed_model(proposal: statistic.Proposal) -> Model:
@@ -162,12 +165,6 @@ def apply(conn: Connection, row: Any, view: dict[str, Any], now: dt.datetime) ->
     return applied
 
 
-def members_project(conn: Connection, user: UserRow | None, project: str) -> ProjectRow:
-    if user is None:
-        raise unauthorized("sign in to calibrate a project's thresholds")
-    return project_access(conn, user, project, write=True)
-
-
 def calibration_in_project(conn: Connection, project_id: int, ref: str) -> Any:
     found = calibrations.calibration_get(conn, project_id, ref)
     if found is None:
@@ -182,7 +179,7 @@ async def apply_in_project(
     with the thresholds it set; 409 until it is done."""
 
     def unit(conn: Connection) -> dict[str, Any]:
-        row = members_project(conn, user, project)
+        row = members_project(conn, user, project, SIGN_IN_TO)
         found = calibration_in_project(conn, row.id, calibration)
         view = calibration_view(conn, found)
         if view["state"] != "done":

@@ -19,7 +19,7 @@ from benchrunner.api.bisections import BisectionCreate as BisectionCreate  # the
 from benchrunner.api.run import COMMIT
 from benchrunner.core.image_refs import ImageRef
 from benchrunner.core.templates import TemplateError
-from benchrunner.server.access import project_access
+from benchrunner.server.access import members_project, project_access
 from benchrunner.server.bisection import actions, rows
 from benchrunner.server.bisection.jobs import template_args
 from benchrunner.server.bisection.views import bisection_view
@@ -109,7 +109,7 @@ async def create_bisection(
 
     def unit(conn: Connection) -> dict[str, Any]:
         now = ctx.clock.now()
-        found = actions.members_project(conn, user, project)
+        found = members_project(conn, user, project, actions.SIGN_IN_TO)
         spec = job_spec(conn, body.spec)
         # A bisection queues jobs as it goes: it starts only while its organization's queue
         # has room, as a submission does.

@@ -15,7 +15,7 @@ from sqlalchemy.engine import Connection
 
 from benchrunner.api.calibrations import CalibrationCreate as CalibrationCreate  # the console's
 from benchrunner.api.run import RunBody
-from benchrunner.server.access import project_access
+from benchrunner.server.access import members_project, project_access
 from benchrunner.server.http.errors import bad_request
 from benchrunner.server.processing import calibrations as service
 from benchrunner.server.routes.deps import Ctx, MaybeUser, Page, Svc, origin_of
@@ -60,7 +60,7 @@ async def create_calibration(
     they are done the calibration proposes a threshold per benchmark and measure."""
     if (body.template is None) == (body.image is None):
         raise bad_request("give the job to calibrate as either template or image")
-    await ctx.db.read(lambda conn: service.members_project(conn, user, project))
+    await ctx.db.read(lambda conn: members_project(conn, user, project, service.SIGN_IN_TO))
     calibration_uuid = uuid.uuid4()
     own_branch = f"calibration-{calibration_uuid.hex[:12]}"
     run = _run_body(project, body, own_branch)
@@ -68,7 +68,7 @@ async def create_calibration(
     first = await submit_run(ctx, services, run, user, origin, request)
 
     def create(conn: Connection) -> int:
-        row = service.members_project(conn, user, project)
+        row = members_project(conn, user, project, service.SIGN_IN_TO)
         now = ctx.clock.now()
         report_id = int(reports.report_by_uuid(conn, uuid.UUID(first["uuid"])))
         spec_id = conn.execute(
@@ -117,7 +117,7 @@ async def create_calibration(
         raise
 
     def view(conn: Connection) -> dict[str, Any]:
-        row = service.members_project(conn, user, project)
+        row = members_project(conn, user, project, service.SIGN_IN_TO)
         return service.public(
             service.calibration_view(
                 conn, service.calibration_in_project(conn, row.id, str(calibration_uuid))

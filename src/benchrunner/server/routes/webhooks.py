@@ -12,17 +12,19 @@ from fastapi import APIRouter, Response
 from sqlalchemy.engine import Connection
 
 from benchrunner.api.webhooks import WebhookCreate
-from benchrunner.server.access import project_access
-from benchrunner.server.http.errors import bad_request, not_found, unauthorized
+from benchrunner.server.access import members_project
+from benchrunner.server.http.errors import bad_request, not_found
 from benchrunner.server.processing.webhooks import UnsafeUrl, check_url
 from benchrunner.server.routes.deps import Ctx, MaybeUser, Page
 from benchrunner.server.store import webhooks
-from benchrunner.server.store.accounts import ProjectRow, UserRow
 from benchrunner.server.views.resources import iso
 
 router = APIRouter(tags=["webhooks"])
 
 WEBHOOKS = "/v0/projects/{project}/webhooks"
+
+SIGN_IN_TO = "manage a project's webhooks"
+"""What an anonymous caller is asked to sign in to do."""
 
 
 def webhook_view(row: Any, project_uuid: Any, secret: str | None = None) -> dict[str, Any]:
@@ -47,14 +49,6 @@ def _webhook(conn: Connection, project_id: int, ref: str) -> Any:
     return found
 
 
-def _members_project(conn: Connection, user: UserRow | None, project: str) -> ProjectRow:
-    """The project, for a signed-in caller who may change it: an anonymous caller may write to
-    an unclaimed public project's runs, never to where its server sends requests."""
-    if user is None:
-        raise unauthorized("sign in to manage a project's webhooks")
-    return project_access(conn, user, project, write=True)
-
-
 @router.post(WEBHOOKS, status_code=201)
 async def create_webhook(
     project: str, body: WebhookCreate, user: MaybeUser, ctx: Ctx
@@ -69,7 +63,7 @@ async def create_webhook(
     events = list(dict.fromkeys(body.events))
 
     def unit(conn: Connection) -> dict[str, Any]:
-        row = _members_project(conn, user, project)
+        row = members_project(conn, user, project, SIGN_IN_TO)
         created = webhooks.webhook_add(
             conn, row.id, body.url, events, body.format, secret, ctx.clock.now()
         )
@@ -83,7 +77,7 @@ async def list_webhooks(project: str, user: MaybeUser, ctx: Ctx) -> list[dict[st
     """The project's webhooks, oldest first, without their secrets."""
 
     def unit(conn: Connection) -> list[dict[str, Any]]:
-        row = _members_project(conn, user, project)
+        row = members_project(conn, user, project, SIGN_IN_TO)
         return [webhook_view(w, row.uuid) for w in webhooks.webhook_list(conn, row.id)]
 
     return await ctx.db.read(unit)
@@ -94,7 +88,7 @@ async def get_webhook(project: str, webhook: str, user: MaybeUser, ctx: Ctx) -> 
     """One webhook, without its secret."""
 
     def unit(conn: Connection) -> dict[str, Any]:
-        row = _members_project(conn, user, project)
+        row = members_project(conn, user, project, SIGN_IN_TO)
         return webhook_view(_webhook(conn, row.id, webhook), row.uuid)
 
     return await ctx.db.read(unit)
@@ -105,7 +99,7 @@ async def delete_webhook(project: str, webhook: str, user: MaybeUser, ctx: Ctx) 
     """Delete the webhook with its deliveries: those still pending are never sent."""
 
     def unit(conn: Connection) -> None:
-        row = _members_project(conn, user, project)
+        row = members_project(conn, user, project, SIGN_IN_TO)
         webhooks.webhook_delete(conn, _webhook(conn, row.id, webhook).id)
 
     await ctx.db.write(unit)
@@ -141,7 +135,7 @@ async def list_deliveries(
     status code or the error, how long it took)."""
 
     def unit(conn: Connection) -> tuple[list[dict[str, Any]], int]:
-        row = _members_project(conn, user, project)
+        row = members_project(conn, user, project, SIGN_IN_TO)
         hook = _webhook(conn, row.id, webhook)
         found, total = webhooks.delivery_list(
             conn, hook.id, limit=pages.per_page, offset=pages.offset
