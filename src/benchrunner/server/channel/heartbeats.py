@@ -79,13 +79,12 @@ class HeartbeatLedger:
         timeout (the shared write stores the heartbeat); None if it is not remembered: write
         the heartbeat and call ``written``. A few comparisons, no allocation: this is every
         heartbeat's path."""
-        heard = self._jobs.get(job_id)
-        if heard is None:
-            self._writing.add(job_id)
-            return None
-        if now > heard.latest:
-            heard.latest = now
-        return heard.overdue_at is not None and now > heard.overdue_at
+        if self.beat_remembered(job_id, now):
+            return False
+        if job_id in self._jobs:
+            return True  # past its hard timeout: canceled now, the heartbeat moot
+        self._writing.add(job_id)
+        return None
 
     def beat_remembered(self, job_id: int, now: dt.datetime) -> bool:
         """Record a heartbeat heard at ``now`` if the job is remembered and, by ``now``, has not
