@@ -711,9 +711,9 @@ def need_previous_report(setting: Setting) -> None:
                     "settings": {"adapter": "json"}, "results": [result]}  # fmt: skip
             client.run(body)
         model = ThresholdModelBody(test="percentage", upper_boundary=0.1, min_sample_size=2)
-        client.create_threshold(  # the bisection under test, not confirmation runs
+        client.create_threshold(  # the bisection under test, not confirmations or noise
             project, branch="main", testbed="localhost", measure="latency", model=model,
-            bisect=True, confirm=0,
+            bisect=True, confirm=0, alert_when_noisy=True,
         )  # fmt: skip
 
     def bisected() -> Any:
