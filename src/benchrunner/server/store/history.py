@@ -183,8 +183,8 @@ def _read_whole(
     found: dict[int, Series],
 ) -> None:
     """Each benchmark's newest ``max_samples`` metrics (None: all) among every report in
-    scope, oldest first: their rows, then the scope's reports newest first to rank them by
-    (a report stored between the two is not among the rows, and is left out)."""
+    scope, oldest first: their rows, then their own reports newest first to rank them by (a
+    new benchmark's few rows rank among their few reports, not the scope's whole list)."""
     statement = _IN_SCOPE.where(*conditions)
     rows: list[Any] = []
     for start in range(0, len(benchmark_ids), IN_LIST_CHUNK):
@@ -192,9 +192,19 @@ def _read_whole(
         rows += _rows(conn, statement, {"measure_id": measure_id, "benchmark_ids": chunk})
     if not rows:
         return
-    newest = sa.select(report.c.id).where(*conditions).order_by(*_NEWEST_FIRST)
-    in_scope = [int(i) for i in conn.execute(newest).scalars()]
-    _rank_rows(rows, in_scope, max_samples, found)
+    _rank_rows(rows, _newest_first(conn, {int(row[3]) for row in rows}), max_samples, found)
+
+
+def _newest_first(conn: Connection, report_ids: set[int]) -> list[int]:
+    """``report_ids`` ordered as ``_NEWEST_FIRST`` orders reports."""
+    present = sorted(report_ids)
+    keyed: list[tuple[Any, int]] = []
+    for start in range(0, len(present), IN_LIST_CHUNK):
+        chunk = present[start : start + IN_LIST_CHUNK]
+        read = sa.select(report.c.start_time, report.c.id).where(report.c.id.in_(chunk))
+        keyed += [(start_time, int(report_id)) for start_time, report_id in conn.execute(read)]
+    keyed.sort(reverse=True)
+    return [report_id for _, report_id in keyed]
 
 
 _AMONG = sa.select(metric.c.benchmark_id, metric.c.id, metric.c.value, metric.c.report_id).where(
