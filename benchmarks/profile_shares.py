@@ -83,7 +83,10 @@ SERVER_PARTS: tuple[Part, ...] = (
         ),
     ),
     Part("processing left to the processor", ("benchrunner/server/processing/processor",)),
-    Part("`running`", ("._running (benchrunner/server/channel/runner_session", "job_mark_running")),
+    Part(
+        "`running`",
+        ("._running (benchrunner/server/channel/runner_session", "apply_running ("),
+    ),
     Part(
         "the live log's chunks",
         (

@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
+from benchrunner.api.bisections import BisectionCreate
+from benchrunner.server.bisection.start import versions_of
 from benchrunner.server.http.errors import ApiError
-from benchrunner.server.routes.bisections import BisectionCreate, _versions
 
 pytestmark = pytest.mark.engine_independent
 
@@ -25,11 +26,11 @@ def test_a_candidate_starting_with_a_dash_is_refused() -> None:
         {**BODY, "good": "abc123", "bad": "def456", "candidates": ["-n", "def456"]}
     )
     with pytest.raises(ApiError, match="is not a commit"):
-        _versions(body)
+        versions_of(body)
 
 
 def test_commits_and_refs_are_accepted() -> None:
     body = BisectionCreate.model_validate(
         {**BODY, "good": "v1.0", "bad": "main", "candidates": ["a1b2c3", "origin/main~2", "main"]}
     )
-    assert _versions(body) == ["v1.0", "a1b2c3", "origin/main~2", "main"]
+    assert versions_of(body) == ["v1.0", "a1b2c3", "origin/main~2", "main"]

@@ -22,7 +22,7 @@ from benchrunner.server.blobs.blob_store import LocalBlobStore
 from benchrunner.server.config import ServerSettings
 from benchrunner.server.context import ServerContext
 from benchrunner.server.logs.transition_log import Timeout
-from benchrunner.server.moves.move import Hooks, Move, Moves, apply
+from benchrunner.server.moves.move import Hooks, Move, Moves, apply, apply_running
 from benchrunner.server.store import jobs, tables, transitions
 from benchrunner.server.store.direct import Direct
 from benchrunner.server.store.engine import Database
@@ -242,3 +242,26 @@ def test_a_claim_reads_its_spec_in_the_statement_of_its_move(
     moved = [s for s in statements if s in ("WITH", "UPDATE")]
     assert moved == (["WITH"] if world.db.capabilities.writes_in_ctes else ["UPDATE"])
     assert _events(world, job_id)[-1][:2] == (JobEvent.CLAIMED, "r")
+
+
+def test_a_runners_running_moves_its_job_once_then_only_refreshes_its_liveness(
+    world: World, statements: list[str]
+) -> None:
+    runner, job = _claimed(world)
+    now = world.now()
+    statements.clear()
+
+    started = world.write(apply_running, Move.running(job, runner, "r", now))
+
+    assert started == transitions.Started(JobStatus.RUNNING, now, moved=True)
+    one = world.db.capabilities.writes_in_ctes
+    assert statements == (["WITH"] if one else ["UPDATE", "INSERT"])
+    row = _row(world, job.id)
+    assert (row.status, row.started, row.last_heartbeat) == (JobStatus.RUNNING, now, now)
+    assert _events(world, job.id)[-1] == (JobEvent.STARTED, "r", "runner started the benchmark")
+    later = world.now()
+    again = world.write(apply_running, Move.running(job, runner, "r", later))
+    assert again == transitions.Started(JobStatus.RUNNING, now, moved=False)
+    assert _row(world, job.id).last_heartbeat == later
+    assert world.write(apply_running, Move.running(job, runner + 1, "x", later)) is None
+    assert [e for e, _, _ in _events(world, job.id)].count(JobEvent.STARTED) == 1

@@ -187,7 +187,7 @@ class Lifecycle:
             org_known=runner_id in self._runner_orgs,
         )
         if claim is not None:
-            self.moves.claimed(claim, runner_slug)
+            self.moves.done(Move.claimed(claim, runner_slug))
         return claim
 
     async def wait_for_job(
@@ -264,8 +264,11 @@ class Lifecycle:
         # The move stores the job's liveness as a heartbeat's write would: what it returns is
         # remembered, so the job's heartbeats are answered from memory from the first on.
         self.heartbeats.expect(job.id)
+        move = Move.running(job, runner.id, runner.slug, now)
         try:
-            done = await self.moves.running(job, runner.id, runner.slug, now)
+            done = await self.ctx.db.write_each(moves.apply_running, move)
+            if done is not None and done.moved:
+                self.moves.done(move)
         except BaseException:
             self.heartbeats.forget(job.id)
             raise

@@ -11,8 +11,8 @@ from typing import Any
 from pydantic import ValidationError
 from sqlalchemy.engine import Connection
 
+from benchrunner.api.bisections import BisectionCreate
 from benchrunner.server.bisection.auto import DEFAULTS as SEARCH_DEFAULTS
-from benchrunner.server.routes.bisections import BisectionCreate
 from benchrunner.server.store import reports
 
 HOW = ("template", "image")

@@ -8,8 +8,8 @@ from dataclasses import dataclass, field
 
 from pydantic import ValidationError
 
+from benchrunner.api.calibrations import CalibrationCreate
 from benchrunner.server.console.bisect_form import named_values
-from benchrunner.server.routes.calibrations import CalibrationCreate
 
 FIELDS = (
     "spec",

@@ -1,1 +1,2 @@
-"""A job's status changes: ``move`` is the one way a job's status changes outside the store."""
+"""A job's status changes: every one a ``Move`` of ``move``, the one way a job's status changes
+outside the store."""

@@ -4,10 +4,26 @@ PostgreSQL, ``store.transitions.transition``), its log line and metrics
 the queue, awaits processing). Outside the store, this is the only way a job's status changes
 (``tests/unit/test_status_changes.py`` holds every other module to it).
 
-``Moves.move`` makes a move in a transaction of its own. A move that is one part of a larger
-transaction (a completion that also stores its output and may process it, a processed job's
-metrics, a claim inside a submission) runs ``apply`` (or ``claim``) inside that transaction and
-``Moves.done`` once it committed.
+Every status change is a ``Move``, made one of two ways:
+
+- ``Moves.move``: in a transaction of its own, then announced;
+- ``apply`` (or ``apply_reading``, which also reads, or writes, what only a moved job needs,
+  in the same statement on PostgreSQL) inside the caller's transaction (a completion that
+  also stores its output and may process it, a processed job's metrics), then ``Moves.done``
+  once that committed.
+
+Two moves have an ``apply`` of their own, and are announced with ``Moves.done`` too:
+
+- a runner's ``running`` (``Move.running``) is ``apply_running``, run with
+  ``Database.write_each``: each of its statements stands on its own, where ``Moves.move``'s
+  transaction would add a BEGIN and a COMMIT on PostgreSQL; and a ``running`` resent for a
+  job already running refreshes the job's liveness instead of moving it;
+- a claim picks its job in its statement, so its ``Move`` is known only once it is made:
+  ``claim`` in the caller's transaction (a submission's hand-off) or ``claim_for_runner``,
+  one statement standing on its own where the job's tier lets it (the dispatcher's, a
+  hand-off's after its submission),
+  then ``Moves.done(Move.claimed(claim, runner))``. A ``Move`` made first would need its job
+  read first: a statement more on the hottest path.
 """
 
 from __future__ import annotations
@@ -75,6 +91,31 @@ class Move:
     """The job's last live-log chunks, stored in the move's transaction ahead of it (a move
     that ends a job the runner reported on)."""
 
+    @classmethod
+    def running(cls, job: JobRow, runner_id: int, runner_slug: str, now: dt.datetime) -> Move:
+        """A runner's ``running`` of its claimed job, for ``apply_running``."""
+        return cls(
+            job,
+            JobStatus.RUNNING,
+            now,
+            transitions.STARTED_MESSAGE,
+            runner_slug,
+            runner=runner_slug,
+            source=JobStatus.CLAIMED,
+            owner=runner_id,
+            values=transitions.started_columns(now),
+        )
+
+    @classmethod
+    def claimed(cls, claim: claims.Claim, runner_slug: str) -> Move:
+        """The move a committed claim made (``claim``, ``claim_for_runner``), for
+        ``Moves.done``; its event row was written by the claim's statement."""
+        job = claim.job
+        assert job.claimed is not None
+        return cls(
+            job, JobStatus.CLAIMED, job.claimed, "", source=JobStatus.PENDING, runner=runner_slug
+        )
+
     def events(self) -> list[transitions.Event]:
         kind = self.event or TRANSITION_EVENT[self.to]
         moved = transitions.Event(kind, self.message, self.actor)
@@ -127,6 +168,17 @@ def apply_reading(
     )
 
 
+def apply_running(conn: Connection, move: Move) -> transitions.Started | None:
+    """``apply`` for a runner's ``running`` (``Move.running``), each statement standing on its
+    own (run it with ``Database.write_each``; ``Moves.done`` if it moved): what became of the
+    job, which a ``running`` resent for a job already running only refreshes the liveness of
+    (``store.transitions.job_running_again``); None if the job is not the runner's."""
+    assert move.to == JobStatus.RUNNING and move.owner is not None
+    if apply(conn, move):
+        return transitions.Started(JobStatus.RUNNING, move.now, moved=True)
+    return transitions.job_running_again(conn, move.job.id, move.owner, move.now)
+
+
 def claim(
     conn: Connection,
     runner_id: int,
@@ -137,11 +189,11 @@ def claim(
     holding_none: bool = False,
 ) -> claims.Claim | None:
     """The claim of the best eligible pending job for a runner, in the caller's transaction
-    (``store.claims.job_claim``); ``Moves.claimed`` once it committed."""
+    (``store.claims.job_claim``); ``Moves.done(Move.claimed(...))`` once it committed."""
     return claims.job_claim(conn, runner_id, nonce, now, runner_slug, templates, holding_none)
 
 
-def claim_alone(
+def _claim_alone(
     conn: Connection,
     runner_id: int,
     runner_org: int | None,
@@ -152,8 +204,8 @@ def claim_alone(
     holding_none: bool = False,
 ) -> claims.Claim | None:
     """``claim`` as one statement standing on its own (``store.claims.job_claim_alone``, run
-    by ``Database.claim_each``); ``Moves.claimed`` once it returned. Raises
-    ``claims.ClaimInTransaction`` when ``claim`` must make it."""
+    by ``Database.claim_each``). Raises ``claims.ClaimInTransaction`` when ``claim`` must
+    make it."""
     return claims.job_claim_alone(
         conn, runner_id, runner_org, nonce, now, runner_slug, templates, holding_none
     )
@@ -171,14 +223,15 @@ async def claim_for_runner(
     org_known: bool = True,
 ) -> claims.Claim | None:
     """A channel's claim for a runner that holds no job (the dispatcher's, a hand-off's): one
-    statement standing on its own (``claim_alone``; ``runner_org`` None: a runner of no
-    organization), or ``claim`` in a transaction where that says it must be one, or where the
-    runner's organization is not known (not ``org_known``)."""
+    statement standing on its own (``store.claims.job_claim_alone``; ``runner_org`` None: a
+    runner of no organization), or ``claim`` in a transaction where that says it must be one,
+    or where the runner's organization is not known (not ``org_known``).
+    ``Moves.done(Move.claimed(...))`` once it returned a claim."""
     args = (nonce, now, runner_slug, templates)
     try:
         if not org_known:
             raise claims.ClaimInTransaction
-        return await db.claim_each(claim_alone, runner_id, runner_org, *args, holding_none=True)
+        return await db.claim_each(_claim_alone, runner_id, runner_org, *args, holding_none=True)
     except claims.ClaimInTransaction:
         return await db.write(claim, runner_id, *args, holding_none=True)
 
@@ -222,35 +275,6 @@ class Moves:
         if moved:
             self.done(move)
         return moved
-
-    async def running(
-        self, job: JobRow, runner_id: int, runner_slug: str, now: dt.datetime
-    ) -> transitions.Started | None:
-        """A runner's ``running``: claimed -> running, or, running already, a refreshed
-        liveness (``store.transitions.job_mark_running``)."""
-        started = await self._ctx.db.write_each(
-            transitions.job_mark_running, job.id, runner_id, now, runner_slug
-        )
-        if started is not None and started.moved:
-            self.done(
-                Move(job, JobStatus.RUNNING, now, "", source=JobStatus.CLAIMED, runner=runner_slug)
-            )
-        return started
-
-    def claimed(self, claim: claims.Claim, runner_slug: str) -> None:
-        """Announce a committed ``claim``."""
-        job = claim.job
-        assert job.claimed is not None
-        self.done(
-            Move(
-                job,
-                JobStatus.CLAIMED,
-                job.claimed,
-                "",
-                source=JobStatus.PENDING,
-                runner=runner_slug,
-            )
-        )
 
     def done(self, *moves: Move) -> None:
         """Announce committed moves (in their order): log and count each, then notify."""

@@ -32,7 +32,7 @@ from uuid import UUID
 from sqlalchemy.engine import Connection
 
 from benchrunner.server.moves import move
-from benchrunner.server.moves.move import Moves
+from benchrunner.server.moves.move import Move, Moves
 from benchrunner.server.scheduling.dispatcher import Dispatcher, Waiter
 from benchrunner.server.scheduling.wakeups import Wakeups
 from benchrunner.server.store import claims
@@ -152,7 +152,7 @@ class HandOffs:
         if hand_off is not None:
             try:
                 if claim is not None:
-                    self._moves.claimed(claim, hand_off.waiter.runner_slug)
+                    self._moves.done(Move.claimed(claim, hand_off.waiter.runner_slug))
             finally:
                 self._dispatcher.settle(hand_off.waiter, claim)
         if hand_off is None:  # the job's insert told the other replicas (``broadcast``)

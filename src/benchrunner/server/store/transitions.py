@@ -341,6 +341,15 @@ class Started:
     """This call moved the job from claimed to running."""
 
 
+STARTED_MESSAGE = "runner started the benchmark"
+"""The event message of a runner's ``running`` that moved its job."""
+
+
+def started_columns(now: dt.datetime) -> dict[str, Any]:
+    """The columns a runner's ``running`` sets with the move to running."""
+    return {"started": now, "last_heartbeat": now}
+
+
 def job_mark_running(
     conn: Connection, job_id: int, runner_id: int, now: dt.datetime, actor: str
 ) -> Started | None:
@@ -354,12 +363,21 @@ def job_mark_running(
         job_id,
         JobStatus.RUNNING,
         now,
-        [Event(TRANSITION_EVENT[JobStatus.RUNNING], "runner started the benchmark", actor)],
-        values={"started": now, "last_heartbeat": now},
+        [Event(TRANSITION_EVENT[JobStatus.RUNNING], STARTED_MESSAGE, actor)],
+        values=started_columns(now),
         runner_id=runner_id,
     )
     if moved is not None:
         return Started(JobStatus.RUNNING, now, moved=True)
+    return job_running_again(conn, job_id, runner_id, now)
+
+
+def job_running_again(
+    conn: Connection, job_id: int, runner_id: int, now: dt.datetime
+) -> Started | None:
+    """A ``running`` that did not move the job (``job_mark_running``'s second half): the
+    job's status, its liveness refreshed if it is running; None if it is not this runner's
+    job. Each statement stands on its own (``Database.write_each``)."""
     current = _JOB_OWNER.first(conn, {"job_id": job_id})
     if current is None or current.runner_id != runner_id:
         return None

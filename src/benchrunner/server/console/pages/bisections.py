@@ -1,8 +1,9 @@
 """A project's bisections (docs/how-to/bisect.md): the list, the form that starts one (reached
 from an alert's Bisect button, good and bad prefilled), and one bisection's page: its state and
 every step as it happens (its live part refreshed every 2 s while it runs), the first bad commit
-or why there is none, and a Cancel button. Starting and canceling go through the API's own
-handlers, so the console refuses what the API refuses."""
+or why there is none, and a Cancel button. Starting and canceling are the services the API's
+routes call (``bisection/start.py``, ``bisection/actions.py``), so the console refuses what the
+API refuses."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse
 from sqlalchemy.engine import Connection
 
 from benchrunner import adapters
-from benchrunner.server.bisection import actions, rows
+from benchrunner.server.bisection import actions, rows, start
 from benchrunner.server.bisection.views import bisection_view
 from benchrunner.server.console.bisect_form import (
     DEFAULTS,
@@ -35,9 +36,8 @@ from benchrunner.server.console.viewer import (
     writable_project,
 )
 from benchrunner.server.context import ServerContext
-from benchrunner.server.http.deps import MAX_PAGE, Ctx, Svc
+from benchrunner.server.http.deps import MAX_PAGE, Ctx, Svc, origin_of
 from benchrunner.server.http.errors import ApiError, not_found
-from benchrunner.server.routes.bisections import create_bisection
 from benchrunner.server.store import alerts, runners
 from benchrunner.server.store.accounts import ProjectRow
 
@@ -170,7 +170,8 @@ async def start_bisection(
     if body is None:
         return _form_page(request, viewer, ctx, choices, form, 400)
     try:
-        view = await create_bisection(project, body, request, viewer.user, ctx, services)
+        origin = origin_of(request, viewer.user)
+        view = await start.start(ctx, services, project, body, viewer.user, origin)
     except ApiError as exc:
         if exc.status not in SHOWN_WITH_THE_FORM:
             raise

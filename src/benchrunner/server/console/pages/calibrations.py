@@ -2,8 +2,9 @@
 one, and one calibration's page: its state and runs (its live part refreshed every 2 s while it
 runs) and, once done, per benchmark and measure the runs' CV, the proposed threshold boundary
 and the smallest change it can catch, or why there is none; an Apply button for a done one.
-Starting and applying go through the API's own handlers, so the console refuses what the API
-refuses."""
+Starting and applying are the services the API's routes call
+(``processing/calibration_start.py``, ``processing/calibrations.py``), so the console refuses
+what the API refuses."""
 
 from __future__ import annotations
 
@@ -33,10 +34,10 @@ from benchrunner.server.console.viewer import (
     writable_project,
 )
 from benchrunner.server.context import ServerContext
-from benchrunner.server.http.deps import MAX_PAGE, Ctx, Svc
+from benchrunner.server.http.deps import MAX_PAGE, Ctx, Svc, origin_of
 from benchrunner.server.http.errors import ApiError, not_found
+from benchrunner.server.processing import calibration_start
 from benchrunner.server.processing import calibrations as service
-from benchrunner.server.routes.calibrations import create_calibration
 from benchrunner.server.store import calibrations, runners
 from benchrunner.server.store.accounts import ProjectRow
 
@@ -147,7 +148,10 @@ async def start_calibration(
     if body is None:
         return _form_page(request, viewer, ctx, found, specs, form, 400)
     try:
-        view = await create_calibration(project, body, request, viewer.user, ctx, services)
+        origin = origin_of(request, viewer.user)
+        view = await calibration_start.start(
+            ctx, services, project, body, viewer.user, origin, request
+        )
     except ApiError as exc:
         if exc.status not in SHOWN_WITH_THE_FORM:
             raise
