@@ -53,6 +53,7 @@ from benchrunner.api.organizations import (
     Role,
     Visibility,
 )
+from benchrunner.api.releases import Release
 from benchrunner.api.reports import ReportUpdate
 from benchrunner.api.run import RunBody
 from benchrunner.api.runners import (
@@ -63,6 +64,7 @@ from benchrunner.api.runners import (
     RunnerToken,
     SpecRef,
 )
+from benchrunner.api.server import Health, Template
 from benchrunner.api.specs import Architecture, Spec, SpecBody, SpecPatch
 from benchrunner.api.thresholds import (
     Threshold,
@@ -304,25 +306,27 @@ class BenchrunnerClient:
 
     # -- server ---------------------------------------------------------------------------------
 
-    def health(self) -> JsonObject:
-        return self._object("GET", "/v0/server/health")
+    def health(self) -> Health:
+        return self._answer(Health, "GET", "/v0/server/health")
 
-    def templates(self) -> list[JsonObject]:
-        return self._page("/v0/templates", {})
+    def templates(self) -> Page[Template]:
+        return self._answers(Template, "/v0/templates", {})
 
     def publish_release(
         self, filename: str, wheel: bytes, *, channel: str, version: str, checksum: str
-    ) -> JsonObject:
+    ) -> Release:
         """A runner release (admins): the wheel, its version and SHA-256 (hex) on ``channel``."""
-        return self._object(
+        return self._answer(
+            Release,
             "POST",
             "/v0/server/releases",
             form={"channel": channel, "version": version, "checksum": checksum},
             files={"wheel": (filename, wheel, "application/octet-stream")},
         )
 
-    def list_releases(self, channel: str | None = None) -> list[JsonObject]:
-        return self._page("/v0/server/releases", {} if channel is None else {"channel": channel})
+    def list_releases(self, channel: str | None = None) -> Page[Release]:
+        params = {} if channel is None else {"channel": channel}
+        return self._answers(Release, "/v0/server/releases", params)
 
     # -- users ----------------------------------------------------------------------------------
 

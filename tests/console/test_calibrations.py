@@ -25,7 +25,7 @@ def served(console: Deployment) -> Iterator[Deployment]:
         client.create_project("acme", PROJECT, "public")
     console.runner_process("calibrating", BENCHRUNNER_NOISE_GUARD="false").start()
     with console.server.client() as client:
-        wait_until(lambda: client.health()["waiting_runners"] == 1, timeout=60)
+        wait_until(lambda: client.health().waiting_runners == 1, timeout=60)
     yield console
 
 
