@@ -73,7 +73,13 @@ from benchrunner.api.thresholds import (
     ThresholdUpdate,
 )
 from benchrunner.api.users import CreatedToken, NewToken, NewUser, Token, User
-from benchrunner.api.webhooks import WebhookCreate, WebhookFormat
+from benchrunner.api.webhooks import (
+    CreatedWebhook,
+    Webhook,
+    WebhookCreate,
+    WebhookDelivery,
+    WebhookFormat,
+)
 from benchrunner.core.tiers import Plan
 from benchrunner.core.tokens import RunnerKeyFormat
 
@@ -805,31 +811,31 @@ class BenchrunnerClient:
         events: Sequence[str] | None = None,
         secret: str | None = None,
         webhook_format: WebhookFormat = "json",
-    ) -> JsonObject:
+    ) -> CreatedWebhook:
         """Register a webhook; the answer's ``secret`` is shown this once (no ``events``: the
         server's default ones; any other name is a 400)."""
         with refused_as_bad_request():
             chosen = _present(events=list(events or []) or None)
             body = WebhookCreate(url=url, format=webhook_format, secret=secret, **chosen)
         path = f"/v0/projects/{_segment(project)}/webhooks"
-        return self._object("POST", path, json=request_json(body))
+        return self._answer(CreatedWebhook, "POST", path, json=request_json(body))
 
-    def list_webhooks(self, project: str) -> Page[JsonObject]:
-        return self._page(f"/v0/projects/{_segment(project)}/webhooks", {})
+    def list_webhooks(self, project: str) -> Page[Webhook]:
+        return self._answers(Webhook, f"/v0/projects/{_segment(project)}/webhooks", {})
 
-    def get_webhook(self, project: str, webhook: str) -> JsonObject:
+    def get_webhook(self, project: str, webhook: str) -> Webhook:
         path = f"/v0/projects/{_segment(project)}/webhooks/{_segment(webhook)}"
-        return self._object("GET", path)
+        return self._answer(Webhook, "GET", path)
 
     def delete_webhook(self, project: str, webhook: str) -> None:
         self._send("DELETE", f"/v0/projects/{_segment(project)}/webhooks/{_segment(webhook)}")
 
     def list_webhook_deliveries(
         self, project: str, webhook: str, *, page: int = 1, per_page: int = DEFAULT_PER_PAGE
-    ) -> Page[JsonObject]:
+    ) -> Page[WebhookDelivery]:
         """The webhook's deliveries, newest first, each with its attempts."""
         path = f"/v0/projects/{_segment(project)}/webhooks/{_segment(webhook)}/deliveries"
-        return self._page(path, self._paging(page, per_page))
+        return self._answers(WebhookDelivery, path, self._paging(page, per_page))
 
     def create_bisection(
         self, project: str, body: BisectionCreate | Mapping[str, Any]
