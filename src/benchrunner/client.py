@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Any, Generic, Literal, TypeVar
+from typing import Any, Generic, Literal, TypeVar, overload
 from urllib.parse import quote
 
 import httpx
@@ -40,7 +40,16 @@ from benchrunner.api.alerts import (
 from benchrunner.api.base import Answer, refusal_message
 from benchrunner.api.bisections import BisectionCreate
 from benchrunner.api.calibrations import CalibrationCreate
-from benchrunner.api.dimensions import BaselineReset, BenchmarkUpdate
+from benchrunner.api.dimensions import (
+    BaselineReset,
+    Benchmark,
+    BenchmarkUpdate,
+    Branch,
+    HistoryDimension,
+    Measure,
+    NewBaseline,
+    Testbed,
+)
 from benchrunner.api.jobs import Job, JobLogPage
 from benchrunner.api.organizations import (
     Member,
@@ -87,6 +96,12 @@ JsonObject = dict[str, Any]
 PlanName = Literal["enterprise", "team", "free"]
 Dimension = Literal["branches", "testbeds", "benchmarks", "measures"]
 """The four kinds of a project's history that share one list endpoint's shape."""
+DIMENSION_ANSWERS: dict[Dimension, type[HistoryDimension]] = {
+    "branches": Branch,
+    "testbeds": Testbed,
+    "benchmarks": Benchmark,
+    "measures": Measure,
+}
 
 DEFAULT_PER_PAGE = 8
 MAX_PER_PAGE = 255
@@ -630,6 +645,51 @@ class BenchrunnerClient:
 
     # -- history: dimensions, thresholds, alerts, baselines --------------------------------------
 
+    @overload
+    def list_dimensions(
+        self,
+        project: str,
+        dimension: Literal["branches"],
+        *,
+        name: str | None = None,
+        page: int = 1,
+        per_page: int = DEFAULT_PER_PAGE,
+    ) -> Page[Branch]: ...
+
+    @overload
+    def list_dimensions(
+        self,
+        project: str,
+        dimension: Literal["testbeds"],
+        *,
+        name: str | None = None,
+        page: int = 1,
+        per_page: int = DEFAULT_PER_PAGE,
+    ) -> Page[Testbed]: ...
+
+    @overload
+    def list_dimensions(
+        self,
+        project: str,
+        dimension: Literal["benchmarks"],
+        *,
+        name: str | None = None,
+        page: int = 1,
+        per_page: int = DEFAULT_PER_PAGE,
+    ) -> Page[Benchmark]: ...
+
+    @overload
+    def list_dimensions(
+        self,
+        project: str,
+        dimension: Literal["measures"],
+        *,
+        name: str | None = None,
+        page: int = 1,
+        per_page: int = DEFAULT_PER_PAGE,
+    ) -> Page[Measure]: ...
+
+    @overload
     def list_dimensions(
         self,
         project: str,
@@ -638,16 +698,28 @@ class BenchrunnerClient:
         name: str | None = None,
         page: int = 1,
         per_page: int = DEFAULT_PER_PAGE,
-    ) -> Page[JsonObject]:
+    ) -> Page[HistoryDimension]: ...
+
+    def list_dimensions(
+        self,
+        project: str,
+        dimension: Dimension,
+        *,
+        name: str | None = None,
+        page: int = 1,
+        per_page: int = DEFAULT_PER_PAGE,
+    ) -> Page[Any]:  # each dimension's own model, as the overloads say
         """``GET /v0/projects/{project}/{branches|testbeds|benchmarks|measures}``, by name;
         ``name`` keeps only the one so named."""
         params = {**self._paging(page, per_page), **_present(name=name)}
-        return self._page(f"/v0/projects/{_segment(project)}/{dimension}", params)
+        path = f"/v0/projects/{_segment(project)}/{dimension}"
+        return self._answers(DIMENSION_ANSWERS[dimension], path, params)
 
-    def update_benchmark(self, project: str, benchmark: str, *, ignored: bool) -> JsonObject:
+    def update_benchmark(self, project: str, benchmark: str, *, ignored: bool) -> Benchmark:
         """Ignore a benchmark (its metrics are stored but never judged), or stop ignoring it."""
         path = f"/v0/projects/{_segment(project)}/benchmarks/{_segment(benchmark)}"
-        return self._object("PATCH", path, json=request_json(BenchmarkUpdate(ignored=ignored)))
+        body = request_json(BenchmarkUpdate(ignored=ignored))
+        return self._answer(Benchmark, "PATCH", path, json=body)
 
     def list_thresholds(
         self,
@@ -869,14 +941,14 @@ class BenchrunnerClient:
         testbed: str,
         report: str,
         measure: str | None = None,
-    ) -> JsonObject:
+    ) -> NewBaseline:
         """Mark a change as intended: from ``report`` on, the branch/testbed's series (of
         ``measure``, or of every measure) are judged against a new baseline. The answer's
         ``dismissed`` counts the active alerts it dismissed."""
         with refused_as_bad_request():
             body = BaselineReset(branch=branch, testbed=testbed, report=report, measure=measure)
         path = f"/v0/projects/{_segment(project)}/baselines"
-        return self._object("POST", path, json=request_json(body))
+        return self._answer(NewBaseline, "POST", path, json=request_json(body))
 
     def list_jobs(
         self,

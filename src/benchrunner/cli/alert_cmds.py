@@ -342,12 +342,11 @@ def baseline_reset(
     if as_json:
         output.print_json(reset)
         return
-    dismissed = int(reset.get("dismissed") or 0)
-    of = reset.get("measure")
-    what = f"measure {of.get('name')}" if isinstance(of, dict) else "every measure"
+    dismissed = reset.dismissed
+    what = "every measure" if reset.measure is None else f"measure {reset.measure.name}"
     output.out().print(
         f"baseline reset on branch {branch}, testbed {testbed}, {what}, from report "
-        f"{reset.get('report')}: {dismissed} alert{'' if dismissed == 1 else 's'} dismissed",
+        f"{reset.report}: {dismissed} alert{'' if dismissed == 1 else 's'} dismissed",
         soft_wrap=True,
         markup=False,
     )
