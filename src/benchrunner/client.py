@@ -39,7 +39,7 @@ from benchrunner.api.alerts import (
 )
 from benchrunner.api.base import Answer, refusal_message
 from benchrunner.api.bisections import BisectionCreate
-from benchrunner.api.calibrations import CalibrationCreate
+from benchrunner.api.calibrations import AppliedCalibration, Calibration, CalibrationCreate
 from benchrunner.api.dimensions import (
     BaselineReset,
     Benchmark,
@@ -856,24 +856,24 @@ class BenchrunnerClient:
 
     def create_calibration(
         self, project: str, body: CalibrationCreate | Mapping[str, Any]
-    ) -> JsonObject:
+    ) -> Calibration:
         """Start a calibration: ``body`` as ``POST /v0/projects/{project}/calibrations``; a
         mapping is sent as it is, for bodies the server is to judge."""
         path = f"/v0/projects/{_segment(project)}/calibrations"
         sent = request_json(body) if isinstance(body, CalibrationCreate) else dict(body)
-        return self._object("POST", path, json=sent)
+        return self._answer(Calibration, "POST", path, json=sent)
 
-    def get_calibration(self, project: str, calibration: str) -> JsonObject:
+    def get_calibration(self, project: str, calibration: str) -> Calibration:
         path = f"/v0/projects/{_segment(project)}/calibrations/{_segment(calibration)}"
-        return self._object("GET", path)
+        return self._answer(Calibration, "GET", path)
 
-    def list_calibrations(self, project: str) -> Page[JsonObject]:
-        return self._page(f"/v0/projects/{_segment(project)}/calibrations", {})
+    def list_calibrations(self, project: str) -> Page[Calibration]:
+        return self._answers(Calibration, f"/v0/projects/{_segment(project)}/calibrations", {})
 
-    def apply_calibration(self, project: str, calibration: str) -> JsonObject:
+    def apply_calibration(self, project: str, calibration: str) -> AppliedCalibration:
         """Make a done calibration's proposal the target branch's per-benchmark thresholds."""
         path = f"/v0/projects/{_segment(project)}/calibrations/{_segment(calibration)}/apply"
-        return self._object("POST", path)
+        return self._answer(AppliedCalibration, "POST", path)
 
     def create_webhook(
         self,

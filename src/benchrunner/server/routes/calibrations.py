@@ -13,6 +13,7 @@ from fastapi import APIRouter, Request, Response
 from pydantic import ValidationError
 from sqlalchemy.engine import Connection
 
+from benchrunner.api.calibrations import AppliedCalibration, Calibration
 from benchrunner.api.calibrations import CalibrationCreate as CalibrationCreate  # the console's
 from benchrunner.api.run import RunBody
 from benchrunner.server.access import members_project, project_access
@@ -47,7 +48,7 @@ def _run_body(project: str, body: CalibrationCreate, own_branch: str) -> RunBody
         raise bad_request(f"the job to calibrate: {exc.errors()[0]['msg']}") from exc
 
 
-@router.post(CALIBRATIONS, status_code=201)
+@router.post(CALIBRATIONS, status_code=201, responses={201: {"model": Calibration}})
 async def create_calibration(
     project: str,
     body: CalibrationCreate,
@@ -127,7 +128,7 @@ async def create_calibration(
     return await ctx.db.read(view)
 
 
-@router.get(CALIBRATIONS)
+@router.get(CALIBRATIONS, responses={200: {"model": list[Calibration]}})
 async def list_calibrations(
     project: str, user: MaybeUser, ctx: Ctx, pages: Page, response: Response
 ) -> list[dict[str, Any]]:
@@ -143,7 +144,7 @@ async def list_calibrations(
     return views
 
 
-@router.get(CALIBRATIONS + "/{calibration}")
+@router.get(CALIBRATIONS + "/{calibration}", responses={200: {"model": Calibration}})
 async def get_calibration(
     project: str, calibration: str, user: MaybeUser, ctx: Ctx
 ) -> dict[str, Any]:
@@ -162,7 +163,7 @@ async def get_calibration(
     return await ctx.db.read(unit)
 
 
-@router.post(CALIBRATIONS + "/{calibration}/apply")
+@router.post(CALIBRATIONS + "/{calibration}/apply", responses={200: {"model": AppliedCalibration}})
 async def apply_calibration(
     project: str, calibration: str, user: MaybeUser, ctx: Ctx
 ) -> dict[str, Any]:
