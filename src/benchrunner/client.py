@@ -38,7 +38,7 @@ from benchrunner.api.alerts import (
     VerdictFilter,
 )
 from benchrunner.api.base import Answer, refusal_message
-from benchrunner.api.bisections import BisectionCreate
+from benchrunner.api.bisections import Bisection, BisectionCreate
 from benchrunner.api.calibrations import AppliedCalibration, Calibration, CalibrationCreate
 from benchrunner.api.dimensions import (
     BaselineReset,
@@ -911,27 +911,28 @@ class BenchrunnerClient:
 
     def create_bisection(
         self, project: str, body: BisectionCreate | Mapping[str, Any]
-    ) -> JsonObject:
+    ) -> Bisection:
         """Start a bisection (``POST /v0/projects/{project}/bisections``); a mapping is sent as
         it is, for bodies the server is to judge."""
         sent = request_json(body) if isinstance(body, BisectionCreate) else dict(body)
-        return self._object("POST", f"/v0/projects/{_segment(project)}/bisections", json=sent)
+        path = f"/v0/projects/{_segment(project)}/bisections"
+        return self._answer(Bisection, "POST", path, json=sent)
 
-    def get_bisection(self, project: str, bisection: str) -> JsonObject:
+    def get_bisection(self, project: str, bisection: str) -> Bisection:
         path = f"/v0/projects/{_segment(project)}/bisections/{_segment(bisection)}"
-        return self._object("GET", path)
+        return self._answer(Bisection, "GET", path)
 
     def list_bisections(
         self, project: str, *, page: int = 1, per_page: int = DEFAULT_PER_PAGE
-    ) -> Page[JsonObject]:
+    ) -> Page[Bisection]:
         """The project's bisections, newest first."""
         path = f"/v0/projects/{_segment(project)}/bisections"
-        return self._page(path, self._paging(page, per_page))
+        return self._answers(Bisection, path, self._paging(page, per_page))
 
-    def cancel_bisection(self, project: str, bisection: str) -> JsonObject:
+    def cancel_bisection(self, project: str, bisection: str) -> Bisection:
         """Cancel a running bisection and its jobs under way (409 when it is not running)."""
         path = f"/v0/projects/{_segment(project)}/bisections/{_segment(bisection)}/cancel"
-        return self._object("POST", path)
+        return self._answer(Bisection, "POST", path)
 
     def reset_baseline(
         self,

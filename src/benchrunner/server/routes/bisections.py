@@ -14,7 +14,7 @@ from fastapi import APIRouter, Request, Response
 from sqlalchemy.engine import Connection
 
 from benchrunner import adapters
-from benchrunner.api.bisections import COMMIT_REF
+from benchrunner.api.bisections import COMMIT_REF, Bisection
 from benchrunner.api.bisections import BisectionCreate as BisectionCreate  # the console's
 from benchrunner.api.run import COMMIT
 from benchrunner.core.image_refs import ImageRef
@@ -82,7 +82,7 @@ def _digests(
     return found
 
 
-@router.post(BISECTIONS, status_code=201)
+@router.post(BISECTIONS, status_code=201, responses={201: {"model": Bisection}})
 async def create_bisection(
     project: str, body: BisectionCreate, request: Request, user: MaybeUser, ctx: Ctx, services: Svc
 ) -> dict[str, Any]:
@@ -167,7 +167,7 @@ async def create_bisection(
     return view
 
 
-@router.get(BISECTIONS)
+@router.get(BISECTIONS, responses={200: {"model": list[Bisection]}})
 async def list_bisections(
     project: str, user: MaybeUser, ctx: Ctx, response: Response, pages: Page
 ) -> list[dict[str, Any]]:
@@ -181,7 +181,7 @@ async def list_bisections(
     return await ctx.db.read(unit)
 
 
-@router.get(BISECTIONS + "/{bisection}")
+@router.get(BISECTIONS + "/{bisection}", responses={200: {"model": Bisection}})
 async def get_bisection(project: str, bisection: str, user: MaybeUser, ctx: Ctx) -> dict[str, Any]:
     """The bisection: its state, every step (commit, jobs, ratio against the baseline with its
     interval, verdict) and, once done, the first bad commit or why there is none."""
@@ -193,7 +193,7 @@ async def get_bisection(project: str, bisection: str, user: MaybeUser, ctx: Ctx)
     return await ctx.db.read(unit)
 
 
-@router.post(BISECTIONS + "/{bisection}/cancel")
+@router.post(BISECTIONS + "/{bisection}/cancel", responses={200: {"model": Bisection}})
 async def cancel_bisection(
     project: str, bisection: str, user: MaybeUser, ctx: Ctx, services: Svc
 ) -> dict[str, Any]:
@@ -201,7 +201,7 @@ async def cancel_bisection(
     return await actions.cancel(ctx, services, project, bisection, user)
 
 
-@router.delete(BISECTIONS + "/{bisection}")
+@router.delete(BISECTIONS + "/{bisection}", responses={200: {"model": Bisection}})
 async def delete_bisection(
     project: str, bisection: str, user: MaybeUser, ctx: Ctx, services: Svc
 ) -> dict[str, Any]:
