@@ -145,7 +145,7 @@ def pickup(deployment: Deployment, samples: int, burst: int, label: str) -> None
     with deployment.admin() as client:
         for index in range(20 + samples):
             arrived.clear()
-            wait_until(lambda: client.health()["waiting_runners"] >= 1, interval=0.001)
+            wait_until(lambda: client.health().waiting_runners >= 1, interval=0.001)
             before = time.perf_counter()
             job = submit()
             if not arrived.wait(10):

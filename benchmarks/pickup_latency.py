@@ -78,7 +78,7 @@ def main() -> None:
             for index in range(options.warmup + options.samples):
                 arrived.clear()
                 ready_again.clear()
-                wait_until(lambda: client.health()["waiting_runners"] == 1, interval=0.001)
+                wait_until(lambda: client.health().waiting_runners == 1, interval=0.001)
                 before = time.perf_counter()
                 http.request("POST", "/v0/run", payload, headers)
                 response = http.getresponse()

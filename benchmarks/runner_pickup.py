@@ -151,11 +151,11 @@ def run_variant(
     try:
         with server.client() as client:
             if realtime:
-                wait_until(lambda: client.health()["waiting_runners"] == 1, timeout=30)
+                wait_until(lambda: client.health().waiting_runners == 1, timeout=30)
                 assert runner.proc is not None
                 make_realtime(runner.proc.pid)
             for index in range(warmup + jobs):
-                wait_until(lambda: client.health()["waiting_runners"] == 1, interval=0.002)
+                wait_until(lambda: client.health().waiting_runners == 1, interval=0.002)
                 submitted = time.time_ns()
                 http.request("POST", "/v0/run", payload, headers)
                 response = http.getresponse()

@@ -441,7 +441,7 @@ class ServerProcess:
             raise AssertionError(f"server exited {self.proc.returncode}:\n{log}")
         try:
             with BenchrunnerClient(self.url, None, timeout=2) as client:
-                return bool(client.health()["replica"] == self.identity)
+                return bool(client.health().replica == self.identity)
         except Exception:
             return False
 

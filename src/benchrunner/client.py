@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Any, Generic, Literal, TypeVar
+from typing import Any, Generic, Literal, TypeVar, overload
 from urllib.parse import quote
 
 import httpx
@@ -38,9 +38,18 @@ from benchrunner.api.alerts import (
     VerdictFilter,
 )
 from benchrunner.api.base import Answer, refusal_message
-from benchrunner.api.bisections import BisectionCreate
-from benchrunner.api.calibrations import CalibrationCreate
-from benchrunner.api.dimensions import BaselineReset, BenchmarkUpdate
+from benchrunner.api.bisections import Bisection, BisectionCreate
+from benchrunner.api.calibrations import AppliedCalibration, Calibration, CalibrationCreate
+from benchrunner.api.dimensions import (
+    BaselineReset,
+    Benchmark,
+    BenchmarkUpdate,
+    Branch,
+    HistoryDimension,
+    Measure,
+    NewBaseline,
+    Testbed,
+)
 from benchrunner.api.jobs import Job, JobLogPage
 from benchrunner.api.organizations import (
     Member,
@@ -53,6 +62,7 @@ from benchrunner.api.organizations import (
     Role,
     Visibility,
 )
+from benchrunner.api.releases import Release
 from benchrunner.api.reports import ReportUpdate
 from benchrunner.api.run import RunBody
 from benchrunner.api.runners import (
@@ -63,6 +73,7 @@ from benchrunner.api.runners import (
     RunnerToken,
     SpecRef,
 )
+from benchrunner.api.server import Health, Template
 from benchrunner.api.specs import Architecture, Spec, SpecBody, SpecPatch
 from benchrunner.api.thresholds import (
     Threshold,
@@ -71,7 +82,13 @@ from benchrunner.api.thresholds import (
     ThresholdUpdate,
 )
 from benchrunner.api.users import CreatedToken, NewToken, NewUser, Token, User
-from benchrunner.api.webhooks import WebhookCreate, WebhookFormat
+from benchrunner.api.webhooks import (
+    CreatedWebhook,
+    Webhook,
+    WebhookCreate,
+    WebhookDelivery,
+    WebhookFormat,
+)
 from benchrunner.core.tiers import Plan
 from benchrunner.core.tokens import RunnerKeyFormat
 
@@ -79,6 +96,12 @@ JsonObject = dict[str, Any]
 PlanName = Literal["enterprise", "team", "free"]
 Dimension = Literal["branches", "testbeds", "benchmarks", "measures"]
 """The four kinds of a project's history that share one list endpoint's shape."""
+DIMENSION_ANSWERS: dict[Dimension, type[HistoryDimension]] = {
+    "branches": Branch,
+    "testbeds": Testbed,
+    "benchmarks": Benchmark,
+    "measures": Measure,
+}
 
 DEFAULT_PER_PAGE = 8
 MAX_PER_PAGE = 255
@@ -304,25 +327,27 @@ class BenchrunnerClient:
 
     # -- server ---------------------------------------------------------------------------------
 
-    def health(self) -> JsonObject:
-        return self._object("GET", "/v0/server/health")
+    def health(self) -> Health:
+        return self._answer(Health, "GET", "/v0/server/health")
 
-    def templates(self) -> list[JsonObject]:
-        return self._page("/v0/templates", {})
+    def templates(self) -> Page[Template]:
+        return self._answers(Template, "/v0/templates", {})
 
     def publish_release(
         self, filename: str, wheel: bytes, *, channel: str, version: str, checksum: str
-    ) -> JsonObject:
+    ) -> Release:
         """A runner release (admins): the wheel, its version and SHA-256 (hex) on ``channel``."""
-        return self._object(
+        return self._answer(
+            Release,
             "POST",
             "/v0/server/releases",
             form={"channel": channel, "version": version, "checksum": checksum},
             files={"wheel": (filename, wheel, "application/octet-stream")},
         )
 
-    def list_releases(self, channel: str | None = None) -> list[JsonObject]:
-        return self._page("/v0/server/releases", {} if channel is None else {"channel": channel})
+    def list_releases(self, channel: str | None = None) -> Page[Release]:
+        params = {} if channel is None else {"channel": channel}
+        return self._answers(Release, "/v0/server/releases", params)
 
     # -- users ----------------------------------------------------------------------------------
 
@@ -620,6 +645,51 @@ class BenchrunnerClient:
 
     # -- history: dimensions, thresholds, alerts, baselines --------------------------------------
 
+    @overload
+    def list_dimensions(
+        self,
+        project: str,
+        dimension: Literal["branches"],
+        *,
+        name: str | None = None,
+        page: int = 1,
+        per_page: int = DEFAULT_PER_PAGE,
+    ) -> Page[Branch]: ...
+
+    @overload
+    def list_dimensions(
+        self,
+        project: str,
+        dimension: Literal["testbeds"],
+        *,
+        name: str | None = None,
+        page: int = 1,
+        per_page: int = DEFAULT_PER_PAGE,
+    ) -> Page[Testbed]: ...
+
+    @overload
+    def list_dimensions(
+        self,
+        project: str,
+        dimension: Literal["benchmarks"],
+        *,
+        name: str | None = None,
+        page: int = 1,
+        per_page: int = DEFAULT_PER_PAGE,
+    ) -> Page[Benchmark]: ...
+
+    @overload
+    def list_dimensions(
+        self,
+        project: str,
+        dimension: Literal["measures"],
+        *,
+        name: str | None = None,
+        page: int = 1,
+        per_page: int = DEFAULT_PER_PAGE,
+    ) -> Page[Measure]: ...
+
+    @overload
     def list_dimensions(
         self,
         project: str,
@@ -628,16 +698,28 @@ class BenchrunnerClient:
         name: str | None = None,
         page: int = 1,
         per_page: int = DEFAULT_PER_PAGE,
-    ) -> Page[JsonObject]:
+    ) -> Page[HistoryDimension]: ...
+
+    def list_dimensions(
+        self,
+        project: str,
+        dimension: Dimension,
+        *,
+        name: str | None = None,
+        page: int = 1,
+        per_page: int = DEFAULT_PER_PAGE,
+    ) -> Page[Any]:  # each dimension's own model, as the overloads say
         """``GET /v0/projects/{project}/{branches|testbeds|benchmarks|measures}``, by name;
         ``name`` keeps only the one so named."""
         params = {**self._paging(page, per_page), **_present(name=name)}
-        return self._page(f"/v0/projects/{_segment(project)}/{dimension}", params)
+        path = f"/v0/projects/{_segment(project)}/{dimension}"
+        return self._answers(DIMENSION_ANSWERS[dimension], path, params)
 
-    def update_benchmark(self, project: str, benchmark: str, *, ignored: bool) -> JsonObject:
+    def update_benchmark(self, project: str, benchmark: str, *, ignored: bool) -> Benchmark:
         """Ignore a benchmark (its metrics are stored but never judged), or stop ignoring it."""
         path = f"/v0/projects/{_segment(project)}/benchmarks/{_segment(benchmark)}"
-        return self._object("PATCH", path, json=request_json(BenchmarkUpdate(ignored=ignored)))
+        body = request_json(BenchmarkUpdate(ignored=ignored))
+        return self._answer(Benchmark, "PATCH", path, json=body)
 
     def list_thresholds(
         self,
@@ -774,24 +856,24 @@ class BenchrunnerClient:
 
     def create_calibration(
         self, project: str, body: CalibrationCreate | Mapping[str, Any]
-    ) -> JsonObject:
+    ) -> Calibration:
         """Start a calibration: ``body`` as ``POST /v0/projects/{project}/calibrations``; a
         mapping is sent as it is, for bodies the server is to judge."""
         path = f"/v0/projects/{_segment(project)}/calibrations"
         sent = request_json(body) if isinstance(body, CalibrationCreate) else dict(body)
-        return self._object("POST", path, json=sent)
+        return self._answer(Calibration, "POST", path, json=sent)
 
-    def get_calibration(self, project: str, calibration: str) -> JsonObject:
+    def get_calibration(self, project: str, calibration: str) -> Calibration:
         path = f"/v0/projects/{_segment(project)}/calibrations/{_segment(calibration)}"
-        return self._object("GET", path)
+        return self._answer(Calibration, "GET", path)
 
-    def list_calibrations(self, project: str) -> Page[JsonObject]:
-        return self._page(f"/v0/projects/{_segment(project)}/calibrations", {})
+    def list_calibrations(self, project: str) -> Page[Calibration]:
+        return self._answers(Calibration, f"/v0/projects/{_segment(project)}/calibrations", {})
 
-    def apply_calibration(self, project: str, calibration: str) -> JsonObject:
+    def apply_calibration(self, project: str, calibration: str) -> AppliedCalibration:
         """Make a done calibration's proposal the target branch's per-benchmark thresholds."""
         path = f"/v0/projects/{_segment(project)}/calibrations/{_segment(calibration)}/apply"
-        return self._object("POST", path)
+        return self._answer(AppliedCalibration, "POST", path)
 
     def create_webhook(
         self,
@@ -801,55 +883,56 @@ class BenchrunnerClient:
         events: Sequence[str] | None = None,
         secret: str | None = None,
         webhook_format: WebhookFormat = "json",
-    ) -> JsonObject:
+    ) -> CreatedWebhook:
         """Register a webhook; the answer's ``secret`` is shown this once (no ``events``: the
         server's default ones; any other name is a 400)."""
         with refused_as_bad_request():
             chosen = _present(events=list(events or []) or None)
             body = WebhookCreate(url=url, format=webhook_format, secret=secret, **chosen)
         path = f"/v0/projects/{_segment(project)}/webhooks"
-        return self._object("POST", path, json=request_json(body))
+        return self._answer(CreatedWebhook, "POST", path, json=request_json(body))
 
-    def list_webhooks(self, project: str) -> Page[JsonObject]:
-        return self._page(f"/v0/projects/{_segment(project)}/webhooks", {})
+    def list_webhooks(self, project: str) -> Page[Webhook]:
+        return self._answers(Webhook, f"/v0/projects/{_segment(project)}/webhooks", {})
 
-    def get_webhook(self, project: str, webhook: str) -> JsonObject:
+    def get_webhook(self, project: str, webhook: str) -> Webhook:
         path = f"/v0/projects/{_segment(project)}/webhooks/{_segment(webhook)}"
-        return self._object("GET", path)
+        return self._answer(Webhook, "GET", path)
 
     def delete_webhook(self, project: str, webhook: str) -> None:
         self._send("DELETE", f"/v0/projects/{_segment(project)}/webhooks/{_segment(webhook)}")
 
     def list_webhook_deliveries(
         self, project: str, webhook: str, *, page: int = 1, per_page: int = DEFAULT_PER_PAGE
-    ) -> Page[JsonObject]:
+    ) -> Page[WebhookDelivery]:
         """The webhook's deliveries, newest first, each with its attempts."""
         path = f"/v0/projects/{_segment(project)}/webhooks/{_segment(webhook)}/deliveries"
-        return self._page(path, self._paging(page, per_page))
+        return self._answers(WebhookDelivery, path, self._paging(page, per_page))
 
     def create_bisection(
         self, project: str, body: BisectionCreate | Mapping[str, Any]
-    ) -> JsonObject:
+    ) -> Bisection:
         """Start a bisection (``POST /v0/projects/{project}/bisections``); a mapping is sent as
         it is, for bodies the server is to judge."""
         sent = request_json(body) if isinstance(body, BisectionCreate) else dict(body)
-        return self._object("POST", f"/v0/projects/{_segment(project)}/bisections", json=sent)
+        path = f"/v0/projects/{_segment(project)}/bisections"
+        return self._answer(Bisection, "POST", path, json=sent)
 
-    def get_bisection(self, project: str, bisection: str) -> JsonObject:
+    def get_bisection(self, project: str, bisection: str) -> Bisection:
         path = f"/v0/projects/{_segment(project)}/bisections/{_segment(bisection)}"
-        return self._object("GET", path)
+        return self._answer(Bisection, "GET", path)
 
     def list_bisections(
         self, project: str, *, page: int = 1, per_page: int = DEFAULT_PER_PAGE
-    ) -> Page[JsonObject]:
+    ) -> Page[Bisection]:
         """The project's bisections, newest first."""
         path = f"/v0/projects/{_segment(project)}/bisections"
-        return self._page(path, self._paging(page, per_page))
+        return self._answers(Bisection, path, self._paging(page, per_page))
 
-    def cancel_bisection(self, project: str, bisection: str) -> JsonObject:
+    def cancel_bisection(self, project: str, bisection: str) -> Bisection:
         """Cancel a running bisection and its jobs under way (409 when it is not running)."""
         path = f"/v0/projects/{_segment(project)}/bisections/{_segment(bisection)}/cancel"
-        return self._object("POST", path)
+        return self._answer(Bisection, "POST", path)
 
     def reset_baseline(
         self,
@@ -859,14 +942,14 @@ class BenchrunnerClient:
         testbed: str,
         report: str,
         measure: str | None = None,
-    ) -> JsonObject:
+    ) -> NewBaseline:
         """Mark a change as intended: from ``report`` on, the branch/testbed's series (of
         ``measure``, or of every measure) are judged against a new baseline. The answer's
         ``dismissed`` counts the active alerts it dismissed."""
         with refused_as_bad_request():
             body = BaselineReset(branch=branch, testbed=testbed, report=report, measure=measure)
         path = f"/v0/projects/{_segment(project)}/baselines"
-        return self._object("POST", path, json=request_json(body))
+        return self._answer(NewBaseline, "POST", path, json=request_json(body))
 
     def list_jobs(
         self,

@@ -102,7 +102,7 @@ def test_a_bisection_starts_from_its_alert_and_is_followed_and_canceled(
     expect(check.locator("td").nth(3)).to_contain_text("pending")
     with console.admin() as client:
         found = client.get_bisection(project, uuid)
-    assert (found["alert"], found["candidates"]) == (regressed.alert, [*BETWEEN, VERSIONS[-1]])
+    assert (found.alert, found.candidates) == (regressed.alert, [*BETWEEN, VERSIONS[-1]])
 
     page.goto(alert_url)
     expect(page.locator("#alert-bisection-state")).to_have_text("running")
@@ -138,7 +138,7 @@ def _finish(console: Deployment, project: str, bisection_uuid: str) -> None:
     """Give the bisection the steps of ``STEPS`` and end it with ``BETWEEN[1]`` the first bad
     commit, through the store functions the server's search uses."""
     with console.admin() as client:
-        wait_until(lambda: client.get_bisection(project, bisection_uuid)["steps"], timeout=30)
+        wait_until(lambda: client.get_bisection(project, bisection_uuid).steps, timeout=30)
     db = Database(console.server.db, read_threads=1)
     try:
 
@@ -242,5 +242,5 @@ def test_only_a_member_who_may_change_the_project_starts_or_cancels_one(
     refused = page.request.post(new_url, form=form, headers=headers, max_redirects=0)
     assert refused.status == 403, refused.text()
     with console.admin() as client:
-        assert client.get_bisection(regressed.project, started["uuid"])["state"] == "running"
+        assert client.get_bisection(regressed.project, started["uuid"]).state == "running"
         assert len(client.list_bisections(regressed.project)) == 1

@@ -25,7 +25,7 @@ def served(console: Deployment) -> Iterator[Deployment]:
         client.create_project("acme", PROJECT, "public")
     console.runner_process("calibrating", BENCHRUNNER_NOISE_GUARD="false").start()
     with console.server.client() as client:
-        wait_until(lambda: client.health()["waiting_runners"] == 1, timeout=60)
+        wait_until(lambda: client.health().waiting_runners == 1, timeout=60)
     yield console
 
 
@@ -64,15 +64,15 @@ def test_a_calibration_is_started_followed_and_applied(page: Page, served: Deplo
     expect(page.locator("#calibration-runs")).to_have_text("3 of 3 processed")
     row = page.locator('#calibration-benchmarks tr[data-benchmark="timed"]')
     with served.admin() as client:
-        [proposed] = client.get_calibration(PROJECT, uuid)["benchmarks"]
-    boundary = proposed["proposal"]["upper_boundary"]
+        [proposed] = client.get_calibration(PROJECT, uuid).benchmarks
+    assert proposed.proposal is not None and proposed.cv is not None
+    assert proposed.detectable_change is not None
+    boundary = proposed.proposal.upper_boundary
     expect(row.locator("td.proposal")).to_have_text(
         f"t_test, boundary {boundary:g}, max 64 samples"
     )
-    expect(row.locator("td.cv")).to_have_text(f"{proposed['cv'] * 100:.2f} %")
-    expect(row.locator("td.detectable")).to_have_text(
-        f"{proposed['detectable_change'] * 100:.2f} %"
-    )
+    expect(row.locator("td.cv")).to_have_text(f"{proposed.cv * 100:.2f} %")
+    expect(row.locator("td.detectable")).to_have_text(f"{proposed.detectable_change * 100:.2f} %")
     save_screenshot(page, "calibration")
 
     page.get_by_role("button", name="Apply").click()
@@ -81,7 +81,7 @@ def test_a_calibration_is_started_followed_and_applied(page: Page, served: Deplo
     with served.admin() as client:
         found = client.get_calibration(PROJECT, uuid)
         [threshold] = client.list_thresholds(PROJECT, branch="release")
-    assert found["applied"] is not None
+    assert found.applied is not None
     assert threshold.model is not None and threshold.model.test == "t_test"
     assert threshold.benchmark is not None and threshold.benchmark.name == "timed"
     page.get_by_role("link", name="See the thresholds").click()
@@ -104,7 +104,7 @@ def test_a_calibration_that_cannot_run_yet_offers_no_apply(page: Page, served: D
             PROJECT, {"spec": "unserved", "template": "bench.noop", "runs": 3}
         )
     log_in_with_token(page, served.server.token)
-    page.goto(f"/console/projects/{PROJECT}/calibrations/{created['uuid']}")
+    page.goto(f"/console/projects/{PROJECT}/calibrations/{created.uuid}")
     expect(page.locator("#calibration-state")).to_have_text("running")
     expect(page.locator("#calibration-jobs tbody tr[data-status=pending]")).to_have_count(3)
     expect(page.get_by_role("button", name="Apply")).to_have_count(0)

@@ -112,7 +112,7 @@ def test_a_chunked_body_over_the_limit_is_413_as_a_declared_one_is(
     within = httpx.post(url, content=iter([body[:10], body[10:]]), headers=headers)
     assert within.status_code == 201, within.text
     with small_bodies.admin() as client:
-        assert client.health()["status"] == "ok"
+        assert client.health().status == "ok"
 
 
 def lists(own: Deployment) -> list[str]:

@@ -18,6 +18,7 @@ from typing import Any
 import httpx
 import pytest
 
+from benchrunner.api.bisections import Bisection
 from benchrunner.server.bisection.advance import NO_CULPRIT
 from tests.harness import Deployment, cli, deploy, wait_progressing, wait_until
 from tests.system import test_webhooks
@@ -66,13 +67,13 @@ def _repository(path: Path) -> list[str]:
 def _progress(deployment: Deployment, uuid: str) -> Any:
     with deployment.admin() as client:
         found = client.get_bisection(deployment.project, uuid)
-    return found["jobs_used"], [(s["status"], s["rounds"]) for s in found["steps"]]
+    return found.jobs_used, [(s.status, s.rounds) for s in found.steps]
 
 
-def _ended(deployment: Deployment, uuid: str) -> dict[str, Any] | None:
+def _ended(deployment: Deployment, uuid: str) -> Bisection | None:
     with deployment.admin() as client:
         found = client.get_bisection(deployment.project, uuid)
-    return found if found["state"] != "running" else None
+    return found if found.state != "running" else None
 
 
 def test_a_bisection_names_the_commit_that_made_the_loop_slower(
@@ -94,29 +95,33 @@ def test_a_bisection_names_the_commit_that_made_the_loop_slower(
 
     with deployment.admin() as client:
         (listed,) = client.list_bisections(deployment.project)
-        found = client.get_bisection(deployment.project, listed["uuid"])
-    assert found["state"] == "done"
-    assert found["candidates"] == commits[1:]
-    culprit = found["result"]["culprit"]
-    assert culprit["commit"] == commits[SLOWER_AT]
-    assert culprit["parent"] == commits[SLOWER_AT - 1]
-    assert 1 < culprit["lower_value"] <= culprit["ratio"] <= culprit["upper_value"]
-    steps = found["steps"]
+        found = client.get_bisection(deployment.project, listed.uuid)
+    assert found.state == "done"
+    assert found.candidates == commits[1:]
+    assert found.result is not None
+    culprit = found.result.culprit
+    assert culprit is not None
+    assert culprit.commit == commits[SLOWER_AT]
+    assert culprit.parent == commits[SLOWER_AT - 1]
+    assert culprit.lower_value is not None and culprit.upper_value is not None
+    assert culprit.ratio is not None
+    assert 1 < culprit.lower_value <= culprit.ratio <= culprit.upper_value
+    steps = found.steps
     check = steps[0]
-    assert (check["kind"], check["commit"], check["baseline"]) == ("check", commits[-1], commits[0])
-    assert check["verdict"] == "different" and check["ratio"] > 1
+    assert (check.kind, check.commit, check.baseline) == ("check", commits[-1], commits[0])
+    assert check.verdict == "different" and (check.ratio or 0) > 1
     # The first probe falls on the failing commit: skipped, its neighbours tried instead.
-    (failed,) = [s for s in steps if s["commit"] == commits[FAILS_AT]]
-    assert failed["status"] == "skipped" and "failed" in failed["reason"], failed
-    searched = {s["commit"]: s["verdict"] for s in steps if s["kind"] == "search"}
+    (failed,) = [s for s in steps if s.commit == commits[FAILS_AT]]
+    assert failed.status == "skipped" and "failed" in (failed.reason or ""), failed
+    searched = {s.commit: s.verdict for s in steps if s.kind == "search"}
     assert all(v == "same" for c, v in searched.items() if commits.index(c) < SLOWER_AT and v)
     assert all(v == "different" for c, v in searched.items() if commits.index(c) >= SLOWER_AT)
-    (confirm,) = [s for s in steps if s["kind"] == "confirm"]
-    assert (confirm["commit"], confirm["baseline"]) == (commits[SLOWER_AT], commits[SLOWER_AT - 1])
-    assert confirm["verdict"] == "different"
-    assert all(j["status"] in ("processed", "failed") for s in steps for j in s["jobs"])
-    assert found["jobs_used"] == sum(len(s["jobs"]) for s in steps) <= found["job_budget"]
-    shown = cli("bisect", "show", found["uuid"], env=env).stdout
+    (confirm,) = [s for s in steps if s.kind == "confirm"]
+    assert (confirm.commit, confirm.baseline) == (commits[SLOWER_AT], commits[SLOWER_AT - 1])
+    assert confirm.verdict == "different"
+    assert all(j.status in ("processed", "failed") for s in steps for j in s.jobs)
+    assert found.jobs_used == sum(len(s.jobs) for s in steps) <= found.job_budget
+    shown = cli("bisect", "show", found.uuid, env=env).stdout
     assert commits[SLOWER_AT] in shown and "confirm" in shown
 
     # Good and bad before the change: the first duet finds them the same, and it ends there.
@@ -137,13 +142,14 @@ def test_a_bisection_names_the_commit_that_made_the_loop_slower(
             },
         )
     same = wait_progressing(
-        lambda: _ended(deployment, started["uuid"]),
-        lambda: _progress(deployment, started["uuid"]),
+        lambda: _ended(deployment, started.uuid),
+        lambda: _progress(deployment, started.uuid),
         stall=60,
         message="the bisection without a change to end",
     )
-    assert same["result"] == {"culprit": None, "reason": NO_CULPRIT}, same
-    assert [s["kind"] for s in same["steps"]] == ["check"]
+    assert same.result is not None, same
+    assert (same.result.culprit, same.result.reason) == (None, NO_CULPRIT), same
+    assert [s.kind for s in same.steps] == ["check"]
 
 
 @pytest.mark.engine_independent
@@ -190,20 +196,21 @@ def test_a_bisection_is_canceled_with_its_jobs_and_checked_when_started(
     # No runner: the first duet waits in the queue until the cancel.
     with deployment.admin() as client:
         started = client.create_bisection(deployment.project, body)
-        assert started["state"] == "running" and started["result"] is None
+        assert started.state == "running" and started.result is None
 
         def queued() -> list[Any]:
-            found = client.get_bisection(deployment.project, started["uuid"])
-            return [j for s in found["steps"] for j in s["jobs"]]
+            found = client.get_bisection(deployment.project, started.uuid)
+            return [j for s in found.steps for j in s.jobs]
 
         (job,) = wait_progressing(queued, lambda: 0, stall=30, message="the first duet's job")
-        canceled = client.cancel_bisection(deployment.project, started["uuid"])
-        assert canceled["state"] == "canceled"
-        assert canceled["result"]["reason"].startswith("canceled by ")
-        assert client.get_job(deployment.project, job["uuid"]).status == "canceled"
-        assert client.get_job(deployment.project, job["uuid"]).config["duet"] is not None
+        canceled = client.cancel_bisection(deployment.project, started.uuid)
+        assert canceled.state == "canceled"
+        assert canceled.result is not None
+        assert (canceled.result.reason or "").startswith("canceled by ")
+        assert client.get_job(deployment.project, job.uuid).status == "canceled"
+        assert client.get_job(deployment.project, job.uuid).config["duet"] is not None
     with deployment.http() as api:
-        again = api.post(f"/v0/projects/{deployment.project}/bisections/{started['uuid']}/cancel")
+        again = api.post(f"/v0/projects/{deployment.project}/bisections/{started.uuid}/cancel")
         assert again.status_code == 409, again.text
 
 
@@ -323,11 +330,11 @@ def test_a_bisect_thresholds_alert_starts_a_bisection_by_itself(
         assert done["text"].startswith(f"caused by {commits[slower_at][:7]}, +"), done
         with deployment.admin() as client:
             found = client.get_bisection(deployment.project, done["uuid"])
-        assert (found["good"], found["bad"]) == (commits[1], commits[6])
-        assert found["candidates"] == commits[2:]
-        assert found["template"] == "bench.gitwork"
-        assert found["args"] == {"repo": str(repo), "commit": "{commit}"}
-        assert found["alert"] == alert.uuid
+        assert (found.good, found.bad) == (commits[1], commits[6])
+        assert found.candidates == commits[2:]
+        assert found.template == "bench.gitwork"
+        assert found.args == {"repo": str(repo), "commit": "{commit}"}
+        assert found.alert == alert.uuid
         shown = cli("alert", "show", alert.uuid, env=env).stdout
         assert f"bisection {done['uuid']}: caused by {commits[slower_at][:7]}" in shown, shown
 

@@ -23,7 +23,7 @@ def shared(
     with fresh_database(str(request.param), tmp) as url, deploy(tmp, url) as deployment:
         deployment.runner_process("calibrating", BENCHRUNNER_NOISE_GUARD="false").start()
         with deployment.server.client() as client:
-            wait_until(lambda: client.health()["waiting_runners"] == 1, timeout=60)
+            wait_until(lambda: client.health().waiting_runners == 1, timeout=60)
         yield deployment
 
 

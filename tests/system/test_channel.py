@@ -104,7 +104,7 @@ def test_a_text_message_that_is_not_utf8_closes_with_1007_without_a_traceback(
     channel.ws.send(b'{"event": "heartbeat\xff"}', text=True)
     assert channel.wait_closed(timeout=10)[0] == 1007
     with tenant.admin() as client:
-        assert client.health()["status"] == "ok"
+        assert client.health().status == "ok"
     log = tenant.server.log_since(logged)
     assert "not UTF-8; closed with 1007" in log
     assert "Traceback" not in log
@@ -123,7 +123,7 @@ def test_a_reconnecting_runner_supersedes_its_older_channel(deployment: Deployme
     assert new.ask({"event": "running"}) == {"event": "ack", "job": job_uuid}
     assert new.ask({"event": "completed", "job": job_uuid, "results": []})["event"] == "ack"
     with deployment.admin() as client:
-        assert client.health()["connected_runners"] == 1
+        assert client.health().connected_runners == 1
 
 
 @pytest.mark.postgresql
@@ -234,7 +234,7 @@ def test_oversized_message_is_rejected_at_the_protocol_level(
                     "Content-Type": "application/json",
                 },
             )
-            assert client.health()["status"] == "ok"
+            assert client.health().status == "ok"
         assert response.status_code == 413
         assert "exceeds" in response.json()["message"]
 
@@ -405,7 +405,7 @@ def test_eight_connections_race_for_four_hundred_jobs_each_runs_once(busy: Deplo
     assert max(seen.values()) == 1
     with busy.admin() as client:
         wait_until(
-            lambda: client.health()["queue"]["completed"] == 0,
+            lambda: (client.health().queue or {}).get("completed") == 0,
             timeout=120,
             message="all jobs processed",
         )

@@ -31,6 +31,7 @@ from typing import Any
 import pytest
 
 from benchrunner.api.jobs import Job
+from benchrunner.api.server import Health
 from benchrunner.core.events import JobEvent, status_reached
 from benchrunner.core.states import TRANSITIONS, JobStatus
 from tests.databases import ENGINES, fresh_database
@@ -186,8 +187,8 @@ def _scenario(deployment: Deployment, engine: str, pidfile: Path) -> Outcome:
     runners = [deployment.runner_process(f"runner-{i}").start() for i in range(RUNNERS)]
     by_uuid = _by_uuid(deployment, runners)
     wait_progressing(
-        lambda: _health(deployment)["connected_runners"] == RUNNERS,
-        lambda: _health(deployment)["connected_runners"],
+        lambda: _health(deployment).connected_runners == RUNNERS,
+        lambda: _health(deployment).connected_runners,
         stall=deployment.server.start_timeout,  # a loaded machine's slowest start
         message="every runner connected",
     )
@@ -290,7 +291,7 @@ def _by_uuid(deployment: Deployment, runners: list[RunnerProcess]) -> dict[str, 
         return {str(client.get_runner(r.slug).uuid): r for r in runners}
 
 
-def _health(deployment: Deployment) -> dict[str, Any]:
+def _health(deployment: Deployment) -> Health:
     with deployment.server.client(None) as client:
         return client.health()
 

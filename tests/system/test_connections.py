@@ -117,7 +117,7 @@ def test_a_body_trickled_a_byte_a_second_is_cut_off(server: Deployment) -> None:
     assert time.monotonic() - started < ACT_WITHIN
     _assert_request_timeout(answer)
     with server.admin() as client:
-        assert client.health()["status"] == "ok"
+        assert client.health().status == "ok"
 
 
 def _assert_request_timeout(answer: bytes) -> None:

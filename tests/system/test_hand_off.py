@@ -21,7 +21,7 @@ from tests.system.test_backpressure import assert_busy, busy_deployment, post_ru
 
 def waiting_runners(deployment: Deployment) -> int:
     with deployment.server.client() as client:
-        return int(client.health()["waiting_runners"])
+        return int(client.health().waiting_runners)
 
 
 def run_one(channel: RawChannel, deployment: Deployment) -> str:

@@ -22,10 +22,10 @@ def test_a_first_start_on_a_taken_port_moves_to_a_free_one(tmp_path: Path) -> No
             second.start()
             assert second.port != taken and second.starts == 2
             with second.client() as client:
-                assert client.health()["replica"] == second.identity
+                assert client.health().replica == second.identity
                 assert client.create_organization("other", "team").name == "other"
             with first.server.client() as client:
-                assert client.health()["replica"] == first.server.identity
+                assert client.health().replica == first.server.identity
                 assert [o.name for o in client.list_organizations()] == ["acme"]
         finally:
             second.kill()

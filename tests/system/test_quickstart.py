@@ -141,7 +141,7 @@ def test_benchrunner_up_and_the_tour(tmp_path: Path) -> None:
             "processed",
         ), job
         with BenchrunnerClient(settings["host"], settings["token"]) as client:
-            testbeds = {t["name"] for t in client.list_dimensions("demo", "testbeds")}
+            testbeds = {t.name for t in client.list_dimensions("demo", "testbeds")}
         assert testbeds == {"localhost"}, "the CLI's runs and the curl run: one testbed"
         assert not (REPO / "results.json").exists()
     # The README's reset removes everything ``up`` and the tour wrote in the home directory.

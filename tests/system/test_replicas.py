@@ -20,6 +20,7 @@ import pytest
 import sqlalchemy as sa
 
 from benchrunner.api.jobs import Job
+from benchrunner.api.server import Health
 from benchrunner.core.states import JobStatus
 from benchrunner.server.store.engine import make_engine
 from benchrunner.server.store.tables import job, job_event, metric, report
@@ -58,7 +59,7 @@ def two_replicas_short_heartbeat(tmp_path: Path) -> Iterator[tuple[Deployment, S
         yield replicas
 
 
-def health(server: ServerProcess) -> dict[str, Any]:
+def health(server: ServerProcess) -> Health:
     with server.client(None) as client:
         return client.health()
 
@@ -69,7 +70,7 @@ def test_a_job_created_on_one_replica_wakes_a_runner_waiting_on_another(
     deployment, replica_b = two_replicas
     channel = deployment.channel("idle-on-b", server=replica_b)
     channel.send({"event": "ready", "poll_timeout": 900})
-    wait_until(lambda: health(replica_b)["waiting_runners"] == 1, message="runner waiting on B")
+    wait_until(lambda: health(replica_b).waiting_runners == 1, message="runner waiting on B")
     # The safety poll is 60 s here: only the LISTEN/NOTIFY wake-up can deliver within 10 s.
     job_uuid = deployment.submit("bench.noop")  # through replica A
     message = channel.recv(timeout=10)
@@ -106,14 +107,14 @@ def test_sweeper_leadership_moves_when_the_leader_dies(
     deployment, replica_b = two_replicas
     replica_a = deployment.server
     leaders = wait_until(
-        lambda: [s for s in (replica_a, replica_b) if health(s)["sweeper_leader"]],
+        lambda: [s for s in (replica_a, replica_b) if health(s).sweeper_leader],
         message="a sweeper leader",
     )
     assert len(leaders) == 1
     survivor = replica_b if leaders[0] is replica_a else replica_a
-    assert health(survivor)["sweeper_leader"] is False
+    assert health(survivor).sweeper_leader is False
     leaders[0].kill(signal.SIGKILL)
-    wait_until(lambda: health(survivor)["sweeper_leader"], message="the survivor to lead")
+    wait_until(lambda: health(survivor).sweeper_leader, message="the survivor to lead")
 
 
 def test_a_dead_replicas_in_flight_jobs_are_swept_by_the_survivor(
@@ -198,9 +199,7 @@ def test_two_replicas_share_the_queue_and_survive_losing_one(
         ).start()
         for i in range(6)
     ]
-    assert wait_until(
-        lambda: all(health(s)["connected_runners"] == 3 for s in (replica_a, replica_b))
-    )
+    assert wait_until(lambda: all(health(s).connected_runners == 3 for s in (replica_a, replica_b)))
 
     # Phase 1: 200 jobs submitted through both replicas, each executed exactly once (six runners
     # racing on two replicas; more jobs prove no more and cost minutes of CI).
@@ -223,11 +222,11 @@ def test_two_replicas_share_the_queue_and_survive_losing_one(
         timeout=60,
         message="jobs running on the runners of the replica to be killed",
     )
-    assert health(replica_a)["connected_runners"] == len(on_a)
+    assert health(replica_a).connected_runners == len(on_a)
     killed_at = dt.datetime.now(dt.UTC)
     replica_a.kill(signal.SIGKILL)
     wait_until(
-        lambda: health(replica_b)["connected_runners"] == len(runners),
+        lambda: health(replica_b).connected_runners == len(runners),
         timeout=60,
         message="every runner on the surviving replica",
     )

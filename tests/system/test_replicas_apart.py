@@ -22,13 +22,13 @@ import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import httpx
 import pytest
 import sqlalchemy as sa
 
 from benchrunner.api.jobs import Job
+from benchrunner.api.server import Health
 from benchrunner.client import BenchrunnerClient
 from benchrunner.server.admin.bootstrap import bootstrap_admin
 from tests.databases import postgres_database
@@ -79,14 +79,14 @@ class Replicas:
 
     def leader_and_follower(self) -> tuple[ServerProcess, ServerProcess]:
         leaders = wait_until(
-            lambda: [s for s in (self.a, self.b) if _health(s)["sweeper_leader"]],
+            lambda: [s for s in (self.a, self.b) if _health(s).sweeper_leader],
             message="a sweeper leader",
         )
         assert len(leaders) == 1, leaders
         return leaders[0], self.b if leaders[0] is self.a else self.a
 
 
-def _health(server: ServerProcess) -> dict[str, Any]:
+def _health(server: ServerProcess) -> Health:
     with server.client(None) as client:
         return client.health()
 
@@ -180,7 +180,7 @@ def test_each_replica_is_apart(replicas: Replicas) -> None:
     own data directory, unable to reach the other."""
     a, b = replicas.a, replicas.b
     assert a.data_dir != b.data_dir
-    assert {_health(a)["replica"], _health(b)["replica"]} == {"replica-a", "replica-b"}
+    assert {_health(a).replica, _health(b).replica} == {"replica-a", "replica-b"}
     for server in (a, b):  # each found the store the database names
         assert "blob store is not the one" not in server.log.read_text()
     assert replicas.objects("_identity/blob-store")
@@ -265,8 +265,7 @@ def test_a_release_published_through_one_replica_is_downloaded_through_the_other
     assert replicas.objects(f"runner-releases/{checksum}.whl")
     runner = replicas.runner
     answer = httpx.get(
-        f"{replicas.b.url}/v0/runners/{runner.slug}/releases/{release['uuid']}/"
-        + release["filename"],
+        f"{replicas.b.url}/v0/runners/{runner.slug}/releases/{release.uuid}/" + release.filename,
         headers={"Authorization": f"Bearer {runner.key}"},
         timeout=30,
     )
@@ -322,7 +321,7 @@ def test_collection_and_retention_run_on_the_leader_alone(replicas: Replicas) ->
         message="garbage collection to delete the abandoned blob",
     )
 
-    assert _health(leader)["sweeper_leader"] and not _health(follower)["sweeper_leader"]
+    assert _health(leader).sweeper_leader and not _health(follower).sweeper_leader
     on_leader, on_follower = scrape(leader.url), scrape(follower.url)
     for name in (
         "benchrunner_housekeeping_rounds_total",

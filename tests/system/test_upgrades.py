@@ -31,6 +31,7 @@ import sqlalchemy as sa
 from alembic.script import ScriptDirectory
 
 from benchrunner import __version__
+from benchrunner.api.server import Health
 from benchrunner.client import ApiError
 from benchrunner.core.states import JobStatus
 from benchrunner.server.store.engine import make_engine
@@ -287,13 +288,13 @@ def processed(db_url: str) -> int:
     return sum(1 for s in _statuses(db_url).values() if s == JobStatus.PROCESSED)
 
 
-def health(server: ServerProcess) -> dict[str, Any]:
+def health(server: ServerProcess) -> Health:
     with server.client(None) as client:
         return client.health()
 
 
 def connected(server: ServerProcess) -> int:
-    return int(health(server)["connected_runners"])
+    return int(health(server).connected_runners)
 
 
 def running_on(db_url: str, runners: list[RunnerProcess]) -> list[str]:
@@ -320,7 +321,7 @@ def _restart_as_new_version(server: ServerProcess, new_root: Path) -> None:
     path = os.pathsep.join(p for p in (str(new_root), os.environ.get("PYTHONPATH")) if p)
     server.env = {**server.env, "PYTHONPATH": path}  # a new dict: the replicas shared the old
     server.start()
-    assert health(server)["version"] == NEW_VERSION
+    assert health(server).version == NEW_VERSION
 
 
 @pytest.mark.timeout(1200)

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from benchrunner.api.bisections import BisectionResult
 from benchrunner.cli.bisect_cmds import candidates, result_text
 
 pytestmark = pytest.mark.engine_independent
@@ -52,10 +53,10 @@ def test_the_candidates_follow_the_first_parents(tmp_path: Path) -> None:
 
 def test_the_outcome_in_one_line() -> None:
     culprit = {"commit": "abc", "ratio": 1.051, "lower_value": 1.046, "upper_value": 1.057}
-    named = {"state": "done", "result": {"culprit": culprit, "reason": None}}
-    assert result_text(named) == "first bad commit abc: +5.1% [+4.6, +5.7] against its parent"
-    none = {"state": "done", "result": {"culprit": None, "reason": "no culprit: x"}}
-    assert result_text(none) == "no culprit: x"
-    assert result_text({"state": "running", "jobs_used": 3, "result": None}) == (
-        "running: 3 jobs so far"
+    named = BisectionResult.model_validate({"culprit": culprit, "reason": None})
+    assert result_text("done", named) == (
+        "first bad commit abc: +5.1% [+4.6, +5.7] against its parent"
     )
+    none = BisectionResult.model_validate({"culprit": None, "reason": "no culprit: x"})
+    assert result_text("done", none) == "no culprit: x"
+    assert result_text("running", None, 3) == "running: 3 jobs so far"

@@ -25,6 +25,19 @@ JOB = {
 }
 """A job as the server lists it, with only the fields every job has."""
 
+HEALTH = {
+    "status": "ok",
+    "version": "0.0.0",
+    "replica": "a",
+    "engine": "sqlite",
+    "database_reachable": True,
+    "listen_connected": None,
+    "queue": {"pending": 0},
+    "connected_runners": 0,
+    "waiting_runners": 0,
+    "sweeper_leader": True,
+}
+
 
 def client_for(handler: Handler, token: str | None = TOKEN) -> BenchrunnerClient:
     return BenchrunnerClient("http://bench.test/", token, transport=httpx.MockTransport(handler))
@@ -52,10 +65,10 @@ def test_requests_carry_the_token_and_quote_references() -> None:
 def test_no_token_sends_no_authorization_header() -> None:
     def handler(request: httpx.Request) -> httpx.Response:
         assert "authorization" not in request.headers
-        return httpx.Response(200, json={"status": "ok"})
+        return httpx.Response(200, json=HEALTH)
 
     with client_for(handler, token=None) as client:
-        assert client.health() == {"status": "ok"}
+        assert client.health().status == "ok"
 
 
 def test_lists_are_pages_with_the_total_count() -> None:

@@ -28,7 +28,7 @@ from benchrunner.cli.history_format import (
 from benchrunner.cli.main import app
 from benchrunner.cli.perf_cmds import perf_output
 from benchrunner.cli.thresholds import ThresholdsError, model_body
-from benchrunner.client import request_json
+from benchrunner.client import DIMENSION_ANSWERS, request_json
 
 UTC = dt.UTC
 NS = "nanoseconds (ns)"
@@ -370,4 +370,5 @@ def test_dimension_rows(
     dimension: Any, item: dict[str, Any], columns: tuple[str, ...], row: tuple[object, ...]
 ) -> None:
     assert dimension_columns(dimension) == columns
-    assert dimension_row(dimension, item) == row
+    answer = DIMENSION_ANSWERS[dimension].model_validate({"project": "p", **item})
+    assert dimension_row(dimension, answer) == row

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 import typer
 
+from benchrunner.api.server import TemplateArg
 from benchrunner.cli.local_setup import architecture, memory_total
 from benchrunner.cli.run_cmds import parse_template_args, read_results
 from benchrunner.cli.sizes import format_size, parse_size
@@ -130,14 +131,17 @@ def test_client_url(host: str, url: str) -> None:
 @pytest.mark.parametrize(
     ("arg", "text"),
     [
-        ({"type": "int", "min": 0, "max": 60000, "default": 10}, "x: int 0..60000 = 10"),
+        (
+            {"type": "int", "required": False, "min": 0, "max": 60000, "default": 10},
+            "x: int 0..60000 = 10",
+        ),
         ({"type": "int", "min": 1, "required": True}, "x: int 1..- (required)"),
         (
-            {"type": "choice", "choices": ["fast", "slow"], "default": "fast"},
+            {"type": "choice", "required": False, "choices": ["fast", "slow"], "default": "fast"},
             "x: choice fast|slow = fast",
         ),
-        ({"type": "bool", "default": False}, "x: bool = no"),
+        ({"type": "bool", "required": False, "default": False}, "x: bool = no"),
     ],
 )
 def test_template_arguments_are_described_in_one_line(arg: dict[str, Any], text: str) -> None:
-    assert describe_arg("x", arg) == text
+    assert describe_arg("x", TemplateArg.model_validate(arg)) == text

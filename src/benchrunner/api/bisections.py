@@ -1,5 +1,5 @@
-"""A project's bisections: the create body and its search's defaults
-(docs/how-to/bisect.md)."""
+"""A project's bisections: the create body and its search's defaults, and a bisection as the
+server answers it (docs/how-to/bisect.md)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 
 from pydantic import Field
 
-from benchrunner.api.base import ApiBody
+from benchrunner.api.base import Answer, ApiBody
 from benchrunner.api.run import ArgValue
 from benchrunner.protocol import MAX_TIMEOUT
 
@@ -61,3 +61,75 @@ class BisectionCreate(ApiBody):
     confidence: float = Field(default=DEFAULTS["confidence"], ge=0.5, le=0.999)
     job_budget: int = Field(default=DEFAULTS["job_budget"], ge=1, le=1000)
     timeout: int | None = Field(default=None, ge=1, le=MAX_TIMEOUT)
+
+
+class StepJob(Answer):
+    uuid: str
+    status: str
+
+
+class BisectionStep(Answer):
+    """One step: a duet of ``commit`` against ``baseline`` (``kind`` says which step), with
+    its ``verdict`` and the change's ``ratio`` and interval once judged."""
+
+    kind: str
+    commit: str
+    baseline: str
+    position: int
+    status: str
+    verdict: str | None = None
+    rounds: int
+    ratio: float | None = None
+    lower_value: float | None = None
+    upper_value: float | None = None
+    reason: str | None = None
+    jobs: list[StepJob] = []
+    created: str
+
+
+class Culprit(Answer):
+    """The first bad commit, its change against its parent and that change's interval."""
+
+    commit: str
+    parent: str | None = None
+    ratio: float | None = None
+    lower_value: float | None = None
+    upper_value: float | None = None
+
+
+class BisectionResult(Answer):
+    """How a finished bisection ended: its culprit, or the ``reason`` there is none."""
+
+    culprit: Culprit | None = None
+    reason: str | None = None
+
+
+class Bisection(Answer):
+    """A bisection with its question, every step and, once finished, its ``result``."""
+
+    uuid: str
+    project: str
+    state: str
+    alert: str | None = None
+    spec: str
+    benchmarks: list[str]
+    measure: str
+    good: str
+    bad: str
+    candidates: list[str] = []
+    skipped: list[str] = []
+    """Candidates without an image of their own."""
+    image: str | None = None
+    template: str | None = None
+    args: dict[str, ArgValue] | None = None
+    rounds: int
+    margin: float
+    confidence: float
+    job_budget: int
+    jobs_used: int
+    followed: str | None = None
+    bad_ratio: float | None = None
+    steps: list[BisectionStep] = []
+    result: BisectionResult | None = None
+    created: str
+    finished: str | None = None

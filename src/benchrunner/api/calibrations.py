@@ -1,4 +1,5 @@
-"""A project's calibrations: the create body (docs/how-to/thresholds-alerts.md)."""
+"""A project's calibrations: the create body, and a calibration with its proposal as the server
+answers it (docs/how-to/thresholds-alerts.md)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ from typing import Annotated
 
 from pydantic import Field
 
-from benchrunner.api.base import ApiBody
+from benchrunner.api.base import Answer, ApiBody
 
 MAX_RUNS = 100
 
@@ -24,3 +25,73 @@ class CalibrationCreate(ApiBody):
     branch: str = Field(default="main", min_length=1, max_length=256)
     """The branch whose thresholds the proposal is for; the runs report to one of their own."""
     testbed: str = Field(default="localhost", min_length=1, max_length=64)
+
+
+class CalibrationTarget(Answer):
+    """The branch and testbed the proposal is for."""
+
+    branch: str
+    testbed: str
+
+
+class CalibrationRun(Answer):
+    """One run: its report, and its job with the job's status once there is one."""
+
+    report: str
+    job: str | None = None
+    status: str | None = None
+
+
+class ProposedModel(Answer):
+    """The threshold model proposed for a benchmark and measure."""
+
+    test: str
+    lower_boundary: float | None = None
+    upper_boundary: float | None = None
+    max_sample_size: int | None = None
+
+
+class CalibratedBenchmark(Answer):
+    """A benchmark and measure's noise over the runs and the threshold proposed for it;
+    ``proposal`` None (and ``why`` says why) when too few runs gave a value."""
+
+    benchmark: str
+    measure: str
+    units: str
+    runs: int
+    values: int
+    mean: float | None = None
+    sd: float | None = None
+    cv: float | None = None
+    detectable_change: float | None = None
+    """Relative: the smallest change the proposal catches in one run ``power`` of the time."""
+    proposal: ProposedModel | None = None
+    why: str | None = None
+
+
+class Calibration(Answer):
+    """A calibration: ``state`` running, done or failed; ``stale`` why it no longer describes
+    its spec (None while it holds); ``benchmarks`` its proposal, once done."""
+
+    uuid: str
+    spec: str
+    branch: str
+    """The branch of its own its runs report to."""
+    target: CalibrationTarget
+    runs: int
+    false_alarm_rate: float
+    power: float
+    state: str
+    processed: int
+    failed: int
+    jobs: list[CalibrationRun] = []
+    stale: str | None = None
+    benchmarks: list[CalibratedBenchmark] = []
+    created: str
+    applied: str | None = None
+
+
+class AppliedCalibration(Calibration):
+    """A calibration just applied, with the UUIDs of the thresholds it set."""
+
+    thresholds: list[str]

@@ -28,6 +28,7 @@ from benchrunner.api.alerts import (
     Verdict,
     VerdictFilter,
 )
+from benchrunner.api.bisections import BisectionResult
 from benchrunner.cli import output
 from benchrunner.cli.bisect_cmds import result_text
 from benchrunner.cli.config import project_client
@@ -194,7 +195,11 @@ def alert_show(
     output.show(found, as_json, print_alert)
     bisection = found.bisection
     if not as_json and isinstance(bisection, dict):
-        text = bisection.get("text") or result_text(bisection)
+        result = bisection.get("result")
+        text = bisection.get("text") or result_text(
+            str(bisection.get("state")),
+            None if result is None else BisectionResult.model_validate(result),
+        )
         uuid = bisection.get("uuid")
         line = (
             f"bisection {uuid}: {text}" if uuid else f"bisection {bisection.get('state')}: {text}"
@@ -342,12 +347,11 @@ def baseline_reset(
     if as_json:
         output.print_json(reset)
         return
-    dismissed = int(reset.get("dismissed") or 0)
-    of = reset.get("measure")
-    what = f"measure {of.get('name')}" if isinstance(of, dict) else "every measure"
+    dismissed = reset.dismissed
+    what = "every measure" if reset.measure is None else f"measure {reset.measure.name}"
     output.out().print(
         f"baseline reset on branch {branch}, testbed {testbed}, {what}, from report "
-        f"{reset.get('report')}: {dismissed} alert{'' if dismissed == 1 else 's'} dismissed",
+        f"{reset.report}: {dismissed} alert{'' if dismissed == 1 else 's'} dismissed",
         soft_wrap=True,
         markup=False,
     )

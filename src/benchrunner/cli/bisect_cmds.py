@@ -13,11 +13,11 @@ from typing import Annotated
 
 import typer
 
-from benchrunner.api.bisections import BisectionCreate
+from benchrunner.api.bisections import Bisection, BisectionCreate, BisectionResult, BisectionStep
 from benchrunner.cli import output
 from benchrunner.cli.config import project_client
 from benchrunner.cli.options import LIST_PER_PAGE, Host, Json, Page, PerPage, Project, Token
-from benchrunner.client import BenchrunnerClient, JsonObject, refused_as_bad_request
+from benchrunner.client import BenchrunnerClient, refused_as_bad_request
 
 bisect_app = typer.Typer(
     help="Bisection: which commit between good and bad changed a benchmark, found by duets "
@@ -58,65 +58,67 @@ def _short(commit: object) -> str:
     return str(commit)[:12] if commit else ""
 
 
-def _percent(ratio: object, lower: object, upper: object) -> str:
-    if not isinstance(ratio, float | int) or not isinstance(lower, float | int):
+def _percent(ratio: float | None, lower: float | None, upper: float | None) -> str:
+    if ratio is None or lower is None or upper is None:
         return ""
-    assert isinstance(upper, float | int)
     return f"{(ratio - 1) * 100:+.1f}% [{(lower - 1) * 100:+.1f}, {(upper - 1) * 100:+.1f}]"
 
 
-def result_text(found: JsonObject) -> str:
-    """The outcome in one line: the first bad commit with its ratio, or why none."""
-    result = found.get("result")
-    if not isinstance(result, dict):
-        used = found.get("jobs_used")
-        return f"{found.get('state')}" + ("" if used is None else f": {used} jobs so far")
-    culprit = result.get("culprit")
-    if isinstance(culprit, dict):
-        figures = _percent(culprit["ratio"], culprit["lower_value"], culprit["upper_value"])
-        return f"first bad commit {culprit['commit']}: {figures} against its parent"
-    return str(result.get("reason"))
+def result_text(state: str, result: BisectionResult | None, jobs_used: int | None = None) -> str:
+    """The outcome in one line: the first bad commit with its ratio, or why none; while
+    running, the state and the jobs used so far."""
+    if result is None:
+        return state + ("" if jobs_used is None else f": {jobs_used} jobs so far")
+    culprit = result.culprit
+    if culprit is not None:
+        figures = _percent(culprit.ratio, culprit.lower_value, culprit.upper_value)
+        return f"first bad commit {culprit.commit}: {figures} against its parent"
+    return str(result.reason)
 
 
-def step_line(step: JsonObject) -> str:
-    figures = _percent(step.get("ratio"), step.get("lower_value"), step.get("upper_value"))
-    what = step.get("verdict") or step.get("status")
-    line = f"{step.get('kind'):8} {_short(step.get('commit'))} vs {_short(step.get('baseline'))}"
+def _outcome(found: Bisection) -> str:
+    return result_text(found.state, found.result, found.jobs_used)
+
+
+def step_line(step: BisectionStep) -> str:
+    figures = _percent(step.ratio, step.lower_value, step.upper_value)
+    what = step.verdict or step.status
+    line = f"{step.kind:8} {_short(step.commit)} vs {_short(step.baseline)}"
     line += f"  {what}"
     if figures:
-        line += f"  {figures} ({step.get('rounds')} rounds, {len(step.get('jobs') or [])} jobs)"
-    if step.get("reason"):
-        line += f"  {step['reason']}"
+        line += f"  {figures} ({step.rounds} rounds, {len(step.jobs)} jobs)"
+    if step.reason:
+        line += f"  {step.reason}"
     return line
 
 
-def _print_bisection(found: JsonObject) -> None:
+def _print_bisection(found: Bisection) -> None:
     output.print_record(
         [
-            ("bisection", found.get("uuid")),
-            ("state", found.get("state")),
-            ("good", found.get("good")),
-            ("bad", found.get("bad")),
-            ("candidates", len(found.get("candidates") or [])),
-            ("jobs", f"{found.get('jobs_used')} of {found.get('job_budget')}"),
-            ("result", result_text(found)),
+            ("bisection", found.uuid),
+            ("state", found.state),
+            ("good", found.good),
+            ("bad", found.bad),
+            ("candidates", len(found.candidates)),
+            ("jobs", f"{found.jobs_used} of {found.job_budget}"),
+            ("result", _outcome(found)),
         ]
     )
-    for step in found.get("steps") or []:
+    for step in found.steps:
         output.out().print(step_line(step), soft_wrap=True, markup=False, highlight=False)
 
 
-def _follow(client: BenchrunnerClient, project: str, uuid: str, interval: float) -> JsonObject:
+def _follow(client: BenchrunnerClient, project: str, uuid: str, interval: float) -> Bisection:
     """Print each step once it is no longer running; return the bisection once it ended."""
     printed: set[tuple[str, int, str]] = set()
     while True:
         found = client.get_bisection(project, uuid)
-        for step in found.get("steps") or []:
-            key = (str(step["kind"]), int(step["position"]), str(step["status"]))
-            if step["status"] != "running" and key not in printed:
+        for step in found.steps:
+            key = (step.kind, step.position, step.status)
+            if step.status != "running" and key not in printed:
                 printed.add(key)
                 output.out().print(step_line(step), soft_wrap=True, markup=False, highlight=False)
-        if found.get("state") != "running":
+        if found.state != "running":
             return found
         time.sleep(interval)
 
@@ -185,7 +187,7 @@ def bisect(
         )
     with project_client(host, token, project) as (client, project_ref):
         started = client.create_bisection(project_ref, body)
-        uuid = str(started["uuid"])
+        uuid = started.uuid
         if not as_json:
             output.note(f"bisection {uuid}: {len(commits)} candidates between {good} and {bad}")
         if not follow:
@@ -193,16 +195,16 @@ def bisect(
             return
         found = _follow(client, project_ref, uuid, interval) if not as_json else started
         if as_json:
-            while found.get("state") == "running":
+            while found.state == "running":
                 time.sleep(interval)
                 found = client.get_bisection(project_ref, uuid)
     if as_json:
         output.print_json(found)
     else:
-        output.out().print(result_text(found), soft_wrap=True, markup=False, highlight=False)
-    result = found.get("result")
-    named = isinstance(result, dict) and (
-        result.get("culprit") is not None or str(result.get("reason", "")).startswith("no culprit")
+        output.out().print(_outcome(found), soft_wrap=True, markup=False, highlight=False)
+    result = found.result
+    named = result is not None and (
+        result.culprit is not None or str(result.reason or "").startswith("no culprit")
     )
     if not named:
         raise typer.Exit(UNDECIDED)
@@ -229,16 +231,16 @@ def bisect_show(
     output.show(found, as_json, _print_bisection)
 
 
-def _row(found: JsonObject) -> list[object]:
+def _row(found: Bisection) -> list[object]:
     return [
-        found.get("uuid"),
-        found.get("state"),
-        _short(found.get("good")),
-        _short(found.get("bad")),
-        len(found.get("candidates") or []),
-        found.get("jobs_used"),
-        result_text(found),
-        output.when(found.get("created")),
+        found.uuid,
+        found.state,
+        _short(found.good),
+        _short(found.bad),
+        len(found.candidates),
+        found.jobs_used,
+        _outcome(found),
+        output.when(found.created),
     ]
 
 

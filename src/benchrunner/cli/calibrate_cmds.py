@@ -9,12 +9,12 @@ from typing import Annotated
 
 import typer
 
-from benchrunner.api.calibrations import CalibrationCreate
+from benchrunner.api.calibrations import CalibratedBenchmark, Calibration, CalibrationCreate
 from benchrunner.cli import output
 from benchrunner.cli.config import project_client
 from benchrunner.cli.options import Host, Json, Project, Token
 from benchrunner.cli.run_body import side_args
-from benchrunner.client import BenchrunnerClient, JsonObject, refused_as_bad_request
+from benchrunner.client import BenchrunnerClient, refused_as_bad_request
 
 calibrate_app = typer.Typer(
     help="Calibrate thresholds: run a job N times unchanged, propose a threshold per benchmark.",
@@ -30,65 +30,61 @@ def _percent(value: object) -> str:
     return f"{float(value) * 100:.2f}%" if isinstance(value, int | float) else "-"
 
 
-def _row(entry: JsonObject) -> list[object]:
-    proposal = entry.get("proposal")
+def _row(entry: CalibratedBenchmark) -> list[object]:
+    proposal = entry.proposal
     proposed = (
-        f"t_test {proposal['upper_boundary']:g} both sides, last {proposal['max_sample_size']}"
-        if isinstance(proposal, dict)
-        else str(entry.get("why", "-"))
+        f"t_test {proposal.upper_boundary:g} both sides, last {proposal.max_sample_size}"
+        if proposal is not None
+        else str(entry.why or "-")
     )
-    mean = entry.get("mean")
+    mean = entry.mean
     return [
-        entry.get("benchmark"),
-        entry.get("measure"),
-        entry.get("runs"),
-        f"{mean:.6g} {entry.get('units', '')}" if isinstance(mean, int | float) else "-",
-        _percent(entry.get("cv")),
-        _percent(entry.get("detectable_change")),
+        entry.benchmark,
+        entry.measure,
+        entry.runs,
+        f"{mean:.6g} {entry.units}" if mean is not None else "-",
+        _percent(entry.cv),
+        _percent(entry.detectable_change),
         proposed,
     ]
 
 
-def _print(found: JsonObject) -> None:
+def _print(found: Calibration) -> None:
     output.print_record(
         [
-            ("calibration", found.get("uuid")),
-            ("state", found.get("state")),
-            ("spec", found.get("spec")),
-            (
-                "runs",
-                f"{found.get('processed')} processed, {found.get('failed')} failed "
-                f"of {found.get('runs')}",
-            ),
-            ("for", f"branch {found['target']['branch']}, testbed {found['target']['testbed']}"),
-            ("false alarms", f"{_percent(found.get('false_alarm_rate'))} of runs"),
-            ("stale", found.get("stale") or "no"),
-            ("applied", output.when(found.get("applied")) if found.get("applied") else "no"),
+            ("calibration", found.uuid),
+            ("state", found.state),
+            ("spec", found.spec),
+            ("runs", f"{found.processed} processed, {found.failed} failed of {found.runs}"),
+            ("for", f"branch {found.target.branch}, testbed {found.target.testbed}"),
+            ("false alarms", f"{_percent(found.false_alarm_rate)} of runs"),
+            ("stale", found.stale or "no"),
+            ("applied", output.when(found.applied) if found.applied else "no"),
         ]
     )
-    benchmarks = found.get("benchmarks") or []
+    benchmarks = found.benchmarks
     if benchmarks:
         output.print_table(
             COLUMNS, [_row(entry) for entry in benchmarks], title="Proposal per benchmark"
         )
         output.note(
             f"detectable change: the smallest change the proposed threshold catches in one run "
-            f"{_percent(found.get('power'))} of the time"
+            f"{_percent(found.power)} of the time"
         )
 
 
-def _follow(client: BenchrunnerClient, project: str, calibration: str) -> JsonObject:
+def _follow(client: BenchrunnerClient, project: str, calibration: str) -> Calibration:
     """Wait for the calibration to end, saying how many runs are processed when that changes."""
     said = None
     while True:
         found = client.get_calibration(project, calibration)
-        if found.get("state") != "running":
+        if found.state != "running":
             return found
-        progress = (found.get("processed"), found.get("failed"))
+        progress = (found.processed, found.failed)
         if progress != said:
             said = progress
             output.err().print(
-                f"calibration {calibration}: {progress[0]} of {found.get('runs')} runs "
+                f"calibration {calibration}: {progress[0]} of {found.runs} runs "
                 f"processed, {progress[1]} failed",
                 soft_wrap=True,
                 markup=False,
@@ -140,11 +136,11 @@ def calibrate(
         )
     with project_client(host, token, project, timeout=300) as (client, project_ref):
         created = client.create_calibration(project_ref, body)
-        found = _follow(client, project_ref, str(created["uuid"]))
-        if apply and found.get("state") == "done":
-            found = client.apply_calibration(project_ref, str(created["uuid"]))
+        found = _follow(client, project_ref, created.uuid)
+        if apply and found.state == "done":
+            found = client.apply_calibration(project_ref, created.uuid)
     output.show(found, as_json, _print)
-    if found.get("state") != "done":
+    if found.state != "done":
         raise typer.Exit(1)
 
 
@@ -174,13 +170,13 @@ def calibrate_list(
         as_json,
         ("calibration", "state", "spec", "branch", "runs", "stale", "created"),
         lambda c: [
-            c.get("uuid"),
-            c.get("state"),
-            c.get("spec"),
-            c["target"]["branch"],
-            c.get("runs"),
-            "yes" if c.get("stale") else "no",
-            output.when(c.get("created")),
+            c.uuid,
+            c.state,
+            c.spec,
+            c.target.branch,
+            c.runs,
+            "yes" if c.stale else "no",
+            output.when(c.created),
         ],
         title="Calibrations",
     )

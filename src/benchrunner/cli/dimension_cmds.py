@@ -12,10 +12,11 @@ from typing import Annotated
 
 import typer
 
+from benchrunner.api.dimensions import HistoryDimension
 from benchrunner.cli import output
 from benchrunner.cli.config import project_client
 from benchrunner.cli.options import LIST_PER_PAGE, Host, Json, Page, PerPage, Project, Token
-from benchrunner.client import Dimension, JsonObject
+from benchrunner.client import Dimension
 
 branch_app = typer.Typer(help="Branches of a project's history.", no_args_is_help=True)
 testbed_app = typer.Typer(help="Testbeds of a project's history.", no_args_is_help=True)
@@ -42,18 +43,12 @@ def dimension_columns(dimension: Dimension) -> tuple[str, ...]:
     return ("name", "slug", *extra, "uuid", "created")
 
 
-def dimension_row(dimension: Dimension, item: JsonObject) -> tuple[object, ...]:
+def dimension_row(dimension: Dimension, item: HistoryDimension) -> tuple[object, ...]:
     extra = tuple(
-        output.when(item.get(key)) if key == "head_reset" else item.get(key)
+        output.when(getattr(item, key)) if key == "head_reset" else getattr(item, key)
         for key in EXTRA_COLUMNS[dimension]
     )
-    return (
-        item.get("name"),
-        item.get("slug"),
-        *extra,
-        item.get("uuid"),
-        output.when(item.get("created")),
-    )
+    return (item.name, item.slug, *extra, item.uuid, output.when(item.created))
 
 
 def _list_command(dimension: Dimension) -> Callable[..., None]:
@@ -106,7 +101,7 @@ def _set_ignored(
         output.print_json(updated)
         return
     state = "ignored: its metrics are stored, never judged" if ignored else "judged again"
-    output.out().print(f"benchmark {updated.get('name')} is {state}", soft_wrap=True, markup=False)
+    output.out().print(f"benchmark {updated.name} is {state}", soft_wrap=True, markup=False)
 
 
 @benchmark_app.command("ignore")

@@ -8,10 +8,10 @@ from typing import Annotated
 
 import typer
 
+from benchrunner.api.releases import Release
 from benchrunner.cli import output
 from benchrunner.cli.config import resolve
 from benchrunner.cli.options import Host, Json, Token
-from benchrunner.client import JsonObject
 from benchrunner.core.releases import UpdateChannel, sha256_file_hex, wheel_version
 
 release_app = typer.Typer(
@@ -28,16 +28,16 @@ Channel = Annotated[
 ]
 
 
-def _record(release: JsonObject) -> None:
+def _record(release: Release) -> None:
     output.print_record(
         [
-            ("version", release.get("version")),
-            ("channel", release.get("channel")),
-            ("checksum", release.get("checksum")),
-            ("file", release.get("filename")),
-            ("size", output.size_cell(release.get("size"))),
-            ("created", output.when(release.get("created"))),
-            ("uuid", release.get("uuid")),
+            ("version", release.version),
+            ("channel", release.channel),
+            ("checksum", release.checksum),
+            ("file", release.filename),
+            ("size", output.size_cell(release.size)),
+            ("created", output.when(release.created)),
+            ("uuid", release.uuid),
         ]
     )
 
@@ -84,9 +84,6 @@ def release_list(
     if as_json:
         output.print_json(found)
         return
-    rows = [
-        (r["channel"], r["version"], r["checksum"][:12], output.when(r["created"]), r["uuid"])
-        for r in found
-    ]
+    rows = [(r.channel, r.version, r.checksum[:12], output.when(r.created), r.uuid) for r in found]
     columns = ("channel", "version", "checksum", "created", "uuid")
     output.print_table(columns, rows, title="Releases")

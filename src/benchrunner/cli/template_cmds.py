@@ -4,26 +4,26 @@ from __future__ import annotations
 
 import typer
 
+from benchrunner.api.server import TemplateArg
 from benchrunner.cli import output
 from benchrunner.cli.config import resolve
 from benchrunner.cli.options import Host, Json, Token
-from benchrunner.client import JsonObject
 
 template_app = typer.Typer(
     help="Approved templates that `run --template` accepts.", no_args_is_help=True
 )
 
 
-def describe_arg(name: str, arg: JsonObject) -> str:
+def describe_arg(name: str, arg: TemplateArg) -> str:
     """``ms: int 0..60000 = 10``; ``mode: choice fast|slow``; ``n: int (required)``."""
-    text = f"{name}: {arg.get('type')}"
-    if arg.get("min") is not None or arg.get("max") is not None:
-        text += f" {output.cell(arg.get('min'))}..{output.cell(arg.get('max'))}"
-    if arg.get("choices"):
-        text += " " + "|".join(arg["choices"])
-    if arg.get("default") is not None:
-        text += f" = {output.cell(arg['default'])}"
-    elif arg.get("required"):
+    text = f"{name}: {arg.type}"
+    if arg.min is not None or arg.max is not None:
+        text += f" {output.cell(arg.min)}..{output.cell(arg.max)}"
+    if arg.choices:
+        text += " " + "|".join(arg.choices)
+    if arg.default is not None:
+        text += f" = {output.cell(arg.default)}"
+    elif arg.required:
         text += " (required)"
     return text
 
@@ -38,10 +38,10 @@ def template_list(host: Host = None, token: Token = None, as_json: Json = False)
         return
     rows = [
         (
-            t["name"],
-            "\n".join(describe_arg(n, a) for n, a in (t.get("args") or {}).items()) or None,
-            f"{t['timeout']} s",
-            t.get("description"),
+            t.name,
+            "\n".join(describe_arg(n, a) for n, a in t.args.items()) or None,
+            f"{t.timeout} s",
+            t.description,
         )
         for t in found
     ]

@@ -8,10 +8,10 @@ from typing import Annotated, Literal
 
 import typer
 
+from benchrunner.api.webhooks import CreatedWebhook, Webhook, WebhookDelivery
 from benchrunner.cli import output
 from benchrunner.cli.config import project_client
 from benchrunner.cli.options import LIST_PER_PAGE, Host, Json, Page, PerPage, Project, Token
-from benchrunner.client import JsonObject
 
 webhook_app = typer.Typer(
     help="Webhooks: POST the project's alert events to a URL, signed (or to Slack).",
@@ -23,35 +23,33 @@ COLUMNS = ("webhook", "url", "events", "format", "created")
 DELIVERY_COLUMNS = ("delivery", "event", "status", "attempts", "last answer", "created")
 
 
-def _row(hook: JsonObject) -> list[object]:
-    events = hook.get("events") or []
+def _row(hook: Webhook) -> list[object]:
     return [
-        hook.get("uuid"),
-        hook.get("url"),
-        ", ".join(str(e) for e in events) if isinstance(events, list) else events,
-        hook.get("format"),
-        output.when(hook.get("created")),
+        hook.uuid,
+        hook.url,
+        ", ".join(hook.events),
+        hook.format,
+        output.when(hook.created),
     ]
 
 
-def _print_webhook(hook: JsonObject) -> None:
+def _print_webhook(hook: Webhook) -> None:
     fields = list(zip(COLUMNS, _row(hook), strict=True))
-    if "secret" in hook:
-        fields.append(("secret", f"{hook['secret']}  (shown this once)"))
+    if isinstance(hook, CreatedWebhook):
+        fields.append(("secret", f"{hook.secret}  (shown this once)"))
     output.print_record(fields)
 
 
-def _delivery_row(delivery: JsonObject) -> list[object]:
-    attempts = delivery.get("attempts") or []
-    last = attempts[-1] if isinstance(attempts, list) and attempts else None
-    answer = (last.get("error") or last.get("status_code")) if isinstance(last, dict) else None
+def _delivery_row(delivery: WebhookDelivery) -> list[object]:
+    last = delivery.attempts[-1] if delivery.attempts else None
+    answer = (last.error or last.status_code) if last is not None else None
     return [
-        delivery.get("uuid"),
-        delivery.get("event"),
-        delivery.get("status"),
-        len(attempts) if isinstance(attempts, list) else attempts,
+        delivery.uuid,
+        delivery.event,
+        delivery.status,
+        len(delivery.attempts),
         answer,
-        output.when(delivery.get("created")),
+        output.when(delivery.created),
     ]
 
 

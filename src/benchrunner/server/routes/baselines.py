@@ -12,7 +12,7 @@ from typing import Any
 from fastapi import APIRouter
 from sqlalchemy.engine import Connection
 
-from benchrunner.api.dimensions import BaselineReset
+from benchrunner.api.dimensions import BaselineReset, NewBaseline
 from benchrunner.server.access import project_access
 from benchrunner.server.http.errors import bad_request
 from benchrunner.server.processing.webhooks import emit_alert_event
@@ -25,7 +25,9 @@ from benchrunner.server.views.resources import iso, named_view
 router = APIRouter(tags=["baselines"])
 
 
-@router.post("/v0/projects/{project}/baselines", status_code=201)
+@router.post(
+    "/v0/projects/{project}/baselines", status_code=201, responses={201: {"model": NewBaseline}}
+)
 async def reset_baseline(
     project: str, body: BaselineReset, user: MaybeUser, ctx: Ctx
 ) -> dict[str, Any]:

@@ -9,7 +9,7 @@ from typing import Any
 from fastapi import APIRouter
 from sqlalchemy.engine import Connection
 
-from benchrunner.api.dimensions import BenchmarkUpdate
+from benchrunner.api.dimensions import Benchmark, BenchmarkUpdate
 from benchrunner.server.access import project_access
 from benchrunner.server.routes.deps import Ctx, MaybeUser
 from benchrunner.server.routes.dimensions import add_reads, dimension_view
@@ -24,11 +24,11 @@ def benchmark_view(row: Any, project_uuid: Any) -> dict[str, Any]:
     return {**dimension_view(row, project_uuid), "ignored": row.ignored}
 
 
-add_reads(router, "benchmarks", "benchmark", benchmark, benchmark_view)
+add_reads(router, "benchmarks", "benchmark", benchmark, Benchmark, benchmark_view)
 
 
 # ``ref:path``: a name may hold "/" (Criterion groups, git branches), sent percent-encoded.
-@router.patch("/v0/projects/{project}/benchmarks/{ref:path}")
+@router.patch("/v0/projects/{project}/benchmarks/{ref:path}", responses={200: {"model": Benchmark}})
 async def update_benchmark(
     project: str, ref: str, body: BenchmarkUpdate, user: MaybeUser, ctx: Ctx
 ) -> dict[str, Any]:

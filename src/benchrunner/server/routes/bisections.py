@@ -10,7 +10,7 @@ from typing import Any
 from fastapi import APIRouter, Request, Response
 from sqlalchemy.engine import Connection
 
-from benchrunner.api.bisections import BisectionCreate
+from benchrunner.api.bisections import Bisection, BisectionCreate
 from benchrunner.server.access import project_access
 from benchrunner.server.bisection import actions, rows, start
 from benchrunner.server.bisection.views import bisection_view
@@ -21,7 +21,7 @@ router = APIRouter(tags=["bisections"])
 BISECTIONS = "/v0/projects/{project}/bisections"
 
 
-@router.post(BISECTIONS, status_code=201)
+@router.post(BISECTIONS, status_code=201, responses={201: {"model": Bisection}})
 async def create_bisection(
     project: str, body: BisectionCreate, request: Request, user: MaybeUser, ctx: Ctx, services: Svc
 ) -> dict[str, Any]:
@@ -29,7 +29,7 @@ async def create_bisection(
     return await start.start(ctx, services, project, body, user, origin_of(request, user))
 
 
-@router.get(BISECTIONS)
+@router.get(BISECTIONS, responses={200: {"model": list[Bisection]}})
 async def list_bisections(
     project: str, user: MaybeUser, ctx: Ctx, response: Response, pages: Page
 ) -> list[dict[str, Any]]:
@@ -43,7 +43,7 @@ async def list_bisections(
     return await ctx.db.read(unit)
 
 
-@router.get(BISECTIONS + "/{bisection}")
+@router.get(BISECTIONS + "/{bisection}", responses={200: {"model": Bisection}})
 async def get_bisection(project: str, bisection: str, user: MaybeUser, ctx: Ctx) -> dict[str, Any]:
     """The bisection: its state, every step (commit, jobs, ratio against the baseline with its
     interval, verdict) and, once done, the first bad commit or why there is none."""
@@ -55,7 +55,7 @@ async def get_bisection(project: str, bisection: str, user: MaybeUser, ctx: Ctx)
     return await ctx.db.read(unit)
 
 
-@router.post(BISECTIONS + "/{bisection}/cancel")
+@router.post(BISECTIONS + "/{bisection}/cancel", responses={200: {"model": Bisection}})
 async def cancel_bisection(
     project: str, bisection: str, user: MaybeUser, ctx: Ctx, services: Svc
 ) -> dict[str, Any]:
@@ -63,7 +63,7 @@ async def cancel_bisection(
     return await actions.cancel(ctx, services, project, bisection, user)
 
 
-@router.delete(BISECTIONS + "/{bisection}")
+@router.delete(BISECTIONS + "/{bisection}", responses={200: {"model": Bisection}})
 async def delete_bisection(
     project: str, bisection: str, user: MaybeUser, ctx: Ctx, services: Svc
 ) -> dict[str, Any]:

@@ -6,6 +6,7 @@ from typing import Any
 
 from fastapi import APIRouter
 
+from benchrunner.api.dimensions import Branch
 from benchrunner.server.routes.dimensions import add_reads, dimension_view
 from benchrunner.server.store.tables import branch
 from benchrunner.server.views.resources import iso
@@ -27,4 +28,4 @@ def branch_view(row: Any, project_uuid: Any) -> dict[str, Any]:
     }
 
 
-add_reads(router, "branches", "branch", branch, branch_view)
+add_reads(router, "branches", "branch", branch, Branch, branch_view)

@@ -10,7 +10,7 @@ from typing import Any
 from fastapi import APIRouter, Request, Response
 from sqlalchemy.engine import Connection
 
-from benchrunner.api.calibrations import CalibrationCreate
+from benchrunner.api.calibrations import AppliedCalibration, Calibration, CalibrationCreate
 from benchrunner.server.access import project_access
 from benchrunner.server.processing import calibration_start
 from benchrunner.server.processing import calibrations as service
@@ -22,7 +22,7 @@ router = APIRouter(tags=["calibrations"])
 CALIBRATIONS = "/v0/projects/{project}/calibrations"
 
 
-@router.post(CALIBRATIONS, status_code=201)
+@router.post(CALIBRATIONS, status_code=201, responses={201: {"model": Calibration}})
 async def create_calibration(
     project: str,
     body: CalibrationCreate,
@@ -37,7 +37,7 @@ async def create_calibration(
     return await calibration_start.start(ctx, services, project, body, user, origin, request)
 
 
-@router.get(CALIBRATIONS)
+@router.get(CALIBRATIONS, responses={200: {"model": list[Calibration]}})
 async def list_calibrations(
     project: str, user: MaybeUser, ctx: Ctx, pages: Page, response: Response
 ) -> list[dict[str, Any]]:
@@ -53,7 +53,7 @@ async def list_calibrations(
     return views
 
 
-@router.get(CALIBRATIONS + "/{calibration}")
+@router.get(CALIBRATIONS + "/{calibration}", responses={200: {"model": Calibration}})
 async def get_calibration(
     project: str, calibration: str, user: MaybeUser, ctx: Ctx
 ) -> dict[str, Any]:
@@ -72,7 +72,7 @@ async def get_calibration(
     return await ctx.db.read(unit)
 
 
-@router.post(CALIBRATIONS + "/{calibration}/apply")
+@router.post(CALIBRATIONS + "/{calibration}/apply", responses={200: {"model": AppliedCalibration}})
 async def apply_calibration(
     project: str, calibration: str, user: MaybeUser, ctx: Ctx
 ) -> dict[str, Any]:

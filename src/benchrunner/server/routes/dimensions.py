@@ -4,12 +4,14 @@ project's rows of one table (the lookups of a reference are ``views/lookups.py``
 from __future__ import annotations
 
 from collections.abc import Callable
+from types import GenericAlias
 from typing import Any, Literal
 
 import sqlalchemy as sa
 from fastapi import APIRouter, Response
 from sqlalchemy.engine import Connection
 
+from benchrunner.api.dimensions import HistoryDimension
 from benchrunner.server.access import project_access
 from benchrunner.server.routes.deps import Ctx, MaybeUser, Page
 from benchrunner.server.store import dimensions
@@ -30,10 +32,15 @@ def dimension_view(row: Any, project_uuid: Any) -> dict[str, Any]:
 
 
 def add_reads(
-    router: APIRouter, plural: str, what: str, table: sa.Table, view: View = dimension_view
+    router: APIRouter,
+    plural: str,
+    what: str,
+    table: sa.Table,
+    answer: type[HistoryDimension],
+    view: View = dimension_view,
 ) -> None:
     """``GET /v0/projects/{project}/<plural>`` (by name; ``name`` filters) and
-    ``GET /v0/projects/{project}/<plural>/{ref}``."""
+    ``GET /v0/projects/{project}/<plural>/{ref}``; ``answer`` documents what they answer."""
 
     async def list_rows(
         project: str,
@@ -74,6 +81,7 @@ def add_reads(
         methods=["GET"],
         name=f"list_{plural}",
         summary=f"List a project's {plural}",
+        responses={200: {"model": GenericAlias(list, (answer,))}},
     )
     router.add_api_route(
         # ``ref:path``: a name may hold "/" (git branches, Criterion groups), sent
@@ -83,4 +91,5 @@ def add_reads(
         methods=["GET"],
         name=f"get_{what}",
         summary=f"Read one {what} by UUID, slug or name",
+        responses={200: {"model": answer}},
     )

@@ -6,6 +6,7 @@ from typing import Any
 
 from fastapi import APIRouter
 
+from benchrunner.api.dimensions import Measure
 from benchrunner.server.routes.dimensions import add_reads, dimension_view
 from benchrunner.server.store.tables import measure
 
@@ -16,4 +17,4 @@ def measure_view(row: Any, project_uuid: Any) -> dict[str, Any]:
     return {**dimension_view(row, project_uuid), "units": row.units}
 
 
-add_reads(router, "measures", "measure", measure, measure_view)
+add_reads(router, "measures", "measure", measure, Measure, measure_view)

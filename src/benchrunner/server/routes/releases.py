@@ -9,6 +9,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Form, Request, Response, UploadFile
 
+from benchrunner.api.releases import Release
 from benchrunner.core.releases import CHANNELS, UpdateChannel
 from benchrunner.core.tokens import bearer, is_runner_token
 from benchrunner.server.http.errors import not_found, unauthorized
@@ -20,7 +21,7 @@ from benchrunner.server.store import runners
 router = APIRouter(tags=["releases"])
 
 
-@router.post("/v0/server/releases", status_code=201)
+@router.post("/v0/server/releases", status_code=201, responses={201: {"model": Release}})
 async def publish_release(
     _admin: Admin,
     ctx: Ctx,
@@ -44,7 +45,7 @@ async def publish_release(
     return releases.release_view(row)
 
 
-@router.get("/v0/server/releases")
+@router.get("/v0/server/releases", responses={200: {"model": list[Release]}})
 async def list_releases(
     _admin: Admin, ctx: Ctx, channel: UpdateChannel | None = None
 ) -> list[dict[str, Any]]:

@@ -10,6 +10,7 @@ from fastapi import APIRouter, Request, Response
 from fastapi.responses import JSONResponse
 
 from benchrunner import __version__
+from benchrunner.api.server import Health, Template
 from benchrunner.server.context import ServerContext
 from benchrunner.server.metrics import CONTENT_TYPE
 from benchrunner.server.routes.deps import Ctx, Svc
@@ -44,7 +45,13 @@ def _listening(services: Services) -> bool | None:
 
 @router.get(
     "/v0/server/health",
-    responses={503: {"description": "The database cannot be reached; the same body says so"}},
+    responses={
+        200: {"model": Health},
+        503: {
+            "model": Health,
+            "description": "The database cannot be reached; the same body says so",
+        },
+    },
 )
 async def health(ctx: Ctx, services: Svc, request: Request) -> JSONResponse:
     """This replica's state. ``503`` when the database cannot be reached; ``degraded`` (still
@@ -83,6 +90,6 @@ async def metrics(ctx: Ctx, services: Svc, request: Request) -> Response:
     return Response(found.exposition(), media_type=CONTENT_TYPE)
 
 
-@router.get("/v0/templates")
+@router.get("/v0/templates", responses={200: {"model": list[Template]}})
 async def list_templates(ctx: Ctx) -> list[dict[str, Any]]:
     return [t.describe() for t in ctx.templates.all()]

@@ -11,7 +11,7 @@ from typing import Any
 from fastapi import APIRouter, Response
 from sqlalchemy.engine import Connection
 
-from benchrunner.api.webhooks import WebhookCreate
+from benchrunner.api.webhooks import CreatedWebhook, Webhook, WebhookCreate, WebhookDelivery
 from benchrunner.server.access import members_project
 from benchrunner.server.http.errors import bad_request, not_found
 from benchrunner.server.processing.webhooks import UnsafeUrl, check_url
@@ -49,7 +49,7 @@ def _webhook(conn: Connection, project_id: int, ref: str) -> Any:
     return found
 
 
-@router.post(WEBHOOKS, status_code=201)
+@router.post(WEBHOOKS, status_code=201, responses={201: {"model": CreatedWebhook}})
 async def create_webhook(
     project: str, body: WebhookCreate, user: MaybeUser, ctx: Ctx
 ) -> dict[str, Any]:
@@ -72,7 +72,7 @@ async def create_webhook(
     return await ctx.db.write(unit)
 
 
-@router.get(WEBHOOKS)
+@router.get(WEBHOOKS, responses={200: {"model": list[Webhook]}})
 async def list_webhooks(project: str, user: MaybeUser, ctx: Ctx) -> list[dict[str, Any]]:
     """The project's webhooks, oldest first, without their secrets."""
 
@@ -83,7 +83,7 @@ async def list_webhooks(project: str, user: MaybeUser, ctx: Ctx) -> list[dict[st
     return await ctx.db.read(unit)
 
 
-@router.get(WEBHOOKS + "/{webhook}")
+@router.get(WEBHOOKS + "/{webhook}", responses={200: {"model": Webhook}})
 async def get_webhook(project: str, webhook: str, user: MaybeUser, ctx: Ctx) -> dict[str, Any]:
     """One webhook, without its secret."""
 
@@ -127,7 +127,7 @@ def delivery_view(row: Any, attempts: list[Any]) -> dict[str, Any]:
     }
 
 
-@router.get(WEBHOOKS + "/{webhook}/deliveries")
+@router.get(WEBHOOKS + "/{webhook}/deliveries", responses={200: {"model": list[WebhookDelivery]}})
 async def list_deliveries(
     project: str, webhook: str, user: MaybeUser, ctx: Ctx, response: Response, pages: Page
 ) -> list[dict[str, Any]]:
