@@ -45,8 +45,8 @@ log = logging.getLogger(__name__)
 
 WRITE_ROWS = 250
 """Rows (boundaries; an alert counts ``verdicts.ALERT_ROWS``) one write transaction of a
-judgment writes at most: on SQLite a few milliseconds of the single writer
-(``benchmarks/reports_scale.py`` prints the longest)."""
+judgment writes at most, by default (the server's ``judgment_write_rows``): on SQLite a few
+milliseconds of the single writer (``benchmarks/reports_scale.py`` prints the longest)."""
 
 REREADS = 2
 """How often a judgment whose history changed under it is read again; after that it is
@@ -249,7 +249,9 @@ async def judge_apart(
     raise AssertionError("the last reading is written unchecked")
 
 
-async def judge_left_over(db: Database, clock: Callable[[], dt.datetime]) -> int:
+async def judge_left_over(
+    db: Database, clock: Callable[[], dt.datetime], rows: int = WRITE_ROWS
+) -> int:
     """Judge again the direct runs' reports whose judgment a crash interrupted (a runner
     job's is judged again by the processor, its job being still ``completed``); how many."""
     report_ids = await db.read(judgings.direct_judgings)
@@ -258,7 +260,7 @@ async def judge_left_over(db: Database, clock: Callable[[], dt.datetime]) -> int
         if text is None:
             continue
         try:
-            await judge_apart(db, JudgmentDue(Judging.decoded(report_id, text)), clock)
+            await judge_apart(db, JudgmentDue(Judging.decoded(report_id, text)), clock, rows=rows)
         except Exception:
             log.exception("judging report %s again failed", report_id)
     return len(report_ids)

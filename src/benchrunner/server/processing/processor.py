@@ -189,7 +189,9 @@ class Processor:
 
     async def _run(self) -> None:
         try:
-            await judge_left_over(self._ctx.db, self._ctx.clock.now)
+            await judge_left_over(
+                self._ctx.db, self._ctx.clock.now, self._ctx.settings.judgment_write_rows
+            )
         except Exception:
             log.exception("judging again the reports a crash left half judged failed")
         while True:
@@ -387,7 +389,12 @@ class Processor:
         pending, self._due = self._due, []
         for due in pending:
             try:
-                judged = await judge_apart(self._ctx.db, due, self._ctx.clock.now)
+                judged = await judge_apart(
+                    self._ctx.db,
+                    due,
+                    self._ctx.clock.now,
+                    rows=self._ctx.settings.judgment_write_rows,
+                )
             except Exception:
                 log.exception(
                     "judging report %s failed; it is judged again later", due.judging.report_id

@@ -399,7 +399,8 @@ async def submit_run(
 async def _judge(ctx: ServerContext, judging: Judging) -> None:
     """A direct run's judgment, off the writer (``processing.judgment``), then its look-back:
     both before the answer, which carries their alerts."""
-    judged = await judge_apart(ctx.db, JudgmentDue(judging), ctx.clock.now)
+    rows = ctx.settings.judgment_write_rows
+    judged = await judge_apart(ctx.db, JudgmentDue(judging), ctx.clock.now, rows=rows)
     await look_back_later(ctx.db, judged.look_back, ctx.clock.now())
 
 
