@@ -157,8 +157,8 @@ def _no_duet(_level: Level) -> bool:
 @dataclass(frozen=True)
 class Written:
     raised: int
-    moved: bool = False
-    """The last write moved the job to ``processed``."""
+    moved: Move | None = None
+    """The job's move to ``processed`` the last write made."""
     confirming: bool = False
     """The last write opened a confirmation of the report."""
 
@@ -185,7 +185,9 @@ def judgment_write(
     if last.job is not None and plan.judging.confirming:
         confirming = open_confirmation(conn, last.job, plan.found, now)
     judgings.judging_end(conn, report_id)
-    moved = last.processed is not None and apply(conn, dataclasses.replace(last.processed, now=now))
+    moved = None if last.processed is None else dataclasses.replace(last.processed, now=now)
+    if moved is not None and not apply(conn, moved):
+        moved = None
     return Written(raised, moved, confirming)
 
 
@@ -241,8 +243,7 @@ async def judge_apart(
             look_back = LookBackLater(
                 judging.report_id, tuple(plan.metrics), judging.noisy, plan.found, plan.reads
             )
-            processed = due.processed if written.moved else None
-            return Judged(processed, written.confirming, raised, look_back)
+            return Judged(written.moved, written.confirming, raised, look_back)
         log.info(
             "report %s's history changed as it was judged: judging it again", judging.report_id
         )
