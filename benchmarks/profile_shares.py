@@ -154,7 +154,6 @@ RUNNER_PARTS: tuple[Part, ...] = (
             "^Thread._wait_for_tstate_lock (",
             "^EpollSelector.select (",
             "^Assembler.get_next_frame (",
-            "^StreamCapture._read (",
             "^Popen._try_wait (",
         ),
     ),

@@ -26,11 +26,9 @@ from benchrunner.detection.boundary import (
     log_fit,
     log_normal_limits,
     mean,
-    normal_limits,
     percentage_limits,
     quartiles,
     static_limits,
-    students_t_limits,
     variance,
 )
 
@@ -222,6 +220,24 @@ def _assert_quartiles(
 # 0.977 (mean 100, deviation 10, a t-test of 25 values), iqr and delta_iqr 1.5 (and 2.0 on
 # quartiles 95, 100, 105 and delta quartiles 0.1, 0.2, 0.3 in its "docs" example).
 STATIC_VALUES = (-10.0, -3.0, 1.0, 3.0, 10.0)
+
+
+def drawn_from(
+    test: TestKind,
+    center: float,
+    spread: float,
+    size: int,
+    lower: float | None,
+    upper: float | None,
+) -> Limits | None:
+    """What ``test`` draws from a history of ``size`` values whose mean is ``center`` and sample
+    deviation ``spread`` (Bencher's examples give those statistics, not a history)."""
+    pairs = size // 2
+    offset = spread * math.sqrt((size - 1) / (2 * pairs))
+    history = [center - offset] * pairs + [center + offset] * pairs + [center] * (size % 2)
+    return limits(Model(test, lower_boundary=lower, upper_boundary=upper), history)
+
+
 NORMAL_VALUES = (-1.5, -1.0, 0.0, 1.0, 1.5)
 DOCS_VALUES = (75.0, 90.0, 100.0, 110.0, 125.0)
 IQR_VALUES = (-1.5, -1.0, 0.0, 1.0, 6.0)
@@ -246,22 +262,22 @@ DRAWN = [
      ("lower", None, None, None, "upper")),
     ("percentage-10%-lower", percentage_limits(1.0, 0.1, None), (1.0, 0.9, None), (), ()),
     ("percentage-10%-upper", percentage_limits(1.0, None, 0.1), (1.0, None, 1.1), (), ()),
-    ("z-lower", normal_limits(0.0, 1.0, 0.85, None), (0.0, -Z_LIMIT, None), NORMAL_VALUES,
-     ("lower", None, None, None, None)),
-    ("z-upper", normal_limits(0.0, 1.0, None, 0.85), (0.0, None, Z_LIMIT), NORMAL_VALUES,
-     (None, None, None, None, "upper")),
-    ("z-both", normal_limits(0.0, 1.0, 0.85, 0.85), (0.0, -Z_LIMIT, Z_LIMIT), NORMAL_VALUES,
-     ("lower", None, None, None, "upper")),
-    ("z-docs", normal_limits(100.0, 10.0, 0.977, 0.977),
+    ("z-lower", drawn_from(T.Z_SCORE, 0.0, 1.0, 2, 0.85, None), (0.0, -Z_LIMIT, None),
+     NORMAL_VALUES, ("lower", None, None, None, None)),
+    ("z-upper", drawn_from(T.Z_SCORE, 0.0, 1.0, 2, None, 0.85), (0.0, None, Z_LIMIT),
+     NORMAL_VALUES, (None, None, None, None, "upper")),
+    ("z-both", drawn_from(T.Z_SCORE, 0.0, 1.0, 2, 0.85, 0.85), (0.0, -Z_LIMIT, Z_LIMIT),
+     NORMAL_VALUES, ("lower", None, None, None, "upper")),
+    ("z-docs", drawn_from(T.Z_SCORE, 100.0, 10.0, 2, 0.977, 0.977),
      (100.0, 80.04606689832175, 119.95393310167825), DOCS_VALUES,
      ("lower", None, None, None, "upper")),
-    ("t-lower", students_t_limits(0.0, 1.0, 6, 0.85, None), (0.0, -T_LIMIT, None),
+    ("t-lower", drawn_from(T.T_TEST, 0.0, 1.0, 6, 0.85, None), (0.0, -T_LIMIT, None),
      NORMAL_VALUES, ("lower", None, None, None, None)),
-    ("t-upper", students_t_limits(0.0, 1.0, 6, None, 0.85), (0.0, None, T_LIMIT),
+    ("t-upper", drawn_from(T.T_TEST, 0.0, 1.0, 6, None, 0.85), (0.0, None, T_LIMIT),
      NORMAL_VALUES, (None, None, None, None, "upper")),
-    ("t-both", students_t_limits(0.0, 1.0, 6, 0.85, 0.85), (0.0, -T_LIMIT, T_LIMIT),
+    ("t-both", drawn_from(T.T_TEST, 0.0, 1.0, 6, 0.85, 0.85), (0.0, -T_LIMIT, T_LIMIT),
      NORMAL_VALUES, ("lower", None, None, None, "upper")),
-    ("t-docs", students_t_limits(100.0, 10.0, 25, 0.977, 0.977),
+    ("t-docs", drawn_from(T.T_TEST, 100.0, 10.0, 25, 0.977, 0.977),
      (100.0, 78.53909652847402, 121.46090347152598), DOCS_VALUES,
      ("lower", None, None, None, "upper")),
     ("iqr-lower", iqr_limits(QUARTILES_123, 1.5, None), (2.0, -1.0, None), IQR_VALUES,
@@ -336,9 +352,9 @@ def test_log_normal_limits_from_a_history(
 
 def test_t_test_approaches_the_z_score_for_many_values_and_is_wider_for_two() -> None:
     """Bencher v0.6.12's two properties of its prediction interval."""
-    z = normal_limits(0.0, 1.0, 0.85, 0.85)
-    many = students_t_limits(0.0, 1.0, 10_000, 0.85, 0.85)
-    two = students_t_limits(0.0, 1.0, 2, 0.85, 0.85)
+    z = drawn_from(T.Z_SCORE, 0.0, 1.0, 2, 0.85, 0.85)
+    many = drawn_from(T.T_TEST, 0.0, 1.0, 10_000, 0.85, 0.85)
+    two = drawn_from(T.T_TEST, 0.0, 1.0, 2, 0.85, 0.85)
     assert z is not None and many is not None and two is not None
     assert z.upper_limit is not None and z.lower_limit is not None
     assert many.upper_limit == pytest.approx(z.upper_limit, abs=1e-3)

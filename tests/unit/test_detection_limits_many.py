@@ -1,13 +1,15 @@
-"""``limits_many`` draws exactly what ``limits`` draws of each history alone, to the last bit:
-the same verdict for every metric, whether a report's series are judged together or apart."""
+"""``limits_many`` draws exactly what it drew of each history alone before it drew many at once,
+to the last bit (recorded digests), and the same for every metric whether a report's series are
+judged together or apart."""
 
 from __future__ import annotations
 
+import hashlib
 import random
 
 import pytest
 
-from benchrunner.detection import Model, TestKind
+from benchrunner.detection import Limits, Model, TestKind
 from benchrunner.detection.boundary import limits, limits_many
 
 T = TestKind
@@ -55,6 +57,43 @@ def test_limits_many_draws_what_limits_draws_of_each(model: Model, seed: int) ->
     ]
     assert mismatches == []
     assert any(drawn is not None for drawn in apart) or model.test is T.CHANGE_POINT
+
+
+RECORDED_DIGESTS = [
+    ["9c135114e4ef297c", "6dc45ff4b11f798d", "7d54ff8101bd2a12"],
+    ["daae6d241be8f141", "dd8a52ae31055d67", "53b24012bc290ddf"],
+    ["b0823813c8813830", "f383953452b5f158", "9e9555656e80ded6"],
+    ["a29b37e48077afe2", "93c23fd048effcbd", "04334e7930a705aa"],
+    ["3b92a1b72d681e9d", "08d8e7bf7327992f", "8b06996bce525a62"],
+    ["78935604fdc47708", "37e124108f89fef9", "b4a6e1705a16ff74"],
+    ["ee170d4b4a8d5e3d", "abb6a7d81bd5345a", "b773abc37b045184"],
+    ["237e1d5267b2ddd1", "237e1d5267b2ddd1", "237e1d5267b2ddd1"],
+    ["e060ff4169837f5e", "e060ff4169837f5e", "e060ff4169837f5e"],
+    ["69a2983cbac4b118", "fdf2e3f31fd8d64a", "1c93a4b13cbfa524"],
+    ["72136a2e109a7829", "0362f34b6e416fee", "d6e7aa81100980d8"],
+    ["ed5fe2d0ee1fe0f6", "11afafad861eb386", "cc950b87012259d1"],
+    ["c8bc2c41753ab042", "c8bc2c41753ab042", "c8bc2c41753ab042"],
+]
+"""Per model (in ``MODELS``' order) and seed 1, 2, 3: the first 16 hex digits of the SHA-256 of
+the ``repr`` of every history's (baseline, lower, upper), or None, each history drawn alone, as
+the single-history draw computed them when it still existed beside ``limits_many``."""
+
+
+@pytest.mark.parametrize(
+    ("model", "digests"), list(zip(MODELS, RECORDED_DIGESTS, strict=True)), ids=lambda m: f"{m}"
+)
+def test_limits_are_the_recorded_ones_to_the_last_bit(model: Model, digests: list[str]) -> None:
+    for seed, recorded in zip([1, 2, 3], digests, strict=True):
+        digest = hashlib.sha256()
+        for history in _histories(seed):
+            drawn = limits(model, history)
+            as_tuple = None if drawn is None else drawn_tuple(drawn)
+            digest.update(repr(as_tuple).encode())
+        assert digest.hexdigest()[:16] == recorded, seed
+
+
+def drawn_tuple(drawn: Limits) -> tuple[float | None, float | None, float | None]:
+    return drawn.baseline, drawn.lower_limit, drawn.upper_limit
 
 
 def test_limits_many_of_no_histories_is_empty() -> None:

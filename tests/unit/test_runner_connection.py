@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import errno
+import os
 import queue
 import random
 from pathlib import Path
@@ -105,6 +107,20 @@ def test_unusable_configuration_exits_2_without_connecting(
     assert run_agent(options(tmp_path, **changes)) == 2
     assert logged in caplog.text
     assert KEY not in caplog.text
+
+
+def test_a_host_without_pidfd_open_refuses_to_start_in_one_line(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def refused(pid: int, flags: int = 0) -> int:
+        raise OSError(errno.EPERM, "Operation not permitted")  # as a seccomp filter answers
+
+    monkeypatch.setattr(os, "pidfd_open", refused)
+    assert run_agent(options(tmp_path)) == 2
+    assert [record.getMessage() for record in caplog.records if record.levelname == "ERROR"] == [
+        "runner not started: the runner needs Linux 5.3 or later: os.pidfd_open is unusable "
+        "here ([Errno 1] Operation not permitted)"
+    ]
 
 
 def test_connector_moves_to_the_next_replica_and_names_its_host() -> None:

@@ -3,6 +3,7 @@ groups, and what it refuses."""
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import shlex
@@ -21,7 +22,6 @@ from benchrunner.protocol import IterationResult, JsonClaimedJob
 from benchrunner.runner import procfs
 from benchrunner.runner.cores import CorePlan
 from benchrunner.runner.executors import ExecutorError, ProcessExecutor
-from benchrunner.runner.executors.capture import PipeReader
 from benchrunner.runner.executors.process import ENV_ALLOWLIST, ProcessJob
 from benchrunner.runner.inflight import InFlight
 from tests.harness import REPO, wait_until
@@ -123,16 +123,7 @@ def read_pids(job: ProcessJob) -> list[int]:
 # ---------------------------------------------------------------- outputs
 
 
-@pytest.fixture(params=["poll", "threads"])
-def reading(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    """Each output test twice: pipes read on the job's thread while it polls for the leader's
-    exit, and (where that cannot be polled for) by a thread per pipe."""
-    if request.param == "threads":
-        monkeypatch.setattr(PipeReader, "open", classmethod(lambda cls, *args: None))
-    return str(request.param)
-
-
-def test_iterations_report_exit_code_stdout_and_stderr(reading: str) -> None:
+def test_iterations_report_exit_code_stdout_and_stderr() -> None:
     code = (
         "import os, sys; i = os.environ['BENCHRUNNER_ITERATION']; "
         "print('iteration', i); sys.stderr.write('warn ' + i)"
@@ -273,9 +264,7 @@ def test_no_file_paths_means_no_output_map() -> None:
         job.cleanup()
 
 
-def test_output_beyond_the_limit_is_truncated_with_a_marker_and_never_deadlocks(
-    reading: str,
-) -> None:
+def test_output_beyond_the_limit_is_truncated_with_a_marker_and_never_deadlocks() -> None:
     # Far more than a pipe buffer on both streams: reading them one after the other would hang.
     code = "import sys; sys.stderr.write('e' * 3_000_000); sys.stdout.write('o' * 3_000_000)"
     job = executor(max_output_bytes=1000).prepare(script(code))
@@ -438,7 +427,7 @@ def test_the_kill_grace_runs_out_on_the_runners_clock() -> None:
     assert not any(alive(pid) for pid in pids)
 
 
-def test_processes_left_behind_by_a_finished_iteration_are_stopped(reading: str) -> None:
+def test_processes_left_behind_by_a_finished_iteration_are_stopped() -> None:
     # The grandchild inherits stdout: an executor that only waits for EOF would hang here.
     job = executor().prepare(script(family(ignore_term=False, then="print('done')")))
     try:
@@ -475,7 +464,7 @@ LEAVES_AN_OUTSIDER = (
 )
 
 
-def test_output_written_while_the_group_is_stopped_is_read_whole(reading: str) -> None:
+def test_output_written_while_the_group_is_stopped_is_read_whole() -> None:
     job = executor(kill_grace=10.0, max_output_bytes=1_000_000).prepare(script(LEAVES_A_FLUSHER))
     try:
         result = job.run_iteration(0)
@@ -485,24 +474,47 @@ def test_output_written_while_the_group_is_stopped_is_read_whole(reading: str) -
     assert result.stdout == "x" * 300_000
 
 
-def test_a_pipe_held_open_outside_the_group_is_given_up_after_the_kill_grace(
-    reading: str,
-) -> None:
-    job = executor(kill_grace=0.5).prepare(script(LEAVES_AN_OUTSIDER))
+def test_a_pipe_held_open_outside_the_group_is_given_up_when_the_runners_clock_says() -> None:
+    clock = ManualThreadClock(start=1000.0)
+    job = executor(kill_grace=10.0, clock=clock).prepare(script(LEAVES_AN_OUTSIDER))
+    outsider: int | None = None
     try:
-        result = job.run_iteration(0)
+        thread, results = run_in_thread(job)
+        wait_until(lambda: (job.workdir / "outsider").exists(), message="the outsider")
         outsider = int((job.workdir / "outsider").read_text())
-    finally:
-        job.cleanup()
-    try:
-        assert (result.exit_code, result.stdout) == (0, "done\n")
-        assert result.stderr == (
+        wait_until(lambda: clock.waiting() == [1010.0], message="the reading's deadline")
+        clock.advance(9.0)
+        wait_until(lambda: clock.waiting() == [1010.0], message="the reading waiting on")
+        assert thread.is_alive()
+        clock.advance(1.0)
+        thread.join(10)
+        assert not thread.is_alive()
+        assert (results[0].exit_code, results[0].stdout) == (0, "done\n")
+        assert results[0].stderr == (
             "[benchrunner: stdout is held open by a process outside the job's process group; "
             "stopped reading]\n[benchrunner: stderr is held open by a process outside the "
             "job's process group; stopped reading]\n"
         )
     finally:
-        os.kill(outsider, signal.SIGKILL)
+        job.cleanup()
+        if outsider is not None:
+            os.kill(outsider, signal.SIGKILL)
+
+
+def test_the_runner_refuses_a_host_without_pidfd_open(monkeypatch: pytest.MonkeyPatch) -> None:
+    def refused(pid: int, flags: int = 0) -> int:
+        raise OSError(errno.ENOSYS, "Function not implemented")
+
+    monkeypatch.setattr(os, "pidfd_open", refused)
+    with pytest.raises(ExecutorError) as raised:
+        executor()
+    assert str(raised.value) == (
+        "the runner needs Linux 5.3 or later: os.pidfd_open is unusable here "
+        "([Errno 38] Function not implemented)"
+    )
+    monkeypatch.delattr(os, "pidfd_open")
+    with pytest.raises(ExecutorError, match=r"Linux 5\.3 or later.*\(not in this Python\)"):
+        executor()
 
 
 # A stand-in for the runner: it runs one iteration on a job thread, as the agent does, and

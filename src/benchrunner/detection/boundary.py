@@ -65,46 +65,30 @@ class Quartiles:
 
 
 def limits(model: Model, history: Sequence[float]) -> Limits | None:
-    """The limits ``model`` draws from ``history``, or None when it draws none.
+    """``limits_many`` of one history."""
+    [found] = limits_many(model, [history])
+    return found
 
-    ``history`` holds the values of one branch, testbed, benchmark and measure, oldest first,
+
+def limits_many(model: Model, histories: Sequence[Sequence[float]]) -> list[Limits | None]:
+    """The limits ``model`` draws from each history, or None where it draws none.
+
+    A history holds the values of one branch, testbed, benchmark and measure, oldest first,
     already cut by the caller to the model's window and never holding the value being judged;
     only its newest ``max_sample_size`` values are used. None when the history is empty,
     shorter than ``min_sample_size`` or than the test needs, when a statistic is not finite
     (zero variance, a non-positive value for ``log_normal``), for a model with no boundary, and
     for ``change_point``, whose verdicts come from ``change_points`` instead.
+
+    The histories of one length (after the cut; a report's series mostly share it) are drawn
+    together from a matrix of them, newest first: a report of 3,000 metrics is a few array
+    operations, not 3,000 calls. A history's answer does not depend on the others drawn with
+    it.
     """
     lower, upper = model.lower_boundary, model.upper_boundary
     if model.test == TestKind.CHANGE_POINT or (lower is None and upper is None):
-        return None
-    newest_first = np.asarray(history, dtype=np.float64)[::-1]
-    if model.max_sample_size is not None:
-        newest_first = newest_first[: model.max_sample_size]
-    if len(newest_first) == 0:
-        return None
-    if model.min_sample_size is not None and len(newest_first) < model.min_sample_size:
-        return None
-    with warnings.catch_warnings(), np.errstate(all="ignore"):
-        warnings.simplefilter("ignore", RuntimeWarning)
-        return _DRAW[TestKind(model.test)](newest_first, lower, upper)
-
-
-_BATCHED = frozenset({TestKind.STATIC, TestKind.PERCENTAGE, TestKind.Z_SCORE, TestKind.T_TEST})
-"""The tests ``limits_many`` draws for many histories at once; the others (whose logarithms
-and quantiles NumPy may compute apart for an array and for a single value) one by one."""
-
-
-def limits_many(model: Model, histories: Sequence[Sequence[float]]) -> list[Limits | None]:
-    """``limits`` of each history, the same to the last bit: the histories of one length
-    (after the cut to ``max_sample_size``; a report's series mostly share it) drawn in one
-    NumPy pass over a matrix of them, newest first, whose row sums are the sums ``limits``
-    takes of each alone. A report of 3,000 metrics is then a few array operations, not
-    3,000 calls."""
-    lower, upper = model.lower_boundary, model.upper_boundary
-    if model.test == TestKind.CHANGE_POINT or (lower is None and upper is None):
         return [None] * len(histories)
-    if TestKind(model.test) not in _BATCHED:
-        return [limits(model, history) for history in histories]
+    test = TestKind(model.test)
     found: list[Limits | None] = [None] * len(histories)
     by_length: dict[int, list[int]] = {}
     for position, history in enumerate(histories):
@@ -115,23 +99,43 @@ def limits_many(model: Model, histories: Sequence[Sequence[float]]) -> list[Limi
             continue
         by_length.setdefault(size, []).append(position)
     for size, positions in by_length.items():
-        newest_first = np.array(
-            [list(reversed(histories[p][len(histories[p]) - size :])) for p in positions],
-            dtype=np.float64,
-        ).reshape(len(positions), size)
         with warnings.catch_warnings(), np.errstate(all="ignore"):
             warnings.simplefilter("ignore", RuntimeWarning)
-            drawn = _draw_rows(TestKind(model.test), newest_first, lower, upper)
+            drawn = _draw(test, [histories[p] for p in positions], size, lower, upper)
         for position, limits_drawn in zip(positions, drawn, strict=True):
             found[position] = limits_drawn
     return found
+
+
+def _draw(
+    test: TestKind,
+    histories: list[Sequence[float]],
+    size: int,
+    lower: float | None,
+    upper: float | None,
+) -> list[Limits | None]:
+    """The limits of histories of at least ``size`` values, each cut to its newest ``size``:
+    in one pass over a matrix of them for the tests ``_draw_rows`` draws, one by one for those
+    whose logarithms and quantiles NumPy may compute differently for a matrix and for one
+    history."""
+    draw_one = _DRAW_ONE.get(test)
+    if draw_one is not None:
+        return [
+            draw_one(np.asarray(history, dtype=np.float64)[::-1][:size], lower, upper)
+            for history in histories
+        ]
+    newest_first = np.array(
+        [list(reversed(history[len(history) - size :])) for history in histories],
+        dtype=np.float64,
+    ).reshape(len(histories), size)
+    return _draw_rows(test, newest_first, lower, upper)
 
 
 def _draw_rows(
     test: TestKind, rows: NDArray[np.float64], lower: float | None, upper: float | None
 ) -> list[Limits | None]:
     """The limits of each row of ``rows`` (histories of one length, newest first) as
-    ``_DRAW[test]`` draws them, statistic by statistic."""
+    ``limits_many`` describes, statistic by statistic."""
     count, size = rows.shape
     if test is TestKind.STATIC:
         return [static_limits(lower, upper)] * count
@@ -254,25 +258,6 @@ def percentage_limits(center: float, lower: float | None, upper: float | None) -
     )
 
 
-def normal_limits(
-    center: float, spread: float, lower: float | None, upper: float | None
-) -> Limits | None:
-    """``z_score``'s limits: a normal distribution's quantiles (``ndtri(q) * spread + center``,
-    SciPy's ``stats.norm(center, spread).ppf``)."""
-    return _mirrored(lambda q: special.ndtri(q) * spread + center, center, lower, upper)
-
-
-def students_t_limits(
-    center: float, spread: float, sample_size: int, lower: float | None, upper: float | None
-) -> Limits | None:
-    """``t_test``'s limits: a prediction interval for one new value, Student's t with
-    ``sample_size - 1`` degrees of freedom scaled by ``spread * sqrt(1 + 1/sample_size)``
-    (SciPy's ``stats.t(df, center, scale).ppf``)."""
-    freedom = sample_size - 1
-    scale = spread * math.sqrt(1.0 + 1.0 / sample_size)
-    return _mirrored(lambda q: special.stdtrit(freedom, q) * scale + center, center, lower, upper)
-
-
 def log_normal_limits(
     location: float, scale: float, lower: float | None, upper: float | None
 ) -> Limits | None:
@@ -301,33 +286,6 @@ def delta_iqr_limits(
     )
 
 
-def _static(_: Values, lower: float | None, upper: float | None) -> Limits | None:
-    return static_limits(lower, upper)
-
-
-def _percentage(values: Values, lower: float | None, upper: float | None) -> Limits | None:
-    center = mean(values)
-    return None if center is None else percentage_limits(center, lower, upper)
-
-
-def _mean_and_deviation(values: Values) -> tuple[float, float] | None:
-    center = mean(values)
-    if center is None:
-        return None
-    spread = deviation(center, values)
-    return None if spread is None else (center, spread)
-
-
-def _z_score(values: Values, lower: float | None, upper: float | None) -> Limits | None:
-    fit = _mean_and_deviation(values)
-    return None if fit is None else normal_limits(*fit, lower, upper)
-
-
-def _t_test(values: Values, lower: float | None, upper: float | None) -> Limits | None:
-    fit = _mean_and_deviation(values)
-    return None if fit is None else students_t_limits(*fit, len(values), lower, upper)
-
-
 def _log_normal(values: Values, lower: float | None, upper: float | None) -> Limits | None:
     fit = log_fit(values)
     return None if fit is None else log_normal_limits(*fit, lower, upper)
@@ -345,15 +303,12 @@ def _delta_iqr(values: Values, lower: float | None, upper: float | None) -> Limi
     return delta_iqr_limits(found, deltas, lower, upper)
 
 
-_DRAW = {
-    TestKind.STATIC: _static,
-    TestKind.PERCENTAGE: _percentage,
-    TestKind.Z_SCORE: _z_score,
-    TestKind.T_TEST: _t_test,
+_DRAW_ONE = {
     TestKind.LOG_NORMAL: _log_normal,
     TestKind.IQR: _iqr,
     TestKind.DELTA_IQR: _delta_iqr,
 }
+"""The tests drawn one history at a time (``_draw``); the others are ``_draw_rows``'s."""
 
 
 Quantile = Callable[[float], float]

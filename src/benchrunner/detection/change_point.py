@@ -64,22 +64,11 @@ def change_points(
     max_pvalue: float = 0.001,
     min_magnitude: float = 0.0,
 ) -> list[ChangePoint]:
-    """The change points of ``series`` (oldest first), in order, each with ``pvalue`` at most
-    ``max_pvalue`` and ``|magnitude|`` at least ``min_magnitude``.
-
-    ``window`` is the number of points E-divisive looks at together (at least 2). Raises
-    ValueError naming the parameter or the position of a value that is not finite.
-    """
-    _check_parameters(window, max_pvalue, min_magnitude)
-    values = np.asarray(series, dtype=np.float64)
-    bad = np.flatnonzero(~np.isfinite(values))
-    if bad.size:
-        raise ValueError(f"series[{bad[0]}] is {values[bad[0]]}, not a finite number")
-    with warnings.catch_warnings(), np.errstate(all="ignore"):
-        # constant segments make the t-test warn about precision; their p-value is handled
-        warnings.simplefilter("ignore", RuntimeWarning)
-        weak = _split(values, window, _relaxed(max_pvalue))
-        return _merge(values, weak, max_pvalue, min_magnitude)
+    """``change_points_many`` of one series."""
+    [found] = change_points_many(
+        [series], window=window, max_pvalue=max_pvalue, min_magnitude=min_magnitude
+    )
+    return found
 
 
 def _check_parameters(window: int, max_pvalue: float, min_magnitude: float) -> None:
@@ -104,12 +93,18 @@ def change_points_many(
     max_pvalue: float = 0.001,
     min_magnitude: float = 0.0,
 ) -> list[list[ChangePoint]]:
-    """``change_points`` of each series, the same to the last bit, with the work most series
-    need done for all of them at once: every window's best split weighed in batches across
-    the series, and its t-test (``_t_tests``) for all windows of one size and split together.
-    A window whose best split fails that test has no change point (``_e_divisive`` stops
-    there), and a series none of whose windows has one has none; only the other windows and
-    series go on one by one."""
+    """The change points of each series (oldest first), in order, each with ``pvalue`` at most
+    ``max_pvalue`` and ``|magnitude|`` at least ``min_magnitude``.
+
+    ``window`` is the number of points E-divisive looks at together (at least 2). Raises
+    ValueError naming the parameter or the position of a value that is not finite.
+
+    The work most series need is done for all of them at once: every window's best split
+    weighed in batches across the series, and its t-test (``_t_tests``) for all windows of one
+    size and split together. A window whose best split fails that test has no change point
+    (``_e_divisive`` stops there), and a series none of whose windows has one has none; only
+    the other windows and series go on one by one. A series' answer does not depend on the
+    others judged with it."""
     _check_parameters(window, max_pvalue, min_magnitude)
     arrays = [np.asarray(series, dtype=np.float64) for series in many]
     for values in arrays:
@@ -125,6 +120,7 @@ def change_points_many(
         for start in range(0, len(values), step)
     ]
     with warnings.catch_warnings(), np.errstate(all="ignore"):
+        # constant segments make the t-test warn about precision; their p-value is handled
         warnings.simplefilter("ignore", RuntimeWarning)
         whole = _whole_splits([w for _, _, w in windows])
         passing = _first_tests_pass(windows, whole, relaxed)
@@ -198,17 +194,6 @@ def _relaxed(max_pvalue: float) -> float:
     if max_pvalue < 0.5:
         return max_pvalue * 2
     return max_pvalue
-
-
-def _split(values: Series, window: int, max_pvalue: float) -> list[int]:
-    """Weak change points: the union of E-divisive's over overlapping windows."""
-    starts = range(0, len(values), window // 2)
-    windows = [values[start : start + window] for start in starts]
-    whole = _whole_splits(windows)
-    found: set[int] = set()
-    for start, window_values, split in zip(starts, windows, whole, strict=True):
-        found.update(start + index for index in _e_divisive(window_values, max_pvalue, split))
-    return sorted(found)
 
 
 Split = tuple[float, int]

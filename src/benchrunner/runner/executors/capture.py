@@ -2,9 +2,9 @@
 
 Both pipes of a child are read concurrently, so a child that fills one pipe while we wait on the
 other cannot deadlock: by ``PipeReader`` on the calling thread, which polls both pipes and the
-child's exit together (Linux ``pidfd_open``), or, where that is missing, by a ``StreamCapture``
-thread per pipe. Two threads started per iteration cost the runner more CPU than a short job's
-reading itself. Only the first ``limit`` bytes are kept;
+child's exit together (``pidfd_open``: Linux 5.3 or later, checked at the runner's start by
+``require_pidfd``); a thread per pipe would cost the runner more CPU than a short job's reading
+itself. Only the first ``limit`` bytes are kept;
 the rest is read and discarded so the child never blocks on a full pipe. Every chunk read, kept
 or not, also goes to ``on_data`` when one is given: the job's live log (``runner/log_stream.py``).
 """
@@ -16,10 +16,12 @@ import os
 import select
 import subprocess
 import threading
-import time
-import uuid
 from collections.abc import Callable
 from typing import IO
+
+from benchrunner.core.clock import ThreadClock
+from benchrunner.runner.clock_timer import ClockAlarm, pause
+from benchrunner.runner.executors.base import ExecutorError
 
 _CHUNK = 65536
 
@@ -76,71 +78,50 @@ class _Kept:
         return bounded_text(b"".join(self._chunks), self._limit, truncated=self._truncated)
 
 
-class StreamCapture:
-    """Reads ``stream`` to EOF on a daemon thread; ``text()`` once ``join()`` returned True."""
-
-    def __init__(
-        self,
-        stream: IO[bytes],
-        limit: int,
-        name: str,
-        on_data: Callable[[bytes], None] | None = None,
-    ) -> None:
-        self._fd = stream.fileno()
-        self._stream = stream
-        self._kept = _Kept(limit, on_data)
-        self._thread = threading.Thread(target=self._read, name=name, daemon=True)
-
-    def start(self) -> None:
-        self._thread.start()
-
-    def join(self, timeout: float | None = None) -> bool:
-        """True once the pipe reached EOF (every writer closed it)."""
-        self._thread.join(timeout)
-        return not self._thread.is_alive()
-
-    def text(self) -> str:
-        return self._kept.text()
-
-    def _read(self) -> None:
-        try:
-            while chunk := os.read(self._fd, _CHUNK):
-                self._kept.add(chunk)
-        finally:
-            self._stream.close()
-
-
 OutputSink = Callable[[str, bytes], None]
 """Receives ``(stream, data)`` for every chunk a job writes to ``"stdout"`` or ``"stderr"``."""
 
 
-def capture_output(
-    child: subprocess.Popen[bytes], limit: int, job: uuid.UUID, sink: OutputSink | None
-) -> tuple[StreamCapture, StreamCapture]:
-    """Start reading ``child``'s stdout and stderr, each also passed to ``sink`` as it comes."""
-    assert child.stdout is not None and child.stderr is not None
-    captures = []
-    for pipe, stream in ((child.stdout, "stdout"), (child.stderr, "stderr")):
-        on_data = None if sink is None else _sink_for(sink, stream)
-        capture = StreamCapture(pipe, limit, f"job-{job}-{stream}", on_data)
-        capture.start()
-        captures.append(capture)
-    return captures[0], captures[1]
+def require_pidfd() -> None:
+    """Raise ExecutorError in one line unless this host can watch a child's exit through a
+    file descriptor (``os.pidfd_open``: Linux 5.3 or later, not refused by a seccomp filter),
+    which ``PipeReader`` polls together with the child's pipes."""
+    try:
+        os.close(os.pidfd_open(os.getpid()))
+    except (AttributeError, OSError) as exc:
+        reason = "not in this Python" if isinstance(exc, AttributeError) else str(exc)
+        raise ExecutorError(
+            f"the runner needs Linux 5.3 or later: os.pidfd_open is unusable here ({reason})"
+        ) from None
 
 
 class PipeReader:
-    """``child``'s stdout and stderr read on the calling thread: ``until_exit`` reads both
-    until the child exits (or closes both), ``pause`` reads on for a while (so a process left in
-    its group never blocks on a full pipe while the group is stopped), ``finish`` reads what is
-    left. ``open`` returns None where the child's exit cannot be polled for."""
+    """``child``'s stdout and stderr read on the calling thread, polled together with the
+    child's exit (``os.pidfd_open``): ``until_exit`` reads both until the child exits (or
+    closes both), ``pause`` reads on for a while (so a process left in its group never blocks
+    on a full pipe while the group is stopped), ``finish`` reads what is left. The while and
+    the at most are on the runner's ``clock``: a ``ClockAlarm`` of the reader's own (its
+    thread started only when a wait outlasts what is ready) wakes the poll at the deadline.
+
+    Raises OSError when the child's exit cannot be watched (``require_pidfd`` says why at the
+    runner's start)."""
 
     def __init__(
-        self, child: subprocess.Popen[bytes], limit: int, sink: OutputSink | None, exit_fd: int
+        self,
+        child: subprocess.Popen[bytes],
+        limit: int,
+        sink: OutputSink | None,
+        clock: ThreadClock,
     ) -> None:
         assert child.stdout is not None and child.stderr is not None
-        self._exit_fd: int | None = exit_fd
+        self._clock = clock
+        self._exit_fd: int | None = os.pidfd_open(child.pid)
+        self._wake_lock = threading.Lock()
+        self._wake_fd: int | None = os.eventfd(0, os.EFD_NONBLOCK | os.EFD_CLOEXEC)
+        self._alarm = ClockAlarm(clock, name=f"output-deadline-{child.pid}")
         self._poll = select.poll()
-        self._poll.register(exit_fd, select.POLLIN)
+        self._poll.register(self._exit_fd, select.POLLIN)
+        self._poll.register(self._wake_fd, select.POLLIN)
         self._pipes: dict[int, tuple[str, IO[bytes]]] = {}
         self._kept: dict[str, _Kept] = {}
         for pipe, stream in ((child.stdout, "stdout"), (child.stderr, "stderr")):
@@ -148,19 +129,6 @@ class PipeReader:
             self._kept[stream] = _Kept(limit, on_data)
             self._pipes[pipe.fileno()] = (stream, pipe)
             self._poll.register(pipe.fileno(), select.POLLIN)
-
-    @classmethod
-    def open(
-        cls, child: subprocess.Popen[bytes], limit: int, sink: OutputSink | None
-    ) -> PipeReader | None:
-        pidfd_open = getattr(os, "pidfd_open", None)
-        if pidfd_open is None:
-            return None
-        try:
-            exit_fd = pidfd_open(child.pid)
-        except OSError:  # a kernel before 5.3, or a seccomp filter refusing it
-            return None
-        return cls(child, limit, sink, exit_fd)
 
     def text(self, stream: str) -> str:
         return self._kept[stream].text()
@@ -172,20 +140,16 @@ class PipeReader:
         self._close_exit_fd()
 
     def pause(self, seconds: float) -> None:
-        """Read whatever comes for ``seconds``."""
+        """Read whatever comes until the runner's clock has moved on by ``seconds``."""
         if not self._pipes:
-            time.sleep(seconds)
+            pause(self._clock, seconds)
             return
-        deadline = time.monotonic() + seconds
-        while self._pipes and (left := deadline - time.monotonic()) > 0:
-            self._read(self._poll.poll(left * 1000))
+        self._read_until(self._clock.monotonic() + seconds)
 
     def finish(self, timeout: float) -> list[str]:
-        """Read until both pipes are closed, for ``timeout`` seconds at most; the streams still
-        held open then (they are no longer read)."""
-        deadline = time.monotonic() + timeout
-        while self._pipes and (left := deadline - time.monotonic()) > 0:
-            self._read(self._poll.poll(left * 1000))
+        """Read until both pipes are closed, for ``timeout`` seconds of the runner's clock at
+        most; the streams still held open then (they are no longer read)."""
+        self._read_until(self._clock.monotonic() + timeout)
         open_streams = [stream for stream, _ in self._pipes.values()]
         for fd in list(self._pipes):
             self._close(fd)
@@ -196,12 +160,41 @@ class PipeReader:
         for fd in list(self._pipes):
             self._close(fd)
         self._close_exit_fd()
+        self._alarm.close()
+        with self._wake_lock:
+            wake_fd, self._wake_fd = self._wake_fd, None
+        if wake_fd is not None:
+            os.close(wake_fd)
+
+    def _read_until(self, deadline: float) -> None:
+        """Read until both pipes are closed or the clock reaches ``deadline``: what is ready
+        now, then, with a pipe still open, with the alarm set to wake the poll at ``deadline``
+        (most iterations' pipes are at their end by then: no alarm)."""
+        while self._pipes and (ready := self._poll.poll(0)):
+            self._read(ready)
+        if not self._pipes or self._clock.monotonic() >= deadline:
+            return
+        self._alarm.arm(deadline, self._wake)
+        try:
+            while self._pipes and self._clock.monotonic() < deadline:
+                self._read(self._poll.poll())
+        finally:
+            self._alarm.disarm()
+
+    def _wake(self) -> None:
+        with self._wake_lock:
+            if self._wake_fd is not None:
+                os.eventfd_write(self._wake_fd, 1)
 
     def _read(self, events: list[tuple[int, int]]) -> None:
         exited = False
         for fd, _ in events:
             if fd == self._exit_fd:
                 exited = True
+                continue
+            if fd == self._wake_fd:
+                with contextlib.suppress(BlockingIOError):
+                    os.eventfd_read(fd)
                 continue
             entry = self._pipes.get(fd)
             if entry is None:

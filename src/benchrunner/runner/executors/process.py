@@ -37,7 +37,7 @@ from benchrunner.runner.executors.base import Executor, ExecutorError, PreparedJ
 from benchrunner.runner.executors.capture import (
     PipeReader,
     bounded_text,
-    capture_output,
+    require_pidfd,
     with_notes,
 )
 from benchrunner.runner.executors.files import command_time, each_file
@@ -71,7 +71,8 @@ class ProcessExecutor(Executor):
         """``environ`` is where the allowlisted variables come from (default: the runner's own
         environment); ``workdir_root`` holds the per-job working directories (default: TMPDIR);
         ``in_flight`` records each job's process group (None: not recorded); ``clock``: the
-        runner's, on which the kill grace runs out."""
+        runner's, on which the kill grace and the reading of a job's output run out. Raises
+        ExecutorError where a child's exit cannot be watched (``require_pidfd``)."""
         self._templates = templates
         self._in_flight = in_flight
         self._kill_grace = kill_grace
@@ -83,6 +84,7 @@ class ProcessExecutor(Executor):
         self._spare_lock = threading.Lock()
         self._spare: Path | None = None
         self._closed = False
+        require_pidfd()
         become_subreaper()
 
     def prepare(self, job: JsonClaimedJob) -> ProcessJob:
@@ -215,22 +217,29 @@ class ProcessJob(PreparedJob):
             group = ProcessGroup(self._start(index), self._kill_grace, self._clock)
             self._group = group
         leader = group.leader
-        reader = PipeReader.open(leader, self._limit, self.on_output)
-        if reader is None:
-            returncode, ended, stdout, stderr, held = self._wait_threaded(group)
-        else:
-            try:
-                self._started()
-                reader.until_exit()
-                returncode = leader.wait()
-                ended = time.monotonic()
-                # A background process left in the group would perturb the next iteration and
-                # keep the pipes open: the group ends with its leader.
-                group.stop(reader.pause)
-                held = reader.finish(self._kill_grace)
-            finally:
-                reader.close()
-            stdout, stderr = reader.text("stdout"), reader.text("stderr")
+        try:
+            reader = PipeReader(leader, self._limit, self.on_output, self._clock)
+        except OSError as exc:
+            group.kill()
+            leader.wait()
+            for pipe in (leader.stdout, leader.stderr):
+                if pipe is not None:
+                    pipe.close()
+            with self._lock:
+                self._group = None
+            raise ExecutorError(f"cannot watch iteration {index}'s process: {exc}") from None
+        try:
+            self._started()
+            reader.until_exit()
+            returncode = leader.wait()
+            ended = time.monotonic()
+            # A background process left in the group would perturb the next iteration and
+            # keep the pipes open: the group ends with its leader.
+            group.stop(reader.pause)
+            held = reader.finish(self._kill_grace)
+        finally:
+            reader.close()
+        stdout, stderr = reader.text("stdout"), reader.text("stderr")
         seconds = ended - begun
         with self._lock:
             self._group = None
@@ -252,22 +261,6 @@ class ProcessJob(PreparedJob):
             build_time=command_time(self.argv, seconds) if self._build_time else None,
             file_sizes=sizes,
         )
-
-    def _wait_threaded(self, group: ProcessGroup) -> tuple[int, float, str, str, list[str]]:
-        """The leader waited for, its group stopped and its output read by a thread per pipe,
-        where its exit cannot be polled for: the exit code, when it was seen (monotonic), stdout,
-        stderr and the streams still held open."""
-        stdout, stderr = capture_output(group.leader, self._limit, self.job, self.on_output)
-        self._started()
-        returncode = group.leader.wait()
-        ended = time.monotonic()
-        group.stop()
-        held = [
-            stream
-            for capture, stream in ((stdout, "stdout"), (stderr, "stderr"))
-            if not capture.join(self._kill_grace)
-        ]
-        return returncode, ended, stdout.text(), stderr.text(), held
 
     @property
     def interrupted(self) -> bool:

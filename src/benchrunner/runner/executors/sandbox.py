@@ -55,7 +55,12 @@ from benchrunner.runner.executors.bundle import (
     runtime_config,
     working_dir,
 )
-from benchrunner.runner.executors.capture import bounded_text, capture_output, with_notes
+from benchrunner.runner.executors.capture import (
+    PipeReader,
+    bounded_text,
+    require_pidfd,
+    with_notes,
+)
 from benchrunner.runner.executors.files import command_time, each_file
 from benchrunner.runner.executors.group import start_leader
 from benchrunner.runner.executors.runtime import OciRuntime, OciRuntimeError
@@ -94,7 +99,9 @@ class SandboxExecutor(Executor):
         ``work_root`` holds the image cache, the runtime state and the per-job directories.
         ``in_flight`` records each job's container (None: not recorded).
         ``clock``: the runner's, on which a stopped container's kill grace runs out.
-        Raises ExecutorError if the runtime or the work directory is unusable."""
+        Raises ExecutorError if the runtime or the work directory is unusable, or where a
+        child's exit cannot be watched (``require_pidfd``)."""
+        require_pidfd()
         self._registry_url = registry_url
         self._in_flight = in_flight
         self._clock = clock or SystemThreadClock()
@@ -320,19 +327,26 @@ class SandboxJob(PreparedJob):
             child = self._start(index, container)
             self._container = container
             self._child = child
-        stdout, stderr = capture_output(child, self._limit, self.job, self.on_output)
-        self._started()
-        returncode = child.wait()
-        seconds = time.monotonic() - begun
-        with self._lock:
-            self._container = None
-            self._child = None
-            self._finished.set()
-        self._runtime.delete(container)
-        notes: list[str] = []
-        for capture, stream in ((stdout, "stdout"), (stderr, "stderr")):
-            if not capture.join(self._kill_grace):
-                notes.append(f"[benchrunner: {stream} held open after the container ended]")
+        try:
+            reader = PipeReader(child, self._limit, self.on_output, self._clock)
+        except OSError as exc:
+            self._end_unwatched(child, container)
+            raise ExecutorError(f"cannot watch iteration {index}'s runtime: {exc}") from None
+        try:
+            self._started()
+            reader.until_exit()
+            returncode = child.wait()
+            seconds = time.monotonic() - begun
+            with self._lock:
+                self._container = None
+                self._child = None
+                self._finished.set()
+            self._runtime.delete(container)
+            held = reader.finish(self._kill_grace)
+        finally:
+            reader.close()
+        stdout, stderr = reader.text("stdout"), reader.text("stderr")
+        notes = [f"[benchrunner: {stream} held open after the container ended]" for stream in held]
         exit_code = returncode
         if returncode < 0:  # the runtime itself was killed
             exit_code = 128 - returncode
@@ -348,12 +362,27 @@ class SandboxJob(PreparedJob):
         output, sizes = self._collect_files(notes)
         return IterationResult(
             exit_code=exit_code,
-            stdout=stdout.text(),
-            stderr=with_notes(stderr.text(), notes),
+            stdout=stdout,
+            stderr=with_notes(stderr, notes),
             output=output,
             build_time=command_time(self.process.args, seconds) if self._build_time else None,
             file_sizes=sizes,
         )
+
+    def _end_unwatched(self, child: subprocess.Popen[bytes], container: str) -> None:
+        """End an iteration whose runtime's exit cannot be watched: the container killed and
+        removed, the runtime waited for, its pipes closed."""
+        self._runtime.kill(container, "KILL")
+        child.kill()
+        child.wait()
+        for pipe in (child.stdout, child.stderr):
+            if pipe is not None:
+                pipe.close()
+        with self._lock:
+            self._container = None
+            self._child = None
+            self._finished.set()
+        self._runtime.delete(container)
 
     def cancel(self) -> None:
         with self._lock:

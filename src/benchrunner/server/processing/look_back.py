@@ -281,7 +281,7 @@ def _plan(
             if not t.alert_when_noisy:  # a value the noise guard did not judge is no evidence
                 points = _judged(points, facts)
             judged_points[benchmark_id] = points
-        # the detector over all of the threshold's series at once (the same answers)
+        # the detector over all of the threshold's series at once
         steps = change_points_many(
             [p.values for p in judged_points.values()], max_pvalue=pvalue, min_magnitude=magnitude
         )

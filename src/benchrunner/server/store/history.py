@@ -1,9 +1,9 @@
 """The history a metric is judged against: earlier values of the same branch (with its start
 point's inherited versions), testbed, benchmark and measure.
 
-One query reads the history of many benchmarks of one measure at once, newest first per
-benchmark and cut to the model's sample size in the database (a window function), so
-processing a report costs a few queries per threshold, not one per metric. The query walks
+One query reads the history of many benchmarks of one measure at once, as the driver's rows,
+ranked newest first per benchmark and cut to the model's sample size in NumPy (``_rank_rows``),
+so processing a report costs a few queries per threshold, not one per metric. The query walks
 ``metric (benchmark_id, measure_id, report_id)`` within the scope's newest reports (read from
 ``report (branch_id, testbed_id, start_time)``): its cost follows the model's sample size and
 the series' own length at most, never other projects' history.
@@ -150,33 +150,6 @@ def _in_scope(scope: Scope, since: dt.datetime | None) -> list[sa.ColumnElement[
 _NEWEST_FIRST = (report.c.start_time.desc(), report.c.id.desc())
 
 
-def _ranked(conditions: list[sa.ColumnElement[bool]], max_samples: int | None) -> sa.Select[Any]:
-    """Each benchmark's metrics in ``conditions``, newest first, cut to ``max_samples``; the
-    statement's output is oldest first per benchmark."""
-    ranked = (
-        sa.select(
-            metric.c.benchmark_id,
-            metric.c.id.label("metric_id"),
-            metric.c.value,
-            metric.c.report_id,
-            sa.func.row_number()
-            .over(partition_by=metric.c.benchmark_id, order_by=(*_NEWEST_FIRST, metric.c.id.desc()))
-            .label("rank"),
-        )
-        .join(report, report.c.id == metric.c.report_id)
-        .where(
-            metric.c.measure_id == sa.bindparam("measure_id"),
-            metric.c.benchmark_id.in_(sa.bindparam("benchmark_ids", expanding=True)),
-            *conditions,
-        )
-    )
-    inner = ranked.subquery()
-    statement = sa.select(inner.c.benchmark_id, inner.c.metric_id, inner.c.value, inner.c.report_id)
-    if max_samples is not None:
-        statement = statement.where(inner.c.rank <= max_samples)
-    return statement.order_by(inner.c.benchmark_id, inner.c.rank.desc())
-
-
 def _rows(conn: Connection, statement: sa.Select[Any], params: dict[str, Any]) -> list[Any]:
     """The statement's rows as the driver returns them (plain tuples of ints and floats): a
     report's evaluation reads ~200,000 values, and a SQLAlchemy row per value costs three
@@ -189,21 +162,39 @@ def _rows(conn: Connection, statement: sa.Select[Any], params: dict[str, Any]) -
     return rows
 
 
-def _read(
+_IN_SCOPE = (
+    sa.select(metric.c.benchmark_id, metric.c.id, metric.c.value, metric.c.report_id)
+    .join(report, report.c.id == metric.c.report_id)
+    .where(
+        metric.c.measure_id == sa.bindparam("measure_id"),
+        metric.c.benchmark_id.in_(sa.bindparam("benchmark_ids", expanding=True)),
+    )
+)
+"""The metrics of some benchmarks in every report of a scope (its conditions added): a whole
+series, for those not read among the newest reports."""
+
+
+def _read_whole(
     conn: Connection,
-    statement: sa.Select[Any],
+    conditions: list[sa.ColumnElement[bool]],
     measure_id: int,
     benchmark_ids: list[int],
+    max_samples: int | None,
     found: dict[int, Series],
 ) -> None:
+    """Each benchmark's newest ``max_samples`` metrics (None: all) among every report in
+    scope, oldest first: their rows, then the scope's reports newest first to rank them by
+    (a report stored between the two is not among the rows, and is left out)."""
+    statement = _IN_SCOPE.where(*conditions)
+    rows: list[Any] = []
     for start in range(0, len(benchmark_ids), IN_LIST_CHUNK):
         chunk = benchmark_ids[start : start + IN_LIST_CHUNK]
-        params = {"measure_id": measure_id, "benchmark_ids": chunk}
-        for benchmark_id, metric_id, value, report_id in _rows(conn, statement, params):
-            series = found[benchmark_id]
-            series.metric_ids.append(metric_id)
-            series.values.append(value)
-            series.report_ids.append(report_id)
+        rows += _rows(conn, statement, {"measure_id": measure_id, "benchmark_ids": chunk})
+    if not rows:
+        return
+    newest = sa.select(report.c.id).where(*conditions).order_by(*_NEWEST_FIRST)
+    in_scope = [int(i) for i in conn.execute(newest).scalars()]
+    _rank_rows(rows, in_scope, max_samples, found)
 
 
 _AMONG = sa.select(metric.c.benchmark_id, metric.c.id, metric.c.value, metric.c.report_id).where(
@@ -257,20 +248,25 @@ def _read_among(
 
 
 def _rank_rows(
-    rows: list[Any], recent: list[int], max_samples: int, found: dict[int, Series]
+    rows: list[Any], recent: list[int], max_samples: int | None, found: dict[int, Series]
 ) -> None:
-    """Each benchmark's newest ``max_samples`` of ``rows`` into ``found`` (other benchmarks'
-    rows dropped), oldest first: ranked as ``_ranked`` ranks them (the report's place in
-    ``recent``, then the metric's id, newer first), in NumPy over the rows' columns."""
-    if not rows:
+    """Each benchmark's newest ``max_samples`` (None: all) of ``rows`` into ``found`` (other
+    benchmarks' rows, and rows of reports not in ``recent``, dropped), oldest first: ranked by
+    the report's place in ``recent`` (newest first: start time, then id, newer first), then
+    the metric's id, newer first, in NumPy over the rows' columns."""
+    if not rows or not recent:
         return
     # one float matrix of the rows, in C (ids are exact as floats far past any table's size)
     columns = np.array(rows, dtype=np.float64)
+    by_id = np.argsort(recent)
+    sorted_ids = np.asarray(recent, dtype=np.int64)[by_id]
+    places = np.searchsorted(sorted_ids, columns[:, 3].astype(np.int64))
+    listed = sorted_ids[np.minimum(places, len(sorted_ids) - 1)] == columns[:, 3]
+    columns, places = columns[listed], places[listed]
     b = columns[:, 0].astype(np.int64)
     m = columns[:, 1].astype(np.int64)
     r = columns[:, 3].astype(np.int64)
-    by_id = np.argsort(recent)
-    ranks = by_id[np.searchsorted(np.asarray(recent)[by_id], r)]
+    ranks = by_id[places]
     # by benchmark, then oldest first: the report's rank falling, the metric's id rising
     order = np.lexsort((m, -ranks, b))
     ordered_b = b[order]
@@ -285,7 +281,8 @@ def _rank_rows(
         series = found.get(benchmark_id)
         if series is None:
             continue  # a benchmark not asked for
-        first = max(first, stop - max_samples)
+        if max_samples is not None:
+            first = max(first, stop - max_samples)
         series.metric_ids.extend(metric_list[first:stop])
         series.values.extend(value_list[first:stop])
         series.report_ids.extend(report_list[first:stop])
@@ -375,7 +372,7 @@ def _series_history(
     found = {benchmark_id: Series() for benchmark_id in benchmark_ids}
     ids = sorted(set(benchmark_ids))
     if max_samples is None:
-        _read(conn, _ranked(conditions, None), measure_id, ids, found)
+        _read_whole(conn, conditions, measure_id, ids, None, found)
         return found
     newest = sa.select(report.c.id).where(*conditions).order_by(*_NEWEST_FIRST).limit(max_samples)
     recent = [int(i) for i in conn.execute(newest).scalars()]
@@ -387,5 +384,6 @@ def _series_history(
     short = [b for b in ids if len(found[b]) < max_samples]
     for b in short:
         found[b] = Series()
-    _read(conn, _ranked(conditions, max_samples), measure_id, short, found)
+    if short:
+        _read_whole(conn, conditions, measure_id, short, max_samples, found)
     return found
