@@ -151,8 +151,8 @@ type = "string"
 type = "string"
 
 [templates."bench.ticker"]
-description = "Print a numbered line with the text to the stream every ms milliseconds, flushed, until the gate file exists; then a JSON result to stdout (which ticks on stderr leave parseable)"
-command = ["python3", "-c", "import itertools,os,sys,time; out=getattr(sys, sys.argv[4]); [print(f'tick {n} {sys.argv[3]}', file=out, flush=True) or time.sleep(int(sys.argv[2])/1000) for n in itertools.takewhile(lambda n: not os.path.exists(sys.argv[1]), itertools.count())]; print('{\\"ticker\\": {\\"latency\\": {\\"value\\": 1}}}')", "{gate}", "{ms}", "{text}", "{stream}"]
+description = "Print a numbered line with the text to the stream every ms milliseconds, flushed, until the gate file exists (the first line whatever it finds: a job started late still shows one); then a JSON result to stdout (which ticks on stderr leave parseable)"
+command = ["python3", "-c", "import itertools,os,sys,time; out=getattr(sys, sys.argv[4]); [print(f'tick {n} {sys.argv[3]}', file=out, flush=True) or time.sleep(int(sys.argv[2])/1000) for n in itertools.takewhile(lambda n: n == 0 or not os.path.exists(sys.argv[1]), itertools.count())]; print('{\\"ticker\\": {\\"latency\\": {\\"value\\": 1}}}')", "{gate}", "{ms}", "{text}", "{stream}"]
 timeout = 600
 
 [templates."bench.ticker".args.gate]

@@ -1522,6 +1522,11 @@ empty: minutes, as that test's own builds."""
 RUNS_THE_BUILD = {"image-build", "snapshot-mirror"}
 """The needs whose block is ``make images`` itself, given ``BUILD_TIMEOUT``."""
 
+INSTALLS = frozenset({"host", "systemd"})
+"""The needs of blocks that install onto the host, or run after the blocks that do (Debian
+packages, a virtual environment from the whole lock): a minute or so on a quiet machine, five
+at a load of 25, so they are given ``BUILD_TIMEOUT`` too."""
+
 
 SEPARATE_GUIDES = frozenset({"how-to/deploy.md"})
 """Guides whose blocks run in a module of their own (test_guides_deploy.py): they build images
@@ -1541,7 +1546,8 @@ def shell_blocks(guides: frozenset[str] | None = None, *, host_wide: bool = Fals
         chosen = chosen and host_wide == bool(HOST_WIDE.intersection(block.needs))
         if block.kind != "python" and chosen:
             slow = BUILDS_IMAGES.intersection(block.needs)
-            marks = [pytest.mark.timeout(3600)] if slow else []
+            installs = INSTALLS.intersection(block.needs)
+            marks = [pytest.mark.timeout(3600 if slow or installs else 300)]
             yield pytest.param(block, id=block.name, marks=marks)
 
 
@@ -1562,7 +1568,8 @@ def run_block(guides: Guides, tmp: Path, block: Block) -> tuple[Setting, Outcome
     setting = prepare(guides, block.needs, tmp, block.script)
     step = Step("block", block.script)
     within = setting.within
-    timeout = BUILD_TIMEOUT if RUNS_THE_BUILD.intersection(block.needs) else BLOCK_TIMEOUT
+    builds = RUNS_THE_BUILD.intersection(block.needs) or INSTALLS.intersection(block.needs)
+    timeout = BUILD_TIMEOUT if builds else BLOCK_TIMEOUT
     return setting, run_steps([step], setting.cwd, setting.env, timeout, within)
 
 
