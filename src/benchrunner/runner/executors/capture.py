@@ -82,6 +82,13 @@ OutputSink = Callable[[str, bytes], None]
 """Receives ``(stream, data)`` for every chunk a job writes to ``"stdout"`` or ``"stderr"``."""
 
 
+def close_pipes(child: subprocess.Popen[bytes]) -> None:
+    """Close the parent's ends of ``child``'s stdout and stderr, once nothing reads them."""
+    for pipe in (child.stdout, child.stderr):
+        if pipe is not None:
+            pipe.close()
+
+
 def require_pidfd() -> None:
     """Raise ExecutorError in one line unless this host can watch a child's exit through a
     file descriptor (``os.pidfd_open``: Linux 5.3 or later, not refused by a seccomp filter),
@@ -117,7 +124,11 @@ class PipeReader:
         self._clock = clock
         self._exit_fd: int | None = os.pidfd_open(child.pid)
         self._wake_lock = threading.Lock()
-        self._wake_fd: int | None = os.eventfd(0, os.EFD_NONBLOCK | os.EFD_CLOEXEC)
+        try:
+            self._wake_fd: int | None = os.eventfd(0, os.EFD_NONBLOCK | os.EFD_CLOEXEC)
+        except OSError:
+            os.close(self._exit_fd)
+            raise
         self._alarm = ClockAlarm(clock, name=f"output-deadline-{child.pid}")
         self._poll = select.poll()
         self._poll.register(self._exit_fd, select.POLLIN)

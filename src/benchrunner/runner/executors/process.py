@@ -37,6 +37,7 @@ from benchrunner.runner.executors.base import Executor, ExecutorError, PreparedJ
 from benchrunner.runner.executors.capture import (
     PipeReader,
     bounded_text,
+    close_pipes,
     require_pidfd,
     with_notes,
 )
@@ -222,9 +223,7 @@ class ProcessJob(PreparedJob):
         except OSError as exc:
             group.kill()
             leader.wait()
-            for pipe in (leader.stdout, leader.stderr):
-                if pipe is not None:
-                    pipe.close()
+            close_pipes(leader)
             with self._lock:
                 self._group = None
             raise ExecutorError(f"cannot watch iteration {index}'s process: {exc}") from None

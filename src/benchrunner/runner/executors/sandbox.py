@@ -58,6 +58,7 @@ from benchrunner.runner.executors.bundle import (
 from benchrunner.runner.executors.capture import (
     PipeReader,
     bounded_text,
+    close_pipes,
     require_pidfd,
     with_notes,
 )
@@ -375,9 +376,7 @@ class SandboxJob(PreparedJob):
         self._runtime.kill(container, "KILL")
         child.kill()
         child.wait()
-        for pipe in (child.stdout, child.stderr):
-            if pipe is not None:
-                pipe.close()
+        close_pipes(child)
         with self._lock:
             self._container = None
             self._child = None
