@@ -126,7 +126,7 @@ class ProcessExecutor(Executor):
 
     def between_jobs(self) -> None:
         """Make the next job's working directory now: ``mkdtemp`` on the way of a job start
-        costs a fifth of the runner's pickup share (benchmarks/RESULTS.md)."""
+        cost about a seventh of the runner's pickup share (benchmarks/RESULTS.md)."""
         with self._spare_lock:
             if self._spare is not None or self._closed:
                 return
