@@ -95,7 +95,11 @@ def test_a_killed_tuned_runner_is_restored_by_runner_restore_and_by_the_next_sta
     runner.start()
     wait_until(lambda: not (host / STATE).exists(), message="the next start to restore")
     assert host_files(host) == before
-    assert "restored settings a previous tuned run left" in runner.output()
+    # The state file goes first and the line after it: the line is waited for.
+    wait_until(
+        lambda: "restored settings a previous tuned run left" in runner.output(),
+        message="the next start to say what it restored",
+    )
     assert runner.kill(signal.SIGTERM) == 0
 
 
