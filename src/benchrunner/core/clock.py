@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import functools
 import queue
 import threading
 import time
@@ -24,8 +25,8 @@ class Clock(Protocol):
 
 
 class SystemClock:
-    def now(self) -> dt.datetime:
-        return dt.datetime.now(dt.UTC)
+    now = functools.partial(dt.datetime.now, dt.UTC)
+    """``now()``: a call of the C function, no Python frame (every heartbeat reads it)."""
 
 
 class MonotonicClock(Protocol):
@@ -39,8 +40,7 @@ class MonotonicClock(Protocol):
 
 
 class SystemMonotonicClock:
-    def monotonic(self) -> float:
-        return time.monotonic()
+    monotonic = staticmethod(time.monotonic)
 
     async def sleep_until(self, deadline: float) -> None:
         await asyncio.sleep(max(0.0, deadline - time.monotonic()))

@@ -64,6 +64,9 @@ class LingeringCloseProtocol(WebSocketsSansIOProtocol):
     _answer: AnswerAtOnce | None = None
     _heard = False
     """Whether a frame was read since the last keepalive ping was due."""
+    _last_reply: bytes | None = None
+    _last_frame = b""
+    """The frame of ``_last_reply``, the last reply answered at once."""
 
     def handle_connect(self, event: Request) -> None:
         super().handle_connect(event)
@@ -130,15 +133,16 @@ class LingeringCloseProtocol(WebSocketsSansIOProtocol):
         reply = answer(apply_mask(data[6:], data[2:6]))
         if reply is None:
             return False
-        if len(reply) <= _SMALL:
+        if reply is self._last_reply:  # a job's heartbeats are all answered with one ack
+            frame = self._last_frame
+        elif len(reply) <= _SMALL:
             frame = bytes((0x81, len(reply))) + reply
+            self._last_reply, self._last_frame = reply, frame
         else:
             conn.send_text(reply)
             frame = b""
-        # After what was sent before (``_flush`` finds it gone), in one write.
-        output = conn.data_to_send()
-        if output:
-            frame = b"".join(output) + frame
+        if conn.writes:  # after what was sent before (``_flush`` finds it gone), in one write
+            frame = b"".join(conn.data_to_send()) + frame
         if frame and not self.transport.is_closing():
             self.transport.write(frame)
         return True

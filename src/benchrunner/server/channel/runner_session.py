@@ -142,6 +142,11 @@ class RunnerSession:
         self.ctx = lifecycle.ctx
         self.job: jobs.JobRow | None = None
         self._clock = lifecycle.ctx.monotonic
+        self._silence_allowed = lifecycle.ctx.settings.heartbeat_timeout
+        # Looked up once: a heartbeat answered at once is a few calls, each of these one.
+        self._beat_remembered = lifecycle.heartbeats.beat_remembered
+        self._wall_now = lifecycle.ctx.clock.now
+        self._monotonic = lifecycle.ctx.monotonic.monotonic
         self._send_lock = asyncio.Lock()
         self._deadline = 0.0
         self._closed = False
@@ -245,7 +250,7 @@ class RunnerSession:
         self._stop_waiting()
 
     def _reset_deadline(self) -> None:
-        self._deadline = self._clock.monotonic() + self.ctx.settings.heartbeat_timeout
+        self._deadline = self._monotonic() + self._silence_allowed
 
     # ------------------------------------------------------------ the session
 
@@ -347,7 +352,11 @@ class RunnerSession:
         sent, and the job's heartbeat needs neither a write nor a cancel
         (``Lifecycle.heartbeat_heard``). As ``_handle_text`` would, it moves the deadline.
         None: the heartbeat, or any other message, is read by the loop. A subclass whose
-        ``_reply`` does more than send a heartbeat's ``ack`` must answer None for it."""
+        ``_reply`` does more than send a heartbeat's ``ack``, or whose heartbeat does not move
+        the deadline (``_moves_deadline``), must answer None for it.
+
+        Every heartbeat of every running job comes this way: its steps are written out here,
+        with the callables they need looked up once (``__init__``)."""
         job = self.job
         if (
             payload != HEARTBEAT_BYTES
@@ -357,14 +366,15 @@ class RunnerSession:
             or self._closed
             or self._send_lock.locked()
             or self.ws.application_state is not WebSocketState.CONNECTED
-            or not self._moves_deadline(HEARTBEAT)
-            or not self.life.heartbeat_heard(job)
+            or not self._beat_remembered(job.id, self._wall_now())
         ):
             return None
-        self._reset_deadline()
-        ack = self._job_ack(job.uuid)
+        self._deadline = self._monotonic() + self._silence_allowed  # ``_reset_deadline``
         cached = self._ack
-        assert cached is not None and cached[0] is ack
+        if cached is None or cached[0].job is not job.uuid:
+            self._job_ack(job.uuid)
+            cached = self._ack
+            assert cached is not None
         return cached[2]
 
     def _interrupt(self, main: asyncio.Task[None], why: str) -> None:

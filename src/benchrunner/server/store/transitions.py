@@ -459,8 +459,8 @@ def jobs_touch(conn: Connection, beats: list[Beat]) -> set[int]:
     ids = {beat.job_id for beat in beats}
     running = conn.execute(
         sa.select(job.c.id).where(job.c.id.in_(ids), job.c.status == JobStatus.RUNNING.value)
-    )
-    return ids - {row.id for row in running}  # a deleted job is no longer running either
+    ).scalars()
+    return ids.difference(running)  # a deleted job is no longer running either
 
 
 def job_canceled_by_runner(conn: Connection, job_id: int) -> bool:
