@@ -435,15 +435,24 @@ class Beat:
     at: dt.datetime
 
 
-_TOUCH_JOB_AT = (
+# The shared write's statements run straight on the driver (``Direct``): a thousand rows
+# through ``Connection.execute`` cost more in its per-row parameter handling than in the
+# database (benchmarks/RESULTS.md, ``many_runners``).
+_TOUCH_JOB_AT = Direct(
     job.update()
-    .where(job.c.id == sa.bindparam("job"), in_flight(job.c.status))
-    .values(last_heartbeat=sa.bindparam("at"))
+    .where(job.c.id == sa.bindparam("job", type_=sa.Integer), in_flight(job.c.status))
+    .values(last_heartbeat=sa.bindparam("at", type_=job.c.last_heartbeat.type))
 )
-_TOUCH_RUNNER_AT = (
+_TOUCH_RUNNER_AT = Direct(
     runner.update()
-    .where(runner.c.id == sa.bindparam("runner"))
-    .values(last_heartbeat=sa.bindparam("at"))
+    .where(runner.c.id == sa.bindparam("runner", type_=sa.Integer))
+    .values(last_heartbeat=sa.bindparam("at", type_=runner.c.last_heartbeat.type))
+)
+_RUNNING_AMONG = Direct(
+    sa.select(job.c.id).where(
+        job.c.id.in_(sa.bindparam("ids", expanding=True)),
+        job.c.status == JobStatus.RUNNING.value,
+    )
 )
 
 
@@ -454,13 +463,11 @@ def jobs_touch(conn: Connection, beats: list[Beat]) -> set[int]:
     runners: dict[int, dt.datetime] = {}
     for beat in beats:
         runners[beat.runner_id] = max(beat.at, runners.get(beat.runner_id, beat.at))
-    conn.execute(_TOUCH_JOB_AT, [{"job": beat.job_id, "at": beat.at} for beat in beats])
-    conn.execute(_TOUCH_RUNNER_AT, [{"runner": r, "at": at} for r, at in runners.items()])
+    _TOUCH_JOB_AT.run_many(conn, [{"job": beat.job_id, "at": beat.at} for beat in beats])
+    _TOUCH_RUNNER_AT.run_many(conn, [{"runner": r, "at": at} for r, at in runners.items()])
     ids = {beat.job_id for beat in beats}
-    running = conn.execute(
-        sa.select(job.c.id).where(job.c.id.in_(ids), job.c.status == JobStatus.RUNNING.value)
-    ).scalars()
-    return ids.difference(running)  # a deleted job is no longer running either
+    running = _RUNNING_AMONG.all(conn, {"ids": list(ids)})
+    return ids.difference(row.id for row in running)  # a deleted job is no longer running
 
 
 def job_canceled_by_runner(conn: Connection, job_id: int) -> bool:
