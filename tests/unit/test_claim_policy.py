@@ -15,7 +15,7 @@ from sqlalchemy.engine import Connection
 from benchrunner.core.states import JobStatus
 from benchrunner.core.tiers import Plan, priority_for
 from benchrunner.protocol import JsonJobConfig
-from benchrunner.server.moves.move import Move, apply
+from benchrunner.server.moves.move import Move, apply, apply_running
 from benchrunner.server.store import (
     accounts,
     claims,
@@ -23,7 +23,6 @@ from benchrunner.server.store import (
     jobs,
     reports,
     runners,
-    transitions,
 )
 from benchrunner.server.store.engine import Database, Unit
 from tests.databases import with_schema
@@ -52,6 +51,16 @@ class World:
 
     def write(self, unit: Unit[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
         return self.db.write_sync(unit, *args, **kwargs)
+
+    def start(self, job_id: int, runner_id: int, runner_slug: str = "r") -> None:
+        """The runner's ``running`` of its claimed job, as the server makes it."""
+
+        def unit(conn: Connection) -> None:
+            row = jobs.job_get(conn, job_id)
+            assert row is not None
+            assert apply_running(conn, Move.running(row, runner_id, runner_slug, self.now()))
+
+        self.write(unit)
 
     def spec(self, name: str) -> int:
         params = runners.NewSpec(name, "x86_64", 1, 1 << 30, 1 << 30, False)
@@ -132,7 +141,7 @@ class World:
         def unit(conn: Connection) -> None:
             row = jobs.job_get(conn, job_id)
             assert row is not None and row.runner_id is not None
-            transitions.job_mark_running(conn, job_id, row.runner_id, self.now(), "r")
+            assert apply_running(conn, Move.running(row, row.runner_id, "r", self.now()))
             assert apply(conn, Move(row, JobStatus.COMPLETED, self.now(), "completed", "r"))
 
         self.write(unit)
