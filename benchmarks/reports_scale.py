@@ -61,7 +61,7 @@ from benchrunner.detection.models import Model, TestKind
 from benchrunner.server.app.factory import create_app
 from benchrunner.server.config import ServerSettings
 from benchrunner.server.processing import look_back as look_back_module
-from benchrunner.server.processing.evaluation import evaluate_report
+from benchrunner.server.processing.evaluation import evaluate_report, thresholds_to_judge
 from benchrunner.server.processing.look_back import look_back_report
 from benchrunner.server.store import accounts, history, reports, thresholds
 from benchrunner.server.store.engine import make_engine
@@ -335,6 +335,7 @@ def _look_back_in_steps(
     conn: Connection,
     report_id: int,
     stored: list[reports.StoredMetric],
+    judging: list[Any],
     reads: history.SeriesReads,
 ) -> tuple[int, float, float]:
     """The look-back as ``look_back_later`` runs it: its plan (reads and detector), then its
@@ -342,7 +343,7 @@ def _look_back_in_steps(
     alerts written, the plan's time and the longest write's (ms)."""
     assert _PLAN is not None and _WRITE is not None
     started = time.perf_counter()
-    planned = _PLAN(conn, report_id, stored, reads=reads)
+    planned = _PLAN(conn, report_id, stored, found=judging, reads=reads)
     read_ms = (time.perf_counter() - started) * 1000
     found, longest = 0, 0.0
     for start in range(0, len(planned), _WRITE_ROWS):
@@ -373,14 +374,17 @@ def time_processing(
             stored_at = time.perf_counter()
             log.on, log.statements = k == repeats, []
             reads = history.SeriesReads()
-            raised = evaluate_report(conn, report_id, stored, NOW, reads=reads)
+            judging = thresholds_to_judge(conn, report_id, stored)
+            raised = evaluate_report(conn, report_id, stored, NOW, found=judging, reads=reads)
             log.on = False
             done = time.perf_counter()
             if _PLAN is None:  # a tree whose look-back is one transaction
-                found = look_back_report(conn, report_id, stored, NOW, reads=reads)
+                found = look_back_report(conn, report_id, stored, NOW, found=judging, reads=reads)
                 read_ms, write_max_ms = math.nan, (time.perf_counter() - done) * 1000
             else:
-                found, read_ms, write_max_ms = _look_back_in_steps(conn, report_id, stored, reads)
+                found, read_ms, write_max_ms = _look_back_in_steps(
+                    conn, report_id, stored, judging, reads
+                )
             looked_back = time.perf_counter()
             judged = verdicts(conn, report_id)
             transaction.rollback()
