@@ -7,7 +7,7 @@ metric of every benchmark and measure, and a measure-wide ``t_test`` threshold (
 64) on each measure of its branch and testbed. Then it measures, with repeats:
 
 - **process**: one new report of every benchmark and measure, as processing stores and judges
-  it (``reports.metrics_add``, ``reports.report_finish``, ``evaluation.evaluate_report``), then
+  it (``reports.metrics_add``, ``reports.FINISH_AFTER_MOVE``, ``evaluation.evaluate_report``), then
   looks back over its series (``look_back.look_back_report``, on its own line: it runs after the
   runner's ack), in a transaction that is rolled back, so every repeat sees the same history;
 - **perf**: the perf query of one benchmark's year (``store.perf.perf_points``), for one measure
@@ -370,7 +370,8 @@ def time_processing(
             report_id, _ = reports.report_create(conn, params)
             started = time.perf_counter()
             stored = reports.metrics_add(conn, report_id, project.id, values, NOW)
-            reports.report_finish(conn, report_id, start_time=NOW, end_time=NOW, error=None)
+            finish = reports.finish_params(report_id, start_time=NOW, end_time=NOW, error=None)
+            reports.FINISH_AFTER_MOVE.alone.first(conn, finish)
             stored_at = time.perf_counter()
             log.on, log.statements = k == repeats, []
             reads = history.SeriesReads()
@@ -471,7 +472,7 @@ def measure_all(
         times = time_processing(engine, project, repeats, log)
     n = len(project.benchmark_ids) * len(project.measure_ids)
     print(f"  process one report of {n:,} metrics ({repeats} runs, rolled back):")
-    print(f"    store metrics (metrics_add + report_finish): {_spread(times.store)}")
+    print(f"    store metrics (metrics_add + finish): {_spread(times.store)}")
     print(f"    evaluate_report:                             {_spread(times.evaluate)}")
     totals = [s + e for s, e in zip(times.store, times.evaluate, strict=True)]
     print(f"    total:                                       {_spread(totals)}")

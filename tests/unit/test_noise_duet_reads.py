@@ -60,13 +60,12 @@ def test_reports_perf_and_duet_reads(database_url: str) -> None:
                 report_id, made[name] = reports.report_create(conn, new)
                 values = [reports.MetricValue(0, "sort", "latency", 100.0 + day, None, None)]
                 stored = reports.metrics_add(conn, report_id, project, values, at)
-                reports.report_finish(
+                noise_json = None if noise is None else noise.stored()
+                reports.FINISH_AFTER_MOVE.alone.first(
                     conn,
-                    report_id,
-                    start_time=at,
-                    end_time=at,
-                    error=None,
-                    noise=None if noise is None else noise.stored(),
+                    reports.finish_params(
+                        report_id, start_time=at, end_time=at, error=None, noise=noise_json
+                    ),
                 )
             at = T0 + dt.timedelta(days=3)
             duet_report, made["duet"] = reports.report_create(
