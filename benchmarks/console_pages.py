@@ -270,7 +270,8 @@ def _add_results(
     stored = reports.metrics_add(conn, report_id, project_id, values, NOW)
     if k == 0:
         _add_threshold(conn, project_id)
-    return evaluate_report(conn, report_id, stored, NOW)
+    found = thresholds.thresholds_of_report(conn, report_id, {m.measure_id for m in stored})
+    return evaluate_report(conn, report_id, stored, NOW, found=found)
 
 
 def _add_threshold(conn: Any, project_id: int) -> None:

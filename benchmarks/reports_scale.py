@@ -61,7 +61,7 @@ from benchrunner.detection.models import Model, TestKind
 from benchrunner.server.app.factory import create_app
 from benchrunner.server.config import ServerSettings
 from benchrunner.server.processing import look_back as look_back_module
-from benchrunner.server.processing.evaluation import evaluate_report, thresholds_to_judge
+from benchrunner.server.processing.evaluation import evaluate_report, series_thresholds_to_judge
 from benchrunner.server.processing.look_back import look_back_report
 from benchrunner.server.store import accounts, history, reports, thresholds
 from benchrunner.server.store.engine import make_engine
@@ -375,7 +375,9 @@ def time_processing(
             stored_at = time.perf_counter()
             log.on, log.statements = k == repeats, []
             reads = history.SeriesReads()
-            judging = thresholds_to_judge(conn, report_id, stored)
+            judging = series_thresholds_to_judge(
+                conn, project.branch_id, project.testbed_id, stored
+            )
             raised = evaluate_report(conn, report_id, stored, NOW, found=judging, reads=reads)
             log.on = False
             done = time.perf_counter()

@@ -20,7 +20,6 @@ from benchrunner.core.tiers import Plan
 from benchrunner.detection.look_back import Raise, Reopen
 from benchrunner.detection.models import Model, TestKind
 from benchrunner.server.processing import look_back
-from benchrunner.server.processing.evaluation import thresholds_to_judge
 from benchrunner.server.processing.look_back import (
     WRITE_ROWS,
     LookBackLater,
@@ -72,10 +71,14 @@ def _series(
     return project, key, made
 
 
+def _thresholds(conn: Connection, report_id: int, metrics: list[StoredMetric]) -> list[Any]:
+    """The thresholds the report's evaluation would judge with."""
+    return thresholds.thresholds_of_report(conn, report_id, {m.measure_id for m in metrics})
+
+
 def _plan(conn: Connection, report_id: int, metrics: list[StoredMetric]) -> list[Planned]:
     """``look_back_plan`` with the thresholds the report's evaluation would judge with."""
-    found = thresholds_to_judge(conn, report_id, metrics)
-    return look_back_plan(conn, report_id, metrics, found=found)
+    return look_back_plan(conn, report_id, metrics, found=_thresholds(conn, report_id, metrics))
 
 
 def _alerts(conn: Connection) -> list[Any]:
@@ -160,7 +163,7 @@ def test_a_look_back_writes_at_most_write_rows_alerts_a_transaction(database_url
     try:
         later = LookBackLater(report_id, tuple(metrics), noisy=False, found=[])
         with db.read_engine.connect() as conn:
-            later = dataclasses.replace(later, found=thresholds_to_judge(conn, report_id, metrics))
+            later = dataclasses.replace(later, found=_thresholds(conn, report_id, metrics))
         raised = asyncio.run(look_back.look_back_later(db, later, T0))
     finally:
         db.close()

@@ -139,7 +139,7 @@ def look_back_report(
     """Look back over the series of the report's newly judged metrics, in the caller's
     transaction (a direct run's request); how many alerts were raised or re-opened. On a
     ``noisy`` report only thresholds with ``alert_when_noisy`` look back. ``found``: the
-    thresholds the report's evaluation judged with (``evaluation.thresholds_to_judge``; none:
+    thresholds the report's evaluation judged with (``evaluation.series_thresholds_to_judge``; none:
     nothing to look back over). ``reads``: the histories
     the report's evaluation read (``evaluate_report``), whose series are not read again."""
     if not metrics or not found:
