@@ -41,6 +41,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 from tests.databases import fresh_database
 from tests.harness import TEST_TEMPLATES, ServerProcess
+from tests.new_reports import new_report_on
 
 from benchmarks.cpu_time import backend_pids, threads_cpu_ns
 from benchrunner.core.events import JobEvent
@@ -366,7 +367,7 @@ def _names(engine: Engine) -> Ids:
             specs.append(spec.id)
             boxes.append(box.id)
         made = [
-            reports.new_report_on(conn, project.id, name, "box", "json", NOW)
+            new_report_on(conn, project.id, name, "box", "json", NOW)
             for name in ("main", "feature")
         ]
     return Ids(

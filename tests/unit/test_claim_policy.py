@@ -26,6 +26,7 @@ from benchrunner.server.store import (
 )
 from benchrunner.server.store.engine import Database, Unit
 from tests.databases import with_schema
+from tests.new_reports import new_report_on
 
 T0 = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
 TEMPLATE_JOB = JsonJobConfig(timeout=60, template="t", args={})
@@ -104,7 +105,7 @@ class World:
         def unit(conn: Connection) -> int:
             now = self.now()
             report_id, _ = reports.report_create(
-                conn, reports.new_report_on(conn, project_id, "main", "tb", "json", now)
+                conn, new_report_on(conn, project_id, "main", "tb", "json", now)
             )
             organization = accounts.organization_by_id(conn, org_id)
             claimed = accounts.organization_is_claimed(conn, org_id)

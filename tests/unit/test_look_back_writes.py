@@ -32,6 +32,7 @@ from benchrunner.server.store.engine import Database, make_engine
 from benchrunner.server.store.reports import MetricValue, StoredMetric
 from benchrunner.server.store.tables import alert
 from tests.databases import with_schema
+from tests.new_reports import new_report_on
 
 T0 = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
 WIDE = Model(TestKind.PERCENTAGE, upper_boundary=10.0)
@@ -50,7 +51,7 @@ def _series(
         leader = accounts.user_get_or_create(conn, "l@x", "l", admin=False, now=T0).id
         org = accounts.organization_create(conn, "org", Plan.TEAM, T0, leader_id=leader)
         project = accounts.project_create(conn, org.id, "p", "public", T0).id
-        new = reports.new_report_on(conn, project, "main", "box", "json", T0)
+        new = new_report_on(conn, project, "main", "box", "json", T0)
         hour = 0
         for level, count in levels:
             for _ in range(count):

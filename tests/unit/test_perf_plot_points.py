@@ -21,6 +21,7 @@ from benchrunner.server.store.perf import (
     report_uuids,
 )
 from tests.databases import with_schema
+from tests.new_reports import new_report_on
 
 T0 = dt.datetime(2026, 1, 1, 0, 0, 0, 999_600, tzinfo=dt.UTC)
 """Just under a second: a start time read by the millisecond would count the next one."""
@@ -38,7 +39,7 @@ def test_plot_points_are_the_perf_points(database_url: str) -> None:
             project = accounts.project_create(conn, org.id, "p", "public", T0).id
             for day, value in enumerate(VALUES):
                 at = T0 + dt.timedelta(days=day)
-                new = reports.new_report_on(conn, project, "main", "box", "json", at)
+                new = new_report_on(conn, project, "main", "box", "json", at)
                 report_id, _ = reports.report_create(conn, new)
                 values = [
                     reports.MetricValue(i, name, "latency", value + i, None, None)

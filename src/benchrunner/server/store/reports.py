@@ -214,26 +214,6 @@ class NewReport:
     now: dt.datetime
 
 
-def new_report_on(
-    conn: Connection, project_id: int, branch_name: str, testbed_name: str, adapter: str, now: Any
-) -> NewReport:
-    """A report of no user on these branch and testbed (created if missing), with no
-    settings or hash, starting and ending ``now``."""
-    return NewReport(
-        project_id=project_id,
-        user_id=None,
-        branch_id=named_get_or_create(conn, branch, project_id, branch_name, now),
-        testbed_id=named_get_or_create(conn, testbed, project_id, testbed_name, now),
-        adapter=adapter,
-        average=None,
-        fold=None,
-        hash=None,
-        start_time=now,
-        end_time=now,
-        now=now,
-    )
-
-
 _NEW_REPORT_COLUMNS = (
     "uuid",
     "user_id",
