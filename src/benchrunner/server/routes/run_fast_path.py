@@ -111,7 +111,6 @@ class RunFastPath:
             body,
             user,
             origin_of(request, user),
-            request,
             request.headers.get(idempotency.HEADER),
         )
         return Response(
