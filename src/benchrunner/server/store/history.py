@@ -469,18 +469,29 @@ def read_together(
     conn: Connection, scope: Scope, wanted: Sequence[Wanted], reads: SeriesReads
 ) -> None:
     """The histories ``wanted`` into ``reads``, each as ``series_history`` reads it, so that
-    the evaluation's ``series_history`` calls find them there: those of one window and sample
-    size whose benchmarks are most of their measure's in a report (a report judged whole) read
-    in one statement for all their measures, over the same newest reports, straight from the
-    driver's cursor into NumPy. The others are left to ``series_history``."""
+    the evaluation's ``series_history`` calls find them there. Those of one window and sample
+    size whose benchmarks are most of their measure's in a report (a report judged whole) are
+    read in one statement for all their measures, over the same newest reports, straight from
+    the driver into NumPy; the others one by one (``series_history``)."""
     groups: dict[tuple[dt.datetime | None, int], list[Wanted]] = {}
+    alone: list[Wanted] = []
     for w in wanted:
         if w.max_samples is None:
-            continue  # a whole series: read on its own
-        if reads.find(scope, w.measure_id, w.benchmark_ids, w.since, w.max_samples) is None:
+            alone.append(w)  # a whole series
+        elif reads.find(scope, w.measure_id, w.benchmark_ids, w.since, w.max_samples) is None:
             groups.setdefault((w.since, w.max_samples), []).append(w)
     for (since, max_samples), together in groups.items():
-        _read_group(conn, scope, since, max_samples, together, reads)
+        alone += _read_group(conn, scope, since, max_samples, together, reads)
+    for w in alone:
+        series_history(
+            conn,
+            scope,
+            w.measure_id,
+            w.benchmark_ids,
+            since=w.since,
+            max_samples=w.max_samples,
+            reads=reads,
+        )
 
 
 def _read_group(
@@ -490,24 +501,29 @@ def _read_group(
     max_samples: int,
     together: list[Wanted],
     reads: SeriesReads,
-) -> None:
+) -> list[Wanted]:
+    """The histories of ``together`` (one window and sample size) that a report judged whole
+    reads, read together into ``reads``; the others, left to be read one by one."""
     conditions = _in_scope(scope, since)
     newest = sa.select(report.c.id).where(*conditions).order_by(*_NEWEST_FIRST).limit(max_samples)
     recent = [int(i) for i in conn.execute(newest).scalars()]
     if not recent:
-        return
+        for w in together:  # nothing in scope
+            reads.add(
+                scope, w.measure_id, since, max_samples, {b: Series() for b in w.benchmark_ids}
+            )
+        return []
     sampled = recent[:SAMPLED_REPORTS]
     measure_ids = sorted({w.measure_id for w in together})
     params = {"report_ids": sampled, "measure_ids": measure_ids}
     counted = {int(m): int(n) for m, n in conn.execute(_MEASURES_PER_REPORT, params)}
     # as ``_read_among`` chooses: the benchmarks are most of the measure's in those reports
-    whole = [
-        w
-        for w in together
-        if 2 * len(set(w.benchmark_ids)) * len(sampled) >= counted.get(w.measure_id, 0)
-    ]
+    whole, alone = [], []
+    for w in together:
+        most = 2 * len(set(w.benchmark_ids)) * len(sampled) >= counted.get(w.measure_id, 0)
+        (whole if most else alone).append(w)
     if not whole:
-        return
+        return alone
     columns = _measures_rows(conn, recent, sorted({w.measure_id for w in whole}))
     ranks = _ranks(columns["r"], recent)
     # by measure, then benchmark, then oldest first: the report's rank falling, the metric's
@@ -527,6 +543,7 @@ def _read_group(
             if short:
                 _read_whole(conn, conditions, w.measure_id, short, max_samples, found)
         reads.add(scope, w.measure_id, since, max_samples, found)
+    return alone
 
 
 def _measures_rows(conn: Connection, recent: list[int], measure_ids: list[int]) -> NDArray[Any]:
