@@ -518,7 +518,8 @@ def _read_group(
     params = {"report_ids": sampled, "measure_ids": measure_ids}
     counted = {int(m): int(n) for m, n in conn.execute(_MEASURES_PER_REPORT, params)}
     # as ``_read_among`` chooses: the benchmarks are most of the measure's in those reports
-    whole, alone = [], []
+    whole: list[Wanted] = []
+    alone: list[Wanted] = []
     for w in together:
         most = 2 * len(set(w.benchmark_ids)) * len(sampled) >= counted.get(w.measure_id, 0)
         (whole if most else alone).append(w)
