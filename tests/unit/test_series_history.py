@@ -248,3 +248,88 @@ def test_a_history_already_read_is_taken_from_the_reads(
             sa.event.remove(engine, "before_cursor_execute", count)
     finally:
         engine.dispose()
+
+
+def _second_measure(
+    conn: Connection, ids: dict[str, int], rows: list[Row]
+) -> tuple[int, list[Row]]:
+    """A second measure with a metric beside each of ``rows`` (another value), in the same
+    reports."""
+    project_id = conn.execute(sa.select(measure.c.project_id).where(measure.c.id == ids["m"]))
+    measure_id = _named(conn, measure, int(project_id.scalar_one()), "m2")
+    second: list[Row] = []
+    for row in rows:
+        value = row.value * 3.0 + 1.0
+        metric_id = conn.execute(
+            metric.insert().returning(metric.c.id),
+            {
+                "uuid": uuid.uuid4(), "report_id": row.report_id, "iteration": 0,
+                "benchmark_id": row.benchmark_id, "measure_id": measure_id, "value": value,
+            },
+        ).scalar_one()  # fmt: skip
+        second.append(
+            Row(metric_id, row.report_id, row.branch_id, row.testbed_id, row.benchmark_id,
+                row.version, row.start_time, value)
+        )  # fmt: skip
+    return measure_id, second
+
+
+def test_histories_read_together_are_those_read_one_by_one(database_url: str) -> None:
+    """The histories of several measures, benchmarks, windows and sample sizes read together
+    (``read_together``) are each what ``series_history`` reads, and are then taken from the
+    reads without a statement: the few benchmarks and the whole series too, read one by
+    one."""
+    with_schema(database_url)
+    engine = make_engine(database_url, writer=True)
+    statements: list[str] = []
+
+    def count(_conn: Any, _cursor: Any, statement: str, *_: Any) -> None:
+        statements.append(statement)
+
+    try:
+        with engine.begin() as conn:
+            ids, benchmarks, rows = _fill(conn, random.Random(11))
+            second, rows2 = _second_measure(conn, ids, rows)
+            of_measure = {ids["m"]: rows, second: rows2}
+            judged = rows[-1].report_id
+            scopes = [
+                history.Scope(judged, ids["main"], ids["box"], T0 + dt.timedelta(hours=50),
+                              None, None, None, None),
+                history.Scope(judged, ids["pr"], ids["box"], T0 + dt.timedelta(hours=99),
+                              None, ids["main"], 30, 12),
+            ]  # fmt: skip
+            later = T0 + dt.timedelta(hours=20)
+            checked = 0
+            for scope in scopes:
+                for most in (1, 3, 8, 500):
+                    wanted = [
+                        history.Wanted(ids["m"], benchmarks, None, most),
+                        history.Wanted(second, benchmarks[1:], None, most),
+                        history.Wanted(second, benchmarks[:2], later, most),
+                        history.Wanted(ids["m"], benchmarks[3:], later, None),
+                    ]
+                    reads = history.SeriesReads()
+                    sa.event.listen(engine, "before_cursor_execute", count)
+                    history.read_together(conn, scope, wanted, reads)
+                    together = [
+                        s
+                        for s in statements
+                        if "string_agg" in s or s.startswith("SELECT metric.measure_id, metric.b")
+                    ]
+                    assert len(together) == 1  # every measure's in one statement
+                    statements.clear()
+                    for w in wanted:
+                        got = history.series_history(
+                            conn, scope, w.measure_id, w.benchmark_ids,
+                            since=w.since, max_samples=w.max_samples, reads=reads,
+                        )  # fmt: skip
+                        assert _points(got) == {
+                            b: _expected(of_measure[w.measure_id], scope, b, w.since, w.max_samples)
+                            for b in w.benchmark_ids
+                        }, (scope, w)
+                        checked += sum(len(s) for s in got.values())
+                    assert statements == []  # all taken from the reads
+                    sa.event.remove(engine, "before_cursor_execute", count)
+            assert checked > 500  # the histories are not all empty
+    finally:
+        engine.dispose()

@@ -123,7 +123,10 @@ def evaluate_report(
     raised: list[int] = []
     to_bisect: list[int] = []
     cutoffs: dict[int, dt.datetime | None] = {}
-    for judged in _group(found, metrics, ignored):
+    groups = _group(found, metrics, ignored)
+    reads = history.SeriesReads() if reads is None else reads
+    _read_histories(conn, row, groups, cutoffs, reads)
+    for judged in groups:
         t = judged.threshold
         alerting = not noisy or bool(t.alert_when_noisy)
         pending = confirming and confirm_runs(t.confirm) > 0
@@ -186,20 +189,51 @@ def threshold_series(
     (``cutoff``: ``history.reset_cutoff``). The ``samples`` test's sample size counts runs
     (reports), so it reads ``points_per_run`` (the judged report's iterations) points per run
     and one run more, which ``sample_evaluation`` cuts to whole runs."""
+    wanted = threshold_wanted(row, t, benchmark_ids, cutoff, points_per_run)
+    return history.series_history(
+        conn,
+        history.scope_of(row),
+        wanted.measure_id,
+        wanted.benchmark_ids,
+        since=wanted.since,
+        max_samples=wanted.max_samples,
+        reads=reads,
+    )
+
+
+def threshold_wanted(
+    row: Any, t: Any, benchmark_ids: set[int], cutoff: dt.datetime | None, points_per_run: int = 1
+) -> history.Wanted:
+    """The history ``threshold_series`` reads."""
     test = thresholds.model_of(t).test
     max_samples = t.max_sample_size
     if test is TestKind.SAMPLES:
         runs = DEFAULT_MAX_SAMPLE_SIZE if max_samples is None else max_samples
         max_samples = (runs + 1) * max(1, points_per_run)
-    return history.series_history(
-        conn,
-        history.scope_of(row),
-        t.measure_id,
-        sorted(benchmark_ids),
-        since=history_since(row.start_time, t.window_seconds, cutoff),
-        max_samples=max_samples,
-        reads=reads,
-    )
+    since = history_since(row.start_time, t.window_seconds, cutoff)
+    return history.Wanted(t.measure_id, sorted(benchmark_ids), since, max_samples)
+
+
+def _read_histories(
+    conn: Connection,
+    row: Any,
+    groups: list[_Judged],
+    cutoffs: dict[int, dt.datetime | None],
+    reads: history.SeriesReads,
+) -> None:
+    """The histories of every threshold of the report, read together into ``reads``
+    (``history.read_together``) before any is judged; each measure's reset cutoff into
+    ``cutoffs``."""
+    scope = history.scope_of(row)
+    wanted: list[history.Wanted] = []
+    for judged in groups:
+        t = judged.threshold
+        if t.measure_id not in cutoffs:
+            cutoffs[t.measure_id] = history.reset_cutoff(conn, scope, t.measure_id)
+        per_benchmark = Counter(m.benchmark_id for m in judged.metrics)
+        points = max(per_benchmark.values(), default=1)
+        wanted.append(threshold_wanted(row, t, set(per_benchmark), cutoffs[t.measure_id], points))
+    history.read_together(conn, scope, wanted, reads)
 
 
 def series_thresholds_to_judge(

@@ -265,11 +265,12 @@ def _plan(
         pvalue = DEFAULT_MAX_PVALUE if max_pvalue is None else max_pvalue
         magnitude = DEFAULT_MIN_MAGNITUDE if min_magnitude is None else min_magnitude
         judged_points: dict[int, history.Series] = {}
+        noisy_reports = {r for r, report_facts in facts.reports.items() if report_facts.noisy}
         for benchmark_id, m in newest.items():
             points = series[benchmark_id].newest(None)
             points.append(m.id, m.value, report_id)
             if not t.alert_when_noisy:  # a value the noise guard did not judge is no evidence
-                points = _judged(points, facts)
+                points = _judged(points, noisy_reports)
             judged_points[benchmark_id] = points
         # the detector over all of the threshold's series at once
         steps = change_points_many(
@@ -322,10 +323,9 @@ def _zone(
     )
 
 
-def _judged(points: history.Series, facts: PointsFacts) -> history.Series:
-    """The points whose report the noise guard did not find noisy."""
-    noisy = {r for r in set(points.report_ids) if facts.reports[r].noisy}
-    if not noisy:
+def _judged(points: history.Series, noisy: set[int]) -> history.Series:
+    """The points whose report the noise guard did not find ``noisy``."""
+    if noisy.isdisjoint(points.report_ids):
         return points
     kept = [i for i, r in enumerate(points.report_ids) if r not in noisy]
     return history.Series(

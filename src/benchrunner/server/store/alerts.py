@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 import sqlalchemy as sa
+from sqlalchemy.dialects import postgresql
 from sqlalchemy.engine import Connection
 
 from benchrunner.server.store.conflicts import insert_or_skip
@@ -113,17 +114,47 @@ _BOUNDARIES_OF = sa.select(boundary.c.metric_id, boundary.c.id).where(
 )
 
 
+_BOUNDARY_COLUMNS = (
+    ("metric_id", sa.Integer),
+    ("threshold_id", sa.Integer),
+    ("model_id", sa.Integer),
+    ("baseline", sa.Float),
+    ("lower_limit", sa.Float),
+    ("upper_limit", sa.Float),
+    ("verdict", sa.String),
+)
+_GIVEN = (
+    sa.func.unnest(
+        *(sa.bindparam(name, type_=postgresql.ARRAY(kind)) for name, kind in _BOUNDARY_COLUMNS)
+    )
+    .table_valued(*(sa.column(name) for name, _ in _BOUNDARY_COLUMNS))
+    .render_derived(name="given")
+)
+_GIVEN_ROWS = sa.select(*(_GIVEN.c[name] for name, _ in _BOUNDARY_COLUMNS))
+"""On PostgreSQL, the new boundaries as one array a column: one statement, where an
+``executemany`` is one statement a row on the server."""
+
+
 def boundaries_put(conn: Connection, rows: Sequence[NewBoundary]) -> list[int]:
     """``boundary_put`` of many metrics in one batch; their boundary ids, in order."""
     if not rows:
         return []
-    conn.execute(insert_or_skip(conn, boundary, ("metric_id",)), [vars(r) for r in rows])
-    wanted = [r.metric_id for r in rows]
     found: dict[int, int] = {}
+    insert = insert_or_skip(conn, boundary, ("metric_id",))
+    if conn.dialect.name == "postgresql":
+        names = [name for name, _ in _BOUNDARY_COLUMNS]
+        statement = insert.from_select(names, _GIVEN_ROWS).returning(
+            boundary.c.metric_id, boundary.c.id
+        )
+        given = {name: [getattr(r, name) for r in rows] for name in names}
+        found.update((m, b) for m, b in conn.execute(statement, given).all())
+    else:
+        conn.execute(insert, [vars(r) for r in rows])
+    wanted = [r.metric_id for r in rows if r.metric_id not in found]
     for start in range(0, len(wanted), 500):
         chunk = wanted[start : start + 500]
         found.update((m, b) for m, b in conn.execute(_BOUNDARIES_OF, {"metric_ids": chunk}).all())
-    return [found[metric_id] for metric_id in wanted]
+    return [found[r.metric_id] for r in rows]
 
 
 def alert_raise(

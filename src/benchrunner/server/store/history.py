@@ -12,12 +12,14 @@ the series' own length at most, never other projects' history.
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 import numpy as np
 import sqlalchemy as sa
+from numpy.typing import NDArray
+from sqlalchemy.dialects import postgresql
 from sqlalchemy.engine import Connection
 
 from benchrunner.server.store.tables import baseline_reset, metric, report
@@ -266,27 +268,49 @@ def _rank_rows(
     the metric's id, newer first, in NumPy over the rows' columns."""
     if not rows or not recent:
         return
-    # one float matrix of the rows, in C (ids are exact as floats far past any table's size)
-    columns = np.array(rows, dtype=np.float64)
+    columns = np.fromiter(rows, dtype=_ROW, count=len(rows))
+    _rank_columns(columns, recent, max_samples, found)
+
+
+_ROW = np.dtype([("b", np.int64), ("m", np.int64), ("v", np.float64), ("r", np.int64)])
+"""A history row's columns as NumPy holds them: benchmark, metric, value, report."""
+
+
+def _ranks(report_ids: NDArray[np.int64], recent: list[int]) -> NDArray[np.int64]:
+    """Each report's place in ``recent`` (newest first); -1 for a report not in it."""
     by_id = np.argsort(recent)
     sorted_ids = np.asarray(recent, dtype=np.int64)[by_id]
-    places = np.searchsorted(sorted_ids, columns[:, 3].astype(np.int64))
-    listed = sorted_ids[np.minimum(places, len(sorted_ids) - 1)] == columns[:, 3]
-    columns, places = columns[listed], places[listed]
-    b = columns[:, 0].astype(np.int64)
-    m = columns[:, 1].astype(np.int64)
-    r = columns[:, 3].astype(np.int64)
-    ranks = by_id[places]
+    places = np.searchsorted(sorted_ids, report_ids)
+    places = np.minimum(places, len(sorted_ids) - 1)
+    listed = sorted_ids[places] == report_ids
+    return np.where(listed, by_id[places], -1)
+
+
+def _rank_columns(
+    columns: NDArray[Any], recent: list[int], max_samples: int | None, found: dict[int, Series]
+) -> None:
+    """``_rank_rows`` of rows already in NumPy (``_ROW``)."""
+    ranks = _ranks(columns["r"], recent)
+    listed = ranks >= 0
+    columns, ranks = columns[listed], ranks[listed]
     # by benchmark, then oldest first: the report's rank falling, the metric's id rising
-    order = np.lexsort((m, -ranks, b))
-    ordered_b = b[order]
-    starts = np.flatnonzero(np.r_[True, ordered_b[1:] != ordered_b[:-1]])
-    stops = np.r_[starts[1:], len(order)]
-    metric_list = m[order].tolist()
-    value_list = columns[order, 2].tolist()
-    report_list = r[order].tolist()
+    order = np.lexsort((columns["m"], -ranks, columns["b"]))
+    _fill(columns[order], max_samples, found)
+
+
+def _fill(ordered: NDArray[Any], max_samples: int | None, found: dict[int, Series]) -> None:
+    """Rows (``_ROW``) by benchmark, each benchmark's oldest first, into ``found``: each
+    benchmark's newest ``max_samples`` (None: all); benchmarks not in ``found`` dropped."""
+    if len(ordered) == 0:
+        return
+    b = ordered["b"]
+    starts = np.flatnonzero(np.r_[True, b[1:] != b[:-1]])
+    stops = np.r_[starts[1:], len(b)]
+    metric_list = ordered["m"].tolist()
+    value_list = ordered["v"].tolist()
+    report_list = ordered["r"].tolist()
     for benchmark_id, first, stop in zip(
-        ordered_b[starts].tolist(), starts.tolist(), stops.tolist(), strict=True
+        b[starts].tolist(), starts.tolist(), stops.tolist(), strict=True
     ):
         series = found.get(benchmark_id)
         if series is None:
@@ -320,7 +344,7 @@ class SeriesReads:
                 max_samples is not None and max_samples <= done.max_samples
             )
             if holds and all(b in done.series for b in benchmark_ids):
-                return {b: done.series[b].newest(max_samples) for b in benchmark_ids}
+                return {b: _newest(done.series[b], max_samples) for b in benchmark_ids}
         return None
 
     def add(
@@ -332,6 +356,14 @@ class SeriesReads:
         series: dict[int, Series],
     ) -> None:
         self._done.setdefault((scope, measure_id, since), []).append(_Read(max_samples, series))
+
+
+def _newest(series: Series, count: int | None) -> Series:
+    """``series.newest(count)``, or the series itself when it holds no more (not copied: a
+    report's look-back takes thousands of series its evaluation read)."""
+    if count is None or len(series) <= count:
+        return series
+    return series.newest(count)
 
 
 @dataclass(frozen=True)
@@ -353,7 +385,8 @@ def series_history(
     """Each benchmark's history, oldest first: at most ``max_samples`` newest values
     (None: all), none older than ``since``, never the judged report's own. Of one report's
     values (its iterations) the last stored counts as the newest. ``reads``: the histories
-    already read for this report, taken from when they hold this one, added to when not.
+    already read for this report, taken from when they hold this one, added to when not (a
+    series taken from there may be the one held there: none is to be changed).
 
     With ``max_samples``, the newest ``max_samples`` reports in scope are read first: a
     benchmark with that many values among them has its newest values there, since every
@@ -397,3 +430,176 @@ def _series_history(
     if short:
         _read_whole(conn, conditions, measure_id, short, max_samples, found)
     return found
+
+
+@dataclass(frozen=True)
+class Wanted:
+    """One history a report's evaluation will read (``series_history``'s arguments)."""
+
+    measure_id: int
+    benchmark_ids: Sequence[int]
+    since: dt.datetime | None
+    max_samples: int | None
+
+
+_MEASURES_PER_REPORT = (
+    sa.select(metric.c.measure_id, sa.func.count())
+    .where(
+        metric.c.report_id.in_(sa.bindparam("report_ids", expanding=True)),
+        metric.c.measure_id.in_(sa.bindparam("measure_ids", expanding=True)),
+    )
+    .group_by(metric.c.measure_id)
+)
+
+_ALL_MEASURES_AMONG = sa.select(
+    metric.c.measure_id, metric.c.benchmark_id, metric.c.id, metric.c.value, metric.c.report_id
+).where(
+    metric.c.report_id.in_(sa.bindparam("report_ids", expanding=True)),
+    metric.c.measure_id.in_(sa.bindparam("measure_ids", expanding=True)),
+)
+"""``_ALL_AMONG`` of several measures at once: each metric row of the reports visited once,
+where a statement per measure visits every row of the reports once per measure."""
+
+_ROW_OF_MEASURE = np.dtype(
+    [("measure", np.int64), ("b", np.int64), ("m", np.int64), ("v", np.float64), ("r", np.int64)]
+)
+
+
+def read_together(
+    conn: Connection, scope: Scope, wanted: Sequence[Wanted], reads: SeriesReads
+) -> None:
+    """The histories ``wanted`` into ``reads``, each as ``series_history`` reads it, so that
+    the evaluation's ``series_history`` calls find them there. Those of one window and sample
+    size whose benchmarks are most of their measure's in a report (a report judged whole) are
+    read in one statement for all their measures, over the same newest reports, straight from
+    the driver into NumPy; the others one by one (``series_history``)."""
+    groups: dict[tuple[dt.datetime | None, int], list[Wanted]] = {}
+    alone: list[Wanted] = []
+    for w in wanted:
+        if w.max_samples is None:
+            alone.append(w)  # a whole series
+        elif reads.find(scope, w.measure_id, w.benchmark_ids, w.since, w.max_samples) is None:
+            groups.setdefault((w.since, w.max_samples), []).append(w)
+    for (since, max_samples), together in groups.items():
+        alone += _read_group(conn, scope, since, max_samples, together, reads)
+    for w in alone:
+        series_history(
+            conn,
+            scope,
+            w.measure_id,
+            w.benchmark_ids,
+            since=w.since,
+            max_samples=w.max_samples,
+            reads=reads,
+        )
+
+
+def _read_group(
+    conn: Connection,
+    scope: Scope,
+    since: dt.datetime | None,
+    max_samples: int,
+    together: list[Wanted],
+    reads: SeriesReads,
+) -> list[Wanted]:
+    """The histories of ``together`` (one window and sample size) that a report judged whole
+    reads, read together into ``reads``; the others, left to be read one by one."""
+    conditions = _in_scope(scope, since)
+    newest = sa.select(report.c.id).where(*conditions).order_by(*_NEWEST_FIRST).limit(max_samples)
+    recent = [int(i) for i in conn.execute(newest).scalars()]
+    if not recent:
+        for w in together:  # nothing in scope
+            reads.add(
+                scope, w.measure_id, since, max_samples, {b: Series() for b in w.benchmark_ids}
+            )
+        return []
+    sampled = recent[:SAMPLED_REPORTS]
+    measure_ids = sorted({w.measure_id for w in together})
+    params = {"report_ids": sampled, "measure_ids": measure_ids}
+    counted = {int(m): int(n) for m, n in conn.execute(_MEASURES_PER_REPORT, params)}
+    # as ``_read_among`` chooses: the benchmarks are most of the measure's in those reports
+    whole: list[Wanted] = []
+    alone: list[Wanted] = []
+    for w in together:
+        most = 2 * len(set(w.benchmark_ids)) * len(sampled) >= counted.get(w.measure_id, 0)
+        (whole if most else alone).append(w)
+    if not whole:
+        return alone
+    columns = _measures_rows(conn, recent, sorted({w.measure_id for w in whole}))
+    ranks = _ranks(columns["r"], recent)
+    # by measure, then benchmark, then oldest first: the report's rank falling, the metric's
+    # id rising
+    order = np.lexsort((columns["m"], -ranks, columns["b"], columns["measure"]))
+    ordered = columns[order]
+    of_measure = ordered["measure"]
+    for w in whole:
+        first, stop = np.searchsorted(of_measure, [w.measure_id, w.measure_id + 1]).tolist()
+        found = {benchmark_id: Series() for benchmark_id in w.benchmark_ids}
+        _fill(ordered[first:stop], max_samples, found)
+        if len(recent) == max_samples:
+            # a benchmark with fewer values among them: its whole series (``_series_history``)
+            short = sorted(b for b in set(w.benchmark_ids) if len(found[b]) < max_samples)
+            for b in short:
+                found[b] = Series()
+            if short:
+                _read_whole(conn, conditions, w.measure_id, short, max_samples, found)
+        reads.add(scope, w.measure_id, since, max_samples, found)
+    return alone
+
+
+def _measures_rows(conn: Connection, recent: list[int], measure_ids: list[int]) -> NDArray[Any]:
+    """The metrics of ``measure_ids`` in the reports ``recent`` (``_ROW_OF_MEASURE``): on
+    PostgreSQL packed into one value of fixed-size records that NumPy reads as they are; on
+    SQLite the driver's rows, straight from its cursor."""
+    if conn.dialect.name == "postgresql":
+        return _packed_rows(conn, recent, measure_ids)
+    params = {"report_ids": recent, "measure_ids": measure_ids}
+    result = conn.execute(_ALL_MEASURES_AMONG, params)
+    try:
+        rows = cast(Iterable[Any], result.cursor)  # the driver's cursor yields its rows
+        columns: NDArray[Any] = np.fromiter(rows, dtype=_ROW_OF_MEASURE)
+        return columns
+    finally:
+        result.close()
+
+
+def _sent(column: sa.ColumnElement[Any], send: str, kind: Any) -> sa.ColumnElement[bytes]:
+    """The column's value in PostgreSQL's binary form (8 bytes, big-endian): its send
+    function's bytes."""
+    sent: sa.ColumnElement[bytes] = getattr(sa.func, send)(
+        sa.cast(column, kind), type_=sa.LargeBinary
+    )
+    return sent
+
+
+_RECORD_PARTS = [
+    _sent(metric.c.measure_id, "int8send", sa.BigInteger),
+    _sent(metric.c.benchmark_id, "int8send", sa.BigInteger),
+    _sent(metric.c.id, "int8send", sa.BigInteger),
+    _sent(metric.c.value, "float8send", postgresql.DOUBLE_PRECISION),
+    _sent(metric.c.report_id, "int8send", sa.BigInteger),
+]
+_RECORD = _RECORD_PARTS[0]
+for _part in _RECORD_PARTS[1:]:
+    _RECORD = _RECORD.op("||", return_type=sa.LargeBinary)(_part)
+
+_PACKED = sa.select(
+    sa.func.string_agg(_RECORD, sa.literal(b"", sa.LargeBinary), type_=sa.LargeBinary)
+).where(
+    metric.c.report_id == sa.any_(sa.bindparam("report_ids", type_=postgresql.ARRAY(sa.Integer))),
+    metric.c.measure_id == sa.any_(sa.bindparam("measure_ids", type_=postgresql.ARRAY(sa.Integer))),
+)
+"""``_ALL_MEASURES_AMONG`` on PostgreSQL as one value: every row's columns in their binary
+form, 40 bytes a row (``_PACKED_ROW``)."""
+
+_PACKED_ROW = np.dtype([("measure", ">i8"), ("b", ">i8"), ("m", ">i8"), ("v", ">f8"), ("r", ">i8")])
+
+
+def _packed_rows(conn: Connection, recent: list[int], measure_ids: list[int]) -> NDArray[Any]:
+    """``_measures_rows`` on PostgreSQL: no Python object per row or value (the driver makes
+    one per row of a result, and one per element of an array)."""
+    params = {"report_ids": recent, "measure_ids": measure_ids}
+    packed = conn.execute(_PACKED, params).scalar()
+    if packed is None:
+        return np.empty(0, dtype=_ROW_OF_MEASURE)
+    return np.frombuffer(packed, dtype=_PACKED_ROW).astype(_ROW_OF_MEASURE)
