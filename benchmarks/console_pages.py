@@ -5,7 +5,7 @@ afterwards) and fills it: a public project with 10,000 jobs in every status (two
 runners, two branches), each with the report a job gets and its events, and 1,000 of the
 processed ones with results: ``--benchmarks`` benchmarks of two measures, 8 hours apart over
 the last 333 days, stored and judged by the code processing runs (``reports.metrics_add``,
-``evaluation.evaluate_report``) against a percentage threshold on latency, so boundaries and
+``judgment.judge_here``) against a percentage threshold on latency, so boundaries and
 alerts are the real ones. The newest of them has a long event timeline, a 4 MiB log and five
 iterations of output. Each runner is running one job (what the runners page and the dashboard
 show as current); 2,000 jobs wait in the queue.
@@ -49,7 +49,7 @@ from benchrunner.core.tiers import Plan
 from benchrunner.detection.models import Model, TestKind
 from benchrunner.protocol import IterationResult, JsonJobOutput
 from benchrunner.server.console import sessions
-from benchrunner.server.processing.evaluation import evaluate_report
+from benchrunner.server.processing.judgment import Judging, JudgmentDue, judge_here
 from benchrunner.server.processing.outputs import encode_output
 from benchrunner.server.store import accounts, job_outputs, reports, runners, thresholds
 from benchrunner.server.store import sessions as session_store
@@ -267,10 +267,10 @@ def _add_results(
         for b in range(n_benchmarks)
         for name in MEASURES
     ]
-    stored = reports.metrics_add(conn, report_id, project_id, values, NOW)
+    reports.metrics_add(conn, report_id, project_id, values, NOW)
     if k == 0:
         _add_threshold(conn, project_id)
-    return evaluate_report(conn, report_id, stored, NOW)
+    return judge_here(conn, JudgmentDue(Judging(report_id)), NOW)[0].raised
 
 
 def _add_threshold(conn: Any, project_id: int) -> None:

@@ -7,7 +7,9 @@ metric of every benchmark and measure, and a measure-wide ``t_test`` threshold (
 64) on each measure of its branch and testbed. Then it measures, with repeats:
 
 - **process**: one new report of every benchmark and measure, as processing stores and judges
-  it (``reports.metrics_add``, ``reports.report_finish``, ``evaluation.evaluate_report``), then
+  it (``reports.metrics_add``, ``reports.report_finish``, then ``judgment.judgment_plan`` and
+  its ``judgment_write``s, each timed: the longest is the longest hold of SQLite's writer; a
+  tree that judges in one transaction, ``evaluation.evaluate_report``, holds it throughout), then
   looks back over its series (``look_back.look_back_report``, on its own line: it runs after the
   runner's ack), in a transaction that is rolled back, so every repeat sees the same history;
 - **perf**: the perf query of one benchmark's year (``store.perf.perf_points``), for one measure
@@ -60,8 +62,8 @@ from benchrunner.core.tiers import Plan
 from benchrunner.detection.models import Model, TestKind
 from benchrunner.server.app.factory import create_app
 from benchrunner.server.config import ServerSettings
+from benchrunner.server.processing import evaluation
 from benchrunner.server.processing import look_back as look_back_module
-from benchrunner.server.processing.evaluation import evaluate_report
 from benchrunner.server.processing.look_back import look_back_report
 from benchrunner.server.store import accounts, history, reports, thresholds
 from benchrunner.server.store.engine import make_engine
@@ -280,6 +282,14 @@ class ProcessTimes:
     look_back_write_max: list[float] = field(default_factory=list)
     """Of the look-back, its longest write transaction (``look_back_write`` of
     ``WRITE_ROWS`` alerts at most)."""
+    judge_read: list[float] = field(default_factory=list)
+    """Of the judgment, its reads and statistics (``judgment.judgment_plan``), outside any
+    write transaction (a tree that judges in its write transaction: none)."""
+    judge_write_max: list[float] = field(default_factory=list)
+    """Of the judgment, its longest write transaction: the whole ``evaluate_report`` in a tree
+    that judges in its write transaction, else the longest ``judgment.judgment_write``."""
+    judge_writes: list[int] = field(default_factory=list)
+    """The judgment's write transactions."""
 
 
 _BOUNDARIES = (
@@ -326,6 +336,8 @@ def verdicts(conn: Connection, report_id: int) -> str:
     return f"{len(drawn)} boundaries, {len(raised)} alerts, {digest}"
 
 
+_EVALUATE = getattr(evaluation, "evaluate_report", None)
+"""A tree that judges in the transaction that stores the metrics (``judgment`` absent)."""
 _PLAN = getattr(look_back_module, "look_back_plan", None)
 _WRITE = getattr(look_back_module, "look_back_write", None)
 _WRITE_ROWS: int = getattr(look_back_module, "WRITE_ROWS", 0)
@@ -352,6 +364,33 @@ def _look_back_in_steps(
     return found, read_ms, longest
 
 
+def _judge_in_steps(
+    conn: Connection, report_id: int, values: list[reports.MetricValue]
+) -> tuple[int, history.SeriesReads, float, float, int]:
+    """The judgment as ``judgment.judge_apart`` runs it: its plan (reads and statistics), then
+    its writes ``WRITE_ROWS`` rows at a time (here in the caller's transaction, each timed);
+    the alerts raised, the histories read, the plan's time, the longest write's (ms) and the
+    writes."""
+    from benchrunner.server.processing import judgment
+    from benchrunner.server.store import judgings
+
+    judging = judgment.Judging(report_id, never_alerts=judgment.never_alert_positions(values))
+    judgings.judging_start(conn, report_id, judging.encoded())
+    started = time.perf_counter()
+    plan = judgment.judgment_plan(conn, judging, None)
+    read_ms = (time.perf_counter() - started) * 1000
+    raised, longest = 0, 0.0
+    slices = plan.verdicts.slices(judgment.WRITE_ROWS)
+    for index, items in enumerate(slices):
+        last = judgment.JudgmentDue(judging) if index == len(slices) - 1 else None
+        began = time.perf_counter()
+        written = judgment.judgment_write(conn, plan, items, NOW, last, True)
+        longest = max(longest, (time.perf_counter() - began) * 1000)
+        assert written is not None
+        raised += written.raised
+    return raised, plan.reads, read_ms, longest, len(slices)
+
+
 def time_processing(
     engine: Engine, project: Project, repeats: int, log: StatementLog
 ) -> ProcessTimes:
@@ -372,8 +411,15 @@ def time_processing(
             reports.report_finish(conn, report_id, start_time=NOW, end_time=NOW, error=None)
             stored_at = time.perf_counter()
             log.on, log.statements = k == repeats, []
-            reads = history.SeriesReads()
-            raised = evaluate_report(conn, report_id, stored, NOW, reads=reads)
+            if _EVALUATE is not None:
+                reads = history.SeriesReads()
+                raised = _EVALUATE(conn, report_id, stored, NOW, reads=reads)
+                judge_read, judge_write, writes = math.nan, (time.perf_counter() - stored_at), 1
+                judge_write *= 1000
+            else:
+                raised, reads, judge_read, judge_write, writes = _judge_in_steps(
+                    conn, report_id, values
+                )
             log.on = False
             done = time.perf_counter()
             if _PLAN is None:  # a tree whose look-back is one transaction
@@ -394,6 +440,9 @@ def time_processing(
             times.looked_back.append(found)
             times.look_back_read.append(read_ms)
             times.look_back_write_max.append(write_max_ms)
+            times.judge_read.append(judge_read)
+            times.judge_write_max.append(judge_write)
+            times.judge_writes.append(writes)
             times.verdicts.append(judged)
         times.statements = len(log.statements)
     return times
@@ -468,7 +517,11 @@ def measure_all(
     n = len(project.benchmark_ids) * len(project.measure_ids)
     print(f"  process one report of {n:,} metrics ({repeats} runs, rolled back):")
     print(f"    store metrics (metrics_add + report_finish): {_spread(times.store)}")
-    print(f"    evaluate_report:                             {_spread(times.evaluate)}")
+    print(f"    judgment (reads, statistics and writes):     {_spread(times.evaluate)}")
+    if not math.isnan(times.judge_read[0]):
+        print(f"    - its reads and statistics (no write):       {_spread(times.judge_read)}")
+    print(f"    - its longest write transaction:             {_spread(times.judge_write_max)}")
+    print(f"    - its write transactions per run:            {times.judge_writes}")
     totals = [s + e for s, e in zip(times.store, times.evaluate, strict=True)]
     print(f"    total:                                       {_spread(totals)}")
     print(f"    look_back_report (after the ack):            {_spread(times.look_back)}")
@@ -562,7 +615,9 @@ def compare(url: str, project: Project, repeats: int, rounds: int, before: str) 
     print(f"  process one report of {n:,} metrics (rolled back):")
     for key, what in (
         ("store", "store metrics"),
-        ("evaluate", "evaluate_report"),
+        ("evaluate", "judgment"),
+        ("judge_read", "- reads, statistics"),
+        ("judge_write_max", "- longest write"),
         ("look_back", "look_back_report"),
         ("look_back_read", "- reads, detector"),
         ("look_back_write_max", "- longest write"),

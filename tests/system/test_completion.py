@@ -14,6 +14,7 @@ import pytest
 from benchrunner.api.jobs import Job
 from benchrunner.server.channel import lifecycle
 from benchrunner.server.processing import completion
+from benchrunner.server.processing.judgment import JudgmentDue
 from benchrunner.server.processing.processor import Recorded, record_processed
 from benchrunner.server.store.job_outputs import INLINE_OUTPUT_BYTES
 from tests.databases import fresh_database
@@ -138,7 +139,7 @@ def test_a_failure_while_processing_at_once_leaves_the_job_to_the_processor(
     alone, acknowledged, and the background processor processes the job."""
     failures: list[int] = []
 
-    def failing(conn: Any, job: Any, *args: Any, **kwargs: Any) -> Recorded | None:
+    def failing(conn: Any, job: Any, *args: Any, **kwargs: Any) -> Recorded | JudgmentDue | None:
         if not failures:
             failures.append(job.id)
             raise RuntimeError("injected: processing failed")

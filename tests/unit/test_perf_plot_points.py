@@ -9,7 +9,7 @@ import datetime as dt
 
 from benchrunner.core.tiers import Plan
 from benchrunner.detection.models import Model, TestKind
-from benchrunner.server.processing.evaluation import evaluate_report
+from benchrunner.server.processing.judgment import Judging, JudgmentDue, judge_here
 from benchrunner.server.store import accounts, reports, thresholds
 from benchrunner.server.store.engine import make_engine
 from benchrunner.server.store.perf import (
@@ -50,7 +50,7 @@ def test_plot_points_are_the_perf_points(database_url: str) -> None:
                     key = thresholds.SeriesKey(new.branch_id, new.testbed_id, stored[0].measure_id)
                     model = Model(TestKind.PERCENTAGE, upper_boundary=0.1)
                     thresholds.threshold_put(conn, project, key, model, at)
-                evaluate_report(conn, report_id, stored, at)
+                judge_here(conn, JudgmentDue(Judging(report_id)), at)
             ids = {(m.benchmark_id, m.measure_id) for m in stored}
             query = PerfQuery(
                 branch_ids=[new.branch_id],

@@ -10,7 +10,7 @@ import uuid
 from benchrunner.core.states import JobStatus
 from benchrunner.core.tiers import Plan
 from benchrunner.detection.models import Model, TestKind
-from benchrunner.server.processing.evaluation import evaluate_report
+from benchrunner.server.processing.judgment import Judging, JudgmentDue, judge_here
 from benchrunner.server.store import accounts, reports, runners, thresholds
 from benchrunner.server.store.engine import make_engine
 from benchrunner.server.store.report_reads import ReportFilter, report_page
@@ -46,7 +46,7 @@ def test_report_page(database_url: str) -> None:
                     key = thresholds.SeriesKey(new.branch_id, new.testbed_id, stored[0].measure_id)
                     model = Model(TestKind.PERCENTAGE, upper_boundary=0.1)
                     thresholds.threshold_put(conn, project, key, model, at)
-                evaluate_report(conn, report_id, stored, at)
+                judge_here(conn, JudgmentDue(Judging(report_id)), at)
                 made.append((report_uuid, new.branch_id))
             # A runner job's report, not processed yet: no metrics.
             pending = reports.new_report_on(

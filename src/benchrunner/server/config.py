@@ -70,6 +70,11 @@ class ServerSettings(BaseSettings):
         description="bytes of job outputs read and parsed together; a larger output is "
         "refused with an error on its report; default 4 x request_body_max_bytes",
     )
+    judgment_write_rows: int = Field(
+        default=250,
+        ge=1,
+        description="rows of a report's boundaries and alerts written per transaction",
+    )
     registry_max_body_bytes: int = Field(
         default=1024 * 1024 * 1024, ge=1024, description="largest blob upload to /v2/"
     )

@@ -1,6 +1,8 @@
 """The write behind a runner's ``completed``: one transaction for the move to ``completed``,
 the output when it is small enough for a row, and, when it is small enough to parse at once,
-its processing too (metrics, report, thresholds judged, ``processed``).
+its processing too (metrics, report, ``processed``) when no threshold judges its metrics: a
+judgment runs outside the writer, in several transactions (``judgment``), so a job whose branch
+and testbed have thresholds is processed by the processor, after the ``ack``.
 
 Doing it all at once spares a small job the blob file and its two flushes, and the
 processor's own reads and transaction; its ``ack`` then also means that the job's metrics are
@@ -20,6 +22,7 @@ from sqlalchemy.engine import Connection
 
 from benchrunner.core.states import JobStatus
 from benchrunner.server.moves.move import Move, apply, apply_reading
+from benchrunner.server.processing.judgment import JudgmentDue, judged_apart
 from benchrunner.server.processing.look_back import LookBackLater
 from benchrunner.server.processing.processor import (
     INLINE_PARSE_BYTES,
@@ -93,6 +96,8 @@ def complete(
     parsing = apply_reading(conn, done, reports.REPORT_PARSING, {"report_id": job.report_id})
     if parsing is None:
         return Completion(completed=False)
+    if judged_apart(conn, parsing):  # judged by the processor, never before the runner's ack
+        return Completion(completed=True, moves=(done,))
     completed = _as_completed(conn, job, now, signed if resigned else job.signed)
     if completed is None:
         return Completion(completed=True, moves=(done,))
@@ -106,7 +111,7 @@ def complete(
     recorded = record_processed(
         conn, completed, item.values, item.error, now, item.noise, item.duet, defer_look_back=True
     )
-    if recorded is None:
+    if recorded is None or isinstance(recorded, JudgmentDue):
         return Completion(completed=True, moves=(done,))
     return Completion(
         completed=True,

@@ -1,8 +1,9 @@
 """A report's metrics judged against their thresholds (docs/decisions/processing.md): boundaries and
 alerts.
 
-Runs in the transaction that stored the metrics: in the request for a direct run (so the
-answer carries the alerts), in processing for a runner job — never in the channel.
+Reads only: the judgment runs on a read connection, outside any write transaction, after the
+transaction that stored the metrics, and records its boundaries and alerts
+(``processing.verdicts``) for ``processing.judgment`` to write in short transactions.
 
 For each metric: the threshold is the benchmark's override if it has one, else the measure's;
 ignored benchmarks are never judged. The history (``store.history``) is cut to the model's
@@ -38,7 +39,7 @@ from benchrunner.server.processing.sample_evaluation import (
     DEFAULT_MAX_SAMPLE_SIZE,
     judge_samples,
 )
-from benchrunner.server.processing.webhooks import emit_alert_event
+from benchrunner.server.processing.verdicts import ThresholdVerdicts, Verdicts
 from benchrunner.server.store import alerts, history, reports, thresholds
 from benchrunner.server.store.history import Point
 from benchrunner.server.store.tables import benchmark
@@ -93,36 +94,34 @@ def threshold_groups(
     return [(g.threshold, g.metrics) for g in _group(found, metrics, ignored)]
 
 
-def evaluate_report(
+def judge_report(
     conn: Connection,
     report_id: int,
     metrics: Sequence[reports.StoredMetric],
-    now: dt.datetime,
+    verdicts: Verdicts,
     *,
     noisy: bool = False,
     found: list[Any] | None = None,
     confirming: bool = False,
     duet_possible: Callable[[Level], bool] = lambda _level: False,
     reads: history.SeriesReads | None = None,
-) -> int:
-    """Judge the report's newly stored metrics; returns how many alerts were raised (each
-    queued for the project's webhooks, ``server.processing.webhooks``, in this transaction). On
-    a ``noisy`` report (``server.processing.noise``) the boundaries are drawn and stored all the
-    same, but only thresholds with ``alert_when_noisy`` raise alerts. ``found``: the metrics'
-    ``thresholds_to_judge``, when the caller has read them already. ``confirming`` (a runner
-    job's report): a threshold with confirmation runs holds its alerts back as ``pending``
-    (``server.processing.confirmations``); they are not counted here. ``duet_possible``: whether
-    the confirmation could run as a duet (``samples`` asks, ``judge_samples``). ``reads``: the
-    histories read are kept there for the report's look-back (``processing.look_back``)."""
+) -> None:
+    """Judge the report's newly stored metrics, recording their boundaries and alerts in
+    ``verdicts``; reads only. On a ``noisy`` report (``server.processing.noise``) the
+    boundaries are drawn all the same, but only thresholds with ``alert_when_noisy`` raise
+    alerts. ``found``: the metrics' ``thresholds_to_judge``, when the caller has read them
+    already. ``confirming`` (a runner job's report): a threshold with confirmation runs holds
+    its alerts back as ``pending`` (``server.processing.confirmations``). ``duet_possible``:
+    whether the confirmation could run as a duet (``samples`` asks, ``judge_samples``).
+    ``reads``: the histories read are kept there for the report's look-back
+    (``processing.look_back``)."""
     if found is None:
         found = thresholds_to_judge(conn, report_id, metrics)
     if not found:
-        return 0
+        return
     row = reports.report_row(conn, report_id)
     scope = history.scope_of(row)
     ignored = _ignored(conn, {m.benchmark_id for m in metrics})
-    raised: list[int] = []
-    to_bisect: list[int] = []
     cutoffs: dict[int, dt.datetime | None] = {}
     for judged in _group(found, metrics, ignored):
         t = judged.threshold
@@ -141,36 +140,21 @@ def evaluate_report(
             points_per_run=max(per_benchmark.values(), default=1),
             reads=reads,
         )
-        here: list[int] = []
+        # held back (pending): their confirmation raises them and asks for the bisection
+        judging = ThresholdVerdicts(t, report_id, alerting, pending, bool(t.bisect), verdicts)
         if test is TestKind.SAMPLES:
-            here += judge_samples(
+            judge_samples(
                 conn,
-                t,
-                report_id,
+                judging,
                 judged.metrics,
                 series,
-                now,
-                alerting,
-                pending=pending,
                 duet_possible=duet_possible,
             )
         elif test is not TestKind.CHANGE_POINT:
-            here += _judge_limits(
-                conn, t, report_id, judged.metrics, series, now, alerting, pending
-            )
+            _judge_limits(judging, judged.metrics, series)
         else:
             for m in judged.metrics:
-                past = series[m.benchmark_id].points()
-                here += _judge_changes(conn, t, report_id, m, past, now, alerting, pending)
-        if pending:
-            continue  # held back: their confirmation raises them (and asks for the bisection)
-        raised += here
-        if t.bisect:
-            to_bisect += here
-    emit_alert_event(conn, "alert.raised", raised, now)
-    # The bisection driver starts their bisections (docs/how-to/bisect.md).
-    alerts.alerts_bisect_pending(conn, to_bisect)
-    return len(raised)
+                _judge_changes(conn, judging, m, series[m.benchmark_id].points())
 
 
 def threshold_series(
@@ -229,42 +213,27 @@ def history_since(
 
 
 def _judge_limits(
-    conn: Connection,
-    t: Any,
-    report_id: int,
+    judging: ThresholdVerdicts,
     metrics: list[reports.StoredMetric],
     series: dict[int, history.Series],
-    now: dt.datetime,
-    alerting: bool,
-    pending: bool = False,
-) -> list[int]:
-    """Each metric's limits from its series; their boundaries are stored in one batch (a
-    report's thousands of metrics are not thousands of statements), a metric whose history
-    draws no limits with a null baseline and null limits. Without ``alerting``, nothing is
-    raised; with ``pending``, the alerts are held back."""
+) -> None:
+    """Each metric's limits from its series, and its boundary, a metric whose history draws
+    no limits with a null baseline and null limits; an alert where its value lies outside."""
     from benchrunner.detection.boundary import Limits, limits_many, outside
 
-    model = thresholds.model_of(t)
+    model = thresholds.model_of(judging.threshold)
     undrawn = Limits(None, None, None)
     found = limits_many(model, [series[m.benchmark_id].values for m in metrics])
     drawn = [(m, d or undrawn) for m, d in zip(metrics, found, strict=True)]
-    boundary_ids = alerts.boundaries_put(
-        conn,
-        [
-            alerts.NewBoundary(m.id, t.threshold_id, t.id, d.baseline, d.lower_limit, d.upper_limit)
-            for m, d in drawn
-        ],
+    judging.verdicts.boundaries(
+        judging.boundary(m.id, d.baseline, d.lower_limit, d.upper_limit) for m, d in drawn
     )
-    raised: list[int] = []
-    if not alerting:
-        return raised
-    for (m, d), boundary_id in zip(drawn, boundary_ids, strict=True):
+    if not judging.alerting:
+        return
+    for m, d in drawn:
         side = None if m.never_alerts else outside(d, m.value)
         if side is not None:
-            alert_id = alerts.alert_raise(conn, boundary_id, report_id, side, now, pending=pending)
-            if alert_id is not None:
-                raised.append(alert_id)
-    return raised
+            judging.alert(m.id, side)
 
 
 def finite_mean(values: list[float]) -> float:
@@ -275,18 +244,12 @@ def finite_mean(values: list[float]) -> float:
 
 
 def _judge_changes(
-    conn: Connection,
-    t: Any,
-    report_id: int,
-    m: reports.StoredMetric,
-    past: list[Point],
-    now: dt.datetime,
-    alerting: bool,
-    pending: bool = False,
-) -> list[int]:
+    conn: Connection, judging: ThresholdVerdicts, m: reports.StoredMetric, past: list[Point]
+) -> None:
     from benchrunner.detection.change_point import change_points
 
-    points = [*past, Point(m.id, m.value, report_id)]
+    t = judging.threshold
+    points = [*past, Point(m.id, m.value, judging.report_id)]
     found = change_points(
         [p.value for p in points],
         max_pvalue=t.max_pvalue if t.max_pvalue is not None else DEFAULT_MAX_PVALUE,
@@ -294,28 +257,21 @@ def _judge_changes(
     )
     segment_start = found[-1].index if found else 0
     level = finite_mean([p.value for p in points[segment_start:]])
-    alerts.boundary_put(conn, m.id, t.threshold_id, t.id, level, None, None)
-    if not found or not alerting or m.never_alerts:
-        return []  # a step kept back now is raised by a later report that may alert
-    alerted = alerts.change_alerted(conn, [p.metric_id for p in points])
+    judging.verdicts.boundaries([judging.boundary(m.id, level)])
+    if not found or not judging.alerting or m.never_alerts:
+        return  # a step kept back now is raised by a later report that may alert
+    ids = [p.metric_id for p in points]
+    alerted = alerts.change_alerted(conn, ids) | judging.verdicts.change_alerted(ids)
     alerted_at = [i for i, p in enumerate(points) if p.metric_id in alerted]
-    raised: list[int] = []
     for k, change in enumerate(found):
         if already_alerted(found, k, alerted_at):
             continue
         where = points[change.index]
-        boundary_id = alerts.boundary_put(
-            conn, where.metric_id, t.threshold_id, t.id, change.before, None, None
-        )
+        judging.verdicts.boundaries([judging.boundary(where.metric_id, change.before)])
         side: alerts.Limit = "upper" if change.after > change.before else "lower"
         since = points[change.index - 1].report_id if change.index > 0 else None
         step = alerts.Change(change.before, change.after, change.magnitude, change.pvalue, since)
-        alert_id = alerts.alert_raise(
-            conn, boundary_id, report_id, side, now, step, pending=pending
-        )
-        if alert_id is not None:
-            raised.append(alert_id)
-    return raised
+        judging.alert(where.metric_id, side, step)
 
 
 def already_alerted(found: list[ChangePoint], k: int, alerted_at: list[int]) -> bool:

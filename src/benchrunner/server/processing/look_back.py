@@ -14,13 +14,13 @@ Which series: those of the branch named ``WATCHED_BRANCH`` (where a run without 
 goes), under any threshold; on any other branch, only those under a ``change_point`` threshold.
 A threshold's own ``change_point`` parameters are used; other tests use the detector's defaults.
 
-Runs after the thresholds are judged. For a runner job's report, after its processing
-committed (in the processor, after the batch's write; for a report processed with its result in
-the channel, after the runner's ``ack``): ``look_back_later`` reads the series and runs the
-detector in a read unit, outside any write transaction, then writes what it found in write
-transactions of at most ``WRITE_ROWS`` alerts each, re-checking there what must still hold
-(``look_back_write``). For a direct run, in the request's transaction, in a savepoint of its
-own, so a failure here leaves the report's evaluation standing. Bounded: per threshold,
+Runs after the thresholds are judged (``processing.judgment``): for a runner job's report, in
+the processor after its judgment's last write; for a direct run's, before its answer.
+``look_back_later`` reads the series and runs the detector in a read unit, outside any write
+transaction, then writes what it found in write transactions of at most ``WRITE_ROWS`` alerts
+each, re-checking there what must still hold (``look_back_write``). A report judged at once in
+a transaction (``judgment.judge_here``) looks back in it (``look_back_report``), in a savepoint
+of its own, so a failure here leaves the report's judgment standing. Bounded: per threshold,
 one history read of ``WINDOW`` points per benchmark (none when the evaluation read at least
 as many: ``history.SeriesReads``), one read of those points' reports and one of the alerts on
 them (``store.look_back``); per metric, one detector run over ``WINDOW`` points.
@@ -144,7 +144,7 @@ def look_back_report(
     transaction (a direct run's request); how many alerts were raised or re-opened. On a
     ``noisy`` report only thresholds with ``alert_when_noisy`` look back. ``found``:
     ``evaluation.thresholds_to_judge`` when the caller has read it. ``reads``: the histories
-    the report's evaluation read (``evaluate_report``), whose series are not read again."""
+    the report's judgment read (``evaluation.judge_report``), whose series are not read again."""
     if not metrics:
         return 0
     if found is None:

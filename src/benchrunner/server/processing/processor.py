@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
-import functools
 import logging
 import time
 from collections.abc import Callable, Sequence
@@ -37,10 +36,17 @@ from benchrunner.core.states import JobStatus
 from benchrunner.protocol import JsonDuet, NoiseGuard
 from benchrunner.server.blobs.blob_store import job_output_key
 from benchrunner.server.context import ServerContext
-from benchrunner.server.moves.move import Move, Moves, apply_reading
-from benchrunner.server.processing.confirmation_duets import can_run_as_duet
-from benchrunner.server.processing.confirmations import open_confirmation
-from benchrunner.server.processing.evaluation import evaluate_report, series_thresholds_to_judge
+from benchrunner.server.moves.move import Move, Moves, apply, apply_reading
+from benchrunner.server.processing.evaluation import series_thresholds_to_judge
+from benchrunner.server.processing.judgment import (
+    Judging,
+    JudgmentDue,
+    judge_apart,
+    judge_here,
+    judge_left_over,
+    judged_apart,
+    never_alert_positions,
+)
 from benchrunner.server.processing.look_back import (
     LookBackLater,
     look_back_later,
@@ -55,7 +61,7 @@ from benchrunner.server.processing.outputs import (
 )
 from benchrunner.server.processing.parsers import measure_stored, measure_stored_duet, parser_pool
 from benchrunner.server.processing.webhooks import emit_alert_event
-from benchrunner.server.store import alerts, duets, history, job_outputs, jobs, reports
+from benchrunner.server.store import alerts, duets, job_outputs, jobs, judgings, reports
 from benchrunner.server.tasks import cancel_and_wait
 
 log = logging.getLogger(__name__)
@@ -98,6 +104,8 @@ class Measured:
     error: str | None
     noise: NoiseVerdict | None = None
     duet: duets.NewDuet | None = None
+    parsing: Any | None = None
+    """Its report's ``reports_parsing`` row."""
 
 
 def measure_job(
@@ -146,6 +154,8 @@ class Processor:
         """A job of the batch being written opened a confirmation."""
         self._looks_back: list[LookBackLater] = []
         """The look-backs of the jobs written, run after their commit."""
+        self._due: list[JudgmentDue] = []
+        """The judgments of the reports written, run after their commit (``judgment``)."""
         self._queue: asyncio.Queue[int] = asyncio.Queue()
         self._queued: set[int] = set()
         """Jobs waiting in the queue or being processed."""
@@ -178,6 +188,12 @@ class Processor:
         return len(self._queued)
 
     async def _run(self) -> None:
+        try:
+            await judge_left_over(
+                self._ctx.db, self._ctx.clock.now, self._ctx.settings.judgment_write_rows
+            )
+        except Exception:
+            log.exception("judging again the reports a crash left half judged failed")
         while True:
             batch = [await self._queue.get()]
             while len(batch) < MAX_BATCH and not self._queue.empty():
@@ -219,6 +235,7 @@ class Processor:
                     await asyncio.sleep(0)  # an inline write does not yield by itself
                 done, moves = await self._ctx.db.write(self._commit_some, measured, done)
                 self._moves.done(*moves)
+                await self._judge()
                 await self._look_back()
             self._on_batch([job.id for job in group])
             if self._confirming:
@@ -326,6 +343,7 @@ class Processor:
         and the moves made, for ``Moves.done`` once they committed."""
         deadline = None if self._write_step is None else time.perf_counter() + self._write_step
         self._looks_back = []  # only this transaction's: one rolled back wrote no report
+        self._due = []
         index = start
         moves: list[Move] = []
         while index < len(measured):
@@ -350,14 +368,42 @@ class Processor:
             now,
             item.noise,
             item.duet,
+            parsing=item.parsing,
             defer_look_back=True,
         )
         if recorded is None:
+            return None
+        if isinstance(recorded, JudgmentDue):
+            self._due.append(recorded)
             return None
         self._confirming = self._confirming or recorded.confirming
         if recorded.look_back is not None:
             self._looks_back.append(recorded.look_back)
         return recorded.move
+
+    async def _judge(self) -> None:
+        """The judgments of the reports just stored, each read on a reader and written in
+        short transactions (``judgment.judge_apart``); their jobs move to ``processed`` with
+        the last. One that fails leaves its job ``completed``, its report marked: it is
+        judged again when the job is processed again (the sweeper, or the next start)."""
+        pending, self._due = self._due, []
+        for due in pending:
+            try:
+                judged = await judge_apart(
+                    self._ctx.db,
+                    due,
+                    self._ctx.clock.now,
+                    rows=self._ctx.settings.judgment_write_rows,
+                )
+            except Exception:
+                log.exception(
+                    "judging report %s failed; it is judged again later", due.judging.report_id
+                )
+                continue
+            if judged.processed is not None:
+                self._moves.done(judged.processed)
+            self._confirming = self._confirming or judged.confirming
+            self._looks_back.append(judged.look_back)
 
     async def _look_back(self) -> None:
         """The look-backs of the reports just committed, each outside the write transaction
@@ -383,7 +429,7 @@ def measured_with_noise(
     """What a job's output gave, its noise figures judged against its report's limits
     (``parsing``: the report's ``reports_parsing`` row)."""
     judged = verdict(noise, parsing.noise_cv_limit, parsing.noise_drift_limit)
-    return Measured(job, values, error, judged, duet)
+    return Measured(job, values, error, judged, duet, parsing)
 
 
 @dataclass(frozen=True)
@@ -408,13 +454,17 @@ def record_processed(
     noise: NoiseVerdict | None = None,
     duet: duets.NewDuet | None = None,
     *,
+    parsing: Any | None = None,
     defer_look_back: bool = False,
-) -> Recorded | None:
+) -> Recorded | JudgmentDue | None:
     """Move a completed job to ``processed`` with its metrics (or why it has none) in its
-    report, its thresholds judged (on a noisy report, only those that ask to be), and a duet
-    job's verdict beside them; None, with nothing written, when the job is not ``completed``
-    (already processed elsewhere). ``defer_look_back``: the look-back over the report's series
-    is returned for the caller to run after it answered, instead of run here."""
+    report, and a duet job's verdict beside them; None, with nothing written, when the job is
+    not ``completed`` (already processed elsewhere). Metrics that thresholds judge
+    (``parsing``: the report's ``reports_parsing`` row tells) are stored with their report
+    marked as being judged, the job left ``completed``: the ``JudgmentDue`` returned is
+    judged, and the job moved, by ``judgment.judge_apart``. ``defer_look_back``: the
+    look-back over the report's series is returned for the caller to run after it answered,
+    instead of run here."""
     if error is not None:
         message = f"not parsed: {error}"
     elif duet is not None:
@@ -434,6 +484,9 @@ def record_processed(
         error=error,
         noise=None if noise is None else noise.stored(),
     )
+    noisy = noise is not None and noise.noisy
+    if values and duet is None and parsing is not None and judged_apart(conn, parsing):
+        return _record_judging(conn, job, values, finish, processed, noisy, now)
     # The report's times and outcome, and on PostgreSQL its metrics, are written by the
     # move's own statement.
     metrics = reports.metrics_with_finish(conn, job.report_id, job.project_id, values, now)
@@ -461,32 +514,53 @@ def record_processed(
         if stored
         else []
     )
-    confirming = False
-    if found:
-        reads = history.SeriesReads()  # the evaluation's, for the look-back
-        try:
-            with conn.begin_nested():
-                evaluate_report(
-                    conn,
-                    job.report_id,
-                    stored,
-                    now,
-                    noisy=noise is not None and noise.noisy,
-                    found=found,
-                    confirming=True,
-                    duet_possible=functools.cache(lambda level: can_run_as_duet(conn, job, level)),
-                    reads=reads,
-                )
-                confirming = open_confirmation(conn, job, found, now)
-        except Exception:  # an evaluation bug must not wedge the whole batch in `completed`
-            log.exception("judging job %s's report failed; its metrics stay unjudged", job.uuid)
-            confirming = False
-        noisy = noise is not None and noise.noisy
-        if defer_look_back:
-            later = LookBackLater(job.report_id, tuple(stored), noisy, found, reads)
-            return Recorded(processed, confirming, later)
-        look_back_report(conn, job.report_id, stored, now, noisy=noisy, found=found, reads=reads)
+    if not found:
+        return Recorded(processed)
+    # A threshold the caller did not know of (added since it read): judged here, as a whole.
+    judging = Judging(
+        job.report_id, noisy, confirming=True, never_alerts=never_alert_positions(values)
+    )
+    written, later = judge_here(conn, JudgmentDue(judging, job), now)
+    confirming = written.confirming
+    if defer_look_back:
+        return Recorded(processed, confirming, later)
+    look_back_report(conn, job.report_id, stored, now, noisy=noisy, found=found, reads=later.reads)
     return Recorded(processed, confirming)
+
+
+def _record_judging(
+    conn: Connection,
+    job: jobs.JobRow,
+    values: list[reports.MetricValue],
+    finish: dict[str, Any],
+    processed: Move,
+    noisy: bool,
+    now: dt.datetime,
+) -> Recorded | JudgmentDue | None:
+    """``record_processed`` of metrics that thresholds judge: stored, their report marked as
+    being judged, the job left ``completed`` (``judgment``). A report already marked had its
+    metrics stored by an earlier attempt that a crash interrupted: it is judged again."""
+    judging = Judging(
+        job.report_id, noisy, confirming=True, never_alerts=never_alert_positions(values)
+    )
+    if not judgings.judging_start(conn, job.report_id, judging.encoded()):
+        under_way = judgings.judging_of(conn, job.report_id)
+        if under_way is None:
+            return None  # processed meanwhile
+        return JudgmentDue(Judging.decoded(job.report_id, under_way), job, processed)
+    finished = reports.report_finish(
+        conn,
+        job.report_id,
+        start_time=finish["start_time"],
+        end_time=finish["end_time"],
+        error=finish["error"],
+        noise=finish["noise"],
+    )
+    stored = reports.metrics_add(conn, job.report_id, job.project_id, values, now)
+    if series_thresholds_to_judge(conn, finished.branch_id, finished.testbed_id, stored):
+        return JudgmentDue(judging, job, processed)
+    judgings.judging_end(conn, job.report_id)  # none of its measures has a threshold
+    return Recorded(processed) if apply(conn, processed) else None
 
 
 async def _shut_down(pool: Executor) -> None:

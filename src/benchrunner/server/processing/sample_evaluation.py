@@ -17,7 +17,6 @@ together), and so are the report's metrics of a benchmark.
 
 from __future__ import annotations
 
-import datetime as dt
 from collections.abc import Callable
 from typing import Any
 
@@ -26,6 +25,7 @@ from sqlalchemy.engine import Connection
 from benchrunner.core.samples import Samples
 from benchrunner.detection.models import SAMPLES_MAX_PVALUE, SAMPLES_MIN_MAGNITUDE
 from benchrunner.server.processing.confirmation_duets import Level
+from benchrunner.server.processing.verdicts import ThresholdVerdicts
 from benchrunner.server.store import alerts, reports
 from benchrunner.server.store.history import Point, Series
 from benchrunner.server.store.samples import samples_of
@@ -36,18 +36,15 @@ DEFAULT_MAX_SAMPLE_SIZE = 64
 
 def judge_samples(
     conn: Connection,
-    t: Any,
-    report_id: int,
+    judging: ThresholdVerdicts,
     metrics: list[reports.StoredMetric],
     series: dict[int, Series],
-    now: dt.datetime,
-    alerting: bool,
     *,
-    pending: bool = False,
     duet_possible: Callable[[Level], bool] = lambda _level: False,
-) -> list[int]:
-    """Boundaries for ``metrics`` (a report's, of one threshold) and the alerts raised; without
-    ``alerting`` (a noisy report), none. With ``pending`` (confirmation runs will re-measure),
+) -> None:
+    """Boundaries for ``metrics`` (a report's, of one threshold) and the alerts to raise,
+    recorded in ``judging``; reads only. Without ``alerting`` (a noisy report), no alert.
+    With ``pending`` (confirmation runs will re-measure),
     the alerts are held back, and an **unknown** answer holds one back too when the re-runs
     may settle it: when the report is beyond the limit (one more run tells), or when its shift
     passes half of ``min_magnitude`` (and is not 0) but not the window's run-to-run spread and the
@@ -56,15 +53,15 @@ def judge_samples(
     while a duet's rounds, interleaved with the version before, do not."""
     from benchrunner.detection.samples import Verdict, compare
 
+    t, pending = judging.threshold, judging.pending
     by_benchmark: dict[int, list[reports.StoredMetric]] = {}
     for m in metrics:
         by_benchmark.setdefault(m.benchmark_id, []).append(m)
-    windows = {b: _window(conn, series[b].points()) for b in by_benchmark}
+    windows = {b: _window(conn, series[b].points(), judging) for b in by_benchmark}
     wanted = [(p.metric_id, p.value) for points in windows.values() for p in points]
     wanted += [(m.id, m.value) for m in metrics]
     found = samples_of(conn, wanted)
     report_of = {p.metric_id: p.report_id for points in windows.values() for p in points}
-    raised: list[int] = []
     min_effect = SAMPLES_MIN_MAGNITUDE if t.min_magnitude is None else t.min_magnitude
     for benchmark_id, judged in by_benchmark.items():
         before, firsts = _newest_runs(t, *_runs(windows[benchmark_id], found, report_of))
@@ -82,14 +79,10 @@ def judge_samples(
         )
         baseline = None if result is None else result.baseline
         verdict = None if result is None else result.verdict.value
-        boundary_ids = alerts.boundaries_put(
-            conn,
-            [
-                alerts.NewBoundary(m.id, t.threshold_id, t.id, baseline, None, None, verdict)
-                for m in judged
-            ],
+        judging.verdicts.boundaries(
+            judging.boundary(m.id, baseline, verdict=verdict) for m in judged
         )
-        if result is None or not alerting or any(m.never_alerts for m in judged):
+        if result is None or not judging.alerting or any(m.never_alerts for m in judged):
             continue
         step = samples_step(result)
         if result.verdict is not Verdict.DIFFERENT and not (
@@ -101,20 +94,13 @@ def judge_samples(
         if step is None:
             continue
         side: alerts.Limit = "upper" if step.magnitude > 0 else "lower"
-        boundary_id = boundary_ids[0]
+        where = judged[0].id
         if result.verdict is Verdict.DIFFERENT and result.borrowed:
             # The step began at the first run judged with the report: the alert goes there,
             # as a change point's does (and as the look-back expects of a step's alert).
             where = firsts[len(firsts) - result.borrowed]
-            boundary_id = alerts.boundary_put(
-                conn, where, t.threshold_id, t.id, result.baseline, None, None
-            )
-        alert_id = alerts.alert_raise(
-            conn, boundary_id, report_id, side, now, step, pending=pending
-        )
-        if alert_id is not None:
-            raised.append(alert_id)
-    return raised
+            judging.verdicts.boundaries([judging.boundary(where, result.baseline)])
+        judging.alert(where, side, step)
 
 
 def _duet_tells(
@@ -133,9 +119,15 @@ def _duet_tells(
     return duet_possible(Level(benchmark_id, t.measure_id, result.baseline, result.new))
 
 
-def _window(conn: Connection, history: list[Point]) -> list[Point]:
-    """The history from the latest metric that carries a step's alert on: the new level."""
-    alerted = alerts.change_alerted(conn, [p.metric_id for p in history])
+def _window(
+    conn: Connection, history: list[Point], judging: ThresholdVerdicts | None = None
+) -> list[Point]:
+    """The history from the latest metric that carries a step's alert on: the new level
+    (``judging``: with those the judgment under way has recorded)."""
+    ids = [p.metric_id for p in history]
+    alerted = alerts.change_alerted(conn, ids)
+    if judging is not None:
+        alerted |= judging.verdicts.change_alerted(ids)
     for index in range(len(history) - 1, -1, -1):
         if history[index].metric_id in alerted:
             return history[index:]

@@ -117,13 +117,24 @@ def boundaries_put(conn: Connection, rows: Sequence[NewBoundary]) -> list[int]:
     """``boundary_put`` of many metrics in one batch; their boundary ids, in order."""
     if not rows:
         return []
-    conn.execute(insert_or_skip(conn, boundary, ("metric_id",)), [vars(r) for r in rows])
-    wanted = [r.metric_id for r in rows]
+    boundaries_insert(conn, rows)
+    found = boundary_ids(conn, [r.metric_id for r in rows])
+    return [found[r.metric_id] for r in rows]
+
+
+def boundaries_insert(conn: Connection, rows: Sequence[NewBoundary]) -> None:
+    """Store the boundaries of metrics that have none (a metric is judged once)."""
+    if rows:
+        conn.execute(insert_or_skip(conn, boundary, ("metric_id",)), [vars(r) for r in rows])
+
+
+def boundary_ids(conn: Connection, metric_ids: Sequence[int]) -> dict[int, int]:
+    """The boundary id of each of the metrics that has one."""
     found: dict[int, int] = {}
-    for start in range(0, len(wanted), 500):
-        chunk = wanted[start : start + 500]
+    for start in range(0, len(metric_ids), 500):
+        chunk = list(metric_ids[start : start + 500])
         found.update((m, b) for m, b in conn.execute(_BOUNDARIES_OF, {"metric_ids": chunk}).all())
-    return [found[metric_id] for metric_id in wanted]
+    return found
 
 
 def alert_raise(

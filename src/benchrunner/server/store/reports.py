@@ -684,6 +684,9 @@ _PARSING = (
         report.c.adapter,
         report.c.average,
         report.c.fold,
+        report.c.branch_id,
+        report.c.testbed_id,
+        report.c.confirms_report_id,
         spec.c.noise_cv_limit,
         spec.c.noise_drift_limit,
     )

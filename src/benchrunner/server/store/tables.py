@@ -291,12 +291,18 @@ report = sa.Table(
     # the image tag holding {commit} that runs each (docs/how-to/bisect.md).
     sa.Column("bisect_range", sa.Text, nullable=True),
     sa.Column("bisect_image", sa.String(512), nullable=True),
+    # JSON, while the report's judgment is under way (written in short transactions after its
+    # metrics, docs/decisions/processing.md): what judging it again after a crash needs.
+    sa.Column("judging", sa.Text, nullable=True),
     sa.Index("index_report_project_created", "project_id", "created"),
     # A series' history: one branch and testbed, by time; and a branch's latest version.
     sa.Index("index_report_branch_testbed_start", "branch_id", "testbed_id", "start_time"),
     sa.Index("index_report_branch_version", "branch_id", "version"),
     sa.Index("index_report_confirms", "confirms_report_id"),
 )
+_JUDGING = report.c.judging.is_not(None)
+# The reports whose judgment a crash interrupted, read at startup.
+sa.Index("index_report_judging", report.c.id, sqlite_where=_JUDGING, postgresql_where=_JUDGING)
 
 metric = sa.Table(
     "metric",

@@ -27,15 +27,21 @@ from benchrunner.detection.models import Model
 from benchrunner.protocol import JsonDuet, JsonDuetSide, JsonJobConfig
 from benchrunner.server.context import ServerContext
 from benchrunner.server.http.errors import bad_request
-from benchrunner.server.processing.evaluation import evaluate_report, series_thresholds_to_judge
-from benchrunner.server.processing.look_back import look_back_report
+from benchrunner.server.processing.evaluation import series_thresholds_to_judge
+from benchrunner.server.processing.judgment import (
+    Judging,
+    JudgmentDue,
+    judge_apart,
+    never_alert_positions,
+)
+from benchrunner.server.processing.look_back import look_back_later
 from benchrunner.server.processing.results import report_metrics
 from benchrunner.server.services import Services
 from benchrunner.server.store import (
     accounts,
     branches,
-    history,
     jobs,
+    judgings,
     reports,
     thresholds,
 )
@@ -192,6 +198,9 @@ class _Submitted:
     """The created report as the API answers it, read in the unit (None when deduplicated)."""
     now: dt.datetime | None = None
     """The submission's time, which a hand-off claimed apart (``HandOffs.claim_apart``) keeps."""
+    judging: Judging | None = None
+    """A direct run's report whose metrics thresholds judge: judged after the unit (``view`` is
+    read then)."""
 
 
 async def submit_run(
@@ -281,10 +290,10 @@ async def submit_run(
             report_id, _ = reports.report_create(conn, new_report)
             _bind_and_bisect(conn, report_id)
             stored = reports.metrics_add(conn, report_id, project.id, direct_values, now)
-            found = series_thresholds_to_judge(conn, on.id, testbed_id, stored)
-            reads = history.SeriesReads()  # the evaluation's, for the look-back
-            evaluate_report(conn, report_id, stored, now, found=found, reads=reads)
-            look_back_report(conn, report_id, stored, now, found=found, reads=reads)
+            if series_thresholds_to_judge(conn, on.id, testbed_id, stored):
+                judging = Judging(report_id, never_alerts=never_alert_positions(direct_values))
+                judgings.judging_start(conn, report_id, judging.encoded())
+                return _Submitted(report_id, None, None, judging=judging)
             view = new_report_view(conn, report_id, None, with_metrics=True)
             return _Submitted(report_id, None, None, view=view)
         assert spec is not None
@@ -378,8 +387,21 @@ async def submit_run(
         await hand_offs.delivered(hand_off)
     if submitted.view is not None:
         return {**submitted.view, "deduplicated": False}
+    if submitted.judging is not None:
+        # Shielded: a request cancelled meanwhile must not leave the judgment half written.
+        await asyncio.shield(asyncio.ensure_future(_judge(ctx, submitted.judging)))
+        view = await ctx.db.read(new_report_view, submitted.report_id, None, with_metrics=True)
+        return {**view, "deduplicated": False}
     view = await ctx.db.read(_replayed_view, submitted.report_id)
     return {**view, "deduplicated": True}
+
+
+async def _judge(ctx: ServerContext, judging: Judging) -> None:
+    """A direct run's judgment, off the writer (``processing.judgment``), then its look-back:
+    both before the answer, which carries their alerts."""
+    rows = ctx.settings.judgment_write_rows
+    judged = await judge_apart(ctx.db, JudgmentDue(judging), ctx.clock.now, rows=rows)
+    await look_back_later(ctx.db, judged.look_back, ctx.clock.now())
 
 
 def _replayed_view(conn: Connection, report_id: int) -> dict[str, Any]:

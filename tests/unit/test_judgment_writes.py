@@ -1,0 +1,216 @@
+"""A report's judgment is read and computed outside any write transaction, then written in
+short write transactions (docs/decisions/processing.md), on both engines: each writes at most
+its budget of rows, counted as the database sees them (not timed); the last clears the report's
+mark; and a history that changed between the read and a write is read and judged again."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import datetime as dt
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection, Engine
+
+from benchrunner.core.tiers import Plan
+from benchrunner.detection.models import Model, TestKind
+from benchrunner.server.processing.judgment import (
+    Judging,
+    JudgmentDue,
+    judge_apart,
+    judgment_plan,
+)
+from benchrunner.server.processing.verdicts import ALERT_ROWS
+from benchrunner.server.store import accounts, judgings, reports, thresholds
+from benchrunner.server.store.alerts import NewBoundary
+from benchrunner.server.store.engine import Database, make_engine
+from benchrunner.server.store.reports import MetricValue
+from benchrunner.server.store.tables import alert, boundary, metric
+from tests.databases import with_schema
+
+T0 = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
+TEN_PERCENT = Model(TestKind.PERCENTAGE, upper_boundary=0.1)
+
+
+@dataclasses.dataclass
+class Series:
+    project_id: int
+    new: reports.NewReport
+    hours: int = 0
+
+
+def _history(engine: Engine, benchmarks: int, runs: int) -> Series:
+    """A project whose ``benchmarks`` benchmarks on main ran ``runs`` times at 100 (1 % noise),
+    an hour apart, under a 10 % threshold on latency."""
+    rng = np.random.default_rng(3)
+    with engine.begin() as conn:
+        leader = accounts.user_get_or_create(conn, "l@x", "l", admin=False, now=T0).id
+        org = accounts.organization_create(conn, "org", Plan.TEAM, T0, leader_id=leader)
+        project = accounts.project_create(conn, org.id, "p", "public", T0).id
+        series = Series(project, reports.new_report_on(conn, project, "main", "box", "json", T0))
+        for _ in range(runs):
+            _report(conn, series, [100 * float(rng.normal(1, 0.01)) for _ in range(benchmarks)])
+        key = thresholds.SeriesKey(
+            series.new.branch_id, series.new.testbed_id, _latency(conn, project), None
+        )
+        thresholds.threshold_put(conn, project, key, TEN_PERCENT, T0)
+    return series
+
+
+def _latency(conn: Connection, project_id: int) -> int:
+    return reports.measure_ids(conn, project_id, ["latency"], T0)["latency"]
+
+
+def _report(
+    conn: Connection, series: Series, values: list[float], *, hour: int | None = None
+) -> int:
+    """A report of ``values`` (benchmark ``b{k}``'s at ``k``) the next hour (or at ``hour``)."""
+    if hour is None:
+        hour = series.hours
+        series.hours += 1
+    at = T0 + dt.timedelta(hours=hour)
+    timed = dataclasses.replace(series.new, start_time=at, end_time=at, now=at)
+    report_id, _ = reports.report_create(conn, timed)
+    new = [MetricValue(0, f"b{k}", "latency", v, None, None) for k, v in enumerate(values)]
+    reports.metrics_add(conn, report_id, series.project_id, new, at)
+    return report_id
+
+
+def _judged_report(engine: Engine, series: Series, values: list[float]) -> Judging:
+    """A new report of ``values``, stored and marked as being judged, as processing leaves it."""
+    with engine.begin() as conn:
+        report_id = _report(conn, series, values)
+        judging = Judging(report_id)
+        assert judgings.judging_start(conn, report_id, judging.encoded())
+    return judging
+
+
+def _of_report(conn: Connection, table: sa.Table, report_id: int) -> int:
+    joined = boundary.join(metric, metric.c.id == boundary.c.metric_id)
+    if table is alert:
+        joined = joined.join(alert, alert.c.boundary_id == boundary.c.id)
+    return int(
+        conn.execute(
+            sa.select(sa.func.count()).select_from(joined).where(metric.c.report_id == report_id)
+        ).scalar_one()
+    )
+
+
+class RowsPerWrite:
+    """The boundary and alert rows each write transaction of ``engine`` inserted, as the
+    database was asked for them."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+        self.writes: list[tuple[int, int]] = []
+        self._boundaries = 0
+        self._alerts = 0
+
+    def _executed(self, _conn: Any, element: Any, multiparams: Any, params: Any, *_: Any) -> None:
+        table = getattr(element, "table", None)
+        if not isinstance(element, sa.Insert) or table is None:
+            return
+        rows = len(multiparams) if multiparams else 1
+        if table.name == "boundary":
+            self._boundaries += rows
+        elif table.name == "alert":
+            self._alerts += rows
+
+    def _committed(self, _conn: Any) -> None:
+        self.writes.append((self._boundaries, self._alerts))
+        self._boundaries = self._alerts = 0
+
+    def __enter__(self) -> RowsPerWrite:
+        sa.event.listen(self.engine, "after_execute", self._executed)
+        sa.event.listen(self.engine, "commit", self._committed)
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        sa.event.remove(self.engine, "after_execute", self._executed)
+        sa.event.remove(self.engine, "commit", self._committed)
+
+
+def _reads_noted(db: Database, then: Callable[[], None] = lambda: None) -> list[str]:
+    """The units ``db.read_apart`` runs, by name; ``then`` runs after the first."""
+    names: list[str] = []
+    read = db.read_apart
+
+    async def noted(unit: Any, *args: Any) -> Any:
+        result = await read(unit, *args)
+        names.append(getattr(unit, "__name__", ""))
+        if len(names) == 1:
+            then()
+        return result
+
+    db.read_apart = noted  # type: ignore[method-assign,assignment]
+    return names
+
+
+def test_a_judgment_writes_at_most_its_rows_a_transaction(database_url: str) -> None:
+    """120 metrics, 30 of them regressed: their boundaries and alerts in write transactions of
+    at most 20 rows (an alert counts ``ALERT_ROWS``), after one read unit."""
+    with_schema(database_url)
+    engine = make_engine(database_url, writer=True)
+    try:
+        series = _history(engine, 120, 8)
+        values = [(130.0 if k % 4 == 0 else 100.0) for k in range(120)]
+        judging = _judged_report(engine, series, values)
+    finally:
+        engine.dispose()
+    db = Database(database_url)
+    reads = _reads_noted(db)
+    try:
+        with RowsPerWrite(db.write_engine) as counted:
+            judged = asyncio.run(judge_apart(db, JudgmentDue(judging), lambda: T0, rows=20))
+        with db.read_engine.connect() as conn:
+            drawn = _of_report(conn, boundary, judging.report_id)
+            raised = _of_report(conn, alert, judging.report_id)
+            left = judgings.judging_of(conn, judging.report_id)
+    finally:
+        db.close()
+    assert reads == ["judgment_plan"]
+    assert (drawn, raised, judged.raised, left) == (120, 30, 30, None)
+    assert len(counted.writes) >= (120 + 30 * ALERT_ROWS) // 20
+    assert all(b + a * ALERT_ROWS <= 20 for b, a in counted.writes), counted.writes
+    assert sum(b for b, _ in counted.writes) == 120 and sum(a for _, a in counted.writes) == 30
+
+
+def test_a_history_changed_between_read_and_write_is_judged_again(database_url: str) -> None:
+    """A report of the history stored after the judgment read it (a late runner job of an
+    earlier start) changes the limits: the write finds it, and the judgment reads again."""
+    with_schema(database_url)
+    engine = make_engine(database_url, writer=True)
+    try:
+        series = _history(engine, 3, 8)
+        judging = _judged_report(engine, series, [105.0, 105.0, 105.0])
+
+        def late_report() -> None:
+            with engine.begin() as conn:
+                _report(conn, series, [1000.0, 1000.0, 1000.0], hour=2)
+
+        db = Database(database_url)
+        reads = _reads_noted(db, late_report)
+        try:
+            asyncio.run(judge_apart(db, JudgmentDue(judging), lambda: T0))
+            with db.read_engine.connect() as conn:
+                again = judgment_plan(conn, judging, None)
+                baselines = conn.execute(
+                    sa.select(boundary.c.baseline)
+                    .join(metric, metric.c.id == boundary.c.metric_id)
+                    .where(metric.c.report_id == judging.report_id)
+                ).scalars()
+                drawn = sorted(float(b) for b in baselines)
+        finally:
+            db.close()
+    finally:
+        engine.dispose()
+    assert reads == ["judgment_plan", "judgment_plan"]
+    expected = sorted(
+        float(b.baseline)
+        for b in again.verdicts.items
+        if isinstance(b, NewBoundary) and b.baseline is not None
+    )
+    assert drawn == expected and all(b > 150 for b in drawn)  # the late 1,000s count
