@@ -290,6 +290,9 @@ class ProcessTimes:
     that judges in its write transaction, else the longest ``judgment.judgment_write``."""
     judge_writes: list[int] = field(default_factory=list)
     """The judgment's write transactions."""
+    store_write_max: list[float] = field(default_factory=list)
+    """Of the storing, its longest write transaction: the whole of it in a tree that stores a
+    report's metrics in one, else the longest ``judgment.store_part``."""
 
 
 _BOUNDARIES = (
@@ -364,6 +367,37 @@ def _look_back_in_steps(
     return found, read_ms, longest
 
 
+def _store(
+    conn: Connection, project_id: int, report_id: int, values: list[reports.MetricValue]
+) -> tuple[list[reports.StoredMetric], float]:
+    """The metrics stored as processing stores them on SQLite: in parts of ``WRITE_ROWS``
+    (``judgment.store_part``, here in the caller's transaction, each timed), or in one
+    (``metrics_add``) in a tree without parts; the metrics and the longest write (ms)."""
+    try:
+        from benchrunner.server.processing import judgment
+        from benchrunner.server.store import judgings
+    except ImportError:
+        judgment = None  # type: ignore[assignment]
+    if judgment is None or not hasattr(judgment, "store_part"):
+        began = time.perf_counter()
+        stored = reports.metrics_add(conn, report_id, project_id, values, NOW)
+        return stored, (time.perf_counter() - began) * 1000
+    judging = judgment.Judging(report_id, never_alerts=judgment.never_alert_benchmarks(values))
+    longest = 0.0
+    began = time.perf_counter()
+    judgings.judging_start(conn, report_id, judging.storing())
+    rows = reports.metric_rows(conn, report_id, project_id, values, NOW)
+    longest = (time.perf_counter() - began) * 1000
+    for start in range(0, len(rows), judgment.WRITE_ROWS):
+        end = start + judgment.WRITE_ROWS
+        last = judging if end >= len(rows) else None
+        samples = [v.samples for v in values[start:end]]
+        began = time.perf_counter()
+        judgment.store_part(conn, report_id, rows[start:end], samples, last)
+        longest = max(longest, (time.perf_counter() - began) * 1000)
+    return judgings.stored_metrics(conn, report_id, judging.never_alerts), longest
+
+
 def _judge_in_steps(
     conn: Connection, report_id: int, values: list[reports.MetricValue]
 ) -> tuple[int, history.SeriesReads, float, float, int]:
@@ -374,7 +408,7 @@ def _judge_in_steps(
     from benchrunner.server.processing import judgment
     from benchrunner.server.store import judgings
 
-    judging = judgment.Judging(report_id, never_alerts=judgment.never_alert_positions(values))
+    judging = judgment.Judging(report_id, never_alerts=judgment.never_alert_benchmarks(values))
     judgings.judging_start(conn, report_id, judging.encoded())
     started = time.perf_counter()
     plan = judgment.judgment_plan(conn, judging, None)
@@ -407,7 +441,7 @@ def time_processing(
             )  # fmt: skip
             report_id, _ = reports.report_create(conn, params)
             started = time.perf_counter()
-            stored = reports.metrics_add(conn, report_id, project.id, values, NOW)
+            stored, store_write_max = _store(conn, project.id, report_id, values)
             reports.report_finish(conn, report_id, start_time=NOW, end_time=NOW, error=None)
             stored_at = time.perf_counter()
             log.on, log.statements = k == repeats, []
@@ -434,6 +468,7 @@ def time_processing(
             if k == 0:
                 continue  # the first run warms caches and prepared statements
             times.store.append((stored_at - started) * 1000)
+            times.store_write_max.append(store_write_max)
             times.evaluate.append((done - stored_at) * 1000)
             times.look_back.append((looked_back - done) * 1000)
             times.alerts.append(raised)
@@ -517,6 +552,7 @@ def measure_all(
     n = len(project.benchmark_ids) * len(project.measure_ids)
     print(f"  process one report of {n:,} metrics ({repeats} runs, rolled back):")
     print(f"    store metrics (metrics_add + report_finish): {_spread(times.store)}")
+    print(f"    - its longest write transaction:             {_spread(times.store_write_max)}")
     print(f"    judgment (reads, statistics and writes):     {_spread(times.evaluate)}")
     if not math.isnan(times.judge_read[0]):
         print(f"    - its reads and statistics (no write):       {_spread(times.judge_read)}")
@@ -615,6 +651,7 @@ def compare(url: str, project: Project, repeats: int, rounds: int, before: str) 
     print(f"  process one report of {n:,} metrics (rolled back):")
     for key, what in (
         ("store", "store metrics"),
+        ("store_write_max", "- longest write"),
         ("evaluate", "judgment"),
         ("judge_read", "- reads, statistics"),
         ("judge_write_max", "- longest write"),

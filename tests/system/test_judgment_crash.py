@@ -102,6 +102,65 @@ def test_a_server_killed_between_judgment_writes_judges_the_report_again_at_rest
         assert len(answer["alerts"]) == BENCHMARKS // 10
 
 
+def test_a_direct_run_whose_judgment_fails_is_answered_and_judged_at_the_next_start(
+    tmp_path: Path, database_url: str
+) -> None:
+    """Every boundary refused (a trigger of the database's own): the run is answered with its
+    report, unjudged, which keeps its mark; the server's next start judges it."""
+    with deploy(tmp_path, database_url) as deployment:
+        api = Api(deployment, "bench")
+        steady = latency(**{f"b{k}": 100.0 for k in range(BENCHMARKS)})
+        api.run(steady, thresholds={"models": {"latency": TEN_PERCENT}})
+        api.run(steady)
+        regressed = {f"b{k}": 150.0 if k % 10 == 0 else 100.0 for k in range(BENCHMARKS)}
+        db = Database(database_url)
+        try:
+            with db.write_engine.begin() as conn:
+                _refused(conn)
+            answered = api.run(latency(**regressed))
+            newest = _judged(db)[-1]
+            assert newest.judging and (newest.boundaries, newest.alerts) == (0, 0), newest
+            assert answered["alerts"] == []
+            with db.write_engine.begin() as conn:
+                conn.execute(
+                    sa.text("DROP TRIGGER refused" + ("" if db.sqlite else " ON boundary"))
+                )
+            deployment.server.kill(signal.SIGKILL)
+            deployment.server.start()
+            judged = wait_until(
+                lambda: [r for r in _judged(db) if r.id == newest.id and not r.judging],
+                timeout=60,
+                message="the report judged at the next start",
+            )
+        finally:
+            db.close()
+        assert (judged[0].boundaries, judged[0].alerts) == (BENCHMARKS, BENCHMARKS // 10)
+
+
+def _refused(conn: sa.Connection) -> None:
+    """Every boundary insert fails, as a write of a bug would."""
+    if conn.dialect.name == "sqlite":
+        conn.execute(
+            sa.text(
+                "CREATE TRIGGER refused BEFORE INSERT ON boundary "
+                "BEGIN SELECT RAISE(ABORT, 'refused'); END"
+            )
+        )
+        return
+    conn.execute(
+        sa.text(
+            "CREATE FUNCTION refused() RETURNS trigger LANGUAGE plpgsql AS "
+            "$$ BEGIN RAISE EXCEPTION 'refused'; END $$"
+        )
+    )
+    conn.execute(
+        sa.text(
+            "CREATE TRIGGER refused BEFORE INSERT ON boundary "
+            "FOR EACH ROW EXECUTE FUNCTION refused()"
+        )
+    )
+
+
 def _uuid(database_url: str, report_id: int) -> str:
     db = Database(database_url)
     try:

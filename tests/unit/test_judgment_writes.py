@@ -18,21 +18,26 @@ from sqlalchemy.engine import Connection, Engine
 from benchrunner.core.tiers import Plan
 from benchrunner.detection.models import Model, TestKind
 from benchrunner.server.processing.judgment import (
+    ATTEMPTS,
     Judging,
     JudgmentDue,
+    judge_and_look_back,
     judge_apart,
+    judge_here,
+    judge_left_over,
     judgment_plan,
 )
 from benchrunner.server.processing.verdicts import ALERT_ROWS
-from benchrunner.server.store import accounts, judgings, reports, thresholds
+from benchrunner.server.store import accounts, alerts, judgings, reports, thresholds
 from benchrunner.server.store.alerts import NewBoundary
 from benchrunner.server.store.engine import Database, make_engine
 from benchrunner.server.store.reports import MetricValue
-from benchrunner.server.store.tables import alert, boundary, metric
+from benchrunner.server.store.tables import alert, benchmark, boundary, metric, report
 from tests.databases import with_schema
 
 T0 = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
 TEN_PERCENT = Model(TestKind.PERCENTAGE, upper_boundary=0.1)
+CHANGES = Model(TestKind.CHANGE_POINT)
 
 
 @dataclasses.dataclass
@@ -42,21 +47,24 @@ class Series:
     hours: int = 0
 
 
-def _history(engine: Engine, benchmarks: int, runs: int) -> Series:
-    """A project whose ``benchmarks`` benchmarks on main ran ``runs`` times at 100 (1 % noise),
-    an hour apart, under a 10 % threshold on latency."""
+def _history(
+    engine: Engine, benchmarks: int, runs: int, model: Model = TEN_PERCENT, then: float = 100
+) -> Series:
+    """A project whose ``benchmarks`` benchmarks on main ran ``runs`` times at 100 (1 % noise;
+    the last half at ``then``), an hour apart, under a 10 % threshold (``model``) on latency."""
     rng = np.random.default_rng(3)
     with engine.begin() as conn:
         leader = accounts.user_get_or_create(conn, "l@x", "l", admin=False, now=T0).id
         org = accounts.organization_create(conn, "org", Plan.TEAM, T0, leader_id=leader)
         project = accounts.project_create(conn, org.id, "p", "public", T0).id
         series = Series(project, reports.new_report_on(conn, project, "main", "box", "json", T0))
-        for _ in range(runs):
-            _report(conn, series, [100 * float(rng.normal(1, 0.01)) for _ in range(benchmarks)])
+        for run in range(runs):
+            level = 100 if run < runs // 2 else then
+            _report(conn, series, [level * float(rng.normal(1, 0.01)) for _ in range(benchmarks)])
         key = thresholds.SeriesKey(
             series.new.branch_id, series.new.testbed_id, _latency(conn, project), None
         )
-        thresholds.threshold_put(conn, project, key, TEN_PERCENT, T0)
+        thresholds.threshold_put(conn, project, key, model, T0)
     return series
 
 
@@ -214,3 +222,200 @@ def test_a_history_changed_between_read_and_write_is_judged_again(database_url: 
         if isinstance(b, NewBoundary) and b.baseline is not None
     )
     assert drawn == expected and all(b > 150 for b in drawn)  # the late 1,000s count
+
+
+def _refused(conn: Connection, table: str) -> None:
+    """Every insert into ``table`` fails from now on, as a write of a bug or a broken disk
+    would: a trigger of the database's own."""
+    if conn.dialect.name == "sqlite":
+        conn.execute(
+            sa.text(
+                f"CREATE TRIGGER refused BEFORE INSERT ON {table} "
+                "BEGIN SELECT RAISE(ABORT, 'refused'); END"
+            )
+        )
+        return
+    conn.execute(
+        sa.text(
+            "CREATE FUNCTION refused() RETURNS trigger LANGUAGE plpgsql AS "
+            "$$ BEGIN RAISE EXCEPTION 'refused'; END $$"
+        )
+    )
+    conn.execute(
+        sa.text(
+            f"CREATE TRIGGER refused BEFORE INSERT ON {table} "
+            "FOR EACH ROW EXECUTE FUNCTION refused()"
+        )
+    )
+
+
+def _report_state(db: Database, report_id: int) -> tuple[str | None, str | None]:
+    with db.read_engine.connect() as conn:
+        row = conn.execute(
+            sa.select(report.c.judging, report.c.error).where(report.c.id == report_id)
+        ).one()
+    return row.judging, row.error
+
+
+def test_a_judgment_whose_write_keeps_failing_is_given_up_with_its_error(
+    database_url: str,
+) -> None:
+    """A write that fails whatever the attempt (here every boundary refused) is counted on
+    the report's mark; at the last attempt the report keeps the error, unjudged, and is
+    judged no more."""
+    with_schema(database_url)
+    engine = make_engine(database_url, writer=True)
+    try:
+        series = _history(engine, 3, 8)
+        judging = _judged_report(engine, series, [130.0, 100.0, 100.0])
+        with engine.begin() as conn:
+            _refused(conn, "boundary")
+    finally:
+        engine.dispose()
+    db = Database(database_url)
+    states = []
+    try:
+        for _ in range(ATTEMPTS):
+            judged = asyncio.run(judge_and_look_back(db, JudgmentDue(judging), lambda: T0))
+            assert judged is None
+            states.append(_report_state(db, judging.report_id))
+    finally:
+        db.close()
+    for attempt, (left, error) in enumerate(states[:-1], 1):
+        assert left is not None and Judging.decoded(0, left).attempts == attempt
+        assert error is None
+    left, error = states[-1]
+    assert left is None, "still to judge after the last attempt"
+    assert error is not None and error.startswith(f"not judged after {ATTEMPTS} attempts")
+    assert "refused" in error
+
+
+def test_a_report_judged_at_once_keeps_its_metrics_when_its_judgment_fails(
+    database_url: str,
+) -> None:
+    """``judge_here`` writes in a savepoint: a write that fails leaves the caller's
+    transaction, and the metrics it stored, standing."""
+    with_schema(database_url)
+    engine = make_engine(database_url, writer=True)
+    try:
+        series = _history(engine, 3, 8)
+        with engine.begin() as conn:
+            _refused(conn, "boundary")
+        with engine.begin() as conn:
+            report_id = _report(conn, series, [130.0, 100.0, 100.0])
+            judge_here(conn, JudgmentDue(Judging(report_id)), T0)
+        with engine.connect() as conn:
+            stored = conn.execute(
+                sa.select(sa.func.count()).where(metric.c.report_id == report_id)
+            ).scalar_one()
+            drawn = _of_report(conn, boundary, report_id)
+    finally:
+        engine.dispose()
+    assert (stored, drawn) == (3, 0)
+
+
+def test_a_direct_run_judged_again_at_startup_looks_back(database_url: str) -> None:
+    """The step of a series whose reports were stored unjudged (4 runs at 100, 4 at 130) is
+    found by the look-back of the report a crash left marked, judged again at startup: its
+    alert lies on an earlier report's metric."""
+    with_schema(database_url)
+    engine = make_engine(database_url, writer=True)
+    try:
+        series = _history(engine, 1, 8, model=CHANGES, then=130)
+        judging = _judged_report(engine, series, [130.0])
+    finally:
+        engine.dispose()
+    db = Database(database_url)
+    try:
+        assert asyncio.run(judge_left_over(db, lambda: T0)) == 1
+        with db.read_engine.connect() as conn:
+            on_earlier = conn.execute(
+                sa.select(sa.func.count())
+                .select_from(alert.join(boundary).join(metric))
+                .where(metric.c.report_id != judging.report_id)
+            ).scalar_one()
+            left = judgings.judging_of(conn, judging.report_id)
+    finally:
+        db.close()
+    assert left is None
+    assert on_earlier == 1, "the look-back did not run"
+
+
+def test_a_step_alerted_since_the_read_is_not_alerted_twice(database_url: str) -> None:
+    """A step's alert raised by another report on a neighbouring point of the step after the
+    judgment read the series: the write sees it, the judgment reads again, and the step keeps
+    one alert."""
+    with_schema(database_url)
+    engine = make_engine(database_url, writer=True)
+    try:
+        series = _history(engine, 1, 8, model=CHANGES, then=130)
+        judging = _judged_report(engine, series, [130.0])
+        with engine.connect() as conn:
+            plan = judgment_plan(conn, judging, None)
+        [step] = [i for i in plan.verdicts.items if not isinstance(i, NewBoundary)]
+        neighbour = step.zone[step.zone.index(step.metric_id) + 1]
+
+        def alerted_elsewhere() -> None:
+            with engine.begin() as conn:
+                t = plan.found[0]
+                [boundary_id] = alerts.boundaries_put(
+                    conn, [NewBoundary(neighbour, t.threshold_id, t.id, 100.0, None, None, None)]
+                )
+                change = alerts.Change(100.0, 130.0, 0.3, 1e-9)
+                alerts.alert_raise(conn, boundary_id, judging.report_id - 1, "upper", T0, change)
+
+        db = Database(database_url)
+        reads = _reads_noted(db, alerted_elsewhere)
+        try:
+            asyncio.run(judge_apart(db, JudgmentDue(judging), lambda: T0))
+            with db.read_engine.connect() as conn:
+                alerted = alerts.change_alerted(conn, list(step.zone))
+        finally:
+            db.close()
+    finally:
+        engine.dispose()
+    assert reads == ["judgment_plan", "judgment_plan"]
+    assert alerted == {neighbour}
+
+
+def test_a_threshold_created_since_the_read_judges_the_report(database_url: str) -> None:
+    """A benchmark's own threshold created after the judgment read its series: the write
+    sees it, and the benchmark's metric is judged by it."""
+    with_schema(database_url)
+    engine = make_engine(database_url, writer=True)
+    try:
+        series = _history(engine, 3, 8)
+        judging = _judged_report(engine, series, [100.0, 100.0, 100.0])
+        override: list[int] = []
+
+        def threshold_created() -> None:
+            with engine.begin() as conn:
+                b0 = reports.named_ids(conn, benchmark, series.project_id, ["b0"], T0)["b0"]
+                key = thresholds.SeriesKey(
+                    series.new.branch_id,
+                    series.new.testbed_id,
+                    _latency(conn, series.project_id),
+                    b0,
+                )
+                override.append(
+                    thresholds.threshold_put(conn, series.project_id, key, CHANGES, T0)[0]
+                )
+
+        db = Database(database_url)
+        reads = _reads_noted(db, threshold_created)
+        try:
+            asyncio.run(judge_apart(db, JudgmentDue(judging), lambda: T0))
+            with db.read_engine.connect() as conn:
+                judged_by = set(
+                    conn.execute(
+                        sa.select(boundary.c.threshold_id)
+                        .join(metric, metric.c.id == boundary.c.metric_id)
+                        .where(metric.c.report_id == judging.report_id)
+                    ).scalars()
+                )
+        finally:
+            db.close()
+    finally:
+        engine.dispose()
+    assert reads == ["judgment_plan", "judgment_plan"]
+    assert override[0] in judged_by and len(judged_by) == 2

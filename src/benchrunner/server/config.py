@@ -73,7 +73,8 @@ class ServerSettings(BaseSettings):
     judgment_write_rows: int = Field(
         default=250,
         ge=1,
-        description="rows of a report's boundaries and alerts written per transaction",
+        description="rows of a report's metrics (SQLite), boundaries and alerts written per "
+        "transaction",
     )
     registry_max_body_bytes: int = Field(
         default=1024 * 1024 * 1024, ge=1024, description="largest blob upload to /v2/"

@@ -261,7 +261,8 @@ def _judge_changes(
     if not found or not judging.alerting or m.never_alerts:
         return  # a step kept back now is raised by a later report that may alert
     ids = [p.metric_id for p in points]
-    alerted = alerts.change_alerted(conn, ids) | judging.verdicts.change_alerted(ids)
+    stored = alerts.change_alerted(conn, ids)
+    alerted = stored | judging.verdicts.change_alerted(ids)
     alerted_at = [i for i, p in enumerate(points) if p.metric_id in alerted]
     for k, change in enumerate(found):
         if already_alerted(found, k, alerted_at):
@@ -271,7 +272,7 @@ def _judge_changes(
         side: alerts.Limit = "upper" if change.after > change.before else "lower"
         since = points[change.index - 1].report_id if change.index > 0 else None
         step = alerts.Change(change.before, change.after, change.magnitude, change.pvalue, since)
-        judging.alert(where.metric_id, side, step)
+        judging.alert(where.metric_id, side, step, (tuple(ids), frozenset(stored)))
 
 
 def already_alerted(found: list[ChangePoint], k: int, alerted_at: list[int]) -> bool:

@@ -39,13 +39,16 @@ from benchrunner.server.context import ServerContext
 from benchrunner.server.moves.move import Move, Moves, apply, apply_reading
 from benchrunner.server.processing.evaluation import series_thresholds_to_judge
 from benchrunner.server.processing.judgment import (
+    Judged,
     Judging,
     JudgmentDue,
-    judge_apart,
+    Storing,
+    judge_and_look_back,
     judge_here,
     judge_left_over,
     judged_apart,
-    never_alert_positions,
+    never_alert_benchmarks,
+    stores_in_parts,
 )
 from benchrunner.server.processing.look_back import (
     LookBackLater,
@@ -383,27 +386,24 @@ class Processor:
 
     async def _judge(self) -> None:
         """The judgments of the reports just stored, each read on a reader and written in
-        short transactions (``judgment.judge_apart``); their jobs move to ``processed`` with
-        the last. One that fails leaves its job ``completed``, its report marked: it is
-        judged again when the job is processed again (the sweeper, or the next start)."""
+        short transactions (``judgment.judge_apart``), then looked back; their jobs move to
+        ``processed`` with the last write. One that fails leaves its job ``completed``, its
+        report marked, and is counted: it is judged again when the job is processed again
+        (the sweeper, or the next start), until ``judgment.ATTEMPTS`` leave it unjudged."""
         pending, self._due = self._due, []
         for due in pending:
-            try:
-                judged = await judge_apart(
-                    self._ctx.db,
-                    due,
-                    self._ctx.clock.now,
-                    rows=self._ctx.settings.judgment_write_rows,
-                )
-            except Exception:
-                log.exception(
-                    "judging report %s failed; it is judged again later", due.judging.report_id
-                )
-                continue
-            if judged.processed is not None:
-                self._moves.done(judged.processed)
-            self._confirming = self._confirming or judged.confirming
-            self._looks_back.append(judged.look_back)
+            await judge_and_look_back(
+                self._ctx.db,
+                due,
+                self._ctx.clock.now,
+                self._ctx.settings.judgment_write_rows,
+                self._judged,
+            )
+
+    def _judged(self, judged: Judged) -> None:
+        if judged.processed is not None:
+            self._moves.done(judged.processed)
+        self._confirming = self._confirming or judged.confirming
 
     async def _look_back(self) -> None:
         """The look-backs of the reports just committed, each outside the write transaction
@@ -518,7 +518,7 @@ def record_processed(
         return Recorded(processed)
     # A threshold the caller did not know of (added since it read): judged here, as a whole.
     judging = Judging(
-        job.report_id, noisy, confirming=True, never_alerts=never_alert_positions(values)
+        job.report_id, noisy, confirming=True, never_alerts=never_alert_benchmarks(values)
     )
     written, later = judge_here(conn, JudgmentDue(judging, job), now)
     confirming = written.confirming
@@ -537,26 +537,42 @@ def _record_judging(
     noisy: bool,
     now: dt.datetime,
 ) -> Recorded | JudgmentDue | None:
-    """``record_processed`` of metrics that thresholds judge: stored, their report marked as
-    being judged, the job left ``completed`` (``judgment``). A report already marked had its
-    metrics stored by an earlier attempt that a crash interrupted: it is judged again."""
+    """``record_processed`` of metrics that thresholds judge: their report marked as being
+    judged, the job left ``completed`` (``judgment``), and the metrics stored with the mark
+    or, where they are stored in parts (``judgment.stores_in_parts``), returned to store. A
+    report already marked had its metrics stored by an earlier attempt that a crash
+    interrupted: it is judged again; or stored again, when the crash came as they were
+    stored in parts."""
     judging = Judging(
-        job.report_id, noisy, confirming=True, never_alerts=never_alert_positions(values)
+        job.report_id, noisy, confirming=True, never_alerts=never_alert_benchmarks(values)
     )
-    if not judgings.judging_start(conn, job.report_id, judging.encoded()):
+    in_parts = stores_in_parts(conn)
+    mark = judging.storing() if in_parts else judging.encoded()
+    finished = None
+    if judgings.judging_start(conn, job.report_id, mark):
+        finished = reports.report_finish(
+            conn,
+            job.report_id,
+            start_time=finish["start_time"],
+            end_time=finish["end_time"],
+            error=finish["error"],
+            noise=finish["noise"],
+        )
+    else:
         under_way = judgings.judging_of(conn, job.report_id)
         if under_way is None:
             return None  # processed meanwhile
-        return JudgmentDue(Judging.decoded(job.report_id, under_way), job, processed)
-    finished = reports.report_finish(
-        conn,
-        job.report_id,
-        start_time=finish["start_time"],
-        end_time=finish["end_time"],
-        error=finish["error"],
-        noise=finish["noise"],
-    )
+        judging = Judging.decoded(job.report_id, under_way)
+        if not under_way.startswith(judgings.STORING):
+            return JudgmentDue(judging, job, processed)
+        judgings.metrics_drop(conn, job.report_id)  # what a crash left: stored again
+        in_parts = True
+    if in_parts:
+        rows = reports.metric_rows(conn, job.report_id, job.project_id, values, now)
+        storing = Storing(job.project_id, rows, [v.samples for v in values])
+        return JudgmentDue(judging, job, processed, storing)
     stored = reports.metrics_add(conn, job.report_id, job.project_id, values, now)
+    assert finished is not None
     if series_thresholds_to_judge(conn, finished.branch_id, finished.testbed_id, stored):
         return JudgmentDue(judging, job, processed)
     judgings.judging_end(conn, job.report_id)  # none of its measures has a threshold

@@ -35,6 +35,11 @@ class AlertVerdict:
     pending: bool
     """Held back for confirmation runs: neither sent to the webhooks nor bisected."""
     bisect: bool
+    zone: tuple[int, ...] = ()
+    """A step's alert: the metrics of the points it was drawn from, which its write checks
+    for an alert raised since (``judgment``)."""
+    known: frozenset[int] = frozenset()
+    """Those of ``zone`` that carried a step's alert when the judgment read them."""
 
 
 Verdict = alerts.NewBoundary | AlertVerdict
@@ -59,6 +64,7 @@ class Verdicts:
         *,
         pending: bool = False,
         bisect: bool = False,
+        zone: tuple[tuple[int, ...], frozenset[int]] = ((), frozenset()),
     ) -> bool:
         """Record an alert on the metric's boundary; False when one is recorded already (a
         boundary holds one alert)."""
@@ -67,7 +73,9 @@ class Verdicts:
         self._alerted.add(metric_id)
         if change is not None:
             self._change_alerted.add(metric_id)
-        self.items.append(AlertVerdict(metric_id, side, change, pending, bisect and not pending))
+        self.items.append(
+            AlertVerdict(metric_id, side, change, pending, bisect and not pending, *zone)
+        )
         return True
 
     def change_alerted(self, metric_ids: Iterable[int]) -> set[int]:
@@ -116,9 +124,16 @@ class ThresholdVerdicts:
         return alerts.NewBoundary(metric_id, t.threshold_id, t.id, baseline, lower, upper, verdict)
 
     def alert(
-        self, metric_id: int, side: alerts.Limit, change: alerts.Change | None = None
+        self,
+        metric_id: int,
+        side: alerts.Limit,
+        change: alerts.Change | None = None,
+        zone: tuple[tuple[int, ...], frozenset[int]] = ((), frozenset()),
     ) -> None:
-        self.verdicts.alert(metric_id, side, change, pending=self.pending, bisect=self.bisect)
+        """``zone``: a step's points and those that carried a step's alert as read."""
+        self.verdicts.alert(
+            metric_id, side, change, pending=self.pending, bisect=self.bisect, zone=zone
+        )
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,7 @@ from benchrunner.server.http.errors import bad_request
 from benchrunner.server.processing.webhooks import emit_alert_event
 from benchrunner.server.routes.deps import Ctx, MaybeUser
 from benchrunner.server.store import alerts, reports
+from benchrunner.server.store.history_versions import history_changed
 from benchrunner.server.store.tables import branch, measure, testbed
 from benchrunner.server.views.lookups import in_project, report_in_project
 from benchrunner.server.views.resources import iso, named_view
@@ -62,6 +63,7 @@ async def reset_baseline(
             found.start_time,
             now,
         )
+        history_changed(conn, on_branch.id, on_testbed.id)  # judgments under way read again
         emit_alert_event(conn, "alert.dismissed", dismissed, now)
         return {
             "uuid": str(reset_uuid),

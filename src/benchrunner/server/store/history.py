@@ -132,6 +132,10 @@ def _branch_condition(scope: Scope) -> sa.ColumnElement[bool]:
     return sa.or_(own, inherited)
 
 
+# A report whose metrics are being stored in parts is no history yet (``store.judgings``).
+_STORED = sa.or_(report.c.judging.is_(None), ~report.c.judging.startswith("storing"))
+
+
 def _in_scope(scope: Scope, since: dt.datetime | None) -> list[sa.ColumnElement[bool]]:
     """The reports whose metrics are the history: the scope's, judged report and confirmation
     runs excluded (a re-run measures a report again: it is not one more point)."""
@@ -139,6 +143,7 @@ def _in_scope(scope: Scope, since: dt.datetime | None) -> list[sa.ColumnElement[
         report.c.testbed_id == scope.testbed_id,
         report.c.id != scope.report_id,
         report.c.confirms_report_id.is_(None),
+        _STORED,
         report.c.start_time <= scope.until,
         _branch_condition(scope),
     ]

@@ -19,6 +19,7 @@ from benchrunner.core.measures import measure_spec
 from benchrunner.server.store import capabilities
 from benchrunner.server.store.conflicts import insert_or_skip
 from benchrunner.server.store.direct import Direct, insert_values
+from benchrunner.server.store.history_versions import report_history_changed
 from benchrunner.server.store.lookups_cache import cached_each, tag
 from benchrunner.server.store.samples import samples_add
 from benchrunner.server.store.tables import (
@@ -359,22 +360,23 @@ class StoredMetric:
 
 
 _STORED_METRIC = (metric.c.id, metric.c.benchmark_id, metric.c.measure_id, metric.c.value)
-_INSERT_METRIC = metric.insert().returning(*_STORED_METRIC, sort_by_parameter_order=True)
-_INSERT_ONE_METRIC = Direct(
-    insert_values(
-        metric,
-        (
-            "uuid",
-            "report_id",
-            "iteration",
-            "benchmark_id",
-            "measure_id",
-            "value",
-            "lower_value",
-            "upper_value",
-        ),
-    ).returning(*_STORED_METRIC)
+_METRIC_COLUMNS = (
+    "uuid",
+    "report_id",
+    "iteration",
+    "benchmark_id",
+    "measure_id",
+    "value",
+    "lower_value",
+    "upper_value",
 )
+_INSERT_METRICS = Direct(insert_values(metric, _METRIC_COLUMNS))
+_METRIC_IDS = Direct(
+    sa.select(metric.c.id)
+    .where(metric.c.report_id == sa.bindparam("report_id"))
+    .order_by(metric.c.id)
+)
+_INSERT_ONE_METRIC = Direct(insert_values(metric, _METRIC_COLUMNS).returning(*_STORED_METRIC))
 
 
 def _metric_rows(
@@ -422,12 +424,43 @@ def metrics_add(
     rows, never_alerts = _metric_rows(conn, report_id, project_id, values, now)
     if not rows:
         return []
-    inserted = list(
-        _INSERT_ONE_METRIC.all(conn, rows[0])
-        if len(rows) == 1
-        else conn.execute(_INSERT_METRIC, rows)
-    )
-    return _stored(conn, values, [row.id for row in inserted], rows, never_alerts)
+    report_history_changed(conn, report_id)  # judgments of its series under way read again
+    if len(rows) == 1:
+        ids = [int(_INSERT_ONE_METRIC.all(conn, rows[0])[0].id)]
+    else:
+        # One call to the driver, then the ids read back: an insert that returns its rows in
+        # order runs a statement a row on SQLite, several times as long (``benchmarks/
+        # RESULTS.md``, "Reports at scale"). Ids grow in the order rows are inserted.
+        _INSERT_METRICS.run_many(conn, rows)
+        found = _METRIC_IDS.all(conn, {"report_id": report_id})
+        ids = [int(row.id) for row in found[len(found) - len(rows) :]]
+    return _stored(conn, values, ids, rows, never_alerts)
+
+
+def metric_rows(
+    conn: Connection, report_id: int, project_id: int, values: list[MetricValue], now: dt.datetime
+) -> list[dict[str, Any]]:
+    """The metric rows of ``values`` for ``metrics_insert``, their benchmarks and measures
+    created if missing."""
+    return _metric_rows(conn, report_id, project_id, values, now)[0]
+
+
+def metrics_insert(
+    conn: Connection,
+    report_id: int,
+    rows: list[dict[str, Any]],
+    samples: list[tuple[float, ...]],
+) -> None:
+    """Insert some of a report's ``metric_rows`` (``samples``: each one's), the report's
+    earlier ones inserted before: one part of a report stored in several transactions."""
+    if not rows:
+        return
+    _INSERT_METRICS.run_many(conn, rows)
+    if not any(len(s) > 1 for s in samples):
+        return
+    found = _METRIC_IDS.all(conn, {"report_id": report_id})
+    ids = [int(row.id) for row in found[len(found) - len(rows) :]]
+    samples_add(conn, zip(ids, samples, strict=True))
 
 
 @dataclass(frozen=True)

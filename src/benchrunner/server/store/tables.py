@@ -358,6 +358,10 @@ threshold = sa.Table(
     sa.Column("confirm", sa.Integer, nullable=True),
     # Its alerts start a bisection by themselves (docs/how-to/bisect.md).
     sa.Column("bisect", sa.Boolean, nullable=False, default=False),
+    # Counts the changes of what its judgments read (metrics stored on its branch and testbed,
+    # baseline resets): a judgment written in short transactions checks it has not moved since
+    # it read (docs/decisions/processing.md). Never cached.
+    sa.Column("history_version", sa.Integer, nullable=False, server_default="0"),
     sa.UniqueConstraint(
         "branch_id",
         "testbed_id",

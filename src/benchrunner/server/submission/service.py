@@ -31,10 +31,11 @@ from benchrunner.server.processing.evaluation import series_thresholds_to_judge
 from benchrunner.server.processing.judgment import (
     Judging,
     JudgmentDue,
-    judge_apart,
-    never_alert_positions,
+    Storing,
+    judge_and_look_back,
+    never_alert_benchmarks,
+    stores_in_parts,
 )
-from benchrunner.server.processing.look_back import look_back_later
 from benchrunner.server.processing.results import report_metrics
 from benchrunner.server.services import Services
 from benchrunner.server.store import (
@@ -198,9 +199,9 @@ class _Submitted:
     """The created report as the API answers it, read in the unit (None when deduplicated)."""
     now: dt.datetime | None = None
     """The submission's time, which a hand-off claimed apart (``HandOffs.claim_apart``) keeps."""
-    judging: Judging | None = None
-    """A direct run's report whose metrics thresholds judge: judged after the unit (``view`` is
-    read then)."""
+    due: JudgmentDue | None = None
+    """A direct run's report whose metrics thresholds judge: judged (its metrics stored in
+    parts first, where they are) after the unit (``view`` is read then)."""
 
 
 async def submit_run(
@@ -289,11 +290,17 @@ async def submit_run(
         if plan.mode == "direct":
             report_id, _ = reports.report_create(conn, new_report)
             _bind_and_bisect(conn, report_id)
+            judging = Judging(report_id, never_alerts=never_alert_benchmarks(direct_values))
+            if stores_in_parts(conn) and thresholds.series_judged(conn, on.id, testbed_id):
+                judgings.judging_start(conn, report_id, judging.storing())
+                rows = reports.metric_rows(conn, report_id, project.id, direct_values, now)
+                storing = Storing(project.id, rows, [v.samples for v in direct_values])
+                due = JudgmentDue(judging, storing=storing)
+                return _Submitted(report_id, None, None, due=due)
             stored = reports.metrics_add(conn, report_id, project.id, direct_values, now)
             if series_thresholds_to_judge(conn, on.id, testbed_id, stored):
-                judging = Judging(report_id, never_alerts=never_alert_positions(direct_values))
                 judgings.judging_start(conn, report_id, judging.encoded())
-                return _Submitted(report_id, None, None, judging=judging)
+                return _Submitted(report_id, None, None, due=JudgmentDue(judging))
             view = new_report_view(conn, report_id, None, with_metrics=True)
             return _Submitted(report_id, None, None, view=view)
         assert spec is not None
@@ -387,21 +394,21 @@ async def submit_run(
         await hand_offs.delivered(hand_off)
     if submitted.view is not None:
         return {**submitted.view, "deduplicated": False}
-    if submitted.judging is not None:
+    if submitted.due is not None:
         # Shielded: a request cancelled meanwhile must not leave the judgment half written.
-        await asyncio.shield(asyncio.ensure_future(_judge(ctx, submitted.judging)))
+        await asyncio.shield(asyncio.ensure_future(_judge(ctx, submitted.due)))
         view = await ctx.db.read(new_report_view, submitted.report_id, None, with_metrics=True)
         return {**view, "deduplicated": False}
     view = await ctx.db.read(_replayed_view, submitted.report_id)
     return {**view, "deduplicated": True}
 
 
-async def _judge(ctx: ServerContext, judging: Judging) -> None:
+async def _judge(ctx: ServerContext, due: JudgmentDue) -> None:
     """A direct run's judgment, off the writer (``processing.judgment``), then its look-back:
-    both before the answer, which carries their alerts."""
+    both before the answer, which carries their alerts. One that fails is logged and the
+    report answered unjudged: it keeps its mark, and is judged again at the next start."""
     rows = ctx.settings.judgment_write_rows
-    judged = await judge_apart(ctx.db, JudgmentDue(judging), ctx.clock.now, rows=rows)
-    await look_back_later(ctx.db, judged.look_back, ctx.clock.now())
+    await judge_and_look_back(ctx.db, due, ctx.clock.now, rows)
 
 
 def _replayed_view(conn: Connection, report_id: int) -> dict[str, Any]:

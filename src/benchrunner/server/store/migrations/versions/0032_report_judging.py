@@ -1,6 +1,7 @@
 """report judging: a report's judgment written in short transactions after its metrics keeps
 what judging it again after a crash needs (``report.judging``) until its last write
-(docs/decisions/processing.md)
+(docs/decisions/processing.md); and each threshold counts the changes of what its judgments
+read (``threshold.history_version``), which a judgment's writes check
 
 Revision ID: 0032
 Revises: 0031
@@ -28,9 +29,15 @@ def upgrade() -> None:
         sqlite_where=sa.text("judging IS NOT NULL"),
         postgresql_where=sa.text("judging IS NOT NULL"),
     )
+    with op.batch_alter_table("threshold") as batch_op:
+        batch_op.add_column(
+            sa.Column("history_version", sa.Integer(), nullable=False, server_default="0")
+        )
 
 
 def downgrade() -> None:
+    with op.batch_alter_table("threshold") as batch_op:
+        batch_op.drop_column("history_version")
     op.drop_index("index_report_judging", table_name="report")
     with op.batch_alter_table("report") as batch_op:
         batch_op.drop_column("judging")
