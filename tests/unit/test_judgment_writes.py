@@ -19,13 +19,17 @@ from benchrunner.core.tiers import Plan
 from benchrunner.detection.models import Model, TestKind
 from benchrunner.server.processing.judgment import (
     ATTEMPTS,
+    NOT_STORED,
     Judging,
     JudgmentDue,
+    Storing,
     judge_and_look_back,
     judge_apart,
     judge_here,
     judge_left_over,
     judgment_plan,
+    store_part,
+    stores_in_parts,
 )
 from benchrunner.server.processing.verdicts import ALERT_ROWS
 from benchrunner.server.store import accounts, alerts, judgings, reports, thresholds
@@ -419,3 +423,111 @@ def test_a_threshold_created_since_the_read_judges_the_report(database_url: str)
         engine.dispose()
     assert reads == ["judgment_plan", "judgment_plan"]
     assert override[0] in judged_by and len(judged_by) == 2
+
+
+def _parts_noted(db: Database) -> list[int]:
+    """The metrics of each ``store_part`` write unit ``db`` runs."""
+    parts: list[int] = []
+    write = db.write
+
+    async def noted(unit: Any, *args: Any) -> Any:
+        if unit is store_part:
+            parts.append(len(args[1]))
+        return await write(unit, *args)
+
+    db.write = noted  # type: ignore[method-assign,assignment]
+    return parts
+
+
+def _to_store(engine: Engine, series: Series, values: list[float]) -> JudgmentDue:
+    """A new report of ``values`` marked as being stored in parts, its metrics not stored
+    yet, as processing leaves it on SQLite."""
+    at = T0 + dt.timedelta(hours=series.hours)
+    series.hours += 1
+    new = [MetricValue(0, f"b{k}", "latency", v, None, None) for k, v in enumerate(values)]
+    with engine.begin() as conn:
+        timed = dataclasses.replace(series.new, start_time=at, end_time=at, now=at)
+        report_id, _ = reports.report_create(conn, timed)
+        judging = Judging(report_id)
+        assert judgings.judging_start(conn, report_id, judging.storing())
+        rows = reports.metric_rows(conn, report_id, series.project_id, new, at)
+    return JudgmentDue(judging, storing=Storing(series.project_id, rows, [() for _ in new]))
+
+
+def _metrics_of(conn: Connection, report_id: int) -> int:
+    found = sa.select(sa.func.count()).where(metric.c.report_id == report_id)
+    return int(conn.execute(found).scalar_one())
+
+
+def test_metrics_stored_in_parts_are_no_history_until_the_last(database_url: str) -> None:
+    """On SQLite a report's metrics are stored ``rows`` a write transaction; until the last,
+    a later report's judgment reads its series without them."""
+    with_schema(database_url)
+    engine = make_engine(database_url, writer=True)
+    try:
+        with engine.connect() as conn:
+            if not stores_in_parts(conn):
+                return  # PostgreSQL stores them with the mark, in one transaction
+        series = _history(engine, 40, 8)
+        due = _to_store(engine, series, [1000.0] * 40)
+        storing = due.storing
+        assert storing is not None
+        with engine.begin() as conn:
+            store_part(conn, due.judging.report_id, storing.rows[:10], storing.samples[:10], None)
+        later = _judged_report(engine, series, [100.0] * 40)
+        with engine.connect() as conn:
+            half = _metrics_of(conn, due.judging.report_id)
+            without = judgment_plan(conn, later, None)
+        db = Database(database_url)
+        try:
+            parts = _parts_noted(db)
+            rest = Storing(series.project_id, storing.rows[10:], storing.samples[10:])
+            rest_due = dataclasses.replace(due, storing=rest)
+            asyncio.run(judge_apart(db, rest_due, lambda: T0, rows=10))
+            with db.read_engine.connect() as conn:
+                stored = _metrics_of(conn, due.judging.report_id)
+                with_it = judgment_plan(conn, later, None)
+        finally:
+            db.close()
+    finally:
+        engine.dispose()
+    assert half == 10 and stored == 40
+    assert parts == [10, 10, 10]
+
+    def baselines(plan: Any) -> list[float]:
+        return [
+            b.baseline
+            for b in plan.verdicts.items
+            if isinstance(b, NewBoundary) and b.baseline is not None
+        ]
+
+    assert all(b < 110 for b in baselines(without)), "a half stored report was read"
+    assert all(b > 110 for b in baselines(with_it))
+
+
+def test_a_direct_run_stopped_as_its_metrics_were_stored_keeps_an_error(
+    database_url: str,
+) -> None:
+    """A server killed between two parts of a direct run's metrics: at startup the part
+    stored is deleted (the rest went with the request) and the report keeps the error."""
+    with_schema(database_url)
+    engine = make_engine(database_url, writer=True)
+    try:
+        series = _history(engine, 20, 4)
+        due = _to_store(engine, series, [100.0] * 20)
+        storing = due.storing
+        assert storing is not None
+        with engine.begin() as conn:
+            store_part(conn, due.judging.report_id, storing.rows[:5], storing.samples[:5], None)
+    finally:
+        engine.dispose()
+    db = Database(database_url)
+    try:
+        assert asyncio.run(judge_left_over(db, lambda: T0)) == 1
+        with db.read_engine.connect() as conn:
+            left = _metrics_of(conn, due.judging.report_id)
+        state = _report_state(db, due.judging.report_id)
+    finally:
+        db.close()
+    assert left == 0
+    assert state == (None, NOT_STORED)
