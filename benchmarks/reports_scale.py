@@ -386,14 +386,13 @@ def _store(
     longest = 0.0
     began = time.perf_counter()
     judgings.judging_start(conn, report_id, judging.storing())
-    rows = reports.metric_rows(conn, report_id, project_id, values, NOW)
     longest = (time.perf_counter() - began) * 1000
-    for start in range(0, len(rows), judgment.WRITE_ROWS):
+    storing = judgment.Storing(project_id, values, NOW)
+    for start in range(0, len(values), judgment.WRITE_ROWS):
         end = start + judgment.WRITE_ROWS
-        last = judging if end >= len(rows) else None
-        samples = [v.samples for v in values[start:end]]
+        last = judging if end >= len(values) else None
         began = time.perf_counter()
-        judgment.store_part(conn, report_id, rows[start:end], samples, last)
+        judgment.store_part(conn, report_id, storing, slice(start, end), last)
         longest = max(longest, (time.perf_counter() - began) * 1000)
     return judgings.stored_metrics(conn, report_id, judging.never_alerts), longest
 

@@ -432,7 +432,7 @@ def _parts_noted(db: Database) -> list[int]:
 
     async def noted(unit: Any, *args: Any) -> Any:
         if unit is store_part:
-            parts.append(len(args[1]))
+            parts.append(len(args[1].values[args[2]]))
         return await write(unit, *args)
 
     db.write = noted  # type: ignore[method-assign,assignment]
@@ -450,8 +450,7 @@ def _to_store(engine: Engine, series: Series, values: list[float]) -> JudgmentDu
         report_id, _ = reports.report_create(conn, timed)
         judging = Judging(report_id)
         assert judgings.judging_start(conn, report_id, judging.storing())
-        rows = reports.metric_rows(conn, report_id, series.project_id, new, at)
-    return JudgmentDue(judging, storing=Storing(series.project_id, rows, [() for _ in new]))
+    return JudgmentDue(judging, storing=Storing(series.project_id, new, at))
 
 
 def _metrics_of(conn: Connection, report_id: int) -> int:
@@ -473,7 +472,7 @@ def test_metrics_stored_in_parts_are_no_history_until_the_last(database_url: str
         storing = due.storing
         assert storing is not None
         with engine.begin() as conn:
-            store_part(conn, due.judging.report_id, storing.rows[:10], storing.samples[:10], None)
+            store_part(conn, due.judging.report_id, storing, slice(0, 10), None)
         later = _judged_report(engine, series, [100.0] * 40)
         with engine.connect() as conn:
             half = _metrics_of(conn, due.judging.report_id)
@@ -481,7 +480,7 @@ def test_metrics_stored_in_parts_are_no_history_until_the_last(database_url: str
         db = Database(database_url)
         try:
             parts = _parts_noted(db)
-            rest = Storing(series.project_id, storing.rows[10:], storing.samples[10:])
+            rest = dataclasses.replace(storing, values=storing.values[10:])
             rest_due = dataclasses.replace(due, storing=rest)
             asyncio.run(judge_apart(db, rest_due, lambda: T0, rows=10))
             with db.read_engine.connect() as conn:
@@ -518,7 +517,7 @@ def test_a_direct_run_stopped_as_its_metrics_were_stored_keeps_an_error(
         storing = due.storing
         assert storing is not None
         with engine.begin() as conn:
-            store_part(conn, due.judging.report_id, storing.rows[:5], storing.samples[:5], None)
+            store_part(conn, due.judging.report_id, storing, slice(0, 5), None)
     finally:
         engine.dispose()
     db = Database(database_url)

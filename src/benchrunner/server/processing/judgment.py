@@ -125,10 +125,8 @@ class Storing:
     """A report's metrics to store in parts before its judgment (``store_part``)."""
 
     project_id: int
-    rows: list[dict[str, Any]]
-    """``reports.metric_rows``."""
-    samples: list[tuple[float, ...]]
-    """Each row's samples."""
+    values: list[reports.MetricValue]
+    now: dt.datetime
 
 
 def stores_in_parts(conn: Connection) -> bool:
@@ -288,14 +286,15 @@ class Judged:
 def store_part(
     conn: Connection,
     report_id: int,
-    rows: list[dict[str, Any]],
-    samples: list[tuple[float, ...]],
+    storing: Storing,
+    part: slice,
     judging: Judging | None,
 ) -> None:
     """Insert a part of a report's metrics; with ``judging``, the last: the report is history
     from now on (its mark says what judging it needs, its series' judgments under way read
     again)."""
-    reports.metrics_insert(conn, report_id, rows, samples)
+    values = storing.values[part]
+    reports.metrics_insert(conn, report_id, storing.project_id, values, storing.now)
     if judging is not None:
         judgings.judging_set(conn, report_id, judging.encoded())
         history_versions.report_history_changed(conn, report_id)
@@ -307,14 +306,13 @@ async def store_apart(db: Database, due: JudgmentDue, rows: int = WRITE_ROWS) ->
     storing = due.storing
     assert storing is not None
     report_id = due.judging.report_id
-    count = len(storing.rows)
+    count = len(storing.values)
     for start in range(0, max(count, 1), rows):
         if start:
             await asyncio.sleep(0)  # an inline write does not yield by itself
         end = start + rows
         last = due.judging if end >= count else None
-        part, samples = storing.rows[start:end], storing.samples[start:end]
-        await db.write(store_part, report_id, part, samples, last)
+        await db.write(store_part, report_id, storing, slice(start, end), last)
 
 
 async def judge_apart(

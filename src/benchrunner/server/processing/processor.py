@@ -568,8 +568,7 @@ def _record_judging(
         judgings.metrics_drop(conn, job.report_id)  # what a crash left: stored again
         in_parts = True
     if in_parts:
-        rows = reports.metric_rows(conn, job.report_id, job.project_id, values, now)
-        storing = Storing(job.project_id, rows, [v.samples for v in values])
+        storing = Storing(job.project_id, values, now)
         return JudgmentDue(judging, job, processed, storing)
     stored = reports.metrics_add(conn, job.report_id, job.project_id, values, now)
     assert finished is not None

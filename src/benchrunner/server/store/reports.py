@@ -437,30 +437,21 @@ def metrics_add(
     return _stored(conn, values, ids, rows, never_alerts)
 
 
-def metric_rows(
-    conn: Connection, report_id: int, project_id: int, values: list[MetricValue], now: dt.datetime
-) -> list[dict[str, Any]]:
-    """The metric rows of ``values`` for ``metrics_insert``, their benchmarks and measures
-    created if missing."""
-    return _metric_rows(conn, report_id, project_id, values, now)[0]
-
-
 def metrics_insert(
-    conn: Connection,
-    report_id: int,
-    rows: list[dict[str, Any]],
-    samples: list[tuple[float, ...]],
+    conn: Connection, report_id: int, project_id: int, values: list[MetricValue], now: dt.datetime
 ) -> None:
-    """Insert some of a report's ``metric_rows`` (``samples``: each one's), the report's
-    earlier ones inserted before: one part of a report stored in several transactions."""
+    """Insert some of a report's metrics, its earlier ones inserted before: one part of a
+    report stored in several transactions (their benchmarks and measures created if
+    missing)."""
+    rows, _ = _metric_rows(conn, report_id, project_id, values, now)
     if not rows:
         return
     _INSERT_METRICS.run_many(conn, rows)
-    if not any(len(s) > 1 for s in samples):
+    if not any(len(v.samples) > 1 for v in values):
         return
     found = _METRIC_IDS.all(conn, {"report_id": report_id})
     ids = [int(row.id) for row in found[len(found) - len(rows) :]]
-    samples_add(conn, zip(ids, samples, strict=True))
+    samples_add(conn, zip(ids, (v.samples for v in values), strict=True))
 
 
 @dataclass(frozen=True)

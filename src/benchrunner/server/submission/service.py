@@ -293,8 +293,7 @@ async def submit_run(
             judging = Judging(report_id, never_alerts=never_alert_benchmarks(direct_values))
             if stores_in_parts(conn) and thresholds.series_judged(conn, on.id, testbed_id):
                 judgings.judging_start(conn, report_id, judging.storing())
-                rows = reports.metric_rows(conn, report_id, project.id, direct_values, now)
-                storing = Storing(project.id, rows, [v.samples for v in direct_values])
+                storing = Storing(project.id, direct_values, now)
                 due = JudgmentDue(judging, storing=storing)
                 return _Submitted(report_id, None, None, due=due)
             stored = reports.metrics_add(conn, report_id, project.id, direct_values, now)
