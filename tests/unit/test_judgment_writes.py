@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+import pytest
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
@@ -530,3 +531,44 @@ def test_a_direct_run_stopped_as_its_metrics_were_stored_keeps_an_error(
         db.close()
     assert left == 0
     assert state == (None, NOT_STORED)
+
+
+def test_a_history_committed_after_the_read_with_older_ids_is_judged_again(
+    database_url: str,
+) -> None:
+    """PostgreSQL: a late report whose metrics took their ids before the judgment read, and
+    committed after it, while newer ids (another project's) committed before: the write sees
+    its series' history version moved, and the judgment reads again. (SQLite's one writer
+    commits in id order.)"""
+    with_schema(database_url)
+    engine = make_engine(database_url, writer=True)
+    try:
+        if engine.dialect.name == "sqlite":
+            pytest.skip("one writer: ids are in commit order")
+        series = _history(engine, 3, 8)
+        judging = _judged_report(engine, series, [105.0, 105.0, 105.0])
+        other = _history(engine, 3, 1)
+        late = engine.connect()
+        late.begin()
+        _report(late, series, [1000.0, 1000.0, 1000.0], hour=2)  # older ids, not committed
+        with engine.begin() as conn:
+            _report(conn, other, [100.0, 100.0, 100.0])  # newer ids, committed
+
+        db = Database(database_url)
+        reads = _reads_noted(db, late.commit)
+        try:
+            asyncio.run(judge_apart(db, JudgmentDue(judging), lambda: T0))
+            with db.read_engine.connect() as conn:
+                baselines = conn.execute(
+                    sa.select(boundary.c.baseline)
+                    .join(metric, metric.c.id == boundary.c.metric_id)
+                    .where(metric.c.report_id == judging.report_id)
+                ).scalars()
+                drawn = [float(b) for b in baselines]
+        finally:
+            db.close()
+            late.close()
+    finally:
+        engine.dispose()
+    assert reads == ["judgment_plan", "judgment_plan"]
+    assert len(drawn) == 3 and all(b > 150 for b in drawn)  # the late 1,000s count
