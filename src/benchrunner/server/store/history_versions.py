@@ -16,13 +16,13 @@ from sqlalchemy.engine import Connection
 
 from benchrunner.server.store.tables import model, report, threshold
 
-_OF_SERIES = threshold.c.testbed_id == sa.bindparam("testbed_id")
+_OF_SERIES = threshold.c.testbed_id == sa.bindparam("of_testbed")
 # Locked in id order, as ``thresholds.lock_thresholds`` locks them: two writers never wait on
 # each other in a cycle.
 _BUMP = threshold.update().where(
     threshold.c.id.in_(
         sa.select(threshold.c.id)
-        .where(threshold.c.branch_id == sa.bindparam("branch_id"), _OF_SERIES)
+        .where(threshold.c.branch_id == sa.bindparam("of_branch"), _OF_SERIES)
         .order_by(threshold.c.id)
         .with_for_update()
     )
@@ -50,7 +50,7 @@ _BUMPED = {"history_version": threshold.c.history_version + 1}
 def history_changed(conn: Connection, branch_id: int, testbed_id: int) -> None:
     """The history of the branch and testbed changed (a baseline reset): their thresholds'
     judgments under way read it again."""
-    conn.execute(_BUMP.values(_BUMPED), {"branch_id": branch_id, "testbed_id": testbed_id})
+    conn.execute(_BUMP.values(_BUMPED), {"of_branch": branch_id, "of_testbed": testbed_id})
 
 
 def report_history_changed(conn: Connection, report_id: int) -> None:
@@ -81,7 +81,7 @@ def versions(
         return {}
     params = {
         "branch_ids": sorted(set(branch_ids)),
-        "testbed_id": testbed_id,
+        "of_testbed": testbed_id,
         "measure_ids": sorted(set(measure_ids)),
     }
     return {
