@@ -71,7 +71,7 @@ class ServerSettings(BaseSettings):
         "refused with an error on its report; default 4 x request_body_max_bytes",
     )
     judgment_write_rows: int = Field(
-        default=250,
+        default=100,
         ge=1,
         description="rows of a report's metrics (SQLite), boundaries and alerts written per "
         "transaction",

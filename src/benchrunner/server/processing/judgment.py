@@ -58,10 +58,11 @@ from benchrunner.server.store.engine import Database
 
 log = logging.getLogger(__name__)
 
-WRITE_ROWS = 250
-"""Rows (boundaries; an alert counts ``verdicts.ALERT_ROWS``) one write transaction of a
-judgment writes at most, by default (the server's ``judgment_write_rows``): on SQLite a few
-milliseconds of the single writer (``benchmarks/reports_scale.py`` prints the longest)."""
+WRITE_ROWS = 100
+"""Rows (metrics stored in parts; boundaries, an alert counting ``verdicts.ALERT_ROWS``) one
+write transaction of a judgment writes at most, by default (the server's
+``judgment_write_rows``): on SQLite a few milliseconds of the single writer
+(``benchmarks/reports_scale.py`` prints the longest)."""
 
 REREADS = 2
 """How often a judgment whose history changed under it is read again; after that it is
