@@ -34,7 +34,7 @@ async def create_calibration(
     """Queue ``runs`` runs of the job, unchanged (an A/A run), on a branch of their own; when
     they are done the calibration proposes a threshold per benchmark and measure."""
     origin = origin_of(request, user)
-    return await calibration_start.start(ctx, services, project, body, user, origin, request)
+    return await calibration_start.start(ctx, services, project, body, user, origin)
 
 
 @router.get(CALIBRATIONS, responses={200: {"model": list[Calibration]}})

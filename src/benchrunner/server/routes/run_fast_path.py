@@ -106,7 +106,6 @@ class RunFastPath:
             body,
             user,
             origin_of(request, user),
-            request,
             request.headers.get(idempotency.HEADER),
         )
         return Response(
