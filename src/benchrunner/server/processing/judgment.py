@@ -236,7 +236,8 @@ def judgment_write(
     if check and _stale(conn, plan, items):
         return None
     if not check:
-        items = [i for i in items if i not in _alerted_since(conn, plan, items)]
+        alerted = _alerted_since(conn, plan, items)
+        items = [i for i in items if i not in alerted]
     report_id = plan.judging.report_id
     raised = verdicts_write(conn, report_id, items, now).raised
     if last is None:
