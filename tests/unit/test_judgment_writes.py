@@ -29,6 +29,7 @@ from benchrunner.server.processing.judgment import (
     judge_here,
     judge_left_over,
     judgment_plan,
+    judgment_write,
     store_part,
     stores_in_parts,
 )
@@ -572,3 +573,36 @@ def test_a_history_committed_after_the_read_with_older_ids_is_judged_again(
         engine.dispose()
     assert reads == ["judgment_plan", "judgment_plan"]
     assert len(drawn) == 3 and all(b > 150 for b in drawn)  # the late 1,000s count
+
+
+def test_the_last_reading_written_unchecked_raises_no_second_step_alert(
+    database_url: str,
+) -> None:
+    """The reading written without the check (after ``REREADS``) leaves out a step's alert on
+    whose points another appeared since: the rest of it is written."""
+    with_schema(database_url)
+    engine = make_engine(database_url, writer=True)
+    try:
+        series = _history(engine, 1, 8, model=CHANGES, then=130)
+        judging = _judged_report(engine, series, [130.0])
+        with engine.connect() as conn:
+            plan = judgment_plan(conn, judging, None)
+        [step] = [i for i in plan.verdicts.items if not isinstance(i, NewBoundary)]
+        neighbour = step.zone[step.zone.index(step.metric_id) + 1]
+        with engine.begin() as conn:
+            t = plan.found[0]
+            [boundary_id] = alerts.boundaries_put(
+                conn, [NewBoundary(neighbour, t.threshold_id, t.id, 100.0, None, None, None)]
+            )
+            change = alerts.Change(100.0, 130.0, 0.3, 1e-9)
+            alerts.alert_raise(conn, boundary_id, judging.report_id - 1, "upper", T0, change)
+        with engine.begin() as conn:
+            items = plan.verdicts.items
+            written = judgment_write(conn, plan, items, T0, JudgmentDue(judging), False)
+            alerted = alerts.change_alerted(conn, list(step.zone))
+            drawn = _of_report(conn, boundary, judging.report_id)
+            left = judgings.judging_of(conn, judging.report_id)
+    finally:
+        engine.dispose()
+    assert written is not None and written.raised == 0
+    assert alerted == {neighbour} and drawn == 1 and left is None
