@@ -370,15 +370,19 @@ def _look_back_in_steps(
 def _store(
     conn: Connection, project_id: int, report_id: int, values: list[reports.MetricValue]
 ) -> tuple[list[reports.StoredMetric], float]:
-    """The metrics stored as processing stores them on SQLite: in parts of ``WRITE_ROWS``
-    (``judgment.store_part``, here in the caller's transaction, each timed), or in one
-    (``metrics_add``) in a tree without parts; the metrics and the longest write (ms)."""
+    """The metrics stored as processing stores them: on SQLite in parts of ``WRITE_ROWS``
+    (``judgment.store_part``, here in the caller's transaction, each timed), elsewhere or in a
+    tree without parts in one (``metrics_add``); the metrics and the longest write (ms)."""
     try:
         from benchrunner.server.processing import judgment
         from benchrunner.server.store import judgings
     except ImportError:
         judgment = None  # type: ignore[assignment]
-    if judgment is None or not hasattr(judgment, "store_part"):
+    if (
+        judgment is None
+        or not hasattr(judgment, "store_part")
+        or not judgment.stores_in_parts(conn)
+    ):
         began = time.perf_counter()
         stored = reports.metrics_add(conn, report_id, project_id, values, NOW)
         return stored, (time.perf_counter() - began) * 1000
