@@ -41,7 +41,7 @@ from sqlalchemy.engine import Connection
 from benchrunner.server.moves.move import Move, apply
 from benchrunner.server.processing.confirmation_duets import Level, can_run_as_duet
 from benchrunner.server.processing.confirmations import open_confirmation
-from benchrunner.server.processing.evaluation import judge_report, thresholds_to_judge
+from benchrunner.server.processing.evaluation import judge_report
 from benchrunner.server.processing.look_back import LookBackLater, look_back_later
 from benchrunner.server.processing.verdicts import AlertVerdict, Verdict, Verdicts, verdicts_write
 from benchrunner.server.store import (
@@ -175,7 +175,7 @@ def judgment_plan(conn: Connection, judging: Judging, job: jobs.JobRow | None) -
     measure_ids = tuple(sorted({m.measure_id for m in metrics}))
     # before the history: what changes after it is news
     versions = history_versions.versions(conn, _branches(scope), scope.testbed_id, measure_ids)
-    found = thresholds_to_judge(conn, report_id, metrics)
+    found = thresholds.thresholds_of_report(conn, report_id, set(measure_ids))
     verdicts = Verdicts()
     reads = history.SeriesReads()
     duet_possible: Callable[[Level], bool] = _no_duet
