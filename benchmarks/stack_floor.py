@@ -100,38 +100,42 @@ def _free_port() -> int:
         return int(probe.getsockname()[1])
 
 
-def _statements_here(database_url: str) -> Callable[[int], None]:
+@contextmanager
+def _statements_here(database_url: str) -> Iterator[Callable[[int], None]]:
     """``count`` of the app's ``INSERT`` and commit through psycopg in this process, measured
     by this thread's CPU time: a statement's cost to its client without any server around it."""
     psycopg_url = sa.make_url(database_url).set(drivername="postgresql")
+    with psycopg.connect(psycopg_url.render_as_string(hide_password=False)) as conn:
 
-    def statements(count: int) -> None:
-        with psycopg.connect(psycopg_url.render_as_string(hide_password=False)) as conn:
+        def statements(count: int) -> None:
             for _ in range(count):
                 conn.execute(INSERT, ("floor", 1))
                 conn.commit()
 
-    return statements
+        yield statements
 
 
-def _operations(url: str, kind: str) -> Callable[[int], None]:
-    """A function that performs ``count`` operations of ``kind``, one at a time."""
+@contextmanager
+def _operations(url: str, kind: str) -> Iterator[Callable[[int], None]]:
+    """A function that performs ``count`` operations of ``kind``, one at a time, on a
+    connection opened before (its set-up is not measured)."""
     if kind == "ws":
+        with connect(url.replace("http", "ws") + "/ws") as socket:
 
-        def messages(count: int) -> None:
-            with connect(url.replace("http", "ws") + "/ws") as socket:
+            def messages(count: int) -> None:
                 for _ in range(count):
                     socket.send('{"type":"heartbeat"}')
                     socket.recv()
 
-        return messages
+            yield messages
+        return
+    with httpx.Client(base_url=url, timeout=30) as http:
 
-    def requests(count: int) -> None:
-        with httpx.Client(base_url=url, timeout=30) as http:
+        def requests(count: int) -> None:
             for _ in range(count):
                 http.post(f"/{kind}", json=BODY).raise_for_status()
 
-    return requests
+        yield requests
 
 
 def main() -> None:
@@ -148,14 +152,14 @@ def main() -> None:
                 order = KINDS if repeat % 2 == 0 else KINDS[::-1]
                 for kind in order:
                     here = kind not in SERVED
-                    run = _statements_here(database_url) if here else _operations(url, kind)
-                    run(max(50, options.count // 20))  # warm-up
                     cpu: Callable[[], float] = (
                         time.thread_time if here else lambda: process_cpu_seconds(process.pid)
                     )
-                    before = cpu()
-                    run(options.count)
-                    figures[kind].append(1e6 * (cpu() - before) / options.count)
+                    with _statements_here(database_url) if here else _operations(url, kind) as run:
+                        run(max(50, options.count // 20))  # warm-up
+                        before = cpu()
+                        run(options.count)
+                        figures[kind].append(1e6 * (cpu() - before) / options.count)
     print(f"server CPU per operation, medians of {options.repeat} runs of {options.count}:")
     print("| operation | µs | runs |")
     print("| --- | --- | --- |")

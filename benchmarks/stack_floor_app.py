@@ -5,13 +5,16 @@ Routes (each answers ``{"ok": true}``):
 
 - ``POST /asgi``: answered by a bare ASGI function in front of FastAPI, which parses the JSON
   body (uvicorn and httptools alone);
-- ``POST /starlette``: a Starlette route that parses the JSON body;
+- ``POST /starlette``: a route of a plain Starlette application (no FastAPI) that parses the
+  JSON body;
 - ``POST /fastapi``: a FastAPI route whose body is a pydantic model;
 - ``POST /fastapi-db-thread``: the same, and one ``INSERT`` committed on PostgreSQL through
   psycopg's blocking connection in a worker thread (as the server's store does);
 - ``POST /fastapi-db-loop``: the same ``INSERT`` and commit through psycopg's asyncio
   connection on the event loop;
-- ``WS /ws``: each text message answered with a small text message.
+- ``WS /ws``: each text message answered with a small text message, through FastAPI's
+  WebSocket route (the server answers most heartbeats in the protocol instead, before any of
+  that: ``many_runners`` measures those).
 
 Run by ``uvicorn`` with uvloop and httptools, as the server runs: ``STACK_FLOOR_DB`` names the
 PostgreSQL database.
@@ -28,8 +31,10 @@ from contextlib import asynccontextmanager
 import psycopg
 from fastapi import FastAPI, WebSocket, WebSocketDisconnect
 from pydantic import BaseModel
+from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse
+from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
 INSERT = "INSERT INTO floor_row (name, value) VALUES (%s, %s)"
@@ -67,7 +72,18 @@ _ANSWER = json.dumps({"ok": True}).encode()
 _HEADERS = [(b"content-type", b"application/json"), (b"content-length", str(len(_ANSWER)).encode())]
 
 
+async def _starlette(request: Request) -> JSONResponse:
+    body = await request.json()
+    return JSONResponse({"ok": bool(body)})
+
+
+starlette_app = Starlette(routes=[Route("/starlette", _starlette, methods=["POST"])])
+
+
 async def app(scope: Scope, receive: Receive, send: Send) -> None:
+    if scope["type"] == "http" and scope["path"] == "/starlette":
+        await starlette_app(scope, receive, send)
+        return
     if scope["type"] != "http" or scope["path"] != "/asgi":
         await fastapi_app(scope, receive, send)
         return
@@ -80,12 +96,6 @@ async def app(scope: Scope, receive: Receive, send: Send) -> None:
     json.loads(body)
     await send({"type": "http.response.start", "status": 200, "headers": _HEADERS})
     await send({"type": "http.response.body", "body": _ANSWER})
-
-
-@fastapi_app.post("/starlette")
-async def _starlette(request: Request) -> JSONResponse:
-    body = await request.json()
-    return JSONResponse({"ok": bool(body)})
 
 
 @fastapi_app.post("/fastapi")

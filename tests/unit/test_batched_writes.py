@@ -158,6 +158,18 @@ def test_heartbeats_of_several_jobs_are_stored_together(world: World) -> None:
     assert seen == later  # the newest of its jobs'
 
 
+@pytest.mark.parametrize("count", [1, 3, 5])
+def test_heartbeats_of_any_number_of_jobs_tell_which_stopped(world: World, count: int) -> None:
+    """Lists of jobs not a power of two long are padded (each length is planned once)."""
+    runner, job_ids = _running(world, count)
+    world.write(_cancel, job_ids[-1], world.now(), "someone")
+    at = world.now() + dt.timedelta(seconds=30)
+
+    stopped = world.write(transitions.jobs_touch, [Beat(job, runner, at) for job in job_ids])
+
+    assert stopped == {job_ids[-1]}
+
+
 def test_a_jobs_output_past_the_batch_size_is_stored_whole_in_parts(
     world: World, tmp_path: Path
 ) -> None:

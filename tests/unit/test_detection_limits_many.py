@@ -76,8 +76,10 @@ RECORDED_DIGESTS = [
 ]
 """Per model (in ``MODELS``' order) and seed 1, 2, 3: the first 16 hex digits of the SHA-256 of
 the ``repr`` of every history's (baseline, lower, upper), or None, each history drawn alone, as
-the single-history draw computed them when it still existed beside ``limits_many``. The
-log-normal draw's figures are hashed to 9 significant digits (``_canonical``)."""
+the single-history draw computed them when it still existed beside ``limits_many``; but the
+log-normal row, whose figures are hashed to 9 significant digits (``_canonical``), recorded
+from ``limits_many`` on an AMD EPYC after its full digests had matched the single-history
+draw's on an Intel Xeon."""
 
 ROUNDED = {T.LOG_NORMAL}
 """Models whose figures go through NumPy's ``log`` and ``exp``, which take the processor's vector

@@ -286,11 +286,6 @@ class Lifecycle:
             return JobStatus.CANCELED, dataclasses.replace(job, status=JobStatus.CANCELED)
         return done.status, job
 
-    def heartbeat_heard(self, job: jobs.JobRow) -> bool:
-        """Record a heartbeat of the job that ``heartbeat`` would answer from memory, with no
-        cancel: True. False, nothing recorded: call ``heartbeat``."""
-        return self.heartbeats.beat_remembered(job.id, self.ctx.clock.now())
-
     async def heartbeat(self, runner: RunnerRow, job: jobs.JobRow) -> bool:
         """Refresh liveness. True means: answer ``cancel`` (the job was canceled, or ran past its
         hard timeout and is canceled now).

@@ -349,8 +349,9 @@ class RunnerSession:
         """A heartbeat's ``ack``, answered by the socket's protocol as soon as it is read
         (``ANSWER_AT_ONCE``), where this loop would answer it without waiting on anything: the
         loop waits for the next message (none is handled or unanswered), nothing else is being
-        sent, and the job's heartbeat needs neither a write nor a cancel
-        (``Lifecycle.heartbeat_heard``). As ``_handle_text`` would, it moves the deadline.
+        sent, and the job's heartbeat needs neither a write nor a cancel (the lifecycle's
+        heartbeat ledger remembers it: ``HeartbeatLedger.beat_remembered``). As
+        ``_handle_text`` would, it moves the deadline.
         None: the heartbeat, or any other message, is read by the loop. A subclass whose
         ``_reply`` does more than send a heartbeat's ``ack``, or whose heartbeat does not move
         the deadline (``_moves_deadline``), must answer None for it.
