@@ -274,11 +274,17 @@ def _second_measure(
     return measure_id, second
 
 
-def test_histories_read_together_are_those_read_one_by_one(database_url: str) -> None:
+@pytest.mark.parametrize("packed_reports", [None, 2])
+def test_histories_read_together_are_those_read_one_by_one(
+    database_url: str, packed_reports: int | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The histories of several measures, benchmarks, windows and sample sizes read together
     (``read_together``) are each what ``series_history`` reads, and are then taken from the
     reads without a statement: the few benchmarks and the whole series too, read one by
-    one."""
+    one. With ``packed_reports``, PostgreSQL's packed values hold that many reports each."""
+    if packed_reports is not None:
+        monkeypatch.setattr(history, "PACKED_REPORTS", packed_reports)
+    postgresql = database_url.startswith("postgresql")
     with_schema(database_url)
     engine = make_engine(database_url, writer=True)
     statements: list[str] = []
@@ -299,7 +305,7 @@ def test_histories_read_together_are_those_read_one_by_one(database_url: str) ->
                               None, ids["main"], 30, 12),
             ]  # fmt: skip
             later = T0 + dt.timedelta(hours=20)
-            checked = 0
+            checked = most_statements = 0
             for scope in scopes:
                 for most in (1, 3, 8, 500):
                     wanted = [
@@ -316,7 +322,10 @@ def test_histories_read_together_are_those_read_one_by_one(database_url: str) ->
                         for s in statements
                         if "string_agg" in s or s.startswith("SELECT metric.measure_id, metric.b")
                     ]
-                    assert len(together) == 1  # every measure's in one statement
+                    if packed_reports is not None and postgresql:
+                        most_statements = max(most_statements, len(together))
+                    else:
+                        assert len(together) == 1  # every measure's in one statement
                     statements.clear()
                     for w in wanted:
                         got = history.series_history(
@@ -331,5 +340,7 @@ def test_histories_read_together_are_those_read_one_by_one(database_url: str) ->
                     assert statements == []  # all taken from the reads
                     sa.event.remove(engine, "before_cursor_execute", count)
             assert checked > 500  # the histories are not all empty
+            if packed_reports is not None and postgresql:
+                assert most_statements > 1  # the reports read a few at a time
     finally:
         engine.dispose()

@@ -595,11 +595,22 @@ form, 40 bytes a row (``_PACKED_ROW``)."""
 _PACKED_ROW = np.dtype([("measure", ">i8"), ("b", ">i8"), ("m", ">i8"), ("v", ">f8"), ("r", ">i8")])
 
 
+PACKED_REPORTS = 256
+"""Reports one packed value holds at most: 256 reports of 3,000 metrics are about 30 MB, where
+PostgreSQL holds a value whole in memory and refuses one past 1 GB (a samples threshold's
+history can span thousands of reports)."""
+
+
 def _packed_rows(conn: Connection, recent: list[int], measure_ids: list[int]) -> NDArray[Any]:
     """``_measures_rows`` on PostgreSQL: no Python object per row or value (the driver makes
-    one per row of a result, and one per element of an array)."""
-    params = {"report_ids": recent, "measure_ids": measure_ids}
-    packed = conn.execute(_PACKED, params).scalar()
-    if packed is None:
+    one per row of a result, and one per element of an array); one statement per
+    ``PACKED_REPORTS`` reports."""
+    parts = []
+    for start in range(0, len(recent), PACKED_REPORTS):
+        params = {"report_ids": recent[start : start + PACKED_REPORTS], "measure_ids": measure_ids}
+        packed = conn.execute(_PACKED, params).scalar()
+        if packed is not None:
+            parts.append(np.frombuffer(packed, dtype=_PACKED_ROW))
+    if not parts:
         return np.empty(0, dtype=_ROW_OF_MEASURE)
-    return np.frombuffer(packed, dtype=_PACKED_ROW).astype(_ROW_OF_MEASURE)
+    return np.concatenate(parts).astype(_ROW_OF_MEASURE)
