@@ -280,6 +280,9 @@ class ProcessTimes:
     look_back_write_max: list[float] = field(default_factory=list)
     """Of the look-back, its longest write transaction (``look_back_write`` of
     ``WRITE_ROWS`` alerts at most)."""
+    evaluate_cpu: list[float] = field(default_factory=list)
+    """``evaluate``'s CPU time in this process (SQLite's work included; not PostgreSQL's):
+    what carries from a loaded machine to a quiet one better than its wall time."""
 
 
 _BOUNDARIES = (
@@ -373,6 +376,7 @@ def time_processing(
             finish = reports.finish_params(report_id, start_time=NOW, end_time=NOW, error=None)
             reports.FINISH_AFTER_MOVE.alone.first(conn, finish)
             stored_at = time.perf_counter()
+            cpu_at = time.thread_time()
             log.on, log.statements = k == repeats, []
             reads = history.SeriesReads()
             judging = series_thresholds_to_judge(
@@ -381,6 +385,7 @@ def time_processing(
             raised = evaluate_report(conn, report_id, stored, NOW, found=judging, reads=reads)
             log.on = False
             done = time.perf_counter()
+            cpu_ms = (time.thread_time() - cpu_at) * 1000
             if _PLAN is None:  # a tree whose look-back is one transaction
                 found = look_back_report(conn, report_id, stored, NOW, found=judging, reads=reads)
                 read_ms, write_max_ms = math.nan, (time.perf_counter() - done) * 1000
@@ -396,6 +401,7 @@ def time_processing(
                 continue  # the first run warms caches and prepared statements
             times.store.append((stored_at - started) * 1000)
             times.evaluate.append((done - stored_at) * 1000)
+            times.evaluate_cpu.append(cpu_ms)
             times.look_back.append((looked_back - done) * 1000)
             times.alerts.append(raised)
             times.looked_back.append(found)
@@ -476,6 +482,7 @@ def measure_all(
     print(f"  process one report of {n:,} metrics ({repeats} runs, rolled back):")
     print(f"    store metrics (metrics_add + finish): {_spread(times.store)}")
     print(f"    evaluate_report:                             {_spread(times.evaluate)}")
+    print(f"    - its CPU in this process:                   {_spread(times.evaluate_cpu)}")
     totals = [s + e for s, e in zip(times.store, times.evaluate, strict=True)]
     print(f"    total:                                       {_spread(totals)}")
     print(f"    look_back_report (after the ack):            {_spread(times.look_back)}")
@@ -570,12 +577,13 @@ def compare(url: str, project: Project, repeats: int, rounds: int, before: str) 
     for key, what in (
         ("store", "store metrics"),
         ("evaluate", "evaluate_report"),
+        ("evaluate_cpu", "- its CPU here"),
         ("look_back", "look_back_report"),
         ("look_back_read", "- reads, detector"),
         ("look_back_write_max", "- longest write"),
     ):
         for label in ("before", "after"):
-            values = [v for run in runs[label] for v in run[key] if not math.isnan(v)]
+            values = [v for run in runs[label] for v in run.get(key, []) if not math.isnan(v)]
             if values:
                 print(f"    {what:<18} {label:<6}: {_spread(values)}")
     mismatches = 0
