@@ -111,13 +111,19 @@ class PrecisionCounts(Answer):
     precision: float | None = None
 
 
-class ThresholdPrecision(PrecisionCounts):
+class ThresholdPrecision(Answer):
     """A threshold's counts (``threshold`` null for duet alerts whose margin came from none)."""
 
     threshold: str | None = None
     branch: str | None = None
     testbed: str | None = None
     measure: str | None = None
+    alerts: int
+    true_positive: int
+    false_positive: int
+    expected: int
+    untriaged: int
+    precision: float | None = None
 
 
 class AlertPrecision(Answer):

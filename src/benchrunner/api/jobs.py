@@ -3,7 +3,7 @@ and a job as the server answers it (docs/reference/jobs.md)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import Field
 
@@ -77,3 +77,21 @@ class JobLogPage(Answer):
     content: str
     next_offset: int
     is_complete: bool
+
+
+class JobLogPiece(Answer):
+    """A ``log`` event of ``.../logs/follow``: a new piece of the log."""
+
+    event: Literal["log"] = "log"
+    offset: int
+    next_offset: int
+    content: str
+
+
+class JobLogEnd(Answer):
+    """The ``end`` event of ``.../logs/follow``: the job has finished and every piece of its
+    log was sent (``status`` ``deleted`` when the job is gone)."""
+
+    event: Literal["end"] = "end"
+    next_offset: int
+    status: str

@@ -53,11 +53,13 @@ class Runner(Answer):
     public_key: str | None = None
     specs: list[Spec] = []
     last_seen_at: str | None = None
+    last_heartbeat_at: str | None = None
+    """``last_seen_at``'s older name."""
+    last_heartbeat: str | None = None
+    """``last_seen_at``'s first name in this API."""
     created: str | None = None
     modified: str | None = None
     archived: str | None = None
-    last_heartbeat_at: str | None = None
-    """``last_seen_at``'s older name."""
 
 
 class CreatedRunner(Runner):
