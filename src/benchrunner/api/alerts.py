@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import ConfigDict
+from pydantic import ConfigDict, Field
 
 from benchrunner.api.base import Answer, ApiBody
 from benchrunner.api.thresholds import Named
@@ -57,7 +57,7 @@ class Confirmation(Answer):
 
     outcome: str
     reason: str | None = None
-    runs: list[ConfirmationRun] = []
+    runs: list[ConfirmationRun] = Field(default_factory=list)
 
 
 class AlertBisect(Answer):
@@ -132,4 +132,4 @@ class AlertPrecision(Answer):
 
     project: str
     overall: PrecisionCounts
-    thresholds: list[ThresholdPrecision] = []
+    thresholds: list[ThresholdPrecision] = Field(default_factory=list)

@@ -30,7 +30,7 @@ class JobEvent(Answer):
     status: str | None = None
     message: str | None = None
     actor: str | None = None
-    meta: dict[str, Any] = {}
+    meta: dict[str, Any] = Field(default_factory=dict)
     created: str
 
 
@@ -54,7 +54,7 @@ class Job(Answer):
     report: str
     project: str
     spec: Spec | None = None
-    config: dict[str, Any] = {}
+    config: dict[str, Any] = Field(default_factory=dict)
     timeout: int | None = None
     priority: int | None = None
     runner: str | None = None
@@ -64,10 +64,10 @@ class Job(Answer):
     last_heartbeat: str | None = None
     created: str
     modified: str
-    signature: JobSignature = JobSignature()
-    events: list[JobEvent] = []
+    signature: JobSignature = Field(default_factory=JobSignature)
+    events: list[JobEvent] = Field(default_factory=list)
     """Empty (and left out) in a list of jobs."""
-    output: dict[str, Any] = {}
+    output: dict[str, Any] = Field(default_factory=dict)
     """Empty (and left out) until the job has finished."""
 
 

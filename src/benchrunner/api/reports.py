@@ -63,10 +63,10 @@ class Report(Answer):
     settings: ReportSettings | None = None
     start_time: str | None = None
     end_time: str | None = None
-    results: list[list[dict[str, Any]]] = []
+    results: list[list[dict[str, Any]]] = Field(default_factory=list)
     error: str | None = None
     noise: dict[str, Any] | None = None
-    alerts: list[Alert] = []
+    alerts: list[Alert] = Field(default_factory=list)
     created: str | None = None
     confirms: str | None = None
     confirmation_runs: list[ConfirmationRun] | None = None

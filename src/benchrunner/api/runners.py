@@ -51,7 +51,7 @@ class Runner(Answer):
     arch: str | None = None
     version: str | None = None
     public_key: str | None = None
-    specs: list[Spec] = []
+    specs: list[Spec] = Field(default_factory=list)
     last_seen_at: str | None = None
     last_heartbeat_at: str | None = None
     """``last_seen_at``'s older name."""
