@@ -29,6 +29,7 @@ from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.sql.compiler import SQLCompiler
 from sqlalchemy.sql.expression import ClauseElement, Executable
 from tests.databases import fresh_database
+from tests.new_reports import new_report_on
 
 from benchrunner.core.states import JobStatus
 from benchrunner.core.tiers import Plan
@@ -74,7 +75,7 @@ def populate(engine: Engine, depth: int) -> int:
         org = accounts.organization_create(conn, "org", Plan.TEAM, T0, leader_id=leader)
         project = accounts.project_create(conn, org.id, "p", "public", T0)
         report_id, _ = reports.report_create(
-            conn, reports.new_report_on(conn, project.id, "main", "tb", "json", T0)
+            conn, new_report_on(conn, project.id, "main", "tb", "json", T0)
         )
     for start in range(0, depth, CHUNK):
         rows = [

@@ -41,6 +41,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 from tests.databases import fresh_database
 from tests.harness import TEST_TEMPLATES, ServerProcess
+from tests.new_reports import new_report_on
 
 from benchmarks.cpu_time import backend_pids, threads_cpu_ns
 from benchrunner.core.events import JobEvent
@@ -270,7 +271,8 @@ def _add_results(
     stored = reports.metrics_add(conn, report_id, project_id, values, NOW)
     if k == 0:
         _add_threshold(conn, project_id)
-    return evaluate_report(conn, report_id, stored, NOW)
+    found = thresholds.thresholds_of_report(conn, report_id, {m.measure_id for m in stored})
+    return evaluate_report(conn, report_id, stored, NOW, found=found)
 
 
 def _add_threshold(conn: Any, project_id: int) -> None:
@@ -365,7 +367,7 @@ def _names(engine: Engine) -> Ids:
             specs.append(spec.id)
             boxes.append(box.id)
         made = [
-            reports.new_report_on(conn, project.id, name, "box", "json", NOW)
+            new_report_on(conn, project.id, name, "box", "json", NOW)
             for name in ("main", "feature")
         ]
     return Ids(

@@ -4,7 +4,7 @@ the processor works through 10,000 completed jobs with 64 KiB outputs each.
 Method. A backlog is built once per engine: 10,000 jobs are submitted through ``POST /v0/run``
 (adapter ``go_bench``) to a real server, which is then stopped; each job is then claimed,
 started and completed through the store's own transitions (``claims.job_claim``,
-``transitions.job_mark_running`` / ``moves.move.apply``) with a 64 KiB ``go test -bench``
+``moves.move.apply_running`` / ``moves.move.apply``) with a 64 KiB ``go test -bench``
 output (log lines and 20 result lines) stored in the blob store as the server stores it. Each
 run starts a server process on a copy of that database (the blob store is shared: processing
 only reads it), whose startup recovery queues the 10,000 completed jobs for processing. At once
@@ -57,8 +57,8 @@ from benchrunner.protocol import (
     JsonJobOutput,
 )
 from benchrunner.server.blobs.blob_store import job_output_key
-from benchrunner.server.moves.move import Move, apply
-from benchrunner.server.store import claims, jobs, runners, transitions
+from benchrunner.server.moves.move import Move, apply, apply_running
+from benchrunner.server.store import claims, jobs, runners
 from benchrunner.server.store.engine import Database
 
 TEMPLATES = (
@@ -133,8 +133,7 @@ def _complete_all(url: str, blobs: Path, runner_slug: str) -> int:
             claim = claims.job_claim(conn, runner_id, "backlog", stamp, runner_slug)
             if claim is None:
                 break
-            job_id = claim.job.id
-            transitions.job_mark_running(conn, job_id, runner_id, stamp, runner_slug)
+            assert apply_running(conn, Move.running(claim.job, runner_id, runner_slug, stamp))
             done.append(claim.job)
         return done
 

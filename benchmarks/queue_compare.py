@@ -110,15 +110,19 @@ def long_runs(options: argparse.Namespace) -> None:
             runs.setdefault(workers, []).append(one)
             print(f"run {repeat} ({time.monotonic() - began:.0f} s) {one}", flush=True)
     print(f"\nmedians of {options.repeat} run(s), CPU ms per job-minute:")
-    print("| engine | workers | jobs x seconds | server | PostgreSQL | runner agents |")
-    print("| --- | --- | --- | --- | --- | --- |")
+    print(
+        "| engine | workers | jobs x seconds | server | PostgreSQL | runner agents "
+        "| server idle, per minute |"
+    )
+    print("| --- | --- | --- | --- | --- | --- | --- |")
     for workers, figures in runs.items():
         database = [f.database for f in figures if f.database is not None]
         postgresql = f"{statistics.median(database):.1f}" if database else "-"
         print(
             f"| {options.engine} | {workers} | {options.jobs} x {options.seconds} "
             f"| {statistics.median(f.server for f in figures):.1f} | {postgresql} "
-            f"| {statistics.median(f.runners for f in figures):.1f} |"
+            f"| {statistics.median(f.runners for f in figures):.1f} "
+            f"| {statistics.median(f.server_idle for f in figures):.1f} |"
         )
 
 

@@ -352,14 +352,16 @@ def deployed(engine: str, workers: int, mode: str, jobs: int) -> Iterator[Deploy
         yield url, deployment, runners, api
 
 
-def submit_and_drain(api: Api, jobs: int, args: dict[str, Any] | None = None) -> list[str]:
+def submit_and_drain(
+    api: Api, jobs: int, args: dict[str, Any] | None = None, poll_interval: float = 0.1
+) -> list[str]:
     """``jobs`` jobs submitted one call after another, then waited for until every job is
-    processed; their UUIDs."""
+    processed, asking the server every ``poll_interval`` seconds; their UUIDs."""
     submitted = [api.submit(args) for _ in range(jobs)]
     wait_until(
         lambda: all_processed(api),
         timeout=max(600.0, jobs / 2),
-        interval=0.1,
+        interval=poll_interval,
         message=f"{jobs} jobs processed",
     )
     return submitted
@@ -474,19 +476,35 @@ class LongFigures:
     server: float
     database: float | None
     runners: float
+    server_idle: float
+    """The server's CPU milliseconds per minute with its runners waiting and no job: what it
+    costs while nothing runs, part of ``server``."""
+
+
+IDLE_SECONDS = 10.0
+"""How long the idle server is measured before the jobs, after as long again for the work of
+its start (its first housekeeping passes, loading what its first requests need) to end: about
+60 ms of CPU a second for the first 10 s after it is ready, then about 2 (SQLite, load 14)."""
 
 
 def run_long(engine: str, workers: int, jobs: int, seconds: int) -> LongFigures:
     """``jobs`` jobs of template ``bench.long`` lasting ``seconds`` each, run by ``workers``
-    agents; CPU per job-minute over the whole phase."""
+    agents; CPU per job-minute over the whole phase, and the server's CPU per minute idle."""
     with deployed(engine, workers, "long", jobs) as (url, deployment, runners, api):
         server = deployment.server.proc
         assert server is not None
         database = sa.make_url(url).database if engine == "postgresql" else None
         pids = [r.proc.pid for r in runners if r.proc is not None]
+        time.sleep(IDLE_SECONDS)  # the server's start settles
+        idle_before = process_cpu_seconds(server.pid)
+        time.sleep(IDLE_SECONDS)  # the measurement itself: a server with nothing to do
+        idle = process_cpu_seconds(server.pid) - idle_before
+        api.http.close()  # the server has ended the idle keep-alive: the next request reconnects
         measured: list[Usage] = []
         with usage(server.pid, pids, database, None, measured):
-            submit_and_drain(api, jobs, {"seconds": seconds})
+            # Jobs of many seconds: one question a second ends the phase within a second, and
+            # keeps the benchmark's own requests out of the server's CPU per job-minute.
+            submit_and_drain(api, jobs, {"seconds": seconds}, poll_interval=1.0)
         minutes = jobs * seconds / 60
         cpu = measured[0]
         return LongFigures(
@@ -497,4 +515,5 @@ def run_long(engine: str, workers: int, jobs: int, seconds: int) -> LongFigures:
             server=cpu.server * 1000 / minutes,
             database=cpu.database * 1000 / minutes if cpu.database is not None else None,
             runners=cpu.workers * 1000 / minutes,
+            server_idle=idle * 1000 * 60 / IDLE_SECONDS,
         )

@@ -7,7 +7,7 @@ metric of every benchmark and measure, and a measure-wide ``t_test`` threshold (
 64) on each measure of its branch and testbed. Then it measures, with repeats:
 
 - **process**: one new report of every benchmark and measure, as processing stores and judges
-  it (``reports.metrics_add``, ``reports.report_finish``, ``evaluation.evaluate_report``), then
+  it (``reports.metrics_add``, ``reports.FINISH_AFTER_MOVE``, ``evaluation.evaluate_report``), then
   looks back over its series (``look_back.look_back_report``, on its own line: it runs after the
   runner's ack), in a transaction that is rolled back, so every repeat sees the same history;
 - **perf**: the perf query of one benchmark's year (``store.perf.perf_points``), for one measure
@@ -61,7 +61,7 @@ from benchrunner.detection.models import Model, TestKind
 from benchrunner.server.app.factory import create_app
 from benchrunner.server.config import ServerSettings
 from benchrunner.server.processing import look_back as look_back_module
-from benchrunner.server.processing.evaluation import evaluate_report
+from benchrunner.server.processing.evaluation import evaluate_report, series_thresholds_to_judge
 from benchrunner.server.processing.look_back import look_back_report
 from benchrunner.server.store import accounts, history, reports, thresholds
 from benchrunner.server.store.engine import make_engine
@@ -335,6 +335,7 @@ def _look_back_in_steps(
     conn: Connection,
     report_id: int,
     stored: list[reports.StoredMetric],
+    judging: list[Any],
     reads: history.SeriesReads,
 ) -> tuple[int, float, float]:
     """The look-back as ``look_back_later`` runs it: its plan (reads and detector), then its
@@ -342,7 +343,7 @@ def _look_back_in_steps(
     alerts written, the plan's time and the longest write's (ms)."""
     assert _PLAN is not None and _WRITE is not None
     started = time.perf_counter()
-    planned = _PLAN(conn, report_id, stored, reads=reads)
+    planned = _PLAN(conn, report_id, stored, found=judging, reads=reads)
     read_ms = (time.perf_counter() - started) * 1000
     found, longest = 0, 0.0
     for start in range(0, len(planned), _WRITE_ROWS):
@@ -369,18 +370,24 @@ def time_processing(
             report_id, _ = reports.report_create(conn, params)
             started = time.perf_counter()
             stored = reports.metrics_add(conn, report_id, project.id, values, NOW)
-            reports.report_finish(conn, report_id, start_time=NOW, end_time=NOW, error=None)
+            finish = reports.finish_params(report_id, start_time=NOW, end_time=NOW, error=None)
+            reports.FINISH_AFTER_MOVE.alone.first(conn, finish)
             stored_at = time.perf_counter()
             log.on, log.statements = k == repeats, []
             reads = history.SeriesReads()
-            raised = evaluate_report(conn, report_id, stored, NOW, reads=reads)
+            judging = series_thresholds_to_judge(
+                conn, project.branch_id, project.testbed_id, stored
+            )
+            raised = evaluate_report(conn, report_id, stored, NOW, found=judging, reads=reads)
             log.on = False
             done = time.perf_counter()
             if _PLAN is None:  # a tree whose look-back is one transaction
-                found = look_back_report(conn, report_id, stored, NOW, reads=reads)
+                found = look_back_report(conn, report_id, stored, NOW, found=judging, reads=reads)
                 read_ms, write_max_ms = math.nan, (time.perf_counter() - done) * 1000
             else:
-                found, read_ms, write_max_ms = _look_back_in_steps(conn, report_id, stored, reads)
+                found, read_ms, write_max_ms = _look_back_in_steps(
+                    conn, report_id, stored, judging, reads
+                )
             looked_back = time.perf_counter()
             judged = verdicts(conn, report_id)
             transaction.rollback()
@@ -467,7 +474,7 @@ def measure_all(
         times = time_processing(engine, project, repeats, log)
     n = len(project.benchmark_ids) * len(project.measure_ids)
     print(f"  process one report of {n:,} metrics ({repeats} runs, rolled back):")
-    print(f"    store metrics (metrics_add + report_finish): {_spread(times.store)}")
+    print(f"    store metrics (metrics_add + finish): {_spread(times.store)}")
     print(f"    evaluate_report:                             {_spread(times.evaluate)}")
     totals = [s + e for s, e in zip(times.store, times.evaluate, strict=True)]
     print(f"    total:                                       {_spread(totals)}")

@@ -14,6 +14,7 @@ from benchrunner.server.store.engine import make_engine
 from benchrunner.server.store.reports import MetricValue
 from benchrunner.server.store.tables import alert
 from tests.databases import with_schema
+from tests.new_reports import new_report_on
 
 T0 = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
 T1 = T0 + dt.timedelta(hours=1)
@@ -27,7 +28,7 @@ def test_a_suspected_alert_becomes_the_step_found_later(database_url: str) -> No
             leader = accounts.user_get_or_create(conn, "p@x", "p", admin=False, now=T0).id
             org = accounts.organization_create(conn, "org", Plan.TEAM, T0, leader_id=leader)
             project = accounts.project_create(conn, org.id, "p", "public", T0).id
-            new = reports.new_report_on(conn, project, "main", "box", "json", T0)
+            new = new_report_on(conn, project, "main", "box", "json", T0)
             crossing, _ = reports.report_create(conn, new)
             later, _ = reports.report_create(conn, new)
             value = MetricValue(1, "sort", "latency", 110.0, None, None)

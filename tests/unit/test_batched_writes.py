@@ -56,7 +56,7 @@ def _running(world: World, count: int) -> tuple[int, list[int]]:
     for _ in range(count):
         job_id = world.job(org, spec)
         assert world.claim(runner) == job_id
-        world.write(transitions.job_mark_running, job_id, runner, world.now(), "r")
+        world.start(job_id, runner)
         ids.append(job_id)
     return runner, ids
 

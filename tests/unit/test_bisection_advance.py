@@ -22,6 +22,7 @@ from benchrunner.server.store import accounts, duets, reports, runners
 from benchrunner.server.store.engine import Database
 from benchrunner.server.store.reports import named_get_or_create
 from benchrunner.server.store.tables import alert, bisection_step, branch, job, testbed
+from tests.new_reports import new_report_on
 
 T0 = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
 TEMPLATES = TemplateRegistry(
@@ -46,7 +47,7 @@ def _bisection(
     spec_id = int(runners.spec_create(conn, params, T0).id)
     alert_id = None
     if raised:
-        report = reports.new_report_on(conn, project_id, "main", "box", "json", T0)
+        report = new_report_on(conn, project_id, "main", "box", "json", T0)
         report_id, _ = reports.report_create(conn, report)
         estimate = DuetEstimate("work", "latency", 10, 1.06, 1.05, 1.07, None)
         duets.duet_add(

@@ -15,7 +15,7 @@ from sqlalchemy.engine import Connection
 from benchrunner.core.states import JobStatus
 from benchrunner.core.tiers import Plan, priority_for
 from benchrunner.protocol import JsonJobConfig
-from benchrunner.server.moves.move import Move, apply
+from benchrunner.server.moves.move import Move, apply, apply_running
 from benchrunner.server.store import (
     accounts,
     claims,
@@ -23,10 +23,10 @@ from benchrunner.server.store import (
     jobs,
     reports,
     runners,
-    transitions,
 )
 from benchrunner.server.store.engine import Database, Unit
 from tests.databases import with_schema
+from tests.new_reports import new_report_on
 
 T0 = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
 TEMPLATE_JOB = JsonJobConfig(timeout=60, template="t", args={})
@@ -52,6 +52,16 @@ class World:
 
     def write(self, unit: Unit[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
         return self.db.write_sync(unit, *args, **kwargs)
+
+    def start(self, job_id: int, runner_id: int, runner_slug: str = "r") -> None:
+        """The runner's ``running`` of its claimed job, as the server makes it."""
+
+        def unit(conn: Connection) -> None:
+            row = jobs.job_get(conn, job_id)
+            assert row is not None
+            assert apply_running(conn, Move.running(row, runner_id, runner_slug, self.now()))
+
+        self.write(unit)
 
     def spec(self, name: str) -> int:
         params = runners.NewSpec(name, "x86_64", 1, 1 << 30, 1 << 30, False)
@@ -95,7 +105,7 @@ class World:
         def unit(conn: Connection) -> int:
             now = self.now()
             report_id, _ = reports.report_create(
-                conn, reports.new_report_on(conn, project_id, "main", "tb", "json", now)
+                conn, new_report_on(conn, project_id, "main", "tb", "json", now)
             )
             organization = accounts.organization_by_id(conn, org_id)
             claimed = accounts.organization_is_claimed(conn, org_id)
@@ -132,7 +142,7 @@ class World:
         def unit(conn: Connection) -> None:
             row = jobs.job_get(conn, job_id)
             assert row is not None and row.runner_id is not None
-            transitions.job_mark_running(conn, job_id, row.runner_id, self.now(), "r")
+            assert apply_running(conn, Move.running(row, row.runner_id, "r", self.now()))
             assert apply(conn, Move(row, JobStatus.COMPLETED, self.now(), "completed", "r"))
 
         self.write(unit)

@@ -15,13 +15,22 @@ from benchrunner.detection import ChangePoint, change_points
 from benchrunner.detection.change_point import (
     _best_split,
     _relaxed,
-    _t_test,
     _t_tests,
     change_points_many,
 )
 from tests.unit.change_point_cases import RECORDED, Case, cases
 
 SEEDS = range(5)
+
+
+def _t_test(
+    left: list[float] | np.ndarray[Any, Any], right: list[float] | np.ndarray[Any, Any]
+) -> tuple[float, float]:
+    """``_t_tests`` of one pair of sides (a batch of one)."""
+    strengths, pvalues = _t_tests(
+        np.array([left], dtype=np.float64), np.array([right], dtype=np.float64)
+    )
+    return float(strengths[0]), float(pvalues[0])
 
 
 def noisy(seed: int, *segments: tuple[float, int]) -> list[float]:
@@ -299,19 +308,23 @@ def test_many_series_at_once_answer_as_each_alone(seed: int, parameters: dict[st
     assert sum(bool(points) for points in apart) > 10  # steps were found, not only none
 
 
-def test_the_batched_t_test_is_the_t_test_row_by_row() -> None:
+def test_the_batched_t_test_answers_each_row_as_a_batch_of_one() -> None:
     rng = np.random.default_rng(7)
     edges = [([2.0, 2.0], [2.0, 2.0]), ([2.0, 2.0], [3.0, 3.0]), ([1e308, 1.7e308], [1.0, 2.0])]
-    for left, right in edges:
-        with np.errstate(all="ignore"), warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)
-            [pvalue] = _t_tests(np.array([left]), np.array([right])).tolist()
-            assert pvalue == _t_test(np.array(left), np.array(right))[1]
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        strengths, pvalues = _t_tests(
+            np.array([e[0] for e in edges]), np.array([e[1] for e in edges])
+        )
+        alone = [_t_test(left, right) for left, right in edges]
+    assert list(zip(strengths.tolist(), pvalues.tolist(), strict=True)) == alone
+    assert alone == [(0.0, 1.0), (math.inf, 0.0), (0.0, 1.0)]
     for sizes in [(1, 1), (1, 2), (3, 27), (15, 15), (29, 1)]:
         rows = rng.normal(100, 1, (50, sum(sizes)))
         rows[::3, sizes[0] :] *= 1.05
-        found = _t_tests(rows[:, : sizes[0]], rows[:, sizes[0] :]).tolist()
-        assert found == [_t_test(row[: sizes[0]], row[sizes[0] :])[1] for row in rows]
+        strengths, pvalues = _t_tests(rows[:, : sizes[0]], rows[:, sizes[0] :])
+        found = list(zip(strengths.tolist(), pvalues.tolist(), strict=True))
+        assert found == [_t_test(row[: sizes[0]], row[sizes[0] :]) for row in rows]
 
 
 def test_many_series_check_their_values_and_parameters() -> None:

@@ -69,14 +69,26 @@ RECORDED_DIGESTS = [
     ["ee170d4b4a8d5e3d", "abb6a7d81bd5345a", "b773abc37b045184"],
     ["237e1d5267b2ddd1", "237e1d5267b2ddd1", "237e1d5267b2ddd1"],
     ["e060ff4169837f5e", "e060ff4169837f5e", "e060ff4169837f5e"],
-    ["69a2983cbac4b118", "fdf2e3f31fd8d64a", "1c93a4b13cbfa524"],
+    ["3b42d954a0e6ea59", "66ed8050da07baf8", "841ea8aade743143"],
     ["72136a2e109a7829", "0362f34b6e416fee", "d6e7aa81100980d8"],
     ["ed5fe2d0ee1fe0f6", "11afafad861eb386", "cc950b87012259d1"],
     ["c8bc2c41753ab042", "c8bc2c41753ab042", "c8bc2c41753ab042"],
 ]
 """Per model (in ``MODELS``' order) and seed 1, 2, 3: the first 16 hex digits of the SHA-256 of
 the ``repr`` of every history's (baseline, lower, upper), or None, each history drawn alone, as
-the single-history draw computed them when it still existed beside ``limits_many``."""
+the single-history draw computed them when it still existed beside ``limits_many``. The
+log-normal draw's figures are hashed to 9 significant digits (``_canonical``)."""
+
+ROUNDED = {T.LOG_NORMAL}
+"""Models whose figures go through NumPy's ``log`` and ``exp``, which take the processor's vector
+instructions: their last bits differ from one processor to another (an Intel Xeon with AVX-512
+against an AMD EPYC), where every other model's draw is the same to the last bit on both."""
+
+
+def _canonical(model: Model, value: float | None) -> float | None:
+    if value is None or model.test not in ROUNDED:
+        return value
+    return float(f"{value:.9g}")
 
 
 @pytest.mark.parametrize(
@@ -87,7 +99,11 @@ def test_limits_are_the_recorded_ones_to_the_last_bit(model: Model, digests: lis
         digest = hashlib.sha256()
         for history in _histories(seed):
             drawn = limits(model, history)
-            as_tuple = None if drawn is None else drawn_tuple(drawn)
+            as_tuple = (
+                None
+                if drawn is None
+                else tuple(_canonical(model, value) for value in drawn_tuple(drawn))
+            )
             digest.update(repr(as_tuple).encode())
         assert digest.hexdigest()[:16] == recorded, seed
 

@@ -26,6 +26,7 @@ from benchrunner.server.store.reports import measure_ids, named_ids
 from benchrunner.server.store.tables import benchmark
 from benchrunner.server.views.resources import alert_view
 from tests.databases import with_schema
+from tests.new_reports import new_report_on
 
 T0 = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
 
@@ -53,7 +54,7 @@ def test_margins_come_from_the_run_else_a_percentage_threshold_else_zero(
             leader = accounts.user_get_or_create(conn, "d@x", "d", admin=False, now=T0).id
             org = accounts.organization_create(conn, "org", Plan.TEAM, T0, leader_id=leader)
             project = accounts.project_create(conn, org.id, "p", "public", T0).id
-            new = reports.new_report_on(conn, project, "main", "box", "json", T0)
+            new = new_report_on(conn, project, "main", "box", "json", T0)
             measures = measure_ids(conn, project, ["latency", "memory", "throughput"], T0)
             benches = named_ids(conn, benchmark, project, ["sort", "scan"], T0)
 
@@ -78,7 +79,7 @@ def test_margins_come_from_the_run_else_a_percentage_threshold_else_zero(
             by_threshold, threshold_report = reports.report_create(conn, new)
             raised = duets.duet_add(conn, by_threshold, project, _duet(None), T0)
             by_run, run_report = reports.report_create(
-                conn, reports.new_report_on(conn, project, "main", "box", "json", T0)
+                conn, new_report_on(conn, project, "main", "box", "json", T0)
             )
             raised_by_run = duets.duet_add(conn, by_run, project, _duet(0.5), T0)
 
@@ -150,7 +151,7 @@ def test_a_duets_alerts_are_queued_for_the_projects_webhooks(database_url: str) 
                     conn, project, "http://127.0.0.1:9/", ["alert.raised"], shape, "k" * 16, T0
                 )
             report_id, _ = reports.report_create(
-                conn, reports.new_report_on(conn, project, "main", "box", "json", T0)
+                conn, new_report_on(conn, project, "main", "box", "json", T0)
             )
             raised = duets.duet_add(conn, report_id, project, _duet(0.05), T0)
             ids = alerts.duet_alert_ids(conn, report_id)

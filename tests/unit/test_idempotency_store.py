@@ -18,6 +18,7 @@ from benchrunner.server.store.engine import Database
 from benchrunner.server.store.idempotency import KeyRef
 from benchrunner.server.store.tables import idempotency_key, job
 from tests.databases import with_schema
+from tests.new_reports import new_report_on
 from tests.unit.test_claim_policy import World
 
 T0 = dt.datetime(2026, 11, 25, 8, 0, tzinfo=dt.UTC)
@@ -37,7 +38,7 @@ def _report(world: World) -> int:
     _, project_id = world.org("acme", Plan.TEAM)
 
     def unit(conn: Connection) -> int:
-        new = reports.new_report_on(conn, project_id, "main", "tb", "json", T0)
+        new = new_report_on(conn, project_id, "main", "tb", "json", T0)
         return reports.report_create(conn, new)[0]
 
     return world.write(unit)

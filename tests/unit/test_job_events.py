@@ -22,6 +22,7 @@ from benchrunner.server.store.migrate import alembic_config
 from benchrunner.server.store.tables import job_event
 from benchrunner.server.store.tables import spec as spec_table
 from benchrunner.server.store.transitions import event_add
+from tests.new_reports import new_report_on
 
 NOW = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
 
@@ -123,7 +124,7 @@ def _job_with_old_events(conn: Connection) -> int:
         .returning(spec_0005.c.id)
     ).scalar_one()
     report_id, _ = reports.report_create(
-        conn, reports.new_report_on(conn, project.id, "main", "tb", "json", NOW)
+        conn, new_report_on(conn, project.id, "main", "tb", "json", NOW)
     )
     job_id, _ = jobs.job_create(
         conn,

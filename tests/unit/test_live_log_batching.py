@@ -21,7 +21,7 @@ from benchrunner.server.config import ServerSettings
 from benchrunner.server.context import ServerContext
 from benchrunner.server.logs.live_logs import LiveLogs
 from benchrunner.server.moves import move
-from benchrunner.server.store import jobs, transitions
+from benchrunner.server.store import jobs
 from benchrunner.server.store.engine import Database, Unit
 from benchrunner.server.store.job_logs import LogTail, job_log_chunks
 from tests.databases import with_schema
@@ -59,7 +59,7 @@ def _running_job(world: World) -> tuple[int, uuid.UUID]:
     runner = world.runner("r", [spec])
     job_id = world.job(world.org("acme", Plan.TEAM), spec)
     assert world.claim(runner) == job_id
-    world.write(transitions.job_mark_running, job_id, runner, world.now(), "r")
+    world.start(job_id, runner)
     job = world.db.read_sync(jobs.job_get, job_id)
     assert job is not None
     return job_id, job.uuid
@@ -210,7 +210,7 @@ def _running_jobs(world: World, runners: tuple[str, ...]) -> dict[int, Chunks]:
         runner = world.runner(name, [spec])
         job_id = world.job(org, spec)
         assert world.claim(runner) == job_id
-        world.write(transitions.job_mark_running, job_id, runner, world.now(), name)
+        world.start(job_id, runner, name)
         job = world.db.read_sync(jobs.job_get, job_id)
         assert job is not None
         streams[job_id] = Chunks(job.uuid)

@@ -20,7 +20,6 @@ from benchrunner.core.tiers import Plan
 from benchrunner.detection.look_back import Raise, Reopen
 from benchrunner.detection.models import Model, TestKind
 from benchrunner.server.processing import look_back
-from benchrunner.server.processing.evaluation import thresholds_to_judge
 from benchrunner.server.processing.look_back import (
     WRITE_ROWS,
     LookBackLater,
@@ -33,6 +32,7 @@ from benchrunner.server.store.engine import Database, make_engine
 from benchrunner.server.store.reports import MetricValue, StoredMetric
 from benchrunner.server.store.tables import alert
 from tests.databases import with_schema
+from tests.new_reports import new_report_on
 
 T0 = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
 WIDE = Model(TestKind.PERCENTAGE, upper_boundary=10.0)
@@ -51,7 +51,7 @@ def _series(
         leader = accounts.user_get_or_create(conn, "l@x", "l", admin=False, now=T0).id
         org = accounts.organization_create(conn, "org", Plan.TEAM, T0, leader_id=leader)
         project = accounts.project_create(conn, org.id, "p", "public", T0).id
-        new = reports.new_report_on(conn, project, "main", "box", "json", T0)
+        new = new_report_on(conn, project, "main", "box", "json", T0)
         hour = 0
         for level, count in levels:
             for _ in range(count):
@@ -72,6 +72,16 @@ def _series(
     return project, key, made
 
 
+def _thresholds(conn: Connection, report_id: int, metrics: list[StoredMetric]) -> list[Any]:
+    """The thresholds the report's evaluation would judge with."""
+    return thresholds.thresholds_of_report(conn, report_id, {m.measure_id for m in metrics})
+
+
+def _plan(conn: Connection, report_id: int, metrics: list[StoredMetric]) -> list[Planned]:
+    """``look_back_plan`` with the thresholds the report's evaluation would judge with."""
+    return look_back_plan(conn, report_id, metrics, found=_thresholds(conn, report_id, metrics))
+
+
 def _alerts(conn: Connection) -> list[Any]:
     return list(conn.execute(sa.select(alert.c.id, alert.c.report_id, alert.c.status)))
 
@@ -83,7 +93,7 @@ def test_a_threshold_changed_between_read_and_write_raises_nothing(database_url:
         project, key, made = _series(engine, 1, [(100.0, 30), (130.0, 8)])
         report_id, metrics = made[-1]
         with engine.connect() as conn:
-            planned = look_back_plan(conn, report_id, metrics)
+            planned = _plan(conn, report_id, metrics)
         assert [type(p.action) for p in planned] == [Raise]
         with engine.begin() as conn:  # a new model for the threshold, before the write
             changed = Model(TestKind.PERCENTAGE, upper_boundary=5.0)
@@ -92,7 +102,7 @@ def test_a_threshold_changed_between_read_and_write_raises_nothing(database_url:
             assert look_back_write(conn, report_id, planned, T0) == 0
             assert _alerts(conn) == []
         with engine.connect() as conn:  # judged again, with the new model, it raises
-            again = look_back_plan(conn, report_id, metrics)
+            again = _plan(conn, report_id, metrics)
         with engine.begin() as conn:
             assert look_back_write(conn, report_id, again, T0) == 1
     finally:
@@ -108,8 +118,8 @@ def test_a_step_alerted_by_another_report_meanwhile_gets_no_second_alert(
         _, _, made = _series(engine, 1, [(100.0, 30), (130.0, 8)])
         (earlier, earlier_metrics), (latest, latest_metrics) = made[-2], made[-1]
         with engine.connect() as conn:  # both look-backs read before either writes
-            first = look_back_plan(conn, earlier, earlier_metrics)
-            second = look_back_plan(conn, latest, latest_metrics)
+            first = _plan(conn, earlier, earlier_metrics)
+            second = _plan(conn, latest, latest_metrics)
         assert len(first) == len(second) == 1
         # the same step, seen from two reports: the other's alert would stand on its zone
         assert first[0].where in second[0].zone
@@ -154,7 +164,7 @@ def test_a_look_back_writes_at_most_write_rows_alerts_a_transaction(database_url
     try:
         later = LookBackLater(report_id, tuple(metrics), noisy=False, found=[])
         with db.read_engine.connect() as conn:
-            later = dataclasses.replace(later, found=thresholds_to_judge(conn, report_id, metrics))
+            later = dataclasses.replace(later, found=_thresholds(conn, report_id, metrics))
         raised = asyncio.run(look_back.look_back_later(db, later, T0))
     finally:
         db.close()
@@ -173,14 +183,14 @@ def test_an_alert_triaged_expected_between_read_and_write_is_not_reopened(
         _, _, made = _series(engine, 1, [(100.0, 30), (130.0, 12)])
         report_id, metrics = made[-1]
         with engine.connect() as conn:
-            [step] = look_back_plan(conn, report_id, metrics)
+            [step] = _plan(conn, report_id, metrics)
         with engine.begin() as conn:
             assert look_back_write(conn, report_id, [step], T0) == 1
             # dismissed before the newest 6 reports were stored: they persist at the level
             dismissed_at = T0 + dt.timedelta(hours=35)
             conn.execute(alert.update().values(status="dismissed", modified=dismissed_at))
         with engine.connect() as conn:
-            [reopen] = look_back_plan(conn, report_id, metrics)
+            [reopen] = _plan(conn, report_id, metrics)
         assert isinstance(reopen.action, Reopen)
         with engine.begin() as conn:  # triaged expected before the write: it stays dismissed
             conn.execute(alert.update().values(verdict="expected"))

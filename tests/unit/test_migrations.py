@@ -17,6 +17,7 @@ from benchrunner.server.store import accounts, duets, reports
 from benchrunner.server.store.engine import make_engine
 from benchrunner.server.store.migrate import alembic_config, upgrade
 from benchrunner.server.store.tables import alert, duet_result, metadata
+from tests.new_reports import new_report_on
 
 T0 = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
 
@@ -94,7 +95,7 @@ def _store_a_duet(engine: sa.Engine, margin: float) -> int:
         leader = accounts.user_get_or_create(conn, "m@x", "m", admin=False, now=T0).id
         org = accounts.organization_create(conn, "mig", Plan.TEAM, T0, leader_id=leader)
         project = accounts.project_create(conn, org.id, "m", "public", T0).id
-        new = reports.new_report_on(conn, project, "main", "box", "json", T0)
+        new = new_report_on(conn, project, "main", "box", "json", T0)
         report_id, _ = reports.report_create(conn, new)
         found = duets.NewDuet(42, 8, "AB BA", METHOD, 2000, 0.95, margin, estimates)
         duets.duet_add(conn, report_id, project, found, T0)

@@ -206,7 +206,7 @@ def test_a_completed_job_awaits_processing_unless_processed_with_it(
     world: World, ctx: ServerContext
 ) -> None:
     runner, job = _claimed(world)
-    world.write(transitions.job_mark_running, job.id, runner, world.now(), "r")
+    world.start(job.id, runner)
     job = _row(world, job.id)
     waiting: list[int] = []
     moves = Moves(ctx, Hooks(awaits_processing=waiting.append))

@@ -16,6 +16,7 @@ from benchrunner.server.store.engine import make_engine
 from benchrunner.server.store.perf import NOISY_VERDICT, PerfQuery, perf_plot_points
 from benchrunner.server.store.report_reads import ReportFilter, report_page
 from tests.databases import with_schema
+from tests.new_reports import new_report_on
 
 T0 = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
 NOISY = verdict(
@@ -56,21 +57,20 @@ def test_reports_perf_and_duet_reads(database_url: str) -> None:
                 [("plain", None), ("quiet", QUIET), ("noisy", NOISY)]
             ):
                 at = T0 + dt.timedelta(days=day)
-                new = reports.new_report_on(conn, project, "main", "box", "json", at)
+                new = new_report_on(conn, project, "main", "box", "json", at)
                 report_id, made[name] = reports.report_create(conn, new)
                 values = [reports.MetricValue(0, "sort", "latency", 100.0 + day, None, None)]
                 stored = reports.metrics_add(conn, report_id, project, values, at)
-                reports.report_finish(
+                noise_json = None if noise is None else noise.stored()
+                reports.FINISH_AFTER_MOVE.alone.first(
                     conn,
-                    report_id,
-                    start_time=at,
-                    end_time=at,
-                    error=None,
-                    noise=None if noise is None else noise.stored(),
+                    reports.finish_params(
+                        report_id, start_time=at, end_time=at, error=None, noise=noise_json
+                    ),
                 )
             at = T0 + dt.timedelta(days=3)
             duet_report, made["duet"] = reports.report_create(
-                conn, reports.new_report_on(conn, project, "main", "box", "json", at)
+                conn, new_report_on(conn, project, "main", "box", "json", at)
             )
             estimates = [
                 DuetEstimate("sort", "latency", 8, 1.1, 1.05, 1.15, "upper"),

@@ -9,7 +9,7 @@ import datetime as dt
 
 from benchrunner.core.tiers import Plan
 from benchrunner.detection.models import Model, TestKind
-from benchrunner.server.processing.evaluation import evaluate_report
+from benchrunner.server.processing.evaluation import evaluate_report, series_thresholds_to_judge
 from benchrunner.server.store import accounts, reports, thresholds
 from benchrunner.server.store.engine import make_engine
 from benchrunner.server.store.perf import (
@@ -21,6 +21,7 @@ from benchrunner.server.store.perf import (
     report_uuids,
 )
 from tests.databases import with_schema
+from tests.new_reports import new_report_on
 
 T0 = dt.datetime(2026, 1, 1, 0, 0, 0, 999_600, tzinfo=dt.UTC)
 """Just under a second: a start time read by the millisecond would count the next one."""
@@ -38,7 +39,7 @@ def test_plot_points_are_the_perf_points(database_url: str) -> None:
             project = accounts.project_create(conn, org.id, "p", "public", T0).id
             for day, value in enumerate(VALUES):
                 at = T0 + dt.timedelta(days=day)
-                new = reports.new_report_on(conn, project, "main", "box", "json", at)
+                new = new_report_on(conn, project, "main", "box", "json", at)
                 report_id, _ = reports.report_create(conn, new)
                 values = [
                     reports.MetricValue(i, name, "latency", value + i, None, None)
@@ -50,7 +51,8 @@ def test_plot_points_are_the_perf_points(database_url: str) -> None:
                     key = thresholds.SeriesKey(new.branch_id, new.testbed_id, stored[0].measure_id)
                     model = Model(TestKind.PERCENTAGE, upper_boundary=0.1)
                     thresholds.threshold_put(conn, project, key, model, at)
-                evaluate_report(conn, report_id, stored, at)
+                found = series_thresholds_to_judge(conn, new.branch_id, new.testbed_id, stored)
+                evaluate_report(conn, report_id, stored, at, found=found)
             ids = {(m.benchmark_id, m.measure_id) for m in stored}
             query = PerfQuery(
                 branch_ids=[new.branch_id],

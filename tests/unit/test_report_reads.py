@@ -10,12 +10,13 @@ import uuid
 from benchrunner.core.states import JobStatus
 from benchrunner.core.tiers import Plan
 from benchrunner.detection.models import Model, TestKind
-from benchrunner.server.processing.evaluation import evaluate_report
+from benchrunner.server.processing.evaluation import evaluate_report, series_thresholds_to_judge
 from benchrunner.server.store import accounts, reports, runners, thresholds
 from benchrunner.server.store.engine import make_engine
 from benchrunner.server.store.report_reads import ReportFilter, report_page
 from benchrunner.server.store.tables import job
 from tests.databases import with_schema
+from tests.new_reports import new_report_on
 
 T0 = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
 
@@ -38,7 +39,7 @@ def test_report_page(database_url: str) -> None:
                 [("main", 100.0), ("main", 100.0), ("main", 100.0), ("dev", 1.0), ("main", 200.0)]
             ):
                 at = T0 + dt.timedelta(days=day)
-                new = reports.new_report_on(conn, project, branch_name, "box", "json", at)
+                new = new_report_on(conn, project, branch_name, "box", "json", at)
                 report_id, report_uuid = reports.report_create(conn, new)
                 values = [reports.MetricValue(0, "sort", "latency", value, None, None)]
                 stored = reports.metrics_add(conn, report_id, project, values, at)
@@ -46,12 +47,11 @@ def test_report_page(database_url: str) -> None:
                     key = thresholds.SeriesKey(new.branch_id, new.testbed_id, stored[0].measure_id)
                     model = Model(TestKind.PERCENTAGE, upper_boundary=0.1)
                     thresholds.threshold_put(conn, project, key, model, at)
-                evaluate_report(conn, report_id, stored, at)
+                found = series_thresholds_to_judge(conn, new.branch_id, new.testbed_id, stored)
+                evaluate_report(conn, report_id, stored, at, found=found)
                 made.append((report_uuid, new.branch_id))
             # A runner job's report, not processed yet: no metrics.
-            pending = reports.new_report_on(
-                conn, project, "main", "box", "json", T0 + dt.timedelta(days=9)
-            )
+            pending = new_report_on(conn, project, "main", "box", "json", T0 + dt.timedelta(days=9))
             pending_id, pending_uuid = reports.report_create(conn, pending)
             conn.execute(
                 job.insert(),
@@ -62,9 +62,7 @@ def test_report_page(database_url: str) -> None:
                     "created": T0, "modified": T0,
                 },
             )  # fmt: skip
-            reports.report_create(
-                conn, reports.new_report_on(conn, other, "main", "box", "json", T0)
-            )
+            reports.report_create(conn, new_report_on(conn, other, "main", "box", "json", T0))
 
             everything, total = report_page(conn, project, ReportFilter(), limit=10, offset=0)
             first_two, total_again = report_page(conn, project, ReportFilter(), limit=2, offset=0)

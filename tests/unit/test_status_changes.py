@@ -150,7 +150,7 @@ def test_only_the_store_transition_writes_a_job_status() -> None:
 def test_outside_the_store_only_the_move_module_changes_a_status() -> None:
     modules = list(_modules())
     changers = status_changers([m for m in modules if _within(m.name, STORE)])
-    assert {"transition", "job_mark_running", "job_claim"} <= changers
+    assert {"transition", "job_claim"} <= changers
     found = {
         module.name: where
         for module in modules

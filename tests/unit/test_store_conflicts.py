@@ -41,6 +41,7 @@ from benchrunner.server.store.tables import (
 )
 from tests.databases import postgres_database, with_schema
 from tests.harness import wait_until
+from tests.new_reports import new_report_on
 
 pytestmark = pytest.mark.postgresql
 
@@ -141,7 +142,7 @@ def test_metrics_naming_the_same_new_benchmarks_from_two_replicas(
 ) -> None:
     def unit(conn: Connection) -> int:
         report_id, _ = reports.report_create(
-            conn, reports.new_report_on(conn, project_id, "main", "ci", "json", NOW)
+            conn, new_report_on(conn, project_id, "main", "ci", "json", NOW)
         )
         values = [
             reports.MetricValue(0, name, measure_name, 1.0, None, None)

@@ -20,7 +20,7 @@ from benchrunner.server.context import ServerContext
 from benchrunner.server.moves.move import Moves
 from benchrunner.server.recovery.sweeper import Sweeper
 from benchrunner.server.recovery.watchdog import Watchdog
-from benchrunner.server.store import jobs, transitions
+from benchrunner.server.store import jobs
 from benchrunner.server.store.engine import Database
 from tests.databases import with_schema
 from tests.unit.test_claim_policy import T0, World
@@ -73,7 +73,7 @@ def test_the_leader_sweeps_only_after_leading_for_a_heartbeat_timeout(
     runner = world.runner("r", [spec])
     job_id = world.job(world.org("acme", Plan.TEAM), spec)
     assert world.claim(runner) == job_id
-    world.write(transitions.job_mark_running, job_id, runner, world.now(), "r")
+    world.start(job_id, runner)
     # Silent far longer than the heartbeat timeout, not yet past its hard timeout (60 s + 60 s).
     wall = WallClock(T0 + dt.timedelta(seconds=100))
     steady = SteadyClock()

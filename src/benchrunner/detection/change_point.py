@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import functools
 import itertools
-import math
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -149,34 +148,48 @@ def _first_tests_pass(
             groups.setdefault((len(window_values), best[1]), []).append(position)
     for (_, tau), positions in groups.items():
         batch = np.stack([windows[position][2] for position in positions])
-        pvalues = _t_tests(batch[:, :tau], batch[:, tau:])
+        _, pvalues = _t_tests(batch[:, :tau], batch[:, tau:])
         for position, pvalue in zip(positions, pvalues.tolist(), strict=True):
             passes[position] = not pvalue > max_pvalue
     return passes
 
 
-def _t_tests(left: NDArray[np.float64], right: NDArray[np.float64]) -> NDArray[np.float64]:
-    """``_t_test``'s p-value of each row's two sides, the same arithmetic element by element
-    (a row's sums are the sums of the row alone)."""
+def _t_tests(
+    left: NDArray[np.float64], right: NDArray[np.float64]
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """|t| and the two-sided p-value of Student's t-test (pooled variance) between each row's
+    two sides; (0, 1) where it cannot tell (too few points, or both sides constant and equal).
+    One test is a batch of one row.
+
+    The same arithmetic as ``scipy.stats.ttest_ind_from_stats`` on each side's mean and sample
+    standard deviation, to the last bit, without its per-call overhead (a look-back runs it
+    some 15,000 times): the p-value is 2 * ``stdtr(df, -|t|)``; a row's sums are the sums of
+    the row alone."""
     n1, n2 = left.shape[1], right.shape[1]
     if n1 + n2 < _TESTABLE:
-        return np.ones(left.shape[0])
+        return np.zeros(left.shape[0]), np.ones(left.shape[0])
+    # Imported here, not at the top: the server imports this module at start, and SciPy costs
+    # every server start most of a second.
     from scipy.special import stdtr
 
-    mean1, variance1 = _moments_rows(left)
-    mean2, variance2 = _moments_rows(right)
+    mean1, variance1 = _moments(left)
+    mean2, variance2 = _moments(right)
     df = n1 + n2 - 2.0
     pooled = ((n1 - 1) * variance1 + (n2 - 1) * variance2) / df
     error = np.sqrt(pooled * (1.0 / n1 + 1.0 / n2))
-    difference = mean1 - mean2
-    signed_inf = np.where(difference != 0, np.copysign(np.inf, difference), np.nan)
-    statistic = np.where(error == 0.0, signed_inf, difference / error)
-    pvalues: NDArray[np.float64] = 2 * stdtr(df, -np.abs(statistic))
-    return np.where(np.isnan(pvalues), 1.0, pvalues)
+    # over a zero error: +-inf, or NaN for 0 / 0 (the caller silences NumPy's warnings)
+    strengths = np.abs((mean1 - mean2) / error)
+    pvalues: NDArray[np.float64] = 2 * stdtr(df, -strengths)
+    cannot_tell = np.isnan(pvalues)  # constant and equal sides, or sums past the largest float
+    if cannot_tell.any():
+        strengths[cannot_tell], pvalues[cannot_tell] = 0.0, 1.0
+    return strengths, pvalues
 
 
-def _moments_rows(rows: NDArray[np.float64]) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-    """``_moments`` of each row."""
+def _moments(rows: NDArray[np.float64]) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """Each row's mean and sample variance as ``np.mean`` and ``np.std(ddof=1) ** 2`` compute
+    them (the same sums in the same order); a single point adds nothing to the pooled
+    variance."""
     size = rows.shape[1]
     sums = np.add.reduce(rows, axis=1)
     means = sums / size
@@ -239,7 +252,8 @@ def _e_divisive(values: Series, max_pvalue: float, whole: Split | None) -> list[
         if best is None:
             return points
         _, index, start, stop = best
-        if _t_test(values[start:index], values[index:stop])[1] > max_pvalue:
+        _, pvalues = _t_tests(values[None, start:index], values[None, index:stop])
+        if pvalues[0] > max_pvalue:
             return points
         points = sorted([*points, index])
 
@@ -325,48 +339,6 @@ _TESTABLE = 3
 """The fewest points a t-test between two sides can judge (one degree of freedom)."""
 
 
-def _t_test(left: Series, right: Series) -> tuple[float, float]:
-    """|t| and the two-sided p-value of Student's t-test (pooled variance) between the sides;
-    (0, 1) when it cannot tell (too few points, or both sides constant and equal).
-
-    The same arithmetic as ``scipy.stats.ttest_ind_from_stats`` on each side's mean and sample
-    standard deviation, to the last bit, without its per-call overhead (a look-back runs it
-    some 15,000 times): the p-value is 2 * ``stdtr(df, -|t|)``."""
-    n1, n2 = len(left), len(right)
-    if n1 + n2 < _TESTABLE:
-        return 0.0, 1.0
-    # Imported here, not at the top: the server imports this module at start, and SciPy costs
-    # every server start most of a second.
-    from scipy.special import stdtr
-
-    mean1, variance1 = _moments(left)
-    mean2, variance2 = _moments(right)
-    df = n1 + n2 - 2.0
-    pooled = ((n1 - 1) * variance1 + (n2 - 1) * variance2) / df
-    error = math.sqrt(pooled * (1.0 / n1 + 1.0 / n2))
-    difference = mean1 - mean2
-    if error == 0.0:  # as NumPy divides: +-inf, or NaN for 0 / 0
-        statistic = math.copysign(math.inf, difference) if difference else math.nan
-    else:
-        statistic = difference / error
-    pvalue = float(2 * stdtr(df, -abs(statistic)))
-    if math.isnan(pvalue):  # constant and equal sides, or sums past the largest float
-        return 0.0, 1.0
-    return abs(statistic), pvalue
-
-
-def _moments(values: Series) -> tuple[float, float]:
-    """Mean and sample variance as ``np.mean`` and ``np.std(ddof=1) ** 2`` compute them (the
-    same sums in the same order); a single point adds nothing to the pooled variance."""
-    size = len(values)
-    mean = float(np.add.reduce(values)) / size
-    if size == 1:
-        return mean, 0.0
-    deviations = values - np.add.reduce(values) / size
-    deviation = math.sqrt(float(np.add.reduce(deviations * deviations)) / (size - 1))
-    return mean, deviation * deviation
-
-
 def _judge(values: Series, points: list[int]) -> list[_Verdict]:
     """Each change point tested between its neighbours."""
     edges = [0, *points, len(values)]
@@ -375,9 +347,10 @@ def _judge(values: Series, points: list[int]) -> list[_Verdict]:
         left, right = values[before_start:index], values[index:after_stop]
         before, after = float(np.mean(left)), float(np.mean(right))
         magnitude = 0.0 if before == 0 else (after - before) / before
-        strength, pvalue = _t_test(left, right)
-        point = ChangePoint(index, before, after, magnitude, pvalue)
-        verdicts.append(_Verdict(point, strength, after_stop - before_start >= _TESTABLE))
+        strengths, pvalues = _t_tests(left[None, :], right[None, :])
+        point = ChangePoint(index, before, after, magnitude, float(pvalues[0]))
+        testable = after_stop - before_start >= _TESTABLE
+        verdicts.append(_Verdict(point, float(strengths[0]), testable))
     return verdicts
 
 

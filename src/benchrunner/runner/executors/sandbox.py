@@ -342,8 +342,7 @@ class SandboxJob(PreparedJob):
                 self._container = None
                 self._child = None
                 self._finished.set()
-            self._runtime.delete(container)
-            held = reader.finish(self._kill_grace)
+            held = self._delete_reading(container, reader)
         finally:
             reader.close()
         stdout, stderr = reader.text("stdout"), reader.text("stderr")
@@ -369,6 +368,20 @@ class SandboxJob(PreparedJob):
             build_time=command_time(self.process.args, seconds) if self._build_time else None,
             file_sizes=sizes,
         )
+
+    def _delete_reading(self, container: str, reader: PipeReader) -> list[str]:
+        """The container removed while its pipes are read to their end (``PipeReader.finish``,
+        the kill grace at most; then they are closed): what is left of a container writes
+        into a pipe that is read or closed, never one that is full while its deletion waits
+        for it to die. The streams still held open after the kill grace."""
+        deleting = threading.Thread(
+            target=self._runtime.delete, args=(container,), name=f"delete-{container}"
+        )
+        deleting.start()
+        try:
+            return reader.finish(self._kill_grace)
+        finally:
+            deleting.join()
 
     def _end_unwatched(self, child: subprocess.Popen[bytes], container: str) -> None:
         """End an iteration whose runtime's exit cannot be watched: the container killed and

@@ -46,4 +46,5 @@ def origin_of(request: Request, user: UserRow | None) -> Origin:
         source_ip=source_ip,
         user_agent=request.headers.get("user-agent"),
         token_name=user.token_name if user else None,
+        reached=f"{request.url.scheme}://{request.url.netloc}",
     )

@@ -8,7 +8,6 @@ import asyncio
 import uuid
 from typing import Any
 
-from fastapi import Request
 from pydantic import ValidationError
 from sqlalchemy.engine import Connection
 
@@ -57,19 +56,18 @@ async def start(
     body: CalibrationCreate,
     user: UserRow | None,
     origin: Origin,
-    request: Request,
 ) -> dict[str, Any]:
     """Queue the calibration's runs; when they are done it proposes a threshold per benchmark
     and measure. Its view as the API shows it; raises ``ApiError`` as a submission does (400
     naming the field, 404, 429), and 401 or 403 for who may not. A run refused part-way
-    leaves the calibration with the runs queued before it. ``request`` is the submission's."""
+    leaves the calibration with the runs queued before it."""
     if (body.template is None) == (body.image is None):
         raise bad_request("give the job to calibrate as either template or image")
     await ctx.db.read(lambda conn: members_project(conn, user, project, SIGN_IN_TO))
     calibration_uuid = uuid.uuid4()
     own_branch = f"calibration-{calibration_uuid.hex[:12]}"
     run = _run_body(project, body, own_branch)
-    first = await submit_run(ctx, services, run, user, origin, request)
+    first = await submit_run(ctx, services, run, user, origin)
 
     def create(conn: Connection) -> int:
         row = members_project(conn, user, project, SIGN_IN_TO)
@@ -103,7 +101,7 @@ async def start(
     linked = 1
     try:
         for _ in range(body.runs - 1):
-            submitted = await submit_run(ctx, services, run, user, origin, request)
+            submitted = await submit_run(ctx, services, run, user, origin)
 
             def link(conn: Connection, report: str = submitted["uuid"]) -> None:
                 report_id = int(reports.report_by_uuid(conn, uuid.UUID(report)))

@@ -104,7 +104,7 @@ def complete(
         parsing,
     )
     recorded = record_processed(
-        conn, completed, item.values, item.error, now, item.noise, item.duet, defer_look_back=True
+        conn, completed, item.values, item.error, now, item.noise, item.duet
     )
     if recorded is None:
         return Completion(completed=True, moves=(done,))

@@ -99,8 +99,8 @@ def evaluate_report(
     metrics: Sequence[reports.StoredMetric],
     now: dt.datetime,
     *,
+    found: list[Any],
     noisy: bool = False,
-    found: list[Any] | None = None,
     confirming: bool = False,
     duet_possible: Callable[[Level], bool] = lambda _level: False,
     reads: history.SeriesReads | None = None,
@@ -108,14 +108,13 @@ def evaluate_report(
     """Judge the report's newly stored metrics; returns how many alerts were raised (each
     queued for the project's webhooks, ``server.processing.webhooks``, in this transaction). On
     a ``noisy`` report (``server.processing.noise``) the boundaries are drawn and stored all the
-    same, but only thresholds with ``alert_when_noisy`` raise alerts. ``found``: the metrics'
-    ``thresholds_to_judge``, when the caller has read them already. ``confirming`` (a runner
+    same, but only thresholds with ``alert_when_noisy`` raise alerts. ``found``: the thresholds
+    of the metrics' measures on the report's branch and testbed (``series_thresholds_to_judge``;
+    none: nothing to judge). ``confirming`` (a runner
     job's report): a threshold with confirmation runs holds its alerts back as ``pending``
     (``server.processing.confirmations``); they are not counted here. ``duet_possible``: whether
     the confirmation could run as a duet (``samples`` asks, ``judge_samples``). ``reads``: the
     histories read are kept there for the report's look-back (``processing.look_back``)."""
-    if found is None:
-        found = thresholds_to_judge(conn, report_id, metrics)
     if not found:
         return 0
     row = reports.report_row(conn, report_id)
@@ -206,19 +205,12 @@ def threshold_series(
 def series_thresholds_to_judge(
     conn: Connection, branch_id: int, testbed_id: int, metrics: Sequence[reports.StoredMetric]
 ) -> list[Any]:
-    """``thresholds_to_judge`` of a report on this branch and testbed, without reading the
-    report (cached: ``thresholds.thresholds_of_series``)."""
+    """The thresholds (with their current models) of the measures of ``metrics`` on a
+    report's branch and testbed, without reading the report (cached:
+    ``thresholds.thresholds_of_series``): none means there is nothing to judge."""
     return thresholds.thresholds_of_series(
         conn, branch_id, testbed_id, {m.measure_id for m in metrics}
     )
-
-
-def thresholds_to_judge(
-    conn: Connection, report_id: int, metrics: Sequence[reports.StoredMetric]
-) -> list[Any]:
-    """The thresholds (with their current models) of the measures of ``metrics`` on the
-    report's branch and testbed: none means there is nothing to judge."""
-    return thresholds.thresholds_of_report(conn, report_id, {m.measure_id for m in metrics})
 
 
 def history_since(

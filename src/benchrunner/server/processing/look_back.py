@@ -41,11 +41,7 @@ from sqlalchemy.engine import Connection
 from benchrunner.detection.change_point import ChangePoint, change_points_many
 from benchrunner.detection.look_back import Known, Raise, Reopen, look_back
 from benchrunner.detection.models import DEFAULT_MAX_PVALUE, DEFAULT_MIN_MAGNITUDE, TestKind
-from benchrunner.server.processing.evaluation import (
-    history_since,
-    threshold_groups,
-    thresholds_to_judge,
-)
+from benchrunner.server.processing.evaluation import history_since, threshold_groups
 from benchrunner.server.processing.webhooks import emit_alert_event
 from benchrunner.server.store import alerts, history, reports, thresholds
 from benchrunner.server.store.engine import Database
@@ -136,20 +132,17 @@ def look_back_report(
     metrics: Sequence[reports.StoredMetric],
     now: dt.datetime,
     *,
+    found: list[Any],
     noisy: bool = False,
-    found: list[Any] | None = None,
     reads: history.SeriesReads | None = None,
 ) -> int:
     """Look back over the series of the report's newly judged metrics, in the caller's
     transaction (a direct run's request); how many alerts were raised or re-opened. On a
-    ``noisy`` report only thresholds with ``alert_when_noisy`` look back. ``found``:
-    ``evaluation.thresholds_to_judge`` when the caller has read it. ``reads``: the histories
+    ``noisy`` report only thresholds with ``alert_when_noisy`` look back. ``found``: the
+    thresholds the report's evaluation judged with (``evaluation.series_thresholds_to_judge``; none:
+    nothing to look back over). ``reads``: the histories
     the report's evaluation read (``evaluate_report``), whose series are not read again."""
-    if not metrics:
-        return 0
-    if found is None:
-        found = thresholds_to_judge(conn, report_id, metrics)
-    if not found:
+    if not metrics or not found:
         return 0
     try:
         with conn.begin_nested():
@@ -167,19 +160,16 @@ def look_back_plan(
     report_id: int,
     metrics: Sequence[reports.StoredMetric],
     *,
+    found: list[Any],
     noisy: bool = False,
-    found: list[Any] | None = None,
     reads: history.SeriesReads | None = None,
 ) -> list[Planned]:
-    """What the look-back over the report's series would raise and re-open: reads only, so it
-    runs on a read connection. A failure is logged, and plans nothing."""
-    if not metrics:
+    """What the look-back over the report's series would raise and re-open (``found``, ...:
+    as ``look_back_report``): reads only, so it runs on a read connection. A failure is
+    logged, and plans nothing."""
+    if not metrics or not found:
         return []
     try:
-        if found is None:
-            found = thresholds_to_judge(conn, report_id, metrics)
-        if not found:
-            return []
         return _plan(conn, report_id, metrics, noisy, found, reads)
     except Exception:  # a bug here must not undo (or fail) the report's own processing
         log.exception("looking back over report %s's series failed", report_id)

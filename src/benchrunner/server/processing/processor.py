@@ -44,7 +44,6 @@ from benchrunner.server.processing.evaluation import evaluate_report, series_thr
 from benchrunner.server.processing.look_back import (
     LookBackLater,
     look_back_later,
-    look_back_report,
 )
 from benchrunner.server.processing.noise import NoiseVerdict, verdict
 from benchrunner.server.processing.outputs import (
@@ -350,7 +349,6 @@ class Processor:
             now,
             item.noise,
             item.duet,
-            defer_look_back=True,
         )
         if recorded is None:
             return None
@@ -396,7 +394,8 @@ class Recorded:
     """Its report holds alerts back for confirmation runs, which the confirmations' driver
     queues: worth waking it for, where a job without one is not."""
     look_back: LookBackLater | None = None
-    """Its look-back, when the caller asked to run it later (``defer_look_back``)."""
+    """Its look-back, for the caller to run after the job's transaction committed and its
+    runner was answered (``look_back_later``)."""
 
 
 def record_processed(
@@ -407,14 +406,12 @@ def record_processed(
     now: dt.datetime,
     noise: NoiseVerdict | None = None,
     duet: duets.NewDuet | None = None,
-    *,
-    defer_look_back: bool = False,
 ) -> Recorded | None:
     """Move a completed job to ``processed`` with its metrics (or why it has none) in its
     report, its thresholds judged (on a noisy report, only those that ask to be), and a duet
     job's verdict beside them; None, with nothing written, when the job is not ``completed``
-    (already processed elsewhere). ``defer_look_back``: the look-back over the report's series
-    is returned for the caller to run after it answered, instead of run here."""
+    (already processed elsewhere). The look-back over the report's series is returned for the
+    caller to run after it committed (``Recorded.look_back``)."""
     if error is not None:
         message = f"not parsed: {error}"
     elif duet is not None:
@@ -482,10 +479,8 @@ def record_processed(
             log.exception("judging job %s's report failed; its metrics stay unjudged", job.uuid)
             confirming = False
         noisy = noise is not None and noise.noisy
-        if defer_look_back:
-            later = LookBackLater(job.report_id, tuple(stored), noisy, found, reads)
-            return Recorded(processed, confirming, later)
-        look_back_report(conn, job.report_id, stored, now, noisy=noisy, found=found, reads=reads)
+        later = LookBackLater(job.report_id, tuple(stored), noisy, found, reads)
+        return Recorded(processed, confirming, later)
     return Recorded(processed, confirming)
 
 

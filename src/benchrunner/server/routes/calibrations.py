@@ -36,8 +36,7 @@ async def create_calibration(
     they are done the calibration proposes a threshold per benchmark and measure."""
     origin = origin_of(request, user)
     return answered(
-        Calibration,
-        await calibration_start.start(ctx, services, project, body, user, origin, request),
+        Calibration, await calibration_start.start(ctx, services, project, body, user, origin)
     )
 
 

@@ -44,9 +44,7 @@ async def run(
         ),
     ] = None,
 ) -> dict[str, Any]:
-    view = await submit_run(
-        ctx, services, body, user, origin_of(request, user), request, idempotency_key
-    )
+    view = await submit_run(ctx, services, body, user, origin_of(request, user), idempotency_key)
     if view["deduplicated"]:
         response.status_code = 200
     return view

@@ -8,6 +8,11 @@ the same ``submit_run`` the route calls, and serializes the answer as FastAPI wo
 that does not validate (or is not JSON) goes on to the FastAPI route, so every malformed
 request is answered exactly as FastAPI answers it; an error the submission raises goes to the
 application's own exception handlers, as it would from the route.
+
+So every submission our clients send takes this path, and the route is left what only FastAPI
+does the same way: answering a body that is not a valid JSON ``RunBody`` (its error's very
+bytes) and describing the endpoint in the OpenAPI document. The submission itself has one
+implementation, ``submit_run``, whichever answers.
 """
 
 from __future__ import annotations
@@ -106,7 +111,6 @@ class RunFastPath:
             body,
             user,
             origin_of(request, user),
-            request,
             request.headers.get(idempotency.HEADER),
         )
         return Response(

@@ -291,6 +291,16 @@ class Database:
 
     ``write`` units run one at a time on SQLite, each in its own transaction; ``read`` units may
     run concurrently. A unit either commits as a whole or raises and rolls back.
+
+    Each way to write is one promise about durability, and each step of a job has one:
+    ``write`` (a transaction, durable when it returns: most writes), ``write_each`` (each
+    statement its own durable commit: a runner's ``running``, a heartbeat, a submission of
+    one statement), ``write_each_deferred`` (``write_each`` made durable by the claim that
+    follows it: a submission handed to a waiting runner), ``claim_each`` (``write_each`` on
+    the claims' own connections), ``write_acked`` (a transaction whose commit may share one
+    flush of the WAL, durable after ``durable()``: a runner's result, before its ``ack``) and
+    ``write_lazy`` (never made durable by itself: what is sent again if lost, a live log).
+    SQLite, whose commits cost no round trip, runs them all as ``write``.
     """
 
     def __init__(

@@ -131,6 +131,9 @@ class Origin:
     user_agent: str | None = None
     token_name: str | None = None
     """The name of the caller's API token (never the token)."""
+    reached: str | None = None
+    """The scheme and host the request reached this server under (``https://bench:8080``), a
+    name an image reference may give this server's registry by; None: not a request."""
 
     def meta(self) -> dict[str, Any]:
         return {

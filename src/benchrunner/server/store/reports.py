@@ -214,26 +214,6 @@ class NewReport:
     now: dt.datetime
 
 
-def new_report_on(
-    conn: Connection, project_id: int, branch_name: str, testbed_name: str, adapter: str, now: Any
-) -> NewReport:
-    """A report of no user on these branch and testbed (created if missing), with no
-    settings or hash, starting and ending ``now``."""
-    return NewReport(
-        project_id=project_id,
-        user_id=None,
-        branch_id=named_get_or_create(conn, branch, project_id, branch_name, now),
-        testbed_id=named_get_or_create(conn, testbed, project_id, testbed_name, now),
-        adapter=adapter,
-        average=None,
-        fold=None,
-        hash=None,
-        start_time=now,
-        end_time=now,
-        now=now,
-    )
-
-
 _NEW_REPORT_COLUMNS = (
     "uuid",
     "user_id",
@@ -488,8 +468,9 @@ def _finished_after(moved: sa.CTE) -> sa.Select[Any]:
 
 
 FINISH_AFTER_MOVE = Guarded(_finished_after, _FINISH_REPORT)
-"""``report_finish`` made by a job's move to ``processed`` (``moves.move.apply_reading``), in
-the move's own statement on PostgreSQL, and only if the job moved; bind ``finish_params``."""
+"""The report finished by a job's move to ``processed`` (``moves.move.apply_reading``), in
+the move's own statement on PostgreSQL, and only if the job moved (``alone``: the report
+finished by a statement of its own); bind ``finish_params``. Its row: ``Finished.of``."""
 _METRIC_ARRAYS = (
     "uuid",
     "iteration",
@@ -547,7 +528,7 @@ class Finished(NamedTuple):
 
     @classmethod
     def of(cls, row: Any) -> Finished:
-        """From a row of ``report_finish``'s statement."""
+        """From a row of ``FINISH_AFTER_MOVE``'s statement."""
         return cls(int(row.branch_id), int(row.testbed_id), row.confirms_report_id is not None)
 
 
@@ -559,7 +540,8 @@ def finish_params(
     error: str | None,
     noise: str | None = None,
 ) -> dict[str, Any]:
-    """The parameters of ``report_finish``'s statement (and of ``FINISH_AFTER_MOVE``)."""
+    """The parameters of ``FINISH_AFTER_MOVE``'s statement: ``noise`` is the noise verdict's
+    JSON (``server.processing.noise``), None when the job had none."""
     return {
         "report_id": report_id,
         "start_time": start_time,
@@ -567,26 +549,6 @@ def finish_params(
         "error": error,
         "noise": noise,
     }
-
-
-def report_finish(
-    conn: Connection,
-    report_id: int,
-    *,
-    start_time: dt.datetime,
-    end_time: dt.datetime,
-    error: str | None,
-    noise: str | None = None,
-) -> Finished:
-    """``noise``: the noise verdict's JSON (``server.processing.noise``), None when the job had
-    none. Returns the report's branch and testbed ids, and whether it is a confirmation run's."""
-    params = finish_params(
-        report_id, start_time=start_time, end_time=end_time, error=error, noise=noise
-    )
-    row = _FINISH_REPORT.first(conn, params)
-    if row is None:
-        raise LookupError(f"report {report_id} does not exist")
-    return Finished.of(row)
 
 
 def report_with_names(rows: sa.FromClause) -> sa.Select[Any]:
@@ -696,14 +658,6 @@ _PARSINGS = _PARSING.where(report.c.id.in_(sa.bindparam("ids", expanding=True)))
 REPORT_PARSING = Direct(_PARSING.where(report.c.id == sa.bindparam("report_id")))
 """``reports_parsing`` of one report (bind ``report_id``), prepared once; a transition reads it
 in its own statement (``moves.move.apply_reading``)."""
-
-
-def report_parsing(conn: Connection, report_id: int) -> Any:
-    """``reports_parsing`` of one report, in a statement prepared once."""
-    row = REPORT_PARSING.first(conn, {"report_id": report_id})
-    if row is None:
-        raise LookupError(f"report {report_id} does not exist")
-    return row
 
 
 def reports_parsing(conn: Connection, report_ids: Iterable[int]) -> dict[int, Any]:

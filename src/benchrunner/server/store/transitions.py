@@ -18,7 +18,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from benchrunner.core.events import SYSTEM_ACTOR, TRANSITION_EVENT, JobEvent
+from benchrunner.core.events import SYSTEM_ACTOR, JobEvent
 from benchrunner.core.states import JobStatus, sources_of
 from benchrunner.server.store import capabilities, job_outputs
 from benchrunner.server.store.capabilities import Capabilities
@@ -350,32 +350,10 @@ def started_columns(now: dt.datetime) -> dict[str, Any]:
     return {"started": now, "last_heartbeat": now}
 
 
-def job_mark_running(
-    conn: Connection, job_id: int, runner_id: int, now: dt.datetime, actor: str
-) -> Started | None:
-    """claimed -> running (sets started); running again only refreshes liveness.
-
-    Returns what became of the job, or None if it is not this runner's job. Each statement
-    stands on its own (``Database.write_each``): on PostgreSQL the move and its event are one.
-    """
-    moved = transition(
-        conn,
-        job_id,
-        JobStatus.RUNNING,
-        now,
-        [Event(TRANSITION_EVENT[JobStatus.RUNNING], STARTED_MESSAGE, actor)],
-        values=started_columns(now),
-        runner_id=runner_id,
-    )
-    if moved is not None:
-        return Started(JobStatus.RUNNING, now, moved=True)
-    return job_running_again(conn, job_id, runner_id, now)
-
-
 def job_running_again(
     conn: Connection, job_id: int, runner_id: int, now: dt.datetime
 ) -> Started | None:
-    """A ``running`` that did not move the job (``job_mark_running``'s second half): the
+    """A ``running`` that did not move the job (``moves.move.apply_running``'s second half): the
     job's status, its liveness refreshed if it is running; None if it is not this runner's
     job. Each statement stands on its own (``Database.write_each``)."""
     current = _JOB_OWNER.first(conn, {"job_id": job_id})

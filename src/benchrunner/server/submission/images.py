@@ -6,7 +6,6 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from fastapi import Request
 from sqlalchemy.engine import Connection
 
 from benchrunner.core.image_refs import ImageRef, ImageRefError, host_of_url, parse_image_ref
@@ -23,12 +22,14 @@ def checked_image_ref(field: str, text: str) -> ImageRef:
         raise bad_request(f"{field} {text!r}: {exc}") from None
 
 
-def check_registry_host(ref: ImageRef, request: Request, base_url: str) -> None:
+def check_registry_host(ref: ImageRef, reached: str | None, base_url: str) -> None:
     """400 unless the reference names no registry or this server: by its public URL, or by
-    the host the request reached it under (what a CLI on the same network writes)."""
+    the host the request ``reached`` it under (what a CLI on the same network writes)."""
     if ref.host is None:
         return
-    ours = {host_of_url(base_url), host_of_url(f"{request.url.scheme}://{request.url.netloc}")}
+    ours = {host_of_url(base_url)}
+    if reached is not None:
+        ours.add(host_of_url(reached))
     if _loopback_as_one(ref.host) not in {_loopback_as_one(host) for host in ours}:
         raise bad_request(
             f"image registry {ref.host!r} is not this server ({', '.join(sorted(ours))}): "

@@ -16,7 +16,6 @@ from dataclasses import dataclass
 from typing import Any
 from uuid import UUID
 
-from fastapi import Request
 from sqlalchemy.engine import Connection
 
 from benchrunner import adapters
@@ -200,12 +199,11 @@ async def submit_run(
     body: RunBody,
     user: UserRow | None,
     origin: Origin,
-    request: Request,
     idempotency_key: str | None = None,
 ) -> dict[str, Any]:
     """Everything ``POST /v0/run`` does with a body, for the API and the console alike: the
     report (and job) created, or the one an idempotency key repeats (``deduplicated``), as
-    the API answers it; ``request`` tells the host an image reference may name this server
+    the API answers it; ``origin.reached`` is a host an image reference may name this server
     by. Raises ``ApiError`` (400 naming the field, 404, 429)."""
     plan = validate_mode(body)
     run_settings = body.run_settings
@@ -215,7 +213,7 @@ async def submit_run(
             f"(supported: {sorted(adapters.ADAPTERS)})"
         )
     for image in plan.images:
-        check_registry_host(image, request, ctx.settings.base_url())
+        check_registry_host(image, origin.reached, ctx.settings.base_url())
     # Parsing a large body takes milliseconds to seconds: not on the event loop.
     direct_values = await asyncio.to_thread(_parse_direct, body) if plan.mode == "direct" else []
     target = run_target(body)

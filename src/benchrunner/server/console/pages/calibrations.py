@@ -149,9 +149,7 @@ async def start_calibration(
         return _form_page(request, viewer, ctx, found, specs, form, 400)
     try:
         origin = origin_of(request, viewer.user)
-        view = await calibration_start.start(
-            ctx, services, project, body, viewer.user, origin, request
-        )
+        view = await calibration_start.start(ctx, services, project, body, viewer.user, origin)
     except ApiError as exc:
         if exc.status not in SHOWN_WITH_THE_FORM:
             raise

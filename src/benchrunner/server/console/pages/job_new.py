@@ -204,7 +204,7 @@ async def _submitted(
         return _Refused(checked.errors)
     origin = origin_of(request, viewer.user)
     try:
-        view = await submit_run(ctx, services, checked.body, viewer.user, origin, request)
+        view = await submit_run(ctx, services, checked.body, viewer.user, origin)
     except ApiError as exc:
         if exc.status not in SHOWN_WITH_THE_FORM:
             raise
