@@ -40,6 +40,8 @@ from tests.databases import fresh_database
 from tests.harness import TEST_TEMPLATES, Deployment, deploy, wait_until
 from websockets.exceptions import ConnectionClosed
 
+from benchrunner.api.jobs import JobLogPiece
+
 FLOOD_SCRIPT = (
     "import sys; block = (b'x' * 1023 + b'\\n') * 1024; "
     "w = (sys.stdout.buffer if sys.argv[2] == '-' else open(sys.argv[2], 'wb')).write; "
@@ -92,11 +94,11 @@ def throughput(deployment: Deployment, mib: int) -> None:
     first = last = 0.0
     with deployment.admin() as client:
         for event in client.follow_job_logs(deployment.project, job):
-            if event["event"] != "log":
+            if not isinstance(event, JobLogPiece):
                 continue
             last = time.monotonic()
             first = first or last
-            content = str(event["content"])
+            content = event.content
             received += len(content.encode())
             lost += sum(int(n) for n in GAP.findall(content))
     view = deployment.wait_status(job, "processed", "failed", timeout=120)

@@ -731,9 +731,9 @@ class Deployment:
         if job:
             body["job"] = job
         if client is not None:
-            return str(client.run(body)["job"])
+            return str(client.run(body).job)
         with self.admin() as own:
-            return str(own.run(body)["job"])
+            return str(own.run(body).job)
 
     def cli_env(self, tmp: Path) -> dict[str, str]:
         """The environment of a ``benchrunner`` command against this deployment as admin,

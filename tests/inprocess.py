@@ -124,7 +124,7 @@ class InProcessServer:
         if job:
             body["job"] = job
         with self.admin() as client:
-            return str(client.run(body)["job"])
+            return str(client.run(body).job)
 
     def job(self, job_uuid: str) -> Job:
         with self.admin() as client:

@@ -50,7 +50,7 @@ from benchrunner.api.dimensions import (
     NewBaseline,
     Testbed,
 )
-from benchrunner.api.jobs import Job, JobLogPage
+from benchrunner.api.jobs import Job, JobLogEnd, JobLogPage, JobLogPiece
 from benchrunner.api.organizations import (
     Member,
     MemberPatch,
@@ -63,7 +63,7 @@ from benchrunner.api.organizations import (
     Visibility,
 )
 from benchrunner.api.releases import Release
-from benchrunner.api.reports import ReportUpdate
+from benchrunner.api.reports import Report, ReportUpdate, RunAnswer
 from benchrunner.api.run import RunBody
 from benchrunner.api.runners import (
     CreatedRunner,
@@ -600,21 +600,21 @@ class BenchrunnerClient:
 
     def run(
         self, body: RunBody | Mapping[str, Any], *, idempotency_key: str | None = None
-    ) -> JsonObject:
+    ) -> RunAnswer:
         """``POST /v0/run``: the report, with ``job`` (a UUID) when a runner will execute it,
         and ``deduplicated`` (true when ``idempotency_key`` repeated an earlier submission,
         whose report it is). A full queue is an ``ApiError`` with status 429 and
         ``retry_after``. A mapping is sent as it is, for bodies the server is to judge."""
         headers = {"Idempotency-Key": idempotency_key} if idempotency_key else None
         sent = request_json(body) if isinstance(body, RunBody) else dict(body)
-        return self._object("POST", "/v0/run", json=sent, headers=headers)
+        return self._answer(RunAnswer, "POST", "/v0/run", json=sent, headers=headers)
 
-    def get_report(self, project: str, report: str, *, samples: bool = False) -> JsonObject:
+    def get_report(self, project: str, report: str, *, samples: bool = False) -> Report:
         """The report; with ``samples``, each metric's raw samples too."""
         path = f"/v0/projects/{_segment(project)}/reports/{_segment(report)}"
         if samples:
-            return self._object("GET", path, params={"samples": "true"})
-        return self._object("GET", path)
+            return self._answer(Report, "GET", path, params={"samples": "true"})
+        return self._answer(Report, "GET", path)
 
     def update_report(
         self,
@@ -623,7 +623,7 @@ class BenchrunnerClient:
         *,
         bisect_range: Sequence[str] | None = None,
         bisect_image: str | None = None,
-    ) -> JsonObject:
+    ) -> Report:
         """Give the report the commits since the previous one (oldest first) and the image
         tag holding ``{commit}`` that a bisection of its alerts runs (None: unchanged)."""
         body = ReportUpdate(
@@ -631,7 +631,7 @@ class BenchrunnerClient:
             bisect_image=bisect_image,
         )
         path = f"/v0/projects/{_segment(project)}/reports/{_segment(report)}"
-        return self._object("PATCH", path, json=request_json(body))
+        return self._answer(Report, "PATCH", path, json=request_json(body))
 
     def perf(
         self, project: str, query: PerfQuery, *, kind: Literal["json", "csv", "img"] = "json"
@@ -1005,10 +1005,12 @@ class BenchrunnerClient:
             params["limit"] = limit
         return self._answer(JobLogPage, "GET", path, params=params)
 
-    def follow_job_logs(self, project: str, job: str, *, offset: int = 0) -> Iterator[JsonObject]:
-        """The job's log as it grows: ``{"event": "log", "offset", "next_offset", "content"}``
-        for each piece, then one ``{"event": "end", "next_offset", "status"}`` when the job has
-        finished. Raises ApiError if the stream cannot be opened or breaks off."""
+    def follow_job_logs(
+        self, project: str, job: str, *, offset: int = 0
+    ) -> Iterator[JobLogPiece | JobLogEnd]:
+        """The job's log as it grows: a ``JobLogPiece`` for each piece, then one ``JobLogEnd``
+        when the job has finished (events a newer server adds are skipped). Raises ApiError if
+        the stream cannot be opened or breaks off."""
         path = f"/v0/projects/{_segment(project)}/jobs/{_segment(job)}/logs/follow"
         timeout = httpx.Timeout(self._http.timeout.connect, read=None)
         request = self._http.build_request("GET", path, params={"offset": offset}, timeout=timeout)
@@ -1020,17 +1022,20 @@ class BenchrunnerClient:
             if response.is_error:
                 response.read()
                 raise _error_from(response)
-            yield from server_sent_events(response.iter_lines())
+            for event in server_sent_events(response.iter_lines()):
+                model = _LOG_EVENTS.get(str(event.get("event")))
+                if model is not None:
+                    yield _parsed(model, event, f"GET {path}")
         except httpx.TransportError as exc:
             raise ApiError(0, f"log stream from {self.host} broke off: {exc}") from exc
         finally:
             response.close()
 
-    def rerun_job(self, project: str, job: str) -> JsonObject:
+    def rerun_job(self, project: str, job: str) -> RunAnswer:
         """Run a finished job again: the new report, with ``job`` the new job's UUID, as
         ``run`` answers; ``ApiError`` 409 while the job is still in flight."""
         path = f"/v0/projects/{_segment(project)}/jobs/{_segment(job)}/rerun"
-        return self._object("POST", path)
+        return self._answer(RunAnswer, "POST", path)
 
     def wait_for_job(
         self,
@@ -1071,25 +1076,20 @@ class BenchrunnerClient:
         on_wait: Callable[[int], None] | None = None,
         *,
         poll_interval: float = 0.5,
-    ) -> JsonObject:
+    ) -> Report:
         """The report once none of its alerts is held back for confirmation runs (status
         ``pending``), or as it stands when ``timeout`` seconds pass first; ``on_wait`` is
         called with the number still held back before each wait."""
         deadline = time.monotonic() + timeout
         while True:
             current = self.get_report(project, report)
-            held = held_back(current)
+            held = current.held_back
             remaining = deadline - time.monotonic()
             if not held or remaining <= 0:
                 return current
             if on_wait is not None:
                 on_wait(held)
             time.sleep(min(poll_interval, remaining))
-
-
-def held_back(report: Mapping[str, Any]) -> int:
-    """The report's alerts held back while confirmation runs re-measure (status ``pending``)."""
-    return sum(1 for a in report.get("alerts") or [] if a.get("status") == "pending")
 
 
 def server_sent_events(lines: Iterable[str]) -> Iterator[JsonObject]:
@@ -1107,6 +1107,9 @@ def server_sent_events(lines: Iterable[str]) -> Iterator[JsonObject]:
             name = line[6:].strip()
         elif line.startswith("data:"):
             data.append(line[5:].removeprefix(" "))
+
+
+_LOG_EVENTS: dict[str, type[JobLogPiece | JobLogEnd]] = {"log": JobLogPiece, "end": JobLogEnd}
 
 
 def _model_fields(model: ThresholdModelBody) -> dict[str, Any]:

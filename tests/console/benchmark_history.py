@@ -77,7 +77,7 @@ def submit_regression(
                         "thresholds": THRESHOLDS,
                         **({"hash": hashes[day]} if hashes else {}),
                     }
-                )
+                ).model_dump(mode="json", exclude_unset=True)
             )
     assert [a["limit"] for a in sent[-1]["alerts"]] == ["upper"], sent[-1]["alerts"]
     return Regressed(project, start, sent)

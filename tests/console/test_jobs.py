@@ -40,7 +40,7 @@ def _unserved_job(console: Deployment) -> str:
                 name="unserved", architecture="x86_64", cpu=64, memory=1, disk=1, network=False
             )
         body = {"project": "bench", "spec": "unserved", "template": "bench.noop", "args": {}}
-        return str(client.run({**body, "settings": {"adapter": "json"}})["job"])
+        return str(client.run({**body, "settings": {"adapter": "json"}}).job)
 
 
 def _browser_errors(page: Page) -> list[str]:
@@ -406,7 +406,7 @@ def test_an_outsider_gets_404_from_every_jobs_page_of_a_private_project(
     _unserved_job(console)
     with console.admin() as client:
         body = {"project": "hidden", "spec": "unserved", "template": "bench.noop", "args": {}}
-        job = client.run({**body, "settings": {"adapter": "json"}})["job"]
+        job = client.run({**body, "settings": {"adapter": "json"}}).job
     base = f"{console.server.url}/console/projects/hidden/jobs"
     pages = ["", "/fragment", "/new", f"/{job}", f"/{job}/fragment", f"/{job}/logs/follow"]
     for page in pages:

@@ -87,7 +87,7 @@ def runs(console: Deployment) -> Iterator[Runs]:
                         "settings": {"adapter": "json"},
                         "results": [results],
                     }
-                )
+                ).model_dump(mode="json", exclude_unset=True)
             )
     runner = console.runner_process("noise-duet-runner").start()
     try:
@@ -98,7 +98,7 @@ def runs(console: Deployment) -> Iterator[Runs]:
                     args={"ms": 5},
                     thresholds={"models": {"latency": {"test": "static", "upper_boundary": 1.0}}},
                 )
-            )["job"]
+            ).job
         noisy_job = console.wait_status(
             str(noisy_uuid), "processed", timeout=TIMEOUT, project=PROJECT
         )
@@ -113,13 +113,17 @@ def runs(console: Deployment) -> Iterator[Runs]:
                     duet={"seed": 7, "margin": 0.05, "resamples": 2000},
                     job={"iter": 6},
                 )
-            )["job"]
+            ).job
         duet_job = console.wait_status(
             str(duet_uuid), "processed", timeout=TIMEOUT, project=PROJECT
         )
         with console.admin() as client:
-            noisy = client.get_report(PROJECT, noisy_job.report)
-            duet = client.get_report(PROJECT, duet_job.report)
+            noisy = client.get_report(PROJECT, noisy_job.report).model_dump(
+                mode="json", exclude_unset=True
+            )
+            duet = client.get_report(PROJECT, duet_job.report).model_dump(
+                mode="json", exclude_unset=True
+            )
     finally:
         runner.kill()
     assert noisy["noise"]["verdict"] == "noisy", noisy["noise"]

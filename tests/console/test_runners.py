@@ -120,7 +120,7 @@ def test_rotating_a_key_shows_the_new_one_once_and_retires_the_old(
 def _run_on(console: Deployment, spec: str) -> str:
     body = {"project": "bench", "spec": spec, "template": "bench.noop", "args": {}}
     with console.admin() as client:
-        return str(client.run({**body, "settings": {"adapter": "json"}})["job"])
+        return str(client.run({**body, "settings": {"adapter": "json"}}).job)
 
 
 def test_a_runners_page_and_its_specs_page_show_its_jobs_and_keep_its_actions(

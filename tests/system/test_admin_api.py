@@ -71,7 +71,7 @@ def test_private_projects_are_invisible_to_outsiders(tenant: Deployment) -> None
     secret = f"{own}-secret"
     with tenant.admin() as client:
         client.create_project(tenant.org, secret, "private", slug=secret)
-        job = client.run({"project": secret, "spec": tenant.spec, "template": "bench.noop"})["job"]
+        job = client.run({"project": secret, "spec": tenant.spec, "template": "bench.noop"}).job
     # An anonymous caller cannot tell a private project from a missing one.
     anonymous = httpx.get(f"{tenant.server.url}/v0/projects/{secret}/jobs/{job}")
     assert anonymous.status_code == 404
@@ -117,10 +117,10 @@ def test_direct_results_are_parsed_at_once(tenant: Deployment) -> None:
     }
     with tenant.admin() as client:
         report = client.run(body)
-        assert "job" not in report
-        metric = report["results"][0][0]["measures"][0]["metric"]
+        assert "job" not in report.model_fields_set
+        metric = report.results[0][0]["measures"][0]["metric"]
         assert (metric["value"], metric["lower_value"], metric["upper_value"]) == (3.5, 3, 4)
-        assert report["branch"]["name"] == "feature/x"
+        assert report.branch.name == "feature/x"
         with pytest.raises(ApiError) as bad:
             client.run({**body, "results": ["not json"]})
         assert bad.value.status == 400 and "results[0]" in bad.value.message

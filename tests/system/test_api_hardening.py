@@ -300,7 +300,7 @@ def test_a_private_projects_jobs_reports_and_outputs_are_404_to_outsiders(
     with tenant.admin() as client:
         secret = client.create_project(tenant.org, secret_slug, "private", slug=secret_slug)
         run = client.run({"project": secret_slug, "spec": tenant.spec, "template": "bench.noop"})
-    job, report = run["job"], run["uuid"]
+    job, report = str(run.job), run.uuid
     _complete_with_output(tenant, job)
     with tenant.admin() as client:
         wait_until(

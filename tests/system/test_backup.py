@@ -60,7 +60,7 @@ def test_a_restored_backup_has_every_report_output_and_image(
             with again.client() as client:
                 job = client.get_job("bench", job_uuid)
                 assert job.output["results"][0]["stdout"] == BIG_STDOUT
-                assert client.get_report("bench", report)["results"]
+                assert client.get_report("bench", report).results
             token = registry_token(again, admin_token, "repository:bench:pull")
             with v2(again, token) as client:
                 found = client.get("/bench/manifests/v1", headers={"Accept": OCI_MANIFEST})

@@ -185,8 +185,8 @@ def test_a_backdated_image_job_reports_its_run_at_the_backdate(
     assert job.status == "processed"
     with deployment.admin() as client:
         report = client.get_report(deployment.project, submitted.json()["uuid"])
-    start = dt.datetime.fromisoformat(report["start_time"])
-    end = dt.datetime.fromisoformat(report["end_time"])
+    start = dt.datetime.fromisoformat(str(report.start_time))
+    end = dt.datetime.fromisoformat(str(report.end_time))
     ran = dt.datetime.fromisoformat(str(job.completed)) - dt.datetime.fromisoformat(
         str(job.started)
     )

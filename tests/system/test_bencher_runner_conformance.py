@@ -113,7 +113,7 @@ def _image_job(deployment: Deployment) -> str:
                 "settings": {"adapter": "json"},
             }
         )
-    return str(created["job"])
+    return str(created.job)
 
 
 def _job(deployment: Deployment, job_uuid: str) -> Job:

@@ -5,17 +5,17 @@ inside the job's directory."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import pytest
 
+from benchrunner.api.reports import Report
 from tests.harness import Deployment
 
 pytestmark = pytest.mark.engine_independent
 
 
-def metrics(report: dict[str, Any]) -> dict[tuple[str, str], float]:
-    (iteration,) = report["results"]
+def metrics(report: Report) -> dict[tuple[str, str], float]:
+    (iteration,) = report.results
     return {
         (benchmark["benchmark"]["name"], measure["measure"]["slug"]): measure["metric"]["value"]
         for benchmark in iteration

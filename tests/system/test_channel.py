@@ -192,9 +192,9 @@ def test_spec_mismatch_is_never_claimed(tenant: Deployment) -> None:
     channel = tenant.channel("small-only")
     job_uuid = tenant.submit("bench.noop")  # the tenant's small spec
     with tenant.admin() as client:
-        big_job = client.run({"project": tenant.project, "spec": big, "template": "bench.noop"})[
-            "job"
-        ]
+        big_job = str(
+            client.run({"project": tenant.project, "spec": big, "template": "bench.noop"}).job
+        )
     assert channel.claim()["uuid"] == job_uuid
     channel.ask({"event": "running"})
     channel.ask({"event": "completed", "job": job_uuid, "results": []})
@@ -311,7 +311,7 @@ def test_free_tier_runs_one_job_at_a_time_per_organization(tenant: Deployment) -
     first, second = (tenant.channel(f"free-{i}") for i in range(2))
     with tenant.admin() as client:
         jobs = [
-            client.run({"project": cheap, "spec": tenant.spec, "template": "bench.noop"})["job"]
+            client.run({"project": cheap, "spec": tenant.spec, "template": "bench.noop"}).job
             for _ in range(2)
         ]
     assert first.claim()["uuid"] == jobs[0]
@@ -396,7 +396,7 @@ def test_eight_connections_race_for_four_hundred_jobs_each_runs_once(busy: Deplo
     with busy.admin() as client:
         for _ in range(total):
             submitted.append(
-                client.run({"project": "bench", "spec": "small", "template": "bench.noop"})["job"]
+                client.run({"project": "bench", "spec": "small", "template": "bench.noop"}).job
             )
     for thread in threads:
         thread.join(timeout=300)

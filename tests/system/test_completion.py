@@ -38,7 +38,7 @@ def _result(value: int, padding: int = 0) -> dict[str, Any]:
 def _latency(deployment: Deployment, job: Job) -> float:
     with deployment.admin() as client:
         report = client.get_report(deployment.project, job.report)
-    (iteration,) = report["results"]
+    (iteration,) = report.results
     (benchmark,) = iteration
     (measure,) = benchmark["measures"]
     return float(measure["metric"]["value"])

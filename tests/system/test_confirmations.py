@@ -115,9 +115,11 @@ def _judged_run(
                 "job": {"iter": iterations},
             }
         )
-    job = deployment.wait_status(str(submitted["job"]), "processed", timeout=120)
+    job = deployment.wait_status(str(submitted.job), "processed", timeout=120)
     with deployment.admin() as client:
-        return client.get_report(deployment.project, job.report)
+        return client.get_report(deployment.project, job.report).model_dump(
+            mode="json", exclude_unset=True
+        )
 
 
 def _versioned_run(deployment: Deployment, values: Path, value: float, name: str) -> dict[str, Any]:
@@ -166,7 +168,9 @@ def _confirmed_by_one_duet(
         return (
             raised,
             client.get_job(deployment.project, run.job),
-            client.get_report(deployment.project, run.report),
+            client.get_report(deployment.project, run.report).model_dump(
+                mode="json", exclude_unset=True
+            ),
         )
 
 
@@ -219,24 +223,25 @@ def test_a_crossing_alerts_only_when_its_confirmation_runs_agree(tmp_path: Path)
         assert _alerts(deployment) == []  # not raised: listed only when asked for
         with deployment.admin() as client:
             shown = client.get_report(deployment.project, blip["uuid"])
-        [[bench]] = shown["results"]
+        [[bench]] = shown.results
         assert bench["measures"][0]["confirmation"] == "suspected"
-        assert [r["job"] for r in shown["confirmation_runs"]] == [
+        assert [r.job for r in shown.confirmation_runs or []] == [
             r.job for r in _confirmation(suspected).runs
         ]
-        for run in shown["confirmation_runs"]:
+        for run in shown.confirmation_runs or []:
             with deployment.admin() as client:
-                rerun = client.get_job(deployment.project, run["job"])
-                rerun_report = client.get_report(deployment.project, run["report"])
+                rerun = client.get_job(deployment.project, run.job)
+                rerun_report = client.get_report(deployment.project, run.report)
             created = rerun.events[0]
             assert created.message == (
                 f"confirmation of report {blip['uuid']}, metric parse (Latency)"
             ), created
-            assert rerun_report["confirms"] == blip["uuid"]
+            assert rerun_report.confirms == blip["uuid"]
             # The same version measured again, not a version of its own.
-            version = rerun_report["branch"]["head"]["version"]["number"]
+            assert rerun_report.branch.head is not None
+            version = rerun_report.branch.head["version"]["number"]
             assert version == blip["branch"]["head"]["version"]["number"]
-            assert rerun_report["alerts"] == []  # a re-run is never judged itself
+            assert rerun_report.alerts == []  # a re-run is never judged itself
         assert values.read_text() == ""
 
         # A real step: both re-runs cross too, and one alert names them.
@@ -250,11 +255,11 @@ def test_a_crossing_alerts_only_when_its_confirmation_runs_agree(tmp_path: Path)
         with deployment.admin() as client:
             shown = client.get_report(deployment.project, step["uuid"])
         assert [r.job for r in _confirmation(raised).runs] == [
-            r["job"] for r in shown["confirmation_runs"]
+            r.job for r in shown.confirmation_runs or []
         ]
         assert len(_confirmation(raised).runs) == 2
         # Judged against the four direct results and the blip, not the blip's re-runs (100s).
-        [[bench]] = shown["results"]
+        [[bench]] = shown.results
         assert bench["measures"][0]["boundary"]["baseline"] == 140.0
         assert [a.uuid for a in _alerts(deployment)] == [raised.uuid]
 
@@ -360,12 +365,13 @@ def test_a_crossing_after_another_version_is_confirmed_by_a_duet_against_it(
         assert duet_job.config["duet"]["baseline"]["args"]["version"] == "v1"
         assert duet_job.config["duet"]["contender"]["args"]["version"] == "v2"
         assert duet_job.config["iter"] == 10  # 5 rounds per confirmation run
-        assert duet_report["confirms"] == blip["uuid"]
-        [result] = duet_report["duet"]["results"]
+        assert duet_report.confirms == blip["uuid"]
+        assert duet_report.duet is not None
+        [result] = duet_report.duet["results"]
         figures = (result["ratio"], result["lower_value"], result["upper_value"])
         assert figures == pytest.approx((1.0, 1.0, 1.0))
         assert result["margin"]["upper"] == 0.1  # the percentage threshold's boundary
-        assert duet_report["alerts"] == [] and _alerts(deployment) == []
+        assert duet_report.alerts == [] and _alerts(deployment) == []
 
         # v3 is three times slower: the duet against v2 finds it different, and confirms.
         step = version(300, "v3")
@@ -377,7 +383,8 @@ def test_a_crossing_after_another_version_is_confirmed_by_a_duet_against_it(
         [run] = _confirmation(raised).runs
         with deployment.admin() as client:
             duet_report = client.get_report(deployment.project, run.report)
-        [result] = duet_report["duet"]["results"]
+        assert duet_report.duet is not None
+        [result] = duet_report.duet["results"]
         figures = (result["ratio"], result["lower_value"], result["upper_value"])
         assert figures == pytest.approx((3.0, 3.0, 3.0))
         assert [a.uuid for a in _alerts(deployment)] == [raised.uuid]  # no duet alert

@@ -46,7 +46,7 @@ def _submit(server: InProcessServer, **fields: Any) -> str:
         **fields,
     }
     with server.admin() as client:
-        return str(client.run(body)["job"])
+        return str(client.run(body).job)
 
 
 def _complete(channel: InProcessChannel, job_uuid: str, **completed: Any) -> None:

@@ -36,7 +36,7 @@ def test_a_slower_contender_gives_a_ratio_above_one_and_an_alert(deployment: Dep
     deployment.runner_process("r1").start()
     with deployment.admin() as client:
         submitted = client.run(_duet_body(deployment))
-    job = deployment.wait_status(submitted["job"], "processed", timeout=90)
+    job = deployment.wait_status(str(submitted.job), "processed", timeout=90)
 
     expected = run_sequence(SEED, ROUNDS)
     results = job.output["results"]
@@ -46,9 +46,10 @@ def test_a_slower_contender_gives_a_ratio_above_one_and_an_alert(deployment: Dep
 
     with deployment.admin() as client:
         report = client.get_report(deployment.project, job.report)
-    assert report["error"] is None
-    assert report["results"] == []  # no absolute metric: the perf history stays clean
-    duet = report["duet"]
+    assert report.error is None
+    assert report.results == []  # no absolute metric: the perf history stays clean
+    duet = report.duet
+    assert duet is not None
     assert duet["order"] == order_text(expected)
     assert (duet["seed"], duet["rounds"], duet["resamples"]) == (SEED, ROUNDS, 2000)
     assert duet["confidence"] == 0.95 and duet["margin"] == 0.05
@@ -85,7 +86,8 @@ def test_a_slower_contender_gives_a_ratio_above_one_and_an_alert(deployment: Dep
         (no_threshold,) = [t for t in precision.thresholds if t.threshold is None]
         assert (no_threshold.true_positive, no_threshold.precision) == (1, 1.0)
         after = client.get_report(deployment.project, job.report)
-    assert after["duet"]["results"][0]["alert"]["status"] == "dismissed"
+    assert after.duet is not None
+    assert after.duet["results"][0]["alert"]["status"] == "dismissed"
 
     # The CLI: `report show` prints the duet apart, and a duet submitted with `run --baseline
     # --contender --wait --err` fails the step on its alert.
@@ -119,12 +121,12 @@ def test_a_duet_without_a_margin_takes_its_percentage_threshold(deployment: Depl
     body = _duet_body(deployment, duet={"seed": SEED, "resamples": 2000})
     with deployment.admin() as client:
         submitted = client.run({**body, "thresholds": {"models": {"latency": loose}}})
-    job = deployment.wait_status(submitted["job"], "processed", timeout=90)
+    job = deployment.wait_status(str(submitted.job), "processed", timeout=90)
     with deployment.admin() as client:
         report = client.get_report(deployment.project, job.report)
         (threshold,) = client.list_thresholds(deployment.project)
-    assert report["duet"]["margin"] is None
-    (found,) = report["duet"]["results"]
+    assert report.duet is not None and report.duet["margin"] is None
+    (found,) = report.duet["results"]
     assert found["ratio"] > 2
     assert found["margin"] == {
         "lower": 0.1,
@@ -138,11 +140,12 @@ def test_a_duet_without_a_margin_takes_its_percentage_threshold(deployment: Depl
     with deployment.admin() as client:
         client.update_threshold(deployment.project, threshold.uuid, tight)
         submitted = client.run(body)
-    job = deployment.wait_status(submitted["job"], "processed", timeout=90)
+    job = deployment.wait_status(str(submitted.job), "processed", timeout=90)
     with deployment.admin() as client:
         report = client.get_report(deployment.project, job.report)
         alerts = client.list_alerts(deployment.project, report=job.report)
-    (found,) = report["duet"]["results"]
+    assert report.duet is not None
+    (found,) = report.duet["results"]
     assert len(alerts) == 1, found  # the interval and its margin, when it raised none
     (alerted,) = alerts
     assert found["margin"]["upper"] == 0.5 and found["margin"]["lower"] is None

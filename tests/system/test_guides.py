@@ -542,7 +542,7 @@ def need_tuning(setting: Setting) -> None:
         with setting.guides.server.admin() as client:
             body = {"project": project, "spec": "tuned", "template": "my.bench",
                     "args": {"n": 100000}, "settings": {"adapter": "json"}}  # fmt: skip
-            job = str(client.run(body)["job"])
+            job = str(client.run(body).job)
 
         def processed_tuned() -> None:
             found = setting.guides.server.job(job, project)

@@ -106,7 +106,7 @@ def test_a_submission_refused_after_reserving_a_runner_leaves_it_waiting(
         run_one(channel, deployment)
         with deployment.admin() as client:
             body = {"project": deployment.project, "spec": "big", "template": "bench.noop"}
-            blocking = [client.run(body)["job"] for _ in range(2)]  # nobody runs spec big
+            blocking = [str(client.run(body).job) for _ in range(2)]  # nobody runs spec big
         channel.send({"event": "ready", "poll_timeout": 30})
         wait_until(lambda: waiting_runners(deployment) == 1, timeout=10)
         assert_busy(post_run(deployment), "job queue is full")

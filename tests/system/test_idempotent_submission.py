@@ -173,11 +173,11 @@ def test_a_key_is_reusable_after_its_window(tmp_path: Path, database_url: str) -
         with server.admin() as client:
             first = client.run(body, idempotency_key="nightly")
             server.clock.advance(299)
-            assert client.run(body, idempotency_key="nightly")["uuid"] == first["uuid"]
+            assert client.run(body, idempotency_key="nightly").uuid == first.uuid
             server.clock.advance(2)  # 301 s after the key's first use
             later = client.run(body, idempotency_key="nightly")
-            assert later["deduplicated"] is False
-            assert later["job"] != first["job"]
+            assert later.deduplicated is False
+            assert later.job != first.job
             # The new use opened a new window, with its own payload.
             changed = {**body, "branch": "feature"}
             with pytest.raises(ApiError, match="different request body") as refused:

@@ -74,9 +74,11 @@ def test_rerun_makes_a_new_report_and_job_with_the_same_config_linked_both_ways(
     assert (new.config, new.spec.slug) == (old.config, old.spec.slug)
     with deployment.admin() as client:
         old_report = client.get_report("bench", old.report)
-    same = ("branch", "testbed", "adapter")
-    assert {k: report[k]["uuid"] for k in same[:2]} == {k: old_report[k]["uuid"] for k in same[:2]}
-    assert report["adapter"] == old_report["adapter"]
+    assert (report["branch"]["uuid"], report["testbed"]["uuid"]) == (
+        old_report.branch.uuid,
+        old_report.testbed.uuid,
+    )
+    assert report["adapter"] == old_report.adapter
     rerun = _event(old, "job_rerun")
     assert rerun.actor == "admin@test.dev"
     assert rerun.meta["job"] == new.uuid and rerun.meta["report"] == new.report

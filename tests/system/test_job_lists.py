@@ -45,7 +45,7 @@ def runner(own: Deployment, name: str) -> str:
 def _submit_large(tenant: Deployment) -> str:
     body = {"project": tenant.project, "spec": large(tenant), "template": "bench.noop", "args": {}}
     with tenant.admin() as client:
-        return str(client.run({**body, "settings": {"adapter": "json"}})["job"])
+        return str(client.run({**body, "settings": {"adapter": "json"}}).job)
 
 
 @pytest.fixture
@@ -116,7 +116,7 @@ def test_branch_filter_names_the_report_branch(tenant: Deployment) -> None:
     body = {"project": tenant.project, "spec": tenant.spec, "template": "bench.noop", "args": {}}
     with tenant.admin() as client:
         on_feature = client.run({**body, "branch": "feature-x", "settings": {"adapter": "json"}})
-        assert _uuids(_all(client, tenant.project, branch="feature-x")) == [on_feature["job"]]
+        assert _uuids(_all(client, tenant.project, branch="feature-x")) == [on_feature.job]
         assert _uuids(_all(client, tenant.project, branch="main")) == [on_main]
         assert _all(client, tenant.project, branch="feature-x", status="canceled") == []
 

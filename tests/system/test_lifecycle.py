@@ -44,11 +44,11 @@ def test_template_job_runs_through_processed_with_metrics(each_transport: Deploy
     assert all(r["exit_code"] == 0 for r in job.output["results"])
     with deployment.admin() as client:
         report = client.get_report(deployment.project, job.report)
-    assert report["error"] is None
-    assert report["start_time"] == job.started and report["end_time"] == job.completed
+    assert report.error is None
+    assert report.start_time == job.started and report.end_time == job.completed
     values = [
         (b["benchmark"]["name"], m["measure"]["slug"], m["metric"]["value"])
-        for iteration in report["results"]
+        for iteration in report.results
         for b in iteration
         for m in b["measures"]
     ]
@@ -84,11 +84,11 @@ def test_unparsable_output_is_recorded_on_the_report_and_the_job_still_processed
         job = tenant.wait_status(job_uuid, "processed")
         with tenant.admin() as client:
             report = client.get_report(tenant.project, job.report)
-        assert report["error"].startswith(message), report["error"]
-        assert report["results"] == []
+        assert report.error is not None and report.error.startswith(message), report.error
+        assert report.results == []
         processed = [e.message for e in job.events if e.status == "processed"]
-        assert processed == [f"not parsed: {report['error']}"], job.events
-        errors[template] = report["error"]
+        assert processed == [f"not parsed: {report.error}"], job.events
+        errors[template] = report.error
     assert "is not UTF-8 text: U+FFFD at character 3" in errors["bench.not_utf8"]
     assert errors["bench.nul"].endswith("(the output contains a NUL character at character 0)")
 

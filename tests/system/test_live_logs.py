@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from benchrunner.api.jobs import JobLogPage
+from benchrunner.api.jobs import JobLogEnd, JobLogPage, JobLogPiece
 from benchrunner.client import ApiError
 from benchrunner.core.log_paging import DEFAULT_LIMIT, MAX_LIMIT
 from tests.harness import PROCESS_START_TIMEOUT, Deployment, RawChannel, cli, deploy, wait_until
@@ -66,14 +66,14 @@ def test_a_running_jobs_log_is_readable_while_it_runs_and_followed_to_its_end(
     with deployment.admin() as client:
         follower = client.follow_job_logs(deployment.project, job)
         first = next(follower)  # the stream is open and has the ticks so far
-        assert first["event"] == "log" and first["offset"] == 0
+        assert isinstance(first, JobLogPiece) and first.offset == 0
         gate.touch()
-        events = [first, *follower]
-    assert events[-1]["event"] == "end"
-    assert events[-1]["status"] in ("completed", "processed")
-    followed = "".join(event["content"] for event in events[:-1])
-    assert [event["offset"] for event in events[1:-1]] == [
-        event["next_offset"] for event in events[:-2]
+        *pieces, end = [first, *follower]
+    assert isinstance(end, JobLogEnd) and end.status in ("completed", "processed")
+    assert all(isinstance(piece, JobLogPiece) for piece in pieces)
+    followed = "".join(piece.content for piece in pieces if isinstance(piece, JobLogPiece))
+    assert [p.offset for p in pieces[1:] if isinstance(p, JobLogPiece)] == [
+        p.next_offset for p in pieces[:-1]
     ], "each piece starts where the last ended"
 
     deployment.wait_status(job, "processed", "failed")

@@ -32,7 +32,9 @@ def patch_spec(deployment: Deployment, **fields: Any) -> dict[str, Any]:
 
 def report_of(deployment: Deployment, job: Job) -> dict[str, Any]:
     with deployment.admin() as client:
-        return client.get_report(deployment.project, job.report)
+        return client.get_report(deployment.project, job.report).model_dump(
+            mode="json", exclude_unset=True
+        )
 
 
 @pytest.mark.engine_independent
@@ -120,7 +122,7 @@ def regression_with_noise(
                 "settings": {"adapter": "json"},
             }
         )
-    job_uuid = str(submitted["job"])
+    job_uuid = str(submitted.job)
     assert channel.claim()["uuid"] == job_uuid
     assert channel.ask({"event": "running"})["event"] == "ack"
     stdout = json.dumps({"parse": {"latency": {"value": 300}}})
@@ -283,6 +285,6 @@ def test_a_specs_noise_settings_round_trip_and_reach_the_runner(
             }
         )
     claimed = channel.claim()
-    assert claimed["uuid"] == str(submitted["job"])
+    assert claimed["uuid"] == str(submitted.job)
     assert claimed["spec"]["noise_guard"] is False
     assert claimed["spec"].get("noise_cv_limit") is None  # the server's default

@@ -122,7 +122,7 @@ def _retention_deletes_the_output(deployment: Deployment, s3: S3Server, bucket: 
     wait_until(lambda: not _output_key(s3, bucket, job_uuid), message="the output object deleted")
     with deployment.admin() as client:
         report = client.get_report(deployment.project, processed.report)
-    assert report["results"], report  # processed from the object before it went
+    assert report.results, report  # processed from the object before it went
 
 
 def _output_key(s3: S3Server, bucket: str, job_uuid: str) -> list[str]:
@@ -179,7 +179,7 @@ def _result_survives_the_store_going_down(
     done = deployment.wait_status(job_uuid, "processed")
     with deployment.admin() as client:
         report = client.get_report(deployment.project, done.report)
-    assert report["results"], report
+    assert report.results, report
     assert deployment.job(job_uuid).output["results"][0]["stdout"] == BIG_STDOUT
 
     gate.close()  # reading the output back needs the store: a clear 503, not a 500

@@ -117,11 +117,7 @@ def test_organization_runners_claim_only_their_organizations_jobs(
         with deployment.admin() as admin:
             seen = admin.get_runner("rival-box")
         assert seen.last_seen_at is not None
-        assert (
-            seen.last_heartbeat_at
-            == seen.last_seen_at
-            == (seen.model_extra or {})["last_heartbeat"]
-        )
+        assert seen.last_heartbeat_at == seen.last_seen_at == seen.last_heartbeat
         assert deployment.status(rival_jobs[0], project="rival-bench") == "running"
     finally:
         acme_box.close()

@@ -54,7 +54,7 @@ def _direct(
             "results": [json.dumps(results)],
             **extra,
         }
-    )
+    ).model_dump(mode="json", exclude_unset=True)
 
 
 def _history(client: BenchrunnerClient, project: str) -> list[dict[str, Any]]:

@@ -69,8 +69,7 @@ def _events(deployment: Deployment, job_uuid: str) -> list[str]:
 def _report_error(deployment: Deployment, job_uuid: str) -> str | None:
     with deployment.admin() as client:
         found = client.get_report(deployment.project, deployment.job(job_uuid).report)
-    error = found.get("error")
-    return None if error is None else str(error)
+    return found.error
 
 
 def test_a_poison_job_is_processed_once_and_not_swept_again(deployment: Deployment) -> None:

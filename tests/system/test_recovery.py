@@ -117,7 +117,7 @@ def test_completed_but_unprocessed_jobs_are_processed_at_startup(deployment: Dep
     deployment.server.start()
     deployment.wait_status(job_uuid, "processed")
     with deployment.admin() as client:
-        results = client.get_report(deployment.project, report_uuid)["results"]
+        results = client.get_report(deployment.project, report_uuid).results
     assert results[0][0]["measures"][0]["metric"]["value"] == 7.0
 
 

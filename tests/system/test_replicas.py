@@ -173,7 +173,7 @@ def test_results_a_dead_replica_stored_but_never_processed_are_processed_by_the_
             timeout=30,
             message="the survivor's sweeper to process the orphaned result",
         )
-        results = client.get_report(deployment.project, report_uuid)["results"]
+        results = client.get_report(deployment.project, report_uuid).results
     assert results[0][0]["measures"][0]["metric"]["value"] == 7.0
 
 
@@ -286,7 +286,7 @@ def _submit_tallies(
                 "args": {"file": str(tally), "tag": f"job-{number}", "ms": ms},
                 "settings": {"adapter": "json"},
             }
-            tags[str(client.run(body)["job"])] = f"job-{number}"
+            tags[str(client.run(body).job)] = f"job-{number}"
     finally:
         for client in clients:
             client.close()

@@ -290,7 +290,7 @@ def test_a_job_run_through_one_replica_is_read_through_the_other(replicas: Repli
         assert len(result["stdout"]) > 100_000
         assert "warming up on the runner" in _whole_log(through_b, deployment.project, job_uuid)
         report = through_b.get_report(deployment.project, done.report)
-    [[iteration]] = report["results"]
+    [[iteration]] = report.results
     assert iteration["measures"][0]["metric"]["value"] == 3.0
 
 

@@ -61,7 +61,7 @@ def test_expired_outputs_go_the_newest_and_jobs_in_flight_stay(
         assert found.value("benchrunner_retention_purged_bytes_total") > 0
         with deployment.admin() as client:  # history stays
             report = client.get_report(deployment.project, finished[0].report)
-        assert report["results"], report
+        assert report.results, report
     log = deployment.server.log.read_text()
     assert "retention deleted the outputs of" in log
 

@@ -71,7 +71,7 @@ def submit_image(deployment: Deployment, digest: str, **job: object) -> str:
         "job": {"timeout": 60, **job},
     }
     with deployment.admin() as client:
-        return str(client.run(body)["job"])
+        return str(client.run(body).job)
 
 
 def test_an_image_pushed_with_skopeo_runs_in_the_sandbox(deployment: Deployment) -> None:
@@ -140,7 +140,7 @@ def test_bencher_files_inside_the_image_are_read_from_the_containers_root(
     )
     with deployment.admin() as client:
         report = client.get_report(deployment.project, submitted.json()["uuid"])
-    ((found,),) = report["results"]
+    ((found,),) = report.results
     assert found["benchmark"]["name"] == "sandboxed"
     assert [(m["measure"]["slug"], m["metric"]["value"]) for m in found["measures"]] == [
         ("latency", 42.0)
@@ -200,7 +200,7 @@ def test_a_duet_of_two_images_runs_both_in_the_sandbox(
         "job": {"timeout": 120, "iter": 2},
     }
     with deployment.admin() as client:
-        job_uuid = str(client.run(body)["job"])
+        job_uuid = str(client.run(body).job)
     job = deployment.wait_status(job_uuid, "processed", "failed", timeout=180)
     assert job.status == "processed", job
     duet = job.config["duet"]
@@ -210,7 +210,8 @@ def test_a_duet_of_two_images_runs_both_in_the_sandbox(
     assert sorted(sides) == [("baseline", 100.0)] * 2 + [("contender", 200.0)] * 2
     with deployment.admin() as client:
         report = client.get_report(deployment.project, job.report)
-    (found,) = report["duet"]["results"]
+    assert report.duet is not None
+    (found,) = report.duet["results"]
     assert found["ratio"] == pytest.approx(2.0)
     assert found["alert"]["limit"] == "upper" and found["alert"]["status"] == "active"
     assert list((sandbox_dir / "jobs").iterdir()) == []  # both sides' directories removed

@@ -269,7 +269,7 @@ class Submitter:
             replica = self.replicas[attempt % len(self.replicas)]
             try:
                 with replica.client() as client:
-                    return str(client.run(body, idempotency_key=key)["job"])
+                    return str(client.run(body, idempotency_key=key).job)
             except ApiError as exc:
                 if exc.status not in (0, 502, 503) or time.monotonic() > deadline:
                     raise

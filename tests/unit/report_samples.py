@@ -1,9 +1,12 @@
 """Report JSON in Bencher's shape, written for these tests: one with a threshold, a boundary per
-metric and an alert, and one from a server that keeps no thresholds."""
+metric and an alert, and one from a project that keeps no thresholds; ``report`` parses one as
+the client does."""
 
 from __future__ import annotations
 
 from typing import Any
+
+from benchrunner.api.reports import Report
 
 LATENCY = {"uuid": "m-lat", "name": "Latency", "slug": "latency", "units": "nanoseconds (ns)"}
 THROUGHPUT = {
@@ -47,13 +50,50 @@ def bench(name: str, *measures: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def dimension(name: str, **more: Any) -> dict[str, Any]:
+    """A branch, testbed, benchmark or measure as an alert or a report names it."""
+    return {"uuid": f"d-{name}", "name": name, "slug": name, "project": "p-1", **more}
+
+
+def project(name: str) -> dict[str, Any]:
+    return {
+        "uuid": f"p-{name}",
+        "organization": "o-1",
+        "name": name,
+        "slug": name.lower(),
+        "visibility": "public",
+    }
+
+
+def alert_of(benchmark: str, measure: str, units: str, **fields: Any) -> dict[str, Any]:
+    """An alert's JSON: ``fields`` beside the dimensions it is on."""
+    return {
+        "uuid": "a-1",
+        "report": "r-1",
+        "branch": dimension("main"),
+        "testbed": dimension("localhost"),
+        "benchmark": dimension(benchmark),
+        "measure": dimension(measure, units=units),
+        "status": "active",
+        **fields,
+    }
+
+
+def report(json: dict[str, Any]) -> Report:
+    """The report JSON as the client parses it."""
+    return Report.model_validate(json)
+
+
 def alert(metric: str, benchmark: str, value: float, boundary: dict[str, Any]) -> dict[str, Any]:
     return {
         "uuid": f"a-{metric}",
         "report": "r-1",
         "iteration": 0,
         "threshold": {"uuid": "t-latency"},
-        "benchmark": {"uuid": f"b-{benchmark}", "name": benchmark, "slug": benchmark},
+        "branch": dimension("feature/x"),
+        "testbed": dimension("ci-runner"),
+        "benchmark": dimension(benchmark),
+        "measure": dimension("Latency", units=LATENCY["units"]),
         "metric": {"uuid": metric, "value": value, "lower_value": None, "upper_value": None},
         "boundary": boundary,
         "limit": "upper",
@@ -69,9 +109,9 @@ SLOW = {"baseline": 1000.0, "lower_limit": None, "upper_limit": 1100.0}
 def with_thresholds() -> dict[str, Any]:
     return {
         "uuid": "r-1",
-        "project": {"uuid": "p-1", "name": "Demo", "slug": "demo"},
-        "branch": {"uuid": "br-1", "name": "feature/x", "slug": "feature-x"},
-        "testbed": {"uuid": "tb-1", "name": "ci-runner", "slug": "ci-runner"},
+        "project": project("Demo"),
+        "branch": dimension("feature/x", slug="feature-x"),
+        "testbed": dimension("ci-runner"),
         "adapter": "json",
         "start_time": "2026-11-25T01:00:00Z",
         "end_time": "2026-11-25T01:00:01Z",
@@ -99,9 +139,9 @@ def with_thresholds() -> dict[str, Any]:
 def without_thresholds() -> dict[str, Any]:
     return {
         "uuid": "r-2",
-        "project": "p-2",
-        "branch": {"uuid": "br-2", "name": "main"},
-        "testbed": {"uuid": "tb-2", "name": "localhost"},
+        "project": project("p-2"),
+        "branch": dimension("main"),
+        "testbed": dimension("localhost"),
         "adapter": "json",
         "error": None,
         "results": [

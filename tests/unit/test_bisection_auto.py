@@ -13,12 +13,14 @@ from typing import Any
 import pytest
 import typer
 
+from benchrunner.api.reports import Report
 from benchrunner.cli.report_format import bisect_lines, comment_markdown
 from benchrunner.cli.run_body import RunFlags, build_body
 from benchrunner.client import request_json
 from benchrunner.server.bisection.auto import Skip, candidates_of, commit_args
 from benchrunner.server.bisection.views import culprit_text
 from benchrunner.server.processing.webhooks import render_body
+from tests.unit import report_samples as samples
 
 BAD = "f" * 40
 
@@ -76,19 +78,12 @@ def test_culprit_text(figures: tuple[float, float, float], text: str) -> None:
     assert culprit_text("abc1234def", *figures) == text
 
 
-def _report(*alerts: dict[str, Any]) -> dict[str, Any]:
-    return {"uuid": "r1", "project": {"name": "p"}, "results": [], "alerts": list(alerts)}
+def _report(*alerts: dict[str, Any]) -> Report:
+    return samples.report({**samples.without_thresholds(), "results": [], "alerts": list(alerts)})
 
 
 def _alert(uuid: str, bisect: dict[str, Any] | None) -> dict[str, Any]:
-    return {
-        "uuid": uuid,
-        "benchmark": {"name": "sort"},
-        "measure": {"name": "latency"},
-        "limit": "upper",
-        "status": "active",
-        "bisect": bisect,
-    }
+    return samples.alert_of("sort", "latency", "", uuid=uuid, limit="upper", bisect=bisect)
 
 
 def test_the_run_summary_says_what_became_of_each_alerts_bisection() -> None:

@@ -11,6 +11,7 @@ import pytest
 from benchrunner.api.run import RunBody
 from benchrunner.cli.busy import MAX_WAIT, MIN_WAIT, submit_run
 from benchrunner.client import ApiError, request_json
+from tests.unit.report_samples import with_thresholds
 from tests.unit.test_cli_client import Handler, client_for
 
 BODY = RunBody(project="demo", spec="small", template="bench.noop")
@@ -24,7 +25,7 @@ def busy_then_accepted(retry_after: list[str | None]) -> tuple[list[httpx.Reques
         seen.append(request)
         wait = next(answers, "done")
         if wait == "done":
-            return httpx.Response(201, json={"uuid": "report", "job": "job"})
+            return httpx.Response(201, json={**with_thresholds(), "job": "job"})
         headers = {} if wait is None else {"Retry-After": wait}
         body = {"message": "the server's job queue is full", "error_code": "queue_full"}
         return httpx.Response(429, json=body, headers=headers)
@@ -37,7 +38,7 @@ def test_retry_on_busy_waits_as_asked_within_bounds_and_keeps_its_key() -> None:
     waits: list[float] = []
     with client_for(handler) as client:
         report = submit_run(client, BODY, retry_on_busy=True, sleep=waits.append)
-    assert report["job"] == "job"
+    assert report.job == "job"
     assert waits == [5, MAX_WAIT, MIN_WAIT, MIN_WAIT]
     assert len({request.headers["idempotency-key"] for request in seen}) == 1
     assert all(json.loads(request.content) == request_json(BODY) for request in seen)

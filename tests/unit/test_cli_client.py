@@ -10,6 +10,7 @@ import pytest
 
 from benchrunner.api.jobs import Job
 from benchrunner.client import ApiError, BenchrunnerClient, JobWaitTimeout
+from tests.unit.report_samples import with_thresholds
 
 TOKEN = "benchrunner_api_" + "0" * 64
 Handler = Callable[[httpx.Request], httpx.Response]
@@ -130,11 +131,11 @@ def test_run_sends_the_body_and_idempotency_key() -> None:
     def handler(request: httpx.Request) -> httpx.Response:
         assert request.headers["idempotency-key"] == "k-1"
         assert json.loads(request.content) == {"project": "demo", "template": "bench.noop"}
-        return httpx.Response(201, json={"uuid": "report", "job": "job"})
+        return httpx.Response(201, json={**with_thresholds(), "job": "job"})
 
     with client_for(handler) as client:
         report = client.run({"project": "demo", "template": "bench.noop"}, idempotency_key="k-1")
-    assert report["job"] == "job"
+    assert report.job == "job"
 
 
 def _job_sequence(statuses: list[str]) -> Handler:

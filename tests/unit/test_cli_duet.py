@@ -14,6 +14,7 @@ from benchrunner.cli.duet_view import duet_alerts, print_duet
 from benchrunner.cli.follow import report_failure
 from benchrunner.cli.run_body import DuetFlags, RunFlags, build_body
 from benchrunner.client import request_json
+from tests.unit import report_samples as samples
 
 NOW = dt.datetime(2026, 11, 25, 1, 2, 3, tzinfo=dt.UTC)
 DIGEST_A = "sha256:" + "a" * 64
@@ -118,8 +119,8 @@ def test_a_duet_prints_its_order_ratios_intervals_and_alerts() -> None:
 
 
 def test_err_fails_on_a_duet_alert() -> None:
-    report: dict[str, Any] = {"uuid": "r", "error": None, "alerts": [], "results": [], "duet": DUET}
+    report = samples.report({**samples.without_thresholds(), "results": [], "duet": DUET})
     assert duet_alerts(report) == 1
     assert report_failure(report, err=False) is None
     failure = report_failure(report, err=True)
-    assert failure is not None and "1 alert" in failure
+    assert failure is not None and "1 alert" in failure and "report r-2" in failure

@@ -21,7 +21,14 @@ from benchrunner.cli.report_format import (
     with_units,
 )
 from benchrunner.cli.views import print_report
-from tests.unit.report_samples import with_thresholds, without_thresholds
+from tests.unit.report_samples import (
+    alert_of,
+    dimension,
+    project,
+    report,
+    with_thresholds,
+    without_thresholds,
+)
 
 
 @pytest.mark.parametrize(
@@ -135,7 +142,7 @@ def test_md_text(text: str, escaped: str) -> None:
 
 
 def test_rows_carry_boundaries_and_alerts() -> None:
-    assert report_rows(with_thresholds()) == [
+    assert report_rows(report(with_thresholds())) == [
         MetricRow(
             0,
             "sort|fast",
@@ -156,7 +163,7 @@ def test_rows_carry_boundaries_and_alerts() -> None:
 
 
 def test_rows_of_a_server_without_thresholds() -> None:
-    rows = report_rows(without_thresholds())
+    rows = report_rows(report(without_thresholds()))
     assert [(r.iteration, r.benchmark, r.value, r.baseline, r.alert) for r in rows] == [
         (0, "a", 5, None, None),
         (1, "a", 7, None, None),
@@ -165,21 +172,27 @@ def test_rows_of_a_server_without_thresholds() -> None:
 
 
 def test_rows_of_a_report_with_nothing() -> None:
-    assert report_rows({"uuid": "r"}) == []
-    assert report_rows({"results": [[{"benchmark": None, "measures": [{}]}]]}) == [
+    bare = {
+        "uuid": "r",
+        "project": project("p"),
+        "branch": dimension("main"),
+        "testbed": dimension("localhost"),
+    }
+    assert report_rows(report(bare)) == []
+    assert report_rows(report({**bare, "results": [[{"benchmark": None, "measures": [{}]}]]})) == [
         MetricRow(0, "—", "—", "", None, metric=None)
     ]
 
 
 def test_alert_lines_say_which_limit_and_how_far() -> None:
-    assert alert_lines(with_thresholds()) == [
+    assert alert_lines(report(with_thresholds())) == [
         "sort|fast Latency: 1,250.5 ns is above the upper limit 1,100 ns "
         "(baseline 1,000 ns, +25.05%)"
     ]
     dismissed = with_thresholds()
     dismissed["alerts"][0]["status"] = "dismissed"
-    assert alert_lines(dismissed)[0].endswith("[dismissed]")
-    assert active_alerts(dismissed) == []
+    assert alert_lines(report(dismissed))[0].endswith("[dismissed]")
+    assert active_alerts(report(dismissed)) == []
 
 
 COMMENT = """\
@@ -198,11 +211,11 @@ Report `r-1`
 
 
 def test_comment_markdown() -> None:
-    assert comment_markdown(with_thresholds()) == COMMENT
+    assert comment_markdown(report(with_thresholds())) == COMMENT
 
 
 def test_comment_of_an_older_server_has_iterations_and_no_alerts() -> None:
-    text = comment_markdown(without_thresholds())
+    text = comment_markdown(report(without_thresholds()))
     assert text.startswith("### Benchmarks: project `p-2`, branch `main`, testbed `localhost`\n")
     assert "| Iteration | Benchmark | Measure | Value |" in text
     assert "| 1 | `a` | `latency` | 7 | — | — | — | — |  |" in text
@@ -210,14 +223,14 @@ def test_comment_of_an_older_server_has_iterations_and_no_alerts() -> None:
 
 
 def test_comment_names_the_report_error() -> None:
-    report = {**without_thresholds(), "results": [], "error": "adapter json: not | JSON"}
-    text = comment_markdown(report)
+    errored = {**without_thresholds(), "results": [], "error": "adapter json: not | JSON"}
+    text = comment_markdown(report(errored))
     assert "⚠️ The report has an error: `adapter json: not \\| JSON`" in text
     assert "No metrics in this report." in text
 
 
 def test_terminal_table(capsys: pytest.CaptureFixture[str]) -> None:
-    print_report(with_thresholds())
+    print_report(report(with_thresholds()))
     printed = capsys.readouterr().out
     lines = printed.splitlines()
     assert lines[0] == "report r-1: branch feature/x, testbed ci-runner"
@@ -236,48 +249,50 @@ def test_terminal_table(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_names_print_as_they_are_not_as_markup(capsys: pytest.CaptureFixture[str]) -> None:
-    report = with_thresholds()
-    report["results"][0][1]["benchmark"]["name"] = "[bold]parse[/]"
-    print_report(report)
+    marked = with_thresholds()
+    marked["results"][0][1]["benchmark"]["name"] = "[bold]parse[/]"
+    print_report(report(marked))
     assert "[bold]parse[/]" in capsys.readouterr().out
 
 
 def test_alert_lines_of_an_alert_outside_the_report() -> None:
     """A change point found in the history is an alert on an earlier report's metric."""
-    report = without_thresholds()
-    report["alerts"] = [
-        {
-            "uuid": "a-9",
-            "report": "r-0",
-            "raised_by": "r-2",
-            "benchmark": {"name": "a"},
-            "measure": {"name": "Latency", "units": "nanoseconds (ns)"},
-            "metric": {"uuid": "elsewhere", "value": 7.0},
-            "boundary": {"baseline": 5.0, "lower_limit": None, "upper_limit": None},
-            "limit": "upper",
-            "status": "active",
-            "change": {"before": 5.0, "after": 7.5, "magnitude": 0.5, "pvalue": 0.0001},
-        }
+    found = without_thresholds()
+    found["alerts"] = [
+        alert_of(
+            "a",
+            "Latency",
+            "nanoseconds (ns)",
+            uuid="a-9",
+            report="r-0",
+            raised_by="r-2",
+            metric={"uuid": "elsewhere", "value": 7.0},
+            boundary={"baseline": 5.0, "lower_limit": None, "upper_limit": None},
+            limit="upper",
+            change={"before": 5.0, "after": 7.5, "magnitude": 0.5, "pvalue": 0.0001},
+        )
     ]
-    assert alert_lines(report) == ["a Latency: changed from 5 ns to 7.5 ns (+50.00%) at report r-0"]
-    assert report_rows(report)[1].alert is None
-    assert comment_markdown(report).endswith("🚨 **1 alert**\n")
+    parsed = report(found)
+    assert alert_lines(parsed) == ["a Latency: changed from 5 ns to 7.5 ns (+50.00%) at report r-0"]
+    assert report_rows(parsed)[1].alert is None
+    assert comment_markdown(parsed).endswith("🚨 **1 alert**\n")
 
 
 def test_alert_lines_say_between_which_versions_a_step_lies() -> None:
-    report = without_thresholds()
+    found = without_thresholds()
     between = {"from": {}, "to": {}, "text": "between versions 7 (abc) and 8 (def)"}
-    report["alerts"] = [
-        {
-            "report": "r-0",
-            "raised_by": "r-3",
-            "benchmark": {"name": "a"},
-            "measure": {"name": "Latency", "units": "nanoseconds (ns)"},
-            "metric": {"value": 7.0},
-            "change": {"before": 5.0, "after": 7.5, "between": between},
-        }
+    found["alerts"] = [
+        alert_of(
+            "a",
+            "Latency",
+            "nanoseconds (ns)",
+            report="r-0",
+            raised_by="r-3",
+            metric={"value": 7.0},
+            change={"before": 5.0, "after": 7.5, "between": between},
+        )
     ]
-    assert alert_lines(report) == [
+    assert alert_lines(report(found)) == [
         "a Latency: changed from 5 ns to 7.5 ns (+50.00%) at report r-0,"
         " between versions 7 (abc) and 8 (def)"
     ]

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import ConfigDict
+from pydantic import ConfigDict, Field
 
 from benchrunner.api.base import Answer, ApiBody
 from benchrunner.api.thresholds import Named
@@ -57,7 +57,7 @@ class Confirmation(Answer):
 
     outcome: str
     reason: str | None = None
-    runs: list[ConfirmationRun] = []
+    runs: list[ConfirmationRun] = Field(default_factory=list)
 
 
 class AlertBisect(Answer):
@@ -111,13 +111,19 @@ class PrecisionCounts(Answer):
     precision: float | None = None
 
 
-class ThresholdPrecision(PrecisionCounts):
+class ThresholdPrecision(Answer):
     """A threshold's counts (``threshold`` null for duet alerts whose margin came from none)."""
 
     threshold: str | None = None
     branch: str | None = None
     testbed: str | None = None
     measure: str | None = None
+    alerts: int
+    true_positive: int
+    false_positive: int
+    expected: int
+    untriaged: int
+    precision: float | None = None
 
 
 class AlertPrecision(Answer):
@@ -126,4 +132,4 @@ class AlertPrecision(Answer):
 
     project: str
     overall: PrecisionCounts
-    thresholds: list[ThresholdPrecision] = []
+    thresholds: list[ThresholdPrecision] = Field(default_factory=list)

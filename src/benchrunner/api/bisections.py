@@ -83,7 +83,7 @@ class BisectionStep(Answer):
     lower_value: float | None = None
     upper_value: float | None = None
     reason: str | None = None
-    jobs: list[StepJob] = []
+    jobs: list[StepJob] = Field(default_factory=list)
     created: str
 
 
@@ -116,8 +116,8 @@ class Bisection(Answer):
     measure: str
     good: str
     bad: str
-    candidates: list[str] = []
-    skipped: list[str] = []
+    candidates: list[str] = Field(default_factory=list)
+    skipped: list[str] = Field(default_factory=list)
     """Candidates without an image of their own."""
     image: str | None = None
     template: str | None = None
@@ -129,7 +129,7 @@ class Bisection(Answer):
     jobs_used: int
     followed: str | None = None
     bad_ratio: float | None = None
-    steps: list[BisectionStep] = []
+    steps: list[BisectionStep] = Field(default_factory=list)
     result: BisectionResult | None = None
     created: str
     finished: str | None = None

@@ -84,9 +84,9 @@ class Calibration(Answer):
     state: str
     processed: int
     failed: int
-    jobs: list[CalibrationRun] = []
+    jobs: list[CalibrationRun] = Field(default_factory=list)
     stale: str | None = None
-    benchmarks: list[CalibratedBenchmark] = []
+    benchmarks: list[CalibratedBenchmark] = Field(default_factory=list)
     created: str
     applied: str | None = None
 

@@ -3,7 +3,7 @@ and a job as the server answers it (docs/reference/jobs.md)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import Field
 
@@ -30,7 +30,7 @@ class JobEvent(Answer):
     status: str | None = None
     message: str | None = None
     actor: str | None = None
-    meta: dict[str, Any] = {}
+    meta: dict[str, Any] = Field(default_factory=dict)
     created: str
 
 
@@ -54,7 +54,7 @@ class Job(Answer):
     report: str
     project: str
     spec: Spec | None = None
-    config: dict[str, Any] = {}
+    config: dict[str, Any] = Field(default_factory=dict)
     timeout: int | None = None
     priority: int | None = None
     runner: str | None = None
@@ -64,10 +64,10 @@ class Job(Answer):
     last_heartbeat: str | None = None
     created: str
     modified: str
-    signature: JobSignature = JobSignature()
-    events: list[JobEvent] = []
+    signature: JobSignature = Field(default_factory=JobSignature)
+    events: list[JobEvent] = Field(default_factory=list)
     """Empty (and left out) in a list of jobs."""
-    output: dict[str, Any] = {}
+    output: dict[str, Any] = Field(default_factory=dict)
     """Empty (and left out) until the job has finished."""
 
 
@@ -77,3 +77,21 @@ class JobLogPage(Answer):
     content: str
     next_offset: int
     is_complete: bool
+
+
+class JobLogPiece(Answer):
+    """A ``log`` event of ``.../logs/follow``: a new piece of the log."""
+
+    event: Literal["log"] = "log"
+    offset: int
+    next_offset: int
+    content: str
+
+
+class JobLogEnd(Answer):
+    """The ``end`` event of ``.../logs/follow``: the job has finished and every piece of its
+    log was sent (``status`` ``deleted`` when the job is gone)."""
+
+    event: Literal["end"] = "end"
+    next_offset: int
+    status: str

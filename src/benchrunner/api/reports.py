@@ -10,7 +10,6 @@ from pydantic import ConfigDict, Field
 
 from benchrunner.api.alerts import Alert, BranchDimension, ConfirmationRun, Dimension
 from benchrunner.api.base import Answer, ApiBody
-from benchrunner.api.organizations import Project
 from benchrunner.api.run import MAX_BISECT_RANGE, BisectCommit, BisectImage
 
 
@@ -35,6 +34,21 @@ class ReportSettings(Answer):
     fold: str | None = None
 
 
+class ReportProject(Answer):
+    """The project as a report names it: Bencher's ``JsonProject``."""
+
+    uuid: str
+    name: str
+    slug: str
+    organization: str
+    visibility: str
+    bmf_version: int | None = None
+    url: str | None = None
+    claimed: str | None = None
+    created: str | None = None
+    modified: str | None = None
+
+
 class Report(Answer):
     """A report in Bencher's shape (``JsonReport``): ``results`` per iteration, each a list of
     benchmarks with their measures; the alerts its evaluation raised. ``job``: the runner job
@@ -42,17 +56,17 @@ class Report(Answer):
     confirmation run re-measures."""
 
     uuid: str
-    project: Project
+    project: ReportProject
     branch: BranchDimension
     testbed: Dimension
     adapter: str | None = None
     settings: ReportSettings | None = None
     start_time: str | None = None
     end_time: str | None = None
-    results: list[list[dict[str, Any]]] = []
+    results: list[list[dict[str, Any]]] = Field(default_factory=list)
     error: str | None = None
     noise: dict[str, Any] | None = None
-    alerts: list[Alert] = []
+    alerts: list[Alert] = Field(default_factory=list)
     created: str | None = None
     confirms: str | None = None
     confirmation_runs: list[ConfirmationRun] | None = None

@@ -51,13 +51,15 @@ class Runner(Answer):
     arch: str | None = None
     version: str | None = None
     public_key: str | None = None
-    specs: list[Spec] = []
+    specs: list[Spec] = Field(default_factory=list)
     last_seen_at: str | None = None
+    last_heartbeat_at: str | None = None
+    """``last_seen_at``'s older name."""
+    last_heartbeat: str | None = None
+    """``last_seen_at``'s first name in this API."""
     created: str | None = None
     modified: str | None = None
     archived: str | None = None
-    last_heartbeat_at: str | None = None
-    """``last_seen_at``'s older name."""
 
 
 class CreatedRunner(Runner):

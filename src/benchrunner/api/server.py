@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from pydantic import Field
+
 from benchrunner.api.base import Answer
 
 ArgValue = int | float | bool | str
@@ -34,7 +36,7 @@ class TemplateArg(Answer):
     required: bool
     min: Number | None = None
     max: Number | None = None
-    choices: list[str] = []
+    choices: list[str] = Field(default_factory=list)
     default: ArgValue | None = None
     description: str | None = None
 
@@ -46,4 +48,4 @@ class Template(Answer):
     description: str = ""
     command: list[str]
     timeout: int
-    args: dict[str, TemplateArg] = {}
+    args: dict[str, TemplateArg] = Field(default_factory=dict)

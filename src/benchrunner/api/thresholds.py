@@ -75,10 +75,10 @@ class ThresholdModel(Answer):
     window: int | None = None
     lower_boundary: float | None = None
     upper_boundary: float | None = None
-    max_pvalue: float | None = None
-    min_magnitude: float | None = None
     created: str | None = None
     replaced: str | None = None
+    max_pvalue: float | None = None
+    min_magnitude: float | None = None
 
 
 class Threshold(Answer):

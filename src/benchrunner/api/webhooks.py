@@ -60,7 +60,7 @@ class WebhookDelivery(Answer):
     uuid: str
     event: str
     status: str
-    attempts: list[WebhookAttempt] = []
+    attempts: list[WebhookAttempt] = Field(default_factory=list)
     next_attempt: str | None = None
     created: str
     finished: str | None = None

@@ -277,7 +277,9 @@ def _percent(value: object) -> str:
 
 
 def _precision_row(
-    counts: PrecisionCounts, threshold: str, where: ThresholdPrecision | None = None
+    counts: PrecisionCounts | ThresholdPrecision,
+    threshold: str,
+    where: ThresholdPrecision | None = None,
 ) -> tuple[object, ...]:
     return (
         threshold,

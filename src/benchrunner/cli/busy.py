@@ -14,9 +14,10 @@ from typing import Annotated
 
 import typer
 
+from benchrunner.api.reports import RunAnswer
 from benchrunner.api.run import RunBody
 from benchrunner.cli import output
-from benchrunner.client import ApiError, BenchrunnerClient, JsonObject
+from benchrunner.client import ApiError, BenchrunnerClient
 
 MIN_WAIT = 1.0
 MAX_WAIT = 60.0
@@ -40,7 +41,7 @@ def submit_run(
     *,
     retry_on_busy: bool,
     sleep: Callable[[float], None] = time.sleep,
-) -> JsonObject:
+) -> RunAnswer:
     """``POST /v0/run`` with a fresh idempotency key; with ``retry_on_busy``, a 429 is waited
     out (printing a line per wait) and the same submission sent again. Raises the last
     ``ApiError`` otherwise."""

@@ -10,6 +10,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from benchrunner.api.reports import Report
+
 ALERT_MARK = "ALERT"
 
 
@@ -17,9 +19,9 @@ def _active(alert: object) -> bool:
     return isinstance(alert, Mapping) and (alert.get("status") or "active") == "active"
 
 
-def duet_alerts(report: Mapping[str, Any]) -> int:
+def duet_alerts(report: Report) -> int:
     """The duet's alerts still active (a dismissed or silenced one no longer fails a step)."""
-    duet = report.get("duet") or {}
+    duet = report.duet or {}
     return sum(1 for r in duet.get("results") or [] if _active(r.get("alert")))
 
 

@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
-from typing import Any
 
 from benchrunner.api.jobs import Job
+from benchrunner.api.reports import Report
 from benchrunner.cli import output
 from benchrunner.cli.duet_view import duet_alerts
 from benchrunner.cli.report_format import active_alerts, count_text
 from benchrunner.cli.views import event_line, failure_reason, print_report
-from benchrunner.client import BenchrunnerClient, held_back
+from benchrunner.client import BenchrunnerClient
 
 EXIT_FAILED = 1
 """The job failed, its report has an error, or (with ``--err``) it raised an alert. Bencher's
@@ -19,15 +18,15 @@ CLI also exits 1 for ``--err`` ("Alerts detected"), so CI scripts written for it
 EXIT_INTERRUPTED = 130
 
 
-def report_failure(report: Mapping[str, Any], *, err: bool) -> str | None:
+def report_failure(report: Report, *, err: bool) -> str | None:
     """Why a finished run should fail its CI step: the report's error (an adapter that could
     not read the output), or with ``err`` its active alerts (a duet's included) and those
     still held back for confirmation runs, which may be regressions; None when it passes."""
-    if report.get("error"):
-        return f"report {report.get('uuid')} has an error: {report['error']}"
-    alerts = len(active_alerts(report)) + duet_alerts(report) + held_back(report)
+    if report.error:
+        return f"report {report.uuid} has an error: {report.error}"
+    alerts = len(active_alerts(report)) + duet_alerts(report) + report.held_back
     if err and alerts:
-        return f"{count_text(alerts)} detected in report {report.get('uuid')} (--err)"
+        return f"{count_text(alerts)} detected in report {report.uuid} (--err)"
     return None
 
 
@@ -84,14 +83,14 @@ def follow_job(
         if processed:
             print_report(report)
     if not processed:
-        reason = report.get("error") or failure_reason(final)
+        reason = report.error or failure_reason(final)
         output.error(f"job {job} {final.status}: {reason}")
         output.note(f"its output: benchrunner job output {job} --project {project}")
         return EXIT_FAILED
     failure = report_failure(report, err=err)
     if failure is not None:
         output.error(failure)
-        if report.get("error"):
+        if report.error:
             output.note(f"its output: benchrunner job output {job} --project {project}")
         return EXIT_FAILED
     return 0

@@ -8,12 +8,13 @@ from typing import Annotated, Literal, TypeVar
 import typer
 
 from benchrunner.api.jobs import Job
+from benchrunner.api.reports import RunAnswer
 from benchrunner.cli import output
 from benchrunner.cli.config import project_client
 from benchrunner.cli.log_cmds import print_log
 from benchrunner.cli.options import LIST_PER_PAGE, Host, Json, Page, PerPage, Project, Token
 from benchrunner.cli.views import job_summary, print_job, print_logs
-from benchrunner.client import BenchrunnerClient, JsonObject
+from benchrunner.client import BenchrunnerClient
 
 job_app = typer.Typer(
     help="Jobs of a project: list, inspect, cancel, rerun, read output.", no_args_is_help=True
@@ -145,8 +146,8 @@ def job_rerun(
     """Run a finished job again: a new report and job with the same spec, branch, testbed,
     adapter and settings. A job still in flight cannot be rerun."""
 
-    def say(report: JsonObject) -> None:
-        said = f"job {job} rerun as job {report['job']} (report {report['uuid']})"
+    def say(report: RunAnswer) -> None:
+        said = f"job {job} rerun as job {report.job} (report {report.uuid})"
         output.out().print(said, markup=False)
 
     _job_action(host, token, project, as_json, lambda c, p: c.rerun_job(p, job), say)

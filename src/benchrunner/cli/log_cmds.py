@@ -6,7 +6,7 @@ import json
 import sys
 from collections.abc import Iterator
 
-from benchrunner.api.jobs import JobLogPage
+from benchrunner.api.jobs import JobLogEnd, JobLogPage
 from benchrunner.cli import output
 from benchrunner.client import BenchrunnerClient
 
@@ -35,11 +35,9 @@ def print_log(
     for item in items:
         if as_json:
             sys.stdout.write(json.dumps(output.as_sent(item), ensure_ascii=False) + "\n")
-        elif isinstance(item, JobLogPage):
-            sys.stdout.write(item.content)
-        elif item.get("event") == "end":
+        elif isinstance(item, JobLogEnd):
             sys.stdout.flush()
-            output.note(f"job {job} is {item['status']}")
+            output.note(f"job {job} is {item.status}")
         else:
-            sys.stdout.write(item["content"])
+            sys.stdout.write(item.content)
         sys.stdout.flush()

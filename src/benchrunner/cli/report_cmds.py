@@ -9,13 +9,13 @@ from typing import Annotated
 
 import typer
 
+from benchrunner.api.reports import Report
 from benchrunner.cli import output
 from benchrunner.cli.config import project_client
 from benchrunner.cli.options import Host, Json, Project, Token
 from benchrunner.cli.report_format import active_alerts, comment_markdown
 from benchrunner.cli.samples_format import print_samples
 from benchrunner.cli.views import print_report
-from benchrunner.client import JsonObject
 
 report_app = typer.Typer(
     help="Reports of a project: show one, or write it as a pull-request comment.",
@@ -46,7 +46,7 @@ def report_show(
     with project_client(host, token, project) as (client, project_ref):
         found = client.get_report(project_ref, report, samples=samples)
 
-    def render(shown: JsonObject) -> None:
+    def render(shown: Report) -> None:
         print_report(shown)
         if samples:
             print_samples(shown)

@@ -1,8 +1,8 @@
 """A report's metrics as rows people read: value with units, baseline, change, limits, alert.
 
-Pure formatting over the report JSON of ``POST /v0/run`` and ``GET .../reports/{report}``
-(Bencher's shape). Reports from servers without thresholds have no ``threshold``/``boundary``
-keys and ``"alerts": []``: every missing number shows as ``—``. Used by the terminal table
+Pure formatting over the report of ``POST /v0/run`` and ``GET .../reports/{report}``
+(``api.reports.Report``, Bencher's shape). The metrics of a project without thresholds have no
+``threshold``/``boundary`` keys: every missing number shows as ``—``. Used by the terminal table
 (``views.print_report``) and the pull-request comment (``comment_markdown``).
 """
 
@@ -13,6 +13,10 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
+
+from benchrunner.api.alerts import Alert
+from benchrunner.api.reports import Report, ReportProject
+from benchrunner.api.thresholds import Named
 
 MISSING = "—"
 ALERT = "🚨"
@@ -123,6 +127,8 @@ def alert_cell(alert: AlertMark | None) -> str:
 
 
 def _name(thing: object) -> str:
+    if isinstance(thing, ReportProject | Named):
+        return thing.name or thing.slug or thing.uuid or MISSING
     if isinstance(thing, Mapping):
         return str(thing.get("name") or thing.get("slug") or thing.get("uuid") or MISSING)
     return MISSING if thing is None else str(thing)
@@ -132,31 +138,27 @@ def _mapping(value: object) -> Mapping[str, Any]:
     return value if isinstance(value, Mapping) else {}
 
 
-def _alert_mark(alert: Mapping[str, Any]) -> AlertMark:
-    return AlertMark(str(alert.get("limit") or "?"), str(alert.get("status") or "active"))
+def _alert_mark(alert: Alert) -> AlertMark:
+    return AlertMark(alert.limit or "?", alert.status or "active")
 
 
-def report_alerts(report: Mapping[str, Any]) -> list[Mapping[str, Any]]:
-    return [a for a in report.get("alerts") or [] if isinstance(a, Mapping)]
-
-
-def active_alerts(report: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+def active_alerts(report: Report) -> list[Alert]:
     """Alerts still open: a new report's alerts are all active; older ones may be dismissed."""
-    return [a for a in report_alerts(report) if (a.get("status") or "active") == "active"]
+    return [a for a in report.alerts if (a.status or "active") == "active"]
 
 
-def report_rows(report: Mapping[str, Any]) -> list[MetricRow]:
+def report_rows(report: Report) -> list[MetricRow]:
     """Every metric of every iteration, in the report's order, each with its alert if any.
 
     An alert belongs to the metric with its ``metric.uuid``.
     """
     by_metric = {
-        str(_mapping(a.get("metric")).get("uuid")): a
-        for a in report_alerts(report)
-        if _mapping(a.get("metric")).get("uuid")
+        str(_mapping(a.metric).get("uuid")): a
+        for a in report.alerts
+        if _mapping(a.metric).get("uuid")
     }
     rows = []
-    for iteration, benchmarks in enumerate(report.get("results") or []):
+    for iteration, benchmarks in enumerate(report.results):
         for bench in benchmarks or []:
             for entry in _mapping(bench).get("measures") or []:
                 measure = _mapping(_mapping(entry).get("measure"))
@@ -209,24 +211,23 @@ def row_cells(row: MetricRow) -> tuple[str, ...]:
     )
 
 
-def alert_lines(report: Mapping[str, Any]) -> list[str]:
+def alert_lines(report: Report) -> list[str]:
     """One sentence per alert: which metric crossed which limit and by how much, or, for a
     change point (an alert with ``change``), from which level to which the series stepped.
     """
     rows = {row.metric: row for row in report_rows(report) if row.metric}
-    return [_alert_line(alert, rows) for alert in report_alerts(report)]
+    return [_alert_line(alert, rows) for alert in report.alerts]
 
 
-def _alert_line(alert: Mapping[str, Any], rows: Mapping[str, MetricRow]) -> str:
-    metric = _mapping(alert.get("metric"))
-    boundary = _mapping(alert.get("boundary"))
+def _alert_line(alert: Alert, rows: Mapping[str, MetricRow]) -> str:
+    metric = _mapping(alert.metric)
+    boundary = _mapping(alert.boundary)
     row = rows.get(str(metric.get("uuid")))
-    measure = _mapping(alert.get("measure"))
-    units = row.units if row else str(measure.get("units") or "")
-    name = row.measure if row else (_name(measure) if measure else "")
-    what = " ".join(part for part in (_name(alert.get("benchmark")), name) if part)
+    units = row.units if row else alert.measure.units
+    name = row.measure if row else _name(alert.measure)
+    what = " ".join(part for part in (_name(alert.benchmark), name) if part)
     value = _real(metric.get("value"))
-    change = _mapping(alert.get("change"))
+    change = _mapping(alert.change)
     if change:
         before, after = _real(change.get("before")), _real(change.get("after"))
         line = (
@@ -234,12 +235,12 @@ def _alert_line(alert: Mapping[str, Any], rows: Mapping[str, MetricRow]) -> str:
             f"({format_change(change_percent(after, before))})"
         )
         between = _mapping(change.get("between"))
-        if alert.get("report") and alert.get("report") != alert.get("raised_by"):
-            line += f" at report {alert['report']}"
+        if alert.report and alert.report != alert.raised_by:
+            line += f" at report {alert.report}"
         if between.get("text"):
             line += f", {between['text']}"
     else:
-        limit = str(alert.get("limit") or "?")
+        limit = alert.limit or "?"
         baseline = _real(boundary.get("baseline"))
         line = (
             f"{what}: {with_units(value, units)} is "
@@ -247,29 +248,24 @@ def _alert_line(alert: Mapping[str, Any], rows: Mapping[str, MetricRow]) -> str:
             f"{with_units(boundary.get(f'{limit}_limit'), units)} (baseline "
             f"{with_units(baseline, units)}, {format_change(change_percent(value, baseline))})"
         )
-    status = alert.get("status") or "active"
+    status = alert.status or "active"
     return line if status == "active" else f"{line} [{status}]"
 
 
-def bisect_lines(report: Mapping[str, Any]) -> list[str]:
+def bisect_lines(report: Report) -> list[str]:
     """One sentence per alert whose threshold starts a bisection (docs/how-to/bisect.md):
     the bisection's state, or why none started."""
     lines = []
-    for alert in report_alerts(report):
-        bisect = _mapping(alert.get("bisect"))
-        if not bisect:
+    for alert in report.alerts:
+        bisect = alert.bisect
+        if bisect is None:
             continue
-        what = " ".join(
-            part for part in (_name(alert.get("benchmark")), _name(alert.get("measure"))) if part
-        )
-        state = bisect.get("state")
-        if state == "skipped":
-            lines.append(f"{what}: not bisected: {bisect.get('reason')}")
+        what = " ".join(part for part in (_name(alert.benchmark), _name(alert.measure)) if part)
+        if bisect.state == "skipped":
+            lines.append(f"{what}: not bisected: {bisect.reason}")
         else:
-            lines.append(
-                f"{what}: a bisection {'started' if state == 'started' else 'starts shortly'} "
-                f"(benchrunner alert show {alert.get('uuid')})"
-            )
+            started = "started" if bisect.state == "started" else "starts shortly"
+            lines.append(f"{what}: a bisection {started} (benchrunner alert show {alert.uuid})")
     return lines
 
 
@@ -302,20 +298,19 @@ def _md_row(cells: Iterable[str]) -> str:
     return "| " + " | ".join(cells) + " |"
 
 
-def comment_markdown(report: Mapping[str, Any]) -> str:
+def comment_markdown(report: Report) -> str:
     """A pull-request comment: a heading naming project, branch and testbed, a table of every
     metric (value, change against the baseline, limits, an alert marker) and a summary line."""
-    project = report.get("project")
     heading = (
-        f"### Benchmarks: project {md_code(_name(project))}, "
-        f"branch {md_code(_name(report.get('branch')))}, "
-        f"testbed {md_code(_name(report.get('testbed')))}"
+        f"### Benchmarks: project {md_code(_name(report.project))}, "
+        f"branch {md_code(_name(report.branch))}, "
+        f"testbed {md_code(_name(report.testbed))}"
     )
     lines = [heading, ""]
-    if report.get("uuid"):
-        lines += [f"Report {md_code(str(report['uuid']))}", ""]
-    if report.get("error"):
-        lines += [f"⚠️ The report has an error: {md_code(str(report['error']))}", ""]
+    if report.uuid:
+        lines += [f"Report {md_code(report.uuid)}", ""]
+    if report.error:
+        lines += [f"⚠️ The report has an error: {md_code(report.error)}", ""]
     rows = report_rows(report)
     if rows:
         iterations = several_iterations(rows)

@@ -103,13 +103,6 @@ def _results_file(path: Path) -> str:
         raise ValueError(f"--results {path}: cannot be read: {reason}") from None
 
 
-def _project_ref(project: object) -> str:
-    """The report's ``project``: a UUID string, or Bencher's project object."""
-    if isinstance(project, dict):
-        return str(project.get("slug") or project.get("uuid"))
-    return str(project)
-
-
 def run(
     project: Project = None,
     branch: Branch = None,
@@ -337,8 +330,8 @@ def run(
             side.image = resolve_image(settings, side.image)
     with settings.client() as client:
         report = submit_run(client, body, retry_on_busy=retry_on_busy)
-        job = report.get("job")
-        project_ref = settings.project or _project_ref(report.get("project"))
+        job = report.job
+        project_ref = settings.project or report.project.slug
         if job is None:
             output.show(report, as_json, print_report)
             failure = report_failure(report, err=err)
@@ -350,7 +343,7 @@ def run(
             if as_json:
                 output.print_json(report)
                 return
-            output.out().print(f"job {job} submitted (report {report['uuid']})", markup=False)
+            output.out().print(f"job {job} submitted (report {report.uuid})", markup=False)
             output.note(f"follow it: benchrunner job show {job} --project {project_ref}")
             return
         code = follow_job(client, project_ref, job, wait_timeout, as_json=as_json, err=err)

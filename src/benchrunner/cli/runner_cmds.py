@@ -352,8 +352,7 @@ Organization = Annotated[
 def last_seen(runner: Runner) -> str:
     """When the runner was last heard from: ``last_seen_at``, else an older
     server's ``last_heartbeat_at`` or ``last_heartbeat``."""
-    older = (runner.model_extra or {}).get("last_heartbeat")
-    return output.when(runner.last_seen_at or runner.last_heartbeat_at or older)
+    return output.when(runner.last_seen_at or runner.last_heartbeat_at or runner.last_heartbeat)
 
 
 def _runner_record(runner: Runner) -> None:

@@ -5,19 +5,19 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Mapping
-from typing import Any
 
 from rich.table import Table
 
+from benchrunner.api.reports import Report
 from benchrunner.cli import output
 from benchrunner.cli.report_format import format_number
 
 
-def sample_rows(report: Mapping[str, Any]) -> list[tuple[str, ...]]:
+def sample_rows(report: Report) -> list[tuple[str, ...]]:
     """``(iteration, benchmark, measure, count, min, median, max, values)`` of each measure
     entry that carries ``samples``."""
     rows: list[tuple[str, ...]] = []
-    for iteration in report.get("results") or []:
+    for iteration in report.results:
         for bench in iteration:
             name = str((bench.get("benchmark") or {}).get("name"))
             for entry in bench.get("measures") or []:
@@ -45,7 +45,7 @@ def sample_rows(report: Mapping[str, Any]) -> list[tuple[str, ...]]:
     return rows
 
 
-def print_samples(report: Mapping[str, Any]) -> None:
+def print_samples(report: Report) -> None:
     rows = sample_rows(report)
     if not rows:
         output.note("no samples")

@@ -6,6 +6,7 @@ from rich.table import Table
 from rich.text import Text
 
 from benchrunner.api.jobs import Job, JobEvent
+from benchrunner.api.reports import Report
 from benchrunner.cli import output
 from benchrunner.cli.duet_view import print_duet
 from benchrunner.cli.noise_format import job_noise_line, report_noise_lines
@@ -23,28 +24,27 @@ from benchrunner.cli.report_format import (
 from benchrunner.client import JsonObject
 
 
-def print_report(report: JsonObject) -> None:
+def print_report(report: Report) -> None:
     """The report's metrics as a table (value, baseline, change, limits, alert), then its
     error and its alerts, one line each."""
-    branch = (report.get("branch") or {}).get("name")
-    testbed = (report.get("testbed") or {}).get("name")
+    branch, testbed = report.branch.name, report.testbed.name
     console = output.out()
     console.print(
-        Text(f"report {report.get('uuid')}: branch {branch}, testbed {testbed}", style="bold"),
+        Text(f"report {report.uuid}: branch {branch}, testbed {testbed}", style="bold"),
         soft_wrap=True,
     )
     rows = report_rows(report)
-    duet = report.get("duet")
+    duet = report.duet
     if rows:
         console.print(_metrics_table(rows))
     elif duet is None:
         output.note("no metrics")
     if duet is not None:
         print_duet(console, duet)
-    if report.get("error"):
-        console.print(Text(f"error: {report['error']}", style="red"), soft_wrap=True)
-    noise = report.get("noise")
-    if isinstance(noise, dict):
+    if report.error:
+        console.print(Text(f"error: {report.error}", style="red"), soft_wrap=True)
+    noise = report.noise
+    if noise is not None:
         style = "yellow" if noise.get("verdict") == "noisy" else None
         for line in report_noise_lines(noise):
             console.print(Text(line, style=style or ""), soft_wrap=True)

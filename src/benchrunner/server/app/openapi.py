@@ -14,9 +14,7 @@ module rewrites it once, in one place:
 - the bearer security scheme, required where the operation needs a user and optional (``{}``
   among the alternatives) where it serves anonymous callers too, as its dependencies decide;
 - the registry's token endpoint, which reads its request by hand: its query, form and Basic
-  credentials;
-- an answer documented with an ``api`` answer model (``http.answers``) described by that model
-  alone, not merged with the ``dict[str, Any]`` the route returns.
+  credentials.
 
 The OCI registry under ``/v2/`` answers in the Distribution Spec's own error format and is
 described by that spec, not here: only the routers given to :func:`install` are documented.
@@ -216,8 +214,6 @@ def truthful(generated: dict[str, Any], routes: list[APIRoute]) -> dict[str, Any
             # Before HAND_READ: only what FastAPI declared is validated into a 400.
             statuses = _errors(name, operation, calls)
             operation.update(HAND_READ.get(name, {}))
-            if route is not None and (route.status_code or 200) in route.responses:
-                _only_model(_success(operation))
             if name in _HAND_READ_ANSWERS:
                 _success(operation)["content"] = {
                     "application/json": {"schema": _HAND_READ_ANSWERS[name]}
@@ -275,17 +271,6 @@ def _errors(name: str, operation: dict[str, Any], calls: set[Callable[..., Any]]
 def _success(operation: dict[str, Any]) -> dict[str, Any]:
     responses: dict[str, Any] = operation["responses"]
     return next(v for k, v in responses.items() if k.startswith("2"))
-
-
-def _only_model(success: dict[str, Any]) -> None:
-    """The answer's schema as its documented model's reference (or a list of them), without
-    what FastAPI merged in from the route's return annotation."""
-    content = success.get("content", {}).get("application/json", {})
-    schema = content.get("schema", {})
-    if "$ref" in schema:
-        content["schema"] = {"$ref": schema["$ref"]}
-    elif "$ref" in schema.get("items", {}):
-        content["schema"] = {"type": "array", "items": {"$ref": schema["items"]["$ref"]}}
 
 
 def _error_response(status: int) -> dict[str, Any]:

@@ -1,17 +1,35 @@
-"""How a route documents its answer with an ``api`` answer model: the route still returns the
-JSON its view builds (the wire is the views', with no second serialization), and the OpenAPI
-document describes that answer with the model the client parses it with."""
+"""How a route answers with an ``api`` answer model.
+
+A view builds the answer's JSON; the route returns it as its model (``answered``), which FastAPI
+then sends as the route's ``response_model``. The model is the one the client parses the answer
+with, so a view that drifts from it fails on the server, naming the field, not in a client.
+Routes declare ``response_model_exclude_unset=True`` (``ANSWERED``): the JSON sent holds the
+view's fields and no default the view left out (a job listed without its ``events``), in the
+view's order as long as the model declares its fields in that order (fields it does not name
+come last).
+
+A route on the hot path (``POST /v0/run``) still answers its view as it is: validating a
+report's every metric again would cost CPU on every submission.
+"""
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Iterable, Mapping
+from typing import Any, Final, TypeVar
 
 from pydantic import BaseModel
 
+Model = TypeVar("Model", bound=BaseModel)
 
-def answer(
-    model: type[BaseModel], status: int = 200, *, many: bool = False
-) -> dict[int | str, Any]:
-    """The route's ``responses`` entry: its ``status`` answer is a ``model`` (a list of them
-    with ``many``)."""
-    return {status: {"model": list[model] if many else model}}  # type: ignore[valid-type]
+ANSWERED: Final[dict[str, Any]] = {"response_model_exclude_unset": True}
+"""The route options of a route that returns its answer model."""
+
+
+def answered(model: type[Model], view: Mapping[str, Any]) -> Model:
+    """The view as its answer model."""
+    return model.model_validate(view)
+
+
+def answered_each(model: type[Model], views: Iterable[Mapping[str, Any]]) -> list[Model]:
+    """Each view of a list as its answer model."""
+    return [model.model_validate(view) for view in views]

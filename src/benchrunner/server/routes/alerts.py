@@ -13,7 +13,7 @@ from sqlalchemy.engine import Connection
 from benchrunner.api.alerts import Alert, AlertPrecision, AlertUpdate
 from benchrunner.server.access import project_access
 from benchrunner.server.bisection.views import bisection_summary
-from benchrunner.server.http.answers import answer
+from benchrunner.server.http.answers import ANSWERED, answered, answered_each
 from benchrunner.server.http.errors import conflict, not_found, unauthorized
 from benchrunner.server.processing.webhooks import (
     HELD_BACK,
@@ -38,7 +38,7 @@ def _alert_view(conn: Connection, found: Any) -> dict[str, Any]:
     return alert_view(found, runs)
 
 
-@router.get("/v0/projects/{project}/alerts", responses=answer(Alert, many=True))
+@router.get("/v0/projects/{project}/alerts", **ANSWERED)
 async def list_alerts(
     project: str,
     user: MaybeUser,
@@ -53,7 +53,7 @@ async def list_alerts(
     report: str | None = None,
     verdict: VerdictFilter | None = None,
     direction: Literal["asc", "desc"] = "desc",
-) -> list[dict[str, Any]]:
+) -> list[Alert]:
     """Newest first by default. ``status`` ``pending`` or ``suspected`` lists the alerts held
     back for confirmation runs (left out otherwise); ``report`` is the report whose evaluation
     raised the alerts;
@@ -86,11 +86,11 @@ async def list_alerts(
 
     views, total = await ctx.db.read(unit)
     response.headers["X-Total-Count"] = str(total)
-    return views
+    return answered_each(Alert, views)
 
 
-@router.get("/v0/projects/{project}/alerts/precision", responses=answer(AlertPrecision))
-async def alert_precision(project: str, user: MaybeUser, ctx: Ctx) -> dict[str, Any]:
+@router.get("/v0/projects/{project}/alerts/precision", **ANSWERED)
+async def alert_precision(project: str, user: MaybeUser, ctx: Ctx) -> AlertPrecision:
     """Per threshold and overall: how many alerts were triaged as each verdict, how many are
     untriaged, and the precision, (true_positive + expected) / triaged, or null while no alert
     is triaged."""
@@ -99,7 +99,7 @@ async def alert_precision(project: str, user: MaybeUser, ctx: Ctx) -> dict[str, 
         row = project_access(conn, user, project, write=False)
         return precision_view(row.uuid, alerts.alert_precision(conn, row.id))
 
-    return await ctx.db.read(unit)
+    return answered(AlertPrecision, await ctx.db.read(unit))
 
 
 def _alert(conn: Connection, project_id: int, ref: str) -> Any:
@@ -109,8 +109,8 @@ def _alert(conn: Connection, project_id: int, ref: str) -> Any:
     return found
 
 
-@router.get("/v0/projects/{project}/alerts/{alert}", responses=answer(Alert))
-async def get_alert(project: str, alert: str, user: MaybeUser, ctx: Ctx) -> dict[str, Any]:
+@router.get("/v0/projects/{project}/alerts/{alert}", **ANSWERED)
+async def get_alert(project: str, alert: str, user: MaybeUser, ctx: Ctx) -> Alert:
     """The alert, with the latest bisection started from it (``bisection``: its uuid, state,
     outcome and ``text``; ``pending`` or ``skipped`` with why when its bisect threshold asked
     for one not started; null when none was)."""
@@ -120,13 +120,13 @@ async def get_alert(project: str, alert: str, user: MaybeUser, ctx: Ctx) -> dict
         found = _alert(conn, row.id, alert)
         return {**_alert_view(conn, found), "bisection": bisection_summary(conn, found.id, found)}
 
-    return await ctx.db.read(unit)
+    return answered(Alert, await ctx.db.read(unit))
 
 
-@router.patch("/v0/projects/{project}/alerts/{alert}", responses=answer(Alert))
+@router.patch("/v0/projects/{project}/alerts/{alert}", **ANSWERED)
 async def update_alert(
     project: str, alert: str, body: AlertUpdate, user: MaybeUser, ctx: Ctx
-) -> dict[str, Any]:
+) -> Alert:
     """Set the alert's status: ``dismissed`` (seen, not a regression), ``silenced``, or back
     to ``active``; and/or its verdict: ``true_positive`` (a real regression),
     ``false_positive`` (noise) or ``expected`` (a real, intended change), kept with who set it
@@ -146,4 +146,4 @@ async def update_alert(
             set_alert_verdict(conn, found.id, body.verdict, user.id, ctx.clock.now())
         return _alert_view(conn, _alert(conn, row.id, alert))
 
-    return await ctx.db.write(unit)
+    return answered(Alert, await ctx.db.write(unit))

@@ -14,6 +14,7 @@ from sqlalchemy.engine import Connection
 
 from benchrunner.api.dimensions import BaselineReset, NewBaseline
 from benchrunner.server.access import project_access
+from benchrunner.server.http.answers import ANSWERED, answered
 from benchrunner.server.http.errors import bad_request
 from benchrunner.server.processing.webhooks import emit_alert_event
 from benchrunner.server.routes.deps import Ctx, MaybeUser
@@ -25,12 +26,10 @@ from benchrunner.server.views.resources import iso, named_view
 router = APIRouter(tags=["baselines"])
 
 
-@router.post(
-    "/v0/projects/{project}/baselines", status_code=201, responses={201: {"model": NewBaseline}}
-)
+@router.post("/v0/projects/{project}/baselines", status_code=201, **ANSWERED)
 async def reset_baseline(
     project: str, body: BaselineReset, user: MaybeUser, ctx: Ctx
-) -> dict[str, Any]:
+) -> NewBaseline:
     """The report must be on that branch and testbed. Answers the reset with how many alerts
     it dismissed."""
 
@@ -76,4 +75,4 @@ async def reset_baseline(
             "created": iso(now),
         }
 
-    return await ctx.db.write(unit)
+    return answered(NewBaseline, await ctx.db.write(unit))

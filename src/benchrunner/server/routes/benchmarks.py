@@ -11,6 +11,7 @@ from sqlalchemy.engine import Connection
 
 from benchrunner.api.dimensions import Benchmark, BenchmarkUpdate
 from benchrunner.server.access import project_access
+from benchrunner.server.http.answers import ANSWERED, answered
 from benchrunner.server.routes.deps import Ctx, MaybeUser
 from benchrunner.server.routes.dimensions import add_reads, dimension_view
 from benchrunner.server.store import dimensions
@@ -28,10 +29,10 @@ add_reads(router, "benchmarks", "benchmark", benchmark, Benchmark, benchmark_vie
 
 
 # ``ref:path``: a name may hold "/" (Criterion groups, git branches), sent percent-encoded.
-@router.patch("/v0/projects/{project}/benchmarks/{ref:path}", responses={200: {"model": Benchmark}})
+@router.patch("/v0/projects/{project}/benchmarks/{ref:path}", **ANSWERED)
 async def update_benchmark(
     project: str, ref: str, body: BenchmarkUpdate, user: MaybeUser, ctx: Ctx
-) -> dict[str, Any]:
+) -> Benchmark:
     """Set ``ignored``: members of the project's organization only."""
 
     def unit(conn: Connection) -> dict[str, Any]:
@@ -41,4 +42,4 @@ async def update_benchmark(
             dimensions.benchmark_set_ignored(conn, found.id, body.ignored)
         return benchmark_view(in_project(conn, benchmark, row.id, ref, "benchmark"), row.uuid)
 
-    return await ctx.db.write(unit)
+    return answered(Benchmark, await ctx.db.write(unit))

@@ -14,6 +14,7 @@ from benchrunner.api.bisections import Bisection, BisectionCreate
 from benchrunner.server.access import project_access
 from benchrunner.server.bisection import actions, rows, start
 from benchrunner.server.bisection.views import bisection_view
+from benchrunner.server.http.answers import ANSWERED, answered, answered_each
 from benchrunner.server.routes.deps import Ctx, MaybeUser, Page, Svc, origin_of
 
 router = APIRouter(tags=["bisections"])
@@ -21,18 +22,20 @@ router = APIRouter(tags=["bisections"])
 BISECTIONS = "/v0/projects/{project}/bisections"
 
 
-@router.post(BISECTIONS, status_code=201, responses={201: {"model": Bisection}})
+@router.post(BISECTIONS, status_code=201, **ANSWERED)
 async def create_bisection(
     project: str, body: BisectionCreate, request: Request, user: MaybeUser, ctx: Ctx, services: Svc
-) -> dict[str, Any]:
+) -> Bisection:
     """Start a bisection; its first duet (bad against good) is queued at once."""
-    return await start.start(ctx, services, project, body, user, origin_of(request, user))
+    return answered(
+        Bisection, await start.start(ctx, services, project, body, user, origin_of(request, user))
+    )
 
 
-@router.get(BISECTIONS, responses={200: {"model": list[Bisection]}})
+@router.get(BISECTIONS, **ANSWERED)
 async def list_bisections(
     project: str, user: MaybeUser, ctx: Ctx, response: Response, pages: Page
-) -> list[dict[str, Any]]:
+) -> list[Bisection]:
     """The project's bisections, newest first."""
 
     def unit(conn: Connection) -> list[dict[str, Any]]:
@@ -40,11 +43,11 @@ async def list_bisections(
         listed = rows.bisection_list(conn, found.id, pages.per_page, pages.offset)
         return [bisection_view(conn, b) for b in listed]
 
-    return await ctx.db.read(unit)
+    return answered_each(Bisection, await ctx.db.read(unit))
 
 
-@router.get(BISECTIONS + "/{bisection}", responses={200: {"model": Bisection}})
-async def get_bisection(project: str, bisection: str, user: MaybeUser, ctx: Ctx) -> dict[str, Any]:
+@router.get(BISECTIONS + "/{bisection}", **ANSWERED)
+async def get_bisection(project: str, bisection: str, user: MaybeUser, ctx: Ctx) -> Bisection:
     """The bisection: its state, every step (commit, jobs, ratio against the baseline with its
     interval, verdict) and, once done, the first bad commit or why there is none."""
 
@@ -52,20 +55,20 @@ async def get_bisection(project: str, bisection: str, user: MaybeUser, ctx: Ctx)
         found = project_access(conn, user, project, write=False)
         return bisection_view(conn, actions.bisection_in_project(conn, found.id, bisection))
 
-    return await ctx.db.read(unit)
+    return answered(Bisection, await ctx.db.read(unit))
 
 
-@router.post(BISECTIONS + "/{bisection}/cancel", responses={200: {"model": Bisection}})
+@router.post(BISECTIONS + "/{bisection}/cancel", **ANSWERED)
 async def cancel_bisection(
     project: str, bisection: str, user: MaybeUser, ctx: Ctx, services: Svc
-) -> dict[str, Any]:
+) -> Bisection:
     """Cancel a running bisection and its jobs under way; 409 when it is no longer running."""
-    return await actions.cancel(ctx, services, project, bisection, user)
+    return answered(Bisection, await actions.cancel(ctx, services, project, bisection, user))
 
 
-@router.delete(BISECTIONS + "/{bisection}", responses={200: {"model": Bisection}})
+@router.delete(BISECTIONS + "/{bisection}", **ANSWERED)
 async def delete_bisection(
     project: str, bisection: str, user: MaybeUser, ctx: Ctx, services: Svc
-) -> dict[str, Any]:
+) -> Bisection:
     """Cancel a running bisection, as ``POST .../cancel`` does (it stays listed)."""
-    return await actions.cancel(ctx, services, project, bisection, user)
+    return answered(Bisection, await actions.cancel(ctx, services, project, bisection, user))

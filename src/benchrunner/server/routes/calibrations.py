@@ -12,6 +12,7 @@ from sqlalchemy.engine import Connection
 
 from benchrunner.api.calibrations import AppliedCalibration, Calibration, CalibrationCreate
 from benchrunner.server.access import project_access
+from benchrunner.server.http.answers import ANSWERED, answered, answered_each
 from benchrunner.server.processing import calibration_start
 from benchrunner.server.processing import calibrations as service
 from benchrunner.server.routes.deps import Ctx, MaybeUser, Page, Svc, origin_of
@@ -22,7 +23,7 @@ router = APIRouter(tags=["calibrations"])
 CALIBRATIONS = "/v0/projects/{project}/calibrations"
 
 
-@router.post(CALIBRATIONS, status_code=201, responses={201: {"model": Calibration}})
+@router.post(CALIBRATIONS, status_code=201, **ANSWERED)
 async def create_calibration(
     project: str,
     body: CalibrationCreate,
@@ -30,17 +31,19 @@ async def create_calibration(
     user: MaybeUser,
     ctx: Ctx,
     services: Svc,
-) -> dict[str, Any]:
+) -> Calibration:
     """Queue ``runs`` runs of the job, unchanged (an A/A run), on a branch of their own; when
     they are done the calibration proposes a threshold per benchmark and measure."""
     origin = origin_of(request, user)
-    return await calibration_start.start(ctx, services, project, body, user, origin)
+    return answered(
+        Calibration, await calibration_start.start(ctx, services, project, body, user, origin)
+    )
 
 
-@router.get(CALIBRATIONS, responses={200: {"model": list[Calibration]}})
+@router.get(CALIBRATIONS, **ANSWERED)
 async def list_calibrations(
     project: str, user: MaybeUser, ctx: Ctx, pages: Page, response: Response
-) -> list[dict[str, Any]]:
+) -> list[Calibration]:
     """The project's calibrations, newest first, each with its state and proposal."""
 
     def unit(conn: Connection) -> tuple[list[dict[str, Any]], int]:
@@ -50,13 +53,11 @@ async def list_calibrations(
 
     views, total = await ctx.db.read(unit)
     response.headers["X-Total-Count"] = str(total)
-    return views
+    return answered_each(Calibration, views)
 
 
-@router.get(CALIBRATIONS + "/{calibration}", responses={200: {"model": Calibration}})
-async def get_calibration(
-    project: str, calibration: str, user: MaybeUser, ctx: Ctx
-) -> dict[str, Any]:
+@router.get(CALIBRATIONS + "/{calibration}", **ANSWERED)
+async def get_calibration(project: str, calibration: str, user: MaybeUser, ctx: Ctx) -> Calibration:
     """The calibration: its runs' jobs, its ``state`` (running, done or failed), whether it is
     ``stale``, and per benchmark and measure the runs' mean, spread, the smallest change a
     threshold can catch and the proposed threshold."""
@@ -69,14 +70,16 @@ async def get_calibration(
             )
         )
 
-    return await ctx.db.read(unit)
+    return answered(Calibration, await ctx.db.read(unit))
 
 
-@router.post(CALIBRATIONS + "/{calibration}/apply", responses={200: {"model": AppliedCalibration}})
+@router.post(CALIBRATIONS + "/{calibration}/apply", **ANSWERED)
 async def apply_calibration(
     project: str, calibration: str, user: MaybeUser, ctx: Ctx
-) -> dict[str, Any]:
+) -> AppliedCalibration:
     """Make the proposal the per-benchmark thresholds of the target branch and testbed (a
     threshold that exists gets the proposed model; its earlier models stay in its history).
     409 until the calibration is done."""
-    return await service.apply_in_project(ctx, project, calibration, user)
+    return answered(
+        AppliedCalibration, await service.apply_in_project(ctx, project, calibration, user)
+    )

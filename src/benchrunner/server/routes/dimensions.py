@@ -13,6 +13,7 @@ from sqlalchemy.engine import Connection
 
 from benchrunner.api.dimensions import HistoryDimension
 from benchrunner.server.access import project_access
+from benchrunner.server.http.answers import ANSWERED, answered, answered_each
 from benchrunner.server.routes.deps import Ctx, MaybeUser, Page
 from benchrunner.server.store import dimensions
 from benchrunner.server.views.lookups import in_project
@@ -40,7 +41,7 @@ def add_reads(
     view: View = dimension_view,
 ) -> None:
     """``GET /v0/projects/{project}/<plural>`` (by name; ``name`` filters) and
-    ``GET /v0/projects/{project}/<plural>/{ref}``; ``answer`` documents what they answer."""
+    ``GET /v0/projects/{project}/<plural>/{ref}``, answering ``answer`` models."""
 
     async def list_rows(
         project: str,
@@ -50,7 +51,7 @@ def add_reads(
         pages: Page,
         name: str | None = None,
         direction: Literal["asc", "desc"] = "asc",
-    ) -> list[dict[str, Any]]:
+    ) -> list[HistoryDimension]:
         def unit(conn: Connection) -> tuple[list[dict[str, Any]], int]:
             row = project_access(conn, user, project, write=False)
             found, total = dimensions.dimension_list(
@@ -66,14 +67,14 @@ def add_reads(
 
         views, total = await ctx.db.read(unit)
         response.headers["X-Total-Count"] = str(total)
-        return views
+        return answered_each(answer, views)
 
-    async def get_row(project: str, ref: str, user: MaybeUser, ctx: Ctx) -> dict[str, Any]:
+    async def get_row(project: str, ref: str, user: MaybeUser, ctx: Ctx) -> HistoryDimension:
         def unit(conn: Connection) -> dict[str, Any]:
             row = project_access(conn, user, project, write=False)
             return view(in_project(conn, table, row.id, ref, what), row.uuid)
 
-        return await ctx.db.read(unit)
+        return answered(answer, await ctx.db.read(unit))
 
     router.add_api_route(
         f"/v0/projects/{{project}}/{plural}",
@@ -81,7 +82,8 @@ def add_reads(
         methods=["GET"],
         name=f"list_{plural}",
         summary=f"List a project's {plural}",
-        responses={200: {"model": GenericAlias(list, (answer,))}},
+        response_model=GenericAlias(list, (answer,)),
+        **ANSWERED,
     )
     router.add_api_route(
         # ``ref:path``: a name may hold "/" (git branches, Criterion groups), sent
@@ -91,5 +93,6 @@ def add_reads(
         methods=["GET"],
         name=f"get_{what}",
         summary=f"Read one {what} by UUID, slug or name",
-        responses={200: {"model": answer}},
+        response_model=answer,
+        **ANSWERED,
     )

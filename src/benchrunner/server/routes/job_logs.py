@@ -5,7 +5,7 @@ Both are readable by whoever may read the job (``GET .../jobs/{job}``)."""
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import APIRouter, Query
 from fastapi.responses import StreamingResponse
@@ -14,6 +14,7 @@ from sqlalchemy.engine import Connection
 from benchrunner.api.jobs import JobLogPage
 from benchrunner.core.log_paging import DEFAULT_LIMIT, MAX_LIMIT, MIN_LIMIT, OffsetError
 from benchrunner.server.access import job_access
+from benchrunner.server.http.answers import ANSWERED, answered
 from benchrunner.server.http.errors import bad_request
 from benchrunner.server.http.job_queries import Offset
 from benchrunner.server.logs.job_logs import LogPage, follow, log_page
@@ -22,7 +23,7 @@ from benchrunner.server.routes.deps import Ctx, MaybeUser
 router = APIRouter(tags=["jobs"])
 
 
-@router.get("/v0/projects/{project}/jobs/{job}/logs", responses={200: {"model": JobLogPage}})
+@router.get("/v0/projects/{project}/jobs/{job}/logs", **ANSWERED)
 async def get_job_logs(
     project: str,
     job: str,
@@ -32,7 +33,7 @@ async def get_job_logs(
     limit: Annotated[
         int, Query(ge=MIN_LIMIT, le=MAX_LIMIT, description="most bytes of content returned")
     ] = DEFAULT_LIMIT,
-) -> dict[str, Any]:
+) -> JobLogPage:
     """The job's log (stdout and stderr as they came, redacted) from ``offset``: at most
     ``limit`` bytes of UTF-8 ``content``, never a split character; ``next_offset`` is where the
     next page starts and ``is_complete`` says the job has finished and nothing follows."""
@@ -45,7 +46,7 @@ async def get_job_logs(
             raise bad_request(str(exc)) from None
 
     page = await ctx.db.read(unit)
-    return page.view()
+    return answered(JobLogPage, page.view())
 
 
 @router.get(

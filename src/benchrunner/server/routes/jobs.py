@@ -9,9 +9,11 @@ from fastapi import APIRouter, Request, Response
 from sqlalchemy.engine import Connection
 
 from benchrunner.api.jobs import Job
+from benchrunner.api.reports import RunAnswer
 from benchrunner.server.access import job_access, project_access
 from benchrunner.server.channel.cancels import cancel
 from benchrunner.server.context import ServerContext
+from benchrunner.server.http.answers import ANSWERED, answered, answered_each
 from benchrunner.server.http.job_queries import JobListQuery, job_filter
 from benchrunner.server.processing.outputs import shown_output
 from benchrunner.server.routes.deps import Ctx, Life, MaybeUser, Page, Svc, origin_of
@@ -53,7 +55,7 @@ def _view(found: JobDetail, events: list[Any] | None = None) -> dict[str, Any]:
     )
 
 
-@router.get("/v0/projects/{project}/jobs", responses={200: {"model": list[Job]}})
+@router.get("/v0/projects/{project}/jobs", **ANSWERED)
 async def list_jobs(
     project: str,
     user: MaybeUser,
@@ -61,7 +63,7 @@ async def list_jobs(
     response: Response,
     pages: Page,
     query: JobListQuery,
-) -> list[dict[str, Any]]:
+) -> list[Job]:
     """A page of the project's jobs, filtered, sorted and counted in the database."""
 
     def unit(conn: Connection) -> tuple[list[dict[str, Any]], int]:
@@ -79,27 +81,25 @@ async def list_jobs(
 
     views, total = await ctx.db.read(unit)
     response.headers["X-Total-Count"] = str(total)
-    return views
+    return answered_each(Job, views)
 
 
-@router.get("/v0/projects/{project}/jobs/{job}", responses={200: {"model": Job}})
-async def get_job(project: str, job: str, user: MaybeUser, ctx: Ctx) -> dict[str, Any]:
-    return await full_job_view(ctx, project, job, user)
+@router.get("/v0/projects/{project}/jobs/{job}", **ANSWERED)
+async def get_job(project: str, job: str, user: MaybeUser, ctx: Ctx) -> Job:
+    return answered(Job, await full_job_view(ctx, project, job, user))
 
 
-@router.post("/v0/projects/{project}/jobs/{job}/cancel", responses={200: {"model": Job}})
-async def cancel_job(
-    project: str, job: str, user: MaybeUser, ctx: Ctx, life: Life
-) -> dict[str, Any]:
+@router.post("/v0/projects/{project}/jobs/{job}/cancel", **ANSWERED)
+async def cancel_job(project: str, job: str, user: MaybeUser, ctx: Ctx, life: Life) -> Job:
     await cancel(ctx, life, project, job, user)
-    return await full_job_view(ctx, project, job, user)
+    return answered(Job, await full_job_view(ctx, project, job, user))
 
 
-@router.post("/v0/projects/{project}/jobs/{job}/rerun", status_code=201)
+@router.post("/v0/projects/{project}/jobs/{job}/rerun", status_code=201, **ANSWERED)
 async def rerun_job(
     project: str, job: str, request: Request, user: MaybeUser, ctx: Ctx, services: Svc
-) -> dict[str, Any]:
+) -> RunAnswer:
     """A finished job submitted again: a new report and job with the same config, answered
     as ``POST /v0/run`` answers. 409 while the job is in flight; 429 over a backlog cap."""
     rerun = await submit_rerun(ctx, services, project, job, user, origin_of(request, user))
-    return await ctx.db.read(full_report_view, rerun.report_id, rerun.job_uuid)
+    return answered(RunAnswer, await ctx.db.read(full_report_view, rerun.report_id, rerun.job_uuid))

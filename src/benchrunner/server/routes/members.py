@@ -13,6 +13,7 @@ from sqlalchemy.engine import Connection
 
 from benchrunner.api.organizations import Member, MemberPatch, NewMember
 from benchrunner.server.access import organization_access
+from benchrunner.server.http.answers import ANSWERED, answered, answered_each
 from benchrunner.server.http.errors import conflict, not_found
 from benchrunner.server.routes.deps import Ctx, Page, User, paginate
 from benchrunner.server.store import accounts
@@ -41,28 +42,28 @@ def _keep_a_leader(conn: Connection, org: OrganizationRow, member: MemberRow) ->
         )
 
 
-@router.get(MEMBERS, responses={200: {"model": list[Member]}})
+@router.get(MEMBERS, **ANSWERED)
 async def list_members(
     organization: str, user: User, ctx: Ctx, response: Response, pages: Page
-) -> list[dict[str, Any]]:
+) -> list[Member]:
     def unit(conn: Connection) -> list[dict[str, Any]]:
         org = organization_access(conn, user, organization)
         return [member_view(m) for m in accounts.member_list(conn, org.id)]
 
-    return paginate(response, await ctx.db.read(unit), pages)
+    return answered_each(Member, paginate(response, await ctx.db.read(unit), pages))
 
 
-@router.get(MEMBERS + "/{user}", responses={200: {"model": Member}})
-async def get_member(organization: str, user: str, caller: User, ctx: Ctx) -> dict[str, Any]:
+@router.get(MEMBERS + "/{user}", **ANSWERED)
+async def get_member(organization: str, user: str, caller: User, ctx: Ctx) -> Member:
     def unit(conn: Connection) -> dict[str, Any]:
         org = organization_access(conn, caller, organization)
         return member_view(_member_or_404(conn, org, user))
 
-    return await ctx.db.read(unit)
+    return answered(Member, await ctx.db.read(unit))
 
 
-@router.post(MEMBERS, status_code=201, responses={201: {"model": Member}})
-async def add_member(organization: str, body: NewMember, user: User, ctx: Ctx) -> dict[str, Any]:
+@router.post(MEMBERS, status_code=201, **ANSWERED)
+async def add_member(organization: str, body: NewMember, user: User, ctx: Ctx) -> Member:
     """Add an existing user (a server admin creates users) with a role."""
 
     def unit(conn: Connection) -> dict[str, Any]:
@@ -76,13 +77,13 @@ async def add_member(organization: str, body: NewMember, user: User, ctx: Ctx) -
         assert member is not None  # added in this transaction
         return member_view(member)
 
-    return await ctx.db.write(unit)
+    return answered(Member, await ctx.db.write(unit))
 
 
-@router.patch(MEMBERS + "/{user}", responses={200: {"model": Member}})
+@router.patch(MEMBERS + "/{user}", **ANSWERED)
 async def update_member(
     organization: str, user: str, body: MemberPatch, caller: User, ctx: Ctx
-) -> dict[str, Any]:
+) -> Member:
     def unit(conn: Connection) -> dict[str, Any]:
         org = organization_access(conn, caller, organization, lead=True)
         accounts.organization_lock(conn, org.id)
@@ -92,7 +93,7 @@ async def update_member(
             accounts.member_set_role(conn, org.id, member.user.id, body.role)
         return member_view(_member_or_404(conn, org, user))
 
-    return await ctx.db.write(unit)
+    return answered(Member, await ctx.db.write(unit))
 
 
 @router.delete(MEMBERS + "/{user}", status_code=204)

@@ -14,6 +14,7 @@ from fastapi import APIRouter, Request, Response
 
 from benchrunner.api.runners import CreatedRunner, NewRunner, Runner, RunnerPatch, RunnerToken
 from benchrunner.server.access import organization_access
+from benchrunner.server.http.answers import ANSWERED
 from benchrunner.server.routes.deps import Ctx, Page, Svc, User
 from benchrunner.server.routes.runners import (
     NameFilter,
@@ -37,15 +38,15 @@ async def _scope(ctx: Ctx, user: UserRow, organization: str, *, lead: bool) -> S
     return Scope(org.id)
 
 
-@router.post(RUNNERS, status_code=201, responses={201: {"model": CreatedRunner}})
+@router.post(RUNNERS, status_code=201, **ANSWERED)
 async def create_organization_runner(
     organization: str, body: NewRunner, user: User, ctx: Ctx
-) -> dict[str, Any]:
+) -> CreatedRunner:
     """A runner that claims only this organization's jobs, and its token (shown once)."""
     return await create_in(await _scope(ctx, user, organization, lead=True), body, ctx)
 
 
-@router.get(RUNNERS, responses={200: {"model": list[Runner]}})
+@router.get(RUNNERS, **ANSWERED)
 async def list_organization_runners(
     organization: str,
     user: User,
@@ -54,19 +55,17 @@ async def list_organization_runners(
     pages: Page,
     archived: bool = False,
     name: NameFilter = None,
-) -> list[dict[str, Any]]:
+) -> list[Runner]:
     scope = await _scope(ctx, user, organization, lead=False)
     return await list_in(scope, ctx, response, pages, archived, name)
 
 
-@router.get(RUNNERS + "/{runner}", responses={200: {"model": Runner}})
-async def get_organization_runner(
-    organization: str, runner: str, user: User, ctx: Ctx
-) -> dict[str, Any]:
+@router.get(RUNNERS + "/{runner}", **ANSWERED)
+async def get_organization_runner(organization: str, runner: str, user: User, ctx: Ctx) -> Runner:
     return await get_in(await _scope(ctx, user, organization, lead=False), runner, ctx)
 
 
-@router.patch(RUNNERS + "/{runner}", responses={200: {"model": Runner}})
+@router.patch(RUNNERS + "/{runner}", **ANSWERED)
 async def update_organization_runner(
     organization: str,
     runner: str,
@@ -75,15 +74,15 @@ async def update_organization_runner(
     ctx: Ctx,
     services: Svc,
     request: Request,
-) -> dict[str, Any]:
+) -> Runner:
     scope = await _scope(ctx, user, organization, lead=True)
     return await update_in(scope, runner, body, ctx, services, request)
 
 
-@router.post(RUNNERS + "/{runner}/token", status_code=201, responses={201: {"model": RunnerToken}})
+@router.post(RUNNERS + "/{runner}/token", status_code=201, **ANSWERED)
 async def rotate_organization_runner_token(
     organization: str, runner: str, user: User, ctx: Ctx, request: Request
-) -> dict[str, Any]:
+) -> RunnerToken:
     """A new token in the hex form (docs/decisions/runner-tokens.md); the old one stops working at
     once."""
     scope = await _scope(ctx, user, organization, lead=True)

@@ -10,6 +10,7 @@ from sqlalchemy.engine import Connection
 from benchrunner.api.organizations import NewOrganization, NewProject, Organization, Project
 from benchrunner.core import slugs
 from benchrunner.server.access import organization_access, project_access, require_plan_setter
+from benchrunner.server.http.answers import ANSWERED, answered, answered_each
 from benchrunner.server.routes.deps import Ctx, MaybeUser, Page, User, paginate
 from benchrunner.server.store import accounts
 from benchrunner.server.views.resources import organization_view, project_view
@@ -17,8 +18,8 @@ from benchrunner.server.views.resources import organization_view, project_view
 router = APIRouter(tags=["organizations"])
 
 
-@router.post("/v0/organizations", status_code=201, responses={201: {"model": Organization}})
-async def create_organization(body: NewOrganization, user: User, ctx: Ctx) -> dict[str, Any]:
+@router.post("/v0/organizations", status_code=201, **ANSWERED)
+async def create_organization(body: NewOrganization, user: User, ctx: Ctx) -> Organization:
     require_plan_setter(user, body.plan)
 
     def unit(conn: Connection) -> dict[str, Any]:
@@ -27,42 +28,40 @@ async def create_organization(body: NewOrganization, user: User, ctx: Ctx) -> di
         )
         return organization_view(org, claimed=True)
 
-    return await ctx.db.write(unit)
+    return answered(Organization, await ctx.db.write(unit))
 
 
-@router.get("/v0/organizations", responses={200: {"model": list[Organization]}})
+@router.get("/v0/organizations", **ANSWERED)
 async def list_organizations(
     user: User,
     ctx: Ctx,
     response: Response,
     pages: Page,
-) -> list[dict[str, Any]]:
+) -> list[Organization]:
     def unit(conn: Connection) -> list[dict[str, Any]]:
         return [
             organization_view(o, claimed=accounts.organization_is_claimed(conn, o.id))
             for o in accounts.organization_list_for(conn, user)
         ]
 
-    return paginate(response, await ctx.db.read(unit), pages)
+    return answered_each(Organization, paginate(response, await ctx.db.read(unit), pages))
 
 
-@router.get("/v0/organizations/{organization}", responses={200: {"model": Organization}})
-async def get_organization(organization: str, user: User, ctx: Ctx) -> dict[str, Any]:
+@router.get("/v0/organizations/{organization}", **ANSWERED)
+async def get_organization(organization: str, user: User, ctx: Ctx) -> Organization:
     def unit(conn: Connection) -> dict[str, Any]:
         org = organization_access(conn, user, organization)
         return organization_view(org, claimed=accounts.organization_is_claimed(conn, org.id))
 
-    return await ctx.db.read(unit)
+    return answered(Organization, await ctx.db.read(unit))
 
 
 @router.post(
     "/v0/organizations/{organization}/projects",
     status_code=201,
-    responses={201: {"model": Project}},
+    **ANSWERED,
 )
-async def create_project(
-    organization: str, body: NewProject, user: User, ctx: Ctx
-) -> dict[str, Any]:
+async def create_project(organization: str, body: NewProject, user: User, ctx: Ctx) -> Project:
     wanted = slugs.slugify(body.slug or body.name)
     # Slugs are global, and a private project's may not be told to outsiders: only a server
     # admin, who sees every project, gets the slug as asked (when it is free); anyone else's
@@ -76,29 +75,29 @@ async def create_project(
         )
         return project_view(project, org.uuid)
 
-    return await ctx.db.write(unit)
+    return answered(Project, await ctx.db.write(unit))
 
 
-@router.get("/v0/organizations/{organization}/projects", responses={200: {"model": list[Project]}})
+@router.get("/v0/organizations/{organization}/projects", **ANSWERED)
 async def list_projects(
     organization: str,
     user: User,
     ctx: Ctx,
     response: Response,
     pages: Page,
-) -> list[dict[str, Any]]:
+) -> list[Project]:
     def unit(conn: Connection) -> list[dict[str, Any]]:
         org = organization_access(conn, user, organization)
         return [project_view(p, org.uuid) for p in accounts.project_list(conn, org.id)]
 
-    return paginate(response, await ctx.db.read(unit), pages)
+    return answered_each(Project, paginate(response, await ctx.db.read(unit), pages))
 
 
-@router.get("/v0/projects/{project}", responses={200: {"model": Project}})
-async def get_project(project: str, user: MaybeUser, ctx: Ctx) -> dict[str, Any]:
+@router.get("/v0/projects/{project}", **ANSWERED)
+async def get_project(project: str, user: MaybeUser, ctx: Ctx) -> Project:
     def unit(conn: Connection) -> dict[str, Any]:
         row = project_access(conn, user, project, write=False)
         org = accounts.organization_by_id(conn, row.organization_id)
         return project_view(row, org.uuid)
 
-    return await ctx.db.read(unit)
+    return answered(Project, await ctx.db.read(unit))

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import APIRouter, Form, Request, Response, UploadFile
 
 from benchrunner.api.releases import Release
 from benchrunner.core.releases import CHANNELS, UpdateChannel
 from benchrunner.core.tokens import bearer, is_runner_token
+from benchrunner.server.http.answers import ANSWERED, answered, answered_each
 from benchrunner.server.http.errors import not_found, unauthorized
 from benchrunner.server.routes.deps import Admin, Ctx
 from benchrunner.server.runners import releases
@@ -21,7 +22,7 @@ from benchrunner.server.store import runners
 router = APIRouter(tags=["releases"])
 
 
-@router.post("/v0/server/releases", status_code=201, responses={201: {"model": Release}})
+@router.post("/v0/server/releases", status_code=201, **ANSWERED)
 async def publish_release(
     _admin: Admin,
     ctx: Ctx,
@@ -29,7 +30,7 @@ async def publish_release(
     version: Annotated[str, Form(min_length=1, max_length=64)],
     checksum: Annotated[str, Form(min_length=64, max_length=64, description="SHA-256, hex")],
     wheel: UploadFile,
-) -> dict[str, Any]:
+) -> Release:
     """Publish a runner release: the wheel (multipart field ``wheel``, at most the server's
     request body limit), its version and SHA-256. Linux runners of ``channel`` that announce the
     ``update`` extension are offered it in place of their next job."""
@@ -42,16 +43,16 @@ async def publish_release(
         filename=wheel.filename or "",
         data=data,
     )
-    return releases.release_view(row)
+    return answered(Release, releases.release_view(row))
 
 
-@router.get("/v0/server/releases", responses={200: {"model": list[Release]}})
+@router.get("/v0/server/releases", **ANSWERED)
 async def list_releases(
     _admin: Admin, ctx: Ctx, channel: UpdateChannel | None = None
-) -> list[dict[str, Any]]:
+) -> list[Release]:
     """The published releases, newest first; the first of a channel is the one offered."""
     rows = await ctx.db.read(release_store.release_list, channel)
-    return [releases.release_view(r) for r in rows]
+    return answered_each(Release, [releases.release_view(r) for r in rows])
 
 
 @router.get(

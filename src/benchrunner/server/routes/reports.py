@@ -8,8 +8,9 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Query
 from sqlalchemy.engine import Connection
 
-from benchrunner.api.reports import ReportUpdate
+from benchrunner.api.reports import Report, ReportUpdate
 from benchrunner.server.access import project_access
+from benchrunner.server.http.answers import ANSWERED, answered
 from benchrunner.server.routes.deps import Ctx, MaybeUser, Svc
 from benchrunner.server.store import alerts, reports
 from benchrunner.server.views.lookups import report_in_project
@@ -19,7 +20,7 @@ from benchrunner.server.views.samples import report_samples, with_samples
 router = APIRouter(tags=["reports"])
 
 
-@router.get("/v0/projects/{project}/reports/{report}")
+@router.get("/v0/projects/{project}/reports/{report}", **ANSWERED)
 async def get_report(
     project: str,
     report: str,
@@ -28,20 +29,20 @@ async def get_report(
     samples: Annotated[
         bool, Query(description="include each metric's raw samples (count, min, max, values)")
     ] = False,
-) -> dict[str, Any]:
+) -> Report:
     def unit(conn: Connection) -> dict[str, Any]:
         row = project_access(conn, user, project, write=False)
         report_id = report_in_project(conn, row.id, report)
         view = full_report_view(conn, report_id, with_job=True)
         return with_samples(view, report_samples(conn, report_id)) if samples else view
 
-    return await ctx.db.read(unit)
+    return answered(Report, await ctx.db.read(unit))
 
 
-@router.patch("/v0/projects/{project}/reports/{report}")
+@router.patch("/v0/projects/{project}/reports/{report}", **ANSWERED)
 async def update_report(
     project: str, report: str, body: ReportUpdate, user: MaybeUser, ctx: Ctx, services: Svc
-) -> dict[str, Any]:
+) -> Report:
     """Give the report what a bisection of its alerts needs (docs/how-to/bisect.md): its
     alerts whose bisect threshold's bisection could not start are asked for again."""
 
@@ -56,4 +57,4 @@ async def update_report(
     view, asked = await ctx.db.write(unit)
     if asked:
         services.bisections.changed()
-    return view
+    return answered(Report, view)

@@ -19,6 +19,7 @@ from benchrunner.api.runners import (
 )
 from benchrunner.api.specs import Spec
 from benchrunner.core.signatures import SignatureRefused, public_key, public_key_text
+from benchrunner.server.http.answers import ANSWERED, answered, answered_each
 from benchrunner.server.http.errors import bad_request, not_found
 from benchrunner.server.routes.deps import (
     Admin,
@@ -59,7 +60,7 @@ NameFilter = Annotated[str | None, Query(max_length=64, description="runners wit
 # runner) and an organization's ``/v0/organizations/{organization}/runners`` (its own).
 
 
-async def create_in(scope: Scope, body: NewRunner, ctx: Ctx) -> dict[str, Any]:
+async def create_in(scope: Scope, body: NewRunner, ctx: Ctx) -> CreatedRunner:
     key = checked_public_key(body.public_key)
     created = await runner_admin.create(
         ctx,
@@ -71,12 +72,14 @@ async def create_in(scope: Scope, body: NewRunner, ctx: Ctx) -> dict[str, Any]:
         scope=scope,
     )
     # Bencher answers a new runner's key as ``key``; ours has always been ``token``.
-    return {**created, "key": created["token"]} if body.key_format == "bencher" else created
+    if body.key_format == "bencher":
+        created = {**created, "key": created["token"]}
+    return answered(CreatedRunner, created)
 
 
 async def list_in(
     scope: Scope, ctx: Ctx, response: Response, pages: Page, archived: bool, name: str | None
-) -> list[dict[str, Any]]:
+) -> list[Runner]:
     problem = None if name is None else text_problem(name)
     if problem is not None:
         raise bad_request(f"name {problem}")
@@ -87,16 +90,17 @@ async def list_in(
         )
         return [view_of(conn, r) for r in found]
 
-    return paginate(response, await ctx.db.read(unit), pages)
+    return answered_each(Runner, paginate(response, await ctx.db.read(unit), pages))
 
 
-async def get_in(scope: Scope, runner: str, ctx: Ctx) -> dict[str, Any]:
-    return await ctx.db.read(lambda conn: view_of(conn, runner_or_404(conn, runner, scope)))
+async def get_in(scope: Scope, runner: str, ctx: Ctx) -> Runner:
+    view = await ctx.db.read(lambda conn: view_of(conn, runner_or_404(conn, runner, scope)))
+    return answered(Runner, view)
 
 
 async def update_in(
     scope: Scope, runner: str, body: RunnerPatch, ctx: Ctx, services: Svc, request: Request
-) -> dict[str, Any]:
+) -> Runner:
     changes = RunnerChanges(
         name=body.name,
         slug=body.slug,
@@ -105,12 +109,13 @@ async def update_in(
         public_key=checked_public_key(body.public_key),
         public_key_given="public_key" in body.model_fields_set,
     )
-    return await runner_admin.update(ctx, services, request.app.state.hub, runner, changes, scope)
+    hub = request.app.state.hub
+    return answered(Runner, await runner_admin.update(ctx, services, hub, runner, changes, scope))
 
 
-async def rotate_token_in(scope: Scope, runner: str, ctx: Ctx, request: Request) -> dict[str, Any]:
+async def rotate_token_in(scope: Scope, runner: str, ctx: Ctx, request: Request) -> RunnerToken:
     row, token = await runner_admin.rotate_token(ctx, request.app.state.hub, runner, scope=scope)
-    return {"uuid": str(row.uuid), "token": token}
+    return RunnerToken(uuid=str(row.uuid), token=token)
 
 
 async def rotate_key_in(scope: Scope, runner: str, ctx: Ctx, request: Request) -> dict[str, Any]:
@@ -120,12 +125,12 @@ async def rotate_key_in(scope: Scope, runner: str, ctx: Ctx, request: Request) -
     return {"uuid": str(row.uuid), "key": key}
 
 
-@router.post("/v0/runners", status_code=201, responses={201: {"model": CreatedRunner}})
-async def create_runner(body: NewRunner, _admin: Admin, ctx: Ctx) -> dict[str, Any]:
+@router.post("/v0/runners", status_code=201, **ANSWERED)
+async def create_runner(body: NewRunner, _admin: Admin, ctx: Ctx) -> CreatedRunner:
     return await create_in(EVERY_RUNNER, body, ctx)
 
 
-@router.get("/v0/runners", responses={200: {"model": list[Runner]}})
+@router.get("/v0/runners", **ANSWERED)
 async def list_runners(
     _admin: Admin,
     ctx: Ctx,
@@ -133,24 +138,24 @@ async def list_runners(
     pages: Page,
     archived: bool = False,
     name: NameFilter = None,
-) -> list[dict[str, Any]]:
+) -> list[Runner]:
     return await list_in(EVERY_RUNNER, ctx, response, pages, archived, name)
 
 
-@router.get("/v0/runners/{runner}", responses={200: {"model": Runner}})
-async def get_runner(runner: str, _admin: Admin, ctx: Ctx) -> dict[str, Any]:
+@router.get("/v0/runners/{runner}", **ANSWERED)
+async def get_runner(runner: str, _admin: Admin, ctx: Ctx) -> Runner:
     return await get_in(EVERY_RUNNER, runner, ctx)
 
 
-@router.patch("/v0/runners/{runner}", responses={200: {"model": Runner}})
+@router.patch("/v0/runners/{runner}", **ANSWERED)
 async def update_runner(
     runner: str, body: RunnerPatch, _admin: Admin, ctx: Ctx, services: Svc, request: Request
-) -> dict[str, Any]:
+) -> Runner:
     return await update_in(EVERY_RUNNER, runner, body, ctx, services, request)
 
 
-@router.post("/v0/runners/{runner}/token", status_code=201, responses={201: {"model": RunnerToken}})
-async def rotate_token(runner: str, _admin: Admin, ctx: Ctx, request: Request) -> dict[str, Any]:
+@router.post("/v0/runners/{runner}/token", status_code=201, **ANSWERED)
+async def rotate_token(runner: str, _admin: Admin, ctx: Ctx, request: Request) -> RunnerToken:
     """A new token in the hex form (docs/decisions/runner-tokens.md); the old one stops working at
     once."""
     return await rotate_token_in(EVERY_RUNNER, runner, ctx, request)
@@ -162,19 +167,19 @@ async def rotate_key(runner: str, _admin: Admin, ctx: Ctx, request: Request) -> 
     return await rotate_key_in(EVERY_RUNNER, runner, ctx, request)
 
 
-@router.get("/v0/runners/{runner}/specs", responses={200: {"model": list[Spec]}})
-async def list_runner_specs(runner: str, _admin: Admin, ctx: Ctx) -> list[dict[str, Any]]:
+@router.get("/v0/runners/{runner}/specs", **ANSWERED)
+async def list_runner_specs(runner: str, _admin: Admin, ctx: Ctx) -> list[Spec]:
     def unit(conn: Connection) -> list[dict[str, Any]]:
         row = runner_or_404(conn, runner)
         return [spec_view(s) for s in runners.runner_specs(conn, row.id)]
 
-    return await ctx.db.read(unit)
+    return answered_each(Spec, await ctx.db.read(unit))
 
 
-@router.post("/v0/runners/{runner}/specs", status_code=201, responses={201: {"model": Spec}})
+@router.post("/v0/runners/{runner}/specs", status_code=201, **ANSWERED)
 async def add_runner_spec(
     runner: str, body: SpecRef, _admin: Admin, ctx: Ctx, services: Svc
-) -> dict[str, Any]:
+) -> Spec:
     def unit(conn: Connection) -> dict[str, Any]:
         row = runner_or_404(conn, runner)
         spec = spec_or_404(conn, body.spec)
@@ -183,7 +188,7 @@ async def add_runner_spec(
 
     view = await ctx.db.write(unit)
     services.wakeups.capacity_freed()
-    return view
+    return answered(Spec, view)
 
 
 @router.delete("/v0/runners/{runner}/specs/{spec}", status_code=204)

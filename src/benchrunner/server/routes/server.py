@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Any
 
 from fastapi import APIRouter, Request, Response
-from fastapi.responses import JSONResponse
 
 from benchrunner import __version__
 from benchrunner.api.server import Health, Template
 from benchrunner.server.context import ServerContext
+from benchrunner.server.http.answers import ANSWERED, answered_each
 from benchrunner.server.metrics import CONTENT_TYPE
 from benchrunner.server.routes.deps import Ctx, Svc
 from benchrunner.server.scheduling.wakeups import PostgresWakeups
@@ -46,33 +45,33 @@ def _listening(services: Services) -> bool | None:
 @router.get(
     "/v0/server/health",
     responses={
-        200: {"model": Health},
         503: {
             "model": Health,
             "description": "The database cannot be reached; the same body says so",
         },
     },
+    **ANSWERED,
 )
-async def health(ctx: Ctx, services: Svc, request: Request) -> JSONResponse:
+async def health(ctx: Ctx, services: Svc, request: Request, response: Response) -> Health:
     """This replica's state. ``503`` when the database cannot be reached; ``degraded`` (still
     ``200``) when only the PostgreSQL LISTEN connection is down (wake-ups then wait for the
     safety poll)."""
     stats = await _read_queue(ctx)
     listening = _listening(services)
     status = "unavailable" if stats is None else "degraded" if listening is False else "ok"
-    body: dict[str, Any] = {
-        "status": status,
-        "version": __version__,
-        "replica": ctx.metrics.replica,
-        "engine": ctx.db.capabilities.name,
-        "database_reachable": stats is not None,
-        "listen_connected": listening,
-        "queue": None if stats is None else stats.by_status(),
-        "connected_runners": len(request.app.state.hub.sessions),
-        "waiting_runners": services.dispatcher.waiting,
-        "sweeper_leader": services.sweeper.leader,
-    }
-    return JSONResponse(body, status_code=503 if stats is None else 200)
+    response.status_code = 503 if stats is None else 200
+    return Health(
+        status=status,
+        version=__version__,
+        replica=ctx.metrics.replica,
+        engine=ctx.db.capabilities.name,
+        database_reachable=stats is not None,
+        listen_connected=listening,
+        queue=None if stats is None else stats.by_status(),
+        connected_runners=len(request.app.state.hub.sessions),
+        waiting_runners=services.dispatcher.waiting,
+        sweeper_leader=services.sweeper.leader,
+    )
 
 
 @metrics_router.get("/metrics", include_in_schema=False)
@@ -90,6 +89,6 @@ async def metrics(ctx: Ctx, services: Svc, request: Request) -> Response:
     return Response(found.exposition(), media_type=CONTENT_TYPE)
 
 
-@router.get("/v0/templates", responses={200: {"model": list[Template]}})
-async def list_templates(ctx: Ctx) -> list[dict[str, Any]]:
-    return [t.describe() for t in ctx.templates.all()]
+@router.get("/v0/templates", **ANSWERED)
+async def list_templates(ctx: Ctx) -> list[Template]:
+    return answered_each(Template, [t.describe() for t in ctx.templates.all()])

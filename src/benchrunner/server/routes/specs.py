@@ -8,6 +8,7 @@ from fastapi import APIRouter, Response
 from sqlalchemy.engine import Connection
 
 from benchrunner.api.specs import Spec, SpecBody, SpecPatch
+from benchrunner.server.http.answers import ANSWERED, answered, answered_each
 from benchrunner.server.http.errors import conflict
 from benchrunner.server.routes.deps import Admin, Ctx, Page, paginate
 from benchrunner.server.runners.admin import spec_or_404
@@ -33,8 +34,8 @@ def noise_changes(body: SpecPatch) -> dict[str, Any]:
     return values
 
 
-@router.post("/v0/specs", status_code=201, responses={201: {"model": Spec}})
-async def create_spec(body: SpecBody, _admin: Admin, ctx: Ctx) -> dict[str, Any]:
+@router.post("/v0/specs", status_code=201, **ANSWERED)
+async def create_spec(body: SpecBody, _admin: Admin, ctx: Ctx) -> Spec:
     params = NewSpec(**body.model_dump(exclude={"fallback"}))
 
     def unit(conn: Connection) -> Any:
@@ -45,28 +46,28 @@ async def create_spec(body: SpecBody, _admin: Admin, ctx: Ctx) -> dict[str, Any]
         row = runners.spec_create(conn, params, now)
         return runners.spec_set_fallback(conn, row.id, True, now)
 
-    return spec_view(await ctx.db.write(unit))
+    return answered(Spec, spec_view(await ctx.db.write(unit)))
 
 
-@router.get("/v0/specs", responses={200: {"model": list[Spec]}})
+@router.get("/v0/specs", **ANSWERED)
 async def list_specs(
     _admin: Admin,
     ctx: Ctx,
     response: Response,
     pages: Page,
     archived: bool = False,
-) -> list[dict[str, Any]]:
+) -> list[Spec]:
     rows = await ctx.db.read(lambda conn: runners.spec_list(conn, archived=archived))
-    return paginate(response, [spec_view(r) for r in rows], pages)
+    return answered_each(Spec, paginate(response, [spec_view(r) for r in rows], pages))
 
 
-@router.get("/v0/specs/{spec}", responses={200: {"model": Spec}})
-async def get_spec(spec: str, _admin: Admin, ctx: Ctx) -> dict[str, Any]:
-    return spec_view(await ctx.db.read(spec_or_404, spec))
+@router.get("/v0/specs/{spec}", **ANSWERED)
+async def get_spec(spec: str, _admin: Admin, ctx: Ctx) -> Spec:
+    return answered(Spec, spec_view(await ctx.db.read(spec_or_404, spec)))
 
 
-@router.patch("/v0/specs/{spec}", responses={200: {"model": Spec}})
-async def update_spec(spec: str, body: SpecPatch, _admin: Admin, ctx: Ctx) -> dict[str, Any]:
+@router.patch("/v0/specs/{spec}", **ANSWERED)
+async def update_spec(spec: str, body: SpecPatch, _admin: Admin, ctx: Ctx) -> Spec:
     def unit(conn: Connection) -> Any:
         if body.fallback is not None:
             runners.spec_lock_all(conn)
@@ -92,7 +93,7 @@ async def update_spec(spec: str, body: SpecPatch, _admin: Admin, ctx: Ctx) -> di
             updated = runners.spec_set_fallback(conn, row.id, body.fallback, ctx.clock.now())
         return updated
 
-    return spec_view(await ctx.db.write(unit))
+    return answered(Spec, spec_view(await ctx.db.write(unit)))
 
 
 @router.delete("/v0/specs/{spec}", status_code=204)

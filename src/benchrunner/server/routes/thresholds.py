@@ -21,7 +21,7 @@ from sqlalchemy.engine import Connection
 
 from benchrunner.api.thresholds import Threshold, ThresholdCreate, ThresholdUpdate
 from benchrunner.server.access import project_access
-from benchrunner.server.http.answers import answer
+from benchrunner.server.http.answers import ANSWERED, answered, answered_each
 from benchrunner.server.http.errors import conflict
 from benchrunner.server.http.model_bodies import checked_model
 from benchrunner.server.routes.deps import Ctx, MaybeUser, Page
@@ -39,7 +39,7 @@ def _view(conn: Connection, threshold_id: int, *, history: bool) -> dict[str, An
     return threshold_view(row, thresholds.current_model(conn, threshold_id), models)
 
 
-@router.get("/v0/projects/{project}/thresholds", responses=answer(Threshold, many=True))
+@router.get("/v0/projects/{project}/thresholds", **ANSWERED)
 async def list_thresholds(
     project: str,
     user: MaybeUser,
@@ -51,7 +51,7 @@ async def list_thresholds(
     measure_ref: Annotated[str | None, Query(alias="measure")] = None,
     benchmark_ref: Annotated[str | None, Query(alias="benchmark")] = None,
     direction: Literal["asc", "desc"] = "asc",
-) -> list[dict[str, Any]]:
+) -> list[Threshold]:
     """Filters name a branch, testbed, measure or benchmark by UUID, slug or name."""
 
     def unit(conn: Connection) -> tuple[list[dict[str, Any]], int]:
@@ -76,13 +76,13 @@ async def list_thresholds(
 
     views, total = await ctx.db.read(unit)
     response.headers["X-Total-Count"] = str(total)
-    return views
+    return answered_each(Threshold, views)
 
 
-@router.post("/v0/projects/{project}/thresholds", status_code=201, responses=answer(Threshold, 201))
+@router.post("/v0/projects/{project}/thresholds", status_code=201, **ANSWERED)
 async def create_threshold(
     project: str, body: ThresholdCreate, user: MaybeUser, ctx: Ctx
-) -> dict[str, Any]:
+) -> Threshold:
     """409 when the branch/testbed/measure (/benchmark) has a threshold already: update
     that one's model instead."""
     model = checked_model(body, "threshold")
@@ -116,11 +116,11 @@ async def create_threshold(
             raise conflict("a threshold for this series was created meanwhile")
         return _view(conn, threshold_id, history=True)
 
-    return await ctx.db.write(unit)
+    return answered(Threshold, await ctx.db.write(unit))
 
 
-@router.get("/v0/projects/{project}/thresholds/{threshold}", responses=answer(Threshold))
-async def get_threshold(project: str, threshold: str, user: MaybeUser, ctx: Ctx) -> dict[str, Any]:
+@router.get("/v0/projects/{project}/thresholds/{threshold}", **ANSWERED)
+async def get_threshold(project: str, threshold: str, user: MaybeUser, ctx: Ctx) -> Threshold:
     """The threshold with its current ``model`` and ``models``: every model it has had,
     newest first (``replaced`` says when each stopped being current)."""
 
@@ -128,13 +128,13 @@ async def get_threshold(project: str, threshold: str, user: MaybeUser, ctx: Ctx)
         row = project_access(conn, user, project, write=False)
         return _view(conn, threshold_in_project(conn, row.id, threshold).id, history=True)
 
-    return await ctx.db.read(unit)
+    return answered(Threshold, await ctx.db.read(unit))
 
 
-@router.put("/v0/projects/{project}/thresholds/{threshold}", responses=answer(Threshold))
+@router.put("/v0/projects/{project}/thresholds/{threshold}", **ANSWERED)
 async def update_threshold(
     project: str, threshold: str, body: ThresholdUpdate, user: MaybeUser, ctx: Ctx
-) -> dict[str, Any]:
+) -> Threshold:
     """Replace the threshold's model (the same model again changes nothing), and set
     ``alert_when_noisy``, ``confirm`` and ``bisect`` when given."""
     model = checked_model(body, "threshold")
@@ -154,7 +154,7 @@ async def update_threshold(
         )
         return _view(conn, threshold_id, history=True)
 
-    return await ctx.db.write(unit)
+    return answered(Threshold, await ctx.db.write(unit))
 
 
 @router.delete("/v0/projects/{project}/thresholds/{threshold}", status_code=204)

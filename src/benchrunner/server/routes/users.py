@@ -16,6 +16,7 @@ from benchrunner.api.users import CreatedToken, NewToken, NewUser, Token
 from benchrunner.api.users import User as UserAnswer
 from benchrunner.core import passwords
 from benchrunner.server.access import user_access
+from benchrunner.server.http.answers import ANSWERED, answered, answered_each
 from benchrunner.server.http.errors import bad_request, conflict, not_found
 from benchrunner.server.routes.deps import Admin, Ctx, Page, User, paginate
 from benchrunner.server.store import accounts
@@ -24,8 +25,8 @@ from benchrunner.server.views.resources import token_view, user_view
 router = APIRouter(tags=["users"])
 
 
-@router.post("/v0/users", status_code=201, responses={201: {"model": UserAnswer}})
-async def create_user(body: NewUser, _admin: Admin, ctx: Ctx) -> dict[str, Any]:
+@router.post("/v0/users", status_code=201, **ANSWERED)
+async def create_user(body: NewUser, _admin: Admin, ctx: Ctx) -> UserAnswer:
     password_hash = None
     if body.password is not None:
         try:
@@ -46,26 +47,26 @@ async def create_user(body: NewUser, _admin: Admin, ctx: Ctx) -> dict[str, Any]:
             raise conflict(f"a user with email {body.email!r} exists")
         return user_view(user)
 
-    return await ctx.db.write(unit)
+    return answered(UserAnswer, await ctx.db.write(unit))
 
 
-@router.get("/v0/users", responses={200: {"model": list[UserAnswer]}})
-async def list_users(
-    _admin: Admin, ctx: Ctx, response: Response, pages: Page
-) -> list[dict[str, Any]]:
+@router.get("/v0/users", **ANSWERED)
+async def list_users(_admin: Admin, ctx: Ctx, response: Response, pages: Page) -> list[UserAnswer]:
     def unit(conn: Connection) -> list[dict[str, Any]]:
         return [user_view(u) for u in accounts.user_list(conn)]
 
-    return paginate(response, await ctx.db.read(unit), pages)
+    return answered_each(UserAnswer, paginate(response, await ctx.db.read(unit), pages))
 
 
-@router.get("/v0/users/{user}", responses={200: {"model": UserAnswer}})
-async def get_user(user: str, caller: User, ctx: Ctx) -> dict[str, Any]:
-    return await ctx.db.read(lambda conn: user_view(user_access(conn, caller, user)))
+@router.get("/v0/users/{user}", **ANSWERED)
+async def get_user(user: str, caller: User, ctx: Ctx) -> UserAnswer:
+    return answered(
+        UserAnswer, await ctx.db.read(lambda conn: user_view(user_access(conn, caller, user)))
+    )
 
 
-@router.post("/v0/users/{user}/tokens", status_code=201, responses={201: {"model": CreatedToken}})
-async def create_token(user: str, body: NewToken, caller: User, ctx: Ctx) -> dict[str, Any]:
+@router.post("/v0/users/{user}/tokens", status_code=201, **ANSWERED)
+async def create_token(user: str, body: NewToken, caller: User, ctx: Ctx) -> CreatedToken:
     """A new API token: the answer's ``token`` is shown this once (only its hash is kept)."""
 
     def unit(conn: Connection) -> dict[str, Any]:
@@ -77,10 +78,10 @@ async def create_token(user: str, body: NewToken, caller: User, ctx: Ctx) -> dic
         )
         return {**token_view(row), "token": token}
 
-    return await ctx.db.write(unit)
+    return answered(CreatedToken, await ctx.db.write(unit))
 
 
-@router.get("/v0/users/{user}/tokens", responses={200: {"model": list[Token]}})
+@router.get("/v0/users/{user}/tokens", **ANSWERED)
 async def list_tokens(
     user: str,
     caller: User,
@@ -90,16 +91,16 @@ async def list_tokens(
     revoked: Annotated[
         bool, Query(description="list the revoked tokens instead of the others")
     ] = False,
-) -> list[dict[str, Any]]:
+) -> list[Token]:
     def unit(conn: Connection) -> list[dict[str, Any]]:
         owner = user_access(conn, caller, user)
         return [token_view(t) for t in accounts.api_token_list(conn, owner.id, revoked=revoked)]
 
-    return paginate(response, await ctx.db.read(unit), pages)
+    return answered_each(Token, paginate(response, await ctx.db.read(unit), pages))
 
 
-@router.get("/v0/users/{user}/tokens/{token}", responses={200: {"model": Token}})
-async def get_token(user: str, token: UUID, caller: User, ctx: Ctx) -> dict[str, Any]:
+@router.get("/v0/users/{user}/tokens/{token}", **ANSWERED)
+async def get_token(user: str, token: UUID, caller: User, ctx: Ctx) -> Token:
     def unit(conn: Connection) -> dict[str, Any]:
         owner = user_access(conn, caller, user)
         found = accounts.api_token_get(conn, owner.id, token)
@@ -107,7 +108,7 @@ async def get_token(user: str, token: UUID, caller: User, ctx: Ctx) -> dict[str,
             raise not_found("token", str(token))
         return token_view(found)
 
-    return await ctx.db.read(unit)
+    return answered(Token, await ctx.db.read(unit))
 
 
 @router.delete("/v0/users/{user}/tokens/{token}", status_code=204)

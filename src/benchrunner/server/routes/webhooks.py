@@ -13,6 +13,7 @@ from sqlalchemy.engine import Connection
 
 from benchrunner.api.webhooks import CreatedWebhook, Webhook, WebhookCreate, WebhookDelivery
 from benchrunner.server.access import members_project
+from benchrunner.server.http.answers import ANSWERED, answered, answered_each
 from benchrunner.server.http.errors import bad_request, not_found
 from benchrunner.server.processing.webhooks import UnsafeUrl, check_url
 from benchrunner.server.routes.deps import Ctx, MaybeUser, Page
@@ -49,10 +50,10 @@ def _webhook(conn: Connection, project_id: int, ref: str) -> Any:
     return found
 
 
-@router.post(WEBHOOKS, status_code=201, responses={201: {"model": CreatedWebhook}})
+@router.post(WEBHOOKS, status_code=201, **ANSWERED)
 async def create_webhook(
     project: str, body: WebhookCreate, user: MaybeUser, ctx: Ctx
-) -> dict[str, Any]:
+) -> CreatedWebhook:
     """Register a webhook. The answer carries its ``secret`` (the one given, or a generated
     one): it is never shown again."""
     try:
@@ -69,29 +70,29 @@ async def create_webhook(
         )
         return webhook_view(created, row.uuid, secret)
 
-    return await ctx.db.write(unit)
+    return answered(CreatedWebhook, await ctx.db.write(unit))
 
 
-@router.get(WEBHOOKS, responses={200: {"model": list[Webhook]}})
-async def list_webhooks(project: str, user: MaybeUser, ctx: Ctx) -> list[dict[str, Any]]:
+@router.get(WEBHOOKS, **ANSWERED)
+async def list_webhooks(project: str, user: MaybeUser, ctx: Ctx) -> list[Webhook]:
     """The project's webhooks, oldest first, without their secrets."""
 
     def unit(conn: Connection) -> list[dict[str, Any]]:
         row = members_project(conn, user, project, SIGN_IN_TO)
         return [webhook_view(w, row.uuid) for w in webhooks.webhook_list(conn, row.id)]
 
-    return await ctx.db.read(unit)
+    return answered_each(Webhook, await ctx.db.read(unit))
 
 
-@router.get(WEBHOOKS + "/{webhook}", responses={200: {"model": Webhook}})
-async def get_webhook(project: str, webhook: str, user: MaybeUser, ctx: Ctx) -> dict[str, Any]:
+@router.get(WEBHOOKS + "/{webhook}", **ANSWERED)
+async def get_webhook(project: str, webhook: str, user: MaybeUser, ctx: Ctx) -> Webhook:
     """One webhook, without its secret."""
 
     def unit(conn: Connection) -> dict[str, Any]:
         row = members_project(conn, user, project, SIGN_IN_TO)
         return webhook_view(_webhook(conn, row.id, webhook), row.uuid)
 
-    return await ctx.db.read(unit)
+    return answered(Webhook, await ctx.db.read(unit))
 
 
 @router.delete(WEBHOOKS + "/{webhook}", status_code=204)
@@ -127,10 +128,10 @@ def delivery_view(row: Any, attempts: list[Any]) -> dict[str, Any]:
     }
 
 
-@router.get(WEBHOOKS + "/{webhook}/deliveries", responses={200: {"model": list[WebhookDelivery]}})
+@router.get(WEBHOOKS + "/{webhook}/deliveries", **ANSWERED)
 async def list_deliveries(
     project: str, webhook: str, user: MaybeUser, ctx: Ctx, response: Response, pages: Page
-) -> list[dict[str, Any]]:
+) -> list[WebhookDelivery]:
     """The webhook's deliveries, newest first, each with its attempts (when, the answer's
     status code or the error, how long it took)."""
 
@@ -145,4 +146,4 @@ async def list_deliveries(
 
     views, total = await ctx.db.read(unit)
     response.headers["X-Total-Count"] = str(total)
-    return views
+    return answered_each(WebhookDelivery, views)
