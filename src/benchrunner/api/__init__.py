@@ -3,6 +3,6 @@ requests with them), the client (which builds requests and parses answers with t
 CLI (which reads the answers' typed fields). The channel's messages are ``protocol``'s.
 
 Request models (``base.ApiBody``) refuse text the stores cannot keep; those that refuse unknown
-fields say ``extra="forbid"``. Answer models (``base.Answer``) ignore fields they do not name,
-so a client reads a newer server's answers.
+fields say ``extra="forbid"``. Answer models (``base.Answer``) keep fields they do not name (a
+server sends them after the named ones), so a client reads a newer server's answers.
 """

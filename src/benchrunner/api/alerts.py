@@ -71,10 +71,11 @@ class Alert(Answer):
     """An alert. ``report`` is the report of the metric it is on, ``raised_by`` the report
     whose evaluation raised it; ``kind`` ``boundary`` or ``duet`` (``value`` is then the
     contender/baseline ratio, ``metric`` and ``boundary`` null). ``bisection`` only in a read of
-    one alert."""
+    one alert. ``kind`` and ``verdict`` are read as any string, so that a client reads a newer
+    server's alert of a kind or verdict it does not know (``Verdict`` lists today's)."""
 
     uuid: str
-    kind: Literal["boundary", "duet"] = "boundary"
+    kind: str = "boundary"
     report: str
     raised_by: str | None = None
     iteration: int | None = 0
@@ -94,7 +95,7 @@ class Alert(Answer):
     change: dict[str, Any] | None = None
     created: str | None = None
     modified: str | None = None
-    verdict: Verdict | None = None
+    verdict: str | None = None
     verdict_by: Named | None = None
     verdict_at: str | None = None
     confirmation: Confirmation | None = None

@@ -74,9 +74,12 @@ class Job(Answer):
 class JobLogPage(Answer):
     """A page of a job's live log."""
 
-    content: str
+    job_id: str
+    offset: int
     next_offset: int
     is_complete: bool
+    content: str
+    redaction_version: int
 
 
 class JobLogPiece(Answer):

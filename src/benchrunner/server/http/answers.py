@@ -2,7 +2,9 @@
 
 A view builds the answer's JSON; the route returns it as its model (``answered``), which FastAPI
 then sends as the route's ``response_model``. The model is the one the client parses the answer
-with, so a view that drifts from it fails on the server, naming the field, not in a client.
+with, so a view that leaves out a field it requires, or gives one of another type, fails on
+the server, naming the field, not in a client (a key the model does not name is sent as it
+is, after the named ones: ``base.Answer`` keeps them).
 Routes declare ``response_model_exclude_unset=True`` (``ANSWERED``): the JSON sent holds the
 view's fields and no default the view left out (a job listed without its ``events``), in the
 view's order as long as the model declares its fields in that order (fields it does not name
