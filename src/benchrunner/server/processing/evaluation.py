@@ -190,15 +190,7 @@ def threshold_series(
     (reports), so it reads ``points_per_run`` (the judged report's iterations) points per run
     and one run more, which ``sample_evaluation`` cuts to whole runs."""
     wanted = threshold_wanted(row, t, benchmark_ids, cutoff, points_per_run)
-    return history.series_history(
-        conn,
-        history.scope_of(row),
-        wanted.measure_id,
-        wanted.benchmark_ids,
-        since=wanted.since,
-        max_samples=wanted.max_samples,
-        reads=reads,
-    )
+    return history.wanted_history(conn, history.scope_of(row), wanted, reads)
 
 
 def threshold_wanted(

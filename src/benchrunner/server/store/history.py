@@ -442,6 +442,21 @@ class Wanted:
     max_samples: int | None
 
 
+def wanted_history(
+    conn: Connection, scope: Scope, wanted: Wanted, reads: SeriesReads | None
+) -> dict[int, Series]:
+    """``series_history`` of what ``wanted`` names."""
+    return series_history(
+        conn,
+        scope,
+        wanted.measure_id,
+        wanted.benchmark_ids,
+        since=wanted.since,
+        max_samples=wanted.max_samples,
+        reads=reads,
+    )
+
+
 _MEASURES_PER_REPORT = (
     sa.select(metric.c.measure_id, sa.func.count())
     .where(
@@ -483,15 +498,7 @@ def read_together(
     for (since, max_samples), together in groups.items():
         alone += _read_group(conn, scope, since, max_samples, together, reads)
     for w in alone:
-        series_history(
-            conn,
-            scope,
-            w.measure_id,
-            w.benchmark_ids,
-            since=w.since,
-            max_samples=w.max_samples,
-            reads=reads,
-        )
+        wanted_history(conn, scope, w, reads)
 
 
 def _read_group(
