@@ -477,14 +477,15 @@ class LongFigures:
     database: float | None
     runners: float
     server_idle: float
-    """The server's CPU milliseconds per minute with its runners waiting and no job: what it
-    costs while nothing runs, part of ``server``."""
+    """The server's CPU milliseconds per minute of wall time with its runners waiting and no
+    job, measured before the jobs: what it costs while nothing runs, which it keeps spending
+    while jobs run (so over the jobs' phase part of ``server``, in other units)."""
 
 
 IDLE_SECONDS = 10.0
 """How long the idle server is measured before the jobs, after as long again for the work of
-its start (its first housekeeping passes, loading what its first requests need) to end: about
-60 ms of CPU a second for the first 10 s after it is ready, then about 2 (SQLite, load 14)."""
+its start (its first housekeeping passes, loading what its first requests need) to end, which
+costs several times its idle CPU in the first seconds after it is ready."""
 
 
 def run_long(engine: str, workers: int, jobs: int, seconds: int) -> LongFigures:

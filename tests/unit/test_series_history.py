@@ -274,16 +274,16 @@ def _second_measure(
     return measure_id, second
 
 
-@pytest.mark.parametrize("packed_reports", [None, 2])
+@pytest.mark.parametrize("packed_rows", [None, 1])
 def test_histories_read_together_are_those_read_one_by_one(
-    database_url: str, packed_reports: int | None, monkeypatch: pytest.MonkeyPatch
+    database_url: str, packed_rows: int | None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The histories of several measures, benchmarks, windows and sample sizes read together
     (``read_together``) are each what ``series_history`` reads, and are then taken from the
     reads without a statement: the few benchmarks and the whole series too, read one by
-    one. With ``packed_reports``, PostgreSQL's packed values hold that many reports each."""
-    if packed_reports is not None:
-        monkeypatch.setattr(history, "PACKED_REPORTS", packed_reports)
+    one. With ``packed_rows`` 1, PostgreSQL's packed values hold one report each."""
+    if packed_rows is not None:
+        monkeypatch.setattr(history, "PACKED_ROWS", packed_rows)
     postgresql = database_url.startswith("postgresql")
     with_schema(database_url)
     engine = make_engine(database_url, writer=True)
@@ -322,7 +322,7 @@ def test_histories_read_together_are_those_read_one_by_one(
                         for s in statements
                         if "string_agg" in s or s.startswith("SELECT metric.measure_id, metric.b")
                     ]
-                    if packed_reports is not None and postgresql:
+                    if packed_rows is not None and postgresql:
                         most_statements = max(most_statements, len(together))
                     else:
                         assert len(together) == 1  # every measure's in one statement
@@ -340,7 +340,7 @@ def test_histories_read_together_are_those_read_one_by_one(
                     assert statements == []  # all taken from the reads
                     sa.event.remove(engine, "before_cursor_execute", count)
             assert checked > 500  # the histories are not all empty
-            if packed_reports is not None and postgresql:
-                assert most_statements > 1  # the reports read a few at a time
+            if packed_rows is not None and postgresql:
+                assert most_statements > 1  # the reports read one at a time
     finally:
         engine.dispose()

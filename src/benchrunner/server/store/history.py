@@ -532,7 +532,9 @@ def _read_group(
         (whole if most else alone).append(w)
     if not whole:
         return alone
-    columns = _measures_rows(conn, recent, sorted({w.measure_id for w in whole}))
+    whole_measures = sorted({w.measure_id for w in whole})
+    per_report = sum(counted.get(m, 0) for m in whole_measures) / len(sampled)
+    columns = _measures_rows(conn, recent, whole_measures, per_report)
     ranks = _ranks(columns["r"], recent)
     # by measure, then benchmark, then oldest first: the report's rank falling, the metric's
     # id rising
@@ -554,12 +556,14 @@ def _read_group(
     return alone
 
 
-def _measures_rows(conn: Connection, recent: list[int], measure_ids: list[int]) -> NDArray[Any]:
-    """The metrics of ``measure_ids`` in the reports ``recent`` (``_ROW_OF_MEASURE``): on
-    PostgreSQL packed into one value of fixed-size records that NumPy reads as they are; on
-    SQLite the driver's rows, straight from its cursor."""
+def _measures_rows(
+    conn: Connection, recent: list[int], measure_ids: list[int], per_report: float
+) -> NDArray[Any]:
+    """The metrics of ``measure_ids`` in the reports ``recent`` (``_ROW_OF_MEASURE``), about
+    ``per_report`` a report: on PostgreSQL packed into values of fixed-size records that NumPy
+    reads as they are; on SQLite the driver's rows, straight from its cursor."""
     if conn.dialect.name == "postgresql":
-        return _packed_rows(conn, recent, measure_ids)
+        return _packed_rows(conn, recent, measure_ids, per_report)
     params = {"report_ids": recent, "measure_ids": measure_ids}
     result = conn.execute(_ALL_MEASURES_AMONG, params)
     try:
@@ -602,19 +606,26 @@ form, 40 bytes a row (``_PACKED_ROW``)."""
 _PACKED_ROW = np.dtype([("measure", ">i8"), ("b", ">i8"), ("m", ">i8"), ("v", ">f8"), ("r", ">i8")])
 
 
-PACKED_REPORTS = 256
-"""Reports one packed value holds at most: 256 reports of 3,000 metrics are about 30 MB, where
-PostgreSQL holds a value whole in memory and refuses one past 1 GB (a samples threshold's
-history can span thousands of reports)."""
+PACKED_ROWS = 1_000_000
+"""Rows one packed value is sized for: 40 MB, where PostgreSQL holds a value whole in memory and
+refuses one past 1 GB (a samples threshold's history can span thousands of reports, a report
+thousands of metrics)."""
 
 
-def _packed_rows(conn: Connection, recent: list[int], measure_ids: list[int]) -> NDArray[Any]:
+def _packed_rows(
+    conn: Connection, recent: list[int], measure_ids: list[int], per_report: float
+) -> NDArray[Any]:
     """``_measures_rows`` on PostgreSQL: no Python object per row or value (the driver makes
-    one per row of a result, and one per element of an array); one statement per
-    ``PACKED_REPORTS`` reports."""
+    one per row of a result, and one per element of an array); one statement per as many
+    reports as ``PACKED_ROWS`` allows at ``per_report`` rows each (the newest reports'
+    average: a budget 27 times under the limit leaves room for larger older ones)."""
+    reports_a_value = max(1, int(PACKED_ROWS // max(per_report, 1.0)))
     parts = []
-    for start in range(0, len(recent), PACKED_REPORTS):
-        params = {"report_ids": recent[start : start + PACKED_REPORTS], "measure_ids": measure_ids}
+    for start in range(0, len(recent), reports_a_value):
+        params = {
+            "report_ids": recent[start : start + reports_a_value],
+            "measure_ids": measure_ids,
+        }
         packed = conn.execute(_PACKED, params).scalar()
         if packed is not None:
             parts.append(np.frombuffer(packed, dtype=_PACKED_ROW))
