@@ -19,6 +19,7 @@ import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql
 from sqlalchemy.engine import Connection
 
+from benchrunner.server.store import capabilities
 from benchrunner.server.store.conflicts import insert_or_skip
 from benchrunner.server.store.listing import page_of, where_given
 from benchrunner.server.store.tables import (
@@ -141,7 +142,7 @@ def boundaries_put(conn: Connection, rows: Sequence[NewBoundary]) -> list[int]:
         return []
     found: dict[int, int] = {}
     insert = insert_or_skip(conn, boundary, ("metric_id",))
-    if conn.dialect.name == "postgresql":
+    if capabilities.of(conn).bulk_arrays:
         names = [name for name, _ in _BOUNDARY_COLUMNS]
         statement = insert.from_select(names, _GIVEN_ROWS).returning(
             boundary.c.metric_id, boundary.c.id

@@ -51,6 +51,11 @@ class Capabilities:
     """``ALTER TABLE`` of a column's type or constraints rebuilds the table (SQLite): the
     migrations run in Alembic's batch mode, with foreign keys off around them, so that dropping
     the old copy deletes no referencing row."""
+    bulk_arrays: bool
+    """Many rows cross in one value a column: sent as arrays that a statement unnests (the
+    judgment's boundaries), read back packed in each column's binary form (``history``'s
+    reads), where the driver would make a Python object per row (PostgreSQL). SQLite's driver
+    runs in the process, where a row costs no round trip."""
 
 
 SQLITE = Capabilities(
@@ -62,6 +67,7 @@ SQLITE = Capabilities(
     analyze_by_hand=True,
     notifies=False,
     alters_by_copy=True,
+    bulk_arrays=False,
 )
 POSTGRESQL = Capabilities(
     name="postgresql",
@@ -72,6 +78,7 @@ POSTGRESQL = Capabilities(
     analyze_by_hand=False,
     notifies=True,
     alters_by_copy=False,
+    bulk_arrays=True,
 )
 _BY_BACKEND = {c.name: c for c in (SQLITE, POSTGRESQL)}
 

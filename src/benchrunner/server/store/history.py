@@ -563,7 +563,7 @@ def _measures_rows(
     """The metrics of ``measure_ids`` in the reports ``recent`` (``_ROW_OF_MEASURE``), about
     ``per_report`` a report: on PostgreSQL packed into values of fixed-size records that NumPy
     reads as they are; on SQLite the driver's rows, straight from its cursor."""
-    if capabilities.of(conn) is capabilities.POSTGRESQL:
+    if capabilities.of(conn).bulk_arrays:
         return _packed_rows(conn, recent, measure_ids, per_report)
     params = {"report_ids": recent, "measure_ids": measure_ids}
     result = conn.execute(_ALL_MEASURES_AMONG, params)
