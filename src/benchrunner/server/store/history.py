@@ -218,22 +218,51 @@ _AMONG = sa.select(metric.c.benchmark_id, metric.c.id, metric.c.value, metric.c.
 """The metrics of some benchmarks in the newest reports in scope (which every condition of the
 scope already chose): no join, no window function; they are ranked here (``_rank_rows``)."""
 
-_ALL_AMONG = sa.select(
-    metric.c.benchmark_id, metric.c.id, metric.c.value, metric.c.report_id
-).where(
-    metric.c.report_id.in_(sa.bindparam("report_ids", expanding=True)),
-    metric.c.measure_id == sa.bindparam("measure_id"),
-)
-"""``_AMONG`` for every benchmark, through ``metric (report_id)``: a report's metrics lie side
-by side, where a benchmark's lie one report apart."""
-
-_PER_REPORT = sa.select(sa.func.count()).where(
-    metric.c.report_id.in_(sa.bindparam("report_ids", expanding=True)),
-    metric.c.measure_id == sa.bindparam("measure_id"),
+_MEASURES_PER_REPORT = (
+    sa.select(metric.c.measure_id, sa.func.count())
+    .where(
+        metric.c.report_id.in_(sa.bindparam("report_ids", expanding=True)),
+        metric.c.measure_id.in_(sa.bindparam("measure_ids", expanding=True)),
+    )
+    .group_by(metric.c.measure_id)
 )
 SAMPLED_REPORTS = 3
 """The newest reports whose metrics of the measure are counted to choose how to read: a report
 whose job has not been processed yet has none."""
+
+
+@dataclass(frozen=True)
+class _Sample:
+    """The metrics of each measure in the newest ``SAMPLED_REPORTS`` reports in scope."""
+
+    reports: int
+    per_measure: dict[int, int]
+
+    def judged_whole(self, measure_id: int, benchmarks: int) -> bool:
+        """Whether ``benchmarks`` are most of the measure's in a report (a report judged
+        whole): then every metric of the measure in the newest reports is read, through the
+        reports, and the others are dropped in NumPy, a third less than looking each benchmark
+        up."""
+        return 2 * benchmarks * self.reports >= self.per_measure.get(measure_id, 0)
+
+    def per_report(self, measure_ids: Sequence[int]) -> float:
+        """The metrics of ``measure_ids`` a report holds, on average."""
+        return sum(self.per_measure.get(m, 0) for m in measure_ids) / self.reports
+
+
+def _sample(conn: Connection, recent: list[int], measure_ids: Sequence[int]) -> _Sample:
+    sampled = recent[:SAMPLED_REPORTS]
+    params = {"report_ids": sampled, "measure_ids": list(measure_ids)}
+    counted = {int(m): int(n) for m, n in conn.execute(_MEASURES_PER_REPORT, params)}
+    return _Sample(len(sampled), counted)
+
+
+def _recent(
+    conn: Connection, conditions: list[sa.ColumnElement[bool]], max_samples: int
+) -> list[int]:
+    """The newest ``max_samples`` reports in scope, newest first."""
+    newest = sa.select(report.c.id).where(*conditions).order_by(*_NEWEST_FIRST).limit(max_samples)
+    return [int(i) for i in conn.execute(newest).scalars()]
 
 
 def _read_among(
@@ -245,19 +274,38 @@ def _read_among(
     found: dict[int, Series],
 ) -> None:
     """Each benchmark's newest ``max_samples`` metrics among the reports ``recent`` (newest
-    first), oldest first. When the benchmarks are most of the measure's in a report (a report
-    judged whole), every metric of the measure in those reports is read, through the reports,
-    and the others are dropped here: a third less than looking each benchmark up."""
-    sampled = recent[:SAMPLED_REPORTS]
-    counted = conn.execute(_PER_REPORT, {"report_ids": sampled, "measure_id": measure_id})
-    if 2 * len(benchmark_ids) * len(sampled) >= (counted.scalar() or 0):
-        params = {"measure_id": measure_id, "report_ids": recent}
-        _rank_rows(_rows(conn, _ALL_AMONG, params), recent, max_samples, found)
+    first), oldest first: through the reports when they are judged whole (``_Sample``), else
+    each benchmark looked up."""
+    sample = _sample(conn, recent, [measure_id])
+    if sample.judged_whole(measure_id, len(benchmark_ids)):
+        columns = _measures_rows(conn, recent, [measure_id], sample.per_report([measure_id]))
+        _rank_columns(columns, recent, max_samples, found)
         return
     for start in range(0, len(benchmark_ids), IN_LIST_CHUNK):
         chunk = benchmark_ids[start : start + IN_LIST_CHUNK]
         params = {"measure_id": measure_id, "benchmark_ids": chunk, "report_ids": recent}
         _rank_rows(_rows(conn, _AMONG, params), recent, max_samples, found)
+
+
+def _refill_short(
+    conn: Connection,
+    conditions: list[sa.ColumnElement[bool]],
+    measure_id: int,
+    benchmark_ids: Sequence[int],
+    recent: list[int],
+    max_samples: int,
+    found: dict[int, Series],
+) -> None:
+    """With ``max_samples`` reports in scope read (``recent``; fewer: those are all of them), a
+    benchmark with fewer values among them, which those reports missed, reads its whole
+    series."""
+    if len(recent) < max_samples:
+        return
+    short = [b for b in benchmark_ids if len(found[b]) < max_samples]
+    for b in short:
+        found[b] = Series()
+    if short:
+        _read_whole(conn, conditions, measure_id, short, max_samples, found)
 
 
 def _rank_rows(
@@ -418,18 +466,11 @@ def _series_history(
     if max_samples is None:
         _read_whole(conn, conditions, measure_id, ids, None, found)
         return found
-    newest = sa.select(report.c.id).where(*conditions).order_by(*_NEWEST_FIRST).limit(max_samples)
-    recent = [int(i) for i in conn.execute(newest).scalars()]
+    recent = _recent(conn, conditions, max_samples)
     if not recent:
         return found
     _read_among(conn, recent, measure_id, ids, max_samples, found)
-    if len(recent) < max_samples:
-        return found  # those are all the reports in scope
-    short = [b for b in ids if len(found[b]) < max_samples]
-    for b in short:
-        found[b] = Series()
-    if short:
-        _read_whole(conn, conditions, measure_id, short, max_samples, found)
+    _refill_short(conn, conditions, measure_id, ids, recent, max_samples, found)
     return found
 
 
@@ -458,27 +499,18 @@ def wanted_history(
     )
 
 
-_MEASURES_PER_REPORT = (
-    sa.select(metric.c.measure_id, sa.func.count())
-    .where(
-        metric.c.report_id.in_(sa.bindparam("report_ids", expanding=True)),
-        metric.c.measure_id.in_(sa.bindparam("measure_ids", expanding=True)),
-    )
-    .group_by(metric.c.measure_id)
-)
-
 _ALL_MEASURES_AMONG = sa.select(
     metric.c.measure_id, metric.c.benchmark_id, metric.c.id, metric.c.value, metric.c.report_id
 ).where(
     metric.c.report_id.in_(sa.bindparam("report_ids", expanding=True)),
     metric.c.measure_id.in_(sa.bindparam("measure_ids", expanding=True)),
 )
-"""``_ALL_AMONG`` of several measures at once: each metric row of the reports visited once,
-where a statement per measure visits every row of the reports once per measure."""
+"""The metrics of some measures in the newest reports in scope, through ``metric
+(report_id)``: a report's metrics lie side by side, where a benchmark's lie one report apart;
+each row of the reports visited once, whatever the number of measures."""
 
-_ROW_OF_MEASURE = np.dtype(
-    [("measure", np.int64), ("b", np.int64), ("m", np.int64), ("v", np.float64), ("r", np.int64)]
-)
+_ROW_OF_MEASURE = np.dtype([("measure", np.int64), *_ROW.descr])
+"""``_ROW`` with its measure."""
 
 
 def read_together(
@@ -513,29 +545,23 @@ def _read_group(
     """The histories of ``together`` (one window and sample size) that a report judged whole
     reads, read together into ``reads``; the others, left to be read one by one."""
     conditions = _in_scope(scope, since)
-    newest = sa.select(report.c.id).where(*conditions).order_by(*_NEWEST_FIRST).limit(max_samples)
-    recent = [int(i) for i in conn.execute(newest).scalars()]
+    recent = _recent(conn, conditions, max_samples)
     if not recent:
         for w in together:  # nothing in scope
             reads.add(
                 scope, w.measure_id, since, max_samples, {b: Series() for b in w.benchmark_ids}
             )
         return []
-    sampled = recent[:SAMPLED_REPORTS]
-    measure_ids = sorted({w.measure_id for w in together})
-    params = {"report_ids": sampled, "measure_ids": measure_ids}
-    counted = {int(m): int(n) for m, n in conn.execute(_MEASURES_PER_REPORT, params)}
-    # as ``_read_among`` chooses: the benchmarks are most of the measure's in those reports
+    sample = _sample(conn, recent, sorted({w.measure_id for w in together}))
     whole: list[Wanted] = []
     alone: list[Wanted] = []
     for w in together:
-        most = 2 * len(set(w.benchmark_ids)) * len(sampled) >= counted.get(w.measure_id, 0)
-        (whole if most else alone).append(w)
+        judged_whole = sample.judged_whole(w.measure_id, len(set(w.benchmark_ids)))
+        (whole if judged_whole else alone).append(w)
     if not whole:
         return alone
     whole_measures = sorted({w.measure_id for w in whole})
-    per_report = sum(counted.get(m, 0) for m in whole_measures) / len(sampled)
-    columns = _measures_rows(conn, recent, whole_measures, per_report)
+    columns = _measures_rows(conn, recent, whole_measures, sample.per_report(whole_measures))
     ranks = _ranks(columns["r"], recent)
     # by measure, then benchmark, then oldest first: the report's rank falling, the metric's
     # id rising
@@ -546,13 +572,8 @@ def _read_group(
         first, stop = np.searchsorted(of_measure, [w.measure_id, w.measure_id + 1]).tolist()
         found = {benchmark_id: Series() for benchmark_id in w.benchmark_ids}
         _fill(ordered[first:stop], max_samples, found)
-        if len(recent) == max_samples:
-            # a benchmark with fewer values among them: its whole series (``_series_history``)
-            short = sorted(b for b in set(w.benchmark_ids) if len(found[b]) < max_samples)
-            for b in short:
-                found[b] = Series()
-            if short:
-                _read_whole(conn, conditions, w.measure_id, short, max_samples, found)
+        ids = sorted(set(w.benchmark_ids))
+        _refill_short(conn, conditions, w.measure_id, ids, recent, max_samples, found)
         reads.add(scope, w.measure_id, since, max_samples, found)
     return alone
 
