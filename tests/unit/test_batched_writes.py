@@ -160,7 +160,7 @@ def test_heartbeats_of_several_jobs_are_stored_together(world: World) -> None:
 
 @pytest.mark.parametrize("count", [1, 3, 5])
 def test_heartbeats_of_any_number_of_jobs_tell_which_stopped(world: World, count: int) -> None:
-    """Lists of jobs not a power of two long are padded (each length is planned once)."""
+    """Lists of jobs of any length, padded or not (``direct.padded_length``)."""
     runner, job_ids = _running(world, count)
     world.write(_cancel, job_ids[-1], world.now(), "someone")
     at = world.now() + dt.timedelta(seconds=30)

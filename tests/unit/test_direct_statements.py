@@ -12,7 +12,7 @@ import pytest
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from benchrunner.server.store.direct import Direct
+from benchrunner.server.store.direct import PADDED_UP_TO, Direct, padded_length
 from benchrunner.server.store.engine import Database
 from benchrunner.server.store.migrate import upgrade
 from benchrunner.server.store.tables import organization
@@ -123,13 +123,17 @@ def _runtime_lists(conn: Connection) -> None:
     ids = {row.slug: row.id for row in conn.execute(sa.select(organization)).all()}
     assert sorted(ids) == ["acme", "globex", "initech"]
     statement = Direct(BY_IDS.order_by(organization.c.slug))
-    # Each length has its plan; one used again after another is still right.
+    # Each length has its plan, three sharing four's (padded); one used again after another
+    # is still right.
     for wanted in (["globex"], ["acme", "initech"], ["initech"], ["acme", "globex", "initech"]):
         params = {"ids": [ids[slug] for slug in wanted], "until": NOW}
         got = [row.slug for row in statement.all(conn, params)]
         expected = conn.execute(BY_IDS.order_by(organization.c.slug), params).scalars().all()
         assert got == expected == sorted(wanted)
     assert statement.all(conn, {"ids": [ids["acme"]], "until": NOW - dt.timedelta(1)}) == []
+    assert statement.all(conn, {"ids": [], "until": NOW}) == []
+    lengths = sorted(length for _, (length,) in statement._plans)
+    assert lengths == sorted({padded_length(n) for n in (0, 1, 2, 3)}) == [0, 1, 2, 4]
     with pytest.raises(ValueError, match="runtime list"):
         statement.run_many(conn, [{"ids": [1], "until": NOW}])
 
@@ -141,3 +145,9 @@ def test_runtime_in_lists_and_many_rows_match_connection_execute(database_url: s
         db.write_sync(_runtime_lists)
     finally:
         db.close()
+
+
+def test_runtime_lists_are_padded_to_a_power_of_two_up_to_a_bound() -> None:
+    assert [padded_length(n) for n in (0, 1, 2, 3, 5, 9, 1000)] == [0, 1, 2, 4, 8, 16, 1024]
+    assert padded_length(PADDED_UP_TO) == PADDED_UP_TO
+    assert padded_length(PADDED_UP_TO + 1) == PADDED_UP_TO + 1

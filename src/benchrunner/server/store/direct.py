@@ -9,8 +9,11 @@ parameters and columns need (SQLAlchemy's own processors, so values look exactly
 ``Connection.execute`` would give them), and does only the conversions per call.
 
 Constant ``IN`` lists are rendered once. A runtime list (an expanding parameter, given as a
-list) is rendered once per length: a statement keeps the plans of up to ``MAX_PLANS``
-lengths, and starts again past them.
+list, which SQLAlchemy renders only in ``IN``) is rendered once per bucket of lengths: padded
+with its last element up to a power of two (``padded_length``), since a repeat in ``IN``
+changes nothing and lists whose length changes from call to call (the jobs in flight) would
+otherwise be planned again at each call. A statement keeps the plans of up to ``MAX_PLANS``
+buckets, and starts again past them.
 """
 
 from __future__ import annotations
@@ -30,6 +33,17 @@ Processor = Callable[[Any], Any]
 
 MAX_PLANS = 32
 """Plans kept per statement and dialect for the lengths of its runtime lists."""
+
+PADDED_UP_TO = 4096
+"""The longest list padded; a longer one is planned at its own length (at most doubling a
+list keeps it far under SQLite's 32,766 parameters)."""
+
+
+def padded_length(length: int) -> int:
+    """The length a runtime list of ``length`` is planned and sent at."""
+    if length <= 1 or length > PADDED_UP_TO:
+        return length
+    return 1 << (length - 1).bit_length()
 
 
 @dataclass
@@ -127,7 +141,7 @@ class Direct:
         lists = self._lists.get(dialect.name)
         if lists is None:
             lists = self._lists[dialect.name] = _expanding(self.statement, dialect)
-        lengths = tuple(len(params[name]) for name in lists)
+        lengths = tuple(padded_length(len(params[name])) for name in lists)
         key = (dialect.name, lengths)
         plan = self._plans.get(key)
         if plan is None:
@@ -143,7 +157,9 @@ class Direct:
     ) -> dict[str, Any]:
         values = {**plan.defaults, **params}
         for name in lists:
-            for index, value in enumerate(values.pop(name), 1):
+            given = values.pop(name)
+            padding = given[-1:] * (padded_length(len(given)) - len(given))
+            for index, value in enumerate([*given, *padding], 1):
                 values[f"{name}_{index}"] = value
         for name, processor in plan.binds:
             values[name] = processor(values[name])

@@ -444,17 +444,8 @@ def jobs_touch(conn: Connection, beats: list[Beat]) -> set[int]:
     _TOUCH_JOB_AT.run_many(conn, [{"job": beat.job_id, "at": beat.at} for beat in beats])
     _TOUCH_RUNNER_AT.run_many(conn, [{"runner": r, "at": at} for r, at in runners.items()])
     ids = {beat.job_id for beat in beats}
-    running = _RUNNING_AMONG.all(conn, {"ids": _padded(list(ids))})
+    running = _RUNNING_AMONG.all(conn, {"ids": list(ids)})
     return ids.difference(row.id for row in running)  # a deleted job is no longer running
-
-
-def _padded(ids: list[int]) -> list[int]:
-    """``ids`` with its last one repeated up to a power of two (past 4,096, a multiple of
-    4,096): the number of jobs in flight changes between writes, and each length of the list
-    is a statement of its own to plan; a repeated id in ``IN`` changes nothing."""
-    count = len(ids)
-    size = 1 << (count - 1).bit_length() if count <= 4096 else -(-count // 4096) * 4096
-    return ids + ids[-1:] * (size - count)
 
 
 def job_canceled_by_runner(conn: Connection, job_id: int) -> bool:
