@@ -242,13 +242,13 @@ def test_the_byte_budget_defaults_to_four_largest_messages_and_holds_at_least_on
 def test_a_failing_evaluation_leaves_the_job_processed_with_its_metrics(
     setup: Setup, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Judging runs in the batch's transaction: an error there must not roll the batch back
-    and leave its jobs ``completed``, to fail again on every retry."""
+    """Judging runs after the batch's transaction committed: an error there leaves its jobs
+    ``processed`` with their metrics, not ``completed``, to fail again on every retry."""
 
-    def failing(*_args: object) -> int:
+    def failing(*_args: object, **_kwargs: object) -> int:
         raise OverflowError("intermediate overflow in fsum")
 
-    monkeypatch.setattr("benchrunner.server.processing.processor.evaluate_report", failing)
+    monkeypatch.setattr("benchrunner.server.processing.judgment.judge_report", failing)
     job_id = setup.completed_job(GOOD)
     asyncio.run(Processor(setup.ctx).process([job_id]))
     assert setup.outcome(job_id) == (JobStatus.PROCESSED, None, 1, 1)

@@ -1,6 +1,7 @@
 """The write behind a runner's ``completed``: one transaction for the move to ``completed``,
 the output when it is small enough for a row, and, when it is small enough to parse at once,
-its processing too (metrics, report, thresholds judged, ``processed``).
+its processing too (metrics, report, ``processed``; the thresholds judge the metrics after the
+runner's ``ack``, ``processing.judgment``).
 
 Doing it all at once spares a small job the blob file and its two flushes, and the
 processor's own reads and transaction; its ``ack`` then also means that the job's metrics are
@@ -20,7 +21,7 @@ from sqlalchemy.engine import Connection
 
 from benchrunner.core.states import JobStatus
 from benchrunner.server.moves.move import Move, apply, apply_reading
-from benchrunner.server.processing.look_back import LookBackLater
+from benchrunner.server.processing.judgment import JudgmentLater
 from benchrunner.server.processing.processor import (
     INLINE_PARSE_BYTES,
     measure_job,
@@ -46,12 +47,10 @@ class Completion:
     """Why the output gave no metrics, when processed."""
     row: jobs.JobRow | None = None
     """The job as it was completed, when processed."""
-    confirming: bool = False
-    """... and its report holds alerts back for confirmation runs."""
     moves: tuple[Move, ...] = ()
     """The moves made, for ``Moves.done`` once they committed."""
-    look_back: LookBackLater | None = None
-    """The processed report's look-back, for after the runner's ``ack``."""
+    judge: JudgmentLater | None = None
+    """The processed report's judgment and look-back, for after the runner's ``ack``."""
 
 
 def complete(
@@ -113,9 +112,8 @@ def complete(
         processed=True,
         error=item.error,
         row=completed,
-        confirming=recorded.confirming,
         moves=(done, recorded.move),
-        look_back=recorded.look_back,
+        judge=recorded.judge,
     )
 
 

@@ -6,7 +6,9 @@ in a worker thread, decoded and
 parsed by the adapters in worker processes (``parsers``), a batch at a time, before the batch's
 write. A job's metrics,
 its report's times and its transition commit together, so a crash half-way leaves the jobs not
-yet committed ``completed`` and startup re-processes them. Where the database work runs inline
+yet committed ``completed`` and startup re-processes them. The report's thresholds judge its
+metrics after that commit, outside the write transaction but for short writes
+(``processing.judgment``). Where the database work runs inline
 on the loop (SQLite), a batch's jobs are written in transactions of about
 ``WRITE_STEP_SECONDS`` each (one job at least), the loop running in between.
 
@@ -22,7 +24,6 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
-import functools
 import logging
 import time
 from collections.abc import Callable, Sequence
@@ -38,13 +39,8 @@ from benchrunner.protocol import JsonDuet, NoiseGuard
 from benchrunner.server.blobs.blob_store import job_output_key
 from benchrunner.server.context import ServerContext
 from benchrunner.server.moves.move import Move, Moves, apply_reading
-from benchrunner.server.processing.confirmation_duets import can_run_as_duet
-from benchrunner.server.processing.confirmations import open_confirmation
-from benchrunner.server.processing.evaluation import evaluate_report, series_thresholds_to_judge
-from benchrunner.server.processing.look_back import (
-    LookBackLater,
-    look_back_later,
-)
+from benchrunner.server.processing.evaluation import series_thresholds_to_judge
+from benchrunner.server.processing.judgment import JudgmentLater, judge_later
 from benchrunner.server.processing.noise import NoiseVerdict, verdict
 from benchrunner.server.processing.outputs import (
     UnusableOutput,
@@ -54,7 +50,7 @@ from benchrunner.server.processing.outputs import (
 )
 from benchrunner.server.processing.parsers import measure_stored, measure_stored_duet, parser_pool
 from benchrunner.server.processing.webhooks import emit_alert_event
-from benchrunner.server.store import alerts, duets, history, job_outputs, jobs, reports
+from benchrunner.server.store import alerts, duets, job_outputs, jobs, reports
 from benchrunner.server.tasks import cancel_and_wait
 
 log = logging.getLogger(__name__)
@@ -143,8 +139,8 @@ class Processor:
         self._on_confirming = on_confirming or (lambda: None)
         self._confirming = False
         """A job of the batch being written opened a confirmation."""
-        self._looks_back: list[LookBackLater] = []
-        """The look-backs of the jobs written, run after their commit."""
+        self._judgments: list[JudgmentLater] = []
+        """The judgments of the reports of the jobs written, run after their commit."""
         self._queue: asyncio.Queue[int] = asyncio.Queue()
         self._queued: set[int] = set()
         """Jobs waiting in the queue or being processed."""
@@ -218,7 +214,7 @@ class Processor:
                     await asyncio.sleep(0)  # an inline write does not yield by itself
                 done, moves = await self._ctx.db.write(self._commit_some, measured, done)
                 self._moves.done(*moves)
-                await self._look_back()
+                await self._judge()
             self._on_batch([job.id for job in group])
             if self._confirming:
                 self._confirming = False
@@ -324,7 +320,7 @@ class Processor:
         them where writes do not run on the loop); returns the index of the first not written
         and the moves made, for ``Moves.done`` once they committed."""
         deadline = None if self._write_step is None else time.perf_counter() + self._write_step
-        self._looks_back = []  # only this transaction's: one rolled back wrote no report
+        self._judgments = []  # only this transaction's: one rolled back wrote no report
         index = start
         moves: list[Move] = []
         while index < len(measured):
@@ -339,7 +335,7 @@ class Processor:
     def _commit(self, conn: Connection, item: Measured) -> Move | None:
         """Store one job's metrics; the move to ``processed`` made. The guarded move comes
         first, so a job another replica (or an earlier batch) processed meanwhile adds
-        nothing. Its look-back is kept for after the commit (``_look_back``)."""
+        nothing. Its judgment is kept for after the commit (``_judge``)."""
         now = self._ctx.clock.now()
         recorded = record_processed(
             conn,
@@ -352,22 +348,19 @@ class Processor:
         )
         if recorded is None:
             return None
-        self._confirming = self._confirming or recorded.confirming
-        if recorded.look_back is not None:
-            self._looks_back.append(recorded.look_back)
+        if recorded.judge is not None:
+            self._judgments.append(recorded.judge)
         return recorded.move
 
-    async def _look_back(self) -> None:
-        """The look-backs of the reports just committed, each outside the write transaction
-        but for its short writes (``look_back.look_back_later``). A write that was rolled back
-        leaves some here that never committed: their reports are gone, and they find
-        nothing to write."""
-        pending, self._looks_back = self._looks_back, []
+    async def _judge(self) -> None:
+        """The judgments (and look-backs) of the reports just committed, each outside the
+        write transaction but for its short writes (``judgment.judge_later``). A write that
+        was rolled back leaves some here that never committed: their reports are gone, and
+        they find nothing to write."""
+        pending, self._judgments = self._judgments, []
         for later in pending:
-            try:
-                await look_back_later(self._ctx.db, later, self._ctx.clock.now())
-            except Exception:
-                log.exception("looking back over report %s's series failed", later.report_id)
+            judged = await judge_later(self._ctx.db, later, self._ctx.clock.now())
+            self._confirming = self._confirming or judged.confirming
 
 
 def measured_with_noise(
@@ -390,12 +383,9 @@ class Recorded:
 
     move: Move
     """That move, for ``Moves.done`` once it committed."""
-    confirming: bool = False
-    """Its report holds alerts back for confirmation runs, which the confirmations' driver
-    queues: worth waking it for, where a job without one is not."""
-    look_back: LookBackLater | None = None
-    """Its look-back, for the caller to run after the job's transaction committed and its
-    runner was answered (``look_back_later``)."""
+    judge: JudgmentLater | None = None
+    """Its report's judgment (and look-back), for the caller to run after the job's
+    transaction committed and its runner was answered (``judgment.judge_later``)."""
 
 
 def record_processed(
@@ -408,10 +398,10 @@ def record_processed(
     duet: duets.NewDuet | None = None,
 ) -> Recorded | None:
     """Move a completed job to ``processed`` with its metrics (or why it has none) in its
-    report, its thresholds judged (on a noisy report, only those that ask to be), and a duet
-    job's verdict beside them; None, with nothing written, when the job is not ``completed``
-    (already processed elsewhere). The look-back over the report's series is returned for the
-    caller to run after it committed (``Recorded.look_back``)."""
+    report, and a duet job's verdict beside them; None, with nothing written, when the job is
+    not ``completed`` (already processed elsewhere). The judgment of the report's metrics by
+    their thresholds (on a noisy report, only those that ask to raise alerts) and its look-back
+    are returned for the caller to run after it committed (``Recorded.judge``)."""
     if error is not None:
         message = f"not parsed: {error}"
     elif duet is not None:
@@ -451,37 +441,12 @@ def record_processed(
     )
     if finished.confirmation_run:
         return Recorded(processed)  # a re-run measures its report again: the confirmation judges it
-    # Nothing to judge costs no savepoint (two round trips on PostgreSQL): metrics without a
-    # threshold are the common case.
-    found = (
-        series_thresholds_to_judge(conn, finished.branch_id, finished.testbed_id, stored)
-        if stored
-        else []
-    )
-    confirming = False
-    if found:
-        reads = history.SeriesReads()  # the evaluation's, for the look-back
-        try:
-            with conn.begin_nested():
-                evaluate_report(
-                    conn,
-                    job.report_id,
-                    stored,
-                    now,
-                    noisy=noise is not None and noise.noisy,
-                    found=found,
-                    confirming=True,
-                    duet_possible=functools.cache(lambda level: can_run_as_duet(conn, job, level)),
-                    reads=reads,
-                )
-                confirming = open_confirmation(conn, job, found, now)
-        except Exception:  # an evaluation bug must not wedge the whole batch in `completed`
-            log.exception("judging job %s's report failed; its metrics stay unjudged", job.uuid)
-            confirming = False
+    # Nothing to judge costs nothing after the commit: metrics without a threshold are the
+    # common case.
+    if stored and series_thresholds_to_judge(conn, finished.branch_id, finished.testbed_id, stored):
         noisy = noise is not None and noise.noisy
-        later = LookBackLater(job.report_id, tuple(stored), noisy, found, reads)
-        return Recorded(processed, confirming, later)
-    return Recorded(processed, confirming)
+        return Recorded(processed, JudgmentLater(job, tuple(stored), noisy))
+    return Recorded(processed)
 
 
 async def _shut_down(pool: Executor) -> None:
