@@ -293,6 +293,9 @@ class ProcessTimes:
     judge_write_max: list[float] = field(default_factory=list)
     """Of the judgment, its longest write (``verdicts.verdicts_write`` of one part); in a tree
     that judges in the store's transaction, the whole judgment: SQLite's writer held."""
+    judge_write_cpu_max: list[float] = field(default_factory=list)
+    """The CPU time of the write of most CPU (SQLite's work included), which carries from a
+    loaded machine to a quiet one better than wall time (a tree without parts: none)."""
 
 
 _BOUNDARIES = (
@@ -369,11 +372,12 @@ def _look_back_in_steps(
 
 def _judge_in_steps(
     conn: Connection, report_id: int, stored: list[reports.StoredMetric], judging: list[Any]
-) -> tuple[int, float, float, history.SeriesReads]:
+) -> tuple[int, float, float, float, history.SeriesReads]:
     """The judgment as ``judgment.judge_later`` runs it: its reads and verdicts, then its
     writes a part at a time (``verdicts.WRITE_ROWS`` rows on SQLite, one part on PostgreSQL;
     here in the caller's transaction, each timed, re-checks included); the alerts raised, the
-    reads' time and the longest write's (ms), and the histories read."""
+    reads' time, the longest write's and the most CPU of one write (ms), and the histories
+    read."""
     from benchrunner.server.processing.verdicts import WRITE_ROWS, verdicts_write
 
     assert _JUDGE is not None
@@ -383,12 +387,13 @@ def _judge_in_steps(
     read_ms = (time.perf_counter() - started) * 1000
     whole = capabilities.of(conn).concurrent_writers
     parts = [verdicts.units] if whole else list(verdicts.parts(WRITE_ROWS))
-    raised, longest = 0, 0.0
+    raised, longest, most_cpu = 0, 0.0, 0.0
     for part in parts:
-        began = time.perf_counter()
+        began, cpu = time.perf_counter(), time.thread_time()
         raised += len(verdicts_write(conn, verdicts, part, NOW).raised)
         longest = max(longest, (time.perf_counter() - began) * 1000)
-    return raised, read_ms, longest, reads
+        most_cpu = max(most_cpu, (time.thread_time() - cpu) * 1000)
+    return raised, read_ms, longest, most_cpu, reads
 
 
 def time_processing(
@@ -420,8 +425,9 @@ def time_processing(
                 reads = history.SeriesReads()
                 raised = evaluate_report(conn, report_id, stored, NOW, found=judging, reads=reads)
                 judge_read_ms, judge_write_ms = math.nan, (time.perf_counter() - stored_at) * 1000
+                judge_write_cpu_ms = math.nan
             else:
-                raised, judge_read_ms, judge_write_ms, reads = _judge_in_steps(
+                raised, judge_read_ms, judge_write_ms, judge_write_cpu_ms, reads = _judge_in_steps(
                     conn, report_id, stored, judging
                 )
             log.on = False
@@ -445,6 +451,7 @@ def time_processing(
             times.evaluate_cpu.append(cpu_ms)
             times.judge_read.append(judge_read_ms)
             times.judge_write_max.append(judge_write_ms)
+            times.judge_write_cpu_max.append(judge_write_cpu_ms)
             times.look_back.append((looked_back - done) * 1000)
             times.alerts.append(raised)
             times.looked_back.append(found)
@@ -530,6 +537,10 @@ def measure_all(
     if not math.isnan(times.judge_read[0]):
         print(f"    - its reads and verdicts (no write):         {_spread(times.judge_read)}")
     print(f"    - its longest write transaction:             {_spread(times.judge_write_max)}")
+    if not math.isnan(times.judge_write_cpu_max[0]):
+        print(
+            f"    - the most CPU of one write:                 {_spread(times.judge_write_cpu_max)}"
+        )
     totals = [s + e for s, e in zip(times.store, times.evaluate, strict=True)]
     print(f"    total:                                       {_spread(totals)}")
     print(f"    look_back_report (after the ack):            {_spread(times.look_back)}")
@@ -631,6 +642,7 @@ def compare(url: str, project: Project, repeats: int, rounds: int, before: str) 
         ("evaluate_cpu", "- its CPU here"),
         ("judge_read", "- reads, verdicts"),
         ("judge_write_max", "- longest write"),
+        ("judge_write_cpu_max", "- most CPU, write"),
         ("look_back", "look_back_report"),
         ("look_back_read", "- reads, detector"),
         ("look_back_write_max", "- longest write"),
