@@ -121,11 +121,11 @@ def evaluate_report(
     ignored = _ignored(conn, {m.benchmark_id for m in metrics})
     raised: list[int] = []
     to_bisect: list[int] = []
-    cutoffs: dict[int, dt.datetime | None] = {}
     groups = _group(found, metrics, ignored)
     reads = history.SeriesReads() if reads is None else reads
-    _read_histories(conn, row, groups, cutoffs, reads)
-    histories = [_judged_series(conn, row, judged, cutoffs, reads) for judged in groups]
+    scope = history.scope_of(row)
+    wanted = _read_histories(conn, row, groups, reads)
+    histories = [history.wanted_history(conn, scope, w, reads) for w in wanted]
     steps = _change_points_together(groups, histories)
     for judged, series in zip(groups, histories, strict=True):
         t = judged.threshold
@@ -197,16 +197,12 @@ def threshold_wanted(
 
 
 def _read_histories(
-    conn: Connection,
-    row: Any,
-    groups: list[_Judged],
-    cutoffs: dict[int, dt.datetime | None],
-    reads: history.SeriesReads,
-) -> None:
-    """The histories of every threshold of the report, read together into ``reads``
-    (``history.read_together``) before any is judged; each measure's reset cutoff into
-    ``cutoffs``."""
+    conn: Connection, row: Any, groups: list[_Judged], reads: history.SeriesReads
+) -> list[history.Wanted]:
+    """The history each threshold of the report judges against (``threshold_wanted``), read
+    together into ``reads`` (``history.read_together``) before any is judged."""
     scope = history.scope_of(row)
+    cutoffs: dict[int, dt.datetime | None] = {}
     wanted: list[history.Wanted] = []
     for judged in groups:
         t = judged.threshold
@@ -216,28 +212,7 @@ def _read_histories(
         points = max(per_benchmark.values(), default=1)
         wanted.append(threshold_wanted(row, t, set(per_benchmark), cutoffs[t.measure_id], points))
     history.read_together(conn, scope, wanted, reads)
-
-
-def _judged_series(
-    conn: Connection,
-    row: Any,
-    judged: _Judged,
-    cutoffs: dict[int, dt.datetime | None],
-    reads: history.SeriesReads,
-) -> dict[int, history.Series]:
-    """``threshold_series`` of one threshold's metrics of the report, which ``_read_histories``
-    read into ``reads`` (and whose reset cutoff it put in ``cutoffs``)."""
-    t = judged.threshold
-    per_benchmark = Counter(m.benchmark_id for m in judged.metrics)
-    return threshold_series(
-        conn,
-        row,
-        t,
-        set(per_benchmark),
-        cutoffs[t.measure_id],
-        points_per_run=max(per_benchmark.values(), default=1),
-        reads=reads,
-    )
+    return wanted
 
 
 def _change_points_together(
