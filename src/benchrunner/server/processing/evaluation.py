@@ -152,11 +152,12 @@ def judge_report(
     if not found:
         return verdicts
     ignored = _ignored(conn, {m.benchmark_id for m in metrics})
-    cutoffs = verdicts.cutoffs
     groups = _group(found, metrics, ignored)
     reads = history.SeriesReads() if reads is None else reads
-    _read_histories(conn, row, groups, cutoffs, reads)
-    for judged in groups:
+    wanted = _read_histories(conn, row, groups, reads, verdicts.cutoffs)
+    histories = [history.wanted_history(conn, scope, w, reads) for w in wanted]
+    steps = _change_points_together(groups, histories)
+    for judged, series in zip(groups, histories, strict=True):
         t = judged.threshold
         verdicts.judged_by(t.threshold_id, t.id, t.measure_id)
         alerting = not noisy or bool(t.alert_when_noisy)
@@ -164,16 +165,6 @@ def judge_report(
         pending = confirming and confirm_runs(t.confirm) > 0
         bisect = bool(t.bisect) and not pending
         test = thresholds.model_of(t).test
-        per_benchmark = Counter(m.benchmark_id for m in judged.metrics)
-        series = threshold_series(
-            conn,
-            row,
-            t,
-            set(per_benchmark),
-            cutoffs[t.measure_id],
-            points_per_run=max(per_benchmark.values(), default=1),
-            reads=reads,
-        )
         if test is TestKind.SAMPLES:
             judge_samples(
                 conn,
@@ -191,7 +182,9 @@ def judge_report(
         else:
             for m in judged.metrics:
                 past = series[m.benchmark_id].points()
-                _judge_changes(conn, verdicts, t, report_id, m, past, alerting, pending, bisect)
+                _judge_changes(
+                    conn, verdicts, t, report_id, m, past, steps[m.id], alerting, pending, bisect
+                )
     return verdicts
 
 
@@ -230,12 +223,12 @@ def _read_histories(
     conn: Connection,
     row: Any,
     groups: list[_Judged],
-    cutoffs: dict[int, dt.datetime | None],
     reads: history.SeriesReads,
-) -> None:
-    """The histories of every threshold of the report, read together into ``reads``
-    (``history.read_together``) before any is judged; each measure's reset cutoff into
-    ``cutoffs``."""
+    cutoffs: dict[int, dt.datetime | None],
+) -> list[history.Wanted]:
+    """The history each threshold of the report judges against (``threshold_wanted``), read
+    together into ``reads`` (``history.read_together``) before any is judged; each measure's
+    latest baseline reset into ``cutoffs``."""
     scope = history.scope_of(row)
     wanted: list[history.Wanted] = []
     for judged in groups:
@@ -246,6 +239,39 @@ def _read_histories(
         points = max(per_benchmark.values(), default=1)
         wanted.append(threshold_wanted(row, t, set(per_benchmark), cutoffs[t.measure_id], points))
     history.read_together(conn, scope, wanted, reads)
+    return wanted
+
+
+def _change_points_together(
+    groups: list[_Judged], histories: list[dict[int, history.Series]]
+) -> dict[int, list[ChangePoint]]:
+    """The change points of every metric the ``change_point`` test judges (its history followed
+    by its value), by metric id: found by ``change_points_many`` for all the metrics of the
+    report whose thresholds share the detector's parameters at once, as the look-back finds
+    them (``processing.look_back``). A series' answer does not depend on those found with it."""
+    together: dict[tuple[float, float], list[tuple[int, list[float]]]] = {}
+    for judged, series in zip(groups, histories, strict=True):
+        t = judged.threshold
+        if thresholds.model_of(t).test is not TestKind.CHANGE_POINT:
+            continue
+        parameters = (
+            t.max_pvalue if t.max_pvalue is not None else DEFAULT_MAX_PVALUE,
+            t.min_magnitude if t.min_magnitude is not None else DEFAULT_MIN_MAGNITUDE,
+        )
+        for m in judged.metrics:
+            values = [*series[m.benchmark_id].values, m.value]
+            together.setdefault(parameters, []).append((m.id, values))
+    if not together:
+        return {}
+    from benchrunner.detection.change_point import change_points_many
+
+    steps: dict[int, list[ChangePoint]] = {}
+    for (max_pvalue, min_magnitude), metrics in together.items():
+        found = change_points_many(
+            [values for _, values in metrics], max_pvalue=max_pvalue, min_magnitude=min_magnitude
+        )
+        steps.update((metric_id, f) for (metric_id, _), f in zip(metrics, found, strict=True))
+    return steps
 
 
 def series_thresholds_to_judge(
@@ -310,18 +336,14 @@ def _judge_changes(
     report_id: int,
     m: reports.StoredMetric,
     past: list[Point],
+    found: list[ChangePoint],
     alerting: bool,
     pending: bool = False,
     bisect: bool = False,
 ) -> None:
-    from benchrunner.detection.change_point import change_points
-
+    """Metric ``m`` after its ``past``, whose change points (``_change_points_together``)
+    are ``found``, into ``verdicts``."""
     points = [*past, Point(m.id, m.value, report_id)]
-    found = change_points(
-        [p.value for p in points],
-        max_pvalue=t.max_pvalue if t.max_pvalue is not None else DEFAULT_MAX_PVALUE,
-        min_magnitude=t.min_magnitude if t.min_magnitude is not None else DEFAULT_MIN_MAGNITUDE,
-    )
     segment_start = found[-1].index if found else 0
     level = finite_mean([p.value for p in points[segment_start:]])
     boundaries = [alerts.NewBoundary(m.id, t.threshold_id, t.id, level, None, None)]
