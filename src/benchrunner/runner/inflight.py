@@ -40,6 +40,7 @@ from pathlib import Path
 from benchrunner.core.clock import SystemThreadClock, ThreadClock
 from benchrunner.runner import procfs
 from benchrunner.runner.clock_timer import pause
+from benchrunner.runner.exchange import replace_existing
 
 log = logging.getLogger(__name__)
 
@@ -177,7 +178,7 @@ class InFlight:
                     raise OSError(errno.ENOSPC, "short write of an in-flight record")
             finally:
                 os.close(fd)
-            temp.replace(path)
+            replace_existing(temp, path)
         except BaseException:
             with contextlib.suppress(OSError):
                 temp.unlink()
