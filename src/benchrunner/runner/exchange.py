@@ -4,12 +4,11 @@
 the default) it also starts writing ``new``'s data out and frees ``target``'s inode inside the
 call: a few milliseconds of the caller's time for a record of a few hundred bytes
 (benchmarks/RESULTS.md). Linux's ``renameat2(RENAME_EXCHANGE)`` swaps the two names atomically
-instead, and the old content, now under ``new``'s name, is then unlinked like any file.
+instead, and the old file, now under ``new``'s name, is the caller's to remove or to reuse.
 """
 
 from __future__ import annotations
 
-import contextlib
 import ctypes
 import errno
 import os
@@ -28,24 +27,23 @@ _renameat2: _Renameat2 | None = None
 _looked_up = False
 
 
-def replace_existing(new: Path, target: Path) -> None:
+def swap_in(new: Path, target: Path) -> bool:
     """Put ``new`` in ``target``'s place, atomically: a reader of ``target`` sees the old file
-    or the new one. ``new`` is gone afterwards, whether ``target`` existed or not. Raises
-    OSError as ``os.replace`` does; ``new`` may then remain."""
-    swap = _exchange_call()
-    if swap is not None:
-        if swap(_AT_FDCWD, os.fsencode(new), _AT_FDCWD, os.fsencode(target), _RENAME_EXCHANGE) == 0:
-            # The old content, under the temporary's name now. Left behind, it is only a stale
-            # temporary, which its owner removes as it removes any.
-            with contextlib.suppress(OSError):
-                new.unlink()
-            return
-        code = ctypes.get_errno()
-        if code not in (errno.ENOENT, errno.EINVAL, errno.ENOSYS):
-            raise OSError(code, os.strerror(code), str(new))
-        if code != errno.ENOENT:  # a filesystem without exchange: never ask it again
-            _give_up()
+    or the new one. True: ``target`` existed and the two names were exchanged, so ``new`` now
+    names the old file. False: ``new`` was renamed to ``target`` (there was none, or the
+    filesystem cannot exchange names) and is gone. Raises OSError as ``os.replace`` does."""
+    exchange = _exchange_call()
+    if exchange is not None:
+        if exchange(_AT_FDCWD, os.fsencode(new), _AT_FDCWD, os.fsencode(target), _RENAME_EXCHANGE):
+            code = ctypes.get_errno()
+            if code not in (errno.ENOENT, errno.EINVAL, errno.ENOSYS):
+                raise OSError(code, os.strerror(code), str(new))
+            if code != errno.ENOENT:  # a filesystem without exchange: never ask it again
+                _give_up()
+        else:
+            return True
     new.replace(target)
+    return False
 
 
 def _exchange_call() -> _Renameat2 | None:
@@ -73,5 +71,5 @@ def _find_renameat2() -> _Renameat2 | None:
     name = ctypes.c_char_p
     function.argtypes = (ctypes.c_int, name, ctypes.c_int, name, ctypes.c_uint)
     function.restype = ctypes.c_int
-    swap: _Renameat2 = function
-    return swap
+    exchange: _Renameat2 = function
+    return exchange
