@@ -285,10 +285,8 @@ def _plan(
             actions = look_back(
                 points.values,
                 _known(points, facts, own[benchmark_id].metric_ids),
-                max_pvalue=pvalue,
-                min_magnitude=magnitude,
+                found_steps,
                 reports=numbers,
-                found=found_steps,
             )
             for action in actions:
                 if isinstance(action, Reopen):
