@@ -13,6 +13,7 @@ from benchrunner.api.runners import (
     CreatedRunner,
     NewRunner,
     Runner,
+    RunnerKey,
     RunnerPatch,
     RunnerToken,
     SpecRef,
@@ -118,11 +119,11 @@ async def rotate_token_in(scope: Scope, runner: str, ctx: Ctx, request: Request)
     return RunnerToken(uuid=str(row.uuid), token=token)
 
 
-async def rotate_key_in(scope: Scope, runner: str, ctx: Ctx, request: Request) -> dict[str, Any]:
+async def rotate_key_in(scope: Scope, runner: str, ctx: Ctx, request: Request) -> RunnerKey:
     row, key = await runner_admin.rotate_token(
         ctx, request.app.state.hub, runner, key_format="bencher", scope=scope
     )
-    return {"uuid": str(row.uuid), "key": key}
+    return RunnerKey(uuid=str(row.uuid), key=key)
 
 
 @router.post("/v0/runners", status_code=201, **ANSWERED)
@@ -161,8 +162,8 @@ async def rotate_token(runner: str, _admin: Admin, ctx: Ctx, request: Request) -
     return await rotate_token_in(EVERY_RUNNER, runner, ctx, request)
 
 
-@router.post("/v0/runners/{runner}/key", status_code=201)
-async def rotate_key(runner: str, _admin: Admin, ctx: Ctx, request: Request) -> dict[str, Any]:
+@router.post("/v0/runners/{runner}/key", status_code=201, **ANSWERED)
+async def rotate_key(runner: str, _admin: Admin, ctx: Ctx, request: Request) -> RunnerKey:
     """A new key in Bencher's form, answered as Bencher does (``uuid``, ``key``)."""
     return await rotate_key_in(EVERY_RUNNER, runner, ctx, request)
 
