@@ -266,7 +266,7 @@ def perf_view(found: _Resolved) -> dict[str, Any]:
             }
         )
     return {
-        "project": project_view(found.project, found.org_uuid),
+        "project": project_view(found.project, found.org_uuid).model_dump(),
         "start_time": iso(found.start_time),
         "end_time": iso(found.end_time),
         "results": results,
