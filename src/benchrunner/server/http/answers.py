@@ -1,14 +1,14 @@
 """How a route answers with an ``api`` answer model.
 
-A view builds the answer's JSON; the route returns it as its model (``answered``), which FastAPI
-then sends as the route's ``response_model``. The model is the one the client parses the answer
-with, so a view that leaves out a field it requires, or gives one of another type, fails on
-the server, naming the field, not in a client (a key the model does not name is sent as it
-is, after the named ones: ``base.Answer`` keeps them).
+A view builds the answer model itself (a user's, a runner's, a dimension's), or builds its JSON
+which the route turns into the model where it reads it (``answered``: a report's, an alert's, a
+job's); FastAPI then sends the model as the route's ``response_model``. The model is the one
+the client parses the answer with, so a view that leaves out a field it requires, or gives one
+of another type, fails on the server, naming the field, not in a client (a key the model does
+not name is sent as it is, after the named ones: ``base.Answer`` keeps them).
 Routes declare ``response_model_exclude_unset=True`` (``ANSWERED``): the JSON sent holds the
-view's fields and no default the view left out (a job listed without its ``events``), in the
-view's order as long as the model declares its fields in that order (fields it does not name
-come last).
+fields the view gave and no default it left out (a job listed without its ``events``), in the
+model's order (fields it does not name come last).
 
 A route whose answer is large or on the hot path (``POST /v0/run``, the perf query) declares
 its model as its ``response_model`` (the OpenAPI document's schema, the client's parser) but
