@@ -265,7 +265,11 @@ def _plan(
         pvalue = DEFAULT_MAX_PVALUE if max_pvalue is None else max_pvalue
         magnitude = DEFAULT_MIN_MAGNITUDE if min_magnitude is None else min_magnitude
         judged_points: dict[int, history.Series] = {}
-        noisy_reports = {r for r, report_facts in facts.reports.items() if report_facts.noisy}
+        noisy_reports = (
+            set()
+            if t.alert_when_noisy
+            else {r for r, report_facts in facts.reports.items() if report_facts.noisy}
+        )
         for benchmark_id, m in newest.items():
             points = series[benchmark_id].newest(None)
             points.append(m.id, m.value, report_id)
