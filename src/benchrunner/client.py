@@ -62,6 +62,7 @@ from benchrunner.api.organizations import (
     Role,
     Visibility,
 )
+from benchrunner.api.perf import Perf
 from benchrunner.api.releases import Release
 from benchrunner.api.reports import Report, ReportUpdate, RunAnswer
 from benchrunner.api.run import RunBody
@@ -69,6 +70,7 @@ from benchrunner.api.runners import (
     CreatedRunner,
     NewRunner,
     Runner,
+    RunnerKey,
     RunnerPatch,
     RunnerToken,
     SpecRef,
@@ -581,8 +583,8 @@ class BenchrunnerClient:
         path = f"{self._runners(organization)}/{_segment(runner)}"
         if not bencher_format:
             return self._answer(RunnerToken, "POST", f"{path}/token")
-        rotated = self._object("POST", f"{path}/key")
-        return _parsed(RunnerToken, {**rotated, "token": rotated.get("key")}, f"POST {path}/key")
+        rotated = self._answer(RunnerKey, "POST", f"{path}/key")
+        return RunnerToken.model_validate({**rotated.model_dump(), "token": rotated.key})
 
     def list_runner_specs(self, runner: str) -> Page[Spec]:
         return self._answers(Spec, f"/v0/runners/{_segment(runner)}/specs", {})
@@ -633,14 +635,17 @@ class BenchrunnerClient:
         path = f"/v0/projects/{_segment(project)}/reports/{_segment(report)}"
         return self._answer(Report, "PATCH", path, json=request_json(body))
 
-    def perf(
-        self, project: str, query: PerfQuery, *, kind: Literal["json", "csv", "img"] = "json"
-    ) -> httpx.Response:
-        """``GET /v0/projects/{project}/perf`` (or its ``/csv`` or ``/img`` form): the raw
-        response, JSON, CSV text or PNG bytes."""
+    def perf(self, project: str, query: PerfQuery) -> Perf:
+        """``GET /v0/projects/{project}/perf``: each series asked for, with its points."""
         path = f"/v0/projects/{_segment(project)}/perf"
-        if kind != "json":
-            path += f"/{kind}"
+        return self._answer(Perf, "GET", path, params=query.params())
+
+    def perf_export(
+        self, project: str, query: PerfQuery, kind: Literal["csv", "img"]
+    ) -> httpx.Response:
+        """The perf query's ``/csv`` or ``/img`` form: the raw response, CSV text or PNG
+        bytes."""
+        path = f"/v0/projects/{_segment(project)}/perf/{kind}"
         return self._send("GET", path, params=query.params())
 
     # -- history: dimensions, thresholds, alerts, baselines --------------------------------------

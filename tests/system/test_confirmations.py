@@ -293,9 +293,9 @@ def test_a_crossing_alerts_only_when_its_confirmation_runs_agree(tmp_path: Path)
             end_time=dt.datetime.now(dt.UTC) + dt.timedelta(days=1),
         )
         with deployment.admin() as client:
-            perf = client.perf(deployment.project, query).json()
-        [series] = perf["results"]
-        reports = [m["report"] for m in series["metrics"]]
+            perf = client.perf(deployment.project, query)
+        [series] = perf.results
+        reports = [m.report for m in series.metrics]
         assert len(reports) == 7 and len(set(reports)) == 7
         assert reports[-3:] == [blip["uuid"], step["uuid"], unmeasured["uuid"]]
 

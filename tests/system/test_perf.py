@@ -77,21 +77,27 @@ def test_perf_returns_each_series_in_time_order(project: Project) -> None:
             start_time=T0,
             end_time=T0 + dt.timedelta(days=30),
         )
-        response = client.perf(project.slug, query)
-    perf = response.json()
-    assert perf["project"]["slug"] == project.slug
-    series = {r["branch"]["name"]: r for r in perf["results"]}
+        perf = client.perf(project.slug, query)
+        sent = httpx.get(
+            f"{project.deployment.server.url}/v0/projects/{project.slug}/perf",
+            params=query.params(),
+            headers={"Authorization": f"Bearer {project.deployment.server.token}"},
+        ).json()
+    # the model gives back the JSON sent, field for field and in its order
+    assert json.dumps(perf.model_dump(mode="json", exclude_unset=True)) == json.dumps(sent)
+    assert perf.project.slug == project.slug
+    series = {r.branch.name: r for r in perf.results}
     assert set(series) == {"main", "feature"}
     main = series["main"]
-    assert (main["testbed"]["name"], main["benchmark"]["name"]) == ("box", "sort")
-    assert main["measure"]["slug"] == "latency" and main["measure"]["units"]
-    assert [m["metric"]["value"] for m in main["metrics"]] == [100.0 + d for d in range(6)]
-    assert [m["report"] for m in main["metrics"]] == [r["uuid"] for r in reports]
-    first = main["metrics"][0]
-    assert first["start_time"] == "2026-01-01T00:00:00Z"
-    assert first["end_time"] == "2026-01-01T00:00:05Z"
-    assert first["version"]["number"] is not None
-    assert [m["metric"]["value"] for m in series["feature"]["metrics"]] == [90.0]
+    assert (main.testbed.name, main.benchmark.name) == ("box", "sort")
+    assert main.measure.slug == "latency" and main.measure.units
+    assert [m.metric.value for m in main.metrics] == [100.0 + d for d in range(6)]
+    assert [m.report for m in main.metrics] == [r["uuid"] for r in reports]
+    first = main.metrics[0]
+    assert first.start_time == "2026-01-01T00:00:00Z"
+    assert first.end_time == "2026-01-01T00:00:05Z"
+    assert first.version.number is not None
+    assert [m.metric.value for m in series["feature"].metrics] == [90.0]
 
 
 def test_perf_keeps_to_the_time_range_and_accepts_uuids(project: Project) -> None:
@@ -106,7 +112,7 @@ def test_perf_keeps_to_the_time_range_and_accepts_uuids(project: Project) -> Non
             start_time=T0 + dt.timedelta(days=1),
             end_time=T0 + dt.timedelta(days=3),
         )
-        perf = client.perf(project.slug, query).json()
+        perf = client.perf(project.slug, query).model_dump(mode="json", exclude_unset=True)
     values = {
         r["benchmark"]["name"]: [m["metric"]["value"] for m in r["metrics"]]
         for r in perf["results"]
@@ -132,8 +138,9 @@ def test_perf_points_carry_their_boundary_and_alert(project: Project) -> None:
             start_time=T0,
             end_time=T0 + dt.timedelta(days=30),
         )
-        perf = client.perf(project.slug, query).json()
-        rows = list(csv.DictReader(io.StringIO(client.perf(project.slug, query, kind="csv").text)))
+        perf = client.perf(project.slug, query).model_dump(mode="json", exclude_unset=True)
+        exported = client.perf_export(project.slug, query, "csv")
+        rows = list(csv.DictReader(io.StringIO(exported.text)))
     [series] = perf["results"]
     points = series["metrics"]
     # no history yet: as Bencher v0.6.12, the boundary is stored with nothing drawn
@@ -162,8 +169,8 @@ def test_perf_as_csv_and_png(project: Project) -> None:
             end_time=T0 + dt.timedelta(days=30),
             title="sort on main",
         )
-        text = client.perf(project.slug, query, kind="csv")
-        image = client.perf(project.slug, query, kind="img")
+        text = client.perf_export(project.slug, query, "csv")
+        image = client.perf_export(project.slug, query, "img")
     assert text.headers["content-type"].startswith("text/csv")
     rows = list(csv.DictReader(io.StringIO(text.text)))
     assert [float(r["value"]) for r in rows] == [100.0 + d for d in range(6)]

@@ -12,6 +12,7 @@ import typer
 from typer.testing import CliRunner
 
 from benchrunner.api.alerts import Alert
+from benchrunner.api.perf import PerfSeries, PerfVersion
 from benchrunner.api.thresholds import Threshold, ThresholdModel
 from benchrunner.cli.dimension_cmds import dimension_columns, dimension_row
 from benchrunner.cli.duet_view import margin_text
@@ -222,37 +223,52 @@ def test_margin_text(margin: dict[str, Any] | None, text: str) -> None:
         ({"number": 3, "hash": "0123456789abcdef" * 2 + "01234567"}, "3 (0123456)"),
     ],
 )
-def test_version_text(version: Any, text: str) -> None:
-    assert version_text(version) == text
+def test_version_text(version: dict[str, Any] | None, text: str) -> None:
+    assert version_text(None if version is None else PerfVersion.model_validate(version)) == text
 
 
-SERIES = {
-    "branch": _named("main"),
-    "testbed": _named("ci"),
-    "benchmark": _named("sort"),
-    "measure": {**_named("latency"), "units": NS},
-    "metrics": [
-        {
-            "start_time": "2026-01-01T00:01:00Z",
-            "version": {"number": 1, "hash": None},
-            "metric": {"value": 100.0},
-        },
-        {
-            "start_time": "2026-01-01T00:02:00Z",
-            "version": {"number": 2, "hash": "ab" * 20},
-            "metric": {"value": 150.5},
-            "boundary": {"baseline": 100.0, "lower_limit": None, "upper_limit": 110.0},
-            "alert": {"limit": "upper", "status": "active"},
-        },
-        {
-            "start_time": "2026-01-01T00:03:00Z",
-            "version": {"number": 3, "hash": None},
-            "metric": {"value": 151.0},
-            "boundary": {"baseline": 125.25, "lower_limit": 1.5, "upper_limit": 137.75},
-            "alert": {"limit": "upper", "status": "dismissed"},
-        },
-    ],
-}
+def _point(minute: int, version: int, value: float, **judged: Any) -> dict[str, Any]:
+    return {
+        "report": f"report-{minute}",
+        "iteration": 0,
+        "metric": {"uuid": f"metric-{minute}", "value": value},
+        "start_time": f"2026-01-01T00:0{minute}:00Z",
+        "end_time": f"2026-01-01T00:0{minute}:05Z",
+        "version": {"number": version, "hash": judged.pop("hash", None)},
+        **judged,
+    }
+
+
+def _alert(status: str) -> dict[str, str]:
+    return {"uuid": f"alert-{status}", "limit": "upper", "status": status}
+
+
+SERIES = PerfSeries.model_validate(
+    {
+        "branch": _named("main"),
+        "testbed": _named("ci"),
+        "benchmark": _named("sort"),
+        "measure": {**_named("latency"), "units": NS},
+        "metrics": [
+            _point(1, 1, 100.0),
+            _point(
+                2,
+                2,
+                150.5,
+                hash="ab" * 20,
+                boundary={"baseline": 100.0, "lower_limit": None, "upper_limit": 110.0},
+                alert=_alert("active"),
+            ),
+            _point(
+                3,
+                3,
+                151.0,
+                boundary={"baseline": 125.25, "lower_limit": 1.5, "upper_limit": 137.75},
+                alert=_alert("dismissed"),
+            ),
+        ],
+    }
+)
 
 
 def test_perf_rows_show_each_point_with_its_boundary_and_alert() -> None:
@@ -270,7 +286,7 @@ def test_perf_rows_show_each_point_with_its_boundary_and_alert() -> None:
             "upper (dismissed)",
         ),
     ]
-    assert perf_rows({**SERIES, "metrics": []}) == []
+    assert perf_rows(SERIES.model_copy(update={"metrics": []})) == []
 
 
 @pytest.mark.parametrize(

@@ -12,7 +12,7 @@ import pytest
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from benchrunner.server.store.direct import PADDED_UP_TO, Direct, padded_length
+from benchrunner.server.store.direct import PADDED_UP_TO, Direct, _numbered, padded_length
 from benchrunner.server.store.engine import Database
 from benchrunner.server.store.migrate import upgrade
 from benchrunner.server.store.tables import organization
@@ -79,6 +79,17 @@ def _compare(conn: Connection) -> None:
         ).scalar_one()
     )
     assert Direct(RENAME_QUIETLY).run(conn, {"old": "nobody", "new": "x"}) == 0
+    # A literal ``%`` (escaped in psycopg's named form, not in its numbered one) and a
+    # parameter used twice.
+    percent = sa.select(organization.c.slug).where(
+        organization.c.slug.like(sa.literal_column("'%ni%'"))
+        | organization.c.slug.like(sa.literal_column("'%ex'")),
+        organization.c.slug != sa.bindparam("other"),
+        organization.c.name != sa.bindparam("other"),
+    )
+    params = {"other": "globex"}
+    assert Direct(percent).all(conn, params) == [("initech",)]
+    assert conn.execute(percent, params).all() == [("initech",)]
     names = conn.execute(sa.select(organization.c.name).order_by(organization.c.slug)).scalars()
     assert list(names) == ["Acme Corp", "Globex", "Initech"]
 
@@ -151,3 +162,7 @@ def test_runtime_lists_are_padded_to_a_power_of_two_up_to_a_bound() -> None:
     assert [padded_length(n) for n in (0, 1, 2, 3, 5, 9, 1000)] == [0, 1, 2, 4, 8, 16, 1024]
     assert padded_length(PADDED_UP_TO) == PADDED_UP_TO
     assert padded_length(PADDED_UP_TO + 1) == PADDED_UP_TO + 1
+
+
+def test_psycopg_statements_are_numbered_once_each_name() -> None:
+    assert _numbered("a %% %(x)s, %(y)s, %(x)s %%(z)s") == (b"a % $1, $2, $1 %(z)s", ("x", "y"))

@@ -67,6 +67,8 @@ class CreatedRunner(Runner):
     once."""
 
     token: str
+    key: str | None = None
+    """``token`` again, under Bencher's name, when it was asked for in Bencher's form."""
 
 
 class RunnerToken(Answer):
@@ -75,3 +77,11 @@ class RunnerToken(Answer):
 
     uuid: str
     token: str
+
+
+class RunnerKey(Answer):
+    """A runner's new key in Bencher's form, answered as Bencher does: the old one stopped
+    working."""
+
+    uuid: str
+    key: str

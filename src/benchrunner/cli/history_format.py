@@ -1,8 +1,8 @@
 """Thresholds, alerts and perf series as rows people read, and the perf command's times.
 
-Pure: thresholds and alerts (``api``'s answer models) and the perf route's JSON in, strings
-out. Numbers and units are
-written as the report table writes them (``report_format``); anything missing shows as ``—``.
+Pure: thresholds, alerts and perf series (``api``'s answer models) in, strings out. Numbers
+and units are written as the report table writes them (``report_format``); anything missing
+shows as ``—``.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from benchrunner.api.alerts import Alert
+from benchrunner.api.perf import PerfBoundary, PerfPoint, PerfSeries, PerfVersion
 from benchrunner.api.thresholds import Named, Threshold, ThresholdModel
 from benchrunner.cli.report_format import (
     MISSING,
@@ -32,12 +33,6 @@ _PARAMETERS = (
     ("min_magnitude", "min magnitude"),
 )
 """A model's parameters in the order ``model_text`` shows them, with their short names."""
-
-
-def _name(thing: object) -> str:
-    if isinstance(thing, Mapping):
-        return str(thing.get("name") or thing.get("slug") or thing.get("uuid") or MISSING)
-    return MISSING if thing is None else str(thing)
 
 
 def named(thing: Named | None) -> str:
@@ -76,12 +71,6 @@ def threshold_row(threshold: Threshold) -> tuple[str, ...]:
 
 
 THRESHOLD_COLUMNS = ("uuid", "branch", "testbed", "measure", "benchmark", "model")
-
-
-def units_of(thing: Mapping[str, Any]) -> str:
-    """The units of the measure of a perf series."""
-    measure = thing.get("measure")
-    return str(measure.get("units") or "") if isinstance(measure, Mapping) else ""
 
 
 def duet_of(alert: Alert) -> Mapping[str, Any] | None:
@@ -148,47 +137,44 @@ ALERT_COLUMNS = (
 )
 
 
-def series_title(series: Mapping[str, Any]) -> str:
+def series_title(series: PerfSeries) -> str:
     """``sort · latency (ns) · branch main · testbed ci``."""
-    symbol = unit_symbol(units_of(series))
-    measure = _name(series.get("measure")) + (f" ({symbol})" if symbol else "")
+    symbol = unit_symbol(series.measure.units)
+    measure = named(series.measure) + (f" ({symbol})" if symbol else "")
     return (
-        f"{_name(series.get('benchmark'))} · {measure} · branch {_name(series.get('branch'))}"
-        f" · testbed {_name(series.get('testbed'))}"
+        f"{named(series.benchmark)} · {measure} · branch {named(series.branch)}"
+        f" · testbed {named(series.testbed)}"
     )
 
 
-def version_text(version: object) -> str:
+def version_text(version: PerfVersion | None) -> str:
     """``3 (abc1234)``: the branch version and its hash, shortened as git does."""
-    if not isinstance(version, Mapping):
+    if version is None:
         return MISSING
-    number = version.get("number")
-    text = MISSING if number is None else str(number)
-    commit = version.get("hash")
-    return f"{text} ({str(commit)[:7]})" if commit else text
+    text = str(version.number)
+    return f"{text} ({version.hash[:7]})" if version.hash else text
 
 
-def _alert_mark(point: Mapping[str, Any]) -> str:
-    alert = point.get("alert")
-    if not isinstance(alert, Mapping):
+def _alert_mark(point: PerfPoint) -> str:
+    if point.alert is None:
         return ""
-    return alert_cell(AlertMark(str(alert.get("limit")), str(alert.get("status"))))
+    return alert_cell(AlertMark(str(point.alert.limit), point.alert.status))
 
 
-def perf_rows(series: Mapping[str, Any]) -> list[tuple[str, ...]]:
+def perf_rows(series: PerfSeries) -> list[tuple[str, ...]]:
     """One row per point, oldest first: time, version, value, baseline, limits, alert."""
-    units = units_of(series)
+    units = series.measure.units
     rows: list[tuple[str, ...]] = []
-    for point in series.get("metrics") or []:
-        boundary = point.get("boundary") or {}
+    for point in series.metrics:
+        boundary = point.boundary or PerfBoundary()
         rows.append(
             (
-                _time(point.get("start_time")),
-                version_text(point.get("version")),
-                with_units((point.get("metric") or {}).get("value"), units),
-                with_units(boundary.get("baseline"), units),
-                with_units(boundary.get("lower_limit"), units),
-                with_units(boundary.get("upper_limit"), units),
+                _time(point.start_time),
+                version_text(point.version),
+                with_units(point.metric.value, units),
+                with_units(boundary.baseline, units),
+                with_units(boundary.lower_limit, units),
+                with_units(boundary.upper_limit, units),
                 _alert_mark(point),
             )
         )

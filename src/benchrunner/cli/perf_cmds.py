@@ -10,6 +10,7 @@ from typing import Annotated, Literal
 
 import typer
 
+from benchrunner.api.perf import Perf
 from benchrunner.cli import output
 from benchrunner.cli.config import project_client
 from benchrunner.cli.history_format import PERF_COLUMNS, parse_time, perf_rows, series_title
@@ -120,27 +121,28 @@ def perf(
         title=title,
     )
     with project_client(host, token, project, timeout=120) as (client, project_ref):
-        answer = client.perf(project_ref, query, kind="json" if kind == "table" else kind)
-    if kind == "img":
-        assert image is not None
-        image.write_bytes(answer.content)
-        output.note(f"wrote the plot to {image} ({len(answer.content)} bytes)")
-    elif kind == "csv":
-        if to_file is None:
-            sys.stdout.write(answer.text)
+        if kind == "csv" or kind == "img":
+            exported = client.perf_export(project_ref, query, kind)
         else:
-            to_file.write_text(answer.text, encoding="utf-8")
-            output.note(f"wrote the CSV to {to_file}")
-    elif kind == "json":
-        output.print_json(answer.json())
+            found = client.perf(project_ref, query)
+    if kind == "json":
+        output.print_json(found)
+    elif kind == "table":
+        print_perf(found)
+    elif kind == "img":
+        assert image is not None
+        image.write_bytes(exported.content)
+        output.note(f"wrote the plot to {image} ({len(exported.content)} bytes)")
+    elif to_file is None:
+        sys.stdout.write(exported.text)
     else:
-        print_perf(answer.json())
+        to_file.write_text(exported.text, encoding="utf-8")
+        output.note(f"wrote the CSV to {to_file}")
 
 
-def print_perf(found: dict[str, object]) -> None:
+def print_perf(found: Perf) -> None:
     """A table per series, oldest point first; a series without points says so."""
-    results = found.get("results")
-    for series in results if isinstance(results, list) else []:
+    for series in found.results:
         rows = perf_rows(series)
         if rows:
             output.print_table(PERF_COLUMNS, rows, title=series_title(series))

@@ -13,7 +13,7 @@ from sqlalchemy.engine import Connection
 from benchrunner.api.alerts import Alert, AlertPrecision, AlertUpdate
 from benchrunner.server.access import project_access
 from benchrunner.server.bisection.views import bisection_summary
-from benchrunner.server.http.answers import ANSWERED, answered, answered_each
+from benchrunner.server.http.answers import ANSWERED, answered
 from benchrunner.server.http.errors import conflict, not_found, unauthorized
 from benchrunner.server.processing.webhooks import (
     HELD_BACK,
@@ -30,12 +30,12 @@ from benchrunner.server.views.resources import alert_view, precision_view
 router = APIRouter(tags=["alerts"])
 
 
-def _alert_view(conn: Connection, found: Any) -> dict[str, Any]:
-    """An alert with the confirmation runs that judged it, if any did."""
+def _alert_answer(conn: Connection, found: Any, **more: Any) -> Alert:
+    """An alert with the confirmation runs that judged it, if any did, and ``more``."""
     runs = None
     if found.confirmation is not None:
         runs = confirmations.confirmation_runs(conn, found.report_id)
-    return alert_view(found, runs)
+    return answered(Alert, {**alert_view(found, runs), **more})
 
 
 @router.get("/v0/projects/{project}/alerts", **ANSWERED)
@@ -60,7 +60,7 @@ async def list_alerts(
     ``verdict`` a triage verdict or ``untriaged``; the other filters name a branch, testbed,
     benchmark or measure by UUID, slug or name."""
 
-    def unit(conn: Connection) -> tuple[list[dict[str, Any]], int]:
+    def unit(conn: Connection) -> tuple[list[Alert], int]:
         row = project_access(conn, user, project, write=False)
         where = alerts.AlertFilter(
             status=status,
@@ -82,11 +82,11 @@ async def list_alerts(
         runs = confirmations.confirmation_runs_of(
             conn, [a.report_id for a in found if a.confirmation is not None]
         )
-        return [alert_view(a, runs.get(a.report_id)) for a in found], total
+        return [answered(Alert, alert_view(a, runs.get(a.report_id))) for a in found], total
 
-    views, total = await ctx.db.read(unit)
+    answers, total = await ctx.db.read(unit)
     response.headers["X-Total-Count"] = str(total)
-    return answered_each(Alert, views)
+    return answers
 
 
 @router.get("/v0/projects/{project}/alerts/precision", **ANSWERED)
@@ -95,11 +95,13 @@ async def alert_precision(project: str, user: MaybeUser, ctx: Ctx) -> AlertPreci
     untriaged, and the precision, (true_positive + expected) / triaged, or null while no alert
     is triaged."""
 
-    def unit(conn: Connection) -> dict[str, Any]:
+    def unit(conn: Connection) -> AlertPrecision:
         row = project_access(conn, user, project, write=False)
-        return precision_view(row.uuid, alerts.alert_precision(conn, row.id))
+        return answered(
+            AlertPrecision, precision_view(row.uuid, alerts.alert_precision(conn, row.id))
+        )
 
-    return answered(AlertPrecision, await ctx.db.read(unit))
+    return await ctx.db.read(unit)
 
 
 def _alert(conn: Connection, project_id: int, ref: str) -> Any:
@@ -115,12 +117,12 @@ async def get_alert(project: str, alert: str, user: MaybeUser, ctx: Ctx) -> Aler
     outcome and ``text``; ``pending`` or ``skipped`` with why when its bisect threshold asked
     for one not started; null when none was)."""
 
-    def unit(conn: Connection) -> dict[str, Any]:
+    def unit(conn: Connection) -> Alert:
         row = project_access(conn, user, project, write=False)
         found = _alert(conn, row.id, alert)
-        return {**_alert_view(conn, found), "bisection": bisection_summary(conn, found.id, found)}
+        return _alert_answer(conn, found, bisection=bisection_summary(conn, found.id, found))
 
-    return answered(Alert, await ctx.db.read(unit))
+    return await ctx.db.read(unit)
 
 
 @router.patch("/v0/projects/{project}/alerts/{alert}", **ANSWERED)
@@ -132,7 +134,7 @@ async def update_alert(
     ``false_positive`` (noise) or ``expected`` (a real, intended change), kept with who set it
     and when; ``"verdict": null`` takes it back."""
 
-    def unit(conn: Connection) -> dict[str, Any]:
+    def unit(conn: Connection) -> Alert:
         row = project_access(conn, user, project, write=True)
         found = _alert(conn, row.id, alert)
         changes = body.status is not None or "verdict" in body.model_fields_set
@@ -144,6 +146,6 @@ async def update_alert(
             if user is None:
                 raise unauthorized("sign in to triage an alert: a verdict names who gave it")
             set_alert_verdict(conn, found.id, body.verdict, user.id, ctx.clock.now())
-        return _alert_view(conn, _alert(conn, row.id, alert))
+        return _alert_answer(conn, _alert(conn, row.id, alert))
 
-    return answered(Alert, await ctx.db.write(unit))
+    return await ctx.db.write(unit)

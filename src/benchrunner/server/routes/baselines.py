@@ -13,15 +13,16 @@ from fastapi import APIRouter
 from sqlalchemy.engine import Connection
 
 from benchrunner.api.dimensions import BaselineReset, NewBaseline
+from benchrunner.api.thresholds import Named
 from benchrunner.server.access import project_access
-from benchrunner.server.http.answers import ANSWERED, answered
+from benchrunner.server.http.answers import ANSWERED
 from benchrunner.server.http.errors import bad_request
 from benchrunner.server.processing.webhooks import emit_alert_event
 from benchrunner.server.routes.deps import Ctx, MaybeUser
 from benchrunner.server.store import alerts, reports
 from benchrunner.server.store.tables import branch, measure, testbed
 from benchrunner.server.views.lookups import in_project, report_in_project
-from benchrunner.server.views.resources import iso, named_view
+from benchrunner.server.views.resources import iso
 
 router = APIRouter(tags=["baselines"])
 
@@ -33,7 +34,7 @@ async def reset_baseline(
     """The report must be on that branch and testbed. Answers the reset with how many alerts
     it dismissed."""
 
-    def unit(conn: Connection) -> dict[str, Any]:
+    def unit(conn: Connection) -> NewBaseline:
         row = project_access(conn, user, project, write=True)
         on_branch = in_project(conn, branch, row.id, body.branch, "branch")
         on_testbed = in_project(conn, testbed, row.id, body.testbed, "testbed")
@@ -62,17 +63,19 @@ async def reset_baseline(
             now,
         )
         emit_alert_event(conn, "alert.dismissed", dismissed, now)
-        return {
-            "uuid": str(reset_uuid),
-            "project": str(row.uuid),
-            "branch": named_view(on_branch.uuid, on_branch.name, on_branch.slug),
-            "testbed": named_view(on_testbed.uuid, on_testbed.name, on_testbed.slug),
-            "measure": None
-            if of_measure is None
-            else named_view(of_measure.uuid, of_measure.name, of_measure.slug),
-            "report": str(found.uuid),
-            "dismissed": len(dismissed),
-            "created": iso(now),
-        }
+        return NewBaseline(
+            uuid=str(reset_uuid),
+            project=str(row.uuid),
+            branch=_named(on_branch),
+            testbed=_named(on_testbed),
+            measure=None if of_measure is None else _named(of_measure),
+            report=str(found.uuid),
+            dismissed=len(dismissed),
+            created=iso(now),
+        )
 
-    return answered(NewBaseline, await ctx.db.write(unit))
+    return await ctx.db.write(unit)
+
+
+def _named(row: Any) -> Named:
+    return Named(uuid=str(row.uuid), name=row.name, slug=row.slug)

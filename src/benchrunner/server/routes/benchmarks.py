@@ -11,7 +11,7 @@ from sqlalchemy.engine import Connection
 
 from benchrunner.api.dimensions import Benchmark, BenchmarkUpdate
 from benchrunner.server.access import project_access
-from benchrunner.server.http.answers import ANSWERED, answered
+from benchrunner.server.http.answers import ANSWERED
 from benchrunner.server.routes.deps import Ctx, MaybeUser
 from benchrunner.server.routes.dimensions import add_reads, dimension_view
 from benchrunner.server.store import dimensions
@@ -21,8 +21,8 @@ from benchrunner.server.views.lookups import in_project
 router = APIRouter(tags=["benchmarks"])
 
 
-def benchmark_view(row: Any, project_uuid: Any) -> dict[str, Any]:
-    return {**dimension_view(row, project_uuid), "ignored": row.ignored}
+def benchmark_view(row: Any, project_uuid: Any) -> Benchmark:
+    return dimension_view(Benchmark, row, project_uuid, ignored=row.ignored)
 
 
 add_reads(router, "benchmarks", "benchmark", benchmark, Benchmark, benchmark_view)
@@ -35,11 +35,11 @@ async def update_benchmark(
 ) -> Benchmark:
     """Set ``ignored``: members of the project's organization only."""
 
-    def unit(conn: Connection) -> dict[str, Any]:
+    def unit(conn: Connection) -> Benchmark:
         row = project_access(conn, user, project, write=True)
         found = in_project(conn, benchmark, row.id, ref, "benchmark")
         if body.ignored is not None:
             dimensions.benchmark_set_ignored(conn, found.id, body.ignored)
         return benchmark_view(in_project(conn, benchmark, row.id, ref, "benchmark"), row.uuid)
 
-    return answered(Benchmark, await ctx.db.write(unit))
+    return await ctx.db.write(unit)

@@ -5,8 +5,6 @@ makes is ``bisection/start.py``'s, which the console's form calls too."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from fastapi import APIRouter, Request, Response
 from sqlalchemy.engine import Connection
 
@@ -14,7 +12,7 @@ from benchrunner.api.bisections import Bisection, BisectionCreate
 from benchrunner.server.access import project_access
 from benchrunner.server.bisection import actions, rows, start
 from benchrunner.server.bisection.views import bisection_view
-from benchrunner.server.http.answers import ANSWERED, answered, answered_each
+from benchrunner.server.http.answers import ANSWERED, answered
 from benchrunner.server.routes.deps import Ctx, MaybeUser, Page, Svc, origin_of
 
 router = APIRouter(tags=["bisections"])
@@ -38,12 +36,12 @@ async def list_bisections(
 ) -> list[Bisection]:
     """The project's bisections, newest first."""
 
-    def unit(conn: Connection) -> list[dict[str, Any]]:
+    def unit(conn: Connection) -> list[Bisection]:
         found = project_access(conn, user, project, write=False)
         listed = rows.bisection_list(conn, found.id, pages.per_page, pages.offset)
-        return [bisection_view(conn, b) for b in listed]
+        return [answered(Bisection, bisection_view(conn, b)) for b in listed]
 
-    return answered_each(Bisection, await ctx.db.read(unit))
+    return await ctx.db.read(unit)
 
 
 @router.get(BISECTIONS + "/{bisection}", **ANSWERED)
@@ -51,11 +49,12 @@ async def get_bisection(project: str, bisection: str, user: MaybeUser, ctx: Ctx)
     """The bisection: its state, every step (commit, jobs, ratio against the baseline with its
     interval, verdict) and, once done, the first bad commit or why there is none."""
 
-    def unit(conn: Connection) -> dict[str, Any]:
+    def unit(conn: Connection) -> Bisection:
         found = project_access(conn, user, project, write=False)
-        return bisection_view(conn, actions.bisection_in_project(conn, found.id, bisection))
+        found_bisection = actions.bisection_in_project(conn, found.id, bisection)
+        return answered(Bisection, bisection_view(conn, found_bisection))
 
-    return answered(Bisection, await ctx.db.read(unit))
+    return await ctx.db.read(unit)
 
 
 @router.post(BISECTIONS + "/{bisection}/cancel", **ANSWERED)

@@ -12,7 +12,7 @@ from sqlalchemy.engine import Connection
 
 from benchrunner.api.calibrations import AppliedCalibration, Calibration, CalibrationCreate
 from benchrunner.server.access import project_access
-from benchrunner.server.http.answers import ANSWERED, answered, answered_each
+from benchrunner.server.http.answers import ANSWERED, answered
 from benchrunner.server.processing import calibration_start
 from benchrunner.server.processing import calibrations as service
 from benchrunner.server.routes.deps import Ctx, MaybeUser, Page, Svc, origin_of
@@ -40,20 +40,24 @@ async def create_calibration(
     )
 
 
+def _answer(conn: Connection, found: Any) -> Calibration:
+    return answered(Calibration, service.public(service.calibration_view(conn, found)))
+
+
 @router.get(CALIBRATIONS, **ANSWERED)
 async def list_calibrations(
     project: str, user: MaybeUser, ctx: Ctx, pages: Page, response: Response
 ) -> list[Calibration]:
     """The project's calibrations, newest first, each with its state and proposal."""
 
-    def unit(conn: Connection) -> tuple[list[dict[str, Any]], int]:
+    def unit(conn: Connection) -> tuple[list[Calibration], int]:
         row = project_access(conn, user, project, write=False)
         found, total = calibrations.calibration_list(conn, row.id, pages.per_page, pages.offset)
-        return [service.public(service.calibration_view(conn, c)) for c in found], total
+        return [_answer(conn, c) for c in found], total
 
-    views, total = await ctx.db.read(unit)
+    answers, total = await ctx.db.read(unit)
     response.headers["X-Total-Count"] = str(total)
-    return answered_each(Calibration, views)
+    return answers
 
 
 @router.get(CALIBRATIONS + "/{calibration}", **ANSWERED)
@@ -62,15 +66,11 @@ async def get_calibration(project: str, calibration: str, user: MaybeUser, ctx: 
     ``stale``, and per benchmark and measure the runs' mean, spread, the smallest change a
     threshold can catch and the proposed threshold."""
 
-    def unit(conn: Connection) -> dict[str, Any]:
+    def unit(conn: Connection) -> Calibration:
         row = project_access(conn, user, project, write=False)
-        return service.public(
-            service.calibration_view(
-                conn, service.calibration_in_project(conn, row.id, calibration)
-            )
-        )
+        return _answer(conn, service.calibration_in_project(conn, row.id, calibration))
 
-    return answered(Calibration, await ctx.db.read(unit))
+    return await ctx.db.read(unit)
 
 
 @router.post(CALIBRATIONS + "/{calibration}/apply", **ANSWERED)

@@ -5,7 +5,7 @@ server context, the services and the lifecycle, ``MAX_PAGE``, ``origin_of``) are
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Annotated, Any
+from typing import Annotated, TypeVar
 
 from fastapi import Depends, Query, Request, Response
 
@@ -99,6 +99,9 @@ async def pagination(
 Page = Annotated[Pagination, Depends(pagination)]
 
 
-def paginate(response: Response, items: list[Any], pages: Pagination) -> list[Any]:
+Item = TypeVar("Item")
+
+
+def paginate(response: Response, items: list[Item], pages: Pagination) -> list[Item]:
     response.headers["X-Total-Count"] = str(len(items))
     return items[pages.offset : pages.offset + pages.per_page]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from types import GenericAlias
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import sqlalchemy as sa
 from fastapi import APIRouter, Response
@@ -13,23 +13,27 @@ from sqlalchemy.engine import Connection
 
 from benchrunner.api.dimensions import HistoryDimension
 from benchrunner.server.access import project_access
-from benchrunner.server.http.answers import ANSWERED, answered, answered_each
+from benchrunner.server.http.answers import ANSWERED
 from benchrunner.server.routes.deps import Ctx, MaybeUser, Page
 from benchrunner.server.store import dimensions
 from benchrunner.server.views.lookups import in_project
 from benchrunner.server.views.resources import iso
 
-View = Callable[[Any, Any], dict[str, Any]]
+Dimension = TypeVar("Dimension", bound=HistoryDimension)
+View = Callable[[Any, Any], HistoryDimension]
+"""A row of the table and its project's UUID as the answer."""
 
 
-def dimension_view(row: Any, project_uuid: Any) -> dict[str, Any]:
-    return {
-        "uuid": str(row.uuid),
-        "project": str(project_uuid),
-        "name": row.name,
-        "slug": row.slug,
-        "created": iso(row.created),
-    }
+def dimension_view(answer: type[Dimension], row: Any, project_uuid: Any, **own: Any) -> Dimension:
+    """The row as ``answer``: the fields every dimension has, then ``own``."""
+    return answer(
+        uuid=str(row.uuid),
+        project=str(project_uuid),
+        name=row.name,
+        slug=row.slug,
+        created=iso(row.created),
+        **own,
+    )
 
 
 def add_reads(
@@ -38,10 +42,16 @@ def add_reads(
     what: str,
     table: sa.Table,
     answer: type[HistoryDimension],
-    view: View = dimension_view,
+    view: View | None = None,
 ) -> None:
     """``GET /v0/projects/{project}/<plural>`` (by name; ``name`` filters) and
-    ``GET /v0/projects/{project}/<plural>/{ref}``, answering ``answer`` models."""
+    ``GET /v0/projects/{project}/<plural>/{ref}``, answering ``answer`` models (built by
+    ``view``; by default, the fields every dimension has)."""
+
+    def common(row: Any, project_uuid: Any) -> HistoryDimension:
+        return dimension_view(answer, row, project_uuid)
+
+    viewed = view or common
 
     async def list_rows(
         project: str,
@@ -52,7 +62,7 @@ def add_reads(
         name: str | None = None,
         direction: Literal["asc", "desc"] = "asc",
     ) -> list[HistoryDimension]:
-        def unit(conn: Connection) -> tuple[list[dict[str, Any]], int]:
+        def unit(conn: Connection) -> tuple[list[HistoryDimension], int]:
             row = project_access(conn, user, project, write=False)
             found, total = dimensions.dimension_list(
                 conn,
@@ -63,18 +73,18 @@ def add_reads(
                 limit=pages.per_page,
                 offset=pages.offset,
             )
-            return [view(f, row.uuid) for f in found], total
+            return [viewed(f, row.uuid) for f in found], total
 
-        views, total = await ctx.db.read(unit)
+        answers, total = await ctx.db.read(unit)
         response.headers["X-Total-Count"] = str(total)
-        return answered_each(answer, views)
+        return answers
 
     async def get_row(project: str, ref: str, user: MaybeUser, ctx: Ctx) -> HistoryDimension:
-        def unit(conn: Connection) -> dict[str, Any]:
+        def unit(conn: Connection) -> HistoryDimension:
             row = project_access(conn, user, project, write=False)
-            return view(in_project(conn, table, row.id, ref, what), row.uuid)
+            return viewed(in_project(conn, table, row.id, ref, what), row.uuid)
 
-        return answered(answer, await ctx.db.read(unit))
+        return await ctx.db.read(unit)
 
     router.add_api_route(
         f"/v0/projects/{{project}}/{plural}",

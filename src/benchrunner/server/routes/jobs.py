@@ -13,7 +13,7 @@ from benchrunner.api.reports import RunAnswer
 from benchrunner.server.access import job_access, project_access
 from benchrunner.server.channel.cancels import cancel
 from benchrunner.server.context import ServerContext
-from benchrunner.server.http.answers import ANSWERED, answered, answered_each
+from benchrunner.server.http.answers import ANSWERED, answered
 from benchrunner.server.http.job_queries import JobListQuery, job_filter
 from benchrunner.server.processing.outputs import shown_output
 from benchrunner.server.routes.deps import Ctx, Life, MaybeUser, Page, Svc, origin_of
@@ -27,32 +27,28 @@ from benchrunner.server.views.resources import full_report_view, job_view
 router = APIRouter(tags=["jobs"])
 
 
-async def full_job_view(
-    ctx: ServerContext, project: str, ref: str, viewer: UserRow | None
-) -> dict[str, Any]:
-    """The job's JSON with its events (and, once finished, its output), in a fixed number of
+async def full_job(ctx: ServerContext, project: str, ref: str, viewer: UserRow | None) -> Job:
+    """The job with its events (and, once finished, its output), in a fixed number of
     queries whatever the number of events."""
 
-    def unit(conn: Connection) -> tuple[JobRow, dict[str, Any]]:
+    def unit(conn: Connection) -> tuple[JobRow, JobDetail, list[Any]]:
         found = job_access(conn, viewer, project, ref, write=False)
-        events = job_reads.job_events(conn, found.job.id)
-        return found.job, _view(found, events)
+        return found.job, found, job_reads.job_events(conn, found.job.id)
 
-    job, view = await ctx.db.read(unit)
+    job, found, events = await ctx.db.read(unit)
     output = await shown_output(ctx, job)
-    if output is not None:
-        view["output"] = output
-    return view
+    return _answer(found, events, **({} if output is None else {"output": output}))
 
 
-def _view(found: JobDetail, events: list[Any] | None = None) -> dict[str, Any]:
-    return job_view(
+def _answer(found: JobDetail, events: list[Any] | None = None, **more: Any) -> Job:
+    view = job_view(
         found.job,
         spec=found.spec,
         runner_uuid=found.runner_uuid,
         report_uuid=found.report_uuid,
         events=events,
     )
+    return answered(Job, {**view, **more})
 
 
 @router.get("/v0/projects/{project}/jobs", **ANSWERED)
@@ -66,7 +62,7 @@ async def list_jobs(
 ) -> list[Job]:
     """A page of the project's jobs, filtered, sorted and counted in the database."""
 
-    def unit(conn: Connection) -> tuple[list[dict[str, Any]], int]:
+    def unit(conn: Connection) -> tuple[list[Job], int]:
         row = project_access(conn, user, project, write=False)
         found, total = job_reads.job_page(
             conn,
@@ -77,22 +73,22 @@ async def list_jobs(
             limit=pages.per_page,
             offset=pages.offset,
         )
-        return [_view(detail) for detail in found], total
+        return [_answer(detail) for detail in found], total
 
-    views, total = await ctx.db.read(unit)
+    answers, total = await ctx.db.read(unit)
     response.headers["X-Total-Count"] = str(total)
-    return answered_each(Job, views)
+    return answers
 
 
 @router.get("/v0/projects/{project}/jobs/{job}", **ANSWERED)
 async def get_job(project: str, job: str, user: MaybeUser, ctx: Ctx) -> Job:
-    return answered(Job, await full_job_view(ctx, project, job, user))
+    return await full_job(ctx, project, job, user)
 
 
 @router.post("/v0/projects/{project}/jobs/{job}/cancel", **ANSWERED)
 async def cancel_job(project: str, job: str, user: MaybeUser, ctx: Ctx, life: Life) -> Job:
     await cancel(ctx, life, project, job, user)
-    return answered(Job, await full_job_view(ctx, project, job, user))
+    return await full_job(ctx, project, job, user)
 
 
 @router.post("/v0/projects/{project}/jobs/{job}/rerun", status_code=201, **ANSWERED)

@@ -13,8 +13,8 @@ from benchrunner.server.store.tables import measure
 router = APIRouter(tags=["measures"])
 
 
-def measure_view(row: Any, project_uuid: Any) -> dict[str, Any]:
-    return {**dimension_view(row, project_uuid), "units": row.units}
+def measure_view(row: Any, project_uuid: Any) -> Measure:
+    return dimension_view(Measure, row, project_uuid, units=row.units)
 
 
 add_reads(router, "measures", "measure", measure, Measure, measure_view)

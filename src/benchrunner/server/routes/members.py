@@ -6,14 +6,12 @@ leader: its last one can be neither demoted nor removed (409).
 
 from __future__ import annotations
 
-from typing import Any
-
 from fastapi import APIRouter, Response
 from sqlalchemy.engine import Connection
 
 from benchrunner.api.organizations import Member, MemberPatch, NewMember
 from benchrunner.server.access import organization_access
-from benchrunner.server.http.answers import ANSWERED, answered, answered_each
+from benchrunner.server.http.answers import ANSWERED
 from benchrunner.server.http.errors import conflict, not_found
 from benchrunner.server.routes.deps import Ctx, Page, User, paginate
 from benchrunner.server.store import accounts
@@ -46,27 +44,27 @@ def _keep_a_leader(conn: Connection, org: OrganizationRow, member: MemberRow) ->
 async def list_members(
     organization: str, user: User, ctx: Ctx, response: Response, pages: Page
 ) -> list[Member]:
-    def unit(conn: Connection) -> list[dict[str, Any]]:
+    def unit(conn: Connection) -> list[Member]:
         org = organization_access(conn, user, organization)
         return [member_view(m) for m in accounts.member_list(conn, org.id)]
 
-    return answered_each(Member, paginate(response, await ctx.db.read(unit), pages))
+    return paginate(response, await ctx.db.read(unit), pages)
 
 
 @router.get(MEMBERS + "/{user}", **ANSWERED)
 async def get_member(organization: str, user: str, caller: User, ctx: Ctx) -> Member:
-    def unit(conn: Connection) -> dict[str, Any]:
+    def unit(conn: Connection) -> Member:
         org = organization_access(conn, caller, organization)
         return member_view(_member_or_404(conn, org, user))
 
-    return answered(Member, await ctx.db.read(unit))
+    return await ctx.db.read(unit)
 
 
 @router.post(MEMBERS, status_code=201, **ANSWERED)
 async def add_member(organization: str, body: NewMember, user: User, ctx: Ctx) -> Member:
     """Add an existing user (a server admin creates users) with a role."""
 
-    def unit(conn: Connection) -> dict[str, Any]:
+    def unit(conn: Connection) -> Member:
         org = organization_access(conn, user, organization, lead=True)
         added = accounts.user_by_email(conn, body.email)
         if added is None:
@@ -77,14 +75,14 @@ async def add_member(organization: str, body: NewMember, user: User, ctx: Ctx) -
         assert member is not None  # added in this transaction
         return member_view(member)
 
-    return answered(Member, await ctx.db.write(unit))
+    return await ctx.db.write(unit)
 
 
 @router.patch(MEMBERS + "/{user}", **ANSWERED)
 async def update_member(
     organization: str, user: str, body: MemberPatch, caller: User, ctx: Ctx
 ) -> Member:
-    def unit(conn: Connection) -> dict[str, Any]:
+    def unit(conn: Connection) -> Member:
         org = organization_access(conn, caller, organization, lead=True)
         accounts.organization_lock(conn, org.id)
         member = _member_or_404(conn, org, user)
@@ -93,7 +91,7 @@ async def update_member(
             accounts.member_set_role(conn, org.id, member.user.id, body.role)
         return member_view(_member_or_404(conn, org, user))
 
-    return answered(Member, await ctx.db.write(unit))
+    return await ctx.db.write(unit)
 
 
 @router.delete(MEMBERS + "/{user}", status_code=204)

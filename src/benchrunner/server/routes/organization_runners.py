@@ -8,11 +8,16 @@ The actions are those of ``/v0/runners`` (``routes.runners``), confined to the o
 
 from __future__ import annotations
 
-from typing import Any
-
 from fastapi import APIRouter, Request, Response
 
-from benchrunner.api.runners import CreatedRunner, NewRunner, Runner, RunnerPatch, RunnerToken
+from benchrunner.api.runners import (
+    CreatedRunner,
+    NewRunner,
+    Runner,
+    RunnerKey,
+    RunnerPatch,
+    RunnerToken,
+)
 from benchrunner.server.access import organization_access
 from benchrunner.server.http.answers import ANSWERED
 from benchrunner.server.routes.deps import Ctx, Page, Svc, User
@@ -89,10 +94,10 @@ async def rotate_organization_runner_token(
     return await rotate_token_in(scope, runner, ctx, request)
 
 
-@router.post(RUNNERS + "/{runner}/key", status_code=201)
+@router.post(RUNNERS + "/{runner}/key", status_code=201, **ANSWERED)
 async def rotate_organization_runner_key(
     organization: str, runner: str, user: User, ctx: Ctx, request: Request
-) -> dict[str, Any]:
+) -> RunnerKey:
     """A new key in Bencher's form, answered as Bencher does (``uuid``, ``key``)."""
     scope = await _scope(ctx, user, organization, lead=True)
     return await rotate_key_in(scope, runner, ctx, request)

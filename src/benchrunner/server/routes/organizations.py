@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from fastapi import APIRouter, Response
 from sqlalchemy.engine import Connection
 
 from benchrunner.api.organizations import NewOrganization, NewProject, Organization, Project
 from benchrunner.core import slugs
 from benchrunner.server.access import organization_access, project_access, require_plan_setter
-from benchrunner.server.http.answers import ANSWERED, answered, answered_each
+from benchrunner.server.http.answers import ANSWERED
 from benchrunner.server.routes.deps import Ctx, MaybeUser, Page, User, paginate
 from benchrunner.server.store import accounts
 from benchrunner.server.views.resources import organization_view, project_view
@@ -22,13 +20,13 @@ router = APIRouter(tags=["organizations"])
 async def create_organization(body: NewOrganization, user: User, ctx: Ctx) -> Organization:
     require_plan_setter(user, body.plan)
 
-    def unit(conn: Connection) -> dict[str, Any]:
+    def unit(conn: Connection) -> Organization:
         org = accounts.organization_create(
             conn, body.name, body.plan, ctx.clock.now(), leader_id=user.id, slug=body.slug
         )
         return organization_view(org, claimed=True)
 
-    return answered(Organization, await ctx.db.write(unit))
+    return await ctx.db.write(unit)
 
 
 @router.get("/v0/organizations", **ANSWERED)
@@ -38,22 +36,22 @@ async def list_organizations(
     response: Response,
     pages: Page,
 ) -> list[Organization]:
-    def unit(conn: Connection) -> list[dict[str, Any]]:
+    def unit(conn: Connection) -> list[Organization]:
         return [
             organization_view(o, claimed=accounts.organization_is_claimed(conn, o.id))
             for o in accounts.organization_list_for(conn, user)
         ]
 
-    return answered_each(Organization, paginate(response, await ctx.db.read(unit), pages))
+    return paginate(response, await ctx.db.read(unit), pages)
 
 
 @router.get("/v0/organizations/{organization}", **ANSWERED)
 async def get_organization(organization: str, user: User, ctx: Ctx) -> Organization:
-    def unit(conn: Connection) -> dict[str, Any]:
+    def unit(conn: Connection) -> Organization:
         org = organization_access(conn, user, organization)
         return organization_view(org, claimed=accounts.organization_is_claimed(conn, org.id))
 
-    return answered(Organization, await ctx.db.read(unit))
+    return await ctx.db.read(unit)
 
 
 @router.post(
@@ -68,14 +66,14 @@ async def create_project(organization: str, body: NewProject, user: User, ctx: C
     # gets a random suffix, so a free slug and one a hidden project holds answer alike.
     slug = wanted if user.admin else slugs.with_suffix(wanted)
 
-    def unit(conn: Connection) -> dict[str, Any]:
+    def unit(conn: Connection) -> Project:
         org = organization_access(conn, user, organization)
         project = accounts.project_create(
             conn, org.id, body.name, body.visibility, ctx.clock.now(), slug=slug
         )
         return project_view(project, org.uuid)
 
-    return answered(Project, await ctx.db.write(unit))
+    return await ctx.db.write(unit)
 
 
 @router.get("/v0/organizations/{organization}/projects", **ANSWERED)
@@ -86,18 +84,18 @@ async def list_projects(
     response: Response,
     pages: Page,
 ) -> list[Project]:
-    def unit(conn: Connection) -> list[dict[str, Any]]:
+    def unit(conn: Connection) -> list[Project]:
         org = organization_access(conn, user, organization)
         return [project_view(p, org.uuid) for p in accounts.project_list(conn, org.id)]
 
-    return answered_each(Project, paginate(response, await ctx.db.read(unit), pages))
+    return paginate(response, await ctx.db.read(unit), pages)
 
 
 @router.get("/v0/projects/{project}", **ANSWERED)
 async def get_project(project: str, user: MaybeUser, ctx: Ctx) -> Project:
-    def unit(conn: Connection) -> dict[str, Any]:
+    def unit(conn: Connection) -> Project:
         row = project_access(conn, user, project, write=False)
         org = accounts.organization_by_id(conn, row.organization_id)
         return project_view(row, org.uuid)
 
-    return answered(Project, await ctx.db.read(unit))
+    return await ctx.db.read(unit)

@@ -18,9 +18,11 @@ import sqlalchemy as sa
 from fastapi import APIRouter, Depends, Query, Response
 from sqlalchemy.engine import Connection
 
+from benchrunner.api.perf import Perf
 from benchrunner.core.samples import Samples
 from benchrunner.server.access import project_access
 from benchrunner.server.context import ServerContext
+from benchrunner.server.http.answers import sent_as_built
 from benchrunner.server.http.errors import bad_request
 from benchrunner.server.routes.deps import Ctx, MaybeUser
 from benchrunner.server.store import accounts
@@ -264,7 +266,7 @@ def perf_view(found: _Resolved) -> dict[str, Any]:
             }
         )
     return {
-        "project": project_view(found.project, found.org_uuid),
+        "project": project_view(found.project, found.org_uuid).model_dump(),
         "start_time": iso(found.start_time),
         "end_time": iso(found.end_time),
         "results": results,
@@ -312,7 +314,7 @@ def _title(found: _Resolved, series: Sequence[Series], title: str | None) -> str
     return f"{found.project.name}: {measures}"
 
 
-@router.get("/v0/projects/{project}/perf")
+@router.get("/v0/projects/{project}/perf", response_model=Perf)
 async def get_perf(
     project: str,
     user: MaybeUser,
@@ -321,8 +323,12 @@ async def get_perf(
     samples: Annotated[
         bool, Query(description="include each metric's raw samples (count, min, max, values)")
     ] = False,
-) -> dict[str, Any]:
-    return perf_view(await _query(ctx, user, project, params, with_samples=samples))
+) -> Response:
+    """Each series asked for, one per branch x testbed x benchmark x measure, with its points
+    in the time range, oldest first (Bencher's perf answer)."""
+    # Sent as built: validating a 1,000-point answer as Perf would more than double its CPU
+    # (benchmarks/RESULTS.md).
+    return sent_as_built(perf_view(await _query(ctx, user, project, params, with_samples=samples)))
 
 
 @router.get(

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import APIRouter, Query
 from sqlalchemy.engine import Connection
@@ -30,13 +30,15 @@ async def get_report(
         bool, Query(description="include each metric's raw samples (count, min, max, values)")
     ] = False,
 ) -> Report:
-    def unit(conn: Connection) -> dict[str, Any]:
+    def unit(conn: Connection) -> Report:
         row = project_access(conn, user, project, write=False)
         report_id = report_in_project(conn, row.id, report)
         view = full_report_view(conn, report_id, with_job=True)
-        return with_samples(view, report_samples(conn, report_id)) if samples else view
+        if samples:
+            view = with_samples(view, report_samples(conn, report_id))
+        return answered(Report, view)
 
-    return answered(Report, await ctx.db.read(unit))
+    return await ctx.db.read(unit)
 
 
 @router.patch("/v0/projects/{project}/reports/{report}", **ANSWERED)
@@ -46,15 +48,15 @@ async def update_report(
     """Give the report what a bisection of its alerts needs (docs/how-to/bisect.md): its
     alerts whose bisect threshold's bisection could not start are asked for again."""
 
-    def unit(conn: Connection) -> tuple[dict[str, Any], bool]:
+    def unit(conn: Connection) -> tuple[Report, bool]:
         row = project_access(conn, user, project, write=True)
         report_id = report_in_project(conn, row.id, report)
         reports.report_set_bisect(conn, report_id, body.bisect_range, body.bisect_image)
         again = alerts.alerts_bisect_skipped_of(conn, report_id)
         alerts.alerts_bisect_pending(conn, again)
-        return full_report_view(conn, report_id, with_job=True), bool(again)
+        return answered(Report, full_report_view(conn, report_id, with_job=True)), bool(again)
 
-    view, asked = await ctx.db.write(unit)
+    updated, asked = await ctx.db.write(unit)
     if asked:
         services.bisections.changed()
-    return answered(Report, view)
+    return updated

@@ -9,7 +9,9 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Header, Request, Response
 
+from benchrunner.api.reports import RunAnswer
 from benchrunner.api.run import RunBody
+from benchrunner.server.http.answers import sent_as_built
 from benchrunner.server.routes.deps import Ctx, MaybeUser, Svc, origin_of
 from benchrunner.server.submission import idempotency
 from benchrunner.server.submission.service import submit_run
@@ -22,16 +24,15 @@ _REPEAT: dict[int | str, dict[str, Any]] = {
         "description": "A repeat of a submission with the same Idempotency-Key and payload "
         "within the idempotency window: that submission's report and job, with "
         "`deduplicated: true`",
-        "content": {"application/json": {"schema": {"type": "object"}}},
+        "model": RunAnswer,
     }
 }
 
 
-@router.post("/v0/run", status_code=201, responses=_REPEAT)
+@router.post("/v0/run", status_code=201, response_model=RunAnswer, responses=_REPEAT)
 async def run(
     body: RunBody,
     request: Request,
-    response: Response,
     user: MaybeUser,
     ctx: Ctx,
     services: Svc,
@@ -43,8 +44,8 @@ async def run(
             "(or the body's idempotency_key, Bencher's spelling)",
         ),
     ] = None,
-) -> dict[str, Any]:
+) -> Response:
+    # Sent as built, as run_fast_path sends it: validating the report's every metric again
+    # would cost CPU on every submission.
     view = await submit_run(ctx, services, body, user, origin_of(request, user), idempotency_key)
-    if view["deduplicated"]:
-        response.status_code = 200
-    return view
+    return sent_as_built(view, 200 if view["deduplicated"] else 201)

@@ -4,7 +4,7 @@ Routing through the included routers, dependency solving, the exception and exit
 middlewares and the response field are work done again for every submission, none of it
 needed to answer this one route, and a submission is a large part of a job's server CPU. This
 middleware answers the route itself: it validates the body with the route's own model, calls
-the same ``submit_run`` the route calls, and serializes the answer as FastAPI would. A body
+the same ``submit_run`` the route calls, and sends the answer as the route does. A body
 that does not validate (or is not JSON) goes on to the FastAPI route, so every malformed
 request is answered exactly as FastAPI answers it; an error the submission raises goes to the
 application's own exception handlers, as it would from the route.
@@ -30,6 +30,7 @@ from starlette.responses import Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from benchrunner.api.run import RunBody
+from benchrunner.server.http.answers import sent_as_built
 from benchrunner.server.http.limits import replay_body
 from benchrunner.server.routes import run
 from benchrunner.server.routes.deps import optional_user, origin_of
@@ -38,12 +39,9 @@ from benchrunner.server.submission.service import submit_run
 
 PATH = "/v0/run"
 _BODY = TypeAdapter(RunBody)
-_ANSWER = TypeAdapter(dict[str, Any])
-"""How FastAPI serializes the route's ``dict[str, Any]`` answer (its response field's
-``dump_json``), so both paths send the same bytes."""
 
 
-ROUTE_PARAMETERS = ("body", "request", "response", "user", "ctx", "services", "idempotency_key")
+ROUTE_PARAMETERS = ("body", "request", "user", "ctx", "services", "idempotency_key")
 """The parameters of the route's endpoint that ``RunFastPath._submit`` provides."""
 
 
@@ -113,11 +111,7 @@ class RunFastPath:
             origin_of(request, user),
             request.headers.get(idempotency.HEADER),
         )
-        return Response(
-            _ANSWER.dump_json(view, by_alias=True),
-            status_code=200 if view["deduplicated"] else 201,
-            media_type="application/json",
-        )
+        return sent_as_built(view, 200 if view["deduplicated"] else 201)
 
 
 def _valid_body(request: Request, raw: bytes) -> RunBody | None:

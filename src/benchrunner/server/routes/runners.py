@@ -3,7 +3,7 @@ runner-spec associations."""
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import APIRouter, Query, Request, Response
 from sqlalchemy.engine import Connection
@@ -13,13 +13,14 @@ from benchrunner.api.runners import (
     CreatedRunner,
     NewRunner,
     Runner,
+    RunnerKey,
     RunnerPatch,
     RunnerToken,
     SpecRef,
 )
 from benchrunner.api.specs import Spec
 from benchrunner.core.signatures import SignatureRefused, public_key, public_key_text
-from benchrunner.server.http.answers import ANSWERED, answered, answered_each
+from benchrunner.server.http.answers import ANSWERED
 from benchrunner.server.http.errors import bad_request, not_found
 from benchrunner.server.routes.deps import (
     Admin,
@@ -73,8 +74,8 @@ async def create_in(scope: Scope, body: NewRunner, ctx: Ctx) -> CreatedRunner:
     )
     # Bencher answers a new runner's key as ``key``; ours has always been ``token``.
     if body.key_format == "bencher":
-        created = {**created, "key": created["token"]}
-    return answered(CreatedRunner, created)
+        return created.model_copy(update={"key": created.token})
+    return created
 
 
 async def list_in(
@@ -84,18 +85,17 @@ async def list_in(
     if problem is not None:
         raise bad_request(f"name {problem}")
 
-    def unit(conn: Connection) -> list[dict[str, Any]]:
+    def unit(conn: Connection) -> list[Runner]:
         found = runners.runner_list(
             conn, archived=archived, name=name, organization_id=scope.organization_id
         )
         return [view_of(conn, r) for r in found]
 
-    return answered_each(Runner, paginate(response, await ctx.db.read(unit), pages))
+    return paginate(response, await ctx.db.read(unit), pages)
 
 
 async def get_in(scope: Scope, runner: str, ctx: Ctx) -> Runner:
-    view = await ctx.db.read(lambda conn: view_of(conn, runner_or_404(conn, runner, scope)))
-    return answered(Runner, view)
+    return await ctx.db.read(lambda conn: view_of(conn, runner_or_404(conn, runner, scope)))
 
 
 async def update_in(
@@ -110,7 +110,7 @@ async def update_in(
         public_key_given="public_key" in body.model_fields_set,
     )
     hub = request.app.state.hub
-    return answered(Runner, await runner_admin.update(ctx, services, hub, runner, changes, scope))
+    return await runner_admin.update(ctx, services, hub, runner, changes, scope)
 
 
 async def rotate_token_in(scope: Scope, runner: str, ctx: Ctx, request: Request) -> RunnerToken:
@@ -118,11 +118,11 @@ async def rotate_token_in(scope: Scope, runner: str, ctx: Ctx, request: Request)
     return RunnerToken(uuid=str(row.uuid), token=token)
 
 
-async def rotate_key_in(scope: Scope, runner: str, ctx: Ctx, request: Request) -> dict[str, Any]:
+async def rotate_key_in(scope: Scope, runner: str, ctx: Ctx, request: Request) -> RunnerKey:
     row, key = await runner_admin.rotate_token(
         ctx, request.app.state.hub, runner, key_format="bencher", scope=scope
     )
-    return {"uuid": str(row.uuid), "key": key}
+    return RunnerKey(uuid=str(row.uuid), key=key)
 
 
 @router.post("/v0/runners", status_code=201, **ANSWERED)
@@ -161,34 +161,34 @@ async def rotate_token(runner: str, _admin: Admin, ctx: Ctx, request: Request) -
     return await rotate_token_in(EVERY_RUNNER, runner, ctx, request)
 
 
-@router.post("/v0/runners/{runner}/key", status_code=201)
-async def rotate_key(runner: str, _admin: Admin, ctx: Ctx, request: Request) -> dict[str, Any]:
+@router.post("/v0/runners/{runner}/key", status_code=201, **ANSWERED)
+async def rotate_key(runner: str, _admin: Admin, ctx: Ctx, request: Request) -> RunnerKey:
     """A new key in Bencher's form, answered as Bencher does (``uuid``, ``key``)."""
     return await rotate_key_in(EVERY_RUNNER, runner, ctx, request)
 
 
 @router.get("/v0/runners/{runner}/specs", **ANSWERED)
 async def list_runner_specs(runner: str, _admin: Admin, ctx: Ctx) -> list[Spec]:
-    def unit(conn: Connection) -> list[dict[str, Any]]:
+    def unit(conn: Connection) -> list[Spec]:
         row = runner_or_404(conn, runner)
         return [spec_view(s) for s in runners.runner_specs(conn, row.id)]
 
-    return answered_each(Spec, await ctx.db.read(unit))
+    return await ctx.db.read(unit)
 
 
 @router.post("/v0/runners/{runner}/specs", status_code=201, **ANSWERED)
 async def add_runner_spec(
     runner: str, body: SpecRef, _admin: Admin, ctx: Ctx, services: Svc
 ) -> Spec:
-    def unit(conn: Connection) -> dict[str, Any]:
+    def unit(conn: Connection) -> Spec:
         row = runner_or_404(conn, runner)
         spec = spec_or_404(conn, body.spec)
         runners.runner_spec_add(conn, row.id, spec.id)
         return spec_view(spec)
 
-    view = await ctx.db.write(unit)
+    added = await ctx.db.write(unit)
     services.wakeups.capacity_freed()
-    return answered(Spec, view)
+    return added
 
 
 @router.delete("/v0/runners/{runner}/specs/{spec}", status_code=204)

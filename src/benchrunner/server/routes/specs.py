@@ -8,7 +8,7 @@ from fastapi import APIRouter, Response
 from sqlalchemy.engine import Connection
 
 from benchrunner.api.specs import Spec, SpecBody, SpecPatch
-from benchrunner.server.http.answers import ANSWERED, answered, answered_each
+from benchrunner.server.http.answers import ANSWERED
 from benchrunner.server.http.errors import conflict
 from benchrunner.server.routes.deps import Admin, Ctx, Page, paginate
 from benchrunner.server.runners.admin import spec_or_404
@@ -23,9 +23,9 @@ router = APIRouter(tags=["specs"])
 NOISE_LIMITS = ("noise_cv_limit", "noise_drift_limit")
 
 
-def noise_changes(body: SpecPatch) -> dict[str, Any]:
+def noise_changes(body: SpecPatch) -> dict[str, bool | float | None]:
     """The noise guard's columns a patch sets: a limit sent as null goes back to the default."""
-    values: dict[str, Any] = {}
+    values: dict[str, bool | float | None] = {}
     if body.noise_guard is not None:
         values["noise_guard"] = body.noise_guard
     for name in NOISE_LIMITS:
@@ -46,7 +46,7 @@ async def create_spec(body: SpecBody, _admin: Admin, ctx: Ctx) -> Spec:
         row = runners.spec_create(conn, params, now)
         return runners.spec_set_fallback(conn, row.id, True, now)
 
-    return answered(Spec, spec_view(await ctx.db.write(unit)))
+    return spec_view(await ctx.db.write(unit))
 
 
 @router.get("/v0/specs", **ANSWERED)
@@ -58,12 +58,12 @@ async def list_specs(
     archived: bool = False,
 ) -> list[Spec]:
     rows = await ctx.db.read(lambda conn: runners.spec_list(conn, archived=archived))
-    return answered_each(Spec, paginate(response, [spec_view(r) for r in rows], pages))
+    return paginate(response, [spec_view(r) for r in rows], pages)
 
 
 @router.get("/v0/specs/{spec}", **ANSWERED)
 async def get_spec(spec: str, _admin: Admin, ctx: Ctx) -> Spec:
-    return answered(Spec, spec_view(await ctx.db.read(spec_or_404, spec)))
+    return spec_view(await ctx.db.read(spec_or_404, spec))
 
 
 @router.patch("/v0/specs/{spec}", **ANSWERED)
@@ -93,7 +93,7 @@ async def update_spec(spec: str, body: SpecPatch, _admin: Admin, ctx: Ctx) -> Sp
             updated = runners.spec_set_fallback(conn, row.id, body.fallback, ctx.clock.now())
         return updated
 
-    return answered(Spec, spec_view(await ctx.db.write(unit)))
+    return spec_view(await ctx.db.write(unit))
 
 
 @router.delete("/v0/specs/{spec}", status_code=204)

@@ -14,14 +14,14 @@ start a bisection by themselves (docs/how-to/bisect.md), kept the same way.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 from fastapi import APIRouter, Query, Response
 from sqlalchemy.engine import Connection
 
 from benchrunner.api.thresholds import Threshold, ThresholdCreate, ThresholdUpdate
 from benchrunner.server.access import project_access
-from benchrunner.server.http.answers import ANSWERED, answered, answered_each
+from benchrunner.server.http.answers import ANSWERED, answered
 from benchrunner.server.http.errors import conflict
 from benchrunner.server.http.model_bodies import checked_model
 from benchrunner.server.routes.deps import Ctx, MaybeUser, Page
@@ -33,10 +33,12 @@ from benchrunner.server.views.resources import threshold_view
 router = APIRouter(tags=["thresholds"])
 
 
-def _view(conn: Connection, threshold_id: int, *, history: bool) -> dict[str, Any]:
+def _answer(conn: Connection, threshold_id: int, *, history: bool) -> Threshold:
     row = thresholds.threshold_by_id(conn, threshold_id)
     models = thresholds.models_of(conn, threshold_id) if history else None
-    return threshold_view(row, thresholds.current_model(conn, threshold_id), models)
+    return answered(
+        Threshold, threshold_view(row, thresholds.current_model(conn, threshold_id), models)
+    )
 
 
 @router.get("/v0/projects/{project}/thresholds", **ANSWERED)
@@ -54,7 +56,7 @@ async def list_thresholds(
 ) -> list[Threshold]:
     """Filters name a branch, testbed, measure or benchmark by UUID, slug or name."""
 
-    def unit(conn: Connection) -> tuple[list[dict[str, Any]], int]:
+    def unit(conn: Connection) -> tuple[list[Threshold], int]:
         row = project_access(conn, user, project, write=False)
         where = thresholds.ThresholdFilter(
             branch_id=optional_id(conn, branch, row.id, branch_ref, "branch"),
@@ -71,12 +73,11 @@ async def list_thresholds(
             offset=pages.offset,
         )
         current = thresholds.current_models(conn, [t.id for t in found])
-        views = [threshold_view(t, current.get(t.id)) for t in found]
-        return views, total
+        return [answered(Threshold, threshold_view(t, current.get(t.id))) for t in found], total
 
-    views, total = await ctx.db.read(unit)
+    answers, total = await ctx.db.read(unit)
     response.headers["X-Total-Count"] = str(total)
-    return answered_each(Threshold, views)
+    return answers
 
 
 @router.post("/v0/projects/{project}/thresholds", status_code=201, **ANSWERED)
@@ -87,7 +88,7 @@ async def create_threshold(
     that one's model instead."""
     model = checked_model(body, "threshold")
 
-    def unit(conn: Connection) -> dict[str, Any]:
+    def unit(conn: Connection) -> Threshold:
         row = project_access(conn, user, project, write=True)
         key = thresholds.SeriesKey(
             branch_id=in_project(conn, branch, row.id, body.branch, "branch").id,
@@ -114,9 +115,9 @@ async def create_threshold(
         )
         if not created:
             raise conflict("a threshold for this series was created meanwhile")
-        return _view(conn, threshold_id, history=True)
+        return _answer(conn, threshold_id, history=True)
 
-    return answered(Threshold, await ctx.db.write(unit))
+    return await ctx.db.write(unit)
 
 
 @router.get("/v0/projects/{project}/thresholds/{threshold}", **ANSWERED)
@@ -124,11 +125,11 @@ async def get_threshold(project: str, threshold: str, user: MaybeUser, ctx: Ctx)
     """The threshold with its current ``model`` and ``models``: every model it has had,
     newest first (``replaced`` says when each stopped being current)."""
 
-    def unit(conn: Connection) -> dict[str, Any]:
+    def unit(conn: Connection) -> Threshold:
         row = project_access(conn, user, project, write=False)
-        return _view(conn, threshold_in_project(conn, row.id, threshold).id, history=True)
+        return _answer(conn, threshold_in_project(conn, row.id, threshold).id, history=True)
 
-    return answered(Threshold, await ctx.db.read(unit))
+    return await ctx.db.read(unit)
 
 
 @router.put("/v0/projects/{project}/thresholds/{threshold}", **ANSWERED)
@@ -139,7 +140,7 @@ async def update_threshold(
     ``alert_when_noisy``, ``confirm`` and ``bisect`` when given."""
     model = checked_model(body, "threshold")
 
-    def unit(conn: Connection) -> dict[str, Any]:
+    def unit(conn: Connection) -> Threshold:
         row = project_access(conn, user, project, write=True)
         threshold_id = threshold_in_project(conn, row.id, threshold).id
         now = ctx.clock.now()
@@ -152,9 +153,9 @@ async def update_threshold(
             confirm=body.confirm,
             bisect=body.bisect,
         )
-        return _view(conn, threshold_id, history=True)
+        return _answer(conn, threshold_id, history=True)
 
-    return answered(Threshold, await ctx.db.write(unit))
+    return await ctx.db.write(unit)
 
 
 @router.delete("/v0/projects/{project}/thresholds/{threshold}", status_code=204)

@@ -11,9 +11,15 @@ from typing import Any
 from fastapi import APIRouter, Response
 from sqlalchemy.engine import Connection
 
-from benchrunner.api.webhooks import CreatedWebhook, Webhook, WebhookCreate, WebhookDelivery
+from benchrunner.api.webhooks import (
+    CreatedWebhook,
+    Webhook,
+    WebhookAttempt,
+    WebhookCreate,
+    WebhookDelivery,
+)
 from benchrunner.server.access import members_project
-from benchrunner.server.http.answers import ANSWERED, answered, answered_each
+from benchrunner.server.http.answers import ANSWERED
 from benchrunner.server.http.errors import bad_request, not_found
 from benchrunner.server.processing.webhooks import UnsafeUrl, check_url
 from benchrunner.server.routes.deps import Ctx, MaybeUser, Page
@@ -28,19 +34,21 @@ SIGN_IN_TO = "manage a project's webhooks"
 """What an anonymous caller is asked to sign in to do."""
 
 
-def webhook_view(row: Any, project_uuid: Any, secret: str | None = None) -> dict[str, Any]:
-    """A webhook; its ``secret`` only in the answer that created it."""
-    view: dict[str, Any] = {
-        "uuid": str(row.uuid),
-        "project": str(project_uuid),
-        "url": row.url,
-        "events": webhooks.events_of(row),
-        "format": row.format,
-        "created": iso(row.created),
-    }
-    if secret is not None:
-        view["secret"] = secret
-    return view
+def webhook_view(row: Any, project_uuid: Any) -> Webhook:
+    """A webhook, without its secret."""
+    return Webhook(
+        uuid=str(row.uuid),
+        project=str(project_uuid),
+        url=row.url,
+        events=webhooks.events_of(row),
+        format=row.format,
+        created=iso(row.created),
+    )
+
+
+def created_webhook_view(row: Any, project_uuid: Any, secret: str) -> CreatedWebhook:
+    """A new webhook with its ``secret``, which no other answer shows."""
+    return CreatedWebhook(**dict(webhook_view(row, project_uuid)), secret=secret)
 
 
 def _webhook(conn: Connection, project_id: int, ref: str) -> Any:
@@ -63,36 +71,36 @@ async def create_webhook(
     secret = body.secret or secrets.token_urlsafe(32)
     events = list(dict.fromkeys(body.events))
 
-    def unit(conn: Connection) -> dict[str, Any]:
+    def unit(conn: Connection) -> CreatedWebhook:
         row = members_project(conn, user, project, SIGN_IN_TO)
         created = webhooks.webhook_add(
             conn, row.id, body.url, events, body.format, secret, ctx.clock.now()
         )
-        return webhook_view(created, row.uuid, secret)
+        return created_webhook_view(created, row.uuid, secret)
 
-    return answered(CreatedWebhook, await ctx.db.write(unit))
+    return await ctx.db.write(unit)
 
 
 @router.get(WEBHOOKS, **ANSWERED)
 async def list_webhooks(project: str, user: MaybeUser, ctx: Ctx) -> list[Webhook]:
     """The project's webhooks, oldest first, without their secrets."""
 
-    def unit(conn: Connection) -> list[dict[str, Any]]:
+    def unit(conn: Connection) -> list[Webhook]:
         row = members_project(conn, user, project, SIGN_IN_TO)
         return [webhook_view(w, row.uuid) for w in webhooks.webhook_list(conn, row.id)]
 
-    return answered_each(Webhook, await ctx.db.read(unit))
+    return await ctx.db.read(unit)
 
 
 @router.get(WEBHOOKS + "/{webhook}", **ANSWERED)
 async def get_webhook(project: str, webhook: str, user: MaybeUser, ctx: Ctx) -> Webhook:
     """One webhook, without its secret."""
 
-    def unit(conn: Connection) -> dict[str, Any]:
+    def unit(conn: Connection) -> Webhook:
         row = members_project(conn, user, project, SIGN_IN_TO)
         return webhook_view(_webhook(conn, row.id, webhook), row.uuid)
 
-    return answered(Webhook, await ctx.db.read(unit))
+    return await ctx.db.read(unit)
 
 
 @router.delete(WEBHOOKS + "/{webhook}", status_code=204)
@@ -107,25 +115,25 @@ async def delete_webhook(project: str, webhook: str, user: MaybeUser, ctx: Ctx) 
     return Response(status_code=204)
 
 
-def delivery_view(row: Any, attempts: list[Any]) -> dict[str, Any]:
-    return {
-        "uuid": str(row.uuid),
-        "event": row.event,
-        "status": row.status,
-        "attempts": [
-            {
-                "attempted": iso(a.attempted),
-                "status_code": a.status_code,
-                "error": a.error,
-                "duration_ms": a.duration_ms,
-            }
+def delivery_view(row: Any, attempts: list[Any]) -> WebhookDelivery:
+    return WebhookDelivery(
+        uuid=str(row.uuid),
+        event=row.event,
+        status=row.status,
+        attempts=[
+            WebhookAttempt(
+                attempted=iso(a.attempted),
+                status_code=a.status_code,
+                error=a.error,
+                duration_ms=a.duration_ms,
+            )
             for a in attempts
         ],
-        "next_attempt": iso(row.next_attempt) if row.status == "pending" else None,
-        "created": iso(row.created),
-        "finished": iso(row.finished),
-        "body": row.body,
-    }
+        next_attempt=iso(row.next_attempt) if row.status == "pending" else None,
+        created=iso(row.created),
+        finished=iso(row.finished),
+        body=row.body,
+    )
 
 
 @router.get(WEBHOOKS + "/{webhook}/deliveries", **ANSWERED)
@@ -135,7 +143,7 @@ async def list_deliveries(
     """The webhook's deliveries, newest first, each with its attempts (when, the answer's
     status code or the error, how long it took)."""
 
-    def unit(conn: Connection) -> tuple[list[dict[str, Any]], int]:
+    def unit(conn: Connection) -> tuple[list[WebhookDelivery], int]:
         row = members_project(conn, user, project, SIGN_IN_TO)
         hook = _webhook(conn, row.id, webhook)
         found, total = webhooks.delivery_list(
@@ -144,6 +152,6 @@ async def list_deliveries(
         attempts = webhooks.attempts_of(conn, [d.id for d in found])
         return [delivery_view(d, attempts[d.id]) for d in found], total
 
-    views, total = await ctx.db.read(unit)
+    deliveries, total = await ctx.db.read(unit)
     response.headers["X-Total-Count"] = str(total)
-    return answered_each(WebhookDelivery, views)
+    return deliveries

@@ -13,6 +13,7 @@ from typing import Any
 
 from sqlalchemy.engine import Connection
 
+from benchrunner.api.runners import CreatedRunner, Runner
 from benchrunner.core.tokens import RunnerKeyFormat, new_runner_token
 from benchrunner.server.channel.runner_channel import ChannelHub
 from benchrunner.server.context import ServerContext
@@ -51,7 +52,7 @@ def spec_or_404(conn: Connection, ref: str) -> Any:
     return row
 
 
-def view_of(conn: Connection, row: RunnerRow) -> dict[str, Any]:
+def view_of(conn: Connection, row: RunnerRow) -> Runner:
     owner = None
     if row.organization_id is not None:
         owner = accounts.organization_by_id(conn, row.organization_id).uuid
@@ -67,13 +68,13 @@ async def create(
     public_key: str | None = None,
     key_format: RunnerKeyFormat = "hex",
     scope: Scope = EVERY_RUNNER,
-) -> dict[str, Any]:
+) -> CreatedRunner:
     """A new runner attached to ``spec_refs`` (which must sign its results with the key whose
     public half is ``public_key``, when given), owned by the scope's organization if it has
     one; its view plus ``token`` (in ``key_format``), shown this once."""
     token = new_runner_token(key_format)
 
-    def unit(conn: Connection) -> dict[str, Any]:
+    def unit(conn: Connection) -> CreatedRunner:
         spec_rows = [spec_or_404(conn, ref) for ref in spec_refs]
         row = runners.runner_create(
             conn,
@@ -86,7 +87,7 @@ async def create(
         )
         for spec in spec_rows:
             runners.runner_spec_add(conn, row.id, spec.id)
-        return {**view_of(conn, row), "token": token}
+        return CreatedRunner(**dict(view_of(conn, row)), token=token)
 
     return await ctx.db.write(unit)
 
@@ -111,11 +112,11 @@ async def update(
     ref: str,
     changes: RunnerChanges,
     scope: Scope = EVERY_RUNNER,
-) -> dict[str, Any]:
+) -> Runner:
     """Rename, re-slug, (un)archive, (un)pause or re-key a runner; its view after the
     change."""
 
-    def unit(conn: Connection) -> tuple[RunnerRow, dict[str, Any]]:
+    def unit(conn: Connection) -> tuple[RunnerRow, Runner]:
         row = runner_or_404(conn, ref, scope)
         values = identity_changes(
             conn,

@@ -29,24 +29,48 @@ def _count_up_to(condition: sa.ColumnElement[bool], cap: str) -> sa.ScalarSelect
 
 
 _PENDING = pending(job.c.status)
-_BACKLOG = Direct(
-    sa.select(
-        (
-            _count_up_to(_PENDING, "queued_cap")
-            + _count_up_to(in_flight(job.c.status), "queued_cap")
-        ).label("queued"),
-        _count_up_to(
-            sa.and_(_PENDING, job.c.organization_id == sa.bindparam("organization_id")), "org_cap"
-        ).label("org_pending"),
-    )
+_QUEUED = _count_up_to(_PENDING, "queued_cap") + _count_up_to(in_flight(job.c.status), "queued_cap")
+_ORG_PENDING = _count_up_to(
+    sa.and_(_PENDING, job.c.organization_id == sa.bindparam("organization_id")), "org_cap"
 )
+_BACKLOG = Direct(sa.select(_QUEUED.label("queued"), _ORG_PENDING.label("org_pending")))
+
+
+def _room(count: sa.ColumnElement[int], cap: str) -> sa.ColumnElement[bool]:
+    bound = sa.bindparam(cap, type_=sa.Integer)
+    return sa.or_(bound == 0, count < bound)
+
+
+ROOM_FOR_ONE = sa.and_(_room(_QUEUED, "queued_cap"), _room(_ORG_PENDING, "org_cap"))
+"""True when one more pending job passes no cap, counted as ``backlog`` counts (a cap of 0 is
+off), for a statement that writes a job only then; its parameters are ``Caps.params``'."""
+
+
+@dataclass(frozen=True)
+class Caps:
+    """The caps a new job of an organization must stay within (0: that cap is off)."""
+
+    organization_id: int
+    queued: int
+    org_pending: int
+
+    def params(self) -> dict[str, int]:
+        """The parameters of ``backlog``'s count and of ``ROOM_FOR_ONE``."""
+        return {
+            "organization_id": self.organization_id,
+            "queued_cap": self.queued,
+            "org_cap": self.org_pending,
+        }
+
+    def full(self, counts: Backlog) -> bool:
+        """Whether ``counts`` leave no room for one more pending job."""
+        return bool(self.queued and counts.queued >= self.queued) or bool(
+            self.org_pending and counts.org_pending >= self.org_pending
+        )
 
 
 def backlog(conn: Connection, organization_id: int, queued_cap: int, org_cap: int) -> Backlog:
     """The counts, each stopping at its cap (a cap of 0 counts nothing)."""
-    row = _BACKLOG.first(
-        conn,
-        {"organization_id": organization_id, "queued_cap": queued_cap, "org_cap": org_cap},
-    )
+    row = _BACKLOG.first(conn, Caps(organization_id, queued_cap, org_cap).params())
     assert row is not None
     return Backlog(int(row.queued), int(row.org_pending))

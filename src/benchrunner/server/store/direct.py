@@ -14,15 +14,23 @@ with its last element up to a power of two (``padded_length``), since a repeat i
 changes nothing and lists whose length changes from call to call (the jobs in flight) would
 otherwise be planned again at each call. A statement keeps the plans of up to ``MAX_PLANS``
 buckets, and starts again past them.
+
+On psycopg the SQL is kept as psycopg would send it, with ``$1``-style placeholders, and run on
+a raw cursor (``psycopg.RawCursor``) with its parameters in order: psycopg's own conversion of
+named placeholders parses the text again at each call past 4,096 characters or 50 parameters
+(its cache's limits, which a claim's or a submission's statement passes), and below them
+hashes the text and reorders the parameters at each call.
 """
 
 from __future__ import annotations
 
 import collections
+import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import psycopg
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Dialect
 from sqlalchemy.sql import ClauseElement
@@ -46,16 +54,38 @@ def padded_length(length: int) -> int:
     return 1 << (length - 1).bit_length()
 
 
+_NAMED_PLACEHOLDER = re.compile(r"%%|%\(([^)]+)\)s")
+"""What psycopg reads in a ``pyformat`` statement: an escaped ``%``, or a named placeholder."""
+
+
+def _numbered(sql: str) -> tuple[bytes, tuple[str, ...]]:
+    """A ``pyformat`` statement (``%(name)s``, ``%%``) as PostgreSQL reads it (``$1``, ``%``),
+    and the parameter names in the order of their numbers (a name used twice is one
+    number)."""
+    names: dict[str, int] = {}
+
+    def number(match: re.Match[str]) -> str:
+        name = match.group(1)
+        if name is None:
+            return "%"
+        return f"${names.setdefault(name, len(names) + 1)}"
+
+    return _NAMED_PLACEHOLDER.sub(number, sql).encode(), tuple(names)
+
+
 @dataclass
 class _Plan:
     dialect: Dialect
-    sql: str
+    sql: str | bytes
     positional: tuple[str, ...] | None
-    """The parameter names in the order of the placeholders, for a positional paramstyle."""
+    """The parameter names in the order of the placeholders, for a positional paramstyle
+    (psycopg's too, run raw: ``raw``)."""
     defaults: Mapping[str, Any]
     binds: tuple[tuple[str, Processor], ...]
     row: type[tuple[Any, ...]] | None
     column_types: tuple[TypeEngine[Any], ...]
+    raw: bool = False
+    """Run on psycopg's raw cursor, ``sql`` numbered (``_numbered``)."""
     results: tuple[tuple[int, Processor], ...] | None = None
     """Conversions of the result columns; some depend on the type the driver reports for the
     column, so they are made from the first execution's cursor description."""
@@ -72,6 +102,14 @@ class _Plan:
                     results.append((index, processor))
             self.results = tuple(results)
         return self.results
+
+
+def _cursor(conn: Connection, plan: _Plan) -> Any:
+    """A DBAPI cursor of ``conn`` for ``plan``: psycopg's raw one for a ``raw`` plan."""
+    if plan.raw:
+        connection: Any = conn.connection.dbapi_connection
+        return psycopg.RawCursor(connection)
+    return conn.connection.cursor()
 
 
 def _row_type(names: tuple[str, ...]) -> type[tuple[Any, ...]]:
@@ -106,10 +144,20 @@ def _plan(statement: ClauseElement, dialect: Dialect, lengths: Mapping[str, int]
     # without RETURNING).
     columns = getattr(statement, "exported_columns", None)
     row = _row_type(tuple(columns.keys())) if columns else None
+    sql: str | bytes = expanded.statement
+    positional = tuple(expanded.positiontup) if expanded.positiontup is not None else None
+    raw = dialect.driver == "psycopg" and dialect.paramstyle == "pyformat"
+    if raw:
+        sql, positional = _numbered(expanded.statement)
+        # A name SQLAlchemy had to escape in the text would not be found in the values.
+        raw = set(positional) <= set(expanded.parameters)
+        if not raw:
+            sql, positional = expanded.statement, None
     return _Plan(
         dialect=dialect,
-        sql=expanded.statement,
-        positional=tuple(expanded.positiontup) if expanded.positiontup is not None else None,
+        sql=sql,
+        positional=positional,
+        raw=raw,
         defaults={k: v for k, v in expanded.parameters.items() if k not in required},
         binds=tuple(processors.items()),
         row=row,
@@ -173,7 +221,7 @@ class Direct:
     def _execute(self, conn: Connection, params: Mapping[str, Any]) -> tuple[_Plan, Any]:
         plan, lists = self._plan_for(conn, params)
         arguments = self._arguments(plan, self._values(plan, lists, params))
-        cursor = conn.connection.cursor()
+        cursor = _cursor(conn, plan)
         cursor.execute(plan.sql, arguments)
         return plan, cursor
 
@@ -218,7 +266,7 @@ class Direct:
         if lists:
             raise ValueError("run_many takes no runtime list")
         arguments = [self._arguments(plan, self._values(plan, (), row)) for row in rows]
-        cursor = conn.connection.cursor()
+        cursor = _cursor(conn, plan)
         try:
             if len(arguments) == 1:
                 # psycopg runs ``executemany`` in a pipeline, whose set-up and sync cost more

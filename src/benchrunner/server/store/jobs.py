@@ -15,6 +15,7 @@ from benchrunner.core.events import JobEvent
 from benchrunner.core.states import JobStatus
 from benchrunner.protocol import JsonJobConfig
 from benchrunner.server.store import capabilities, reports
+from benchrunner.server.store.backlog import ROOM_FOR_ONE, Caps, backlog
 from benchrunner.server.store.direct import Direct, insert_values
 from benchrunner.server.store.signed_outputs import SignedOutput
 from benchrunner.server.store.tables import (
@@ -236,12 +237,15 @@ class CreatedRun:
     """The report as ``reports.report_row`` reads it (with its branch, testbed and project)."""
 
 
-def _report_and_job(notify: bool) -> Direct:
+def _report_and_job(notify: bool, capped: bool) -> Direct:
     """PostgreSQL: the report, its job and the job's ``job_created`` event inserted by one
     statement (data-modifying CTEs), which returns the report as ``reports.report_row`` reads
     it and the job's id. The job's parameters are ``_job_values``' prefixed with ``job_``,
-    the report's ``reports.report_params``', the event's ``event_params``'."""
-    new_report = reports.NEW_REPORT.returning(*report.c).cte("new_report")
+    the report's ``reports.report_params``', the event's ``event_params``'. ``capped``: only
+    while the submission caps leave room (``backlog.ROOM_FOR_ONE``, counted by the same
+    statement), no row otherwise."""
+    insert = reports.new_report_where(ROOM_FOR_ONE) if capped else reports.NEW_REPORT
+    new_report = insert.returning(*report.c).cte("new_report")
     job_columns = [name for name in _NEW_JOB_COLUMNS if name != "report_id"]
     values = [sa.bindparam(f"job_{name}", type_=job.c[name].type) for name in job_columns]
     new_job = (
@@ -261,18 +265,26 @@ def _report_and_job(notify: bool) -> Direct:
     return Direct(view)
 
 
-_REPORT_AND_JOB = _report_and_job(notify=False)
-_REPORT_AND_JOB_NOTIFY = _report_and_job(notify=True)
+_REPORT_AND_JOB = {
+    (notify, capped): _report_and_job(notify, capped)
+    for notify in (False, True)
+    for capped in (False, True)
+}
 
 
 def job_create_with_report(
-    conn: Connection, new_report: reports.NewReport, params: NewJob
-) -> CreatedRun:
+    conn: Connection, new_report: reports.NewReport, params: NewJob, caps: Caps | None = None
+) -> CreatedRun | None:
     """A report and its job (``params.report_id`` is ignored), the job's ``job_created`` event,
-    and the report read back. On PostgreSQL one statement, so in autocommit (``write_each``)
-    the three rows are written together or not at all; SQLite writes them one by one in the
-    unit's transaction."""
+    and the report read back; None, with nothing written, when ``caps`` leave no room for one
+    more pending job (counted as ``backlog.backlog`` counts). On PostgreSQL one statement,
+    caps counted, so in autocommit (``write_each``) the three rows are written together or
+    not at all; SQLite counts, then writes them one by one in the unit's transaction."""
     if not capabilities.of(conn).writes_in_ctes:
+        if caps is not None and caps.full(
+            backlog(conn, caps.organization_id, caps.queued, caps.org_pending)
+        ):
+            return None
         report_id, _ = reports.report_create(conn, new_report)
         job_id, job_uuid = job_create(conn, replace(params, report_id=report_id))
         return CreatedRun(job_id, job_uuid, reports.report_row(conn, report_id))
@@ -284,12 +296,14 @@ def job_create_with_report(
         **{f"job_{name}": value for name, value in values.items()},
         **event_params(JobEvent.CREATED, message, params.origin.actor, meta, params.now),
     }
-    statement = _REPORT_AND_JOB
     if params.notify is not None:
-        statement = _REPORT_AND_JOB_NOTIFY
         bound["notify_channel"], bound["notify_payload"] = params.notify
-    row = statement.first(conn, bound)
-    assert row is not None
+    if caps is not None:
+        bound.update(caps.params())
+    row = _REPORT_AND_JOB[params.notify is not None, caps is not None].first(conn, bound)
+    if row is None:
+        assert caps is not None
+        return None
     return CreatedRun(row.job_id, job_uuid, row)
 
 

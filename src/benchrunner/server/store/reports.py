@@ -259,6 +259,15 @@ NEW_REPORT = insert_values(report, _NEW_REPORT_COLUMNS).values(version=_next_ver
 _INSERT_REPORT = Direct(NEW_REPORT.returning(report.c.id))
 
 
+def new_report_where(condition: sa.ColumnElement[bool]) -> sa.Insert:
+    """``NEW_REPORT`` inserting its row only where ``condition`` holds (nothing otherwise),
+    with the same parameters and any ``condition`` needs."""
+    values = [sa.bindparam(name, type_=report.c[name].type) for name in _NEW_REPORT_COLUMNS]
+    return report.insert().from_select(
+        [*_NEW_REPORT_COLUMNS, "version"], sa.select(*values, _next_version()).where(condition)
+    )
+
+
 def report_set_bisect(
     conn: Connection, report_id: int, bisect_range: list[str] | None, bisect_image: str | None
 ) -> None:

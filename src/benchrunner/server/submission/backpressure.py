@@ -6,7 +6,8 @@ of one organization (``max_pending_per_organization``); 0 turns a cap off, and w
 nothing is counted. The counts are read in the submission's transaction. On SQLite submissions
 are serialized, so a cap holds exactly; on PostgreSQL concurrent submissions do not see each
 other's uncommitted jobs, so the queue may overshoot a cap by the submissions in progress at
-that moment (at most the write threads of every replica).
+that moment (at most the write threads of every replica). A runner job's submission counts in the
+statement that creates it (``caps_for``), so it costs no statement of its own.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from sqlalchemy.engine import Connection
 
 from benchrunner.server.config import ServerSettings
 from benchrunner.server.http.errors import ApiError
-from benchrunner.server.store.backlog import backlog
+from benchrunner.server.store.backlog import Caps, backlog
 
 
 def _busy(settings: ServerSettings, message: str) -> ApiError:
@@ -25,6 +26,15 @@ def _busy(settings: ServerSettings, message: str) -> ApiError:
         error_code="queue_full",
         headers={"Retry-After": str(settings.busy_retry_after)},
     )
+
+
+def caps_for(settings: ServerSettings, organization_id: int) -> Caps | None:
+    """The caps a new job of the organization must stay within; None when both are off. A
+    statement that creates the job only within them (``jobs.job_create_with_report``) counts
+    with its own write, and when it refuses ``check_backlog`` says which cap is full."""
+    if not settings.max_queued_jobs and not settings.max_pending_per_organization:
+        return None
+    return Caps(organization_id, settings.max_queued_jobs, settings.max_pending_per_organization)
 
 
 def check_backlog(

@@ -43,7 +43,7 @@ from benchrunner.server.store.accounts import ProjectRow, UserRow
 from benchrunner.server.store.jobs import Origin
 from benchrunner.server.store.tables import testbed
 from benchrunner.server.submission import idempotency
-from benchrunner.server.submission.backpressure import check_backlog
+from benchrunner.server.submission.backpressure import caps_for, check_backlog
 from benchrunner.server.submission.body import (
     RunMode,
     run_target,
@@ -289,21 +289,24 @@ async def submit_run(
         # A tag names the digest it points at now, for the main image and a duet's sides.
         digests = [image_digest(conn, project, image) for image in plan.images]
         org, priority = accounts.organization_for_job(conn, project.organization_id)
-        check_backlog(conn, ctx.settings, org.id, org.slug)
-        created = jobs.job_create_with_report(
-            conn,
-            new_report,
-            jobs.NewJob(
-                report_id=0,
-                organization_id=org.id,
-                spec_id=spec.id,
-                config=_job_config(ctx, body, plan, project, digests),
-                priority=priority,
-                now=now,
-                origin=origin,
-                notify=services.hand_offs.broadcast(hand_off, spec.id),
-            ),
+        new_job = jobs.NewJob(
+            report_id=0,
+            organization_id=org.id,
+            spec_id=spec.id,
+            config=_job_config(ctx, body, plan, project, digests),
+            priority=priority,
+            now=now,
+            origin=origin,
+            notify=services.hand_offs.broadcast(hand_off, spec.id),
         )
+        created = jobs.job_create_with_report(
+            conn, new_report, new_job, caps_for(ctx.settings, org.id)
+        )
+        if created is None:  # a cap is full: nothing was written
+            check_backlog(conn, ctx.settings, org.id, org.slug)  # 429, naming the cap
+            # Room again since the count (jobs left the queue): as when counted apart.
+            created = jobs.job_create_with_report(conn, new_report, new_job)
+            assert created is not None
         report_id = created.report.id
         _bind_and_bisect(conn, report_id)
         view = created_report_view(conn, created.report, created.job_uuid)

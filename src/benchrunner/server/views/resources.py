@@ -8,6 +8,10 @@ from typing import Any
 
 from sqlalchemy.engine import Connection
 
+from benchrunner.api.organizations import Member, Organization, Project
+from benchrunner.api.runners import Runner
+from benchrunner.api.specs import Spec
+from benchrunner.api.users import CreatedToken, Token, User
 from benchrunner.core.events import status_reached
 from benchrunner.detection.confirmation import confirm_runs
 from benchrunner.server.processing.noise import noise_view
@@ -30,32 +34,27 @@ def iso(value: Any) -> str | None:
     return None if value is None else value.isoformat().replace("+00:00", "Z")
 
 
-def user_view(user: UserRow) -> dict[str, Any]:
+def user_view(user: UserRow) -> User:
     """A user as the API shows it: never its password hash."""
-    return {
-        "uuid": str(user.uuid),
-        "name": user.name,
-        "slug": user.slug,
-        "email": user.email,
-        "admin": user.admin,
-    }
+    return User(
+        uuid=str(user.uuid), name=user.name, slug=user.slug, email=user.email, admin=user.admin
+    )
 
 
-def member_view(member: MemberRow) -> dict[str, Any]:
+def member_view(member: MemberRow) -> Member:
     """A member as Bencher shows one: the user, with their role in the organization."""
     user = member.user
-    return {
-        "uuid": str(user.uuid),
-        "name": user.name,
-        "slug": user.slug,
-        "email": user.email,
-        "role": member.role,
-        "created": iso(member.created),
-    }
+    return Member(
+        uuid=str(user.uuid),
+        name=user.name,
+        slug=user.slug,
+        email=user.email,
+        role=member.role,
+        created=iso(member.created),
+    )
 
 
-def token_view(token: TokenRow) -> dict[str, Any]:
-    """An API token without the token itself, which only its creation answer shows."""
+def _token_fields(token: TokenRow) -> dict[str, str | None]:
     return {
         "uuid": str(token.uuid),
         "user": str(token.user_uuid),
@@ -66,65 +65,75 @@ def token_view(token: TokenRow) -> dict[str, Any]:
     }
 
 
-def organization_view(org: OrganizationRow, *, claimed: bool) -> dict[str, Any]:
-    return {
-        "uuid": str(org.uuid),
-        "name": org.name,
-        "slug": org.slug,
-        "plan": org.plan.value,
-        "claimed": claimed,
-        "created": iso(org.created),
-        "modified": iso(org.modified),
-    }
+def token_view(token: TokenRow) -> Token:
+    """An API token without the token itself, which only its creation answer shows."""
+    return Token(**_token_fields(token))
 
 
-def project_view(project: ProjectRow, org_uuid: Any) -> dict[str, Any]:
-    return {
-        "uuid": str(project.uuid),
-        "organization": str(org_uuid),
-        "name": project.name,
-        "slug": project.slug,
-        "visibility": project.visibility,
-        "created": iso(project.created),
-        "modified": iso(project.modified),
-    }
+def created_token_view(token: TokenRow, secret: str) -> CreatedToken:
+    """A new API token with the token itself, shown this once."""
+    return CreatedToken(**_token_fields(token), token=secret)
 
 
-def spec_view(row: Any) -> dict[str, Any]:
+def organization_view(org: OrganizationRow, *, claimed: bool) -> Organization:
+    return Organization(
+        uuid=str(org.uuid),
+        name=org.name,
+        slug=org.slug,
+        plan=org.plan.value,
+        claimed=claimed,
+        created=iso(org.created),
+        modified=iso(org.modified),
+    )
+
+
+def project_view(project: ProjectRow, org_uuid: Any) -> Project:
+    return Project(
+        uuid=str(project.uuid),
+        organization=str(org_uuid),
+        name=project.name,
+        slug=project.slug,
+        visibility=project.visibility,
+        created=iso(project.created),
+        modified=iso(project.modified),
+    )
+
+
+def spec_view(row: Any) -> Spec:
     """A spec as Bencher's ``JsonSpec``: specs here describe Linux machines (the runner
     executes on Linux), and ``fallback`` is when an admin made it the fallback spec."""
     view = spec_json(row).model_dump(mode="json")
     view.setdefault("os", "linux")
     view.setdefault("fallback", iso(getattr(row, "fallback", None)))
-    return view
+    return Spec.model_validate(view)
 
 
 def runner_view(
     runner: RunnerRow, specs: list[Any], organization_uuid: uuid.UUID | None = None
-) -> dict[str, Any]:
+) -> Runner:
     """``organization``: the owner's UUID, null for a server runner. The last time the runner
     was heard from is ``last_seen_at`` (docs/decisions/organization-runners.md);
     ``last_heartbeat_at`` (a legacy name) and ``last_heartbeat`` (this API's first name) stay for
     older readers."""
     last_seen = iso(runner.last_heartbeat)
-    return {
-        "uuid": str(runner.uuid),
-        "name": runner.name,
-        "slug": runner.slug,
-        "organization": None if organization_uuid is None else str(organization_uuid),
-        "paused": runner.paused,
-        "os": runner.os,
-        "arch": runner.arch,
-        "version": runner.version,
-        "public_key": runner.public_key,
-        "specs": [spec_view(s) for s in specs],
-        "last_seen_at": last_seen,
-        "last_heartbeat_at": last_seen,
-        "last_heartbeat": last_seen,
-        "created": iso(runner.created),
-        "modified": iso(runner.modified),
-        "archived": iso(runner.archived),
-    }
+    return Runner(
+        uuid=str(runner.uuid),
+        name=runner.name,
+        slug=runner.slug,
+        organization=None if organization_uuid is None else str(organization_uuid),
+        paused=runner.paused,
+        os=runner.os,
+        arch=runner.arch,
+        version=runner.version,
+        public_key=runner.public_key,
+        specs=[spec_view(s) for s in specs],
+        last_seen_at=last_seen,
+        last_heartbeat_at=last_seen,
+        last_heartbeat=last_seen,
+        created=iso(runner.created),
+        modified=iso(runner.modified),
+        archived=iso(runner.archived),
+    )
 
 
 def event_view(row: Any) -> dict[str, Any]:

@@ -121,7 +121,7 @@ async def create_runner(
         request,
         viewer,
         "runner_key.html",
-        {"runner": created, "token": created["token"], "created": True},
+        {"runner": created, "token": created.token, "created": True},
         status_code=201,
     )
 
@@ -154,7 +154,7 @@ def _change_route(action: str, changes: RunnerChanges) -> None:
         """``back``: the page the form was on, which the browser returns to."""
         require_admin_viewer(viewer.user, "runners")
         row = await runner_admin.update(ctx, services, request.app.state.hub, runner, changes)
-        target = f"/console/runners/{row['slug']}" if back == "runner" else "/console/runners"
+        target = f"/console/runners/{row.slug}" if back == "runner" else "/console/runners"
         return RedirectResponse(target, status_code=303)
 
     router.add_api_route(
