@@ -101,8 +101,7 @@ def _judged_run(
     args: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """A runner job on main/ci measuring the file's first value (in each of ``iterations``);
-    its report once processed and judged (after the commit of its metrics: every measure has
-    its boundary, where the project has thresholds)."""
+    its report once processed (judged: docs/reference/thresholds.md, "When")."""
     with deployment.admin() as client:
         submitted = client.run(
             {
@@ -117,18 +116,10 @@ def _judged_run(
             }
         )
     job = deployment.wait_status(str(submitted.job), "processed", timeout=120)
-
-    def judged() -> dict[str, Any] | None:
-        with deployment.admin() as client:
-            found: dict[str, Any] = client.get_report(deployment.project, job.report).model_dump(
-                mode="json", exclude_unset=True
-            )
-            if not client.list_thresholds(deployment.project):
-                return found
-        measures = [m for bench in found["results"] for b in bench for m in b["measures"]]
-        return found if all(m.get("boundary") for m in measures) else None
-
-    return wait_until(judged, timeout=30, interval=0.1, message="the report judged")
+    with deployment.admin() as client:
+        return client.get_report(deployment.project, job.report).model_dump(
+            mode="json", exclude_unset=True
+        )
 
 
 def _versioned_run(deployment: Deployment, values: Path, value: float, name: str) -> dict[str, Any]:

@@ -143,9 +143,12 @@ class Lifecycle:
             self.watchdog.watch(job.id)
 
     async def _judge(self, later: JudgmentLater) -> None:
-        """A report processed with its result is judged, and looks back over its series, once
-        acknowledged (``judgment.judge_later``)."""
+        """A report whose metrics were stored with its result is judged, its job moved to
+        ``processed``, and it looks back over its series, once acknowledged
+        (``judgment.judge_later``)."""
         judged = await judge_later(self.ctx.db, later, self.ctx.clock.now())
+        if judged.moved and later.processed is not None:
+            self.moves.done(later.processed)
         if judged.confirming:
             self._confirming()
 
@@ -421,7 +424,8 @@ class Lifecycle:
             now = self.ctx.clock.now()
             done = await self._complete(job, runner, now, row_output, signed, log)
             if done.completed:
-                self.moves.done(*done.moves)
+                judging = () if done.judge is None else (job.id,)
+                self.moves.done(*done.moves, judging=judging)
                 if done.judge is not None:
                     self._track(self._judge(done.judge), f"judgment-{job.id}")
                 return ack

@@ -1,7 +1,7 @@
 """The write behind a runner's ``completed``: one transaction for the move to ``completed``,
 the output when it is small enough for a row, and, when it is small enough to parse at once,
-its processing too (metrics, report, ``processed``; the thresholds judge the metrics after the
-runner's ``ack``, ``processing.judgment``).
+its processing too (metrics, report, ``processed``; where thresholds judge the metrics, the
+job stays ``completed`` until their judgment after the runner's ``ack``, ``processing.judgment``).
 
 Doing it all at once spares a small job the blob file and its two flushes, and the
 processor's own reads and transaction; its ``ack`` then also means that the job's metrics are
@@ -42,7 +42,8 @@ class Completion:
     completed: bool
     """The job moved to ``completed`` (False: it had left ``running``/``failed`` meanwhile)."""
     processed: bool = False
-    """... and on to ``processed`` in the same transaction."""
+    """... and on to ``processed`` in the same transaction (False while its metrics, stored,
+    await their judgment: ``judge``)."""
     error: str | None = None
     """Why the output gave no metrics, when processed."""
     row: jobs.JobRow | None = None
@@ -50,7 +51,8 @@ class Completion:
     moves: tuple[Move, ...] = ()
     """The moves made, for ``Moves.done`` once they committed."""
     judge: JudgmentLater | None = None
-    """The processed report's judgment and look-back, for after the runner's ``ack``."""
+    """The report's judgment and look-back, for after the runner's ``ack``; it moves the job
+    to ``processed``."""
 
 
 def complete(
@@ -103,16 +105,16 @@ def complete(
         parsing,
     )
     recorded = record_processed(
-        conn, completed, item.values, item.error, now, item.noise, item.duet
+        conn, completed, item.values, item.error, now, parsing, item.noise, item.duet
     )
     if recorded is None:
         return Completion(completed=True, moves=(done,))
     return Completion(
         completed=True,
-        processed=True,
+        processed=recorded.move is not None,
         error=item.error,
         row=completed,
-        moves=(done, recorded.move),
+        moves=(done,) if recorded.move is None else (done, recorded.move),
         judge=recorded.judge,
     )
 

@@ -8,8 +8,15 @@ write transaction on SQLite (all in one where writers run concurrently: PostgreS
 re-checking what the judgment read (``verdicts.verdicts_write``). A write that finds a
 threshold's model changed or a baseline reset since the read writes nothing: the metrics left
 without a boundary are judged again, from a new read (``STALE_TRIES`` times, then in one write
-transaction). Then it opens the report's confirmation when it held alerts back, and looks back
-over its series (``look_back.look_back_later``).
+transaction). Then one write opens the report's confirmation when it held alerts back and
+moves the job to ``processed`` (docs/reference/thresholds.md, "When": a job ``processed`` has
+its report judged); then it looks back over its series (``look_back.look_back_later``), which
+is not part of the judgment.
+
+A server stopped before that move leaves the job ``completed`` with its metrics stored: the
+processor finds it so on start or from the sweeper and judges them again
+(``processor.record_processed``); a metric keeps the boundary and alert it has, so nothing is
+written twice.
 """
 
 from __future__ import annotations
@@ -23,6 +30,7 @@ from typing import Any
 
 from sqlalchemy.engine import Connection
 
+from benchrunner.server.moves.move import Move, apply
 from benchrunner.server.processing.confirmation_duets import can_run_as_duet
 from benchrunner.server.processing.confirmations import open_confirmation
 from benchrunner.server.processing.evaluation import judge_report
@@ -53,6 +61,9 @@ class JudgmentLater:
     noisy: bool
     """The noise guard found the report noisy: only thresholds with ``alert_when_noisy``
     raise alerts."""
+    processed: Move | None = None
+    """The job's move to ``processed``, made by the judgment's last write (None: made
+    already)."""
 
 
 @dataclass
@@ -60,6 +71,8 @@ class Judged:
     """What ``judge_later`` did."""
 
     written: Written
+    moved: bool = False
+    """The job moved to ``processed`` (for ``Moves.done``)."""
     confirming: bool = False
     """The report holds alerts back for confirmation runs (its confirmation was opened)."""
     looked_back: int = 0
@@ -109,9 +122,12 @@ def _judge_whole(conn: Connection, later: JudgmentLater, now: dt.datetime) -> Wr
 
 
 async def judge_later(db: Database, later: JudgmentLater, now: dt.datetime) -> Judged:
-    """Judge ``later``'s report (see the module), open its confirmation when it held alerts
-    back, and look back over its series. A failure of the judgment is logged and leaves the
-    metrics judged so far; the look-back's failure is logged and leaves the judgment."""
+    """Judge ``later``'s report (see the module), then, in one write, open its confirmation
+    when it held alerts back and move its job to ``processed``; then look back over its
+    series. A failure of the judgment is logged and leaves the metrics judged so far, the job
+    moved all the same (else it would fail again on every recovery); the look-back's failure
+    is logged and leaves the judgment. A failure of the last write leaves the job
+    ``completed``, judged again by the processor."""
     written = Written()
     first: _Plan | None = None
     try:
@@ -128,23 +144,35 @@ async def judge_later(db: Database, later: JudgmentLater, now: dt.datetime) -> J
                 log.info("judging report %s again: %s", later.job.report_id, stale)
     except Exception:
         log.exception("judging report %s failed; its metrics stay unjudged", later.job.report_id)
+    found = [] if first is None else first.found
+    confirming, moved = await db.write(_judged, later, found if written.held else None, now)
     if first is None:
-        return Judged(written)
-    confirming = False
-    try:
-        if written.held:
-            confirming = await db.write(open_confirmation, later.job, first.found, now)
-    except Exception:
-        log.exception("opening report %s's confirmation failed", later.job.report_id)
+        return Judged(written, moved)
     looked = LookBackLater(
         later.job.report_id, later.metrics, later.noisy, first.found, first.reads
     )
     try:
-        found = await look_back_later(db, looked, now)
+        looked_back = await look_back_later(db, looked, now)
     except Exception:
         log.exception("looking back over report %s's series failed", later.job.report_id)
-        found = 0
-    return Judged(written, confirming, found)
+        looked_back = 0
+    return Judged(written, moved, confirming, looked_back)
+
+
+def _judged(
+    conn: Connection, later: JudgmentLater, held: list[Any] | None, now: dt.datetime
+) -> tuple[bool, bool]:
+    """The judgment's last write: the report's confirmation opened when it held alerts back
+    (``held``: its thresholds), its job moved to ``processed``; (opened, moved)."""
+    confirming = False
+    if held is not None:
+        try:
+            with conn.begin_nested():
+                confirming = open_confirmation(conn, later.job, held, now)
+        except Exception:
+            log.exception("opening report %s's confirmation failed", later.job.report_id)
+    moved = later.processed is not None and apply(conn, later.processed)
+    return confirming, moved
 
 
 async def _write_parts(db: Database, plan: _Plan, now: dt.datetime, written: Written) -> None:

@@ -38,7 +38,7 @@ from benchrunner.core.states import JobStatus
 from benchrunner.protocol import JsonDuet, NoiseGuard
 from benchrunner.server.blobs.blob_store import job_output_key
 from benchrunner.server.context import ServerContext
-from benchrunner.server.moves.move import Move, Moves, apply_reading
+from benchrunner.server.moves.move import Move, Moves, apply, apply_reading
 from benchrunner.server.processing.evaluation import series_thresholds_to_judge
 from benchrunner.server.processing.judgment import JudgmentLater, judge_later
 from benchrunner.server.processing.noise import NoiseVerdict, verdict
@@ -50,7 +50,7 @@ from benchrunner.server.processing.outputs import (
 )
 from benchrunner.server.processing.parsers import measure_stored, measure_stored_duet, parser_pool
 from benchrunner.server.processing.webhooks import emit_alert_event
-from benchrunner.server.store import alerts, duets, job_outputs, jobs, reports
+from benchrunner.server.store import alerts, duets, job_outputs, jobs, reports, thresholds
 from benchrunner.server.tasks import cancel_and_wait
 
 log = logging.getLogger(__name__)
@@ -91,6 +91,8 @@ class Measured:
     job: jobs.JobRow
     values: list[reports.MetricValue]
     error: str | None
+    parsing: Any
+    """Its report's ``reports.reports_parsing`` row."""
     noise: NoiseVerdict | None = None
     duet: duets.NewDuet | None = None
 
@@ -300,14 +302,14 @@ class Processor:
         return [
             measured_with_noise(job, *next(parsed), parsing[job.report_id])
             if isinstance(raw, bytes)
-            else Measured(job, [], raw)
+            else Measured(job, [], raw, parsing[job.report_id])
             for job, raw in zip(group, read, strict=True)
         ]
 
     @staticmethod
     def _measure_here(job: jobs.JobRow, raw: bytes | str, parsing: dict[int, Any]) -> Measured:
         if isinstance(raw, str):
-            return Measured(job, [], raw)
+            return Measured(job, [], raw, parsing[job.report_id])
         p = parsing[job.report_id]
         return measured_with_noise(
             job, *measure_job(job.config.duet, p.adapter, p.average, p.fold, raw), p
@@ -333,9 +335,10 @@ class Processor:
         return index, moves
 
     def _commit(self, conn: Connection, item: Measured) -> Move | None:
-        """Store one job's metrics; the move to ``processed`` made. The guarded move comes
-        first, so a job another replica (or an earlier batch) processed meanwhile adds
-        nothing. Its judgment is kept for after the commit (``_judge``)."""
+        """Store one job's metrics; the move to ``processed`` made (None: none, or its
+        judgment makes it). The guard comes first, so a job another replica (or an earlier
+        batch) processed meanwhile adds nothing. Its judgment is kept for after the commit
+        (``_judge``)."""
         now = self._ctx.clock.now()
         recorded = record_processed(
             conn,
@@ -343,6 +346,7 @@ class Processor:
             item.values,
             item.error,
             now,
+            item.parsing,
             item.noise,
             item.duet,
         )
@@ -350,16 +354,18 @@ class Processor:
             return None
         if recorded.judge is not None:
             self._judgments.append(recorded.judge)
-        return recorded.move
+        return recorded.move  # None: its judgment moves it
 
     async def _judge(self) -> None:
         """The judgments (and look-backs) of the reports just committed, each outside the
-        write transaction but for its short writes (``judgment.judge_later``). A write that
-        was rolled back leaves some here that never committed: their reports are gone, and
-        they find nothing to write."""
+        write transaction but for its short writes (``judgment.judge_later``), each moving
+        its job to ``processed``. A write that was rolled back leaves some here that never
+        committed: their metrics are gone and their jobs ``completed``, for the next try."""
         pending, self._judgments = self._judgments, []
         for later in pending:
             judged = await judge_later(self._ctx.db, later, self._ctx.clock.now())
+            if judged.moved and later.processed is not None:
+                self._moves.done(later.processed)
             self._confirming = self._confirming or judged.confirming
 
 
@@ -374,15 +380,16 @@ def measured_with_noise(
     """What a job's output gave, its noise figures judged against its report's limits
     (``parsing``: the report's ``reports_parsing`` row)."""
     judged = verdict(noise, parsing.noise_cv_limit, parsing.noise_drift_limit)
-    return Measured(job, values, error, judged, duet)
+    return Measured(job, values, error, parsing, judged, duet)
 
 
 @dataclass(frozen=True)
 class Recorded:
-    """A job ``record_processed`` moved to ``processed``."""
+    """A job whose metrics ``record_processed`` stored."""
 
-    move: Move
-    """That move, for ``Moves.done`` once it committed."""
+    move: Move | None
+    """Its move to ``processed``, made, for ``Moves.done`` once it committed; None while its
+    report awaits its judgment (``judge``), which makes it."""
     judge: JudgmentLater | None = None
     """Its report's judgment (and look-back), for the caller to run after the job's
     transaction committed and its runner was answered (``judgment.judge_later``)."""
@@ -394,14 +401,19 @@ def record_processed(
     values: list[reports.MetricValue],
     error: str | None,
     now: dt.datetime,
+    parsing: Any,
     noise: NoiseVerdict | None = None,
     duet: duets.NewDuet | None = None,
 ) -> Recorded | None:
-    """Move a completed job to ``processed`` with its metrics (or why it has none) in its
-    report, and a duet job's verdict beside them; None, with nothing written, when the job is
-    not ``completed`` (already processed elsewhere). The judgment of the report's metrics by
-    their thresholds (on a noisy report, only those that ask to raise alerts) and its look-back
-    are returned for the caller to run after it committed (``Recorded.judge``)."""
+    """Store a completed job's metrics (or why it has none) in its report, and a duet job's
+    verdict beside them; None, with nothing written, when the job is not ``completed``
+    (already processed elsewhere). ``parsing`` is its report's ``reports.reports_parsing`` row.
+
+    A job ``processed`` has its report judged (docs/reference/thresholds.md, "When"): one whose
+    metrics some threshold judges stays ``completed``, and its judgment, returned for the
+    caller to run after the commit (``Recorded.judge``), moves it once written; a job left so
+    (the server stopped, ``metrics_stored``) has its stored metrics judged again, never stored
+    twice. Any other moves to ``processed`` here."""
     if error is not None:
         message = f"not parsed: {error}"
     elif duet is not None:
@@ -421,6 +433,13 @@ def record_processed(
         error=error,
         noise=None if noise is None else noise.stored(),
     )
+    noisy = noise is not None and noise.noisy
+    if parsing.metrics_stored or (
+        values
+        and parsing.confirms_report_id is None
+        and thresholds.series_has_thresholds(conn, parsing.branch_id, parsing.testbed_id)
+    ):
+        return _record_to_judge(conn, processed, values, finish, parsing, noisy)
     # The report's times and outcome, and on PostgreSQL its metrics, are written by the
     # move's own statement.
     metrics = reports.metrics_with_finish(conn, job.report_id, job.project_id, values, now)
@@ -431,21 +450,36 @@ def record_processed(
         moved = apply_reading(conn, processed, reports.FINISH_WITH_METRICS_AFTER_MOVE, with_metrics)
     if moved is None:
         return None
-    finished = reports.Finished.of(moved)
     if duet is not None and duets.duet_add(conn, job.report_id, job.project_id, duet, now):
         emit_alert_event(conn, "alert.raised", alerts.duet_alert_ids(conn, job.report_id), now)
-    stored = (
+    if metrics is None:
         reports.metrics_add(conn, job.report_id, job.project_id, values, now)
-        if metrics is None
-        else metrics.stored(conn, moved.metric_ids)
-    )
-    if finished.confirmation_run:
-        return Recorded(processed)  # a re-run measures its report again: the confirmation judges it
-    # Nothing to judge costs nothing after the commit: metrics without a threshold are the
-    # common case.
-    if stored and series_thresholds_to_judge(conn, finished.branch_id, finished.testbed_id, stored):
-        noisy = noise is not None and noise.noisy
-        return Recorded(processed, JudgmentLater(job, tuple(stored), noisy))
+    else:
+        metrics.stored(conn, moved.metric_ids)  # their samples
+    return Recorded(processed)
+
+
+def _record_to_judge(
+    conn: Connection,
+    processed: Move,
+    values: list[reports.MetricValue],
+    finish: dict[str, Any],
+    parsing: Any,
+    noisy: bool,
+) -> Recorded | None:
+    """``record_processed`` of a job whose metrics a threshold may judge: stored (unless they
+    are already) without its move, which its judgment makes, when one judges them. The job's
+    row is locked first, so that a second processor of it finds them stored."""
+    job = processed.job
+    if not jobs.job_lock_completed(conn, job.id):
+        return None
+    stored = reports.metrics_stored_again(conn, job.report_id, values)
+    if not stored:
+        reports.report_finish(conn, finish)
+        stored = reports.metrics_add(conn, job.report_id, job.project_id, values, processed.now)
+    if stored and series_thresholds_to_judge(conn, parsing.branch_id, parsing.testbed_id, stored):
+        return Recorded(None, JudgmentLater(job, tuple(stored), noisy, processed))
+    apply(conn, processed)  # nothing to judge after all: the job was locked as ``completed``
     return Recorded(processed)
 
 
