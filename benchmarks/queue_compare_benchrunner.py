@@ -483,24 +483,37 @@ class LongFigures:
 
 
 IDLE_SECONDS = 10.0
-"""How long the idle server is measured before the jobs, after as long again for the work of
-its start (its first housekeeping passes, loading what its first requests need) to end, which
-costs several times its idle CPU in the first seconds after it is ready."""
+"""How long the idle server is measured before the jobs (by default), after as long again for
+the work of its start (its first housekeeping passes, loading what its first requests need) to
+end, which costs several times its idle CPU in the first seconds after it is ready."""
 
 
-def run_long(engine: str, workers: int, jobs: int, seconds: int) -> LongFigures:
+def run_long(
+    engine: str,
+    workers: int,
+    jobs: int,
+    seconds: int,
+    idle_seconds: float = IDLE_SECONDS,
+    profile: Profile | None = None,
+) -> LongFigures:
     """``jobs`` jobs of template ``bench.long`` lasting ``seconds`` each, run by ``workers``
-    agents; CPU per job-minute over the whole phase, and the server's CPU per minute idle."""
+    agents; CPU per job-minute over the whole phase (zeros with no jobs), and the server's CPU
+    per minute idle over ``idle_seconds``, recorded with py-spy when ``profile`` is given."""
     with deployed(engine, workers, "long", jobs) as (url, deployment, runners, api):
         server = deployment.server.proc
         assert server is not None
         database = sa.make_url(url).database if engine == "postgresql" else None
         pids = [r.proc.pid for r in runners if r.proc is not None]
         time.sleep(IDLE_SECONDS)  # the server's start settles
-        idle_before = process_cpu_seconds(server.pid)
-        time.sleep(IDLE_SECONDS)  # the measurement itself: a server with nothing to do
-        idle = process_cpu_seconds(server.pid) - idle_before
+        with py_spy(server.pid, profile):
+            idle_before = process_cpu_seconds(server.pid)
+            time.sleep(idle_seconds)  # the measurement itself: a server with nothing to do
+            idle = process_cpu_seconds(server.pid) - idle_before
         api.http.close()  # the server has ended the idle keep-alive: the next request reconnects
+        if not jobs:
+            return LongFigures(
+                engine, workers, 0, seconds, 0.0, None, 0.0, idle * 1000 * 60 / idle_seconds
+            )
         measured: list[Usage] = []
         with usage(server.pid, pids, database, None, measured):
             # Jobs of many seconds: one question a second ends the phase within a second, and
@@ -516,5 +529,5 @@ def run_long(engine: str, workers: int, jobs: int, seconds: int) -> LongFigures:
             server=cpu.server * 1000 / minutes,
             database=cpu.database * 1000 / minutes if cpu.database is not None else None,
             runners=cpu.workers * 1000 / minutes,
-            server_idle=idle * 1000 * 60 / IDLE_SECONDS,
+            server_idle=idle * 1000 * 60 / idle_seconds,
         )
