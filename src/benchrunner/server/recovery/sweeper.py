@@ -29,6 +29,8 @@ import datetime as dt
 import logging
 from collections.abc import Callable
 
+from sqlalchemy.engine import Connection
+
 from benchrunner.core.timeouts import TimeoutVerdict
 from benchrunner.server.context import ServerContext
 from benchrunner.server.recovery.leadership import Leadership
@@ -43,6 +45,15 @@ UNPROCESSED_BATCH = 500
 KEY_EXPIRY_SHARE = 0.1
 """The share of the idempotency window between two deletions of expired keys (at least one
 sweep interval)."""
+
+
+def _left_behind(conn: Connection, cutoff: dt.datetime) -> tuple[list[int], list[int]]:
+    """In one read: the in-flight jobs silent since ``cutoff``, and the jobs left ``completed``
+    and unprocessed since then (at most ``UNPROCESSED_BATCH``)."""
+    return (
+        jobs.jobs_silent_in_flight(conn, cutoff),
+        jobs.jobs_completed_unprocessed(conn, cutoff, UNPROCESSED_BATCH),
+    )
 
 
 class Sweeper:
@@ -108,7 +119,7 @@ class Sweeper:
             - self._ctx.heartbeat_timeout
             - dt.timedelta(seconds=self._interval)
         )
-        stale = await self._ctx.db.read(jobs.jobs_silent_in_flight, cutoff)
+        stale, unprocessed = await self._ctx.db.read(_left_behind, cutoff)
         ended = 0
         for job_id in stale:
             verdict = await self._watchdog.judge(job_id)
@@ -116,9 +127,6 @@ class Sweeper:
                 ended += 1
         if ended:
             log.info("sweeper ended %d in-flight jobs whose heartbeats stopped", ended)
-        unprocessed = await self._ctx.db.read(
-            jobs.jobs_completed_unprocessed, cutoff, UNPROCESSED_BATCH
-        )
         for job_id in unprocessed:
             self._on_completed(job_id)
         if unprocessed:
