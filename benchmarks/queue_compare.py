@@ -34,6 +34,7 @@ a job's wait in the queue, not its pickup, would be measured. Procrastinate has 
     .venv/bin/python -m benchmarks.queue_compare [--mode job|queue|long]
         [--engine postgresql|sqlite] [--systems benchrunner procrastinate] [--workers 1 2]
         [--jobs 5000] [--samples 200] [--repeat 3] [--seconds 30] [--idle-seconds 10]
+        [--sweep-interval S]
         [--py-spy PREFIX [--py-spy-rate HZ] [--py-spy-gil]] [--before OLD_SRC]
 
 ``--before`` also runs benchrunner from another checkout's ``src`` (servers and runners alike),
@@ -126,6 +127,7 @@ def long_runs(options: argparse.Namespace) -> None:
                         options.seconds,
                         options.idle_seconds,
                         profile,
+                        options.sweep_interval,
                     )
                 runs.setdefault((system, workers), []).append(one)
                 print(f"run {repeat} {system} ({time.monotonic() - began:.0f} s) {one}", flush=True)
@@ -201,6 +203,12 @@ def main() -> None:
         metavar="SRC",
         help="also run benchrunner from this src directory (e.g. a git worktree of an older "
         f"commit) as {BEFORE!r}, alternating with this checkout",
+    )
+    parser.add_argument(
+        "--sweep-interval",
+        type=float,
+        help="--mode long: the server's sweep interval, which also paces the bisection and "
+        "confirmation drivers (default: the test harness's 0.5 s; the server's own is 10 s)",
     )
     options = parser.parse_args()
     if options.mode == "long":

@@ -319,15 +319,24 @@ Deployed = tuple[str, Deployment, list[RunnerProcess], Api]
 
 
 @contextlib.contextmanager
-def deployed(engine: str, workers: int, mode: str, jobs: int) -> Iterator[Deployed]:
+def deployed(
+    engine: str, workers: int, mode: str, jobs: int, sweep_interval: float | None = None
+) -> Iterator[Deployed]:
     """A fresh database of ``engine``, a server on it with its caps raised for ``jobs``, and a
     client; with ``workers`` runner agents, once every runner waits for work, except in
-    ``queue`` mode, whose channels the caller opens."""
+    ``queue`` mode, whose channels the caller opens. ``sweep_interval``: the server's (None:
+    the test harness's, 0.5 s)."""
+    cadence = {} if sweep_interval is None else {"sweep_interval": sweep_interval}
     with (
         tempfile.TemporaryDirectory(prefix="queue-compare-") as tmp,
         fresh_database(engine, Path(tmp)) as url,
         deploy(
-            Path(tmp), url, heartbeat_timeout=60.0, env=caps_for(jobs), token=admin_token(url)
+            Path(tmp),
+            url,
+            heartbeat_timeout=60.0,
+            env=caps_for(jobs),
+            token=admin_token(url),
+            **cadence,
         ) as deployment,
     ):
         # The noise guard's calibrations (a benchmark runner's own feature, about 18 ms of the
@@ -495,11 +504,13 @@ def run_long(
     seconds: int,
     idle_seconds: float = IDLE_SECONDS,
     profile: Profile | None = None,
+    sweep_interval: float | None = None,
 ) -> LongFigures:
     """``jobs`` jobs of template ``bench.long`` lasting ``seconds`` each, run by ``workers``
     agents; CPU per job-minute over the whole phase (zeros with no jobs), and the server's CPU
-    per minute idle over ``idle_seconds``, recorded with py-spy when ``profile`` is given."""
-    with deployed(engine, workers, "long", jobs) as (url, deployment, runners, api):
+    per minute idle over ``idle_seconds``, recorded with py-spy when ``profile`` is given;
+    ``sweep_interval`` as ``deployed``'s."""
+    with deployed(engine, workers, "long", jobs, sweep_interval) as (url, deployment, runners, api):
         server = deployment.server.proc
         assert server is not None
         database = sa.make_url(url).database if engine == "postgresql" else None
