@@ -4,7 +4,8 @@ with 1,000 reports of history, thresholds on every measure.
 Builds a fresh database (the server's own migrations) and fills it in bulk, straight into the
 tables: project A (the one measured) with ``--reports`` reports in the last year, each with a
 metric of every benchmark and measure, and a measure-wide ``t_test`` threshold (max sample size
-64) on each measure of its branch and testbed. Then it measures, with repeats:
+64; ``--test change_point``: a ``change_point`` threshold of the detector's defaults, same
+sample size) on each measure of its branch and testbed. Then it measures, with repeats:
 
 - **process**: one new report of every benchmark and measure, as processing stores and judges
   it (``reports.metrics_add``, ``reports.FINISH_AFTER_MOVE``, ``evaluation.evaluate_report``), then
@@ -21,7 +22,7 @@ the plans of the history and perf queries as they ran (``EXPLAIN QUERY PLAN`` on
 
     .venv/bin/python -m benchmarks.reports_scale --engine sqlite|postgresql
         [--benchmarks 1000] [--measures 3] [--reports 1000] [--other-factor 3] [--repeats 7]
-        [--before OLD_SRC [--rounds 3]]
+        [--test t_test|change_point] [--before OLD_SRC [--rounds 3]]
 
 With ``--before OLD_SRC`` (another tree's ``src``, e.g. ``git archive main src | tar -x -C
 /tmp/main``) it measures only the processing, of that tree and of this one alternately, each
@@ -81,7 +82,12 @@ from benchrunner.server.store.tables import (
 NOW = dt.datetime.now(dt.UTC).replace(microsecond=0)
 YEAR = dt.timedelta(days=365)
 MEASURES = ("latency", "throughput", "memory")
-MODEL = Model(TestKind.T_TEST, min_sample_size=2, max_sample_size=64, upper_boundary=0.99)
+MODELS = {
+    TestKind.T_TEST: Model(
+        TestKind.T_TEST, min_sample_size=2, max_sample_size=64, upper_boundary=0.99
+    ),
+    TestKind.CHANGE_POINT: Model(TestKind.CHANGE_POINT, max_sample_size=64),
+}
 CHUNK = 20_000
 OUTLIERS = 0.01
 """Share of the judged report's metrics set 30 % above their series: they raise alerts."""
@@ -219,11 +225,11 @@ def _bulk_metrics(engine: Engine, rows: Iterator[tuple[int, int, int, float]]) -
         raw.close()
 
 
-def add_thresholds(engine: Engine, project: Project) -> None:
+def add_thresholds(engine: Engine, project: Project, test: TestKind) -> None:
     with engine.begin() as conn:
         for measure_id in project.measure_ids:
             key = thresholds.SeriesKey(project.branch_id, project.testbed_id, measure_id)
-            thresholds.threshold_put(conn, project.id, key, MODEL, NOW)
+            thresholds.threshold_put(conn, project.id, key, MODELS[test], NOW)
 
 
 class StatementLog:
@@ -616,6 +622,12 @@ def main() -> None:
     parser.add_argument("--other-factor", type=int, default=3)
     parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument(
+        "--test",
+        choices=[kind.value for kind in MODELS],
+        default=TestKind.T_TEST.value,
+        help="the test of the thresholds on every measure",
+    )
+    parser.add_argument(
         "--before",
         metavar="OLD_SRC",
         help="also run the tree whose src is OLD_SRC, alternately with this one, and compare",
@@ -638,7 +650,7 @@ def main() -> None:
             )
 
         a = _timed("project A", lambda: build("scale-a", options.reports))
-        add_thresholds(engine, a)
+        add_thresholds(engine, a, TestKind(options.test))
         if options.before:
             compare(url, a, options.repeats, options.rounds, options.before)
             return

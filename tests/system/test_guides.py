@@ -34,6 +34,7 @@ import httpx
 import pytest
 import yaml
 
+from benchrunner.api.reports import RunAnswer
 from benchrunner.api.thresholds import ThresholdModelBody
 from tests import acme_ca, systemd_container
 from tests.databases import postgres_database
@@ -611,7 +612,7 @@ def need_alert(setting: Setting) -> None:
     project = setting.env["BENCHRUNNER_PROJECT"]
     with setting.guides.server.admin() as client:
 
-        def run(value: int) -> Any:
+        def run(value: int) -> RunAnswer:
             now = dt.datetime.now(dt.UTC).isoformat()
             result = {"sort": {"latency": {"value": value}}}
             body = {"project": project, "branch": "main", "testbed": "ci", "start_time": now,
@@ -626,8 +627,8 @@ def need_alert(setting: Setting) -> None:
             project, branch="main", testbed="ci", measure="latency", model=model
         )
         report = run(150)
-        (alert,) = client.list_alerts(project, report=report["uuid"])
-    setting.env.update(THRESHOLD=threshold.uuid, REPORT=report["uuid"], ALERT=alert.uuid)
+        (alert,) = client.list_alerts(project, report=report.uuid)
+    setting.env.update(THRESHOLD=threshold.uuid, REPORT=report.uuid, ALERT=alert.uuid)
 
 
 def need_webhook(setting: Setting) -> None:

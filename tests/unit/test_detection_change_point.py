@@ -5,13 +5,14 @@ import json
 import math
 import statistics
 import warnings
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 import pytest
 from scipy import stats
 
-from benchrunner.detection import ChangePoint, change_points
+from benchrunner.detection import ChangePoint
 from benchrunner.detection.change_point import (
     _best_split,
     _relaxed,
@@ -33,6 +34,12 @@ def _t_test(
     return float(strengths[0]), float(pvalues[0])
 
 
+def change_points_of(series: Sequence[float], **parameters: Any) -> list[ChangePoint]:
+    """``change_points_many`` of one series (a batch of one)."""
+    [found] = change_points_many([series], **parameters)
+    return found
+
+
 def noisy(seed: int, *segments: tuple[float, int]) -> list[float]:
     """Segments of (level, length) with 1 % Gaussian noise, the same for the same seed."""
     rng = np.random.default_rng(seed)
@@ -41,21 +48,21 @@ def noisy(seed: int, *segments: tuple[float, int]) -> list[float]:
 
 def test_a_clean_step() -> None:
     series = [10.0] * 20 + [12.0] * 20
-    assert change_points(series) == [ChangePoint(20, 10.0, 12.0, 0.2, 0.0)]
+    assert change_points_of(series) == [ChangePoint(20, 10.0, 12.0, 0.2, 0.0)]
 
 
 def test_a_small_step_worked_by_hand() -> None:
     """Means 2 and 12, each side's sample variance 1: pooled variance 1, standard error
     sqrt(1/3 + 1/3), t = 10 / sqrt(2/3) with 4 degrees of freedom."""
-    [point] = change_points([1.0, 2.0, 3.0, 11.0, 12.0, 13.0])
+    [point] = change_points_of([1.0, 2.0, 3.0, 11.0, 12.0, 13.0])
     t = 10 / math.sqrt(2 / 3)
     assert (point.index, point.before, point.after, point.magnitude) == (3, 2.0, 12.0, 5.0)
     assert point.pvalue == pytest.approx(2 * stats.t.sf(t, 4), rel=1e-9)
-    assert change_points([1.0, 2.0, 3.0, 11.0, 12.0, 13.0], max_pvalue=point.pvalue / 2) == []
+    assert change_points_of([1.0, 2.0, 3.0, 11.0, 12.0, 13.0], max_pvalue=point.pvalue / 2) == []
 
 
 def test_a_drop_has_a_negative_magnitude() -> None:
-    [point] = change_points([50.0] * 10 + [40.0] * 10)
+    [point] = change_points_of([50.0] * 10 + [40.0] * 10)
     assert point.index == 10
     assert point.magnitude == pytest.approx(-0.2)
 
@@ -66,7 +73,7 @@ def test_one_step_is_one_change_point(seed: int, after: int) -> None:
     """+20 % after 30 stable points: one change point at the step, however long the series
     runs on after it (a single new value included)."""
     series = noisy(seed, (100.0, 30), (120.0, after))
-    [point] = change_points(series)
+    [point] = change_points_of(series)
     assert point.index == 30
     assert point.before == pytest.approx(statistics.fmean(series[:30]))
     assert point.after == pytest.approx(statistics.fmean(series[30:]))
@@ -77,21 +84,21 @@ def test_one_step_is_one_change_point(seed: int, after: int) -> None:
 @pytest.mark.parametrize("size", [30, 60, 200])
 @pytest.mark.parametrize("seed", SEEDS)
 def test_a_flat_noisy_series_has_none(seed: int, size: int) -> None:
-    assert change_points(noisy(seed, (100.0, size))) == []
+    assert change_points_of(noisy(seed, (100.0, size))) == []
 
 
 def test_noise_alone_rarely_makes_a_change_point() -> None:
     """E-divisive picks the best split before testing it, so noise alone passes now and then
     (3 of these 100 series at the defaults); a min_magnitude above the noise removes them."""
     series = [noisy(seed, (100.0, 60)) for seed in range(100, 200)]
-    assert sum(bool(change_points(s)) for s in series) <= 6
-    assert not any(change_points(s, min_magnitude=0.05) for s in series)
+    assert sum(bool(change_points_of(s)) for s in series) <= 6
+    assert not any(change_points_of(s, min_magnitude=0.05) for s in series)
 
 
 @pytest.mark.parametrize("seed", SEEDS)
 def test_two_steps_are_two_change_points(seed: int) -> None:
     series = noisy(seed, (100.0, 30), (120.0, 40), (100.0, 50))
-    found = change_points(series)
+    found = change_points_of(series)
     assert [(p.index, round(p.magnitude, 1)) for p in found] == [(30, 0.2), (70, -0.2)]
 
 
@@ -99,7 +106,7 @@ def test_two_steps_are_two_change_points(seed: int) -> None:
 def test_an_early_step_in_a_long_series_is_found(seed: int) -> None:
     """Windows overlap from the start, so a step after 6 points is judged among few points,
     not drowned in the 200 after it."""
-    assert [p.index for p in change_points(noisy(seed, (100.0, 6), (120.0, 200)))] == [6]
+    assert [p.index for p in change_points_of(noisy(seed, (100.0, 6), (120.0, 200)))] == [6]
 
 
 @pytest.mark.parametrize("seed", SEEDS)
@@ -108,16 +115,16 @@ def test_min_magnitude_drops_small_changes(seed: int) -> None:
     series = [100.0 + x for x in rng.normal(0, 0.1, 40)] + [
         103.0 + x for x in rng.normal(0, 0.1, 40)
     ]
-    [point] = change_points(series)
+    [point] = change_points_of(series)
     assert (point.index, round(point.magnitude, 2)) == (40, 0.03)
-    assert change_points(series, min_magnitude=0.05) == []
-    assert change_points(series, min_magnitude=0.03 * 0.9) == [point]
+    assert change_points_of(series, min_magnitude=0.05) == []
+    assert change_points_of(series, min_magnitude=0.03 * 0.9) == [point]
 
 
 @pytest.mark.parametrize("seed", SEEDS)
 def test_every_change_point_passes_and_describes_its_segments(seed: int) -> None:
     series = noisy(seed, (50.0, 45), (55.0, 20), (54.0, 25), (80.0, 90), (60.0, 3))
-    found = change_points(series, window=20, max_pvalue=0.01, min_magnitude=0.02)
+    found = change_points_of(series, window=20, max_pvalue=0.01, min_magnitude=0.02)
     assert found, "the 80 -> 60 and 55 -> 80 steps at least"
     edges = [0, *(p.index for p in found), len(series)]
     segments = [(edges[i], edges[i + 1], edges[i + 2]) for i in range(len(found))]
@@ -133,8 +140,8 @@ def test_every_change_point_passes_and_describes_its_segments(seed: int) -> None
 
 def test_same_series_same_answer() -> None:
     series = noisy(7, (100.0, 40), (130.0, 40), (90.0, 40))
-    first = change_points(series)
-    assert first == change_points(tuple(series)) == change_points(np.array(series).tolist())
+    first = change_points_of(series)
+    assert first == change_points_of(tuple(series)) == change_points_of(np.array(series).tolist())
     assert [p.index for p in first] == [40, 80]
 
 
@@ -143,11 +150,11 @@ def test_same_series_same_answer() -> None:
     [[], [5.0], [1.0, 2.0], [3.0] * 50, [0.0] * 10],
 )
 def test_nothing_to_find(series: list[float]) -> None:
-    assert change_points(series) == []
+    assert change_points_of(series) == []
 
 
 def test_a_change_from_zero_has_no_relative_magnitude() -> None:
-    [point] = change_points([0.0] * 10 + [5.0] * 10)
+    [point] = change_points_of([0.0] * 10 + [5.0] * 10)
     assert (point.index, point.before, point.after, point.magnitude) == (10, 0.0, 5.0, 0.0)
 
 
@@ -166,13 +173,13 @@ def test_a_change_from_zero_has_no_relative_magnitude() -> None:
 )
 def test_bad_parameters(kwargs: dict[str, float], message: str) -> None:
     with pytest.raises(ValueError, match=message):
-        change_points([1.0, 2.0, 3.0], **kwargs)  # type: ignore[arg-type]
+        change_points_of([1.0, 2.0, 3.0], **kwargs)
 
 
 @pytest.mark.parametrize("bad", [math.nan, math.inf, -math.inf])
 def test_a_value_that_is_not_finite_is_named(bad: float) -> None:
     with pytest.raises(ValueError, match=rf"series\[2\] is {bad}, not a finite number"):
-        change_points([1.0, 2.0, bad, 4.0])
+        change_points_of([1.0, 2.0, bad, 4.0])
 
 
 def naive_qhat(left: list[float], right: list[float]) -> float:
@@ -222,7 +229,7 @@ def test_the_recorded_change_points_are_found_again(case: Case) -> None:
     """Exactly (to the last bit) what the detector found when the cases were recorded:
     computing it faster must not change an answer."""
     recorded = {entry["seed"]: entry["change_points"] for entry in json.loads(RECORDED.read_text())}
-    found = change_points(case.series, **case.parameters)
+    found = change_points_of(case.series, **case.parameters)
     assert [[p.index, p.before, p.after, p.magnitude, p.pvalue] for p in found] == recorded[
         case.seed
     ]
@@ -268,7 +275,7 @@ def test_the_t_test_at_the_edges_is_scipys(left: list[float], right: list[float]
 
 def test_many_series_at_once_find_the_recorded_change_points() -> None:
     """``change_points_many`` over all recorded cases of one set of parameters at once
-    answers what ``change_points`` answered of each alone, to the last bit."""
+    answers what it answered of each alone (a batch of one), to the last bit."""
     recorded = {entry["seed"]: entry["change_points"] for entry in json.loads(RECORDED.read_text())}
     by_parameters: dict[str, list[Case]] = {}
     for case in RECORDED_CASES:
@@ -303,7 +310,7 @@ def _many_series(seed: int) -> list[list[float]]:
 def test_many_series_at_once_answer_as_each_alone(seed: int, parameters: dict[str, Any]) -> None:
     series = _many_series(seed)
     together = change_points_many(series, **parameters)
-    apart = [change_points(s, **parameters) for s in series]
+    apart = [change_points_of(s, **parameters) for s in series]
     assert [i for i, (a, b) in enumerate(zip(together, apart, strict=True)) if a != b] == []
     assert sum(bool(points) for points in apart) > 10  # steps were found, not only none
 

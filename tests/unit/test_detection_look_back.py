@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from benchrunner.detection.change_point import ChangePoint, change_points_many
 from benchrunner.detection.look_back import MIN_BEFORE, PERSIST, Known, Raise, Reopen, look_back
 
 SEEDS = range(5)
@@ -21,7 +22,14 @@ def judge(
     series: list[float], known: list[Known], reports: list[int] | None = None
 ) -> list[Raise | Reopen]:
     """The look-back at the detector's defaults; ``reports``: each point's (None: its own)."""
-    return look_back(series, known, max_pvalue=0.001, min_magnitude=0.0, reports=reports)
+    return look_back(series, known, found_in(series), reports=reports)
+
+
+def found_in(series: list[float], min_magnitude: float = 0.0) -> list[ChangePoint]:
+    """The change points of ``series`` at the detector's defaults, as the server finds them
+    (``change_points_many``, here of one series)."""
+    [found] = change_points_many([series], max_pvalue=0.001, min_magnitude=min_magnitude)
+    return found
 
 
 def threshold_alert(index: int, *, dismissed_before: int | None = None) -> Known:
@@ -115,7 +123,7 @@ def test_a_step_at_the_edge_of_the_window_is_not_raised() -> None:
 def test_a_step_smaller_than_min_magnitude_is_not_raised() -> None:
     series = noisy(0, (100.0, 30), (103.0, 10))
     assert raised_at(judge(series, [])) == [30]
-    assert look_back(series, [], max_pvalue=0.001, min_magnitude=0.05) == []
+    assert look_back(series, [], found_in(series, min_magnitude=0.05)) == []
 
 
 def test_a_dismissed_step_reopens_once_it_persisted() -> None:

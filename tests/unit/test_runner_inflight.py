@@ -162,7 +162,9 @@ def test_a_forgotten_job_leaves_no_record(in_flight: InFlight) -> None:
     ]
     in_flight.forget(job)
     in_flight.forget(job)  # twice is no error
-    assert list(in_flight.directory.iterdir()) == []
+    assert in_flight.records() == []
+    left = [path.name for path in in_flight.directory.iterdir()]
+    assert all(name.startswith(".in-flight-spare-") for name in left)  # to be written over
 
 
 # ---------------------------------------------------------------- on the runner's clock
@@ -240,3 +242,25 @@ def test_processes_that_do_not_end_after_sigkill_are_waited_for_on_the_runners_c
         (frozen / "freezer.state").write_text("THAWED")
         wait_until(lambda: not any(family.alive()), message="the thawed family's end")
         frozen.rmdir()
+
+
+def test_records_replaced_and_forgotten_leave_only_a_few_spare_files(tmp_path: Path) -> None:
+    in_flight = InFlight(tmp_path)
+    jobs = [uuid.uuid4() for _ in range(10)]
+    for number, job in enumerate(jobs):
+        in_flight.job(job)
+        in_flight.group(job, os.getpid())
+        in_flight.job(job)  # a second iteration
+        assert [record.job for record in in_flight.records()] == [job]
+        assert in_flight.records()[0].group is None
+        in_flight.group(job, os.getpid() + number)
+        assert in_flight.records()[0].group == os.getpid() + number
+        in_flight.forget(job)
+        assert in_flight.records() == []
+    kept = [path.name for path in tmp_path.iterdir()]
+    assert 0 < len(kept) <= 4
+    assert all(name.startswith(".in-flight-spare-") for name in kept)
+    in_flight.stop_leftovers()
+    assert list(tmp_path.iterdir()) == []
+    in_flight.job(jobs[0])  # after the spares are gone
+    assert [record.job for record in in_flight.records()] == [jobs[0]]

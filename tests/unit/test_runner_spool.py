@@ -62,7 +62,24 @@ def test_delete_forgets_and_is_idempotent(tmp_path: Path) -> None:
     assert spool.read(message.job) is None
     assert spool.pending() == []
     spool.delete(message.job)  # not an error
+    assert all(path.name.startswith(".spool-spare-") for path in tmp_path.iterdir())
+    Spool(tmp_path)  # a start removes the spares
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_deleted_message_file_is_written_over_by_the_next_whole(tmp_path: Path) -> None:
+    spool = Spool(tmp_path)
+    long = completed()
+    spool.write(long)
+    spool.delete(long.job)
+    (spare,) = tmp_path.iterdir()
+    inode = spare.stat().st_ino
+    short = Canceled(job=uuid.uuid4())
+    path = spool.write(short)
+    assert path.stat().st_ino == inode
+    assert path.read_text(encoding="utf-8") == encode(short)
+    assert spool.pending() == [short]
+    assert list(tmp_path.iterdir()) == [path]
 
 
 def test_pending_lists_oldest_first(tmp_path: Path) -> None:

@@ -7,6 +7,7 @@ output, as Bencher's does.
 
 from __future__ import annotations
 
+import functools
 import importlib
 from collections.abc import Sequence
 from typing import cast
@@ -85,6 +86,7 @@ ADAPTERS: frozenset[str] = frozenset({"magic", *HARNESSES, *ALIASES, *LANGUAGES}
 """Every name ``settings.adapter`` accepts."""
 
 
+@functools.cache  # found once per harness, not on every report's parse
 def _harness(name: str) -> Adapter:
     module_name, _, function = HARNESSES[name].partition(":")
     module = importlib.import_module(f"{__name__}.{module_name}")

@@ -84,11 +84,3 @@ class Answer(BaseModel):
     never an error; they are kept as sent, so that a ``--json`` print shows every field."""
 
     model_config = ConfigDict(extra="allow")
-
-    def __getitem__(self, name: str) -> Any:
-        """``answer["field"]`` as ``answer.field``: scripts written against the client's
-        earlier JSON objects keep working (docs/how-to/thresholds-alerts.md's do)."""
-        try:
-            return getattr(self, name)
-        except AttributeError:
-            raise KeyError(name) from None

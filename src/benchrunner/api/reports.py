@@ -35,7 +35,7 @@ class ReportSettings(Answer):
 
 
 class ReportProject(Answer):
-    """The project as a report names it: Bencher's ``JsonProject``."""
+    """The project as a report names it, in Bencher's shape (docs/reference/run.md)."""
 
     uuid: str
     name: str

@@ -16,12 +16,12 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from benchrunner.detection.boundary import Limits, Side, limits, outside
-    from benchrunner.detection.change_point import ChangePoint, change_points
+    from benchrunner.detection.change_point import ChangePoint, change_points_many
     from benchrunner.detection.models import Model, ModelError, TestKind, parse_test, validate
 
 _HOME = {
     "ChangePoint": "change_point",
-    "change_points": "change_point",
+    "change_points_many": "change_point",
     "Limits": "boundary",
     "Side": "boundary",
     "limits": "boundary",
@@ -50,7 +50,7 @@ __all__ = [
     "ModelError",
     "Side",
     "TestKind",
-    "change_points",
+    "change_points_many",
     "limits",
     "outside",
     "parse_test",

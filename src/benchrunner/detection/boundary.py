@@ -78,7 +78,7 @@ def limits_many(model: Model, histories: Sequence[Sequence[float]]) -> list[Limi
     only its newest ``max_sample_size`` values are used. None when the history is empty,
     shorter than ``min_sample_size`` or than the test needs, when a statistic is not finite
     (zero variance, a non-positive value for ``log_normal``), for a model with no boundary, and
-    for ``change_point``, whose verdicts come from ``change_points`` instead.
+    for ``change_point``, whose verdicts come from ``change_points_many`` instead.
 
     The histories of one length (after the cut; a report's series mostly share it) are drawn
     together from a matrix of them, newest first: a report of 3,000 metrics is a few array

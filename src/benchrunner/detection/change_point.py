@@ -56,20 +56,6 @@ class ChangePoint:
     """Two-sided Student's t-test between the two segments."""
 
 
-def change_points(
-    series: Sequence[float],
-    *,
-    window: int = 30,
-    max_pvalue: float = 0.001,
-    min_magnitude: float = 0.0,
-) -> list[ChangePoint]:
-    """``change_points_many`` of one series."""
-    [found] = change_points_many(
-        [series], window=window, max_pvalue=max_pvalue, min_magnitude=min_magnitude
-    )
-    return found
-
-
 def _check_parameters(window: int, max_pvalue: float, min_magnitude: float) -> None:
     """Raise ValueError naming the first parameter out of its range."""
     if isinstance(window, bool) or not isinstance(window, int) or window < 2:

@@ -1,9 +1,10 @@
 """Change points found after the fact: which steps of a series still lack an alert, and which
 dismissed steps persisted (docs/how-to/thresholds-alerts.md#change-points-that-look-back).
 
-Pure: the series (oldest first, the newest report last), the alerts already on its points and
-the detector's parameters in; what to raise and what to re-open out. The server's
-``processing.look_back`` reads the series and writes the alerts.
+Pure: the series (oldest first, the newest report last), its change points and the alerts
+already on its points in; what to raise and what to re-open out. The server's
+``processing.look_back`` reads the series, finds the change points of many at once and writes
+the alerts.
 
 A step belongs to an alert when the alert is a change point's nearer to it than to any other
 step found (the rule of ``processing.evaluation.already_alerted``), or a threshold's on any
@@ -20,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from benchrunner.detection.change_point import ChangePoint, change_points
+from benchrunner.detection.change_point import ChangePoint
 
 PERSIST = 5
 """A dismissed step re-opens once this many reports stored after its dismissal stay at the new
@@ -63,20 +64,16 @@ class Reopen:
 def look_back(
     values: Sequence[float],
     known: Sequence[Known],
+    found: list[ChangePoint],
     *,
-    max_pvalue: float,
-    min_magnitude: float,
     persist: int = PERSIST,
     reports: Sequence[int] | None = None,
-    found: list[ChangePoint] | None = None,
 ) -> list[Raise | Reopen]:
     """The steps of ``values`` to raise, and the dismissed alerts to re-open, in series order.
-    ``reports``: each point's report, as numbers that rise by one from a report to the next
-    (the iterations of one report share it); None: each point a report of its own.
-    ``found``: the change points of ``values`` under these parameters, when the caller found
-    them already (``change_point.change_points_many``, for many series at once)."""
-    if found is None:
-        found = change_points(values, max_pvalue=max_pvalue, min_magnitude=min_magnitude)
+    ``found``: the change points of ``values`` (``change_point.change_points_many``, which
+    finds those of many series at once). ``reports``: each point's report, as numbers that
+    rise by one from a report to the next (the iterations of one report share it); None: each
+    point a report of its own."""
     report_of = list(range(len(values))) if reports is None else list(reports)
     newest = report_of[-1] if report_of else 0
     actions: list[Raise | Reopen] = []

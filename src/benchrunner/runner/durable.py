@@ -11,23 +11,32 @@ from pathlib import Path
 
 
 def write_durably(
-    target: Path, data: bytes, *, temp_prefix: str, temp_name: str | None = None
+    target: Path,
+    data: bytes,
+    *,
+    temp_prefix: str,
+    temp_name: str | None = None,
+    spare: Path | None = None,
 ) -> None:
     """Replace ``target`` by ``data`` (mode 0600), durably. The temporary file is named
     ``temp_prefix*`` in ``target``'s directory (``temp_prefix + temp_name`` when the caller is
-    the only writer of that name: no random name to draw) and removed on failure. Raises
-    OSError."""
-    if temp_name is None:
+    the only writer of that name: no random name to draw), or is ``spare``, a file of the
+    caller's in that directory that is written over (no file made: see ``spool.py``); it is
+    removed on failure. Raises OSError."""
+    if spare is not None or temp_name is not None:
+        temp = spare or target.with_name(temp_prefix + str(temp_name))
+        # Cut to its length after the write, not emptied first: ext4 flushes a file emptied by
+        # a truncation when it is closed (``auto_da_alloc``), and this one is synced anyway.
+        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    else:
         fd, name = tempfile.mkstemp(prefix=temp_prefix, dir=target.parent)
         temp = Path(name)
-    else:
-        temp = target.with_name(temp_prefix + temp_name)
-        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
     try:
         try:
             view = memoryview(data)
             while view:
                 view = view[os.write(fd, view) :]
+            os.ftruncate(fd, len(data))
             os.fsync(fd)
         finally:
             os.close(fd)

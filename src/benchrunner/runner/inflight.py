@@ -3,6 +3,7 @@ left behind is found and stopped: by the guard the moment the runner dies (``gua
 the runner's next start, before it claims anything.
 
     <spool>/in-flight/<job uuid>.json    one record per job, replaced as the job goes on
+    <spool>/in-flight/.in-flight-*       files being written, or kept to be written over
 
 The ``process`` executor records the job before each iteration starts and its process group
 as soon as the group's leader runs (in between, the guard finds the leader by its
@@ -27,11 +28,13 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import itertools
 import json
 import logging
 import os
 import signal
 import subprocess
+import threading
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -40,6 +43,7 @@ from pathlib import Path
 from benchrunner.core.clock import SystemThreadClock, ThreadClock
 from benchrunner.runner import procfs
 from benchrunner.runner.clock_timer import pause
+from benchrunner.runner.exchange import swap_in
 
 log = logging.getLogger(__name__)
 
@@ -48,6 +52,8 @@ JOB_VARIABLE = "BENCHRUNNER_JOB"
 
 _SUFFIX = ".json"
 _TEMP_PREFIX = ".in-flight-"
+_SPARE_PREFIX = f"{_TEMP_PREFIX}spare-"
+_SPARES_KEPT = 4
 _STOP_WAIT = 5.0
 _POLL = 0.02
 _EXEC_WINDOW = 0.05
@@ -105,6 +111,12 @@ class InFlight:
         directory.mkdir(mode=0o700, parents=True, exist_ok=True)
         self._boot = procfs.boot_id()
         self._watcher: Callable[[], bool] | None = None
+        # Files of records replaced or forgotten, written over by the next records: a file
+        # made and a file freed per record cost the job thread more than the record itself.
+        self._spares_lock = threading.Lock()
+        self._spares: list[Path] = []
+        self._spare_names = itertools.count()
+        self._recorded: set[uuid.UUID] = set()
 
     def watched_by(self, running: Callable[[], bool]) -> None:
         """A guard process watches these records: ``running()`` tells whether it still runs."""
@@ -129,8 +141,10 @@ class InFlight:
         self._write(JobRecord(job, self._boot, container=container, runtime=runtime))
 
     def forget(self, job: uuid.UUID) -> None:
+        self._recorded.discard(job)
+        path = self.directory / f"{job}{_SUFFIX}"
         with contextlib.suppress(FileNotFoundError):
-            (self.directory / f"{job}{_SUFFIX}").unlink()
+            self._keep_spare(path)
 
     def records(self) -> list[JobRecord]:
         """Every readable record; an unreadable one is logged and removed."""
@@ -157,31 +171,62 @@ class InFlight:
             else:
                 stopped += _stop(record, self._clock)
             self.forget(record.job)
-        for temporary in self.directory.glob(f"{_TEMP_PREFIX}*"):  # a write cut short
+        with self._spares_lock:
+            self._spares.clear()
+        for temporary in self.directory.glob(f"{_TEMP_PREFIX}*"):  # a write cut short, a spare
             with contextlib.suppress(OSError):
                 temporary.unlink()
         return stopped
 
     def _write(self, record: JobRecord) -> None:
         # Atomic, so a reader never sees half a record; no fsync: a record matters only while
-        # this boot lasts, and a process's death does not lose the page cache. The temporary's
-        # name is the job's own (one writer per job): no random name to draw, nothing to retry.
+        # this boot lasts, and a process's death does not lose the page cache. The temporary is
+        # a spare, or named after the job (one writer per job): no random name to draw, nothing
+        # to retry. A record that exists is exchanged, not renamed over (``exchange.py``).
         job = str(record.job)
         path = self.directory / f"{job}{_SUFFIX}"
-        temp = self.directory / f"{_TEMP_PREFIX}{job}"
+        temp = self._take_spare() or self.directory / f"{_TEMP_PREFIX}{job}"
         data = record.to_json().encode()
         try:
-            fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+            # Cut to its length after the write, not emptied first: ext4 flushes a file emptied
+            # by a truncation when it is closed (``auto_da_alloc``).
+            fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o600)
             try:
                 if os.write(fd, data) != len(data):
                     raise OSError(errno.ENOSPC, "short write of an in-flight record")
+                os.ftruncate(fd, len(data))
             finally:
                 os.close(fd)
-            temp.replace(path)
+            if record.job not in self._recorded:
+                temp.replace(path)
+                self._recorded.add(record.job)
+            elif swap_in(temp, path):  # the old record, under the temporary's name
+                with contextlib.suppress(OSError):
+                    self._keep_spare(temp)
         except BaseException:
             with contextlib.suppress(OSError):
                 temp.unlink()
             raise
+
+    def _take_spare(self) -> Path | None:
+        with self._spares_lock:
+            return self._spares.pop() if self._spares else None
+
+    def _keep_spare(self, path: Path) -> None:
+        """Keep the file ``path`` for a later record, under a name of its own, or remove it when
+        enough are kept. Raises OSError (FileNotFoundError: there is no ``path``)."""
+        with self._spares_lock:
+            keep = len(self._spares) < _SPARES_KEPT
+            if keep and path.name.startswith(_SPARE_PREFIX):
+                self._spares.append(path)
+                return
+            spare = self.directory / f"{_SPARE_PREFIX}{next(self._spare_names)}"
+        if not keep:
+            path.unlink()
+            return
+        path.rename(spare)
+        with self._spares_lock:
+            self._spares.append(spare)
 
 
 def _stop(record: JobRecord, clock: ThreadClock) -> int:

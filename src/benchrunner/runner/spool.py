@@ -5,6 +5,10 @@ removed only after the server's ``ack``, so a result survives a lost connection 
 runner process (docs/decisions/result-delivery.md). One file per job:
 ``{spool}/{job_uuid}.json``, holding exactly the wire message.
 
+A removed message's file is kept under a hidden name (a *spare*, a few at most) and the next
+message is written over it: a file made and a file freed per job cost more than the writing.
+Spares are temporaries: a start removes them with any write cut short.
+
 Writes are atomic and durable: a temporary file in the same directory is written, flushed and
 fsynced, then renamed over the final name and the directory fsynced, all before the message is
 sent. A reader therefore sees either no file or a complete one. Deletions are not synced (see
@@ -14,7 +18,9 @@ sent. A reader therefore sees either no file or a complete one. Deletions are no
 from __future__ import annotations
 
 import contextlib
+import itertools
 import logging
+import threading
 import uuid
 from pathlib import Path
 
@@ -34,6 +40,8 @@ log = logging.getLogger(__name__)
 
 _SUFFIX = ".json"
 _TEMP_PREFIX = ".spool-"
+_SPARE_PREFIX = f"{_TEMP_PREFIX}spare-"
+_SPARES_KEPT = 4
 _CORRUPT_SUFFIX = ".corrupt"
 
 
@@ -44,6 +52,9 @@ class Spool:
         self.directory = directory
         directory.mkdir(mode=0o700, parents=True, exist_ok=True)
         self._remove_stale_temporaries()
+        self._spares_lock = threading.Lock()
+        self._spares: list[Path] = []
+        self._spare_names = itertools.count()
 
     def path(self, job: uuid.UUID) -> Path:
         return self.directory / f"{job}{_SUFFIX}"
@@ -55,8 +66,10 @@ class Spool:
         """
         target = self.path(message.job)
         data = encode(message).encode("utf-8")
-        # One writer per job: the temporary is named after it.
-        write_durably(target, data, temp_prefix=_TEMP_PREFIX, temp_name=target.name)
+        with self._spares_lock:
+            spare = self._spares.pop() if self._spares else None
+        # One writer per job: the temporary, unless a spare, is named after it.
+        write_durably(target, data, temp_prefix=_TEMP_PREFIX, temp_name=target.name, spare=spare)
         return target
 
     def read(self, job: uuid.UUID) -> TerminalMessage | None:
@@ -84,14 +97,24 @@ class Spool:
         return messages
 
     def delete(self, job: uuid.UUID) -> None:
-        """Forget ``job``'s message; deleting a message that is not there is not an error.
+        """Forget ``job``'s message (its file becomes a spare, or is removed); deleting a message
+        that is not there is not an error.
 
         Not synced: a deletion that a power cut undoes only brings the message back to be sent
         again, and the server answers a resent terminal message with ``ack``
         (docs/decisions/result-delivery.md).
         """
+        path = self.path(job)
+        with self._spares_lock:
+            keep = len(self._spares) < _SPARES_KEPT
+            spare = self.directory / f"{_SPARE_PREFIX}{next(self._spare_names)}"
         with contextlib.suppress(FileNotFoundError):
-            self.path(job).unlink()
+            if not keep:
+                path.unlink()
+                return
+            path.rename(spare)
+            with self._spares_lock:
+                self._spares.append(spare)
 
     def _load(self, path: Path) -> TerminalMessage | None:
         try:

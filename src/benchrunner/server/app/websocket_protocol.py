@@ -141,8 +141,9 @@ class LingeringCloseProtocol(WebSocketsSansIOProtocol):
         else:
             conn.send_text(reply)
             frame = b""
-        if conn.writes:  # after what was sent before (``_flush`` finds it gone), in one write
-            frame = b"".join(conn.data_to_send()) + frame
+        pending = conn.data_to_send()
+        if pending:  # after what was sent before (``_flush`` finds it gone), in one write
+            frame = b"".join(pending) + frame
         if frame and not self.transport.is_closing():
             self.transport.write(frame)
         return True

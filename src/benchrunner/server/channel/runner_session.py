@@ -274,7 +274,7 @@ class RunnerSession:
         assert main is not None
         guard = asyncio.create_task(self._guard(main))
         install = self.ws.answer_at_once
-        if install is not None:
+        if install is not None and self._moves_deadline(HEARTBEAT):
             install(self._answer_at_once)
         try:
             while not self._closed and self._interruption is None:
@@ -353,8 +353,9 @@ class RunnerSession:
         heartbeat ledger remembers it: ``HeartbeatLedger.beat_remembered``). As
         ``_handle_text`` would, it moves the deadline.
         None: the heartbeat, or any other message, is read by the loop. A subclass whose
-        ``_reply`` does more than send a heartbeat's ``ack``, or whose heartbeat does not move
-        the deadline (``_moves_deadline``), must answer None for it.
+        ``_reply`` does more than send a heartbeat's ``ack`` must answer None for it; one whose
+        heartbeat does not move the deadline (``_moves_deadline``) is never answered here
+        (``_loop`` installs this only when it does).
 
         Every heartbeat of every running job comes this way: its steps are written out here,
         with the callables they need looked up once (``__init__``)."""

@@ -118,31 +118,20 @@ def evaluate_report(
     if not found:
         return 0
     row = reports.report_row(conn, report_id)
-    scope = history.scope_of(row)
     ignored = _ignored(conn, {m.benchmark_id for m in metrics})
     raised: list[int] = []
     to_bisect: list[int] = []
-    cutoffs: dict[int, dt.datetime | None] = {}
     groups = _group(found, metrics, ignored)
     reads = history.SeriesReads() if reads is None else reads
-    _read_histories(conn, row, groups, cutoffs, reads)
-    for judged in groups:
+    scope = history.scope_of(row)
+    wanted = _read_histories(conn, row, groups, reads)
+    histories = [history.wanted_history(conn, scope, w, reads) for w in wanted]
+    steps = _change_points_together(groups, histories)
+    for judged, series in zip(groups, histories, strict=True):
         t = judged.threshold
         alerting = not noisy or bool(t.alert_when_noisy)
         pending = confirming and confirm_runs(t.confirm) > 0
-        if t.measure_id not in cutoffs:
-            cutoffs[t.measure_id] = history.reset_cutoff(conn, scope, t.measure_id)
         test = thresholds.model_of(t).test
-        per_benchmark = Counter(m.benchmark_id for m in judged.metrics)
-        series = threshold_series(
-            conn,
-            row,
-            t,
-            set(per_benchmark),
-            cutoffs[t.measure_id],
-            points_per_run=max(per_benchmark.values(), default=1),
-            reads=reads,
-        )
         here: list[int] = []
         if test is TestKind.SAMPLES:
             here += judge_samples(
@@ -163,7 +152,8 @@ def evaluate_report(
         else:
             for m in judged.metrics:
                 past = series[m.benchmark_id].points()
-                here += _judge_changes(conn, t, report_id, m, past, now, alerting, pending)
+                found = steps[m.id]
+                here += _judge_changes(conn, t, report_id, m, past, found, now, alerting, pending)
         if pending:
             continue  # held back: their confirmation raises them (and asks for the bisection)
         raised += here
@@ -207,16 +197,12 @@ def threshold_wanted(
 
 
 def _read_histories(
-    conn: Connection,
-    row: Any,
-    groups: list[_Judged],
-    cutoffs: dict[int, dt.datetime | None],
-    reads: history.SeriesReads,
-) -> None:
-    """The histories of every threshold of the report, read together into ``reads``
-    (``history.read_together``) before any is judged; each measure's reset cutoff into
-    ``cutoffs``."""
+    conn: Connection, row: Any, groups: list[_Judged], reads: history.SeriesReads
+) -> list[history.Wanted]:
+    """The history each threshold of the report judges against (``threshold_wanted``), read
+    together into ``reads`` (``history.read_together``) before any is judged."""
     scope = history.scope_of(row)
+    cutoffs: dict[int, dt.datetime | None] = {}
     wanted: list[history.Wanted] = []
     for judged in groups:
         t = judged.threshold
@@ -226,6 +212,39 @@ def _read_histories(
         points = max(per_benchmark.values(), default=1)
         wanted.append(threshold_wanted(row, t, set(per_benchmark), cutoffs[t.measure_id], points))
     history.read_together(conn, scope, wanted, reads)
+    return wanted
+
+
+def _change_points_together(
+    groups: list[_Judged], histories: list[dict[int, history.Series]]
+) -> dict[int, list[ChangePoint]]:
+    """The change points of every metric the ``change_point`` test judges (its history followed
+    by its value), by metric id: found by ``change_points_many`` for all the metrics of the
+    report whose thresholds share the detector's parameters at once, as the look-back finds
+    them (``processing.look_back``). A series' answer does not depend on those found with it."""
+    together: dict[tuple[float, float], list[tuple[int, list[float]]]] = {}
+    for judged, series in zip(groups, histories, strict=True):
+        t = judged.threshold
+        if thresholds.model_of(t).test is not TestKind.CHANGE_POINT:
+            continue
+        parameters = (
+            t.max_pvalue if t.max_pvalue is not None else DEFAULT_MAX_PVALUE,
+            t.min_magnitude if t.min_magnitude is not None else DEFAULT_MIN_MAGNITUDE,
+        )
+        for m in judged.metrics:
+            values = [*series[m.benchmark_id].values, m.value]
+            together.setdefault(parameters, []).append((m.id, values))
+    if not together:
+        return {}
+    from benchrunner.detection.change_point import change_points_many
+
+    steps: dict[int, list[ChangePoint]] = {}
+    for (max_pvalue, min_magnitude), metrics in together.items():
+        found = change_points_many(
+            [values for _, values in metrics], max_pvalue=max_pvalue, min_magnitude=min_magnitude
+        )
+        steps.update((metric_id, f) for (metric_id, _), f in zip(metrics, found, strict=True))
+    return steps
 
 
 def series_thresholds_to_judge(
@@ -298,18 +317,14 @@ def _judge_changes(
     report_id: int,
     m: reports.StoredMetric,
     past: list[Point],
+    found: list[ChangePoint],
     now: dt.datetime,
     alerting: bool,
     pending: bool = False,
 ) -> list[int]:
-    from benchrunner.detection.change_point import change_points
-
+    """Metric ``m`` after its ``past``, whose change points (``_change_points_together``)
+    are ``found``."""
     points = [*past, Point(m.id, m.value, report_id)]
-    found = change_points(
-        [p.value for p in points],
-        max_pvalue=t.max_pvalue if t.max_pvalue is not None else DEFAULT_MAX_PVALUE,
-        min_magnitude=t.min_magnitude if t.min_magnitude is not None else DEFAULT_MIN_MAGNITUDE,
-    )
     segment_start = found[-1].index if found else 0
     level = finite_mean([p.value for p in points[segment_start:]])
     alerts.boundary_put(conn, m.id, t.threshold_id, t.id, level, None, None)

@@ -265,7 +265,11 @@ def _plan(
         pvalue = DEFAULT_MAX_PVALUE if max_pvalue is None else max_pvalue
         magnitude = DEFAULT_MIN_MAGNITUDE if min_magnitude is None else min_magnitude
         judged_points: dict[int, history.Series] = {}
-        noisy_reports = {r for r, report_facts in facts.reports.items() if report_facts.noisy}
+        noisy_reports = (
+            set()
+            if t.alert_when_noisy
+            else {r for r, report_facts in facts.reports.items() if report_facts.noisy}
+        )
         for benchmark_id, m in newest.items():
             points = series[benchmark_id].newest(None)
             points.append(m.id, m.value, report_id)
@@ -281,10 +285,8 @@ def _plan(
             actions = look_back(
                 points.values,
                 _known(points, facts, own[benchmark_id].metric_ids),
-                max_pvalue=pvalue,
-                min_magnitude=magnitude,
+                found_steps,
                 reports=numbers,
-                found=found_steps,
             )
             for action in actions:
                 if isinstance(action, Reopen):
