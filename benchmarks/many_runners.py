@@ -19,7 +19,7 @@ Runners and jobs are created through the public API, in parallel.
 
     .venv/bin/python -m benchmarks.many_runners [--mode heartbeat|idle] [--runners N]
         [--engine sqlite|postgresql] [--clients 4] [--seconds 30] [--repeat 3]
-        [--before OLD_SRC]
+        [--before OLD_SRC] [--py-spy PREFIX]
 
 ``--before`` names the ``src`` directory of another checkout (e.g. a ``git worktree`` of the
 code before the change): each repetition then runs the server from there and from this checkout,
@@ -49,6 +49,7 @@ import websockets
 from tests.databases import fresh_database
 from tests.harness import deploy
 
+from benchmarks.queue_compare_benchrunner import Profile, py_spy
 from benchmarks.server_env import UNCAPPED
 from benchmarks.source_tree import admin_token, server_source
 from benchrunner.protocol import EXTENSIONS_HEADER, OUR_EXTENSIONS
@@ -362,9 +363,15 @@ def deployed(engine: str, runners: int, heartbeat_timeout: float) -> Iterator[De
 
 
 def run_heartbeat(
-    engine: str, runners: int, clients: int, seconds: float, windows: int
+    engine: str,
+    runners: int,
+    clients: int,
+    seconds: float,
+    windows: int,
+    profile: Profile | None = None,
 ) -> list[Figures]:
-    """One deployment; ``windows`` consecutive measured windows of ``seconds`` each."""
+    """One deployment; ``windows`` consecutive measured windows of ``seconds`` each, the
+    server recorded with py-spy over them when ``profile`` is given."""
     with deployed(engine, runners, 90.0) as up:
         server, pid, slugs = up.deployment.server, up.pid, up.runners
         asyncio.run(submit_jobs(server.url, server.token, runners))
@@ -376,10 +383,11 @@ def run_heartbeat(
             time.sleep(5.0)  # warm-up: phases spread, caches filled
             marks = [(cpu_seconds(pid), time.time())]
             rss = []
-            for _ in range(windows):
-                time.sleep(seconds)
-                marks.append((cpu_seconds(pid), time.time()))
-                rss.append(rss_bytes(pid))
+            with py_spy(pid, profile):
+                for _ in range(windows):
+                    time.sleep(seconds)
+                    marks.append((cpu_seconds(pid), time.time()))
+                    rss.append(rss_bytes(pid))
             results = group.finish(f"stop {marks[0][1]}")
         finally:
             group.kill()
@@ -483,6 +491,13 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=1, help="deployments per version")
     parser.add_argument("--windows", type=int, default=3, help="measured windows per deployment")
     parser.add_argument("--before", help="src directory of the code to compare with")
+    parser.add_argument(
+        "--py-spy",
+        metavar="PREFIX",
+        help="heartbeat mode: record the server with py-spy (raw stacks, only the thread "
+        "holding the GIL) over the measured windows, to PREFIX-<version>-<engine>-r<N>.txt",
+    )
+    parser.add_argument("--py-spy-rate", type=int, default=100, help="samples per second (100)")
     options = parser.parse_args()
     if options.worker:
         worker(*options.worker)
@@ -496,8 +511,22 @@ def main() -> None:
         for name, src in versions:
             with server_source(src):
                 if options.mode == "heartbeat":
+                    profile = (
+                        Profile(
+                            Path(f"{options.py_spy}-{name}-{options.engine}-r{repetition + 1}.txt"),
+                            options.py_spy_rate,
+                            gil=True,
+                        )
+                        if options.py_spy
+                        else None
+                    )
                     runs = run_heartbeat(
-                        options.engine, runners, options.clients, options.seconds, options.windows
+                        options.engine,
+                        runners,
+                        options.clients,
+                        options.seconds,
+                        options.windows,
+                        profile,
                     )
                 else:
                     runs = [run_idle(options.engine, runners, options.clients)]

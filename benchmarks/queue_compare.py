@@ -33,7 +33,8 @@ a job's wait in the queue, not its pickup, would be measured. Procrastinate has 
 
     .venv/bin/python -m benchmarks.queue_compare [--mode job|queue|long]
         [--engine postgresql|sqlite] [--systems benchrunner procrastinate] [--workers 1 2]
-        [--jobs 5000] [--samples 200] [--repeat 3] [--seconds 30]
+        [--jobs 5000] [--samples 200] [--repeat 3] [--seconds 30] [--idle-seconds 10]
+        [--sweep-interval S]
         [--py-spy PREFIX [--py-spy-rate HZ] [--py-spy-gil]] [--before OLD_SRC]
 
 ``--before`` also runs benchrunner from another checkout's ``src`` (servers and runners alike),
@@ -97,33 +98,61 @@ def one_run(system: str, options: argparse.Namespace, workers: int, repeat: int)
 
 
 def long_runs(options: argparse.Namespace) -> None:
-    """``--mode long``: benchrunner's CPU per job-minute, medians of the repeats."""
+    """``--mode long``: benchrunner's CPU per job-minute, medians of the repeats; with
+    ``--before``, the other tree's runs alternate with this one's (which goes first alternates
+    by round) and after/before ratios are printed."""
     from benchmarks import queue_compare_benchrunner
 
-    runs: dict[int, list[queue_compare_benchrunner.LongFigures]] = {}
+    systems = ["benchrunner", BEFORE] if options.before else ["benchrunner"]
+    runs: dict[tuple[str, int], list[queue_compare_benchrunner.LongFigures]] = {}
     for repeat in range(1, options.repeat + 1):
         for workers in options.workers:
-            began = time.monotonic()
-            one = queue_compare_benchrunner.run_long(
-                options.engine, workers, options.jobs, options.seconds
-            )
-            runs.setdefault(workers, []).append(one)
-            print(f"run {repeat} ({time.monotonic() - began:.0f} s) {one}", flush=True)
+            order = systems if repeat % 2 else systems[::-1]
+            for system in order:
+                profile = (
+                    queue_compare_benchrunner.Profile(
+                        Path(f"{options.py_spy}-idle-{system}-{options.engine}-r{repeat}.txt"),
+                        options.py_spy_rate,
+                        options.py_spy_gil,
+                    )
+                    if options.py_spy
+                    else None
+                )
+                began = time.monotonic()
+                with server_source(options.before if system == BEFORE else None):
+                    one = queue_compare_benchrunner.run_long(
+                        options.engine,
+                        workers,
+                        options.jobs,
+                        options.seconds,
+                        options.idle_seconds,
+                        profile,
+                        options.sweep_interval,
+                    )
+                runs.setdefault((system, workers), []).append(one)
+                print(f"run {repeat} {system} ({time.monotonic() - began:.0f} s) {one}", flush=True)
     print(f"\nmedians of {options.repeat} run(s), CPU ms per job-minute:")
     print(
-        "| engine | workers | jobs x seconds | server | PostgreSQL | runner agents "
+        "| system | engine | workers | jobs x seconds | server | PostgreSQL | runner agents "
         "| server idle, per minute |"
     )
-    print("| --- | --- | --- | --- | --- | --- | --- |")
-    for workers, figures in runs.items():
+    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+    idle: dict[tuple[str, int], float] = {}
+    for (system, workers), figures in runs.items():
         database = [f.database for f in figures if f.database is not None]
         postgresql = f"{statistics.median(database):.1f}" if database else "-"
+        idle[(system, workers)] = statistics.median(f.server_idle for f in figures)
         print(
-            f"| {options.engine} | {workers} | {options.jobs} x {options.seconds} "
+            f"| {system} | {options.engine} | {workers} | {options.jobs} x {options.seconds} "
             f"| {statistics.median(f.server for f in figures):.1f} | {postgresql} "
             f"| {statistics.median(f.runners for f in figures):.1f} "
-            f"| {statistics.median(f.server_idle for f in figures):.1f} |"
+            f"| {idle[(system, workers)]:.1f} |"
         )
+    if options.before:
+        for workers in options.workers:
+            after, before = idle[("benchrunner", workers)], idle[(BEFORE, workers)]
+            ratio = f"{after / before:.2f}" if before else "-"
+            print(f"server idle after/before, {workers} worker(s): {ratio}")
 
 
 def _stop(signum: int, _frame: object) -> None:
@@ -146,6 +175,13 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=1, help="runs per figure (medians)")
     parser.add_argument("--seconds", type=int, default=30, help="--mode long: each job's length")
     parser.add_argument(
+        "--idle-seconds",
+        type=float,
+        default=10.0,
+        help="--mode long: how long the idle server is measured (and, with --py-spy, recorded "
+        "to PREFIX-idle-<system>-<engine>-r<repeat>.txt); --jobs 0 measures only that",
+    )
+    parser.add_argument(
         "--py-spy",
         metavar="PREFIX",
         help="record the benchrunner server and its runner agents with py-spy (raw stacks) "
@@ -167,6 +203,12 @@ def main() -> None:
         metavar="SRC",
         help="also run benchrunner from this src directory (e.g. a git worktree of an older "
         f"commit) as {BEFORE!r}, alternating with this checkout",
+    )
+    parser.add_argument(
+        "--sweep-interval",
+        type=float,
+        help="--mode long: the server's sweep interval, which also paces the bisection and "
+        "confirmation drivers (default: the test harness's 0.5 s; the server's own is 10 s)",
     )
     options = parser.parse_args()
     if options.mode == "long":

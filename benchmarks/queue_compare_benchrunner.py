@@ -319,15 +319,24 @@ Deployed = tuple[str, Deployment, list[RunnerProcess], Api]
 
 
 @contextlib.contextmanager
-def deployed(engine: str, workers: int, mode: str, jobs: int) -> Iterator[Deployed]:
+def deployed(
+    engine: str, workers: int, mode: str, jobs: int, sweep_interval: float | None = None
+) -> Iterator[Deployed]:
     """A fresh database of ``engine``, a server on it with its caps raised for ``jobs``, and a
     client; with ``workers`` runner agents, once every runner waits for work, except in
-    ``queue`` mode, whose channels the caller opens."""
+    ``queue`` mode, whose channels the caller opens. ``sweep_interval``: the server's (None:
+    the test harness's, 0.5 s)."""
+    cadence = {} if sweep_interval is None else {"sweep_interval": sweep_interval}
     with (
         tempfile.TemporaryDirectory(prefix="queue-compare-") as tmp,
         fresh_database(engine, Path(tmp)) as url,
         deploy(
-            Path(tmp), url, heartbeat_timeout=60.0, env=caps_for(jobs), token=admin_token(url)
+            Path(tmp),
+            url,
+            heartbeat_timeout=60.0,
+            env=caps_for(jobs),
+            token=admin_token(url),
+            **cadence,
         ) as deployment,
     ):
         # The noise guard's calibrations (a benchmark runner's own feature, about 18 ms of the
@@ -483,24 +492,39 @@ class LongFigures:
 
 
 IDLE_SECONDS = 10.0
-"""How long the idle server is measured before the jobs, after as long again for the work of
-its start (its first housekeeping passes, loading what its first requests need) to end, which
-costs several times its idle CPU in the first seconds after it is ready."""
+"""How long the idle server is measured before the jobs (by default), after as long again for
+the work of its start (its first housekeeping passes, loading what its first requests need) to
+end, which costs several times its idle CPU in the first seconds after it is ready."""
 
 
-def run_long(engine: str, workers: int, jobs: int, seconds: int) -> LongFigures:
+def run_long(
+    engine: str,
+    workers: int,
+    jobs: int,
+    seconds: int,
+    idle_seconds: float = IDLE_SECONDS,
+    profile: Profile | None = None,
+    sweep_interval: float | None = None,
+) -> LongFigures:
     """``jobs`` jobs of template ``bench.long`` lasting ``seconds`` each, run by ``workers``
-    agents; CPU per job-minute over the whole phase, and the server's CPU per minute idle."""
-    with deployed(engine, workers, "long", jobs) as (url, deployment, runners, api):
+    agents; CPU per job-minute over the whole phase (zeros with no jobs), and the server's CPU
+    per minute idle over ``idle_seconds``, recorded with py-spy when ``profile`` is given;
+    ``sweep_interval`` as ``deployed``'s."""
+    with deployed(engine, workers, "long", jobs, sweep_interval) as (url, deployment, runners, api):
         server = deployment.server.proc
         assert server is not None
         database = sa.make_url(url).database if engine == "postgresql" else None
         pids = [r.proc.pid for r in runners if r.proc is not None]
         time.sleep(IDLE_SECONDS)  # the server's start settles
-        idle_before = process_cpu_seconds(server.pid)
-        time.sleep(IDLE_SECONDS)  # the measurement itself: a server with nothing to do
-        idle = process_cpu_seconds(server.pid) - idle_before
+        with py_spy(server.pid, profile):
+            idle_before = process_cpu_seconds(server.pid)
+            time.sleep(idle_seconds)  # the measurement itself: a server with nothing to do
+            idle = process_cpu_seconds(server.pid) - idle_before
         api.http.close()  # the server has ended the idle keep-alive: the next request reconnects
+        if not jobs:
+            return LongFigures(
+                engine, workers, 0, seconds, 0.0, None, 0.0, idle * 1000 * 60 / idle_seconds
+            )
         measured: list[Usage] = []
         with usage(server.pid, pids, database, None, measured):
             # Jobs of many seconds: one question a second ends the phase within a second, and
@@ -516,5 +540,5 @@ def run_long(engine: str, workers: int, jobs: int, seconds: int) -> LongFigures:
             server=cpu.server * 1000 / minutes,
             database=cpu.database * 1000 / minutes if cpu.database is not None else None,
             runners=cpu.workers * 1000 / minutes,
-            server_idle=idle * 1000 * 60 / IDLE_SECONDS,
+            server_idle=idle * 1000 * 60 / idle_seconds,
         )

@@ -178,7 +178,7 @@ def test_bad_parameters(kwargs: dict[str, float], message: str) -> None:
 
 @pytest.mark.parametrize("bad", [math.nan, math.inf, -math.inf])
 def test_a_value_that_is_not_finite_is_named(bad: float) -> None:
-    with pytest.raises(ValueError, match=rf"series\[2\] is {bad}, not a finite number"):
+    with pytest.raises(ValueError, match=rf"value 2 of series 0 is {bad}, not a finite number"):
         change_points_of([1.0, 2.0, bad, 4.0])
 
 
@@ -335,7 +335,7 @@ def test_the_batched_t_test_answers_each_row_as_a_batch_of_one() -> None:
 
 
 def test_many_series_check_their_values_and_parameters() -> None:
-    with pytest.raises(ValueError, match=r"series\[1\] is nan, not a finite number"):
+    with pytest.raises(ValueError, match=r"value 1 of series 1 is nan, not a finite number"):
         change_points_many([[1.0, 2.0], [3.0, math.nan]])
     with pytest.raises(ValueError, match="window must be an integer"):
         change_points_many([[1.0, 2.0, 3.0]], window=1)

@@ -13,7 +13,7 @@ from sqlalchemy.engine import Connection
 from benchrunner.core.states import JobStatus
 from benchrunner.core.tiers import Plan
 from benchrunner.server.store import idempotency, reports
-from benchrunner.server.store.backlog import backlog
+from benchrunner.server.store.backlog import Caps, backlog
 from benchrunner.server.store.engine import Database
 from benchrunner.server.store.idempotency import KeyRef
 from benchrunner.server.store.tables import idempotency_key, job
@@ -95,7 +95,7 @@ def test_backlog_counts_stop_at_their_caps(world: World) -> None:
     assert world.claim(runner) is not None  # one of the four in flight
 
     def counts(org: int, queued_cap: int, org_cap: int) -> tuple[int, int]:
-        found = world.db.read_sync(backlog, org, queued_cap, org_cap)
+        found = world.db.read_sync(backlog, Caps(org, queued_cap, org_cap))
         return found.queued, found.org_pending
 
     def pending(org: int) -> int:

@@ -10,6 +10,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
 
 from benchrunner.core.states import JobStatus
 from benchrunner.core.templates import TemplateRegistry
@@ -18,10 +20,12 @@ from benchrunner.server.blobs.blob_store import LocalBlobStore
 from benchrunner.server.config import ServerSettings
 from benchrunner.server.context import ServerContext
 from benchrunner.server.moves.move import Moves
-from benchrunner.server.recovery.sweeper import Sweeper
+from benchrunner.server.recovery.sweeper import KEY_EXPIRY_SHARE, Sweeper
 from benchrunner.server.recovery.watchdog import Watchdog
-from benchrunner.server.store import jobs
+from benchrunner.server.store import idempotency, jobs
 from benchrunner.server.store.engine import Database
+from benchrunner.server.store.idempotency import KeyRef
+from benchrunner.server.store.tables import idempotency_key
 from tests.databases import with_schema
 from tests.unit.test_claim_policy import T0, World
 
@@ -116,6 +120,57 @@ def test_the_leader_sweeps_only_after_leading_for_a_heartbeat_timeout(
         assert not await sweeper.step()
         steady.at += 0.1
         assert await sweeper.step()
+        watchdog.stop()
+
+    asyncio.run(scenario())
+
+
+def test_expired_idempotency_keys_are_deleted_once_every_tenth_of_the_window(
+    world: World, tmp_path: Path
+) -> None:
+    window = 300.0
+    wall, steady = WallClock(T0), SteadyClock()
+    ctx = ServerContext(
+        settings=ServerSettings(
+            data_dir=tmp_path,
+            db=world.db.url,
+            heartbeat_timeout=HEARTBEAT_TIMEOUT,
+            idempotency_window=window,
+        ),
+        db=world.db,
+        blobs=LocalBlobStore(tmp_path / "blobs"),
+        templates=TemplateRegistry.empty(),
+        clock=wall,
+        monotonic=steady,
+        secret_key="k",
+    )
+    watchdog = Watchdog(ctx, moves=Moves(ctx), on_completed=lambda _id: None)
+    sweeper = Sweeper(ctx, watchdog, SwitchedLeadership(), 1.0, on_completed=lambda _id: None)
+
+    async def claim_key(key: str) -> None:
+        expired_before = wall.at - dt.timedelta(seconds=window)
+        await world.db.write(
+            idempotency.key_claim, KeyRef("user:1", key), "hash", wall.at, expired_before
+        )
+
+    def counted(conn: Connection) -> int:
+        return int(
+            conn.execute(sa.select(sa.func.count()).select_from(idempotency_key)).scalar_one()
+        )
+
+    async def scenario() -> None:
+        await claim_key("old")
+        wall.at += dt.timedelta(seconds=window + 1)
+        await sweeper.sweep()  # the first sweep deletes what expired
+        assert await world.db.read(counted) == 0
+        await claim_key("new")
+        wall.at += dt.timedelta(seconds=window + 1)
+        steady.at += window * KEY_EXPIRY_SHARE - 1
+        await sweeper.sweep()  # within a tenth of the window of the last deletion
+        assert await world.db.read(counted) == 1
+        steady.at += 1
+        await sweeper.sweep()
+        assert await world.db.read(counted) == 0
         watchdog.stop()
 
     asyncio.run(scenario())

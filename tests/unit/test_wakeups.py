@@ -22,9 +22,11 @@ from benchrunner.server.store.listen import (
     CONNECT_TIMEOUT,
     connect_session,
     describe_error,
+    listen,
     session_conninfo,
 )
 from tests.databases import POSTGRES_ADMIN_URL, postgres_database, require_postgres
+from tests.unit.test_server_main_loop import timers
 
 
 class Recorder:
@@ -129,6 +131,54 @@ async def _survives_decoding(url: str) -> None:
     finally:
         await sender.stop()
         await listener.stop()
+
+
+@pytest.mark.postgresql
+def test_a_listen_delivers_each_channel_in_order_and_raises_once_its_connection_is_lost() -> None:
+    with postgres_database() as url:
+        asyncio.run(_listen_then_lose(url))
+
+
+async def _listen_then_lose(url: str) -> None:
+    listening = await connect_session(url)
+    try:
+        received = await listen(listening, ["first", "second"])
+        async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
+            for channel, payload in (("first", "a"), ("second", "b"), ("first", "c")):
+                await conn.execute("SELECT pg_notify(%s, %s)", (channel, payload))
+            got = [
+                (notify.channel, notify.payload)
+                for notify in [await asyncio.wait_for(anext(received), 30) for _ in range(3)]
+            ]
+            assert got == [("first", "a"), ("second", "b"), ("first", "c")]
+            await conn.execute("SELECT pg_terminate_backend(%s)", (listening.info.backend_pid,))
+        with pytest.raises(psycopg.OperationalError):
+            await asyncio.wait_for(anext(received), 30)
+    finally:
+        await listening.close()
+
+
+@pytest.mark.postgresql
+def test_a_listen_sleeps_on_its_socket_between_notifications() -> None:
+    """No timer of its own: an idle LISTEN leaves the event loop nothing to run."""
+    with postgres_database() as url:
+        asyncio.run(_listen_idle(url))
+
+
+async def _listen_idle(url: str) -> None:
+    listening = await connect_session(url)
+    try:
+        received = await listen(listening, ["idle"])
+        waiting = asyncio.ensure_future(anext(received))
+        await asyncio.sleep(0)
+        await asyncio.sleep(0.3)
+        # psycopg's notifies() keeps a 0.1 s timer armed
+        assert not timers(asyncio.get_running_loop())
+        waiting.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await waiting
+    finally:
+        await listening.close()
 
 
 @contextlib.contextmanager

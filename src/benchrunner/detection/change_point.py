@@ -82,7 +82,7 @@ def change_points_many(
     ``max_pvalue`` and ``|magnitude|`` at least ``min_magnitude``.
 
     ``window`` is the number of points E-divisive looks at together (at least 2). Raises
-    ValueError naming the parameter or the position of a value that is not finite.
+    ValueError naming the parameter, or the series and position of a value that is not finite.
 
     The work most series need is done for all of them at once: every window's best split
     weighed in batches across the series, and its t-test (``_t_tests``) for all windows of one
@@ -92,10 +92,12 @@ def change_points_many(
     others judged with it."""
     _check_parameters(window, max_pvalue, min_magnitude)
     arrays = [np.asarray(series, dtype=np.float64) for series in many]
-    for values in arrays:
+    for number, values in enumerate(arrays):
         bad = np.flatnonzero(~np.isfinite(values))
         if bad.size:
-            raise ValueError(f"series[{bad[0]}] is {values[bad[0]]}, not a finite number")
+            raise ValueError(
+                f"value {bad[0]} of series {number} is {values[bad[0]]}, not a finite number"
+            )
     relaxed = _relaxed(max_pvalue)
     step = window // 2
     # every window of every series: (series, start, values)

@@ -58,6 +58,19 @@ MIN_SAMPLE_SIZE = 2
 MIN_WINDOW = 1
 DEFAULT_MAX_PVALUE = 0.001
 DEFAULT_MIN_MAGNITUDE = 0.0
+
+
+def change_point_parameters(
+    max_pvalue: float | None, min_magnitude: float | None
+) -> tuple[float, float]:
+    """The detector's ``max_pvalue`` and ``min_magnitude`` for a model that sets these (None:
+    the detector's defaults)."""
+    return (
+        DEFAULT_MAX_PVALUE if max_pvalue is None else max_pvalue,
+        DEFAULT_MIN_MAGNITUDE if min_magnitude is None else min_magnitude,
+    )
+
+
 SAMPLES_MAX_PVALUE = 0.05
 """``samples``' default ``max_pvalue`` (``detection.samples.DEFAULT_MAX_PVALUE``)."""
 SAMPLES_MIN_MAGNITUDE = 0.02

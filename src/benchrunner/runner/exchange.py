@@ -19,6 +19,8 @@ from pathlib import Path
 
 _AT_FDCWD = -100
 _RENAME_EXCHANGE = 2
+# what a kernel, filesystem or seccomp profile without the exchange answers
+_CANNOT_EXCHANGE = (errno.EINVAL, errno.ENOSYS, errno.EPERM, errno.EOPNOTSUPP)
 
 _Renameat2 = Callable[[int, bytes, int, bytes, int], int]
 
@@ -36,9 +38,9 @@ def swap_in(new: Path, target: Path) -> bool:
     if exchange is not None:
         if exchange(_AT_FDCWD, os.fsencode(new), _AT_FDCWD, os.fsencode(target), _RENAME_EXCHANGE):
             code = ctypes.get_errno()
-            if code not in (errno.ENOENT, errno.EINVAL, errno.ENOSYS):
+            if code not in (errno.ENOENT, *_CANNOT_EXCHANGE):
                 raise OSError(code, os.strerror(code), str(new))
-            if code != errno.ENOENT:  # a filesystem without exchange: never ask it again
+            if code != errno.ENOENT:  # a filesystem or sandbox without exchange: never again
                 _give_up()
         else:
             return True

@@ -28,13 +28,11 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import itertools
 import json
 import logging
 import os
 import signal
 import subprocess
-import threading
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -44,6 +42,7 @@ from benchrunner.core.clock import SystemThreadClock, ThreadClock
 from benchrunner.runner import procfs
 from benchrunner.runner.clock_timer import pause
 from benchrunner.runner.exchange import swap_in
+from benchrunner.runner.spares import SpareFiles
 
 log = logging.getLogger(__name__)
 
@@ -53,7 +52,6 @@ JOB_VARIABLE = "BENCHRUNNER_JOB"
 _SUFFIX = ".json"
 _TEMP_PREFIX = ".in-flight-"
 _SPARE_PREFIX = f"{_TEMP_PREFIX}spare-"
-_SPARES_KEPT = 4
 _STOP_WAIT = 5.0
 _POLL = 0.02
 _EXEC_WINDOW = 0.05
@@ -111,11 +109,8 @@ class InFlight:
         directory.mkdir(mode=0o700, parents=True, exist_ok=True)
         self._boot = procfs.boot_id()
         self._watcher: Callable[[], bool] | None = None
-        # Files of records replaced or forgotten, written over by the next records: a file
-        # made and a file freed per record cost the job thread more than the record itself.
-        self._spares_lock = threading.Lock()
-        self._spares: list[Path] = []
-        self._spare_names = itertools.count()
+        # Files of records replaced or forgotten, written over by the next records.
+        self._spares = SpareFiles(directory, _SPARE_PREFIX)
         self._recorded: set[uuid.UUID] = set()
 
     def watched_by(self, running: Callable[[], bool]) -> None:
@@ -144,7 +139,7 @@ class InFlight:
         self._recorded.discard(job)
         path = self.directory / f"{job}{_SUFFIX}"
         with contextlib.suppress(FileNotFoundError):
-            self._keep_spare(path)
+            self._spares.keep(path)
 
     def records(self) -> list[JobRecord]:
         """Every readable record; an unreadable one is logged and removed."""
@@ -170,9 +165,10 @@ class InFlight:
                 log.info("job %s was recorded before a reboot: nothing of it runs", record.job)
             else:
                 stopped += _stop(record, self._clock)
-            self.forget(record.job)
-        with self._spares_lock:
-            self._spares.clear()
+            self._recorded.discard(record.job)
+            with contextlib.suppress(FileNotFoundError):  # removed, not kept: see below
+                (self.directory / f"{record.job}{_SUFFIX}").unlink()
+        self._spares.forget()
         for temporary in self.directory.glob(f"{_TEMP_PREFIX}*"):  # a write cut short, a spare
             with contextlib.suppress(OSError):
                 temporary.unlink()
@@ -185,7 +181,7 @@ class InFlight:
         # to retry. A record that exists is exchanged, not renamed over (``exchange.py``).
         job = str(record.job)
         path = self.directory / f"{job}{_SUFFIX}"
-        temp = self._take_spare() or self.directory / f"{_TEMP_PREFIX}{job}"
+        temp = self._spares.take() or self.directory / f"{_TEMP_PREFIX}{job}"
         data = record.to_json().encode()
         try:
             # Cut to its length after the write, not emptied first: ext4 flushes a file emptied
@@ -202,31 +198,11 @@ class InFlight:
                 self._recorded.add(record.job)
             elif swap_in(temp, path):  # the old record, under the temporary's name
                 with contextlib.suppress(OSError):
-                    self._keep_spare(temp)
+                    self._spares.keep(temp)
         except BaseException:
             with contextlib.suppress(OSError):
                 temp.unlink()
             raise
-
-    def _take_spare(self) -> Path | None:
-        with self._spares_lock:
-            return self._spares.pop() if self._spares else None
-
-    def _keep_spare(self, path: Path) -> None:
-        """Keep the file ``path`` for a later record, under a name of its own, or remove it when
-        enough are kept. Raises OSError (FileNotFoundError: there is no ``path``)."""
-        with self._spares_lock:
-            keep = len(self._spares) < _SPARES_KEPT
-            if keep and path.name.startswith(_SPARE_PREFIX):
-                self._spares.append(path)
-                return
-            spare = self.directory / f"{_SPARE_PREFIX}{next(self._spare_names)}"
-        if not keep:
-            path.unlink()
-            return
-        path.rename(spare)
-        with self._spares_lock:
-            self._spares.append(spare)
 
 
 def _stop(record: JobRecord, clock: ThreadClock) -> int:

@@ -7,7 +7,12 @@ runner process (docs/decisions/result-delivery.md). One file per job:
 
 A removed message's file is kept under a hidden name (a *spare*, a few at most) and the next
 message is written over it: a file made and a file freed per job cost more than the writing.
-Spares are temporaries: a start removes them with any write cut short.
+Spares are temporaries: a start removes them with any write cut short (``spares.py``). A power
+cut soon after a result is written over a deleted one's spare can bring back the deleted
+name holding the new result (the rename to the spare was not synced): that file is set aside
+as ``.corrupt`` with a line saying whose result it holds. No result ever sent is lost: the
+deleted one was acknowledged, and the new one's write had not returned, so it was not sent, as
+with any write a power cut interrupts.
 
 Writes are atomic and durable: a temporary file in the same directory is written, flushed and
 fsynced, then renamed over the final name and the directory fsynced, all before the message is
@@ -18,9 +23,7 @@ sent. A reader therefore sees either no file or a complete one. Deletions are no
 from __future__ import annotations
 
 import contextlib
-import itertools
 import logging
-import threading
 import uuid
 from pathlib import Path
 
@@ -35,13 +38,13 @@ from benchrunner.protocol import (
     runner_message,
 )
 from benchrunner.runner.durable import write_durably
+from benchrunner.runner.spares import SpareFiles
 
 log = logging.getLogger(__name__)
 
 _SUFFIX = ".json"
 _TEMP_PREFIX = ".spool-"
 _SPARE_PREFIX = f"{_TEMP_PREFIX}spare-"
-_SPARES_KEPT = 4
 _CORRUPT_SUFFIX = ".corrupt"
 
 
@@ -52,9 +55,7 @@ class Spool:
         self.directory = directory
         directory.mkdir(mode=0o700, parents=True, exist_ok=True)
         self._remove_stale_temporaries()
-        self._spares_lock = threading.Lock()
-        self._spares: list[Path] = []
-        self._spare_names = itertools.count()
+        self._spares = SpareFiles(directory, _SPARE_PREFIX)
 
     def path(self, job: uuid.UUID) -> Path:
         return self.directory / f"{job}{_SUFFIX}"
@@ -66,8 +67,7 @@ class Spool:
         """
         target = self.path(message.job)
         data = encode(message).encode("utf-8")
-        with self._spares_lock:
-            spare = self._spares.pop() if self._spares else None
+        spare = self._spares.take()
         # One writer per job: the temporary, unless a spare, is named after it.
         write_durably(target, data, temp_prefix=_TEMP_PREFIX, temp_name=target.name, spare=spare)
         return target
@@ -104,17 +104,8 @@ class Spool:
         again, and the server answers a resent terminal message with ``ack``
         (docs/decisions/result-delivery.md).
         """
-        path = self.path(job)
-        with self._spares_lock:
-            keep = len(self._spares) < _SPARES_KEPT
-            spare = self.directory / f"{_SPARE_PREFIX}{next(self._spare_names)}"
         with contextlib.suppress(FileNotFoundError):
-            if not keep:
-                path.unlink()
-                return
-            path.rename(spare)
-            with self._spares_lock:
-                self._spares.append(spare)
+            self._spares.keep(self.path(job))
 
     def _load(self, path: Path) -> TerminalMessage | None:
         try:

@@ -213,7 +213,33 @@ def create_app(
 class BenchrunnerServer(uvicorn.Server):
     """uvicorn's server, which stops claiming jobs before it closes the connections: a claim
     under way then reaches its runner over a channel still open (the runner reports it through
-    another replica), and no claim lands for a channel that the shutdown already closed."""
+    another replica), and no claim lands for a channel that the shutdown already closed.
+
+    Its main loop wakes once a second (the ``Date`` header's resolution) and when asked to
+    exit, not ten times a second to look whether it was: an idle server's loop sleeps."""
+
+    _exiting = False
+    _exit_asked: asyncio.Event | None = None
+    _loop: asyncio.AbstractEventLoop | None = None
+
+    @property
+    def should_exit(self) -> bool:
+        return self._exiting
+
+    @should_exit.setter
+    def should_exit(self, value: bool) -> None:
+        """Set by a signal handler, or by another thread (tests): wakes the main loop."""
+        self._exiting = value
+        if value and self._loop is not None and self._exit_asked is not None:
+            with contextlib.suppress(RuntimeError):  # the loop has closed: nothing to wake
+                self._loop.call_soon_threadsafe(self._exit_asked.set)
+
+    async def main_loop(self) -> None:
+        self._loop, self._exit_asked = asyncio.get_running_loop(), asyncio.Event()
+        while not await self.on_tick(0):  # counter 0: the Date header is refreshed
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(DATE_HEADER_PERIOD):
+                    await self._exit_asked.wait()
 
     async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
         app = self.config.app
@@ -221,6 +247,10 @@ class BenchrunnerServer(uvicorn.Server):
         if services is not None:
             await _shutdown_step("stopping claims", wiring.stop_claiming(services))
         await super().shutdown(sockets)
+
+
+DATE_HEADER_PERIOD = 1.0
+"""Seconds between the main loop's ticks: the ``Date`` header's resolution, as in uvicorn."""
 
 
 def migrate_before_listening(settings: ServerSettings) -> None:

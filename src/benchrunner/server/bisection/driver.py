@@ -12,6 +12,8 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
+from sqlalchemy.engine import Connection
+
 from benchrunner.server.bisection import auto, rows
 from benchrunner.server.bisection.advance import Moved, advance
 from benchrunner.server.context import ServerContext
@@ -19,6 +21,12 @@ from benchrunner.server.store import alerts
 from benchrunner.server.tasks import WokenLoop
 
 log = logging.getLogger(__name__)
+
+
+def _looked(conn: Connection) -> tuple[bool, list[int]]:
+    """In one read (most looks find nothing): whether an alert's bisection is pending, and the
+    running bisections."""
+    return bool(alerts.alerts_bisect_due(conn, 1)), rows.bisections_running(conn)
 
 
 class BisectionDriver(WokenLoop):
@@ -47,14 +55,15 @@ class BisectionDriver(WokenLoop):
         """A move of each running bisection if this replica leads: how many moved."""
         if not self._leads():
             return 0
-        if await self._ctx.db.read(alerts.alerts_bisect_due, 1):
+        due, running = await self._ctx.db.read(_looked)
+        if due:
             await self._ctx.db.write(
                 auto.start_pending,
                 self._ctx.clock.now(),
                 settings=self._ctx.settings,
                 templates=self._ctx.templates,
             )
-        running = await self._ctx.db.read(rows.bisections_running)
+            running = await self._ctx.db.read(rows.bisections_running)
         self.busy = bool(running)
         for bisection_id in running:
             try:

@@ -36,7 +36,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from benchrunner.detection.confirmation import confirm_runs
-from benchrunner.detection.models import DEFAULT_MAX_PVALUE, DEFAULT_MIN_MAGNITUDE, TestKind
+from benchrunner.detection.models import TestKind, change_point_parameters
 from benchrunner.server.processing.sample_evaluation import (
     DEFAULT_MAX_SAMPLE_SIZE,
     judge_samples,
@@ -254,10 +254,7 @@ def _change_points_together(
         t = judged.threshold
         if thresholds.model_of(t).test is not TestKind.CHANGE_POINT:
             continue
-        parameters = (
-            t.max_pvalue if t.max_pvalue is not None else DEFAULT_MAX_PVALUE,
-            t.min_magnitude if t.min_magnitude is not None else DEFAULT_MIN_MAGNITUDE,
-        )
+        parameters = change_point_parameters(t.max_pvalue, t.min_magnitude)
         for m in judged.metrics:
             values = [*series[m.benchmark_id].values, m.value]
             together.setdefault(parameters, []).append((m.id, values))

@@ -40,7 +40,7 @@ from sqlalchemy.engine import Connection
 
 from benchrunner.detection.change_point import ChangePoint, change_points_many
 from benchrunner.detection.look_back import Known, Raise, Reopen, look_back
-from benchrunner.detection.models import DEFAULT_MAX_PVALUE, DEFAULT_MIN_MAGNITUDE, TestKind
+from benchrunner.detection.models import TestKind, change_point_parameters
 from benchrunner.server.processing.evaluation import history_since, threshold_groups
 from benchrunner.server.processing.webhooks import emit_alert_event
 from benchrunner.server.store import alerts, history, reports, thresholds
@@ -262,8 +262,7 @@ def _plan(
         facts = points_facts(conn, t.measure_id, {b: (series[b], own[b]) for b in newest})
         max_pvalue = t.max_pvalue if change_test and t.max_pvalue is not None else None
         min_magnitude = t.min_magnitude if change_test and t.min_magnitude is not None else None
-        pvalue = DEFAULT_MAX_PVALUE if max_pvalue is None else max_pvalue
-        magnitude = DEFAULT_MIN_MAGNITUDE if min_magnitude is None else min_magnitude
+        pvalue, magnitude = change_point_parameters(max_pvalue, min_magnitude)
         judged_points: dict[int, history.Series] = {}
         noisy_reports = (
             set()

@@ -9,12 +9,15 @@ timer, which also closes the channel with the reason, acts first. And it sweeps 
 leading for a whole heartbeat timeout: when every server was down (a restart), runners need that
 long to reconnect and heartbeat again before their silence counts.
 
-It also deletes the idempotency keys of submissions older than the idempotency window, and
-re-queues for processing the jobs left ``completed`` for longer than the heartbeat
-timeout: their results were stored, but the replica that took them died before its processor
-got to them. Processing is a guarded transition, so a job re-queued twice is processed once, and
-it ends every job it reads ``processed`` (with the error on the report when its output is
-unusable), so no job is re-queued forever.
+It also deletes the idempotency keys of submissions older than the idempotency window, at
+most once every tenth of that window (``KEY_EXPIRY_SHARE``): a key past its window is replaced
+by the next submission that names it whether it was deleted or not, so the deletion only keeps
+the table small and need not cost a write at every sweep. And it re-queues for processing the
+jobs left ``completed`` for longer than the heartbeat timeout: their results were stored, but
+the replica that took them died before its processor got to them. Processing is a guarded
+transition, so a job re-queued twice is processed once, and it ends every job it reads
+``processed`` (with the error on the report when its output is unusable), so no job is
+re-queued forever.
 
 Time since taking the lead is measured on the context's monotonic clock, so tests can move it.
 """
@@ -25,6 +28,8 @@ import asyncio
 import datetime as dt
 import logging
 from collections.abc import Callable
+
+from sqlalchemy.engine import Connection
 
 from benchrunner.core.timeouts import TimeoutVerdict
 from benchrunner.server.context import ServerContext
@@ -37,6 +42,18 @@ from benchrunner.server.tasks import cancel_and_wait
 log = logging.getLogger(__name__)
 
 UNPROCESSED_BATCH = 500
+KEY_EXPIRY_SHARE = 0.1
+"""The share of the idempotency window between two deletions of expired keys (at least one
+sweep interval)."""
+
+
+def _left_behind(conn: Connection, cutoff: dt.datetime) -> tuple[list[int], list[int]]:
+    """In one read: the in-flight jobs silent since ``cutoff``, and the jobs left ``completed``
+    and unprocessed since then (at most ``UNPROCESSED_BATCH``)."""
+    return (
+        jobs.jobs_silent_in_flight(conn, cutoff),
+        jobs.jobs_completed_unprocessed(conn, cutoff, UNPROCESSED_BATCH),
+    )
 
 
 class Sweeper:
@@ -56,6 +73,7 @@ class Sweeper:
         self._interval = interval
         self._task: asyncio.Task[None] | None = None
         self._leading_since: float | None = None
+        self._keys_expired_at: float | None = None
         self._stopping = False
 
     @property
@@ -101,7 +119,7 @@ class Sweeper:
             - self._ctx.heartbeat_timeout
             - dt.timedelta(seconds=self._interval)
         )
-        stale = await self._ctx.db.read(jobs.jobs_silent_in_flight, cutoff)
+        stale, unprocessed = await self._ctx.db.read(_left_behind, cutoff)
         ended = 0
         for job_id in stale:
             verdict = await self._watchdog.judge(job_id)
@@ -109,9 +127,6 @@ class Sweeper:
                 ended += 1
         if ended:
             log.info("sweeper ended %d in-flight jobs whose heartbeats stopped", ended)
-        unprocessed = await self._ctx.db.read(
-            jobs.jobs_completed_unprocessed, cutoff, UNPROCESSED_BATCH
-        )
         for job_id in unprocessed:
             self._on_completed(job_id)
         if unprocessed:
@@ -119,6 +134,11 @@ class Sweeper:
         await self._expire_idempotency_keys()
 
     async def _expire_idempotency_keys(self) -> None:
+        now = self._ctx.monotonic.monotonic()
+        period = max(self._interval, self._ctx.settings.idempotency_window * KEY_EXPIRY_SHARE)
+        if self._keys_expired_at is not None and now - self._keys_expired_at < period:
+            return
+        self._keys_expired_at = now
         window = dt.timedelta(seconds=self._ctx.settings.idempotency_window)
         expired = await self._ctx.db.write(keys_expire, self._ctx.clock.now() - window)
         if expired:

@@ -31,10 +31,14 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 import psycopg
-from psycopg import sql
 
 from benchrunner.server.store import lookups_cache
-from benchrunner.server.store.listen import connect_session, describe_error, libpq_url
+from benchrunner.server.store.listen import (
+    connect_session,
+    describe_error,
+    libpq_url,
+    listen,
+)
 from benchrunner.server.store.lookups_cache import LookupCache
 
 log = logging.getLogger(__name__)
@@ -160,20 +164,20 @@ class PostgresWakeups:
         while True:
             try:
                 conn = await connect_session(self._conninfo)
-                # Closed, not left through `async with`: that would roll back, which waits for
-                # the lock a cancelled `notifies()` generator still holds, and a stop would hang.
+                # Closed, not left through `async with`, which would roll back: nothing to undo
+                # on a connection that only listens, and a rollback could wait on a lost peer.
                 try:
-                    await conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(CHANNEL)))
+                    channels = [CHANNEL]
                     if self._lookups is not None:
-                        await conn.execute(
-                            sql.SQL("LISTEN {}").format(sql.Identifier(lookups_cache.CHANNEL))
-                        )
+                        channels.append(lookups_cache.CHANNEL)
+                    received = await listen(conn, channels)
+                    if self._lookups is not None:
                         self._lookups.enable()
                     self.listening.set()
                     delay = RECONNECT_DELAY
                     if regained:  # what was missed meanwhile: a full round
                         self._deliver(self._dispatcher.capacity_freed)
-                    async for notify in conn.notifies():
+                    async for notify in received:
                         if notify.channel == lookups_cache.CHANNEL and self._lookups is not None:
                             self._deliver(self._lookups.received, notify.payload)
                         else:

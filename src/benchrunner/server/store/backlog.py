@@ -5,6 +5,7 @@ index entries as the caps allow however long the queue has grown."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
@@ -62,15 +63,18 @@ class Caps:
             "org_cap": self.org_pending,
         }
 
-    def full(self, counts: Backlog) -> bool:
-        """Whether ``counts`` leave no room for one more pending job."""
-        return bool(self.queued and counts.queued >= self.queued) or bool(
-            self.org_pending and counts.org_pending >= self.org_pending
-        )
+    def full_cap(self, counts: Backlog) -> Literal["queued", "org"] | None:
+        """The cap ``counts`` leave no room under for one more pending job (the server's first),
+        or None: the rule ``ROOM_FOR_ONE`` writes in SQL."""
+        if self.queued and counts.queued >= self.queued:
+            return "queued"
+        if self.org_pending and counts.org_pending >= self.org_pending:
+            return "org"
+        return None
 
 
-def backlog(conn: Connection, organization_id: int, queued_cap: int, org_cap: int) -> Backlog:
+def backlog(conn: Connection, caps: Caps) -> Backlog:
     """The counts, each stopping at its cap (a cap of 0 counts nothing)."""
-    row = _BACKLOG.first(conn, Caps(organization_id, queued_cap, org_cap).params())
+    row = _BACKLOG.first(conn, caps.params())
     assert row is not None
     return Backlog(int(row.queued), int(row.org_pending))

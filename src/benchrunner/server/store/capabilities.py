@@ -53,9 +53,9 @@ class Capabilities:
     the old copy deletes no referencing row."""
     bulk_arrays: bool
     """Many rows cross in one value a column: sent as arrays that a statement unnests (the
-    judgment's boundaries), read back packed in each column's binary form (``history``'s
-    reads), where the driver would make a Python object per row (PostgreSQL). SQLite's driver
-    runs in the process, where a row costs no round trip."""
+    judgment's boundaries, the heartbeats' shared write), read back packed in each column's
+    binary form (``history``'s reads), where the driver would make a Python object per row
+    (PostgreSQL). SQLite's driver runs in the process, where a row costs no round trip."""
 
 
 SQLITE = Capabilities(

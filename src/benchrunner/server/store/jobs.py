@@ -281,9 +281,7 @@ def job_create_with_report(
     caps counted, so in autocommit (``write_each``) the three rows are written together or
     not at all; SQLite counts, then writes them one by one in the unit's transaction."""
     if not capabilities.of(conn).writes_in_ctes:
-        if caps is not None and caps.full(
-            backlog(conn, caps.organization_id, caps.queued, caps.org_pending)
-        ):
+        if caps is not None and caps.full_cap(backlog(conn, caps)):
             return None
         report_id, _ = reports.report_create(conn, new_report)
         job_id, job_uuid = job_create(conn, replace(params, report_id=report_id))

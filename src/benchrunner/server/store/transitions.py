@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import sqlalchemy as sa
+from sqlalchemy.dialects import postgresql
 from sqlalchemy.engine import Connection
 
 from benchrunner.core.events import SYSTEM_ACTOR, JobEvent
@@ -434,16 +435,47 @@ _RUNNING_AMONG = Direct(
 )
 
 
+def _given(*columns: tuple[str, sa.types.TypeEngine[Any]]) -> Any:
+    """Rows sent as one array a column (``bulk_arrays``), unnested into a table."""
+    arrays = (sa.bindparam(name, type_=postgresql.ARRAY(kind)) for name, kind in columns)
+    return (
+        sa.func.unnest(*arrays)
+        .table_valued(*(sa.column(name) for name, _ in columns))
+        .render_derived(name="given")
+    )
+
+
+_HEARD = _given(("job", sa.Integer()), ("at", job.c.last_heartbeat.type))
+_TOUCH_JOBS_GIVEN = Direct(
+    job.update()
+    .where(job.c.id == _HEARD.c.job, in_flight(job.c.status))
+    .values(last_heartbeat=_HEARD.c.at)
+    .returning(job.c.id, job.c.status)
+)
+_RUNNERS_HEARD = _given(("runner", sa.Integer()), ("at", runner.c.last_heartbeat.type))
+_TOUCH_RUNNERS_GIVEN = Direct(
+    runner.update()
+    .where(runner.c.id == _RUNNERS_HEARD.c.runner)
+    .values(last_heartbeat=_RUNNERS_HEARD.c.at)
+)
+
+
 def jobs_touch(conn: Connection, beats: list[Beat]) -> set[int]:
     """Store the heartbeats of several jobs and their runners (each job's and runner's newest);
     the jobs among them that are no longer running (or no longer there). Three statements
-    whatever their number."""
+    whatever their number; two on PostgreSQL, each row sent in arrays (``bulk_arrays``), where
+    ``executemany`` costs a statement a row on both sides."""
     runners: dict[int, dt.datetime] = {}
     for beat in beats:
         runners[beat.runner_id] = max(beat.at, runners.get(beat.runner_id, beat.at))
+    ids = {beat.job_id for beat in beats}
+    if capabilities.of(conn).bulk_arrays:
+        heard = {"job": [b.job_id for b in beats], "at": [b.at for b in beats]}
+        touched = _TOUCH_JOBS_GIVEN.all(conn, heard)
+        _TOUCH_RUNNERS_GIVEN.run(conn, {"runner": list(runners), "at": list(runners.values())})
+        return ids.difference(row.id for row in touched if row.status == JobStatus.RUNNING)
     _TOUCH_JOB_AT.run_many(conn, [{"job": beat.job_id, "at": beat.at} for beat in beats])
     _TOUCH_RUNNER_AT.run_many(conn, [{"runner": r, "at": at} for r, at in runners.items()])
-    ids = {beat.job_id for beat in beats}
     running = _RUNNING_AMONG.all(conn, {"ids": list(ids)})
     return ids.difference(row.id for row in running)  # a deleted job is no longer running
 

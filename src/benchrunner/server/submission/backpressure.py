@@ -41,20 +41,19 @@ def check_backlog(
     conn: Connection, settings: ServerSettings, organization_id: int, organization: str
 ) -> None:
     """Raise 429 when one more pending job would pass a cap."""
-    queued_cap = settings.max_queued_jobs
-    org_cap = settings.max_pending_per_organization
-    if not queued_cap and not org_cap:
+    caps = caps_for(settings, organization_id)
+    if caps is None:
         return
-    counts = backlog(conn, organization_id, queued_cap, org_cap)
-    if queued_cap and counts.queued >= queued_cap:
+    full = caps.full_cap(backlog(conn, caps))
+    if full == "queued":
         raise _busy(
             settings,
-            f"the server's job queue is full: {queued_cap} jobs are pending or running "
+            f"the server's job queue is full: {caps.queued} jobs are pending or running "
             "(max_queued_jobs)",
         )
-    if org_cap and counts.org_pending >= org_cap:
+    if full == "org":
         raise _busy(
             settings,
-            f"organization {organization!r} has {org_cap} pending jobs, its limit "
+            f"organization {organization!r} has {caps.org_pending} pending jobs, its limit "
             "(max_pending_per_organization)",
         )
