@@ -26,7 +26,7 @@ from benchrunner.server.store.listen import (
     session_conninfo,
 )
 from tests.databases import POSTGRES_ADMIN_URL, postgres_database, require_postgres
-from tests.unit.test_server_main_loop import timers
+from tests.loop_timers import timers
 
 
 class Recorder:
@@ -170,9 +170,10 @@ async def _listen_idle(url: str) -> None:
     try:
         received = await listen(listening, ["idle"])
         waiting = asyncio.ensure_future(anext(received))
-        await asyncio.sleep(0)
-        await asyncio.sleep(0.3)
-        # psycopg's notifies() keeps a 0.1 s timer armed
+        for _ in range(5):  # the iteration runs to its wait on the socket
+            await asyncio.sleep(0)
+        assert not waiting.done()
+        # psycopg's notifies() arms a 0.1 s timer as it starts to wait
         assert not timers(asyncio.get_running_loop())
         waiting.cancel()
         with contextlib.suppress(asyncio.CancelledError):

@@ -19,7 +19,8 @@ from pathlib import Path
 
 _AT_FDCWD = -100
 _RENAME_EXCHANGE = 2
-# what a kernel, filesystem or seccomp profile without the exchange answers
+# what a kernel, filesystem or seccomp profile without the exchange answers (EPERM too for a
+# file the rename cannot move either: the exchange is given up only once the rename succeeds)
 _CANNOT_EXCHANGE = (errno.EINVAL, errno.ENOSYS, errno.EPERM, errno.EOPNOTSUPP)
 
 _Renameat2 = Callable[[int, bytes, int, bytes, int], int]
@@ -35,16 +36,17 @@ def swap_in(new: Path, target: Path) -> bool:
     names the old file. False: ``new`` was renamed to ``target`` (there was none, or the
     filesystem cannot exchange names) and is gone. Raises OSError as ``os.replace`` does."""
     exchange = _exchange_call()
-    if exchange is not None:
-        if exchange(_AT_FDCWD, os.fsencode(new), _AT_FDCWD, os.fsencode(target), _RENAME_EXCHANGE):
-            code = ctypes.get_errno()
-            if code not in (errno.ENOENT, *_CANNOT_EXCHANGE):
-                raise OSError(code, os.strerror(code), str(new))
-            if code != errno.ENOENT:  # a filesystem or sandbox without exchange: never again
-                _give_up()
-        else:
-            return True
+    if exchange is None:
+        new.replace(target)
+        return False
+    if not exchange(_AT_FDCWD, os.fsencode(new), _AT_FDCWD, os.fsencode(target), _RENAME_EXCHANGE):
+        return True
+    code = ctypes.get_errno()
+    if code != errno.ENOENT and code not in _CANNOT_EXCHANGE:
+        raise OSError(code, os.strerror(code), str(new))
     new.replace(target)
+    if code != errno.ENOENT:  # the rename went where the exchange did not: never ask again
+        _give_up()
     return False
 
 

@@ -2,10 +2,9 @@
 job thread more than writing it (benchmarks/RESULTS.md, ``job_files``). The in-flight records
 (``inflight.py``) and the spool (``spool.py``) each keep a few.
 
-A spare is named ``<prefix><pid>-<n>``: the process's own, so that another process working in
-the same directory (a guard stopping what a killed runner left while a new runner starts) never
-renames a file onto a name this one is writing. Spares are temporaries: a start removes them
-with any write cut short."""
+A spare is named ``<prefix><pid>-<n>``, so that two processes keeping spares in one directory
+never pick the same name. Spares are temporaries: a start removes them with any write cut
+short."""
 
 from __future__ import annotations
 

@@ -118,7 +118,9 @@ class ServerSettings(BaseSettings):
         "minute before 429; 0: no limit",
     )
     idempotency_window: float = Field(
-        default=300.0, gt=0, description="seconds an Idempotency-Key of POST /v0/run is kept"
+        default=300.0,
+        gt=0,
+        description="seconds an Idempotency-Key of POST /v0/run stands for its first submission",
     )
     lookups_cache_ttl: float = Field(
         default=60.0,

@@ -43,8 +43,7 @@ log = logging.getLogger(__name__)
 
 UNPROCESSED_BATCH = 500
 KEY_EXPIRY_SHARE = 0.1
-"""The share of the idempotency window between two deletions of expired keys (at least one
-sweep interval)."""
+"""The share of the idempotency window between two deletions of expired keys."""
 
 
 def _left_behind(conn: Connection, cutoff: dt.datetime) -> tuple[list[int], list[int]]:
@@ -135,11 +134,11 @@ class Sweeper:
 
     async def _expire_idempotency_keys(self) -> None:
         now = self._ctx.monotonic.monotonic()
-        period = max(self._interval, self._ctx.settings.idempotency_window * KEY_EXPIRY_SHARE)
+        period = self._ctx.settings.idempotency_window * KEY_EXPIRY_SHARE
         if self._keys_expired_at is not None and now - self._keys_expired_at < period:
             return
-        self._keys_expired_at = now
         window = dt.timedelta(seconds=self._ctx.settings.idempotency_window)
         expired = await self._ctx.db.write(keys_expire, self._ctx.clock.now() - window)
+        self._keys_expired_at = now  # a failed deletion is tried again at the next sweep
         if expired:
             log.info("sweeper deleted %d expired idempotency keys", expired)
