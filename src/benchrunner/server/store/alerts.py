@@ -16,10 +16,10 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 import sqlalchemy as sa
-from sqlalchemy.dialects import postgresql
 from sqlalchemy.engine import Connection
 
 from benchrunner.server.store import capabilities
+from benchrunner.server.store.arrays import unnested
 from benchrunner.server.store.conflicts import insert_or_skip
 from benchrunner.server.store.listing import page_of, where_given
 from benchrunner.server.store.tables import (
@@ -124,13 +124,7 @@ _BOUNDARY_COLUMNS = (
     ("upper_limit", sa.Float),
     ("verdict", sa.String),
 )
-_GIVEN = (
-    sa.func.unnest(
-        *(sa.bindparam(name, type_=postgresql.ARRAY(kind)) for name, kind in _BOUNDARY_COLUMNS)
-    )
-    .table_valued(*(sa.column(name) for name, _ in _BOUNDARY_COLUMNS))
-    .render_derived(name="given")
-)
+_GIVEN = unnested(_BOUNDARY_COLUMNS)
 _GIVEN_ROWS = sa.select(*(_GIVEN.c[name] for name, _ in _BOUNDARY_COLUMNS))
 """On PostgreSQL, the new boundaries as one array a column: one statement, where an
 ``executemany`` is one statement a row on the server."""

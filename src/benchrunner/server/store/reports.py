@@ -11,12 +11,12 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 import sqlalchemy as sa
-from sqlalchemy.dialects import postgresql
 from sqlalchemy.engine import Connection
 
 from benchrunner.core import slugs
 from benchrunner.core.measures import measure_spec
 from benchrunner.server.store import capabilities
+from benchrunner.server.store.arrays import unnested
 from benchrunner.server.store.conflicts import insert_or_skip
 from benchrunner.server.store.direct import Direct, insert_values
 from benchrunner.server.store.lookups_cache import cached_each, tag
@@ -495,11 +495,11 @@ def _finished_with_metrics_after(moved: sa.CTE) -> sa.Select[Any]:
     """``_finished_after``, and the report's metrics inserted from one array per column
     (``NewMetrics.params``), returning their ``metric_ids`` as JSON pairs of uuid and id."""
     finished = _report_finish(sa.exists(sa.select(moved.c.id))).cte("finished")
-    arrays = [
-        sa.bindparam(f"metric_{name}", type_=postgresql.ARRAY(metric.c[name].type))
-        for name in _METRIC_ARRAYS
-    ]
-    given = sa.func.unnest(*arrays).table_valued(*_METRIC_ARRAYS).render_derived()
+    given = unnested(
+        [(name, metric.c[name].type) for name in _METRIC_ARRAYS],
+        parameter_prefix="metric_",
+        name=None,
+    )
     inserted = (
         metric.insert()
         .from_select(

@@ -16,12 +16,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import sqlalchemy as sa
-from sqlalchemy.dialects import postgresql
 from sqlalchemy.engine import Connection
 
 from benchrunner.core.events import SYSTEM_ACTOR, JobEvent
 from benchrunner.core.states import JobStatus, sources_of
 from benchrunner.server.store import capabilities, job_outputs
+from benchrunner.server.store.arrays import unnested
 from benchrunner.server.store.capabilities import Capabilities
 from benchrunner.server.store.direct import Direct, insert_values
 from benchrunner.server.store.tables import in_flight, job, job_event, job_output, runner
@@ -435,24 +435,14 @@ _RUNNING_AMONG = Direct(
 )
 
 
-def _given(*columns: tuple[str, sa.types.TypeEngine[Any]]) -> Any:
-    """Rows sent as one array a column (``bulk_arrays``), unnested into a table."""
-    arrays = (sa.bindparam(name, type_=postgresql.ARRAY(kind)) for name, kind in columns)
-    return (
-        sa.func.unnest(*arrays)
-        .table_valued(*(sa.column(name) for name, _ in columns))
-        .render_derived(name="given")
-    )
-
-
-_HEARD = _given(("job", sa.Integer()), ("at", job.c.last_heartbeat.type))
+_HEARD = unnested([("job", sa.Integer()), ("at", job.c.last_heartbeat.type)])
 _TOUCH_JOBS_GIVEN = Direct(
     job.update()
     .where(job.c.id == _HEARD.c.job, in_flight(job.c.status))
     .values(last_heartbeat=_HEARD.c.at)
     .returning(job.c.id, job.c.status)
 )
-_RUNNERS_HEARD = _given(("runner", sa.Integer()), ("at", runner.c.last_heartbeat.type))
+_RUNNERS_HEARD = unnested([("runner", sa.Integer()), ("at", runner.c.last_heartbeat.type)])
 _TOUCH_RUNNERS_GIVEN = Direct(
     runner.update()
     .where(runner.c.id == _RUNNERS_HEARD.c.runner)
