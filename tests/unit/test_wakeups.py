@@ -159,6 +159,27 @@ async def _listen_then_lose(url: str) -> None:
 
 
 @pytest.mark.postgresql
+def test_a_notification_read_before_the_listen_is_iterated_comes_first() -> None:
+    """One that psycopg reads with another statement's answer (its notify handler) is kept and
+    yielded before any the socket brings later."""
+    with postgres_database() as url:
+        asyncio.run(_listen_read_early(url))
+
+
+async def _listen_read_early(url: str) -> None:
+    listening = await connect_session(url)
+    try:
+        received = await listen(listening, ["early"])
+        await listening.execute("SELECT pg_notify('early', 'before')")  # read with its answer
+        async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
+            await conn.execute("SELECT pg_notify('early', 'after')")
+        got = [(await asyncio.wait_for(anext(received), 30)).payload for _ in range(2)]
+        assert got == ["before", "after"]
+    finally:
+        await listening.close()
+
+
+@pytest.mark.postgresql
 def test_a_listen_sleeps_on_its_socket_between_notifications() -> None:
     """No timer of its own: an idle LISTEN leaves the event loop nothing to run."""
     with postgres_database() as url:
