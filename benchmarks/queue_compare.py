@@ -38,7 +38,8 @@ a job's wait in the queue, not its pickup, would be measured. Procrastinate has 
         [--py-spy PREFIX [--py-spy-rate HZ] [--py-spy-gil]] [--before OLD_SRC]
 
 ``--before`` also runs benchrunner from another checkout's ``src`` (servers and runners alike),
-alternating with this one, and prints after/before ratios.
+alternating with this one, and prints after/before ratios. In every mode the order of the
+systems in a round is reversed in the next.
 
 Procrastinate is an optional extra, installed only for this benchmark:
 
@@ -236,10 +237,10 @@ def main() -> None:
     )
     runs: dict[tuple[str, int], list[Figures]] = {}
     # Repeats outermost and systems innermost, so that drift in the machine's load hits
-    # every configuration alike.
+    # every configuration alike; which system goes first alternates by round.
     for repeat in range(1, options.repeat + 1):
         for workers in options.workers:
-            for system in systems:
+            for system in systems if repeat % 2 else systems[::-1]:
                 began = time.monotonic()
                 figures = one_run(system, options, workers, repeat)
                 runs.setdefault((system, workers), []).append(figures)
