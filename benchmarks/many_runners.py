@@ -23,7 +23,7 @@ Runners and jobs are created through the public API, in parallel.
 
 ``--before`` names the ``src`` directory of another checkout (e.g. a ``git worktree`` of the
 code before the change): each repetition then runs the server from there and from this checkout,
-alternately, and both are printed side by side.
+alternately (the one that goes first alternating too), and both are printed side by side.
 """
 
 from __future__ import annotations
@@ -508,7 +508,7 @@ def main() -> None:
         versions.insert(0, ("before", options.before))
     collected: dict[str, list[Figures]] = {name: [] for name, _ in versions}
     for repetition in range(options.repeat):
-        for name, src in versions:
+        for name, src in versions if repetition % 2 == 0 else versions[::-1]:
             with server_source(src):
                 if options.mode == "heartbeat":
                     profile = (
