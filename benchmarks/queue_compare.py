@@ -57,9 +57,13 @@ import statistics
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from benchmarks.queue_figures import Figures, medians, row, table
 from benchmarks.source_tree import server_source
+
+if TYPE_CHECKING:
+    from benchmarks import queue_compare_benchrunner
 
 SYSTEMS = ("benchrunner", "procrastinate")
 BEFORE = "benchrunner-before"
@@ -67,19 +71,22 @@ BEFORE = "benchrunner-before"
 INSTALL = ".venv/bin/pip install --require-hashes --no-deps -r benchmarks/requirements-bench.lock"
 
 
+def _profile(options: argparse.Namespace, run: str) -> queue_compare_benchrunner.Profile | None:
+    """py-spy's recording of one run of the server (``--py-spy``), to ``<PREFIX>-<run>.txt``."""
+    from benchmarks import queue_compare_benchrunner
+
+    if not options.py_spy:
+        return None
+    return queue_compare_benchrunner.Profile(
+        Path(f"{options.py_spy}-{run}.txt"), options.py_spy_rate, options.py_spy_gil
+    )
+
+
 def one_run(system: str, options: argparse.Namespace, workers: int, repeat: int) -> Figures:
     if system in ("benchrunner", BEFORE):
         from benchmarks import queue_compare_benchrunner
 
-        profile = (
-            queue_compare_benchrunner.Profile(
-                Path(f"{options.py_spy}-{system}-{options.engine}-{workers}w-r{repeat}.txt"),
-                options.py_spy_rate,
-                options.py_spy_gil,
-            )
-            if options.py_spy
-            else None
-        )
+        profile = _profile(options, f"{system}-{options.engine}-{workers}w-r{repeat}")
         with server_source(options.before if system == BEFORE else None):
             figures = queue_compare_benchrunner.run(
                 options.engine,
@@ -110,15 +117,7 @@ def long_runs(options: argparse.Namespace) -> None:
         for workers in options.workers:
             order = systems if repeat % 2 else systems[::-1]
             for system in order:
-                profile = (
-                    queue_compare_benchrunner.Profile(
-                        Path(f"{options.py_spy}-idle-{system}-{options.engine}-r{repeat}.txt"),
-                        options.py_spy_rate,
-                        options.py_spy_gil,
-                    )
-                    if options.py_spy
-                    else None
-                )
+                profile = _profile(options, f"idle-{system}-{options.engine}-r{repeat}")
                 began = time.monotonic()
                 with server_source(options.before if system == BEFORE else None):
                     one = queue_compare_benchrunner.run_long(

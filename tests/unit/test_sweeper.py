@@ -70,6 +70,33 @@ def world(database_url: str) -> Iterator[World]:
     db.close()
 
 
+def _sweeper(
+    world: World,
+    tmp_path: Path,
+    wall: WallClock,
+    steady: SteadyClock,
+    leadership: SwitchedLeadership,
+    idempotency_window: float = 300.0,
+) -> tuple[Sweeper, Watchdog]:
+    """A sweeper sweeping every second on ``world``'s database, on the clocks given."""
+    ctx = ServerContext(
+        settings=ServerSettings(
+            data_dir=tmp_path,
+            db=world.db.url,
+            heartbeat_timeout=HEARTBEAT_TIMEOUT,
+            idempotency_window=idempotency_window,
+        ),
+        db=world.db,
+        blobs=LocalBlobStore(tmp_path / "blobs"),
+        templates=TemplateRegistry.empty(),
+        clock=wall,
+        monotonic=steady,
+        secret_key="k",
+    )
+    watchdog = Watchdog(ctx, moves=Moves(ctx), on_completed=lambda _id: None)
+    return Sweeper(ctx, watchdog, leadership, 1.0, on_completed=lambda _id: None), watchdog
+
+
 def test_the_leader_sweeps_only_after_leading_for_a_heartbeat_timeout(
     world: World, tmp_path: Path
 ) -> None:
@@ -81,20 +108,8 @@ def test_the_leader_sweeps_only_after_leading_for_a_heartbeat_timeout(
     # Silent far longer than the heartbeat timeout, not yet past its hard timeout (60 s + 60 s).
     wall = WallClock(T0 + dt.timedelta(seconds=100))
     steady = SteadyClock()
-    ctx = ServerContext(
-        settings=ServerSettings(
-            data_dir=tmp_path, db=world.db.url, heartbeat_timeout=HEARTBEAT_TIMEOUT
-        ),
-        db=world.db,
-        blobs=LocalBlobStore(tmp_path / "blobs"),
-        templates=TemplateRegistry.empty(),
-        clock=wall,
-        monotonic=steady,
-        secret_key="k",
-    )
-    watchdog = Watchdog(ctx, moves=Moves(ctx), on_completed=lambda _id: None)
     leadership = SwitchedLeadership()
-    sweeper = Sweeper(ctx, watchdog, leadership, 1.0, on_completed=lambda _id: None)
+    sweeper, watchdog = _sweeper(world, tmp_path, wall, steady, leadership)
 
     def status() -> JobStatus:
         row = world.db.read_sync(jobs.job_get, job_id)
@@ -130,22 +145,9 @@ def test_expired_idempotency_keys_are_deleted_once_every_tenth_of_the_window(
 ) -> None:
     window = 300.0
     wall, steady = WallClock(T0), SteadyClock()
-    ctx = ServerContext(
-        settings=ServerSettings(
-            data_dir=tmp_path,
-            db=world.db.url,
-            heartbeat_timeout=HEARTBEAT_TIMEOUT,
-            idempotency_window=window,
-        ),
-        db=world.db,
-        blobs=LocalBlobStore(tmp_path / "blobs"),
-        templates=TemplateRegistry.empty(),
-        clock=wall,
-        monotonic=steady,
-        secret_key="k",
+    sweeper, watchdog = _sweeper(
+        world, tmp_path, wall, steady, SwitchedLeadership(), idempotency_window=window
     )
-    watchdog = Watchdog(ctx, moves=Moves(ctx), on_completed=lambda _id: None)
-    sweeper = Sweeper(ctx, watchdog, SwitchedLeadership(), 1.0, on_completed=lambda _id: None)
 
     async def claim_key(key: str) -> None:
         expired_before = wall.at - dt.timedelta(seconds=window)
