@@ -72,7 +72,8 @@ INSTALL = ".venv/bin/pip install --require-hashes --no-deps -r benchmarks/requir
 
 
 def _profile(options: argparse.Namespace, run: str) -> queue_compare_benchrunner.Profile | None:
-    """py-spy's recording of one run of the server (``--py-spy``), to ``<PREFIX>-<run>.txt``."""
+    """py-spy's recording of one run of the server and its runner agents (``--py-spy``), to
+    ``<PREFIX>-<run>.txt``."""
     from benchmarks import queue_compare_benchrunner
 
     if not options.py_spy:
@@ -117,7 +118,7 @@ def long_runs(options: argparse.Namespace) -> None:
         for workers in options.workers:
             order = systems if repeat % 2 else systems[::-1]
             for system in order:
-                profile = _profile(options, f"idle-{system}-{options.engine}-r{repeat}")
+                profile = _profile(options, f"idle-{system}-{options.engine}-{workers}w-r{repeat}")
                 began = time.monotonic()
                 with server_source(options.before if system == BEFORE else None):
                     one = queue_compare_benchrunner.run_long(
@@ -179,7 +180,7 @@ def main() -> None:
         type=float,
         default=10.0,
         help="--mode long: how long the idle server is measured (and, with --py-spy, recorded "
-        "to PREFIX-idle-<system>-<engine>-r<repeat>.txt); --jobs 0 measures only that",
+        "to PREFIX-idle-<system>-<engine>-<workers>w-r<repeat>.txt); --jobs 0 measures only that",
     )
     parser.add_argument(
         "--py-spy",

@@ -2,9 +2,9 @@
 job thread more than writing it (benchmarks/RESULTS.md, ``job_files``). The in-flight records
 (``inflight.py``) and the spool (``spool.py``) each keep a few.
 
-A spare is named ``<prefix><pid>-<n>``, so that two processes keeping spares in one directory
-never pick the same name. Spares are temporaries: a start removes them with any write cut
-short."""
+A spare is named ``<prefix><pid>-<n>``, so that two live processes of one PID namespace keeping
+spares in one directory never pick the same name. Spares are temporaries: a start removes them
+with any write cut short."""
 
 from __future__ import annotations
 

@@ -139,6 +139,6 @@ class Sweeper:
             return
         window = dt.timedelta(seconds=self._ctx.settings.idempotency_window)
         expired = await self._ctx.db.write(keys_expire, self._ctx.clock.now() - window)
-        self._keys_expired_at = now  # a failed deletion is tried again at the next sweep
+        self._keys_expired_at = now  # set after the deletion: a failed one is tried again
         if expired:
             log.info("sweeper deleted %d expired idempotency keys", expired)

@@ -19,9 +19,9 @@ def unnested(
     parameter_prefix: str = "",
     name: str | None = "given",
 ) -> Any:
-    """The rows of ``columns`` (name, type), each column the array parameter
-    ``parameter_prefix + name``, as a table ``name`` (None: an anonymous one) with those
-    columns."""
+    """The rows of ``columns`` (name, type), each column sent as the array parameter named
+    ``parameter_prefix`` and the column's name, as a table called ``name`` (None: an anonymous
+    one) with those columns."""
     arrays = (
         sa.bindparam(parameter_prefix + column, type_=postgresql.ARRAY(kind))
         for column, kind in columns
