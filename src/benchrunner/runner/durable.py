@@ -25,27 +25,33 @@ def write_durably(
     removed on failure. Raises OSError."""
     if spare is not None or temp_name is not None:
         temp = spare or target.with_name(temp_prefix + str(temp_name))
-        # Cut to its length after the write, not emptied first: ext4 flushes a file emptied by
-        # a truncation when it is closed (``auto_da_alloc``), and this one is synced anyway.
         fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o600)
     else:
         fd, name = tempfile.mkstemp(prefix=temp_prefix, dir=target.parent)
         temp = Path(name)
     try:
-        try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view) :]
-            os.ftruncate(fd, len(data))
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        write_over(fd, data, sync=True)
         temp.replace(target)
     except BaseException:
         with contextlib.suppress(OSError):
             temp.unlink()
         raise
     sync_directory(target.parent)
+
+
+def write_over(fd: int, data: bytes, *, sync: bool) -> None:
+    """Write ``data`` over the file open as ``fd`` (from its start), cut it to that length,
+    fsync it if ``sync``, and close it. Cut after the write, not emptied first: ext4 flushes a
+    file emptied by a truncation when it is closed (``auto_da_alloc``)."""
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+        os.ftruncate(fd, len(data))
+        if sync:
+            os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def sync_directory(directory: Path) -> None:

@@ -27,7 +27,6 @@ Stopping what a record names:
 from __future__ import annotations
 
 import contextlib
-import errno
 import json
 import logging
 import os
@@ -41,6 +40,7 @@ from pathlib import Path
 from benchrunner.core.clock import SystemThreadClock, ThreadClock
 from benchrunner.runner import procfs
 from benchrunner.runner.clock_timer import pause
+from benchrunner.runner.durable import write_over
 from benchrunner.runner.exchange import swap_in
 from benchrunner.runner.spares import SpareFiles
 
@@ -184,16 +184,10 @@ class InFlight:
         temp = self._spares.take() or self.directory / f"{_TEMP_PREFIX}{job}"
         data = record.to_json().encode()
         try:
-            # Cut to its length after the write, not emptied first: ext4 flushes a file emptied
-            # by a truncation when it is closed (``auto_da_alloc``).
-            fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o600)
-            try:
-                if os.write(fd, data) != len(data):
-                    raise OSError(errno.ENOSPC, "short write of an in-flight record")
-                os.ftruncate(fd, len(data))
-            finally:
-                os.close(fd)
-            if record.job not in self._recorded:
+            write_over(
+                os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o600), data, sync=False
+            )
+            if record.job not in self._recorded:  # no record to exchange: one syscall fewer
                 temp.replace(path)
                 self._recorded.add(record.job)
             elif swap_in(temp, path):  # the old record, under the temporary's name
