@@ -76,7 +76,6 @@ async def _notifications(
     loop = asyncio.get_running_loop()
     readable = asyncio.Event()
     pgconn = conn.pgconn
-    encoding = conn.info.encoding
     fileno = pgconn.socket
     loop.add_reader(fileno, readable.set)
     try:
@@ -86,9 +85,10 @@ async def _notifications(
             await readable.wait()
             readable.clear()
             pgconn.consume_input()  # raises once the connection is gone
+            handle = pgconn.notify_handler  # psycopg's: decodes, then the handlers (``arrived``)
             while (notify := pgconn.notifies()) is not None:
-                channel, payload = notify.relname.decode(encoding), notify.extra.decode(encoding)
-                arrived.append(psycopg.Notify(channel, payload, notify.be_pid))
+                if handle is not None:
+                    handle(notify)
             if pgconn.status != psycopg.pq.ConnStatus.OK:
                 raise psycopg.OperationalError("the LISTEN connection was lost")
     finally:
