@@ -529,6 +529,34 @@ FINISH_WITH_METRICS_AFTER_MOVE = Guarded(_finished_with_metrics_after, _FINISH_R
 ``finish_params`` and ``NewMetrics.params``."""
 
 
+def report_finish(conn: Connection, params: dict[str, Any]) -> None:
+    """Finish a report by a statement of its own (bind ``finish_params``): a job left
+    ``completed`` while its report is judged (``processing.processor.record_processed``)."""
+    _FINISH_REPORT.first(conn, params)
+
+
+_STORED_OF_REPORT = Direct(
+    sa.select(*_STORED_METRIC)
+    .where(metric.c.report_id == sa.bindparam("report_id"))
+    .order_by(metric.c.id)
+)
+
+
+def metrics_stored_again(
+    conn: Connection, report_id: int, values: list[MetricValue]
+) -> list[StoredMetric]:
+    """A report's metrics as ``metrics_add`` stored them from ``values`` (in their order, as
+    inserted), read back for a judgment that did not finish; none if none are stored."""
+    rows = _STORED_OF_REPORT.all(conn, {"report_id": report_id})
+    never = [without_ignore_suffix(m.benchmark)[1] for m in values]
+    if len(never) != len(rows):
+        never = [False] * len(rows)
+    return [
+        StoredMetric(int(r.id), int(r.benchmark_id), int(r.measure_id), float(r.value), n)
+        for r, n in zip(rows, never, strict=True)
+    ]
+
+
 class Finished(NamedTuple):
     branch_id: int
     testbed_id: int
@@ -657,6 +685,12 @@ _PARSING = (
         report.c.fold,
         spec.c.noise_cv_limit,
         spec.c.noise_drift_limit,
+        report.c.branch_id,
+        report.c.testbed_id,
+        report.c.confirms_report_id,
+        sa.exists(sa.select(metric.c.id).where(metric.c.report_id == report.c.id)).label(
+            "metrics_stored"
+        ),
     )
     .outerjoin(job, job.c.report_id == report.c.id)
     .outerjoin(spec, spec.c.id == job.c.spec_id)
@@ -671,8 +705,9 @@ in its own statement (``moves.move.apply_reading``)."""
 
 def reports_parsing(conn: Connection, report_ids: Iterable[int]) -> dict[int, Any]:
     """Each report's ``adapter``, ``average`` and ``fold`` by id: what parsing its job's output
-    needs, with its job's spec's noise limits (None: the server's defaults), ``IN_LIST_CHUNK``
-    ids per statement."""
+    needs, with its job's spec's noise limits (None: the server's defaults), its branch, testbed
+    and ``confirms_report_id``, and whether its metrics are stored (``metrics_stored``: a job
+    left ``completed`` with them awaits its judgment), ``IN_LIST_CHUNK`` ids per statement."""
     ids = sorted(set(report_ids))
     found: dict[int, Any] = {}
     for start in range(0, len(ids), IN_LIST_CHUNK):
