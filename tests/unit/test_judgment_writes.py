@@ -18,7 +18,6 @@ import pytest
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
-from benchrunner.core.states import JobStatus
 from benchrunner.core.tiers import Plan
 from benchrunner.detection.models import Model, TestKind
 from benchrunner.server.processing.evaluation import judge_report
@@ -97,13 +96,6 @@ def _boundaries(conn: Connection, report_id: int) -> dict[int, Any]:
     return alerts.report_boundaries(conn, report_id)
 
 
-def _job_of(report_id: int) -> Any:
-    """The little of a job ``judge_later`` reads of a report without confirmation runs."""
-    return dataclasses.make_dataclass("Job", ["id", "report_id", "status"])(
-        0, report_id, JobStatus.PROCESSED
-    )
-
-
 @pytest.fixture
 def engine(database_url: str) -> Any:
     with_schema(database_url)
@@ -166,7 +158,7 @@ def test_a_judgment_that_finds_its_read_stale_is_judged_again_with_the_new_model
 
     db.read_apart = edit_after_first_read  # type: ignore[method-assign,assignment]
     try:
-        later = JudgmentLater(_job_of(report_id), tuple(metrics), noisy=False)
+        later = JudgmentLater(report_id, tuple(metrics), noisy=False)
         judged = asyncio.run(judge_later(db, later, T0))
     finally:
         db.close()
@@ -242,7 +234,7 @@ def test_a_judgment_writes_at_most_write_rows_rows_a_transaction_on_sqlite(
 
     db.write = counted_write  # type: ignore[method-assign,assignment]
     try:
-        later = JudgmentLater(_job_of(report_id), tuple(metrics), noisy=False)
+        later = JudgmentLater(report_id, tuple(metrics), noisy=False)
         judged = asyncio.run(judge_later(db, later, T0))
     finally:
         db.close()
@@ -254,3 +246,46 @@ def test_a_judgment_writes_at_most_write_rows_rows_a_transaction_on_sqlite(
         assert len(rows) == 1
     with engine.connect() as conn:
         assert len(_boundaries(conn, report_id)) == 250
+
+
+def test_a_threshold_edited_between_two_write_parts_judges_the_rest_with_the_new_model(
+    database_url: str, engine: Engine
+) -> None:
+    """The threshold is edited after the judgment's first write part (SQLite): that part
+    stands, drawn and alerted by the model it read; the next write finds the model changed,
+    writes nothing, and the metrics left without a boundary are judged again from a new read
+    with the new model. PostgreSQL writes one part: the edit comes after it."""
+    series = _series(engine, 250, [(100.0, 10), (130.0, 1)], TIGHT)
+    report_id, metrics = series.made[-1]
+    db = Database(database_url)
+    write = db.write
+    parts: list[list[int]] = []
+
+    async def edit_after_first_part(unit: Any, *args: Any) -> Any:
+        done = await write(unit, *args)
+        if unit is verdicts_write:
+            parts.append([b.metric_id for u in args[1] for b in u.boundaries])
+            if len(parts) == 1:
+                with engine.begin() as conn:
+                    thresholds.threshold_put(conn, series.project_id, series.key, WIDE, T0)
+        return done
+
+    db.write = edit_after_first_part  # type: ignore[method-assign,assignment]
+    try:
+        later = JudgmentLater(report_id, tuple(metrics), noisy=False)
+        judged = asyncio.run(judge_later(db, later, T0))
+    finally:
+        db.close()
+    first = set(parts[0])
+    with engine.connect() as conn:
+        drawn = _boundaries(conn, report_id)
+        raised = _alerts(conn)
+    assert sorted(drawn) == sorted(m.id for m in metrics)
+    assert len(raised) == len(judged.written.raised) == len(first)
+    for metric_id, drawn_boundary in drawn.items():
+        tight = drawn_boundary.upper_limit < 2 * drawn_boundary.baseline
+        assert tight == (metric_id in first)
+    if engine.dialect.name == "sqlite":
+        assert 0 < len(first) < len(metrics)
+    else:
+        assert len(parts) == 1 and len(first) == len(metrics)

@@ -22,6 +22,7 @@ written twice.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import datetime as dt
 import functools
 import logging
@@ -35,6 +36,7 @@ from benchrunner.server.processing.confirmation_duets import can_run_as_duet
 from benchrunner.server.processing.confirmations import open_confirmation
 from benchrunner.server.processing.evaluation import judge_report
 from benchrunner.server.processing.look_back import LookBackLater, look_back_later
+from benchrunner.server.processing.metric_parts import metrics_rest
 from benchrunner.server.processing.verdicts import (
     WRITE_ROWS,
     Stale,
@@ -54,16 +56,21 @@ rest is judged in one write transaction."""
 
 @dataclass(frozen=True)
 class JudgmentLater:
-    """A runner job's report whose metrics committed, to be judged (``judge_later``)."""
+    """A report whose metrics committed, to be judged (``judge_later``)."""
 
-    job: jobs.JobRow
+    report_id: int
     metrics: tuple[reports.StoredMetric, ...]
     noisy: bool
     """The noise guard found the report noisy: only thresholds with ``alert_when_noisy``
     raise alerts."""
+    job: jobs.JobRow | None = None
+    """The runner job whose report it is, whose crossings wait for confirmation runs (None:
+    a direct run's report, never re-run)."""
     processed: Move | None = None
     """The job's move to ``processed``, made by the judgment's last write (None: made
     already)."""
+    rest: tuple[reports.MetricValue, ...] = ()
+    """Its metrics not stored yet, stored before the judgment (``metric_parts``)."""
 
 
 @dataclass
@@ -93,22 +100,22 @@ def _plan(conn: Connection, later: JudgmentLater, again: bool) -> _Plan:
     and drawn on a read connection."""
     metrics = list(later.metrics)
     if again:
-        judged = alerts.report_boundaries(conn, later.job.report_id)
+        judged = alerts.report_boundaries(conn, later.report_id)
         metrics = [m for m in metrics if m.id not in judged]
     # read, not cached: the write re-checks the models this read found
-    found = thresholds.thresholds_of_report(
-        conn, later.job.report_id, {m.measure_id for m in metrics}
-    )
+    found = thresholds.thresholds_of_report(conn, later.report_id, {m.measure_id for m in metrics})
     reads = history.SeriesReads()
     job = later.job
     verdicts = judge_report(
         conn,
-        job.report_id,
+        later.report_id,
         metrics,
         found=found,
         noisy=later.noisy,
-        confirming=True,
-        duet_possible=functools.cache(lambda level: can_run_as_duet(conn, job, level)),
+        confirming=job is not None,
+        duet_possible=functools.cache(
+            lambda level: job is not None and can_run_as_duet(conn, job, level)
+        ),
         reads=reads,
     )
     parts_of = None if capabilities.of(conn).concurrent_writers else WRITE_ROWS
@@ -122,13 +129,24 @@ def _judge_whole(conn: Connection, later: JudgmentLater, now: dt.datetime) -> Wr
 
 
 async def judge_later(db: Database, later: JudgmentLater, now: dt.datetime) -> Judged:
-    """Judge ``later``'s report (see the module), then, in one write, open its confirmation
+    """Store the rest of ``later``'s metrics (``metric_parts``), judge its report (see the
+    module), then, in one write, open its confirmation
     when it held alerts back and move its job to ``processed``; then look back over its
     series. A failure of the judgment is logged and leaves the metrics judged so far, the job
     moved all the same (else it would fail again on every recovery); the look-back's failure
     is logged and leaves the judgment. A failure of the last write leaves the job
     ``completed``, judged again by the processor."""
     written = Written()
+    if later.rest:
+        assert later.job is not None  # only a runner job's report is stored in parts
+        try:
+            rest = await metrics_rest(db, later.job, later.rest, now)
+        except Exception:
+            log.exception("storing report %s's metrics failed", later.report_id)
+            rest = None
+        if rest is None:  # the job stays ``completed``, processed again, or was elsewhere
+            return Judged(written)
+        later = dataclasses.replace(later, metrics=later.metrics + tuple(rest), rest=())
     first: _Plan | None = None
     try:
         for attempt in range(STALE_TRIES + 1):
@@ -141,20 +159,18 @@ async def judge_later(db: Database, later: JudgmentLater, now: dt.datetime) -> J
                 await _write_parts(db, plan, now, written)
                 break
             except Stale as stale:
-                log.info("judging report %s again: %s", later.job.report_id, stale)
+                log.info("judging report %s again: %s", later.report_id, stale)
     except Exception:
-        log.exception("judging report %s failed; its metrics stay unjudged", later.job.report_id)
+        log.exception("judging report %s failed; its metrics stay unjudged", later.report_id)
     found = [] if first is None else first.found
     confirming, moved = await db.write(_judged, later, found if written.held else None, now)
     if first is None:
         return Judged(written, moved)
-    looked = LookBackLater(
-        later.job.report_id, later.metrics, later.noisy, first.found, first.reads
-    )
+    looked = LookBackLater(later.report_id, later.metrics, later.noisy, first.found, first.reads)
     try:
         looked_back = await look_back_later(db, looked, now)
     except Exception:
-        log.exception("looking back over report %s's series failed", later.job.report_id)
+        log.exception("looking back over report %s's series failed", later.report_id)
         looked_back = 0
     return Judged(written, moved, confirming, looked_back)
 
@@ -165,12 +181,12 @@ def _judged(
     """The judgment's last write: the report's confirmation opened when it held alerts back
     (``held``: its thresholds), its job moved to ``processed``; (opened, moved)."""
     confirming = False
-    if held is not None:
+    if held is not None and later.job is not None:
         try:
             with conn.begin_nested():
                 confirming = open_confirmation(conn, later.job, held, now)
         except Exception:
-            log.exception("opening report %s's confirmation failed", later.job.report_id)
+            log.exception("opening report %s's confirmation failed", later.report_id)
     moved = later.processed is not None and apply(conn, later.processed)
     return confirming, moved
 

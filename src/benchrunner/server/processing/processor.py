@@ -41,6 +41,7 @@ from benchrunner.server.context import ServerContext
 from benchrunner.server.moves.move import Move, Moves, apply, apply_reading
 from benchrunner.server.processing.evaluation import series_thresholds_to_judge
 from benchrunner.server.processing.judgment import JudgmentLater, judge_later
+from benchrunner.server.processing.metric_parts import first_part, stored_in_parts
 from benchrunner.server.processing.noise import NoiseVerdict, verdict
 from benchrunner.server.processing.outputs import (
     UnusableOutput,
@@ -413,7 +414,9 @@ def record_processed(
     metrics some threshold judges stays ``completed``, and its judgment, returned for the
     caller to run after the commit (``Recorded.judge``), moves it once written; a job left so
     (the server stopped, ``metrics_stored``) has its stored metrics judged again, never stored
-    twice. Any other moves to ``processed`` here."""
+    twice. So does one with more metrics than one short write stores on SQLite
+    (``metric_parts``), whose judgment stores the rest first. Any other moves to
+    ``processed`` here."""
     if error is not None:
         message = f"not parsed: {error}"
     elif duet is not None:
@@ -437,7 +440,10 @@ def record_processed(
     if parsing.metrics_stored or (
         values
         and parsing.confirms_report_id is None
-        and thresholds.series_has_thresholds(conn, parsing.branch_id, parsing.testbed_id)
+        and (
+            stored_in_parts(conn, values)
+            or thresholds.series_has_thresholds(conn, parsing.branch_id, parsing.testbed_id)
+        )
     ):
         return _record_to_judge(conn, processed, values, finish, parsing, noisy)
     # The report's times and outcome, and on PostgreSQL its metrics, are written by the
@@ -467,18 +473,22 @@ def _record_to_judge(
     parsing: Any,
     noisy: bool,
 ) -> Recorded | None:
-    """``record_processed`` of a job whose metrics a threshold may judge: stored (unless they
-    are already) without its move, which its judgment makes, when one judges them. The job's
-    row is locked first, so that a second processor of it finds them stored."""
+    """``record_processed`` of a job whose metrics a threshold may judge, or too many to
+    store in one short write (``metric_parts``): their first part stored (those the report
+    does not hold yet), the rest and the move left to its judgment when there is a rest or
+    a threshold judges them. The job's row is locked first, so that a second processor of it
+    finds them stored."""
     job = processed.job
     if not jobs.job_lock_completed(conn, job.id):
         return None
-    stored = reports.metrics_stored_again(conn, job.report_id, values)
-    if not stored:
-        reports.report_finish(conn, finish)
-        stored = reports.metrics_add(conn, job.report_id, job.project_id, values, processed.now)
-    if stored and series_thresholds_to_judge(conn, parsing.branch_id, parsing.testbed_id, stored):
-        return Recorded(None, JudgmentLater(job, tuple(stored), noisy, processed))
+    reports.report_finish(conn, finish)
+    part, rest = first_part(conn, values)
+    stored = reports.metrics_add_missing(conn, job.report_id, job.project_id, part, processed.now)
+    if rest or (
+        stored and series_thresholds_to_judge(conn, parsing.branch_id, parsing.testbed_id, stored)
+    ):
+        later = JudgmentLater(job.report_id, tuple(stored), noisy, job, processed, tuple(rest))
+        return Recorded(None, later)
     apply(conn, processed)  # nothing to judge after all: the job was locked as ``completed``
     return Recorded(processed)
 

@@ -409,8 +409,16 @@ def metrics_add(
     conn: Connection, report_id: int, project_id: int, values: list[MetricValue], now: dt.datetime
 ) -> list[StoredMetric]:
     rows, never_alerts = _metric_rows(conn, report_id, project_id, values, now)
-    if not rows:
-        return []
+    return _insert_metrics(conn, values, rows, never_alerts) if rows else []
+
+
+def _insert_metrics(
+    conn: Connection,
+    values: list[MetricValue],
+    rows: list[dict[str, Any]],
+    never_alerts: list[bool],
+) -> list[StoredMetric]:
+    """Insert the metric ``rows`` of ``values`` (``_metric_rows``), their ids returned."""
     inserted = list(
         _INSERT_ONE_METRIC.all(conn, rows[0])
         if len(rows) == 1
@@ -535,25 +543,52 @@ def report_finish(conn: Connection, params: dict[str, Any]) -> None:
     _FINISH_REPORT.first(conn, params)
 
 
-_STORED_OF_REPORT = Direct(
-    sa.select(*_STORED_METRIC)
-    .where(metric.c.report_id == sa.bindparam("report_id"))
-    .order_by(metric.c.id)
+_STORED_AMONG = Direct(
+    sa.select(*_STORED_METRIC, metric.c.iteration).where(
+        metric.c.report_id == sa.bindparam("report_id"),
+        # ``+ 0``: not an indexed column to SQLite, which then reads the report's rows
+        # (index_metric_report_id), not every report's of these benchmarks
+        (metric.c.benchmark_id + 0).in_(sa.bindparam("benchmark_ids", expanding=True)),
+    )
 )
 
 
-def metrics_stored_again(
-    conn: Connection, report_id: int, values: list[MetricValue]
+def _metric_key(row: dict[str, Any]) -> tuple[int, int, int]:
+    return int(row["benchmark_id"]), int(row["measure_id"]), int(row["iteration"])
+
+
+def metrics_add_missing(
+    conn: Connection, report_id: int, project_id: int, values: list[MetricValue], now: dt.datetime
 ) -> list[StoredMetric]:
-    """A report's metrics as ``metrics_add`` stored them from ``values`` (in their order, as
-    inserted), read back for a judgment that did not finish; none if none are stored."""
-    rows = _STORED_OF_REPORT.all(conn, {"report_id": report_id})
-    never = [without_ignore_suffix(m.benchmark)[1] for m in values]
-    if len(never) != len(rows):
-        never = [False] * len(rows)
+    """``metrics_add`` of those of ``values`` the report does not hold yet, a metric being its
+    (benchmark, measure, iteration): a report stored in parts, or again after a stop half-way
+    (``processing.metric_parts``), never holds one twice. The metrics of ``values`` as stored,
+    in their order. Sound where the report's writers run one after another: SQLite's, or
+    those holding its job's row (``jobs.job_lock_completed``)."""
+    rows, never_alerts = _metric_rows(conn, report_id, project_id, values, now)
+    if not rows:
+        return []
+    found = _STORED_AMONG.all(
+        conn,
+        {"report_id": report_id, "benchmark_ids": sorted({r["benchmark_id"] for r in rows})},
+    )
+    held = {(int(r.benchmark_id), int(r.measure_id), int(r.iteration)): r for r in found}
+    new = [k for k, row in enumerate(rows) if _metric_key(row) not in held]
+    inserted = (
+        _insert_metrics(conn, [values[k] for k in new], [rows[k] for k in new], never_alerts)
+        if new
+        else []
+    )
+    ids = dict(zip(new, (m.id for m in inserted), strict=True))
     return [
-        StoredMetric(int(r.id), int(r.benchmark_id), int(r.measure_id), float(r.value), n)
-        for r, n in zip(rows, never, strict=True)
+        StoredMetric(
+            ids[k] if k in ids else int(held[_metric_key(row)].id),
+            row["benchmark_id"],
+            row["measure_id"],
+            row["value"] if k in ids else float(held[_metric_key(row)].value),
+            never_alerts[k],
+        )
+        for k, row in enumerate(rows)
     ]
 
 
