@@ -19,8 +19,8 @@ from sqlalchemy.engine import Connection
 from benchrunner.server.store import capabilities, jobs, reports
 from benchrunner.server.store.engine import Database
 
-METRIC_PART = 200
-"""Metrics one write transaction stores at most on SQLite: about 5 ms of its writer
+METRIC_PART = 100
+"""Metrics one write transaction stores at most on SQLite: about 4 ms of its writer's CPU
 (``benchmarks/RESULTS.md``, "Reports at scale")."""
 
 

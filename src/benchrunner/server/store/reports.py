@@ -543,13 +543,12 @@ def report_finish(conn: Connection, params: dict[str, Any]) -> None:
     _FINISH_REPORT.first(conn, params)
 
 
-_STORED_AMONG = Direct(
-    sa.select(*_STORED_METRIC, metric.c.iteration).where(
-        metric.c.report_id == sa.bindparam("report_id"),
-        # ``+ 0``: not an indexed column to SQLite, which then reads the report's rows
-        # (index_metric_report_id), not every report's of these benchmarks
-        (metric.c.benchmark_id + 0).in_(sa.bindparam("benchmark_ids", expanding=True)),
-    )
+_STORED_AMONG = sa.select(*_STORED_METRIC, metric.c.iteration).where(
+    # one probe of index_metric_benchmark_measure_report a (benchmark, measure)
+    sa.tuple_(metric.c.benchmark_id, metric.c.measure_id).in_(
+        sa.bindparam("series", expanding=True)
+    ),
+    metric.c.report_id == sa.bindparam("report_id"),
 )
 
 
@@ -568,10 +567,8 @@ def metrics_add_missing(
     rows, never_alerts = _metric_rows(conn, report_id, project_id, values, now)
     if not rows:
         return []
-    found = _STORED_AMONG.all(
-        conn,
-        {"report_id": report_id, "benchmark_ids": sorted({r["benchmark_id"] for r in rows})},
-    )
+    series = sorted({(r["benchmark_id"], r["measure_id"]) for r in rows})
+    found = conn.execute(_STORED_AMONG, {"report_id": report_id, "series": series})
     held = {(int(r.benchmark_id), int(r.measure_id), int(r.iteration)): r for r in found}
     new = [k for k, row in enumerate(rows) if _metric_key(row) not in held]
     inserted = (
