@@ -84,4 +84,8 @@ def job_moved(
     fields["tier"] = tier.value
     if reason is not None:
         fields["reason"] = reason
-    log.info(_EVENTS[to], extra=fields)
+    # The record ``log.info`` would make, made directly: no caller lookup, no check of the
+    # fields against the record's own attributes (none of these names is one).
+    record = logging.LogRecord(log.name, logging.INFO, "", 0, _EVENTS[to], None, None)
+    record.__dict__.update(fields)
+    log.handle(record)
