@@ -94,7 +94,14 @@ def _sweeper(
         secret_key="k",
     )
     watchdog = Watchdog(ctx, moves=Moves(ctx), on_completed=lambda _id: None)
-    return Sweeper(ctx, watchdog, leadership, 1.0, on_completed=lambda _id: None), watchdog
+    return Sweeper(
+        ctx,
+        watchdog,
+        leadership,
+        1.0,
+        on_completed=lambda _id: None,
+        on_awaiting_judgment=lambda _id: None,
+    ), watchdog
 
 
 def test_the_leader_sweeps_only_after_leading_for_a_heartbeat_timeout(
