@@ -6,6 +6,7 @@ it. Real in-process server, real runner channels, real databases."""
 
 from __future__ import annotations
 
+import datetime as dt
 import threading
 from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -15,8 +16,17 @@ from typing import Any
 
 import psycopg
 import pytest
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
 
+from benchrunner.core.states import JobStatus
+from benchrunner.core.tiers import UNLIMITED_MIN_PRIORITY
+from benchrunner.protocol import JsonJobConfig
+from benchrunner.server.store import jobs, reports
+from benchrunner.server.store.engine import Database
+from benchrunner.server.store.insert_claims import ClaimFor
 from benchrunner.server.store.listen import libpq_url
+from benchrunner.server.store.tables import job, organization, project, report, runner, spec
 from tests.databases import postgres_database
 from tests.harness import RawChannel, wait_until
 from tests.inprocess import InProcessServer, serve_in_process
@@ -191,3 +201,94 @@ def test_two_submissions_racing_for_one_idle_runner_give_it_one_job(tmp_path: Pa
         (left,) = jobs - {assigned["uuid"]}
         assert server.job(assigned["uuid"]).status == "running"
         assert server.job(left).status == "pending"
+
+
+class Inserts:
+    """Submissions' inserts for spec ``small`` in project ``bench``, each claiming for the
+    runner ``r`` when it may, straight through the store on an autocommit connection."""
+
+    def __init__(self, conn: Connection) -> None:
+        self.conn = conn
+        found = conn.execute(
+            sa.select(report.c.project_id, report.c.branch_id, report.c.testbed_id).limit(1)
+        ).one()
+        self.project_id, self.branch_id, self.testbed_id = found
+        self.organization_id = conn.execute(
+            sa.select(project.c.organization_id).where(project.c.id == self.project_id)
+        ).scalar_one()
+        self.spec_id = conn.execute(sa.select(spec.c.id).where(spec.c.name == "small")).scalar_one()
+        self.runner_id = conn.execute(
+            sa.select(runner.c.id).where(runner.c.slug == "r")
+        ).scalar_one()
+
+    def claimed(self) -> bool:
+        """Whether a new job's insert claimed it for the runner."""
+        at = dt.datetime.now(dt.UTC)
+        new_report = reports.NewReport(
+            self.project_id,
+            None,
+            self.branch_id,
+            self.testbed_id,
+            "json",
+            None,
+            None,
+            None,
+            at,
+            at,
+            at,
+        )
+        config = JsonJobConfig(template="bench.hour", args={}, timeout=30, iter=1)
+        new_job = jobs.NewJob(
+            0,
+            self.organization_id,
+            self.spec_id,
+            config,
+            UNLIMITED_MIN_PRIORITY,
+            at,
+            jobs.Origin("test", "127.0.0.1"),
+        )
+        claim_for = ClaimFor(self.runner_id, "r", "nonce", templates=True)
+        created = jobs.job_create_with_report(self.conn, new_report, new_job, None, claim_for)
+        assert created is not None
+        return created.claimed is not None
+
+    def finish_all(self) -> None:
+        """Every job canceled: none ahead, none in flight."""
+        self.conn.execute(sa.update(job).values(status=int(JobStatus.CANCELED)))
+
+    def set_runner(self, **values: Any) -> None:
+        self.conn.execute(sa.update(runner).where(runner.c.id == self.runner_id).values(**values))
+
+
+@pytest.mark.postgresql
+def test_an_insert_claims_only_what_the_claim_query_would_give_the_runner(tmp_path: Path) -> None:
+    """The guards of ``insert_claims.claimant``, on the store itself: a job ahead for the
+    runner, a job in flight for it, a paused runner, a runner of another organization."""
+    with postgres_server(tmp_path) as (server, url):
+        with server.admin() as client:
+            client.create_runner("r", ["small"])
+        server.submit()  # pending: ahead of the first job inserted below
+        db = Database(url, read_threads=1)
+        try:
+            with db.read_engine.connect() as conn:  # autocommit: each insert commits
+                inserted = Inserts(conn)
+                assert not inserted.claimed()  # a job ahead (left pending too)
+                inserted.finish_all()
+                assert inserted.claimed()  # now in flight for the runner
+                assert not inserted.claimed()
+                inserted.finish_all()
+                inserted.set_runner(paused=True)
+                assert not inserted.claimed()
+                inserted.finish_all()
+                inserted.set_runner(paused=False, organization_id=inserted.organization_id)
+                assert inserted.claimed()  # a runner of the job's own organization
+                inserted.finish_all()
+                with server.admin() as client:
+                    client.create_organization("other", "team")
+                other = conn.execute(
+                    sa.select(organization.c.id).where(organization.c.slug == "other")
+                ).scalar_one()
+                inserted.set_runner(organization_id=other)
+                assert not inserted.claimed()
+        finally:
+            db.close()
