@@ -44,10 +44,6 @@ def postgres_server(tmp_path: Path) -> Iterator[tuple[InProcessServer, str]]:
         yield running, url
 
 
-def waiting_runners(server: InProcessServer) -> int:
-    return int(server.state("services").dispatcher.waiting)
-
-
 def connected_runners(server: InProcessServer) -> int:
     with server.admin() as client:
         return int(client.health().connected_runners)
@@ -64,8 +60,10 @@ def run_one(channel: RawChannel, server: InProcessServer) -> str:
 
 
 def wait_for_one(channel: RawChannel, server: InProcessServer) -> None:
+    """The runner waits, and the dispatcher's claim for it (which found nothing) is over."""
     channel.send({"event": "ready", "poll_timeout": 30})
-    wait_until(lambda: waiting_runners(server) == 1, timeout=10)
+    dispatcher = server.state("services").dispatcher
+    wait_until(lambda: dispatcher.waiting == 1 and dispatcher.settled, timeout=10)
 
 
 def history(server: InProcessServer, job_uuid: str) -> list[tuple[str, str | None, str | None]]:
