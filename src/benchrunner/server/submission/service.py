@@ -25,14 +25,13 @@ from benchrunner.detection.models import Model
 from benchrunner.protocol import JsonDuet, JsonDuetSide, JsonJobConfig
 from benchrunner.server.context import ServerContext
 from benchrunner.server.http.errors import bad_request
-from benchrunner.server.processing.evaluation import evaluate_report, series_thresholds_to_judge
-from benchrunner.server.processing.look_back import look_back_report
+from benchrunner.server.processing.evaluation import series_thresholds_to_judge
+from benchrunner.server.processing.judgment import JudgmentLater
 from benchrunner.server.processing.results import report_metrics
 from benchrunner.server.services import Services
 from benchrunner.server.store import (
     accounts,
     branches,
-    history,
     jobs,
     reports,
     thresholds,
@@ -49,6 +48,7 @@ from benchrunner.server.submission.body import (
     threshold_models,
     validate_mode,
 )
+from benchrunner.server.submission.direct_judgment import judge_direct
 from benchrunner.server.submission.duet_body import DuetPlan
 from benchrunner.server.submission.images import (
     check_registry_host,
@@ -194,6 +194,9 @@ class _Submitted:
     created: Any | None = None
     """A job handed to a waiting runner: its report's row, whose view (``view``) is built once
     the job went out, off the path of its pickup."""
+    judge: JudgmentLater | None = None
+    """A direct run's report that thresholds judge, after the commit and before the answer
+    (``judge_direct``)."""
 
 
 async def submit_run(
@@ -284,10 +287,10 @@ async def submit_run(
             report_id, _ = reports.report_create(conn, new_report)
             _bind_and_bisect(conn, report_id)
             stored = reports.metrics_add(conn, report_id, project.id, direct_values, now)
-            found = series_thresholds_to_judge(conn, on.id, testbed_id, stored)
-            reads = history.SeriesReads()  # the evaluation's, for the look-back
-            evaluate_report(conn, report_id, stored, now, found=found, reads=reads)
-            look_back_report(conn, report_id, stored, now, found=found, reads=reads)
+            if series_thresholds_to_judge(conn, on.id, testbed_id, stored):
+                # judged after the commit, its reads off the writer (``judge_direct``)
+                later = JudgmentLater(report_id, tuple(stored), noisy=False)
+                return _Submitted(report_id, None, None, judge=later, now=now)
             view = new_report_view(conn, report_id, None, with_metrics=True)
             return _Submitted(report_id, None, None, view=view)
         assert spec is not None
@@ -382,6 +385,9 @@ async def submit_run(
     if submitted.created is not None:
         view = await ctx.db.read(created_report_view, submitted.created, submitted.job_uuid)
         return {**view, "deduplicated": False}
+    if submitted.judge is not None:
+        assert submitted.now is not None
+        return {**await judge_direct(ctx, submitted.judge, submitted.now), "deduplicated": False}
     if submitted.view is not None:
         return {**submitted.view, "deduplicated": False}
     view = await ctx.db.read(_replayed_view, submitted.report_id)
