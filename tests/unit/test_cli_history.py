@@ -11,7 +11,7 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from benchrunner.api.alerts import Alert
+from benchrunner.api.alerts import Alert, DuetMargin
 from benchrunner.api.perf import PerfSeries, PerfVersion
 from benchrunner.api.thresholds import Threshold, ThresholdModel
 from benchrunner.cli.dimension_cmds import dimension_columns, dimension_row
@@ -212,7 +212,7 @@ def test_a_duet_alerts_row_shows_its_ratio_and_the_edge_it_crossed() -> None:
     ],
 )
 def test_margin_text(margin: dict[str, Any] | None, text: str) -> None:
-    assert margin_text(margin) == text
+    assert margin_text(None if margin is None else DuetMargin.model_validate(margin)) == text
 
 
 @pytest.mark.parametrize(
