@@ -141,7 +141,7 @@ ALERT = {
     "measure": {**_named("latency"), "units": NS},
     "branch": _named("main"),
     "testbed": _named("ci"),
-    "metric": {"value": 150.0},
+    "metric": {"uuid": "metric-1", "value": 150.0},
     "boundary": {"baseline": 100.0, "lower_limit": None, "upper_limit": 110.0},
     "limit": "upper",
 }
@@ -180,6 +180,7 @@ DUET_ALERT = {
     "metric": None,
     "boundary": None,
     "duet": {
+        "statistic": "contender / baseline",
         "ratio": 1.0312,
         "lower_value": 1.02,
         "upper_value": 1.04,

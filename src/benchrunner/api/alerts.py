@@ -30,9 +30,10 @@ class AlertUpdate(ApiBody):
 
 
 class Dimension(Named):
-    """A branch, testbed, benchmark or measure in Bencher's shape."""
+    """A branch, testbed, benchmark or measure in Bencher's shape (``project`` null: a server
+    that did not say)."""
 
-    project: str
+    project: str | None = None
     created: str | None = None
     modified: str | None = None
     archived: str | None = None

@@ -64,7 +64,7 @@ class ReportThresholdModel(Answer):
     only beside a measure's ``metric``)."""
 
     uuid: str
-    project: str
+    project: str | None = None
     model: ThresholdModel
     created: str | None = None
     alert_when_noisy: bool | None = None
@@ -106,9 +106,10 @@ class ReportMeasure(Answer):
 class ReportBenchmark(Answer):
     """A benchmark's results in one iteration: its one variant and its measures."""
 
-    iteration: int
+    iteration: int | None = None
     benchmark: Dimension
-    variant: Variant
+    variant: Variant | None = None
+    """Null from a server that names no variants."""
     measures: list[ReportMeasure] = Field(default_factory=list)
 
 

@@ -185,10 +185,6 @@ async def _query(
     return await ctx.db.read(unit)
 
 
-# The answer is built as Perf's JSON, not as the model: validating a model per point would
-# more than double its CPU (benchmarks/RESULTS.md); tests check the JSON against Perf.
-
-
 def _named(row: Any) -> BuiltJson:
     return {"uuid": str(row.uuid), "name": row.name, "slug": row.slug}
 
@@ -253,6 +249,8 @@ def _measure_view(row: Any) -> BuiltJson:
 
 
 def perf_view(found: _Resolved) -> BuiltJson:
+    """``Perf``'s JSON, built as plain data: a model per point would more than double the
+    answer's CPU (benchmarks/RESULTS.md); tests check the JSON against ``Perf``."""
     results = []
     for (b, t, bm, m), points in _by_series(found).items():
         results.append(
