@@ -5,8 +5,8 @@ and boundaries.
 
 One SQLite server; each block of ``--submissions`` goes to a branch of its own (the same
 history for every block). With ``--before SRC`` (another checkout's ``src``) the server is
-restarted on the same database alternately from that tree and this one, ``--rounds`` times,
-and the ratio of the medians is printed.
+restarted on the same database alternately from that tree and this one (which goes first
+alternates), ``--rounds`` times, and the ratio of the medians is printed.
 
     .venv/bin/python -m benchmarks.direct_submission_cpu [--submissions 150] [--rounds 5]
         [--before OLD_SRC]
@@ -80,7 +80,8 @@ def main() -> None:
         deploy(Path(tmp), f"sqlite:///{Path(tmp) / 'db.sqlite'}") as deployment,
     ):
         for round_ in range(args.rounds):
-            for name, env in trees.items():
+            order = list(trees.items())
+            for name, env in order if round_ % 2 == 0 else reversed(order):
                 deployment.server.kill(signal.SIGTERM)
                 deployment.server.env = env
                 deployment.server.start()
