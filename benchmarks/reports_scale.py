@@ -7,10 +7,15 @@ metric of every benchmark and measure, and a measure-wide ``t_test`` threshold (
 64; ``--test change_point``: a ``change_point`` threshold of the detector's defaults, same
 sample size) on each measure of its branch and testbed. Then it measures, with repeats:
 
-- **process**: one new report of every benchmark and measure, as processing stores and judges
-  it (``reports.metrics_add``, ``reports.FINISH_AFTER_MOVE``, ``evaluation.evaluate_report``), then
-  looks back over its series (``look_back.look_back_report``, on its own line: it runs after the
-  runner's ack), in a transaction that is rolled back, so every repeat sees the same history;
+- **process**: one new report of every benchmark and measure, as processing stores it
+  (``reports.metrics_add_missing``, ``metric_parts.METRIC_PART`` metrics a write transaction on
+  SQLite, each timed; ``reports.FINISH_AFTER_MOVE``) and judges it
+  (``evaluation.judge_report``'s reads and verdicts, then ``verdicts.verdicts_write`` a part at
+  a time, each part timed: the longest is SQLite's writer held; a tree that judges in the
+  store's transaction, ``evaluate_report``), then looks back over its series
+  (``look_back.look_back_plan`` and ``look_back_write``, on its own line: it runs after the
+  runner's ack), in a
+  transaction that is rolled back, so every repeat sees the same history;
 - **perf**: the perf query of one benchmark's year (``store.perf.perf_points``), for one measure
   and for all three, and the same through ``GET /v0/projects/{project}/perf`` of an in-process
   app.
@@ -61,10 +66,10 @@ from benchrunner.core.tiers import Plan
 from benchrunner.detection.models import Model, TestKind
 from benchrunner.server.app.factory import create_app
 from benchrunner.server.config import ServerSettings
+from benchrunner.server.processing import evaluation as evaluation_module
 from benchrunner.server.processing import look_back as look_back_module
 from benchrunner.server.processing.evaluation import evaluate_report, series_thresholds_to_judge
-from benchrunner.server.processing.look_back import look_back_report
-from benchrunner.server.store import accounts, history, reports, thresholds
+from benchrunner.server.store import accounts, capabilities, history, reports, thresholds
 from benchrunner.server.store.engine import make_engine
 from benchrunner.server.store.migrate import upgrade
 from benchrunner.server.store.perf import PerfQuery, perf_points
@@ -289,6 +294,18 @@ class ProcessTimes:
     evaluate_cpu: list[float] = field(default_factory=list)
     """``evaluate``'s CPU time in this process (SQLite's work included; not PostgreSQL's):
     what carries from a loaded machine to a quiet one better than its wall time."""
+    judge_read: list[float] = field(default_factory=list)
+    """Of the judgment, its reads and verdicts (``evaluation.judge_report``), outside any write
+    transaction (a tree that judges in the store's transaction: none)."""
+    judge_write_max: list[float] = field(default_factory=list)
+    """Of the judgment, its longest write (``verdicts.verdicts_write`` of one part); in a tree
+    that judges in the store's transaction, the whole judgment: SQLite's writer held."""
+    store_write_max: list[float] = field(default_factory=list)
+    """Of the store, its longest write transaction (``metric_parts.METRIC_PART`` metrics on
+    SQLite; a tree that stores in one transaction: the whole store)."""
+    judge_write_cpu_max: list[float] = field(default_factory=list)
+    """The CPU time of the write of most CPU (SQLite's work included), which carries from a
+    loaded machine to a quiet one better than wall time (a tree without parts: none)."""
 
 
 _BOUNDARIES = (
@@ -335,6 +352,7 @@ def verdicts(conn: Connection, report_id: int) -> str:
     return f"{len(drawn)} boundaries, {len(raised)} alerts, {digest}"
 
 
+_JUDGE = getattr(evaluation_module, "judge_report", None)
 _PLAN = getattr(look_back_module, "look_back_plan", None)
 _WRITE = getattr(look_back_module, "look_back_write", None)
 _WRITE_ROWS: int = getattr(look_back_module, "WRITE_ROWS", 0)
@@ -362,6 +380,55 @@ def _look_back_in_steps(
     return found, read_ms, longest
 
 
+def _judge_in_steps(
+    conn: Connection, report_id: int, stored: list[reports.StoredMetric], judging: list[Any]
+) -> tuple[int, float, float, float, history.SeriesReads]:
+    """The judgment as ``judgment.judge_later`` runs it: its reads and verdicts, then its
+    writes a part at a time (``verdicts.WRITE_ROWS`` rows on SQLite, one part on PostgreSQL;
+    here in the caller's transaction, each timed, re-checks included); the alerts raised, the
+    reads' time, the longest write's and the most CPU of one write (ms), and the histories
+    read."""
+    from benchrunner.server.processing.verdicts import WRITE_ROWS, verdicts_write
+
+    assert _JUDGE is not None
+    reads = history.SeriesReads()
+    started = time.perf_counter()
+    verdicts = _JUDGE(conn, report_id, stored, found=judging, reads=reads)
+    read_ms = (time.perf_counter() - started) * 1000
+    whole = capabilities.of(conn).concurrent_writers
+    parts = [verdicts.units] if whole else list(verdicts.parts(WRITE_ROWS))
+    raised, longest, most_cpu = 0, 0.0, 0.0
+    for part in parts:
+        began, cpu = time.perf_counter(), time.thread_time()
+        raised += len(verdicts_write(conn, verdicts, part, NOW).raised)
+        longest = max(longest, (time.perf_counter() - began) * 1000)
+        most_cpu = max(most_cpu, (time.thread_time() - cpu) * 1000)
+    return raised, read_ms, longest, most_cpu, reads
+
+
+def _store_in_steps(
+    conn: Connection, report_id: int, project_id: int, values: list[reports.MetricValue]
+) -> tuple[list[reports.StoredMetric], float]:
+    """The store as processing runs it: ``metric_parts.METRIC_PART`` metrics a write on
+    SQLite (``reports.metrics_add_missing``), all at once on PostgreSQL or in a tree without
+    parts; here in the caller's transaction, each part timed. The metrics stored and the
+    longest part's time (ms)."""
+    add = getattr(reports, "metrics_add_missing", None)
+    if add is None:
+        started = time.perf_counter()
+        stored = reports.metrics_add(conn, report_id, project_id, values, NOW)
+        return stored, (time.perf_counter() - started) * 1000
+    from benchrunner.server.processing.metric_parts import METRIC_PART
+
+    size = len(values) if capabilities.of(conn).concurrent_writers else METRIC_PART
+    stored, longest = [], 0.0
+    for start in range(0, len(values), size):
+        began = time.perf_counter()
+        stored += add(conn, report_id, project_id, values[start : start + size], NOW)
+        longest = max(longest, (time.perf_counter() - began) * 1000)
+    return stored, longest
+
+
 def time_processing(
     engine: Engine, project: Project, repeats: int, log: StatementLog
 ) -> ProcessTimes:
@@ -378,22 +445,30 @@ def time_processing(
             )  # fmt: skip
             report_id, _ = reports.report_create(conn, params)
             started = time.perf_counter()
-            stored = reports.metrics_add(conn, report_id, project.id, values, NOW)
+            stored, store_max_ms = _store_in_steps(conn, report_id, project.id, values)
             finish = reports.finish_params(report_id, start_time=NOW, end_time=NOW, error=None)
             reports.FINISH_AFTER_MOVE.alone.first(conn, finish)
             stored_at = time.perf_counter()
             cpu_at = time.thread_time()
             log.on, log.statements = k == repeats, []
-            reads = history.SeriesReads()
             judging = series_thresholds_to_judge(
                 conn, project.branch_id, project.testbed_id, stored
             )
-            raised = evaluate_report(conn, report_id, stored, NOW, found=judging, reads=reads)
+            if _JUDGE is None:  # a tree that judges in the store's transaction
+                reads = history.SeriesReads()
+                raised = evaluate_report(conn, report_id, stored, NOW, found=judging, reads=reads)
+                judge_read_ms, judge_write_ms = math.nan, (time.perf_counter() - stored_at) * 1000
+                judge_write_cpu_ms = math.nan
+            else:
+                raised, judge_read_ms, judge_write_ms, judge_write_cpu_ms, reads = _judge_in_steps(
+                    conn, report_id, stored, judging
+                )
             log.on = False
             done = time.perf_counter()
             cpu_ms = (time.thread_time() - cpu_at) * 1000
             if _PLAN is None:  # a tree whose look-back is one transaction
-                found = look_back_report(conn, report_id, stored, NOW, found=judging, reads=reads)
+                whole = look_back_module.look_back_report  # type: ignore[attr-defined]
+                found = whole(conn, report_id, stored, NOW, found=judging, reads=reads)
                 read_ms, write_max_ms = math.nan, (time.perf_counter() - done) * 1000
             else:
                 found, read_ms, write_max_ms = _look_back_in_steps(
@@ -406,8 +481,12 @@ def time_processing(
             if k == 0:
                 continue  # the first run warms caches and prepared statements
             times.store.append((stored_at - started) * 1000)
+            times.store_write_max.append(store_max_ms)
             times.evaluate.append((done - stored_at) * 1000)
             times.evaluate_cpu.append(cpu_ms)
+            times.judge_read.append(judge_read_ms)
+            times.judge_write_max.append(judge_write_ms)
+            times.judge_write_cpu_max.append(judge_write_cpu_ms)
             times.look_back.append((looked_back - done) * 1000)
             times.alerts.append(raised)
             times.looked_back.append(found)
@@ -487,8 +566,16 @@ def measure_all(
     n = len(project.benchmark_ids) * len(project.measure_ids)
     print(f"  process one report of {n:,} metrics ({repeats} runs, rolled back):")
     print(f"    store metrics (metrics_add + finish): {_spread(times.store)}")
-    print(f"    evaluate_report:                             {_spread(times.evaluate)}")
+    print(f"    - its longest write transaction:             {_spread(times.store_write_max)}")
+    print(f"    evaluate_report (the judgment):              {_spread(times.evaluate)}")
     print(f"    - its CPU in this process:                   {_spread(times.evaluate_cpu)}")
+    if not math.isnan(times.judge_read[0]):
+        print(f"    - its reads and verdicts (no write):         {_spread(times.judge_read)}")
+    print(f"    - its longest write transaction:             {_spread(times.judge_write_max)}")
+    if not math.isnan(times.judge_write_cpu_max[0]):
+        print(
+            f"    - the most CPU of one write:                 {_spread(times.judge_write_cpu_max)}"
+        )
     totals = [s + e for s, e in zip(times.store, times.evaluate, strict=True)]
     print(f"    total:                                       {_spread(totals)}")
     print(f"    look_back_report (after the ack):            {_spread(times.look_back)}")
@@ -585,9 +672,13 @@ def compare(url: str, project: Project, repeats: int, rounds: int, before: str) 
     print(f"\n== before ({before}) and after, alternately: {rounds} rounds of {repeats} runs")
     print(f"  process one report of {n:,} metrics (rolled back):")
     for key, what in (
-        ("store", "store metrics"),
+        ("store", "store"),
+        ("store_write_max", "- longest write"),
         ("evaluate", "evaluate_report"),
         ("evaluate_cpu", "- its CPU here"),
+        ("judge_read", "- reads, verdicts"),
+        ("judge_write_max", "- longest write"),
+        ("judge_write_cpu_max", "- most CPU, write"),
         ("look_back", "look_back_report"),
         ("look_back_read", "- reads, detector"),
         ("look_back_write_max", "- longest write"),

@@ -101,7 +101,7 @@ def _judged_run(
     args: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """A runner job on main/ci measuring the file's first value (in each of ``iterations``);
-    its report once processed."""
+    its report once processed (judged: docs/reference/thresholds.md, "When")."""
     with deployment.admin() as client:
         submitted = client.run(
             {

@@ -20,15 +20,18 @@ from benchrunner.core.clock import SystemClock
 from benchrunner.core.states import JobStatus
 from benchrunner.core.templates import TemplateRegistry
 from benchrunner.core.tiers import Plan
+from benchrunner.detection.models import Model, TestKind
 from benchrunner.protocol import IterationResult, JsonJobOutput
 from benchrunner.server.blobs.blob_store import READ_CHUNK, LocalBlobStore, job_output_key
 from benchrunner.server.config import ServerSettings
 from benchrunner.server.context import ServerContext
+from benchrunner.server.processing import metric_parts
+from benchrunner.server.processing.metric_parts import METRIC_PART
 from benchrunner.server.processing.processor import INLINE_PARSE_BYTES, Processor, byte_batches
 from benchrunner.server.processing.results import measure_output
-from benchrunner.server.store import jobs
+from benchrunner.server.store import alerts, jobs, reports, thresholds
 from benchrunner.server.store.engine import Database
-from benchrunner.server.store.tables import job_event, metric, report
+from benchrunner.server.store.tables import alert, job_event, metric, report, threshold
 from tests.databases import with_schema
 from tests.unit.test_claim_policy import World
 
@@ -242,16 +245,165 @@ def test_the_byte_budget_defaults_to_four_largest_messages_and_holds_at_least_on
 def test_a_failing_evaluation_leaves_the_job_processed_with_its_metrics(
     setup: Setup, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Judging runs in the batch's transaction: an error there must not roll the batch back
-    and leave its jobs ``completed``, to fail again on every retry."""
+    """Judging runs after the batch's transaction committed: an error there leaves its jobs
+    ``processed`` with their metrics, not ``completed``, to fail again on every retry."""
 
-    def failing(*_args: object) -> int:
+    def failing(*_args: object, **_kwargs: object) -> int:
         raise OverflowError("intermediate overflow in fsum")
 
-    monkeypatch.setattr("benchrunner.server.processing.processor.evaluate_report", failing)
+    monkeypatch.setattr("benchrunner.server.processing.judgment.judge_report", failing)
     job_id = setup.completed_job(GOOD)
     asyncio.run(Processor(setup.ctx).process([job_id]))
     assert setup.outcome(job_id) == (JobStatus.PROCESSED, None, 1, 1)
+
+
+class _Stopped(Exception):
+    """The server process stopped after the metrics' commit: ``Processor.process`` lets it
+    through, and nothing after it runs."""
+
+
+def _value_output(value: float) -> bytes:
+    stdout = json.dumps({"b": {"latency": {"value": value}}})
+    return json.dumps({"results": [{"exit_code": 0, "stdout": stdout}]}).encode()
+
+
+def _judged_state(setup: Setup, job_id: int) -> tuple[int, int]:
+    """Boundaries and alerts of the job's report."""
+
+    def read(conn: sa.Connection) -> tuple[int, int]:
+        row = jobs.job_get(conn, job_id)
+        assert row is not None
+        raised = conn.execute(
+            sa.select(sa.func.count()).where(alert.c.report_id == row.report_id)
+        ).scalar_one()
+        return len(alerts.report_boundaries(conn, row.report_id)), raised
+
+    return setup.world.db.read_sync(read)
+
+
+def _threshold_on_the_series(setup: Setup, job_id: int) -> None:
+    """A threshold of 10 % up on the series of ``job_id``'s report, raising its alerts
+    (none held back)."""
+
+    def put(conn: sa.Connection) -> None:
+        row = jobs.job_get(conn, job_id)
+        assert row is not None
+        found = conn.execute(
+            sa.select(report.c.project_id, report.c.branch_id, report.c.testbed_id).where(
+                report.c.id == row.report_id
+            )
+        ).one()
+        now = setup.ctx.clock.now()
+        measure_id = reports.measure_ids(conn, found.project_id, ["latency"], now)["latency"]
+        key = thresholds.SeriesKey(found.branch_id, found.testbed_id, measure_id, None)
+        model = Model(TestKind.PERCENTAGE, upper_boundary=0.1)
+        thresholds.threshold_put(conn, found.project_id, key, model, now)
+        conn.execute(threshold.update().values(confirm=0))  # raised, not held back
+
+    setup.world.db.write_sync(put)
+
+
+def test_a_report_whose_judgment_was_interrupted_is_judged_on_recovery_once(
+    setup: Setup, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """docs/reference/thresholds.md, "When": a job ``processed`` has its report judged. One
+    whose server stopped after its metrics committed stays ``completed``; processing it again
+    judges the metrics stored (not stored twice) and moves it, with one boundary and alert."""
+    first = setup.completed_job(_value_output(3.0))
+    stepped = setup.completed_job(_value_output(30.0))
+
+    _threshold_on_the_series(setup, first)
+    asyncio.run(Processor(setup.ctx).process([first]))
+    assert _judged_state(setup, first) == (1, 0)
+
+    async def stopped(*_args: object) -> None:
+        raise _Stopped
+
+    with monkeypatch.context() as patched:
+        patched.setattr("benchrunner.server.processing.processor.judge_later", stopped)
+        with pytest.raises(_Stopped):
+            asyncio.run(Processor(setup.ctx).process([stepped]))
+    assert setup.outcome(stepped) == (JobStatus.COMPLETED, None, 1, 0)
+    assert _judged_state(setup, stepped) == (0, 0)
+    for _ in range(2):  # startup's recovery, then the sweeper's: the second finds it processed
+        asyncio.run(Processor(setup.ctx).process([stepped]))
+    assert setup.outcome(stepped) == (JobStatus.PROCESSED, None, 1, 1)
+    assert _judged_state(setup, stepped) == (1, 1)
+
+
+def test_a_job_requeued_while_it_is_judged_is_judged_once(setup: Setup) -> None:
+    """The sweeper re-queues a job left ``completed``, and so one whose judgment is under way:
+    another processor judges it between this judgment's read and its write. The writes keep
+    the first boundary and alert (a metric keeps its boundary, a boundary its alert) and the
+    move is guarded: one boundary, one alert, one move to ``processed``."""
+    first = setup.completed_job(_value_output(3.0))
+    stepped = setup.completed_job(_value_output(30.0))
+    _threshold_on_the_series(setup, first)
+    asyncio.run(Processor(setup.ctx).process([first]))
+    db = setup.ctx.db
+    read = db.read_apart
+    requeued: list[bool] = []
+
+    async def requeued_after_the_read(unit: Any, *args: Any) -> Any:
+        planned = await read(unit, *args)
+        if not requeued:
+            requeued.append(True)
+            assert setup.outcome(stepped)[0] == JobStatus.COMPLETED
+            await Processor(setup.ctx).process([stepped])  # as the sweeper's re-queue
+            assert _judged_state(setup, stepped) == (1, 1)
+        return planned
+
+    db.read_apart = requeued_after_the_read  # type: ignore[method-assign,assignment]
+    try:
+        asyncio.run(Processor(setup.ctx).process([stepped]))
+    finally:
+        del db.read_apart
+    assert requeued
+    assert setup.outcome(stepped) == (JobStatus.PROCESSED, None, 1, 1)
+    assert _judged_state(setup, stepped) == (1, 1)
+
+
+def _many_output(count: int) -> bytes:
+    stdout = json.dumps({f"b{k}": {"latency": {"value": 3.0}} for k in range(count)})
+    return json.dumps({"results": [{"exit_code": 0, "stdout": stdout}]}).encode()
+
+
+def test_a_large_report_stored_in_parts_and_stopped_between_them_stores_each_metric_once(
+    setup: Setup, database_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """docs/decisions/processing.md: on SQLite a report's metrics are stored ``METRIC_PART``
+    a write transaction, its job ``completed`` until the last; a server stopped between two
+    parts leaves it so with the parts stored, and processing it again stores the rest, each
+    metric once. PostgreSQL stores them in one statement."""
+    count = 2 * METRIC_PART + 50
+    job_id = setup.completed_job(_many_output(count))
+    if database_url.startswith("sqlite"):
+        store_part = metric_parts._store_part
+        parts: list[int] = []
+
+        def stopped_at_the_second(*args: Any) -> Any:
+            parts.append(len(args[2]))
+            if len(parts) == 2:
+                raise _Stopped
+            return store_part(*args)
+
+        with monkeypatch.context() as patched:
+            patched.setattr(metric_parts, "_store_part", stopped_at_the_second)
+            asyncio.run(Processor(setup.ctx).process([job_id]))
+        # the first part went with the job's write; the rest in two, stopped at the second
+        assert parts == [METRIC_PART, count - 2 * METRIC_PART]
+        assert setup.outcome(job_id) == (JobStatus.COMPLETED, None, 2 * METRIC_PART, 0)
+    asyncio.run(Processor(setup.ctx).process([job_id]))
+    assert setup.outcome(job_id) == (JobStatus.PROCESSED, None, count, 1)
+
+    def keys(conn: sa.Connection) -> list[tuple[int, int, int]]:
+        found = conn.execute(
+            sa.select(metric.c.benchmark_id, metric.c.measure_id, metric.c.iteration)
+        )
+        return [(int(b), int(m), int(i)) for b, m, i in found]
+
+    stored = setup.world.db.read_sync(keys)
+    assert len(set(stored)) == len(stored) == count
 
 
 def test_collected_files_of_one_iteration_keep_one_result_per_benchmark() -> None:

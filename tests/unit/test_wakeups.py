@@ -26,7 +26,7 @@ from benchrunner.server.store.listen import (
     session_conninfo,
 )
 from tests.databases import POSTGRES_ADMIN_URL, postgres_database, require_postgres
-from tests.loop_timers import timers
+from tests.loop_timers import reads_from, timers, until
 
 
 class Recorder:
@@ -191,8 +191,7 @@ async def _listen_idle(url: str) -> None:
     try:
         received = await listen(listening, ["idle"])
         waiting = asyncio.ensure_future(anext(received))
-        for _ in range(5):  # the iteration runs to its wait on the socket
-            await asyncio.sleep(0)
+        await until(lambda: reads_from(asyncio.get_running_loop(), listening.pgconn.socket))
         assert not waiting.done()
         # psycopg's notifies() arms a 0.1 s timer as it starts to wait
         assert not timers(asyncio.get_running_loop())

@@ -36,7 +36,7 @@ from benchrunner.server.processing.completion import (
     fail_with_output,
     keep_late_output,
 )
-from benchrunner.server.processing.look_back import LookBackLater, look_back_later
+from benchrunner.server.processing.judgment import JudgmentLater, judge_later
 from benchrunner.server.processing.outputs import (
     OutputMissing,
     UnusableOutput,
@@ -142,13 +142,15 @@ class Lifecycle:
             log.exception("failing job %s failed; its timeout takes over", job.uuid)
             self.watchdog.watch(job.id)
 
-    async def _look_back(self, later: LookBackLater) -> None:
-        """A report processed with its result looks back over its series once acknowledged
-        (lost with the process: the next report's look-back covers the same window)."""
-        try:
-            await look_back_later(self.ctx.db, later, self.ctx.clock.now())
-        except Exception:
-            log.exception("looking back over report %s's series failed", later.report_id)
+    async def _judge(self, later: JudgmentLater) -> None:
+        """A report whose metrics were stored with its result is judged, its job moved to
+        ``processed``, and it looks back over its series, once acknowledged
+        (``judgment.judge_later``)."""
+        judged = await judge_later(self.ctx.db, later, self.ctx.clock.now())
+        if judged.moved and later.processed is not None:
+            self.moves.done(later.processed)
+        if judged.confirming:
+            self._confirming()
 
     async def _return_undelivered(self, job: jobs.JobRow) -> None:
         reason = "undelivered: the runner's channel closed before the claimed job was sent"
@@ -422,11 +424,10 @@ class Lifecycle:
             now = self.ctx.clock.now()
             done = await self._complete(job, runner, now, row_output, signed, log)
             if done.completed:
-                self.moves.done(*done.moves)
-                if done.confirming:  # ``finished`` woke it only while one was open
-                    self._confirming()
-                if done.look_back is not None:
-                    self._track(self._look_back(done.look_back), f"look-back-{job.id}")
+                judging = () if done.judge is None else (job.id,)
+                self.moves.done(*done.moves, judging=judging)
+                if done.judge is not None:
+                    self._track(self._judge(done.judge), f"judgment-{job.id}")
                 return ack
             reread = await self.ctx.db.read(jobs.job_get, job.id)
             if reread is None:

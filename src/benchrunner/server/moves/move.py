@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -276,8 +276,10 @@ class Moves:
             self.done(move)
         return moved
 
-    def done(self, *moves: Move) -> None:
-        """Announce committed moves (in their order): log and count each, then notify."""
+    def done(self, *moves: Move, judging: Iterable[int] = ()) -> None:
+        """Announce committed moves (in their order): log and count each, then notify.
+        ``judging``: jobs left ``completed`` whose report the caller judges, which then moves
+        them (``processing.judgment``): not queued for processing."""
         for move in moves:
             job_moved(
                 self._ctx,
@@ -289,7 +291,7 @@ class Moves:
                 reason=move.reason,
                 timeout=move.timeout,
             )
-        processed = {m.job.id for m in moves if m.to == JobStatus.PROCESSED}
+        processed = {m.job.id for m in moves if m.to == JobStatus.PROCESSED} | set(judging)
         for move in moves:
             if move.to not in IN_FLIGHT and move.to != JobStatus.PROCESSED:
                 self.hooks.left_flight(move.job)

@@ -1,6 +1,7 @@
 """The write behind a runner's ``completed``: one transaction for the move to ``completed``,
 the output when it is small enough for a row, and, when it is small enough to parse at once,
-its processing too (metrics, report, thresholds judged, ``processed``).
+its processing too (metrics, report, ``processed``; where thresholds judge the metrics, the
+job stays ``completed`` until their judgment after the runner's ``ack``, ``processing.judgment``).
 
 Doing it all at once spares a small job the blob file and its two flushes, and the
 processor's own reads and transaction; its ``ack`` then also means that the job's metrics are
@@ -20,7 +21,7 @@ from sqlalchemy.engine import Connection
 
 from benchrunner.core.states import JobStatus
 from benchrunner.server.moves.move import Move, apply, apply_reading
-from benchrunner.server.processing.look_back import LookBackLater
+from benchrunner.server.processing.judgment import JudgmentLater
 from benchrunner.server.processing.processor import (
     INLINE_PARSE_BYTES,
     measure_job,
@@ -41,17 +42,17 @@ class Completion:
     completed: bool
     """The job moved to ``completed`` (False: it had left ``running``/``failed`` meanwhile)."""
     processed: bool = False
-    """... and on to ``processed`` in the same transaction."""
+    """... and on to ``processed`` in the same transaction (False while its metrics, stored,
+    await their judgment: ``judge``)."""
     error: str | None = None
     """Why the output gave no metrics, when processed."""
     row: jobs.JobRow | None = None
     """The job as it was completed, when processed."""
-    confirming: bool = False
-    """... and its report holds alerts back for confirmation runs."""
     moves: tuple[Move, ...] = ()
     """The moves made, for ``Moves.done`` once they committed."""
-    look_back: LookBackLater | None = None
-    """The processed report's look-back, for after the runner's ``ack``."""
+    judge: JudgmentLater | None = None
+    """The report's judgment and look-back, for after the runner's ``ack``; it moves the job
+    to ``processed``."""
 
 
 def complete(
@@ -104,18 +105,17 @@ def complete(
         parsing,
     )
     recorded = record_processed(
-        conn, completed, item.values, item.error, now, item.noise, item.duet
+        conn, completed, item.values, item.error, now, parsing, item.noise, item.duet
     )
     if recorded is None:
         return Completion(completed=True, moves=(done,))
     return Completion(
         completed=True,
-        processed=True,
+        processed=recorded.move is not None,
         error=item.error,
         row=completed,
-        confirming=recorded.confirming,
-        moves=(done, recorded.move),
-        look_back=recorded.look_back,
+        moves=(done,) if recorded.move is None else (done, recorded.move),
+        judge=recorded.judge,
     )
 
 

@@ -1,8 +1,11 @@
 """A report's metrics judged against their thresholds (docs/decisions/processing.md): boundaries and
 alerts.
 
-Runs in the transaction that stored the metrics: in the request for a direct run (so the
-answer carries the alerts), in processing for a runner job — never in the channel.
+``judge_report`` reads the history and draws the boundaries and alerts without writing
+(``processing.verdicts``): for a runner job's report on a read connection after the metrics
+committed (``processing.judgment``), written in short write transactions that re-check what it
+read. ``evaluate_report`` judges and writes in the caller's transaction (a direct run's request:
+its answer carries the alerts).
 
 For each metric: the threshold is the benchmark's override if it has one, else the measure's;
 ignored benchmarks are never judged. The history (``store.history``) is cut to the model's
@@ -38,7 +41,7 @@ from benchrunner.server.processing.sample_evaluation import (
     DEFAULT_MAX_SAMPLE_SIZE,
     judge_samples,
 )
-from benchrunner.server.processing.webhooks import emit_alert_event
+from benchrunner.server.processing.verdicts import AlertVerdict, Verdicts, verdicts_write
 from benchrunner.server.store import alerts, history, reports, thresholds
 from benchrunner.server.store.history import Point
 from benchrunner.server.store.tables import benchmark
@@ -105,64 +108,84 @@ def evaluate_report(
     duet_possible: Callable[[Level], bool] = lambda _level: False,
     reads: history.SeriesReads | None = None,
 ) -> int:
-    """Judge the report's newly stored metrics; returns how many alerts were raised (each
-    queued for the project's webhooks, ``server.processing.webhooks``, in this transaction). On
-    a ``noisy`` report (``server.processing.noise``) the boundaries are drawn and stored all the
-    same, but only thresholds with ``alert_when_noisy`` raise alerts. ``found``: the thresholds
-    of the metrics' measures on the report's branch and testbed (``series_thresholds_to_judge``;
-    none: nothing to judge). ``confirming`` (a runner
-    job's report): a threshold with confirmation runs holds its alerts back as ``pending``
-    (``server.processing.confirmations``); they are not counted here. ``duet_possible``: whether
-    the confirmation could run as a duet (``samples`` asks, ``judge_samples``). ``reads``: the
-    histories read are kept there for the report's look-back (``processing.look_back``)."""
-    if not found:
-        return 0
+    """Judge the report's newly stored metrics (``judge_report``) and write the verdicts in the
+    caller's transaction; returns how many alerts were raised (each queued for the project's
+    webhooks, ``server.processing.webhooks``, in this transaction; those held back for
+    confirmation runs not counted)."""
+    judged = judge_report(
+        conn,
+        report_id,
+        metrics,
+        found=found,
+        noisy=noisy,
+        confirming=confirming,
+        duet_possible=duet_possible,
+        reads=reads,
+    )
+    return len(verdicts_write(conn, judged, judged.units, now, check=False).raised)
+
+
+def judge_report(
+    conn: Connection,
+    report_id: int,
+    metrics: Sequence[reports.StoredMetric],
+    *,
+    found: list[Any],
+    noisy: bool = False,
+    confirming: bool = False,
+    duet_possible: Callable[[Level], bool] = lambda _level: False,
+    reads: history.SeriesReads | None = None,
+) -> Verdicts:
+    """The verdicts on the report's newly stored metrics, read and drawn without writing
+    (``verdicts.verdicts_write`` writes them). On a ``noisy`` report
+    (``server.processing.noise``) the boundaries are drawn all the same, but only thresholds
+    with ``alert_when_noisy`` raise alerts. ``found``: the thresholds of the metrics' measures
+    on the report's branch and testbed (``series_thresholds_to_judge``; none: nothing to
+    judge). ``confirming`` (a runner job's report): a threshold with confirmation runs holds
+    its alerts back as ``pending`` (``server.processing.confirmations``). ``duet_possible``:
+    whether the confirmation could run as a duet (``samples`` asks, ``judge_samples``).
+    ``reads``: the histories read are kept there for the report's look-back
+    (``processing.look_back``)."""
     row = reports.report_row(conn, report_id)
+    scope = history.scope_of(row)
+    verdicts = Verdicts(report_id, scope)
+    if not found:
+        return verdicts
     ignored = _ignored(conn, {m.benchmark_id for m in metrics})
-    raised: list[int] = []
-    to_bisect: list[int] = []
     groups = _group(found, metrics, ignored)
     reads = history.SeriesReads() if reads is None else reads
-    scope = history.scope_of(row)
-    wanted = _read_histories(conn, row, groups, reads)
+    wanted = _read_histories(conn, row, groups, reads, verdicts.cutoffs)
     histories = [history.wanted_history(conn, scope, w, reads) for w in wanted]
     steps = _change_points_together(groups, histories)
     for judged, series in zip(groups, histories, strict=True):
         t = judged.threshold
+        verdicts.judged_by(t.threshold_id, t.id, t.measure_id)
         alerting = not noisy or bool(t.alert_when_noisy)
+        # held back: their confirmation raises them (and asks for the bisection)
         pending = confirming and confirm_runs(t.confirm) > 0
+        bisect = bool(t.bisect) and not pending
         test = thresholds.model_of(t).test
-        here: list[int] = []
         if test is TestKind.SAMPLES:
-            here += judge_samples(
+            judge_samples(
                 conn,
+                verdicts,
                 t,
-                report_id,
                 judged.metrics,
                 series,
-                now,
                 alerting,
                 pending=pending,
+                bisect=bisect,
                 duet_possible=duet_possible,
             )
         elif test is not TestKind.CHANGE_POINT:
-            here += _judge_limits(
-                conn, t, report_id, judged.metrics, series, now, alerting, pending
-            )
+            _judge_limits(verdicts, t, judged.metrics, series, alerting, pending, bisect)
         else:
             for m in judged.metrics:
                 past = series[m.benchmark_id].points()
-                found = steps[m.id]
-                here += _judge_changes(conn, t, report_id, m, past, found, now, alerting, pending)
-        if pending:
-            continue  # held back: their confirmation raises them (and asks for the bisection)
-        raised += here
-        if t.bisect:
-            to_bisect += here
-    emit_alert_event(conn, "alert.raised", raised, now)
-    # The bisection driver starts their bisections (docs/how-to/bisect.md).
-    alerts.alerts_bisect_pending(conn, to_bisect)
-    return len(raised)
+                _judge_changes(
+                    conn, verdicts, t, report_id, m, past, steps[m.id], alerting, pending, bisect
+                )
+    return verdicts
 
 
 def threshold_series(
@@ -197,12 +220,16 @@ def threshold_wanted(
 
 
 def _read_histories(
-    conn: Connection, row: Any, groups: list[_Judged], reads: history.SeriesReads
+    conn: Connection,
+    row: Any,
+    groups: list[_Judged],
+    reads: history.SeriesReads,
+    cutoffs: dict[int, dt.datetime | None],
 ) -> list[history.Wanted]:
     """The history each threshold of the report judges against (``threshold_wanted``), read
-    together into ``reads`` (``history.read_together``) before any is judged."""
+    together into ``reads`` (``history.read_together``) before any is judged; each measure's
+    latest baseline reset into ``cutoffs``."""
     scope = history.scope_of(row)
-    cutoffs: dict[int, dt.datetime | None] = {}
     wanted: list[history.Wanted] = []
     for judged in groups:
         t = judged.threshold
@@ -263,42 +290,33 @@ def history_since(
 
 
 def _judge_limits(
-    conn: Connection,
+    verdicts: Verdicts,
     t: Any,
-    report_id: int,
     metrics: list[reports.StoredMetric],
     series: dict[int, history.Series],
-    now: dt.datetime,
     alerting: bool,
     pending: bool = False,
-) -> list[int]:
-    """Each metric's limits from its series; their boundaries are stored in one batch (a
-    report's thousands of metrics are not thousands of statements), a metric whose history
-    draws no limits with a null baseline and null limits. Without ``alerting``, nothing is
-    raised; with ``pending``, the alerts are held back."""
+    bisect: bool = False,
+) -> None:
+    """Each metric's limits from its series, into ``verdicts``: a metric whose history draws
+    no limits gets a null baseline and null limits. Without ``alerting``, nothing is raised;
+    with ``pending``, the alerts are held back."""
     from benchrunner.detection.boundary import Limits, limits_many, outside
 
     model = thresholds.model_of(t)
     undrawn = Limits(None, None, None)
     found = limits_many(model, [series[m.benchmark_id].values for m in metrics])
-    drawn = [(m, d or undrawn) for m, d in zip(metrics, found, strict=True)]
-    boundary_ids = alerts.boundaries_put(
-        conn,
-        [
-            alerts.NewBoundary(m.id, t.threshold_id, t.id, d.baseline, d.lower_limit, d.upper_limit)
-            for m, d in drawn
-        ],
-    )
-    raised: list[int] = []
-    if not alerting:
-        return raised
-    for (m, d), boundary_id in zip(drawn, boundary_ids, strict=True):
-        side = None if m.never_alerts else outside(d, m.value)
-        if side is not None:
-            alert_id = alerts.alert_raise(conn, boundary_id, report_id, side, now, pending=pending)
-            if alert_id is not None:
-                raised.append(alert_id)
-    return raised
+    for m, d in zip(metrics, found, strict=True):
+        d = d or undrawn
+        drawn = alerts.NewBoundary(
+            m.id, t.threshold_id, t.id, d.baseline, d.lower_limit, d.upper_limit
+        )
+        side = None if not alerting or m.never_alerts else outside(d, m.value)
+        if side is None:
+            verdicts.add(t.threshold_id, [drawn])
+        else:
+            alert = AlertVerdict(m.id, side, pending=pending, bisect=bisect)
+            verdicts.add(t.threshold_id, [drawn], [alert])
 
 
 def finite_mean(values: list[float]) -> float:
@@ -310,42 +328,43 @@ def finite_mean(values: list[float]) -> float:
 
 def _judge_changes(
     conn: Connection,
+    verdicts: Verdicts,
     t: Any,
     report_id: int,
     m: reports.StoredMetric,
     past: list[Point],
     found: list[ChangePoint],
-    now: dt.datetime,
     alerting: bool,
     pending: bool = False,
-) -> list[int]:
+    bisect: bool = False,
+) -> None:
     """Metric ``m`` after its ``past``, whose change points (``_change_points_together``)
-    are ``found``."""
+    are ``found``, into ``verdicts``."""
     points = [*past, Point(m.id, m.value, report_id)]
     segment_start = found[-1].index if found else 0
     level = finite_mean([p.value for p in points[segment_start:]])
-    alerts.boundary_put(conn, m.id, t.threshold_id, t.id, level, None, None)
+    boundaries = [alerts.NewBoundary(m.id, t.threshold_id, t.id, level, None, None)]
     if not found or not alerting or m.never_alerts:
-        return []  # a step kept back now is raised by a later report that may alert
+        # a step kept back now is raised by a later report that may alert
+        verdicts.add(t.threshold_id, boundaries)
+        return
     alerted = alerts.change_alerted(conn, [p.metric_id for p in points])
     alerted_at = [i for i, p in enumerate(points) if p.metric_id in alerted]
-    raised: list[int] = []
+    raised: list[AlertVerdict] = []
     for k, change in enumerate(found):
         if already_alerted(found, k, alerted_at):
             continue
         where = points[change.index]
-        boundary_id = alerts.boundary_put(
-            conn, where.metric_id, t.threshold_id, t.id, change.before, None, None
-        )
+        if all(b.metric_id != where.metric_id for b in boundaries):  # a metric keeps its first
+            boundaries.append(
+                alerts.NewBoundary(where.metric_id, t.threshold_id, t.id, change.before, None, None)
+            )
         side: alerts.Limit = "upper" if change.after > change.before else "lower"
         since = points[change.index - 1].report_id if change.index > 0 else None
         step = alerts.Change(change.before, change.after, change.magnitude, change.pvalue, since)
-        alert_id = alerts.alert_raise(
-            conn, boundary_id, report_id, side, now, step, pending=pending
-        )
-        if alert_id is not None:
-            raised.append(alert_id)
-    return raised
+        zone = tuple(points[i].metric_id for i in step_zone(found, k, len(points)))
+        raised.append(AlertVerdict(where.metric_id, side, step, pending, bisect, zone))
+    verdicts.add(t.threshold_id, boundaries, raised)
 
 
 def already_alerted(found: list[ChangePoint], k: int, alerted_at: list[int]) -> bool:
@@ -354,3 +373,12 @@ def already_alerted(found: list[ChangePoint], k: int, alerted_at: list[int]) -> 
     low = (found[k - 1].index + here) / 2 if k > 0 else -1
     high = (here + found[k + 1].index) / 2 if k + 1 < len(found) else float("inf")
     return any(low < i < high for i in alerted_at)
+
+
+def step_zone(found: list[ChangePoint], k: int, length: int) -> range:
+    """The indexes (of ``length`` points) nearer to step ``k`` than to its neighbouring steps:
+    an alert on any of them is the step's (``already_alerted``)."""
+    here = found[k].index
+    low = math.floor((found[k - 1].index + here) / 2) + 1 if k > 0 else 0
+    high = math.ceil((here + found[k + 1].index) / 2) if k + 1 < len(found) else length
+    return range(low, min(high, length))

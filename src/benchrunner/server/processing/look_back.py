@@ -126,35 +126,6 @@ async def look_back_later(db: Database, later: LookBackLater, now: dt.datetime) 
     return done
 
 
-def look_back_report(
-    conn: Connection,
-    report_id: int,
-    metrics: Sequence[reports.StoredMetric],
-    now: dt.datetime,
-    *,
-    found: list[Any],
-    noisy: bool = False,
-    reads: history.SeriesReads | None = None,
-) -> int:
-    """Look back over the series of the report's newly judged metrics, in the caller's
-    transaction (a direct run's request); how many alerts were raised or re-opened. On a
-    ``noisy`` report only thresholds with ``alert_when_noisy`` look back. ``found``: the
-    thresholds the report's evaluation judged with (``evaluation.series_thresholds_to_judge``; none:
-    nothing to look back over). ``reads``: the histories
-    the report's evaluation read (``evaluate_report``), whose series are not read again."""
-    if not metrics or not found:
-        return 0
-    try:
-        with conn.begin_nested():
-            planned = look_back_plan(
-                conn, report_id, metrics, noisy=noisy, found=found, reads=reads
-            )
-            return look_back_write(conn, report_id, planned, now)
-    except Exception:  # a bug here must not undo the report's own evaluation
-        log.exception("looking back over report %s's series failed", report_id)
-        return 0
-
-
 def look_back_plan(
     conn: Connection,
     report_id: int,
@@ -164,9 +135,12 @@ def look_back_plan(
     noisy: bool = False,
     reads: history.SeriesReads | None = None,
 ) -> list[Planned]:
-    """What the look-back over the report's series would raise and re-open (``found``, ...:
-    as ``look_back_report``): reads only, so it runs on a read connection. A failure is
-    logged, and plans nothing."""
+    """What the look-back over the report's series would raise and re-open: reads only, so it
+    runs on a read connection. On a ``noisy`` report only thresholds with ``alert_when_noisy``
+    look back. ``found``: the thresholds the report's judgment judged with
+    (``evaluation.series_thresholds_to_judge``; none: nothing to look back over). ``reads``:
+    the histories the judgment read, whose series are not read again. A failure is logged,
+    and plans nothing."""
     if not metrics or not found:
         return []
     try:

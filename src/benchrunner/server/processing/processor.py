@@ -6,7 +6,9 @@ in a worker thread, decoded and
 parsed by the adapters in worker processes (``parsers``), a batch at a time, before the batch's
 write. A job's metrics,
 its report's times and its transition commit together, so a crash half-way leaves the jobs not
-yet committed ``completed`` and startup re-processes them. Where the database work runs inline
+yet committed ``completed`` and startup re-processes them. The report's thresholds judge its
+metrics after that commit, outside the write transaction but for short writes
+(``processing.judgment``). Where the database work runs inline
 on the loop (SQLite), a batch's jobs are written in transactions of about
 ``WRITE_STEP_SECONDS`` each (one job at least), the loop running in between.
 
@@ -22,7 +24,6 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
-import functools
 import logging
 import time
 from collections.abc import Callable, Sequence
@@ -37,14 +38,10 @@ from benchrunner.core.states import JobStatus
 from benchrunner.protocol import JsonDuet, NoiseGuard
 from benchrunner.server.blobs.blob_store import job_output_key
 from benchrunner.server.context import ServerContext
-from benchrunner.server.moves.move import Move, Moves, apply_reading
-from benchrunner.server.processing.confirmation_duets import can_run_as_duet
-from benchrunner.server.processing.confirmations import open_confirmation
-from benchrunner.server.processing.evaluation import evaluate_report, series_thresholds_to_judge
-from benchrunner.server.processing.look_back import (
-    LookBackLater,
-    look_back_later,
-)
+from benchrunner.server.moves.move import Move, Moves, apply, apply_reading
+from benchrunner.server.processing.evaluation import series_thresholds_to_judge
+from benchrunner.server.processing.judgment import JudgmentLater, judge_later
+from benchrunner.server.processing.metric_parts import first_part, stored_in_parts
 from benchrunner.server.processing.noise import NoiseVerdict, verdict
 from benchrunner.server.processing.outputs import (
     UnusableOutput,
@@ -54,7 +51,7 @@ from benchrunner.server.processing.outputs import (
 )
 from benchrunner.server.processing.parsers import measure_stored, measure_stored_duet, parser_pool
 from benchrunner.server.processing.webhooks import emit_alert_event
-from benchrunner.server.store import alerts, duets, history, job_outputs, jobs, reports
+from benchrunner.server.store import alerts, duets, job_outputs, jobs, reports, thresholds
 from benchrunner.server.tasks import cancel_and_wait
 
 log = logging.getLogger(__name__)
@@ -95,6 +92,8 @@ class Measured:
     job: jobs.JobRow
     values: list[reports.MetricValue]
     error: str | None
+    parsing: Any
+    """Its report's ``reports.reports_parsing`` row."""
     noise: NoiseVerdict | None = None
     duet: duets.NewDuet | None = None
 
@@ -143,8 +142,8 @@ class Processor:
         self._on_confirming = on_confirming or (lambda: None)
         self._confirming = False
         """A job of the batch being written opened a confirmation."""
-        self._looks_back: list[LookBackLater] = []
-        """The look-backs of the jobs written, run after their commit."""
+        self._judgments: list[JudgmentLater] = []
+        """The judgments of the reports of the jobs written, run after their commit."""
         self._queue: asyncio.Queue[int] = asyncio.Queue()
         self._queued: set[int] = set()
         """Jobs waiting in the queue or being processed."""
@@ -218,7 +217,7 @@ class Processor:
                     await asyncio.sleep(0)  # an inline write does not yield by itself
                 done, moves = await self._ctx.db.write(self._commit_some, measured, done)
                 self._moves.done(*moves)
-                await self._look_back()
+                await self._judge()
             self._on_batch([job.id for job in group])
             if self._confirming:
                 self._confirming = False
@@ -304,14 +303,14 @@ class Processor:
         return [
             measured_with_noise(job, *next(parsed), parsing[job.report_id])
             if isinstance(raw, bytes)
-            else Measured(job, [], raw)
+            else Measured(job, [], raw, parsing[job.report_id])
             for job, raw in zip(group, read, strict=True)
         ]
 
     @staticmethod
     def _measure_here(job: jobs.JobRow, raw: bytes | str, parsing: dict[int, Any]) -> Measured:
         if isinstance(raw, str):
-            return Measured(job, [], raw)
+            return Measured(job, [], raw, parsing[job.report_id])
         p = parsing[job.report_id]
         return measured_with_noise(
             job, *measure_job(job.config.duet, p.adapter, p.average, p.fold, raw), p
@@ -324,7 +323,7 @@ class Processor:
         them where writes do not run on the loop); returns the index of the first not written
         and the moves made, for ``Moves.done`` once they committed."""
         deadline = None if self._write_step is None else time.perf_counter() + self._write_step
-        self._looks_back = []  # only this transaction's: one rolled back wrote no report
+        self._judgments = []  # only this transaction's: one rolled back wrote no report
         index = start
         moves: list[Move] = []
         while index < len(measured):
@@ -337,9 +336,10 @@ class Processor:
         return index, moves
 
     def _commit(self, conn: Connection, item: Measured) -> Move | None:
-        """Store one job's metrics; the move to ``processed`` made. The guarded move comes
-        first, so a job another replica (or an earlier batch) processed meanwhile adds
-        nothing. Its look-back is kept for after the commit (``_look_back``)."""
+        """Store one job's metrics; the move to ``processed`` made (None: none, or its
+        judgment makes it). The guard comes first, so a job another replica (or an earlier
+        batch) processed meanwhile adds nothing. Its judgment is kept for after the commit
+        (``_judge``)."""
         now = self._ctx.clock.now()
         recorded = record_processed(
             conn,
@@ -347,27 +347,27 @@ class Processor:
             item.values,
             item.error,
             now,
+            item.parsing,
             item.noise,
             item.duet,
         )
         if recorded is None:
             return None
-        self._confirming = self._confirming or recorded.confirming
-        if recorded.look_back is not None:
-            self._looks_back.append(recorded.look_back)
-        return recorded.move
+        if recorded.judge is not None:
+            self._judgments.append(recorded.judge)
+        return recorded.move  # None: its judgment moves it
 
-    async def _look_back(self) -> None:
-        """The look-backs of the reports just committed, each outside the write transaction
-        but for its short writes (``look_back.look_back_later``). A write that was rolled back
-        leaves some here that never committed: their reports are gone, and they find
-        nothing to write."""
-        pending, self._looks_back = self._looks_back, []
+    async def _judge(self) -> None:
+        """The judgments (and look-backs) of the reports just committed, each outside the
+        write transaction but for its short writes (``judgment.judge_later``), each moving
+        its job to ``processed``. A write that was rolled back leaves some here that never
+        committed: their metrics are gone and their jobs ``completed``, for the next try."""
+        pending, self._judgments = self._judgments, []
         for later in pending:
-            try:
-                await look_back_later(self._ctx.db, later, self._ctx.clock.now())
-            except Exception:
-                log.exception("looking back over report %s's series failed", later.report_id)
+            judged = await judge_later(self._ctx.db, later, self._ctx.clock.now())
+            if judged.moved and later.processed is not None:
+                self._moves.done(later.processed)
+            self._confirming = self._confirming or judged.confirming
 
 
 def measured_with_noise(
@@ -381,21 +381,19 @@ def measured_with_noise(
     """What a job's output gave, its noise figures judged against its report's limits
     (``parsing``: the report's ``reports_parsing`` row)."""
     judged = verdict(noise, parsing.noise_cv_limit, parsing.noise_drift_limit)
-    return Measured(job, values, error, judged, duet)
+    return Measured(job, values, error, parsing, judged, duet)
 
 
 @dataclass(frozen=True)
 class Recorded:
-    """A job ``record_processed`` moved to ``processed``."""
+    """A job whose metrics ``record_processed`` stored."""
 
-    move: Move
-    """That move, for ``Moves.done`` once it committed."""
-    confirming: bool = False
-    """Its report holds alerts back for confirmation runs, which the confirmations' driver
-    queues: worth waking it for, where a job without one is not."""
-    look_back: LookBackLater | None = None
-    """Its look-back, for the caller to run after the job's transaction committed and its
-    runner was answered (``look_back_later``)."""
+    move: Move | None
+    """Its move to ``processed``, made, for ``Moves.done`` once it committed; None while its
+    report awaits its judgment (``judge``), which makes it."""
+    judge: JudgmentLater | None = None
+    """Its report's judgment (and look-back), for the caller to run after the job's
+    transaction committed and its runner was answered (``judgment.judge_later``)."""
 
 
 def record_processed(
@@ -404,14 +402,21 @@ def record_processed(
     values: list[reports.MetricValue],
     error: str | None,
     now: dt.datetime,
+    parsing: Any,
     noise: NoiseVerdict | None = None,
     duet: duets.NewDuet | None = None,
 ) -> Recorded | None:
-    """Move a completed job to ``processed`` with its metrics (or why it has none) in its
-    report, its thresholds judged (on a noisy report, only those that ask to be), and a duet
-    job's verdict beside them; None, with nothing written, when the job is not ``completed``
-    (already processed elsewhere). The look-back over the report's series is returned for the
-    caller to run after it committed (``Recorded.look_back``)."""
+    """Store a completed job's metrics (or why it has none) in its report, and a duet job's
+    verdict beside them; None, with nothing written, when the job is not ``completed``
+    (already processed elsewhere). ``parsing`` is its report's ``reports.reports_parsing`` row.
+
+    A job ``processed`` has its report judged (docs/reference/thresholds.md, "When"): one whose
+    metrics some threshold judges stays ``completed``, and its judgment, returned for the
+    caller to run after the commit (``Recorded.judge``), moves it once written; a job left so
+    (the server stopped, ``metrics_stored``) has its stored metrics judged again, never stored
+    twice. So does one with more metrics than one short write stores on SQLite
+    (``metric_parts``), whose judgment stores the rest first. Any other moves to
+    ``processed`` here."""
     if error is not None:
         message = f"not parsed: {error}"
     elif duet is not None:
@@ -431,6 +436,16 @@ def record_processed(
         error=error,
         noise=None if noise is None else noise.stored(),
     )
+    noisy = noise is not None and noise.noisy
+    if parsing.metrics_stored or (
+        values
+        and parsing.confirms_report_id is None
+        and (
+            stored_in_parts(conn, values)
+            or thresholds.series_has_thresholds(conn, parsing.branch_id, parsing.testbed_id)
+        )
+    ):
+        return _record_to_judge(conn, processed, values, finish, parsing, noisy)
     # The report's times and outcome, and on PostgreSQL its metrics, are written by the
     # move's own statement.
     metrics = reports.metrics_with_finish(conn, job.report_id, job.project_id, values, now)
@@ -441,47 +456,41 @@ def record_processed(
         moved = apply_reading(conn, processed, reports.FINISH_WITH_METRICS_AFTER_MOVE, with_metrics)
     if moved is None:
         return None
-    finished = reports.Finished.of(moved)
     if duet is not None and duets.duet_add(conn, job.report_id, job.project_id, duet, now):
         emit_alert_event(conn, "alert.raised", alerts.duet_alert_ids(conn, job.report_id), now)
-    stored = (
+    if metrics is None:
         reports.metrics_add(conn, job.report_id, job.project_id, values, now)
-        if metrics is None
-        else metrics.stored(conn, moved.metric_ids)
-    )
-    if finished.confirmation_run:
-        return Recorded(processed)  # a re-run measures its report again: the confirmation judges it
-    # Nothing to judge costs no savepoint (two round trips on PostgreSQL): metrics without a
-    # threshold are the common case.
-    found = (
-        series_thresholds_to_judge(conn, finished.branch_id, finished.testbed_id, stored)
-        if stored
-        else []
-    )
-    confirming = False
-    if found:
-        reads = history.SeriesReads()  # the evaluation's, for the look-back
-        try:
-            with conn.begin_nested():
-                evaluate_report(
-                    conn,
-                    job.report_id,
-                    stored,
-                    now,
-                    noisy=noise is not None and noise.noisy,
-                    found=found,
-                    confirming=True,
-                    duet_possible=functools.cache(lambda level: can_run_as_duet(conn, job, level)),
-                    reads=reads,
-                )
-                confirming = open_confirmation(conn, job, found, now)
-        except Exception:  # an evaluation bug must not wedge the whole batch in `completed`
-            log.exception("judging job %s's report failed; its metrics stay unjudged", job.uuid)
-            confirming = False
-        noisy = noise is not None and noise.noisy
-        later = LookBackLater(job.report_id, tuple(stored), noisy, found, reads)
-        return Recorded(processed, confirming, later)
-    return Recorded(processed, confirming)
+    else:
+        metrics.stored(conn, moved.metric_ids)  # their samples
+    return Recorded(processed)
+
+
+def _record_to_judge(
+    conn: Connection,
+    processed: Move,
+    values: list[reports.MetricValue],
+    finish: dict[str, Any],
+    parsing: Any,
+    noisy: bool,
+) -> Recorded | None:
+    """``record_processed`` of a job whose metrics a threshold may judge, or too many to
+    store in one short write (``metric_parts``): their first part stored (those the report
+    does not hold yet), the rest and the move left to its judgment when there is a rest or
+    a threshold judges them. The job's row is locked first, so that a second processor of it
+    finds them stored."""
+    job = processed.job
+    if not jobs.job_lock_completed(conn, job.id):
+        return None
+    reports.report_finish(conn, finish)
+    part, rest = first_part(conn, values)
+    stored = reports.metrics_add_missing(conn, job.report_id, job.project_id, part, processed.now)
+    if rest or (
+        stored and series_thresholds_to_judge(conn, parsing.branch_id, parsing.testbed_id, stored)
+    ):
+        later = JudgmentLater(job.report_id, tuple(stored), noisy, job, processed, tuple(rest))
+        return Recorded(None, later)
+    apply(conn, processed)  # nothing to judge after all: the job was locked as ``completed``
+    return Recorded(processed)
 
 
 async def _shut_down(pool: Executor) -> None:

@@ -17,7 +17,6 @@ together), and so are the report's metrics of a benchmark.
 
 from __future__ import annotations
 
-import datetime as dt
 from collections.abc import Callable
 from typing import Any
 
@@ -26,6 +25,7 @@ from sqlalchemy.engine import Connection
 from benchrunner.core.samples import Samples
 from benchrunner.detection.models import SAMPLES_MAX_PVALUE, SAMPLES_MIN_MAGNITUDE
 from benchrunner.server.processing.confirmation_duets import Level
+from benchrunner.server.processing.verdicts import AlertVerdict, Verdicts
 from benchrunner.server.store import alerts, reports
 from benchrunner.server.store.history import Point, Series
 from benchrunner.server.store.samples import samples_of
@@ -36,25 +36,26 @@ DEFAULT_MAX_SAMPLE_SIZE = 64
 
 def judge_samples(
     conn: Connection,
+    verdicts: Verdicts,
     t: Any,
-    report_id: int,
     metrics: list[reports.StoredMetric],
     series: dict[int, Series],
-    now: dt.datetime,
     alerting: bool,
     *,
     pending: bool = False,
+    bisect: bool = False,
     duet_possible: Callable[[Level], bool] = lambda _level: False,
-) -> list[int]:
-    """Boundaries for ``metrics`` (a report's, of one threshold) and the alerts raised; without
-    ``alerting`` (a noisy report), none. With ``pending`` (confirmation runs will re-measure),
+) -> None:
+    """Boundaries for ``metrics`` (a report's, of one threshold) and the alerts to raise, into
+    ``verdicts`` (read only: ``conn`` may be a read connection); without ``alerting`` (a noisy
+    report), no alerts. With ``pending`` (confirmation runs will re-measure),
     the alerts are held back, and an **unknown** answer holds one back too when the re-runs
     may settle it: when the report is beyond the limit (one more run tells), or when its shift
     passes half of ``min_magnitude`` (and is not 0) but not the window's run-to-run spread and the
     confirmation can be a duet against a version at the old level (``duet_possible``, asked
     only then): plain re-runs would meet the same spread,
     while a duet's rounds, interleaved with the version before, do not."""
-    from benchrunner.detection.samples import Verdict, compare
+    from benchrunner.detection.samples import compare
 
     by_benchmark: dict[int, list[reports.StoredMetric]] = {}
     for m in metrics:
@@ -64,7 +65,6 @@ def judge_samples(
     wanted += [(m.id, m.value) for m in metrics]
     found = samples_of(conn, wanted)
     report_of = {p.metric_id: p.report_id for points in windows.values() for p in points}
-    raised: list[int] = []
     min_effect = SAMPLES_MIN_MAGNITUDE if t.min_magnitude is None else t.min_magnitude
     for benchmark_id, judged in by_benchmark.items():
         before, firsts = _newest_runs(t, *_runs(windows[benchmark_id], found, report_of))
@@ -82,39 +82,70 @@ def judge_samples(
         )
         baseline = None if result is None else result.baseline
         verdict = None if result is None else result.verdict.value
-        boundary_ids = alerts.boundaries_put(
+        boundaries = [
+            alerts.NewBoundary(m.id, t.threshold_id, t.id, baseline, None, None, verdict)
+            for m in judged
+        ]
+        raised = _alert(
             conn,
-            [
-                alerts.NewBoundary(m.id, t.threshold_id, t.id, baseline, None, None, verdict)
-                for m in judged
-            ],
+            t,
+            result,
+            judged,
+            firsts,
+            windows[benchmark_id],
+            duet_possible,
+            alerting=alerting,
+            pending=pending,
+            bisect=bisect,
+            min_effect=min_effect,
         )
-        if result is None or not alerting or any(m.never_alerts for m in judged):
-            continue
-        step = samples_step(result)
-        if result.verdict is not Verdict.DIFFERENT and not (
-            pending
-            and result.verdict is Verdict.UNKNOWN
-            and (result.beyond or _duet_tells(result, min_effect, benchmark_id, t, duet_possible))
-        ):
-            continue
-        if step is None:
-            continue
-        side: alerts.Limit = "upper" if step.magnitude > 0 else "lower"
-        boundary_id = boundary_ids[0]
-        if result.verdict is Verdict.DIFFERENT and result.borrowed:
-            # The step began at the first run judged with the report: the alert goes there,
-            # as a change point's does (and as the look-back expects of a step's alert).
-            where = firsts[len(firsts) - result.borrowed]
-            boundary_id = alerts.boundary_put(
-                conn, where, t.threshold_id, t.id, result.baseline, None, None
+        if raised is not None and raised.metric_id != judged[0].id:
+            boundaries.append(
+                alerts.NewBoundary(raised.metric_id, t.threshold_id, t.id, baseline, None, None)
             )
-        alert_id = alerts.alert_raise(
-            conn, boundary_id, report_id, side, now, step, pending=pending
-        )
-        if alert_id is not None:
-            raised.append(alert_id)
-    return raised
+        verdicts.add(t.threshold_id, boundaries, [] if raised is None else [raised])
+
+
+def _alert(
+    conn: Connection,
+    t: Any,
+    result: Any,
+    judged: list[reports.StoredMetric],
+    firsts: list[int],
+    window: list[Point],
+    duet_possible: Callable[[Level], bool],
+    *,
+    alerting: bool,
+    pending: bool,
+    bisect: bool,
+    min_effect: float,
+) -> AlertVerdict | None:
+    """The alert a benchmark's answer raises, if any: on its report's first metric, or where
+    the step began (a borrowed run's); its zone is the window's points, on which an alert
+    raised since the read would have moved the window."""
+    from benchrunner.detection.samples import Verdict
+
+    if result is None or not alerting or any(m.never_alerts for m in judged):
+        return None
+    benchmark_id = judged[0].benchmark_id
+    step = samples_step(result)
+    if result.verdict is not Verdict.DIFFERENT and not (
+        pending
+        and result.verdict is Verdict.UNKNOWN
+        and (result.beyond or _duet_tells(result, min_effect, benchmark_id, t, duet_possible))
+    ):
+        return None
+    if step is None:
+        return None
+    side: alerts.Limit = "upper" if step.magnitude > 0 else "lower"
+    where = judged[0].id
+    if result.verdict is Verdict.DIFFERENT and result.borrowed:
+        # The step began at the first run judged with the report: the alert goes there,
+        # as a change point's does (and as the look-back expects of a step's alert).
+        where = firsts[len(firsts) - result.borrowed]
+    zone = tuple(p.metric_id for p in window)
+    known = frozenset(alerts.change_alerted(conn, zone))
+    return AlertVerdict(where, side, step, pending, bisect, zone, known)
 
 
 def _duet_tells(

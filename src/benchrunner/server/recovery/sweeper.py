@@ -14,7 +14,9 @@ most once every tenth of that window (``KEY_EXPIRY_SHARE``): a key past its wind
 by the next submission that names it whether it was deleted or not, so the deletion only keeps
 the table small and need not cost a write at every sweep. And it re-queues for processing the
 jobs left ``completed`` for longer than the heartbeat timeout: their results were stored, but
-the replica that took them died before its processor got to them. Processing is a guarded
+the replica that took them died before its processor got to them (or before their report's
+judgment moved them, their metrics stored: those are judged, not stored again, by
+``processing.processor.record_processed``). Processing is a guarded
 transition, so a job re-queued twice is processed once, and it ends every job it reads
 ``processed`` (with the error on the report when its output is unusable), so no job is
 re-queued forever.

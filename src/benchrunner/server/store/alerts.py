@@ -152,6 +152,15 @@ def boundaries_put(conn: Connection, rows: Sequence[NewBoundary]) -> list[int]:
     return [found[r.metric_id] for r in rows]
 
 
+def boundary_ids(conn: Connection, metric_ids: Sequence[int]) -> dict[int, int]:
+    """The boundary id of each of the metrics that has one."""
+    found: dict[int, int] = {}
+    for start in range(0, len(metric_ids), 500):
+        chunk = list(metric_ids[start : start + 500])
+        found.update((m, b) for m, b in conn.execute(_BOUNDARIES_OF, {"metric_ids": chunk}).all())
+    return found
+
+
 def alert_raise(
     conn: Connection,
     boundary_id: int,

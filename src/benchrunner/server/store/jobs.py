@@ -341,6 +341,20 @@ def jobs_completed_among(conn: Connection, job_ids: list[int]) -> list[JobRow]:
     return [JobRow.from_row(r) for r in conn.execute(_COMPLETED_AMONG, {"ids": job_ids})]
 
 
+_LOCK_COMPLETED = (
+    sa.select(job.c.id)
+    .where(job.c.id == sa.bindparam("job_id"), job.c.status == int(JobStatus.COMPLETED))
+    .with_for_update()
+)
+
+
+def job_lock_completed(conn: Connection, job_id: int) -> bool:
+    """Whether the job is still ``completed``, its row locked until the transaction ends where
+    writers run concurrently (PostgreSQL), so that two processors of it write one after the
+    other (SQLite's writers always do)."""
+    return conn.execute(_LOCK_COMPLETED, {"job_id": job_id}).first() is not None
+
+
 _UNPROCESSED = (
     sa.select(job.c.id)
     .where(job.c.status == sa.literal_column("3"), job.c.modified < sa.bindparam("cutoff"))

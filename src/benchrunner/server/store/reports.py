@@ -409,8 +409,16 @@ def metrics_add(
     conn: Connection, report_id: int, project_id: int, values: list[MetricValue], now: dt.datetime
 ) -> list[StoredMetric]:
     rows, never_alerts = _metric_rows(conn, report_id, project_id, values, now)
-    if not rows:
-        return []
+    return _insert_metrics(conn, values, rows, never_alerts) if rows else []
+
+
+def _insert_metrics(
+    conn: Connection,
+    values: list[MetricValue],
+    rows: list[dict[str, Any]],
+    never_alerts: list[bool],
+) -> list[StoredMetric]:
+    """Insert the metric ``rows`` of ``values`` (``_metric_rows``), their ids returned."""
     inserted = list(
         _INSERT_ONE_METRIC.all(conn, rows[0])
         if len(rows) == 1
@@ -527,6 +535,64 @@ FINISH_WITH_METRICS_AFTER_MOVE = Guarded(_finished_with_metrics_after, _FINISH_R
 """``FINISH_AFTER_MOVE`` that also inserts the report's metrics (PostgreSQL, where
 ``metrics_with_finish`` gives them; its ``alone`` form finishes the report only); bind
 ``finish_params`` and ``NewMetrics.params``."""
+
+
+def report_finish(conn: Connection, params: dict[str, Any]) -> None:
+    """Finish a report by a statement of its own (bind ``finish_params``): a job left
+    ``completed`` while its report is judged (``processing.processor.record_processed``)."""
+    _FINISH_REPORT.first(conn, params)
+
+
+_HOLDS_METRICS = (
+    sa.select(metric.c.id).where(metric.c.report_id == sa.bindparam("report_id")).limit(1)
+)
+"""A first store holds none: its metrics are not looked up (a long list on PostgreSQL)."""
+_STORED_AMONG = sa.select(*_STORED_METRIC, metric.c.iteration).where(
+    # one probe of index_metric_benchmark_measure_report a (benchmark, measure)
+    sa.tuple_(metric.c.benchmark_id, metric.c.measure_id).in_(
+        sa.bindparam("series", expanding=True)
+    ),
+    metric.c.report_id == sa.bindparam("report_id"),
+)
+
+
+def _metric_key(row: dict[str, Any]) -> tuple[int, int, int]:
+    return int(row["benchmark_id"]), int(row["measure_id"]), int(row["iteration"])
+
+
+def metrics_add_missing(
+    conn: Connection, report_id: int, project_id: int, values: list[MetricValue], now: dt.datetime
+) -> list[StoredMetric]:
+    """``metrics_add`` of those of ``values`` the report does not hold yet, a metric being its
+    (benchmark, measure, iteration): a report stored in parts, or again after a stop half-way
+    (``processing.metric_parts``), never holds one twice. The metrics of ``values`` as stored,
+    in their order. Sound where the report's writers run one after another: SQLite's, or
+    those holding its job's row (``jobs.job_lock_completed``)."""
+    rows, never_alerts = _metric_rows(conn, report_id, project_id, values, now)
+    if not rows:
+        return []
+    found: Any = []
+    if conn.execute(_HOLDS_METRICS, {"report_id": report_id}).first() is not None:
+        series = sorted({(r["benchmark_id"], r["measure_id"]) for r in rows})
+        found = conn.execute(_STORED_AMONG, {"report_id": report_id, "series": series})
+    held = {(int(r.benchmark_id), int(r.measure_id), int(r.iteration)): r for r in found}
+    new = [k for k, row in enumerate(rows) if _metric_key(row) not in held]
+    inserted = (
+        _insert_metrics(conn, [values[k] for k in new], [rows[k] for k in new], never_alerts)
+        if new
+        else []
+    )
+    ids = dict(zip(new, (m.id for m in inserted), strict=True))
+    return [
+        StoredMetric(
+            ids[k] if k in ids else int(held[_metric_key(row)].id),
+            row["benchmark_id"],
+            row["measure_id"],
+            row["value"] if k in ids else float(held[_metric_key(row)].value),
+            never_alerts[k],
+        )
+        for k, row in enumerate(rows)
+    ]
 
 
 class Finished(NamedTuple):
@@ -657,6 +723,12 @@ _PARSING = (
         report.c.fold,
         spec.c.noise_cv_limit,
         spec.c.noise_drift_limit,
+        report.c.branch_id,
+        report.c.testbed_id,
+        report.c.confirms_report_id,
+        sa.exists(sa.select(metric.c.id).where(metric.c.report_id == report.c.id)).label(
+            "metrics_stored"
+        ),
     )
     .outerjoin(job, job.c.report_id == report.c.id)
     .outerjoin(spec, spec.c.id == job.c.spec_id)
@@ -671,8 +743,9 @@ in its own statement (``moves.move.apply_reading``)."""
 
 def reports_parsing(conn: Connection, report_ids: Iterable[int]) -> dict[int, Any]:
     """Each report's ``adapter``, ``average`` and ``fold`` by id: what parsing its job's output
-    needs, with its job's spec's noise limits (None: the server's defaults), ``IN_LIST_CHUNK``
-    ids per statement."""
+    needs, with its job's spec's noise limits (None: the server's defaults), its branch, testbed
+    and ``confirms_report_id``, and whether its metrics are stored (``metrics_stored``: a job
+    left ``completed`` with them awaits its judgment), ``IN_LIST_CHUNK`` ids per statement."""
     ids = sorted(set(report_ids))
     found: dict[int, Any] = {}
     for start in range(0, len(ids), IN_LIST_CHUNK):

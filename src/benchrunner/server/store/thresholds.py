@@ -516,13 +516,23 @@ def thresholds_of_series(
     wanted = set(measure_ids)
     if not wanted:
         return []
+    return [row for row in _series_rows(conn, branch_id, testbed_id) if row.measure_id in wanted]
+
+
+def series_has_thresholds(conn: Connection, branch_id: int, testbed_id: int) -> bool:
+    """Whether the branch and testbed have a threshold of any measure (cached, as
+    ``thresholds_of_series``)."""
+    return bool(_series_rows(conn, branch_id, testbed_id))
+
+
+def _series_rows(conn: Connection, branch_id: int, testbed_id: int) -> tuple[Any, ...]:
     rows = cached(
         conn,
         ("thresholds", branch_id, testbed_id),
         lambda: tuple(_OF_SERIES.all(conn, {"branch_id": branch_id, "testbed_id": testbed_id})),
         lambda _: [THRESHOLDS],
     )
-    return [row for row in rows or () if row.measure_id in wanted]
+    return tuple(rows or ())
 
 
 def thresholds_of_report(conn: Connection, report_id: int, measure_ids: Iterable[int]) -> list[Any]:

@@ -26,14 +26,13 @@ from benchrunner.detection.models import Model
 from benchrunner.protocol import JsonDuet, JsonDuetSide, JsonJobConfig
 from benchrunner.server.context import ServerContext
 from benchrunner.server.http.errors import bad_request
-from benchrunner.server.processing.evaluation import evaluate_report, series_thresholds_to_judge
-from benchrunner.server.processing.look_back import look_back_report
+from benchrunner.server.processing.evaluation import series_thresholds_to_judge
+from benchrunner.server.processing.judgment import JudgmentLater
 from benchrunner.server.processing.results import report_metrics
 from benchrunner.server.services import Services
 from benchrunner.server.store import (
     accounts,
     branches,
-    history,
     jobs,
     reports,
     thresholds,
@@ -50,6 +49,7 @@ from benchrunner.server.submission.body import (
     threshold_models,
     validate_mode,
 )
+from benchrunner.server.submission.direct_judgment import judge_direct
 from benchrunner.server.submission.duet_body import DuetPlan
 from benchrunner.server.submission.images import (
     check_registry_host,
@@ -191,6 +191,9 @@ class _Submitted:
     """The created report as the API answers it, read in the unit (None when deduplicated)."""
     now: dt.datetime | None = None
     """The submission's time, which a hand-off claimed apart (``HandOffs.claim_apart``) keeps."""
+    judge: JudgmentLater | None = None
+    """A direct run's report that thresholds judge, after the commit and before the answer
+    (``judge_direct``)."""
 
 
 async def submit_run(
@@ -279,10 +282,10 @@ async def submit_run(
             report_id, _ = reports.report_create(conn, new_report)
             _bind_and_bisect(conn, report_id)
             stored = reports.metrics_add(conn, report_id, project.id, direct_values, now)
-            found = series_thresholds_to_judge(conn, on.id, testbed_id, stored)
-            reads = history.SeriesReads()  # the evaluation's, for the look-back
-            evaluate_report(conn, report_id, stored, now, found=found, reads=reads)
-            look_back_report(conn, report_id, stored, now, found=found, reads=reads)
+            if series_thresholds_to_judge(conn, on.id, testbed_id, stored):
+                # judged after the commit, its reads off the writer (``judge_direct``)
+                later = JudgmentLater(report_id, tuple(stored), noisy=False)
+                return _Submitted(report_id, None, None, judge=later, now=now)
             view = new_report_view(conn, report_id, None, with_metrics=True)
             return _Submitted(report_id, None, None, view=view)
         assert spec is not None
@@ -377,6 +380,9 @@ async def submit_run(
         await ctx.db.durable()
     if submitted.job_uuid is not None:
         await hand_offs.delivered(hand_off)
+    if submitted.judge is not None:
+        assert submitted.now is not None
+        return {**await judge_direct(ctx, submitted.judge, submitted.now), "deduplicated": False}
     if submitted.view is not None:
         return {**submitted.view, "deduplicated": False}
     view = await ctx.db.read(_replayed_view, submitted.report_id)

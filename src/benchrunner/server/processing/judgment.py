@@ -1,0 +1,200 @@
+"""A runner job's report judged after its metrics committed (docs/reference/thresholds.md,
+"Scale"): never in the transaction that stores them, so never on the path of the runner's
+``ack``, and on SQLite never holding the single writer for more than a short write.
+
+``judge_later`` reads the history and draws every verdict on a reader thread, outside any
+write transaction (``evaluation.judge_report``), then writes them ``verdicts.WRITE_ROWS`` rows a
+write transaction on SQLite (all in one where writers run concurrently: PostgreSQL), each
+re-checking what the judgment read (``verdicts.verdicts_write``). A write that finds a
+threshold's model changed or a baseline reset since the read writes nothing: the metrics left
+without a boundary are judged again, from a new read (``STALE_TRIES`` times, then in one write
+transaction). Then one write opens the report's confirmation when it held alerts back and
+moves the job to ``processed`` (docs/reference/thresholds.md, "When": a job ``processed`` has
+its report judged); then it looks back over its series (``look_back.look_back_later``), which
+is not part of the judgment.
+
+A server stopped before that move leaves the job ``completed`` with its metrics stored: the
+processor finds it so on start or from the sweeper and judges them again
+(``processor.record_processed``); a metric keeps the boundary and alert it has, so nothing is
+written twice.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import datetime as dt
+import functools
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy.engine import Connection
+
+from benchrunner.server.moves.move import Move, apply
+from benchrunner.server.processing.confirmation_duets import can_run_as_duet
+from benchrunner.server.processing.confirmations import open_confirmation
+from benchrunner.server.processing.evaluation import judge_report
+from benchrunner.server.processing.look_back import LookBackLater, look_back_later
+from benchrunner.server.processing.metric_parts import metrics_rest
+from benchrunner.server.processing.verdicts import (
+    WRITE_ROWS,
+    Stale,
+    Verdicts,
+    Written,
+    verdicts_write,
+)
+from benchrunner.server.store import alerts, capabilities, history, jobs, reports, thresholds
+from benchrunner.server.store.engine import Database
+
+log = logging.getLogger(__name__)
+
+STALE_TRIES = 3
+"""Judgments from a new read after a write found what the last one read changed; then the
+rest is judged in one write transaction."""
+
+
+@dataclass(frozen=True)
+class JudgmentLater:
+    """A report whose metrics committed, to be judged (``judge_later``)."""
+
+    report_id: int
+    metrics: tuple[reports.StoredMetric, ...]
+    noisy: bool
+    """The noise guard found the report noisy: only thresholds with ``alert_when_noisy``
+    raise alerts."""
+    job: jobs.JobRow | None = None
+    """The runner job whose report it is, whose crossings wait for confirmation runs (None:
+    a direct run's report, never re-run)."""
+    processed: Move | None = None
+    """The job's move to ``processed``, made by the judgment's last write (None: made
+    already)."""
+    rest: tuple[reports.MetricValue, ...] = ()
+    """Its metrics not stored yet, stored before the judgment (``metric_parts``)."""
+
+
+@dataclass
+class Judged:
+    """What ``judge_later`` did."""
+
+    written: Written
+    moved: bool = False
+    """The job moved to ``processed`` (for ``Moves.done``)."""
+    confirming: bool = False
+    """The report holds alerts back for confirmation runs (its confirmation was opened)."""
+    looked_back: int = 0
+    """Alerts its look-back raised or re-opened."""
+
+
+@dataclass
+class _Plan:
+    verdicts: Verdicts
+    found: list[Any]
+    reads: history.SeriesReads
+    parts_of: int | None
+    """Rows a write takes at most (None: all in one)."""
+
+
+def _plan(conn: Connection, later: JudgmentLater, again: bool) -> _Plan:
+    """The verdicts on ``later``'s metrics (``again``: those still without a boundary), read
+    and drawn on a read connection."""
+    metrics = list(later.metrics)
+    if again:
+        judged = alerts.report_boundaries(conn, later.report_id)
+        metrics = [m for m in metrics if m.id not in judged]
+    # read, not cached: the write re-checks the models this read found
+    found = thresholds.thresholds_of_report(conn, later.report_id, {m.measure_id for m in metrics})
+    reads = history.SeriesReads()
+    job = later.job
+    verdicts = judge_report(
+        conn,
+        later.report_id,
+        metrics,
+        found=found,
+        noisy=later.noisy,
+        confirming=job is not None,
+        duet_possible=functools.cache(
+            lambda level: job is not None and can_run_as_duet(conn, job, level)
+        ),
+        reads=reads,
+    )
+    parts_of = None if capabilities.of(conn).concurrent_writers else WRITE_ROWS
+    return _Plan(verdicts, found, reads, parts_of)
+
+
+def _judge_whole(conn: Connection, later: JudgmentLater, now: dt.datetime) -> Written:
+    """The last resort: judged and written in one write transaction."""
+    verdicts = _plan(conn, later, again=True).verdicts
+    return verdicts_write(conn, verdicts, verdicts.units, now, check=False)
+
+
+async def judge_later(db: Database, later: JudgmentLater, now: dt.datetime) -> Judged:
+    """Store the rest of ``later``'s metrics (``metric_parts``), judge its report (see the
+    module), then, in one write, open its confirmation
+    when it held alerts back and move its job to ``processed``; then look back over its
+    series. A failure of the judgment is logged and leaves the metrics judged so far, the job
+    moved all the same (else it would fail again on every recovery); the look-back's failure
+    is logged and leaves the judgment. A failure of the last write leaves the job
+    ``completed``, judged again by the processor."""
+    written = Written()
+    if later.rest:
+        assert later.job is not None  # only a runner job's report is stored in parts
+        try:
+            rest = await metrics_rest(db, later.job, later.rest, now)
+        except Exception:
+            log.exception("storing report %s's metrics failed", later.report_id)
+            rest = None
+        if rest is None:  # the job stays ``completed``, processed again, or was elsewhere
+            return Judged(written)
+        later = dataclasses.replace(later, metrics=later.metrics + tuple(rest), rest=())
+    first: _Plan | None = None
+    try:
+        for attempt in range(STALE_TRIES + 1):
+            if attempt == STALE_TRIES:
+                written.add(await db.write(_judge_whole, later, now))
+                break
+            plan = await db.read_apart(_plan, later, attempt > 0)
+            first = first or plan
+            try:
+                await _write_parts(db, plan, now, written)
+                break
+            except Stale as stale:
+                log.info("judging report %s again: %s", later.report_id, stale)
+    except Exception:
+        log.exception("judging report %s failed; its metrics stay unjudged", later.report_id)
+    found = [] if first is None else first.found
+    confirming, moved = await db.write(_judged, later, found if written.held else None, now)
+    if first is None:
+        return Judged(written, moved)
+    looked = LookBackLater(later.report_id, later.metrics, later.noisy, first.found, first.reads)
+    try:
+        looked_back = await look_back_later(db, looked, now)
+    except Exception:
+        log.exception("looking back over report %s's series failed", later.report_id)
+        looked_back = 0
+    return Judged(written, moved, confirming, looked_back)
+
+
+def _judged(
+    conn: Connection, later: JudgmentLater, held: list[Any] | None, now: dt.datetime
+) -> tuple[bool, bool]:
+    """The judgment's last write: the report's confirmation opened when it held alerts back
+    (``held``: its thresholds), its job moved to ``processed``; (opened, moved)."""
+    confirming = False
+    if held is not None and later.job is not None:
+        try:
+            with conn.begin_nested():
+                confirming = open_confirmation(conn, later.job, held, now)
+        except Exception:
+            log.exception("opening report %s's confirmation failed", later.report_id)
+    moved = later.processed is not None and apply(conn, later.processed)
+    return confirming, moved
+
+
+async def _write_parts(db: Database, plan: _Plan, now: dt.datetime, written: Written) -> None:
+    verdicts = plan.verdicts
+    parts = [verdicts.units] if plan.parts_of is None else list(verdicts.parts(plan.parts_of))
+    for index, part in enumerate(parts):
+        if index:
+            await asyncio.sleep(0)  # an inline write does not yield by itself
+        written.add(await db.write(verdicts_write, verdicts, part, now))
