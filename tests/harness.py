@@ -218,6 +218,12 @@ type = "string"
 )
 
 
+def output_json(job: Job) -> dict[str, Any]:
+    """A finished job's output as the server sent it (the test expects it to have one)."""
+    assert job.output is not None, f"job {job.uuid} ({job.status}) has no output"
+    return job.output.model_dump(mode="json")
+
+
 def process_gone(pid: int) -> bool:
     """The process has exited: reaped, or a zombie that its parent has not reaped yet (which
     still answers ``kill(pid, 0)``). ``/proc/PID/stat`` can vanish between its open and its

@@ -204,7 +204,7 @@ class IterationResult(_Wire):
         return data
 
 
-class Calibration(_Wire):
+class NoiseCalibration(_Wire):
     """One run of the noise guard's fixed-work loop on the job's cores."""
 
     rounds: int = Field(ge=1)
@@ -221,8 +221,8 @@ class Calibration(_Wire):
 class NoiseGuard(_Wire):
     """The machine's quietness around one job: calibrations right before and right after it."""
 
-    before: Calibration
-    after: Calibration | None = None
+    before: NoiseCalibration
+    after: NoiseCalibration | None = None
     drift: float | None = None
     """``after.median_ns / before.median_ns - 1``: the machine got slower (+) or faster (-)."""
     before_age_ms: float | None = Field(default=None, ge=0)

@@ -52,7 +52,7 @@ def test_an_alert_is_triaged_from_its_page_and_counted(
     listed = page.locator(f'tr[data-alert="{regressed.alert}"]')
     expect(listed.locator("td.alert-verdict")).to_have_text("false positive")
     [threshold] = page.locator("#alert-precision tbody tr").all()
-    expect(threshold).to_have_attribute("data-threshold", found.threshold["uuid"])
+    expect(threshold).to_have_attribute("data-threshold", found.threshold.uuid)
     expect(threshold.locator("td").nth(3)).to_have_text("1")  # one false positive
     # The threshold's page says it too.
     threshold.get_by_role("link").click()

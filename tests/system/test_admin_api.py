@@ -118,8 +118,8 @@ def test_direct_results_are_parsed_at_once(tenant: Deployment) -> None:
     with tenant.admin() as client:
         report = client.run(body)
         assert "job" not in report.model_fields_set
-        metric = report.results[0][0]["measures"][0]["metric"]
-        assert (metric["value"], metric["lower_value"], metric["upper_value"]) == (3.5, 3, 4)
+        metric = report.results[0][0].measures[0].metric
+        assert (metric.value, metric.lower_value, metric.upper_value) == (3.5, 3, 4)
         assert report.branch.name == "feature/x"
         with pytest.raises(ApiError) as bad:
             client.run({**body, "results": ["not json"]})

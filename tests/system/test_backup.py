@@ -9,7 +9,7 @@ import signal
 from pathlib import Path
 
 from tests.databases import fresh_database
-from tests.harness import ServerProcess, cli, deploy
+from tests.harness import ServerProcess, cli, deploy, output_json
 from tests.oci_layout import OCI_MANIFEST, sha256_digest
 from tests.registry_support import push_image, registry_token, v2
 from tests.stored_outputs import output_blob
@@ -59,7 +59,7 @@ def test_a_restored_backup_has_every_report_output_and_image(
             assert "blob store is not the one" not in again.log.read_text()  # named by restore
             with again.client() as client:
                 job = client.get_job("bench", job_uuid)
-                assert job.output["results"][0]["stdout"] == BIG_STDOUT
+                assert output_json(job)["results"][0]["stdout"] == BIG_STDOUT
                 assert client.get_report("bench", report).results
             token = registry_token(again, admin_token, "repository:bench:pull")
             with v2(again, token) as client:

@@ -25,7 +25,7 @@ from websockets.protocol import State
 from benchrunner.api.jobs import Job
 from benchrunner.protocol import OUR_EXTENSIONS, JobAssigned, parse_server_message
 from tests.bencher_runner_rules import read_close_reason, read_server_message
-from tests.harness import HEARTBEAT_TIMEOUT, Deployment, RawChannel, cli, wait_until
+from tests.harness import HEARTBEAT_TIMEOUT, Deployment, RawChannel, cli, output_json, wait_until
 from tests.registry_support import push_image, registry_token, v2
 
 BENCHER_METADATA = {"os": "linux", "arch": "x86_64", "version": "0.6.12"}
@@ -149,7 +149,7 @@ def test_a_job_from_ready_to_result(tenant: Deployment, ours: bool) -> None:
         assert reply == {"event": "ack", "job": job_uuid}
     stored = _job(tenant, job_uuid)
     assert stored.status == "processed"
-    assert stored.output["results"][0]["stdout"] == BMF
+    assert output_json(stored)["results"][0]["stdout"] == BMF
 
 
 @pytest.mark.parametrize("ours", [False, True], ids=["bencher", "extensions"])

@@ -243,7 +243,7 @@ def test_a_bisection_starts_only_while_its_organizations_queue_has_room(tmp_path
 def _alert_bisection(deployment: Deployment, alert: str) -> dict[str, Any] | None:
     with deployment.admin() as client:
         found = client.get_alert(deployment.project, alert)
-    return found.bisection
+    return None if found.bisection is None else found.bisection.model_dump(mode="json")
 
 
 def test_a_bisect_thresholds_alert_starts_a_bisection_by_itself(

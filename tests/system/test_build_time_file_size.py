@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from benchrunner.api.reports import Report
-from tests.harness import Deployment
+from tests.harness import Deployment, output_json
 
 pytestmark = pytest.mark.engine_independent
 
@@ -17,9 +17,9 @@ pytestmark = pytest.mark.engine_independent
 def metrics(report: Report) -> dict[tuple[str, str], float]:
     (iteration,) = report.results
     return {
-        (benchmark["benchmark"]["name"], measure["measure"]["slug"]): measure["metric"]["value"]
+        (benchmark.benchmark.name, measure.measure.slug): measure.metric.value
         for benchmark in iteration
-        for measure in benchmark["measures"]
+        for measure in benchmark.measures
     }
 
 
@@ -38,7 +38,7 @@ def test_a_job_with_build_time_and_file_size_reports_both_metrics(
         file_size=True,
     )
     job = deployment.wait_status(job_uuid, "processed")
-    (result,) = job.output["results"]
+    (result,) = output_json(job)["results"]
     assert result["file_sizes"] == {"result.json": 2}
     assert "[benchrunner: file_path 'linked' refused: " in result["stderr"]
     assert "[benchrunner: file_path 'missing.bin' not found]" in result["stderr"]

@@ -21,7 +21,7 @@ import pytest
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 
 from tests.databases import postgres_database
-from tests.harness import Deployment, RawChannel, deploy, wait_until
+from tests.harness import Deployment, RawChannel, deploy, output_json, wait_until
 
 
 def _rejected(deployment: Deployment, runner: str, token: str) -> int:
@@ -176,7 +176,7 @@ def test_a_different_repeated_result_is_rejected(tenant: Deployment) -> None:
     changed = {**done, "results": [{**result, "stdout": '{"x": {"y": {"value": 2}}}'}]}
     assert channel.ask(changed)["event"] == "error"
     job = tenant.wait_status(job_uuid, "processed")
-    assert job.output["results"] == [{**result, "stderr": None, "output": None}]
+    assert output_json(job)["results"] == [{**result, "stderr": None, "output": None}]
 
 
 def test_spec_mismatch_is_never_claimed(tenant: Deployment) -> None:

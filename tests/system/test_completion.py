@@ -17,7 +17,7 @@ from benchrunner.server.processing import completion
 from benchrunner.server.processing.processor import Recorded, record_processed
 from benchrunner.server.store.job_outputs import INLINE_OUTPUT_BYTES
 from tests.databases import fresh_database
-from tests.harness import Deployment, wait_until
+from tests.harness import Deployment, output_json, wait_until
 from tests.inprocess import InProcessChannel, serve_in_process
 from tests.stored_outputs import output_blob, output_row
 
@@ -40,8 +40,8 @@ def _latency(deployment: Deployment, job: Job) -> float:
         report = client.get_report(deployment.project, job.report)
     (iteration,) = report.results
     (benchmark,) = iteration
-    (measure,) = benchmark["measures"]
-    return float(measure["metric"]["value"])
+    (measure,) = benchmark.measures
+    return float(measure.metric.value)
 
 
 def test_a_small_result_is_processed_by_the_time_it_is_acknowledged(
@@ -53,7 +53,7 @@ def test_a_small_result_is_processed_by_the_time_it_is_acknowledged(
     job = deployment.job(job_uuid)
     assert job.status == "processed"  # no wait: it was processed with the ack
     assert _latency(deployment, job) == 5
-    assert job.output["results"][0]["stdout"] == _result(5)["stdout"]
+    assert output_json(job)["results"][0]["stdout"] == _result(5)["stdout"]
     row = output_row(deployment.server.db, job_uuid)
     assert row is not None and json.loads(row)["results"][0]["exit_code"] == 0
     assert output_blob(deployment.server.data_dir, job_uuid) is None
@@ -79,7 +79,7 @@ def test_a_large_result_goes_to_the_blob_store_and_is_processed_after(
     assert output_row(deployment.server.db, job_uuid) is None
     blob = output_blob(deployment.server.data_dir, job_uuid)
     assert blob is not None and blob.stat().st_size > INLINE_OUTPUT_BYTES
-    assert len(deployment.job(job_uuid).output["results"][0]["stderr"]) == INLINE_OUTPUT_BYTES
+    assert len(output_json(deployment.job(job_uuid))["results"][0]["stderr"]) == INLINE_OUTPUT_BYTES
 
 
 def test_a_failures_output_is_kept_and_a_different_result_is_refused(
@@ -91,8 +91,8 @@ def test_a_failures_output_is_kept_and_a_different_result_is_refused(
     assert channel.ask(failed) == {"event": "ack", "job": job_uuid}
     job = deployment.job(job_uuid)
     assert job.status == "failed"
-    assert job.output["error"] == "exit 1"
-    assert job.output["results"][0]["stderr"] == "crashed half-way"
+    assert output_json(job)["error"] == "exit 1"
+    assert output_json(job)["results"][0]["stderr"] == "crashed half-way"
     assert channel.ask(failed) == {"event": "ack", "job": job_uuid}  # the identical resend
 
     # The runner's own failure is on record: any other result for the job is a replay.
@@ -108,7 +108,7 @@ def test_a_failures_output_is_kept_and_a_different_result_is_refused(
         assert "already has a different result (failed)" in reply["message"]
     job = deployment.job(job_uuid)
     assert job.status == "failed"
-    assert (job.output["error"], job.output["results"][0]["stderr"]) == (
+    assert (output_json(job)["error"], output_json(job)["results"][0]["stderr"]) == (
         "exit 1",
         "crashed half-way",
     )
@@ -125,8 +125,8 @@ def test_a_late_result_replaces_a_failure_the_server_decided(deployment: Deploym
     assert channel.ask(late) == {"event": "ack", "job": job_uuid}
     job = deployment.job(job_uuid)
     assert job.status == "processed"
-    assert job.output.get("error") is None
-    assert job.output["results"][0]["stdout"] == _result(9)["stdout"]
+    assert output_json(job).get("error") is None
+    assert output_json(job)["results"][0]["stdout"] == _result(9)["stdout"]
     assert _latency(deployment, job) == 9
     assert channel.ask(late) == {"event": "ack", "job": job_uuid}  # the identical resend
 

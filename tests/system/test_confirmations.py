@@ -139,11 +139,6 @@ def _confirmation(alert: Alert) -> Confirmation:
     return alert.confirmation
 
 
-def _of(part: dict[str, Any] | None) -> dict[str, Any]:
-    assert part is not None
-    return part
-
-
 def _decided(deployment: Deployment, report: str) -> Alert | None:
     """The report's alert once its confirmation runs have decided it."""
     for status in ("active", "suspected"):
@@ -224,7 +219,7 @@ def test_a_crossing_alerts_only_when_its_confirmation_runs_agree(tmp_path: Path)
         with deployment.admin() as client:
             shown = client.get_report(deployment.project, blip["uuid"])
         [[bench]] = shown.results
-        assert bench["measures"][0]["confirmation"] == "suspected"
+        assert bench.measures[0].confirmation == "suspected"
         assert [r.job for r in shown.confirmation_runs or []] == [
             r.job for r in _confirmation(suspected).runs
         ]
@@ -239,7 +234,8 @@ def test_a_crossing_alerts_only_when_its_confirmation_runs_agree(tmp_path: Path)
             assert rerun_report.confirms == blip["uuid"]
             # The same version measured again, not a version of its own.
             assert rerun_report.branch.head is not None
-            version = rerun_report.branch.head["version"]["number"]
+            assert rerun_report.branch.head.version is not None
+            version = rerun_report.branch.head.version.number
             assert version == blip["branch"]["head"]["version"]["number"]
             assert rerun_report.alerts == []  # a re-run is never judged itself
         assert values.read_text() == ""
@@ -260,7 +256,8 @@ def test_a_crossing_alerts_only_when_its_confirmation_runs_agree(tmp_path: Path)
         assert len(_confirmation(raised).runs) == 2
         # Judged against the four direct results and the blip, not the blip's re-runs (100s).
         [[bench]] = shown.results
-        assert bench["measures"][0]["boundary"]["baseline"] == 140.0
+        boundary = bench.measures[0].boundary
+        assert boundary is not None and boundary.baseline == 140.0
         assert [a.uuid for a in _alerts(deployment)] == [raised.uuid]
 
         # Re-runs that measure nothing (they fail) leave the crossing as it stood: raised.
@@ -327,7 +324,7 @@ def test_a_samples_answer_of_unknown_is_settled_by_the_reruns_samples(tmp_path: 
         assert _confirmation(raised).outcome == "confirmed"
         assert len(_confirmation(raised).runs) == 1
         # The step is the four samples' together: medians 100 and 201.5.
-        assert _of(raised.change)["after"] == 201.5
+        assert raised.change is not None and raised.change.after == 201.5
         assert values.read_text() == ""
 
 
@@ -367,10 +364,10 @@ def test_a_crossing_after_another_version_is_confirmed_by_a_duet_against_it(
         assert duet_job.config["iter"] == 10  # 5 rounds per confirmation run
         assert duet_report.confirms == blip["uuid"]
         assert duet_report.duet is not None
-        [result] = duet_report.duet["results"]
-        figures = (result["ratio"], result["lower_value"], result["upper_value"])
+        [result] = duet_report.duet.results
+        figures = (result.ratio, result.lower_value, result.upper_value)
         assert figures == pytest.approx((1.0, 1.0, 1.0))
-        assert result["margin"]["upper"] == 0.1  # the percentage threshold's boundary
+        assert result.margin.upper == 0.1  # the percentage threshold's boundary
         assert duet_report.alerts == [] and _alerts(deployment) == []
 
         # v3 is three times slower: the duet against v2 finds it different, and confirms.
@@ -384,8 +381,8 @@ def test_a_crossing_after_another_version_is_confirmed_by_a_duet_against_it(
         with deployment.admin() as client:
             duet_report = client.get_report(deployment.project, run.report)
         assert duet_report.duet is not None
-        [result] = duet_report.duet["results"]
-        figures = (result["ratio"], result["lower_value"], result["upper_value"])
+        [result] = duet_report.duet.results
+        figures = (result.ratio, result.lower_value, result.upper_value)
         assert figures == pytest.approx((3.0, 3.0, 3.0))
         assert [a.uuid for a in _alerts(deployment)] == [raised.uuid]  # no duet alert
 

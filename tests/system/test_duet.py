@@ -7,9 +7,10 @@ from typing import Any
 
 import pytest
 
+from benchrunner.api.alerts import DuetMargin
 from benchrunner.api.thresholds import ThresholdModelBody
 from benchrunner.core.duet_order import order_text, run_sequence
-from tests.harness import Deployment, cli
+from tests.harness import Deployment, cli, output_json
 
 SEED = 42
 ROUNDS = 8
@@ -39,7 +40,7 @@ def test_a_slower_contender_gives_a_ratio_above_one_and_an_alert(deployment: Dep
     job = deployment.wait_status(str(submitted.job), "processed", timeout=90)
 
     expected = run_sequence(SEED, ROUNDS)
-    results = job.output["results"]
+    results = output_json(job)["results"]
     assert [(r["round"], r["side"]) for r in results] == expected
     assert all(r["exit_code"] == 0 for r in results)
     assert job.config["duet"]["seed"] == SEED
@@ -50,31 +51,32 @@ def test_a_slower_contender_gives_a_ratio_above_one_and_an_alert(deployment: Dep
     assert report.results == []  # no absolute metric: the perf history stays clean
     duet = report.duet
     assert duet is not None
-    assert duet["order"] == order_text(expected)
-    assert (duet["seed"], duet["rounds"], duet["resamples"]) == (SEED, ROUNDS, 2000)
-    assert duet["confidence"] == 0.95 and duet["margin"] == 0.05
-    assert "bootstrap" in duet["method"]
-    (found,) = duet["results"]
-    assert (found["benchmark"]["name"], found["measure"]["slug"]) == ("timed", "latency")
-    assert found["rounds"] == ROUNDS
-    assert 1.05 < found["lower_value"] < found["ratio"] < found["upper_value"]
-    assert found["margin"] == {"lower": 0.05, "upper": 0.05, "source": "run", "threshold": None}
-    assert found["alert"]["limit"] == "upper" and found["alert"]["status"] == "active"
-    assert duet["alerts"] == 1
+    assert duet.order == order_text(expected)
+    assert (duet.seed, duet.rounds, duet.resamples) == (SEED, ROUNDS, 2000)
+    assert duet.confidence == 0.95 and duet.margin == 0.05
+    assert "bootstrap" in duet.method
+    (found,) = duet.results
+    assert (found.benchmark.name, found.measure.slug) == ("timed", "latency")
+    assert found.rounds == ROUNDS
+    assert 1.05 < found.lower_value < found.ratio < found.upper_value
+    assert found.margin == DuetMargin(lower=0.05, upper=0.05, source="run", threshold=None)
+    assert found.alert is not None
+    assert found.alert.limit == "upper" and found.alert.status == "active"
+    assert duet.alerts == 1
 
     # The alert is an ordinary one: listed with the project's alerts, said to be a duet's,
     # and dismissed as any other.
     with deployment.admin() as client:
         (listed,) = client.list_alerts(deployment.project, report=job.report)
-        assert listed.uuid == found["alert"]["uuid"]
+        assert listed.uuid == found.alert.uuid
         assert (listed.kind, listed.limit, listed.status) == ("duet", "upper", "active")
         assert listed.report == listed.raised_by == job.report
         assert listed.benchmark.name == "timed" and listed.measure.slug == "latency"
         assert listed.metric is None and listed.boundary is None
-        assert listed.value == found["ratio"]
+        assert listed.value == found.ratio
         assert listed.duet is not None
-        assert listed.duet["lower_value"] == found["lower_value"]
-        assert listed.duet["margin"]["source"] == "run"
+        assert listed.duet.lower_value == found.lower_value
+        assert listed.duet.margin.source == "run"
         assert listed.uuid in {a.uuid for a in client.list_alerts(deployment.project)}
         dismissed = client.update_alert(deployment.project, listed.uuid, "dismissed")
         assert dismissed.status == "dismissed" and dismissed.kind == "duet"
@@ -87,7 +89,8 @@ def test_a_slower_contender_gives_a_ratio_above_one_and_an_alert(deployment: Dep
         assert (no_threshold.true_positive, no_threshold.precision) == (1, 1.0)
         after = client.get_report(deployment.project, job.report)
     assert after.duet is not None
-    assert after.duet["results"][0]["alert"]["status"] == "dismissed"
+    assert after.duet.results[0].alert is not None
+    assert after.duet.results[0].alert.status == "dismissed"
 
     # The CLI: `report show` prints the duet apart, and a duet submitted with `run --baseline
     # --contender --wait --err` fails the step on its alert.
@@ -125,16 +128,13 @@ def test_a_duet_without_a_margin_takes_its_percentage_threshold(deployment: Depl
     with deployment.admin() as client:
         report = client.get_report(deployment.project, job.report)
         (threshold,) = client.list_thresholds(deployment.project)
-    assert report.duet is not None and report.duet["margin"] is None
-    (found,) = report.duet["results"]
-    assert found["ratio"] > 2
-    assert found["margin"] == {
-        "lower": 0.1,
-        "upper": 50.0,
-        "source": "threshold",
-        "threshold": threshold.uuid,
-    }
-    assert found["alert"] is None and found["verdict"] == "contender higher, within the margin"
+    assert report.duet is not None and report.duet.margin is None
+    (found,) = report.duet.results
+    assert found.ratio > 2
+    assert found.margin == DuetMargin(
+        lower=0.1, upper=50.0, source="threshold", threshold=threshold.uuid
+    )
+    assert found.alert is None and found.verdict == "contender higher, within the margin"
 
     tight = ThresholdModelBody(test="percentage", upper_boundary=0.5)
     with deployment.admin() as client:
@@ -145,14 +145,14 @@ def test_a_duet_without_a_margin_takes_its_percentage_threshold(deployment: Depl
         report = client.get_report(deployment.project, job.report)
         alerts = client.list_alerts(deployment.project, report=job.report)
     assert report.duet is not None
-    (found,) = report.duet["results"]
+    (found,) = report.duet.results
     assert len(alerts) == 1, found  # the interval and its margin, when it raised none
     (alerted,) = alerts
-    assert found["margin"]["upper"] == 0.5 and found["margin"]["lower"] is None
-    assert found["alert"]["uuid"] == alerted.uuid
+    assert found.margin.upper == 0.5 and found.margin.lower is None
+    assert found.alert is not None and found.alert.uuid == alerted.uuid
     assert alerted.kind == "duet" and alerted.threshold is not None
-    assert alerted.threshold["uuid"] == threshold.uuid
-    assert alerted.threshold["model"]["upper_boundary"] == 0.5
+    assert alerted.threshold.uuid == threshold.uuid
+    assert alerted.threshold.model.upper_boundary == 0.5
 
 
 ILL_FORMED: list[tuple[dict[str, Any], str]] = [

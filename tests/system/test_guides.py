@@ -723,7 +723,7 @@ def need_previous_report(setting: Setting) -> None:
         with setting.guides.server.admin() as client:
             (alert,) = [a for a in client.list_alerts(project) if a.kind != "duet"]
             found = client.get_alert(project, alert.uuid)
-        bisection = found.bisection or {}
+        bisection = {} if found.bisection is None else found.bisection.model_dump(mode="json")
         return bisection if bisection.get("state") not in (None, "pending", "running") else None
 
     def named_the_culprit() -> None:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.harness import Deployment, process_gone, wait_until
+from tests.harness import Deployment, output_json, process_gone, wait_until
 
 
 @pytest.fixture
@@ -40,17 +40,17 @@ def test_template_job_runs_through_processed_with_metrics(each_transport: Deploy
         "completed",
         "processed",
     ]
-    assert len(job.output["results"]) == 2
-    assert all(r["exit_code"] == 0 for r in job.output["results"])
+    assert len(output_json(job)["results"]) == 2
+    assert all(r["exit_code"] == 0 for r in output_json(job)["results"])
     with deployment.admin() as client:
         report = client.get_report(deployment.project, job.report)
     assert report.error is None
     assert report.start_time == job.started and report.end_time == job.completed
     values = [
-        (b["benchmark"]["name"], m["measure"]["slug"], m["metric"]["value"])
+        (b.benchmark.name, m.measure.slug, m.metric.value)
         for iteration in report.results
         for b in iteration
-        for m in b["measures"]
+        for m in b.measures
     ]
     assert values == [("sleep", "latency", 20.0), ("sleep", "latency", 20.0)]
     assert runner.proc is not None and runner.proc.poll() is None
@@ -103,7 +103,7 @@ def test_runner_refuses_a_template_it_does_not_list(
     runner = deployment.runner_process("picky", templates=own).start()
     job_uuid = deployment.submit("bench.noop")
     job = deployment.wait_status(job_uuid, "failed")
-    assert "not approved on this runner" in job.output["error"]
+    assert "not approved on this runner" in output_json(job)["error"]
     # No process ever started: the job's "received" line is logged as it finishes, first.
     log = wait_until(
         lambda: f"job {job_uuid} finished" in runner.output() and runner.output(),
@@ -227,4 +227,4 @@ def test_runner_drain_cancels_a_job_that_outlives_the_grace(
     assert "draining: the running job may take" in runner.output()
     assert process_gone(pid) and not finished.exists()
     job = tenant.wait_status(job_uuid, "failed")
-    assert "canceled after drain grace" in job.output["error"]
+    assert "canceled after drain grace" in output_json(job)["error"]

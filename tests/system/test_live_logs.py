@@ -14,7 +14,15 @@ import pytest
 from benchrunner.api.jobs import JobLogEnd, JobLogPage, JobLogPiece
 from benchrunner.client import ApiError
 from benchrunner.core.log_paging import DEFAULT_LIMIT, MAX_LIMIT
-from tests.harness import PROCESS_START_TIMEOUT, Deployment, RawChannel, cli, deploy, wait_until
+from tests.harness import (
+    PROCESS_START_TIMEOUT,
+    Deployment,
+    RawChannel,
+    cli,
+    deploy,
+    output_json,
+    wait_until,
+)
 
 SECRET_TEXT = "Bearer abcdefghijkl0123 sk-abcdefghijklmnopqrstu"
 
@@ -84,7 +92,7 @@ def test_a_running_jobs_log_is_readable_while_it_runs_and_followed_to_its_end(
     ticks = [line for line in text.splitlines() if line.startswith("tick ")]
     assert ticks == [f"tick {n} Bearer [redacted] sk-[redacted]" for n in range(len(ticks))]
     # The job's stored output (the source of truth for parsing) has the same lines, raw.
-    stdout = deployment.job(job).output["results"][0]["stdout"]
+    stdout = output_json(deployment.job(job))["results"][0]["stdout"]
     assert stdout.count("tick ") == len(ticks) and "abcdefghijkl0123" in stdout
     runner.kill()
 

@@ -16,7 +16,7 @@ from benchrunner.api.jobs import Job
 from benchrunner.api.thresholds import ThresholdModelBody
 from benchrunner.runner.noise_guard import ROUNDS
 from benchrunner.server.store.job_outputs import INLINE_OUTPUT_BYTES
-from tests.harness import Deployment, cli
+from tests.harness import Deployment, cli, output_json
 
 T0 = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
 LATENCY_10PCT = {"test": "percentage", "upper_boundary": 0.1, "min_sample_size": 3}
@@ -46,7 +46,7 @@ def test_a_real_runners_noise_reaches_the_output_and_the_report(
     job_uuid = deployment.submit("bench.noop")
     job = deployment.wait_status(job_uuid, "processed", timeout=60)
 
-    noise = job.output["noise"]
+    noise = output_json(job)["noise"]
     assert noise["before"]["rounds"] == noise["after"]["rounds"] == ROUNDS
     assert noise["before"]["median_ns"] > 0 and noise["after"]["median_ns"] > 0
     assert noise["drift"] == noise["after"]["median_ns"] / noise["before"]["median_ns"] - 1
@@ -72,7 +72,7 @@ def test_a_real_runners_noise_reaches_the_output_and_the_report(
     patch_spec(deployment, noise_guard=False)
     quiet_uuid = deployment.submit("bench.noop")
     unguarded = deployment.wait_status(quiet_uuid, "processed", timeout=60)
-    assert unguarded.output.get("noise") is None
+    assert output_json(unguarded).get("noise") is None
     assert report_of(deployment, unguarded)["noise"] is None
     runner.kill()
 

@@ -17,7 +17,7 @@ from benchrunner.runner.calibration_child import fixed_work
 from benchrunner.runner.cores import CorePlan
 from benchrunner.runner.noise_guard import ROUNDS, NoiseProbe
 from benchrunner.runner.options import RunnerOptions
-from tests.harness import deploy, wait_until
+from tests.harness import deploy, output_json, wait_until
 
 
 def test_the_before_is_taken_while_idle_and_the_job_starts_without_a_calibration(
@@ -57,7 +57,9 @@ def test_the_before_is_taken_while_idle_and_the_job_starts_without_a_calibration
             thread.join(30)
         assert exit_codes == [0]
 
-    started_ns = json.loads(job.output["results"][0]["stdout"])["clock"]["started_ns"]["value"]
+    started_ns = json.loads(output_json(job)["results"][0]["stdout"])["clock"]["started_ns"][
+        "value"
+    ]
     assert submitted_ns < started_ns
     # Between the job's submission and its process's start, no round ran...
     assert not [r for r in rounds if submitted_ns < r < started_ns]
@@ -65,7 +67,7 @@ def test_the_before_is_taken_while_idle_and_the_job_starts_without_a_calibration
     assert idle_rounds == ROUNDS + 1 and rounds[idle_rounds - 1] < submitted_ns  # + the warm-up
     after = [r for r in rounds if r > started_ns]
     assert len(after) >= ROUNDS + 1
-    noise = job.output["noise"]
+    noise = output_json(job)["noise"]
     assert noise["before"]["rounds"] == noise["after"]["rounds"] == ROUNDS
     assert noise["before_age_ms"] >= (submitted_ns - rounds[idle_rounds - 1]) / 1e6
 
@@ -103,7 +105,7 @@ def test_under_a_cpuset_partition_a_process_in_it_calibrates_the_job_cores(
             agent.request_drain()
             thread.join(30)
         assert exit_codes == [0]
-    noise = job.output["noise"]
+    noise = output_json(job)["noise"]
     assert noise["before"]["rounds"] == noise["after"]["rounds"] == ROUNDS
     assert noise["before"]["median_ns"] > 0 and noise["drift"] is not None
     assert rounds == [], "a round ran on the runner's own thread"

@@ -13,7 +13,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.harness import Deployment, RawChannel, deploy, wait_until
+from tests.harness import Deployment, RawChannel, deploy, output_json, wait_until
 from tests.metrics_scrape import scrape
 from tests.object_store import S3Server, StoreGate
 from tests.oci_layout import OCI_MANIFEST, sha256_digest
@@ -180,7 +180,7 @@ def _result_survives_the_store_going_down(
     with deployment.admin() as client:
         report = client.get_report(deployment.project, done.report)
     assert report.results, report
-    assert deployment.job(job_uuid).output["results"][0]["stdout"] == BIG_STDOUT
+    assert output_json(deployment.job(job_uuid))["results"][0]["stdout"] == BIG_STDOUT
 
     gate.close()  # reading the output back needs the store: a clear 503, not a 500
     with deployment.http() as http:

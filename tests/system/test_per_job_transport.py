@@ -21,7 +21,7 @@ from websockets.exceptions import ConnectionClosed, InvalidStatus
 from websockets.sync.client import ClientConnection, connect
 
 from benchrunner.protocol import EXTENSIONS_HEADER, OUR_EXTENSIONS, TEMPLATE_EXTENSION
-from tests.harness import cli, wait_until
+from tests.harness import cli, output_json, wait_until
 from tests.inprocess import InProcessServer, serve_in_process
 
 
@@ -206,7 +206,7 @@ def test_seed_000_messages_take_a_job_to_processed(server: InProcessServer) -> N
     assert ws.ask(completed) == {"event": "ack", "job": job_uuid}
     assert ws.closed_by_server() == (1000, '"job_completed"')  # as Bencher's per-job handler
     job = wait_until(lambda: (j := server.job(job_uuid)).status == "processed" and j)
-    [result] = job.output["results"]
+    [result] = output_json(job)["results"]
     assert (result["exit_code"], result["stdout"]) == (0, stdout)
     # A finished job's socket is closed to its runner: only claimed or running jobs take one.
     status, body = runner.refused(job_uuid)
@@ -224,8 +224,8 @@ def test_a_failed_message_fails_the_job(server: InProcessServer) -> None:
     assert ws.closed_by_server() == (1000, '"job_failed"')
     job = server.job(job_uuid)
     assert job.status == "failed"
-    assert job.output["error"] == "the VM would not boot"
-    assert [r["exit_code"] for r in job.output["results"]] == [3]
+    assert output_json(job)["error"] == "the VM would not boot"
+    assert [r["exit_code"] for r in output_json(job)["results"]] == [3]
 
 
 def test_only_the_runners_own_claimed_or_running_jobs_take_a_socket(

@@ -20,6 +20,7 @@ from tests.harness import (
     Deployment,
     RawChannel,
     deploy,
+    output_json,
     wait_until,
 )
 
@@ -54,7 +55,7 @@ def test_redelivered_result_overrides_a_heartbeat_timeout_failure(
         job = deployment.wait_status(job_uuid, "processed")
     kinds = [e.event_type for e in job.events]
     assert kinds[-3:] == ["heartbeat_stale_recovered", "job_completed", "job_processed"]
-    assert job.output["results"][0]["exit_code"] == 0
+    assert output_json(job)["results"][0]["exit_code"] == 0
 
 
 def test_server_killed_and_restarted(tmp_path: Path, database_url: str, transport: str) -> None:
@@ -118,7 +119,7 @@ def test_completed_but_unprocessed_jobs_are_processed_at_startup(deployment: Dep
     deployment.wait_status(job_uuid, "processed")
     with deployment.admin() as client:
         results = client.get_report(deployment.project, report_uuid).results
-    assert results[0][0]["measures"][0]["metric"]["value"] == 7.0
+    assert results[0][0].measures[0].metric.value == 7.0
 
 
 @pytest.mark.engine_independent
@@ -179,8 +180,8 @@ def test_a_result_too_large_for_the_server_fails_the_job_instead_of_looping(
     with deploy(tmp_path, database_url, request_body_max_bytes=64 * 1024) as deployment:
         runner = deployment.runner_process("chatty").start()
         job = deployment.wait_status(deployment.submit("bench.chatty"), "failed", timeout=40)
-        assert "message size limit" in job.output["error"]
-        assert job.output["results"] == [
+        assert "message size limit" in output_json(job)["error"]
+        assert output_json(job)["results"] == [
             {"exit_code": 0, "stdout": None, "stderr": None, "output": None}
         ]
         assert runner.proc is not None and runner.proc.poll() is None
@@ -203,5 +204,5 @@ def test_an_acknowledged_result_survives_a_server_killed_right_after_the_ack(
     deployment.server.start()
     job = deployment.wait_status(job_uuid, "processed")
     assert [e.event_type for e in job.events][-2:] == ["job_completed", "job_processed"]
-    stored = job.output["results"]
+    stored = output_json(job)["results"]
     assert [(r["exit_code"], r["stdout"]) for r in stored] == [(0, result["stdout"])]

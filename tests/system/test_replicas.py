@@ -174,7 +174,7 @@ def test_results_a_dead_replica_stored_but_never_processed_are_processed_by_the_
             message="the survivor's sweeper to process the orphaned result",
         )
         results = client.get_report(deployment.project, report_uuid).results
-    assert results[0][0]["measures"][0]["metric"]["value"] == 7.0
+    assert results[0][0].measures[0].metric.value == 7.0
 
 
 def _finished(view: Job) -> Job | None:

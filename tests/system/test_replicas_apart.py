@@ -37,6 +37,7 @@ from tests.harness import (
     Deployment,
     RunnerProcess,
     ServerProcess,
+    output_json,
     wait_until,
 )
 from tests.metrics_scrape import scrape
@@ -285,13 +286,13 @@ def test_a_job_run_through_one_replica_is_read_through_the_other(replicas: Repli
         assert done.status == "processed", done
         # The output is an object of the bucket (too large for a row), read back through B.
         assert [k for k in replicas.objects() if k.endswith(f"/output/v0/jobs/{job_uuid}")]
-        [result] = done.output["results"]
+        [result] = output_json(done)["results"]
         assert result["stdout"].startswith('{"wide": {"latency": {"value": 3}}}')
         assert len(result["stdout"]) > 100_000
         assert "warming up on the runner" in _whole_log(through_b, deployment.project, job_uuid)
         report = through_b.get_report(deployment.project, done.report)
     [[iteration]] = report.results
-    assert iteration["measures"][0]["metric"]["value"] == 3.0
+    assert iteration.measures[0].metric.value == 3.0
 
 
 def test_collection_and_retention_run_on_the_leader_alone(replicas: Replicas) -> None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from benchrunner.api.jobs import Job
-from tests.harness import Deployment, deploy, wait_until
+from tests.harness import Deployment, deploy, output_json, wait_until
 from tests.inprocess import serve_in_process
 from tests.metrics_scrape import scrape
 from tests.stored_outputs import output_blob, output_row
@@ -45,7 +45,7 @@ def test_expired_outputs_go_the_newest_and_jobs_in_flight_stay(
         )
         assert _stored(deployment, finished[2])  # the newest finished job is kept
         assert "output" not in deployment.job(finished[0].uuid).model_fields_set
-        assert deployment.job(finished[2].uuid).output["results"]
+        assert output_json(deployment.job(finished[2].uuid))["results"]
 
         # The job in flight finishes: it is the newest now, and the one before it goes.
         done = channel.ask({"event": "completed", "job": in_flight, "results": [RESULT]})

@@ -16,7 +16,7 @@ import pytest
 from benchrunner.runner import procfs
 from benchrunner.runner.agent import IN_FLIGHT_DIR
 from benchrunner.runner.inflight import JOB_VARIABLE, InFlight
-from tests.harness import Deployment, wait_until
+from tests.harness import Deployment, output_json, wait_until
 
 pytestmark = pytest.mark.engine_independent
 
@@ -36,7 +36,7 @@ def test_a_job_sees_none_of_the_runners_own_variables(deployment: Deployment) ->
     runner = deployment.runner_process("r1", BENCHRUNNER_TOKEN="admin-token-secret")
     runner.start(BENCHRUNNER_RUNNER_KEY=runner.key)
     job = deployment.wait_status(deployment.submit("bench.environ"), "processed")
-    environ = json.loads(job.output["results"][0]["stdout"])
+    environ = json.loads(output_json(job)["results"][0]["stdout"])
     assert {name for name in environ if name.startswith("BENCHRUNNER_")} == {
         "BENCHRUNNER_JOB",
         "BENCHRUNNER_ITERATION",
@@ -57,7 +57,7 @@ def test_files_linked_in_from_outside_are_refused_and_the_jobs_own_collected(
         {"secret": str(secret)},
         file_paths=["environ", "linked", "hard", "result.json"],
     )
-    result = deployment.wait_status(job_uuid, "processed").output["results"][0]
+    result = output_json(deployment.wait_status(job_uuid, "processed"))["results"][0]
     assert result["output"] == {"result.json": "{}"}
     for name in ("environ", "linked", "hard"):
         assert f"[benchrunner: file_path '{name}' refused: " in result["stderr"]
@@ -94,7 +94,7 @@ def test_the_next_working_directory_is_made_while_idle_and_removed_at_the_stop(
     temp.mkdir()
     runner = deployment.runner_process("r1").start(TMPDIR=str(temp))
     first = deployment.wait_status(deployment.submit("bench.environ"), "processed")
-    workdir = json.loads(first.output["results"][0]["stdout"])["BENCHRUNNER_WORKDIR"]
+    workdir = json.loads(output_json(first)["results"][0]["stdout"])["BENCHRUNNER_WORKDIR"]
     assert Path(workdir).parent == temp and Path(workdir).name.startswith(
         f"benchrunner-{first.uuid}-"
     )
@@ -105,7 +105,7 @@ def test_the_next_working_directory_is_made_while_idle_and_removed_at_the_stop(
     (ahead,) = wait_until(made_ahead, message="the next job's working directory")
     assert ahead.startswith("benchrunner-next-")
     second = deployment.wait_status(deployment.submit("bench.environ"), "processed")
-    taken = json.loads(second.output["results"][0]["stdout"])["BENCHRUNNER_WORKDIR"]
+    taken = json.loads(output_json(second)["results"][0]["stdout"])["BENCHRUNNER_WORKDIR"]
     assert Path(taken).name == ahead.replace("next", second.uuid, 1)
     wait_until(made_ahead, message="the one after it")
     assert runner.kill(signal.SIGTERM) == 0

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.bencher_bodies import BODIES, bencher_body
-from tests.harness import Deployment
+from tests.harness import Deployment, output_json
 from tests.oci_layout import busybox_image, write_layout
 
 pytestmark = [
@@ -84,7 +84,7 @@ def test_an_image_pushed_with_skopeo_runs_in_the_sandbox(deployment: Deployment)
     first = submit_image(deployment, layout.digest, file_paths=["result.json"])
     job = deployment.wait_status(first, "processed", "completed", "failed", timeout=120)
     assert job.status in ("processed", "completed"), job
-    result = job.output["results"][0]
+    result = output_json(job)["results"][0]
     assert json.loads(result["stdout"]) == RESULT
     assert json.loads(result["output"]["result.json"]) == RESULT
 
@@ -130,7 +130,7 @@ def test_bencher_files_inside_the_image_are_read_from_the_containers_root(
 
     job = deployment.wait_status(submitted.json()["job"], "processed", "failed", timeout=120)
     assert job.status == "processed", job
-    (result,) = job.output["results"]
+    (result,) = output_json(job)["results"]
     assert result["stdout"] == "ran\n"  # not BMF: the metric can only come from the file
     assert result["output"] == {"/tmp/results.json": json.dumps(RESULT) + "\n"}
     root = "the container's root"
@@ -141,10 +141,8 @@ def test_bencher_files_inside_the_image_are_read_from_the_containers_root(
     with deployment.admin() as client:
         report = client.get_report(deployment.project, submitted.json()["uuid"])
     ((found,),) = report.results
-    assert found["benchmark"]["name"] == "sandboxed"
-    assert [(m["measure"]["slug"], m["metric"]["value"]) for m in found["measures"]] == [
-        ("latency", 42.0)
-    ]
+    assert found.benchmark.name == "sandboxed"
+    assert [(m.measure.slug, m.metric.value) for m in found.measures] == [("latency", 42.0)]
 
 
 def test_an_image_missing_from_the_registry_fails_the_job_clearly(
@@ -161,7 +159,7 @@ def test_an_image_missing_from_the_registry_fails_the_job_clearly(
     skopeo("delete", "--tls-verify=false", "--creds", credentials, image)
     sandbox_runner(deployment, "sandboxed")
     job = deployment.wait_status(job_uuid, "failed", timeout=60)
-    assert job.output["error"] == (
+    assert output_json(job)["error"] == (
         f"image {digest}: {project}/manifests/{digest}: not found in the registry"
     )
 
@@ -170,7 +168,7 @@ def test_a_sandbox_runner_refuses_template_jobs_clearly(deployment: Deployment) 
     sandbox_runner(deployment, "sandboxed")
     job_uuid = deployment.submit("bench.noop")
     job = deployment.wait_status(job_uuid, "failed", timeout=60)
-    assert "runs image jobs only" in job.output["error"]
+    assert "runs image jobs only" in output_json(job)["error"]
 
 
 @pytest.mark.parametrize("named_by", ["digest", "tag"])
@@ -206,12 +204,13 @@ def test_a_duet_of_two_images_runs_both_in_the_sandbox(
     duet = job.config["duet"]
     assert [duet["baseline"]["digest"], duet["contender"]["digest"]] == digests
     sides = [(r["side"], json.loads(r["stdout"])["duet"]["latency"]["value"]) for r in
-             job.output["results"]]  # fmt: skip
+             output_json(job)["results"]]  # fmt: skip
     assert sorted(sides) == [("baseline", 100.0)] * 2 + [("contender", 200.0)] * 2
     with deployment.admin() as client:
         report = client.get_report(deployment.project, job.report)
     assert report.duet is not None
-    (found,) = report.duet["results"]
-    assert found["ratio"] == pytest.approx(2.0)
-    assert found["alert"]["limit"] == "upper" and found["alert"]["status"] == "active"
+    (found,) = report.duet.results
+    assert found.ratio == pytest.approx(2.0)
+    assert found.alert is not None
+    assert found.alert.limit == "upper" and found.alert.status == "active"
     assert list((sandbox_dir / "jobs").iterdir()) == []  # both sides' directories removed

@@ -21,7 +21,7 @@ from benchrunner.client import MAX_PER_PAGE, ApiError
 from benchrunner.core.canonical import canonical_json
 from benchrunner.core.signatures import key_fingerprint, public_key_text, sign
 from benchrunner.protocol import OUR_EXTENSIONS
-from tests.harness import Deployment, RawChannel, cli, wait_until
+from tests.harness import Deployment, RawChannel, cli, output_json, wait_until
 
 READY = {"event": "ready", "poll_timeout": 5, "extensions": list(OUR_EXTENSIONS)}
 
@@ -139,14 +139,14 @@ def test_every_unsigned_or_badly_signed_result_is_refused_and_changes_nothing(
         "signature": good["signature"],
         "key_fingerprint": key_fingerprint(public_key_text(key.public_key())),
     }
-    assert job.output["results"] == [_stored(5)]
+    assert output_json(job)["results"] == [_stored(5)]
 
     assert channel.ask(good) == {"event": "ack", "job": job_uuid}  # the identical resend
     replay = _signed(key, {**completed, "results": [_result(9)]}, nonce)
     reply = channel.ask(replay)
     assert reply["event"] == "error" and "already has a different result" in reply["message"]
     job = tenant.job(job_uuid)
-    assert job.output["results"] == [_stored(5)]
+    assert output_json(job)["results"] == [_stored(5)]
     assert job.signature.signature == good["signature"]
 
 
@@ -215,7 +215,7 @@ def test_any_other_result_for_a_finished_job_is_refused_as_a_replay(
     _refused_as_replay(channel, sign(failed), "completed")
     assert channel.ask(completed) == {"event": "ack", "job": completed_job}
     job = tenant.job(completed_job)
-    assert job.status == "processed" and job.output["error"] is None
+    assert job.status == "processed" and output_json(job)["error"] is None
 
     failed_job, sign = _run_signed(channel, tenant, key)
     failed = {"event": "failed", "job": failed_job, "results": [], "error": "exit 3"}
@@ -227,7 +227,7 @@ def test_any_other_result_for_a_finished_job_is_refused_as_a_replay(
     _refused_as_replay(channel, sign({"event": "canceled", "job": failed_job}), "failed")
     assert channel.ask(sign(failed)) == {"event": "ack", "job": failed_job}
     job = tenant.job(failed_job)
-    assert (job.status, job.output["error"]) == ("failed", "exit 3")
+    assert (job.status, output_json(job)["error"]) == ("failed", "exit 3")
 
     quitter, sign = _run_signed(channel, tenant, key)
     canceled = sign({"event": "canceled", "job": quitter})
@@ -262,7 +262,7 @@ def test_a_signed_result_with_a_field_the_server_does_not_know_is_accepted(
     assert channel.ask(completed) == {"event": "ack", "job": job_uuid}
     job = tenant.job(job_uuid)
     assert job.status == "processed"
-    assert job.output["results"] == [_stored(4)]  # the unknown field is not kept
+    assert output_json(job)["results"] == [_stored(4)]  # the unknown field is not kept
     assert job.signature.verified and job.signature.output_hash == _hash([result])
     assert channel.ask(completed) == {"event": "ack", "job": job_uuid}  # the identical resend
     without = sign({"event": "completed", "job": job_uuid, "results": [_result(4)]})
@@ -330,7 +330,7 @@ def test_a_runner_started_with_its_signing_key_signs_a_job_end_to_end(
     assert signature.signed and signature.verified
     assert signature.key_fingerprint == key_fingerprint(public)
     # The hash is the results' as the server stored them, computed here independently.
-    stored = [{k: v for k, v in r.items() if v is not None} for r in job.output["results"]]
+    stored = [{k: v for k, v in r.items() if v is not None} for r in output_json(job)["results"]]
     assert signature.output_hash == _hash(stored)
     assert len(stored) == 2
     assert "signing results with key " + key_fingerprint(public) in runner.output()

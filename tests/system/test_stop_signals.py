@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.harness import Deployment, RunnerProcess, process_gone, wait_until
+from tests.harness import Deployment, RunnerProcess, output_json, process_gone, wait_until
 
 pytestmark = pytest.mark.engine_independent
 
@@ -50,7 +50,7 @@ def test_the_second_signal_cancels_the_job_now_and_reports_it_failed(
     assert process_gone(pid) and not finished.exists()
     job = deployment.wait_status(job_uuid, "failed")
     # Reported by the runner (its reason, its event), not found out by the server later.
-    assert job.output["error"] == SHUT_DOWN
+    assert output_json(job)["error"] == SHUT_DOWN
     assert job.events[-1].event_type == "job_failed"
     assert SHUT_DOWN in str(job.events[-1].message)
 
@@ -115,6 +115,6 @@ def test_the_third_signal_keeps_unacknowledged_results_for_the_next_start(
     assert runner.proc is not None
     wait_until(lambda: not spooled.exists(), timeout=60, message="the result acknowledged")
     job = deployment.wait_status(job_uuid, "failed")
-    assert job.output["error"] == SHUT_DOWN
+    assert output_json(job)["error"] == SHUT_DOWN
     _signal_and_see(runner, "draining: idle, stopping")
     assert runner.proc.wait(timeout=60) == 0

@@ -16,7 +16,7 @@ import pytest
 
 from benchrunner.runner.tuning.personality import ADDR_NO_RANDOMIZE
 from tests.fake_host import bare_metal, host_files
-from tests.harness import Deployment, RunnerProcess, deploy, wait_until
+from tests.harness import Deployment, RunnerProcess, deploy, output_json, wait_until
 
 CPU = "sys/devices/system/cpu"
 STATE = "run/benchrunner/tune-state.json"
@@ -57,7 +57,7 @@ def test_a_best_effort_tuned_runner_runs_a_job_and_leaves_the_host_as_it_was(
     runner = tuned_runner(deployment, host, "tuned", "--tune=best-effort").start()
     job = deployment.submit("bench.personality")
     done = deployment.wait_status(job, "processed", timeout=60)
-    flags = json.loads(done.output["results"][0]["stdout"])["personality"]["flags"]["value"]
+    flags = json.loads(output_json(done)["results"][0]["stdout"])["personality"]["flags"]["value"]
     assert flags & ADDR_NO_RANDOMIZE, "the job ran with ASLR on"
     # The runner is still up: the host is tuned, and what could not be is said.
     if len(os.sched_getaffinity(0)) > 1:

@@ -31,6 +31,7 @@ def measure(
         entry["threshold"] = {
             "uuid": f"t-{kind['slug']}",
             "model": {
+                "uuid": f"tm-{kind['slug']}",
                 "test": "percentage",
                 "min_sample_size": None,
                 "max_sample_size": None,
@@ -89,7 +90,14 @@ def alert(metric: str, benchmark: str, value: float, boundary: dict[str, Any]) -
         "uuid": f"a-{metric}",
         "report": "r-1",
         "iteration": 0,
-        "threshold": {"uuid": "t-latency"},
+        "threshold": {
+            "uuid": "t-latency",
+            "project": "p-1",
+            "branch": dimension("feature/x"),
+            "testbed": dimension("ci-runner"),
+            "measure": dimension("Latency", units=LATENCY["units"]),
+            "model": {"uuid": "tm-latency", "test": "percentage", "upper_boundary": 0.1},
+        },
         "branch": dimension("feature/x"),
         "testbed": dimension("ci-runner"),
         "benchmark": dimension(benchmark),
@@ -145,8 +153,18 @@ def without_thresholds() -> dict[str, Any]:
         "adapter": "json",
         "error": None,
         "results": [
-            [{"benchmark": {"name": "a"}, "measures": [measure({"name": "latency"}, "m1", 5)]}],
-            [{"benchmark": {"name": "a"}, "measures": [measure({"name": "latency"}, "m2", 7)]}],
+            [
+                {
+                    "benchmark": dimension("a"),
+                    "measures": [measure(dimension("latency", units=""), "m1", 5)],
+                }
+            ],
+            [
+                {
+                    "benchmark": dimension("a"),
+                    "measures": [measure(dimension("latency", units=""), "m2", 7)],
+                }
+            ],
         ],
         "alerts": [],
     }

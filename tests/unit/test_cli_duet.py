@@ -10,6 +10,7 @@ import pytest
 import typer
 from rich.console import Console
 
+from benchrunner.api.reports import ReportDuet
 from benchrunner.cli.duet_view import duet_alerts, print_duet
 from benchrunner.cli.follow import report_failure
 from benchrunner.cli.run_body import DuetFlags, RunFlags, build_body
@@ -78,6 +79,7 @@ DUET = {
     "seed": 42,
     "rounds": 3,
     "order": "AB BA AB",
+    "statistic": "contender / baseline",
     "method": "percentile bootstrap of the mean log ratio over paired rounds",
     "resamples": 2000,
     "confidence": 0.95,
@@ -90,6 +92,8 @@ DUET = {
             "ratio": 1.0312,
             "lower_value": 1.02,
             "upper_value": 1.04,
+            "margin": {"lower": 0.01, "upper": 0.01, "source": "run", "threshold": None},
+            "verdict": "contender higher",
             "alert": {"limit": "upper"},
         },
         {
@@ -99,6 +103,8 @@ DUET = {
             "ratio": 1.001,
             "lower_value": 0.99,
             "upper_value": 1.01,
+            "margin": {"lower": 0.01, "upper": 0.01, "source": "run", "threshold": None},
+            "verdict": "no difference shown",
             "alert": None,
         },
     ],
@@ -107,7 +113,7 @@ DUET = {
 
 def test_a_duet_prints_its_order_ratios_intervals_and_alerts() -> None:
     buffer = io.StringIO()
-    print_duet(Console(file=buffer, width=200), DUET)
+    print_duet(Console(file=buffer, width=200), ReportDuet.model_validate(DUET))
     text = buffer.getvalue()
     assert "order (A baseline, B contender): AB BA AB" in text
     assert "seed 42" in text and "95% interval" in text and "margin 0.01" in text

@@ -11,7 +11,7 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from benchrunner.api.alerts import Alert
+from benchrunner.api.alerts import Alert, DuetMargin
 from benchrunner.api.perf import PerfSeries, PerfVersion
 from benchrunner.api.thresholds import Threshold, ThresholdModel
 from benchrunner.cli.dimension_cmds import dimension_columns, dimension_row
@@ -141,7 +141,7 @@ ALERT = {
     "measure": {**_named("latency"), "units": NS},
     "branch": _named("main"),
     "testbed": _named("ci"),
-    "metric": {"value": 150.0},
+    "metric": {"uuid": "metric-1", "value": 150.0},
     "boundary": {"baseline": 100.0, "lower_limit": None, "upper_limit": 110.0},
     "limit": "upper",
 }
@@ -180,6 +180,7 @@ DUET_ALERT = {
     "metric": None,
     "boundary": None,
     "duet": {
+        "statistic": "contender / baseline",
         "ratio": 1.0312,
         "lower_value": 1.02,
         "upper_value": 1.04,
@@ -212,7 +213,7 @@ def test_a_duet_alerts_row_shows_its_ratio_and_the_edge_it_crossed() -> None:
     ],
 )
 def test_margin_text(margin: dict[str, Any] | None, text: str) -> None:
-    assert margin_text(margin) == text
+    assert margin_text(None if margin is None else DuetMargin.model_validate(margin)) == text
 
 
 @pytest.mark.parametrize(

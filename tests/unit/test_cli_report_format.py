@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from pydantic import ValidationError
 
 from benchrunner.cli.report_format import (
     AlertMark,
@@ -179,9 +180,9 @@ def test_rows_of_a_report_with_nothing() -> None:
         "testbed": dimension("localhost"),
     }
     assert report_rows(report(bare)) == []
-    assert report_rows(report({**bare, "results": [[{"benchmark": None, "measures": [{}]}]]})) == [
-        MetricRow(0, "—", "—", "", None, metric=None)
-    ]
+    # A result without its benchmark or metric is refused where the client parses it.
+    with pytest.raises(ValidationError, match="benchmark"):
+        report({**bare, "results": [[{"benchmark": None, "measures": [{}]}]]})
 
 
 def test_alert_lines_say_which_limit_and_how_far() -> None:
@@ -280,7 +281,11 @@ def test_alert_lines_of_an_alert_outside_the_report() -> None:
 
 def test_alert_lines_say_between_which_versions_a_step_lies() -> None:
     found = without_thresholds()
-    between = {"from": {}, "to": {}, "text": "between versions 7 (abc) and 8 (def)"}
+    between = {
+        "from": {"report": "r-0"},
+        "to": {"report": "r-3"},
+        "text": "between versions 7 (abc) and 8 (def)",
+    }
     found["alerts"] = [
         alert_of(
             "a",
@@ -288,7 +293,7 @@ def test_alert_lines_say_between_which_versions_a_step_lies() -> None:
             "nanoseconds (ns)",
             report="r-0",
             raised_by="r-3",
-            metric={"value": 7.0},
+            metric={"uuid": "m-7", "value": 7.0},
             change={"before": 5.0, "after": 7.5, "between": between},
         )
     ]

@@ -8,6 +8,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 
+from benchrunner.api.alerts import DuetMargin
 from benchrunner.core.tiers import Plan
 from benchrunner.detection.duet import METHOD, DuetEstimate
 from benchrunner.detection.models import Model, TestKind
@@ -117,23 +118,20 @@ def test_margins_come_from_the_run_else_a_percentage_threshold_else_zero(
     assert raised == 4 and raised_by_run == 0  # the run's 50 % holds every one back
     assert total == 4
     views = [alert_view(row) for row in listed]
-    assert {v["kind"] for v in views} == {"duet"}
-    assert all(v["report"] == v["raised_by"] == str(threshold_report) for v in views)
-    assert str(run_report) not in {v["report"] for v in views}
-    (sort_view,) = [
-        v for v in views if v["benchmark"]["name"] == "sort" and v["measure"]["slug"] == "latency"
-    ]
-    assert sort_view["value"] == 1.10 and sort_view["metric"] is None
-    assert sort_view["duet"]["margin"] == {
-        "lower": None,
-        "upper": 0.02,
-        "source": "threshold",
-        "threshold": sort_view["threshold"]["uuid"],
-    }
-    assert sort_view["threshold"]["model"]["upper_boundary"] == 0.02
-    memory_view = next(v for v in views if v["measure"]["slug"] == "memory")
-    assert memory_view["threshold"] is None and memory_view["duet"]["margin"]["source"] == "none"
-    assert [alert_view(r)["uuid"] for r in of_sort] == [sort_view["uuid"]]
+    assert {v.kind for v in views} == {"duet"}
+    assert all(v.report == v.raised_by == str(threshold_report) for v in views)
+    assert str(run_report) not in {v.report for v in views}
+    (sort_view,) = [v for v in views if v.benchmark.name == "sort" and v.measure.slug == "latency"]
+    assert sort_view.value == 1.10 and sort_view.metric is None
+    assert sort_view.duet is not None and sort_view.threshold is not None
+    assert sort_view.duet.margin == DuetMargin(
+        lower=None, upper=0.02, source="threshold", threshold=sort_view.threshold.uuid
+    )
+    assert sort_view.threshold.model.upper_boundary == 0.02
+    memory_view = next(v for v in views if v.measure.slug == "memory")
+    assert memory_view.threshold is None and memory_view.duet is not None
+    assert memory_view.duet.margin.source == "none"
+    assert [alert_view(r).uuid for r in of_sort] == [sort_view.uuid]
     assert len(recent) == 4 and all(a.duet for a in recent)
     assert {a.value for a in recent} == {1.10, 0.90}
 

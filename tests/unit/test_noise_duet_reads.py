@@ -9,7 +9,7 @@ from dataclasses import replace
 
 from benchrunner.core.tiers import Plan
 from benchrunner.detection.duet import METHOD, DuetEstimate
-from benchrunner.protocol import Calibration, NoiseGuard
+from benchrunner.protocol import NoiseCalibration, NoiseGuard
 from benchrunner.server.processing.noise import noise_view, stored_verdict, verdict
 from benchrunner.server.store import accounts, duets, reports
 from benchrunner.server.store.engine import make_engine
@@ -21,14 +21,16 @@ from tests.new_reports import new_report_on
 T0 = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
 NOISY = verdict(
     NoiseGuard(
-        before=Calibration(rounds=32, median_ns=40_000, cv=0.041),
-        after=Calibration(rounds=32, median_ns=40_400, cv=0.01),
+        before=NoiseCalibration(rounds=32, median_ns=40_000, cv=0.041),
+        after=NoiseCalibration(rounds=32, median_ns=40_400, cv=0.01),
         drift=0.01,
     ),
     0.02,
     None,
 )
-QUIET = verdict(NoiseGuard(before=Calibration(rounds=32, median_ns=40_000, cv=0.004)), None, None)
+QUIET = verdict(
+    NoiseGuard(before=NoiseCalibration(rounds=32, median_ns=40_000, cv=0.004)), None, None
+)
 
 
 def test_a_stored_verdict_reads_back_with_its_reasons() -> None:

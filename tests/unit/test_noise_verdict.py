@@ -7,14 +7,14 @@ import json
 import pytest
 
 from benchrunner.cli.noise_format import job_noise_line, report_noise_lines
-from benchrunner.protocol import Calibration, NoiseGuard
+from benchrunner.protocol import NoiseCalibration, NoiseGuard
 from benchrunner.server.processing.noise import DEFAULT_CV_LIMIT, DEFAULT_DRIFT_LIMIT, verdict
 
 
 def guard(before: float, after: float | None, drift: float | None = None) -> NoiseGuard:
     return NoiseGuard(
-        before=Calibration(rounds=32, median_ns=40_000, cv=before),
-        after=None if after is None else Calibration(rounds=32, median_ns=40_000, cv=after),
+        before=NoiseCalibration(rounds=32, median_ns=40_000, cv=before),
+        after=None if after is None else NoiseCalibration(rounds=32, median_ns=40_000, cv=after),
         drift=drift,
         before_age_ms=12.5,
     )
@@ -53,8 +53,8 @@ def test_verdict(
 
 def spread_guard(before: float, after: float, cv: float = 3.46) -> NoiseGuard:
     return NoiseGuard(
-        before=Calibration(rounds=512, median_ns=40_000, cv=cv, spread=before),
-        after=Calibration(rounds=512, median_ns=40_000, cv=cv, spread=after),
+        before=NoiseCalibration(rounds=512, median_ns=40_000, cv=cv, spread=before),
+        after=NoiseCalibration(rounds=512, median_ns=40_000, cv=cv, spread=after),
         drift=0.0,
     )
 

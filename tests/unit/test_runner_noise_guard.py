@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from benchrunner.protocol import Calibration, Completed, Failed
+from benchrunner.protocol import Completed, Failed, NoiseCalibration
 from benchrunner.runner import procfs
 from benchrunner.runner.cores import CorePlan
 from benchrunner.runner.events import AgentEvent, JobFinished, JobStarted
@@ -90,8 +90,8 @@ def test_summarize_refuses_no_rounds() -> None:
 def test_drift_is_the_relative_change_of_the_median(
     before: int, after: int | None, drift: float | None
 ) -> None:
-    first = Calibration(rounds=3, median_ns=before, cv=0.0)
-    second = None if after is None else Calibration(rounds=3, median_ns=after, cv=0.0)
+    first = NoiseCalibration(rounds=3, median_ns=before, cv=0.0)
+    second = None if after is None else NoiseCalibration(rounds=3, median_ns=after, cv=0.0)
     result = guard(first, second)
     assert result.drift == (None if drift is None else pytest.approx(drift))
 
@@ -164,8 +164,8 @@ def test_a_job_output_carries_the_calibrations_before_and_after_it(tmp_path: Pat
     message = run_job(tmp_path, per_iteration(), probe)
     assert isinstance(message, Completed)
     assert message.noise is not None
-    assert message.noise.before == Calibration(rounds=3, median_ns=1000, cv=0.0, spread=0.0)
-    assert message.noise.after == Calibration(rounds=3, median_ns=1100, cv=0.0, spread=0.0)
+    assert message.noise.before == NoiseCalibration(rounds=3, median_ns=1000, cv=0.0, spread=0.0)
+    assert message.noise.after == NoiseCalibration(rounds=3, median_ns=1100, cv=0.0, spread=0.0)
     assert message.noise.drift == pytest.approx(0.1)
     failed = run_job(tmp_path, per_iteration(codes={0: 3}), NoiseProbe(rounds=2))
     assert isinstance(failed, Failed) and failed.noise is not None
@@ -211,7 +211,7 @@ def run_recorded(
 
 
 def test_a_before_taken_while_idle_keeps_calibration_off_the_jobs_way(tmp_path: Path) -> None:
-    idle = Calibration(rounds=3, median_ns=1000, cv=0.01)
+    idle = NoiseCalibration(rounds=3, median_ns=1000, cv=0.01)
     taken = TakenCalibration(idle, time.monotonic() - 0.25)
     order, message = run_recorded(tmp_path, NoiseProbe(rounds=3), taken)
     # Nothing between the job's arrival and its process: every round comes after it.
@@ -230,7 +230,7 @@ def test_without_an_idle_before_the_job_calibrates_first(tmp_path: Path) -> None
 
 
 def test_a_spec_without_noise_guard_gets_no_calibration(tmp_path: Path) -> None:
-    taken = TakenCalibration(Calibration(rounds=3, median_ns=1000, cv=0.0), time.monotonic())
+    taken = TakenCalibration(NoiseCalibration(rounds=3, median_ns=1000, cv=0.0), time.monotonic())
     order, message = run_recorded(tmp_path, NoiseProbe(rounds=2), taken, spec_guard=False)
     assert order == ["job process started"]
     assert message.noise is None
@@ -267,7 +267,9 @@ def test_an_idle_refresh_gives_way_within_a_round_and_keeps_the_latest() -> None
 class BrokenProbe(NoiseProbe):
     """A calibration whose process fails, as one killed from outside would."""
 
-    def calibrate_unless(self, cores: CorePlan, stop: Callable[[], bool]) -> Calibration | None:
+    def calibrate_unless(
+        self, cores: CorePlan, stop: Callable[[], bool]
+    ) -> NoiseCalibration | None:
         raise CalibrationError("calibration process exited -9: ")
 
 
@@ -305,7 +307,7 @@ def test_a_calibrating_child_is_stopped_when_the_runners_clock_says(tmp_path: Pa
     probe = NoiseProbe(rounds=10_000_000, waits=clock)  # minutes of rounds: it never ends alone
     plan = CorePlan(housekeeping=None, job_cores=frozenset(), job_cgroup=procs)
     stopping = threading.Event()
-    results: list[Calibration | None] = []
+    results: list[NoiseCalibration | None] = []
     thread = threading.Thread(
         target=lambda: results.append(probe.calibrate_unless(plan, stop=stopping.is_set))
     )

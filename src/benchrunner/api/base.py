@@ -11,9 +11,13 @@ back). Found anywhere in a body, keys included, they are a 400 naming the field,
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeAlias
 
 from pydantic import BaseModel, ConfigDict, model_validator
+
+FreeJson: TypeAlias = dict[str, Any]
+"""A JSON object whose keys are not the API's to fix: they depend on what wrote it (a job
+event's ``meta``, per event type) or on the user (a variant's ``parameters``)."""
 
 
 def text_problem(value: str) -> str | None:

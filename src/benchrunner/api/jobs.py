@@ -7,9 +7,9 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from benchrunner.api.base import Answer, ApiBody
+from benchrunner.api.base import Answer, ApiBody, FreeJson
 from benchrunner.api.specs import Spec
-from benchrunner.protocol import DEFAULT_POLL_TIMEOUT
+from benchrunner.protocol import DEFAULT_POLL_TIMEOUT, IterationResult, NoiseGuard
 
 MAX_CLAIM_POLL_TIMEOUT = 600
 
@@ -30,7 +30,7 @@ class JobEvent(Answer):
     status: str | None = None
     message: str | None = None
     actor: str | None = None
-    meta: dict[str, Any] = Field(default_factory=dict)
+    meta: FreeJson = Field(default_factory=dict)
     created: str
 
 
@@ -42,6 +42,16 @@ class JobSignature(Answer):
     output_hash: str | None = None
     signature: str | None = None
     key_fingerprint: str | None = None
+
+
+class JobOutput(Answer):
+    """A finished job's output (the runner's ``JsonJobOutput``): each iteration's result, the
+    error that ended the job, if one did, and the machine's noise around it; an output the
+    server cannot read is shown as its ``error``."""
+
+    results: list[IterationResult] = Field(default_factory=list)
+    error: str | None = None
+    noise: NoiseGuard | None = None
 
 
 class Job(Answer):
@@ -67,8 +77,8 @@ class Job(Answer):
     signature: JobSignature = Field(default_factory=JobSignature)
     events: list[JobEvent] = Field(default_factory=list)
     """Empty (and left out) in a list of jobs."""
-    output: dict[str, Any] = Field(default_factory=dict)
-    """Empty (and left out) until the job has finished."""
+    output: JobOutput | None = None
+    """Left out until the job has finished."""
 
 
 class JobLogPage(Answer):

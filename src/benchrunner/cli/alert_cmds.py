@@ -12,13 +12,14 @@ against a new baseline, and the active alerts from that report on are dismissed.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Annotated, Any
 
 import typer
 
 from benchrunner.api.alerts import (
     Alert,
+    AlertDuet,
     AlertPrecision,
     AlertStatus,
     Confirmation,
@@ -28,7 +29,6 @@ from benchrunner.api.alerts import (
     Verdict,
     VerdictFilter,
 )
-from benchrunner.api.bisections import BisectionResult
 from benchrunner.cli import output
 from benchrunner.cli.bisect_cmds import result_text
 from benchrunner.cli.config import project_client
@@ -60,9 +60,7 @@ def _filter(help_text: str) -> Any:
     return typer.Option(help=help_text, show_default=False, rich_help_panel=_FILTER)
 
 
-def _print_duet_alert(alert: Alert, duet: Mapping[str, Any]) -> None:
-    margin = duet.get("margin") or {}
-    threshold = alert.threshold or {}
+def _print_duet_alert(alert: Alert, duet: AlertDuet) -> None:
     output.print_record(
         [
             ("alert", alert.uuid),
@@ -74,11 +72,11 @@ def _print_duet_alert(alert: Alert, duet: Mapping[str, Any]) -> None:
             ("branch", alert.branch.name),
             ("testbed", alert.testbed.name),
             ("ratio", duet_value(duet)),
-            ("rounds", duet.get("rounds")),
+            ("rounds", duet.rounds),
             ("crossed", crossed_limit(alert)),
-            ("margin", margin_text(margin)),
+            ("margin", margin_text(duet.margin)),
             ("report", alert.report),
-            ("threshold", threshold.get("uuid")),
+            ("threshold", None if alert.threshold is None else alert.threshold.uuid),
             ("created", output.when(alert.created)),
             ("modified", output.when(alert.modified)),
         ]
@@ -100,9 +98,9 @@ def print_alert(alert: Alert) -> None:
         _print_duet_alert(alert, duet)
         return
     units = alert.measure.units
-    metric = alert.metric or {}
-    boundary = alert.boundary or {}
-    threshold = alert.threshold or {}
+    value = None if alert.metric is None else alert.metric.value
+    baseline = None if alert.boundary is None else alert.boundary.baseline
+    threshold = alert.threshold
     change = alert.change
     fields: list[tuple[str, object]] = [
         ("alert", alert.uuid),
@@ -112,27 +110,26 @@ def print_alert(alert: Alert) -> None:
         ("measure", alert.measure.name),
         ("branch", alert.branch.name),
         ("testbed", alert.testbed.name),
-        ("value", with_units(metric.get("value"), units)),
-        ("baseline", with_units(boundary.get("baseline"), units)),
-        ("change", format_change(change_percent(metric.get("value"), boundary.get("baseline")))),
+        ("value", with_units(value, units)),
+        ("baseline", with_units(baseline, units)),
+        ("change", format_change(change_percent(value, baseline))),
         ("crossed", crossed_limit(alert)),
         ("report", alert.report),
         ("raised by", alert.raised_by),
         ("confirmation", _confirmation_text(alert.confirmation)),
-        ("threshold", threshold.get("uuid")),
-        ("test", (threshold.get("model") or {}).get("test")),
+        ("threshold", None if threshold is None else threshold.uuid),
+        ("test", None if threshold is None else threshold.model.test),
     ]
     if change is not None:
         fields.append(
             (
                 "change point",
-                f"{with_units(change.get('before'), units)} -> "
-                f"{with_units(change.get('after'), units)} (p = {change.get('pvalue')})",
+                f"{with_units(change.before, units)} -> "
+                f"{with_units(change.after, units)} (p = {change.pvalue})",
             )
         )
-        between = change.get("between")
-        if isinstance(between, dict):
-            fields.append(("step", between.get("text")))
+        if change.between is not None:
+            fields.append(("step", change.between.text))
     fields += [
         ("created", output.when(alert.created)),
         ("modified", output.when(alert.modified)),
@@ -194,16 +191,10 @@ def alert_show(
         found = client.get_alert(project_ref, alert)
     output.show(found, as_json, print_alert)
     bisection = found.bisection
-    if not as_json and isinstance(bisection, dict):
-        result = bisection.get("result")
-        text = bisection.get("text") or result_text(
-            str(bisection.get("state")),
-            None if result is None else BisectionResult.model_validate(result),
-        )
-        uuid = bisection.get("uuid")
-        line = (
-            f"bisection {uuid}: {text}" if uuid else f"bisection {bisection.get('state')}: {text}"
-        )
+    if not as_json and bisection is not None:
+        text = bisection.text or result_text(bisection.state, bisection.result)
+        uuid = bisection.uuid
+        line = f"bisection {uuid}: {text}" if uuid else f"bisection {bisection.state}: {text}"
         output.out().print(line, soft_wrap=True, markup=False, highlight=False)
 
 

@@ -8,10 +8,8 @@ shows as ``—``.
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Mapping
-from typing import Any
 
-from benchrunner.api.alerts import Alert
+from benchrunner.api.alerts import Alert, AlertDuet, Boundary
 from benchrunner.api.perf import PerfBoundary, PerfPoint, PerfSeries, PerfVersion
 from benchrunner.api.thresholds import Named, Threshold, ThresholdModel
 from benchrunner.cli.report_format import (
@@ -73,21 +71,18 @@ def threshold_row(threshold: Threshold) -> tuple[str, ...]:
 THRESHOLD_COLUMNS = ("uuid", "branch", "testbed", "measure", "benchmark", "model")
 
 
-def duet_of(alert: Alert) -> Mapping[str, Any] | None:
+def duet_of(alert: Alert) -> AlertDuet | None:
     """A duet alert's interval and margin; None for a boundary alert."""
     return alert.duet if alert.kind == "duet" else None
 
 
-def _ratio(value: object) -> str:
-    return f"{value:.4f}" if isinstance(value, int | float) else MISSING
+def _ratio(value: float | None) -> str:
+    return MISSING if value is None else f"{value:.4f}"
 
 
-def duet_value(duet: Mapping[str, Any]) -> str:
+def duet_value(duet: AlertDuet) -> str:
     """``ratio 1.0312 [1.0200, 1.0400]``: a duet alert's contender/baseline ratio."""
-    return (
-        f"ratio {_ratio(duet.get('ratio'))} "
-        f"[{_ratio(duet.get('lower_value'))}, {_ratio(duet.get('upper_value'))}]"
-    )
+    return f"ratio {_ratio(duet.ratio)} [{_ratio(duet.lower_value)}, {_ratio(duet.upper_value)}]"
 
 
 def crossed_limit(alert: Alert) -> str:
@@ -96,13 +91,12 @@ def crossed_limit(alert: Alert) -> str:
     limit = alert.limit or MISSING
     duet = duet_of(alert)
     if duet is not None:
-        margin = duet.get("margin") or {}
-        side = margin.get(limit) if limit in ("lower", "upper") else None
+        margin = duet.margin
+        side = {"lower": margin.lower, "upper": margin.upper}.get(limit)
         edge = None if side is None else (1 - side if limit == "lower" else 1 + side)
-        source = margin.get("source") or MISSING
-        return f"{limit} {_ratio(edge)} (duet, {source})"
-    boundary = alert.boundary or {}
-    value = boundary.get(f"{limit}_limit") if limit in ("lower", "upper") else None
+        return f"{limit} {_ratio(edge)} (duet, {margin.source or MISSING})"
+    boundary = alert.boundary or Boundary()
+    value = {"lower": boundary.lower_limit, "upper": boundary.upper_limit}.get(limit)
     return f"{limit} {with_units(value, alert.measure.units)}" if value is not None else limit
 
 
@@ -119,8 +113,8 @@ def alert_row(alert: Alert) -> tuple[str, ...]:
     if duet is not None:  # a ratio against 1, not a value against a baseline
         return (*where, duet_value(duet), "duet: 1", crossed_limit(alert))
     units = alert.measure.units
-    value = with_units((alert.metric or {}).get("value"), units)
-    baseline = with_units((alert.boundary or {}).get("baseline"), units)
+    value = with_units(None if alert.metric is None else alert.metric.value, units)
+    baseline = with_units(None if alert.boundary is None else alert.boundary.baseline, units)
     return (*where, value, baseline, crossed_limit(alert))
 
 

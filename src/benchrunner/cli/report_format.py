@@ -12,9 +12,8 @@ import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
-from benchrunner.api.alerts import Alert
+from benchrunner.api.alerts import Alert, Boundary
 from benchrunner.api.reports import Report, ReportProject
 from benchrunner.api.thresholds import Named
 
@@ -126,16 +125,8 @@ def alert_cell(alert: AlertMark | None) -> str:
 # -- the report's rows ----------------------------------------------------------------------
 
 
-def _name(thing: object) -> str:
-    if isinstance(thing, ReportProject | Named):
-        return thing.name or thing.slug or thing.uuid or MISSING
-    if isinstance(thing, Mapping):
-        return str(thing.get("name") or thing.get("slug") or thing.get("uuid") or MISSING)
-    return MISSING if thing is None else str(thing)
-
-
-def _mapping(value: object) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}
+def _name(thing: ReportProject | Named) -> str:
+    return thing.name or thing.slug or thing.uuid or MISSING
 
 
 def _alert_mark(alert: Alert) -> AlertMark:
@@ -152,31 +143,26 @@ def report_rows(report: Report) -> list[MetricRow]:
 
     An alert belongs to the metric with its ``metric.uuid``.
     """
-    by_metric = {
-        str(_mapping(a.metric).get("uuid")): a
-        for a in report.alerts
-        if _mapping(a.metric).get("uuid")
-    }
+    by_metric = {a.metric.uuid: a for a in report.alerts if a.metric is not None}
     rows = []
     for iteration, benchmarks in enumerate(report.results):
-        for bench in benchmarks or []:
-            for entry in _mapping(bench).get("measures") or []:
-                measure = _mapping(_mapping(entry).get("measure"))
-                metric = _mapping(_mapping(entry).get("metric"))
-                boundary = _mapping(_mapping(entry).get("boundary"))
-                alert = by_metric.get(str(metric.get("uuid")))
+        for bench in benchmarks:
+            for entry in bench.measures:
+                metric = entry.metric
+                boundary = entry.boundary or Boundary()
+                alert = by_metric.get(metric.uuid)
                 rows.append(
                     MetricRow(
                         iteration=iteration,
-                        benchmark=_name(_mapping(bench).get("benchmark")),
-                        measure=_name(measure),
-                        units=str(measure.get("units") or ""),
-                        value=_real(metric.get("value")),
-                        baseline=_real(boundary.get("baseline")),
-                        lower_limit=_real(boundary.get("lower_limit")),
-                        upper_limit=_real(boundary.get("upper_limit")),
+                        benchmark=_name(bench.benchmark),
+                        measure=_name(entry.measure),
+                        units=entry.measure.units,
+                        value=metric.value,
+                        baseline=boundary.baseline,
+                        lower_limit=boundary.lower_limit,
+                        upper_limit=boundary.upper_limit,
                         alert=None if alert is None else _alert_mark(alert),
-                        metric=str(metric["uuid"]) if metric.get("uuid") else None,
+                        metric=metric.uuid or None,
                     )
                 )
     return rows
@@ -220,32 +206,34 @@ def alert_lines(report: Report) -> list[str]:
 
 
 def _alert_line(alert: Alert, rows: Mapping[str, MetricRow]) -> str:
-    metric = _mapping(alert.metric)
-    boundary = _mapping(alert.boundary)
-    row = rows.get(str(metric.get("uuid")))
+    metric = alert.metric
+    boundary = alert.boundary or Boundary()
+    row = None if metric is None else rows.get(metric.uuid)
     units = row.units if row else alert.measure.units
     name = row.measure if row else _name(alert.measure)
     what = " ".join(part for part in (_name(alert.benchmark), name) if part)
-    value = _real(metric.get("value"))
-    change = _mapping(alert.change)
-    if change:
-        before, after = _real(change.get("before")), _real(change.get("after"))
+    value = None if metric is None else metric.value
+    change = alert.change
+    if change is not None:
+        before, after = change.before, change.after
         line = (
             f"{what}: changed from {with_units(before, units)} to {with_units(after, units)} "
             f"({format_change(change_percent(after, before))})"
         )
-        between = _mapping(change.get("between"))
         if alert.report and alert.report != alert.raised_by:
             line += f" at report {alert.report}"
-        if between.get("text"):
-            line += f", {between['text']}"
+        if change.between is not None and change.between.text:
+            line += f", {change.between.text}"
     else:
         limit = alert.limit or "?"
-        baseline = _real(boundary.get("baseline"))
+        baseline = boundary.baseline
+        crossed = boundary.lower_limit if limit == "lower" else None
+        if limit == "upper":
+            crossed = boundary.upper_limit
         line = (
             f"{what}: {with_units(value, units)} is "
             f"{'below' if limit == 'lower' else 'above'} the {limit} limit "
-            f"{with_units(boundary.get(f'{limit}_limit'), units)} (baseline "
+            f"{with_units(crossed, units)} (baseline "
             f"{with_units(baseline, units)}, {format_change(change_percent(value, baseline))})"
         )
     status = alert.status or "active"

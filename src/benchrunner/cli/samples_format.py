@@ -4,7 +4,6 @@ metric with how many samples it holds, their spread, and whether some were cut."
 from __future__ import annotations
 
 import statistics
-from collections.abc import Mapping
 
 from rich.table import Table
 
@@ -19,26 +18,25 @@ def sample_rows(report: Report) -> list[tuple[str, ...]]:
     rows: list[tuple[str, ...]] = []
     for iteration in report.results:
         for bench in iteration:
-            name = str((bench.get("benchmark") or {}).get("name"))
-            for entry in bench.get("measures") or []:
-                found = entry.get("samples")
-                if not isinstance(found, Mapping):
+            for entry in bench.measures:
+                found = entry.samples
+                if found is None:
                     continue
-                values = [float(v) for v in found.get("values") or []]
+                values = found.values
                 shown = ", ".join(format_number(v) for v in values[:8])
                 if len(values) > 8:
                     shown += ", …"
-                if found.get("cut"):
-                    shown += f" (cut: {len(values)} of {found.get('count')} kept)"
+                if found.cut:
+                    shown += f" (cut: {len(values)} of {found.count} kept)"
                 rows.append(
                     (
-                        str(bench.get("iteration")),
-                        name,
-                        str((entry.get("measure") or {}).get("name")),
-                        str(found.get("count")),
-                        format_number(found.get("min")),
+                        str(bench.iteration),
+                        bench.benchmark.name,
+                        entry.measure.name,
+                        str(found.count),
+                        format_number(found.min),
                         format_number(statistics.median(values)) if values else "-",
-                        format_number(found.get("max")),
+                        format_number(found.max),
                         shown,
                     )
                 )

@@ -5,7 +5,7 @@ from __future__ import annotations
 from rich.table import Table
 from rich.text import Text
 
-from benchrunner.api.jobs import Job, JobEvent
+from benchrunner.api.jobs import Job, JobEvent, JobOutput
 from benchrunner.api.reports import Report
 from benchrunner.cli import output
 from benchrunner.cli.duet_view import print_duet
@@ -21,7 +21,6 @@ from benchrunner.cli.report_format import (
     row_cells,
     several_iterations,
 )
-from benchrunner.client import JsonObject
 
 
 def print_report(report: Report) -> None:
@@ -85,9 +84,9 @@ def job_summary(job: Job) -> str:
 
 def failure_reason(job: Job) -> str:
     """Why a job did not produce metrics: its output error, else its last event's message."""
-    error = job.output.get("error")
+    error = None if job.output is None else job.output.error
     if error:
-        return str(error)
+        return error
     if job.events:
         return str(job.events[-1].message or job.events[-1].event_type)
     return f"job is {job.status}"
@@ -151,12 +150,13 @@ def print_job(job: Job) -> None:
             ("time (UTC)", "event", "actor", "message", "details"), rows, title="Events"
         )
     job_output = job.output
-    if job_output:
+    if job_output is not None:
         _print_iterations(job_output)
-        if isinstance(job_output.get("noise"), dict):
-            output.out().print(Text(job_noise_line(job_output["noise"])), soft_wrap=True)
-        if job_output.get("error"):
-            output.out().print(Text(f"error: {job_output['error']}", style="red"))
+        if job_output.noise is not None:
+            noise = job_output.noise.model_dump(mode="json")
+            output.out().print(Text(job_noise_line(noise)), soft_wrap=True)
+        if job_output.error:
+            output.out().print(Text(f"error: {job_output.error}", style="red"))
 
 
 def _heading(title: str) -> Text:
@@ -166,25 +166,25 @@ def _heading(title: str) -> Text:
 def print_logs(job: Job) -> None:
     """Each iteration's stdout and stderr (and collected files), under a heading naming each."""
     job_output = job.output
-    if not job_output:
+    if job_output is None:
         output.note(f"job {job.uuid} is {job.status}: no output yet")
         return
     _print_iterations(job_output)
-    if job_output.get("error"):
-        output.out().print(Text(f"error: {job_output['error']}", style="red"), soft_wrap=True)
+    if job_output.error:
+        output.out().print(Text(f"error: {job_output.error}", style="red"), soft_wrap=True)
 
 
-def _print_iterations(job_output: JsonObject) -> None:
+def _print_iterations(job_output: JobOutput) -> None:
     console = output.out()
-    for i, result in enumerate(job_output.get("results") or []):
-        exit_code = output.cell(result.get("exit_code"))
+    for i, result in enumerate(job_output.results):
+        exit_code = output.cell(result.exit_code)
         for stream in ("stdout", "stderr"):
-            text = result.get(stream)
+            text = result.stdout if stream == "stdout" else result.stderr
             if stream == "stderr" and not text:
                 continue  # an empty stderr is the usual case, not worth a heading
             title = f"iteration {i} {stream} (exit code {exit_code})"
             console.print(_heading(title))
             console.print(Text(str(text).rstrip("\n") if text else "(empty)"), soft_wrap=True)
-        for path, text in sorted((result.get("output") or {}).items()):
+        for path, text in sorted((result.output or {}).items()):
             console.print(_heading(f"iteration {i} file {path}"))
             console.print(Text(str(text).rstrip("\n")), soft_wrap=True)

@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from benchrunner.protocol import Calibration
+from benchrunner.protocol import NoiseCalibration
 from benchrunner.runner.cores import CorePlan
 from benchrunner.runner.noise_guard import CalibrationError, NoiseProbe
 from benchrunner.runner.options import DEFAULT_MAX_AGE
@@ -25,7 +25,7 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class TakenCalibration:
-    calibration: Calibration
+    calibration: NoiseCalibration
     taken_at: float
     """``time.monotonic()`` when it ended."""
 

@@ -37,12 +37,12 @@ from collections.abc import Callable
 
 from benchrunner.core.clock import SystemThreadClock, ThreadClock
 from benchrunner.protocol import (
-    Calibration,
     Canceled,
     Completed,
     Failed,
     IterationResult,
     JsonClaimedJob,
+    NoiseCalibration,
     TerminalMessage,
 )
 from benchrunner.runner import duet
@@ -219,7 +219,7 @@ class JobRun:
         noise = guard(before.calibration, after, before_age_ms=round(age_ms, 3))
         return message.model_copy(update={"noise": noise})
 
-    def _calibrate_after(self) -> Calibration | None:
+    def _calibrate_after(self) -> NoiseCalibration | None:
         assert self._noise is not None
         try:
             return self._noise.calibrate(self._cores)

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from benchrunner.core.clock import SystemThreadClock, ThreadClock
-from benchrunner.protocol import Calibration, NoiseGuard
+from benchrunner.protocol import NoiseCalibration, NoiseGuard
 from benchrunner.runner import calibration_child
 from benchrunner.runner.calibration_child import fixed_work
 from benchrunner.runner.clock_timer import ProcessExit
@@ -58,13 +58,15 @@ class NoiseProbe:
     work: Callable[[], object] | None = None
     waits: ThreadClock = field(default_factory=SystemThreadClock)
 
-    def calibrate(self, cores: CorePlan) -> Calibration:
+    def calibrate(self, cores: CorePlan) -> NoiseCalibration:
         """Time ``rounds`` rounds of the fixed work with the calling thread on the job cores."""
         calibration = self.calibrate_unless(cores, _never)
         assert calibration is not None
         return calibration
 
-    def calibrate_unless(self, cores: CorePlan, stop: Callable[[], bool]) -> Calibration | None:
+    def calibrate_unless(
+        self, cores: CorePlan, stop: Callable[[], bool]
+    ) -> NoiseCalibration | None:
         """As ``calibrate``, but None as soon as ``stop()`` is true between two rounds.
 
         Job cores in a cpuset partition are calibrated by a process of their own, moved into
@@ -85,7 +87,7 @@ class NoiseProbe:
 
     def _calibrate_in_partition(
         self, cores: CorePlan, stop: Callable[[], bool]
-    ) -> Calibration | None:
+    ) -> NoiseCalibration | None:
         command = [sys.executable, "-I", "-S", calibration_child.__file__, str(self.rounds)]
         with subprocess.Popen(
             command,
@@ -134,14 +136,14 @@ BLOCKS = 16
 cannot move its median."""
 
 
-def summarize(times: list[int]) -> Calibration:
+def summarize(times: list[int]) -> NoiseCalibration:
     """Median, coefficient of variation and speed spread of the rounds' times (ns). Raises
     ValueError for no rounds."""
     if not times:
         raise ValueError("a calibration needs at least one round")
     mean = statistics.fmean(times)
     deviation = statistics.stdev(times) if len(times) > 1 else 0.0
-    return Calibration(
+    return NoiseCalibration(
         rounds=len(times),
         median_ns=round(statistics.median(times)),
         cv=deviation / mean if mean > 0 else 0.0,
@@ -167,7 +169,7 @@ def speed_spread(times: list[int], blocks: int = BLOCKS) -> float:
 
 
 def guard(
-    before: Calibration, after: Calibration | None, before_age_ms: float | None = None
+    before: NoiseCalibration, after: NoiseCalibration | None, before_age_ms: float | None = None
 ) -> NoiseGuard:
     drift = (
         after.median_ns / before.median_ns - 1

@@ -10,6 +10,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from benchrunner.api.alerts import AlertBisection
 from benchrunner.core.states import JobStatus
 from benchrunner.server.bisection import rows
 from benchrunner.server.store.tables import alert, project, spec
@@ -102,6 +103,14 @@ def bisection_summary(
         "result": None,
         "text": "a bisection starts shortly",
     }
+
+
+def alert_bisection(
+    conn: Connection, alert_id: int, alert_row: Any = None
+) -> AlertBisection | None:
+    """``bisection_summary`` as the alert's answer model shows it."""
+    summary = bisection_summary(conn, alert_id, alert_row)
+    return None if summary is None else AlertBisection.model_validate(summary)
 
 
 def bisection_view(conn: Connection, b: Any) -> dict[str, Any]:

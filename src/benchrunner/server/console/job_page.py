@@ -194,12 +194,12 @@ async def job_output_view(ctx: ServerContext, job: JobRow) -> OutputView | None:
     iterations = [
         IterationView(
             number=number,
-            exit_code=result.get("exit_code"),
-            stdout=redactor(result.get("stdout") or ""),
-            stderr=redactor(result.get("stderr") or ""),
-            files=[(path, redactor(text)) for path, text in (result.get("output") or {}).items()],
+            exit_code=result.exit_code,
+            stdout=redactor(result.stdout or ""),
+            stderr=redactor(result.stderr or ""),
+            files=[(path, redactor(text)) for path, text in (result.output or {}).items()],
         )
-        for number, result in enumerate(output.get("results", []), start=1)
+        for number, result in enumerate(output.results, start=1)
     ]
-    error = output.get("error")
+    error = output.error
     return OutputView(iterations, None if error is None else redactor(error))

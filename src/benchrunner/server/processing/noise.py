@@ -3,7 +3,7 @@ its spec's limits (docs/decisions/noise.md).
 
 A report is *noisy* when the machine's noise would hide a change of the size its thresholds
 look for: when a calibration's speed spread (before or after the job, whichever is larger; the
-interquartile range of its blocks' medians, ``Calibration.spread``) exceeds the spec's noise
+interquartile range of its blocks' medians, ``NoiseCalibration.spread``) exceeds the spec's noise
 limit (``noise_cv_limit``, the smallest change the reports should show: 5 % by default), or
 when the machine's speed drifted between the two calibrations by more than the drift limit.
 A calibration from a runner that sends no spread is judged by its coefficient of variation, as

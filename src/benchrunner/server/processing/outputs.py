@@ -14,7 +14,6 @@ can be shown to the job's viewers (it names no server path).
 from __future__ import annotations
 
 import asyncio
-from typing import Any
 
 from pydantic import ValidationError
 
@@ -78,7 +77,7 @@ async def load_job_output(ctx: ServerContext, job: JobRow) -> JsonJobOutput:
     return await asyncio.to_thread(decode_output, raw)
 
 
-async def shown_output(ctx: ServerContext, job: JobRow) -> dict[str, Any] | None:
+async def shown_output(ctx: ServerContext, job: JobRow) -> JsonJobOutput | None:
     """A finished job's output as the API and the console show it (an unusable one as its
     error, never a failure of the page), or None before the job finished or without one."""
     if job.status not in FINISHED:
@@ -89,7 +88,7 @@ async def shown_output(ctx: ServerContext, job: JobRow) -> dict[str, Any] | None
         return None
     except UnusableOutput as exc:
         output = JsonJobOutput(error=str(exc))
-    return output.model_dump(mode="json")
+    return output
 
 
 async def has_job_output(ctx: ServerContext, job: JobRow) -> bool:

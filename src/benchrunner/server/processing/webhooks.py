@@ -31,7 +31,7 @@ from urllib.parse import urlsplit
 import httpx
 from sqlalchemy.engine import Connection
 
-from benchrunner.server.bisection.views import bisection_summary
+from benchrunner.server.bisection.views import alert_bisection
 from benchrunner.server.context import ServerContext
 from benchrunner.server.store import accounts, alerts, webhooks
 from benchrunner.server.tasks import cancel_and_wait, repeat
@@ -188,9 +188,10 @@ def emit_alert_event(
             found = accounts.project_get(conn, str(row.project_uuid))
             assert found is not None  # the alert's own project, in this transaction
             owner = projects[row.project_uuid] = found
-        view = alert_view(row)
+        alert = alert_view(row)
         if event == "alert.bisected":
-            view["bisection"] = bisection_summary(conn, int(row.id), row)
+            alert.bisection = alert_bisection(conn, int(row.id), row)
+        view = alert.model_dump(mode="json", exclude_unset=True, by_alias=True)
 
         def render(
             hook: Any, delivery: uuid.UUID, view: dict[str, Any] = view, owner: Any = owner

@@ -12,8 +12,8 @@ from sqlalchemy.engine import Connection
 
 from benchrunner.api.alerts import Alert, AlertPrecision, AlertUpdate
 from benchrunner.server.access import project_access
-from benchrunner.server.bisection.views import bisection_summary
-from benchrunner.server.http.answers import ANSWERED, answered
+from benchrunner.server.bisection.views import alert_bisection
+from benchrunner.server.http.answers import ANSWERED
 from benchrunner.server.http.errors import conflict, not_found, unauthorized
 from benchrunner.server.processing.webhooks import (
     HELD_BACK,
@@ -30,12 +30,12 @@ from benchrunner.server.views.resources import alert_view, precision_view
 router = APIRouter(tags=["alerts"])
 
 
-def _alert_answer(conn: Connection, found: Any, **more: Any) -> Alert:
-    """An alert with the confirmation runs that judged it, if any did, and ``more``."""
+def _alert_answer(conn: Connection, found: Any) -> Alert:
+    """An alert with the confirmation runs that judged it, if any did."""
     runs = None
     if found.confirmation is not None:
         runs = confirmations.confirmation_runs(conn, found.report_id)
-    return answered(Alert, {**alert_view(found, runs), **more})
+    return alert_view(found, runs)
 
 
 @router.get("/v0/projects/{project}/alerts", **ANSWERED)
@@ -82,7 +82,7 @@ async def list_alerts(
         runs = confirmations.confirmation_runs_of(
             conn, [a.report_id for a in found if a.confirmation is not None]
         )
-        return [answered(Alert, alert_view(a, runs.get(a.report_id))) for a in found], total
+        return [alert_view(a, runs.get(a.report_id)) for a in found], total
 
     answers, total = await ctx.db.read(unit)
     response.headers["X-Total-Count"] = str(total)
@@ -97,9 +97,7 @@ async def alert_precision(project: str, user: MaybeUser, ctx: Ctx) -> AlertPreci
 
     def unit(conn: Connection) -> AlertPrecision:
         row = project_access(conn, user, project, write=False)
-        return answered(
-            AlertPrecision, precision_view(row.uuid, alerts.alert_precision(conn, row.id))
-        )
+        return precision_view(row.uuid, alerts.alert_precision(conn, row.id))
 
     return await ctx.db.read(unit)
 
@@ -120,7 +118,9 @@ async def get_alert(project: str, alert: str, user: MaybeUser, ctx: Ctx) -> Aler
     def unit(conn: Connection) -> Alert:
         row = project_access(conn, user, project, write=False)
         found = _alert(conn, row.id, alert)
-        return _alert_answer(conn, found, bisection=bisection_summary(conn, found.id, found))
+        view = _alert_answer(conn, found)
+        view.bisection = alert_bisection(conn, found.id, found)
+        return view
 
     return await ctx.db.read(unit)
 

@@ -10,6 +10,7 @@ from sqlalchemy.engine import Connection
 
 from benchrunner.api.jobs import Job
 from benchrunner.api.reports import RunAnswer
+from benchrunner.protocol import JsonJobOutput
 from benchrunner.server.access import job_access, project_access
 from benchrunner.server.channel.cancels import cancel
 from benchrunner.server.context import ServerContext
@@ -22,7 +23,8 @@ from benchrunner.server.store.accounts import UserRow
 from benchrunner.server.store.job_reads import JobDetail
 from benchrunner.server.store.jobs import JobRow
 from benchrunner.server.submission.reruns import submit_rerun
-from benchrunner.server.views.resources import full_report_view, job_view
+from benchrunner.server.views.report_json import full_report_view
+from benchrunner.server.views.resources import job_view
 
 router = APIRouter(tags=["jobs"])
 
@@ -36,19 +38,20 @@ async def full_job(ctx: ServerContext, project: str, ref: str, viewer: UserRow |
         return found.job, found, job_reads.job_events(conn, found.job.id)
 
     job, found, events = await ctx.db.read(unit)
-    output = await shown_output(ctx, job)
-    return _answer(found, events, **({} if output is None else {"output": output}))
+    return _answer(found, events, await shown_output(ctx, job))
 
 
-def _answer(found: JobDetail, events: list[Any] | None = None, **more: Any) -> Job:
-    view = job_view(
+def _answer(
+    found: JobDetail, events: list[Any] | None = None, output: JsonJobOutput | None = None
+) -> Job:
+    return job_view(
         found.job,
         spec=found.spec,
         runner_uuid=found.runner_uuid,
         report_uuid=found.report_uuid,
         events=events,
+        output=output,
     )
-    return answered(Job, {**view, **more})
 
 
 @router.get("/v0/projects/{project}/jobs", **ANSWERED)

@@ -22,7 +22,7 @@ from benchrunner.api.perf import Perf
 from benchrunner.core.samples import Samples
 from benchrunner.server.access import project_access
 from benchrunner.server.context import ServerContext
-from benchrunner.server.http.answers import sent_as_built
+from benchrunner.server.http.answers import BuiltJson, sent_as_built
 from benchrunner.server.http.errors import bad_request
 from benchrunner.server.routes.deps import Ctx, MaybeUser
 from benchrunner.server.store import accounts
@@ -35,13 +35,8 @@ from benchrunner.server.views.perf.bounds import DEFAULT_SPAN, MAX_MS, MAX_REFS
 from benchrunner.server.views.perf.csv_export import perf_csv
 from benchrunner.server.views.perf.plot import perf_png
 from benchrunner.server.views.perf.series import Point, Series
-from benchrunner.server.views.resources import (
-    boundary_view,
-    iso,
-    model_view,
-    named_view,
-    project_view,
-)
+from benchrunner.server.views.report_json import boundary_json, model_json
+from benchrunner.server.views.resources import iso, project_view
 from benchrunner.server.views.samples import samples_view
 
 router = APIRouter(tags=["perf"])
@@ -190,8 +185,8 @@ async def _query(
     return await ctx.db.read(unit)
 
 
-def _named(row: Any) -> dict[str, Any]:
-    return named_view(row.uuid, row.name, row.slug)
+def _named(row: Any) -> BuiltJson:
+    return {"uuid": str(row.uuid), "name": row.name, "slug": row.slug}
 
 
 def _keys(found: _Resolved) -> list[tuple[int, int, int, int]]:
@@ -211,8 +206,8 @@ def _by_series(found: _Resolved) -> dict[tuple[int, int, int, int], list[Any]]:
     return grouped
 
 
-def _point_view(p: Any, samples: dict[int, Samples] | None) -> dict[str, Any]:
-    view: dict[str, Any] = {
+def _point_view(p: Any, samples: dict[int, Samples] | None) -> BuiltJson:
+    view: BuiltJson = {
         "report": str(p.report_uuid),
         "iteration": p.iteration,
         "metric": {
@@ -232,9 +227,9 @@ def _point_view(p: Any, samples: dict[int, Samples] | None) -> dict[str, Any]:
     if p.threshold_uuid is not None:
         view["threshold"] = {
             "uuid": str(p.threshold_uuid),
-            "model": model_view(p, prefix="model_"),
+            "model": model_json(p, prefix="model_"),
         }
-        view["boundary"] = boundary_view(p)
+        view["boundary"] = boundary_json(p)
     if p.alert_uuid is not None:
         view["alert"] = {
             "uuid": str(p.alert_uuid),
@@ -245,15 +240,17 @@ def _point_view(p: Any, samples: dict[int, Samples] | None) -> dict[str, Any]:
     if p.noisy:
         view["noisy"] = True
     if samples is not None:
-        view["samples"] = samples_view(samples[p.metric_id])
+        view["samples"] = samples_view(samples[p.metric_id]).model_dump()
     return view
 
 
-def _measure_view(row: Any) -> dict[str, Any]:
+def _measure_view(row: Any) -> BuiltJson:
     return {**_named(row), "units": row.units}
 
 
-def perf_view(found: _Resolved) -> dict[str, Any]:
+def perf_view(found: _Resolved) -> BuiltJson:
+    """``Perf``'s JSON, built as plain data: a model per point would more than double the
+    answer's CPU (benchmarks/RESULTS.md); tests check the JSON against ``Perf``."""
     results = []
     for (b, t, bm, m), points in _by_series(found).items():
         results.append(

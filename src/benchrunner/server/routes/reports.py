@@ -14,7 +14,7 @@ from benchrunner.server.http.answers import ANSWERED, answered
 from benchrunner.server.routes.deps import Ctx, MaybeUser, Svc
 from benchrunner.server.store import alerts, reports
 from benchrunner.server.views.lookups import report_in_project
-from benchrunner.server.views.resources import full_report_view
+from benchrunner.server.views.report_json import full_report_view
 from benchrunner.server.views.samples import report_samples, with_samples
 
 router = APIRouter(tags=["reports"])

@@ -21,7 +21,7 @@ from sqlalchemy.engine import Connection
 
 from benchrunner.api.thresholds import Threshold, ThresholdCreate, ThresholdUpdate
 from benchrunner.server.access import project_access
-from benchrunner.server.http.answers import ANSWERED, answered
+from benchrunner.server.http.answers import ANSWERED
 from benchrunner.server.http.errors import conflict
 from benchrunner.server.http.model_bodies import checked_model
 from benchrunner.server.routes.deps import Ctx, MaybeUser, Page
@@ -36,9 +36,7 @@ router = APIRouter(tags=["thresholds"])
 def _answer(conn: Connection, threshold_id: int, *, history: bool) -> Threshold:
     row = thresholds.threshold_by_id(conn, threshold_id)
     models = thresholds.models_of(conn, threshold_id) if history else None
-    return answered(
-        Threshold, threshold_view(row, thresholds.current_model(conn, threshold_id), models)
-    )
+    return threshold_view(row, thresholds.current_model(conn, threshold_id), models)
 
 
 @router.get("/v0/projects/{project}/thresholds", **ANSWERED)
@@ -73,7 +71,7 @@ async def list_thresholds(
             offset=pages.offset,
         )
         current = thresholds.current_models(conn, [t.id for t in found])
-        return [answered(Threshold, threshold_view(t, current.get(t.id))) for t in found], total
+        return [threshold_view(t, current.get(t.id)) for t in found], total
 
     answers, total = await ctx.db.read(unit)
     response.headers["X-Total-Count"] = str(total)

@@ -8,16 +8,14 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
-from typing import Any
 
 from benchrunner.server.context import ServerContext
+from benchrunner.server.http.answers import BuiltJson
 from benchrunner.server.processing.judgment import JudgmentLater, judge_later
-from benchrunner.server.views.resources import new_report_view
+from benchrunner.server.views.report_json import new_report_view
 
 
-async def judge_direct(
-    ctx: ServerContext, later: JudgmentLater, now: dt.datetime
-) -> dict[str, Any]:
+async def judge_direct(ctx: ServerContext, later: JudgmentLater, now: dt.datetime) -> BuiltJson:
     """A direct run's report judged as a runner job's is (``judgment.judge_later``: the rest
     of its metrics stored in short parts on SQLite, read and drawn off SQLite's writer,
     written in short parts, then looked back on), after its first part committed, so that its

@@ -59,7 +59,7 @@ from benchrunner.server.submission.images import (
     job_spec,
 )
 from benchrunner.server.submission.projects import resolve_project
-from benchrunner.server.views.resources import (
+from benchrunner.server.views.report_json import (
     created_report_view,
     full_report_view,
     new_report_view,

@@ -2,25 +2,25 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from sqlalchemy.engine import Connection
 
+from benchrunner.api.perf import PerfSamples
 from benchrunner.core.samples import Samples
+from benchrunner.server.http.answers import BuiltJson
 from benchrunner.server.store import reports
 from benchrunner.server.store.samples import samples_of
 
 
-def samples_view(found: Samples) -> dict[str, Any]:
+def samples_view(found: Samples) -> PerfSamples:
     """``values`` kept (at most ``core.samples.CAP``), ``count``, ``min`` and ``max`` of all of
     them, and ``cut``: whether some were left out of ``values``."""
-    return {
-        "values": list(found.values),
-        "count": found.count,
-        "min": found.minimum,
-        "max": found.maximum,
-        "cut": found.cut,
-    }
+    return PerfSamples(
+        values=list(found.values),
+        count=found.count,
+        min=found.minimum,
+        max=found.maximum,
+        cut=found.cut,
+    )
 
 
 def report_samples(conn: Connection, report_id: int) -> dict[str, Samples]:
@@ -30,13 +30,13 @@ def report_samples(conn: Connection, report_id: int) -> dict[str, Samples]:
     return {str(m.uuid): found[m.id] for m in metrics}
 
 
-def with_samples(view: dict[str, Any], found: dict[str, Samples]) -> dict[str, Any]:
-    """A report's view (``views.report_view``) with ``samples`` beside each measure's
+def with_samples(view: BuiltJson, found: dict[str, Samples]) -> BuiltJson:
+    """A report's view (``report_json.report_view``) with ``samples`` beside each measure's
     ``metric``."""
     for iteration in view["results"]:
         for bench in iteration:
             for entry in bench["measures"]:
                 kept = found.get(entry["metric"]["uuid"])
                 if kept is not None:
-                    entry["samples"] = samples_view(kept)
+                    entry["samples"] = samples_view(kept).model_dump()
     return view

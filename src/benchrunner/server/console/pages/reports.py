@@ -23,7 +23,7 @@ from benchrunner.server.store.accounts import ProjectRow
 from benchrunner.server.store.report_reads import ReportFilter, report_page
 from benchrunner.server.store.tables import branch, testbed
 from benchrunner.server.views.lookups import optional_id, report_in_project
-from benchrunner.server.views.resources import full_report_view
+from benchrunner.server.views.report_json import full_report_view
 from benchrunner.server.views.samples import report_samples
 
 router = APIRouter()
