@@ -298,7 +298,8 @@ class Database:
     one statement), ``write_each_deferred`` (``write_each`` made durable by the claim that
     follows it: a submission handed to a waiting runner), ``claim_each`` (``write_each`` on
     the claims' own connections), ``write_acked`` (a transaction whose commit may share one
-    flush of the WAL, durable after ``durable()``: a runner's result, before its ``ack``) and
+    flush of the WAL, durable after ``durable()``: a runner's failure, before its ``ack``),
+    ``write_acked_each`` (``write_acked`` in autocommit: a runner's ``completed``) and
     ``write_lazy`` (never made durable by itself: what is sent again if lost, a live log).
     SQLite, whose commits cost no round trip, runs them all as ``write``.
     """
@@ -462,6 +463,25 @@ class Database:
             if not grouped:
                 return await self._hop(self._writer, self._write_held, unit, *args, **kwargs)
             result = await self._hop(self._writer, self._write_lazy_held, unit, *args, **kwargs)
+            self.grouped_commits += 1
+            return result
+        finally:
+            self._acked_under_way -= 1
+
+    async def write_acked_each(self, unit: Unit[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
+        """``write_acked`` for a unit of one statement (a runner's ``completed``: its move,
+        output and parse info): on PostgreSQL it runs in autocommit, without BEGIN and COMMIT,
+        committed durably alone (``write_each``), or, beside another acknowledged write or a
+        ``durable`` wait, without waiting for the disk, made durable by ``durable``'s shared
+        flush. SQLite: ``write``."""
+        if self.inline:
+            return await self.write(unit, *args, **kwargs)
+        grouped = self._acked_under_way > 0
+        self._acked_under_way += 1
+        try:
+            if not grouped:
+                return await self._hop(self._writer, self._read_held, unit, *args, **kwargs)
+            result = await self._hop(self._writer, self._deferred_held, unit, *args, **kwargs)
             self.grouped_commits += 1
             return result
         finally:
