@@ -273,7 +273,7 @@ def test_a_result_that_cannot_be_applied_now_is_left_to_the_resend(
         again = InProcessChannel(ws_url, runner.slug, runner.token)
         done = again.ask({"event": "completed", "job": job_uuid, "results": [_result(3)]})
         assert done == {"event": "ack", "job": job_uuid}
-        assert server.job(job_uuid).status == "processed"
+        wait_until(lambda: server.job(job_uuid).status == "processed")
 
 
 def test_a_job_the_server_cannot_prepare_fails_instead_of_returning_to_the_queue(

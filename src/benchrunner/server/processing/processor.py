@@ -1,5 +1,7 @@
 """Completed job -> adapter -> metrics in the report -> thresholds judged -> ``processed``
-(docs/decisions/processing.md).
+(docs/decisions/processing.md). A runner's small output is processed by its channel after the
+``ack`` (``completion``), with this module's write (``write_processed``); this processor takes
+the rest: large outputs, and the jobs left ``completed`` (startup, the sweeper, a failure).
 
 Nothing slow runs on the event loop: the outputs are read from their rows, or from their blobs
 in a worker thread, decoded and
