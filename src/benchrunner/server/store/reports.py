@@ -543,6 +543,10 @@ def report_finish(conn: Connection, params: dict[str, Any]) -> None:
     _FINISH_REPORT.first(conn, params)
 
 
+_HOLDS_METRICS = (
+    sa.select(metric.c.id).where(metric.c.report_id == sa.bindparam("report_id")).limit(1)
+)
+"""A first store holds none: its metrics are not looked up (a long list on PostgreSQL)."""
 _STORED_AMONG = sa.select(*_STORED_METRIC, metric.c.iteration).where(
     # one probe of index_metric_benchmark_measure_report a (benchmark, measure)
     sa.tuple_(metric.c.benchmark_id, metric.c.measure_id).in_(
@@ -567,8 +571,10 @@ def metrics_add_missing(
     rows, never_alerts = _metric_rows(conn, report_id, project_id, values, now)
     if not rows:
         return []
-    series = sorted({(r["benchmark_id"], r["measure_id"]) for r in rows})
-    found = conn.execute(_STORED_AMONG, {"report_id": report_id, "series": series})
+    found: Any = []
+    if conn.execute(_HOLDS_METRICS, {"report_id": report_id}).first() is not None:
+        series = sorted({(r["benchmark_id"], r["measure_id"]) for r in rows})
+        found = conn.execute(_STORED_AMONG, {"report_id": report_id, "series": series})
     held = {(int(r.benchmark_id), int(r.measure_id), int(r.iteration)): r for r in found}
     new = [k for k, row in enumerate(rows) if _metric_key(row) not in held]
     inserted = (
