@@ -12,7 +12,9 @@ import threading
 from pathlib import Path
 from typing import Any
 
+import psycopg
 import pytest
+from psycopg.pq import TransactionStatus
 
 from benchrunner.api.jobs import Job
 from benchrunner.server.channel import lifecycle
@@ -178,6 +180,48 @@ def test_the_ack_is_sent_before_the_processed_write(
         wait_until(lambda: server.job(job_uuid).status == "processed")
         assert seen == [True]
         assert _report_metrics(server, server.job(job_uuid)) == [2.0]
+
+
+def test_a_completed_costs_two_statements_and_no_transaction_on_postgresql(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """From the runner's ``completed`` to ``processed``: the move to ``completed`` and the
+    move to ``processed``, each one statement, neither inside a BEGIN and COMMIT (counted at
+    psycopg's cursor and commit, the server in this process)."""
+    lock = threading.Lock()
+    moves: list[int] = []  # the connection of each statement that moves a job
+    commits: list[int] = []  # the connections that sent a COMMIT
+    counting = threading.Event()
+    execute, commit = psycopg.Cursor.execute, psycopg.Connection.commit
+
+    def counted_execute(self: Any, query: Any, *args: Any, **kwargs: Any) -> Any:
+        text = " ".join((query.decode() if isinstance(query, bytes) else str(query)).split())
+        if counting.is_set() and text.startswith("WITH moved AS (UPDATE job"):
+            with lock:
+                moves.append(id(self.connection))
+        return execute(self, query, *args, **kwargs)
+
+    def counted_commit(self: Any) -> None:
+        if counting.is_set() and self.info.transaction_status == TransactionStatus.INTRANS:
+            with lock:
+                commits.append(id(self))
+        commit(self)
+
+    monkeypatch.setattr(psycopg.Cursor, "execute", counted_execute)
+    monkeypatch.setattr(psycopg.Connection, "commit", counted_commit)
+    with (
+        fresh_database("postgresql", tmp_path) as url,
+        serve_in_process(tmp_path, url) as server,
+    ):
+        channel, job_uuid = _running(server, "counted")
+        counting.set()
+        done = channel.ask({"event": "completed", "job": job_uuid, "results": [_result(3)]})
+        assert done == {"event": "ack", "job": job_uuid}
+        wait_until(lambda: server.job(job_uuid).status == "processed")
+        counting.clear()
+        assert _report_metrics(server, server.job(job_uuid)) == [3.0]
+    assert len(moves) == 2, moves
+    assert not set(moves) & set(commits), (moves, commits)
 
 
 @pytest.mark.parametrize("engine", ENGINES)
