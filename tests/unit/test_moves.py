@@ -5,6 +5,7 @@ is logged, counted and announced to the hooks."""
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,6 +22,7 @@ from benchrunner.core.tiers import Plan
 from benchrunner.server.blobs.blob_store import LocalBlobStore
 from benchrunner.server.config import ServerSettings
 from benchrunner.server.context import ServerContext
+from benchrunner.server.logs.server_log import JsonFormatter
 from benchrunner.server.logs.transition_log import Timeout
 from benchrunner.server.moves.move import Hooks, Move, Moves, apply, apply_running
 from benchrunner.server.store import jobs, tables, transitions
@@ -265,3 +267,33 @@ def test_a_runners_running_moves_its_job_once_then_only_refreshes_its_liveness(
     assert _row(world, job.id).last_heartbeat == later
     assert world.write(apply_running, Move.running(job, runner + 1, "x", later)) is None
     assert [e for e, _, _ in _events(world, job.id)].count(JobEvent.STARTED) == 1
+
+
+def test_a_move_s_line_holds_its_fields_and_none_left_empty(
+    world: World, ctx: ServerContext, caplog: pytest.LogCaptureFixture
+) -> None:
+    runner, job = _claimed(world)
+    running = Move.running(job, runner, "r", world.now())
+    assert job.claimed is not None
+
+    with caplog.at_level(logging.INFO, logger="benchrunner.transitions"):
+        assert world.db.write_sync(apply_running, running) is not None
+        Moves(ctx).done(running)
+
+    (record,) = [r for r in caplog.records if r.name == "benchrunner.transitions"]
+    line = json.loads(JsonFormatter().format(record))
+    del line["timestamp"]
+    duration = round((running.now - job.claimed).total_seconds() * 1000)
+    assert line == {
+        "event": "job running",
+        "level": "info",
+        "logger": "benchrunner.transitions",
+        "job": str(job.uuid),
+        "runner": "r",
+        "status_from": "claimed",
+        "status_to": "running",
+        "duration_ms": duration,
+        "tier": "team",
+    }
+    assert list(line)[3:5] == ["job", "runner"]
+    assert not hasattr(record, "reason")

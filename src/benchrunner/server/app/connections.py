@@ -24,6 +24,12 @@ the process runs out of file descriptors. This protocol adds the two missing bou
 
 A connection upgraded to a WebSocket (a runner's channel) leaves this protocol's care: neither
 bound applies to it any more, except that it counts towards the cap.
+
+A response goes out in one write where uvicorn makes two: its head (status line and headers) is
+held until the body's first part, and written with it (``_HeadWithBody``), or alone at the end of
+the event loop's turn if no body comes in that turn (a streamed response's head still leaves at
+once). A socket's write is a large share of what answering a request costs
+(benchmarks/RESULTS.md, ``profile_shares``), and a submission's answer is a head and a body.
 """
 
 from __future__ import annotations
@@ -37,7 +43,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from uvicorn.config import Config
-from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol, RequestResponseCycle
 from uvicorn.server import ServerState
 
 from benchrunner.server.http.errors import error_body
@@ -146,7 +152,12 @@ class BoundedHttpProtocol(HttpToolsProtocol):
     def on_headers_complete(self) -> None:
         self._headers_complete = True
         self.book.waiting.pop(self, None)
+        before = self.cycle
         super().on_headers_complete()
+        cycle = self.cycle
+        if cycle is not None and cycle is not before:  # not an upgrade to a WebSocket
+            # The cycle's task has not run yet: nothing was written through it.
+            cycle.transport = _HeadWithBody(self.transport, self.loop, cycle)  # type: ignore[assignment]
 
     def on_body(self, body: bytes) -> None:
         self._body_received += len(body)
@@ -252,6 +263,47 @@ class BoundedHttpProtocol(HttpToolsProtocol):
         self._stop_reading()
         self.book.waiting.pop(self, None)
         self.book.closing.discard(self)
+
+
+class _HeadWithBody:
+    """The transport a request's cycle writes to: the response's head, its first write once
+    the response started, is held and written with the next write, in one, or alone at the end
+    of the loop's turn. Writes before the response started (``100 Continue``) go out at once."""
+
+    __slots__ = ("_cycle", "_head", "_head_seen", "_loop", "_transport")
+
+    def __init__(
+        self,
+        transport: asyncio.Transport,
+        loop: asyncio.AbstractEventLoop,
+        cycle: RequestResponseCycle,
+    ) -> None:
+        self._transport = transport
+        self._loop = loop
+        self._cycle = cycle
+        self._head: bytes | None = None
+        self._head_seen = False
+
+    def write(self, data: bytes) -> None:
+        if not self._head_seen and self._cycle.response_started:
+            self._head_seen = True
+            self._head = data
+            self._loop.call_soon(self._flush)
+            return
+        head, self._head = self._head, None
+        self._transport.write(data if head is None else head + data)
+
+    def _flush(self) -> None:
+        head, self._head = self._head, None
+        if head is not None and not self._transport.is_closing():
+            self._transport.write(head)
+
+    def is_closing(self) -> bool:
+        return self._transport.is_closing()
+
+    def close(self) -> None:
+        self._flush()
+        self._transport.close()
 
 
 def _request_timeout(seconds: float) -> bytes:
