@@ -323,3 +323,28 @@ def test_a_runner_whose_poll_ended_while_reserved_and_then_went_away_loses_no_jo
         await dispatcher.stop()
 
     run(scenario)
+
+
+def test_settled_once_the_claim_for_a_new_waiter_is_over() -> None:
+    async def scenario() -> None:
+        gate = asyncio.Event()
+
+        async def claim(_runner: int, _slug: str, _nonce: str, _templates: bool) -> Claim | None:
+            await gate.wait()
+            return None
+
+        dispatcher = Dispatcher(claim, on_abandoned=lambda _c: None, safety_interval=3600)
+        assert dispatcher.settled
+        waiting = asyncio.create_task(dispatcher.wait_for_job(1, "r", frozenset({1}), None, 5))
+        await settle()
+        assert not dispatcher.settled  # due, the dispatcher not started yet
+        dispatcher.start()
+        await settle()
+        assert not dispatcher.settled  # running
+        gate.set()
+        await until(lambda: dispatcher.settled)
+        assert dispatcher.waiting == 1
+        waiting.cancel()
+        await dispatcher.stop()
+
+    run(scenario)

@@ -1,9 +1,7 @@
 """Grouped commits on PostgreSQL. ``Database.write_acked``: alone, a durable commit as
 ``write``'s; beside another, a commit that does not wait for the disk, made durable by one WAL
 flush that ``durable`` shares among every such commit before it; ``write_acked_each`` the
-same in autocommit. ``write_each_deferred``: a
-commit that does not wait, made durable by a durable commit after it (``covered``) or else by
-``durable``'s flush."""
+same in autocommit."""
 
 from __future__ import annotations
 
@@ -147,34 +145,6 @@ def test_a_result_grouped_after_a_flush_began_gets_a_flush_of_its_own(db: Databa
     asyncio.run(scenario())
     assert (db.grouped_commits, db.wal_flushes) == (2, 2)
     assert rows(db) == 3
-
-
-def test_a_deferred_write_covered_by_a_later_durable_write_needs_no_flush(db: Database) -> None:
-    async def scenario() -> tuple[str, str, int]:
-        how = await db.write_each(insert, 0)
-        deferred_how = await db.write_each_deferred(insert, 1)
-        deferred = db.grouped_commits
-        await db.write(insert, 2)  # durable, and it wrote the WAL after the deferred one
-        db.covered(deferred)
-        await db.durable()
-        return how, deferred_how, deferred
-
-    how, deferred_how, deferred = asyncio.run(scenario())
-    assert (how, deferred_how) == ("on", "off")
-    assert (deferred, db.wal_flushes) == (1, 0)
-    assert rows(db) == 3
-
-
-def test_a_deferred_write_left_uncovered_is_flushed_by_durable(db: Database) -> None:
-    async def scenario() -> tuple[int, int]:
-        await db.write_each_deferred(insert, 1)
-        inserted = await db.read(wal_lsn, "insert")
-        await db.durable()
-        return inserted, await db.read(wal_lsn, "flush")
-
-    inserted, flushed = asyncio.run(scenario())
-    assert db.wal_flushes == 1
-    assert flushed >= inserted
 
 
 def test_a_resent_results_ack_waits_for_a_flush_of_what_another_replica_committed(

@@ -4,16 +4,21 @@ With more than one allowed core, the lowest one is the *housekeeping* core: the 
 (channel receiver, heartbeat, output readers, timers) live there, and job processes get the rest,
 so a heartbeat never preempts the benchmark. With one core nothing is pinned.
 
-On Linux ``os.sched_setaffinity(0, ...)`` called in a thread changes only that thread, and a
+On Linux ``sched_setaffinity(0, ...)`` called in a thread changes only that thread, and a
 child process or thread inherits the affinity of the thread that created it. Both facts are what
-this module relies on.
+this module relies on. A thread is moved through libc's own call, which ``ctypes`` makes with the
+interpreter lock released: moving the calling thread to another core waits until that core runs
+it, and the runner's other threads need not wait with it (benchmarks/RESULTS.md).
 """
 
 from __future__ import annotations
 
+import ctypes
 import logging
 import os
-from collections.abc import Iterator
+import sys
+import threading
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -105,7 +110,50 @@ def _thread_affinity(cores: set[int]) -> Iterator[None]:
 
 def _set_thread_affinity(cores: set[int]) -> None:
     try:
-        os.sched_setaffinity(0, cores)
+        _setter()(cores)
     except OSError as exc:
         # A cpuset shrunk under us (container resize): run unpinned rather than not at all.
         log.warning("cannot pin thread to cores %s: %s", sorted(cores), exc)
+
+
+_Setter = Callable[[set[int]], None]
+_setter_lock = threading.Lock()
+_found_setter: _Setter | None = None
+
+
+def _setter() -> _Setter:
+    """How the calling thread is moved: libc's ``sched_setaffinity`` without the interpreter
+    lock where there is one, else ``os.sched_setaffinity``."""
+    global _found_setter
+    with _setter_lock:
+        if _found_setter is None:
+            _found_setter = _libc_setter() or _os_setter
+        return _found_setter
+
+
+def _os_setter(cores: set[int]) -> None:
+    os.sched_setaffinity(0, cores)
+
+
+_WORD_BITS = 64
+
+
+def _libc_setter() -> _Setter | None:
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        function = ctypes.CDLL(None, use_errno=True).sched_setaffinity
+    except (OSError, AttributeError):
+        return None
+    function.argtypes = (ctypes.c_int, ctypes.c_size_t, ctypes.c_void_p)
+    function.restype = ctypes.c_int
+
+    def set_affinity(cores: set[int]) -> None:
+        words = (ctypes.c_uint64 * (max(cores, default=0) // _WORD_BITS + 1))()
+        for core in cores:
+            words[core // _WORD_BITS] |= 1 << (core % _WORD_BITS)
+        if function(0, ctypes.sizeof(words), ctypes.addressof(words)) != 0:
+            code = ctypes.get_errno()
+            raise OSError(code, os.strerror(code))
+
+    return set_affinity

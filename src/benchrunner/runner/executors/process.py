@@ -69,11 +69,12 @@ class ProcessExecutor(Executor):
         in_flight: InFlight | None = None,
         clock: ThreadClock | None = None,
     ) -> None:
-        """``environ`` is where the allowlisted variables come from (default: the runner's own
-        environment); ``workdir_root`` holds the per-job working directories (default: TMPDIR);
-        ``in_flight`` records each job's process group (None: not recorded); ``clock``: the
-        runner's, on which the kill grace and the reading of a job's output run out. Raises
-        ExecutorError where a child's exit cannot be watched (``require_pidfd``)."""
+        """``environ`` is where the allowlisted variables are read from, once (default: the
+        runner's own environment); ``workdir_root`` holds the per-job working directories
+        (default: TMPDIR); ``in_flight`` records each job's process group (None: not
+        recorded); ``clock``: the runner's, on which the kill grace and the reading of a job's
+        output run out. Raises ExecutorError where a child's exit cannot be watched
+        (``require_pidfd``)."""
         self._templates = templates
         self._in_flight = in_flight
         self._kill_grace = kill_grace
@@ -81,7 +82,9 @@ class ProcessExecutor(Executor):
         self._max_output_bytes = max_output_bytes
         self._cores = cores or CorePlan()
         self._workdir_root = workdir_root
-        self._environ = os.environ if environ is None else environ
+        environ = os.environ if environ is None else environ
+        # Read once: the runner's environment does not change while it runs.
+        self._base_env = {name: environ[name] for name in ENV_ALLOWLIST if name in environ}
         self._spare_lock = threading.Lock()
         self._spare: Path | None = None
         self._closed = False
@@ -104,7 +107,6 @@ class ProcessExecutor(Executor):
             argv = self._templates.get(config.template).argv(config.args or {})
         except TemplateError as exc:
             raise ExecutorError(str(exc)) from None
-        base_env = {name: self._environ[name] for name in ENV_ALLOWLIST if name in self._environ}
         try:
             workdir = self._working_directory(job.uuid)
         except OSError as exc:
@@ -116,7 +118,7 @@ class ProcessExecutor(Executor):
             build_time=bool(config.build_time),
             file_size=bool(config.file_size),
             workdir=workdir,
-            base_env=base_env,
+            base_env=self._base_env,
             kill_grace=self._kill_grace,
             max_output_bytes=self._max_output_bytes,
             cores=self._cores,
@@ -190,7 +192,7 @@ class ProcessJob(PreparedJob):
         self._file_paths = file_paths
         self._build_time = build_time
         self._file_size = file_size
-        self._base_env = dict(base_env)
+        self._base_env = base_env
         self._kill_grace = kill_grace
         self._clock = clock or SystemThreadClock()
         self._limit = max_output_bytes

@@ -114,6 +114,12 @@ class Dispatcher:
     def waiting(self) -> int:
         return len(self._waiters)
 
+    @property
+    def settled(self) -> bool:
+        """No claim runs for a waiting runner, and none is due for one that just started
+        waiting: each waits with what its last claim found (a submission may reserve it)."""
+        return not self._fresh and not any(waiter.claiming for waiter in list(self._waiters))
+
     # ------------------------------------------------------------ notifications
 
     def job_created(self, spec_id: int) -> None:

@@ -8,10 +8,13 @@ and hands the claim over once it commits. A rolled-back submission, or a claim t
 nothing, gives the runner back to the dispatcher; a job that no reserved runner took wakes the
 dispatcher (and the other replicas) as before.
 
-On PostgreSQL a transaction costs round trips of its own (``BEGIN``, ``COMMIT``) and the
-claim in one three statements, where the dispatcher's claim is one (``job_claim_alone``): there
-the claim for the reserved runner is that one statement, made once the submission's job has
-committed (``claim_apart``), with the submission's time, as the claim in its transaction was.
+On PostgreSQL statements cost round trips: there the submission's own insert claims the job
+for the reserved runner when the claim query would have picked it for that runner
+(``store.insert_claims``; ``claim_for``, then ``claimed_by_insert``), so that the job reaches
+the runner after one statement. When it may not (a limited tier's job, a job ahead of it in
+the queue for that runner), the claim for the reserved runner is one statement of its own,
+made once the submission's job has committed (``claim_apart``), with the submission's time.
+SQLite claims in the submission's transaction (``claim``), which costs no round trip.
 
 Which spec a submission names is known only inside its transaction, so the reservation goes by
 the spec id the same name resolved to last time: a stale one costs one claim that finds
@@ -35,8 +38,9 @@ from benchrunner.server.moves import move
 from benchrunner.server.moves.move import Move, Moves
 from benchrunner.server.scheduling.dispatcher import Dispatcher, Waiter
 from benchrunner.server.scheduling.wakeups import Wakeups
-from benchrunner.server.store import claims
+from benchrunner.server.store import claims, insert_claims, jobs
 from benchrunner.server.store.engine import Database
+from benchrunner.server.store.insert_claims import ClaimFor
 
 log = logging.getLogger(__name__)
 
@@ -54,8 +58,10 @@ MAX_SPEC_REF = 128
 class Written(Protocol):
     """What a submission's transaction tells of its job."""
 
-    job_uuid: UUID | None
-    spec_id: int | None
+    @property
+    def job_uuid(self) -> UUID | None: ...
+    @property
+    def spec_id(self) -> int | None: ...
 
 
 @dataclass
@@ -102,6 +108,25 @@ class HandOffs:
         except claims.RunnerUnavailable:  # or holds jobs: the dispatcher's claim says so
             hand_off.claim = None
 
+    @staticmethod
+    def claim_for(hand_off: HandOff, priority: int) -> ClaimFor | None:
+        """What the submission's insert needs to claim its job (of ``priority``) for the
+        reserved runner (PostgreSQL); None when that claim must be made apart (a limited
+        tier's job)."""
+        if not insert_claims.claimable(priority):
+            return None
+        waiter = hand_off.waiter
+        nonce = secrets.token_hex(16)
+        return ClaimFor(waiter.runner_id, waiter.runner_slug, nonce, waiter.templates)
+
+    @staticmethod
+    def claimed_by_insert(
+        hand_off: HandOff, created: jobs.CreatedRun, params: jobs.NewJob, claim_for: ClaimFor
+    ) -> None:
+        """Inside the submission's unit, after its insert given ``claim_for``: what it claimed
+        (None: nothing, and ``claim_apart`` claims once it committed)."""
+        hand_off.claim = claims.claimed_by_insert(created, params, claim_for)
+
     @classmethod
     async def claim_apart(cls, db: Database, hand_off: HandOff, now: dt.datetime) -> None:
         """After the submission's job committed: claim for the reserved runner in a statement
@@ -133,13 +158,14 @@ class HandOffs:
         return None if hand_off is not None else self._wakeups.job_broadcast(spec_id)
 
     def written(
-        self, hand_off: HandOff | None, spec_ref: str | None, write: asyncio.Future[Written]
+        self, hand_off: HandOff | None, spec_ref: str | None, outcome: Written | None
     ) -> None:
-        """The submission's transaction ended (a done-callback, so that this runs even when
-        the request was cancelled meanwhile): with its job committed, the claim goes to its
+        """The submission's write ended (called by the shielded task that wrote, so that this
+        runs even when the request was cancelled meanwhile, and in the same step of the event
+        loop as the write's end): with its job committed (``outcome``), the claim goes to its
         runner and, unless that claim took this very job, the dispatcher is woken for it;
-        otherwise what the claim found was rolled back, and the runner waits again."""
-        outcome = None if write.cancelled() or write.exception() else write.result()
+        otherwise (None: the write raised) what the claim found was rolled back, and the
+        runner waits again."""
         if outcome is None or outcome.job_uuid is None or outcome.spec_id is None:
             if hand_off is not None:
                 self._dispatcher.settle(hand_off.waiter, None)

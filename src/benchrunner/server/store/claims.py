@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import collections
 import dataclasses
 import datetime as dt
 import functools
@@ -16,9 +15,11 @@ from sqlalchemy.engine import Connection
 from benchrunner.core.events import TRANSITION_EVENT
 from benchrunner.core.states import JobStatus
 from benchrunner.core.tiers import PER_ORGANIZATION_MIN_PRIORITY, UNLIMITED_MIN_PRIORITY
+from benchrunner.protocol import JsonJobConfig
 from benchrunner.server.store import capabilities, runners, tier_locks
 from benchrunner.server.store.direct import Direct
-from benchrunner.server.store.jobs import JOBS, JobRow
+from benchrunner.server.store.insert_claims import CLAIM_MESSAGE, ClaimFor
+from benchrunner.server.store.jobs import JOBS, SPEC_PREFIX, CreatedRun, JobRow, NewJob, spec_read
 from benchrunner.server.store.tables import in_flight, job, pending, runner, spec
 from benchrunner.server.store.transitions import Event, Pick, transition
 
@@ -210,7 +211,7 @@ def job_claim(
         row.id,
         JobStatus.CLAIMED,
         now,
-        [Event(TRANSITION_EVENT[JobStatus.CLAIMED], "claimed by runner", actor)],
+        [Event(TRANSITION_EVENT[JobStatus.CLAIMED], CLAIM_MESSAGE, actor)],
         values=claimed_values,
         then=runners.SPEC_BY_ID,
         then_params={"spec_id": row.spec_id},
@@ -221,12 +222,6 @@ def job_claim(
         JobRow.from_row(row), status=JobStatus.CLAIMED, modified=now, **claimed_values
     )
     return Claim(claimed, spec_row)
-
-
-_SPEC_PREFIX = "spec__"
-_SPEC_COLUMNS: tuple[str, ...] = tuple(column.name for column in spec.c)
-_SpecRow = collections.namedtuple("_SpecRow", _SPEC_COLUMNS)  # type: ignore[misc]
-"""A spec row as ``runners.SPEC_BY_ID`` reads it, from the claim statement's columns."""
 
 
 @functools.cache
@@ -263,7 +258,7 @@ def _claim_pick(organization_owned: bool, images_only: bool, holding_none: bool)
             holds.label("runner_holds_jobs"),
             *picked.c,
             moved.c.id.label("moved_id"),
-            *(column.label(f"{_SPEC_PREFIX}{column.name}") for column in spec.c),
+            *(column.label(f"{SPEC_PREFIX}{column.name}") for column in spec.c),
         ).select_from(
             owner.outerjoin(picked, sa.true())
             .outerjoin(moved, sa.true())
@@ -307,7 +302,7 @@ def job_claim_alone(
         _claim_pick(runner_org is not None, not templates, holding_none),
         JobStatus.CLAIMED,
         now,
-        [Event(TRANSITION_EVENT[JobStatus.CLAIMED], "claimed by runner", actor)],
+        [Event(TRANSITION_EVENT[JobStatus.CLAIMED], CLAIM_MESSAGE, actor)],
         values=claimed_values,
         then_params=params,
     )
@@ -324,5 +319,38 @@ def job_claim_alone(
     claimed = dataclasses.replace(
         JobRow.from_row(row), status=JobStatus.CLAIMED, modified=now, **claimed_values
     )
-    spec_row = _SpecRow(*(getattr(row, f"{_SPEC_PREFIX}{name}") for name in _SPEC_COLUMNS))
+    spec_row = spec_read(row)
     return Claim(claimed, spec_row)
+
+
+def claimed_by_insert(created: CreatedRun, params: NewJob, claim_for: ClaimFor) -> Claim | None:
+    """The claim that ``jobs.job_create_with_report`` made in the job's insert for
+    ``claim_for``'s runner (``insert_claims``), as a claim reads it; None if it did not."""
+    if created.claimed is None:
+        return None
+    # As stored and read back, so that the runner gets what a claim of it would read.
+    config = JsonJobConfig.model_validate_json(params.config.model_dump_json(exclude_none=True))
+    claimed = JobRow(
+        id=created.job_id,
+        uuid=created.job_uuid,
+        report_id=created.report.id,
+        organization_id=params.organization_id,
+        source_ip=params.origin.source_ip,
+        spec_id=params.spec_id,
+        config=config,
+        timeout=config.timeout,
+        priority=params.priority,
+        status=JobStatus.CLAIMED,
+        runner_id=claim_for.runner_id,
+        claimed=params.now,
+        started=None,
+        completed=None,
+        last_heartbeat=params.now,
+        nonce=claim_for.nonce,
+        kind=config.kind,
+        created=params.now,
+        modified=params.now,
+        project_id=created.report.project_id,
+        project_uuid=created.report.project_uuid,
+    )
+    return Claim(claimed, created.claimed)

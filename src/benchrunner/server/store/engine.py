@@ -295,8 +295,7 @@ class Database:
     Each way to write is one promise about durability, and each step of a job has one:
     ``write`` (a transaction, durable when it returns: most writes), ``write_each`` (each
     statement its own durable commit: a runner's ``running``, a heartbeat, a submission of
-    one statement), ``write_each_deferred`` (``write_each`` made durable by the claim that
-    follows it: a submission handed to a waiting runner), ``claim_each`` (``write_each`` on
+    one statement), ``claim_each`` (``write_each`` on
     the claims' own connections), ``write_acked`` (a transaction whose commit may share one
     flush of the WAL, durable after ``durable()``: a runner's failure, before its ``ack``),
     ``write_acked_each`` (``write_acked`` in autocommit: a runner's ``completed``) and
@@ -328,8 +327,8 @@ class Database:
         self._acked_under_way = 0
         """PostgreSQL: ``write_acked`` units and ``durable`` waits under way on the event loop."""
         self.grouped_commits = 0
-        """PostgreSQL: ``write_acked`` and ``write_each_deferred`` units committed without
-        waiting for the disk."""
+        """PostgreSQL: ``write_acked`` and ``write_acked_each`` units committed without waiting
+        for the disk."""
         self.wal_flushes = 0
         """PostgreSQL: flushes made for them or for ``flush_wal`` (each covering every commit
         before it)."""
@@ -375,7 +374,7 @@ class Database:
             if self.sqlite
             else self.lazy_engine.execution_options(isolation_level="AUTOCOMMIT")
         )
-        """Where ``write_each_deferred`` runs: ``write_each``'s autocommit, commits not waiting."""
+        """Where ``write_acked_each`` commits when grouped: autocommit, commits not waiting."""
         self._claim_pool = (
             self.write_engine
             if self.sqlite
@@ -486,27 +485,6 @@ class Database:
             return result
         finally:
             self._acked_under_way -= 1
-
-    async def write_each_deferred(
-        self, unit: Unit[P, T], /, *args: P.args, **kwargs: P.kwargs
-    ) -> T:
-        """``write_each`` whose commits do not wait for the disk on PostgreSQL: the caller
-        makes them durable before it acknowledges them, by a durable commit that writes after
-        them (PostgreSQL flushes the WAL up to each such commit, so it covers every commit
-        before it; then ``covered``) or by ``durable``. A submission handed to a waiting
-        runner is made durable by the claim that follows it: one flush for both. SQLite:
-        ``write_each``."""
-        if self.inline:
-            return await self.write_each(unit, *args, **kwargs)
-        result = await self._hop(self._writer, self._deferred_held, unit, *args, **kwargs)
-        self.grouped_commits += 1
-        return result
-
-    def covered(self, deferred: int) -> None:
-        """The first ``deferred`` grouped commits are on disk: a durable commit that wrote the
-        WAL began after they committed (PostgreSQL; SQLite's count is its own)."""
-        if not self.sqlite:
-            self._synced = max(self._synced, deferred)
 
     async def write_lazy(self, unit: Unit[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
         """A write that a crash may lose without harm, because it is made again (the live

@@ -3,6 +3,7 @@ claim in ``claims``."""
 
 from __future__ import annotations
 
+import collections
 import datetime as dt
 from dataclasses import dataclass, replace
 from typing import Any
@@ -14,15 +15,17 @@ from sqlalchemy.engine import Connection
 from benchrunner.core.events import JobEvent
 from benchrunner.core.states import JobStatus
 from benchrunner.protocol import JsonJobConfig
-from benchrunner.server.store import capabilities, reports
+from benchrunner.server.store import capabilities, insert_claims, reports
 from benchrunner.server.store.backlog import ROOM_FOR_ONE, Caps, backlog
 from benchrunner.server.store.direct import Direct, insert_values
 from benchrunner.server.store.signed_outputs import SignedOutput
 from benchrunner.server.store.tables import (
     in_flight,
     job,
+    job_event,
     project,
     report,
+    spec,
 )
 from benchrunner.server.store.transitions import (
     event_add,
@@ -235,51 +238,124 @@ class CreatedRun:
     job_uuid: UUID
     report: Any
     """The report as ``reports.report_row`` reads it (with its branch, testbed and project)."""
+    claimed: Any | None = None
+    """The job's spec row (as ``runners.SPEC_BY_ID`` reads it) when its insert claimed it for
+    the runner the submission named (``claim_for``); None: the job is pending."""
 
 
-def _report_and_job(notify: bool, capped: bool) -> Direct:
+SPEC_PREFIX = "spec__"
+"""The prefix of a spec's columns read by a statement beside a job's (``spec_read``)."""
+_SPEC_COLUMNS: tuple[str, ...] = tuple(column.name for column in spec.c)
+_SpecRow = collections.namedtuple("_SpecRow", _SPEC_COLUMNS)  # type: ignore[misc]
+
+
+def spec_read(row: Any) -> Any:
+    """The spec row (as ``runners.SPEC_BY_ID`` reads it) from a statement's columns named with
+    ``SPEC_PREFIX``."""
+    return _SpecRow(*(getattr(row, f"{SPEC_PREFIX}{name}") for name in _SPEC_COLUMNS))
+
+
+def _events_after(new_job: sa.CTE, claim: bool) -> sa.Insert:
+    """The new job's ``job_created`` row (``event_params``); with ``claim``, then the claim's
+    row when its insert claimed it (``insert_claims.claim_params``), in that order (one
+    ``INSERT``: its rows take their ids in the order of the ``UNION ALL``)."""
+    if not claim:
+        return event_insert(new_job)
+    created = sa.bindparam("event_created", type_=job_event.c.created.type)
+    rows = sa.union_all(
+        sa.select(
+            new_job.c.id,
+            sa.bindparam("event_type", type_=job_event.c.event_type.type),
+            sa.bindparam("event_message", type_=job_event.c.message.type),
+            sa.bindparam("event_actor", type_=job_event.c.actor.type),
+            sa.bindparam("event_meta", type_=job_event.c.meta.type),
+            created,
+        ),
+        sa.select(
+            new_job.c.id,
+            sa.bindparam("claim_event_type", type_=job_event.c.event_type.type),
+            sa.bindparam("claim_event_message", type_=job_event.c.message.type),
+            sa.bindparam("claim_event_actor", type_=job_event.c.actor.type),
+            sa.literal("{}", job_event.c.meta.type),
+            created,
+        ).where(new_job.c.status == int(JobStatus.CLAIMED)),
+    )
+    columns = ["job_id", "event_type", "message", "actor", "meta", "created"]
+    return job_event.insert().from_select(columns, rows).returning(job_event.c.job_id)
+
+
+def _report_and_job(notify: bool, capped: bool, claim: bool | None) -> Direct:
     """PostgreSQL: the report, its job and the job's ``job_created`` event inserted by one
     statement (data-modifying CTEs), which returns the report as ``reports.report_row`` reads
     it and the job's id. The job's parameters are ``_job_values``' prefixed with ``job_``,
     the report's ``reports.report_params``', the event's ``event_params``'. ``capped``: only
     while the submission caps leave room (``backlog.ROOM_FOR_ONE``, counted by the same
-    statement), no row otherwise."""
+    statement), no row otherwise. ``claim`` (not None): the job is inserted claimed for a
+    runner when it may have it (``insert_claims.claimant``; True: an images-only runner), and
+    the spec's columns come back, prefixed, with ``claimed``."""
     insert = reports.new_report_where(ROOM_FOR_ONE) if capped else reports.NEW_REPORT
     new_report = insert.returning(*report.c).cte("new_report")
     job_columns = [name for name in _NEW_JOB_COLUMNS if name != "report_id"]
-    values = [sa.bindparam(f"job_{name}", type_=job.c[name].type) for name in job_columns]
+    values: list[sa.ColumnElement[Any]] = [
+        sa.bindparam(f"job_{name}", type_=job.c[name].type) for name in job_columns
+    ]
+    rows: sa.FromClause = new_report
+    claimant = None if claim is None else insert_claims.claimant(claim)
+    if claimant is not None:
+        at = job_columns.index("status")
+        values[at] = sa.func.coalesce(claimant.c.status, values[at])
+        job_columns += ["runner_id", "claimed", "last_heartbeat", "nonce"]
+        values += [claimant.c[name] for name in job_columns[-4:]]
+        rows = new_report.outerjoin(claimant, sa.true())
     new_job = (
         job.insert()
-        .from_select([*job_columns, "report_id"], sa.select(*values, new_report.c.id))
-        .returning(job.c.id)
+        .from_select(
+            [*job_columns, "report_id"], sa.select(*values, new_report.c.id).select_from(rows)
+        )
+        .returning(job.c.id, job.c.status)
         .cte("new_job")
     )
-    event = event_insert(new_job).cte("new_event")
-    also = (notified(),) if notify else ()
-    view = (
-        reports.report_with_names(new_report)
-        .join(new_job, sa.true())
-        .add_columns(new_job.c.id.label("job_id"), *also)
-        .add_cte(event)
-    )
+    event = _events_after(new_job, claimant is not None).cte("new_event")
+    also = [notified()] if notify else []
+    joined = reports.report_with_names(new_report).join(new_job, sa.true())
+    if claimant is not None:
+        also.append((new_job.c.status == int(JobStatus.CLAIMED)).label("claimed"))
+        also += [column.label(f"{SPEC_PREFIX}{column.name}") for column in spec.c]
+        joined = joined.outerjoin(
+            spec,
+            sa.and_(
+                spec.c.id == sa.bindparam("job_spec_id"),
+                new_job.c.status == int(JobStatus.CLAIMED),
+            ),
+        )
+    view = joined.add_columns(new_job.c.id.label("job_id"), *also).add_cte(event)
     return Direct(view)
 
 
 _REPORT_AND_JOB = {
-    (notify, capped): _report_and_job(notify, capped)
+    (notify, capped, claim): _report_and_job(notify, capped, claim)
     for notify in (False, True)
     for capped in (False, True)
+    for claim in (None, False, True)
 }
 
 
 def job_create_with_report(
-    conn: Connection, new_report: reports.NewReport, params: NewJob, caps: Caps | None = None
+    conn: Connection,
+    new_report: reports.NewReport,
+    params: NewJob,
+    caps: Caps | None = None,
+    claim_for: insert_claims.ClaimFor | None = None,
 ) -> CreatedRun | None:
     """A report and its job (``params.report_id`` is ignored), the job's ``job_created`` event,
     and the report read back; None, with nothing written, when ``caps`` leave no room for one
     more pending job (counted as ``backlog.backlog`` counts). On PostgreSQL one statement,
     caps counted, so in autocommit (``write_each``) the three rows are written together or
-    not at all; SQLite counts, then writes them one by one in the unit's transaction."""
+    not at all; SQLite counts, then writes them one by one in the unit's transaction.
+
+    ``claim_for`` (PostgreSQL, a job ``insert_claims.claimable``): the same statement inserts
+    the job claimed for that runner when it may have it (``CreatedRun.claimed``). SQLite, which
+    claims in the same transaction at no round trip, ignores it."""
     if not capabilities.of(conn).writes_in_ctes:
         if caps is not None and caps.full_cap(backlog(conn, caps)):
             return None
@@ -298,11 +374,18 @@ def job_create_with_report(
         bound["notify_channel"], bound["notify_payload"] = params.notify
     if caps is not None:
         bound.update(caps.params())
-    row = _REPORT_AND_JOB[params.notify is not None, caps is not None].first(conn, bound)
+    claim = None
+    if claim_for is not None:
+        assert insert_claims.claimable(params.priority)
+        claim = not claim_for.templates
+        bound.update(insert_claims.claim_params(claim_for, params.now))
+    statement = _REPORT_AND_JOB[params.notify is not None, caps is not None, claim]
+    row = statement.first(conn, bound)
     if row is None:
         assert caps is not None
         return None
-    return CreatedRun(row.job_id, job_uuid, row)
+    claimed = spec_read(row) if claim is not None and row.claimed else None
+    return CreatedRun(row.job_id, job_uuid, row, claimed)
 
 
 # ---------------------------------------------------------------- recovery reads

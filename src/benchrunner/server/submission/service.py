@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
-import functools
 import secrets
 from dataclasses import dataclass
 from typing import Any
@@ -188,9 +187,13 @@ class _Submitted:
     """Set when a runner job was created (the dispatcher is woken for its spec)."""
     deduplicated: bool = False
     view: dict[str, Any] | None = None
-    """The created report as the API answers it, read in the unit (None when deduplicated)."""
+    """The created report as the API answers it, read in the unit (None when deduplicated, or
+    built later from ``created``)."""
     now: dt.datetime | None = None
     """The submission's time, which a hand-off claimed apart (``HandOffs.claim_apart``) keeps."""
+    created: Any | None = None
+    """A job handed to a waiting runner: its report's row, whose view (``view``) is built once
+    the job went out, off the path of its pickup."""
     judge: JudgmentLater | None = None
     """A direct run's report that thresholds judge, after the commit and before the answer
     (``judge_direct``)."""
@@ -243,6 +246,8 @@ async def submit_run(
 
     def unit(conn: Connection) -> _Submitted:
         now = ctx.clock.now()
+        if hand_off is not None:  # nothing claimed yet, should the unit run again
+            hand_off.claim = None
         if key is not None:
             held = keys.key_claim(conn, key, payload, now, now - window)
             if held is not None:
@@ -302,20 +307,30 @@ async def submit_run(
             origin=origin,
             notify=services.hand_offs.broadcast(hand_off, spec.id),
         )
+        # PostgreSQL: the job's insert claims it for the reserved runner when it may.
+        claim_for = (
+            None
+            if hand_off is None or not claim_apart
+            else hand_offs.claim_for(hand_off, new_job.priority)
+        )
         created = jobs.job_create_with_report(
-            conn, new_report, new_job, caps_for(ctx.settings, org.id)
+            conn, new_report, new_job, caps_for(ctx.settings, org.id), claim_for
         )
         if created is None:  # a cap is full: nothing was written
             check_backlog(conn, ctx.settings, org.id, org.slug)  # 429, naming the cap
             # Room again since the count (jobs left the queue): as when counted apart.
-            created = jobs.job_create_with_report(conn, new_report, new_job)
+            created = jobs.job_create_with_report(conn, new_report, new_job, claim_for=claim_for)
             assert created is not None
+        if hand_off is not None and claim_for is not None:
+            hand_offs.claimed_by_insert(hand_off, created, new_job, claim_for)
         report_id = created.report.id
         _bind_and_bisect(conn, report_id)
-        view = created_report_view(conn, created.report, created.job_uuid)
-        if hand_off is not None and not claim_apart:
+        if hand_off is None:
+            view = created_report_view(conn, created.report, created.job_uuid)
+            return _Submitted(report_id, created.job_uuid, spec.id, view=view, now=now)
+        if not claim_apart:
             services.hand_offs.claim(conn, hand_off, now)
-        return _Submitted(report_id, created.job_uuid, spec.id, view=view, now=now)
+        return _Submitted(report_id, created.job_uuid, spec.id, now=now, created=created.report)
 
     def _bind_and_bisect(conn: Connection, report_id: int) -> None:
         if key is not None:
@@ -329,11 +344,12 @@ async def submit_run(
         if plan.mode == "direct"
         else hand_offs.reserve(plan.spec, template=plan.mode == "template")
     )
-    # PostgreSQL: the hand-off's claim as one statement after the commit (``claim_apart``).
+    # PostgreSQL: the hand-off's claim in the job's insert, or as one statement after the
+    # commit where the insert may not make it (``claim_apart``).
     claim_apart = hand_off is not None and ctx.db.capabilities.writes_in_ctes
     # Shielded, and its outcome handed over by a callback: a request cancelled while a
     # database thread commits must not lose what the commit claimed.
-    # A submission that writes nothing but its report, job and event (its lookups cached,
+    # A submission that writes nothing but its report, job and events (its lookups cached,
     # or found: a missing branch or testbed is created, as a retry would create it) is one
     # statement on PostgreSQL, run in autocommit (docs/explanation/lookups-cache.md). A
     # key's bind, a hand-off's claim on SQLite, thresholds, a start point, bisect data, a
@@ -349,37 +365,26 @@ async def submit_run(
         and body.bisect_image is None
     )
 
-    uncovered = False  # a deferred submission that no claim's durable commit followed
-
     async def write_and_claim() -> _Submitted:
-        nonlocal uncovered
         db = ctx.db
-        if not (claim_apart and alone):
+        try:
             submitted = await (db.write_each if alone else db.write)(unit)
-            if claim_apart and hand_off is not None and submitted.now is not None:
+            claimed = hand_off is None or hand_off.claim is not None
+            if claim_apart and not claimed and submitted.now is not None:
+                assert hand_off is not None
                 await hand_offs.claim_apart(db, hand_off, submitted.now)
-            return submitted
-        assert hand_off is not None
-        # The claim that follows commits durably after the submission, which flushes the WAL
-        # past both: one flush for the two, on the path of the job's pickup. A claim that
-        # wrote nothing (it found no job) leaves the submission to ``durable``, below.
-        submitted = await db.write_each_deferred(unit)
-        deferred = db.grouped_commits
-        if submitted.now is not None:
-            await hand_offs.claim_apart(db, hand_off, submitted.now)
-        if hand_off.claim is not None:
-            db.covered(deferred)
-        else:
-            uncovered = True
+        except BaseException:
+            hand_offs.written(hand_off, plan.spec, None)
+            raise
+        hand_offs.written(hand_off, plan.spec, submitted)
         return submitted
 
-    write = asyncio.ensure_future(write_and_claim())
-    write.add_done_callback(functools.partial(hand_offs.written, hand_off, plan.spec))
-    submitted = await asyncio.shield(write)
-    if uncovered:  # after ``written`` announced the committed job, whatever this does
-        await ctx.db.durable()
+    submitted = await asyncio.shield(asyncio.ensure_future(write_and_claim()))
     if submitted.job_uuid is not None:
         await hand_offs.delivered(hand_off)
+    if submitted.created is not None:
+        view = await ctx.db.read(created_report_view, submitted.created, submitted.job_uuid)
+        return {**view, "deduplicated": False}
     if submitted.judge is not None:
         assert submitted.now is not None
         return {**await judge_direct(ctx, submitted.judge, submitted.now), "deduplicated": False}
