@@ -13,7 +13,7 @@ sent between them (docs/explanation/results-safety.md):
    ``completed`` until their judgment (``processing.judgment``).
 
 A server stopped between the two leaves the job ``completed`` with its output: the processor
-processes it at startup, the sweeper on another replica (``recovery``); a larger output is
+processes it at startup, or the sweeper's leader (``recovery``); a larger output is
 processed in the background from the start.
 """
 
