@@ -27,7 +27,14 @@ the plans of the history and perf queries as they ran (``EXPLAIN QUERY PLAN`` on
 
     .venv/bin/python -m benchmarks.reports_scale --engine sqlite|postgresql
         [--benchmarks 1000] [--measures 3] [--reports 1000] [--other-factor 3] [--repeats 7]
-        [--test t_test|change_point] [--before OLD_SRC [--rounds 3]]
+        [--test t_test|change_point] [--direct] [--before OLD_SRC [--rounds 3]]
+
+With ``--direct`` it measures instead a direct run (``POST /v0/run`` with its results in the
+body) of one report of every benchmark and measure through an in-process app, ``--repeats``
+times, each a report of its own: the longest write transaction of each request (SQLite's
+writer held; the write engine's ``begin`` to its ``commit``) and the request's time. With
+``--before`` too, each tree builds a database of its own (its own migrations) in a process of
+its own, alternately.
 
 With ``--before OLD_SRC`` (another tree's ``src``, e.g. ``git archive main src | tar -x -C
 /tmp/main``) it measures only the processing, of that tree and of this one alternately, each
@@ -64,6 +71,7 @@ from tests.databases import fresh_database
 
 from benchrunner.core.tiers import Plan
 from benchrunner.detection.models import Model, TestKind
+from benchrunner.server.admin.bootstrap import bootstrap_admin
 from benchrunner.server.app.factory import create_app
 from benchrunner.server.config import ServerSettings
 from benchrunner.server.processing import evaluation as evaluation_module
@@ -130,6 +138,124 @@ def _ids(conn: Connection, table: sa.Table, project_id: int) -> list[int]:
 
 def _base(benchmark_index: int, measure_index: int) -> float:
     return 100.0 + 10.0 * benchmark_index + 1000.0 * measure_index
+
+
+class WriteHolds:
+    """The longest write transaction on ``engine`` since ``reset`` (ms): SQLite's writer
+    held, from the transaction's ``begin`` to its ``commit`` or ``rollback``; and the most CPU
+    one took on its thread (SQLite's writes run inline, on one thread: what a loaded machine's
+    wall clock inflates)."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.longest = 0.0
+        self.most_cpu = 0.0
+        self._began: dict[int, tuple[float, float]] = {}
+        sa.event.listen(engine, "begin", self._begin)
+        sa.event.listen(engine, "commit", self._end)
+        sa.event.listen(engine, "rollback", self._end)
+
+    def reset(self) -> None:
+        self.longest = self.most_cpu = 0.0
+
+    def _begin(self, conn: Connection) -> None:
+        self._began[id(conn)] = (time.perf_counter(), time.thread_time())
+
+    def _end(self, conn: Connection) -> None:
+        began = self._began.pop(id(conn), None)
+        if began is not None:
+            self.longest = max(self.longest, (time.perf_counter() - began[0]) * 1000)
+            self.most_cpu = max(self.most_cpu, (time.thread_time() - began[1]) * 1000)
+
+
+def _direct_body(project: Project, values: list[reports.MetricValue], k: int) -> dict[str, Any]:
+    bmf: dict[str, dict[str, dict[str, float]]] = {}
+    for v in values:
+        bmf.setdefault(v.benchmark, {})[v.measure] = {"value": v.value}
+    at = (NOW + dt.timedelta(minutes=k)).isoformat()
+    return {
+        "project": project.slug,
+        "branch": "main",
+        "testbed": "box",
+        "start_time": at,
+        "end_time": at,
+        "settings": {"adapter": "json"},
+        "results": [json.dumps(bmf)],
+    }
+
+
+def time_direct(url: str, data_dir: Path, project: Project, repeats: int) -> dict[str, list[float]]:
+    """``repeats`` direct runs (after one warm-up), each a new report of every benchmark and
+    measure: each request's longest write transaction and its time (ms), and its alerts."""
+    token = bootstrap_admin(url, "direct@bench.dev")
+    rng = random.Random(2)
+    found: dict[str, list[float]] = {
+        "write_max": [],
+        "write_cpu_max": [],
+        "request": [],
+        "alerts": [],
+    }
+    settings = ServerSettings(db=url, data_dir=data_dir)
+    with TestClient(create_app(settings)) as client:
+        holds = WriteHolds(client.app.state.ctx.db.write_engine)  # type: ignore[attr-defined]
+        for k in range(repeats + 1):
+            body = _direct_body(project, _new_values(project, rng), k)
+            holds.reset()
+            started = time.perf_counter()
+            answer = client.post("/v0/run", json=body, headers={"Authorization": f"Bearer {token}"})
+            elapsed = (time.perf_counter() - started) * 1000
+            assert answer.status_code == 201, answer.text
+            if k:
+                found["write_max"].append(holds.longest)
+                found["write_cpu_max"].append(holds.most_cpu)
+                found["request"].append(elapsed)
+                found["alerts"].append(len(answer.json()["alerts"]))
+    return found
+
+
+def direct_child(
+    engine_name: str, benchmarks: int, measures: int, n_reports: int, repeats: int
+) -> None:
+    """``time_direct`` on a database of this tree's own, printed as JSON."""
+    with tempfile.TemporaryDirectory() as tmp, database(engine_name, Path(tmp)) as (engine, url):
+        with engine.begin() as conn:
+            leader = accounts.user_get_or_create(conn, "b@x", "b", admin=False, now=NOW).id
+            org = accounts.organization_create(conn, "org", Plan.TEAM, NOW, leader_id=leader)
+        project = build_project(engine, org.id, "scale-a", benchmarks, measures, n_reports)
+        add_thresholds(engine, project, TestKind.T_TEST)
+        found = time_direct(url, Path(tmp) / "data", project, repeats)
+    print(json.dumps(found))
+
+
+def compare_direct(options: argparse.Namespace) -> None:
+    """``time_direct`` of the tree at ``options.before`` and of this one, alternately, each
+    in a process and on a database of its own."""
+    runs: dict[str, list[dict[str, list[float]]]] = {"before": [], "after": []}
+    trees = [("before", options.before), ("after", str(ROOT / "src"))]
+    for round_number in range(options.rounds):
+        for label, src in trees if round_number % 2 == 0 else trees[::-1]:
+            env = {**os.environ, "PYTHONPATH": os.pathsep.join([src, str(ROOT)])}
+            command = [sys.executable, "-m", "benchmarks.reports_scale", "--direct-child"]
+            command += ["--engine", options.engine, "--benchmarks", str(options.benchmarks)]
+            command += ["--measures", str(options.measures), "--reports", str(options.reports)]
+            command += ["--repeats", str(options.repeats)]
+            done = subprocess.run(
+                command, env=env, cwd=ROOT, check=True, capture_output=True, text=True
+            )
+            runs[label].append(json.loads(done.stdout.splitlines()[-1]))
+            print(f"  {label}: {runs[label][-1]['write_cpu_max']}", flush=True)
+    n = options.benchmarks * options.measures
+    print(f"\n== direct runs of {n:,} metrics, before ({options.before}) and after, alternately:")
+    print(f"   {options.rounds} rounds of {options.repeats} runs ({options.engine})")
+    for key, what in (
+        ("write_max", "longest write"),
+        ("write_cpu_max", "- its most CPU"),
+        ("request", "request"),
+    ):
+        for label in ("before", "after"):
+            values = [v for run in runs[label] for v in run[key]]
+            print(f"    {what:<14} {label:<6}: {_spread(values)}")
+    for label in ("before", "after"):
+        print(f"    alerts per run {label:<6}: {[a for run in runs[label] for a in run['alerts']]}")
 
 
 def build_project(
@@ -724,11 +850,23 @@ def main() -> None:
         help="also run the tree whose src is OLD_SRC, alternately with this one, and compare",
     )
     parser.add_argument("--rounds", type=int, default=3, help="with --before: runs of each")
+    parser.add_argument(
+        "--direct", action="store_true", help="measure direct runs (POST /v0/run) instead"
+    )
     parser.add_argument("--child", metavar="URL", help=argparse.SUPPRESS)
+    parser.add_argument("--direct-child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--project", help=argparse.SUPPRESS)
     options = parser.parse_args()
     if options.child:
         child(options.child, Project(**json.loads(options.project)), options.repeats)
+        return
+    if options.direct_child:
+        direct_child(
+            options.engine, options.benchmarks, options.measures, options.reports, options.repeats
+        )
+        return
+    if options.direct and options.before:
+        compare_direct(options)
         return
     with tempfile.TemporaryDirectory() as tmp, database(options.engine, Path(tmp)) as (engine, url):
         with engine.begin() as conn:
@@ -742,6 +880,15 @@ def main() -> None:
 
         a = _timed("project A", lambda: build("scale-a", options.reports))
         add_thresholds(engine, a, TestKind(options.test))
+        if options.direct:
+            found = time_direct(url, Path(tmp) / "data", a, options.repeats)
+            n = len(a.benchmark_ids) * len(a.measure_ids)
+            print(f"\n== direct runs of {n:,} metrics ({options.repeats} runs)")
+            print(f"    longest write transaction: {_spread(found['write_max'])}")
+            print(f"    - the most CPU of one:     {_spread(found['write_cpu_max'])}")
+            print(f"    request:                   {_spread(found['request'])}")
+            print(f"    alerts per run: {found['alerts']}")
+            return
         if options.before:
             compare(url, a, options.repeats, options.rounds, options.before)
             return

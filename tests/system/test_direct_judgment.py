@@ -1,13 +1,18 @@
 """A direct ``POST /v0/run`` whose thresholds judge its metrics (docs/decisions/processing.md):
-its report and metrics commit in the request's write transaction, and its judgment writes the
-boundaries and alerts in write transactions of their own after that commit, before the answer,
-which carries the alert. Both engines, a real server in this process (its write engine's
-transactions observed)."""
+its report and first part of metrics commit in the request's write transaction, the rest of
+them (on SQLite) and its judgment's boundaries and alerts in write transactions of their own
+after that commit, before the answer, which carries every metric and the alert. A stop before
+the judgment's last write leaves the report awaiting its judgment, its results kept, and the
+next server's processor stores what is missing and judges it, raising no alert twice. Both
+engines, a real server in this process (its write engine's transactions observed)."""
 
 from __future__ import annotations
 
 import datetime as dt
+import itertools
 import json
+import uuid
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +20,11 @@ import httpx
 import pytest
 import sqlalchemy as sa
 
+from benchrunner.server.processing import judgment, metric_parts
+from benchrunner.server.processing.metric_parts import METRIC_PART
+from benchrunner.server.store.tables import alert, metric, report
 from tests.databases import fresh_database
+from tests.harness import wait_until
 from tests.inprocess import serve_in_process
 
 T0 = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
@@ -78,3 +87,189 @@ def test_a_direct_run_is_judged_after_its_store_commits_and_answers_with_its_ale
         # 6 metrics and boundaries before; the 7th metric commits without its boundary
         states = [state for state in commits.seen if state != (6, 6)]
         assert states[0] == (7, 6) and states[-1] == (7, 7), commits.seen
+
+
+BENCHMARKS = 3 * METRIC_PART
+"""More metrics than one part: stored in three writes on SQLite."""
+
+
+def _results(value_of_first: float) -> list[str]:
+    """One iteration of ``BENCHMARKS`` benchmarks at 100, the first at ``value_of_first``."""
+    values = {f"b{k:03}": {"latency": {"value": 100.0}} for k in range(BENCHMARKS)}
+    values["b000"]["latency"]["value"] = value_of_first
+    return [json.dumps(values)]
+
+
+def _post(http: httpx.Client, minute: int, value_of_first: float, **body: Any) -> httpx.Response:
+    at = (T0 + dt.timedelta(minutes=minute)).isoformat()
+    return http.post(
+        "/v0/run",
+        json={
+            "project": "bench",
+            "branch": "main",
+            "testbed": "ci",
+            "start_time": at,
+            "end_time": at,
+            "settings": {"adapter": "json"},
+            "results": _results(value_of_first),
+            **body,
+        },
+    )
+
+
+def _history(http: httpx.Client) -> None:
+    """Four judged runs of every benchmark at 100, under a tight threshold."""
+    first = _post(http, 0, 100.0, thresholds={"models": {"latency": TIGHT}})
+    assert first.status_code == 201, first.text
+    for minute in range(1, 4):
+        answer = _post(http, minute, 100.0)
+        assert answer.status_code == 201, answer.text
+        assert answer.json()["alerts"] == []
+
+
+def _answered_metrics(answer: dict[str, Any]) -> int:
+    return sum(len(result["measures"]) for iteration in answer["results"] for result in iteration)
+
+
+@dataclass(frozen=True)
+class Stored:
+    """What the database holds of one report."""
+
+    metrics: int
+    distinct: int
+    alerts: int
+    awaiting: bool
+
+
+def _stored(url: str, report_uuid: str) -> Stored:
+    engine = sa.create_engine(url)
+    try:
+        with engine.connect() as conn:
+            found = conn.execute(
+                sa.select(report.c.id, report.c.direct_results).where(
+                    report.c.uuid == uuid.UUID(report_uuid)
+                )
+            ).one()
+            keys = conn.execute(
+                sa.select(metric.c.benchmark_id, metric.c.measure_id, metric.c.iteration).where(
+                    metric.c.report_id == found.id
+                )
+            ).all()
+            raised = conn.execute(
+                sa.select(sa.func.count()).where(alert.c.report_id == found.id)
+            ).scalar_one()
+    finally:
+        engine.dispose()
+    return Stored(len(keys), len(set(keys)), int(raised), found.direct_results is not None)
+
+
+@pytest.mark.parametrize("engine", ["sqlite", "postgresql"])
+def test_a_large_direct_run_is_stored_in_parts_and_answers_with_every_metric_and_its_alert(
+    engine: str, tmp_path: Path
+) -> None:
+    """docs/reference/thresholds.md, "Scale": on SQLite no write of a direct run stores more
+    than ``METRIC_PART`` metrics; on PostgreSQL its metrics commit in one write. Its answer
+    is the judged report, every metric and the alert."""
+    with (
+        fresh_database(engine, tmp_path) as url,
+        serve_in_process(tmp_path, url) as server,
+        httpx.Client(
+            base_url=server.url, headers={"Authorization": f"Bearer {server.token}"}, timeout=60
+        ) as http,
+    ):
+        _history(http)
+        before = 4 * BENCHMARKS
+        commits = Commits(server.state("ctx").db.write_engine)
+        answer = _post(http, 4, 130.0)
+        assert answer.status_code == 201, answer.text
+        found = answer.json()
+        assert _answered_metrics(found) == BENCHMARKS
+        [raised] = found["alerts"]
+        assert raised["limit"] == "upper"
+        counts = [before] + [metrics for metrics, _ in commits.seen]
+        added = [b - a for a, b in itertools.pairwise(counts) if b != a]
+        expected = [METRIC_PART] * 3 if engine == "sqlite" else [BENCHMARKS]
+        assert added == expected, commits.seen
+        stored = _stored(url, found["uuid"])
+        assert stored == Stored(BENCHMARKS, BENCHMARKS, 1, awaiting=False)
+
+
+class _Stopped(Exception):
+    """The server stopped here: nothing after it in the judgment runs."""
+
+
+@pytest.mark.parametrize(
+    ("engine", "cut"),
+    [
+        ("sqlite", "between parts"),
+        ("sqlite", "before the last write"),
+        ("postgresql", "before the last write"),
+    ],
+)
+def test_a_direct_run_whose_judgment_a_stop_cut_short_is_finished_by_the_next_server_once(
+    engine: str, cut: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """docs/decisions/processing.md: a direct run's report awaits its judgment, its results
+    kept, until the judgment's last write. Cut short between its parts (the rest not stored)
+    or before that last write (its alert raised), the next server's processor stores the
+    metrics missing, each once, and judges them, the alert raised once."""
+    with fresh_database(engine, tmp_path) as url:
+        with (
+            serve_in_process(tmp_path, url) as server,
+            httpx.Client(
+                base_url=server.url,
+                headers={"Authorization": f"Bearer {server.token}"},
+                timeout=60,
+            ) as http,
+        ):
+            _history(http)
+            with monkeypatch.context() as patched:
+                if cut == "between parts":
+                    store_part = metric_parts._store_part
+
+                    def stopped_at_the_second(*args: Any) -> Any:
+                        parts.append(len(args[2]))
+                        if len(parts) == 2:
+                            raise _Stopped
+                        return store_part(*args)
+
+                    parts: list[int] = []
+                    patched.setattr(metric_parts, "_store_part", stopped_at_the_second)
+                else:
+
+                    def stopped(*_args: Any) -> Any:
+                        raise _Stopped
+
+                    patched.setattr(judgment, "_judged", stopped)
+                answer = _post(http, 4, 130.0)
+        if cut == "between parts":
+            assert parts == [METRIC_PART, METRIC_PART]
+            assert answer.status_code == 201, answer.text
+            report_uuid = answer.json()["uuid"]
+            # the first part with the report, the second's write stopped: nothing judged yet
+            assert _stored(url, report_uuid) == Stored(2 * METRIC_PART, 2 * METRIC_PART, 0, True)
+        else:
+            assert answer.status_code == 500, answer.text
+            report_uuid = _report_of_minute(url, 4)
+            assert _stored(url, report_uuid) == Stored(BENCHMARKS, BENCHMARKS, 1, True)
+        with serve_in_process(tmp_path, url, setup=False):
+            wait_until(
+                lambda: not _stored(url, report_uuid).awaiting,
+                timeout=30,
+                message="the report judged by the next server",
+            )
+        assert _stored(url, report_uuid) == Stored(BENCHMARKS, BENCHMARKS, 1, False)
+
+
+def _report_of_minute(url: str, minute: int) -> str:
+    engine = sa.create_engine(url)
+    try:
+        with engine.connect() as conn:
+            found = conn.execute(
+                sa.select(report.c.uuid).where(
+                    report.c.start_time == T0 + dt.timedelta(minutes=minute)
+                )
+            ).scalar_one()
+    finally:
+        engine.dispose()
+    return str(found)

@@ -22,11 +22,12 @@ from benchrunner.server.context import ServerContext
 from benchrunner.server.moves.move import Moves
 from benchrunner.server.recovery.sweeper import KEY_EXPIRY_SHARE, Sweeper
 from benchrunner.server.recovery.watchdog import Watchdog
-from benchrunner.server.store import idempotency, jobs
+from benchrunner.server.store import accounts, idempotency, jobs, pending_judgments, reports
 from benchrunner.server.store.engine import Database
 from benchrunner.server.store.idempotency import KeyRef
 from benchrunner.server.store.tables import idempotency_key
 from tests.databases import with_schema
+from tests.new_reports import new_report_on
 from tests.unit.test_claim_policy import T0, World
 
 HEARTBEAT_TIMEOUT = 30.0
@@ -77,6 +78,7 @@ def _sweeper(
     steady: SteadyClock,
     leadership: SwitchedLeadership,
     idempotency_window: float = 300.0,
+    awaiting_judgment: list[int] | None = None,
 ) -> tuple[Sweeper, Watchdog]:
     """A sweeper sweeping every second on ``world``'s database, on the clocks given."""
     ctx = ServerContext(
@@ -94,7 +96,14 @@ def _sweeper(
         secret_key="k",
     )
     watchdog = Watchdog(ctx, moves=Moves(ctx), on_completed=lambda _id: None)
-    return Sweeper(ctx, watchdog, leadership, 1.0, on_completed=lambda _id: None), watchdog
+    return Sweeper(
+        ctx,
+        watchdog,
+        leadership,
+        1.0,
+        on_completed=lambda _id: None,
+        on_awaiting_judgment=(awaiting_judgment if awaiting_judgment is not None else []).append,
+    ), watchdog
 
 
 def test_the_leader_sweeps_only_after_leading_for_a_heartbeat_timeout(
@@ -173,6 +182,44 @@ def test_expired_idempotency_keys_are_deleted_once_every_tenth_of_the_window(
         steady.at += 1
         await sweeper.sweep()
         assert await world.db.read(counted) == 0
+        watchdog.stop()
+
+    asyncio.run(scenario())
+
+
+def test_a_direct_runs_report_left_awaiting_its_judgment_is_handed_on_once_past_the_timeout(
+    world: World, tmp_path: Path
+) -> None:
+    """docs/decisions/processing.md: a direct run's report a stop left awaiting its judgment
+    (its results kept) is handed to the processor by the sweeper once it has waited longer
+    than the heartbeat timeout plus one interval, not before (its request may be judging it);
+    one judged is not."""
+
+    def create(conn: Connection) -> tuple[int, int]:
+        leader = accounts.user_get_or_create(conn, "l@x", "l", admin=False, now=T0).id
+        org = accounts.organization_create(conn, "org", Plan.TEAM, T0, leader_id=leader)
+        project = accounts.project_create(conn, org.id, "p", "public", T0).id
+        new = new_report_on(conn, project, "main", "ci", "json", T0)
+        left, judged = (reports.report_create(conn, new)[0] for _ in range(2))
+        for report_id in (left, judged):
+            pending_judgments.keep(conn, report_id, pending_judgments.encode([]))
+        pending_judgments.judged(conn, judged)
+        return left, judged
+
+    left, _ = world.db.write_sync(create)
+    wall = WallClock(T0 + dt.timedelta(seconds=HEARTBEAT_TIMEOUT))
+    steady = SteadyClock()
+    handed: list[int] = []
+    sweeper, watchdog = _sweeper(
+        world, tmp_path, wall, steady, SwitchedLeadership(), awaiting_judgment=handed
+    )
+
+    async def scenario() -> None:
+        await sweeper.sweep()
+        assert handed == []  # waited one heartbeat timeout, not one interval more
+        wall.at += dt.timedelta(seconds=1.1)
+        await sweeper.sweep()
+        assert handed == [left]
         watchdog.stop()
 
     asyncio.run(scenario())

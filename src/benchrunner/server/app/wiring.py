@@ -93,7 +93,12 @@ def build(ctx: ServerContext) -> Services:
         wakeups, leadership = LocalWakeups(dispatcher), SoleLeadership()
     hand_offs = HandOffs(moves, dispatcher, wakeups)
     sweeper = Sweeper(
-        ctx, watchdog, leadership, ctx.settings.sweep_interval, on_completed=processor.enqueue
+        ctx,
+        watchdog,
+        leadership,
+        ctx.settings.sweep_interval,
+        on_completed=processor.enqueue,
+        on_awaiting_judgment=processor.enqueue_awaiting,
     )
     housekeeping = Housekeeping(ctx, leads=lambda: sweeper.leader)
     webhooks = WebhookDelivery(ctx)

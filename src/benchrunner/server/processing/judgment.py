@@ -16,7 +16,9 @@ is not part of the judgment.
 A server stopped before that move leaves the job ``completed`` with its metrics stored: the
 processor finds it so on start or from the sweeper and judges them again
 (``processor.record_processed``); a metric keeps the boundary and alert it has, so nothing is
-written twice.
+written twice. A direct run's report is judged the same way, its last write ending its wait
+(``store.pending_judgments``): one a stop left waiting is judged again by
+``pending_judgment.judge_awaiting``.
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ from benchrunner.server.processing.confirmation_duets import can_run_as_duet
 from benchrunner.server.processing.confirmations import open_confirmation
 from benchrunner.server.processing.evaluation import judge_report
 from benchrunner.server.processing.look_back import LookBackLater, look_back_later
-from benchrunner.server.processing.metric_parts import metrics_rest
+from benchrunner.server.processing.metric_parts import Owner, job_owner, metrics_rest
 from benchrunner.server.processing.verdicts import (
     WRITE_ROWS,
     Stale,
@@ -44,7 +46,15 @@ from benchrunner.server.processing.verdicts import (
     Written,
     verdicts_write,
 )
-from benchrunner.server.store import alerts, capabilities, history, jobs, reports, thresholds
+from benchrunner.server.store import (
+    alerts,
+    capabilities,
+    history,
+    jobs,
+    pending_judgments,
+    reports,
+    thresholds,
+)
 from benchrunner.server.store.engine import Database
 
 log = logging.getLogger(__name__)
@@ -65,12 +75,20 @@ class JudgmentLater:
     raise alerts."""
     job: jobs.JobRow | None = None
     """The runner job whose report it is, whose crossings wait for confirmation runs (None:
-    a direct run's report, never re-run)."""
+    a direct run's report, never re-run, awaiting its judgment: ``store.pending_judgments``)."""
     processed: Move | None = None
     """The job's move to ``processed``, made by the judgment's last write (None: made
     already)."""
     rest: tuple[reports.MetricValue, ...] = ()
     """Its metrics not stored yet, stored before the judgment (``metric_parts``)."""
+    project_id: int | None = None
+    """A direct run's project, where its ``rest`` is stored (a job names its own)."""
+
+    def owner(self) -> Owner:
+        if self.job is not None:
+            return job_owner(self.job)
+        assert self.project_id is not None, "a direct run's rest needs its project"
+        return Owner(self.report_id, self.project_id, None)
 
 
 @dataclass
@@ -131,20 +149,21 @@ def _judge_whole(conn: Connection, later: JudgmentLater, now: dt.datetime) -> Wr
 async def judge_later(db: Database, later: JudgmentLater, now: dt.datetime) -> Judged:
     """Store the rest of ``later``'s metrics (``metric_parts``), judge its report (see the
     module), then, in one write, open its confirmation
-    when it held alerts back and move its job to ``processed``; then look back over its
-    series. A failure of the judgment is logged and leaves the metrics judged so far, the job
-    moved all the same (else it would fail again on every recovery); the look-back's failure
-    is logged and leaves the judgment. A failure of the last write leaves the job
-    ``completed``, judged again by the processor."""
+    when it held alerts back and move its job to ``processed`` (a direct run's report: end
+    its wait); then look back over its series. A failure of the judgment is logged and leaves
+    the metrics judged so far, the job moved all the same (else it would fail again on every
+    recovery); the look-back's failure is logged and leaves the judgment. A failure of the
+    last write, or of storing the rest, leaves the job ``completed`` (the report awaiting),
+    judged again by recovery."""
     written = Written()
     if later.rest:
-        assert later.job is not None  # only a runner job's report is stored in parts
         try:
-            rest = await metrics_rest(db, later.job, later.rest, now)
+            rest = await metrics_rest(db, later.owner(), later.rest, now)
         except Exception:
             log.exception("storing report %s's metrics failed", later.report_id)
             rest = None
-        if rest is None:  # the job stays ``completed``, processed again, or was elsewhere
+        # the job stays ``completed`` (the report awaiting), judged again, or was elsewhere
+        if rest is None:
             return Judged(written)
         later = dataclasses.replace(later, metrics=later.metrics + tuple(rest), rest=())
     first: _Plan | None = None
@@ -179,7 +198,10 @@ def _judged(
     conn: Connection, later: JudgmentLater, held: list[Any] | None, now: dt.datetime
 ) -> tuple[bool, bool]:
     """The judgment's last write: the report's confirmation opened when it held alerts back
-    (``held``: its thresholds), its job moved to ``processed``; (opened, moved)."""
+    (``held``: its thresholds), its job moved to ``processed`` (a direct run's report no
+    longer awaiting); (opened, moved)."""
+    if later.job is None:
+        pending_judgments.judged(conn, later.report_id)
     confirming = False
     if held is not None and later.job is not None:
         try:

@@ -1,11 +1,15 @@
 """A report's metrics stored in parts, each its own short write transaction where one writer
-holds the database at a time (SQLite; docs/decisions/processing.md).
+holds the database at a time (SQLite; docs/decisions/processing.md), a runner job's and a
+direct run's alike.
 
-The job stays ``completed`` while its parts are stored: the first part goes with the job's
+A runner job stays ``completed`` while its parts are stored: the first part goes with the job's
 write (``processor.record_processed``), the rest (``metrics_rest``) one write each, then its
-report's judgment moves it to ``processed`` (``judgment.judge_later``). A server stopped in
-between leaves it ``completed``: it is processed again, and each part stores only the metrics
-the report does not hold yet (``reports.metrics_add_missing``), so none is stored twice.
+report's judgment moves it to ``processed`` (``judgment.judge_later``). A direct run's report
+is created with its first part and awaits its judgment (``store.pending_judgments``), its
+results kept, until that judgment's last write. A server stopped in between leaves the job
+``completed`` or the report awaiting: it is processed or judged again, and each part stores
+only the metrics the report does not hold yet (``reports.metrics_add_missing``), so none is
+stored twice.
 """
 
 from __future__ import annotations
@@ -13,10 +17,11 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 from collections.abc import Sequence
+from typing import NamedTuple
 
 from sqlalchemy.engine import Connection
 
-from benchrunner.server.store import capabilities, jobs, reports
+from benchrunner.server.store import capabilities, jobs, pending_judgments, reports
 from benchrunner.server.store.engine import Database
 
 METRIC_PART = 100
@@ -39,29 +44,50 @@ def first_part(
     return list(values[:METRIC_PART]), list(values[METRIC_PART:])
 
 
+class Owner(NamedTuple):
+    """The report whose metrics are stored, and the runner job it belongs to (None: a direct
+    run's report, awaiting its judgment)."""
+
+    report_id: int
+    project_id: int
+    job_id: int | None
+
+
+def job_owner(job: jobs.JobRow) -> Owner:
+    return Owner(job.report_id, job.project_id, job.id)
+
+
 def _store_part(
-    conn: Connection, job: jobs.JobRow, part: list[reports.MetricValue], now: dt.datetime
+    conn: Connection, owner: Owner, part: list[reports.MetricValue], now: dt.datetime
 ) -> list[reports.StoredMetric] | None:
     """One part stored (those of its metrics the report lacks); None, with nothing written,
-    when the job left ``completed`` (processed by another meanwhile)."""
-    if not jobs.job_lock_completed(conn, job.id):
+    when the job left ``completed`` or the report no longer awaits its judgment (judged by
+    another meanwhile)."""
+    locked = (
+        pending_judgments.lock_awaiting(conn, owner.report_id)
+        if owner.job_id is None
+        else jobs.job_lock_completed(conn, owner.job_id)
+    )
+    if not locked:
         return None
-    return reports.metrics_add_missing(conn, job.report_id, job.project_id, part, now)
+    return reports.metrics_add_missing(conn, owner.report_id, owner.project_id, part, now)
 
 
 async def metrics_rest(
     db: Database,
-    job: jobs.JobRow,
+    owner: Owner,
     rest: Sequence[reports.MetricValue],
     now: dt.datetime,
 ) -> list[reports.StoredMetric] | None:
-    """Store ``rest`` of ``job``'s metrics, ``METRIC_PART`` a write transaction; their stored
-    metrics, or None when the job left ``completed`` meanwhile (the rest is not stored)."""
+    """Store ``rest`` of ``owner``'s metrics, ``METRIC_PART`` a write transaction (all in one
+    where writers run concurrently); their stored metrics, or None when the job left
+    ``completed`` or the report was judged meanwhile (the rest is not stored)."""
     stored: list[reports.StoredMetric] = []
-    for start in range(0, len(rest), METRIC_PART):
+    step = max(len(rest), 1) if db.capabilities.concurrent_writers else METRIC_PART
+    for start in range(0, len(rest), step):
         if start:
             await asyncio.sleep(0)  # an inline write does not yield by itself
-        part = await db.write(_store_part, job, list(rest[start : start + METRIC_PART]), now)
+        part = await db.write(_store_part, owner, list(rest[start : start + step]), now)
         if part is None:
             return None
         stored += part

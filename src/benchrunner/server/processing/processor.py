@@ -18,6 +18,9 @@ A job is processed once whatever its output holds. An output that cannot be read
 unreadable), is too large, or does not parse as a job output ends the job ``processed`` with the
 reason on its report: leaving it ``completed`` would have the sweeper re-queue it forever.
 
+It also judges the direct runs' reports a stop left awaiting their judgment
+(``pending_judgment``): those it finds on start, and those the sweeper finds.
+
 Memory is bounded by bytes, not only by count: the outputs of one batch are read and parsed
 together only up to ``processing_batch_bytes``; the rest wait for the next batch.
 """
@@ -52,6 +55,7 @@ from benchrunner.server.processing.outputs import (
     row_output,
 )
 from benchrunner.server.processing.parsers import measure_stored, measure_stored_duet, parser_pool
+from benchrunner.server.processing.pending_judgment import judge_awaiting
 from benchrunner.server.processing.webhooks import emit_alert_event
 from benchrunner.server.store import (
     alerts,
@@ -59,6 +63,7 @@ from benchrunner.server.store import (
     duets,
     job_outputs,
     jobs,
+    pending_judgments,
     reports,
     thresholds,
 )
@@ -69,6 +74,8 @@ log = logging.getLogger(__name__)
 
 MAX_BATCH = 64
 """Jobs taken from the queue (and read from the job table) at once."""
+AWAITING_AT_START = 500
+"""Direct runs' reports awaiting their judgment read on start; the sweeper finds the rest."""
 
 INLINE_PARSE_BYTES = 16 * 1024
 """A batch whose outputs add up to no more than this is parsed on the loop: it takes well
@@ -159,11 +166,17 @@ class Processor:
         self._queued: set[int] = set()
         """Jobs waiting in the queue or being processed."""
         self._task: asyncio.Task[None] | None = None
+        self._awaiting: asyncio.Queue[int] = asyncio.Queue()
+        self._awaiting_queued: set[int] = set()
+        """Direct runs' reports awaiting their judgment, queued or being judged."""
+        self._judging: asyncio.Task[None] | None = None
 
     def start(self) -> None:
         self._task = asyncio.create_task(self._run(), name="processor")
+        self._judging = asyncio.create_task(self._judge_awaiting(), name="direct judgments")
 
     async def stop(self) -> None:
+        await cancel_and_wait(self._judging)
         await cancel_and_wait(self._task)
         if self._own_parsers and self._parsers is not None:
             pool, self._parsers = self._parsers, None
@@ -175,6 +188,31 @@ class Processor:
             return
         self._queued.add(job_id)
         self._queue.put_nowait(job_id)
+
+    def enqueue_awaiting(self, report_id: int) -> None:
+        """Queue a direct run's report awaiting its judgment unless it is queued already."""
+        if report_id in self._awaiting_queued:
+            return
+        self._awaiting_queued.add(report_id)
+        self._awaiting.put_nowait(report_id)
+
+    async def _judge_awaiting(self) -> None:
+        """Judge the direct runs' reports a stop left awaiting their judgment: on start, those
+        created before it; then those queued (by the sweeper), one at a time."""
+        ctx = self._ctx
+        found = await ctx.db.read(
+            pending_judgments.reports_awaiting, ctx.clock.now(), AWAITING_AT_START
+        )
+        for report_id in found:
+            self.enqueue_awaiting(report_id)
+        while True:
+            report_id = await self._awaiting.get()
+            try:
+                await judge_awaiting(ctx.db, report_id, ctx.clock.now())
+            except Exception:
+                log.exception("judging report %s failed; it still awaits its judgment", report_id)
+            finally:
+                self._awaiting_queued.discard(report_id)
 
     @property
     def waiting(self) -> int:

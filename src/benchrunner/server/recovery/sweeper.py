@@ -19,7 +19,9 @@ judgment moved them, their metrics stored: those are judged, not stored again, b
 ``processing.processor.record_processed``). Processing is a guarded
 transition, so a job re-queued twice is processed once, and it ends every job it reads
 ``processed`` (with the error on the report when its output is unusable), so no job is
-re-queued forever.
+re-queued forever. So it hands the processor the direct runs' reports left awaiting their
+judgment as long (``store.pending_judgments``): stored, but not judged before their server
+stopped.
 
 Time since taking the lead is measured on the context's monotonic clock, so tests can move it.
 """
@@ -37,7 +39,7 @@ from benchrunner.core.timeouts import TimeoutVerdict
 from benchrunner.server.context import ServerContext
 from benchrunner.server.recovery.leadership import Leadership
 from benchrunner.server.recovery.watchdog import Watchdog
-from benchrunner.server.store import jobs
+from benchrunner.server.store import jobs, pending_judgments
 from benchrunner.server.store.idempotency import keys_expire
 from benchrunner.server.tasks import cancel_and_wait
 
@@ -48,12 +50,14 @@ KEY_EXPIRY_SHARE = 0.1
 """The share of the idempotency window between two deletions of expired keys."""
 
 
-def _left_behind(conn: Connection, cutoff: dt.datetime) -> tuple[list[int], list[int]]:
-    """In one read: the in-flight jobs silent since ``cutoff``, and the jobs left ``completed``
-    and unprocessed since then (at most ``UNPROCESSED_BATCH``)."""
+def _left_behind(conn: Connection, cutoff: dt.datetime) -> tuple[list[int], list[int], list[int]]:
+    """In one read: the in-flight jobs silent since ``cutoff``, the jobs left ``completed``
+    and unprocessed since then, and the direct runs' reports awaiting their judgment since
+    then (at most ``UNPROCESSED_BATCH`` of each)."""
     return (
         jobs.jobs_silent_in_flight(conn, cutoff),
         jobs.jobs_completed_unprocessed(conn, cutoff, UNPROCESSED_BATCH),
+        pending_judgments.reports_awaiting(conn, cutoff, UNPROCESSED_BATCH),
     )
 
 
@@ -66,9 +70,11 @@ class Sweeper:
         interval: float,
         *,
         on_completed: Callable[[int], None],
+        on_awaiting_judgment: Callable[[int], None],
     ) -> None:
         self._ctx = ctx
         self._on_completed = on_completed
+        self._on_awaiting_judgment = on_awaiting_judgment
         self._watchdog = watchdog
         self._leadership = leadership
         self._interval = interval
@@ -114,13 +120,14 @@ class Sweeper:
 
     async def sweep(self) -> None:
         """Judge every in-flight job silent for longer than the heartbeat timeout plus one
-        interval, and re-queue the completed jobs left unprocessed as long."""
+        interval, re-queue the completed jobs left unprocessed as long, and queue the direct
+        runs' reports left unjudged as long."""
         cutoff = (
             self._ctx.clock.now()
             - self._ctx.heartbeat_timeout
             - dt.timedelta(seconds=self._interval)
         )
-        stale, unprocessed = await self._ctx.db.read(_left_behind, cutoff)
+        stale, unprocessed, unjudged = await self._ctx.db.read(_left_behind, cutoff)
         ended = 0
         for job_id in stale:
             verdict = await self._watchdog.judge(job_id)
@@ -132,6 +139,10 @@ class Sweeper:
             self._on_completed(job_id)
         if unprocessed:
             log.info("sweeper re-queued %d completed jobs for processing", len(unprocessed))
+        for report_id in unjudged:
+            self._on_awaiting_judgment(report_id)
+        if unjudged:
+            log.info("sweeper queued %d direct runs' reports for their judgment", len(unjudged))
         await self._expire_idempotency_keys()
 
     async def _expire_idempotency_keys(self) -> None:

@@ -291,11 +291,22 @@ report = sa.Table(
     # the image tag holding {commit} that runs each (docs/how-to/bisect.md).
     sa.Column("bisect_range", sa.Text, nullable=True),
     sa.Column("bisect_image", sa.String(512), nullable=True),
+    # JSON: a direct run's results, kept from its report's creation until its judgment's last
+    # write; a report holding them awaits its judgment (store/pending_judgments.py).
+    sa.Column("direct_results", sa.LargeBinary, nullable=True),
     sa.Index("index_report_project_created", "project_id", "created"),
     # A series' history: one branch and testbed, by time; and a branch's latest version.
     sa.Index("index_report_branch_testbed_start", "branch_id", "testbed_id", "start_time"),
     sa.Index("index_report_branch_version", "branch_id", "version"),
     sa.Index("index_report_confirms", "confirms_report_id"),
+)
+
+_AWAITS_JUDGMENT = sa.text("direct_results IS NOT NULL")
+sa.Index(
+    "index_report_awaits_judgment",
+    report.c.created,
+    sqlite_where=_AWAITS_JUDGMENT,
+    postgresql_where=_AWAITS_JUDGMENT,
 )
 
 metric = sa.Table(

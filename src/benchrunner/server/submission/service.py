@@ -27,12 +27,14 @@ from benchrunner.server.context import ServerContext
 from benchrunner.server.http.errors import bad_request
 from benchrunner.server.processing.evaluation import series_thresholds_to_judge
 from benchrunner.server.processing.judgment import JudgmentLater
+from benchrunner.server.processing.metric_parts import first_part
 from benchrunner.server.processing.results import report_metrics
 from benchrunner.server.services import Services
 from benchrunner.server.store import (
     accounts,
     branches,
     jobs,
+    pending_judgments,
     reports,
     thresholds,
 )
@@ -81,6 +83,13 @@ def _parse_direct(body: RunBody) -> list[reports.MetricValue]:
             message = adapters.could_not_read(run_settings.adapter_name, f"results[{index}]", exc)
             raise bad_request(message) from None
     return report_metrics(iterations, run_settings.fold)
+
+
+def _direct_results(body: RunBody) -> tuple[list[reports.MetricValue], bytes]:
+    """A direct run's metrics, and them as its report keeps them while it awaits its judgment
+    (``pending_judgments``)."""
+    values = _parse_direct(body)
+    return values, pending_judgments.encode(values)
 
 
 def _apply_thresholds(
@@ -221,7 +230,9 @@ async def submit_run(
     for image in plan.images:
         check_registry_host(image, origin.reached, ctx.settings.base_url())
     # Parsing a large body takes milliseconds to seconds: not on the event loop.
-    direct_values = await asyncio.to_thread(_parse_direct, body) if plan.mode == "direct" else []
+    direct_values, direct_kept = (
+        await asyncio.to_thread(_direct_results, body) if plan.mode == "direct" else ([], b"")
+    )
     target = run_target(body)
     models = threshold_models(body)
     start = body.start_point
@@ -286,10 +297,17 @@ async def submit_run(
         if plan.mode == "direct":
             report_id, _ = reports.report_create(conn, new_report)
             _bind_and_bisect(conn, report_id)
-            stored = reports.metrics_add(conn, report_id, project.id, direct_values, now)
-            if series_thresholds_to_judge(conn, on.id, testbed_id, stored):
-                # judged after the commit, its reads off the writer (``judge_direct``)
-                later = JudgmentLater(report_id, tuple(stored), noisy=False)
+            # On SQLite the first part of a long list of metrics now, the rest in short
+            # writes of their own before the judgment (``metric_parts``).
+            part, rest = first_part(conn, direct_values)
+            stored = reports.metrics_add(conn, report_id, project.id, part, now)
+            if rest or series_thresholds_to_judge(conn, on.id, testbed_id, stored):
+                # judged after the commit, its reads off the writer (``judge_direct``); its
+                # results kept until then, for recovery to judge it if a stop comes first
+                pending_judgments.keep(conn, report_id, direct_kept)
+                later = JudgmentLater(
+                    report_id, tuple(stored), noisy=False, rest=tuple(rest), project_id=project.id
+                )
                 return _Submitted(report_id, None, None, judge=later, now=now)
             view = new_report_view(conn, report_id, None, with_metrics=True)
             return _Submitted(report_id, None, None, view=view)
