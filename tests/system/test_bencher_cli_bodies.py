@@ -181,8 +181,7 @@ def test_a_backdated_image_job_reports_its_run_at_the_backdate(
     result = {"exit_code": 0, "stdout": stdout, "stderr": ""}
     done = channel.ask({"event": "completed", "job": job_uuid, "results": [result]})
     assert done == {"event": "ack", "job": job_uuid}
-    job = deployment.job(job_uuid)
-    assert job.status == "processed"
+    job = deployment.wait_status(job_uuid, "processed")
     with deployment.admin() as client:
         report = client.get_report(deployment.project, submitted.json()["uuid"])
     start = dt.datetime.fromisoformat(str(report.start_time))

@@ -1,24 +1,29 @@
-"""A `completed` with a small output is stored and processed in the transaction that records
-it: when the runner has its `ack`, the job is `processed`, its output a database row, its
-metrics in its report. A large output goes to the blob store first and is processed in the
-background; a `failed` keeps its output the same way."""
+"""A `completed` is two writes, each committed on its own, its `ack` sent between them: the
+move to `completed` with its output (a database row when small), then, after the `ack`, the
+output parsed and the move to `processed` with its metrics. A server stopped between them
+leaves the job `completed` with its output, processed at the next start. A large output goes
+to the blob store first and is processed in the background; a `failed` keeps its output the
+same way."""
 
 from __future__ import annotations
 
 import json
+import threading
 from pathlib import Path
 from typing import Any
 
+import psycopg
 import pytest
+from psycopg.pq import TransactionStatus
 
 from benchrunner.api.jobs import Job
 from benchrunner.server.channel import lifecycle
-from benchrunner.server.processing import completion
+from benchrunner.server.processing import completion, processor
 from benchrunner.server.processing.processor import Recorded, record_processed
 from benchrunner.server.store.job_outputs import INLINE_OUTPUT_BYTES
-from tests.databases import fresh_database
+from tests.databases import ENGINES, fresh_database
 from tests.harness import Deployment, output_json, wait_until
-from tests.inprocess import InProcessChannel, serve_in_process
+from tests.inprocess import InProcessChannel, InProcessServer, serve_in_process
 from tests.stored_outputs import output_blob, output_row
 
 
@@ -44,14 +49,14 @@ def _latency(deployment: Deployment, job: Job) -> float:
     return float(measure.metric.value)
 
 
-def test_a_small_result_is_processed_by_the_time_it_is_acknowledged(
+def test_a_small_result_is_stored_with_its_ack_and_processed_after(
     deployment: Deployment,
 ) -> None:
     channel, job_uuid = _started(deployment, "small")
     done = channel.ask({"event": "completed", "job": job_uuid, "results": [_result(5)]})
     assert done == {"event": "ack", "job": job_uuid}
-    job = deployment.job(job_uuid)
-    assert job.status == "processed"  # no wait: it was processed with the ack
+    assert deployment.job(job_uuid).status in ("completed", "processed")
+    job = deployment.wait_status(job_uuid, "processed")
     assert _latency(deployment, job) == 5
     assert output_json(job)["results"][0]["stdout"] == _result(5)["stdout"]
     row = output_row(deployment.server.db, job_uuid)
@@ -123,43 +128,160 @@ def test_a_late_result_replaces_a_failure_the_server_decided(deployment: Deploym
 
     late = {"event": "completed", "job": job_uuid, "results": [_result(9)]}
     assert channel.ask(late) == {"event": "ack", "job": job_uuid}
-    job = deployment.job(job_uuid)
-    assert job.status == "processed"
+    job = deployment.wait_status(job_uuid, "processed")
     assert output_json(job).get("error") is None
     assert output_json(job)["results"][0]["stdout"] == _result(9)["stdout"]
     assert _latency(deployment, job) == 9
     assert channel.ask(late) == {"event": "ack", "job": job_uuid}  # the identical resend
 
 
-def test_a_failure_while_processing_at_once_leaves_the_job_to_the_processor(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+def _report_metrics(server: InProcessServer, job: Job) -> list[float]:
+    """Every metric value of the job's report (one per benchmark, measure and iteration)."""
+    with server.admin() as client:
+        report = client.get_report("bench", job.report)
+    return [
+        measure.metric.value
+        for iteration in report.results
+        for benchmark in iteration
+        for measure in benchmark.measures
+    ]
+
+
+def _running(server: InProcessServer, name: str) -> tuple[InProcessChannel, str]:
+    channel = server.channel(name)
+    job_uuid = server.submit("bench.noop")
+    channel.claim()
+    assert channel.ask({"event": "running"})["event"] == "ack"
+    return channel, job_uuid
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_the_ack_is_sent_before_the_processed_write(
+    engine: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Processing with the result is a shortcut: when it fails, the completion is written
-    alone, acknowledged, and the background processor processes the job."""
-    failures: list[int] = []
+    """The processed write waits until the runner holds its ``ack`` (at most 10 s: were it
+    made first, the ack would come only after that wait, and the write would see it unset)."""
+    acked = threading.Event()
+    seen: list[bool] = []
 
-    def failing(conn: Any, job: Any, *args: Any, **kwargs: Any) -> Recorded | None:
-        if not failures:
-            failures.append(job.id)
-            raise RuntimeError("injected: processing failed")
-        return record_processed(conn, job, *args, **kwargs)
+    def after_the_ack(*args: Any, **kwargs: Any) -> Recorded | None:
+        seen.append(acked.wait(timeout=10))
+        return record_processed(*args, **kwargs)
 
-    monkeypatch.setattr(completion, "record_processed", failing)
+    monkeypatch.setattr(processor, "record_processed", after_the_ack)
     with (
-        fresh_database("sqlite", tmp_path) as url,
+        fresh_database(engine, tmp_path) as url,
         serve_in_process(tmp_path, url) as server,
     ):
-        channel = server.channel("shortcut")
-        job_uuid = server.submit("bench.noop")
-        channel.claim()
-        assert channel.ask({"event": "running"})["event"] == "ack"
+        channel, job_uuid = _running(server, "ordered")
+        done = channel.ask({"event": "completed", "job": job_uuid, "results": [_result(2)]})
+        assert done == {"event": "ack", "job": job_uuid}
+        acked.set()
+        wait_until(lambda: server.job(job_uuid).status == "processed")
+        assert seen == [True]
+        assert _report_metrics(server, server.job(job_uuid)) == [2.0]
+
+
+def test_a_completed_costs_two_statements_and_no_transaction_on_postgresql(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """From the runner's ``completed`` to ``processed``: the move to ``completed`` and the
+    move to ``processed``, each one statement, neither inside a BEGIN and COMMIT (counted at
+    psycopg's cursor and commit, the server in this process)."""
+    lock = threading.Lock()
+    moves: list[int] = []  # the connection of each statement that moves a job
+    commits: list[int] = []  # the connections that sent a COMMIT
+    counting = threading.Event()
+    execute, commit = psycopg.Cursor.execute, psycopg.Connection.commit
+
+    def counted_execute(self: Any, query: Any, *args: Any, **kwargs: Any) -> Any:
+        text = " ".join((query.decode() if isinstance(query, bytes) else str(query)).split())
+        if counting.is_set() and text.startswith("WITH moved AS (UPDATE job"):
+            with lock:
+                moves.append(id(self.connection))
+        return execute(self, query, *args, **kwargs)
+
+    def counted_commit(self: Any) -> None:
+        if counting.is_set() and self.info.transaction_status == TransactionStatus.INTRANS:
+            with lock:
+                commits.append(id(self))
+        commit(self)
+
+    monkeypatch.setattr(psycopg.Cursor, "execute", counted_execute)
+    monkeypatch.setattr(psycopg.Connection, "commit", counted_commit)
+    with (
+        fresh_database("postgresql", tmp_path) as url,
+        serve_in_process(tmp_path, url) as server,
+    ):
+        channel, job_uuid = _running(server, "counted")
+        counting.set()
+        done = channel.ask({"event": "completed", "job": job_uuid, "results": [_result(3)]})
+        assert done == {"event": "ack", "job": job_uuid}
+        wait_until(lambda: server.job(job_uuid).status == "processed")
+        counting.clear()
+        assert _report_metrics(server, server.job(job_uuid)) == [3.0]
+    assert len(moves) == 2, moves
+    assert not set(moves) & set(commits), (moves, commits)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_failed_processed_write_leaves_the_job_to_the_processor(
+    engine: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The processed write after the ack fails once: the job stays ``completed`` with its
+    output, and the background processor processes it, once."""
+    failures: list[int] = []
+
+    def failing_once(conn: Any, job: Any, *args: Any, **kwargs: Any) -> Recorded | None:
+        if not failures:
+            failures.append(job.id)
+            raise RuntimeError("injected: the processed write failed")
+        return record_processed(conn, job, *args, **kwargs)
+
+    monkeypatch.setattr(processor, "record_processed", failing_once)
+    with (
+        fresh_database(engine, tmp_path) as url,
+        serve_in_process(tmp_path, url) as server,
+    ):
+        channel, job_uuid = _running(server, "shortcut")
         done = channel.ask({"event": "completed", "job": job_uuid, "results": [_result(4)]})
         assert done == {"event": "ack", "job": job_uuid}
-        assert failures, "the processing with the result was not tried"
         wait_until(lambda: server.job(job_uuid).status == "processed")
-        events = [e.event_type for e in server.job(job_uuid).events]
+        assert failures, "the processed write was not tried"
+        job = server.job(job_uuid)
+        events = [e.event_type for e in job.events]
         assert events.count("job_completed") == 1 and events.count("job_processed") == 1
+        assert _report_metrics(server, job) == [4.0]
         assert output_row(url, job_uuid) is not None
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_server_stopped_between_the_two_writes_processes_the_job_at_its_next_start(
+    engine: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The server stops right after the ack, before the processed write: the job is
+    ``completed`` with its output; the next start processes it, with one set of metrics."""
+
+    async def stopped(*_args: Any) -> Recorded | None:
+        return None  # the server stopped here: nothing after the ack was written
+
+    with fresh_database(engine, tmp_path) as url:
+        with monkeypatch.context() as patched:
+            patched.setattr(lifecycle, "process_completed", stopped)
+            with serve_in_process(tmp_path, url) as server:
+                channel, job_uuid = _running(server, "stopping")
+                completed = {"event": "completed", "job": job_uuid, "results": [_result(7)]}
+                assert channel.ask(completed) == {"event": "ack", "job": job_uuid}
+                job = server.job(job_uuid)
+                assert job.status == "completed"
+                assert output_json(job)["results"][0]["stdout"] == _result(7)["stdout"]
+                assert _report_metrics(server, job) == []
+        with serve_in_process(tmp_path, url, setup=False) as restarted:
+            wait_until(lambda: restarted.job(job_uuid).status == "processed")
+            job = restarted.job(job_uuid)
+            events = [e.event_type for e in job.events]
+            assert events.count("job_completed") == 1 and events.count("job_processed") == 1
+            assert _report_metrics(restarted, job) == [7.0]
 
 
 def test_a_result_that_cannot_be_applied_now_is_left_to_the_resend(
@@ -195,7 +317,7 @@ def test_a_result_that_cannot_be_applied_now_is_left_to_the_resend(
         again = InProcessChannel(ws_url, runner.slug, runner.token)
         done = again.ask({"event": "completed", "job": job_uuid, "results": [_result(3)]})
         assert done == {"event": "ack", "job": job_uuid}
-        assert server.job(job_uuid).status == "processed"
+        wait_until(lambda: server.job(job_uuid).status == "processed")
 
 
 def test_a_job_the_server_cannot_prepare_fails_instead_of_returning_to_the_queue(

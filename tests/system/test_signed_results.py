@@ -130,8 +130,7 @@ def test_every_unsigned_or_badly_signed_result_is_refused_and_changes_nothing(
         assert "output" not in job.model_fields_set, name
 
     assert channel.ask(good) == {"event": "ack", "job": job_uuid}
-    job = tenant.job(job_uuid)
-    assert job.status == "processed"
+    job = tenant.wait_status(job_uuid, "processed")
     assert job.model_dump(mode="json", exclude_unset=True)["signature"] == {
         "signed": True,
         "verified": True,
@@ -214,8 +213,8 @@ def test_any_other_result_for_a_finished_job_is_refused_as_a_replay(
     failed = {"event": "failed", "job": completed_job, "results": [_result(5)], "error": "x"}
     _refused_as_replay(channel, sign(failed), "completed")
     assert channel.ask(completed) == {"event": "ack", "job": completed_job}
-    job = tenant.job(completed_job)
-    assert job.status == "processed" and output_json(job)["error"] is None
+    job = tenant.wait_status(completed_job, "processed")
+    assert output_json(job)["error"] is None
 
     failed_job, sign = _run_signed(channel, tenant, key)
     failed = {"event": "failed", "job": failed_job, "results": [], "error": "exit 3"}
@@ -260,8 +259,7 @@ def test_a_signed_result_with_a_field_the_server_does_not_know_is_accepted(
     completed = sign({"event": "completed", "job": job_uuid, "results": [result]})
     assert completed["output_hash"] == _hash([result])
     assert channel.ask(completed) == {"event": "ack", "job": job_uuid}
-    job = tenant.job(job_uuid)
-    assert job.status == "processed"
+    job = tenant.wait_status(job_uuid, "processed")
     assert output_json(job)["results"] == [_stored(4)]  # the unknown field is not kept
     assert job.signature.verified and job.signature.output_hash == _hash([result])
     assert channel.ask(completed) == {"event": "ack", "job": job_uuid}  # the identical resend

@@ -1,6 +1,7 @@
 """Grouped commits on PostgreSQL. ``Database.write_acked``: alone, a durable commit as
 ``write``'s; beside another, a commit that does not wait for the disk, made durable by one WAL
-flush that ``durable`` shares among every such commit before it."""
+flush that ``durable`` shares among every such commit before it; ``write_acked_each`` the
+same in autocommit."""
 
 from __future__ import annotations
 
@@ -84,6 +85,44 @@ def test_results_beside_another_share_one_flush_that_covers_them(db: Database) -
     assert db.wal_flushes == 1  # three waiters, one flush
     assert flushed >= inserted  # every grouped commit is on disk when ``durable`` returns
     assert rows(db) == 4
+
+
+def in_autocommit(conn: Connection, n: int) -> tuple[str, bool]:
+    """``insert``, and whether it ran outside a transaction (each statement committed)."""
+    how = insert(conn, n)
+    return how, bool(conn.connection.dbapi_connection.autocommit)  # type: ignore[union-attr]
+
+
+def test_a_completed_runs_in_autocommit_alone_durable_beside_another_grouped(
+    db: Database,
+) -> None:
+    """``write_acked_each``: no BEGIN and COMMIT; alone a durable commit, beside another
+    acknowledged write one that ``durable``'s shared flush makes durable."""
+    release = threading.Event()
+
+    def held(conn: Connection) -> str:
+        how = insert(conn, 0)
+        release.wait(timeout=60)
+        return how
+
+    async def scenario() -> tuple[tuple[str, bool], tuple[str, bool], int, int]:
+        alone = await db.write_acked_each(in_autocommit, 1)
+        first = asyncio.ensure_future(db.write_acked(held))
+        await asyncio.sleep(0)  # the first is under way: the next one is grouped
+        beside = await db.write_acked_each(in_autocommit, 2)
+        inserted = await db.read(wal_lsn, "insert")
+        await db.durable()
+        flushed = await db.read(wal_lsn, "flush")
+        release.set()
+        await first
+        return alone, beside, inserted, flushed
+
+    alone, beside, inserted, flushed = asyncio.run(scenario())
+    assert alone == ("on", True)
+    assert beside == ("off", True)
+    assert (db.grouped_commits, db.wal_flushes) == (1, 1)
+    assert flushed >= inserted
+    assert rows(db) == 3
 
 
 def test_a_result_grouped_after_a_flush_began_gets_a_flush_of_its_own(db: Database) -> None:

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import datetime as dt
 import logging
+import uuid
 from collections.abc import Callable, Coroutine
 from typing import Any
 
@@ -31,10 +31,11 @@ from benchrunner.server.logs.live_logs import LiveLogs
 from benchrunner.server.moves import move as moves
 from benchrunner.server.moves.move import Move, Moves
 from benchrunner.server.processing.completion import (
-    Completion,
+    ToProcess,
     complete,
     fail_with_output,
     keep_late_output,
+    process_completed,
 )
 from benchrunner.server.processing.judgment import JudgmentLater, judge_later
 from benchrunner.server.processing.outputs import (
@@ -105,6 +106,9 @@ class Lifecycle:
         """The organization of each runner waiting here, as its channel read it: its claims
         are one statement, which checks it (``store.claims.job_claim_alone``)."""
         self._undelivered: set[asyncio.Task[None]] = set()
+        self._after_ack: dict[uuid.UUID, ToProcess] = {}
+        """Completed jobs whose output is processed once their ``ack`` was sent
+        (``acknowledged``)."""
 
     async def settle(self) -> None:
         """Wait, at most ``UNDELIVERED_STOP_TIMEOUT``, for the work run beside the channels
@@ -151,6 +155,32 @@ class Lifecycle:
             self.moves.done(later.processed)
         if judged.confirming:
             self._confirming()
+
+    def acknowledged(self, job_uuid: uuid.UUID) -> None:
+        """The reply to the runner's terminal message for ``job_uuid`` was sent (or could not
+        be): a job completed by it is processed now, beside the channel, never before its
+        ``ack`` (``completion``)."""
+        acked = self._after_ack.pop(job_uuid, None)
+        if acked is not None:
+            self._track(self._process(acked), f"processing-{acked.job.id}")
+
+    async def _process(self, acked: ToProcess) -> None:
+        """``completion.process_completed``; a failure leaves the job ``completed``, for the
+        background processor."""
+        try:
+            recorded = await process_completed(self.ctx.db, acked, self.ctx.clock.now())
+        except Exception:
+            log.exception(
+                "processing job %s after its ack failed; it is processed later", acked.job.uuid
+            )
+            self.moves.hooks.awaits_processing(acked.job.id)
+            return
+        if recorded is None:
+            return
+        if recorded.move is not None:
+            self.moves.done(recorded.move)
+        if recorded.judge is not None:
+            await self._judge(recorded.judge)
 
     async def _return_undelivered(self, job: jobs.JobRow) -> None:
         reason = "undelivered: the runner's channel closed before the claimed job was sent"
@@ -330,7 +360,9 @@ class Lifecycle:
         """Apply a terminal message; resends are answered with ``ack`` and change nothing.
         ``log``, the job's last live-log chunks, is stored with the move that ends the job
         (``log.stored`` None: no move was tried, the caller stores it apart).
-        An ``ack`` is returned only once what it acknowledges is on disk. From a runner with a
+        An ``ack`` is returned only once what it acknowledges is on disk: for a ``completed``,
+        the job ``completed`` with its output; its processing follows once the caller sent the
+        ``ack`` (``acknowledged``, which the caller calls whatever the reply). From a runner with a
         public key, a message whose signature, nonce or output hash does not hold is answered
         with ``error`` and changes nothing.
 
@@ -356,7 +388,13 @@ class Lifecycle:
         if isinstance(reply, Ack):
             # The runner deletes its spooled result on `ack`: the status change behind it
             # must survive a power cut first (the output blob is synced when stored).
-            await self.ctx.db.durable()
+            try:
+                await self.ctx.db.durable()
+            except BaseException:
+                acked = self._after_ack.pop(job.uuid, None)  # no ack: the processor's
+                if acked is not None:
+                    self.moves.hooks.awaits_processing(job.id)
+                raise
         return reply
 
     async def _blob_unless_small(self, job: jobs.JobRow, data: bytes) -> bytes | None:
@@ -422,40 +460,21 @@ class Lifecycle:
                 row_output = await self._blob_unless_small(job, data)
                 stored = True
             now = self.ctx.clock.now()
-            done = await self._complete(job, runner, now, row_output, signed, log)
+            late = job.status == JobStatus.FAILED
+            args = (job, now, runner.slug, late, row_output, signed, log)
+            done = await self.ctx.db.write_acked_each(complete, *args)
             if done.completed:
-                judging = () if done.judge is None else (job.id,)
-                self.moves.done(*done.moves, judging=judging)
-                if done.judge is not None:
-                    self._track(self._judge(done.judge), f"judgment-{job.id}")
+                if done.parse is None:
+                    self.moves.done(*done.moves)
+                else:  # processed here once the ack is sent (``acknowledged``)
+                    self._after_ack[job.uuid] = done.parse
+                    self.moves.done(*done.moves, judging=(job.id,))
                 return ack
             reread = await self.ctx.db.read(jobs.job_get, job.id)
             if reread is None:
                 break
             job = reread
         raise ResendLater(f"job {job.uuid} changed concurrently three times")
-
-    async def _complete(
-        self,
-        job: jobs.JobRow,
-        runner: RunnerRow,
-        now: dt.datetime,
-        row_output: bytes | None,
-        signed: SignedOutput | None,
-        tail: LogTail | None,
-    ) -> Completion:
-        late = job.status == JobStatus.FAILED
-        args = (job, now, runner.slug, late, row_output)
-        stored = None if tail is None else tail.stored
-        try:
-            return await self.ctx.db.write_acked(complete, *args, True, signed, tail)
-        except Exception:  # rolled back whole: complete it alone, the processor retries the rest
-            log.exception(
-                "processing job %s with its result failed; it is processed later", job.uuid
-            )
-            if tail is not None:
-                tail.stored = stored  # what the rolled back transaction stored is gone
-            return await self.ctx.db.write_acked(complete, *args, False, signed, tail)
 
     async def _failed(
         self,

@@ -49,6 +49,7 @@ from benchrunner.protocol import (
     invalid_event,
 )
 from benchrunner.server.channel.lifecycle import Lifecycle, ResendLater
+from benchrunner.server.logs.live_logs import Taken
 from benchrunner.server.store import jobs, runners
 from benchrunner.server.store.runners import RunnerRow
 
@@ -498,6 +499,14 @@ class RunnerSession:
                 taken.tail.stored = None
                 await self.life.live_logs.settle(taken)
             raise
+        try:
+            await self._answer_terminal(message, reply, taken)
+        finally:
+            self.life.acknowledged(message.job)  # a completed job is processed after its ack
+
+    async def _answer_terminal(
+        self, message: Completed | Failed | Canceled, reply: Ack | Error, taken: Taken | None
+    ) -> None:
         if taken is not None:
             await self.life.live_logs.settle(taken)
         if isinstance(reply, Error) and ERROR_EXTENSION not in self.extensions:

@@ -8,9 +8,9 @@ Every status change is a ``Move``, made one of two ways:
 
 - ``Moves.move``: in a transaction of its own, then announced;
 - ``apply`` (or ``apply_reading``, which also reads, or writes, what only a moved job needs,
-  in the same statement on PostgreSQL) inside the caller's transaction (a completion that
-  also stores its output and may process it, a processed job's metrics), then ``Moves.done``
-  once that committed.
+  in the same statement on PostgreSQL) inside the caller's unit (a runner's ``completed``,
+  which stores its output and reads its parse info, one statement committed on its own; a
+  processed job's metrics), then ``Moves.done`` once that committed.
 
 Two moves have an ``apply`` of their own, and are announced with ``Moves.done`` too:
 
@@ -253,7 +253,7 @@ class Hooks:
     returned: Callable[[JobRow], None] = _nothing
     """A job went back to the queue."""
     awaits_processing: Callable[[int], None] = _nothing
-    """A job was completed and not processed in the same transaction."""
+    """A job was completed and is left to the background processor."""
     broadcast: Callable[[int], tuple[str, str] | None] = _no_broadcast
     """The notification that tells the other replicas of a claimable job of a spec."""
 
@@ -278,8 +278,9 @@ class Moves:
 
     def done(self, *moves: Move, judging: Iterable[int] = ()) -> None:
         """Announce committed moves (in their order): log and count each, then notify.
-        ``judging``: jobs left ``completed`` whose report the caller judges, which then moves
-        them (``processing.judgment``): not queued for processing."""
+        ``judging``: jobs left ``completed`` that the caller processes or judges, which then
+        moves them (``processing.completion``, ``processing.judgment``): not queued for
+        processing."""
         for move in moves:
             job_moved(
                 self._ctx,

@@ -1,14 +1,20 @@
-"""The write behind a runner's ``completed``: one transaction for the move to ``completed``,
-the output when it is small enough for a row, and, when it is small enough to parse at once,
-its processing too (metrics, report, ``processed``; where thresholds judge the metrics, the
-job stays ``completed`` until their judgment after the runner's ``ack``, ``processing.judgment``).
+"""A runner's ``completed``, in two writes, each committed on its own, the runner's ``ack``
+sent between them (docs/explanation/results-safety.md):
 
-Doing it all at once spares a small job the blob file and its two flushes, and the
-processor's own reads and transaction; its ``ack`` then also means that the job's metrics are
-stored. A larger output is written to the blob store before the transaction and processed in
-the background (``processing``), as is any job whose processing here fails: the caller then
-writes the completion again without it (no savepoint: two fewer round trips on PostgreSQL for
-every job, for a failure that should not happen).
+1. ``complete``: one statement (on PostgreSQL, in autocommit: ``Database.write_acked_each``)
+   moves the job to ``completed`` with its output row when the output is small enough for one
+   (a larger one is in the blob store, synced, before it), the runner's signature over it, and
+   reads the report's parse info when the output is small enough to parse at once
+   (``INLINE_PARSE_BYTES``). Once it is durable the ``ack`` goes out: it promises that the
+   output is stored and the job ``completed``, nothing more.
+2. ``process_completed``, after the ``ack``: the output parsed on the loop and the move to
+   ``processed`` with its metrics, the write the background processor makes too
+   (``processor.write_processed``); where thresholds judge the metrics, the job stays
+   ``completed`` until their judgment (``processing.judgment``).
+
+A server stopped between the two leaves the job ``completed`` with its output: the processor
+processes it at startup, or the sweeper's leader (``recovery``); a larger output is
+processed in the background from the start.
 """
 
 from __future__ import annotations
@@ -16,19 +22,21 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 from dataclasses import dataclass
+from typing import Any
 
 from sqlalchemy.engine import Connection
 
 from benchrunner.core.states import JobStatus
 from benchrunner.server.moves.move import Move, apply, apply_reading
-from benchrunner.server.processing.judgment import JudgmentLater
 from benchrunner.server.processing.processor import (
     INLINE_PARSE_BYTES,
+    Recorded,
     measure_job,
     measured_with_noise,
-    record_processed,
+    write_processed,
 )
 from benchrunner.server.store import job_outputs, jobs, reports
+from benchrunner.server.store.engine import Database
 from benchrunner.server.store.job_logs import LogTail
 from benchrunner.server.store.signed_outputs import (
     SignedOutput,
@@ -41,18 +49,22 @@ from benchrunner.server.store.signed_outputs import (
 class Completion:
     completed: bool
     """The job moved to ``completed`` (False: it had left ``running``/``failed`` meanwhile)."""
-    processed: bool = False
-    """... and on to ``processed`` in the same transaction (False while its metrics, stored,
-    await their judgment: ``judge``)."""
-    error: str | None = None
-    """Why the output gave no metrics, when processed."""
-    row: jobs.JobRow | None = None
-    """The job as it was completed, when processed."""
     moves: tuple[Move, ...] = ()
-    """The moves made, for ``Moves.done`` once they committed."""
-    judge: JudgmentLater | None = None
-    """The report's judgment and look-back, for after the runner's ``ack``; it moves the job
-    to ``processed``."""
+    """The move made, for ``Moves.done`` once it committed."""
+    parse: ToProcess | None = None
+    """What ``process_completed`` needs, when the output is processed here after the ``ack``
+    (None: the background processor processes it)."""
+
+
+@dataclass(frozen=True)
+class ToProcess:
+    """A job just completed whose small output is processed after the runner's ``ack``."""
+
+    job: jobs.JobRow
+    """The job as its move to ``completed`` left it (``started`` None: not known here)."""
+    output: bytes
+    parsing: Any
+    """Its report's ``reports.reports_parsing`` row, read by the move's statement."""
 
 
 def complete(
@@ -62,19 +74,17 @@ def complete(
     actor: str,
     late: bool,
     row_output: bytes | None,
-    process: bool,
     signed: SignedOutput | None = None,
     log: LogTail | None = None,
 ) -> Completion:
     """Move ``job`` to ``completed``, keep ``row_output`` (None: its output is a blob), the
-    runner's ``signed`` over it and the job's last live-log chunks (``log``), and with
-    ``process`` also process it from that output."""
+    runner's ``signed`` over it and the job's last live-log chunks (``log``, stored ahead of
+    it), reading the report's parse info when the output is parsed here: on PostgreSQL, one
+    statement for the move, output and read."""
     # A late result replaces the failure's signature too (with none, when it is unsigned).
     resigned = signed is not None or late
     message = "runner delivered a result after the job had failed" if late else "runner completed"
-    # A small output is kept by the move's own statement, which also reads how to parse it
-    # when it is parsed here: on PostgreSQL, one round trip for all three.
-    parse_here = row_output is not None and process and len(row_output) <= INLINE_PARSE_BYTES
+    parse_here = row_output is not None and len(row_output) <= INLINE_PARSE_BYTES
     done = Move(
         job,
         JobStatus.COMPLETED,
@@ -94,43 +104,33 @@ def complete(
     parsing = apply_reading(conn, done, reports.REPORT_PARSING, {"report_id": job.report_id})
     if parsing is None:
         return Completion(completed=False)
-    completed = _as_completed(conn, job, now, signed if resigned else job.signed)
-    if completed is None:
-        return Completion(completed=True, moves=(done,))
+    completed = dataclasses.replace(
+        job,
+        status=JobStatus.COMPLETED,
+        completed=now,
+        modified=now,
+        signed=signed if resigned else job.signed,
+    )
+    return Completion(True, (done,), ToProcess(completed, row_output, parsing))
+
+
+async def process_completed(db: Database, acked: ToProcess, now: dt.datetime) -> Recorded | None:
+    """Parse a completed job's output and write its move to ``processed`` with its metrics
+    (``processor.write_processed``); None when it had left ``completed`` (processed
+    elsewhere)."""
+    job = acked.job
+    if job.started is None:  # a job seen before it ran: its report's start is its ``started``
+        found = await db.read(jobs.job_get, job.id)
+        if found is None or found.status != JobStatus.COMPLETED:
+            return None
+        job = found
+    parsing = acked.parsing
     item = measured_with_noise(
-        completed,
-        *measure_job(
-            completed.config.duet, parsing.adapter, parsing.average, parsing.fold, row_output
-        ),
+        job,
+        *measure_job(job.config.duet, parsing.adapter, parsing.average, parsing.fold, acked.output),
         parsing,
     )
-    recorded = record_processed(
-        conn, completed, item.values, item.error, now, parsing, item.noise, item.duet
-    )
-    if recorded is None:
-        return Completion(completed=True, moves=(done,))
-    return Completion(
-        completed=True,
-        processed=recorded.move is not None,
-        error=item.error,
-        row=completed,
-        moves=(done,) if recorded.move is None else (done, recorded.move),
-        judge=recorded.judge,
-    )
-
-
-def _as_completed(
-    conn: Connection, job: jobs.JobRow, now: dt.datetime, signed: SignedOutput | None
-) -> jobs.JobRow | None:
-    """The job as its move to ``completed`` at ``now`` left it, its times exactly as stored
-    (its report's are taken from them). Only ``started`` may be unknown to the caller's copy
-    (a job it saw before it ran); once set it never changes, so a copy that has it needs no
-    read."""
-    if job.started is None:
-        return jobs.job_get(conn, job.id)
-    return dataclasses.replace(
-        job, status=JobStatus.COMPLETED, completed=now, modified=now, signed=signed
-    )
+    return await write_processed(db, item, now)
 
 
 def fail_with_output(

@@ -1,6 +1,6 @@
 """Moves confirmations (``processing.confirmations``): queues a crossing's re-runs and decides
 it once they have finished. It looks when a processing batch commits or a runner job is
-processed with its result (either may have opened a confirmation or finished a re-run), when a
+processed after its ``ack`` (either may have opened a confirmation or finished a re-run), when a
 job leaves flight while a confirmation is open (a re-run may have failed), and once every
 ``interval`` seconds of the monotonic clock for what other replicas did.
 

@@ -15,8 +15,8 @@ goes), under any threshold; on any other branch, only those under a ``change_poi
 A threshold's own ``change_point`` parameters are used; other tests use the detector's defaults.
 
 Runs after the thresholds are judged. For a runner job's report, after its processing
-committed (in the processor, after the batch's write; for a report processed with its result in
-the channel, after the runner's ``ack``): ``look_back_later`` reads the series and runs the
+committed (in the processor, after the batch's write; for a report processed by the channel
+after the runner's ``ack``, after that write): ``look_back_later`` reads the series and runs the
 detector in a read unit, outside any write transaction, then writes what it found in write
 transactions of at most ``WRITE_ROWS`` alerts each, re-checking there what must still hold
 (``look_back_write``). For a direct run, in the request's transaction, in a savepoint of its
@@ -89,8 +89,8 @@ class Planned:
 
 @dataclass(frozen=True)
 class LookBackLater:
-    """A report's look-back left for after its runner's ``ack``: a job processed with its
-    result is acknowledged first, and the look-back runs after it (``look_back_later``), on
+    """A report's look-back left for after its job's processing: the job is acknowledged
+    first, then processed, and the look-back runs after it (``look_back_later``), on
     the history its evaluation read (``reads``): a report processed in between is judged by
     its own look-back, which sees this one."""
 

@@ -1,5 +1,7 @@
 """Completed job -> adapter -> metrics in the report -> thresholds judged -> ``processed``
-(docs/decisions/processing.md).
+(docs/decisions/processing.md). A runner's small output is processed by its channel after the
+``ack`` (``completion``), with this module's write (``write_processed``); this processor takes
+the rest: large outputs, and the jobs left ``completed`` (startup, the sweeper, a failure).
 
 Nothing slow runs on the event loop: the outputs are read from their rows, or from their blobs
 in a worker thread, decoded and
@@ -57,6 +59,7 @@ from benchrunner.server.processing.pending_judgment import judge_awaiting
 from benchrunner.server.processing.webhooks import emit_alert_event
 from benchrunner.server.store import (
     alerts,
+    capabilities,
     duets,
     job_outputs,
     jobs,
@@ -64,6 +67,7 @@ from benchrunner.server.store import (
     reports,
     thresholds,
 )
+from benchrunner.server.store.engine import Database
 from benchrunner.server.tasks import cancel_and_wait
 
 log = logging.getLogger(__name__)
@@ -441,6 +445,12 @@ class Recorded:
     transaction committed and its runner was answered (``judgment.judge_later``)."""
 
 
+class InTransaction(Exception):
+    """``record_processed`` with ``alone`` found that the job's write takes more than one
+    statement (a threshold to judge, metrics stored in parts, a duet's verdict, samples,
+    SQLite): nothing was written; it must run in a transaction (``write_processed``)."""
+
+
 def record_processed(
     conn: Connection,
     job: jobs.JobRow,
@@ -450,6 +460,8 @@ def record_processed(
     parsing: Any,
     noise: NoiseVerdict | None = None,
     duet: duets.NewDuet | None = None,
+    *,
+    alone: bool = False,
 ) -> Recorded | None:
     """Store a completed job's metrics (or why it has none) in its report, and a duet job's
     verdict beside them; None, with nothing written, when the job is not ``completed``
@@ -461,7 +473,12 @@ def record_processed(
     (the server stopped, ``metrics_stored``) has its stored metrics judged again, never stored
     twice. So does one with more metrics than one short write stores on SQLite
     (``metric_parts``), whose judgment stores the rest first. Any other moves to
-    ``processed`` here."""
+    ``processed`` here.
+
+    With ``alone`` (a connection in autocommit: each statement commits on its own), it writes
+    only where that is one statement (the move, the report's times and its metrics:
+    PostgreSQL, a plain job without samples or a threshold), and otherwise raises
+    ``InTransaction`` before any write."""
     if error is not None:
         message = f"not parsed: {error}"
     elif duet is not None:
@@ -482,14 +499,22 @@ def record_processed(
         noise=None if noise is None else noise.stored(),
     )
     noisy = noise is not None and noise.noisy
-    if parsing.metrics_stored or (
+    to_judge = parsing.metrics_stored or (
         values
         and parsing.confirms_report_id is None
         and (
             stored_in_parts(conn, values)
             or thresholds.series_has_thresholds(conn, parsing.branch_id, parsing.testbed_id)
         )
+    )
+    if alone and (
+        to_judge
+        or duet is not None
+        or not capabilities.of(conn).writes_in_ctes
+        or any(len(value.samples) > 1 for value in values)  # stored apart (``samples``)
     ):
+        raise InTransaction
+    if to_judge:
         return _record_to_judge(conn, processed, values, finish, parsing, noisy)
     # The report's times and outcome, and on PostgreSQL its metrics, are written by the
     # move's own statement.
@@ -508,6 +533,19 @@ def record_processed(
     else:
         metrics.stored(conn, moved.metric_ids)  # their samples
     return Recorded(processed)
+
+
+async def write_processed(db: Database, item: Measured, now: dt.datetime) -> Recorded | None:
+    """``record_processed`` of one job on its own (a runner's result, after its ``ack``):
+    one statement committed on its own where it is one (``write_each``: no BEGIN and COMMIT
+    on PostgreSQL), else one transaction."""
+    args = (item.job, item.values, item.error, now, item.parsing, item.noise, item.duet)
+    if db.sqlite:  # where a transaction costs no round trip, and a move is two statements
+        return await db.write(record_processed, *args)
+    try:
+        return await db.write_each(record_processed, *args, alone=True)
+    except InTransaction:
+        return await db.write(record_processed, *args)
 
 
 def _record_to_judge(

@@ -297,7 +297,8 @@ class Database:
     statement its own durable commit: a runner's ``running``, a heartbeat, a submission of
     one statement), ``claim_each`` (``write_each`` on
     the claims' own connections), ``write_acked`` (a transaction whose commit may share one
-    flush of the WAL, durable after ``durable()``: a runner's result, before its ``ack``) and
+    flush of the WAL, durable after ``durable()``: a runner's failure, before its ``ack``),
+    ``write_acked_each`` (``write_acked`` in autocommit: a runner's ``completed``) and
     ``write_lazy`` (never made durable by itself: what is sent again if lost, a live log).
     SQLite, whose commits cost no round trip, runs them all as ``write``.
     """
@@ -326,7 +327,8 @@ class Database:
         self._acked_under_way = 0
         """PostgreSQL: ``write_acked`` units and ``durable`` waits under way on the event loop."""
         self.grouped_commits = 0
-        """PostgreSQL: ``write_acked`` units committed without waiting for the disk."""
+        """PostgreSQL: ``write_acked`` and ``write_acked_each`` units committed without waiting
+        for the disk."""
         self.wal_flushes = 0
         """PostgreSQL: flushes made for them or for ``flush_wal`` (each covering every commit
         before it)."""
@@ -367,6 +369,12 @@ class Database:
         """Where ``write_lazy`` commits: PostgreSQL connections whose commits do not wait."""
         if not self.sqlite:
             self.lazy_engine.update_execution_options(**carry)
+        self._lazy_autocommit = (
+            self.lazy_engine
+            if self.sqlite
+            else self.lazy_engine.execution_options(isolation_level="AUTOCOMMIT")
+        )
+        """Where ``write_acked_each`` commits when grouped: autocommit, commits not waiting."""
         self._claim_pool = (
             self.write_engine
             if self.sqlite
@@ -459,6 +467,25 @@ class Database:
         finally:
             self._acked_under_way -= 1
 
+    async def write_acked_each(self, unit: Unit[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
+        """``write_acked`` for a unit of one statement (a runner's ``completed``: its move,
+        output and parse info): on PostgreSQL it runs in autocommit, without BEGIN and COMMIT,
+        committed durably alone (``write_each``), or, beside another acknowledged write or a
+        ``durable`` wait, without waiting for the disk, made durable by ``durable``'s shared
+        flush. SQLite: ``write``."""
+        if self.inline:
+            return await self.write(unit, *args, **kwargs)
+        grouped = self._acked_under_way > 0
+        self._acked_under_way += 1
+        try:
+            if not grouped:
+                return await self._hop(self._writer, self._read_held, unit, *args, **kwargs)
+            result = await self._hop(self._writer, self._deferred_held, unit, *args, **kwargs)
+            self.grouped_commits += 1
+            return result
+        finally:
+            self._acked_under_way -= 1
+
     async def write_lazy(self, unit: Unit[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
         """A write that a crash may lose without harm, because it is made again (the live
         log's chunks, which the runner resends): on PostgreSQL it commits without waiting for
@@ -487,6 +514,9 @@ class Database:
 
     def _write_lazy_held(self, unit: Unit[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
         return self._held.run(self.lazy_engine, unit, *args, **kwargs)
+
+    def _deferred_held(self, unit: Unit[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
+        return self._held.run(self._lazy_autocommit, unit, *args, **kwargs)
 
     def _claim_held(self, unit: Unit[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
         return self._held.run(self.claim_engine, unit, *args, **kwargs)
