@@ -13,12 +13,10 @@ import datetime as dt
 from collections.abc import Sequence
 from typing import Any
 
-import numpy as np
 import pytest
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
-from benchrunner.core.tiers import Plan
 from benchrunner.detection.models import Model, TestKind
 from benchrunner.server.processing.evaluation import judge_report
 from benchrunner.server.processing.judgment import JudgmentLater, judge_later
@@ -29,58 +27,27 @@ from benchrunner.server.processing.verdicts import (
     Verdicts,
     verdicts_write,
 )
-from benchrunner.server.store import accounts, alerts, reports, thresholds
+from benchrunner.server.store import alerts, thresholds
 from benchrunner.server.store.engine import Database, make_engine
-from benchrunner.server.store.reports import MetricValue, StoredMetric
+from benchrunner.server.store.reports import StoredMetric
 from benchrunner.server.store.tables import alert, metric, threshold
 from tests.databases import with_schema
-from tests.new_reports import new_report_on
+from tests.unit.stepped_series import T0, Series, stepped_series
 
-T0 = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
 TIGHT = Model(TestKind.PERCENTAGE, upper_boundary=0.1)
 """A step of 30 % crosses it."""
 WIDE = Model(TestKind.PERCENTAGE, upper_boundary=10.0)
 CHANGE = Model(TestKind.CHANGE_POINT)
 
 
-@dataclasses.dataclass(frozen=True)
-class Series:
-    project_id: int
-    key: thresholds.SeriesKey
-    made: list[tuple[int, list[StoredMetric]]]
-
-
 def _series(
     engine: Engine, benchmarks: int, levels: Sequence[tuple[float, int]], model: Model
 ) -> Series:
-    """A project whose ``benchmarks`` benchmarks on main run through ``levels`` ((level,
-    reports), 1 % noise), a report an hour, none judged, and a threshold of ``model``."""
-    rng = np.random.default_rng(7)
-    made: list[tuple[int, list[StoredMetric]]] = []
+    """``stepped_series`` with its threshold's alerts raised, not held back."""
+    series = stepped_series(engine, benchmarks, levels, model, seed=7)
     with engine.begin() as conn:
-        leader = accounts.user_get_or_create(conn, "l@x", "l", admin=False, now=T0).id
-        org = accounts.organization_create(conn, "org", Plan.TEAM, T0, leader_id=leader)
-        project = accounts.project_create(conn, org.id, "p", "public", T0).id
-        new = new_report_on(conn, project, "main", "box", "json", T0)
-        hour = 0
-        for level, count in levels:
-            for _ in range(count):
-                at = T0 + dt.timedelta(hours=hour)
-                hour += 1
-                timed = dataclasses.replace(new, start_time=at, end_time=at, now=at)
-                report_id, _ = reports.report_create(conn, timed)
-                values = [
-                    MetricValue(
-                        0, f"b{k}", "latency", level * float(rng.normal(1, 0.01)), None, None
-                    )
-                    for k in range(benchmarks)
-                ]
-                made.append((report_id, reports.metrics_add(conn, report_id, project, values, at)))
-        measure_id = made[0][1][0].measure_id
-        key = thresholds.SeriesKey(new.branch_id, new.testbed_id, measure_id, None)
-        thresholds.threshold_put(conn, project, key, model, T0)
-        conn.execute(threshold.update().values(confirm=0))  # alerts raised, not held back
-    return Series(project, key, made)
+        conn.execute(threshold.update().values(confirm=0))
+    return series
 
 
 def _judge(conn: Connection, report_id: int, metrics: list[StoredMetric]) -> Verdicts:

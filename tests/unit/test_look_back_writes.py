@@ -12,11 +12,9 @@ import datetime as dt
 from collections.abc import Sequence
 from typing import Any
 
-import numpy as np
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
-from benchrunner.core.tiers import Plan
 from benchrunner.detection.look_back import Raise, Reopen
 from benchrunner.detection.models import Model, TestKind
 from benchrunner.server.processing import look_back
@@ -27,14 +25,13 @@ from benchrunner.server.processing.look_back import (
     look_back_plan,
     look_back_write,
 )
-from benchrunner.server.store import accounts, reports, thresholds
+from benchrunner.server.store import thresholds
 from benchrunner.server.store.engine import Database, make_engine
-from benchrunner.server.store.reports import MetricValue, StoredMetric
+from benchrunner.server.store.reports import StoredMetric
 from benchrunner.server.store.tables import alert
 from tests.databases import with_schema
-from tests.new_reports import new_report_on
+from tests.unit.stepped_series import T0, stepped_series
 
-T0 = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
 WIDE = Model(TestKind.PERCENTAGE, upper_boundary=10.0)
 """A limit far above any value: only the look-back alerts."""
 
@@ -42,34 +39,10 @@ WIDE = Model(TestKind.PERCENTAGE, upper_boundary=10.0)
 def _series(
     engine: Engine, benchmarks: int, levels: Sequence[tuple[float, int]]
 ) -> tuple[int, thresholds.SeriesKey, list[tuple[int, list[StoredMetric]]]]:
-    """A project whose ``benchmarks`` benchmarks on main each run through ``levels`` ((level,
-    reports) with 1 % noise), a report an hour; its id, its threshold's series, and each
+    """``stepped_series`` under ``WIDE``: its project's id, its threshold's series, and each
     report with its metrics."""
-    rng = np.random.default_rng(5)
-    made: list[tuple[int, list[StoredMetric]]] = []
-    with engine.begin() as conn:
-        leader = accounts.user_get_or_create(conn, "l@x", "l", admin=False, now=T0).id
-        org = accounts.organization_create(conn, "org", Plan.TEAM, T0, leader_id=leader)
-        project = accounts.project_create(conn, org.id, "p", "public", T0).id
-        new = new_report_on(conn, project, "main", "box", "json", T0)
-        hour = 0
-        for level, count in levels:
-            for _ in range(count):
-                at = T0 + dt.timedelta(hours=hour)
-                hour += 1
-                timed = dataclasses.replace(new, start_time=at, end_time=at, now=at)
-                report_id, _ = reports.report_create(conn, timed)
-                values = [
-                    MetricValue(
-                        0, f"b{k}", "latency", level * float(rng.normal(1, 0.01)), None, None
-                    )
-                    for k in range(benchmarks)
-                ]
-                made.append((report_id, reports.metrics_add(conn, report_id, project, values, at)))
-        measure_id = made[0][1][0].measure_id
-        key = thresholds.SeriesKey(new.branch_id, new.testbed_id, measure_id, None)
-        thresholds.threshold_put(conn, project, key, WIDE, T0)
-    return project, key, made
+    series = stepped_series(engine, benchmarks, levels, WIDE, seed=5)
+    return series.project_id, series.key, series.made
 
 
 def _thresholds(conn: Connection, report_id: int, metrics: list[StoredMetric]) -> list[Any]:
