@@ -27,9 +27,9 @@ from benchrunner.server.processing.verdicts import (
     Verdicts,
     verdicts_write,
 )
-from benchrunner.server.store import alerts, thresholds
+from benchrunner.server.store import alerts, reports, thresholds
 from benchrunner.server.store.engine import Database, make_engine
-from benchrunner.server.store.reports import StoredMetric
+from benchrunner.server.store.reports import MetricValue, StoredMetric
 from benchrunner.server.store.tables import alert, metric, threshold
 from tests.databases import with_schema
 from tests.unit.stepped_series import T0, Series, stepped_series
@@ -256,3 +256,20 @@ def test_a_threshold_edited_between_two_write_parts_judges_the_rest_with_the_new
         assert 0 < len(first) < len(metrics)
     else:
         assert len(parts) == 1 and len(first) == len(metrics)
+
+
+def test_a_part_holding_a_metric_the_report_has_stores_only_the_others(engine: Engine) -> None:
+    """A later part may name a (benchmark, measure, iteration) an earlier part stored: that
+    one is the stored metric, the others are inserted, each with its own alert flag."""
+    series = _series(engine, 2, [(100.0, 1)], WIDE)
+    report_id, stored = series.made[-1]
+    again = MetricValue(0, "b0", "latency", 1.0, None, None)
+    new = MetricValue(0, "b7", "latency", 2.0, None, None)
+    with engine.begin() as conn:
+        found = reports.metrics_add_missing(conn, report_id, series.project_id, [again, new], T0)
+        count = conn.execute(
+            sa.select(sa.func.count()).where(metric.c.report_id == report_id)
+        ).scalar_one()
+    assert found[0].id == stored[0].id
+    assert found[0].value == stored[0].value and found[1].value == 2.0
+    assert count == 3

@@ -578,7 +578,12 @@ def metrics_add_missing(
     held = {(int(r.benchmark_id), int(r.measure_id), int(r.iteration)): r for r in found}
     new = [k for k, row in enumerate(rows) if _metric_key(row) not in held]
     inserted = (
-        _insert_metrics(conn, [values[k] for k in new], [rows[k] for k in new], never_alerts)
+        _insert_metrics(
+            conn,
+            [values[k] for k in new],
+            [rows[k] for k in new],
+            [never_alerts[k] for k in new],
+        )
         if new
         else []
     )
