@@ -25,13 +25,20 @@ from benchrunner.protocol import IterationResult, JsonJobOutput
 from benchrunner.server.blobs.blob_store import READ_CHUNK, LocalBlobStore, job_output_key
 from benchrunner.server.config import ServerSettings
 from benchrunner.server.context import ServerContext
-from benchrunner.server.processing import metric_parts
+from benchrunner.server.processing import judgment, metric_parts
 from benchrunner.server.processing.metric_parts import METRIC_PART
 from benchrunner.server.processing.processor import INLINE_PARSE_BYTES, Processor, byte_batches
 from benchrunner.server.processing.results import measure_output
 from benchrunner.server.store import alerts, jobs, reports, thresholds
 from benchrunner.server.store.engine import Database
-from benchrunner.server.store.tables import alert, job_event, metric, report, threshold
+from benchrunner.server.store.tables import (
+    alert,
+    confirmation,
+    job_event,
+    metric,
+    report,
+    threshold,
+)
 from tests.databases import with_schema
 from tests.unit.test_claim_policy import World
 
@@ -281,9 +288,9 @@ def _judged_state(setup: Setup, job_id: int) -> tuple[int, int]:
     return setup.world.db.read_sync(read)
 
 
-def _threshold_on_the_series(setup: Setup, job_id: int) -> None:
+def _threshold_on_the_series(setup: Setup, job_id: int, confirm: int = 0) -> None:
     """A threshold of 10 % up on the series of ``job_id``'s report, raising its alerts
-    (none held back)."""
+    (none held back), or holding them back for ``confirm`` confirmation runs."""
 
     def put(conn: sa.Connection) -> None:
         row = jobs.job_get(conn, job_id)
@@ -298,7 +305,7 @@ def _threshold_on_the_series(setup: Setup, job_id: int) -> None:
         key = thresholds.SeriesKey(found.branch_id, found.testbed_id, measure_id, None)
         model = Model(TestKind.PERCENTAGE, upper_boundary=0.1)
         thresholds.threshold_put(conn, found.project_id, key, model, now)
-        conn.execute(threshold.update().values(confirm=0))  # raised, not held back
+        conn.execute(threshold.update().values(confirm=confirm))
 
     setup.world.db.write_sync(put)
 
@@ -329,6 +336,42 @@ def test_a_report_whose_judgment_was_interrupted_is_judged_on_recovery_once(
         asyncio.run(Processor(setup.ctx).process([stepped]))
     assert setup.outcome(stepped) == (JobStatus.PROCESSED, None, 1, 1)
     assert _judged_state(setup, stepped) == (1, 1)
+
+
+def test_a_judgment_stopped_before_its_last_write_opens_its_confirmation_on_recovery(
+    setup: Setup, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The alerts held back for confirmation runs are written before the judgment's last
+    write, which opens the confirmation: a stop between the two leaves them written, and the
+    judgment again (which raises none anew) still opens it."""
+    first = setup.completed_job(_value_output(3.0))
+    stepped = setup.completed_job(_value_output(30.0))
+    _threshold_on_the_series(setup, first, confirm=2)
+    asyncio.run(Processor(setup.ctx).process([first]))
+    last_write = judgment._judged
+
+    def stopped(*_args: object) -> None:
+        raise _Stopped
+
+    with monkeypatch.context() as patched:
+        patched.setattr(judgment, "_judged", stopped)
+        with pytest.raises(_Stopped):
+            asyncio.run(Processor(setup.ctx).process([stepped]))
+    assert judgment._judged is last_write
+    assert setup.outcome(stepped)[0] == JobStatus.COMPLETED
+    asyncio.run(Processor(setup.ctx).process([stepped]))
+    assert setup.outcome(stepped)[0] == JobStatus.PROCESSED
+
+    def opened(conn: sa.Connection) -> int:
+        row = jobs.job_get(conn, stepped)
+        assert row is not None
+        return int(
+            conn.execute(
+                sa.select(sa.func.count()).where(confirmation.c.report_id == row.report_id)
+            ).scalar_one()
+        )
+
+    assert setup.ctx.db.read_sync(opened) == 1
 
 
 def test_a_job_requeued_while_it_is_judged_is_judged_once(setup: Setup) -> None:

@@ -182,7 +182,9 @@ async def judge_later(db: Database, later: JudgmentLater, now: dt.datetime) -> J
     except Exception:
         log.exception("judging report %s failed; its metrics stay unjudged", later.report_id)
     found = [] if first is None else first.found
-    confirming, moved = await db.write(_judged, later, found if written.held else None, now)
+    # Not only when this judgment held alerts back: a judgment stopped before its last write
+    # left them written, and raises none anew (``open_confirmation`` reads them).
+    confirming, moved = await db.write(_judged, later, found or None, now)
     if first is None:
         return Judged(written, moved)
     looked = LookBackLater(later.report_id, later.metrics, later.noisy, first.found, first.reads)
@@ -197,7 +199,7 @@ async def judge_later(db: Database, later: JudgmentLater, now: dt.datetime) -> J
 def _judged(
     conn: Connection, later: JudgmentLater, held: list[Any] | None, now: dt.datetime
 ) -> tuple[bool, bool]:
-    """The judgment's last write: the report's confirmation opened when it held alerts back
+    """The judgment's last write: the report's confirmation opened when it holds alerts back
     (``held``: its thresholds), its job moved to ``processed`` (a direct run's report no
     longer awaiting); (opened, moved)."""
     if later.job is None:
