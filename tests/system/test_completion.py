@@ -18,7 +18,7 @@ from psycopg.pq import TransactionStatus
 
 from benchrunner.api.jobs import Job
 from benchrunner.server.channel import lifecycle
-from benchrunner.server.processing import completion, processor
+from benchrunner.server.processing import completion, judgment, processor
 from benchrunner.server.processing.processor import Recorded, record_processed
 from benchrunner.server.store.job_outputs import INLINE_OUTPUT_BYTES
 from tests.databases import ENGINES, fresh_database
@@ -253,6 +253,48 @@ def test_a_failed_processed_write_leaves_the_job_to_the_processor(
         assert events.count("job_completed") == 1 and events.count("job_processed") == 1
         assert _report_metrics(server, job) == [4.0]
         assert output_row(url, job_uuid) is not None
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_failed_last_judgment_write_leaves_the_job_to_the_processor_at_once(
+    engine: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A job whose metrics a threshold judges is judged after its ack; the judgment's last
+    write (the move to ``processed``) fails once: the job, left ``completed``, goes to the
+    background processor then, not at the sweeper's next look, and is judged once."""
+    failures: list[int] = []
+    last_write = judgment._judged
+
+    def failing_once(conn: Any, later: Any, *args: Any) -> tuple[bool, bool]:
+        if not failures:
+            failures.append(later.report_id)
+            raise RuntimeError("injected: the judgment's last write failed")
+        return last_write(conn, later, *args)
+
+    monkeypatch.setattr(judgment, "_judged", failing_once)
+    with (
+        fresh_database(engine, tmp_path) as url,
+        serve_in_process(tmp_path, url, sweep_interval=3600.0) as server,
+    ):
+        channel = server.channel("judged")
+        with server.admin() as client:
+            body = {
+                "project": "bench",
+                "spec": "small",
+                "template": "bench.noop",
+                "thresholds": {
+                    "models": {"latency": {"test": "percentage", "upper_boundary": 0.1}}
+                },
+            }
+            job_uuid = str(client.run(body).job)
+        channel.claim()
+        assert channel.ask({"event": "running"})["event"] == "ack"
+        done = channel.ask({"event": "completed", "job": job_uuid, "results": [_result(4)]})
+        assert done == {"event": "ack", "job": job_uuid}
+        wait_until(lambda: server.job(job_uuid).status == "processed", timeout=30)
+        assert failures, "the judgment's last write was not tried"
+        events = [e.event_type for e in server.job(job_uuid).events]
+        assert events.count("job_completed") == 1 and events.count("job_processed") == 1
 
 
 @pytest.mark.parametrize("engine", ENGINES)

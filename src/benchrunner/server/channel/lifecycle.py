@@ -150,8 +150,18 @@ class Lifecycle:
         """A report whose metrics were stored with its result is judged, its job moved to
         ``processed``, and it looks back over its series, once acknowledged
         (``judgment.judge_later``)."""
-        judged = await judge_later(self.ctx.db, later, self.ctx.clock.now())
-        if judged.moved and later.processed is not None:
+        try:
+            judged = await judge_later(self.ctx.db, later, self.ctx.clock.now())
+        except Exception:
+            judged = None
+            log.exception("judging report %s failed", later.report_id)
+        if judged is None or not judged.moved:
+            # Left ``completed`` (its last write failed, or the rest of its metrics were not
+            # stored): the background processor judges it again, as recovery would.
+            if later.job is not None and later.processed is not None:
+                self.moves.hooks.awaits_processing(later.job.id)
+            return
+        if later.processed is not None:
             self.moves.done(later.processed)
         if judged.confirming:
             self._confirming()

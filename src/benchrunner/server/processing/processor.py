@@ -200,9 +200,13 @@ class Processor:
         """Judge the direct runs' reports a stop left awaiting their judgment: on start, those
         created before it; then those queued (by the sweeper), one at a time."""
         ctx = self._ctx
-        found = await ctx.db.read(
-            pending_judgments.reports_awaiting, ctx.clock.now(), AWAITING_AT_START
-        )
+        try:
+            found = await ctx.db.read(
+                pending_judgments.reports_awaiting, ctx.clock.now(), AWAITING_AT_START
+            )
+        except Exception:  # the sweeper queues them later
+            log.exception("reading the reports awaiting their judgment failed")
+            found = []
         for report_id in found:
             self.enqueue_awaiting(report_id)
         while True:
