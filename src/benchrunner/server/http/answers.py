@@ -11,10 +11,10 @@ model's order (fields it does not name come last).
 
 A route whose answer is large or on the hot path (``POST /v0/run``, the perf query) declares
 its model as its ``response_model`` (the OpenAPI document's schema, the client's parser) but
-sends its view as it is (``sent_as_built``), not validated again: ``POST /v0/run``'s view is
-its model, dumped as FastAPI would dump it; the perf query's is the model's JSON built as
-plain data (``BuiltJson``), as building a model for each of its points would cost more CPU
-than the rest of the answer (benchmarks/RESULTS.md).
+sends its view as it is (``sent_as_built``), not validated again: the model's JSON built as
+plain data (``BuiltJson``: ``views/report_json.py``, the perf query's view), as building a
+model for each of its metrics or points would cost more CPU than the rest of the answer
+(benchmarks/RESULTS.md).
 """
 
 from __future__ import annotations
@@ -39,13 +39,10 @@ _AS_BUILT = TypeAdapter(BuiltJson)
 ``dump_json``): the bytes a view sent as built has always been answered with."""
 
 
-def sent_as_built(view: BaseModel | BuiltJson, status_code: int = 200) -> Response:
-    """The view's JSON, not validated as the route's model (a model's as ``ANSWERED`` dumps
-    it): for a route that declares the model as its ``response_model``."""
-    if isinstance(view, BaseModel):
-        content = view.__pydantic_serializer__.to_json(view, exclude_unset=True, by_alias=True)
-    else:
-        content = _AS_BUILT.dump_json(view, by_alias=True)
+def sent_as_built(view: BuiltJson, status_code: int = 200) -> Response:
+    """The view's JSON, not validated as the route's model: for a route that declares the
+    model as its ``response_model``."""
+    content = _AS_BUILT.dump_json(view, by_alias=True)
     return Response(content, status_code=status_code, media_type="application/json")
 
 

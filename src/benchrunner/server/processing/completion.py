@@ -1,8 +1,9 @@
 """A runner's ``completed``, in two writes, each committed on its own, the runner's ``ack``
 sent between them (docs/explanation/results-safety.md):
 
-1. ``complete``: one statement (on PostgreSQL, in autocommit: ``Database.write_acked_each``)
-   moves the job to ``completed`` with its output row when the output is small enough for one
+1. ``complete``: one statement (on PostgreSQL, in autocommit: ``Database.write_acked_each``;
+   after the statements that store the job's last live-log chunks, when it sent some) moves
+   the job to ``completed`` with its output row when the output is small enough for one
    (a larger one is in the blob store, synced, before it), the runner's signature over it, and
    reads the report's parse info when the output is small enough to parse at once
    (``INLINE_PARSE_BYTES``). Once it is durable the ``ack`` goes out: it promises that the

@@ -3,9 +3,10 @@ alerts.
 
 ``judge_report`` reads the history and draws the boundaries and alerts without writing
 (``processing.verdicts``): for a runner job's report on a read connection after the metrics
-committed (``processing.judgment``), written in short write transactions that re-check what it
-read. ``evaluate_report`` judges and writes in the caller's transaction (a direct run's request:
-its answer carries the alerts).
+committed (``processing.judgment``, for a runner job's report and a direct run's alike), written
+in short write transactions that re-check what it read. ``evaluate_report`` judges and writes at
+once in the caller's transaction: the judgment's own cost, as the tests and benchmarks that
+build a judged history use it (benchmarks/RESULTS.md, "Reports at scale").
 
 For each metric: the threshold is the benchmark's override if it has one, else the measure's;
 ignored benchmarks are never judged. The history (``store.history``) is cut to the model's

@@ -19,8 +19,8 @@ committed (in the processor, after the batch's write; for a report processed by 
 after the runner's ``ack``, after that write): ``look_back_later`` reads the series and runs the
 detector in a read unit, outside any write transaction, then writes what it found in write
 transactions of at most ``WRITE_ROWS`` alerts each, re-checking there what must still hold
-(``look_back_write``). For a direct run, in the request's transaction, in a savepoint of its
-own, so a failure here leaves the report's evaluation standing. Bounded: per threshold,
+(``look_back_write``). A direct run's report is looked back on the same way, after its
+judgment (``judgment.judge_later``), before its answer. Bounded: per threshold,
 one history read of ``WINDOW`` points per benchmark (none when the evaluation read at least
 as many: ``history.SeriesReads``), one read of those points' reports and one of the alerts on
 them (``store.look_back``); per metric, one detector run over ``WINDOW`` points.
