@@ -544,7 +544,7 @@ async def write_processed(db: Database, item: Measured, now: dt.datetime) -> Rec
     one statement committed on its own where it is one (``write_each``: no BEGIN and COMMIT
     on PostgreSQL), else one transaction."""
     args = (item.job, item.values, item.error, now, item.parsing, item.noise, item.duet)
-    if db.sqlite:  # where a transaction costs no round trip, and a move is two statements
+    if not db.capabilities.writes_in_ctes:  # a move is two statements: one transaction
         return await db.write(record_processed, *args)
     try:
         return await db.write_each(record_processed, *args, alone=True)
