@@ -215,7 +215,9 @@ def test_two_replicas_share_the_queue_and_survive_losing_one(
     assert max(executions.values()) == 1
 
     # Phase 2: replica A dies with SIGKILL while jobs are in flight on its connections.
-    more = _submit_tallies(deployment, (replica_b,), tally, range(200, 300), ms=300)
+    # Jobs long enough that one seen running is still running at the kill, a health check
+    # later, on a loaded machine too.
+    more = _submit_tallies(deployment, (replica_b,), tally, range(200, 300), ms=1000)
     on_a = {runner.slug for runner in runners[::2]}  # connected to A first, and still there
     wait_until(
         lambda: len(_running_on(replica_b.db, more, on_a)) >= 2,
