@@ -59,20 +59,8 @@ def test_a_direct_run_is_judged_after_its_store_commits_and_answers_with_its_ale
     ):
 
         def run(minute: int, value: float, **body: Any) -> dict[str, Any]:
-            at = (T0 + dt.timedelta(minutes=minute)).isoformat()
-            answer = http.post(
-                "/v0/run",
-                json={
-                    "project": "bench",
-                    "branch": "main",
-                    "testbed": "ci",
-                    "start_time": at,
-                    "end_time": at,
-                    "settings": {"adapter": "json"},
-                    "results": [json.dumps({"b": {"latency": {"value": value}}})],
-                    **body,
-                },
-            )
+            results = [json.dumps({"b": {"latency": {"value": value}}})]
+            answer = _post_results(http, minute, results, **body)
             assert answer.status_code == 201, answer.text
             found: dict[str, Any] = answer.json()
             return found
@@ -101,6 +89,12 @@ def _results(value_of_first: float) -> list[str]:
 
 
 def _post(http: httpx.Client, minute: int, value_of_first: float, **body: Any) -> httpx.Response:
+    return _post_results(http, minute, _results(value_of_first), **body)
+
+
+def _post_results(
+    http: httpx.Client, minute: int, results: list[str], **body: Any
+) -> httpx.Response:
     at = (T0 + dt.timedelta(minutes=minute)).isoformat()
     return http.post(
         "/v0/run",
@@ -111,7 +105,7 @@ def _post(http: httpx.Client, minute: int, value_of_first: float, **body: Any) -
             "start_time": at,
             "end_time": at,
             "settings": {"adapter": "json"},
-            "results": _results(value_of_first),
+            "results": results,
             **body,
         },
     )
