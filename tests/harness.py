@@ -134,8 +134,8 @@ command = ["python3", "-c", "print('x' * 200000)"]
 timeout = 30
 
 [templates."bench.tally"]
-description = "Sleep, then append this job's tag to a shared file: counts executions per job"
-command = ["python3", "-c", "import sys,time; time.sleep(int(sys.argv[3])/1000); open(sys.argv[1], 'a').write(sys.argv[2] + chr(10)); print('{\\"tally\\": {\\"latency\\": {\\"value\\": 1}}}')", "{file}", "{tag}", "{ms}"]
+description = "Wait for the gate file (if one is named), sleep, then append this job's tag to a shared file: counts executions per job"
+command = ["python3", "-c", "import os,sys,time\\nfile, tag, ms, gate = sys.argv[1:5]\\nwhile gate and not os.path.exists(gate): time.sleep(0.01)\\ntime.sleep(int(ms)/1000)\\nopen(file, 'a').write(tag + chr(10))\\nprint('{\\"tally\\": {\\"latency\\": {\\"value\\": 1}}}')", "{file}", "{tag}", "{ms}", "{gate}"]
 timeout = 60
 
 [templates."bench.tally".args.ms]
@@ -149,6 +149,10 @@ type = "string"
 
 [templates."bench.tally".args.tag]
 type = "string"
+
+[templates."bench.tally".args.gate]
+type = "string"
+default = ""
 
 [templates."bench.ticker"]
 description = "Print a numbered line with the text to the stream every ms milliseconds, flushed, until the gate file exists (the first line whatever it finds: a job started late still shows one); then a JSON result to stdout (which ticks on stderr leave parseable)"

@@ -214,10 +214,10 @@ def test_two_replicas_share_the_queue_and_survive_losing_one(
     assert set(executions) == set(tags.values())
     assert max(executions.values()) == 1
 
-    # Phase 2: replica A dies with SIGKILL while jobs are in flight on its connections.
-    # Jobs long enough that one seen running is still running at the kill, a health check
-    # later, on a loaded machine too.
-    more = _submit_tallies(deployment, (replica_b,), tally, range(200, 300), ms=1000)
+    # Phase 2: replica A dies with SIGKILL while jobs are in flight on its connections. The
+    # jobs wait for a gate opened after the kill, so one seen running is still running at it.
+    gate = tmp_path / "gate"
+    more = _submit_tallies(deployment, (replica_b,), tally, range(200, 300), gate=gate)
     on_a = {runner.slug for runner in runners[::2]}  # connected to A first, and still there
     wait_until(
         lambda: len(_running_on(replica_b.db, more, on_a)) >= 2,
@@ -227,6 +227,7 @@ def test_two_replicas_share_the_queue_and_survive_losing_one(
     assert health(replica_a).connected_runners == len(on_a)
     killed_at = dt.datetime.now(dt.UTC)
     replica_a.kill(signal.SIGKILL)
+    gate.touch()
     wait_until(
         lambda: health(replica_b).connected_runners == len(runners),
         timeout=60,
@@ -273,9 +274,10 @@ def _submit_tallies(
     servers: tuple[ServerProcess, ...],
     tally: Path,
     numbers: range,
-    ms: int = 0,
+    gate: Path | None = None,
 ) -> dict[str, str]:
-    """Submit one tally job per number, alternating replicas; returns job uuid -> tag."""
+    """Submit one tally job per number, alternating replicas, each waiting for ``gate`` when one
+    is given; returns job uuid -> tag."""
     tags: dict[str, str] = {}
     clients = [server.client() for server in servers]
     try:
@@ -285,7 +287,11 @@ def _submit_tallies(
                 "project": deployment.project,
                 "spec": deployment.spec,
                 "template": "bench.tally",
-                "args": {"file": str(tally), "tag": f"job-{number}", "ms": ms},
+                "args": {
+                    "file": str(tally),
+                    "tag": f"job-{number}",
+                    "gate": str(gate) if gate else "",
+                },
                 "settings": {"adapter": "json"},
             }
             tags[str(client.run(body).job)] = f"job-{number}"
