@@ -554,6 +554,8 @@ _STORED_AMONG = sa.select(*_STORED_METRIC, metric.c.iteration).where(
     ),
     metric.c.report_id == sa.bindparam("report_id"),
 )
+"""Bound with ``IN_LIST_CHUNK`` series at most: two parameters each, where PostgreSQL takes
+65,535 a statement and SQLite 32,766."""
 
 
 def _metric_key(row: dict[str, Any]) -> tuple[int, int, int]:
@@ -571,10 +573,12 @@ def metrics_add_missing(
     rows, never_alerts = _metric_rows(conn, report_id, project_id, values, now)
     if not rows:
         return []
-    found: Any = []
+    found: list[Any] = []
     if conn.execute(_HOLDS_METRICS, {"report_id": report_id}).first() is not None:
         series = sorted({(r["benchmark_id"], r["measure_id"]) for r in rows})
-        found = conn.execute(_STORED_AMONG, {"report_id": report_id, "series": series})
+        for start in range(0, len(series), IN_LIST_CHUNK):
+            chunk = series[start : start + IN_LIST_CHUNK]
+            found += conn.execute(_STORED_AMONG, {"report_id": report_id, "series": chunk})
     held = {(int(r.benchmark_id), int(r.measure_id), int(r.iteration)): r for r in found}
     new = [k for k, row in enumerate(rows) if _metric_key(row) not in held]
     inserted = (
