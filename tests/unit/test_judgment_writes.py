@@ -259,8 +259,9 @@ def test_a_threshold_edited_between_two_write_parts_judges_the_rest_with_the_new
 
 
 def test_a_part_holding_a_metric_the_report_has_stores_only_the_others(engine: Engine) -> None:
-    """A later part may name a (benchmark, measure, iteration) an earlier part stored: that
-    one is the stored metric, the others are inserted, each with its own alert flag."""
+    """A part stored again (after a stop) may name a (benchmark, measure, iteration) the
+    report holds: that one is the stored metric, the others are inserted, each with its own
+    alert flag."""
     series = _series(engine, 2, [(100.0, 1)], WIDE)
     report_id, stored = series.made[-1]
     again = MetricValue(0, "b0", "latency", 1.0, None, None)

@@ -449,6 +449,34 @@ def test_a_large_report_stored_in_parts_and_stopped_between_them_stores_each_met
     assert len(set(stored)) == len(stored) == count
 
 
+def test_results_of_one_metric_in_two_parts_are_stored_and_judged_as_in_one(
+    setup: Setup, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A result named with an ignore suffix is the metric of its unsuffixed name again, kept
+    beside it as a report stored in one transaction keeps it, though on SQLite it falls in a
+    later part than the first (``METRIC_PART``). A stop before the judgment (after the first
+    part on SQLite, after them all on PostgreSQL) and the recovery store each once and judge
+    each: one boundary a metric."""
+    count = METRIC_PART + 10
+    stdout = {f"b{k}": {"latency": {"value": 3.0}} for k in range(count)}
+    stdout["b0_bencher_ignore"] = {"latency": {"value": 4.0}}
+    output = json.dumps({"results": [{"exit_code": 0, "stdout": json.dumps(stdout)}]})
+    job_id = setup.completed_job(output.encode())
+    _threshold_on_the_series(setup, job_id)
+
+    async def stopped(*_args: object) -> None:
+        raise _Stopped
+
+    with monkeypatch.context() as patched:
+        patched.setattr("benchrunner.server.processing.processor.judge_later", stopped)
+        with pytest.raises(_Stopped):
+            asyncio.run(Processor(setup.ctx).process([job_id]))
+    assert setup.outcome(job_id)[0] == JobStatus.COMPLETED
+    asyncio.run(Processor(setup.ctx).process([job_id]))
+    assert setup.outcome(job_id) == (JobStatus.PROCESSED, None, count + 1, 1)
+    assert _judged_state(setup, job_id) == (count + 1, 0)
+
+
 def test_collected_files_of_one_iteration_keep_one_result_per_benchmark() -> None:
     first = json.dumps({"sort": {"latency": {"value": 1}}, "hash": {"latency": {"value": 5}}})
     second = json.dumps({"sort": {"latency": {"value": 2}}})

@@ -81,6 +81,9 @@ class JudgmentLater:
     already)."""
     rest: tuple[reports.MetricValue, ...] = ()
     """Its metrics not stored yet, stored before the judgment (``metric_parts``)."""
+    before: tuple[reports.MetricValue, ...] = ()
+    """The results stored ahead of ``rest`` (its first part): ``metric_parts.metrics_rest``
+    numbers the rest's results of the same metric after them."""
     project_id: int | None = None
     """A direct run's project, where its ``rest`` is stored (a job names its own)."""
 
@@ -158,7 +161,7 @@ async def judge_later(db: Database, later: JudgmentLater, now: dt.datetime) -> J
     written = Written()
     if later.rest:
         try:
-            rest = await metrics_rest(db, later.owner(), later.rest, now)
+            rest = await metrics_rest(db, later.owner(), later.rest, now, later.before)
         except Exception:
             log.exception("storing report %s's metrics failed", later.report_id)
             rest = None

@@ -15,8 +15,9 @@ stored twice.
 from __future__ import annotations
 
 import asyncio
+import collections
 import datetime as dt
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import NamedTuple
 
 from sqlalchemy.engine import Connection
@@ -58,7 +59,11 @@ def job_owner(job: jobs.JobRow) -> Owner:
 
 
 def _store_part(
-    conn: Connection, owner: Owner, part: list[reports.MetricValue], now: dt.datetime
+    conn: Connection,
+    owner: Owner,
+    part: list[reports.MetricValue],
+    now: dt.datetime,
+    earlier: Mapping[reports.MetricKey, int],
 ) -> list[reports.StoredMetric] | None:
     """One part stored (those of its metrics the report lacks); None, with nothing written,
     when the job left ``completed`` or the report no longer awaits its judgment (judged by
@@ -70,7 +75,7 @@ def _store_part(
     )
     if not locked:
         return None
-    return reports.metrics_add_missing(conn, owner.report_id, owner.project_id, part, now)
+    return reports.metrics_add_missing(conn, owner.report_id, owner.project_id, part, now, earlier)
 
 
 async def metrics_rest(
@@ -78,17 +83,23 @@ async def metrics_rest(
     owner: Owner,
     rest: Sequence[reports.MetricValue],
     now: dt.datetime,
+    before: Sequence[reports.MetricValue] = (),
 ) -> list[reports.StoredMetric] | None:
     """Store ``rest`` of ``owner``'s metrics, ``METRIC_PART`` a write transaction (all in one
     where writers run concurrently); their stored metrics, or None when the job left
-    ``completed`` or the report was judged meanwhile (the rest is not stored)."""
+    ``completed`` or the report was judged meanwhile (the rest is not stored). ``before``:
+    the results stored ahead of ``rest`` (its first part), so that a result of the same
+    metric as one of them is a metric of its own (``reports.metrics_add_missing``)."""
     stored: list[reports.StoredMetric] = []
+    earlier = collections.Counter(reports.metric_key(value) for value in before)
     step = max(len(rest), 1) if db.capabilities.concurrent_writers else METRIC_PART
     for start in range(0, len(rest), step):
         if start:
             await asyncio.sleep(0)  # an inline write does not yield by itself
-        part = await db.write(_store_part, owner, list(rest[start : start + step]), now)
+        values = list(rest[start : start + step])
+        part = await db.write(_store_part, owner, values, now, earlier)
         if part is None:
             return None
         stored += part
+        earlier.update(reports.metric_key(value) for value in values)
     return stored

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import collections
 import datetime as dt
 import functools
 import json
 import uuid
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -547,40 +548,80 @@ _HOLDS_METRICS = (
     sa.select(metric.c.id).where(metric.c.report_id == sa.bindparam("report_id")).limit(1)
 )
 """A first store holds none: its metrics are not looked up (a long list on PostgreSQL)."""
-_STORED_AMONG = sa.select(*_STORED_METRIC, metric.c.iteration).where(
-    # one probe of index_metric_benchmark_measure_report a (benchmark, measure)
-    sa.tuple_(metric.c.benchmark_id, metric.c.measure_id).in_(
-        sa.bindparam("series", expanding=True)
-    ),
-    metric.c.report_id == sa.bindparam("report_id"),
+_STORED_AMONG = (
+    sa.select(*_STORED_METRIC, metric.c.iteration)
+    .where(
+        # one probe of index_metric_benchmark_measure_report a (benchmark, measure)
+        sa.tuple_(metric.c.benchmark_id, metric.c.measure_id).in_(
+            sa.bindparam("series", expanding=True)
+        ),
+        metric.c.report_id == sa.bindparam("report_id"),
+    )
+    .order_by(metric.c.id)
 )
 """Bound with ``IN_LIST_CHUNK`` series at most: two parameters each, where PostgreSQL takes
 65,535 a statement and SQLite 32,766."""
 
+MetricKey = tuple[str, str, int]
+"""A result's metric by name (``metric_key``)."""
 
-def _metric_key(row: dict[str, Any]) -> tuple[int, int, int]:
+
+def metric_key(value: MetricValue) -> MetricKey:
+    """The metric a result makes in its report: its benchmark's name without an ignore
+    suffix, its measure's slug, its iteration (each names one row: ``_metric_rows``)."""
+    name, _ = without_ignore_suffix(value.benchmark)
+    return name, measure_spec(value.measure).slug, value.iteration
+
+
+def _metric_key(row: Any) -> tuple[int, int, int]:
     return int(row["benchmark_id"]), int(row["measure_id"]), int(row["iteration"])
 
 
+def _held(conn: Connection, report_id: int, rows: list[dict[str, Any]]) -> dict[Any, list[Any]]:
+    """The report's metrics of the series of ``rows``, by (benchmark, measure, iteration),
+    each key's in the order they were stored."""
+    held: dict[Any, list[Any]] = {}
+    if conn.execute(_HOLDS_METRICS, {"report_id": report_id}).first() is None:
+        return held
+    series = sorted({(r["benchmark_id"], r["measure_id"]) for r in rows})
+    for start in range(0, len(series), IN_LIST_CHUNK):
+        chunk = series[start : start + IN_LIST_CHUNK]
+        for found in conn.execute(_STORED_AMONG, {"report_id": report_id, "series": chunk}):
+            held.setdefault(_metric_key(found._mapping), []).append(found)
+    return held
+
+
 def metrics_add_missing(
-    conn: Connection, report_id: int, project_id: int, values: list[MetricValue], now: dt.datetime
+    conn: Connection,
+    report_id: int,
+    project_id: int,
+    values: list[MetricValue],
+    now: dt.datetime,
+    earlier: Mapping[MetricKey, int] | None = None,
 ) -> list[StoredMetric]:
-    """``metrics_add`` of those of ``values`` the report does not hold yet, a metric being its
-    (benchmark, measure, iteration): a report stored in parts, or again after a stop half-way
-    (``processing.metric_parts``), never holds one twice. The metrics of ``values`` as stored,
-    in their order. Sound where the report's writers run one after another: SQLite's, or
-    those holding its job's row (``jobs.job_lock_completed``)."""
+    """``metrics_add`` of those of ``values`` the report does not hold yet: a report stored
+    in parts, or again after a stop half-way (``processing.metric_parts``), never holds one
+    twice. The metrics of ``values`` as stored, in their order.
+
+    A metric is its (benchmark, measure, iteration) and its place among the results of the
+    same one (``metric_key``): two results of one (names equal without an ignore suffix) are
+    two metrics, as ``metrics_add`` stores them, whichever parts they fall in. The n-th
+    result of a key, counted from the report's first result (``earlier`` counts those of
+    the parts before ``values``), is the report's n-th metric of it in the order stored.
+    Sound where the report's writers run one after another: SQLite's, or those holding its
+    job's row (``jobs.job_hold_completed``)."""
     rows, never_alerts = _metric_rows(conn, report_id, project_id, values, now)
     if not rows:
         return []
+    held = _held(conn, report_id, rows)
+    seen = collections.Counter(earlier or {})
     found: list[Any] = []
-    if conn.execute(_HOLDS_METRICS, {"report_id": report_id}).first() is not None:
-        series = sorted({(r["benchmark_id"], r["measure_id"]) for r in rows})
-        for start in range(0, len(series), IN_LIST_CHUNK):
-            chunk = series[start : start + IN_LIST_CHUNK]
-            found += conn.execute(_STORED_AMONG, {"report_id": report_id, "series": chunk})
-    held = {(int(r.benchmark_id), int(r.measure_id), int(r.iteration)): r for r in found}
-    new = [k for k, row in enumerate(rows) if _metric_key(row) not in held]
+    for value, row in zip(values, rows, strict=True):
+        key = metric_key(value)
+        same = held.get(_metric_key(row), [])
+        found.append(same[seen[key]] if seen[key] < len(same) else None)
+        seen[key] += 1
+    new = [k for k, row in enumerate(found) if row is None]
     inserted = (
         _insert_metrics(
             conn,
@@ -594,10 +635,10 @@ def metrics_add_missing(
     ids = dict(zip(new, (m.id for m in inserted), strict=True))
     return [
         StoredMetric(
-            ids[k] if k in ids else int(held[_metric_key(row)].id),
+            ids[k] if k in ids else int(found[k].id),
             row["benchmark_id"],
             row["measure_id"],
-            row["value"] if k in ids else float(held[_metric_key(row)].value),
+            row["value"] if k in ids else float(found[k].value),
             never_alerts[k],
         )
         for k, row in enumerate(rows)

@@ -306,7 +306,12 @@ async def submit_run(
                 # results kept until then, for recovery to judge it if a stop comes first
                 pending_judgments.keep(conn, report_id, direct_kept)
                 later = JudgmentLater(
-                    report_id, tuple(stored), noisy=False, rest=tuple(rest), project_id=project.id
+                    report_id,
+                    tuple(stored),
+                    noisy=False,
+                    rest=tuple(rest),
+                    before=tuple(part),
+                    project_id=project.id,
                 )
                 return _Submitted(report_id, None, None, judge=later, now=now)
             view = new_report_view(conn, report_id, None, with_metrics=True)
