@@ -27,7 +27,14 @@ from benchrunner.server.config import ServerSettings
 from benchrunner.server.context import ServerContext
 from benchrunner.server.processing import judgment, metric_parts
 from benchrunner.server.processing.metric_parts import METRIC_PART
-from benchrunner.server.processing.processor import INLINE_PARSE_BYTES, Processor, byte_batches
+from benchrunner.server.processing.processor import (
+    INLINE_PARSE_BYTES,
+    Processor,
+    byte_batches,
+    measure_job,
+    measured_with_noise,
+    write_processed,
+)
 from benchrunner.server.processing.results import measure_output
 from benchrunner.server.store import alerts, jobs, reports, thresholds
 from benchrunner.server.store.engine import Database
@@ -404,6 +411,65 @@ def test_a_job_requeued_while_it_is_judged_is_judged_once(setup: Setup) -> None:
     assert requeued
     assert setup.outcome(stepped) == (JobStatus.PROCESSED, None, 1, 1)
     assert _judged_state(setup, stepped) == (1, 1)
+
+
+def _judgment_begun_and_stopped(setup: Setup, job_id: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A processor stores the job's metrics and its judgment stops there (its replica died):
+    the job stays ``completed`` with its metrics stored."""
+
+    async def stopped(*_args: object) -> None:
+        raise _Stopped
+
+    with monkeypatch.context() as patched:
+        patched.setattr("benchrunner.server.processing.processor.judge_later", stopped)
+        with pytest.raises(_Stopped):
+            asyncio.run(Processor(setup.ctx).process([job_id]))
+    assert setup.outcome(job_id) == (JobStatus.COMPLETED, None, 1, 0)
+
+
+def test_a_processor_that_read_a_job_before_its_judgment_began_elsewhere_stores_nothing(
+    setup: Setup, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Processor B reads the job and its report (no metrics stored); then processor A stores
+    its metrics and begins its judgment, and the series' threshold is deleted. B finds no
+    threshold to judge them, so it would store them and move the job in one write: its move
+    finds the job's row changed since B read it (A's write touched it) and nothing is
+    written. The judgment again (recovery) keeps one set of metrics."""
+    job_id = setup.completed_job(GOOD)
+    _threshold_on_the_series(setup, job_id)
+    db = setup.ctx.db
+    [job] = db.read_sync(jobs.jobs_completed_among, [job_id])
+    parsing = db.read_sync(reports.reports_parsing, [job.report_id])[job.report_id]
+    assert not parsing.metrics_stored
+    _judgment_begun_and_stopped(setup, job_id, monkeypatch)
+
+    def delete_the_threshold(conn: sa.Connection) -> bool:
+        thresholds.threshold_delete(conn, conn.execute(sa.select(threshold.c.id)).scalar_one())
+        return thresholds.series_has_thresholds(conn, parsing.branch_id, parsing.testbed_id)
+
+    assert not asyncio.run(db.write(delete_the_threshold))
+    measured = measure_job(None, parsing.adapter, parsing.average, parsing.fold, GOOD)
+    item = measured_with_noise(job, *measured, parsing)
+    assert asyncio.run(write_processed(db, item, setup.ctx.clock.now())) is None
+    assert setup.outcome(job_id) == (JobStatus.COMPLETED, None, 1, 0)
+    asyncio.run(Processor(setup.ctx).process([job_id]))
+    assert setup.outcome(job_id) == (JobStatus.PROCESSED, None, 1, 1)
+
+
+def test_a_job_whose_judgment_wrote_lately_is_re_queued_only_once_it_falls_silent(
+    setup: Setup, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The sweeper re-queues the jobs left ``completed`` since before its cutoff: not one
+    whose judgment wrote since (it is under way on a live replica), but the same one once
+    the judgment has written nothing since the cutoff (its replica died)."""
+    job_id = setup.completed_job(GOOD)
+    _threshold_on_the_series(setup, job_id)
+    db = setup.ctx.db
+    begun = setup.ctx.clock.now()
+    _judgment_begun_and_stopped(setup, job_id, monkeypatch)
+    assert job_id not in db.read_sync(jobs.jobs_completed_unprocessed, begun, 10)
+    silent_since = setup.ctx.clock.now()
+    assert db.read_sync(jobs.jobs_completed_unprocessed, silent_since, 10) == [job_id]
 
 
 def _many_output(count: int) -> bytes:

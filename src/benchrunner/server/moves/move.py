@@ -90,6 +90,10 @@ class Move:
     log: LogTail | None = None
     """The job's last live-log chunks, stored in the move's transaction ahead of it (a move
     that ends a job the runner reported on)."""
+    unchanged: bool = False
+    """Only if the job's row is as ``job`` holds it (its ``modified`` unchanged): a
+    processor's move of a job whose judgment another began since it read it moves nothing
+    (``store.jobs.job_hold_completed``)."""
 
     @classmethod
     def running(cls, job: JobRow, runner_id: int, runner_slug: str, now: dt.datetime) -> Move:
@@ -165,6 +169,7 @@ def apply_reading(
         then=then,
         then_params=then_params,
         output=move.output,
+        read_modified=move.job.modified if move.unchanged else None,
     )
 
 

@@ -71,7 +71,7 @@ def _store_part(
     locked = (
         pending_judgments.lock_awaiting(conn, owner.report_id)
         if owner.job_id is None
-        else jobs.job_lock_completed(conn, owner.job_id)
+        else jobs.job_hold_completed(conn, owner.job_id, now)
     )
     if not locked:
         return None

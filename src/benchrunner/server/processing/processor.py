@@ -28,6 +28,7 @@ together only up to ``processing_batch_bytes``; the rest wait for the next batch
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import datetime as dt
 import logging
 import time
@@ -469,7 +470,10 @@ def record_processed(
 ) -> Recorded | None:
     """Store a completed job's metrics (or why it has none) in its report, and a duet job's
     verdict beside them; None, with nothing written, when the job is not ``completed``
-    (already processed elsewhere). ``parsing`` is its report's ``reports.reports_parsing`` row.
+    (already processed elsewhere) or, its metrics judged nowhere, when a judgment of them
+    began elsewhere since ``job`` was read (``Move.unchanged``): they are stored once
+    whatever ``parsing``, read before, said. ``parsing`` is its report's
+    ``reports.reports_parsing`` row.
 
     A job ``processed`` has its report judged (docs/reference/thresholds.md, "When"): one whose
     metrics some threshold judges stays ``completed``, and its judgment, returned for the
@@ -521,13 +525,15 @@ def record_processed(
     if to_judge:
         return _record_to_judge(conn, processed, values, finish, parsing, noisy)
     # The report's times and outcome, and on PostgreSQL its metrics, are written by the
-    # move's own statement.
+    # move's own statement. It moves the job only as this processor read it: a judgment
+    # another began since (``_record_to_judge``) touched it and stored its metrics.
+    unchanged = dataclasses.replace(processed, unchanged=True)
     metrics = reports.metrics_with_finish(conn, job.report_id, job.project_id, values, now)
     if metrics is None:
-        moved = apply_reading(conn, processed, reports.FINISH_AFTER_MOVE, finish)
+        moved = apply_reading(conn, unchanged, reports.FINISH_AFTER_MOVE, finish)
     else:
         with_metrics = {**finish, **metrics.params()}
-        moved = apply_reading(conn, processed, reports.FINISH_WITH_METRICS_AFTER_MOVE, with_metrics)
+        moved = apply_reading(conn, unchanged, reports.FINISH_WITH_METRICS_AFTER_MOVE, with_metrics)
     if moved is None:
         return None
     if duet is not None and duets.duet_add(conn, job.report_id, job.project_id, duet, now):
@@ -563,10 +569,10 @@ def _record_to_judge(
     """``record_processed`` of a job whose metrics a threshold may judge, or too many to
     store in one short write (``metric_parts``): their first part stored (those the report
     does not hold yet), the rest and the move left to its judgment when there is a rest or
-    a threshold judges them. The job's row is locked first, so that a second processor of it
-    finds them stored."""
+    a threshold judges them. The job's row is locked (and touched) first, so that a second
+    processor of it finds them stored, or, having read it before, moves nothing."""
     job = processed.job
-    if not jobs.job_lock_completed(conn, job.id):
+    if not jobs.job_hold_completed(conn, job.id, processed.now):
         return None
     reports.report_finish(conn, finish)
     part, rest = first_part(conn, values)

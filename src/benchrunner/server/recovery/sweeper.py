@@ -16,8 +16,9 @@ the table small and need not cost a write at every sweep. And it re-queues for p
 jobs left ``completed`` for longer than the heartbeat timeout: their results were stored, but
 the replica that took them died before its processor got to them (or before their report's
 judgment moved them, their metrics stored: those are judged, not stored again, by
-``processing.processor.record_processed``). Processing is a guarded
-transition, so a job re-queued twice is processed once, and it ends every job it reads
+``processing.processor.record_processed``; each write storing a judged job's metrics touches it,
+``store.jobs.job_hold_completed``, so a judgment under way is not re-queued). Processing is a
+guarded transition, so a job re-queued twice is processed once, and it ends every job it reads
 ``processed`` (with the error on the report when its output is unusable), so no job is
 re-queued forever. So it hands the processor the direct runs' reports left awaiting their
 judgment as long (``store.pending_judgments``): stored, but not judged before their server

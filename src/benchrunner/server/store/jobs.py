@@ -424,18 +424,22 @@ def jobs_completed_among(conn: Connection, job_ids: list[int]) -> list[JobRow]:
     return [JobRow.from_row(r) for r in conn.execute(_COMPLETED_AMONG, {"ids": job_ids})]
 
 
-_LOCK_COMPLETED = (
-    sa.select(job.c.id)
+_HOLD_COMPLETED = (
+    job.update()
     .where(job.c.id == sa.bindparam("job_id"), job.c.status == int(JobStatus.COMPLETED))
-    .with_for_update()
+    .values(modified=sa.bindparam("now"))
+    .returning(job.c.id)
 )
 
 
-def job_lock_completed(conn: Connection, job_id: int) -> bool:
+def job_hold_completed(conn: Connection, job_id: int, now: dt.datetime) -> bool:
     """Whether the job is still ``completed``, its row locked until the transaction ends where
     writers run concurrently (PostgreSQL), so that two processors of it write one after the
-    other (SQLite's writers always do)."""
-    return conn.execute(_LOCK_COMPLETED, {"job_id": job_id}).first() is not None
+    other (SQLite's writers always do), and its ``modified`` set to ``now``. Each write
+    storing its metrics for its judgment holds it so: the sweeper re-queues it only once those
+    writes have stopped, as a dead replica's do (``jobs_completed_unprocessed``), and a
+    processor that read it before moves nothing (``Move.unchanged``)."""
+    return conn.execute(_HOLD_COMPLETED, {"job_id": job_id, "now": now}).first() is not None
 
 
 _UNPROCESSED = (
@@ -447,7 +451,8 @@ _UNPROCESSED = (
 
 
 def jobs_completed_unprocessed(conn: Connection, cutoff: dt.datetime, limit: int) -> list[int]:
-    """Ids of jobs ``completed`` since before ``cutoff`` and still not processed: their
+    """Ids of jobs ``completed`` since before ``cutoff`` and still not processed, no write of
+    their metrics for their judgment since then either (``job_hold_completed``): their
     results are stored, but the replica that would have processed them died."""
     return list(conn.execute(_UNPROCESSED, {"cutoff": cutoff, "limit": limit}).scalars())
 

@@ -118,12 +118,16 @@ def _guarded_update(
     columns: tuple[str, ...],
     runner_guard: bool,
     job_id: sa.ColumnElement[Any] | None = None,
+    unchanged: bool = False,
 ) -> sa.Update:
     """``UPDATE job SET status = target ... WHERE id = :job_id AND status IN (sources)``,
     returning the id when the job moved; ``job_id``: the job's id as the statement chooses it
-    (``Pick``) instead of bound."""
+    (``Pick``) instead of bound; ``unchanged``: only if its ``modified`` is still
+    ``:read_modified``."""
     allowed = sorted(int(s) for s in sources_of(target))
     guard = [job.c.runner_id == sa.bindparam("owner_id")] if runner_guard else []
+    if unchanged:
+        guard.append(job.c.modified == sa.bindparam("read_modified"))
     chosen = sa.bindparam("job_id") if job_id is None else job_id
     return (
         job.update()
@@ -201,6 +205,7 @@ class _Shape:
     output: Capabilities | None = None
     """The engine whose insert writes the job's output row in the statement (None: none)."""
     pick: Pick | None = None
+    unchanged: bool = False
 
 
 @functools.cache
@@ -211,7 +216,9 @@ def _one_statement(shape: _Shape) -> Direct:
     query reads them, and allows only at the top level). A row comes back only if the job
     moved."""
     picked = None if shape.pick is None else shape.pick.job_id
-    moved = _guarded_update(shape.target, shape.columns, shape.runner_guard, picked).cte("moved")
+    moved = _guarded_update(
+        shape.target, shape.columns, shape.runner_guard, picked, shape.unchanged
+    ).cte("moved")
     written = _events_of(moved, shape.events).returning(job_event.c.job_id).cte("written")
     if shape.pick is not None:  # a row whether or not the job moved: no guard on the read
         return Direct(
@@ -238,10 +245,12 @@ def _one_statement(shape: _Shape) -> Direct:
 
 
 @functools.cache
-def _update_alone(target: JobStatus, columns: tuple[str, ...], runner_guard: bool) -> Direct:
+def _update_alone(
+    target: JobStatus, columns: tuple[str, ...], runner_guard: bool, unchanged: bool
+) -> Direct:
     """SQLite: the guarded update alone (it has no data-modifying CTEs); the event rows and
     the read follow it as statements of their own, which cost SQLite no round trip."""
-    return Direct(_guarded_update(target, columns, runner_guard))
+    return Direct(_guarded_update(target, columns, runner_guard, unchanged=unchanged))
 
 
 def transition(
@@ -257,9 +266,12 @@ def transition(
     then: Direct | Guarded | None = None,
     then_params: Mapping[str, Any] | None = None,
     output: bytes | None = None,
+    read_modified: dt.datetime | None = None,
 ) -> Any | None:
     """The one status change of the store: compare-and-set the job to ``target`` (only if it
-    is ``runner_id``'s, when given), setting the columns of ``values`` too, and write
+    is ``runner_id``'s, when given; only if its ``modified`` is still ``read_modified``,
+    when given: nothing changed the row since the caller read it), setting the columns of
+    ``values`` too, and write
     ``events`` (at least one). With ``notify`` (a ``(channel, payload)``), PostgreSQL also
     notifies it on commit; with ``output``, the moved job's ``job_output`` row is written (or
     replaced); with ``then`` (a ``SELECT``, or a ``Guarded`` write and its read), its first
@@ -281,6 +293,8 @@ def transition(
     }
     if runner_id is not None:
         params["owner_id"] = runner_id
+    if read_modified is not None:
+        params["read_modified"] = read_modified
     if capabilities.of(conn).writes_in_ctes:
         select: sa.Select[Any] | Guarded | None = None
         if isinstance(then, Guarded):
@@ -298,6 +312,7 @@ def transition(
             select,
             None if output is None else engine,
             pick,
+            read_modified is not None,
         )
         if output is not None:
             params[job_outputs.OUTPUT_PARAM] = output
@@ -311,7 +326,8 @@ def transition(
         return _one_statement(shape).first(conn, params)
     assert pick is None, "a statement that picks its job writes in CTEs"
     assert isinstance(job_id, int)
-    moved = _update_alone(target, columns, runner_id is not None).first(conn, params)
+    unchanged = read_modified is not None
+    moved = _update_alone(target, columns, runner_id is not None, unchanged).first(conn, params)
     if moved is None:
         return None
     for event in events:
