@@ -7,11 +7,13 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, TypeVar
 
 from benchrunner.core.clock import MonotonicClock
 
 log = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 
 async def cancel_and_wait(task: asyncio.Task[Any] | None) -> None:
@@ -26,6 +28,26 @@ async def cancel_and_wait(task: asyncio.Task[Any] | None) -> None:
     except asyncio.CancelledError:
         if current is not None and current.cancelling() > cancelling:
             raise  # the caller itself is being cancelled: that is not ours to swallow
+
+
+async def finish_first(step: Awaitable[T]) -> T:
+    """``step``'s result, ``step`` run to its end even when the caller is cancelled meanwhile:
+    a write whose commit may land must not lose what it committed. The cancellation is asked
+    again once ``step`` ended, so the caller ends cancelled all the same, at its next await
+    (or as it returns)."""
+    task = asyncio.ensure_future(step)
+    swallowed = 0
+    while not task.done():
+        try:
+            await asyncio.wait({task})
+        except asyncio.CancelledError:
+            swallowed += 1
+    current = asyncio.current_task()
+    if swallowed and current is not None:
+        for _ in range(swallowed):
+            current.uncancel()
+        current.cancel()
+    return task.result()
 
 
 async def repeat(

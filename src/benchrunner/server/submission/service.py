@@ -59,6 +59,7 @@ from benchrunner.server.submission.images import (
     job_spec,
 )
 from benchrunner.server.submission.projects import resolve_project
+from benchrunner.server.tasks import finish_first
 from benchrunner.server.views.report_json import (
     created_report_view,
     full_report_view,
@@ -370,8 +371,8 @@ async def submit_run(
     # PostgreSQL: the hand-off's claim in the job's insert, or as one statement after the
     # commit where the insert may not make it (``claim_apart``).
     claim_apart = hand_off is not None and ctx.db.capabilities.writes_in_ctes
-    # Shielded, and its outcome handed over by a callback: a request cancelled while a
-    # database thread commits must not lose what the commit claimed.
+    # Shielded, and its outcome handed over whatever ends it (``report``): a request
+    # cancelled while a database thread commits must not lose what the commit claimed.
     # A submission that writes nothing but its report, job and events (its lookups cached,
     # or found: a missing branch or testbed is created, as a retry would create it) is one
     # statement on PostgreSQL, run in autocommit (docs/explanation/lookups-cache.md). A
@@ -388,21 +389,33 @@ async def submit_run(
         and body.bisect_image is None
     )
 
+    reported = False
+
+    def report(outcome: _Submitted | None) -> None:
+        """The hand-off's outcome, told once: the runner reserved never stays reserved."""
+        nonlocal reported
+        if not reported:
+            reported = True
+            hand_offs.written(hand_off, plan.spec, outcome)
+
     async def write_and_claim() -> _Submitted:
         db = ctx.db
+        submitted: _Submitted | None = None
         try:
-            submitted = await (db.write_each if alone else db.write)(unit)
+            # Each step ends even if this task is cancelled meanwhile (a server stopping):
+            # what it committed, the job and its claim, reaches ``written``.
+            submitted = await finish_first((db.write_each if alone else db.write)(unit))
             claimed = hand_off is None or hand_off.claim is not None
             if claim_apart and not claimed and submitted.now is not None:
                 assert hand_off is not None
-                await hand_offs.claim_apart(db, hand_off, submitted.now)
-        except BaseException:
-            hand_offs.written(hand_off, plan.spec, None)
-            raise
-        hand_offs.written(hand_off, plan.spec, submitted)
+                await finish_first(hand_offs.claim_apart(db, hand_off, submitted.now))
+        finally:
+            report(submitted)
         return submitted
 
-    submitted = await asyncio.shield(asyncio.ensure_future(write_and_claim()))
+    writing = asyncio.ensure_future(write_and_claim())
+    writing.add_done_callback(lambda _: report(None))  # cancelled before its first step
+    submitted = await asyncio.shield(writing)
     if submitted.job_uuid is not None:
         await hand_offs.delivered(hand_off)
     if submitted.created is not None:
