@@ -398,17 +398,21 @@ async def submit_run(
             reported = True
             hand_offs.written(hand_off, plan.spec, outcome)
 
-    async def write_and_claim() -> _Submitted:
+    async def write_then_claim() -> _Submitted:
         db = ctx.db
+        submitted = await (db.write_each if alone else db.write)(unit)
+        claimed = hand_off is None or hand_off.claim is not None
+        if claim_apart and not claimed and submitted.now is not None:
+            assert hand_off is not None
+            await hand_offs.claim_apart(db, hand_off, submitted.now)
+        return submitted
+
+    async def write_and_claim() -> _Submitted:
         submitted: _Submitted | None = None
         try:
-            # Each step ends even if this task is cancelled meanwhile (a server stopping):
+            # Run to its end even if this task is cancelled meanwhile (a server stopping):
             # what it committed, the job and its claim, reaches ``written``.
-            submitted = await finish_first((db.write_each if alone else db.write)(unit))
-            claimed = hand_off is None or hand_off.claim is not None
-            if claim_apart and not claimed and submitted.now is not None:
-                assert hand_off is not None
-                await finish_first(hand_offs.claim_apart(db, hand_off, submitted.now))
+            submitted = await finish_first(write_then_claim())
         finally:
             report(submitted)
         return submitted
