@@ -26,7 +26,8 @@ from benchrunner.protocol import IterationResult, JsonJobOutput
 from benchrunner.server.blobs.blob_store import READ_CHUNK, LocalBlobStore, job_output_key
 from benchrunner.server.config import ServerSettings
 from benchrunner.server.context import ServerContext
-from benchrunner.server.processing import judgment, metric_parts
+from benchrunner.server.processing import judgment, metric_parts, processor
+from benchrunner.server.processing.judgment import JudgmentLater
 from benchrunner.server.processing.metric_parts import METRIC_PART
 from benchrunner.server.processing.processor import INLINE_PARSE_BYTES, Processor, byte_batches
 from benchrunner.server.processing.results import measure_output
@@ -267,8 +268,8 @@ def test_a_failing_evaluation_leaves_the_job_processed_with_its_metrics(
 
 
 class _Stopped(Exception):
-    """The server process stopped after the metrics' commit: ``Processor.process`` lets it
-    through, and nothing after it runs."""
+    """The server process stopped after the metrics' commit: nothing after it in the
+    judgment runs."""
 
 
 def _value_output(value: float) -> bytes:
@@ -330,8 +331,7 @@ def test_a_report_whose_judgment_was_interrupted_is_judged_on_recovery_once(
 
     with monkeypatch.context() as patched:
         patched.setattr("benchrunner.server.processing.processor.judge_later", stopped)
-        with pytest.raises(_Stopped):
-            asyncio.run(Processor(setup.ctx).process([stepped]))
+        asyncio.run(Processor(setup.ctx).process([stepped]))
     assert setup.outcome(stepped) == (JobStatus.COMPLETED, None, 1, 0)
     assert _judged_state(setup, stepped) == (0, 0)
     for _ in range(2):  # startup's recovery, then the sweeper's: the second finds it processed
@@ -357,8 +357,7 @@ def test_a_judgment_stopped_before_its_last_write_opens_its_confirmation_on_reco
 
     with monkeypatch.context() as patched:
         patched.setattr(judgment, "_judged", stopped)
-        with pytest.raises(_Stopped):
-            asyncio.run(Processor(setup.ctx).process([stepped]))
+        asyncio.run(Processor(setup.ctx).process([stepped]))
     assert judgment._judged is last_write
     assert setup.outcome(stepped)[0] == JobStatus.COMPLETED
     asyncio.run(Processor(setup.ctx).process([stepped]))
@@ -489,6 +488,38 @@ def test_a_judgment_failing_for_a_bug_moves_the_job_saying_so(
         "parsed 1 metrics; judgment failed: OverflowError: intermediate overflow in fsum"
     ]
     assert any(r.levelno == logging.ERROR and r.name.endswith("judgment") for r in caplog.records)
+
+
+def test_a_judgment_that_raises_leaves_its_job_and_judges_the_rest_of_the_batch(
+    setup: Setup, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The processor judges each report of a batch on its own: one whose judgment raises (its
+    last write failed) stays ``completed`` for the next try, the others are judged and
+    moved, and the batch is announced."""
+    first = setup.completed_job(_value_output(3.0))
+    failing = setup.completed_job(_value_output(30.0))
+    judged = setup.completed_job(_value_output(30.0))
+    _threshold_on_the_series(setup, first)
+    asyncio.run(Processor(setup.ctx).process([first]))
+    failing_report = setup.world.db.read_sync(jobs.job_get, failing)
+    assert failing_report is not None
+    judge_later = processor.judge_later
+
+    async def raising_for_one(db: Database, later: JudgmentLater, now: Any) -> Any:
+        if later.report_id == failing_report.report_id:
+            raise _Stopped
+        return await judge_later(db, later, now)
+
+    batches: list[list[int]] = []
+    with monkeypatch.context() as patched:
+        patched.setattr(processor, "judge_later", raising_for_one)
+        asyncio.run(Processor(setup.ctx, on_batch=batches.append).process([failing, judged]))
+    assert batches == [[failing, judged]]
+    assert setup.outcome(failing) == (JobStatus.COMPLETED, None, 1, 0)
+    assert setup.outcome(judged)[0] == JobStatus.PROCESSED
+    assert _judged_state(setup, judged)[0] == 1
+    asyncio.run(Processor(setup.ctx).process([failing]))
+    assert setup.outcome(failing) == (JobStatus.PROCESSED, None, 1, 1)
 
 
 def _many_output(count: int) -> bytes:

@@ -414,10 +414,16 @@ class Processor:
         """The judgments (and look-backs) of the reports just committed, each outside the
         write transaction but for its short writes (``judgment.judge_later``), each moving
         its job to ``processed``. A write that was rolled back leaves some here that never
-        committed: their metrics are gone and their jobs ``completed``, for the next try."""
+        committed: their metrics are gone and their jobs ``completed``, for the next try. A
+        judgment that raises (its last write failed) is logged and leaves its job
+        ``completed``, for the sweeper; the others are judged all the same."""
         pending, self._judgments = self._judgments, []
         for later in pending:
-            judged = await judge_later(self._ctx.db, later, self._ctx.clock.now())
+            try:
+                judged = await judge_later(self._ctx.db, later, self._ctx.clock.now())
+            except Exception:
+                log.exception("judging report %s failed; it is judged again", later.report_id)
+                continue
             if judged.moved and later.processed is not None:
                 self._moves.done(later.processed)
             self._confirming = self._confirming or judged.confirming
