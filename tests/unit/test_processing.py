@@ -27,7 +27,7 @@ from benchrunner.server.blobs.blob_store import READ_CHUNK, LocalBlobStore, job_
 from benchrunner.server.config import ServerSettings
 from benchrunner.server.context import ServerContext
 from benchrunner.server.processing import judgment, metric_parts, processor
-from benchrunner.server.processing.judgment import JudgmentLater
+from benchrunner.server.processing.judgment import JudgmentLater, judge_later
 from benchrunner.server.processing.metric_parts import METRIC_PART
 from benchrunner.server.processing.processor import INLINE_PARSE_BYTES, Processor, byte_batches
 from benchrunner.server.processing.results import measure_output
@@ -447,7 +447,7 @@ def test_a_judgment_the_database_cut_short_leaves_the_job_completed_to_be_judged
     async def unavailable(*_args: Any) -> Any:
         raise cause()
 
-    setup.ctx.db.read_apart = unavailable  # type: ignore[method-assign]
+    setup.ctx.db.read_apart = unavailable  # type: ignore[method-assign,assignment]
     try:
         with caplog.at_level(logging.WARNING, "benchrunner.server.processing.judgment"):
             asyncio.run(Processor(setup.ctx).process([stepped]))
@@ -503,7 +503,6 @@ def test_a_judgment_that_raises_leaves_its_job_and_judges_the_rest_of_the_batch(
     asyncio.run(Processor(setup.ctx).process([first]))
     failing_report = setup.world.db.read_sync(jobs.job_get, failing)
     assert failing_report is not None
-    judge_later = processor.judge_later
 
     async def raising_for_one(db: Database, later: JudgmentLater, now: Any) -> Any:
         if later.report_id == failing_report.report_id:
