@@ -131,7 +131,7 @@ class LiveLogs:
 
     async def take_job(self, job_id: int) -> Taken | None:
         """The job's pending chunks, taken out for the transaction of its terminal result
-        (``LogTail``, stored ahead of its move), or None when none are pending. Only if a
+        (``LogTail``, stored with its move), or None when none are pending. Only if a
         write under way took earlier chunks of this job does this wait for it (the tail must
         follow them); other jobs' writes never delay a result. All but the last
         ``BATCH_BYTES`` or so of what is pending are stored before this returns (``_parts``)."""

@@ -51,9 +51,10 @@ class PendingChunk:
 
 @dataclass
 class LogTail:
-    """A job's last pending chunks, stored in the transaction of the move that ends the job
-    (``moves.move.Move.log``, ``job_log_store_tail``), ahead of the move: no transaction of
-    their own, and a reader who sees the job finished sees its whole log."""
+    """A job's last pending chunks, stored with the move that ends the job
+    (``moves.move.Move.log``): in the move's own statement where the engine writes in CTEs
+    (``tail_after``), else ahead of it in its transaction (``job_log_store_tail``). No
+    transaction of their own, and a reader who sees the job finished sees its whole log."""
 
     job_id: int
     chunks: list[PendingChunk]
