@@ -76,10 +76,10 @@ def _metrics_table(rows: list[MetricRow]) -> Table:
 
 def job_summary(job: Job) -> str:
     config = job.config
-    if config.get("template"):
-        args = " ".join(f"{k}={v}" for k, v in (config.get("args") or {}).items())
-        return f"{config['template']} {args}".strip()
-    return str(config.get("digest") or "-")
+    if config.template:
+        args = " ".join(f"{k}={v}" for k, v in (config.args or {}).items())
+        return f"{config.template} {args}".strip()
+    return config.digest or "-"
 
 
 def failure_reason(job: Job) -> str:
