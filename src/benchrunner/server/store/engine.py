@@ -454,18 +454,7 @@ class Database:
         every such commit before it (group commit): a burst of results from many runners
         costs a few flushes, and no writer thread waits on the disk meanwhile
         (docs/explanation/results-safety.md)."""
-        if self.inline:
-            return await self.write(unit, *args, **kwargs)
-        grouped = self._acked_under_way > 0
-        self._acked_under_way += 1
-        try:
-            if not grouped:
-                return await self._hop(self._writer, self._write_held, unit, *args, **kwargs)
-            result = await self._hop(self._writer, self._write_lazy_held, unit, *args, **kwargs)
-            self.grouped_commits += 1
-            return result
-        finally:
-            self._acked_under_way -= 1
+        return await self._acked(self._write_held, self._write_lazy_held, unit, *args, **kwargs)
 
     async def write_acked_each(self, unit: Unit[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
         """``write_acked`` for a unit of one statement (a runner's ``completed``: its last
@@ -474,14 +463,28 @@ class Database:
         committed durably alone (``write_each``), or, beside another acknowledged write or a
         ``durable`` wait, without waiting for the disk, made durable by ``durable``'s shared
         flush. SQLite: ``write``."""
+        return await self._acked(self._read_held, self._deferred_held, unit, *args, **kwargs)
+
+    async def _acked(
+        self,
+        alone: Callable[Concatenate[Unit[P, T], P], T],
+        grouped: Callable[Concatenate[Unit[P, T], P], T],
+        unit: Unit[P, T],
+        /,
+        *args: P.args,
+        **kwargs: P.kwargs,
+    ) -> T:
+        """An acknowledged write: run by ``alone`` (committed durably) when no other one or
+        ``durable`` wait is under way, else by ``grouped`` (committed without waiting for the
+        disk, made durable by ``durable``'s shared flush)."""
         if self.inline:
             return await self.write(unit, *args, **kwargs)
-        grouped = self._acked_under_way > 0
+        beside_another = self._acked_under_way > 0
         self._acked_under_way += 1
         try:
-            if not grouped:
-                return await self._hop(self._writer, self._read_held, unit, *args, **kwargs)
-            result = await self._hop(self._writer, self._deferred_held, unit, *args, **kwargs)
+            if not beside_another:
+                return await self._hop(self._writer, alone, unit, *args, **kwargs)
+            result = await self._hop(self._writer, grouped, unit, *args, **kwargs)
             self.grouped_commits += 1
             return result
         finally:
