@@ -20,6 +20,7 @@ from benchrunner.server.store.arrays import unnested
 from benchrunner.server.store.conflicts import insert_or_skip
 from benchrunner.server.store.direct import Direct, insert_values
 from benchrunner.server.store.lookups_cache import cached_each, tag
+from benchrunner.server.store.metric_inserts import metric_ids_insert
 from benchrunner.server.store.samples import samples_add
 from benchrunner.server.store.tables import (
     benchmark,
@@ -348,7 +349,6 @@ class StoredMetric:
 
 
 _STORED_METRIC = (metric.c.id, metric.c.benchmark_id, metric.c.measure_id, metric.c.value)
-_INSERT_METRIC = metric.insert().returning(*_STORED_METRIC, sort_by_parameter_order=True)
 _INSERT_ONE_METRIC = Direct(
     insert_values(
         metric,
@@ -419,12 +419,11 @@ def _insert_metrics(
     never_alerts: list[bool],
 ) -> list[StoredMetric]:
     """Insert the metric ``rows`` of ``values`` (``_metric_rows``), their ids returned."""
-    inserted = list(
-        _INSERT_ONE_METRIC.all(conn, rows[0])
-        if len(rows) == 1
-        else conn.execute(_INSERT_METRIC, rows)
-    )
-    return _stored(conn, values, [row.id for row in inserted], rows, never_alerts)
+    if len(rows) == 1:
+        ids = [int(_INSERT_ONE_METRIC.all(conn, rows[0])[0].id)]
+    else:
+        ids = metric_ids_insert(conn, rows)
+    return _stored(conn, values, ids, rows, never_alerts)
 
 
 @dataclass(frozen=True)
