@@ -15,6 +15,7 @@ from sqlalchemy.engine import Connection
 
 from benchrunner.core import slugs
 from benchrunner.core.measures import measure_spec
+from benchrunner.core.time_ordered_ids import uuid7
 from benchrunner.server.store import capabilities
 from benchrunner.server.store.arrays import unnested
 from benchrunner.server.store.conflicts import insert_or_skip
@@ -369,14 +370,14 @@ _INSERT_ONE_METRIC = Direct(
 def _metric_rows(
     conn: Connection, report_id: int, project_id: int, values: list[MetricValue], now: dt.datetime
 ) -> tuple[list[dict[str, Any]], list[bool]]:
-    """The metric rows of ``values`` (their benchmarks and measures created if missing), and
-    for each whether it never alerts."""
+    """The metric rows of ``values`` (their benchmarks and measures created if missing; uuids
+    of the time ``now``, ``core.time_ordered_ids``), and for each whether it never alerts."""
     named = {m.benchmark: without_ignore_suffix(m.benchmark) for m in values}
     benchmarks = named_ids(conn, benchmark, project_id, (n for n, _ in named.values()), now)
     measures = measure_ids(conn, project_id, (m.measure for m in values), now)
     rows = [
         {
-            "uuid": uuid.uuid4(),
+            "uuid": uuid7(now),
             "report_id": report_id,
             "iteration": m.iteration,
             "benchmark_id": benchmarks[named[m.benchmark][0]],
