@@ -3,7 +3,9 @@ its report and first part of metrics commit in the request's write transaction, 
 them (on SQLite) and its judgment's boundaries and alerts in write transactions of their own
 after that commit, before the answer, which carries every metric and the alert. A stop before
 the judgment's last write leaves the report awaiting its judgment, its results kept, and the
-next server's processor stores what is missing and judges it, raising no alert twice. Both
+next server's processor stores what is missing and judges it, raising no alert twice; a
+judgment that fails after that commit is answered with the report as stored and finished by
+the same server's processor. Both
 engines, a real server in this process (its write engine's transactions observed)."""
 
 from __future__ import annotations
@@ -21,8 +23,12 @@ import pytest
 import sqlalchemy as sa
 
 from benchrunner.server.processing import judgment, metric_parts
+from benchrunner.server.processing.evaluation import judge_report
 from benchrunner.server.processing.metric_parts import METRIC_PART
 from benchrunner.server.store.tables import alert, metric, report
+from benchrunner.server.submission import direct_judgment
+from benchrunner.server.views.report_json import new_report_view
+from tests.database_errors import postgresql_refused, sqlite_busy, wrapped
 from tests.databases import fresh_database
 from tests.harness import wait_until
 from tests.inprocess import serve_in_process
@@ -205,46 +211,51 @@ def test_a_direct_run_whose_judgment_a_stop_cut_short_is_finished_by_the_next_se
 ) -> None:
     """docs/decisions/processing.md: a direct run's report awaits its judgment, its results
     kept, until the judgment's last write. Cut short between its parts (the rest not stored)
-    or before that last write (its alert raised), the next server's processor stores the
-    metrics missing, each once, and judges them, the alert raised once."""
+    or before that last write (its alert raised), until the server stops, the answer is the
+    report as stored, and the next server's processor stores the metrics missing, each once,
+    and judges them, the alert raised once."""
     with fresh_database(engine, tmp_path) as url:
-        with (
-            serve_in_process(tmp_path, url) as server,
-            httpx.Client(
-                base_url=server.url,
-                headers={"Authorization": f"Bearer {server.token}"},
-                timeout=60,
-            ) as http,
-        ):
-            _history(http)
-            with monkeypatch.context() as patched:
-                if cut == "between parts":
-                    store_part = metric_parts._store_part
+        with monkeypatch.context() as patched:
+            if cut == "between parts":
+                store_part = metric_parts._store_part
 
-                    def stopped_at_the_second(*args: Any) -> Any:
-                        parts.append(len(args[2]))
-                        if len(parts) == 2:
-                            raise _Stopped
-                        return store_part(*args)
-
-                    parts: list[int] = []
-                    patched.setattr(metric_parts, "_store_part", stopped_at_the_second)
-                else:
-
-                    def stopped(*_args: Any) -> Any:
+                def stopped_from_the_second(*args: Any) -> Any:
+                    parts.append(len(args[2]))
+                    if len(parts) >= 2:
                         raise _Stopped
+                    return store_part(*args)
 
+                parts: list[int] = []
+            else:
+
+                def stopped(*_args: Any) -> Any:
+                    raise _Stopped
+
+            with (
+                serve_in_process(tmp_path, url) as server,
+                httpx.Client(
+                    base_url=server.url,
+                    headers={"Authorization": f"Bearer {server.token}"},
+                    timeout=60,
+                ) as http,
+            ):
+                _history(http)
+                # patched until the server stopped: its processor's retry stops there too
+                if cut == "between parts":
+                    patched.setattr(metric_parts, "_store_part", stopped_from_the_second)
+                else:
                     patched.setattr(judgment, "_judged", stopped)
                 answer = _post(http, 4, 130.0)
+        assert answer.status_code == 201, answer.text
+        found = answer.json()
+        report_uuid = found["uuid"]
         if cut == "between parts":
-            assert parts == [METRIC_PART, METRIC_PART]
-            assert answer.status_code == 201, answer.text
-            report_uuid = answer.json()["uuid"]
+            assert parts[:2] == [METRIC_PART, METRIC_PART]
             # the first part with the report, the second's write stopped: nothing judged yet
+            assert _answered_metrics(found) == 2 * METRIC_PART and found["alerts"] == []
             assert _stored(url, report_uuid) == Stored(2 * METRIC_PART, 2 * METRIC_PART, 0, True)
         else:
-            assert answer.status_code == 500, answer.text
-            report_uuid = _report_of_minute(url, 4)
+            assert _answered_metrics(found) == BENCHMARKS and len(found["alerts"]) == 1
             assert _stored(url, report_uuid) == Stored(BENCHMARKS, BENCHMARKS, 1, True)
         with serve_in_process(tmp_path, url, setup=False):
             wait_until(
@@ -253,6 +264,80 @@ def test_a_direct_run_whose_judgment_a_stop_cut_short_is_finished_by_the_next_se
                 message="the report judged by the next server",
             )
         assert _stored(url, report_uuid) == Stored(BENCHMARKS, BENCHMARKS, 1, False)
+
+
+@pytest.mark.parametrize(
+    ("engine", "cut"),
+    [
+        ("sqlite", "storing the rest"),
+        ("sqlite", "judging"),
+        ("postgresql", "judging"),
+        ("sqlite", "the last write"),
+        ("postgresql", "the last write"),
+        ("sqlite", "reading it back"),
+        ("postgresql", "reading it back"),
+    ],
+)
+def test_a_direct_run_whose_judgment_fails_after_its_commit_is_answered_and_judged_later(
+    engine: str, cut: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """docs/decisions/processing.md: once its request's transaction committed, the run is
+    stored and its request never fails (a client would retry it and store the run twice). The
+    database failing for a moment while the rest of its metrics are stored, while it is judged
+    or in the judgment's last write, the answer is the report as stored (read back), and the
+    same server's processor, handed it at once, stores what is missing and judges it, without
+    the sweeper (slowed here to an hour) or a restart. Should even the read back fail, the
+    answer is the report as its request's write left it, without its metrics."""
+    with (
+        fresh_database(engine, tmp_path) as url,
+        serve_in_process(tmp_path, url) as server,
+        httpx.Client(
+            base_url=server.url, headers={"Authorization": f"Bearer {server.token}"}, timeout=60
+        ) as http,
+    ):
+        _history(http)
+        failed: list[str] = []
+
+        def once(real: Any) -> Any:
+            def failing_once(*args: Any, **kwargs: Any) -> Any:
+                if not failed:
+                    failed.append(cut)
+                    raise wrapped(sqlite_busy() if engine == "sqlite" else postgresql_refused())
+                return real(*args, **kwargs)
+
+            return failing_once
+
+        if cut == "storing the rest":
+            monkeypatch.setattr(metric_parts, "_store_part", once(metric_parts._store_part))
+        elif cut == "judging":
+            monkeypatch.setattr(judgment, "judge_report", once(judge_report))
+        elif cut == "the last write":
+            monkeypatch.setattr(judgment, "_judged", once(judgment._judged))
+        else:
+            monkeypatch.setattr(direct_judgment, "new_report_view", once(new_report_view))
+        answer = _post(http, 4, 130.0)
+        assert failed == [cut]
+        assert answer.status_code == 201, answer.text
+        found = answer.json()
+        # as stored when the judgment failed: the first part, or every metric and, once
+        # judged, the alert written before the last write
+        expected = {
+            "storing the rest": (METRIC_PART, 0),
+            "judging": (BENCHMARKS, 0),
+            "the last write": (BENCHMARKS, 1),
+            "reading it back": (0, 0),  # judged, but answered as its request's write left it
+        }[cut]
+        assert (_answered_metrics(found), len(found["alerts"])) == expected
+        report_uuid = found["uuid"]
+        wait_until(
+            lambda: not _stored(url, report_uuid).awaiting,
+            timeout=30,
+            message="the report judged in the background",
+        )
+        assert _stored(url, report_uuid) == Stored(BENCHMARKS, BENCHMARKS, 1, False)
+        again = http.get(f"/v0/projects/bench/reports/{report_uuid}")
+        assert again.status_code == 200, again.text
+        assert _answered_metrics(again.json()) == BENCHMARKS and len(again.json()["alerts"]) == 1
 
 
 def _report_of_minute(url: str, minute: int) -> str:

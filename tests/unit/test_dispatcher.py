@@ -348,3 +348,22 @@ def test_settled_once_the_claim_for_a_new_waiter_is_over() -> None:
         await dispatcher.stop()
 
     run(scenario)
+
+
+def test_not_settled_while_a_submission_claims_for_a_runner_it_reserved() -> None:
+    """A reserved runner leaves the waiting set while the submission's claim for it runs:
+    that claim still runs for a waiting runner, until its ``settle``."""
+
+    async def scenario() -> None:
+        dispatcher = finding_nothing([])
+        waiting = asyncio.create_task(dispatcher.wait_for_job(1, "a", frozenset({1}), None, 5))
+        await until(lambda: dispatcher.waiting == 1 and dispatcher.settled)
+        waiter = dispatcher.reserve(1, template=True)
+        assert waiter is not None and dispatcher.waiting == 0
+        assert not dispatcher.settled
+        dispatcher.settle(waiter, None)  # nothing claimed: it waits again
+        await until(lambda: dispatcher.waiting == 1 and dispatcher.settled)
+        waiting.cancel()
+        await dispatcher.stop()
+
+    run(scenario)

@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,7 +26,8 @@ from benchrunner.protocol import IterationResult, JsonJobOutput
 from benchrunner.server.blobs.blob_store import READ_CHUNK, LocalBlobStore, job_output_key
 from benchrunner.server.config import ServerSettings
 from benchrunner.server.context import ServerContext
-from benchrunner.server.processing import judgment, metric_parts
+from benchrunner.server.processing import judgment, metric_parts, processor
+from benchrunner.server.processing.judgment import JudgmentLater, judge_later
 from benchrunner.server.processing.metric_parts import METRIC_PART
 from benchrunner.server.processing.processor import INLINE_PARSE_BYTES, Processor, byte_batches
 from benchrunner.server.processing.results import measure_output
@@ -39,6 +41,7 @@ from benchrunner.server.store.tables import (
     report,
     threshold,
 )
+from tests.database_errors import SECRET, postgresql_refused, sqlite_busy, wrapped
 from tests.databases import with_schema
 from tests.unit.test_claim_policy import World
 
@@ -265,8 +268,8 @@ def test_a_failing_evaluation_leaves_the_job_processed_with_its_metrics(
 
 
 class _Stopped(Exception):
-    """The server process stopped after the metrics' commit: ``Processor.process`` lets it
-    through, and nothing after it runs."""
+    """The server process stopped after the metrics' commit: nothing after it in the
+    judgment runs."""
 
 
 def _value_output(value: float) -> bytes:
@@ -328,8 +331,7 @@ def test_a_report_whose_judgment_was_interrupted_is_judged_on_recovery_once(
 
     with monkeypatch.context() as patched:
         patched.setattr("benchrunner.server.processing.processor.judge_later", stopped)
-        with pytest.raises(_Stopped):
-            asyncio.run(Processor(setup.ctx).process([stepped]))
+        asyncio.run(Processor(setup.ctx).process([stepped]))
     assert setup.outcome(stepped) == (JobStatus.COMPLETED, None, 1, 0)
     assert _judged_state(setup, stepped) == (0, 0)
     for _ in range(2):  # startup's recovery, then the sweeper's: the second finds it processed
@@ -355,8 +357,7 @@ def test_a_judgment_stopped_before_its_last_write_opens_its_confirmation_on_reco
 
     with monkeypatch.context() as patched:
         patched.setattr(judgment, "_judged", stopped)
-        with pytest.raises(_Stopped):
-            asyncio.run(Processor(setup.ctx).process([stepped]))
+        asyncio.run(Processor(setup.ctx).process([stepped]))
     assert judgment._judged is last_write
     assert setup.outcome(stepped)[0] == JobStatus.COMPLETED
     asyncio.run(Processor(setup.ctx).process([stepped]))
@@ -404,6 +405,120 @@ def test_a_job_requeued_while_it_is_judged_is_judged_once(setup: Setup) -> None:
     assert requeued
     assert setup.outcome(stepped) == (JobStatus.PROCESSED, None, 1, 1)
     assert _judged_state(setup, stepped) == (1, 1)
+
+
+def _events(setup: Setup, job_id: int) -> list[str]:
+    """The messages of the job's ``processed`` events."""
+
+    def read(conn: sa.Connection) -> list[str]:
+        return list(
+            conn.execute(
+                sa.select(job_event.c.message).where(
+                    job_event.c.job_id == job_id, job_event.c.event_type == "job_processed"
+                )
+            ).scalars()
+        )
+
+    return setup.world.db.read_sync(read)
+
+
+@pytest.mark.parametrize(
+    "cause",
+    [
+        pytest.param(lambda: wrapped(sqlite_busy()), id="SQLite busy"),
+        pytest.param(lambda: wrapped(postgresql_refused()), id="PostgreSQL connection refused"),
+    ],
+)
+def test_a_judgment_the_database_cut_short_leaves_the_job_completed_to_be_judged_again(
+    setup: Setup,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+    cause: Callable[[], Exception],
+) -> None:
+    """A judgment whose read fails for a moment (``store.unavailable``) moves nothing: the
+    job stays ``completed``, a warning logged without the statement's parameters, and the
+    next try judges it, raising its alert (a real regression is never left unreported)."""
+    first = setup.completed_job(_value_output(3.0))
+    stepped = setup.completed_job(_value_output(30.0))
+    _threshold_on_the_series(setup, first)
+    asyncio.run(Processor(setup.ctx).process([first]))
+    read = setup.ctx.db.read_apart
+
+    async def unavailable(*_args: Any) -> Any:
+        raise cause()
+
+    setup.ctx.db.read_apart = unavailable  # type: ignore[method-assign,assignment]
+    try:
+        with caplog.at_level(logging.WARNING, "benchrunner.server.processing.judgment"):
+            asyncio.run(Processor(setup.ctx).process([stepped]))
+    finally:
+        del setup.ctx.db.read_apart
+    assert setup.ctx.db.read_apart == read
+    assert setup.outcome(stepped) == (JobStatus.COMPLETED, None, 1, 0)
+    assert _judged_state(setup, stepped) == (0, 0)
+    [warned] = [r for r in caplog.records if r.name.endswith("judgment")]
+    assert warned.levelno == logging.WARNING and warned.exc_info is None
+    assert "OperationalError" in warned.getMessage() and SECRET not in warned.getMessage()
+    asyncio.run(Processor(setup.ctx).process([stepped]))  # the sweeper's re-queue
+    assert setup.outcome(stepped) == (JobStatus.PROCESSED, None, 1, 1)
+    assert _judged_state(setup, stepped) == (1, 1)
+    assert _events(setup, stepped) == ["parsed 1 metrics"]
+
+
+def test_a_judgment_failing_for_a_bug_moves_the_job_saying_so(
+    setup: Setup, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A failure that is not the database's would recur on every try: the job moves to
+    ``processed`` with its metrics unjudged, its event saying the judgment failed and why, an
+    error logged."""
+    first = setup.completed_job(_value_output(3.0))
+    stepped = setup.completed_job(_value_output(30.0))
+    _threshold_on_the_series(setup, first)
+    asyncio.run(Processor(setup.ctx).process([first]))
+
+    def failing(*_args: object, **_kwargs: object) -> int:
+        raise OverflowError("intermediate overflow in fsum")
+
+    with monkeypatch.context() as patched, caplog.at_level(logging.ERROR):
+        patched.setattr(judgment, "judge_report", failing)
+        asyncio.run(Processor(setup.ctx).process([stepped]))
+    assert setup.outcome(stepped) == (JobStatus.PROCESSED, None, 1, 1)
+    assert _judged_state(setup, stepped) == (0, 0)
+    assert _events(setup, stepped) == [
+        "parsed 1 metrics; judgment failed: OverflowError: intermediate overflow in fsum"
+    ]
+    assert any(r.levelno == logging.ERROR and r.name.endswith("judgment") for r in caplog.records)
+
+
+def test_a_judgment_that_raises_leaves_its_job_and_judges_the_rest_of_the_batch(
+    setup: Setup, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The processor judges each report of a batch on its own: one whose judgment raises (its
+    last write failed) stays ``completed`` for the next try, the others are judged and
+    moved, and the batch is announced."""
+    first = setup.completed_job(_value_output(3.0))
+    failing = setup.completed_job(_value_output(30.0))
+    judged = setup.completed_job(_value_output(30.0))
+    _threshold_on_the_series(setup, first)
+    asyncio.run(Processor(setup.ctx).process([first]))
+    failing_report = setup.world.db.read_sync(jobs.job_get, failing)
+    assert failing_report is not None
+
+    async def raising_for_one(db: Database, later: JudgmentLater, now: Any) -> Any:
+        if later.report_id == failing_report.report_id:
+            raise _Stopped
+        return await judge_later(db, later, now)
+
+    batches: list[list[int]] = []
+    with monkeypatch.context() as patched:
+        patched.setattr(processor, "judge_later", raising_for_one)
+        asyncio.run(Processor(setup.ctx, on_batch=batches.append).process([failing, judged]))
+    assert batches == [[failing, judged]]
+    assert setup.outcome(failing) == (JobStatus.COMPLETED, None, 1, 0)
+    assert setup.outcome(judged)[0] == JobStatus.PROCESSED
+    assert _judged_state(setup, judged)[0] == 1
+    asyncio.run(Processor(setup.ctx).process([failing]))
+    assert setup.outcome(failing) == (JobStatus.PROCESSED, None, 1, 1)
 
 
 def _many_output(count: int) -> bytes:

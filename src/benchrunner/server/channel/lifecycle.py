@@ -168,8 +168,11 @@ class Lifecycle:
 
     def acknowledged(self, job_uuid: uuid.UUID) -> None:
         """The reply to the runner's terminal message for ``job_uuid`` was sent (or could not
-        be): a job completed by it is processed now, beside the channel, never before its
-        ``ack`` (``completion``)."""
+        be): a job completed by it is processed now, beside the channel, never before an
+        ``ack`` of its result was sent (``completion``). That ack may be a resend's: a runner
+        that resends its result on a second connection is acked there once the result is on
+        disk, and that connection's call processes the job, whether the first connection's
+        ack was sent yet or never is (the job is processed once whichever comes first)."""
         acked = self._after_ack.pop(job_uuid, None)
         if acked is not None:
             self._track(self._process(acked), f"processing-{acked.job.id}")

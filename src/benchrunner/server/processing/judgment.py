@@ -13,7 +13,8 @@ moves the job to ``processed`` (docs/reference/thresholds.md, "When": a job ``pr
 its report judged); then it looks back over its series (``look_back.look_back_later``), which
 is not part of the judgment.
 
-A server stopped before that move leaves the job ``completed`` with its metrics stored: the
+A server stopped before that move, or a judgment the database cut short (a connection lost,
+SQLite busy: ``unavailable``), leaves the job ``completed`` with its metrics stored: the
 processor finds it so on start or from the sweeper and judges them again
 (``processor.record_processed``); a metric keeps the boundary and alert it has, so nothing is
 written twice. A direct run's report is judged the same way, its last write ending its wait
@@ -56,6 +57,7 @@ from benchrunner.server.store import (
     thresholds,
 )
 from benchrunner.server.store.engine import Database
+from benchrunner.server.store.unavailable import database_unavailable, described
 
 log = logging.getLogger(__name__)
 
@@ -98,6 +100,9 @@ class Judged:
     written: Written
     moved: bool = False
     """The job moved to ``processed`` (for ``Moves.done``)."""
+    ended: bool = False
+    """The judgment's last write ran: the job left ``completed`` (here or elsewhere), a direct
+    run's report no longer awaits its judgment. False: recovery judges it again."""
     confirming: bool = False
     """The report holds alerts back for confirmation runs (its confirmation was opened)."""
     looked_back: int = 0
@@ -150,17 +155,21 @@ async def judge_later(db: Database, later: JudgmentLater, now: dt.datetime) -> J
     """Store the rest of ``later``'s metrics (``metric_parts``), judge its report (see the
     module), then, in one write, open its confirmation
     when it held alerts back and move its job to ``processed`` (a direct run's report: end
-    its wait); then look back over its series. A failure of the judgment is logged and leaves
-    the metrics judged so far, the job moved all the same (else it would fail again on every
-    recovery); the look-back's failure is logged and leaves the judgment. A failure of the
-    last write, or of storing the rest, leaves the job ``completed`` (the report awaiting),
-    judged again by recovery."""
+    its wait); then look back over its series.
+
+    A judgment cut short by the database (``unavailable.database_unavailable``: a connection
+    lost, SQLite busy) leaves the metrics judged so far and the job ``completed`` (the report
+    awaiting), judged again by recovery. Any other failure of the judgment would recur on
+    every recovery: it is logged as an error and the job moved all the same, its event saying
+    that the judgment failed and why, the metrics left unjudged. The look-back's failure is
+    logged and leaves the judgment. A failure of the last write, or of storing the rest,
+    leaves the job ``completed`` (the report awaiting), judged again by recovery."""
     written = Written()
     if later.rest:
         try:
             rest = await metrics_rest(db, later.owner(), later.rest, now)
-        except Exception:
-            log.exception("storing report %s's metrics failed", later.report_id)
+        except Exception as exc:
+            _log_cut_short(later, "storing its metrics", exc)
             rest = None
         # the job stays ``completed`` (the report awaiting), judged again, or was elsewhere
         if rest is None:
@@ -179,21 +188,56 @@ async def judge_later(db: Database, later: JudgmentLater, now: dt.datetime) -> J
                 break
             except Stale as stale:
                 log.info("judging report %s again: %s", later.report_id, stale)
-    except Exception:
-        log.exception("judging report %s failed; its metrics stay unjudged", later.report_id)
+    except Exception as exc:
+        if database_unavailable(exc):
+            _log_cut_short(later, "its judgment", exc)
+            return Judged(written)
+        log.error(
+            "judging report %s failed; its metrics stay unjudged", later.report_id, exc_info=True
+        )
+        later = _failed(later, exc)
     found = [] if first is None else first.found
     # Not only when this judgment held alerts back: a judgment stopped before its last write
     # left them written, and raises none anew (``open_confirmation`` reads them).
     confirming, moved = await db.write(_judged, later, found or None, now)
     if first is None:
-        return Judged(written, moved)
+        return Judged(written, moved, ended=True)
     looked = LookBackLater(later.report_id, later.metrics, later.noisy, first.found, first.reads)
     try:
         looked_back = await look_back_later(db, looked, now)
     except Exception:
         log.exception("looking back over report %s's series failed", later.report_id)
         looked_back = 0
-    return Judged(written, moved, confirming, looked_back)
+    return Judged(written, moved, ended=True, confirming=confirming, looked_back=looked_back)
+
+
+def _log_cut_short(later: JudgmentLater, doing: str, exc: Exception) -> None:
+    """A warning for a failure that leaves the report to be judged again: the database's
+    (without the statement or its parameters), else the whole error."""
+    if database_unavailable(exc):
+        log.warning(
+            "report %s: %s was cut short by the database (%s); it is judged again later",
+            later.report_id,
+            doing,
+            described(exc),
+        )
+    else:
+        log.error(
+            "report %s: %s failed; it is judged again later",
+            later.report_id,
+            doing,
+            exc_info=exc,
+        )
+
+
+def _failed(later: JudgmentLater, exc: Exception) -> JudgmentLater:
+    """``later`` whose move to ``processed`` says that its judgment failed, and why."""
+    if later.processed is None:
+        return later
+    message = f"{later.processed.message}; judgment failed: {described(exc)}"
+    return dataclasses.replace(
+        later, processed=dataclasses.replace(later.processed, message=message)
+    )
 
 
 def _judged(

@@ -6,11 +6,13 @@ the rest: large outputs, and the jobs left ``completed`` (startup, the sweeper, 
 Nothing slow runs on the event loop: the outputs are read from their rows, or from their blobs
 in a worker thread, decoded and
 parsed by the adapters in worker processes (``parsers``), a batch at a time, before the batch's
-write. A job's metrics,
-its report's times and its transition commit together, so a crash half-way leaves the jobs not
-yet committed ``completed`` and startup re-processes them. The report's thresholds judge its
-metrics after that commit, outside the write transaction but for short writes
-(``processing.judgment``). Where the database work runs inline
+write. A job's metrics (their first part, on SQLite, of a report with more than one part:
+``metric_parts``) and its report's times commit together, with its transition to
+``processed`` unless a threshold judges them or parts remain: such a job stays ``completed``
+until its report's judgment, after that commit, outside the write transaction but for short
+writes (``processing.judgment``), stores the rest and moves it. So a crash half-way leaves
+the jobs not yet moved ``completed``, and startup (or the sweeper) processes them again,
+storing only the metrics their reports lack. Where the database work runs inline
 on the loop (SQLite), a batch's jobs are written in transactions of about
 ``WRITE_STEP_SECONDS`` each (one job at least), the loop running in between.
 
@@ -414,10 +416,16 @@ class Processor:
         """The judgments (and look-backs) of the reports just committed, each outside the
         write transaction but for its short writes (``judgment.judge_later``), each moving
         its job to ``processed``. A write that was rolled back leaves some here that never
-        committed: their metrics are gone and their jobs ``completed``, for the next try."""
+        committed: their metrics are gone and their jobs ``completed``, for the next try. A
+        judgment that raises (its last write failed) is logged and leaves its job
+        ``completed``, for the sweeper; the others are judged all the same."""
         pending, self._judgments = self._judgments, []
         for later in pending:
-            judged = await judge_later(self._ctx.db, later, self._ctx.clock.now())
+            try:
+                judged = await judge_later(self._ctx.db, later, self._ctx.clock.now())
+            except Exception:
+                log.exception("judging report %s failed; it is judged again", later.report_id)
+                continue
             if judged.moved and later.processed is not None:
                 self._moves.done(later.processed)
             self._confirming = self._confirming or judged.confirming
@@ -480,9 +488,11 @@ def record_processed(
     ``processed`` here.
 
     With ``alone`` (a connection in autocommit: each statement commits on its own), it writes
-    only where that is one statement (the move, the report's times and its metrics:
-    PostgreSQL, a plain job without samples or a threshold), and otherwise raises
-    ``InTransaction`` before any write."""
+    only where the move, the report's times and its metrics are one statement (PostgreSQL, a
+    plain job without samples or a threshold), and otherwise raises ``InTransaction`` before
+    any write. Before that statement, the benchmarks and measures its metrics name are found
+    or created (``reports.metrics_with_finish``), each creation committed on its own: a job
+    processed elsewhere meanwhile leaves them, as its own processing would have."""
     if error is not None:
         message = f"not parsed: {error}"
     elif duet is not None:

@@ -81,6 +81,8 @@ class Dispatcher:
         self._safety_interval = safety_interval
         self._waiters: dict[Waiter, None] = {}  # insertion-ordered set: FIFO
         self._fresh: set[Waiter] = set()
+        self._reserved: set[Waiter] = set()
+        """Waiters a submission claims for (``reserve``), out of ``_waiters`` until ``settle``."""
         self._created: collections.Counter[int] = collections.Counter()
         self._full_round = False
         self._empty: set[tuple[frozenset[int], int | None, bool]] = set()
@@ -107,6 +109,7 @@ class Dispatcher:
         # Nobody waits any more as far as claims go: a submission's hand-off finds no runner.
         self._waiters.clear()
         self._fresh.clear()
+        self._reserved.clear()
         for task in (self._task, self._ticker):
             await cancel_and_wait(task)
 
@@ -116,9 +119,14 @@ class Dispatcher:
 
     @property
     def settled(self) -> bool:
-        """No claim runs for a waiting runner, and none is due for one that just started
-        waiting: each waits with what its last claim found (a submission may reserve it)."""
-        return not self._fresh and not any(waiter.claiming for waiter in list(self._waiters))
+        """No claim runs for a waiting runner, the dispatcher's or a submission's for one it
+        reserved (until its ``settle``), and none is due for one that just started waiting:
+        each waits with what its last claim found (a submission may reserve it)."""
+        return (
+            not self._fresh
+            and not self._reserved
+            and not any(waiter.claiming for waiter in list(self._waiters))
+        )
 
     # ------------------------------------------------------------ notifications
 
@@ -207,6 +215,7 @@ class Dispatcher:
             ):
                 del self._waiters[waiter]
                 self._fresh.discard(waiter)
+                self._reserved.add(waiter)
                 waiter.claiming = True
                 return waiter
         return None
@@ -215,6 +224,7 @@ class Dispatcher:
         """The outcome of the claim made for a reserved ``waiter``: the job goes to it (or to
         ``on_abandoned`` if its connection went away); without one it waits again."""
         waiter.claiming = False
+        self._reserved.discard(waiter)
         if claim is not None:
             if waiter.abandoned:
                 self._on_abandoned(claim)

@@ -205,7 +205,8 @@ class _Submitted:
     the job went out, off the path of its pickup."""
     judge: JudgmentLater | None = None
     """A direct run's report that thresholds judge, after the commit and before the answer
-    (``judge_direct``)."""
+    (``judge_direct``); ``view`` is then the report without its metrics, answered should
+    the read after the judgment fail."""
 
 
 async def submit_run(
@@ -308,7 +309,10 @@ async def submit_run(
                 later = JudgmentLater(
                     report_id, tuple(stored), noisy=False, rest=tuple(rest), project_id=project.id
                 )
-                return _Submitted(report_id, None, None, judge=later, now=now)
+                # its answer should the read after the judgment fail: the report alone (its
+                # row, no metrics), cheap to read here
+                view = new_report_view(conn, report_id, None, with_metrics=False)
+                return _Submitted(report_id, None, None, view=view, judge=later, now=now)
             view = new_report_view(conn, report_id, None, with_metrics=True)
             return _Submitted(report_id, None, None, view=view)
         assert spec is not None
@@ -405,7 +409,15 @@ async def submit_run(
         return {**view, "deduplicated": False}
     if submitted.judge is not None:
         assert submitted.now is not None
-        return {**await judge_direct(ctx, submitted.judge, submitted.now), "deduplicated": False}
+        assert submitted.view is not None
+        judged = await judge_direct(
+            ctx,
+            submitted.judge,
+            submitted.now,
+            stored=submitted.view,
+            recover=services.processor.enqueue_awaiting,
+        )
+        return {**judged, "deduplicated": False}
     if submitted.view is not None:
         return {**submitted.view, "deduplicated": False}
     view = await ctx.db.read(_replayed_view, submitted.report_id)

@@ -1,0 +1,83 @@
+"""Real errors of each database driver, raised by the driver itself, for tests that inject a
+database failure: the database out of reach for a moment (``store.unavailable``), or a
+statement it refuses, wrapped as SQLAlchemy wraps them (its message holds the statement and
+its parameters, which a log must not show)."""
+
+from __future__ import annotations
+
+import socket
+import sqlite3
+import tempfile
+from pathlib import Path
+
+import psycopg
+import sqlalchemy as sa
+
+SECRET = "s3cret-parameter"
+"""A parameter of the failed statement: never in a log line about it."""
+
+
+def sqlite_busy() -> sqlite3.OperationalError:
+    """SQLite's own ``database is locked``: a write begun while another connection writes."""
+    with tempfile.TemporaryDirectory() as directory:
+        path = Path(directory) / "busy.db"
+        holder = sqlite3.connect(path, isolation_level=None)
+        other = sqlite3.connect(path, timeout=0, isolation_level=None)
+        try:
+            holder.execute("BEGIN IMMEDIATE")
+            try:
+                other.execute("BEGIN IMMEDIATE")
+            except sqlite3.OperationalError as exc:
+                return exc
+            raise AssertionError("the second writer was not refused")
+        finally:
+            other.close()
+            holder.close()
+
+
+def sqlite_no_such_table() -> sqlite3.OperationalError:
+    """SQLite's own error for a statement that is wrong: it recurs."""
+    conn = sqlite3.connect(":memory:")
+    try:
+        conn.execute("SELECT * FROM missing")
+    except sqlite3.OperationalError as exc:
+        return exc
+    finally:
+        conn.close()
+    raise AssertionError("the statement was not refused")
+
+
+def sqlite_integrity() -> sqlite3.IntegrityError:
+    conn = sqlite3.connect(":memory:")
+    try:
+        conn.execute("CREATE TABLE t (id INTEGER PRIMARY KEY)")
+        conn.execute("INSERT INTO t VALUES (1)")
+        conn.execute("INSERT INTO t VALUES (1)")
+    except sqlite3.IntegrityError as exc:
+        return exc
+    finally:
+        conn.close()
+    raise AssertionError("the duplicate was not refused")
+
+
+def postgresql_refused() -> psycopg.OperationalError:
+    """psycopg's own error for a server that refuses the connection (as one restarting)."""
+    probe = socket.socket()
+    probe.bind(("127.0.0.1", 0))
+    port = int(probe.getsockname()[1])
+    probe.close()  # nothing listens on it now
+    try:
+        psycopg.connect(f"host=127.0.0.1 port={port} connect_timeout=5").close()
+    except psycopg.OperationalError as exc:
+        return exc
+    raise AssertionError("the connection was not refused")
+
+
+def wrapped(orig: Exception) -> sa.exc.DBAPIError:
+    """``orig`` as SQLAlchemy raises it from a statement with a secret parameter."""
+    base = psycopg.Error if isinstance(orig, psycopg.Error) else sqlite3.Error
+    found = sa.exc.DBAPIError.instance(
+        "UPDATE report SET token = :token", {"token": SECRET}, orig, base
+    )
+    assert isinstance(found, sa.exc.DBAPIError)
+    return found
