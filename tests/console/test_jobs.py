@@ -96,7 +96,7 @@ def test_a_template_job_from_the_form_streams_its_log_and_reaches_processed(
         api_job = client.get_job("bench", job)
         text = client.job_logs("bench", job, limit=131072).content
     assert api_job.status == "processed"
-    assert api_job.config["args"] == {
+    assert api_job.config.args == {
         "gate": str(gate),
         "ms": 150,
         "text": "from-the-form",
@@ -395,7 +395,7 @@ def test_an_image_job_from_a_tag_or_a_digest_with_errors_beside_the_image_field(
     page.get_by_role("button", name="Submit job").click()
     page.wait_for_url(JOB_URL)
     expect(page.locator("#job-config")).to_contain_text(digest)
-    assert console.job(_job_of(page)).config["digest"] == digest
+    assert console.job(_job_of(page)).config.digest == digest
 
 
 def test_an_outsider_gets_404_from_every_jobs_page_of_a_private_project(

@@ -67,7 +67,7 @@ def test_run_refuses_file_paths_outside_the_jobs_directory(
 def test_run_accepts_file_paths_inside_the_jobs_directory(tenant: Deployment) -> None:
     paths = ["results.json", "out/metrics.json", "./out/x..y", "a/./b"]
     job_uuid = tenant.submit("bench.noop", file_paths=paths)
-    assert tenant.job(job_uuid).config["file_paths"] == paths
+    assert tenant.job(job_uuid).config.file_paths == paths
 
 
 def post_run(deployment: Deployment, body: dict[str, Any], token: str | None) -> httpx.Response:

@@ -208,7 +208,7 @@ def test_a_bisection_is_canceled_with_its_jobs_and_checked_when_started(
         assert canceled.result is not None
         assert (canceled.result.reason or "").startswith("canceled by ")
         assert client.get_job(deployment.project, job.uuid).status == "canceled"
-        assert client.get_job(deployment.project, job.uuid).config["duet"] is not None
+        assert client.get_job(deployment.project, job.uuid).config.duet is not None
     with deployment.http() as api:
         again = api.post(f"/v0/projects/{deployment.project}/bisections/{started.uuid}/cancel")
         assert again.status_code == 409, again.text

@@ -456,7 +456,7 @@ def test_the_outcome_checks(tmp_path: Path) -> None:
         events = [{"event_type": "job_created", "message": "x", "created": "c"}]
         return Job.model_validate(
             {"uuid": "j", "report": "r", "project": "p", "created": "c", "modified": "m"}
-            | {"status": status, "events": events}
+            | {"status": status, "events": events, "config": {"timeout": 60}}
         )
 
     outcome = Outcome(

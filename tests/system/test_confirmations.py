@@ -148,6 +148,13 @@ def _decided(deployment: Deployment, report: str) -> Alert | None:
     return None
 
 
+def _versions(duet_job: Job) -> tuple[object, object]:
+    """The ``version`` argument of the duet's baseline and of its contender."""
+    duet = duet_job.config.duet
+    assert duet is not None and duet.baseline.args and duet.contender.args
+    return duet.baseline.args["version"], duet.contender.args["version"]
+
+
 def _confirmed_by_one_duet(
     deployment: Deployment, report: dict[str, Any]
 ) -> tuple[Alert, Job, dict[str, Any]]:
@@ -359,9 +366,8 @@ def test_a_crossing_after_another_version_is_confirmed_by_a_duet_against_it(
             f"confirmation of report {blip['uuid']}, metric parse (Latency), "
             f"as a duet against report {first['uuid']} (job {first['job']})"
         )
-        assert duet_job.config["duet"]["baseline"]["args"]["version"] == "v1"
-        assert duet_job.config["duet"]["contender"]["args"]["version"] == "v2"
-        assert duet_job.config["iter"] == 10  # 5 rounds per confirmation run
+        assert _versions(duet_job) == ("v1", "v2")
+        assert duet_job.config.iter == 10  # 5 rounds per confirmation run
         assert duet_report.confirms == blip["uuid"]
         assert duet_report.duet is not None
         [result] = duet_report.duet.results
@@ -483,8 +489,7 @@ def test_a_samples_shift_within_a_wide_spread_is_settled_by_a_duet_against_the_v
         step = version(121, "v2")
         assert verdict(step) == "unknown"
         _, duet_job, duet_report = _confirmed_by_one_duet(deployment, step)
-        assert duet_job.config["duet"]["baseline"]["args"]["version"] == "v1"
-        assert duet_job.config["duet"]["contender"]["args"]["version"] == "v2"
+        assert _versions(duet_job) == ("v1", "v2")
         [result] = duet_report["duet"]["results"]
         assert result["ratio"] == pytest.approx(1.1)
         assert result["margin"]["upper"] == pytest.approx(0.01)  # min_magnitude 2 %, halved
@@ -513,5 +518,4 @@ def test_a_samples_step_that_began_a_run_before_is_confirmed_against_the_old_lev
         _samples_threshold(deployment)
         step = version(110, "v4")
         _, duet_job, _ = _confirmed_by_one_duet(deployment, step)
-        assert duet_job.config["duet"]["baseline"]["args"]["version"] == "v2"
-        assert duet_job.config["duet"]["contender"]["args"]["version"] == "v4"
+        assert _versions(duet_job) == ("v2", "v4")

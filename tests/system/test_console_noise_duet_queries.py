@@ -129,8 +129,8 @@ def test_the_report_and_job_pages_render_the_verdicts(server: InProcessServer) -
     channel.close()
     with server.admin() as client:
         jobs = client.list_jobs("bench", per_page=10)
-    [noisy_job] = [job for job in jobs if not job.config.get("duet")]
-    [duet_job] = [job for job in jobs if job.config.get("duet")]
+    [noisy_job] = [job for job in jobs if job.config.duet is None]
+    [duet_job] = [job for job in jobs if job.config.duet is not None]
     with httpx.Client(base_url=server.url, timeout=30) as anonymous:
         noisy = anonymous.get(f"/console/projects/bench/reports/{noisy_job.report}").text
         job = anonymous.get(f"/console/projects/bench/jobs/{noisy_job.uuid}").text

@@ -43,7 +43,7 @@ def test_a_slower_contender_gives_a_ratio_above_one_and_an_alert(deployment: Dep
     results = output_json(job)["results"]
     assert [(r["round"], r["side"]) for r in results] == expected
     assert all(r["exit_code"] == 0 for r in results)
-    assert job.config["duet"]["seed"] == SEED
+    assert job.config.duet is not None and job.config.duet.seed == SEED
 
     with deployment.admin() as client:
         report = client.get_report(deployment.project, job.report)

@@ -201,8 +201,9 @@ def test_a_duet_of_two_images_runs_both_in_the_sandbox(
         job_uuid = str(client.run(body).job)
     job = deployment.wait_status(job_uuid, "processed", "failed", timeout=180)
     assert job.status == "processed", job
-    duet = job.config["duet"]
-    assert [duet["baseline"]["digest"], duet["contender"]["digest"]] == digests
+    duet = job.config.duet
+    assert duet is not None
+    assert [duet.baseline.digest, duet.contender.digest] == digests
     sides = [(r["side"], json.loads(r["stdout"])["duet"]["latency"]["value"]) for r in
              output_json(job)["results"]]  # fmt: skip
     assert sorted(sides) == [("baseline", 100.0)] * 2 + [("contender", 200.0)] * 2

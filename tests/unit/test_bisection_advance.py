@@ -17,7 +17,7 @@ from benchrunner.core.tiers import Plan
 from benchrunner.detection.duet import METHOD, DuetEstimate
 from benchrunner.server.bisection import rows
 from benchrunner.server.bisection.advance import advance
-from benchrunner.server.bisection.views import bisection_summary
+from benchrunner.server.bisection.views import alert_bisection
 from benchrunner.server.store import accounts, duets, reports, runners
 from benchrunner.server.store.engine import Database
 from benchrunner.server.store.reports import named_get_or_create
@@ -193,7 +193,9 @@ def test_the_first_bad_commit_is_named_on_its_alert(migrated_db: Database) -> No
     with migrated_db.write_engine.begin() as conn:
         bisection_id = _bisection(conn, raised=True)
         alert_id = int(conn.execute(sa.select(alert.c.id)).scalar_one())
-        assert bisection_summary(conn, alert_id) == {
+        summary = alert_bisection(conn, alert_id)
+        assert summary is not None
+        assert summary.model_dump(exclude_unset=True) == {
             "uuid": str(rows.bisection_by_id(conn, bisection_id).uuid),
             "state": "running",
             "result": None,
@@ -206,9 +208,10 @@ def test_the_first_bad_commit_is_named_on_its_alert(migrated_db: Database) -> No
     assert (ended.culprit_ratio, ended.culprit_lower, ended.culprit_upper) == (1.06, 1.05, 1.07)
     assert ended.jobs_used == 6  # the check, four probes, the confirmation
     with migrated_db.read_engine.connect() as conn:
-        summary = bisection_summary(conn, alert_id)
-    assert summary is not None and summary["result"]["culprit"]["commit"] == "c13"
-    assert summary["text"].startswith("caused by c13, +"), summary
+        summary = alert_bisection(conn, alert_id)
+    assert summary is not None and summary.result is not None
+    assert summary.result.culprit is not None and summary.result.culprit.commit == "c13"
+    assert summary.text.startswith("caused by c13, +"), summary
 
 
 def test_a_first_bad_commit_its_parent_does_not_confirm_is_not_named(

@@ -21,6 +21,7 @@ JOB = {
     "status": "pending",
     "report": "r",
     "project": "p",
+    "config": {"timeout": 60, "template": "bench.sleep"},
     "created": "2026-01-01T00:00:00Z",
     "modified": "2026-01-01T00:00:00Z",
 }

@@ -26,6 +26,7 @@ def test_job_show_prints_each_iterations_output(capsys: pytest.CaptureFixture[st
                 "memory": 1 << 30,
                 "disk": 1 << 30,
             },
+            "config": {"timeout": 60, "template": "bench.sleep", "args": {"ms": 20}},
             "events": [],
             "output": {
                 "results": [
@@ -44,6 +45,7 @@ def test_job_show_prints_each_iterations_output(capsys: pytest.CaptureFixture[st
     print_job(job)
     printed = capsys.readouterr().out
     assert "bytes" not in printed
+    assert "bench.sleep ms=20" in printed
     assert '{"sleep": {"latency": {"value": 20}}}' in printed
     assert "==> iteration 0 stdout (exit code 0) <==" in printed
     assert "==> iteration 1 stderr (exit code 3) <==\nboom" in printed

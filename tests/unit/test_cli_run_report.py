@@ -41,6 +41,7 @@ class FakeApi:
                 "status": "processed",
                 "report": self.report["uuid"],
                 "project": "demo",
+                "config": {"timeout": 60, "template": "bench.sleep"},
                 "created": "2026-01-01T00:00:00Z",
                 "modified": "2026-01-01T00:00:00Z",
             }

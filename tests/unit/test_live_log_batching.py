@@ -1,6 +1,7 @@
 """When ``LiveLogs`` writes, on a real database and a hand-driven clock: a job's chunks cost at
-most one write a second, however many arrive, and a job's last chunks are written at once when
-its result comes (docs/explanation/live-logs.md)."""
+most one write a second, however many arrive, each written about a second after it came, and a
+job's last chunks are written at once when its result comes, by its move (a job shorter than a
+second has no write of its own; docs/explanation/live-logs.md)."""
 
 from __future__ import annotations
 
@@ -124,20 +125,25 @@ def test_a_jobs_chunks_within_a_second_cost_one_write(world: World, tmp_path: Pa
         live = LiveLogs(_context(world, tmp_path, clock))
         live.start()
         try:
-            live.add(job_id, chunks.next())  # nothing written in the last second: at once
-            await _until(lambda: db.lazy_writes == 1, "the first chunk is written at once")
             for _ in range(30):
                 live.add(job_id, chunks.next())
                 clock.advance(0.03)  # 30 chunks in 0.9 s
                 await asyncio.sleep(0)
             await _settled()
+            assert db.lazy_writes == 0, "no write within a second of the first chunk"
+            clock.advance(0.1)  # a second after the first chunk
+            await _until(lambda: db.lazy_writes == 1, "the second's chunks are written")
+            await _until(lambda: len(live) == 0, "nothing left pending")
+            for _ in range(10):
+                live.add(job_id, chunks.next())
+            clock.advance(0.5)
+            await _settled()
             assert db.lazy_writes == 1, "no second write within the second"
-            assert len(_stored(world, job_id)) == 1
-            clock.advance(0.1)  # a second after the first write
-            await _until(lambda: db.lazy_writes == 2, "the second's chunks are written")
+            clock.advance(0.5)  # a second after the first write
+            await _until(lambda: db.lazy_writes == 2, "the next second's chunks are written")
             await _until(lambda: len(live) == 0, "nothing left pending")
             await _settled()
-            assert db.lazy_writes == 2, "the 30 chunks were one write"
+            assert db.lazy_writes == 2, "each second's chunks were one write"
         finally:
             await live.stop()
 
@@ -159,7 +165,8 @@ def test_a_jobs_last_chunks_are_written_at_once_not_on_the_timer(
         live.start()
         try:
             live.add(job_id, chunks.next())
-            await _until(lambda: db.lazy_writes == 1, "the first chunk is written at once")
+            clock.advance(1.0)
+            await _until(lambda: db.lazy_writes == 1, "the first chunk is written")
             for _ in range(5):
                 live.add(job_id, chunks.next())
             # The clock stands still: a flush that waited for the one-second timer would hang.
@@ -190,6 +197,7 @@ def test_several_jobs_chunks_share_one_write(world: World, tmp_path: Path) -> No
             for _ in range(4):
                 for job_id, chunks in streams.items():
                     live.add(job_id, chunks.next())
+            clock.advance(1.0)
             await _until(lambda: len(live) == 0, "every job's chunks are written")
             await _settled()
             assert db.lazy_writes == 1
@@ -275,8 +283,9 @@ async def _ending(world: World, job_id: int, to: JobStatus, tail: LogTail | None
     return await world.db.write(move.apply, move.Move(job, to, world.now(), "ends", log=tail))
 
 
+@pytest.mark.parametrize("written", [True, False], ids=["first-written", "shorter-than-a-write"])
 def test_a_jobs_last_chunks_are_stored_by_the_move_that_ends_it(
-    world: World, tmp_path: Path
+    world: World, tmp_path: Path, written: bool
 ) -> None:
     db, job_id, clock, chunks = _one_job(world)
     refused: list[Log] = []
@@ -287,7 +296,12 @@ def test_a_jobs_last_chunks_are_stored_by_the_move_that_ends_it(
         live.start()
         try:
             live.add(job_id, chunks.next())
-            await _until(lambda: db.lazy_writes == 1, "the first chunk is written at once")
+            await _settled()
+            # A job shorter than the interval: not even its first chunk has a write of its own.
+            assert db.lazy_writes == 0
+            if written:
+                clock.advance(1.0)
+                await _until(lambda: db.lazy_writes == 1, "the first chunk is written")
             for _ in range(5):
                 live.add(job_id, chunks.next(), refuse)
             async with asyncio.timeout(10):  # the clock stands still: not the timer's write
@@ -299,7 +313,7 @@ def test_a_jobs_last_chunks_are_stored_by_the_move_that_ends_it(
             await live.settle(taken)
             clock.advance(2.0)
             await _settled()
-            assert db.lazy_writes == 1, "the last chunks had no transaction of their own"
+            assert db.lazy_writes == int(written), "the last chunks had no write of their own"
         finally:
             await live.stop()
 

@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from benchrunner.api.reports import ReportNoise
 from benchrunner.cli.noise_format import job_noise_line, report_noise_lines
 from benchrunner.protocol import NoiseCalibration, NoiseGuard
 from benchrunner.server.processing.noise import DEFAULT_CV_LIMIT, DEFAULT_DRIFT_LIMIT, verdict
@@ -75,7 +76,7 @@ def test_the_spread_is_judged_when_the_runner_sends_it(
     assert found is not None and found.withheld() == withheld
     stored = json.loads(found.stored())
     assert (stored["judged"], stored["spread"]) == ("spread", found.spread)
-    first = report_noise_lines(stored)[0]
+    first = report_noise_lines(ReportNoise.model_validate(stored))[0]
     assert (
         first.startswith("noise: ") and "(spread before" in first and "limits spread 5.0%" in first
     )
@@ -91,8 +92,8 @@ def test_no_figures_no_verdict_and_unset_limits_are_the_servers() -> None:
 def test_the_cli_words_the_figures_and_the_withheld_alerts() -> None:
     found = verdict(guard(0.041, 0.01, 0.012), 0.02, 0.05)
     assert found is not None
-    stored = json.loads(found.stored())
-    line = job_noise_line(stored)
+    stored = ReportNoise.model_validate_json(found.stored())
+    line = job_noise_line(guard(0.041, 0.01, 0.012))
     assert line == (
         "noise guard: cv before 4.1%, after 1.0%, drift +1.2%, before taken 12 ms earlier"
     )
@@ -100,6 +101,6 @@ def test_the_cli_words_the_figures_and_the_withheld_alerts() -> None:
     assert first.startswith("noise: noisy (cv before 4.1%") and "limits cv 2.0%" in first
     assert second.startswith("alerts not judged: noisy (cv 4.1% > limit 2.0%)")
     assert "benchrunner runner preflight" in advice and "--alert-when-noisy" in advice
-    assert report_noise_lines({"verdict": "quiet"}) == [
+    assert report_noise_lines(ReportNoise(verdict="quiet")) == [
         "noise: quiet (cv before —, after —, drift —; limits cv —, drift ±—)"
     ]

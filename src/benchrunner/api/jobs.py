@@ -3,11 +3,12 @@ and a job as the server answers it (docs/reference/jobs.md)."""
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import Field
 
 from benchrunner.api.base import Answer, ApiBody, FreeJson
+from benchrunner.api.run import ArgValue
 from benchrunner.api.specs import Spec
 from benchrunner.protocol import DEFAULT_POLL_TIMEOUT, IterationResult, NoiseGuard
 
@@ -54,6 +55,50 @@ class JobOutput(Answer):
     noise: NoiseGuard | None = None
 
 
+class JobDuetSide(Answer):
+    """One side of a duet job: an image (``digest``) or a template's arguments (``args``)."""
+
+    digest: str | None = None
+    args: dict[str, ArgValue] | None = None
+
+
+class JobDuet(Answer):
+    """A duet job's rounds: each runs ``baseline`` and ``contender`` once, in an order drawn
+    from ``seed``; ``confidence``, ``resamples`` and ``margin`` are how the server judges the
+    pair (no ``margin``: each benchmark's threshold gives it)."""
+
+    baseline: JobDuetSide
+    contender: JobDuetSide
+    seed: int
+    confidence: float
+    resamples: int
+    margin: float | None = None
+
+
+class JobConfig(Answer):
+    """What the job's runner executes (the runner's ``JsonJobConfig``), its unset fields left
+    out: an image job's ``registry``, ``project`` and ``digest`` with its overrides, or a
+    template job's ``template`` and ``args``; ``duet`` for a duet job of either kind, whose
+    ``digest`` or ``args`` are then the baseline's."""
+
+    timeout: int
+    iter: int = 1
+    file_paths: list[str] | None = None
+    registry: str | None = None
+    project: str | None = None
+    digest: str | None = None
+    entrypoint: list[str] | None = None
+    cmd: list[str] | None = None
+    env: dict[str, str] | None = None
+    build_time: bool | None = None
+    file_size: bool | None = None
+    allow_failure: bool | None = None
+    backdate: str | None = None
+    template: str | None = None
+    args: dict[str, ArgValue] | None = None
+    duet: JobDuet | None = None
+
+
 class Job(Answer):
     """A job of a report; ``events`` and ``output`` only in a read of one job (``output``
     once it finished)."""
@@ -64,7 +109,7 @@ class Job(Answer):
     report: str
     project: str
     spec: Spec | None = None
-    config: dict[str, Any] = Field(default_factory=dict)
+    config: JobConfig
     timeout: int | None = None
     priority: int | None = None
     runner: str | None = None

@@ -17,10 +17,11 @@ from benchrunner.api.alerts import (
     MetricValues,
     Variant,
 )
-from benchrunner.api.base import Answer, ApiBody, FreeJson
+from benchrunner.api.base import Answer, ApiBody
 from benchrunner.api.perf import PerfSamples
 from benchrunner.api.run import MAX_BISECT_RANGE, BisectCommit, BisectImage
 from benchrunner.api.thresholds import Named, NamedMeasure, ThresholdModel
+from benchrunner.protocol import NoiseCalibration
 
 
 class ReportUpdate(ApiBody):
@@ -158,6 +159,25 @@ class ReportTestbed(Dimension):
     spec: None = None
 
 
+class ReportNoise(Answer):
+    """The noise guard's figures around the report's job (the runner's ``NoiseGuard``), and
+    the verdict on them under its spec's limits (docs/explanation/noise.md): ``judged`` names
+    the figure held to ``cv_limit`` (``spread``, or ``cv`` from a runner that sends none);
+    ``alerts`` says what a noisy verdict kept back."""
+
+    before: NoiseCalibration | None = None
+    after: NoiseCalibration | None = None
+    drift: float | None = None
+    before_age_ms: float | None = None
+    cv: float | None = None
+    spread: float | None = None
+    judged: str | None = None
+    cv_limit: float | None = None
+    drift_limit: float | None = None
+    verdict: str | None = None
+    alerts: str | None = None
+
+
 class Report(Answer):
     """A report in Bencher's shape (``JsonReport``): ``results`` per iteration, each a list of
     benchmarks with their measures; the alerts its evaluation raised. ``job``: the runner job
@@ -174,7 +194,7 @@ class Report(Answer):
     end_time: str | None = None
     results: list[list[ReportBenchmark]] = Field(default_factory=list)
     error: str | None = None
-    noise: FreeJson | None = None
+    noise: ReportNoise | None = None
     alerts: list[Alert] = Field(default_factory=list)
     created: str | None = None
     confirms: str | None = None

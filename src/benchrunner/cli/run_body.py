@@ -11,7 +11,7 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, cast
+from typing import Literal, cast
 
 import typer
 from pydantic import ValidationError
@@ -70,10 +70,9 @@ def side_args(value: str, flag: str) -> dict[str, str]:
     return args
 
 
-def duet_body(flags: RunFlags) -> dict[str, Any]:
-    """The body's ``baseline``, ``contender`` and ``duet`` (when an option is given), as
-    ``RunBody``'s fields; images stay as given (the command resolves a tag or a local path to
-    its digest)."""
+def duet_body(flags: RunFlags) -> RunBody:
+    """The body's ``baseline``, ``contender`` and ``duet`` (when an option is given); images
+    stay as given (the command resolves a tag or a local path to its digest)."""
     duet = flags.duet
     if duet.baseline is None or duet.contender is None:
         raise _usage("a duet needs both --baseline and --contender")
@@ -84,17 +83,13 @@ def duet_body(flags: RunFlags) -> dict[str, Any]:
         contender = RunDuetSide(args=side_args(duet.contender, "--contender"))
     else:
         baseline, contender = RunDuetSide(image=duet.baseline), RunDuetSide(image=duet.contender)
-    options = {
-        key: value
-        for key, value in (
-            ("margin", duet.margin),
-            ("confidence", duet.confidence),
-            ("seed", duet.seed),
-        )
-        if value is not None
-    }
-    sides: dict[str, Any] = {"baseline": baseline, "contender": contender}
-    return {**sides, "duet": RunDuetOptions(**options)} if options else sides
+    # Only the options given: those left out stay the server's defaults.
+    options = _given(margin=duet.margin, confidence=duet.confidence, seed=duet.seed)
+    return RunBody(
+        baseline=baseline,
+        contender=contender,
+        duet=RunDuetOptions.model_validate(options) if options else None,
+    )
 
 
 @dataclass(frozen=True)
@@ -176,88 +171,98 @@ def _settings(flags: RunFlags) -> RunSettings:
     )
 
 
-def _history(flags: RunFlags) -> dict[str, Any]:
+def _history(flags: RunFlags) -> RunBody:
     """Where the results go: project, branch (with its version and start point), testbed,
-    thresholds, as ``RunBody``'s fields. Absent flags stay absent, so the server's defaults and
-    context decide."""
+    thresholds. Absent flags stay absent, so the server's defaults and context decide."""
     try:
         thresholds = thresholds_body(flags.thresholds)
     except ThresholdsError as exc:
         raise _usage(str(exc)) from None
     if flags.bisect_image is not None and COMMIT not in flags.bisect_image.rpartition(":")[2]:
         raise _usage("--bisect-image: its tag must hold {commit}, e.g. 'sortlib:{commit}'")
-    return {
-        "project": flags.project,
-        "branch": flags.branch,
-        "testbed": flags.testbed,
-        "hash": None if flags.hash is None else check_git_hash(flags.hash, "--hash"),
-        "start_point": start_point_body(flags.start_point),
-        "thresholds": thresholds,
-        "context": dict(flags.context) or None,
-        "bisect_range": list(flags.bisect_range) or None,
-        "bisect_image": flags.bisect_image,
-    }
+    return RunBody(
+        project=flags.project,
+        branch=flags.branch,
+        testbed=flags.testbed,
+        hash=None if flags.hash is None else check_git_hash(flags.hash, "--hash"),
+        start_point=start_point_body(flags.start_point),
+        thresholds=thresholds,
+        context=dict(flags.context) or None,
+        bisect_range=list(flags.bisect_range) or None,
+        bisect_image=flags.bisect_image,
+    )
 
 
 def build_body(flags: RunFlags, now: dt.datetime) -> RunBody:
     """The body for one of the three modes (direct results, template job, image job); a
     value the server's model refuses is a usage error naming the field."""
     try:
-        return RunBody(**_fields(flags, now))
+        history = _history(flags)
+        settings = RunBody(settings=_settings(flags))
+        if flags.results:
+            return _merged(history, settings, _direct(flags, now))
+        return _merged(history, settings, _job(flags))
     except ValidationError as exc:
         problem = exc.errors()[0]
         where = ".".join(map(str, problem["loc"]))
         raise _usage(f"{where}: {problem['msg']}") from None
 
 
-def _fields(flags: RunFlags, now: dt.datetime) -> dict[str, Any]:
-    body = {**_history(flags), "settings": _settings(flags)}
-    job_options = {
-        key: value
-        for key, value in (
-            ("iter", flags.iterations),
-            ("timeout", flags.timeout),
-            ("file_paths", list(flags.file_paths) or None),
-        )
-        if value is not None
-    }
-    if flags.results:
-        return {**body, **_direct(flags, job_options, now)}
+def _merged(*parts: RunBody) -> RunBody:
+    """One body of the fields each part was given."""
+    return RunBody.model_validate(
+        {name: getattr(part, name) for part in parts for name in part.model_fields_set}
+    )
+
+
+def _given(**options: object) -> dict[str, object]:
+    return {name: value for name, value in options.items() if value is not None}
+
+
+def _job_options(flags: RunFlags) -> RunJob | None:
+    """``--iter``, ``--timeout``, ``--file-path``: the body's ``job``, when one is given."""
+    given = _given(
+        iter=flags.iterations, timeout=flags.timeout, file_paths=list(flags.file_paths) or None
+    )
+    return RunJob.model_validate(given) if given else None
+
+
+def _job(flags: RunFlags) -> RunBody:
+    """A template's or an image's job on ``--spec``, or a duet of two."""
     if flags.template and flags.image:
         raise _usage("give either --template or --image, not both")
-    duet = duet_body(flags) if flags.duet.given else {}
+    duet = duet_body(flags) if flags.duet.given else None
     if not (flags.template or flags.image or duet):
         raise _usage("nothing to run: give --template or --image with --spec, or --results")
     if not flags.spec:
         raise _usage("--spec is required to run a template or an image")
     if flags.args and not flags.template:
         raise _usage("--arg is only for --template")
-    body["spec"] = flags.spec
-    body.update(duet)
-    if flags.template:
-        body["template"] = flags.template
-        body["args"] = dict(flags.args)
-    elif not duet:
-        body["image"] = flags.image
-    if job_options:
-        body["job"] = RunJob(**job_options)
-    return body
+    job = RunBody(
+        spec=flags.spec,
+        template=flags.template or None,
+        args=dict(flags.args) if flags.template else None,
+        image=flags.image if not (flags.template or duet) else None,
+        job=_job_options(flags),
+    )
+    return job if duet is None else _merged(job, duet)
 
 
-def _direct(flags: RunFlags, job_options: dict[str, Any], now: dt.datetime) -> dict[str, Any]:
+def _direct(flags: RunFlags, now: dt.datetime) -> RunBody:
     # In direct mode each --results is one iteration, as each --file of one run is in
     # Bencher's CLI: --iter may be 1 (Bencher's "--iter 1 --fold ..." over several files) or
     # repeat the count, but cannot change it.
-    iterations = job_options.pop("iter", len(flags.results))
+    iterations = len(flags.results) if flags.iterations is None else flags.iterations
     if iterations not in (1, len(flags.results)):
         raise _usage(
             f"--iter {iterations} does not match the {len(flags.results)} --results given "
             "(in direct mode each --results is one iteration)"
         )
+    job_options = flags.timeout is not None or flags.file_paths
     if flags.template or flags.image or flags.spec or flags.args or job_options or flags.duet.given:
         raise _usage(
             "--results (direct mode) cannot be combined with --spec, --template, "
             "--image, --arg, --baseline, --contender, --timeout or --file-path"
         )
     stamp = now.astimezone(dt.UTC)
-    return {"results": list(flags.results), "start_time": stamp, "end_time": stamp}
+    return RunBody(results=list(flags.results), start_time=stamp, end_time=stamp)

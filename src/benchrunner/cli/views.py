@@ -44,7 +44,7 @@ def print_report(report: Report) -> None:
         console.print(Text(f"error: {report.error}", style="red"), soft_wrap=True)
     noise = report.noise
     if noise is not None:
-        style = "yellow" if noise.get("verdict") == "noisy" else None
+        style = "yellow" if noise.verdict == "noisy" else None
         for line in report_noise_lines(noise):
             console.print(Text(line, style=style or ""), soft_wrap=True)
     lines = alert_lines(report)
@@ -76,10 +76,10 @@ def _metrics_table(rows: list[MetricRow]) -> Table:
 
 def job_summary(job: Job) -> str:
     config = job.config
-    if config.get("template"):
-        args = " ".join(f"{k}={v}" for k, v in (config.get("args") or {}).items())
-        return f"{config['template']} {args}".strip()
-    return str(config.get("digest") or "-")
+    if config.template:
+        args = " ".join(f"{k}={v}" for k, v in (config.args or {}).items())
+        return f"{config.template} {args}".strip()
+    return config.digest or "-"
 
 
 def failure_reason(job: Job) -> str:
@@ -153,8 +153,7 @@ def print_job(job: Job) -> None:
     if job_output is not None:
         _print_iterations(job_output)
         if job_output.noise is not None:
-            noise = job_output.noise.model_dump(mode="json")
-            output.out().print(Text(job_noise_line(noise)), soft_wrap=True)
+            output.out().print(Text(job_noise_line(job_output.noise)), soft_wrap=True)
         if job_output.error:
             output.out().print(Text(f"error: {job_output.error}", style="red"))
 

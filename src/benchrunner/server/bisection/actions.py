@@ -8,6 +8,7 @@ from typing import Any
 
 from sqlalchemy.engine import Connection
 
+from benchrunner.api.bisections import Bisection
 from benchrunner.core.states import JobStatus
 from benchrunner.server.access import members_project, project_access
 from benchrunner.server.bisection import rows
@@ -32,7 +33,7 @@ def bisection_in_project(conn: Connection, project_id: int, ref: str) -> Any:
 
 async def cancel(
     ctx: ServerContext, services: Services, project: str, bisection: str, user: UserRow | None
-) -> dict[str, Any]:
+) -> Bisection:
     """Cancel a running bisection and its jobs under way (409 when it is no longer running):
     its view after."""
 
@@ -63,7 +64,7 @@ async def cancel(
     for job in in_flight:
         await services.lifecycle.cancel(job, actor)
 
-    def read(conn: Connection) -> dict[str, Any]:
+    def read(conn: Connection) -> Bisection:
         found = project_access(conn, user, project, write=False)
         return bisection_view(conn, bisection_in_project(conn, found.id, bisection))
 

@@ -7,12 +7,10 @@ one. A template bisection puts each version's commit in the arguments' ``{commit
 
 from __future__ import annotations
 
-from typing import Any
-
 from sqlalchemy.engine import Connection
 
 from benchrunner import adapters
-from benchrunner.api.bisections import COMMIT_REF, BisectionCreate
+from benchrunner.api.bisections import COMMIT_REF, Bisection, BisectionCreate
 from benchrunner.api.run import COMMIT
 from benchrunner.core.image_refs import ImageRef
 from benchrunner.core.templates import TemplateError
@@ -86,7 +84,7 @@ async def start(
     body: BisectionCreate,
     user: UserRow | None,
     origin: Origin,
-) -> dict[str, Any]:
+) -> Bisection:
     """Start a bisection of ``project`` for ``user``; its first duet (bad against good) is
     queued at once. The bisection's view; raises ``ApiError`` (400 naming the field, 401 or
     403 for who may not, 404 for an unknown project, alert or spec, 429 for a full queue)."""
@@ -109,7 +107,7 @@ async def start(
             raise bad_request(f"template: {exc}") from None
         timeout = min(body.timeout or template.timeout, template.timeout)
 
-    def unit(conn: Connection) -> dict[str, Any]:
+    def unit(conn: Connection) -> Bisection:
         now = ctx.clock.now()
         found = members_project(conn, user, project, SIGN_IN_TO)
         spec = job_spec(conn, body.spec)

@@ -3,11 +3,13 @@
 A runner sends a running job's output every 250 ms or so; storing each chunk on its own cost a
 transaction and a durable commit per chunk. Here a chunk is only noted in memory when it
 arrives (no query, no reply), and one task per server writes every job's pending chunks
-together, in one transaction (two statements) at most once a second, committed without waiting
-for the disk (``Database.write_lazy``). A job's last chunks are stored by the transaction of the
-move its terminal result makes, ahead of the move (``take_job``, ``store.job_logs.LogTail``: a
-finished job's log never grows, and a follower that sees the job finished has seen its whole
-log), and a job's chunks are written at once when its runner's session ends.
+together, in one transaction (two statements) at most once a second, a chunk about a second
+after it arrived, committed without waiting for the disk (``Database.write_lazy``). A job's last
+chunks are stored by the move its terminal result makes, ahead of it in its transaction or, on
+PostgreSQL, in its own statement (``take_job``, ``store.job_logs.LogTail``: a finished job's log
+never grows, and a follower that sees the job finished has seen its whole log): a job shorter
+than a second has its whole log stored so, at no statement of its own. A job's chunks are
+written at once when its runner's session ends.
 Nothing of it is on the path of an ``ack``: a heartbeat's or a ``running``'s reply never waits
 for a log write, and a result waits for none but a write under way of its own job's earlier
 chunks, which its last ones must follow.
@@ -85,6 +87,8 @@ class LiveLogs:
         """The jobs whose chunks the write under way took: a job's last chunks wait for that
         write only if it is one of them (``take_job``)."""
         self._wanted = asyncio.Event()
+        self._wanted_since = 0.0
+        """When ``_wanted`` was last set: the oldest chunk not taken by a write came then."""
         self._task: asyncio.Task[None] | None = None
         self._refusals: set[asyncio.Task[None]] = set()
 
@@ -116,7 +120,9 @@ class LiveLogs:
         pending.chunks.append(PendingChunk(stream, message.offset, raw, end))
         pending.size += len(raw)
         pending.last, pending.refuse = message, refuse
-        self._wanted.set()
+        if not self._wanted.is_set():
+            self._wanted_since = self.ctx.monotonic.monotonic()
+            self._wanted.set()
 
     def forget(self, job_id: int) -> None:
         """The job's session is done with it: drop what was learnt of its streams."""
@@ -125,7 +131,7 @@ class LiveLogs:
 
     async def take_job(self, job_id: int) -> Taken | None:
         """The job's pending chunks, taken out for the transaction of its terminal result
-        (``LogTail``, stored ahead of its move), or None when none are pending. Only if a
+        (``LogTail``, stored with its move), or None when none are pending. Only if a
         write under way took earlier chunks of this job does this wait for it (the tail must
         follow them); other jobs' writes never delay a result. All but the last
         ``BATCH_BYTES`` or so of what is pending are stored before this returns (``_parts``)."""
@@ -209,7 +215,10 @@ class LiveLogs:
         written = clock.monotonic() - self.interval
         while True:
             await self._wanted.wait()
-            await clock.sleep_until(written + self.interval)
+            # A chunk waits an interval even when nothing was written in the last one: a job
+            # shorter than that has its chunks stored by its result's move (``take_job``),
+            # where a write at once would cost a transaction of its own.
+            await clock.sleep_until(max(written, self._wanted_since) + self.interval)
             self._wanted.clear()
             written = clock.monotonic()
             await self.flush()

@@ -40,7 +40,7 @@ from benchrunner.core.events import SYSTEM_ACTOR, TRANSITION_EVENT, JobEvent
 from benchrunner.core.states import IN_FLIGHT, JobStatus
 from benchrunner.server.context import ServerContext
 from benchrunner.server.logs.transition_log import Timeout, job_moved
-from benchrunner.server.store import claims, transitions
+from benchrunner.server.store import capabilities, claims, transitions
 from benchrunner.server.store.direct import Direct
 from benchrunner.server.store.engine import Database
 from benchrunner.server.store.job_logs import LogTail, job_log_store_tail
@@ -150,9 +150,27 @@ def apply_reading(
     """``apply``, reading ``then`` (a ``SELECT``, or a write only a moved job makes and its
     read, bound by ``then_params``) in the same statement on PostgreSQL: its first row if the
     job moved, else None (without ``then``, a row holding the job's id). The move's ``log`` is
-    stored first."""
-    if move.log is not None:
-        job_log_store_tail(conn, move.log)
+    stored ahead of it: where the engine writes in CTEs, by the move's own statement, and, if
+    that did not move the job, with ``job_log_store_tail`` before the move is tried again, as
+    elsewhere (what the tail stores when the move fails is then what it always stored)."""
+    log = move.log
+    if log is not None and not log.stored and capabilities.of(conn).writes_in_ctes:
+        moved = _transition(conn, move, then, then_params, log)
+        if moved is not None:
+            return moved
+        log.stored = None  # the statement stored nothing
+    if log is not None:
+        job_log_store_tail(conn, log)
+    return _transition(conn, move, then, then_params)
+
+
+def _transition(
+    conn: Connection,
+    move: Move,
+    then: Direct | transitions.Guarded | None,
+    then_params: Mapping[str, Any] | None,
+    log: LogTail | None = None,
+) -> Any | None:
     return transitions.transition(
         conn,
         move.job.id,
@@ -165,6 +183,7 @@ def apply_reading(
         then=then,
         then_params=then_params,
         output=move.output,
+        log=log,
     )
 
 

@@ -1,8 +1,8 @@
 """A runner's ``completed``, in two writes, each committed on its own, the runner's ``ack``
 sent between them (docs/explanation/results-safety.md):
 
-1. ``complete``: one statement (on PostgreSQL, in autocommit: ``Database.write_acked_each``;
-   after the statements that store the job's last live-log chunks, when it sent some) moves
+1. ``complete``: one statement (on PostgreSQL, in autocommit: ``Database.write_acked_each``)
+   stores the job's last live-log chunks, when it sent some, and moves
    the job to ``completed`` with its output row when the output is small enough for one
    (a larger one is in the blob store, synced, before it), the runner's signature over it, and
    reads the report's parse info when the output is small enough to parse at once
@@ -81,7 +81,7 @@ def complete(
     """Move ``job`` to ``completed``, keep ``row_output`` (None: its output is a blob), the
     runner's ``signed`` over it and the job's last live-log chunks (``log``, stored ahead of
     it), reading the report's parse info when the output is parsed here: on PostgreSQL, one
-    statement for the move, output and read."""
+    statement for the chunks, move, output and read (``moves.move.apply_reading``)."""
     # A late result replaces the failure's signature too (with none, when it is unsigned).
     resigned = signed is not None or late
     message = "runner delivered a result after the job had failed" if late else "runner completed"

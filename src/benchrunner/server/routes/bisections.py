@@ -12,7 +12,7 @@ from benchrunner.api.bisections import Bisection, BisectionCreate
 from benchrunner.server.access import project_access
 from benchrunner.server.bisection import actions, rows, start
 from benchrunner.server.bisection.views import bisection_view
-from benchrunner.server.http.answers import ANSWERED, answered
+from benchrunner.server.http.answers import ANSWERED
 from benchrunner.server.routes.deps import Ctx, MaybeUser, Page, Svc, origin_of
 
 router = APIRouter(tags=["bisections"])
@@ -25,9 +25,7 @@ async def create_bisection(
     project: str, body: BisectionCreate, request: Request, user: MaybeUser, ctx: Ctx, services: Svc
 ) -> Bisection:
     """Start a bisection; its first duet (bad against good) is queued at once."""
-    return answered(
-        Bisection, await start.start(ctx, services, project, body, user, origin_of(request, user))
-    )
+    return await start.start(ctx, services, project, body, user, origin_of(request, user))
 
 
 @router.get(BISECTIONS, **ANSWERED)
@@ -39,7 +37,7 @@ async def list_bisections(
     def unit(conn: Connection) -> list[Bisection]:
         found = project_access(conn, user, project, write=False)
         listed = rows.bisection_list(conn, found.id, pages.per_page, pages.offset)
-        return [answered(Bisection, bisection_view(conn, b)) for b in listed]
+        return [bisection_view(conn, b) for b in listed]
 
     return await ctx.db.read(unit)
 
@@ -52,7 +50,7 @@ async def get_bisection(project: str, bisection: str, user: MaybeUser, ctx: Ctx)
     def unit(conn: Connection) -> Bisection:
         found = project_access(conn, user, project, write=False)
         found_bisection = actions.bisection_in_project(conn, found.id, bisection)
-        return answered(Bisection, bisection_view(conn, found_bisection))
+        return bisection_view(conn, found_bisection)
 
     return await ctx.db.read(unit)
 
@@ -62,7 +60,7 @@ async def cancel_bisection(
     project: str, bisection: str, user: MaybeUser, ctx: Ctx, services: Svc
 ) -> Bisection:
     """Cancel a running bisection and its jobs under way; 409 when it is no longer running."""
-    return answered(Bisection, await actions.cancel(ctx, services, project, bisection, user))
+    return await actions.cancel(ctx, services, project, bisection, user)
 
 
 @router.delete(BISECTIONS + "/{bisection}", **ANSWERED)
@@ -70,4 +68,4 @@ async def delete_bisection(
     project: str, bisection: str, user: MaybeUser, ctx: Ctx, services: Svc
 ) -> Bisection:
     """Cancel a running bisection, as ``POST .../cancel`` does (it stays listed)."""
-    return answered(Bisection, await actions.cancel(ctx, services, project, bisection, user))
+    return await actions.cancel(ctx, services, project, bisection, user)

@@ -465,8 +465,8 @@ class Database:
         return await self._acked(self._write_held, self._write_lazy_held, unit, *args, **kwargs)
 
     async def write_acked_each(self, unit: Unit[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
-        """``write_acked`` for a unit of one statement (a runner's ``completed``: its move,
-        output and parse info, after its last live-log chunks' statements when it has some):
+        """``write_acked`` for a unit of one statement (a runner's ``completed``: its last
+        live-log chunks, move, output and parse info):
         on PostgreSQL it runs in autocommit, without BEGIN and COMMIT,
         committed durably alone (``write_each``), or, beside another acknowledged write or a
         ``durable`` wait, without waiting for the disk, made durable by ``durable``'s shared

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from benchrunner.server.store.arrays import unnested
 from benchrunner.server.store.direct import Direct, insert_values
 from benchrunner.server.store.tables import in_flight, job, job_log
 
@@ -50,9 +51,10 @@ class PendingChunk:
 
 @dataclass
 class LogTail:
-    """A job's last pending chunks, stored in the transaction of the move that ends the job
-    (``moves.move.Move.log``, ``job_log_store_tail``), ahead of the move: no transaction of
-    their own, and a reader who sees the job finished sees its whole log."""
+    """A job's last pending chunks, stored with the move that ends the job
+    (``moves.move.Move.log``): in the move's own statement where the engine writes in CTEs
+    (``tail_after``), else ahead of it in its transaction (``job_log_store_tail``). No
+    transaction of their own, and a reader who sees the job finished sees its whole log."""
 
     job_id: int
     chunks: list[PendingChunk]
@@ -208,6 +210,113 @@ def job_log_chunks(conn: Connection, job_id: int, after: int, limit: int) -> lis
         )
         for row in rows
     ]
+
+
+def _tail_rows(tail: LogTail) -> list[dict[str, object]]:
+    """The rows ``job_log_store`` would write for ``tail`` if none of the job's log were
+    stored. Those it writes where a stream's stored bytes end (``end``) are the same rows cut
+    at ``end``: each chunk's rows from ``end`` are its rows from nothing with the bytes below
+    ``end`` cut off (a stream's end after a chunk is the greater of ``end`` and its end from
+    nothing), and the ``truncated`` row only if the stream has none yet. A gap row cut is a
+    shorter gap; a ``data`` row cut inside would need its text cut at a byte (``TAIL_FITS``)."""
+    rows: list[dict[str, object]] = []
+    states = {stream: _Stream(0, False) for stream in STREAMS}
+    for chunk in tail.chunks:
+        _append(rows, tail.job_id, states[chunk.stream], chunk, tail.max_bytes)
+    return rows
+
+
+_TAIL_COLUMNS = ("stream", "stream_offset", "size", "kind", "data")
+_GIVEN_TAIL = unnested(
+    [("position", sa.Integer()), *((name, job_log.c[name].type) for name in _TAIL_COLUMNS)],
+    parameter_prefix="tail_",
+    name="tail",
+)
+
+
+def _tail_ends() -> sa.CTE:
+    stored = job_log.alias("stored")
+    last = (
+        sa.select((stored.c.stream_offset + stored.c.size).label("end"), stored.c.kind)
+        .where(stored.c.job_id == sa.bindparam("job_id"), stored.c.stream == _GIVEN_TAIL.c.stream)
+        .order_by(stored.c.stream_offset.desc())
+        .limit(1)
+        .lateral("last_row")
+    )
+    return (
+        sa.select(
+            _GIVEN_TAIL,
+            sa.func.coalesce(last.c.end, 0).label("stored_end"),
+            last.c.kind.label("stored_kind"),
+        )
+        .select_from(_GIVEN_TAIL.outerjoin(last, sa.true()))
+        .cte("tail_ends")
+    )
+
+
+_TAIL_ENDS = _tail_ends()
+"""The given tail's rows (``_tail_rows``), each with where its stream's stored bytes end (the
+row at the highest offset ends them, as in ``_STORED_ENDS``) and that row's kind."""
+
+_flying = job.alias("tail_job")
+TAIL_IN_FLIGHT = (
+    sa.exists()
+    .where(_flying.c.id == sa.bindparam("job_id"), in_flight(_flying.c.status))
+    .label("log_in_flight")
+)
+"""Whether the job (bound as ``job_id``) is in flight, as the statement found it: a tail is
+stored only then (``job_log_store``'s rule)."""
+
+TAIL_FITS = ~sa.exists().where(
+    _TAIL_ENDS.c.kind == ChunkKind.DATA.value,
+    _TAIL_ENDS.c.stream_offset < _TAIL_ENDS.c.stored_end,
+    _TAIL_ENDS.c.stream_offset + _TAIL_ENDS.c.size > _TAIL_ENDS.c.stored_end,
+)
+"""No ``data`` row of the tail starts below where its stream's stored bytes end and ends past
+it: then ``tail_after`` writes exactly what ``job_log_store`` would. A move's statement moves
+only then; otherwise its caller stores the tail with ``job_log_store`` and moves apart
+(``moves.move.apply_reading``): a resend cut elsewhere than the first send, rare."""
+
+
+def tail_after(moved: sa.CTE) -> sa.Insert:
+    """The rows of the tail that ``job_log_store`` would write, inserted for the job that
+    ``moved`` (a data-modifying CTE returning its id) moved, if it was in flight: the insert
+    of a move's own statement (``store.transitions``), bound by ``tail_params``."""
+    t = _TAIL_ENDS.c
+    start = sa.func.greatest(t.stream_offset, t.stored_end)
+    gap = t.kind == ChunkKind.GAP.value
+    new = sa.case(
+        (
+            t.kind == ChunkKind.TRUNCATED.value,
+            sa.func.coalesce(t.stored_kind, "") != ChunkKind.TRUNCATED.value,
+        ),
+        (gap, t.stream_offset + t.size > t.stored_end),
+        else_=t.stream_offset >= t.stored_end,
+    )
+    rows = (
+        sa.select(
+            moved.c.id,
+            t.stream,
+            sa.case((gap, start), else_=t.stream_offset),
+            sa.case((gap, t.stream_offset + t.size - start), else_=t.size),
+            t.kind,
+            t.data,
+        )
+        .select_from(moved.join(_TAIL_ENDS, sa.true()))
+        .where(new, TAIL_IN_FLIGHT.element)
+        .order_by(t.position)
+    )
+    return job_log.insert().from_select(["job_id", *_TAIL_COLUMNS], rows)
+
+
+def tail_params(tail: LogTail) -> dict[str, list[object]]:
+    """The parameters of ``tail_after``, ``TAIL_FITS`` and ``TAIL_IN_FLIGHT`` for ``tail``
+    (beside ``job_id``, the move's)."""
+    rows = _tail_rows(tail)
+    params: dict[str, list[object]] = {"tail_position": list(range(len(rows)))}
+    for name in _TAIL_COLUMNS:
+        params[f"tail_{name}"] = [row[name] for row in rows]
+    return params
 
 
 def job_log_store_tail(conn: Connection, tail: LogTail) -> None:

@@ -20,7 +20,7 @@ from sqlalchemy.engine import Connection
 
 from benchrunner.core.events import SYSTEM_ACTOR, JobEvent
 from benchrunner.core.states import JobStatus, sources_of
-from benchrunner.server.store import capabilities, job_outputs
+from benchrunner.server.store import capabilities, job_logs, job_outputs
 from benchrunner.server.store.arrays import unnested
 from benchrunner.server.store.capabilities import Capabilities
 from benchrunner.server.store.direct import Direct, insert_values
@@ -118,12 +118,14 @@ def _guarded_update(
     columns: tuple[str, ...],
     runner_guard: bool,
     job_id: sa.ColumnElement[Any] | None = None,
+    *also: sa.ColumnElement[bool],
 ) -> sa.Update:
-    """``UPDATE job SET status = target ... WHERE id = :job_id AND status IN (sources)``,
-    returning the id when the job moved; ``job_id``: the job's id as the statement chooses it
-    (``Pick``) instead of bound."""
+    """``UPDATE job SET status = target ... WHERE id = :job_id AND status IN (sources)``
+    (and ``also``), returning the id when the job moved; ``job_id``: the job's id as the
+    statement chooses it (``Pick``) instead of bound."""
     allowed = sorted(int(s) for s in sources_of(target))
     guard = [job.c.runner_id == sa.bindparam("owner_id")] if runner_guard else []
+    guard.extend(also)
     chosen = sa.bindparam("job_id") if job_id is None else job_id
     return (
         job.update()
@@ -201,6 +203,8 @@ class _Shape:
     output: Capabilities | None = None
     """The engine whose insert writes the job's output row in the statement (None: none)."""
     pick: Pick | None = None
+    log: bool = False
+    """The statement stores the job's last live-log chunks too (``job_logs.tail_after``)."""
 
 
 @functools.cache
@@ -211,7 +215,10 @@ def _one_statement(shape: _Shape) -> Direct:
     query reads them, and allows only at the top level). A row comes back only if the job
     moved."""
     picked = None if shape.pick is None else shape.pick.job_id
-    moved = _guarded_update(shape.target, shape.columns, shape.runner_guard, picked).cte("moved")
+    fits = (job_logs.TAIL_FITS,) if shape.log else ()
+    moved = _guarded_update(shape.target, shape.columns, shape.runner_guard, picked, *fits).cte(
+        "moved"
+    )
     written = _events_of(moved, shape.events).returning(job_event.c.job_id).cte("written")
     if shape.pick is not None:  # a row whether or not the job moved: no guard on the read
         return Direct(
@@ -227,6 +234,10 @@ def _one_statement(shape: _Shape) -> Direct:
     if shape.output is not None:
         kept = job_outputs.output_after(moved, shape.output).returning(job_output.c.job_id)
         query = query.where(sa.exists(sa.select(kept.cte("kept").c.job_id)))
+    if shape.log:
+        query = query.add_columns(job_logs.TAIL_IN_FLIGHT).add_cte(
+            job_logs.tail_after(moved).cte("logged")
+        )
     if shape.notify:
         query = query.add_columns(
             sa.func.pg_notify(
@@ -257,6 +268,7 @@ def transition(
     then: Direct | Guarded | None = None,
     then_params: Mapping[str, Any] | None = None,
     output: bytes | None = None,
+    log: job_logs.LogTail | None = None,
 ) -> Any | None:
     """The one status change of the store: compare-and-set the job to ``target`` (only if it
     is ``runner_id``'s, when given), setting the columns of ``values`` too, and write
@@ -266,6 +278,12 @@ def transition(
     row is read, which only a moved job needs. Returns that row (without ``then``: a row
     holding the job's ``id``), or None if the job did not move. On PostgreSQL all of it is one
     statement.
+
+    With ``log`` (``writes_in_ctes`` only), the job's last live-log chunks are stored by the
+    same statement, as ``job_log_store`` would store them, if the job moved and was in flight
+    (``log.stored`` says which); the job does not move if what its log has stored does not
+    let the statement store them so (``job_logs.TAIL_FITS``): the caller then stores them
+    apart and moves again (``moves.move.apply_reading``).
 
     With a ``Pick`` for ``job_id`` (PostgreSQL only), the statement chooses the job itself and
     returns the pick's ``read`` row (``then_params`` bind the choice), moved or not; None when
@@ -298,9 +316,13 @@ def transition(
             select,
             None if output is None else engine,
             pick,
+            log is not None,
         )
         if output is not None:
             params[job_outputs.OUTPUT_PARAM] = output
+        if log is not None:
+            assert pick is None, "a tail belongs to a move of a known job"
+            params.update(job_logs.tail_params(log))
         for index, event in enumerate(events):
             for name, value in event_params(
                 event.type, event.message, event.actor, event.meta, now
@@ -308,7 +330,11 @@ def transition(
                 params[f"{name}_{index}"] = value
         if notify is not None:
             params["notify_channel"], params["notify_payload"] = notify
-        return _one_statement(shape).first(conn, params)
+        row = _one_statement(shape).first(conn, params)
+        if log is not None and row is not None:
+            log.stored = bool(row.log_in_flight)
+        return row
+    assert log is None, "a move stores its tail in its statement only where it writes in CTEs"
     assert pick is None, "a statement that picks its job writes in CTEs"
     assert isinstance(job_id, int)
     moved = _update_alone(target, columns, runner_id is not None).first(conn, params)

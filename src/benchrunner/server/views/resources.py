@@ -28,7 +28,7 @@ from benchrunner.api.alerts import (
     ThresholdPrecision,
     Variant,
 )
-from benchrunner.api.jobs import Job, JobEvent, JobOutput, JobSignature
+from benchrunner.api.jobs import Job, JobConfig, JobEvent, JobOutput, JobSignature
 from benchrunner.api.organizations import Member, Organization, Project
 from benchrunner.api.runners import Runner
 from benchrunner.api.specs import Spec
@@ -190,7 +190,8 @@ def job_view(
         report=str(report_uuid),
         project=str(job.project_uuid),
         spec=spec_view(spec),
-        config=job.config.model_dump(mode="json", exclude_none=True),
+        # The fields the runner's config holds, as set: those it left null are not sent.
+        config=JobConfig.model_validate(job.config.model_dump(mode="json", exclude_none=True)),
         timeout=job.timeout,
         priority=job.priority,
         runner=None if runner_uuid is None else str(runner_uuid),

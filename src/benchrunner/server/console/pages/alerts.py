@@ -17,7 +17,8 @@ from fastapi.responses import HTMLResponse, RedirectResponse
 from sqlalchemy.engine import Connection
 
 from benchrunner import adapters
-from benchrunner.server.bisection.views import bisection_summary
+from benchrunner.api.alerts import AlertBisection
+from benchrunner.server.bisection.views import alert_bisection
 from benchrunner.server.console.bisect_form import BisectForm, prefilled
 from benchrunner.server.console.csrf import CsrfChecked
 from benchrunner.server.console.pager import Pager
@@ -138,7 +139,7 @@ class AlertPage:
     project: ProjectRow
     alert: Any
     writable: bool
-    bisection: dict[str, Any] | None = None
+    bisection: AlertBisection | None = None
     """The latest bisection started from the alert, in short (the API's ``bisection``)."""
     bisect_form: BisectForm | None = None
     """The Bisect form, prefilled from the alert (for a viewer who may start one)."""
@@ -175,7 +176,7 @@ def _one(conn: Connection, viewer: Viewer, ref: str, alert_ref: str) -> AlertPag
     project = visible_project(conn, viewer, ref)
     found = _alert_or_404(conn, project, alert_ref)
     writable = may_change(conn, viewer, project)
-    bisection = bisection_summary(conn, found.id)
+    bisection = alert_bisection(conn, found.id)
     if not writable:
         return AlertPage(project, found, writable, bisection)
     form = BisectForm.entered(prefilled(conn, found))

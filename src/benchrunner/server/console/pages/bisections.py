@@ -15,6 +15,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse
 from sqlalchemy.engine import Connection
 
 from benchrunner import adapters
+from benchrunner.api.bisections import Bisection
 from benchrunner.server.bisection import actions, rows, start
 from benchrunner.server.bisection.views import bisection_view
 from benchrunner.server.console.bisect_form import (
@@ -60,7 +61,7 @@ def _base(project: ProjectRow) -> str:
 @dataclass(frozen=True)
 class BisectionList:
     project: ProjectRow
-    rows: list[dict[str, Any]]
+    rows: list[Bisection]
     pages: Pager
     writable: bool
 
@@ -177,7 +178,7 @@ async def start_bisection(
             raise
         form.errors[field_of(exc.message)] = exc.message
         return _form_page(request, viewer, ctx, choices, form, exc.status)
-    return RedirectResponse(f"{_base(choices.project)}/{view['uuid']}", status_code=303)
+    return RedirectResponse(f"{_base(choices.project)}/{view.uuid}", status_code=303)
 
 
 # ---------------------------------------------------------------- one bisection
@@ -186,14 +187,14 @@ async def start_bisection(
 @dataclass(frozen=True)
 class BisectionPage:
     project: ProjectRow
-    bisection: dict[str, Any]
+    bisection: Bisection
     writable: bool
     alert: Any | None
     """The alert it explains (its benchmark and measure), if it was started from one."""
 
     @property
     def live(self) -> bool:
-        return bool(self.bisection["state"] == rows.RUNNING)
+        return self.bisection.state == rows.RUNNING
 
 
 def _one(conn: Connection, viewer: Viewer, ref: str, bisection_ref: str) -> BisectionPage:
@@ -202,7 +203,7 @@ def _one(conn: Connection, viewer: Viewer, ref: str, bisection_ref: str) -> Bise
     if found is None:
         raise not_found("bisection", bisection_ref)
     view = bisection_view(conn, found)
-    alert = None if view["alert"] is None else alerts.alert_get(conn, project.id, view["alert"])
+    alert = None if view.alert is None else alerts.alert_get(conn, project.id, view.alert)
     return BisectionPage(project, view, may_change(conn, viewer, project), alert)
 
 
@@ -255,6 +256,4 @@ async def cancel(
         return await _page(
             request, viewer, ctx, project, bisection, error=exc.message, status_code=409
         )
-    return RedirectResponse(
-        f"/console/projects/{project}/bisections/{view['uuid']}", status_code=303
-    )
+    return RedirectResponse(f"/console/projects/{project}/bisections/{view.uuid}", status_code=303)
