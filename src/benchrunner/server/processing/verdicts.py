@@ -142,15 +142,8 @@ def verdicts_write(
     ids = alerts.boundaries_put(conn, [b for u in units for b in u.boundaries])
     boundary_of = dict(zip((b.metric_id for u in units for b in u.boundaries), ids, strict=True))
     to_bisect: list[int] = []
-    for a in (a for unit in units for a in unit.alerts):
-        if a.zone and alerts.change_alerted(conn, a.zone) - a.known:
-            continue  # another report raised this step's alert since the read
-        boundary_id = boundary_of.get(a.metric_id)
-        if boundary_id is None:
-            boundary_id = alerts.boundary_ids(conn, [a.metric_id])[a.metric_id]
-        alert_id = alerts.alert_raise(
-            conn, boundary_id, verdicts.report_id, a.side, now, a.change, pending=a.pending
-        )
+    raising = [a for unit in units for a in unit.alerts]
+    for a, alert_id in _alerts_raise(conn, verdicts.report_id, raising, boundary_of, now):
         if alert_id is None:
             continue  # the boundary has one: this report was judged before (a retry)
         if a.pending:
@@ -163,6 +156,43 @@ def verdicts_write(
     # The bisection driver starts their bisections (docs/how-to/bisect.md).
     alerts.alerts_bisect_pending(conn, to_bisect)
     return written
+
+
+def _alerts_raise(
+    conn: Connection,
+    report_id: int,
+    raising: list[AlertVerdict],
+    boundary_of: dict[int, int],
+    now: dt.datetime,
+) -> Iterator[tuple[AlertVerdict, int | None]]:
+    """Each alert of ``raising`` with the id of the alert raised (None: not raised), in order:
+    all in one statement when none is a step's (whose check reads the alerts raised before it)
+    and no two share a boundary, else one by one."""
+    metric_ids = [a.metric_id for a in raising]
+    if not any(a.zone for a in raising) and len(set(metric_ids)) == len(metric_ids):
+        missing = [m for m in metric_ids if m not in boundary_of]
+        boundary_of = {**boundary_of, **alerts.boundary_ids(conn, missing)}
+        boundary_ids = [boundary_of[m] for m in metric_ids]
+        new = [
+            alerts.NewAlert(b, a.side, a.change, a.pending)
+            for a, b in zip(raising, boundary_ids, strict=True)
+        ]
+        raised = alerts.alerts_raise(conn, report_id, new, now)
+        yield from ((a, raised.get(b)) for a, b in zip(raising, boundary_ids, strict=True))
+        return
+    for a in raising:
+        if a.zone and alerts.change_alerted(conn, a.zone) - a.known:
+            yield a, None  # another report raised this step's alert since the read
+            continue
+        boundary_id = boundary_of.get(a.metric_id)
+        if boundary_id is None:
+            boundary_id = alerts.boundary_ids(conn, [a.metric_id])[a.metric_id]
+        yield (
+            a,
+            alerts.alert_raise(
+                conn, boundary_id, report_id, a.side, now, a.change, pending=a.pending
+            ),
+        )
 
 
 def _check(conn: Connection, verdicts: Verdicts, threshold_ids: list[int]) -> None:

@@ -161,19 +161,15 @@ def boundary_ids(conn: Connection, metric_ids: Sequence[int]) -> dict[int, int]:
     return found
 
 
-def alert_raise(
-    conn: Connection,
+def _alert_row(
     boundary_id: int,
     report_id: int,
     limit: Limit,
     now: dt.datetime,
-    change: Change | None = None,
-    *,
-    pending: bool = False,
-) -> int | None:
-    """An active alert on the boundary, raised by ``report_id`` (``pending``: held back until
-    its confirmation runs decide); its id, or None when the boundary has one already."""
-    row = {
+    change: Change | None,
+    pending: bool,
+) -> dict[str, Any]:
+    return {
         "uuid": uuid.uuid4(),
         "boundary_id": boundary_id,
         "report_id": report_id,
@@ -188,9 +184,48 @@ def alert_raise(
         "created": now,
         "modified": now,
     }
+
+
+def alert_raise(
+    conn: Connection,
+    boundary_id: int,
+    report_id: int,
+    limit: Limit,
+    now: dt.datetime,
+    change: Change | None = None,
+    *,
+    pending: bool = False,
+) -> int | None:
+    """An active alert on the boundary, raised by ``report_id`` (``pending``: held back until
+    its confirmation runs decide); its id, or None when the boundary has one already."""
+    row = _alert_row(boundary_id, report_id, limit, now, change, pending)
     statement = insert_or_skip(conn, alert, ("boundary_id",)).returning(alert.c.id)
     inserted = conn.execute(statement, row).scalar()
     return None if inserted is None else int(inserted)
+
+
+@dataclass(frozen=True)
+class NewAlert:
+    """An alert to raise on a boundary (``alert_raise``'s arguments)."""
+
+    boundary_id: int
+    limit: Limit
+    change: Change | None = None
+    pending: bool = False
+
+
+def alerts_raise(
+    conn: Connection, report_id: int, raised: Sequence[NewAlert], now: dt.datetime
+) -> dict[int, int]:
+    """``alert_raise`` of alerts on distinct boundaries, in one statement: the id of each alert
+    raised, by its boundary id (a boundary that has an alert already is left out)."""
+    if not raised:
+        return {}
+    rows = [_alert_row(a.boundary_id, report_id, a.limit, now, a.change, a.pending) for a in raised]
+    statement = insert_or_skip(conn, alert, ("boundary_id",)).returning(
+        alert.c.boundary_id, alert.c.id
+    )
+    return {int(b): int(i) for b, i in conn.execute(statement, rows)}
 
 
 def alert_promote_suspected(

@@ -53,6 +53,13 @@ def normalize_url(url: str) -> str:
     return url
 
 
+SQLITE_CACHE_KIB = 65_536
+"""Each SQLite connection's page cache, at most (SQLite's default: 2 MiB). A report's metrics
+go into the leaves of ``metric``'s indexes that the previous report's went into, one leaf per
+series: 3,000 series take some 12 MiB of leaves, which a 2 MiB cache reads again from the
+file for every report (``benchmarks/RESULTS.md``, "Reports at scale")."""
+
+
 def _sqlite_engine(url: str, *, immediate: bool, pool_size: int) -> Engine:
     engine = sa.create_engine(
         url,
@@ -70,6 +77,7 @@ def _sqlite_engine(url: str, *, immediate: bool, pool_size: int) -> Engine:
         cursor.execute("PRAGMA synchronous=NORMAL")
         cursor.execute("PRAGMA foreign_keys=ON")
         cursor.execute("PRAGMA busy_timeout=30000")
+        cursor.execute(f"PRAGMA cache_size=-{SQLITE_CACHE_KIB}")
         cursor.close()
 
     begin = "BEGIN IMMEDIATE" if immediate else "BEGIN"

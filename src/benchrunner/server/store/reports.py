@@ -16,11 +16,13 @@ from sqlalchemy.engine import Connection
 
 from benchrunner.core import slugs
 from benchrunner.core.measures import measure_spec
+from benchrunner.core.time_ordered_ids import uuid7
 from benchrunner.server.store import capabilities
 from benchrunner.server.store.arrays import unnested
 from benchrunner.server.store.conflicts import insert_or_skip
 from benchrunner.server.store.direct import Direct, insert_values
 from benchrunner.server.store.lookups_cache import cached_each, tag
+from benchrunner.server.store.metric_inserts import metric_ids_insert
 from benchrunner.server.store.samples import samples_add
 from benchrunner.server.store.tables import (
     benchmark,
@@ -349,7 +351,6 @@ class StoredMetric:
 
 
 _STORED_METRIC = (metric.c.id, metric.c.benchmark_id, metric.c.measure_id, metric.c.value)
-_INSERT_METRIC = metric.insert().returning(*_STORED_METRIC, sort_by_parameter_order=True)
 _INSERT_ONE_METRIC = Direct(
     insert_values(
         metric,
@@ -370,14 +371,14 @@ _INSERT_ONE_METRIC = Direct(
 def _metric_rows(
     conn: Connection, report_id: int, project_id: int, values: list[MetricValue], now: dt.datetime
 ) -> tuple[list[dict[str, Any]], list[bool]]:
-    """The metric rows of ``values`` (their benchmarks and measures created if missing), and
-    for each whether it never alerts."""
+    """The metric rows of ``values`` (their benchmarks and measures created if missing; uuids
+    of the time ``now``, ``core.time_ordered_ids``), and for each whether it never alerts."""
     named = {m.benchmark: without_ignore_suffix(m.benchmark) for m in values}
     benchmarks = named_ids(conn, benchmark, project_id, (n for n, _ in named.values()), now)
     measures = measure_ids(conn, project_id, (m.measure for m in values), now)
     rows = [
         {
-            "uuid": uuid.uuid4(),
+            "uuid": uuid7(now),
             "report_id": report_id,
             "iteration": m.iteration,
             "benchmark_id": benchmarks[named[m.benchmark][0]],
@@ -420,12 +421,11 @@ def _insert_metrics(
     never_alerts: list[bool],
 ) -> list[StoredMetric]:
     """Insert the metric ``rows`` of ``values`` (``_metric_rows``), their ids returned."""
-    inserted = list(
-        _INSERT_ONE_METRIC.all(conn, rows[0])
-        if len(rows) == 1
-        else conn.execute(_INSERT_METRIC, rows)
-    )
-    return _stored(conn, values, [row.id for row in inserted], rows, never_alerts)
+    if len(rows) == 1:
+        ids = [int(_INSERT_ONE_METRIC.all(conn, rows[0])[0].id)]
+    else:
+        ids = metric_ids_insert(conn, rows)
+    return _stored(conn, values, ids, rows, never_alerts)
 
 
 @dataclass(frozen=True)
