@@ -82,10 +82,9 @@ class JudgmentLater:
     """The job's move to ``processed``, made by the judgment's last write (None: made
     already)."""
     rest: tuple[reports.MetricValue, ...] = ()
-    """Its metrics not stored yet, stored before the judgment (``metric_parts``)."""
-    before: tuple[reports.MetricValue, ...] = ()
-    """The results stored ahead of ``rest`` (its first part): ``metric_parts.metrics_rest``
-    numbers the rest's results of the same metric after them."""
+    """Its metrics not stored yet, stored before the judgment (``metric_parts``), after
+    ``metrics`` (its first part): ``metric_parts.metrics_rest`` numbers the rest's results
+    of the same metric after them."""
     project_id: int | None = None
     """A direct run's project, where its ``rest`` is stored (a job names its own)."""
 
@@ -170,7 +169,7 @@ async def judge_later(db: Database, later: JudgmentLater, now: dt.datetime) -> J
     written = Written()
     if later.rest:
         try:
-            rest = await metrics_rest(db, later.owner(), later.rest, now, later.before)
+            rest = await metrics_rest(db, later.owner(), later.rest, now, later.metrics)
         except Exception as exc:
             _log_cut_short(later, "storing its metrics", exc)
             rest = None

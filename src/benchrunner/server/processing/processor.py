@@ -590,9 +590,7 @@ def _record_to_judge(
     if rest or (
         stored and series_thresholds_to_judge(conn, parsing.branch_id, parsing.testbed_id, stored)
     ):
-        later = JudgmentLater(
-            job.report_id, tuple(stored), noisy, job, processed, tuple(rest), before=tuple(part)
-        )
+        later = JudgmentLater(job.report_id, tuple(stored), noisy, job, processed, tuple(rest))
         return Recorded(None, later)
     apply(conn, processed)  # nothing to judge after all: the job was locked as ``completed``
     return Recorded(processed)

@@ -312,7 +312,6 @@ async def submit_run(
                     tuple(stored),
                     noisy=False,
                     rest=tuple(rest),
-                    before=tuple(part),
                     project_id=project.id,
                 )
                 # its answer should the read after the judgment fail: the report alone (its
