@@ -36,14 +36,14 @@ async def judge_direct(
     (docs/decisions/processing.md). Shielded: a request cancelled meanwhile leaves it to
     finish.
 
-    The run is stored once its request's write committed, so what follows never fails the
-    request (a client retries a failed one, and would store the run twice): a judgment that
-    did not end (it failed, or the database cut it short, or the rest of the metrics could not
-    be stored) is handed to recovery (``recover``: the processor's queue of reports awaiting
-    their judgment), which stores the metrics missing and judges them in the background; the
-    answer is the report as stored then, read back, with the metrics and alerts written so far.
-    Should that read fail too, the answer is ``stored``: the report as its request's write
-    left it, without its metrics."""
+    The run is stored once its request's write committed, so what follows never fails the request (a
+    client retries a failed one, and would store the run twice): a judgment that did not end (it
+    raised, or the database cut it or the storing of the rest of the metrics short; ``judge_later``
+    ends one whose failure would recur) is handed to recovery (``recover``: the processor's queue of
+    reports awaiting their judgment), which stores the metrics missing and judges them in the
+    background; the answer is the report as stored then, read back, with the metrics and alerts
+    written so far. Should that read fail too, the answer is ``stored``: the report as its request's
+    write left it, without its metrics."""
     report_id = later.report_id
     ended = False
     try:
