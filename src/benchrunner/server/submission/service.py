@@ -437,7 +437,7 @@ async def submit_run(
             submitted.judge,
             submitted.now,
             stored=submitted.view,
-            recover=services.processor.enqueue_awaiting,
+            recover=services.processor.judgment_of_awaiting,
         )
         return {**judged, "deduplicated": False}
     if submitted.view is not None:
