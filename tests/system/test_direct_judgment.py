@@ -225,8 +225,8 @@ def test_a_direct_run_whose_judgment_a_stop_cut_short_is_finished_by_the_next_se
 
                 def stopped_from_the_second(*args: Any) -> Any:
                     parts.append(len(args[2]))
-                    if len(parts) >= 2:
-                        raise _Stopped
+                    if len(parts) >= 2:  # cut short by the database, as a stop leaves it
+                        raise wrapped(sqlite_busy())
                     return store_part(*args)
 
                 parts: list[int] = []

@@ -44,16 +44,16 @@ async def judge_direct(
     finish.
 
     The run is stored once its request's write committed, so what follows never fails the
-    request (a client retries a failed one, and would store the run twice): a judgment that
-    did not end (it failed, or the database cut it short, or the rest of the metrics could not
-    be stored) is handed to recovery (``recover``: the processor's queue of reports awaiting
-    their judgment, which returns the end of its judgment there), which stores the metrics
-    missing and judges them. The request waits for that judgment up to
-    ``RECOVERY_WAIT_SECONDS`` (``ctx.monotonic``); the answer is then the report as stored,
-    read back: judged, or, still awaiting its judgment, with the metrics and alerts written so
-    far and ``"judgment": "pending"`` (the report's row says so: ``views.report_json``). Should
-    that read fail too, the answer is ``stored``: the report as its request's write left it,
-    without its metrics, marked pending as well."""
+    request (a client retries a failed one, and would store the run twice): a judgment that did
+    not end (it raised, or the database cut it short, or the storing of the rest of the metrics;
+    ``judge_later`` ends one whose failure would recur) is handed to recovery (``recover``: the
+    processor's queue of reports awaiting their judgment, which returns the end of its judgment
+    there), which stores the metrics missing and judges them. The request waits for that
+    judgment up to ``RECOVERY_WAIT_SECONDS`` (``ctx.monotonic``); the answer is then the report
+    as stored, read back: judged, or, still awaiting its judgment, with the metrics and alerts
+    written so far and ``"judgment": "pending"`` (the report's row says so:
+    ``views.report_json``). Should that read fail too, the answer is ``stored``: the report as
+    its request's write left it, without its metrics, marked pending as well."""
     report_id = later.report_id
     ended = False
     try:
