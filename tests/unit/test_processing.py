@@ -592,6 +592,7 @@ def test_a_judgment_failing_on_a_value_names_the_failure_without_the_value(
     assert SECRET in str(logged.exc_info[1])
 
 
+@pytest.mark.only_engine("sqlite")
 def test_storing_the_rest_failing_for_a_bug_moves_the_job_saying_so(
     setup: Setup,
     database_url: str,
@@ -602,8 +603,6 @@ def test_storing_the_rest_failing_for_a_bug_moves_the_job_saying_so(
     on every try: the job moves to ``processed`` with its first part stored and unjudged, its
     event naming the failure, an error logged. PostgreSQL stores every metric with the job's
     write: no rest."""
-    if not database_url.startswith("sqlite"):
-        pytest.skip("PostgreSQL stores no rest (metric_parts.first_part)")
     count = METRIC_PART + 10
     job_id = setup.completed_job(_many_output(count))
     _threshold_on_the_series(setup, job_id)
