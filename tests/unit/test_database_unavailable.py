@@ -40,6 +40,11 @@ CASES: list[tuple[str, Callable[[], BaseException], bool]] = [
     ("a connection invalidated", _invalidated, True),
     ("a pool exhausted", lambda: sa.exc.TimeoutError("QueuePool limit reached"), True),
     ("a ping failed", lambda: sa.exc.DisconnectionError("idle connection failed"), True),
+    (
+        "a connection attempt timed out",
+        lambda: wrapped(psycopg.errors.ConnectionTimeout("connection timeout expired")),
+        True,
+    ),
     ("SQLite: no such table", lambda: wrapped(sqlite_no_such_table()), False),
     ("sqlite3's own error, no SQLite code", sqlite_undecodable, False),
     ("sqlite3's own error, wrapped", lambda: wrapped(sqlite_undecodable()), False),
@@ -81,7 +86,7 @@ def _state(sqlstate: str) -> Callable[[], Exception]:
 
 
 POSTGRESQL_CASES: list[tuple[str, Callable[[], Exception], bool]] = [
-    ("57014 statement timeout", _postgresql("SELECT pg_sleep(1)"), False),
+    ("57014 statement timeout", _postgresql("SELECT pg_sleep(1)"), True),
     ("54000 program limit", _postgresql("SELECT repeat('x', 1073741823)"), False),
     (
         "libpq's parameter limit, no SQLSTATE",
@@ -92,7 +97,10 @@ POSTGRESQL_CASES: list[tuple[str, Callable[[], Exception], bool]] = [
     ("54001 stack depth", _state("54001"), False),
     ("54011 too many columns", _state("54011"), False),
     ("55000 object not in state", _state("55000"), False),
-    ("53100 disk full", _state("53100"), False),
+    ("08P01 protocol violation", _state("08P01"), False),
+    ("53100 disk full", _state("53100"), True),
+    ("53200 out of memory", _state("53200"), True),
+    ("58030 I/O error", _state("58030"), True),
     ("08006 connection failure", _state("08006"), True),
     ("40001 serialization failure", _state("40001"), True),
     ("40P01 deadlock", _state("40P01"), True),

@@ -593,16 +593,16 @@ def test_a_judgment_failing_on_a_value_names_the_failure_without_the_value(
 
 
 @pytest.mark.only_engine("sqlite")
-def test_storing_the_rest_failing_for_a_bug_moves_the_job_saying_so(
+def test_storing_the_rest_failing_for_a_bug_leaves_the_job_for_recovery_and_loses_no_metric(
     setup: Setup,
     database_url: str,
     monkeypatch: pytest.MonkeyPatch,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    """A failure storing the rest of a report's metrics that is not the database's would recur
-    on every try: the job moves to ``processed`` with its first part stored and unjudged, its
-    event naming the failure, an error logged. PostgreSQL stores every metric with the job's
-    write: no rest."""
+    """A failure storing the rest of a report's metrics that is not the database's leaves the
+    job ``completed`` with its first part stored, an error logged: moving it on would lose the
+    metrics not stored. Once what failed is mended, recovery stores and judges every one.
+    PostgreSQL stores every metric with the job's write: no rest."""
     count = METRIC_PART + 10
     job_id = setup.completed_job(_many_output(count))
     _threshold_on_the_series(setup, job_id)
@@ -613,12 +613,11 @@ def test_storing_the_rest_failing_for_a_bug_moves_the_job_saying_so(
     with monkeypatch.context() as patched, caplog.at_level(logging.ERROR):
         patched.setattr(metric_parts, "_store_part", failing)
         asyncio.run(Processor(setup.ctx).process([job_id]))
-    assert setup.outcome(job_id) == (JobStatus.PROCESSED, None, METRIC_PART, 1)
-    assert _judged_state(setup, job_id) == (0, 0)
-    assert _events(setup, job_id) == [
-        f"parsed {count} metrics; storing its metrics failed: OverflowError"
-    ]
+    assert setup.outcome(job_id) == (JobStatus.COMPLETED, None, METRIC_PART, 0)
     assert any(r.levelno == logging.ERROR and r.name.endswith("judgment") for r in caplog.records)
+    asyncio.run(Processor(setup.ctx).process([job_id]))
+    assert setup.outcome(job_id) == (JobStatus.PROCESSED, None, count, 1)
+    assert _judged_state(setup, job_id)[0] == count
 
 
 def test_a_judgment_that_raises_leaves_its_job_and_judges_the_rest_of_the_batch(

@@ -166,30 +166,24 @@ async def judge_later(db: Database, later: JudgmentLater, now: dt.datetime) -> J
     when it held alerts back and move its job to ``processed`` (a direct run's report: end
     its wait); then look back over its series.
 
-    A judgment or a storing of the rest cut short by the database
+    A storing of the rest that fails, whatever the failure, leaves the metrics stored so far and
+    the job ``completed`` (the report awaiting, its results kept) for recovery: moving on would
+    lose the metrics not stored. A judgment cut short by the database
     (``unavailable.database_unavailable``: a connection lost, SQLite busy) leaves the metrics
-    stored and judged so far and the job ``completed`` (the report awaiting), judged again by
-    recovery. Any other failure of either would recur on every recovery: it is logged as an
-    error and the job moved all the same, its event naming the failure (``_failed``), the
-    metrics left unjudged (and the rest unstored). The look-back's failure is logged and leaves
-    the judgment. A failure of the last write leaves the job ``completed`` (the report
-    awaiting), judged again by recovery."""
+    judged so far and the job ``completed``, judged again by recovery. Any other failure of the
+    judgment would recur on every recovery: a runner job's is logged as an error and the job
+    moved all the same, its event naming the failure (``_failed``), the metrics left unjudged;
+    a direct run's report stays awaiting, so that its answer says its judgment is pending and no
+    gate passes on it unjudged. The look-back's failure is logged and leaves the judgment. A
+    failure of the last write leaves the job ``completed`` (the report awaiting), judged again
+    by recovery."""
     written = Written()
     if later.rest:
         try:
             rest = await metrics_rest(db, later.owner(), later.rest, now, later.metrics)
         except Exception as exc:
-            if database_unavailable(exc):
-                _log_cut_short(later, "storing its metrics", exc)
-                return Judged(written)
-            log.error(
-                "storing report %s's metrics failed; those left are lost, the rest unjudged",
-                later.report_id,
-                exc_info=True,
-            )
-            later = _failed(later, "storing its metrics", exc)
-            _, moved = await db.write(_judged, later, None, now)
-            return Judged(written, moved, ended=True)
+            _log_left(later, "storing its metrics", exc)
+            return Judged(written)
         # the job left ``completed`` or the report was judged, elsewhere
         if rest is None:
             return Judged(written)
@@ -208,8 +202,8 @@ async def judge_later(db: Database, later: JudgmentLater, now: dt.datetime) -> J
             except Stale as stale:
                 log.info("judging report %s again: %s", later.report_id, stale)
     except Exception as exc:
-        if database_unavailable(exc):
-            _log_cut_short(later, "its judgment", exc)
+        if database_unavailable(exc) or later.job is None:
+            _log_left(later, "its judgment", exc)
             return Judged(written)
         log.error(
             "judging report %s failed; its metrics stay unjudged", later.report_id, exc_info=True
@@ -230,14 +224,23 @@ async def judge_later(db: Database, later: JudgmentLater, now: dt.datetime) -> J
     return Judged(written, moved, ended=True, confirming=confirming, looked_back=looked_back)
 
 
-def _log_cut_short(later: JudgmentLater, doing: str, exc: Exception) -> None:
-    """A warning for a failure of the database that leaves the report to be judged again,
-    without the statement or its parameters."""
-    log.warning(
-        "report %s: %s was cut short by the database (%s); it is judged again later",
+def _log_left(later: JudgmentLater, doing: str, exc: Exception) -> None:
+    """The line for a failure that leaves the report to be judged again: a warning, without the
+    statement or its parameters, when the database cut it short; else an error with its trace
+    (it recurs at every recovery until what fails is mended)."""
+    if database_unavailable(exc):
+        log.warning(
+            "report %s: %s was cut short by the database (%s); it is judged again later",
+            later.report_id,
+            doing,
+            described(exc),
+        )
+        return
+    log.error(
+        "report %s: %s failed; it is left for recovery, which tries again",
         later.report_id,
         doing,
-        described(exc),
+        exc_info=True,
     )
 
 

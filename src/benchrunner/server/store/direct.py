@@ -127,7 +127,8 @@ def _cursor(conn: Connection, plan: _Plan) -> Any:
     if plan.raw:
         connection: Any = conn.connection.dbapi_connection
         return psycopg.RawCursor(connection)
-    return conn.connection.cursor()
+    with _connection_gone(conn):  # psycopg's ``cursor()`` refuses a closed connection
+        return conn.connection.cursor()
 
 
 def _row_type(names: tuple[str, ...]) -> type[tuple[Any, ...]]:

@@ -22,17 +22,26 @@ _SQLITE_PASSING = frozenset(
 statement that is wrong (``no such table``: ``SQLITE_ERROR``), which recur."""
 
 
-_POSTGRESQL_PASSING = frozenset({"40001", "40P01", "53300", "55P03", "57P01", "57P02", "57P03"})
-"""PostgreSQL's SQLSTATEs of a database out of reach for a moment (besides class 08, the
-connection's): a serialization failure or deadlock, too many connections, a lock not available,
-a server shut down or starting. Not its other operational errors (a program limit exceeded,
-a statement cancelled by its timeout, an object in the wrong state), which recur."""
+_POSTGRESQL_PASSING = frozenset(
+    {"40001", "40P01", "55P03", "57014", "57P01", "57P02", "57P03", "58030"}
+)
+"""PostgreSQL's SQLSTATEs of a database out of reach for a moment, besides classes 08 (the
+connection's, but a protocol violation: a statement the server refuses every time) and 53
+(insufficient resources: a disk full, out of memory, too many connections): a serialization
+failure or deadlock, a lock not available, a statement cancelled (an operator's timeout under
+load), a server shut down or starting, an I/O error; as SQLite's full disk and I/O errors are.
+Not its other errors (a program limit exceeded, an object in the wrong state, data refused),
+which recur."""
+
+_POSTGRESQL_PASSING_CLASSES = ("08", "53")
+_POSTGRESQL_PROTOCOL_VIOLATION = "08P01"
 
 
 def database_unavailable(exc: BaseException) -> bool:
     """Whether ``exc`` says the database could not do the work now, so that a later try may
     succeed and the work is left for it: a connection lost, refused or invalidated, a pool
-    exhausted, one of PostgreSQL's SQLSTATEs above (``_POSTGRESQL_PASSING``, class 08), SQLite
+    exhausted or a connection attempt timed out, one of PostgreSQL's SQLSTATEs above
+    (``_POSTGRESQL_PASSING``, classes 08 and 53), SQLite
     busy, locked or unable to read or write its file. Any other error (a bug, a statement or
     data the database refuses, a limit exceeded, an error of a driver's own without a
     database's code) recurs on every try. Errors come wrapped by SQLAlchemy or, from
@@ -48,8 +57,12 @@ def database_unavailable(exc: BaseException) -> bool:
     if isinstance(exc, psycopg.Error):
         state = exc.sqlstate
         if state is None:  # psycopg's own: a connection attempt failed, or another error
+            if isinstance(exc, psycopg.errors.ConnectionTimeout):
+                return True
             return exc.pgconn is not None and exc.pgconn.status == psycopg.pq.ConnStatus.BAD
-        return state.startswith("08") or state in _POSTGRESQL_PASSING
+        if state == _POSTGRESQL_PROTOCOL_VIOLATION:
+            return False
+        return state.startswith(_POSTGRESQL_PASSING_CLASSES) or state in _POSTGRESQL_PASSING
     code = getattr(exc, "sqlite_errorcode", None)  # None: not raised by SQLite itself
     return isinstance(exc, sqlite3.Error) and code is not None and code & 0xFF in _SQLITE_PASSING
 
