@@ -107,7 +107,6 @@ class InFlight:
         self.directory = directory
         self._clock = clock or SystemThreadClock()
         directory.mkdir(mode=0o700, parents=True, exist_ok=True)
-        self._names = os.path.join(directory, "")  # a record's path is this and its name
         self._boot = procfs.boot_id()
         self._watcher: Callable[[], bool] | None = None
         # Files of records replaced or forgotten, written over by the next records.
@@ -180,25 +179,23 @@ class InFlight:
         # this boot lasts, and a process's death does not lose the page cache. The temporary is
         # a spare, or named after the job (one writer per job): no random name to draw, nothing
         # to retry. A record that exists is exchanged, not renamed over (``exchange.py``).
-        # Names as strings, not ``Path``s: the first record is on the way of the job's start.
         job = str(record.job)
-        path = f"{self._names}{job}{_SUFFIX}"
-        spare = self._spares.take()
-        temp = os.fspath(spare) if spare is not None else f"{self._names}{_TEMP_PREFIX}{job}"
+        path = self.directory / f"{job}{_SUFFIX}"
+        temp = self._spares.take() or self.directory / f"{_TEMP_PREFIX}{job}"
         data = record.to_json().encode()
         try:
             write_over(
                 os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o600), data, sync=False
             )
             if record.job not in self._recorded:  # no record to exchange: one syscall fewer
-                os.replace(temp, path)
+                temp.replace(path)
                 self._recorded.add(record.job)
-            elif swap_in(Path(temp), Path(path)):  # the old record, under the temporary's name
+            elif swap_in(temp, path):  # the old record, under the temporary's name
                 with contextlib.suppress(OSError):
-                    self._spares.keep(Path(temp))
+                    self._spares.keep(temp)
         except BaseException:
             with contextlib.suppress(OSError):
-                os.unlink(temp)
+                temp.unlink()
             raise
 
 
