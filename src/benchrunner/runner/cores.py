@@ -151,9 +151,9 @@ def _libc_setter() -> _Setter | None:
         return None
     function.argtypes = (ctypes.c_int, ctypes.c_size_t, ctypes.c_void_p)
     function.restype = ctypes.c_int
-    # A job start moves its thread to the job cores and back: the two masks are built once
-    # (building one cost about as much as the call, benchmarks/RESULTS.md). Never changed
-    # once built, so threads share them without a lock.
+    # A job start moves its thread to the job cores and back: the two masks are built once,
+    # not per move (benchmarks/RESULTS.md, the runner's share of pickup). Never changed once
+    # built, so threads share them without a lock.
     masks: dict[frozenset[int], ctypes.Array[ctypes.c_uint64]] = {}
 
     def set_affinity(cores: AbstractSet[int]) -> None:
