@@ -128,19 +128,29 @@ def _longest_first(item: pytest.Item) -> int:
     return LONGEST_FIRST.index(module) if module in LONGEST_FIRST else len(LONGEST_FIRST)
 
 
+def _dropped_by_engine(item: pytest.Item) -> bool:
+    """Whether ``item`` is the run on an engine its markers leave out: ``engine_independent``
+    (its PostgreSQL run) or ``only_engine(name)`` (every other engine's run)."""
+    params = getattr(item, "callspec", None)
+    engines = [value for value in params.params.values() if value in ENGINES] if params else []
+    if not engines:
+        return False
+    if engines[0] == "postgresql" and item.get_closest_marker("engine_independent"):
+        return True
+    only = item.get_closest_marker("only_engine")
+    return only is not None and engines[0] != only.args[0]
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """A test marked ``engine_independent`` runs on SQLite alone: the store code under it is
-    proved on both engines by the tests that are about the store. The ``LONGEST_FIRST`` modules
-    come first."""
+    proved on both engines by the tests that are about the store; one marked
+    ``only_engine(name)`` runs on that engine alone (what it proves exists only there). The
+    ``LONGEST_FIRST`` modules come first."""
     items.sort(key=_longest_first)
-    kept, dropped = [], []
+    kept: list[pytest.Item] = []
+    dropped: list[pytest.Item] = []
     for item in items:
-        params = getattr(item, "callspec", None)
-        on_postgresql = params is not None and "postgresql" in params.params.values()
-        if on_postgresql and item.get_closest_marker("engine_independent"):
-            dropped.append(item)
-        else:
-            kept.append(item)
+        (dropped if _dropped_by_engine(item) else kept).append(item)
     if dropped:
         config.hook.pytest_deselected(items=dropped)
         items[:] = kept

@@ -81,3 +81,28 @@ def wrapped(orig: Exception) -> sa.exc.DBAPIError:
     )
     assert isinstance(found, sa.exc.DBAPIError)
     return found
+
+
+def sqlite_undecodable() -> sqlite3.OperationalError:
+    """An error of Python's sqlite3 module itself, with no SQLite error code: a text column
+    that is not UTF-8. It recurs."""
+    conn = sqlite3.connect(":memory:")
+    try:
+        conn.execute("SELECT CAST(x'ff' AS TEXT)").fetchone()
+    except sqlite3.OperationalError as exc:
+        return exc
+    finally:
+        conn.close()
+    raise AssertionError("the text was decoded")
+
+
+def postgresql_raised(admin_url: str, statement: str, params: tuple[object, ...] = ()) -> Exception:
+    """The psycopg error that ``statement`` raises on the PostgreSQL of ``admin_url``, after
+    a statement timeout of 1 ms is set."""
+    with psycopg.connect(admin_url, autocommit=True) as conn:
+        conn.execute("SET statement_timeout = 1")
+        try:
+            conn.execute(statement.encode(), params)  # bytes: a test's own fixed statement
+        except psycopg.Error as exc:
+            return exc
+    raise AssertionError(f"{statement!r} was not refused")

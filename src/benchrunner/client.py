@@ -1096,6 +1096,19 @@ class BenchrunnerClient:
                 on_wait(held)
             time.sleep(min(poll_interval, remaining))
 
+    def wait_for_judgment(
+        self, project: str, report: str, timeout: float, *, poll_interval: float = 0.5
+    ) -> Report:
+        """The direct run's report once it is judged (its ``judgment`` no longer ``pending``),
+        or as it stands when ``timeout`` seconds pass first."""
+        deadline = time.monotonic() + timeout
+        while True:
+            current = self.get_report(project, report)
+            remaining = deadline - time.monotonic()
+            if current.judgment != "pending" or remaining <= 0:
+                return current
+            time.sleep(min(poll_interval, remaining))
+
 
 def server_sent_events(lines: Iterable[str]) -> Iterator[JsonObject]:
     """Events of a ``text/event-stream`` whose data is JSON: each as its data object with

@@ -10,10 +10,13 @@ engines, a real server in this process (its write engine's transactions observed
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 import itertools
 import json
+import threading
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,15 +25,16 @@ import httpx
 import pytest
 import sqlalchemy as sa
 
-from benchrunner.server.processing import judgment, metric_parts
+from benchrunner.server.processing import judgment, metric_parts, processor
 from benchrunner.server.processing.evaluation import judge_report
 from benchrunner.server.processing.metric_parts import METRIC_PART
+from benchrunner.server.processing.pending_judgment import judge_awaiting
 from benchrunner.server.store.tables import alert, metric, report
 from benchrunner.server.submission import direct_judgment
 from benchrunner.server.views.report_json import new_report_view
 from tests.database_errors import postgresql_refused, sqlite_busy, wrapped
 from tests.databases import fresh_database
-from tests.harness import wait_until
+from tests.harness import cli, wait_until
 from tests.inprocess import serve_in_process
 
 T0 = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
@@ -221,8 +225,8 @@ def test_a_direct_run_whose_judgment_a_stop_cut_short_is_finished_by_the_next_se
 
                 def stopped_from_the_second(*args: Any) -> Any:
                     parts.append(len(args[2]))
-                    if len(parts) >= 2:
-                        raise _Stopped
+                    if len(parts) >= 2:  # cut short by the database, as a stop leaves it
+                        raise wrapped(sqlite_busy())
                     return store_part(*args)
 
                 parts: list[int] = []
@@ -257,6 +261,8 @@ def test_a_direct_run_whose_judgment_a_stop_cut_short_is_finished_by_the_next_se
         else:
             assert _answered_metrics(found) == BENCHMARKS and len(found["alerts"]) == 1
             assert _stored(url, report_uuid) == Stored(BENCHMARKS, BENCHMARKS, 1, True)
+        # recovery's judgment on this server was stopped as well: not judged yet, and said so
+        assert found["judgment"] == "pending"
         with serve_in_process(tmp_path, url, setup=False):
             wait_until(
                 lambda: not _stored(url, report_uuid).awaiting,
@@ -284,10 +290,11 @@ def test_a_direct_run_whose_judgment_fails_after_its_commit_is_answered_and_judg
     """docs/decisions/processing.md: once its request's transaction committed, the run is
     stored and its request never fails (a client would retry it and store the run twice). The
     database failing for a moment while the rest of its metrics are stored, while it is judged
-    or in the judgment's last write, the answer is the report as stored (read back), and the
-    same server's processor, handed it at once, stores what is missing and judges it, without
-    the sweeper (slowed here to an hour) or a restart. Should even the read back fail, the
-    answer is the report as its request's write left it, without its metrics."""
+    or in the judgment's last write, the same server's processor, handed it at once, stores
+    what is missing and judges it, without the sweeper (slowed here to an hour) or a restart,
+    and the request, which waited for that, answers the judged report with its alert. Should
+    even the read back fail, the answer is the report as its request's write left it, without
+    its metrics, its judgment marked pending."""
     with (
         fresh_database(engine, tmp_path) as url,
         serve_in_process(tmp_path, url) as server,
@@ -319,15 +326,12 @@ def test_a_direct_run_whose_judgment_fails_after_its_commit_is_answered_and_judg
         assert failed == [cut]
         assert answer.status_code == 201, answer.text
         found = answer.json()
-        # as stored when the judgment failed: the first part, or every metric and, once
-        # judged, the alert written before the last write
-        expected = {
-            "storing the rest": (METRIC_PART, 0),
-            "judging": (BENCHMARKS, 0),
-            "the last write": (BENCHMARKS, 1),
-            "reading it back": (0, 0),  # judged, but answered as its request's write left it
-        }[cut]
-        assert (_answered_metrics(found), len(found["alerts"])) == expected
+        if cut == "reading it back":  # judged, but answered as its request's write left it
+            assert (_answered_metrics(found), len(found["alerts"])) == (0, 0)
+            assert found["judgment"] == "pending"
+        else:  # the request waited for recovery's judgment: the report judged, its alert
+            assert (_answered_metrics(found), len(found["alerts"])) == (BENCHMARKS, 1)
+            assert "judgment" not in found
         report_uuid = found["uuid"]
         wait_until(
             lambda: not _stored(url, report_uuid).awaiting,
@@ -352,3 +356,77 @@ def _report_of_minute(url: str, minute: int) -> str:
     finally:
         engine.dispose()
     return str(found)
+
+
+@pytest.mark.parametrize("engine", ["sqlite", "postgresql"])
+def test_a_direct_run_whose_recovery_does_not_end_in_time_is_answered_pending_and_fails_err(
+    engine: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """docs/decisions/processing.md: a judgment cut short by the database, and recovery's not
+    ended after ``RECOVERY_WAIT_SECONDS`` (on the server's clock), the answer is the report as
+    stored, marked ``"judgment": "pending"``; ``benchrunner run --err`` polls it for a while,
+    then fails saying the judgment has not finished. Recovery then judges it, the mark gone."""
+    with (
+        fresh_database(engine, tmp_path) as url,
+        serve_in_process(tmp_path, url) as server,
+        httpx.Client(
+            base_url=server.url, headers={"Authorization": f"Bearer {server.token}"}, timeout=60
+        ) as http,
+    ):
+        _history(http)
+        failed: list[bool] = []
+
+        def failing_once(*args: Any, **kwargs: Any) -> Any:
+            if not failed:
+                failed.append(True)
+                raise wrapped(sqlite_busy() if engine == "sqlite" else postgresql_refused())
+            return judge_report(*args, **kwargs)
+
+        started, release = threading.Event(), threading.Event()
+        real_recovery = judge_awaiting
+
+        async def held_recovery(*args: Any) -> Any:
+            started.set()
+            await asyncio.to_thread(release.wait)
+            return await real_recovery(*args)
+
+        monkeypatch.setattr(judgment, "judge_report", failing_once)
+        monkeypatch.setattr(processor, "judge_awaiting", held_recovery)
+        results = tmp_path / "results.json"
+        results.write_text(_results(130.0)[0])
+        env = {
+            "BENCHRUNNER_HOST": server.url,
+            "BENCHRUNNER_TOKEN": server.token,
+            "BENCHRUNNER_PROJECT": "bench",
+            "BENCHRUNNER_CONFIG": str(tmp_path / "no-config.toml"),
+        }
+        argv = ("run", "--branch", "main", "--testbed", "ci", "--adapter", "json", "--no-context")
+        with ThreadPoolExecutor(1) as pool:
+            running = pool.submit(
+                cli,
+                *argv,
+                "--results",
+                str(results),
+                "--err",
+                "--json",
+                "--wait-timeout",
+                "2",
+                env=env,
+                check=False,
+            )
+            wait_until(started.is_set, timeout=30, message="recovery's judgment started")
+            server.clock.advance(direct_judgment.RECOVERY_WAIT_SECONDS)
+            result = running.result(timeout=60)
+        assert result.returncode == 1, result.stdout + result.stderr
+        assert "has not finished" in result.stderr, result.stderr
+        shown = json.loads(result.stdout)
+        assert shown["judgment"] == "pending" and shown["alerts"] == []
+        release.set()
+        report_uuid = shown["uuid"]
+        wait_until(
+            lambda: not _stored(url, report_uuid).awaiting,
+            timeout=30,
+            message="the report judged by recovery",
+        )
+        again = http.get(f"/v0/projects/bench/reports/{report_uuid}").json()
+        assert "judgment" not in again and len(again["alerts"]) == 1

@@ -82,6 +82,7 @@ def test_a_submission_write_cancelled_before_its_first_step_gives_its_runner_bac
         assert len(listed) == 1  # the first job's only
 
 
+@pytest.mark.only_engine("postgresql")
 def test_a_submission_write_cancelled_after_its_claim_committed_hands_the_claim_over(
     tmp_path: Path, database_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -89,8 +90,6 @@ def test_a_submission_write_cancelled_after_its_claim_committed_hands_the_claim_
     its own after the submission committed (``HandOffs.claim_apart``); the write's task is
     cancelled once that claim committed, before its answer came back: the claim still reaches
     the runner, which gets the job (it was dropped: the job sat ``claimed`` for no one)."""
-    if not database_url.startswith("postgresql"):
-        pytest.skip("SQLite claims in the submission's transaction")
     claim_for_runner = move.claim_for_runner
 
     async def committed_then_cancelled(*args: Any, **kwargs: Any) -> claims.Claim | None:

@@ -26,6 +26,8 @@ class FakeApi:
     job: str | None = None
     bodies: list[dict[str, Any]] = field(default_factory=list)
     paths: list[str] = field(default_factory=list)
+    read: dict[str, Any] | None = None
+    """The report a read answers, when it is not (yet) ``report``."""
 
     def answer(self, method: str, path: str, body: dict[str, Any] | None) -> tuple[int, Any]:
         self.paths.append(f"{method} {path}")
@@ -34,7 +36,7 @@ class FakeApi:
             self.bodies.append(body)
             return 201, {**self.report, **({"job": self.job} if self.job else {})}
         if path == f"/v0/projects/demo/reports/{self.report['uuid']}":
-            return 200, self.report
+            return 200, self.report if self.read is None else self.read
         if self.job and path == f"/v0/projects/demo/jobs/{self.job}":
             return 200, {
                 "uuid": self.job,
@@ -129,6 +131,29 @@ def test_run_exit_codes(api: FakeApi, report: dict[str, Any], err: bool, code: i
     api.report = report
     result = invoke(api, "run", "--results", RESULTS, *(["--err"] if err else []))
     assert result.exit_code == code, result.output
+
+
+def test_run_waits_for_a_pending_judgment_and_err_fails_on_its_alert(api: FakeApi) -> None:
+    """docs/decisions/processing.md: a direct run answered ``"judgment": "pending"`` is read
+    again until judged, and ``--err`` applies to the judged report's alerts."""
+    api.read = with_thresholds()
+    api.report = {**with_thresholds(), "alerts": [], "judgment": "pending"}
+    result = invoke(api, "run", "--results", RESULTS, "--err")
+    assert result.exit_code == 1, result.output
+    assert "GET /v0/projects/demo/reports/r-1" in api.paths
+    assert result.stderr.startswith("error: 1 alert detected in report r-1 (--err)")
+
+
+@pytest.mark.parametrize(("err", "code"), [(True, 1), (False, 0)])
+def test_run_with_a_judgment_still_pending_fails_err_or_warns(
+    api: FakeApi, err: bool, code: int
+) -> None:
+    api.report = {**with_thresholds(), "alerts": [], "judgment": "pending"}
+    argv = ("run", "--results", RESULTS, "--wait-timeout", "1", *(["--err"] if err else []))
+    result = invoke(api, *argv)
+    assert result.exit_code == code, result.output
+    assert "judgment of report r-1 has not finished" in result.stderr
+    assert result.stderr.startswith("error:" if err else "warning:")
 
 
 def test_run_json_prints_the_raw_report_and_still_fails_on_err(api: FakeApi) -> None:

@@ -20,6 +20,8 @@ from sqlalchemy.engine import Connection, Engine
 from benchrunner.detection.models import Model, TestKind
 from benchrunner.server.processing.evaluation import judge_report
 from benchrunner.server.processing.judgment import JudgmentLater, judge_later
+from benchrunner.server.processing.metric_parts import Owner, metrics_rest
+from benchrunner.server.processing.pending_judgment import judge_awaiting
 from benchrunner.server.processing.verdicts import (
     ALERT_ROWS,
     WRITE_ROWS,
@@ -27,11 +29,12 @@ from benchrunner.server.processing.verdicts import (
     Verdicts,
     verdicts_write,
 )
-from benchrunner.server.store import alerts, reports, thresholds
+from benchrunner.server.store import alerts, pending_judgments, reports, thresholds
 from benchrunner.server.store.engine import Database, make_engine
 from benchrunner.server.store.reports import MetricValue, StoredMetric
-from benchrunner.server.store.tables import alert, metric, threshold
+from benchrunner.server.store.tables import alert, boundary, measure, metric, threshold
 from tests.databases import with_schema
+from tests.new_reports import new_report_on
 from tests.unit.stepped_series import T0, Series, stepped_series
 
 TIGHT = Model(TestKind.PERCENTAGE, upper_boundary=0.1)
@@ -274,3 +277,59 @@ def test_a_part_holding_a_metric_the_report_has_stores_only_the_others(engine: E
     assert found[0].id == stored[0].id
     assert found[0].value == stored[0].value and found[1].value == 2.0
     assert count == 3
+
+
+@pytest.mark.parametrize("recovery", ["whole", "in parts"])
+def test_results_whose_measure_slugs_find_one_measure_are_each_stored_and_judged(
+    database_url: str, engine: Engine, recovery: str
+) -> None:
+    """A measure renamed (slug ``latency`` now ``lat``): a result naming ``lat`` finds it by
+    slug, one naming ``latency`` by its name (``reports.measure_ids``), so both are results
+    of one metric, each a metric of its own. A direct run's report of them, stored in two
+    parts and stopped before its judgment, is judged by recovery (all its results as one
+    rest, or its first part stored again and then the rest): each result is stored once and
+    each metric judged with its own value (the second one's step alerts)."""
+    series = _series(engine, 1, [(100.0, 20)], TIGHT)
+    at = T0 + dt.timedelta(hours=20)
+    part = [MetricValue(0, "b0", "lat", 100.0, None, None)]
+    rest = [MetricValue(0, "b0", "latency", 130.0, None, None)]
+    project_id = series.project_id
+    with engine.begin() as conn:
+        renamed = measure.update().where(measure.c.id == series.key.measure_id)
+        conn.execute(renamed.values(slug="lat"))
+        new = new_report_on(conn, project_id, "main", "box", "json", at)
+        report_id, _ = reports.report_create(conn, new)
+        pending_judgments.keep(conn, report_id, pending_judgments.encode(part + rest))
+        stored = reports.metrics_add(conn, report_id, project_id, part, at)
+    db = Database(database_url)
+    try:
+        asyncio.run(metrics_rest(db, Owner(report_id, project_id, None), rest, at, stored))
+        if recovery == "whole":
+            judged = asyncio.run(judge_awaiting(db, report_id, at))
+        else:
+            with engine.begin() as conn:
+                again = reports.metrics_add_missing(conn, report_id, project_id, part, at)
+            later = JudgmentLater(
+                report_id, tuple(again), noisy=False, rest=tuple(rest), project_id=project_id
+            )
+            judged = asyncio.run(judge_later(db, later, at))
+    finally:
+        db.close()
+    with engine.connect() as conn:
+        held = conn.execute(
+            sa.select(metric.c.id, metric.c.measure_id, metric.c.value)
+            .where(metric.c.report_id == report_id)
+            .order_by(metric.c.id)
+        ).all()
+        drawn = _boundaries(conn, report_id)
+        alerted = conn.execute(
+            sa.select(boundary.c.metric_id)
+            .join(alert, alert.c.boundary_id == boundary.c.id)
+            .where(alert.c.report_id == report_id)
+        ).scalars()
+        alerted_metrics = list(alerted)
+    assert judged is not None and judged.ended
+    assert {row.measure_id for row in held} == {series.key.measure_id}
+    assert [row.value for row in held] == [100.0, 130.0]
+    assert sorted(drawn) == [row.id for row in held]
+    assert alerted_metrics == [held[1].id]

@@ -75,10 +75,11 @@ def _in_parts(
     conn: Connection, project_id: int, report_id: int, parts: list[list[MetricValue]]
 ) -> list[StoredMetric]:
     stored: list[StoredMetric] = []
-    earlier: collections.Counter[reports.MetricKey] = collections.Counter()
+    earlier: collections.Counter[reports.MetricId] = collections.Counter()
     for part in parts:
-        stored += reports.metrics_add_missing(conn, report_id, project_id, part, T0, earlier)
-        earlier.update(reports.metric_key(value) for value in part)
+        added = reports.metrics_add_missing(conn, report_id, project_id, part, T0, earlier)
+        earlier.update(m.key for m in added)
+        stored += added
     return stored
 
 

@@ -14,7 +14,7 @@ from alembic.migration import MigrationContext
 from benchrunner.core.tiers import Plan
 from benchrunner.detection.duet import METHOD, DuetEstimate
 from benchrunner.server.store import accounts, duets, reports
-from benchrunner.server.store.engine import make_engine
+from benchrunner.server.store.engine import SQLITE_CACHE_KIB, make_engine
 from benchrunner.server.store.migrate import alembic_config, upgrade
 from benchrunner.server.store.tables import alert, duet_result, metadata
 from tests.new_reports import new_report_on
@@ -36,6 +36,14 @@ def test_sqlite_runs_in_wal_mode(tmp_path: Path) -> None:
     upgrade(engine)
     with engine.connect() as conn:
         assert conn.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"
+    engine.dispose()
+
+
+def test_sqlite_connections_keep_the_page_cache_documented(tmp_path: Path) -> None:
+    """``SQLITE_CACHE_PRAGMA`` is a literal statement: it must set ``SQLITE_CACHE_KIB``."""
+    engine = make_engine(f"sqlite:///{tmp_path / 'c.db'}", writer=False)
+    with engine.connect() as conn:
+        assert conn.exec_driver_sql("PRAGMA cache_size").scalar() == -SQLITE_CACHE_KIB
     engine.dispose()
 
 

@@ -549,8 +549,74 @@ def test_a_judgment_failing_for_a_bug_moves_the_job_saying_so(
         asyncio.run(Processor(setup.ctx).process([stepped]))
     assert setup.outcome(stepped) == (JobStatus.PROCESSED, None, 1, 1)
     assert _judged_state(setup, stepped) == (0, 0)
-    assert _events(setup, stepped) == [
-        "parsed 1 metrics; judgment failed: OverflowError: intermediate overflow in fsum"
+    assert _events(setup, stepped) == ["parsed 1 metrics; judgment failed: OverflowError"]
+    assert any(r.levelno == logging.ERROR and r.name.endswith("judgment") for r in caplog.records)
+
+
+def test_a_judgment_failing_on_a_value_names_the_failure_without_the_value(
+    setup: Setup,
+    database_url: str,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The job's event, shown to the project's viewers, names the failure by its type and
+    database code, never by the driver's message, which quotes the value it refused; the
+    server's error log has the whole message."""
+    job_id = setup.completed_job(GOOD)
+    _threshold_on_the_series(setup, job_id)
+    value: bytes | str
+    if database_url.startswith("sqlite"):
+        # Python's sqlite3 quotes the text it cannot decode (no SQLite error code: recurs)
+        statement, value, named = (
+            "SELECT CAST(:v AS TEXT)",
+            SECRET.encode() + b"\xff",
+            "OperationalError",
+        )
+    else:
+        statement, value, named = (
+            "SELECT CAST(:v AS float8)",
+            SECRET,
+            "InvalidTextRepresentation (22P02)",
+        )
+
+    def refusing(conn: sa.Connection, *_args: object, **_kwargs: object) -> int:
+        return int(conn.execute(sa.text(statement), {"v": value}).scalar_one())
+
+    with monkeypatch.context() as patched, caplog.at_level(logging.ERROR):
+        patched.setattr(judgment, "judge_report", refusing)
+        asyncio.run(Processor(setup.ctx).process([job_id]))
+    assert setup.outcome(job_id) == (JobStatus.PROCESSED, None, 1, 1)
+    assert _events(setup, job_id) == [f"parsed 1 metrics; judgment failed: {named}"]
+    [logged] = [r for r in caplog.records if r.name.endswith("judgment")]
+    assert logged.levelno == logging.ERROR and logged.exc_info is not None
+    assert SECRET in str(logged.exc_info[1])
+
+
+@pytest.mark.only_engine("sqlite")
+def test_storing_the_rest_failing_for_a_bug_moves_the_job_saying_so(
+    setup: Setup,
+    database_url: str,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A failure storing the rest of a report's metrics that is not the database's would recur
+    on every try: the job moves to ``processed`` with its first part stored and unjudged, its
+    event naming the failure, an error logged. PostgreSQL stores every metric with the job's
+    write: no rest."""
+    count = METRIC_PART + 10
+    job_id = setup.completed_job(_many_output(count))
+    _threshold_on_the_series(setup, job_id)
+
+    def failing(*_args: object) -> None:
+        raise OverflowError("Python int too large to convert to SQLite INTEGER")
+
+    with monkeypatch.context() as patched, caplog.at_level(logging.ERROR):
+        patched.setattr(metric_parts, "_store_part", failing)
+        asyncio.run(Processor(setup.ctx).process([job_id]))
+    assert setup.outcome(job_id) == (JobStatus.PROCESSED, None, METRIC_PART, 1)
+    assert _judged_state(setup, job_id) == (0, 0)
+    assert _events(setup, job_id) == [
+        f"parsed {count} metrics; storing its metrics failed: OverflowError"
     ]
     assert any(r.levelno == logging.ERROR and r.name.endswith("judgment") for r in caplog.records)
 
@@ -594,10 +660,11 @@ def _many_output(count: int) -> bytes:
 def test_a_large_report_stored_in_parts_and_stopped_between_them_stores_each_metric_once(
     setup: Setup, database_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """docs/decisions/processing.md: on SQLite a report's metrics are stored ``METRIC_PART``
-    a write transaction, its job ``completed`` until the last; a server stopped between two
-    parts leaves it so with the parts stored, and processing it again stores the rest, each
-    metric once. PostgreSQL stores them in one statement."""
+    """docs/decisions/processing.md: on SQLite a report's metrics are stored ``METRIC_PART`` a
+    write transaction, its job ``completed`` until the last; a server stopped between two parts
+    (here: the second cut short by the database, which leaves it as a stop does:
+    ``store.unavailable``) leaves it so with the parts stored, and processing it again stores
+    the rest, each metric once. PostgreSQL stores them in one statement."""
     count = 2 * METRIC_PART + 50
     job_id = setup.completed_job(_many_output(count))
     if database_url.startswith("sqlite"):
@@ -607,7 +674,7 @@ def test_a_large_report_stored_in_parts_and_stopped_between_them_stores_each_met
         def stopped_at_the_second(*args: Any) -> Any:
             parts.append(len(args[2]))
             if len(parts) == 2:
-                raise _Stopped
+                raise wrapped(sqlite_busy())
             return store_part(*args)
 
         with monkeypatch.context() as patched:

@@ -4,6 +4,8 @@ report as the server answers it, and ``POST /v0/run``'s answer: the report of th
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import ConfigDict, Field
 
 from benchrunner.api.alerts import (
@@ -182,7 +184,7 @@ class Report(Answer):
     """A report in Bencher's shape (``JsonReport``): ``results`` per iteration, each a list of
     benchmarks with their measures; the alerts its evaluation raised. ``job``: the runner job
     that runs it, if one does; ``duet`` a duet's verdict; ``confirms`` the report a
-    confirmation run re-measures."""
+    confirmation run re-measures; ``judgment`` says a direct run's is not judged yet."""
 
     uuid: str
     project: ReportProject
@@ -201,6 +203,9 @@ class Report(Answer):
     confirmation_runs: list[ConfirmationRun] | None = None
     job: str | None = None
     duet: ReportDuet | None = None
+    judgment: Literal["pending"] | None = None
+    """``pending`` while a direct run's report awaits its judgment (a database failure cut
+    its request's short): its alerts may still come; absent once judged."""
 
     @property
     def held_back(self) -> int:

@@ -18,12 +18,22 @@ CLI also exits 1 for ``--err`` ("Alerts detected"), so CI scripts written for it
 EXIT_INTERRUPTED = 130
 
 
+JUDGMENT_WAIT_SECONDS = 60.0
+"""How long ``run`` waits for a direct run's judgment that its answer says is pending (the
+server's was cut short, and its recovery did not end while the request waited)."""
+
+
 def report_failure(report: Report, *, err: bool) -> str | None:
     """Why a finished run should fail its CI step: the report's error (an adapter that could
     not read the output), or with ``err`` its active alerts (a duet's included) and those
-    still held back for confirmation runs, which may be regressions; None when it passes."""
+    still held back for confirmation runs, which may be regressions, or its judgment not
+    finished (its alerts unknown); None when it passes."""
     if report.error:
         return f"report {report.uuid} has an error: {report.error}"
+    if err and report.judgment == "pending":
+        return (
+            f"the judgment of report {report.uuid} has not finished: its alerts are unknown (--err)"
+        )
     alerts = len(active_alerts(report)) + duet_alerts(report) + report.held_back
     if err and alerts:
         return f"{count_text(alerts)} detected in report {report.uuid} (--err)"

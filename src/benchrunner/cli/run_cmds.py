@@ -11,10 +11,16 @@ from typing import Annotated
 
 import typer
 
+from benchrunner.api.reports import Report
 from benchrunner.cli import output
 from benchrunner.cli.busy import RetryOnBusy, submit_run
 from benchrunner.cli.config import resolve
-from benchrunner.cli.follow import EXIT_FAILED, follow_job, report_failure
+from benchrunner.cli.follow import (
+    EXIT_FAILED,
+    JUDGMENT_WAIT_SECONDS,
+    follow_job,
+    report_failure,
+)
 from benchrunner.cli.image_cmds import resolve_image
 from benchrunner.cli.options import Host, Json, Project, Token
 from benchrunner.cli.run_body import DuetFlags, RunFlags, StartPointFlags, build_body
@@ -241,7 +247,12 @@ def run(
         bool, typer.Option("--wait", help="Follow the job until it ends, then print its report.")
     ] = False,
     wait_timeout: Annotated[
-        float, typer.Option(min=1, help="Give up following after this many seconds.")
+        float,
+        typer.Option(
+            min=1,
+            help="Give up following after this many seconds (waiting for a direct run's "
+            "pending judgment: 60 at most).",
+        ),
     ] = 3600,
     bisect_range: BisectRange = None,
     bisect_image: BisectImage = None,
@@ -333,8 +344,18 @@ def run(
         job = report.job
         project_ref = settings.project or report.project.slug
         if job is None:
-            output.show(report, as_json, print_report)
-            failure = report_failure(report, err=err)
+            direct: Report = report
+            if direct.judgment == "pending":  # its alerts may still come: wait for them
+                patience = min(JUDGMENT_WAIT_SECONDS, wait_timeout)
+                with output.err().status(f"report {direct.uuid}: judgment pending"):
+                    direct = client.wait_for_judgment(project_ref, direct.uuid, patience)
+            output.show(direct, as_json, print_report)
+            if direct.judgment == "pending" and not err:
+                output.warning(
+                    f"the judgment of report {direct.uuid} has not finished: "
+                    "its alerts may still come"
+                )
+            failure = report_failure(direct, err=err)
             if failure is not None:
                 output.error(failure)
                 raise typer.Exit(EXIT_FAILED)

@@ -13,11 +13,14 @@ moves the job to ``processed`` (docs/reference/thresholds.md, "When": a job ``pr
 its report judged); then it looks back over its series (``look_back.look_back_later``), which
 is not part of the judgment.
 
-A server stopped before that move, or a judgment the database cut short (a connection lost,
-SQLite busy: ``unavailable``), leaves the job ``completed`` with its metrics stored: the
-processor finds it so on start or from the sweeper and judges them again
-(``processor.record_processed``); a metric keeps the boundary and alert it has, so nothing is
-written twice. A direct run's report is judged the same way, its last write ending its wait
+A server stopped before that move, or a judgment or the storing of the rest of the metrics that the
+database cut short (a connection lost, SQLite busy: ``unavailable``), leaves the job ``completed``
+with its metrics stored: the processor finds it so on start or from the sweeper and judges them
+again (``processor.record_processed``); a metric keeps the boundary and alert it has, so nothing is
+written twice. Any other failure of either would recur on every try: the job moves to ``processed``
+all the same, its event naming the failure (what failed, the error's type and database code, never
+its message, which may quote a value of the data), the metrics not stored then lost, those stored
+left unjudged. A direct run's report is judged the same way, its last write ending its wait
 (``store.pending_judgments``): one a stop left waiting is judged again by
 ``pending_judgment.judge_awaiting``.
 """
@@ -57,7 +60,11 @@ from benchrunner.server.store import (
     thresholds,
 )
 from benchrunner.server.store.engine import Database
-from benchrunner.server.store.unavailable import database_unavailable, described
+from benchrunner.server.store.unavailable import (
+    database_unavailable,
+    described,
+    failure_name,
+)
 
 log = logging.getLogger(__name__)
 
@@ -82,10 +89,9 @@ class JudgmentLater:
     """The job's move to ``processed``, made by the judgment's last write (None: made
     already)."""
     rest: tuple[reports.MetricValue, ...] = ()
-    """Its metrics not stored yet, stored before the judgment (``metric_parts``)."""
-    before: tuple[reports.MetricValue, ...] = ()
-    """The results stored ahead of ``rest`` (its first part): ``metric_parts.metrics_rest``
-    numbers the rest's results of the same metric after them."""
+    """Its metrics not stored yet, stored before the judgment (``metric_parts``), after
+    ``metrics`` (its first part): ``metric_parts.metrics_rest`` numbers the rest's results
+    of the same metric after them."""
     project_id: int | None = None
     """A direct run's project, where its ``rest`` is stored (a job names its own)."""
 
@@ -160,21 +166,31 @@ async def judge_later(db: Database, later: JudgmentLater, now: dt.datetime) -> J
     when it held alerts back and move its job to ``processed`` (a direct run's report: end
     its wait); then look back over its series.
 
-    A judgment cut short by the database (``unavailable.database_unavailable``: a connection
-    lost, SQLite busy) leaves the metrics judged so far and the job ``completed`` (the report
-    awaiting), judged again by recovery. Any other failure of the judgment would recur on
-    every recovery: it is logged as an error and the job moved all the same, its event saying
-    that the judgment failed and why, the metrics left unjudged. The look-back's failure is
-    logged and leaves the judgment. A failure of the last write, or of storing the rest,
-    leaves the job ``completed`` (the report awaiting), judged again by recovery."""
+    A judgment or a storing of the rest cut short by the database
+    (``unavailable.database_unavailable``: a connection lost, SQLite busy) leaves the metrics
+    stored and judged so far and the job ``completed`` (the report awaiting), judged again by
+    recovery. Any other failure of either would recur on every recovery: it is logged as an
+    error and the job moved all the same, its event naming the failure (``_failed``), the
+    metrics left unjudged (and the rest unstored). The look-back's failure is logged and leaves
+    the judgment. A failure of the last write leaves the job ``completed`` (the report
+    awaiting), judged again by recovery."""
     written = Written()
     if later.rest:
         try:
-            rest = await metrics_rest(db, later.owner(), later.rest, now, later.before)
+            rest = await metrics_rest(db, later.owner(), later.rest, now, later.metrics)
         except Exception as exc:
-            _log_cut_short(later, "storing its metrics", exc)
-            rest = None
-        # the job stays ``completed`` (the report awaiting), judged again, or was elsewhere
+            if database_unavailable(exc):
+                _log_cut_short(later, "storing its metrics", exc)
+                return Judged(written)
+            log.error(
+                "storing report %s's metrics failed; those left are lost, the rest unjudged",
+                later.report_id,
+                exc_info=True,
+            )
+            later = _failed(later, "storing its metrics", exc)
+            _, moved = await db.write(_judged, later, None, now)
+            return Judged(written, moved, ended=True)
+        # the job left ``completed`` or the report was judged, elsewhere
         if rest is None:
             return Judged(written)
         later = dataclasses.replace(later, metrics=later.metrics + tuple(rest), rest=())
@@ -198,7 +214,7 @@ async def judge_later(db: Database, later: JudgmentLater, now: dt.datetime) -> J
         log.error(
             "judging report %s failed; its metrics stay unjudged", later.report_id, exc_info=True
         )
-        later = _failed(later, exc)
+        later = _failed(later, "judgment", exc)
     found = [] if first is None else first.found
     # Not only when this judgment held alerts back: a judgment stopped before its last write
     # left them written, and raises none anew (``open_confirmation`` reads them).
@@ -215,29 +231,23 @@ async def judge_later(db: Database, later: JudgmentLater, now: dt.datetime) -> J
 
 
 def _log_cut_short(later: JudgmentLater, doing: str, exc: Exception) -> None:
-    """A warning for a failure that leaves the report to be judged again: the database's
-    (without the statement or its parameters), else the whole error."""
-    if database_unavailable(exc):
-        log.warning(
-            "report %s: %s was cut short by the database (%s); it is judged again later",
-            later.report_id,
-            doing,
-            described(exc),
-        )
-    else:
-        log.error(
-            "report %s: %s failed; it is judged again later",
-            later.report_id,
-            doing,
-            exc_info=exc,
-        )
+    """A warning for a failure of the database that leaves the report to be judged again,
+    without the statement or its parameters."""
+    log.warning(
+        "report %s: %s was cut short by the database (%s); it is judged again later",
+        later.report_id,
+        doing,
+        described(exc),
+    )
 
 
-def _failed(later: JudgmentLater, exc: Exception) -> JudgmentLater:
-    """``later`` whose move to ``processed`` says that its judgment failed, and why."""
+def _failed(later: JudgmentLater, what: str, exc: Exception) -> JudgmentLater:
+    """``later`` whose move to ``processed`` says that ``what`` failed, naming the failure
+    without its message (``unavailable.failure_name``): the event is shown to the project's
+    viewers, and a driver's message may quote a value of the data; the server's log has it."""
     if later.processed is None:
         return later
-    message = f"{later.processed.message}; judgment failed: {described(exc)}"
+    message = f"{later.processed.message}; {what} failed: {failure_name(exc)}"
     return dataclasses.replace(
         later, processed=dataclasses.replace(later.processed, message=message)
     )

@@ -63,7 +63,7 @@ def _store_part(
     owner: Owner,
     part: list[reports.MetricValue],
     now: dt.datetime,
-    earlier: Mapping[reports.MetricKey, int],
+    earlier: Mapping[reports.MetricId, int],
 ) -> list[reports.StoredMetric] | None:
     """One part stored (those of its metrics the report lacks); None, with nothing written,
     when the job left ``completed`` or the report no longer awaits its judgment (judged by
@@ -83,15 +83,15 @@ async def metrics_rest(
     owner: Owner,
     rest: Sequence[reports.MetricValue],
     now: dt.datetime,
-    before: Sequence[reports.MetricValue] = (),
+    before: Sequence[reports.StoredMetric] = (),
 ) -> list[reports.StoredMetric] | None:
     """Store ``rest`` of ``owner``'s metrics, ``METRIC_PART`` a write transaction (all in one
     where writers run concurrently); their stored metrics, or None when the job left
     ``completed`` or the report was judged meanwhile (the rest is not stored). ``before``:
-    the results stored ahead of ``rest`` (its first part), so that a result of the same
+    the metrics stored ahead of ``rest`` (its first part), so that a result of the same
     metric as one of them is a metric of its own (``reports.metrics_add_missing``)."""
     stored: list[reports.StoredMetric] = []
-    earlier = collections.Counter(reports.metric_key(value) for value in before)
+    earlier = collections.Counter(metric.key for metric in before)
     step = max(len(rest), 1) if db.capabilities.concurrent_writers else METRIC_PART
     for start in range(0, len(rest), step):
         if start:
@@ -101,5 +101,5 @@ async def metrics_rest(
         if part is None:
             return None
         stored += part
-        earlier.update(reports.metric_key(value) for value in values)
+        earlier.update(metric.key for metric in part)
     return stored

@@ -172,6 +172,9 @@ class Processor:
         self._awaiting: asyncio.Queue[int] = asyncio.Queue()
         self._awaiting_queued: set[int] = set()
         """Direct runs' reports awaiting their judgment, queued or being judged."""
+        self._awaiting_ends: dict[int, asyncio.Future[bool]] = {}
+        """The end of the next judgment of a queued report a request waits for
+        (``judgment_of_awaiting``)."""
         self._judging: asyncio.Task[None] | None = None
 
     def start(self) -> None:
@@ -199,6 +202,17 @@ class Processor:
         self._awaiting_queued.add(report_id)
         self._awaiting.put_nowait(report_id)
 
+    def judgment_of_awaiting(self, report_id: int) -> asyncio.Future[bool]:
+        """``enqueue_awaiting``, and the end of the report's next judgment here: True once the
+        report no longer awaits it (judged then, or elsewhere before), False when it failed
+        (it awaits the sweeper). Never set should the processor stop first: bound the wait.
+        Await it shielded: every waiter of the report shares it."""
+        ends = self._awaiting_ends.get(report_id)
+        if ends is None:
+            ends = self._awaiting_ends[report_id] = asyncio.get_running_loop().create_future()
+        self.enqueue_awaiting(report_id)
+        return ends
+
     async def _judge_awaiting(self) -> None:
         """Judge the direct runs' reports a stop left awaiting their judgment: on start, those
         created before it; then those queued (by the sweeper), one at a time."""
@@ -214,12 +228,17 @@ class Processor:
             self.enqueue_awaiting(report_id)
         while True:
             report_id = await self._awaiting.get()
+            ended = False
             try:
-                await judge_awaiting(ctx.db, report_id, ctx.clock.now())
+                judged = await judge_awaiting(ctx.db, report_id, ctx.clock.now())
+                ended = judged is None or judged.ended
             except Exception:
                 log.exception("judging report %s failed; it still awaits its judgment", report_id)
             finally:
                 self._awaiting_queued.discard(report_id)
+                ends = self._awaiting_ends.pop(report_id, None)
+                if ends is not None and not ends.done():
+                    ends.set_result(ended)
 
     @property
     def waiting(self) -> int:
@@ -590,9 +609,7 @@ def _record_to_judge(
     if rest or (
         stored and series_thresholds_to_judge(conn, parsing.branch_id, parsing.testbed_id, stored)
     ):
-        later = JudgmentLater(
-            job.report_id, tuple(stored), noisy, job, processed, tuple(rest), before=tuple(part)
-        )
+        later = JudgmentLater(job.report_id, tuple(stored), noisy, job, processed, tuple(rest))
         return Recorded(None, later)
     apply(conn, processed)  # nothing to judge after all: the job was locked as ``completed``
     return Recorded(processed)

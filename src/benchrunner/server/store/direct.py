@@ -25,8 +25,9 @@ hashes the text and reorders the parameters at each call.
 from __future__ import annotations
 
 import collections
+import contextlib
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -102,6 +103,23 @@ class _Plan:
                     results.append((index, processor))
             self.results = tuple(results)
         return self.results
+
+
+@contextlib.contextmanager
+def _connection_gone(conn: Connection) -> Iterator[None]:
+    """A psycopg error raised on a connection closed or broken wrapped as SQLAlchemy wraps it
+    (``connection_invalidated``): the driver's own error (``the connection is closed``) has no
+    SQLSTATE and does not say so, and the database out of reach must read as such
+    (``unavailable.database_unavailable``)."""
+    try:
+        yield
+    except psycopg.Error as exc:
+        driver = conn.connection.driver_connection
+        if isinstance(driver, psycopg.Connection) and (driver.closed or driver.broken):
+            raise sa.exc.DBAPIError.instance(
+                None, None, exc, psycopg.Error, connection_invalidated=True
+            ) from exc
+        raise
 
 
 def _cursor(conn: Connection, plan: _Plan) -> Any:
@@ -222,7 +240,8 @@ class Direct:
         plan, lists = self._plan_for(conn, params)
         arguments = self._arguments(plan, self._values(plan, lists, params))
         cursor = _cursor(conn, plan)
-        cursor.execute(plan.sql, arguments)
+        with _connection_gone(conn):
+            cursor.execute(plan.sql, arguments)
         return plan, cursor
 
     def all(self, conn: Connection, params: Mapping[str, Any] | None = None) -> list[Any]:
@@ -268,12 +287,13 @@ class Direct:
         arguments = [self._arguments(plan, self._values(plan, (), row)) for row in rows]
         cursor = _cursor(conn, plan)
         try:
-            if len(arguments) == 1:
-                # psycopg runs ``executemany`` in a pipeline, whose set-up and sync cost more
-                # than the one row's statement.
-                cursor.execute(plan.sql, arguments[0])
-            else:
-                cursor.executemany(plan.sql, arguments)
+            with _connection_gone(conn):
+                if len(arguments) == 1:
+                    # psycopg runs ``executemany`` in a pipeline, whose set-up and sync cost more
+                    # than the one row's statement.
+                    cursor.execute(plan.sql, arguments[0])
+                else:
+                    cursor.executemany(plan.sql, arguments)
         finally:
             cursor.close()
 

@@ -58,6 +58,9 @@ SQLITE_CACHE_KIB = 65_536
 go into the leaves of ``metric``'s indexes that the previous report's went into, one leaf per
 series: 3,000 series take some 12 MiB of leaves, which a 2 MiB cache reads again from the
 file for every report (``benchmarks/RESULTS.md``, "Reports at scale")."""
+SQLITE_CACHE_PRAGMA = "PRAGMA cache_size=-65536"
+"""``SQLITE_CACHE_KIB`` as the statement that sets it (negative: in KiB); a test keeps the two
+in step."""
 
 
 def _sqlite_engine(url: str, *, immediate: bool, pool_size: int) -> Engine:
@@ -77,7 +80,7 @@ def _sqlite_engine(url: str, *, immediate: bool, pool_size: int) -> Engine:
         cursor.execute("PRAGMA synchronous=NORMAL")
         cursor.execute("PRAGMA foreign_keys=ON")
         cursor.execute("PRAGMA busy_timeout=30000")
-        cursor.execute(f"PRAGMA cache_size=-{SQLITE_CACHE_KIB}")
+        cursor.execute(SQLITE_CACHE_PRAGMA)
         cursor.close()
 
     begin = "BEGIN IMMEDIATE" if immediate else "BEGIN"

@@ -338,6 +338,11 @@ def without_ignore_suffix(name: str) -> tuple[str, bool]:
     return name, False
 
 
+MetricId = tuple[int, int, int]
+"""A metric of a report by ids: its benchmark's, its measure's and its iteration (the names
+of two results may differ and find one: ``_metric_rows``)."""
+
+
 @dataclass(frozen=True)
 class StoredMetric:
     """A metric as evaluation needs it; ``never_alerts``: judged (its boundary stored) but
@@ -346,8 +351,13 @@ class StoredMetric:
     id: int
     benchmark_id: int
     measure_id: int
+    iteration: int
     value: float
     never_alerts: bool = False
+
+    @property
+    def key(self) -> MetricId:
+        return self.benchmark_id, self.measure_id, self.iteration
 
 
 _STORED_METRIC = (metric.c.id, metric.c.benchmark_id, metric.c.measure_id, metric.c.value)
@@ -402,7 +412,7 @@ def _stored(
     """The metrics of ``values`` as inserted (``rows``, given ``ids``), their samples kept."""
     samples_add(conn, ((metric_id, m.samples) for m, metric_id in zip(values, ids, strict=True)))
     return [
-        StoredMetric(metric_id, row["benchmark_id"], row["measure_id"], row["value"], never)
+        StoredMetric(metric_id, *_metric_id(row), row["value"], never)
         for metric_id, row, never in zip(ids, rows, never_alerts, strict=True)
     ]
 
@@ -562,18 +572,8 @@ _STORED_AMONG = (
 """Bound with ``IN_LIST_CHUNK`` series at most: two parameters each, where PostgreSQL takes
 65,535 a statement and SQLite 32,766."""
 
-MetricKey = tuple[str, str, int]
-"""A result's metric by name (``metric_key``)."""
 
-
-def metric_key(value: MetricValue) -> MetricKey:
-    """The metric a result makes in its report: its benchmark's name without an ignore
-    suffix, its measure's slug, its iteration (each names one row: ``_metric_rows``)."""
-    name, _ = without_ignore_suffix(value.benchmark)
-    return name, measure_spec(value.measure).slug, value.iteration
-
-
-def _metric_key(row: Any) -> tuple[int, int, int]:
+def _metric_id(row: Any) -> MetricId:
     return int(row["benchmark_id"]), int(row["measure_id"]), int(row["iteration"])
 
 
@@ -587,7 +587,7 @@ def _held(conn: Connection, report_id: int, rows: list[dict[str, Any]]) -> dict[
     for start in range(0, len(series), IN_LIST_CHUNK):
         chunk = series[start : start + IN_LIST_CHUNK]
         for found in conn.execute(_STORED_AMONG, {"report_id": report_id, "series": chunk}):
-            held.setdefault(_metric_key(found._mapping), []).append(found)
+            held.setdefault(_metric_id(found._mapping), []).append(found)
     return held
 
 
@@ -597,28 +597,28 @@ def metrics_add_missing(
     project_id: int,
     values: list[MetricValue],
     now: dt.datetime,
-    earlier: Mapping[MetricKey, int] | None = None,
+    earlier: Mapping[MetricId, int] | None = None,
 ) -> list[StoredMetric]:
     """``metrics_add`` of those of ``values`` the report does not hold yet: a report stored
     in parts, or again after a stop half-way (``processing.metric_parts``), never holds one
     twice. The metrics of ``values`` as stored, in their order.
 
-    A metric is its (benchmark, measure, iteration) and its place among the results of the
-    same one (``metric_key``): two results of one (names equal without an ignore suffix) are
-    two metrics, as ``metrics_add`` stores them, whichever parts they fall in. The n-th
-    result of a key, counted from the report's first result (``earlier`` counts those of
-    the parts before ``values``), is the report's n-th metric of it in the order stored.
-    Sound where the report's writers run one after another: SQLite's, or those holding its
-    job's row (``jobs.job_hold_completed``)."""
+    A metric is its ``MetricId`` and its place among the results of the same one: two
+    results of one (names equal without an ignore suffix, or measures' slugs that find one
+    measure) are two metrics, as ``metrics_add`` stores them, whichever parts they fall in.
+    The n-th result of an id, counted from the report's first result (``earlier`` counts
+    the ``StoredMetric.key`` of the parts before ``values``), is the report's n-th metric
+    of it in the order stored. Sound where the report's writers run one after another:
+    SQLite's, or those holding its job's row (``jobs.job_hold_completed``)."""
     rows, never_alerts = _metric_rows(conn, report_id, project_id, values, now)
     if not rows:
         return []
     held = _held(conn, report_id, rows)
     seen = collections.Counter(earlier or {})
     found: list[Any] = []
-    for value, row in zip(values, rows, strict=True):
-        key = metric_key(value)
-        same = held.get(_metric_key(row), [])
+    for row in rows:
+        key = _metric_id(row)
+        same = held.get(key, [])
         found.append(same[seen[key]] if seen[key] < len(same) else None)
         seen[key] += 1
     new = [k for k, row in enumerate(found) if row is None]
@@ -636,8 +636,7 @@ def metrics_add_missing(
     return [
         StoredMetric(
             ids[k] if k in ids else int(found[k].id),
-            row["benchmark_id"],
-            row["measure_id"],
+            *_metric_id(row),
             row["value"] if k in ids else float(found[k].value),
             never_alerts[k],
         )

@@ -312,7 +312,6 @@ async def submit_run(
                     tuple(stored),
                     noisy=False,
                     rest=tuple(rest),
-                    before=tuple(part),
                     project_id=project.id,
                 )
                 # its answer should the read after the judgment fail: the report alone (its
@@ -437,7 +436,7 @@ async def submit_run(
             submitted.judge,
             submitted.now,
             stored=submitted.view,
-            recover=services.processor.enqueue_awaiting,
+            recover=services.processor.judgment_of_awaiting,
         )
         return {**judged, "deduplicated": False}
     if submitted.view is not None:

@@ -161,7 +161,8 @@ def report_view(
     """A report in Bencher's shape (``JsonReport``): project, branch (with its head's version
     and start point) and testbed as objects, results per iteration -> benchmark (its one
     variant) -> measures with their metrics, threshold and boundary, and the alerts its
-    evaluation raised."""
+    evaluation raised; ``judgment`` ``pending`` while a direct run's report awaits its
+    judgment."""
     found = boundaries or {}
     noise = noise_view(report.noise)
     withheld = None if noise is None else noise.get("alerts")
@@ -258,6 +259,10 @@ def report_view(
         ]
     if job_uuid is not None:
         view["job"] = str(job_uuid)
+    # A direct run's report whose judgment has not ended (docs/decisions/processing.md): its
+    # alerts may still come. Absent otherwise, so that Bencher's shape is unchanged.
+    if report.direct_results is not None:
+        view["judgment"] = "pending"
     if duet is not None:
         view["duet"] = duet
     return view
