@@ -11,6 +11,10 @@ channel received each ``job`` message and when the spawn call returned. Per job:
     spawned = spawn call returned    - job message received
     before  = job message received   - the client's clock just before its submit call
               (the server's part of pickup, with the HTTP call and the channel's frame)
+    steps   = the runner's time stamps in between (``pickup_trace.step``), each step named by
+              the stamp that ends it, its p50 in µs; a runner without them prints none. The
+              last, ``first``, is negative under ``--realtime``: the job's process, which
+              inherits the priority, runs before the spawn call returns
 
 p50/p90 over ``--jobs`` jobs (after ``--warmup``), per run; medians of the per-run figures
 over ``--runs`` runs. ``--runner-src LABEL=DIR`` (repeatable) runs the runner from another
@@ -95,6 +99,9 @@ class Figures:
     before_p50: float
     before_p90: float
     jobs: int
+    steps: dict[str, float]
+    """Each step's p50 in µs, from the stamp before it (the first: from the message's receipt;
+    the last, ``first``: from the spawn call's return to the job's first instruction)."""
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -167,18 +174,26 @@ def run_variant(
     finally:
         runner.kill(signal.SIGTERM)
     received: dict[str, tuple[int, int]] = {}
+    stamps: dict[str, list[tuple[str, int]]] = {}
     for line in trace.read_text().splitlines():
-        job, got_text, spawned_text = line.split()
+        job, got_text, spawned_text, *steps = line.split()
         received[job] = (int(got_text), int(spawned_text))
+        stamps[job] = [(label, int(ns)) for label, _, ns in (s.partition("=") for s in steps)]
     shares: list[float] = []
     spawns: list[float] = []
     befores: list[float] = []
+    step_times: dict[str, list[float]] = {}
     for line in clocks.read_text().splitlines()[warmup:]:
         job, ran = line.split()
         got, spawned = received[job]
         shares.append((int(ran) - got) / 1e6)
         spawns.append((spawned - got) / 1e6)
         befores.append((got - submits[job]) / 1e6)
+        if stamps[job]:
+            way = sorted([("received", got), *stamps[job], ("spawned", spawned)], key=_at)
+            way.append(("first", int(ran)))
+            for (_, start), (label, end) in itertools.pairwise(way):
+                step_times.setdefault(label, []).append((end - start) / 1e3)
     return Figures(
         percentile(shares, 0.5),
         percentile(shares, 0.9),
@@ -187,7 +202,12 @@ def run_variant(
         percentile(befores, 0.5),
         percentile(befores, 0.9),
         len(shares),
+        {label: percentile(times, 0.5) for label, times in step_times.items()},
     )
+
+
+def _at(stamp: tuple[str, int]) -> int:
+    return stamp[1]
 
 
 def database_urls(url: str, delays: list[str], stack: ExitStack) -> dict[str, str]:
@@ -366,6 +386,12 @@ def main() -> None:
             f"before p50 {statistics.median(r.before_p50 for r in runs):.3f} "
             f"p90 {statistics.median(r.before_p90 for r in runs):.3f}"
         )
+        labels = [label for label in runs[0].steps if all(label in r.steps for r in runs)]
+        if labels:
+            steps = ", ".join(
+                f"{label} {statistics.median(r.steps[label] for r in runs):.0f}" for label in labels
+            )
+            print(f"  {'':>10}  steps p50 µs: {steps}")
 
 
 if __name__ == "__main__":

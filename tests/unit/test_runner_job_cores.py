@@ -157,3 +157,28 @@ def drain(events: queue.SimpleQueue[AgentEvent]) -> list[AgentEvent]:
 def test_on_linux_a_thread_is_moved_by_libcs_call_not_the_interpreters() -> None:
     # ctypes releases the interpreter lock around the call; ``os.sched_setaffinity`` keeps it.
     assert cores_module._setter() is not cores_module._os_setter
+
+
+def test_moves_between_core_sets_each_land_on_their_own_cores(plan: CorePlan) -> None:
+    # The masks are built once per core set and kept: a move asked for again, or one to a set
+    # after the others, must use that set's mask, not another's.
+    assert plan.housekeeping is not None
+    sets = [
+        frozenset({plan.housekeeping}),
+        plan.job_cores,
+        frozenset({plan.housekeeping}),
+        plan.job_cores | {plan.housekeeping},
+        plan.job_cores,
+        {plan.housekeeping},  # a plain set, as ``pin_to_housekeeping`` passes
+    ]
+
+    def body() -> list[frozenset[int]]:
+        landed = []
+        for cores in sets:
+            cores_module._set_thread_affinity(cores)
+            landed.append(allowed_now())
+        return landed
+
+    seen: list[object] = []
+    on_a_thread(seen, body)
+    assert seen == [[frozenset(cores) for cores in sets]]

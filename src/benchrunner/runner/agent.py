@@ -54,6 +54,7 @@ from benchrunner.protocol import (
     TerminalMessage,
     Update,
 )
+from benchrunner.runner import pickup_trace
 from benchrunner.runner.channel import ChannelClosedError, ChannelRefusedError
 from benchrunner.runner.clock_timer import ClockAlarm
 from benchrunner.runner.connector import Connector
@@ -486,6 +487,7 @@ class Agent:
             self._first_job = claimed.uuid
         self._logs.begin(claimed.uuid)
         self._job.start()
+        pickup_trace.step("handed")
         # Logged once the job's first process runs (or the job ended without one): formatted
         # and written now, the line would hold the interpreter while the job's thread starts it.
         self._received = claimed

@@ -19,6 +19,7 @@ import os
 import sys
 import threading
 from collections.abc import Callable, Iterator
+from collections.abc import Set as AbstractSet
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -81,7 +82,7 @@ class CorePlan:
         if not self.job_cores or self.job_cgroup is not None:
             yield
             return
-        with _thread_affinity(set(self.job_cores)):
+        with _thread_affinity(self.job_cores):
             yield
 
     def admit(self, pid: int) -> None:
@@ -99,8 +100,8 @@ class CorePlan:
 
 
 @contextmanager
-def _thread_affinity(cores: set[int]) -> Iterator[None]:
-    previous = os.sched_getaffinity(0)
+def _thread_affinity(cores: AbstractSet[int]) -> Iterator[None]:
+    previous = frozenset(os.sched_getaffinity(0))
     _set_thread_affinity(cores)
     try:
         yield
@@ -108,7 +109,7 @@ def _thread_affinity(cores: set[int]) -> Iterator[None]:
         _set_thread_affinity(previous)
 
 
-def _set_thread_affinity(cores: set[int]) -> None:
+def _set_thread_affinity(cores: AbstractSet[int]) -> None:
     try:
         _setter()(cores)
     except OSError as exc:
@@ -116,7 +117,7 @@ def _set_thread_affinity(cores: set[int]) -> None:
         log.warning("cannot pin thread to cores %s: %s", sorted(cores), exc)
 
 
-_Setter = Callable[[set[int]], None]
+_Setter = Callable[[AbstractSet[int]], None]
 _setter_lock = threading.Lock()
 _found_setter: _Setter | None = None
 
@@ -125,17 +126,20 @@ def _setter() -> _Setter:
     """How the calling thread is moved: libc's ``sched_setaffinity`` without the interpreter
     lock where there is one, else ``os.sched_setaffinity``."""
     global _found_setter
+    if _found_setter is not None:  # on the way of every job start: no lock once found
+        return _found_setter
     with _setter_lock:
         if _found_setter is None:
             _found_setter = _libc_setter() or _os_setter
         return _found_setter
 
 
-def _os_setter(cores: set[int]) -> None:
+def _os_setter(cores: AbstractSet[int]) -> None:
     os.sched_setaffinity(0, cores)
 
 
 _WORD_BITS = 64
+_MASKS_KEPT = 8
 
 
 def _libc_setter() -> _Setter | None:
@@ -147,11 +151,20 @@ def _libc_setter() -> _Setter | None:
         return None
     function.argtypes = (ctypes.c_int, ctypes.c_size_t, ctypes.c_void_p)
     function.restype = ctypes.c_int
+    # A job start moves its thread to the job cores and back: the two masks are built once,
+    # not per move (benchmarks/RESULTS.md, the runner's share of pickup). Never changed once
+    # built, so threads share them without a lock.
+    masks: dict[frozenset[int], ctypes.Array[ctypes.c_uint64]] = {}
 
-    def set_affinity(cores: set[int]) -> None:
-        words = (ctypes.c_uint64 * (max(cores, default=0) // _WORD_BITS + 1))()
-        for core in cores:
-            words[core // _WORD_BITS] |= 1 << (core % _WORD_BITS)
+    def set_affinity(cores: AbstractSet[int]) -> None:
+        key = cores if isinstance(cores, frozenset) else frozenset(cores)
+        words = masks.get(key)
+        if words is None:
+            words = (ctypes.c_uint64 * (max(key, default=0) // _WORD_BITS + 1))()
+            for core in key:
+                words[core // _WORD_BITS] |= 1 << (core % _WORD_BITS)
+            if len(masks) < _MASKS_KEPT:
+                masks[key] = words
         if function(0, ctypes.sizeof(words), ctypes.addressof(words)) != 0:
             code = ctypes.get_errno()
             raise OSError(code, os.strerror(code))

@@ -45,7 +45,7 @@ from benchrunner.protocol import (
     NoiseCalibration,
     TerminalMessage,
 )
-from benchrunner.runner import duet
+from benchrunner.runner import duet, pickup_trace
 from benchrunner.runner.clock_timer import ClockAlarm
 from benchrunner.runner.cores import CorePlan
 from benchrunner.runner.events import AgentEvent, JobFinished, JobStarted
@@ -142,6 +142,7 @@ class JobRun:
             self._executor.interrupt_setup(self.uuid)
 
     def _run(self) -> None:
+        pickup_trace.step("slot")
         try:
             self._run_job()
         finally:
@@ -180,6 +181,7 @@ class JobRun:
             self._post(JobStarted(self.uuid))
         try:
             prepared = duet.prepare(self._executor, self.job)
+            pickup_trace.step("prepared")
         except ExecutorError as exc:
             reason = self.cancel_reason
             if reason is not None:  # the setup gave up because the job was canceled

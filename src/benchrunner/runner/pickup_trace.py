@@ -3,9 +3,12 @@ asked: with ``BENCHRUNNER_PICKUP_TRACE=<file>`` in the runner's environment, the
 one line per job to that file,
 
     <job uuid> <ns when the channel received the job message> <ns when its first process started>
+        [<step>=<ns> ...]
 
-both ``time.time_ns()`` (CLOCK_REALTIME), so a job process can compare its own clock with them.
-Unset, each hook costs one test of a module constant; nothing is recorded or kept.
+all ``time.time_ns()`` (CLOCK_REALTIME), so a job process can compare its own clock with them.
+The steps are time stamps along the way in between (``step``), so that the benchmark can say
+where the time goes. Unset, each hook costs one test of a module constant; nothing is recorded
+or kept.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ ENABLED = TRACE_FILE is not None
 
 _lock = threading.Lock()
 _received: dict[uuid.UUID, int] = {}
+_steps: list[tuple[str, int]] = []
 
 
 def now() -> int:
@@ -34,8 +38,21 @@ def now() -> int:
 def job_received(job: uuid.UUID, received_ns: int) -> None:
     if not ENABLED:
         return
+    parsed_ns = time.time_ns()
     with _lock:
         _received[job] = received_ns
+        _steps[:] = [("parsed", parsed_ns)]
+
+
+def step(label: str) -> None:
+    """Stamp ``label`` (one word) on the way of the job received last, until its first
+    process started."""
+    if not ENABLED:
+        return
+    stamp = time.time_ns()
+    with _lock:
+        if _received:
+            _steps.append((label, stamp))
 
 
 def job_started(job: uuid.UUID, started_ns: int) -> None:
@@ -45,7 +62,9 @@ def job_started(job: uuid.UUID, started_ns: int) -> None:
         return
     with _lock:
         received_ns = _received.pop(job, None)
+        steps = "".join(f" {label}={stamp}" for label, stamp in _steps)
+        _steps.clear()
     if received_ns is None:
         return
     with TRACE_FILE.open("a", encoding="ascii") as trace:
-        trace.write(f"{job} {received_ns} {started_ns}\n")
+        trace.write(f"{job} {received_ns} {started_ns}{steps}\n")

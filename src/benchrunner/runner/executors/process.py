@@ -296,14 +296,14 @@ class ProcessJob(PreparedJob):
             except OSError as exc:
                 # Unrecorded, its processes could outlive a runner killed now: do not start.
                 raise ExecutorError(f"cannot record the job before it starts: {exc}") from None
+        pickup_trace.step("recorded")
+        # Before the thread moves to the job cores: on its own core this work runs warm.
+        env = self.environment(index)
+        guarded = self._in_flight is not None and self._in_flight.watched()
         try:
             with self._cores.job_affinity():
-                leader = start_leader(
-                    self.argv,
-                    env=self.environment(index),
-                    cwd=self.workdir,
-                    guarded=self._in_flight is not None and self._in_flight.watched(),
-                )
+                pickup_trace.step("moved")
+                leader = start_leader(self.argv, env=env, cwd=self.workdir, guarded=guarded)
                 started_ns = pickup_trace.now()
             self._cores.admit(leader.pid)
         except OSError as exc:
