@@ -22,7 +22,7 @@ from benchrunner.server.store.arrays import unnested
 from benchrunner.server.store.conflicts import insert_or_skip
 from benchrunner.server.store.direct import Direct, insert_values
 from benchrunner.server.store.lookups_cache import cached_each, tag
-from benchrunner.server.store.metric_inserts import metric_ids_insert
+from benchrunner.server.store.metric_inserts import COLUMNS, metric_ids_insert
 from benchrunner.server.store.samples import samples_add
 from benchrunner.server.store.tables import (
     benchmark,
@@ -361,21 +361,7 @@ class StoredMetric:
 
 
 _STORED_METRIC = (metric.c.id, metric.c.benchmark_id, metric.c.measure_id, metric.c.value)
-_INSERT_ONE_METRIC = Direct(
-    insert_values(
-        metric,
-        (
-            "uuid",
-            "report_id",
-            "iteration",
-            "benchmark_id",
-            "measure_id",
-            "value",
-            "lower_value",
-            "upper_value",
-        ),
-    ).returning(*_STORED_METRIC)
-)
+_INSERT_ONE_METRIC = Direct(insert_values(metric, COLUMNS).returning(*_STORED_METRIC))
 
 
 def _metric_rows(
