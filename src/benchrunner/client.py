@@ -1097,13 +1097,20 @@ class BenchrunnerClient:
             time.sleep(min(poll_interval, remaining))
 
     def wait_for_judgment(
-        self, project: str, report: str, timeout: float, *, poll_interval: float = 0.5
+        self, project: str, pending: Report, timeout: float, *, poll_interval: float = 0.5
     ) -> Report:
-        """The direct run's report once it is judged (its ``judgment`` no longer ``pending``),
-        or as it stands when ``timeout`` seconds pass first."""
+        """The direct run's report ``pending`` once it is judged (its ``judgment`` no longer
+        ``pending``), or as it was last read when ``timeout`` seconds pass first. A read the
+        server could not answer (unreachable, or a ``5xx``) is tried again until then: the run
+        is stored, and only its judgment is awaited."""
         deadline = time.monotonic() + timeout
+        current = pending
         while True:
-            current = self.get_report(project, report)
+            try:
+                current = self.get_report(project, str(pending.uuid))
+            except ApiError as error:
+                if error.status and error.status < 500:
+                    raise
             remaining = deadline - time.monotonic()
             if current.judgment != "pending" or remaining <= 0:
                 return current

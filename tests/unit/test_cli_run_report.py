@@ -28,6 +28,8 @@ class FakeApi:
     paths: list[str] = field(default_factory=list)
     read: dict[str, Any] | None = None
     """The report a read answers, when it is not (yet) ``report``."""
+    unanswered_reads: int = 0
+    """How many report reads are answered ``503`` first."""
 
     def answer(self, method: str, path: str, body: dict[str, Any] | None) -> tuple[int, Any]:
         self.paths.append(f"{method} {path}")
@@ -36,6 +38,9 @@ class FakeApi:
             self.bodies.append(body)
             return 201, {**self.report, **({"job": self.job} if self.job else {})}
         if path == f"/v0/projects/demo/reports/{self.report['uuid']}":
+            if self.unanswered_reads:
+                self.unanswered_reads -= 1
+                return 503, {"message": "database unavailable", "request_id": "x"}
             return 200, self.report if self.read is None else self.read
         if self.job and path == f"/v0/projects/demo/jobs/{self.job}":
             return 200, {
@@ -141,6 +146,20 @@ def test_run_waits_for_a_pending_judgment_and_err_fails_on_its_alert(api: FakeAp
     result = invoke(api, "run", "--results", RESULTS, "--err")
     assert result.exit_code == 1, result.output
     assert "GET /v0/projects/demo/reports/r-1" in api.paths
+    assert result.stderr.startswith("error: 1 alert detected in report r-1 (--err)")
+
+
+def test_run_waiting_for_a_judgment_reads_again_after_the_server_failed_to_answer(
+    api: FakeApi,
+) -> None:
+    """The run is stored: a read of its pending report the server does not answer (``503``) is
+    tried again, not the step failed for it."""
+    api.read = with_thresholds()
+    api.unanswered_reads = 2
+    api.report = {**with_thresholds(), "alerts": [], "judgment": "pending"}
+    result = invoke(api, "run", "--results", RESULTS, "--err")
+    assert result.exit_code == 1, result.output
+    assert api.paths.count("GET /v0/projects/demo/reports/r-1") == 3
     assert result.stderr.startswith("error: 1 alert detected in report r-1 (--err)")
 
 

@@ -348,7 +348,7 @@ def run(
             if direct.judgment == "pending":  # its alerts may still come: wait for them
                 patience = min(JUDGMENT_WAIT_SECONDS, wait_timeout)
                 with output.err().status(f"report {direct.uuid}: judgment pending"):
-                    direct = client.wait_for_judgment(project_ref, direct.uuid, patience)
+                    direct = client.wait_for_judgment(project_ref, direct, patience)
             output.show(direct, as_json, print_report)
             if direct.judgment == "pending" and not err:
                 output.warning(
