@@ -793,3 +793,17 @@ def test_inline_writes_commit_a_job_at_a_time_when_the_write_step_is_spent(setup
     # Writes run in a thread on PostgreSQL: the batch is one transaction there, as before.
     assert len(writes) == (4 if setup.ctx.db.inline else 1)
     assert all(setup.outcome(i) == (JobStatus.PROCESSED, None, 1, 1) for i in ids)
+
+
+@pytest.mark.engine_independent
+def test_a_stopped_processor_ends_the_judgments_awaited_of_it(setup: Setup) -> None:
+    """A request waiting for a recovery's judgment when the processor stops is answered at once
+    (its report pending), not after its whole wait."""
+
+    async def scenario() -> tuple[bool, bool]:
+        processor = Processor(setup.ctx)
+        ends = processor.judgment_of_awaiting(987654)  # queued, never judged: not started
+        await processor.stop()
+        return ends.done(), ends.done() and not ends.result()
+
+    assert asyncio.run(scenario()) == (True, True)

@@ -184,6 +184,11 @@ class Processor:
     async def stop(self) -> None:
         await cancel_and_wait(self._judging)
         await cancel_and_wait(self._task)
+        # A request waiting for a recovery that will not run now answers its report pending.
+        for ends in self._awaiting_ends.values():
+            if not ends.done():
+                ends.set_result(False)
+        self._awaiting_ends.clear()
         if self._own_parsers and self._parsers is not None:
             pool, self._parsers = self._parsers, None
             await _shut_down(pool)
@@ -205,8 +210,8 @@ class Processor:
     def judgment_of_awaiting(self, report_id: int) -> asyncio.Future[bool]:
         """``enqueue_awaiting``, and the end of the report's next judgment here: True once the
         report no longer awaits it (judged then, or elsewhere before), False when it failed
-        (it awaits the sweeper). Never set should the processor stop first: bound the wait.
-        Await it shielded: every waiter of the report shares it."""
+        (it awaits the sweeper), and False when the processor stops first. Await it shielded:
+        every waiter of the report shares it."""
         ends = self._awaiting_ends.get(report_id)
         if ends is None:
             ends = self._awaiting_ends[report_id] = asyncio.get_running_loop().create_future()
