@@ -12,6 +12,7 @@ import pytest
 import sqlalchemy as sa
 
 from benchrunner.server.store.direct import Direct
+from benchrunner.server.store.engine import make_engine
 from benchrunner.server.store.unavailable import database_unavailable, described, failure_name
 from tests.database_errors import (
     SECRET,
@@ -150,3 +151,16 @@ def test_a_failure_is_named_without_the_data_it_quotes() -> None:
     assert failure_name(wrapped(refused)) == "InvalidTextRepresentation (22P02)"
     assert failure_name(wrapped(sqlite_busy())) == "OperationalError (SQLITE_BUSY)"
     assert failure_name(OverflowError("intermediate overflow in fsum")) == "OverflowError"
+
+
+def test_the_server_engines_errors_never_show_a_statements_parameters(database_url: str) -> None:
+    """A failed statement's error reaches the server's log: it names the statement, never its
+    parameters, which hold the data."""
+    engine = make_engine(database_url)
+    try:
+        with engine.connect() as conn, pytest.raises(sa.exc.DBAPIError) as raised:
+            conn.execute(sa.text("SELECT * FROM no_such_table WHERE x = :given"), {"given": SECRET})
+    finally:
+        engine.dispose()
+    assert "no_such_table" in str(raised.value)
+    assert SECRET not in str(raised.value)

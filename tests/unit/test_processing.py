@@ -530,12 +530,16 @@ def test_a_judgment_the_database_cut_short_leaves_the_job_completed_to_be_judged
     assert _events(setup, stepped) == ["parsed 1 metrics"]
 
 
+@pytest.mark.parametrize("failing_step", ["judge_report", "_write_parts"])
 def test_a_judgment_failing_for_a_bug_moves_the_job_saying_so(
-    setup: Setup, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+    setup: Setup,
+    failing_step: str,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     """A failure that is not the database's would recur on every try: the job moves to
     ``processed`` with its metrics unjudged, its event saying the judgment failed and why, an
-    error logged."""
+    error logged; nothing judged, nothing is looked back from."""
     first = setup.completed_job(_value_output(3.0))
     stepped = setup.completed_job(_value_output(30.0))
     _threshold_on_the_series(setup, first)
@@ -544,9 +548,22 @@ def test_a_judgment_failing_for_a_bug_moves_the_job_saying_so(
     def failing(*_args: object, **_kwargs: object) -> int:
         raise OverflowError("intermediate overflow in fsum")
 
+    async def failing_async(*_args: object, **_kwargs: object) -> None:
+        raise OverflowError("intermediate overflow in fsum")
+
+    looked_back: list[object] = []
+
+    async def look_back(_db: object, looked: object, _now: object) -> int:
+        looked_back.append(looked)
+        return 0
+
     with monkeypatch.context() as patched, caplog.at_level(logging.ERROR):
-        patched.setattr(judgment, "judge_report", failing)
+        patched.setattr(
+            judgment, failing_step, failing_async if failing_step == "_write_parts" else failing
+        )
+        patched.setattr(judgment, "look_back_later", look_back)
         asyncio.run(Processor(setup.ctx).process([stepped]))
+    assert looked_back == []
     assert setup.outcome(stepped) == (JobStatus.PROCESSED, None, 1, 1)
     assert _judged_state(setup, stepped) == (0, 0)
     assert _events(setup, stepped) == ["parsed 1 metrics; judgment failed: OverflowError"]

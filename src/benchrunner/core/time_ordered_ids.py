@@ -1,4 +1,4 @@
-"""UUIDs whose leading bits are their creation time (RFC 9562's version 7), for rows written
+"""UUIDs whose leading bits are their creation time (version 7), for rows written
 by the thousand: a report's metrics.
 
 A random UUID (version 4) lands anywhere in the unique index on ``uuid``, so each of a report's

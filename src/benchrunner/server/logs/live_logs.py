@@ -8,7 +8,8 @@ after it arrived, committed without waiting for the disk (``Database.write_lazy`
 chunks are stored by the move its terminal result makes, ahead of it in its transaction or, on
 PostgreSQL, in its own statement (``take_job``, ``store.job_logs.LogTail``: a finished job's log
 never grows, and a follower that sees the job finished has seen its whole log): a job shorter
-than a second has its whole log stored so, at no statement of its own. A job's chunks are
+than a second has its whole log stored so, at no transaction of its own (on PostgreSQL at no
+statement of its own). A job's chunks are
 written at once when its runner's session ends.
 Nothing of it is on the path of an ``ack``: a heartbeat's or a ``running``'s reply never waits
 for a log write, and a result waits for none but a write under way of its own job's earlier

@@ -1,8 +1,9 @@
 """A runner's ``completed``, in two writes, each committed on its own, the runner's ``ack``
 sent between them (docs/explanation/results-safety.md):
 
-1. ``complete``: one statement (on PostgreSQL, in autocommit: ``Database.write_acked_each``)
-   stores the job's last live-log chunks, when it sent some, and moves
+1. ``complete``: one statement (on PostgreSQL, in autocommit: ``Database.write_acked_each``;
+   a few, each committed, when a resent chunk straddles the log's stored end or the move's
+   compare-and-set fails) stores the job's last live-log chunks, when it sent some, and moves
    the job to ``completed`` with its output row when the output is small enough for one
    (a larger one is in the blob store, synced, before it), the runner's signature over it, and
    reads the report's parse info when the output is small enough to parse at once

@@ -13,14 +13,17 @@ moves the job to ``processed`` (docs/reference/thresholds.md, "When": a job ``pr
 its report judged); then it looks back over its series (``look_back.look_back_later``), which
 is not part of the judgment.
 
-A server stopped before that move, or a judgment or the storing of the rest of the metrics that the
-database cut short (a connection lost, SQLite busy: ``unavailable``), leaves the job ``completed``
-with its metrics stored: the processor finds it so on start or from the sweeper and judges them
-again (``processor.record_processed``); a metric keeps the boundary and alert it has, so nothing is
-written twice. Any other failure of either would recur on every try: the job moves to ``processed``
-all the same, its event naming the failure (what failed, the error's type and database code, never
-its message, which may quote a value of the data), the metrics not stored then lost, those stored
-left unjudged. A direct run's report is judged the same way, its last write ending its wait
+A server stopped before that move, a storing of the rest of the metrics that failed (whatever
+the failure: moving on would lose the metrics not stored), or a judgment the database cut short (a
+connection lost, SQLite busy: ``unavailable``) leaves the job ``completed`` with its metrics
+stored: the processor finds it so on start or from the sweeper and judges them again
+(``processor.record_processed``); a metric keeps the boundary and alert it has, so nothing is
+written twice. A failure that recurs is tried again so at every sweep, logged as an error each
+time. A runner job's judgment that fails for a reason not the database's moves it to
+``processed`` all the same, its event naming the failure (what failed, the error's type and
+database code, never its message, which may quote a value of the data), its metrics left
+unjudged; a direct run's report then stays awaiting (its answer says ``pending``). A direct run's
+report is judged the same way, its last write ending its wait
 (``store.pending_judgments``): one a stop left waiting is judged again by
 ``pending_judgment.judge_awaiting``.
 """
@@ -189,6 +192,7 @@ async def judge_later(db: Database, later: JudgmentLater, now: dt.datetime) -> J
             return Judged(written)
         later = dataclasses.replace(later, metrics=later.metrics + tuple(rest), rest=())
     first: _Plan | None = None
+    failed = False
     try:
         for attempt in range(STALE_TRIES + 1):
             if attempt == STALE_TRIES:
@@ -209,11 +213,12 @@ async def judge_later(db: Database, later: JudgmentLater, now: dt.datetime) -> J
             "judging report %s failed; its metrics stay unjudged", later.report_id, exc_info=True
         )
         later = _failed(later, "judgment", exc)
-    found = [] if first is None else first.found
+        failed = True
+    found = [] if first is None or failed else first.found
     # Not only when this judgment held alerts back: a judgment stopped before its last write
     # left them written, and raises none anew (``open_confirmation`` reads them).
     confirming, moved = await db.write(_judged, later, found or None, now)
-    if first is None:
+    if first is None or failed:  # nothing judged to look back from
         return Judged(written, moved, ended=True)
     looked = LookBackLater(later.report_id, later.metrics, later.noisy, first.found, first.reads)
     try:

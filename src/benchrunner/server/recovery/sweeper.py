@@ -17,12 +17,13 @@ jobs left ``completed`` for longer than the heartbeat timeout: their results wer
 the replica that took them died before its processor got to them (or before their report's
 judgment moved them, their metrics stored: those are judged, not stored again, by
 ``processing.processor.record_processed``; each write storing a judged job's metrics touches it,
-``store.jobs.job_hold_completed``, so a judgment under way is not re-queued). Processing is a
-guarded transition, so a job re-queued twice is processed once, and it ends every job it reads
-``processed`` (with the error on the report when its output is unusable), so no job is
-re-queued forever. So it hands the processor the direct runs' reports left awaiting their
-judgment as long (``store.pending_judgments``): stored, but not judged before their server
-stopped.
+``store.jobs.job_hold_completed``, so a job whose metrics were stored lately is not re-queued;
+its verdicts' writes do not, and a second judgment writes nothing twice). Processing is a
+guarded transition, so a job re-queued twice is processed once; it ends every job it reads
+``processed`` (with the error on the report when its output is unusable) but one whose metrics
+failed to be stored, which it tries again at every sweep rather than lose them. So it hands the
+processor the direct runs' reports left awaiting their judgment as long
+(``store.pending_judgments``): stored, but not judged before their server stopped.
 
 Time since taking the lead is measured on the context's monotonic clock, so tests can move it.
 """

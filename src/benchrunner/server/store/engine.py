@@ -53,11 +53,15 @@ def normalize_url(url: str) -> str:
     return url
 
 
+HIDE_PARAMETERS = True
+"""A failed statement's error names its statement, never its parameters: they hold the data
+(metric values, names, tokens' hashes), and its error reaches the server's log."""
+
 SQLITE_CACHE_KIB = 65_536
 """Each SQLite connection's page cache, at most (SQLite's default: 2 MiB). A report's metrics
 go into the leaves of ``metric``'s indexes that the previous report's went into, one leaf per
 series: 3,000 series take some 12 MiB of leaves, which a 2 MiB cache reads again from the
-file for every report (``benchmarks/RESULTS.md``, "Reports at scale")."""
+file for every report."""
 SQLITE_CACHE_PRAGMA = "PRAGMA cache_size=-65536"
 """``SQLITE_CACHE_KIB`` as the statement that sets it (negative: in KiB); a test keeps the two
 in step."""
@@ -68,6 +72,7 @@ def _sqlite_engine(url: str, *, immediate: bool, pool_size: int) -> Engine:
         url,
         pool_size=pool_size,
         max_overflow=0,
+        hide_parameters=HIDE_PARAMETERS,
         connect_args={"check_same_thread": False, "timeout": 30},
         execution_options={capabilities.OPTION: capabilities.SQLITE},
     )
@@ -155,6 +160,7 @@ def _postgresql_engine(
         url,
         pool_size=pool_size,
         max_overflow=10,
+        hide_parameters=HIDE_PARAMETERS,
         connect_args=(
             POSTGRESQL_CLAIM_SESSION
             if not sorts
@@ -468,8 +474,9 @@ class Database:
         return await self._acked(self._write_held, self._write_lazy_held, unit, *args, **kwargs)
 
     async def write_acked_each(self, unit: Unit[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
-        """``write_acked`` for a unit of one statement (a runner's ``completed``: its last
-        live-log chunks, move, output and parse info):
+        """``write_acked`` for a unit of statements each of which stands on its own (a runner's
+        ``completed``: its last live-log chunks, move, output and parse info, one statement
+        where it can be):
         on PostgreSQL it runs in autocommit, without BEGIN and COMMIT,
         committed durably alone (``write_each``), or, beside another acknowledged write or a
         ``durable`` wait, without waiting for the disk, made durable by ``durable``'s shared

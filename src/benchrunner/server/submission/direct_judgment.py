@@ -45,8 +45,8 @@ async def judge_direct(
 
     The run is stored once its request's write committed, so what follows never fails the
     request (a client retries a failed one, and would store the run twice): a judgment that did
-    not end (it raised, or the database cut it short, or the storing of the rest of the metrics;
-    ``judge_later`` ends one whose failure would recur) is handed to recovery (``recover``: the
+    not end (it raised, or the database cut it short, or the storing of the rest of the metrics
+    failed) is handed to recovery (``recover``: the
     processor's queue of reports awaiting their judgment, which returns the end of its judgment
     there), which stores the metrics missing and judges them. The request waits for that
     judgment up to ``RECOVERY_WAIT_SECONDS`` (``ctx.monotonic``); the answer is then the report
