@@ -48,7 +48,9 @@ def test_up_gives_its_runner_the_key_in_a_file_of_mode_0600(tmp_path: Path) -> N
 
         def runner() -> int | None:
             assert up.poll() is None, (tmp_path / "up.log").read_text()
-            return next((p for p in children(up.pid) if b"runner\0up\0" in cmdline(p)), None)
+            # With its NUL ahead: ``benchrunner up`` itself, and a child forked from it before
+            # its exec, end their ``benchrunner`` with ``runner\0up\0`` too.
+            return next((p for p in children(up.pid) if b"\0runner\0up\0" in cmdline(p)), None)
 
         pid = wait_until(runner, timeout=60, message="up to start its runner")
         key = key_file.read_text().strip()
