@@ -35,7 +35,7 @@ from benchrunner.server.views.report_json import new_report_view
 from tests.database_errors import postgresql_refused, sqlite_busy, wrapped
 from tests.databases import fresh_database
 from tests.harness import cli, wait_until
-from tests.inprocess import serve_in_process
+from tests.inprocess import InProcessServer, serve_in_process
 
 T0 = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
 TIGHT = {"test": "percentage", "upper_boundary": 0.1, "min_sample_size": 3}
@@ -63,9 +63,7 @@ def test_a_direct_run_is_judged_after_its_store_commits_and_answers_with_its_ale
     with (
         fresh_database(engine, tmp_path) as url,
         serve_in_process(tmp_path, url) as server,
-        httpx.Client(
-            base_url=server.url, headers={"Authorization": f"Bearer {server.token}"}, timeout=30
-        ) as http,
+        _signed_in(server, timeout=30) as http,
     ):
 
         def run(minute: int, value: float, **body: Any) -> dict[str, Any]:
@@ -89,6 +87,13 @@ def test_a_direct_run_is_judged_after_its_store_commits_and_answers_with_its_ale
 
 BENCHMARKS = 3 * METRIC_PART
 """More metrics than one part: stored in three writes on SQLite."""
+
+
+def _signed_in(server: InProcessServer, timeout: float = 60) -> httpx.Client:
+    """A client of ``server`` signed in as its admin."""
+    return httpx.Client(
+        base_url=server.url, headers={"Authorization": f"Bearer {server.token}"}, timeout=timeout
+    )
 
 
 def _results(value_of_first: float) -> list[str]:
@@ -177,9 +182,7 @@ def test_a_large_direct_run_is_stored_in_parts_and_answers_with_every_metric_and
     with (
         fresh_database(engine, tmp_path) as url,
         serve_in_process(tmp_path, url) as server,
-        httpx.Client(
-            base_url=server.url, headers={"Authorization": f"Bearer {server.token}"}, timeout=60
-        ) as http,
+        _signed_in(server) as http,
     ):
         _history(http)
         before = 4 * BENCHMARKS
@@ -237,11 +240,7 @@ def test_a_direct_run_whose_judgment_a_stop_cut_short_is_finished_by_the_next_se
 
             with (
                 serve_in_process(tmp_path, url) as server,
-                httpx.Client(
-                    base_url=server.url,
-                    headers={"Authorization": f"Bearer {server.token}"},
-                    timeout=60,
-                ) as http,
+                _signed_in(server) as http,
             ):
                 _history(http)
                 # patched until the server stopped: its processor's retry stops there too
@@ -298,9 +297,7 @@ def test_a_direct_run_whose_judgment_fails_after_its_commit_is_answered_and_judg
     with (
         fresh_database(engine, tmp_path) as url,
         serve_in_process(tmp_path, url) as server,
-        httpx.Client(
-            base_url=server.url, headers={"Authorization": f"Bearer {server.token}"}, timeout=60
-        ) as http,
+        _signed_in(server) as http,
     ):
         _history(http)
         failed: list[str] = []
@@ -369,9 +366,7 @@ def test_a_direct_run_whose_recovery_does_not_end_in_time_is_answered_pending_an
     with (
         fresh_database(engine, tmp_path) as url,
         serve_in_process(tmp_path, url) as server,
-        httpx.Client(
-            base_url=server.url, headers={"Authorization": f"Bearer {server.token}"}, timeout=60
-        ) as http,
+        _signed_in(server) as http,
     ):
         _history(http)
         failed: list[bool] = []
