@@ -20,9 +20,8 @@ from benchrunner.server.store import capabilities
 from benchrunner.server.store.arrays import unnested
 from benchrunner.server.store.tables import metric
 
-COLUMNS = (
+PER_METRIC = (
     "uuid",
-    "report_id",
     "iteration",
     "benchmark_id",
     "measure_id",
@@ -30,6 +29,8 @@ COLUMNS = (
     "lower_value",
     "upper_value",
 )
+"""The columns of a new metric row that differ from metric to metric of one report."""
+COLUMNS = ("report_id", *PER_METRIC)
 """The columns of a new metric row."""
 
 _INSERT_ROWS = metric.insert().returning(metric.c.uuid, metric.c.id)

@@ -22,7 +22,7 @@ from benchrunner.server.store.arrays import unnested
 from benchrunner.server.store.conflicts import insert_or_skip
 from benchrunner.server.store.direct import Direct, insert_values
 from benchrunner.server.store.lookups_cache import cached_each, tag
-from benchrunner.server.store.metric_inserts import COLUMNS, metric_ids_insert
+from benchrunner.server.store.metric_inserts import COLUMNS, PER_METRIC, metric_ids_insert
 from benchrunner.server.store.samples import samples_add
 from benchrunner.server.store.tables import (
     benchmark,
@@ -435,7 +435,7 @@ class NewMetrics:
     def params(self) -> dict[str, Any]:
         """``FINISH_WITH_METRICS_AFTER_MOVE``'s parameters beside ``finish_params``': one
         array per column."""
-        return {f"metric_{name}": [row[name] for row in self.rows] for name in _METRIC_ARRAYS}
+        return {f"metric_{name}": [row[name] for row in self.rows] for name in PER_METRIC}
 
     def stored(self, conn: Connection, returned: Any) -> list[StoredMetric]:
         """The metrics as stored, from the ``metric_ids`` the statement returned (pairs of
@@ -485,15 +485,6 @@ FINISH_AFTER_MOVE = Guarded(_finished_after, _FINISH_REPORT)
 """The report finished by a job's move to ``processed`` (``moves.move.apply_reading``), in
 the move's own statement on PostgreSQL, and only if the job moved (``alone``: the report
 finished by a statement of its own); bind ``finish_params``. Its row: ``Finished.of``."""
-_METRIC_ARRAYS = (
-    "uuid",
-    "iteration",
-    "benchmark_id",
-    "measure_id",
-    "value",
-    "lower_value",
-    "upper_value",
-)
 
 
 def _finished_with_metrics_after(moved: sa.CTE) -> sa.Select[Any]:
@@ -501,16 +492,16 @@ def _finished_with_metrics_after(moved: sa.CTE) -> sa.Select[Any]:
     (``NewMetrics.params``), returning their ``metric_ids`` as JSON pairs of uuid and id."""
     finished = _report_finish(sa.exists(sa.select(moved.c.id))).cte("finished")
     given = unnested(
-        [(name, metric.c[name].type) for name in _METRIC_ARRAYS],
+        [(name, metric.c[name].type) for name in PER_METRIC],
         parameter_prefix="metric_",
         name=None,
     )
     inserted = (
         metric.insert()
         .from_select(
-            [*_METRIC_ARRAYS, "report_id"],
+            [*PER_METRIC, "report_id"],
             sa.select(
-                *(given.c[name] for name in _METRIC_ARRAYS),
+                *(given.c[name] for name in PER_METRIC),
                 sa.bindparam("report_id", type_=metric.c.report_id.type),
             ).where(sa.exists(sa.select(moved.c.id))),
         )
