@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -24,7 +23,6 @@ from benchrunner.server.context import ServerContext
 from benchrunner.server.logs.live_logs import LiveLogs
 from benchrunner.server.moves.move import Move, apply
 from benchrunner.server.store import jobs, tables, transitions
-from benchrunner.server.store.engine import Database
 from benchrunner.server.store.job_logs import (
     ChunkKind,
     Flushed,
@@ -33,18 +31,9 @@ from benchrunner.server.store.job_logs import (
     job_log_store,
 )
 from benchrunner.server.store.transitions import Beat
-from tests.databases import with_schema
 from tests.unit.test_claim_policy import World
 
 LIMIT = 100
-
-
-@pytest.fixture
-def world(database_url: str) -> Iterator[World]:
-    with_schema(database_url)
-    db = Database(database_url)
-    yield World(db)
-    db.close()
 
 
 def _running(world: World, count: int) -> tuple[int, list[int]]:

@@ -4,7 +4,6 @@ and counts that stop at their caps."""
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterator
 
 import pytest
 import sqlalchemy as sa
@@ -17,21 +16,12 @@ from benchrunner.server.store.backlog import Caps, backlog
 from benchrunner.server.store.engine import Database
 from benchrunner.server.store.idempotency import KeyRef
 from benchrunner.server.store.tables import idempotency_key, job
-from tests.databases import with_schema
 from tests.new_reports import new_report_on
 from tests.unit.test_claim_policy import World
 
 T0 = dt.datetime(2026, 11, 25, 8, 0, tzinfo=dt.UTC)
 WINDOW = dt.timedelta(minutes=5)
 KEY = KeyRef("user:1", "ci-42")
-
-
-@pytest.fixture
-def world(database_url: str) -> Iterator[World]:
-    with_schema(database_url)
-    db = Database(database_url)
-    yield World(db)
-    db.close()
 
 
 def _report(world: World) -> int:

@@ -6,7 +6,6 @@ in flight; a move whose compare-and-set fails leaves stored what it always left.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -16,7 +15,6 @@ from benchrunner.core.tiers import Plan
 from benchrunner.server.moves.move import Move, apply
 from benchrunner.server.store import jobs
 from benchrunner.server.store.direct import Direct
-from benchrunner.server.store.engine import Database
 from benchrunner.server.store.job_logs import (
     LogTail,
     PendingChunk,
@@ -24,19 +22,10 @@ from benchrunner.server.store.job_logs import (
     job_log_store,
 )
 from benchrunner.server.store.jobs import JobRow
-from tests.databases import with_schema
 from tests.unit.test_claim_policy import World
 
 LIMIT = 64
 """Bytes of a stream the tests' jobs keep."""
-
-
-@pytest.fixture
-def world(database_url: str) -> Iterator[World]:
-    with_schema(database_url)
-    db = Database(database_url)
-    yield World(db)
-    db.close()
 
 
 @pytest.fixture

@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -27,18 +26,8 @@ from benchrunner.server.logs.transition_log import Timeout
 from benchrunner.server.moves.move import Hooks, Move, Moves, apply, apply_running
 from benchrunner.server.store import jobs, tables, transitions
 from benchrunner.server.store.direct import Direct
-from benchrunner.server.store.engine import Database
 from benchrunner.server.store.jobs import JobRow
-from tests.databases import with_schema
 from tests.unit.test_claim_policy import World
-
-
-@pytest.fixture
-def world(database_url: str) -> Iterator[World]:
-    with_schema(database_url)
-    db = Database(database_url)
-    yield World(db)
-    db.close()
 
 
 @pytest.fixture

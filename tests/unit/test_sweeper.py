@@ -6,10 +6,8 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
-from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
@@ -23,10 +21,8 @@ from benchrunner.server.moves.move import Moves
 from benchrunner.server.recovery.sweeper import KEY_EXPIRY_SHARE, Sweeper
 from benchrunner.server.recovery.watchdog import Watchdog
 from benchrunner.server.store import accounts, idempotency, jobs, pending_judgments, reports
-from benchrunner.server.store.engine import Database
 from benchrunner.server.store.idempotency import KeyRef
 from benchrunner.server.store.tables import idempotency_key
-from tests.databases import with_schema
 from tests.new_reports import new_report_on
 from tests.unit.test_claim_policy import T0, World
 
@@ -61,14 +57,6 @@ class SwitchedLeadership:
 
     async def release(self) -> None:
         self.leader = False
-
-
-@pytest.fixture
-def world(database_url: str) -> Iterator[World]:
-    with_schema(database_url)
-    db = Database(database_url)
-    yield World(db)
-    db.close()
 
 
 def _sweeper(

@@ -1,0 +1,21 @@
+"""Fixtures of the unit tests beyond the engines' (``tests/conftest.py``)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from benchrunner.server.store.engine import Database
+from tests.databases import with_schema
+from tests.unit.test_claim_policy import World
+
+
+@pytest.fixture
+def world(database_url: str) -> Iterator[World]:
+    """A ``World`` of the store's helpers on a fresh database of each engine in turn (a module
+    may define a ``world`` of its own, which takes its place there)."""
+    with_schema(database_url)
+    db = Database(database_url)
+    yield World(db)
+    db.close()
