@@ -9,12 +9,15 @@ import socket
 import sqlite3
 import tempfile
 from pathlib import Path
+from typing import TypeVar
 
 import psycopg
 import sqlalchemy as sa
 
 SECRET = "s3cret-parameter"
 """A parameter of the failed statement: never in a log line about it."""
+
+Refused = TypeVar("Refused", bound=sqlite3.Error)
 
 
 def sqlite_busy() -> sqlite3.OperationalError:
@@ -35,29 +38,31 @@ def sqlite_busy() -> sqlite3.OperationalError:
             holder.close()
 
 
-def sqlite_no_such_table() -> sqlite3.OperationalError:
-    """SQLite's own error for a statement that is wrong: it recurs."""
+def _sqlite_refused(refusal: type[Refused], *statements: str) -> Refused:
+    """The error SQLite raises of ``refusal`` when ``statements`` run in turn."""
     conn = sqlite3.connect(":memory:")
     try:
-        conn.execute("SELECT * FROM missing")
-    except sqlite3.OperationalError as exc:
+        for statement in statements:
+            conn.execute(statement)
+    except refusal as exc:
         return exc
     finally:
         conn.close()
-    raise AssertionError("the statement was not refused")
+    raise AssertionError(f"SQLite refused none of {statements}")
+
+
+def sqlite_no_such_table() -> sqlite3.OperationalError:
+    """SQLite's own error for a statement that is wrong: it recurs."""
+    return _sqlite_refused(sqlite3.OperationalError, "SELECT * FROM missing")
 
 
 def sqlite_integrity() -> sqlite3.IntegrityError:
-    conn = sqlite3.connect(":memory:")
-    try:
-        conn.execute("CREATE TABLE t (id INTEGER PRIMARY KEY)")
-        conn.execute("INSERT INTO t VALUES (1)")
-        conn.execute("INSERT INTO t VALUES (1)")
-    except sqlite3.IntegrityError as exc:
-        return exc
-    finally:
-        conn.close()
-    raise AssertionError("the duplicate was not refused")
+    return _sqlite_refused(
+        sqlite3.IntegrityError,
+        "CREATE TABLE t (id INTEGER PRIMARY KEY)",
+        "INSERT INTO t VALUES (1)",
+        "INSERT INTO t VALUES (1)",
+    )
 
 
 def postgresql_refused() -> psycopg.OperationalError:
