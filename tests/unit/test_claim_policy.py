@@ -63,6 +63,21 @@ class World:
 
         self.write(unit)
 
+    def running(self, names: tuple[str, ...]) -> list[jobs.JobRow]:
+        """A running job of organization ``acme`` for each runner of ``names``, on spec ``s``."""
+        spec = self.spec("s")
+        org = self.org("acme", Plan.TEAM)
+        found: list[jobs.JobRow] = []
+        for name in names:
+            runner = self.runner(name, [spec])
+            job_id = self.job(org, spec)
+            assert self.claim(runner) == job_id
+            self.start(job_id, runner, name)
+            job = self.db.read_sync(jobs.job_get, job_id)
+            assert job is not None
+            found.append(job)
+        return found
+
     def spec(self, name: str) -> int:
         params = runners.NewSpec(name, "x86_64", 1, 1 << 30, 1 << 30, False)
         return int(self.write(runners.spec_create, params, self.now()).id)

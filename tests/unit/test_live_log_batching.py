@@ -211,18 +211,7 @@ def test_several_jobs_chunks_share_one_write(world: World, tmp_path: Path) -> No
 
 def _running_jobs(world: World, runners: tuple[str, ...]) -> dict[int, Chunks]:
     """A running job for each of ``runners``, and its chunks, by job id."""
-    spec = world.spec("s")
-    org = world.org("acme", Plan.TEAM)
-    streams: dict[int, Chunks] = {}
-    for name in runners:
-        runner = world.runner(name, [spec])
-        job_id = world.job(org, spec)
-        assert world.claim(runner) == job_id
-        world.start(job_id, runner, name)
-        job = world.db.read_sync(jobs.job_get, job_id)
-        assert job is not None
-        streams[job_id] = Chunks(job.uuid)
-    return streams
+    return {job.id: Chunks(job.uuid) for job in world.running(runners)}
 
 
 def test_a_result_waits_for_a_write_under_way_only_if_it_took_the_jobs_chunks(

@@ -11,7 +11,6 @@ from typing import Any
 import pytest
 
 from benchrunner.core.states import JobStatus
-from benchrunner.core.tiers import Plan
 from benchrunner.server.moves.move import Move, apply
 from benchrunner.server.store import jobs
 from benchrunner.server.store.direct import Direct
@@ -49,22 +48,6 @@ def statements(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     return ran
 
 
-def _running(world: World, names: tuple[str, ...]) -> list[JobRow]:
-    """A running job for each runner of ``names``."""
-    spec = world.spec("s")
-    org = world.org("acme", Plan.TEAM)
-    found: list[JobRow] = []
-    for name in names:
-        runner = world.runner(name, [spec])
-        job_id = world.job(org, spec)
-        assert world.claim(runner) == job_id
-        world.start(job_id, runner, name)
-        job = world.db.read_sync(jobs.job_get, job_id)
-        assert job is not None
-        found.append(job)
-    return found
-
-
 def _chunk(stream: str, offset: int, text: str) -> PendingChunk:
     raw = text.encode()
     return PendingChunk(stream, offset, raw[: max(0, LIMIT - offset)], offset + len(raw))
@@ -84,7 +67,7 @@ def _completed(job: JobRow, world: World, tail: LogTail) -> Move:
 def test_a_tail_and_its_move_are_one_statement_on_postgresql(
     world: World, statements: list[str]
 ) -> None:
-    (job,) = _running(world, ("r",))
+    (job,) = world.running(("r",))
     tail = LogTail(job.id, [_chunk("stdout", 0, "Mon Nov 30\n")], LIMIT)
     statements.clear()
 
@@ -140,7 +123,7 @@ def test_a_tail_stores_what_the_batched_write_stores(
     world: World, statements: list[str], case: str
 ) -> None:
     before, last = CASES[case]
-    by_move, by_batch = _running(world, ("a", "b"))
+    by_move, by_batch = world.running(("a", "b"))
     for job in (by_move, by_batch):
         for chunk in before:
             world.write(job_log_store, {job.id: [chunk]}, LIMIT)
@@ -160,7 +143,7 @@ def test_a_tail_stores_what_the_batched_write_stores(
 def test_a_move_that_fails_stores_its_tail_only_if_the_job_is_in_flight(
     world: World, statements: list[str]
 ) -> None:
-    flying, ended = _running(world, ("a", "b"))
+    flying, ended = world.running(("a", "b"))
     world.finish(ended.id)
     chunks = [_chunk("stdout", 0, "line\n")]
     # On PostgreSQL the move's statement, which stores nothing when it moves nothing, then the
@@ -189,7 +172,7 @@ def test_a_move_that_fails_stores_its_tail_only_if_the_job_is_in_flight(
 
 
 def test_a_late_result_moves_its_failed_job_without_its_tail(world: World) -> None:
-    (job,) = _running(world, ("r",))
+    (job,) = world.running(("r",))
     failed = Move(job, JobStatus.FAILED, world.now(), "timed out")
     assert world.write(apply, failed)
     late = world.db.read_sync(jobs.job_get, job.id)
