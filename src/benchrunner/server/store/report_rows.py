@@ -1,5 +1,6 @@
 """The metrics of a history's newest reports as NumPy rows (``ROW``), read straight from the
-driver (``read``), or through a server process's cache of them (``ReportRows``).
+driver (``read``), or through a server process's cache of them (``ReportRows``;
+docs/reference/thresholds.md, "Scale").
 
 A report judged whole reads its history through its newest reports (``store.history``): about
 64 reports of every metric of its measures, 192,000 rows for a report of 3,000 metrics, most
