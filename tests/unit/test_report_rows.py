@@ -28,7 +28,7 @@ from benchrunner.server.processing.verdicts import Verdicts
 from benchrunner.server.store import accounts, history, report_rows, reports, thresholds
 from benchrunner.server.store.engine import make_engine
 from benchrunner.server.store.reports import MetricValue, StoredMetric
-from benchrunner.server.store.tables import metric, report
+from benchrunner.server.store.tables import benchmark, metric, report
 from tests.databases import with_schema
 from tests.new_reports import new_report_on
 
@@ -210,8 +210,8 @@ def test_a_report_judged_through_the_cache_gets_the_same_verdicts(
     engine: Engine, history_reports: int, model: Model
 ) -> None:
     """Reports judged one after another (each the next one's history), a held report's
-    metrics measured again and a report deleted between them: the same verdicts through the
-    cache as without it."""
+    metrics measured again, a report deleted and a benchmark ignored between them: the same
+    verdicts through the cache as without it, and none on the ignored benchmark."""
     rng = random.Random(history_reports)
     project = _project(engine, history_reports, rng)
     with engine.begin() as conn:
@@ -234,11 +234,23 @@ def test_a_report_judged_through_the_cache_gets_the_same_verdicts(
                 doomed = project.report_ids[-2]
                 conn.execute(metric.delete().where(metric.c.report_id == doomed))
                 conn.execute(report.delete().where(report.c.id == doomed))
+            if step == 3:  # a benchmark ignored: never judged
+                conn.execute(
+                    benchmark.update().where(benchmark.c.name == "b1").values(ignored=True)
+                )
             report_id, stored = _report(conn, project, T0 + dt.timedelta(hours=hour), rng)
             hour += 1
         cached = _judged(engine, report_id, stored, cache)
         plain = _judged(engine, report_id, stored, None)
         assert cached.units == plain.units
+        with engine.connect() as conn:
+            ignored = set(
+                conn.execute(sa.select(benchmark.c.id).where(benchmark.c.ignored)).scalars()
+            )
+        judged = {b.metric_id for u in plain.units for b in u.boundaries}
+        assert judged >= {m.id for m in stored if m.benchmark_id not in ignored}
+        assert judged.isdisjoint(m.id for m in stored if m.benchmark_id in ignored)
+        assert bool(ignored) == (step == 3)
         compared += sum(len(u.boundaries) for u in plain.units)
     assert compared > 0
     assert any(np.isfinite(b.baseline or np.nan) for u in plain.units for b in u.boundaries)
