@@ -25,7 +25,14 @@ from benchrunner.core.tiers import Plan
 from benchrunner.detection.models import Model, TestKind
 from benchrunner.server.processing.evaluation import judge_report
 from benchrunner.server.processing.verdicts import Verdicts
-from benchrunner.server.store import accounts, history, report_rows, reports, thresholds
+from benchrunner.server.store import (
+    accounts,
+    capabilities,
+    history,
+    report_rows,
+    reports,
+    thresholds,
+)
 from benchrunner.server.store.engine import make_engine
 from benchrunner.server.store.reports import MetricValue, StoredMetric
 from benchrunner.server.store.tables import benchmark, metric, report
@@ -254,3 +261,25 @@ def test_a_report_judged_through_the_cache_gets_the_same_verdicts(
         compared += sum(len(u.boundaries) for u in plain.units)
     assert compared > 0
     assert any(np.isfinite(b.baseline or np.nan) for u in plain.units for b in u.boundaries)
+
+
+def test_a_report_read_whole_is_packed_within_packed_rows(
+    engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A report the cache lacks is read with every measure, not only those asked for: its
+    packed values are sized by its metrics, not by the asked measures' (one report a value
+    here, where the asked measure's would fit them all in one)."""
+    project = _project(engine, 6, random.Random(5))
+    ids = project.report_ids[::-1]
+    with engine.connect() as conn:
+        counts = conn.execute(
+            sa.select(sa.func.count())
+            .where(metric.c.report_id.in_(ids))
+            .group_by(metric.c.report_id)
+        ).scalars()
+        monkeypatch.setattr(report_rows, "PACKED_ROWS", max(counts))
+        reads = Reads(engine)
+        cached = report_rows.ReportRows().rows(conn, ids, project.measure_ids[:1], 1.0)
+        packed = capabilities.of(conn).bulk_arrays
+        assert _sorted(cached) == _sorted(report_rows.read(conn, ids, project.measure_ids[:1], 1.0))
+    assert reads.count == (len(ids) + 1 if packed else 2)

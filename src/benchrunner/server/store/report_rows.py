@@ -171,9 +171,6 @@ class _Held:
     """Every metric of the report, of every measure."""
 
 
-_UUIDS = sa.select(report.c.id, report.c.uuid).where(
-    report.c.id.in_(sa.bindparam("report_ids", expanding=True))
-)
 _CHECKS = (
     sa.select(
         report.c.id,
@@ -220,14 +217,10 @@ class ReportRows:
         with self._lock:
             held = {r: self._held[r] for r in report_ids if r in self._held}
         params = {"report_ids": list(report_ids)}
-        checks: dict[int, _Check | uuid.UUID]
-        if held:
-            checks = {
-                int(r): _Check(u, int(count), int(id_sum), int(id_max))
-                for r, u, count, id_sum, id_max in conn.execute(_CHECKS, params)
-            }
-        else:  # nothing to check: only the reports' uuids, to keep their rows under
-            checks = {int(r): u for r, u in conn.execute(_UUIDS, params)}
+        checks = {
+            int(r): _Check(u, int(count), int(id_sum), int(id_max))
+            for r, u, count, id_sum, id_max in conn.execute(_CHECKS, params)
+        }
         kept: dict[int, NDArray[Any]] = {}
         for report_id, h in held.items():
             if checks.get(report_id) == h.check:
@@ -235,7 +228,9 @@ class ReportRows:
         # a report absent from ``checks`` was deleted: it has no rows
         missing = [r for r in report_ids if r not in kept and r in checks]
         if missing:
-            kept.update(self._read_and_keep(conn, missing, checks, per_report))
+            # every measure of a report is read, not only the ``per_report`` of those asked
+            largest = max(checks[r].count for r in missing)
+            kept.update(self._read_and_keep(conn, missing, checks, max(per_report, largest)))
         with self._lock:
             for report_id in kept:
                 if report_id in self._held:
@@ -255,7 +250,7 @@ class ReportRows:
         self,
         conn: Connection,
         missing: list[int],
-        checks: dict[int, _Check | uuid.UUID],
+        checks: dict[int, _Check],
         per_report: float,
     ) -> dict[int, NDArray[Any]]:
         """Every metric of the reports ``missing``, by report, each kept under the uuid its
@@ -269,8 +264,7 @@ class ReportRows:
             first, stop = np.searchsorted(report_of, [report_id, report_id + 1]).tolist()
             rows = columns[first:stop].copy()
             found[report_id] = rows
-            check = checks[report_id]
-            read_uuid = check.report_uuid if isinstance(check, _Check) else check
+            read_uuid = checks[report_id].report_uuid
             ids = rows["m"]
             id_sum = int(ids.sum()) if len(ids) else 0
             id_max = int(ids.max()) if len(ids) else 0
