@@ -50,6 +50,7 @@ from pathlib import Path
 
 from benchrunner.core.clock import SystemThreadClock, ThreadClock
 from benchrunner.runner.clock_timer import ClockTimer
+from benchrunner.runner.executors.spawn import Leader, spawn_leader
 
 log = logging.getLogger(__name__)
 
@@ -102,13 +103,14 @@ def start_leader(
     cwd: Path | None = None,
     shim: Sequence[str] | _Default | None = _DEFAULT,
     guarded: bool = False,
-) -> subprocess.Popen[bytes]:
+) -> Leader:
     """``argv`` started as the leader of a new session and process group, to be killed when the
     runner dies; no stdin, stdout and stderr piped, no other descriptor inherited. Raises
     OSError if it cannot be started (``argv[0]`` not found or not executable included).
 
     ``guarded``: the runner's guard is running and the job is recorded in flight, so the guard
     kills the leader with its group; it is started unarmed, by ``vfork`` and one ``exec``.
+    Both those starts use ``posix_spawn`` where they can (``spawn.py``), else ``Popen``.
     Otherwise it is armed with the parent-death signal: through ``shim`` (default:
     ``parent_death_shim()``), a program that sets the signal and then executes ``argv`` in the
     same process, so the child is still started with ``vfork`` (no Python runs in it); without
@@ -117,13 +119,14 @@ def start_leader(
     copied as it runs).
     """
     if guarded:
-        return _popen(argv, env, cwd)
+        return spawn_leader(argv, env, cwd) or _popen(argv, env, cwd)
     shim = parent_death_shim() if isinstance(shim, _Default) else shim
     if shim is None:
         return _popen(argv, env, cwd, preexec_fn=_die_with(os.getpid()))
     # The shim reports a missing program only through its exit code: refuse here as Popen does.
     _check_executable(argv[0], env.get("PATH", os.defpath), cwd)
-    return _popen([*shim, *argv], env, cwd)
+    command = [*shim, *argv]
+    return spawn_leader(command, env, cwd) or _popen(command, env, cwd)
 
 
 def _popen(
@@ -236,7 +239,7 @@ class ProcessGroup:
 
     def __init__(
         self,
-        leader: subprocess.Popen[bytes],
+        leader: Leader,
         kill_grace: float,
         clock: ThreadClock | None = None,
     ) -> None:
@@ -324,7 +327,7 @@ class ProcessGroup:
         return True
 
     def _reap(self) -> None:
-        # Only after Popen has reaped the leader: waitpid(-pgid) would otherwise steal its status.
+        # Only after the leader's wait(): waitpid(-pgid) would otherwise steal its status.
         while True:
             try:
                 pid, _ = os.waitpid(-self.pgid, os.WNOHANG)
