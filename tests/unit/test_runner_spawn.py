@@ -219,11 +219,14 @@ def test_poll_wait_and_kill_say_what_popen_says(tmp_path: Path) -> None:
 def test_start_leader_spawns_its_vfork_starts_with_posix_spawn(
     tmp_path: Path, guarded: bool
 ) -> None:
-    leader = on_a_thread(
-        lambda: start_leader([PY, "-c", REPORT], env=ENV, cwd=tmp_path, guarded=guarded)
-    )
+    def started_and_reported() -> tuple[Leader, dict[str, Any]]:
+        # Read on the thread that started it: an armed leader dies with that thread.
+        leader = start_leader([PY, "-c", REPORT], env=ENV, cwd=tmp_path, guarded=guarded)
+        return leader, report(leader)
+
+    leader, child = on_a_thread(started_and_reported)
     assert isinstance(leader, SpawnedLeader)
-    assert report(leader)["cwd"] == str(tmp_path)
+    assert child["cwd"] == str(tmp_path)
 
 
 def test_a_thread_that_cannot_unshare_its_directory_falls_back_to_popen(
