@@ -61,6 +61,7 @@ from typing import TYPE_CHECKING
 
 from benchmarks.queue_figures import Figures, medians, row, table
 from benchmarks.source_tree import server_source
+from benchrunner.server.config import ServerSettings
 
 if TYPE_CHECKING:
     from benchmarks import queue_compare_benchrunner
@@ -68,6 +69,8 @@ if TYPE_CHECKING:
 SYSTEMS = ("benchrunner", "procrastinate")
 BEFORE = "benchrunner-before"
 """The system name of benchrunner run from ``--before``'s source tree."""
+SERVER_SWEEP_INTERVAL: float = ServerSettings.model_fields["sweep_interval"].default
+"""The sweep interval a server runs with unless told otherwise: what an operator measures."""
 INSTALL = ".venv/bin/pip install --require-hashes --no-deps -r benchmarks/requirements-bench.lock"
 
 
@@ -97,6 +100,7 @@ def one_run(system: str, options: argparse.Namespace, workers: int, repeat: int)
                 options.warmup,
                 profile,
                 options.mode,
+                options.sweep_interval,
             )
         return dataclasses.replace(figures, system=system)
     from benchmarks import queue_compare_procrastinate
@@ -208,8 +212,10 @@ def main() -> None:
     parser.add_argument(
         "--sweep-interval",
         type=float,
-        help="--mode long: the server's sweep interval, which also paces the bisection and "
-        "confirmation drivers (default: the test harness's 0.5 s; the server's own is 10 s)",
+        default=SERVER_SWEEP_INTERVAL,
+        help="the server's sweep interval, which also paces the bisection and confirmation "
+        f"drivers (default: the server's own, {SERVER_SWEEP_INTERVAL:g} s; the test harness "
+        "runs 0.5 s)",
     )
     options = parser.parse_args()
     if options.mode == "long":

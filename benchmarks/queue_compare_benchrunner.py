@@ -420,10 +420,12 @@ def run(
     warmup: int,
     profile: Profile | None,
     mode: str = "job",
+    sweep_interval: float | None = None,
 ) -> Figures:
     """One measurement: a fresh database, a server, ``workers`` workers of ``mode``; the pickup
-    phase, then ``jobs`` jobs submitted while the workers run."""
-    with deployed(engine, workers, mode, jobs + samples + warmup) as (
+    phase, then ``jobs`` jobs submitted while the workers run; ``sweep_interval`` as
+    ``deployed``'s."""
+    with deployed(engine, workers, mode, jobs + samples + warmup, sweep_interval) as (
         url,
         deployment,
         runners,

@@ -166,3 +166,25 @@ def test_runtime_lists_are_padded_to_a_power_of_two_up_to_a_bound() -> None:
 
 def test_psycopg_statements_are_numbered_once_each_name() -> None:
     assert _numbered("a %% %(x)s, %(y)s, %(x)s %%(z)s") == (b"a % $1, $2, $1 %(z)s", ("x", "y"))
+
+
+def _prepared_after_one_run(conn: Connection) -> list[str]:
+    """The statements this session holds prepared once ``BY_SLUGS`` ran once through
+    ``Direct``."""
+    Direct(BY_SLUGS).all(conn, {"until": NOW})
+    rows = conn.execute(sa.text("SELECT statement FROM pg_prepared_statements")).scalars()
+    return [" ".join(text.split()) for text in rows]
+
+
+@pytest.mark.only_engine("postgresql")
+def test_a_direct_statement_is_prepared_on_its_first_run(database_url: str) -> None:
+    """The statements of the hot paths are parsed and planned once per connection, not at each
+    of their first runs (psycopg prepares a statement at its fifth): a server with a job now
+    and then would otherwise plan a submission's statement for every job."""
+    with_schema(database_url)
+    db = Database(database_url)
+    try:
+        prepared = db.read_sync(_prepared_after_one_run)
+    finally:
+        db.close()
+    assert any(text.startswith("SELECT organization.id") for text in prepared), prepared

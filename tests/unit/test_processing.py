@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 import sqlalchemy as sa
 
+from benchrunner.cli.follow import judgment_failure
 from benchrunner.core.clock import SystemClock
 from benchrunner.core.states import JobStatus
 from benchrunner.core.templates import TemplateRegistry
@@ -38,7 +39,7 @@ from benchrunner.server.processing.processor import (
     write_processed,
 )
 from benchrunner.server.processing.results import measure_output
-from benchrunner.server.store import alerts, jobs, reports, thresholds
+from benchrunner.server.store import alerts, job_reads, jobs, reports, thresholds
 from benchrunner.server.store.engine import Database
 from benchrunner.server.store.tables import (
     alert,
@@ -48,6 +49,7 @@ from benchrunner.server.store.tables import (
     report,
     threshold,
 )
+from benchrunner.server.views.resources import event_view
 from tests.database_errors import SECRET, postgresql_refused, sqlite_busy, wrapped
 from tests.databases import with_schema
 from tests.unit.test_claim_policy import World
@@ -296,6 +298,13 @@ def _judged_state(setup: Setup, job_id: int) -> tuple[int, int]:
         return len(alerts.report_boundaries(conn, row.report_id)), raised
 
     return setup.world.db.read_sync(read)
+
+
+def _unjudged_as_shown(setup: Setup, job_id: int) -> str | None:
+    """What ``benchrunner run --wait`` reads from the job's events as the API shows them: the
+    message of a ``processed`` event saying the judgment failed (``judgment_failure``)."""
+    events = setup.world.db.read_sync(job_reads.job_events, job_id)
+    return judgment_failure([event_view(row) for row in events])
 
 
 def _threshold_on_the_series(setup: Setup, job_id: int, confirm: int = 0) -> None:
@@ -568,6 +577,8 @@ def test_a_judgment_failing_for_a_bug_moves_the_job_saying_so(
     assert _judged_state(setup, stepped) == (0, 0)
     assert _events(setup, stepped) == ["parsed 1 metrics; judgment failed: OverflowError"]
     assert any(r.levelno == logging.ERROR and r.name.endswith("judgment") for r in caplog.records)
+    assert _unjudged_as_shown(setup, stepped) == "parsed 1 metrics; judgment failed: OverflowError"
+    assert _unjudged_as_shown(setup, first) is None
 
 
 def test_a_judgment_failing_on_a_value_names_the_failure_without_the_value(

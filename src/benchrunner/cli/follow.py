@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Iterable
 
-from benchrunner.api.jobs import Job
+from benchrunner.api.jobs import Job, JobEvent
 from benchrunner.api.reports import Report
 from benchrunner.cli import output
 from benchrunner.cli.duet_view import duet_alerts
 from benchrunner.cli.report_format import active_alerts, count_text
 from benchrunner.cli.views import event_line, failure_reason, print_report
 from benchrunner.client import BenchrunnerClient
+from benchrunner.core.events import judgment_failed
 
 EXIT_FAILED = 1
 """The job failed, its report has an error, or (with ``--err``) it raised an alert. Bencher's
@@ -103,4 +105,21 @@ def follow_job(
         if report.error:
             output.note(f"its output: benchrunner job output {job} --project {project}")
         return EXIT_FAILED
+    unjudged = judgment_failure(final.events or [])
+    if unjudged is not None:
+        what = f"the judgment of report {report.uuid} failed on the server ({unjudged})"
+        if err:
+            output.error(f"{what}: its alerts are unknown (--err)")
+            return EXIT_FAILED
+        output.warning(f"{what}: its alerts are unknown")
     return 0
+
+
+def judgment_failure(events: Iterable[JobEvent]) -> str | None:
+    """The message of a job's ``processed`` event (of its ``events``) when it says that its
+    report's thresholds could not be judged (``core.events.judgment_failed``); None
+    otherwise."""
+    for event in events:
+        if judgment_failed(event.event_type, event.meta):
+            return event.message or "no reason given"
+    return None

@@ -40,6 +40,20 @@ class JobEvent(enum.StrEnum):
     """On the old job: a new job (``meta.job``) runs the same config."""
 
 
+JUDGMENT_FAILED_META: dict[str, str] = {"judgment": "failed"}
+"""The ``meta`` of a ``job_processed`` event whose report's thresholds could not be judged
+(its alerts are unknown): a gate on the job's alerts fails on it."""
+
+
+def judgment_failed(event_type: str, meta: object) -> bool:
+    """Whether an event says its job's judgment failed (``JUDGMENT_FAILED_META``)."""
+    return (
+        event_type == JobEvent.PROCESSED
+        and isinstance(meta, dict)
+        and meta.get("judgment") == JUDGMENT_FAILED_META["judgment"]
+    )
+
+
 TRANSITION_EVENT: dict[JobStatus, JobEvent] = {
     JobStatus.CLAIMED: JobEvent.CLAIMED,
     JobStatus.RUNNING: JobEvent.STARTED,

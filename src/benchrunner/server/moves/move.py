@@ -94,6 +94,8 @@ class Move:
     """Only if the job's row is as ``job`` holds it (its ``modified`` unchanged): a
     processor's move of a job whose judgment another began since it read it moves nothing
     (``store.jobs.job_hold_completed``)."""
+    meta: Mapping[str, Any] = field(default_factory=dict)
+    """The event row's ``meta`` (a processed job whose judgment failed says so there)."""
 
     @classmethod
     def running(cls, job: JobRow, runner_id: int, runner_slug: str, now: dt.datetime) -> Move:
@@ -122,7 +124,7 @@ class Move:
 
     def events(self) -> list[transitions.Event]:
         kind = self.event or TRANSITION_EVENT[self.to]
-        moved = transitions.Event(kind, self.message, self.actor)
+        moved = transitions.Event(kind, self.message, self.actor, self.meta)
         if self.requested_by is None:
             return [moved]
         asked = f"{self.requested_by} asked to cancel"

@@ -40,6 +40,7 @@ from typing import Any
 
 from sqlalchemy.engine import Connection
 
+from benchrunner.core.events import JUDGMENT_FAILED_META
 from benchrunner.server.moves.move import Move, apply
 from benchrunner.server.processing.confirmation_duets import can_run_as_duet
 from benchrunner.server.processing.confirmations import open_confirmation
@@ -256,9 +257,8 @@ def _failed(later: JudgmentLater, what: str, exc: Exception) -> JudgmentLater:
     if later.processed is None:
         return later
     message = f"{later.processed.message}; {what} failed: {failure_name(exc)}"
-    return dataclasses.replace(
-        later, processed=dataclasses.replace(later.processed, message=message)
-    )
+    failed = dataclasses.replace(later.processed, message=message, meta=JUDGMENT_FAILED_META)
+    return dataclasses.replace(later, processed=failed)
 
 
 def _judged(

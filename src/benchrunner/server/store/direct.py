@@ -19,7 +19,9 @@ On psycopg the SQL is kept as psycopg would send it, with ``$1``-style placehold
 a raw cursor (``psycopg.RawCursor``) with its parameters in order: psycopg's own conversion of
 named placeholders parses the text again at each call past 4,096 characters or 50 parameters
 (its cache's limits, which a claim's or a submission's statement passes), and below them
-hashes the text and reorders the parameters at each call.
+hashes the text and reorders the parameters at each call. It is prepared at its first run on
+a connection, where psycopg would wait for its fifth: each of the first four would be parsed and
+planned again, and a server that runs a job now and then spreads them over hours.
 """
 
 from __future__ import annotations
@@ -242,7 +244,10 @@ class Direct:
         arguments = self._arguments(plan, self._values(plan, lists, params))
         cursor = _cursor(conn, plan)
         with _connection_gone(conn):
-            cursor.execute(plan.sql, arguments)
+            if plan.raw:
+                cursor.execute(plan.sql, arguments, prepare=True)
+            else:
+                cursor.execute(plan.sql, arguments)
         return plan, cursor
 
     def all(self, conn: Connection, params: Mapping[str, Any] | None = None) -> list[Any]:

@@ -295,9 +295,10 @@ report = sa.Table(
     # write; a report holding them awaits its judgment (store/pending_judgments.py).
     sa.Column("direct_results", sa.LargeBinary, nullable=True),
     sa.Index("index_report_project_created", "project_id", "created"),
-    # A series' history: one branch and testbed, by time; and a branch's latest version.
+    # A series' history: one branch and testbed, by time; and a branch's latest version (its
+    # latest report, by id among those of that version: one end of the index, not a sort).
     sa.Index("index_report_branch_testbed_start", "branch_id", "testbed_id", "start_time"),
-    sa.Index("index_report_branch_version", "branch_id", "version"),
+    sa.Index("index_report_branch_version", "branch_id", "version", "id"),
     sa.Index("index_report_confirms", "confirms_report_id"),
 )
 
