@@ -10,6 +10,7 @@ import signal
 import sys
 import threading
 from collections.abc import Callable
+from contextlib import suppress
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -239,3 +240,36 @@ def test_a_thread_that_cannot_unshare_its_directory_falls_back_to_popen(
     )
     assert not isinstance(leader, SpawnedLeader)
     assert report(leader)["cwd"] == str(tmp_path)
+
+
+@pytest.mark.parametrize("way", ["posix_spawn", "popen"])
+def test_started_is_called_once_the_child_exists_before_start_leader_returns(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, way: str
+) -> None:
+    if way == "popen":
+        monkeypatch.setattr(spawn, "_unshare_fs", lambda: False)
+    calls: list[bool] = []
+
+    def started_then_reported() -> tuple[Leader, dict[str, Any]]:
+        def started() -> None:
+            # The child exists: the newest process in this test's session.
+            calls.append(any(Path(f"/proc/{pid}").exists() for pid in children()))
+
+        leader = start_leader(
+            [PY, "-c", REPORT], env=ENV, cwd=tmp_path, guarded=True, started=started
+        )
+        assert calls == [True]
+        return leader, report(leader)
+
+    leader, child = on_a_thread(started_then_reported)
+    assert isinstance(leader, SpawnedLeader) == (way == "posix_spawn")
+    assert child["cwd"] == str(tmp_path)
+
+
+def children() -> list[int]:
+    """This process's children, from the kernel's list of each of its threads."""
+    found: list[int] = []
+    for task in Path("/proc/self/task").iterdir():
+        with suppress(FileNotFoundError):
+            found += [int(pid) for pid in (task / "children").read_text().split()]
+    return found

@@ -103,6 +103,7 @@ def start_leader(
     cwd: Path | None = None,
     shim: Sequence[str] | _Default | None = _DEFAULT,
     guarded: bool = False,
+    started: Callable[[], None] | None = None,
 ) -> Leader:
     """``argv`` started as the leader of a new session and process group, to be killed when the
     runner dies; no stdin, stdout and stderr piped, no other descriptor inherited. Raises
@@ -111,6 +112,9 @@ def start_leader(
     ``guarded``: the runner's guard is running and the job is recorded in flight, so the guard
     kills the leader with its group; it is started unarmed, by ``vfork`` and one ``exec``.
     Both those starts use ``posix_spawn`` where they can (``spawn.py``), else ``Popen``.
+
+    ``started`` is called once the child exists, before the runner's ends of its pipes are set
+    up where it can (``spawn_leader``): e.g. to move the calling thread off the child's core.
     Otherwise it is armed with the parent-death signal: through ``shim`` (default:
     ``parent_death_shim()``), a program that sets the signal and then executes ``argv`` in the
     same process, so the child is still started with ``vfork`` (no Python runs in it); without
@@ -119,23 +123,32 @@ def start_leader(
     copied as it runs).
     """
     if guarded:
-        return spawn_leader(argv, env, cwd) or _popen(argv, env, cwd)
+        return _start(argv, env, cwd, started)
     shim = parent_death_shim() if isinstance(shim, _Default) else shim
     if shim is None:
-        return _popen(argv, env, cwd, preexec_fn=_die_with(os.getpid()))
+        return _popen(argv, env, cwd, started, preexec_fn=_die_with(os.getpid()))
     # The shim reports a missing program only through its exit code: refuse here as Popen does.
     _check_executable(argv[0], env.get("PATH", os.defpath), cwd)
-    command = [*shim, *argv]
-    return spawn_leader(command, env, cwd) or _popen(command, env, cwd)
+    return _start([*shim, *argv], env, cwd, started)
+
+
+def _start(
+    command: Sequence[str],
+    env: Mapping[str, str],
+    cwd: Path | None,
+    started: Callable[[], None] | None,
+) -> Leader:
+    return spawn_leader(command, env, cwd, started) or _popen(command, env, cwd, started)
 
 
 def _popen(
     command: Sequence[str],
     env: Mapping[str, str],
     cwd: Path | None,
+    started: Callable[[], None] | None,
     preexec_fn: Callable[[], None] | None = None,
 ) -> subprocess.Popen[bytes]:
-    return subprocess.Popen(
+    leader = subprocess.Popen(
         list(command),
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
@@ -146,6 +159,9 @@ def _popen(
         close_fds=True,
         preexec_fn=preexec_fn,
     )
+    if started is not None:
+        started()
+    return leader
 
 
 SETPRIV_DIRECTORIES = ("/usr/bin", "/bin", "/usr/sbin", "/sbin")

@@ -303,11 +303,19 @@ class ProcessJob(PreparedJob):
         # Before the thread moves to the job cores: on its own core this work runs warm.
         env = self.environment(index)
         guarded = self._in_flight is not None and self._in_flight.watched()
+        started_ns = 0
         try:
-            with self._cores.job_affinity():
+            with self._cores.job_affinity() as leave:
+
+                def started() -> None:
+                    nonlocal started_ns
+                    started_ns = pickup_trace.now()
+                    leave()
+
                 pickup_trace.step("moved")
-                leader = start_leader(self.argv, env=env, cwd=self.workdir, guarded=guarded)
-                started_ns = pickup_trace.now()
+                leader = start_leader(
+                    self.argv, env=env, cwd=self.workdir, guarded=guarded, started=started
+                )
             self._cores.admit(leader.pid)
         except OSError as exc:
             raise ExecutorError(

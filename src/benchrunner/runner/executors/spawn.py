@@ -34,7 +34,7 @@ import os
 import signal
 import sys
 import threading
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import IO, Protocol
@@ -110,11 +110,15 @@ class SpawnedLeader:
 
 
 def spawn_leader(
-    command: Sequence[str], env: Mapping[str, str], cwd: Path | None
+    command: Sequence[str],
+    env: Mapping[str, str],
+    cwd: Path | None,
+    started: Callable[[], None] | None = None,
 ) -> SpawnedLeader | None:
-    """``command`` started as described above, in ``cwd`` (None: the runner's). None where
-    this thread or host cannot (see above): nothing was started. Raises OSError when it cannot
-    be started, as ``Popen`` does (``FileNotFoundError`` for a program not found)."""
+    """``command`` started as described above, in ``cwd`` (None: the runner's); ``started``
+    is called the moment the child exists, before anything else is done. None where this
+    thread or host cannot (see above): nothing was started. Raises OSError when it cannot be
+    started, as ``Popen`` does (``FileNotFoundError`` for a program not found)."""
     if not _spawns or (cwd is not None and not _detached()):
         return None
     stdin = _devnull()
@@ -142,6 +146,8 @@ def spawn_leader(
                 setsigdef=_RESTORED_SIGNALS,
                 setsigmask=(),
             )
+            if started is not None:
+                started()
     except NotImplementedError:  # refused before starting anything: glibc has no setsid here
         _unsupported()
         for fd in opened:
