@@ -115,6 +115,7 @@ def start_leader(
 
     ``started`` is called once the child exists, before the runner's ends of its pipes are set
     up where it can (``spawn_leader``): e.g. to move the calling thread off the child's core.
+    It must not raise: the child would be left running, watched by nothing.
     Otherwise it is armed with the parent-death signal: through ``shim`` (default:
     ``parent_death_shim()``), a program that sets the signal and then executes ``argv`` in the
     same process, so the child is still started with ``vfork`` (no Python runs in it); without
