@@ -111,17 +111,17 @@ def start_leader(
 
     ``guarded``: the runner's guard is running and the job is recorded in flight, so the guard
     kills the leader with its group; it is started unarmed, by ``vfork`` and one ``exec``.
-    Both those starts use ``posix_spawn`` where they can (``spawn.py``), else ``Popen``.
-
-    ``started`` is called once the child exists, before the runner's ends of its pipes are set
-    up where it can (``spawn_leader``): e.g. to move the calling thread off the child's core.
-    It must not raise: the child would be left running, watched by nothing.
     Otherwise it is armed with the parent-death signal: through ``shim`` (default:
     ``parent_death_shim()``), a program that sets the signal and then executes ``argv`` in the
     same process, so the child is still started with ``vfork`` (no Python runs in it); without
     one, by code run in the child between ``fork`` and ``exec``, which is several milliseconds
     slower in a process of the runner's size (the whole interpreter is forked and its pages
-    copied as it runs).
+    copied as it runs). The unarmed start and the shim's use ``posix_spawn`` where they can
+    (``spawn.py``), else ``Popen``.
+
+    ``started`` is called once the child exists, before the runner's ends of its pipes are set
+    up where it can (``spawn_leader``): e.g. to move the calling thread off the child's core.
+    It must not raise: the child would be left running, watched by nothing.
     """
     if guarded:
         return _start(argv, env, cwd, started)
