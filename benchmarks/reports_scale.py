@@ -506,6 +506,17 @@ def _look_back_in_steps(
     return found, read_ms, longest
 
 
+def _series_reads() -> history.SeriesReads:
+    """The reads of a judgment as ``judgment.judge_later`` makes them: through the process's
+    cache of the newest reports' rows in a tree that has one (the history read here is
+    committed: only the judged report is not)."""
+    try:
+        from benchrunner.server.store import report_rows
+    except ImportError:
+        return history.SeriesReads()
+    return history.SeriesReads(report_rows.SHARED)  # type: ignore[call-arg,unused-ignore]
+
+
 def _judge_in_steps(
     conn: Connection, report_id: int, stored: list[reports.StoredMetric], judging: list[Any]
 ) -> tuple[int, float, float, float, history.SeriesReads]:
@@ -517,7 +528,7 @@ def _judge_in_steps(
     from benchrunner.server.processing.verdicts import WRITE_ROWS, verdicts_write
 
     assert _JUDGE is not None
-    reads = history.SeriesReads()
+    reads = _series_reads()
     started = time.perf_counter()
     verdicts = _JUDGE(conn, report_id, stored, found=judging, reads=reads)
     read_ms = (time.perf_counter() - started) * 1000

@@ -21,7 +21,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from benchrunner.core.tiers import Plan
-from benchrunner.server.store import accounts, history
+from benchrunner.server.store import accounts, history, report_rows
 from benchrunner.server.store.engine import make_engine
 from benchrunner.server.store.tables import benchmark, branch, measure, metric, report, testbed
 from tests.databases import with_schema
@@ -283,7 +283,7 @@ def test_histories_read_together_are_those_read_one_by_one(
     reads without a statement: the few benchmarks and the whole series too, read one by
     one. With ``packed_rows`` 1, PostgreSQL's packed values hold one report each."""
     if packed_rows is not None:
-        monkeypatch.setattr(history, "PACKED_ROWS", packed_rows)
+        monkeypatch.setattr(report_rows, "PACKED_ROWS", packed_rows)
     postgresql = database_url.startswith("postgresql")
     with_schema(database_url)
     engine = make_engine(database_url, writer=True)

@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
+from sqlalchemy.dialects import postgresql
 from sqlalchemy.engine import Connection
 
 from benchrunner.detection.confirmation import confirm_runs
@@ -43,7 +44,7 @@ from benchrunner.server.processing.sample_evaluation import (
     judge_samples,
 )
 from benchrunner.server.processing.verdicts import AlertVerdict, Verdicts, verdicts_write
-from benchrunner.server.store import alerts, history, reports, thresholds
+from benchrunner.server.store import alerts, capabilities, history, reports, thresholds
 from benchrunner.server.store.history import Point
 from benchrunner.server.store.tables import benchmark
 
@@ -66,12 +67,19 @@ class _Judged:
 _IGNORED = sa.select(benchmark.c.id).where(
     benchmark.c.id.in_(sa.bindparam("ids", expanding=True)), benchmark.c.ignored.is_(True)
 )
+_IGNORED_OF_ARRAY = sa.select(benchmark.c.id).where(
+    benchmark.c.id == sa.any_(sa.bindparam("ids", type_=postgresql.ARRAY(sa.Integer))),
+    benchmark.c.ignored.is_(True),
+)
+"""``_IGNORED`` with its ids in one array: a report's thousands of benchmarks as as many
+parameters cost PostgreSQL far more to bind and plan than the query itself."""
 
 
 def _ignored(conn: Connection, benchmark_ids: set[int]) -> set[int]:
     if not benchmark_ids:
         return set()
-    return set(conn.execute(_IGNORED, {"ids": sorted(benchmark_ids)}).scalars())
+    statement = _IGNORED_OF_ARRAY if capabilities.of(conn).bulk_arrays else _IGNORED
+    return set(conn.execute(statement, {"ids": sorted(benchmark_ids)}).scalars())
 
 
 def _group(

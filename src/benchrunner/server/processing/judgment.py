@@ -60,6 +60,7 @@ from benchrunner.server.store import (
     history,
     jobs,
     pending_judgments,
+    report_rows,
     reports,
     thresholds,
 )
@@ -131,16 +132,19 @@ class _Plan:
     """Rows a write takes at most (None: all in one)."""
 
 
-def _plan(conn: Connection, later: JudgmentLater, again: bool) -> _Plan:
+def _plan(
+    conn: Connection, later: JudgmentLater, again: bool, cache: report_rows.ReportRows | None
+) -> _Plan:
     """The verdicts on ``later``'s metrics (``again``: those still without a boundary), read
-    and drawn on a read connection."""
+    and drawn; ``cache`` (a read connection's: it sees committed rows alone), where the
+    history's newest reports are kept between reports."""
     metrics = list(later.metrics)
     if again:
         judged = alerts.report_boundaries(conn, later.report_id)
         metrics = [m for m in metrics if m.id not in judged]
     # read, not cached: the write re-checks the models this read found
     found = thresholds.thresholds_of_report(conn, later.report_id, {m.measure_id for m in metrics})
-    reads = history.SeriesReads()
+    reads = history.SeriesReads(cache)
     job = later.job
     verdicts = judge_report(
         conn,
@@ -160,7 +164,7 @@ def _plan(conn: Connection, later: JudgmentLater, again: bool) -> _Plan:
 
 def _judge_whole(conn: Connection, later: JudgmentLater, now: dt.datetime) -> Written:
     """The last resort: judged and written in one write transaction."""
-    verdicts = _plan(conn, later, again=True).verdicts
+    verdicts = _plan(conn, later, again=True, cache=None).verdicts
     return verdicts_write(conn, verdicts, verdicts.units, now, check=False)
 
 
@@ -199,7 +203,7 @@ async def judge_later(db: Database, later: JudgmentLater, now: dt.datetime) -> J
             if attempt == STALE_TRIES:
                 written.add(await db.write(_judge_whole, later, now))
                 break
-            plan = await db.read_apart(_plan, later, attempt > 0)
+            plan = await db.read_apart(_plan, later, attempt > 0, report_rows.SHARED)
             first = first or plan
             try:
                 await _write_parts(db, plan, now, written)

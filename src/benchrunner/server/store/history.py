@@ -12,17 +12,16 @@ the series' own length at most, never other projects' history.
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple, cast
+from typing import Any, NamedTuple
 
 import numpy as np
 import sqlalchemy as sa
 from numpy.typing import NDArray
-from sqlalchemy.dialects import postgresql
 from sqlalchemy.engine import Connection
 
-from benchrunner.server.store import capabilities
+from benchrunner.server.store import report_rows
 from benchrunner.server.store.tables import baseline_reset, metric, report
 
 IN_LIST_CHUNK = 500
@@ -278,7 +277,7 @@ def _read_among(
     each benchmark looked up."""
     sample = _sample(conn, recent, [measure_id])
     if sample.judged_whole(measure_id, len(benchmark_ids)):
-        columns = _measures_rows(conn, recent, [measure_id], sample.per_report([measure_id]))
+        columns = report_rows.read(conn, recent, [measure_id], sample.per_report([measure_id]))
         _rank_columns(columns, recent, max_samples, found)
         return
     for start in range(0, len(benchmark_ids), IN_LIST_CHUNK):
@@ -377,7 +376,11 @@ class SeriesReads:
     read of at least as many newest values of the same series holds the ones wanted as its
     tail."""
 
-    def __init__(self) -> None:
+    def __init__(self, cache: report_rows.ReportRows | None = None) -> None:
+        self.cache = cache
+        """Where the rows of the newest reports are kept between reports
+        (``report_rows.ReportRows``; None: read every time): only for reads that see committed
+        rows alone."""
         self._done: dict[tuple[Scope, int, dt.datetime | None], list[_Read]] = {}
 
     def find(
@@ -499,20 +502,6 @@ def wanted_history(
     )
 
 
-_ALL_MEASURES_AMONG = sa.select(
-    metric.c.measure_id, metric.c.benchmark_id, metric.c.id, metric.c.value, metric.c.report_id
-).where(
-    metric.c.report_id.in_(sa.bindparam("report_ids", expanding=True)),
-    metric.c.measure_id.in_(sa.bindparam("measure_ids", expanding=True)),
-)
-"""The metrics of some measures in the newest reports in scope, through ``metric
-(report_id)``: a report's metrics lie side by side, where a benchmark's lie one report apart;
-each row of the reports visited once, whatever the number of measures."""
-
-_ROW_OF_MEASURE = np.dtype([("measure", np.int64), *_ROW.descr])
-"""``_ROW`` with its measure."""
-
-
 def read_together(
     conn: Connection, scope: Scope, wanted: Sequence[Wanted], reads: SeriesReads
 ) -> None:
@@ -561,7 +550,9 @@ def _read_group(
     if not whole:
         return alone
     whole_measures = sorted({w.measure_id for w in whole})
-    columns = _measures_rows(conn, recent, whole_measures, sample.per_report(whole_measures))
+    columns = report_rows.read(
+        conn, recent, whole_measures, sample.per_report(whole_measures), reads.cache
+    )
     ranks = _ranks(columns["r"], recent)
     # by measure, then benchmark, then oldest first: the report's rank falling, the metric's
     # id rising
@@ -576,81 +567,3 @@ def _read_group(
         _refill_short(conn, conditions, w.measure_id, ids, recent, max_samples, found)
         reads.add(scope, w.measure_id, since, max_samples, found)
     return alone
-
-
-def _measures_rows(
-    conn: Connection, recent: list[int], measure_ids: list[int], per_report: float
-) -> NDArray[Any]:
-    """The metrics of ``measure_ids`` in the reports ``recent`` (``_ROW_OF_MEASURE``), about
-    ``per_report`` a report: on PostgreSQL packed into values of fixed-size records that NumPy
-    reads as they are; on SQLite the driver's rows, straight from its cursor."""
-    if capabilities.of(conn).bulk_arrays:
-        return _packed_rows(conn, recent, measure_ids, per_report)
-    params = {"report_ids": recent, "measure_ids": measure_ids}
-    result = conn.execute(_ALL_MEASURES_AMONG, params)
-    try:
-        rows = cast(Iterable[Any], result.cursor)  # the driver's cursor yields its rows
-        columns: NDArray[Any] = np.fromiter(rows, dtype=_ROW_OF_MEASURE)
-        return columns
-    finally:
-        result.close()
-
-
-def _sent(column: sa.ColumnElement[Any], send: str, kind: Any) -> sa.ColumnElement[bytes]:
-    """The column's value in PostgreSQL's binary form (8 bytes, big-endian): its send
-    function's bytes."""
-    sent: sa.ColumnElement[bytes] = getattr(sa.func, send)(
-        sa.cast(column, kind), type_=sa.LargeBinary
-    )
-    return sent
-
-
-_RECORD_PARTS = [
-    _sent(metric.c.measure_id, "int8send", sa.BigInteger),
-    _sent(metric.c.benchmark_id, "int8send", sa.BigInteger),
-    _sent(metric.c.id, "int8send", sa.BigInteger),
-    _sent(metric.c.value, "float8send", postgresql.DOUBLE_PRECISION),
-    _sent(metric.c.report_id, "int8send", sa.BigInteger),
-]
-_RECORD = _RECORD_PARTS[0]
-for _part in _RECORD_PARTS[1:]:
-    _RECORD = _RECORD.op("||", return_type=sa.LargeBinary)(_part)
-
-_PACKED = sa.select(
-    sa.func.string_agg(_RECORD, sa.literal(b"", sa.LargeBinary), type_=sa.LargeBinary)
-).where(
-    metric.c.report_id == sa.any_(sa.bindparam("report_ids", type_=postgresql.ARRAY(sa.Integer))),
-    metric.c.measure_id == sa.any_(sa.bindparam("measure_ids", type_=postgresql.ARRAY(sa.Integer))),
-)
-"""``_ALL_MEASURES_AMONG`` on PostgreSQL as one value: every row's columns in their binary
-form, 40 bytes a row (``_PACKED_ROW``)."""
-
-_PACKED_ROW = np.dtype([("measure", ">i8"), ("b", ">i8"), ("m", ">i8"), ("v", ">f8"), ("r", ">i8")])
-
-
-PACKED_ROWS = 1_000_000
-"""Rows one packed value is sized for: 40 MB, where PostgreSQL holds a value whole in memory and
-refuses one past 1 GB (a samples threshold's history can span thousands of reports, a report
-thousands of metrics)."""
-
-
-def _packed_rows(
-    conn: Connection, recent: list[int], measure_ids: list[int], per_report: float
-) -> NDArray[Any]:
-    """``_measures_rows`` on PostgreSQL: no Python object per row or value (the driver makes
-    one per row of a result, and one per element of an array); one statement per as many
-    reports as ``PACKED_ROWS`` allows at ``per_report`` rows each (the newest reports'
-    average: a budget 27 times under the limit leaves room for larger older ones)."""
-    reports_a_value = max(1, int(PACKED_ROWS // max(per_report, 1.0)))
-    parts = []
-    for start in range(0, len(recent), reports_a_value):
-        params = {
-            "report_ids": recent[start : start + reports_a_value],
-            "measure_ids": measure_ids,
-        }
-        packed = conn.execute(_PACKED, params).scalar()
-        if packed is not None:
-            parts.append(np.frombuffer(packed, dtype=_PACKED_ROW))
-    if not parts:
-        return np.empty(0, dtype=_ROW_OF_MEASURE)
-    return np.concatenate(parts).astype(_ROW_OF_MEASURE)
