@@ -85,6 +85,29 @@ def test_job_affinity_gives_the_thread_its_cores_back(plan: CorePlan) -> None:
     assert seen == [(plan.job_cores, frozenset({plan.housekeeping}))]
 
 
+def test_leave_gives_the_thread_its_cores_back_before_the_block_ends_once(
+    plan: CorePlan,
+) -> None:
+    def body() -> list[frozenset[int]]:
+        plan.pin_to_housekeeping()
+        seen = []
+        with plan.job_affinity() as leave:
+            seen.append(allowed_now())
+            leave()
+            seen.append(allowed_now())
+            # Moved by someone else since: neither a second leave nor the block's end moves it.
+            cores_module._set_thread_affinity(plan.job_cores)
+            leave()
+            seen.append(allowed_now())
+        seen.append(allowed_now())
+        return seen
+
+    seen: list[object] = []
+    on_a_thread(seen, body)
+    housekeeping = frozenset({plan.housekeeping})
+    assert seen == [[plan.job_cores, housekeeping, plan.job_cores, plan.job_cores]]
+
+
 def test_a_core_that_cannot_be_had_leaves_the_thread_where_it_was(
     plan: CorePlan, caplog: pytest.LogCaptureFixture
 ) -> None:

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from benchrunner.runner.executors.group import parent_death_shim, start_leader
+from benchrunner.runner.executors.spawn import Leader
 from tests.unit.parent_death import READ_PDEATHSIG
 
 SHIM = parent_death_shim()
@@ -27,6 +28,14 @@ WAYS = [
 ]
 
 
+def finished(leader: Leader) -> tuple[int, bytes, bytes]:
+    """The leader's exit code, stdout and stderr, once it exited."""
+    assert leader.stdout is not None and leader.stderr is not None
+    with leader.stdout, leader.stderr:
+        stdout, stderr = leader.stdout.read(), leader.stderr.read()
+    return leader.wait(), stdout, stderr
+
+
 def environment() -> dict[str, str]:
     return {"PATH": str(Path(sys.executable).parent) + ":/usr/bin:/bin"}
 
@@ -37,9 +46,9 @@ def test_the_leader_runs_in_a_session_of_its_own_armed_unless_guarded(
 ) -> None:
     code = f"import os; {READ_PDEATHSIG}; print(os.getsid(0) == os.getpid())"
     leader = start_leader([sys.executable, "-c", code], env=environment(), **way)
-    stdout, stderr = leader.communicate(timeout=30)
+    returncode, stdout, stderr = finished(leader)
     armed = "0" if way.get("guarded") else str(int(signal.SIGKILL))
-    assert (leader.returncode, stdout.decode().split(), stderr) == (0, [armed, "True"], b"")
+    assert (returncode, stdout.decode().split(), stderr) == (0, [armed, "True"], b"")
 
 
 @pytest.mark.parametrize("way", WAYS)
@@ -48,7 +57,7 @@ def test_argv_reaches_the_program_unchanged(way: dict[str, Any], tmp_path: Path)
     leader = start_leader(
         [sys.executable, "-c", code, "--", "a b"], env=environment(), cwd=tmp_path, **way
     )
-    stdout, _ = leader.communicate(timeout=30)
+    _, stdout, _ = finished(leader)
     assert stdout.decode().splitlines() == ["['--', 'a b']", str(tmp_path)]
 
 

@@ -74,16 +74,31 @@ class CorePlan:
             yield
 
     @contextmanager
-    def job_affinity(self) -> Iterator[None]:
-        """The calling thread on the job cores for the block: wrap ``subprocess.Popen`` in it so
-        the child starts on the job cores (no window where it runs elsewhere)."""
+    def job_affinity(self) -> Iterator[Callable[[], None]]:
+        """The calling thread on the job cores for the block: wrap a job process's start in it
+        so the child starts on the job cores (no window where it runs elsewhere). Yields
+        ``leave``, which gives the thread its cores back before the block ends (once): the
+        moment the child exists, so that the thread does not hold up the child's first steps
+        on its core (benchmarks/RESULTS.md)."""
         # The partition took the job cores from every other cgroup, the runner's included:
         # asking for them here would only fail.
         if not self.job_cores or self.job_cgroup is not None:
-            yield
+            yield _stay
             return
-        with _thread_affinity(self.job_cores):
-            yield
+        previous = frozenset(os.sched_getaffinity(0))
+        _set_thread_affinity(self.job_cores)
+        left = False
+
+        def leave() -> None:
+            nonlocal left
+            if not left:
+                left = True
+                _set_thread_affinity(previous)
+
+        try:
+            yield leave
+        finally:
+            leave()
 
     def admit(self, pid: int) -> None:
         """Move a just-started job process into the job cores' partition, if there is one."""
@@ -97,6 +112,10 @@ class CorePlan:
                 os.close(fd)
         except OSError as exc:
             log.warning("cannot move process %d into %s: %s", pid, self.job_cgroup, exc)
+
+
+def _stay() -> None:
+    pass
 
 
 @contextmanager

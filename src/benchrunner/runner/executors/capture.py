@@ -14,7 +14,6 @@ from __future__ import annotations
 import contextlib
 import os
 import select
-import subprocess
 import threading
 from collections.abc import Callable
 from typing import IO
@@ -22,6 +21,7 @@ from typing import IO
 from benchrunner.core.clock import ThreadClock
 from benchrunner.runner.clock_timer import ClockAlarm, pause
 from benchrunner.runner.executors.base import ExecutorError
+from benchrunner.runner.executors.spawn import Leader
 
 _CHUNK = 65536
 
@@ -82,7 +82,7 @@ OutputSink = Callable[[str, bytes], None]
 """Receives ``(stream, data)`` for every chunk a job writes to ``"stdout"`` or ``"stderr"``."""
 
 
-def close_pipes(child: subprocess.Popen[bytes]) -> None:
+def close_pipes(child: Leader) -> None:
     """Close the parent's ends of ``child``'s stdout and stderr, once nothing reads them."""
     for pipe in (child.stdout, child.stderr):
         if pipe is not None:
@@ -115,7 +115,7 @@ class PipeReader:
 
     def __init__(
         self,
-        child: subprocess.Popen[bytes],
+        child: Leader,
         limit: int,
         sink: OutputSink | None,
         clock: ThreadClock,

@@ -50,6 +50,7 @@ from pathlib import Path
 
 from benchrunner.core.clock import SystemThreadClock, ThreadClock
 from benchrunner.runner.clock_timer import ClockTimer
+from benchrunner.runner.executors.spawn import Leader, spawn_leader
 
 log = logging.getLogger(__name__)
 
@@ -102,7 +103,8 @@ def start_leader(
     cwd: Path | None = None,
     shim: Sequence[str] | _Default | None = _DEFAULT,
     guarded: bool = False,
-) -> subprocess.Popen[bytes]:
+    started: Callable[[], None] | None = None,
+) -> Leader:
     """``argv`` started as the leader of a new session and process group, to be killed when the
     runner dies; no stdin, stdout and stderr piped, no other descriptor inherited. Raises
     OSError if it cannot be started (``argv[0]`` not found or not executable included).
@@ -114,25 +116,40 @@ def start_leader(
     same process, so the child is still started with ``vfork`` (no Python runs in it); without
     one, by code run in the child between ``fork`` and ``exec``, which is several milliseconds
     slower in a process of the runner's size (the whole interpreter is forked and its pages
-    copied as it runs).
+    copied as it runs). The unarmed start and the shim's use ``posix_spawn`` where they can
+    (``spawn.py``), else ``Popen``.
+
+    ``started`` is called once the child exists, before the runner's ends of its pipes are set
+    up where it can (``spawn_leader``): e.g. to move the calling thread off the child's core.
+    It must not raise: the child would be left running, watched by nothing.
     """
     if guarded:
-        return _popen(argv, env, cwd)
+        return _start(argv, env, cwd, started)
     shim = parent_death_shim() if isinstance(shim, _Default) else shim
     if shim is None:
-        return _popen(argv, env, cwd, preexec_fn=_die_with(os.getpid()))
+        return _popen(argv, env, cwd, started, preexec_fn=_die_with(os.getpid()))
     # The shim reports a missing program only through its exit code: refuse here as Popen does.
     _check_executable(argv[0], env.get("PATH", os.defpath), cwd)
-    return _popen([*shim, *argv], env, cwd)
+    return _start([*shim, *argv], env, cwd, started)
+
+
+def _start(
+    command: Sequence[str],
+    env: Mapping[str, str],
+    cwd: Path | None,
+    started: Callable[[], None] | None,
+) -> Leader:
+    return spawn_leader(command, env, cwd, started) or _popen(command, env, cwd, started)
 
 
 def _popen(
     command: Sequence[str],
     env: Mapping[str, str],
     cwd: Path | None,
+    started: Callable[[], None] | None,
     preexec_fn: Callable[[], None] | None = None,
 ) -> subprocess.Popen[bytes]:
-    return subprocess.Popen(
+    leader = subprocess.Popen(
         list(command),
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
@@ -143,6 +160,9 @@ def _popen(
         close_fds=True,
         preexec_fn=preexec_fn,
     )
+    if started is not None:
+        started()
+    return leader
 
 
 SETPRIV_DIRECTORIES = ("/usr/bin", "/bin", "/usr/sbin", "/sbin")
@@ -236,7 +256,7 @@ class ProcessGroup:
 
     def __init__(
         self,
-        leader: subprocess.Popen[bytes],
+        leader: Leader,
         kill_grace: float,
         clock: ThreadClock | None = None,
     ) -> None:
@@ -324,7 +344,7 @@ class ProcessGroup:
         return True
 
     def _reap(self) -> None:
-        # Only after Popen has reaped the leader: waitpid(-pgid) would otherwise steal its status.
+        # Only after the leader's wait(): waitpid(-pgid) would otherwise steal its status.
         while True:
             try:
                 pid, _ = os.waitpid(-self.pgid, os.WNOHANG)

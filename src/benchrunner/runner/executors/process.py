@@ -19,7 +19,6 @@ import logging
 import os
 import shutil
 import signal
-import subprocess
 import tempfile
 import threading
 import time
@@ -43,6 +42,7 @@ from benchrunner.runner.executors.capture import (
 )
 from benchrunner.runner.executors.files import command_time, each_file
 from benchrunner.runner.executors.group import ProcessGroup, become_subreaper, start_leader
+from benchrunner.runner.executors.spawn import Leader, survey_descriptors
 from benchrunner.runner.inflight import JOB_VARIABLE, InFlight
 
 log = logging.getLogger(__name__)
@@ -90,6 +90,7 @@ class ProcessExecutor(Executor):
         self._closed = False
         require_pidfd()
         become_subreaper()
+        survey_descriptors()
 
     def prepare(self, job: JsonClaimedJob) -> ProcessJob:
         config = job.config
@@ -128,7 +129,9 @@ class ProcessExecutor(Executor):
 
     def between_jobs(self) -> None:
         """Make the next job's working directory now: ``mkdtemp`` on the way of a job start
-        cost about a seventh of the runner's pickup share (benchmarks/RESULTS.md)."""
+        cost about a seventh of the runner's pickup share (benchmarks/RESULTS.md). And list the
+        descriptors its spawn is to close (``spawn.py``)."""
+        survey_descriptors()
         with self._spare_lock:
             if self._spare is not None or self._closed:
                 return
@@ -289,7 +292,7 @@ class ProcessJob(PreparedJob):
         except OSError:
             shutil.rmtree(self.workdir, ignore_errors=True)
 
-    def _start(self, index: int) -> subprocess.Popen[bytes]:
+    def _start(self, index: int) -> Leader:
         if self._in_flight is not None:
             try:
                 self._in_flight.job(self.job)
@@ -300,11 +303,19 @@ class ProcessJob(PreparedJob):
         # Before the thread moves to the job cores: on its own core this work runs warm.
         env = self.environment(index)
         guarded = self._in_flight is not None and self._in_flight.watched()
+        started_ns = 0
         try:
-            with self._cores.job_affinity():
+            with self._cores.job_affinity() as leave:
+
+                def started() -> None:
+                    nonlocal started_ns
+                    started_ns = pickup_trace.now()
+                    leave()
+
                 pickup_trace.step("moved")
-                leader = start_leader(self.argv, env=env, cwd=self.workdir, guarded=guarded)
-                started_ns = pickup_trace.now()
+                leader = start_leader(
+                    self.argv, env=env, cwd=self.workdir, guarded=guarded, started=started
+                )
             self._cores.admit(leader.pid)
         except OSError as exc:
             raise ExecutorError(

@@ -33,7 +33,6 @@ import logging
 import os
 import shutil
 import signal
-import subprocess
 import threading
 import time
 import uuid
@@ -66,6 +65,7 @@ from benchrunner.runner.executors.files import command_time, each_file
 from benchrunner.runner.executors.group import start_leader
 from benchrunner.runner.executors.runtime import OciRuntime, OciRuntimeError
 from benchrunner.runner.executors.scratch import JobRootfs, ScratchError
+from benchrunner.runner.executors.spawn import Leader
 from benchrunner.runner.inflight import JOB_VARIABLE, InFlight
 from benchrunner.runner.oci.cache import CacheError, ImageCache
 from benchrunner.runner.oci.pull import ImageConfig, PullError, Registry, pull_image
@@ -283,7 +283,7 @@ class SandboxJob(PreparedJob):
         self._in_flight = in_flight
         self._lock = threading.Lock()
         self._container: str | None = None
-        self._child: subprocess.Popen[bytes] | None = None
+        self._child: Leader | None = None
         self._clock = clock or SystemThreadClock()
         self._finished = _Finished(self._clock)
         self._canceled = False
@@ -370,7 +370,7 @@ class SandboxJob(PreparedJob):
             file_sizes=sizes,
         )
 
-    def _end_unwatched(self, child: subprocess.Popen[bytes], container: str) -> None:
+    def _end_unwatched(self, child: Leader, container: str) -> None:
         """End an iteration whose runtime's exit cannot be watched: the container killed and
         removed, the runtime waited for, its pipes closed."""
         self._runtime.kill(container, "KILL")
@@ -435,7 +435,7 @@ class SandboxJob(PreparedJob):
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(child.pid, signal.SIGKILL)
 
-    def _start(self, index: int, container: str) -> subprocess.Popen[bytes]:
+    def _start(self, index: int, container: str) -> Leader:
         if self._in_flight is not None:
             try:
                 # Before the runtime starts: a runner killed from then on leaves it recorded.
