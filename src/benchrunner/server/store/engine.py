@@ -12,11 +12,12 @@ import asyncio
 import contextlib
 import contextvars
 import functools
+import gc
 import os
 import sqlite3
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
@@ -272,6 +273,22 @@ class _HeldConnections:
                 conn.close()
 
 
+@contextlib.contextmanager
+def collections_deferred() -> Iterator[None]:
+    """No automatic garbage collection inside the block, on any thread: SQLite's writer held
+    there is never held through a full collection too (tens of milliseconds with a large
+    heap). One the block's allocations made due runs at the first allocation after it. A
+    block inside another, or with collection already off, leaves it as it found it."""
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
+
+
 def _in_transaction(conn: Connection, unit: Unit[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
     """``unit`` in one transaction on ``conn``, as one unit of work of the lookups cache of
     ``conn``'s engine (``lookups_cache``): what it read is kept once it committed."""
@@ -420,14 +437,19 @@ class Database:
         """SQLite: where the WAL is synced (``durable``)."""
 
     def write_sync(self, unit: Unit[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
-        with self.write_engine.connect() as conn:
+        with self._writer_held(), self.write_engine.connect() as conn:
             result = _in_transaction(conn, unit, *args, **kwargs)
         self._commits += 1
         return result
 
+    def _writer_held(self) -> contextlib.AbstractContextManager[None]:
+        """What a write holding SQLite's writer runs in (``collections_deferred``); nothing
+        on PostgreSQL, whose writes hold row locks only."""
+        return collections_deferred() if self.sqlite else contextlib.nullcontext()
+
     def claim_sync(self, unit: Unit[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
         """``claim_each``, blocking."""
-        with self.claim_engine.connect() as conn:
+        with self._writer_held(), self.claim_engine.connect() as conn:
             result = _in_transaction(conn, unit, *args, **kwargs)
         self._commits += 1
         return result
@@ -438,7 +460,8 @@ class Database:
 
     async def write(self, unit: Unit[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
         if self.inline:
-            result = self._run_inline(self.write_engine, unit, *args, **kwargs)
+            with collections_deferred():
+                result = self._run_inline(self.write_engine, unit, *args, **kwargs)
             self._commits += 1
             return result
         return await self._hop(self._writer, self._write_held, unit, *args, **kwargs)

@@ -1,0 +1,49 @@
+"""No garbage collection while SQLite's writer is held (``engine.collections_deferred``): a
+full collection inside a write would hold the writer through it."""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+
+from sqlalchemy.engine import Connection
+
+from benchrunner.server.store.engine import Database, collections_deferred
+from tests.databases import with_schema
+
+
+def _collecting(_conn: Connection) -> bool:
+    return gc.isenabled()
+
+
+def test_a_write_holding_sqlites_writer_runs_with_collection_off(database_url: str) -> None:
+    with_schema(database_url)
+    db = Database(database_url)
+    try:
+        # blocking first: SQLite's inline writes then keep the writer's one connection
+        in_write_sync = db.write_sync(_collecting)
+        in_write = asyncio.run(db.write(_collecting))
+        in_read = asyncio.run(db.read(_collecting))
+    finally:
+        db.close()
+    # PostgreSQL's writes hold row locks only: collection stays on there.
+    assert in_write is (not db.sqlite)
+    assert in_write_sync is (not db.sqlite)
+    assert in_read is True
+    assert gc.isenabled()
+
+
+def test_a_deferral_leaves_collection_as_it_found_it() -> None:
+    with collections_deferred():
+        assert not gc.isenabled()
+        with collections_deferred():
+            assert not gc.isenabled()
+        assert not gc.isenabled()
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        with collections_deferred():
+            assert not gc.isenabled()
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
