@@ -177,14 +177,9 @@ def _prepared_after_one_run(conn: Connection) -> list[str]:
 
 
 @pytest.mark.only_engine("postgresql")
-def test_a_direct_statement_is_prepared_on_its_first_run(database_url: str) -> None:
+def test_a_direct_statement_is_prepared_on_its_first_run(migrated_db: Database) -> None:
     """The statements of the hot paths are parsed and planned once per connection, not at each
     of their first runs (psycopg prepares a statement at its fifth): a server with a job now
     and then would otherwise plan a submission's statement for every job."""
-    with_schema(database_url)
-    db = Database(database_url)
-    try:
-        prepared = db.read_sync(_prepared_after_one_run)
-    finally:
-        db.close()
+    prepared = migrated_db.read_sync(_prepared_after_one_run)
     assert any(text.startswith("SELECT organization.id") for text in prepared), prepared

@@ -30,10 +30,9 @@ from benchrunner.server.processing.verdicts import (
     verdicts_write,
 )
 from benchrunner.server.store import alerts, pending_judgments, reports, thresholds
-from benchrunner.server.store.engine import Database, make_engine
+from benchrunner.server.store.engine import Database
 from benchrunner.server.store.reports import MetricValue, StoredMetric
 from benchrunner.server.store.tables import alert, boundary, measure, metric, threshold
-from tests.databases import with_schema
 from tests.new_reports import new_report_on
 from tests.unit.stepped_series import T0, Series, stepped_series
 
@@ -64,14 +63,6 @@ def _alerts(conn: Connection) -> list[Any]:
 
 def _boundaries(conn: Connection, report_id: int) -> dict[int, Any]:
     return alerts.report_boundaries(conn, report_id)
-
-
-@pytest.fixture
-def engine(database_url: str) -> Any:
-    with_schema(database_url)
-    made = make_engine(database_url, writer=True)
-    yield made
-    made.dispose()
 
 
 def test_a_threshold_edited_between_read_and_write_writes_nothing(engine: Engine) -> None:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import collections
 import datetime as dt
-from collections.abc import Iterator
 
 import pytest
 import sqlalchemy as sa
@@ -16,21 +15,11 @@ from sqlalchemy.engine import Connection, Engine
 
 from benchrunner.core.tiers import Plan
 from benchrunner.server.store import accounts, reports
-from benchrunner.server.store.engine import make_engine
 from benchrunner.server.store.reports import MetricValue, StoredMetric
 from benchrunner.server.store.tables import metric
-from tests.databases import with_schema
 from tests.new_reports import new_report_on
 
 T0 = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
-
-
-@pytest.fixture
-def engine(database_url: str) -> Iterator[Engine]:
-    with_schema(database_url)
-    made = make_engine(database_url, writer=True)
-    yield made
-    made.dispose()
 
 
 def _report(conn: Connection) -> tuple[int, int]:

@@ -12,7 +12,6 @@ import dataclasses
 import datetime as dt
 import random
 import uuid
-from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -33,21 +32,11 @@ from benchrunner.server.store import (
     reports,
     thresholds,
 )
-from benchrunner.server.store.engine import make_engine
 from benchrunner.server.store.reports import MetricValue, StoredMetric
 from benchrunner.server.store.tables import benchmark, metric, report
-from tests.databases import with_schema
 from tests.new_reports import new_report_on
 
 T0 = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
-
-
-@pytest.fixture
-def engine(database_url: str) -> Iterator[Engine]:
-    with_schema(database_url)
-    made = make_engine(database_url, writer=True)
-    yield made
-    made.dispose()
 
 
 @dataclasses.dataclass

@@ -14,6 +14,7 @@ import pytest
 
 from benchrunner.runner.executors.group import parent_death_shim, start_leader
 from benchrunner.runner.executors.spawn import Leader
+from tests.harness import wait_until
 from tests.unit.parent_death import READ_PDEATHSIG
 
 SHIM = parent_death_shim()
@@ -29,9 +30,14 @@ WAYS = [
 
 
 def finished(leader: Leader) -> tuple[int, bytes, bytes]:
-    """The leader's exit code, stdout and stderr, once it exited."""
+    """The leader's exit code, stdout and stderr, once it exited (killed after 30 s)."""
     assert leader.stdout is not None and leader.stderr is not None
-    with leader.stdout, leader.stderr:
+    try:
+        wait_until(lambda: leader.poll() is not None, timeout=30, interval=0.01)
+    finally:
+        if leader.poll() is None:
+            leader.kill()
+    with leader.stdout, leader.stderr:  # a few bytes each: no pipe fills up
         stdout, stderr = leader.stdout.read(), leader.stderr.read()
     return leader.wait(), stdout, stderr
 

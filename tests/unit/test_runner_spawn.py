@@ -9,7 +9,7 @@ import os
 import signal
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from contextlib import suppress
 from pathlib import Path
 from typing import Any, TypeVar
@@ -111,56 +111,72 @@ def test_signals_ignored_by_the_runner_are_back_to_their_defaults_and_none_is_bl
     assert int(status["SigBlk"], 16) == 0
 
 
-def test_an_inheritable_descriptor_of_the_runner_is_closed_in_the_child(tmp_path: Path) -> None:
+def _childs_descriptors(directory: Path) -> list[int]:
+    """The descriptors beyond stdin, stdout and stderr that a leader spawned now holds."""
+    leader = on_a_thread(lambda: spawn_leader([PY, "-c", REPORT], ENV, directory))
+    assert leader is not None
+    fds: list[int] = report(leader)["fds"]
+    return fds
+
+
+@pytest.fixture
+def pipe_end() -> Iterator[int]:
+    """The read end of a new pipe of the runner's (not inheritable), both ends closed after
+    the test and the runner's descriptors surveyed again."""
     read, write = os.pipe()
-    os.set_inheritable(read, True)
-    try:
-        spawn.survey_descriptors()
-        leader = on_a_thread(lambda: spawn_leader([PY, "-c", REPORT], ENV, tmp_path))
-        assert leader is not None
-        assert report(leader)["fds"] == []
-    finally:
-        os.close(read)
-        os.close(write)
-        spawn.survey_descriptors()
+    yield read
+    os.close(read)
+    os.close(write)
+    spawn.survey_descriptors()
+
+
+def test_an_inheritable_descriptor_of_the_runner_is_closed_in_the_child(
+    tmp_path: Path, pipe_end: int
+) -> None:
+    os.set_inheritable(pipe_end, True)
+    spawn.survey_descriptors()
+    assert _childs_descriptors(tmp_path) == []
 
 
 def test_one_made_inheritable_since_the_last_survey_is_closed_once_surveyed_again(
-    tmp_path: Path,
+    tmp_path: Path, pipe_end: int
 ) -> None:
     # What the survey is for: without it, the descriptor would reach the child.
-    read, write = os.pipe()
-    try:
-        spawn.survey_descriptors()
-        os.set_inheritable(read, True)
-        leader = on_a_thread(lambda: spawn_leader([PY, "-c", REPORT], ENV, tmp_path))
-        assert leader is not None
-        assert read in report(leader)["fds"]
-        spawn.survey_descriptors()
-        leader = on_a_thread(lambda: spawn_leader([PY, "-c", REPORT], ENV, tmp_path))
-        assert leader is not None
-        assert report(leader)["fds"] == []
-    finally:
-        os.close(read)
-        os.close(write)
-        spawn.survey_descriptors()
+    spawn.survey_descriptors()
+    os.set_inheritable(pipe_end, True)
+    assert pipe_end in _childs_descriptors(tmp_path)
+    spawn.survey_descriptors()
+    assert _childs_descriptors(tmp_path) == []
 
 
 def test_the_spawning_thread_returns_to_the_runners_directory_and_no_other_thread_moved(
     tmp_path: Path,
 ) -> None:
     before = Path.cwd()
-    during: list[Path] = []
+    inside, looked = threading.Event(), threading.Event()
+    seen_elsewhere: list[Path] = []
+
+    def started() -> None:  # the spawning thread, still in the job's directory
+        inside.set()
+        assert looked.wait(30)
+
+    def look() -> None:  # another thread meanwhile
+        assert inside.wait(30)
+        seen_elsewhere.append(Path.cwd())
+        looked.set()
+
+    watcher = threading.Thread(target=look)
+    watcher.start()
 
     def spawn_and_look() -> Path:
-        leader = spawn_leader([PY, "-c", "import time; time.sleep(0.2)"], ENV, tmp_path)
+        leader = spawn_leader([PY, "-c", "pass"], ENV, tmp_path, started)
         assert leader is not None
-        during.append(Path.cwd())  # this thread's own, back already
         leader.wait()
-        return Path.cwd()
+        return Path.cwd()  # this thread's own, back again
 
     assert on_a_thread(spawn_and_look) == before
-    assert during == [before]
+    watcher.join(30)
+    assert seen_elsewhere == [before]
     assert Path.cwd() == before
 
 
@@ -251,9 +267,11 @@ def test_started_is_called_once_the_child_exists_before_start_leader_returns(
     calls: list[bool] = []
 
     def started_then_reported() -> tuple[Leader, dict[str, Any]]:
+        before = set(children())
+
         def started() -> None:
-            # The child exists: the newest process in this test's session.
-            calls.append(any(Path(f"/proc/{pid}").exists() for pid in children()))
+            # The child exists: a child of this process that was not there before.
+            calls.append(bool(set(children()) - before))
 
         leader = start_leader(
             [PY, "-c", REPORT], env=ENV, cwd=tmp_path, guarded=True, started=started

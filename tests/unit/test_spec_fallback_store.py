@@ -3,25 +3,12 @@
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterator
 
-import pytest
 from sqlalchemy.engine import Engine
 
 from benchrunner.server.store import runners
-from benchrunner.server.store.engine import make_engine
-from tests.databases import with_schema
 
 NOW = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
-
-
-@pytest.fixture
-def engine(database_url: str) -> Iterator[Engine]:
-    """Both engines: spec_lock_all's FOR UPDATE only locks on PostgreSQL."""
-    with_schema(database_url)
-    engine = make_engine(database_url)
-    yield engine
-    engine.dispose()
 
 
 def test_the_fallback_is_the_one_marked_last_and_never_archived(engine: Engine) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import threading
 
 from sqlalchemy.engine import Connection
 
@@ -47,3 +48,25 @@ def test_a_deferral_leaves_collection_as_it_found_it() -> None:
         assert not gc.isenabled()
     finally:
         gc.enable()
+
+
+def test_collection_comes_back_only_when_the_last_deferral_on_any_thread_ends() -> None:
+    """A write of a worker thread (``write_sync``) beside one of the event loop's: the first
+    to end does not turn collection back on under the other."""
+    entered, first_done = threading.Event(), threading.Event()
+    seen: list[bool] = []
+
+    def other_thread() -> None:
+        with collections_deferred():
+            entered.set()
+            assert first_done.wait(30)
+            seen.append(gc.isenabled())
+
+    with collections_deferred():
+        worker = threading.Thread(target=other_thread)
+        worker.start()
+        assert entered.wait(30)
+    first_done.set()
+    worker.join(30)
+    assert seen == [False]
+    assert gc.isenabled()

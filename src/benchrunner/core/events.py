@@ -11,6 +11,8 @@ as actor) before ``job_canceled``; a rerun writes ``job_rerun`` on the old job.
 from __future__ import annotations
 
 import enum
+from collections.abc import Mapping
+from types import MappingProxyType
 
 from benchrunner.core.states import JobStatus
 
@@ -40,7 +42,7 @@ class JobEvent(enum.StrEnum):
     """On the old job: a new job (``meta.job``) runs the same config."""
 
 
-JUDGMENT_FAILED_META: dict[str, str] = {"judgment": "failed"}
+JUDGMENT_FAILED_META: Mapping[str, str] = MappingProxyType({"judgment": "failed"})
 """The ``meta`` of a ``job_processed`` event whose report's thresholds could not be judged
 (its alerts are unknown): a gate on the job's alerts fails on it."""
 

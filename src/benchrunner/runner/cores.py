@@ -79,7 +79,7 @@ class CorePlan:
         so the child starts on the job cores (no window where it runs elsewhere). Yields
         ``leave``, which gives the thread its cores back before the block ends (once): the
         moment the child exists, so that the thread does not hold up the child's first steps
-        on its core (benchmarks/RESULTS.md)."""
+        on its core."""
         # The partition took the job cores from every other cgroup, the runner's included:
         # asking for them here would only fail.
         if not self.job_cores or self.job_cgroup is not None:

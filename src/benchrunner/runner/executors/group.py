@@ -106,7 +106,8 @@ def start_leader(
     started: Callable[[], None] | None = None,
 ) -> Leader:
     """``argv`` started as the leader of a new session and process group, to be killed when the
-    runner dies; no stdin, stdout and stderr piped, no other descriptor inherited. Raises
+    runner dies; no stdin, stdout and stderr piped, no other descriptor inherited (started by
+    ``spawn``: none found inheritable at the last ``survey_descriptors``). Raises
     OSError if it cannot be started (``argv[0]`` not found or not executable included).
 
     ``guarded``: the runner's guard is running and the job is recorded in flight, so the guard

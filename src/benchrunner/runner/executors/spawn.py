@@ -9,10 +9,10 @@ glibc's ``posix_spawn`` is one ``clone`` sharing the runner's memory (as ``vfork
 - stdin from ``/dev/null``, stdout and stderr piped to the runner;
 - no other descriptor: Python opens its own non-inheritable (closed by the ``exec``), and every
   descriptor found inheritable in ``/proc/self/fd`` (e.g. one the runner itself inherited) is
-  closed in the child. They are listed by ``survey_descriptors``, between jobs: the listing
-  cost a job's start more than the spawn saved. A descriptor only becomes inheritable when
-  made so on purpose, which the runner never does; one listed and closed since is only closed
-  again in the child, in vain;
+  closed in the child. They are listed by ``survey_descriptors``, between jobs (listed on the
+  way of each start, they cost it about 70 µs). A descriptor only becomes inheritable when
+  made so on purpose, which the runner never does; one made so after the last survey would
+  reach the child, and one listed and closed since is only closed again in the child, in vain;
 - SIGPIPE and SIGXFSZ, which Python ignores, back to their defaults, and no signal blocked;
 - the calling thread's CPU affinity, and its working directory (below).
 
@@ -21,8 +21,9 @@ Python 3.11), so the calling thread's is used: the thread first stops sharing it
 attributes (working directory, root, umask) with the rest of the runner (``unshare(CLONE_FS)``,
 once per thread), changes into the job's directory for the spawn and back after. Such a thread
 no longer follows a change of the process's working directory or umask, which the runner never
-makes. Where the thread cannot unshare them (a seccomp filter refusing ``unshare``), or glibc has
-no ``setsid`` for ``posix_spawn``, ``spawn_leader`` returns None and the caller uses ``Popen``.
+makes. Where the thread cannot unshare them (a seccomp filter refusing ``unshare``), on the main
+thread (which never unshares them), or where glibc has no ``setsid`` for ``posix_spawn``,
+``spawn_leader`` returns None and the caller uses ``Popen``.
 """
 
 from __future__ import annotations
@@ -171,13 +172,14 @@ def _unsupported() -> None:
 
 
 _thread = threading.local()
-_home_lock = threading.Lock()
-_home: int | None = None
 
 
 def _detached() -> bool:
     """Whether the calling thread has its own working directory (unsharing it now if not
-    tried yet), with the process's kept open to come back to."""
+    tried yet). Never the main thread: a ``chdir`` there (a library's, a test's) would then
+    move it alone, where every thread expects to follow it."""
+    if threading.current_thread() is threading.main_thread():
+        return False
     detached: bool | None = getattr(_thread, "detached", None)
     if detached is None:
         detached = _thread.detached = _unshare_fs()
@@ -185,11 +187,7 @@ def _detached() -> bool:
 
 
 def _unshare_fs() -> bool:
-    global _home
     try:
-        with _home_lock:
-            if _home is None:
-                _home = os.open(".", os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
         unshare = ctypes.CDLL(None, use_errno=True).unshare
         return bool(unshare(_CLONE_FS) == 0)
     except (OSError, AttributeError):
@@ -198,15 +196,19 @@ def _unshare_fs() -> bool:
 
 @contextmanager
 def _working_directory(cwd: Path | None) -> Iterator[None]:
+    """The calling (detached) thread in ``cwd`` for the block, then back where it was."""
     if cwd is None:
         yield
         return
-    assert _home is not None
-    os.chdir(cwd)
+    here = os.open(".", os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
-        yield
+        os.chdir(cwd)
+        try:
+            yield
+        finally:
+            os.fchdir(here)
     finally:
-        os.fchdir(_home)
+        os.close(here)
 
 
 def _program(name: str, env: Mapping[str, str]) -> str:

@@ -305,8 +305,9 @@ def freeze_startup_heap() -> None:
     """Import what the judgment would import later, then put everything that exists now
     (modules, the app, its routes and models), which lives as long as the process, out of
     the collector's sight: a full collection walks only what requests allocate. Unfrozen,
-    those objects made each full collection of a report's judgment take 130-180 ms on the
-    benchmarks' machine (benchmarks/RESULTS.md, "Reports at scale")."""
+    those objects made each full collection of a report's processing take 130-180 ms on the
+    benchmarks' machine (benchmarks/RESULTS.md, "Against Procrastinate")."""
     for module in JUDGMENT_MODULES:
         importlib.import_module(module)
+    gc.collect()  # the imports' garbage, frozen otherwise for the life of the process
     gc.freeze()

@@ -19,9 +19,12 @@ On psycopg the SQL is kept as psycopg would send it, with ``$1``-style placehold
 a raw cursor (``psycopg.RawCursor``) with its parameters in order: psycopg's own conversion of
 named placeholders parses the text again at each call past 4,096 characters or 50 parameters
 (its cache's limits, which a claim's or a submission's statement passes), and below them
-hashes the text and reorders the parameters at each call. It is prepared at its first run on
-a connection, where psycopg would wait for its fifth: each of the first four would be parsed and
-planned again, and a server that runs a job now and then spreads them over hours.
+hashes the text and reorders the parameters at each call. A statement without runtime lists
+is prepared at its first run on a connection, where psycopg would wait for its fifth: each of
+the first four would be parsed and planned again, and a server that runs a job now and then
+spreads them over hours. Preparing costs a round trip of its own, once per statement and
+connection either way (and again after a rollback on that connection, which drops what it
+prepared).
 """
 
 from __future__ import annotations
@@ -245,7 +248,8 @@ class Direct:
         cursor = _cursor(conn, plan)
         with _connection_gone(conn):
             if plan.raw:
-                cursor.execute(plan.sql, arguments, prepare=True)
+                # a runtime list's rarer lengths keep psycopg's own threshold
+                cursor.execute(plan.sql, arguments, prepare=True if not lists else None)
             else:
                 cursor.execute(plan.sql, arguments)
         return plan, cursor

@@ -273,20 +273,34 @@ class _HeldConnections:
                 conn.close()
 
 
+class _Deferrals:
+    """The blocks of ``collections_deferred`` under way, on every thread."""
+
+    lock = threading.Lock()
+    under_way = 0
+    turned_off = False
+    """Whether the first of them turned collection off (it was on)."""
+
+
 @contextlib.contextmanager
 def collections_deferred() -> Iterator[None]:
-    """No automatic garbage collection inside the block, on any thread: SQLite's writer held
-    there is never held through a full collection too (tens of milliseconds with a large
-    heap). One the block's allocations made due runs at the first allocation after it. A
-    block inside another, or with collection already off, leaves it as it found it."""
-    if not gc.isenabled():
-        yield
-        return
-    gc.disable()
+    """No automatic garbage collection while the block runs, on any thread: SQLite's writer
+    held there is never held through a full collection too (tens of milliseconds with a large
+    heap). One the block's allocations made due runs at the first allocation after it.
+    Collection comes back on when the last block under way, on any thread, ends, and only if
+    the first of them turned it off."""
+    with _Deferrals.lock:
+        if _Deferrals.under_way == 0:
+            _Deferrals.turned_off = gc.isenabled()
+            gc.disable()
+        _Deferrals.under_way += 1
     try:
         yield
     finally:
-        gc.enable()
+        with _Deferrals.lock:
+            _Deferrals.under_way -= 1
+            if _Deferrals.under_way == 0 and _Deferrals.turned_off:
+                gc.enable()
 
 
 def _in_transaction(conn: Connection, unit: Unit[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:

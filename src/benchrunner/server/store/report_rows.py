@@ -12,10 +12,10 @@ only those of reports it does not hold or whose metrics changed since.
 A held report's rows are served only if a statement run before the history's read finds the
 report unchanged: its ``uuid`` (an id SQLite may give again after a delete, a uuid never) and
 its metrics' count, sum of ids and largest id. Metrics are never updated (only inserted and
-deleted, cascades included), and a new metric takes a larger id than every metric ever
-committed (PostgreSQL's sequence), or than every metric there is (SQLite's rowid): a metric
-added, deleted, or both, changes the count, the sum or the largest id, whichever process or
-replica wrote it. The one change it misses is SQLite's: the newest metric of the whole
+deleted, cascades included), and a metric's id is never one a report had before (PostgreSQL's
+sequence hands each out once; SQLite's rowid exceeds every metric there is): a metric added,
+deleted, or both, changes the count, the sum or the largest id, whichever process or replica
+wrote it. The one change it misses is SQLite's: the newest metric of the whole
 database deleted without its report (its benchmark or measure deleted), then as many new
 metrics added to that same report, taking the same ids.
 
@@ -183,7 +183,9 @@ _CHECKS = (
     .where(report.c.id.in_(sa.bindparam("report_ids", expanding=True)))
     .group_by(report.c.id, report.c.uuid)
 )
-"""Each report's ``_Check``, through ``metric (report_id)`` alone (its ids are the index's)."""
+"""Each report's ``_Check``, through ``metric (report_id)``: on SQLite from the index alone
+(its entries end with the rowid, the id), on PostgreSQL with each metric's row read for its id
+(about 19 ms for a history of 192,000 metrics)."""
 
 MAX_ROWS = 500_000
 """Rows a server process keeps (40 bytes each: 20 MB): a history of 64 reports of 3,000
