@@ -13,6 +13,7 @@ from typing import TypeVar
 
 import psycopg
 import sqlalchemy as sa
+from psycopg import sql
 
 SECRET = "s3cret-parameter"
 """A parameter of the failed statement: never in a log line about it."""
@@ -101,11 +102,19 @@ def sqlite_undecodable() -> sqlite3.OperationalError:
     raise AssertionError("the text was decoded")
 
 
-def postgresql_raised(admin_url: str, statement: str, params: tuple[object, ...] = ()) -> Exception:
-    """The psycopg error that ``statement`` raises on the PostgreSQL of ``admin_url``, after
-    a statement timeout of 1 ms is set."""
+def postgresql_raised(
+    admin_url: str,
+    statement: str,
+    params: tuple[object, ...] = (),
+    *,
+    timeout_ms: int | None = None,
+) -> Exception:
+    """The psycopg error that ``statement`` raises on the PostgreSQL of ``admin_url``; with
+    ``timeout_ms``, after a statement timeout that long is set (a statement that should fail
+    otherwise gets none: on a loaded machine even its parse may outlast a short one)."""
     with psycopg.connect(admin_url, autocommit=True) as conn:
-        conn.execute("SET statement_timeout = 1")
+        if timeout_ms is not None:
+            conn.execute(sql.SQL("SET statement_timeout = {}").format(timeout_ms))
         try:
             conn.execute(statement.encode(), params)  # bytes: a test's own fixed statement
         except psycopg.Error as exc:

@@ -73,10 +73,12 @@ def test_a_wrapped_error_is_described_by_the_driver_without_the_statement() -> N
     assert len(described(ValueError("x" * 500))) == 200
 
 
-def _postgresql(statement: str, params: tuple[object, ...] = ()) -> Callable[[], Exception]:
+def _postgresql(
+    statement: str, params: tuple[object, ...] = (), *, timeout_ms: int | None = None
+) -> Callable[[], Exception]:
     def raised() -> Exception:
         require_postgres()
-        return postgresql_raised(POSTGRES_ADMIN_URL, statement, params)
+        return postgresql_raised(POSTGRES_ADMIN_URL, statement, params, timeout_ms=timeout_ms)
 
     return raised
 
@@ -87,7 +89,7 @@ def _state(sqlstate: str) -> Callable[[], Exception]:
 
 
 POSTGRESQL_CASES: list[tuple[str, Callable[[], Exception], bool]] = [
-    ("57014 statement timeout", _postgresql("SELECT pg_sleep(1)"), True),
+    ("57014 statement timeout", _postgresql("SELECT pg_sleep(1)", timeout_ms=1), True),
     ("54000 program limit", _postgresql("SELECT repeat('x', 1073741823)"), False),
     (
         "libpq's parameter limit, no SQLSTATE",
