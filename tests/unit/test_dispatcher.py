@@ -337,13 +337,14 @@ def test_settled_once_the_claim_for_a_new_waiter_is_over() -> None:
         assert dispatcher.settled
         waiting = asyncio.create_task(dispatcher.wait_for_job(1, "r", frozenset({1}), None, 5))
         await settle()
-        assert not dispatcher.settled  # due, the dispatcher not started yet
+        # due, the dispatcher not started yet: waiting, not idle (the health check's count)
+        assert not dispatcher.settled and (dispatcher.waiting, dispatcher.idle) == (1, 0)
         dispatcher.start()
         await settle()
-        assert not dispatcher.settled  # running
+        assert not dispatcher.settled and dispatcher.idle == 0  # running
         gate.set()
         await until(lambda: dispatcher.settled)
-        assert dispatcher.waiting == 1
+        assert (dispatcher.waiting, dispatcher.idle) == (1, 1)
         waiting.cancel()
         await dispatcher.stop()
 

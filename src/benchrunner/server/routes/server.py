@@ -69,7 +69,7 @@ async def health(ctx: Ctx, services: Svc, request: Request, response: Response) 
         listen_connected=listening,
         queue=None if stats is None else stats.by_status(),
         connected_runners=len(request.app.state.hub.sessions),
-        waiting_runners=services.dispatcher.waiting,
+        waiting_runners=services.dispatcher.idle,
         sweeper_leader=services.sweeper.leader,
     )
 

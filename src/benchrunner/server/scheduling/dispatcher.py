@@ -118,6 +118,12 @@ class Dispatcher:
         return len(self._waiters)
 
     @property
+    def idle(self) -> int:
+        """Waiting runners with no claim under way or due for them: those a job submitted now
+        goes to, by its submission's own claim (the health check's ``waiting_runners``)."""
+        return sum(1 for w in self._waiters if not w.claiming and w not in self._fresh)
+
+    @property
     def settled(self) -> bool:
         """No claim runs for a waiting runner, the dispatcher's or a submission's for one it
         reserved (until its ``settle``), and none is due for one that just started waiting:
