@@ -5,6 +5,7 @@ left the group is found by its environment."""
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import signal
 import subprocess
@@ -16,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from benchrunner.runner import procfs
+from benchrunner.runner import inflight, procfs
 from benchrunner.runner.inflight import JOB_VARIABLE, InFlight, JobRecord
 from tests.harness import wait_until
 from tests.thread_clock import ManualThreadClock
@@ -264,3 +265,23 @@ def test_records_replaced_and_forgotten_leave_only_a_few_spare_files(tmp_path: P
     assert list(tmp_path.iterdir()) == []
     in_flight.job(jobs[0])  # after the spares are gone
     assert [record.job for record in in_flight.records()] == [jobs[0]]
+
+
+def test_a_process_killed_already_is_not_counted_again_in_another_state(
+    tmp_path: Path, families: list[Family]
+) -> None:
+    """The second look for a job's processes (after the exec window) sees one killed in the
+    first dying: another state, the same process (its pid and start)."""
+    family = start(tmp_path, families, uuid.uuid4())
+    assert family.job is not None
+    record = JobRecord(family.job, procfs.boot_id())
+    table = [
+        info
+        for info in procfs.processes()
+        if procfs.carries(info.pid, JOB_VARIABLE, str(family.job))
+    ]
+    assert table
+    killed = [dataclasses.replace(info, state="X" if info.state != "X" else "R") for info in table]
+    inflight._kill_carriers(record, table, killed)
+    assert len(killed) == len(table)
+    inflight._kill_carriers(record, table, [])  # the family's end
