@@ -849,18 +849,25 @@ def compare(url: str, project: Project, repeats: int, rounds: int, before: str) 
     print(f"  runs whose verdicts differ between before and after: {mismatches}")
 
 
-SERVER_STARTUP_IMPORTS = ("benchrunner.detection.samples", "benchrunner.detection.boundary")
-"""What a server imports before it freezes its start-up heap, besides its app: the judgment's
-statistics."""
+BEFORE_FREEZE_IMPORTS = ("benchrunner.detection.samples", "benchrunner.detection.boundary")
+"""What a server imports before it freezes its start-up heap, for a tree from before
+``freeze_startup_heap``: its judgment's statistics."""
 
 
 def as_a_servers_heap() -> None:
-    """As a server does before it serves, whichever tree this is: what exists now (modules,
-    SciPy's statistics) out of the collector's sight, so that the full collections a report
-    meets walk what its processing allocates, as they do in a server."""
-    gc.collect()
-    for module in SERVER_STARTUP_IMPORTS:
+    """As a server does before it serves, whichever tree this is (its own
+    ``app.factory.freeze_startup_heap`` where it has one): what exists now (modules, SciPy's
+    statistics) out of the collector's sight, so that the full collections a report meets walk
+    what its processing allocates, as they do in a server."""
+    from benchrunner.server.app import factory
+
+    freeze = getattr(factory, "freeze_startup_heap", None)
+    if freeze is not None:
+        freeze()
+        return
+    for module in BEFORE_FREEZE_IMPORTS:
         importlib.import_module(module)
+    gc.collect()
     gc.freeze()
 
 
