@@ -3,19 +3,22 @@
 Imported by ``procrastinate worker --app benchmarks.queue_compare_tasks.app`` in the worker
 processes, which get the database and the clock directory in the environment. Each task writes
 ``<n> <wall clock ns>``, one line per job, to a file of its own process: ``noop`` (the queue
-alone) its own clock as its first act; ``date`` (the whole job, as benchrunner's runner runs
-it) the clock that a ``date`` process it starts prints at its start.
+alone) its own clock as its first act; ``date`` (the whole job) the clock that the ``date`` of
+``CLOCK_SCRIPT`` prints at its start, the same processes benchrunner's runner starts per job.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import time
 from pathlib import Path
 from typing import TextIO
 
 import procrastinate
+
+from benchmarks.clock_job import CLOCK_SCRIPT
 
 DSN = "QUEUE_COMPARE_DSN"
 CLOCKS = "QUEUE_COMPARE_CLOCKS"
@@ -41,6 +44,10 @@ async def noop(n: int) -> None:
 
 @app.task(name=TASKS["job"])  # type: ignore[untyped-decorator, unused-ignore]  # without the extra
 async def date(n: int) -> None:
-    process = await asyncio.create_subprocess_exec("date", "+%s%N", stdout=asyncio.subprocess.PIPE)
+    written = Path(os.environ[CLOCKS]) / f"job-{n}.json"
+    process = await asyncio.create_subprocess_exec(
+        "sh", "-c", CLOCK_SCRIPT, "sh", str(written), stdout=asyncio.subprocess.PIPE
+    )
     output, _ = await process.communicate()
-    _clock_file().write(f"{n} {int(output)}\n")
+    started = json.loads(output)["clock"]["started_ns"]["value"]
+    _clock_file().write(f"{n} {started}\n")

@@ -6,9 +6,11 @@ Only the pure helpers; the benchmark's figures are never asserted.
 from __future__ import annotations
 
 import os
+import tomllib
 from pathlib import Path
 
 import pytest
+from benchmarks.clock_job import CLOCK_SCRIPT
 from benchmarks.cpu_time import (
     TICKS_PER_SECOND,
     auxiliary,
@@ -19,6 +21,8 @@ from benchmarks.cpu_time import (
 from benchmarks.queue_compare_benchrunner import clock_of
 from benchmarks.queue_figures import Figures, medians, percentile, table
 from benchmarks.server_env import caps_for
+
+from tests.harness import TEST_TEMPLATES
 
 
 @pytest.mark.parametrize(
@@ -125,3 +129,8 @@ def test_a_clock_file_is_read_only_once_whole(tmp_path: Path) -> None:
     assert clock_of(clock) is None
     clock.write_text('{"clock": {"started_ns": {"value": 17}}}\n')
     assert clock_of(clock) == 17
+
+
+def test_both_systems_run_the_same_whole_job() -> None:
+    templates = tomllib.loads(TEST_TEMPLATES)["templates"]
+    assert templates["bench.clock_file"]["command"] == ["sh", "-c", CLOCK_SCRIPT, "sh", "{file}"]
