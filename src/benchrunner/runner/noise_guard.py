@@ -117,13 +117,14 @@ class NoiseProbe:
         return summarize(times)
 
     def _wait(self, child: subprocess.Popen[str], stop: Callable[[], bool]) -> bool:
-        """True once ``child`` has exited; False as soon as ``stop()`` is true, looked at every
-        ``CHILD_POLL`` on the runner's clock."""
+        """True once ``child`` has exited; False as soon as ``stop()`` is true, looked at before
+        each wait of ``CHILD_POLL`` on the runner's clock (a stop already due wins over a child
+        that ended meanwhile)."""
         ended = ProcessExit(child)
-        while not ended.wait(self.waits, self.waits.monotonic() + CHILD_POLL):
-            if stop():
-                return False
-        return True
+        while not stop():
+            if ended.wait(self.waits, self.waits.monotonic() + CHILD_POLL):
+                return True
+        return False
 
 
 def _never() -> bool:
