@@ -6,6 +6,7 @@ other replicas, by its own insert."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import psycopg
@@ -23,6 +24,12 @@ from tests.system.test_backpressure import assert_busy, busy_deployment, post_ru
 def waiting_runners(deployment: Deployment) -> int:
     with deployment.server.client() as client:
         return int(client.health().waiting_runners)
+
+
+def claimed_lines(deployment: Deployment, job: str) -> list[dict[str, object]]:
+    """The server log's lines of ``job``'s move to ``claimed``."""
+    lines = (json.loads(line) for line in deployment.server.log.read_text().splitlines())
+    return [line for line in lines if line.get("event") == "job claimed" and line.get("job") == job]
 
 
 def run_one(channel: RawChannel, deployment: Deployment) -> str:
@@ -44,6 +51,9 @@ def test_a_job_for_a_waiting_runner_is_claimed_in_its_submission(deployment: Dep
     assert assigned["event"] == "job" and assigned["uuid"] == second
     handed = deployment.job(second)
     assert handed.status == "claimed" and handed.claimed == handed.created, handed
+    # Its move is logged once the job went out (``HandOffs.delivered``), exactly once.
+    wait_until(lambda: len(claimed_lines(deployment, second)) == 1, timeout=10)
+    assert claimed_lines(deployment, second)[0]["runner"] == "idle"
     dispatched = deployment.job(first)  # claimed by the dispatcher, after the commit
     assert str(dispatched.claimed) > dispatched.created, dispatched
 

@@ -19,6 +19,7 @@ from benchrunner.server.scheduling.hand_off import HandOff, HandOffs
 from benchrunner.server.store import claims
 from tests.harness import RawChannel, wait_until
 from tests.inprocess import InProcessServer, serve_in_process
+from tests.metrics_scrape import scrape
 
 
 def _writing() -> asyncio.Task[Any]:
@@ -105,6 +106,7 @@ def test_a_submission_write_cancelled_after_its_claim_committed_hands_the_claim_
         channel = server.channel("idle")
         _run_one(channel, server)
         monkeypatch.setattr(move, "claim_for_runner", committed_then_cancelled)
+        claims_before = scrape(server.url).value("benchrunner_job_claims_total")
         channel.send({"event": "ready", "poll_timeout": 30})
         wait_until(lambda: _waiting(server) == 1, timeout=10)
         assert _post_run(server, cheap).status_code == 500
@@ -113,3 +115,8 @@ def test_a_submission_write_cancelled_after_its_claim_committed_hands_the_claim_
         with server.admin() as client:
             [job] = client.list_jobs(cheap)
         assert str(job.uuid) == assigned["uuid"] and job.status == "claimed"
+        # The claim's move is announced all the same: counted once (``HandOffs.delivered``).
+        wait_until(
+            lambda: scrape(server.url).value("benchrunner_job_claims_total") == claims_before + 1,
+            timeout=10,
+        )

@@ -159,39 +159,45 @@ class HandOffs:
 
     def written(
         self, hand_off: HandOff | None, spec_ref: str | None, outcome: Written | None
-    ) -> None:
+    ) -> Move | None:
         """The submission's write ended (called by the shielded task that wrote, so that this
         runs even when the request was cancelled meanwhile, and in the same step of the event
         loop as the write's end): with its job committed (``outcome``), the claim goes to its
         runner and, unless that claim took this very job, the dispatcher is woken for it;
         otherwise (None: the write raised) what the claim found was rolled back, and the
-        runner waits again."""
+        runner waits again.
+
+        Returns the claim's move, for ``delivered`` to announce once the runner's channel has
+        sent the job: its log line and counts are not on the job's way to the runner."""
         if outcome is None or outcome.job_uuid is None or outcome.spec_id is None:
             if hand_off is not None:
                 self._dispatcher.settle(hand_off.waiter, None)
-            return
+            return None
         if len(self._spec_ids) >= MAX_REMEMBERED_SPECS:
             self._spec_ids.clear()
         if spec_ref is None or len(spec_ref) <= MAX_SPEC_REF:
             self._spec_ids[spec_ref] = outcome.spec_id
         claim = None if hand_off is None else hand_off.claim
         if hand_off is not None:
-            try:
-                if claim is not None:
-                    self._moves.done(Move.claimed(claim, hand_off.waiter.runner_slug))
-            finally:
-                self._dispatcher.settle(hand_off.waiter, claim)
+            self._dispatcher.settle(hand_off.waiter, claim)
         if hand_off is None:  # the job's insert told the other replicas (``broadcast``)
             self._wakeups.job_created_here(outcome.spec_id)
         elif claim is None or claim.job.uuid != outcome.job_uuid:
             self._wakeups.job_created(outcome.spec_id)
+        if hand_off is None or claim is None:
+            return None
+        return Move.claimed(claim, hand_off.waiter.runner_slug)
 
-    @staticmethod
-    async def delivered(hand_off: HandOff | None) -> None:
+    async def delivered(self, hand_off: HandOff | None, claimed: Move | None) -> None:
         """Once ``written`` ran: returns when the runner's channel has taken the claimed job,
-        so that it goes out before the submission's answer (or the dispatcher had its turn)."""
-        if hand_off is not None and hand_off.claim is not None:
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(hand_off.waiter.done.wait(), HAND_OVER_WAIT)
-        else:
-            await asyncio.sleep(0)  # the dispatcher hands the job to an idle runner first
+        so that it goes out before the submission's answer (or the dispatcher had its turn);
+        then, or if cancelled meanwhile, announces ``claimed`` (what ``written`` returned)."""
+        try:
+            if hand_off is not None and hand_off.claim is not None:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(hand_off.waiter.done.wait(), HAND_OVER_WAIT)
+            else:
+                await asyncio.sleep(0)  # the dispatcher hands the job to an idle runner first
+        finally:
+            if claimed is not None:
+                self._moves.done(claimed)

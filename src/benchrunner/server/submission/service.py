@@ -25,6 +25,7 @@ from benchrunner.detection.models import Model
 from benchrunner.protocol import JsonDuet, JsonDuetSide, JsonJobConfig
 from benchrunner.server.context import ServerContext
 from benchrunner.server.http.errors import bad_request
+from benchrunner.server.moves.move import Move
 from benchrunner.server.processing.evaluation import series_thresholds_to_judge
 from benchrunner.server.processing.judgment import JudgmentLater
 from benchrunner.server.processing.metric_parts import first_part
@@ -394,12 +395,14 @@ async def submit_run(
 
     reported = False
 
-    def report(outcome: _Submitted | None) -> None:
-        """The hand-off's outcome, told once: the runner reserved never stays reserved."""
+    def report(outcome: _Submitted | None) -> Move | None:
+        """The hand-off's outcome, told once: the runner reserved never stays reserved. The
+        claim's move, to announce once the job went out (``HandOffs.delivered``)."""
         nonlocal reported
-        if not reported:
-            reported = True
-            hand_offs.written(hand_off, plan.spec, outcome)
+        if reported:
+            return None
+        reported = True
+        return hand_offs.written(hand_off, plan.spec, outcome)
 
     async def write_then_claim() -> _Submitted:
         db = ctx.db
@@ -412,19 +415,20 @@ async def submit_run(
 
     async def write_and_claim() -> _Submitted:
         submitted: _Submitted | None = None
+        claimed: Move | None = None
         try:
             # Run to its end even if this task is cancelled meanwhile (a server stopping):
             # what it committed, the job and its claim, reaches ``written``.
             submitted = await finish_first(write_then_claim())
         finally:
-            report(submitted)
+            claimed = report(submitted)
+        if submitted.job_uuid is not None:
+            await hand_offs.delivered(hand_off, claimed)  # announces ``claimed`` however it ends
         return submitted
 
     writing = asyncio.ensure_future(write_and_claim())
     writing.add_done_callback(lambda _: report(None))  # cancelled before its first step
     submitted = await asyncio.shield(writing)
-    if submitted.job_uuid is not None:
-        await hand_offs.delivered(hand_off)
     if submitted.created is not None:
         view = await ctx.db.read(created_report_view, submitted.created, submitted.job_uuid)
         return {**view, "deduplicated": False}
