@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import httpx
 import psycopg
 import pytest
 from psycopg import sql
@@ -56,6 +57,31 @@ def test_a_job_for_a_waiting_runner_is_claimed_in_its_submission(deployment: Dep
     assert claimed_lines(deployment, second)[0]["runner"] == "idle"
     dispatched = deployment.job(first)  # claimed by the dispatcher, after the commit
     assert str(dispatched.claimed) > dispatched.created, dispatched
+
+
+def test_a_handed_off_submission_answers_its_report_as_stored(deployment: Deployment) -> None:
+    """A handed-off submission's answer is built on the event loop, without reading
+    (``created_report_view_unread``): the very report a read of it answers."""
+    channel = deployment.channel("idle")
+    run_one(channel, deployment)
+    channel.send({"event": "ready", "poll_timeout": 30})
+    wait_until(lambda: waiting_runners(deployment) == 1, timeout=10)
+    body = {
+        "project": deployment.project,
+        "spec": deployment.spec,
+        "template": "bench.noop",
+        "settings": {"adapter": "json"},
+    }
+    base = deployment.server.url
+    auth = {"Authorization": f"Bearer {deployment.server.token}"}
+    answered = httpx.post(f"{base}/v0/run", json=body, headers=auth, timeout=30)
+    assert answered.status_code == 201, answered.text
+    assert channel.recv(timeout=10)["event"] == "job"
+    report = answered.json()
+    where = f"{base}/v0/projects/{deployment.project}/reports/{report['uuid']}"
+    read = httpx.get(where, headers=auth, timeout=30)
+    assert read.status_code == 200, read.text
+    assert {**report, "deduplicated": None} == {**read.json(), "deduplicated": None}
 
 
 def test_a_handed_off_submission_waits_for_no_flush_of_its_own(deployment: Deployment) -> None:

@@ -63,6 +63,7 @@ from benchrunner.server.submission.projects import resolve_project
 from benchrunner.server.tasks import finish_first
 from benchrunner.server.views.report_json import (
     created_report_view,
+    created_report_view_unread,
     full_report_view,
     new_report_view,
 )
@@ -430,7 +431,9 @@ async def submit_run(
     writing.add_done_callback(lambda _: report(None))  # cancelled before its first step
     submitted = await asyncio.shield(writing)
     if submitted.created is not None:
-        view = await ctx.db.read(created_report_view, submitted.created, submitted.job_uuid)
+        view = created_report_view_unread(submitted.created, submitted.job_uuid)
+        if view is None:
+            view = await ctx.db.read(created_report_view, submitted.created, submitted.job_uuid)
         return {**view, "deduplicated": False}
     if submitted.judge is not None:
         assert submitted.now is not None

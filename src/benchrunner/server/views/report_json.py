@@ -300,6 +300,15 @@ def created_report_view(conn: Connection, row: Any, job_uuid: Any) -> BuiltJson:
     return _stored_report_view(conn, row, [], job_uuid, None)
 
 
+def created_report_view_unread(row: Any, job_uuid: Any) -> BuiltJson | None:
+    """``created_report_view`` built without a connection when it reads nothing (no start
+    point, no report confirmed): a submission's answer made on the event loop, without a unit
+    of its own. None when it must read."""
+    if row.start_point_branch_id is not None or row.confirms_report_id is not None:
+        return None
+    return report_view(row, [], job_uuid, confirmation_runs=[], boundaries={}, alerts=[])
+
+
 def _stored_report_view(
     conn: Connection,
     row: Any,
