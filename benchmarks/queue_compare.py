@@ -3,8 +3,9 @@
 Three modes (``--mode``), each run for each system and worker count on a fresh database:
 
 - ``job`` (the default), the whole job: benchrunner's workers are real ``benchrunner runner up``
-  agents (process executor) running a ``date`` process per job, whose output becomes a report
-  with one metric; Procrastinate's workers run an async task that starts the same ``date``.
+  agents (process executor) running a shell and its ``date`` per job
+  (``benchmarks/clock_job.py``), whose output becomes a report with one metric;
+  Procrastinate's workers run an async task that starts the same shell and ``date``.
 - ``queue``, the queue alone: dispatch and completion only. benchrunner's workers are channel
   connections that answer each job at once with no results (no process, no metric);
   Procrastinate's run an async no-op task.
