@@ -35,6 +35,16 @@ def _sizes(life: Lifecycle, hub: ChannelHub) -> dict[str, int]:
     }
 
 
+def _wait_dropped(life: Lifecycle, hub: ChannelHub) -> None:
+    """Wait until nothing is kept per runner; on a timeout, say what still is."""
+    try:
+        wait_until(
+            lambda: set(_sizes(life, hub).values()) == {0}, message="the per-runner state dropped"
+        )
+    except AssertionError as timed_out:
+        raise AssertionError(f"{timed_out}; still {_sizes(life, hub)}") from None
+
+
 def test_per_runner_state_is_dropped_when_channels_end(tmp_path: Path, database_url: str) -> None:
     with serve_in_process(tmp_path, database_url, heartbeat_timeout=300.0) as server:
         life, hub = server.state("lifecycle"), server.state("hub")
@@ -48,10 +58,7 @@ def test_per_runner_state_is_dropped_when_channels_end(tmp_path: Path, database_
             channel.close()
             wait_until(lambda: not hub.sessions, message="the channel's session ended")
         # A job is processed after its ack, beside the channel: its state goes once that ends.
-        wait_until(
-            lambda: set(_sizes(life, hub).values()) == {0},
-            message=f"the per-runner state dropped (still {_sizes(life, hub)})",
-        )
+        _wait_dropped(life, hub)
 
 
 def test_per_runner_state_does_not_grow_with_jobs(tmp_path: Path, database_url: str) -> None:
@@ -73,10 +80,7 @@ def test_per_runner_state_does_not_grow_with_jobs(tmp_path: Path, database_url: 
         channel.close()
         wait_until(lambda: not hub.sessions, message="the channel's session ended")
         # The last job is processed after its ack, beside the channel: its task ends after.
-        wait_until(
-            lambda: set(_sizes(life, hub).values()) == {0},
-            message=f"the per-runner state dropped (still {_sizes(life, hub)})",
-        )
+        _wait_dropped(life, hub)
 
 
 def _gate_claims(
@@ -115,11 +119,13 @@ def test_a_claim_landing_for_a_superseded_channel_returns_to_the_queue(
         new = InProcessChannel(ws_url, created.slug, created.token)
         assert old.wait_closed(timeout=10) == (4001, "superseded")
         release.set()
+        # Pending from its creation until the released claim commits: back once returned.
         job = wait_until(
-            lambda: (j := server.job(job_uuid)).status == "pending" and j,
+            lambda: (j := server.job(job_uuid)).events[-1].event_type == "job_returned" and j,
             timeout=15,
             message="the undelivered job back in the queue",
         )
+        assert job.status == "pending"
         events = [(e.event_type, e.status) for e in job.events]
         assert events == [
             ("job_created", "pending"),

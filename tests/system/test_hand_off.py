@@ -52,9 +52,14 @@ def test_a_job_for_a_waiting_runner_is_claimed_in_its_submission(deployment: Dep
     assert assigned["event"] == "job" and assigned["uuid"] == second
     handed = deployment.job(second)
     assert handed.status == "claimed" and handed.claimed == handed.created, handed
-    # Its move is logged once the job went out (``HandOffs.delivered``), exactly once.
-    wait_until(lambda: len(claimed_lines(deployment, second)) == 1, timeout=10)
-    assert claimed_lines(deployment, second)[0]["runner"] == "idle"
+    # Its move is logged once the job went out (``HandOffs.delivered``), exactly once: still
+    # once after the job ended.
+    wait_until(lambda: claimed_lines(deployment, second), timeout=10)
+    channel.ask({"event": "running"})
+    channel.ask({"event": "completed", "job": second, "results": []})
+    wait_until(lambda: deployment.job(second).status == "processed", timeout=30)
+    [line] = claimed_lines(deployment, second)
+    assert line["runner"] == "idle"
     dispatched = deployment.job(first)  # claimed by the dispatcher, after the commit
     assert str(dispatched.claimed) > dispatched.created, dispatched
 
@@ -80,6 +85,8 @@ def test_a_handed_off_submission_answers_its_report_as_stored(deployment: Deploy
     report = answered.json()
     where = f"{base}/v0/projects/{deployment.project}/reports/{report['uuid']}"
     read = httpx.get(where, headers=auth, timeout=30)
+    handed = deployment.job(report["job"])  # the hand-off's path, whose answer reads nothing
+    assert handed.claimed == handed.created, handed
     assert read.status_code == 200, read.text
     assert {**report, "deduplicated": None} == {**read.json(), "deduplicated": None}
 
