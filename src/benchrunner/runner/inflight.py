@@ -233,12 +233,8 @@ def _stop(record: JobRecord, clock: ThreadClock) -> int:
 def _kill_carriers(
     record: JobRecord, table: list[procfs.ProcessInfo], killed: list[procfs.ProcessInfo]
 ) -> None:
-    # A process is its pid and start: one killed already may show another state by now.
-    done = {(info.pid, info.start) for info in killed}
     for info in table:
-        if (info.pid, info.start) not in done and procfs.carries(
-            info.pid, JOB_VARIABLE, str(record.job)
-        ):
+        if info not in killed and procfs.carries(info.pid, JOB_VARIABLE, str(record.job)):
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(info.pid, signal.SIGKILL)
             killed.append(info)

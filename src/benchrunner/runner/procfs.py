@@ -5,7 +5,7 @@ a killed runner left behind (``inflight.py``). Elsewhere every function answers 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 PROC = Path("/proc")
@@ -14,10 +14,13 @@ _ENVIRON_LIMIT = 1 << 20
 
 @dataclass(frozen=True)
 class ProcessInfo:
+    """One process as one look at ``/proc`` saw it. Two looks at one process are equal: its
+    pid and start name it, whatever state or group each look found it in."""
+
     pid: int
-    state: str
+    state: str = field(compare=False)
     """One letter: ``R``, ``S``, ``D``, ``T``, ``Z`` (zombie), ``X`` (dead)..."""
-    pgid: int
+    pgid: int = field(compare=False)
     start: int
     """When it started, in clock ticks after boot: with the pid, it names one process."""
 
