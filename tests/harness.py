@@ -357,6 +357,10 @@ class ServerProcess:
     def log(self) -> Path:
         return self.data_dir / f"{self.name}-{self.starts}.log"
 
+    def log_lines(self) -> list[dict[str, Any]]:
+        """Its log, a JSON object a line (``server/logs/server_log.py``)."""
+        return [json.loads(line) for line in self.log.read_text().splitlines()]
+
     def log_since(self, offset: int) -> str:
         """Its log from byte ``offset`` on (``log.stat().st_size`` when a test began): what it
         wrote during that test, on a server the module's tests share one after another."""

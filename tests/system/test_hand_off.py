@@ -6,8 +6,8 @@ other replicas, by its own insert."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
+from typing import Any
 
 import httpx
 import psycopg
@@ -27,10 +27,13 @@ def waiting_runners(deployment: Deployment) -> int:
         return int(client.health().waiting_runners)
 
 
-def claimed_lines(deployment: Deployment, job: str) -> list[dict[str, object]]:
+def claimed_lines(deployment: Deployment, job: str) -> list[dict[str, Any]]:
     """The server log's lines of ``job``'s move to ``claimed``."""
-    lines = (json.loads(line) for line in deployment.server.log.read_text().splitlines())
-    return [line for line in lines if line.get("event") == "job claimed" and line.get("job") == job]
+    return [
+        line
+        for line in deployment.server.log_lines()
+        if line.get("event") == "job claimed" and line.get("job") == job
+    ]
 
 
 def run_one(channel: RawChannel, deployment: Deployment) -> str:

@@ -3,7 +3,6 @@ template; every series carries its replica; several replicas never share a serie
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
@@ -55,7 +54,7 @@ def test_a_job_is_counted_once_at_each_step_and_logged_as_json(
     replicas = {s.labels.get("replica") for s in after.samples}
     assert len(replicas) == 1 and None not in replicas
 
-    lines = [json.loads(line) for line in deployment.server.log.read_text().splitlines()]
+    lines = deployment.server.log_lines()
     moves = [line for line in lines if line.get("job") == job_uuid and "status_to" in line]
     assert [(m["status_from"], m["status_to"]) for m in moves] == TRANSITIONS
     for move in moves:
