@@ -8,11 +8,13 @@ import datetime as dt
 import pytest
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
+from sqlalchemy.sql.compiler import SQLCompiler
 
 from benchrunner.core.states import JobStatus
 from benchrunner.core.tiers import Plan
+from benchrunner.server.store import backlog as backlog_counts
 from benchrunner.server.store import idempotency, reports
-from benchrunner.server.store.backlog import Caps, backlog
+from benchrunner.server.store.backlog import Caps, backlog, room_for_one
 from benchrunner.server.store.engine import Database
 from benchrunner.server.store.idempotency import KeyRef
 from benchrunner.server.store.tables import idempotency_key, job
@@ -99,3 +101,73 @@ def test_backlog_counts_stop_at_their_caps(world: World) -> None:
     assert pending(acme[0]) + pending(other[0]) == 3
     assert counts(acme[0], 2, 1) == (3, 1)  # pending up to 2 plus in flight up to 2; org up to 1
     assert counts(acme[0], 0, 0) == (0, 0)
+
+
+def test_room_for_one_agrees_with_the_counts_whatever_the_span_of_pending_ids(
+    world: World,
+) -> None:
+    """``room_for_one`` reads the span of pending ids first and counts only when the span
+    reaches a cap: jobs that left the queue from its middle make the span larger than the
+    count, and the answer must still be the counts' (``Caps.full_cap``)."""
+    spec = world.spec("s")
+    runner = world.runner("r", [spec])
+    acme, other = world.org("acme", Plan.TEAM), world.org("other", Plan.TEAM)
+    ids = [world.job(acme, spec) for _ in range(4)] + [world.job(other, spec)]
+
+    def agree(queued_cap: int, org_cap: int) -> bool:
+        caps = Caps(acme[0], queued_cap, org_cap)
+        room = bool(world.db.read_sync(room_for_one, caps))
+        assert room == (caps.full_cap(world.db.read_sync(backlog, caps)) is None), caps
+        return room
+
+    assert agree(6, 5) and not agree(5, 5) and not agree(0, 4) and agree(0, 0)
+
+    def leave_the_queue(conn: Connection, job_ids: list[int]) -> None:
+        done = job.update().where(job.c.id.in_(job_ids)).values(status=int(JobStatus.CANCELED))
+        conn.execute(done)
+
+    world.write(leave_the_queue, ids[1:3])
+    assert agree(4, 0) and not agree(3, 0)  # a span of 5 ids reaches 4: 3 pending, counted
+    assert agree(0, 3) and not agree(0, 2)  # acme's span of 4 ids reaches 3: 2 pending
+    assert world.claim(runner) == ids[0]
+    assert agree(4, 0) and not agree(3, 0)  # a span of 2 ids, and 1 job in flight
+    world.write(leave_the_queue, [ids[3]])
+    assert agree(3, 0) and not agree(2, 0) and agree(0, 1)
+
+
+def test_room_for_one_reads_the_ends_of_the_pending_ids_and_counts_nothing(world: World) -> None:
+    """Under its caps a submission reads the two ends of each index of pending ids, never an
+    end through the primary key past every finished job, and counts no job."""
+    spec = world.spec("s")
+    acme = world.org("acme", Plan.TEAM)
+    ids = [world.job(acme, spec) for _ in range(40)]
+
+    def finish(conn: Connection) -> None:
+        conn.execute(job.update().where(job.c.id.in_(ids[:30])).values(status=5))
+
+    world.write(finish)
+    statement = backlog_counts._ROOM.statement
+    dialect = world.db.write_engine.dialect
+    compiled = statement.compile(dialect=dialect)
+    assert isinstance(compiled, SQLCompiler)
+    params = compiled.construct_params(Caps(acme[0], 1000, 1000).params())
+    postgresql = dialect.name == "postgresql"
+    explain = "EXPLAIN (ANALYZE, COSTS OFF) " if postgresql else "EXPLAIN QUERY PLAN "
+
+    order = compiled.positiontup  # SQLite's placeholders are positional
+    bound = params if order is None else tuple(params[name] for name in order)
+
+    def unit(conn: Connection) -> str:
+        rows = conn.exec_driver_sql(explain + compiled.string, bound)
+        return "\n".join(" ".join(str(part) for part in row) for row in rows)
+
+    plan = world.db.read_sync(unit)
+    assert "index_job_pending_id" in plan and "pk_job" not in plan, plan
+    if postgresql:  # the counts' subplans, left out; SQLite's plan does not say what ran
+        assert plan.count("never executed") >= 3, plan
+    else:  # without statistics PostgreSQL's choice depends on the table's size; SQLite's not
+        spans = [line for line in plan.splitlines() if "SEARCH job" in line]
+        assert (
+            sum("index_job_org_pending (status=? AND organization_id=?)" in line for line in spans)
+            == 3
+        ), plan

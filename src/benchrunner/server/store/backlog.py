@@ -1,6 +1,12 @@
 """How many jobs wait, for the submission caps: counted on the partial indexes of pending and
 in-flight jobs, each count stopping at its cap, so that a submission reads at most as many
-index entries as the caps allow however long the queue has grown."""
+index entries as the caps allow however long the queue has grown.
+
+A submission counts only when it must. Pending jobs are a subset of the ids between the oldest
+and the newest pending one, so that span, read from the two ends of an index of pending ids,
+bounds their number from above: while it stays under a cap there is room, whatever the queue's
+depth, at the cost of a few index probes. Only a span that reaches a cap (a queue near it, or
+one with many holes, such as jobs claimed ahead of older ones by priority) is counted."""
 
 from __future__ import annotations
 
@@ -11,7 +17,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from benchrunner.server.store.direct import Direct
-from benchrunner.server.store.tables import in_flight, job, pending
+from benchrunner.server.store.tables import PENDING_ORDER, in_flight, job, pending
 
 
 @dataclass(frozen=True)
@@ -37,14 +43,36 @@ _ORG_PENDING = _count_up_to(
 _BACKLOG = Direct(sa.select(_QUEUED.label("queued"), _ORG_PENDING.label("org_pending")))
 
 
-def _room(count: sa.ColumnElement[int], cap: str) -> sa.ColumnElement[bool]:
+def _pending_span(*also: sa.ColumnElement[bool]) -> sa.ColumnElement[int]:
+    """Newest pending id - oldest + 1 (0: none pending), at least the number of pending jobs;
+    each end one probe of an index of pending ids (one aggregate per query, as SQLite reads a
+    min or max from an index only so)."""
+    newest = sa.select(sa.func.max(PENDING_ORDER)).where(_PENDING, *also).scalar_subquery()
+    oldest = sa.select(sa.func.min(PENDING_ORDER)).where(_PENDING, *also).scalar_subquery()
+    return sa.func.coalesce(newest - oldest + 1, 0)
+
+
+_QUEUED_AT_MOST = _pending_span() + _count_up_to(in_flight(job.c.status), "queued_cap")
+_ORG_PENDING_AT_MOST = _pending_span(job.c.organization_id == sa.bindparam("organization_id"))
+
+
+def _room(
+    at_most: sa.ColumnElement[int], count: sa.ColumnElement[int], cap: str
+) -> sa.ColumnElement[bool]:
+    """The cap is off, or the bound leaves room, or (read only then: both engines stop at the
+    first true term of an ``OR``) the count does."""
     bound = sa.bindparam(cap, type_=sa.Integer)
-    return sa.or_(bound == 0, count < bound)
+    return sa.or_(bound == 0, at_most < bound, count < bound)
 
 
-ROOM_FOR_ONE = sa.and_(_room(_QUEUED, "queued_cap"), _room(_ORG_PENDING, "org_cap"))
+ROOM_FOR_ONE = sa.and_(
+    _room(_QUEUED_AT_MOST, _QUEUED, "queued_cap"),
+    _room(_ORG_PENDING_AT_MOST, _ORG_PENDING, "org_cap"),
+)
 """True when one more pending job passes no cap, counted as ``backlog`` counts (a cap of 0 is
 off), for a statement that writes a job only then; its parameters are ``Caps.params``'."""
+
+_ROOM = Direct(sa.select(sa.case((ROOM_FOR_ONE, 1), else_=0).label("room")))
 
 
 @dataclass(frozen=True)
@@ -78,3 +106,8 @@ def backlog(conn: Connection, caps: Caps) -> Backlog:
     row = _BACKLOG.first(conn, caps.params())
     assert row is not None
     return Backlog(int(row.queued), int(row.org_pending))
+
+
+def room_for_one(conn: Connection, caps: Caps) -> bool:
+    """Whether one more pending job passes every cap (``ROOM_FOR_ONE``)."""
+    return bool(_ROOM.scalar(conn, caps.params()))

@@ -16,7 +16,7 @@ from benchrunner.core.events import JobEvent
 from benchrunner.core.states import JobStatus
 from benchrunner.protocol import JsonJobConfig
 from benchrunner.server.store import capabilities, insert_claims, reports
-from benchrunner.server.store.backlog import ROOM_FOR_ONE, Caps, backlog
+from benchrunner.server.store.backlog import ROOM_FOR_ONE, Caps, room_for_one
 from benchrunner.server.store.direct import Direct, insert_values
 from benchrunner.server.store.signed_outputs import SignedOutput
 from benchrunner.server.store.tables import (
@@ -349,7 +349,7 @@ def job_create_with_report(
 ) -> CreatedRun | None:
     """A report and its job (``params.report_id`` is ignored), the job's ``job_created`` event,
     and the report read back; None, with nothing written, when ``caps`` leave no room for one
-    more pending job (counted as ``backlog.backlog`` counts). On PostgreSQL one statement,
+    more pending job (``backlog.ROOM_FOR_ONE``). On PostgreSQL one statement,
     caps counted, so in autocommit (``write_each``) the three rows are written together or
     not at all; SQLite counts, then writes them one by one in the unit's transaction.
 
@@ -357,7 +357,7 @@ def job_create_with_report(
     the job claimed for that runner when it may have it (``CreatedRun.claimed``). SQLite, which
     claims in the same transaction at no round trip, ignores it."""
     if not capabilities.of(conn).writes_in_ctes:
-        if caps is not None and caps.full_cap(backlog(conn, caps)):
+        if caps is not None and not room_for_one(conn, caps):
             return None
         report_id, _ = reports.report_create(conn, new_report)
         job_id, job_uuid = job_create(conn, replace(params, report_id=report_id))

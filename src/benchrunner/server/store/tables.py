@@ -637,10 +637,26 @@ _HAS_RUNNER = sa.text("runner_id IS NOT NULL")
 sa.Index(
     "index_job_runner_id", job.c.runner_id, sqlite_where=_HAS_RUNNER, postgresql_where=_HAS_RUNNER
 )
-# An organization's pending jobs: its backpressure cap counts them on every submission.
+PENDING_ORDER = job.c.id + sa.literal_column("0")
+"""The pending jobs' order in the two indexes below, from whose ends the submission caps read
+the span of their ids (``store.backlog``): an expression, not the id itself, which ``pk_job``
+also orders by, so that no planner reads an end through ``pk_job``, past every finished job
+(PostgreSQL did, its statistics making any row likely pending). A query names it exactly so."""
+sa.Index(
+    "index_job_pending_id",
+    job.c.status,
+    PENDING_ORDER,
+    sqlite_where=_PENDING,
+    postgresql_where=_PENDING,
+)
+# An organization's pending jobs: its cap counts them when their span reaches it. The status
+# first, as in ``index_job_pending_id``: with two equal columns to the other's one, SQLite
+# takes this one for an organization's span.
 sa.Index(
     "index_job_org_pending",
+    job.c.status,
     job.c.organization_id,
+    PENDING_ORDER,
     sqlite_where=_PENDING,
     postgresql_where=_PENDING,
 )
@@ -653,10 +669,10 @@ sa.Index(
     postgresql_where=_OUTPUTS_KEPT,
 )
 sa.Index("index_job_spec_id", job.c.spec_id)
-sa.Index("index_job_report_id", job.c.report_id)
 # A project's jobs page: the newest first without sorting them all (once the planner's statistics
 # show a project holding many jobs), and their number by status from the index alone.
 sa.Index("index_job_created", job.c.created, job.c.id)
+# A report's jobs, and their statuses from the index alone.
 sa.Index("index_job_report_status", job.c.report_id, job.c.status)
 
 job_event = sa.Table(
