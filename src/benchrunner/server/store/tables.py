@@ -579,6 +579,16 @@ _PENDING = sa.text("status = 0")
 _IN_FLIGHT = sa.text("status BETWEEN 1 AND 2")
 
 
+def unindexed(column: sa.ColumnElement[Any]) -> sa.ColumnElement[Any]:
+    """``column`` as no index has it (``column + 0``), for a condition that checks a row found
+    another way (a job by its id) and must not choose how it is found. A prepared statement's
+    generic plan cannot tell a lookup by the primary key from one by another column of a
+    single equal value: PostgreSQL moved a runner's job through ``index_job_runner_id``,
+    reading every job the runner ever ran, and claimed a job through a pending index,
+    reading the whole queue (benchmarks/RESULTS.md, "Statements per job on PostgreSQL")."""
+    return column + sa.literal_column("0")
+
+
 def pending(status: sa.ColumnElement[int]) -> sa.ColumnElement[bool]:
     """``status = 0`` with the value written out, as ``index_job_pending`` says it. With a
     bound parameter the plan depends on the value bound (whether the partial index applies):

@@ -24,7 +24,14 @@ from benchrunner.server.store import capabilities, job_logs, job_outputs
 from benchrunner.server.store.arrays import unnested
 from benchrunner.server.store.capabilities import Capabilities
 from benchrunner.server.store.direct import Direct, insert_values
-from benchrunner.server.store.tables import in_flight, job, job_event, job_output, runner
+from benchrunner.server.store.tables import (
+    in_flight,
+    job,
+    job_event,
+    job_output,
+    runner,
+    unindexed,
+)
 
 _EVENT_COLUMNS = ("job_id", "event_type", "message", "actor", "meta", "created")
 _INSERT_EVENT = Direct(insert_values(job_event, _EVENT_COLUMNS))
@@ -124,12 +131,13 @@ def _guarded_update(
     (and ``also``), returning the id when the job moved; ``job_id``: the job's id as the
     statement chooses it (``Pick``) instead of bound."""
     allowed = sorted(int(s) for s in sources_of(target))
-    guard = [job.c.runner_id == sa.bindparam("owner_id")] if runner_guard else []
+    # The job is found by its id alone: its guards read the row found (``tables.unindexed``).
+    guard = [unindexed(job.c.runner_id) == sa.bindparam("owner_id")] if runner_guard else []
     guard.extend(also)
     chosen = sa.bindparam("job_id") if job_id is None else job_id
     return (
         job.update()
-        .where(job.c.id == chosen, job.c.status.in_(allowed), *guard)
+        .where(job.c.id == chosen, unindexed(job.c.status).in_(allowed), *guard)
         .values(
             status=int(target),
             modified=sa.bindparam("now"),
@@ -423,7 +431,7 @@ _TOUCH_RUNNER = Direct(
 )
 _TOUCH_JOB = Direct(
     job.update()
-    .where(job.c.id == sa.bindparam("job_id"), in_flight(job.c.status))
+    .where(job.c.id == sa.bindparam("job_id"), unindexed(job.c.status).between(1, 2))
     .values(last_heartbeat=sa.bindparam("now"))
     .returning(job.c.status, job.c.started, job.c.timeout)
 )

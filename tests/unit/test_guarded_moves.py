@@ -1,0 +1,36 @@
+"""A move finds its job by id alone: its guards are written so that no index of ``job`` but the
+primary key can serve the statement (``tables.unindexed``). A prepared statement's generic plan
+once moved a runner's job through ``index_job_runner_id``, reading every job of the runner,
+and claimed a job through a pending index, reading the whole queue."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+import sqlalchemy as sa
+from sqlalchemy.dialects import postgresql, sqlite
+
+from benchrunner.core.states import JobStatus
+from benchrunner.server.store import transitions
+from benchrunner.server.store.tables import job
+
+
+def _where(statement: sa.Update, dialect: sa.Dialect) -> str:
+    sql = str(statement.compile(dialect=dialect))
+    return sql[sql.index(" WHERE ") :]
+
+
+def _indexed_columns() -> set[str]:
+    return {column.name for index in job.indexes for column in index.columns}
+
+
+@pytest.mark.parametrize("dialect", [postgresql.dialect(), sqlite.dialect()], ids=["pg", "sqlite"])
+@pytest.mark.parametrize("target", [JobStatus.RUNNING, JobStatus.COMPLETED, JobStatus.FAILED])
+def test_a_move_compares_no_indexed_column_but_the_id(
+    dialect: sa.Dialect, target: JobStatus
+) -> None:
+    where = _where(transitions._guarded_update(target, ("completed",), True), dialect)
+    compared = set(re.findall(r"\bjob\.(\w+) (?:=|IN|BETWEEN)", where))
+    assert compared & _indexed_columns() == {"id"}, where
+    assert "job.status + 0" in where and "job.runner_id + 0" in where, where
