@@ -9,7 +9,6 @@ import re
 
 import pytest
 import sqlalchemy as sa
-from sqlalchemy.dialects import postgresql, sqlite
 
 from benchrunner.core.states import JobStatus
 from benchrunner.server.store import transitions
@@ -25,7 +24,10 @@ def _indexed_columns() -> set[str]:
     return {column.name for index in job.indexes for column in index.columns}
 
 
-@pytest.mark.parametrize("dialect", [postgresql.dialect(), sqlite.dialect()], ids=["pg", "sqlite"])
+DIALECTS = [sa.create_engine(url).dialect for url in ("postgresql+psycopg://", "sqlite://")]
+
+
+@pytest.mark.parametrize("dialect", DIALECTS, ids=["pg", "sqlite"])
 @pytest.mark.parametrize("target", [JobStatus.RUNNING, JobStatus.COMPLETED, JobStatus.FAILED])
 def test_a_move_compares_no_indexed_column_but_the_id(
     dialect: sa.Dialect, target: JobStatus
