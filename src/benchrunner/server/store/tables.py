@@ -607,11 +607,13 @@ def in_flight(status: sa.ColumnElement[int]) -> sa.ColumnElement[bool]:
     return status.between(sa.literal_column("1"), sa.literal_column("2"))
 
 
+# The queue in claim order, to its last key: a claim reads its one job from the index.
 sa.Index(
     "index_job_pending",
     job.c.status,
     job.c.priority.desc(),
     job.c.created.asc(),
+    job.c.id.asc(),
     sqlite_where=_PENDING,
     postgresql_where=_PENDING,
 )
