@@ -2,11 +2,12 @@
 in-flight jobs, each count stopping at its cap, so that a submission reads at most as many
 index entries as the caps allow however long the queue has grown.
 
-A submission counts only when it must. Pending jobs are a subset of the ids between the oldest
-and the newest pending one, so that span, read from the two ends of an index of pending ids,
-bounds their number from above: while it stays under a cap there is room, whatever the queue's
-depth, at the cost of a few index probes. Only a span that reaches a cap (a queue near it, or
-one with many holes, such as jobs claimed ahead of older ones by priority) is counted."""
+A submission counts pending jobs only when it must. They are a subset of the ids between the
+oldest and the newest pending one, so that span, read from the two ends of an index of pending
+ids, bounds their number from above: while it stays under a cap there is room, whatever the
+queue's depth, at the cost of a few index probes. Only a span that reaches a cap (a queue near
+it, or one with many holes, such as jobs claimed ahead of older ones by priority) is counted.
+In-flight jobs, at most one per runner, are counted up to the server's cap either way."""
 
 from __future__ import annotations
 
@@ -17,7 +18,13 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from benchrunner.server.store.direct import Direct
-from benchrunner.server.store.tables import PENDING_ORDER, in_flight, job, pending
+from benchrunner.server.store.tables import (
+    ORG_PENDING_ORDER,
+    PENDING_ORDER,
+    in_flight,
+    job,
+    pending,
+)
 
 
 @dataclass(frozen=True)
@@ -43,17 +50,21 @@ _ORG_PENDING = _count_up_to(
 _BACKLOG = Direct(sa.select(_QUEUED.label("queued"), _ORG_PENDING.label("org_pending")))
 
 
-def _pending_span(*also: sa.ColumnElement[bool]) -> sa.ColumnElement[int]:
+def _pending_span(
+    order: sa.ColumnElement[int], *also: sa.ColumnElement[bool]
+) -> sa.ColumnElement[int]:
     """Newest pending id - oldest + 1 (0: none pending), at least the number of pending jobs;
-    each end one probe of an index of pending ids (one aggregate per query, as SQLite reads a
-    min or max from an index only so)."""
-    newest = sa.select(sa.func.max(PENDING_ORDER)).where(_PENDING, *also).scalar_subquery()
-    oldest = sa.select(sa.func.min(PENDING_ORDER)).where(_PENDING, *also).scalar_subquery()
+    each end one probe of the index ``order`` names (one aggregate per query, as SQLite reads
+    a min or max from an index only so)."""
+    newest = sa.select(sa.func.max(order)).where(_PENDING, *also).scalar_subquery()
+    oldest = sa.select(sa.func.min(order)).where(_PENDING, *also).scalar_subquery()
     return sa.func.coalesce(newest - oldest + 1, 0)
 
 
-_QUEUED_AT_MOST = _pending_span() + _count_up_to(in_flight(job.c.status), "queued_cap")
-_ORG_PENDING_AT_MOST = _pending_span(job.c.organization_id == sa.bindparam("organization_id"))
+_QUEUED_AT_MOST = _pending_span(PENDING_ORDER) + _count_up_to(in_flight(job.c.status), "queued_cap")
+_ORG_PENDING_AT_MOST = _pending_span(
+    ORG_PENDING_ORDER, job.c.organization_id == sa.bindparam("organization_id")
+)
 
 
 def _room(

@@ -289,7 +289,7 @@ def _report_and_job(notify: bool, capped: bool, claim: bool | None) -> Direct:
     statement (data-modifying CTEs), which returns the report as ``reports.report_row`` reads
     it and the job's id. The job's parameters are ``_job_values``' prefixed with ``job_``,
     the report's ``reports.report_params``', the event's ``event_params``'. ``capped``: only
-    while the submission caps leave room (``backlog.ROOM_FOR_ONE``, counted by the same
+    while the submission caps leave room (``backlog.ROOM_FOR_ONE``, checked by the same
     statement), no row otherwise. ``claim`` (not None): the job is inserted claimed for a
     runner when it may have it (``insert_claims.claimant``; True: an images-only runner), and
     the spec's columns come back, prefixed, with ``claimed``."""
@@ -350,8 +350,9 @@ def job_create_with_report(
     """A report and its job (``params.report_id`` is ignored), the job's ``job_created`` event,
     and the report read back; None, with nothing written, when ``caps`` leave no room for one
     more pending job (``backlog.ROOM_FOR_ONE``). On PostgreSQL one statement,
-    caps counted, so in autocommit (``write_each``) the three rows are written together or
-    not at all; SQLite counts, then writes them one by one in the unit's transaction.
+    caps checked, so in autocommit (``write_each``) the three rows are written together or
+    not at all; SQLite checks them (``backlog.room_for_one``), then writes them one by one in
+    the unit's transaction.
 
     ``claim_for`` (PostgreSQL, a job ``insert_claims.claimable``): the same statement inserts
     the job claimed for that runner when it may have it (``CreatedRun.claimed``). SQLite, which

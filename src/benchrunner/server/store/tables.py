@@ -584,8 +584,8 @@ def unindexed(column: sa.ColumnElement[Any]) -> sa.ColumnElement[Any]:
     another way (a job by its id) and must not choose how it is found. A prepared statement's
     generic plan cannot tell a lookup by the primary key from one by another column of a
     single equal value: PostgreSQL moved a runner's job through ``index_job_runner_id``,
-    reading every job the runner ever ran, and claimed a job through a pending index,
-    reading the whole queue (benchmarks/RESULTS.md, "Statements per job on PostgreSQL")."""
+    reading every job the runner ever ran, and a claim's move through a partial index of
+    pending jobs, reading the queue (benchmarks/RESULTS.md, "What a job's statements read")."""
     return column + sa.literal_column("0")
 
 
@@ -650,10 +650,16 @@ sa.Index(
     "index_job_runner_id", job.c.runner_id, sqlite_where=_HAS_RUNNER, postgresql_where=_HAS_RUNNER
 )
 PENDING_ORDER = job.c.id + sa.literal_column("0")
-"""The pending jobs' order in the two indexes below, from whose ends the submission caps read
-the span of their ids (``store.backlog``): an expression, not the id itself, which ``pk_job``
-also orders by, so that no planner reads an end through ``pk_job``, past every finished job
-(PostgreSQL did, its statistics making any row likely pending). A query names it exactly so."""
+"""The pending jobs' order in ``index_job_pending_id``, from whose ends the server's cap reads
+the span of their ids (``store.backlog``): an expression of the id that no other index has, so
+that no planner reads an end through ``pk_job`` past every finished job (PostgreSQL did, its
+statistics making any row likely pending), nor through another partial index. A query names
+it exactly so."""
+ORG_PENDING_ORDER = job.c.id - sa.literal_column("0")
+"""``PENDING_ORDER`` for ``index_job_org_pending``, an organization's span: an expression of
+its own, so that an organization's ends are read from its own index (PostgreSQL read them
+through ``index_job_pending_id``, past every other organization's pending job, when the
+organization held most of the table's rows)."""
 sa.Index(
     "index_job_pending_id",
     job.c.status,
@@ -661,14 +667,12 @@ sa.Index(
     sqlite_where=_PENDING,
     postgresql_where=_PENDING,
 )
-# An organization's pending jobs: its cap counts them when their span reaches it. The status
-# first, as in ``index_job_pending_id``: with two equal columns to the other's one, SQLite
-# takes this one for an organization's span.
+# An organization's pending jobs: its cap counts them when their span reaches it.
 sa.Index(
     "index_job_org_pending",
     job.c.status,
     job.c.organization_id,
-    PENDING_ORDER,
+    ORG_PENDING_ORDER,
     sqlite_where=_PENDING,
     postgresql_where=_PENDING,
 )

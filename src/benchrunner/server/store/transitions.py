@@ -431,7 +431,7 @@ _TOUCH_RUNNER = Direct(
 )
 _TOUCH_JOB = Direct(
     job.update()
-    .where(job.c.id == sa.bindparam("job_id"), unindexed(job.c.status).between(1, 2))
+    .where(job.c.id == sa.bindparam("job_id"), in_flight(unindexed(job.c.status)))
     .values(last_heartbeat=sa.bindparam("now"))
     .returning(job.c.status, job.c.started, job.c.timeout)
 )

@@ -16,7 +16,7 @@ from sqlalchemy.engine import Connection
 
 from benchrunner.server.config import ServerSettings
 from benchrunner.server.http.errors import ApiError
-from benchrunner.server.store.backlog import Caps, backlog
+from benchrunner.server.store.backlog import Caps, backlog, room_for_one
 
 
 def _busy(settings: ServerSettings, message: str) -> ApiError:
@@ -42,7 +42,7 @@ def check_backlog(
 ) -> None:
     """Raise 429 when one more pending job would pass a cap."""
     caps = caps_for(settings, organization_id)
-    if caps is None:
+    if caps is None or room_for_one(conn, caps):
         return
     full = caps.full_cap(backlog(conn, caps))
     if full == "queued":

@@ -1,7 +1,7 @@
-"""pending ids: the pending jobs indexed by id (as ``id + 0``: see ``tables.PENDING_ORDER``), the
-server's and each organization's, so that the submission caps find the span of pending ids from
-the ends of an index and count jobs only when that span reaches a cap (``store.backlog``);
-``index_job_report_id`` dropped, since
+"""pending ids: the pending jobs indexed by id (as ``id + 0`` and ``id - 0``: see
+``tables.PENDING_ORDER``), the server's and each organization's, so that the submission caps
+find the span of pending ids from the ends of an index and count jobs only when that span
+reaches a cap (``store.backlog``); ``index_job_report_id`` dropped, since
 ``index_job_report_status`` begins with the same column and every move of a job wrote both;
 ``index_job_pending`` ends with the id, the claims' last order key, so that a claim reads its
 one job from the index in claim order instead of sorting a batch of them
@@ -23,9 +23,10 @@ depends_on = None
 
 _PENDING = sa.text("status = 0")
 _PENDING_ORDER = sa.text("(id + 0)")
+_ORG_PENDING_ORDER = sa.text("(id - 0)")
 
 
-_PENDING_ORDER_BEFORE = [
+_PENDING_ORDER_BEFORE: list[str | sa.TextClause | sa.ColumnElement[object]] = [
     "status",
     sa.literal_column("priority DESC"),
     sa.literal_column("created ASC"),
@@ -48,7 +49,7 @@ def upgrade() -> None:
     op.create_index(
         "index_job_org_pending",
         "job",
-        ["status", "organization_id", _PENDING_ORDER],
+        ["status", "organization_id", _ORG_PENDING_ORDER],
         sqlite_where=_PENDING,
         postgresql_where=_PENDING,
     )
