@@ -58,10 +58,15 @@ screenshots: $(STAMP) system-packages
 	BENCHRUNNER_SCREENSHOTS=$(CURDIR)/docs/screenshots $(BIN)/pytest -q -p no:cacheprovider tests/console
 
 # The server and runner container images, as OCI layouts in images/ (deploy/images/build.sh;
-# root, mmdebstrap and umoci). SOURCE_DATE_EPOCH defaults to the last commit's time.
+# root, mmdebstrap and umoci). SOURCE_DATE_EPOCH defaults to the last commit's time. Both are
+# made from one wheel, built here once.
 images: $(STAMP)
-	deploy/images/build.sh server --out images/server
-	deploy/images/build.sh runner --out images/runner
+	wheel=$$(mktemp -d) && trap 'rm -rf "$$wheel"' EXIT && \
+	  SOURCE_DATE_EPOCH=$${SOURCE_DATE_EPOCH:-$$(git log -1 --format=%ct)} \
+	  $(BIN)/python -m pip wheel --quiet --no-deps -w "$$wheel" . && \
+	  for kind in server runner; do \
+	    deploy/images/build.sh $$kind --out images/$$kind --wheel "$$wheel"/benchrunner-*.whl || exit; \
+	  done
 
 clean:
 	rm -rf $(VENV)

@@ -115,12 +115,10 @@ fi
 python3 "$here/runtime_requirements.py" "$repo/requirements.lock" "$wheel" > "$work/runtime.txt"
 mkdir "$work/root"
 tar -C "$work/root" -xf "$base"
-# What the venv is made of: the lock's entries, the Python, pip and glibc it is made with, and
-# this step's own lines; not the rest of Debian, so the server and the runner share it.
-deps_key=$( { echo "$SOURCE_DATE_EPOCH"; cat "$work/runtime.txt"
-  grep -E '^(python3\.11|libpython3\.11-stdlib|python3-pip-whl|python3-setuptools-whl|libc6) ' \
-    "$work/root/usr/share/benchrunner-packages.txt"
-  sed -n '/^# Layer 2/,/^# Layer 3/p' "$here/build.sh"; } | sha256sum | cut -c1-16)
+# Kept under a hash of what the venv is made of (venv_key.sh): the lock's entries and, from
+# Debian, Python and the venv, ensurepip, pip and setuptools it installs; not the rest of Debian,
+# so the server and the runner share it, and a build from a snapshot reuses it.
+deps_key=$("$here/venv_key.sh" "$work/root" "$work/runtime.txt")
 deps="$cache/venv-$deps_key.tar"
 if [ ! -s "$deps" ]; then
   echo "build.sh: layer 2, /opt/benchrunner with $(grep -c '==' "$work/runtime.txt") locked packages" >&2
@@ -163,16 +161,26 @@ layer_tar "$work/root" "$work/app.tar" --no-recursion -T "$work/added.txt"
 # The image: the three layers and a configuration; every date is SOURCE_DATE_EPOCH. umoci
 # compresses each layer as it adds it: the first two are added once, to a layout kept beside
 # their tars, which each build copies (its blobs as hard links: umoci never rewrites a blob).
-add_layer() { # LAYOUT TAR WHAT
-  umoci raw add-layer --image "$1:$kind" --history.created "$created" \
+# The second is compressed once for every kind and Debian layer, in a layout of its own.
+add_layer() { # IMAGE TAR WHAT
+  umoci raw add-layer --image "$1" --history.created "$created" \
     --history.created_by "benchrunner deploy/images/build.sh: $3" "$2"
 }
+venv_layout="$cache/layout-venv-$deps_key"
+if [ ! -s "$venv_layout/index.json" ]; then
+  umoci init --layout "$work/venv-layout"
+  umoci new --image "$work/venv-layout:venv"
+  add_layer "$work/venv-layout:venv" "$deps" "run-time dependencies from requirements.lock"
+  rm -rf "$venv_layout"
+  mv "$work/venv-layout" "$venv_layout"
+  find "$cache" -maxdepth 1 -name "layout-venv-*" ! -name "${venv_layout##*/}" -exec rm -rf {} +
+fi
 lower="$cache/layout-$kind-$base_key-$deps_key"
 if [ ! -s "$lower/index.json" ]; then
   umoci init --layout "$work/lower"
   umoci new --image "$work/lower:$kind"
-  add_layer "$work/lower" "$base" "Debian $suite: $packages"
-  add_layer "$work/lower" "$deps" "run-time dependencies from requirements.lock"
+  add_layer "$work/lower:$kind" "$base" "Debian $suite: $packages"
+  python3 "$here/append_layer.py" "$work/lower" "$kind" "$venv_layout" venv
   rm -rf "$lower"
   mv "$work/lower" "$lower"
   find "$cache" -maxdepth 1 -name "layout-$kind-*" ! -name "${lower##*/}" -exec rm -rf {} +
@@ -181,7 +189,7 @@ layout="$work/layout"
 mkdir "$layout"
 cp -al "$lower/blobs" "$layout/blobs"
 cp "$lower/index.json" "$lower/oci-layout" "$layout/"
-add_layer "$layout" "$work/app.tar" "benchrunner $version"
+add_layer "$layout:$kind" "$work/app.tar" "benchrunner $version"
 config=(--created "$created" --history.created "$created" --author benchrunner
   --config.env PATH=/opt/benchrunner/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
   --config.env LANG=C.UTF-8 --config.env PYTHONDONTWRITEBYTECODE=1

@@ -866,9 +866,11 @@ def need_snapshot_mirror(setting: Setting) -> None:
     snapshot.debian.org the address of a stand-in (tests/snapshot_mirror.py: today's archive
     under the snapshot's paths; the test machine cannot reach the real one). The Debian layers
     are made anew, through the stand-in, in a stages directory of the block's own; the
-    dependency layer tests/system/test_images.py keeps is reused when the snapshot's Python and
-    glibc are the same. Both layouts must be in ``images/``, and the stand-in must have served
-    the build's Release and packages under the block's timestamp."""
+    dependency layer tests/system/test_images.py keeps (its tar and its compressed form) is
+    reused when what it is made of (deploy/images/venv_key.sh: Python's version, its venv and
+    ensurepip modules, the pip and setuptools wheels) is the same in the snapshot, whatever the
+    packages' Debian revisions. Both layouts must be in ``images/``, and the stand-in must have
+    served the build's Release and packages under the block's timestamp."""
     (timestamp,) = SNAPSHOT_URL.findall(setting.script)
     images = REPO / "images"
     assert not images.exists(), f"{images} exists already: the block would replace it"
@@ -876,12 +878,15 @@ def need_snapshot_mirror(setting: Setting) -> None:
     stack = contextlib.ExitStack()
     setting.cleanups.append(stack.close)
     mirror = stack.enter_context(snapshot_mirror(SNAPSHOT_ADDRESS))
-    # Beside the test's cache (one file system), so that its dependency layer is a hard link.
+    # Beside the test's cache (one file system), so that its dependency layer (the tar and its
+    # compressed form) is a hard link.
     stages = image_cache() / f".snapshot-stages-{secrets.token_hex(4)}"
     stages.mkdir(parents=True)
     stack.callback(shutil.rmtree, stages, ignore_errors=True)
     for layer in (image_cache() / "stages").glob("venv-*.tar"):
         os.link(layer, stages / layer.name)
+    for layout in (image_cache() / "stages").glob("layout-venv-*"):
+        shutil.copytree(layout, stages / layout.name, copy_function=os.link)
     cache = setting.cwd / "cache"
     cache.mkdir()
     (cache / "benchrunner-images").symlink_to(stages)

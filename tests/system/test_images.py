@@ -38,6 +38,8 @@ from tests.registry_support import push_blob
 pytestmark = [pytest.mark.system, pytest.mark.timeout(3600)]
 
 BUILD = REPO / "deploy" / "images" / "build.sh"
+VENV_KEY = REPO / "deploy" / "images" / "venv_key.sh"
+APPEND_LAYER = REPO / "deploy" / "images" / "append_layer.py"
 # A fixed date for every timestamp in the images: the same inputs give the same layers, and the
 # cache outlives commits.
 SOURCE_DATE_EPOCH = "1764288000"
@@ -356,3 +358,101 @@ def test_runner_image_holds_the_runner_and_its_runtime(tmp_path: Path) -> None:
         assert "runc version" in done.stdout
     finally:
         container.remove()
+
+
+def test_venv_key_follows_what_the_venv_is_made_of(tmp_path: Path) -> None:
+    """deploy/images/venv_key.sh on the server's real Debian layer: the dependency layer's key
+    stays when only the Debian revisions of the packages change (as between a build with
+    bookworm-security and a build from a snapshot without it), and changes with the pip wheel
+    or the venv module the venv is made with, with the lock's entries and with the date."""
+    built_image("server", tmp_path / "wheel")
+    (layer,) = (image_cache() / "stages").glob("debian-server-*.tar")
+    root = tmp_path / "root"
+    root.mkdir()
+    subprocess.run(["tar", "-C", root, "-xf", layer], check=True, timeout=600)
+    runtime = tmp_path / "runtime.txt"
+    runtime.write_text("idna==3.10 --hash=sha256:" + "0" * 64 + "\n")
+
+    def key(epoch: str = SOURCE_DATE_EPOCH) -> str:
+        done = subprocess.run(
+            [VENV_KEY, root, runtime],
+            env={**os.environ, "SOURCE_DATE_EPOCH": epoch},
+            capture_output=True, text=True, timeout=120, check=True,
+        )  # fmt: skip
+        return done.stdout.strip()
+
+    def changed(path: Path, text: str) -> str:
+        """The key with ``path`` rewritten as ``text``, the file restored afterwards."""
+        before = path.read_bytes()
+        path.write_text(text)
+        try:
+            return key()
+        finally:
+            path.write_bytes(before)
+
+    first = key()
+    assert len(first) == 16 and first == key()
+    # Another Debian revision of Python (and of everything else), as the package lists say.
+    for listing in (root / "usr/share/benchrunner-packages.txt", root / "var/lib/dpkg/status"):
+        text = listing.read_text()
+        assert "+deb12u" in text, listing
+        listing.write_text(text.replace("+deb12u", "+deb12u9"))
+    assert key() == first
+    (pip,) = (root / "usr/share/python-wheels").glob("pip-*.whl")
+    assert changed(pip, "another pip") != first
+    (venv,) = root.glob("usr/lib/python3*/venv/__init__.py")
+    assert changed(venv, venv.read_text() + "# another venv module\n") != first
+    assert changed(runtime, "idna==3.11 --hash=sha256:" + "1" * 64 + "\n") != first
+    assert key(epoch="1764288001") != first
+    assert key() == first
+
+
+def test_append_layer_gives_the_image_umoci_gives(tmp_path: Path) -> None:
+    """deploy/images/append_layer.py, which build.sh uses to take the compressed dependency
+    layer from its own layout: after the same next umoci steps, the image is the one
+    ``umoci raw add-layer`` of that layer's tar would have made, to the manifest's digest."""
+    created = "2025-11-28T00:00:00Z"
+    tars = []
+    for name in ("first", "second"):
+        files = tmp_path / f"{name}-files"
+        files.mkdir()
+        (files / f"{name}.txt").write_text(f"the {name} layer\n")
+        tars.append(tmp_path / f"{name}.tar")
+        subprocess.run(["tar", "-C", files, "-cf", tars[-1], "."], check=True)
+
+    def umoci(*args: str | Path) -> None:
+        subprocess.run(["umoci", *map(str, args)], check=True, capture_output=True, timeout=60)
+
+    def add_layer(image: str, tar: Path) -> None:
+        umoci("raw", "add-layer", "--image", image, "--history.created", created,
+              "--history.created_by", f"adds {tar.name}", tar)  # fmt: skip
+
+    def layout(name: str) -> Path:
+        path = tmp_path / name
+        umoci("init", "--layout", path)
+        umoci("new", "--image", f"{path}:{name}")
+        return path
+
+    second = layout("second")
+    add_layer(f"{second}:second", tars[1])
+    images = {}
+    for name in ("umoci", "appended"):
+        path = layout(name)
+        add_layer(f"{path}:{name}", tars[0])
+        if name == "umoci":
+            add_layer(f"{path}:{name}", tars[1])
+        else:
+            subprocess.run([sys.executable, APPEND_LAYER, path, name, second, "second"], check=True)
+        umoci("config", "--image", f"{path}:{name}", "--created", created,
+              "--history.created", created, "--config.cmd", "true")  # fmt: skip
+        umoci("gc", "--layout", path)
+        images[name] = path
+    digests = {name: manifest_of(path) for name, path in images.items()}
+    assert digests["umoci"] == digests["appended"], digests
+    for name, path in images.items():
+        blobs = {blob.name for blob in (path / "blobs" / "sha256").iterdir()}
+        assert len(blobs) == 4, (name, blobs)  # two layers, a configuration and a manifest
+
+
+def manifest_of(layout: Path) -> str:
+    return str(json.loads((layout / "index.json").read_text())["manifests"][0]["digest"])
