@@ -148,7 +148,7 @@ class World:
             if not self.one_statement:
                 raise claims.ClaimInTransaction
             org = self.orgs[runner_id]
-            row = self.db.claim_sync(claims.job_claim_alone, runner_id, org, *args)
+            row = self.db.write_sync(claims.job_claim_alone, runner_id, org, *args)
         except claims.ClaimInTransaction:
             row = self.write(claims.job_claim, runner_id, *args)
         return None if row is None else int(row.job.id)

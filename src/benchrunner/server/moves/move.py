@@ -230,7 +230,7 @@ def _claim_alone(
     holding_none: bool = False,
 ) -> claims.Claim | None:
     """``claim`` as one statement standing on its own (``store.claims.job_claim_alone``, run
-    by ``Database.claim_each``). Raises ``claims.ClaimInTransaction`` when ``claim`` must
+    by ``Database.write_each``). Raises ``claims.ClaimInTransaction`` when ``claim`` must
     make it."""
     return claims.job_claim_alone(
         conn, runner_id, runner_org, nonce, now, runner_slug, templates, holding_none
@@ -257,7 +257,7 @@ async def claim_for_runner(
     try:
         if not org_known:
             raise claims.ClaimInTransaction
-        return await db.claim_each(_claim_alone, runner_id, runner_org, *args, holding_none=True)
+        return await db.write_each(_claim_alone, runner_id, runner_org, *args, holding_none=True)
     except claims.ClaimInTransaction:
         return await db.write(claim, runner_id, *args, holding_none=True)
 

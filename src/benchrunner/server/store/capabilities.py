@@ -37,10 +37,6 @@ class Capabilities:
     """Several transactions write at once (writer threads, replicas), so a check and the write
     that depends on it, where no row lock covers the check, take an advisory lock (tier limits,
     migrations). SQLite has one writer at a time (``BEGIN IMMEDIATE``)."""
-    claim_sort_off: bool
-    """The claim's first read turns sorting off for the claim's transaction: PostgreSQL's
-    planner, with statistics gone stale after a burst of submissions, sorts the whole queue
-    (``claims.runner_claim_state``)."""
     analyze_by_hand: bool
     """The server gathers the query planner's statistics itself (``planner``): SQLite gathers
     none unless asked, where PostgreSQL's autovacuum does."""
@@ -63,7 +59,6 @@ SQLITE = Capabilities(
     insert=sqlite.insert,
     writes_in_ctes=False,
     concurrent_writers=False,
-    claim_sort_off=False,
     analyze_by_hand=True,
     notifies=False,
     alters_by_copy=True,
@@ -74,7 +69,6 @@ POSTGRESQL = Capabilities(
     insert=postgresql.insert,
     writes_in_ctes=True,
     concurrent_writers=True,
-    claim_sort_off=True,
     analyze_by_hand=False,
     notifies=True,
     alters_by_copy=False,

@@ -147,12 +147,8 @@ _CLAIM_STATE_COLUMNS = (runner.c.paused, runner.c.archived, runner.c.organizatio
 
 
 @functools.cache
-def _runner_claim_state(sort_off: bool, holding_none: bool) -> Direct:
-    also: list[sa.ColumnElement[Any]] = []
-    if sort_off:
-        also.append(sa.func.set_config("enable_sort", "off", True))
-    if holding_none:
-        also.append(_holds_jobs().label("holds_jobs"))
+def _runner_claim_state(holding_none: bool) -> Direct:
+    also = [_holds_jobs().label("holds_jobs")] if holding_none else []
     return Direct(
         sa.select(*_CLAIM_STATE_COLUMNS, *also).where(runner.c.id == sa.bindparam("runner_id"))
     )
@@ -160,19 +156,8 @@ def _runner_claim_state(sort_off: bool, holding_none: bool) -> Direct:
 
 def runner_claim_state(conn: Connection, runner_id: int, holding_none: bool = False) -> Any | None:
     """The runner's paused, archived and organization_id, read first in every claim; with
-    ``holding_none``, also ``holds_jobs``: whether a job is in flight for it.
-
-    On PostgreSQL the same statement also turns off sorting for the rest of the transaction
-    (``SET LOCAL enable_sort = off``, as a function call so that it costs no round trip).
-    PostgreSQL plans the claim from the job table's statistics. After a burst of submissions,
-    before autovacuum has analyzed the table, it believes that few jobs are pending, so it joins
-    and sorts all of them, and each claim costs time in proportion to the queue (3,000 pending
-    jobs: 8 ms per claim instead of 0.6 ms). Without a sort, the plan left walks
-    ``index_job_pending`` in claim order and stops at the first eligible job, whatever the
-    statistics say (benchmarks/RESULTS.md, "Claims under a burst").
-    """
-    sort_off = capabilities.of(conn).claim_sort_off
-    return _runner_claim_state(sort_off, holding_none).first(conn, {"runner_id": runner_id})
+    ``holding_none``, also ``holds_jobs``: whether a job is in flight for it."""
+    return _runner_claim_state(holding_none).first(conn, {"runner_id": runner_id})
 
 
 def job_claim(
@@ -279,7 +264,7 @@ def job_claim_alone(
     holding_none: bool = False,
 ) -> Claim | None:
     """``job_claim`` as one statement, which stands on its own (PostgreSQL: it commits by
-    itself, ``Database.claim_each``) for a runner of organization ``runner_org`` (None: a
+    itself, ``Database.write_each``) for a runner of organization ``runner_org`` (None: a
     shared runner).
 
     Raises RunnerUnavailable and RunnerHoldsJobs as ``job_claim`` does, and ClaimInTransaction

@@ -103,8 +103,6 @@ POSTGRESQL_SESSION = {"options": "-c synchronous_commit=on"}
 power cut (docs/explanation/results-safety.md)."""
 POSTGRESQL_LAZY_SESSION = {"options": "-c synchronous_commit=off"}
 """Commits that do not wait for the disk (``Database.write_lazy``)."""
-POSTGRESQL_CLAIM_SESSION = {"options": "-c synchronous_commit=on -c enable_sort=off"}
-"""Durable commits, and a planner that never sorts (``Database.claim_each``)."""
 
 
 def sqlite_wal_path(url: str) -> Path:
@@ -151,9 +149,7 @@ PING_AFTER_IDLE = 1.0
 """Seconds a pooled PostgreSQL connection may sit unused before it is pinged on checkout."""
 
 
-def _postgresql_engine(
-    url: str, *, pool_size: int, durable: bool = True, sorts: bool = True
-) -> Engine:
+def _postgresql_engine(url: str, *, pool_size: int, durable: bool = True) -> Engine:
     """Connections are checked before use only when they have been idle: a connection
     that served a moment ago is alive, and pinging it on every checkout (``pool_pre_ping``)
     costs a round trip per unit of work. One found dead is replaced transparently."""
@@ -162,13 +158,7 @@ def _postgresql_engine(
         pool_size=pool_size,
         max_overflow=10,
         hide_parameters=HIDE_PARAMETERS,
-        connect_args=(
-            POSTGRESQL_CLAIM_SESSION
-            if not sorts
-            else POSTGRESQL_SESSION
-            if durable
-            else POSTGRESQL_LAZY_SESSION
-        ),
+        connect_args=POSTGRESQL_SESSION if durable else POSTGRESQL_LAZY_SESSION,
         execution_options={capabilities.OPTION: capabilities.POSTGRESQL},
     )
 
@@ -197,17 +187,15 @@ def make_engine(
     writer: bool = True,
     pool_size: int = 5,
     durable: bool = True,
-    sorts: bool = True,
 ) -> Engine:
     """An engine for ``url``, carrying its engine's ``Capabilities`` (``capabilities.of``);
     ``NotImplementedError`` for a database engine benchrunner does not run on. ``durable``:
-    PostgreSQL's commits wait for the disk (else see ``Database.write_lazy``); ``sorts``:
-    PostgreSQL's planner may sort (else see ``Database.claim_each``)."""
+    PostgreSQL's commits wait for the disk (else see ``Database.write_lazy``)."""
     url = normalize_url(url)
     chosen = capabilities.for_backend(sa.make_url(url).get_backend_name())
     if chosen is capabilities.SQLITE:
         return _sqlite_engine(url, immediate=writer, pool_size=pool_size)
-    return _postgresql_engine(url, pool_size=pool_size, durable=durable, sorts=sorts)
+    return _postgresql_engine(url, pool_size=pool_size, durable=durable)
 
 
 class _HeldConnections:
@@ -343,8 +331,7 @@ class Database:
     Each way to write is one promise about durability, and each step of a job has one:
     ``write`` (a transaction, durable when it returns: most writes), ``write_each`` (each
     statement its own durable commit: a runner's ``running``, a heartbeat, a submission of
-    one statement), ``claim_each`` (``write_each`` on
-    the claims' own connections), ``write_acked`` (a transaction whose commit may share one
+    one statement, a claim), ``write_acked`` (a transaction whose commit may share one
     flush of the WAL, durable after ``durable()``: a runner's failure, before its ``ack``),
     ``write_acked_each`` (``write_acked`` in autocommit: a runner's ``completed``) and
     ``write_lazy`` (never made durable by itself: what is sent again if lost, a live log).
@@ -423,20 +410,6 @@ class Database:
             else self.lazy_engine.execution_options(isolation_level="AUTOCOMMIT")
         )
         """Where ``write_acked_each`` commits when grouped: autocommit, commits not waiting."""
-        self._claim_pool = (
-            self.write_engine
-            if self.sqlite
-            else make_engine(self.url, pool_size=write_threads, sorts=False)
-        )
-        if not self.sqlite:
-            self._claim_pool.update_execution_options(**carry)
-        self.claim_engine = (
-            self.write_engine
-            if self.sqlite
-            else self._claim_pool.execution_options(isolation_level="AUTOCOMMIT")
-        )
-        """Where ``claim_each`` runs: PostgreSQL connections in autocommit whose planner never
-        sorts."""
         # SQLite work is short and CPU-bound: running it on the event loop is faster than a
         # thread hop (the GIL gives threads no parallelism here) and keeps writes serialized.
         self.inline = self.sqlite
@@ -461,13 +434,6 @@ class Database:
         on PostgreSQL, whose writes hold row locks only."""
         return collections_deferred() if self.sqlite else contextlib.nullcontext()
 
-    def claim_sync(self, unit: Unit[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
-        """``claim_each``, blocking."""
-        with self._writer_held(), self.claim_engine.connect() as conn:
-            result = _in_transaction(conn, unit, *args, **kwargs)
-        self._commits += 1
-        return result
-
     def read_sync(self, unit: Unit[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
         with self.read_engine.connect() as conn:
             return _in_transaction(conn, unit, *args, **kwargs)
@@ -489,16 +455,6 @@ class Database:
         if self.inline:
             return await self.write(unit, *args, **kwargs)
         return await self._hop(self._writer, self._read_held, unit, *args, **kwargs)
-
-    async def claim_each(self, unit: Unit[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
-        """``write_each`` for a claim (``store.claims.job_claim_alone``), on connections kept
-        for claims, whose planner never sorts (``enable_sort=off`` for their whole session, as
-        ``claims.runner_claim_state`` turns it off for a claim's transaction): a claim planned
-        from stale statistics walks the pending jobs' index in claim order instead of sorting
-        the whole queue, and needs no statement of its own to say so. SQLite: ``write``."""
-        if self.inline:
-            return await self.write(unit, *args, **kwargs)
-        return await self._hop(self._writer, self._claim_held, unit, *args, **kwargs)
 
     async def write_acked(self, unit: Unit[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
         """A write that the caller acknowledges only after ``durable()`` (a runner's result,
@@ -576,9 +532,6 @@ class Database:
 
     def _deferred_held(self, unit: Unit[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
         return self._held.run(self._lazy_autocommit, unit, *args, **kwargs)
-
-    def _claim_held(self, unit: Unit[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
-        return self._held.run(self.claim_engine, unit, *args, **kwargs)
 
     def _read_held(self, unit: Unit[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
         """``unit`` on this thread's autocommit connection (PostgreSQL's reads, and the
@@ -714,4 +667,3 @@ class Database:
             self.read_engine.dispose()
         else:
             self.lazy_engine.dispose()
-            self._claim_pool.dispose()
