@@ -21,7 +21,9 @@ The ``job`` and ``queue`` modes measure two phases:
    request and no query competes with the pickup;
 2. **throughput**: ``--jobs`` jobs submitted by one client at its natural pace (one call after
    another) while the workers run; jobs/s from the first submission until every job is done
-   (benchrunner: ``processed``, from ``GET /v0/server/health``; Procrastinate: ``succeeded``).
+   (benchrunner: ``processed``; Procrastinate: ``succeeded``), which both sides learn the same
+   way: a count of the jobs not done, read from the database every 0.1 s on one connection
+   (not through benchrunner's server, whose CPU is measured).
    CPU per job over this phase: the ``benchrunner server`` process, every PostgreSQL process
    working for the run's database (its backends, and the cluster's own processes: the WAL
    writer, checkpointer and background writer, so run it on a cluster nothing else uses), and

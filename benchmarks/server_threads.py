@@ -33,12 +33,12 @@ def threads_cpu(pid: int) -> dict[int, float]:
 
 def measure(engine: str, jobs: int) -> tuple[float, float]:
     """(event loop, other threads) CPU ms per job on ``engine``."""
-    with deployed(engine, workers=1, mode="job", jobs=WARM_UP + jobs) as (_, deployment, _, api):
-        submit_and_drain(api, WARM_UP)
+    with deployed(engine, workers=1, mode="job", jobs=WARM_UP + jobs) as (url, deployment, _, api):
+        submit_and_drain(api, url, WARM_UP)
         server = deployment.server.proc
         assert server is not None
         before = threads_cpu(server.pid)
-        submit_and_drain(api, jobs)
+        submit_and_drain(api, url, jobs)
         after = threads_cpu(server.pid)
     spent = {tid: cpu - before.get(tid, 0.0) for tid, cpu in after.items()}
     loop = spent.pop(server.pid, 0.0)

@@ -5,6 +5,7 @@ Only the pure helpers; the benchmark's figures are never asserted.
 
 from __future__ import annotations
 
+import collections
 import os
 import tomllib
 from pathlib import Path
@@ -18,10 +19,12 @@ from benchmarks.cpu_time import (
     process_cpu_seconds,
     stat_ticks,
 )
-from benchmarks.queue_compare_benchrunner import clock_of
+from benchmarks.queue_compare_benchrunner import UNFINISHED, clock_of
 from benchmarks.queue_figures import Figures, medians, percentile, table
 from benchmarks.server_env import caps_for
 
+from benchrunner.core.states import JobStatus
+from benchrunner.server.store.queue_stats import QueueStats
 from tests.harness import TEST_TEMPLATES
 
 
@@ -111,6 +114,12 @@ def test_backend_of_matches_the_database_word(title: bytes, expected: bool) -> N
 )
 def test_auxiliary_is_the_cluster_own_processes_only(title: bytes, expected: bool) -> None:
     assert auxiliary(title) is expected
+
+
+def test_the_drain_waits_for_the_statuses_the_health_check_counts() -> None:
+    (statuses,) = UNFINISHED.compile().params.values()
+    counted = QueueStats(collections.Counter(), None).by_status()
+    assert {JobStatus(status).wire for status in statuses} == set(counted)
 
 
 def test_caps_are_on_and_fit_the_run() -> None:
