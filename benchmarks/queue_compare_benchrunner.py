@@ -38,6 +38,7 @@ from typing import Any
 from uuid import UUID
 
 import sqlalchemy as sa
+from sqlalchemy.engine import Connection
 from tests.databases import fresh_database
 from tests.harness import Deployment, RunnerProcess, deploy, wait_until
 from websockets.exceptions import ConnectionClosed
@@ -362,44 +363,57 @@ def deployed(
         yield url, deployment, runners, api
 
 
-UNFINISHED = sa.select(sa.func.count()).where(
-    tables.job.c.status.in_(
-        [JobStatus.PENDING, JobStatus.CLAIMED, JobStatus.RUNNING, JobStatus.COMPLETED]
-    )
+def _count(condition: sa.ColumnElement[bool]) -> sa.ScalarSelect[int]:
+    return sa.select(sa.func.count()).where(condition).scalar_subquery()
+
+
+UNFINISHED = sa.select(
+    # Each condition as a partial index on ``job`` has it (as the health check counts them),
+    # so that no count reads the jobs already done.
+    _count(tables.pending(tables.job.c.status))
+    + _count(tables.in_flight(tables.job.c.status))
+    + _count(tables.job.c.status == sa.literal_column(str(int(JobStatus.COMPLETED))))
 )
 """The jobs not processed yet (``GET /v0/server/health``'s queue, read without the server)."""
 
 
+@contextlib.contextmanager
+def database_watch(url: str) -> Iterator[Connection]:
+    """One connection to the run's database, for ``submit_and_drain``: opened before the
+    measured phase, as Procrastinate's side opens its own."""
+    engine = sa.create_engine(url, poolclass=sa.pool.StaticPool)
+    try:
+        with engine.connect() as conn:
+            yield conn
+    finally:
+        engine.dispose()
+
+
 def submit_and_drain(
     api: Api,
-    url: str,
+    watch: Connection,
     jobs: int,
     args: dict[str, Any] | None = None,
     poll_interval: float = 0.1,
 ) -> list[str]:
     """``jobs`` jobs submitted one call after another, then waited for until every job is
-    processed; their UUIDs. The wait reads the database at ``url`` every ``poll_interval``
-    seconds on one connection, as Procrastinate's side reads its own: asking the server would
-    add the health check's work (a new SQLite connection, counts of the queue) to the server's
-    CPU measured."""
+    processed; their UUIDs. The wait reads the database on ``watch`` (``database_watch``)
+    every ``poll_interval`` seconds, as Procrastinate's side reads its own: asking the server
+    would add the health check's work (a new SQLite connection, counts of the queue) to the
+    server's CPU measured."""
     submitted = [api.submit(args) for _ in range(jobs)]
-    engine = sa.create_engine(url, poolclass=sa.pool.StaticPool)
-    try:
-        with engine.connect() as conn:
 
-            def finished() -> bool:
-                unfinished = conn.execute(UNFINISHED).scalar_one()
-                conn.rollback()  # a fresh snapshot at the next read
-                return unfinished == 0
+    def finished() -> bool:
+        unfinished = watch.execute(UNFINISHED).scalar_one()
+        watch.rollback()  # a fresh snapshot at the next read
+        return unfinished == 0
 
-            wait_until(
-                finished,
-                timeout=max(600.0, jobs / 2),
-                interval=poll_interval,
-                message=f"{jobs} jobs processed",
-            )
-    finally:
-        engine.dispose()
+    wait_until(
+        finished,
+        timeout=max(600.0, jobs / 2),
+        interval=poll_interval,
+        message=f"{jobs} jobs processed",
+    )
     return submitted
 
 
@@ -471,9 +485,12 @@ def run(
             else:
                 picked = pickup_phase(api, workers, samples, warmup)
             pickup = [ns / 1e6 for ns in picked.values()]
-            with usage(server.pid, pids, database, profile, measured):
+            with (
+                database_watch(url) as watch,
+                usage(server.pid, pids, database, profile, measured),
+            ):
                 started = time.perf_counter()
-                submitted = submit_and_drain(api, url, jobs)
+                submitted = submit_and_drain(api, watch, jobs)
                 elapsed = time.perf_counter() - started
             worker_cpu = measured[0].workers
             if channels is not None:
@@ -555,9 +572,9 @@ def run_long(
                 engine, workers, 0, seconds, 0.0, None, 0.0, idle * 1000 * 60 / idle_seconds
             )
         measured: list[Usage] = []
-        with usage(server.pid, pids, database, None, measured):
+        with database_watch(url) as watch, usage(server.pid, pids, database, None, measured):
             # Jobs of many seconds: one read a second ends the phase within a second.
-            submit_and_drain(api, url, jobs, {"seconds": seconds}, poll_interval=1.0)
+            submit_and_drain(api, watch, jobs, {"seconds": seconds}, poll_interval=1.0)
         minutes = jobs * seconds / 60
         cpu = measured[0]
         return LongFigures(

@@ -15,7 +15,7 @@ from __future__ import annotations
 import argparse
 
 from benchmarks.cpu_time import PROC, TICKS_PER_SECOND, stat_ticks
-from benchmarks.queue_compare_benchrunner import deployed, submit_and_drain
+from benchmarks.queue_compare_benchrunner import database_watch, deployed, submit_and_drain
 
 WARM_UP = 100
 
@@ -33,12 +33,15 @@ def threads_cpu(pid: int) -> dict[int, float]:
 
 def measure(engine: str, jobs: int) -> tuple[float, float]:
     """(event loop, other threads) CPU ms per job on ``engine``."""
-    with deployed(engine, workers=1, mode="job", jobs=WARM_UP + jobs) as (url, deployment, _, api):
-        submit_and_drain(api, url, WARM_UP)
+    with (
+        deployed(engine, workers=1, mode="job", jobs=WARM_UP + jobs) as (url, deployment, _, api),
+        database_watch(url) as watch,
+    ):
+        submit_and_drain(api, watch, WARM_UP)
         server = deployment.server.proc
         assert server is not None
         before = threads_cpu(server.pid)
-        submit_and_drain(api, url, jobs)
+        submit_and_drain(api, watch, jobs)
         after = threads_cpu(server.pid)
     spent = {tid: cpu - before.get(tid, 0.0) for tid, cpu in after.items()}
     loop = spent.pop(server.pid, 0.0)

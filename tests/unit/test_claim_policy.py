@@ -53,6 +53,14 @@ class World:
     def write(self, unit: Unit[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
         return self.db.write_sync(unit, *args, **kwargs)
 
+    def write_each(self, unit: Unit[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
+        """``unit`` as ``Database.write_each`` runs it: on PostgreSQL in autocommit, each
+        statement committed by itself; SQLite, ``write``."""
+        if self.db.sqlite:
+            return self.write(unit, *args, **kwargs)
+        with self.db.read_engine.connect() as conn:
+            return unit(conn, *args, **kwargs)
+
     def start(self, job_id: int, runner_id: int, runner_slug: str = "r") -> None:
         """The runner's ``running`` of its claimed job, as the server makes it."""
 
@@ -148,7 +156,7 @@ class World:
             if not self.one_statement:
                 raise claims.ClaimInTransaction
             org = self.orgs[runner_id]
-            row = self.db.write_sync(claims.job_claim_alone, runner_id, org, *args)
+            row = self.write_each(claims.job_claim_alone, runner_id, org, *args)
         except claims.ClaimInTransaction:
             row = self.write(claims.job_claim, runner_id, *args)
         return None if row is None else int(row.job.id)

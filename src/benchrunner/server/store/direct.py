@@ -92,7 +92,7 @@ class _Plan:
     column_types: tuple[TypeEngine[Any], ...]
     raw: bool = False
     """Run on psycopg's raw cursor, ``sql`` numbered (``_numbered``)."""
-    psycopg: bool = False
+    on_psycopg: bool = False
     """On psycopg, whose errors on a connection gone are wrapped (``_connection_gone``)."""
     results: tuple[tuple[int, Processor], ...] | None = None
     """Conversions of the result columns; some depend on the type the driver reports for the
@@ -131,11 +131,11 @@ def _connection_gone(conn: Connection) -> Iterator[None]:
 
 _UNGUARDED = contextlib.nullcontext()
 """What a statement on another driver than psycopg runs in: nothing to wrap, and no context
-manager made per statement (a generator each, a tenth of a SQLite statement's own cost)."""
+manager (a generator) made twice per statement."""
 
 
 def _guarded(conn: Connection, plan: _Plan) -> contextlib.AbstractContextManager[None]:
-    return _connection_gone(conn) if plan.psycopg else _UNGUARDED
+    return _connection_gone(conn) if plan.on_psycopg else _UNGUARDED
 
 
 def _cursor(conn: Connection, plan: _Plan) -> Any:
@@ -194,7 +194,7 @@ def _plan(statement: ClauseElement, dialect: Dialect, lengths: Mapping[str, int]
         sql=sql,
         positional=positional,
         raw=raw,
-        psycopg=on_psycopg,
+        on_psycopg=on_psycopg,
         defaults={k: v for k, v in expanded.parameters.items() if k not in required},
         binds=tuple(processors.items()),
         row=row,
