@@ -47,8 +47,8 @@ from benchmarks.cpu_time import backends_cpu, process_cpu_seconds
 from benchmarks.queue_figures import Figures, percentile
 from benchmarks.server_env import caps_for
 from benchmarks.source_tree import admin_token
-from benchrunner.core.states import JobStatus
 from benchrunner.server.store import tables
+from benchrunner.server.store.queue_stats import queue_stats
 
 MODES = ("job", "queue", "long")
 TEMPLATES = {"job": "bench.clock_file", "queue": "bench.noop", "long": "bench.long"}
@@ -363,20 +363,6 @@ def deployed(
         yield url, deployment, runners, api
 
 
-def _count(condition: sa.ColumnElement[bool]) -> sa.ScalarSelect[int]:
-    return sa.select(sa.func.count()).where(condition).scalar_subquery()
-
-
-UNFINISHED = sa.select(
-    # Each condition as a partial index on ``job`` has it (as the health check counts them),
-    # so that no count reads the jobs already done.
-    _count(tables.pending(tables.job.c.status))
-    + _count(tables.in_flight(tables.job.c.status))
-    + _count(tables.job.c.status == sa.literal_column(str(int(JobStatus.COMPLETED))))
-)
-"""The jobs not processed yet (``GET /v0/server/health``'s queue, read without the server)."""
-
-
 @contextlib.contextmanager
 def database_watch(url: str) -> Iterator[Connection]:
     """One connection to the run's database, for ``submit_and_drain``: opened before the
@@ -404,9 +390,9 @@ def submit_and_drain(
     submitted = [api.submit(args) for _ in range(jobs)]
 
     def finished() -> bool:
-        unfinished = watch.execute(UNFINISHED).scalar_one()
+        queue = queue_stats(watch).by_status()  # what the health check would answer
         watch.rollback()  # a fresh snapshot at the next read
-        return unfinished == 0
+        return not any(queue.values())
 
     wait_until(
         finished,

@@ -5,13 +5,11 @@ Only the pure helpers; the benchmark's figures are never asserted.
 
 from __future__ import annotations
 
-import collections
 import os
 import tomllib
 from pathlib import Path
 
 import pytest
-import sqlalchemy as sa
 from benchmarks.clock_job import CLOCK_SCRIPT
 from benchmarks.cpu_time import (
     TICKS_PER_SECOND,
@@ -20,12 +18,10 @@ from benchmarks.cpu_time import (
     process_cpu_seconds,
     stat_ticks,
 )
-from benchmarks.queue_compare_benchrunner import UNFINISHED, clock_of
+from benchmarks.queue_compare_benchrunner import clock_of
 from benchmarks.queue_figures import Figures, medians, percentile, table
 from benchmarks.server_env import caps_for
 
-from benchrunner.core.states import JobStatus
-from benchrunner.server.store.queue_stats import QueueStats
 from tests.harness import TEST_TEMPLATES
 
 
@@ -115,15 +111,6 @@ def test_backend_of_matches_the_database_word(title: bytes, expected: bool) -> N
 )
 def test_auxiliary_is_the_cluster_own_processes_only(title: bytes, expected: bool) -> None:
     assert auxiliary(title) is expected
-
-
-@pytest.mark.parametrize("status", list(JobStatus))
-def test_the_drain_waits_for_the_statuses_the_health_check_counts(status: JobStatus) -> None:
-    counted = QueueStats(collections.Counter(), None).by_status()
-    with sa.create_engine("sqlite://").connect() as conn:
-        conn.exec_driver_sql("CREATE TABLE job (status INTEGER NOT NULL)")
-        conn.exec_driver_sql("INSERT INTO job VALUES (?)", (int(status),))
-        assert conn.execute(UNFINISHED).scalar_one() == (1 if status.wire in counted else 0)
 
 
 def test_caps_are_on_and_fit_the_run() -> None:
