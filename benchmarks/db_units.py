@@ -8,6 +8,7 @@ time per unit, medians over the repeats:
 
 - ``hop``: a unit that runs no statement (what the hop and the transaction around it cost);
 - ``read``: one single-row ``SELECT`` in a read unit;
+- ``direct_read``: the same ``SELECT`` run as the hot paths run theirs (``store.direct.Direct``);
 - ``write``: one single-row ``UPDATE`` in a write unit (a transaction with its commit);
 - ``write_each``: the same through ``Database.write_each`` (autocommit on PostgreSQL), when the
   code measured has it;
@@ -47,9 +48,22 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 from tests.databases import fresh_database
 
+from benchrunner.server.store.direct import Direct
 from benchrunner.server.store.engine import Database
 
-KINDS = ("hop", "read", "write", "write_each", "psycopg", "psycopg_async", "thread_hop")
+_PROBE = sa.table("probe", sa.column("id", sa.Integer), sa.column("n", sa.Integer))
+_DIRECT_SELECT = Direct(sa.select(_PROBE.c.n).where(_PROBE.c.id == sa.bindparam("id")))
+
+KINDS = (
+    "hop",
+    "read",
+    "direct_read",
+    "write",
+    "write_each",
+    "psycopg",
+    "psycopg_async",
+    "thread_hop",
+)
 
 
 def _cpu() -> float:
@@ -66,6 +80,9 @@ async def _measure(url: str, units: int) -> dict[str, tuple[float, float]]:
     def select(conn: Connection) -> int:
         return int(conn.execute(sa.text("SELECT n FROM probe WHERE id = 1")).scalar_one())
 
+    def direct_select(conn: Connection) -> int:
+        return int(_DIRECT_SELECT.scalar(conn, {"id": 1}))
+
     def update(conn: Connection) -> None:
         conn.execute(sa.text("UPDATE probe SET n = n + 1 WHERE id = 1"))
 
@@ -77,6 +94,7 @@ async def _measure(url: str, units: int) -> dict[str, tuple[float, float]]:
         runs: dict[str, Callable[[], Any]] = {
             "hop": lambda: db.read(nothing),
             "read": lambda: db.read(select),
+            "direct_read": lambda: db.read(direct_select),
             "write": lambda: db.write(update),
         }
         if hasattr(db, "write_each"):
