@@ -81,7 +81,9 @@ async def _measure(url: str, units: int) -> dict[str, tuple[float, float]]:
         return int(conn.execute(sa.text("SELECT n FROM probe WHERE id = 1")).scalar_one())
 
     def direct_select(conn: Connection) -> int:
-        return int(_DIRECT_SELECT.scalar(conn, {"id": 1}))
+        value = _DIRECT_SELECT.scalar(conn, {"id": 1})
+        assert value is not None
+        return int(value)
 
     def update(conn: Connection) -> None:
         conn.execute(sa.text("UPDATE probe SET n = n + 1 WHERE id = 1"))
