@@ -108,7 +108,7 @@ if [ ! -s "$base" ]; then
   echo "build.sh: layer 1, Debian $suite with $packages" >&2
   "$here/debian.sh" "$suite" "$packages" "$uid" "$work/debian.tar" "${sources[@]}"
   mv "$work/debian.tar" "$base"
-  find "$cache" -maxdepth 1 -name "debian-$kind-*.tar" ! -name "${base##*/}" -delete
+  "$here/prune.sh" "$cache" "debian-$kind-*.tar" "${base##*/}"
 fi
 
 # Layer 2: the run-time dependencies.
@@ -139,7 +139,7 @@ if [ ! -s "$deps" ]; then
   rm -rf "$work/root/tmp/runtime.txt" "$work/root/tmp/wheelhouse"
   layer_tar "$work/root" "$work/venv.tar" opt
   mv "$work/venv.tar" "$deps"
-  find "$cache" -maxdepth 1 -name "venv-*.tar" ! -name "${deps##*/}" -delete
+  "$here/prune.sh" "$cache" "venv-*.tar" "${deps##*/}"
 else
   tar -C "$work/root" -xf "$deps"
 fi
@@ -173,7 +173,7 @@ if [ ! -s "$venv_layout/index.json" ]; then
   add_layer "$work/venv-layout:venv" "$deps" "run-time dependencies from requirements.lock"
   rm -rf "$venv_layout"
   mv "$work/venv-layout" "$venv_layout"
-  find "$cache" -maxdepth 1 -name "layout-venv-*" ! -name "${venv_layout##*/}" -exec rm -rf {} +
+  "$here/prune.sh" "$cache" "layout-venv-*" "${venv_layout##*/}"
 fi
 lower="$cache/layout-$kind-$base_key-$deps_key"
 if [ ! -s "$lower/index.json" ]; then
@@ -183,7 +183,7 @@ if [ ! -s "$lower/index.json" ]; then
   python3 "$here/append_layer.py" "$work/lower" "$kind" "$venv_layout" venv
   rm -rf "$lower"
   mv "$work/lower" "$lower"
-  find "$cache" -maxdepth 1 -name "layout-$kind-*" ! -name "${lower##*/}" -exec rm -rf {} +
+  "$here/prune.sh" "$cache" "layout-$kind-*" "${lower##*/}"
 fi
 layout="$work/layout"
 mkdir "$layout"
