@@ -3,6 +3,7 @@
 # the project's wheel, with Debian's own tools: no base image from any registry.
 #
 #   deploy/images/build.sh server|runner --out DIR [--wheel FILE] [--cache DIR]
+#   deploy/images/build.sh server|runner --debian-key
 #
 # Three layers, each a tar made here with a fixed order, owner and time:
 #   1. Debian (mmdebstrap, essential variant, plus the packages below), the benchrunner user
@@ -11,7 +12,10 @@
 #      requirements.lock and installed with --require-hashes;
 #   3. the wheel itself, installed into that venv without dependencies.
 # The first two are kept in --cache under a hash of what made them, so a change to the source
-# tree rebuilds only the third.
+# tree rebuilds only the third. The Debian layer's hash includes the archives' state
+# (archive_key.py), so a package the archives update, a security fix say, makes it anew; without
+# access to them the newest cached Debian layer is reused, with a warning. --debian-key prints
+# that layer's key and exits.
 #
 # Environment: SOURCE_DATE_EPOCH (default: the last commit's time), DEBIAN_MIRROR (default
 # http://deb.debian.org/debian; a snapshot.debian.org URL pins every package), DEBIAN_SECURITY
@@ -27,9 +31,10 @@ here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
 kind=${1:-}
 shift || true
-out="" wheel="" cache="${XDG_CACHE_HOME:-$HOME/.cache}/benchrunner-images"
+out="" wheel="" cache="${XDG_CACHE_HOME:-$HOME/.cache}/benchrunner-images" debian_key_only=""
 while [ $# -gt 0 ]; do
   case "$1" in
+    --debian-key) debian_key_only=1; shift ;;
     --out) out=$2; shift 2 ;;
     --wheel) wheel=$2; shift 2 ;;
     --cache) cache=$2; shift 2 ;;
@@ -42,19 +47,31 @@ case "$kind" in
   # runc runs the image jobs; mkfs.ext4 and mount make their writable layers; setpriv (util-linux)
   # arms a job's leader with a parent-death signal.
   runner) packages="python3,python3-venv,ca-certificates,libstdc++6,runc,e2fsprogs,mount,util-linux" ;;
-  *) echo "usage: build.sh server|runner --out DIR [--wheel FILE] [--cache DIR]" >&2; exit 2 ;;
+  *) echo "usage: build.sh server|runner --out DIR [--wheel FILE] [--cache DIR] | --debian-key" >&2; exit 2 ;;
 esac
-[ -n "$out" ] || { echo "build.sh: --out DIR is required" >&2; exit 2; }
-[ "$(id -u)" -eq 0 ] || { echo "build.sh: must run as root (mmdebstrap root mode, chroot)" >&2; exit 1; }
-for tool in mmdebstrap umoci tar sha256sum; do
-  command -v "$tool" >/dev/null || { echo "build.sh: $tool is not installed (apt-get install $tool)" >&2; exit 1; }
-done
 
 SOURCE_DATE_EPOCH=${SOURCE_DATE_EPOCH:-$(git -C "$repo" log -1 --format=%ct)}
 export SOURCE_DATE_EPOCH
 mirror=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
 security=${DEBIAN_SECURITY:-http://deb.debian.org/debian-security}
 suite=bookworm
+sources=("deb $mirror $suite main" "deb $mirror $suite-updates main")
+[ "$security" = none ] || sources+=("deb $security $suite-security main")
+# How debian.sh makes the layer; the archives' state is added to it below.
+recipe_key=$(printf '%s\n' "$kind" "$packages" "$SOURCE_DATE_EPOCH" "$suite" "${sources[@]}" \
+  | cat - "$here/debian.sh" | sha256sum | cut -c1-16)
+if [ -n "$debian_key_only" ]; then
+  archive_key=$(python3 "$here/archive_key.py" "$(dpkg --print-architecture)" "${sources[@]}")
+  echo "$recipe_key-$archive_key"
+  exit 0
+fi
+
+[ -n "$out" ] || { echo "build.sh: --out DIR is required" >&2; exit 2; }
+[ "$(id -u)" -eq 0 ] || { echo "build.sh: must run as root (mmdebstrap root mode, chroot)" >&2; exit 1; }
+for tool in mmdebstrap umoci tar sha256sum; do
+  command -v "$tool" >/dev/null || { echo "build.sh: $tool is not installed (apt-get install $tool)" >&2; exit 1; }
+done
+
 created=$(date -u -d "@$SOURCE_DATE_EPOCH" +%Y-%m-%dT%H:%M:%SZ)
 uid=10001
 
@@ -98,11 +115,18 @@ if [ -z "$wheel" ]; then
 fi
 version=$(basename "$wheel" | cut -d- -f2)
 
-# Layer 1: Debian, kept under a hash of how debian.sh makes it.
-sources=("deb $mirror $suite main" "deb $mirror $suite-updates main")
-[ "$security" = none ] || sources+=("deb $security $suite-security main")
-base_key=$(printf '%s\n' "$kind" "$packages" "$SOURCE_DATE_EPOCH" "$suite" "${sources[@]}" \
-  | cat - "$here/debian.sh" | sha256sum | cut -c1-16)
+# Layer 1: Debian, kept under a hash of how debian.sh makes it and of the archives' state.
+if archive_key=$(python3 "$here/archive_key.py" "$(dpkg --print-architecture)" "${sources[@]}"); then
+  base_key="$recipe_key-$archive_key"
+else
+  # Offline: the newest layer made the same way, whatever the archives held then.
+  newest=$(find -H "$cache" -mindepth 1 -maxdepth 1 -name "debian-$kind-$recipe_key-*.tar" \
+    -printf '%T@ %f\n' | sort -rn | head -n 1 | cut -d' ' -f2)
+  [ -n "$newest" ] || { echo "build.sh: no Debian layer is cached to build without the archives" >&2; exit 1; }
+  echo "build.sh: WARNING: reusing the cached $newest; packages the archives updated since it was made are not in it" >&2
+  base_key=${newest#"debian-$kind-"}
+  base_key=${base_key%.tar}
+fi
 base="$cache/debian-$kind-$base_key.tar"
 if [ ! -s "$base" ]; then
   echo "build.sh: layer 1, Debian $suite with $packages" >&2

@@ -53,10 +53,26 @@ def image_cache() -> Path:
     return Path(base) / "benchrunner-test-images"
 
 
+def debian_key(kind: str) -> str:
+    """The key of ``kind``'s Debian layer as build.sh computes it now: how it is made and the
+    state of Debian's archives, so that a layout cached here is built again when a package the
+    image holds is updated (as ``make images`` would build it)."""
+    done = subprocess.run(
+        [BUILD, kind, "--debian-key"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "SOURCE_DATE_EPOCH": SOURCE_DATE_EPOCH},
+        check=False,
+    )
+    assert done.returncode == 0, f"build.sh {kind} --debian-key failed:\n{done.stderr[-2000:]}"
+    return done.stdout.strip()
+
+
 def inputs_key(kind: str) -> str:
-    """A hash of every file the image is made from: the build scripts, the lock, the project's
-    metadata and the source tree the wheel is built from."""
-    digest = hashlib.sha256(f"{kind} {SOURCE_DATE_EPOCH}\n".encode())
+    """A hash of every file the image is made from (the build scripts, the lock, the project's
+    metadata and the source tree the wheel is built from) and of its Debian layer's key."""
+    digest = hashlib.sha256(f"{kind} {SOURCE_DATE_EPOCH} {debian_key(kind)}\n".encode())
     files = [
         *sorted((REPO / "deploy" / "images").iterdir()),
         REPO / "requirements.lock",
