@@ -9,6 +9,10 @@
 set -euo pipefail
 suite=$1 packages=$2 uid=$3 out=$4
 shift 4
+# Every .pyc comes from an explicit compilation (py3compile, hash-based under SOURCE_DATE_EPOCH),
+# none from an import in a maintainer script: Python writes a timestamp-based one on import,
+# and whether the import or the compilation wrote debpython's first varied from run to run.
+export PYTHONDONTWRITEBYTECODE=1
 mmdebstrap --mode=root --variant=essential --include="$packages" \
   --aptopt='Acquire::Languages "none"' \
   --dpkgopt='path-exclude=/usr/share/man/*' --dpkgopt='path-exclude=/usr/share/locale/*' \

@@ -52,7 +52,7 @@ from tests.oci_layout import busybox_image, write_layout, write_oci_archive
 from tests.registry_support import registry_token, v2
 from tests.snapshot_mirror import snapshot_mirror
 from tests.system import test_tuned_runner_real_host as real_host
-from tests.system.test_images import SOURCE_DATE_EPOCH, built_image, image_cache
+from tests.system.test_images import IMAGE_KINDS, SOURCE_DATE_EPOCH, built_image, image_cache
 from tests.system.test_webhooks import Receiver, receiving
 
 pytestmark = pytest.mark.engine_independent
@@ -822,9 +822,6 @@ def need_fresh_server(setting: Setting) -> None:
         ], runners
 
     setting.checks.append(registered)
-
-
-IMAGE_KINDS = ("server", "runner")
 
 
 def manifest_digest(layout: Path) -> str:

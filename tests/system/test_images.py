@@ -46,6 +46,7 @@ SOURCE_DATE_EPOCH = "1764288000"
 SERVER_UID = 10001
 TOOLS = ("mmdebstrap", "umoci", "runc")
 PREFIX = "images/blobs"
+IMAGE_KINDS = ("server", "runner")
 
 
 def image_cache() -> Path:
@@ -374,6 +375,29 @@ def test_runner_image_holds_the_runner_and_its_runtime(tmp_path: Path) -> None:
         assert "runc version" in done.stdout
     finally:
         container.remove()
+
+
+def timestamp_based_bytecode(root: Path) -> list[str]:
+    """The ``.pyc`` files under ``root`` validated by their source's time (flags 0 in the
+    header) rather than its hash: what an import writes, not a compilation under
+    ``SOURCE_DATE_EPOCH``, and what made two builds of one Debian layer differ."""
+    found = []
+    for path in root.rglob("*.pyc"):
+        if path.is_file() and not path.is_symlink():
+            with path.open("rb") as pyc:
+                header = pyc.read(8)
+            if int.from_bytes(header[4:8], "little") == 0:
+                found.append(str(path.relative_to(root)))
+    return sorted(found)
+
+
+@pytest.mark.parametrize("kind", IMAGE_KINDS)
+def test_every_compiled_python_file_is_checked_by_hash(kind: str, tmp_path: Path) -> None:
+    """The same inputs give the same layers only if no ``.pyc`` holds the time it was written
+    (deploy/images/debian.sh keeps maintainer scripts' imports from writing any)."""
+    rootfs = unpacked(built_image(kind, tmp_path / "wheel"), kind) / "rootfs"
+    assert any(rootfs.rglob("*.pyc"))
+    assert timestamp_based_bytecode(rootfs) == []
 
 
 def test_venv_key_follows_what_the_venv_is_made_of(tmp_path: Path) -> None:
