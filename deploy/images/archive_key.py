@@ -17,6 +17,7 @@ Prints 16 hexadecimal digits; exits 1 with one line naming the source when one c
 from __future__ import annotations
 
 import hashlib
+import http.client
 import sys
 import urllib.error
 import urllib.parse
@@ -25,36 +26,67 @@ import urllib.request
 TIMEOUT = 30.0
 """Seconds to wait for a release file: a mirror that does not answer fails the key."""
 
-
 SCHEMES = frozenset({"http", "https", "file"})
 """The mirrors' URL schemes read: apt's own (a local mirror is a ``file:`` URL)."""
+
+COMPRESSIONS = ("", ".gz", ".xz", ".bz2", ".lzma", ".zst")
+"""The forms of a package index a release file lists (not its ``.diff/Index``, which holds the
+same information again)."""
 
 
 class ArchiveError(Exception):
     """A source whose state cannot be read, with the reason in one line."""
 
 
+class _Missing(Exception):
+    """A release file the mirror says it does not have."""
+
+
+def _read(url: str) -> str:
+    try:
+        # The scheme is one of SCHEMES (checked by the caller), as apt reads them.
+        with urllib.request.urlopen(url, timeout=TIMEOUT) as answer:  # noqa: S310
+            return str(answer.read().decode("utf-8", "replace"))
+    except urllib.error.HTTPError as exc:
+        if exc.code == 404:
+            raise _Missing from exc
+        raise ArchiveError(f"{url}: HTTP {exc.code} {exc.reason}") from exc
+    except FileNotFoundError as exc:
+        raise _Missing from exc
+    except urllib.error.URLError as exc:
+        if isinstance(exc.reason, FileNotFoundError):
+            raise _Missing from exc
+        raise ArchiveError(f"{url}: {exc.reason}") from exc
+    except (OSError, ValueError, http.client.HTTPException) as exc:
+        raise ArchiveError(f"{url}: {exc!r}") from exc
+
+
 def release_text(base: str, suite: str) -> tuple[str, str]:
     """The release file of ``suite`` at ``base``, and its URL: ``InRelease``, or ``Release``
-    where a mirror has none."""
-    if urllib.parse.urlsplit(base).scheme not in SCHEMES:
+    where the mirror has no ``InRelease`` (any other failure is the source's)."""
+    try:
+        scheme = urllib.parse.urlsplit(base).scheme
+    except ValueError as exc:
+        raise ArchiveError(f"{base}: {exc}") from exc
+    if scheme not in SCHEMES:
         raise ArchiveError(f"{base}: not an http, https or file URL")
-    reasons = []
     for name in ("InRelease", "Release"):
         url = f"{base.rstrip('/')}/dists/{suite}/{name}"
         try:
-            # The scheme is one of SCHEMES (checked above), as apt reads them.
-            with urllib.request.urlopen(url, timeout=TIMEOUT) as answer:  # noqa: S310
-                return answer.read().decode("utf-8", "replace"), url
-        except (urllib.error.URLError, OSError, ValueError) as exc:
-            reasons.append(f"{url}: {getattr(exc, 'reason', exc)}")
-    raise ArchiveError("; ".join(reasons))
+            return _read(url), url
+        except _Missing:
+            continue
+    raise ArchiveError(f"{base}/dists/{suite}: neither InRelease nor Release is there")
 
 
 def index_lines(text: str, components: list[str], architecture: str) -> list[str]:
     """The ``SHA256`` lines of the package indexes of ``components`` for ``architecture``,
     every compression of each (they change together)."""
-    wanted = tuple(f"{component}/binary-{architecture}/Packages" for component in components)
+    wanted = {
+        f"{component}/binary-{architecture}/Packages{compression}"
+        for component in components
+        for compression in COMPRESSIONS
+    }
     lines: list[str] = []
     in_sha256 = False
     for line in text.splitlines():
@@ -63,7 +95,7 @@ def index_lines(text: str, components: list[str], architecture: str) -> list[str
             continue
         if in_sha256:
             fields = line.split()
-            if len(fields) == 3 and fields[2].startswith(wanted):
+            if len(fields) == 3 and fields[2] in wanted:
                 lines.append(" ".join(fields))
     return sorted(lines)
 
@@ -82,6 +114,7 @@ def source_state(line: str, architecture: str) -> str:
 
 
 def archive_key(architecture: str, sources: list[str]) -> str:
+    """16 hexadecimal digits of a hash of every source's state, in the order given."""
     digest = hashlib.sha256()
     for line in sources:
         digest.update(source_state(line, architecture).encode())

@@ -23,8 +23,8 @@
 # PYTHON (its pip builds the wheel when --wheel is not given, and downloads the dependencies;
 # default .venv/bin/python).
 # Needs root (mmdebstrap's root mode, chroot), mmdebstrap, umoci, GNU tar; network access to
-# the Debian mirror and to PyPI (through the host's pip configuration: the build's chroot
-# itself stays offline).
+# the Debian mirror (a build whose Debian layer is cached can do without) and to PyPI (through
+# the host's pip configuration: the build's chroot itself stays offline).
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -57,12 +57,23 @@ security=${DEBIAN_SECURITY:-http://deb.debian.org/debian-security}
 suite=bookworm
 sources=("deb $mirror $suite main" "deb $mirror $suite-updates main")
 [ "$security" = none ] || sources+=("deb $security $suite-security main")
-# How debian.sh makes the layer; the archives' state is added to it below.
+arch=$(dpkg --print-architecture)
+# The Debian layer's key: how debian.sh makes it, and the archives' state.
 recipe_key=$(printf '%s\n' "$kind" "$packages" "$SOURCE_DATE_EPOCH" "$suite" "${sources[@]}" \
   | cat - "$here/debian.sh" | sha256sum | cut -c1-16)
+if archive_key=$(python3 "$here/archive_key.py" "$arch" "${sources[@]}"); then
+  debian_key="$recipe_key-$archive_key"
+else
+  # Offline: the newest layer made the same way, whatever the archives held then.
+  newest=$(find -H "$cache" -mindepth 1 -maxdepth 1 -name "debian-$kind-$recipe_key-*.tar" \
+    -printf '%T@ %f\n' 2>/dev/null | sort -rn | head -n 1 | cut -d' ' -f2 || true)
+  [ -n "$newest" ] || { echo "build.sh: no Debian layer is cached to build without the archives" >&2; exit 1; }
+  echo "build.sh: WARNING: reusing the cached $newest; packages the archives updated since it was made are not in it" >&2
+  debian_key=${newest#"debian-$kind-"}
+  debian_key=${debian_key%.tar}
+fi
 if [ -n "$debian_key_only" ]; then
-  archive_key=$(python3 "$here/archive_key.py" "$(dpkg --print-architecture)" "${sources[@]}")
-  echo "$recipe_key-$archive_key"
+  echo "$debian_key"
   exit 0
 fi
 
@@ -104,10 +115,10 @@ in_chroot() { # ROOT COMMAND...
 }
 
 python=${PYTHON:-$repo/.venv/bin/python}
-case "$(dpkg --print-architecture)" in
+case "$arch" in
   amd64) machine=x86_64 ;;
   arm64) machine=aarch64 ;;
-  *) echo "build.sh: no wheels are chosen for $(dpkg --print-architecture) yet" >&2; exit 1 ;;
+  *) echo "build.sh: no wheels are chosen for $arch yet" >&2; exit 1 ;;
 esac
 if [ -z "$wheel" ]; then
   "$python" -m pip wheel --quiet --no-deps -w "$work/wheel" "$repo"
@@ -115,18 +126,8 @@ if [ -z "$wheel" ]; then
 fi
 version=$(basename "$wheel" | cut -d- -f2)
 
-# Layer 1: Debian, kept under a hash of how debian.sh makes it and of the archives' state.
-if archive_key=$(python3 "$here/archive_key.py" "$(dpkg --print-architecture)" "${sources[@]}"); then
-  base_key="$recipe_key-$archive_key"
-else
-  # Offline: the newest layer made the same way, whatever the archives held then.
-  newest=$(find -H "$cache" -mindepth 1 -maxdepth 1 -name "debian-$kind-$recipe_key-*.tar" \
-    -printf '%T@ %f\n' | sort -rn | head -n 1 | cut -d' ' -f2)
-  [ -n "$newest" ] || { echo "build.sh: no Debian layer is cached to build without the archives" >&2; exit 1; }
-  echo "build.sh: WARNING: reusing the cached $newest; packages the archives updated since it was made are not in it" >&2
-  base_key=${newest#"debian-$kind-"}
-  base_key=${base_key%.tar}
-fi
+# Layer 1: Debian, kept under its key (above).
+base_key=$debian_key
 base="$cache/debian-$kind-$base_key.tar"
 if [ ! -s "$base" ]; then
   echo "build.sh: layer 1, Debian $suite with $packages" >&2

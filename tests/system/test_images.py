@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import functools
 import hashlib
 import json
 import os
@@ -54,10 +55,13 @@ def image_cache() -> Path:
     return Path(base) / "benchrunner-test-images"
 
 
+@functools.cache
 def debian_key(kind: str) -> str:
-    """The key of ``kind``'s Debian layer as build.sh computes it now: how it is made and the
-    state of Debian's archives, so that a layout cached here is built again when a package the
-    image holds is updated (as ``make images`` would build it)."""
+    """The key of ``kind``'s Debian layer as build.sh computes it at the first call of a test
+    session (one state of Debian's archives for the whole session): how it is made and what the
+    archives held, so that a layout cached here is built again when a package the image holds
+    is updated, as ``make images`` would build it. Offline, build.sh's own fallback: the newest
+    cached Debian layer made the same way."""
     done = subprocess.run(
         [BUILD, kind, "--debian-key"],
         capture_output=True,
