@@ -55,6 +55,18 @@ def image_cache() -> Path:
     return Path(base) / "benchrunner-test-images"
 
 
+def build_sh(kind: str, *args: str | Path, timeout: float) -> subprocess.CompletedProcess[str]:
+    """deploy/images/build.sh for ``kind`` with ``args``, at the tests' ``SOURCE_DATE_EPOCH``."""
+    return subprocess.run(
+        [BUILD, kind, *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, "SOURCE_DATE_EPOCH": SOURCE_DATE_EPOCH},
+        check=False,
+    )
+
+
 @functools.cache
 def debian_key(kind: str) -> str:
     """The key of ``kind``'s Debian layer as build.sh computes it at the first call of a test
@@ -62,14 +74,7 @@ def debian_key(kind: str) -> str:
     archives held, so that a layout cached here is built again when a package the image holds
     is updated, as ``make images`` would build it. Offline, build.sh's own fallback: the newest
     cached Debian layer made the same way."""
-    done = subprocess.run(
-        [BUILD, kind, "--debian-key"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env={**os.environ, "SOURCE_DATE_EPOCH": SOURCE_DATE_EPOCH},
-        check=False,
-    )
+    done = build_sh(kind, "--debian-key", timeout=120)
     assert done.returncode == 0, f"build.sh {kind} --debian-key failed:\n{done.stderr[-2000:]}"
     return done.stdout.strip()
 
@@ -127,13 +132,8 @@ def build_image(kind: str, scratch: Path, cache: Path, layout: Path) -> None:
     )
     (wheel,) = scratch.glob("benchrunner-*.whl")
     partial = cache / f".{layout.name}.{uuid.uuid4().hex[:8]}"
-    done = subprocess.run(
-        [BUILD, kind, "--out", partial, "--wheel", wheel, "--cache", cache / "stages"],
-        capture_output=True,
-        text=True,
-        timeout=3600,
-        env={**os.environ, "SOURCE_DATE_EPOCH": SOURCE_DATE_EPOCH},
-        check=False,
+    done = build_sh(
+        kind, "--out", partial, "--wheel", wheel, "--cache", cache / "stages", timeout=3600
     )
     assert done.returncode == 0, f"build.sh {kind} failed:\n{done.stderr[-6000:]}"
     for old in cache.glob(f"{kind}-*"):  # an older tree's layout and its unpacked bundle

@@ -25,16 +25,20 @@ def filled(cache: Path) -> None:
         (cache / name / "index.json").write_text("{}")
 
 
+PRUNED = ["debian-server-old.tar", "layout-venv-new", "venv-new.tar"]
+"""What ``filled`` leaves once its tars and its layouts of the venv are pruned."""
+
+
+def prune_venv_entries(cache: Path) -> None:
+    assert prune(cache, "venv-*.tar", "venv-new.tar").returncode == 0
+    assert prune(cache, "layout-venv-*", "layout-venv-new").returncode == 0
+
+
 def test_only_the_kind_named_loses_its_older_entries(tmp_path: Path) -> None:
     cache = tmp_path / "cache"
     filled(cache)
-    assert prune(cache, "venv-*.tar", "venv-new.tar").returncode == 0
-    assert prune(cache, "layout-venv-*", "layout-venv-new").returncode == 0
-    assert sorted(path.name for path in cache.iterdir()) == [
-        "debian-server-old.tar",
-        "layout-venv-new",
-        "venv-new.tar",
-    ]
+    prune_venv_entries(cache)
+    assert sorted(path.name for path in cache.iterdir()) == PRUNED
 
 
 def test_a_cache_reached_through_a_symbolic_link_is_pruned(tmp_path: Path) -> None:
@@ -45,13 +49,8 @@ def test_a_cache_reached_through_a_symbolic_link_is_pruned(tmp_path: Path) -> No
     filled(real)
     link = tmp_path / "benchrunner-images"
     link.symlink_to(real)
-    assert prune(link, "venv-*.tar", "venv-new.tar").returncode == 0
-    assert prune(link, "layout-venv-*", "layout-venv-new").returncode == 0
-    assert sorted(path.name for path in real.iterdir()) == [
-        "debian-server-old.tar",
-        "layout-venv-new",
-        "venv-new.tar",
-    ]
+    prune_venv_entries(link)
+    assert sorted(path.name for path in real.iterdir()) == PRUNED
     assert link.is_symlink()
 
 
