@@ -51,10 +51,8 @@ def _read(url: str) -> str:
         if exc.code == 404:
             raise _Missing from exc
         raise ArchiveError(f"{url}: HTTP {exc.code} {exc.reason}") from exc
-    except FileNotFoundError as exc:
-        raise _Missing from exc
     except urllib.error.URLError as exc:
-        if isinstance(exc.reason, FileNotFoundError):
+        if isinstance(exc.reason, FileNotFoundError):  # a file: mirror's, as urllib reports it
             raise _Missing from exc
         raise ArchiveError(f"{url}: {exc.reason}") from exc
     except (OSError, ValueError, http.client.HTTPException) as exc:
@@ -101,7 +99,8 @@ def index_lines(text: str, components: list[str], architecture: str) -> list[str
 
 
 def source_state(line: str, architecture: str) -> str:
-    """What one sources.list line (``deb URL SUITE COMPONENT...``) contributes to the key."""
+    """What one sources.list line (``deb URL SUITE COMPONENT...``) contributes to the key: its
+    index lines alone (build.sh's key of how the layer is made holds the line itself)."""
     fields = line.split()
     if len(fields) < 4 or fields[0] != "deb":
         raise ArchiveError(f"not a 'deb URL SUITE COMPONENT...' line: {line!r}")
@@ -110,7 +109,7 @@ def source_state(line: str, architecture: str) -> str:
     lines = index_lines(text, components, architecture)
     if not lines:
         raise ArchiveError(f"{url} lists no package index for {architecture} in {components}")
-    return "\n".join([line, *lines])
+    return "\n".join(lines)
 
 
 def archive_key(architecture: str, sources: list[str]) -> str:

@@ -127,8 +127,7 @@ fi
 version=$(basename "$wheel" | cut -d- -f2)
 
 # Layer 1: Debian, kept under its key (above).
-base_key=$debian_key
-base="$cache/debian-$kind-$base_key.tar"
+base="$cache/debian-$kind-$debian_key.tar"
 if [ ! -s "$base" ]; then
   echo "build.sh: layer 1, Debian $suite with $packages" >&2
   "$here/debian.sh" "$suite" "$packages" "$uid" "$work/debian.tar" "${sources[@]}"
@@ -200,7 +199,7 @@ if [ ! -s "$venv_layout/index.json" ]; then
   mv "$work/venv-layout" "$venv_layout"
   "$here/prune.sh" "$cache" "layout-venv-*" "${venv_layout##*/}"
 fi
-lower="$cache/layout-$kind-$base_key-$deps_key"
+lower="$cache/layout-$kind-$debian_key-$deps_key"
 if [ ! -s "$lower/index.json" ]; then
   umoci init --layout "$work/lower"
   umoci new --image "$work/lower:$kind"

@@ -189,6 +189,20 @@ def test_a_mirror_with_neither_release_file_is_named(tmp_path: Path) -> None:
     assert f"{url}/dists/bookworm: neither InRelease nor Release is there" in done.stderr
 
 
+def test_a_local_mirror_is_read_through_a_file_url(tmp_path: Path) -> None:
+    """A ``file:`` source, as apt reads a mirror on disk: the same key as served, and its
+    ``Release`` read where it has no ``InRelease``."""
+    publish(tmp_path, "bookworm", release("a" * 64))
+    local = f"deb file://{tmp_path}/debian bookworm main"
+    with mirror(tmp_path) as served:
+        assert key(local).stdout == key(f"deb {served.url} bookworm main").stdout
+    publish(tmp_path, "bookworm", release("a" * 64), name="Release")
+    unsigned = key(local)
+    assert unsigned.returncode == 0, unsigned.stderr
+    (tmp_path / "debian" / "dists" / "bookworm" / "Release").unlink()
+    assert "neither InRelease nor Release is there" in key(local).stderr
+
+
 def test_a_release_without_the_architecture_s_index_is_an_error(tmp_path: Path) -> None:
     publish(tmp_path, "bookworm", release("a" * 64).replace(f"binary-{ARCH}/", "binary-other/"))
     with mirror(tmp_path) as served:
