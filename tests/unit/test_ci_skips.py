@@ -34,12 +34,16 @@ def _run(tmp_path: Path, ci: str) -> subprocess.CompletedProcess[str]:
     tests.mkdir(exist_ok=True)
     shutil.copy(REPO / "tests" / "conftest.py", tests / "conftest.py")
     (tests / "test_suite.py").write_text(SUITE)
+    # Its temporary directories stay in tmp_path: with pytest's default base, the run would
+    # clean up older sessions' numbered directories in the shared /tmp/pytest-of-<user>
+    # (gigabytes after a full suite), minutes of deleting before its summary.
+    pytest_run = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rA"]
     return subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rA", str(tests)],
+        [*pytest_run, f"--basetemp={tmp_path / 'basetemp'}", str(tests)],
         capture_output=True,
         text=True,
         cwd=REPO,
-        env={"CI": ci, "PATH": "/usr/bin:/bin", "PYTHONPATH": str(REPO)},
+        env={"CI": ci, "PATH": "/usr/bin:/bin", "PYTHONPATH": str(REPO), "TMPDIR": str(tmp_path)},
         timeout=120,
         check=False,
     )
