@@ -24,6 +24,7 @@ import socket
 import ssl
 import subprocess
 import sys
+import tempfile
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -357,6 +358,9 @@ def ci_env(server: Deployment, project: str, tmp: Path, **more: str) -> dict[str
         "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
         "HOME": str(tmp),
         "LANG": "C.UTF-8",
+        # The session's own temporary directory (tests/conftest.py): what a step leaves there
+        # is found, and a pytest step cleans up no other session's directories.
+        "TMPDIR": tempfile.gettempdir(),
         "BENCHRUNNER_HOST": server.server.url,
         "BENCHRUNNER_TOKEN": server.server.token,
         "BENCHRUNNER_PROJECT": project,
