@@ -306,7 +306,7 @@ def freeze_startup_heap() -> None:
     (modules, the app, its routes and models), which lives as long as the process, out of
     the collector's sight: a full collection walks only what requests allocate. Unfrozen,
     those objects made each full collection of a report's processing take 130-180 ms on the
-    benchmarks' machine (benchmarks/RESULTS.md, "Against Procrastinate")."""
+    benchmarks' machine (benchmarks/RESULTS.md, "Reports at scale")."""
     for module in JUDGMENT_MODULES:
         importlib.import_module(module)
     gc.collect()  # the imports' garbage, frozen otherwise for the life of the process
