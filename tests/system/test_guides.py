@@ -698,7 +698,8 @@ def need_host(setting: Setting) -> None:
     namespace = ("unshare", "--mount", "--propagation", "private")
     setting.within = (*namespace, "sh", "-c", script, "sh", str(setting.guides.host))
     setting.cwd = REPO
-    setting.env.update(EDITOR="true", PATH=HOST_PATH, HOME="/root")
+    # The session's TMPDIR lies under the /tmp that the block's own replaces.
+    setting.env.update(EDITOR="true", PATH=HOST_PATH, HOME="/root", TMPDIR="/tmp")
 
 
 def need_previous_report(setting: Setting) -> None:
