@@ -119,13 +119,18 @@ def test_a_claim_landing_for_a_superseded_channel_returns_to_the_queue(
         new = InProcessChannel(ws_url, created.slug, created.token)
         assert old.wait_closed(timeout=10) == (4001, "superseded")
         release.set()
-        # Pending from its creation until the released claim commits: back once returned.
+        # Pending from its creation until the released claim commits: back once returned. The
+        # job's row and its events are two reads, so one answer may show the row before the
+        # return and the events after it: wait for both.
         job = wait_until(
-            lambda: (j := server.job(job_uuid)).events[-1].event_type == "job_returned" and j,
+            lambda: (
+                (j := server.job(job_uuid)).events[-1].event_type == "job_returned"
+                and j.status == "pending"
+                and j
+            ),
             timeout=15,
             message="the undelivered job back in the queue",
         )
-        assert job.status == "pending"
         events = [(e.event_type, e.status) for e in job.events]
         assert events == [
             ("job_created", "pending"),
