@@ -79,3 +79,34 @@ def test_write_each_commits_each_statement_and_write_keeps_one_transaction(
     assert each[0] != each[1]  # each statement its own transaction: no BEGIN, no COMMIT
     assert whole[0] == whole[1]
     assert read[0] != read[1]
+
+
+def test_a_snapshot_read_does_not_see_a_commit_made_between_its_statements(
+    db: Database,
+) -> None:
+    """``read`` takes a snapshot per statement, so its two reads can straddle another
+    session's commit; ``read_snapshot``'s two reads agree."""
+    db.write_sync(lambda conn: conn.exec_driver_sql("CREATE TABLE probe (n INTEGER)"))
+
+    def two_counts_around_a_commit(conn: Connection) -> tuple[int, int]:
+        first = conn.exec_driver_sql("SELECT count(*) FROM probe").scalar_one()
+        db.write_sync(lambda other: other.exec_driver_sql("INSERT INTO probe VALUES (1)"))
+        return first, conn.exec_driver_sql("SELECT count(*) FROM probe").scalar_one()
+
+    async def scenario() -> tuple[tuple[int, int], tuple[int, int]]:
+        return (
+            await db.read(two_counts_around_a_commit),
+            await db.read_snapshot(two_counts_around_a_commit),
+        )
+
+    straddled, one_snapshot = asyncio.run(scenario())
+    assert straddled == (0, 1)
+    assert one_snapshot == (1, 1)
+
+
+def test_a_snapshot_read_may_not_write(db: Database) -> None:
+    db.write_sync(lambda conn: conn.exec_driver_sql("CREATE TABLE probe (n INTEGER)"))
+    with pytest.raises(Exception, match="read-only transaction"):
+        asyncio.run(
+            db.read_snapshot(lambda conn: conn.exec_driver_sql("INSERT INTO probe VALUES (1)"))
+        )

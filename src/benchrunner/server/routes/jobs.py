@@ -37,7 +37,7 @@ async def full_job(ctx: ServerContext, project: str, ref: str, viewer: UserRow |
         found = job_access(conn, viewer, project, ref, write=False)
         return found.job, found, job_reads.job_events(conn, found.job.id)
 
-    job, found, events = await ctx.db.read(unit)
+    job, found, events = await ctx.db.read_snapshot(unit)
     return _answer(found, events, await shown_output(ctx, job))
 
 

@@ -394,6 +394,15 @@ class Database:
             # snapshot, in a transaction or not, so a read unit sees exactly what it saw
             # inside one (reads take no locks).
             self.read_engine = self.write_engine.execution_options(isolation_level="AUTOCOMMIT")
+        self._snapshot_engine = (
+            self.read_engine
+            if self.sqlite
+            else self.write_engine.execution_options(
+                isolation_level="REPEATABLE READ", postgresql_readonly=True
+            )
+        )
+        """Where ``read_snapshot`` runs: on PostgreSQL a read-only transaction whose
+        statements share one snapshot; SQLite's read units are one transaction already."""
         self.capabilities = capabilities.of(self.write_engine)
         """What this engine does that the other does not, chosen once with the engines."""
         self.lazy_engine = (
@@ -516,6 +525,16 @@ class Database:
             return self._run_inline(self.read_engine, unit, *args, **kwargs)
         return await self._hop(self._readers, self._read_held, unit, *args, **kwargs)
 
+    async def read_snapshot(self, unit: Unit[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
+        """``read`` whose statements all see the database as of one moment: for an answer
+        made of several reads that must agree (a job's row and its events). On PostgreSQL it
+        costs a BEGIN and a COMMIT round trip, which ``read``'s autocommit saves: there each
+        statement sees the commits made before it began, so two reads may straddle a commit.
+        SQLite's read units are already one snapshot (``read``)."""
+        if self.inline:
+            return self._run_inline(self.read_engine, unit, *args, **kwargs)
+        return await self._hop(self._readers, self._snapshot_held, unit, *args, **kwargs)
+
     async def read_apart(self, unit: Unit[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
         """``read`` on a reader thread whatever the engine, SQLite's too: for a long read unit
         that would hold the event loop where SQLite's units run inline (a report's look-back,
@@ -537,6 +556,9 @@ class Database:
         """``unit`` on this thread's autocommit connection (PostgreSQL's reads, and the
         writes of ``write_each`` on the writer threads)."""
         return self._held.run(self.read_engine, unit, *args, **kwargs)
+
+    def _snapshot_held(self, unit: Unit[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
+        return self._held.run(self._snapshot_engine, unit, *args, **kwargs)
 
     def _run_inline(
         self, engine: Engine, unit: Unit[P, T], /, *args: P.args, **kwargs: P.kwargs

@@ -46,7 +46,7 @@ async def detail_response(
         facts = job_facts(conn, viewer, project, str(job))
         return facts, job_log(ctx, conn, facts.job, log_offset)
 
-    facts, log = await ctx.db.read(unit)
+    facts, log = await ctx.db.read_snapshot(unit)
     output = await job_output_view(ctx, facts.job)
     context = {"facts": facts, "log": log, "output": output, "error": error}
     return render(request, viewer, "jobs/detail.html", context, status_code=status_code)
@@ -69,7 +69,7 @@ async def job_live_part(
     project: str, job: uuid.UUID, request: Request, viewer: CurrentViewer, ctx: Ctx
 ) -> HTMLResponse:
     """Status, actions, timeline and output: what the page swaps in while the job runs."""
-    facts = await ctx.db.read(job_facts, viewer, project, str(job))
+    facts = await ctx.db.read_snapshot(job_facts, viewer, project, str(job))
     output = await job_output_view(ctx, facts.job)
     return render(request, viewer, "jobs/live.html", {"facts": facts, "output": output})
 
