@@ -855,20 +855,26 @@ BEFORE_FREEZE_IMPORTS = ("benchrunner.detection.samples", "benchrunner.detection
 
 
 def as_a_servers_heap() -> None:
-    """As a server does before it serves, whichever tree this is (its own
-    ``app.factory.freeze_startup_heap`` where it has one): what exists now (modules, SciPy's
-    statistics) out of the collector's sight, so that the full collections a report meets walk
-    what its processing allocates, as they do in a server."""
+    """As a server has it once it judged a report, whichever tree this is (its own
+    ``app.factory.freeze_startup_heap`` and ``processing.statistics_heap`` where it has them):
+    what exists now (modules, SciPy's statistics) out of the collector's sight, so that the
+    full collections a report meets walk what its processing allocates, as they do in a
+    server."""
     from benchrunner.server.app import factory
 
     freeze = getattr(factory, "freeze_startup_heap", None)
-    if freeze is not None:
-        freeze()
+    if freeze is None:
+        for module in BEFORE_FREEZE_IMPORTS:
+            importlib.import_module(module)
+        gc.collect()
+        gc.freeze()
         return
-    for module in BEFORE_FREEZE_IMPORTS:
-        importlib.import_module(module)
-    gc.collect()
-    gc.freeze()
+    freeze()
+    try:
+        heap = importlib.import_module("benchrunner.server.processing.statistics_heap")
+    except ImportError:  # a tree whose start-up heap held the statistics already
+        return
+    heap.statistics_loaded()
 
 
 def child(url: str, project: Project, repeats: int) -> None:

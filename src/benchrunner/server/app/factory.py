@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import gc
-import importlib
 import logging
 import socket
 from collections.abc import AsyncIterator, Awaitable
@@ -297,17 +296,12 @@ def serve(settings: ServerSettings) -> None:
     BenchrunnerServer(config).run()
 
 
-JUDGMENT_MODULES = ("benchrunner.detection.samples", "benchrunner.detection.boundary")
-"""What a judgment imports on its first report: SciPy's statistics, some 36,000 objects."""
-
-
 def freeze_startup_heap() -> None:
-    """Import what the judgment would import later, then put everything that exists now
-    (modules, the app, its routes and models), which lives as long as the process, out of
-    the collector's sight: a full collection walks only what requests allocate. Unfrozen,
-    those objects made each full collection of a report's processing take 130-180 ms on the
-    benchmarks' machine (benchmarks/RESULTS.md, "Reports at scale")."""
-    for module in JUDGMENT_MODULES:
-        importlib.import_module(module)
-    gc.collect()  # the imports' garbage, frozen otherwise for the life of the process
+    """Put everything that exists now (modules, the app, its routes and models), which lives as
+    long as the process, out of the collector's sight: a full collection walks only what
+    requests allocate. Unfrozen, those objects made each full collection of a report's
+    processing take 130-180 ms on the benchmarks' machine (benchmarks/RESULTS.md, "Reports at
+    scale"). The judgment's statistics are frozen when it first loads them
+    (``processing.statistics_heap``)."""
+    gc.collect()  # start-up's garbage, frozen otherwise for the life of the process
     gc.freeze()

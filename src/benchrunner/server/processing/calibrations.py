@@ -17,6 +17,7 @@ from benchrunner.server.access import members_project
 from benchrunner.server.context import ServerContext
 from benchrunner.server.http.errors import conflict, not_found
 from benchrunner.server.processing.noise import noise_view, stored_verdict
+from benchrunner.server.processing.statistics_heap import statistics_loaded
 from benchrunner.server.store import calibrations, thresholds
 from benchrunner.server.store.accounts import UserRow
 from benchrunner.server.views.resources import iso
@@ -80,6 +81,7 @@ def calibration_view(conn: Connection, row: Any) -> dict[str, Any]:
     state, processed, failed = _state(runs, row.runs)
     found = []
     if state == "done":
+        statistics_loaded()
         for series in calibrations.calibration_values(conn, row.id):
             ids = {"benchmark_id": series.benchmark_id, "measure_id": series.measure_id}
             # Each iteration of a run is judged on its own: a run's false-alarm rate is shared

@@ -43,6 +43,7 @@ from benchrunner.server.processing.sample_evaluation import (
     DEFAULT_MAX_SAMPLE_SIZE,
     judge_samples,
 )
+from benchrunner.server.processing.statistics_heap import statistics_loaded
 from benchrunner.server.processing.verdicts import AlertVerdict, Verdicts, verdicts_write
 from benchrunner.server.store import alerts, capabilities, history, reports, thresholds
 from benchrunner.server.store.history import Point
@@ -160,6 +161,7 @@ def judge_report(
     verdicts = Verdicts(report_id, scope)
     if not found:
         return verdicts
+    statistics_loaded()
     ignored = _ignored(conn, {m.benchmark_id for m in metrics})
     groups = _group(found, metrics, ignored)
     reads = history.SeriesReads() if reads is None else reads
