@@ -12,7 +12,6 @@ and prints the ratio of the medians.
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
 import subprocess
 import sys
@@ -23,17 +22,11 @@ from pathlib import Path
 import httpx
 from tests.harness import free_port
 
+from benchmarks.cpu_time import process_cpu_seconds
 from benchmarks.samples import load_average
 from benchmarks.source_tree import server_source
 
-TICKS = os.sysconf("SC_CLK_TCK")
 START_TIMEOUT = 120.0
-
-
-def cpu_seconds(pid: int) -> float:
-    """The process's user and system time so far, from ``/proc``."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
-    return (int(fields[11]) + int(fields[12])) / TICKS
 
 
 def start_once(data_dir: Path) -> float:
@@ -54,7 +47,7 @@ def start_once(data_dir: Path) -> float:
                     raise SystemExit(f"the server exited with {server.returncode} as it started")
                 try:
                     if client.get(f"http://127.0.0.1:{port}/v0/server/health").is_success:
-                        return cpu_seconds(server.pid)
+                        return process_cpu_seconds(server.pid)
                 except httpx.TransportError:
                     pass
                 if time.monotonic() > deadline:
@@ -62,7 +55,11 @@ def start_once(data_dir: Path) -> float:
                 time.sleep(0.02)
     finally:
         server.terminate()
-        server.wait(timeout=60)
+        try:
+            server.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
 
 
 def main() -> None:

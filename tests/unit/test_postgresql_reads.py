@@ -5,6 +5,7 @@ stand on their own, run in autocommit too."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Iterator
 
 import pytest
@@ -110,3 +111,43 @@ def test_a_snapshot_read_may_not_write(db: Database) -> None:
         asyncio.run(
             db.read_snapshot(lambda conn: conn.exec_driver_sql("INSERT INTO probe VALUES (1)"))
         )
+
+
+POOL_KEPT = 6
+"""Connections the test database's pool keeps idle (``Database``'s defaults: the larger of its
+read and write threads, 2 and 4, plus 2)."""
+
+
+def _isolation(conn: Connection) -> tuple[str, str]:
+    level = conn.exec_driver_sql("SHOW transaction_isolation").scalar_one()
+    read_only = conn.exec_driver_sql("SHOW transaction_read_only").scalar_one()
+    return str(level), str(read_only)
+
+
+def test_a_snapshot_reads_connection_leaves_the_others_at_read_committed(db: Database) -> None:
+    """``read_snapshot`` runs on connections of its own: the reads and writes around it keep
+    PostgreSQL's default isolation, read-write, also on connections it used before."""
+
+    snapshot_pid: list[int] = []
+
+    def isolation_and_pid(conn: Connection) -> tuple[str, str]:
+        snapshot_pid.append(conn.connection.driver_connection.info.backend_pid)  # type: ignore[union-attr]
+        return _isolation(conn)
+
+    async def scenario() -> list[tuple[str, str]]:
+        seen = [await db.read_snapshot(isolation_and_pid)]
+        for _ in range(3):
+            seen += [await db.read(_isolation), await db.write(_isolation)]
+        return seen
+
+    snapshot, *others = asyncio.run(scenario())
+    assert snapshot == ("repeatable read", "on")
+    assert set(others) == {("read committed", "off")}
+    # Every held connection back to the pool (reset on its way there), then as many taken out
+    # as the pool keeps: the snapshot's is among them, at the default again.
+    db._held.close()
+    with contextlib.ExitStack() as stack:
+        pooled = [stack.enter_context(db.write_engine.connect()) for _ in range(POOL_KEPT)]
+        pids = {conn.connection.driver_connection.info.backend_pid for conn in pooled}  # type: ignore[union-attr]
+        assert snapshot_pid[0] in pids
+        assert {_isolation(conn) for conn in pooled} == {("read committed", "off")}

@@ -17,7 +17,7 @@ from benchrunner.server.access import members_project
 from benchrunner.server.context import ServerContext
 from benchrunner.server.http.errors import conflict, not_found
 from benchrunner.server.processing.noise import noise_view, stored_verdict
-from benchrunner.server.processing.statistics_heap import statistics_loaded
+from benchrunner.server.processing.statistics_heap import statistics_loaded, statistics_ready
 from benchrunner.server.store import calibrations, thresholds
 from benchrunner.server.store.accounts import UserRow
 from benchrunner.server.views.resources import iso
@@ -190,4 +190,5 @@ async def apply_in_project(
         again = calibration_view(conn, calibration_in_project(conn, row.id, calibration))
         return {**public(again), "thresholds": applied}
 
+    await statistics_ready()
     return await ctx.db.write(unit)

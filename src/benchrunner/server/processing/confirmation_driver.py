@@ -14,6 +14,7 @@ from collections.abc import Callable
 
 from benchrunner.server.context import ServerContext
 from benchrunner.server.processing.confirmations import Moved, advance
+from benchrunner.server.processing.statistics_heap import statistics_ready
 from benchrunner.server.store.confirmations import confirmations_open
 from benchrunner.server.tasks import WokenLoop
 
@@ -47,6 +48,8 @@ class ConfirmationDriver(WokenLoop):
             return 0
         found = await self._ctx.db.read(confirmations_open)
         self.busy = bool(found)
+        if found:
+            await statistics_ready()  # a decision may compare samples (SciPy)
         for confirmation_id in found:
             try:
                 moved: Moved = await self._ctx.db.write(

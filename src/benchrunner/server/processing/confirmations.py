@@ -38,6 +38,7 @@ from benchrunner.protocol import JsonJobConfig
 from benchrunner.server.processing import confirmation_duets
 from benchrunner.server.processing.evaluation import threshold_series
 from benchrunner.server.processing.sample_evaluation import combined_comparison, samples_step
+from benchrunner.server.processing.statistics_heap import statistics_loaded
 from benchrunner.server.processing.webhooks import emit_alert_event
 from benchrunner.server.store import (
     accounts,
@@ -280,6 +281,7 @@ def _decide_samples(
     against the same baseline window; confirmed when they still differ."""
     from benchrunner.detection.samples import Verdict
 
+    statistics_loaded()
     if not any(runs):
         return Outcome.UNCONFIRMED, None
     t = next(

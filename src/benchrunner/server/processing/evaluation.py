@@ -54,7 +54,8 @@ if TYPE_CHECKING:
     from benchrunner.server.processing.confirmation_duets import Level
 
 # The statistics (SciPy) are imported where a threshold is judged, not here: importing them
-# costs about 1.5 s, which every server start (and every test that starts one) would pay.
+# costs about half a second of CPU, which every server start would pay
+# (``processing.statistics_heap``).
 
 
 @dataclass(frozen=True)

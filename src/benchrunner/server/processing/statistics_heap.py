@@ -1,14 +1,18 @@
-"""SciPy's statistics, loaded by the first judgment and then put out of the garbage collector's
+"""SciPy's statistics, loaded the first time they are needed (a report judged against thresholds,
+a done calibration shown, a confirmation decided) and then put out of the garbage collector's
 sight with everything else alive at that moment.
 
-A server that never judges a report (no thresholds) never pays for SciPy's import, about half a
-second of CPU at start-up. Once loaded, its 36,000 objects live as long as the process: left
-in sight they would make every full collection of a report's processing walk them
-(benchmarks/RESULTS.md, "Reports at scale").
+A server that needs none of them never pays for SciPy's import, about half a second of CPU
+(benchmarks/RESULTS.md, "A server's start"). Once loaded, its 36,000 objects live as long as the
+process: left in sight they would make every full collection of a report's processing walk
+them (benchmarks/RESULTS.md, "Reports at scale"). Code on the event loop awaits
+``statistics_ready`` before the unit that needs them, so that the import runs on a thread;
+``statistics_loaded`` inside the unit is then a check and nothing more.
 """
 
 from __future__ import annotations
 
+import asyncio
 import gc
 import importlib
 import threading
@@ -35,3 +39,10 @@ def statistics_loaded() -> None:
         gc.collect()  # the imports' garbage, frozen otherwise for the life of the process
         gc.freeze()
         _loaded = True
+
+
+async def statistics_ready() -> None:
+    """``statistics_loaded`` on a thread, so that the first import does not hold the event loop
+    (nor SQLite's writer, where a unit would run inline)."""
+    if not _loaded:
+        await asyncio.to_thread(statistics_loaded)

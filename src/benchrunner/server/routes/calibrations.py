@@ -15,6 +15,7 @@ from benchrunner.server.access import project_access
 from benchrunner.server.http.answers import ANSWERED, answered
 from benchrunner.server.processing import calibration_start
 from benchrunner.server.processing import calibrations as service
+from benchrunner.server.processing.statistics_heap import statistics_ready
 from benchrunner.server.routes.deps import Ctx, MaybeUser, Page, Svc, origin_of
 from benchrunner.server.store import calibrations
 
@@ -55,6 +56,7 @@ async def list_calibrations(
         found, total = calibrations.calibration_list(conn, row.id, pages.per_page, pages.offset)
         return [_answer(conn, c) for c in found], total
 
+    await statistics_ready()
     answers, total = await ctx.db.read(unit)
     response.headers["X-Total-Count"] = str(total)
     return answers
@@ -70,6 +72,7 @@ async def get_calibration(project: str, calibration: str, user: MaybeUser, ctx: 
         row = project_access(conn, user, project, write=False)
         return _answer(conn, service.calibration_in_project(conn, row.id, calibration))
 
+    await statistics_ready()
     return await ctx.db.read(unit)
 
 

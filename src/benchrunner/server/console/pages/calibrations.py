@@ -38,6 +38,7 @@ from benchrunner.server.http.deps import MAX_PAGE, Ctx, Svc, origin_of
 from benchrunner.server.http.errors import ApiError, not_found
 from benchrunner.server.processing import calibration_start
 from benchrunner.server.processing import calibrations as service
+from benchrunner.server.processing.statistics_heap import statistics_ready
 from benchrunner.server.store import calibrations, runners
 from benchrunner.server.store.accounts import ProjectRow
 
@@ -84,6 +85,7 @@ async def calibration_list(
     ctx: Ctx,
     page: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 1,
 ) -> HTMLResponse:
+    await statistics_ready()
     found = await ctx.db.read(_list, viewer, project, page)
     context = {
         "project": found.project,
@@ -193,6 +195,7 @@ async def _page(
     applied: int | None = None,
     status_code: int = 200,
 ) -> HTMLResponse:
+    await statistics_ready()
     found = await ctx.db.read(_one, viewer, project, calibration)
     context = {
         "page": found,
