@@ -384,6 +384,9 @@ class Database:
             self.read_engine = make_engine(self.url, writer=False, pool_size=read_threads + 1)
             self.read_engine.update_execution_options(**carry)
         else:
+            # Held from this pool, at most: two connections per writer thread (``write``,
+            # ``write_each``) and two per reader thread (``read``, ``read_snapshot``); with the
+            # defaults 12, within the pool's size and its overflow of 10.
             self.write_engine = make_engine(
                 self.url, pool_size=max(read_threads, write_threads) + 2
             )
