@@ -16,11 +16,10 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import httpx
-from tests.harness import free_port
+from tests.harness import free_port, wait_until
 
 from benchmarks.cpu_time import process_cpu_seconds
 from benchmarks.samples import load_average
@@ -40,19 +39,18 @@ def start_once(data_dir: Path) -> float:
         stderr=subprocess.DEVNULL,
     )
     try:
-        deadline = time.monotonic() + START_TIMEOUT
         with httpx.Client(timeout=5.0) as client:
-            while True:
+
+            def answered() -> bool:
                 if server.poll() is not None:
                     raise SystemExit(f"the server exited with {server.returncode} as it started")
                 try:
-                    if client.get(f"http://127.0.0.1:{port}/v0/server/health").is_success:
-                        return process_cpu_seconds(server.pid)
+                    return client.get(f"http://127.0.0.1:{port}/v0/server/health").is_success
                 except httpx.TransportError:
-                    pass
-                if time.monotonic() > deadline:
-                    raise SystemExit(f"no health answer within {START_TIMEOUT:.0f} s")
-                time.sleep(0.02)
+                    return False
+
+            wait_until(answered, timeout=START_TIMEOUT, interval=0.02, message="its health")
+        return process_cpu_seconds(server.pid)
     finally:
         server.terminate()
         try:

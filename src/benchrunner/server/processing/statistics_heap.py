@@ -1,6 +1,6 @@
-"""SciPy's statistics, loaded the first time they are needed (a report judged against thresholds,
-a done calibration shown, a confirmation decided) and then put out of the garbage collector's
-sight with everything else alive at that moment.
+"""SciPy's statistics, loaded the first time they may be needed (a report judged against
+thresholds, calibrations listed, shown or applied, open confirmations moved) and then put out of
+the garbage collector's sight with everything else alive at that moment.
 
 A server that needs none of them never pays for SciPy's import, about half a second of CPU
 (benchmarks/RESULTS.md, "A server's start"). Once loaded, its 36,000 objects live as long as the
